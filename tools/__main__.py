@@ -1,0 +1,3 @@
+from kafkagen.cli import main
+
+raise SystemExit(main())
