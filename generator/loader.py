@@ -111,7 +111,7 @@ def default_text(value: Any) -> str | None:
     return str(value).strip()
 
 
-_BOOL_KEYS = ("ignorable", "zeroCopy", "latestVersionUnstable")
+_BOOL_KEYS = ("ignorable", "zeroCopy", "latestVersionUnstable", "mapKey")
 
 
 def normalize(doc: dict[str, Any]) -> dict[str, Any]:
