@@ -31,8 +31,9 @@ def _load_directory(directory: Path) -> dict[str, dict[str, Any]]:
     try:
         files = spec_files(directory)
     except OSError as e:
-        raise SpecErrors([SpecError(str(directory), "", "cannot read spec directory",
-                                    e.strerror)]) from e
+        raise SpecErrors(
+            [SpecError(str(directory), "", "cannot read spec directory", e.strerror)]
+        ) from e
     if not files:
         # An empty side would make every spec look removed (or nothing checked at all).
         raise SpecErrors([SpecError(str(directory), "", "no spec files in directory")])
@@ -77,10 +78,14 @@ class _Comparer:
     def __init__(self, file: str, old: Doc, new: Doc) -> None:
         self.file = file
         self.errors: list[SpecError] = []
-        self.old = _Side(_versions(old.get("flexibleVersions")),
-                         {s["name"]: s for s in old.get("commonStructs", [])})
-        self.new = _Side(_versions(new.get("flexibleVersions")),
-                         {s["name"]: s for s in new.get("commonStructs", [])})
+        self.old = _Side(
+            _versions(old.get("flexibleVersions")),
+            {s["name"]: s for s in old.get("commonStructs", [])},
+        )
+        self.new = _Side(
+            _versions(new.get("flexibleVersions")),
+            {s["name"]: s for s in new.get("commonStructs", [])},
+        )
 
     def err(self, path: str, rule: str, value: object = None) -> None:
         self.errors.append(SpecError(self.file, path, rule, value))
@@ -104,17 +109,24 @@ class _Comparer:
             or new_valid.lowest != shipped.lowest
             or new_valid.highest < shipped.highest
         ):
-            self.err(name, f"validVersions may only be extended at the top "
-                     f"(was {old['validVersions']!r})", new["validVersions"])
+            self.err(
+                name,
+                f"validVersions may only be extended at the top (was {old['validVersions']!r})",
+                new["validVersions"],
+            )
         existing = shipped.intersect(new_valid)
 
         if self.old.flexible.intersect(existing) != self.new.flexible.intersect(existing):
-            self.err(name, f"flexibleVersions changed for existing versions "
-                     f"(was {str(self.old.flexible)!r})", str(self.new.flexible))
+            self.err(
+                name,
+                f"flexibleVersions changed for existing versions (was {str(self.old.flexible)!r})",
+                str(self.new.flexible),
+            )
         self.struct(name, old["fields"], new["fields"], existing)
 
-    def struct(self, path: str, old_fields: list[Doc], new_fields: list[Doc],
-               existing: Versions) -> None:
+    def struct(
+        self, path: str, old_fields: list[Doc], new_fields: list[Doc], existing: Versions
+    ) -> None:
         if existing.empty:
             return
         old_by_name = {f["name"]: f for f in old_fields}
@@ -130,8 +142,11 @@ class _Comparer:
                 # New to every shipped version: only a tagged field, which old readers skip.
                 assert new is not None
                 if "tag" not in new:
-                    self.err(fpath, f"a field added to existing versions {new_here} must be "
-                             "tagged", new["versions"])
+                    self.err(
+                        fpath,
+                        f"a field added to existing versions {new_here} must be tagged",
+                        new["versions"],
+                    )
                 continue
             if new is None:
                 self.err(fpath, f"field removed, but existing versions {old_here} have it")
@@ -139,12 +154,14 @@ class _Comparer:
             self.field(fpath, old, new, existing)
         self.order(path, old_fields, new_fields, existing)
 
-    def order(self, path: str, old_fields: list[Doc], new_fields: list[Doc],
-              existing: Versions) -> None:
+    def order(
+        self, path: str, old_fields: list[Doc], new_fields: list[Doc], existing: Versions
+    ) -> None:
         # Untagged fields go on the wire in declaration order; tagged ones by tag number.
         def present(fields: list[Doc], version: int) -> list[str]:
-            return [f["name"] for f in fields
-                    if "tag" not in f and version in _versions(f["versions"])]
+            return [
+                f["name"] for f in fields if "tag" not in f and version in _versions(f["versions"])
+            ]
 
         for version in existing:
             old_seq, new_seq = present(old_fields, version), present(new_fields, version)
@@ -152,16 +169,22 @@ class _Comparer:
             old_order = [n for n in old_seq if n in common]
             new_order = [n for n in new_seq if n in common]
             if old_order != new_order:
-                self.err(path, f"fields reordered in existing version {version} "
-                         f"(was {old_order})", new_order)
+                self.err(
+                    path,
+                    f"fields reordered in existing version {version} (was {old_order})",
+                    new_order,
+                )
                 return
 
     def field(self, path: str, old: Doc, new: Doc, existing: Versions) -> None:
         old_versions, new_versions = _versions(old["versions"]), _versions(new["versions"])
         here = old_versions.intersect(existing)
         if here != new_versions.intersect(existing):
-            self.err(path, f"versions changed for existing versions "
-                     f"(was {old['versions']!r})", new["versions"])
+            self.err(
+                path,
+                f"versions changed for existing versions (was {old['versions']!r})",
+                new["versions"],
+            )
         # Encoding details are compared only where both revisions have the field, so a
         # versions change is reported once, not again as every detail that moved with it.
         both = here.intersect(new_versions)
@@ -176,18 +199,25 @@ class _Comparer:
             before = _versions(old.get(key)).intersect(both)
             after = _versions(new.get(key)).intersect(both)
             if before != after:
-                self.err(path, f"{key} changed for existing versions "
-                         f"(was {old.get(key, 'none')!r})", new.get(key, "none"))
+                self.err(
+                    path,
+                    f"{key} changed for existing versions (was {old.get(key, 'none')!r})",
+                    new.get(key, "none"),
+                )
         old_flex = self.old.field_flexible(old).intersect(both)
         new_flex = self.new.field_flexible(new).intersect(both)
         if old_flex != new_flex and "flexibleVersions" in (old.keys() | new.keys()):
-            self.err(path, f"flexibleVersions changed for existing versions "
-                     f"(was {old.get('flexibleVersions', 'the message default')!r})",
-                     new.get("flexibleVersions", "the message default"))
+            self.err(
+                path,
+                f"flexibleVersions changed for existing versions "
+                f"(was {old.get('flexibleVersions', 'the message default')!r})",
+                new.get("flexibleVersions", "the message default"),
+            )
         # Readers of versions without the field fill in the default: it is part of the format.
         if old.get("default", "") != new.get("default", ""):
-            self.err(path, f"default changed (was {old.get('default', '')!r})",
-                     new.get("default", ""))
+            self.err(
+                path, f"default changed (was {old.get('default', '')!r})", new.get("default", "")
+            )
         if FieldType.parse(new["type"]).struct_name is not None:
             self.struct(path, self.old.struct_fields(old), self.new.struct_fields(new), both)
 
@@ -223,6 +253,8 @@ def run_check_compat(old_dir: Path, new_dir: Path) -> int:
     if errors:
         return 1
     old_count, new_count = len(spec_files(old_dir)), len(spec_files(new_dir))
-    print(f"OK: {old_count} specs compatible with {old_dir}, "
-          f"{new_count - old_count} added in {new_dir}")
+    print(
+        f"OK: {old_count} specs compatible with {old_dir}, "
+        f"{new_count - old_count} added in {new_dir}"
+    )
     return 0

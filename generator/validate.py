@@ -148,8 +148,11 @@ class _Checker:
         try:
             return Versions.parse(text)
         except ValueError:
-            self.err(path, f"{key} must run from a lower to a higher version, "
-                     f"both at most {_VERSION_MAX}", text)
+            self.err(
+                path,
+                f"{key} must run from a lower to a higher version, both at most {_VERSION_MAX}",
+                text,
+            )
             return None
 
     # -- message
@@ -163,8 +166,11 @@ class _Checker:
             return  # every later version check would only echo this one
         self.valid = valid
         if valid.open_ended:
-            self.err(name, "validVersions must end at a highest version, not be open-ended",
-                     doc["validVersions"])
+            self.err(
+                name,
+                "validVersions must end at a highest version, not be open-ended",
+                doc["validVersions"],
+            )
 
         if kind in ("request", "response"):
             suffix = kind.capitalize()
@@ -177,8 +183,9 @@ class _Checker:
             elif not 0 <= api_key <= _VERSION_MAX:
                 self.err(name, f"apiKey must be between 0 and {_VERSION_MAX}", api_key)
         elif api_key is not None:
-            self.err(name, "apiKey is only allowed on request, response and metadata specs",
-                     api_key)
+            self.err(
+                name, "apiKey is only allowed on request, response and metadata specs", api_key
+            )
         if doc.get("listeners") and kind != "request":
             self.err(name, "listeners are only allowed on requests", doc["listeners"])
         if doc.get("latestVersionUnstable") and kind != "request":
@@ -187,21 +194,29 @@ class _Checker:
         if "deprecatedVersions" in doc:
             deprecated = self.versions(name, "deprecatedVersions", doc["deprecatedVersions"])
             if deprecated is not None and deprecated not in valid:
-                self.err(name, f"deprecatedVersions must lie inside validVersions {valid}",
-                         doc["deprecatedVersions"])
+                self.err(
+                    name,
+                    f"deprecatedVersions must lie inside validVersions {valid}",
+                    doc["deprecatedVersions"],
+                )
 
         # A spec without versions is a retired API: nothing of it is ever encoded.
         if not valid.empty:
             if "flexibleVersions" not in doc:
-                self.err(name, "flexibleVersions is required (none, or N+ for the first "
-                         "flexible version)")
+                self.err(
+                    name,
+                    "flexibleVersions is required (none, or N+ for the first flexible version)",
+                )
             else:
                 flexible = self.versions(name, "flexibleVersions", doc["flexibleVersions"])
                 if flexible is not None:
                     self.flexible = flexible
                     if not flexible.empty and not flexible.open_ended:
-                        self.err(name, "flexibleVersions must be none or open-ended (N+)",
-                                 doc["flexibleVersions"])
+                        self.err(
+                            name,
+                            "flexibleVersions must be none or open-ended (N+)",
+                            doc["flexibleVersions"],
+                        )
 
         self.structs[name] = name  # a nested struct named like the message would clash
         self.check_common_structs(name)
@@ -219,8 +234,11 @@ class _Checker:
             self.structs[sname] = path
             versions = self.versions(path, "versions", struct["versions"])
             if versions is not None and versions.intersect(self.valid).empty:
-                self.err(path, f"versions share no version with validVersions {self.valid}",
-                         struct["versions"])
+                self.err(
+                    path,
+                    f"versions share no version with validVersions {self.valid}",
+                    struct["versions"],
+                )
                 versions = None
             declared.append((path, struct, versions))
         # Fields after all names are known: common structs may use one another.
@@ -230,8 +248,9 @@ class _Checker:
 
     # -- struct
 
-    def check_struct(self, path: str, fields: list[dict[str, Any]], parent: Versions,
-                     top: bool = False) -> None:
+    def check_struct(
+        self, path: str, fields: list[dict[str, Any]], parent: Versions, top: bool = False
+    ) -> None:
         names: set[str] = set()
         tags: dict[int, str] = {}
         for f in fields:
@@ -251,8 +270,7 @@ class _Checker:
         used = sorted(t for t in tags if t >= 0)
         for expected, tag in enumerate(used):
             if tag != expected:
-                self.err(path, f"tags must be contiguous from 0, but {expected} is unused",
-                         used)
+                self.err(path, f"tags must be contiguous from 0, but {expected} is unused", used)
                 break
 
     # -- field
@@ -264,8 +282,11 @@ class _Checker:
             return
         effective = versions.intersect(parent)
         if effective.empty:
-            self.err(path, f"versions share no version with the enclosing versions {parent}",
-                     f["versions"])
+            self.err(
+                path,
+                f"versions share no version with the enclosing versions {parent}",
+                f["versions"],
+            )
 
         nullable = NONE
         if "nullableVersions" in f:
@@ -273,11 +294,17 @@ class _Checker:
             nullable = parsed if parsed is not None else NONE
             if not nullable.empty:
                 if not ftype.can_be_nullable:
-                    self.err(path, f"nullableVersions is not allowed on type {ftype}",
-                             f["nullableVersions"])
+                    self.err(
+                        path,
+                        f"nullableVersions is not allowed on type {ftype}",
+                        f["nullableVersions"],
+                    )
                 elif nullable.intersect(versions).empty:
-                    self.err(path, f"nullableVersions share no version with versions "
-                             f"{versions}", f["nullableVersions"])
+                    self.err(
+                        path,
+                        f"nullableVersions share no version with versions {versions}",
+                        f["nullableVersions"],
+                    )
 
         self.check_tag(path, f, ftype, versions, nullable)
 
@@ -286,8 +313,9 @@ class _Checker:
         if "flexibleVersions" in f:
             self.versions(path, "flexibleVersions", f["flexibleVersions"])
             if not ftype.can_be_flexible:
-                self.err(path, "flexibleVersions is only allowed on string and bytes fields",
-                         str(ftype))
+                self.err(
+                    path, "flexibleVersions is only allowed on string and bytes fields", str(ftype)
+                )
         if f.get("mapKey") and top:
             self.err(path, "mapKey is not allowed on a message's top-level fields", True)
 
@@ -302,8 +330,9 @@ class _Checker:
         if "default" in f:
             self.check_default(path, f["default"], ftype, versions, nullable)
 
-    def check_tag(self, path: str, f: dict[str, Any], ftype: FieldType, versions: Versions,
-                  nullable: Versions) -> None:
+    def check_tag(
+        self, path: str, f: dict[str, Any], ftype: FieldType, versions: Versions, nullable: Versions
+    ) -> None:
         tag = f.get("tag")
         tagged = NONE
         if "taggedVersions" in f:
@@ -329,15 +358,22 @@ class _Checker:
             self.err(path, f"taggedVersions must equal versions {versions}", text)
         # A field-level flexibleVersions (string/bytes only) supplies its own encoding.
         if "flexibleVersions" not in f and tagged not in self.flexible:
-            self.err(path, f"taggedVersions must lie inside the message's flexibleVersions "
-                     f"{self.flexible}", text)
+            self.err(
+                path,
+                f"taggedVersions must lie inside the message's flexibleVersions {self.flexible}",
+                text,
+            )
         both = nullable.intersect(tagged)
         if not both.empty and both != tagged:
-            self.err(path, f"nullableVersions must cover all of taggedVersions {tagged} or "
-                     "none of them", f["nullableVersions"])
+            self.err(
+                path,
+                f"nullableVersions must cover all of taggedVersions {tagged} or none of them",
+                f["nullableVersions"],
+            )
 
-    def check_nested(self, path: str, f: dict[str, Any], ftype: FieldType,
-                     versions: Versions) -> None:
+    def check_nested(
+        self, path: str, f: dict[str, Any], ftype: FieldType, versions: Versions
+    ) -> None:
         sname = ftype.struct_name
         fields = f.get("fields") or []
         if sname is None:
@@ -349,8 +385,9 @@ class _Checker:
                 self.err(path, f"common struct {sname} cannot be redefined inline", sname)
             return
         if not fields:
-            self.err(path, f"struct type {sname} has no fields here and is not a common struct",
-                     sname)
+            self.err(
+                path, f"struct type {sname} has no fields here and is not a common struct", sname
+            )
             return
         if sname in self.structs:
             self.err(path, f"struct {sname} is already defined at {self.structs[sname]}", sname)
@@ -358,8 +395,9 @@ class _Checker:
             self.structs[sname] = path
         self.check_struct(path, fields, versions)
 
-    def check_default(self, path: str, value: str, ftype: FieldType, versions: Versions,
-                      nullable: Versions) -> None:
+    def check_default(
+        self, path: str, value: str, ftype: FieldType, versions: Versions, nullable: Versions
+    ) -> None:
         if value == "":
             return  # the type's zero value, as Kafka reads an empty default
         name = ftype.name
@@ -367,8 +405,9 @@ class _Checker:
             kind = "array" if ftype.is_array else "struct" if ftype.is_struct else name
             if value != "null":
                 article = "an" if kind[0] in "aeiou" else "a"
-                self.err(path, f"the default of {article} {kind} field can only be empty or null",
-                         value)
+                self.err(
+                    path, f"the default of {article} {kind} field can only be empty or null", value
+                )
                 return
         elif name == "bool":
             if value not in ("true", "false"):
@@ -380,8 +419,11 @@ class _Checker:
             elif _DECIMAL.match(value):
                 number = int(value)
             else:
-                self.err(path, f"the default of an {name} field must be a decimal or 0x hex "
-                         "integer", value)
+                self.err(
+                    path,
+                    f"the default of an {name} field must be a decimal or 0x hex integer",
+                    value,
+                )
                 return
             if not low <= number <= high:
                 self.err(path, f"the default does not fit {name} ({low} to {high})", value)
@@ -390,11 +432,17 @@ class _Checker:
                 self.err(path, "the default of a float64 field must be a decimal number", value)
         elif name == "uuid":
             if not _is_uuid_text(value):
-                self.err(path, "the default of a uuid field must be 22 characters of "
-                         "URL-safe base64", value)
+                self.err(
+                    path,
+                    "the default of a uuid field must be 22 characters of URL-safe base64",
+                    value,
+                )
         if value == "null" and ftype.can_be_nullable and versions not in nullable:
-            self.err(path, f"a null default needs the field nullable in all its versions "
-                     f"{versions}", value)
+            self.err(
+                path,
+                f"a null default needs the field nullable in all its versions {versions}",
+                value,
+            )
 
 
 def _is_uuid_text(text: str) -> bool:
@@ -424,8 +472,7 @@ def validate_document(raw: dict[str, Any], file: str) -> dict[str, Any]:
     semantic rule the spec breaks.
     """
     if not isinstance(raw, dict):
-        raise SpecErrors([SpecError(file, "", "a spec must be a JSON object",
-                                    type(raw).__name__)])
+        raise SpecErrors([SpecError(file, "", "a spec must be a JSON object", type(raw).__name__)])
     errors = _schema_errors(raw, file)
     if errors:
         raise SpecErrors(errors)
@@ -454,8 +501,9 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
         doc = docs[file]
         name, kind, key = doc["name"], doc["type"], doc.get("apiKey")
         if name in names:
-            errors.append(SpecError(file, name, f"message name already used in {names[name]}",
-                                    name))
+            errors.append(
+                SpecError(file, name, f"message name already used in {names[name]}", name)
+            )
         else:
             names[name] = file
         if key is None:
@@ -463,13 +511,21 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
                 errors.append(SpecError(file, name, f"a {kind} spec needs an apiKey"))
             continue
         if kind not in KEYED_TYPES:
-            errors.append(SpecError(
-                file, name, "apiKey is only allowed on request, response and metadata specs",
-                key))
+            errors.append(
+                SpecError(
+                    file,
+                    name,
+                    "apiKey is only allowed on request, response and metadata specs",
+                    key,
+                )
+            )
             continue
         if (kind, key) in keyed:
-            errors.append(SpecError(file, name, f"apiKey already used by the {kind} in "
-                                    f"{keyed[kind, key]}", key))
+            errors.append(
+                SpecError(
+                    file, name, f"apiKey already used by the {kind} in {keyed[kind, key]}", key
+                )
+            )
             continue
         keyed[kind, key] = file
 
@@ -479,18 +535,31 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
         other_kind = "response" if kind == "request" else "request"
         doc = docs[file]
         if (other_kind, key) not in keyed:
-            errors.append(SpecError(file, doc["name"], f"no {other_kind} spec has this apiKey",
-                                    key))
+            errors.append(
+                SpecError(file, doc["name"], f"no {other_kind} spec has this apiKey", key)
+            )
             continue
         if kind == "request":
             continue  # each pair is compared once, from the response's side
         request = docs[keyed["request", key]]
         expected = request["name"].removesuffix("Request") + "Response"
         if doc["name"] != expected:
-            errors.append(SpecError(file, doc["name"], f"the response to {request['name']} "
-                                    f"must be named {expected}", doc["name"]))
+            errors.append(
+                SpecError(
+                    file,
+                    doc["name"],
+                    f"the response to {request['name']} must be named {expected}",
+                    doc["name"],
+                )
+            )
         if Versions.parse(doc["validVersions"]) != Versions.parse(request["validVersions"]):
-            errors.append(SpecError(file, doc["name"], "validVersions must equal the request's "
-                                    f"{request['validVersions']}", doc["validVersions"]))
+            errors.append(
+                SpecError(
+                    file,
+                    doc["name"],
+                    f"validVersions must equal the request's {request['validVersions']}",
+                    doc["validVersions"],
+                )
+            )
     if errors:
         raise SpecErrors(errors)

@@ -1,0 +1,381 @@
+"""From the model to the plan the templates render: one op list per struct and version.
+
+A plan op is plain data (kind, attribute, reader, struct format...). Versions whose op
+lists are equal share one function, so a message with 13 versions and 4 distinct layouts
+gets 4 decoders and 4 encoders, each straight-line: no version test runs at run time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Field, Message, Struct
+from .types import FIXED
+
+# ---------------------------------------------------------------- plan data
+
+
+@dataclass(frozen=True)
+class FixedRun:
+    """Consecutive fixed-width fields read or written with one precompiled struct."""
+
+    attrs: tuple[str, ...]
+    fmt: str  # without the byte-order prefix
+    size: int
+    kind: str = "fixed"
+
+    @property
+    def const(self) -> str:
+        return "_S_" + self.fmt.replace("?", "o")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One non-fused field: its kind decides the template macro."""
+
+    kind: str  # uuid | string | bytes | records | struct | array | absent
+    attr: str
+    name: str  # spec name, for error messages
+    reader: str = ""  # runtime reader (string/bytes/records), or element reader
+    writer: str = ""
+    nullable: bool = False  # nullable at this version
+    compact: bool = False
+    struct_fn: str = ""  # function stem of the nested struct (struct fields, struct arrays)
+    fn: str = ""  # decode/encode function suffix of the nested struct at this version
+    elem: str = ""  # array element kind: fixed | uuid | string | bytes | struct
+    code: str = ""  # fixed element struct code
+    size: int = 0
+    keyed: bool = False
+    ignorable: bool = False
+    why: str = ""  # absent: why the value cannot be written
+
+
+@dataclass(frozen=True)
+class TaggedOp:
+    tag: int
+    op: Op | FixedRun
+    attr: str
+
+
+@dataclass(frozen=True)
+class VersionPlan:
+    ops: tuple[Op | FixedRun, ...]
+    flexible: bool
+    tagged: tuple[TaggedOp, ...]
+    #: Tagged fields that exist in the struct but not at this version (set to default).
+    absent_tagged: tuple[Op, ...] = ()
+
+
+@dataclass
+class StructPlan:
+    struct: Struct
+    alias: str  # module-level name of the class
+    qualname: str
+    fname: str  # stem of its function names
+    #: version -> function suffix; functions: suffix -> plan
+    by_version: dict[int, str] = field(default_factory=dict)
+    functions: dict[str, VersionPlan] = field(default_factory=dict)
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    is_root: bool = False
+    children: list[StructPlan] = field(default_factory=list)
+    doc: str = ""
+
+    @property
+    def layouts(self) -> list[tuple[int, int, str]]:
+        """(first, last, suffix) for each run of consecutive versions sharing a layout."""
+        runs: list[tuple[int, int, str]] = []
+        for v, sfx in sorted(self.by_version.items()):
+            if runs and runs[-1][2] == sfx and runs[-1][1] == v - 1:
+                runs[-1] = (runs[-1][0], v, sfx)
+            else:
+                runs.append((v, v, sfx))
+        return runs
+
+    defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: attr -> whether the field is nullable in some version
+    nullable_attrs: dict[str, bool] = field(default_factory=dict)
+
+
+def _string_rw(compact: bool, nullable: bool, base: str) -> tuple[str, str]:
+    name = ("compact_" if compact else "") + ("nullable_" if nullable else "") + base
+    return "read_" + name, "write_" + name
+
+
+class Emitter:
+    """Builds the template context of one message."""
+
+    def __init__(self, msg: Message, shared_names: frozenset[str] = frozenset()) -> None:
+        """``shared_names``: struct names that another message of the same module also uses,
+        which get the message name as a prefix to stay unique in the module."""
+        self.msg = msg
+        self.formats: set[str] = set()
+        self.plans: dict[str, StructPlan] = {}
+        self.plans[msg.root.name] = StructPlan(msg.root, msg.name, msg.name, msg.name, is_root=True)
+        for s in msg.structs:
+            stem = f"{msg.name}_{s.name}" if s.name in shared_names else s.name
+            self.plans[s.name] = StructPlan(s, f"_{stem}", f"{msg.name}.{s.name}", stem)
+
+    # -- defaults -------------------------------------------------------------------
+
+    def default_key(self, f: Field) -> dict[str, Any]:
+        """How the template writes ``f``'s default: a kind plus a value."""
+        t = f.type
+        if f.default_is_null:
+            return {"kind": "none"}
+        if t.is_array:
+            return {"kind": "keyed" if is_keyed(f) else "list"}
+        if t.is_struct:
+            assert f.struct is not None
+            return {"kind": "struct", "alias": self.plans[f.struct.name].alias}
+        if t.name == "uuid":
+            if f.default.int == 0:
+                return {"kind": "zero_uuid"}
+            return {"kind": "uuid", "value": f.default.bytes}
+        return {"kind": "value", "value": f.default}
+
+    # -- ops ------------------------------------------------------------------------
+
+    def field_op(self, f: Field, version: int, tagged: bool) -> Op | FixedRun:
+        msg = self.msg
+        t = f.type
+        nullable = f.nullable_in(version)
+        compact = f.compact_in(version, msg.flexible)
+        if t.is_fixed and t.name != "uuid":
+            code, size = FIXED[t.name]
+            self.formats.add(code)
+            return FixedRun((f.attr,), code, size)
+        if t.name == "uuid":
+            return Op("uuid", f.attr, f.name)
+        if t.name in ("string", "bytes", "records"):
+            r, w = _string_rw(compact, nullable, t.name)
+            if t.name == "records":
+                w = w.replace("records", "bytes")
+            return Op(
+                t.name, f.attr, f.name, reader=r, writer=w, nullable=nullable, compact=compact
+            )
+        if t.is_struct:
+            assert f.struct is not None
+            plan = self.plans[f.struct.name]
+            return Op(
+                "struct",
+                f.attr,
+                f.name,
+                nullable=nullable,
+                struct_fn=plan.fname,
+                fn=self.fn_name(f.struct, version),
+            )
+        assert t.element is not None
+        el = t.element
+        base = dict(nullable=nullable, compact=compact)
+        if el.is_struct:
+            assert f.struct is not None
+            plan = self.plans[f.struct.name]
+            return Op(
+                "array",
+                f.attr,
+                f.name,
+                elem="struct",
+                struct_fn=plan.fname,
+                fn=self.fn_name(f.struct, version),
+                keyed=is_keyed(f),
+                **base,
+            )
+        if el.name == "uuid":
+            return Op("array", f.attr, f.name, elem="uuid", **base)
+        if el.is_fixed:
+            code, size = FIXED[el.name]
+            return Op("array", f.attr, f.name, elem="fixed", code=code, size=size, **base)
+        # arrays of strings or bytes: elements are never null
+        r, w = _string_rw(compact, False, el.name)
+        if el.name == "records":
+            w = w.replace("records", "bytes")
+        return Op("array", f.attr, f.name, elem="var", reader=r, writer=w, **base)
+
+    def fn_name(self, s: Struct, version: int) -> str:
+        return self.struct_versions(s)[version]
+
+    def plan_for(self, s: Struct, version: int) -> VersionPlan:
+        msg = self.msg
+        flexible = version in msg.flexible
+        ops: list[Op | FixedRun] = []
+        absent_tagged: list[Op] = []
+        for f in s.fields:
+            if f.is_tagged and version in f.tagged:
+                continue
+            if version not in f.versions:
+                why = "no such field at this version"
+                op = Op("absent", f.attr, f.name, ignorable=f.ignorable, why=why)
+                if f.is_tagged:
+                    absent_tagged.append(op)
+                else:
+                    ops.append(op)
+                continue
+            op = self.field_op(f, version, tagged=False)
+            if isinstance(op, FixedRun) and ops and isinstance(ops[-1], FixedRun):
+                prev = ops[-1]
+                ops[-1] = FixedRun(prev.attrs + op.attrs, prev.fmt + op.fmt, prev.size + op.size)
+            else:
+                ops.append(op)
+        tagged: list[TaggedOp] = []
+        if flexible:
+            for f in s.tagged_fields_in(version):
+                assert f.tag is not None
+                tagged.append(TaggedOp(f.tag, self.field_op(f, version, tagged=True), f.attr))
+        for op in ops:
+            if isinstance(op, FixedRun):
+                self.formats.add(op.fmt)
+        for t in tagged:
+            if isinstance(t.op, FixedRun):
+                self.formats.add(t.op.fmt)
+        return VersionPlan(tuple(ops), flexible, tuple(tagged), tuple(absent_tagged))
+
+    # -- per struct -----------------------------------------------------------------
+
+    _versions_cache: dict[str, dict[int, str]]
+
+    def struct_versions(self, s: Struct) -> dict[int, str]:
+        """version -> function suffix, deduplicating identical plans."""
+        cache = self.__dict__.setdefault("_versions_cache", {})
+        if s.name in cache:
+            return cache[s.name]  # type: ignore[no-any-return]
+        plan = self.plans[s.name]
+        by_version: dict[int, str] = {}
+        cache[s.name] = by_version
+        seen: dict[VersionPlan, str] = {}
+        for v in self.msg.versions:
+            if v not in s.versions:
+                continue
+            vp = self.plan_for(s, v)
+            suffix = seen.get(vp)
+            if suffix is None:
+                suffix = f"v{v}"
+                seen[vp] = suffix
+                plan.functions[suffix] = vp
+            by_version[v] = suffix
+        plan.by_version = by_version
+        return by_version
+
+    def field_info(self, s: Struct, f: Field) -> dict[str, Any]:
+        t = f.type
+        el = t.element
+        return {
+            "f": f,
+            "attr": f.attr,
+            "name": f.name,
+            "json_key": f.json_key,
+            "default": self.default_key(f),
+            "py_type": self.py_type(f),
+            "mutable_default": (t.is_array or t.is_struct) and not f.default_is_null,
+            "keyed": is_keyed(f),
+            "jtype": self.json_type(f),
+            "elem_jtype": self.json_type_name(el.name)
+            if el is not None and not el.is_struct
+            else ("struct" if el is not None else ""),
+            "struct_fn": self.plans[f.struct.name].fname if f.struct else "",
+            "versions": f.versions,
+            "tagged": f.tagged if f.is_tagged else None,
+            "about": " ".join(f.about.split()),
+        }
+
+    def json_type_name(self, name: str) -> str:
+        if name in ("bytes", "records"):
+            return "bytes"
+        if name == "uuid":
+            return "uuid"
+        if name == "float64":
+            return "float"
+        if name == "bool":
+            return "bool"
+        if name == "string":
+            return "str"
+        return "int"
+
+    def json_type(self, f: Field) -> str:
+        t = f.type
+        if t.is_array:
+            return "array"
+        if t.is_struct:
+            return "struct"
+        return self.json_type_name(t.name)
+
+    def py_type(self, f: Field) -> str:
+        t = f.type
+
+        def scalar(name: str) -> str:
+            return {
+                "bool": "bool",
+                "float64": "float",
+                "string": "str",
+                "bytes": "bytes",
+                "records": "bytes | memoryview",
+                "uuid": "UUID",
+            }.get(name, "int")
+
+        if t.is_array:
+            assert t.element is not None
+            inner = self.plans[f.struct.name].qualname if f.struct else scalar(t.element.name)
+            base = f"list[{inner}]"
+            if is_keyed(f):
+                base = f"KeyedList[{inner}]"
+        elif t.is_struct:
+            assert f.struct is not None
+            base = self.plans[f.struct.name].qualname
+        else:
+            base = scalar(t.name)
+        return f"{base} | None" if f.ever_nullable else base
+
+    def context(self) -> dict[str, Any]:
+        msg = self.msg
+        structs = [msg.root, *msg.structs]
+        for s in structs:
+            self.struct_versions(s)
+        for s in structs:
+            plan = self.plans[s.name]
+            plan.fields = [self.field_info(s, f) for f in s.fields]
+            plan.defaults = {fi["attr"]: fi["default"] for fi in plan.fields}
+            plan.nullable_attrs = {f.attr: f.ever_nullable for f in s.fields}
+        nested = [self.plans[s.name] for s in msg.structs]
+        root = self.plans[msg.root.name]
+        root.children = nested
+        root.doc = msg.about or self.message_doc()
+        for s in msg.structs:
+            self.plans[s.name].doc = s.about or self.struct_doc(s)
+        return {
+            "msg": msg,
+            "root": root,
+            "nested": nested,
+            "all_plans": [self.plans[s.name] for s in structs],
+            "formats": self.formats,
+        }
+
+    def message_doc(self) -> str:
+        msg = self.msg
+        what = {"request": "request", "response": "response"}.get(msg.kind, f"{msg.kind} record")
+        api = msg.name.removesuffix("Request").removesuffix("Response")
+        head = f"{api} {what}" + (f" (API key {msg.api_key})" if msg.api_key is not None else "")
+        flex = "" if msg.first_flexible is None else f", flexible from v{msg.first_flexible}"
+        unstable = ", latest version unstable" if msg.latest_unstable else ""
+        return f"{head}: versions {msg.valid}{flex}{unstable}."
+
+    def struct_doc(self, s: Struct) -> str:
+        users = [
+            f"{p.qualname}.{f.attr}"
+            for p in self.plans.values()
+            for f in p.struct.fields
+            if f.struct is s
+        ]
+        where = " and ".join(users) if users else self.msg.name
+        return f"An item of {where} (versions {s.versions})."
+
+
+def is_keyed(f: Field) -> bool:
+    """An array of structs with mapKey fields: decoded into a KeyedList."""
+    return f.type.is_struct_array and f.struct is not None and bool(f.struct.map_key_fields)
+
+
+def module_name(msg_name: str) -> str:
+    """``DescribeTopicPartitionsRequest`` -> ``describe_topic_partitions``."""
+    base = re.sub(r"(Request|Response)$", "", msg_name)
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", base).lower()

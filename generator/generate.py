@@ -1,0 +1,224 @@
+"""Run the generator: specs in, a formatted Python package out.
+
+Everything is rendered and formatted in memory first; only then is the output folder
+replaced, so a bad spec or a template error never leaves a half-written package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import black
+import jinja2
+
+from .emit import Emitter, module_name
+from .errors import SpecError, SpecErrors
+from .loader import load_spec, spec_files
+from .model import Message, build_message
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = PACKAGE_ROOT / "templates"
+BUILTIN_SPECS = PACKAGE_ROOT / "message_specs"
+BUILTIN_OUT = PACKAGE_ROOT / "generated"
+
+BLACK_MODE = black.Mode(line_length=100, target_versions={black.TargetVersion.PY311})
+
+
+def _pyrepr(value: Any) -> str:
+    """A Python literal, with strings double-quoted as black writes them."""
+    text = repr(value)
+    if isinstance(value, str) and text.startswith("'") and '"' not in value:
+        text = '"' + text[1:-1].replace("\\'", "'") + '"'
+    return text
+
+
+def _docstring(text: str) -> str:
+    """Spec prose made safe inside a triple-quoted docstring."""
+    return " ".join(text.split()).replace("\\", "\\\\").replace('"""', '\\"\\"\\"').rstrip('"')
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["pyrepr"] = _pyrepr
+    env.filters["docstring"] = _docstring
+    return env
+
+
+@dataclass
+class Module:
+    name: str
+    messages: list[Message]
+
+
+def load_messages(spec_dirs: Iterable[Path]) -> list[Message]:
+    """Load, check and model every spec file of the given folders."""
+    from . import validate  # imported late: validation is optional for a model-only load
+
+    docs: dict[str, dict[str, Any]] = {}
+    errors: list[SpecError] = []
+    for d in spec_dirs:
+        if not d.is_dir():
+            raise SpecErrors([SpecError(str(d), "", "spec folder does not exist")])
+        for path in spec_files(d):
+            try:
+                raw = load_spec(path)
+                if path.name in docs:
+                    raise SpecError(path.name, "", "spec file name given twice")
+                docs[path.name] = validate.validate_document(raw, path.name)
+            except SpecError as e:
+                errors.append(e)
+            except SpecErrors as e:
+                errors.extend(e.errors)
+    if not errors:
+        try:
+            validate.validate_directory(docs)
+        except SpecErrors as e:
+            errors.extend(e.errors)
+    if errors:
+        raise SpecErrors(errors)
+    return [build_message(doc, file) for file, doc in docs.items()]
+
+
+def group_modules(messages: list[Message]) -> list[Module]:
+    """One module per API (request and response together), one per other spec."""
+    modules: dict[str, Module] = {}
+    for m in sorted(messages, key=lambda m: (m.api_key is None, m.api_key or 0, m.name)):
+        name = module_name(m.name) if m.api_key is not None else _snake(m.name)
+        if m.kind == "header":
+            name = "headers"
+        modules.setdefault(name, Module(name, [])).messages.append(m)
+    for mod in modules.values():
+        mod.messages.sort(key=lambda m: {"request": 0, "response": 1}.get(m.kind, 2))
+    return sorted(modules.values(), key=lambda mod: mod.name)
+
+
+def _snake(name: str) -> str:
+    from .model import snake_case
+
+    return snake_case(name).rstrip("_")
+
+
+def render_module(env: jinja2.Environment, mod: Module) -> str:
+    seen: dict[str, int] = {}
+    for m in mod.messages:
+        for name in {s.name for s in m.structs} | {m.name}:
+            seen[name] = seen.get(name, 0) + 1
+    shared = frozenset(n for n, count in seen.items() if count > 1)
+    contexts = [Emitter(m, shared).context() for m in mod.messages]
+    formats = sorted(set().union(*(c["formats"] for c in contexts)))
+    first = mod.messages[0]
+    if first.api_key is not None:
+        base = first.name.removesuffix("Request").removesuffix("Response")
+        title = f"{base} (API key {first.api_key}): request and response codecs."
+    else:
+        title = f"{', '.join(m.name for m in mod.messages)} codecs."
+    template = env.get_template("module.py.jinja")
+    args = dict(
+        title=title, sources=[m.file for m in mod.messages], messages=contexts, formats=formats
+    )
+    # Two passes: the first finds which runtime names the code uses, the second imports
+    # exactly those (a module importing all of them would be 80 lines longer).
+    draft = template.render(imports=[(m, names) for m, names in RUNTIME_IMPORTS], **args)
+    body = draft[draft.index("__all__") :]
+    used = set(_IDENTIFIER.findall(body))
+    imports = [(m, [n for n in names if n in used]) for m, names in RUNTIME_IMPORTS]
+    return template.render(imports=[(m, ns) for m, ns in imports if ns], **args)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _public_names(module: Any) -> list[str]:
+    return sorted(module.__all__)
+
+
+def _runtime_imports() -> list[tuple[str, list[str]]]:
+    from kafkagen.runtime import jsonform, message, wire
+
+    return [
+        ("kafkagen.runtime.jsonform", _public_names(jsonform)),
+        ("kafkagen.runtime.message", _public_names(message)),
+        ("kafkagen.runtime.wire", _public_names(wire)),
+    ]
+
+
+RUNTIME_IMPORTS = _runtime_imports()
+
+
+def render_package(messages: list[Message]) -> dict[str, str]:
+    """File name -> formatted source, for the whole generated package."""
+    env = environment()
+    modules = group_modules(messages)
+    files: dict[str, str] = {}
+    for mod in modules:
+        files[f"{mod.name}.py"] = render_module(env, mod)
+    files["__init__.py"] = env.get_template("registry.py.jinja").render(modules=modules)
+    names = sorted(files, key=lambda n: -len(files[n]))  # largest first balances workers
+    workers = min(len(names), os.cpu_count() or 1)
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            formatted = list(pool.map(_format, names, (files[n] for n in names), chunksize=1))
+    else:
+        formatted = [_format(n, files[n]) for n in names]
+    out = dict(zip(names, formatted, strict=True))
+    out["py.typed"] = ""
+    return dict(sorted(out.items()))
+
+
+# black.format_str formats twice whenever the first pass changed anything (a guard for
+# rare trailing-comma interplay), doubling the cost for template output. One pass is
+# enough for our code; test_generated_is_black_stable proves it on every module.
+_format_once = getattr(black, "_format_str_once", black.format_str)
+
+
+def _format(name: str, text: str) -> str:
+    """black over one generated module (runs in a worker process)."""
+    try:
+        return _format_once(text, mode=BLACK_MODE)
+    except black.InvalidInput as e:  # a template bug: say where
+        raise RuntimeError(f"generated {name} is not valid Python: {e}") from e
+
+
+def write_package(files: dict[str, str], out_dir: Path) -> None:
+    """Replace ``out_dir`` with exactly ``files``, atomically as far as the OS allows."""
+    out_dir = out_dir.resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    try:
+        for name, text in sorted(files.items()):
+            (tmp / name).write_text(text, encoding="utf-8")
+        old = None
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}-old-{os.getpid()}")
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def diff_package(files: dict[str, str], out_dir: Path) -> list[str]:
+    """Names of files that differ from, are missing in, or are extra in ``out_dir``."""
+    drift = []
+    existing = {p.name for p in out_dir.iterdir() if p.is_file()} if out_dir.is_dir() else set()
+    for name, text in sorted(files.items()):
+        path = out_dir / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            drift.append(name)
+    drift.extend(sorted(n for n in existing - set(files) if not n.startswith(".")))
+    return drift

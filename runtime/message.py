@@ -1,0 +1,211 @@
+"""Base classes of generated messages: version dispatch, equality, repr, keyed arrays."""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast
+
+from .errors import DecodeError, UnsupportedVersionError
+from .wire import Buffer, RawTags, Writer
+
+T = TypeVar("T", bound="Struct")
+M = TypeVar("M", bound="Message")
+
+Decoder = Callable[[Buffer, int, int], tuple[Any, int]]
+Encoder = Callable[[Any, Writer], None]
+
+
+class Struct:
+    """Any generated struct: a message or one of its nested structs.
+
+    Subclasses set ``__slots__`` to their fields plus ``unknown_tagged_fields``, and the
+    generator fills ``_decoders`` / ``_encoders`` with one straight-line function per
+    version, and ``_to_json`` / ``_from_json``.
+    """
+
+    __slots__ = ()
+    _decoders: ClassVar[dict[int, Decoder]] = {}
+    _encoders: ClassVar[dict[int, Encoder]] = {}
+    #: Attribute names of the fields, in spec order.
+    _fields: ClassVar[tuple[str, ...]] = ()
+    #: For elements of mapKey arrays: the attribute names forming the key.
+    _map_key: ClassVar[tuple[str, ...]] = ()
+    unknown_tagged_fields: RawTags
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{a}={getattr(self, a)!r}" for a in self._fields)
+        return f"{type(self).__qualname__}({parts})"
+
+    def to_json(self, version: int) -> dict[str, Any]:
+        """Kafka's JSON converter form of this struct at ``version``."""
+        return cast(dict[str, Any], type(self)._to_json(self, version))
+
+    @classmethod
+    def from_json(cls: type[T], obj: Any, version: int) -> T:
+        """Build from Kafka's JSON converter form at ``version``."""
+        return cast(T, cls._from_json(obj, version))
+
+    @staticmethod
+    def _to_json(o: Any, version: int) -> Any:  # replaced by generated code
+        raise NotImplementedError
+
+    @staticmethod
+    def _from_json(obj: Any, version: int) -> Any:  # replaced by generated code
+        raise NotImplementedError
+
+
+class Message(Struct):
+    """A top-level message (request, response, header or data) with its version range."""
+
+    __slots__ = ()
+    API_KEY: ClassVar[int | None] = None
+    LOWEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 0
+    #: The first flexible version, or None when no version is flexible.
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = None
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
+    KIND: ClassVar[str] = ""
+
+    @classmethod
+    def decode(cls: type[M], data: Buffer, version: int) -> M:
+        """Decode ``data`` (bytes, bytearray or memoryview), which must be consumed whole."""
+        try:
+            decoder = cls._decoders[version]
+        except KeyError:
+            raise UnsupportedVersionError(
+                f"{cls.__name__} has no version {version} "
+                f"(supported {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION})"
+            ) from None
+        end = len(data)
+        try:
+            obj, pos = decoder(data, 0, end)
+        except DecodeError as e:
+            e.message, e.version = cls.__name__, version
+            raise DecodeError(e.reason, cls.__name__, version, e.offset) from None
+        except (IndexError, struct.error) as e:  # a guard missed: still a DecodeError
+            raise DecodeError(f"truncated ({e})", cls.__name__, version, end) from None
+        if pos != end:
+            raise DecodeError(f"{end - pos} trailing bytes", cls.__name__, version, pos)
+        return cast(M, obj)
+
+    def encode(self, version: int) -> bytes:
+        """The wire bytes of this message at ``version``."""
+        try:
+            encoder = self._encoders[version]
+        except KeyError:
+            raise UnsupportedVersionError(
+                f"{type(self).__name__} has no version {version} "
+                f"(supported {self.LOWEST_VERSION}-{self.HIGHEST_VERSION})"
+            ) from None
+        out: list[bytes] = []
+        try:
+            encoder(self, out.append)
+        except FieldUnsupported as e:
+            raise UnsupportedVersionError(
+                f"cannot write {e.path} at version {version}: {e.why}"
+            ) from None
+        except (struct.error, TypeError, AttributeError, OverflowError) as e:
+            # A field holds a value of the wrong type or range for its wire type.
+            raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
+        return b"".join(out)
+
+
+class KeyedList(list[T], Generic[T]):
+    """A mapKey array: a list that keeps wire order and finds items by their key fields."""
+
+    __slots__ = ()
+
+    def find(self, *key: Any) -> T | None:
+        """The first item whose key fields equal ``key``, or None."""
+        for item in self:
+            if tuple(getattr(item, a) for a in item._map_key) == key:
+                return item
+        return None
+
+    def find_all(self, *key: Any) -> list[T]:
+        return [i for i in self if tuple(getattr(i, a) for a in i._map_key) == key]
+
+
+class FieldUnsupported(UnsupportedVersionError):
+    """Raised inside an encoder; Message.encode adds the version and re-raises."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
+
+_WHY = {
+    "non-default value": "it holds a non-default value and the field does not exist there",
+    "null value": "it is null and the field is not nullable there",
+    "unknown tagged fields": "it carries tagged fields and that version is not flexible",
+}
+
+
+def unsupported(path: str, why: str) -> FieldUnsupported:
+    """The error for a field value that the version being written cannot carry."""
+    return FieldUnsupported(path, _WHY.get(why, why))
+
+
+class _Missing(enum.Enum):
+    """The default of an argument whose default is a fresh list or struct."""
+
+    MISSING = 0
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing.MISSING
+Missing = Literal[_Missing.MISSING]
+
+
+class _New(Protocol):
+    def __call__(self, cls: type[T], /) -> T: ...
+
+
+#: ``object.__new__``, typed: decoders build instances without running ``__init__``.
+new_instance: _New = cast(_New, object.__new__)
+
+
+def bind_codecs(
+    cls: type[Struct],
+    to_json: Callable[[Any, int], Any],
+    from_json: Callable[[Any, int], Any],
+    *layouts: tuple[int, int, Decoder, Encoder],
+) -> None:
+    """Attach a generated struct's codecs: each layout serves versions first..last."""
+    cls._decoders = {v: dec for first, last, dec, _ in layouts for v in range(first, last + 1)}
+    cls._encoders = {v: enc for first, last, _, enc in layouts for v in range(first, last + 1)}
+    cls._to_json = staticmethod(to_json)  # type: ignore[method-assign, assignment]
+    cls._from_json = staticmethod(from_json)  # type: ignore[method-assign, assignment]
+    cls._fields = tuple(cls.__slots__)[:-1]  # every slot but unknown_tagged_fields
+
+
+def as_keyed(items: Iterable[T]) -> KeyedList[T]:
+    return items if isinstance(items, KeyedList) else KeyedList(items)
+
+
+__all__ = [
+    "new_instance",
+    "Decoder",
+    "Encoder",
+    "FieldUnsupported",
+    "KeyedList",
+    "MISSING",
+    "Message",
+    "Missing",
+    "Struct",
+    "as_keyed",
+    "bind_codecs",
+    "unsupported",
+]

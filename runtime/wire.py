@@ -1,0 +1,556 @@
+"""Wire primitives the generated codecs call: varints, strings, bytes, uuids, tagged fields.
+
+Readers take ``(buf, pos, end)`` and return ``(value, new_pos)``; they check every length
+against ``end`` before slicing, so a corrupt length prefix never allocates more than what
+remains. They raise :class:`DecodeError` with the byte offset; the message and version are
+filled in by :meth:`kafkagen.runtime.message.Message.decode`. Writers return ``bytes``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+from uuid import UUID, SafeUUID
+
+from .errors import DecodeError
+
+Buffer = bytes | bytearray | memoryview
+Writer = Callable[[Any], Any]
+#: Unknown tagged fields kept from the wire: (tag, raw bytes), in the order read.
+RawTags = tuple[tuple[int, bytes], ...]
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_unpack_i16 = _I16.unpack_from
+_unpack_i32 = _I32.unpack_from
+_pack_i16 = _I16.pack
+_pack_i32 = _I32.pack
+
+#: One-byte unsigned varints, precomputed: most lengths and counts are below 128.
+SMALL_UVARINTS = tuple(bytes((i,)) for i in range(128))
+EMPTY_TAGS = b"\x00"
+NULL_I16 = _pack_i16(-1)
+NULL_I32 = _pack_i32(-1)
+NULL_COMPACT_LENGTH = b"\x00"
+#: The int8 before a nullable struct: negative for null.
+NULL_MARKER = b"\xff"
+PRESENT_MARKER = b"\x01"
+ZERO_UUID = UUID(int=0)
+
+_new_uuid = object.__new__
+_set = object.__setattr__
+_SAFE_UNKNOWN = SafeUUID.unknown
+
+
+# ---------------------------------------------------------------- varints
+
+
+def uvarint(n: int) -> bytes:
+    """An unsigned varint (7 bits a byte, low bits first)."""
+    if n < 128:
+        if n < 0:
+            raise ValueError(f"unsigned varint cannot hold {n}")
+        return SMALL_UVARINTS[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_uvarint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned 32-bit varint, as Kafka reads them (at most 5 bytes)."""
+    if pos >= end:
+        raise DecodeError("varint runs past the end", offset=pos)
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    start = pos
+    value = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        if pos >= end:
+            raise DecodeError("varint runs past the end", offset=start)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise DecodeError("varint longer than 5 bytes", offset=start)
+    if value > 0xFFFFFFFF:
+        raise DecodeError("varint exceeds 32 bits", offset=start)
+    return value, pos
+
+
+# ---------------------------------------------------------------- lengths
+
+
+def truncated(pos: int) -> DecodeError:
+    return DecodeError("truncated: the value runs past the end", offset=pos)
+
+
+def _short(what: str, n: int, pos: int, end: int) -> DecodeError:
+    return DecodeError(f"{what} of length {n} exceeds the {end - pos} bytes left", offset=pos)
+
+
+def read_length16(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    if pos + 2 > end:
+        raise DecodeError("truncated length", offset=pos)
+    return _unpack_i16(buf, pos)[0], pos + 2
+
+
+def read_length32(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    if pos + 4 > end:
+        raise DecodeError("truncated length", offset=pos)
+    return _unpack_i32(buf, pos)[0], pos + 4
+
+
+def read_compact_length(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """A compact length: varint of length + 1, so -1 means null."""
+    n, pos = read_uvarint(buf, pos, end)
+    return n - 1, pos
+
+
+def check_count(n: int, pos: int, end: int, what: str = "array") -> None:
+    """Reject a non-null count larger than the bytes left (each item takes a byte or more)."""
+    if n < 0:
+        raise DecodeError(f"{what} is null but not nullable at this version", offset=pos)
+    if n > end - pos:
+        raise _short(what, n, pos, end)
+
+
+def check_nullable_count(n: int, pos: int, end: int, what: str = "array") -> None:
+    if n < -1:
+        raise DecodeError(f"negative {what} length {n}", offset=pos)
+    if n > end - pos:
+        raise _short(what, n, pos, end)
+
+
+def array_length(items: Sequence[Any] | None) -> bytes:
+    return NULL_I32 if items is None else _pack_i32(len(items))
+
+
+def compact_array_length(items: Sequence[Any] | None) -> bytes:
+    return SMALL_UVARINTS[0] if items is None else uvarint(len(items) + 1)
+
+
+# ---------------------------------------------------------------- strings
+
+
+def _text(buf: Buffer, pos: int, n: int) -> str:
+    try:
+        return str(buf[pos : pos + n], "utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"invalid UTF-8 in string: {e.reason}", offset=pos + e.start) from None
+
+
+def read_string(buf: Buffer, pos: int, end: int) -> tuple[str, int]:
+    n, pos = read_length16(buf, pos, end)
+    if n < 0:
+        raise DecodeError("string is null but not nullable at this version", offset=pos - 2)
+    if n > end - pos:
+        raise _short("string", n, pos, end)
+    return _text(buf, pos, n), pos + n
+
+
+def read_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, int]:
+    n, pos = read_length16(buf, pos, end)
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"negative string length {n}", offset=pos - 2)
+        return None, pos
+    if n > end - pos:
+        raise _short("string", n, pos, end)
+    return _text(buf, pos, n), pos + n
+
+
+def read_compact_string(buf: Buffer, pos: int, end: int) -> tuple[str, int]:
+    start = pos
+    n, pos = read_uvarint(buf, pos, end)
+    n -= 1
+    if n < 0:
+        raise DecodeError("string is null but not nullable at this version", offset=start)
+    if n > end - pos:
+        raise _short("string", n, pos, end)
+    return _text(buf, pos, n), pos + n
+
+
+def read_compact_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, int]:
+    n, pos = read_uvarint(buf, pos, end)
+    n -= 1
+    if n < 0:
+        return None, pos
+    if n > end - pos:
+        raise _short("string", n, pos, end)
+    return _text(buf, pos, n), pos + n
+
+
+def write_string(s: str) -> bytes:
+    b = s.encode()
+    if len(b) > 0x7FFF:
+        raise ValueError(f"string of {len(b)} bytes is longer than 32767")
+    return _pack_i16(len(b)) + b
+
+
+def write_nullable_string(s: str | None) -> bytes:
+    return NULL_I16 if s is None else write_string(s)
+
+
+def write_compact_string(s: str) -> bytes:
+    b = s.encode()
+    n = len(b) + 1
+    return (SMALL_UVARINTS[n] if n < 128 else uvarint(n)) + b
+
+
+def write_compact_nullable_string(s: str | None) -> bytes:
+    return SMALL_UVARINTS[0] if s is None else write_compact_string(s)
+
+
+# ---------------------------------------------------------------- bytes and records
+
+
+def read_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes, int]:
+    n, pos = read_length32(buf, pos, end)
+    if n < 0:
+        raise DecodeError("bytes are null but not nullable at this version", offset=pos - 4)
+    if n > end - pos:
+        raise _short("bytes", n, pos, end)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_nullable_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
+    n, pos = read_length32(buf, pos, end)
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"negative bytes length {n}", offset=pos - 4)
+        return None, pos
+    if n > end - pos:
+        raise _short("bytes", n, pos, end)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_compact_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes, int]:
+    start = pos
+    n, pos = read_uvarint(buf, pos, end)
+    n -= 1
+    if n < 0:
+        raise DecodeError("bytes are null but not nullable at this version", offset=start)
+    if n > end - pos:
+        raise _short("bytes", n, pos, end)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_compact_nullable_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
+    n, pos = read_uvarint(buf, pos, end)
+    n -= 1
+    if n < 0:
+        return None, pos
+    if n > end - pos:
+        raise _short("bytes", n, pos, end)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def _view(buf: Buffer, pos: int, n: int) -> memoryview:
+    return memoryview(buf)[pos : pos + n]
+
+
+def read_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview, int]:
+    """Record-set bytes, as a zero-copy view of the input."""
+    n, pos = read_length32(buf, pos, end)
+    if n < 0:
+        raise DecodeError("records are null but not nullable at this version", offset=pos - 4)
+    if n > end - pos:
+        raise _short("records", n, pos, end)
+    return _view(buf, pos, n), pos + n
+
+
+def read_nullable_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview | None, int]:
+    n, pos = read_length32(buf, pos, end)
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"negative records length {n}", offset=pos - 4)
+        return None, pos
+    if n > end - pos:
+        raise _short("records", n, pos, end)
+    return _view(buf, pos, n), pos + n
+
+
+def read_compact_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview, int]:
+    start = pos
+    n, pos = read_uvarint(buf, pos, end)
+    n -= 1
+    if n < 0:
+        raise DecodeError("records are null but not nullable at this version", offset=start)
+    if n > end - pos:
+        raise _short("records", n, pos, end)
+    return _view(buf, pos, n), pos + n
+
+
+def read_compact_nullable_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview | None, int]:
+    n, pos = read_uvarint(buf, pos, end)
+    n -= 1
+    if n < 0:
+        return None, pos
+    if n > end - pos:
+        raise _short("records", n, pos, end)
+    return _view(buf, pos, n), pos + n
+
+
+def write_bytes(b: Buffer) -> bytes:
+    return _pack_i32(len(b)) + b
+
+
+def write_nullable_bytes(b: Buffer | None) -> bytes:
+    return NULL_I32 if b is None else _pack_i32(len(b)) + b
+
+
+def write_compact_bytes(b: Buffer) -> bytes:
+    n = len(b) + 1
+    return (SMALL_UVARINTS[n] if n < 128 else uvarint(n)) + b
+
+
+def write_compact_nullable_bytes(b: Buffer | None) -> bytes:
+    return SMALL_UVARINTS[0] if b is None else write_compact_bytes(b)
+
+
+# ---------------------------------------------------------------- uuid and fixed arrays
+
+
+def uuid_from_bytes(raw: bytes) -> UUID:
+    """A UUID from 16 bytes, without UUID.__init__'s argument checks (3x faster)."""
+    u = _new_uuid(UUID)
+    _set(u, "int", int.from_bytes(raw, "big"))
+    _set(u, "is_safe", _SAFE_UNKNOWN)
+    return u
+
+
+def read_uuid(buf: Buffer, pos: int, end: int) -> tuple[UUID, int]:
+    if pos + 16 > end:
+        raise DecodeError("truncated uuid", offset=pos)
+    return uuid_from_bytes(bytes(buf[pos : pos + 16])), pos + 16
+
+
+# ---------------------------------------------------------------- arrays
+
+ItemReader = Callable[[Buffer, int, int], tuple[Any, int]]
+
+
+def _array_count(
+    buf: Buffer, pos: int, end: int, compact: bool, nullable: bool, name: str
+) -> tuple[int, int]:
+    """An array's item count (-1 for null), checked against the bytes left."""
+    start = pos
+    if compact:
+        n, pos = read_uvarint(buf, pos, end)
+        n -= 1
+    else:
+        n, pos = read_length32(buf, pos, end)
+    if n < 0:
+        if n != -1 or not nullable:
+            what = "null but not nullable at this version" if n == -1 else f"of length {n}"
+            raise DecodeError(f"array {name} is {what}", offset=start)
+    elif n > end - pos:
+        raise _short(f"array {name}", n, pos, end)
+    return n, pos
+
+
+def read_array(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    item: ItemReader,
+    compact: bool,
+    nullable: bool,
+    name: str,
+    factory: Callable[[], list[Any]] = list,
+) -> tuple[Any, int]:
+    """An array of structs, strings, bytes or uuids, each read by ``item``."""
+    n, pos = _array_count(buf, pos, end, compact, nullable, name)
+    if n < 0:
+        return None, pos
+    items = factory()
+    add = items.append
+    for _ in range(n):
+        value, pos = item(buf, pos, end)
+        add(value)
+    return items, pos
+
+
+def read_fixed_array(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    code: str,
+    size: int,
+    compact: bool,
+    nullable: bool,
+    name: str,
+) -> tuple[list[Any] | None, int]:
+    """An array of fixed-width numbers, unpacked in one call."""
+    n, pos = _array_count(buf, pos, end, compact, nullable, name)
+    if n < 0:
+        return None, pos
+    if n * size > end - pos:
+        raise _short(f"array {name}", n, pos, end)
+    return list(struct.unpack_from(f">{n}{code}", buf, pos)), pos + n * size
+
+
+def _null_array(w: Writer, compact: bool, nullable: bool, name: str) -> None:
+    if not nullable:
+        raise ValueError(f"{name} is null, which this version cannot carry")
+    w(SMALL_UVARINTS[0] if compact else NULL_I32)
+
+
+def write_struct_array(
+    w: Writer,
+    items: Sequence[Any] | None,
+    item: Callable[[Any, Writer], None],
+    compact: bool,
+    nullable: bool,
+    name: str,
+) -> None:
+    """Length, then each struct through its encoder ``item(value, w)``."""
+    if items is None:
+        return _null_array(w, compact, nullable, name)
+    w(uvarint(len(items) + 1) if compact else _pack_i32(len(items)))
+    for value in items:
+        item(value, w)
+
+
+def write_array(
+    w: Writer,
+    items: Sequence[Any] | None,
+    item: Callable[[Any], bytes],
+    compact: bool,
+    nullable: bool,
+    name: str,
+) -> None:
+    """Length, then each string, bytes or uuid value as ``item(value)`` makes it."""
+    if items is None:
+        return _null_array(w, compact, nullable, name)
+    w(uvarint(len(items) + 1) if compact else _pack_i32(len(items)))
+    for value in items:
+        w(item(value))
+
+
+def write_fixed_array(
+    w: Writer, items: Sequence[Any] | None, code: str, compact: bool, nullable: bool, name: str
+) -> None:
+    if items is None:
+        return _null_array(w, compact, nullable, name)
+    n = len(items)
+    w(uvarint(n + 1) if compact else _pack_i32(n))
+    w(struct.pack(f">{n}{code}", *items))
+
+
+def uuid_bytes(u: UUID) -> bytes:
+    return u.bytes
+
+
+# ---------------------------------------------------------------- tagged fields
+
+
+def read_tag_header(buf: Buffer, pos: int, end: int) -> tuple[int, int, int]:
+    """One tagged field's (tag, end of its value, start of its value)."""
+    tag, pos = read_uvarint(buf, pos, end)
+    size, pos = read_uvarint(buf, pos, end)
+    if size > end - pos:
+        raise _short("tagged field", size, pos, end)
+    return tag, pos + size, pos
+
+
+def check_tag_end(pos: int, tag_end: int, tag: int) -> None:
+    if pos != tag_end:
+        raise DecodeError(
+            f"tagged field {tag} has {tag_end - pos} bytes its value did not use", offset=pos
+        )
+
+
+def write_tags(w: Writer, known: list[tuple[int, bytes]], unknown: RawTags) -> None:
+    """The tagged-field section: count, then each (tag, size, value) in tag order."""
+    tags = known + list(unknown) if unknown else known
+    if unknown:
+        tags.sort(key=_tag_of)
+    w(uvarint(len(tags)))
+    for tag, value in tags:
+        w(uvarint(tag))
+        w(uvarint(len(value)))
+        w(value)
+
+
+def read_unknown_tags(buf: Buffer, pos: int, end: int) -> tuple[RawTags, int]:
+    """A tagged-field section of a struct that knows no tags at this version: keep them all."""
+    count, pos = read_uvarint(buf, pos, end)
+    check_nullable_count(count, pos, end, "tagged fields")
+    unknown = []
+    for _ in range(count):
+        tag, tag_end, pos = read_tag_header(buf, pos, end)
+        unknown.append((tag, bytes(buf[pos:tag_end])))
+        pos = tag_end
+    return tuple(unknown), pos
+
+
+def _tag_of(item: tuple[int, bytes]) -> int:
+    return item[0]
+
+
+__all__ = [
+    "Buffer",
+    "EMPTY_TAGS",
+    "NULL_COMPACT_LENGTH",
+    "NULL_I16",
+    "NULL_I32",
+    "NULL_MARKER",
+    "PRESENT_MARKER",
+    "RawTags",
+    "SMALL_UVARINTS",
+    "Writer",
+    "ZERO_UUID",
+    "array_length",
+    "check_count",
+    "check_nullable_count",
+    "check_tag_end",
+    "compact_array_length",
+    "read_bytes",
+    "read_compact_bytes",
+    "read_compact_length",
+    "read_compact_nullable_bytes",
+    "read_compact_nullable_records",
+    "read_compact_nullable_string",
+    "read_compact_records",
+    "read_compact_string",
+    "read_fixed_array",
+    "read_length16",
+    "read_length32",
+    "read_nullable_bytes",
+    "read_nullable_records",
+    "read_nullable_string",
+    "read_records",
+    "read_string",
+    "read_tag_header",
+    "read_unknown_tags",
+    "read_uuid",
+    "read_uvarint",
+    "truncated",
+    "uuid_from_bytes",
+    "uvarint",
+    "write_bytes",
+    "write_compact_bytes",
+    "write_compact_nullable_bytes",
+    "write_compact_nullable_string",
+    "write_compact_string",
+    "write_fixed_array",
+    "read_array",
+    "write_array",
+    "write_struct_array",
+    "uuid_bytes",
+    "write_nullable_bytes",
+    "write_nullable_string",
+    "write_string",
+    "write_tags",
+]
