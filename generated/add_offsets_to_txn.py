@@ -179,10 +179,21 @@ def _fj_AddOffsetsToTxnRequest(obj: dict[str, Any], version: int) -> AddOffsetsT
     return o
 
 
+def _rnd_AddOffsetsToTxnRequest(g: Any, version: int) -> AddOffsetsToTxnRequest:
+    o = new_instance(AddOffsetsToTxnRequest)
+    o.transactional_id = g.str()
+    o.producer_id = g.int("int64")
+    o.producer_epoch = g.int("int16")
+    o.group_id = g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 bind_codecs(
     AddOffsetsToTxnRequest,
     _tj_AddOffsetsToTxnRequest,
     _fj_AddOffsetsToTxnRequest,
+    _rnd_AddOffsetsToTxnRequest,
     (0, 2, _dec_AddOffsetsToTxnRequest_v0, _enc_AddOffsetsToTxnRequest_v0),
     (3, 4, _dec_AddOffsetsToTxnRequest_v3, _enc_AddOffsetsToTxnRequest_v3),
 )
@@ -247,10 +258,19 @@ def _fj_AddOffsetsToTxnResponse(obj: dict[str, Any], version: int) -> AddOffsets
     return o
 
 
+def _rnd_AddOffsetsToTxnResponse(g: Any, version: int) -> AddOffsetsToTxnResponse:
+    o = new_instance(AddOffsetsToTxnResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 bind_codecs(
     AddOffsetsToTxnResponse,
     _tj_AddOffsetsToTxnResponse,
     _fj_AddOffsetsToTxnResponse,
+    _rnd_AddOffsetsToTxnResponse,
     (0, 2, _dec_AddOffsetsToTxnResponse_v0, _enc_AddOffsetsToTxnResponse_v0),
     (3, 4, _dec_AddOffsetsToTxnResponse_v3, _enc_AddOffsetsToTxnResponse_v3),
 )

@@ -213,6 +213,17 @@ def _fj_AddRaftVoterRequest(obj: dict[str, Any], version: int) -> AddRaftVoterRe
     return o
 
 
+def _rnd_AddRaftVoterRequest(g: Any, version: int) -> AddRaftVoterRequest:
+    o = new_instance(AddRaftVoterRequest)
+    o.cluster_id = None if g.is_null() else g.str()
+    o.timeout_ms = g.int("int32")
+    o.voter_id = g.int("int32")
+    o.voter_directory_id = g.uuid()
+    o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -255,16 +266,27 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     return o
 
 
+def _rnd_Listener(g: Any, version: int) -> _Listener:
+    o = new_instance(_Listener)
+    o.name = g.str()
+    o.host = g.str()
+    o.port = g.int("uint16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     AddRaftVoterRequest,
     _tj_AddRaftVoterRequest,
     _fj_AddRaftVoterRequest,
+    _rnd_AddRaftVoterRequest,
     (0, 0, _dec_AddRaftVoterRequest_v0, _enc_AddRaftVoterRequest_v0),
 )
 bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
+    _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
 )
 
@@ -313,9 +335,19 @@ def _fj_AddRaftVoterResponse(obj: dict[str, Any], version: int) -> AddRaftVoterR
     return o
 
 
+def _rnd_AddRaftVoterResponse(g: Any, version: int) -> AddRaftVoterResponse:
+    o = new_instance(AddRaftVoterResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     AddRaftVoterResponse,
     _tj_AddRaftVoterResponse,
     _fj_AddRaftVoterResponse,
+    _rnd_AddRaftVoterResponse,
     (0, 0, _dec_AddRaftVoterResponse_v0, _enc_AddRaftVoterResponse_v0),
 )

@@ -423,6 +423,15 @@ def _fj_AlterPartitionRequest(obj: dict[str, Any], version: int) -> AlterPartiti
     return o
 
 
+def _rnd_AlterPartitionRequest(g: Any, version: int) -> AlterPartitionRequest:
+    o = new_instance(AlterPartitionRequest)
+    o.broker_id = g.int("int32")
+    o.broker_epoch = g.int("int64")
+    o.topics = [_rnd_AlterPartitionRequest_TopicData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AlterPartitionRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionRequest_TopicData, int]:
@@ -580,6 +589,15 @@ def _fj_AlterPartitionRequest_TopicData(
             _fj_AlterPartitionRequest_PartitionData(as_object(x, p), version) for x in v
         ]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AlterPartitionRequest_TopicData(g: Any, version: int) -> _AlterPartitionRequest_TopicData:
+    o = new_instance(_AlterPartitionRequest_TopicData)
+    o.topic_name = (g.str()) if version <= 1 else ""
+    o.topic_id = (g.uuid()) if version >= 2 else ZERO_UUID
+    o.partitions = [_rnd_AlterPartitionRequest_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -749,6 +767,22 @@ def _fj_AlterPartitionRequest_PartitionData(
     return o
 
 
+def _rnd_AlterPartitionRequest_PartitionData(
+    g: Any, version: int
+) -> _AlterPartitionRequest_PartitionData:
+    o = new_instance(_AlterPartitionRequest_PartitionData)
+    o.partition_index = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.new_isr = ([g.int("int32") for _ in range(g.count())]) if version <= 2 else []
+    o.new_isr_with_epochs = (
+        ([_rnd_BrokerState(g, version) for _ in range(g.count())]) if version >= 3 else []
+    )
+    o.leader_recovery_state = (g.int("int8")) if version >= 1 else 0
+    o.partition_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_BrokerState_v3(buf: Buffer, pos: int, end: int) -> tuple[_BrokerState, int]:
     o = new_instance(_BrokerState)
 
@@ -787,10 +821,19 @@ def _fj_BrokerState(obj: dict[str, Any], version: int) -> _BrokerState:
     return o
 
 
+def _rnd_BrokerState(g: Any, version: int) -> _BrokerState:
+    o = new_instance(_BrokerState)
+    o.broker_id = (g.int("int32")) if version >= 3 else 0
+    o.broker_epoch = (g.int("int64")) if version >= 3 else -1
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     AlterPartitionRequest,
     _tj_AlterPartitionRequest,
     _fj_AlterPartitionRequest,
+    _rnd_AlterPartitionRequest,
     (0, 0, _dec_AlterPartitionRequest_v0, _enc_AlterPartitionRequest_v0),
     (1, 1, _dec_AlterPartitionRequest_v1, _enc_AlterPartitionRequest_v1),
     (2, 2, _dec_AlterPartitionRequest_v2, _enc_AlterPartitionRequest_v2),
@@ -800,6 +843,7 @@ bind_codecs(
     _AlterPartitionRequest_TopicData,
     _tj_AlterPartitionRequest_TopicData,
     _fj_AlterPartitionRequest_TopicData,
+    _rnd_AlterPartitionRequest_TopicData,
     (0, 0, _dec_AlterPartitionRequest_TopicData_v0, _enc_AlterPartitionRequest_TopicData_v0),
     (1, 1, _dec_AlterPartitionRequest_TopicData_v1, _enc_AlterPartitionRequest_TopicData_v1),
     (2, 2, _dec_AlterPartitionRequest_TopicData_v2, _enc_AlterPartitionRequest_TopicData_v2),
@@ -809,6 +853,7 @@ bind_codecs(
     _AlterPartitionRequest_PartitionData,
     _tj_AlterPartitionRequest_PartitionData,
     _fj_AlterPartitionRequest_PartitionData,
+    _rnd_AlterPartitionRequest_PartitionData,
     (
         0,
         0,
@@ -832,6 +877,7 @@ bind_codecs(
     _BrokerState,
     _tj_BrokerState,
     _fj_BrokerState,
+    _rnd_BrokerState,
     (3, 3, _dec_BrokerState_v3, _enc_BrokerState_v3),
 )
 
@@ -957,6 +1003,15 @@ def _fj_AlterPartitionResponse(obj: dict[str, Any], version: int) -> AlterPartit
     else:
         o.topics = [_fj_AlterPartitionResponse_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AlterPartitionResponse(g: Any, version: int) -> AlterPartitionResponse:
+    o = new_instance(AlterPartitionResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.topics = [_rnd_AlterPartitionResponse_TopicData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1094,6 +1149,17 @@ def _fj_AlterPartitionResponse_TopicData(
     return o
 
 
+def _rnd_AlterPartitionResponse_TopicData(
+    g: Any, version: int
+) -> _AlterPartitionResponse_TopicData:
+    o = new_instance(_AlterPartitionResponse_TopicData)
+    o.topic_name = (g.str()) if version <= 1 else ""
+    o.topic_id = (g.uuid()) if version >= 2 else ZERO_UUID
+    o.partitions = [_rnd_AlterPartitionResponse_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AlterPartitionResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionResponse_PartitionData, int]:
@@ -1193,10 +1259,26 @@ def _fj_AlterPartitionResponse_PartitionData(
     return o
 
 
+def _rnd_AlterPartitionResponse_PartitionData(
+    g: Any, version: int
+) -> _AlterPartitionResponse_PartitionData:
+    o = new_instance(_AlterPartitionResponse_PartitionData)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.isr = [g.int("int32") for _ in range(g.count())]
+    o.leader_recovery_state = (g.int("int8")) if version >= 1 else 0
+    o.partition_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     AlterPartitionResponse,
     _tj_AlterPartitionResponse,
     _fj_AlterPartitionResponse,
+    _rnd_AlterPartitionResponse,
     (0, 0, _dec_AlterPartitionResponse_v0, _enc_AlterPartitionResponse_v0),
     (1, 1, _dec_AlterPartitionResponse_v1, _enc_AlterPartitionResponse_v1),
     (2, 3, _dec_AlterPartitionResponse_v2, _enc_AlterPartitionResponse_v2),
@@ -1205,6 +1287,7 @@ bind_codecs(
     _AlterPartitionResponse_TopicData,
     _tj_AlterPartitionResponse_TopicData,
     _fj_AlterPartitionResponse_TopicData,
+    _rnd_AlterPartitionResponse_TopicData,
     (0, 0, _dec_AlterPartitionResponse_TopicData_v0, _enc_AlterPartitionResponse_TopicData_v0),
     (1, 1, _dec_AlterPartitionResponse_TopicData_v1, _enc_AlterPartitionResponse_TopicData_v1),
     (2, 3, _dec_AlterPartitionResponse_TopicData_v2, _enc_AlterPartitionResponse_TopicData_v2),
@@ -1213,6 +1296,7 @@ bind_codecs(
     _AlterPartitionResponse_PartitionData,
     _tj_AlterPartitionResponse_PartitionData,
     _fj_AlterPartitionResponse_PartitionData,
+    _rnd_AlterPartitionResponse_PartitionData,
     (
         0,
         0,

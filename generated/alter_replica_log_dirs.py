@@ -271,6 +271,13 @@ def _fj_AlterReplicaLogDirsRequest(obj: dict[str, Any], version: int) -> AlterRe
     return o
 
 
+def _rnd_AlterReplicaLogDirsRequest(g: Any, version: int) -> AlterReplicaLogDirsRequest:
+    o = new_instance(AlterReplicaLogDirsRequest)
+    o.dirs = KeyedList([_rnd_AlterReplicaLogDir(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_AlterReplicaLogDir_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterReplicaLogDir, int]:
     o = new_instance(_AlterReplicaLogDir)
     o.path, pos = read_string(buf, pos, end)
@@ -344,6 +351,14 @@ def _fj_AlterReplicaLogDir(obj: dict[str, Any], version: int) -> _AlterReplicaLo
     else:
         o.topics = KeyedList([_fj_AlterReplicaLogDirTopic(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AlterReplicaLogDir(g: Any, version: int) -> _AlterReplicaLogDir:
+    o = new_instance(_AlterReplicaLogDir)
+    o.path = g.str()
+    o.topics = KeyedList([_rnd_AlterReplicaLogDirTopic(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -425,10 +440,19 @@ def _fj_AlterReplicaLogDirTopic(obj: dict[str, Any], version: int) -> _AlterRepl
     return o
 
 
+def _rnd_AlterReplicaLogDirTopic(g: Any, version: int) -> _AlterReplicaLogDirTopic:
+    o = new_instance(_AlterReplicaLogDirTopic)
+    o.name = g.str()
+    o.partitions = [g.int("int32") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 bind_codecs(
     AlterReplicaLogDirsRequest,
     _tj_AlterReplicaLogDirsRequest,
     _fj_AlterReplicaLogDirsRequest,
+    _rnd_AlterReplicaLogDirsRequest,
     (0, 1, _dec_AlterReplicaLogDirsRequest_v0, _enc_AlterReplicaLogDirsRequest_v0),
     (2, 2, _dec_AlterReplicaLogDirsRequest_v2, _enc_AlterReplicaLogDirsRequest_v2),
 )
@@ -436,6 +460,7 @@ bind_codecs(
     _AlterReplicaLogDir,
     _tj_AlterReplicaLogDir,
     _fj_AlterReplicaLogDir,
+    _rnd_AlterReplicaLogDir,
     (0, 1, _dec_AlterReplicaLogDir_v0, _enc_AlterReplicaLogDir_v0),
     (2, 2, _dec_AlterReplicaLogDir_v2, _enc_AlterReplicaLogDir_v2),
 )
@@ -443,6 +468,7 @@ bind_codecs(
     _AlterReplicaLogDirTopic,
     _tj_AlterReplicaLogDirTopic,
     _fj_AlterReplicaLogDirTopic,
+    _rnd_AlterReplicaLogDirTopic,
     (0, 1, _dec_AlterReplicaLogDirTopic_v0, _enc_AlterReplicaLogDirTopic_v0),
     (2, 2, _dec_AlterReplicaLogDirTopic_v2, _enc_AlterReplicaLogDirTopic_v2),
 )
@@ -536,6 +562,14 @@ def _fj_AlterReplicaLogDirsResponse(
     return o
 
 
+def _rnd_AlterReplicaLogDirsResponse(g: Any, version: int) -> AlterReplicaLogDirsResponse:
+    o = new_instance(AlterReplicaLogDirsResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.results = [_rnd_AlterReplicaLogDirTopicResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_AlterReplicaLogDirTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirTopicResult, int]:
@@ -622,6 +656,14 @@ def _fj_AlterReplicaLogDirTopicResult(
     return o
 
 
+def _rnd_AlterReplicaLogDirTopicResult(g: Any, version: int) -> _AlterReplicaLogDirTopicResult:
+    o = new_instance(_AlterReplicaLogDirTopicResult)
+    o.topic_name = g.str()
+    o.partitions = [_rnd_AlterReplicaLogDirPartitionResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_AlterReplicaLogDirPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirPartitionResult, int]:
@@ -689,10 +731,21 @@ def _fj_AlterReplicaLogDirPartitionResult(
     return o
 
 
+def _rnd_AlterReplicaLogDirPartitionResult(
+    g: Any, version: int
+) -> _AlterReplicaLogDirPartitionResult:
+    o = new_instance(_AlterReplicaLogDirPartitionResult)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 bind_codecs(
     AlterReplicaLogDirsResponse,
     _tj_AlterReplicaLogDirsResponse,
     _fj_AlterReplicaLogDirsResponse,
+    _rnd_AlterReplicaLogDirsResponse,
     (0, 1, _dec_AlterReplicaLogDirsResponse_v0, _enc_AlterReplicaLogDirsResponse_v0),
     (2, 2, _dec_AlterReplicaLogDirsResponse_v2, _enc_AlterReplicaLogDirsResponse_v2),
 )
@@ -700,6 +753,7 @@ bind_codecs(
     _AlterReplicaLogDirTopicResult,
     _tj_AlterReplicaLogDirTopicResult,
     _fj_AlterReplicaLogDirTopicResult,
+    _rnd_AlterReplicaLogDirTopicResult,
     (0, 1, _dec_AlterReplicaLogDirTopicResult_v0, _enc_AlterReplicaLogDirTopicResult_v0),
     (2, 2, _dec_AlterReplicaLogDirTopicResult_v2, _enc_AlterReplicaLogDirTopicResult_v2),
 )
@@ -707,6 +761,7 @@ bind_codecs(
     _AlterReplicaLogDirPartitionResult,
     _tj_AlterReplicaLogDirPartitionResult,
     _fj_AlterReplicaLogDirPartitionResult,
+    _rnd_AlterReplicaLogDirPartitionResult,
     (0, 1, _dec_AlterReplicaLogDirPartitionResult_v0, _enc_AlterReplicaLogDirPartitionResult_v0),
     (2, 2, _dec_AlterReplicaLogDirPartitionResult_v2, _enc_AlterReplicaLogDirPartitionResult_v2),
 )

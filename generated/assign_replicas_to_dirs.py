@@ -302,6 +302,17 @@ def _fj_AssignReplicasToDirsRequest(
     return o
 
 
+def _rnd_AssignReplicasToDirsRequest(g: Any, version: int) -> AssignReplicasToDirsRequest:
+    o = new_instance(AssignReplicasToDirsRequest)
+    o.broker_id = g.int("int32")
+    o.broker_epoch = g.int("int64")
+    o.directories = [
+        _rnd_AssignReplicasToDirsRequest_DirectoryData(g, version) for _ in range(g.count())
+    ]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsRequest_DirectoryData, int]:
@@ -358,6 +369,16 @@ def _fj_AssignReplicasToDirsRequest_DirectoryData(
     else:
         o.topics = [_fj_AssignReplicasToDirsRequest_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AssignReplicasToDirsRequest_DirectoryData(
+    g: Any, version: int
+) -> _AssignReplicasToDirsRequest_DirectoryData:
+    o = new_instance(_AssignReplicasToDirsRequest_DirectoryData)
+    o.id = g.uuid()
+    o.topics = [_rnd_AssignReplicasToDirsRequest_TopicData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -422,6 +443,18 @@ def _fj_AssignReplicasToDirsRequest_TopicData(
     return o
 
 
+def _rnd_AssignReplicasToDirsRequest_TopicData(
+    g: Any, version: int
+) -> _AssignReplicasToDirsRequest_TopicData:
+    o = new_instance(_AssignReplicasToDirsRequest_TopicData)
+    o.topic_id = g.uuid()
+    o.partitions = [
+        _rnd_AssignReplicasToDirsRequest_PartitionData(g, version) for _ in range(g.count())
+    ]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AssignReplicasToDirsRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsRequest_PartitionData, int]:
@@ -464,16 +497,27 @@ def _fj_AssignReplicasToDirsRequest_PartitionData(
     return o
 
 
+def _rnd_AssignReplicasToDirsRequest_PartitionData(
+    g: Any, version: int
+) -> _AssignReplicasToDirsRequest_PartitionData:
+    o = new_instance(_AssignReplicasToDirsRequest_PartitionData)
+    o.partition_index = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     AssignReplicasToDirsRequest,
     _tj_AssignReplicasToDirsRequest,
     _fj_AssignReplicasToDirsRequest,
+    _rnd_AssignReplicasToDirsRequest,
     (0, 0, _dec_AssignReplicasToDirsRequest_v0, _enc_AssignReplicasToDirsRequest_v0),
 )
 bind_codecs(
     _AssignReplicasToDirsRequest_DirectoryData,
     _tj_AssignReplicasToDirsRequest_DirectoryData,
     _fj_AssignReplicasToDirsRequest_DirectoryData,
+    _rnd_AssignReplicasToDirsRequest_DirectoryData,
     (
         0,
         0,
@@ -485,6 +529,7 @@ bind_codecs(
     _AssignReplicasToDirsRequest_TopicData,
     _tj_AssignReplicasToDirsRequest_TopicData,
     _fj_AssignReplicasToDirsRequest_TopicData,
+    _rnd_AssignReplicasToDirsRequest_TopicData,
     (
         0,
         0,
@@ -496,6 +541,7 @@ bind_codecs(
     _AssignReplicasToDirsRequest_PartitionData,
     _tj_AssignReplicasToDirsRequest_PartitionData,
     _fj_AssignReplicasToDirsRequest_PartitionData,
+    _rnd_AssignReplicasToDirsRequest_PartitionData,
     (
         0,
         0,
@@ -575,6 +621,17 @@ def _fj_AssignReplicasToDirsResponse(
     return o
 
 
+def _rnd_AssignReplicasToDirsResponse(g: Any, version: int) -> AssignReplicasToDirsResponse:
+    o = new_instance(AssignReplicasToDirsResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.directories = [
+        _rnd_AssignReplicasToDirsResponse_DirectoryData(g, version) for _ in range(g.count())
+    ]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsResponse_DirectoryData, int]:
@@ -631,6 +688,16 @@ def _fj_AssignReplicasToDirsResponse_DirectoryData(
     else:
         o.topics = [_fj_AssignReplicasToDirsResponse_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AssignReplicasToDirsResponse_DirectoryData(
+    g: Any, version: int
+) -> _AssignReplicasToDirsResponse_DirectoryData:
+    o = new_instance(_AssignReplicasToDirsResponse_DirectoryData)
+    o.id = g.uuid()
+    o.topics = [_rnd_AssignReplicasToDirsResponse_TopicData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -695,6 +762,18 @@ def _fj_AssignReplicasToDirsResponse_TopicData(
     return o
 
 
+def _rnd_AssignReplicasToDirsResponse_TopicData(
+    g: Any, version: int
+) -> _AssignReplicasToDirsResponse_TopicData:
+    o = new_instance(_AssignReplicasToDirsResponse_TopicData)
+    o.topic_id = g.uuid()
+    o.partitions = [
+        _rnd_AssignReplicasToDirsResponse_PartitionData(g, version) for _ in range(g.count())
+    ]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AssignReplicasToDirsResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsResponse_PartitionData, int]:
@@ -739,16 +818,28 @@ def _fj_AssignReplicasToDirsResponse_PartitionData(
     return o
 
 
+def _rnd_AssignReplicasToDirsResponse_PartitionData(
+    g: Any, version: int
+) -> _AssignReplicasToDirsResponse_PartitionData:
+    o = new_instance(_AssignReplicasToDirsResponse_PartitionData)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     AssignReplicasToDirsResponse,
     _tj_AssignReplicasToDirsResponse,
     _fj_AssignReplicasToDirsResponse,
+    _rnd_AssignReplicasToDirsResponse,
     (0, 0, _dec_AssignReplicasToDirsResponse_v0, _enc_AssignReplicasToDirsResponse_v0),
 )
 bind_codecs(
     _AssignReplicasToDirsResponse_DirectoryData,
     _tj_AssignReplicasToDirsResponse_DirectoryData,
     _fj_AssignReplicasToDirsResponse_DirectoryData,
+    _rnd_AssignReplicasToDirsResponse_DirectoryData,
     (
         0,
         0,
@@ -760,6 +851,7 @@ bind_codecs(
     _AssignReplicasToDirsResponse_TopicData,
     _tj_AssignReplicasToDirsResponse_TopicData,
     _fj_AssignReplicasToDirsResponse_TopicData,
+    _rnd_AssignReplicasToDirsResponse_TopicData,
     (
         0,
         0,
@@ -771,6 +863,7 @@ bind_codecs(
     _AssignReplicasToDirsResponse_PartitionData,
     _tj_AssignReplicasToDirsResponse_PartitionData,
     _fj_AssignReplicasToDirsResponse_PartitionData,
+    _rnd_AssignReplicasToDirsResponse_PartitionData,
     (
         0,
         0,

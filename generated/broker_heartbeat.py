@@ -258,10 +258,25 @@ def _fj_BrokerHeartbeatRequest(obj: dict[str, Any], version: int) -> BrokerHeart
     return o
 
 
+def _rnd_BrokerHeartbeatRequest(g: Any, version: int) -> BrokerHeartbeatRequest:
+    o = new_instance(BrokerHeartbeatRequest)
+    o.broker_id = g.int("int32")
+    o.broker_epoch = g.int("int64")
+    o.current_metadata_offset = g.int("int64")
+    o.want_fence = g.bool()
+    o.want_shut_down = g.bool()
+    o.offline_log_dirs = (
+        (([g.uuid() for _ in range(g.count())]) if g.present() else []) if version >= 1 else []
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     BrokerHeartbeatRequest,
     _tj_BrokerHeartbeatRequest,
     _fj_BrokerHeartbeatRequest,
+    _rnd_BrokerHeartbeatRequest,
     (0, 0, _dec_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v0),
     (1, 1, _dec_BrokerHeartbeatRequest_v1, _enc_BrokerHeartbeatRequest_v1),
 )
@@ -319,9 +334,21 @@ def _fj_BrokerHeartbeatResponse(obj: dict[str, Any], version: int) -> BrokerHear
     return o
 
 
+def _rnd_BrokerHeartbeatResponse(g: Any, version: int) -> BrokerHeartbeatResponse:
+    o = new_instance(BrokerHeartbeatResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.is_caught_up = g.bool()
+    o.is_fenced = g.bool()
+    o.should_shut_down = g.bool()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     BrokerHeartbeatResponse,
     _tj_BrokerHeartbeatResponse,
     _fj_BrokerHeartbeatResponse,
+    _rnd_BrokerHeartbeatResponse,
     (0, 1, _dec_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0),
 )

@@ -423,6 +423,24 @@ def _fj_ConsumerGroupDescribeRequest(
     return o
 
 
+def _rnd_ConsumerGroupDescribeRequest(g: Any, version: int) -> ConsumerGroupDescribeRequest:
+    o = new_instance(ConsumerGroupDescribeRequest)
+    o.group_ids = [g.str() for _ in range(g.count())]
+    o.include_authorized_operations = g.bool()
+    o.response_pagination_limit = (g.int("int32")) if version >= 1 else 2000
+    o.cursor = (
+        (
+            None
+            if version >= 1 and g.is_null()
+            else _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(g, version)
+        )
+        if version >= 1
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupDescribeRequest_GroupMemberCursor, int]:
@@ -469,10 +487,21 @@ def _fj_ConsumerGroupDescribeRequest_GroupMemberCursor(
     return o
 
 
+def _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(
+    g: Any, version: int
+) -> _ConsumerGroupDescribeRequest_GroupMemberCursor:
+    o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
+    o.group_id = (g.str()) if version >= 1 else ""
+    o.member_id = (g.str()) if version >= 1 else ""
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ConsumerGroupDescribeRequest,
     _tj_ConsumerGroupDescribeRequest,
     _fj_ConsumerGroupDescribeRequest,
+    _rnd_ConsumerGroupDescribeRequest,
     (0, 0, _dec_ConsumerGroupDescribeRequest_v0, _enc_ConsumerGroupDescribeRequest_v0),
     (1, 1, _dec_ConsumerGroupDescribeRequest_v1, _enc_ConsumerGroupDescribeRequest_v1),
 )
@@ -480,6 +509,7 @@ bind_codecs(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     _tj_ConsumerGroupDescribeRequest_GroupMemberCursor,
     _fj_ConsumerGroupDescribeRequest_GroupMemberCursor,
+    _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor,
     (
         1,
         1,
@@ -598,6 +628,23 @@ def _fj_ConsumerGroupDescribeResponse(
     return o
 
 
+def _rnd_ConsumerGroupDescribeResponse(g: Any, version: int) -> ConsumerGroupDescribeResponse:
+    o = new_instance(ConsumerGroupDescribeResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
+    o.next_cursor = (
+        (
+            None
+            if version >= 1 and g.is_null()
+            else _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(g, version)
+        )
+        if version >= 1
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
 
@@ -675,6 +722,21 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
         o.members = [_fj_Member(as_object(x, p), version) for x in v]
     o.authorized_operations = get_int(obj, "authorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
+    o = new_instance(_DescribedGroup)
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.group_id = g.str()
+    o.group_state = g.str()
+    o.group_epoch = g.int("int32")
+    o.assignment_epoch = g.int("int32")
+    o.assignor_name = g.str()
+    o.members = [_rnd_Member(g, version) for _ in range(g.count())]
+    o.authorized_operations = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -772,6 +834,22 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     return o
 
 
+def _rnd_Member(g: Any, version: int) -> _Member:
+    o = new_instance(_Member)
+    o.member_id = g.str()
+    o.instance_id = None if g.is_null() else g.str()
+    o.rack_id = None if g.is_null() else g.str()
+    o.member_epoch = g.int("int32")
+    o.client_id = g.str()
+    o.client_host = g.str()
+    o.subscribed_topic_names = [g.str() for _ in range(g.count())]
+    o.subscribed_topic_regex = None if g.is_null() else g.str()
+    o.assignment = _rnd_Assignment(g, version)
+    o.target_assignment = _rnd_Assignment(g, version)
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
@@ -815,6 +893,13 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     else:
         o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_Assignment(g: Any, version: int) -> _Assignment:
+    o = new_instance(_Assignment)
+    o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -871,6 +956,15 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     return o
 
 
+def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
+    o = new_instance(_TopicPartitions)
+    o.topic_id = g.uuid()
+    o.topic_name = g.str()
+    o.partitions = [g.int("int32") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupDescribeResponse_GroupMemberCursor, int]:
@@ -917,10 +1011,21 @@ def _fj_ConsumerGroupDescribeResponse_GroupMemberCursor(
     return o
 
 
+def _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(
+    g: Any, version: int
+) -> _ConsumerGroupDescribeResponse_GroupMemberCursor:
+    o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
+    o.group_id = (g.str()) if version >= 1 else ""
+    o.member_id = (g.str()) if version >= 1 else ""
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ConsumerGroupDescribeResponse,
     _tj_ConsumerGroupDescribeResponse,
     _fj_ConsumerGroupDescribeResponse,
+    _rnd_ConsumerGroupDescribeResponse,
     (0, 0, _dec_ConsumerGroupDescribeResponse_v0, _enc_ConsumerGroupDescribeResponse_v0),
     (1, 1, _dec_ConsumerGroupDescribeResponse_v1, _enc_ConsumerGroupDescribeResponse_v1),
 )
@@ -928,30 +1033,35 @@ bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
+    _rnd_DescribedGroup,
     (0, 1, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
 )
 bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
+    _rnd_Member,
     (0, 1, _dec_Member_v0, _enc_Member_v0),
 )
 bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
+    _rnd_Assignment,
     (0, 1, _dec_Assignment_v0, _enc_Assignment_v0),
 )
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
+    _rnd_TopicPartitions,
     (0, 1, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
 )
 bind_codecs(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     _tj_ConsumerGroupDescribeResponse_GroupMemberCursor,
     _fj_ConsumerGroupDescribeResponse_GroupMemberCursor,
+    _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor,
     (
         1,
         1,

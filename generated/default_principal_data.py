@@ -115,9 +115,19 @@ def _fj_DefaultPrincipalData(obj: dict[str, Any], version: int) -> DefaultPrinci
     return o
 
 
+def _rnd_DefaultPrincipalData(g: Any, version: int) -> DefaultPrincipalData:
+    o = new_instance(DefaultPrincipalData)
+    o.type = g.str()
+    o.name = g.str()
+    o.token_authenticated = g.bool()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     DefaultPrincipalData,
     _tj_DefaultPrincipalData,
     _fj_DefaultPrincipalData,
+    _rnd_DefaultPrincipalData,
     (0, 0, _dec_DefaultPrincipalData_v0, _enc_DefaultPrincipalData_v0),
 )

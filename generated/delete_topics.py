@@ -284,6 +284,17 @@ def _fj_DeleteTopicsRequest(obj: dict[str, Any], version: int) -> DeleteTopicsRe
     return o
 
 
+def _rnd_DeleteTopicsRequest(g: Any, version: int) -> DeleteTopicsRequest:
+    o = new_instance(DeleteTopicsRequest)
+    o.topics = (
+        ([_rnd_DeleteTopicState(g, version) for _ in range(g.count())]) if version >= 6 else []
+    )
+    o.topic_names = ([g.str() for _ in range(g.count())]) if version <= 5 else []
+    o.timeout_ms = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 def _dec_DeleteTopicState_v6(buf: Buffer, pos: int, end: int) -> tuple[_DeleteTopicState, int]:
     o = new_instance(_DeleteTopicState)
     o.name, pos = read_compact_nullable_string(buf, pos, end)
@@ -323,10 +334,19 @@ def _fj_DeleteTopicState(obj: dict[str, Any], version: int) -> _DeleteTopicState
     return o
 
 
+def _rnd_DeleteTopicState(g: Any, version: int) -> _DeleteTopicState:
+    o = new_instance(_DeleteTopicState)
+    o.name = (None if version >= 6 and g.is_null() else g.str()) if version >= 6 else None
+    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 bind_codecs(
     DeleteTopicsRequest,
     _tj_DeleteTopicsRequest,
     _fj_DeleteTopicsRequest,
+    _rnd_DeleteTopicsRequest,
     (0, 3, _dec_DeleteTopicsRequest_v0, _enc_DeleteTopicsRequest_v0),
     (4, 5, _dec_DeleteTopicsRequest_v4, _enc_DeleteTopicsRequest_v4),
     (6, 6, _dec_DeleteTopicsRequest_v6, _enc_DeleteTopicsRequest_v6),
@@ -335,6 +355,7 @@ bind_codecs(
     _DeleteTopicState,
     _tj_DeleteTopicState,
     _fj_DeleteTopicState,
+    _rnd_DeleteTopicState,
     (6, 6, _dec_DeleteTopicState_v6, _enc_DeleteTopicState_v6),
 )
 
@@ -494,6 +515,14 @@ def _fj_DeleteTopicsResponse(obj: dict[str, Any], version: int) -> DeleteTopicsR
     return o
 
 
+def _rnd_DeleteTopicsResponse(g: Any, version: int) -> DeleteTopicsResponse:
+    o = new_instance(DeleteTopicsResponse)
+    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
+    o.responses = KeyedList([_rnd_DeletableTopicResult(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 def _dec_DeletableTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeletableTopicResult, int]:
@@ -627,10 +656,21 @@ def _fj_DeletableTopicResult(obj: dict[str, Any], version: int) -> _DeletableTop
     return o
 
 
+def _rnd_DeletableTopicResult(g: Any, version: int) -> _DeletableTopicResult:
+    o = new_instance(_DeletableTopicResult)
+    o.name = None if version >= 6 and g.is_null() else g.str()
+    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
+    o.error_code = g.int("int16")
+    o.error_message = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 bind_codecs(
     DeleteTopicsResponse,
     _tj_DeleteTopicsResponse,
     _fj_DeleteTopicsResponse,
+    _rnd_DeleteTopicsResponse,
     (0, 0, _dec_DeleteTopicsResponse_v0, _enc_DeleteTopicsResponse_v0),
     (1, 3, _dec_DeleteTopicsResponse_v1, _enc_DeleteTopicsResponse_v1),
     (4, 4, _dec_DeleteTopicsResponse_v4, _enc_DeleteTopicsResponse_v4),
@@ -641,6 +681,7 @@ bind_codecs(
     _DeletableTopicResult,
     _tj_DeletableTopicResult,
     _fj_DeletableTopicResult,
+    _rnd_DeletableTopicResult,
     (0, 3, _dec_DeletableTopicResult_v0, _enc_DeletableTopicResult_v0),
     (4, 4, _dec_DeletableTopicResult_v4, _enc_DeletableTopicResult_v4),
     (5, 5, _dec_DeletableTopicResult_v5, _enc_DeletableTopicResult_v5),

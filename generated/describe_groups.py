@@ -398,6 +398,24 @@ def _fj_DescribeGroupsRequest(obj: dict[str, Any], version: int) -> DescribeGrou
     return o
 
 
+def _rnd_DescribeGroupsRequest(g: Any, version: int) -> DescribeGroupsRequest:
+    o = new_instance(DescribeGroupsRequest)
+    o.groups = [g.str() for _ in range(g.count())]
+    o.include_authorized_operations = (g.bool()) if version >= 3 else False
+    o.response_pagination_limit = (g.int("int32")) if version >= 6 else 2000
+    o.cursor = (
+        (
+            None
+            if version >= 6 and g.is_null()
+            else _rnd_DescribeGroupsRequest_GroupMemberCursor(g, version)
+        )
+        if version >= 6
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
+    return o
+
+
 def _dec_DescribeGroupsRequest_GroupMemberCursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeGroupsRequest_GroupMemberCursor, int]:
@@ -444,10 +462,21 @@ def _fj_DescribeGroupsRequest_GroupMemberCursor(
     return o
 
 
+def _rnd_DescribeGroupsRequest_GroupMemberCursor(
+    g: Any, version: int
+) -> _DescribeGroupsRequest_GroupMemberCursor:
+    o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
+    o.group_id = (g.str()) if version >= 6 else ""
+    o.member_id = (g.str()) if version >= 6 else ""
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
+    return o
+
+
 bind_codecs(
     DescribeGroupsRequest,
     _tj_DescribeGroupsRequest,
     _fj_DescribeGroupsRequest,
+    _rnd_DescribeGroupsRequest,
     (0, 2, _dec_DescribeGroupsRequest_v0, _enc_DescribeGroupsRequest_v0),
     (3, 4, _dec_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v3),
     (5, 5, _dec_DescribeGroupsRequest_v5, _enc_DescribeGroupsRequest_v5),
@@ -457,6 +486,7 @@ bind_codecs(
     _DescribeGroupsRequest_GroupMemberCursor,
     _tj_DescribeGroupsRequest_GroupMemberCursor,
     _fj_DescribeGroupsRequest_GroupMemberCursor,
+    _rnd_DescribeGroupsRequest_GroupMemberCursor,
     (
         6,
         6,
@@ -661,6 +691,23 @@ def _fj_DescribeGroupsResponse(obj: dict[str, Any], version: int) -> DescribeGro
     return o
 
 
+def _rnd_DescribeGroupsResponse(g: Any, version: int) -> DescribeGroupsResponse:
+    o = new_instance(DescribeGroupsResponse)
+    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
+    o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
+    o.next_cursor = (
+        (
+            None
+            if version >= 6 and g.is_null()
+            else _rnd_DescribeGroupsResponse_GroupMemberCursor(g, version)
+        )
+        if version >= 6
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
+    return o
+
+
 def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
 
@@ -857,6 +904,19 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     return o
 
 
+def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
+    o = new_instance(_DescribedGroup)
+    o.error_code = g.int("int16")
+    o.group_id = g.str()
+    o.group_state = g.str()
+    o.protocol_type = g.str()
+    o.protocol_data = g.str()
+    o.members = [_rnd_DescribedGroupMember(g, version) for _ in range(g.count())]
+    o.authorized_operations = (g.int("int32")) if version >= 3 else -2147483648
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
+    return o
+
+
 def _dec_DescribedGroupMember_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribedGroupMember, int]:
@@ -969,6 +1029,20 @@ def _fj_DescribedGroupMember(obj: dict[str, Any], version: int) -> _DescribedGro
     return o
 
 
+def _rnd_DescribedGroupMember(g: Any, version: int) -> _DescribedGroupMember:
+    o = new_instance(_DescribedGroupMember)
+    o.member_id = g.str()
+    o.group_instance_id = (
+        (None if version >= 4 and g.is_null() else g.str()) if version >= 4 else None
+    )
+    o.client_id = g.str()
+    o.client_host = g.str()
+    o.member_metadata = g.bytes()
+    o.member_assignment = g.bytes()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
+    return o
+
+
 def _dec_DescribeGroupsResponse_GroupMemberCursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeGroupsResponse_GroupMemberCursor, int]:
@@ -1015,10 +1089,21 @@ def _fj_DescribeGroupsResponse_GroupMemberCursor(
     return o
 
 
+def _rnd_DescribeGroupsResponse_GroupMemberCursor(
+    g: Any, version: int
+) -> _DescribeGroupsResponse_GroupMemberCursor:
+    o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
+    o.group_id = (g.str()) if version >= 6 else ""
+    o.member_id = (g.str()) if version >= 6 else ""
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
+    return o
+
+
 bind_codecs(
     DescribeGroupsResponse,
     _tj_DescribeGroupsResponse,
     _fj_DescribeGroupsResponse,
+    _rnd_DescribeGroupsResponse,
     (0, 0, _dec_DescribeGroupsResponse_v0, _enc_DescribeGroupsResponse_v0),
     (1, 2, _dec_DescribeGroupsResponse_v1, _enc_DescribeGroupsResponse_v1),
     (3, 3, _dec_DescribeGroupsResponse_v3, _enc_DescribeGroupsResponse_v3),
@@ -1030,6 +1115,7 @@ bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
+    _rnd_DescribedGroup,
     (0, 2, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
     (3, 3, _dec_DescribedGroup_v3, _enc_DescribedGroup_v3),
     (4, 4, _dec_DescribedGroup_v4, _enc_DescribedGroup_v4),
@@ -1039,6 +1125,7 @@ bind_codecs(
     _DescribedGroupMember,
     _tj_DescribedGroupMember,
     _fj_DescribedGroupMember,
+    _rnd_DescribedGroupMember,
     (0, 3, _dec_DescribedGroupMember_v0, _enc_DescribedGroupMember_v0),
     (4, 4, _dec_DescribedGroupMember_v4, _enc_DescribedGroupMember_v4),
     (5, 6, _dec_DescribedGroupMember_v5, _enc_DescribedGroupMember_v5),
@@ -1047,6 +1134,7 @@ bind_codecs(
     _DescribeGroupsResponse_GroupMemberCursor,
     _tj_DescribeGroupsResponse_GroupMemberCursor,
     _fj_DescribeGroupsResponse_GroupMemberCursor,
+    _rnd_DescribeGroupsResponse_GroupMemberCursor,
     (
         6,
         6,

@@ -410,6 +410,23 @@ def _fj_DescribeLogDirsRequest(obj: dict[str, Any], version: int) -> DescribeLog
     return o
 
 
+def _rnd_DescribeLogDirsRequest(g: Any, version: int) -> DescribeLogDirsRequest:
+    o = new_instance(DescribeLogDirsRequest)
+    o.topics = (
+        None
+        if g.is_null()
+        else KeyedList([_rnd_DescribableLogDirTopic(g, version) for _ in range(g.count())])
+    )
+    o.response_pagination_limit = (g.int("int32")) if version >= 5 else 2000
+    o.cursor = (
+        (None if version >= 5 and g.is_null() else _rnd_DescribeLogDirsRequest_Cursor(g, version))
+        if version >= 5
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_DescribableLogDirTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribableLogDirTopic, int]:
@@ -486,6 +503,14 @@ def _fj_DescribableLogDirTopic(obj: dict[str, Any], version: int) -> _Describabl
     return o
 
 
+def _rnd_DescribableLogDirTopic(g: Any, version: int) -> _DescribableLogDirTopic:
+    o = new_instance(_DescribableLogDirTopic)
+    o.topic = g.str()
+    o.partitions = [g.int("int32") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_DescribeLogDirsRequest_Cursor_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsRequest_Cursor, int]:
@@ -537,10 +562,20 @@ def _fj_DescribeLogDirsRequest_Cursor(
     return o
 
 
+def _rnd_DescribeLogDirsRequest_Cursor(g: Any, version: int) -> _DescribeLogDirsRequest_Cursor:
+    o = new_instance(_DescribeLogDirsRequest_Cursor)
+    o.topic_name = (g.str()) if version >= 5 else ""
+    o.partition_index = (g.int("int32")) if version >= 5 else 0
+    o.log_dir = (g.str()) if version >= 5 else ""
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 bind_codecs(
     DescribeLogDirsRequest,
     _tj_DescribeLogDirsRequest,
     _fj_DescribeLogDirsRequest,
+    _rnd_DescribeLogDirsRequest,
     (0, 1, _dec_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v0),
     (2, 4, _dec_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2),
     (5, 5, _dec_DescribeLogDirsRequest_v5, _enc_DescribeLogDirsRequest_v5),
@@ -549,6 +584,7 @@ bind_codecs(
     _DescribableLogDirTopic,
     _tj_DescribableLogDirTopic,
     _fj_DescribableLogDirTopic,
+    _rnd_DescribableLogDirTopic,
     (0, 1, _dec_DescribableLogDirTopic_v0, _enc_DescribableLogDirTopic_v0),
     (2, 5, _dec_DescribableLogDirTopic_v2, _enc_DescribableLogDirTopic_v2),
 )
@@ -556,6 +592,7 @@ bind_codecs(
     _DescribeLogDirsRequest_Cursor,
     _tj_DescribeLogDirsRequest_Cursor,
     _fj_DescribeLogDirsRequest_Cursor,
+    _rnd_DescribeLogDirsRequest_Cursor,
     (5, 5, _dec_DescribeLogDirsRequest_Cursor_v5, _enc_DescribeLogDirsRequest_Cursor_v5),
 )
 
@@ -752,6 +789,20 @@ def _fj_DescribeLogDirsResponse(obj: dict[str, Any], version: int) -> DescribeLo
     return o
 
 
+def _rnd_DescribeLogDirsResponse(g: Any, version: int) -> DescribeLogDirsResponse:
+    o = new_instance(DescribeLogDirsResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = (g.int("int16")) if version >= 3 else 0
+    o.results = [_rnd_DescribeLogDirsResult(g, version) for _ in range(g.count())]
+    o.next_cursor = (
+        (None if version >= 5 and g.is_null() else _rnd_DescribeLogDirsResponse_Cursor(g, version))
+        if version >= 5
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_DescribeLogDirsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResult, int]:
@@ -885,6 +936,17 @@ def _fj_DescribeLogDirsResult(obj: dict[str, Any], version: int) -> _DescribeLog
     return o
 
 
+def _rnd_DescribeLogDirsResult(g: Any, version: int) -> _DescribeLogDirsResult:
+    o = new_instance(_DescribeLogDirsResult)
+    o.error_code = g.int("int16")
+    o.log_dir = g.str()
+    o.topics = [_rnd_DescribeLogDirsTopic(g, version) for _ in range(g.count())]
+    o.total_bytes = (g.int("int64")) if version >= 4 else -1
+    o.usable_bytes = (g.int("int64")) if version >= 4 else -1
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_DescribeLogDirsTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsTopic, int]:
@@ -965,6 +1027,14 @@ def _fj_DescribeLogDirsTopic(obj: dict[str, Any], version: int) -> _DescribeLogD
     return o
 
 
+def _rnd_DescribeLogDirsTopic(g: Any, version: int) -> _DescribeLogDirsTopic:
+    o = new_instance(_DescribeLogDirsTopic)
+    o.name = g.str()
+    o.partitions = [_rnd_DescribeLogDirsPartition(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_DescribeLogDirsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsPartition, int]:
@@ -1032,6 +1102,16 @@ def _fj_DescribeLogDirsPartition(obj: dict[str, Any], version: int) -> _Describe
     return o
 
 
+def _rnd_DescribeLogDirsPartition(g: Any, version: int) -> _DescribeLogDirsPartition:
+    o = new_instance(_DescribeLogDirsPartition)
+    o.partition_index = g.int("int32")
+    o.partition_size = g.int("int64")
+    o.offset_lag = g.int("int64")
+    o.is_future_key = g.bool()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 def _dec_DescribeLogDirsResponse_Cursor_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResponse_Cursor, int]:
@@ -1083,10 +1163,20 @@ def _fj_DescribeLogDirsResponse_Cursor(
     return o
 
 
+def _rnd_DescribeLogDirsResponse_Cursor(g: Any, version: int) -> _DescribeLogDirsResponse_Cursor:
+    o = new_instance(_DescribeLogDirsResponse_Cursor)
+    o.topic_name = (g.str()) if version >= 5 else ""
+    o.partition_index = (g.int("int32")) if version >= 5 else 0
+    o.log_dir = (g.str()) if version >= 5 else ""
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 bind_codecs(
     DescribeLogDirsResponse,
     _tj_DescribeLogDirsResponse,
     _fj_DescribeLogDirsResponse,
+    _rnd_DescribeLogDirsResponse,
     (0, 1, _dec_DescribeLogDirsResponse_v0, _enc_DescribeLogDirsResponse_v0),
     (2, 2, _dec_DescribeLogDirsResponse_v2, _enc_DescribeLogDirsResponse_v2),
     (3, 3, _dec_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v3),
@@ -1097,6 +1187,7 @@ bind_codecs(
     _DescribeLogDirsResult,
     _tj_DescribeLogDirsResult,
     _fj_DescribeLogDirsResult,
+    _rnd_DescribeLogDirsResult,
     (0, 1, _dec_DescribeLogDirsResult_v0, _enc_DescribeLogDirsResult_v0),
     (2, 3, _dec_DescribeLogDirsResult_v2, _enc_DescribeLogDirsResult_v2),
     (4, 5, _dec_DescribeLogDirsResult_v4, _enc_DescribeLogDirsResult_v4),
@@ -1105,6 +1196,7 @@ bind_codecs(
     _DescribeLogDirsTopic,
     _tj_DescribeLogDirsTopic,
     _fj_DescribeLogDirsTopic,
+    _rnd_DescribeLogDirsTopic,
     (0, 1, _dec_DescribeLogDirsTopic_v0, _enc_DescribeLogDirsTopic_v0),
     (2, 5, _dec_DescribeLogDirsTopic_v2, _enc_DescribeLogDirsTopic_v2),
 )
@@ -1112,6 +1204,7 @@ bind_codecs(
     _DescribeLogDirsPartition,
     _tj_DescribeLogDirsPartition,
     _fj_DescribeLogDirsPartition,
+    _rnd_DescribeLogDirsPartition,
     (0, 1, _dec_DescribeLogDirsPartition_v0, _enc_DescribeLogDirsPartition_v0),
     (2, 5, _dec_DescribeLogDirsPartition_v2, _enc_DescribeLogDirsPartition_v2),
 )
@@ -1119,5 +1212,6 @@ bind_codecs(
     _DescribeLogDirsResponse_Cursor,
     _tj_DescribeLogDirsResponse_Cursor,
     _fj_DescribeLogDirsResponse_Cursor,
+    _rnd_DescribeLogDirsResponse_Cursor,
     (5, 5, _dec_DescribeLogDirsResponse_Cursor_v5, _enc_DescribeLogDirsResponse_Cursor_v5),
 )

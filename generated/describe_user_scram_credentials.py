@@ -236,6 +236,15 @@ def _fj_DescribeUserScramCredentialsRequest(
     return o
 
 
+def _rnd_DescribeUserScramCredentialsRequest(
+    g: Any, version: int
+) -> DescribeUserScramCredentialsRequest:
+    o = new_instance(DescribeUserScramCredentialsRequest)
+    o.users = None if g.is_null() else [_rnd_UserName(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_UserName_v0(buf: Buffer, pos: int, end: int) -> tuple[_UserName, int]:
     o = new_instance(_UserName)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -268,10 +277,18 @@ def _fj_UserName(obj: dict[str, Any], version: int) -> _UserName:
     return o
 
 
+def _rnd_UserName(g: Any, version: int) -> _UserName:
+    o = new_instance(_UserName)
+    o.name = g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     DescribeUserScramCredentialsRequest,
     _tj_DescribeUserScramCredentialsRequest,
     _fj_DescribeUserScramCredentialsRequest,
+    _rnd_DescribeUserScramCredentialsRequest,
     (
         0,
         0,
@@ -283,6 +300,7 @@ bind_codecs(
     _UserName,
     _tj_UserName,
     _fj_UserName,
+    _rnd_UserName,
     (0, 0, _dec_UserName_v0, _enc_UserName_v0),
 )
 
@@ -355,6 +373,18 @@ def _fj_DescribeUserScramCredentialsResponse(
     return o
 
 
+def _rnd_DescribeUserScramCredentialsResponse(
+    g: Any, version: int
+) -> DescribeUserScramCredentialsResponse:
+    o = new_instance(DescribeUserScramCredentialsResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.results = [_rnd_DescribeUserScramCredentialsResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_DescribeUserScramCredentialsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeUserScramCredentialsResult, int]:
@@ -423,6 +453,18 @@ def _fj_DescribeUserScramCredentialsResult(
     return o
 
 
+def _rnd_DescribeUserScramCredentialsResult(
+    g: Any, version: int
+) -> _DescribeUserScramCredentialsResult:
+    o = new_instance(_DescribeUserScramCredentialsResult)
+    o.user = g.str()
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.credential_infos = [_rnd_CredentialInfo(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_CredentialInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_CredentialInfo, int]:
     o = new_instance(_CredentialInfo)
 
@@ -459,10 +501,19 @@ def _fj_CredentialInfo(obj: dict[str, Any], version: int) -> _CredentialInfo:
     return o
 
 
+def _rnd_CredentialInfo(g: Any, version: int) -> _CredentialInfo:
+    o = new_instance(_CredentialInfo)
+    o.mechanism = g.int("int8")
+    o.iterations = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     DescribeUserScramCredentialsResponse,
     _tj_DescribeUserScramCredentialsResponse,
     _fj_DescribeUserScramCredentialsResponse,
+    _rnd_DescribeUserScramCredentialsResponse,
     (
         0,
         0,
@@ -474,11 +525,13 @@ bind_codecs(
     _DescribeUserScramCredentialsResult,
     _tj_DescribeUserScramCredentialsResult,
     _fj_DescribeUserScramCredentialsResult,
+    _rnd_DescribeUserScramCredentialsResult,
     (0, 0, _dec_DescribeUserScramCredentialsResult_v0, _enc_DescribeUserScramCredentialsResult_v0),
 )
 bind_codecs(
     _CredentialInfo,
     _tj_CredentialInfo,
     _fj_CredentialInfo,
+    _rnd_CredentialInfo,
     (0, 0, _dec_CredentialInfo_v0, _enc_CredentialInfo_v0),
 )

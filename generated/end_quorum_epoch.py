@@ -419,6 +419,19 @@ def _fj_EndQuorumEpochRequest(obj: dict[str, Any], version: int) -> EndQuorumEpo
     return o
 
 
+def _rnd_EndQuorumEpochRequest(g: Any, version: int) -> EndQuorumEpochRequest:
+    o = new_instance(EndQuorumEpochRequest)
+    o.cluster_id = None if g.is_null() else g.str()
+    o.topics = [_rnd_EndQuorumEpochRequest_TopicData(g, version) for _ in range(g.count())]
+    o.leader_endpoints = (
+        (KeyedList([_rnd_LeaderEndpoint(g, version) for _ in range(g.count())]))
+        if version >= 1
+        else KeyedList()
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_EndQuorumEpochRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochRequest_TopicData, int]:
@@ -502,6 +515,14 @@ def _fj_EndQuorumEpochRequest_TopicData(
             _fj_EndQuorumEpochRequest_PartitionData(as_object(x, p), version) for x in v
         ]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_EndQuorumEpochRequest_TopicData(g: Any, version: int) -> _EndQuorumEpochRequest_TopicData:
+    o = new_instance(_EndQuorumEpochRequest_TopicData)
+    o.topic_name = g.str()
+    o.partitions = [_rnd_EndQuorumEpochRequest_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -618,6 +639,21 @@ def _fj_EndQuorumEpochRequest_PartitionData(
     return o
 
 
+def _rnd_EndQuorumEpochRequest_PartitionData(
+    g: Any, version: int
+) -> _EndQuorumEpochRequest_PartitionData:
+    o = new_instance(_EndQuorumEpochRequest_PartitionData)
+    o.partition_index = g.int("int32")
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.preferred_successors = ([g.int("int32") for _ in range(g.count())]) if version <= 0 else []
+    o.preferred_candidates = (
+        ([_rnd_ReplicaInfo(g, version) for _ in range(g.count())]) if version >= 1 else []
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_ReplicaInfo_v1(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaInfo, int]:
     o = new_instance(_ReplicaInfo)
 
@@ -658,6 +694,14 @@ def _fj_ReplicaInfo(obj: dict[str, Any], version: int) -> _ReplicaInfo:
         get_uuid(obj, "candidateDirectoryId", p, REQUIRED) if version >= 1 else ZERO_UUID
     )
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_ReplicaInfo(g: Any, version: int) -> _ReplicaInfo:
+    o = new_instance(_ReplicaInfo)
+    o.candidate_id = (g.int("int32")) if version >= 1 else 0
+    o.candidate_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -706,10 +750,20 @@ def _fj_LeaderEndpoint(obj: dict[str, Any], version: int) -> _LeaderEndpoint:
     return o
 
 
+def _rnd_LeaderEndpoint(g: Any, version: int) -> _LeaderEndpoint:
+    o = new_instance(_LeaderEndpoint)
+    o.name = (g.str()) if version >= 1 else ""
+    o.host = (g.str()) if version >= 1 else ""
+    o.port = (g.int("uint16")) if version >= 1 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 bind_codecs(
     EndQuorumEpochRequest,
     _tj_EndQuorumEpochRequest,
     _fj_EndQuorumEpochRequest,
+    _rnd_EndQuorumEpochRequest,
     (0, 0, _dec_EndQuorumEpochRequest_v0, _enc_EndQuorumEpochRequest_v0),
     (1, 1, _dec_EndQuorumEpochRequest_v1, _enc_EndQuorumEpochRequest_v1),
 )
@@ -717,6 +771,7 @@ bind_codecs(
     _EndQuorumEpochRequest_TopicData,
     _tj_EndQuorumEpochRequest_TopicData,
     _fj_EndQuorumEpochRequest_TopicData,
+    _rnd_EndQuorumEpochRequest_TopicData,
     (0, 0, _dec_EndQuorumEpochRequest_TopicData_v0, _enc_EndQuorumEpochRequest_TopicData_v0),
     (1, 1, _dec_EndQuorumEpochRequest_TopicData_v1, _enc_EndQuorumEpochRequest_TopicData_v1),
 )
@@ -724,6 +779,7 @@ bind_codecs(
     _EndQuorumEpochRequest_PartitionData,
     _tj_EndQuorumEpochRequest_PartitionData,
     _fj_EndQuorumEpochRequest_PartitionData,
+    _rnd_EndQuorumEpochRequest_PartitionData,
     (
         0,
         0,
@@ -741,12 +797,14 @@ bind_codecs(
     _ReplicaInfo,
     _tj_ReplicaInfo,
     _fj_ReplicaInfo,
+    _rnd_ReplicaInfo,
     (1, 1, _dec_ReplicaInfo_v1, _enc_ReplicaInfo_v1),
 )
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
     _fj_LeaderEndpoint,
+    _rnd_LeaderEndpoint,
     (1, 1, _dec_LeaderEndpoint_v1, _enc_LeaderEndpoint_v1),
 )
 
@@ -887,6 +945,23 @@ def _fj_EndQuorumEpochResponse(obj: dict[str, Any], version: int) -> EndQuorumEp
     return o
 
 
+def _rnd_EndQuorumEpochResponse(g: Any, version: int) -> EndQuorumEpochResponse:
+    o = new_instance(EndQuorumEpochResponse)
+    o.error_code = g.int("int16")
+    o.topics = [_rnd_EndQuorumEpochResponse_TopicData(g, version) for _ in range(g.count())]
+    o.node_endpoints = (
+        (
+            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
+            if g.present()
+            else KeyedList()
+        )
+        if version >= 1
+        else KeyedList()
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 1 else ()
+    return o
+
+
 def _dec_EndQuorumEpochResponse_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochResponse_TopicData, int]:
@@ -977,6 +1052,16 @@ def _fj_EndQuorumEpochResponse_TopicData(
     return o
 
 
+def _rnd_EndQuorumEpochResponse_TopicData(
+    g: Any, version: int
+) -> _EndQuorumEpochResponse_TopicData:
+    o = new_instance(_EndQuorumEpochResponse_TopicData)
+    o.topic_name = g.str()
+    o.partitions = [_rnd_EndQuorumEpochResponse_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_EndQuorumEpochResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochResponse_PartitionData, int]:
@@ -1046,6 +1131,18 @@ def _fj_EndQuorumEpochResponse_PartitionData(
     return o
 
 
+def _rnd_EndQuorumEpochResponse_PartitionData(
+    g: Any, version: int
+) -> _EndQuorumEpochResponse_PartitionData:
+    o = new_instance(_EndQuorumEpochResponse_PartitionData)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
 
@@ -1093,10 +1190,20 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     return o
 
 
+def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
+    o = new_instance(_NodeEndpoint)
+    o.node_id = (g.int("int32")) if version >= 1 else 0
+    o.host = (g.str()) if version >= 1 else ""
+    o.port = (g.int("uint16")) if version >= 1 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 bind_codecs(
     EndQuorumEpochResponse,
     _tj_EndQuorumEpochResponse,
     _fj_EndQuorumEpochResponse,
+    _rnd_EndQuorumEpochResponse,
     (0, 0, _dec_EndQuorumEpochResponse_v0, _enc_EndQuorumEpochResponse_v0),
     (1, 1, _dec_EndQuorumEpochResponse_v1, _enc_EndQuorumEpochResponse_v1),
 )
@@ -1104,6 +1211,7 @@ bind_codecs(
     _EndQuorumEpochResponse_TopicData,
     _tj_EndQuorumEpochResponse_TopicData,
     _fj_EndQuorumEpochResponse_TopicData,
+    _rnd_EndQuorumEpochResponse_TopicData,
     (0, 0, _dec_EndQuorumEpochResponse_TopicData_v0, _enc_EndQuorumEpochResponse_TopicData_v0),
     (1, 1, _dec_EndQuorumEpochResponse_TopicData_v1, _enc_EndQuorumEpochResponse_TopicData_v1),
 )
@@ -1111,6 +1219,7 @@ bind_codecs(
     _EndQuorumEpochResponse_PartitionData,
     _tj_EndQuorumEpochResponse_PartitionData,
     _fj_EndQuorumEpochResponse_PartitionData,
+    _rnd_EndQuorumEpochResponse_PartitionData,
     (
         0,
         0,
@@ -1128,5 +1237,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
+    _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )

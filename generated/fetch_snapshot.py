@@ -486,6 +486,16 @@ def _fj_FetchSnapshotRequest(obj: dict[str, Any], version: int) -> FetchSnapshot
     return o
 
 
+def _rnd_FetchSnapshotRequest(g: Any, version: int) -> FetchSnapshotRequest:
+    o = new_instance(FetchSnapshotRequest)
+    o.cluster_id = (None if g.is_null() else g.str()) if g.present() else None
+    o.replica_id = g.int("int32")
+    o.max_bytes = g.int("int32")
+    o.topics = [_rnd_FetchSnapshotRequest_TopicSnapshot(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 def _dec_FetchSnapshotRequest_TopicSnapshot_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_TopicSnapshot, int]:
@@ -576,6 +586,18 @@ def _fj_FetchSnapshotRequest_TopicSnapshot(
             _fj_FetchSnapshotRequest_PartitionSnapshot(as_object(x, p), version) for x in v
         ]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_FetchSnapshotRequest_TopicSnapshot(
+    g: Any, version: int
+) -> _FetchSnapshotRequest_TopicSnapshot:
+    o = new_instance(_FetchSnapshotRequest_TopicSnapshot)
+    o.name = g.str()
+    o.partitions = [
+        _rnd_FetchSnapshotRequest_PartitionSnapshot(g, version) for _ in range(g.count())
+    ]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -699,6 +721,21 @@ def _fj_FetchSnapshotRequest_PartitionSnapshot(
     return o
 
 
+def _rnd_FetchSnapshotRequest_PartitionSnapshot(
+    g: Any, version: int
+) -> _FetchSnapshotRequest_PartitionSnapshot:
+    o = new_instance(_FetchSnapshotRequest_PartitionSnapshot)
+    o.partition = g.int("int32")
+    o.current_leader_epoch = g.int("int32")
+    o.snapshot_id = _rnd_FetchSnapshotRequest_SnapshotId(g, version)
+    o.position = g.int("int64")
+    o.replica_directory_id = (
+        ((g.uuid()) if g.present() else ZERO_UUID) if version >= 1 else ZERO_UUID
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 def _dec_FetchSnapshotRequest_SnapshotId_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_SnapshotId, int]:
@@ -741,10 +778,19 @@ def _fj_FetchSnapshotRequest_SnapshotId(
     return o
 
 
+def _rnd_FetchSnapshotRequest_SnapshotId(g: Any, version: int) -> _FetchSnapshotRequest_SnapshotId:
+    o = new_instance(_FetchSnapshotRequest_SnapshotId)
+    o.end_offset = g.int("int64")
+    o.epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     FetchSnapshotRequest,
     _tj_FetchSnapshotRequest,
     _fj_FetchSnapshotRequest,
+    _rnd_FetchSnapshotRequest,
     (0, 0, _dec_FetchSnapshotRequest_v0, _enc_FetchSnapshotRequest_v0),
     (1, 1, _dec_FetchSnapshotRequest_v1, _enc_FetchSnapshotRequest_v1),
 )
@@ -752,6 +798,7 @@ bind_codecs(
     _FetchSnapshotRequest_TopicSnapshot,
     _tj_FetchSnapshotRequest_TopicSnapshot,
     _fj_FetchSnapshotRequest_TopicSnapshot,
+    _rnd_FetchSnapshotRequest_TopicSnapshot,
     (0, 0, _dec_FetchSnapshotRequest_TopicSnapshot_v0, _enc_FetchSnapshotRequest_TopicSnapshot_v0),
     (1, 1, _dec_FetchSnapshotRequest_TopicSnapshot_v1, _enc_FetchSnapshotRequest_TopicSnapshot_v1),
 )
@@ -759,6 +806,7 @@ bind_codecs(
     _FetchSnapshotRequest_PartitionSnapshot,
     _tj_FetchSnapshotRequest_PartitionSnapshot,
     _fj_FetchSnapshotRequest_PartitionSnapshot,
+    _rnd_FetchSnapshotRequest_PartitionSnapshot,
     (
         0,
         0,
@@ -776,6 +824,7 @@ bind_codecs(
     _FetchSnapshotRequest_SnapshotId,
     _tj_FetchSnapshotRequest_SnapshotId,
     _fj_FetchSnapshotRequest_SnapshotId,
+    _rnd_FetchSnapshotRequest_SnapshotId,
     (0, 1, _dec_FetchSnapshotRequest_SnapshotId_v0, _enc_FetchSnapshotRequest_SnapshotId_v0),
 )
 
@@ -921,6 +970,24 @@ def _fj_FetchSnapshotResponse(obj: dict[str, Any], version: int) -> FetchSnapsho
     return o
 
 
+def _rnd_FetchSnapshotResponse(g: Any, version: int) -> FetchSnapshotResponse:
+    o = new_instance(FetchSnapshotResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.topics = [_rnd_FetchSnapshotResponse_TopicSnapshot(g, version) for _ in range(g.count())]
+    o.node_endpoints = (
+        (
+            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
+            if g.present()
+            else KeyedList()
+        )
+        if version >= 1
+        else KeyedList()
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 def _dec_FetchSnapshotResponse_TopicSnapshot_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotResponse_TopicSnapshot, int]:
@@ -978,6 +1045,18 @@ def _fj_FetchSnapshotResponse_TopicSnapshot(
             _fj_FetchSnapshotResponse_PartitionSnapshot(as_object(x, p), version) for x in v
         ]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_FetchSnapshotResponse_TopicSnapshot(
+    g: Any, version: int
+) -> _FetchSnapshotResponse_TopicSnapshot:
+    o = new_instance(_FetchSnapshotResponse_TopicSnapshot)
+    o.name = g.str()
+    o.partitions = [
+        _rnd_FetchSnapshotResponse_PartitionSnapshot(g, version) for _ in range(g.count())
+    ]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1080,6 +1159,21 @@ def _fj_FetchSnapshotResponse_PartitionSnapshot(
     return o
 
 
+def _rnd_FetchSnapshotResponse_PartitionSnapshot(
+    g: Any, version: int
+) -> _FetchSnapshotResponse_PartitionSnapshot:
+    o = new_instance(_FetchSnapshotResponse_PartitionSnapshot)
+    o.index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.snapshot_id = _rnd_FetchSnapshotResponse_SnapshotId(g, version)
+    o.current_leader = (_rnd_LeaderIdAndEpoch(g, version)) if g.present() else _LeaderIdAndEpoch()
+    o.size = g.int("int64")
+    o.position = g.int("int64")
+    o.unaligned_records = g.records()
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 def _dec_FetchSnapshotResponse_SnapshotId_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotResponse_SnapshotId, int]:
@@ -1124,6 +1218,16 @@ def _fj_FetchSnapshotResponse_SnapshotId(
     return o
 
 
+def _rnd_FetchSnapshotResponse_SnapshotId(
+    g: Any, version: int
+) -> _FetchSnapshotResponse_SnapshotId:
+    o = new_instance(_FetchSnapshotResponse_SnapshotId)
+    o.end_offset = g.int("int64")
+    o.epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
 
@@ -1157,6 +1261,14 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
+    o = new_instance(_LeaderIdAndEpoch)
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1207,10 +1319,20 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     return o
 
 
+def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
+    o = new_instance(_NodeEndpoint)
+    o.node_id = (g.int("int32")) if version >= 1 else 0
+    o.host = (g.str()) if version >= 1 else ""
+    o.port = (g.int("uint16")) if version >= 1 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     FetchSnapshotResponse,
     _tj_FetchSnapshotResponse,
     _fj_FetchSnapshotResponse,
+    _rnd_FetchSnapshotResponse,
     (0, 0, _dec_FetchSnapshotResponse_v0, _enc_FetchSnapshotResponse_v0),
     (1, 1, _dec_FetchSnapshotResponse_v1, _enc_FetchSnapshotResponse_v1),
 )
@@ -1218,6 +1340,7 @@ bind_codecs(
     _FetchSnapshotResponse_TopicSnapshot,
     _tj_FetchSnapshotResponse_TopicSnapshot,
     _fj_FetchSnapshotResponse_TopicSnapshot,
+    _rnd_FetchSnapshotResponse_TopicSnapshot,
     (
         0,
         1,
@@ -1229,6 +1352,7 @@ bind_codecs(
     _FetchSnapshotResponse_PartitionSnapshot,
     _tj_FetchSnapshotResponse_PartitionSnapshot,
     _fj_FetchSnapshotResponse_PartitionSnapshot,
+    _rnd_FetchSnapshotResponse_PartitionSnapshot,
     (
         0,
         1,
@@ -1240,17 +1364,20 @@ bind_codecs(
     _FetchSnapshotResponse_SnapshotId,
     _tj_FetchSnapshotResponse_SnapshotId,
     _fj_FetchSnapshotResponse_SnapshotId,
+    _rnd_FetchSnapshotResponse_SnapshotId,
     (0, 1, _dec_FetchSnapshotResponse_SnapshotId_v0, _enc_FetchSnapshotResponse_SnapshotId_v0),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
+    _rnd_LeaderIdAndEpoch,
     (0, 1, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
+    _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )

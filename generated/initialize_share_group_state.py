@@ -261,6 +261,14 @@ def _fj_InitializeShareGroupStateRequest(
     return o
 
 
+def _rnd_InitializeShareGroupStateRequest(g: Any, version: int) -> InitializeShareGroupStateRequest:
+    o = new_instance(InitializeShareGroupStateRequest)
+    o.group_id = g.str()
+    o.topics = [_rnd_InitializeStateData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_InitializeStateData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_InitializeStateData, int]:
@@ -312,6 +320,14 @@ def _fj_InitializeStateData(obj: dict[str, Any], version: int) -> _InitializeSta
     return o
 
 
+def _rnd_InitializeStateData(g: Any, version: int) -> _InitializeStateData:
+    o = new_instance(_InitializeStateData)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
 
@@ -350,22 +366,34 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
+def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
+    o = new_instance(_PartitionData)
+    o.partition = g.int("int32")
+    o.state_epoch = g.int("int32")
+    o.start_offset = g.int("int64")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     InitializeShareGroupStateRequest,
     _tj_InitializeShareGroupStateRequest,
     _fj_InitializeShareGroupStateRequest,
+    _rnd_InitializeShareGroupStateRequest,
     (0, 0, _dec_InitializeShareGroupStateRequest_v0, _enc_InitializeShareGroupStateRequest_v0),
 )
 bind_codecs(
     _InitializeStateData,
     _tj_InitializeStateData,
     _fj_InitializeStateData,
+    _rnd_InitializeStateData,
     (0, 0, _dec_InitializeStateData_v0, _enc_InitializeStateData_v0),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
+    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 
@@ -426,6 +454,15 @@ def _fj_InitializeShareGroupStateResponse(
     return o
 
 
+def _rnd_InitializeShareGroupStateResponse(
+    g: Any, version: int
+) -> InitializeShareGroupStateResponse:
+    o = new_instance(InitializeShareGroupStateResponse)
+    o.results = [_rnd_InitializeStateResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_InitializeStateResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_InitializeStateResult, int]:
@@ -479,6 +516,14 @@ def _fj_InitializeStateResult(obj: dict[str, Any], version: int) -> _InitializeS
     return o
 
 
+def _rnd_InitializeStateResult(g: Any, version: int) -> _InitializeStateResult:
+    o = new_instance(_InitializeStateResult)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
 
@@ -519,21 +564,33 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
+def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
+    o = new_instance(_PartitionResult)
+    o.partition = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     InitializeShareGroupStateResponse,
     _tj_InitializeShareGroupStateResponse,
     _fj_InitializeShareGroupStateResponse,
+    _rnd_InitializeShareGroupStateResponse,
     (0, 0, _dec_InitializeShareGroupStateResponse_v0, _enc_InitializeShareGroupStateResponse_v0),
 )
 bind_codecs(
     _InitializeStateResult,
     _tj_InitializeStateResult,
     _fj_InitializeStateResult,
+    _rnd_InitializeStateResult,
     (0, 0, _dec_InitializeStateResult_v0, _enc_InitializeStateResult_v0),
 )
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
+    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )

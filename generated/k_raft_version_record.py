@@ -102,9 +102,18 @@ def _fj_KRaftVersionRecord(obj: dict[str, Any], version: int) -> KRaftVersionRec
     return o
 
 
+def _rnd_KRaftVersionRecord(g: Any, version: int) -> KRaftVersionRecord:
+    o = new_instance(KRaftVersionRecord)
+    o.version = g.int("int16")
+    o.k_raft_version = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     KRaftVersionRecord,
     _tj_KRaftVersionRecord,
     _fj_KRaftVersionRecord,
+    _rnd_KRaftVersionRecord,
     (0, 0, _dec_KRaftVersionRecord_v0, _enc_KRaftVersionRecord_v0),
 )

@@ -190,6 +190,16 @@ def _fj_LeaderChangeMessage(obj: dict[str, Any], version: int) -> LeaderChangeMe
     return o
 
 
+def _rnd_LeaderChangeMessage(g: Any, version: int) -> LeaderChangeMessage:
+    o = new_instance(LeaderChangeMessage)
+    o.version = g.int("int16")
+    o.leader_id = g.int("int32")
+    o.voters = [_rnd_Voter(g, version) for _ in range(g.count())]
+    o.granting_voters = [_rnd_Voter(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_Voter_v0(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
     o = new_instance(_Voter)
 
@@ -255,10 +265,19 @@ def _fj_Voter(obj: dict[str, Any], version: int) -> _Voter:
     return o
 
 
+def _rnd_Voter(g: Any, version: int) -> _Voter:
+    o = new_instance(_Voter)
+    o.voter_id = g.int("int32")
+    o.voter_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     LeaderChangeMessage,
     _tj_LeaderChangeMessage,
     _fj_LeaderChangeMessage,
+    _rnd_LeaderChangeMessage,
     (0, 0, _dec_LeaderChangeMessage_v0, _enc_LeaderChangeMessage_v0),
     (1, 1, _dec_LeaderChangeMessage_v1, _enc_LeaderChangeMessage_v1),
 )
@@ -266,6 +285,7 @@ bind_codecs(
     _Voter,
     _tj_Voter,
     _fj_Voter,
+    _rnd_Voter,
     (0, 0, _dec_Voter_v0, _enc_Voter_v0),
     (1, 1, _dec_Voter_v1, _enc_Voter_v1),
 )

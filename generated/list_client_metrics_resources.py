@@ -160,10 +160,19 @@ def _fj_ListClientMetricsResourcesRequest(
     return o
 
 
+def _rnd_ListClientMetricsResourcesRequest(
+    g: Any, version: int
+) -> ListClientMetricsResourcesRequest:
+    o = new_instance(ListClientMetricsResourcesRequest)
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ListClientMetricsResourcesRequest,
     _tj_ListClientMetricsResourcesRequest,
     _fj_ListClientMetricsResourcesRequest,
+    _rnd_ListClientMetricsResourcesRequest,
     (0, 0, _dec_ListClientMetricsResourcesRequest_v0, _enc_ListClientMetricsResourcesRequest_v0),
 )
 
@@ -234,6 +243,17 @@ def _fj_ListClientMetricsResourcesResponse(
     return o
 
 
+def _rnd_ListClientMetricsResourcesResponse(
+    g: Any, version: int
+) -> ListClientMetricsResourcesResponse:
+    o = new_instance(ListClientMetricsResourcesResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.client_metrics_resources = [_rnd_ClientMetricsResource(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ClientMetricsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ClientMetricsResource, int]:
@@ -268,15 +288,24 @@ def _fj_ClientMetricsResource(obj: dict[str, Any], version: int) -> _ClientMetri
     return o
 
 
+def _rnd_ClientMetricsResource(g: Any, version: int) -> _ClientMetricsResource:
+    o = new_instance(_ClientMetricsResource)
+    o.name = g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ListClientMetricsResourcesResponse,
     _tj_ListClientMetricsResourcesResponse,
     _fj_ListClientMetricsResourcesResponse,
+    _rnd_ListClientMetricsResourcesResponse,
     (0, 0, _dec_ListClientMetricsResourcesResponse_v0, _enc_ListClientMetricsResourcesResponse_v0),
 )
 bind_codecs(
     _ClientMetricsResource,
     _tj_ClientMetricsResource,
     _fj_ClientMetricsResource,
+    _rnd_ClientMetricsResource,
     (0, 0, _dec_ClientMetricsResource_v0, _enc_ClientMetricsResource_v0),
 )

@@ -641,6 +641,26 @@ def _fj_MetadataRequest(obj: dict[str, Any], version: int) -> MetadataRequest:
     return o
 
 
+def _rnd_MetadataRequest(g: Any, version: int) -> MetadataRequest:
+    o = new_instance(MetadataRequest)
+    o.topics = (
+        None
+        if version >= 1 and g.is_null()
+        else [_rnd_MetadataRequestTopic(g, version) for _ in range(g.count())]
+    )
+    o.allow_auto_topic_creation = (g.bool()) if version >= 4 else True
+    o.include_cluster_authorized_operations = (g.bool()) if 8 <= version <= 10 else False
+    o.include_topic_authorized_operations = (g.bool()) if version >= 8 else False
+    o.response_pagination_limit = (g.int("int32")) if version >= 13 else 2000
+    o.cursor = (
+        (None if version >= 13 and g.is_null() else _rnd_MetadataRequest_Cursor(g, version))
+        if version >= 13
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_MetadataRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataRequestTopic, int]:
@@ -724,6 +744,14 @@ def _fj_MetadataRequestTopic(obj: dict[str, Any], version: int) -> _MetadataRequ
     return o
 
 
+def _rnd_MetadataRequestTopic(g: Any, version: int) -> _MetadataRequestTopic:
+    o = new_instance(_MetadataRequestTopic)
+    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
+    o.name = None if version >= 10 and g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_MetadataRequest_Cursor_v13(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataRequest_Cursor, int]:
@@ -766,10 +794,19 @@ def _fj_MetadataRequest_Cursor(obj: dict[str, Any], version: int) -> _MetadataRe
     return o
 
 
+def _rnd_MetadataRequest_Cursor(g: Any, version: int) -> _MetadataRequest_Cursor:
+    o = new_instance(_MetadataRequest_Cursor)
+    o.topic_name = (g.str()) if version >= 13 else ""
+    o.partition_index = (g.int("int32")) if version >= 13 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 bind_codecs(
     MetadataRequest,
     _tj_MetadataRequest,
     _fj_MetadataRequest,
+    _rnd_MetadataRequest,
     (0, 0, _dec_MetadataRequest_v0, _enc_MetadataRequest_v0),
     (1, 3, _dec_MetadataRequest_v1, _enc_MetadataRequest_v1),
     (4, 7, _dec_MetadataRequest_v4, _enc_MetadataRequest_v4),
@@ -783,6 +820,7 @@ bind_codecs(
     _MetadataRequestTopic,
     _tj_MetadataRequestTopic,
     _fj_MetadataRequestTopic,
+    _rnd_MetadataRequestTopic,
     (0, 8, _dec_MetadataRequestTopic_v0, _enc_MetadataRequestTopic_v0),
     (9, 9, _dec_MetadataRequestTopic_v9, _enc_MetadataRequestTopic_v9),
     (10, 13, _dec_MetadataRequestTopic_v10, _enc_MetadataRequestTopic_v10),
@@ -791,6 +829,7 @@ bind_codecs(
     _MetadataRequest_Cursor,
     _tj_MetadataRequest_Cursor,
     _fj_MetadataRequest_Cursor,
+    _rnd_MetadataRequest_Cursor,
     (13, 13, _dec_MetadataRequest_Cursor_v13, _enc_MetadataRequest_Cursor_v13),
 )
 
@@ -1333,6 +1372,23 @@ def _fj_MetadataResponse(obj: dict[str, Any], version: int) -> MetadataResponse:
     return o
 
 
+def _rnd_MetadataResponse(g: Any, version: int) -> MetadataResponse:
+    o = new_instance(MetadataResponse)
+    o.throttle_time_ms = (g.int("int32")) if version >= 3 else 0
+    o.brokers = KeyedList([_rnd_MetadataResponseBroker(g, version) for _ in range(g.count())])
+    o.cluster_id = (None if version >= 2 and g.is_null() else g.str()) if version >= 2 else None
+    o.controller_id = (g.int("int32")) if version >= 1 else -1
+    o.topics = KeyedList([_rnd_MetadataResponseTopic(g, version) for _ in range(g.count())])
+    o.cluster_authorized_operations = (g.int("int32")) if 8 <= version <= 10 else -2147483648
+    o.next_cursor = (
+        (None if version >= 13 and g.is_null() else _rnd_MetadataResponse_Cursor(g, version))
+        if version >= 13
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_MetadataResponseBroker_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseBroker, int]:
@@ -1434,6 +1490,16 @@ def _fj_MetadataResponseBroker(obj: dict[str, Any], version: int) -> _MetadataRe
     o.port = get_int(obj, "port", p, REQUIRED)
     o.rack = get_str(obj, "rack", p, REQUIRED, True) if version >= 1 else None
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_MetadataResponseBroker(g: Any, version: int) -> _MetadataResponseBroker:
+    o = new_instance(_MetadataResponseBroker)
+    o.node_id = g.int("int32")
+    o.host = g.str()
+    o.port = g.int("int32")
+    o.rack = (None if version >= 1 and g.is_null() else g.str()) if version >= 1 else None
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -1826,6 +1892,18 @@ def _fj_MetadataResponseTopic(obj: dict[str, Any], version: int) -> _MetadataRes
     return o
 
 
+def _rnd_MetadataResponseTopic(g: Any, version: int) -> _MetadataResponseTopic:
+    o = new_instance(_MetadataResponseTopic)
+    o.error_code = g.int("int16")
+    o.name = None if version >= 12 and g.is_null() else g.str()
+    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
+    o.is_internal = (g.bool()) if version >= 1 else False
+    o.partitions = [_rnd_MetadataResponsePartition(g, version) for _ in range(g.count())]
+    o.topic_authorized_operations = (g.int("int32")) if version >= 8 else -2147483648
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_MetadataResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponsePartition, int]:
@@ -2039,6 +2117,19 @@ def _fj_MetadataResponsePartition(obj: dict[str, Any], version: int) -> _Metadat
     return o
 
 
+def _rnd_MetadataResponsePartition(g: Any, version: int) -> _MetadataResponsePartition:
+    o = new_instance(_MetadataResponsePartition)
+    o.error_code = g.int("int16")
+    o.partition_index = g.int("int32")
+    o.leader_id = g.int("int32")
+    o.leader_epoch = (g.int("int32")) if version >= 7 else -1
+    o.replica_nodes = [g.int("int32") for _ in range(g.count())]
+    o.isr_nodes = [g.int("int32") for _ in range(g.count())]
+    o.offline_replicas = ([g.int("int32") for _ in range(g.count())]) if version >= 5 else []
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_MetadataResponse_Cursor_v13(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponse_Cursor, int]:
@@ -2081,10 +2172,19 @@ def _fj_MetadataResponse_Cursor(obj: dict[str, Any], version: int) -> _MetadataR
     return o
 
 
+def _rnd_MetadataResponse_Cursor(g: Any, version: int) -> _MetadataResponse_Cursor:
+    o = new_instance(_MetadataResponse_Cursor)
+    o.topic_name = (g.str()) if version >= 13 else ""
+    o.partition_index = (g.int("int32")) if version >= 13 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 bind_codecs(
     MetadataResponse,
     _tj_MetadataResponse,
     _fj_MetadataResponse,
+    _rnd_MetadataResponse,
     (0, 0, _dec_MetadataResponse_v0, _enc_MetadataResponse_v0),
     (1, 1, _dec_MetadataResponse_v1, _enc_MetadataResponse_v1),
     (2, 2, _dec_MetadataResponse_v2, _enc_MetadataResponse_v2),
@@ -2102,6 +2202,7 @@ bind_codecs(
     _MetadataResponseBroker,
     _tj_MetadataResponseBroker,
     _fj_MetadataResponseBroker,
+    _rnd_MetadataResponseBroker,
     (0, 0, _dec_MetadataResponseBroker_v0, _enc_MetadataResponseBroker_v0),
     (1, 8, _dec_MetadataResponseBroker_v1, _enc_MetadataResponseBroker_v1),
     (9, 13, _dec_MetadataResponseBroker_v9, _enc_MetadataResponseBroker_v9),
@@ -2110,6 +2211,7 @@ bind_codecs(
     _MetadataResponseTopic,
     _tj_MetadataResponseTopic,
     _fj_MetadataResponseTopic,
+    _rnd_MetadataResponseTopic,
     (0, 0, _dec_MetadataResponseTopic_v0, _enc_MetadataResponseTopic_v0),
     (1, 4, _dec_MetadataResponseTopic_v1, _enc_MetadataResponseTopic_v1),
     (5, 6, _dec_MetadataResponseTopic_v5, _enc_MetadataResponseTopic_v5),
@@ -2123,6 +2225,7 @@ bind_codecs(
     _MetadataResponsePartition,
     _tj_MetadataResponsePartition,
     _fj_MetadataResponsePartition,
+    _rnd_MetadataResponsePartition,
     (0, 4, _dec_MetadataResponsePartition_v0, _enc_MetadataResponsePartition_v0),
     (5, 6, _dec_MetadataResponsePartition_v5, _enc_MetadataResponsePartition_v5),
     (7, 8, _dec_MetadataResponsePartition_v7, _enc_MetadataResponsePartition_v7),
@@ -2132,5 +2235,6 @@ bind_codecs(
     _MetadataResponse_Cursor,
     _tj_MetadataResponse_Cursor,
     _fj_MetadataResponse_Cursor,
+    _rnd_MetadataResponse_Cursor,
     (13, 13, _dec_MetadataResponse_Cursor_v13, _enc_MetadataResponse_Cursor_v13),
 )

@@ -680,6 +680,38 @@ def _fj_OffsetFetchRequest(obj: dict[str, Any], version: int) -> OffsetFetchRequ
     return o
 
 
+def _rnd_OffsetFetchRequest(g: Any, version: int) -> OffsetFetchRequest:
+    o = new_instance(OffsetFetchRequest)
+    o.group_id = (g.str()) if version <= 7 else ""
+    o.topics = (
+        (
+            None
+            if 2 <= version <= 7 and g.is_null()
+            else [_rnd_OffsetFetchRequestTopic(g, version) for _ in range(g.count())]
+        )
+        if version <= 7
+        else []
+    )
+    o.groups = (
+        ([_rnd_OffsetFetchRequestGroup(g, version) for _ in range(g.count())])
+        if version >= 8
+        else []
+    )
+    o.require_stable = (g.bool()) if version >= 7 else False
+    o.response_pagination_limit = (g.int("int32")) if version >= 10 else 2000
+    o.cursor = (
+        (
+            None
+            if version >= 10 and g.is_null()
+            else _rnd_OffsetFetchRequest_OffsetFetchCursor(g, version)
+        )
+        if version >= 10
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequestTopic, int]:
@@ -762,6 +794,14 @@ def _fj_OffsetFetchRequestTopic(obj: dict[str, Any], version: int) -> _OffsetFet
     else:
         o.partition_indexes = []
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_OffsetFetchRequestTopic(g: Any, version: int) -> _OffsetFetchRequestTopic:
+    o = new_instance(_OffsetFetchRequestTopic)
+    o.name = (g.str()) if version <= 7 else ""
+    o.partition_indexes = ([g.int("int32") for _ in range(g.count())]) if version <= 7 else []
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -867,6 +907,24 @@ def _fj_OffsetFetchRequestGroup(obj: dict[str, Any], version: int) -> _OffsetFet
     return o
 
 
+def _rnd_OffsetFetchRequestGroup(g: Any, version: int) -> _OffsetFetchRequestGroup:
+    o = new_instance(_OffsetFetchRequestGroup)
+    o.group_id = (g.str()) if version >= 8 else ""
+    o.member_id = (None if version >= 9 and g.is_null() else g.str()) if version >= 9 else None
+    o.member_epoch = (g.int("int32")) if version >= 9 else -1
+    o.topics = (
+        (
+            None
+            if version >= 8 and g.is_null()
+            else [_rnd_OffsetFetchRequestTopics(g, version) for _ in range(g.count())]
+        )
+        if version >= 8
+        else []
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchRequestTopics_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequestTopics, int]:
@@ -924,6 +982,14 @@ def _fj_OffsetFetchRequestTopics(obj: dict[str, Any], version: int) -> _OffsetFe
     return o
 
 
+def _rnd_OffsetFetchRequestTopics(g: Any, version: int) -> _OffsetFetchRequestTopics:
+    o = new_instance(_OffsetFetchRequestTopics)
+    o.name = (g.str()) if version >= 8 else ""
+    o.partition_indexes = ([g.int("int32") for _ in range(g.count())]) if version >= 8 else []
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchRequest_OffsetFetchCursor_v10(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequest_OffsetFetchCursor, int]:
@@ -977,10 +1043,22 @@ def _fj_OffsetFetchRequest_OffsetFetchCursor(
     return o
 
 
+def _rnd_OffsetFetchRequest_OffsetFetchCursor(
+    g: Any, version: int
+) -> _OffsetFetchRequest_OffsetFetchCursor:
+    o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
+    o.group_id = (g.str()) if version >= 10 else ""
+    o.topic_name = (g.str()) if version >= 10 else ""
+    o.partition_index = (g.int("int32")) if version >= 10 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 bind_codecs(
     OffsetFetchRequest,
     _tj_OffsetFetchRequest,
     _fj_OffsetFetchRequest,
+    _rnd_OffsetFetchRequest,
     (0, 1, _dec_OffsetFetchRequest_v0, _enc_OffsetFetchRequest_v0),
     (2, 5, _dec_OffsetFetchRequest_v2, _enc_OffsetFetchRequest_v2),
     (6, 6, _dec_OffsetFetchRequest_v6, _enc_OffsetFetchRequest_v6),
@@ -993,6 +1071,7 @@ bind_codecs(
     _OffsetFetchRequestTopic,
     _tj_OffsetFetchRequestTopic,
     _fj_OffsetFetchRequestTopic,
+    _rnd_OffsetFetchRequestTopic,
     (0, 5, _dec_OffsetFetchRequestTopic_v0, _enc_OffsetFetchRequestTopic_v0),
     (6, 7, _dec_OffsetFetchRequestTopic_v6, _enc_OffsetFetchRequestTopic_v6),
 )
@@ -1000,6 +1079,7 @@ bind_codecs(
     _OffsetFetchRequestGroup,
     _tj_OffsetFetchRequestGroup,
     _fj_OffsetFetchRequestGroup,
+    _rnd_OffsetFetchRequestGroup,
     (8, 8, _dec_OffsetFetchRequestGroup_v8, _enc_OffsetFetchRequestGroup_v8),
     (9, 10, _dec_OffsetFetchRequestGroup_v9, _enc_OffsetFetchRequestGroup_v9),
 )
@@ -1007,12 +1087,14 @@ bind_codecs(
     _OffsetFetchRequestTopics,
     _tj_OffsetFetchRequestTopics,
     _fj_OffsetFetchRequestTopics,
+    _rnd_OffsetFetchRequestTopics,
     (8, 10, _dec_OffsetFetchRequestTopics_v8, _enc_OffsetFetchRequestTopics_v8),
 )
 bind_codecs(
     _OffsetFetchRequest_OffsetFetchCursor,
     _tj_OffsetFetchRequest_OffsetFetchCursor,
     _fj_OffsetFetchRequest_OffsetFetchCursor,
+    _rnd_OffsetFetchRequest_OffsetFetchCursor,
     (
         10,
         10,
@@ -1301,6 +1383,33 @@ def _fj_OffsetFetchResponse(obj: dict[str, Any], version: int) -> OffsetFetchRes
     return o
 
 
+def _rnd_OffsetFetchResponse(g: Any, version: int) -> OffsetFetchResponse:
+    o = new_instance(OffsetFetchResponse)
+    o.throttle_time_ms = (g.int("int32")) if version >= 3 else 0
+    o.topics = (
+        ([_rnd_OffsetFetchResponseTopic(g, version) for _ in range(g.count())])
+        if version <= 7
+        else []
+    )
+    o.error_code = (g.int("int16")) if 2 <= version <= 7 else 0
+    o.groups = (
+        ([_rnd_OffsetFetchResponseGroup(g, version) for _ in range(g.count())])
+        if version >= 8
+        else []
+    )
+    o.next_cursor = (
+        (
+            None
+            if version >= 10 and g.is_null()
+            else _rnd_OffsetFetchResponse_OffsetFetchCursor(g, version)
+        )
+        if version >= 10
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponseTopic, int]:
@@ -1411,6 +1520,18 @@ def _fj_OffsetFetchResponseTopic(obj: dict[str, Any], version: int) -> _OffsetFe
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_OffsetFetchResponseTopic(g: Any, version: int) -> _OffsetFetchResponseTopic:
+    o = new_instance(_OffsetFetchResponseTopic)
+    o.name = (g.str()) if version <= 7 else ""
+    o.partitions = (
+        ([_rnd_OffsetFetchResponsePartition(g, version) for _ in range(g.count())])
+        if version <= 7
+        else []
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1530,6 +1651,17 @@ def _fj_OffsetFetchResponsePartition(
     return o
 
 
+def _rnd_OffsetFetchResponsePartition(g: Any, version: int) -> _OffsetFetchResponsePartition:
+    o = new_instance(_OffsetFetchResponsePartition)
+    o.partition_index = (g.int("int32")) if version <= 7 else 0
+    o.committed_offset = (g.int("int64")) if version <= 7 else 0
+    o.committed_leader_epoch = (g.int("int32")) if 5 <= version <= 7 else -1
+    o.metadata = (None if version <= 7 and g.is_null() else g.str()) if version <= 7 else ""
+    o.error_code = (g.int("int16")) if version <= 7 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchResponseGroup_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponseGroup, int]:
@@ -1594,6 +1726,19 @@ def _fj_OffsetFetchResponseGroup(obj: dict[str, Any], version: int) -> _OffsetFe
     return o
 
 
+def _rnd_OffsetFetchResponseGroup(g: Any, version: int) -> _OffsetFetchResponseGroup:
+    o = new_instance(_OffsetFetchResponseGroup)
+    o.group_id = (g.str()) if version >= 8 else ""
+    o.topics = (
+        ([_rnd_OffsetFetchResponseTopics(g, version) for _ in range(g.count())])
+        if version >= 8
+        else []
+    )
+    o.error_code = (g.int("int16")) if version >= 8 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchResponseTopics_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponseTopics, int]:
@@ -1648,6 +1793,18 @@ def _fj_OffsetFetchResponseTopics(obj: dict[str, Any], version: int) -> _OffsetF
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_OffsetFetchResponseTopics(g: Any, version: int) -> _OffsetFetchResponseTopics:
+    o = new_instance(_OffsetFetchResponseTopics)
+    o.name = (g.str()) if version >= 8 else ""
+    o.partitions = (
+        ([_rnd_OffsetFetchResponsePartitions(g, version) for _ in range(g.count())])
+        if version >= 8
+        else []
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1712,6 +1869,17 @@ def _fj_OffsetFetchResponsePartitions(
     return o
 
 
+def _rnd_OffsetFetchResponsePartitions(g: Any, version: int) -> _OffsetFetchResponsePartitions:
+    o = new_instance(_OffsetFetchResponsePartitions)
+    o.partition_index = (g.int("int32")) if version >= 8 else 0
+    o.committed_offset = (g.int("int64")) if version >= 8 else 0
+    o.committed_leader_epoch = (g.int("int32")) if version >= 8 else -1
+    o.metadata = (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else ""
+    o.error_code = (g.int("int16")) if version >= 8 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 def _dec_OffsetFetchResponse_OffsetFetchCursor_v10(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponse_OffsetFetchCursor, int]:
@@ -1765,10 +1933,22 @@ def _fj_OffsetFetchResponse_OffsetFetchCursor(
     return o
 
 
+def _rnd_OffsetFetchResponse_OffsetFetchCursor(
+    g: Any, version: int
+) -> _OffsetFetchResponse_OffsetFetchCursor:
+    o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
+    o.group_id = (g.str()) if version >= 10 else ""
+    o.topic_name = (g.str()) if version >= 10 else ""
+    o.partition_index = (g.int("int32")) if version >= 10 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
+    return o
+
+
 bind_codecs(
     OffsetFetchResponse,
     _tj_OffsetFetchResponse,
     _fj_OffsetFetchResponse,
+    _rnd_OffsetFetchResponse,
     (0, 1, _dec_OffsetFetchResponse_v0, _enc_OffsetFetchResponse_v0),
     (2, 2, _dec_OffsetFetchResponse_v2, _enc_OffsetFetchResponse_v2),
     (3, 4, _dec_OffsetFetchResponse_v3, _enc_OffsetFetchResponse_v3),
@@ -1781,6 +1961,7 @@ bind_codecs(
     _OffsetFetchResponseTopic,
     _tj_OffsetFetchResponseTopic,
     _fj_OffsetFetchResponseTopic,
+    _rnd_OffsetFetchResponseTopic,
     (0, 4, _dec_OffsetFetchResponseTopic_v0, _enc_OffsetFetchResponseTopic_v0),
     (5, 5, _dec_OffsetFetchResponseTopic_v5, _enc_OffsetFetchResponseTopic_v5),
     (6, 7, _dec_OffsetFetchResponseTopic_v6, _enc_OffsetFetchResponseTopic_v6),
@@ -1789,6 +1970,7 @@ bind_codecs(
     _OffsetFetchResponsePartition,
     _tj_OffsetFetchResponsePartition,
     _fj_OffsetFetchResponsePartition,
+    _rnd_OffsetFetchResponsePartition,
     (0, 4, _dec_OffsetFetchResponsePartition_v0, _enc_OffsetFetchResponsePartition_v0),
     (5, 5, _dec_OffsetFetchResponsePartition_v5, _enc_OffsetFetchResponsePartition_v5),
     (6, 7, _dec_OffsetFetchResponsePartition_v6, _enc_OffsetFetchResponsePartition_v6),
@@ -1797,24 +1979,28 @@ bind_codecs(
     _OffsetFetchResponseGroup,
     _tj_OffsetFetchResponseGroup,
     _fj_OffsetFetchResponseGroup,
+    _rnd_OffsetFetchResponseGroup,
     (8, 10, _dec_OffsetFetchResponseGroup_v8, _enc_OffsetFetchResponseGroup_v8),
 )
 bind_codecs(
     _OffsetFetchResponseTopics,
     _tj_OffsetFetchResponseTopics,
     _fj_OffsetFetchResponseTopics,
+    _rnd_OffsetFetchResponseTopics,
     (8, 10, _dec_OffsetFetchResponseTopics_v8, _enc_OffsetFetchResponseTopics_v8),
 )
 bind_codecs(
     _OffsetFetchResponsePartitions,
     _tj_OffsetFetchResponsePartitions,
     _fj_OffsetFetchResponsePartitions,
+    _rnd_OffsetFetchResponsePartitions,
     (8, 10, _dec_OffsetFetchResponsePartitions_v8, _enc_OffsetFetchResponsePartitions_v8),
 )
 bind_codecs(
     _OffsetFetchResponse_OffsetFetchCursor,
     _tj_OffsetFetchResponse_OffsetFetchCursor,
     _fj_OffsetFetchResponse_OffsetFetchCursor,
+    _rnd_OffsetFetchResponse_OffsetFetchCursor,
     (
         10,
         10,

@@ -353,6 +353,14 @@ def _fj_OffsetForLeaderEpochRequest(
     return o
 
 
+def _rnd_OffsetForLeaderEpochRequest(g: Any, version: int) -> OffsetForLeaderEpochRequest:
+    o = new_instance(OffsetForLeaderEpochRequest)
+    o.replica_id = (g.int("int32")) if version >= 3 else -2
+    o.topics = KeyedList([_rnd_OffsetForLeaderTopic(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 def _dec_OffsetForLeaderTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderTopic, int]:
@@ -465,6 +473,14 @@ def _fj_OffsetForLeaderTopic(obj: dict[str, Any], version: int) -> _OffsetForLea
     return o
 
 
+def _rnd_OffsetForLeaderTopic(g: Any, version: int) -> _OffsetForLeaderTopic:
+    o = new_instance(_OffsetForLeaderTopic)
+    o.topic = g.str()
+    o.partitions = [_rnd_OffsetForLeaderPartition(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 def _dec_OffsetForLeaderPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderPartition, int]:
@@ -553,10 +569,20 @@ def _fj_OffsetForLeaderPartition(obj: dict[str, Any], version: int) -> _OffsetFo
     return o
 
 
+def _rnd_OffsetForLeaderPartition(g: Any, version: int) -> _OffsetForLeaderPartition:
+    o = new_instance(_OffsetForLeaderPartition)
+    o.partition = g.int("int32")
+    o.current_leader_epoch = (g.int("int32")) if version >= 2 else -1
+    o.leader_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 bind_codecs(
     OffsetForLeaderEpochRequest,
     _tj_OffsetForLeaderEpochRequest,
     _fj_OffsetForLeaderEpochRequest,
+    _rnd_OffsetForLeaderEpochRequest,
     (0, 1, _dec_OffsetForLeaderEpochRequest_v0, _enc_OffsetForLeaderEpochRequest_v0),
     (2, 2, _dec_OffsetForLeaderEpochRequest_v2, _enc_OffsetForLeaderEpochRequest_v2),
     (3, 3, _dec_OffsetForLeaderEpochRequest_v3, _enc_OffsetForLeaderEpochRequest_v3),
@@ -566,6 +592,7 @@ bind_codecs(
     _OffsetForLeaderTopic,
     _tj_OffsetForLeaderTopic,
     _fj_OffsetForLeaderTopic,
+    _rnd_OffsetForLeaderTopic,
     (0, 1, _dec_OffsetForLeaderTopic_v0, _enc_OffsetForLeaderTopic_v0),
     (2, 3, _dec_OffsetForLeaderTopic_v2, _enc_OffsetForLeaderTopic_v2),
     (4, 4, _dec_OffsetForLeaderTopic_v4, _enc_OffsetForLeaderTopic_v4),
@@ -574,6 +601,7 @@ bind_codecs(
     _OffsetForLeaderPartition,
     _tj_OffsetForLeaderPartition,
     _fj_OffsetForLeaderPartition,
+    _rnd_OffsetForLeaderPartition,
     (0, 1, _dec_OffsetForLeaderPartition_v0, _enc_OffsetForLeaderPartition_v0),
     (2, 3, _dec_OffsetForLeaderPartition_v2, _enc_OffsetForLeaderPartition_v2),
     (4, 4, _dec_OffsetForLeaderPartition_v4, _enc_OffsetForLeaderPartition_v4),
@@ -725,6 +753,14 @@ def _fj_OffsetForLeaderEpochResponse(
     return o
 
 
+def _rnd_OffsetForLeaderEpochResponse(g: Any, version: int) -> OffsetForLeaderEpochResponse:
+    o = new_instance(OffsetForLeaderEpochResponse)
+    o.throttle_time_ms = (g.int("int32")) if version >= 2 else 0
+    o.topics = KeyedList([_rnd_OffsetForLeaderTopicResult(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 def _dec_OffsetForLeaderTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderTopicResult, int]:
@@ -837,6 +873,14 @@ def _fj_OffsetForLeaderTopicResult(
     return o
 
 
+def _rnd_OffsetForLeaderTopicResult(g: Any, version: int) -> _OffsetForLeaderTopicResult:
+    o = new_instance(_OffsetForLeaderTopicResult)
+    o.topic = g.str()
+    o.partitions = [_rnd_EpochEndOffset(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 def _dec_EpochEndOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
 
@@ -917,10 +961,21 @@ def _fj_EpochEndOffset(obj: dict[str, Any], version: int) -> _EpochEndOffset:
     return o
 
 
+def _rnd_EpochEndOffset(g: Any, version: int) -> _EpochEndOffset:
+    o = new_instance(_EpochEndOffset)
+    o.error_code = g.int("int16")
+    o.partition = g.int("int32")
+    o.leader_epoch = (g.int("int32")) if version >= 1 else -1
+    o.end_offset = g.int("int64")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
+    return o
+
+
 bind_codecs(
     OffsetForLeaderEpochResponse,
     _tj_OffsetForLeaderEpochResponse,
     _fj_OffsetForLeaderEpochResponse,
+    _rnd_OffsetForLeaderEpochResponse,
     (0, 0, _dec_OffsetForLeaderEpochResponse_v0, _enc_OffsetForLeaderEpochResponse_v0),
     (1, 1, _dec_OffsetForLeaderEpochResponse_v1, _enc_OffsetForLeaderEpochResponse_v1),
     (2, 3, _dec_OffsetForLeaderEpochResponse_v2, _enc_OffsetForLeaderEpochResponse_v2),
@@ -930,6 +985,7 @@ bind_codecs(
     _OffsetForLeaderTopicResult,
     _tj_OffsetForLeaderTopicResult,
     _fj_OffsetForLeaderTopicResult,
+    _rnd_OffsetForLeaderTopicResult,
     (0, 0, _dec_OffsetForLeaderTopicResult_v0, _enc_OffsetForLeaderTopicResult_v0),
     (1, 3, _dec_OffsetForLeaderTopicResult_v1, _enc_OffsetForLeaderTopicResult_v1),
     (4, 4, _dec_OffsetForLeaderTopicResult_v4, _enc_OffsetForLeaderTopicResult_v4),
@@ -938,6 +994,7 @@ bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
     _fj_EpochEndOffset,
+    _rnd_EpochEndOffset,
     (0, 0, _dec_EpochEndOffset_v0, _enc_EpochEndOffset_v0),
     (1, 3, _dec_EpochEndOffset_v1, _enc_EpochEndOffset_v1),
     (4, 4, _dec_EpochEndOffset_v4, _enc_EpochEndOffset_v4),

@@ -427,6 +427,18 @@ def _fj_ProduceRequest(obj: dict[str, Any], version: int) -> ProduceRequest:
     return o
 
 
+def _rnd_ProduceRequest(g: Any, version: int) -> ProduceRequest:
+    o = new_instance(ProduceRequest)
+    o.transactional_id = (
+        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
+    )
+    o.acks = g.int("int16")
+    o.timeout_ms = g.int("int32")
+    o.topic_data = KeyedList([_rnd_TopicProduceData(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_TopicProduceData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicProduceData, int]:
     o = new_instance(_TopicProduceData)
     o.name, pos = read_string(buf, pos, end)
@@ -503,6 +515,14 @@ def _fj_TopicProduceData(obj: dict[str, Any], version: int) -> _TopicProduceData
     return o
 
 
+def _rnd_TopicProduceData(g: Any, version: int) -> _TopicProduceData:
+    o = new_instance(_TopicProduceData)
+    o.name = g.str()
+    o.partition_data = [_rnd_PartitionProduceData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_PartitionProduceData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceData, int]:
@@ -565,10 +585,19 @@ def _fj_PartitionProduceData(obj: dict[str, Any], version: int) -> _PartitionPro
     return o
 
 
+def _rnd_PartitionProduceData(g: Any, version: int) -> _PartitionProduceData:
+    o = new_instance(_PartitionProduceData)
+    o.index = g.int("int32")
+    o.records = None if g.is_null() else g.records()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 bind_codecs(
     ProduceRequest,
     _tj_ProduceRequest,
     _fj_ProduceRequest,
+    _rnd_ProduceRequest,
     (0, 2, _dec_ProduceRequest_v0, _enc_ProduceRequest_v0),
     (3, 8, _dec_ProduceRequest_v3, _enc_ProduceRequest_v3),
     (9, 11, _dec_ProduceRequest_v9, _enc_ProduceRequest_v9),
@@ -577,6 +606,7 @@ bind_codecs(
     _TopicProduceData,
     _tj_TopicProduceData,
     _fj_TopicProduceData,
+    _rnd_TopicProduceData,
     (0, 8, _dec_TopicProduceData_v0, _enc_TopicProduceData_v0),
     (9, 11, _dec_TopicProduceData_v9, _enc_TopicProduceData_v9),
 )
@@ -584,6 +614,7 @@ bind_codecs(
     _PartitionProduceData,
     _tj_PartitionProduceData,
     _fj_PartitionProduceData,
+    _rnd_PartitionProduceData,
     (0, 8, _dec_PartitionProduceData_v0, _enc_PartitionProduceData_v0),
     (9, 11, _dec_PartitionProduceData_v9, _enc_PartitionProduceData_v9),
 )
@@ -854,6 +885,23 @@ def _fj_ProduceResponse(obj: dict[str, Any], version: int) -> ProduceResponse:
     return o
 
 
+def _rnd_ProduceResponse(g: Any, version: int) -> ProduceResponse:
+    o = new_instance(ProduceResponse)
+    o.responses = KeyedList([_rnd_TopicProduceResponse(g, version) for _ in range(g.count())])
+    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
+    o.node_endpoints = (
+        (
+            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
+            if g.present()
+            else KeyedList()
+        )
+        if version >= 10
+        else KeyedList()
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 9 else ()
+    return o
+
+
 def _dec_TopicProduceResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopicProduceResponse, int]:
@@ -1046,6 +1094,14 @@ def _fj_TopicProduceResponse(obj: dict[str, Any], version: int) -> _TopicProduce
     else:
         o.partition_responses = [_fj_PartitionProduceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_TopicProduceResponse(g: Any, version: int) -> _TopicProduceResponse:
+    o = new_instance(_TopicProduceResponse)
+    o.name = g.str()
+    o.partition_responses = [_rnd_PartitionProduceResponse(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -1330,6 +1386,28 @@ def _fj_PartitionProduceResponse(obj: dict[str, Any], version: int) -> _Partitio
     return o
 
 
+def _rnd_PartitionProduceResponse(g: Any, version: int) -> _PartitionProduceResponse:
+    o = new_instance(_PartitionProduceResponse)
+    o.index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.base_offset = g.int("int64")
+    o.log_append_time_ms = (g.int("int64")) if version >= 2 else -1
+    o.log_start_offset = (g.int("int64")) if version >= 5 else -1
+    o.record_errors = (
+        ([_rnd_BatchIndexAndErrorMessage(g, version) for _ in range(g.count())])
+        if version >= 8
+        else []
+    )
+    o.error_message = (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else None
+    o.current_leader = (
+        ((_rnd_LeaderIdAndEpoch(g, version)) if g.present() else _LeaderIdAndEpoch())
+        if version >= 10
+        else _LeaderIdAndEpoch()
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 9 else ()
+    return o
+
+
 def _dec_BatchIndexAndErrorMessage_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BatchIndexAndErrorMessage, int]:
@@ -1395,6 +1473,16 @@ def _fj_BatchIndexAndErrorMessage(obj: dict[str, Any], version: int) -> _BatchIn
     return o
 
 
+def _rnd_BatchIndexAndErrorMessage(g: Any, version: int) -> _BatchIndexAndErrorMessage:
+    o = new_instance(_BatchIndexAndErrorMessage)
+    o.batch_index = (g.int("int32")) if version >= 8 else 0
+    o.batch_index_error_message = (
+        (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 def _dec_LeaderIdAndEpoch_v10(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
 
@@ -1430,6 +1518,14 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED) if version >= 10 else -1
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 10 else -1
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
+    o = new_instance(_LeaderIdAndEpoch)
+    o.leader_id = (g.int("int32")) if version >= 10 else -1
+    o.leader_epoch = (g.int("int32")) if version >= 10 else -1
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -1485,10 +1581,21 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     return o
 
 
+def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
+    o = new_instance(_NodeEndpoint)
+    o.node_id = (g.int("int32")) if version >= 10 else 0
+    o.host = (g.str()) if version >= 10 else ""
+    o.port = (g.int("int32")) if version >= 10 else 0
+    o.rack = (None if version >= 10 and g.is_null() else g.str()) if version >= 10 else None
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
+    return o
+
+
 bind_codecs(
     ProduceResponse,
     _tj_ProduceResponse,
     _fj_ProduceResponse,
+    _rnd_ProduceResponse,
     (0, 0, _dec_ProduceResponse_v0, _enc_ProduceResponse_v0),
     (1, 1, _dec_ProduceResponse_v1, _enc_ProduceResponse_v1),
     (2, 4, _dec_ProduceResponse_v2, _enc_ProduceResponse_v2),
@@ -1501,6 +1608,7 @@ bind_codecs(
     _TopicProduceResponse,
     _tj_TopicProduceResponse,
     _fj_TopicProduceResponse,
+    _rnd_TopicProduceResponse,
     (0, 1, _dec_TopicProduceResponse_v0, _enc_TopicProduceResponse_v0),
     (2, 4, _dec_TopicProduceResponse_v2, _enc_TopicProduceResponse_v2),
     (5, 7, _dec_TopicProduceResponse_v5, _enc_TopicProduceResponse_v5),
@@ -1512,6 +1620,7 @@ bind_codecs(
     _PartitionProduceResponse,
     _tj_PartitionProduceResponse,
     _fj_PartitionProduceResponse,
+    _rnd_PartitionProduceResponse,
     (0, 1, _dec_PartitionProduceResponse_v0, _enc_PartitionProduceResponse_v0),
     (2, 4, _dec_PartitionProduceResponse_v2, _enc_PartitionProduceResponse_v2),
     (5, 7, _dec_PartitionProduceResponse_v5, _enc_PartitionProduceResponse_v5),
@@ -1523,6 +1632,7 @@ bind_codecs(
     _BatchIndexAndErrorMessage,
     _tj_BatchIndexAndErrorMessage,
     _fj_BatchIndexAndErrorMessage,
+    _rnd_BatchIndexAndErrorMessage,
     (8, 8, _dec_BatchIndexAndErrorMessage_v8, _enc_BatchIndexAndErrorMessage_v8),
     (9, 11, _dec_BatchIndexAndErrorMessage_v9, _enc_BatchIndexAndErrorMessage_v9),
 )
@@ -1530,11 +1640,13 @@ bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
+    _rnd_LeaderIdAndEpoch,
     (10, 11, _dec_LeaderIdAndEpoch_v10, _enc_LeaderIdAndEpoch_v10),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
+    _rnd_NodeEndpoint,
     (10, 11, _dec_NodeEndpoint_v10, _enc_NodeEndpoint_v10),
 )

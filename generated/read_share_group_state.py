@@ -286,6 +286,14 @@ def _fj_ReadShareGroupStateRequest(obj: dict[str, Any], version: int) -> ReadSha
     return o
 
 
+def _rnd_ReadShareGroupStateRequest(g: Any, version: int) -> ReadShareGroupStateRequest:
+    o = new_instance(ReadShareGroupStateRequest)
+    o.group_id = g.str()
+    o.topics = [_rnd_ReadStateData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ReadStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReadStateData, int]:
     o = new_instance(_ReadStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -335,6 +343,14 @@ def _fj_ReadStateData(obj: dict[str, Any], version: int) -> _ReadStateData:
     return o
 
 
+def _rnd_ReadStateData(g: Any, version: int) -> _ReadStateData:
+    o = new_instance(_ReadStateData)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
 
@@ -371,22 +387,33 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
+def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
+    o = new_instance(_PartitionData)
+    o.partition = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ReadShareGroupStateRequest,
     _tj_ReadShareGroupStateRequest,
     _fj_ReadShareGroupStateRequest,
+    _rnd_ReadShareGroupStateRequest,
     (0, 0, _dec_ReadShareGroupStateRequest_v0, _enc_ReadShareGroupStateRequest_v0),
 )
 bind_codecs(
     _ReadStateData,
     _tj_ReadStateData,
     _fj_ReadStateData,
+    _rnd_ReadStateData,
     (0, 0, _dec_ReadStateData_v0, _enc_ReadStateData_v0),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
+    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 
@@ -433,6 +460,13 @@ def _fj_ReadShareGroupStateResponse(
     else:
         o.results = [_fj_ReadStateResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_ReadShareGroupStateResponse(g: Any, version: int) -> ReadShareGroupStateResponse:
+    o = new_instance(ReadShareGroupStateResponse)
+    o.results = [_rnd_ReadStateResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -484,6 +518,14 @@ def _fj_ReadStateResult(obj: dict[str, Any], version: int) -> _ReadStateResult:
     else:
         o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_ReadStateResult(g: Any, version: int) -> _ReadStateResult:
+    o = new_instance(_ReadStateResult)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -553,6 +595,18 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
+def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
+    o = new_instance(_PartitionResult)
+    o.partition = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.state_epoch = g.int("int32")
+    o.start_offset = g.int("int64")
+    o.state_batches = [_rnd_StateBatch(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, int]:
     o = new_instance(_StateBatch)
 
@@ -595,27 +649,41 @@ def _fj_StateBatch(obj: dict[str, Any], version: int) -> _StateBatch:
     return o
 
 
+def _rnd_StateBatch(g: Any, version: int) -> _StateBatch:
+    o = new_instance(_StateBatch)
+    o.first_offset = g.int("int64")
+    o.last_offset = g.int("int64")
+    o.delivery_state = g.int("int8")
+    o.delivery_count = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ReadShareGroupStateResponse,
     _tj_ReadShareGroupStateResponse,
     _fj_ReadShareGroupStateResponse,
+    _rnd_ReadShareGroupStateResponse,
     (0, 0, _dec_ReadShareGroupStateResponse_v0, _enc_ReadShareGroupStateResponse_v0),
 )
 bind_codecs(
     _ReadStateResult,
     _tj_ReadStateResult,
     _fj_ReadStateResult,
+    _rnd_ReadStateResult,
     (0, 0, _dec_ReadStateResult_v0, _enc_ReadStateResult_v0),
 )
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
+    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
+    _rnd_StateBatch,
     (0, 0, _dec_StateBatch_v0, _enc_StateBatch_v0),
 )

@@ -154,10 +154,20 @@ def _fj_RemoveRaftVoterRequest(obj: dict[str, Any], version: int) -> RemoveRaftV
     return o
 
 
+def _rnd_RemoveRaftVoterRequest(g: Any, version: int) -> RemoveRaftVoterRequest:
+    o = new_instance(RemoveRaftVoterRequest)
+    o.cluster_id = None if g.is_null() else g.str()
+    o.voter_id = g.int("int32")
+    o.voter_directory_id = g.uuid()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     RemoveRaftVoterRequest,
     _tj_RemoveRaftVoterRequest,
     _fj_RemoveRaftVoterRequest,
+    _rnd_RemoveRaftVoterRequest,
     (0, 0, _dec_RemoveRaftVoterRequest_v0, _enc_RemoveRaftVoterRequest_v0),
 )
 
@@ -206,9 +216,19 @@ def _fj_RemoveRaftVoterResponse(obj: dict[str, Any], version: int) -> RemoveRaft
     return o
 
 
+def _rnd_RemoveRaftVoterResponse(g: Any, version: int) -> RemoveRaftVoterResponse:
+    o = new_instance(RemoveRaftVoterResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     RemoveRaftVoterResponse,
     _tj_RemoveRaftVoterResponse,
     _fj_RemoveRaftVoterResponse,
+    _rnd_RemoveRaftVoterResponse,
     (0, 0, _dec_RemoveRaftVoterResponse_v0, _enc_RemoveRaftVoterResponse_v0),
 )

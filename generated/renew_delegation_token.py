@@ -171,10 +171,19 @@ def _fj_RenewDelegationTokenRequest(
     return o
 
 
+def _rnd_RenewDelegationTokenRequest(g: Any, version: int) -> RenewDelegationTokenRequest:
+    o = new_instance(RenewDelegationTokenRequest)
+    o.hmac = g.bytes()
+    o.renew_period_ms = g.int("int64")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 bind_codecs(
     RenewDelegationTokenRequest,
     _tj_RenewDelegationTokenRequest,
     _fj_RenewDelegationTokenRequest,
+    _rnd_RenewDelegationTokenRequest,
     (0, 1, _dec_RenewDelegationTokenRequest_v0, _enc_RenewDelegationTokenRequest_v0),
     (2, 2, _dec_RenewDelegationTokenRequest_v2, _enc_RenewDelegationTokenRequest_v2),
 )
@@ -245,10 +254,20 @@ def _fj_RenewDelegationTokenResponse(
     return o
 
 
+def _rnd_RenewDelegationTokenResponse(g: Any, version: int) -> RenewDelegationTokenResponse:
+    o = new_instance(RenewDelegationTokenResponse)
+    o.error_code = g.int("int16")
+    o.expiry_timestamp_ms = g.int("int64")
+    o.throttle_time_ms = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
+    return o
+
+
 bind_codecs(
     RenewDelegationTokenResponse,
     _tj_RenewDelegationTokenResponse,
     _fj_RenewDelegationTokenResponse,
+    _rnd_RenewDelegationTokenResponse,
     (0, 1, _dec_RenewDelegationTokenResponse_v0, _enc_RenewDelegationTokenResponse_v0),
     (2, 2, _dec_RenewDelegationTokenResponse_v2, _enc_RenewDelegationTokenResponse_v2),
 )

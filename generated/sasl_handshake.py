@@ -129,10 +129,18 @@ def _fj_SaslHandshakeRequest(obj: dict[str, Any], version: int) -> SaslHandshake
     return o
 
 
+def _rnd_SaslHandshakeRequest(g: Any, version: int) -> SaslHandshakeRequest:
+    o = new_instance(SaslHandshakeRequest)
+    o.mechanism = g.str()
+    o.unknown_tagged_fields = ()
+    return o
+
+
 bind_codecs(
     SaslHandshakeRequest,
     _tj_SaslHandshakeRequest,
     _fj_SaslHandshakeRequest,
+    _rnd_SaslHandshakeRequest,
     (0, 1, _dec_SaslHandshakeRequest_v0, _enc_SaslHandshakeRequest_v0),
 )
 
@@ -181,9 +189,18 @@ def _fj_SaslHandshakeResponse(obj: dict[str, Any], version: int) -> SaslHandshak
     return o
 
 
+def _rnd_SaslHandshakeResponse(g: Any, version: int) -> SaslHandshakeResponse:
+    o = new_instance(SaslHandshakeResponse)
+    o.error_code = g.int("int16")
+    o.mechanisms = [g.str() for _ in range(g.count())]
+    o.unknown_tagged_fields = ()
+    return o
+
+
 bind_codecs(
     SaslHandshakeResponse,
     _tj_SaslHandshakeResponse,
     _fj_SaslHandshakeResponse,
+    _rnd_SaslHandshakeResponse,
     (0, 1, _dec_SaslHandshakeResponse_v0, _enc_SaslHandshakeResponse_v0),
 )

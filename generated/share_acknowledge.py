@@ -364,6 +364,16 @@ def _fj_ShareAcknowledgeRequest(obj: dict[str, Any], version: int) -> ShareAckno
     return o
 
 
+def _rnd_ShareAcknowledgeRequest(g: Any, version: int) -> ShareAcknowledgeRequest:
+    o = new_instance(ShareAcknowledgeRequest)
+    o.group_id = None if g.is_null() else g.str()
+    o.member_id = None if g.is_null() else g.str()
+    o.share_session_epoch = g.int("int32")
+    o.topics = [_rnd_AcknowledgeTopic(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_AcknowledgeTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_AcknowledgeTopic, int]:
     o = new_instance(_AcknowledgeTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -412,6 +422,14 @@ def _fj_AcknowledgeTopic(obj: dict[str, Any], version: int) -> _AcknowledgeTopic
     else:
         o.partitions = [_fj_AcknowledgePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AcknowledgeTopic(g: Any, version: int) -> _AcknowledgeTopic:
+    o = new_instance(_AcknowledgeTopic)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_AcknowledgePartition(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -466,6 +484,14 @@ def _fj_AcknowledgePartition(obj: dict[str, Any], version: int) -> _AcknowledgeP
     else:
         o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AcknowledgePartition(g: Any, version: int) -> _AcknowledgePartition:
+    o = new_instance(_AcknowledgePartition)
+    o.partition_index = g.int("int32")
+    o.acknowledgement_batches = [_rnd_AcknowledgementBatch(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -525,28 +551,41 @@ def _fj_AcknowledgementBatch(obj: dict[str, Any], version: int) -> _Acknowledgem
     return o
 
 
+def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
+    o = new_instance(_AcknowledgementBatch)
+    o.first_offset = g.int("int64")
+    o.last_offset = g.int("int64")
+    o.acknowledge_types = [g.int("int8") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ShareAcknowledgeRequest,
     _tj_ShareAcknowledgeRequest,
     _fj_ShareAcknowledgeRequest,
+    _rnd_ShareAcknowledgeRequest,
     (0, 0, _dec_ShareAcknowledgeRequest_v0, _enc_ShareAcknowledgeRequest_v0),
 )
 bind_codecs(
     _AcknowledgeTopic,
     _tj_AcknowledgeTopic,
     _fj_AcknowledgeTopic,
+    _rnd_AcknowledgeTopic,
     (0, 0, _dec_AcknowledgeTopic_v0, _enc_AcknowledgeTopic_v0),
 )
 bind_codecs(
     _AcknowledgePartition,
     _tj_AcknowledgePartition,
     _fj_AcknowledgePartition,
+    _rnd_AcknowledgePartition,
     (0, 0, _dec_AcknowledgePartition_v0, _enc_AcknowledgePartition_v0),
 )
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
+    _rnd_AcknowledgementBatch,
     (0, 0, _dec_AcknowledgementBatch_v0, _enc_AcknowledgementBatch_v0),
 )
 
@@ -631,6 +670,17 @@ def _fj_ShareAcknowledgeResponse(obj: dict[str, Any], version: int) -> ShareAckn
     return o
 
 
+def _rnd_ShareAcknowledgeResponse(g: Any, version: int) -> ShareAcknowledgeResponse:
+    o = new_instance(ShareAcknowledgeResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.responses = [_rnd_ShareAcknowledgeTopicResponse(g, version) for _ in range(g.count())]
+    o.node_endpoints = KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ShareAcknowledgeTopicResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ShareAcknowledgeTopicResponse, int]:
@@ -686,6 +736,14 @@ def _fj_ShareAcknowledgeTopicResponse(
     return o
 
 
+def _rnd_ShareAcknowledgeTopicResponse(g: Any, version: int) -> _ShareAcknowledgeTopicResponse:
+    o = new_instance(_ShareAcknowledgeTopicResponse)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
 
@@ -735,6 +793,16 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
+def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
+    o = new_instance(_PartitionData)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.current_leader = _rnd_LeaderIdAndEpoch(g, version)
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
 
@@ -768,6 +836,14 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
+    o = new_instance(_LeaderIdAndEpoch)
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -819,33 +895,48 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     return o
 
 
+def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
+    o = new_instance(_NodeEndpoint)
+    o.node_id = g.int("int32")
+    o.host = g.str()
+    o.port = g.int("int32")
+    o.rack = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ShareAcknowledgeResponse,
     _tj_ShareAcknowledgeResponse,
     _fj_ShareAcknowledgeResponse,
+    _rnd_ShareAcknowledgeResponse,
     (0, 0, _dec_ShareAcknowledgeResponse_v0, _enc_ShareAcknowledgeResponse_v0),
 )
 bind_codecs(
     _ShareAcknowledgeTopicResponse,
     _tj_ShareAcknowledgeTopicResponse,
     _fj_ShareAcknowledgeTopicResponse,
+    _rnd_ShareAcknowledgeTopicResponse,
     (0, 0, _dec_ShareAcknowledgeTopicResponse_v0, _enc_ShareAcknowledgeTopicResponse_v0),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
+    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
+    _rnd_LeaderIdAndEpoch,
     (0, 0, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
+    _rnd_NodeEndpoint,
     (0, 0, _dec_NodeEndpoint_v0, _enc_NodeEndpoint_v0),
 )

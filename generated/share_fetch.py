@@ -464,6 +464,20 @@ def _fj_ShareFetchRequest(obj: dict[str, Any], version: int) -> ShareFetchReques
     return o
 
 
+def _rnd_ShareFetchRequest(g: Any, version: int) -> ShareFetchRequest:
+    o = new_instance(ShareFetchRequest)
+    o.group_id = None if g.is_null() else g.str()
+    o.member_id = None if g.is_null() else g.str()
+    o.share_session_epoch = g.int("int32")
+    o.max_wait_ms = g.int("int32")
+    o.min_bytes = g.int("int32")
+    o.max_bytes = g.int("int32")
+    o.topics = [_rnd_FetchTopic(g, version) for _ in range(g.count())]
+    o.forgotten_topics_data = [_rnd_ForgottenTopic(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_FetchTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, int]:
     o = new_instance(_FetchTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -510,6 +524,14 @@ def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
     else:
         o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_FetchTopic(g: Any, version: int) -> _FetchTopic:
+    o = new_instance(_FetchTopic)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_FetchPartition(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -564,6 +586,15 @@ def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     else:
         o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_FetchPartition(g: Any, version: int) -> _FetchPartition:
+    o = new_instance(_FetchPartition)
+    o.partition_index = g.int("int32")
+    o.partition_max_bytes = g.int("int32")
+    o.acknowledgement_batches = [_rnd_AcknowledgementBatch(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -623,6 +654,15 @@ def _fj_AcknowledgementBatch(obj: dict[str, Any], version: int) -> _Acknowledgem
     return o
 
 
+def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
+    o = new_instance(_AcknowledgementBatch)
+    o.first_offset = g.int("int64")
+    o.last_offset = g.int("int64")
+    o.acknowledge_types = [g.int("int8") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ForgottenTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenTopic, int]:
     o = new_instance(_ForgottenTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -667,34 +707,47 @@ def _fj_ForgottenTopic(obj: dict[str, Any], version: int) -> _ForgottenTopic:
     return o
 
 
+def _rnd_ForgottenTopic(g: Any, version: int) -> _ForgottenTopic:
+    o = new_instance(_ForgottenTopic)
+    o.topic_id = g.uuid()
+    o.partitions = [g.int("int32") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ShareFetchRequest,
     _tj_ShareFetchRequest,
     _fj_ShareFetchRequest,
+    _rnd_ShareFetchRequest,
     (0, 0, _dec_ShareFetchRequest_v0, _enc_ShareFetchRequest_v0),
 )
 bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
     _fj_FetchTopic,
+    _rnd_FetchTopic,
     (0, 0, _dec_FetchTopic_v0, _enc_FetchTopic_v0),
 )
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
     _fj_FetchPartition,
+    _rnd_FetchPartition,
     (0, 0, _dec_FetchPartition_v0, _enc_FetchPartition_v0),
 )
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
+    _rnd_AcknowledgementBatch,
     (0, 0, _dec_AcknowledgementBatch_v0, _enc_AcknowledgementBatch_v0),
 )
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
     _fj_ForgottenTopic,
+    _rnd_ForgottenTopic,
     (0, 0, _dec_ForgottenTopic_v0, _enc_ForgottenTopic_v0),
 )
 
@@ -772,6 +825,17 @@ def _fj_ShareFetchResponse(obj: dict[str, Any], version: int) -> ShareFetchRespo
     return o
 
 
+def _rnd_ShareFetchResponse(g: Any, version: int) -> ShareFetchResponse:
+    o = new_instance(ShareFetchResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.responses = [_rnd_ShareFetchableTopicResponse(g, version) for _ in range(g.count())]
+    o.node_endpoints = KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_ShareFetchableTopicResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ShareFetchableTopicResponse, int]:
@@ -824,6 +888,14 @@ def _fj_ShareFetchableTopicResponse(
     else:
         o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_ShareFetchableTopicResponse(g: Any, version: int) -> _ShareFetchableTopicResponse:
+    o = new_instance(_ShareFetchableTopicResponse)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -909,6 +981,20 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
+def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
+    o = new_instance(_PartitionData)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.acknowledge_error_code = g.int("int16")
+    o.acknowledge_error_message = None if g.is_null() else g.str()
+    o.current_leader = _rnd_LeaderIdAndEpoch(g, version)
+    o.records = None if g.is_null() else g.records()
+    o.acquired_records = [_rnd_AcquiredRecords(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
 
@@ -942,6 +1028,14 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
+    o = new_instance(_LeaderIdAndEpoch)
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -980,6 +1074,15 @@ def _fj_AcquiredRecords(obj: dict[str, Any], version: int) -> _AcquiredRecords:
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
     o.delivery_count = get_int(obj, "deliveryCount", p, REQUIRED)
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_AcquiredRecords(g: Any, version: int) -> _AcquiredRecords:
+    o = new_instance(_AcquiredRecords)
+    o.first_offset = g.int("int64")
+    o.last_offset = g.int("int64")
+    o.delivery_count = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1031,39 +1134,55 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     return o
 
 
+def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
+    o = new_instance(_NodeEndpoint)
+    o.node_id = g.int("int32")
+    o.host = g.str()
+    o.port = g.int("int32")
+    o.rack = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ShareFetchResponse,
     _tj_ShareFetchResponse,
     _fj_ShareFetchResponse,
+    _rnd_ShareFetchResponse,
     (0, 0, _dec_ShareFetchResponse_v0, _enc_ShareFetchResponse_v0),
 )
 bind_codecs(
     _ShareFetchableTopicResponse,
     _tj_ShareFetchableTopicResponse,
     _fj_ShareFetchableTopicResponse,
+    _rnd_ShareFetchableTopicResponse,
     (0, 0, _dec_ShareFetchableTopicResponse_v0, _enc_ShareFetchableTopicResponse_v0),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
+    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
+    _rnd_LeaderIdAndEpoch,
     (0, 0, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
 bind_codecs(
     _AcquiredRecords,
     _tj_AcquiredRecords,
     _fj_AcquiredRecords,
+    _rnd_AcquiredRecords,
     (0, 0, _dec_AcquiredRecords_v0, _enc_AcquiredRecords_v0),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
+    _rnd_NodeEndpoint,
     (0, 0, _dec_NodeEndpoint_v0, _enc_NodeEndpoint_v0),
 )

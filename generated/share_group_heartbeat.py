@@ -253,10 +253,22 @@ def _fj_ShareGroupHeartbeatRequest(obj: dict[str, Any], version: int) -> ShareGr
     return o
 
 
+def _rnd_ShareGroupHeartbeatRequest(g: Any, version: int) -> ShareGroupHeartbeatRequest:
+    o = new_instance(ShareGroupHeartbeatRequest)
+    o.group_id = g.str()
+    o.member_id = g.str()
+    o.member_epoch = g.int("int32")
+    o.rack_id = None if g.is_null() else g.str()
+    o.subscribed_topic_names = None if g.is_null() else [g.str() for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ShareGroupHeartbeatRequest,
     _tj_ShareGroupHeartbeatRequest,
     _fj_ShareGroupHeartbeatRequest,
+    _rnd_ShareGroupHeartbeatRequest,
     (0, 0, _dec_ShareGroupHeartbeatRequest_v0, _enc_ShareGroupHeartbeatRequest_v0),
 )
 
@@ -338,6 +350,19 @@ def _fj_ShareGroupHeartbeatResponse(
     return o
 
 
+def _rnd_ShareGroupHeartbeatResponse(g: Any, version: int) -> ShareGroupHeartbeatResponse:
+    o = new_instance(ShareGroupHeartbeatResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.member_id = None if g.is_null() else g.str()
+    o.member_epoch = g.int("int32")
+    o.heartbeat_interval_ms = g.int("int32")
+    o.assignment = None if g.is_null() else _rnd_Assignment(g, version)
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
@@ -381,6 +406,13 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     else:
         o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_Assignment(g: Any, version: int) -> _Assignment:
+    o = new_instance(_Assignment)
+    o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -428,21 +460,32 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     return o
 
 
+def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
+    o = new_instance(_TopicPartitions)
+    o.topic_id = g.uuid()
+    o.partitions = [g.int("int32") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     ShareGroupHeartbeatResponse,
     _tj_ShareGroupHeartbeatResponse,
     _fj_ShareGroupHeartbeatResponse,
+    _rnd_ShareGroupHeartbeatResponse,
     (0, 0, _dec_ShareGroupHeartbeatResponse_v0, _enc_ShareGroupHeartbeatResponse_v0),
 )
 bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
+    _rnd_Assignment,
     (0, 0, _dec_Assignment_v0, _enc_Assignment_v0),
 )
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
+    _rnd_TopicPartitions,
     (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
 )

@@ -98,9 +98,17 @@ def _fj_SnapshotFooterRecord(obj: dict[str, Any], version: int) -> SnapshotFoote
     return o
 
 
+def _rnd_SnapshotFooterRecord(g: Any, version: int) -> SnapshotFooterRecord:
+    o = new_instance(SnapshotFooterRecord)
+    o.version = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     SnapshotFooterRecord,
     _tj_SnapshotFooterRecord,
     _fj_SnapshotFooterRecord,
+    _rnd_SnapshotFooterRecord,
     (0, 0, _dec_SnapshotFooterRecord_v0, _enc_SnapshotFooterRecord_v0),
 )

@@ -399,6 +399,22 @@ def _fj_TxnOffsetCommitRequest(obj: dict[str, Any], version: int) -> TxnOffsetCo
     return o
 
 
+def _rnd_TxnOffsetCommitRequest(g: Any, version: int) -> TxnOffsetCommitRequest:
+    o = new_instance(TxnOffsetCommitRequest)
+    o.transactional_id = g.str()
+    o.group_id = g.str()
+    o.producer_id = g.int("int64")
+    o.producer_epoch = g.int("int16")
+    o.generation_id = (g.int("int32")) if version >= 3 else -1
+    o.member_id = (g.str()) if version >= 3 else ""
+    o.group_instance_id = (
+        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
+    )
+    o.topics = [_rnd_TxnOffsetCommitRequestTopic(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 def _dec_TxnOffsetCommitRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestTopic, int]:
@@ -515,6 +531,14 @@ def _fj_TxnOffsetCommitRequestTopic(
     return o
 
 
+def _rnd_TxnOffsetCommitRequestTopic(g: Any, version: int) -> _TxnOffsetCommitRequestTopic:
+    o = new_instance(_TxnOffsetCommitRequestTopic)
+    o.name = g.str()
+    o.partitions = [_rnd_TxnOffsetCommitRequestPartition(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 def _dec_TxnOffsetCommitRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestPartition, int]:
@@ -613,10 +637,21 @@ def _fj_TxnOffsetCommitRequestPartition(
     return o
 
 
+def _rnd_TxnOffsetCommitRequestPartition(g: Any, version: int) -> _TxnOffsetCommitRequestPartition:
+    o = new_instance(_TxnOffsetCommitRequestPartition)
+    o.partition_index = g.int("int32")
+    o.committed_offset = g.int("int64")
+    o.committed_leader_epoch = (g.int("int32")) if version >= 2 else -1
+    o.committed_metadata = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 bind_codecs(
     TxnOffsetCommitRequest,
     _tj_TxnOffsetCommitRequest,
     _fj_TxnOffsetCommitRequest,
+    _rnd_TxnOffsetCommitRequest,
     (0, 1, _dec_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v0),
     (2, 2, _dec_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v2),
     (3, 4, _dec_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3),
@@ -625,6 +660,7 @@ bind_codecs(
     _TxnOffsetCommitRequestTopic,
     _tj_TxnOffsetCommitRequestTopic,
     _fj_TxnOffsetCommitRequestTopic,
+    _rnd_TxnOffsetCommitRequestTopic,
     (0, 1, _dec_TxnOffsetCommitRequestTopic_v0, _enc_TxnOffsetCommitRequestTopic_v0),
     (2, 2, _dec_TxnOffsetCommitRequestTopic_v2, _enc_TxnOffsetCommitRequestTopic_v2),
     (3, 4, _dec_TxnOffsetCommitRequestTopic_v3, _enc_TxnOffsetCommitRequestTopic_v3),
@@ -633,6 +669,7 @@ bind_codecs(
     _TxnOffsetCommitRequestPartition,
     _tj_TxnOffsetCommitRequestPartition,
     _fj_TxnOffsetCommitRequestPartition,
+    _rnd_TxnOffsetCommitRequestPartition,
     (0, 1, _dec_TxnOffsetCommitRequestPartition_v0, _enc_TxnOffsetCommitRequestPartition_v0),
     (2, 2, _dec_TxnOffsetCommitRequestPartition_v2, _enc_TxnOffsetCommitRequestPartition_v2),
     (3, 4, _dec_TxnOffsetCommitRequestPartition_v3, _enc_TxnOffsetCommitRequestPartition_v3),
@@ -725,6 +762,14 @@ def _fj_TxnOffsetCommitResponse(obj: dict[str, Any], version: int) -> TxnOffsetC
     return o
 
 
+def _rnd_TxnOffsetCommitResponse(g: Any, version: int) -> TxnOffsetCommitResponse:
+    o = new_instance(TxnOffsetCommitResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.topics = [_rnd_TxnOffsetCommitResponseTopic(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 def _dec_TxnOffsetCommitResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitResponseTopic, int]:
@@ -811,6 +856,14 @@ def _fj_TxnOffsetCommitResponseTopic(
     return o
 
 
+def _rnd_TxnOffsetCommitResponseTopic(g: Any, version: int) -> _TxnOffsetCommitResponseTopic:
+    o = new_instance(_TxnOffsetCommitResponseTopic)
+    o.name = g.str()
+    o.partitions = [_rnd_TxnOffsetCommitResponsePartition(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 def _dec_TxnOffsetCommitResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitResponsePartition, int]:
@@ -878,10 +931,21 @@ def _fj_TxnOffsetCommitResponsePartition(
     return o
 
 
+def _rnd_TxnOffsetCommitResponsePartition(
+    g: Any, version: int
+) -> _TxnOffsetCommitResponsePartition:
+    o = new_instance(_TxnOffsetCommitResponsePartition)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
+    return o
+
+
 bind_codecs(
     TxnOffsetCommitResponse,
     _tj_TxnOffsetCommitResponse,
     _fj_TxnOffsetCommitResponse,
+    _rnd_TxnOffsetCommitResponse,
     (0, 2, _dec_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0),
     (3, 4, _dec_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3),
 )
@@ -889,6 +953,7 @@ bind_codecs(
     _TxnOffsetCommitResponseTopic,
     _tj_TxnOffsetCommitResponseTopic,
     _fj_TxnOffsetCommitResponseTopic,
+    _rnd_TxnOffsetCommitResponseTopic,
     (0, 2, _dec_TxnOffsetCommitResponseTopic_v0, _enc_TxnOffsetCommitResponseTopic_v0),
     (3, 4, _dec_TxnOffsetCommitResponseTopic_v3, _enc_TxnOffsetCommitResponseTopic_v3),
 )
@@ -896,6 +961,7 @@ bind_codecs(
     _TxnOffsetCommitResponsePartition,
     _tj_TxnOffsetCommitResponsePartition,
     _fj_TxnOffsetCommitResponsePartition,
+    _rnd_TxnOffsetCommitResponsePartition,
     (0, 2, _dec_TxnOffsetCommitResponsePartition_v0, _enc_TxnOffsetCommitResponsePartition_v0),
     (3, 4, _dec_TxnOffsetCommitResponsePartition_v3, _enc_TxnOffsetCommitResponsePartition_v3),
 )

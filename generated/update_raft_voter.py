@@ -285,6 +285,18 @@ def _fj_UpdateRaftVoterRequest(obj: dict[str, Any], version: int) -> UpdateRaftV
     return o
 
 
+def _rnd_UpdateRaftVoterRequest(g: Any, version: int) -> UpdateRaftVoterRequest:
+    o = new_instance(UpdateRaftVoterRequest)
+    o.cluster_id = None if g.is_null() else g.str()
+    o.current_leader_epoch = g.int("int32")
+    o.voter_id = g.int("int32")
+    o.voter_directory_id = g.uuid()
+    o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
+    o.k_raft_version_feature = _rnd_KRaftVersionFeature(g, version)
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -327,6 +339,15 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     return o
 
 
+def _rnd_Listener(g: Any, version: int) -> _Listener:
+    o = new_instance(_Listener)
+    o.name = g.str()
+    o.host = g.str()
+    o.port = g.int("uint16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_KRaftVersionFeature_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_KRaftVersionFeature, int]:
@@ -365,22 +386,33 @@ def _fj_KRaftVersionFeature(obj: dict[str, Any], version: int) -> _KRaftVersionF
     return o
 
 
+def _rnd_KRaftVersionFeature(g: Any, version: int) -> _KRaftVersionFeature:
+    o = new_instance(_KRaftVersionFeature)
+    o.min_supported_version = g.int("int16")
+    o.max_supported_version = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     UpdateRaftVoterRequest,
     _tj_UpdateRaftVoterRequest,
     _fj_UpdateRaftVoterRequest,
+    _rnd_UpdateRaftVoterRequest,
     (0, 0, _dec_UpdateRaftVoterRequest_v0, _enc_UpdateRaftVoterRequest_v0),
 )
 bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
+    _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
 )
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
     _fj_KRaftVersionFeature,
+    _rnd_KRaftVersionFeature,
     (0, 0, _dec_KRaftVersionFeature_v0, _enc_KRaftVersionFeature_v0),
 )
 
@@ -458,6 +490,15 @@ def _fj_UpdateRaftVoterResponse(obj: dict[str, Any], version: int) -> UpdateRaft
     return o
 
 
+def _rnd_UpdateRaftVoterResponse(g: Any, version: int) -> UpdateRaftVoterResponse:
+    o = new_instance(UpdateRaftVoterResponse)
+    o.throttle_time_ms = g.int("int32")
+    o.error_code = g.int("int16")
+    o.current_leader = (_rnd_CurrentLeader(g, version)) if g.present() else _CurrentLeader()
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 def _dec_CurrentLeader_v0(buf: Buffer, pos: int, end: int) -> tuple[_CurrentLeader, int]:
     o = new_instance(_CurrentLeader)
 
@@ -504,15 +545,27 @@ def _fj_CurrentLeader(obj: dict[str, Any], version: int) -> _CurrentLeader:
     return o
 
 
+def _rnd_CurrentLeader(g: Any, version: int) -> _CurrentLeader:
+    o = new_instance(_CurrentLeader)
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.host = g.str()
+    o.port = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     UpdateRaftVoterResponse,
     _tj_UpdateRaftVoterResponse,
     _fj_UpdateRaftVoterResponse,
+    _rnd_UpdateRaftVoterResponse,
     (0, 0, _dec_UpdateRaftVoterResponse_v0, _enc_UpdateRaftVoterResponse_v0),
 )
 bind_codecs(
     _CurrentLeader,
     _tj_CurrentLeader,
     _fj_CurrentLeader,
+    _rnd_CurrentLeader,
     (0, 0, _dec_CurrentLeader_v0, _enc_CurrentLeader_v0),
 )

@@ -341,6 +341,15 @@ def _fj_VoteRequest(obj: dict[str, Any], version: int) -> VoteRequest:
     return o
 
 
+def _rnd_VoteRequest(g: Any, version: int) -> VoteRequest:
+    o = new_instance(VoteRequest)
+    o.cluster_id = None if g.is_null() else g.str()
+    o.voter_id = (g.int("int32")) if version >= 1 else -1
+    o.topics = [_rnd_VoteRequest_TopicData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_VoteRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteRequest_TopicData, int]:
@@ -421,6 +430,14 @@ def _fj_VoteRequest_TopicData(obj: dict[str, Any], version: int) -> _VoteRequest
     else:
         o.partitions = [_fj_VoteRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_VoteRequest_TopicData(g: Any, version: int) -> _VoteRequest_TopicData:
+    o = new_instance(_VoteRequest_TopicData)
+    o.topic_name = g.str()
+    o.partitions = [_rnd_VoteRequest_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -516,10 +533,24 @@ def _fj_VoteRequest_PartitionData(obj: dict[str, Any], version: int) -> _VoteReq
     return o
 
 
+def _rnd_VoteRequest_PartitionData(g: Any, version: int) -> _VoteRequest_PartitionData:
+    o = new_instance(_VoteRequest_PartitionData)
+    o.partition_index = g.int("int32")
+    o.candidate_epoch = g.int("int32")
+    o.candidate_id = g.int("int32")
+    o.candidate_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
+    o.voter_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
+    o.last_offset_epoch = g.int("int32")
+    o.last_offset = g.int("int64")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     VoteRequest,
     _tj_VoteRequest,
     _fj_VoteRequest,
+    _rnd_VoteRequest,
     (0, 0, _dec_VoteRequest_v0, _enc_VoteRequest_v0),
     (1, 1, _dec_VoteRequest_v1, _enc_VoteRequest_v1),
 )
@@ -527,6 +558,7 @@ bind_codecs(
     _VoteRequest_TopicData,
     _tj_VoteRequest_TopicData,
     _fj_VoteRequest_TopicData,
+    _rnd_VoteRequest_TopicData,
     (0, 0, _dec_VoteRequest_TopicData_v0, _enc_VoteRequest_TopicData_v0),
     (1, 1, _dec_VoteRequest_TopicData_v1, _enc_VoteRequest_TopicData_v1),
 )
@@ -534,6 +566,7 @@ bind_codecs(
     _VoteRequest_PartitionData,
     _tj_VoteRequest_PartitionData,
     _fj_VoteRequest_PartitionData,
+    _rnd_VoteRequest_PartitionData,
     (0, 0, _dec_VoteRequest_PartitionData_v0, _enc_VoteRequest_PartitionData_v0),
     (1, 1, _dec_VoteRequest_PartitionData_v1, _enc_VoteRequest_PartitionData_v1),
 )
@@ -655,6 +688,23 @@ def _fj_VoteResponse(obj: dict[str, Any], version: int) -> VoteResponse:
     return o
 
 
+def _rnd_VoteResponse(g: Any, version: int) -> VoteResponse:
+    o = new_instance(VoteResponse)
+    o.error_code = g.int("int16")
+    o.topics = [_rnd_VoteResponse_TopicData(g, version) for _ in range(g.count())]
+    o.node_endpoints = (
+        (
+            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
+            if g.present()
+            else KeyedList()
+        )
+        if version >= 1
+        else KeyedList()
+    )
+    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    return o
+
+
 def _dec_VoteResponse_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteResponse_TopicData, int]:
@@ -707,6 +757,14 @@ def _fj_VoteResponse_TopicData(obj: dict[str, Any], version: int) -> _VoteRespon
     return o
 
 
+def _rnd_VoteResponse_TopicData(g: Any, version: int) -> _VoteResponse_TopicData:
+    o = new_instance(_VoteResponse_TopicData)
+    o.topic_name = g.str()
+    o.partitions = [_rnd_VoteResponse_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_VoteResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteResponse_PartitionData, int]:
@@ -752,6 +810,17 @@ def _fj_VoteResponse_PartitionData(
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.vote_granted = get_bool(obj, "voteGranted", p, REQUIRED)
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_VoteResponse_PartitionData(g: Any, version: int) -> _VoteResponse_PartitionData:
+    o = new_instance(_VoteResponse_PartitionData)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.leader_id = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.vote_granted = g.bool()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -802,10 +871,20 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     return o
 
 
+def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
+    o = new_instance(_NodeEndpoint)
+    o.node_id = (g.int("int32")) if version >= 1 else 0
+    o.host = (g.str()) if version >= 1 else ""
+    o.port = (g.int("uint16")) if version >= 1 else 0
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     VoteResponse,
     _tj_VoteResponse,
     _fj_VoteResponse,
+    _rnd_VoteResponse,
     (0, 0, _dec_VoteResponse_v0, _enc_VoteResponse_v0),
     (1, 1, _dec_VoteResponse_v1, _enc_VoteResponse_v1),
 )
@@ -813,17 +892,20 @@ bind_codecs(
     _VoteResponse_TopicData,
     _tj_VoteResponse_TopicData,
     _fj_VoteResponse_TopicData,
+    _rnd_VoteResponse_TopicData,
     (0, 1, _dec_VoteResponse_TopicData_v0, _enc_VoteResponse_TopicData_v0),
 )
 bind_codecs(
     _VoteResponse_PartitionData,
     _tj_VoteResponse_PartitionData,
     _fj_VoteResponse_PartitionData,
+    _rnd_VoteResponse_PartitionData,
     (0, 1, _dec_VoteResponse_PartitionData_v0, _enc_VoteResponse_PartitionData_v0),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
+    _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )

@@ -287,6 +287,14 @@ def _fj_WriteShareGroupStateRequest(
     return o
 
 
+def _rnd_WriteShareGroupStateRequest(g: Any, version: int) -> WriteShareGroupStateRequest:
+    o = new_instance(WriteShareGroupStateRequest)
+    o.group_id = g.str()
+    o.topics = [_rnd_WriteStateData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_WriteStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_WriteStateData, int]:
     o = new_instance(_WriteStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -333,6 +341,14 @@ def _fj_WriteStateData(obj: dict[str, Any], version: int) -> _WriteStateData:
     else:
         o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_WriteStateData(g: Any, version: int) -> _WriteStateData:
+    o = new_instance(_WriteStateData)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -394,6 +410,17 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
+def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
+    o = new_instance(_PartitionData)
+    o.partition = g.int("int32")
+    o.state_epoch = g.int("int32")
+    o.leader_epoch = g.int("int32")
+    o.start_offset = g.int("int64")
+    o.state_batches = [_rnd_StateBatch(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, int]:
     o = new_instance(_StateBatch)
 
@@ -436,28 +463,42 @@ def _fj_StateBatch(obj: dict[str, Any], version: int) -> _StateBatch:
     return o
 
 
+def _rnd_StateBatch(g: Any, version: int) -> _StateBatch:
+    o = new_instance(_StateBatch)
+    o.first_offset = g.int("int64")
+    o.last_offset = g.int("int64")
+    o.delivery_state = g.int("int8")
+    o.delivery_count = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     WriteShareGroupStateRequest,
     _tj_WriteShareGroupStateRequest,
     _fj_WriteShareGroupStateRequest,
+    _rnd_WriteShareGroupStateRequest,
     (0, 0, _dec_WriteShareGroupStateRequest_v0, _enc_WriteShareGroupStateRequest_v0),
 )
 bind_codecs(
     _WriteStateData,
     _tj_WriteStateData,
     _fj_WriteStateData,
+    _rnd_WriteStateData,
     (0, 0, _dec_WriteStateData_v0, _enc_WriteStateData_v0),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
+    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
+    _rnd_StateBatch,
     (0, 0, _dec_StateBatch_v0, _enc_StateBatch_v0),
 )
 
@@ -506,6 +547,13 @@ def _fj_WriteShareGroupStateResponse(
     else:
         o.results = [_fj_WriteStateResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_WriteShareGroupStateResponse(g: Any, version: int) -> WriteShareGroupStateResponse:
+    o = new_instance(WriteShareGroupStateResponse)
+    o.results = [_rnd_WriteStateResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -560,6 +608,14 @@ def _fj_WriteStateResult(obj: dict[str, Any], version: int) -> _WriteStateResult
     return o
 
 
+def _rnd_WriteStateResult(g: Any, version: int) -> _WriteStateResult:
+    o = new_instance(_WriteStateResult)
+    o.topic_id = g.uuid()
+    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
 
@@ -600,21 +656,33 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
+def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
+    o = new_instance(_PartitionResult)
+    o.partition = g.int("int32")
+    o.error_code = g.int("int16")
+    o.error_message = None if g.is_null() else g.str()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    return o
+
+
 bind_codecs(
     WriteShareGroupStateResponse,
     _tj_WriteShareGroupStateResponse,
     _fj_WriteShareGroupStateResponse,
+    _rnd_WriteShareGroupStateResponse,
     (0, 0, _dec_WriteShareGroupStateResponse_v0, _enc_WriteShareGroupStateResponse_v0),
 )
 bind_codecs(
     _WriteStateResult,
     _tj_WriteStateResult,
     _fj_WriteStateResult,
+    _rnd_WriteStateResult,
     (0, 0, _dec_WriteStateResult_v0, _enc_WriteStateResult_v0),
 )
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
+    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )

@@ -290,6 +290,13 @@ def _fj_WriteTxnMarkersRequest(obj: dict[str, Any], version: int) -> WriteTxnMar
     return o
 
 
+def _rnd_WriteTxnMarkersRequest(g: Any, version: int) -> WriteTxnMarkersRequest:
+    o = new_instance(WriteTxnMarkersRequest)
+    o.markers = [_rnd_WritableTxnMarker(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_WritableTxnMarker_v0(buf: Buffer, pos: int, end: int) -> tuple[_WritableTxnMarker, int]:
     o = new_instance(_WritableTxnMarker)
 
@@ -382,6 +389,17 @@ def _fj_WritableTxnMarker(obj: dict[str, Any], version: int) -> _WritableTxnMark
     return o
 
 
+def _rnd_WritableTxnMarker(g: Any, version: int) -> _WritableTxnMarker:
+    o = new_instance(_WritableTxnMarker)
+    o.producer_id = g.int("int64")
+    o.producer_epoch = g.int("int16")
+    o.transaction_result = g.bool()
+    o.topics = [_rnd_WritableTxnMarkerTopic(g, version) for _ in range(g.count())]
+    o.coordinator_epoch = g.int("int32")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_WritableTxnMarkerTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerTopic, int]:
@@ -462,10 +480,19 @@ def _fj_WritableTxnMarkerTopic(obj: dict[str, Any], version: int) -> _WritableTx
     return o
 
 
+def _rnd_WritableTxnMarkerTopic(g: Any, version: int) -> _WritableTxnMarkerTopic:
+    o = new_instance(_WritableTxnMarkerTopic)
+    o.name = g.str()
+    o.partition_indexes = [g.int("int32") for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 bind_codecs(
     WriteTxnMarkersRequest,
     _tj_WriteTxnMarkersRequest,
     _fj_WriteTxnMarkersRequest,
+    _rnd_WriteTxnMarkersRequest,
     (0, 0, _dec_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v0),
     (1, 1, _dec_WriteTxnMarkersRequest_v1, _enc_WriteTxnMarkersRequest_v1),
 )
@@ -473,6 +500,7 @@ bind_codecs(
     _WritableTxnMarker,
     _tj_WritableTxnMarker,
     _fj_WritableTxnMarker,
+    _rnd_WritableTxnMarker,
     (0, 0, _dec_WritableTxnMarker_v0, _enc_WritableTxnMarker_v0),
     (1, 1, _dec_WritableTxnMarker_v1, _enc_WritableTxnMarker_v1),
 )
@@ -480,6 +508,7 @@ bind_codecs(
     _WritableTxnMarkerTopic,
     _tj_WritableTxnMarkerTopic,
     _fj_WritableTxnMarkerTopic,
+    _rnd_WritableTxnMarkerTopic,
     (0, 0, _dec_WritableTxnMarkerTopic_v0, _enc_WritableTxnMarkerTopic_v0),
     (1, 1, _dec_WritableTxnMarkerTopic_v1, _enc_WritableTxnMarkerTopic_v1),
 )
@@ -558,6 +587,13 @@ def _fj_WriteTxnMarkersResponse(obj: dict[str, Any], version: int) -> WriteTxnMa
     else:
         o.markers = [_fj_WritableTxnMarkerResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
+    return o
+
+
+def _rnd_WriteTxnMarkersResponse(g: Any, version: int) -> WriteTxnMarkersResponse:
+    o = new_instance(WriteTxnMarkersResponse)
+    o.markers = [_rnd_WritableTxnMarkerResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -647,6 +683,14 @@ def _fj_WritableTxnMarkerResult(obj: dict[str, Any], version: int) -> _WritableT
     return o
 
 
+def _rnd_WritableTxnMarkerResult(g: Any, version: int) -> _WritableTxnMarkerResult:
+    o = new_instance(_WritableTxnMarkerResult)
+    o.producer_id = g.int("int64")
+    o.topics = [_rnd_WritableTxnMarkerTopicResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_WritableTxnMarkerTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerTopicResult, int]:
@@ -733,6 +777,14 @@ def _fj_WritableTxnMarkerTopicResult(
     return o
 
 
+def _rnd_WritableTxnMarkerTopicResult(g: Any, version: int) -> _WritableTxnMarkerTopicResult:
+    o = new_instance(_WritableTxnMarkerTopicResult)
+    o.name = g.str()
+    o.partitions = [_rnd_WritableTxnMarkerPartitionResult(g, version) for _ in range(g.count())]
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 def _dec_WritableTxnMarkerPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerPartitionResult, int]:
@@ -800,10 +852,21 @@ def _fj_WritableTxnMarkerPartitionResult(
     return o
 
 
+def _rnd_WritableTxnMarkerPartitionResult(
+    g: Any, version: int
+) -> _WritableTxnMarkerPartitionResult:
+    o = new_instance(_WritableTxnMarkerPartitionResult)
+    o.partition_index = g.int("int32")
+    o.error_code = g.int("int16")
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
+    return o
+
+
 bind_codecs(
     WriteTxnMarkersResponse,
     _tj_WriteTxnMarkersResponse,
     _fj_WriteTxnMarkersResponse,
+    _rnd_WriteTxnMarkersResponse,
     (0, 0, _dec_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v0),
     (1, 1, _dec_WriteTxnMarkersResponse_v1, _enc_WriteTxnMarkersResponse_v1),
 )
@@ -811,6 +874,7 @@ bind_codecs(
     _WritableTxnMarkerResult,
     _tj_WritableTxnMarkerResult,
     _fj_WritableTxnMarkerResult,
+    _rnd_WritableTxnMarkerResult,
     (0, 0, _dec_WritableTxnMarkerResult_v0, _enc_WritableTxnMarkerResult_v0),
     (1, 1, _dec_WritableTxnMarkerResult_v1, _enc_WritableTxnMarkerResult_v1),
 )
@@ -818,6 +882,7 @@ bind_codecs(
     _WritableTxnMarkerTopicResult,
     _tj_WritableTxnMarkerTopicResult,
     _fj_WritableTxnMarkerTopicResult,
+    _rnd_WritableTxnMarkerTopicResult,
     (0, 0, _dec_WritableTxnMarkerTopicResult_v0, _enc_WritableTxnMarkerTopicResult_v0),
     (1, 1, _dec_WritableTxnMarkerTopicResult_v1, _enc_WritableTxnMarkerTopicResult_v1),
 )
@@ -825,6 +890,7 @@ bind_codecs(
     _WritableTxnMarkerPartitionResult,
     _tj_WritableTxnMarkerPartitionResult,
     _fj_WritableTxnMarkerPartitionResult,
+    _rnd_WritableTxnMarkerPartitionResult,
     (0, 0, _dec_WritableTxnMarkerPartitionResult_v0, _enc_WritableTxnMarkerPartitionResult_v0),
     (1, 1, _dec_WritableTxnMarkerPartitionResult_v1, _enc_WritableTxnMarkerPartitionResult_v1),
 )

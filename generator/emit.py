@@ -83,6 +83,12 @@ class StructPlan:
     doc: str = ""
 
     @property
+    def first_free_tag(self) -> int:
+        """The lowest tag no field of this struct uses (for unknown tagged fields)."""
+        tags = [f.tag for f in self.struct.fields if f.tag is not None]
+        return max(tags) + 1 if tags else 0
+
+    @property
     def layouts(self) -> list[tuple[int, int, str]]:
         """(first, last, suffix) for each run of consecutive versions sharing a layout."""
         runs: list[tuple[int, int, str]] = []

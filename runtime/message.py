@@ -62,6 +62,22 @@ class Struct:
     def _from_json(obj: Any, version: int) -> Any:  # replaced by generated code
         raise NotImplementedError
 
+    @staticmethod
+    def _random(gen: Any, version: int) -> Any:  # replaced by generated code
+        raise NotImplementedError
+
+    @classmethod
+    def random(cls: type[T], version: int, gen: Any = None) -> T:
+        """A random instance valid at ``version``: every field present at that version set.
+
+        ``gen`` is a seed or a :class:`kafkagen.runtime.randomgen.RandomGen` (default: seed 0).
+        """
+        from .randomgen import RandomGen
+
+        if not isinstance(gen, RandomGen):
+            gen = RandomGen(0 if gen is None else gen)
+        return cast(T, cls._random(gen, version))
+
 
 class Message(Struct):
     """A top-level message (request, response, header or data) with its version range."""
@@ -181,6 +197,7 @@ def bind_codecs(
     cls: type[Struct],
     to_json: Callable[[Any, int], Any],
     from_json: Callable[[Any, int], Any],
+    random: Callable[[Any, int], Any],
     *layouts: tuple[int, int, Decoder, Encoder],
 ) -> None:
     """Attach a generated struct's codecs: each layout serves versions first..last."""
@@ -188,6 +205,7 @@ def bind_codecs(
     cls._encoders = {v: enc for first, last, _, enc in layouts for v in range(first, last + 1)}
     cls._to_json = staticmethod(to_json)  # type: ignore[method-assign, assignment]
     cls._from_json = staticmethod(from_json)  # type: ignore[method-assign, assignment]
+    cls._random = staticmethod(random)  # type: ignore[method-assign, assignment]
     cls._fields = tuple(cls.__slots__)[:-1]  # every slot but unknown_tagged_fields
 
 
