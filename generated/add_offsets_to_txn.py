@@ -161,6 +161,7 @@ def _enc_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: Writer) -> None
 
 def _tj_AddOffsetsToTxnRequest(o: AddOffsetsToTxnRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["transactionalId"] = o.transactional_id
     d["producerId"] = o.producer_id
     d["producerEpoch"] = o.producer_epoch
@@ -170,6 +171,7 @@ def _tj_AddOffsetsToTxnRequest(o: AddOffsetsToTxnRequest, version: int) -> dict[
 
 def _fj_AddOffsetsToTxnRequest(obj: dict[str, Any], version: int) -> AddOffsetsToTxnRequest:
     o = new_instance(AddOffsetsToTxnRequest)
+    v: Any
     p = "AddOffsetsToTxnRequest"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED)
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
@@ -244,6 +246,7 @@ def _enc_AddOffsetsToTxnResponse_v3(o: AddOffsetsToTxnResponse, w: Writer) -> No
 
 def _tj_AddOffsetsToTxnResponse(o: AddOffsetsToTxnResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     return d
@@ -251,6 +254,7 @@ def _tj_AddOffsetsToTxnResponse(o: AddOffsetsToTxnResponse, version: int) -> dic
 
 def _fj_AddOffsetsToTxnResponse(obj: dict[str, Any], version: int) -> AddOffsetsToTxnResponse:
     o = new_instance(AddOffsetsToTxnResponse)
+    v: Any
     p = "AddOffsetsToTxnResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -401,6 +401,7 @@ def _enc_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, w: Writer) -
 
 def _tj_AddPartitionsToTxnRequest(o: AddPartitionsToTxnRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         v = o.transactions
         d["transactions"] = [_tj_AddPartitionsToTxnTransaction(x, version) for x in v]
@@ -418,15 +419,13 @@ def _tj_AddPartitionsToTxnRequest(o: AddPartitionsToTxnRequest, version: int) ->
 
 def _fj_AddPartitionsToTxnRequest(obj: dict[str, Any], version: int) -> AddPartitionsToTxnRequest:
     o = new_instance(AddPartitionsToTxnRequest)
+    v: Any
     p = "AddPartitionsToTxnRequest"
     if version >= 4:
         v = get_list(obj, "transactions", p, REQUIRED)
-        if v is None:
-            o.transactions = None
-        else:
-            o.transactions = KeyedList(
-                [_fj_AddPartitionsToTxnTransaction(as_object(x, p), version) for x in v]
-            )
+        o.transactions = KeyedList(
+            [_fj_AddPartitionsToTxnTransaction(as_object(x, p), version) for x in v]
+        )
     else:
         o.transactions = KeyedList()
     o.v3_and_below_transactional_id = (
@@ -440,12 +439,9 @@ def _fj_AddPartitionsToTxnRequest(obj: dict[str, Any], version: int) -> AddParti
     )
     if version <= 3:
         v = get_list(obj, "v3AndBelowTopics", p, REQUIRED)
-        if v is None:
-            o.v3_and_below_topics = None
-        else:
-            o.v3_and_below_topics = KeyedList(
-                [_fj_AddPartitionsToTxnTopic(as_object(x, p), version) for x in v]
-            )
+        o.v3_and_below_topics = KeyedList(
+            [_fj_AddPartitionsToTxnTopic(as_object(x, p), version) for x in v]
+        )
     else:
         o.v3_and_below_topics = KeyedList()
     o.unknown_tagged_fields = ()
@@ -510,6 +506,7 @@ def _tj_AddPartitionsToTxnTransaction(
     o: _AddPartitionsToTxnTransaction, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         d["transactionalId"] = o.transactional_id
     if version >= 4:
@@ -528,6 +525,7 @@ def _fj_AddPartitionsToTxnTransaction(
     obj: dict[str, Any], version: int
 ) -> _AddPartitionsToTxnTransaction:
     o = new_instance(_AddPartitionsToTxnTransaction)
+    v: Any
     p = "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 4 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 4 else 0
@@ -535,10 +533,7 @@ def _fj_AddPartitionsToTxnTransaction(
     o.verify_only = get_bool(obj, "verifyOnly", p, REQUIRED) if version >= 4 else False
     if version >= 4:
         v = get_list(obj, "topics", p, REQUIRED)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = KeyedList([_fj_AddPartitionsToTxnTopic(as_object(x, p), version) for x in v])
+        o.topics = KeyedList([_fj_AddPartitionsToTxnTopic(as_object(x, p), version) for x in v])
     else:
         o.topics = KeyedList()
     o.unknown_tagged_fields = ()
@@ -619,6 +614,7 @@ def _enc_AddPartitionsToTxnTopic_v3(o: _AddPartitionsToTxnTopic, w: Writer) -> N
 
 def _tj_AddPartitionsToTxnTopic(o: _AddPartitionsToTxnTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [x for x in v]
@@ -627,13 +623,11 @@ def _tj_AddPartitionsToTxnTopic(o: _AddPartitionsToTxnTopic, version: int) -> di
 
 def _fj_AddPartitionsToTxnTopic(obj: dict[str, Any], version: int) -> _AddPartitionsToTxnTopic:
     o = new_instance(_AddPartitionsToTxnTopic)
+    v: Any
     p = "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -806,6 +800,7 @@ def _enc_AddPartitionsToTxnResponse_v4(o: AddPartitionsToTxnResponse, w: Writer)
 
 def _tj_AddPartitionsToTxnResponse(o: AddPartitionsToTxnResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     if version >= 4:
         d["errorCode"] = o.error_code
@@ -820,27 +815,22 @@ def _tj_AddPartitionsToTxnResponse(o: AddPartitionsToTxnResponse, version: int) 
 
 def _fj_AddPartitionsToTxnResponse(obj: dict[str, Any], version: int) -> AddPartitionsToTxnResponse:
     o = new_instance(AddPartitionsToTxnResponse)
+    v: Any
     p = "AddPartitionsToTxnResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 4 else 0
     if version >= 4:
         v = get_list(obj, "resultsByTransaction", p, REQUIRED)
-        if v is None:
-            o.results_by_transaction = None
-        else:
-            o.results_by_transaction = KeyedList(
-                [_fj_AddPartitionsToTxnResult(as_object(x, p), version) for x in v]
-            )
+        o.results_by_transaction = KeyedList(
+            [_fj_AddPartitionsToTxnResult(as_object(x, p), version) for x in v]
+        )
     else:
         o.results_by_transaction = KeyedList()
     if version <= 3:
         v = get_list(obj, "resultsByTopicV3AndBelow", p, REQUIRED)
-        if v is None:
-            o.results_by_topic_v3_and_below = None
-        else:
-            o.results_by_topic_v3_and_below = KeyedList(
-                [_fj_AddPartitionsToTxnTopicResult(as_object(x, p), version) for x in v]
-            )
+        o.results_by_topic_v3_and_below = KeyedList(
+            [_fj_AddPartitionsToTxnTopicResult(as_object(x, p), version) for x in v]
+        )
     else:
         o.results_by_topic_v3_and_below = KeyedList()
     o.unknown_tagged_fields = ()
@@ -898,6 +888,7 @@ def _enc_AddPartitionsToTxnResult_v4(o: _AddPartitionsToTxnResult, w: Writer) ->
 
 def _tj_AddPartitionsToTxnResult(o: _AddPartitionsToTxnResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         d["transactionalId"] = o.transactional_id
     if version >= 4:
@@ -908,16 +899,14 @@ def _tj_AddPartitionsToTxnResult(o: _AddPartitionsToTxnResult, version: int) -> 
 
 def _fj_AddPartitionsToTxnResult(obj: dict[str, Any], version: int) -> _AddPartitionsToTxnResult:
     o = new_instance(_AddPartitionsToTxnResult)
+    v: Any
     p = "AddPartitionsToTxnResponse.AddPartitionsToTxnResult"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 4 else ""
     if version >= 4:
         v = get_list(obj, "topicResults", p, REQUIRED)
-        if v is None:
-            o.topic_results = None
-        else:
-            o.topic_results = KeyedList(
-                [_fj_AddPartitionsToTxnTopicResult(as_object(x, p), version) for x in v]
-            )
+        o.topic_results = KeyedList(
+            [_fj_AddPartitionsToTxnTopicResult(as_object(x, p), version) for x in v]
+        )
     else:
         o.topic_results = KeyedList()
     o.unknown_tagged_fields = ()
@@ -1015,6 +1004,7 @@ def _tj_AddPartitionsToTxnTopicResult(
     o: _AddPartitionsToTxnTopicResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.results_by_partition
     d["resultsByPartition"] = [_tj_AddPartitionsToTxnPartitionResult(x, version) for x in v]
@@ -1025,15 +1015,13 @@ def _fj_AddPartitionsToTxnTopicResult(
     obj: dict[str, Any], version: int
 ) -> _AddPartitionsToTxnTopicResult:
     o = new_instance(_AddPartitionsToTxnTopicResult)
+    v: Any
     p = "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "resultsByPartition", p, REQUIRED)
-    if v is None:
-        o.results_by_partition = None
-    else:
-        o.results_by_partition = KeyedList(
-            [_fj_AddPartitionsToTxnPartitionResult(as_object(x, p), version) for x in v]
-        )
+    o.results_by_partition = KeyedList(
+        [_fj_AddPartitionsToTxnPartitionResult(as_object(x, p), version) for x in v]
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -1099,6 +1087,7 @@ def _tj_AddPartitionsToTxnPartitionResult(
     o: _AddPartitionsToTxnPartitionResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["partitionErrorCode"] = o.partition_error_code
     return d
@@ -1108,6 +1097,7 @@ def _fj_AddPartitionsToTxnPartitionResult(
     obj: dict[str, Any], version: int
 ) -> _AddPartitionsToTxnPartitionResult:
     o = new_instance(_AddPartitionsToTxnPartitionResult)
+    v: Any
     p = "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.partition_error_code = get_int(obj, "partitionErrorCode", p, REQUIRED)

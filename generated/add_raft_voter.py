@@ -187,6 +187,7 @@ def _enc_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: Writer) -> None:
 
 def _tj_AddRaftVoterRequest(o: AddRaftVoterRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["clusterId"] = o.cluster_id
     d["timeoutMs"] = o.timeout_ms
     d["voterId"] = o.voter_id
@@ -199,16 +200,14 @@ def _tj_AddRaftVoterRequest(o: AddRaftVoterRequest, version: int) -> dict[str, A
 
 def _fj_AddRaftVoterRequest(obj: dict[str, Any], version: int) -> AddRaftVoterRequest:
     o = new_instance(AddRaftVoterRequest)
+    v: Any
     p = "AddRaftVoterRequest"
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True)
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     o.voter_id = get_int(obj, "voterId", p, REQUIRED)
     o.voter_directory_id = get_uuid(obj, "voterDirectoryId", p, REQUIRED)
     v = get_list(obj, "listeners", p, REQUIRED)
-    if v is None:
-        o.listeners = None
-    else:
-        o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
+    o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -250,6 +249,7 @@ def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
 
 def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["host"] = o.host
     d["port"] = o.port
@@ -258,6 +258,7 @@ def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
 
 def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     o = new_instance(_Listener)
+    v: Any
     p = "AddRaftVoterRequest.Listener"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -319,6 +320,7 @@ def _enc_AddRaftVoterResponse_v0(o: AddRaftVoterResponse, w: Writer) -> None:
 
 def _tj_AddRaftVoterResponse(o: AddRaftVoterResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -327,6 +329,7 @@ def _tj_AddRaftVoterResponse(o: AddRaftVoterResponse, version: int) -> dict[str,
 
 def _fj_AddRaftVoterResponse(obj: dict[str, Any], version: int) -> AddRaftVoterResponse:
     o = new_instance(AddRaftVoterResponse)
+    v: Any
     p = "AddRaftVoterResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

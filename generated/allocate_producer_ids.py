@@ -128,6 +128,7 @@ def _enc_AllocateProducerIdsRequest_v0(o: AllocateProducerIdsRequest, w: Writer)
 
 def _tj_AllocateProducerIdsRequest(o: AllocateProducerIdsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["brokerEpoch"] = o.broker_epoch
     return d
@@ -135,6 +136,7 @@ def _tj_AllocateProducerIdsRequest(o: AllocateProducerIdsRequest, version: int) 
 
 def _fj_AllocateProducerIdsRequest(obj: dict[str, Any], version: int) -> AllocateProducerIdsRequest:
     o = new_instance(AllocateProducerIdsRequest)
+    v: Any
     p = "AllocateProducerIdsRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED)
@@ -187,6 +189,7 @@ def _enc_AllocateProducerIdsResponse_v0(o: AllocateProducerIdsResponse, w: Write
 
 def _tj_AllocateProducerIdsResponse(o: AllocateProducerIdsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["producerIdStart"] = o.producer_id_start
@@ -198,6 +201,7 @@ def _fj_AllocateProducerIdsResponse(
     obj: dict[str, Any], version: int
 ) -> AllocateProducerIdsResponse:
     o = new_instance(AllocateProducerIdsResponse)
+    v: Any
     p = "AllocateProducerIdsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -297,6 +297,7 @@ def _enc_AlterClientQuotasRequest_v1(o: AlterClientQuotasRequest, w: Writer) -> 
 
 def _tj_AlterClientQuotasRequest(o: AlterClientQuotasRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.entries
     d["entries"] = [_tj_AlterClientQuotasRequest_EntryData(x, version) for x in v]
     d["validateOnly"] = o.validate_only
@@ -305,12 +306,10 @@ def _tj_AlterClientQuotasRequest(o: AlterClientQuotasRequest, version: int) -> d
 
 def _fj_AlterClientQuotasRequest(obj: dict[str, Any], version: int) -> AlterClientQuotasRequest:
     o = new_instance(AlterClientQuotasRequest)
+    v: Any
     p = "AlterClientQuotasRequest"
     v = get_list(obj, "entries", p, REQUIRED)
-    if v is None:
-        o.entries = None
-    else:
-        o.entries = [_fj_AlterClientQuotasRequest_EntryData(as_object(x, p), version) for x in v]
+    o.entries = [_fj_AlterClientQuotasRequest_EntryData(as_object(x, p), version) for x in v]
     o.validate_only = get_bool(obj, "validateOnly", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -395,6 +394,7 @@ def _tj_AlterClientQuotasRequest_EntryData(
     o: _AlterClientQuotasRequest_EntryData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.entity
     d["entity"] = [_tj_AlterClientQuotasRequest_EntityData(x, version) for x in v]
     v = o.ops
@@ -406,17 +406,12 @@ def _fj_AlterClientQuotasRequest_EntryData(
     obj: dict[str, Any], version: int
 ) -> _AlterClientQuotasRequest_EntryData:
     o = new_instance(_AlterClientQuotasRequest_EntryData)
+    v: Any
     p = "AlterClientQuotasRequest.EntryData"
     v = get_list(obj, "entity", p, REQUIRED)
-    if v is None:
-        o.entity = None
-    else:
-        o.entity = [_fj_AlterClientQuotasRequest_EntityData(as_object(x, p), version) for x in v]
+    o.entity = [_fj_AlterClientQuotasRequest_EntityData(as_object(x, p), version) for x in v]
     v = get_list(obj, "ops", p, REQUIRED)
-    if v is None:
-        o.ops = None
-    else:
-        o.ops = [_fj_OpData(as_object(x, p), version) for x in v]
+    o.ops = [_fj_OpData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -480,6 +475,7 @@ def _tj_AlterClientQuotasRequest_EntityData(
     o: _AlterClientQuotasRequest_EntityData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["entityType"] = o.entity_type
     d["entityName"] = o.entity_name
     return d
@@ -489,6 +485,7 @@ def _fj_AlterClientQuotasRequest_EntityData(
     obj: dict[str, Any], version: int
 ) -> _AlterClientQuotasRequest_EntityData:
     o = new_instance(_AlterClientQuotasRequest_EntityData)
+    v: Any
     p = "AlterClientQuotasRequest.EntityData"
     o.entity_type = get_str(obj, "entityType", p, REQUIRED)
     o.entity_name = get_str(obj, "entityName", p, REQUIRED, True)
@@ -549,6 +546,7 @@ def _enc_OpData_v1(o: _OpData, w: Writer) -> None:
 
 def _tj_OpData(o: _OpData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["key"] = o.key
     d["value"] = o.value
     d["remove"] = o.remove
@@ -557,6 +555,7 @@ def _tj_OpData(o: _OpData, version: int) -> dict[str, Any]:
 
 def _fj_OpData(obj: dict[str, Any], version: int) -> _OpData:
     o = new_instance(_OpData)
+    v: Any
     p = "AlterClientQuotasRequest.OpData"
     o.key = get_str(obj, "key", p, REQUIRED)
     o.value = get_float(obj, "value", p, REQUIRED)
@@ -685,6 +684,7 @@ def _enc_AlterClientQuotasResponse_v1(o: AlterClientQuotasResponse, w: Writer) -
 
 def _tj_AlterClientQuotasResponse(o: AlterClientQuotasResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.entries
     d["entries"] = [_tj_AlterClientQuotasResponse_EntryData(x, version) for x in v]
@@ -693,13 +693,11 @@ def _tj_AlterClientQuotasResponse(o: AlterClientQuotasResponse, version: int) ->
 
 def _fj_AlterClientQuotasResponse(obj: dict[str, Any], version: int) -> AlterClientQuotasResponse:
     o = new_instance(AlterClientQuotasResponse)
+    v: Any
     p = "AlterClientQuotasResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "entries", p, REQUIRED)
-    if v is None:
-        o.entries = None
-    else:
-        o.entries = [_fj_AlterClientQuotasResponse_EntryData(as_object(x, p), version) for x in v]
+    o.entries = [_fj_AlterClientQuotasResponse_EntryData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -787,6 +785,7 @@ def _tj_AlterClientQuotasResponse_EntryData(
     o: _AlterClientQuotasResponse_EntryData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     v = o.entity
@@ -798,14 +797,12 @@ def _fj_AlterClientQuotasResponse_EntryData(
     obj: dict[str, Any], version: int
 ) -> _AlterClientQuotasResponse_EntryData:
     o = new_instance(_AlterClientQuotasResponse_EntryData)
+    v: Any
     p = "AlterClientQuotasResponse.EntryData"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "entity", p, REQUIRED)
-    if v is None:
-        o.entity = None
-    else:
-        o.entity = [_fj_AlterClientQuotasResponse_EntityData(as_object(x, p), version) for x in v]
+    o.entity = [_fj_AlterClientQuotasResponse_EntityData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -870,6 +867,7 @@ def _tj_AlterClientQuotasResponse_EntityData(
     o: _AlterClientQuotasResponse_EntityData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["entityType"] = o.entity_type
     d["entityName"] = o.entity_name
     return d
@@ -879,6 +877,7 @@ def _fj_AlterClientQuotasResponse_EntityData(
     obj: dict[str, Any], version: int
 ) -> _AlterClientQuotasResponse_EntityData:
     o = new_instance(_AlterClientQuotasResponse_EntityData)
+    v: Any
     p = "AlterClientQuotasResponse.EntityData"
     o.entity_type = get_str(obj, "entityType", p, REQUIRED)
     o.entity_name = get_str(obj, "entityName", p, REQUIRED, True)

@@ -246,6 +246,7 @@ def _enc_AlterConfigsRequest_v2(o: AlterConfigsRequest, w: Writer) -> None:
 
 def _tj_AlterConfigsRequest(o: AlterConfigsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.resources
     d["resources"] = [_tj_AlterConfigsResource(x, version) for x in v]
     d["validateOnly"] = o.validate_only
@@ -254,12 +255,10 @@ def _tj_AlterConfigsRequest(o: AlterConfigsRequest, version: int) -> dict[str, A
 
 def _fj_AlterConfigsRequest(obj: dict[str, Any], version: int) -> AlterConfigsRequest:
     o = new_instance(AlterConfigsRequest)
+    v: Any
     p = "AlterConfigsRequest"
     v = get_list(obj, "resources", p, REQUIRED)
-    if v is None:
-        o.resources = None
-    else:
-        o.resources = KeyedList([_fj_AlterConfigsResource(as_object(x, p), version) for x in v])
+    o.resources = KeyedList([_fj_AlterConfigsResource(as_object(x, p), version) for x in v])
     o.validate_only = get_bool(obj, "validateOnly", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -342,6 +341,7 @@ def _enc_AlterConfigsResource_v2(o: _AlterConfigsResource, w: Writer) -> None:
 
 def _tj_AlterConfigsResource(o: _AlterConfigsResource, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceType"] = o.resource_type
     d["resourceName"] = o.resource_name
     v = o.configs
@@ -351,14 +351,12 @@ def _tj_AlterConfigsResource(o: _AlterConfigsResource, version: int) -> dict[str
 
 def _fj_AlterConfigsResource(obj: dict[str, Any], version: int) -> _AlterConfigsResource:
     o = new_instance(_AlterConfigsResource)
+    v: Any
     p = "AlterConfigsRequest.AlterConfigsResource"
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED)
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED)
     v = get_list(obj, "configs", p, REQUIRED)
-    if v is None:
-        o.configs = None
-    else:
-        o.configs = KeyedList([_fj_AlterableConfig(as_object(x, p), version) for x in v])
+    o.configs = KeyedList([_fj_AlterableConfig(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -411,6 +409,7 @@ def _enc_AlterableConfig_v2(o: _AlterableConfig, w: Writer) -> None:
 
 def _tj_AlterableConfig(o: _AlterableConfig, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["value"] = o.value
     return d
@@ -418,6 +417,7 @@ def _tj_AlterableConfig(o: _AlterableConfig, version: int) -> dict[str, Any]:
 
 def _fj_AlterableConfig(obj: dict[str, Any], version: int) -> _AlterableConfig:
     o = new_instance(_AlterableConfig)
+    v: Any
     p = "AlterConfigsRequest.AlterableConfig"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED, True)
@@ -526,6 +526,7 @@ def _enc_AlterConfigsResponse_v2(o: AlterConfigsResponse, w: Writer) -> None:
 
 def _tj_AlterConfigsResponse(o: AlterConfigsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.responses
     d["responses"] = [_tj_AlterConfigsResourceResponse(x, version) for x in v]
@@ -534,13 +535,11 @@ def _tj_AlterConfigsResponse(o: AlterConfigsResponse, version: int) -> dict[str,
 
 def _fj_AlterConfigsResponse(obj: dict[str, Any], version: int) -> AlterConfigsResponse:
     o = new_instance(AlterConfigsResponse)
+    v: Any
     p = "AlterConfigsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
+    o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -616,6 +615,7 @@ def _tj_AlterConfigsResourceResponse(
     o: _AlterConfigsResourceResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["resourceType"] = o.resource_type
@@ -627,6 +627,7 @@ def _fj_AlterConfigsResourceResponse(
     obj: dict[str, Any], version: int
 ) -> _AlterConfigsResourceResponse:
     o = new_instance(_AlterConfigsResourceResponse)
+    v: Any
     p = "AlterConfigsResponse.AlterConfigsResourceResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)

@@ -402,6 +402,7 @@ def _enc_AlterPartitionRequest_v3(o: AlterPartitionRequest, w: Writer) -> None:
 
 def _tj_AlterPartitionRequest(o: AlterPartitionRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["brokerEpoch"] = o.broker_epoch
     v = o.topics
@@ -411,14 +412,12 @@ def _tj_AlterPartitionRequest(o: AlterPartitionRequest, version: int) -> dict[st
 
 def _fj_AlterPartitionRequest(obj: dict[str, Any], version: int) -> AlterPartitionRequest:
     o = new_instance(AlterPartitionRequest)
+    v: Any
     p = "AlterPartitionRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_AlterPartitionRequest_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_AlterPartitionRequest_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -564,6 +563,7 @@ def _tj_AlterPartitionRequest_TopicData(
     o: _AlterPartitionRequest_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 1:
         d["topicName"] = o.topic_name
     if version >= 2:
@@ -578,16 +578,12 @@ def _fj_AlterPartitionRequest_TopicData(
     obj: dict[str, Any], version: int
 ) -> _AlterPartitionRequest_TopicData:
     o = new_instance(_AlterPartitionRequest_TopicData)
+    v: Any
     p = "AlterPartitionRequest.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 1 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 2 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_AlterPartitionRequest_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_AlterPartitionRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -722,6 +718,7 @@ def _tj_AlterPartitionRequest_PartitionData(
     o: _AlterPartitionRequest_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["leaderEpoch"] = o.leader_epoch
     if version <= 2:
@@ -740,23 +737,18 @@ def _fj_AlterPartitionRequest_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _AlterPartitionRequest_PartitionData:
     o = new_instance(_AlterPartitionRequest_PartitionData)
+    v: Any
     p = "AlterPartitionRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     if version <= 2:
         v = get_list(obj, "newIsr", p, REQUIRED)
-        if v is None:
-            o.new_isr = None
-        else:
-            o.new_isr = [as_int(x, p) for x in v]
+        o.new_isr = [as_int(x, p) for x in v]
     else:
         o.new_isr = []
     if version >= 3:
         v = get_list(obj, "newIsrWithEpochs", p, REQUIRED)
-        if v is None:
-            o.new_isr_with_epochs = None
-        else:
-            o.new_isr_with_epochs = [_fj_BrokerState(as_object(x, p), version) for x in v]
+        o.new_isr_with_epochs = [_fj_BrokerState(as_object(x, p), version) for x in v]
     else:
         o.new_isr_with_epochs = []
     o.leader_recovery_state = (
@@ -805,6 +797,7 @@ def _enc_BrokerState_v3(o: _BrokerState, w: Writer) -> None:
 
 def _tj_BrokerState(o: _BrokerState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["brokerId"] = o.broker_id
     if version >= 3:
@@ -814,6 +807,7 @@ def _tj_BrokerState(o: _BrokerState, version: int) -> dict[str, Any]:
 
 def _fj_BrokerState(obj: dict[str, Any], version: int) -> _BrokerState:
     o = new_instance(_BrokerState)
+    v: Any
     p = "AlterPartitionRequest.BrokerState"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED) if version >= 3 else 0
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED) if version >= 3 else -1
@@ -985,6 +979,7 @@ def _enc_AlterPartitionResponse_v2(o: AlterPartitionResponse, w: Writer) -> None
 
 def _tj_AlterPartitionResponse(o: AlterPartitionResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.topics
@@ -994,14 +989,12 @@ def _tj_AlterPartitionResponse(o: AlterPartitionResponse, version: int) -> dict[
 
 def _fj_AlterPartitionResponse(obj: dict[str, Any], version: int) -> AlterPartitionResponse:
     o = new_instance(AlterPartitionResponse)
+    v: Any
     p = "AlterPartitionResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_AlterPartitionResponse_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_AlterPartitionResponse_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1121,6 +1114,7 @@ def _tj_AlterPartitionResponse_TopicData(
     o: _AlterPartitionResponse_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 1:
         d["topicName"] = o.topic_name
     if version >= 2:
@@ -1135,16 +1129,12 @@ def _fj_AlterPartitionResponse_TopicData(
     obj: dict[str, Any], version: int
 ) -> _AlterPartitionResponse_TopicData:
     o = new_instance(_AlterPartitionResponse_TopicData)
+    v: Any
     p = "AlterPartitionResponse.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 1 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 2 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_AlterPartitionResponse_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_AlterPartitionResponse_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1225,6 +1215,7 @@ def _tj_AlterPartitionResponse_PartitionData(
     o: _AlterPartitionResponse_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["leaderId"] = o.leader_id
@@ -1241,16 +1232,14 @@ def _fj_AlterPartitionResponse_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _AlterPartitionResponse_PartitionData:
     o = new_instance(_AlterPartitionResponse_PartitionData)
+    v: Any
     p = "AlterPartitionResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     v = get_list(obj, "isr", p, REQUIRED)
-    if v is None:
-        o.isr = None
-    else:
-        o.isr = [as_int(x, p) for x in v]
+    o.isr = [as_int(x, p) for x in v]
     o.leader_recovery_state = (
         get_int(obj, "leaderRecoveryState", p, REQUIRED) if version >= 1 else 0
     )

@@ -251,6 +251,7 @@ def _tj_AlterPartitionReassignmentsRequest(
     o: AlterPartitionReassignmentsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["timeoutMs"] = o.timeout_ms
     v = o.topics
     d["topics"] = [_tj_ReassignableTopic(x, version) for x in v]
@@ -261,13 +262,11 @@ def _fj_AlterPartitionReassignmentsRequest(
     obj: dict[str, Any], version: int
 ) -> AlterPartitionReassignmentsRequest:
     o = new_instance(AlterPartitionReassignmentsRequest)
+    v: Any
     p = "AlterPartitionReassignmentsRequest"
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_ReassignableTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_ReassignableTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -313,6 +312,7 @@ def _enc_ReassignableTopic_v0(o: _ReassignableTopic, w: Writer) -> None:
 
 def _tj_ReassignableTopic(o: _ReassignableTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_ReassignablePartition(x, version) for x in v]
@@ -321,13 +321,11 @@ def _tj_ReassignableTopic(o: _ReassignableTopic, version: int) -> dict[str, Any]
 
 def _fj_ReassignableTopic(obj: dict[str, Any], version: int) -> _ReassignableTopic:
     o = new_instance(_ReassignableTopic)
+    v: Any
     p = "AlterPartitionReassignmentsRequest.ReassignableTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_ReassignablePartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_ReassignablePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -373,6 +371,7 @@ def _enc_ReassignablePartition_v0(o: _ReassignablePartition, w: Writer) -> None:
 
 def _tj_ReassignablePartition(o: _ReassignablePartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     v = o.replicas
     d["replicas"] = None if v is None else [x for x in v]
@@ -381,13 +380,11 @@ def _tj_ReassignablePartition(o: _ReassignablePartition, version: int) -> dict[s
 
 def _fj_ReassignablePartition(obj: dict[str, Any], version: int) -> _ReassignablePartition:
     o = new_instance(_ReassignablePartition)
+    v: Any
     p = "AlterPartitionReassignmentsRequest.ReassignablePartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     v = get_list(obj, "replicas", p, REQUIRED, True)
-    if v is None:
-        o.replicas = None
-    else:
-        o.replicas = [as_int(x, p) for x in v]
+    o.replicas = None if v is None else ([as_int(x, p) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -466,6 +463,7 @@ def _tj_AlterPartitionReassignmentsResponse(
     o: AlterPartitionReassignmentsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -478,15 +476,13 @@ def _fj_AlterPartitionReassignmentsResponse(
     obj: dict[str, Any], version: int
 ) -> AlterPartitionReassignmentsResponse:
     o = new_instance(AlterPartitionReassignmentsResponse)
+    v: Any
     p = "AlterPartitionReassignmentsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = [_fj_ReassignableTopicResponse(as_object(x, p), version) for x in v]
+    o.responses = [_fj_ReassignableTopicResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -536,6 +532,7 @@ def _enc_ReassignableTopicResponse_v0(o: _ReassignableTopicResponse, w: Writer) 
 
 def _tj_ReassignableTopicResponse(o: _ReassignableTopicResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_ReassignablePartitionResponse(x, version) for x in v]
@@ -544,13 +541,11 @@ def _tj_ReassignableTopicResponse(o: _ReassignableTopicResponse, version: int) -
 
 def _fj_ReassignableTopicResponse(obj: dict[str, Any], version: int) -> _ReassignableTopicResponse:
     o = new_instance(_ReassignableTopicResponse)
+    v: Any
     p = "AlterPartitionReassignmentsResponse.ReassignableTopicResponse"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_ReassignablePartitionResponse(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_ReassignablePartitionResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -591,6 +586,7 @@ def _tj_ReassignablePartitionResponse(
     o: _ReassignablePartitionResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -601,6 +597,7 @@ def _fj_ReassignablePartitionResponse(
     obj: dict[str, Any], version: int
 ) -> _ReassignablePartitionResponse:
     o = new_instance(_ReassignablePartitionResponse)
+    v: Any
     p = "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

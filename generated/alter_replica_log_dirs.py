@@ -254,6 +254,7 @@ def _enc_AlterReplicaLogDirsRequest_v2(o: AlterReplicaLogDirsRequest, w: Writer)
 
 def _tj_AlterReplicaLogDirsRequest(o: AlterReplicaLogDirsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.dirs
     d["dirs"] = [_tj_AlterReplicaLogDir(x, version) for x in v]
     return d
@@ -261,12 +262,10 @@ def _tj_AlterReplicaLogDirsRequest(o: AlterReplicaLogDirsRequest, version: int) 
 
 def _fj_AlterReplicaLogDirsRequest(obj: dict[str, Any], version: int) -> AlterReplicaLogDirsRequest:
     o = new_instance(AlterReplicaLogDirsRequest)
+    v: Any
     p = "AlterReplicaLogDirsRequest"
     v = get_list(obj, "dirs", p, REQUIRED)
-    if v is None:
-        o.dirs = None
-    else:
-        o.dirs = KeyedList([_fj_AlterReplicaLogDir(as_object(x, p), version) for x in v])
+    o.dirs = KeyedList([_fj_AlterReplicaLogDir(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -335,6 +334,7 @@ def _enc_AlterReplicaLogDir_v2(o: _AlterReplicaLogDir, w: Writer) -> None:
 
 def _tj_AlterReplicaLogDir(o: _AlterReplicaLogDir, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["path"] = o.path
     v = o.topics
     d["topics"] = [_tj_AlterReplicaLogDirTopic(x, version) for x in v]
@@ -343,13 +343,11 @@ def _tj_AlterReplicaLogDir(o: _AlterReplicaLogDir, version: int) -> dict[str, An
 
 def _fj_AlterReplicaLogDir(obj: dict[str, Any], version: int) -> _AlterReplicaLogDir:
     o = new_instance(_AlterReplicaLogDir)
+    v: Any
     p = "AlterReplicaLogDirsRequest.AlterReplicaLogDir"
     o.path = get_str(obj, "path", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_AlterReplicaLogDirTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_AlterReplicaLogDirTopic(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -421,6 +419,7 @@ def _enc_AlterReplicaLogDirTopic_v2(o: _AlterReplicaLogDirTopic, w: Writer) -> N
 
 def _tj_AlterReplicaLogDirTopic(o: _AlterReplicaLogDirTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [x for x in v]
@@ -429,13 +428,11 @@ def _tj_AlterReplicaLogDirTopic(o: _AlterReplicaLogDirTopic, version: int) -> di
 
 def _fj_AlterReplicaLogDirTopic(obj: dict[str, Any], version: int) -> _AlterReplicaLogDirTopic:
     o = new_instance(_AlterReplicaLogDirTopic)
+    v: Any
     p = "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -541,6 +538,7 @@ def _enc_AlterReplicaLogDirsResponse_v2(o: AlterReplicaLogDirsResponse, w: Write
 
 def _tj_AlterReplicaLogDirsResponse(o: AlterReplicaLogDirsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.results
     d["results"] = [_tj_AlterReplicaLogDirTopicResult(x, version) for x in v]
@@ -551,13 +549,11 @@ def _fj_AlterReplicaLogDirsResponse(
     obj: dict[str, Any], version: int
 ) -> AlterReplicaLogDirsResponse:
     o = new_instance(AlterReplicaLogDirsResponse)
+    v: Any
     p = "AlterReplicaLogDirsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_AlterReplicaLogDirTopicResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_AlterReplicaLogDirTopicResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -635,6 +631,7 @@ def _tj_AlterReplicaLogDirTopicResult(
     o: _AlterReplicaLogDirTopicResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_AlterReplicaLogDirPartitionResult(x, version) for x in v]
@@ -645,13 +642,11 @@ def _fj_AlterReplicaLogDirTopicResult(
     obj: dict[str, Any], version: int
 ) -> _AlterReplicaLogDirTopicResult:
     o = new_instance(_AlterReplicaLogDirTopicResult)
+    v: Any
     p = "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_AlterReplicaLogDirPartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_AlterReplicaLogDirPartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -715,6 +710,7 @@ def _tj_AlterReplicaLogDirPartitionResult(
     o: _AlterReplicaLogDirPartitionResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     return d
@@ -724,6 +720,7 @@ def _fj_AlterReplicaLogDirPartitionResult(
     obj: dict[str, Any], version: int
 ) -> _AlterReplicaLogDirPartitionResult:
     o = new_instance(_AlterReplicaLogDirPartitionResult)
+    v: Any
     p = "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

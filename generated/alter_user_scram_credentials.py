@@ -244,6 +244,7 @@ def _tj_AlterUserScramCredentialsRequest(
     o: AlterUserScramCredentialsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.deletions
     d["deletions"] = [_tj_ScramCredentialDeletion(x, version) for x in v]
     v = o.upsertions
@@ -255,17 +256,12 @@ def _fj_AlterUserScramCredentialsRequest(
     obj: dict[str, Any], version: int
 ) -> AlterUserScramCredentialsRequest:
     o = new_instance(AlterUserScramCredentialsRequest)
+    v: Any
     p = "AlterUserScramCredentialsRequest"
     v = get_list(obj, "deletions", p, REQUIRED)
-    if v is None:
-        o.deletions = None
-    else:
-        o.deletions = [_fj_ScramCredentialDeletion(as_object(x, p), version) for x in v]
+    o.deletions = [_fj_ScramCredentialDeletion(as_object(x, p), version) for x in v]
     v = get_list(obj, "upsertions", p, REQUIRED)
-    if v is None:
-        o.upsertions = None
-    else:
-        o.upsertions = [_fj_ScramCredentialUpsertion(as_object(x, p), version) for x in v]
+    o.upsertions = [_fj_ScramCredentialUpsertion(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -304,6 +300,7 @@ def _enc_ScramCredentialDeletion_v0(o: _ScramCredentialDeletion, w: Writer) -> N
 
 def _tj_ScramCredentialDeletion(o: _ScramCredentialDeletion, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["mechanism"] = o.mechanism
     return d
@@ -311,6 +308,7 @@ def _tj_ScramCredentialDeletion(o: _ScramCredentialDeletion, version: int) -> di
 
 def _fj_ScramCredentialDeletion(obj: dict[str, Any], version: int) -> _ScramCredentialDeletion:
     o = new_instance(_ScramCredentialDeletion)
+    v: Any
     p = "AlterUserScramCredentialsRequest.ScramCredentialDeletion"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.mechanism = get_int(obj, "mechanism", p, REQUIRED)
@@ -356,6 +354,7 @@ def _enc_ScramCredentialUpsertion_v0(o: _ScramCredentialUpsertion, w: Writer) ->
 
 def _tj_ScramCredentialUpsertion(o: _ScramCredentialUpsertion, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["mechanism"] = o.mechanism
     d["iterations"] = o.iterations
@@ -368,6 +367,7 @@ def _tj_ScramCredentialUpsertion(o: _ScramCredentialUpsertion, version: int) -> 
 
 def _fj_ScramCredentialUpsertion(obj: dict[str, Any], version: int) -> _ScramCredentialUpsertion:
     o = new_instance(_ScramCredentialUpsertion)
+    v: Any
     p = "AlterUserScramCredentialsRequest.ScramCredentialUpsertion"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.mechanism = get_int(obj, "mechanism", p, REQUIRED)
@@ -453,6 +453,7 @@ def _tj_AlterUserScramCredentialsResponse(
     o: AlterUserScramCredentialsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.results
     d["results"] = [_tj_AlterUserScramCredentialsResult(x, version) for x in v]
@@ -463,13 +464,11 @@ def _fj_AlterUserScramCredentialsResponse(
     obj: dict[str, Any], version: int
 ) -> AlterUserScramCredentialsResponse:
     o = new_instance(AlterUserScramCredentialsResponse)
+    v: Any
     p = "AlterUserScramCredentialsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_AlterUserScramCredentialsResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_AlterUserScramCredentialsResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -514,6 +513,7 @@ def _tj_AlterUserScramCredentialsResult(
     o: _AlterUserScramCredentialsResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["user"] = o.user
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -524,6 +524,7 @@ def _fj_AlterUserScramCredentialsResult(
     obj: dict[str, Any], version: int
 ) -> _AlterUserScramCredentialsResult:
     o = new_instance(_AlterUserScramCredentialsResult)
+    v: Any
     p = "AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult"
     o.user = get_str(obj, "user", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -250,6 +250,7 @@ def _enc_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: Writer) -> None:
 
 def _tj_ApiVersionsRequest(o: ApiVersionsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["clientSoftwareName"] = o.client_software_name
     if version >= 3:
@@ -259,6 +260,7 @@ def _tj_ApiVersionsRequest(o: ApiVersionsRequest, version: int) -> dict[str, Any
 
 def _fj_ApiVersionsRequest(obj: dict[str, Any], version: int) -> ApiVersionsRequest:
     o = new_instance(ApiVersionsRequest)
+    v: Any
     p = "ApiVersionsRequest"
     o.client_software_name = get_str(obj, "clientSoftwareName", p, REQUIRED) if version >= 3 else ""
     o.client_software_version = (
@@ -425,9 +427,10 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
     w(_S_i.pack(o.throttle_time_ms))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.supported_features != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw,
             o.supported_features,
@@ -437,16 +440,16 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
             "ApiVersionsResponse.SupportedFeatures",
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if o.finalized_features_epoch != -1:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(_S_q.pack(o.finalized_features_epoch))
 
-        tags.append((1, b"".join(buf)))
+        tags.append((1, b"".join(value)))
     if o.finalized_features != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw,
             o.finalized_features,
@@ -456,13 +459,13 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
             "ApiVersionsResponse.FinalizedFeatures",
         )
 
-        tags.append((2, b"".join(buf)))
+        tags.append((2, b"".join(value)))
     if o.zk_migration_ready != False:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(_S_o.pack(o.zk_migration_ready))
 
-        tags.append((3, b"".join(buf)))
+        tags.append((3, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -471,6 +474,7 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
 
 def _tj_ApiVersionsResponse(o: ApiVersionsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.api_keys
     d["apiKeys"] = [_tj_ApiVersion(x, version) for x in v]
@@ -497,20 +501,16 @@ def _tj_ApiVersionsResponse(o: ApiVersionsResponse, version: int) -> dict[str, A
 
 def _fj_ApiVersionsResponse(obj: dict[str, Any], version: int) -> ApiVersionsResponse:
     o = new_instance(ApiVersionsResponse)
+    v: Any
     p = "ApiVersionsResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "apiKeys", p, REQUIRED)
-    if v is None:
-        o.api_keys = None
-    else:
-        o.api_keys = KeyedList([_fj_ApiVersion(as_object(x, p), version) for x in v])
+    o.api_keys = KeyedList([_fj_ApiVersion(as_object(x, p), version) for x in v])
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     if version >= 3:
         v = get_list(obj, "supportedFeatures", p, MISSING)
         if v is MISSING:
             o.supported_features = KeyedList()
-        elif v is None:
-            o.supported_features = None
         else:
             o.supported_features = KeyedList(
                 [_fj_SupportedFeatureKey(as_object(x, p), version) for x in v]
@@ -524,8 +524,6 @@ def _fj_ApiVersionsResponse(obj: dict[str, Any], version: int) -> ApiVersionsRes
         v = get_list(obj, "finalizedFeatures", p, MISSING)
         if v is MISSING:
             o.finalized_features = KeyedList()
-        elif v is None:
-            o.finalized_features = None
         else:
             o.finalized_features = KeyedList(
                 [_fj_FinalizedFeatureKey(as_object(x, p), version) for x in v]
@@ -605,6 +603,7 @@ def _enc_ApiVersion_v3(o: _ApiVersion, w: Writer) -> None:
 
 def _tj_ApiVersion(o: _ApiVersion, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["apiKey"] = o.api_key
     d["minVersion"] = o.min_version
     d["maxVersion"] = o.max_version
@@ -613,6 +612,7 @@ def _tj_ApiVersion(o: _ApiVersion, version: int) -> dict[str, Any]:
 
 def _fj_ApiVersion(obj: dict[str, Any], version: int) -> _ApiVersion:
     o = new_instance(_ApiVersion)
+    v: Any
     p = "ApiVersionsResponse.ApiVersion"
     o.api_key = get_int(obj, "apiKey", p, REQUIRED)
     o.min_version = get_int(obj, "minVersion", p, REQUIRED)
@@ -656,6 +656,7 @@ def _enc_SupportedFeatureKey_v3(o: _SupportedFeatureKey, w: Writer) -> None:
 
 def _tj_SupportedFeatureKey(o: _SupportedFeatureKey, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["name"] = o.name
     if version >= 3:
@@ -667,6 +668,7 @@ def _tj_SupportedFeatureKey(o: _SupportedFeatureKey, version: int) -> dict[str, 
 
 def _fj_SupportedFeatureKey(obj: dict[str, Any], version: int) -> _SupportedFeatureKey:
     o = new_instance(_SupportedFeatureKey)
+    v: Any
     p = "ApiVersionsResponse.SupportedFeatureKey"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 3 else ""
     o.min_version = get_int(obj, "minVersion", p, REQUIRED) if version >= 3 else 0
@@ -710,6 +712,7 @@ def _enc_FinalizedFeatureKey_v3(o: _FinalizedFeatureKey, w: Writer) -> None:
 
 def _tj_FinalizedFeatureKey(o: _FinalizedFeatureKey, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["name"] = o.name
     if version >= 3:
@@ -721,6 +724,7 @@ def _tj_FinalizedFeatureKey(o: _FinalizedFeatureKey, version: int) -> dict[str, 
 
 def _fj_FinalizedFeatureKey(obj: dict[str, Any], version: int) -> _FinalizedFeatureKey:
     o = new_instance(_FinalizedFeatureKey)
+    v: Any
     p = "ApiVersionsResponse.FinalizedFeatureKey"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 3 else ""
     o.max_version_level = get_int(obj, "maxVersionLevel", p, REQUIRED) if version >= 3 else 0

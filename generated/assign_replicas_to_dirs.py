@@ -277,6 +277,7 @@ def _enc_AssignReplicasToDirsRequest_v0(o: AssignReplicasToDirsRequest, w: Write
 
 def _tj_AssignReplicasToDirsRequest(o: AssignReplicasToDirsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["brokerEpoch"] = o.broker_epoch
     v = o.directories
@@ -288,16 +289,14 @@ def _fj_AssignReplicasToDirsRequest(
     obj: dict[str, Any], version: int
 ) -> AssignReplicasToDirsRequest:
     o = new_instance(AssignReplicasToDirsRequest)
+    v: Any
     p = "AssignReplicasToDirsRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED)
     v = get_list(obj, "directories", p, REQUIRED)
-    if v is None:
-        o.directories = None
-    else:
-        o.directories = [
-            _fj_AssignReplicasToDirsRequest_DirectoryData(as_object(x, p), version) for x in v
-        ]
+    o.directories = [
+        _fj_AssignReplicasToDirsRequest_DirectoryData(as_object(x, p), version) for x in v
+    ]
     o.unknown_tagged_fields = ()
     return o
 
@@ -350,6 +349,7 @@ def _tj_AssignReplicasToDirsRequest_DirectoryData(
     o: _AssignReplicasToDirsRequest_DirectoryData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.id
     d["id"] = uuid_to_json(v)
     v = o.topics
@@ -361,13 +361,11 @@ def _fj_AssignReplicasToDirsRequest_DirectoryData(
     obj: dict[str, Any], version: int
 ) -> _AssignReplicasToDirsRequest_DirectoryData:
     o = new_instance(_AssignReplicasToDirsRequest_DirectoryData)
+    v: Any
     p = "AssignReplicasToDirsRequest.DirectoryData"
     o.id = get_uuid(obj, "id", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_AssignReplicasToDirsRequest_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_AssignReplicasToDirsRequest_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -419,6 +417,7 @@ def _tj_AssignReplicasToDirsRequest_TopicData(
     o: _AssignReplicasToDirsRequest_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -430,15 +429,13 @@ def _fj_AssignReplicasToDirsRequest_TopicData(
     obj: dict[str, Any], version: int
 ) -> _AssignReplicasToDirsRequest_TopicData:
     o = new_instance(_AssignReplicasToDirsRequest_TopicData)
+    v: Any
     p = "AssignReplicasToDirsRequest.TopicData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_AssignReplicasToDirsRequest_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [
+        _fj_AssignReplicasToDirsRequest_PartitionData(as_object(x, p), version) for x in v
+    ]
     o.unknown_tagged_fields = ()
     return o
 
@@ -483,6 +480,7 @@ def _tj_AssignReplicasToDirsRequest_PartitionData(
     o: _AssignReplicasToDirsRequest_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     return d
 
@@ -491,6 +489,7 @@ def _fj_AssignReplicasToDirsRequest_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _AssignReplicasToDirsRequest_PartitionData:
     o = new_instance(_AssignReplicasToDirsRequest_PartitionData)
+    v: Any
     p = "AssignReplicasToDirsRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -596,6 +595,7 @@ def _tj_AssignReplicasToDirsResponse(
     o: AssignReplicasToDirsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.directories
@@ -607,16 +607,14 @@ def _fj_AssignReplicasToDirsResponse(
     obj: dict[str, Any], version: int
 ) -> AssignReplicasToDirsResponse:
     o = new_instance(AssignReplicasToDirsResponse)
+    v: Any
     p = "AssignReplicasToDirsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "directories", p, REQUIRED)
-    if v is None:
-        o.directories = None
-    else:
-        o.directories = [
-            _fj_AssignReplicasToDirsResponse_DirectoryData(as_object(x, p), version) for x in v
-        ]
+    o.directories = [
+        _fj_AssignReplicasToDirsResponse_DirectoryData(as_object(x, p), version) for x in v
+    ]
     o.unknown_tagged_fields = ()
     return o
 
@@ -669,6 +667,7 @@ def _tj_AssignReplicasToDirsResponse_DirectoryData(
     o: _AssignReplicasToDirsResponse_DirectoryData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.id
     d["id"] = uuid_to_json(v)
     v = o.topics
@@ -680,13 +679,11 @@ def _fj_AssignReplicasToDirsResponse_DirectoryData(
     obj: dict[str, Any], version: int
 ) -> _AssignReplicasToDirsResponse_DirectoryData:
     o = new_instance(_AssignReplicasToDirsResponse_DirectoryData)
+    v: Any
     p = "AssignReplicasToDirsResponse.DirectoryData"
     o.id = get_uuid(obj, "id", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_AssignReplicasToDirsResponse_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_AssignReplicasToDirsResponse_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -738,6 +735,7 @@ def _tj_AssignReplicasToDirsResponse_TopicData(
     o: _AssignReplicasToDirsResponse_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -749,15 +747,13 @@ def _fj_AssignReplicasToDirsResponse_TopicData(
     obj: dict[str, Any], version: int
 ) -> _AssignReplicasToDirsResponse_TopicData:
     o = new_instance(_AssignReplicasToDirsResponse_TopicData)
+    v: Any
     p = "AssignReplicasToDirsResponse.TopicData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_AssignReplicasToDirsResponse_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [
+        _fj_AssignReplicasToDirsResponse_PartitionData(as_object(x, p), version) for x in v
+    ]
     o.unknown_tagged_fields = ()
     return o
 
@@ -802,6 +798,7 @@ def _tj_AssignReplicasToDirsResponse_PartitionData(
     o: _AssignReplicasToDirsResponse_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     return d
@@ -811,6 +808,7 @@ def _fj_AssignReplicasToDirsResponse_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _AssignReplicasToDirsResponse_PartitionData:
     o = new_instance(_AssignReplicasToDirsResponse_PartitionData)
+    v: Any
     p = "AssignReplicasToDirsResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

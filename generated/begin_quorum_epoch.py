@@ -364,6 +364,7 @@ def _enc_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: Writer) -> No
 
 def _tj_BeginQuorumEpochRequest(o: BeginQuorumEpochRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["clusterId"] = o.cluster_id
     if version >= 1:
         d["voterId"] = o.voter_id
@@ -377,22 +378,15 @@ def _tj_BeginQuorumEpochRequest(o: BeginQuorumEpochRequest, version: int) -> dic
 
 def _fj_BeginQuorumEpochRequest(obj: dict[str, Any], version: int) -> BeginQuorumEpochRequest:
     o = new_instance(BeginQuorumEpochRequest)
+    v: Any
     p = "BeginQuorumEpochRequest"
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True)
     o.voter_id = get_int(obj, "voterId", p, REQUIRED) if version >= 1 else -1
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_BeginQuorumEpochRequest_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_BeginQuorumEpochRequest_TopicData(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_list(obj, "leaderEndpoints", p, REQUIRED)
-        if v is None:
-            o.leader_endpoints = None
-        else:
-            o.leader_endpoints = KeyedList(
-                [_fj_LeaderEndpoint(as_object(x, p), version) for x in v]
-            )
+        o.leader_endpoints = KeyedList([_fj_LeaderEndpoint(as_object(x, p), version) for x in v])
     else:
         o.leader_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
@@ -480,6 +474,7 @@ def _tj_BeginQuorumEpochRequest_TopicData(
     o: _BeginQuorumEpochRequest_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_BeginQuorumEpochRequest_PartitionData(x, version) for x in v]
@@ -490,15 +485,11 @@ def _fj_BeginQuorumEpochRequest_TopicData(
     obj: dict[str, Any], version: int
 ) -> _BeginQuorumEpochRequest_TopicData:
     o = new_instance(_BeginQuorumEpochRequest_TopicData)
+    v: Any
     p = "BeginQuorumEpochRequest.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_BeginQuorumEpochRequest_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_BeginQuorumEpochRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -575,6 +566,7 @@ def _tj_BeginQuorumEpochRequest_PartitionData(
     o: _BeginQuorumEpochRequest_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     if version >= 1:
         v = o.voter_directory_id
@@ -588,6 +580,7 @@ def _fj_BeginQuorumEpochRequest_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _BeginQuorumEpochRequest_PartitionData:
     o = new_instance(_BeginQuorumEpochRequest_PartitionData)
+    v: Any
     p = "BeginQuorumEpochRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.voter_directory_id = (
@@ -637,6 +630,7 @@ def _enc_LeaderEndpoint_v1(o: _LeaderEndpoint, w: Writer) -> None:
 
 def _tj_LeaderEndpoint(o: _LeaderEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["name"] = o.name
     if version >= 1:
@@ -648,6 +642,7 @@ def _tj_LeaderEndpoint(o: _LeaderEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_LeaderEndpoint(obj: dict[str, Any], version: int) -> _LeaderEndpoint:
     o = new_instance(_LeaderEndpoint)
+    v: Any
     p = "BeginQuorumEpochRequest.LeaderEndpoint"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 1 else ""
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
@@ -790,9 +785,10 @@ def _enc_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: Writer) -> 
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.node_endpoints != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw,
             o.node_endpoints,
@@ -802,7 +798,7 @@ def _enc_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: Writer) -> 
             "BeginQuorumEpochResponse.NodeEndpoints",
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -811,6 +807,7 @@ def _enc_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: Writer) -> 
 
 def _tj_BeginQuorumEpochResponse(o: BeginQuorumEpochResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.topics
     d["topics"] = [_tj_BeginQuorumEpochResponse_TopicData(x, version) for x in v]
@@ -823,19 +820,15 @@ def _tj_BeginQuorumEpochResponse(o: BeginQuorumEpochResponse, version: int) -> d
 
 def _fj_BeginQuorumEpochResponse(obj: dict[str, Any], version: int) -> BeginQuorumEpochResponse:
     o = new_instance(BeginQuorumEpochResponse)
+    v: Any
     p = "BeginQuorumEpochResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_BeginQuorumEpochResponse_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_BeginQuorumEpochResponse_TopicData(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_list(obj, "nodeEndpoints", p, MISSING)
         if v is MISSING:
             o.node_endpoints = KeyedList()
-        elif v is None:
-            o.node_endpoints = None
         else:
             o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     else:
@@ -928,6 +921,7 @@ def _tj_BeginQuorumEpochResponse_TopicData(
     o: _BeginQuorumEpochResponse_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_BeginQuorumEpochResponse_PartitionData(x, version) for x in v]
@@ -938,15 +932,11 @@ def _fj_BeginQuorumEpochResponse_TopicData(
     obj: dict[str, Any], version: int
 ) -> _BeginQuorumEpochResponse_TopicData:
     o = new_instance(_BeginQuorumEpochResponse_TopicData)
+    v: Any
     p = "BeginQuorumEpochResponse.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_BeginQuorumEpochResponse_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_BeginQuorumEpochResponse_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1012,6 +1002,7 @@ def _tj_BeginQuorumEpochResponse_PartitionData(
     o: _BeginQuorumEpochResponse_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["leaderId"] = o.leader_id
@@ -1023,6 +1014,7 @@ def _fj_BeginQuorumEpochResponse_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _BeginQuorumEpochResponse_PartitionData:
     o = new_instance(_BeginQuorumEpochResponse_PartitionData)
+    v: Any
     p = "BeginQuorumEpochResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -1072,6 +1064,7 @@ def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["nodeId"] = o.node_id
     if version >= 1:
@@ -1083,6 +1076,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "BeginQuorumEpochResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 1 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""

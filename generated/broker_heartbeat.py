@@ -208,14 +208,15 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.offline_log_dirs != []:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_array(
             tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -224,6 +225,7 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
 
 def _tj_BrokerHeartbeatRequest(o: BrokerHeartbeatRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["brokerEpoch"] = o.broker_epoch
     d["currentMetadataOffset"] = o.current_metadata_offset
@@ -238,6 +240,7 @@ def _tj_BrokerHeartbeatRequest(o: BrokerHeartbeatRequest, version: int) -> dict[
 
 def _fj_BrokerHeartbeatRequest(obj: dict[str, Any], version: int) -> BrokerHeartbeatRequest:
     o = new_instance(BrokerHeartbeatRequest)
+    v: Any
     p = "BrokerHeartbeatRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED)
@@ -248,8 +251,6 @@ def _fj_BrokerHeartbeatRequest(obj: dict[str, Any], version: int) -> BrokerHeart
         v = get_list(obj, "offlineLogDirs", p, MISSING)
         if v is MISSING:
             o.offline_log_dirs = []
-        elif v is None:
-            o.offline_log_dirs = None
         else:
             o.offline_log_dirs = [as_uuid(x, p) for x in v]
     else:
@@ -314,6 +315,7 @@ def _enc_BrokerHeartbeatResponse_v0(o: BrokerHeartbeatResponse, w: Writer) -> No
 
 def _tj_BrokerHeartbeatResponse(o: BrokerHeartbeatResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["isCaughtUp"] = o.is_caught_up
@@ -324,6 +326,7 @@ def _tj_BrokerHeartbeatResponse(o: BrokerHeartbeatResponse, version: int) -> dic
 
 def _fj_BrokerHeartbeatResponse(obj: dict[str, Any], version: int) -> BrokerHeartbeatResponse:
     o = new_instance(BrokerHeartbeatResponse)
+    v: Any
     p = "BrokerHeartbeatResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -385,6 +385,7 @@ def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -
 
 def _tj_BrokerRegistrationRequest(o: BrokerRegistrationRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["clusterId"] = o.cluster_id
     v = o.incarnation_id
@@ -406,30 +407,22 @@ def _tj_BrokerRegistrationRequest(o: BrokerRegistrationRequest, version: int) ->
 
 def _fj_BrokerRegistrationRequest(obj: dict[str, Any], version: int) -> BrokerRegistrationRequest:
     o = new_instance(BrokerRegistrationRequest)
+    v: Any
     p = "BrokerRegistrationRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED)
     o.incarnation_id = get_uuid(obj, "incarnationId", p, REQUIRED)
     v = get_list(obj, "listeners", p, REQUIRED)
-    if v is None:
-        o.listeners = None
-    else:
-        o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
+    o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
     v = get_list(obj, "features", p, REQUIRED)
-    if v is None:
-        o.features = None
-    else:
-        o.features = KeyedList([_fj_Feature(as_object(x, p), version) for x in v])
+    o.features = KeyedList([_fj_Feature(as_object(x, p), version) for x in v])
     o.rack = get_str(obj, "rack", p, REQUIRED, True)
     o.is_migrating_zk_broker = (
         get_bool(obj, "isMigratingZkBroker", p, REQUIRED) if version >= 1 else False
     )
     if version >= 2:
         v = get_list(obj, "logDirs", p, REQUIRED)
-        if v is None:
-            o.log_dirs = None
-        else:
-            o.log_dirs = [as_uuid(x, p) for x in v]
+        o.log_dirs = [as_uuid(x, p) for x in v]
     else:
         o.log_dirs = []
     o.previous_broker_epoch = (
@@ -480,6 +473,7 @@ def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
 
 def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["host"] = o.host
     d["port"] = o.port
@@ -489,6 +483,7 @@ def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
 
 def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     o = new_instance(_Listener)
+    v: Any
     p = "BrokerRegistrationRequest.Listener"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -532,6 +527,7 @@ def _enc_Feature_v0(o: _Feature, w: Writer) -> None:
 
 def _tj_Feature(o: _Feature, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["minSupportedVersion"] = o.min_supported_version
     d["maxSupportedVersion"] = o.max_supported_version
@@ -540,6 +536,7 @@ def _tj_Feature(o: _Feature, version: int) -> dict[str, Any]:
 
 def _fj_Feature(obj: dict[str, Any], version: int) -> _Feature:
     o = new_instance(_Feature)
+    v: Any
     p = "BrokerRegistrationRequest.Feature"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
@@ -609,6 +606,7 @@ def _enc_BrokerRegistrationResponse_v0(o: BrokerRegistrationResponse, w: Writer)
 
 def _tj_BrokerRegistrationResponse(o: BrokerRegistrationResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["brokerEpoch"] = o.broker_epoch
@@ -617,6 +615,7 @@ def _tj_BrokerRegistrationResponse(o: BrokerRegistrationResponse, version: int) 
 
 def _fj_BrokerRegistrationResponse(obj: dict[str, Any], version: int) -> BrokerRegistrationResponse:
     o = new_instance(BrokerRegistrationResponse)
+    v: Any
     p = "BrokerRegistrationResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -384,6 +384,7 @@ def _tj_ConsumerGroupDescribeRequest(
     o: ConsumerGroupDescribeRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.group_ids
     d["groupIds"] = [x for x in v]
     d["includeAuthorizedOperations"] = o.include_authorized_operations
@@ -401,22 +402,21 @@ def _fj_ConsumerGroupDescribeRequest(
     obj: dict[str, Any], version: int
 ) -> ConsumerGroupDescribeRequest:
     o = new_instance(ConsumerGroupDescribeRequest)
+    v: Any
     p = "ConsumerGroupDescribeRequest"
     v = get_list(obj, "groupIds", p, REQUIRED)
-    if v is None:
-        o.group_ids = None
-    else:
-        o.group_ids = [as_str(x, p) for x in v]
+    o.group_ids = [as_str(x, p) for x in v]
     o.include_authorized_operations = get_bool(obj, "includeAuthorizedOperations", p, REQUIRED)
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 1 else 2000
     )
     if version >= 1:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_ConsumerGroupDescribeRequest_GroupMemberCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_ConsumerGroupDescribeRequest_GroupMemberCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -469,6 +469,7 @@ def _tj_ConsumerGroupDescribeRequest_GroupMemberCursor(
     o: _ConsumerGroupDescribeRequest_GroupMemberCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["groupId"] = o.group_id
     if version >= 1:
@@ -480,6 +481,7 @@ def _fj_ConsumerGroupDescribeRequest_GroupMemberCursor(
     obj: dict[str, Any], version: int
 ) -> _ConsumerGroupDescribeRequest_GroupMemberCursor:
     o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
+    v: Any
     p = "ConsumerGroupDescribeRequest.GroupMemberCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 1 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 1 else ""
@@ -592,6 +594,7 @@ def _tj_ConsumerGroupDescribeResponse(
     o: ConsumerGroupDescribeResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.groups
     d["groups"] = [_tj_DescribedGroup(x, version) for x in v]
@@ -607,21 +610,18 @@ def _fj_ConsumerGroupDescribeResponse(
     obj: dict[str, Any], version: int
 ) -> ConsumerGroupDescribeResponse:
     o = new_instance(ConsumerGroupDescribeResponse)
+    v: Any
     p = "ConsumerGroupDescribeResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "groups", p, REQUIRED)
-    if v is None:
-        o.groups = None
-    else:
-        o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
+    o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_ConsumerGroupDescribeResponse_GroupMemberCursor(
-                as_object(v, p), version
-            )
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_ConsumerGroupDescribeResponse_GroupMemberCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -692,6 +692,7 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
 
 def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["groupId"] = o.group_id
@@ -707,6 +708,7 @@ def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
 
 def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o = new_instance(_DescribedGroup)
+    v: Any
     p = "ConsumerGroupDescribeResponse.DescribedGroup"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
@@ -716,10 +718,7 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o.assignment_epoch = get_int(obj, "assignmentEpoch", p, REQUIRED)
     o.assignor_name = get_str(obj, "assignorName", p, REQUIRED)
     v = get_list(obj, "members", p, REQUIRED)
-    if v is None:
-        o.members = None
-    else:
-        o.members = [_fj_Member(as_object(x, p), version) for x in v]
+    o.members = [_fj_Member(as_object(x, p), version) for x in v]
     o.authorized_operations = get_int(obj, "authorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -789,6 +788,7 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
 
 def _tj_Member(o: _Member, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["memberId"] = o.member_id
     d["instanceId"] = o.instance_id
     d["rackId"] = o.rack_id
@@ -807,6 +807,7 @@ def _tj_Member(o: _Member, version: int) -> dict[str, Any]:
 
 def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     o = new_instance(_Member)
+    v: Any
     p = "ConsumerGroupDescribeResponse.Member"
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.instance_id = get_str(obj, "instanceId", p, REQUIRED, True)
@@ -815,21 +816,12 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     o.client_id = get_str(obj, "clientId", p, REQUIRED)
     o.client_host = get_str(obj, "clientHost", p, REQUIRED)
     v = get_list(obj, "subscribedTopicNames", p, REQUIRED)
-    if v is None:
-        o.subscribed_topic_names = None
-    else:
-        o.subscribed_topic_names = [as_str(x, p) for x in v]
+    o.subscribed_topic_names = [as_str(x, p) for x in v]
     o.subscribed_topic_regex = get_str(obj, "subscribedTopicRegex", p, REQUIRED, True)
     v = get_object(obj, "assignment", p, REQUIRED)
-    if v is None:
-        o.assignment = None
-    else:
-        o.assignment = _fj_Assignment(as_object(v, p), version)
+    o.assignment = _fj_Assignment(as_object(v, p), version)
     v = get_object(obj, "targetAssignment", p, REQUIRED)
-    if v is None:
-        o.target_assignment = None
-    else:
-        o.target_assignment = _fj_Assignment(as_object(v, p), version)
+    o.target_assignment = _fj_Assignment(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -879,6 +871,7 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
 
 def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_partitions
     d["topicPartitions"] = [_tj_TopicPartitions(x, version) for x in v]
     return d
@@ -886,12 +879,10 @@ def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
 
 def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     o = new_instance(_Assignment)
+    v: Any
     p = "ConsumerGroupDescribeResponse.Assignment"
     v = get_list(obj, "topicPartitions", p, REQUIRED)
-    if v is None:
-        o.topic_partitions = None
-    else:
-        o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
+    o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -934,6 +925,7 @@ def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
 
 def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     d["topicName"] = o.topic_name
@@ -944,14 +936,12 @@ def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
 
 def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     o = new_instance(_TopicPartitions)
+    v: Any
     p = "ConsumerGroupDescribeResponse.TopicPartitions"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -993,6 +983,7 @@ def _tj_ConsumerGroupDescribeResponse_GroupMemberCursor(
     o: _ConsumerGroupDescribeResponse_GroupMemberCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["groupId"] = o.group_id
     if version >= 1:
@@ -1004,6 +995,7 @@ def _fj_ConsumerGroupDescribeResponse_GroupMemberCursor(
     obj: dict[str, Any], version: int
 ) -> _ConsumerGroupDescribeResponse_GroupMemberCursor:
     o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
+    v: Any
     p = "ConsumerGroupDescribeResponse.GroupMemberCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 1 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 1 else ""

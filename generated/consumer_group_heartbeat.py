@@ -365,6 +365,7 @@ def _tj_ConsumerGroupHeartbeatRequest(
     o: ConsumerGroupHeartbeatRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["memberId"] = o.member_id
     d["memberEpoch"] = o.member_epoch
@@ -389,6 +390,7 @@ def _fj_ConsumerGroupHeartbeatRequest(
     obj: dict[str, Any], version: int
 ) -> ConsumerGroupHeartbeatRequest:
     o = new_instance(ConsumerGroupHeartbeatRequest)
+    v: Any
     p = "ConsumerGroupHeartbeatRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
@@ -397,21 +399,19 @@ def _fj_ConsumerGroupHeartbeatRequest(
     o.rack_id = get_str(obj, "rackId", p, REQUIRED, True)
     o.rebalance_timeout_ms = get_int(obj, "rebalanceTimeoutMs", p, REQUIRED)
     v = get_list(obj, "subscribedTopicNames", p, REQUIRED, True)
-    if v is None:
-        o.subscribed_topic_names = None
-    else:
-        o.subscribed_topic_names = [as_str(x, p) for x in v]
+    o.subscribed_topic_names = None if v is None else ([as_str(x, p) for x in v])
     o.subscribed_topic_regex = (
         get_str(obj, "subscribedTopicRegex", p, REQUIRED, True) if version >= 1 else None
     )
     o.server_assignor = get_str(obj, "serverAssignor", p, REQUIRED, True)
     v = get_list(obj, "topicPartitions", p, REQUIRED, True)
-    if v is None:
-        o.topic_partitions = None
-    else:
-        o.topic_partitions = [
-            _fj_ConsumerGroupHeartbeatRequest_TopicPartitions(as_object(x, p), version) for x in v
-        ]
+    o.topic_partitions = (
+        None
+        if v is None
+        else (
+            [_fj_ConsumerGroupHeartbeatRequest_TopicPartitions(as_object(x, p), version) for x in v]
+        )
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -475,6 +475,7 @@ def _tj_ConsumerGroupHeartbeatRequest_TopicPartitions(
     o: _ConsumerGroupHeartbeatRequest_TopicPartitions, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -486,13 +487,11 @@ def _fj_ConsumerGroupHeartbeatRequest_TopicPartitions(
     obj: dict[str, Any], version: int
 ) -> _ConsumerGroupHeartbeatRequest_TopicPartitions:
     o = new_instance(_ConsumerGroupHeartbeatRequest_TopicPartitions)
+    v: Any
     p = "ConsumerGroupHeartbeatRequest.TopicPartitions"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -577,6 +576,7 @@ def _tj_ConsumerGroupHeartbeatResponse(
     o: ConsumerGroupHeartbeatResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -592,6 +592,7 @@ def _fj_ConsumerGroupHeartbeatResponse(
     obj: dict[str, Any], version: int
 ) -> ConsumerGroupHeartbeatResponse:
     o = new_instance(ConsumerGroupHeartbeatResponse)
+    v: Any
     p = "ConsumerGroupHeartbeatResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -600,10 +601,7 @@ def _fj_ConsumerGroupHeartbeatResponse(
     o.member_epoch = get_int(obj, "memberEpoch", p, REQUIRED)
     o.heartbeat_interval_ms = get_int(obj, "heartbeatIntervalMs", p, REQUIRED)
     v = get_object(obj, "assignment", p, REQUIRED, True)
-    if v is None:
-        o.assignment = None
-    else:
-        o.assignment = _fj_Assignment(as_object(v, p), version)
+    o.assignment = None if v is None else _fj_Assignment(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -656,6 +654,7 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
 
 def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_partitions
     d["topicPartitions"] = [
         _tj_ConsumerGroupHeartbeatResponse_TopicPartitions(x, version) for x in v
@@ -665,14 +664,12 @@ def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
 
 def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     o = new_instance(_Assignment)
+    v: Any
     p = "ConsumerGroupHeartbeatResponse.Assignment"
     v = get_list(obj, "topicPartitions", p, REQUIRED)
-    if v is None:
-        o.topic_partitions = None
-    else:
-        o.topic_partitions = [
-            _fj_ConsumerGroupHeartbeatResponse_TopicPartitions(as_object(x, p), version) for x in v
-        ]
+    o.topic_partitions = [
+        _fj_ConsumerGroupHeartbeatResponse_TopicPartitions(as_object(x, p), version) for x in v
+    ]
     o.unknown_tagged_fields = ()
     return o
 
@@ -721,6 +718,7 @@ def _tj_ConsumerGroupHeartbeatResponse_TopicPartitions(
     o: _ConsumerGroupHeartbeatResponse_TopicPartitions, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -732,13 +730,11 @@ def _fj_ConsumerGroupHeartbeatResponse_TopicPartitions(
     obj: dict[str, Any], version: int
 ) -> _ConsumerGroupHeartbeatResponse_TopicPartitions:
     o = new_instance(_ConsumerGroupHeartbeatResponse_TopicPartitions)
+    v: Any
     p = "ConsumerGroupHeartbeatResponse.TopicPartitions"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 

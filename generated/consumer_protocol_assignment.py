@@ -138,6 +138,7 @@ def _enc_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, w: Writer)
 
 def _tj_ConsumerProtocolAssignment(o: ConsumerProtocolAssignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.assigned_partitions
     d["assignedPartitions"] = [_tj_TopicPartition(x, version) for x in v]
     v = o.user_data
@@ -147,12 +148,10 @@ def _tj_ConsumerProtocolAssignment(o: ConsumerProtocolAssignment, version: int) 
 
 def _fj_ConsumerProtocolAssignment(obj: dict[str, Any], version: int) -> ConsumerProtocolAssignment:
     o = new_instance(ConsumerProtocolAssignment)
+    v: Any
     p = "ConsumerProtocolAssignment"
     v = get_list(obj, "assignedPartitions", p, REQUIRED)
-    if v is None:
-        o.assigned_partitions = None
-    else:
-        o.assigned_partitions = KeyedList([_fj_TopicPartition(as_object(x, p), version) for x in v])
+    o.assigned_partitions = KeyedList([_fj_TopicPartition(as_object(x, p), version) for x in v])
     o.user_data = get_bytes(obj, "userData", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
     return o
@@ -187,6 +186,7 @@ def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
 
 def _tj_TopicPartition(o: _TopicPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partitions
     d["partitions"] = [x for x in v]
@@ -195,13 +195,11 @@ def _tj_TopicPartition(o: _TopicPartition, version: int) -> dict[str, Any]:
 
 def _fj_TopicPartition(obj: dict[str, Any], version: int) -> _TopicPartition:
     o = new_instance(_TopicPartition)
+    v: Any
     p = "ConsumerProtocolAssignment.TopicPartition"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 

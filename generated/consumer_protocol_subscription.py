@@ -252,6 +252,7 @@ def _tj_ConsumerProtocolSubscription(
     o: ConsumerProtocolSubscription, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [x for x in v]
     v = o.user_data
@@ -270,21 +271,14 @@ def _fj_ConsumerProtocolSubscription(
     obj: dict[str, Any], version: int
 ) -> ConsumerProtocolSubscription:
     o = new_instance(ConsumerProtocolSubscription)
+    v: Any
     p = "ConsumerProtocolSubscription"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [as_str(x, p) for x in v]
+    o.topics = [as_str(x, p) for x in v]
     o.user_data = get_bytes(obj, "userData", p, REQUIRED, True)
     if version >= 1:
         v = get_list(obj, "ownedPartitions", p, REQUIRED)
-        if v is None:
-            o.owned_partitions = None
-        else:
-            o.owned_partitions = KeyedList(
-                [_fj_TopicPartition(as_object(x, p), version) for x in v]
-            )
+        o.owned_partitions = KeyedList([_fj_TopicPartition(as_object(x, p), version) for x in v])
     else:
         o.owned_partitions = KeyedList()
     o.generation_id = get_int(obj, "generationId", p, REQUIRED) if version >= 2 else -1
@@ -329,6 +323,7 @@ def _enc_TopicPartition_v1(o: _TopicPartition, w: Writer) -> None:
 
 def _tj_TopicPartition(o: _TopicPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["topic"] = o.topic
     if version >= 1:
@@ -339,14 +334,12 @@ def _tj_TopicPartition(o: _TopicPartition, version: int) -> dict[str, Any]:
 
 def _fj_TopicPartition(obj: dict[str, Any], version: int) -> _TopicPartition:
     o = new_instance(_TopicPartition)
+    v: Any
     p = "ConsumerProtocolSubscription.TopicPartition"
     o.topic = get_str(obj, "topic", p, REQUIRED) if version >= 1 else ""
     if version >= 1:
         v = get_list(obj, "partitions", p, REQUIRED)
-        if v is None:
-            o.partitions = None
-        else:
-            o.partitions = [as_int(x, p) for x in v]
+        o.partitions = [as_int(x, p) for x in v]
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()

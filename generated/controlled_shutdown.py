@@ -203,6 +203,7 @@ def _enc_ControlledShutdownRequest_v3(o: ControlledShutdownRequest, w: Writer) -
 
 def _tj_ControlledShutdownRequest(o: ControlledShutdownRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     if version >= 2:
         d["brokerEpoch"] = o.broker_epoch
@@ -211,6 +212,7 @@ def _tj_ControlledShutdownRequest(o: ControlledShutdownRequest, version: int) ->
 
 def _fj_ControlledShutdownRequest(obj: dict[str, Any], version: int) -> ControlledShutdownRequest:
     o = new_instance(ControlledShutdownRequest)
+    v: Any
     p = "ControlledShutdownRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED) if version >= 2 else -1
@@ -304,6 +306,7 @@ def _enc_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, w: Writer)
 
 def _tj_ControlledShutdownResponse(o: ControlledShutdownResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.remaining_partitions
     d["remainingPartitions"] = [_tj_RemainingPartition(x, version) for x in v]
@@ -312,15 +315,13 @@ def _tj_ControlledShutdownResponse(o: ControlledShutdownResponse, version: int) 
 
 def _fj_ControlledShutdownResponse(obj: dict[str, Any], version: int) -> ControlledShutdownResponse:
     o = new_instance(ControlledShutdownResponse)
+    v: Any
     p = "ControlledShutdownResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "remainingPartitions", p, REQUIRED)
-    if v is None:
-        o.remaining_partitions = None
-    else:
-        o.remaining_partitions = KeyedList(
-            [_fj_RemainingPartition(as_object(x, p), version) for x in v]
-        )
+    o.remaining_partitions = KeyedList(
+        [_fj_RemainingPartition(as_object(x, p), version) for x in v]
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -378,6 +379,7 @@ def _enc_RemainingPartition_v3(o: _RemainingPartition, w: Writer) -> None:
 
 def _tj_RemainingPartition(o: _RemainingPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
     return d
@@ -385,6 +387,7 @@ def _tj_RemainingPartition(o: _RemainingPartition, version: int) -> dict[str, An
 
 def _fj_RemainingPartition(obj: dict[str, Any], version: int) -> _RemainingPartition:
     o = new_instance(_RemainingPartition)
+    v: Any
     p = "ControlledShutdownResponse.RemainingPartition"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)

@@ -228,6 +228,7 @@ def _tj_ControllerRegistrationRequest(
     o: ControllerRegistrationRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["controllerId"] = o.controller_id
     v = o.incarnation_id
     d["incarnationId"] = uuid_to_json(v)
@@ -243,20 +244,15 @@ def _fj_ControllerRegistrationRequest(
     obj: dict[str, Any], version: int
 ) -> ControllerRegistrationRequest:
     o = new_instance(ControllerRegistrationRequest)
+    v: Any
     p = "ControllerRegistrationRequest"
     o.controller_id = get_int(obj, "controllerId", p, REQUIRED)
     o.incarnation_id = get_uuid(obj, "incarnationId", p, REQUIRED)
     o.zk_migration_ready = get_bool(obj, "zkMigrationReady", p, REQUIRED)
     v = get_list(obj, "listeners", p, REQUIRED)
-    if v is None:
-        o.listeners = None
-    else:
-        o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
+    o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
     v = get_list(obj, "features", p, REQUIRED)
-    if v is None:
-        o.features = None
-    else:
-        o.features = KeyedList([_fj_Feature(as_object(x, p), version) for x in v])
+    o.features = KeyedList([_fj_Feature(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -298,6 +294,7 @@ def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
 
 def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["host"] = o.host
     d["port"] = o.port
@@ -307,6 +304,7 @@ def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
 
 def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     o = new_instance(_Listener)
+    v: Any
     p = "ControllerRegistrationRequest.Listener"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -350,6 +348,7 @@ def _enc_Feature_v0(o: _Feature, w: Writer) -> None:
 
 def _tj_Feature(o: _Feature, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["minSupportedVersion"] = o.min_supported_version
     d["maxSupportedVersion"] = o.max_supported_version
@@ -358,6 +357,7 @@ def _tj_Feature(o: _Feature, version: int) -> dict[str, Any]:
 
 def _fj_Feature(obj: dict[str, Any], version: int) -> _Feature:
     o = new_instance(_Feature)
+    v: Any
     p = "ControllerRegistrationRequest.Feature"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
@@ -428,6 +428,7 @@ def _tj_ControllerRegistrationResponse(
     o: ControllerRegistrationResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -438,6 +439,7 @@ def _fj_ControllerRegistrationResponse(
     obj: dict[str, Any], version: int
 ) -> ControllerRegistrationResponse:
     o = new_instance(ControllerRegistrationResponse)
+    v: Any
     p = "ControllerRegistrationResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -228,6 +228,7 @@ def _enc_CreateAclsRequest_v2(o: CreateAclsRequest, w: Writer) -> None:
 
 def _tj_CreateAclsRequest(o: CreateAclsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.creations
     d["creations"] = [_tj_AclCreation(x, version) for x in v]
     return d
@@ -235,12 +236,10 @@ def _tj_CreateAclsRequest(o: CreateAclsRequest, version: int) -> dict[str, Any]:
 
 def _fj_CreateAclsRequest(obj: dict[str, Any], version: int) -> CreateAclsRequest:
     o = new_instance(CreateAclsRequest)
+    v: Any
     p = "CreateAclsRequest"
     v = get_list(obj, "creations", p, REQUIRED)
-    if v is None:
-        o.creations = None
-    else:
-        o.creations = [_fj_AclCreation(as_object(x, p), version) for x in v]
+    o.creations = [_fj_AclCreation(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -349,6 +348,7 @@ def _enc_AclCreation_v2(o: _AclCreation, w: Writer) -> None:
 
 def _tj_AclCreation(o: _AclCreation, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceType"] = o.resource_type
     d["resourceName"] = o.resource_name
     if version >= 1:
@@ -362,6 +362,7 @@ def _tj_AclCreation(o: _AclCreation, version: int) -> dict[str, Any]:
 
 def _fj_AclCreation(obj: dict[str, Any], version: int) -> _AclCreation:
     o = new_instance(_AclCreation)
+    v: Any
     p = "CreateAclsRequest.AclCreation"
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED)
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED)
@@ -458,6 +459,7 @@ def _enc_CreateAclsResponse_v2(o: CreateAclsResponse, w: Writer) -> None:
 
 def _tj_CreateAclsResponse(o: CreateAclsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.results
     d["results"] = [_tj_AclCreationResult(x, version) for x in v]
@@ -466,13 +468,11 @@ def _tj_CreateAclsResponse(o: CreateAclsResponse, version: int) -> dict[str, Any
 
 def _fj_CreateAclsResponse(obj: dict[str, Any], version: int) -> CreateAclsResponse:
     o = new_instance(CreateAclsResponse)
+    v: Any
     p = "CreateAclsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_AclCreationResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_AclCreationResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -528,6 +528,7 @@ def _enc_AclCreationResult_v2(o: _AclCreationResult, w: Writer) -> None:
 
 def _tj_AclCreationResult(o: _AclCreationResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     return d
@@ -535,6 +536,7 @@ def _tj_AclCreationResult(o: _AclCreationResult, version: int) -> dict[str, Any]
 
 def _fj_AclCreationResult(obj: dict[str, Any], version: int) -> _AclCreationResult:
     o = new_instance(_AclCreationResult)
+    v: Any
     p = "CreateAclsResponse.AclCreationResult"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)

@@ -284,6 +284,7 @@ def _tj_CreateDelegationTokenRequest(
     o: CreateDelegationTokenRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["ownerPrincipalType"] = o.owner_principal_type
     if version >= 3:
@@ -298,6 +299,7 @@ def _fj_CreateDelegationTokenRequest(
     obj: dict[str, Any], version: int
 ) -> CreateDelegationTokenRequest:
     o = new_instance(CreateDelegationTokenRequest)
+    v: Any
     p = "CreateDelegationTokenRequest"
     o.owner_principal_type = (
         get_str(obj, "ownerPrincipalType", p, REQUIRED, True) if version >= 3 else ""
@@ -306,10 +308,7 @@ def _fj_CreateDelegationTokenRequest(
         get_str(obj, "ownerPrincipalName", p, REQUIRED, True) if version >= 3 else ""
     )
     v = get_list(obj, "renewers", p, REQUIRED)
-    if v is None:
-        o.renewers = None
-    else:
-        o.renewers = [_fj_CreatableRenewers(as_object(x, p), version) for x in v]
+    o.renewers = [_fj_CreatableRenewers(as_object(x, p), version) for x in v]
     o.max_lifetime_ms = get_int(obj, "maxLifetimeMs", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -368,6 +367,7 @@ def _enc_CreatableRenewers_v2(o: _CreatableRenewers, w: Writer) -> None:
 
 def _tj_CreatableRenewers(o: _CreatableRenewers, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["principalType"] = o.principal_type
     d["principalName"] = o.principal_name
     return d
@@ -375,6 +375,7 @@ def _tj_CreatableRenewers(o: _CreatableRenewers, version: int) -> dict[str, Any]
 
 def _fj_CreatableRenewers(obj: dict[str, Any], version: int) -> _CreatableRenewers:
     o = new_instance(_CreatableRenewers)
+    v: Any
     p = "CreateDelegationTokenRequest.CreatableRenewers"
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)
     o.principal_name = get_str(obj, "principalName", p, REQUIRED)
@@ -550,6 +551,7 @@ def _tj_CreateDelegationTokenResponse(
     o: CreateDelegationTokenResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["principalType"] = o.principal_type
     d["principalName"] = o.principal_name
@@ -571,6 +573,7 @@ def _fj_CreateDelegationTokenResponse(
     obj: dict[str, Any], version: int
 ) -> CreateDelegationTokenResponse:
     o = new_instance(CreateDelegationTokenResponse)
+    v: Any
     p = "CreateDelegationTokenResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)

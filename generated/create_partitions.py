@@ -251,6 +251,7 @@ def _enc_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, w: Writer) -> No
 
 def _tj_CreatePartitionsRequest(o: CreatePartitionsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [_tj_CreatePartitionsTopic(x, version) for x in v]
     d["timeoutMs"] = o.timeout_ms
@@ -260,12 +261,10 @@ def _tj_CreatePartitionsRequest(o: CreatePartitionsRequest, version: int) -> dic
 
 def _fj_CreatePartitionsRequest(obj: dict[str, Any], version: int) -> CreatePartitionsRequest:
     o = new_instance(CreatePartitionsRequest)
+    v: Any
     p = "CreatePartitionsRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_CreatePartitionsTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_CreatePartitionsTopic(as_object(x, p), version) for x in v])
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     o.validate_only = get_bool(obj, "validateOnly", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -350,6 +349,7 @@ def _enc_CreatePartitionsTopic_v2(o: _CreatePartitionsTopic, w: Writer) -> None:
 
 def _tj_CreatePartitionsTopic(o: _CreatePartitionsTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["count"] = o.count
     v = o.assignments
@@ -361,14 +361,16 @@ def _tj_CreatePartitionsTopic(o: _CreatePartitionsTopic, version: int) -> dict[s
 
 def _fj_CreatePartitionsTopic(obj: dict[str, Any], version: int) -> _CreatePartitionsTopic:
     o = new_instance(_CreatePartitionsTopic)
+    v: Any
     p = "CreatePartitionsRequest.CreatePartitionsTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.count = get_int(obj, "count", p, REQUIRED)
     v = get_list(obj, "assignments", p, REQUIRED, True)
-    if v is None:
-        o.assignments = None
-    else:
-        o.assignments = [_fj_CreatePartitionsAssignment(as_object(x, p), version) for x in v]
+    o.assignments = (
+        None
+        if v is None
+        else ([_fj_CreatePartitionsAssignment(as_object(x, p), version) for x in v])
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -441,6 +443,7 @@ def _enc_CreatePartitionsAssignment_v2(o: _CreatePartitionsAssignment, w: Writer
 
 def _tj_CreatePartitionsAssignment(o: _CreatePartitionsAssignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.broker_ids
     d["brokerIds"] = [x for x in v]
     return d
@@ -450,12 +453,10 @@ def _fj_CreatePartitionsAssignment(
     obj: dict[str, Any], version: int
 ) -> _CreatePartitionsAssignment:
     o = new_instance(_CreatePartitionsAssignment)
+    v: Any
     p = "CreatePartitionsRequest.CreatePartitionsAssignment"
     v = get_list(obj, "brokerIds", p, REQUIRED)
-    if v is None:
-        o.broker_ids = None
-    else:
-        o.broker_ids = [as_int(x, p) for x in v]
+    o.broker_ids = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -560,6 +561,7 @@ def _enc_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, w: Writer) -> 
 
 def _tj_CreatePartitionsResponse(o: CreatePartitionsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.results
     d["results"] = [_tj_CreatePartitionsTopicResult(x, version) for x in v]
@@ -568,13 +570,11 @@ def _tj_CreatePartitionsResponse(o: CreatePartitionsResponse, version: int) -> d
 
 def _fj_CreatePartitionsResponse(obj: dict[str, Any], version: int) -> CreatePartitionsResponse:
     o = new_instance(CreatePartitionsResponse)
+    v: Any
     p = "CreatePartitionsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_CreatePartitionsTopicResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_CreatePartitionsTopicResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -642,6 +642,7 @@ def _tj_CreatePartitionsTopicResult(
     o: _CreatePartitionsTopicResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -652,6 +653,7 @@ def _fj_CreatePartitionsTopicResult(
     obj: dict[str, Any], version: int
 ) -> _CreatePartitionsTopicResult:
     o = new_instance(_CreatePartitionsTopicResult)
+    v: Any
     p = "CreatePartitionsResponse.CreatePartitionsTopicResult"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -362,6 +362,7 @@ def _enc_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: Writer) -> None:
 
 def _tj_CreateTopicsRequest(o: CreateTopicsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [_tj_CreatableTopic(x, version) for x in v]
     d["timeoutMs"] = o.timeout_ms
@@ -372,12 +373,10 @@ def _tj_CreateTopicsRequest(o: CreateTopicsRequest, version: int) -> dict[str, A
 
 def _fj_CreateTopicsRequest(obj: dict[str, Any], version: int) -> CreateTopicsRequest:
     o = new_instance(CreateTopicsRequest)
+    v: Any
     p = "CreateTopicsRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_CreatableTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_CreatableTopic(as_object(x, p), version) for x in v])
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     o.validate_only = get_bool(obj, "validateOnly", p, REQUIRED) if version >= 1 else False
     o.unknown_tagged_fields = ()
@@ -480,6 +479,7 @@ def _enc_CreatableTopic_v5(o: _CreatableTopic, w: Writer) -> None:
 
 def _tj_CreatableTopic(o: _CreatableTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["numPartitions"] = o.num_partitions
     d["replicationFactor"] = o.replication_factor
@@ -492,22 +492,15 @@ def _tj_CreatableTopic(o: _CreatableTopic, version: int) -> dict[str, Any]:
 
 def _fj_CreatableTopic(obj: dict[str, Any], version: int) -> _CreatableTopic:
     o = new_instance(_CreatableTopic)
+    v: Any
     p = "CreateTopicsRequest.CreatableTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.num_partitions = get_int(obj, "numPartitions", p, REQUIRED)
     o.replication_factor = get_int(obj, "replicationFactor", p, REQUIRED)
     v = get_list(obj, "assignments", p, REQUIRED)
-    if v is None:
-        o.assignments = None
-    else:
-        o.assignments = KeyedList(
-            [_fj_CreatableReplicaAssignment(as_object(x, p), version) for x in v]
-        )
+    o.assignments = KeyedList([_fj_CreatableReplicaAssignment(as_object(x, p), version) for x in v])
     v = get_list(obj, "configs", p, REQUIRED)
-    if v is None:
-        o.configs = None
-    else:
-        o.configs = KeyedList([_fj_CreatableTopicConfig(as_object(x, p), version) for x in v])
+    o.configs = KeyedList([_fj_CreatableTopicConfig(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -586,6 +579,7 @@ def _enc_CreatableReplicaAssignment_v5(o: _CreatableReplicaAssignment, w: Writer
 
 def _tj_CreatableReplicaAssignment(o: _CreatableReplicaAssignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     v = o.broker_ids
     d["brokerIds"] = [x for x in v]
@@ -596,13 +590,11 @@ def _fj_CreatableReplicaAssignment(
     obj: dict[str, Any], version: int
 ) -> _CreatableReplicaAssignment:
     o = new_instance(_CreatableReplicaAssignment)
+    v: Any
     p = "CreateTopicsRequest.CreatableReplicaAssignment"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     v = get_list(obj, "brokerIds", p, REQUIRED)
-    if v is None:
-        o.broker_ids = None
-    else:
-        o.broker_ids = [as_int(x, p) for x in v]
+    o.broker_ids = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -658,6 +650,7 @@ def _enc_CreatableTopicConfig_v5(o: _CreatableTopicConfig, w: Writer) -> None:
 
 def _tj_CreatableTopicConfig(o: _CreatableTopicConfig, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["value"] = o.value
     return d
@@ -665,6 +658,7 @@ def _tj_CreatableTopicConfig(o: _CreatableTopicConfig, version: int) -> dict[str
 
 def _fj_CreatableTopicConfig(obj: dict[str, Any], version: int) -> _CreatableTopicConfig:
     o = new_instance(_CreatableTopicConfig)
+    v: Any
     p = "CreateTopicsRequest.CreatableTopicConfig"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED, True)
@@ -844,6 +838,7 @@ def _enc_CreateTopicsResponse_v7(o: CreateTopicsResponse, w: Writer) -> None:
 
 def _tj_CreateTopicsResponse(o: CreateTopicsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
@@ -853,13 +848,11 @@ def _tj_CreateTopicsResponse(o: CreateTopicsResponse, version: int) -> dict[str,
 
 def _fj_CreateTopicsResponse(obj: dict[str, Any], version: int) -> CreateTopicsResponse:
     o = new_instance(CreateTopicsResponse)
+    v: Any
     p = "CreateTopicsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 2 else 0
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_CreatableTopicResult(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_CreatableTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -980,12 +973,13 @@ def _enc_CreatableTopicResult_v5(o: _CreatableTopicResult, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.topic_config_error_code != 0:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(_S_h.pack(o.topic_config_error_code))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1046,12 +1040,13 @@ def _enc_CreatableTopicResult_v7(o: _CreatableTopicResult, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.topic_config_error_code != 0:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(_S_h.pack(o.topic_config_error_code))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1060,6 +1055,7 @@ def _enc_CreatableTopicResult_v7(o: _CreatableTopicResult, w: Writer) -> None:
 
 def _tj_CreatableTopicResult(o: _CreatableTopicResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     if version >= 7:
         v = o.topic_id
@@ -1083,6 +1079,7 @@ def _tj_CreatableTopicResult(o: _CreatableTopicResult, version: int) -> dict[str
 
 def _fj_CreatableTopicResult(obj: dict[str, Any], version: int) -> _CreatableTopicResult:
     o = new_instance(_CreatableTopicResult)
+    v: Any
     p = "CreateTopicsResponse.CreatableTopicResult"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 7 else ZERO_UUID
@@ -1093,10 +1090,11 @@ def _fj_CreatableTopicResult(obj: dict[str, Any], version: int) -> _CreatableTop
     o.replication_factor = get_int(obj, "replicationFactor", p, REQUIRED) if version >= 5 else -1
     if version >= 5:
         v = get_list(obj, "configs", p, REQUIRED, True)
-        if v is None:
-            o.configs = None
-        else:
-            o.configs = [_fj_CreatableTopicConfigs(as_object(x, p), version) for x in v]
+        o.configs = (
+            None
+            if v is None
+            else ([_fj_CreatableTopicConfigs(as_object(x, p), version) for x in v])
+        )
     else:
         o.configs = []
     o.unknown_tagged_fields = ()
@@ -1153,6 +1151,7 @@ def _enc_CreatableTopicConfigs_v5(o: _CreatableTopicConfigs, w: Writer) -> None:
 
 def _tj_CreatableTopicConfigs(o: _CreatableTopicConfigs, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         d["name"] = o.name
     if version >= 5:
@@ -1168,6 +1167,7 @@ def _tj_CreatableTopicConfigs(o: _CreatableTopicConfigs, version: int) -> dict[s
 
 def _fj_CreatableTopicConfigs(obj: dict[str, Any], version: int) -> _CreatableTopicConfigs:
     o = new_instance(_CreatableTopicConfigs)
+    v: Any
     p = "CreateTopicsResponse.CreatableTopicConfigs"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 5 else ""
     o.value = get_str(obj, "value", p, REQUIRED, True) if version >= 5 else ""

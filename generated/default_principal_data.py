@@ -99,6 +99,7 @@ def _enc_DefaultPrincipalData_v0(o: DefaultPrincipalData, w: Writer) -> None:
 
 def _tj_DefaultPrincipalData(o: DefaultPrincipalData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["type"] = o.type
     d["name"] = o.name
     d["tokenAuthenticated"] = o.token_authenticated
@@ -107,6 +108,7 @@ def _tj_DefaultPrincipalData(o: DefaultPrincipalData, version: int) -> dict[str,
 
 def _fj_DefaultPrincipalData(obj: dict[str, Any], version: int) -> DefaultPrincipalData:
     o = new_instance(DefaultPrincipalData)
+    v: Any
     p = "DefaultPrincipalData"
     o.type = get_str(obj, "type", p, REQUIRED)
     o.name = get_str(obj, "name", p, REQUIRED)

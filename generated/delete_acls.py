@@ -273,6 +273,7 @@ def _enc_DeleteAclsRequest_v2(o: DeleteAclsRequest, w: Writer) -> None:
 
 def _tj_DeleteAclsRequest(o: DeleteAclsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.filters
     d["filters"] = [_tj_DeleteAclsFilter(x, version) for x in v]
     return d
@@ -280,12 +281,10 @@ def _tj_DeleteAclsRequest(o: DeleteAclsRequest, version: int) -> dict[str, Any]:
 
 def _fj_DeleteAclsRequest(obj: dict[str, Any], version: int) -> DeleteAclsRequest:
     o = new_instance(DeleteAclsRequest)
+    v: Any
     p = "DeleteAclsRequest"
     v = get_list(obj, "filters", p, REQUIRED)
-    if v is None:
-        o.filters = None
-    else:
-        o.filters = [_fj_DeleteAclsFilter(as_object(x, p), version) for x in v]
+    o.filters = [_fj_DeleteAclsFilter(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -396,6 +395,7 @@ def _enc_DeleteAclsFilter_v2(o: _DeleteAclsFilter, w: Writer) -> None:
 
 def _tj_DeleteAclsFilter(o: _DeleteAclsFilter, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceTypeFilter"] = o.resource_type_filter
     d["resourceNameFilter"] = o.resource_name_filter
     if version >= 1:
@@ -409,6 +409,7 @@ def _tj_DeleteAclsFilter(o: _DeleteAclsFilter, version: int) -> dict[str, Any]:
 
 def _fj_DeleteAclsFilter(obj: dict[str, Any], version: int) -> _DeleteAclsFilter:
     o = new_instance(_DeleteAclsFilter)
+    v: Any
     p = "DeleteAclsRequest.DeleteAclsFilter"
     o.resource_type_filter = get_int(obj, "resourceTypeFilter", p, REQUIRED)
     o.resource_name_filter = get_str(obj, "resourceNameFilter", p, REQUIRED, True)
@@ -545,6 +546,7 @@ def _enc_DeleteAclsResponse_v2(o: DeleteAclsResponse, w: Writer) -> None:
 
 def _tj_DeleteAclsResponse(o: DeleteAclsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.filter_results
     d["filterResults"] = [_tj_DeleteAclsFilterResult(x, version) for x in v]
@@ -553,13 +555,11 @@ def _tj_DeleteAclsResponse(o: DeleteAclsResponse, version: int) -> dict[str, Any
 
 def _fj_DeleteAclsResponse(obj: dict[str, Any], version: int) -> DeleteAclsResponse:
     o = new_instance(DeleteAclsResponse)
+    v: Any
     p = "DeleteAclsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "filterResults", p, REQUIRED)
-    if v is None:
-        o.filter_results = None
-    else:
-        o.filter_results = [_fj_DeleteAclsFilterResult(as_object(x, p), version) for x in v]
+    o.filter_results = [_fj_DeleteAclsFilterResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -673,6 +673,7 @@ def _enc_DeleteAclsFilterResult_v2(o: _DeleteAclsFilterResult, w: Writer) -> Non
 
 def _tj_DeleteAclsFilterResult(o: _DeleteAclsFilterResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     v = o.matching_acls
@@ -682,14 +683,12 @@ def _tj_DeleteAclsFilterResult(o: _DeleteAclsFilterResult, version: int) -> dict
 
 def _fj_DeleteAclsFilterResult(obj: dict[str, Any], version: int) -> _DeleteAclsFilterResult:
     o = new_instance(_DeleteAclsFilterResult)
+    v: Any
     p = "DeleteAclsResponse.DeleteAclsFilterResult"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "matchingAcls", p, REQUIRED)
-    if v is None:
-        o.matching_acls = None
-    else:
-        o.matching_acls = [_fj_DeleteAclsMatchingAcl(as_object(x, p), version) for x in v]
+    o.matching_acls = [_fj_DeleteAclsMatchingAcl(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -826,6 +825,7 @@ def _enc_DeleteAclsMatchingAcl_v2(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
 
 def _tj_DeleteAclsMatchingAcl(o: _DeleteAclsMatchingAcl, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["resourceType"] = o.resource_type
@@ -841,6 +841,7 @@ def _tj_DeleteAclsMatchingAcl(o: _DeleteAclsMatchingAcl, version: int) -> dict[s
 
 def _fj_DeleteAclsMatchingAcl(obj: dict[str, Any], version: int) -> _DeleteAclsMatchingAcl:
     o = new_instance(_DeleteAclsMatchingAcl)
+    v: Any
     p = "DeleteAclsResponse.DeleteAclsMatchingAcl"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)

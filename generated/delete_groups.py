@@ -170,6 +170,7 @@ def _enc_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: Writer) -> None:
 
 def _tj_DeleteGroupsRequest(o: DeleteGroupsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.groups_names
     d["groupsNames"] = [x for x in v]
     return d
@@ -177,12 +178,10 @@ def _tj_DeleteGroupsRequest(o: DeleteGroupsRequest, version: int) -> dict[str, A
 
 def _fj_DeleteGroupsRequest(obj: dict[str, Any], version: int) -> DeleteGroupsRequest:
     o = new_instance(DeleteGroupsRequest)
+    v: Any
     p = "DeleteGroupsRequest"
     v = get_list(obj, "groupsNames", p, REQUIRED)
-    if v is None:
-        o.groups_names = None
-    else:
-        o.groups_names = [as_str(x, p) for x in v]
+    o.groups_names = [as_str(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -261,6 +260,7 @@ def _enc_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: Writer) -> None:
 
 def _tj_DeleteGroupsResponse(o: DeleteGroupsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.results
     d["results"] = [_tj_DeletableGroupResult(x, version) for x in v]
@@ -269,13 +269,11 @@ def _tj_DeleteGroupsResponse(o: DeleteGroupsResponse, version: int) -> dict[str,
 
 def _fj_DeleteGroupsResponse(obj: dict[str, Any], version: int) -> DeleteGroupsResponse:
     o = new_instance(DeleteGroupsResponse)
+    v: Any
     p = "DeleteGroupsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = KeyedList([_fj_DeletableGroupResult(as_object(x, p), version) for x in v])
+    o.results = KeyedList([_fj_DeletableGroupResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -335,6 +333,7 @@ def _enc_DeletableGroupResult_v2(o: _DeletableGroupResult, w: Writer) -> None:
 
 def _tj_DeletableGroupResult(o: _DeletableGroupResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["errorCode"] = o.error_code
     return d
@@ -342,6 +341,7 @@ def _tj_DeletableGroupResult(o: _DeletableGroupResult, version: int) -> dict[str
 
 def _fj_DeletableGroupResult(obj: dict[str, Any], version: int) -> _DeletableGroupResult:
     o = new_instance(_DeletableGroupResult)
+    v: Any
     p = "DeleteGroupsResponse.DeletableGroupResult"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -259,6 +259,7 @@ def _enc_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, w: Writer) -> None:
 
 def _tj_DeleteRecordsRequest(o: DeleteRecordsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [_tj_DeleteRecordsTopic(x, version) for x in v]
     d["timeoutMs"] = o.timeout_ms
@@ -267,12 +268,10 @@ def _tj_DeleteRecordsRequest(o: DeleteRecordsRequest, version: int) -> dict[str,
 
 def _fj_DeleteRecordsRequest(obj: dict[str, Any], version: int) -> DeleteRecordsRequest:
     o = new_instance(DeleteRecordsRequest)
+    v: Any
     p = "DeleteRecordsRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_DeleteRecordsTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_DeleteRecordsTopic(as_object(x, p), version) for x in v]
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -343,6 +342,7 @@ def _enc_DeleteRecordsTopic_v2(o: _DeleteRecordsTopic, w: Writer) -> None:
 
 def _tj_DeleteRecordsTopic(o: _DeleteRecordsTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_DeleteRecordsPartition(x, version) for x in v]
@@ -351,13 +351,11 @@ def _tj_DeleteRecordsTopic(o: _DeleteRecordsTopic, version: int) -> dict[str, An
 
 def _fj_DeleteRecordsTopic(obj: dict[str, Any], version: int) -> _DeleteRecordsTopic:
     o = new_instance(_DeleteRecordsTopic)
+    v: Any
     p = "DeleteRecordsRequest.DeleteRecordsTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_DeleteRecordsPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_DeleteRecordsPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -413,6 +411,7 @@ def _enc_DeleteRecordsPartition_v2(o: _DeleteRecordsPartition, w: Writer) -> Non
 
 def _tj_DeleteRecordsPartition(o: _DeleteRecordsPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["offset"] = o.offset
     return d
@@ -420,6 +419,7 @@ def _tj_DeleteRecordsPartition(o: _DeleteRecordsPartition, version: int) -> dict
 
 def _fj_DeleteRecordsPartition(obj: dict[str, Any], version: int) -> _DeleteRecordsPartition:
     o = new_instance(_DeleteRecordsPartition)
+    v: Any
     p = "DeleteRecordsRequest.DeleteRecordsPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.offset = get_int(obj, "offset", p, REQUIRED)
@@ -518,6 +518,7 @@ def _enc_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, w: Writer) -> None:
 
 def _tj_DeleteRecordsResponse(o: DeleteRecordsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
     d["topics"] = [_tj_DeleteRecordsTopicResult(x, version) for x in v]
@@ -526,13 +527,11 @@ def _tj_DeleteRecordsResponse(o: DeleteRecordsResponse, version: int) -> dict[st
 
 def _fj_DeleteRecordsResponse(obj: dict[str, Any], version: int) -> DeleteRecordsResponse:
     o = new_instance(DeleteRecordsResponse)
+    v: Any
     p = "DeleteRecordsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_DeleteRecordsTopicResult(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_DeleteRecordsTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -606,6 +605,7 @@ def _enc_DeleteRecordsTopicResult_v2(o: _DeleteRecordsTopicResult, w: Writer) ->
 
 def _tj_DeleteRecordsTopicResult(o: _DeleteRecordsTopicResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_DeleteRecordsPartitionResult(x, version) for x in v]
@@ -614,15 +614,13 @@ def _tj_DeleteRecordsTopicResult(o: _DeleteRecordsTopicResult, version: int) -> 
 
 def _fj_DeleteRecordsTopicResult(obj: dict[str, Any], version: int) -> _DeleteRecordsTopicResult:
     o = new_instance(_DeleteRecordsTopicResult)
+    v: Any
     p = "DeleteRecordsResponse.DeleteRecordsTopicResult"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = KeyedList(
-            [_fj_DeleteRecordsPartitionResult(as_object(x, p), version) for x in v]
-        )
+    o.partitions = KeyedList(
+        [_fj_DeleteRecordsPartitionResult(as_object(x, p), version) for x in v]
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -684,6 +682,7 @@ def _tj_DeleteRecordsPartitionResult(
     o: _DeleteRecordsPartitionResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["lowWatermark"] = o.low_watermark
     d["errorCode"] = o.error_code
@@ -694,6 +693,7 @@ def _fj_DeleteRecordsPartitionResult(
     obj: dict[str, Any], version: int
 ) -> _DeleteRecordsPartitionResult:
     o = new_instance(_DeleteRecordsPartitionResult)
+    v: Any
     p = "DeleteRecordsResponse.DeleteRecordsPartitionResult"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.low_watermark = get_int(obj, "lowWatermark", p, REQUIRED)

@@ -225,6 +225,7 @@ def _tj_DeleteShareGroupStateRequest(
     o: DeleteShareGroupStateRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     v = o.topics
     d["topics"] = [_tj_DeleteStateData(x, version) for x in v]
@@ -235,13 +236,11 @@ def _fj_DeleteShareGroupStateRequest(
     obj: dict[str, Any], version: int
 ) -> DeleteShareGroupStateRequest:
     o = new_instance(DeleteShareGroupStateRequest)
+    v: Any
     p = "DeleteShareGroupStateRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_DeleteStateData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_DeleteStateData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -283,6 +282,7 @@ def _enc_DeleteStateData_v0(o: _DeleteStateData, w: Writer) -> None:
 
 def _tj_DeleteStateData(o: _DeleteStateData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -292,13 +292,11 @@ def _tj_DeleteStateData(o: _DeleteStateData, version: int) -> dict[str, Any]:
 
 def _fj_DeleteStateData(obj: dict[str, Any], version: int) -> _DeleteStateData:
     o = new_instance(_DeleteStateData)
+    v: Any
     p = "DeleteShareGroupStateRequest.DeleteStateData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -333,12 +331,14 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     return d
 
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "DeleteShareGroupStateRequest.PartitionData"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -408,6 +408,7 @@ def _tj_DeleteShareGroupStateResponse(
     o: DeleteShareGroupStateResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.results
     d["results"] = [_tj_DeleteStateResult(x, version) for x in v]
     return d
@@ -417,12 +418,10 @@ def _fj_DeleteShareGroupStateResponse(
     obj: dict[str, Any], version: int
 ) -> DeleteShareGroupStateResponse:
     o = new_instance(DeleteShareGroupStateResponse)
+    v: Any
     p = "DeleteShareGroupStateResponse"
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_DeleteStateResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_DeleteStateResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -465,6 +464,7 @@ def _enc_DeleteStateResult_v0(o: _DeleteStateResult, w: Writer) -> None:
 
 def _tj_DeleteStateResult(o: _DeleteStateResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -474,13 +474,11 @@ def _tj_DeleteStateResult(o: _DeleteStateResult, version: int) -> dict[str, Any]
 
 def _fj_DeleteStateResult(obj: dict[str, Any], version: int) -> _DeleteStateResult:
     o = new_instance(_DeleteStateResult)
+    v: Any
     p = "DeleteShareGroupStateResponse.DeleteStateResult"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -517,6 +515,7 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
 
 def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -525,6 +524,7 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
 
 def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o = new_instance(_PartitionResult)
+    v: Any
     p = "DeleteShareGroupStateResponse.PartitionResult"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

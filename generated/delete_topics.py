@@ -250,6 +250,7 @@ def _enc_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: Writer) -> None:
 
 def _tj_DeleteTopicsRequest(o: DeleteTopicsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 6:
         v = o.topics
         d["topics"] = [_tj_DeleteTopicState(x, version) for x in v]
@@ -262,21 +263,16 @@ def _tj_DeleteTopicsRequest(o: DeleteTopicsRequest, version: int) -> dict[str, A
 
 def _fj_DeleteTopicsRequest(obj: dict[str, Any], version: int) -> DeleteTopicsRequest:
     o = new_instance(DeleteTopicsRequest)
+    v: Any
     p = "DeleteTopicsRequest"
     if version >= 6:
         v = get_list(obj, "topics", p, REQUIRED)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = [_fj_DeleteTopicState(as_object(x, p), version) for x in v]
+        o.topics = [_fj_DeleteTopicState(as_object(x, p), version) for x in v]
     else:
         o.topics = []
     if version <= 5:
         v = get_list(obj, "topicNames", p, REQUIRED)
-        if v is None:
-            o.topic_names = None
-        else:
-            o.topic_names = [as_str(x, p) for x in v]
+        o.topic_names = [as_str(x, p) for x in v]
     else:
         o.topic_names = []
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
@@ -317,6 +313,7 @@ def _enc_DeleteTopicState_v6(o: _DeleteTopicState, w: Writer) -> None:
 
 def _tj_DeleteTopicState(o: _DeleteTopicState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 6:
         d["name"] = o.name
     if version >= 6:
@@ -327,6 +324,7 @@ def _tj_DeleteTopicState(o: _DeleteTopicState, version: int) -> dict[str, Any]:
 
 def _fj_DeleteTopicState(obj: dict[str, Any], version: int) -> _DeleteTopicState:
     o = new_instance(_DeleteTopicState)
+    v: Any
     p = "DeleteTopicsRequest.DeleteTopicState"
     o.name = get_str(obj, "name", p, REQUIRED, True) if version >= 6 else None
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 6 else ZERO_UUID
@@ -495,6 +493,7 @@ def _enc_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, w: Writer) -> None:
 
 def _tj_DeleteTopicsResponse(o: DeleteTopicsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.responses
@@ -504,13 +503,11 @@ def _tj_DeleteTopicsResponse(o: DeleteTopicsResponse, version: int) -> dict[str,
 
 def _fj_DeleteTopicsResponse(obj: dict[str, Any], version: int) -> DeleteTopicsResponse:
     o = new_instance(DeleteTopicsResponse)
+    v: Any
     p = "DeleteTopicsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = KeyedList([_fj_DeletableTopicResult(as_object(x, p), version) for x in v])
+    o.responses = KeyedList([_fj_DeletableTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -635,6 +632,7 @@ def _enc_DeletableTopicResult_v6(o: _DeletableTopicResult, w: Writer) -> None:
 
 def _tj_DeletableTopicResult(o: _DeletableTopicResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     if version >= 6:
         v = o.topic_id
@@ -647,6 +645,7 @@ def _tj_DeletableTopicResult(o: _DeletableTopicResult, version: int) -> dict[str
 
 def _fj_DeletableTopicResult(obj: dict[str, Any], version: int) -> _DeletableTopicResult:
     o = new_instance(_DeletableTopicResult)
+    v: Any
     p = "DeleteTopicsResponse.DeletableTopicResult"
     o.name = get_str(obj, "name", p, REQUIRED, True)
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 6 else ZERO_UUID

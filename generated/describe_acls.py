@@ -399,6 +399,7 @@ def _enc_DescribeAclsRequest_v4(o: DescribeAclsRequest, w: Writer) -> None:
 
 def _tj_DescribeAclsRequest(o: DescribeAclsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceTypeFilter"] = o.resource_type_filter
     d["resourceNameFilter"] = o.resource_name_filter
     if version >= 1:
@@ -417,6 +418,7 @@ def _tj_DescribeAclsRequest(o: DescribeAclsRequest, version: int) -> dict[str, A
 
 def _fj_DescribeAclsRequest(obj: dict[str, Any], version: int) -> DescribeAclsRequest:
     o = new_instance(DescribeAclsRequest)
+    v: Any
     p = "DescribeAclsRequest"
     o.resource_type_filter = get_int(obj, "resourceTypeFilter", p, REQUIRED)
     o.resource_name_filter = get_str(obj, "resourceNameFilter", p, REQUIRED, True)
@@ -430,10 +432,9 @@ def _fj_DescribeAclsRequest(obj: dict[str, Any], version: int) -> DescribeAclsRe
     )
     if version >= 4:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_DescribeAclsRequest_ResourceCursor(as_object(v, p), version)
+        o.cursor = (
+            None if v is None else _fj_DescribeAclsRequest_ResourceCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -493,6 +494,7 @@ def _tj_DescribeAclsRequest_ResourceCursor(
     o: _DescribeAclsRequest_ResourceCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         d["resourceName"] = o.resource_name
     if version >= 4:
@@ -504,6 +506,7 @@ def _fj_DescribeAclsRequest_ResourceCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeAclsRequest_ResourceCursor:
     o = new_instance(_DescribeAclsRequest_ResourceCursor)
+    v: Any
     p = "DescribeAclsRequest.ResourceCursor"
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 4 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 4 else 0
@@ -673,6 +676,7 @@ def _enc_DescribeAclsResponse_v4(o: DescribeAclsResponse, w: Writer) -> None:
 
 def _tj_DescribeAclsResponse(o: DescribeAclsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -686,21 +690,18 @@ def _tj_DescribeAclsResponse(o: DescribeAclsResponse, version: int) -> dict[str,
 
 def _fj_DescribeAclsResponse(obj: dict[str, Any], version: int) -> DescribeAclsResponse:
     o = new_instance(DescribeAclsResponse)
+    v: Any
     p = "DescribeAclsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "resources", p, REQUIRED)
-    if v is None:
-        o.resources = None
-    else:
-        o.resources = [_fj_DescribeAclsResource(as_object(x, p), version) for x in v]
+    o.resources = [_fj_DescribeAclsResource(as_object(x, p), version) for x in v]
     if version >= 4:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_DescribeAclsResponse_ResourceCursor(as_object(v, p), version)
+        o.next_cursor = (
+            None if v is None else _fj_DescribeAclsResponse_ResourceCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -834,6 +835,7 @@ def _enc_DescribeAclsResource_v2(o: _DescribeAclsResource, w: Writer) -> None:
 
 def _tj_DescribeAclsResource(o: _DescribeAclsResource, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceType"] = o.resource_type
     d["resourceName"] = o.resource_name
     if version >= 1:
@@ -845,15 +847,13 @@ def _tj_DescribeAclsResource(o: _DescribeAclsResource, version: int) -> dict[str
 
 def _fj_DescribeAclsResource(obj: dict[str, Any], version: int) -> _DescribeAclsResource:
     o = new_instance(_DescribeAclsResource)
+    v: Any
     p = "DescribeAclsResponse.DescribeAclsResource"
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED)
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED)
     o.pattern_type = get_int(obj, "patternType", p, REQUIRED) if version >= 1 else 3
     v = get_list(obj, "acls", p, REQUIRED)
-    if v is None:
-        o.acls = None
-    else:
-        o.acls = [_fj_AclDescription(as_object(x, p), version) for x in v]
+    o.acls = [_fj_AclDescription(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -915,6 +915,7 @@ def _enc_AclDescription_v2(o: _AclDescription, w: Writer) -> None:
 
 def _tj_AclDescription(o: _AclDescription, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["principal"] = o.principal
     d["host"] = o.host
     d["operation"] = o.operation
@@ -924,6 +925,7 @@ def _tj_AclDescription(o: _AclDescription, version: int) -> dict[str, Any]:
 
 def _fj_AclDescription(obj: dict[str, Any], version: int) -> _AclDescription:
     o = new_instance(_AclDescription)
+    v: Any
     p = "DescribeAclsResponse.AclDescription"
     o.principal = get_str(obj, "principal", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -973,6 +975,7 @@ def _tj_DescribeAclsResponse_ResourceCursor(
     o: _DescribeAclsResponse_ResourceCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         d["resourceName"] = o.resource_name
     if version >= 4:
@@ -984,6 +987,7 @@ def _fj_DescribeAclsResponse_ResourceCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeAclsResponse_ResourceCursor:
     o = new_instance(_DescribeAclsResponse_ResourceCursor)
+    v: Any
     p = "DescribeAclsResponse.ResourceCursor"
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 4 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 4 else 0

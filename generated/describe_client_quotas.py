@@ -276,6 +276,7 @@ def _enc_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, w: Write
 
 def _tj_DescribeClientQuotasRequest(o: DescribeClientQuotasRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.components
     d["components"] = [_tj_ComponentData(x, version) for x in v]
     d["strict"] = o.strict
@@ -286,12 +287,10 @@ def _fj_DescribeClientQuotasRequest(
     obj: dict[str, Any], version: int
 ) -> DescribeClientQuotasRequest:
     o = new_instance(DescribeClientQuotasRequest)
+    v: Any
     p = "DescribeClientQuotasRequest"
     v = get_list(obj, "components", p, REQUIRED)
-    if v is None:
-        o.components = None
-    else:
-        o.components = [_fj_ComponentData(as_object(x, p), version) for x in v]
+    o.components = [_fj_ComponentData(as_object(x, p), version) for x in v]
     o.strict = get_bool(obj, "strict", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -352,6 +351,7 @@ def _enc_ComponentData_v1(o: _ComponentData, w: Writer) -> None:
 
 def _tj_ComponentData(o: _ComponentData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["entityType"] = o.entity_type
     d["matchType"] = o.match_type
     d["match"] = o.match
@@ -360,6 +360,7 @@ def _tj_ComponentData(o: _ComponentData, version: int) -> dict[str, Any]:
 
 def _fj_ComponentData(obj: dict[str, Any], version: int) -> _ComponentData:
     o = new_instance(_ComponentData)
+    v: Any
     p = "DescribeClientQuotasRequest.ComponentData"
     o.entity_type = get_str(obj, "entityType", p, REQUIRED)
     o.match_type = get_int(obj, "matchType", p, REQUIRED)
@@ -454,6 +455,7 @@ def _tj_DescribeClientQuotasResponse(
     o: DescribeClientQuotasResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -466,15 +468,13 @@ def _fj_DescribeClientQuotasResponse(
     obj: dict[str, Any], version: int
 ) -> DescribeClientQuotasResponse:
     o = new_instance(DescribeClientQuotasResponse)
+    v: Any
     p = "DescribeClientQuotasResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "entries", p, REQUIRED, True)
-    if v is None:
-        o.entries = None
-    else:
-        o.entries = [_fj_EntryData(as_object(x, p), version) for x in v]
+    o.entries = None if v is None else ([_fj_EntryData(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -551,6 +551,7 @@ def _enc_EntryData_v1(o: _EntryData, w: Writer) -> None:
 
 def _tj_EntryData(o: _EntryData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.entity
     d["entity"] = [_tj_EntityData(x, version) for x in v]
     v = o.values
@@ -560,17 +561,12 @@ def _tj_EntryData(o: _EntryData, version: int) -> dict[str, Any]:
 
 def _fj_EntryData(obj: dict[str, Any], version: int) -> _EntryData:
     o = new_instance(_EntryData)
+    v: Any
     p = "DescribeClientQuotasResponse.EntryData"
     v = get_list(obj, "entity", p, REQUIRED)
-    if v is None:
-        o.entity = None
-    else:
-        o.entity = [_fj_EntityData(as_object(x, p), version) for x in v]
+    o.entity = [_fj_EntityData(as_object(x, p), version) for x in v]
     v = get_list(obj, "values", p, REQUIRED)
-    if v is None:
-        o.values = None
-    else:
-        o.values = [_fj_ValueData(as_object(x, p), version) for x in v]
+    o.values = [_fj_ValueData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -622,6 +618,7 @@ def _enc_EntityData_v1(o: _EntityData, w: Writer) -> None:
 
 def _tj_EntityData(o: _EntityData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["entityType"] = o.entity_type
     d["entityName"] = o.entity_name
     return d
@@ -629,6 +626,7 @@ def _tj_EntityData(o: _EntityData, version: int) -> dict[str, Any]:
 
 def _fj_EntityData(obj: dict[str, Any], version: int) -> _EntityData:
     o = new_instance(_EntityData)
+    v: Any
     p = "DescribeClientQuotasResponse.EntityData"
     o.entity_type = get_str(obj, "entityType", p, REQUIRED)
     o.entity_name = get_str(obj, "entityName", p, REQUIRED, True)
@@ -687,6 +685,7 @@ def _enc_ValueData_v1(o: _ValueData, w: Writer) -> None:
 
 def _tj_ValueData(o: _ValueData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["key"] = o.key
     d["value"] = o.value
     return d
@@ -694,6 +693,7 @@ def _tj_ValueData(o: _ValueData, version: int) -> dict[str, Any]:
 
 def _fj_ValueData(obj: dict[str, Any], version: int) -> _ValueData:
     o = new_instance(_ValueData)
+    v: Any
     p = "DescribeClientQuotasResponse.ValueData"
     o.key = get_str(obj, "key", p, REQUIRED)
     o.value = get_float(obj, "value", p, REQUIRED)

@@ -212,6 +212,7 @@ def _enc_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: Writer) -> None
 
 def _tj_DescribeClusterRequest(o: DescribeClusterRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["includeClusterAuthorizedOperations"] = o.include_cluster_authorized_operations
     if version >= 1:
         d["endpointType"] = o.endpoint_type
@@ -220,6 +221,7 @@ def _tj_DescribeClusterRequest(o: DescribeClusterRequest, version: int) -> dict[
 
 def _fj_DescribeClusterRequest(obj: dict[str, Any], version: int) -> DescribeClusterRequest:
     o = new_instance(DescribeClusterRequest)
+    v: Any
     p = "DescribeClusterRequest"
     o.include_cluster_authorized_operations = get_bool(
         obj, "includeClusterAuthorizedOperations", p, REQUIRED
@@ -338,6 +340,7 @@ def _enc_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Writer) -> No
 
 def _tj_DescribeClusterResponse(o: DescribeClusterResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -353,6 +356,7 @@ def _tj_DescribeClusterResponse(o: DescribeClusterResponse, version: int) -> dic
 
 def _fj_DescribeClusterResponse(obj: dict[str, Any], version: int) -> DescribeClusterResponse:
     o = new_instance(DescribeClusterResponse)
+    v: Any
     p = "DescribeClusterResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -361,10 +365,7 @@ def _fj_DescribeClusterResponse(obj: dict[str, Any], version: int) -> DescribeCl
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED)
     o.controller_id = get_int(obj, "controllerId", p, REQUIRED)
     v = get_list(obj, "brokers", p, REQUIRED)
-    if v is None:
-        o.brokers = None
-    else:
-        o.brokers = KeyedList([_fj_DescribeClusterBroker(as_object(x, p), version) for x in v])
+    o.brokers = KeyedList([_fj_DescribeClusterBroker(as_object(x, p), version) for x in v])
     o.cluster_authorized_operations = get_int(obj, "clusterAuthorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -416,6 +417,7 @@ def _enc_DescribeClusterBroker_v0(o: _DescribeClusterBroker, w: Writer) -> None:
 
 def _tj_DescribeClusterBroker(o: _DescribeClusterBroker, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["host"] = o.host
     d["port"] = o.port
@@ -425,6 +427,7 @@ def _tj_DescribeClusterBroker(o: _DescribeClusterBroker, version: int) -> dict[s
 
 def _fj_DescribeClusterBroker(obj: dict[str, Any], version: int) -> _DescribeClusterBroker:
     o = new_instance(_DescribeClusterBroker)
+    v: Any
     p = "DescribeClusterResponse.DescribeClusterBroker"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)

@@ -489,6 +489,7 @@ def _enc_DescribeConfigsRequest_v5(o: DescribeConfigsRequest, w: Writer) -> None
 
 def _tj_DescribeConfigsRequest(o: DescribeConfigsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.resources
     d["resources"] = [_tj_DescribeConfigsResource(x, version) for x in v]
     if version >= 1:
@@ -505,12 +506,10 @@ def _tj_DescribeConfigsRequest(o: DescribeConfigsRequest, version: int) -> dict[
 
 def _fj_DescribeConfigsRequest(obj: dict[str, Any], version: int) -> DescribeConfigsRequest:
     o = new_instance(DescribeConfigsRequest)
+    v: Any
     p = "DescribeConfigsRequest"
     v = get_list(obj, "resources", p, REQUIRED)
-    if v is None:
-        o.resources = None
-    else:
-        o.resources = [_fj_DescribeConfigsResource(as_object(x, p), version) for x in v]
+    o.resources = [_fj_DescribeConfigsResource(as_object(x, p), version) for x in v]
     o.include_synonyms = get_bool(obj, "includeSynonyms", p, REQUIRED) if version >= 1 else False
     o.include_documentation = (
         get_bool(obj, "includeDocumentation", p, REQUIRED) if version >= 3 else False
@@ -520,10 +519,11 @@ def _fj_DescribeConfigsRequest(obj: dict[str, Any], version: int) -> DescribeCon
     )
     if version >= 5:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_DescribeConfigsRequest_ResourceCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_DescribeConfigsRequest_ResourceCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -618,6 +618,7 @@ def _enc_DescribeConfigsResource_v4(o: _DescribeConfigsResource, w: Writer) -> N
 
 def _tj_DescribeConfigsResource(o: _DescribeConfigsResource, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceType"] = o.resource_type
     d["resourceName"] = o.resource_name
     v = o.configuration_keys
@@ -627,14 +628,12 @@ def _tj_DescribeConfigsResource(o: _DescribeConfigsResource, version: int) -> di
 
 def _fj_DescribeConfigsResource(obj: dict[str, Any], version: int) -> _DescribeConfigsResource:
     o = new_instance(_DescribeConfigsResource)
+    v: Any
     p = "DescribeConfigsRequest.DescribeConfigsResource"
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED)
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED)
     v = get_list(obj, "configurationKeys", p, REQUIRED, True)
-    if v is None:
-        o.configuration_keys = None
-    else:
-        o.configuration_keys = [as_str(x, p) for x in v]
+    o.configuration_keys = None if v is None else ([as_str(x, p) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -678,6 +677,7 @@ def _tj_DescribeConfigsRequest_ResourceCursor(
     o: _DescribeConfigsRequest_ResourceCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         d["resourceName"] = o.resource_name
     if version >= 5:
@@ -689,6 +689,7 @@ def _fj_DescribeConfigsRequest_ResourceCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeConfigsRequest_ResourceCursor:
     o = new_instance(_DescribeConfigsRequest_ResourceCursor)
+    v: Any
     p = "DescribeConfigsRequest.ResourceCursor"
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 5 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 5 else 0
@@ -890,6 +891,7 @@ def _enc_DescribeConfigsResponse_v5(o: DescribeConfigsResponse, w: Writer) -> No
 
 def _tj_DescribeConfigsResponse(o: DescribeConfigsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.results
     d["results"] = [_tj_DescribeConfigsResult(x, version) for x in v]
@@ -903,19 +905,18 @@ def _tj_DescribeConfigsResponse(o: DescribeConfigsResponse, version: int) -> dic
 
 def _fj_DescribeConfigsResponse(obj: dict[str, Any], version: int) -> DescribeConfigsResponse:
     o = new_instance(DescribeConfigsResponse)
+    v: Any
     p = "DescribeConfigsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_DescribeConfigsResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_DescribeConfigsResult(as_object(x, p), version) for x in v]
     if version >= 5:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_DescribeConfigsResponse_ResourceCursor(as_object(v, p), version)
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_DescribeConfigsResponse_ResourceCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -1096,6 +1097,7 @@ def _enc_DescribeConfigsResult_v4(o: _DescribeConfigsResult, w: Writer) -> None:
 
 def _tj_DescribeConfigsResult(o: _DescribeConfigsResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["resourceType"] = o.resource_type
@@ -1107,16 +1109,14 @@ def _tj_DescribeConfigsResult(o: _DescribeConfigsResult, version: int) -> dict[s
 
 def _fj_DescribeConfigsResult(obj: dict[str, Any], version: int) -> _DescribeConfigsResult:
     o = new_instance(_DescribeConfigsResult)
+    v: Any
     p = "DescribeConfigsResponse.DescribeConfigsResult"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED)
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED)
     v = get_list(obj, "configs", p, REQUIRED)
-    if v is None:
-        o.configs = None
-    else:
-        o.configs = [_fj_DescribeConfigsResourceResult(as_object(x, p), version) for x in v]
+    o.configs = [_fj_DescribeConfigsResourceResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1319,6 +1319,7 @@ def _tj_DescribeConfigsResourceResult(
     o: _DescribeConfigsResourceResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["value"] = o.value
     d["readOnly"] = o.read_only
@@ -1341,6 +1342,7 @@ def _fj_DescribeConfigsResourceResult(
     obj: dict[str, Any], version: int
 ) -> _DescribeConfigsResourceResult:
     o = new_instance(_DescribeConfigsResourceResult)
+    v: Any
     p = "DescribeConfigsResponse.DescribeConfigsResourceResult"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED, True)
@@ -1350,10 +1352,7 @@ def _fj_DescribeConfigsResourceResult(
     o.is_sensitive = get_bool(obj, "isSensitive", p, REQUIRED)
     if version >= 1:
         v = get_list(obj, "synonyms", p, REQUIRED)
-        if v is None:
-            o.synonyms = None
-        else:
-            o.synonyms = [_fj_DescribeConfigsSynonym(as_object(x, p), version) for x in v]
+        o.synonyms = [_fj_DescribeConfigsSynonym(as_object(x, p), version) for x in v]
     else:
         o.synonyms = []
     o.config_type = get_int(obj, "configType", p, REQUIRED) if version >= 3 else 0
@@ -1432,6 +1431,7 @@ def _enc_DescribeConfigsSynonym_v4(o: _DescribeConfigsSynonym, w: Writer) -> Non
 
 def _tj_DescribeConfigsSynonym(o: _DescribeConfigsSynonym, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["name"] = o.name
     if version >= 1:
@@ -1443,6 +1443,7 @@ def _tj_DescribeConfigsSynonym(o: _DescribeConfigsSynonym, version: int) -> dict
 
 def _fj_DescribeConfigsSynonym(obj: dict[str, Any], version: int) -> _DescribeConfigsSynonym:
     o = new_instance(_DescribeConfigsSynonym)
+    v: Any
     p = "DescribeConfigsResponse.DescribeConfigsSynonym"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 1 else ""
     o.value = get_str(obj, "value", p, REQUIRED, True) if version >= 1 else ""
@@ -1490,6 +1491,7 @@ def _tj_DescribeConfigsResponse_ResourceCursor(
     o: _DescribeConfigsResponse_ResourceCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         d["resourceName"] = o.resource_name
     if version >= 5:
@@ -1501,6 +1503,7 @@ def _fj_DescribeConfigsResponse_ResourceCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeConfigsResponse_ResourceCursor:
     o = new_instance(_DescribeConfigsResponse_ResourceCursor)
+    v: Any
     p = "DescribeConfigsResponse.ResourceCursor"
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 5 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 5 else 0

@@ -270,6 +270,7 @@ def _tj_DescribeDelegationTokenRequest(
     o: DescribeDelegationTokenRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.owners
     d["owners"] = None if v is None else [_tj_DescribeDelegationTokenOwner(x, version) for x in v]
     return d
@@ -279,12 +280,14 @@ def _fj_DescribeDelegationTokenRequest(
     obj: dict[str, Any], version: int
 ) -> DescribeDelegationTokenRequest:
     o = new_instance(DescribeDelegationTokenRequest)
+    v: Any
     p = "DescribeDelegationTokenRequest"
     v = get_list(obj, "owners", p, REQUIRED, True)
-    if v is None:
-        o.owners = None
-    else:
-        o.owners = [_fj_DescribeDelegationTokenOwner(as_object(x, p), version) for x in v]
+    o.owners = (
+        None
+        if v is None
+        else ([_fj_DescribeDelegationTokenOwner(as_object(x, p), version) for x in v])
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -347,6 +350,7 @@ def _tj_DescribeDelegationTokenOwner(
     o: _DescribeDelegationTokenOwner, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["principalType"] = o.principal_type
     d["principalName"] = o.principal_name
     return d
@@ -356,6 +360,7 @@ def _fj_DescribeDelegationTokenOwner(
     obj: dict[str, Any], version: int
 ) -> _DescribeDelegationTokenOwner:
     o = new_instance(_DescribeDelegationTokenOwner)
+    v: Any
     p = "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner"
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)
     o.principal_name = get_str(obj, "principalName", p, REQUIRED)
@@ -503,6 +508,7 @@ def _tj_DescribeDelegationTokenResponse(
     o: DescribeDelegationTokenResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.tokens
     d["tokens"] = [_tj_DescribedDelegationToken(x, version) for x in v]
@@ -514,13 +520,11 @@ def _fj_DescribeDelegationTokenResponse(
     obj: dict[str, Any], version: int
 ) -> DescribeDelegationTokenResponse:
     o = new_instance(DescribeDelegationTokenResponse)
+    v: Any
     p = "DescribeDelegationTokenResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "tokens", p, REQUIRED)
-    if v is None:
-        o.tokens = None
-    else:
-        o.tokens = [_fj_DescribedDelegationToken(as_object(x, p), version) for x in v]
+    o.tokens = [_fj_DescribedDelegationToken(as_object(x, p), version) for x in v]
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -687,6 +691,7 @@ def _enc_DescribedDelegationToken_v3(o: _DescribedDelegationToken, w: Writer) ->
 
 def _tj_DescribedDelegationToken(o: _DescribedDelegationToken, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["principalType"] = o.principal_type
     d["principalName"] = o.principal_name
     if version >= 3:
@@ -706,6 +711,7 @@ def _tj_DescribedDelegationToken(o: _DescribedDelegationToken, version: int) -> 
 
 def _fj_DescribedDelegationToken(obj: dict[str, Any], version: int) -> _DescribedDelegationToken:
     o = new_instance(_DescribedDelegationToken)
+    v: Any
     p = "DescribeDelegationTokenResponse.DescribedDelegationToken"
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)
     o.principal_name = get_str(obj, "principalName", p, REQUIRED)
@@ -721,10 +727,7 @@ def _fj_DescribedDelegationToken(obj: dict[str, Any], version: int) -> _Describe
     o.token_id = get_str(obj, "tokenId", p, REQUIRED)
     o.hmac = get_bytes(obj, "hmac", p, REQUIRED)
     v = get_list(obj, "renewers", p, REQUIRED)
-    if v is None:
-        o.renewers = None
-    else:
-        o.renewers = [_fj_DescribedDelegationTokenRenewer(as_object(x, p), version) for x in v]
+    o.renewers = [_fj_DescribedDelegationTokenRenewer(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -793,6 +796,7 @@ def _tj_DescribedDelegationTokenRenewer(
     o: _DescribedDelegationTokenRenewer, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["principalType"] = o.principal_type
     d["principalName"] = o.principal_name
     return d
@@ -802,6 +806,7 @@ def _fj_DescribedDelegationTokenRenewer(
     obj: dict[str, Any], version: int
 ) -> _DescribedDelegationTokenRenewer:
     o = new_instance(_DescribedDelegationTokenRenewer)
+    v: Any
     p = "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer"
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)
     o.principal_name = get_str(obj, "principalName", p, REQUIRED)

@@ -360,6 +360,7 @@ def _enc_DescribeGroupsRequest_v6(o: DescribeGroupsRequest, w: Writer) -> None:
 
 def _tj_DescribeGroupsRequest(o: DescribeGroupsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.groups
     d["groups"] = [x for x in v]
     if version >= 3:
@@ -374,12 +375,10 @@ def _tj_DescribeGroupsRequest(o: DescribeGroupsRequest, version: int) -> dict[st
 
 def _fj_DescribeGroupsRequest(obj: dict[str, Any], version: int) -> DescribeGroupsRequest:
     o = new_instance(DescribeGroupsRequest)
+    v: Any
     p = "DescribeGroupsRequest"
     v = get_list(obj, "groups", p, REQUIRED)
-    if v is None:
-        o.groups = None
-    else:
-        o.groups = [as_str(x, p) for x in v]
+    o.groups = [as_str(x, p) for x in v]
     o.include_authorized_operations = (
         get_bool(obj, "includeAuthorizedOperations", p, REQUIRED) if version >= 3 else False
     )
@@ -388,10 +387,11 @@ def _fj_DescribeGroupsRequest(obj: dict[str, Any], version: int) -> DescribeGrou
     )
     if version >= 6:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_DescribeGroupsRequest_GroupMemberCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_DescribeGroupsRequest_GroupMemberCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -444,6 +444,7 @@ def _tj_DescribeGroupsRequest_GroupMemberCursor(
     o: _DescribeGroupsRequest_GroupMemberCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 6:
         d["groupId"] = o.group_id
     if version >= 6:
@@ -455,6 +456,7 @@ def _fj_DescribeGroupsRequest_GroupMemberCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeGroupsRequest_GroupMemberCursor:
     o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
+    v: Any
     p = "DescribeGroupsRequest.GroupMemberCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 6 else ""
@@ -658,6 +660,7 @@ def _enc_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, w: Writer) -> None
 
 def _tj_DescribeGroupsResponse(o: DescribeGroupsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.groups
@@ -672,19 +675,18 @@ def _tj_DescribeGroupsResponse(o: DescribeGroupsResponse, version: int) -> dict[
 
 def _fj_DescribeGroupsResponse(obj: dict[str, Any], version: int) -> DescribeGroupsResponse:
     o = new_instance(DescribeGroupsResponse)
+    v: Any
     p = "DescribeGroupsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     v = get_list(obj, "groups", p, REQUIRED)
-    if v is None:
-        o.groups = None
-    else:
-        o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
+    o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
     if version >= 6:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_DescribeGroupsResponse_GroupMemberCursor(as_object(v, p), version)
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_DescribeGroupsResponse_GroupMemberCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -872,6 +874,7 @@ def _enc_DescribedGroup_v5(o: _DescribedGroup, w: Writer) -> None:
 
 def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["groupId"] = o.group_id
     d["groupState"] = o.group_state
@@ -886,6 +889,7 @@ def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
 
 def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o = new_instance(_DescribedGroup)
+    v: Any
     p = "DescribeGroupsResponse.DescribedGroup"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
@@ -893,10 +897,7 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o.protocol_type = get_str(obj, "protocolType", p, REQUIRED)
     o.protocol_data = get_str(obj, "protocolData", p, REQUIRED)
     v = get_list(obj, "members", p, REQUIRED)
-    if v is None:
-        o.members = None
-    else:
-        o.members = [_fj_DescribedGroupMember(as_object(x, p), version) for x in v]
+    o.members = [_fj_DescribedGroupMember(as_object(x, p), version) for x in v]
     o.authorized_operations = (
         get_int(obj, "authorizedOperations", p, REQUIRED) if version >= 3 else -2147483648
     )
@@ -1002,6 +1003,7 @@ def _enc_DescribedGroupMember_v5(o: _DescribedGroupMember, w: Writer) -> None:
 
 def _tj_DescribedGroupMember(o: _DescribedGroupMember, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["memberId"] = o.member_id
     if version >= 4:
         d["groupInstanceId"] = o.group_instance_id
@@ -1016,6 +1018,7 @@ def _tj_DescribedGroupMember(o: _DescribedGroupMember, version: int) -> dict[str
 
 def _fj_DescribedGroupMember(obj: dict[str, Any], version: int) -> _DescribedGroupMember:
     o = new_instance(_DescribedGroupMember)
+    v: Any
     p = "DescribeGroupsResponse.DescribedGroupMember"
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.group_instance_id = (
@@ -1071,6 +1074,7 @@ def _tj_DescribeGroupsResponse_GroupMemberCursor(
     o: _DescribeGroupsResponse_GroupMemberCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 6:
         d["groupId"] = o.group_id
     if version >= 6:
@@ -1082,6 +1086,7 @@ def _fj_DescribeGroupsResponse_GroupMemberCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeGroupsResponse_GroupMemberCursor:
     o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
+    v: Any
     p = "DescribeGroupsResponse.GroupMemberCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 6 else ""

@@ -377,6 +377,7 @@ def _enc_DescribeLogDirsRequest_v5(o: DescribeLogDirsRequest, w: Writer) -> None
 
 def _tj_DescribeLogDirsRequest(o: DescribeLogDirsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = None if v is None else [_tj_DescribableLogDirTopic(x, version) for x in v]
     if version >= 5:
@@ -389,21 +390,22 @@ def _tj_DescribeLogDirsRequest(o: DescribeLogDirsRequest, version: int) -> dict[
 
 def _fj_DescribeLogDirsRequest(obj: dict[str, Any], version: int) -> DescribeLogDirsRequest:
     o = new_instance(DescribeLogDirsRequest)
+    v: Any
     p = "DescribeLogDirsRequest"
     v = get_list(obj, "topics", p, REQUIRED, True)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_DescribableLogDirTopic(as_object(x, p), version) for x in v])
+    o.topics = (
+        None
+        if v is None
+        else KeyedList([_fj_DescribableLogDirTopic(as_object(x, p), version) for x in v])
+    )
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 5 else 2000
     )
     if version >= 5:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_DescribeLogDirsRequest_Cursor(as_object(v, p), version)
+        o.cursor = (
+            None if v is None else _fj_DescribeLogDirsRequest_Cursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -484,6 +486,7 @@ def _enc_DescribableLogDirTopic_v2(o: _DescribableLogDirTopic, w: Writer) -> Non
 
 def _tj_DescribableLogDirTopic(o: _DescribableLogDirTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partitions
     d["partitions"] = [x for x in v]
@@ -492,13 +495,11 @@ def _tj_DescribableLogDirTopic(o: _DescribableLogDirTopic, version: int) -> dict
 
 def _fj_DescribableLogDirTopic(obj: dict[str, Any], version: int) -> _DescribableLogDirTopic:
     o = new_instance(_DescribableLogDirTopic)
+    v: Any
     p = "DescribeLogDirsRequest.DescribableLogDirTopic"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -541,6 +542,7 @@ def _tj_DescribeLogDirsRequest_Cursor(
     o: _DescribeLogDirsRequest_Cursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         d["topicName"] = o.topic_name
     if version >= 5:
@@ -554,6 +556,7 @@ def _fj_DescribeLogDirsRequest_Cursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeLogDirsRequest_Cursor:
     o = new_instance(_DescribeLogDirsRequest_Cursor)
+    v: Any
     p = "DescribeLogDirsRequest.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 5 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 5 else 0
@@ -756,6 +759,7 @@ def _enc_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, w: Writer) -> No
 
 def _tj_DescribeLogDirsResponse(o: DescribeLogDirsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     if version >= 3:
         d["errorCode"] = o.error_code
@@ -769,20 +773,17 @@ def _tj_DescribeLogDirsResponse(o: DescribeLogDirsResponse, version: int) -> dic
 
 def _fj_DescribeLogDirsResponse(obj: dict[str, Any], version: int) -> DescribeLogDirsResponse:
     o = new_instance(DescribeLogDirsResponse)
+    v: Any
     p = "DescribeLogDirsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 3 else 0
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_DescribeLogDirsResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_DescribeLogDirsResult(as_object(x, p), version) for x in v]
     if version >= 5:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_DescribeLogDirsResponse_Cursor(as_object(v, p), version)
+        o.next_cursor = (
+            None if v is None else _fj_DescribeLogDirsResponse_Cursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -909,6 +910,7 @@ def _enc_DescribeLogDirsResult_v4(o: _DescribeLogDirsResult, w: Writer) -> None:
 
 def _tj_DescribeLogDirsResult(o: _DescribeLogDirsResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["logDir"] = o.log_dir
     v = o.topics
@@ -922,14 +924,12 @@ def _tj_DescribeLogDirsResult(o: _DescribeLogDirsResult, version: int) -> dict[s
 
 def _fj_DescribeLogDirsResult(obj: dict[str, Any], version: int) -> _DescribeLogDirsResult:
     o = new_instance(_DescribeLogDirsResult)
+    v: Any
     p = "DescribeLogDirsResponse.DescribeLogDirsResult"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.log_dir = get_str(obj, "logDir", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_DescribeLogDirsTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_DescribeLogDirsTopic(as_object(x, p), version) for x in v]
     o.total_bytes = get_int(obj, "totalBytes", p, REQUIRED) if version >= 4 else -1
     o.usable_bytes = get_int(obj, "usableBytes", p, REQUIRED) if version >= 4 else -1
     o.unknown_tagged_fields = ()
@@ -1008,6 +1008,7 @@ def _enc_DescribeLogDirsTopic_v2(o: _DescribeLogDirsTopic, w: Writer) -> None:
 
 def _tj_DescribeLogDirsTopic(o: _DescribeLogDirsTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_DescribeLogDirsPartition(x, version) for x in v]
@@ -1016,13 +1017,11 @@ def _tj_DescribeLogDirsTopic(o: _DescribeLogDirsTopic, version: int) -> dict[str
 
 def _fj_DescribeLogDirsTopic(obj: dict[str, Any], version: int) -> _DescribeLogDirsTopic:
     o = new_instance(_DescribeLogDirsTopic)
+    v: Any
     p = "DescribeLogDirsResponse.DescribeLogDirsTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_DescribeLogDirsPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_DescribeLogDirsPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1084,6 +1083,7 @@ def _enc_DescribeLogDirsPartition_v2(o: _DescribeLogDirsPartition, w: Writer) ->
 
 def _tj_DescribeLogDirsPartition(o: _DescribeLogDirsPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["partitionSize"] = o.partition_size
     d["offsetLag"] = o.offset_lag
@@ -1093,6 +1093,7 @@ def _tj_DescribeLogDirsPartition(o: _DescribeLogDirsPartition, version: int) -> 
 
 def _fj_DescribeLogDirsPartition(obj: dict[str, Any], version: int) -> _DescribeLogDirsPartition:
     o = new_instance(_DescribeLogDirsPartition)
+    v: Any
     p = "DescribeLogDirsResponse.DescribeLogDirsPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.partition_size = get_int(obj, "partitionSize", p, REQUIRED)
@@ -1142,6 +1143,7 @@ def _tj_DescribeLogDirsResponse_Cursor(
     o: _DescribeLogDirsResponse_Cursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         d["topicName"] = o.topic_name
     if version >= 5:
@@ -1155,6 +1157,7 @@ def _fj_DescribeLogDirsResponse_Cursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeLogDirsResponse_Cursor:
     o = new_instance(_DescribeLogDirsResponse_Cursor)
+    v: Any
     p = "DescribeLogDirsResponse.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 5 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 5 else 0

@@ -342,6 +342,7 @@ def _enc_DescribeProducersRequest_v1(o: DescribeProducersRequest, w: Writer) -> 
 
 def _tj_DescribeProducersRequest(o: DescribeProducersRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [_tj_TopicRequest(x, version) for x in v]
     if version >= 1:
@@ -356,21 +357,20 @@ def _tj_DescribeProducersRequest(o: DescribeProducersRequest, version: int) -> d
 
 def _fj_DescribeProducersRequest(obj: dict[str, Any], version: int) -> DescribeProducersRequest:
     o = new_instance(DescribeProducersRequest)
+    v: Any
     p = "DescribeProducersRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_TopicRequest(as_object(x, p), version) for x in v]
+    o.topics = [_fj_TopicRequest(as_object(x, p), version) for x in v]
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 1 else 2000
     )
     if version >= 1:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_DescribeProducersRequest_ProducerStateCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_DescribeProducersRequest_ProducerStateCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -425,6 +425,7 @@ def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
 
 def _tj_TopicRequest(o: _TopicRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partition_indexes
     d["partitionIndexes"] = [x for x in v]
@@ -433,13 +434,11 @@ def _tj_TopicRequest(o: _TopicRequest, version: int) -> dict[str, Any]:
 
 def _fj_TopicRequest(obj: dict[str, Any], version: int) -> _TopicRequest:
     o = new_instance(_TopicRequest)
+    v: Any
     p = "DescribeProducersRequest.TopicRequest"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitionIndexes", p, REQUIRED)
-    if v is None:
-        o.partition_indexes = None
-    else:
-        o.partition_indexes = [as_int(x, p) for x in v]
+    o.partition_indexes = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -482,6 +481,7 @@ def _tj_DescribeProducersRequest_ProducerStateCursor(
     o: _DescribeProducersRequest_ProducerStateCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["topicName"] = o.topic_name
     if version >= 1:
@@ -495,6 +495,7 @@ def _fj_DescribeProducersRequest_ProducerStateCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeProducersRequest_ProducerStateCursor:
     o = new_instance(_DescribeProducersRequest_ProducerStateCursor)
+    v: Any
     p = "DescribeProducersRequest.ProducerStateCursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 1 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 1 else 0
@@ -614,6 +615,7 @@ def _enc_DescribeProducersResponse_v1(o: DescribeProducersResponse, w: Writer) -
 
 def _tj_DescribeProducersResponse(o: DescribeProducersResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
     d["topics"] = [_tj_TopicResponse(x, version) for x in v]
@@ -627,21 +629,18 @@ def _tj_DescribeProducersResponse(o: DescribeProducersResponse, version: int) ->
 
 def _fj_DescribeProducersResponse(obj: dict[str, Any], version: int) -> DescribeProducersResponse:
     o = new_instance(DescribeProducersResponse)
+    v: Any
     p = "DescribeProducersResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_TopicResponse(as_object(x, p), version) for x in v]
+    o.topics = [_fj_TopicResponse(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_DescribeProducersResponse_ProducerStateCursor(
-                as_object(v, p), version
-            )
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_DescribeProducersResponse_ProducerStateCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -696,6 +695,7 @@ def _enc_TopicResponse_v0(o: _TopicResponse, w: Writer) -> None:
 
 def _tj_TopicResponse(o: _TopicResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_PartitionResponse(x, version) for x in v]
@@ -704,13 +704,11 @@ def _tj_TopicResponse(o: _TopicResponse, version: int) -> dict[str, Any]:
 
 def _fj_TopicResponse(obj: dict[str, Any], version: int) -> _TopicResponse:
     o = new_instance(_TopicResponse)
+    v: Any
     p = "DescribeProducersResponse.TopicResponse"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionResponse(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -758,6 +756,7 @@ def _enc_PartitionResponse_v0(o: _PartitionResponse, w: Writer) -> None:
 
 def _tj_PartitionResponse(o: _PartitionResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -768,15 +767,13 @@ def _tj_PartitionResponse(o: _PartitionResponse, version: int) -> dict[str, Any]
 
 def _fj_PartitionResponse(obj: dict[str, Any], version: int) -> _PartitionResponse:
     o = new_instance(_PartitionResponse)
+    v: Any
     p = "DescribeProducersResponse.PartitionResponse"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "activeProducers", p, REQUIRED)
-    if v is None:
-        o.active_producers = None
-    else:
-        o.active_producers = [_fj_ProducerState(as_object(x, p), version) for x in v]
+    o.active_producers = [_fj_ProducerState(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -829,6 +826,7 @@ def _enc_ProducerState_v0(o: _ProducerState, w: Writer) -> None:
 
 def _tj_ProducerState(o: _ProducerState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["producerId"] = o.producer_id
     d["producerEpoch"] = o.producer_epoch
     d["lastSequence"] = o.last_sequence
@@ -840,6 +838,7 @@ def _tj_ProducerState(o: _ProducerState, version: int) -> dict[str, Any]:
 
 def _fj_ProducerState(obj: dict[str, Any], version: int) -> _ProducerState:
     o = new_instance(_ProducerState)
+    v: Any
     p = "DescribeProducersResponse.ProducerState"
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     o.producer_epoch = get_int(obj, "producerEpoch", p, REQUIRED)
@@ -893,6 +892,7 @@ def _tj_DescribeProducersResponse_ProducerStateCursor(
     o: _DescribeProducersResponse_ProducerStateCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["topicName"] = o.topic_name
     if version >= 1:
@@ -906,6 +906,7 @@ def _fj_DescribeProducersResponse_ProducerStateCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeProducersResponse_ProducerStateCursor:
     o = new_instance(_DescribeProducersResponse_ProducerStateCursor)
+    v: Any
     p = "DescribeProducersResponse.ProducerStateCursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 1 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 1 else 0

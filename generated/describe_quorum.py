@@ -333,6 +333,7 @@ def _enc_DescribeQuorumRequest_v0(o: DescribeQuorumRequest, w: Writer) -> None:
 
 def _tj_DescribeQuorumRequest(o: DescribeQuorumRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [_tj_DescribeQuorumRequest_TopicData(x, version) for x in v]
     return d
@@ -340,12 +341,10 @@ def _tj_DescribeQuorumRequest(o: DescribeQuorumRequest, version: int) -> dict[st
 
 def _fj_DescribeQuorumRequest(obj: dict[str, Any], version: int) -> DescribeQuorumRequest:
     o = new_instance(DescribeQuorumRequest)
+    v: Any
     p = "DescribeQuorumRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_DescribeQuorumRequest_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_DescribeQuorumRequest_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -392,6 +391,7 @@ def _tj_DescribeQuorumRequest_TopicData(
     o: _DescribeQuorumRequest_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_DescribeQuorumRequest_PartitionData(x, version) for x in v]
@@ -402,15 +402,11 @@ def _fj_DescribeQuorumRequest_TopicData(
     obj: dict[str, Any], version: int
 ) -> _DescribeQuorumRequest_TopicData:
     o = new_instance(_DescribeQuorumRequest_TopicData)
+    v: Any
     p = "DescribeQuorumRequest.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_DescribeQuorumRequest_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_DescribeQuorumRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -451,6 +447,7 @@ def _tj_DescribeQuorumRequest_PartitionData(
     o: _DescribeQuorumRequest_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     return d
 
@@ -459,6 +456,7 @@ def _fj_DescribeQuorumRequest_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _DescribeQuorumRequest_PartitionData:
     o = new_instance(_DescribeQuorumRequest_PartitionData)
+    v: Any
     p = "DescribeQuorumRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -617,6 +615,7 @@ def _enc_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, w: Writer) -> None
 
 def _tj_DescribeQuorumResponse(o: DescribeQuorumResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     if version >= 2:
         d["errorMessage"] = o.error_message
@@ -630,20 +629,15 @@ def _tj_DescribeQuorumResponse(o: DescribeQuorumResponse, version: int) -> dict[
 
 def _fj_DescribeQuorumResponse(obj: dict[str, Any], version: int) -> DescribeQuorumResponse:
     o = new_instance(DescribeQuorumResponse)
+    v: Any
     p = "DescribeQuorumResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True) if version >= 2 else ""
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_DescribeQuorumResponse_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_DescribeQuorumResponse_TopicData(as_object(x, p), version) for x in v]
     if version >= 2:
         v = get_list(obj, "nodes", p, REQUIRED)
-        if v is None:
-            o.nodes = None
-        else:
-            o.nodes = KeyedList([_fj_Node(as_object(x, p), version) for x in v])
+        o.nodes = KeyedList([_fj_Node(as_object(x, p), version) for x in v])
     else:
         o.nodes = KeyedList()
     o.unknown_tagged_fields = ()
@@ -767,6 +761,7 @@ def _tj_DescribeQuorumResponse_TopicData(
     o: _DescribeQuorumResponse_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_DescribeQuorumResponse_PartitionData(x, version) for x in v]
@@ -777,15 +772,11 @@ def _fj_DescribeQuorumResponse_TopicData(
     obj: dict[str, Any], version: int
 ) -> _DescribeQuorumResponse_TopicData:
     o = new_instance(_DescribeQuorumResponse_TopicData)
+    v: Any
     p = "DescribeQuorumResponse.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_DescribeQuorumResponse_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_DescribeQuorumResponse_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -952,6 +943,7 @@ def _tj_DescribeQuorumResponse_PartitionData(
     o: _DescribeQuorumResponse_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     if version >= 2:
@@ -970,6 +962,7 @@ def _fj_DescribeQuorumResponse_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _DescribeQuorumResponse_PartitionData:
     o = new_instance(_DescribeQuorumResponse_PartitionData)
+    v: Any
     p = "DescribeQuorumResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -978,15 +971,9 @@ def _fj_DescribeQuorumResponse_PartitionData(
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.high_watermark = get_int(obj, "highWatermark", p, REQUIRED)
     v = get_list(obj, "currentVoters", p, REQUIRED)
-    if v is None:
-        o.current_voters = None
-    else:
-        o.current_voters = [_fj_ReplicaState(as_object(x, p), version) for x in v]
+    o.current_voters = [_fj_ReplicaState(as_object(x, p), version) for x in v]
     v = get_list(obj, "observers", p, REQUIRED)
-    if v is None:
-        o.observers = None
-    else:
-        o.observers = [_fj_ReplicaState(as_object(x, p), version) for x in v]
+    o.observers = [_fj_ReplicaState(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1099,6 +1086,7 @@ def _enc_ReplicaState_v2(o: _ReplicaState, w: Writer) -> None:
 
 def _tj_ReplicaState(o: _ReplicaState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["replicaId"] = o.replica_id
     if version >= 2:
         v = o.replica_directory_id
@@ -1113,6 +1101,7 @@ def _tj_ReplicaState(o: _ReplicaState, version: int) -> dict[str, Any]:
 
 def _fj_ReplicaState(obj: dict[str, Any], version: int) -> _ReplicaState:
     o = new_instance(_ReplicaState)
+    v: Any
     p = "DescribeQuorumResponse.ReplicaState"
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED)
     o.replica_directory_id = (
@@ -1166,6 +1155,7 @@ def _enc_Node_v2(o: _Node, w: Writer) -> None:
 
 def _tj_Node(o: _Node, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["nodeId"] = o.node_id
     if version >= 2:
@@ -1176,14 +1166,12 @@ def _tj_Node(o: _Node, version: int) -> dict[str, Any]:
 
 def _fj_Node(obj: dict[str, Any], version: int) -> _Node:
     o = new_instance(_Node)
+    v: Any
     p = "DescribeQuorumResponse.Node"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 2 else 0
     if version >= 2:
         v = get_list(obj, "listeners", p, REQUIRED)
-        if v is None:
-            o.listeners = None
-        else:
-            o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
+        o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
     else:
         o.listeners = KeyedList()
     o.unknown_tagged_fields = ()
@@ -1228,6 +1216,7 @@ def _enc_Listener_v2(o: _Listener, w: Writer) -> None:
 
 def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["name"] = o.name
     if version >= 2:
@@ -1239,6 +1228,7 @@ def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
 
 def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     o = new_instance(_Listener)
+    v: Any
     p = "DescribeQuorumResponse.Listener"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 2 else ""
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 2 else ""

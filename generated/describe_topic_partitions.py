@@ -321,6 +321,7 @@ def _tj_DescribeTopicPartitionsRequest(
     o: DescribeTopicPartitionsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = [_tj_TopicRequest(x, version) for x in v]
     d["responsePartitionLimit"] = o.response_partition_limit
@@ -333,18 +334,15 @@ def _fj_DescribeTopicPartitionsRequest(
     obj: dict[str, Any], version: int
 ) -> DescribeTopicPartitionsRequest:
     o = new_instance(DescribeTopicPartitionsRequest)
+    v: Any
     p = "DescribeTopicPartitionsRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_TopicRequest(as_object(x, p), version) for x in v]
+    o.topics = [_fj_TopicRequest(as_object(x, p), version) for x in v]
     o.response_partition_limit = get_int(obj, "responsePartitionLimit", p, REQUIRED)
     v = get_object(obj, "cursor", p, REQUIRED, True)
-    if v is None:
-        o.cursor = None
-    else:
-        o.cursor = _fj_DescribeTopicPartitionsRequest_Cursor(as_object(v, p), version)
+    o.cursor = (
+        None if v is None else _fj_DescribeTopicPartitionsRequest_Cursor(as_object(v, p), version)
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -378,12 +376,14 @@ def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
 
 def _tj_TopicRequest(o: _TopicRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     return d
 
 
 def _fj_TopicRequest(obj: dict[str, Any], version: int) -> _TopicRequest:
     o = new_instance(_TopicRequest)
+    v: Any
     p = "DescribeTopicPartitionsRequest.TopicRequest"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -427,6 +427,7 @@ def _tj_DescribeTopicPartitionsRequest_Cursor(
     o: _DescribeTopicPartitionsRequest_Cursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
     return d
@@ -436,6 +437,7 @@ def _fj_DescribeTopicPartitionsRequest_Cursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeTopicPartitionsRequest_Cursor:
     o = new_instance(_DescribeTopicPartitionsRequest_Cursor)
+    v: Any
     p = "DescribeTopicPartitionsRequest.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
@@ -539,6 +541,7 @@ def _tj_DescribeTopicPartitionsResponse(
     o: DescribeTopicPartitionsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
     d["topics"] = [_tj_DescribeTopicPartitionsResponseTopic(x, version) for x in v]
@@ -551,20 +554,17 @@ def _fj_DescribeTopicPartitionsResponse(
     obj: dict[str, Any], version: int
 ) -> DescribeTopicPartitionsResponse:
     o = new_instance(DescribeTopicPartitionsResponse)
+    v: Any
     p = "DescribeTopicPartitionsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList(
-            [_fj_DescribeTopicPartitionsResponseTopic(as_object(x, p), version) for x in v]
-        )
+    o.topics = KeyedList(
+        [_fj_DescribeTopicPartitionsResponseTopic(as_object(x, p), version) for x in v]
+    )
     v = get_object(obj, "nextCursor", p, REQUIRED, True)
-    if v is None:
-        o.next_cursor = None
-    else:
-        o.next_cursor = _fj_DescribeTopicPartitionsResponse_Cursor(as_object(v, p), version)
+    o.next_cursor = (
+        None if v is None else _fj_DescribeTopicPartitionsResponse_Cursor(as_object(v, p), version)
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -631,6 +631,7 @@ def _tj_DescribeTopicPartitionsResponseTopic(
     o: _DescribeTopicPartitionsResponseTopic, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["name"] = o.name
     v = o.topic_id
@@ -646,18 +647,16 @@ def _fj_DescribeTopicPartitionsResponseTopic(
     obj: dict[str, Any], version: int
 ) -> _DescribeTopicPartitionsResponseTopic:
     o = new_instance(_DescribeTopicPartitionsResponseTopic)
+    v: Any
     p = "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.name = get_str(obj, "name", p, REQUIRED, True)
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     o.is_internal = get_bool(obj, "isInternal", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_DescribeTopicPartitionsResponsePartition(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [
+        _fj_DescribeTopicPartitionsResponsePartition(as_object(x, p), version) for x in v
+    ]
     o.topic_authorized_operations = get_int(obj, "topicAuthorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -756,6 +755,7 @@ def _tj_DescribeTopicPartitionsResponsePartition(
     o: _DescribeTopicPartitionsResponsePartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["partitionIndex"] = o.partition_index
     d["leaderId"] = o.leader_id
@@ -777,36 +777,22 @@ def _fj_DescribeTopicPartitionsResponsePartition(
     obj: dict[str, Any], version: int
 ) -> _DescribeTopicPartitionsResponsePartition:
     o = new_instance(_DescribeTopicPartitionsResponsePartition)
+    v: Any
     p = "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     v = get_list(obj, "replicaNodes", p, REQUIRED)
-    if v is None:
-        o.replica_nodes = None
-    else:
-        o.replica_nodes = [as_int(x, p) for x in v]
+    o.replica_nodes = [as_int(x, p) for x in v]
     v = get_list(obj, "isrNodes", p, REQUIRED)
-    if v is None:
-        o.isr_nodes = None
-    else:
-        o.isr_nodes = [as_int(x, p) for x in v]
+    o.isr_nodes = [as_int(x, p) for x in v]
     v = get_list(obj, "eligibleLeaderReplicas", p, REQUIRED, True)
-    if v is None:
-        o.eligible_leader_replicas = None
-    else:
-        o.eligible_leader_replicas = [as_int(x, p) for x in v]
+    o.eligible_leader_replicas = None if v is None else ([as_int(x, p) for x in v])
     v = get_list(obj, "lastKnownElr", p, REQUIRED, True)
-    if v is None:
-        o.last_known_elr = None
-    else:
-        o.last_known_elr = [as_int(x, p) for x in v]
+    o.last_known_elr = None if v is None else ([as_int(x, p) for x in v])
     v = get_list(obj, "offlineReplicas", p, REQUIRED)
-    if v is None:
-        o.offline_replicas = None
-    else:
-        o.offline_replicas = [as_int(x, p) for x in v]
+    o.offline_replicas = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -858,6 +844,7 @@ def _tj_DescribeTopicPartitionsResponse_Cursor(
     o: _DescribeTopicPartitionsResponse_Cursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
     return d
@@ -867,6 +854,7 @@ def _fj_DescribeTopicPartitionsResponse_Cursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeTopicPartitionsResponse_Cursor:
     o = new_instance(_DescribeTopicPartitionsResponse_Cursor)
+    v: Any
     p = "DescribeTopicPartitionsResponse.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)

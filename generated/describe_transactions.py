@@ -309,6 +309,7 @@ def _enc_DescribeTransactionsRequest_v1(o: DescribeTransactionsRequest, w: Write
 
 def _tj_DescribeTransactionsRequest(o: DescribeTransactionsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.transactional_ids
     d["transactionalIds"] = [x for x in v]
     if version >= 1:
@@ -325,21 +326,20 @@ def _fj_DescribeTransactionsRequest(
     obj: dict[str, Any], version: int
 ) -> DescribeTransactionsRequest:
     o = new_instance(DescribeTransactionsRequest)
+    v: Any
     p = "DescribeTransactionsRequest"
     v = get_list(obj, "transactionalIds", p, REQUIRED)
-    if v is None:
-        o.transactional_ids = None
-    else:
-        o.transactional_ids = [as_str(x, p) for x in v]
+    o.transactional_ids = [as_str(x, p) for x in v]
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 1 else 2000
     )
     if version >= 1:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_DescribeTransactionsRequest_TransactionalCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_DescribeTransactionsRequest_TransactionalCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -393,6 +393,7 @@ def _tj_DescribeTransactionsRequest_TransactionalCursor(
     o: _DescribeTransactionsRequest_TransactionalCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["transactionalId"] = o.transactional_id
     if version >= 1:
@@ -404,6 +405,7 @@ def _fj_DescribeTransactionsRequest_TransactionalCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeTransactionsRequest_TransactionalCursor:
     o = new_instance(_DescribeTransactionsRequest_TransactionalCursor)
+    v: Any
     p = "DescribeTransactionsRequest.TransactionalCursor"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 1 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 1 else 0
@@ -530,6 +532,7 @@ def _tj_DescribeTransactionsResponse(
     o: DescribeTransactionsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.transaction_states
     d["transactionStates"] = [_tj_TransactionState(x, version) for x in v]
@@ -545,21 +548,18 @@ def _fj_DescribeTransactionsResponse(
     obj: dict[str, Any], version: int
 ) -> DescribeTransactionsResponse:
     o = new_instance(DescribeTransactionsResponse)
+    v: Any
     p = "DescribeTransactionsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "transactionStates", p, REQUIRED)
-    if v is None:
-        o.transaction_states = None
-    else:
-        o.transaction_states = [_fj_TransactionState(as_object(x, p), version) for x in v]
+    o.transaction_states = [_fj_TransactionState(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_DescribeTransactionsResponse_TransactionalCursor(
-                as_object(v, p), version
-            )
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_DescribeTransactionsResponse_TransactionalCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -628,6 +628,7 @@ def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
 
 def _tj_TransactionState(o: _TransactionState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["transactionalId"] = o.transactional_id
     d["transactionState"] = o.transaction_state
@@ -642,6 +643,7 @@ def _tj_TransactionState(o: _TransactionState, version: int) -> dict[str, Any]:
 
 def _fj_TransactionState(obj: dict[str, Any], version: int) -> _TransactionState:
     o = new_instance(_TransactionState)
+    v: Any
     p = "DescribeTransactionsResponse.TransactionState"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED)
@@ -651,10 +653,7 @@ def _fj_TransactionState(obj: dict[str, Any], version: int) -> _TransactionState
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     o.producer_epoch = get_int(obj, "producerEpoch", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_TopicData(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_TopicData(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -697,6 +696,7 @@ def _enc_TopicData_v0(o: _TopicData, w: Writer) -> None:
 
 def _tj_TopicData(o: _TopicData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partitions
     d["partitions"] = [x for x in v]
@@ -705,13 +705,11 @@ def _tj_TopicData(o: _TopicData, version: int) -> dict[str, Any]:
 
 def _fj_TopicData(obj: dict[str, Any], version: int) -> _TopicData:
     o = new_instance(_TopicData)
+    v: Any
     p = "DescribeTransactionsResponse.TopicData"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -754,6 +752,7 @@ def _tj_DescribeTransactionsResponse_TransactionalCursor(
     o: _DescribeTransactionsResponse_TransactionalCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["transactionalId"] = o.transactional_id
     if version >= 1:
@@ -765,6 +764,7 @@ def _fj_DescribeTransactionsResponse_TransactionalCursor(
     obj: dict[str, Any], version: int
 ) -> _DescribeTransactionsResponse_TransactionalCursor:
     o = new_instance(_DescribeTransactionsResponse_TransactionalCursor)
+    v: Any
     p = "DescribeTransactionsResponse.TransactionalCursor"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 1 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 1 else 0

@@ -217,6 +217,7 @@ def _tj_DescribeUserScramCredentialsRequest(
     o: DescribeUserScramCredentialsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.users
     d["users"] = None if v is None else [_tj_UserName(x, version) for x in v]
     return d
@@ -226,12 +227,10 @@ def _fj_DescribeUserScramCredentialsRequest(
     obj: dict[str, Any], version: int
 ) -> DescribeUserScramCredentialsRequest:
     o = new_instance(DescribeUserScramCredentialsRequest)
+    v: Any
     p = "DescribeUserScramCredentialsRequest"
     v = get_list(obj, "users", p, REQUIRED, True)
-    if v is None:
-        o.users = None
-    else:
-        o.users = [_fj_UserName(as_object(x, p), version) for x in v]
+    o.users = None if v is None else ([_fj_UserName(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -265,12 +264,14 @@ def _enc_UserName_v0(o: _UserName, w: Writer) -> None:
 
 def _tj_UserName(o: _UserName, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     return d
 
 
 def _fj_UserName(obj: dict[str, Any], version: int) -> _UserName:
     o = new_instance(_UserName)
+    v: Any
     p = "DescribeUserScramCredentialsRequest.UserName"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -348,6 +349,7 @@ def _tj_DescribeUserScramCredentialsResponse(
     o: DescribeUserScramCredentialsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -360,15 +362,13 @@ def _fj_DescribeUserScramCredentialsResponse(
     obj: dict[str, Any], version: int
 ) -> DescribeUserScramCredentialsResponse:
     o = new_instance(DescribeUserScramCredentialsResponse)
+    v: Any
     p = "DescribeUserScramCredentialsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_DescribeUserScramCredentialsResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_DescribeUserScramCredentialsResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -428,6 +428,7 @@ def _tj_DescribeUserScramCredentialsResult(
     o: _DescribeUserScramCredentialsResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["user"] = o.user
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -440,15 +441,13 @@ def _fj_DescribeUserScramCredentialsResult(
     obj: dict[str, Any], version: int
 ) -> _DescribeUserScramCredentialsResult:
     o = new_instance(_DescribeUserScramCredentialsResult)
+    v: Any
     p = "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult"
     o.user = get_str(obj, "user", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "credentialInfos", p, REQUIRED)
-    if v is None:
-        o.credential_infos = None
-    else:
-        o.credential_infos = [_fj_CredentialInfo(as_object(x, p), version) for x in v]
+    o.credential_infos = [_fj_CredentialInfo(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -487,6 +486,7 @@ def _enc_CredentialInfo_v0(o: _CredentialInfo, w: Writer) -> None:
 
 def _tj_CredentialInfo(o: _CredentialInfo, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["mechanism"] = o.mechanism
     d["iterations"] = o.iterations
     return d
@@ -494,6 +494,7 @@ def _tj_CredentialInfo(o: _CredentialInfo, version: int) -> dict[str, Any]:
 
 def _fj_CredentialInfo(obj: dict[str, Any], version: int) -> _CredentialInfo:
     o = new_instance(_CredentialInfo)
+    v: Any
     p = "DescribeUserScramCredentialsResponse.CredentialInfo"
     o.mechanism = get_int(obj, "mechanism", p, REQUIRED)
     o.iterations = get_int(obj, "iterations", p, REQUIRED)

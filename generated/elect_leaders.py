@@ -304,6 +304,7 @@ def _enc_ElectLeadersRequest_v2(o: ElectLeadersRequest, w: Writer) -> None:
 
 def _tj_ElectLeadersRequest(o: ElectLeadersRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["electionType"] = o.election_type
     v = o.topic_partitions
@@ -314,13 +315,13 @@ def _tj_ElectLeadersRequest(o: ElectLeadersRequest, version: int) -> dict[str, A
 
 def _fj_ElectLeadersRequest(obj: dict[str, Any], version: int) -> ElectLeadersRequest:
     o = new_instance(ElectLeadersRequest)
+    v: Any
     p = "ElectLeadersRequest"
     o.election_type = get_int(obj, "electionType", p, REQUIRED) if version >= 1 else 0
     v = get_list(obj, "topicPartitions", p, REQUIRED, True)
-    if v is None:
-        o.topic_partitions = None
-    else:
-        o.topic_partitions = KeyedList([_fj_TopicPartitions(as_object(x, p), version) for x in v])
+    o.topic_partitions = (
+        None if v is None else KeyedList([_fj_TopicPartitions(as_object(x, p), version) for x in v])
+    )
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -382,6 +383,7 @@ def _enc_TopicPartitions_v2(o: _TopicPartitions, w: Writer) -> None:
 
 def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partitions
     d["partitions"] = [x for x in v]
@@ -390,13 +392,11 @@ def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
 
 def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     o = new_instance(_TopicPartitions)
+    v: Any
     p = "ElectLeadersRequest.TopicPartitions"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -528,6 +528,7 @@ def _enc_ElectLeadersResponse_v2(o: ElectLeadersResponse, w: Writer) -> None:
 
 def _tj_ElectLeadersResponse(o: ElectLeadersResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     if version >= 1:
         d["errorCode"] = o.error_code
@@ -538,16 +539,12 @@ def _tj_ElectLeadersResponse(o: ElectLeadersResponse, version: int) -> dict[str,
 
 def _fj_ElectLeadersResponse(obj: dict[str, Any], version: int) -> ElectLeadersResponse:
     o = new_instance(ElectLeadersResponse)
+    v: Any
     p = "ElectLeadersResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 1 else 0
     v = get_list(obj, "replicaElectionResults", p, REQUIRED)
-    if v is None:
-        o.replica_election_results = None
-    else:
-        o.replica_election_results = [
-            _fj_ReplicaElectionResult(as_object(x, p), version) for x in v
-        ]
+    o.replica_election_results = [_fj_ReplicaElectionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -622,6 +619,7 @@ def _enc_ReplicaElectionResult_v2(o: _ReplicaElectionResult, w: Writer) -> None:
 
 def _tj_ReplicaElectionResult(o: _ReplicaElectionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partition_result
     d["partitionResult"] = [_tj_PartitionResult(x, version) for x in v]
@@ -630,13 +628,11 @@ def _tj_ReplicaElectionResult(o: _ReplicaElectionResult, version: int) -> dict[s
 
 def _fj_ReplicaElectionResult(obj: dict[str, Any], version: int) -> _ReplicaElectionResult:
     o = new_instance(_ReplicaElectionResult)
+    v: Any
     p = "ElectLeadersResponse.ReplicaElectionResult"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitionResult", p, REQUIRED)
-    if v is None:
-        o.partition_result = None
-    else:
-        o.partition_result = [_fj_PartitionResult(as_object(x, p), version) for x in v]
+    o.partition_result = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -692,6 +688,7 @@ def _enc_PartitionResult_v2(o: _PartitionResult, w: Writer) -> None:
 
 def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionId"] = o.partition_id
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -700,6 +697,7 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
 
 def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o = new_instance(_PartitionResult)
+    v: Any
     p = "ElectLeadersResponse.PartitionResult"
     o.partition_id = get_int(obj, "partitionId", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -387,6 +387,7 @@ def _enc_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: Writer) -> None:
 
 def _tj_EndQuorumEpochRequest(o: EndQuorumEpochRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["clusterId"] = o.cluster_id
     v = o.topics
     d["topics"] = [_tj_EndQuorumEpochRequest_TopicData(x, version) for x in v]
@@ -398,21 +399,14 @@ def _tj_EndQuorumEpochRequest(o: EndQuorumEpochRequest, version: int) -> dict[st
 
 def _fj_EndQuorumEpochRequest(obj: dict[str, Any], version: int) -> EndQuorumEpochRequest:
     o = new_instance(EndQuorumEpochRequest)
+    v: Any
     p = "EndQuorumEpochRequest"
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_EndQuorumEpochRequest_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_EndQuorumEpochRequest_TopicData(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_list(obj, "leaderEndpoints", p, REQUIRED)
-        if v is None:
-            o.leader_endpoints = None
-        else:
-            o.leader_endpoints = KeyedList(
-                [_fj_LeaderEndpoint(as_object(x, p), version) for x in v]
-            )
+        o.leader_endpoints = KeyedList([_fj_LeaderEndpoint(as_object(x, p), version) for x in v])
     else:
         o.leader_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
@@ -495,6 +489,7 @@ def _tj_EndQuorumEpochRequest_TopicData(
     o: _EndQuorumEpochRequest_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_EndQuorumEpochRequest_PartitionData(x, version) for x in v]
@@ -505,15 +500,11 @@ def _fj_EndQuorumEpochRequest_TopicData(
     obj: dict[str, Any], version: int
 ) -> _EndQuorumEpochRequest_TopicData:
     o = new_instance(_EndQuorumEpochRequest_TopicData)
+    v: Any
     p = "EndQuorumEpochRequest.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_EndQuorumEpochRequest_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_EndQuorumEpochRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -599,6 +590,7 @@ def _tj_EndQuorumEpochRequest_PartitionData(
     o: _EndQuorumEpochRequest_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["leaderId"] = o.leader_id
     d["leaderEpoch"] = o.leader_epoch
@@ -615,24 +607,19 @@ def _fj_EndQuorumEpochRequest_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _EndQuorumEpochRequest_PartitionData:
     o = new_instance(_EndQuorumEpochRequest_PartitionData)
+    v: Any
     p = "EndQuorumEpochRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     if version <= 0:
         v = get_list(obj, "preferredSuccessors", p, REQUIRED)
-        if v is None:
-            o.preferred_successors = None
-        else:
-            o.preferred_successors = [as_int(x, p) for x in v]
+        o.preferred_successors = [as_int(x, p) for x in v]
     else:
         o.preferred_successors = []
     if version >= 1:
         v = get_list(obj, "preferredCandidates", p, REQUIRED)
-        if v is None:
-            o.preferred_candidates = None
-        else:
-            o.preferred_candidates = [_fj_ReplicaInfo(as_object(x, p), version) for x in v]
+        o.preferred_candidates = [_fj_ReplicaInfo(as_object(x, p), version) for x in v]
     else:
         o.preferred_candidates = []
     o.unknown_tagged_fields = ()
@@ -678,6 +665,7 @@ def _enc_ReplicaInfo_v1(o: _ReplicaInfo, w: Writer) -> None:
 
 def _tj_ReplicaInfo(o: _ReplicaInfo, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["candidateId"] = o.candidate_id
     if version >= 1:
@@ -688,6 +676,7 @@ def _tj_ReplicaInfo(o: _ReplicaInfo, version: int) -> dict[str, Any]:
 
 def _fj_ReplicaInfo(obj: dict[str, Any], version: int) -> _ReplicaInfo:
     o = new_instance(_ReplicaInfo)
+    v: Any
     p = "EndQuorumEpochRequest.ReplicaInfo"
     o.candidate_id = get_int(obj, "candidateId", p, REQUIRED) if version >= 1 else 0
     o.candidate_directory_id = (
@@ -731,6 +720,7 @@ def _enc_LeaderEndpoint_v1(o: _LeaderEndpoint, w: Writer) -> None:
 
 def _tj_LeaderEndpoint(o: _LeaderEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["name"] = o.name
     if version >= 1:
@@ -742,6 +732,7 @@ def _tj_LeaderEndpoint(o: _LeaderEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_LeaderEndpoint(obj: dict[str, Any], version: int) -> _LeaderEndpoint:
     o = new_instance(_LeaderEndpoint)
+    v: Any
     p = "EndQuorumEpochRequest.LeaderEndpoint"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 1 else ""
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
@@ -891,9 +882,10 @@ def _enc_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: Writer) -> None
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.node_endpoints != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw,
             o.node_endpoints,
@@ -903,7 +895,7 @@ def _enc_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: Writer) -> None
             "EndQuorumEpochResponse.NodeEndpoints",
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -912,6 +904,7 @@ def _enc_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: Writer) -> None
 
 def _tj_EndQuorumEpochResponse(o: EndQuorumEpochResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.topics
     d["topics"] = [_tj_EndQuorumEpochResponse_TopicData(x, version) for x in v]
@@ -924,19 +917,15 @@ def _tj_EndQuorumEpochResponse(o: EndQuorumEpochResponse, version: int) -> dict[
 
 def _fj_EndQuorumEpochResponse(obj: dict[str, Any], version: int) -> EndQuorumEpochResponse:
     o = new_instance(EndQuorumEpochResponse)
+    v: Any
     p = "EndQuorumEpochResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_EndQuorumEpochResponse_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_EndQuorumEpochResponse_TopicData(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_list(obj, "nodeEndpoints", p, MISSING)
         if v is MISSING:
             o.node_endpoints = KeyedList()
-        elif v is None:
-            o.node_endpoints = None
         else:
             o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     else:
@@ -1029,6 +1018,7 @@ def _tj_EndQuorumEpochResponse_TopicData(
     o: _EndQuorumEpochResponse_TopicData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_EndQuorumEpochResponse_PartitionData(x, version) for x in v]
@@ -1039,15 +1029,11 @@ def _fj_EndQuorumEpochResponse_TopicData(
     obj: dict[str, Any], version: int
 ) -> _EndQuorumEpochResponse_TopicData:
     o = new_instance(_EndQuorumEpochResponse_TopicData)
+    v: Any
     p = "EndQuorumEpochResponse.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_EndQuorumEpochResponse_PartitionData(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_EndQuorumEpochResponse_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1111,6 +1097,7 @@ def _tj_EndQuorumEpochResponse_PartitionData(
     o: _EndQuorumEpochResponse_PartitionData, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["leaderId"] = o.leader_id
@@ -1122,6 +1109,7 @@ def _fj_EndQuorumEpochResponse_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _EndQuorumEpochResponse_PartitionData:
     o = new_instance(_EndQuorumEpochResponse_PartitionData)
+    v: Any
     p = "EndQuorumEpochResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -1171,6 +1159,7 @@ def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["nodeId"] = o.node_id
     if version >= 1:
@@ -1182,6 +1171,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "EndQuorumEpochResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 1 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""

@@ -162,6 +162,7 @@ def _enc_EndTxnRequest_v3(o: EndTxnRequest, w: Writer) -> None:
 
 def _tj_EndTxnRequest(o: EndTxnRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["transactionalId"] = o.transactional_id
     d["producerId"] = o.producer_id
     d["producerEpoch"] = o.producer_epoch
@@ -171,6 +172,7 @@ def _tj_EndTxnRequest(o: EndTxnRequest, version: int) -> dict[str, Any]:
 
 def _fj_EndTxnRequest(obj: dict[str, Any], version: int) -> EndTxnRequest:
     o = new_instance(EndTxnRequest)
+    v: Any
     p = "EndTxnRequest"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED)
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
@@ -267,6 +269,7 @@ def _enc_EndTxnResponse_v5(o: EndTxnResponse, w: Writer) -> None:
 
 def _tj_EndTxnResponse(o: EndTxnResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     if version >= 5:
@@ -278,6 +281,7 @@ def _tj_EndTxnResponse(o: EndTxnResponse, version: int) -> dict[str, Any]:
 
 def _fj_EndTxnResponse(obj: dict[str, Any], version: int) -> EndTxnResponse:
     o = new_instance(EndTxnResponse)
+    v: Any
     p = "EndTxnResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -127,6 +127,7 @@ def _enc_EnvelopeRequest_v0(o: EnvelopeRequest, w: Writer) -> None:
 
 def _tj_EnvelopeRequest(o: EnvelopeRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.request_data
     d["requestData"] = bytes_to_json(v)
     v = o.request_principal
@@ -138,6 +139,7 @@ def _tj_EnvelopeRequest(o: EnvelopeRequest, version: int) -> dict[str, Any]:
 
 def _fj_EnvelopeRequest(obj: dict[str, Any], version: int) -> EnvelopeRequest:
     o = new_instance(EnvelopeRequest)
+    v: Any
     p = "EnvelopeRequest"
     o.request_data = get_bytes(obj, "requestData", p, REQUIRED)
     o.request_principal = get_bytes(obj, "requestPrincipal", p, REQUIRED, True)
@@ -190,6 +192,7 @@ def _enc_EnvelopeResponse_v0(o: EnvelopeResponse, w: Writer) -> None:
 
 def _tj_EnvelopeResponse(o: EnvelopeResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.response_data
     d["responseData"] = None if v is None else bytes_to_json(v)
     d["errorCode"] = o.error_code
@@ -198,6 +201,7 @@ def _tj_EnvelopeResponse(o: EnvelopeResponse, version: int) -> dict[str, Any]:
 
 def _fj_EnvelopeResponse(obj: dict[str, Any], version: int) -> EnvelopeResponse:
     o = new_instance(EnvelopeResponse)
+    v: Any
     p = "EnvelopeResponse"
     o.response_data = get_bytes(obj, "responseData", p, REQUIRED, True)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -156,6 +156,7 @@ def _tj_ExpireDelegationTokenRequest(
     o: ExpireDelegationTokenRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.hmac
     d["hmac"] = bytes_to_json(v)
     d["expiryTimePeriodMs"] = o.expiry_time_period_ms
@@ -166,6 +167,7 @@ def _fj_ExpireDelegationTokenRequest(
     obj: dict[str, Any], version: int
 ) -> ExpireDelegationTokenRequest:
     o = new_instance(ExpireDelegationTokenRequest)
+    v: Any
     p = "ExpireDelegationTokenRequest"
     o.hmac = get_bytes(obj, "hmac", p, REQUIRED)
     o.expiry_time_period_ms = get_int(obj, "expiryTimePeriodMs", p, REQUIRED)
@@ -238,6 +240,7 @@ def _tj_ExpireDelegationTokenResponse(
     o: ExpireDelegationTokenResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["expiryTimestampMs"] = o.expiry_timestamp_ms
     d["throttleTimeMs"] = o.throttle_time_ms
@@ -248,6 +251,7 @@ def _fj_ExpireDelegationTokenResponse(
     obj: dict[str, Any], version: int
 ) -> ExpireDelegationTokenResponse:
     o = new_instance(ExpireDelegationTokenResponse)
+    v: Any
     p = "ExpireDelegationTokenResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.expiry_timestamp_ms = get_int(obj, "expiryTimestampMs", p, REQUIRED)

@@ -845,12 +845,13 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.cluster_id != None:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(write_compact_nullable_string(o.cluster_id))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -925,12 +926,13 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.cluster_id != None:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(write_compact_nullable_string(o.cluster_id))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1002,18 +1004,19 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
     w(write_compact_string(o.rack_id))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.cluster_id != None:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(write_compact_nullable_string(o.cluster_id))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
 
-        tags.append((1, b"".join(buf)))
+        tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1085,18 +1088,19 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
     w(write_compact_string(o.rack_id))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.cluster_id != None:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(write_compact_nullable_string(o.cluster_id))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
 
-        tags.append((1, b"".join(buf)))
+        tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1105,6 +1109,7 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
 
 def _tj_FetchRequest(o: FetchRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 12:
         v = o.cluster_id
         if v != None:
@@ -1137,6 +1142,7 @@ def _tj_FetchRequest(o: FetchRequest, version: int) -> dict[str, Any]:
 
 def _fj_FetchRequest(obj: dict[str, Any], version: int) -> FetchRequest:
     o = new_instance(FetchRequest)
+    v: Any
     p = "FetchRequest"
     o.cluster_id = get_str(obj, "clusterId", p, None, True) if version >= 12 else None
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED) if version <= 14 else -1
@@ -1144,8 +1150,6 @@ def _fj_FetchRequest(obj: dict[str, Any], version: int) -> FetchRequest:
         v = get_object(obj, "replicaState", p, MISSING)
         if v is MISSING:
             o.replica_state = _ReplicaState()
-        elif v is None:
-            o.replica_state = None
         else:
             o.replica_state = _fj_ReplicaState(as_object(v, p), version)
     else:
@@ -1157,16 +1161,10 @@ def _fj_FetchRequest(obj: dict[str, Any], version: int) -> FetchRequest:
     o.session_id = get_int(obj, "sessionId", p, REQUIRED) if version >= 7 else 0
     o.session_epoch = get_int(obj, "sessionEpoch", p, REQUIRED) if version >= 7 else -1
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_FetchTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_FetchTopic(as_object(x, p), version) for x in v]
     if version >= 7:
         v = get_list(obj, "forgottenTopicsData", p, REQUIRED)
-        if v is None:
-            o.forgotten_topics_data = None
-        else:
-            o.forgotten_topics_data = [_fj_ForgottenTopic(as_object(x, p), version) for x in v]
+        o.forgotten_topics_data = [_fj_ForgottenTopic(as_object(x, p), version) for x in v]
     else:
         o.forgotten_topics_data = []
     o.rack_id = get_str(obj, "rackId", p, REQUIRED) if version >= 11 else ""
@@ -1224,6 +1222,7 @@ def _enc_ReplicaState_v15(o: _ReplicaState, w: Writer) -> None:
 
 def _tj_ReplicaState(o: _ReplicaState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 15:
         d["replicaId"] = o.replica_id
     if version >= 15:
@@ -1233,6 +1232,7 @@ def _tj_ReplicaState(o: _ReplicaState, version: int) -> dict[str, Any]:
 
 def _fj_ReplicaState(obj: dict[str, Any], version: int) -> _ReplicaState:
     o = new_instance(_ReplicaState)
+    v: Any
     p = "FetchRequest.ReplicaState"
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED) if version >= 15 else -1
     o.replica_epoch = get_int(obj, "replicaEpoch", p, REQUIRED) if version >= 15 else -1
@@ -1391,6 +1391,7 @@ def _enc_FetchTopic_v17(o: _FetchTopic, w: Writer) -> None:
 
 def _tj_FetchTopic(o: _FetchTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 12:
         d["topic"] = o.topic
     if version >= 13:
@@ -1403,14 +1404,12 @@ def _tj_FetchTopic(o: _FetchTopic, version: int) -> dict[str, Any]:
 
 def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
     o = new_instance(_FetchTopic)
+    v: Any
     p = "FetchRequest.FetchTopic"
     o.topic = get_str(obj, "topic", p, REQUIRED) if version <= 12 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 13 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1594,12 +1593,13 @@ def _enc_FetchPartition_v17(o: _FetchPartition, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.replica_directory_id != ZERO_UUID:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(o.replica_directory_id.bytes)
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1608,6 +1608,7 @@ def _enc_FetchPartition_v17(o: _FetchPartition, w: Writer) -> None:
 
 def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     if version >= 9:
         d["currentLeaderEpoch"] = o.current_leader_epoch
@@ -1626,6 +1627,7 @@ def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
 
 def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     o = new_instance(_FetchPartition)
+    v: Any
     p = "FetchRequest.FetchPartition"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.current_leader_epoch = get_int(obj, "currentLeaderEpoch", p, REQUIRED) if version >= 9 else -1
@@ -1717,6 +1719,7 @@ def _enc_ForgottenTopic_v13(o: _ForgottenTopic, w: Writer) -> None:
 
 def _tj_ForgottenTopic(o: _ForgottenTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if 7 <= version <= 12:
         d["topic"] = o.topic
     if version >= 13:
@@ -1730,15 +1733,13 @@ def _tj_ForgottenTopic(o: _ForgottenTopic, version: int) -> dict[str, Any]:
 
 def _fj_ForgottenTopic(obj: dict[str, Any], version: int) -> _ForgottenTopic:
     o = new_instance(_ForgottenTopic)
+    v: Any
     p = "FetchRequest.ForgottenTopic"
     o.topic = get_str(obj, "topic", p, REQUIRED) if 7 <= version <= 12 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 13 else ZERO_UUID
     if version >= 7:
         v = get_list(obj, "partitions", p, REQUIRED)
-        if v is None:
-            o.partitions = None
-        else:
-            o.partitions = [as_int(x, p) for x in v]
+        o.partitions = [as_int(x, p) for x in v]
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
@@ -2095,14 +2096,15 @@ def _enc_FetchResponse_v16(o: FetchResponse, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.node_endpoints != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw, o.node_endpoints, _enc_NodeEndpoint_v16, True, False, "FetchResponse.NodeEndpoints"
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -2111,6 +2113,7 @@ def _enc_FetchResponse_v16(o: FetchResponse, w: Writer) -> None:
 
 def _tj_FetchResponse(o: FetchResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     if version >= 7:
@@ -2128,21 +2131,17 @@ def _tj_FetchResponse(o: FetchResponse, version: int) -> dict[str, Any]:
 
 def _fj_FetchResponse(obj: dict[str, Any], version: int) -> FetchResponse:
     o = new_instance(FetchResponse)
+    v: Any
     p = "FetchResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 7 else 0
     o.session_id = get_int(obj, "sessionId", p, REQUIRED) if version >= 7 else 0
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = [_fj_FetchableTopicResponse(as_object(x, p), version) for x in v]
+    o.responses = [_fj_FetchableTopicResponse(as_object(x, p), version) for x in v]
     if version >= 16:
         v = get_list(obj, "nodeEndpoints", p, MISSING)
         if v is MISSING:
             o.node_endpoints = KeyedList()
-        elif v is None:
-            o.node_endpoints = None
         else:
             o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     else:
@@ -2342,6 +2341,7 @@ def _enc_FetchableTopicResponse_v13(o: _FetchableTopicResponse, w: Writer) -> No
 
 def _tj_FetchableTopicResponse(o: _FetchableTopicResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 12:
         d["topic"] = o.topic
     if version >= 13:
@@ -2354,14 +2354,12 @@ def _tj_FetchableTopicResponse(o: _FetchableTopicResponse, version: int) -> dict
 
 def _fj_FetchableTopicResponse(obj: dict[str, Any], version: int) -> _FetchableTopicResponse:
     o = new_instance(_FetchableTopicResponse)
+    v: Any
     p = "FetchResponse.FetchableTopicResponse"
     o.topic = get_str(obj, "topic", p, REQUIRED) if version <= 12 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 13 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -2639,24 +2637,25 @@ def _enc_PartitionData_v12(o: _PartitionData, w: Writer) -> None:
     w(write_compact_nullable_bytes(o.records))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.diverging_epoch != _EpochEndOffset():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_EpochEndOffset_v12(o.diverging_epoch, tw)
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if o.current_leader != _LeaderIdAndEpoch():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_LeaderIdAndEpoch_v12(o.current_leader, tw)
 
-        tags.append((1, b"".join(buf)))
+        tags.append((1, b"".join(value)))
     if o.snapshot_id != _SnapshotId():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_SnapshotId_v12(o.snapshot_id, tw)
 
-        tags.append((2, b"".join(buf)))
+        tags.append((2, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -2665,6 +2664,7 @@ def _enc_PartitionData_v12(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["highWatermark"] = o.high_watermark
@@ -2698,6 +2698,7 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "FetchResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -2708,8 +2709,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
         v = get_object(obj, "divergingEpoch", p, MISSING)
         if v is MISSING:
             o.diverging_epoch = _EpochEndOffset()
-        elif v is None:
-            o.diverging_epoch = None
         else:
             o.diverging_epoch = _fj_EpochEndOffset(as_object(v, p), version)
     else:
@@ -2718,8 +2717,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
         v = get_object(obj, "currentLeader", p, MISSING)
         if v is MISSING:
             o.current_leader = _LeaderIdAndEpoch()
-        elif v is None:
-            o.current_leader = None
         else:
             o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
     else:
@@ -2728,18 +2725,15 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
         v = get_object(obj, "snapshotId", p, MISSING)
         if v is MISSING:
             o.snapshot_id = _SnapshotId()
-        elif v is None:
-            o.snapshot_id = None
         else:
             o.snapshot_id = _fj_SnapshotId(as_object(v, p), version)
     else:
         o.snapshot_id = _SnapshotId()
     if version >= 4:
         v = get_list(obj, "abortedTransactions", p, REQUIRED, True)
-        if v is None:
-            o.aborted_transactions = None
-        else:
-            o.aborted_transactions = [_fj_AbortedTransaction(as_object(x, p), version) for x in v]
+        o.aborted_transactions = (
+            None if v is None else ([_fj_AbortedTransaction(as_object(x, p), version) for x in v])
+        )
     else:
         o.aborted_transactions = []
     o.preferred_read_replica = (
@@ -2809,6 +2803,7 @@ def _enc_EpochEndOffset_v12(o: _EpochEndOffset, w: Writer) -> None:
 
 def _tj_EpochEndOffset(o: _EpochEndOffset, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 12:
         d["epoch"] = o.epoch
     if version >= 12:
@@ -2818,6 +2813,7 @@ def _tj_EpochEndOffset(o: _EpochEndOffset, version: int) -> dict[str, Any]:
 
 def _fj_EpochEndOffset(obj: dict[str, Any], version: int) -> _EpochEndOffset:
     o = new_instance(_EpochEndOffset)
+    v: Any
     p = "FetchResponse.EpochEndOffset"
     o.epoch = get_int(obj, "epoch", p, REQUIRED) if version >= 12 else -1
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED) if version >= 12 else -1
@@ -2855,6 +2851,7 @@ def _enc_LeaderIdAndEpoch_v12(o: _LeaderIdAndEpoch, w: Writer) -> None:
 
 def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 12:
         d["leaderId"] = o.leader_id
     if version >= 12:
@@ -2864,6 +2861,7 @@ def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
 
 def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
+    v: Any
     p = "FetchResponse.LeaderIdAndEpoch"
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED) if version >= 12 else -1
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 12 else -1
@@ -2901,6 +2899,7 @@ def _enc_SnapshotId_v12(o: _SnapshotId, w: Writer) -> None:
 
 def _tj_SnapshotId(o: _SnapshotId, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["endOffset"] = o.end_offset
     d["epoch"] = o.epoch
     return d
@@ -2908,6 +2907,7 @@ def _tj_SnapshotId(o: _SnapshotId, version: int) -> dict[str, Any]:
 
 def _fj_SnapshotId(obj: dict[str, Any], version: int) -> _SnapshotId:
     o = new_instance(_SnapshotId)
+    v: Any
     p = "FetchResponse.SnapshotId"
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED)
     o.epoch = get_int(obj, "epoch", p, REQUIRED)
@@ -2962,6 +2962,7 @@ def _enc_AbortedTransaction_v12(o: _AbortedTransaction, w: Writer) -> None:
 
 def _tj_AbortedTransaction(o: _AbortedTransaction, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         d["producerId"] = o.producer_id
     if version >= 4:
@@ -2971,6 +2972,7 @@ def _tj_AbortedTransaction(o: _AbortedTransaction, version: int) -> dict[str, An
 
 def _fj_AbortedTransaction(obj: dict[str, Any], version: int) -> _AbortedTransaction:
     o = new_instance(_AbortedTransaction)
+    v: Any
     p = "FetchResponse.AbortedTransaction"
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 4 else 0
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED) if version >= 4 else 0
@@ -3016,6 +3018,7 @@ def _enc_NodeEndpoint_v16(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 16:
         d["nodeId"] = o.node_id
     if version >= 16:
@@ -3029,6 +3032,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "FetchResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 16 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 16 else ""

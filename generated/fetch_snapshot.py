@@ -391,12 +391,13 @@ def _enc_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.cluster_id != None:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(write_compact_nullable_string(o.cluster_id))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -447,12 +448,13 @@ def _enc_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.cluster_id != None:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(write_compact_nullable_string(o.cluster_id))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -461,6 +463,7 @@ def _enc_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: Writer) -> None:
 
 def _tj_FetchSnapshotRequest(o: FetchSnapshotRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.cluster_id
     if v != None:
         d["clusterId"] = None if v is None else v
@@ -473,15 +476,13 @@ def _tj_FetchSnapshotRequest(o: FetchSnapshotRequest, version: int) -> dict[str,
 
 def _fj_FetchSnapshotRequest(obj: dict[str, Any], version: int) -> FetchSnapshotRequest:
     o = new_instance(FetchSnapshotRequest)
+    v: Any
     p = "FetchSnapshotRequest"
     o.cluster_id = get_str(obj, "clusterId", p, None, True)
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED)
     o.max_bytes = get_int(obj, "maxBytes", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_FetchSnapshotRequest_TopicSnapshot(as_object(x, p), version) for x in v]
+    o.topics = [_fj_FetchSnapshotRequest_TopicSnapshot(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -566,6 +567,7 @@ def _tj_FetchSnapshotRequest_TopicSnapshot(
     o: _FetchSnapshotRequest_TopicSnapshot, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_FetchSnapshotRequest_PartitionSnapshot(x, version) for x in v]
@@ -576,15 +578,11 @@ def _fj_FetchSnapshotRequest_TopicSnapshot(
     obj: dict[str, Any], version: int
 ) -> _FetchSnapshotRequest_TopicSnapshot:
     o = new_instance(_FetchSnapshotRequest_TopicSnapshot)
+    v: Any
     p = "FetchSnapshotRequest.TopicSnapshot"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_FetchSnapshotRequest_PartitionSnapshot(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [_fj_FetchSnapshotRequest_PartitionSnapshot(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -673,12 +671,13 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(
     w(_S_q.pack(o.position))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.replica_directory_id != ZERO_UUID:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(o.replica_directory_id.bytes)
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -689,6 +688,7 @@ def _tj_FetchSnapshotRequest_PartitionSnapshot(
     o: _FetchSnapshotRequest_PartitionSnapshot, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["currentLeaderEpoch"] = o.current_leader_epoch
     v = o.snapshot_id
@@ -705,14 +705,12 @@ def _fj_FetchSnapshotRequest_PartitionSnapshot(
     obj: dict[str, Any], version: int
 ) -> _FetchSnapshotRequest_PartitionSnapshot:
     o = new_instance(_FetchSnapshotRequest_PartitionSnapshot)
+    v: Any
     p = "FetchSnapshotRequest.PartitionSnapshot"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.current_leader_epoch = get_int(obj, "currentLeaderEpoch", p, REQUIRED)
     v = get_object(obj, "snapshotId", p, REQUIRED)
-    if v is None:
-        o.snapshot_id = None
-    else:
-        o.snapshot_id = _fj_FetchSnapshotRequest_SnapshotId(as_object(v, p), version)
+    o.snapshot_id = _fj_FetchSnapshotRequest_SnapshotId(as_object(v, p), version)
     o.position = get_int(obj, "position", p, REQUIRED)
     o.replica_directory_id = (
         get_uuid(obj, "replicaDirectoryId", p, ZERO_UUID) if version >= 1 else ZERO_UUID
@@ -762,6 +760,7 @@ def _tj_FetchSnapshotRequest_SnapshotId(
     o: _FetchSnapshotRequest_SnapshotId, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["endOffset"] = o.end_offset
     d["epoch"] = o.epoch
     return d
@@ -771,6 +770,7 @@ def _fj_FetchSnapshotRequest_SnapshotId(
     obj: dict[str, Any], version: int
 ) -> _FetchSnapshotRequest_SnapshotId:
     o = new_instance(_FetchSnapshotRequest_SnapshotId)
+    v: Any
     p = "FetchSnapshotRequest.SnapshotId"
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED)
     o.epoch = get_int(obj, "epoch", p, REQUIRED)
@@ -914,9 +914,10 @@ def _enc_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.node_endpoints != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw,
             o.node_endpoints,
@@ -926,7 +927,7 @@ def _enc_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: Writer) -> None:
             "FetchSnapshotResponse.NodeEndpoints",
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -935,6 +936,7 @@ def _enc_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: Writer) -> None:
 
 def _tj_FetchSnapshotResponse(o: FetchSnapshotResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.topics
@@ -948,20 +950,16 @@ def _tj_FetchSnapshotResponse(o: FetchSnapshotResponse, version: int) -> dict[st
 
 def _fj_FetchSnapshotResponse(obj: dict[str, Any], version: int) -> FetchSnapshotResponse:
     o = new_instance(FetchSnapshotResponse)
+    v: Any
     p = "FetchSnapshotResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_FetchSnapshotResponse_TopicSnapshot(as_object(x, p), version) for x in v]
+    o.topics = [_fj_FetchSnapshotResponse_TopicSnapshot(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_list(obj, "nodeEndpoints", p, MISSING)
         if v is MISSING:
             o.node_endpoints = KeyedList()
-        elif v is None:
-            o.node_endpoints = None
         else:
             o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     else:
@@ -1025,6 +1023,7 @@ def _tj_FetchSnapshotResponse_TopicSnapshot(
     o: _FetchSnapshotResponse_TopicSnapshot, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_FetchSnapshotResponse_PartitionSnapshot(x, version) for x in v]
@@ -1035,15 +1034,13 @@ def _fj_FetchSnapshotResponse_TopicSnapshot(
     obj: dict[str, Any], version: int
 ) -> _FetchSnapshotResponse_TopicSnapshot:
     o = new_instance(_FetchSnapshotResponse_TopicSnapshot)
+    v: Any
     p = "FetchSnapshotResponse.TopicSnapshot"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [
-            _fj_FetchSnapshotResponse_PartitionSnapshot(as_object(x, p), version) for x in v
-        ]
+    o.partitions = [
+        _fj_FetchSnapshotResponse_PartitionSnapshot(as_object(x, p), version) for x in v
+    ]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1103,12 +1100,13 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(
     w(write_compact_bytes(o.unaligned_records))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.current_leader != _LeaderIdAndEpoch():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_LeaderIdAndEpoch_v0(o.current_leader, tw)
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1119,6 +1117,7 @@ def _tj_FetchSnapshotResponse_PartitionSnapshot(
     o: _FetchSnapshotResponse_PartitionSnapshot, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["index"] = o.index
     d["errorCode"] = o.error_code
     v = o.snapshot_id
@@ -1137,19 +1136,15 @@ def _fj_FetchSnapshotResponse_PartitionSnapshot(
     obj: dict[str, Any], version: int
 ) -> _FetchSnapshotResponse_PartitionSnapshot:
     o = new_instance(_FetchSnapshotResponse_PartitionSnapshot)
+    v: Any
     p = "FetchSnapshotResponse.PartitionSnapshot"
     o.index = get_int(obj, "index", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_object(obj, "snapshotId", p, REQUIRED)
-    if v is None:
-        o.snapshot_id = None
-    else:
-        o.snapshot_id = _fj_FetchSnapshotResponse_SnapshotId(as_object(v, p), version)
+    o.snapshot_id = _fj_FetchSnapshotResponse_SnapshotId(as_object(v, p), version)
     v = get_object(obj, "currentLeader", p, MISSING)
     if v is MISSING:
         o.current_leader = _LeaderIdAndEpoch()
-    elif v is None:
-        o.current_leader = None
     else:
         o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
     o.size = get_int(obj, "size", p, REQUIRED)
@@ -1202,6 +1197,7 @@ def _tj_FetchSnapshotResponse_SnapshotId(
     o: _FetchSnapshotResponse_SnapshotId, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["endOffset"] = o.end_offset
     d["epoch"] = o.epoch
     return d
@@ -1211,6 +1207,7 @@ def _fj_FetchSnapshotResponse_SnapshotId(
     obj: dict[str, Any], version: int
 ) -> _FetchSnapshotResponse_SnapshotId:
     o = new_instance(_FetchSnapshotResponse_SnapshotId)
+    v: Any
     p = "FetchSnapshotResponse.SnapshotId"
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED)
     o.epoch = get_int(obj, "epoch", p, REQUIRED)
@@ -1250,6 +1247,7 @@ def _enc_LeaderIdAndEpoch_v0(o: _LeaderIdAndEpoch, w: Writer) -> None:
 
 def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["leaderId"] = o.leader_id
     d["leaderEpoch"] = o.leader_epoch
     return d
@@ -1257,6 +1255,7 @@ def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
 
 def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
+    v: Any
     p = "FetchSnapshotResponse.LeaderIdAndEpoch"
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
@@ -1300,6 +1299,7 @@ def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["nodeId"] = o.node_id
     if version >= 1:
@@ -1311,6 +1311,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "FetchSnapshotResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 1 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""

@@ -281,6 +281,7 @@ def _enc_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: Writer) -> None
 
 def _tj_FindCoordinatorRequest(o: FindCoordinatorRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 3:
         d["key"] = o.key
     if version >= 1:
@@ -293,15 +294,13 @@ def _tj_FindCoordinatorRequest(o: FindCoordinatorRequest, version: int) -> dict[
 
 def _fj_FindCoordinatorRequest(obj: dict[str, Any], version: int) -> FindCoordinatorRequest:
     o = new_instance(FindCoordinatorRequest)
+    v: Any
     p = "FindCoordinatorRequest"
     o.key = get_str(obj, "key", p, REQUIRED) if version <= 3 else ""
     o.key_type = get_int(obj, "keyType", p, REQUIRED) if version >= 1 else 0
     if version >= 4:
         v = get_list(obj, "coordinatorKeys", p, REQUIRED)
-        if v is None:
-            o.coordinator_keys = None
-        else:
-            o.coordinator_keys = [as_str(x, p) for x in v]
+        o.coordinator_keys = [as_str(x, p) for x in v]
     else:
         o.coordinator_keys = []
     o.unknown_tagged_fields = ()
@@ -479,6 +478,7 @@ def _enc_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, w: Writer) -> No
 
 def _tj_FindCoordinatorResponse(o: FindCoordinatorResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     if version <= 3:
@@ -499,6 +499,7 @@ def _tj_FindCoordinatorResponse(o: FindCoordinatorResponse, version: int) -> dic
 
 def _fj_FindCoordinatorResponse(obj: dict[str, Any], version: int) -> FindCoordinatorResponse:
     o = new_instance(FindCoordinatorResponse)
+    v: Any
     p = "FindCoordinatorResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version <= 3 else 0
@@ -508,10 +509,7 @@ def _fj_FindCoordinatorResponse(obj: dict[str, Any], version: int) -> FindCoordi
     o.port = get_int(obj, "port", p, REQUIRED) if version <= 3 else 0
     if version >= 4:
         v = get_list(obj, "coordinators", p, REQUIRED)
-        if v is None:
-            o.coordinators = None
-        else:
-            o.coordinators = [_fj_Coordinator(as_object(x, p), version) for x in v]
+        o.coordinators = [_fj_Coordinator(as_object(x, p), version) for x in v]
     else:
         o.coordinators = []
     o.unknown_tagged_fields = ()
@@ -567,6 +565,7 @@ def _enc_Coordinator_v4(o: _Coordinator, w: Writer) -> None:
 
 def _tj_Coordinator(o: _Coordinator, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         d["key"] = o.key
     if version >= 4:
@@ -584,6 +583,7 @@ def _tj_Coordinator(o: _Coordinator, version: int) -> dict[str, Any]:
 
 def _fj_Coordinator(obj: dict[str, Any], version: int) -> _Coordinator:
     o = new_instance(_Coordinator)
+    v: Any
     p = "FindCoordinatorResponse.Coordinator"
     o.key = get_str(obj, "key", p, REQUIRED) if version >= 4 else ""
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 4 else 0

@@ -160,6 +160,7 @@ def _tj_GetTelemetrySubscriptionsRequest(
     o: GetTelemetrySubscriptionsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.client_instance_id
     d["clientInstanceId"] = uuid_to_json(v)
     return d
@@ -169,6 +170,7 @@ def _fj_GetTelemetrySubscriptionsRequest(
     obj: dict[str, Any], version: int
 ) -> GetTelemetrySubscriptionsRequest:
     o = new_instance(GetTelemetrySubscriptionsRequest)
+    v: Any
     p = "GetTelemetrySubscriptionsRequest"
     o.client_instance_id = get_uuid(obj, "clientInstanceId", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -253,6 +255,7 @@ def _tj_GetTelemetrySubscriptionsResponse(
     o: GetTelemetrySubscriptionsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.client_instance_id
@@ -272,24 +275,19 @@ def _fj_GetTelemetrySubscriptionsResponse(
     obj: dict[str, Any], version: int
 ) -> GetTelemetrySubscriptionsResponse:
     o = new_instance(GetTelemetrySubscriptionsResponse)
+    v: Any
     p = "GetTelemetrySubscriptionsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.client_instance_id = get_uuid(obj, "clientInstanceId", p, REQUIRED)
     o.subscription_id = get_int(obj, "subscriptionId", p, REQUIRED)
     v = get_list(obj, "acceptedCompressionTypes", p, REQUIRED)
-    if v is None:
-        o.accepted_compression_types = None
-    else:
-        o.accepted_compression_types = [as_int(x, p) for x in v]
+    o.accepted_compression_types = [as_int(x, p) for x in v]
     o.push_interval_ms = get_int(obj, "pushIntervalMs", p, REQUIRED)
     o.telemetry_max_bytes = get_int(obj, "telemetryMaxBytes", p, REQUIRED)
     o.delta_temporality = get_bool(obj, "deltaTemporality", p, REQUIRED)
     v = get_list(obj, "requestedMetrics", p, REQUIRED)
-    if v is None:
-        o.requested_metrics = None
-    else:
-        o.requested_metrics = [as_str(x, p) for x in v]
+    o.requested_metrics = [as_str(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 

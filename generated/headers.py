@@ -164,6 +164,7 @@ def _enc_RequestHeader_v2(o: RequestHeader, w: Writer) -> None:
 
 def _tj_RequestHeader(o: RequestHeader, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["requestApiKey"] = o.request_api_key
     d["requestApiVersion"] = o.request_api_version
     d["correlationId"] = o.correlation_id
@@ -174,6 +175,7 @@ def _tj_RequestHeader(o: RequestHeader, version: int) -> dict[str, Any]:
 
 def _fj_RequestHeader(obj: dict[str, Any], version: int) -> RequestHeader:
     o = new_instance(RequestHeader)
+    v: Any
     p = "RequestHeader"
     o.request_api_key = get_int(obj, "requestApiKey", p, REQUIRED)
     o.request_api_version = get_int(obj, "requestApiVersion", p, REQUIRED)
@@ -245,12 +247,14 @@ def _enc_ResponseHeader_v1(o: ResponseHeader, w: Writer) -> None:
 
 def _tj_ResponseHeader(o: ResponseHeader, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["correlationId"] = o.correlation_id
     return d
 
 
 def _fj_ResponseHeader(obj: dict[str, Any], version: int) -> ResponseHeader:
     o = new_instance(ResponseHeader)
+    v: Any
     p = "ResponseHeader"
     o.correlation_id = get_int(obj, "correlationId", p, REQUIRED)
     o.unknown_tagged_fields = ()

@@ -187,6 +187,7 @@ def _enc_HeartbeatRequest_v4(o: HeartbeatRequest, w: Writer) -> None:
 
 def _tj_HeartbeatRequest(o: HeartbeatRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["generationId"] = o.generation_id
     d["memberId"] = o.member_id
@@ -197,6 +198,7 @@ def _tj_HeartbeatRequest(o: HeartbeatRequest, version: int) -> dict[str, Any]:
 
 def _fj_HeartbeatRequest(obj: dict[str, Any], version: int) -> HeartbeatRequest:
     o = new_instance(HeartbeatRequest)
+    v: Any
     p = "HeartbeatRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.generation_id = get_int(obj, "generationId", p, REQUIRED)
@@ -290,6 +292,7 @@ def _enc_HeartbeatResponse_v4(o: HeartbeatResponse, w: Writer) -> None:
 
 def _tj_HeartbeatResponse(o: HeartbeatResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
@@ -298,6 +301,7 @@ def _tj_HeartbeatResponse(o: HeartbeatResponse, version: int) -> dict[str, Any]:
 
 def _fj_HeartbeatResponse(obj: dict[str, Any], version: int) -> HeartbeatResponse:
     o = new_instance(HeartbeatResponse)
+    v: Any
     p = "HeartbeatResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -269,6 +269,7 @@ def _tj_IncrementalAlterConfigsRequest(
     o: IncrementalAlterConfigsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.resources
     d["resources"] = [_tj_AlterConfigsResource(x, version) for x in v]
     d["validateOnly"] = o.validate_only
@@ -279,12 +280,10 @@ def _fj_IncrementalAlterConfigsRequest(
     obj: dict[str, Any], version: int
 ) -> IncrementalAlterConfigsRequest:
     o = new_instance(IncrementalAlterConfigsRequest)
+    v: Any
     p = "IncrementalAlterConfigsRequest"
     v = get_list(obj, "resources", p, REQUIRED)
-    if v is None:
-        o.resources = None
-    else:
-        o.resources = KeyedList([_fj_AlterConfigsResource(as_object(x, p), version) for x in v])
+    o.resources = KeyedList([_fj_AlterConfigsResource(as_object(x, p), version) for x in v])
     o.validate_only = get_bool(obj, "validateOnly", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -369,6 +368,7 @@ def _enc_AlterConfigsResource_v1(o: _AlterConfigsResource, w: Writer) -> None:
 
 def _tj_AlterConfigsResource(o: _AlterConfigsResource, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["resourceType"] = o.resource_type
     d["resourceName"] = o.resource_name
     v = o.configs
@@ -378,14 +378,12 @@ def _tj_AlterConfigsResource(o: _AlterConfigsResource, version: int) -> dict[str
 
 def _fj_AlterConfigsResource(obj: dict[str, Any], version: int) -> _AlterConfigsResource:
     o = new_instance(_AlterConfigsResource)
+    v: Any
     p = "IncrementalAlterConfigsRequest.AlterConfigsResource"
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED)
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED)
     v = get_list(obj, "configs", p, REQUIRED)
-    if v is None:
-        o.configs = None
-    else:
-        o.configs = KeyedList([_fj_AlterableConfig(as_object(x, p), version) for x in v])
+    o.configs = KeyedList([_fj_AlterableConfig(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -446,6 +444,7 @@ def _enc_AlterableConfig_v1(o: _AlterableConfig, w: Writer) -> None:
 
 def _tj_AlterableConfig(o: _AlterableConfig, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["configOperation"] = o.config_operation
     d["value"] = o.value
@@ -454,6 +453,7 @@ def _tj_AlterableConfig(o: _AlterableConfig, version: int) -> dict[str, Any]:
 
 def _fj_AlterableConfig(obj: dict[str, Any], version: int) -> _AlterableConfig:
     o = new_instance(_AlterableConfig)
+    v: Any
     p = "IncrementalAlterConfigsRequest.AlterableConfig"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.config_operation = get_int(obj, "configOperation", p, REQUIRED)
@@ -566,6 +566,7 @@ def _tj_IncrementalAlterConfigsResponse(
     o: IncrementalAlterConfigsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.responses
     d["responses"] = [_tj_AlterConfigsResourceResponse(x, version) for x in v]
@@ -576,13 +577,11 @@ def _fj_IncrementalAlterConfigsResponse(
     obj: dict[str, Any], version: int
 ) -> IncrementalAlterConfigsResponse:
     o = new_instance(IncrementalAlterConfigsResponse)
+    v: Any
     p = "IncrementalAlterConfigsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
+    o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -658,6 +657,7 @@ def _tj_AlterConfigsResourceResponse(
     o: _AlterConfigsResourceResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["resourceType"] = o.resource_type
@@ -669,6 +669,7 @@ def _fj_AlterConfigsResourceResponse(
     obj: dict[str, Any], version: int
 ) -> _AlterConfigsResourceResponse:
     o = new_instance(_AlterConfigsResourceResponse)
+    v: Any
     p = "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)

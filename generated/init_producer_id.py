@@ -199,6 +199,7 @@ def _enc_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Writer) -> None:
 
 def _tj_InitProducerIdRequest(o: InitProducerIdRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["transactionalId"] = o.transactional_id
     d["transactionTimeoutMs"] = o.transaction_timeout_ms
     if version >= 3:
@@ -210,6 +211,7 @@ def _tj_InitProducerIdRequest(o: InitProducerIdRequest, version: int) -> dict[st
 
 def _fj_InitProducerIdRequest(obj: dict[str, Any], version: int) -> InitProducerIdRequest:
     o = new_instance(InitProducerIdRequest)
+    v: Any
     p = "InitProducerIdRequest"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED, True)
     o.transaction_timeout_ms = get_int(obj, "transactionTimeoutMs", p, REQUIRED)
@@ -289,6 +291,7 @@ def _enc_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: Writer) -> None
 
 def _tj_InitProducerIdResponse(o: InitProducerIdResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["producerId"] = o.producer_id
@@ -298,6 +301,7 @@ def _tj_InitProducerIdResponse(o: InitProducerIdResponse, version: int) -> dict[
 
 def _fj_InitProducerIdResponse(obj: dict[str, Any], version: int) -> InitProducerIdResponse:
     o = new_instance(InitProducerIdResponse)
+    v: Any
     p = "InitProducerIdResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -240,6 +240,7 @@ def _tj_InitializeShareGroupStateRequest(
     o: InitializeShareGroupStateRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     v = o.topics
     d["topics"] = [_tj_InitializeStateData(x, version) for x in v]
@@ -250,13 +251,11 @@ def _fj_InitializeShareGroupStateRequest(
     obj: dict[str, Any], version: int
 ) -> InitializeShareGroupStateRequest:
     o = new_instance(InitializeShareGroupStateRequest)
+    v: Any
     p = "InitializeShareGroupStateRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_InitializeStateData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_InitializeStateData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -300,6 +299,7 @@ def _enc_InitializeStateData_v0(o: _InitializeStateData, w: Writer) -> None:
 
 def _tj_InitializeStateData(o: _InitializeStateData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -309,13 +309,11 @@ def _tj_InitializeStateData(o: _InitializeStateData, version: int) -> dict[str, 
 
 def _fj_InitializeStateData(obj: dict[str, Any], version: int) -> _InitializeStateData:
     o = new_instance(_InitializeStateData)
+    v: Any
     p = "InitializeShareGroupStateRequest.InitializeStateData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -350,6 +348,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["stateEpoch"] = o.state_epoch
     d["startOffset"] = o.start_offset
@@ -358,6 +357,7 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "InitializeShareGroupStateRequest.PartitionData"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.state_epoch = get_int(obj, "stateEpoch", p, REQUIRED)
@@ -435,6 +435,7 @@ def _tj_InitializeShareGroupStateResponse(
     o: InitializeShareGroupStateResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.results
     d["results"] = [_tj_InitializeStateResult(x, version) for x in v]
     return d
@@ -444,12 +445,10 @@ def _fj_InitializeShareGroupStateResponse(
     obj: dict[str, Any], version: int
 ) -> InitializeShareGroupStateResponse:
     o = new_instance(InitializeShareGroupStateResponse)
+    v: Any
     p = "InitializeShareGroupStateResponse"
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_InitializeStateResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_InitializeStateResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -496,6 +495,7 @@ def _enc_InitializeStateResult_v0(o: _InitializeStateResult, w: Writer) -> None:
 
 def _tj_InitializeStateResult(o: _InitializeStateResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -505,13 +505,11 @@ def _tj_InitializeStateResult(o: _InitializeStateResult, version: int) -> dict[s
 
 def _fj_InitializeStateResult(obj: dict[str, Any], version: int) -> _InitializeStateResult:
     o = new_instance(_InitializeStateResult)
+    v: Any
     p = "InitializeShareGroupStateResponse.InitializeStateResult"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -548,6 +546,7 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
 
 def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -556,6 +555,7 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
 
 def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o = new_instance(_PartitionResult)
+    v: Any
     p = "InitializeShareGroupStateResponse.PartitionResult"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

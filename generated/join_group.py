@@ -386,6 +386,7 @@ def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
 
 def _tj_JoinGroupRequest(o: JoinGroupRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["sessionTimeoutMs"] = o.session_timeout_ms
     if version >= 1:
@@ -403,6 +404,7 @@ def _tj_JoinGroupRequest(o: JoinGroupRequest, version: int) -> dict[str, Any]:
 
 def _fj_JoinGroupRequest(obj: dict[str, Any], version: int) -> JoinGroupRequest:
     o = new_instance(JoinGroupRequest)
+    v: Any
     p = "JoinGroupRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.session_timeout_ms = get_int(obj, "sessionTimeoutMs", p, REQUIRED)
@@ -413,10 +415,7 @@ def _fj_JoinGroupRequest(obj: dict[str, Any], version: int) -> JoinGroupRequest:
     )
     o.protocol_type = get_str(obj, "protocolType", p, REQUIRED)
     v = get_list(obj, "protocols", p, REQUIRED)
-    if v is None:
-        o.protocols = None
-    else:
-        o.protocols = KeyedList([_fj_JoinGroupRequestProtocol(as_object(x, p), version) for x in v])
+    o.protocols = KeyedList([_fj_JoinGroupRequestProtocol(as_object(x, p), version) for x in v])
     o.reason = get_str(obj, "reason", p, REQUIRED, True) if version >= 8 else None
     o.unknown_tagged_fields = ()
     return o
@@ -481,6 +480,7 @@ def _enc_JoinGroupRequestProtocol_v6(o: _JoinGroupRequestProtocol, w: Writer) ->
 
 def _tj_JoinGroupRequestProtocol(o: _JoinGroupRequestProtocol, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.metadata
     d["metadata"] = bytes_to_json(v)
@@ -489,6 +489,7 @@ def _tj_JoinGroupRequestProtocol(o: _JoinGroupRequestProtocol, version: int) -> 
 
 def _fj_JoinGroupRequestProtocol(obj: dict[str, Any], version: int) -> _JoinGroupRequestProtocol:
     o = new_instance(_JoinGroupRequestProtocol)
+    v: Any
     p = "JoinGroupRequest.JoinGroupRequestProtocol"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.metadata = get_bytes(obj, "metadata", p, REQUIRED)
@@ -748,6 +749,7 @@ def _enc_JoinGroupResponse_v9(o: JoinGroupResponse, w: Writer) -> None:
 
 def _tj_JoinGroupResponse(o: JoinGroupResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
@@ -766,6 +768,7 @@ def _tj_JoinGroupResponse(o: JoinGroupResponse, version: int) -> dict[str, Any]:
 
 def _fj_JoinGroupResponse(obj: dict[str, Any], version: int) -> JoinGroupResponse:
     o = new_instance(JoinGroupResponse)
+    v: Any
     p = "JoinGroupResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 2 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -776,10 +779,7 @@ def _fj_JoinGroupResponse(obj: dict[str, Any], version: int) -> JoinGroupRespons
     o.skip_assignment = get_bool(obj, "skipAssignment", p, REQUIRED) if version >= 9 else False
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     v = get_list(obj, "members", p, REQUIRED)
-    if v is None:
-        o.members = None
-    else:
-        o.members = [_fj_JoinGroupResponseMember(as_object(x, p), version) for x in v]
+    o.members = [_fj_JoinGroupResponseMember(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -866,6 +866,7 @@ def _enc_JoinGroupResponseMember_v6(o: _JoinGroupResponseMember, w: Writer) -> N
 
 def _tj_JoinGroupResponseMember(o: _JoinGroupResponseMember, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["memberId"] = o.member_id
     if version >= 5:
         d["groupInstanceId"] = o.group_instance_id
@@ -876,6 +877,7 @@ def _tj_JoinGroupResponseMember(o: _JoinGroupResponseMember, version: int) -> di
 
 def _fj_JoinGroupResponseMember(obj: dict[str, Any], version: int) -> _JoinGroupResponseMember:
     o = new_instance(_JoinGroupResponseMember)
+    v: Any
     p = "JoinGroupResponse.JoinGroupResponseMember"
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.group_instance_id = (

@@ -88,6 +88,7 @@ def _enc_KRaftVersionRecord_v0(o: KRaftVersionRecord, w: Writer) -> None:
 
 def _tj_KRaftVersionRecord(o: KRaftVersionRecord, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["version"] = o.version
     d["kRaftVersion"] = o.k_raft_version
     return d
@@ -95,6 +96,7 @@ def _tj_KRaftVersionRecord(o: KRaftVersionRecord, version: int) -> dict[str, Any
 
 def _fj_KRaftVersionRecord(obj: dict[str, Any], version: int) -> KRaftVersionRecord:
     o = new_instance(KRaftVersionRecord)
+    v: Any
     p = "KRaftVersionRecord"
     o.version = get_int(obj, "version", p, REQUIRED)
     o.k_raft_version = get_int(obj, "kRaftVersion", p, REQUIRED)

@@ -727,6 +727,7 @@ def _enc_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, w: Writer) -> None:
 
 def _tj_LeaderAndIsrRequest(o: LeaderAndIsrRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["controllerId"] = o.controller_id
     if version >= 7:
         d["isKRaftController"] = o.is_k_raft_controller
@@ -748,6 +749,7 @@ def _tj_LeaderAndIsrRequest(o: LeaderAndIsrRequest, version: int) -> dict[str, A
 
 def _fj_LeaderAndIsrRequest(obj: dict[str, Any], version: int) -> LeaderAndIsrRequest:
     o = new_instance(LeaderAndIsrRequest)
+    v: Any
     p = "LeaderAndIsrRequest"
     o.controller_id = get_int(obj, "controllerId", p, REQUIRED)
     o.is_k_raft_controller = (
@@ -758,27 +760,18 @@ def _fj_LeaderAndIsrRequest(obj: dict[str, Any], version: int) -> LeaderAndIsrRe
     o.type = get_int(obj, "type", p, REQUIRED) if version >= 5 else 0
     if version <= 1:
         v = get_list(obj, "ungroupedPartitionStates", p, REQUIRED)
-        if v is None:
-            o.ungrouped_partition_states = None
-        else:
-            o.ungrouped_partition_states = [
-                _fj_LeaderAndIsrPartitionState(as_object(x, p), version) for x in v
-            ]
+        o.ungrouped_partition_states = [
+            _fj_LeaderAndIsrPartitionState(as_object(x, p), version) for x in v
+        ]
     else:
         o.ungrouped_partition_states = []
     if version >= 2:
         v = get_list(obj, "topicStates", p, REQUIRED)
-        if v is None:
-            o.topic_states = None
-        else:
-            o.topic_states = [_fj_LeaderAndIsrTopicState(as_object(x, p), version) for x in v]
+        o.topic_states = [_fj_LeaderAndIsrTopicState(as_object(x, p), version) for x in v]
     else:
         o.topic_states = []
     v = get_list(obj, "liveLeaders", p, REQUIRED)
-    if v is None:
-        o.live_leaders = None
-    else:
-        o.live_leaders = [_fj_LeaderAndIsrLiveLeader(as_object(x, p), version) for x in v]
+    o.live_leaders = [_fj_LeaderAndIsrLiveLeader(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1124,6 +1117,7 @@ def _enc_LeaderAndIsrPartitionState_v6(o: _LeaderAndIsrPartitionState, w: Writer
 
 def _tj_LeaderAndIsrPartitionState(o: _LeaderAndIsrPartitionState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 1:
         d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
@@ -1152,6 +1146,7 @@ def _fj_LeaderAndIsrPartitionState(
     obj: dict[str, Any], version: int
 ) -> _LeaderAndIsrPartitionState:
     o = new_instance(_LeaderAndIsrPartitionState)
+    v: Any
     p = "LeaderAndIsrRequest.LeaderAndIsrPartitionState"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 1 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
@@ -1159,30 +1154,18 @@ def _fj_LeaderAndIsrPartitionState(
     o.leader = get_int(obj, "leader", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     v = get_list(obj, "isr", p, REQUIRED)
-    if v is None:
-        o.isr = None
-    else:
-        o.isr = [as_int(x, p) for x in v]
+    o.isr = [as_int(x, p) for x in v]
     o.partition_epoch = get_int(obj, "partitionEpoch", p, REQUIRED)
     v = get_list(obj, "replicas", p, REQUIRED)
-    if v is None:
-        o.replicas = None
-    else:
-        o.replicas = [as_int(x, p) for x in v]
+    o.replicas = [as_int(x, p) for x in v]
     if version >= 3:
         v = get_list(obj, "addingReplicas", p, REQUIRED)
-        if v is None:
-            o.adding_replicas = None
-        else:
-            o.adding_replicas = [as_int(x, p) for x in v]
+        o.adding_replicas = [as_int(x, p) for x in v]
     else:
         o.adding_replicas = []
     if version >= 3:
         v = get_list(obj, "removingReplicas", p, REQUIRED)
-        if v is None:
-            o.removing_replicas = None
-        else:
-            o.removing_replicas = [as_int(x, p) for x in v]
+        o.removing_replicas = [as_int(x, p) for x in v]
     else:
         o.removing_replicas = []
     o.is_new = get_bool(obj, "isNew", p, REQUIRED) if version >= 1 else False
@@ -1369,6 +1352,7 @@ def _enc_LeaderAndIsrTopicState_v6(o: _LeaderAndIsrTopicState, w: Writer) -> Non
 
 def _tj_LeaderAndIsrTopicState(o: _LeaderAndIsrTopicState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["topicName"] = o.topic_name
     if version >= 5:
@@ -1382,17 +1366,13 @@ def _tj_LeaderAndIsrTopicState(o: _LeaderAndIsrTopicState, version: int) -> dict
 
 def _fj_LeaderAndIsrTopicState(obj: dict[str, Any], version: int) -> _LeaderAndIsrTopicState:
     o = new_instance(_LeaderAndIsrTopicState)
+    v: Any
     p = "LeaderAndIsrRequest.LeaderAndIsrTopicState"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 2 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 5 else ZERO_UUID
     if version >= 2:
         v = get_list(obj, "partitionStates", p, REQUIRED)
-        if v is None:
-            o.partition_states = None
-        else:
-            o.partition_states = [
-                _fj_LeaderAndIsrPartitionState(as_object(x, p), version) for x in v
-            ]
+        o.partition_states = [_fj_LeaderAndIsrPartitionState(as_object(x, p), version) for x in v]
     else:
         o.partition_states = []
     o.unknown_tagged_fields = ()
@@ -1467,6 +1447,7 @@ def _enc_LeaderAndIsrLiveLeader_v4(o: _LeaderAndIsrLiveLeader, w: Writer) -> Non
 
 def _tj_LeaderAndIsrLiveLeader(o: _LeaderAndIsrLiveLeader, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     d["hostName"] = o.host_name
     d["port"] = o.port
@@ -1475,6 +1456,7 @@ def _tj_LeaderAndIsrLiveLeader(o: _LeaderAndIsrLiveLeader, version: int) -> dict
 
 def _fj_LeaderAndIsrLiveLeader(obj: dict[str, Any], version: int) -> _LeaderAndIsrLiveLeader:
     o = new_instance(_LeaderAndIsrLiveLeader)
+    v: Any
     p = "LeaderAndIsrRequest.LeaderAndIsrLiveLeader"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.host_name = get_str(obj, "hostName", p, REQUIRED)
@@ -1643,6 +1625,7 @@ def _enc_LeaderAndIsrResponse_v5(o: LeaderAndIsrResponse, w: Writer) -> None:
 
 def _tj_LeaderAndIsrResponse(o: LeaderAndIsrResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     if version <= 4:
         v = o.partition_errors
@@ -1655,24 +1638,17 @@ def _tj_LeaderAndIsrResponse(o: LeaderAndIsrResponse, version: int) -> dict[str,
 
 def _fj_LeaderAndIsrResponse(obj: dict[str, Any], version: int) -> LeaderAndIsrResponse:
     o = new_instance(LeaderAndIsrResponse)
+    v: Any
     p = "LeaderAndIsrResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     if version <= 4:
         v = get_list(obj, "partitionErrors", p, REQUIRED)
-        if v is None:
-            o.partition_errors = None
-        else:
-            o.partition_errors = [
-                _fj_LeaderAndIsrPartitionError(as_object(x, p), version) for x in v
-            ]
+        o.partition_errors = [_fj_LeaderAndIsrPartitionError(as_object(x, p), version) for x in v]
     else:
         o.partition_errors = []
     if version >= 5:
         v = get_list(obj, "topics", p, REQUIRED)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = KeyedList([_fj_LeaderAndIsrTopicError(as_object(x, p), version) for x in v])
+        o.topics = KeyedList([_fj_LeaderAndIsrTopicError(as_object(x, p), version) for x in v])
     else:
         o.topics = KeyedList()
     o.unknown_tagged_fields = ()
@@ -1768,6 +1744,7 @@ def _enc_LeaderAndIsrPartitionError_v5(o: _LeaderAndIsrPartitionError, w: Writer
 
 def _tj_LeaderAndIsrPartitionError(o: _LeaderAndIsrPartitionError, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 4:
         d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
@@ -1779,6 +1756,7 @@ def _fj_LeaderAndIsrPartitionError(
     obj: dict[str, Any], version: int
 ) -> _LeaderAndIsrPartitionError:
     o = new_instance(_LeaderAndIsrPartitionError)
+    v: Any
     p = "LeaderAndIsrResponse.LeaderAndIsrPartitionError"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 4 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
@@ -1829,6 +1807,7 @@ def _enc_LeaderAndIsrTopicError_v5(o: _LeaderAndIsrTopicError, w: Writer) -> Non
 
 def _tj_LeaderAndIsrTopicError(o: _LeaderAndIsrTopicError, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         v = o.topic_id
         d["topicId"] = uuid_to_json(v)
@@ -1840,16 +1819,12 @@ def _tj_LeaderAndIsrTopicError(o: _LeaderAndIsrTopicError, version: int) -> dict
 
 def _fj_LeaderAndIsrTopicError(obj: dict[str, Any], version: int) -> _LeaderAndIsrTopicError:
     o = new_instance(_LeaderAndIsrTopicError)
+    v: Any
     p = "LeaderAndIsrResponse.LeaderAndIsrTopicError"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 5 else ZERO_UUID
     if version >= 5:
         v = get_list(obj, "partitionErrors", p, REQUIRED)
-        if v is None:
-            o.partition_errors = None
-        else:
-            o.partition_errors = [
-                _fj_LeaderAndIsrPartitionError(as_object(x, p), version) for x in v
-            ]
+        o.partition_errors = [_fj_LeaderAndIsrPartitionError(as_object(x, p), version) for x in v]
     else:
         o.partition_errors = []
     o.unknown_tagged_fields = ()

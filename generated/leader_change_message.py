@@ -162,6 +162,7 @@ def _enc_LeaderChangeMessage_v1(o: LeaderChangeMessage, w: Writer) -> None:
 
 def _tj_LeaderChangeMessage(o: LeaderChangeMessage, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["version"] = o.version
     d["leaderId"] = o.leader_id
     v = o.voters
@@ -173,19 +174,14 @@ def _tj_LeaderChangeMessage(o: LeaderChangeMessage, version: int) -> dict[str, A
 
 def _fj_LeaderChangeMessage(obj: dict[str, Any], version: int) -> LeaderChangeMessage:
     o = new_instance(LeaderChangeMessage)
+    v: Any
     p = "LeaderChangeMessage"
     o.version = get_int(obj, "version", p, REQUIRED)
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     v = get_list(obj, "voters", p, REQUIRED)
-    if v is None:
-        o.voters = None
-    else:
-        o.voters = [_fj_Voter(as_object(x, p), version) for x in v]
+    o.voters = [_fj_Voter(as_object(x, p), version) for x in v]
     v = get_list(obj, "grantingVoters", p, REQUIRED)
-    if v is None:
-        o.granting_voters = None
-    else:
-        o.granting_voters = [_fj_Voter(as_object(x, p), version) for x in v]
+    o.granting_voters = [_fj_Voter(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -247,6 +243,7 @@ def _enc_Voter_v1(o: _Voter, w: Writer) -> None:
 
 def _tj_Voter(o: _Voter, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["voterId"] = o.voter_id
     if version >= 1:
         v = o.voter_directory_id
@@ -256,6 +253,7 @@ def _tj_Voter(o: _Voter, version: int) -> dict[str, Any]:
 
 def _fj_Voter(obj: dict[str, Any], version: int) -> _Voter:
     o = new_instance(_Voter)
+    v: Any
     p = "LeaderChangeMessage.Voter"
     o.voter_id = get_int(obj, "voterId", p, REQUIRED)
     o.voter_directory_id = (

@@ -265,6 +265,7 @@ def _enc_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Writer) -> None:
 
 def _tj_LeaveGroupRequest(o: LeaveGroupRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     if version <= 2:
         d["memberId"] = o.member_id
@@ -276,15 +277,13 @@ def _tj_LeaveGroupRequest(o: LeaveGroupRequest, version: int) -> dict[str, Any]:
 
 def _fj_LeaveGroupRequest(obj: dict[str, Any], version: int) -> LeaveGroupRequest:
     o = new_instance(LeaveGroupRequest)
+    v: Any
     p = "LeaveGroupRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version <= 2 else ""
     if version >= 3:
         v = get_list(obj, "members", p, REQUIRED)
-        if v is None:
-            o.members = None
-        else:
-            o.members = [_fj_MemberIdentity(as_object(x, p), version) for x in v]
+        o.members = [_fj_MemberIdentity(as_object(x, p), version) for x in v]
     else:
         o.members = []
     o.unknown_tagged_fields = ()
@@ -365,6 +364,7 @@ def _enc_MemberIdentity_v5(o: _MemberIdentity, w: Writer) -> None:
 
 def _tj_MemberIdentity(o: _MemberIdentity, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["memberId"] = o.member_id
     if version >= 3:
@@ -376,6 +376,7 @@ def _tj_MemberIdentity(o: _MemberIdentity, version: int) -> dict[str, Any]:
 
 def _fj_MemberIdentity(obj: dict[str, Any], version: int) -> _MemberIdentity:
     o = new_instance(_MemberIdentity)
+    v: Any
     p = "LeaveGroupRequest.MemberIdentity"
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 3 else ""
     o.group_instance_id = (
@@ -508,6 +509,7 @@ def _enc_LeaveGroupResponse_v4(o: LeaveGroupResponse, w: Writer) -> None:
 
 def _tj_LeaveGroupResponse(o: LeaveGroupResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
@@ -519,15 +521,13 @@ def _tj_LeaveGroupResponse(o: LeaveGroupResponse, version: int) -> dict[str, Any
 
 def _fj_LeaveGroupResponse(obj: dict[str, Any], version: int) -> LeaveGroupResponse:
     o = new_instance(LeaveGroupResponse)
+    v: Any
     p = "LeaveGroupResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     if version >= 3:
         v = get_list(obj, "members", p, REQUIRED)
-        if v is None:
-            o.members = None
-        else:
-            o.members = [_fj_MemberResponse(as_object(x, p), version) for x in v]
+        o.members = [_fj_MemberResponse(as_object(x, p), version) for x in v]
     else:
         o.members = []
     o.unknown_tagged_fields = ()
@@ -592,6 +592,7 @@ def _enc_MemberResponse_v4(o: _MemberResponse, w: Writer) -> None:
 
 def _tj_MemberResponse(o: _MemberResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["memberId"] = o.member_id
     if version >= 3:
@@ -603,6 +604,7 @@ def _tj_MemberResponse(o: _MemberResponse, version: int) -> dict[str, Any]:
 
 def _fj_MemberResponse(obj: dict[str, Any], version: int) -> _MemberResponse:
     o = new_instance(_MemberResponse)
+    v: Any
     p = "LeaveGroupResponse.MemberResponse"
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 3 else ""
     o.group_instance_id = get_str(obj, "groupInstanceId", p, REQUIRED, True) if version >= 3 else ""

@@ -149,6 +149,7 @@ def _tj_ListClientMetricsResourcesRequest(
     o: ListClientMetricsResourcesRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     return d
 
 
@@ -156,6 +157,7 @@ def _fj_ListClientMetricsResourcesRequest(
     obj: dict[str, Any], version: int
 ) -> ListClientMetricsResourcesRequest:
     o = new_instance(ListClientMetricsResourcesRequest)
+    v: Any
     o.unknown_tagged_fields = ()
     return o
 
@@ -218,6 +220,7 @@ def _tj_ListClientMetricsResourcesResponse(
     o: ListClientMetricsResourcesResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.client_metrics_resources
@@ -229,16 +232,12 @@ def _fj_ListClientMetricsResourcesResponse(
     obj: dict[str, Any], version: int
 ) -> ListClientMetricsResourcesResponse:
     o = new_instance(ListClientMetricsResourcesResponse)
+    v: Any
     p = "ListClientMetricsResourcesResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "clientMetricsResources", p, REQUIRED)
-    if v is None:
-        o.client_metrics_resources = None
-    else:
-        o.client_metrics_resources = [
-            _fj_ClientMetricsResource(as_object(x, p), version) for x in v
-        ]
+    o.client_metrics_resources = [_fj_ClientMetricsResource(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -276,12 +275,14 @@ def _enc_ClientMetricsResource_v0(o: _ClientMetricsResource, w: Writer) -> None:
 
 def _tj_ClientMetricsResource(o: _ClientMetricsResource, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     return d
 
 
 def _fj_ClientMetricsResource(obj: dict[str, Any], version: int) -> _ClientMetricsResource:
     o = new_instance(_ClientMetricsResource)
+    v: Any
     p = "ListClientMetricsResourcesResponse.ClientMetricsResource"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.unknown_tagged_fields = ()

@@ -338,6 +338,7 @@ def _enc_ListGroupsRequest_v6(o: ListGroupsRequest, w: Writer) -> None:
 
 def _tj_ListGroupsRequest(o: ListGroupsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 4:
         v = o.states_filter
         d["statesFilter"] = [x for x in v]
@@ -354,21 +355,16 @@ def _tj_ListGroupsRequest(o: ListGroupsRequest, version: int) -> dict[str, Any]:
 
 def _fj_ListGroupsRequest(obj: dict[str, Any], version: int) -> ListGroupsRequest:
     o = new_instance(ListGroupsRequest)
+    v: Any
     p = "ListGroupsRequest"
     if version >= 4:
         v = get_list(obj, "statesFilter", p, REQUIRED)
-        if v is None:
-            o.states_filter = None
-        else:
-            o.states_filter = [as_str(x, p) for x in v]
+        o.states_filter = [as_str(x, p) for x in v]
     else:
         o.states_filter = []
     if version >= 5:
         v = get_list(obj, "typesFilter", p, REQUIRED)
-        if v is None:
-            o.types_filter = None
-        else:
-            o.types_filter = [as_str(x, p) for x in v]
+        o.types_filter = [as_str(x, p) for x in v]
     else:
         o.types_filter = []
     o.response_pagination_limit = (
@@ -376,10 +372,9 @@ def _fj_ListGroupsRequest(obj: dict[str, Any], version: int) -> ListGroupsReques
     )
     if version >= 6:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_ListGroupsRequest_GroupCursor(as_object(v, p), version)
+        o.cursor = (
+            None if v is None else _fj_ListGroupsRequest_GroupCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -424,6 +419,7 @@ def _tj_ListGroupsRequest_GroupCursor(
     o: _ListGroupsRequest_GroupCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 6:
         d["groupId"] = o.group_id
     return d
@@ -433,6 +429,7 @@ def _fj_ListGroupsRequest_GroupCursor(
     obj: dict[str, Any], version: int
 ) -> _ListGroupsRequest_GroupCursor:
     o = new_instance(_ListGroupsRequest_GroupCursor)
+    v: Any
     p = "ListGroupsRequest.GroupCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
@@ -614,6 +611,7 @@ def _enc_ListGroupsResponse_v6(o: ListGroupsResponse, w: Writer) -> None:
 
 def _tj_ListGroupsResponse(o: ListGroupsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
@@ -627,20 +625,17 @@ def _tj_ListGroupsResponse(o: ListGroupsResponse, version: int) -> dict[str, Any
 
 def _fj_ListGroupsResponse(obj: dict[str, Any], version: int) -> ListGroupsResponse:
     o = new_instance(ListGroupsResponse)
+    v: Any
     p = "ListGroupsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "groups", p, REQUIRED)
-    if v is None:
-        o.groups = None
-    else:
-        o.groups = [_fj_ListedGroup(as_object(x, p), version) for x in v]
+    o.groups = [_fj_ListedGroup(as_object(x, p), version) for x in v]
     if version >= 6:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_ListGroupsResponse_GroupCursor(as_object(v, p), version)
+        o.next_cursor = (
+            None if v is None else _fj_ListGroupsResponse_GroupCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -751,6 +746,7 @@ def _enc_ListedGroup_v5(o: _ListedGroup, w: Writer) -> None:
 
 def _tj_ListedGroup(o: _ListedGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["protocolType"] = o.protocol_type
     if version >= 4:
@@ -762,6 +758,7 @@ def _tj_ListedGroup(o: _ListedGroup, version: int) -> dict[str, Any]:
 
 def _fj_ListedGroup(obj: dict[str, Any], version: int) -> _ListedGroup:
     o = new_instance(_ListedGroup)
+    v: Any
     p = "ListGroupsResponse.ListedGroup"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.protocol_type = get_str(obj, "protocolType", p, REQUIRED)
@@ -805,6 +802,7 @@ def _tj_ListGroupsResponse_GroupCursor(
     o: _ListGroupsResponse_GroupCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 6:
         d["groupId"] = o.group_id
     return d
@@ -814,6 +812,7 @@ def _fj_ListGroupsResponse_GroupCursor(
     obj: dict[str, Any], version: int
 ) -> _ListGroupsResponse_GroupCursor:
     o = new_instance(_ListGroupsResponse_GroupCursor)
+    v: Any
     p = "ListGroupsResponse.GroupCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()

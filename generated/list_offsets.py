@@ -488,6 +488,7 @@ def _enc_ListOffsetsRequest_v11(o: ListOffsetsRequest, w: Writer) -> None:
 
 def _tj_ListOffsetsRequest(o: ListOffsetsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["replicaId"] = o.replica_id
     if version >= 2:
         d["isolationLevel"] = o.isolation_level
@@ -505,24 +506,19 @@ def _tj_ListOffsetsRequest(o: ListOffsetsRequest, version: int) -> dict[str, Any
 
 def _fj_ListOffsetsRequest(obj: dict[str, Any], version: int) -> ListOffsetsRequest:
     o = new_instance(ListOffsetsRequest)
+    v: Any
     p = "ListOffsetsRequest"
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED)
     o.isolation_level = get_int(obj, "isolationLevel", p, REQUIRED) if version >= 2 else 0
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_ListOffsetsTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_ListOffsetsTopic(as_object(x, p), version) for x in v]
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED) if version >= 10 else 0
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 11 else 2000
     )
     if version >= 11:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_ListOffsetsRequest_Cursor(as_object(v, p), version)
+        o.cursor = None if v is None else _fj_ListOffsetsRequest_Cursor(as_object(v, p), version)
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -654,6 +650,7 @@ def _enc_ListOffsetsTopic_v6(o: _ListOffsetsTopic, w: Writer) -> None:
 
 def _tj_ListOffsetsTopic(o: _ListOffsetsTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_ListOffsetsPartition(x, version) for x in v]
@@ -662,13 +659,11 @@ def _tj_ListOffsetsTopic(o: _ListOffsetsTopic, version: int) -> dict[str, Any]:
 
 def _fj_ListOffsetsTopic(obj: dict[str, Any], version: int) -> _ListOffsetsTopic:
     o = new_instance(_ListOffsetsTopic)
+    v: Any
     p = "ListOffsetsRequest.ListOffsetsTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_ListOffsetsPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_ListOffsetsPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -787,6 +782,7 @@ def _enc_ListOffsetsPartition_v6(o: _ListOffsetsPartition, w: Writer) -> None:
 
 def _tj_ListOffsetsPartition(o: _ListOffsetsPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     if version >= 4:
         d["currentLeaderEpoch"] = o.current_leader_epoch
@@ -798,6 +794,7 @@ def _tj_ListOffsetsPartition(o: _ListOffsetsPartition, version: int) -> dict[str
 
 def _fj_ListOffsetsPartition(obj: dict[str, Any], version: int) -> _ListOffsetsPartition:
     o = new_instance(_ListOffsetsPartition)
+    v: Any
     p = "ListOffsetsRequest.ListOffsetsPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.current_leader_epoch = get_int(obj, "currentLeaderEpoch", p, REQUIRED) if version >= 4 else -1
@@ -843,6 +840,7 @@ def _enc_ListOffsetsRequest_Cursor_v11(o: _ListOffsetsRequest_Cursor, w: Writer)
 
 def _tj_ListOffsetsRequest_Cursor(o: _ListOffsetsRequest_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 11:
         d["topicName"] = o.topic_name
     if version >= 11:
@@ -852,6 +850,7 @@ def _tj_ListOffsetsRequest_Cursor(o: _ListOffsetsRequest_Cursor, version: int) -
 
 def _fj_ListOffsetsRequest_Cursor(obj: dict[str, Any], version: int) -> _ListOffsetsRequest_Cursor:
     o = new_instance(_ListOffsetsRequest_Cursor)
+    v: Any
     p = "ListOffsetsRequest.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
@@ -1070,6 +1069,7 @@ def _enc_ListOffsetsResponse_v11(o: ListOffsetsResponse, w: Writer) -> None:
 
 def _tj_ListOffsetsResponse(o: ListOffsetsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
@@ -1082,19 +1082,16 @@ def _tj_ListOffsetsResponse(o: ListOffsetsResponse, version: int) -> dict[str, A
 
 def _fj_ListOffsetsResponse(obj: dict[str, Any], version: int) -> ListOffsetsResponse:
     o = new_instance(ListOffsetsResponse)
+    v: Any
     p = "ListOffsetsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 2 else 0
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_ListOffsetsTopicResponse(as_object(x, p), version) for x in v]
+    o.topics = [_fj_ListOffsetsTopicResponse(as_object(x, p), version) for x in v]
     if version >= 11:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_ListOffsetsResponse_Cursor(as_object(v, p), version)
+        o.next_cursor = (
+            None if v is None else _fj_ListOffsetsResponse_Cursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -1231,6 +1228,7 @@ def _enc_ListOffsetsTopicResponse_v6(o: _ListOffsetsTopicResponse, w: Writer) ->
 
 def _tj_ListOffsetsTopicResponse(o: _ListOffsetsTopicResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_ListOffsetsPartitionResponse(x, version) for x in v]
@@ -1239,13 +1237,11 @@ def _tj_ListOffsetsTopicResponse(o: _ListOffsetsTopicResponse, version: int) -> 
 
 def _fj_ListOffsetsTopicResponse(obj: dict[str, Any], version: int) -> _ListOffsetsTopicResponse:
     o = new_instance(_ListOffsetsTopicResponse)
+    v: Any
     p = "ListOffsetsResponse.ListOffsetsTopicResponse"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_ListOffsetsPartitionResponse(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_ListOffsetsPartitionResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1405,6 +1401,7 @@ def _tj_ListOffsetsPartitionResponse(
     o: _ListOffsetsPartitionResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     if version <= 0:
@@ -1423,15 +1420,13 @@ def _fj_ListOffsetsPartitionResponse(
     obj: dict[str, Any], version: int
 ) -> _ListOffsetsPartitionResponse:
     o = new_instance(_ListOffsetsPartitionResponse)
+    v: Any
     p = "ListOffsetsResponse.ListOffsetsPartitionResponse"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     if version <= 0:
         v = get_list(obj, "oldStyleOffsets", p, REQUIRED)
-        if v is None:
-            o.old_style_offsets = None
-        else:
-            o.old_style_offsets = [as_int(x, p) for x in v]
+        o.old_style_offsets = [as_int(x, p) for x in v]
     else:
         o.old_style_offsets = []
     o.timestamp = get_int(obj, "timestamp", p, REQUIRED) if version >= 1 else -1
@@ -1479,6 +1474,7 @@ def _enc_ListOffsetsResponse_Cursor_v11(o: _ListOffsetsResponse_Cursor, w: Write
 
 def _tj_ListOffsetsResponse_Cursor(o: _ListOffsetsResponse_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 11:
         d["topicName"] = o.topic_name
     if version >= 11:
@@ -1490,6 +1486,7 @@ def _fj_ListOffsetsResponse_Cursor(
     obj: dict[str, Any], version: int
 ) -> _ListOffsetsResponse_Cursor:
     o = new_instance(_ListOffsetsResponse_Cursor)
+    v: Any
     p = "ListOffsetsResponse.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0

@@ -345,6 +345,7 @@ def _tj_ListPartitionReassignmentsRequest(
     o: ListPartitionReassignmentsRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["timeoutMs"] = o.timeout_ms
     v = o.topics
     d["topics"] = (
@@ -364,22 +365,25 @@ def _fj_ListPartitionReassignmentsRequest(
     obj: dict[str, Any], version: int
 ) -> ListPartitionReassignmentsRequest:
     o = new_instance(ListPartitionReassignmentsRequest)
+    v: Any
     p = "ListPartitionReassignmentsRequest"
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED, True)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_ListPartitionReassignmentsTopics(as_object(x, p), version) for x in v]
+    o.topics = (
+        None
+        if v is None
+        else ([_fj_ListPartitionReassignmentsTopics(as_object(x, p), version) for x in v])
+    )
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 1 else 2000
     )
     if version >= 1:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_ListPartitionReassignmentsRequest_Cursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_ListPartitionReassignmentsRequest_Cursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -447,6 +451,7 @@ def _tj_ListPartitionReassignmentsTopics(
     o: _ListPartitionReassignmentsTopics, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partition_indexes
     d["partitionIndexes"] = [x for x in v]
@@ -457,13 +462,11 @@ def _fj_ListPartitionReassignmentsTopics(
     obj: dict[str, Any], version: int
 ) -> _ListPartitionReassignmentsTopics:
     o = new_instance(_ListPartitionReassignmentsTopics)
+    v: Any
     p = "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitionIndexes", p, REQUIRED)
-    if v is None:
-        o.partition_indexes = None
-    else:
-        o.partition_indexes = [as_int(x, p) for x in v]
+    o.partition_indexes = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -508,6 +511,7 @@ def _tj_ListPartitionReassignmentsRequest_Cursor(
     o: _ListPartitionReassignmentsRequest_Cursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["topicName"] = o.topic_name
     if version >= 1:
@@ -519,6 +523,7 @@ def _fj_ListPartitionReassignmentsRequest_Cursor(
     obj: dict[str, Any], version: int
 ) -> _ListPartitionReassignmentsRequest_Cursor:
     o = new_instance(_ListPartitionReassignmentsRequest_Cursor)
+    v: Any
     p = "ListPartitionReassignmentsRequest.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 1 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 1 else 0
@@ -658,6 +663,7 @@ def _tj_ListPartitionReassignmentsResponse(
     o: ListPartitionReassignmentsResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -675,21 +681,20 @@ def _fj_ListPartitionReassignmentsResponse(
     obj: dict[str, Any], version: int
 ) -> ListPartitionReassignmentsResponse:
     o = new_instance(ListPartitionReassignmentsResponse)
+    v: Any
     p = "ListPartitionReassignmentsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_OngoingTopicReassignment(as_object(x, p), version) for x in v]
+    o.topics = [_fj_OngoingTopicReassignment(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_ListPartitionReassignmentsResponse_Cursor(as_object(v, p), version)
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_ListPartitionReassignmentsResponse_Cursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -750,6 +755,7 @@ def _enc_OngoingTopicReassignment_v0(o: _OngoingTopicReassignment, w: Writer) ->
 
 def _tj_OngoingTopicReassignment(o: _OngoingTopicReassignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_OngoingPartitionReassignment(x, version) for x in v]
@@ -758,13 +764,11 @@ def _tj_OngoingTopicReassignment(o: _OngoingTopicReassignment, version: int) -> 
 
 def _fj_OngoingTopicReassignment(obj: dict[str, Any], version: int) -> _OngoingTopicReassignment:
     o = new_instance(_OngoingTopicReassignment)
+    v: Any
     p = "ListPartitionReassignmentsResponse.OngoingTopicReassignment"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_OngoingPartitionReassignment(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_OngoingPartitionReassignment(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -832,6 +836,7 @@ def _tj_OngoingPartitionReassignment(
     o: _OngoingPartitionReassignment, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     v = o.replicas
     d["replicas"] = [x for x in v]
@@ -846,23 +851,15 @@ def _fj_OngoingPartitionReassignment(
     obj: dict[str, Any], version: int
 ) -> _OngoingPartitionReassignment:
     o = new_instance(_OngoingPartitionReassignment)
+    v: Any
     p = "ListPartitionReassignmentsResponse.OngoingPartitionReassignment"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     v = get_list(obj, "replicas", p, REQUIRED)
-    if v is None:
-        o.replicas = None
-    else:
-        o.replicas = [as_int(x, p) for x in v]
+    o.replicas = [as_int(x, p) for x in v]
     v = get_list(obj, "addingReplicas", p, REQUIRED)
-    if v is None:
-        o.adding_replicas = None
-    else:
-        o.adding_replicas = [as_int(x, p) for x in v]
+    o.adding_replicas = [as_int(x, p) for x in v]
     v = get_list(obj, "removingReplicas", p, REQUIRED)
-    if v is None:
-        o.removing_replicas = None
-    else:
-        o.removing_replicas = [as_int(x, p) for x in v]
+    o.removing_replicas = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -907,6 +904,7 @@ def _tj_ListPartitionReassignmentsResponse_Cursor(
     o: _ListPartitionReassignmentsResponse_Cursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["topicName"] = o.topic_name
     if version >= 1:
@@ -918,6 +916,7 @@ def _fj_ListPartitionReassignmentsResponse_Cursor(
     obj: dict[str, Any], version: int
 ) -> _ListPartitionReassignmentsResponse_Cursor:
     o = new_instance(_ListPartitionReassignmentsResponse_Cursor)
+    v: Any
     p = "ListPartitionReassignmentsResponse.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 1 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 1 else 0

@@ -342,6 +342,7 @@ def _enc_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: Writer) -> No
 
 def _tj_ListTransactionsRequest(o: ListTransactionsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.state_filters
     d["stateFilters"] = [x for x in v]
     v = o.producer_id_filters
@@ -360,27 +361,23 @@ def _tj_ListTransactionsRequest(o: ListTransactionsRequest, version: int) -> dic
 
 def _fj_ListTransactionsRequest(obj: dict[str, Any], version: int) -> ListTransactionsRequest:
     o = new_instance(ListTransactionsRequest)
+    v: Any
     p = "ListTransactionsRequest"
     v = get_list(obj, "stateFilters", p, REQUIRED)
-    if v is None:
-        o.state_filters = None
-    else:
-        o.state_filters = [as_str(x, p) for x in v]
+    o.state_filters = [as_str(x, p) for x in v]
     v = get_list(obj, "producerIdFilters", p, REQUIRED)
-    if v is None:
-        o.producer_id_filters = None
-    else:
-        o.producer_id_filters = [as_int(x, p) for x in v]
+    o.producer_id_filters = [as_int(x, p) for x in v]
     o.duration_filter = get_int(obj, "durationFilter", p, REQUIRED) if version >= 1 else -1
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 2 else 2000
     )
     if version >= 2:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_ListTransactionsRequest_TransactionalCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_ListTransactionsRequest_TransactionalCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -436,6 +433,7 @@ def _tj_ListTransactionsRequest_TransactionalCursor(
     o: _ListTransactionsRequest_TransactionalCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["transactionalId"] = o.transactional_id
     if version >= 2:
@@ -447,6 +445,7 @@ def _fj_ListTransactionsRequest_TransactionalCursor(
     obj: dict[str, Any], version: int
 ) -> _ListTransactionsRequest_TransactionalCursor:
     o = new_instance(_ListTransactionsRequest_TransactionalCursor)
+    v: Any
     p = "ListTransactionsRequest.TransactionalCursor"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 2 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 2 else 0
@@ -592,6 +591,7 @@ def _enc_ListTransactionsResponse_v2(o: ListTransactionsResponse, w: Writer) -> 
 
 def _tj_ListTransactionsResponse(o: ListTransactionsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.unknown_state_filters
@@ -608,27 +608,21 @@ def _tj_ListTransactionsResponse(o: ListTransactionsResponse, version: int) -> d
 
 def _fj_ListTransactionsResponse(obj: dict[str, Any], version: int) -> ListTransactionsResponse:
     o = new_instance(ListTransactionsResponse)
+    v: Any
     p = "ListTransactionsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "unknownStateFilters", p, REQUIRED)
-    if v is None:
-        o.unknown_state_filters = None
-    else:
-        o.unknown_state_filters = [as_str(x, p) for x in v]
+    o.unknown_state_filters = [as_str(x, p) for x in v]
     v = get_list(obj, "transactionStates", p, REQUIRED)
-    if v is None:
-        o.transaction_states = None
-    else:
-        o.transaction_states = [_fj_TransactionState(as_object(x, p), version) for x in v]
+    o.transaction_states = [_fj_TransactionState(as_object(x, p), version) for x in v]
     if version >= 2:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_ListTransactionsResponse_TransactionalCursor(
-                as_object(v, p), version
-            )
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_ListTransactionsResponse_TransactionalCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -680,6 +674,7 @@ def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
 
 def _tj_TransactionState(o: _TransactionState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["transactionalId"] = o.transactional_id
     d["producerId"] = o.producer_id
     d["transactionState"] = o.transaction_state
@@ -688,6 +683,7 @@ def _tj_TransactionState(o: _TransactionState, version: int) -> dict[str, Any]:
 
 def _fj_TransactionState(obj: dict[str, Any], version: int) -> _TransactionState:
     o = new_instance(_TransactionState)
+    v: Any
     p = "ListTransactionsResponse.TransactionState"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED)
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
@@ -735,6 +731,7 @@ def _tj_ListTransactionsResponse_TransactionalCursor(
     o: _ListTransactionsResponse_TransactionalCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["transactionalId"] = o.transactional_id
     if version >= 2:
@@ -746,6 +743,7 @@ def _fj_ListTransactionsResponse_TransactionalCursor(
     obj: dict[str, Any], version: int
 ) -> _ListTransactionsResponse_TransactionalCursor:
     o = new_instance(_ListTransactionsResponse_TransactionalCursor)
+    v: Any
     p = "ListTransactionsResponse.TransactionalCursor"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 2 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 2 else 0

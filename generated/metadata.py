@@ -591,6 +591,7 @@ def _enc_MetadataRequest_v13(o: MetadataRequest, w: Writer) -> None:
 
 def _tj_MetadataRequest(o: MetadataRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topics
     d["topics"] = None if v is None else [_tj_MetadataRequestTopic(x, version) for x in v]
     if version >= 4:
@@ -609,12 +610,12 @@ def _tj_MetadataRequest(o: MetadataRequest, version: int) -> dict[str, Any]:
 
 def _fj_MetadataRequest(obj: dict[str, Any], version: int) -> MetadataRequest:
     o = new_instance(MetadataRequest)
+    v: Any
     p = "MetadataRequest"
     v = get_list(obj, "topics", p, REQUIRED, True)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_MetadataRequestTopic(as_object(x, p), version) for x in v]
+    o.topics = (
+        None if v is None else ([_fj_MetadataRequestTopic(as_object(x, p), version) for x in v])
+    )
     o.allow_auto_topic_creation = (
         get_bool(obj, "allowAutoTopicCreation", p, REQUIRED) if version >= 4 else True
     )
@@ -631,10 +632,7 @@ def _fj_MetadataRequest(obj: dict[str, Any], version: int) -> MetadataRequest:
     )
     if version >= 13:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_MetadataRequest_Cursor(as_object(v, p), version)
+        o.cursor = None if v is None else _fj_MetadataRequest_Cursor(as_object(v, p), version)
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -728,6 +726,7 @@ def _enc_MetadataRequestTopic_v10(o: _MetadataRequestTopic, w: Writer) -> None:
 
 def _tj_MetadataRequestTopic(o: _MetadataRequestTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 10:
         v = o.topic_id
         d["topicId"] = uuid_to_json(v)
@@ -737,6 +736,7 @@ def _tj_MetadataRequestTopic(o: _MetadataRequestTopic, version: int) -> dict[str
 
 def _fj_MetadataRequestTopic(obj: dict[str, Any], version: int) -> _MetadataRequestTopic:
     o = new_instance(_MetadataRequestTopic)
+    v: Any
     p = "MetadataRequest.MetadataRequestTopic"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 10 else ZERO_UUID
     o.name = get_str(obj, "name", p, REQUIRED, True)
@@ -778,6 +778,7 @@ def _enc_MetadataRequest_Cursor_v13(o: _MetadataRequest_Cursor, w: Writer) -> No
 
 def _tj_MetadataRequest_Cursor(o: _MetadataRequest_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 13:
         d["topicName"] = o.topic_name
     if version >= 13:
@@ -787,6 +788,7 @@ def _tj_MetadataRequest_Cursor(o: _MetadataRequest_Cursor, version: int) -> dict
 
 def _fj_MetadataRequest_Cursor(obj: dict[str, Any], version: int) -> _MetadataRequest_Cursor:
     o = new_instance(_MetadataRequest_Cursor)
+    v: Any
     p = "MetadataRequest.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 13 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 13 else 0
@@ -1321,6 +1323,7 @@ def _enc_MetadataResponse_v13(o: MetadataResponse, w: Writer) -> None:
 
 def _tj_MetadataResponse(o: MetadataResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.brokers
@@ -1341,20 +1344,15 @@ def _tj_MetadataResponse(o: MetadataResponse, version: int) -> dict[str, Any]:
 
 def _fj_MetadataResponse(obj: dict[str, Any], version: int) -> MetadataResponse:
     o = new_instance(MetadataResponse)
+    v: Any
     p = "MetadataResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 3 else 0
     v = get_list(obj, "brokers", p, REQUIRED)
-    if v is None:
-        o.brokers = None
-    else:
-        o.brokers = KeyedList([_fj_MetadataResponseBroker(as_object(x, p), version) for x in v])
+    o.brokers = KeyedList([_fj_MetadataResponseBroker(as_object(x, p), version) for x in v])
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True) if version >= 2 else None
     o.controller_id = get_int(obj, "controllerId", p, REQUIRED) if version >= 1 else -1
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_MetadataResponseTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_MetadataResponseTopic(as_object(x, p), version) for x in v])
     o.cluster_authorized_operations = (
         get_int(obj, "clusterAuthorizedOperations", p, REQUIRED)
         if 8 <= version <= 10
@@ -1362,10 +1360,7 @@ def _fj_MetadataResponse(obj: dict[str, Any], version: int) -> MetadataResponse:
     )
     if version >= 13:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_MetadataResponse_Cursor(as_object(v, p), version)
+        o.next_cursor = None if v is None else _fj_MetadataResponse_Cursor(as_object(v, p), version)
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -1474,6 +1469,7 @@ def _enc_MetadataResponseBroker_v9(o: _MetadataResponseBroker, w: Writer) -> Non
 
 def _tj_MetadataResponseBroker(o: _MetadataResponseBroker, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["nodeId"] = o.node_id
     d["host"] = o.host
     d["port"] = o.port
@@ -1484,6 +1480,7 @@ def _tj_MetadataResponseBroker(o: _MetadataResponseBroker, version: int) -> dict
 
 def _fj_MetadataResponseBroker(obj: dict[str, Any], version: int) -> _MetadataResponseBroker:
     o = new_instance(_MetadataResponseBroker)
+    v: Any
     p = "MetadataResponse.MetadataResponseBroker"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -1859,6 +1856,7 @@ def _enc_MetadataResponseTopic_v12(o: _MetadataResponseTopic, w: Writer) -> None
 
 def _tj_MetadataResponseTopic(o: _MetadataResponseTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["name"] = o.name
     if version >= 10:
@@ -1875,16 +1873,14 @@ def _tj_MetadataResponseTopic(o: _MetadataResponseTopic, version: int) -> dict[s
 
 def _fj_MetadataResponseTopic(obj: dict[str, Any], version: int) -> _MetadataResponseTopic:
     o = new_instance(_MetadataResponseTopic)
+    v: Any
     p = "MetadataResponse.MetadataResponseTopic"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.name = get_str(obj, "name", p, REQUIRED, True)
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 10 else ZERO_UUID
     o.is_internal = get_bool(obj, "isInternal", p, REQUIRED) if version >= 1 else False
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_MetadataResponsePartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_MetadataResponsePartition(as_object(x, p), version) for x in v]
     o.topic_authorized_operations = (
         get_int(obj, "topicAuthorizedOperations", p, REQUIRED) if version >= 8 else -2147483648
     )
@@ -2073,6 +2069,7 @@ def _enc_MetadataResponsePartition_v9(o: _MetadataResponsePartition, w: Writer) 
 
 def _tj_MetadataResponsePartition(o: _MetadataResponsePartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["partitionIndex"] = o.partition_index
     d["leaderId"] = o.leader_id
@@ -2090,27 +2087,19 @@ def _tj_MetadataResponsePartition(o: _MetadataResponsePartition, version: int) -
 
 def _fj_MetadataResponsePartition(obj: dict[str, Any], version: int) -> _MetadataResponsePartition:
     o = new_instance(_MetadataResponsePartition)
+    v: Any
     p = "MetadataResponse.MetadataResponsePartition"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 7 else -1
     v = get_list(obj, "replicaNodes", p, REQUIRED)
-    if v is None:
-        o.replica_nodes = None
-    else:
-        o.replica_nodes = [as_int(x, p) for x in v]
+    o.replica_nodes = [as_int(x, p) for x in v]
     v = get_list(obj, "isrNodes", p, REQUIRED)
-    if v is None:
-        o.isr_nodes = None
-    else:
-        o.isr_nodes = [as_int(x, p) for x in v]
+    o.isr_nodes = [as_int(x, p) for x in v]
     if version >= 5:
         v = get_list(obj, "offlineReplicas", p, REQUIRED)
-        if v is None:
-            o.offline_replicas = None
-        else:
-            o.offline_replicas = [as_int(x, p) for x in v]
+        o.offline_replicas = [as_int(x, p) for x in v]
     else:
         o.offline_replicas = []
     o.unknown_tagged_fields = ()
@@ -2156,6 +2145,7 @@ def _enc_MetadataResponse_Cursor_v13(o: _MetadataResponse_Cursor, w: Writer) -> 
 
 def _tj_MetadataResponse_Cursor(o: _MetadataResponse_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 13:
         d["topicName"] = o.topic_name
     if version >= 13:
@@ -2165,6 +2155,7 @@ def _tj_MetadataResponse_Cursor(o: _MetadataResponse_Cursor, version: int) -> di
 
 def _fj_MetadataResponse_Cursor(obj: dict[str, Any], version: int) -> _MetadataResponse_Cursor:
     o = new_instance(_MetadataResponse_Cursor)
+    v: Any
     p = "MetadataResponse.Cursor"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 13 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 13 else 0

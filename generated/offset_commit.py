@@ -446,6 +446,7 @@ def _enc_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Writer) -> None:
 
 def _tj_OffsetCommitRequest(o: OffsetCommitRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     if version >= 1:
         d["generationIdOrMemberEpoch"] = o.generation_id_or_member_epoch
@@ -462,6 +463,7 @@ def _tj_OffsetCommitRequest(o: OffsetCommitRequest, version: int) -> dict[str, A
 
 def _fj_OffsetCommitRequest(obj: dict[str, Any], version: int) -> OffsetCommitRequest:
     o = new_instance(OffsetCommitRequest)
+    v: Any
     p = "OffsetCommitRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.generation_id_or_member_epoch = (
@@ -473,10 +475,7 @@ def _fj_OffsetCommitRequest(obj: dict[str, Any], version: int) -> OffsetCommitRe
     )
     o.retention_time_ms = get_int(obj, "retentionTimeMs", p, REQUIRED) if 2 <= version <= 4 else -1
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_OffsetCommitRequestTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_OffsetCommitRequestTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -612,6 +611,7 @@ def _enc_OffsetCommitRequestTopic_v8(o: _OffsetCommitRequestTopic, w: Writer) ->
 
 def _tj_OffsetCommitRequestTopic(o: _OffsetCommitRequestTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_OffsetCommitRequestPartition(x, version) for x in v]
@@ -620,13 +620,11 @@ def _tj_OffsetCommitRequestTopic(o: _OffsetCommitRequestTopic, version: int) -> 
 
 def _fj_OffsetCommitRequestTopic(obj: dict[str, Any], version: int) -> _OffsetCommitRequestTopic:
     o = new_instance(_OffsetCommitRequestTopic)
+    v: Any
     p = "OffsetCommitRequest.OffsetCommitRequestTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_OffsetCommitRequestPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_OffsetCommitRequestPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -757,6 +755,7 @@ def _tj_OffsetCommitRequestPartition(
     o: _OffsetCommitRequestPartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["committedOffset"] = o.committed_offset
     if version >= 6:
@@ -771,6 +770,7 @@ def _fj_OffsetCommitRequestPartition(
     obj: dict[str, Any], version: int
 ) -> _OffsetCommitRequestPartition:
     o = new_instance(_OffsetCommitRequestPartition)
+    v: Any
     p = "OffsetCommitRequest.OffsetCommitRequestPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.committed_offset = get_int(obj, "committedOffset", p, REQUIRED)
@@ -910,6 +910,7 @@ def _enc_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: Writer) -> None:
 
 def _tj_OffsetCommitResponse(o: OffsetCommitResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
@@ -919,13 +920,11 @@ def _tj_OffsetCommitResponse(o: OffsetCommitResponse, version: int) -> dict[str,
 
 def _fj_OffsetCommitResponse(obj: dict[str, Any], version: int) -> OffsetCommitResponse:
     o = new_instance(OffsetCommitResponse)
+    v: Any
     p = "OffsetCommitResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 3 else 0
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_OffsetCommitResponseTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_OffsetCommitResponseTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -999,6 +998,7 @@ def _enc_OffsetCommitResponseTopic_v8(o: _OffsetCommitResponseTopic, w: Writer) 
 
 def _tj_OffsetCommitResponseTopic(o: _OffsetCommitResponseTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_OffsetCommitResponsePartition(x, version) for x in v]
@@ -1007,13 +1007,11 @@ def _tj_OffsetCommitResponseTopic(o: _OffsetCommitResponseTopic, version: int) -
 
 def _fj_OffsetCommitResponseTopic(obj: dict[str, Any], version: int) -> _OffsetCommitResponseTopic:
     o = new_instance(_OffsetCommitResponseTopic)
+    v: Any
     p = "OffsetCommitResponse.OffsetCommitResponseTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_OffsetCommitResponsePartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_OffsetCommitResponsePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1073,6 +1071,7 @@ def _tj_OffsetCommitResponsePartition(
     o: _OffsetCommitResponsePartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     return d
@@ -1082,6 +1081,7 @@ def _fj_OffsetCommitResponsePartition(
     obj: dict[str, Any], version: int
 ) -> _OffsetCommitResponsePartition:
     o = new_instance(_OffsetCommitResponsePartition)
+    v: Any
     p = "OffsetCommitResponse.OffsetCommitResponsePartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -223,6 +223,7 @@ def _enc_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: Writer) -> None:
 
 def _tj_OffsetDeleteRequest(o: OffsetDeleteRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     v = o.topics
     d["topics"] = [_tj_OffsetDeleteRequestTopic(x, version) for x in v]
@@ -231,13 +232,11 @@ def _tj_OffsetDeleteRequest(o: OffsetDeleteRequest, version: int) -> dict[str, A
 
 def _fj_OffsetDeleteRequest(obj: dict[str, Any], version: int) -> OffsetDeleteRequest:
     o = new_instance(OffsetDeleteRequest)
+    v: Any
     p = "OffsetDeleteRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_OffsetDeleteRequestTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_OffsetDeleteRequestTopic(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -280,6 +279,7 @@ def _enc_OffsetDeleteRequestTopic_v0(o: _OffsetDeleteRequestTopic, w: Writer) ->
 
 def _tj_OffsetDeleteRequestTopic(o: _OffsetDeleteRequestTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_OffsetDeleteRequestPartition(x, version) for x in v]
@@ -288,13 +288,11 @@ def _tj_OffsetDeleteRequestTopic(o: _OffsetDeleteRequestTopic, version: int) -> 
 
 def _fj_OffsetDeleteRequestTopic(obj: dict[str, Any], version: int) -> _OffsetDeleteRequestTopic:
     o = new_instance(_OffsetDeleteRequestTopic)
+    v: Any
     p = "OffsetDeleteRequest.OffsetDeleteRequestTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_OffsetDeleteRequestPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_OffsetDeleteRequestPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -332,6 +330,7 @@ def _tj_OffsetDeleteRequestPartition(
     o: _OffsetDeleteRequestPartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     return d
 
@@ -340,6 +339,7 @@ def _fj_OffsetDeleteRequestPartition(
     obj: dict[str, Any], version: int
 ) -> _OffsetDeleteRequestPartition:
     o = new_instance(_OffsetDeleteRequestPartition)
+    v: Any
     p = "OffsetDeleteRequest.OffsetDeleteRequestPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -405,6 +405,7 @@ def _enc_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, w: Writer) -> None:
 
 def _tj_OffsetDeleteResponse(o: OffsetDeleteResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
@@ -414,14 +415,12 @@ def _tj_OffsetDeleteResponse(o: OffsetDeleteResponse, version: int) -> dict[str,
 
 def _fj_OffsetDeleteResponse(obj: dict[str, Any], version: int) -> OffsetDeleteResponse:
     o = new_instance(OffsetDeleteResponse)
+    v: Any
     p = "OffsetDeleteResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_OffsetDeleteResponseTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_OffsetDeleteResponseTopic(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -465,6 +464,7 @@ def _enc_OffsetDeleteResponseTopic_v0(o: _OffsetDeleteResponseTopic, w: Writer) 
 
 def _tj_OffsetDeleteResponseTopic(o: _OffsetDeleteResponseTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_OffsetDeleteResponsePartition(x, version) for x in v]
@@ -473,15 +473,13 @@ def _tj_OffsetDeleteResponseTopic(o: _OffsetDeleteResponseTopic, version: int) -
 
 def _fj_OffsetDeleteResponseTopic(obj: dict[str, Any], version: int) -> _OffsetDeleteResponseTopic:
     o = new_instance(_OffsetDeleteResponseTopic)
+    v: Any
     p = "OffsetDeleteResponse.OffsetDeleteResponseTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = KeyedList(
-            [_fj_OffsetDeleteResponsePartition(as_object(x, p), version) for x in v]
-        )
+    o.partitions = KeyedList(
+        [_fj_OffsetDeleteResponsePartition(as_object(x, p), version) for x in v]
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -521,6 +519,7 @@ def _tj_OffsetDeleteResponsePartition(
     o: _OffsetDeleteResponsePartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     return d
@@ -530,6 +529,7 @@ def _fj_OffsetDeleteResponsePartition(
     obj: dict[str, Any], version: int
 ) -> _OffsetDeleteResponsePartition:
     o = new_instance(_OffsetDeleteResponsePartition)
+    v: Any
     p = "OffsetDeleteResponse.OffsetDeleteResponsePartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -626,6 +626,7 @@ def _enc_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: Writer) -> None:
 
 def _tj_OffsetFetchRequest(o: OffsetFetchRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 7:
         d["groupId"] = o.group_id
     if version <= 7:
@@ -646,22 +647,21 @@ def _tj_OffsetFetchRequest(o: OffsetFetchRequest, version: int) -> dict[str, Any
 
 def _fj_OffsetFetchRequest(obj: dict[str, Any], version: int) -> OffsetFetchRequest:
     o = new_instance(OffsetFetchRequest)
+    v: Any
     p = "OffsetFetchRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version <= 7 else ""
     if version <= 7:
         v = get_list(obj, "topics", p, REQUIRED, True)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = [_fj_OffsetFetchRequestTopic(as_object(x, p), version) for x in v]
+        o.topics = (
+            None
+            if v is None
+            else ([_fj_OffsetFetchRequestTopic(as_object(x, p), version) for x in v])
+        )
     else:
         o.topics = []
     if version >= 8:
         v = get_list(obj, "groups", p, REQUIRED)
-        if v is None:
-            o.groups = None
-        else:
-            o.groups = [_fj_OffsetFetchRequestGroup(as_object(x, p), version) for x in v]
+        o.groups = [_fj_OffsetFetchRequestGroup(as_object(x, p), version) for x in v]
     else:
         o.groups = []
     o.require_stable = get_bool(obj, "requireStable", p, REQUIRED) if version >= 7 else False
@@ -670,10 +670,11 @@ def _fj_OffsetFetchRequest(obj: dict[str, Any], version: int) -> OffsetFetchRequ
     )
     if version >= 10:
         v = get_object(obj, "cursor", p, REQUIRED, True)
-        if v is None:
-            o.cursor = None
-        else:
-            o.cursor = _fj_OffsetFetchRequest_OffsetFetchCursor(as_object(v, p), version)
+        o.cursor = (
+            None
+            if v is None
+            else _fj_OffsetFetchRequest_OffsetFetchCursor(as_object(v, p), version)
+        )
     else:
         o.cursor = None
     o.unknown_tagged_fields = ()
@@ -773,6 +774,7 @@ def _enc_OffsetFetchRequestTopic_v6(o: _OffsetFetchRequestTopic, w: Writer) -> N
 
 def _tj_OffsetFetchRequestTopic(o: _OffsetFetchRequestTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 7:
         d["name"] = o.name
     if version <= 7:
@@ -783,14 +785,12 @@ def _tj_OffsetFetchRequestTopic(o: _OffsetFetchRequestTopic, version: int) -> di
 
 def _fj_OffsetFetchRequestTopic(obj: dict[str, Any], version: int) -> _OffsetFetchRequestTopic:
     o = new_instance(_OffsetFetchRequestTopic)
+    v: Any
     p = "OffsetFetchRequest.OffsetFetchRequestTopic"
     o.name = get_str(obj, "name", p, REQUIRED) if version <= 7 else ""
     if version <= 7:
         v = get_list(obj, "partitionIndexes", p, REQUIRED)
-        if v is None:
-            o.partition_indexes = None
-        else:
-            o.partition_indexes = [as_int(x, p) for x in v]
+        o.partition_indexes = [as_int(x, p) for x in v]
     else:
         o.partition_indexes = []
     o.unknown_tagged_fields = ()
@@ -877,6 +877,7 @@ def _enc_OffsetFetchRequestGroup_v9(o: _OffsetFetchRequestGroup, w: Writer) -> N
 
 def _tj_OffsetFetchRequestGroup(o: _OffsetFetchRequestGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 8:
         d["groupId"] = o.group_id
     if version >= 9:
@@ -891,16 +892,18 @@ def _tj_OffsetFetchRequestGroup(o: _OffsetFetchRequestGroup, version: int) -> di
 
 def _fj_OffsetFetchRequestGroup(obj: dict[str, Any], version: int) -> _OffsetFetchRequestGroup:
     o = new_instance(_OffsetFetchRequestGroup)
+    v: Any
     p = "OffsetFetchRequest.OffsetFetchRequestGroup"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 8 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED, True) if version >= 9 else None
     o.member_epoch = get_int(obj, "memberEpoch", p, REQUIRED) if version >= 9 else -1
     if version >= 8:
         v = get_list(obj, "topics", p, REQUIRED, True)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = [_fj_OffsetFetchRequestTopics(as_object(x, p), version) for x in v]
+        o.topics = (
+            None
+            if v is None
+            else ([_fj_OffsetFetchRequestTopics(as_object(x, p), version) for x in v])
+        )
     else:
         o.topics = []
     o.unknown_tagged_fields = ()
@@ -958,6 +961,7 @@ def _enc_OffsetFetchRequestTopics_v8(o: _OffsetFetchRequestTopics, w: Writer) ->
 
 def _tj_OffsetFetchRequestTopics(o: _OffsetFetchRequestTopics, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 8:
         d["name"] = o.name
     if version >= 8:
@@ -968,14 +972,12 @@ def _tj_OffsetFetchRequestTopics(o: _OffsetFetchRequestTopics, version: int) -> 
 
 def _fj_OffsetFetchRequestTopics(obj: dict[str, Any], version: int) -> _OffsetFetchRequestTopics:
     o = new_instance(_OffsetFetchRequestTopics)
+    v: Any
     p = "OffsetFetchRequest.OffsetFetchRequestTopics"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 8 else ""
     if version >= 8:
         v = get_list(obj, "partitionIndexes", p, REQUIRED)
-        if v is None:
-            o.partition_indexes = None
-        else:
-            o.partition_indexes = [as_int(x, p) for x in v]
+        o.partition_indexes = [as_int(x, p) for x in v]
     else:
         o.partition_indexes = []
     o.unknown_tagged_fields = ()
@@ -1022,6 +1024,7 @@ def _tj_OffsetFetchRequest_OffsetFetchCursor(
     o: _OffsetFetchRequest_OffsetFetchCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 10:
         d["groupId"] = o.group_id
     if version >= 10:
@@ -1035,6 +1038,7 @@ def _fj_OffsetFetchRequest_OffsetFetchCursor(
     obj: dict[str, Any], version: int
 ) -> _OffsetFetchRequest_OffsetFetchCursor:
     o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
+    v: Any
     p = "OffsetFetchRequest.OffsetFetchCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 10 else ""
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 10 else ""
@@ -1332,6 +1336,7 @@ def _enc_OffsetFetchResponse_v10(o: OffsetFetchResponse, w: Writer) -> None:
 
 def _tj_OffsetFetchResponse(o: OffsetFetchResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["throttleTimeMs"] = o.throttle_time_ms
     if version <= 7:
@@ -1352,31 +1357,27 @@ def _tj_OffsetFetchResponse(o: OffsetFetchResponse, version: int) -> dict[str, A
 
 def _fj_OffsetFetchResponse(obj: dict[str, Any], version: int) -> OffsetFetchResponse:
     o = new_instance(OffsetFetchResponse)
+    v: Any
     p = "OffsetFetchResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 3 else 0
     if version <= 7:
         v = get_list(obj, "topics", p, REQUIRED)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = [_fj_OffsetFetchResponseTopic(as_object(x, p), version) for x in v]
+        o.topics = [_fj_OffsetFetchResponseTopic(as_object(x, p), version) for x in v]
     else:
         o.topics = []
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if 2 <= version <= 7 else 0
     if version >= 8:
         v = get_list(obj, "groups", p, REQUIRED)
-        if v is None:
-            o.groups = None
-        else:
-            o.groups = [_fj_OffsetFetchResponseGroup(as_object(x, p), version) for x in v]
+        o.groups = [_fj_OffsetFetchResponseGroup(as_object(x, p), version) for x in v]
     else:
         o.groups = []
     if version >= 10:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
-        if v is None:
-            o.next_cursor = None
-        else:
-            o.next_cursor = _fj_OffsetFetchResponse_OffsetFetchCursor(as_object(v, p), version)
+        o.next_cursor = (
+            None
+            if v is None
+            else _fj_OffsetFetchResponse_OffsetFetchCursor(as_object(v, p), version)
+        )
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
@@ -1499,6 +1500,7 @@ def _enc_OffsetFetchResponseTopic_v6(o: _OffsetFetchResponseTopic, w: Writer) ->
 
 def _tj_OffsetFetchResponseTopic(o: _OffsetFetchResponseTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 7:
         d["name"] = o.name
     if version <= 7:
@@ -1509,14 +1511,12 @@ def _tj_OffsetFetchResponseTopic(o: _OffsetFetchResponseTopic, version: int) -> 
 
 def _fj_OffsetFetchResponseTopic(obj: dict[str, Any], version: int) -> _OffsetFetchResponseTopic:
     o = new_instance(_OffsetFetchResponseTopic)
+    v: Any
     p = "OffsetFetchResponse.OffsetFetchResponseTopic"
     o.name = get_str(obj, "name", p, REQUIRED) if version <= 7 else ""
     if version <= 7:
         v = get_list(obj, "partitions", p, REQUIRED)
-        if v is None:
-            o.partitions = None
-        else:
-            o.partitions = [_fj_OffsetFetchResponsePartition(as_object(x, p), version) for x in v]
+        o.partitions = [_fj_OffsetFetchResponsePartition(as_object(x, p), version) for x in v]
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
@@ -1622,6 +1622,7 @@ def _tj_OffsetFetchResponsePartition(
     o: _OffsetFetchResponsePartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 7:
         d["partitionIndex"] = o.partition_index
     if version <= 7:
@@ -1639,6 +1640,7 @@ def _fj_OffsetFetchResponsePartition(
     obj: dict[str, Any], version: int
 ) -> _OffsetFetchResponsePartition:
     o = new_instance(_OffsetFetchResponsePartition)
+    v: Any
     p = "OffsetFetchResponse.OffsetFetchResponsePartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version <= 7 else 0
     o.committed_offset = get_int(obj, "committedOffset", p, REQUIRED) if version <= 7 else 0
@@ -1699,6 +1701,7 @@ def _enc_OffsetFetchResponseGroup_v8(o: _OffsetFetchResponseGroup, w: Writer) ->
 
 def _tj_OffsetFetchResponseGroup(o: _OffsetFetchResponseGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 8:
         d["groupId"] = o.group_id
     if version >= 8:
@@ -1711,14 +1714,12 @@ def _tj_OffsetFetchResponseGroup(o: _OffsetFetchResponseGroup, version: int) -> 
 
 def _fj_OffsetFetchResponseGroup(obj: dict[str, Any], version: int) -> _OffsetFetchResponseGroup:
     o = new_instance(_OffsetFetchResponseGroup)
+    v: Any
     p = "OffsetFetchResponse.OffsetFetchResponseGroup"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 8 else ""
     if version >= 8:
         v = get_list(obj, "topics", p, REQUIRED)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = [_fj_OffsetFetchResponseTopics(as_object(x, p), version) for x in v]
+        o.topics = [_fj_OffsetFetchResponseTopics(as_object(x, p), version) for x in v]
     else:
         o.topics = []
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 8 else 0
@@ -1772,6 +1773,7 @@ def _enc_OffsetFetchResponseTopics_v8(o: _OffsetFetchResponseTopics, w: Writer) 
 
 def _tj_OffsetFetchResponseTopics(o: _OffsetFetchResponseTopics, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 8:
         d["name"] = o.name
     if version >= 8:
@@ -1782,14 +1784,12 @@ def _tj_OffsetFetchResponseTopics(o: _OffsetFetchResponseTopics, version: int) -
 
 def _fj_OffsetFetchResponseTopics(obj: dict[str, Any], version: int) -> _OffsetFetchResponseTopics:
     o = new_instance(_OffsetFetchResponseTopics)
+    v: Any
     p = "OffsetFetchResponse.OffsetFetchResponseTopics"
     o.name = get_str(obj, "name", p, REQUIRED) if version >= 8 else ""
     if version >= 8:
         v = get_list(obj, "partitions", p, REQUIRED)
-        if v is None:
-            o.partitions = None
-        else:
-            o.partitions = [_fj_OffsetFetchResponsePartitions(as_object(x, p), version) for x in v]
+        o.partitions = [_fj_OffsetFetchResponsePartitions(as_object(x, p), version) for x in v]
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
@@ -1840,6 +1840,7 @@ def _tj_OffsetFetchResponsePartitions(
     o: _OffsetFetchResponsePartitions, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 8:
         d["partitionIndex"] = o.partition_index
     if version >= 8:
@@ -1857,6 +1858,7 @@ def _fj_OffsetFetchResponsePartitions(
     obj: dict[str, Any], version: int
 ) -> _OffsetFetchResponsePartitions:
     o = new_instance(_OffsetFetchResponsePartitions)
+    v: Any
     p = "OffsetFetchResponse.OffsetFetchResponsePartitions"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 8 else 0
     o.committed_offset = get_int(obj, "committedOffset", p, REQUIRED) if version >= 8 else 0
@@ -1912,6 +1914,7 @@ def _tj_OffsetFetchResponse_OffsetFetchCursor(
     o: _OffsetFetchResponse_OffsetFetchCursor, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 10:
         d["groupId"] = o.group_id
     if version >= 10:
@@ -1925,6 +1928,7 @@ def _fj_OffsetFetchResponse_OffsetFetchCursor(
     obj: dict[str, Any], version: int
 ) -> _OffsetFetchResponse_OffsetFetchCursor:
     o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
+    v: Any
     p = "OffsetFetchResponse.OffsetFetchCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 10 else ""
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 10 else ""

@@ -331,6 +331,7 @@ def _enc_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, w: Write
 
 def _tj_OffsetForLeaderEpochRequest(o: OffsetForLeaderEpochRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["replicaId"] = o.replica_id
     v = o.topics
@@ -342,13 +343,11 @@ def _fj_OffsetForLeaderEpochRequest(
     obj: dict[str, Any], version: int
 ) -> OffsetForLeaderEpochRequest:
     o = new_instance(OffsetForLeaderEpochRequest)
+    v: Any
     p = "OffsetForLeaderEpochRequest"
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED) if version >= 3 else -2
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_OffsetForLeaderTopic(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_OffsetForLeaderTopic(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -454,6 +453,7 @@ def _enc_OffsetForLeaderTopic_v4(o: _OffsetForLeaderTopic, w: Writer) -> None:
 
 def _tj_OffsetForLeaderTopic(o: _OffsetForLeaderTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partitions
     d["partitions"] = [_tj_OffsetForLeaderPartition(x, version) for x in v]
@@ -462,13 +462,11 @@ def _tj_OffsetForLeaderTopic(o: _OffsetForLeaderTopic, version: int) -> dict[str
 
 def _fj_OffsetForLeaderTopic(obj: dict[str, Any], version: int) -> _OffsetForLeaderTopic:
     o = new_instance(_OffsetForLeaderTopic)
+    v: Any
     p = "OffsetForLeaderEpochRequest.OffsetForLeaderTopic"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_OffsetForLeaderPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_OffsetForLeaderPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -552,6 +550,7 @@ def _enc_OffsetForLeaderPartition_v4(o: _OffsetForLeaderPartition, w: Writer) ->
 
 def _tj_OffsetForLeaderPartition(o: _OffsetForLeaderPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     if version >= 2:
         d["currentLeaderEpoch"] = o.current_leader_epoch
@@ -561,6 +560,7 @@ def _tj_OffsetForLeaderPartition(o: _OffsetForLeaderPartition, version: int) -> 
 
 def _fj_OffsetForLeaderPartition(obj: dict[str, Any], version: int) -> _OffsetForLeaderPartition:
     o = new_instance(_OffsetForLeaderPartition)
+    v: Any
     p = "OffsetForLeaderEpochRequest.OffsetForLeaderPartition"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.current_leader_epoch = get_int(obj, "currentLeaderEpoch", p, REQUIRED) if version >= 2 else -1
@@ -731,6 +731,7 @@ def _tj_OffsetForLeaderEpochResponse(
     o: OffsetForLeaderEpochResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 2:
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
@@ -742,13 +743,11 @@ def _fj_OffsetForLeaderEpochResponse(
     obj: dict[str, Any], version: int
 ) -> OffsetForLeaderEpochResponse:
     o = new_instance(OffsetForLeaderEpochResponse)
+    v: Any
     p = "OffsetForLeaderEpochResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 2 else 0
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = KeyedList([_fj_OffsetForLeaderTopicResult(as_object(x, p), version) for x in v])
+    o.topics = KeyedList([_fj_OffsetForLeaderTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -852,6 +851,7 @@ def _enc_OffsetForLeaderTopicResult_v4(o: _OffsetForLeaderTopicResult, w: Writer
 
 def _tj_OffsetForLeaderTopicResult(o: _OffsetForLeaderTopicResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topic"] = o.topic
     v = o.partitions
     d["partitions"] = [_tj_EpochEndOffset(x, version) for x in v]
@@ -862,13 +862,11 @@ def _fj_OffsetForLeaderTopicResult(
     obj: dict[str, Any], version: int
 ) -> _OffsetForLeaderTopicResult:
     o = new_instance(_OffsetForLeaderTopicResult)
+    v: Any
     p = "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult"
     o.topic = get_str(obj, "topic", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_EpochEndOffset(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_EpochEndOffset(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -942,6 +940,7 @@ def _enc_EpochEndOffset_v4(o: _EpochEndOffset, w: Writer) -> None:
 
 def _tj_EpochEndOffset(o: _EpochEndOffset, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["partition"] = o.partition
     if version >= 1:
@@ -952,6 +951,7 @@ def _tj_EpochEndOffset(o: _EpochEndOffset, version: int) -> dict[str, Any]:
 
 def _fj_EpochEndOffset(obj: dict[str, Any], version: int) -> _EpochEndOffset:
     o = new_instance(_EpochEndOffset)
+    v: Any
     p = "OffsetForLeaderEpochResponse.EpochEndOffset"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.partition = get_int(obj, "partition", p, REQUIRED)

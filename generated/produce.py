@@ -401,6 +401,7 @@ def _enc_ProduceRequest_v9(o: ProduceRequest, w: Writer) -> None:
 
 def _tj_ProduceRequest(o: ProduceRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["transactionalId"] = o.transactional_id
     d["acks"] = o.acks
@@ -412,6 +413,7 @@ def _tj_ProduceRequest(o: ProduceRequest, version: int) -> dict[str, Any]:
 
 def _fj_ProduceRequest(obj: dict[str, Any], version: int) -> ProduceRequest:
     o = new_instance(ProduceRequest)
+    v: Any
     p = "ProduceRequest"
     o.transactional_id = (
         get_str(obj, "transactionalId", p, REQUIRED, True) if version >= 3 else None
@@ -419,10 +421,7 @@ def _fj_ProduceRequest(obj: dict[str, Any], version: int) -> ProduceRequest:
     o.acks = get_int(obj, "acks", p, REQUIRED)
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     v = get_list(obj, "topicData", p, REQUIRED)
-    if v is None:
-        o.topic_data = None
-    else:
-        o.topic_data = KeyedList([_fj_TopicProduceData(as_object(x, p), version) for x in v])
+    o.topic_data = KeyedList([_fj_TopicProduceData(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -496,6 +495,7 @@ def _enc_TopicProduceData_v9(o: _TopicProduceData, w: Writer) -> None:
 
 def _tj_TopicProduceData(o: _TopicProduceData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partition_data
     d["partitionData"] = [_tj_PartitionProduceData(x, version) for x in v]
@@ -504,13 +504,11 @@ def _tj_TopicProduceData(o: _TopicProduceData, version: int) -> dict[str, Any]:
 
 def _fj_TopicProduceData(obj: dict[str, Any], version: int) -> _TopicProduceData:
     o = new_instance(_TopicProduceData)
+    v: Any
     p = "ProduceRequest.TopicProduceData"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitionData", p, REQUIRED)
-    if v is None:
-        o.partition_data = None
-    else:
-        o.partition_data = [_fj_PartitionProduceData(as_object(x, p), version) for x in v]
+    o.partition_data = [_fj_PartitionProduceData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -570,6 +568,7 @@ def _enc_PartitionProduceData_v9(o: _PartitionProduceData, w: Writer) -> None:
 
 def _tj_PartitionProduceData(o: _PartitionProduceData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["index"] = o.index
     v = o.records
     d["records"] = None if v is None else bytes_to_json(v)
@@ -578,6 +577,7 @@ def _tj_PartitionProduceData(o: _PartitionProduceData, version: int) -> dict[str
 
 def _fj_PartitionProduceData(obj: dict[str, Any], version: int) -> _PartitionProduceData:
     o = new_instance(_PartitionProduceData)
+    v: Any
     p = "ProduceRequest.PartitionProduceData"
     o.index = get_int(obj, "index", p, REQUIRED)
     o.records = get_bytes(obj, "records", p, REQUIRED, True)
@@ -830,9 +830,10 @@ def _enc_ProduceResponse_v10(o: ProduceResponse, w: Writer) -> None:
     w(_S_i.pack(o.throttle_time_ms))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.node_endpoints != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw,
             o.node_endpoints,
@@ -842,7 +843,7 @@ def _enc_ProduceResponse_v10(o: ProduceResponse, w: Writer) -> None:
             "ProduceResponse.NodeEndpoints",
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -851,6 +852,7 @@ def _enc_ProduceResponse_v10(o: ProduceResponse, w: Writer) -> None:
 
 def _tj_ProduceResponse(o: ProduceResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.responses
     d["responses"] = [_tj_TopicProduceResponse(x, version) for x in v]
     if version >= 1:
@@ -864,19 +866,15 @@ def _tj_ProduceResponse(o: ProduceResponse, version: int) -> dict[str, Any]:
 
 def _fj_ProduceResponse(obj: dict[str, Any], version: int) -> ProduceResponse:
     o = new_instance(ProduceResponse)
+    v: Any
     p = "ProduceResponse"
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = KeyedList([_fj_TopicProduceResponse(as_object(x, p), version) for x in v])
+    o.responses = KeyedList([_fj_TopicProduceResponse(as_object(x, p), version) for x in v])
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     if version >= 10:
         v = get_list(obj, "nodeEndpoints", p, MISSING)
         if v is MISSING:
             o.node_endpoints = KeyedList()
-        elif v is None:
-            o.node_endpoints = None
         else:
             o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     else:
@@ -1078,6 +1076,7 @@ def _enc_TopicProduceResponse_v10(o: _TopicProduceResponse, w: Writer) -> None:
 
 def _tj_TopicProduceResponse(o: _TopicProduceResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partition_responses
     d["partitionResponses"] = [_tj_PartitionProduceResponse(x, version) for x in v]
@@ -1086,13 +1085,11 @@ def _tj_TopicProduceResponse(o: _TopicProduceResponse, version: int) -> dict[str
 
 def _fj_TopicProduceResponse(obj: dict[str, Any], version: int) -> _TopicProduceResponse:
     o = new_instance(_TopicProduceResponse)
+    v: Any
     p = "ProduceResponse.TopicProduceResponse"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitionResponses", p, REQUIRED)
-    if v is None:
-        o.partition_responses = None
-    else:
-        o.partition_responses = [_fj_PartitionProduceResponse(as_object(x, p), version) for x in v]
+    o.partition_responses = [_fj_PartitionProduceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1322,12 +1319,13 @@ def _enc_PartitionProduceResponse_v10(o: _PartitionProduceResponse, w: Writer) -
     w(write_compact_nullable_string(o.error_message))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.current_leader != _LeaderIdAndEpoch():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_LeaderIdAndEpoch_v10(o.current_leader, tw)
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -1336,6 +1334,7 @@ def _enc_PartitionProduceResponse_v10(o: _PartitionProduceResponse, w: Writer) -
 
 def _tj_PartitionProduceResponse(o: _PartitionProduceResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["index"] = o.index
     d["errorCode"] = o.error_code
     d["baseOffset"] = o.base_offset
@@ -1357,6 +1356,7 @@ def _tj_PartitionProduceResponse(o: _PartitionProduceResponse, version: int) -> 
 
 def _fj_PartitionProduceResponse(obj: dict[str, Any], version: int) -> _PartitionProduceResponse:
     o = new_instance(_PartitionProduceResponse)
+    v: Any
     p = "ProduceResponse.PartitionProduceResponse"
     o.index = get_int(obj, "index", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -1365,10 +1365,7 @@ def _fj_PartitionProduceResponse(obj: dict[str, Any], version: int) -> _Partitio
     o.log_start_offset = get_int(obj, "logStartOffset", p, REQUIRED) if version >= 5 else -1
     if version >= 8:
         v = get_list(obj, "recordErrors", p, REQUIRED)
-        if v is None:
-            o.record_errors = None
-        else:
-            o.record_errors = [_fj_BatchIndexAndErrorMessage(as_object(x, p), version) for x in v]
+        o.record_errors = [_fj_BatchIndexAndErrorMessage(as_object(x, p), version) for x in v]
     else:
         o.record_errors = []
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True) if version >= 8 else None
@@ -1376,8 +1373,6 @@ def _fj_PartitionProduceResponse(obj: dict[str, Any], version: int) -> _Partitio
         v = get_object(obj, "currentLeader", p, MISSING)
         if v is MISSING:
             o.current_leader = _LeaderIdAndEpoch()
-        elif v is None:
-            o.current_leader = None
         else:
             o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
     else:
@@ -1455,6 +1450,7 @@ def _enc_BatchIndexAndErrorMessage_v9(o: _BatchIndexAndErrorMessage, w: Writer) 
 
 def _tj_BatchIndexAndErrorMessage(o: _BatchIndexAndErrorMessage, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 8:
         d["batchIndex"] = o.batch_index
     if version >= 8:
@@ -1464,6 +1460,7 @@ def _tj_BatchIndexAndErrorMessage(o: _BatchIndexAndErrorMessage, version: int) -
 
 def _fj_BatchIndexAndErrorMessage(obj: dict[str, Any], version: int) -> _BatchIndexAndErrorMessage:
     o = new_instance(_BatchIndexAndErrorMessage)
+    v: Any
     p = "ProduceResponse.BatchIndexAndErrorMessage"
     o.batch_index = get_int(obj, "batchIndex", p, REQUIRED) if version >= 8 else 0
     o.batch_index_error_message = (
@@ -1505,6 +1502,7 @@ def _enc_LeaderIdAndEpoch_v10(o: _LeaderIdAndEpoch, w: Writer) -> None:
 
 def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 10:
         d["leaderId"] = o.leader_id
     if version >= 10:
@@ -1514,6 +1512,7 @@ def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
 
 def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
+    v: Any
     p = "ProduceResponse.LeaderIdAndEpoch"
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED) if version >= 10 else -1
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 10 else -1
@@ -1559,6 +1558,7 @@ def _enc_NodeEndpoint_v10(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 10:
         d["nodeId"] = o.node_id
     if version >= 10:
@@ -1572,6 +1572,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "ProduceResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 10 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 10 else ""

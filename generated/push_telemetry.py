@@ -145,6 +145,7 @@ def _enc_PushTelemetryRequest_v0(o: PushTelemetryRequest, w: Writer) -> None:
 
 def _tj_PushTelemetryRequest(o: PushTelemetryRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.client_instance_id
     d["clientInstanceId"] = uuid_to_json(v)
     d["subscriptionId"] = o.subscription_id
@@ -157,6 +158,7 @@ def _tj_PushTelemetryRequest(o: PushTelemetryRequest, version: int) -> dict[str,
 
 def _fj_PushTelemetryRequest(obj: dict[str, Any], version: int) -> PushTelemetryRequest:
     o = new_instance(PushTelemetryRequest)
+    v: Any
     p = "PushTelemetryRequest"
     o.client_instance_id = get_uuid(obj, "clientInstanceId", p, REQUIRED)
     o.subscription_id = get_int(obj, "subscriptionId", p, REQUIRED)
@@ -213,6 +215,7 @@ def _enc_PushTelemetryResponse_v0(o: PushTelemetryResponse, w: Writer) -> None:
 
 def _tj_PushTelemetryResponse(o: PushTelemetryResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     return d
@@ -220,6 +223,7 @@ def _tj_PushTelemetryResponse(o: PushTelemetryResponse, version: int) -> dict[st
 
 def _fj_PushTelemetryResponse(obj: dict[str, Any], version: int) -> PushTelemetryResponse:
     o = new_instance(PushTelemetryResponse)
+    v: Any
     p = "PushTelemetryResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -267,6 +267,7 @@ def _enc_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, w: Writer)
 
 def _tj_ReadShareGroupStateRequest(o: ReadShareGroupStateRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     v = o.topics
     d["topics"] = [_tj_ReadStateData(x, version) for x in v]
@@ -275,13 +276,11 @@ def _tj_ReadShareGroupStateRequest(o: ReadShareGroupStateRequest, version: int) 
 
 def _fj_ReadShareGroupStateRequest(obj: dict[str, Any], version: int) -> ReadShareGroupStateRequest:
     o = new_instance(ReadShareGroupStateRequest)
+    v: Any
     p = "ReadShareGroupStateRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_ReadStateData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_ReadStateData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -323,6 +322,7 @@ def _enc_ReadStateData_v0(o: _ReadStateData, w: Writer) -> None:
 
 def _tj_ReadStateData(o: _ReadStateData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -332,13 +332,11 @@ def _tj_ReadStateData(o: _ReadStateData, version: int) -> dict[str, Any]:
 
 def _fj_ReadStateData(obj: dict[str, Any], version: int) -> _ReadStateData:
     o = new_instance(_ReadStateData)
+    v: Any
     p = "ReadShareGroupStateRequest.ReadStateData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -373,6 +371,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["leaderEpoch"] = o.leader_epoch
     return d
@@ -380,6 +379,7 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "ReadShareGroupStateRequest.PartitionData"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
@@ -444,6 +444,7 @@ def _enc_ReadShareGroupStateResponse_v0(o: ReadShareGroupStateResponse, w: Write
 
 def _tj_ReadShareGroupStateResponse(o: ReadShareGroupStateResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.results
     d["results"] = [_tj_ReadStateResult(x, version) for x in v]
     return d
@@ -453,12 +454,10 @@ def _fj_ReadShareGroupStateResponse(
     obj: dict[str, Any], version: int
 ) -> ReadShareGroupStateResponse:
     o = new_instance(ReadShareGroupStateResponse)
+    v: Any
     p = "ReadShareGroupStateResponse"
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_ReadStateResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_ReadStateResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -501,6 +500,7 @@ def _enc_ReadStateResult_v0(o: _ReadStateResult, w: Writer) -> None:
 
 def _tj_ReadStateResult(o: _ReadStateResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -510,13 +510,11 @@ def _tj_ReadStateResult(o: _ReadStateResult, version: int) -> dict[str, Any]:
 
 def _fj_ReadStateResult(obj: dict[str, Any], version: int) -> _ReadStateResult:
     o = new_instance(_ReadStateResult)
+    v: Any
     p = "ReadShareGroupStateResponse.ReadStateResult"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -568,6 +566,7 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
 
 def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -580,6 +579,7 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
 
 def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o = new_instance(_PartitionResult)
+    v: Any
     p = "ReadShareGroupStateResponse.PartitionResult"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -587,10 +587,7 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o.state_epoch = get_int(obj, "stateEpoch", p, REQUIRED)
     o.start_offset = get_int(obj, "startOffset", p, REQUIRED)
     v = get_list(obj, "stateBatches", p, REQUIRED)
-    if v is None:
-        o.state_batches = None
-    else:
-        o.state_batches = [_fj_StateBatch(as_object(x, p), version) for x in v]
+    o.state_batches = [_fj_StateBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -631,6 +628,7 @@ def _enc_StateBatch_v0(o: _StateBatch, w: Writer) -> None:
 
 def _tj_StateBatch(o: _StateBatch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["firstOffset"] = o.first_offset
     d["lastOffset"] = o.last_offset
     d["deliveryState"] = o.delivery_state
@@ -640,6 +638,7 @@ def _tj_StateBatch(o: _StateBatch, version: int) -> dict[str, Any]:
 
 def _fj_StateBatch(obj: dict[str, Any], version: int) -> _StateBatch:
     o = new_instance(_StateBatch)
+    v: Any
     p = "ReadShareGroupStateResponse.StateBatch"
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED)
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)

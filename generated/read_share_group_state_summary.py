@@ -248,6 +248,7 @@ def _tj_ReadShareGroupStateSummaryRequest(
     o: ReadShareGroupStateSummaryRequest, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     v = o.topics
     d["topics"] = [_tj_ReadStateSummaryData(x, version) for x in v]
@@ -258,13 +259,11 @@ def _fj_ReadShareGroupStateSummaryRequest(
     obj: dict[str, Any], version: int
 ) -> ReadShareGroupStateSummaryRequest:
     o = new_instance(ReadShareGroupStateSummaryRequest)
+    v: Any
     p = "ReadShareGroupStateSummaryRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_ReadStateSummaryData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_ReadStateSummaryData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -310,6 +309,7 @@ def _enc_ReadStateSummaryData_v0(o: _ReadStateSummaryData, w: Writer) -> None:
 
 def _tj_ReadStateSummaryData(o: _ReadStateSummaryData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -319,13 +319,11 @@ def _tj_ReadStateSummaryData(o: _ReadStateSummaryData, version: int) -> dict[str
 
 def _fj_ReadStateSummaryData(obj: dict[str, Any], version: int) -> _ReadStateSummaryData:
     o = new_instance(_ReadStateSummaryData)
+    v: Any
     p = "ReadShareGroupStateSummaryRequest.ReadStateSummaryData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -360,6 +358,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["leaderEpoch"] = o.leader_epoch
     return d
@@ -367,6 +366,7 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "ReadShareGroupStateSummaryRequest.PartitionData"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
@@ -442,6 +442,7 @@ def _tj_ReadShareGroupStateSummaryResponse(
     o: ReadShareGroupStateSummaryResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.results
     d["results"] = [_tj_ReadStateSummaryResult(x, version) for x in v]
     return d
@@ -451,12 +452,10 @@ def _fj_ReadShareGroupStateSummaryResponse(
     obj: dict[str, Any], version: int
 ) -> ReadShareGroupStateSummaryResponse:
     o = new_instance(ReadShareGroupStateSummaryResponse)
+    v: Any
     p = "ReadShareGroupStateSummaryResponse"
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_ReadStateSummaryResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_ReadStateSummaryResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -503,6 +502,7 @@ def _enc_ReadStateSummaryResult_v0(o: _ReadStateSummaryResult, w: Writer) -> Non
 
 def _tj_ReadStateSummaryResult(o: _ReadStateSummaryResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -512,13 +512,11 @@ def _tj_ReadStateSummaryResult(o: _ReadStateSummaryResult, version: int) -> dict
 
 def _fj_ReadStateSummaryResult(obj: dict[str, Any], version: int) -> _ReadStateSummaryResult:
     o = new_instance(_ReadStateSummaryResult)
+    v: Any
     p = "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -559,6 +557,7 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
 
 def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -569,6 +568,7 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
 
 def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o = new_instance(_PartitionResult)
+    v: Any
     p = "ReadShareGroupStateSummaryResponse.PartitionResult"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -137,6 +137,7 @@ def _enc_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, w: Writer) -> None
 
 def _tj_RemoveRaftVoterRequest(o: RemoveRaftVoterRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["clusterId"] = o.cluster_id
     d["voterId"] = o.voter_id
     v = o.voter_directory_id
@@ -146,6 +147,7 @@ def _tj_RemoveRaftVoterRequest(o: RemoveRaftVoterRequest, version: int) -> dict[
 
 def _fj_RemoveRaftVoterRequest(obj: dict[str, Any], version: int) -> RemoveRaftVoterRequest:
     o = new_instance(RemoveRaftVoterRequest)
+    v: Any
     p = "RemoveRaftVoterRequest"
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True)
     o.voter_id = get_int(obj, "voterId", p, REQUIRED)
@@ -200,6 +202,7 @@ def _enc_RemoveRaftVoterResponse_v0(o: RemoveRaftVoterResponse, w: Writer) -> No
 
 def _tj_RemoveRaftVoterResponse(o: RemoveRaftVoterResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -208,6 +211,7 @@ def _tj_RemoveRaftVoterResponse(o: RemoveRaftVoterResponse, version: int) -> dic
 
 def _fj_RemoveRaftVoterResponse(obj: dict[str, Any], version: int) -> RemoveRaftVoterResponse:
     o = new_instance(RemoveRaftVoterResponse)
+    v: Any
     p = "RemoveRaftVoterResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

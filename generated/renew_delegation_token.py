@@ -154,6 +154,7 @@ def _enc_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, w: Write
 
 def _tj_RenewDelegationTokenRequest(o: RenewDelegationTokenRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.hmac
     d["hmac"] = bytes_to_json(v)
     d["renewPeriodMs"] = o.renew_period_ms
@@ -164,6 +165,7 @@ def _fj_RenewDelegationTokenRequest(
     obj: dict[str, Any], version: int
 ) -> RenewDelegationTokenRequest:
     o = new_instance(RenewDelegationTokenRequest)
+    v: Any
     p = "RenewDelegationTokenRequest"
     o.hmac = get_bytes(obj, "hmac", p, REQUIRED)
     o.renew_period_ms = get_int(obj, "renewPeriodMs", p, REQUIRED)
@@ -236,6 +238,7 @@ def _tj_RenewDelegationTokenResponse(
     o: RenewDelegationTokenResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["expiryTimestampMs"] = o.expiry_timestamp_ms
     d["throttleTimeMs"] = o.throttle_time_ms
@@ -246,6 +249,7 @@ def _fj_RenewDelegationTokenResponse(
     obj: dict[str, Any], version: int
 ) -> RenewDelegationTokenResponse:
     o = new_instance(RenewDelegationTokenResponse)
+    v: Any
     p = "RenewDelegationTokenResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.expiry_timestamp_ms = get_int(obj, "expiryTimestampMs", p, REQUIRED)

@@ -149,6 +149,7 @@ def _enc_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: Writer) -> No
 
 def _tj_SaslAuthenticateRequest(o: SaslAuthenticateRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.auth_bytes
     d["authBytes"] = bytes_to_json(v)
     return d
@@ -156,6 +157,7 @@ def _tj_SaslAuthenticateRequest(o: SaslAuthenticateRequest, version: int) -> dic
 
 def _fj_SaslAuthenticateRequest(obj: dict[str, Any], version: int) -> SaslAuthenticateRequest:
     o = new_instance(SaslAuthenticateRequest)
+    v: Any
     p = "SaslAuthenticateRequest"
     o.auth_bytes = get_bytes(obj, "authBytes", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -264,6 +266,7 @@ def _enc_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Writer) -> 
 
 def _tj_SaslAuthenticateResponse(o: SaslAuthenticateResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     v = o.auth_bytes
@@ -275,6 +278,7 @@ def _tj_SaslAuthenticateResponse(o: SaslAuthenticateResponse, version: int) -> d
 
 def _fj_SaslAuthenticateResponse(obj: dict[str, Any], version: int) -> SaslAuthenticateResponse:
     o = new_instance(SaslAuthenticateResponse)
+    v: Any
     p = "SaslAuthenticateResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)

@@ -117,12 +117,14 @@ def _enc_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: Writer) -> None:
 
 def _tj_SaslHandshakeRequest(o: SaslHandshakeRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["mechanism"] = o.mechanism
     return d
 
 
 def _fj_SaslHandshakeRequest(obj: dict[str, Any], version: int) -> SaslHandshakeRequest:
     o = new_instance(SaslHandshakeRequest)
+    v: Any
     p = "SaslHandshakeRequest"
     o.mechanism = get_str(obj, "mechanism", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -170,6 +172,7 @@ def _enc_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, w: Writer) -> None:
 
 def _tj_SaslHandshakeResponse(o: SaslHandshakeResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.mechanisms
     d["mechanisms"] = [x for x in v]
@@ -178,13 +181,11 @@ def _tj_SaslHandshakeResponse(o: SaslHandshakeResponse, version: int) -> dict[st
 
 def _fj_SaslHandshakeResponse(obj: dict[str, Any], version: int) -> SaslHandshakeResponse:
     o = new_instance(SaslHandshakeResponse)
+    v: Any
     p = "SaslHandshakeResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "mechanisms", p, REQUIRED)
-    if v is None:
-        o.mechanisms = None
-    else:
-        o.mechanisms = [as_str(x, p) for x in v]
+    o.mechanisms = [as_str(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 

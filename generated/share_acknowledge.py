@@ -341,6 +341,7 @@ def _enc_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: Writer) -> No
 
 def _tj_ShareAcknowledgeRequest(o: ShareAcknowledgeRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["memberId"] = o.member_id
     d["shareSessionEpoch"] = o.share_session_epoch
@@ -351,15 +352,13 @@ def _tj_ShareAcknowledgeRequest(o: ShareAcknowledgeRequest, version: int) -> dic
 
 def _fj_ShareAcknowledgeRequest(obj: dict[str, Any], version: int) -> ShareAcknowledgeRequest:
     o = new_instance(ShareAcknowledgeRequest)
+    v: Any
     p = "ShareAcknowledgeRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED, True)
     o.member_id = get_str(obj, "memberId", p, REQUIRED, True)
     o.share_session_epoch = get_int(obj, "shareSessionEpoch", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_AcknowledgeTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_AcknowledgeTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -405,6 +404,7 @@ def _enc_AcknowledgeTopic_v0(o: _AcknowledgeTopic, w: Writer) -> None:
 
 def _tj_AcknowledgeTopic(o: _AcknowledgeTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -414,13 +414,11 @@ def _tj_AcknowledgeTopic(o: _AcknowledgeTopic, version: int) -> dict[str, Any]:
 
 def _fj_AcknowledgeTopic(obj: dict[str, Any], version: int) -> _AcknowledgeTopic:
     o = new_instance(_AcknowledgeTopic)
+    v: Any
     p = "ShareAcknowledgeRequest.AcknowledgeTopic"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_AcknowledgePartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_AcknowledgePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -468,6 +466,7 @@ def _enc_AcknowledgePartition_v0(o: _AcknowledgePartition, w: Writer) -> None:
 
 def _tj_AcknowledgePartition(o: _AcknowledgePartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     v = o.acknowledgement_batches
     d["acknowledgementBatches"] = [_tj_AcknowledgementBatch(x, version) for x in v]
@@ -476,13 +475,11 @@ def _tj_AcknowledgePartition(o: _AcknowledgePartition, version: int) -> dict[str
 
 def _fj_AcknowledgePartition(obj: dict[str, Any], version: int) -> _AcknowledgePartition:
     o = new_instance(_AcknowledgePartition)
+    v: Any
     p = "ShareAcknowledgeRequest.AcknowledgePartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     v = get_list(obj, "acknowledgementBatches", p, REQUIRED)
-    if v is None:
-        o.acknowledgement_batches = None
-    else:
-        o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
+    o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -530,6 +527,7 @@ def _enc_AcknowledgementBatch_v0(o: _AcknowledgementBatch, w: Writer) -> None:
 
 def _tj_AcknowledgementBatch(o: _AcknowledgementBatch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["firstOffset"] = o.first_offset
     d["lastOffset"] = o.last_offset
     v = o.acknowledge_types
@@ -539,14 +537,12 @@ def _tj_AcknowledgementBatch(o: _AcknowledgementBatch, version: int) -> dict[str
 
 def _fj_AcknowledgementBatch(obj: dict[str, Any], version: int) -> _AcknowledgementBatch:
     o = new_instance(_AcknowledgementBatch)
+    v: Any
     p = "ShareAcknowledgeRequest.AcknowledgementBatch"
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED)
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
     v = get_list(obj, "acknowledgeTypes", p, REQUIRED)
-    if v is None:
-        o.acknowledge_types = None
-    else:
-        o.acknowledge_types = [as_int(x, p) for x in v]
+    o.acknowledge_types = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -640,6 +636,7 @@ def _enc_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: Writer) -> 
 
 def _tj_ShareAcknowledgeResponse(o: ShareAcknowledgeResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -652,20 +649,15 @@ def _tj_ShareAcknowledgeResponse(o: ShareAcknowledgeResponse, version: int) -> d
 
 def _fj_ShareAcknowledgeResponse(obj: dict[str, Any], version: int) -> ShareAcknowledgeResponse:
     o = new_instance(ShareAcknowledgeResponse)
+    v: Any
     p = "ShareAcknowledgeResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = [_fj_ShareAcknowledgeTopicResponse(as_object(x, p), version) for x in v]
+    o.responses = [_fj_ShareAcknowledgeTopicResponse(as_object(x, p), version) for x in v]
     v = get_list(obj, "nodeEndpoints", p, REQUIRED)
-    if v is None:
-        o.node_endpoints = None
-    else:
-        o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
+    o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -714,6 +706,7 @@ def _tj_ShareAcknowledgeTopicResponse(
     o: _ShareAcknowledgeTopicResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -725,13 +718,11 @@ def _fj_ShareAcknowledgeTopicResponse(
     obj: dict[str, Any], version: int
 ) -> _ShareAcknowledgeTopicResponse:
     o = new_instance(_ShareAcknowledgeTopicResponse)
+    v: Any
     p = "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -770,6 +761,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -780,15 +772,13 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "ShareAcknowledgeResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_object(obj, "currentLeader", p, REQUIRED)
-    if v is None:
-        o.current_leader = None
-    else:
-        o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
+    o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -825,6 +815,7 @@ def _enc_LeaderIdAndEpoch_v0(o: _LeaderIdAndEpoch, w: Writer) -> None:
 
 def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["leaderId"] = o.leader_id
     d["leaderEpoch"] = o.leader_epoch
     return d
@@ -832,6 +823,7 @@ def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
 
 def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
+    v: Any
     p = "ShareAcknowledgeResponse.LeaderIdAndEpoch"
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
@@ -877,6 +869,7 @@ def _enc_NodeEndpoint_v0(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["nodeId"] = o.node_id
     d["host"] = o.host
     d["port"] = o.port
@@ -886,6 +879,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "ShareAcknowledgeResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)

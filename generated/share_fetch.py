@@ -428,6 +428,7 @@ def _enc_ShareFetchRequest_v0(o: ShareFetchRequest, w: Writer) -> None:
 
 def _tj_ShareFetchRequest(o: ShareFetchRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["memberId"] = o.member_id
     d["shareSessionEpoch"] = o.share_session_epoch
@@ -443,6 +444,7 @@ def _tj_ShareFetchRequest(o: ShareFetchRequest, version: int) -> dict[str, Any]:
 
 def _fj_ShareFetchRequest(obj: dict[str, Any], version: int) -> ShareFetchRequest:
     o = new_instance(ShareFetchRequest)
+    v: Any
     p = "ShareFetchRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED, True)
     o.member_id = get_str(obj, "memberId", p, REQUIRED, True)
@@ -451,15 +453,9 @@ def _fj_ShareFetchRequest(obj: dict[str, Any], version: int) -> ShareFetchReques
     o.min_bytes = get_int(obj, "minBytes", p, REQUIRED)
     o.max_bytes = get_int(obj, "maxBytes", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_FetchTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_FetchTopic(as_object(x, p), version) for x in v]
     v = get_list(obj, "forgottenTopicsData", p, REQUIRED)
-    if v is None:
-        o.forgotten_topics_data = None
-    else:
-        o.forgotten_topics_data = [_fj_ForgottenTopic(as_object(x, p), version) for x in v]
+    o.forgotten_topics_data = [_fj_ForgottenTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -507,6 +503,7 @@ def _enc_FetchTopic_v0(o: _FetchTopic, w: Writer) -> None:
 
 def _tj_FetchTopic(o: _FetchTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -516,13 +513,11 @@ def _tj_FetchTopic(o: _FetchTopic, version: int) -> dict[str, Any]:
 
 def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
     o = new_instance(_FetchTopic)
+    v: Any
     p = "ShareFetchRequest.FetchTopic"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -568,6 +563,7 @@ def _enc_FetchPartition_v0(o: _FetchPartition, w: Writer) -> None:
 
 def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["partitionMaxBytes"] = o.partition_max_bytes
     v = o.acknowledgement_batches
@@ -577,14 +573,12 @@ def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
 
 def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     o = new_instance(_FetchPartition)
+    v: Any
     p = "ShareFetchRequest.FetchPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.partition_max_bytes = get_int(obj, "partitionMaxBytes", p, REQUIRED)
     v = get_list(obj, "acknowledgementBatches", p, REQUIRED)
-    if v is None:
-        o.acknowledgement_batches = None
-    else:
-        o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
+    o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -633,6 +627,7 @@ def _enc_AcknowledgementBatch_v0(o: _AcknowledgementBatch, w: Writer) -> None:
 
 def _tj_AcknowledgementBatch(o: _AcknowledgementBatch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["firstOffset"] = o.first_offset
     d["lastOffset"] = o.last_offset
     v = o.acknowledge_types
@@ -642,14 +637,12 @@ def _tj_AcknowledgementBatch(o: _AcknowledgementBatch, version: int) -> dict[str
 
 def _fj_AcknowledgementBatch(obj: dict[str, Any], version: int) -> _AcknowledgementBatch:
     o = new_instance(_AcknowledgementBatch)
+    v: Any
     p = "ShareFetchRequest.AcknowledgementBatch"
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED)
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
     v = get_list(obj, "acknowledgeTypes", p, REQUIRED)
-    if v is None:
-        o.acknowledge_types = None
-    else:
-        o.acknowledge_types = [as_int(x, p) for x in v]
+    o.acknowledge_types = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -687,6 +680,7 @@ def _enc_ForgottenTopic_v0(o: _ForgottenTopic, w: Writer) -> None:
 
 def _tj_ForgottenTopic(o: _ForgottenTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -696,13 +690,11 @@ def _tj_ForgottenTopic(o: _ForgottenTopic, version: int) -> dict[str, Any]:
 
 def _fj_ForgottenTopic(obj: dict[str, Any], version: int) -> _ForgottenTopic:
     o = new_instance(_ForgottenTopic)
+    v: Any
     p = "ShareFetchRequest.ForgottenTopic"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -795,6 +787,7 @@ def _enc_ShareFetchResponse_v0(o: ShareFetchResponse, w: Writer) -> None:
 
 def _tj_ShareFetchResponse(o: ShareFetchResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -807,20 +800,15 @@ def _tj_ShareFetchResponse(o: ShareFetchResponse, version: int) -> dict[str, Any
 
 def _fj_ShareFetchResponse(obj: dict[str, Any], version: int) -> ShareFetchResponse:
     o = new_instance(ShareFetchResponse)
+    v: Any
     p = "ShareFetchResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "responses", p, REQUIRED)
-    if v is None:
-        o.responses = None
-    else:
-        o.responses = [_fj_ShareFetchableTopicResponse(as_object(x, p), version) for x in v]
+    o.responses = [_fj_ShareFetchableTopicResponse(as_object(x, p), version) for x in v]
     v = get_list(obj, "nodeEndpoints", p, REQUIRED)
-    if v is None:
-        o.node_endpoints = None
-    else:
-        o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
+    o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -869,6 +857,7 @@ def _tj_ShareFetchableTopicResponse(
     o: _ShareFetchableTopicResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -880,13 +869,11 @@ def _fj_ShareFetchableTopicResponse(
     obj: dict[str, Any], version: int
 ) -> _ShareFetchableTopicResponse:
     o = new_instance(_ShareFetchableTopicResponse)
+    v: Any
     p = "ShareFetchResponse.ShareFetchableTopicResponse"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -944,6 +931,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -960,6 +948,7 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "ShareFetchResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -967,16 +956,10 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o.acknowledge_error_code = get_int(obj, "acknowledgeErrorCode", p, REQUIRED)
     o.acknowledge_error_message = get_str(obj, "acknowledgeErrorMessage", p, REQUIRED, True)
     v = get_object(obj, "currentLeader", p, REQUIRED)
-    if v is None:
-        o.current_leader = None
-    else:
-        o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
+    o.current_leader = _fj_LeaderIdAndEpoch(as_object(v, p), version)
     o.records = get_bytes(obj, "records", p, REQUIRED, True)
     v = get_list(obj, "acquiredRecords", p, REQUIRED)
-    if v is None:
-        o.acquired_records = None
-    else:
-        o.acquired_records = [_fj_AcquiredRecords(as_object(x, p), version) for x in v]
+    o.acquired_records = [_fj_AcquiredRecords(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1017,6 +1000,7 @@ def _enc_LeaderIdAndEpoch_v0(o: _LeaderIdAndEpoch, w: Writer) -> None:
 
 def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["leaderId"] = o.leader_id
     d["leaderEpoch"] = o.leader_epoch
     return d
@@ -1024,6 +1008,7 @@ def _tj_LeaderIdAndEpoch(o: _LeaderIdAndEpoch, version: int) -> dict[str, Any]:
 
 def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
+    v: Any
     p = "ShareFetchResponse.LeaderIdAndEpoch"
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
@@ -1061,6 +1046,7 @@ def _enc_AcquiredRecords_v0(o: _AcquiredRecords, w: Writer) -> None:
 
 def _tj_AcquiredRecords(o: _AcquiredRecords, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["firstOffset"] = o.first_offset
     d["lastOffset"] = o.last_offset
     d["deliveryCount"] = o.delivery_count
@@ -1069,6 +1055,7 @@ def _tj_AcquiredRecords(o: _AcquiredRecords, version: int) -> dict[str, Any]:
 
 def _fj_AcquiredRecords(obj: dict[str, Any], version: int) -> _AcquiredRecords:
     o = new_instance(_AcquiredRecords)
+    v: Any
     p = "ShareFetchResponse.AcquiredRecords"
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED)
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
@@ -1116,6 +1103,7 @@ def _enc_NodeEndpoint_v0(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["nodeId"] = o.node_id
     d["host"] = o.host
     d["port"] = o.port
@@ -1125,6 +1113,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "ShareFetchResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)

@@ -272,6 +272,7 @@ def _enc_ShareGroupDescribeRequest_v0(o: ShareGroupDescribeRequest, w: Writer) -
 
 def _tj_ShareGroupDescribeRequest(o: ShareGroupDescribeRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.group_ids
     d["groupIds"] = [x for x in v]
     d["includeAuthorizedOperations"] = o.include_authorized_operations
@@ -280,12 +281,10 @@ def _tj_ShareGroupDescribeRequest(o: ShareGroupDescribeRequest, version: int) ->
 
 def _fj_ShareGroupDescribeRequest(obj: dict[str, Any], version: int) -> ShareGroupDescribeRequest:
     o = new_instance(ShareGroupDescribeRequest)
+    v: Any
     p = "ShareGroupDescribeRequest"
     v = get_list(obj, "groupIds", p, REQUIRED)
-    if v is None:
-        o.group_ids = None
-    else:
-        o.group_ids = [as_str(x, p) for x in v]
+    o.group_ids = [as_str(x, p) for x in v]
     o.include_authorized_operations = get_bool(obj, "includeAuthorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -338,6 +337,7 @@ def _enc_ShareGroupDescribeResponse_v0(o: ShareGroupDescribeResponse, w: Writer)
 
 def _tj_ShareGroupDescribeResponse(o: ShareGroupDescribeResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.groups
     d["groups"] = [_tj_DescribedGroup(x, version) for x in v]
@@ -346,13 +346,11 @@ def _tj_ShareGroupDescribeResponse(o: ShareGroupDescribeResponse, version: int) 
 
 def _fj_ShareGroupDescribeResponse(obj: dict[str, Any], version: int) -> ShareGroupDescribeResponse:
     o = new_instance(ShareGroupDescribeResponse)
+    v: Any
     p = "ShareGroupDescribeResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "groups", p, REQUIRED)
-    if v is None:
-        o.groups = None
-    else:
-        o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
+    o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -412,6 +410,7 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
 
 def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["groupId"] = o.group_id
@@ -427,6 +426,7 @@ def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
 
 def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o = new_instance(_DescribedGroup)
+    v: Any
     p = "ShareGroupDescribeResponse.DescribedGroup"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
@@ -436,10 +436,7 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o.assignment_epoch = get_int(obj, "assignmentEpoch", p, REQUIRED)
     o.assignor_name = get_str(obj, "assignorName", p, REQUIRED)
     v = get_list(obj, "members", p, REQUIRED)
-    if v is None:
-        o.members = None
-    else:
-        o.members = [_fj_Member(as_object(x, p), version) for x in v]
+    o.members = [_fj_Member(as_object(x, p), version) for x in v]
     o.authorized_operations = get_int(obj, "authorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -503,6 +500,7 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
 
 def _tj_Member(o: _Member, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["memberId"] = o.member_id
     d["rackId"] = o.rack_id
     d["memberEpoch"] = o.member_epoch
@@ -517,6 +515,7 @@ def _tj_Member(o: _Member, version: int) -> dict[str, Any]:
 
 def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     o = new_instance(_Member)
+    v: Any
     p = "ShareGroupDescribeResponse.Member"
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.rack_id = get_str(obj, "rackId", p, REQUIRED, True)
@@ -524,15 +523,9 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     o.client_id = get_str(obj, "clientId", p, REQUIRED)
     o.client_host = get_str(obj, "clientHost", p, REQUIRED)
     v = get_list(obj, "subscribedTopicNames", p, REQUIRED)
-    if v is None:
-        o.subscribed_topic_names = None
-    else:
-        o.subscribed_topic_names = [as_str(x, p) for x in v]
+    o.subscribed_topic_names = [as_str(x, p) for x in v]
     v = get_object(obj, "assignment", p, REQUIRED)
-    if v is None:
-        o.assignment = None
-    else:
-        o.assignment = _fj_Assignment(as_object(v, p), version)
+    o.assignment = _fj_Assignment(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -579,6 +572,7 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
 
 def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_partitions
     d["topicPartitions"] = [_tj_TopicPartitions(x, version) for x in v]
     return d
@@ -586,12 +580,10 @@ def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
 
 def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     o = new_instance(_Assignment)
+    v: Any
     p = "ShareGroupDescribeResponse.Assignment"
     v = get_list(obj, "topicPartitions", p, REQUIRED)
-    if v is None:
-        o.topic_partitions = None
-    else:
-        o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
+    o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -629,6 +621,7 @@ def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
 
 def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     d["topicName"] = o.topic_name
@@ -639,14 +632,12 @@ def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
 
 def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     o = new_instance(_TopicPartitions)
+    v: Any
     p = "ShareGroupDescribeResponse.TopicPartitions"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 

@@ -228,6 +228,7 @@ def _enc_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Writer)
 
 def _tj_ShareGroupHeartbeatRequest(o: ShareGroupHeartbeatRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["memberId"] = o.member_id
     d["memberEpoch"] = o.member_epoch
@@ -239,16 +240,14 @@ def _tj_ShareGroupHeartbeatRequest(o: ShareGroupHeartbeatRequest, version: int) 
 
 def _fj_ShareGroupHeartbeatRequest(obj: dict[str, Any], version: int) -> ShareGroupHeartbeatRequest:
     o = new_instance(ShareGroupHeartbeatRequest)
+    v: Any
     p = "ShareGroupHeartbeatRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.member_epoch = get_int(obj, "memberEpoch", p, REQUIRED)
     o.rack_id = get_str(obj, "rackId", p, REQUIRED, True)
     v = get_list(obj, "subscribedTopicNames", p, REQUIRED, True)
-    if v is None:
-        o.subscribed_topic_names = None
-    else:
-        o.subscribed_topic_names = [as_str(x, p) for x in v]
+    o.subscribed_topic_names = None if v is None else ([as_str(x, p) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -319,6 +318,7 @@ def _enc_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: Write
 
 def _tj_ShareGroupHeartbeatResponse(o: ShareGroupHeartbeatResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -334,6 +334,7 @@ def _fj_ShareGroupHeartbeatResponse(
     obj: dict[str, Any], version: int
 ) -> ShareGroupHeartbeatResponse:
     o = new_instance(ShareGroupHeartbeatResponse)
+    v: Any
     p = "ShareGroupHeartbeatResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -342,10 +343,7 @@ def _fj_ShareGroupHeartbeatResponse(
     o.member_epoch = get_int(obj, "memberEpoch", p, REQUIRED)
     o.heartbeat_interval_ms = get_int(obj, "heartbeatIntervalMs", p, REQUIRED)
     v = get_object(obj, "assignment", p, REQUIRED, True)
-    if v is None:
-        o.assignment = None
-    else:
-        o.assignment = _fj_Assignment(as_object(v, p), version)
+    o.assignment = None if v is None else _fj_Assignment(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -392,6 +390,7 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
 
 def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_partitions
     d["topicPartitions"] = [_tj_TopicPartitions(x, version) for x in v]
     return d
@@ -399,12 +398,10 @@ def _tj_Assignment(o: _Assignment, version: int) -> dict[str, Any]:
 
 def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     o = new_instance(_Assignment)
+    v: Any
     p = "ShareGroupHeartbeatResponse.Assignment"
     v = get_list(obj, "topicPartitions", p, REQUIRED)
-    if v is None:
-        o.topic_partitions = None
-    else:
-        o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
+    o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -440,6 +437,7 @@ def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
 
 def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -449,13 +447,11 @@ def _tj_TopicPartitions(o: _TopicPartitions, version: int) -> dict[str, Any]:
 
 def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     o = new_instance(_TopicPartitions)
+    v: Any
     p = "ShareGroupHeartbeatResponse.TopicPartitions"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [as_int(x, p) for x in v]
+    o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 

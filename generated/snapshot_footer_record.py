@@ -86,12 +86,14 @@ def _enc_SnapshotFooterRecord_v0(o: SnapshotFooterRecord, w: Writer) -> None:
 
 def _tj_SnapshotFooterRecord(o: SnapshotFooterRecord, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["version"] = o.version
     return d
 
 
 def _fj_SnapshotFooterRecord(obj: dict[str, Any], version: int) -> SnapshotFooterRecord:
     o = new_instance(SnapshotFooterRecord)
+    v: Any
     p = "SnapshotFooterRecord"
     o.version = get_int(obj, "version", p, REQUIRED)
     o.unknown_tagged_fields = ()

@@ -91,6 +91,7 @@ def _enc_SnapshotHeaderRecord_v0(o: SnapshotHeaderRecord, w: Writer) -> None:
 
 def _tj_SnapshotHeaderRecord(o: SnapshotHeaderRecord, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["version"] = o.version
     d["lastContainedLogTimestamp"] = o.last_contained_log_timestamp
     return d
@@ -98,6 +99,7 @@ def _tj_SnapshotHeaderRecord(o: SnapshotHeaderRecord, version: int) -> dict[str,
 
 def _fj_SnapshotHeaderRecord(obj: dict[str, Any], version: int) -> SnapshotHeaderRecord:
     o = new_instance(SnapshotHeaderRecord)
+    v: Any
     p = "SnapshotHeaderRecord"
     o.version = get_int(obj, "version", p, REQUIRED)
     o.last_contained_log_timestamp = get_int(obj, "lastContainedLogTimestamp", p, REQUIRED)

@@ -462,6 +462,7 @@ def _enc_StopReplicaRequest_v4(o: StopReplicaRequest, w: Writer) -> None:
 
 def _tj_StopReplicaRequest(o: StopReplicaRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["controllerId"] = o.controller_id
     if version >= 4:
         d["isKRaftController"] = o.is_k_raft_controller
@@ -484,6 +485,7 @@ def _tj_StopReplicaRequest(o: StopReplicaRequest, version: int) -> dict[str, Any
 
 def _fj_StopReplicaRequest(obj: dict[str, Any], version: int) -> StopReplicaRequest:
     o = new_instance(StopReplicaRequest)
+    v: Any
     p = "StopReplicaRequest"
     o.controller_id = get_int(obj, "controllerId", p, REQUIRED)
     o.is_k_raft_controller = (
@@ -494,28 +496,17 @@ def _fj_StopReplicaRequest(obj: dict[str, Any], version: int) -> StopReplicaRequ
     o.delete_partitions = get_bool(obj, "deletePartitions", p, REQUIRED) if version <= 2 else False
     if version <= 0:
         v = get_list(obj, "ungroupedPartitions", p, REQUIRED)
-        if v is None:
-            o.ungrouped_partitions = None
-        else:
-            o.ungrouped_partitions = [
-                _fj_StopReplicaPartitionV0(as_object(x, p), version) for x in v
-            ]
+        o.ungrouped_partitions = [_fj_StopReplicaPartitionV0(as_object(x, p), version) for x in v]
     else:
         o.ungrouped_partitions = []
     if 1 <= version <= 2:
         v = get_list(obj, "topics", p, REQUIRED)
-        if v is None:
-            o.topics = None
-        else:
-            o.topics = [_fj_StopReplicaTopicV1(as_object(x, p), version) for x in v]
+        o.topics = [_fj_StopReplicaTopicV1(as_object(x, p), version) for x in v]
     else:
         o.topics = []
     if version >= 3:
         v = get_list(obj, "topicStates", p, REQUIRED)
-        if v is None:
-            o.topic_states = None
-        else:
-            o.topic_states = [_fj_StopReplicaTopicState(as_object(x, p), version) for x in v]
+        o.topic_states = [_fj_StopReplicaTopicState(as_object(x, p), version) for x in v]
     else:
         o.topic_states = []
     o.unknown_tagged_fields = ()
@@ -569,6 +560,7 @@ def _enc_StopReplicaPartitionV0_v0(o: _StopReplicaPartitionV0, w: Writer) -> Non
 
 def _tj_StopReplicaPartitionV0(o: _StopReplicaPartitionV0, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 0:
         d["topicName"] = o.topic_name
     if version <= 0:
@@ -578,6 +570,7 @@ def _tj_StopReplicaPartitionV0(o: _StopReplicaPartitionV0, version: int) -> dict
 
 def _fj_StopReplicaPartitionV0(obj: dict[str, Any], version: int) -> _StopReplicaPartitionV0:
     o = new_instance(_StopReplicaPartitionV0)
+    v: Any
     p = "StopReplicaRequest.StopReplicaPartitionV0"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 0 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version <= 0 else 0
@@ -650,6 +643,7 @@ def _enc_StopReplicaTopicV1_v2(o: _StopReplicaTopicV1, w: Writer) -> None:
 
 def _tj_StopReplicaTopicV1(o: _StopReplicaTopicV1, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if 1 <= version <= 2:
         d["name"] = o.name
     if 1 <= version <= 2:
@@ -660,14 +654,12 @@ def _tj_StopReplicaTopicV1(o: _StopReplicaTopicV1, version: int) -> dict[str, An
 
 def _fj_StopReplicaTopicV1(obj: dict[str, Any], version: int) -> _StopReplicaTopicV1:
     o = new_instance(_StopReplicaTopicV1)
+    v: Any
     p = "StopReplicaRequest.StopReplicaTopicV1"
     o.name = get_str(obj, "name", p, REQUIRED) if 1 <= version <= 2 else ""
     if 1 <= version <= 2:
         v = get_list(obj, "partitionIndexes", p, REQUIRED)
-        if v is None:
-            o.partition_indexes = None
-        else:
-            o.partition_indexes = [as_int(x, p) for x in v]
+        o.partition_indexes = [as_int(x, p) for x in v]
     else:
         o.partition_indexes = []
     o.unknown_tagged_fields = ()
@@ -715,6 +707,7 @@ def _enc_StopReplicaTopicState_v3(o: _StopReplicaTopicState, w: Writer) -> None:
 
 def _tj_StopReplicaTopicState(o: _StopReplicaTopicState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["topicName"] = o.topic_name
     if version >= 3:
@@ -725,16 +718,12 @@ def _tj_StopReplicaTopicState(o: _StopReplicaTopicState, version: int) -> dict[s
 
 def _fj_StopReplicaTopicState(obj: dict[str, Any], version: int) -> _StopReplicaTopicState:
     o = new_instance(_StopReplicaTopicState)
+    v: Any
     p = "StopReplicaRequest.StopReplicaTopicState"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 3 else ""
     if version >= 3:
         v = get_list(obj, "partitionStates", p, REQUIRED)
-        if v is None:
-            o.partition_states = None
-        else:
-            o.partition_states = [
-                _fj_StopReplicaPartitionState(as_object(x, p), version) for x in v
-            ]
+        o.partition_states = [_fj_StopReplicaPartitionState(as_object(x, p), version) for x in v]
     else:
         o.partition_states = []
     o.unknown_tagged_fields = ()
@@ -777,6 +766,7 @@ def _enc_StopReplicaPartitionState_v3(o: _StopReplicaPartitionState, w: Writer) 
 
 def _tj_StopReplicaPartitionState(o: _StopReplicaPartitionState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 3:
         d["partitionIndex"] = o.partition_index
     if version >= 3:
@@ -788,6 +778,7 @@ def _tj_StopReplicaPartitionState(o: _StopReplicaPartitionState, version: int) -
 
 def _fj_StopReplicaPartitionState(obj: dict[str, Any], version: int) -> _StopReplicaPartitionState:
     o = new_instance(_StopReplicaPartitionState)
+    v: Any
     p = "StopReplicaRequest.StopReplicaPartitionState"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 3 else 0
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 3 else -1
@@ -910,6 +901,7 @@ def _enc_StopReplicaResponse_v2(o: StopReplicaResponse, w: Writer) -> None:
 
 def _tj_StopReplicaResponse(o: StopReplicaResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.partition_errors
     d["partitionErrors"] = [_tj_StopReplicaPartitionError(x, version) for x in v]
@@ -918,13 +910,11 @@ def _tj_StopReplicaResponse(o: StopReplicaResponse, version: int) -> dict[str, A
 
 def _fj_StopReplicaResponse(obj: dict[str, Any], version: int) -> StopReplicaResponse:
     o = new_instance(StopReplicaResponse)
+    v: Any
     p = "StopReplicaResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "partitionErrors", p, REQUIRED)
-    if v is None:
-        o.partition_errors = None
-    else:
-        o.partition_errors = [_fj_StopReplicaPartitionError(as_object(x, p), version) for x in v]
+    o.partition_errors = [_fj_StopReplicaPartitionError(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -984,6 +974,7 @@ def _enc_StopReplicaPartitionError_v2(o: _StopReplicaPartitionError, w: Writer) 
 
 def _tj_StopReplicaPartitionError(o: _StopReplicaPartitionError, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
@@ -992,6 +983,7 @@ def _tj_StopReplicaPartitionError(o: _StopReplicaPartitionError, version: int) -
 
 def _fj_StopReplicaPartitionError(obj: dict[str, Any], version: int) -> _StopReplicaPartitionError:
     o = new_instance(_StopReplicaPartitionError)
+    v: Any
     p = "StopReplicaResponse.StopReplicaPartitionError"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)

@@ -321,6 +321,7 @@ def _enc_SyncGroupRequest_v5(o: SyncGroupRequest, w: Writer) -> None:
 
 def _tj_SyncGroupRequest(o: SyncGroupRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     d["generationId"] = o.generation_id
     d["memberId"] = o.member_id
@@ -337,6 +338,7 @@ def _tj_SyncGroupRequest(o: SyncGroupRequest, version: int) -> dict[str, Any]:
 
 def _fj_SyncGroupRequest(obj: dict[str, Any], version: int) -> SyncGroupRequest:
     o = new_instance(SyncGroupRequest)
+    v: Any
     p = "SyncGroupRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.generation_id = get_int(obj, "generationId", p, REQUIRED)
@@ -347,10 +349,7 @@ def _fj_SyncGroupRequest(obj: dict[str, Any], version: int) -> SyncGroupRequest:
     o.protocol_type = get_str(obj, "protocolType", p, REQUIRED, True) if version >= 5 else None
     o.protocol_name = get_str(obj, "protocolName", p, REQUIRED, True) if version >= 5 else None
     v = get_list(obj, "assignments", p, REQUIRED)
-    if v is None:
-        o.assignments = None
-    else:
-        o.assignments = [_fj_SyncGroupRequestAssignment(as_object(x, p), version) for x in v]
+    o.assignments = [_fj_SyncGroupRequestAssignment(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -413,6 +412,7 @@ def _enc_SyncGroupRequestAssignment_v4(o: _SyncGroupRequestAssignment, w: Writer
 
 def _tj_SyncGroupRequestAssignment(o: _SyncGroupRequestAssignment, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["memberId"] = o.member_id
     v = o.assignment
     d["assignment"] = bytes_to_json(v)
@@ -423,6 +423,7 @@ def _fj_SyncGroupRequestAssignment(
     obj: dict[str, Any], version: int
 ) -> _SyncGroupRequestAssignment:
     o = new_instance(_SyncGroupRequestAssignment)
+    v: Any
     p = "SyncGroupRequest.SyncGroupRequestAssignment"
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.assignment = get_bytes(obj, "assignment", p, REQUIRED)
@@ -555,6 +556,7 @@ def _enc_SyncGroupResponse_v5(o: SyncGroupResponse, w: Writer) -> None:
 
 def _tj_SyncGroupResponse(o: SyncGroupResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
@@ -569,6 +571,7 @@ def _tj_SyncGroupResponse(o: SyncGroupResponse, version: int) -> dict[str, Any]:
 
 def _fj_SyncGroupResponse(obj: dict[str, Any], version: int) -> SyncGroupResponse:
     o = new_instance(SyncGroupResponse)
+    v: Any
     p = "SyncGroupResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -363,6 +363,7 @@ def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None
 
 def _tj_TxnOffsetCommitRequest(o: TxnOffsetCommitRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["transactionalId"] = o.transactional_id
     d["groupId"] = o.group_id
     d["producerId"] = o.producer_id
@@ -380,6 +381,7 @@ def _tj_TxnOffsetCommitRequest(o: TxnOffsetCommitRequest, version: int) -> dict[
 
 def _fj_TxnOffsetCommitRequest(obj: dict[str, Any], version: int) -> TxnOffsetCommitRequest:
     o = new_instance(TxnOffsetCommitRequest)
+    v: Any
     p = "TxnOffsetCommitRequest"
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED)
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
@@ -391,10 +393,7 @@ def _fj_TxnOffsetCommitRequest(obj: dict[str, Any], version: int) -> TxnOffsetCo
         get_str(obj, "groupInstanceId", p, REQUIRED, True) if version >= 3 else None
     )
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_TxnOffsetCommitRequestTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_TxnOffsetCommitRequestTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -510,6 +509,7 @@ def _tj_TxnOffsetCommitRequestTopic(
     o: _TxnOffsetCommitRequestTopic, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_TxnOffsetCommitRequestPartition(x, version) for x in v]
@@ -520,13 +520,11 @@ def _fj_TxnOffsetCommitRequestTopic(
     obj: dict[str, Any], version: int
 ) -> _TxnOffsetCommitRequestTopic:
     o = new_instance(_TxnOffsetCommitRequestTopic)
+    v: Any
     p = "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_TxnOffsetCommitRequestPartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_TxnOffsetCommitRequestPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -614,6 +612,7 @@ def _tj_TxnOffsetCommitRequestPartition(
     o: _TxnOffsetCommitRequestPartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["committedOffset"] = o.committed_offset
     if version >= 2:
@@ -626,6 +625,7 @@ def _fj_TxnOffsetCommitRequestPartition(
     obj: dict[str, Any], version: int
 ) -> _TxnOffsetCommitRequestPartition:
     o = new_instance(_TxnOffsetCommitRequestPartition)
+    v: Any
     p = "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.committed_offset = get_int(obj, "committedOffset", p, REQUIRED)
@@ -743,6 +743,7 @@ def _enc_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, w: Writer) -> No
 
 def _tj_TxnOffsetCommitResponse(o: TxnOffsetCommitResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
     d["topics"] = [_tj_TxnOffsetCommitResponseTopic(x, version) for x in v]
@@ -751,13 +752,11 @@ def _tj_TxnOffsetCommitResponse(o: TxnOffsetCommitResponse, version: int) -> dic
 
 def _fj_TxnOffsetCommitResponse(obj: dict[str, Any], version: int) -> TxnOffsetCommitResponse:
     o = new_instance(TxnOffsetCommitResponse)
+    v: Any
     p = "TxnOffsetCommitResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_TxnOffsetCommitResponseTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_TxnOffsetCommitResponseTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -835,6 +834,7 @@ def _tj_TxnOffsetCommitResponseTopic(
     o: _TxnOffsetCommitResponseTopic, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_TxnOffsetCommitResponsePartition(x, version) for x in v]
@@ -845,13 +845,11 @@ def _fj_TxnOffsetCommitResponseTopic(
     obj: dict[str, Any], version: int
 ) -> _TxnOffsetCommitResponseTopic:
     o = new_instance(_TxnOffsetCommitResponseTopic)
+    v: Any
     p = "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_TxnOffsetCommitResponsePartition(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_TxnOffsetCommitResponsePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -915,6 +913,7 @@ def _tj_TxnOffsetCommitResponsePartition(
     o: _TxnOffsetCommitResponsePartition, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     return d
@@ -924,6 +923,7 @@ def _fj_TxnOffsetCommitResponsePartition(
     obj: dict[str, Any], version: int
 ) -> _TxnOffsetCommitResponsePartition:
     o = new_instance(_TxnOffsetCommitResponsePartition)
+    v: Any
     p = "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

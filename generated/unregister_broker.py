@@ -123,12 +123,14 @@ def _enc_UnregisterBrokerRequest_v0(o: UnregisterBrokerRequest, w: Writer) -> No
 
 def _tj_UnregisterBrokerRequest(o: UnregisterBrokerRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["brokerId"] = o.broker_id
     return d
 
 
 def _fj_UnregisterBrokerRequest(obj: dict[str, Any], version: int) -> UnregisterBrokerRequest:
     o = new_instance(UnregisterBrokerRequest)
+    v: Any
     p = "UnregisterBrokerRequest"
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED)
     o.unknown_tagged_fields = ()
@@ -179,6 +181,7 @@ def _enc_UnregisterBrokerResponse_v0(o: UnregisterBrokerResponse, w: Writer) -> 
 
 def _tj_UnregisterBrokerResponse(o: UnregisterBrokerResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -187,6 +190,7 @@ def _tj_UnregisterBrokerResponse(o: UnregisterBrokerResponse, version: int) -> d
 
 def _fj_UnregisterBrokerResponse(obj: dict[str, Any], version: int) -> UnregisterBrokerResponse:
     o = new_instance(UnregisterBrokerResponse)
+    v: Any
     p = "UnregisterBrokerResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -258,6 +258,7 @@ def _enc_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, w: Writer) -> None:
 
 def _tj_UpdateFeaturesRequest(o: UpdateFeaturesRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["timeoutMs"] = o.timeout_ms
     v = o.feature_updates
     d["featureUpdates"] = [_tj_FeatureUpdateKey(x, version) for x in v]
@@ -268,13 +269,11 @@ def _tj_UpdateFeaturesRequest(o: UpdateFeaturesRequest, version: int) -> dict[st
 
 def _fj_UpdateFeaturesRequest(obj: dict[str, Any], version: int) -> UpdateFeaturesRequest:
     o = new_instance(UpdateFeaturesRequest)
+    v: Any
     p = "UpdateFeaturesRequest"
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
     v = get_list(obj, "featureUpdates", p, REQUIRED)
-    if v is None:
-        o.feature_updates = None
-    else:
-        o.feature_updates = KeyedList([_fj_FeatureUpdateKey(as_object(x, p), version) for x in v])
+    o.feature_updates = KeyedList([_fj_FeatureUpdateKey(as_object(x, p), version) for x in v])
     o.validate_only = get_bool(obj, "validateOnly", p, REQUIRED) if version >= 1 else False
     o.unknown_tagged_fields = ()
     return o
@@ -347,6 +346,7 @@ def _enc_FeatureUpdateKey_v1(o: _FeatureUpdateKey, w: Writer) -> None:
 
 def _tj_FeatureUpdateKey(o: _FeatureUpdateKey, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["feature"] = o.feature
     d["maxVersionLevel"] = o.max_version_level
     if version <= 0:
@@ -358,6 +358,7 @@ def _tj_FeatureUpdateKey(o: _FeatureUpdateKey, version: int) -> dict[str, Any]:
 
 def _fj_FeatureUpdateKey(obj: dict[str, Any], version: int) -> _FeatureUpdateKey:
     o = new_instance(_FeatureUpdateKey)
+    v: Any
     p = "UpdateFeaturesRequest.FeatureUpdateKey"
     o.feature = get_str(obj, "feature", p, REQUIRED)
     o.max_version_level = get_int(obj, "maxVersionLevel", p, REQUIRED)
@@ -454,6 +455,7 @@ def _enc_UpdateFeaturesResponse_v2(o: UpdateFeaturesResponse, w: Writer) -> None
 
 def _tj_UpdateFeaturesResponse(o: UpdateFeaturesResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -465,16 +467,14 @@ def _tj_UpdateFeaturesResponse(o: UpdateFeaturesResponse, version: int) -> dict[
 
 def _fj_UpdateFeaturesResponse(obj: dict[str, Any], version: int) -> UpdateFeaturesResponse:
     o = new_instance(UpdateFeaturesResponse)
+    v: Any
     p = "UpdateFeaturesResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     if version <= 1:
         v = get_list(obj, "results", p, REQUIRED)
-        if v is None:
-            o.results = None
-        else:
-            o.results = KeyedList([_fj_UpdatableFeatureResult(as_object(x, p), version) for x in v])
+        o.results = KeyedList([_fj_UpdatableFeatureResult(as_object(x, p), version) for x in v])
     else:
         o.results = KeyedList()
     o.unknown_tagged_fields = ()
@@ -523,6 +523,7 @@ def _enc_UpdatableFeatureResult_v0(o: _UpdatableFeatureResult, w: Writer) -> Non
 
 def _tj_UpdatableFeatureResult(o: _UpdatableFeatureResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["feature"] = o.feature
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -531,6 +532,7 @@ def _tj_UpdatableFeatureResult(o: _UpdatableFeatureResult, version: int) -> dict
 
 def _fj_UpdatableFeatureResult(obj: dict[str, Any], version: int) -> _UpdatableFeatureResult:
     o = new_instance(_UpdatableFeatureResult)
+    v: Any
     p = "UpdateFeaturesResponse.UpdatableFeatureResult"
     o.feature = get_str(obj, "feature", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -819,12 +819,13 @@ def _enc_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.type != 0:
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         tw(_S_b.pack(o.type))
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -833,6 +834,7 @@ def _enc_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: Writer) -> None:
 
 def _tj_UpdateMetadataRequest(o: UpdateMetadataRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["controllerId"] = o.controller_id
     if version >= 8:
         d["isKRaftController"] = o.is_k_raft_controller
@@ -856,6 +858,7 @@ def _tj_UpdateMetadataRequest(o: UpdateMetadataRequest, version: int) -> dict[st
 
 def _fj_UpdateMetadataRequest(obj: dict[str, Any], version: int) -> UpdateMetadataRequest:
     o = new_instance(UpdateMetadataRequest)
+    v: Any
     p = "UpdateMetadataRequest"
     o.controller_id = get_int(obj, "controllerId", p, REQUIRED)
     o.is_k_raft_controller = (
@@ -866,27 +869,18 @@ def _fj_UpdateMetadataRequest(obj: dict[str, Any], version: int) -> UpdateMetada
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED) if version >= 5 else -1
     if version <= 4:
         v = get_list(obj, "ungroupedPartitionStates", p, REQUIRED)
-        if v is None:
-            o.ungrouped_partition_states = None
-        else:
-            o.ungrouped_partition_states = [
-                _fj_UpdateMetadataPartitionState(as_object(x, p), version) for x in v
-            ]
+        o.ungrouped_partition_states = [
+            _fj_UpdateMetadataPartitionState(as_object(x, p), version) for x in v
+        ]
     else:
         o.ungrouped_partition_states = []
     if version >= 5:
         v = get_list(obj, "topicStates", p, REQUIRED)
-        if v is None:
-            o.topic_states = None
-        else:
-            o.topic_states = [_fj_UpdateMetadataTopicState(as_object(x, p), version) for x in v]
+        o.topic_states = [_fj_UpdateMetadataTopicState(as_object(x, p), version) for x in v]
     else:
         o.topic_states = []
     v = get_list(obj, "liveBrokers", p, REQUIRED)
-    if v is None:
-        o.live_brokers = None
-    else:
-        o.live_brokers = [_fj_UpdateMetadataBroker(as_object(x, p), version) for x in v]
+    o.live_brokers = [_fj_UpdateMetadataBroker(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -1110,6 +1104,7 @@ def _tj_UpdateMetadataPartitionState(
     o: _UpdateMetadataPartitionState, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version <= 4:
         d["topicName"] = o.topic_name
     d["partitionIndex"] = o.partition_index
@@ -1131,6 +1126,7 @@ def _fj_UpdateMetadataPartitionState(
     obj: dict[str, Any], version: int
 ) -> _UpdateMetadataPartitionState:
     o = new_instance(_UpdateMetadataPartitionState)
+    v: Any
     p = "UpdateMetadataRequest.UpdateMetadataPartitionState"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 4 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
@@ -1138,22 +1134,13 @@ def _fj_UpdateMetadataPartitionState(
     o.leader = get_int(obj, "leader", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     v = get_list(obj, "isr", p, REQUIRED)
-    if v is None:
-        o.isr = None
-    else:
-        o.isr = [as_int(x, p) for x in v]
+    o.isr = [as_int(x, p) for x in v]
     o.zk_version = get_int(obj, "zkVersion", p, REQUIRED)
     v = get_list(obj, "replicas", p, REQUIRED)
-    if v is None:
-        o.replicas = None
-    else:
-        o.replicas = [as_int(x, p) for x in v]
+    o.replicas = [as_int(x, p) for x in v]
     if version >= 4:
         v = get_list(obj, "offlineReplicas", p, REQUIRED)
-        if v is None:
-            o.offline_replicas = None
-        else:
-            o.offline_replicas = [as_int(x, p) for x in v]
+        o.offline_replicas = [as_int(x, p) for x in v]
     else:
         o.offline_replicas = []
     o.unknown_tagged_fields = ()
@@ -1271,6 +1258,7 @@ def _enc_UpdateMetadataTopicState_v7(o: _UpdateMetadataTopicState, w: Writer) ->
 
 def _tj_UpdateMetadataTopicState(o: _UpdateMetadataTopicState, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 5:
         d["topicName"] = o.topic_name
     if version >= 7:
@@ -1284,17 +1272,13 @@ def _tj_UpdateMetadataTopicState(o: _UpdateMetadataTopicState, version: int) -> 
 
 def _fj_UpdateMetadataTopicState(obj: dict[str, Any], version: int) -> _UpdateMetadataTopicState:
     o = new_instance(_UpdateMetadataTopicState)
+    v: Any
     p = "UpdateMetadataRequest.UpdateMetadataTopicState"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 5 else ""
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 7 else ZERO_UUID
     if version >= 5:
         v = get_list(obj, "partitionStates", p, REQUIRED)
-        if v is None:
-            o.partition_states = None
-        else:
-            o.partition_states = [
-                _fj_UpdateMetadataPartitionState(as_object(x, p), version) for x in v
-            ]
+        o.partition_states = [_fj_UpdateMetadataPartitionState(as_object(x, p), version) for x in v]
     else:
         o.partition_states = []
     o.unknown_tagged_fields = ()
@@ -1481,6 +1465,7 @@ def _enc_UpdateMetadataBroker_v6(o: _UpdateMetadataBroker, w: Writer) -> None:
 
 def _tj_UpdateMetadataBroker(o: _UpdateMetadataBroker, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["id"] = o.id
     if version <= 0:
         d["v0Host"] = o.v0_host
@@ -1496,16 +1481,14 @@ def _tj_UpdateMetadataBroker(o: _UpdateMetadataBroker, version: int) -> dict[str
 
 def _fj_UpdateMetadataBroker(obj: dict[str, Any], version: int) -> _UpdateMetadataBroker:
     o = new_instance(_UpdateMetadataBroker)
+    v: Any
     p = "UpdateMetadataRequest.UpdateMetadataBroker"
     o.id = get_int(obj, "id", p, REQUIRED)
     o.v0_host = get_str(obj, "v0Host", p, REQUIRED) if version <= 0 else ""
     o.v0_port = get_int(obj, "v0Port", p, REQUIRED) if version <= 0 else 0
     if version >= 1:
         v = get_list(obj, "endpoints", p, REQUIRED)
-        if v is None:
-            o.endpoints = None
-        else:
-            o.endpoints = [_fj_UpdateMetadataEndpoint(as_object(x, p), version) for x in v]
+        o.endpoints = [_fj_UpdateMetadataEndpoint(as_object(x, p), version) for x in v]
     else:
         o.endpoints = []
     o.rack = get_str(obj, "rack", p, REQUIRED, True) if version >= 2 else ""
@@ -1613,6 +1596,7 @@ def _enc_UpdateMetadataEndpoint_v6(o: _UpdateMetadataEndpoint, w: Writer) -> Non
 
 def _tj_UpdateMetadataEndpoint(o: _UpdateMetadataEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["port"] = o.port
     if version >= 1:
@@ -1626,6 +1610,7 @@ def _tj_UpdateMetadataEndpoint(o: _UpdateMetadataEndpoint, version: int) -> dict
 
 def _fj_UpdateMetadataEndpoint(obj: dict[str, Any], version: int) -> _UpdateMetadataEndpoint:
     o = new_instance(_UpdateMetadataEndpoint)
+    v: Any
     p = "UpdateMetadataRequest.UpdateMetadataEndpoint"
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
@@ -1746,12 +1731,14 @@ def _enc_UpdateMetadataResponse_v6(o: UpdateMetadataResponse, w: Writer) -> None
 
 def _tj_UpdateMetadataResponse(o: UpdateMetadataResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     return d
 
 
 def _fj_UpdateMetadataResponse(obj: dict[str, Any], version: int) -> UpdateMetadataResponse:
     o = new_instance(UpdateMetadataResponse)
+    v: Any
     p = "UpdateMetadataResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()

@@ -252,6 +252,7 @@ def _enc_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, w: Writer) -> None
 
 def _tj_UpdateRaftVoterRequest(o: UpdateRaftVoterRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["clusterId"] = o.cluster_id
     d["currentLeaderEpoch"] = o.current_leader_epoch
     d["voterId"] = o.voter_id
@@ -266,21 +267,16 @@ def _tj_UpdateRaftVoterRequest(o: UpdateRaftVoterRequest, version: int) -> dict[
 
 def _fj_UpdateRaftVoterRequest(obj: dict[str, Any], version: int) -> UpdateRaftVoterRequest:
     o = new_instance(UpdateRaftVoterRequest)
+    v: Any
     p = "UpdateRaftVoterRequest"
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True)
     o.current_leader_epoch = get_int(obj, "currentLeaderEpoch", p, REQUIRED)
     o.voter_id = get_int(obj, "voterId", p, REQUIRED)
     o.voter_directory_id = get_uuid(obj, "voterDirectoryId", p, REQUIRED)
     v = get_list(obj, "listeners", p, REQUIRED)
-    if v is None:
-        o.listeners = None
-    else:
-        o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
+    o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
     v = get_object(obj, "kRaftVersionFeature", p, REQUIRED)
-    if v is None:
-        o.k_raft_version_feature = None
-    else:
-        o.k_raft_version_feature = _fj_KRaftVersionFeature(as_object(v, p), version)
+    o.k_raft_version_feature = _fj_KRaftVersionFeature(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -323,6 +319,7 @@ def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
 
 def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["host"] = o.host
     d["port"] = o.port
@@ -331,6 +328,7 @@ def _tj_Listener(o: _Listener, version: int) -> dict[str, Any]:
 
 def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     o = new_instance(_Listener)
+    v: Any
     p = "UpdateRaftVoterRequest.Listener"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -372,6 +370,7 @@ def _enc_KRaftVersionFeature_v0(o: _KRaftVersionFeature, w: Writer) -> None:
 
 def _tj_KRaftVersionFeature(o: _KRaftVersionFeature, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["minSupportedVersion"] = o.min_supported_version
     d["maxSupportedVersion"] = o.max_supported_version
     return d
@@ -379,6 +378,7 @@ def _tj_KRaftVersionFeature(o: _KRaftVersionFeature, version: int) -> dict[str, 
 
 def _fj_KRaftVersionFeature(obj: dict[str, Any], version: int) -> _KRaftVersionFeature:
     o = new_instance(_KRaftVersionFeature)
+    v: Any
     p = "UpdateRaftVoterRequest.KRaftVersionFeature"
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
     o.max_supported_version = get_int(obj, "maxSupportedVersion", p, REQUIRED)
@@ -452,12 +452,13 @@ def _enc_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, w: Writer) -> No
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.current_leader != _CurrentLeader():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         _enc_CurrentLeader_v0(o.current_leader, tw)
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -466,6 +467,7 @@ def _enc_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, w: Writer) -> No
 
 def _tj_UpdateRaftVoterResponse(o: UpdateRaftVoterResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.current_leader
@@ -476,14 +478,13 @@ def _tj_UpdateRaftVoterResponse(o: UpdateRaftVoterResponse, version: int) -> dic
 
 def _fj_UpdateRaftVoterResponse(obj: dict[str, Any], version: int) -> UpdateRaftVoterResponse:
     o = new_instance(UpdateRaftVoterResponse)
+    v: Any
     p = "UpdateRaftVoterResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_object(obj, "currentLeader", p, MISSING)
     if v is MISSING:
         o.current_leader = _CurrentLeader()
-    elif v is None:
-        o.current_leader = None
     else:
         o.current_leader = _fj_CurrentLeader(as_object(v, p), version)
     o.unknown_tagged_fields = ()
@@ -527,6 +528,7 @@ def _enc_CurrentLeader_v0(o: _CurrentLeader, w: Writer) -> None:
 
 def _tj_CurrentLeader(o: _CurrentLeader, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["leaderId"] = o.leader_id
     d["leaderEpoch"] = o.leader_epoch
     d["host"] = o.host
@@ -536,6 +538,7 @@ def _tj_CurrentLeader(o: _CurrentLeader, version: int) -> dict[str, Any]:
 
 def _fj_CurrentLeader(obj: dict[str, Any], version: int) -> _CurrentLeader:
     o = new_instance(_CurrentLeader)
+    v: Any
     p = "UpdateRaftVoterResponse.CurrentLeader"
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)

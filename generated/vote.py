@@ -319,6 +319,7 @@ def _enc_VoteRequest_v1(o: VoteRequest, w: Writer) -> None:
 
 def _tj_VoteRequest(o: VoteRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["clusterId"] = o.cluster_id
     if version >= 1:
         d["voterId"] = o.voter_id
@@ -329,14 +330,12 @@ def _tj_VoteRequest(o: VoteRequest, version: int) -> dict[str, Any]:
 
 def _fj_VoteRequest(obj: dict[str, Any], version: int) -> VoteRequest:
     o = new_instance(VoteRequest)
+    v: Any
     p = "VoteRequest"
     o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True)
     o.voter_id = get_int(obj, "voterId", p, REQUIRED) if version >= 1 else -1
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_VoteRequest_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_VoteRequest_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -414,6 +413,7 @@ def _enc_VoteRequest_TopicData_v1(o: _VoteRequest_TopicData, w: Writer) -> None:
 
 def _tj_VoteRequest_TopicData(o: _VoteRequest_TopicData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_VoteRequest_PartitionData(x, version) for x in v]
@@ -422,13 +422,11 @@ def _tj_VoteRequest_TopicData(o: _VoteRequest_TopicData, version: int) -> dict[s
 
 def _fj_VoteRequest_TopicData(obj: dict[str, Any], version: int) -> _VoteRequest_TopicData:
     o = new_instance(_VoteRequest_TopicData)
+    v: Any
     p = "VoteRequest.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_VoteRequest_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_VoteRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -501,6 +499,7 @@ def _enc_VoteRequest_PartitionData_v1(o: _VoteRequest_PartitionData, w: Writer) 
 
 def _tj_VoteRequest_PartitionData(o: _VoteRequest_PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["candidateEpoch"] = o.candidate_epoch
     d["candidateId"] = o.candidate_id
@@ -517,6 +516,7 @@ def _tj_VoteRequest_PartitionData(o: _VoteRequest_PartitionData, version: int) -
 
 def _fj_VoteRequest_PartitionData(obj: dict[str, Any], version: int) -> _VoteRequest_PartitionData:
     o = new_instance(_VoteRequest_PartitionData)
+    v: Any
     p = "VoteRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.candidate_epoch = get_int(obj, "candidateEpoch", p, REQUIRED)
@@ -639,14 +639,15 @@ def _enc_VoteResponse_v1(o: VoteResponse, w: Writer) -> None:
     )
 
     tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
     if o.node_endpoints != KeyedList():
-        buf: list[bytes] = []
-        tw = buf.append
+        value = []
+        tw = value.append
         write_struct_array(
             tw, o.node_endpoints, _enc_NodeEndpoint_v1, True, False, "VoteResponse.NodeEndpoints"
         )
 
-        tags.append((0, b"".join(buf)))
+        tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -655,6 +656,7 @@ def _enc_VoteResponse_v1(o: VoteResponse, w: Writer) -> None:
 
 def _tj_VoteResponse(o: VoteResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["errorCode"] = o.error_code
     v = o.topics
     d["topics"] = [_tj_VoteResponse_TopicData(x, version) for x in v]
@@ -667,19 +669,15 @@ def _tj_VoteResponse(o: VoteResponse, version: int) -> dict[str, Any]:
 
 def _fj_VoteResponse(obj: dict[str, Any], version: int) -> VoteResponse:
     o = new_instance(VoteResponse)
+    v: Any
     p = "VoteResponse"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_VoteResponse_TopicData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_VoteResponse_TopicData(as_object(x, p), version) for x in v]
     if version >= 1:
         v = get_list(obj, "nodeEndpoints", p, MISSING)
         if v is MISSING:
             o.node_endpoints = KeyedList()
-        elif v is None:
-            o.node_endpoints = None
         else:
             o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     else:
@@ -738,6 +736,7 @@ def _enc_VoteResponse_TopicData_v0(o: _VoteResponse_TopicData, w: Writer) -> Non
 
 def _tj_VoteResponse_TopicData(o: _VoteResponse_TopicData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["topicName"] = o.topic_name
     v = o.partitions
     d["partitions"] = [_tj_VoteResponse_PartitionData(x, version) for x in v]
@@ -746,13 +745,11 @@ def _tj_VoteResponse_TopicData(o: _VoteResponse_TopicData, version: int) -> dict
 
 def _fj_VoteResponse_TopicData(obj: dict[str, Any], version: int) -> _VoteResponse_TopicData:
     o = new_instance(_VoteResponse_TopicData)
+    v: Any
     p = "VoteResponse.TopicData"
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_VoteResponse_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_VoteResponse_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -791,6 +788,7 @@ def _enc_VoteResponse_PartitionData_v0(o: _VoteResponse_PartitionData, w: Writer
 
 def _tj_VoteResponse_PartitionData(o: _VoteResponse_PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     d["leaderId"] = o.leader_id
@@ -803,6 +801,7 @@ def _fj_VoteResponse_PartitionData(
     obj: dict[str, Any], version: int
 ) -> _VoteResponse_PartitionData:
     o = new_instance(_VoteResponse_PartitionData)
+    v: Any
     p = "VoteResponse.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
@@ -852,6 +851,7 @@ def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
 
 def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     if version >= 1:
         d["nodeId"] = o.node_id
     if version >= 1:
@@ -863,6 +863,7 @@ def _tj_NodeEndpoint(o: _NodeEndpoint, version: int) -> dict[str, Any]:
 
 def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o = new_instance(_NodeEndpoint)
+    v: Any
     p = "VoteResponse.NodeEndpoint"
     o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 1 else 0
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""

@@ -188,6 +188,7 @@ def _enc_VotersRecord_v0(o: VotersRecord, w: Writer) -> None:
 
 def _tj_VotersRecord(o: VotersRecord, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["version"] = o.version
     v = o.voters
     d["voters"] = [_tj_Voter(x, version) for x in v]
@@ -196,13 +197,11 @@ def _tj_VotersRecord(o: VotersRecord, version: int) -> dict[str, Any]:
 
 def _fj_VotersRecord(obj: dict[str, Any], version: int) -> VotersRecord:
     o = new_instance(VotersRecord)
+    v: Any
     p = "VotersRecord"
     o.version = get_int(obj, "version", p, REQUIRED)
     v = get_list(obj, "voters", p, REQUIRED)
-    if v is None:
-        o.voters = None
-    else:
-        o.voters = [_fj_Voter(as_object(x, p), version) for x in v]
+    o.voters = [_fj_Voter(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -247,6 +246,7 @@ def _enc_Voter_v0(o: _Voter, w: Writer) -> None:
 
 def _tj_Voter(o: _Voter, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["voterId"] = o.voter_id
     v = o.voter_directory_id
     d["voterDirectoryId"] = uuid_to_json(v)
@@ -259,19 +259,14 @@ def _tj_Voter(o: _Voter, version: int) -> dict[str, Any]:
 
 def _fj_Voter(obj: dict[str, Any], version: int) -> _Voter:
     o = new_instance(_Voter)
+    v: Any
     p = "VotersRecord.Voter"
     o.voter_id = get_int(obj, "voterId", p, REQUIRED)
     o.voter_directory_id = get_uuid(obj, "voterDirectoryId", p, REQUIRED)
     v = get_list(obj, "endpoints", p, REQUIRED)
-    if v is None:
-        o.endpoints = None
-    else:
-        o.endpoints = KeyedList([_fj_Endpoint(as_object(x, p), version) for x in v])
+    o.endpoints = KeyedList([_fj_Endpoint(as_object(x, p), version) for x in v])
     v = get_object(obj, "kRaftVersionFeature", p, REQUIRED)
-    if v is None:
-        o.k_raft_version_feature = None
-    else:
-        o.k_raft_version_feature = _fj_KRaftVersionFeature(as_object(v, p), version)
+    o.k_raft_version_feature = _fj_KRaftVersionFeature(as_object(v, p), version)
     o.unknown_tagged_fields = ()
     return o
 
@@ -312,6 +307,7 @@ def _enc_Endpoint_v0(o: _Endpoint, w: Writer) -> None:
 
 def _tj_Endpoint(o: _Endpoint, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     d["host"] = o.host
     d["port"] = o.port
@@ -320,6 +316,7 @@ def _tj_Endpoint(o: _Endpoint, version: int) -> dict[str, Any]:
 
 def _fj_Endpoint(obj: dict[str, Any], version: int) -> _Endpoint:
     o = new_instance(_Endpoint)
+    v: Any
     p = "VotersRecord.Endpoint"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.host = get_str(obj, "host", p, REQUIRED)
@@ -361,6 +358,7 @@ def _enc_KRaftVersionFeature_v0(o: _KRaftVersionFeature, w: Writer) -> None:
 
 def _tj_KRaftVersionFeature(o: _KRaftVersionFeature, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["minSupportedVersion"] = o.min_supported_version
     d["maxSupportedVersion"] = o.max_supported_version
     return d
@@ -368,6 +366,7 @@ def _tj_KRaftVersionFeature(o: _KRaftVersionFeature, version: int) -> dict[str, 
 
 def _fj_KRaftVersionFeature(obj: dict[str, Any], version: int) -> _KRaftVersionFeature:
     o = new_instance(_KRaftVersionFeature)
+    v: Any
     p = "VotersRecord.KRaftVersionFeature"
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
     o.max_supported_version = get_int(obj, "maxSupportedVersion", p, REQUIRED)

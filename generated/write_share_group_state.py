@@ -266,6 +266,7 @@ def _enc_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: Write
 
 def _tj_WriteShareGroupStateRequest(o: WriteShareGroupStateRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["groupId"] = o.group_id
     v = o.topics
     d["topics"] = [_tj_WriteStateData(x, version) for x in v]
@@ -276,13 +277,11 @@ def _fj_WriteShareGroupStateRequest(
     obj: dict[str, Any], version: int
 ) -> WriteShareGroupStateRequest:
     o = new_instance(WriteShareGroupStateRequest)
+    v: Any
     p = "WriteShareGroupStateRequest"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_WriteStateData(as_object(x, p), version) for x in v]
+    o.topics = [_fj_WriteStateData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -324,6 +323,7 @@ def _enc_WriteStateData_v0(o: _WriteStateData, w: Writer) -> None:
 
 def _tj_WriteStateData(o: _WriteStateData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -333,13 +333,11 @@ def _tj_WriteStateData(o: _WriteStateData, version: int) -> dict[str, Any]:
 
 def _fj_WriteStateData(obj: dict[str, Any], version: int) -> _WriteStateData:
     o = new_instance(_WriteStateData)
+    v: Any
     p = "WriteShareGroupStateRequest.WriteStateData"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -385,6 +383,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
 
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["stateEpoch"] = o.state_epoch
     d["leaderEpoch"] = o.leader_epoch
@@ -396,16 +395,14 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
 
 def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o = new_instance(_PartitionData)
+    v: Any
     p = "WriteShareGroupStateRequest.PartitionData"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.state_epoch = get_int(obj, "stateEpoch", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.start_offset = get_int(obj, "startOffset", p, REQUIRED)
     v = get_list(obj, "stateBatches", p, REQUIRED)
-    if v is None:
-        o.state_batches = None
-    else:
-        o.state_batches = [_fj_StateBatch(as_object(x, p), version) for x in v]
+    o.state_batches = [_fj_StateBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -445,6 +442,7 @@ def _enc_StateBatch_v0(o: _StateBatch, w: Writer) -> None:
 
 def _tj_StateBatch(o: _StateBatch, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["firstOffset"] = o.first_offset
     d["lastOffset"] = o.last_offset
     d["deliveryState"] = o.delivery_state
@@ -454,6 +452,7 @@ def _tj_StateBatch(o: _StateBatch, version: int) -> dict[str, Any]:
 
 def _fj_StateBatch(obj: dict[str, Any], version: int) -> _StateBatch:
     o = new_instance(_StateBatch)
+    v: Any
     p = "WriteShareGroupStateRequest.StateBatch"
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED)
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
@@ -531,6 +530,7 @@ def _tj_WriteShareGroupStateResponse(
     o: WriteShareGroupStateResponse, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.results
     d["results"] = [_tj_WriteStateResult(x, version) for x in v]
     return d
@@ -540,12 +540,10 @@ def _fj_WriteShareGroupStateResponse(
     obj: dict[str, Any], version: int
 ) -> WriteShareGroupStateResponse:
     o = new_instance(WriteShareGroupStateResponse)
+    v: Any
     p = "WriteShareGroupStateResponse"
     v = get_list(obj, "results", p, REQUIRED)
-    if v is None:
-        o.results = None
-    else:
-        o.results = [_fj_WriteStateResult(as_object(x, p), version) for x in v]
+    o.results = [_fj_WriteStateResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -588,6 +586,7 @@ def _enc_WriteStateResult_v0(o: _WriteStateResult, w: Writer) -> None:
 
 def _tj_WriteStateResult(o: _WriteStateResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.topic_id
     d["topicId"] = uuid_to_json(v)
     v = o.partitions
@@ -597,13 +596,11 @@ def _tj_WriteStateResult(o: _WriteStateResult, version: int) -> dict[str, Any]:
 
 def _fj_WriteStateResult(obj: dict[str, Any], version: int) -> _WriteStateResult:
     o = new_instance(_WriteStateResult)
+    v: Any
     p = "WriteShareGroupStateResponse.WriteStateResult"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -640,6 +637,7 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
 
 def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partition"] = o.partition
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
@@ -648,6 +646,7 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
 
 def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o = new_instance(_PartitionResult)
+    v: Any
     p = "WriteShareGroupStateResponse.PartitionResult"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -273,6 +273,7 @@ def _enc_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, w: Writer) -> None
 
 def _tj_WriteTxnMarkersRequest(o: WriteTxnMarkersRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.markers
     d["markers"] = [_tj_WritableTxnMarker(x, version) for x in v]
     return d
@@ -280,12 +281,10 @@ def _tj_WriteTxnMarkersRequest(o: WriteTxnMarkersRequest, version: int) -> dict[
 
 def _fj_WriteTxnMarkersRequest(obj: dict[str, Any], version: int) -> WriteTxnMarkersRequest:
     o = new_instance(WriteTxnMarkersRequest)
+    v: Any
     p = "WriteTxnMarkersRequest"
     v = get_list(obj, "markers", p, REQUIRED)
-    if v is None:
-        o.markers = None
-    else:
-        o.markers = [_fj_WritableTxnMarker(as_object(x, p), version) for x in v]
+    o.markers = [_fj_WritableTxnMarker(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -364,6 +363,7 @@ def _enc_WritableTxnMarker_v1(o: _WritableTxnMarker, w: Writer) -> None:
 
 def _tj_WritableTxnMarker(o: _WritableTxnMarker, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["producerId"] = o.producer_id
     d["producerEpoch"] = o.producer_epoch
     d["transactionResult"] = o.transaction_result
@@ -375,15 +375,13 @@ def _tj_WritableTxnMarker(o: _WritableTxnMarker, version: int) -> dict[str, Any]
 
 def _fj_WritableTxnMarker(obj: dict[str, Any], version: int) -> _WritableTxnMarker:
     o = new_instance(_WritableTxnMarker)
+    v: Any
     p = "WriteTxnMarkersRequest.WritableTxnMarker"
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     o.producer_epoch = get_int(obj, "producerEpoch", p, REQUIRED)
     o.transaction_result = get_bool(obj, "transactionResult", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_WritableTxnMarkerTopic(as_object(x, p), version) for x in v]
+    o.topics = [_fj_WritableTxnMarkerTopic(as_object(x, p), version) for x in v]
     o.coordinator_epoch = get_int(obj, "coordinatorEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
     return o
@@ -461,6 +459,7 @@ def _enc_WritableTxnMarkerTopic_v1(o: _WritableTxnMarkerTopic, w: Writer) -> Non
 
 def _tj_WritableTxnMarkerTopic(o: _WritableTxnMarkerTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partition_indexes
     d["partitionIndexes"] = [x for x in v]
@@ -469,13 +468,11 @@ def _tj_WritableTxnMarkerTopic(o: _WritableTxnMarkerTopic, version: int) -> dict
 
 def _fj_WritableTxnMarkerTopic(obj: dict[str, Any], version: int) -> _WritableTxnMarkerTopic:
     o = new_instance(_WritableTxnMarkerTopic)
+    v: Any
     p = "WriteTxnMarkersRequest.WritableTxnMarkerTopic"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitionIndexes", p, REQUIRED)
-    if v is None:
-        o.partition_indexes = None
-    else:
-        o.partition_indexes = [as_int(x, p) for x in v]
+    o.partition_indexes = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -573,6 +570,7 @@ def _enc_WriteTxnMarkersResponse_v1(o: WriteTxnMarkersResponse, w: Writer) -> No
 
 def _tj_WriteTxnMarkersResponse(o: WriteTxnMarkersResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     v = o.markers
     d["markers"] = [_tj_WritableTxnMarkerResult(x, version) for x in v]
     return d
@@ -580,12 +578,10 @@ def _tj_WriteTxnMarkersResponse(o: WriteTxnMarkersResponse, version: int) -> dic
 
 def _fj_WriteTxnMarkersResponse(obj: dict[str, Any], version: int) -> WriteTxnMarkersResponse:
     o = new_instance(WriteTxnMarkersResponse)
+    v: Any
     p = "WriteTxnMarkersResponse"
     v = get_list(obj, "markers", p, REQUIRED)
-    if v is None:
-        o.markers = None
-    else:
-        o.markers = [_fj_WritableTxnMarkerResult(as_object(x, p), version) for x in v]
+    o.markers = [_fj_WritableTxnMarkerResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -664,6 +660,7 @@ def _enc_WritableTxnMarkerResult_v1(o: _WritableTxnMarkerResult, w: Writer) -> N
 
 def _tj_WritableTxnMarkerResult(o: _WritableTxnMarkerResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["producerId"] = o.producer_id
     v = o.topics
     d["topics"] = [_tj_WritableTxnMarkerTopicResult(x, version) for x in v]
@@ -672,13 +669,11 @@ def _tj_WritableTxnMarkerResult(o: _WritableTxnMarkerResult, version: int) -> di
 
 def _fj_WritableTxnMarkerResult(obj: dict[str, Any], version: int) -> _WritableTxnMarkerResult:
     o = new_instance(_WritableTxnMarkerResult)
+    v: Any
     p = "WriteTxnMarkersResponse.WritableTxnMarkerResult"
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     v = get_list(obj, "topics", p, REQUIRED)
-    if v is None:
-        o.topics = None
-    else:
-        o.topics = [_fj_WritableTxnMarkerTopicResult(as_object(x, p), version) for x in v]
+    o.topics = [_fj_WritableTxnMarkerTopicResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -756,6 +751,7 @@ def _tj_WritableTxnMarkerTopicResult(
     o: _WritableTxnMarkerTopicResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["name"] = o.name
     v = o.partitions
     d["partitions"] = [_tj_WritableTxnMarkerPartitionResult(x, version) for x in v]
@@ -766,13 +762,11 @@ def _fj_WritableTxnMarkerTopicResult(
     obj: dict[str, Any], version: int
 ) -> _WritableTxnMarkerTopicResult:
     o = new_instance(_WritableTxnMarkerTopicResult)
+    v: Any
     p = "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult"
     o.name = get_str(obj, "name", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    if v is None:
-        o.partitions = None
-    else:
-        o.partitions = [_fj_WritableTxnMarkerPartitionResult(as_object(x, p), version) for x in v]
+    o.partitions = [_fj_WritableTxnMarkerPartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
     return o
 
@@ -836,6 +830,7 @@ def _tj_WritableTxnMarkerPartitionResult(
     o: _WritableTxnMarkerPartitionResult, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
+    v: Any
     d["partitionIndex"] = o.partition_index
     d["errorCode"] = o.error_code
     return d
@@ -845,6 +840,7 @@ def _fj_WritableTxnMarkerPartitionResult(
     obj: dict[str, Any], version: int
 ) -> _WritableTxnMarkerPartitionResult:
     o = new_instance(_WritableTxnMarkerPartitionResult)
+    v: Any
     p = "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)

@@ -37,7 +37,8 @@ class Struct:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
+        slots: tuple[str, ...] = self.__slots__
+        return all(getattr(self, a) == getattr(other, a) for a in slots)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
 

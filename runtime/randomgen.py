@@ -8,8 +8,8 @@ draws, so both share the builders.
 
 from __future__ import annotations
 
+import builtins
 import random as _random
-import struct
 from typing import Any
 from uuid import UUID
 
@@ -44,7 +44,7 @@ class RandomGen:
 
     __slots__ = ("rng", "budget", "_edges")
 
-    def __init__(self, seed: int | _random.Random = 0, budget: int = 400) -> None:
+    def __init__(self, seed: builtins.int | _random.Random = 0, budget: builtins.int = 400) -> None:
         self.rng = seed if isinstance(seed, _random.Random) else _random.Random(seed)
         self.budget = budget
         self._edges = {
@@ -52,10 +52,10 @@ class RandomGen:
             for name, (lo, hi) in INT_RANGES.items()
         }
 
-    def reset(self, budget: int = 400) -> None:
+    def reset(self, budget: builtins.int = 400) -> None:
         self.budget = budget
 
-    def int(self, kind: str) -> int:
+    def int(self, kind: str) -> builtins.int:
         r = self.rng.random()
         lo, hi = INT_RANGES[kind]
         if r < 0.3:
@@ -64,23 +64,23 @@ class RandomGen:
             return self.rng.randint(max(lo, -128), min(hi, 1000))
         return self.rng.randint(lo, hi)
 
-    def float(self) -> float:
+    def float(self) -> builtins.float:
         if self.rng.random() < 0.3:
             return self.rng.choice(_EDGE_FLOATS)
-        return struct.unpack(">d", struct.pack(">d", self.rng.uniform(-1e12, 1e12)))[0]
+        return self.rng.uniform(-1e12, 1e12)
 
-    def bool(self) -> bool:
+    def bool(self) -> builtins.bool:
         return self.rng.random() < 0.5
 
-    def is_null(self) -> bool:
+    def is_null(self) -> builtins.bool:
         """Whether a nullable value is null this time."""
         return self.rng.random() < 0.15
 
-    def present(self) -> bool:
+    def present(self) -> builtins.bool:
         """Whether a tagged field carries a value this time."""
         return self.rng.random() < 0.5
 
-    def str(self) -> str:
+    def str(self) -> builtins.str:
         rng = self.rng
         r = rng.random()
         if r < 0.1:
@@ -89,7 +89,7 @@ class RandomGen:
         alphabet = _ALPHABETS[0] if rng.random() < 0.7 else rng.choice(_ALPHABETS)
         return "".join(rng.choices(alphabet, k=n))
 
-    def bytes(self) -> bytes:
+    def bytes(self) -> builtins.bytes:
         rng = self.rng
         r = rng.random()
         if r < 0.15:
@@ -102,7 +102,7 @@ class RandomGen:
             return UUID(int=0)
         return uuid_from_bytes(self.rng.randbytes(16))
 
-    def count(self) -> int:
+    def count(self) -> builtins.int:
         """An array length: mostly small, sometimes past 127 (a two-byte varint)."""
         rng = self.rng
         r = rng.random()
@@ -116,7 +116,7 @@ class RandomGen:
         self.budget -= n
         return n
 
-    def unknown_tags(self, first_free: int) -> RawTags:
+    def unknown_tags(self, first_free: builtins.int) -> RawTags:
         """Tagged fields no reader knows (tags from ``first_free`` on), in tag order."""
         rng = self.rng
         if rng.random() < 0.9:
@@ -124,7 +124,7 @@ class RandomGen:
         tags = sorted(rng.sample(range(first_free, first_free + 40), rng.randint(1, 3)))
         return tuple((t, rng.randbytes(rng.randint(0, 20))) for t in tags)
 
-    def records(self) -> bytes:
+    def records(self) -> builtins.bytes:
         return self.bytes()
 
     def items(self, make: Any) -> list[Any]:

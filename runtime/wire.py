@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 from uuid import UUID, SafeUUID
 
 from .errors import DecodeError
@@ -379,6 +379,32 @@ def read_array(
         value, pos = item(buf, pos, end)
         add(value)
     return items, pos
+
+
+@overload
+def read_fixed_array(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    code: str,
+    size: int,
+    compact: bool,
+    nullable: Literal[False],
+    name: str,
+) -> tuple[list[Any], int]: ...
+
+
+@overload
+def read_fixed_array(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    code: str,
+    size: int,
+    compact: bool,
+    nullable: bool,
+    name: str,
+) -> tuple[list[Any] | None, int]: ...
 
 
 def read_fixed_array(
