@@ -33,13 +33,13 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -58,6 +58,12 @@ _S_ih = _Struct(">ih")
 _S_q = _Struct(">q")
 _S_qh = _Struct(">qh")
 _S_qho = _Struct(">qh?")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class AddPartitionsToTxnRequest(Message):
@@ -560,7 +566,7 @@ def _dec_AddPartitionsToTxnTopic_v0(
 ) -> tuple[_AddPartitionsToTxnTopic, int]:
     o = new_instance(_AddPartitionsToTxnTopic)
     o.name, pos = read_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -568,14 +574,7 @@ def _dec_AddPartitionsToTxnTopic_v0(
 
 def _enc_AddPartitionsToTxnTopic_v0(o: _AddPartitionsToTxnTopic, w: Writer) -> None:
     w(write_string(o.name))
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        False,
-        False,
-        "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions",
-    )
+    _write_i(w, o.partitions, "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -588,7 +587,7 @@ def _dec_AddPartitionsToTxnTopic_v3(
 ) -> tuple[_AddPartitionsToTxnTopic, int]:
     o = new_instance(_AddPartitionsToTxnTopic)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -600,14 +599,7 @@ def _dec_AddPartitionsToTxnTopic_v3(
 
 def _enc_AddPartitionsToTxnTopic_v3(o: _AddPartitionsToTxnTopic, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        True,
-        False,
-        "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions",
-    )
+    _write_i_c(w, o.partitions, "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

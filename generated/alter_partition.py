@@ -33,13 +33,13 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -59,6 +59,10 @@ _S_ihii = _Struct(">ihii")
 _S_ii = _Struct(">ii")
 _S_iq = _Struct(">iq")
 _S_q = _Struct(">q")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class AlterPartitionRequest(Message):
@@ -604,7 +608,7 @@ def _dec_AlterPartitionRequest_PartitionData_v0(
 
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    o.new_isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "NewIsr")
+    o.new_isr, pos = _read_i_c(buf, pos, end, "NewIsr")
     o.new_isr_with_epochs = []
     o.leader_recovery_state = 0
 
@@ -623,7 +627,7 @@ def _enc_AlterPartitionRequest_PartitionData_v0(
     o: _AlterPartitionRequest_PartitionData, w: Writer
 ) -> None:
     w(_S_ii.pack(o.partition_index, o.leader_epoch))
-    write_fixed_array(w, o.new_isr, "i", True, False, "AlterPartitionRequest.PartitionData.NewIsr")
+    _write_i_c(w, o.new_isr, "AlterPartitionRequest.PartitionData.NewIsr")
     if o.new_isr_with_epochs != []:
         raise unsupported(
             "AlterPartitionRequest.PartitionData.NewIsrWithEpochs", "non-default value"
@@ -644,7 +648,7 @@ def _dec_AlterPartitionRequest_PartitionData_v1(
 
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-    o.new_isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "NewIsr")
+    o.new_isr, pos = _read_i_c(buf, pos, end, "NewIsr")
     o.new_isr_with_epochs = []
 
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(buf, pos)
@@ -662,7 +666,7 @@ def _enc_AlterPartitionRequest_PartitionData_v1(
     o: _AlterPartitionRequest_PartitionData, w: Writer
 ) -> None:
     w(_S_ii.pack(o.partition_index, o.leader_epoch))
-    write_fixed_array(w, o.new_isr, "i", True, False, "AlterPartitionRequest.PartitionData.NewIsr")
+    _write_i_c(w, o.new_isr, "AlterPartitionRequest.PartitionData.NewIsr")
     if o.new_isr_with_epochs != []:
         raise unsupported(
             "AlterPartitionRequest.PartitionData.NewIsrWithEpochs", "non-default value"
@@ -1157,7 +1161,7 @@ def _dec_AlterPartitionResponse_PartitionData_v0(
 
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Isr")
+    o.isr, pos = _read_i_c(buf, pos, end, "Isr")
     o.leader_recovery_state = 0
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
@@ -1175,7 +1179,7 @@ def _enc_AlterPartitionResponse_PartitionData_v0(
     o: _AlterPartitionResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
-    write_fixed_array(w, o.isr, "i", True, False, "AlterPartitionResponse.PartitionData.Isr")
+    _write_i_c(w, o.isr, "AlterPartitionResponse.PartitionData.Isr")
     w(_S_i.pack(o.partition_epoch))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1188,7 +1192,7 @@ def _dec_AlterPartitionResponse_PartitionData_v1(
 
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Isr")
+    o.isr, pos = _read_i_c(buf, pos, end, "Isr")
 
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
@@ -1205,7 +1209,7 @@ def _enc_AlterPartitionResponse_PartitionData_v1(
     o: _AlterPartitionResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
-    write_fixed_array(w, o.isr, "i", True, False, "AlterPartitionResponse.PartitionData.Isr")
+    _write_i_c(w, o.isr, "AlterPartitionResponse.PartitionData.Isr")
     w(_S_bi.pack(o.leader_recovery_state, o.partition_epoch))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -29,14 +29,14 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -50,6 +50,10 @@ __all__ = [
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c_n = fixed_array_reader("i", 4, True, True)
+_write_i_c_n = fixed_array_writer("i", True, True)
 
 
 class AlterPartitionReassignmentsRequest(Message):
@@ -345,7 +349,7 @@ def _dec_ReassignablePartition_v0(
 
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, True, "Replicas")
+    o.replicas, pos = _read_i_c_n(buf, pos, end, "Replicas")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -357,14 +361,7 @@ def _dec_ReassignablePartition_v0(
 
 def _enc_ReassignablePartition_v0(o: _ReassignablePartition, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
-    write_fixed_array(
-        w,
-        o.replicas,
-        "i",
-        True,
-        True,
-        "AlterPartitionReassignmentsRequest.ReassignablePartition.Replicas",
-    )
+    _write_i_c_n(w, o.replicas, "AlterPartitionReassignmentsRequest.ReassignablePartition.Replicas")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -32,13 +32,13 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -53,6 +53,12 @@ __all__ = [
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class AlterReplicaLogDirsRequest(Message):
@@ -365,7 +371,7 @@ def _dec_AlterReplicaLogDirTopic_v0(
 ) -> tuple[_AlterReplicaLogDirTopic, int]:
     o = new_instance(_AlterReplicaLogDirTopic)
     o.name, pos = read_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -373,14 +379,7 @@ def _dec_AlterReplicaLogDirTopic_v0(
 
 def _enc_AlterReplicaLogDirTopic_v0(o: _AlterReplicaLogDirTopic, w: Writer) -> None:
     w(write_string(o.name))
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        False,
-        False,
-        "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions",
-    )
+    _write_i(w, o.partitions, "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -393,7 +392,7 @@ def _dec_AlterReplicaLogDirTopic_v2(
 ) -> tuple[_AlterReplicaLogDirTopic, int]:
     o = new_instance(_AlterReplicaLogDirTopic)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -405,14 +404,7 @@ def _dec_AlterReplicaLogDirTopic_v2(
 
 def _enc_AlterReplicaLogDirTopic_v2(o: _AlterReplicaLogDirTopic, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        True,
-        False,
-        "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions",
-    )
+    _write_i_c(w, o.partitions, "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -37,17 +37,17 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     truncated,
     write_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -62,6 +62,10 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_ii = _Struct(">ii")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class ConsumerGroupHeartbeatRequest(Message):
@@ -445,7 +449,7 @@ def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(
 ) -> tuple[_ConsumerGroupHeartbeatRequest_TopicPartitions, int]:
     o = new_instance(_ConsumerGroupHeartbeatRequest_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -459,14 +463,7 @@ def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(
     o: _ConsumerGroupHeartbeatRequest_TopicPartitions, w: Writer
 ) -> None:
     w(o.topic_id.bytes)
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        True,
-        False,
-        "ConsumerGroupHeartbeatRequest.TopicPartitions.Partitions",
-    )
+    _write_i_c(w, o.partitions, "ConsumerGroupHeartbeatRequest.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -688,7 +685,7 @@ def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(
 ) -> tuple[_ConsumerGroupHeartbeatResponse_TopicPartitions, int]:
     o = new_instance(_ConsumerGroupHeartbeatResponse_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -702,14 +699,7 @@ def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(
     o: _ConsumerGroupHeartbeatResponse_TopicPartitions, w: Writer
 ) -> None:
     w(o.topic_id.bytes)
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        True,
-        False,
-        "ConsumerGroupHeartbeatResponse.TopicPartitions.Partitions",
-    )
+    _write_i_c(w, o.partitions, "ConsumerGroupHeartbeatResponse.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -32,11 +32,11 @@ from kafkagen.runtime.wire import (
     Buffer,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
-    read_fixed_array,
     read_nullable_bytes,
     read_string,
-    write_fixed_array,
     write_nullable_bytes,
     write_string,
     write_struct_array,
@@ -47,6 +47,10 @@ __all__ = [
 ]
 
 # One precompiled big-endian struct per run of fixed-width fields.
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
 
 
 class ConsumerProtocolAssignment(Message):
@@ -168,7 +172,7 @@ def _rnd_ConsumerProtocolAssignment(g: Any, version: int) -> ConsumerProtocolAss
 def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartition, int]:
     o = new_instance(_TopicPartition)
     o.topic, pos = read_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -176,9 +180,7 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
 
 def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
     w(write_string(o.topic))
-    write_fixed_array(
-        w, o.partitions, "i", False, False, "ConsumerProtocolAssignment.TopicPartition.Partitions"
-    )
+    _write_i(w, o.partitions, "ConsumerProtocolAssignment.TopicPartition.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolAssignment.TopicPartition", "unknown tagged fields")

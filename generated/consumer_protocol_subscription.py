@@ -34,13 +34,13 @@ from kafkagen.runtime.wire import (
     Buffer,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
-    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_string,
     write_array,
-    write_fixed_array,
     write_nullable_bytes,
     write_nullable_string,
     write_string,
@@ -53,6 +53,10 @@ __all__ = [
 
 # One precompiled big-endian struct per run of fixed-width fields.
 _S_i = _Struct(">i")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
 
 
 class ConsumerProtocolSubscription(Message):
@@ -305,7 +309,7 @@ def _rnd_ConsumerProtocolSubscription(g: Any, version: int) -> ConsumerProtocolS
 def _dec_TopicPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartition, int]:
     o = new_instance(_TopicPartition)
     o.topic, pos = read_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -313,9 +317,7 @@ def _dec_TopicPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
 
 def _enc_TopicPartition_v1(o: _TopicPartition, w: Writer) -> None:
     w(write_string(o.topic))
-    write_fixed_array(
-        w, o.partitions, "i", False, False, "ConsumerProtocolSubscription.TopicPartition.Partitions"
-    )
+    _write_i(w, o.partitions, "ConsumerProtocolSubscription.TopicPartition.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription.TopicPartition", "unknown tagged fields")

@@ -33,16 +33,16 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_unknown_tags,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -59,6 +59,12 @@ _S_o = _Struct(">?")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_io = _Struct(">i?")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class CreatePartitionsRequest(Message):
@@ -392,21 +398,14 @@ def _dec_CreatePartitionsAssignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatePartitionsAssignment, int]:
     o = new_instance(_CreatePartitionsAssignment)
-    o.broker_ids, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "BrokerIds")
+    o.broker_ids, pos = _read_i(buf, pos, end, "BrokerIds")
 
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatePartitionsAssignment_v0(o: _CreatePartitionsAssignment, w: Writer) -> None:
-    write_fixed_array(
-        w,
-        o.broker_ids,
-        "i",
-        False,
-        False,
-        "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds",
-    )
+    _write_i(w, o.broker_ids, "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds")
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -418,7 +417,7 @@ def _dec_CreatePartitionsAssignment_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatePartitionsAssignment, int]:
     o = new_instance(_CreatePartitionsAssignment)
-    o.broker_ids, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "BrokerIds")
+    o.broker_ids, pos = _read_i_c(buf, pos, end, "BrokerIds")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -429,14 +428,7 @@ def _dec_CreatePartitionsAssignment_v2(
 
 
 def _enc_CreatePartitionsAssignment_v2(o: _CreatePartitionsAssignment, w: Writer) -> None:
-    write_fixed_array(
-        w,
-        o.broker_ids,
-        "i",
-        True,
-        False,
-        "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds",
-    )
+    _write_i_c(w, o.broker_ids, "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -38,10 +38,11 @@ from kafkagen.runtime.wire import (
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tag_header,
@@ -50,7 +51,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -70,6 +70,12 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_io = _Struct(">i?")
 _S_ih = _Struct(">ih")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class CreateTopicsRequest(Message):
@@ -525,7 +531,7 @@ def _dec_CreatableReplicaAssignment_v0(
 
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.broker_ids, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "BrokerIds")
+    o.broker_ids, pos = _read_i(buf, pos, end, "BrokerIds")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -533,14 +539,7 @@ def _dec_CreatableReplicaAssignment_v0(
 
 def _enc_CreatableReplicaAssignment_v0(o: _CreatableReplicaAssignment, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
-    write_fixed_array(
-        w,
-        o.broker_ids,
-        "i",
-        False,
-        False,
-        "CreateTopicsRequest.CreatableReplicaAssignment.BrokerIds",
-    )
+    _write_i(w, o.broker_ids, "CreateTopicsRequest.CreatableReplicaAssignment.BrokerIds")
 
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest.CreatableReplicaAssignment", "unknown tagged fields")
@@ -553,7 +552,7 @@ def _dec_CreatableReplicaAssignment_v5(
 
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.broker_ids, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "BrokerIds")
+    o.broker_ids, pos = _read_i_c(buf, pos, end, "BrokerIds")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -565,14 +564,7 @@ def _dec_CreatableReplicaAssignment_v5(
 
 def _enc_CreatableReplicaAssignment_v5(o: _CreatableReplicaAssignment, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
-    write_fixed_array(
-        w,
-        o.broker_ids,
-        "i",
-        True,
-        False,
-        "CreateTopicsRequest.CreatableReplicaAssignment.BrokerIds",
-    )
+    _write_i_c(w, o.broker_ids, "CreateTopicsRequest.CreatableReplicaAssignment.BrokerIds")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

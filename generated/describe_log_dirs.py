@@ -36,14 +36,14 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     truncated,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -62,6 +62,12 @@ _S_ih = _Struct(">ih")
 _S_iqqo = _Struct(">iqq?")
 _S_q = _Struct(">q")
 _S_qq = _Struct(">qq")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class DescribeLogDirsRequest(Message):
@@ -434,7 +440,7 @@ def _dec_DescribableLogDirTopic_v0(
 ) -> tuple[_DescribableLogDirTopic, int]:
     o = new_instance(_DescribableLogDirTopic)
     o.topic, pos = read_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -442,14 +448,7 @@ def _dec_DescribableLogDirTopic_v0(
 
 def _enc_DescribableLogDirTopic_v0(o: _DescribableLogDirTopic, w: Writer) -> None:
     w(write_string(o.topic))
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        False,
-        False,
-        "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions",
-    )
+    _write_i(w, o.partitions, "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported("DescribeLogDirsRequest.DescribableLogDirTopic", "unknown tagged fields")
@@ -460,7 +459,7 @@ def _dec_DescribableLogDirTopic_v2(
 ) -> tuple[_DescribableLogDirTopic, int]:
     o = new_instance(_DescribableLogDirTopic)
     o.topic, pos = read_compact_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -472,14 +471,7 @@ def _dec_DescribableLogDirTopic_v2(
 
 def _enc_DescribableLogDirTopic_v2(o: _DescribableLogDirTopic, w: Writer) -> None:
     w(write_compact_string(o.topic))
-    write_fixed_array(
-        w,
-        o.partitions,
-        "i",
-        True,
-        False,
-        "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions",
-    )
+    _write_i_c(w, o.partitions, "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -32,15 +32,15 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     truncated,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -57,6 +57,10 @@ _S_ih = _Struct(">ih")
 _S_iq = _Struct(">iq")
 _S_q = _Struct(">q")
 _S_qiiqiq = _Struct(">qiiqiq")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class DescribeProducersRequest(Message):
@@ -397,9 +401,7 @@ def _rnd_DescribeProducersRequest(g: Any, version: int) -> DescribeProducersRequ
 def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest, int]:
     o = new_instance(_TopicRequest)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -411,14 +413,7 @@ def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest
 
 def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        True,
-        False,
-        "DescribeProducersRequest.TopicRequest.PartitionIndexes",
-    )
+    _write_i_c(w, o.partition_indexes, "DescribeProducersRequest.TopicRequest.PartitionIndexes")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

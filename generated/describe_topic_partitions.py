@@ -38,16 +38,16 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     truncated,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -62,6 +62,12 @@ _S_o = _Struct(">?")
 _S_h = _Struct(">h")
 _S_hiii = _Struct(">hiii")
 _S_i = _Struct(">i")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
+_read_i_c_n = fixed_array_reader("i", 4, True, True)
+_write_i_c_n = fixed_array_writer("i", True, True)
 
 
 class DescribeTopicPartitionsRequest(Message):
@@ -685,15 +691,11 @@ def _dec_DescribeTopicPartitionsResponsePartition_v0(
 
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    o.replica_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "ReplicaNodes")
-    o.isr_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "IsrNodes")
-    o.eligible_leader_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, True, "EligibleLeaderReplicas"
-    )
-    o.last_known_elr, pos = read_fixed_array(buf, pos, end, "i", 4, True, True, "LastKnownElr")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "OfflineReplicas"
-    )
+    o.replica_nodes, pos = _read_i_c(buf, pos, end, "ReplicaNodes")
+    o.isr_nodes, pos = _read_i_c(buf, pos, end, "IsrNodes")
+    o.eligible_leader_replicas, pos = _read_i_c_n(buf, pos, end, "EligibleLeaderReplicas")
+    o.last_known_elr, pos = _read_i_c_n(buf, pos, end, "LastKnownElr")
+    o.offline_replicas, pos = _read_i_c(buf, pos, end, "OfflineReplicas")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -707,44 +709,29 @@ def _enc_DescribeTopicPartitionsResponsePartition_v0(
     o: _DescribeTopicPartitionsResponsePartition, w: Writer
 ) -> None:
     w(_S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
-    write_fixed_array(
+    _write_i_c(
         w,
         o.replica_nodes,
-        "i",
-        True,
-        False,
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition.ReplicaNodes",
     )
-    write_fixed_array(
+    _write_i_c(
         w,
         o.isr_nodes,
-        "i",
-        True,
-        False,
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition.IsrNodes",
     )
-    write_fixed_array(
+    _write_i_c_n(
         w,
         o.eligible_leader_replicas,
-        "i",
-        True,
-        True,
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition.EligibleLeaderReplicas",
     )
-    write_fixed_array(
+    _write_i_c_n(
         w,
         o.last_known_elr,
-        "i",
-        True,
-        True,
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition.LastKnownElr",
     )
-    write_fixed_array(
+    _write_i_c(
         w,
         o.offline_replicas,
-        "i",
-        True,
-        False,
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition.OfflineReplicas",
     )
 

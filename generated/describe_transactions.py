@@ -35,14 +35,14 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     truncated,
     write_array,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -57,6 +57,10 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_iqqh = _Struct(">iqqh")
 _S_q = _Struct(">q")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class DescribeTransactionsRequest(Message):
@@ -675,7 +679,7 @@ def _rnd_TransactionState(g: Any, version: int) -> _TransactionState:
 def _dec_TopicData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicData, int]:
     o = new_instance(_TopicData)
     o.topic, pos = read_compact_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -687,9 +691,7 @@ def _dec_TopicData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicData, int]
 
 def _enc_TopicData_v0(o: _TopicData, w: Writer) -> None:
     w(write_compact_string(o.topic))
-    write_fixed_array(
-        w, o.partitions, "i", True, False, "DescribeTransactionsResponse.TopicData.Partitions"
-    )
+    _write_i_c(w, o.partitions, "DescribeTransactionsResponse.TopicData.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

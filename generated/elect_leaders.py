@@ -32,16 +32,16 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_unknown_tags,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -58,6 +58,12 @@ _S_b = _Struct(">b")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class ElectLeadersRequest(Message):
@@ -343,7 +349,7 @@ def _rnd_ElectLeadersRequest(g: Any, version: int) -> ElectLeadersRequest:
 def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic, pos = read_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -351,9 +357,7 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     w(write_string(o.topic))
-    write_fixed_array(
-        w, o.partitions, "i", False, False, "ElectLeadersRequest.TopicPartitions.Partitions"
-    )
+    _write_i(w, o.partitions, "ElectLeadersRequest.TopicPartitions.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersRequest.TopicPartitions", "unknown tagged fields")
@@ -362,7 +366,7 @@ def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
 def _dec_TopicPartitions_v2(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic, pos = read_compact_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -374,9 +378,7 @@ def _dec_TopicPartitions_v2(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 def _enc_TopicPartitions_v2(o: _TopicPartitions, w: Writer) -> None:
     w(write_compact_string(o.topic))
-    write_fixed_array(
-        w, o.partitions, "i", True, False, "ElectLeadersRequest.TopicPartitions.Partitions"
-    )
+    _write_i_c(w, o.partitions, "ElectLeadersRequest.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

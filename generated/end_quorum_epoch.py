@@ -37,10 +37,11 @@ from kafkagen.runtime.wire import (
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tag_header,
@@ -49,7 +50,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -67,6 +67,10 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ihii = _Struct(">ihii")
 _S_iii = _Struct(">iii")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
 
 
 class EndQuorumEpochRequest(Message):
@@ -524,9 +528,7 @@ def _dec_EndQuorumEpochRequest_PartitionData_v0(
 
     o.partition_index, o.leader_id, o.leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-    o.preferred_successors, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "PreferredSuccessors"
-    )
+    o.preferred_successors, pos = _read_i(buf, pos, end, "PreferredSuccessors")
     o.preferred_candidates = []
 
     o.unknown_tagged_fields = ()
@@ -537,14 +539,7 @@ def _enc_EndQuorumEpochRequest_PartitionData_v0(
     o: _EndQuorumEpochRequest_PartitionData, w: Writer
 ) -> None:
     w(_S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch))
-    write_fixed_array(
-        w,
-        o.preferred_successors,
-        "i",
-        False,
-        False,
-        "EndQuorumEpochRequest.PartitionData.PreferredSuccessors",
-    )
+    _write_i(w, o.preferred_successors, "EndQuorumEpochRequest.PartitionData.PreferredSuccessors")
 
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochRequest.PartitionData", "unknown tagged fields")

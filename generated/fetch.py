@@ -40,11 +40,12 @@ from kafkagen.runtime.wire import (
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_records,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_records,
     read_string,
     read_tag_header,
@@ -54,7 +55,6 @@ from kafkagen.runtime.wire import (
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_bytes,
     write_string,
     write_struct_array,
@@ -86,6 +86,12 @@ _S_iq = _Struct(">iq")
 _S_q = _Struct(">q")
 _S_qi = _Struct(">qi")
 _S_qq = _Struct(">qq")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class FetchRequest(Message):
@@ -1661,7 +1667,7 @@ def _dec_ForgottenTopic_v7(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
     o = new_instance(_ForgottenTopic)
     o.topic, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Partitions")
+    o.partitions, pos = _read_i(buf, pos, end, "Partitions")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1669,7 +1675,7 @@ def _dec_ForgottenTopic_v7(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
 
 def _enc_ForgottenTopic_v7(o: _ForgottenTopic, w: Writer) -> None:
     w(write_string(o.topic))
-    write_fixed_array(w, o.partitions, "i", False, False, "FetchRequest.ForgottenTopic.Partitions")
+    _write_i(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
 
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.ForgottenTopic", "unknown tagged fields")
@@ -1679,7 +1685,7 @@ def _dec_ForgottenTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
     o = new_instance(_ForgottenTopic)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1691,7 +1697,7 @@ def _dec_ForgottenTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
 
 def _enc_ForgottenTopic_v12(o: _ForgottenTopic, w: Writer) -> None:
     w(write_compact_string(o.topic))
-    write_fixed_array(w, o.partitions, "i", True, False, "FetchRequest.ForgottenTopic.Partitions")
+    _write_i_c(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1700,7 +1706,7 @@ def _dec_ForgottenTopic_v13(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
     o = new_instance(_ForgottenTopic)
     o.topic = ""
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1712,7 +1718,7 @@ def _dec_ForgottenTopic_v13(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
 
 def _enc_ForgottenTopic_v13(o: _ForgottenTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
-    write_fixed_array(w, o.partitions, "i", True, False, "FetchRequest.ForgottenTopic.Partitions")
+    _write_i_c(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

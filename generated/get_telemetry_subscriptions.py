@@ -31,14 +31,14 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     write_array,
     write_compact_string,
-    write_fixed_array,
     write_tags,
 )
 
@@ -53,6 +53,10 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_iio = _Struct(">ii?")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_b_c = fixed_array_reader("b", 1, True, False)
+_write_b_c = fixed_array_writer("b", True, False)
 
 
 class GetTelemetrySubscriptionsRequest(Message):
@@ -206,9 +210,7 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(
 
     o.subscription_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.accepted_compression_types, pos = read_fixed_array(
-        buf, pos, end, "b", 1, True, False, "AcceptedCompressionTypes"
-    )
+    o.accepted_compression_types, pos = _read_b_c(buf, pos, end, "AcceptedCompressionTypes")
 
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S_iio.unpack_from(buf, pos)
     pos += 9
@@ -230,12 +232,9 @@ def _enc_GetTelemetrySubscriptionsResponse_v0(
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     w(o.client_instance_id.bytes)
     w(_S_i.pack(o.subscription_id))
-    write_fixed_array(
+    _write_b_c(
         w,
         o.accepted_compression_types,
-        "b",
-        True,
-        False,
         "GetTelemetrySubscriptionsResponse.AcceptedCompressionTypes",
     )
     w(_S_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality))

@@ -36,14 +36,14 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     read_uuid,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -66,6 +66,12 @@ _S_iiii = _Struct(">iiii")
 _S_iq = _Struct(">iq")
 _S_iqb = _Struct(">iqb")
 _S_q = _Struct(">q")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class LeaderAndIsrRequest(Message):
@@ -806,11 +812,11 @@ def _dec_LeaderAndIsrPartitionState_v0(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.adding_replicas = []
     o.removing_replicas = []
     o.is_new = False
@@ -823,13 +829,9 @@ def _dec_LeaderAndIsrPartitionState_v0(
 def _enc_LeaderAndIsrPartitionState_v0(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
     w(write_string(o.topic_name))
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
-    write_fixed_array(
-        w, o.replicas, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas"
-    )
+    _write_i(w, o.replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas")
     if o.leader_recovery_state != 0:
         raise unsupported(
             "LeaderAndIsrRequest.LeaderAndIsrPartitionState.LeaderRecoveryState",
@@ -848,11 +850,11 @@ def _dec_LeaderAndIsrPartitionState_v1(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.adding_replicas = []
     o.removing_replicas = []
 
@@ -867,13 +869,9 @@ def _dec_LeaderAndIsrPartitionState_v1(
 def _enc_LeaderAndIsrPartitionState_v1(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
     w(write_string(o.topic_name))
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
-    write_fixed_array(
-        w, o.replicas, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas"
-    )
+    _write_i(w, o.replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas")
     w(_S_o.pack(o.is_new))
     if o.leader_recovery_state != 0:
         raise unsupported(
@@ -893,11 +891,11 @@ def _dec_LeaderAndIsrPartitionState_v2(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.adding_replicas = []
     o.removing_replicas = []
 
@@ -911,13 +909,9 @@ def _dec_LeaderAndIsrPartitionState_v2(
 
 def _enc_LeaderAndIsrPartitionState_v2(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
-    write_fixed_array(
-        w, o.replicas, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas"
-    )
+    _write_i(w, o.replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas")
     w(_S_o.pack(o.is_new))
     if o.leader_recovery_state != 0:
         raise unsupported(
@@ -937,15 +931,13 @@ def _dec_LeaderAndIsrPartitionState_v3(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
-    o.adding_replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "AddingReplicas")
-    o.removing_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "RemovingReplicas"
-    )
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
+    o.adding_replicas, pos = _read_i(buf, pos, end, "AddingReplicas")
+    o.removing_replicas, pos = _read_i(buf, pos, end, "RemovingReplicas")
 
     o.is_new = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -957,28 +949,12 @@ def _dec_LeaderAndIsrPartitionState_v3(
 
 def _enc_LeaderAndIsrPartitionState_v3(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
-    write_fixed_array(
-        w, o.replicas, "i", False, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas"
-    )
-    write_fixed_array(
-        w,
-        o.adding_replicas,
-        "i",
-        False,
-        False,
-        "LeaderAndIsrRequest.LeaderAndIsrPartitionState.AddingReplicas",
-    )
-    write_fixed_array(
-        w,
-        o.removing_replicas,
-        "i",
-        False,
-        False,
-        "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas",
+    _write_i(w, o.replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas")
+    _write_i(w, o.adding_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.AddingReplicas")
+    _write_i(
+        w, o.removing_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas"
     )
     w(_S_o.pack(o.is_new))
     if o.leader_recovery_state != 0:
@@ -999,15 +975,13 @@ def _dec_LeaderAndIsrPartitionState_v4(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Isr")
+    o.isr, pos = _read_i_c(buf, pos, end, "Isr")
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Replicas")
-    o.adding_replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "AddingReplicas")
-    o.removing_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "RemovingReplicas"
-    )
+    o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
+    o.adding_replicas, pos = _read_i_c(buf, pos, end, "AddingReplicas")
+    o.removing_replicas, pos = _read_i_c(buf, pos, end, "RemovingReplicas")
 
     o.is_new = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -1023,28 +997,14 @@ def _dec_LeaderAndIsrPartitionState_v4(
 
 def _enc_LeaderAndIsrPartitionState_v4(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", True, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr"
-    )
+    _write_i_c(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
-    write_fixed_array(
-        w, o.replicas, "i", True, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas"
+    _write_i_c(w, o.replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas")
+    _write_i_c(
+        w, o.adding_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.AddingReplicas"
     )
-    write_fixed_array(
-        w,
-        o.adding_replicas,
-        "i",
-        True,
-        False,
-        "LeaderAndIsrRequest.LeaderAndIsrPartitionState.AddingReplicas",
-    )
-    write_fixed_array(
-        w,
-        o.removing_replicas,
-        "i",
-        True,
-        False,
-        "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas",
+    _write_i_c(
+        w, o.removing_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas"
     )
     w(_S_o.pack(o.is_new))
     if o.leader_recovery_state != 0:
@@ -1064,15 +1024,13 @@ def _dec_LeaderAndIsrPartitionState_v6(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Isr")
+    o.isr, pos = _read_i_c(buf, pos, end, "Isr")
 
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Replicas")
-    o.adding_replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "AddingReplicas")
-    o.removing_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "RemovingReplicas"
-    )
+    o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
+    o.adding_replicas, pos = _read_i_c(buf, pos, end, "AddingReplicas")
+    o.removing_replicas, pos = _read_i_c(buf, pos, end, "RemovingReplicas")
 
     o.is_new, o.leader_recovery_state = _S_ob.unpack_from(buf, pos)
     pos += 2
@@ -1087,28 +1045,14 @@ def _dec_LeaderAndIsrPartitionState_v6(
 
 def _enc_LeaderAndIsrPartitionState_v6(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", True, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr"
-    )
+    _write_i_c(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
-    write_fixed_array(
-        w, o.replicas, "i", True, False, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas"
+    _write_i_c(w, o.replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Replicas")
+    _write_i_c(
+        w, o.adding_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.AddingReplicas"
     )
-    write_fixed_array(
-        w,
-        o.adding_replicas,
-        "i",
-        True,
-        False,
-        "LeaderAndIsrRequest.LeaderAndIsrPartitionState.AddingReplicas",
-    )
-    write_fixed_array(
-        w,
-        o.removing_replicas,
-        "i",
-        True,
-        False,
-        "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas",
+    _write_i_c(
+        w, o.removing_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas"
     )
     w(_S_ob.pack(o.is_new, o.leader_recovery_state))
 

@@ -33,14 +33,14 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     truncated,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -63,6 +63,10 @@ _S_q = _Struct(">q")
 _S_qi = _Struct(">qi")
 _S_qq = _Struct(">qq")
 _S_qqi = _Struct(">qqi")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_q = fixed_array_reader("q", 8, False, False)
+_write_q = fixed_array_writer("q", False, False)
 
 
 class ListOffsetsRequest(Message):
@@ -1261,9 +1265,7 @@ def _dec_ListOffsetsPartitionResponse_v0(
 
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-    o.old_style_offsets, pos = read_fixed_array(
-        buf, pos, end, "q", 8, False, False, "OldStyleOffsets"
-    )
+    o.old_style_offsets, pos = _read_q(buf, pos, end, "OldStyleOffsets")
     o.timestamp = -1
     o.offset = -1
     o.leader_epoch = -1
@@ -1274,13 +1276,8 @@ def _dec_ListOffsetsPartitionResponse_v0(
 
 def _enc_ListOffsetsPartitionResponse_v0(o: _ListOffsetsPartitionResponse, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-    write_fixed_array(
-        w,
-        o.old_style_offsets,
-        "q",
-        False,
-        False,
-        "ListOffsetsResponse.ListOffsetsPartitionResponse.OldStyleOffsets",
+    _write_q(
+        w, o.old_style_offsets, "ListOffsetsResponse.ListOffsetsPartitionResponse.OldStyleOffsets"
     )
     if o.timestamp != -1:
         raise unsupported(

@@ -32,15 +32,15 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     truncated,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -54,6 +54,10 @@ __all__ = [
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class ListPartitionReassignmentsRequest(Message):
@@ -419,9 +423,7 @@ def _dec_ListPartitionReassignmentsTopics_v0(
 ) -> tuple[_ListPartitionReassignmentsTopics, int]:
     o = new_instance(_ListPartitionReassignmentsTopics)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -435,12 +437,9 @@ def _enc_ListPartitionReassignmentsTopics_v0(
     o: _ListPartitionReassignmentsTopics, w: Writer
 ) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
+    _write_i_c(
         w,
         o.partition_indexes,
-        "i",
-        True,
-        False,
         "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics.PartitionIndexes",
     )
 
@@ -788,11 +787,9 @@ def _dec_OngoingPartitionReassignment_v0(
 
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Replicas")
-    o.adding_replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "AddingReplicas")
-    o.removing_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "RemovingReplicas"
-    )
+    o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
+    o.adding_replicas, pos = _read_i_c(buf, pos, end, "AddingReplicas")
+    o.removing_replicas, pos = _read_i_c(buf, pos, end, "RemovingReplicas")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -804,28 +801,17 @@ def _dec_OngoingPartitionReassignment_v0(
 
 def _enc_OngoingPartitionReassignment_v0(o: _OngoingPartitionReassignment, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
-    write_fixed_array(
-        w,
-        o.replicas,
-        "i",
-        True,
-        False,
-        "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.Replicas",
+    _write_i_c(
+        w, o.replicas, "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.Replicas"
     )
-    write_fixed_array(
+    _write_i_c(
         w,
         o.adding_replicas,
-        "i",
-        True,
-        False,
         "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.AddingReplicas",
     )
-    write_fixed_array(
+    _write_i_c(
         w,
         o.removing_replicas,
-        "i",
-        True,
-        False,
         "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.RemovingReplicas",
     )
 

@@ -34,14 +34,14 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     truncated,
     write_array,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -57,6 +57,10 @@ _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_q = _Struct(">q")
 _S_qi = _Struct(">qi")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_q_c = fixed_array_reader("q", 8, True, False)
+_write_q_c = fixed_array_writer("q", True, False)
 
 
 class ListTransactionsRequest(Message):
@@ -215,9 +219,7 @@ def _dec_ListTransactionsRequest_v0(
     o.state_filters, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "StateFilters"
     )
-    o.producer_id_filters, pos = read_fixed_array(
-        buf, pos, end, "q", 8, True, False, "ProducerIdFilters"
-    )
+    o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
     o.duration_filter = -1
     o.response_pagination_limit = 2000
     o.cursor = None
@@ -239,9 +241,7 @@ def _enc_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: Writer) -> No
         False,
         "ListTransactionsRequest.StateFilters",
     )
-    write_fixed_array(
-        w, o.producer_id_filters, "q", True, False, "ListTransactionsRequest.ProducerIdFilters"
-    )
+    _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
     if o.duration_filter != -1:
         raise unsupported("ListTransactionsRequest.DurationFilter", "non-default value")
 
@@ -255,9 +255,7 @@ def _dec_ListTransactionsRequest_v1(
     o.state_filters, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "StateFilters"
     )
-    o.producer_id_filters, pos = read_fixed_array(
-        buf, pos, end, "q", 8, True, False, "ProducerIdFilters"
-    )
+    o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
 
     o.duration_filter = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -281,9 +279,7 @@ def _enc_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: Writer) -> No
         False,
         "ListTransactionsRequest.StateFilters",
     )
-    write_fixed_array(
-        w, o.producer_id_filters, "q", True, False, "ListTransactionsRequest.ProducerIdFilters"
-    )
+    _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
     w(_S_q.pack(o.duration_filter))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -296,9 +292,7 @@ def _dec_ListTransactionsRequest_v2(
     o.state_filters, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "StateFilters"
     )
-    o.producer_id_filters, pos = read_fixed_array(
-        buf, pos, end, "q", 8, True, False, "ProducerIdFilters"
-    )
+    o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
 
     o.duration_filter, o.response_pagination_limit = _S_qi.unpack_from(buf, pos)
     pos += 12
@@ -327,9 +321,7 @@ def _enc_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: Writer) -> No
         False,
         "ListTransactionsRequest.StateFilters",
     )
-    write_fixed_array(
-        w, o.producer_id_filters, "q", True, False, "ListTransactionsRequest.ProducerIdFilters"
-    )
+    _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
     w(_S_qi.pack(o.duration_filter, o.response_pagination_limit))
     if o.cursor is None:
         w(NULL_MARKER)

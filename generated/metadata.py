@@ -39,10 +39,11 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_unknown_tags,
@@ -50,7 +51,6 @@ from kafkagen.runtime.wire import (
     truncated,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -70,6 +70,12 @@ _S_h = _Struct(">h")
 _S_hii = _Struct(">hii")
 _S_hiii = _Struct(">hiii")
 _S_i = _Struct(">i")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class MetadataRequest(Message):
@@ -1908,8 +1914,8 @@ def _dec_MetadataResponsePartition_v0(
     o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
     o.leader_epoch = -1
-    o.replica_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "ReplicaNodes")
-    o.isr_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "IsrNodes")
+    o.replica_nodes, pos = _read_i(buf, pos, end, "ReplicaNodes")
+    o.isr_nodes, pos = _read_i(buf, pos, end, "IsrNodes")
     o.offline_replicas = []
 
     o.unknown_tagged_fields = ()
@@ -1918,17 +1924,8 @@ def _dec_MetadataResponsePartition_v0(
 
 def _enc_MetadataResponsePartition_v0(o: _MetadataResponsePartition, w: Writer) -> None:
     w(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
-    write_fixed_array(
-        w,
-        o.replica_nodes,
-        "i",
-        False,
-        False,
-        "MetadataResponse.MetadataResponsePartition.ReplicaNodes",
-    )
-    write_fixed_array(
-        w, o.isr_nodes, "i", False, False, "MetadataResponse.MetadataResponsePartition.IsrNodes"
-    )
+    _write_i(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
+    _write_i(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
 
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponsePartition", "unknown tagged fields")
@@ -1942,11 +1939,9 @@ def _dec_MetadataResponsePartition_v5(
     o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
     o.leader_epoch = -1
-    o.replica_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "ReplicaNodes")
-    o.isr_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "IsrNodes")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "OfflineReplicas"
-    )
+    o.replica_nodes, pos = _read_i(buf, pos, end, "ReplicaNodes")
+    o.isr_nodes, pos = _read_i(buf, pos, end, "IsrNodes")
+    o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1954,25 +1949,9 @@ def _dec_MetadataResponsePartition_v5(
 
 def _enc_MetadataResponsePartition_v5(o: _MetadataResponsePartition, w: Writer) -> None:
     w(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
-    write_fixed_array(
-        w,
-        o.replica_nodes,
-        "i",
-        False,
-        False,
-        "MetadataResponse.MetadataResponsePartition.ReplicaNodes",
-    )
-    write_fixed_array(
-        w, o.isr_nodes, "i", False, False, "MetadataResponse.MetadataResponsePartition.IsrNodes"
-    )
-    write_fixed_array(
-        w,
-        o.offline_replicas,
-        "i",
-        False,
-        False,
-        "MetadataResponse.MetadataResponsePartition.OfflineReplicas",
-    )
+    _write_i(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
+    _write_i(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
+    _write_i(w, o.offline_replicas, "MetadataResponse.MetadataResponsePartition.OfflineReplicas")
 
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponsePartition", "unknown tagged fields")
@@ -1985,11 +1964,9 @@ def _dec_MetadataResponsePartition_v7(
 
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    o.replica_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "ReplicaNodes")
-    o.isr_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "IsrNodes")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "OfflineReplicas"
-    )
+    o.replica_nodes, pos = _read_i(buf, pos, end, "ReplicaNodes")
+    o.isr_nodes, pos = _read_i(buf, pos, end, "IsrNodes")
+    o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1997,25 +1974,9 @@ def _dec_MetadataResponsePartition_v7(
 
 def _enc_MetadataResponsePartition_v7(o: _MetadataResponsePartition, w: Writer) -> None:
     w(_S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
-    write_fixed_array(
-        w,
-        o.replica_nodes,
-        "i",
-        False,
-        False,
-        "MetadataResponse.MetadataResponsePartition.ReplicaNodes",
-    )
-    write_fixed_array(
-        w, o.isr_nodes, "i", False, False, "MetadataResponse.MetadataResponsePartition.IsrNodes"
-    )
-    write_fixed_array(
-        w,
-        o.offline_replicas,
-        "i",
-        False,
-        False,
-        "MetadataResponse.MetadataResponsePartition.OfflineReplicas",
-    )
+    _write_i(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
+    _write_i(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
+    _write_i(w, o.offline_replicas, "MetadataResponse.MetadataResponsePartition.OfflineReplicas")
 
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponsePartition", "unknown tagged fields")
@@ -2028,11 +1989,9 @@ def _dec_MetadataResponsePartition_v9(
 
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
-    o.replica_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "ReplicaNodes")
-    o.isr_nodes, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "IsrNodes")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "OfflineReplicas"
-    )
+    o.replica_nodes, pos = _read_i_c(buf, pos, end, "ReplicaNodes")
+    o.isr_nodes, pos = _read_i_c(buf, pos, end, "IsrNodes")
+    o.offline_replicas, pos = _read_i_c(buf, pos, end, "OfflineReplicas")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -2044,25 +2003,9 @@ def _dec_MetadataResponsePartition_v9(
 
 def _enc_MetadataResponsePartition_v9(o: _MetadataResponsePartition, w: Writer) -> None:
     w(_S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
-    write_fixed_array(
-        w,
-        o.replica_nodes,
-        "i",
-        True,
-        False,
-        "MetadataResponse.MetadataResponsePartition.ReplicaNodes",
-    )
-    write_fixed_array(
-        w, o.isr_nodes, "i", True, False, "MetadataResponse.MetadataResponsePartition.IsrNodes"
-    )
-    write_fixed_array(
-        w,
-        o.offline_replicas,
-        "i",
-        True,
-        False,
-        "MetadataResponse.MetadataResponsePartition.OfflineReplicas",
-    )
+    _write_i_c(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
+    _write_i_c(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
+    _write_i_c(w, o.offline_replicas, "MetadataResponse.MetadataResponsePartition.OfflineReplicas")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

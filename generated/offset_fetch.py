@@ -34,17 +34,17 @@ from kafkagen.runtime.wire import (
     PRESENT_MARKER,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_unknown_tags,
     truncated,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -64,6 +64,12 @@ _S_i = _Struct(">i")
 _S_iq = _Struct(">iq")
 _S_iqi = _Struct(">iqi")
 _S_q = _Struct(">q")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class OffsetFetchRequest(Message):
@@ -718,9 +724,7 @@ def _dec_OffsetFetchRequestTopic_v0(
 ) -> tuple[_OffsetFetchRequestTopic, int]:
     o = new_instance(_OffsetFetchRequestTopic)
     o.name, pos = read_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i(buf, pos, end, "PartitionIndexes")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -728,14 +732,7 @@ def _dec_OffsetFetchRequestTopic_v0(
 
 def _enc_OffsetFetchRequestTopic_v0(o: _OffsetFetchRequestTopic, w: Writer) -> None:
     w(write_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        False,
-        False,
-        "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes",
-    )
+    _write_i(w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes")
 
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchRequest.OffsetFetchRequestTopic", "unknown tagged fields")
@@ -746,9 +743,7 @@ def _dec_OffsetFetchRequestTopic_v6(
 ) -> tuple[_OffsetFetchRequestTopic, int]:
     o = new_instance(_OffsetFetchRequestTopic)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -760,13 +755,8 @@ def _dec_OffsetFetchRequestTopic_v6(
 
 def _enc_OffsetFetchRequestTopic_v6(o: _OffsetFetchRequestTopic, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        True,
-        False,
-        "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes",
+    _write_i_c(
+        w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -933,9 +923,7 @@ def _dec_OffsetFetchRequestTopics_v8(
 ) -> tuple[_OffsetFetchRequestTopics, int]:
     o = new_instance(_OffsetFetchRequestTopics)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -947,13 +935,8 @@ def _dec_OffsetFetchRequestTopics_v8(
 
 def _enc_OffsetFetchRequestTopics_v8(o: _OffsetFetchRequestTopics, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        True,
-        False,
-        "OffsetFetchRequest.OffsetFetchRequestTopics.PartitionIndexes",
+    _write_i_c(
+        w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopics.PartitionIndexes"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

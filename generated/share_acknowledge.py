@@ -35,15 +35,15 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -60,6 +60,10 @@ _S_ih = _Struct(">ih")
 _S_ii = _Struct(">ii")
 _S_q = _Struct(">q")
 _S_qq = _Struct(">qq")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_b_c = fixed_array_reader("b", 1, True, False)
+_write_b_c = fixed_array_writer("b", True, False)
 
 
 class ShareAcknowledgeRequest(Message):
@@ -499,9 +503,7 @@ def _dec_AcknowledgementBatch_v0(
 
     o.first_offset, o.last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-    o.acknowledge_types, pos = read_fixed_array(
-        buf, pos, end, "b", 1, True, False, "AcknowledgeTypes"
-    )
+    o.acknowledge_types, pos = _read_b_c(buf, pos, end, "AcknowledgeTypes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -513,13 +515,8 @@ def _dec_AcknowledgementBatch_v0(
 
 def _enc_AcknowledgementBatch_v0(o: _AcknowledgementBatch, w: Writer) -> None:
     w(_S_qq.pack(o.first_offset, o.last_offset))
-    write_fixed_array(
-        w,
-        o.acknowledge_types,
-        "b",
-        True,
-        False,
-        "ShareAcknowledgeRequest.AcknowledgementBatch.AcknowledgeTypes",
+    _write_b_c(
+        w, o.acknowledge_types, "ShareAcknowledgeRequest.AcknowledgementBatch.AcknowledgeTypes"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -37,17 +37,17 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_records,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -66,6 +66,12 @@ _S_iiii = _Struct(">iiii")
 _S_q = _Struct(">q")
 _S_qq = _Struct(">qq")
 _S_qqh = _Struct(">qqh")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_b_c = fixed_array_reader("b", 1, True, False)
+_write_b_c = fixed_array_writer("b", True, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class ShareFetchRequest(Message):
@@ -599,9 +605,7 @@ def _dec_AcknowledgementBatch_v0(
 
     o.first_offset, o.last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-    o.acknowledge_types, pos = read_fixed_array(
-        buf, pos, end, "b", 1, True, False, "AcknowledgeTypes"
-    )
+    o.acknowledge_types, pos = _read_b_c(buf, pos, end, "AcknowledgeTypes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -613,14 +617,7 @@ def _dec_AcknowledgementBatch_v0(
 
 def _enc_AcknowledgementBatch_v0(o: _AcknowledgementBatch, w: Writer) -> None:
     w(_S_qq.pack(o.first_offset, o.last_offset))
-    write_fixed_array(
-        w,
-        o.acknowledge_types,
-        "b",
-        True,
-        False,
-        "ShareFetchRequest.AcknowledgementBatch.AcknowledgeTypes",
-    )
+    _write_b_c(w, o.acknowledge_types, "ShareFetchRequest.AcknowledgementBatch.AcknowledgeTypes")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -659,7 +656,7 @@ def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
 def _dec_ForgottenTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenTopic, int]:
     o = new_instance(_ForgottenTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -671,9 +668,7 @@ def _dec_ForgottenTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
 
 def _enc_ForgottenTopic_v0(o: _ForgottenTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
-    write_fixed_array(
-        w, o.partitions, "i", True, False, "ShareFetchRequest.ForgottenTopic.Partitions"
-    )
+    _write_i_c(w, o.partitions, "ShareFetchRequest.ForgottenTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -35,16 +35,16 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     write_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -59,6 +59,10 @@ _S_o = _Struct(">?")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ii = _Struct(">ii")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class ShareGroupDescribeRequest(Message):
@@ -599,7 +603,7 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -612,9 +616,7 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
     w(write_compact_string(o.topic_name))
-    write_fixed_array(
-        w, o.partitions, "i", True, False, "ShareGroupDescribeResponse.TopicPartitions.Partitions"
-    )
+    _write_i_c(w, o.partitions, "ShareGroupDescribeResponse.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -36,17 +36,17 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_unknown_tags,
     read_uuid,
     truncated,
     write_array,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_struct_array,
     write_tags,
 )
@@ -61,6 +61,10 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_ii = _Struct(">ii")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class ShareGroupHeartbeatRequest(Message):
@@ -416,7 +420,7 @@ def _rnd_Assignment(g: Any, version: int) -> _Assignment:
 def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Partitions")
+    o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -428,9 +432,7 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
-    write_fixed_array(
-        w, o.partitions, "i", True, False, "ShareGroupHeartbeatResponse.TopicPartitions.Partitions"
-    )
+    _write_i_c(w, o.partitions, "ShareGroupHeartbeatResponse.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

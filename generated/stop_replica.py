@@ -31,13 +31,13 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -58,6 +58,12 @@ _S_iio = _Struct(">ii?")
 _S_iq = _Struct(">iq")
 _S_iqo = _Struct(">iq?")
 _S_q = _Struct(">q")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class StopReplicaRequest(Message):
@@ -589,9 +595,7 @@ def _rnd_StopReplicaPartitionV0(g: Any, version: int) -> _StopReplicaPartitionV0
 def _dec_StopReplicaTopicV1_v1(buf: Buffer, pos: int, end: int) -> tuple[_StopReplicaTopicV1, int]:
     o = new_instance(_StopReplicaTopicV1)
     o.name, pos = read_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i(buf, pos, end, "PartitionIndexes")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -599,14 +603,7 @@ def _dec_StopReplicaTopicV1_v1(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
 
 def _enc_StopReplicaTopicV1_v1(o: _StopReplicaTopicV1, w: Writer) -> None:
     w(write_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        False,
-        False,
-        "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes",
-    )
+    _write_i(w, o.partition_indexes, "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes")
 
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaRequest.StopReplicaTopicV1", "unknown tagged fields")
@@ -615,9 +612,7 @@ def _enc_StopReplicaTopicV1_v1(o: _StopReplicaTopicV1, w: Writer) -> None:
 def _dec_StopReplicaTopicV1_v2(buf: Buffer, pos: int, end: int) -> tuple[_StopReplicaTopicV1, int]:
     o = new_instance(_StopReplicaTopicV1)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -629,14 +624,7 @@ def _dec_StopReplicaTopicV1_v2(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
 
 def _enc_StopReplicaTopicV1_v2(o: _StopReplicaTopicV1, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        True,
-        False,
-        "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes",
-    )
+    _write_i_c(w, o.partition_indexes, "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

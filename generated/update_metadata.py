@@ -36,10 +36,11 @@ from kafkagen.runtime.wire import (
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
-    read_fixed_array,
     read_nullable_string,
     read_string,
     read_tag_header,
@@ -48,7 +49,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     write_compact_nullable_string,
     write_compact_string,
-    write_fixed_array,
     write_nullable_string,
     write_string,
     write_struct_array,
@@ -69,6 +69,12 @@ _S_ioiq = _Struct(">i?iq")
 _S_iiii = _Struct(">iiii")
 _S_iq = _Struct(">iq")
 _S_q = _Struct(">q")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class UpdateMetadataRequest(Message):
@@ -915,11 +921,11 @@ def _dec_UpdateMetadataPartitionState_v0(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.offline_replicas = []
 
     o.unknown_tagged_fields = ()
@@ -929,18 +935,9 @@ def _dec_UpdateMetadataPartitionState_v0(
 def _enc_UpdateMetadataPartitionState_v0(o: _UpdateMetadataPartitionState, w: Writer) -> None:
     w(write_string(o.topic_name))
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
-    write_fixed_array(
-        w,
-        o.replicas,
-        "i",
-        False,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas",
-    )
+    _write_i(w, o.replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas")
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -956,14 +953,12 @@ def _dec_UpdateMetadataPartitionState_v4(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "OfflineReplicas"
-    )
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
+    o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -972,25 +967,11 @@ def _dec_UpdateMetadataPartitionState_v4(
 def _enc_UpdateMetadataPartitionState_v4(o: _UpdateMetadataPartitionState, w: Writer) -> None:
     w(write_string(o.topic_name))
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
-    write_fixed_array(
-        w,
-        o.replicas,
-        "i",
-        False,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas",
-    )
-    write_fixed_array(
-        w,
-        o.offline_replicas,
-        "i",
-        False,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas",
+    _write_i(w, o.replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas")
+    _write_i(
+        w, o.offline_replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas"
     )
 
     if o.unknown_tagged_fields:
@@ -1007,14 +988,12 @@ def _dec_UpdateMetadataPartitionState_v5(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Isr")
+    o.isr, pos = _read_i(buf, pos, end, "Isr")
 
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, False, False, "Replicas")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "OfflineReplicas"
-    )
+    o.replicas, pos = _read_i(buf, pos, end, "Replicas")
+    o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1022,25 +1001,11 @@ def _dec_UpdateMetadataPartitionState_v5(
 
 def _enc_UpdateMetadataPartitionState_v5(o: _UpdateMetadataPartitionState, w: Writer) -> None:
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", False, False, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr"
-    )
+    _write_i(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
-    write_fixed_array(
-        w,
-        o.replicas,
-        "i",
-        False,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas",
-    )
-    write_fixed_array(
-        w,
-        o.offline_replicas,
-        "i",
-        False,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas",
+    _write_i(w, o.replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas")
+    _write_i(
+        w, o.offline_replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas"
     )
 
     if o.unknown_tagged_fields:
@@ -1057,14 +1022,12 @@ def _dec_UpdateMetadataPartitionState_v6(
 
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
-    o.isr, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Isr")
+    o.isr, pos = _read_i_c(buf, pos, end, "Isr")
 
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.replicas, pos = read_fixed_array(buf, pos, end, "i", 4, True, False, "Replicas")
-    o.offline_replicas, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "OfflineReplicas"
-    )
+    o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
+    o.offline_replicas, pos = _read_i_c(buf, pos, end, "OfflineReplicas")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1076,25 +1039,11 @@ def _dec_UpdateMetadataPartitionState_v6(
 
 def _enc_UpdateMetadataPartitionState_v6(o: _UpdateMetadataPartitionState, w: Writer) -> None:
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
-    write_fixed_array(
-        w, o.isr, "i", True, False, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr"
-    )
+    _write_i_c(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
-    write_fixed_array(
-        w,
-        o.replicas,
-        "i",
-        True,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas",
-    )
-    write_fixed_array(
-        w,
-        o.offline_replicas,
-        "i",
-        True,
-        False,
-        "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas",
+    _write_i_c(w, o.replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas")
+    _write_i_c(
+        w, o.offline_replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -31,13 +31,13 @@ from kafkagen.runtime.wire import (
     EMPTY_TAGS,
     RawTags,
     Writer,
+    fixed_array_reader,
+    fixed_array_writer,
     read_array,
     read_compact_string,
-    read_fixed_array,
     read_string,
     read_unknown_tags,
     write_compact_string,
-    write_fixed_array,
     write_string,
     write_struct_array,
     write_tags,
@@ -55,6 +55,12 @@ _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_q = _Struct(">q")
 _S_qho = _Struct(">qh?")
+
+# One specialised reader and writer per kind of fixed-width array.
+_read_i = fixed_array_reader("i", 4, False, False)
+_write_i = fixed_array_writer("i", False, False)
+_read_i_c = fixed_array_reader("i", 4, True, False)
+_write_i_c = fixed_array_writer("i", True, False)
 
 
 class WriteTxnMarkersRequest(Message):
@@ -403,9 +409,7 @@ def _dec_WritableTxnMarkerTopic_v0(
 ) -> tuple[_WritableTxnMarkerTopic, int]:
     o = new_instance(_WritableTxnMarkerTopic)
     o.name, pos = read_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, False, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i(buf, pos, end, "PartitionIndexes")
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -413,13 +417,8 @@ def _dec_WritableTxnMarkerTopic_v0(
 
 def _enc_WritableTxnMarkerTopic_v0(o: _WritableTxnMarkerTopic, w: Writer) -> None:
     w(write_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        False,
-        False,
-        "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes",
+    _write_i(
+        w, o.partition_indexes, "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes"
     )
 
     if o.unknown_tagged_fields:
@@ -431,9 +430,7 @@ def _dec_WritableTxnMarkerTopic_v1(
 ) -> tuple[_WritableTxnMarkerTopic, int]:
     o = new_instance(_WritableTxnMarkerTopic)
     o.name, pos = read_compact_string(buf, pos, end)
-    o.partition_indexes, pos = read_fixed_array(
-        buf, pos, end, "i", 4, True, False, "PartitionIndexes"
-    )
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -445,13 +442,8 @@ def _dec_WritableTxnMarkerTopic_v1(
 
 def _enc_WritableTxnMarkerTopic_v1(o: _WritableTxnMarkerTopic, w: Writer) -> None:
     w(write_compact_string(o.name))
-    write_fixed_array(
-        w,
-        o.partition_indexes,
-        "i",
-        True,
-        False,
-        "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes",
+    _write_i_c(
+        w, o.partition_indexes, "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

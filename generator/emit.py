@@ -51,6 +51,22 @@ class Op:
     ignorable: bool = False
     why: str = ""  # absent: why the value cannot be written
 
+    @property
+    def _array_stem(self) -> str:
+        return (
+            self.code.replace("?", "o")
+            + ("_c" if self.compact else "")
+            + ("_n" if self.nullable else "")
+        )
+
+    @property
+    def array_reader(self) -> str:
+        return "_read_" + self._array_stem
+
+    @property
+    def array_writer(self) -> str:
+        return "_write_" + self._array_stem
+
 
 @dataclass(frozen=True)
 class TaggedOp:
@@ -117,6 +133,8 @@ class Emitter:
         which get the message name as a prefix to stay unique in the module."""
         self.msg = msg
         self.formats: set[str] = set()
+        #: (code, size, compact, nullable) of every fixed-width array kind used
+        self.arrays: set[tuple[str, int, bool, bool]] = set()
         self.plans: dict[str, StructPlan] = {}
         self.plans[msg.root.name] = StructPlan(msg.root, msg.name, msg.name, msg.name, is_root=True)
         for s in msg.structs:
@@ -192,6 +210,7 @@ class Emitter:
             return Op("array", f.attr, f.name, elem="uuid", **base)
         if el.is_fixed:
             code, size = FIXED[el.name]
+            self.arrays.add((code, size, compact, nullable))
             return Op("array", f.attr, f.name, elem="fixed", code=code, size=size, **base)
         # arrays of strings or bytes: elements are never null
         r, w = _string_rw(compact, False, el.name)
@@ -354,6 +373,7 @@ class Emitter:
             "nested": nested,
             "all_plans": [self.plans[s.name] for s in structs],
             "formats": self.formats,
+            "arrays": self.arrays,
         }
 
     def message_doc(self) -> str:

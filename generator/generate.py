@@ -119,6 +119,7 @@ def render_module(env: jinja2.Environment, mod: Module) -> str:
     shared = frozenset(n for n, count in seen.items() if count > 1)
     contexts = [Emitter(m, shared).context() for m in mod.messages]
     formats = sorted(set().union(*(c["formats"] for c in contexts)))
+    arrays = sorted(set().union(*(c["arrays"] for c in contexts)))
     first = mod.messages[0]
     if first.api_key is not None:
         base = first.name.removesuffix("Request").removesuffix("Response")
@@ -127,7 +128,11 @@ def render_module(env: jinja2.Environment, mod: Module) -> str:
         title = f"{', '.join(m.name for m in mod.messages)} codecs."
     template = env.get_template("module.py.jinja")
     args = dict(
-        title=title, sources=[m.file for m in mod.messages], messages=contexts, formats=formats
+        title=title,
+        sources=[m.file for m in mod.messages],
+        messages=contexts,
+        formats=formats,
+        arrays=arrays,
     )
     # Two passes: the first finds which runtime names the code uses, the second imports
     # exactly those (a module importing all of them would be 80 lines longer).

@@ -474,6 +474,75 @@ def write_fixed_array(
     w(struct.pack(f">{n}{code}", *items))
 
 
+FixedArrayReader = Callable[[Buffer, int, int, str], tuple[Any, int]]
+FixedArrayWriter = Callable[[Writer, Any, str], None]
+#: Arrays up to this many items use a precompiled struct for the whole array.
+_PRECOMPILED = 256
+
+
+_ARRAY_STRUCTS: dict[str, list[struct.Struct]] = {}
+
+
+def _array_structs(code: str) -> list[struct.Struct]:
+    """``n`` items of ``code`` for every n below _PRECOMPILED, built once per code."""
+    structs = _ARRAY_STRUCTS.get(code)
+    if structs is None:
+        structs = _ARRAY_STRUCTS[code] = [struct.Struct(f">{n}{code}") for n in range(_PRECOMPILED)]
+    return structs
+
+
+def fixed_array_reader(code: str, size: int, compact: bool, nullable: bool) -> FixedArrayReader:
+    """A reader of one kind of fixed-width array, specialised so the common case (a
+    one-byte length and a short array) costs one index, one compare and one unpack."""
+    structs = _array_structs(code)
+
+    def slow(buf: Buffer, pos: int, end: int, name: str) -> tuple[list[Any] | None, int]:
+        return read_fixed_array(buf, pos, end, code, size, compact, nullable, name)
+
+    if compact:
+
+        def read(buf: Buffer, pos: int, end: int, name: str) -> tuple[Any, int]:
+            if pos < end:
+                n = buf[pos] - 1
+                if 0 <= n < 127:
+                    stop = pos + 1 + n * size
+                    if stop <= end:
+                        return list(structs[n].unpack_from(buf, pos + 1)), stop
+            return slow(buf, pos, end, name)
+
+    else:
+        unpack_count = _I32.unpack_from
+
+        def read(buf: Buffer, pos: int, end: int, name: str) -> tuple[Any, int]:
+            if pos + 4 <= end:
+                n = unpack_count(buf, pos)[0]
+                if 0 <= n < _PRECOMPILED:
+                    stop = pos + 4 + n * size
+                    if stop <= end:
+                        return list(structs[n].unpack_from(buf, pos + 4)), stop
+            return slow(buf, pos, end, name)
+
+    return read
+
+
+def fixed_array_writer(code: str, compact: bool, nullable: bool) -> FixedArrayWriter:
+    """A writer of one kind of fixed-width array (see :func:`fixed_array_reader`)."""
+    packs = [s.pack for s in _array_structs(code)]
+    lengths = [uvarint(n + 1) if compact else _pack_i32(n) for n in range(_PRECOMPILED)]
+
+    def write(w: Writer, items: Any, name: str) -> None:
+        if items is None:
+            return _null_array(w, compact, nullable, name)
+        n = len(items)
+        if n < _PRECOMPILED:
+            w(lengths[n])
+            w(packs[n](*items))
+        else:
+            write_fixed_array(w, items, code, compact, nullable, name)
+
+    return write
+
+
 def uuid_bytes(u: UUID) -> bytes:
     return u.bytes
 
@@ -571,6 +640,8 @@ __all__ = [
     "write_compact_nullable_string",
     "write_compact_string",
     "write_fixed_array",
+    "fixed_array_reader",
+    "fixed_array_writer",
     "read_array",
     "write_array",
     "write_struct_array",
