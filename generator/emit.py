@@ -49,7 +49,6 @@ class Op:
     size: int = 0
     keyed: bool = False
     ignorable: bool = False
-    why: str = ""  # absent: why the value cannot be written
 
     @property
     def _array_stem(self) -> str:
@@ -161,7 +160,7 @@ class Emitter:
 
     # -- ops ------------------------------------------------------------------------
 
-    def field_op(self, f: Field, version: int, tagged: bool) -> Op | FixedRun:
+    def field_op(self, f: Field, version: int) -> Op | FixedRun:
         msg = self.msg
         t = f.type
         nullable = f.nullable_in(version)
@@ -192,7 +191,6 @@ class Emitter:
             )
         assert t.element is not None
         el = t.element
-        base = dict(nullable=nullable, compact=compact)
         if el.is_struct:
             assert f.struct is not None
             plan = self.plans[f.struct.name]
@@ -200,23 +198,42 @@ class Emitter:
                 "array",
                 f.attr,
                 f.name,
+                nullable=nullable,
+                compact=compact,
                 elem="struct",
                 struct_fn=plan.fname,
                 fn=self.fn_name(f.struct, version),
                 keyed=is_keyed(f),
-                **base,
             )
         if el.name == "uuid":
-            return Op("array", f.attr, f.name, elem="uuid", **base)
+            return Op("array", f.attr, f.name, nullable=nullable, compact=compact, elem="uuid")
         if el.is_fixed:
             code, size = FIXED[el.name]
             self.arrays.add((code, size, compact, nullable))
-            return Op("array", f.attr, f.name, elem="fixed", code=code, size=size, **base)
+            return Op(
+                "array",
+                f.attr,
+                f.name,
+                nullable=nullable,
+                compact=compact,
+                elem="fixed",
+                code=code,
+                size=size,
+            )
         # arrays of strings or bytes: elements are never null
         r, w = _string_rw(compact, False, el.name)
         if el.name == "records":
             w = w.replace("records", "bytes")
-        return Op("array", f.attr, f.name, elem="var", reader=r, writer=w, **base)
+        return Op(
+            "array",
+            f.attr,
+            f.name,
+            nullable=nullable,
+            compact=compact,
+            elem="var",
+            reader=r,
+            writer=w,
+        )
 
     def fn_name(self, s: Struct, version: int) -> str:
         return self.struct_versions(s)[version]
@@ -230,16 +247,15 @@ class Emitter:
             if f.is_tagged and version in f.tagged:
                 continue
             if version not in f.versions:
-                why = "no such field at this version"
-                op = Op("absent", f.attr, f.name, ignorable=f.ignorable, why=why)
+                absent = Op("absent", f.attr, f.name, ignorable=f.ignorable)
                 if f.is_tagged:
-                    absent_tagged.append(op)
+                    absent_tagged.append(absent)
                 else:
-                    ops.append(op)
+                    ops.append(absent)
                 continue
-            op = self.field_op(f, version, tagged=False)
-            if isinstance(op, FixedRun) and ops and isinstance(ops[-1], FixedRun):
-                prev = ops[-1]
+            op = self.field_op(f, version)
+            prev = ops[-1] if ops else None
+            if isinstance(op, FixedRun) and isinstance(prev, FixedRun):
                 ops[-1] = FixedRun(prev.attrs + op.attrs, prev.fmt + op.fmt, prev.size + op.size)
             else:
                 ops.append(op)
@@ -247,7 +263,7 @@ class Emitter:
         if flexible:
             for f in s.tagged_fields_in(version):
                 assert f.tag is not None
-                tagged.append(TaggedOp(f.tag, self.field_op(f, version, tagged=True), f.attr))
+                tagged.append(TaggedOp(f.tag, self.field_op(f, version), f.attr))
         for op in ops:
             if isinstance(op, FixedRun):
                 self.formats.add(op.fmt)

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import black
+import black.mode
+import black.parsing
 import jinja2
 
 from .emit import Emitter, module_name
@@ -29,7 +31,7 @@ TEMPLATES = PACKAGE_ROOT / "templates"
 BUILTIN_SPECS = PACKAGE_ROOT / "message_specs"
 BUILTIN_OUT = PACKAGE_ROOT / "generated"
 
-BLACK_MODE = black.Mode(line_length=100, target_versions={black.TargetVersion.PY311})
+BLACK_MODE = black.mode.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
 
 
 def _pyrepr(value: Any) -> str:
@@ -193,7 +195,7 @@ def _format(name: str, text: str) -> str:
     """black over one generated module (runs in a worker process)."""
     try:
         return _format_once(text, mode=BLACK_MODE)
-    except black.InvalidInput as e:  # a template bug: say where
+    except black.parsing.InvalidInput as e:  # a template bug: say where
         raise RuntimeError(f"generated {name} is not valid Python: {e}") from e
 
 

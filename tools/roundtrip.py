@@ -11,22 +11,23 @@ import time
 import traceback
 
 from kafkagen.generated import APIS, message_type
+from kafkagen.runtime.message import Message
 from kafkagen.runtime.randomgen import RandomGen
 
 
-def check_one(cls: type, version: int, gen: RandomGen) -> str | None:
+def check_one(cls: type[Message], version: int, gen: RandomGen) -> str | None:
     """None when the message survives encode, decode, re-encode and JSON; else the reason."""
     gen.reset()
-    msg = cls._random(gen, version)  # type: ignore[attr-defined]
+    msg = cls._random(gen, version)
     try:
         data = msg.encode(version)
-        back = cls.decode(data, version)  # type: ignore[attr-defined]
+        back = cls.decode(data, version)
         if back != msg:
             return "decoded message differs from the original"
         if back.encode(version) != data:
             return "re-encoding is not byte-identical"
         doc = msg.to_json(version)
-        if cls.from_json(doc, version).to_json(version) != doc:  # type: ignore[attr-defined]
+        if cls.from_json(doc, version).to_json(version) != doc:
             return "JSON round trip differs"
     except Exception as e:  # report every failure kind, never stop the run
         return f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
@@ -42,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
         api_msgs = api_fail = 0
         versions = ""
         for kind in ("request", "response"):
-            cls = message_type(key, kind)  # type: ignore[arg-type]
+            cls = message_type(key, kind)
             versions = f"{cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION}"
             for version in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
                 api_msgs += 1
