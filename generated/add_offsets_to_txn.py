@@ -78,6 +78,17 @@ class AddOffsetsToTxnRequest(Message):
         self.group_id = group_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AddOffsetsToTxnRequest):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.group_id == other.group_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AddOffsetsToTxnResponse(Message):
     """AddOffsetsToTxn response (API key 25): versions 0-4, flexible from v3."""
@@ -105,6 +116,15 @@ class AddOffsetsToTxnResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AddOffsetsToTxnResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- AddOffsetsToTxnRequest: decoders and encoders, one per distinct layout

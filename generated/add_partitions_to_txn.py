@@ -117,6 +117,18 @@ class AddPartitionsToTxnRequest(Message):
             self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.producer_id == other.producer_id
+                and self.producer_epoch == other.producer_epoch
+                and self.verify_only == other.verify_only
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AddPartitionsToTxnTopic(Struct):
         """An item of AddPartitionsToTxnRequest.v3_and_below_topics and AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.topics (versions 0+)."""
 
@@ -137,6 +149,15 @@ class AddPartitionsToTxnRequest(Message):
             self.name = name
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AddPartitionsToTxnRequest.AddPartitionsToTxnTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -160,6 +181,18 @@ class AddPartitionsToTxnRequest(Message):
             KeyedList() if v3_and_below_topics is MISSING else as_keyed(v3_and_below_topics)
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AddPartitionsToTxnRequest):
+            return NotImplemented
+        return (
+            self.transactions == other.transactions
+            and self.v3_and_below_transactional_id == other.v3_and_below_transactional_id
+            and self.v3_and_below_producer_id == other.v3_and_below_producer_id
+            and self.v3_and_below_producer_epoch == other.v3_and_below_producer_epoch
+            and self.v3_and_below_topics == other.v3_and_below_topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AddPartitionsToTxnTransaction = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
@@ -209,6 +242,15 @@ class AddPartitionsToTxnResponse(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AddPartitionsToTxnResponse.AddPartitionsToTxnResult):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.topic_results == other.topic_results
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AddPartitionsToTxnTopicResult(Struct):
         """An item of AddPartitionsToTxnResponse.results_by_topic_v3_and_below and AddPartitionsToTxnResponse.AddPartitionsToTxnResult.topic_results (versions 0+)."""
 
@@ -234,6 +276,15 @@ class AddPartitionsToTxnResponse(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.results_by_partition == other.results_by_partition
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AddPartitionsToTxnPartitionResult(Struct):
         """An item of AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.results_by_partition (versions 0+)."""
 
@@ -254,6 +305,15 @@ class AddPartitionsToTxnResponse(Message):
             self.partition_index = partition_index
             self.partition_error_code = partition_error_code
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.partition_error_code == other.partition_error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -279,6 +339,17 @@ class AddPartitionsToTxnResponse(Message):
             else as_keyed(results_by_topic_v3_and_below)
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AddPartitionsToTxnResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.results_by_transaction == other.results_by_transaction
+            and self.results_by_topic_v3_and_below == other.results_by_topic_v3_and_below
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AddPartitionsToTxnResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult

@@ -100,6 +100,16 @@ class AddRaftVoterRequest(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AddRaftVoterRequest.Listener):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -116,6 +126,18 @@ class AddRaftVoterRequest(Message):
         self.voter_directory_id = voter_directory_id
         self.listeners = KeyedList() if listeners is MISSING else as_keyed(listeners)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AddRaftVoterRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.timeout_ms == other.timeout_ms
+            and self.voter_id == other.voter_id
+            and self.voter_directory_id == other.voter_directory_id
+            and self.listeners == other.listeners
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _Listener = AddRaftVoterRequest.Listener
@@ -150,6 +172,16 @@ class AddRaftVoterResponse(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AddRaftVoterResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- AddRaftVoterRequest: decoders and encoders, one per distinct layout

@@ -66,6 +66,15 @@ class AllocateProducerIdsRequest(Message):
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AllocateProducerIdsRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.broker_epoch == other.broker_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class AllocateProducerIdsResponse(Message):
     """AllocateProducerIds response (API key 67): versions 0, flexible from v0."""
@@ -99,6 +108,17 @@ class AllocateProducerIdsResponse(Message):
         self.producer_id_start = producer_id_start
         self.producer_id_len = producer_id_len
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AllocateProducerIdsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.producer_id_start == other.producer_id_start
+            and self.producer_id_len == other.producer_id_len
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- AllocateProducerIdsRequest: decoders and encoders, one per distinct layout

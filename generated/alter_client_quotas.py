@@ -94,6 +94,15 @@ class AlterClientQuotasRequest(Message):
             self.ops = [] if ops is MISSING else ops
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterClientQuotasRequest.EntryData):
+                return NotImplemented
+            return (
+                self.entity == other.entity
+                and self.ops == other.ops
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class EntityData(Struct):
         """An item of AlterClientQuotasRequest.EntryData.entity (versions 0+)."""
 
@@ -113,6 +122,15 @@ class AlterClientQuotasRequest(Message):
             self.entity_type = entity_type
             self.entity_name = entity_name
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterClientQuotasRequest.EntityData):
+                return NotImplemented
+            return (
+                self.entity_type == other.entity_type
+                and self.entity_name == other.entity_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class OpData(Struct):
         """An item of AlterClientQuotasRequest.EntryData.ops (versions 0+)."""
@@ -137,6 +155,16 @@ class AlterClientQuotasRequest(Message):
             self.remove = remove
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterClientQuotasRequest.OpData):
+                return NotImplemented
+            return (
+                self.key == other.key
+                and self.value == other.value
+                and self.remove == other.remove
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -147,6 +175,15 @@ class AlterClientQuotasRequest(Message):
         self.entries = [] if entries is MISSING else entries
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterClientQuotasRequest):
+            return NotImplemented
+        return (
+            self.entries == other.entries
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterClientQuotasRequest_EntryData = AlterClientQuotasRequest.EntryData
@@ -193,6 +230,16 @@ class AlterClientQuotasResponse(Message):
             self.entity = [] if entity is MISSING else entity
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterClientQuotasResponse.EntryData):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.entity == other.entity
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class EntityData(Struct):
         """An item of AlterClientQuotasResponse.EntryData.entity (versions 0+)."""
 
@@ -213,6 +260,15 @@ class AlterClientQuotasResponse(Message):
             self.entity_name = entity_name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterClientQuotasResponse.EntityData):
+                return NotImplemented
+            return (
+                self.entity_type == other.entity_type
+                and self.entity_name == other.entity_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -223,6 +279,15 @@ class AlterClientQuotasResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.entries = [] if entries is MISSING else entries
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterClientQuotasResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.entries == other.entries
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterClientQuotasResponse_EntryData = AlterClientQuotasResponse.EntryData

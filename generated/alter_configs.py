@@ -98,6 +98,16 @@ class AlterConfigsRequest(Message):
             self.configs = KeyedList() if configs is MISSING else as_keyed(configs)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterConfigsRequest.AlterConfigsResource):
+                return NotImplemented
+            return (
+                self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.configs == other.configs
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AlterableConfig(Struct):
         """An item of AlterConfigsRequest.AlterConfigsResource.configs (versions 0+)."""
 
@@ -119,6 +129,15 @@ class AlterConfigsRequest(Message):
             self.value = value
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterConfigsRequest.AlterableConfig):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.value == other.value
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -129,6 +148,15 @@ class AlterConfigsRequest(Message):
         self.resources = KeyedList() if resources is MISSING else as_keyed(resources)
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterConfigsRequest):
+            return NotImplemented
+        return (
+            self.resources == other.resources
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterConfigsResource = AlterConfigsRequest.AlterConfigsResource
@@ -177,6 +205,17 @@ class AlterConfigsResponse(Message):
             self.resource_name = resource_name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterConfigsResponse.AlterConfigsResourceResponse):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -187,6 +226,15 @@ class AlterConfigsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is MISSING else responses
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterConfigsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.responses == other.responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterConfigsResourceResponse = AlterConfigsResponse.AlterConfigsResourceResponse

@@ -105,6 +105,16 @@ class AlterPartitionRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionRequest.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of AlterPartitionRequest.TopicData.partitions (versions 0+)."""
 
@@ -137,6 +147,19 @@ class AlterPartitionRequest(Message):
             self.partition_epoch = partition_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.leader_epoch == other.leader_epoch
+                and self.new_isr == other.new_isr
+                and self.new_isr_with_epochs == other.new_isr_with_epochs
+                and self.leader_recovery_state == other.leader_recovery_state
+                and self.partition_epoch == other.partition_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class BrokerState(Struct):
         """An item of AlterPartitionRequest.PartitionData.new_isr_with_epochs (versions 3+)."""
 
@@ -157,6 +180,15 @@ class AlterPartitionRequest(Message):
             self.broker_epoch = broker_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionRequest.BrokerState):
+                return NotImplemented
+            return (
+                self.broker_id == other.broker_id
+                and self.broker_epoch == other.broker_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -169,6 +201,16 @@ class AlterPartitionRequest(Message):
         self.broker_epoch = broker_epoch
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterPartitionRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.broker_epoch == other.broker_epoch
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterPartitionRequest_TopicData = AlterPartitionRequest.TopicData
@@ -216,6 +258,16 @@ class AlterPartitionResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of AlterPartitionResponse.TopicData.partitions (versions 0+)."""
 
@@ -251,6 +303,20 @@ class AlterPartitionResponse(Message):
             self.partition_epoch = partition_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.isr == other.isr
+                and self.leader_recovery_state == other.leader_recovery_state
+                and self.partition_epoch == other.partition_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -263,6 +329,16 @@ class AlterPartitionResponse(Message):
         self.error_code = error_code
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterPartitionResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterPartitionResponse_TopicData = AlterPartitionResponse.TopicData

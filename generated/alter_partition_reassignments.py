@@ -94,6 +94,15 @@ class AlterPartitionReassignmentsRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionReassignmentsRequest.ReassignableTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ReassignablePartition(Struct):
         """An item of AlterPartitionReassignmentsRequest.ReassignableTopic.partitions (versions 0+)."""
 
@@ -114,6 +123,15 @@ class AlterPartitionReassignmentsRequest(Message):
             self.replicas = replicas
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionReassignmentsRequest.ReassignablePartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.replicas == other.replicas
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -124,6 +142,15 @@ class AlterPartitionReassignmentsRequest(Message):
         self.timeout_ms = timeout_ms
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterPartitionReassignmentsRequest):
+            return NotImplemented
+        return (
+            self.timeout_ms == other.timeout_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReassignableTopic = AlterPartitionReassignmentsRequest.ReassignableTopic
@@ -170,6 +197,15 @@ class AlterPartitionReassignmentsResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterPartitionReassignmentsResponse.ReassignableTopicResponse):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ReassignablePartitionResponse(Struct):
         """An item of AlterPartitionReassignmentsResponse.ReassignableTopicResponse.partitions (versions 0+)."""
 
@@ -193,6 +229,18 @@ class AlterPartitionReassignmentsResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
+            ):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -209,6 +257,17 @@ class AlterPartitionReassignmentsResponse(Message):
         self.error_message = error_message
         self.responses = [] if responses is MISSING else responses
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterPartitionReassignmentsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.responses == other.responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReassignableTopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse

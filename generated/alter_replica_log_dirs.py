@@ -99,6 +99,15 @@ class AlterReplicaLogDirsRequest(Message):
             self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterReplicaLogDirsRequest.AlterReplicaLogDir):
+                return NotImplemented
+            return (
+                self.path == other.path
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AlterReplicaLogDirTopic(Struct):
         """An item of AlterReplicaLogDirsRequest.AlterReplicaLogDir.topics (versions 0+)."""
 
@@ -120,6 +129,15 @@ class AlterReplicaLogDirsRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -128,6 +146,11 @@ class AlterReplicaLogDirsRequest(Message):
     ) -> None:
         self.dirs = KeyedList() if dirs is MISSING else as_keyed(dirs)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterReplicaLogDirsRequest):
+            return NotImplemented
+        return self.dirs == other.dirs and self.unknown_tagged_fields == other.unknown_tagged_fields
 
 
 _AlterReplicaLogDir = AlterReplicaLogDirsRequest.AlterReplicaLogDir
@@ -172,6 +195,15 @@ class AlterReplicaLogDirsResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AlterReplicaLogDirPartitionResult(Struct):
         """An item of AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.partitions (versions 0+)."""
 
@@ -192,6 +224,15 @@ class AlterReplicaLogDirsResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -204,6 +245,15 @@ class AlterReplicaLogDirsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterReplicaLogDirsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult

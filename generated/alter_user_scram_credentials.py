@@ -90,6 +90,15 @@ class AlterUserScramCredentialsRequest(Message):
             self.mechanism = mechanism
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterUserScramCredentialsRequest.ScramCredentialDeletion):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.mechanism == other.mechanism
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ScramCredentialUpsertion(Struct):
         """An item of AlterUserScramCredentialsRequest.upsertions (versions 0+)."""
 
@@ -119,6 +128,18 @@ class AlterUserScramCredentialsRequest(Message):
             self.salted_password = salted_password
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AlterUserScramCredentialsRequest.ScramCredentialUpsertion):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.mechanism == other.mechanism
+                and self.iterations == other.iterations
+                and self.salt == other.salt
+                and self.salted_password == other.salted_password
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -133,6 +154,15 @@ class AlterUserScramCredentialsRequest(Message):
         self.deletions = [] if deletions is MISSING else deletions
         self.upsertions = [] if upsertions is MISSING else upsertions
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterUserScramCredentialsRequest):
+            return NotImplemented
+        return (
+            self.deletions == other.deletions
+            and self.upsertions == other.upsertions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ScramCredentialDeletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
@@ -178,6 +208,18 @@ class AlterUserScramCredentialsResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+            ):
+                return NotImplemented
+            return (
+                self.user == other.user
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -190,6 +232,15 @@ class AlterUserScramCredentialsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AlterUserScramCredentialsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterUserScramCredentialsResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
@@ -346,8 +397,8 @@ def _dec_ScramCredentialUpsertion_v0(
 def _enc_ScramCredentialUpsertion_v0(o: _ScramCredentialUpsertion, w: Writer) -> None:
     w(write_compact_string(o.name))
     w(_S_bi.pack(o.mechanism, o.iterations))
-    w(write_compact_bytes(o.salt))
-    w(write_compact_bytes(o.salted_password))
+    write_compact_bytes(w, o.salt)
+    write_compact_bytes(w, o.salted_password)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -85,6 +85,15 @@ class ApiVersionsRequest(Message):
         self.client_software_version = client_software_version
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ApiVersionsRequest):
+            return NotImplemented
+        return (
+            self.client_software_name == other.client_software_name
+            and self.client_software_version == other.client_software_version
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ApiVersionsResponse(Message):
     """ApiVersions response (API key 18): versions 0-4, flexible from v3."""
@@ -131,6 +140,16 @@ class ApiVersionsResponse(Message):
             self.max_version = max_version
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ApiVersionsResponse.ApiVersion):
+                return NotImplemented
+            return (
+                self.api_key == other.api_key
+                and self.min_version == other.min_version
+                and self.max_version == other.max_version
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class SupportedFeatureKey(Struct):
         """An item of ApiVersionsResponse.supported_features (versions 3+)."""
 
@@ -154,6 +173,16 @@ class ApiVersionsResponse(Message):
             self.min_version = min_version
             self.max_version = max_version
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ApiVersionsResponse.SupportedFeatureKey):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.min_version == other.min_version
+                and self.max_version == other.max_version
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class FinalizedFeatureKey(Struct):
         """An item of ApiVersionsResponse.finalized_features (versions 3+)."""
@@ -179,6 +208,16 @@ class ApiVersionsResponse(Message):
             self.min_version_level = min_version_level
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ApiVersionsResponse.FinalizedFeatureKey):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.max_version_level == other.max_version_level
+                and self.min_version_level == other.min_version_level
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -203,6 +242,20 @@ class ApiVersionsResponse(Message):
         )
         self.zk_migration_ready = zk_migration_ready
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ApiVersionsResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.api_keys == other.api_keys
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.supported_features == other.supported_features
+            and self.finalized_features_epoch == other.finalized_features_epoch
+            and self.finalized_features == other.finalized_features
+            and self.zk_migration_ready == other.zk_migration_ready
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ApiVersion = ApiVersionsResponse.ApiVersion

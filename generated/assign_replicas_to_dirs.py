@@ -87,6 +87,15 @@ class AssignReplicasToDirsRequest(Message):
             self.topics = [] if topics is MISSING else topics
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AssignReplicasToDirsRequest.DirectoryData):
+                return NotImplemented
+            return (
+                self.id == other.id
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TopicData(Struct):
         """An item of AssignReplicasToDirsRequest.DirectoryData.topics (versions 0+)."""
 
@@ -107,6 +116,15 @@ class AssignReplicasToDirsRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AssignReplicasToDirsRequest.TopicData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of AssignReplicasToDirsRequest.TopicData.partitions (versions 0+)."""
 
@@ -124,6 +142,14 @@ class AssignReplicasToDirsRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AssignReplicasToDirsRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -136,6 +162,16 @@ class AssignReplicasToDirsRequest(Message):
         self.broker_epoch = broker_epoch
         self.directories = [] if directories is MISSING else directories
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AssignReplicasToDirsRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.broker_epoch == other.broker_epoch
+            and self.directories == other.directories
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AssignReplicasToDirsRequest_DirectoryData = AssignReplicasToDirsRequest.DirectoryData
@@ -180,6 +216,15 @@ class AssignReplicasToDirsResponse(Message):
             self.topics = [] if topics is MISSING else topics
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AssignReplicasToDirsResponse.DirectoryData):
+                return NotImplemented
+            return (
+                self.id == other.id
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TopicData(Struct):
         """An item of AssignReplicasToDirsResponse.DirectoryData.topics (versions 0+)."""
 
@@ -199,6 +244,15 @@ class AssignReplicasToDirsResponse(Message):
             self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AssignReplicasToDirsResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class PartitionData(Struct):
         """An item of AssignReplicasToDirsResponse.TopicData.partitions (versions 0+)."""
@@ -220,6 +274,15 @@ class AssignReplicasToDirsResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, AssignReplicasToDirsResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -232,6 +295,16 @@ class AssignReplicasToDirsResponse(Message):
         self.error_code = error_code
         self.directories = [] if directories is MISSING else directories
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AssignReplicasToDirsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.directories == other.directories
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AssignReplicasToDirsResponse_DirectoryData = AssignReplicasToDirsResponse.DirectoryData

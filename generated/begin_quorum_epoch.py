@@ -104,6 +104,15 @@ class BeginQuorumEpochRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BeginQuorumEpochRequest.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of BeginQuorumEpochRequest.TopicData.partitions (versions 0+)."""
 
@@ -130,6 +139,17 @@ class BeginQuorumEpochRequest(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BeginQuorumEpochRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.voter_directory_id == other.voter_directory_id
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderEndpoint(Struct):
         """An item of BeginQuorumEpochRequest.leader_endpoints (versions 1+)."""
 
@@ -154,6 +174,16 @@ class BeginQuorumEpochRequest(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BeginQuorumEpochRequest.LeaderEndpoint):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -170,6 +200,17 @@ class BeginQuorumEpochRequest(Message):
             KeyedList() if leader_endpoints is MISSING else as_keyed(leader_endpoints)
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BeginQuorumEpochRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.voter_id == other.voter_id
+            and self.topics == other.topics
+            and self.leader_endpoints == other.leader_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _BeginQuorumEpochRequest_TopicData = BeginQuorumEpochRequest.TopicData
@@ -214,6 +255,15 @@ class BeginQuorumEpochResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BeginQuorumEpochResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of BeginQuorumEpochResponse.TopicData.partitions (versions 0+)."""
 
@@ -240,6 +290,17 @@ class BeginQuorumEpochResponse(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BeginQuorumEpochResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class NodeEndpoint(Struct):
         """An item of BeginQuorumEpochResponse.node_endpoints (versions 1+)."""
 
@@ -264,6 +325,16 @@ class BeginQuorumEpochResponse(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BeginQuorumEpochResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -276,6 +347,16 @@ class BeginQuorumEpochResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BeginQuorumEpochResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.topics == other.topics
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _BeginQuorumEpochResponse_TopicData = BeginQuorumEpochResponse.TopicData

@@ -94,6 +94,19 @@ class BrokerHeartbeatRequest(Message):
         self.offline_log_dirs = [] if offline_log_dirs is MISSING else offline_log_dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BrokerHeartbeatRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.broker_epoch == other.broker_epoch
+            and self.current_metadata_offset == other.current_metadata_offset
+            and self.want_fence == other.want_fence
+            and self.want_shut_down == other.want_shut_down
+            and self.offline_log_dirs == other.offline_log_dirs
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class BrokerHeartbeatResponse(Message):
     """BrokerHeartbeat response (API key 63): versions 0-1, flexible from v0."""
@@ -130,6 +143,18 @@ class BrokerHeartbeatResponse(Message):
         self.is_fenced = is_fenced
         self.should_shut_down = should_shut_down
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BrokerHeartbeatResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.is_caught_up == other.is_caught_up
+            and self.is_fenced == other.is_fenced
+            and self.should_shut_down == other.should_shut_down
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- BrokerHeartbeatRequest: decoders and encoders, one per distinct layout

@@ -115,6 +115,17 @@ class BrokerRegistrationRequest(Message):
             self.security_protocol = security_protocol
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BrokerRegistrationRequest.Listener):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.security_protocol == other.security_protocol
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Feature(Struct):
         """An item of BrokerRegistrationRequest.features (versions 0+)."""
 
@@ -138,6 +149,16 @@ class BrokerRegistrationRequest(Message):
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, BrokerRegistrationRequest.Feature):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.min_supported_version == other.min_supported_version
+                and self.max_supported_version == other.max_supported_version
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -163,6 +184,22 @@ class BrokerRegistrationRequest(Message):
         self.log_dirs = [] if log_dirs is MISSING else log_dirs
         self.previous_broker_epoch = previous_broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BrokerRegistrationRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.cluster_id == other.cluster_id
+            and self.incarnation_id == other.incarnation_id
+            and self.listeners == other.listeners
+            and self.features == other.features
+            and self.rack == other.rack
+            and self.is_migrating_zk_broker == other.is_migrating_zk_broker
+            and self.log_dirs == other.log_dirs
+            and self.previous_broker_epoch == other.previous_broker_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _Listener = BrokerRegistrationRequest.Listener
@@ -198,6 +235,16 @@ class BrokerRegistrationResponse(Message):
         self.error_code = error_code
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BrokerRegistrationResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.broker_epoch == other.broker_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- BrokerRegistrationRequest: decoders and encoders, one per distinct layout

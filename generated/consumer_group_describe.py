@@ -107,6 +107,15 @@ class ConsumerGroupDescribeRequest(Message):
             self.member_id = member_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerGroupDescribeRequest.GroupMemberCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.member_id == other.member_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -121,6 +130,17 @@ class ConsumerGroupDescribeRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerGroupDescribeRequest):
+            return NotImplemented
+        return (
+            self.group_ids == other.group_ids
+            and self.include_authorized_operations == other.include_authorized_operations
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ConsumerGroupDescribeRequest_GroupMemberCursor = ConsumerGroupDescribeRequest.GroupMemberCursor
@@ -184,6 +204,22 @@ class ConsumerGroupDescribeResponse(Message):
             self.authorized_operations = authorized_operations
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerGroupDescribeResponse.DescribedGroup):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.group_id == other.group_id
+                and self.group_state == other.group_state
+                and self.group_epoch == other.group_epoch
+                and self.assignment_epoch == other.assignment_epoch
+                and self.assignor_name == other.assignor_name
+                and self.members == other.members
+                and self.authorized_operations == other.authorized_operations
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Member(Struct):
         """An item of ConsumerGroupDescribeResponse.DescribedGroup.members (versions 0+)."""
 
@@ -232,6 +268,23 @@ class ConsumerGroupDescribeResponse(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerGroupDescribeResponse.Member):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.instance_id == other.instance_id
+                and self.rack_id == other.rack_id
+                and self.member_epoch == other.member_epoch
+                and self.client_id == other.client_id
+                and self.client_host == other.client_host
+                and self.subscribed_topic_names == other.subscribed_topic_names
+                and self.subscribed_topic_regex == other.subscribed_topic_regex
+                and self.assignment == other.assignment
+                and self.target_assignment == other.target_assignment
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Assignment(Struct):
         """An item of ConsumerGroupDescribeResponse.Member.assignment and ConsumerGroupDescribeResponse.Member.target_assignment (versions 0+)."""
 
@@ -250,6 +303,14 @@ class ConsumerGroupDescribeResponse(Message):
         ) -> None:
             self.topic_partitions = [] if topic_partitions is MISSING else topic_partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerGroupDescribeResponse.Assignment):
+                return NotImplemented
+            return (
+                self.topic_partitions == other.topic_partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class TopicPartitions(Struct):
         """An item of ConsumerGroupDescribeResponse.Assignment.topic_partitions (versions 0+)."""
@@ -274,6 +335,16 @@ class ConsumerGroupDescribeResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerGroupDescribeResponse.TopicPartitions):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class GroupMemberCursor(Struct):
         """An item of ConsumerGroupDescribeResponse.next_cursor (versions 1+)."""
 
@@ -294,6 +365,15 @@ class ConsumerGroupDescribeResponse(Message):
             self.member_id = member_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerGroupDescribeResponse.GroupMemberCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.member_id == other.member_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -307,12 +387,24 @@ class ConsumerGroupDescribeResponse(Message):
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerGroupDescribeResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.groups == other.groups
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 _Member = ConsumerGroupDescribeResponse.Member
 _Assignment = ConsumerGroupDescribeResponse.Assignment
 _TopicPartitions = ConsumerGroupDescribeResponse.TopicPartitions
 _ConsumerGroupDescribeResponse_GroupMemberCursor = ConsumerGroupDescribeResponse.GroupMemberCursor
+
+_Assignment_DEFAULT = _Assignment()
 
 
 # -------------------- ConsumerGroupDescribeRequest: decoders and encoders, one per distinct layout

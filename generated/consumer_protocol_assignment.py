@@ -90,6 +90,15 @@ class ConsumerProtocolAssignment(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerProtocolAssignment.TopicPartition):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -104,6 +113,15 @@ class ConsumerProtocolAssignment(Message):
         )
         self.user_data = user_data
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerProtocolAssignment):
+            return NotImplemented
+        return (
+            self.assigned_partitions == other.assigned_partitions
+            and self.user_data == other.user_data
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicPartition = ConsumerProtocolAssignment.TopicPartition
@@ -134,7 +152,7 @@ def _enc_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, w: Writer)
         False,
         "ConsumerProtocolAssignment.AssignedPartitions",
     )
-    w(write_nullable_bytes(o.user_data))
+    write_nullable_bytes(w, o.user_data)
 
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolAssignment", "unknown tagged fields")

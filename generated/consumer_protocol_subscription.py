@@ -99,6 +99,15 @@ class ConsumerProtocolSubscription(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ConsumerProtocolSubscription.TopicPartition):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -119,6 +128,18 @@ class ConsumerProtocolSubscription(Message):
         self.generation_id = generation_id
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConsumerProtocolSubscription):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.user_data == other.user_data
+            and self.owned_partitions == other.owned_partitions
+            and self.generation_id == other.generation_id
+            and self.rack_id == other.rack_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicPartition = ConsumerProtocolSubscription.TopicPartition
@@ -143,7 +164,7 @@ def _dec_ConsumerProtocolSubscription_v0(
 
 def _enc_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: Writer) -> None:
     write_array(w, o.topics, write_string, False, False, "ConsumerProtocolSubscription.Topics")
-    w(write_nullable_bytes(o.user_data))
+    write_nullable_bytes(w, o.user_data)
 
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription", "unknown tagged fields")
@@ -167,7 +188,7 @@ def _dec_ConsumerProtocolSubscription_v1(
 
 def _enc_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: Writer) -> None:
     write_array(w, o.topics, write_string, False, False, "ConsumerProtocolSubscription.Topics")
-    w(write_nullable_bytes(o.user_data))
+    write_nullable_bytes(w, o.user_data)
     write_struct_array(
         w,
         o.owned_partitions,
@@ -201,7 +222,7 @@ def _dec_ConsumerProtocolSubscription_v2(
 
 def _enc_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: Writer) -> None:
     write_array(w, o.topics, write_string, False, False, "ConsumerProtocolSubscription.Topics")
-    w(write_nullable_bytes(o.user_data))
+    write_nullable_bytes(w, o.user_data)
     write_struct_array(
         w,
         o.owned_partitions,
@@ -236,7 +257,7 @@ def _dec_ConsumerProtocolSubscription_v3(
 
 def _enc_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: Writer) -> None:
     write_array(w, o.topics, write_string, False, False, "ConsumerProtocolSubscription.Topics")
-    w(write_nullable_bytes(o.user_data))
+    write_nullable_bytes(w, o.user_data)
     write_struct_array(
         w,
         o.owned_partitions,

@@ -80,6 +80,15 @@ class ControlledShutdownRequest(Message):
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ControlledShutdownRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.broker_epoch == other.broker_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ControlledShutdownResponse(Message):
     """ControlledShutdown response (API key 7): versions 0-3, flexible from v3."""
@@ -118,6 +127,15 @@ class ControlledShutdownResponse(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ControlledShutdownResponse.RemainingPartition):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -132,6 +150,15 @@ class ControlledShutdownResponse(Message):
             KeyedList() if remaining_partitions is MISSING else as_keyed(remaining_partitions)
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ControlledShutdownResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.remaining_partitions == other.remaining_partitions
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _RemainingPartition = ControlledShutdownResponse.RemainingPartition

@@ -106,6 +106,17 @@ class ControllerRegistrationRequest(Message):
             self.security_protocol = security_protocol
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ControllerRegistrationRequest.Listener):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.security_protocol == other.security_protocol
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Feature(Struct):
         """An item of ControllerRegistrationRequest.features (versions 0+)."""
 
@@ -130,6 +141,16 @@ class ControllerRegistrationRequest(Message):
             self.max_supported_version = max_supported_version
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ControllerRegistrationRequest.Feature):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.min_supported_version == other.min_supported_version
+                and self.max_supported_version == other.max_supported_version
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -146,6 +167,18 @@ class ControllerRegistrationRequest(Message):
         self.listeners = KeyedList() if listeners is MISSING else as_keyed(listeners)
         self.features = KeyedList() if features is MISSING else as_keyed(features)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ControllerRegistrationRequest):
+            return NotImplemented
+        return (
+            self.controller_id == other.controller_id
+            and self.incarnation_id == other.incarnation_id
+            and self.zk_migration_ready == other.zk_migration_ready
+            and self.listeners == other.listeners
+            and self.features == other.features
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _Listener = ControllerRegistrationRequest.Listener
@@ -181,6 +214,16 @@ class ControllerRegistrationResponse(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ControllerRegistrationResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- ControllerRegistrationRequest: decoders and encoders, one per distinct layout

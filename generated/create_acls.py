@@ -105,6 +105,20 @@ class CreateAclsRequest(Message):
             self.permission_type = permission_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateAclsRequest.AclCreation):
+                return NotImplemented
+            return (
+                self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.resource_pattern_type == other.resource_pattern_type
+                and self.principal == other.principal
+                and self.host == other.host
+                and self.operation == other.operation
+                and self.permission_type == other.permission_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -113,6 +127,14 @@ class CreateAclsRequest(Message):
     ) -> None:
         self.creations = [] if creations is MISSING else creations
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateAclsRequest):
+            return NotImplemented
+        return (
+            self.creations == other.creations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AclCreation = CreateAclsRequest.AclCreation
@@ -154,6 +176,15 @@ class CreateAclsResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateAclsResponse.AclCreationResult):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -164,6 +195,15 @@ class CreateAclsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateAclsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AclCreationResult = CreateAclsResponse.AclCreationResult

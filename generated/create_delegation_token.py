@@ -97,6 +97,15 @@ class CreateDelegationTokenRequest(Message):
             self.principal_name = principal_name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateDelegationTokenRequest.CreatableRenewers):
+                return NotImplemented
+            return (
+                self.principal_type == other.principal_type
+                and self.principal_name == other.principal_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -111,6 +120,17 @@ class CreateDelegationTokenRequest(Message):
         self.renewers = [] if renewers is MISSING else renewers
         self.max_lifetime_ms = max_lifetime_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateDelegationTokenRequest):
+            return NotImplemented
+        return (
+            self.owner_principal_type == other.owner_principal_type
+            and self.owner_principal_name == other.owner_principal_name
+            and self.renewers == other.renewers
+            and self.max_lifetime_ms == other.max_lifetime_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _CreatableRenewers = CreateDelegationTokenRequest.CreatableRenewers
@@ -169,6 +189,24 @@ class CreateDelegationTokenResponse(Message):
         self.hmac = hmac
         self.throttle_time_ms = throttle_time_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateDelegationTokenResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.principal_type == other.principal_type
+            and self.principal_name == other.principal_name
+            and self.token_requester_principal_type == other.token_requester_principal_type
+            and self.token_requester_principal_name == other.token_requester_principal_name
+            and self.issue_timestamp_ms == other.issue_timestamp_ms
+            and self.expiry_timestamp_ms == other.expiry_timestamp_ms
+            and self.max_timestamp_ms == other.max_timestamp_ms
+            and self.token_id == other.token_id
+            and self.hmac == other.hmac
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- CreateDelegationTokenRequest: decoders and encoders, one per distinct layout
@@ -450,7 +488,7 @@ def _enc_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w: W
         )
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
     w(write_string(o.token_id))
-    w(write_bytes(o.hmac))
+    write_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
 
     if o.unknown_tagged_fields:
@@ -499,7 +537,7 @@ def _enc_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w: W
         )
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
     w(write_compact_string(o.token_id))
-    w(write_compact_bytes(o.hmac))
+    write_compact_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -541,7 +579,7 @@ def _enc_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w: W
     w(write_compact_string(o.token_requester_principal_name))
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
     w(write_compact_string(o.token_id))
-    w(write_compact_bytes(o.hmac))
+    write_compact_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -110,6 +110,16 @@ class CreatePartitionsRequest(Message):
             self.assignments = [] if assignments is MISSING else assignments
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreatePartitionsRequest.CreatePartitionsTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.count == other.count
+                and self.assignments == other.assignments
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class CreatePartitionsAssignment(Struct):
         """An item of CreatePartitionsRequest.CreatePartitionsTopic.assignments (versions 0+)."""
 
@@ -127,6 +137,14 @@ class CreatePartitionsRequest(Message):
             self.broker_ids = [] if broker_ids is MISSING else broker_ids
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreatePartitionsRequest.CreatePartitionsAssignment):
+                return NotImplemented
+            return (
+                self.broker_ids == other.broker_ids
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -139,6 +157,16 @@ class CreatePartitionsRequest(Message):
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreatePartitionsRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _CreatePartitionsTopic = CreatePartitionsRequest.CreatePartitionsTopic
@@ -184,6 +212,16 @@ class CreatePartitionsResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreatePartitionsResponse.CreatePartitionsTopicResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -194,6 +232,15 @@ class CreatePartitionsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreatePartitionsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _CreatePartitionsTopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult

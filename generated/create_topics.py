@@ -127,6 +127,18 @@ class CreateTopicsRequest(Message):
             self.configs = KeyedList() if configs is MISSING else as_keyed(configs)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateTopicsRequest.CreatableTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.num_partitions == other.num_partitions
+                and self.replication_factor == other.replication_factor
+                and self.assignments == other.assignments
+                and self.configs == other.configs
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class CreatableReplicaAssignment(Struct):
         """An item of CreateTopicsRequest.CreatableTopic.assignments (versions 0+)."""
 
@@ -147,6 +159,15 @@ class CreateTopicsRequest(Message):
             self.partition_index = partition_index
             self.broker_ids = [] if broker_ids is MISSING else broker_ids
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateTopicsRequest.CreatableReplicaAssignment):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.broker_ids == other.broker_ids
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class CreatableTopicConfig(Struct):
         """An item of CreateTopicsRequest.CreatableTopic.configs (versions 0+)."""
@@ -169,6 +190,15 @@ class CreateTopicsRequest(Message):
             self.value = value
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateTopicsRequest.CreatableTopicConfig):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.value == other.value
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -181,6 +211,16 @@ class CreateTopicsRequest(Message):
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateTopicsRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _CreatableTopic = CreateTopicsRequest.CreatableTopic
@@ -243,6 +283,21 @@ class CreateTopicsResponse(Message):
             self.configs = [] if configs is MISSING else configs
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateTopicsResponse.CreatableTopicResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.topic_id == other.topic_id
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.topic_config_error_code == other.topic_config_error_code
+                and self.num_partitions == other.num_partitions
+                and self.replication_factor == other.replication_factor
+                and self.configs == other.configs
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class CreatableTopicConfigs(Struct):
         """An item of CreateTopicsResponse.CreatableTopicResult.configs (versions 5+)."""
 
@@ -272,6 +327,18 @@ class CreateTopicsResponse(Message):
             self.is_sensitive = is_sensitive
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, CreateTopicsResponse.CreatableTopicConfigs):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.value == other.value
+                and self.read_only == other.read_only
+                and self.config_source == other.config_source
+                and self.is_sensitive == other.is_sensitive
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -282,6 +349,15 @@ class CreateTopicsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreateTopicsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _CreatableTopicResult = CreateTopicsResponse.CreatableTopicResult

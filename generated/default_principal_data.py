@@ -67,6 +67,16 @@ class DefaultPrincipalData(Message):
         self.token_authenticated = token_authenticated
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DefaultPrincipalData):
+            return NotImplemented
+        return (
+            self.type == other.type
+            and self.name == other.name
+            and self.token_authenticated == other.token_authenticated
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- DefaultPrincipalData: decoders and encoders, one per distinct layout
 

@@ -105,6 +105,20 @@ class DeleteAclsRequest(Message):
             self.permission_type = permission_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteAclsRequest.DeleteAclsFilter):
+                return NotImplemented
+            return (
+                self.resource_type_filter == other.resource_type_filter
+                and self.resource_name_filter == other.resource_name_filter
+                and self.pattern_type_filter == other.pattern_type_filter
+                and self.principal_filter == other.principal_filter
+                and self.host_filter == other.host_filter
+                and self.operation == other.operation
+                and self.permission_type == other.permission_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -113,6 +127,14 @@ class DeleteAclsRequest(Message):
     ) -> None:
         self.filters = [] if filters is MISSING else filters
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteAclsRequest):
+            return NotImplemented
+        return (
+            self.filters == other.filters
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteAclsFilter = DeleteAclsRequest.DeleteAclsFilter
@@ -157,6 +179,16 @@ class DeleteAclsResponse(Message):
             self.matching_acls = [] if matching_acls is MISSING else matching_acls
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteAclsResponse.DeleteAclsFilterResult):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.matching_acls == other.matching_acls
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DeleteAclsMatchingAcl(Struct):
         """An item of DeleteAclsResponse.DeleteAclsFilterResult.matching_acls (versions 0+)."""
 
@@ -198,6 +230,22 @@ class DeleteAclsResponse(Message):
             self.permission_type = permission_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteAclsResponse.DeleteAclsMatchingAcl):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.pattern_type == other.pattern_type
+                and self.principal == other.principal
+                and self.host == other.host
+                and self.operation == other.operation
+                and self.permission_type == other.permission_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -208,6 +256,15 @@ class DeleteAclsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.filter_results = [] if filter_results is MISSING else filter_results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteAclsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.filter_results == other.filter_results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteAclsFilterResult = DeleteAclsResponse.DeleteAclsFilterResult

@@ -77,6 +77,14 @@ class DeleteGroupsRequest(Message):
         self.groups_names = [] if groups_names is MISSING else groups_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteGroupsRequest):
+            return NotImplemented
+        return (
+            self.groups_names == other.groups_names
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DeleteGroupsResponse(Message):
     """DeleteGroups response (API key 42): versions 0-2, flexible from v2."""
@@ -115,6 +123,15 @@ class DeleteGroupsResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteGroupsResponse.DeletableGroupResult):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -125,6 +142,15 @@ class DeleteGroupsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.results = KeyedList() if results is MISSING else as_keyed(results)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteGroupsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult

@@ -90,6 +90,15 @@ class DeleteRecordsRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteRecordsRequest.DeleteRecordsTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DeleteRecordsPartition(Struct):
         """An item of DeleteRecordsRequest.DeleteRecordsTopic.partitions (versions 0+)."""
 
@@ -110,6 +119,15 @@ class DeleteRecordsRequest(Message):
             self.offset = offset
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteRecordsRequest.DeleteRecordsPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.offset == other.offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -120,6 +138,15 @@ class DeleteRecordsRequest(Message):
         self.topics = [] if topics is MISSING else topics
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteRecordsRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteRecordsTopic = DeleteRecordsRequest.DeleteRecordsTopic
@@ -165,6 +192,15 @@ class DeleteRecordsResponse(Message):
             self.partitions = KeyedList() if partitions is MISSING else as_keyed(partitions)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteRecordsResponse.DeleteRecordsTopicResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DeleteRecordsPartitionResult(Struct):
         """An item of DeleteRecordsResponse.DeleteRecordsTopicResult.partitions (versions 0+)."""
 
@@ -189,6 +225,16 @@ class DeleteRecordsResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteRecordsResponse.DeleteRecordsPartitionResult):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.low_watermark == other.low_watermark
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -199,6 +245,15 @@ class DeleteRecordsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteRecordsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult

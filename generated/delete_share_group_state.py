@@ -89,6 +89,15 @@ class DeleteShareGroupStateRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteShareGroupStateRequest.DeleteStateData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of DeleteShareGroupStateRequest.DeleteStateData.partitions (versions 0+)."""
 
@@ -106,6 +115,14 @@ class DeleteShareGroupStateRequest(Message):
             self.partition = partition
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteShareGroupStateRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -116,6 +133,15 @@ class DeleteShareGroupStateRequest(Message):
         self.group_id = group_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteShareGroupStateRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteStateData = DeleteShareGroupStateRequest.DeleteStateData
@@ -157,6 +183,15 @@ class DeleteShareGroupStateResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteShareGroupStateResponse.DeleteStateResult):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResult(Struct):
         """An item of DeleteShareGroupStateResponse.DeleteStateResult.partitions (versions 0+)."""
 
@@ -180,6 +215,16 @@ class DeleteShareGroupStateResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteShareGroupStateResponse.PartitionResult):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -188,6 +233,14 @@ class DeleteShareGroupStateResponse(Message):
     ) -> None:
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteShareGroupStateResponse):
+            return NotImplemented
+        return (
+            self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteStateResult = DeleteShareGroupStateResponse.DeleteStateResult

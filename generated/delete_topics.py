@@ -96,6 +96,15 @@ class DeleteTopicsRequest(Message):
             self.topic_id = topic_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteTopicsRequest.DeleteTopicState):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.topic_id == other.topic_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -108,6 +117,16 @@ class DeleteTopicsRequest(Message):
         self.topic_names = [] if topic_names is MISSING else topic_names
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteTopicsRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.topic_names == other.topic_names
+            and self.timeout_ms == other.timeout_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeleteTopicState = DeleteTopicsRequest.DeleteTopicState
@@ -156,6 +175,17 @@ class DeleteTopicsResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DeleteTopicsResponse.DeletableTopicResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.topic_id == other.topic_id
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -166,6 +196,15 @@ class DeleteTopicsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.responses = KeyedList() if responses is MISSING else as_keyed(responses)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeleteTopicsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.responses == other.responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult

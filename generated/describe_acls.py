@@ -104,6 +104,15 @@ class DescribeAclsRequest(Message):
             self.resource_type = resource_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeAclsRequest.ResourceCursor):
+                return NotImplemented
+            return (
+                self.resource_name == other.resource_name
+                and self.resource_type == other.resource_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -128,6 +137,22 @@ class DescribeAclsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeAclsRequest):
+            return NotImplemented
+        return (
+            self.resource_type_filter == other.resource_type_filter
+            and self.resource_name_filter == other.resource_name_filter
+            and self.pattern_type_filter == other.pattern_type_filter
+            and self.principal_filter == other.principal_filter
+            and self.host_filter == other.host_filter
+            and self.operation == other.operation
+            and self.permission_type == other.permission_type
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeAclsRequest_ResourceCursor = DescribeAclsRequest.ResourceCursor
@@ -178,6 +203,17 @@ class DescribeAclsResponse(Message):
             self.acls = [] if acls is MISSING else acls
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeAclsResponse.DescribeAclsResource):
+                return NotImplemented
+            return (
+                self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.pattern_type == other.pattern_type
+                and self.acls == other.acls
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AclDescription(Struct):
         """An item of DescribeAclsResponse.DescribeAclsResource.acls (versions 0+)."""
 
@@ -204,6 +240,17 @@ class DescribeAclsResponse(Message):
             self.permission_type = permission_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeAclsResponse.AclDescription):
+                return NotImplemented
+            return (
+                self.principal == other.principal
+                and self.host == other.host
+                and self.operation == other.operation
+                and self.permission_type == other.permission_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ResourceCursor(Struct):
         """An item of DescribeAclsResponse.next_cursor (versions 4+)."""
 
@@ -224,6 +271,15 @@ class DescribeAclsResponse(Message):
             self.resource_type = resource_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeAclsResponse.ResourceCursor):
+                return NotImplemented
+            return (
+                self.resource_name == other.resource_name
+                and self.resource_type == other.resource_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -240,6 +296,18 @@ class DescribeAclsResponse(Message):
         self.resources = [] if resources is MISSING else resources
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeAclsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.resources == other.resources
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeAclsResource = DescribeAclsResponse.DescribeAclsResource

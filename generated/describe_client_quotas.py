@@ -98,6 +98,16 @@ class DescribeClientQuotasRequest(Message):
             self.match = match
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeClientQuotasRequest.ComponentData):
+                return NotImplemented
+            return (
+                self.entity_type == other.entity_type
+                and self.match_type == other.match_type
+                and self.match == other.match
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -108,6 +118,15 @@ class DescribeClientQuotasRequest(Message):
         self.components = [] if components is MISSING else components
         self.strict = strict
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeClientQuotasRequest):
+            return NotImplemented
+        return (
+            self.components == other.components
+            and self.strict == other.strict
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ComponentData = DescribeClientQuotasRequest.ComponentData
@@ -151,6 +170,15 @@ class DescribeClientQuotasResponse(Message):
             self.values = [] if values is MISSING else values
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeClientQuotasResponse.EntryData):
+                return NotImplemented
+            return (
+                self.entity == other.entity
+                and self.values == other.values
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class EntityData(Struct):
         """An item of DescribeClientQuotasResponse.EntryData.entity (versions 0+)."""
 
@@ -170,6 +198,15 @@ class DescribeClientQuotasResponse(Message):
             self.entity_type = entity_type
             self.entity_name = entity_name
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeClientQuotasResponse.EntityData):
+                return NotImplemented
+            return (
+                self.entity_type == other.entity_type
+                and self.entity_name == other.entity_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class ValueData(Struct):
         """An item of DescribeClientQuotasResponse.EntryData.values (versions 0+)."""
@@ -191,6 +228,15 @@ class DescribeClientQuotasResponse(Message):
             self.value = value
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeClientQuotasResponse.ValueData):
+                return NotImplemented
+            return (
+                self.key == other.key
+                and self.value == other.value
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -205,6 +251,17 @@ class DescribeClientQuotasResponse(Message):
         self.error_message = error_message
         self.entries = [] if entries is MISSING else entries
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeClientQuotasResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.entries == other.entries
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _EntryData = DescribeClientQuotasResponse.EntryData

@@ -83,6 +83,16 @@ class DescribeClusterRequest(Message):
         self.endpoint_type = endpoint_type
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeClusterRequest):
+            return NotImplemented
+        return (
+            self.include_cluster_authorized_operations
+            == other.include_cluster_authorized_operations
+            and self.endpoint_type == other.endpoint_type
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class DescribeClusterResponse(Message):
     """DescribeCluster response (API key 60): versions 0-1, flexible from v0."""
@@ -133,6 +143,17 @@ class DescribeClusterResponse(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeClusterResponse.DescribeClusterBroker):
+                return NotImplemented
+            return (
+                self.broker_id == other.broker_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -155,6 +176,21 @@ class DescribeClusterResponse(Message):
         self.brokers = KeyedList() if brokers is MISSING else as_keyed(brokers)
         self.cluster_authorized_operations = cluster_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeClusterResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.endpoint_type == other.endpoint_type
+            and self.cluster_id == other.cluster_id
+            and self.controller_id == other.controller_id
+            and self.brokers == other.brokers
+            and self.cluster_authorized_operations == other.cluster_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeClusterBroker = DescribeClusterResponse.DescribeClusterBroker

@@ -107,6 +107,16 @@ class DescribeConfigsRequest(Message):
             self.configuration_keys = [] if configuration_keys is MISSING else configuration_keys
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeConfigsRequest.DescribeConfigsResource):
+                return NotImplemented
+            return (
+                self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.configuration_keys == other.configuration_keys
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ResourceCursor(Struct):
         """An item of DescribeConfigsRequest.cursor (versions 5+)."""
 
@@ -127,6 +137,15 @@ class DescribeConfigsRequest(Message):
             self.resource_type = resource_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeConfigsRequest.ResourceCursor):
+                return NotImplemented
+            return (
+                self.resource_name == other.resource_name
+                and self.resource_type == other.resource_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -143,6 +162,18 @@ class DescribeConfigsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeConfigsRequest):
+            return NotImplemented
+        return (
+            self.resources == other.resources
+            and self.include_synonyms == other.include_synonyms
+            and self.include_documentation == other.include_documentation
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeConfigsResource = DescribeConfigsRequest.DescribeConfigsResource
@@ -197,6 +228,18 @@ class DescribeConfigsResponse(Message):
             self.configs = [] if configs is MISSING else configs
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeConfigsResponse.DescribeConfigsResult):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.configs == other.configs
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DescribeConfigsResourceResult(Struct):
         """An item of DescribeConfigsResponse.DescribeConfigsResult.configs (versions 0+)."""
 
@@ -238,6 +281,22 @@ class DescribeConfigsResponse(Message):
             self.documentation = documentation
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeConfigsResponse.DescribeConfigsResourceResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.value == other.value
+                and self.read_only == other.read_only
+                and self.is_default == other.is_default
+                and self.config_source == other.config_source
+                and self.is_sensitive == other.is_sensitive
+                and self.synonyms == other.synonyms
+                and self.config_type == other.config_type
+                and self.documentation == other.documentation
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DescribeConfigsSynonym(Struct):
         """An item of DescribeConfigsResponse.DescribeConfigsResourceResult.synonyms (versions 1+)."""
 
@@ -261,6 +320,16 @@ class DescribeConfigsResponse(Message):
             self.source = source
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeConfigsResponse.DescribeConfigsSynonym):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.value == other.value
+                and self.source == other.source
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ResourceCursor(Struct):
         """An item of DescribeConfigsResponse.next_cursor (versions 5+)."""
 
@@ -281,6 +350,15 @@ class DescribeConfigsResponse(Message):
             self.resource_type = resource_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeConfigsResponse.ResourceCursor):
+                return NotImplemented
+            return (
+                self.resource_name == other.resource_name
+                and self.resource_type == other.resource_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -293,6 +371,16 @@ class DescribeConfigsResponse(Message):
         self.results = [] if results is MISSING else results
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeConfigsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.results == other.results
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeConfigsResult = DescribeConfigsResponse.DescribeConfigsResult

@@ -92,6 +92,15 @@ class DescribeDelegationTokenRequest(Message):
             self.principal_name = principal_name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeDelegationTokenRequest.DescribeDelegationTokenOwner):
+                return NotImplemented
+            return (
+                self.principal_type == other.principal_type
+                and self.principal_name == other.principal_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -102,6 +111,14 @@ class DescribeDelegationTokenRequest(Message):
     ) -> None:
         self.owners = [] if owners is MISSING else owners
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeDelegationTokenRequest):
+            return NotImplemented
+        return (
+            self.owners == other.owners
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeDelegationTokenOwner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
@@ -170,6 +187,23 @@ class DescribeDelegationTokenResponse(Message):
             self.renewers = [] if renewers is MISSING else renewers
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeDelegationTokenResponse.DescribedDelegationToken):
+                return NotImplemented
+            return (
+                self.principal_type == other.principal_type
+                and self.principal_name == other.principal_name
+                and self.token_requester_principal_type == other.token_requester_principal_type
+                and self.token_requester_principal_name == other.token_requester_principal_name
+                and self.issue_timestamp == other.issue_timestamp
+                and self.expiry_timestamp == other.expiry_timestamp
+                and self.max_timestamp == other.max_timestamp
+                and self.token_id == other.token_id
+                and self.hmac == other.hmac
+                and self.renewers == other.renewers
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DescribedDelegationTokenRenewer(Struct):
         """An item of DescribeDelegationTokenResponse.DescribedDelegationToken.renewers (versions 0+)."""
 
@@ -190,6 +224,17 @@ class DescribeDelegationTokenResponse(Message):
             self.principal_name = principal_name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
+            ):
+                return NotImplemented
+            return (
+                self.principal_type == other.principal_type
+                and self.principal_name == other.principal_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -202,6 +247,16 @@ class DescribeDelegationTokenResponse(Message):
         self.tokens = [] if tokens is MISSING else tokens
         self.throttle_time_ms = throttle_time_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeDelegationTokenResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.tokens == other.tokens
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribedDelegationToken = DescribeDelegationTokenResponse.DescribedDelegationToken
@@ -575,7 +630,7 @@ def _enc_DescribedDelegationToken_v0(o: _DescribedDelegationToken, w: Writer) ->
         )
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w(write_string(o.token_id))
-    w(write_bytes(o.hmac))
+    write_bytes(w, o.hmac)
     write_struct_array(
         w,
         o.renewers,
@@ -631,7 +686,7 @@ def _enc_DescribedDelegationToken_v2(o: _DescribedDelegationToken, w: Writer) ->
         )
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w(write_compact_string(o.token_id))
-    w(write_compact_bytes(o.hmac))
+    write_compact_bytes(w, o.hmac)
     write_struct_array(
         w,
         o.renewers,
@@ -676,7 +731,7 @@ def _enc_DescribedDelegationToken_v3(o: _DescribedDelegationToken, w: Writer) ->
     w(write_compact_string(o.token_requester_principal_name))
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w(write_compact_string(o.token_id))
-    w(write_compact_bytes(o.hmac))
+    write_compact_bytes(w, o.hmac)
     write_struct_array(
         w,
         o.renewers,

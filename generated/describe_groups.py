@@ -106,6 +106,15 @@ class DescribeGroupsRequest(Message):
             self.member_id = member_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeGroupsRequest.GroupMemberCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.member_id == other.member_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -120,6 +129,17 @@ class DescribeGroupsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeGroupsRequest):
+            return NotImplemented
+        return (
+            self.groups == other.groups
+            and self.include_authorized_operations == other.include_authorized_operations
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeGroupsRequest_GroupMemberCursor = DescribeGroupsRequest.GroupMemberCursor
@@ -177,6 +197,20 @@ class DescribeGroupsResponse(Message):
             self.authorized_operations = authorized_operations
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeGroupsResponse.DescribedGroup):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.group_id == other.group_id
+                and self.group_state == other.group_state
+                and self.protocol_type == other.protocol_type
+                and self.protocol_data == other.protocol_data
+                and self.members == other.members
+                and self.authorized_operations == other.authorized_operations
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DescribedGroupMember(Struct):
         """An item of DescribeGroupsResponse.DescribedGroup.members (versions 0+)."""
 
@@ -209,6 +243,19 @@ class DescribeGroupsResponse(Message):
             self.member_assignment = member_assignment
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeGroupsResponse.DescribedGroupMember):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.group_instance_id == other.group_instance_id
+                and self.client_id == other.client_id
+                and self.client_host == other.client_host
+                and self.member_metadata == other.member_metadata
+                and self.member_assignment == other.member_assignment
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class GroupMemberCursor(Struct):
         """An item of DescribeGroupsResponse.next_cursor (versions 6+)."""
 
@@ -229,6 +276,15 @@ class DescribeGroupsResponse(Message):
             self.member_id = member_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeGroupsResponse.GroupMemberCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.member_id == other.member_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -241,6 +297,16 @@ class DescribeGroupsResponse(Message):
         self.groups = [] if groups is MISSING else groups
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeGroupsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.groups == other.groups
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribedGroup = DescribeGroupsResponse.DescribedGroup
@@ -937,8 +1003,8 @@ def _enc_DescribedGroupMember_v0(o: _DescribedGroupMember, w: Writer) -> None:
     w(write_string(o.member_id))
     w(write_string(o.client_id))
     w(write_string(o.client_host))
-    w(write_bytes(o.member_metadata))
-    w(write_bytes(o.member_assignment))
+    write_bytes(w, o.member_metadata)
+    write_bytes(w, o.member_assignment)
 
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroupMember", "unknown tagged fields")
@@ -964,8 +1030,8 @@ def _enc_DescribedGroupMember_v4(o: _DescribedGroupMember, w: Writer) -> None:
     w(write_nullable_string(o.group_instance_id))
     w(write_string(o.client_id))
     w(write_string(o.client_host))
-    w(write_bytes(o.member_metadata))
-    w(write_bytes(o.member_assignment))
+    write_bytes(w, o.member_metadata)
+    write_bytes(w, o.member_assignment)
 
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroupMember", "unknown tagged fields")
@@ -995,8 +1061,8 @@ def _enc_DescribedGroupMember_v5(o: _DescribedGroupMember, w: Writer) -> None:
     w(write_compact_nullable_string(o.group_instance_id))
     w(write_compact_string(o.client_id))
     w(write_compact_string(o.client_host))
-    w(write_compact_bytes(o.member_metadata))
-    w(write_compact_bytes(o.member_assignment))
+    write_compact_bytes(w, o.member_metadata)
+    write_compact_bytes(w, o.member_assignment)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -108,6 +108,15 @@ class DescribeLogDirsRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeLogDirsRequest.DescribableLogDirTopic):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of DescribeLogDirsRequest.cursor (versions 5+)."""
 
@@ -131,6 +140,16 @@ class DescribeLogDirsRequest(Message):
             self.log_dir = log_dir
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeLogDirsRequest.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.log_dir == other.log_dir
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -145,6 +164,16 @@ class DescribeLogDirsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeLogDirsRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribableLogDirTopic = DescribeLogDirsRequest.DescribableLogDirTopic
@@ -198,6 +227,18 @@ class DescribeLogDirsResponse(Message):
             self.usable_bytes = usable_bytes
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeLogDirsResponse.DescribeLogDirsResult):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.log_dir == other.log_dir
+                and self.topics == other.topics
+                and self.total_bytes == other.total_bytes
+                and self.usable_bytes == other.usable_bytes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DescribeLogDirsTopic(Struct):
         """An item of DescribeLogDirsResponse.DescribeLogDirsResult.topics (versions 0+)."""
 
@@ -217,6 +258,15 @@ class DescribeLogDirsResponse(Message):
             self.name = name
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeLogDirsResponse.DescribeLogDirsTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class DescribeLogDirsPartition(Struct):
         """An item of DescribeLogDirsResponse.DescribeLogDirsTopic.partitions (versions 0+)."""
@@ -244,6 +294,17 @@ class DescribeLogDirsResponse(Message):
             self.is_future_key = is_future_key
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeLogDirsResponse.DescribeLogDirsPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.partition_size == other.partition_size
+                and self.offset_lag == other.offset_lag
+                and self.is_future_key == other.is_future_key
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of DescribeLogDirsResponse.next_cursor (versions 5+)."""
 
@@ -267,6 +328,16 @@ class DescribeLogDirsResponse(Message):
             self.log_dir = log_dir
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeLogDirsResponse.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.log_dir == other.log_dir
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -281,6 +352,17 @@ class DescribeLogDirsResponse(Message):
         self.results = [] if results is MISSING else results
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeLogDirsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.results == other.results
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult

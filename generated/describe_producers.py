@@ -100,6 +100,15 @@ class DescribeProducersRequest(Message):
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeProducersRequest.TopicRequest):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_indexes == other.partition_indexes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ProducerStateCursor(Struct):
         """An item of DescribeProducersRequest.cursor (versions 1+)."""
 
@@ -123,6 +132,16 @@ class DescribeProducersRequest(Message):
             self.producer_id = producer_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeProducersRequest.ProducerStateCursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.producer_id == other.producer_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -135,6 +154,16 @@ class DescribeProducersRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeProducersRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicRequest = DescribeProducersRequest.TopicRequest
@@ -178,6 +207,15 @@ class DescribeProducersResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeProducersResponse.TopicResponse):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResponse(Struct):
         """An item of DescribeProducersResponse.TopicResponse.partitions (versions 0+)."""
 
@@ -203,6 +241,17 @@ class DescribeProducersResponse(Message):
             self.error_message = error_message
             self.active_producers = [] if active_producers is MISSING else active_producers
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeProducersResponse.PartitionResponse):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.active_producers == other.active_producers
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class ProducerState(Struct):
         """An item of DescribeProducersResponse.PartitionResponse.active_producers (versions 0+)."""
@@ -236,6 +285,19 @@ class DescribeProducersResponse(Message):
             self.current_txn_start_offset = current_txn_start_offset
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeProducersResponse.ProducerState):
+                return NotImplemented
+            return (
+                self.producer_id == other.producer_id
+                and self.producer_epoch == other.producer_epoch
+                and self.last_sequence == other.last_sequence
+                and self.last_timestamp == other.last_timestamp
+                and self.coordinator_epoch == other.coordinator_epoch
+                and self.current_txn_start_offset == other.current_txn_start_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ProducerStateCursor(Struct):
         """An item of DescribeProducersResponse.next_cursor (versions 1+)."""
 
@@ -259,6 +321,16 @@ class DescribeProducersResponse(Message):
             self.producer_id = producer_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeProducersResponse.ProducerStateCursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.producer_id == other.producer_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -271,6 +343,16 @@ class DescribeProducersResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeProducersResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicResponse = DescribeProducersResponse.TopicResponse

@@ -95,6 +95,15 @@ class DescribeQuorumRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumRequest.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of DescribeQuorumRequest.TopicData.partitions (versions 0+)."""
 
@@ -112,6 +121,14 @@ class DescribeQuorumRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -120,6 +137,14 @@ class DescribeQuorumRequest(Message):
     ) -> None:
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeQuorumRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeQuorumRequest_TopicData = DescribeQuorumRequest.TopicData
@@ -164,6 +189,15 @@ class DescribeQuorumResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of DescribeQuorumResponse.TopicData.partitions (versions 0+)."""
 
@@ -202,6 +236,21 @@ class DescribeQuorumResponse(Message):
             self.observers = [] if observers is MISSING else observers
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.high_watermark == other.high_watermark
+                and self.current_voters == other.current_voters
+                and self.observers == other.observers
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ReplicaState(Struct):
         """An item of DescribeQuorumResponse.PartitionData.current_voters and DescribeQuorumResponse.PartitionData.observers (versions 0+)."""
 
@@ -231,6 +280,18 @@ class DescribeQuorumResponse(Message):
             self.last_caught_up_timestamp = last_caught_up_timestamp
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumResponse.ReplicaState):
+                return NotImplemented
+            return (
+                self.replica_id == other.replica_id
+                and self.replica_directory_id == other.replica_directory_id
+                and self.log_end_offset == other.log_end_offset
+                and self.last_fetch_timestamp == other.last_fetch_timestamp
+                and self.last_caught_up_timestamp == other.last_caught_up_timestamp
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Node(Struct):
         """An item of DescribeQuorumResponse.nodes (versions 2+)."""
 
@@ -251,6 +312,15 @@ class DescribeQuorumResponse(Message):
             self.node_id = node_id
             self.listeners = KeyedList() if listeners is MISSING else as_keyed(listeners)
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumResponse.Node):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.listeners == other.listeners
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class Listener(Struct):
         """An item of DescribeQuorumResponse.Node.listeners (versions 2+)."""
@@ -276,6 +346,16 @@ class DescribeQuorumResponse(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeQuorumResponse.Listener):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -290,6 +370,17 @@ class DescribeQuorumResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.nodes = KeyedList() if nodes is MISSING else as_keyed(nodes)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeQuorumResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.topics == other.topics
+            and self.nodes == other.nodes
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeQuorumResponse_TopicData = DescribeQuorumResponse.TopicData

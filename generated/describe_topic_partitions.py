@@ -104,6 +104,14 @@ class DescribeTopicPartitionsRequest(Message):
             self.name = name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTopicPartitionsRequest.TopicRequest):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of DescribeTopicPartitionsRequest.cursor (versions 0+)."""
 
@@ -124,6 +132,15 @@ class DescribeTopicPartitionsRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTopicPartitionsRequest.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -136,6 +153,16 @@ class DescribeTopicPartitionsRequest(Message):
         self.response_partition_limit = response_partition_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeTopicPartitionsRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.response_partition_limit == other.response_partition_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicRequest = DescribeTopicPartitionsRequest.TopicRequest
@@ -195,6 +222,21 @@ class DescribeTopicPartitionsResponse(Message):
             self.topic_authorized_operations = topic_authorized_operations
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
+            ):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.name == other.name
+                and self.topic_id == other.topic_id
+                and self.is_internal == other.is_internal
+                and self.partitions == other.partitions
+                and self.topic_authorized_operations == other.topic_authorized_operations
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class DescribeTopicPartitionsResponsePartition(Struct):
         """An item of DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic.partitions (versions 0+)."""
 
@@ -236,6 +278,24 @@ class DescribeTopicPartitionsResponse(Message):
             self.offline_replicas = [] if offline_replicas is MISSING else offline_replicas
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
+            ):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.partition_index == other.partition_index
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.replica_nodes == other.replica_nodes
+                and self.isr_nodes == other.isr_nodes
+                and self.eligible_leader_replicas == other.eligible_leader_replicas
+                and self.last_known_elr == other.last_known_elr
+                and self.offline_replicas == other.offline_replicas
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of DescribeTopicPartitionsResponse.next_cursor (versions 0+)."""
 
@@ -256,6 +316,15 @@ class DescribeTopicPartitionsResponse(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTopicPartitionsResponse.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -271,6 +340,16 @@ class DescribeTopicPartitionsResponse(Message):
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeTopicPartitionsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeTopicPartitionsResponseTopic = (

@@ -100,6 +100,15 @@ class DescribeTransactionsRequest(Message):
             self.producer_id = producer_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTransactionsRequest.TransactionalCursor):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.producer_id == other.producer_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -112,6 +121,16 @@ class DescribeTransactionsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeTransactionsRequest):
+            return NotImplemented
+        return (
+            self.transactional_ids == other.transactional_ids
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeTransactionsRequest_TransactionalCursor = DescribeTransactionsRequest.TransactionalCursor
@@ -172,6 +191,21 @@ class DescribeTransactionsResponse(Message):
             self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTransactionsResponse.TransactionState):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.transactional_id == other.transactional_id
+                and self.transaction_state == other.transaction_state
+                and self.transaction_timeout_ms == other.transaction_timeout_ms
+                and self.transaction_start_time_ms == other.transaction_start_time_ms
+                and self.producer_id == other.producer_id
+                and self.producer_epoch == other.producer_epoch
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TopicData(Struct):
         """An item of DescribeTransactionsResponse.TransactionState.topics (versions 0+)."""
 
@@ -193,6 +227,15 @@ class DescribeTransactionsResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTransactionsResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TransactionalCursor(Struct):
         """An item of DescribeTransactionsResponse.next_cursor (versions 1+)."""
 
@@ -213,6 +256,15 @@ class DescribeTransactionsResponse(Message):
             self.producer_id = producer_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeTransactionsResponse.TransactionalCursor):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.producer_id == other.producer_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -225,6 +277,16 @@ class DescribeTransactionsResponse(Message):
         self.transaction_states = [] if transaction_states is MISSING else transaction_states
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeTransactionsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.transaction_states == other.transaction_states
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TransactionState = DescribeTransactionsResponse.TransactionState

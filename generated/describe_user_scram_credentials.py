@@ -83,6 +83,14 @@ class DescribeUserScramCredentialsRequest(Message):
             self.name = name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeUserScramCredentialsRequest.UserName):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -91,6 +99,13 @@ class DescribeUserScramCredentialsRequest(Message):
     ) -> None:
         self.users = [] if users is MISSING else users
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeUserScramCredentialsRequest):
+            return NotImplemented
+        return (
+            self.users == other.users and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _UserName = DescribeUserScramCredentialsRequest.UserName
@@ -142,6 +157,19 @@ class DescribeUserScramCredentialsResponse(Message):
             self.credential_infos = [] if credential_infos is MISSING else credential_infos
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+            ):
+                return NotImplemented
+            return (
+                self.user == other.user
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.credential_infos == other.credential_infos
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class CredentialInfo(Struct):
         """An item of DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.credential_infos (versions 0+)."""
 
@@ -162,6 +190,15 @@ class DescribeUserScramCredentialsResponse(Message):
             self.iterations = iterations
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, DescribeUserScramCredentialsResponse.CredentialInfo):
+                return NotImplemented
+            return (
+                self.mechanism == other.mechanism
+                and self.iterations == other.iterations
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -178,6 +215,17 @@ class DescribeUserScramCredentialsResponse(Message):
         self.error_message = error_message
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DescribeUserScramCredentialsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _DescribeUserScramCredentialsResult = (

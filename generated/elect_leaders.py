@@ -104,6 +104,15 @@ class ElectLeadersRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ElectLeadersRequest.TopicPartitions):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -120,6 +129,16 @@ class ElectLeadersRequest(Message):
         )
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ElectLeadersRequest):
+            return NotImplemented
+        return (
+            self.election_type == other.election_type
+            and self.topic_partitions == other.topic_partitions
+            and self.timeout_ms == other.timeout_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicPartitions = ElectLeadersRequest.TopicPartitions
@@ -162,6 +181,15 @@ class ElectLeadersResponse(Message):
             self.partition_result = [] if partition_result is MISSING else partition_result
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ElectLeadersResponse.ReplicaElectionResult):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partition_result == other.partition_result
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResult(Struct):
         """An item of ElectLeadersResponse.ReplicaElectionResult.partition_result (versions 0+)."""
 
@@ -185,6 +213,16 @@ class ElectLeadersResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ElectLeadersResponse.PartitionResult):
+                return NotImplemented
+            return (
+                self.partition_id == other.partition_id
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -201,6 +239,16 @@ class ElectLeadersResponse(Message):
             [] if replica_election_results is MISSING else replica_election_results
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ElectLeadersResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.replica_election_results == other.replica_election_results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReplicaElectionResult = ElectLeadersResponse.ReplicaElectionResult

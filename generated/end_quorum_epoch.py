@@ -110,6 +110,15 @@ class EndQuorumEpochRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochRequest.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of EndQuorumEpochRequest.TopicData.partitions (versions 0+)."""
 
@@ -143,6 +152,18 @@ class EndQuorumEpochRequest(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.preferred_successors == other.preferred_successors
+                and self.preferred_candidates == other.preferred_candidates
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ReplicaInfo(Struct):
         """An item of EndQuorumEpochRequest.PartitionData.preferred_candidates (versions 1+)."""
 
@@ -162,6 +183,15 @@ class EndQuorumEpochRequest(Message):
             self.candidate_id = candidate_id
             self.candidate_directory_id = candidate_directory_id
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochRequest.ReplicaInfo):
+                return NotImplemented
+            return (
+                self.candidate_id == other.candidate_id
+                and self.candidate_directory_id == other.candidate_directory_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class LeaderEndpoint(Struct):
         """An item of EndQuorumEpochRequest.leader_endpoints (versions 1+)."""
@@ -187,6 +217,16 @@ class EndQuorumEpochRequest(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochRequest.LeaderEndpoint):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -201,6 +241,16 @@ class EndQuorumEpochRequest(Message):
             KeyedList() if leader_endpoints is MISSING else as_keyed(leader_endpoints)
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EndQuorumEpochRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.topics == other.topics
+            and self.leader_endpoints == other.leader_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _EndQuorumEpochRequest_TopicData = EndQuorumEpochRequest.TopicData
@@ -246,6 +296,15 @@ class EndQuorumEpochResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of EndQuorumEpochResponse.TopicData.partitions (versions 0+)."""
 
@@ -272,6 +331,17 @@ class EndQuorumEpochResponse(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class NodeEndpoint(Struct):
         """An item of EndQuorumEpochResponse.node_endpoints (versions 1+)."""
 
@@ -296,6 +366,16 @@ class EndQuorumEpochResponse(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, EndQuorumEpochResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -308,6 +388,16 @@ class EndQuorumEpochResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EndQuorumEpochResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.topics == other.topics
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _EndQuorumEpochResponse_TopicData = EndQuorumEpochResponse.TopicData

@@ -81,6 +81,17 @@ class EndTxnRequest(Message):
         self.committed = committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EndTxnRequest):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.committed == other.committed
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class EndTxnResponse(Message):
     """EndTxn response (API key 26): versions 0-5, flexible from v3."""
@@ -114,6 +125,17 @@ class EndTxnResponse(Message):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EndTxnResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- EndTxnRequest: decoders and encoders, one per distinct layout

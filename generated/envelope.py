@@ -71,6 +71,16 @@ class EnvelopeRequest(Message):
         self.client_host_address = client_host_address
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EnvelopeRequest):
+            return NotImplemented
+        return (
+            self.request_data == other.request_data
+            and self.request_principal == other.request_principal
+            and self.client_host_address == other.client_host_address
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class EnvelopeResponse(Message):
     """Envelope response (API key 58): versions 0, flexible from v0."""
@@ -99,6 +109,15 @@ class EnvelopeResponse(Message):
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EnvelopeResponse):
+            return NotImplemented
+        return (
+            self.response_data == other.response_data
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- EnvelopeRequest: decoders and encoders, one per distinct layout
 
@@ -118,9 +137,9 @@ def _dec_EnvelopeRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeRe
 
 
 def _enc_EnvelopeRequest_v0(o: EnvelopeRequest, w: Writer) -> None:
-    w(write_compact_bytes(o.request_data))
-    w(write_compact_nullable_bytes(o.request_principal))
-    w(write_compact_bytes(o.client_host_address))
+    write_compact_bytes(w, o.request_data)
+    write_compact_nullable_bytes(w, o.request_principal)
+    write_compact_bytes(w, o.client_host_address)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -184,7 +203,7 @@ def _dec_EnvelopeResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeR
 
 
 def _enc_EnvelopeResponse_v0(o: EnvelopeResponse, w: Writer) -> None:
-    w(write_compact_nullable_bytes(o.response_data))
+    write_compact_nullable_bytes(w, o.response_data)
     w(_S_h.pack(o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

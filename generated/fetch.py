@@ -140,6 +140,15 @@ class FetchRequest(Message):
             self.replica_epoch = replica_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchRequest.ReplicaState):
+                return NotImplemented
+            return (
+                self.replica_id == other.replica_id
+                and self.replica_epoch == other.replica_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class FetchTopic(Struct):
         """An item of FetchRequest.topics (versions 0+)."""
 
@@ -162,6 +171,16 @@ class FetchRequest(Message):
             self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchRequest.FetchTopic):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class FetchPartition(Struct):
         """An item of FetchRequest.FetchTopic.partitions (versions 0+)."""
@@ -198,6 +217,20 @@ class FetchRequest(Message):
             self.replica_directory_id = replica_directory_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchRequest.FetchPartition):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.current_leader_epoch == other.current_leader_epoch
+                and self.fetch_offset == other.fetch_offset
+                and self.last_fetched_epoch == other.last_fetched_epoch
+                and self.log_start_offset == other.log_start_offset
+                and self.partition_max_bytes == other.partition_max_bytes
+                and self.replica_directory_id == other.replica_directory_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ForgottenTopic(Struct):
         """An item of FetchRequest.forgotten_topics_data (versions 7+)."""
 
@@ -220,6 +253,16 @@ class FetchRequest(Message):
             self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchRequest.ForgottenTopic):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -254,11 +297,32 @@ class FetchRequest(Message):
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FetchRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.replica_id == other.replica_id
+            and self.replica_state == other.replica_state
+            and self.max_wait_ms == other.max_wait_ms
+            and self.min_bytes == other.min_bytes
+            and self.max_bytes == other.max_bytes
+            and self.isolation_level == other.isolation_level
+            and self.session_id == other.session_id
+            and self.session_epoch == other.session_epoch
+            and self.topics == other.topics
+            and self.forgotten_topics_data == other.forgotten_topics_data
+            and self.rack_id == other.rack_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _ReplicaState = FetchRequest.ReplicaState
 _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = FetchRequest.FetchPartition
 _ForgottenTopic = FetchRequest.ForgottenTopic
+
+_ReplicaState_DEFAULT = _ReplicaState()
 
 
 class FetchResponse(Message):
@@ -302,6 +366,16 @@ class FetchResponse(Message):
             self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.FetchableTopicResponse):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class PartitionData(Struct):
         """An item of FetchResponse.FetchableTopicResponse.partitions (versions 0+)."""
@@ -356,6 +430,24 @@ class FetchResponse(Message):
             self.records = records
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.high_watermark == other.high_watermark
+                and self.last_stable_offset == other.last_stable_offset
+                and self.log_start_offset == other.log_start_offset
+                and self.diverging_epoch == other.diverging_epoch
+                and self.current_leader == other.current_leader
+                and self.snapshot_id == other.snapshot_id
+                and self.aborted_transactions == other.aborted_transactions
+                and self.preferred_read_replica == other.preferred_read_replica
+                and self.records == other.records
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class EpochEndOffset(Struct):
         """An item of FetchResponse.PartitionData.diverging_epoch (versions 12+)."""
 
@@ -375,6 +467,15 @@ class FetchResponse(Message):
             self.epoch = epoch
             self.end_offset = end_offset
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.EpochEndOffset):
+                return NotImplemented
+            return (
+                self.epoch == other.epoch
+                and self.end_offset == other.end_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class LeaderIdAndEpoch(Struct):
         """An item of FetchResponse.PartitionData.current_leader (versions 12+)."""
@@ -396,6 +497,15 @@ class FetchResponse(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.LeaderIdAndEpoch):
+                return NotImplemented
+            return (
+                self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class SnapshotId(Struct):
         """An item of FetchResponse.PartitionData.snapshot_id (versions 12+)."""
 
@@ -416,6 +526,15 @@ class FetchResponse(Message):
             self.epoch = epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.SnapshotId):
+                return NotImplemented
+            return (
+                self.end_offset == other.end_offset
+                and self.epoch == other.epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AbortedTransaction(Struct):
         """An item of FetchResponse.PartitionData.aborted_transactions (versions 4+)."""
 
@@ -435,6 +554,15 @@ class FetchResponse(Message):
             self.producer_id = producer_id
             self.first_offset = first_offset
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.AbortedTransaction):
+                return NotImplemented
+            return (
+                self.producer_id == other.producer_id
+                and self.first_offset == other.first_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class NodeEndpoint(Struct):
         """An item of FetchResponse.node_endpoints (versions 16+)."""
@@ -463,6 +591,17 @@ class FetchResponse(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -480,6 +619,18 @@ class FetchResponse(Message):
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FetchResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.session_id == other.session_id
+            and self.responses == other.responses
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _FetchableTopicResponse = FetchResponse.FetchableTopicResponse
 _PartitionData = FetchResponse.PartitionData
@@ -488,6 +639,10 @@ _LeaderIdAndEpoch = FetchResponse.LeaderIdAndEpoch
 _SnapshotId = FetchResponse.SnapshotId
 _AbortedTransaction = FetchResponse.AbortedTransaction
 _NodeEndpoint = FetchResponse.NodeEndpoint
+
+_EpochEndOffset_DEFAULT = _EpochEndOffset()
+_LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
+_SnapshotId_DEFAULT = _SnapshotId()
 
 
 # -------------------- FetchRequest: decoders and encoders, one per distinct layout
@@ -518,7 +673,7 @@ def _enc_FetchRequest_v0(o: FetchRequest, w: Writer) -> None:
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -549,7 +704,7 @@ def _enc_FetchRequest_v3(o: FetchRequest, w: Writer) -> None:
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -581,7 +736,7 @@ def _enc_FetchRequest_v4(o: FetchRequest, w: Writer) -> None:
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -613,7 +768,7 @@ def _enc_FetchRequest_v5(o: FetchRequest, w: Writer) -> None:
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -667,7 +822,7 @@ def _enc_FetchRequest_v7(o: FetchRequest, w: Writer) -> None:
         "FetchRequest.ForgottenTopicsData",
     )
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -721,7 +876,7 @@ def _enc_FetchRequest_v9(o: FetchRequest, w: Writer) -> None:
         "FetchRequest.ForgottenTopicsData",
     )
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -776,7 +931,7 @@ def _enc_FetchRequest_v11(o: FetchRequest, w: Writer) -> None:
     )
     w(write_string(o.rack_id))
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -847,7 +1002,7 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
     )
     w(write_compact_string(o.rack_id))
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     tags: list[tuple[int, bytes]] = []
@@ -928,7 +1083,7 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
     )
     w(write_compact_string(o.rack_id))
 
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
 
     tags: list[tuple[int, bytes]] = []
@@ -1017,7 +1172,7 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
         tw(write_compact_nullable_string(o.cluster_id))
 
         tags.append((0, b"".join(value)))
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         value = []
         tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
@@ -1101,7 +1256,7 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
         tw(write_compact_nullable_string(o.cluster_id))
 
         tags.append((0, b"".join(value)))
-    if o.replica_state != _ReplicaState():
+    if o.replica_state != _ReplicaState_DEFAULT:
         value = []
         tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
@@ -1124,7 +1279,7 @@ def _tj_FetchRequest(o: FetchRequest, version: int) -> dict[str, Any]:
         d["replicaId"] = o.replica_id
     if version >= 15:
         v = o.replica_state
-        if v != _ReplicaState():
+        if v != _ReplicaState_DEFAULT:
             d["replicaState"] = _tj_ReplicaState(v, version)
     d["maxWaitMs"] = o.max_wait_ms
     d["minBytes"] = o.min_bytes
@@ -2401,15 +2556,15 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_ihq.pack(o.partition_index, o.error_code, o.high_watermark))
     if o.preferred_read_replica != -1:
         raise unsupported("FetchResponse.PartitionData.PreferredReadReplica", "non-default value")
-    w(write_nullable_bytes(o.records))
+    write_nullable_bytes(w, o.records)
 
-    if o.diverging_epoch != _EpochEndOffset():
+    if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
 
-    if o.snapshot_id != _SnapshotId():
+    if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -2449,15 +2604,15 @@ def _enc_PartitionData_v4(o: _PartitionData, w: Writer) -> None:
     )
     if o.preferred_read_replica != -1:
         raise unsupported("FetchResponse.PartitionData.PreferredReadReplica", "non-default value")
-    w(write_nullable_bytes(o.records))
+    write_nullable_bytes(w, o.records)
 
-    if o.diverging_epoch != _EpochEndOffset():
+    if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
 
-    if o.snapshot_id != _SnapshotId():
+    if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -2504,15 +2659,15 @@ def _enc_PartitionData_v5(o: _PartitionData, w: Writer) -> None:
     )
     if o.preferred_read_replica != -1:
         raise unsupported("FetchResponse.PartitionData.PreferredReadReplica", "non-default value")
-    w(write_nullable_bytes(o.records))
+    write_nullable_bytes(w, o.records)
 
-    if o.diverging_epoch != _EpochEndOffset():
+    if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
 
-    if o.snapshot_id != _SnapshotId():
+    if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -2560,15 +2715,15 @@ def _enc_PartitionData_v11(o: _PartitionData, w: Writer) -> None:
         "FetchResponse.PartitionData.AbortedTransactions",
     )
     w(_S_i.pack(o.preferred_read_replica))
-    w(write_nullable_bytes(o.records))
+    write_nullable_bytes(w, o.records)
 
-    if o.diverging_epoch != _EpochEndOffset():
+    if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
 
-    if o.snapshot_id != _SnapshotId():
+    if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
 
     if o.unknown_tagged_fields:
@@ -2640,23 +2795,23 @@ def _enc_PartitionData_v12(o: _PartitionData, w: Writer) -> None:
         "FetchResponse.PartitionData.AbortedTransactions",
     )
     w(_S_i.pack(o.preferred_read_replica))
-    w(write_compact_nullable_bytes(o.records))
+    write_compact_nullable_bytes(w, o.records)
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
-    if o.diverging_epoch != _EpochEndOffset():
+    if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         value = []
         tw = value.append
         _enc_EpochEndOffset_v12(o.diverging_epoch, tw)
 
         tags.append((0, b"".join(value)))
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         value = []
         tw = value.append
         _enc_LeaderIdAndEpoch_v12(o.current_leader, tw)
 
         tags.append((1, b"".join(value)))
-    if o.snapshot_id != _SnapshotId():
+    if o.snapshot_id != _SnapshotId_DEFAULT:
         value = []
         tw = value.append
         _enc_SnapshotId_v12(o.snapshot_id, tw)
@@ -2680,15 +2835,15 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
         d["logStartOffset"] = o.log_start_offset
     if version >= 12:
         v = o.diverging_epoch
-        if v != _EpochEndOffset():
+        if v != _EpochEndOffset_DEFAULT:
             d["divergingEpoch"] = _tj_EpochEndOffset(v, version)
     if version >= 12:
         v = o.current_leader
-        if v != _LeaderIdAndEpoch():
+        if v != _LeaderIdAndEpoch_DEFAULT:
             d["currentLeader"] = _tj_LeaderIdAndEpoch(v, version)
     if version >= 12:
         v = o.snapshot_id
-        if v != _SnapshotId():
+        if v != _SnapshotId_DEFAULT:
             d["snapshotId"] = _tj_SnapshotId(v, version)
     if version >= 4:
         v = o.aborted_transactions

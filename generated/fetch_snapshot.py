@@ -108,6 +108,15 @@ class FetchSnapshotRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotRequest.TopicSnapshot):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionSnapshot(Struct):
         """An item of FetchSnapshotRequest.TopicSnapshot.partitions (versions 0+)."""
 
@@ -139,6 +148,18 @@ class FetchSnapshotRequest(Message):
             self.replica_directory_id = replica_directory_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotRequest.PartitionSnapshot):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.current_leader_epoch == other.current_leader_epoch
+                and self.snapshot_id == other.snapshot_id
+                and self.position == other.position
+                and self.replica_directory_id == other.replica_directory_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class SnapshotId(Struct):
         """An item of FetchSnapshotRequest.PartitionSnapshot.snapshot_id (versions 0+)."""
 
@@ -159,6 +180,15 @@ class FetchSnapshotRequest(Message):
             self.epoch = epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotRequest.SnapshotId):
+                return NotImplemented
+            return (
+                self.end_offset == other.end_offset
+                and self.epoch == other.epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -174,10 +204,23 @@ class FetchSnapshotRequest(Message):
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FetchSnapshotRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.replica_id == other.replica_id
+            and self.max_bytes == other.max_bytes
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _FetchSnapshotRequest_TopicSnapshot = FetchSnapshotRequest.TopicSnapshot
 _FetchSnapshotRequest_PartitionSnapshot = FetchSnapshotRequest.PartitionSnapshot
 _FetchSnapshotRequest_SnapshotId = FetchSnapshotRequest.SnapshotId
+
+_FetchSnapshotRequest_SnapshotId_DEFAULT = _FetchSnapshotRequest_SnapshotId()
 
 
 class FetchSnapshotResponse(Message):
@@ -218,6 +261,15 @@ class FetchSnapshotResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotResponse.TopicSnapshot):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionSnapshot(Struct):
         """An item of FetchSnapshotResponse.TopicSnapshot.partitions (versions 0+)."""
 
@@ -257,6 +309,20 @@ class FetchSnapshotResponse(Message):
             self.unaligned_records = unaligned_records
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotResponse.PartitionSnapshot):
+                return NotImplemented
+            return (
+                self.index == other.index
+                and self.error_code == other.error_code
+                and self.snapshot_id == other.snapshot_id
+                and self.current_leader == other.current_leader
+                and self.size == other.size
+                and self.position == other.position
+                and self.unaligned_records == other.unaligned_records
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class SnapshotId(Struct):
         """An item of FetchSnapshotResponse.PartitionSnapshot.snapshot_id (versions 0+)."""
 
@@ -277,6 +343,15 @@ class FetchSnapshotResponse(Message):
             self.epoch = epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotResponse.SnapshotId):
+                return NotImplemented
+            return (
+                self.end_offset == other.end_offset
+                and self.epoch == other.epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderIdAndEpoch(Struct):
         """An item of FetchSnapshotResponse.PartitionSnapshot.current_leader (versions 0+)."""
 
@@ -296,6 +371,15 @@ class FetchSnapshotResponse(Message):
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotResponse.LeaderIdAndEpoch):
+                return NotImplemented
+            return (
+                self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class NodeEndpoint(Struct):
         """An item of FetchSnapshotResponse.node_endpoints (versions 1+)."""
@@ -321,6 +405,16 @@ class FetchSnapshotResponse(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FetchSnapshotResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -336,12 +430,26 @@ class FetchSnapshotResponse(Message):
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FetchSnapshotResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.topics == other.topics
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _FetchSnapshotResponse_TopicSnapshot = FetchSnapshotResponse.TopicSnapshot
 _FetchSnapshotResponse_PartitionSnapshot = FetchSnapshotResponse.PartitionSnapshot
 _FetchSnapshotResponse_SnapshotId = FetchSnapshotResponse.SnapshotId
 _LeaderIdAndEpoch = FetchSnapshotResponse.LeaderIdAndEpoch
 _NodeEndpoint = FetchSnapshotResponse.NodeEndpoint
+
+_FetchSnapshotResponse_SnapshotId_DEFAULT = _FetchSnapshotResponse_SnapshotId()
+_LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 
 
 # -------------------- FetchSnapshotRequest: decoders and encoders, one per distinct layout
@@ -1097,11 +1205,11 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(
     w(_S_ih.pack(o.index, o.error_code))
     _enc_FetchSnapshotResponse_SnapshotId_v0(o.snapshot_id, w)
     w(_S_qq.pack(o.size, o.position))
-    w(write_compact_bytes(o.unaligned_records))
+    write_compact_bytes(w, o.unaligned_records)
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         value = []
         tw = value.append
         _enc_LeaderIdAndEpoch_v0(o.current_leader, tw)
@@ -1123,7 +1231,7 @@ def _tj_FetchSnapshotResponse_PartitionSnapshot(
     v = o.snapshot_id
     d["snapshotId"] = _tj_FetchSnapshotResponse_SnapshotId(v, version)
     v = o.current_leader
-    if v != _LeaderIdAndEpoch():
+    if v != _LeaderIdAndEpoch_DEFAULT:
         d["currentLeader"] = _tj_LeaderIdAndEpoch(v, version)
     d["size"] = o.size
     d["position"] = o.position

@@ -87,6 +87,16 @@ class FindCoordinatorRequest(Message):
         self.coordinator_keys = [] if coordinator_keys is MISSING else coordinator_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FindCoordinatorRequest):
+            return NotImplemented
+        return (
+            self.key == other.key
+            and self.key_type == other.key_type
+            and self.coordinator_keys == other.coordinator_keys
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class FindCoordinatorResponse(Message):
     """FindCoordinator response (API key 10): versions 0-6, flexible from v3."""
@@ -141,6 +151,19 @@ class FindCoordinatorResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, FindCoordinatorResponse.Coordinator):
+                return NotImplemented
+            return (
+                self.key == other.key
+                and self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -161,6 +184,20 @@ class FindCoordinatorResponse(Message):
         self.port = port
         self.coordinators = [] if coordinators is MISSING else coordinators
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FindCoordinatorResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.node_id == other.node_id
+            and self.host == other.host
+            and self.port == other.port
+            and self.coordinators == other.coordinators
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _Coordinator = FindCoordinatorResponse.Coordinator

@@ -83,6 +83,14 @@ class GetTelemetrySubscriptionsRequest(Message):
         self.client_instance_id = client_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GetTelemetrySubscriptionsRequest):
+            return NotImplemented
+        return (
+            self.client_instance_id == other.client_instance_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class GetTelemetrySubscriptionsResponse(Message):
     """GetTelemetrySubscriptions response (API key 71): versions 0, flexible from v0."""
@@ -133,6 +141,22 @@ class GetTelemetrySubscriptionsResponse(Message):
         self.delta_temporality = delta_temporality
         self.requested_metrics = [] if requested_metrics is MISSING else requested_metrics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GetTelemetrySubscriptionsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.client_instance_id == other.client_instance_id
+            and self.subscription_id == other.subscription_id
+            and self.accepted_compression_types == other.accepted_compression_types
+            and self.push_interval_ms == other.push_interval_ms
+            and self.telemetry_max_bytes == other.telemetry_max_bytes
+            and self.delta_temporality == other.delta_temporality
+            and self.requested_metrics == other.requested_metrics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- GetTelemetrySubscriptionsRequest: decoders and encoders, one per distinct layout

@@ -74,6 +74,17 @@ class RequestHeader(Message):
         self.client_id = client_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequestHeader):
+            return NotImplemented
+        return (
+            self.request_api_key == other.request_api_key
+            and self.request_api_version == other.request_api_version
+            and self.correlation_id == other.correlation_id
+            and self.client_id == other.client_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ResponseHeader(Message):
     """ResponseHeader header record: versions 0-1, flexible from v1."""
@@ -98,6 +109,14 @@ class ResponseHeader(Message):
     ) -> None:
         self.correlation_id = correlation_id
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResponseHeader):
+            return NotImplemented
+        return (
+            self.correlation_id == other.correlation_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- RequestHeader: decoders and encoders, one per distinct layout

@@ -80,6 +80,17 @@ class HeartbeatRequest(Message):
         self.group_instance_id = group_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HeartbeatRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.generation_id == other.generation_id
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class HeartbeatResponse(Message):
     """Heartbeat response (API key 12): versions 0-4, flexible from v4."""
@@ -107,6 +118,15 @@ class HeartbeatResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HeartbeatResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- HeartbeatRequest: decoders and encoders, one per distinct layout

@@ -98,6 +98,16 @@ class IncrementalAlterConfigsRequest(Message):
             self.configs = KeyedList() if configs is MISSING else as_keyed(configs)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, IncrementalAlterConfigsRequest.AlterConfigsResource):
+                return NotImplemented
+            return (
+                self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.configs == other.configs
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AlterableConfig(Struct):
         """An item of IncrementalAlterConfigsRequest.AlterConfigsResource.configs (versions 0+)."""
 
@@ -122,6 +132,16 @@ class IncrementalAlterConfigsRequest(Message):
             self.value = value
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, IncrementalAlterConfigsRequest.AlterableConfig):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.config_operation == other.config_operation
+                and self.value == other.value
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -134,6 +154,15 @@ class IncrementalAlterConfigsRequest(Message):
         self.resources = KeyedList() if resources is MISSING else as_keyed(resources)
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IncrementalAlterConfigsRequest):
+            return NotImplemented
+        return (
+            self.resources == other.resources
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterConfigsResource = IncrementalAlterConfigsRequest.AlterConfigsResource
@@ -182,6 +211,17 @@ class IncrementalAlterConfigsResponse(Message):
             self.resource_name = resource_name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.resource_type == other.resource_type
+                and self.resource_name == other.resource_name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -194,6 +234,15 @@ class IncrementalAlterConfigsResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is MISSING else responses
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IncrementalAlterConfigsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.responses == other.responses
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AlterConfigsResourceResponse = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse

@@ -78,6 +78,17 @@ class InitProducerIdRequest(Message):
         self.producer_epoch = producer_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InitProducerIdRequest):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.transaction_timeout_ms == other.transaction_timeout_ms
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class InitProducerIdResponse(Message):
     """InitProducerId response (API key 22): versions 0-5, flexible from v2."""
@@ -111,6 +122,17 @@ class InitProducerIdResponse(Message):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InitProducerIdResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- InitProducerIdRequest: decoders and encoders, one per distinct layout

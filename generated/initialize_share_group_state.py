@@ -91,6 +91,15 @@ class InitializeShareGroupStateRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, InitializeShareGroupStateRequest.InitializeStateData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of InitializeShareGroupStateRequest.InitializeStateData.partitions (versions 0+)."""
 
@@ -114,6 +123,16 @@ class InitializeShareGroupStateRequest(Message):
             self.start_offset = start_offset
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, InitializeShareGroupStateRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.state_epoch == other.state_epoch
+                and self.start_offset == other.start_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -124,6 +143,15 @@ class InitializeShareGroupStateRequest(Message):
         self.group_id = group_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InitializeShareGroupStateRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _InitializeStateData = InitializeShareGroupStateRequest.InitializeStateData
@@ -165,6 +193,15 @@ class InitializeShareGroupStateResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, InitializeShareGroupStateResponse.InitializeStateResult):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResult(Struct):
         """An item of InitializeShareGroupStateResponse.InitializeStateResult.partitions (versions 0+)."""
 
@@ -188,6 +225,16 @@ class InitializeShareGroupStateResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, InitializeShareGroupStateResponse.PartitionResult):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -196,6 +243,14 @@ class InitializeShareGroupStateResponse(Message):
     ) -> None:
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InitializeShareGroupStateResponse):
+            return NotImplemented
+        return (
+            self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _InitializeStateResult = InitializeShareGroupStateResponse.InitializeStateResult

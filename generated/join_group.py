@@ -109,6 +109,15 @@ class JoinGroupRequest(Message):
             self.metadata = metadata
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, JoinGroupRequest.JoinGroupRequestProtocol):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.metadata == other.metadata
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -131,6 +140,21 @@ class JoinGroupRequest(Message):
         self.protocols = KeyedList() if protocols is MISSING else as_keyed(protocols)
         self.reason = reason
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JoinGroupRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.session_timeout_ms == other.session_timeout_ms
+            and self.rebalance_timeout_ms == other.rebalance_timeout_ms
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.protocol_type == other.protocol_type
+            and self.protocols == other.protocols
+            and self.reason == other.reason
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _JoinGroupRequestProtocol = JoinGroupRequest.JoinGroupRequestProtocol
@@ -182,6 +206,16 @@ class JoinGroupResponse(Message):
             self.metadata = metadata
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, JoinGroupResponse.JoinGroupResponseMember):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.group_instance_id == other.group_instance_id
+                and self.metadata == other.metadata
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -206,6 +240,22 @@ class JoinGroupResponse(Message):
         self.member_id = member_id
         self.members = [] if members is MISSING else members
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JoinGroupResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.generation_id == other.generation_id
+            and self.protocol_type == other.protocol_type
+            and self.protocol_name == other.protocol_name
+            and self.leader == other.leader
+            and self.skip_assignment == other.skip_assignment
+            and self.member_id == other.member_id
+            and self.members == other.members
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _JoinGroupResponseMember = JoinGroupResponse.JoinGroupResponseMember
@@ -450,7 +500,7 @@ def _dec_JoinGroupRequestProtocol_v0(
 
 def _enc_JoinGroupRequestProtocol_v0(o: _JoinGroupRequestProtocol, w: Writer) -> None:
     w(write_string(o.name))
-    w(write_bytes(o.metadata))
+    write_bytes(w, o.metadata)
 
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupRequest.JoinGroupRequestProtocol", "unknown tagged fields")
@@ -473,7 +523,7 @@ def _dec_JoinGroupRequestProtocol_v6(
 
 def _enc_JoinGroupRequestProtocol_v6(o: _JoinGroupRequestProtocol, w: Writer) -> None:
     w(write_compact_string(o.name))
-    w(write_compact_bytes(o.metadata))
+    write_compact_bytes(w, o.metadata)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -813,7 +863,7 @@ def _dec_JoinGroupResponseMember_v0(
 
 def _enc_JoinGroupResponseMember_v0(o: _JoinGroupResponseMember, w: Writer) -> None:
     w(write_string(o.member_id))
-    w(write_bytes(o.metadata))
+    write_bytes(w, o.metadata)
 
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse.JoinGroupResponseMember", "unknown tagged fields")
@@ -834,7 +884,7 @@ def _dec_JoinGroupResponseMember_v5(
 def _enc_JoinGroupResponseMember_v5(o: _JoinGroupResponseMember, w: Writer) -> None:
     w(write_string(o.member_id))
     w(write_nullable_string(o.group_instance_id))
-    w(write_bytes(o.metadata))
+    write_bytes(w, o.metadata)
 
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse.JoinGroupResponseMember", "unknown tagged fields")
@@ -859,7 +909,7 @@ def _dec_JoinGroupResponseMember_v6(
 def _enc_JoinGroupResponseMember_v6(o: _JoinGroupResponseMember, w: Writer) -> None:
     w(write_compact_string(o.member_id))
     w(write_compact_nullable_string(o.group_instance_id))
-    w(write_compact_bytes(o.metadata))
+    write_compact_bytes(w, o.metadata)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -62,6 +62,15 @@ class KRaftVersionRecord(Message):
         self.k_raft_version = k_raft_version
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, KRaftVersionRecord):
+            return NotImplemented
+        return (
+            self.version == other.version
+            and self.k_raft_version == other.k_raft_version
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- KRaftVersionRecord: decoders and encoders, one per distinct layout
 

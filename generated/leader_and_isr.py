@@ -146,6 +146,25 @@ class LeaderAndIsrRequest(Message):
             self.leader_recovery_state = leader_recovery_state
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaderAndIsrRequest.LeaderAndIsrPartitionState):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.controller_epoch == other.controller_epoch
+                and self.leader == other.leader
+                and self.leader_epoch == other.leader_epoch
+                and self.isr == other.isr
+                and self.partition_epoch == other.partition_epoch
+                and self.replicas == other.replicas
+                and self.adding_replicas == other.adding_replicas
+                and self.removing_replicas == other.removing_replicas
+                and self.is_new == other.is_new
+                and self.leader_recovery_state == other.leader_recovery_state
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderAndIsrTopicState(Struct):
         """An item of LeaderAndIsrRequest.topic_states (versions 2+)."""
 
@@ -171,6 +190,16 @@ class LeaderAndIsrRequest(Message):
             self.partition_states = [] if partition_states is MISSING else partition_states
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaderAndIsrRequest.LeaderAndIsrTopicState):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.topic_id == other.topic_id
+                and self.partition_states == other.partition_states
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderAndIsrLiveLeader(Struct):
         """An item of LeaderAndIsrRequest.live_leaders (versions 0+)."""
 
@@ -193,6 +222,16 @@ class LeaderAndIsrRequest(Message):
             self.host_name = host_name
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaderAndIsrRequest.LeaderAndIsrLiveLeader):
+                return NotImplemented
+            return (
+                self.broker_id == other.broker_id
+                and self.host_name == other.host_name
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -220,6 +259,21 @@ class LeaderAndIsrRequest(Message):
         self.topic_states = [] if topic_states is MISSING else topic_states
         self.live_leaders = [] if live_leaders is MISSING else live_leaders
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LeaderAndIsrRequest):
+            return NotImplemented
+        return (
+            self.controller_id == other.controller_id
+            and self.is_k_raft_controller == other.is_k_raft_controller
+            and self.controller_epoch == other.controller_epoch
+            and self.broker_epoch == other.broker_epoch
+            and self.type == other.type
+            and self.ungrouped_partition_states == other.ungrouped_partition_states
+            and self.topic_states == other.topic_states
+            and self.live_leaders == other.live_leaders
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _LeaderAndIsrPartitionState = LeaderAndIsrRequest.LeaderAndIsrPartitionState
@@ -267,6 +321,16 @@ class LeaderAndIsrResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaderAndIsrResponse.LeaderAndIsrPartitionError):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderAndIsrTopicError(Struct):
         """An item of LeaderAndIsrResponse.topics (versions 5+)."""
 
@@ -290,6 +354,15 @@ class LeaderAndIsrResponse(Message):
             self.partition_errors = [] if partition_errors is MISSING else partition_errors
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaderAndIsrResponse.LeaderAndIsrTopicError):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partition_errors == other.partition_errors
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -302,6 +375,16 @@ class LeaderAndIsrResponse(Message):
         self.partition_errors = [] if partition_errors is MISSING else partition_errors
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LeaderAndIsrResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.partition_errors == other.partition_errors
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _LeaderAndIsrPartitionError = LeaderAndIsrResponse.LeaderAndIsrPartitionError

@@ -86,6 +86,15 @@ class LeaderChangeMessage(Message):
             self.voter_directory_id = voter_directory_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaderChangeMessage.Voter):
+                return NotImplemented
+            return (
+                self.voter_id == other.voter_id
+                and self.voter_directory_id == other.voter_directory_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -100,6 +109,17 @@ class LeaderChangeMessage(Message):
         self.voters = [] if voters is MISSING else voters
         self.granting_voters = [] if granting_voters is MISSING else granting_voters
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LeaderChangeMessage):
+            return NotImplemented
+        return (
+            self.version == other.version
+            and self.leader_id == other.leader_id
+            and self.voters == other.voters
+            and self.granting_voters == other.granting_voters
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _Voter = LeaderChangeMessage.Voter

@@ -94,6 +94,16 @@ class LeaveGroupRequest(Message):
             self.reason = reason
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaveGroupRequest.MemberIdentity):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.group_instance_id == other.group_instance_id
+                and self.reason == other.reason
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -106,6 +116,16 @@ class LeaveGroupRequest(Message):
         self.member_id = member_id
         self.members = [] if members is MISSING else members
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LeaveGroupRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.members == other.members
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _MemberIdentity = LeaveGroupRequest.MemberIdentity
@@ -151,6 +171,16 @@ class LeaveGroupResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, LeaveGroupResponse.MemberResponse):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.group_instance_id == other.group_instance_id
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -163,6 +193,16 @@ class LeaveGroupResponse(Message):
         self.error_code = error_code
         self.members = [] if members is MISSING else members
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LeaveGroupResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.members == other.members
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _MemberResponse = LeaveGroupResponse.MemberResponse

@@ -66,6 +66,11 @@ class ListClientMetricsResourcesRequest(Message):
     ) -> None:
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListClientMetricsResourcesRequest):
+            return NotImplemented
+        return self.unknown_tagged_fields == other.unknown_tagged_fields
+
 
 class ListClientMetricsResourcesResponse(Message):
     """ListClientMetricsResources response (API key 74): versions 0, flexible from v0."""
@@ -101,6 +106,14 @@ class ListClientMetricsResourcesResponse(Message):
             self.name = name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListClientMetricsResourcesResponse.ClientMetricsResource):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -117,6 +130,16 @@ class ListClientMetricsResourcesResponse(Message):
             [] if client_metrics_resources is MISSING else client_metrics_resources
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListClientMetricsResourcesResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.client_metrics_resources == other.client_metrics_resources
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ClientMetricsResource = ListClientMetricsResourcesResponse.ClientMetricsResource

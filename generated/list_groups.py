@@ -91,6 +91,14 @@ class ListGroupsRequest(Message):
             self.group_id = group_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListGroupsRequest.GroupCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -105,6 +113,17 @@ class ListGroupsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListGroupsRequest):
+            return NotImplemented
+        return (
+            self.states_filter == other.states_filter
+            and self.types_filter == other.types_filter
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ListGroupsRequest_GroupCursor = ListGroupsRequest.GroupCursor
@@ -154,6 +173,17 @@ class ListGroupsResponse(Message):
             self.group_type = group_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListGroupsResponse.ListedGroup):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.protocol_type == other.protocol_type
+                and self.group_state == other.group_state
+                and self.group_type == other.group_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class GroupCursor(Struct):
         """An item of ListGroupsResponse.next_cursor (versions 6+)."""
 
@@ -171,6 +201,14 @@ class ListGroupsResponse(Message):
             self.group_id = group_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListGroupsResponse.GroupCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -185,6 +223,17 @@ class ListGroupsResponse(Message):
         self.groups = [] if groups is MISSING else groups
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListGroupsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.groups == other.groups
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ListedGroup = ListGroupsResponse.ListedGroup

@@ -109,6 +109,15 @@ class ListOffsetsRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListOffsetsRequest.ListOffsetsTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ListOffsetsPartition(Struct):
         """An item of ListOffsetsRequest.ListOffsetsTopic.partitions (versions 0+)."""
 
@@ -135,6 +144,17 @@ class ListOffsetsRequest(Message):
             self.max_num_offsets = max_num_offsets
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListOffsetsRequest.ListOffsetsPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.current_leader_epoch == other.current_leader_epoch
+                and self.timestamp == other.timestamp
+                and self.max_num_offsets == other.max_num_offsets
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of ListOffsetsRequest.cursor (versions 11+)."""
 
@@ -155,6 +175,15 @@ class ListOffsetsRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListOffsetsRequest.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -173,6 +202,19 @@ class ListOffsetsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListOffsetsRequest):
+            return NotImplemented
+        return (
+            self.replica_id == other.replica_id
+            and self.isolation_level == other.isolation_level
+            and self.topics == other.topics
+            and self.timeout_ms == other.timeout_ms
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ListOffsetsTopic = ListOffsetsRequest.ListOffsetsTopic
@@ -217,6 +259,15 @@ class ListOffsetsResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListOffsetsResponse.ListOffsetsTopicResponse):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ListOffsetsPartitionResponse(Struct):
         """An item of ListOffsetsResponse.ListOffsetsTopicResponse.partitions (versions 0+)."""
 
@@ -249,6 +300,19 @@ class ListOffsetsResponse(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListOffsetsResponse.ListOffsetsPartitionResponse):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.old_style_offsets == other.old_style_offsets
+                and self.timestamp == other.timestamp
+                and self.offset == other.offset
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of ListOffsetsResponse.next_cursor (versions 11+)."""
 
@@ -269,6 +333,15 @@ class ListOffsetsResponse(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListOffsetsResponse.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -281,6 +354,16 @@ class ListOffsetsResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListOffsetsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse

@@ -98,6 +98,17 @@ class ListPartitionReassignmentsRequest(Message):
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+            ):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_indexes == other.partition_indexes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of ListPartitionReassignmentsRequest.cursor (versions 1+)."""
 
@@ -118,6 +129,15 @@ class ListPartitionReassignmentsRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListPartitionReassignmentsRequest.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -134,6 +154,17 @@ class ListPartitionReassignmentsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListPartitionReassignmentsRequest):
+            return NotImplemented
+        return (
+            self.timeout_ms == other.timeout_ms
+            and self.topics == other.topics
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ListPartitionReassignmentsTopics = (
@@ -183,6 +214,15 @@ class ListPartitionReassignmentsResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListPartitionReassignmentsResponse.OngoingTopicReassignment):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OngoingPartitionReassignment(Struct):
         """An item of ListPartitionReassignmentsResponse.OngoingTopicReassignment.partitions (versions 0+)."""
 
@@ -209,6 +249,19 @@ class ListPartitionReassignmentsResponse(Message):
             self.removing_replicas = [] if removing_replicas is MISSING else removing_replicas
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(
+                other, ListPartitionReassignmentsResponse.OngoingPartitionReassignment
+            ):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.replicas == other.replicas
+                and self.adding_replicas == other.adding_replicas
+                and self.removing_replicas == other.removing_replicas
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of ListPartitionReassignmentsResponse.next_cursor (versions 1+)."""
 
@@ -229,6 +282,15 @@ class ListPartitionReassignmentsResponse(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListPartitionReassignmentsResponse.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -247,6 +309,18 @@ class ListPartitionReassignmentsResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListPartitionReassignmentsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.topics == other.topics
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OngoingTopicReassignment = ListPartitionReassignmentsResponse.OngoingTopicReassignment

@@ -102,6 +102,15 @@ class ListTransactionsRequest(Message):
             self.producer_id = producer_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListTransactionsRequest.TransactionalCursor):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.producer_id == other.producer_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -118,6 +127,18 @@ class ListTransactionsRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListTransactionsRequest):
+            return NotImplemented
+        return (
+            self.state_filters == other.state_filters
+            and self.producer_id_filters == other.producer_id_filters
+            and self.duration_filter == other.duration_filter
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ListTransactionsRequest_TransactionalCursor = ListTransactionsRequest.TransactionalCursor
@@ -165,6 +186,16 @@ class ListTransactionsResponse(Message):
             self.transaction_state = transaction_state
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListTransactionsResponse.TransactionState):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.producer_id == other.producer_id
+                and self.transaction_state == other.transaction_state
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TransactionalCursor(Struct):
         """An item of ListTransactionsResponse.next_cursor (versions 2+)."""
 
@@ -185,6 +216,15 @@ class ListTransactionsResponse(Message):
             self.producer_id = producer_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ListTransactionsResponse.TransactionalCursor):
+                return NotImplemented
+            return (
+                self.transactional_id == other.transactional_id
+                and self.producer_id == other.producer_id
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -203,6 +243,18 @@ class ListTransactionsResponse(Message):
         self.transaction_states = [] if transaction_states is MISSING else transaction_states
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListTransactionsResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_state_filters == other.unknown_state_filters
+            and self.transaction_states == other.transaction_states
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TransactionState = ListTransactionsResponse.TransactionState

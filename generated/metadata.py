@@ -118,6 +118,15 @@ class MetadataRequest(Message):
             self.name = name
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, MetadataRequest.MetadataRequestTopic):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.name == other.name
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of MetadataRequest.cursor (versions 13+)."""
 
@@ -138,6 +147,15 @@ class MetadataRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, MetadataRequest.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -156,6 +174,21 @@ class MetadataRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataRequest):
+            return NotImplemented
+        return (
+            self.topics == other.topics
+            and self.allow_auto_topic_creation == other.allow_auto_topic_creation
+            and self.include_cluster_authorized_operations
+            == other.include_cluster_authorized_operations
+            and self.include_topic_authorized_operations
+            == other.include_topic_authorized_operations
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _MetadataRequestTopic = MetadataRequest.MetadataRequestTopic
@@ -210,6 +243,17 @@ class MetadataResponse(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, MetadataResponse.MetadataResponseBroker):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class MetadataResponseTopic(Struct):
         """An item of MetadataResponse.topics (versions 0+)."""
 
@@ -242,6 +286,19 @@ class MetadataResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.topic_authorized_operations = topic_authorized_operations
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, MetadataResponse.MetadataResponseTopic):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.name == other.name
+                and self.topic_id == other.topic_id
+                and self.is_internal == other.is_internal
+                and self.partitions == other.partitions
+                and self.topic_authorized_operations == other.topic_authorized_operations
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class MetadataResponsePartition(Struct):
         """An item of MetadataResponse.MetadataResponseTopic.partitions (versions 0+)."""
@@ -278,6 +335,20 @@ class MetadataResponse(Message):
             self.offline_replicas = [] if offline_replicas is MISSING else offline_replicas
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, MetadataResponse.MetadataResponsePartition):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.partition_index == other.partition_index
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.replica_nodes == other.replica_nodes
+                and self.isr_nodes == other.isr_nodes
+                and self.offline_replicas == other.offline_replicas
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Cursor(Struct):
         """An item of MetadataResponse.next_cursor (versions 13+)."""
 
@@ -297,6 +368,15 @@ class MetadataResponse(Message):
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, MetadataResponse.Cursor):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -318,6 +398,20 @@ class MetadataResponse(Message):
         self.cluster_authorized_operations = cluster_authorized_operations
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetadataResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.brokers == other.brokers
+            and self.cluster_id == other.cluster_id
+            and self.controller_id == other.controller_id
+            and self.topics == other.topics
+            and self.cluster_authorized_operations == other.cluster_authorized_operations
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _MetadataResponseBroker = MetadataResponse.MetadataResponseBroker

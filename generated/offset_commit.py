@@ -97,6 +97,15 @@ class OffsetCommitRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetCommitRequest.OffsetCommitRequestTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetCommitRequestPartition(Struct):
         """An item of OffsetCommitRequest.OffsetCommitRequestTopic.partitions (versions 0+)."""
 
@@ -126,6 +135,18 @@ class OffsetCommitRequest(Message):
             self.committed_metadata = committed_metadata
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetCommitRequest.OffsetCommitRequestPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.committed_offset == other.committed_offset
+                and self.committed_leader_epoch == other.committed_leader_epoch
+                and self.commit_timestamp == other.commit_timestamp
+                and self.committed_metadata == other.committed_metadata
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -144,6 +165,19 @@ class OffsetCommitRequest(Message):
         self.retention_time_ms = retention_time_ms
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetCommitRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.generation_id_or_member_epoch == other.generation_id_or_member_epoch
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.retention_time_ms == other.retention_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetCommitRequestTopic = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -188,6 +222,15 @@ class OffsetCommitResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetCommitResponse.OffsetCommitResponseTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetCommitResponsePartition(Struct):
         """An item of OffsetCommitResponse.OffsetCommitResponseTopic.partitions (versions 0+)."""
 
@@ -208,6 +251,15 @@ class OffsetCommitResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetCommitResponse.OffsetCommitResponsePartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -218,6 +270,15 @@ class OffsetCommitResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetCommitResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetCommitResponseTopic = OffsetCommitResponse.OffsetCommitResponseTopic

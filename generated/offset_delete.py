@@ -85,6 +85,15 @@ class OffsetDeleteRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetDeleteRequest.OffsetDeleteRequestTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetDeleteRequestPartition(Struct):
         """An item of OffsetDeleteRequest.OffsetDeleteRequestTopic.partitions (versions 0+)."""
 
@@ -102,6 +111,14 @@ class OffsetDeleteRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetDeleteRequest.OffsetDeleteRequestPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -112,6 +129,15 @@ class OffsetDeleteRequest(Message):
         self.group_id = group_id
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetDeleteRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetDeleteRequestTopic = OffsetDeleteRequest.OffsetDeleteRequestTopic
@@ -158,6 +184,15 @@ class OffsetDeleteResponse(Message):
             self.partitions = KeyedList() if partitions is MISSING else as_keyed(partitions)
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetDeleteResponse.OffsetDeleteResponseTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetDeleteResponsePartition(Struct):
         """An item of OffsetDeleteResponse.OffsetDeleteResponseTopic.partitions (versions 0+)."""
 
@@ -179,6 +214,15 @@ class OffsetDeleteResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetDeleteResponse.OffsetDeleteResponsePartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -191,6 +235,16 @@ class OffsetDeleteResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetDeleteResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetDeleteResponseTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic

@@ -112,6 +112,15 @@ class OffsetFetchRequest(Message):
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchRequest.OffsetFetchRequestTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_indexes == other.partition_indexes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetFetchRequestGroup(Struct):
         """An item of OffsetFetchRequest.groups (versions 8+)."""
 
@@ -138,6 +147,17 @@ class OffsetFetchRequest(Message):
             self.topics = [] if topics is MISSING else topics
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchRequest.OffsetFetchRequestGroup):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.member_id == other.member_id
+                and self.member_epoch == other.member_epoch
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetFetchRequestTopics(Struct):
         """An item of OffsetFetchRequest.OffsetFetchRequestGroup.topics (versions 8+)."""
 
@@ -157,6 +177,15 @@ class OffsetFetchRequest(Message):
             self.name = name
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchRequest.OffsetFetchRequestTopics):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_indexes == other.partition_indexes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class OffsetFetchCursor(Struct):
         """An item of OffsetFetchRequest.cursor (versions 10+)."""
@@ -181,6 +210,16 @@ class OffsetFetchRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchRequest.OffsetFetchCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -199,6 +238,19 @@ class OffsetFetchRequest(Message):
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetFetchRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.groups == other.groups
+            and self.require_stable == other.require_stable
+            and self.response_pagination_limit == other.response_pagination_limit
+            and self.cursor == other.cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetFetchRequestTopic = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -246,6 +298,15 @@ class OffsetFetchResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchResponse.OffsetFetchResponseTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetFetchResponsePartition(Struct):
         """An item of OffsetFetchResponse.OffsetFetchResponseTopic.partitions (versions 0-7)."""
 
@@ -275,6 +336,18 @@ class OffsetFetchResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchResponse.OffsetFetchResponsePartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.committed_offset == other.committed_offset
+                and self.committed_leader_epoch == other.committed_leader_epoch
+                and self.metadata == other.metadata
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetFetchResponseGroup(Struct):
         """An item of OffsetFetchResponse.groups (versions 8+)."""
 
@@ -298,6 +371,16 @@ class OffsetFetchResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchResponse.OffsetFetchResponseGroup):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.topics == other.topics
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetFetchResponseTopics(Struct):
         """An item of OffsetFetchResponse.OffsetFetchResponseGroup.topics (versions 8+)."""
 
@@ -317,6 +400,15 @@ class OffsetFetchResponse(Message):
             self.name = name
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchResponse.OffsetFetchResponseTopics):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class OffsetFetchResponsePartitions(Struct):
         """An item of OffsetFetchResponse.OffsetFetchResponseTopics.partitions (versions 8+)."""
@@ -347,6 +439,18 @@ class OffsetFetchResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchResponse.OffsetFetchResponsePartitions):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.committed_offset == other.committed_offset
+                and self.committed_leader_epoch == other.committed_leader_epoch
+                and self.metadata == other.metadata
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetFetchCursor(Struct):
         """An item of OffsetFetchResponse.next_cursor (versions 10+)."""
 
@@ -370,6 +474,16 @@ class OffsetFetchResponse(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetFetchResponse.OffsetFetchCursor):
+                return NotImplemented
+            return (
+                self.group_id == other.group_id
+                and self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -386,6 +500,18 @@ class OffsetFetchResponse(Message):
         self.groups = [] if groups is MISSING else groups
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetFetchResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.error_code == other.error_code
+            and self.groups == other.groups
+            and self.next_cursor == other.next_cursor
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetFetchResponseTopic = OffsetFetchResponse.OffsetFetchResponseTopic

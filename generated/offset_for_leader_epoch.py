@@ -94,6 +94,15 @@ class OffsetForLeaderEpochRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetForLeaderEpochRequest.OffsetForLeaderTopic):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class OffsetForLeaderPartition(Struct):
         """An item of OffsetForLeaderEpochRequest.OffsetForLeaderTopic.partitions (versions 0+)."""
 
@@ -117,6 +126,16 @@ class OffsetForLeaderEpochRequest(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetForLeaderEpochRequest.OffsetForLeaderPartition):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.current_leader_epoch == other.current_leader_epoch
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -127,6 +146,15 @@ class OffsetForLeaderEpochRequest(Message):
         self.replica_id = replica_id
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetForLeaderEpochRequest):
+            return NotImplemented
+        return (
+            self.replica_id == other.replica_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetForLeaderTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
@@ -170,6 +198,15 @@ class OffsetForLeaderEpochResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult):
+                return NotImplemented
+            return (
+                self.topic == other.topic
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class EpochEndOffset(Struct):
         """An item of OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.partitions (versions 0+)."""
 
@@ -196,6 +233,17 @@ class OffsetForLeaderEpochResponse(Message):
             self.end_offset = end_offset
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, OffsetForLeaderEpochResponse.EpochEndOffset):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.partition == other.partition
+                and self.leader_epoch == other.leader_epoch
+                and self.end_offset == other.end_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -208,6 +256,15 @@ class OffsetForLeaderEpochResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OffsetForLeaderEpochResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult

@@ -111,6 +111,15 @@ class ProduceRequest(Message):
             self.partition_data = [] if partition_data is MISSING else partition_data
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceRequest.TopicProduceData):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_data == other.partition_data
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionProduceData(Struct):
         """An item of ProduceRequest.TopicProduceData.partition_data (versions 0+)."""
 
@@ -131,6 +140,15 @@ class ProduceRequest(Message):
             self.records = records
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceRequest.PartitionProduceData):
+                return NotImplemented
+            return (
+                self.index == other.index
+                and self.records == other.records
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -145,6 +163,17 @@ class ProduceRequest(Message):
         self.timeout_ms = timeout_ms
         self.topic_data = KeyedList() if topic_data is MISSING else as_keyed(topic_data)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProduceRequest):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.acks == other.acks
+            and self.timeout_ms == other.timeout_ms
+            and self.topic_data == other.topic_data
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TopicProduceData = ProduceRequest.TopicProduceData
@@ -189,6 +218,15 @@ class ProduceResponse(Message):
             self.partition_responses = [] if partition_responses is MISSING else partition_responses
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceResponse.TopicProduceResponse):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_responses == other.partition_responses
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionProduceResponse(Struct):
         """An item of ProduceResponse.TopicProduceResponse.partition_responses (versions 0+)."""
 
@@ -229,6 +267,21 @@ class ProduceResponse(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceResponse.PartitionProduceResponse):
+                return NotImplemented
+            return (
+                self.index == other.index
+                and self.error_code == other.error_code
+                and self.base_offset == other.base_offset
+                and self.log_append_time_ms == other.log_append_time_ms
+                and self.log_start_offset == other.log_start_offset
+                and self.record_errors == other.record_errors
+                and self.error_message == other.error_message
+                and self.current_leader == other.current_leader
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class BatchIndexAndErrorMessage(Struct):
         """An item of ProduceResponse.PartitionProduceResponse.record_errors (versions 8+)."""
 
@@ -249,6 +302,15 @@ class ProduceResponse(Message):
             self.batch_index_error_message = batch_index_error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceResponse.BatchIndexAndErrorMessage):
+                return NotImplemented
+            return (
+                self.batch_index == other.batch_index
+                and self.batch_index_error_message == other.batch_index_error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderIdAndEpoch(Struct):
         """An item of ProduceResponse.PartitionProduceResponse.current_leader (versions 10+)."""
 
@@ -268,6 +330,15 @@ class ProduceResponse(Message):
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceResponse.LeaderIdAndEpoch):
+                return NotImplemented
+            return (
+                self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class NodeEndpoint(Struct):
         """An item of ProduceResponse.node_endpoints (versions 10+)."""
@@ -296,6 +367,17 @@ class ProduceResponse(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ProduceResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -309,12 +391,24 @@ class ProduceResponse(Message):
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProduceResponse):
+            return NotImplemented
+        return (
+            self.responses == other.responses
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _TopicProduceResponse = ProduceResponse.TopicProduceResponse
 _PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
 _BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 _LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch
 _NodeEndpoint = ProduceResponse.NodeEndpoint
+
+_LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 
 
 # -------------------- ProduceRequest: decoders and encoders, one per distinct layout
@@ -536,7 +630,7 @@ def _dec_PartitionProduceData_v0(
 
 def _enc_PartitionProduceData_v0(o: _PartitionProduceData, w: Writer) -> None:
     w(_S_i.pack(o.index))
-    w(write_nullable_bytes(o.records))
+    write_nullable_bytes(w, o.records)
 
     if o.unknown_tagged_fields:
         raise unsupported("ProduceRequest.PartitionProduceData", "unknown tagged fields")
@@ -561,7 +655,7 @@ def _dec_PartitionProduceData_v9(
 
 def _enc_PartitionProduceData_v9(o: _PartitionProduceData, w: Writer) -> None:
     w(_S_i.pack(o.index))
-    w(write_compact_nullable_bytes(o.records))
+    write_compact_nullable_bytes(w, o.records)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1122,7 +1216,7 @@ def _dec_PartitionProduceResponse_v0(
 def _enc_PartitionProduceResponse_v0(o: _PartitionProduceResponse, w: Writer) -> None:
     w(_S_ihq.pack(o.index, o.error_code, o.base_offset))
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
@@ -1150,7 +1244,7 @@ def _dec_PartitionProduceResponse_v2(
 def _enc_PartitionProduceResponse_v2(o: _PartitionProduceResponse, w: Writer) -> None:
     w(_S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms))
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
@@ -1179,7 +1273,7 @@ def _dec_PartitionProduceResponse_v5(
 def _enc_PartitionProduceResponse_v5(o: _PartitionProduceResponse, w: Writer) -> None:
     w(_S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
@@ -1219,7 +1313,7 @@ def _enc_PartitionProduceResponse_v8(o: _PartitionProduceResponse, w: Writer) ->
     )
     w(write_nullable_string(o.error_message))
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
@@ -1263,7 +1357,7 @@ def _enc_PartitionProduceResponse_v9(o: _PartitionProduceResponse, w: Writer) ->
     )
     w(write_compact_nullable_string(o.error_message))
 
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
@@ -1320,7 +1414,7 @@ def _enc_PartitionProduceResponse_v10(o: _PartitionProduceResponse, w: Writer) -
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
-    if o.current_leader != _LeaderIdAndEpoch():
+    if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         value = []
         tw = value.append
         _enc_LeaderIdAndEpoch_v10(o.current_leader, tw)
@@ -1349,7 +1443,7 @@ def _tj_PartitionProduceResponse(o: _PartitionProduceResponse, version: int) -> 
         d["errorMessage"] = o.error_message
     if version >= 10:
         v = o.current_leader
-        if v != _LeaderIdAndEpoch():
+        if v != _LeaderIdAndEpoch_DEFAULT:
             d["currentLeader"] = _tj_LeaderIdAndEpoch(v, version)
     return d
 

@@ -85,6 +85,18 @@ class PushTelemetryRequest(Message):
         self.metrics = metrics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PushTelemetryRequest):
+            return NotImplemented
+        return (
+            self.client_instance_id == other.client_instance_id
+            and self.subscription_id == other.subscription_id
+            and self.terminating == other.terminating
+            and self.compression_type == other.compression_type
+            and self.metrics == other.metrics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class PushTelemetryResponse(Message):
     """PushTelemetry response (API key 72): versions 0, flexible from v0."""
@@ -113,6 +125,15 @@ class PushTelemetryResponse(Message):
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PushTelemetryResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- PushTelemetryRequest: decoders and encoders, one per distinct layout
 
@@ -138,7 +159,7 @@ def _dec_PushTelemetryRequest_v0(
 def _enc_PushTelemetryRequest_v0(o: PushTelemetryRequest, w: Writer) -> None:
     w(o.client_instance_id.bytes)
     w(_S_iob.pack(o.subscription_id, o.terminating, o.compression_type))
-    w(write_compact_bytes(o.metrics))
+    write_compact_bytes(w, o.metrics)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

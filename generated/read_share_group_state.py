@@ -94,6 +94,15 @@ class ReadShareGroupStateRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateRequest.ReadStateData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of ReadShareGroupStateRequest.ReadStateData.partitions (versions 0+)."""
 
@@ -114,6 +123,15 @@ class ReadShareGroupStateRequest(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -124,6 +142,15 @@ class ReadShareGroupStateRequest(Message):
         self.group_id = group_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReadShareGroupStateRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReadStateData = ReadShareGroupStateRequest.ReadStateData
@@ -165,6 +192,15 @@ class ReadShareGroupStateResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateResponse.ReadStateResult):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResult(Struct):
         """An item of ReadShareGroupStateResponse.ReadStateResult.partitions (versions 0+)."""
 
@@ -197,6 +233,19 @@ class ReadShareGroupStateResponse(Message):
             self.state_batches = [] if state_batches is MISSING else state_batches
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateResponse.PartitionResult):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.state_epoch == other.state_epoch
+                and self.start_offset == other.start_offset
+                and self.state_batches == other.state_batches
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class StateBatch(Struct):
         """An item of ReadShareGroupStateResponse.PartitionResult.state_batches (versions 0+)."""
 
@@ -223,6 +272,17 @@ class ReadShareGroupStateResponse(Message):
             self.delivery_count = delivery_count
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateResponse.StateBatch):
+                return NotImplemented
+            return (
+                self.first_offset == other.first_offset
+                and self.last_offset == other.last_offset
+                and self.delivery_state == other.delivery_state
+                and self.delivery_count == other.delivery_count
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -231,6 +291,14 @@ class ReadShareGroupStateResponse(Message):
     ) -> None:
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReadShareGroupStateResponse):
+            return NotImplemented
+        return (
+            self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReadStateResult = ReadShareGroupStateResponse.ReadStateResult

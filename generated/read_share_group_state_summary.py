@@ -92,6 +92,15 @@ class ReadShareGroupStateSummaryRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateSummaryRequest.ReadStateSummaryData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of ReadShareGroupStateSummaryRequest.ReadStateSummaryData.partitions (versions 0+)."""
 
@@ -112,6 +121,15 @@ class ReadShareGroupStateSummaryRequest(Message):
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateSummaryRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -122,6 +140,15 @@ class ReadShareGroupStateSummaryRequest(Message):
         self.group_id = group_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReadShareGroupStateSummaryRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReadStateSummaryData = ReadShareGroupStateSummaryRequest.ReadStateSummaryData
@@ -165,6 +192,15 @@ class ReadShareGroupStateSummaryResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateSummaryResponse.ReadStateSummaryResult):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResult(Struct):
         """An item of ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.partitions (versions 0+)."""
 
@@ -194,6 +230,18 @@ class ReadShareGroupStateSummaryResponse(Message):
             self.start_offset = start_offset
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ReadShareGroupStateSummaryResponse.PartitionResult):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.state_epoch == other.state_epoch
+                and self.start_offset == other.start_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -204,6 +252,14 @@ class ReadShareGroupStateSummaryResponse(Message):
     ) -> None:
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReadShareGroupStateSummaryResponse):
+            return NotImplemented
+        return (
+            self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _ReadStateSummaryResult = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult

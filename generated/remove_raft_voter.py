@@ -74,6 +74,16 @@ class RemoveRaftVoterRequest(Message):
         self.voter_directory_id = voter_directory_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemoveRaftVoterRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.voter_id == other.voter_id
+            and self.voter_directory_id == other.voter_directory_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class RemoveRaftVoterResponse(Message):
     """RemoveRaftVoter response (API key 81): versions 0, flexible from v0."""
@@ -104,6 +114,16 @@ class RemoveRaftVoterResponse(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemoveRaftVoterResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- RemoveRaftVoterRequest: decoders and encoders, one per distinct layout

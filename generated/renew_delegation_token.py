@@ -72,6 +72,15 @@ class RenewDelegationTokenRequest(Message):
         self.renew_period_ms = renew_period_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RenewDelegationTokenRequest):
+            return NotImplemented
+        return (
+            self.hmac == other.hmac
+            and self.renew_period_ms == other.renew_period_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class RenewDelegationTokenResponse(Message):
     """RenewDelegationToken response (API key 39): versions 0-2, flexible from v2."""
@@ -103,6 +112,16 @@ class RenewDelegationTokenResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RenewDelegationTokenResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.expiry_timestamp_ms == other.expiry_timestamp_ms
+            and self.throttle_time_ms == other.throttle_time_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- RenewDelegationTokenRequest: decoders and encoders, one per distinct layout
 
@@ -121,7 +140,7 @@ def _dec_RenewDelegationTokenRequest_v0(
 
 
 def _enc_RenewDelegationTokenRequest_v0(o: RenewDelegationTokenRequest, w: Writer) -> None:
-    w(write_bytes(o.hmac))
+    write_bytes(w, o.hmac)
     w(_S_q.pack(o.renew_period_ms))
 
     if o.unknown_tagged_fields:
@@ -146,7 +165,7 @@ def _dec_RenewDelegationTokenRequest_v2(
 
 
 def _enc_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, w: Writer) -> None:
-    w(write_compact_bytes(o.hmac))
+    write_compact_bytes(w, o.hmac)
     w(_S_q.pack(o.renew_period_ms))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

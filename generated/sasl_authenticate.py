@@ -72,6 +72,14 @@ class SaslAuthenticateRequest(Message):
         self.auth_bytes = auth_bytes
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslAuthenticateRequest):
+            return NotImplemented
+        return (
+            self.auth_bytes == other.auth_bytes
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class SaslAuthenticateResponse(Message):
     """SaslAuthenticate response (API key 36): versions 0-2, flexible from v2."""
@@ -106,6 +114,17 @@ class SaslAuthenticateResponse(Message):
         self.session_lifetime_ms = session_lifetime_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslAuthenticateResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.auth_bytes == other.auth_bytes
+            and self.session_lifetime_ms == other.session_lifetime_ms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- SaslAuthenticateRequest: decoders and encoders, one per distinct layout
 
@@ -121,7 +140,7 @@ def _dec_SaslAuthenticateRequest_v0(
 
 
 def _enc_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: Writer) -> None:
-    w(write_bytes(o.auth_bytes))
+    write_bytes(w, o.auth_bytes)
 
     if o.unknown_tagged_fields:
         raise unsupported("SaslAuthenticateRequest", "unknown tagged fields")
@@ -142,7 +161,7 @@ def _dec_SaslAuthenticateRequest_v2(
 
 
 def _enc_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: Writer) -> None:
-    w(write_compact_bytes(o.auth_bytes))
+    write_compact_bytes(w, o.auth_bytes)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -201,7 +220,7 @@ def _dec_SaslAuthenticateResponse_v0(
 def _enc_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
-    w(write_bytes(o.auth_bytes))
+    write_bytes(w, o.auth_bytes)
 
     if o.unknown_tagged_fields:
         raise unsupported("SaslAuthenticateResponse", "unknown tagged fields")
@@ -227,7 +246,7 @@ def _dec_SaslAuthenticateResponse_v1(
 def _enc_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
-    w(write_bytes(o.auth_bytes))
+    write_bytes(w, o.auth_bytes)
     w(_S_q.pack(o.session_lifetime_ms))
 
     if o.unknown_tagged_fields:
@@ -258,7 +277,7 @@ def _dec_SaslAuthenticateResponse_v2(
 def _enc_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
-    w(write_compact_bytes(o.auth_bytes))
+    write_compact_bytes(w, o.auth_bytes)
     w(_S_q.pack(o.session_lifetime_ms))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -66,6 +66,14 @@ class SaslHandshakeRequest(Message):
         self.mechanism = mechanism
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslHandshakeRequest):
+            return NotImplemented
+        return (
+            self.mechanism == other.mechanism
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class SaslHandshakeResponse(Message):
     """SaslHandshake response (API key 17): versions 0-1."""
@@ -93,6 +101,15 @@ class SaslHandshakeResponse(Message):
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is MISSING else mechanisms
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SaslHandshakeResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.mechanisms == other.mechanisms
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- SaslHandshakeRequest: decoders and encoders, one per distinct layout

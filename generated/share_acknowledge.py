@@ -104,6 +104,15 @@ class ShareAcknowledgeRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeRequest.AcknowledgeTopic):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AcknowledgePartition(Struct):
         """An item of ShareAcknowledgeRequest.AcknowledgeTopic.partitions (versions 0+)."""
 
@@ -128,6 +137,15 @@ class ShareAcknowledgeRequest(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeRequest.AcknowledgePartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.acknowledgement_batches == other.acknowledgement_batches
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AcknowledgementBatch(Struct):
         """An item of ShareAcknowledgeRequest.AcknowledgePartition.acknowledgement_batches (versions 0+)."""
 
@@ -151,6 +169,16 @@ class ShareAcknowledgeRequest(Message):
             self.acknowledge_types = [] if acknowledge_types is MISSING else acknowledge_types
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeRequest.AcknowledgementBatch):
+                return NotImplemented
+            return (
+                self.first_offset == other.first_offset
+                and self.last_offset == other.last_offset
+                and self.acknowledge_types == other.acknowledge_types
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -165,6 +193,17 @@ class ShareAcknowledgeRequest(Message):
         self.share_session_epoch = share_session_epoch
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareAcknowledgeRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.share_session_epoch == other.share_session_epoch
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _AcknowledgeTopic = ShareAcknowledgeRequest.AcknowledgeTopic
@@ -211,6 +250,15 @@ class ShareAcknowledgeResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.partitions (versions 0+)."""
 
@@ -239,6 +287,17 @@ class ShareAcknowledgeResponse(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.current_leader == other.current_leader
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderIdAndEpoch(Struct):
         """An item of ShareAcknowledgeResponse.PartitionData.current_leader (versions 0+)."""
 
@@ -258,6 +317,15 @@ class ShareAcknowledgeResponse(Message):
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeResponse.LeaderIdAndEpoch):
+                return NotImplemented
+            return (
+                self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class NodeEndpoint(Struct):
         """An item of ShareAcknowledgeResponse.node_endpoints (versions 0+)."""
@@ -286,6 +354,17 @@ class ShareAcknowledgeResponse(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareAcknowledgeResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -303,11 +382,25 @@ class ShareAcknowledgeResponse(Message):
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareAcknowledgeResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.responses == other.responses
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _ShareAcknowledgeTopicResponse = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 _PartitionData = ShareAcknowledgeResponse.PartitionData
 _LeaderIdAndEpoch = ShareAcknowledgeResponse.LeaderIdAndEpoch
 _NodeEndpoint = ShareAcknowledgeResponse.NodeEndpoint
+
+_LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 
 
 # -------------------- ShareAcknowledgeRequest: decoders and encoders, one per distinct layout

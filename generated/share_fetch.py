@@ -116,6 +116,15 @@ class ShareFetchRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchRequest.FetchTopic):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class FetchPartition(Struct):
         """An item of ShareFetchRequest.FetchTopic.partitions (versions 0+)."""
 
@@ -143,6 +152,16 @@ class ShareFetchRequest(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchRequest.FetchPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.partition_max_bytes == other.partition_max_bytes
+                and self.acknowledgement_batches == other.acknowledgement_batches
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class AcknowledgementBatch(Struct):
         """An item of ShareFetchRequest.FetchPartition.acknowledgement_batches (versions 0+)."""
 
@@ -166,6 +185,16 @@ class ShareFetchRequest(Message):
             self.acknowledge_types = [] if acknowledge_types is MISSING else acknowledge_types
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchRequest.AcknowledgementBatch):
+                return NotImplemented
+            return (
+                self.first_offset == other.first_offset
+                and self.last_offset == other.last_offset
+                and self.acknowledge_types == other.acknowledge_types
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class ForgottenTopic(Struct):
         """An item of ShareFetchRequest.forgotten_topics_data (versions 0+)."""
 
@@ -185,6 +214,15 @@ class ShareFetchRequest(Message):
             self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchRequest.ForgottenTopic):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -210,6 +248,21 @@ class ShareFetchRequest(Message):
             [] if forgotten_topics_data is MISSING else forgotten_topics_data
         )
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareFetchRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.share_session_epoch == other.share_session_epoch
+            and self.max_wait_ms == other.max_wait_ms
+            and self.min_bytes == other.min_bytes
+            and self.max_bytes == other.max_bytes
+            and self.topics == other.topics
+            and self.forgotten_topics_data == other.forgotten_topics_data
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _FetchTopic = ShareFetchRequest.FetchTopic
@@ -257,6 +310,15 @@ class ShareFetchResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchResponse.ShareFetchableTopicResponse):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of ShareFetchResponse.ShareFetchableTopicResponse.partitions (versions 0+)."""
 
@@ -297,6 +359,21 @@ class ShareFetchResponse(Message):
             self.acquired_records = [] if acquired_records is MISSING else acquired_records
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.acknowledge_error_code == other.acknowledge_error_code
+                and self.acknowledge_error_message == other.acknowledge_error_message
+                and self.current_leader == other.current_leader
+                and self.records == other.records
+                and self.acquired_records == other.acquired_records
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class LeaderIdAndEpoch(Struct):
         """An item of ShareFetchResponse.PartitionData.current_leader (versions 0+)."""
 
@@ -316,6 +393,15 @@ class ShareFetchResponse(Message):
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchResponse.LeaderIdAndEpoch):
+                return NotImplemented
+            return (
+                self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class AcquiredRecords(Struct):
         """An item of ShareFetchResponse.PartitionData.acquired_records (versions 0+)."""
@@ -339,6 +425,16 @@ class ShareFetchResponse(Message):
             self.last_offset = last_offset
             self.delivery_count = delivery_count
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchResponse.AcquiredRecords):
+                return NotImplemented
+            return (
+                self.first_offset == other.first_offset
+                and self.last_offset == other.last_offset
+                and self.delivery_count == other.delivery_count
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class NodeEndpoint(Struct):
         """An item of ShareFetchResponse.node_endpoints (versions 0+)."""
@@ -367,6 +463,17 @@ class ShareFetchResponse(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareFetchResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -384,12 +491,26 @@ class ShareFetchResponse(Message):
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareFetchResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.responses == other.responses
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _ShareFetchableTopicResponse = ShareFetchResponse.ShareFetchableTopicResponse
 _PartitionData = ShareFetchResponse.PartitionData
 _LeaderIdAndEpoch = ShareFetchResponse.LeaderIdAndEpoch
 _AcquiredRecords = ShareFetchResponse.AcquiredRecords
 _NodeEndpoint = ShareFetchResponse.NodeEndpoint
+
+_LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 
 
 # -------------------- ShareFetchRequest: decoders and encoders, one per distinct layout
@@ -911,7 +1032,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_h.pack(o.acknowledge_error_code))
     w(write_compact_nullable_string(o.acknowledge_error_message))
     _enc_LeaderIdAndEpoch_v0(o.current_leader, w)
-    w(write_compact_nullable_bytes(o.records))
+    write_compact_nullable_bytes(w, o.records)
     write_struct_array(
         w,
         o.acquired_records,

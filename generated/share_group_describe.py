@@ -92,6 +92,15 @@ class ShareGroupDescribeRequest(Message):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareGroupDescribeRequest):
+            return NotImplemented
+        return (
+            self.group_ids == other.group_ids
+            and self.include_authorized_operations == other.include_authorized_operations
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ShareGroupDescribeResponse(Message):
     """ShareGroupDescribe response (API key 77): versions 0, flexible from v0."""
@@ -150,6 +159,22 @@ class ShareGroupDescribeResponse(Message):
             self.authorized_operations = authorized_operations
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareGroupDescribeResponse.DescribedGroup):
+                return NotImplemented
+            return (
+                self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.group_id == other.group_id
+                and self.group_state == other.group_state
+                and self.group_epoch == other.group_epoch
+                and self.assignment_epoch == other.assignment_epoch
+                and self.assignor_name == other.assignor_name
+                and self.members == other.members
+                and self.authorized_operations == other.authorized_operations
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Member(Struct):
         """An item of ShareGroupDescribeResponse.DescribedGroup.members (versions 0+)."""
 
@@ -187,6 +212,20 @@ class ShareGroupDescribeResponse(Message):
             self.assignment = _Assignment() if assignment is MISSING else assignment
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareGroupDescribeResponse.Member):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.rack_id == other.rack_id
+                and self.member_epoch == other.member_epoch
+                and self.client_id == other.client_id
+                and self.client_host == other.client_host
+                and self.subscribed_topic_names == other.subscribed_topic_names
+                and self.assignment == other.assignment
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Assignment(Struct):
         """An item of ShareGroupDescribeResponse.Member.assignment (versions 0+)."""
 
@@ -203,6 +242,14 @@ class ShareGroupDescribeResponse(Message):
         ) -> None:
             self.topic_partitions = [] if topic_partitions is MISSING else topic_partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareGroupDescribeResponse.Assignment):
+                return NotImplemented
+            return (
+                self.topic_partitions == other.topic_partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class TopicPartitions(Struct):
         """An item of ShareGroupDescribeResponse.Assignment.topic_partitions (versions 0+)."""
@@ -227,6 +274,16 @@ class ShareGroupDescribeResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareGroupDescribeResponse.TopicPartitions):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -238,11 +295,22 @@ class ShareGroupDescribeResponse(Message):
         self.groups = [] if groups is MISSING else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareGroupDescribeResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.groups == other.groups
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _DescribedGroup = ShareGroupDescribeResponse.DescribedGroup
 _Member = ShareGroupDescribeResponse.Member
 _Assignment = ShareGroupDescribeResponse.Assignment
 _TopicPartitions = ShareGroupDescribeResponse.TopicPartitions
+
+_Assignment_DEFAULT = _Assignment()
 
 
 # -------------------- ShareGroupDescribeRequest: decoders and encoders, one per distinct layout

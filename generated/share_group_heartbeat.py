@@ -103,6 +103,18 @@ class ShareGroupHeartbeatRequest(Message):
         self.subscribed_topic_names = subscribed_topic_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareGroupHeartbeatRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.member_id == other.member_id
+            and self.member_epoch == other.member_epoch
+            and self.rack_id == other.rack_id
+            and self.subscribed_topic_names == other.subscribed_topic_names
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class ShareGroupHeartbeatResponse(Message):
     """ShareGroupHeartbeat response (API key 76): versions 0, flexible from v0."""
@@ -142,6 +154,14 @@ class ShareGroupHeartbeatResponse(Message):
             self.topic_partitions = [] if topic_partitions is MISSING else topic_partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareGroupHeartbeatResponse.Assignment):
+                return NotImplemented
+            return (
+                self.topic_partitions == other.topic_partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TopicPartitions(Struct):
         """An item of ShareGroupHeartbeatResponse.Assignment.topic_partitions (versions 0+)."""
 
@@ -161,6 +181,15 @@ class ShareGroupHeartbeatResponse(Message):
             self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, ShareGroupHeartbeatResponse.TopicPartitions):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -182,6 +211,20 @@ class ShareGroupHeartbeatResponse(Message):
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.assignment = assignment
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareGroupHeartbeatResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.member_id == other.member_id
+            and self.member_epoch == other.member_epoch
+            and self.heartbeat_interval_ms == other.heartbeat_interval_ms
+            and self.assignment == other.assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _Assignment = ShareGroupHeartbeatResponse.Assignment

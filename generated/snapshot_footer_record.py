@@ -58,6 +58,14 @@ class SnapshotFooterRecord(Message):
         self.version = version
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SnapshotFooterRecord):
+            return NotImplemented
+        return (
+            self.version == other.version
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- SnapshotFooterRecord: decoders and encoders, one per distinct layout
 

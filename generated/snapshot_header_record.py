@@ -63,6 +63,15 @@ class SnapshotHeaderRecord(Message):
         self.last_contained_log_timestamp = last_contained_log_timestamp
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SnapshotHeaderRecord):
+            return NotImplemented
+        return (
+            self.version == other.version
+            and self.last_contained_log_timestamp == other.last_contained_log_timestamp
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 # -------------------- SnapshotHeaderRecord: decoders and encoders, one per distinct layout
 

@@ -108,6 +108,15 @@ class StopReplicaRequest(Message):
             self.partition_index = partition_index
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, StopReplicaRequest.StopReplicaPartitionV0):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class StopReplicaTopicV1(Struct):
         """An item of StopReplicaRequest.topics (versions 1-2)."""
 
@@ -127,6 +136,15 @@ class StopReplicaRequest(Message):
             self.name = name
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, StopReplicaRequest.StopReplicaTopicV1):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_indexes == other.partition_indexes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class StopReplicaTopicState(Struct):
         """An item of StopReplicaRequest.topic_states (versions 3+)."""
@@ -149,6 +167,15 @@ class StopReplicaRequest(Message):
             self.topic_name = topic_name
             self.partition_states = [] if partition_states is MISSING else partition_states
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, StopReplicaRequest.StopReplicaTopicState):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_states == other.partition_states
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class StopReplicaPartitionState(Struct):
         """An item of StopReplicaRequest.StopReplicaTopicState.partition_states (versions 3+)."""
@@ -173,6 +200,16 @@ class StopReplicaRequest(Message):
             self.delete_partition = delete_partition
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, StopReplicaRequest.StopReplicaPartitionState):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.leader_epoch == other.leader_epoch
+                and self.delete_partition == other.delete_partition
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -195,6 +232,21 @@ class StopReplicaRequest(Message):
         self.topics = [] if topics is MISSING else topics
         self.topic_states = [] if topic_states is MISSING else topic_states
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StopReplicaRequest):
+            return NotImplemented
+        return (
+            self.controller_id == other.controller_id
+            and self.is_k_raft_controller == other.is_k_raft_controller
+            and self.controller_epoch == other.controller_epoch
+            and self.broker_epoch == other.broker_epoch
+            and self.delete_partitions == other.delete_partitions
+            and self.ungrouped_partitions == other.ungrouped_partitions
+            and self.topics == other.topics
+            and self.topic_states == other.topic_states
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _StopReplicaPartitionV0 = StopReplicaRequest.StopReplicaPartitionV0
@@ -242,6 +294,16 @@ class StopReplicaResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, StopReplicaResponse.StopReplicaPartitionError):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -252,6 +314,15 @@ class StopReplicaResponse(Message):
         self.error_code = error_code
         self.partition_errors = [] if partition_errors is MISSING else partition_errors
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StopReplicaResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.partition_errors == other.partition_errors
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _StopReplicaPartitionError = StopReplicaResponse.StopReplicaPartitionError

@@ -101,6 +101,15 @@ class SyncGroupRequest(Message):
             self.assignment = assignment
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, SyncGroupRequest.SyncGroupRequestAssignment):
+                return NotImplemented
+            return (
+                self.member_id == other.member_id
+                and self.assignment == other.assignment
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -121,6 +130,20 @@ class SyncGroupRequest(Message):
         self.protocol_name = protocol_name
         self.assignments = [] if assignments is MISSING else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SyncGroupRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.generation_id == other.generation_id
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.protocol_type == other.protocol_type
+            and self.protocol_name == other.protocol_name
+            and self.assignments == other.assignments
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _SyncGroupRequestAssignment = SyncGroupRequest.SyncGroupRequestAssignment
@@ -161,6 +184,18 @@ class SyncGroupResponse(Message):
         self.protocol_name = protocol_name
         self.assignment = assignment
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SyncGroupResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.protocol_type == other.protocol_type
+            and self.protocol_name == other.protocol_name
+            and self.assignment == other.assignment
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- SyncGroupRequest: decoders and encoders, one per distinct layout
@@ -382,7 +417,7 @@ def _dec_SyncGroupRequestAssignment_v0(
 
 def _enc_SyncGroupRequestAssignment_v0(o: _SyncGroupRequestAssignment, w: Writer) -> None:
     w(write_string(o.member_id))
-    w(write_bytes(o.assignment))
+    write_bytes(w, o.assignment)
 
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupRequest.SyncGroupRequestAssignment", "unknown tagged fields")
@@ -405,7 +440,7 @@ def _dec_SyncGroupRequestAssignment_v4(
 
 def _enc_SyncGroupRequestAssignment_v4(o: _SyncGroupRequestAssignment, w: Writer) -> None:
     w(write_compact_string(o.member_id))
-    w(write_compact_bytes(o.assignment))
+    write_compact_bytes(w, o.assignment)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -477,7 +512,7 @@ def _dec_SyncGroupResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 
 def _enc_SyncGroupResponse_v0(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_bytes(o.assignment))
+    write_bytes(w, o.assignment)
 
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupResponse", "unknown tagged fields")
@@ -498,7 +533,7 @@ def _dec_SyncGroupResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 
 def _enc_SyncGroupResponse_v1(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_bytes(o.assignment))
+    write_bytes(w, o.assignment)
 
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupResponse", "unknown tagged fields")
@@ -523,7 +558,7 @@ def _dec_SyncGroupResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 
 def _enc_SyncGroupResponse_v4(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_bytes(o.assignment))
+    write_compact_bytes(w, o.assignment)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -549,7 +584,7 @@ def _enc_SyncGroupResponse_v5(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     w(write_compact_nullable_string(o.protocol_type))
     w(write_compact_nullable_string(o.protocol_name))
-    w(write_compact_bytes(o.assignment))
+    write_compact_bytes(w, o.assignment)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

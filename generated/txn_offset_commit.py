@@ -103,6 +103,15 @@ class TxnOffsetCommitRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TxnOffsetCommitRequestPartition(Struct):
         """An item of TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.partitions (versions 0+)."""
 
@@ -129,6 +138,17 @@ class TxnOffsetCommitRequest(Message):
             self.committed_metadata = committed_metadata
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.committed_offset == other.committed_offset
+                and self.committed_leader_epoch == other.committed_leader_epoch
+                and self.committed_metadata == other.committed_metadata
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -151,6 +171,21 @@ class TxnOffsetCommitRequest(Message):
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxnOffsetCommitRequest):
+            return NotImplemented
+        return (
+            self.transactional_id == other.transactional_id
+            and self.group_id == other.group_id
+            and self.producer_id == other.producer_id
+            and self.producer_epoch == other.producer_epoch
+            and self.generation_id == other.generation_id
+            and self.member_id == other.member_id
+            and self.group_instance_id == other.group_instance_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TxnOffsetCommitRequestTopic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
@@ -195,6 +230,15 @@ class TxnOffsetCommitResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class TxnOffsetCommitResponsePartition(Struct):
         """An item of TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.partitions (versions 0+)."""
 
@@ -215,6 +259,15 @@ class TxnOffsetCommitResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -225,6 +278,15 @@ class TxnOffsetCommitResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TxnOffsetCommitResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _TxnOffsetCommitResponseTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic

@@ -64,6 +64,14 @@ class UnregisterBrokerRequest(Message):
         self.broker_id = broker_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnregisterBrokerRequest):
+            return NotImplemented
+        return (
+            self.broker_id == other.broker_id
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 class UnregisterBrokerResponse(Message):
     """UnregisterBroker response (API key 64): versions 0, flexible from v0."""
@@ -94,6 +102,16 @@ class UnregisterBrokerResponse(Message):
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnregisterBrokerResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- UnregisterBrokerRequest: decoders and encoders, one per distinct layout

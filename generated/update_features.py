@@ -100,6 +100,17 @@ class UpdateFeaturesRequest(Message):
             self.upgrade_type = upgrade_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateFeaturesRequest.FeatureUpdateKey):
+                return NotImplemented
+            return (
+                self.feature == other.feature
+                and self.max_version_level == other.max_version_level
+                and self.allow_downgrade == other.allow_downgrade
+                and self.upgrade_type == other.upgrade_type
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -114,6 +125,16 @@ class UpdateFeaturesRequest(Message):
         )
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateFeaturesRequest):
+            return NotImplemented
+        return (
+            self.timeout_ms == other.timeout_ms
+            and self.feature_updates == other.feature_updates
+            and self.validate_only == other.validate_only
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _FeatureUpdateKey = UpdateFeaturesRequest.FeatureUpdateKey
@@ -161,6 +182,16 @@ class UpdateFeaturesResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateFeaturesResponse.UpdatableFeatureResult):
+                return NotImplemented
+            return (
+                self.feature == other.feature
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -175,6 +206,17 @@ class UpdateFeaturesResponse(Message):
         self.error_message = error_message
         self.results = KeyedList() if results is MISSING else as_keyed(results)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateFeaturesResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.error_message == other.error_message
+            and self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _UpdatableFeatureResult = UpdateFeaturesResponse.UpdatableFeatureResult

@@ -140,6 +140,22 @@ class UpdateMetadataRequest(Message):
             self.offline_replicas = [] if offline_replicas is MISSING else offline_replicas
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateMetadataRequest.UpdateMetadataPartitionState):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partition_index == other.partition_index
+                and self.controller_epoch == other.controller_epoch
+                and self.leader == other.leader
+                and self.leader_epoch == other.leader_epoch
+                and self.isr == other.isr
+                and self.zk_version == other.zk_version
+                and self.replicas == other.replicas
+                and self.offline_replicas == other.offline_replicas
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class UpdateMetadataTopicState(Struct):
         """An item of UpdateMetadataRequest.topic_states (versions 5+)."""
 
@@ -164,6 +180,16 @@ class UpdateMetadataRequest(Message):
             self.topic_id = topic_id
             self.partition_states = [] if partition_states is MISSING else partition_states
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateMetadataRequest.UpdateMetadataTopicState):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.topic_id == other.topic_id
+                and self.partition_states == other.partition_states
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     class UpdateMetadataBroker(Struct):
         """An item of UpdateMetadataRequest.live_brokers (versions 0+)."""
@@ -194,6 +220,18 @@ class UpdateMetadataRequest(Message):
             self.rack = rack
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateMetadataRequest.UpdateMetadataBroker):
+                return NotImplemented
+            return (
+                self.id == other.id
+                and self.v0_host == other.v0_host
+                and self.v0_port == other.v0_port
+                and self.endpoints == other.endpoints
+                and self.rack == other.rack
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class UpdateMetadataEndpoint(Struct):
         """An item of UpdateMetadataRequest.UpdateMetadataBroker.endpoints (versions 1+)."""
 
@@ -219,6 +257,17 @@ class UpdateMetadataRequest(Message):
             self.listener = listener
             self.security_protocol = security_protocol
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateMetadataRequest.UpdateMetadataEndpoint):
+                return NotImplemented
+            return (
+                self.port == other.port
+                and self.host == other.host
+                and self.listener == other.listener
+                and self.security_protocol == other.security_protocol
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -246,6 +295,21 @@ class UpdateMetadataRequest(Message):
         self.topic_states = [] if topic_states is MISSING else topic_states
         self.live_brokers = [] if live_brokers is MISSING else live_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateMetadataRequest):
+            return NotImplemented
+        return (
+            self.controller_id == other.controller_id
+            and self.is_k_raft_controller == other.is_k_raft_controller
+            and self.type == other.type
+            and self.controller_epoch == other.controller_epoch
+            and self.broker_epoch == other.broker_epoch
+            and self.ungrouped_partition_states == other.ungrouped_partition_states
+            and self.topic_states == other.topic_states
+            and self.live_brokers == other.live_brokers
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _UpdateMetadataPartitionState = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -277,6 +341,14 @@ class UpdateMetadataResponse(Message):
     ) -> None:
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateMetadataResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 # -------------------- UpdateMetadataRequest: decoders and encoders, one per distinct layout

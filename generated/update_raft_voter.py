@@ -107,6 +107,16 @@ class UpdateRaftVoterRequest(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateRaftVoterRequest.Listener):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class KRaftVersionFeature(Struct):
         """An item of UpdateRaftVoterRequest.k_raft_version_feature (versions 0+)."""
 
@@ -126,6 +136,15 @@ class UpdateRaftVoterRequest(Message):
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self.unknown_tagged_fields = unknown_tagged_fields
+
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateRaftVoterRequest.KRaftVersionFeature):
+                return NotImplemented
+            return (
+                self.min_supported_version == other.min_supported_version
+                and self.max_supported_version == other.max_supported_version
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
 
     def __init__(
         self,
@@ -148,9 +167,24 @@ class UpdateRaftVoterRequest(Message):
         )
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateRaftVoterRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.current_leader_epoch == other.current_leader_epoch
+            and self.voter_id == other.voter_id
+            and self.voter_directory_id == other.voter_directory_id
+            and self.listeners == other.listeners
+            and self.k_raft_version_feature == other.k_raft_version_feature
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _Listener = UpdateRaftVoterRequest.Listener
 _KRaftVersionFeature = UpdateRaftVoterRequest.KRaftVersionFeature
+
+_KRaftVersionFeature_DEFAULT = _KRaftVersionFeature()
 
 
 class UpdateRaftVoterResponse(Message):
@@ -196,6 +230,17 @@ class UpdateRaftVoterResponse(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, UpdateRaftVoterResponse.CurrentLeader):
+                return NotImplemented
+            return (
+                self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -209,8 +254,20 @@ class UpdateRaftVoterResponse(Message):
         self.current_leader = _CurrentLeader() if current_leader is MISSING else current_leader
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpdateRaftVoterResponse):
+            return NotImplemented
+        return (
+            self.throttle_time_ms == other.throttle_time_ms
+            and self.error_code == other.error_code
+            and self.current_leader == other.current_leader
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _CurrentLeader = UpdateRaftVoterResponse.CurrentLeader
+
+_CurrentLeader_DEFAULT = _CurrentLeader()
 
 
 # -------------------- UpdateRaftVoterRequest: decoders and encoders, one per distinct layout
@@ -453,7 +510,7 @@ def _enc_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, w: Writer) -> No
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
-    if o.current_leader != _CurrentLeader():
+    if o.current_leader != _CurrentLeader_DEFAULT:
         value = []
         tw = value.append
         _enc_CurrentLeader_v0(o.current_leader, tw)
@@ -471,7 +528,7 @@ def _tj_UpdateRaftVoterResponse(o: UpdateRaftVoterResponse, version: int) -> dic
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     v = o.current_leader
-    if v != _CurrentLeader():
+    if v != _CurrentLeader_DEFAULT:
         d["currentLeader"] = _tj_CurrentLeader(v, version)
     return d
 

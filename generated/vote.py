@@ -103,6 +103,15 @@ class VoteRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VoteRequest.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of VoteRequest.TopicData.partitions (versions 0+)."""
 
@@ -138,6 +147,20 @@ class VoteRequest(Message):
             self.last_offset = last_offset
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VoteRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.candidate_epoch == other.candidate_epoch
+                and self.candidate_id == other.candidate_id
+                and self.candidate_directory_id == other.candidate_directory_id
+                and self.voter_directory_id == other.voter_directory_id
+                and self.last_offset_epoch == other.last_offset_epoch
+                and self.last_offset == other.last_offset
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -150,6 +173,16 @@ class VoteRequest(Message):
         self.voter_id = voter_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, VoteRequest):
+            return NotImplemented
+        return (
+            self.cluster_id == other.cluster_id
+            and self.voter_id == other.voter_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _VoteRequest_TopicData = VoteRequest.TopicData
@@ -193,6 +226,15 @@ class VoteResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VoteResponse.TopicData):
+                return NotImplemented
+            return (
+                self.topic_name == other.topic_name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of VoteResponse.TopicData.partitions (versions 0+)."""
 
@@ -222,6 +264,18 @@ class VoteResponse(Message):
             self.vote_granted = vote_granted
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VoteResponse.PartitionData):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.leader_id == other.leader_id
+                and self.leader_epoch == other.leader_epoch
+                and self.vote_granted == other.vote_granted
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class NodeEndpoint(Struct):
         """An item of VoteResponse.node_endpoints (versions 1+)."""
 
@@ -246,6 +300,16 @@ class VoteResponse(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VoteResponse.NodeEndpoint):
+                return NotImplemented
+            return (
+                self.node_id == other.node_id
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -258,6 +322,16 @@ class VoteResponse(Message):
         self.topics = [] if topics is MISSING else topics
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, VoteResponse):
+            return NotImplemented
+        return (
+            self.error_code == other.error_code
+            and self.topics == other.topics
+            and self.node_endpoints == other.node_endpoints
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _VoteResponse_TopicData = VoteResponse.TopicData

@@ -100,6 +100,17 @@ class VotersRecord(Message):
             )
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VotersRecord.Voter):
+                return NotImplemented
+            return (
+                self.voter_id == other.voter_id
+                and self.voter_directory_id == other.voter_directory_id
+                and self.endpoints == other.endpoints
+                and self.k_raft_version_feature == other.k_raft_version_feature
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class Endpoint(Struct):
         """An item of VotersRecord.Voter.endpoints (versions 0+)."""
 
@@ -124,6 +135,16 @@ class VotersRecord(Message):
             self.port = port
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VotersRecord.Endpoint):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.host == other.host
+                and self.port == other.port
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class KRaftVersionFeature(Struct):
         """An item of VotersRecord.Voter.k_raft_version_feature (versions 0+)."""
 
@@ -144,6 +165,15 @@ class VotersRecord(Message):
             self.max_supported_version = max_supported_version
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, VotersRecord.KRaftVersionFeature):
+                return NotImplemented
+            return (
+                self.min_supported_version == other.min_supported_version
+                and self.max_supported_version == other.max_supported_version
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -155,10 +185,21 @@ class VotersRecord(Message):
         self.voters = [] if voters is MISSING else voters
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, VotersRecord):
+            return NotImplemented
+        return (
+            self.version == other.version
+            and self.voters == other.voters
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
+
 
 _Voter = VotersRecord.Voter
 _Endpoint = VotersRecord.Endpoint
 _KRaftVersionFeature = VotersRecord.KRaftVersionFeature
+
+_KRaftVersionFeature_DEFAULT = _KRaftVersionFeature()
 
 
 # -------------------- VotersRecord: decoders and encoders, one per distinct layout

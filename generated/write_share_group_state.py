@@ -93,6 +93,15 @@ class WriteShareGroupStateRequest(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteShareGroupStateRequest.WriteStateData):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionData(Struct):
         """An item of WriteShareGroupStateRequest.WriteStateData.partitions (versions 0+)."""
 
@@ -122,6 +131,18 @@ class WriteShareGroupStateRequest(Message):
             self.state_batches = [] if state_batches is MISSING else state_batches
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteShareGroupStateRequest.PartitionData):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.state_epoch == other.state_epoch
+                and self.leader_epoch == other.leader_epoch
+                and self.start_offset == other.start_offset
+                and self.state_batches == other.state_batches
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class StateBatch(Struct):
         """An item of WriteShareGroupStateRequest.PartitionData.state_batches (versions 0+)."""
 
@@ -148,6 +169,17 @@ class WriteShareGroupStateRequest(Message):
             self.delivery_count = delivery_count
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteShareGroupStateRequest.StateBatch):
+                return NotImplemented
+            return (
+                self.first_offset == other.first_offset
+                and self.last_offset == other.last_offset
+                and self.delivery_state == other.delivery_state
+                and self.delivery_count == other.delivery_count
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -158,6 +190,15 @@ class WriteShareGroupStateRequest(Message):
         self.group_id = group_id
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WriteShareGroupStateRequest):
+            return NotImplemented
+        return (
+            self.group_id == other.group_id
+            and self.topics == other.topics
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _WriteStateData = WriteShareGroupStateRequest.WriteStateData
@@ -200,6 +241,15 @@ class WriteShareGroupStateResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteShareGroupStateResponse.WriteStateResult):
+                return NotImplemented
+            return (
+                self.topic_id == other.topic_id
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class PartitionResult(Struct):
         """An item of WriteShareGroupStateResponse.WriteStateResult.partitions (versions 0+)."""
 
@@ -223,6 +273,16 @@ class WriteShareGroupStateResponse(Message):
             self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteShareGroupStateResponse.PartitionResult):
+                return NotImplemented
+            return (
+                self.partition == other.partition
+                and self.error_code == other.error_code
+                and self.error_message == other.error_message
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -231,6 +291,14 @@ class WriteShareGroupStateResponse(Message):
     ) -> None:
         self.results = [] if results is MISSING else results
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WriteShareGroupStateResponse):
+            return NotImplemented
+        return (
+            self.results == other.results
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _WriteStateResult = WriteShareGroupStateResponse.WriteStateResult

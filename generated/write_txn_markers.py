@@ -107,6 +107,18 @@ class WriteTxnMarkersRequest(Message):
             self.coordinator_epoch = coordinator_epoch
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteTxnMarkersRequest.WritableTxnMarker):
+                return NotImplemented
+            return (
+                self.producer_id == other.producer_id
+                and self.producer_epoch == other.producer_epoch
+                and self.transaction_result == other.transaction_result
+                and self.topics == other.topics
+                and self.coordinator_epoch == other.coordinator_epoch
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class WritableTxnMarkerTopic(Struct):
         """An item of WriteTxnMarkersRequest.WritableTxnMarker.topics (versions 0+)."""
 
@@ -127,6 +139,15 @@ class WriteTxnMarkersRequest(Message):
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteTxnMarkersRequest.WritableTxnMarkerTopic):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partition_indexes == other.partition_indexes
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -135,6 +156,14 @@ class WriteTxnMarkersRequest(Message):
     ) -> None:
         self.markers = [] if markers is MISSING else markers
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WriteTxnMarkersRequest):
+            return NotImplemented
+        return (
+            self.markers == other.markers
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _WritableTxnMarker = WriteTxnMarkersRequest.WritableTxnMarker
@@ -176,6 +205,15 @@ class WriteTxnMarkersResponse(Message):
             self.topics = [] if topics is MISSING else topics
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteTxnMarkersResponse.WritableTxnMarkerResult):
+                return NotImplemented
+            return (
+                self.producer_id == other.producer_id
+                and self.topics == other.topics
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class WritableTxnMarkerTopicResult(Struct):
         """An item of WriteTxnMarkersResponse.WritableTxnMarkerResult.topics (versions 0+)."""
 
@@ -198,6 +236,15 @@ class WriteTxnMarkersResponse(Message):
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteTxnMarkersResponse.WritableTxnMarkerTopicResult):
+                return NotImplemented
+            return (
+                self.name == other.name
+                and self.partitions == other.partitions
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     class WritableTxnMarkerPartitionResult(Struct):
         """An item of WriteTxnMarkersResponse.WritableTxnMarkerTopicResult.partitions (versions 0+)."""
 
@@ -218,6 +265,15 @@ class WriteTxnMarkersResponse(Message):
             self.error_code = error_code
             self.unknown_tagged_fields = unknown_tagged_fields
 
+        def __eq__(self, other: object) -> bool:
+            if not isinstance(other, WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult):
+                return NotImplemented
+            return (
+                self.partition_index == other.partition_index
+                and self.error_code == other.error_code
+                and self.unknown_tagged_fields == other.unknown_tagged_fields
+            )
+
     def __init__(
         self,
         *,
@@ -226,6 +282,14 @@ class WriteTxnMarkersResponse(Message):
     ) -> None:
         self.markers = [] if markers is MISSING else markers
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WriteTxnMarkersResponse):
+            return NotImplemented
+        return (
+            self.markers == other.markers
+            and self.unknown_tagged_fields == other.unknown_tagged_fields
+        )
 
 
 _WritableTxnMarkerResult = WriteTxnMarkersResponse.WritableTxnMarkerResult

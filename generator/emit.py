@@ -96,6 +96,8 @@ class StructPlan:
     is_root: bool = False
     children: list[StructPlan] = field(default_factory=list)
     doc: str = ""
+    #: Whether some field defaults to this struct (so comparisons need a default instance).
+    used_as_default: bool = False
 
     @property
     def first_free_tag(self) -> int:
@@ -151,6 +153,7 @@ class Emitter:
             return {"kind": "keyed" if is_keyed(f) else "list"}
         if t.is_struct:
             assert f.struct is not None
+            self.plans[f.struct.name].used_as_default = True
             return {"kind": "struct", "alias": self.plans[f.struct.name].alias}
         if t.name == "uuid":
             if f.default.int == 0:
@@ -222,8 +225,8 @@ class Emitter:
             )
         # arrays of strings or bytes: elements are never null
         r, w = _string_rw(compact, False, el.name)
-        if el.name == "records":
-            w = w.replace("records", "bytes")
+        if el.name != "string":  # items are returned as bytes, unlike bytes fields
+            w = f"bytes_writer({compact}, False)"
         return Op(
             "array",
             f.attr,

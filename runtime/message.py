@@ -118,7 +118,16 @@ class Message(Struct):
             e.message, e.version = cls.__name__, version
             raise DecodeError(e.reason, cls.__name__, version, e.offset) from None
         except (IndexError, struct.error) as e:  # a fixed-width read ran past the end
-            raise DecodeError(f"truncated ({e})", cls.__name__, version, end) from None
+            raise DecodeError(
+                f"truncated ({e})", cls.__name__, version, _failing_offset(e, end)
+            ) from None
+        except UnicodeDecodeError as e:
+            raise DecodeError(
+                f"invalid UTF-8 in a string: {e.reason}",
+                cls.__name__,
+                version,
+                _failing_offset(e, end),
+            ) from None
         finally:
             if pause_gc:
                 gc.enable()
@@ -174,6 +183,22 @@ class Message(Struct):
             # A field holds a value of the wrong type or range for its wire type.
             raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
         return b"".join(out)
+
+
+def _failing_offset(error: BaseException, default: int) -> int:
+    """Where a fast-path read failed: the ``pos`` of the innermost codec frame.
+
+    Generated decoders and wire readers keep the offset of the value being read in a
+    local named ``pos``; reading it after the fact keeps bounds tests off the fast path.
+    """
+    offset = default
+    tb = error.__traceback__
+    while tb is not None:
+        pos = tb.tb_frame.f_locals.get("pos")
+        if isinstance(pos, int):
+            offset = pos
+        tb = tb.tb_next
+    return offset
 
 
 class KeyedList(list[T], Generic[T]):

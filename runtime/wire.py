@@ -52,6 +52,8 @@ def uvarint(n: int) -> bytes:
         if n < 0:
             raise ValueError(f"unsigned varint cannot hold {n}")
         return SMALL_UVARINTS[n]
+    if n < 16384:
+        return bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -139,55 +141,77 @@ def compact_array_length(items: Sequence[Any] | None) -> bytes:
     return SMALL_UVARINTS[0] if items is None else uvarint(len(items) + 1)
 
 
-# ---------------------------------------------------------------- strings
+# ---------------------------------------------------------------- strings, bytes, records
+#
+# Each reader has a fast path for the common case (a length that fits the buffer, and for
+# compact forms a one-byte varint) and falls back to _sized, which checks everything and
+# raises the precise DecodeError. Invalid UTF-8 raises UnicodeDecodeError from the fast
+# path; Message.decode turns it into a DecodeError at the string's offset.
 
 
-def _text(buf: Buffer, pos: int, n: int) -> str:
-    try:
-        return str(buf[pos : pos + n], "utf-8")
-    except UnicodeDecodeError as e:
-        raise DecodeError(f"invalid UTF-8 in string: {e.reason}", offset=pos + e.start) from None
+def _sized(
+    buf: Buffer, pos: int, end: int, compact: bool, nullable: bool, what: str
+) -> tuple[int, int]:
+    """A length prefix, fully checked: (length or -1 for null, position after it)."""
+    start = pos
+    if compact:
+        n, pos = read_uvarint(buf, pos, end)
+        n -= 1
+    elif what == "string":
+        n, pos = read_length16(buf, pos, end)
+    else:
+        n, pos = read_length32(buf, pos, end)
+    if n < 0:
+        if n != -1:
+            raise DecodeError(f"negative {what} length {n}", offset=start)
+        if not nullable:
+            raise DecodeError(f"{what} is null but not nullable at this version", offset=start)
+    elif n > end - pos:
+        raise _short(what, n, pos, end)
+    return n, pos
+
+
+def _slow_text(buf: Buffer, pos: int, end: int, compact: bool, nullable: bool) -> Any:
+    n, pos = _sized(buf, pos, end, compact, nullable, "string")
+    if n < 0:
+        return None, pos
+    return str(buf[pos : pos + n], "utf-8"), pos + n
 
 
 def read_string(buf: Buffer, pos: int, end: int) -> tuple[str, int]:
-    n, pos = read_length16(buf, pos, end)
-    if n < 0:
-        raise DecodeError("string is null but not nullable at this version", offset=pos - 2)
-    if n > end - pos:
-        raise _short("string", n, pos, end)
-    return _text(buf, pos, n), pos + n
+    stop = pos + 2
+    if stop <= end:
+        n = buf[pos] << 8 | buf[pos + 1]
+        if n < 0x8000 and stop + n <= end:
+            return str(buf[stop : stop + n], "utf-8"), stop + n
+    return _slow_text(buf, pos, end, False, False)  # type: ignore[no-any-return]
 
 
 def read_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, int]:
-    n, pos = read_length16(buf, pos, end)
-    if n < 0:
-        if n != -1:
-            raise DecodeError(f"negative string length {n}", offset=pos - 2)
-        return None, pos
-    if n > end - pos:
-        raise _short("string", n, pos, end)
-    return _text(buf, pos, n), pos + n
+    stop = pos + 2
+    if stop <= end:
+        n = buf[pos] << 8 | buf[pos + 1]
+        if n < 0x8000 and stop + n <= end:
+            return str(buf[stop : stop + n], "utf-8"), stop + n
+    return _slow_text(buf, pos, end, False, True)  # type: ignore[no-any-return]
 
 
 def read_compact_string(buf: Buffer, pos: int, end: int) -> tuple[str, int]:
-    start = pos
-    n, pos = read_uvarint(buf, pos, end)
-    n -= 1
-    if n < 0:
-        raise DecodeError("string is null but not nullable at this version", offset=start)
-    if n > end - pos:
-        raise _short("string", n, pos, end)
-    return _text(buf, pos, n), pos + n
+    if pos < end:
+        n = buf[pos]
+        stop = pos + n
+        if 0 < n < 128 and stop <= end:
+            return str(buf[pos + 1 : stop], "utf-8"), stop
+    return _slow_text(buf, pos, end, True, False)  # type: ignore[no-any-return]
 
 
 def read_compact_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, int]:
-    n, pos = read_uvarint(buf, pos, end)
-    n -= 1
-    if n < 0:
-        return None, pos
-    if n > end - pos:
-        raise _short("string", n, pos, end)
-    return _text(buf, pos, n), pos + n
+    if pos < end:
+        n = buf[pos]
+        stop = pos + n
+        if 0 < n < 128 and stop <= end:
+            return str(buf[pos + 1 : stop], "utf-8"), stop
+    return _slow_text(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
 def write_string(s: str) -> bytes:
@@ -211,111 +235,104 @@ def write_compact_nullable_string(s: str | None) -> bytes:
     return SMALL_UVARINTS[0] if s is None else write_compact_string(s)
 
 
-# ---------------------------------------------------------------- bytes and records
+def _slow_bytes(buf: Buffer, pos: int, end: int, compact: bool, nullable: bool) -> Any:
+    n, pos = _sized(buf, pos, end, compact, nullable, "bytes")
+    if n < 0:
+        return None, pos
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def _slow_records(buf: Buffer, pos: int, end: int, compact: bool, nullable: bool) -> Any:
+    n, pos = _sized(buf, pos, end, compact, nullable, "records")
+    if n < 0:
+        return None, pos
+    return memoryview(buf)[pos : pos + n], pos + n
 
 
 def read_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes, int]:
-    n, pos = read_length32(buf, pos, end)
-    if n < 0:
-        raise DecodeError("bytes are null but not nullable at this version", offset=pos - 4)
-    if n > end - pos:
-        raise _short("bytes", n, pos, end)
-    return bytes(buf[pos : pos + n]), pos + n
+    return _slow_bytes(buf, pos, end, False, False)  # type: ignore[no-any-return]
 
 
 def read_nullable_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
-    n, pos = read_length32(buf, pos, end)
-    if n < 0:
-        if n != -1:
-            raise DecodeError(f"negative bytes length {n}", offset=pos - 4)
-        return None, pos
-    if n > end - pos:
-        raise _short("bytes", n, pos, end)
-    return bytes(buf[pos : pos + n]), pos + n
+    return _slow_bytes(buf, pos, end, False, True)  # type: ignore[no-any-return]
 
 
 def read_compact_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes, int]:
-    start = pos
-    n, pos = read_uvarint(buf, pos, end)
-    n -= 1
-    if n < 0:
-        raise DecodeError("bytes are null but not nullable at this version", offset=start)
-    if n > end - pos:
-        raise _short("bytes", n, pos, end)
-    return bytes(buf[pos : pos + n]), pos + n
+    if pos < end:
+        n = buf[pos]
+        stop = pos + n
+        if 0 < n < 128 and stop <= end:
+            return bytes(buf[pos + 1 : stop]), stop
+    return _slow_bytes(buf, pos, end, True, False)  # type: ignore[no-any-return]
 
 
 def read_compact_nullable_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes | None, int]:
-    n, pos = read_uvarint(buf, pos, end)
-    n -= 1
-    if n < 0:
-        return None, pos
-    if n > end - pos:
-        raise _short("bytes", n, pos, end)
-    return bytes(buf[pos : pos + n]), pos + n
-
-
-def _view(buf: Buffer, pos: int, n: int) -> memoryview:
-    return memoryview(buf)[pos : pos + n]
+    if pos < end:
+        n = buf[pos]
+        stop = pos + n
+        if 0 < n < 128 and stop <= end:
+            return bytes(buf[pos + 1 : stop]), stop
+    return _slow_bytes(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
 def read_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview, int]:
     """Record-set bytes, as a zero-copy view of the input."""
-    n, pos = read_length32(buf, pos, end)
-    if n < 0:
-        raise DecodeError("records are null but not nullable at this version", offset=pos - 4)
-    if n > end - pos:
-        raise _short("records", n, pos, end)
-    return _view(buf, pos, n), pos + n
+    return _slow_records(buf, pos, end, False, False)  # type: ignore[no-any-return]
 
 
 def read_nullable_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview | None, int]:
-    n, pos = read_length32(buf, pos, end)
-    if n < 0:
-        if n != -1:
-            raise DecodeError(f"negative records length {n}", offset=pos - 4)
-        return None, pos
-    if n > end - pos:
-        raise _short("records", n, pos, end)
-    return _view(buf, pos, n), pos + n
+    return _slow_records(buf, pos, end, False, True)  # type: ignore[no-any-return]
 
 
 def read_compact_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview, int]:
-    start = pos
-    n, pos = read_uvarint(buf, pos, end)
-    n -= 1
-    if n < 0:
-        raise DecodeError("records are null but not nullable at this version", offset=start)
-    if n > end - pos:
-        raise _short("records", n, pos, end)
-    return _view(buf, pos, n), pos + n
+    return _slow_records(buf, pos, end, True, False)  # type: ignore[no-any-return]
 
 
 def read_compact_nullable_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview | None, int]:
-    n, pos = read_uvarint(buf, pos, end)
-    n -= 1
-    if n < 0:
-        return None, pos
-    if n > end - pos:
-        raise _short("records", n, pos, end)
-    return _view(buf, pos, n), pos + n
+    return _slow_records(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
-def write_bytes(b: Buffer) -> bytes:
-    return _pack_i32(len(b)) + b
+# Bytes and records are written as two pieces, the length and the value itself, so a
+# large record set is never copied before the final join.
 
 
-def write_nullable_bytes(b: Buffer | None) -> bytes:
-    return NULL_I32 if b is None else _pack_i32(len(b)) + b
+def write_bytes(w: Writer, b: Buffer) -> None:
+    w(_pack_i32(len(b)))
+    w(b)
 
 
-def write_compact_bytes(b: Buffer) -> bytes:
+def write_nullable_bytes(w: Writer, b: Buffer | None) -> None:
+    if b is None:
+        w(NULL_I32)
+    else:
+        w(_pack_i32(len(b)))
+        w(b)
+
+
+def write_compact_bytes(w: Writer, b: Buffer) -> None:
     n = len(b) + 1
-    return (SMALL_UVARINTS[n] if n < 128 else uvarint(n)) + b
+    w(SMALL_UVARINTS[n] if n < 128 else uvarint(n))
+    w(b)
 
 
-def write_compact_nullable_bytes(b: Buffer | None) -> bytes:
-    return SMALL_UVARINTS[0] if b is None else write_compact_bytes(b)
+def write_compact_nullable_bytes(w: Writer, b: Buffer | None) -> None:
+    if b is None:
+        w(SMALL_UVARINTS[0])
+    else:
+        n = len(b) + 1
+        w(SMALL_UVARINTS[n] if n < 128 else uvarint(n))
+        w(b)
+
+
+def bytes_writer(compact: bool, nullable: bool) -> Callable[[Buffer | None], bytes]:
+    """bytes -> wire bytes for one array item (arrays of bytes are rare)."""
+
+    def write(b: Buffer | None) -> bytes:
+        out: list[Any] = []
+        (write_compact_nullable_bytes if compact else write_nullable_bytes)(out.append, b)
+        return b"".join(out)
+
+    return write
 
 
 # ---------------------------------------------------------------- uuid and fixed arrays
@@ -646,6 +663,7 @@ __all__ = [
     "write_array",
     "write_struct_array",
     "uuid_bytes",
+    "bytes_writer",
     "write_nullable_bytes",
     "write_nullable_string",
     "write_string",
