@@ -275,20 +275,52 @@ def read_compact_nullable_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes 
     return _slow_bytes(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
+def _records_fast(buf: Buffer, pos: int, end: int, compact: bool) -> tuple[int, int]:
+    """(length, start) of a record set whose length prefix is sane, else (-2, pos)."""
+    if compact:
+        if pos + 1 < end:
+            b0 = buf[pos]
+            if b0 < 0x80:
+                n, start = b0 - 1, pos + 1
+            elif buf[pos + 1] < 0x80:  # a two-byte varint: record sets up to 16 KiB
+                n, start = (b0 & 0x7F | buf[pos + 1] << 7) - 1, pos + 2
+            else:
+                return -2, pos
+            if 0 <= n <= end - start:
+                return n, start
+    elif pos + 4 <= end:
+        n = _unpack_i32(buf, pos)[0]
+        if 0 <= n <= end - pos - 4:
+            return n, pos + 4
+    return -2, pos
+
+
 def read_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview, int]:
     """Record-set bytes, as a zero-copy view of the input."""
+    n, start = _records_fast(buf, pos, end, False)
+    if n >= 0:
+        return memoryview(buf)[start : start + n], start + n
     return _slow_records(buf, pos, end, False, False)  # type: ignore[no-any-return]
 
 
 def read_nullable_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview | None, int]:
+    n, start = _records_fast(buf, pos, end, False)
+    if n >= 0:
+        return memoryview(buf)[start : start + n], start + n
     return _slow_records(buf, pos, end, False, True)  # type: ignore[no-any-return]
 
 
 def read_compact_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview, int]:
+    n, start = _records_fast(buf, pos, end, True)
+    if n >= 0:
+        return memoryview(buf)[start : start + n], start + n
     return _slow_records(buf, pos, end, True, False)  # type: ignore[no-any-return]
 
 
 def read_compact_nullable_records(buf: Buffer, pos: int, end: int) -> tuple[memoryview | None, int]:
+    n, start = _records_fast(buf, pos, end, True)
+    if n >= 0:
+        return memoryview(buf)[start : start + n], start + n
     return _slow_records(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
