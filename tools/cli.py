@@ -108,6 +108,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--seed", type=int, default=1)
     r.set_defaults(run=_roundtrip)
+
+    from kafkagen import bench
+
+    b = sub.add_parser(
+        "bench",
+        help="codec speed side by side with kio and kafka-python",
+        description="Encode and decode the standard workloads with kafkagen and, when "
+        "installed, kio and kafka-python; print figures and ratios against the targets.",
+    )
+    bench.add_arguments(b)
+    b.set_defaults(run=bench.run)
     return parser
 
 
