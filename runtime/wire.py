@@ -193,6 +193,8 @@ def read_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, i
         n = buf[pos] << 8 | buf[pos + 1]
         if n < 0x8000 and stop + n <= end:
             return str(buf[stop : stop + n], "utf-8"), stop + n
+        if n == 0xFFFF:
+            return None, stop
     return _slow_text(buf, pos, end, False, True)  # type: ignore[no-any-return]
 
 
@@ -211,6 +213,8 @@ def read_compact_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str |
         stop = pos + n
         if 0 < n < 128 and stop <= end:
             return str(buf[pos + 1 : stop], "utf-8"), stop
+        if n == 0:
+            return None, pos + 1
     return _slow_text(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
@@ -272,6 +276,8 @@ def read_compact_nullable_bytes(buf: Buffer, pos: int, end: int) -> tuple[bytes 
         stop = pos + n
         if 0 < n < 128 and stop <= end:
             return bytes(buf[pos + 1 : stop]), stop
+        if n == 0:
+            return None, pos + 1
     return _slow_bytes(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
