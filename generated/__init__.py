@@ -301,7 +301,11 @@ def message_type(api_key: int, kind: Kind) -> type[Message]:
 
 def other_type(name: str) -> type[Message]:
     """A header or data spec's class by name, e.g. ``ConsumerProtocolAssignment``."""
-    cls: type[Message] = getattr(importlib.import_module(f".{OTHER_TYPES[name]}", __name__), name)
+    try:
+        module = OTHER_TYPES[name]
+    except KeyError:
+        raise LookupError(f"this package has no {name} spec") from None
+    cls: type[Message] = getattr(importlib.import_module(f".{module}", __name__), name)
     return cls
 
 

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -39,6 +38,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -105,9 +105,7 @@ class AddPartitionsToTxnRequest(Message):
             producer_id: int = 0,
             producer_epoch: int = 0,
             verify_only: bool = False,
-            topics: (
-                KeyedList[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] | Missing
-            ) = MISSING,
+            topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.transactional_id = transactional_id
@@ -163,13 +161,13 @@ class AddPartitionsToTxnRequest(Message):
         self,
         *,
         transactions: (
-            KeyedList[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] | Missing
+            list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] | Missing
         ) = MISSING,
         v3_and_below_transactional_id: str = "",
         v3_and_below_producer_id: int = 0,
         v3_and_below_producer_epoch: int = 0,
         v3_and_below_topics: (
-            KeyedList[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] | Missing
+            list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] | Missing
         ) = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
@@ -232,7 +230,7 @@ class AddPartitionsToTxnResponse(Message):
             *,
             transactional_id: str = "",
             topic_results: (
-                KeyedList[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] | Missing
+                list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
@@ -266,7 +264,7 @@ class AddPartitionsToTxnResponse(Message):
             *,
             name: str = "",
             results_by_partition: (
-                KeyedList[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] | Missing
+                list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
@@ -321,10 +319,10 @@ class AddPartitionsToTxnResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         results_by_transaction: (
-            KeyedList[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] | Missing
+            list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] | Missing
         ) = MISSING,
         results_by_topic_v3_and_below: (
-            KeyedList[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] | Missing
+            list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] | Missing
         ) = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

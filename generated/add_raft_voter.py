@@ -117,7 +117,7 @@ class AddRaftVoterRequest(Message):
         timeout_ms: int = 0,
         voter_id: int = 0,
         voter_directory_id: UUID = ZERO_UUID,
-        listeners: KeyedList[AddRaftVoterRequest.Listener] | Missing = MISSING,
+        listeners: list[AddRaftVoterRequest.Listener] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.cluster_id = cluster_id

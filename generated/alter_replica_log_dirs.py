@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -38,6 +37,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -90,9 +90,7 @@ class AlterReplicaLogDirsRequest(Message):
             self,
             *,
             path: str = "",
-            topics: (
-                KeyedList[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] | Missing
-            ) = MISSING,
+            topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.path = path
@@ -141,7 +139,7 @@ class AlterReplicaLogDirsRequest(Message):
     def __init__(
         self,
         *,
-        dirs: KeyedList[AlterReplicaLogDirsRequest.AlterReplicaLogDir] | Missing = MISSING,
+        dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.dirs = KeyedList() if dirs is MISSING else as_keyed(dirs)

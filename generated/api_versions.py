@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -39,6 +38,7 @@ from kafkagen.runtime.wire import (
     read_tag_header,
     read_unknown_tags,
     read_uvarint,
+    unsupported,
     write_compact_string,
     write_struct_array,
     write_tags,
@@ -222,11 +222,11 @@ class ApiVersionsResponse(Message):
         self,
         *,
         error_code: int = 0,
-        api_keys: KeyedList[ApiVersionsResponse.ApiVersion] | Missing = MISSING,
+        api_keys: list[ApiVersionsResponse.ApiVersion] | Missing = MISSING,
         throttle_time_ms: int = 0,
-        supported_features: KeyedList[ApiVersionsResponse.SupportedFeatureKey] | Missing = MISSING,
+        supported_features: list[ApiVersionsResponse.SupportedFeatureKey] | Missing = MISSING,
         finalized_features_epoch: int = -1,
-        finalized_features: KeyedList[ApiVersionsResponse.FinalizedFeatureKey] | Missing = MISSING,
+        finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] | Missing = MISSING,
         zk_migration_ready: bool = False,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -45,6 +44,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -190,7 +190,7 @@ class BeginQuorumEpochRequest(Message):
         cluster_id: str | None = None,
         voter_id: int = -1,
         topics: list[BeginQuorumEpochRequest.TopicData] | Missing = MISSING,
-        leader_endpoints: KeyedList[BeginQuorumEpochRequest.LeaderEndpoint] | Missing = MISSING,
+        leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.cluster_id = cluster_id
@@ -340,7 +340,7 @@ class BeginQuorumEpochResponse(Message):
         *,
         error_code: int = 0,
         topics: list[BeginQuorumEpochResponse.TopicData] | Missing = MISSING,
-        node_endpoints: KeyedList[BeginQuorumEpochResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.error_code = error_code

@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -36,6 +35,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     uuid_bytes,
     write_array,
     write_tags,

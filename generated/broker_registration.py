@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -41,6 +40,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     uuid_bytes,
     write_array,
     write_compact_nullable_string,
@@ -166,8 +166,8 @@ class BrokerRegistrationRequest(Message):
         broker_id: int = 0,
         cluster_id: str = "",
         incarnation_id: UUID = ZERO_UUID,
-        listeners: KeyedList[BrokerRegistrationRequest.Listener] | Missing = MISSING,
-        features: KeyedList[BrokerRegistrationRequest.Feature] | Missing = MISSING,
+        listeners: list[BrokerRegistrationRequest.Listener] | Missing = MISSING,
+        features: list[BrokerRegistrationRequest.Feature] | Missing = MISSING,
         rack: str | None = "",
         is_migrating_zk_broker: bool = False,
         log_dirs: list[UUID] | Missing = MISSING,

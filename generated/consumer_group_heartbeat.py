@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -45,6 +44,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     truncated,
+    unsupported,
     write_array,
     write_compact_nullable_string,
     write_compact_string,

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -35,8 +34,9 @@ from kafkagen.runtime.wire import (
     fixed_array_reader,
     fixed_array_writer,
     read_array,
-    read_nullable_bytes,
+    read_nullable_records,
     read_string,
+    unsupported,
     write_nullable_bytes,
     write_string,
     write_struct_array,
@@ -102,10 +102,8 @@ class ConsumerProtocolAssignment(Message):
     def __init__(
         self,
         *,
-        assigned_partitions: (
-            KeyedList[ConsumerProtocolAssignment.TopicPartition] | Missing
-        ) = MISSING,
-        user_data: bytes | None = None,
+        assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] | Missing = MISSING,
+        user_data: bytes | memoryview | None = None,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.assigned_partitions = (
@@ -137,7 +135,7 @@ def _dec_ConsumerProtocolAssignment_v0(
     o.assigned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v0, False, False, "AssignedPartitions", KeyedList
     )
-    o.user_data, pos = read_nullable_bytes(buf, pos, end)
+    o.user_data, pos = read_nullable_records(buf, pos, end)
 
     o.unknown_tagged_fields = ()
     return o, pos

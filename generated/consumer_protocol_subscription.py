@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -37,9 +36,10 @@ from kafkagen.runtime.wire import (
     fixed_array_reader,
     fixed_array_writer,
     read_array,
-    read_nullable_bytes,
+    read_nullable_records,
     read_nullable_string,
     read_string,
+    unsupported,
     write_array,
     write_nullable_bytes,
     write_nullable_string,
@@ -112,10 +112,8 @@ class ConsumerProtocolSubscription(Message):
         self,
         *,
         topics: list[str] | Missing = MISSING,
-        user_data: bytes | None = None,
-        owned_partitions: (
-            KeyedList[ConsumerProtocolSubscription.TopicPartition] | Missing
-        ) = MISSING,
+        user_data: bytes | memoryview | None = None,
+        owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] | Missing = MISSING,
         generation_id: int = -1,
         rack_id: str | None = None,
         unknown_tagged_fields: RawTags = (),
@@ -153,7 +151,7 @@ def _dec_ConsumerProtocolSubscription_v0(
 ) -> tuple[ConsumerProtocolSubscription, int]:
     o = new_instance(ConsumerProtocolSubscription)
     o.topics, pos = read_array(buf, pos, end, read_string, False, False, "Topics")
-    o.user_data, pos = read_nullable_bytes(buf, pos, end)
+    o.user_data, pos = read_nullable_records(buf, pos, end)
     o.owned_partitions = KeyedList()
     o.generation_id = -1
     o.rack_id = None
@@ -175,7 +173,7 @@ def _dec_ConsumerProtocolSubscription_v1(
 ) -> tuple[ConsumerProtocolSubscription, int]:
     o = new_instance(ConsumerProtocolSubscription)
     o.topics, pos = read_array(buf, pos, end, read_string, False, False, "Topics")
-    o.user_data, pos = read_nullable_bytes(buf, pos, end)
+    o.user_data, pos = read_nullable_records(buf, pos, end)
     o.owned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v1, False, False, "OwnedPartitions", KeyedList
     )
@@ -207,7 +205,7 @@ def _dec_ConsumerProtocolSubscription_v2(
 ) -> tuple[ConsumerProtocolSubscription, int]:
     o = new_instance(ConsumerProtocolSubscription)
     o.topics, pos = read_array(buf, pos, end, read_string, False, False, "Topics")
-    o.user_data, pos = read_nullable_bytes(buf, pos, end)
+    o.user_data, pos = read_nullable_records(buf, pos, end)
     o.owned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v1, False, False, "OwnedPartitions", KeyedList
     )
@@ -242,7 +240,7 @@ def _dec_ConsumerProtocolSubscription_v3(
 ) -> tuple[ConsumerProtocolSubscription, int]:
     o = new_instance(ConsumerProtocolSubscription)
     o.topics, pos = read_array(buf, pos, end, read_string, False, False, "Topics")
-    o.user_data, pos = read_nullable_bytes(buf, pos, end)
+    o.user_data, pos = read_nullable_records(buf, pos, end)
     o.owned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v1, False, False, "OwnedPartitions", KeyedList
     )

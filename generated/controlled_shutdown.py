@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -35,6 +34,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -141,7 +141,7 @@ class ControlledShutdownResponse(Message):
         *,
         error_code: int = 0,
         remaining_partitions: (
-            KeyedList[ControlledShutdownResponse.RemainingPartition] | Missing
+            list[ControlledShutdownResponse.RemainingPartition] | Missing
         ) = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

@@ -157,8 +157,8 @@ class ControllerRegistrationRequest(Message):
         controller_id: int = 0,
         incarnation_id: UUID = ZERO_UUID,
         zk_migration_ready: bool = False,
-        listeners: KeyedList[ControllerRegistrationRequest.Listener] | Missing = MISSING,
-        features: KeyedList[ControllerRegistrationRequest.Feature] | Missing = MISSING,
+        listeners: list[ControllerRegistrationRequest.Listener] | Missing = MISSING,
+        features: list[ControllerRegistrationRequest.Feature] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.controller_id = controller_id

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -41,6 +40,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -148,7 +148,7 @@ class CreatePartitionsRequest(Message):
     def __init__(
         self,
         *,
-        topics: KeyedList[CreatePartitionsRequest.CreatePartitionsTopic] | Missing = MISSING,
+        topics: list[CreatePartitionsRequest.CreatePartitionsTopic] | Missing = MISSING,
         timeout_ms: int = 0,
         validate_only: bool = False,
         unknown_tagged_fields: RawTags = (),

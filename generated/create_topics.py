@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -49,6 +48,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -114,10 +114,8 @@ class CreateTopicsRequest(Message):
             name: str = "",
             num_partitions: int = 0,
             replication_factor: int = 0,
-            assignments: (
-                KeyedList[CreateTopicsRequest.CreatableReplicaAssignment] | Missing
-            ) = MISSING,
-            configs: KeyedList[CreateTopicsRequest.CreatableTopicConfig] | Missing = MISSING,
+            assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] | Missing = MISSING,
+            configs: list[CreateTopicsRequest.CreatableTopicConfig] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
@@ -202,7 +200,7 @@ class CreateTopicsRequest(Message):
     def __init__(
         self,
         *,
-        topics: KeyedList[CreateTopicsRequest.CreatableTopic] | Missing = MISSING,
+        topics: list[CreateTopicsRequest.CreatableTopic] | Missing = MISSING,
         timeout_ms: int = 60000,
         validate_only: bool = False,
         unknown_tagged_fields: RawTags = (),
@@ -343,7 +341,7 @@ class CreateTopicsResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
-        topics: KeyedList[CreateTopicsResponse.CreatableTopicResult] | Missing = MISSING,
+        topics: list[CreateTopicsResponse.CreatableTopicResult] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -36,6 +35,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_array,
     write_compact_string,
     write_string,
@@ -136,7 +136,7 @@ class DeleteGroupsResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
-        results: KeyedList[DeleteGroupsResponse.DeletableGroupResult] | Missing = MISSING,
+        results: list[DeleteGroupsResponse.DeletableGroupResult] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

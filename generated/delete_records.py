@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -35,6 +34,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -184,7 +184,7 @@ class DeleteRecordsResponse(Message):
             *,
             name: str = "",
             partitions: (
-                KeyedList[DeleteRecordsResponse.DeleteRecordsPartitionResult] | Missing
+                list[DeleteRecordsResponse.DeleteRecordsPartitionResult] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
@@ -239,7 +239,7 @@ class DeleteRecordsResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
-        topics: KeyedList[DeleteRecordsResponse.DeleteRecordsTopicResult] | Missing = MISSING,
+        topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

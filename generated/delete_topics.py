@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -41,6 +40,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     write_array,
     write_compact_nullable_string,
     write_compact_string,
@@ -190,7 +190,7 @@ class DeleteTopicsResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
-        responses: KeyedList[DeleteTopicsResponse.DeletableTopicResult] | Missing = MISSING,
+        responses: list[DeleteTopicsResponse.DeletableTopicResult] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -36,6 +35,7 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
@@ -163,7 +163,7 @@ class DescribeClusterResponse(Message):
         endpoint_type: int = 1,
         cluster_id: str = "",
         controller_id: int = -1,
-        brokers: KeyedList[DescribeClusterResponse.DescribeClusterBroker] | Missing = MISSING,
+        brokers: list[DescribeClusterResponse.DescribeClusterBroker] | Missing = MISSING,
         cluster_authorized_operations: int = -2147483648,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -37,6 +36,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_bytes,
     write_compact_bytes,
     write_compact_string,

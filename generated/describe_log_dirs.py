@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -43,6 +42,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     truncated,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -153,7 +153,7 @@ class DescribeLogDirsRequest(Message):
     def __init__(
         self,
         *,
-        topics: KeyedList[DescribeLogDirsRequest.DescribableLogDirTopic] | None | Missing = MISSING,
+        topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None | Missing = MISSING,
         response_pagination_limit: int = 2000,
         cursor: DescribeLogDirsRequest.Cursor | None = None,
         unknown_tagged_fields: RawTags = (),

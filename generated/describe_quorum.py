@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -39,6 +38,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
@@ -306,7 +306,7 @@ class DescribeQuorumResponse(Message):
             self,
             *,
             node_id: int = 0,
-            listeners: KeyedList[DescribeQuorumResponse.Listener] | Missing = MISSING,
+            listeners: list[DescribeQuorumResponse.Listener] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.node_id = node_id
@@ -362,7 +362,7 @@ class DescribeQuorumResponse(Message):
         error_code: int = 0,
         error_message: str | None = "",
         topics: list[DescribeQuorumResponse.TopicData] | Missing = MISSING,
-        nodes: KeyedList[DescribeQuorumResponse.Node] | Missing = MISSING,
+        nodes: list[DescribeQuorumResponse.Node] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.error_code = error_code

@@ -330,8 +330,7 @@ class DescribeTopicPartitionsResponse(Message):
         *,
         throttle_time_ms: int = 0,
         topics: (
-            KeyedList[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
-            | Missing
+            list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] | Missing
         ) = MISSING,
         next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None,
         unknown_tagged_fields: RawTags = (),

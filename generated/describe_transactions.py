@@ -178,7 +178,7 @@ class DescribeTransactionsResponse(Message):
             transaction_start_time_ms: int = 0,
             producer_id: int = 0,
             producer_epoch: int = 0,
-            topics: KeyedList[DescribeTransactionsResponse.TopicData] | Missing = MISSING,
+            topics: list[DescribeTransactionsResponse.TopicData] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.error_code = error_code

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -40,6 +39,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -117,7 +117,7 @@ class ElectLeadersRequest(Message):
         self,
         *,
         election_type: int = 0,
-        topic_partitions: KeyedList[ElectLeadersRequest.TopicPartitions] | None | Missing = MISSING,
+        topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None | Missing = MISSING,
         timeout_ms: int = 60000,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

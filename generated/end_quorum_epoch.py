@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -48,6 +47,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -232,7 +232,7 @@ class EndQuorumEpochRequest(Message):
         *,
         cluster_id: str | None = None,
         topics: list[EndQuorumEpochRequest.TopicData] | Missing = MISSING,
-        leader_endpoints: KeyedList[EndQuorumEpochRequest.LeaderEndpoint] | Missing = MISSING,
+        leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.cluster_id = cluster_id
@@ -381,7 +381,7 @@ class EndQuorumEpochResponse(Message):
         *,
         error_code: int = 0,
         topics: list[EndQuorumEpochResponse.TopicData] | Missing = MISSING,
-        node_endpoints: KeyedList[EndQuorumEpochResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.error_code = error_code

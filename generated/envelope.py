@@ -26,6 +26,8 @@ from kafkagen.runtime.wire import (
     Writer,
     read_compact_bytes,
     read_compact_nullable_bytes,
+    read_compact_nullable_records,
+    read_compact_records,
     read_unknown_tags,
     write_compact_bytes,
     write_compact_nullable_bytes,
@@ -61,7 +63,7 @@ class EnvelopeRequest(Message):
     def __init__(
         self,
         *,
-        request_data: bytes = b"",
+        request_data: bytes | memoryview = b"",
         request_principal: bytes | None = b"",
         client_host_address: bytes = b"",
         unknown_tagged_fields: RawTags = (),
@@ -101,7 +103,7 @@ class EnvelopeResponse(Message):
     def __init__(
         self,
         *,
-        response_data: bytes | None = None,
+        response_data: bytes | memoryview | None = None,
         error_code: int = 0,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
@@ -124,7 +126,7 @@ class EnvelopeResponse(Message):
 
 def _dec_EnvelopeRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeRequest, int]:
     o = new_instance(EnvelopeRequest)
-    o.request_data, pos = read_compact_bytes(buf, pos, end)
+    o.request_data, pos = read_compact_records(buf, pos, end)
     o.request_principal, pos = read_compact_nullable_bytes(buf, pos, end)
     o.client_host_address, pos = read_compact_bytes(buf, pos, end)
 
@@ -189,7 +191,7 @@ bind_codecs(
 
 def _dec_EnvelopeResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeResponse, int]:
     o = new_instance(EnvelopeResponse)
-    o.response_data, pos = read_compact_nullable_bytes(buf, pos, end)
+    o.response_data, pos = read_compact_nullable_records(buf, pos, end)
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2

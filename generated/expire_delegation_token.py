@@ -18,7 +18,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -28,6 +27,7 @@ from kafkagen.runtime.wire import (
     read_bytes,
     read_compact_bytes,
     read_unknown_tags,
+    unsupported,
     write_bytes,
     write_compact_bytes,
     write_tags,

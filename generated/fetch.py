@@ -30,7 +30,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -52,6 +51,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
@@ -609,7 +609,7 @@ class FetchResponse(Message):
         error_code: int = 0,
         session_id: int = 0,
         responses: list[FetchResponse.FetchableTopicResponse] | Missing = MISSING,
-        node_endpoints: KeyedList[FetchResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[FetchResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

@@ -29,7 +29,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -47,6 +46,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     write_compact_bytes,
     write_compact_nullable_string,
     write_compact_string,
@@ -421,7 +421,7 @@ class FetchSnapshotResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         topics: list[FetchSnapshotResponse.TopicSnapshot] | Missing = MISSING,
-        node_endpoints: KeyedList[FetchSnapshotResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

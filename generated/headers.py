@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -26,6 +25,7 @@ from kafkagen.runtime.wire import (
     Writer,
     read_nullable_string,
     read_unknown_tags,
+    unsupported,
     write_nullable_string,
     write_tags,
 )

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -38,6 +37,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -90,7 +90,7 @@ class IncrementalAlterConfigsRequest(Message):
             *,
             resource_type: int = 0,
             resource_name: str = "",
-            configs: KeyedList[IncrementalAlterConfigsRequest.AlterableConfig] | Missing = MISSING,
+            configs: list[IncrementalAlterConfigsRequest.AlterableConfig] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.resource_type = resource_type
@@ -145,9 +145,7 @@ class IncrementalAlterConfigsRequest(Message):
     def __init__(
         self,
         *,
-        resources: (
-            KeyedList[IncrementalAlterConfigsRequest.AlterConfigsResource] | Missing
-        ) = MISSING,
+        resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] | Missing = MISSING,
         validate_only: bool = False,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -27,6 +26,7 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_nullable_string,
     read_unknown_tags,
+    unsupported,
     write_compact_nullable_string,
     write_nullable_string,
     write_tags,

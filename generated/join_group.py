@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -42,6 +41,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
@@ -127,7 +127,7 @@ class JoinGroupRequest(Message):
         member_id: str = "",
         group_instance_id: str | None = None,
         protocol_type: str = "",
-        protocols: KeyedList[JoinGroupRequest.JoinGroupRequestProtocol] | Missing = MISSING,
+        protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] | Missing = MISSING,
         reason: str | None = None,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

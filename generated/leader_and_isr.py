@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -43,6 +42,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -368,7 +368,7 @@ class LeaderAndIsrResponse(Message):
         *,
         error_code: int = 0,
         partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] | Missing = MISSING,
-        topics: KeyedList[LeaderAndIsrResponse.LeaderAndIsrTopicError] | Missing = MISSING,
+        topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.error_code = error_code

@@ -23,7 +23,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -34,6 +33,7 @@ from kafkagen.runtime.wire import (
     read_array,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     write_struct_array,
     write_tags,
 )

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -38,6 +37,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     truncated,
+    unsupported,
     write_array,
     write_compact_string,
     write_string,

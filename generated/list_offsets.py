@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -40,6 +39,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     truncated,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,

@@ -29,7 +29,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -49,6 +48,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     truncated,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
@@ -382,10 +382,10 @@ class MetadataResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
-        brokers: KeyedList[MetadataResponse.MetadataResponseBroker] | Missing = MISSING,
+        brokers: list[MetadataResponse.MetadataResponseBroker] | Missing = MISSING,
         cluster_id: str | None = None,
         controller_id: int = -1,
-        topics: KeyedList[MetadataResponse.MetadataResponseTopic] | Missing = MISSING,
+        topics: list[MetadataResponse.MetadataResponseTopic] | Missing = MISSING,
         cluster_authorized_operations: int = -2147483648,
         next_cursor: MetadataResponse.Cursor | None = None,
         unknown_tagged_fields: RawTags = (),

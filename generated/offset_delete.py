@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -32,6 +31,7 @@ from kafkagen.runtime.wire import (
     Writer,
     read_array,
     read_string,
+    unsupported,
     write_string,
     write_struct_array,
 )
@@ -123,7 +123,7 @@ class OffsetDeleteRequest(Message):
         self,
         *,
         group_id: str = "",
-        topics: KeyedList[OffsetDeleteRequest.OffsetDeleteRequestTopic] | Missing = MISSING,
+        topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.group_id = group_id
@@ -176,7 +176,7 @@ class OffsetDeleteResponse(Message):
             *,
             name: str = "",
             partitions: (
-                KeyedList[OffsetDeleteResponse.OffsetDeleteResponsePartition] | Missing
+                list[OffsetDeleteResponse.OffsetDeleteResponsePartition] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
@@ -228,7 +228,7 @@ class OffsetDeleteResponse(Message):
         *,
         error_code: int = 0,
         throttle_time_ms: int = 0,
-        topics: KeyedList[OffsetDeleteResponse.OffsetDeleteResponseTopic] | Missing = MISSING,
+        topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.error_code = error_code

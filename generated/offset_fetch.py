@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -43,6 +42,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     truncated,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -35,6 +34,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    unsupported,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -140,7 +140,7 @@ class OffsetForLeaderEpochRequest(Message):
         self,
         *,
         replica_id: int = -2,
-        topics: KeyedList[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] | Missing = MISSING,
+        topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.replica_id = replica_id
@@ -248,9 +248,7 @@ class OffsetForLeaderEpochResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
-        topics: (
-            KeyedList[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] | Missing
-        ) = MISSING,
+        topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

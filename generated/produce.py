@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -46,6 +45,7 @@ from kafkagen.runtime.wire import (
     read_tag_header,
     read_unknown_tags,
     read_uvarint,
+    unsupported,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
@@ -155,7 +155,7 @@ class ProduceRequest(Message):
         transactional_id: str | None = None,
         acks: int = 0,
         timeout_ms: int = 0,
-        topic_data: KeyedList[ProduceRequest.TopicProduceData] | Missing = MISSING,
+        topic_data: list[ProduceRequest.TopicProduceData] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.transactional_id = transactional_id
@@ -381,9 +381,9 @@ class ProduceResponse(Message):
     def __init__(
         self,
         *,
-        responses: KeyedList[ProduceResponse.TopicProduceResponse] | Missing = MISSING,
+        responses: list[ProduceResponse.TopicProduceResponse] | Missing = MISSING,
         throttle_time_ms: int = 0,
-        node_endpoints: KeyedList[ProduceResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[ProduceResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.responses = KeyedList() if responses is MISSING else as_keyed(responses)

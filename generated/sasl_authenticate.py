@@ -19,7 +19,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -31,6 +30,7 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_nullable_string,
     read_unknown_tags,
+    unsupported,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,

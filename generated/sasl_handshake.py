@@ -21,7 +21,6 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -29,6 +28,7 @@ from kafkagen.runtime.wire import (
     Writer,
     read_array,
     read_string,
+    unsupported,
     write_array,
     write_string,
 )

@@ -372,7 +372,7 @@ class ShareAcknowledgeResponse(Message):
         error_code: int = 0,
         error_message: str | None = None,
         responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] | Missing = MISSING,
-        node_endpoints: KeyedList[ShareAcknowledgeResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

@@ -481,7 +481,7 @@ class ShareFetchResponse(Message):
         error_code: int = 0,
         error_message: str | None = None,
         responses: list[ShareFetchResponse.ShareFetchableTopicResponse] | Missing = MISSING,
-        node_endpoints: KeyedList[ShareFetchResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[ShareFetchResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -36,6 +35,7 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
@@ -115,7 +115,7 @@ class UpdateFeaturesRequest(Message):
         self,
         *,
         timeout_ms: int = 60000,
-        feature_updates: KeyedList[UpdateFeaturesRequest.FeatureUpdateKey] | Missing = MISSING,
+        feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] | Missing = MISSING,
         validate_only: bool = False,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
@@ -198,7 +198,7 @@ class UpdateFeaturesResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = "",
-        results: KeyedList[UpdateFeaturesResponse.UpdatableFeatureResult] | Missing = MISSING,
+        results: list[UpdateFeaturesResponse.UpdatableFeatureResult] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms

@@ -153,7 +153,7 @@ class UpdateRaftVoterRequest(Message):
         current_leader_epoch: int = 0,
         voter_id: int = 0,
         voter_directory_id: UUID = ZERO_UUID,
-        listeners: KeyedList[UpdateRaftVoterRequest.Listener] | Missing = MISSING,
+        listeners: list[UpdateRaftVoterRequest.Listener] | Missing = MISSING,
         k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     new_instance,
-    unsupported,
 )
 from kafkagen.runtime.wire import (
     Buffer,
@@ -44,6 +43,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    unsupported,
     write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
@@ -315,7 +315,7 @@ class VoteResponse(Message):
         *,
         error_code: int = 0,
         topics: list[VoteResponse.TopicData] | Missing = MISSING,
-        node_endpoints: KeyedList[VoteResponse.NodeEndpoint] | Missing = MISSING,
+        node_endpoints: list[VoteResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.error_code = error_code

@@ -86,7 +86,7 @@ class VotersRecord(Message):
             *,
             voter_id: int = 0,
             voter_directory_id: UUID = ZERO_UUID,
-            endpoints: KeyedList[VotersRecord.Endpoint] | Missing = MISSING,
+            endpoints: list[VotersRecord.Endpoint] | Missing = MISSING,
             k_raft_version_feature: VotersRecord.KRaftVersionFeature | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:

@@ -176,6 +176,8 @@ class Emitter:
             return Op("uuid", f.attr, f.name)
         if t.name in ("string", "bytes", "records"):
             r, w = _string_rw(compact, nullable, t.name)
+            if f.zero_copy:  # a view of the input, as records are
+                r = r.replace("bytes", "records")
             if t.name == "records":
                 w = w.replace("records", "bytes")
             return Op(
@@ -311,6 +313,8 @@ class Emitter:
             "json_key": f.json_key,
             "default": self.default_key(f),
             "py_type": self.py_type(f),
+            # mapKey arrays are KeyedLists once built, but any list is accepted
+            "param_type": self.py_type(f).replace("KeyedList[", "list[", 1),
             "mutable_default": (t.is_array or t.is_struct) and not f.default_is_null,
             "keyed": is_keyed(f),
             "jtype": self.json_type(f),
@@ -352,7 +356,7 @@ class Emitter:
                 "bool": "bool",
                 "float64": "float",
                 "string": "str",
-                "bytes": "bytes",
+                "bytes": "bytes | memoryview" if f.zero_copy else "bytes",
                 "records": "bytes | memoryview",
                 "uuid": "UUID",
             }.get(name, "int")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast
 
 from .errors import DecodeError, UnsupportedVersionError
-from .wire import Buffer, RawTags, Writer
+from .wire import Buffer, FieldUnsupported, RawTags, Writer
 
 T = TypeVar("T", bound="Struct")
 M = TypeVar("M", bound="Message")
@@ -160,7 +160,19 @@ class Message(Struct):
         except DecodeError as e:
             raise DecodeError(e.reason, cls.__name__, version, e.offset) from None
         except (IndexError, struct.error) as e:
-            raise DecodeError(f"truncated ({e})", cls.__name__, version, end) from None
+            raise DecodeError(
+                f"truncated ({e})", cls.__name__, version, _failing_offset(e, end)
+            ) from None
+        except UnicodeDecodeError as e:
+            raise DecodeError(
+                f"invalid UTF-8 in a string: {e.reason}",
+                cls.__name__,
+                version,
+                _failing_offset(e, end),
+            ) from None
+        finally:
+            if pause_gc:
+                gc.enable()
         return cast(M, obj), pos
 
     def encode(self, version: int) -> bytes:
@@ -186,18 +198,26 @@ class Message(Struct):
 
 
 def _failing_offset(error: BaseException, default: int) -> int:
-    """Where a fast-path read failed: the ``pos`` of the innermost codec frame.
+    """Where a fast-path read failed, found in the innermost codec frame.
 
     Generated decoders and wire readers keep the offset of the value being read in a
-    local named ``pos``; reading it after the fact keeps bounds tests off the fast path.
+    local named ``pos`` (string readers: its text in ``start``); reading it after the
+    fact keeps bounds tests off the fast path. For invalid UTF-8 the offset is the bad
+    byte's.
     """
     offset = default
+    text_start = None
     tb = error.__traceback__
     while tb is not None:
-        pos = tb.tb_frame.f_locals.get("pos")
+        local = tb.tb_frame.f_locals
+        pos = local.get("pos")
         if isinstance(pos, int):
             offset = pos
+            start = local.get("start")
+            text_start = start if isinstance(start, int) else None
         tb = tb.tb_next
+    if isinstance(error, UnicodeDecodeError) and text_start is not None:
+        return text_start + error.start
     return offset
 
 
@@ -215,27 +235,6 @@ class KeyedList(list[T], Generic[T]):
 
     def find_all(self, *key: Any) -> list[T]:
         return [i for i in self if tuple(getattr(i, a) for a in i._map_key) == key]
-
-
-class FieldUnsupported(UnsupportedVersionError):
-    """Raised inside an encoder; Message.encode adds the version and re-raises."""
-
-    def __init__(self, path: str, why: str) -> None:
-        super().__init__(f"{path}: {why}")
-        self.path = path
-        self.why = why
-
-
-_WHY = {
-    "non-default value": "it holds a non-default value and the field does not exist there",
-    "null value": "it is null and the field is not nullable there",
-    "unknown tagged fields": "it carries tagged fields and that version is not flexible",
-}
-
-
-def unsupported(path: str, why: str) -> FieldUnsupported:
-    """The error for a field value that the version being written cannot carry."""
-    return FieldUnsupported(path, _WHY.get(why, why))
 
 
 class _Missing(enum.Enum):
@@ -283,7 +282,6 @@ __all__ = [
     "new_instance",
     "Decoder",
     "Encoder",
-    "FieldUnsupported",
     "KeyedList",
     "MISSING",
     "Message",
@@ -291,5 +289,4 @@ __all__ = [
     "Struct",
     "as_keyed",
     "bind_codecs",
-    "unsupported",
 ]

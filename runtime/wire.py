@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
 from uuid import UUID, SafeUUID
 
-from .errors import DecodeError
+from .errors import DecodeError, UnsupportedVersionError
 
 Buffer = bytes | bytearray | memoryview
 Writer = Callable[[Any], Any]
@@ -41,6 +41,27 @@ ZERO_UUID = UUID(int=0)
 _new_uuid = object.__new__
 _set = object.__setattr__
 _SAFE_UNKNOWN = SafeUUID.unknown
+
+
+class FieldUnsupported(UnsupportedVersionError):
+    """Raised inside an encoder; Message.encode adds the version and re-raises."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
+
+_WHY = {
+    "non-default value": "it holds a non-default value and the field does not exist there",
+    "null value": "it is null and the field is not nullable there",
+    "unknown tagged fields": "it carries tagged fields and that version is not flexible",
+}
+
+
+def unsupported(path: str, why: str) -> FieldUnsupported:
+    """The error for a field value that the version being written cannot carry."""
+    return FieldUnsupported(path, _WHY.get(why, why))
 
 
 # ---------------------------------------------------------------- varints
@@ -168,51 +189,53 @@ def _sized(
             raise DecodeError(f"{what} is null but not nullable at this version", offset=start)
     elif n > end - pos:
         raise _short(what, n, pos, end)
+    elif n > 0x7FFF and what == "string":
+        raise DecodeError(f"string length {n} is longer than 32767", offset=start)
     return n, pos
 
 
 def _slow_text(buf: Buffer, pos: int, end: int, compact: bool, nullable: bool) -> Any:
-    n, pos = _sized(buf, pos, end, compact, nullable, "string")
+    n, start = _sized(buf, pos, end, compact, nullable, "string")
     if n < 0:
-        return None, pos
-    return str(buf[pos : pos + n], "utf-8"), pos + n
+        return None, start
+    return str(buf[start : start + n], "utf-8"), start + n
 
 
 def read_string(buf: Buffer, pos: int, end: int) -> tuple[str, int]:
-    stop = pos + 2
-    if stop <= end:
+    start = pos + 2
+    if start <= end:
         n = buf[pos] << 8 | buf[pos + 1]
-        if n < 0x8000 and stop + n <= end:
-            return str(buf[stop : stop + n], "utf-8"), stop + n
+        if n < 0x8000 and start + n <= end:
+            return str(buf[start : start + n], "utf-8"), start + n
     return _slow_text(buf, pos, end, False, False)  # type: ignore[no-any-return]
 
 
 def read_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, int]:
-    stop = pos + 2
-    if stop <= end:
+    start = pos + 2
+    if start <= end:
         n = buf[pos] << 8 | buf[pos + 1]
-        if n < 0x8000 and stop + n <= end:
-            return str(buf[stop : stop + n], "utf-8"), stop + n
+        if n < 0x8000 and start + n <= end:
+            return str(buf[start : start + n], "utf-8"), start + n
         if n == 0xFFFF:
-            return None, stop
+            return None, start
     return _slow_text(buf, pos, end, False, True)  # type: ignore[no-any-return]
 
 
 def read_compact_string(buf: Buffer, pos: int, end: int) -> tuple[str, int]:
     if pos < end:
         n = buf[pos]
-        stop = pos + n
+        start, stop = pos + 1, pos + n
         if 0 < n < 128 and stop <= end:
-            return str(buf[pos + 1 : stop], "utf-8"), stop
+            return str(buf[start:stop], "utf-8"), stop
     return _slow_text(buf, pos, end, True, False)  # type: ignore[no-any-return]
 
 
 def read_compact_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str | None, int]:
     if pos < end:
         n = buf[pos]
-        stop = pos + n
+        start, stop = pos + 1, pos + n
         if 0 < n < 128 and stop <= end:
-            return str(buf[pos + 1 : stop], "utf-8"), stop
+            return str(buf[start:stop], "utf-8"), stop
         if n == 0:
             return None, pos + 1
     return _slow_text(buf, pos, end, True, True)  # type: ignore[no-any-return]
@@ -232,7 +255,11 @@ def write_nullable_string(s: str | None) -> bytes:
 def write_compact_string(s: str) -> bytes:
     b = s.encode()
     n = len(b) + 1
-    return (SMALL_UVARINTS[n] if n < 128 else uvarint(n)) + b
+    if n < 128:
+        return SMALL_UVARINTS[n] + b
+    if n > 0x8000:  # Kafka caps every string at 32767 bytes, compact or not
+        raise ValueError(f"string of {n - 1} bytes is longer than 32767")
+    return uvarint(n) + b
 
 
 def write_compact_nullable_string(s: str | None) -> bytes:
@@ -483,7 +510,7 @@ def read_fixed_array(
 
 def _null_array(w: Writer, compact: bool, nullable: bool, name: str) -> None:
     if not nullable:
-        raise ValueError(f"{name} is null, which this version cannot carry")
+        raise unsupported(name, "null value")
     w(SMALL_UVARINTS[0] if compact else NULL_I32)
 
 
@@ -650,6 +677,8 @@ def _tag_of(item: tuple[int, bytes]) -> int:
 
 
 __all__ = [
+    "FieldUnsupported",
+    "unsupported",
     "Buffer",
     "EMPTY_TAGS",
     "NULL_COMPACT_LENGTH",
