@@ -1,0 +1,610 @@
+"""Broker and topic configuration: definitions, parsing, and the layered values.
+
+A topic config resolves, first hit wins, from the topic's own override, the dynamic value
+for one broker, the dynamic cluster default, the static broker value (``--config``) and
+the built-in default; topic configs find their broker-level values through the broker
+synonym (``retention.ms`` <- ``log.retention.ms``), as in Kafka. Values are kept as the
+strings clients send and see; the typed view of a topic is cached in a `TopicConfig`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "ConfigDef",
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigSource",
+    "ConfigStore",
+    "ConfigType",
+    "ConfigResourceType",
+    "TOPIC_CONFIGS",
+    "TopicConfig",
+]
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+class ConfigType(enum.IntEnum):
+    """The type code DescribeConfigs v3+ reports."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(enum.IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class ConfigResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class ConfigError(ValueError):
+    """A config name or value that cannot be used; the text says which and why."""
+
+
+Validator = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: str | None
+    doc: str
+    #: Topic configs: the broker config that supplies the default (Kafka's synonym).
+    broker_synonym: str | None = None
+    #: Broker configs that cannot change while the broker runs.
+    read_only: bool = False
+    sensitive: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+
+    def parse(self, value: str | None) -> object:
+        """The typed value; raises ConfigError naming the config."""
+        if value is None:
+            return None
+        t = self.type
+        try:
+            if t is ConfigType.BOOLEAN:
+                low = value.strip().lower()
+                if low not in ("true", "false"):
+                    raise ValueError("expected true or false")
+                return low == "true"
+            if t in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
+                n = int(value.strip())
+                limit = {ConfigType.INT: INT32_MAX, ConfigType.SHORT: 2**15 - 1}.get(t, INT64_MAX)
+                if not -limit - 1 <= n <= limit:
+                    raise ValueError(f"out of range for {t.name.lower()}")
+                if self.minimum is not None and n < self.minimum:
+                    raise ValueError(f"must be at least {self.minimum}")
+                return n
+            if t is ConfigType.DOUBLE:
+                return float(value)
+            if t is ConfigType.LIST:
+                items = [v.strip() for v in value.split(",") if v.strip()]
+                for item in items:
+                    if self.choices and item not in self.choices:
+                        raise ValueError(f"{item!r} is not one of {', '.join(self.choices)}")
+                return items
+        except ValueError as e:
+            raise ConfigError(f"invalid value {value!r} for {self.name}: {e}") from None
+        if self.choices and value not in self.choices:
+            raise ConfigError(
+                f"invalid value {value!r} for {self.name}: expected one of "
+                f"{', '.join(self.choices)}"
+            )
+        return value
+
+
+def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
+    return {d.name: d for d in defs}
+
+
+T = ConfigType
+
+#: Configs a topic may override. The defaults are those of the broker synonym.
+TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef(
+        "cleanup.policy",
+        T.LIST,
+        "delete",
+        "How old segments go: deleted by retention, or compacted by key.",
+        "log.cleanup.policy",
+        choices=("delete", "compact"),
+    ),
+    ConfigDef(
+        "compression.type",
+        T.STRING,
+        "producer",
+        "The codec the log keeps; 'producer' keeps whatever the producer sent.",
+        "compression.type",
+        choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
+    ConfigDef(
+        "delete.retention.ms",
+        T.LONG,
+        "86400000",
+        "How long tombstones stay readable on a compacted topic.",
+        "log.cleaner.delete.retention.ms",
+        minimum=0,
+    ),
+    ConfigDef(
+        "max.message.bytes",
+        T.INT,
+        "1048588",
+        "The largest record batch the topic accepts, in bytes.",
+        "message.max.bytes",
+        minimum=0,
+    ),
+    ConfigDef(
+        "message.timestamp.type",
+        T.STRING,
+        "CreateTime",
+        "Whose clock stamps records: the producer's (CreateTime) or the broker's at append.",
+        "log.message.timestamp.type",
+        choices=("CreateTime", "LogAppendTime"),
+    ),
+    ConfigDef(
+        "message.timestamp.before.max.ms",
+        T.LONG,
+        str(INT64_MAX),
+        "How far a CreateTime timestamp may lie before the broker's clock.",
+        "log.message.timestamp.before.max.ms",
+        minimum=0,
+    ),
+    ConfigDef(
+        "message.timestamp.after.max.ms",
+        T.LONG,
+        "3600000",
+        "How far a CreateTime timestamp may lie after the broker's clock.",
+        "log.message.timestamp.after.max.ms",
+        minimum=0,
+    ),
+    ConfigDef(
+        "min.insync.replicas",
+        T.INT,
+        "1",
+        "In-sync replicas an acks=all write needs, or it fails with NOT_ENOUGH_REPLICAS.",
+        "min.insync.replicas",
+        minimum=1,
+    ),
+    ConfigDef(
+        "retention.bytes",
+        T.LONG,
+        "-1",
+        "Size a partition's log may reach before old batches go (-1: no limit).",
+        "log.retention.bytes",
+    ),
+    ConfigDef(
+        "retention.ms",
+        T.LONG,
+        "604800000",
+        "Age after which batches go (-1: kept forever).",
+        "log.retention.ms",
+        minimum=-1,
+    ),
+    ConfigDef(
+        "segment.bytes",
+        T.INT,
+        "1073741824",
+        "Size of one log segment (kept for tools; the in-memory log has no segments).",
+        "log.segment.bytes",
+        minimum=14,
+    ),
+    ConfigDef(
+        "segment.ms",
+        T.LONG,
+        "604800000",
+        "Time after which a segment is rolled (kept for tools).",
+        "log.roll.ms",
+        minimum=1,
+    ),
+    ConfigDef(
+        "unclean.leader.election.enable",
+        T.BOOLEAN,
+        "false",
+        "Whether a replica outside the ISR may become leader, losing data.",
+        "unclean.leader.election.enable",
+    ),
+)
+
+
+#: Broker configs. Those that are not topic synonyms are read-only unless marked otherwise.
+BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
+    ConfigDef("broker.id", T.INT, "0", "This broker's id.", read_only=True),
+    ConfigDef("node.id", T.INT, "0", "This node's id (same as broker.id).", read_only=True),
+    ConfigDef(
+        "num.partitions",
+        T.INT,
+        "1",
+        "Partitions of a topic created without a count.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "default.replication.factor",
+        T.INT,
+        "1",
+        "Replicas of a topic created without a replication factor.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "auto.create.topics.enable",
+        T.BOOLEAN,
+        "false",
+        "Create unknown topics named in Metadata requests that allow it. Off by default here.",
+    ),
+    ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Whether topics may be deleted."),
+    ConfigDef(
+        "socket.request.max.bytes",
+        T.INT,
+        "104857600",
+        "Largest request frame accepted; a larger size prefix closes the connection.",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
+        "max.connections",
+        T.INT,
+        "1000",
+        "Open connections a listener accepts; further ones are closed at once.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "queued.max.requests",
+        T.INT,
+        "500",
+        "Requests a connection may have in flight before the broker stops reading it.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "unstable.api.versions.enable",
+        T.BOOLEAN,
+        "false",
+        "Also advertise API versions that are still unstable.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "offsets.topic.num.partitions",
+        T.INT,
+        "50",
+        "Partitions of __consumer_offsets.",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
+        "offsets.topic.replication.factor",
+        T.SHORT,
+        "3",
+        "Replicas of __consumer_offsets (capped at the number of brokers here).",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
+        "offsets.commit.timeout.ms",
+        T.INT,
+        "5000",
+        "How long an offset commit waits for the offsets topic's replicas.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "offsets.retention.minutes",
+        T.INT,
+        "10080",
+        "How long committed offsets of an empty group are kept.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "group.initial.rebalance.delay.ms",
+        T.INT,
+        "3000",
+        "How long the first rebalance of an empty group waits for more members.",
+        minimum=0,
+    ),
+    ConfigDef(
+        "group.min.session.timeout.ms",
+        T.INT,
+        "6000",
+        "Smallest session timeout a group member may ask for.",
+        minimum=0,
+    ),
+    ConfigDef(
+        "group.max.session.timeout.ms",
+        T.INT,
+        "1800000",
+        "Largest session timeout a group member may ask for.",
+        minimum=0,
+    ),
+    ConfigDef(
+        "group.max.size",
+        T.INT,
+        str(INT32_MAX),
+        "Members a classic group may hold.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "replica.lag.time.max.ms",
+        T.LONG,
+        "30000",
+        "How long a follower may lag before it leaves the ISR.",
+        minimum=0,
+    ),
+    ConfigDef(
+        "producer.id.expiration.ms",
+        T.INT,
+        "86400000",
+        "How long an idle producer's state is kept.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "max.request.pagination.size.limit",
+        T.INT,
+        "2000",
+        "Upper bound of ResponsePaginationLimit for paginated admin responses.",
+        minimum=1,
+    ),
+)
+
+# Broker-level names of the topic configs (their synonyms), with the topic default.
+for _d in TOPIC_CONFIGS.values():
+    assert _d.broker_synonym is not None
+    if _d.broker_synonym not in BROKER_CONFIGS:
+        BROKER_CONFIGS[_d.broker_synonym] = ConfigDef(
+            _d.broker_synonym,
+            _d.type,
+            _d.default,
+            _d.doc,
+            choices=_d.choices,
+            minimum=_d.minimum,
+        )
+del _d
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One line of a DescribeConfigs answer."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool
+    sensitive: bool
+    type: ConfigType
+    doc: str
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+
+    @property
+    def is_default(self) -> bool:
+        return self.source is ConfigSource.DEFAULT_CONFIG
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """The typed values of one topic's configs that the data path reads."""
+
+    compacted: bool
+    log_append_time: bool
+    max_message_bytes: int
+    min_insync_replicas: int
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
+    retention_ms: int
+    retention_bytes: int
+
+
+class ConfigStore:
+    """Every config value of a cluster: static, dynamic per broker and default, per topic."""
+
+    def __init__(self, static: Mapping[str, str] | None = None) -> None:
+        self.static: dict[str, str] = {}
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[int, dict[str, str]] = {}
+        self.topics: dict[str, dict[str, str]] = {}
+        self._topic_cache: dict[str, TopicConfig] = {}
+        for name, value in (static or {}).items():
+            d = BROKER_CONFIGS.get(name)
+            if d is None:
+                raise ConfigError(f"unknown broker config {name!r}")
+            d.parse(value)
+            self.static[name] = value
+
+    # -- broker values ----------------------------------------------------------------
+
+    def _broker_layers(self, broker_id: int) -> list[tuple[Mapping[str, str], ConfigSource]]:
+        return [
+            (self.dynamic_broker.get(broker_id, {}), ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self.static, ConfigSource.STATIC_BROKER_CONFIG),
+        ]
+
+    def broker_raw(self, name: str, broker_id: int = -1) -> tuple[str | None, ConfigSource]:
+        if name in ("broker.id", "node.id") and broker_id >= 0:
+            return str(broker_id), ConfigSource.STATIC_BROKER_CONFIG
+        for layer, source in self._broker_layers(broker_id):
+            if name in layer:
+                return layer[name], source
+        return BROKER_CONFIGS[name].default, ConfigSource.DEFAULT_CONFIG
+
+    def broker(self, name: str, broker_id: int = -1) -> object:
+        return BROKER_CONFIGS[name].parse(self.broker_raw(name, broker_id)[0])
+
+    def broker_int(self, name: str, broker_id: int = -1) -> int:
+        v = self.broker(name, broker_id)
+        assert isinstance(v, int)
+        return v
+
+    def broker_bool(self, name: str, broker_id: int = -1) -> bool:
+        return bool(self.broker(name, broker_id))
+
+    # -- topic values -----------------------------------------------------------------
+
+    def topic_raw(self, topic: str, name: str) -> tuple[str | None, ConfigSource]:
+        own = self.topics.get(topic, {})
+        if name in own:
+            return own[name], ConfigSource.DYNAMIC_TOPIC_CONFIG
+        synonym = TOPIC_CONFIGS[name].broker_synonym
+        assert synonym is not None
+        value, source = self.broker_raw(synonym)
+        if source is ConfigSource.DEFAULT_CONFIG:
+            return TOPIC_CONFIGS[name].default, source
+        return value, source
+
+    def topic_value(self, topic: str, name: str) -> object:
+        return TOPIC_CONFIGS[name].parse(self.topic_raw(topic, name)[0])
+
+    def topic_config(self, topic: str) -> TopicConfig:
+        cached = self._topic_cache.get(topic)
+        if cached is not None:
+            return cached
+
+        def num(name: str) -> int:
+            v = self.topic_value(topic, name)
+            assert isinstance(v, int)
+            return v
+
+        policy = self.topic_value(topic, "cleanup.policy")
+        assert isinstance(policy, list)
+        cfg = TopicConfig(
+            compacted="compact" in policy,
+            log_append_time=self.topic_value(topic, "message.timestamp.type") == "LogAppendTime",
+            max_message_bytes=num("max.message.bytes"),
+            min_insync_replicas=num("min.insync.replicas"),
+            timestamp_before_max_ms=num("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms=num("message.timestamp.after.max.ms"),
+            retention_ms=num("retention.ms"),
+            retention_bytes=num("retention.bytes"),
+        )
+        self._topic_cache[topic] = cfg
+        return cfg
+
+    @staticmethod
+    def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+        """Raise ConfigError for an unknown name or a bad value."""
+        for name, value in configs.items():
+            d = TOPIC_CONFIGS.get(name)
+            if d is None:
+                raise ConfigError(f"unknown topic config {name!r}")
+            if value is None:
+                raise ConfigError(f"config {name} needs a value")
+            d.parse(value)
+
+    def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        self.validate_topic_configs(configs)
+        self.topics[topic] = dict(configs)
+        self._topic_cache.pop(topic, None)
+
+    def drop_topic(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+        self._topic_cache.pop(topic, None)
+
+    def set_dynamic_broker(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of one broker (None: the cluster-wide default)."""
+        self.validate_dynamic_broker(configs)
+        if broker_id is None:
+            self.dynamic_default = dict(configs)
+        else:
+            self.dynamic_broker[broker_id] = dict(configs)
+        self._topic_cache.clear()
+
+    @staticmethod
+    def validate_dynamic_broker(configs: Mapping[str, str | None]) -> None:
+        for name, value in configs.items():
+            d = BROKER_CONFIGS.get(name)
+            if d is None:
+                raise ConfigError(f"unknown broker config {name!r}")
+            if d.read_only:
+                raise ConfigError(f"broker config {name} cannot be changed while running")
+            if value is None:
+                raise ConfigError(f"config {name} needs a value")
+            d.parse(value)
+
+    # -- describing -------------------------------------------------------------------
+
+    def describe_topic(
+        self,
+        topic: str,
+        keys: Iterable[str] | None,
+        overrides: Mapping[str, str] | None = None,
+    ) -> list[ConfigEntry]:
+        """The topic's configs; ``overrides`` stands in for its own (validate-only creates)."""
+        names = list(TOPIC_CONFIGS) if keys is None else [k for k in keys if k in TOPIC_CONFIGS]
+        own = self.topics.get(topic, {}) if overrides is None else overrides
+        out = []
+        for name in names:
+            d = TOPIC_CONFIGS[name]
+            if name in own:
+                value: str | None = own[name]
+                source = ConfigSource.DYNAMIC_TOPIC_CONFIG
+            else:
+                value, source = self.topic_raw(topic, name)
+            synonyms: list[tuple[str, str | None, ConfigSource]] = []
+            if name in own:
+                synonyms.append((name, own[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+            assert d.broker_synonym is not None
+            for layer, layer_source in self._broker_layers(-1):
+                if d.broker_synonym in layer:
+                    synonyms.append((d.broker_synonym, layer[d.broker_synonym], layer_source))
+            synonyms.append((d.broker_synonym, d.default, ConfigSource.DEFAULT_CONFIG))
+            out.append(
+                ConfigEntry(name, value, source, False, d.sensitive, d.type, d.doc, tuple(synonyms))
+            )
+        return out
+
+    def describe_broker(self, broker_id: int, keys: Iterable[str] | None) -> list[ConfigEntry]:
+        names = sorted(BROKER_CONFIGS) if keys is None else [k for k in keys if k in BROKER_CONFIGS]
+        out = []
+        for name in names:
+            d = BROKER_CONFIGS[name]
+            value, source = self.broker_raw(name, broker_id)
+            synonyms: list[tuple[str, str | None, ConfigSource]] = []
+            for layer, layer_source in self._broker_layers(broker_id):
+                if name in layer:
+                    synonyms.append((name, layer[name], layer_source))
+            synonyms.append((name, d.default, ConfigSource.DEFAULT_CONFIG))
+            out.append(
+                ConfigEntry(
+                    name,
+                    None if d.sensitive else value,
+                    source,
+                    d.read_only,
+                    d.sensitive,
+                    d.type,
+                    d.doc,
+                    tuple(synonyms),
+                )
+            )
+        return out
+
+
+def parse_assignments(pairs: Iterable[str]) -> dict[str, str]:
+    """``key=value`` strings (the command line's --config) as a dict; bad ones raise."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,1261 @@
+"""The group coordinator: classic consumer groups, their rebalances and committed offsets.
+
+A broker coordinates the groups that hash onto the ``__consumer_offsets`` partitions it
+leads. Offsets and group metadata are written to that partition through the replica
+manager with acks=all; the cache (what OffsetFetch reads) is updated only in the append's
+completion callback, so an offset is never visible before it is durable (seed 002).
+
+Waiting uses three purgatories on the broker's timer:
+
+- heartbeats, one operation per member keyed by (group, member): it expires after the
+  session timeout unless a heartbeat, join or sync replaced it first;
+- joins, keyed by group: a rebalance completes when every member rejoined, or when the
+  rebalance timeout passes (members that did not rejoin are removed);
+- the first join of an empty group waits ``group.initial.rebalance.delay.ms`` for more
+  members, extended while new ones keep arriving, up to the rebalance timeout.
+
+Every join and sync callback is answered exactly once, whatever happens to the member:
+a parked request must not block its connection's later responses.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kafkagen.runtime.errors import (
+    CoordinatorNotAvailableError,
+    ErrorCode,
+    KafkaError,
+    NotCoordinatorError,
+)
+from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.timer import Timer
+
+from . import group_records as gr
+from .metadata import OFFSETS_TOPIC, TopicPartition
+from .partition import Partition
+from .replica_manager import ProduceResult
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = [
+    "Group",
+    "GroupCoordinator",
+    "GroupState",
+    "JoinResult",
+    "Member",
+    "OffsetEntry",
+    "SyncResult",
+    "partition_for",
+]
+
+_log = logging.getLogger("kafkagen.broker.groups")
+
+#: Kafka's limit on offset metadata strings (offset.metadata.max.bytes).
+MAX_METADATA = 4096
+
+
+def java_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, wrapping at 32 bits)."""
+    h = 0
+    raw = s.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """The offsets-topic partition of a group, as Kafka computes it."""
+    h = java_hash(group_id)
+    return (0 if h == -(2**31) else abs(h)) % partitions
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: int = 0
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    #: Only for the leader: (member id, group instance id, metadata) of every member.
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+JoinCallback = Callable[[JoinResult], None]
+SyncCallback = Callable[[SyncResult], None]
+
+
+@dataclass(slots=True)
+class OffsetEntry:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_callback: JoinCallback | None = None
+    sync_callback: SyncCallback | None = None
+    heartbeat: DelayedHeartbeat | None = None
+    is_new: bool = False
+
+    def metadata_for(self, protocol: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+    def same_protocols(self, protocols: Sequence[tuple[str, bytes]]) -> bool:
+        return list(self.protocols) == list(protocols)
+
+
+class Group:
+    """One classic group: members, generation, state, and its committed offsets."""
+
+    def __init__(self, group_id: str, now_ms: int) -> None:
+        self.group_id = group_id
+        self.state = GroupState.EMPTY
+        self.state_timestamp = now_ms
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.generation_id = 0
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}
+        self.static_members: dict[str, str] = {}
+        #: Member ids handed out with MEMBER_ID_REQUIRED, waiting for the rejoin.
+        self.pending_members: dict[str, DelayedHeartbeat | None] = {}
+        self.offsets: dict[TopicPartition, OffsetEntry] = {}
+        self.join_op: DelayedOperation | None = None
+        self.new_member_added = False
+
+    def transition(self, state: GroupState, now_ms: int) -> None:
+        self.state = state
+        self.state_timestamp = now_ms
+
+    def has_all_members_joined(self) -> bool:
+        return not self.pending_members and all(
+            m.join_callback is not None for m in self.members.values()
+        )
+
+    def candidate_protocols(self) -> list[str]:
+        members = list(self.members.values())
+        if not members:
+            return []
+        common = [name for name, _ in members[0].protocols]
+        for m in members[1:]:
+            names = {name for name, _ in m.protocols}
+            common = [c for c in common if c in names]
+        return common
+
+    def supports(self, protocol_type: str, protocols: Sequence[tuple[str, bytes]]) -> bool:
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        names = {n for n, _ in protocols}
+        return protocol_type == self.protocol_type and any(
+            c in names for c in self.candidate_protocols()
+        )
+
+    def select_protocol(self) -> str:
+        candidates = self.candidate_protocols()
+        votes = dict.fromkeys(candidates, 0)
+        for m in self.members.values():
+            for name, _ in m.protocols:
+                if name in votes:
+                    votes[name] += 1
+                    break
+        return max(candidates, key=lambda c: votes[c])
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol only), None if unknown."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return None
+        from kafkagen.generated import other_type
+
+        sub_type = other_type("ConsumerProtocolSubscription")
+        topics: set[str] = set()
+        for m in self.members.values():
+            data = m.metadata_for(self.protocol_name)
+            try:
+                version = int.from_bytes(data[:2], "big", signed=True)
+                version = min(max(version, 0), sub_type.HIGHEST_VERSION)
+                sub, _ = sub_type.decode_prefix(memoryview(data)[2:], version)
+            except Exception:
+                return None
+            topics.update(sub.topics)  # type: ignore[attr-defined]
+        return topics
+
+
+class DelayedHeartbeat(DelayedOperation):
+    """A member's session: expires unless replaced by the next heartbeat, join or sync."""
+
+    __slots__ = ("_coordinator", "_group", "_member_id")
+
+    def __init__(
+        self, coordinator: GroupCoordinator, group: Group, member_id: str, delay_ms: int
+    ) -> None:
+        super().__init__(delay_ms)
+        self._coordinator = coordinator
+        self._group = group
+        self._member_id = member_id
+
+    def try_complete(self) -> bool:
+        return False  # only a replacement (force_complete) or the timeout ends it
+
+    def on_complete(self) -> None:
+        if self.is_expired:
+            self._coordinator._session_expired(self._group, self._member_id, self)
+
+
+class DelayedJoin(DelayedOperation):
+    """A rebalance waiting for every member to rejoin, at most the rebalance timeout."""
+
+    __slots__ = ("_coordinator", "_group")
+
+    def __init__(self, coordinator: GroupCoordinator, group: Group, delay_ms: int) -> None:
+        super().__init__(delay_ms)
+        self._coordinator = coordinator
+        self._group = group
+
+    def try_complete(self) -> bool:
+        if self._group.has_all_members_joined():
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self._coordinator._complete_join(self._group, self)
+
+
+class InitialDelayedJoin(DelayedOperation):
+    """The first rebalance of an empty group: wait a little for more members to arrive."""
+
+    __slots__ = ("_coordinator", "_group", "_delay", "_remaining")
+
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        group: Group,
+        delay_ms: int,
+        remaining_ms: int,
+    ) -> None:
+        super().__init__(delay_ms)
+        self._coordinator = coordinator
+        self._group = group
+        self._delay = delay_ms
+        self._remaining = remaining_ms
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        group = self._group
+        if not self.is_expired:
+            self._coordinator._complete_join(group, self)
+            return
+        if group.new_member_added and self._remaining > 0:
+            # Members keep arriving: wait again, within the rebalance timeout.
+            group.new_member_added = False
+            delay = min(self._delay, self._remaining)
+            nxt = InitialDelayedJoin(
+                self._coordinator, group, delay, max(0, self._remaining - delay)
+            )
+            group.join_op = nxt
+            self._coordinator._join_purgatory.try_complete_else_watch(nxt, [group.group_id])
+        else:
+            self._coordinator._complete_join(group, self)
+
+
+OffsetCommitCallback = Callable[[dict[TopicPartition, int]], None]
+
+
+class GroupCoordinator:
+    """The classic groups whose offsets-topic partitions this broker leads."""
+
+    def __init__(self, broker: Broker, timer_factory: Callable[[], Timer]) -> None:
+        self.broker = broker
+        self.configs = broker.configs
+        self.groups: dict[str, Group] = {}
+        #: Offsets-topic partitions this broker leads, hence coordinates.
+        self.owned: set[int] = set()
+        self._heartbeats: DelayedOperationPurgatory[DelayedHeartbeat] = DelayedOperationPurgatory(
+            "Heartbeat", timer_factory()
+        )
+        self._join_purgatory: DelayedOperationPurgatory[DelayedOperation] = (
+            DelayedOperationPurgatory("Rebalance", timer_factory())
+        )
+        self._clock = self._heartbeats.timer.clock
+        self._time_ms: Callable[[], int] = broker.replica_manager.time_ms
+        self._shut_down = False
+        broker.replica_manager.role_listeners.append(self._on_role_change)
+
+    # -- time and config --------------------------------------------------------------
+
+    def _now(self) -> int:
+        return int(self._clock.now_ms())
+
+    def _cfg(self, name: str) -> int:
+        return self.configs.broker_int(name, self.broker.node_id)
+
+    @property
+    def offsets_partitions(self) -> int:
+        return self._cfg("offsets.topic.num.partitions")
+
+    # -- ownership --------------------------------------------------------------------
+
+    def ensure_offsets_topic(self) -> bool:
+        """Create ``__consumer_offsets`` on first use, as Kafka does; False if impossible."""
+        md = self.broker.metadata
+        if md.topic(OFFSETS_TOPIC) is not None:
+            return True
+        alive = len(md.alive_brokers())
+        if alive == 0:
+            return False
+        rf = min(self._cfg("offsets.topic.replication.factor"), alive)
+        try:
+            md.create_topic(
+                OFFSETS_TOPIC,
+                self.offsets_partitions,
+                rf,
+                configs={"cleanup.policy": "compact"},
+                internal=True,
+            )
+        except KafkaError:
+            _log.exception("cannot create %s", OFFSETS_TOPIC)
+            return False
+        return True
+
+    def coordinator_for(self, group_id: str) -> int:
+        """The broker id coordinating ``group_id`` (-1 if none is available)."""
+        if not self.ensure_offsets_topic():
+            return -1
+        topic = self.broker.metadata.topic(OFFSETS_TOPIC)
+        assert topic is not None
+        p = topic.partitions[partition_for(group_id, len(topic.partitions))]
+        return p.leader
+
+    def _check_owner(self, group_id: str) -> None:
+        if self._shut_down:
+            raise CoordinatorNotAvailableError("the coordinator is shutting down")
+        topic = self.broker.metadata.topic(OFFSETS_TOPIC)
+        if topic is None:
+            raise NotCoordinatorError(f"{OFFSETS_TOPIC} does not exist yet")
+        index = partition_for(group_id, len(topic.partitions))
+        if index not in self.owned:
+            raise NotCoordinatorError(
+                f"broker {self.broker.node_id} does not coordinate {group_id!r}"
+            )
+
+    def _on_role_change(self, partition: Partition, leader: bool) -> None:
+        if partition.tp.topic != OFFSETS_TOPIC:
+            return
+        index = partition.tp.partition
+        if leader and index not in self.owned:
+            self._load(partition)
+            self.owned.add(index)
+        elif not leader and index in self.owned:
+            self.owned.discard(index)
+            self._unload(index)
+
+    def _load(self, partition: Partition) -> None:
+        """Rebuild groups' committed offsets from the partition (leadership moved here)."""
+        for b in partition.log.batches:
+            for batch in iter_batches(b.data, verify_crc=False):
+                for r in batch:
+                    if r.key is None:
+                        continue
+                    key = gr.decode_key(r.key)
+                    if key is None:
+                        continue
+                    kind, group_id, topic, index = key
+                    group = self.groups.get(group_id)
+                    if kind == "group":
+                        if r.value is None:
+                            self.groups.pop(group_id, None)
+                        elif group is None:
+                            self.groups[group_id] = Group(group_id, self._now())
+                        continue
+                    tp = TopicPartition(topic, index)
+                    if r.value is None:
+                        if group is not None:
+                            group.offsets.pop(tp, None)
+                        continue
+                    if group is None:
+                        group = self.groups[group_id] = Group(group_id, self._now())
+                    v = gr.decode_offset_value(r.value)
+                    group.offsets[tp] = OffsetEntry(
+                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
+                    )
+
+    def _unload(self, index: int) -> None:
+        n = self.offsets_partitions
+        for group_id in [g for g in self.groups if partition_for(g, n) == index]:
+            group = self.groups.pop(group_id)
+            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+
+    # -- JoinGroup --------------------------------------------------------------------
+
+    def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member_id: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
+        def fail(code: int) -> None:
+            callback(JoinResult(error=code, member_id=member_id))
+
+        if not group_id:
+            fail(ErrorCode.INVALID_GROUP_ID)
+            return
+        try:
+            self._check_owner(group_id)
+        except KafkaError as e:
+            fail(e.code)
+            return
+        if not (
+            self._cfg("group.min.session.timeout.ms")
+            <= session_timeout_ms
+            <= self._cfg("group.max.session.timeout.ms")
+        ):
+            fail(ErrorCode.INVALID_SESSION_TIMEOUT)
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                fail(ErrorCode.UNKNOWN_MEMBER_ID)
+                return
+            group = self.groups[group_id] = Group(group_id, self._now())
+        if group.state is GroupState.DEAD:
+            fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return
+        if not group.supports(protocol_type, protocols):
+            fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return
+        known = member_id in group.members or member_id in group.pending_members
+        if not known and len(group.members) >= self._cfg("group.max.size"):
+            fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
+            return
+        args = (client_id, client_host, rebalance_timeout_ms, session_timeout_ms)
+        if not member_id:
+            self._join_unknown(
+                group,
+                group_instance_id,
+                require_known_member_id,
+                args,
+                protocol_type,
+                protocols,
+                callback,
+            )
+        else:
+            self._join_known(
+                group, member_id, group_instance_id, args, protocol_type, protocols, callback
+            )
+
+    def _join_unknown(
+        self,
+        group: Group,
+        instance_id: str | None,
+        require_known: bool,
+        args: tuple[str, str, int, int],
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
+        client_id = args[0]
+        new_id = f"{client_id}-{uuid.uuid4()}"
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None and old_id in group.members:
+                self._replace_static_member(
+                    group, old_id, new_id, args, protocol_type, protocols, callback
+                )
+                return
+            self._add_member_and_rebalance(
+                group, new_id, instance_id, args, protocol_type, protocols, callback
+            )
+            return
+        if require_known:
+            # KIP-394: hand out the id first; the member joins for real when it comes back.
+            op = DelayedHeartbeat(self, group, new_id, args[3])
+            group.pending_members[new_id] = op
+            self._heartbeats.try_complete_else_watch(op, [(group.group_id, new_id)])
+            callback(JoinResult(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
+            return
+        self._add_member_and_rebalance(
+            group, new_id, None, args, protocol_type, protocols, callback
+        )
+
+    def _join_known(
+        self,
+        group: Group,
+        member_id: str,
+        instance_id: str | None,
+        args: tuple[str, str, int, int],
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
+        if member_id in group.pending_members:
+            op = group.pending_members.pop(member_id)
+            if op is not None:
+                op.force_complete()
+            self._add_member_and_rebalance(
+                group, member_id, instance_id, args, protocol_type, protocols, callback
+            )
+            return
+        error = self._validate_member(group, member_id, instance_id)
+        if error:
+            callback(JoinResult(error=error, member_id=member_id))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE:
+            self._update_member_and_rebalance(group, member, args, protocols, callback)
+        elif state is GroupState.COMPLETING_REBALANCE:
+            if member.same_protocols(protocols):
+                # A retried join: the rebalance already completed for it.
+                callback(self._join_result(group, member, leader_view=member_id == group.leader_id))
+            else:
+                self._update_member_and_rebalance(group, member, args, protocols, callback)
+        elif state is GroupState.STABLE:
+            if member_id == group.leader_id or not member.same_protocols(protocols):
+                self._update_member_and_rebalance(group, member, args, protocols, callback)
+            else:
+                self._schedule_heartbeat(group, member)
+                callback(self._join_result(group, member, leader_view=False))
+        else:
+            callback(JoinResult(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+
+    def _validate_member(self, group: Group, member_id: str, instance_id: str | None) -> int:
+        """0, or the error for a member that is unknown or fenced by its static instance."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is not None and current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return 0
+
+    def _join_result(self, group: Group, member: Member, leader_view: bool) -> JoinResult:
+        result = JoinResult(
+            error=0,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id or "",
+            member_id=member.member_id,
+        )
+        if leader_view:
+            result.members = [
+                (m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
+                for m in group.members.values()
+            ]
+        return result
+
+    def _add_member_and_rebalance(
+        self,
+        group: Group,
+        member_id: str,
+        instance_id: str | None,
+        args: tuple[str, str, int, int],
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
+        client_id, client_host, rebalance_timeout, session_timeout = args
+        member = Member(
+            member_id,
+            instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout,
+            session_timeout,
+            protocol_type,
+            list(protocols),
+            join_callback=callback,
+            is_new=True,
+        )
+        if not group.members:
+            group.protocol_type = protocol_type
+        group.members[member_id] = member
+        if instance_id is not None:
+            group.static_members[instance_id] = member_id
+        if group.leader_id is None:
+            group.leader_id = member_id
+        group.new_member_added = True
+        self._schedule_heartbeat(group, member)
+        self._maybe_prepare_rebalance(group, f"{member_id} joined")
+        self._check_join(group)
+
+    def _update_member_and_rebalance(
+        self,
+        group: Group,
+        member: Member,
+        args: tuple[str, str, int, int],
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
+        _, _, member.rebalance_timeout_ms, member.session_timeout_ms = args
+        member.protocols = list(protocols)
+        self._set_join_callback(member, callback)
+        self._schedule_heartbeat(group, member)
+        self._maybe_prepare_rebalance(group, f"{member.member_id} rejoined")
+        self._check_join(group)
+
+    def _replace_static_member(
+        self,
+        group: Group,
+        old_id: str,
+        new_id: str,
+        args: tuple[str, str, int, int],
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        callback: JoinCallback,
+    ) -> None:
+        """A static member came back with a new member id: it takes over the old one."""
+        old = group.members.pop(old_id)
+        if old.heartbeat is not None:
+            old.heartbeat.force_complete()
+        # Whoever still waits under the old id is fenced, as a zombie instance would be.
+        self._answer_join(old, JoinResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
+        self._answer_sync(old, SyncResult(error=ErrorCode.FENCED_INSTANCE_ID))
+        member = old
+        member.member_id = new_id
+        member.client_id, member.client_host = args[0], args[1]
+        member.rebalance_timeout_ms, member.session_timeout_ms = args[2], args[3]
+        group.members[new_id] = member
+        assert member.group_instance_id is not None
+        group.static_members[member.group_instance_id] = new_id
+        was_leader = group.leader_id == old_id
+        if was_leader:
+            group.leader_id = new_id
+        self._schedule_heartbeat(group, member)
+        unchanged = member.same_protocols(protocols) and protocol_type == group.protocol_type
+        if group.state is GroupState.STABLE and unchanged and not was_leader:
+            # Static membership's point: a restarted member keeps its assignment, no rebalance.
+            callback(self._join_result(group, member, leader_view=False))
+            return
+        member.protocols = list(protocols)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._set_join_callback(member, callback)
+            self._check_join(group)
+            return
+        self._set_join_callback(member, callback)
+        self._prepare_rebalance(group, f"static member {member.group_instance_id} rejoined")
+        self._check_join(group)
+
+    def _set_join_callback(self, member: Member, callback: JoinCallback) -> None:
+        old = member.join_callback
+        member.join_callback = callback
+        if old is not None:
+            old(JoinResult(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+
+    # -- rebalances -------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.state in (
+            GroupState.STABLE,
+            GroupState.COMPLETING_REBALANCE,
+            GroupState.EMPTY,
+        ):
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            # Members waiting for their assignment must rejoin instead.
+            for m in group.members.values():
+                m.assignment = b""
+                self._answer_sync(m, SyncResult(error=ErrorCode.REBALANCE_IN_PROGRESS))
+        _log.info("group %s: rebalancing (%s)", group.group_id, reason)
+        timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        op: DelayedOperation
+        if group.state is GroupState.EMPTY:
+            delay = self._cfg("group.initial.rebalance.delay.ms")
+            group.new_member_added = False
+            op = InitialDelayedJoin(self, group, delay, max(0, timeout - delay))
+        else:
+            op = DelayedJoin(self, group, timeout)
+        group.transition(GroupState.PREPARING_REBALANCE, self._time_ms())
+        group.join_op = op
+        self._join_purgatory.try_complete_else_watch(op, [group.group_id])
+
+    def _check_join(self, group: Group) -> None:
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._join_purgatory.check_and_complete(group.group_id)
+
+    def _complete_join(self, group: Group, op: DelayedOperation) -> None:
+        if group.join_op is not op:
+            return
+        group.join_op = None
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            return
+        # Dynamic members that did not rejoin in time leave the group. Static ones stay (their
+        # session decides), and so do members still to come back with their new id: they
+        # start the next rebalance when they do.
+        for m in [
+            m
+            for m in group.members.values()
+            if m.join_callback is None and m.group_instance_id is None
+        ]:
+            self._remove_member(group, m, ErrorCode.UNKNOWN_MEMBER_ID, check=False)
+        now = self._time_ms()
+        group.generation_id += 1
+        if not group.members:
+            group.protocol_name = None
+            group.leader_id = None
+            group.transition(GroupState.EMPTY, now)
+            self._store_group(group, lambda error: None)
+            return
+        group.protocol_name = group.select_protocol()
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.transition(GroupState.COMPLETING_REBALANCE, now)
+        _log.info(
+            "group %s: generation %d with %d member(s)",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+        )
+        for m in group.members.values():
+            m.is_new = False
+            self._schedule_heartbeat(group, m)
+            self._answer_join(
+                m, self._join_result(group, m, leader_view=m.member_id == group.leader_id)
+            )
+
+    def _answer_join(self, member: Member, result: JoinResult) -> None:
+        callback = member.join_callback
+        member.join_callback = None
+        if callback is not None:
+            callback(result)
+
+    def _answer_sync(self, member: Member, result: SyncResult) -> None:
+        callback = member.sync_callback
+        member.sync_callback = None
+        if callback is not None:
+            callback(result)
+
+    # -- SyncGroup --------------------------------------------------------------------
+
+    def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        callback: SyncCallback,
+    ) -> None:
+        try:
+            self._check_owner(group_id)
+        except KafkaError as e:
+            callback(SyncResult(error=e.code))
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            callback(SyncResult(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            return
+        error = self._validate_member(group, member_id, group_instance_id)
+        if error:
+            callback(SyncResult(error=error))
+            return
+        if generation_id != group.generation_id:
+            callback(SyncResult(error=ErrorCode.ILLEGAL_GENERATION))
+            return
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            callback(SyncResult(error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE:
+            callback(SyncResult(error=ErrorCode.REBALANCE_IN_PROGRESS))
+        elif state is GroupState.STABLE:
+            self._schedule_heartbeat(group, member)
+            callback(self._sync_result(group, member))
+        elif state is GroupState.COMPLETING_REBALANCE:
+            if member.sync_callback is not None:
+                self._answer_sync(member, SyncResult(error=ErrorCode.REBALANCE_IN_PROGRESS))
+            member.sync_callback = callback
+            self._schedule_heartbeat(group, member)
+            if member_id == group.leader_id:
+                self._leader_synced(group, assignments)
+        else:
+            callback(SyncResult(error=ErrorCode.UNKNOWN_MEMBER_ID))
+
+    def _sync_result(self, group: Group, member: Member) -> SyncResult:
+        return SyncResult(0, group.protocol_type, group.protocol_name, member.assignment)
+
+    def _leader_synced(self, group: Group, assignments: dict[str, bytes]) -> None:
+        generation = group.generation_id
+        proposed = {m: assignments.get(m, b"") for m in group.members}
+
+        def stored(error: int) -> None:
+            # Only if nothing changed while the group metadata was being written.
+            if group.state is not GroupState.COMPLETING_REBALANCE or (
+                group.generation_id != generation
+            ):
+                return
+            if error:
+                for m in group.members.values():
+                    m.assignment = b""
+                    self._answer_sync(m, SyncResult(error=error))
+                self._prepare_rebalance(group, "the group metadata could not be stored")
+                return
+            for member_id, assignment in proposed.items():
+                target = group.members.get(member_id)
+                if target is not None:
+                    target.assignment = assignment
+            group.transition(GroupState.STABLE, self._time_ms())
+            for m in group.members.values():
+                self._answer_sync(m, self._sync_result(group, m))
+
+        self._store_group(group, stored, proposed)
+
+    # -- Heartbeat and LeaveGroup -----------------------------------------------------
+
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        try:
+            self._check_owner(group_id)
+        except KafkaError as e:
+            return e.code
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_member(group, member_id, group_instance_id)
+        if error:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        member = group.members[member_id]
+        self._schedule_heartbeat(group, member)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        if group.state is GroupState.EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return 0
+
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
+        """(top-level error, one error per leaving member)."""
+        try:
+            self._check_owner(group_id)
+        except KafkaError as e:
+            return e.code, [e.code] * len(members)
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return 0, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
+        errors: list[int] = []
+        for member_id, instance_id in members:
+            if not member_id and instance_id is not None:
+                member_id = group.static_members.get(instance_id, "")
+                if not member_id:
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+            if member_id in group.pending_members:
+                hb = group.pending_members.pop(member_id)
+                if hb is not None:
+                    hb.force_complete()
+                self._check_join(group)
+                errors.append(0)
+                continue
+            error = self._validate_member(group, member_id, instance_id)
+            if error:
+                errors.append(error)
+                continue
+            self._remove_member(group, group.members[member_id], ErrorCode.UNKNOWN_MEMBER_ID)
+            errors.append(0)
+        return 0, errors
+
+    def _session_expired(self, group: Group, member_id: str, op: DelayedHeartbeat) -> None:
+        if member_id in group.pending_members:
+            if group.pending_members[member_id] is op:
+                del group.pending_members[member_id]
+                self._check_join(group)
+            return
+        member = group.members.get(member_id)
+        if member is None or member.heartbeat is not op:
+            return
+        if member.join_callback is not None or member.sync_callback is not None:
+            # A member parked in a join or sync is alive: the rebalance governs it.
+            self._schedule_heartbeat(group, member)
+            return
+        _log.info("group %s: member %s session expired", group.group_id, member_id)
+        self._remove_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
+
+    def _remove_member(
+        self, group: Group, member: Member, error: int, *, check: bool = True
+    ) -> None:
+        group.members.pop(member.member_id, None)
+        if member.group_instance_id is not None:
+            if group.static_members.get(member.group_instance_id) == member.member_id:
+                del group.static_members[member.group_instance_id]
+        if member.heartbeat is not None:
+            hb, member.heartbeat = member.heartbeat, None
+            hb.force_complete()
+        self._answer_join(member, JoinResult(error=error, member_id=member.member_id))
+        self._answer_sync(member, SyncResult(error=error))
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
+        if not check:
+            return
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"{member.member_id} left")
+        self._check_join(group)
+
+    def _schedule_heartbeat(self, group: Group, member: Member) -> None:
+        old = member.heartbeat
+        op = DelayedHeartbeat(self, group, member.member_id, member.session_timeout_ms)
+        member.heartbeat = op
+        if old is not None:
+            old.force_complete()
+        self._heartbeats.try_complete_else_watch(op, [(group.group_id, member.member_id)])
+
+    # -- offsets ----------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetEntry],
+        callback: OffsetCommitCallback,
+    ) -> None:
+        """Validate, write to the offsets topic (acks=all), cache and answer when durable."""
+
+        def fail(code: int) -> None:
+            callback(dict.fromkeys(offsets, code))
+
+        if not group_id:
+            fail(ErrorCode.INVALID_GROUP_ID)
+            return
+        try:
+            self._check_owner(group_id)
+        except KafkaError as e:
+            fail(e.code)
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                fail(ErrorCode.ILLEGAL_GENERATION)
+                return
+            # A consumer that commits without being a member (manual assignment).
+            group = self.groups[group_id] = Group(group_id, self._now())
+        elif group.state is GroupState.DEAD:
+            fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return
+        elif not (generation_id < 0 and group.state is GroupState.EMPTY):
+            error = self._validate_member(group, member_id, group_instance_id)
+            if not error and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            if not error and group.state is GroupState.COMPLETING_REBALANCE:
+                error = ErrorCode.REBALANCE_IN_PROGRESS
+            if error:
+                fail(error)
+                return
+            member = group.members[member_id]
+            self._schedule_heartbeat(group, member)
+        md = self.broker.metadata
+        errors: dict[TopicPartition, int] = {}
+        records = []
+        for tp, entry in offsets.items():
+            if md.partition(tp.topic, tp.partition) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                value = gr.OffsetValue(
+                    entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
+                )
+                records.append(
+                    Record(
+                        -1,
+                        entry.commit_timestamp,
+                        gr.offset_key(group_id, tp.topic, tp.partition),
+                        gr.offset_value(value),
+                    )
+                )
+        valid = {tp: e for tp, e in offsets.items() if tp not in errors}
+        if not valid:
+            callback(errors)
+            return
+
+        def appended(error: int) -> None:
+            if not error and self.groups.get(group_id) is group:
+                group.offsets.update(valid)
+            for tp in valid:
+                errors[tp] = error
+            callback(errors)
+
+        self._append(group_id, records, appended)
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetEntry | None]:
+        """Committed offsets (None: nothing committed); all of them when ``partitions`` is None.
+
+        Raises NOT_COORDINATOR and the like.
+        """
+        self._check_owner(group_id)
+        group = self.groups.get(group_id)
+        offsets = {} if group is None else group.offsets
+        if partitions is None:
+            return dict(offsets)
+        return {tp: offsets.get(tp) for tp in partitions}
+
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition],
+        callback: Callable[[int, dict[TopicPartition, int]], None],
+    ) -> None:
+        try:
+            self._check_owner(group_id)
+        except KafkaError as e:
+            callback(e.code, {})
+            return
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            callback(ErrorCode.GROUP_ID_NOT_FOUND, {})
+            return
+        errors: dict[TopicPartition, int] = {}
+        if group.state is not GroupState.EMPTY:
+            subscribed = group.subscribed_topics()
+            if group.protocol_type != "consumer" or subscribed is None:
+                callback(ErrorCode.NON_EMPTY_GROUP, {})
+                return
+            for tp in partitions:
+                if tp.topic in subscribed:
+                    errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        deletable = [tp for tp in partitions if tp not in errors]
+        records = [
+            Record(-1, self._time_ms(), gr.offset_key(group_id, tp.topic, tp.partition), None)
+            for tp in deletable
+            if tp in group.offsets
+        ]
+        if not records:
+            callback(0, {**dict.fromkeys(deletable, 0), **errors})
+            return
+
+        def appended(error: int) -> None:
+            if not error:
+                for tp in deletable:
+                    group.offsets.pop(tp, None)
+            callback(error, {**dict.fromkeys(deletable, error), **errors})
+
+        self._append(group_id, records, appended)
+
+    # -- listing, describing, deleting ------------------------------------------------
+
+    def list_groups(self) -> list[Group]:
+        n = self.offsets_partitions
+        return [
+            g
+            for g in self.groups.values()
+            if g.state is not GroupState.DEAD and partition_for(g.group_id, n) in self.owned
+        ]
+
+    def describe_group(self, group_id: str) -> Group | None:
+        """The group, or None if unknown; raises NOT_COORDINATOR and the like."""
+        self._check_owner(group_id)
+        return self.groups.get(group_id)
+
+    def delete_groups(
+        self, group_ids: Sequence[str], callback: Callable[[dict[str, int]], None]
+    ) -> None:
+        results: dict[str, int] = {}
+        waiting: list[str] = []
+        for group_id in group_ids:
+            try:
+                self._check_owner(group_id)
+            except KafkaError as e:
+                results[group_id] = e.code
+                continue
+            group = self.groups.get(group_id)
+            if group is None or group.state is GroupState.DEAD:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not GroupState.EMPTY:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                waiting.append(group_id)
+        if not waiting:
+            callback(results)
+            return
+        remaining = len(waiting)
+
+        def one_done(group_id: str, group: Group, error: int) -> None:
+            nonlocal remaining
+            if not error and self.groups.get(group_id) is group:
+                group.transition(GroupState.DEAD, self._time_ms())
+                del self.groups[group_id]
+            results[group_id] = error
+            remaining -= 1
+            if remaining == 0:
+                callback(results)
+
+        for group_id in waiting:
+            group = self.groups[group_id]
+            now = self._time_ms()
+            records = [
+                Record(-1, now, gr.offset_key(group_id, tp.topic, tp.partition), None)
+                for tp in group.offsets
+            ]
+            records.append(Record(-1, now, gr.group_key(group_id), None))
+            self._append(group_id, records, functools.partial(one_done, group_id, group))
+
+    def on_topic_deleted(self, topic: str) -> None:
+        """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
+        for group in self.groups.values():
+            for tp in [tp for tp in group.offsets if tp.topic == topic]:
+                del group.offsets[tp]
+
+    # -- writing to the offsets topic -------------------------------------------------
+
+    def _store_group(
+        self,
+        group: Group,
+        callback: Callable[[int], None],
+        assignments: dict[str, bytes] | None = None,
+    ) -> None:
+        members = tuple(
+            gr.MemberMetadataValue(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(group.protocol_name),
+                (assignments or {}).get(m.member_id, m.assignment),
+            )
+            for m in group.members.values()
+        )
+        value = gr.GroupMetadataValue(
+            group.protocol_type or "",
+            group.generation_id,
+            group.protocol_name,
+            group.leader_id,
+            group.state_timestamp,
+            members,
+        )
+        record = Record(-1, self._time_ms(), gr.group_key(group.group_id), gr.group_value(value))
+        self._append(group.group_id, [record], callback)
+
+    def _append(
+        self, group_id: str, records: list[Record], callback: Callable[[int], None]
+    ) -> None:
+        """Write records to the group's offsets partition; ``callback(error code)``."""
+        topic = self.broker.metadata.topic(OFFSETS_TOPIC)
+        if topic is None:
+            callback(ErrorCode.NOT_COORDINATOR)
+            return
+        tp = TopicPartition(OFFSETS_TOPIC, partition_for(group_id, len(topic.partitions)))
+        data = build_batch(records)
+
+        def done(results: dict[TopicPartition, ProduceResult]) -> None:
+            callback(_coordinator_error(results[tp].error))
+
+        self.broker.replica_manager.append_records(
+            {tp: data},
+            -1,
+            self._cfg("offsets.commit.timeout.ms"),
+            done,
+            from_client=False,
+            internal_topics_allowed=True,
+        )
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _fail_all(self, group: Group, error: int) -> None:
+        for m in list(group.members.values()):
+            if m.heartbeat is not None:
+                hb, m.heartbeat = m.heartbeat, None
+                hb.force_complete()
+            self._answer_join(m, JoinResult(error=error, member_id=m.member_id))
+            self._answer_sync(m, SyncResult(error=error))
+        for pending in group.pending_members.values():
+            if pending is not None:
+                pending.force_complete()
+        group.pending_members.clear()
+
+    def shutdown(self) -> None:
+        """Answer every parked join and sync; stop the purgatories."""
+        self._shut_down = True
+        for group in self.groups.values():
+            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        for purgatory in (self._heartbeats, self._join_purgatory):
+            purgatory.shutdown()
+            purgatory.timer.close()
+
+
+def _coordinator_error(error: KafkaError | None) -> int:
+    """An append error as the coordinator reports it (Kafka's mapping)."""
+    if error is None:
+        return 0
+    code = error.code
+    if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+    ):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return ErrorCode.UNKNOWN_SERVER_ERROR

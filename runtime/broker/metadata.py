@@ -1,0 +1,411 @@
+"""The cluster's metadata: brokers, topics, partition assignments, configs and ACLs.
+
+This plays the controller's part: it owns the one true image of the cluster, and brokers
+learn about changes by listening (as KRaft brokers apply metadata records). Everything
+runs on one event loop, so changes apply to every broker synchronously.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kafkagen.runtime.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidTopicExceptionError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+from .acls import AclStore
+from .config import ConfigError, ConfigStore
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "BrokerInfo",
+    "ClusterMetadata",
+    "MetadataListener",
+    "PartitionInfo",
+    "TopicInfo",
+    "TopicPartition",
+    "validate_topic_name",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+_MAX_NAME = 249
+
+
+class TopicPartition(tuple[str, int]):
+    """(topic, partition) with names; a plain tuple underneath, so it hashes fast."""
+
+    __slots__ = ()
+
+    def __new__(cls, topic: str, partition: int) -> TopicPartition:
+        return tuple.__new__(cls, (topic, partition))
+
+    @property
+    def topic(self) -> str:
+        return self[0]
+
+    @property
+    def partition(self) -> int:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"{self[0]}-{self[1]}"
+
+
+@dataclass(slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    #: False while a broker is stopped or paused (replication tests will flip it).
+    alive: bool = True
+
+
+@dataclass(slots=True)
+class PartitionInfo:
+    topic: str
+    index: int
+    replicas: list[int]
+    leader: int
+    leader_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    #: Bumped on every change of replicas, ISR or leader (Kafka's partition epoch).
+    partition_epoch: int = 0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.index)
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionInfo]
+    internal: bool = False
+
+
+class MetadataListener:
+    """What a broker implements to follow metadata changes."""
+
+    def on_partitions_changed(self, partitions: Sequence[PartitionInfo]) -> None:
+        """These partitions are new or changed (leader, replicas, ISR)."""
+
+    def on_topic_deleted(self, topic: TopicInfo) -> None:
+        """The topic and all its partitions are gone."""
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules for topic names; raises INVALID_TOPIC_EXCEPTION naming the problem."""
+    if not name:
+        raise InvalidTopicExceptionError("a topic name cannot be empty")
+    if name in (".", ".."):
+        raise InvalidTopicExceptionError(f"a topic cannot be named {name!r}")
+    if len(name) > _MAX_NAME:
+        raise InvalidTopicExceptionError(
+            f"topic name is {len(name)} characters long, the limit is {_MAX_NAME}"
+        )
+    if not _LEGAL.fullmatch(name):
+        raise InvalidTopicExceptionError(
+            f"topic name {name!r} may only hold ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+class ClusterMetadata:
+    """Brokers, topics and their partitions; the controller's image of the cluster."""
+
+    def __init__(
+        self,
+        configs: ConfigStore,
+        cluster_id: str | None = None,
+        controller_id: int = 0,
+    ) -> None:
+        self.configs = configs
+        self.acls = AclStore()
+        self.cluster_id = cluster_id or _cluster_id()
+        self.controller_id = controller_id
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.topic_names: dict[uuid.UUID, str] = {}
+        self.listeners: list[MetadataListener] = []
+        self._next_producer_id = 1000
+        # Where the next topic's first replica goes, so leaders spread over brokers.
+        self._next_start = 0
+
+    # -- brokers ----------------------------------------------------------------------
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        self.brokers[info.node_id] = info
+
+    def alive_brokers(self) -> list[int]:
+        return sorted(b.node_id for b in self.brokers.values() if b.alive)
+
+    # -- topics -----------------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+    def partition(self, topic: str, index: int) -> PartitionInfo | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return None
+        return t.partitions[index]
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        assignments: dict[int, list[int]] | None = None,
+        configs: dict[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+        internal: bool = False,
+    ) -> TopicInfo:
+        """Create a topic (or only check that it could be); raises the Kafka error."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        if _collides(name, self.topics):
+            raise InvalidTopicExceptionError(
+                f"topic {name!r} collides with an existing topic ('.' and '_' are alike)"
+            )
+        try:
+            ConfigStore.validate_topic_configs(configs or {})
+        except ConfigError as e:
+            from kafkagen.runtime.errors import InvalidConfigError
+
+            raise InvalidConfigError(str(e)) from None
+        brokers = self.alive_brokers()
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise InvalidRequestError(
+                    "give either replica assignments or partition count and replication factor"
+                )
+            replicas = _check_assignments(assignments, self.brokers)
+        else:
+            if num_partitions == -1:
+                num_partitions = self.configs.broker_int("num.partitions")
+            if replication_factor == -1:
+                replication_factor = self.configs.broker_int("default.replication.factor")
+            if num_partitions <= 0:
+                raise InvalidPartitionsError(f"number of partitions must be positive: {name}")
+            if replication_factor <= 0:
+                raise InvalidReplicationFactorError(f"replication factor must be positive: {name}")
+            if replication_factor > len(brokers):
+                raise InvalidReplicationFactorError(
+                    f"replication factor {replication_factor} is larger than the "
+                    f"{len(brokers)} available broker(s)"
+                )
+            replicas = self._assign(num_partitions, replication_factor, brokers)
+        topic = TopicInfo(
+            name,
+            uuid.uuid4(),
+            [PartitionInfo(name, i, r, r[0], 0, list(r)) for i, r in enumerate(replicas)],
+            internal,
+        )
+        if validate_only:
+            return topic
+        self.topics[name] = topic
+        self.topic_names[topic.topic_id] = name
+        if configs:
+            self.configs.set_topic_configs(name, {k: v for k, v in configs.items() if v})
+        self._publish(topic.partitions)
+        return topic
+
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        current = len(topic.partitions)
+        if count < current:
+            raise InvalidPartitionsError(
+                f"topic {name} has {current} partitions, which cannot decrease to {count}"
+            )
+        if count == current:
+            raise InvalidPartitionsError(f"topic {name} already has {current} partitions")
+        added = count - current
+        rf = len(topic.partitions[0].replicas)
+        if assignments is not None:
+            if len(assignments) != added:
+                raise InvalidReplicaAssignmentError(
+                    f"{len(assignments)} assignments for {added} new partitions"
+                )
+            replicas = _check_assignments(
+                {current + i: a for i, a in enumerate(assignments)}, self.brokers
+            )
+            if any(len(r) != rf for r in replicas):
+                raise InvalidReplicaAssignmentError(
+                    f"every partition of {name} needs {rf} replicas"
+                )
+        else:
+            brokers = self.alive_brokers()
+            if rf > len(brokers):
+                raise InvalidReplicationFactorError(
+                    f"replication factor {rf} is larger than the {len(brokers)} available brokers"
+                )
+            replicas = self._assign(added, rf, brokers)
+        if validate_only:
+            return
+        new = [
+            PartitionInfo(name, current + i, r, r[0], 0, list(r)) for i, r in enumerate(replicas)
+        ]
+        topic.partitions.extend(new)
+        self._publish(new)
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self.topic_names.pop(topic.topic_id, None)
+        self.configs.drop_topic(name)
+        for listener in self.listeners:
+            listener.on_topic_deleted(topic)
+        return topic
+
+    def update_partition(self, info: PartitionInfo) -> None:
+        """Publish a change of leader, replicas or ISR."""
+        info.partition_epoch += 1
+        self._publish([info])
+
+    def set_isr(self, topic: str, index: int, isr: list[int]) -> None:
+        """A leader shrinks or expands its ISR (Kafka's AlterPartition)."""
+        info = self.partition(topic, index)
+        if info is None or sorted(info.isr) == sorted(isr):
+            return
+        info.isr = [r for r in info.replicas if r in isr]
+        self.update_partition(info)
+
+    def broker_down(self, node_id: int) -> None:
+        """A broker stopped (or was paused): move its leaderships, drop it from ISRs.
+
+        A new leader comes from the ISR and gets a new leader epoch. When the broker was the
+        last in-sync replica, it stays in the ISR and the partition has no leader until it
+        returns (no unclean election).
+        """
+        broker = self.brokers.get(node_id)
+        if broker is None or not broker.alive:
+            return
+        broker.alive = False
+        alive = {b.node_id for b in self.brokers.values() if b.alive}
+        changed = []
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                if node_id not in p.replicas:
+                    continue
+                others = [r for r in p.isr if r != node_id and r in alive]
+                if p.leader == node_id:
+                    p.leader = others[0] if others else -1
+                    p.leader_epoch += 1
+                if others:
+                    p.isr = others
+                changed.append(p)
+        for p in changed:
+            p.partition_epoch += 1
+        self._publish(changed)
+
+    def broker_up(self, node_id: int) -> None:
+        """A broker is back: it leads what it was the last in-sync replica of."""
+        broker = self.brokers.get(node_id)
+        if broker is None or broker.alive:
+            return
+        broker.alive = True
+        changed = []
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                if node_id not in p.replicas:
+                    continue
+                if p.leader == -1 and node_id in p.isr:
+                    p.leader = node_id
+                    p.leader_epoch += 1
+                # Followers catch up first; the leader adds them to the ISR then.
+                changed.append(p)
+        for p in changed:
+            p.partition_epoch += 1
+        self._publish(changed)
+
+    def move_leader(self, topic: str, index: int, node_id: int) -> None:
+        """Make an in-sync replica the leader (a preferred-leader election, or a test)."""
+        info = self.partition(topic, index)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+        if node_id not in info.isr or not self.brokers[node_id].alive:
+            raise InvalidReplicaAssignmentError(f"broker {node_id} is not an alive in-sync replica")
+        if info.leader != node_id:
+            info.leader = node_id
+            info.leader_epoch += 1
+            self.update_partition(info)
+
+    # -- producer ids -----------------------------------------------------------------
+
+    def allocate_producer_id(self) -> int:
+        pid = self._next_producer_id
+        self._next_producer_id += 1
+        return pid
+
+    # -- internals --------------------------------------------------------------------
+
+    def _assign(self, partitions: int, rf: int, brokers: list[int]) -> list[list[int]]:
+        n = len(brokers)
+        start = self._next_start
+        self._next_start += 1
+        return [[brokers[(start + p + i) % n] for i in range(rf)] for p in range(partitions)]
+
+    def _publish(self, partitions: Sequence[PartitionInfo]) -> None:
+        for listener in self.listeners:
+            listener.on_partitions_changed(partitions)
+
+
+def _check_assignments(
+    assignments: dict[int, list[int]], brokers: dict[int, BrokerInfo]
+) -> list[list[int]]:
+    indexes = sorted(assignments)
+    first = indexes[0]
+    if indexes != list(range(first, first + len(indexes))):
+        raise InvalidReplicaAssignmentError("partition indexes must be consecutive")
+    out = []
+    sizes = set()
+    for i in indexes:
+        replicas = list(assignments[i])
+        if not replicas:
+            raise InvalidReplicaAssignmentError(f"partition {i} has no replicas")
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(f"partition {i} names a broker twice")
+        unknown = [b for b in replicas if b not in brokers]
+        if unknown:
+            raise InvalidReplicaAssignmentError(f"partition {i}: unknown broker(s) {unknown}")
+        sizes.add(len(replicas))
+        out.append(replicas)
+    if len(sizes) > 1:
+        raise InvalidReplicaAssignmentError("all partitions need the same number of replicas")
+    return out
+
+
+def _collides(name: str, existing: Iterable[str]) -> bool:
+    folded = name.replace(".", "_")
+    return any(t != name and t.replace(".", "_") == folded for t in existing)
+
+
+def _cluster_id() -> str:
+    # Kafka's cluster ids are 16 random bytes in URL-safe base64 without padding.
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+

@@ -1,0 +1,293 @@
+"""One broker's replica of a partition: its log, its role, and (as leader) the ISR.
+
+The leader appends, tracks how far each follower has fetched, and moves the high watermark
+to the smallest log end offset in the ISR; consumers read only below it. A follower only
+appends what it copied from the leader. Roles come from the cluster metadata
+(`apply_metadata`), as a KRaft broker learns them from the metadata log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kafkagen.runtime.errors import (
+    FencedLeaderEpochError,
+    InvalidTxnStateError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+)
+from kafkagen.runtime.records import (
+    Record,
+    RecordBatch,
+    TimestampType,
+    assign_offsets,
+    build_batch,
+    set_log_append_time,
+    set_max_timestamp,
+    validate_batch_for_append,
+)
+
+from .config import TopicConfig
+from .log import Log, LogBatch
+from .metadata import PartitionInfo, TopicPartition
+from .producer_state import ProducerStateManager
+
+__all__ = ["AppendResult", "FollowerState", "Partition"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+@dataclass(slots=True)
+class AppendResult:
+    first_offset: int
+    last_offset: int
+    #: The broker's append time on LogAppendTime topics, else -1.
+    log_append_time: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(slots=True)
+class FollowerState:
+    log_end_offset: int = -1
+    #: Broker clock (ms) when the follower last had everything the leader had.
+    last_caught_up_ms: float = 0.0
+    #: The leader's log end and clock at the follower's previous fetch: a follower that
+    #: reaches what the leader had then was caught up then (Kafka's rule, so a steady
+    #: stream of appends does not make a keeping-up follower look behind).
+    last_fetch_leader_end: int = -1
+    last_fetch_ms: float = 0.0
+
+
+class Partition:
+    """This broker's replica of one partition."""
+
+    def __init__(self, tp: TopicPartition, topic_id: uuid.UUID, broker_id: int) -> None:
+        self.tp = tp
+        self.topic_id = topic_id
+        self.broker_id = broker_id
+        self.log = Log()
+        self.producers = ProducerStateManager()
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: list[int] = []
+        self.isr: list[int] = []
+        self.high_watermark = 0
+        self.followers: dict[int, FollowerState] = {}
+
+    # -- roles ------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
+
+    def apply_metadata(self, info: PartitionInfo, now_ms: float) -> bool:
+        """Take the leader, replicas and ISR from the metadata; True if the role changed."""
+        was_leader = self.is_leader
+        new_epoch = info.leader_epoch != self.leader_epoch
+        self.leader_id = info.leader
+        self.leader_epoch = info.leader_epoch
+        self.partition_epoch = info.partition_epoch
+        self.replicas = list(info.replicas)
+        self.isr = list(info.isr)
+        if self.is_leader:
+            if new_epoch or not was_leader:
+                # A new leader learns its followers' positions from their next fetches.
+                self.followers = {
+                    r: FollowerState(last_caught_up_ms=now_ms)
+                    for r in self.replicas
+                    if r != self.broker_id
+                }
+            self.maybe_increment_hw()
+        else:
+            self.followers = {}
+        return was_leader != self.is_leader
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """A client's view of the leader epoch (-1: not given) against ours."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"{self.tp}: epoch {current_leader_epoch} is older than {self.leader_epoch}"
+            )
+        raise UnknownLeaderEpochError(
+            f"{self.tp}: epoch {current_leader_epoch} is newer than {self.leader_epoch}"
+        )
+
+    def require_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"broker {self.broker_id} is not the leader of {self.tp} (leader {self.leader_id})"
+            )
+
+    # -- writing ----------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        records: Buffer,
+        config: TopicConfig,
+        *,
+        required_acks: int,
+        from_client: bool,
+        produce_version: int | None,
+        now_ms: int,
+        clock_ms: float,
+    ) -> AppendResult:
+        """Validate and write one produced batch; raises the Kafka error on refusal.
+
+        ``now_ms`` is wall-clock time for timestamps, ``clock_ms`` the broker's monotonic
+        clock for producer expiry.
+        """
+        self.require_leader()
+        if required_acks == -1 and len(self.isr) < config.min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"{self.tp} has {len(self.isr)} in-sync replica(s), "
+                f"min.insync.replicas is {config.min_insync_replicas}"
+            )
+        ts_type = (
+            TimestampType.LOG_APPEND_TIME if config.log_append_time else TimestampType.CREATE_TIME
+        )
+        info = validate_batch_for_append(
+            records,
+            produce_version=produce_version,
+            from_client=from_client,
+            max_message_size=config.max_message_bytes,
+            compacted=config.compacted,
+            timestamp_type=ts_type,
+            now_ms=now_ms,
+            timestamp_before_max_ms=config.timestamp_before_max_ms,
+            timestamp_after_max_ms=config.timestamp_after_max_ms,
+        )
+        batch = info.batch
+        if batch.is_transactional:
+            raise InvalidTxnStateError("transactions are not supported by this broker")
+        if batch.has_producer_id:
+            dup = self.producers.check(batch)
+            if dup is not None:
+                return AppendResult(
+                    dup.first_offset, dup.last_offset, -1, self.log.log_start_offset, True
+                )
+        base = self.log.log_end_offset
+        data = _rebuild(batch) if not info.consecutive_offsets else batch.buffer
+        data = assign_offsets(data, base, partition_leader_epoch=self.leader_epoch)
+        append_time = -1
+        if config.log_append_time:
+            append_time = now_ms
+            data = set_log_append_time(data, now_ms)
+        elif info.max_timestamp != batch.max_timestamp:
+            # The header must carry the real max timestamp: time lookups trust it.
+            data = set_max_timestamp(data, TimestampType.CREATE_TIME, info.max_timestamp)
+        last = base + batch.last_offset_delta
+        self.log.append(
+            LogBatch(
+                base,
+                last,
+                data,
+                info.max_timestamp,
+                base + max(info.max_timestamp_offset_delta, 0),
+                self.leader_epoch,
+            )
+        )
+        if batch.has_producer_id:
+            self.producers.update(batch, base, last, info.max_timestamp, clock_ms)
+        return AppendResult(base, last, append_time, self.log.log_start_offset)
+
+    def append_as_follower(self, records: Buffer) -> int:
+        """Write batches fetched from the leader; return how many."""
+        return self.log.append_replicated(bytes(records))
+
+    # -- high watermark ---------------------------------------------------------------
+
+    def maybe_increment_hw(self) -> bool:
+        """Move the high watermark to the smallest log end in the ISR; True if it moved."""
+        if not self.is_leader:
+            return False
+        hw = self.log.log_end_offset
+        for r in self.isr:
+            if r == self.broker_id:
+                continue
+            state = self.followers.get(r)
+            end = state.log_end_offset if state is not None else -1
+            if end < hw:
+                hw = end
+        if hw > self.high_watermark:
+            self.high_watermark = hw
+            return True
+        return False
+
+    def update_follower(self, replica_id: int, fetch_offset: int, clock_ms: float) -> bool:
+        """A follower fetched from ``fetch_offset``: it has everything below. True if HW moved."""
+        state = self.followers.get(replica_id)
+        if state is None:
+            return False
+        state.log_end_offset = fetch_offset
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end:
+            state.last_caught_up_ms = clock_ms
+        elif fetch_offset >= state.last_fetch_leader_end:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.last_fetch_leader_end = leader_end
+        state.last_fetch_ms = clock_ms
+        return self.maybe_increment_hw()
+
+    def can_join_isr(self, replica_id: int) -> bool:
+        """A follower outside the ISR that has caught up to the high watermark."""
+        if replica_id in self.isr or replica_id not in self.replicas:
+            return False
+        state = self.followers.get(replica_id)
+        return state is not None and state.log_end_offset >= self.high_watermark
+
+    def lagging_followers(self, clock_ms: float, max_lag_ms: int) -> list[int]:
+        """ISR members that have not caught up within ``max_lag_ms``."""
+        out = []
+        for r in self.isr:
+            state = self.followers.get(r)
+            if r != self.broker_id and state is not None:
+                if clock_ms - state.last_caught_up_ms > max_lag_ms:
+                    out.append(r)
+        return out
+
+    def check_replicated(self, required_offset: int, min_isr: int) -> tuple[bool, Exception | None]:
+        """For acks=all: (done, error) once the high watermark reached ``required_offset``."""
+        if not self.is_leader:
+            return True, NotLeaderOrFollowerError(f"broker {self.broker_id} lost leadership")
+        if self.high_watermark >= required_offset:
+            if len(self.isr) < min_isr:
+                return True, NotEnoughReplicasAfterAppendError(
+                    f"{self.tp}: written, but the ISR shrank below {min_isr}"
+                )
+            return True, None
+        return False, None
+
+    # -- reading ----------------------------------------------------------------------
+
+    def upper_bound(self, for_replica: bool) -> int:
+        """Where reads stop: followers read to the log end, everyone else to the HW."""
+        return self.log.log_end_offset if for_replica else self.high_watermark
+
+    def check_fetch_offset(self, offset: int) -> None:
+        if offset < self.log.log_start_offset or offset > self.log.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.tp}: offset {offset} is outside "
+                f"[{self.log.log_start_offset}, {self.log.log_end_offset}]"
+            )
+
+
+def _rebuild(batch: RecordBatch) -> bytes:
+    """A batch whose record offset deltas were not 0, 1, 2, ...: renumber its records."""
+    records = [Record(-1, r.timestamp, r.key, r.value, r.headers) for r in batch]
+    return build_batch(
+        records,
+        compression=batch.compression,
+        timestamp_type=batch.timestamp_type,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        transactional=batch.is_transactional,
+    )

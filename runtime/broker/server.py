@@ -1,0 +1,300 @@
+"""The network layer: one asyncio listener per broker, Kafka's framing, ordered responses.
+
+A connection reads 4-byte size-prefixed frames. The size is checked against
+``socket.request.max.bytes`` before the body is read. Each request gets a slot in the
+connection's queue as it arrives; handlers fill slots whenever their answer is ready (at
+once, or later from a purgatory callback), and responses leave strictly in request order,
+so clients may pipeline. A connection with ``queued.max.requests`` unanswered requests is
+not read until some are answered.
+
+Anything malformed (short frame, bad header, body that does not decode, an API key or
+version not served) is logged and closes that connection only, as Kafka does; the one
+exception is an ApiVersions request newer than the broker knows, which is answered in the
+v0 layout with UNSUPPORTED_VERSION so the client can retry with a version it finds there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+from typing import TYPE_CHECKING
+
+from kafkagen.generated import header_version
+from kafkagen.generated.headers import RequestHeader, ResponseHeader
+from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
+from kafkagen.runtime.message import Message
+
+from .api import HANDLERS, RequestContext, load_handlers
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = ["BrokerServer", "Connection"]
+
+_log = logging.getLogger("kafkagen.broker.server")
+
+_SIZE = struct.Struct(">i")
+_KEY_VERSION_CID = struct.Struct(">hhi")
+API_VERSIONS_KEY = 18
+
+
+class _Slot:
+    """One request's place in its connection's response order; the handler's Responder."""
+
+    __slots__ = ("conn", "api_key", "correlation_id", "payload", "done")
+
+    def __init__(self, conn: Connection, api_key: int, correlation_id: int) -> None:
+        self.conn = conn
+        self.api_key = api_key
+        self.correlation_id = correlation_id
+        self.payload: bytes | None = None
+        self.done = False
+
+    def send(self, response: Message, version: int) -> None:
+        if self.done:
+            _log.error("a second response for correlation id %d was dropped", self.correlation_id)
+            return
+        try:
+            hv = header_version(self.api_key, version, "response")
+            header = ResponseHeader(correlation_id=self.correlation_id).encode(hv)
+            body = response.encode(version)
+        except Exception:
+            _log.exception("cannot encode %s v%d", type(response).__name__, version)
+            self.done = True
+            self.conn.close("response encoding failed")
+            return
+        self.payload = _SIZE.pack(len(header) + len(body)) + header + body
+        self.done = True
+        self.conn.flush()
+
+    def send_nothing(self) -> None:
+        if not self.done:
+            self.done = True
+            self.conn.flush()
+
+    def close(self, reason: str) -> None:
+        self.done = True
+        self.conn.close(reason)
+
+
+class Connection:
+    """One client connection: reads requests, dispatches them, writes answers in order."""
+
+    def __init__(
+        self,
+        server: BrokerServer,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.client_host = f"/{peer[0]}" if peer else ""
+        self.slots: collections.deque[_Slot] = collections.deque()
+        self.closed = False
+        self._room = asyncio.Event()
+        self._room.set()
+        self.task: asyncio.Task[None] | None = None
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        cfg = self.server.broker.configs
+        max_size = cfg.broker_int("socket.request.max.bytes")
+        reader = self.reader
+        try:
+            while not self.closed:
+                prefix = await reader.readexactly(4)
+                (size,) = _SIZE.unpack(prefix)
+                if size < 0 or size > max_size:
+                    # Checked before the body is read: a bogus prefix never allocates.
+                    self.close(
+                        f"frame size {size} outside 0..{max_size} (socket.request.max.bytes)"
+                    )
+                    return
+                body = await reader.readexactly(size)
+                self.dispatch(body)
+                if self.closed:
+                    return
+                await self.writer.drain()
+                if len(self.slots) >= self.server.queued_max_requests:
+                    self._room.clear()
+                    await self._room.wait()
+        except asyncio.IncompleteReadError as e:
+            if e.partial:
+                _log.info("%s: connection closed inside a frame", self.peer)
+        except (ConnectionError, OSError):
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            _log.exception("%s: connection failed", self.peer)
+        finally:
+            if not self.slots:
+                self.close(None)
+
+    def dispatch(self, body: bytes) -> None:
+        if len(body) < _KEY_VERSION_CID.size:
+            self.close(f"a {len(body)}-byte frame cannot hold a request header")
+            return
+        api_key, version, correlation_id = _KEY_VERSION_CID.unpack_from(body)
+        handler = HANDLERS.get(api_key)
+        if handler is None:
+            self.close(f"unknown API key {api_key}")
+            return
+        max_version = handler.max_for(self.server.unstable)
+        if not handler.min_version <= version <= max_version:
+            if api_key == API_VERSIONS_KEY and version > max_version:
+                # Answered in the v0 layout, which every client can read.
+                self._handle(handler.handle, api_key, 0, correlation_id, None, None)
+                return
+            self.close(
+                f"{handler.name} v{version} is not served ({handler.min_version}-{max_version})"
+            )
+            return
+        try:
+            header, pos = RequestHeader.decode_prefix(
+                body, header_version(api_key, version, "request")
+            )
+            # Like Kafka, bytes after the body are ignored: librdkafka 2.16 sends some after
+            # a Metadata v12 request with no topics.
+            request, _ = handler.request_type.decode_prefix(memoryview(body)[pos:], version)
+        except (DecodeError, UnsupportedVersionError, ValueError, IndexError, struct.error) as e:
+            self.close(f"malformed {handler.name} v{version} request: {e}")
+            return
+        client_id = getattr(header, "client_id", None)
+        self._handle(handler.handle, api_key, version, correlation_id, client_id, request)
+
+    def _handle(
+        self,
+        handle: object,
+        api_key: int,
+        version: int,
+        correlation_id: int,
+        client_id: str | None,
+        request: Message | None,
+    ) -> None:
+        slot = _Slot(self, api_key, correlation_id)
+        self.slots.append(slot)
+        ctx = RequestContext(
+            self.server.broker, api_key, version, correlation_id, client_id, self.client_host, slot
+        )
+        try:
+            handle(ctx, request)  # type: ignore[operator]
+        except Exception:
+            _log.exception("%s: handler of API %d v%d failed", self.peer, api_key, version)
+            self.close("handler failed")
+
+    # -- writing ----------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write every answered request at the head of the queue, in order."""
+        if self.closed:
+            return
+        slots = self.slots
+        write = self.writer.write
+        while slots and slots[0].done:
+            payload = slots.popleft().payload
+            if payload is not None:
+                write(payload)
+        if len(slots) < self.server.queued_max_requests:
+            self._room.set()
+        if not slots and self.task is not None and self.task.done():
+            self.close(None)
+
+    def close(self, reason: str | None) -> None:
+        if self.closed:
+            return
+        if reason:
+            _log.warning("%s: closing connection: %s", self.peer, reason)
+        self.closed = True
+        self._room.set()
+        self.writer.close()
+        self.server.connections.discard(self)
+
+    async def finish(self, timeout: float) -> None:
+        """Shutdown: flush what was answered, fail the rest by closing, within ``timeout``."""
+        self.flush()
+        if not self.closed:
+            if self.slots:
+                # Unanswered requests fail the way a broker going away fails them.
+                _log.info("%s: %d request(s) unanswered at shutdown", self.peer, len(self.slots))
+            try:
+                await asyncio.wait_for(self.writer.drain(), timeout)
+            except (TimeoutError, ConnectionError, OSError):
+                pass
+            self.close(None)
+
+
+class BrokerServer:
+    """The listener of one broker on 127.0.0.1."""
+
+    def __init__(self, broker: Broker, host: str, port: int) -> None:
+        load_handlers()
+        self.broker = broker
+        self.host = host
+        self.port = port
+        self.connections: set[Connection] = set()
+        self._server: asyncio.Server | None = None
+        cfg = broker.configs
+        self.unstable = cfg.broker_bool("unstable.api.versions.enable")
+        self.queued_max_requests = cfg.broker_int("queued.max.requests")
+        self.max_connections = cfg.broker_int("max.connections")
+        self._accepting = False
+
+    async def start(self) -> int:
+        """Listen; return the bound port (useful when asked for port 0)."""
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._accepting = True
+        return self.port
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self._accepting or len(self.connections) >= self.max_connections:
+            _log.warning(
+                "broker %d: refusing a connection (%d open, max.connections %d)",
+                self.broker.node_id,
+                len(self.connections),
+                self.max_connections,
+            )
+            writer.close()
+            return
+        conn = Connection(self, reader, writer)
+        self.connections.add(conn)
+        # A task of our own: cancelling the one asyncio runs this callback in makes asyncio
+        # log the cancellation as an error.
+        conn.task = asyncio.create_task(conn.run())
+
+    def pause(self) -> None:
+        """Refuse new connections and drop the open ones (a broker that went away)."""
+        self._accepting = False
+        for conn in list(self.connections):
+            conn.close("the broker is paused")
+            if conn.task is not None and not conn.task.done():
+                conn.task.cancel()
+
+    def resume(self) -> None:
+        self._accepting = True
+
+    async def stop_accepting(self) -> None:
+        """Close the listener and stop reading requests; answers still go out."""
+        self._accepting = False
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            task = conn.task
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.sleep(0)
+
+    async def close_connections(self, timeout: float = 2.0) -> None:
+        conns = list(self.connections)
+        if conns:
+            await asyncio.gather(*(c.finish(timeout) for c in conns))
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None

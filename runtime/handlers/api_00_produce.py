@@ -1,0 +1,94 @@
+"""Produce (key 0): one v2 batch per partition, appended through the replica manager.
+
+v3+ only, the versions that carry v2 record batches. acks=0 has no response; if such a
+write fails the connection is closed, which is how Kafka tells a fire-and-forget producer.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.produce import ProduceRequest, ProduceResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.replica_manager import ProduceResult
+from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 0
+TopicResponse = ProduceResponse.TopicProduceResponse
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+
+@register(API_KEY, 3, 11)
+def handle(ctx: RequestContext, request: ProduceRequest) -> None:
+    order: list[tuple[str, list[int]]] = []
+    entries: dict[TopicPartition, bytes | memoryview] = {}
+    for topic in request.topic_data:
+        indexes = []
+        for p in topic.partition_data:
+            entries[TopicPartition(topic.name, p.index)] = b"" if p.records is None else p.records
+            indexes.append(p.index)
+        order.append((topic.name, indexes))
+    acks = request.acks
+
+    def done(results: dict[TopicPartition, ProduceResult]) -> None:
+        if acks == 0:
+            failed = [f"{tp}: {r.error}" for tp, r in results.items() if r.error is not None]
+            if failed:
+                ctx.close_connection("acks=0 produce failed: " + "; ".join(failed))
+            else:
+                ctx.respond_nothing()
+            return
+        ctx.respond(_response(ctx, order, results))
+
+    if request.transactional_id is not None:
+        error = InvalidTxnStateError("transactions are not supported by this broker")
+        done({tp: ProduceResult(error) for tp in entries})
+        return
+    ctx.broker.replica_manager.append_records(
+        entries, acks, request.timeout_ms, done, produce_version=ctx.api_version
+    )
+
+
+def _response(
+    ctx: RequestContext,
+    order: list[tuple[str, list[int]]],
+    results: dict[TopicPartition, ProduceResult],
+) -> ProduceResponse:
+    md = ctx.broker.metadata
+    responses: KeyedList[TopicResponse] = KeyedList()
+    leaders: set[int] = set()
+    for name, indexes in order:
+        partitions = []
+        for index in indexes:
+            r = results[TopicPartition(name, index)]
+            pr = PartitionResponse(
+                index=index,
+                error_code=r.error_code,
+                base_offset=r.base_offset,
+                log_append_time_ms=r.log_append_time,
+                log_start_offset=r.log_start_offset,
+                record_errors=[
+                    ProduceResponse.BatchIndexAndErrorMessage(
+                        batch_index=i, batch_index_error_message=m
+                    )
+                    for i, m in r.record_errors
+                ],
+                error_message=r.error_message,
+            )
+            if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                info = md.partition(name, index)
+                if info is not None:
+                    pr.current_leader = ProduceResponse.LeaderIdAndEpoch(
+                        leader_id=info.leader, leader_epoch=info.leader_epoch
+                    )
+                    leaders.add(info.leader)
+            partitions.append(pr)
+        responses.append(TopicResponse(name=name, partition_responses=partitions))
+    response = ProduceResponse(responses=responses)
+    if leaders and ctx.api_version >= 10:
+        # KIP-951: tell the client where the leaders moved, saving it a metadata round trip.
+        response.node_endpoints = KeyedList(
+            ProduceResponse.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in (md.brokers[n] for n in sorted(leaders) if n in md.brokers)
+        )
+    return response

@@ -1,0 +1,157 @@
+"""Fetch (key 1): records from partition leaders, waiting in the purgatory for min_bytes.
+
+v4+ only (v2 batches). Fetch sessions (v7+) are answered the simple way Kafka allows: no
+session is ever created (session id 0), so every request is a full fetch; a request naming
+a session id gets FETCH_SESSION_ID_NOT_FOUND and the client starts over with a full one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kafkagen.generated.fetch import FetchRequest, FetchResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.replica_manager import (
+    READ_COMMITTED,
+    FetchInfo,
+    FetchParams,
+    FetchResult,
+)
+from kafkagen.runtime.errors import (
+    ErrorCode,
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+    KafkaError,
+    UnknownTopicIdError,
+)
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 1
+PartitionData = FetchResponse.PartitionData
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One requested partition, in request order, with its answer once known."""
+
+    name: str | None
+    topic_id: uuid.UUID
+    index: int
+    error: KafkaError | None = None
+    result: FetchResult | None = None
+
+
+@register(API_KEY, 4, 17)
+def handle(ctx: RequestContext, request: FetchRequest) -> None:
+    v = ctx.api_version
+    if v >= 7:
+        if request.session_id != 0:
+            _respond_error(ctx, FetchSessionIdNotFoundError("this broker keeps no fetch sessions"))
+            return
+        if request.session_epoch not in (0, -1):
+            _respond_error(
+                ctx,
+                InvalidFetchSessionEpochError(f"epoch {request.session_epoch} without a session"),
+            )
+            return
+    md = ctx.broker.metadata
+    replica_id = request.replica_id if v <= 14 else request.replica_state.replica_id
+    slots: list[_Slot] = []
+    infos: list[tuple[TopicPartition, FetchInfo]] = []
+    early_error = False
+    for t in request.topics:
+        name = t.topic if v < 13 else md.topic_names.get(t.topic_id)
+        for p in t.partitions:
+            slot = _Slot(name, t.topic_id, p.partition)
+            slots.append(slot)
+            if name is None:
+                slot.error = UnknownTopicIdError(f"no topic has id {t.topic_id}")
+                early_error = True
+                continue
+            infos.append(
+                (
+                    TopicPartition(name, p.partition),
+                    FetchInfo(
+                        p.fetch_offset,
+                        p.partition_max_bytes,
+                        p.current_leader_epoch,
+                        p.last_fetched_epoch,
+                        p.log_start_offset,
+                    ),
+                )
+            )
+    params = FetchParams(
+        replica_id=replica_id,
+        max_wait_ms=0 if early_error else request.max_wait_ms,
+        min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes,
+        isolation_level=request.isolation_level,
+    )
+
+    def done(results: list[tuple[TopicPartition, FetchResult]]) -> None:
+        by_tp = dict(results)
+        for slot in slots:
+            if slot.name is not None:
+                slot.result = by_tp.get(TopicPartition(slot.name, slot.index))
+        ctx.respond(_response(ctx, slots, params))
+
+    ctx.broker.replica_manager.fetch_messages(params, infos, done)
+
+
+def _respond_error(ctx: RequestContext, error: KafkaError) -> None:
+    ctx.respond(FetchResponse(error_code=error.code, session_id=0, responses=[]))
+
+
+def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> FetchResponse:
+    v = ctx.api_version
+    md = ctx.broker.metadata
+    responses: list[FetchResponse.FetchableTopicResponse] = []
+    current: FetchResponse.FetchableTopicResponse | None = None
+    current_key: object = None
+    leaders: set[int] = set()
+    for slot in slots:
+        key = slot.topic_id if v >= 13 else slot.name
+        if current is None or key != current_key:
+            current = FetchResponse.FetchableTopicResponse(
+                topic=slot.name or "", topic_id=slot.topic_id, partitions=[]
+            )
+            if v >= 13 and slot.name is not None:
+                topic = md.topic(slot.name)
+                if topic is not None:
+                    current.topic_id = topic.topic_id
+            responses.append(current)
+            current_key = key
+        pd = PartitionData(partition_index=slot.index)
+        r = slot.result
+        if slot.error is not None or r is None:
+            pd.error_code = (slot.error or UnknownTopicIdError()).code
+            pd.records = b""
+        else:
+            pd.error_code = r.error_code
+            pd.high_watermark = r.high_watermark
+            pd.last_stable_offset = r.last_stable_offset
+            pd.log_start_offset = r.log_start_offset
+            pd.records = r.records
+            # No transactions, so nothing was ever aborted; read_uncommitted gets null.
+            pd.aborted_transactions = [] if params.isolation_level == READ_COMMITTED else None
+            if r.diverging_epoch is not None and v >= 12:
+                pd.diverging_epoch = FetchResponse.EpochEndOffset(
+                    epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1]
+                )
+            if r.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                leader, epoch = r.current_leader
+                if v >= 12 and leader >= 0:
+                    pd.current_leader = FetchResponse.LeaderIdAndEpoch(
+                        leader_id=leader, leader_epoch=epoch
+                    )
+                    leaders.add(leader)
+        current.partitions.append(pd)
+    response = FetchResponse(error_code=0, session_id=0, responses=responses)
+    if leaders and v >= 16:
+        response.node_endpoints = KeyedList(
+            FetchResponse.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in (md.brokers[n] for n in sorted(leaders) if n in md.brokers)
+        )
+    return response

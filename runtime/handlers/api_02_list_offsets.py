@@ -1,0 +1,63 @@
+"""ListOffsets (key 2): offsets by timestamp, or the earliest, latest and max-timestamp ones.
+
+Special timestamps: -1 latest (the high watermark; the log end for a replica), -2 earliest,
+-3 the record with the largest timestamp (v7+), -4 earliest local (v8+), -5 latest tiered
+(v9+; there is no tiered storage, so never found).
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
+
+API_KEY = 2
+TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+# The first version that may ask for each special timestamp.
+_SINCE = {-3: 7, -4: 8, -5: 9}
+
+
+@register(API_KEY, 0, 10)
+def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
+    v = ctx.api_version
+    rm = ctx.broker.replica_manager
+    isolation = request.isolation_level if v >= 2 else 0
+    seen: set[TopicPartition] = set()
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            out = PartitionResponse(partition_index=p.partition_index)
+            try:
+                if tp in seen:
+                    raise InvalidRequestError(f"{tp} is listed twice")
+                seen.add(tp)
+                if v < _SINCE.get(p.timestamp, 0):
+                    raise UnsupportedVersionError(
+                        f"timestamp {p.timestamp} needs ListOffsets v{_SINCE[p.timestamp]}"
+                    )
+                offset, timestamp, epoch = rm.list_offset(
+                    tp,
+                    p.timestamp,
+                    isolation_level=isolation,
+                    current_leader_epoch=p.current_leader_epoch,
+                    replica_id=request.replica_id,
+                )
+            except KafkaError as e:
+                out.error_code = e.code
+                partitions.append(out)
+                continue
+            if v == 0:
+                out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
+            else:
+                out.offset = offset
+                out.timestamp = timestamp
+                if v >= 4:
+                    out.leader_epoch = epoch
+            partitions.append(out)
+        topics.append(TopicResponse(name=t.name, partitions=partitions))
+    ctx.respond(ListOffsetsResponse(topics=topics))

@@ -1,0 +1,115 @@
+"""Metadata (key 3): brokers, and topics with their partitions' leaders and replicas.
+
+Unknown topics are created only when the broker allows it (``auto.create.topics.enable``,
+off by default) and the request does too (``allow_auto_topic_creation``, v4+).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicInfo, validate_topic_name
+from kafkagen.runtime.errors import (
+    KafkaError,
+    LeaderNotAvailableError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from kafkagen.runtime.handlers._util import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 3
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+_ZERO = uuid.UUID(int=0)
+
+
+@register(API_KEY, 0, 12)
+def handle(ctx: RequestContext, request: MetadataRequest) -> None:
+    broker = ctx.broker
+    md = broker.metadata
+    v = ctx.api_version
+    topic_ops = (
+        authorized_operations(TOPIC_OPERATIONS)
+        if v >= 8 and request.include_topic_authorized_operations
+        else NOT_REQUESTED
+    )
+    topics: KeyedList[Topic] = KeyedList()
+    if request.topics is None or (v == 0 and not request.topics):
+        for info in sorted(md.topics.values(), key=lambda t: t.name):
+            topics.append(_topic(ctx, info, topic_ops))
+    else:
+        allow_create = (v < 4 or request.allow_auto_topic_creation) and broker.configs.broker_bool(
+            "auto.create.topics.enable"
+        )
+        for t in request.topics:
+            name = t.name
+            if name is None:
+                # v10+: a topic asked for by id.
+                found = md.topic_names.get(t.topic_id)
+                if found is None:
+                    topics.append(_error(UnknownTopicIdError(), None, t.topic_id))
+                    continue
+                name = found
+            existing = md.topic(name)
+            if existing is None:
+                try:
+                    validate_topic_name(name)
+                    if not allow_create:
+                        raise UnknownTopicOrPartitionError()
+                    existing = md.create_topic(name)
+                except KafkaError as e:
+                    topics.append(_error(e, name, _ZERO))
+                    continue
+            topics.append(_topic(ctx, existing, topic_ops))
+    brokers = KeyedList(
+        MetadataResponse.MetadataResponseBroker(
+            node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+        )
+        for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+        if b.alive
+    )
+    response = MetadataResponse(
+        brokers=brokers,
+        cluster_id=md.cluster_id,
+        controller_id=md.controller_id,
+        topics=topics,
+    )
+    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)
+    ctx.respond(response)
+
+
+def _error(error: KafkaError, name: str | None, topic_id: uuid.UUID) -> Topic:
+    return Topic(error_code=error.code, name=name, topic_id=topic_id, partitions=[])
+
+
+def _topic(ctx: RequestContext, info: TopicInfo, ops: int) -> Topic:
+    alive = {b.node_id for b in ctx.broker.metadata.brokers.values() if b.alive}
+    return Topic(
+        error_code=0,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.internal,
+        partitions=[
+            Partition(
+                # No leader (its last in-sync replica is down): clients wait and retry.
+                error_code=0 if p.leader >= 0 else LeaderNotAvailableError.code,
+                partition_index=p.index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+                offline_replicas=[r for r in p.replicas if r not in alive],
+            )
+            for p in info.partitions
+        ],
+        topic_authorized_operations=ops,
+    )

@@ -1,0 +1,61 @@
+"""FindCoordinator (key 10): which broker coordinates a group.
+
+A group's coordinator leads the ``__consumer_offsets`` partition its id hashes onto; the
+topic is created on the first lookup. v4+ batches keys, each answered on its own.
+Transactions and share groups are not supported: those key types get INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import (
+    CoordinatorNotAvailableError,
+    InvalidRequestError,
+    KafkaError,
+)
+
+API_KEY = 10
+GROUP_KEY = 0
+
+
+@register(API_KEY, 0, 6)
+def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> None:
+    v = ctx.api_version
+    key_type = request.key_type if v >= 1 else GROUP_KEY
+    if v >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            c = FindCoordinatorResponse.Coordinator(key=key)
+            try:
+                c.node_id, c.host, c.port = _lookup(ctx, key_type, key)
+                c.error_code = 0
+            except KafkaError as e:
+                c.node_id, c.host, c.port = -1, "", -1
+                c.error_code = e.code
+                c.error_message = e.message
+            coordinators.append(c)
+        ctx.respond(FindCoordinatorResponse(coordinators=coordinators))
+        return
+    response = FindCoordinatorResponse()
+    try:
+        response.node_id, response.host, response.port = _lookup(ctx, key_type, request.key)
+        response.error_code = 0
+        response.error_message = None
+    except KafkaError as e:
+        response.node_id, response.host, response.port = -1, "", -1
+        response.error_code = e.code
+        response.error_message = e.message
+    ctx.respond(response)
+
+
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int]:
+    if key_type != GROUP_KEY:
+        raise InvalidRequestError(f"coordinator key type {key_type} is not supported")
+    if not key:
+        raise InvalidRequestError("a group id cannot be empty")
+    node = ctx.broker.group_coordinator.coordinator_for(key)
+    broker = ctx.broker.metadata.brokers.get(node)
+    if broker is None or not broker.alive:
+        raise CoordinatorNotAvailableError(f"no broker coordinates {key!r} right now")
+    return broker.node_id, broker.host, broker.port

@@ -1,0 +1,50 @@
+"""JoinGroup (key 11): join a classic group; the answer comes when the rebalance completes.
+
+v4+ members without an id first get MEMBER_ID_REQUIRED with one (KIP-394); static members
+(group.instance.id, v5+) keep their assignment across restarts.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.join_group import JoinGroupRequest, JoinGroupResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.group_coordinator import JoinResult
+
+API_KEY = 11
+
+
+@register(API_KEY, 0, 9)
+def handle(ctx: RequestContext, request: JoinGroupRequest) -> None:
+    v = ctx.api_version
+
+    def done(r: JoinResult) -> None:
+        ctx.respond(
+            JoinGroupResponse(
+                error_code=r.error,
+                generation_id=r.generation_id,
+                protocol_type=r.protocol_type,
+                protocol_name=r.protocol_name if v >= 7 else (r.protocol_name or ""),
+                leader=r.leader,
+                member_id=r.member_id,
+                members=[
+                    JoinGroupResponse.JoinGroupResponseMember(
+                        member_id=m, group_instance_id=i, metadata=meta
+                    )
+                    for m, i, meta in r.members
+                ],
+            )
+        )
+
+    ctx.broker.group_coordinator.join_group(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id if v >= 5 else None,
+        v >= 4,
+        ctx.client_id or "",
+        ctx.client_host,
+        request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
+        request.session_timeout_ms,
+        request.protocol_type,
+        [(p.name, bytes(p.metadata)) for p in request.protocols],
+        done,
+    )

@@ -1,0 +1,19 @@
+"""Heartbeat (key 12): keeps a member's session alive and tells it when to rejoin."""
+
+from __future__ import annotations
+
+from kafkagen.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+
+API_KEY = 12
+
+
+@register(API_KEY, 0, 4)
+def handle(ctx: RequestContext, request: HeartbeatRequest) -> None:
+    error = ctx.broker.group_coordinator.heartbeat(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        request.group_instance_id if ctx.api_version >= 3 else None,
+    )
+    ctx.respond(HeartbeatResponse(error_code=error))

@@ -1,0 +1,35 @@
+"""SyncGroup (key 14): members get their assignment once the leader has sent everyone's."""
+
+from __future__ import annotations
+
+from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.group_coordinator import SyncResult
+
+API_KEY = 14
+
+
+@register(API_KEY, 0, 5)
+def handle(ctx: RequestContext, request: SyncGroupRequest) -> None:
+    v = ctx.api_version
+
+    def done(r: SyncResult) -> None:
+        ctx.respond(
+            SyncGroupResponse(
+                error_code=r.error,
+                protocol_type=r.protocol_type,
+                protocol_name=r.protocol_name,
+                assignment=r.assignment,
+            )
+        )
+
+    ctx.broker.group_coordinator.sync_group(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        request.group_instance_id if v >= 3 else None,
+        request.protocol_type if v >= 5 else None,
+        request.protocol_name if v >= 5 else None,
+        {a.member_id: bytes(a.assignment) for a in request.assignments},
+        done,
+    )

@@ -1,0 +1,37 @@
+"""ApiVersions (key 18): the versions this broker serves, exactly as registered.
+
+A request newer than v4 reaches this handler with no body (the server could not decode it)
+and at version 0: the answer is UNSUPPORTED_VERSION in the v0 layout, still listing the
+ranges, which is how clients find a version to retry with.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafkagen.runtime.broker.api import RequestContext, register, supported_versions
+from kafkagen.runtime.errors import InvalidRequestError, UnsupportedVersionError
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 18
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+@register(API_KEY, 0, 4)
+def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
+    versions = supported_versions(ctx.broker.server.unstable)
+    keys = KeyedList(
+        ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+        for k, (lo, hi) in versions.items()
+    )
+    if request is None:
+        ctx.respond(ApiVersionsResponse(error_code=UnsupportedVersionError.code, api_keys=keys))
+        return
+    if ctx.api_version >= 3 and not (
+        _SOFTWARE.fullmatch(request.client_software_name)
+        and _SOFTWARE.fullmatch(request.client_software_version)
+    ):
+        ctx.respond(ApiVersionsResponse(error_code=InvalidRequestError.code))
+        return
+    ctx.respond(ApiVersionsResponse(error_code=0, api_keys=keys))

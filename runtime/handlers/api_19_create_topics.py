@@ -1,0 +1,60 @@
+"""CreateTopics (key 19): topics with a partition count and replication factor, or an
+explicit replica assignment, and config overrides; ``validate_only`` checks without creating.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 19
+Result = CreateTopicsResponse.CreatableTopicResult
+
+
+@register(API_KEY, 0, 7)
+def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
+    v = ctx.api_version
+    md = ctx.broker.metadata
+    validate_only = v >= 1 and request.validate_only
+    counts: dict[str, int] = {}
+    for t in request.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    results: KeyedList[Result] = KeyedList()
+    for t in request.topics:
+        result = Result(name=t.name)
+        try:
+            if counts[t.name] > 1:
+                raise InvalidRequestError(f"topic {t.name!r} appears more than once")
+            configs = {c.name: c.value for c in t.configs}
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            info = md.create_topic(
+                t.name,
+                t.num_partitions,
+                t.replication_factor,
+                assignments or None,
+                configs,
+                validate_only=validate_only,
+            )
+        except KafkaError as e:
+            result.error_code = e.code
+            result.error_message = e.message
+            results.append(result)
+            continue
+        result.topic_id = info.topic_id
+        result.num_partitions = len(info.partitions)
+        result.replication_factor = len(info.partitions[0].replicas)
+        overrides = {k: v for k, v in configs.items() if v is not None}
+        result.configs = [
+            CreateTopicsResponse.CreatableTopicConfigs(
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                config_source=e.source,
+                is_sensitive=e.sensitive,
+            )
+            for e in md.configs.describe_topic(t.name, None, overrides)
+        ]
+        results.append(result)
+    ctx.respond(CreateTopicsResponse(topics=results))

@@ -1,0 +1,45 @@
+"""DescribeAcls (key 29): stored bindings matching a filter, grouped by resource."""
+
+from __future__ import annotations
+
+from kafkagen.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from kafkagen.runtime.broker.acls import AclFilter, PatternType
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import KafkaError
+
+API_KEY = 29
+Resource = DescribeAclsResponse.DescribeAclsResource
+Description = DescribeAclsResponse.AclDescription
+
+
+@register(API_KEY, 0, 3)
+def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
+    flt = AclFilter(
+        request.resource_type_filter,
+        request.resource_name_filter,
+        request.pattern_type_filter if ctx.api_version >= 1 else PatternType.LITERAL,
+        request.principal_filter,
+        request.host_filter,
+        request.operation,
+        request.permission_type,
+    )
+    try:
+        flt.validate()
+    except KafkaError as e:
+        ctx.respond(DescribeAclsResponse(error_code=e.code, error_message=e.message, resources=[]))
+        return
+    grouped: dict[tuple[int, str, int], list[Description]] = {}
+    for b in ctx.broker.metadata.acls.find(flt):
+        grouped.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
+            Description(
+                principal=b.principal,
+                host=b.host,
+                operation=b.operation,
+                permission_type=b.permission_type,
+            )
+        )
+    resources = [
+        Resource(resource_type=rt, resource_name=name, pattern_type=pt, acls=acls)
+        for (rt, name, pt), acls in grouped.items()
+    ]
+    ctx.respond(DescribeAclsResponse(error_code=0, error_message=None, resources=resources))

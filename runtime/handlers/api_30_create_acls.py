@@ -1,0 +1,35 @@
+"""CreateAcls (key 30): store ACL bindings (kept and described, never enforced)."""
+
+from __future__ import annotations
+
+from kafkagen.generated.create_acls import CreateAclsRequest, CreateAclsResponse
+from kafkagen.runtime.broker.acls import AclBinding, PatternType
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import KafkaError
+
+API_KEY = 30
+
+
+@register(API_KEY, 0, 3)
+def handle(ctx: RequestContext, request: CreateAclsRequest) -> None:
+    store = ctx.broker.metadata.acls
+    results = []
+    for c in request.creations:
+        result = CreateAclsResponse.AclCreationResult(error_code=0, error_message=None)
+        try:
+            store.add(
+                AclBinding(
+                    c.resource_type,
+                    c.resource_name,
+                    c.resource_pattern_type if ctx.api_version >= 1 else PatternType.LITERAL,
+                    c.principal,
+                    c.host,
+                    c.operation,
+                    c.permission_type,
+                )
+            )
+        except KafkaError as e:
+            result.error_code = e.code
+            result.error_message = e.message
+        results.append(result)
+    ctx.respond(CreateAclsResponse(results=results))

@@ -1,0 +1,116 @@
+"""DescribeConfigs (key 32): topic and broker configs with their sources and synonyms.
+
+A broker resource is named by its id ("" means the cluster-wide defaults); every broker of
+the process answers for any of them, since they share one config store.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.config import ConfigEntry, ConfigResourceType, ConfigSource, ConfigType
+from kafkagen.runtime.errors import (
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+
+API_KEY = 32
+Result = DescribeConfigsResponse.DescribeConfigsResult
+Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+
+
+@register(API_KEY, 0, 4)
+def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
+    v = ctx.api_version
+    synonyms = v >= 1 and request.include_synonyms
+    docs = v >= 3 and request.include_documentation
+    results = []
+    for res in request.resources:
+        result = Result(
+            error_code=0,
+            error_message=None,
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+            configs=[],
+        )
+        try:
+            entries = describe(ctx, res.resource_type, res.resource_name, res.configuration_keys)
+        except KafkaError as e:
+            result.error_code = e.code
+            result.error_message = e.message
+            results.append(result)
+            continue
+        result.configs = [_entry(e, v, synonyms, docs) for e in entries]
+        results.append(result)
+    ctx.respond(DescribeConfigsResponse(results=results))
+
+
+def describe(
+    ctx: RequestContext, resource_type: int, name: str, keys: list[str] | None
+) -> list[ConfigEntry]:
+    store = ctx.broker.configs
+    if resource_type == ConfigResourceType.TOPIC:
+        if ctx.broker.metadata.topic(name) is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return store.describe_topic(name, keys)
+    if resource_type == ConfigResourceType.BROKER:
+        return store.describe_broker(broker_id(ctx, name), keys)
+    if resource_type == ConfigResourceType.BROKER_LOGGER:
+        broker_id(ctx, name)
+        return _loggers(keys)
+    raise InvalidRequestError(f"config resource type {resource_type} is not supported")
+
+
+def broker_id(ctx: RequestContext, name: str) -> int:
+    """The broker a resource names; "" is the cluster default (-1)."""
+    if name == "":
+        return -1
+    try:
+        node = int(name)
+    except ValueError:
+        raise InvalidRequestError(f"broker resource name {name!r} is not a broker id") from None
+    if node not in ctx.broker.metadata.brokers:
+        raise InvalidRequestError(f"there is no broker {node}")
+    return node
+
+
+def _loggers(keys: list[str] | None) -> list[ConfigEntry]:
+    names = ["kafkagen.broker"] if keys is None else keys
+    out = []
+    for name in names:
+        level = logging.getLevelName(logging.getLogger(name).getEffectiveLevel())
+        out.append(
+            ConfigEntry(
+                name,
+                str(level),
+                ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                False,
+                False,
+                ConfigType.STRING,
+                "Log level of this logger.",
+                (),
+            )
+        )
+    return out
+
+
+def _entry(e: ConfigEntry, v: int, synonyms: bool, docs: bool) -> Entry:
+    out = Entry(
+        name=e.name,
+        value=e.value,
+        read_only=e.read_only,
+        is_sensitive=e.sensitive,
+        config_source=e.source,
+        documentation=e.doc if docs else None,
+    )
+    if v == 0:
+        out.is_default = e.is_default
+    if v >= 3:
+        out.config_type = e.type
+    if synonyms:
+        out.synonyms = [Synonym(name=n, value=val, source=src) for n, val, src in e.synonyms]
+    return out

@@ -1,0 +1,57 @@
+"""DescribeLogDirs (key 35): this broker's replicas and their sizes.
+
+Logs live in memory, so each broker reports one log directory named ``memory:broker-<id>``.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.partition import Partition
+
+API_KEY = 35
+Result = DescribeLogDirsResponse.DescribeLogDirsResult
+Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
+PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
+
+
+@register(API_KEY, 0, 4)
+def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
+    rm = ctx.broker.replica_manager
+    chosen: dict[str, list[Partition]] = {}
+    if request.topics is None:
+        for tp, p in sorted(rm.partitions.items()):
+            chosen.setdefault(tp.topic, []).append(p)
+    else:
+        for t in request.topics:
+            for index in t.partitions:
+                found = rm.partitions.get(TopicPartition(t.topic, index))
+                if found is not None:
+                    chosen.setdefault(t.topic, []).append(found)
+    topics = [
+        Topic(
+            name=name,
+            partitions=[
+                PartitionOut(
+                    partition_index=p.tp.partition,
+                    partition_size=p.log.size_in_bytes,
+                    # Followers lag by what the leader has and they do not; leaders by nothing.
+                    offset_lag=0
+                    if p.is_leader
+                    else max(0, p.high_watermark - p.log.log_end_offset),
+                    is_future_key=False,
+                )
+                for p in parts
+            ],
+        )
+        for name, parts in chosen.items()
+    ]
+    result = Result(
+        error_code=0,
+        log_dir=f"memory:broker-{ctx.broker.node_id}",
+        topics=topics,
+        total_bytes=-1,
+        usable_bytes=-1,
+    )
+    ctx.respond(DescribeLogDirsResponse(error_code=0, results=[result]))

@@ -1,0 +1,26 @@
+"""DeleteGroups (key 42): empty groups and their offsets go (tombstones in the offsets topic)."""
+
+from __future__ import annotations
+
+from kafkagen.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 42
+
+
+@register(API_KEY, 0, 2)
+def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> None:
+    names = list(request.groups_names)
+
+    def done(results: dict[str, int]) -> None:
+        ctx.respond(
+            DeleteGroupsResponse(
+                results=KeyedList(
+                    DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
+                    for g in dict.fromkeys(names)
+                )
+            )
+        )
+
+    ctx.broker.group_coordinator.delete_groups(list(dict.fromkeys(names)), done)

@@ -1,0 +1,39 @@
+"""OffsetDelete (key 47): drop committed offsets of topics the group does not consume."""
+
+from __future__ import annotations
+
+from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 47
+
+
+@register(API_KEY, 0, 0)
+def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> None:
+    wanted = [
+        TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
+    ]
+
+    def done(error: int, errors: dict[TopicPartition, int]) -> None:
+        topics: KeyedList[OffsetDeleteResponse.OffsetDeleteResponseTopic] = KeyedList()
+        if not error or errors:
+            by_topic: dict[str, list[int]] = {}
+            for tp in wanted:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            for name, indexes in by_topic.items():
+                topics.append(
+                    OffsetDeleteResponse.OffsetDeleteResponseTopic(
+                        name=name,
+                        partitions=KeyedList(
+                            OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                                partition_index=i, error_code=errors.get(TopicPartition(name, i), 0)
+                            )
+                            for i in indexes
+                        ),
+                    )
+                )
+        ctx.respond(OffsetDeleteResponse(error_code=error, topics=topics))
+
+    ctx.broker.group_coordinator.delete_offsets(request.group_id, wanted, done)

@@ -1,0 +1,49 @@
+"""DescribeCluster (key 60): the cluster id, the controller and the brokers."""
+
+from __future__ import annotations
+
+from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import MismatchedEndpointTypeError
+from kafkagen.runtime.handlers._util import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 60
+BROKERS_ENDPOINT = 1
+
+
+@register(API_KEY, 0, 1)
+def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
+    md = ctx.broker.metadata
+    if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
+        # Controllers are not separate nodes here: a broker only answers for brokers.
+        err = MismatchedEndpointTypeError("this is a broker; ask it for broker endpoints")
+        ctx.respond(
+            DescribeClusterResponse(
+                error_code=err.code,
+                error_message=err.message,
+                endpoint_type=request.endpoint_type,
+                cluster_id="",
+            )
+        )
+        return
+    ops = (
+        authorized_operations(CLUSTER_OPERATIONS)
+        if request.include_cluster_authorized_operations
+        else NOT_REQUESTED
+    )
+    ctx.respond(
+        DescribeClusterResponse(
+            error_code=0,
+            cluster_id=md.cluster_id,
+            controller_id=md.controller_id,
+            brokers=KeyedList(
+                DescribeClusterResponse.DescribeClusterBroker(
+                    broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+                )
+                for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+                if b.alive
+            ),
+            cluster_authorized_operations=ops,
+        )
+    )

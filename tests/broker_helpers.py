@@ -1,0 +1,218 @@
+"""Helpers for the broker tests: a raw wire client and a broker in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from kafkagen.generated import header_type, header_version, message_type
+from kafkagen.runtime.broker.cluster import Cluster
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.replica_manager import (
+    FetchInfo,
+    FetchParams,
+    FetchResult,
+    ProduceResult,
+    ReplicaManager,
+)
+from kafkagen.runtime.message import Message
+from kafkagen.runtime.timer import ManualClock, Timer
+
+RequestHeader = header_type("request")
+ResponseHeader = header_type("response")
+
+#: The wall clock of manual-clock clusters (ms).
+NOW = 1_700_000_000_000
+
+
+class WireClient:
+    """A blocking Kafka wire client over one socket: send requests, read framed answers."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.correlation_id = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, api_key: int, version: int, request: Message, client_id: str = "test") -> int:
+        self.correlation_id += 1
+        hv = header_version(api_key, version, "request")
+        header = RequestHeader(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=self.correlation_id,
+            client_id=client_id,
+        ).encode(hv)
+        frame = header + request.encode(version)
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        return self.correlation_id
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_frame(self) -> bytes:
+        size = struct.unpack(">i", self._read(4))[0]
+        return self._read(size)
+
+    def receive(self, api_key: int, version: int) -> tuple[int, Any]:
+        """(correlation id, decoded response) of the next frame."""
+        data = self.read_frame()
+        hv = header_version(api_key, version, "response")
+        header, pos = ResponseHeader.decode_prefix(data, hv)
+        body = message_type(api_key, "response").decode(memoryview(data)[pos:], version)
+        return header.correlation_id, body
+
+    def call(self, api_key: int, version: int, request: Message) -> Any:
+        cid = self.send(api_key, version, request)
+        got, response = self.receive(api_key, version)
+        assert got == cid, f"correlation id {got}, expected {cid}"
+        return response
+
+    def is_closed(self, wait: float = 5.0) -> bool:
+        """True if the broker closed the connection (EOF) within ``wait`` seconds."""
+        self.sock.settimeout(wait)
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
+
+    def _read(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError(f"connection closed after {len(buf)} of {n} bytes")
+            buf += chunk
+        return bytes(buf)
+
+
+class BrokerProcess:
+    """``python -m kafkagen.serve`` in a subprocess (real parallelism for client tests)."""
+
+    def __init__(self, *configs: str, brokers: int = 1, startup: float = 30.0) -> None:
+        args = [sys.executable, "-m", "kafkagen.serve", "--brokers", str(brokers), "--port", "0"]
+        for c in configs:
+            args += ["--config", c]
+        # stderr goes to a file: a pipe nobody reads would block a chatty broker.
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + startup
+        assert self.proc.stdout is not None
+        self.bootstrap = ""
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"bootstrap servers?: (\S+)", line)
+            if m:
+                self.bootstrap = m.group(1)
+                break
+        if not self.bootstrap:
+            self.stop()
+            raise RuntimeError(f"the broker did not start: {self.stderr_text()}")
+
+    def stderr_text(self) -> str:
+        self._stderr.flush()
+        self._stderr.seek(0)
+        return self._stderr.read()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+    def __enter__(self) -> BrokerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Harness:
+    """A cluster that is never started: no sockets, a manual clock, a fixed wall clock."""
+
+    def __init__(self, brokers: int = 1, **configs: str) -> None:
+        self.clock = ManualClock(0)
+        self.timers: list[Timer] = []
+        self.wall = NOW
+
+        def timer() -> Timer:
+            t = Timer(self.clock)
+            self.timers.append(t)
+            return t
+
+        self.cluster = Cluster(
+            brokers,
+            configs={k.replace("_", "."): v for k, v in configs.items()},
+            timer_factory=timer,
+            time_ms=lambda: self.wall,
+        )
+        self.md = self.cluster.metadata
+
+    def rm(self, broker: int = 0) -> ReplicaManager:
+        return self.cluster.brokers[broker].replica_manager
+
+    def advance(self, ms: int) -> None:
+        now = self.clock.advance(ms)
+        for t in self.timers:
+            t.advance_clock(now)
+
+    def produce(
+        self, tp: TopicPartition, batch: bytes, acks: int = 1, timeout: int = 1000, rm: int = 0
+    ) -> list[dict[TopicPartition, ProduceResult]]:
+        got: list[dict[TopicPartition, ProduceResult]] = []
+        self.rm(rm).append_records({tp: batch}, acks, timeout, got.append, produce_version=9)
+        return got
+
+    def fetch(
+        self,
+        tp: TopicPartition,
+        offset: int,
+        *,
+        min_bytes: int = 1,
+        max_wait: int = 0,
+        replica_id: int = -1,
+        max_bytes: int = 1 << 20,
+        rm: int = 0,
+    ) -> list[list[tuple[TopicPartition, FetchResult]]]:
+        got: list[list[tuple[TopicPartition, FetchResult]]] = []
+        params = FetchParams(replica_id, max_wait, min_bytes, max_bytes)
+        self.rm(rm).fetch_messages(params, [(tp, FetchInfo(offset, max_bytes))], got.append)
+        return got

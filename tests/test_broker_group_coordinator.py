@@ -1,0 +1,415 @@
+"""The group coordinator on a manual clock: joins, syncs, sessions, rebalances, offsets."""
+
+from __future__ import annotations
+
+import pytest
+from broker_helpers import Harness
+from kafkagen.generated import other_type
+from kafkagen.runtime.broker.group_coordinator import (
+    GroupCoordinator,
+    GroupState,
+    JoinResult,
+    OffsetEntry,
+    SyncResult,
+    java_hash,
+    partition_for,
+)
+from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.errors import ErrorCode
+
+SESSION = 10_000
+REBALANCE = 30_000
+PROTOCOLS = [("range", b"meta")]
+
+
+class Groups(Harness):
+    def __init__(self, brokers: int = 1, **configs: str) -> None:
+        defaults = {
+            "group_initial_rebalance_delay_ms": "0",
+            "offsets_topic_num_partitions": "1",
+        }
+        super().__init__(brokers, **{**defaults, **configs})
+        self.gc: GroupCoordinator = self.cluster.brokers[0].group_coordinator
+        assert self.gc.ensure_offsets_topic()
+        self.md.create_topic("t", 3, 1)
+
+    def join(
+        self,
+        member_id: str = "",
+        instance: str | None = None,
+        protocols: list[tuple[str, bytes]] | None = None,
+        session: int = SESSION,
+        group: str = "g",
+    ) -> list[JoinResult]:
+        got: list[JoinResult] = []
+        self.gc.join_group(
+            group,
+            member_id,
+            instance,
+            True,
+            "client",
+            "/127.0.0.1",
+            REBALANCE,
+            session,
+            "consumer",
+            PROTOCOLS if protocols is None else protocols,
+            got.append,
+        )
+        return got
+
+    def new_member(self, instance: str | None = None) -> str:
+        """A member id, through the MEMBER_ID_REQUIRED round trip (static ones skip it)."""
+        if instance is not None:
+            return ""
+        [r] = self.join()
+        assert r.error == ErrorCode.MEMBER_ID_REQUIRED
+        return r.member_id
+
+    def sync(
+        self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None
+    ) -> list[SyncResult]:
+        got: list[SyncResult] = []
+        self.gc.sync_group(
+            "g", generation, member_id, None, "consumer", "range", assignments or {}, got.append
+        )
+        return got
+
+    def commit(
+        self, offsets: dict[TopicPartition, int], generation: int = -1, member: str = ""
+    ) -> list[dict[TopicPartition, int]]:
+        got: list[dict[TopicPartition, int]] = []
+        entries = {tp: OffsetEntry(o, -1, "", 0) for tp, o in offsets.items()}
+        self.gc.commit_offsets("g", generation, member, None, entries, got.append)
+        return got
+
+    def stable_pair(self) -> tuple[str, str, int]:
+        """Two members in a Stable group: (leader, follower, generation)."""
+        a = self.new_member()
+        ja = self.join(a)
+        self.advance(0)
+        assert ja and ja[0].error == 0
+        b = self.new_member()
+        jb = self.join(b)
+        ja = self.join(a)  # the leader rejoins for the rebalance
+        assert len(ja) == 1 and len(jb) == 1, (ja, jb)
+        gen = ja[0].generation_id
+        leader = ja[0].leader
+        follower = b if leader == a else a
+        self.sync(leader, gen, {a: b"A", b: b"B"})
+        assert self.gc.groups["g"].state is GroupState.STABLE
+        return leader, follower, gen
+
+
+@pytest.fixture
+def g() -> Groups:
+    return Groups()
+
+
+def test_java_string_hash_and_partition() -> None:
+    assert java_hash("") == 0
+    assert java_hash("Aa") == java_hash("BB") == 2112
+    assert java_hash("hello") == 99162322
+    # The one string whose hash is Integer.MIN_VALUE: Kafka's abs() makes it 0.
+    assert java_hash("polygenelubricants") == -(2**31)
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("hello", 50) == 99162322 % 50
+
+
+def test_first_join_requires_a_member_id_then_completes(g: Groups) -> None:
+    member = g.new_member()
+    assert member.startswith("client-")
+    got = g.join(member)
+    assert got == []  # the rebalance completes on the next timer tick
+    g.advance(0)
+    [r] = got
+    assert r.error == 0 and r.generation_id == 1 and r.leader == member
+    assert [m for m, _, _ in r.members] == [member]
+    assert r.protocol_name == "range"
+    [s] = g.sync(member, 1, {member: b"assigned"})
+    assert s.error == 0 and s.assignment == b"assigned"
+
+
+def test_initial_delay_waits_for_more_members() -> None:
+    g = Groups(group_initial_rebalance_delay_ms="1000")
+    a, b = g.new_member(), g.new_member()
+    ja = g.join(a)
+    g.advance(500)
+    jb = g.join(b)
+    g.advance(500)
+    assert ja == [] and jb == []  # a member arrived during the delay: wait once more
+    g.advance(1000)
+    assert ja[0].generation_id == jb[0].generation_id == 1
+    assert len(ja[0].members) + len(jb[0].members) == 2
+
+
+def test_new_member_rebalances_and_assignments_are_handed_out(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    assert gen == 2
+    [s] = g.sync(follower, gen)
+    assert s.error == 0 and s.assignment in (b"A", b"B")
+    [s2] = g.sync(leader, gen)
+    assert {s.assignment, s2.assignment} == {b"A", b"B"}
+
+
+def test_follower_sync_waits_for_the_leader(g: Groups) -> None:
+    a = g.new_member()
+    ja = g.join(a)
+    g.advance(0)
+    b = g.new_member()
+    jb = g.join(b)
+    g.join(a)
+    gen = jb[0].generation_id
+    leader = jb[0].leader
+    follower = b if leader == a else a
+    parked = g.sync(follower, gen)
+    assert parked == []
+    g.sync(leader, gen, {a: b"1", b: b"2"})
+    assert parked[0].error == 0 and parked[0].assignment == (b"1" if follower == a else b"2")
+    assert ja
+
+
+def test_heartbeat_during_rebalance_says_rejoin(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    assert g.gc.heartbeat("g", gen, follower, None) == 0
+    g.new_member()
+    c = g.new_member()
+    g.join(c)
+    assert g.gc.heartbeat("g", gen, follower, None) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert g.gc.heartbeat("g", gen + 5, follower, None) == ErrorCode.ILLEGAL_GENERATION
+    assert g.gc.heartbeat("g", gen, "nobody", None) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_session_expiry_removes_the_member_and_rebalances(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    for _ in range(3):
+        g.advance(SESSION // 2)
+        assert g.gc.heartbeat("g", gen, leader, None) in (0, ErrorCode.REBALANCE_IN_PROGRESS)
+    group = g.gc.groups["g"]
+    assert follower not in group.members
+    assert group.state is GroupState.PREPARING_REBALANCE
+    [r] = g.join(leader)
+    assert r.generation_id == gen + 1 and [m for m, _, _ in r.members] == [leader]
+
+
+def test_rebalance_timeout_drops_members_that_do_not_rejoin(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    c = g.new_member()
+    jc = g.join(c)
+    jl = g.join(leader)
+    # The follower keeps heartbeating but never rejoins.
+    for _ in range(REBALANCE // 5000):
+        g.advance(5000)
+        g.gc.heartbeat("g", gen, follower, None)
+    assert jc and jl
+    assert {m for m, _, _ in (jl[0].members or jc[0].members)} == {leader, c}
+    assert follower not in g.gc.groups["g"].members
+
+
+def test_leave_group_rebalances_the_rest(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    top, errors = g.gc.leave_group("g", [(follower, None), ("ghost", None)])
+    assert top == 0 and errors == [0, ErrorCode.UNKNOWN_MEMBER_ID]
+    assert g.gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+    [r] = g.join(leader)
+    assert r.generation_id == gen + 1
+
+
+def test_last_member_leaving_empties_the_group(g: Groups) -> None:
+    m = g.new_member()
+    g.join(m)
+    g.advance(0)
+    g.gc.leave_group("g", [(m, None)])
+    group = g.gc.groups["g"]
+    assert group.state is GroupState.EMPTY and not group.members
+
+
+def test_static_member_restart_keeps_its_assignment_without_rebalance(g: Groups) -> None:
+    ja = g.join("", instance="i-a")
+    g.advance(0)
+    [r] = ja
+    a = r.member_id
+    jb = g.join("", instance="i-b")
+    ja2 = g.join(a, instance="i-a")
+    [rb], [ra] = jb, ja2
+    gen = ra.generation_id
+    b = rb.member_id
+    leader = ra.leader
+    got: list[SyncResult] = []
+    g.gc.sync_group(
+        "g",
+        gen,
+        leader,
+        "i-a" if leader == a else "i-b",
+        None,
+        None,
+        {a: b"A", b: b"B"},
+        got.append,
+    )
+    assert g.gc.groups["g"].state is GroupState.STABLE
+    restarted_instance = "i-b" if leader == a else "i-a"
+    old_id = b if leader == a else a
+    # The non-leader restarts: a new member id, no rebalance, same generation.
+    [again] = g.join("", instance=restarted_instance)
+    assert again.error == 0 and again.generation_id == gen and again.member_id != old_id
+    assert g.gc.groups["g"].state is GroupState.STABLE
+    s: list[SyncResult] = []
+    g.gc.sync_group("g", gen, again.member_id, restarted_instance, None, None, {}, s.append)
+    assert s[0].assignment == (b"B" if leader == a else b"A")
+    # The old incarnation is fenced.
+    assert g.gc.heartbeat("g", gen, old_id, restarted_instance) == ErrorCode.FENCED_INSTANCE_ID
+
+
+def test_inconsistent_protocols_are_refused(g: Groups) -> None:
+    m = g.new_member()
+    g.join(m)
+    g.advance(0)
+    other = g.join("", protocols=[("roundrobin", b"")])
+    assert other[0].error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_session_timeout_outside_bounds_is_refused(g: Groups) -> None:
+    [r] = g.join(session=10)
+    assert r.error == ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+def test_shutdown_answers_parked_joins_and_syncs(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    c = g.new_member()
+    parked = g.join(c)
+    assert parked == []
+    g.gc.shutdown()
+    assert parked[0].error == ErrorCode.NOT_COORDINATOR
+
+
+# ------------------------------------------------------------------ offsets
+
+
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+
+
+def test_standalone_commit_creates_an_empty_group_and_fetch_sees_it(g: Groups) -> None:
+    [errors] = g.commit({T0: 42, T1: 7})
+    assert errors == {T0: 0, T1: 0}
+    found = g.gc.fetch_offsets("g", [T0, TopicPartition("t", 2)])
+    assert found[T0] is not None and found[T0].offset == 42
+    assert found[TopicPartition("t", 2)] is None
+    assert g.gc.groups["g"].state is GroupState.EMPTY
+
+
+def test_commit_to_unknown_topic_is_refused_per_partition(g: Groups) -> None:
+    [errors] = g.commit({T0: 1, TopicPartition("nope", 0): 1})
+    assert errors[TopicPartition("nope", 0)] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert errors[T0] == 0
+
+
+def test_member_commits_are_checked_against_the_generation(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    assert g.commit({T0: 5}, gen, leader)[0][T0] == 0
+    assert g.commit({T0: 5}, gen - 1, leader)[0][T0] == ErrorCode.ILLEGAL_GENERATION
+    assert g.commit({T0: 5}, gen, "ghost")[0][T0] == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_offsets_are_written_to_the_offsets_topic_in_kafkas_layout(g: Groups) -> None:
+    from kafkagen.runtime.broker import group_records as gr
+    from kafkagen.runtime.records import iter_records
+
+    g.commit({T0: 99})
+    log = g.rm().partitions[TopicPartition(OFFSETS_TOPIC, 0)].log
+    records = [r for b in log.batches for r in iter_records(b.data)]
+    keys = [gr.decode_key(r.key) for r in records if r.key is not None]
+    assert ("offset", "g", "t", 0) in keys
+    value = next(r.value for r in records if r.key and gr.decode_key(r.key)[0] == "offset")
+    assert value is not None and gr.decode_offset_value(value).offset == 99
+
+
+def test_offsets_are_cached_only_once_durable() -> None:
+    g = Groups(brokers=2, offsets_topic_replication_factor="2")
+    offsets_tp = TopicPartition(OFFSETS_TOPIC, 0)
+    info = g.md.partition(OFFSETS_TOPIC, 0)
+    assert info is not None
+    leader = info.leader
+    gc = g.cluster.brokers[leader].group_coordinator
+    got: list[dict[TopicPartition, int]] = []
+    gc.commit_offsets("g", -1, "", None, {T0: OffsetEntry(11, -1, "", 0)}, got.append)
+    # Written by the leader, not yet by its follower: no answer, nothing visible.
+    assert got == []
+    assert gc.fetch_offsets("g", [T0])[T0] is None
+    follower = 1 - leader
+    fetched = g.fetch(offsets_tp, 0, replica_id=follower, rm=leader)
+    g.rm(follower).partitions[offsets_tp].append_as_follower(fetched[0][0][1].records)
+    end = g.rm(follower).partitions[offsets_tp].log.log_end_offset
+    g.fetch(offsets_tp, end, replica_id=follower, rm=leader)
+    assert got == [{T0: 0}]
+    entry = gc.fetch_offsets("g", [T0])[T0]
+    assert entry is not None and entry.offset == 11
+
+
+def test_commit_times_out_as_coordinator_not_available() -> None:
+    g = Groups(brokers=2, offsets_topic_replication_factor="2")
+    info = g.md.partition(OFFSETS_TOPIC, 0)
+    assert info is not None
+    gc = g.cluster.brokers[info.leader].group_coordinator
+    got: list[dict[TopicPartition, int]] = []
+    gc.commit_offsets("g", -1, "", None, {T0: OffsetEntry(1, -1, "", 0)}, got.append)
+    g.advance(5000)
+    assert got == [{T0: ErrorCode.COORDINATOR_NOT_AVAILABLE}]
+    assert gc.fetch_offsets("g", [T0])[T0] is None
+
+
+def test_not_coordinator_for_groups_of_another_broker() -> None:
+    g = Groups(brokers=2, offsets_topic_num_partitions="2")
+    topic = g.md.topic(OFFSETS_TOPIC)
+    assert topic is not None
+    group = "g"
+    owner = topic.partitions[partition_for(group, 2)].leader
+    other = g.cluster.brokers[1 - owner].group_coordinator
+    got: list[JoinResult] = []
+    other.join_group(
+        group, "", None, True, "c", "h", REBALANCE, SESSION, "consumer", PROTOCOLS, got.append
+    )
+    assert got[0].error == ErrorCode.NOT_COORDINATOR
+
+
+def test_delete_groups(g: Groups) -> None:
+    g.commit({T0: 3})
+    m = g.new_member()
+    g.join(m)
+    g.advance(0)
+    results: list[dict[str, int]] = []
+    g.gc.delete_groups(["g", "unknown"], results.append)
+    assert results[-1] == {"g": ErrorCode.NON_EMPTY_GROUP, "unknown": ErrorCode.GROUP_ID_NOT_FOUND}
+    g.gc.leave_group("g", [(m, None)])
+    g.gc.delete_groups(["g"], results.append)
+    assert results[-1] == {"g": 0}
+    assert "g" not in g.gc.groups
+    assert g.gc.fetch_offsets("g", [T0])[T0] is None
+
+
+def _subscription(topics: list[str]) -> bytes:
+    sub = other_type("ConsumerProtocolSubscription")(topics=topics)
+    return (1).to_bytes(2, "big") + sub.encode(1)
+
+
+def test_offset_delete_refuses_topics_the_group_consumes(g: Groups) -> None:
+    g.md.create_topic("other", 1, 1)
+    other = TopicPartition("other", 0)
+    g.commit({T0: 1, other: 2})
+    m = g.new_member()
+    g.join(m, protocols=[("range", _subscription(["t"]))])
+    g.advance(0)
+    g.sync(m, 1, {m: b""})
+    got: list[tuple[int, dict[TopicPartition, int]]] = []
+    g.gc.delete_offsets("g", [T0, other], lambda e, d: got.append((e, d)))
+    assert got[0] == (0, {T0: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: 0})
+    assert g.gc.fetch_offsets("g", [other])[other] is None
+    assert g.gc.fetch_offsets("g", [T0])[T0] is not None
+
+
+def test_list_and_describe(g: Groups) -> None:
+    leader, follower, gen = g.stable_pair()
+    [group] = g.gc.list_groups()
+    assert group.group_id == "g" and group.state is GroupState.STABLE
+    described = g.gc.describe_group("g")
+    assert described is not None and set(described.members) == {leader, follower}
+    assert g.gc.describe_group("missing") is None

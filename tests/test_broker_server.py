@@ -1,0 +1,245 @@
+"""The broker's network layer: framing, ordering, limits, bad input, ApiVersions."""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import time
+from collections.abc import Iterator
+
+import pytest
+from broker_helpers import WireClient
+from kafkagen.generated import message_type
+from kafkagen.runtime.broker.api import load_handlers, supported_versions
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+
+ApiVersionsRequest = message_type(18, "request")
+MetadataRequest = message_type(3, "request")
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def cluster() -> Iterator[BackgroundCluster]:
+    with BackgroundCluster(configs={"max.connections": "50"}) as c:
+        yield c
+
+
+def _still_serves(bootstrap: str) -> None:
+    with WireClient(bootstrap) as c:
+        r = c.call(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+        assert r.error_code == 0
+
+
+def test_api_versions_lists_exactly_the_registered_handlers(cluster: BackgroundCluster) -> None:
+    expected = supported_versions(False)
+    with WireClient(cluster.bootstrap) as c:
+        for version in range(5):
+            req = ApiVersionsRequest(client_software_name="t", client_software_version="1.0")
+            r = c.call(18, version, req)
+            got = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+            assert r.error_code == 0
+            assert got == expected
+
+
+def test_every_registered_handler_serves_versions_its_codec_has() -> None:
+    for key, h in load_handlers().items():
+        assert h.request_type.LOWEST_VERSION <= h.min_version <= h.max_version
+        assert h.max_unstable_version <= h.request_type.HIGHEST_VERSION, key
+
+
+def test_too_new_api_versions_gets_v0_error_with_ranges_and_connection_stays(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        # A v9 request: header v2 then an unknown body; the answer uses the v0 layout.
+        cid = c.send(18, 2, ApiVersionsRequest())  # prime the correlation counter
+        c.receive(18, 2)
+        header = struct.pack(">hhi", 18, 9, 77) + b"\x00\x04test\x00"
+        frame = header + b"\x02\x01x\x02\x011\x00"
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        got, r = c.receive(18, 0)
+        assert got == 77 and cid == 1
+        assert r.error_code == 35
+        assert {k.api_key for k in r.api_keys} == set(supported_versions(False))
+        # The client retries at a version it found, on the same connection.
+        req = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        assert c.call(18, 3, req).error_code == 0
+
+
+def test_unstable_versions_only_advertised_when_enabled() -> None:
+    stable = supported_versions(False)
+    unstable = supported_versions(True)
+    assert stable.keys() == unstable.keys()
+    assert all(unstable[k][1] >= stable[k][1] for k in stable)
+    with BackgroundCluster(configs={"unstable.api.versions.enable": "true"}) as c:
+        with WireClient(c.bootstrap) as w:
+            r = w.call(18, 2, ApiVersionsRequest())
+            assert {k.api_key: (k.min_version, k.max_version) for k in r.api_keys} == unstable
+
+
+def test_pipelined_requests_are_answered_in_order(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        sent = []
+        for i in range(40):
+            if i % 2:
+                sent.append((c.send(3, 12, MetadataRequest(topics=None)), 3, 12))
+            else:
+                sent.append((c.send(18, i % 3, ApiVersionsRequest()), 18, i % 3))
+        for cid, key, version in sent:
+            got, _ = c.receive(key, version)
+            assert got == cid
+
+
+def test_size_prefix_over_the_limit_closes_only_that_connection(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as bad, WireClient(cluster.bootstrap) as good:
+        bad.send_raw(struct.pack(">i", 2**31 - 1))
+        assert bad.is_closed()
+        assert good.call(18, 0, ApiVersionsRequest()).error_code == 0
+
+
+def test_request_max_bytes_is_enforced_from_the_prefix() -> None:
+    with BackgroundCluster(configs={"socket.request.max.bytes": "1000"}) as c:
+        with WireClient(c.bootstrap) as w:
+            # Only the prefix is sent: the broker must not wait for 1001 bytes.
+            w.send_raw(struct.pack(">i", 1001))
+            assert w.is_closed()
+        _still_serves(c.bootstrap)
+
+
+def test_negative_size_closes_connection(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        c.send_raw(struct.pack(">i", -5))
+        assert c.is_closed()
+    _still_serves(cluster.bootstrap)
+
+
+def test_frame_too_short_for_a_header_closes_connection(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        c.send_raw(struct.pack(">i", 3) + b"\x00\x12\x00")
+        assert c.is_closed()
+    _still_serves(cluster.bootstrap)
+
+
+def test_unknown_api_key_closes_connection_and_server_keeps_serving(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        frame = struct.pack(">hhi", 999, 0, 1) + b"\x00\x01x"
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        assert c.is_closed()
+    _still_serves(cluster.bootstrap)
+
+
+def test_unserved_version_of_a_known_api_closes_connection(cluster: BackgroundCluster) -> None:
+    top = supported_versions(False)[3][1]
+    with WireClient(cluster.bootstrap) as c:
+        frame = struct.pack(">hhi", 3, top + 1, 1) + b"\x00\x01x\x00\x00\x00\x00"
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        assert c.is_closed()
+    _still_serves(cluster.bootstrap)
+
+
+def test_malformed_body_closes_connection(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        # Metadata v1: a topic array claiming 1000 topics with no bytes behind it.
+        frame = struct.pack(">hhi", 3, 1, 1) + b"\x00\x01x" + struct.pack(">i", 1000)
+        c.send_raw(struct.pack(">i", len(frame)) + frame)
+        assert c.is_closed()
+    _still_serves(cluster.bootstrap)
+
+
+def test_truncated_frame_then_disconnect_leaves_server_running(
+    cluster: BackgroundCluster,
+) -> None:
+    for _ in range(5):
+        with WireClient(cluster.bootstrap) as c:
+            c.send_raw(struct.pack(">i", 100) + b"\x00\x12\x00\x00\x00")
+    _still_serves(cluster.bootstrap)
+
+
+def test_random_bytes_never_stop_the_server(cluster: BackgroundCluster) -> None:
+    rng = random.Random(1234)
+    deadline = time.monotonic() + 10
+    with WireClient(cluster.bootstrap) as good:
+        for i in range(60):
+            if time.monotonic() > deadline:
+                break
+            with WireClient(cluster.bootstrap, timeout=2) as c:
+                blob = rng.randbytes(rng.randrange(1, 300))
+                if i % 3 == 0:  # a plausible prefix with garbage behind it
+                    blob = struct.pack(">i", len(blob)) + blob
+                try:
+                    c.send_raw(blob)
+                except OSError:
+                    pass
+            # The steady client keeps working between the attacks.
+            assert good.call(18, 1, ApiVersionsRequest()).error_code == 0
+
+
+def test_connection_limit_refuses_extra_connections() -> None:
+    with BackgroundCluster(configs={"max.connections": "2"}) as c:
+        host, port = c.bootstrap.rsplit(":", 1)
+        a = WireClient(c.bootstrap)
+        b = WireClient(c.bootstrap)
+        a.call(18, 0, ApiVersionsRequest())
+        b.call(18, 0, ApiVersionsRequest())
+        extra = WireClient(c.bootstrap)
+        assert extra.is_closed()
+        extra.close()
+        a.close()
+        # A slot frees up once a connection goes.
+        deadline = time.monotonic() + 5
+        while True:
+            with WireClient(c.bootstrap) as again:
+                try:
+                    again.call(18, 0, ApiVersionsRequest())
+                    break
+                except (ConnectionError, OSError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+        b.close()
+
+
+def test_stop_closes_connections_and_listener() -> None:
+    c = BackgroundCluster().start()
+    w = WireClient(c.bootstrap)
+    w.call(18, 0, ApiVersionsRequest())
+    bootstrap = c.bootstrap
+    c.stop()
+    assert w.is_closed()
+    w.close()
+    host, port = bootstrap.rsplit(":", 1)
+    with pytest.raises(OSError):
+        socket.create_connection((host, int(port)), timeout=2).close()
+
+
+def test_serve_module_runs_and_stops_on_interrupt() -> None:
+    from broker_helpers import BrokerProcess
+
+    with BrokerProcess("num.partitions=2") as p:
+        assert p.bootstrap.startswith("127.0.0.1:")
+        _still_serves(p.bootstrap)
+        code = p.stop()
+    assert code == 0, p.stderr_text()
+
+
+def test_serve_rejects_bad_config() -> None:
+    import argparse
+
+    from kafkagen import serve
+
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    assert serve.run(parser.parse_args(["--config", "no.such.config=1", "--port", "0"])) == 2
+    assert serve.run(parser.parse_args(["--config", "novalue", "--port", "0"])) == 2
+
+
+def test_api_versions_v3_rejects_invalid_client_software_name(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as c:
+        bad = ApiVersionsRequest(client_software_name="-bad name", client_software_version="1")
+        assert c.call(18, 3, bad).error_code == 42

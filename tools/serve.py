@@ -1,0 +1,111 @@
+"""``kafkagen serve``: run a cluster of in-memory brokers on 127.0.0.1 until interrupted.
+
+Broker ``i`` listens on ``--port + i`` (``--port 0``: any free ports). The bootstrap
+address is printed on one line as soon as every broker listens, so scripts can read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from kafkagen.runtime.broker.config import ConfigError, parse_assignments
+
+__all__ = ["add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--brokers", type=int, default=1, metavar="N", help="brokers in the cluster (default 1)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=9092,
+        metavar="P",
+        help="port of broker 0; broker i uses P+i (default 9092; 0 picks free ports)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config, e.g. num.partitions=3 (repeatable)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="broker log level (default warning)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        configs = parse_assignments(args.config)
+    except ConfigError as e:
+        print(f"kafkagen serve: {e}", file=sys.stderr)
+        return 2
+    if args.brokers < 1:
+        print("kafkagen serve: --brokers must be at least 1", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535 - args.brokers + 1:
+        print(f"kafkagen serve: no room for {args.brokers} ports from {args.port}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return asyncio.run(_serve(args.brokers, args.port, configs))
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
+    from kafkagen.runtime.broker.cluster import Cluster
+
+    try:
+        cluster = Cluster(brokers, port=port, configs=configs)
+    except ConfigError as e:
+        print(f"kafkagen serve: {e}", file=sys.stderr)
+        return 2
+    try:
+        await cluster.start()
+    except OSError as e:
+        print(f"kafkagen serve: cannot listen: {e}", file=sys.stderr)
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(
+        f"kafkagen serve: {brokers} broker(s), cluster id {cluster.metadata.cluster_id}, "
+        f"bootstrap servers: {cluster.bootstrap}",
+        flush=True,
+    )
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await cluster.stop()
+    print("kafkagen serve: stopped", flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kafkagen serve",
+        description="Run in-memory Kafka brokers on 127.0.0.1 that real clients can use.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
