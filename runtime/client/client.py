@@ -1,0 +1,199 @@
+"""An asyncio Kafka client for one broker: ApiVersions handshake, version choice, builders.
+
+``client = await connect("127.0.0.1", 9092)`` opens a connection and asks the broker which
+versions it serves. After that every request goes out at the highest version both sides
+support, and `KafkaClient.send` runs a builder: its requests are pipelined on the
+connection and their responses merged into one result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+from typing import Any, TypeVar
+
+from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafkagen.runtime.errors import KafkaError, UnsupportedVersionError, error_for_code
+from kafkagen.runtime.message import Message
+
+from .builders import (
+    CoordinatorType,
+    Exchange,
+    FindCoordinatorBuilder,
+    GroupOffsets,
+    Node,
+    OffsetFetchBuilder,
+    RequestBuilder,
+    TopicPartition,
+)
+from .connection import Connection
+from .versions import BrokerVersions, VersionRange, client_versions
+
+__all__ = ["KafkaClient", "connect", "handshake"]
+
+R = TypeVar("R")
+
+API_VERSIONS = 18
+SOFTWARE_NAME = "kafkagen"
+
+
+def _software_version() -> str:
+    try:
+        return _dist_version("kafkagen")
+    except PackageNotFoundError:  # running from a source tree
+        return "0"
+
+
+class KafkaClient:
+    """A connection to one broker plus the versions it advertised. Make one with `connect`."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        versions: BrokerVersions,
+        *,
+        request_timeout: float | None = 30.0,
+        unstable: bool = False,
+    ) -> None:
+        self.connection = connection
+        self.versions = versions
+        self.request_timeout = request_timeout
+        #: Whether unstable latest versions may be chosen (the broker must advertise them).
+        self.unstable = unstable
+
+    def version_for(self, api_key: int, wanted: VersionRange | None = None) -> int:
+        """The highest version of ``api_key`` both sides support (see `BrokerVersions`)."""
+        return self.versions.choose(api_key, wanted, unstable=self.unstable)
+
+    async def request(
+        self, request: Message, version: int | None = None, *, timeout: float | None = None
+    ) -> Message:
+        """Send one request, at ``version`` or else the highest usable one; its response."""
+        api_key = type(request).API_KEY
+        if api_key is None:
+            raise TypeError(f"{type(request).__name__} is not a request message")
+        if version is None:
+            version = self.version_for(api_key)
+        return await self.connection.request(
+            request, version, timeout=self.request_timeout if timeout is None else timeout
+        )
+
+    async def send(self, builder: RequestBuilder[R], *, timeout: float | None = None) -> R:
+        """Run a builder: negotiate, send its requests pipelined, merge their responses.
+
+        Nothing is sent when the builder cannot be served (`UnsupportedVersionError`).
+        """
+        usable = self.versions.usable(builder.api_key, builder.versions(), unstable=self.unstable)
+        planned = builder.build(usable)
+        for version, _ in planned:
+            if version not in usable:
+                raise ValueError(f"{type(builder).__name__} built v{version} outside {usable}")
+        responses = await self._all(
+            [self.request(req, version, timeout=timeout) for version, req in planned]
+        )
+        return builder.merge(
+            [Exchange(v, req, resp) for (v, req), resp in zip(planned, responses, strict=True)]
+        )
+
+    @staticmethod
+    async def _all(calls: Sequence[Coroutine[Any, Any, Message]]) -> list[Message]:
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # gather leaves the others running: stop them, so none outlives the call.
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def find_coordinators(
+        self,
+        keys: Iterable[str],
+        key_type: CoordinatorType | int = CoordinatorType.GROUP,
+        *,
+        split: bool = True,
+        timeout: float | None = None,
+    ) -> dict[str, Node | KafkaError]:
+        """The coordinator of each key: one FindCoordinator v4+ request when the broker has
+        it, one request per key otherwise (``split=False``: an error instead)."""
+        return await self.send(FindCoordinatorBuilder(keys, key_type, split=split), timeout=timeout)
+
+    async def fetch_offsets(
+        self,
+        groups: Mapping[str, Iterable[TopicPartition] | None] | Iterable[str],
+        *,
+        require_stable: bool = False,
+        split: bool = True,
+        timeout: float | None = None,
+    ) -> dict[str, GroupOffsets | KafkaError]:
+        """Committed offsets of each group (see `OffsetFetchBuilder`); the groups must be
+        coordinated by this broker, others get NOT_COORDINATOR as their result."""
+        builder = OffsetFetchBuilder(groups, require_stable=require_stable, split=split)
+        return await self.send(builder, timeout=timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self.connection.closed
+
+    async def close(self) -> None:
+        await self.connection.close()
+
+    async def __aenter__(self) -> KafkaClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def connect(
+    host: str,
+    port: int,
+    *,
+    client_id: str | None = "kafkagen",
+    timeout: float | None = 30.0,
+    request_timeout: float | None = 30.0,
+    unstable: bool = False,
+    max_in_flight: int = 100,
+) -> KafkaClient:
+    """Connect to a broker and learn its API versions.
+
+    ``timeout`` bounds the TCP connect, ``request_timeout`` each request (the handshake
+    included). ``unstable`` lets unstable latest versions be chosen when advertised.
+    """
+    connection = await Connection.open(
+        host, port, client_id=client_id, timeout=timeout, max_in_flight=max_in_flight
+    )
+    try:
+        versions = await handshake(connection, timeout=request_timeout)
+    except BaseException:
+        await connection.close()
+        raise
+    return KafkaClient(connection, versions, request_timeout=request_timeout, unstable=unstable)
+
+
+async def handshake(connection: Connection, *, timeout: float | None = 30.0) -> BrokerVersions:
+    """ApiVersions at the highest version we know; on UNSUPPORTED_VERSION, again at the
+    highest version the broker lists (as kafka-python and Kafka's clients do)."""
+    version = client_versions(API_VERSIONS).max
+    request = ApiVersionsRequest(
+        client_software_name=SOFTWARE_NAME, client_software_version=_software_version()
+    )
+    while True:  # bounded: every retry is at a strictly lower version
+        response = await connection.request(request, version, timeout=timeout)
+        if not isinstance(response, ApiVersionsResponse):
+            raise TypeError(f"expected ApiVersionsResponse, got {type(response).__name__}")
+        if response.error_code == 0:
+            return BrokerVersions.from_response(response)
+        if response.error_code != UnsupportedVersionError.code or version == 0:
+            raise error_for_code(response.error_code)(
+                f"ApiVersions v{version} to {connection.address} failed"
+            )
+        theirs = response.api_keys.find(API_VERSIONS)
+        version = min(version - 1, theirs.max_version if theirs is not None else 0)
+        if version < 0:
+            raise UnsupportedVersionError(
+                f"{connection.address} supports no ApiVersions version kafkagen can send"
+            )
