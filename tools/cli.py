@@ -109,7 +109,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=1)
     r.set_defaults(run=_roundtrip)
 
-    from kafkagen import bench
+    from kafkagen import bench, fuzz, serve
+
+    f = sub.add_parser(
+        "fuzz",
+        help="fuzz-round-trip generated messages across every version on Spark",
+        description="Build seeded random messages for every API, kind and version on Spark "
+        "(embedded local Spark by default), check round trips, JSON, down-conversion, "
+        "forward compatibility and mutations, and report per API.",
+    )
+    fuzz.add_arguments(f)
+    f.set_defaults(run=fuzz.run)
+
+    s = sub.add_parser(
+        "serve",
+        help="run a broker cluster on 127.0.0.1 that real Kafka clients can use",
+        description="Start N brokers in this process, each with its own listener on "
+        "127.0.0.1, print the bootstrap address and serve until interrupted.",
+    )
+    serve.add_arguments(s)
+    s.set_defaults(run=serve.run)
 
     b = sub.add_parser(
         "bench",
