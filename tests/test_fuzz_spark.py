@@ -1,0 +1,285 @@
+"""The fuzz on Spark: local mode, retried tasks, a standalone cluster, and an injected
+codec bug found on the executors and replayed without Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from kafkagen.fuzz import run_fuzz  # noqa: E402
+from kafkagen.fuzz.checks import INJECT_ENV, FuzzOptions  # noqa: E402
+from kafkagen.fuzz.job import LOG4J2, Fault, run_plain, run_spark, spark_session  # noqa: E402
+from kafkagen.fuzz.plan import plan_combos, select_apis  # noqa: E402
+from kafkagen.fuzz.rules import Table, build_table  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SMALL = 20_000
+
+
+@pytest.fixture(scope="module")
+def table() -> Table:
+    return build_table()
+
+
+def counts(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stats rows without the timing, which differs from run to run."""
+    return [{k: v for k, v in s.items() if k != "seconds"} for s in stats]
+
+
+def read_stats(folder: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(folder / "stats.parquet").to_pylist()
+    return [{k: v for k, v in r.items() if k != "api_name"} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str, str]:
+    """``kafkagen fuzz`` on local[1] with 20,000 messages: (exit status, out, stdout, stderr)."""
+    out = tmp_path_factory.mktemp("fuzz-local")
+    script = (
+        "import sys; from kafkagen.fuzz import main; "
+        f"sys.exit(main(['--messages', '{SMALL}', '--master', 'local[1]', '--out', r'{out}']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    return proc.returncode, out, proc.stdout, proc.stderr
+
+
+def test_local_fuzz_counts_every_message_once(
+    local_run: tuple[int, Path, str, str], table: Table
+) -> None:
+    status, out, stdout, stderr = local_run
+    stats = read_stats(out)
+    plan = plan_combos(table, select_apis(table, None), SMALL)
+    assert [(s["api"], s["kind"], s["version"], s["messages"]) for s in stats] == [
+        (c.api, c.kind, c.version, c.messages) for c in plan
+    ]
+    assert sum(s["messages"] for s in stats) == SMALL
+    failures = sum(s["failures"] for s in stats)
+    assert status == (1 if failures else 0), stderr[-2000:]
+    assert failures == 0, stdout[-3000:]
+
+
+def test_local_fuzz_reports_without_spark_noise(local_run: tuple[int, Path, str, str]) -> None:
+    status, out, stdout, stderr = local_run
+    for name in (
+        "stats.parquet",
+        "failures.parquet",
+        "disagreements.parquet",
+        "tasks.parquet",
+        "run.json",
+        "report.html",
+    ):
+        assert (out / name).exists(), name
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "messages/s per core" in html and "Metadata" in html
+    assert json.loads((out / "run.json").read_text())["messages"] == SMALL
+    assert "Metadata" in stdout and f"{SMALL:,} messages in" in stdout
+    assert "fuzz: " in stderr  # the live status line
+    noise = [line for line in stderr.splitlines() if not line.startswith("fuzz: ") and line]
+    assert noise == [], noise[:10]
+
+
+def test_local_tasks_run_the_shipped_package(local_run: tuple[int, Path, str, str]) -> None:
+    import pyarrow.parquet as pq
+
+    tasks = pq.read_table(local_run[1] / "tasks.parquet").to_pylist()
+    assert tasks and all("kafkagen.zip" in t["origin"] for t in tasks)
+
+
+# ---------------------------------------------------------------- retried tasks
+
+
+@pytest.fixture(scope="class")
+def spark() -> Iterator[Any]:
+    # local[N,F]: N cores, F attempts per task, so local mode retries failed tasks.
+    with spark_session("local[2,4]") as session:
+        yield session
+
+
+class TestOnRetryingLocalSpark:
+    """One local[2,4] session for these tests, stopped before the cluster test starts."""
+
+    @pytest.mark.parametrize("mode", ["raise", "exit"])
+    def test_a_task_that_dies_is_retried_and_counted_once(
+        self, spark: Any, table: Table, mode: str
+    ) -> None:
+        combos = plan_combos(table, select_apis(table, ["Metadata", "Produce", "Fetch"]), 4000)
+        options = FuzzOptions(seed=5)
+        expected = run_plain(table, combos, options, tasks=4)
+        result = run_spark(
+            table, combos, options, tasks=4, fault=Fault(task=1, mode=mode), out=None, spark=spark
+        )
+        assert result.messages == 4000
+        assert counts(result.stats) == counts(expected.stats)
+        attempts = {t["task"]: t["attempt"] for t in result.task_info}
+        assert attempts == {0: 0, 1: 1, 2: 0, 3: 0}  # task 1's output is its second attempt's
+
+    def test_an_injected_bug_is_found_on_executors_and_replays_without_spark(
+        self, spark: Any, table: Table, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        combos = plan_combos(table, select_apis(table, ["Metadata"]), 3000)
+        monkeypatch.setenv(INJECT_ENV, "3:response:5")
+        result = run_spark(table, combos, FuzzOptions(seed=8), out=None, spark=spark)
+        responses = [f for f in result.failures if f["kind"] == "response"]
+        assert responses and all("injected bug" in f["error"] for f in responses)
+        assert {f["version"] for f in responses if f["check"] == "roundtrip"} == {5}
+        fid = next(f["id"] for f in responses if f["check"] == "roundtrip")
+
+        replay = [sys.executable, "-m", "kafkagen.fuzz", "--replay", fid]
+        env = {**os.environ, INJECT_ENV: "3:response:5"}
+        proc = subprocess.run(replay, capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert "injected bug in MetadataResponse v5" in proc.stdout
+        env.pop(INJECT_ENV)
+        proc = subprocess.run(replay, capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0 and "no failure" in proc.stdout
+
+
+# ---------------------------------------------------------------- a standalone cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(ready: Any, what: str, procs: list[subprocess.Popen[bytes]], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"{what}: a Spark process exited with {p.returncode}")
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{what}: not ready after {seconds:.0f} s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process group this test started (the JVM and any executor it launched)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark master and worker on 127.0.0.1, started from the pip-installed pyspark."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    base = tmp_path_factory.mktemp("standalone")
+    (base / "conf").mkdir()
+    (base / "conf" / "log4j2.properties").write_text(LOG4J2)
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_CONF_DIR": str(base / "conf"),
+        "SPARK_WORKER_DIR": str(base / "work"),
+        "SPARK_LOG_DIR": str(base / "logs"),
+    }
+    port, ui, worker_port, worker_ui = (_free_port() for _ in range(4))
+    url = f"spark://127.0.0.1:{port}"
+    spark_class = str(home / "bin" / "spark-class")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with open(base / "master.log", "wb") as log:
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.master.Master",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                        "--webui-port",
+                        str(ui),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
+
+        def listening() -> bool:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+
+        _wait(listening, "master", procs, 120)
+        with open(base / "worker.log", "wb") as log:
+            procs.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(worker_port),
+                        "--webui-port",
+                        str(worker_ui),
+                        "--cores",
+                        "2",
+                        "--memory",
+                        "2g",
+                        url,
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
+
+        def worker_alive() -> bool:
+            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
+                return int(json.load(r).get("aliveworkers", 0)) >= 1
+
+        _wait(worker_alive, "worker", procs, 120)
+        yield url
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+
+def test_standalone_cluster_runs_the_same_fuzz(
+    standalone: str, table: Table, local_run: tuple[int, Path, str, str]
+) -> None:
+    result, _ = run_fuzz(SMALL, master=standalone, table=table, progress=None)
+    assert result.master == standalone
+    assert result.messages == SMALL
+    # Same seed, same messages: the cluster finds exactly what local mode found.
+    assert counts(result.stats) == counts(read_stats(local_run[1]))
+    origins = [t["origin"] for t in result.task_info]
+    assert origins and all("kafkagen.zip" in o for o in origins)  # shipped, not installed

@@ -1,0 +1,179 @@
+"""``kafkagen fuzz``: the compatibility fuzz of the generated codecs, on Spark.
+
+Every (API, kind, version) gets its share of ``--messages`` random messages; each message
+is round-tripped at its own version, through Kafka's JSON form, written at other versions
+against the spec oracle, extended with unknown tagged fields, and corrupted (see
+:mod:`kafkagen.fuzz.checks`). Results go to Parquet and an HTML report under ``--out``; the
+exit status is 1 when anything failed. ``--replay ID`` re-runs one failure in this process.
+
+Entry points: :func:`main` (``kafkagen fuzz`` arguments), :func:`add_arguments` and
+:func:`run` (for the ``kafkagen`` command line), :func:`run_fuzz` (library use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from .checks import MAX_MUTATIONS, FuzzOptions
+from .job import JVM_LOG, Fault, RunResult, run_plain, run_spark
+from .plan import plan_combos, select_apis
+from .rules import Table, build_table
+
+DEFAULT_MESSAGES = 1_000_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--messages",
+        type=int,
+        default=DEFAULT_MESSAGES,
+        metavar="N",
+        help=f"messages in all, shared equally by every API, kind and version "
+        f"(default {DEFAULT_MESSAGES:,})",
+    )
+    parser.add_argument(
+        "--apis",
+        nargs="+",
+        metavar="API",
+        help="only these APIs, by name or key (e.g. Metadata Fetch 0); default: all",
+    )
+    parser.add_argument(
+        "--master",
+        default="local[*]",
+        metavar="URL",
+        help="Spark master (default local[*]; e.g. spark://host:7077, local[2,4] to retry "
+        "failed tasks locally); the package is shipped to the executors",
+    )
+    parser.add_argument(
+        "--out",
+        default="fuzz-out",
+        metavar="DIR",
+        help="folder for the Parquet results and report.html (default ./fuzz-out)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        metavar="S",
+        help="run seed: the same seed checks the same messages (default 1)",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="ID",
+        help="re-run the checks of one failure (id from the report) in this process, without Spark",
+    )
+    parser.add_argument(
+        "--differential",
+        choices=["kafka-python"],
+        help="also compare bytes with another codec; disagreements are "
+        "reported apart from failures",
+    )
+    parser.add_argument("--tasks", type=int, metavar="N", help="Spark tasks (default: 3 per core)")
+    parser.add_argument(
+        "--cross",
+        type=int,
+        default=FuzzOptions().cross,
+        metavar="K",
+        help="other versions each message is written at, rotating so all "
+        f"are covered (default {FuzzOptions().cross}; 0: all of them)",
+    )
+    parser.add_argument(
+        "--mutations",
+        type=int,
+        choices=range(0, MAX_MUTATIONS + 1),
+        default=FuzzOptions().mutations,
+        metavar="M",
+        help=f"corrupted copies of each message decoded (default {FuzzOptions().mutations}, "
+        f"at most {MAX_MUTATIONS})",
+    )
+
+
+def run_fuzz(
+    messages: int,
+    master: str = "local[*]",
+    seed: int = 1,
+    apis: Sequence[str] | None = None,
+    differential: str | None = None,
+    cross: int = FuzzOptions().cross,
+    mutations: int = FuzzOptions().mutations,
+    tasks: int | None = None,
+    fault: Fault | None = None,
+    table: Table | None = None,
+    progress: IO[str] | None = sys.stderr,
+    spark: bool = True,
+) -> tuple[RunResult, Table]:
+    """Plan and run a fuzz; ``spark=False`` runs the same tasks in this process."""
+    table = table if table is not None else build_table()
+    combos = plan_combos(table, select_apis(table, apis), messages)
+    options = FuzzOptions(seed=seed, cross=cross, mutations=mutations, differential=differential)
+    if spark:
+        result = run_spark(table, combos, options, master, tasks, fault, progress)
+    else:
+        result = run_plain(table, combos, options, tasks or 1)
+    return result, table
+
+
+def run(args: argparse.Namespace) -> int:
+    from .report import print_summary, write_html, write_parquet
+
+    if args.replay:
+        from .replay import replay
+
+        try:
+            return replay(args.replay, differential=args.differential)
+        except ValueError as e:
+            print(f"kafkagen fuzz: {e}", file=sys.stderr)
+            return 2
+    if args.messages < 1:
+        print("kafkagen fuzz: --messages must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("kafkagen fuzz needs PySpark: pip install 'kafkagen[spark]'", file=sys.stderr)
+        return 2
+    try:
+        result, table = run_fuzz(
+            args.messages,
+            args.master,
+            args.seed,
+            args.apis,
+            args.differential,
+            args.cross,
+            args.mutations,
+            args.tasks,
+        )
+    except ValueError as e:
+        print(f"kafkagen fuzz: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # Spark could not start, or the job failed after its retries
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        print(
+            f"kafkagen fuzz: the Spark job failed: {first}\n"
+            f"  Spark's own log: {JVM_LOG} (Java 17+ must be installed for Spark)",
+            file=sys.stderr,
+        )
+        return 2
+    out = Path(args.out)
+    write_parquet(result, table, out)
+    write_html(result, table, out / "report.html")
+    print_summary(result, table, sys.stdout)
+    print(f"results: {out}/ (stats.parquet, failures.parquet, report.html)")
+    return 1 if result.failure_count else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kafkagen fuzz",
+        description="Fuzz the generated codecs on Spark: round trips, JSON, other "
+        "versions, unknown tagged fields and corrupted bytes, for every API and version.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+__all__ = ["DEFAULT_MESSAGES", "add_arguments", "main", "run", "run_fuzz"]

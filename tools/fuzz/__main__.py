@@ -1,0 +1,3 @@
+from kafkagen.fuzz import main
+
+raise SystemExit(main())

@@ -1,0 +1,576 @@
+"""The fuzz on Spark: a few large tasks, each generating and checking its own messages.
+
+The driver builds the plan (:mod:`kafkagen.fuzz.plan`) and the spec oracle's table, zips
+the imported ``kafkagen`` package and ships it with ``addPyFile`` (so executors need no
+install), and runs ``spark.range(tasks)`` through ``mapInArrow``: each task receives only
+its task number and returns one row per (API, kind, version) it checked plus its findings.
+Spark keeps the output of successful attempts only, so a task that dies and is retried
+counts its messages once.
+
+Progress: tasks send small UDP datagrams (task, attempt, messages done, failures) to the
+driver, which prints one status line with the counts of Spark's status tracker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+from urllib.parse import urlparse
+
+from .checks import CHECKS, INJECT_ENV, ComboStats, FuzzOptions, apply_injection, clear_injection
+from .plan import Combo, default_tasks, run_task, task_size
+from .rules import Table
+
+#: Output rows of a task: ``rec`` says which columns mean something.
+SCHEMA_DDL = (
+    "rec string, task int, attempt int, api int, kind string, version int, "
+    "messages bigint, bytes bigint, failures bigint, disagreements bigint, "
+    "cross_checks bigint, cross_raised bigint, forward_checks bigint, mutations bigint, "
+    "mutations_decoded bigint, peer_checks bigint, seconds double, "
+    + "".join(f"by_{c} bigint, " for c in CHECKS)
+    + "id string, idx bigint, check_name string, error string, hex string, origin string, "
+    + "cpu_seconds double"
+)
+STAT_FIELDS = (
+    *(f"by_{c}" for c in CHECKS),
+    "messages",
+    "bytes",
+    "failures",
+    "disagreements",
+    "cross_checks",
+    "cross_raised",
+    "forward_checks",
+    "mutations",
+    "mutations_decoded",
+    "peer_checks",
+)
+#: Subpackages the executors need, zipped with the package root.
+SHIPPED = ("fuzz", "generated", "runtime", "generator")
+
+LOG4J2 = """\
+# kafkagen fuzz: keep Spark's logging out of the user's way.
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+# A task that fails and is retried is Spark doing its job; the driver reports real errors.
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = fatal
+logger.tsm.name = org.apache.spark.scheduler.TaskSetManager
+logger.tsm.level = fatal
+logger.runner.name = org.apache.spark.api.python
+logger.runner.level = fatal
+"""
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "double": pa.float64()}
+    cols = [c.strip().split() for c in SCHEMA_DDL.split(",")]
+    return pa.schema([(name, types[t]) for name, t in cols])
+
+
+# ---------------------------------------------------------------- shipping the package
+
+
+def package_dirs() -> dict[str, Path]:
+    """Archive folder -> source folder of the package root and each shipped subpackage.
+
+    In an editable checkout the subpackages live in sibling folders mapped by the build
+    backend, so each is located through its imported module, not under the root.
+    """
+    import kafkagen
+
+    dirs = {"kafkagen": Path(kafkagen.__file__).resolve().parent}
+    for sub in SHIPPED:
+        spec = importlib.util.find_spec(f"kafkagen.{sub}")
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError(f"kafkagen.{sub} is not importable here")
+        dirs[f"kafkagen/{sub}"] = Path(list(spec.submodule_search_locations)[0]).resolve()
+    return dirs
+
+
+def build_zip(dest: Path) -> Path:
+    """Zip the package's Python files, each with a bytecode file compiled here so the
+    executors do not compile the generated codecs again in every worker process."""
+    import importlib.util as iu
+    import marshal
+
+    dirs = package_dirs()
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for arc, src in dirs.items():
+            for path in sorted(src.rglob("*.py")):
+                rel = path.relative_to(src)
+                if "__pycache__" in rel.parts:
+                    continue
+                if arc == "kafkagen" and len(rel.parts) > 1 and rel.parts[0] in SHIPPED:
+                    continue  # zipped from its own folder
+                name = f"{arc}/{rel.as_posix()}"
+                source = path.read_bytes()
+                z.writestr(name, source)
+                code = compile(source, name, "exec", dont_inherit=True)
+                # Unchecked hash-based pyc (PEP 552): valid wherever the magic number matches.
+                flags = (1).to_bytes(4, "little")
+                pyc = iu.MAGIC_NUMBER + flags + iu.source_hash(source) + marshal.dumps(code)
+                z.writestr(name + "c", pyc)
+            for data in ("py.typed",):
+                if (src / data).exists():
+                    z.write(src / data, f"{arc}/{data}")
+    return dest
+
+
+_shipped: dict[int, Path] = {}
+
+
+def ship(sc: Any) -> Path:
+    """Zip the package and add it to ``sc`` once per SparkContext. The zip stays until the
+    process exits: executors that join later fetch it from the driver."""
+    key = id(sc._jsc)
+    if key not in _shipped:
+        folder = Path(tempfile.mkdtemp(prefix="kafkagen-fuzz-"))
+        atexit.register(shutil.rmtree, folder, True)
+        path = build_zip(folder / "kafkagen.zip")
+        sc.addPyFile(str(path))
+        _shipped[key] = path
+    return _shipped[key]
+
+
+# ---------------------------------------------------------------- the Spark session
+
+
+def _loopback(master: str) -> bool:
+    if master.startswith("local"):
+        return True
+    host = urlparse(master).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+#: Where the driver JVM's own output goes (its warnings would otherwise reach the terminal).
+JVM_LOG = Path(tempfile.gettempdir()) / f"kafkagen-fuzz-jvm-{os.getpid()}.log"
+
+
+def _quiet_start(builder: Any) -> Any:
+    """getOrCreate with the JVM's stderr sent to JVM_LOG when this call launches the JVM:
+    it inherits file descriptor 2 at launch, so it is swapped only for that moment."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        return builder.getOrCreate()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(JVM_LOG, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        return builder.getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def spark_session(master: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A quiet SparkSession for ``master``: loopback binding for local masters, the
+    running interpreter for the workers, Spark's logging at error level."""
+    if _loopback(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    confdir = None
+    if "SPARK_CONF_DIR" not in os.environ:
+        confdir = tempfile.mkdtemp(prefix="kafkagen-spark-conf-")
+        Path(confdir, "log4j2.properties").write_text(LOG4J2)
+        os.environ["SPARK_CONF_DIR"] = confdir
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkContext._active_spark_context
+    if active is not None and active.master != master:
+        # getOrCreate would hand back that context and silently ignore ``master``.
+        raise RuntimeError(
+            f"a SparkContext for {active.master} is already running in this process: "
+            f"stop it, or pass its session to run on it, before using {master}"
+        )
+    builder = SparkSession.builder.master(master).appName("kafkagen-fuzz")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.worker.reuse": "true",
+        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+    }
+    if os.environ.get("SPARK_LOCAL_IP") == "127.0.0.1":
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = _quiet_start(builder)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        if active is None:  # only what this call started
+            spark.stop()
+        if confdir is not None:
+            os.environ.pop("SPARK_CONF_DIR", None)
+            with contextlib.suppress(OSError):
+                Path(confdir, "log4j2.properties").unlink()
+                os.rmdir(confdir)
+
+
+# ---------------------------------------------------------------- the task
+
+
+class Fault(NamedTuple):
+    """A fault to inject (tests): ``task`` dies halfway through its first attempt, by an
+    exception or by killing its Python worker process."""
+
+    task: int
+    mode: str = "raise"  # "raise" | "exit"
+
+
+class JobConfig(NamedTuple):
+    table: Table
+    combos: list[Combo]
+    options: FuzzOptions
+    tasks: int
+    progress: tuple[str, int] | None = None
+    fault: Fault | None = None
+    #: A codec bug to inject in the tasks (tests): see ``checks.INJECT_ENV``.
+    inject: str | None = None
+
+
+def _stat_row(st: ComboStats, task: int, attempt: int) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "rec": "stats",
+        "task": task,
+        "attempt": attempt,
+        "api": st.api,
+        "kind": st.kind,
+        "version": st.version,
+        "seconds": st.seconds,
+    }
+    for name in STAT_FIELDS:
+        row[name] = st.by_check.get(name[3:], 0) if name.startswith("by_") else getattr(st, name)
+    return row
+
+
+def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, Any]]:
+    """Run one task and describe it as output rows (also used without Spark)."""
+    import kafkagen
+
+    sock = None
+    progress: Callable[[int, int], None] | None = None
+    if config.progress is not None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        address = config.progress
+
+        def progress(done: int, failures: int) -> None:
+            with contextlib.suppress(OSError):
+                sock.sendto(f"{task} {attempt} {done} {failures}".encode(), address)
+
+    fault = None
+    if config.fault is not None and config.fault.task == task and attempt == 0:
+        half = task_size(config.combos, config.tasks, task) // 2
+        mode = config.fault.mode
+
+        def fault(done: int) -> None:
+            if done >= half:
+                if mode == "exit":
+                    os._exit(17)  # a killed worker: no cleanup, no exception
+                raise RuntimeError(f"injected fault in task {task}, attempt {attempt}")
+
+    began, cpu = time.perf_counter(), time.process_time()
+    if config.inject:
+        apply_injection(config.inject)
+    try:
+        stats = run_task(
+            config.table, config.combos, config.options, config.tasks, task, progress, fault
+        )
+    finally:
+        if config.inject:
+            clear_injection()  # Python workers are reused by later jobs
+        if sock is not None:
+            sock.close()
+    for st in stats:
+        yield _stat_row(st, task, attempt)
+        for f in st.findings:
+            yield {
+                "rec": "disagreement" if f.check == "differential" else "failure",
+                "task": task,
+                "attempt": attempt,
+                "api": f.api,
+                "kind": f.kind,
+                "version": f.version,
+                "id": f.id,
+                "idx": f.index,
+                "check_name": f.check,
+                "error": f.error,
+                "hex": f.hex,
+            }
+    yield {
+        "rec": "task",
+        "task": task,
+        "attempt": attempt,
+        "messages": sum(st.messages for st in stats),
+        "seconds": time.perf_counter() - began,
+        "cpu_seconds": time.process_time() - cpu,
+        "origin": f"{kafkagen.__file__} pid={os.getpid()}",
+    }
+
+
+def arrow_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
+    """The mapInArrow function: input rows are task numbers."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    schema = _arrow_schema()
+    for batch in batches:
+        for task in batch.column(0).to_pylist():
+            rows = list(task_rows(config, int(task), attempt))
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+# ---------------------------------------------------------------- progress on the driver
+
+
+class Progress:
+    """Collects the tasks' datagrams and prints a status line until stopped."""
+
+    def __init__(self, total: int, sc: Any, out: IO[str] | None, host: str) -> None:
+        self.total = total
+        self.sc = sc
+        self.out = out
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((host, 0))
+        self.sock.settimeout(0.2)
+        self.address: tuple[str, int] = self.sock.getsockname()[:2]
+        self.latest: dict[int, tuple[int, int, int]] = {}  # task -> (attempt, done, failures)
+        self.began = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fuzz-progress", daemon=True)
+        self._tty = bool(out is not None and out.isatty())
+        self._printed = 0.0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sock.close()
+        if self.out is not None and self._tty:
+            self.out.write("\n")
+            self.out.flush()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:
+                try:
+                    raw = self.sock.recv(256)
+                except (TimeoutError, OSError):
+                    break
+                with contextlib.suppress(ValueError):
+                    task, attempt, done, failures = (int(x) for x in raw.split())
+                    old = self.latest.get(task)
+                    # A retry restarts its count: the latest attempt is the one that counts.
+                    if old is None or attempt >= old[0]:
+                        self.latest[task] = (attempt, done, failures)
+            self._show()
+
+    def line(self) -> str:
+        done = sum(d for _, d, _ in self.latest.values())
+        failures = sum(f for _, _, f in self.latest.values())
+        took = time.monotonic() - self.began
+        rate = done / took if took > 0 else 0.0
+        tasks = ""
+        with contextlib.suppress(Exception):
+            tracker = self.sc.statusTracker()
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    tasks = (
+                        f" | tasks {info.numCompletedTasks}/{info.numTasks} done, "
+                        f"{info.numActiveTasks} running"
+                        + (
+                            f", {info.numFailedTasks} failed (retried)"
+                            if info.numFailedTasks
+                            else ""
+                        )
+                    )
+        pct = 100.0 * done / self.total if self.total else 100.0
+        return (
+            f"fuzz: {done:,}/{self.total:,} messages ({pct:.0f}%) "
+            f"{rate:,.0f} msg/s | failures {failures}{tasks} | {took:.0f}s"
+        )
+
+    def _show(self) -> None:
+        if self.out is None:
+            return
+        now = time.monotonic()
+        if self._tty:
+            self.out.write("\r\x1b[K" + self.line())
+            self.out.flush()
+        elif now - self._printed >= 10:
+            self._printed = now
+            self.out.write(self.line() + "\n")
+            self.out.flush()
+
+
+# ---------------------------------------------------------------- running the job
+
+
+@dataclass
+class RunResult:
+    """Everything a run produced, as plain rows (the report writes them out)."""
+
+    master: str
+    tasks: int
+    options: FuzzOptions
+    combos: list[Combo]
+    wall_seconds: float
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    task_info: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def messages(self) -> int:
+        return sum(int(r["messages"]) for r in self.stats)
+
+    @property
+    def failure_count(self) -> int:
+        return sum(int(r["failures"]) for r in self.stats)
+
+    @property
+    def disagreement_count(self) -> int:
+        return sum(int(r["disagreements"]) for r in self.stats)
+
+
+def collect(rows: Iterable[dict[str, Any]], result: RunResult) -> RunResult:
+    """Sum the per-task stats rows by (API, kind, version) and sort the findings out."""
+    totals: dict[tuple[int, str, int], dict[str, Any]] = {}
+    for r in rows:
+        rec = r["rec"]
+        if rec == "stats":
+            key = (r["api"], r["kind"], r["version"])
+            t = totals.get(key)
+            if t is None:
+                t = totals[key] = {
+                    "api": r["api"],
+                    "kind": r["kind"],
+                    "version": r["version"],
+                    "seconds": 0.0,
+                    **{n: 0 for n in STAT_FIELDS},
+                }
+            for n in STAT_FIELDS:
+                t[n] += int(r[n])
+            t["seconds"] += float(r["seconds"])
+        elif rec in ("failure", "disagreement"):
+            item = {k: r[k] for k in ("id", "api", "kind", "version", "error", "hex")}
+            item["index"] = r["idx"]
+            item["check"] = r["check_name"]
+            (result.failures if rec == "failure" else result.disagreements).append(item)
+        elif rec == "task":
+            result.task_info.append(
+                {
+                    k: r[k]
+                    for k in ("task", "attempt", "messages", "seconds", "cpu_seconds", "origin")
+                }
+            )
+    result.stats = [totals[k] for k in sorted(totals)]
+    result.failures.sort(key=lambda f: (f["api"], f["kind"], f["version"], f["index"]))
+    result.disagreements.sort(key=lambda f: (f["api"], f["kind"], f["version"], f["index"]))
+    result.task_info.sort(key=lambda t: t["task"])
+    return result
+
+
+def run_spark(
+    table: Table,
+    combos: list[Combo],
+    options: FuzzOptions,
+    master: str = "local[*]",
+    tasks: int | None = None,
+    fault: Fault | None = None,
+    out: IO[str] | None = sys.stderr,
+    conf: dict[str, str] | None = None,
+    spark: Any = None,
+) -> RunResult:
+    """Run the plan on Spark at ``master`` (or on the given session) and return the summed
+    results. A codec bug named by ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
+    with contextlib.ExitStack() as stack:
+        if spark is None:
+            spark = stack.enter_context(spark_session(master, conf))
+        sc = spark.sparkContext
+        ship(sc)
+        n_tasks = tasks or default_tasks(sc.defaultParallelism)
+        host = os.environ.get("SPARK_LOCAL_IP") or sc.getConf().get("spark.driver.host")
+        total = sum(c.messages for c in combos)
+        progress = Progress(total, sc, out, host or "127.0.0.1")
+        config = JobConfig(
+            table,
+            combos,
+            options,
+            n_tasks,
+            progress.address,
+            fault,
+            os.environ.get(INJECT_ENV) or None,
+        )
+        began = time.perf_counter()
+        progress.start()
+        try:
+            df = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(
+                functools.partial(arrow_task, config), SCHEMA_DDL
+            )
+            arrow = df.toArrow()
+        finally:
+            progress.stop()
+        wall = time.perf_counter() - began
+    result = RunResult(sc.master, n_tasks, options, combos, wall)
+    return collect(arrow.to_pylist(), result)
+
+
+def run_plain(table: Table, combos: list[Combo], options: FuzzOptions, tasks: int = 1) -> RunResult:
+    """The same tasks in this process, one after another: no Spark (benchmarks, tests)."""
+    config = JobConfig(table, combos, options, tasks)
+    began = time.perf_counter()
+    rows = [r for t in range(tasks) for r in task_rows(config, t, 0)]
+    result = RunResult("plain", tasks, options, combos, time.perf_counter() - began)
+    return collect(rows, result)
+
+
+__all__ = [
+    "Fault",
+    "JobConfig",
+    "Progress",
+    "RunResult",
+    "build_zip",
+    "package_dirs",
+    "run_plain",
+    "run_spark",
+    "spark_session",
+    "task_rows",
+]

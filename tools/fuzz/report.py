@@ -1,0 +1,326 @@
+"""The fuzz results: Parquet files, a terminal summary (one row per API), an HTML report.
+
+Files under the output folder:
+
+- ``stats.parquet``: one row per (API, kind, version): messages, bytes, failures (also by
+  check), disagreements, checks run, task seconds;
+- ``failures.parquet`` / ``disagreements.parquet``: each kept finding with its replay id
+  (``kafkagen fuzz --replay ID``), check, error and the bytes in hex;
+- ``tasks.parquet``: each task's messages, seconds and where its package came from;
+- ``run.json``: the run's parameters and totals; ``report.html``: the summary with a chart
+  of throughput and failures per API (inline SVG).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .checks import CHECKS
+from .job import STAT_FIELDS, RunResult
+from .rules import Table
+
+
+@dataclass
+class ApiRow:
+    api: int
+    name: str
+    low: int
+    high: int
+    messages: int
+    bytes: int
+    failures: int
+    disagreements: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        """Messages per second of task time: the throughput of one core."""
+        return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+
+def api_name(table: Table, api: int) -> str:
+    for kind in ("request", "response"):
+        rules = table.get((api, kind))
+        if rules is not None:
+            return rules.name.removesuffix("Request").removesuffix("Response")
+    return str(api)
+
+
+def per_api(result: RunResult, table: Table) -> list[ApiRow]:
+    rows: dict[int, ApiRow] = {}
+    for s in result.stats:
+        api = int(s["api"])
+        r = rows.get(api)
+        if r is None:
+            r = rows[api] = ApiRow(
+                api, api_name(table, api), s["version"], s["version"], 0, 0, 0, 0, 0.0
+            )
+        r.low, r.high = min(r.low, s["version"]), max(r.high, s["version"])
+        r.messages += s["messages"]
+        r.bytes += s["bytes"]
+        r.failures += s["failures"]
+        r.disagreements += s["disagreements"]
+        r.seconds += s["seconds"]
+    return [rows[k] for k in sorted(rows)]
+
+
+# ---------------------------------------------------------------- Parquet
+
+
+def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = {api: api_name(table, api) for api, _ in table}
+    stats_schema = pa.schema(
+        [
+            ("api", pa.int16()),
+            ("api_name", pa.string()),
+            ("kind", pa.string()),
+            ("version", pa.int16()),
+        ]
+        + [(n, pa.int64()) for n in STAT_FIELDS]
+        + [("seconds", pa.float64())]
+    )
+    finding_schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("api", pa.int16()),
+            ("api_name", pa.string()),
+            ("kind", pa.string()),
+            ("version", pa.int16()),
+            ("index", pa.int64()),
+            ("check", pa.string()),
+            ("error", pa.string()),
+            ("hex", pa.string()),
+        ]
+    )
+    task_schema = pa.schema(
+        [
+            ("task", pa.int32()),
+            ("attempt", pa.int32()),
+            ("messages", pa.int64()),
+            ("seconds", pa.float64()),
+            ("cpu_seconds", pa.float64()),
+            ("origin", pa.string()),
+        ]
+    )
+
+    def named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**r, "api_name": names.get(int(r["api"]), "")} for r in rows]
+
+    files = {
+        "stats.parquet": pa.Table.from_pylist(named(result.stats), schema=stats_schema),
+        "failures.parquet": pa.Table.from_pylist(named(result.failures), schema=finding_schema),
+        "disagreements.parquet": pa.Table.from_pylist(
+            named(result.disagreements), schema=finding_schema
+        ),
+        "tasks.parquet": pa.Table.from_pylist(result.task_info, schema=task_schema),
+    }
+    written = []
+    for name, data in files.items():
+        pq.write_table(data, out / name)
+        written.append(out / name)
+    run = {
+        "master": result.master,
+        "tasks": result.tasks,
+        "seed": result.options.seed,
+        "messages": result.messages,
+        "failures": result.failure_count,
+        "disagreements": result.disagreement_count,
+        "wall_seconds": round(result.wall_seconds, 3),
+        "options": result.options._asdict(),
+        "combos": len(result.combos),
+    }
+    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+    written.append(out / "run.json")
+    return written
+
+
+# ---------------------------------------------------------------- terminal
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
+    rows = per_api(result, table)
+    head = ("key", "API", "versions", "messages", "bytes", "msg/s/core", "failures", "disagree")
+    body = [
+        (
+            str(r.api),
+            r.name,
+            f"{r.low}-{r.high}",
+            f"{r.messages:,}",
+            _size(r.bytes),
+            f"{r.rate:,.0f}",
+            str(r.failures) if r.failures else "-",
+            str(r.disagreements) if r.disagreements else "-",
+        )
+        for r in rows
+    ]
+    seconds = sum(r.seconds for r in rows)
+    total = (
+        "",
+        "all",
+        f"{len(result.combos)} combos",
+        f"{result.messages:,}",
+        _size(sum(r.bytes for r in rows)),
+        f"{result.messages / seconds:,.0f}" if seconds else "-",
+        str(result.failure_count),
+        str(result.disagreement_count),
+    )
+    widths = [max(len(x[i]) for x in [head, *body, total]) for i in range(len(head))]
+    right = {0, 3, 4, 5, 6, 7}
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    rule = "  ".join("-" * w for w in widths)
+    lines = [fmt(head), rule, *(fmt(b) for b in body), rule, fmt(total), ""]
+    rate = result.messages / result.wall_seconds if result.wall_seconds else 0.0
+    lines.append(
+        f"{result.messages:,} messages in {result.wall_seconds:.1f} s on {result.master} "
+        f"({result.tasks} tasks): {rate:,.0f} msg/s"
+    )
+    by_check = {c: sum(int(s.get(f"by_{c}", 0)) for s in result.stats) for c in CHECKS}
+    if result.failure_count:
+        parts = ", ".join(f"{c} {n}" for c, n in by_check.items() if n and c != "differential")
+        lines.append(f"FAILED: {result.failure_count} failure(s): {parts}")
+        for f in result.failures[:limit]:
+            lines.append(f"  {f['id']}  {f['check']}: {f['error'][:120]}")
+        if len(result.failures) > limit:
+            lines.append(f"  ... {len(result.failures) - limit} more in failures.parquet")
+        lines.append(f"  reproduce one: kafkagen fuzz --replay {result.failures[0]['id']}")
+    else:
+        lines.append("no failures")
+    if result.disagreement_count:
+        lines.append(
+            f"{result.disagreement_count} disagreement(s) with the peer codec (not failures; "
+            "see disagreements.parquet)"
+        )
+    return "\n".join(lines)
+
+
+def print_summary(result: RunResult, table: Table, out: IO[str]) -> None:
+    out.write(summary_text(result, table) + "\n")
+
+
+# ---------------------------------------------------------------- HTML
+
+
+def _bars(rows: list[ApiRow]) -> str:
+    """Two horizontal bar charts side by side, one row per API: throughput and failures."""
+    row_h, label_w, bar_w, gap = 16, 230, 300, 40
+    height = row_h * len(rows) + 40
+    width = label_w + 2 * bar_w + gap + 80
+    top_rate = max((r.rate for r in rows), default=0.0) or 1.0
+    top_fail = max((r.failures for r in rows), default=0) or 1
+    x2 = label_w + bar_w + gap
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="11" role="img" '
+        f'aria-label="throughput and failures per API">',
+        f'<text x="{label_w}" y="14" font-weight="bold">messages/s per core</text>',
+        f'<text x="{x2}" y="14" font-weight="bold">failures</text>',
+    ]
+    for i, r in enumerate(rows):
+        y = 28 + i * row_h
+        w1 = bar_w * r.rate / top_rate
+        w2 = bar_w * r.failures / top_fail
+        label = html.escape(f"{r.api} {r.name}")
+        parts.append(f'<text x="{label_w - 6}" y="{y + 11}" text-anchor="end">{label}</text>')
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 2}" width="{w1:.1f}" height="{row_h - 4}" '
+            f'fill="#4a7fb5"><title>{r.rate:,.0f} msg/s</title></rect>'
+        )
+        parts.append(f'<text x="{label_w + w1 + 4:.1f}" y="{y + 11}">{r.rate:,.0f}</text>')
+        if r.failures:
+            parts.append(
+                f'<rect x="{x2}" y="{y + 2}" width="{max(w2, 1):.1f}" '
+                f'height="{row_h - 4}" fill="#c0392b"/>'
+            )
+        parts.append(f'<text x="{x2 + w2 + 4:.1f}" y="{y + 11}">{r.failures or ""}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) -> Path:
+    rows = per_api(result, table)
+    esc = html.escape
+    status = (
+        f'<p class="bad">{result.failure_count} failure(s)</p>'
+        if result.failure_count
+        else '<p class="ok">no failures</p>'
+    )
+    table_rows = "\n".join(
+        f"<tr><td>{r.api}</td><td>{esc(r.name)}</td><td>{r.low}-{r.high}</td>"
+        f"<td>{r.messages:,}</td><td>{r.bytes:,}</td><td>{r.rate:,.0f}</td>"
+        f"<td>{r.failures}</td><td>{r.disagreements}</td></tr>"
+        for r in rows
+    )
+
+    def findings(items: list[dict[str, Any]], title: str) -> str:
+        if not items:
+            return ""
+        body = "\n".join(
+            f"<tr><td><code>{esc(f['id'])}</code></td><td>{esc(f['check'])}</td>"
+            f"<td>{esc(f['error'])}</td><td><code>{esc(f['hex'][:96])}</code></td></tr>"
+            for f in items[:limit]
+        )
+        more = (
+            f"<p>{len(items) - limit} more in the Parquet file.</p>" if len(items) > limit else ""
+        )
+        return (
+            f"<h2>{title}</h2><p>Reproduce one with <code>kafkagen fuzz --replay ID</code>."
+            f"</p><table><tr><th>id</th><th>check</th><th>error</th><th>bytes</th></tr>"
+            f"{body}</table>{more}"
+        )
+
+    rate = result.messages / result.wall_seconds if result.wall_seconds else 0.0
+    doc = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kafkagen fuzz report</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; font-size: 13px; }}
+td, th {{ border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }}
+td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
+.bad {{ color: #c0392b; font-weight: bold; }} .ok {{ color: #27ae60; font-weight: bold; }}
+</style></head><body>
+<h1>kafkagen fuzz</h1>
+{status}
+<p>{result.messages:,} messages over {len(result.combos)} (API, kind, version) combinations,
+seed {result.options.seed}, in {result.wall_seconds:.1f} s on <code>{esc(result.master)}</code>
+({result.tasks} tasks, {rate:,.0f} msg/s); {result.disagreement_count} disagreement(s) with
+the peer codec.</p>
+<h2>Throughput and failures per API</h2>
+{_bars(rows)}
+<h2>Per API</h2>
+<table><tr><th>key</th><th>API</th><th>versions</th><th>messages</th><th>bytes</th>
+<th>msg/s/core</th><th>failures</th><th>disagreements</th></tr>
+{table_rows}
+</table>
+{findings(result.failures, "Failures")}
+{findings(result.disagreements, "Disagreements with the peer codec")}
+</body></html>
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(doc, encoding="utf-8")
+    return path
+
+
+__all__ = ["ApiRow", "per_api", "print_summary", "summary_text", "write_html", "write_parquet"]
