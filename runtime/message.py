@@ -99,41 +99,10 @@ class Message(Struct):
     @classmethod
     def decode(cls: type[M], data: Buffer, version: int) -> M:
         """Decode ``data`` (bytes, bytearray or memoryview), which must be consumed whole."""
-        try:
-            decoder = cls._decoders[version]
-        except KeyError:
-            raise UnsupportedVersionError(
-                f"{cls.__name__} has no version {version} "
-                f"(supported {cls.LOWEST_VERSION}-{cls.HIGHEST_VERSION})"
-            ) from None
-        end = len(data)
-        # A large message allocates thousands of objects that all stay alive: pausing the
-        # cyclic GC meanwhile saves the collections that would find nothing to free.
-        pause_gc = end > _GC_PAUSE_BYTES and gc.isenabled()
-        if pause_gc:
-            gc.disable()
-        try:
-            obj, pos = decoder(data, 0, end)
-        except DecodeError as e:
-            e.message, e.version = cls.__name__, version
-            raise DecodeError(e.reason, cls.__name__, version, e.offset) from None
-        except (IndexError, struct.error) as e:  # a fixed-width read ran past the end
-            raise DecodeError(
-                f"truncated ({e})", cls.__name__, version, _failing_offset(e, end)
-            ) from None
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                f"invalid UTF-8 in a string: {e.reason}",
-                cls.__name__,
-                version,
-                _failing_offset(e, end),
-            ) from None
-        finally:
-            if pause_gc:
-                gc.enable()
-        if pos != end:
-            raise DecodeError(f"{end - pos} trailing bytes", cls.__name__, version, pos)
-        return cast(M, obj)
+        obj, pos = cls.decode_prefix(data, version)
+        if pos != len(data):
+            raise DecodeError(f"{len(data) - pos} trailing bytes", cls.__name__, version, pos)
+        return obj
 
     @classmethod
     def decode_prefix(cls: type[M], data: Buffer, version: int) -> tuple[M, int]:
@@ -157,9 +126,9 @@ class Message(Struct):
             gc.disable()
         try:
             obj, pos = decoder(data, 0, end)
-        except DecodeError as e:
+        except DecodeError as e:  # raised by a wire reader: add the message and version
             raise DecodeError(e.reason, cls.__name__, version, e.offset) from None
-        except (IndexError, struct.error) as e:
+        except (IndexError, struct.error) as e:  # a fixed-width read ran past the end
             raise DecodeError(
                 f"truncated ({e})", cls.__name__, version, _failing_offset(e, end)
             ) from None
