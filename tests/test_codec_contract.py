@@ -227,8 +227,8 @@ def test_request_header_v2_keeps_a_non_compact_client_id() -> None:
     header = RequestHeader(
         request_api_key=18, request_api_version=3, correlation_id=7, client_id="ab"
     )
-    assert header.encode(2) == bytes.fromhex("0012" "0003" "00000007" "0002" "6162" "00")
-    assert header.encode(1) == bytes.fromhex("0012" "0003" "00000007" "0002" "6162")
+    assert header.encode(2) == bytes.fromhex("00120003000000070002616200")
+    assert header.encode(1) == bytes.fromhex("001200030000000700026162")
 
 
 # --------------------------------------------------------------------------- construction
@@ -408,7 +408,7 @@ def test_down_conversion_rule_for_every_top_level_field(cls: type[Message]) -> N
 
 
 def test_tagged_fields_at_their_default_are_not_written() -> None:
-    untagged = bytes.fromhex("0000" "01" "00000000" "00")  # error, api keys, throttle, 0 tags
+    untagged = bytes.fromhex("0000010000000000")  # error, api keys, throttle, 0 tags
     assert ApiVersionsResponse().encode(3) == untagged
     explicit_defaults = ApiVersionsResponse(
         supported_features=KeyedList(), finalized_features_epoch=-1, zk_migration_ready=False
@@ -418,7 +418,7 @@ def test_tagged_fields_at_their_default_are_not_written() -> None:
 
 def test_a_tagged_field_off_its_default_is_written_with_tag_and_size() -> None:
     m = ApiVersionsResponse(finalized_features_epoch=5)
-    assert m.encode(3) == bytes.fromhex("0000" "01" "00000000" "01" "01" "08" "0000000000000005")
+    assert m.encode(3) == bytes.fromhex("000001000000000101080000000000000005")
     assert ApiVersionsResponse.decode(m.encode(3), 3) == m
 
 
@@ -428,23 +428,23 @@ def test_a_tagged_struct_whose_fields_hold_their_defaults_is_not_written() -> No
     )
     assert default_state.encode(15) == FetchRequest().encode(15)
     follower = FetchRequest(replica_state=FetchRequest.ReplicaState(replica_id=3))
-    tail = "01" "01" "0d" "00000003" "ffffffffffffffff" "00"  # one tag: 1, 13 bytes
+    tail = "01010d00000003ffffffffffffffff00"  # one tag: 1, 13 bytes
     assert follower.encode(15) == FetchRequest().encode(15)[:-1] + bytes.fromhex(tail)
 
 
 def test_tagged_fields_are_written_in_tag_order() -> None:
     m = ApiVersionsResponse(zk_migration_ready=True, finalized_features_epoch=5)
-    assert m.encode(3).endswith(bytes.fromhex("02" "01" "08" "0000000000000005" "03" "01" "01"))
+    assert m.encode(3).endswith(bytes.fromhex("0201080000000000000005030101"))
 
 
 # --------------------------------------------------------------------------- unknown tags
 
 # FindCoordinatorRequest v3: Key "k", KeyType 0, then the tagged-field section.
-FIND_COORDINATOR_V3 = bytes.fromhex("026b" "00")
+FIND_COORDINATOR_V3 = bytes.fromhex("026b00")
 
 
 def test_unknown_tagged_fields_are_kept_on_decode() -> None:
-    wire = FIND_COORDINATOR_V3 + bytes.fromhex("02" "05" "02" "6162" "09" "00")
+    wire = FIND_COORDINATOR_V3 + bytes.fromhex("02050261620900")
     m = FindCoordinatorRequest.decode(wire, 3)
     assert m.key == "k"
     assert m.unknown_tagged_fields == ((5, b"ab"), (9, b""))
@@ -453,19 +453,19 @@ def test_unknown_tagged_fields_are_kept_on_decode() -> None:
 
 def test_unknown_tagged_fields_are_written_in_tag_order() -> None:
     m = FindCoordinatorRequest(key="k", unknown_tagged_fields=((9, b""), (5, b"ab")))
-    assert m.encode(3) == FIND_COORDINATOR_V3 + bytes.fromhex("02" "05" "02" "6162" "09" "00")
+    assert m.encode(3) == FIND_COORDINATOR_V3 + bytes.fromhex("02050261620900")
 
 
 def test_out_of_order_unknown_tags_come_back_in_tag_order() -> None:
-    wire = FIND_COORDINATOR_V3 + bytes.fromhex("02" "09" "00" "05" "02" "6162")
+    wire = FIND_COORDINATOR_V3 + bytes.fromhex("02090005026162")
     m = FindCoordinatorRequest.decode(wire, 3)
-    assert m.encode(3) == FIND_COORDINATOR_V3 + bytes.fromhex("02" "05" "02" "6162" "09" "00")
+    assert m.encode(3) == FIND_COORDINATOR_V3 + bytes.fromhex("02050261620900")
 
 
 def test_unknown_tagged_fields_interleave_with_known_ones_by_tag() -> None:
     # ApiVersionsResponse v3 knows tags 0-3; 4 and 42 are unknown.
-    known = "01" "08" "0000000000000005" "03" "01" "01"  # tags 1 and 3
-    wire = bytes.fromhex("0000" "01" "00000000" "04" + known + "04" "00" "2a" "01" "ff")
+    known = "01080000000000000005030101"  # tags 1 and 3
+    wire = bytes.fromhex("0000010000000004" + known + "04002a01ff")
     m = ApiVersionsResponse.decode(wire, 3)
     assert (m.finalized_features_epoch, m.zk_migration_ready) == (5, True)
     assert m.unknown_tagged_fields == ((4, b""), (42, b"\xff"))
@@ -473,8 +473,8 @@ def test_unknown_tagged_fields_interleave_with_known_ones_by_tag() -> None:
 
 
 def test_unknown_tagged_fields_of_nested_structs_survive() -> None:
-    coordinator = "02" "6b" "00000001" "02" "68" "00000002" "0000" "00"  # key, node, host, ...
-    wire = bytes.fromhex("00000000" "02" + coordinator + "01" "07" "01" "aa" + "00")
+    coordinator = "026b00000001026800000002000000"  # key, node, host, ...
+    wire = bytes.fromhex("0000000002" + coordinator + "010701aa" + "00")
     m = FindCoordinatorResponse.decode(wire, 4)
     assert m.coordinators[0].unknown_tagged_fields == ((7, b"\xaa"),)
     assert m.unknown_tagged_fields == ()
@@ -651,7 +651,7 @@ def test_paginated_request_version(row: tuple[int, int, str, list[tuple[str, str
     m = cls()
     assert (m.response_pagination_limit, m.cursor) == (2000, None)  # type: ignore[attr-defined]
     base = m.encode(version)
-    assert base.endswith(bytes.fromhex("000007d0" "ff" "00"))  # limit 2000, null cursor, no tags
+    assert base.endswith(bytes.fromhex("000007d0ff00"))  # limit 2000, null cursor, no tags
     cursor = cursor_kwargs(getattr(cls, struct_name), fields)
     paged = cls(response_pagination_limit=10, cursor=cursor)  # type: ignore[call-arg]
     want = base[:-6] + struct.pack(">i", 10) + cursor_wire(fields, cursor_values(fields)) + b"\x00"
@@ -670,7 +670,7 @@ def test_paginated_response_version(row: tuple[int, int, str, list[tuple[str, st
     assert cls.HIGHEST_VERSION == version
     assert cls().next_cursor is None  # type: ignore[attr-defined]
     base = cls().encode(version)
-    assert base.endswith(bytes.fromhex("ff" "00"))  # null next cursor, no tags
+    assert base.endswith(bytes.fromhex("ff00"))  # null next cursor, no tags
     cursor = cursor_kwargs(getattr(cls, struct_name), fields)
     paged = cls(next_cursor=cursor)  # type: ignore[call-arg]
     want = base[:-2] + cursor_wire(fields, cursor_values(fields)) + b"\x00"

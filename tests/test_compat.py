@@ -25,13 +25,17 @@ def base_spec() -> dict[str, Any]:
         "flexibleVersions": "2+",
         "fields": [
             {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": "60000"},
-            {"name": "Topics", "type": "[]Topic", "versions": "0+", "fields": [
-                {"name": "Name", "type": "string", "versions": "0+"},
-                {"name": "Partitions", "type": "[]int32", "versions": "1+"},
-            ]},
+            {
+                "name": "Topics",
+                "type": "[]Topic",
+                "versions": "0+",
+                "fields": [
+                    {"name": "Name", "type": "string", "versions": "0+"},
+                    {"name": "Partitions", "type": "[]int32", "versions": "1+"},
+                ],
+            },
             {"name": "Note", "type": "string", "versions": "1+", "nullableVersions": "1+"},
-            {"name": "Hint", "type": "string", "versions": "2+", "tag": 0,
-             "taggedVersions": "2+"},
+            {"name": "Hint", "type": "string", "versions": "2+", "tag": 0, "taggedVersions": "2+"},
         ],
     }
 
@@ -92,8 +96,9 @@ def test_field_dropped_from_a_new_version_only_is_compatible(tmp_path: Path) -> 
 
 def test_new_tagged_field_in_existing_flexible_versions_is_compatible(tmp_path: Path) -> None:
     new = evolved()
-    new["fields"].append({"name": "Trace", "type": "string", "versions": "2+", "tag": 1,
-                          "taggedVersions": "2+"})
+    new["fields"].append(
+        {"name": "Trace", "type": "string", "versions": "2+", "tag": 1, "taggedVersions": "2+"}
+    )
     assert compat_lines(tmp_path, new) == []
 
 
@@ -120,13 +125,13 @@ def test_removed_spec_is_detected(tmp_path: Path) -> None:
     other = base_spec() | {"name": "OtherRequest", "apiKey": 98}
     old_dir = write(tmp_path / "old", base_spec(), other)
     new_dir = write(tmp_path / "new", base_spec())
-    assert [e.line() for e in check_compat(old_dir, new_dir)] == [
-        "OtherRequest.json: spec removed"]
+    assert [e.line() for e in check_compat(old_dir, new_dir)] == ["OtherRequest.json: spec removed"]
 
 
 def test_changed_api_key_is_detected(tmp_path: Path) -> None:
     assert compat_lines(tmp_path, evolved() | {"apiKey": 100}) == [
-        "DemoRequest.json: DemoRequest: apiKey changed (was 99) (got 100)"]
+        "DemoRequest.json: DemoRequest: apiKey changed (was 99) (got 100)"
+    ]
 
 
 def test_changed_message_type_is_detected(tmp_path: Path) -> None:
@@ -141,27 +146,31 @@ def test_changed_message_type_is_detected(tmp_path: Path) -> None:
 def test_changed_flexible_versions_is_detected(tmp_path: Path) -> None:
     assert compat_lines(tmp_path, evolved() | {"flexibleVersions": "1+"}) == [
         "DemoRequest.json: DemoRequest: flexibleVersions changed for existing versions "
-        "(was '2+') (got '1+')"]
+        "(was '2+') (got '1+')"
+    ]
 
 
 def test_removed_top_version_is_detected(tmp_path: Path) -> None:
     assert compat_lines(tmp_path, evolved() | {"validVersions": "0-2"}) == [
         "DemoRequest.json: DemoRequest: validVersions may only be extended at the top "
-        "(was '0-3') (got '0-2')"]
+        "(was '0-3') (got '0-2')"
+    ]
 
 
 def test_removed_lowest_version_is_detected(tmp_path: Path) -> None:
     new = evolved() | {"validVersions": "1-3"}
     assert compat_lines(tmp_path, new) == [
         "DemoRequest.json: DemoRequest: validVersions may only be extended at the top "
-        "(was '0-3') (got '1-3')"]
+        "(was '0-3') (got '1-3')"
+    ]
 
 
 def test_changed_field_type_is_detected(tmp_path: Path) -> None:
     new = evolved()
     field(new, "TimeoutMs")["type"] = "int64"
     assert compat_lines(tmp_path, new) == [
-        "DemoRequest.json: DemoRequest.TimeoutMs: type changed (was 'int32') (got 'int64')"]
+        "DemoRequest.json: DemoRequest.TimeoutMs: type changed (was 'int32') (got 'int64')"
+    ]
 
 
 def test_changed_type_deep_in_a_struct_names_the_path(tmp_path: Path) -> None:
@@ -169,7 +178,8 @@ def test_changed_type_deep_in_a_struct_names_the_path(tmp_path: Path) -> None:
     field(new, "Topics", "Partitions")["type"] = "[]int64"
     assert compat_lines(tmp_path, new) == [
         "DemoRequest.json: DemoRequest.Topics.Partitions: type changed (was '[]int32') "
-        "(got '[]int64')"]
+        "(got '[]int64')"
+    ]
 
 
 def test_changed_field_versions_is_detected(tmp_path: Path) -> None:
@@ -178,16 +188,19 @@ def test_changed_field_versions_is_detected(tmp_path: Path) -> None:
     field(new, "Note")["nullableVersions"] = "2+"
     assert compat_lines(tmp_path, new) == [
         "DemoRequest.json: DemoRequest.Note: versions changed for existing versions "
-        "(was '1+') (got '2+')"]
+        "(was '1+') (got '2+')"
+    ]
 
 
 def test_changed_tag_is_detected(tmp_path: Path) -> None:
     new = evolved()
-    new["fields"].append({"name": "Trace", "type": "string", "versions": "2+", "tag": 0,
-                          "taggedVersions": "2+"})
+    new["fields"].append(
+        {"name": "Trace", "type": "string", "versions": "2+", "tag": 0, "taggedVersions": "2+"}
+    )
     field(new, "Hint")["tag"] = 1
     assert compat_lines(tmp_path, new) == [
-        "DemoRequest.json: DemoRequest.Hint: tag changed (was 0) (got 1)"]
+        "DemoRequest.json: DemoRequest.Hint: tag changed (was 0) (got 1)"
+    ]
 
 
 def test_changed_nullable_versions_is_detected(tmp_path: Path) -> None:
@@ -195,22 +208,24 @@ def test_changed_nullable_versions_is_detected(tmp_path: Path) -> None:
     field(new, "Note")["nullableVersions"] = "3+"
     assert compat_lines(tmp_path, new) == [
         "DemoRequest.json: DemoRequest.Note: nullableVersions changed for existing versions "
-        "(was '1+') (got '3+')"]
+        "(was '1+') (got '3+')"
+    ]
 
 
 def test_changed_default_is_detected(tmp_path: Path) -> None:
     new = evolved()
     field(new, "TimeoutMs")["default"] = "30000"
     assert compat_lines(tmp_path, new) == [
-        "DemoRequest.json: DemoRequest.TimeoutMs: default changed (was '60000') "
-        "(got '30000')"]
+        "DemoRequest.json: DemoRequest.TimeoutMs: default changed (was '60000') (got '30000')"
+    ]
 
 
 def test_removed_field_is_detected(tmp_path: Path) -> None:
     new = evolved()
     new["fields"] = [f for f in new["fields"] if f["name"] != "Note"]
     assert compat_lines(tmp_path, new) == [
-        "DemoRequest.json: DemoRequest.Note: field removed, but existing versions 1-3 have it"]
+        "DemoRequest.json: DemoRequest.Note: field removed, but existing versions 1-3 have it"
+    ]
 
 
 def test_new_untagged_field_in_existing_versions_is_detected(tmp_path: Path) -> None:
@@ -218,7 +233,8 @@ def test_new_untagged_field_in_existing_versions_is_detected(tmp_path: Path) -> 
     field(new, "Topics")["fields"].append({"name": "Weight", "type": "int32", "versions": "0+"})
     assert compat_lines(tmp_path, new) == [
         "DemoRequest.json: DemoRequest.Topics.Weight: a field added to existing versions 0-3 "
-        "must be tagged (got '0+')"]
+        "must be tagged (got '0+')"
+    ]
 
 
 def test_reordered_fields_are_detected(tmp_path: Path) -> None:
@@ -226,7 +242,8 @@ def test_reordered_fields_are_detected(tmp_path: Path) -> None:
     new["fields"][0], new["fields"][1] = new["fields"][1], new["fields"][0]
     assert compat_lines(tmp_path, new) == [
         "DemoRequest.json: DemoRequest: fields reordered in existing version 0 "
-        "(was ['TimeoutMs', 'Topics']) (got ['Topics', 'TimeoutMs'])"]
+        "(was ['TimeoutMs', 'Topics']) (got ['Topics', 'TimeoutMs'])"
+    ]
 
 
 # ----------------------------------------------------------------------------- exit status
@@ -265,7 +282,8 @@ def test_exit_status_is_2_when_a_directory_is_missing(
     missing = tmp_path / "missing"
     assert run_check_compat(missing, new_dir) == 2
     assert capsys.readouterr().err == (
-        f"{missing}: cannot read spec directory (got 'No such file or directory')\n")
+        f"{missing}: cannot read spec directory (got 'No such file or directory')\n"
+    )
 
 
 def test_exit_status_is_2_when_a_spec_is_invalid(
@@ -276,7 +294,8 @@ def test_exit_status_is_2_when_a_spec_is_invalid(
     assert run_check_compat(old_dir, new_dir) == 2
     assert capsys.readouterr().err == (
         "DemoRequest.json: DemoRequest: validVersions must end at a highest version, "
-        "not be open-ended (got '0+')\n")
+        "not be open-ended (got '0+')\n"
+    )
 
 
 def test_exit_status_is_2_when_a_spec_is_not_json(
@@ -288,4 +307,5 @@ def test_exit_status_is_2_when_a_spec_is_not_json(
     (new_dir / FILE).write_text('{"name": ', encoding="utf-8")
     assert run_check_compat(old_dir, new_dir) == 2
     assert capsys.readouterr().err == (
-        "DemoRequest.json: line 1 column 10: invalid JSON (got 'Expecting value')\n")
+        "DemoRequest.json: line 1 column 10: invalid JSON (got 'Expecting value')\n"
+    )

@@ -95,7 +95,7 @@ def test_a_truncated_fixed_width_field_is_reported_where_it_starts(
 ) -> None:
     # FindCoordinatorResponse v0: ErrorCode int16, then NodeId int32 with only 2 of 4 bytes.
     cls = message_type(10, "response")
-    assert decode_error(cls, wrap(bytes.fromhex("0000" "0000")), 0).offset == 2
+    assert decode_error(cls, wrap(bytes.fromhex("00000000")), 0).offset == 2
 
 
 def test_empty_input_is_a_decode_error_at_byte_0(wrap: Callable[[bytes], Any]) -> None:
@@ -113,20 +113,20 @@ def test_string_length_minus_2_is_rejected(wrap: Callable[[bytes], Any]) -> None
 
 def test_nullable_string_length_minus_2_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # ProduceRequest v3: TransactionalId nullable string -2, Acks, TimeoutMs, TopicData [].
-    wire = bytes.fromhex("fffe" "0001" "00000000" "00000000")
+    wire = bytes.fromhex("fffe00010000000000000000")
     err = decode_error(ProduceRequest, wrap(wire), 3)
     assert err.offset == 0
     assert "-2" in err.reason
 
 
 def test_nullable_string_length_minus_1_is_null() -> None:
-    wire = bytes.fromhex("ffff" "0001" "00000000" "00000000")
+    wire = bytes.fromhex("ffff00010000000000000000")
     assert ProduceRequest.decode(wire, 3).transactional_id is None
 
 
 def test_array_length_minus_5_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # MetadataRequest v4: Topics nullable array (-5), AllowAutoTopicCreation.
-    err = decode_error(MetadataRequest, wrap(bytes.fromhex("fffffffb" "01")), 4)
+    err = decode_error(MetadataRequest, wrap(bytes.fromhex("fffffffb01")), 4)
     assert err.offset == 0
     assert "-5" in err.reason
 
@@ -148,9 +148,7 @@ def test_bytes_length_minus_2_is_rejected(wrap: Callable[[bytes], Any]) -> None:
 def test_records_length_minus_2_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # ProduceRequest v3: null TransactionalId, Acks, TimeoutMs, one topic "t" with one
     # partition 0 whose nullable Records length is -2.
-    wire = bytes.fromhex(
-        "ffff" "0001" "00000000" "00000001" "0001" "74" "00000001" "00000000" "fffffffe"
-    )
+    wire = bytes.fromhex("ffff000100000000000000010001740000000100000000fffffffe")
     err = decode_error(ProduceRequest, wrap(wire), 3)
     assert err.offset == len(wire) - 4
 
@@ -159,7 +157,7 @@ def test_compact_length_zero_for_a_non_nullable_string_is_rejected(
     wrap: Callable[[bytes], Any],
 ) -> None:
     # FindCoordinatorRequest v3: Key compact string whose length varint 0 means null.
-    err = decode_error(FindCoordinatorRequest, wrap(bytes.fromhex("00" "00" "00")), 3)
+    err = decode_error(FindCoordinatorRequest, wrap(bytes.fromhex("000000")), 3)
     assert err.offset == 0
 
 
@@ -168,50 +166,38 @@ def test_compact_length_zero_for_a_non_nullable_string_is_rejected(
 # Each input claims far more than it holds, with a few bytes left after the length.
 OVERSIZED: dict[str, tuple[type[Message], int, bytes]] = {
     # MetadataRequest v4: Topics array of 2^31-1 structs, then 3 bytes.
-    "array-2^31-1": (MetadataRequest, 4, bytes.fromhex("7fffffff" "000174")),
+    "array-2^31-1": (MetadataRequest, 4, bytes.fromhex("7fffffff000174")),
     # MetadataRequest v9: compact Topics array, varint 2^32-1 (count 2^32-2), then 4 bytes.
-    "compact-array-2^32-2": (MetadataRequest, 9, bytes.fromhex("ffffffff0f" "00010000")),
+    "compact-array-2^32-2": (MetadataRequest, 9, bytes.fromhex("ffffffff0f00010000")),
     # MetadataResponse v0: one topic, one partition, ReplicaNodes []int32 of 2^31-1.
     "int32-array-2^31-1": (
         MetadataResponse,
         0,
         bytes.fromhex(
-            "00000000"
-            "00000001"
-            "0000"
-            "000174"
-            "00000001"
-            "0000"
-            "00000000"
-            "00000000"
-            "7fffffff"
-            "01020304"
-            "00000000"
+            "0000000000000001000000017400000001000000000000000000007fffffff0102030400000000"
         ),
     ),
     # FindCoordinatorRequest v0: Key string of 32767 bytes, then 2 bytes.
-    "string-32767": (FindCoordinatorRequest, 0, bytes.fromhex("7fff" "6162")),
+    "string-32767": (FindCoordinatorRequest, 0, bytes.fromhex("7fff6162")),
     # SaslAuthenticateRequest v0: AuthBytes of 2^31-1 bytes, then 4 bytes.
-    "bytes-2^31-1": (message_type(36, "request"), 0, bytes.fromhex("7fffffff" "01020304")),
+    "bytes-2^31-1": (message_type(36, "request"), 0, bytes.fromhex("7fffffff01020304")),
     # ProduceRequest v3: Records of 2^31-1 bytes in topic "t", partition 0.
     "records-2^31-1": (
         ProduceRequest,
         3,
-        bytes.fromhex(
-            "ffff" "0001" "00000000" "00000001" "0001" "74" "00000001" "00000000" "7fffffff" "0102"
-        ),
+        bytes.fromhex("ffff0001000000000000000100017400000001000000007fffffff0102"),
     ),
     # ApiVersionsResponse v3: a tagged-field section claiming 2^32-2 fields.
     "tag-count-2^32-1": (
         ApiVersionsResponse,
         3,
-        bytes.fromhex("0000" "01" "00000000" "ffffffff0f" "0100"),
+        bytes.fromhex("00000100000000ffffffff0f0100"),
     ),
     # ApiVersionsResponse v3: one tagged field (tag 9) of 2^31 bytes.
     "tag-size-2^31": (
         ApiVersionsResponse,
         3,
-        bytes.fromhex("0000" "01" "00000000" "01" "09" "8080808008" "00"),
+        bytes.fromhex("000001000000000109808080800800"),
     ),
 }
 
@@ -237,7 +223,7 @@ def test_an_oversized_length_fails_fast_without_allocating(
 
 
 def test_an_oversized_length_names_where_it_starts() -> None:
-    err = decode_error(MetadataRequest, bytes.fromhex("7fffffff" "000174"), 4)
+    err = decode_error(MetadataRequest, bytes.fromhex("7fffffff000174"), 4)
     assert err.offset in (0, 4)  # the length prefix, or the first byte it claims
     assert "2147483647" in err.reason
 
@@ -266,7 +252,7 @@ def test_invalid_utf8_is_rejected_at_the_bad_byte(bad: str, wrap: Callable[[byte
 
 def test_invalid_utf8_in_a_compact_string_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # FindCoordinatorRequest v3: Key compact string "a\xff", KeyType, no tags.
-    err = decode_error(FindCoordinatorRequest, wrap(bytes.fromhex("03" "61ff" "00" "00")), 3)
+    err = decode_error(FindCoordinatorRequest, wrap(bytes.fromhex("0361ff0000")), 3)
     assert err.offset == 2
 
 
@@ -274,13 +260,13 @@ def test_a_compact_string_longer_than_32767_bytes_is_rejected(wrap: Callable[[by
     # Kafka's readers reject any string over 0x7fff bytes, compact ones included ("string
     # field key had invalid length"). FindCoordinatorRequest v3: Key of 32768 bytes (varint
     # 32769), KeyType, no tags; every byte is present.
-    wire = bytes.fromhex("818002") + b"a" * 32768 + bytes.fromhex("00" "00")
+    wire = bytes.fromhex("818002") + b"a" * 32768 + bytes.fromhex("0000")
     err = decode_error(FindCoordinatorRequest, wrap(wire), 3)
     assert err.offset == 0
 
 
 def test_a_compact_string_of_32767_bytes_is_accepted() -> None:
-    wire = bytes.fromhex("808002") + b"a" * 32767 + bytes.fromhex("00" "00")
+    wire = bytes.fromhex("808002") + b"a" * 32767 + bytes.fromhex("0000")
     assert len(FindCoordinatorRequest.decode(wire, 3).key) == 32767
 
 
@@ -295,21 +281,21 @@ def test_nul_and_4_byte_characters_are_valid_text() -> None:
 
 def test_a_varint_longer_than_5_bytes_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # FindCoordinatorRequest v3: Key length as a 6-byte varint (value 1 << 35).
-    wire = bytes.fromhex("808080808001" "61" "00" "00")
+    wire = bytes.fromhex("808080808001610000")
     err = decode_error(FindCoordinatorRequest, wrap(wire), 3)
     assert err.offset == 0
     assert "5 bytes" in err.reason
 
 
 def test_a_5_byte_varint_past_32_bits_is_rejected(wrap: Callable[[bytes], Any]) -> None:
-    wire = bytes.fromhex("ffffffff7f" "61" "00" "00")
+    wire = bytes.fromhex("ffffffff7f610000")
     err = decode_error(FindCoordinatorRequest, wrap(wire), 3)
     assert err.offset == 0
 
 
 def test_a_non_minimal_varint_is_accepted() -> None:
     # Kafka accepts padded varints: length 2 ("k" + 1) written as 82 00.
-    m = FindCoordinatorRequest.decode(bytes.fromhex("8200" "6b" "00" "00"), 3)
+    m = FindCoordinatorRequest.decode(bytes.fromhex("82006b0000"), 3)
     assert m.key == "k"
 
 
@@ -323,7 +309,7 @@ def test_a_varint_cut_short_is_rejected(wrap: Callable[[bytes], Any]) -> None:
 
 def test_a_known_tagged_field_with_spare_bytes_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # ApiVersionsResponse v3: tag 1 (FinalizedFeaturesEpoch, an int64) sized 9 bytes.
-    wire = bytes.fromhex("0000" "01" "00000000" "01" "01" "09" "0000000000000005" "00")
+    wire = bytes.fromhex("00000100000000010109000000000000000500")
     decode_error(ApiVersionsResponse, wrap(wire), 3)
 
 
@@ -331,13 +317,13 @@ def test_a_known_tagged_field_too_short_for_its_value_is_rejected(
     wrap: Callable[[bytes], Any],
 ) -> None:
     # ApiVersionsResponse v3: tag 1 sized 4 bytes, but an int64 needs 8; 8 bytes follow.
-    wire = bytes.fromhex("0000" "01" "00000000" "01" "01" "04" "00000000" "00000005")
+    wire = bytes.fromhex("000001000000000101040000000000000005")
     decode_error(ApiVersionsResponse, wrap(wire), 3)
 
 
 def test_a_tagged_field_running_past_the_end_is_rejected(wrap: Callable[[bytes], Any]) -> None:
     # ApiVersionsResponse v3: an unknown tag 9 claiming 5 bytes, 2 present.
-    wire = bytes.fromhex("0000" "01" "00000000" "01" "09" "05" "0102")
+    wire = bytes.fromhex("000001000000000109050102")
     err = decode_error(ApiVersionsResponse, wrap(wire), 3)
     assert err.offset >= 9
 
@@ -365,6 +351,6 @@ def test_trailing_bytes_after_an_empty_body_are_rejected() -> None:
 
 
 def test_decode_error_text_names_message_version_and_offset() -> None:
-    err = decode_error(FindCoordinatorRequest, bytes.fromhex("0005" "6162"), 0)
+    err = decode_error(FindCoordinatorRequest, bytes.fromhex("00056162"), 0)
     assert str(err).startswith("cannot decode FindCoordinatorRequest v0 at byte 2: ")
     assert err.offset == 2

@@ -286,7 +286,7 @@ def describe_difference(got: bytes, want: bytes) -> str:
     lo = max(0, at - 8)
     return (
         f"{len(got)} bytes vs kafkagen's {len(want)}, first difference at offset {at}: "
-        f"{got[lo:at + 16].hex(' ')} vs {want[lo:at + 16].hex(' ')} (from offset {lo})"
+        f"{got[lo : at + 16].hex(' ')} vs {want[lo : at + 16].hex(' ')} (from offset {lo})"
     )
 
 
