@@ -134,6 +134,12 @@ def test_confluent_admin(broker: BrokerProcess) -> None:
         result = admin.list_offsets({tp: spec})[tp].result(30)
         assert result.offset == want, spec
 
+    # Deleting records moves the log start.
+    deleted = admin.delete_records([TopicPartition(topic, 0, 5)])
+    [fut] = deleted.values()
+    assert fut.result(30).low_watermark == 5
+    assert admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(30).offset == 5
+
     # Groups.
     group = "ck-admin-group"
     consumer = _commit_as_group(broker.bootstrap, topic, group, keep_open=True)

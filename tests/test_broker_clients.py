@@ -455,3 +455,100 @@ async def _aiokafka(bootstrap: str) -> None:
         stop2.set()
         await task
     check(more, again)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_stored_and_served_as_written(
+    broker: BrokerProcess, codec: str
+) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"codec-{codec}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec})
+    for i in range(300):
+        p.produce(topic, b"value-%d-" % i * 10, b"k%d" % i)
+    assert p.flush(30) == 0
+    c = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": topic, "enable.auto.commit": False}
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 300 and time.monotonic() < deadline:
+        got += [(m.key(), m.value()) for m in c.consume(500, 0.5) if not m.error()]
+    c.close()
+    assert got == [(b"k%d" % i, b"value-%d-" % i * 10) for i in range(300)]
+
+
+def test_static_member_restart_keeps_assignment_without_rebalance(broker: BrokerProcess) -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = "static-orders", "static-group"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+    events: dict[str, list[tuple[str, set[int]]]] = {}
+    lock = threading.Lock()
+
+    def run(instance: str, stop: threading.Event) -> None:
+        def assigned(_c: Any, parts: list[Any]) -> None:
+            with lock:
+                events.setdefault(instance, []).append(("assign", {p.partition for p in parts}))
+
+        def revoked(_c: Any, parts: list[Any]) -> None:
+            with lock:
+                events.setdefault(instance, []).append(("revoke", {p.partition for p in parts}))
+
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": group,
+                "group.instance.id": instance,
+                "session.timeout.ms": 10000,
+                "enable.auto.commit": False,
+            }
+        )
+        c.subscribe([topic], on_assign=assigned, on_revoke=revoked)
+        try:
+            while not stop.is_set():
+                c.poll(0.1)
+        finally:
+            c.close()  # a static member does not leave the group on close
+
+    def current(instance: str) -> set[int]:
+        with lock:
+            assigns = [parts for kind, parts in events.get(instance, []) if kind == "assign"]
+        return assigns[-1] if assigns else set()
+
+    stop1, stop2 = threading.Event(), threading.Event()
+    t1 = threading.Thread(target=run, args=("s1", stop1), daemon=True)
+    t2 = threading.Thread(target=run, args=("s2", stop2), daemon=True)
+    t1.start()
+    t2.start()
+    try:
+        wait_until(
+            lambda: len(current("s1")) == 2 and len(current("s2")) == 2, "both static members"
+        )
+        before = current("s2")
+        with lock:
+            s1_events = len(events["s1"])
+        stop2.set()
+        t2.join(30)
+        with lock:
+            events.pop("s2")
+        stop2 = threading.Event()
+        t2 = threading.Thread(target=run, args=("s2", stop2), daemon=True)
+        t2.start()
+        wait_until(lambda: bool(current("s2")), "the restarted static member")
+        assert current("s2") == before
+        time.sleep(1.0)
+        with lock:
+            assert len(events["s1"]) == s1_events, "the other member saw a rebalance"
+    finally:
+        stop1.set()
+        stop2.set()
+        t1.join(30)
+        t2.join(30)

@@ -40,6 +40,7 @@ class Groups(Harness):
         protocols: list[tuple[str, bytes]] | None = None,
         session: int = SESSION,
         group: str = "g",
+        skip: bool = False,
     ) -> list[JoinResult]:
         got: list[JoinResult] = []
         self.gc.join_group(
@@ -54,6 +55,7 @@ class Groups(Harness):
             "consumer",
             PROTOCOLS if protocols is None else protocols,
             got.append,
+            supports_skip_assignment=skip,
         )
         return got
 
@@ -413,3 +415,26 @@ def test_list_and_describe(g: Groups) -> None:
     described = g.gc.describe_group("g")
     assert described is not None and set(described.members) == {leader, follower}
     assert g.gc.describe_group("missing") is None
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_static_leader_restart_does_not_rebalance(g: Groups, skip: bool) -> None:
+    g.join("", instance="i-a")
+    g.advance(0)
+    group = g.gc.groups["g"]
+    leader = group.leader_id
+    assert leader is not None and leader.startswith("i-a-")
+    g.sync(leader, 1, {leader: b"mine"})
+    assert group.state is GroupState.STABLE
+    [again] = g.join("", instance="i-a", skip=skip)
+    assert again.error == 0 and again.generation_id == 1
+    assert group.state is GroupState.STABLE
+    if skip:
+        # v9+: the leader learns it leads, with the members, and must not assign again.
+        assert again.skip_assignment and again.leader == again.member_id
+        assert [m for m, _, _ in again.members] == [again.member_id]
+    else:
+        # Older versions: it is told the old leader id, so it syncs as a follower.
+        assert again.leader == leader and not again.members
+    [s] = g.sync(again.member_id, 1)
+    assert s.assignment == b"mine"

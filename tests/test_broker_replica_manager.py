@@ -303,3 +303,35 @@ def test_not_enough_replicas_when_isr_below_min(h2: Harness) -> None:
 def test_produce_to_follower_is_not_leader(h2: Harness) -> None:
     got = h2.produce(R, batch(1), rm=1)
     assert got[0][R].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+# ------------------------------------------------------------------ retention
+
+
+def test_retention_ms_drops_old_batches_below_the_high_watermark(h: Harness) -> None:
+    h.md.configs.set_topic_configs("t", {"retention.ms": "60000"})
+    h.produce(TP, batch(2, ts=NOW - 120_000))  # 0-1: too old
+    h.produce(TP, batch(2, ts=NOW - 10_000))  # 2-3: kept
+    h.produce(TP, batch(2, ts=NOW - 120_000))  # 4-5: old, but after a kept batch
+    assert h.rm().enforce_retention() == 1
+    log = h.rm().partitions[TP].log
+    assert log.log_start_offset == 2 and log.batches[0].base_offset == 2
+    assert h.rm().list_offset(TP, -2)[0] == 2
+    [[(_, r)]] = h.fetch(TP, 0)
+    assert r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_retention_bytes_keeps_the_log_near_the_limit(h: Harness) -> None:
+    size = len(batch(2))
+    h.md.configs.set_topic_configs("t", {"retention.bytes": str(2 * size)})
+    for i in range(5):
+        h.produce(TP, batch(2, start=2 * i))
+    h.rm().enforce_retention()
+    log = h.rm().partitions[TP].log
+    assert log.size_in_bytes == 2 * size and log.log_start_offset == 6
+
+
+def test_compacted_topics_are_not_trimmed(h: Harness) -> None:
+    h.md.configs.set_topic_configs("t", {"retention.ms": "1", "cleanup.policy": "compact"})
+    h.produce(TP, batch(2, ts=NOW - 120_000))
+    assert h.rm().enforce_retention() == 0

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HANDLERS",
     "ApiHandler",
+    "HandlerFn",
     "RequestContext",
     "Responder",
     "load_handlers",

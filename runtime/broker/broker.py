@@ -45,6 +45,7 @@ class Broker(MetadataListener):
         #: False while paused or stopped: it serves no client and fetches nothing.
         self.running = False
         self._isr_check: asyncio.TimerHandle | None = None
+        self._retention_check: asyncio.TimerHandle | None = None
 
     @property
     def info(self) -> BrokerInfo:
@@ -55,6 +56,17 @@ class Broker(MetadataListener):
         self.running = True
         self.fetcher.start()
         self._schedule_isr_check()
+        self._schedule_retention()
+
+    def _schedule_retention(self) -> None:
+        every = self.configs.broker_int("log.retention.check.interval.ms", self.node_id) / 1000
+        self._retention_check = asyncio.get_running_loop().call_later(every, self._retention_tick)
+
+    def _retention_tick(self) -> None:
+        self._retention_check = None
+        if self.running:
+            self.replica_manager.enforce_retention()
+        self._schedule_retention()
 
     def _schedule_isr_check(self) -> None:
         # Kafka checks every half of replica.lag.time.max.ms.
@@ -98,8 +110,9 @@ class Broker(MetadataListener):
         """Answer every waiting request; the listener must already have stopped reading."""
         self.running = False
         self.fetcher.stop()
-        if self._isr_check is not None:
-            self._isr_check.cancel()
-            self._isr_check = None
+        for handle in (self._isr_check, self._retention_check):
+            if handle is not None:
+                handle.cancel()
+        self._isr_check = self._retention_check = None
         self.group_coordinator.shutdown()
         self.replica_manager.shutdown()

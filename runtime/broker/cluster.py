@@ -12,8 +12,8 @@ import asyncio
 import ipaddress
 import logging
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 
@@ -24,6 +24,7 @@ from .metadata import ClusterMetadata
 __all__ = ["BackgroundCluster", "Cluster"]
 
 _log = logging.getLogger("kafkagen.broker")
+T = TypeVar("T")
 
 
 def _check_loopback(host: str) -> None:
@@ -169,6 +170,11 @@ class BackgroundCluster:
             return fn()
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
+        """Run a coroutine (e.g. ``cluster.pause_broker(1)``) on the cluster's loop."""
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         if self._loop is not None and self._stop is not None and not self._loop.is_closed():

@@ -360,6 +360,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         minimum=1,
     ),
     ConfigDef(
+        "log.retention.check.interval.ms",
+        T.LONG,
+        "300000",
+        "How often logs are trimmed by retention.ms and retention.bytes.",
+        minimum=1,
+    ),
+    ConfigDef(
         "max.request.pagination.size.limit",
         T.INT,
         "2000",

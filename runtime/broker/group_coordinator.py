@@ -96,6 +96,8 @@ class JoinResult:
     member_id: str = ""
     #: Only for the leader: (member id, group instance id, metadata) of every member.
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    #: A returning static leader keeps the current assignment (KIP-814, v9+).
+    skip_assignment: bool = False
 
 
 @dataclass(slots=True)
@@ -441,6 +443,8 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         callback: JoinCallback,
+        *,
+        supports_skip_assignment: bool = False,
     ) -> None:
         def fail(code: int) -> None:
             callback(JoinResult(error=code, member_id=member_id))
@@ -486,6 +490,7 @@ class GroupCoordinator:
                 protocol_type,
                 protocols,
                 callback,
+                supports_skip_assignment,
             )
         else:
             self._join_known(
@@ -501,14 +506,15 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         callback: JoinCallback,
+        supports_skip: bool,
     ) -> None:
-        client_id = args[0]
-        new_id = f"{client_id}-{uuid.uuid4()}"
+        # Kafka names members after their instance id when static, else their client id.
+        new_id = f"{instance_id or args[0]}-{uuid.uuid4()}"
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None and old_id in group.members:
                 self._replace_static_member(
-                    group, old_id, new_id, args, protocol_type, protocols, callback
+                    group, old_id, new_id, args, protocol_type, protocols, callback, supports_skip
                 )
                 return
             self._add_member_and_rebalance(
@@ -652,37 +658,89 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         callback: JoinCallback,
+        supports_skip: bool,
     ) -> None:
-        """A static member came back with a new member id: it takes over the old one."""
+        """A static member came back with a new member id: it takes over the old one.
+
+        In a Stable group whose selected protocol stays the same there is no rebalance (the
+        point of static membership): the group is stored with the new id and the member is
+        answered with the current generation, to sync for its old assignment. A returning
+        leader gets the members with skip_assignment (v9+), or, before v9, the old leader id
+        so that it does not assign again.
+        """
+        current_leader = group.leader_id
         old = group.members.pop(old_id)
         if old.heartbeat is not None:
-            old.heartbeat.force_complete()
+            hb, old.heartbeat = old.heartbeat, None
+            hb.force_complete()
         # Whoever still waits under the old id is fenced, as a zombie instance would be.
         self._answer_join(old, JoinResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         self._answer_sync(old, SyncResult(error=ErrorCode.FENCED_INSTANCE_ID))
         member = old
+        saved = (
+            member.client_id,
+            member.client_host,
+            member.rebalance_timeout_ms,
+            member.session_timeout_ms,
+            member.protocols,
+        )
         member.member_id = new_id
         member.client_id, member.client_host = args[0], args[1]
         member.rebalance_timeout_ms, member.session_timeout_ms = args[2], args[3]
+        member.protocols = list(protocols)
         group.members[new_id] = member
-        assert member.group_instance_id is not None
-        group.static_members[member.group_instance_id] = new_id
-        was_leader = group.leader_id == old_id
-        if was_leader:
+        instance = member.group_instance_id
+        assert instance is not None
+        group.static_members[instance] = new_id
+        if current_leader == old_id:
             group.leader_id = new_id
         self._schedule_heartbeat(group, member)
-        unchanged = member.same_protocols(protocols) and protocol_type == group.protocol_type
-        if group.state is GroupState.STABLE and unchanged and not was_leader:
-            # Static membership's point: a restarted member keeps its assignment, no rebalance.
-            callback(self._join_result(group, member, leader_view=False))
-            return
-        member.protocols = list(protocols)
-        if group.state is GroupState.PREPARING_REBALANCE:
+        if group.state is GroupState.STABLE:
+            if protocol_type == group.protocol_type and group.select_protocol() == (
+                group.protocol_name
+            ):
+                generation = group.generation_id
+
+                def stored(error: int) -> None:
+                    if error:
+                        # Not durable: undo, the old id stays the member.
+                        if group.members.get(new_id) is member:
+                            del group.members[new_id]
+                            (
+                                member.client_id,
+                                member.client_host,
+                                member.rebalance_timeout_ms,
+                                member.session_timeout_ms,
+                                member.protocols,
+                            ) = saved
+                            member.member_id = old_id
+                            group.members[old_id] = member
+                            group.static_members[instance] = old_id
+                            if group.leader_id == new_id:
+                                group.leader_id = old_id
+                            self._schedule_heartbeat(group, member)
+                        callback(JoinResult(error=error, member_id=""))
+                        return
+                    result = self._join_result(group, member, leader_view=False)
+                    result.generation_id = generation
+                    is_leader = group.leader_id == new_id
+                    if supports_skip and is_leader:
+                        result = self._join_result(group, member, leader_view=True)
+                        result.skip_assignment = True
+                    elif not supports_skip:
+                        result.leader = current_leader or ""
+                    callback(result)
+
+                self._store_group(group, stored)
+                return
             self._set_join_callback(member, callback)
+            self._prepare_rebalance(group, f"static member {instance} changed protocols")
             self._check_join(group)
             return
         self._set_join_callback(member, callback)
-        self._prepare_rebalance(group, f"static member {member.group_instance_id} rejoined")
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            # The leader may already be assigning to the old id: assign again.
+            self._prepare_rebalance(group, f"static member {instance} rejoined")
         self._check_join(group)
 
     def _set_join_callback(self, member: Member, callback: JoinCallback) -> None:

@@ -26,6 +26,7 @@ from kafkagen.runtime.records import (
     TimestampType,
     assign_offsets,
     build_batch,
+    iter_batches,
     set_log_append_time,
     set_max_timestamp,
     validate_batch_for_append,
@@ -198,9 +199,18 @@ class Partition:
             self.producers.update(batch, base, last, info.max_timestamp, clock_ms)
         return AppendResult(base, last, append_time, self.log.log_start_offset)
 
-    def append_as_follower(self, records: Buffer) -> int:
-        """Write batches fetched from the leader; return how many."""
-        return self.log.append_replicated(bytes(records))
+    def append_as_follower(self, records: Buffer, clock_ms: float = 0.0) -> int:
+        """Write batches fetched from the leader; return how many.
+
+        Producer state follows the log, as on the leader, so that a follower that becomes
+        leader still recognises a retried batch as a duplicate.
+        """
+        data = bytes(records)
+        n = self.log.append_replicated(data)
+        for b in iter_batches(data, verify_crc=False):
+            if b.has_producer_id and not b.is_control:
+                self.producers.update(b, b.base_offset, b.last_offset, b.max_timestamp, clock_ms)
+        return n
 
     # -- high watermark ---------------------------------------------------------------
 

@@ -146,7 +146,7 @@ class ReplicaFetcher:
                 continue  # NOT_LEADER, epochs: the next metadata update sorts it out
             if r.records:
                 try:
-                    p.append_as_follower(r.records)
+                    p.append_as_follower(r.records, rm.now())
                 except Exception:
                     _log.exception("broker %d: cannot append to %s", self.broker.node_id, tp)
                     continue

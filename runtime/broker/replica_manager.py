@@ -25,6 +25,7 @@ from kafkagen.runtime.errors import (
     InvalidTopicExceptionError,
     KafkaError,
     NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
     RecordSetError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
@@ -476,6 +477,78 @@ class ReplicaManager:
         chunks = log.read(info.fetch_offset, limit, upper, min_one)
         result.records = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return result
+
+    # -- retention --------------------------------------------------------------------
+
+    def enforce_retention(self) -> int:
+        """Trim leaders' logs by retention.ms and retention.bytes; return batches dropped.
+
+        Only whole batches go, never at or above the high watermark, and never on compacted
+        topics (compaction is not implemented, so they keep everything). Followers move
+        their log start when the leader's answers tell them. Idle producers expire too.
+        """
+        now = self.time_ms()
+        dropped = 0
+        expiry = self.configs.broker_int("producer.id.expiration.ms", self.broker_id)
+        clock_ms = self.now()
+        for tp, p in self.partitions.items():
+            p.producers.expire(clock_ms, expiry)
+            if not p.is_leader:
+                continue
+            cfg = self.configs.topic_config(tp.topic)
+            if cfg.compacted:
+                continue
+            log = p.log
+            start = log.log_start_offset
+            remaining = log.size_in_bytes
+            for b in log.batches:
+                if b.last_offset >= p.high_watermark:
+                    break
+                too_old = cfg.retention_ms >= 0 and b.max_timestamp < now - cfg.retention_ms
+                # As Kafka: drop while the log stays at least retention.bytes without it.
+                too_big = cfg.retention_bytes >= 0 and (
+                    remaining - len(b.data) >= cfg.retention_bytes
+                )
+                if not (too_old or too_big):
+                    break
+                remaining -= len(b.data)
+                start = b.last_offset + 1
+            if start > log.log_start_offset:
+                dropped += log.advance_start(start)
+                self._on_progress(tp)
+        return dropped
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """Move the log start up to ``offset`` (-1: the high watermark); return the new start.
+
+        Answered as soon as the leader moved (Kafka also waits for the followers' log
+        starts); followers follow with their next fetch.
+        """
+        partition = self.leader_partition(tp)
+        if offset == -1:
+            offset = partition.high_watermark
+        if not 0 <= offset <= partition.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"{tp}: cannot delete up to {offset}, the high watermark is "
+                f"{partition.high_watermark}"
+            )
+        if offset > partition.log.log_start_offset:
+            partition.log.advance_start(offset)
+            self._on_progress(tp)
+        return partition.log.log_start_offset
+
+    def end_offset_for_epoch(
+        self, tp: TopicPartition, epoch: int, current_leader_epoch: int = -1
+    ) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, where it ended), or (-1, -1)."""
+        partition = self.leader_partition(tp)
+        partition.check_leader_epoch(current_leader_epoch)
+        if epoch > partition.leader_epoch:
+            return -1, -1
+        if epoch == partition.leader_epoch:
+            # The current epoch (with or without batches yet) ends at the log end.
+            return epoch, partition.log.log_end_offset
+        return partition.log.end_offset_for_epoch(epoch)
 
     # -- offsets ----------------------------------------------------------------------
 

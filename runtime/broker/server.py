@@ -26,7 +26,7 @@ from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message
 
-from .api import HANDLERS, RequestContext, load_handlers
+from .api import HANDLERS, HandlerFn, RequestContext, load_handlers
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -171,7 +171,7 @@ class Connection:
 
     def _handle(
         self,
-        handle: object,
+        handle: HandlerFn,
         api_key: int,
         version: int,
         correlation_id: int,
@@ -184,7 +184,7 @@ class Connection:
             self.server.broker, api_key, version, correlation_id, client_id, self.client_host, slot
         )
         try:
-            handle(ctx, request)  # type: ignore[operator]
+            handle(ctx, request)
         except Exception:
             _log.exception("%s: handler of API %d v%d failed", self.peer, api_key, version)
             self.close("handler failed")

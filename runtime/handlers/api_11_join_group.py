@@ -25,6 +25,7 @@ def handle(ctx: RequestContext, request: JoinGroupRequest) -> None:
                 protocol_type=r.protocol_type,
                 protocol_name=r.protocol_name if v >= 7 else (r.protocol_name or ""),
                 leader=r.leader,
+                skip_assignment=r.skip_assignment and v >= 9,
                 member_id=r.member_id,
                 members=[
                     JoinGroupResponse.JoinGroupResponseMember(
@@ -47,4 +48,5 @@ def handle(ctx: RequestContext, request: JoinGroupRequest) -> None:
         request.protocol_type,
         [(p.name, bytes(p.metadata)) for p in request.protocols],
         done,
+        supports_skip_assignment=v >= 9,
     )

@@ -1,0 +1,32 @@
+"""DeleteRecords (key 21): move partitions' log start offsets up (-1: to the high watermark)."""
+
+from __future__ import annotations
+
+from kafkagen.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 21
+TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
+PartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
+
+
+@register(API_KEY, 0, 2)
+def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> None:
+    rm = ctx.broker.replica_manager
+    topics: KeyedList[TopicResult] = KeyedList()
+    for t in request.topics:
+        partitions: KeyedList[PartitionResult] = KeyedList()
+        for p in t.partitions:
+            out = PartitionResult(partition_index=p.partition_index, low_watermark=-1)
+            try:
+                out.low_watermark = rm.delete_records(
+                    TopicPartition(t.name, p.partition_index), p.offset
+                )
+            except KafkaError as e:
+                out.error_code = e.code
+            partitions.append(out)
+        topics.append(TopicResult(name=t.name, partitions=partitions))
+    ctx.respond(DeleteRecordsResponse(topics=topics))

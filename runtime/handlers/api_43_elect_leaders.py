@@ -1,0 +1,78 @@
+"""ElectLeaders (key 43): preferred (the first replica) or unclean leader elections.
+
+A preferred election moves leadership to the first assigned replica when it is alive and
+in sync. An unclean one gives a leaderless partition any alive replica, accepting the loss
+of what only the missing in-sync replicas had.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import PartitionInfo
+from kafkagen.runtime.errors import (
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
+    InvalidRequestError,
+    KafkaError,
+    PreferredLeaderNotAvailableError,
+    UnknownTopicOrPartitionError,
+)
+
+API_KEY = 43
+PREFERRED = 0
+UNCLEAN = 1
+Result = ElectLeadersResponse.ReplicaElectionResult
+PartitionResult = ElectLeadersResponse.PartitionResult
+
+
+@register(API_KEY, 0, 2)
+def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
+    md = ctx.broker.metadata
+    election = request.election_type if ctx.api_version >= 1 else PREFERRED
+    if request.topic_partitions is None:
+        wanted = [(t.name, [p.index for p in t.partitions]) for t in md.topics.values()]
+    else:
+        wanted = [(t.topic, list(t.partitions)) for t in request.topic_partitions]
+    results = []
+    for topic, indexes in wanted:
+        partitions = []
+        for index in indexes:
+            out = PartitionResult(partition_id=index, error_code=0, error_message=None)
+            try:
+                info = md.partition(topic, index)
+                if info is None:
+                    raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+                _elect(ctx, info, election)
+            except KafkaError as e:
+                out.error_code = e.code
+                out.error_message = e.message
+            partitions.append(out)
+        results.append(Result(topic=topic, partition_result=partitions))
+    ctx.respond(ElectLeadersResponse(error_code=0, replica_election_results=results))
+
+
+def _elect(ctx: RequestContext, info: PartitionInfo, election: int) -> None:
+    md = ctx.broker.metadata
+    alive = set(md.alive_brokers())
+    if election == PREFERRED:
+        preferred = info.replicas[0]
+        if info.leader == preferred:
+            raise ElectionNotNeededError("the preferred replica already leads")
+        if preferred not in info.isr or preferred not in alive:
+            raise PreferredLeaderNotAvailableError(
+                f"broker {preferred} is not an alive in-sync replica"
+            )
+        md.move_leader(info.topic, info.index, preferred)
+    elif election == UNCLEAN:
+        if info.leader >= 0:
+            raise ElectionNotNeededError("the partition has a leader")
+        candidates = [r for r in info.replicas if r in alive]
+        if not candidates:
+            raise EligibleLeadersNotAvailableError("no replica of the partition is alive")
+        info.leader = candidates[0]
+        info.leader_epoch += 1
+        info.isr = [candidates[0]]
+        md.update_partition(info)
+    else:
+        raise InvalidRequestError(f"unknown election type {election}")
