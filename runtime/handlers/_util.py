@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from kafkagen.runtime.broker.acls import AclOperation
+from kafkagen.runtime.broker.api import RequestContext
 
-__all__ = ["authorized_operations", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "GROUP_OPERATIONS"]
+__all__ = [
+    "CLUSTER_OPERATIONS",
+    "Pager",
+    "GROUP_OPERATIONS",
+    "TOPIC_OPERATIONS",
+    "authorized_operations",
+    "pagination_limit",
+]
 
 #: Nothing is enforced, so every operation a resource type knows is allowed.
 TOPIC_OPERATIONS = (
@@ -38,3 +46,47 @@ def authorized_operations(ops: tuple[AclOperation, ...]) -> int:
     for op in ops:
         bits |= 1 << op
     return bits
+
+
+def pagination_limit(ctx: RequestContext, requested: int) -> int:
+    """Items a paginated response may hold (seed 001): the request's ResponsePaginationLimit,
+    capped by the broker's max.request.pagination.size.limit (a hard limit)."""
+    cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
+    return cap if requested <= 0 else min(requested, cap)
+
+
+class Pager:
+    """Cuts a paginated response (seed 001): skips what lies before the cursor, takes items
+    until the limit, and remembers the first item left out (the next cursor).
+
+    Items are identified by tuples. With ``sorted_keys`` items come in key order and the page
+    starts at the first key at or after the cursor (so a cursor whose item went away still
+    works); otherwise (request order) it starts at the item equal to the cursor.
+    """
+
+    def __init__(self, limit: int, cursor: tuple[object, ...] | None, sorted_keys: bool) -> None:
+        self.remaining = limit
+        self.cursor = cursor
+        self.sorted_keys = sorted_keys
+        self.seeking = cursor is not None
+        self.next: tuple[object, ...] | None = None
+
+    @property
+    def full(self) -> bool:
+        return self.next is not None
+
+    def take(self, key: tuple[object, ...]) -> bool:
+        """Whether the item ``key`` belongs to this page."""
+        if self.next is not None:
+            return False
+        if self.seeking:
+            assert self.cursor is not None
+            before = key < self.cursor if self.sorted_keys else key != self.cursor
+            if before:
+                return False
+            self.seeking = False
+        if self.remaining <= 0:
+            self.next = key
+            return False
+        self.remaining -= 1
+        return True

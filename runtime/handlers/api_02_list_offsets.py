@@ -2,7 +2,8 @@
 
 Special timestamps: -1 latest (the high watermark; the log end for a replica), -2 earliest,
 -3 the record with the largest timestamp (v7+), -4 earliest local (v8+), -5 latest tiered
-(v9+; there is no tiered storage, so never found).
+(v9+; there is no tiered storage, so never found). v11 (unstable, seed 001) pages the
+partitions in request order; NextCursor names the partition the next page starts at.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
+from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 2
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -20,7 +22,7 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 _SINCE = {-3: 7, -4: 8, -5: 9}
 
 
-@register(API_KEY, 0, 10)
+@register(API_KEY, 0, 10, max_unstable_version=11)
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
     v = ctx.api_version
     rm = ctx.broker.replica_manager
@@ -60,4 +62,26 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
                     out.leader_epoch = epoch
             partitions.append(out)
         topics.append(TopicResponse(name=t.name, partitions=partitions))
-    ctx.respond(ListOffsetsResponse(topics=topics))
+    response = ListOffsetsResponse(topics=topics)
+    if v >= 11:
+        c = request.cursor
+        pager = Pager(
+            pagination_limit(ctx, request.response_pagination_limit),
+            None if c is None else (c.topic_name, c.partition_index),
+            sorted_keys=False,
+        )
+        page = []
+        for out_topic in topics:
+            out_topic.partitions = [
+                p for p in out_topic.partitions if pager.take((out_topic.name, p.partition_index))
+            ]
+            if out_topic.partitions:
+                page.append(out_topic)
+        response.topics = page
+        if pager.next is not None:
+            name, index = pager.next
+            assert isinstance(name, str) and isinstance(index, int)
+            response.next_cursor = ListOffsetsResponse.Cursor(
+                topic_name=name, partition_index=index
+            )
+    ctx.respond(response)

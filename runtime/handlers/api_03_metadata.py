@@ -1,7 +1,9 @@
 """Metadata (key 3): brokers, and topics with their partitions' leaders and replicas.
 
 Unknown topics are created only when the broker allows it (``auto.create.topics.enable``,
-off by default) and the request does too (``allow_auto_topic_creation``, v4+).
+off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13
+(unstable, seed 001) pages the partitions: at most the pagination limit of them, and
+NextCursor names the topic and partition the next page starts at.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from kafkagen.runtime.handlers._util import (
     CLUSTER_OPERATIONS,
     NOT_REQUESTED,
     TOPIC_OPERATIONS,
+    Pager,
     authorized_operations,
+    pagination_limit,
 )
 from kafkagen.runtime.message import KeyedList
 
@@ -31,7 +35,7 @@ Partition = MetadataResponse.MetadataResponsePartition
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 12)
+@register(API_KEY, 0, 12, max_unstable_version=13)
 def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
     md = broker.metadata
@@ -42,14 +46,16 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
         else NOT_REQUESTED
     )
     topics: KeyedList[Topic] = KeyedList()
-    if request.topics is None or (v == 0 and not request.topics):
+    requested = request.topics
+    all_topics = requested is None or (v == 0 and not requested)
+    if requested is None or all_topics:
         for info in sorted(md.topics.values(), key=lambda t: t.name):
             topics.append(_topic(ctx, info, topic_ops))
     else:
         allow_create = (v < 4 or request.allow_auto_topic_creation) and broker.configs.broker_bool(
             "auto.create.topics.enable"
         )
-        for t in request.topics:
+        for t in requested:
             name = t.name
             if name is None:
                 # v10+: a topic asked for by id.
@@ -82,6 +88,8 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
         controller_id=md.controller_id,
         topics=topics,
     )
+    if v >= 13:
+        _paginate(ctx, request, response, all_topics)
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)
     ctx.respond(response)
@@ -113,3 +121,30 @@ def _topic(ctx: RequestContext, info: TopicInfo, ops: int) -> Topic:
         ],
         topic_authorized_operations=ops,
     )
+
+
+def _paginate(
+    ctx: RequestContext, request: MetadataRequest, response: MetadataResponse, ordered: bool
+) -> None:
+    c = request.cursor
+    pager = Pager(
+        pagination_limit(ctx, request.response_pagination_limit),
+        None if c is None else (c.topic_name, c.partition_index),
+        sorted_keys=ordered,
+    )
+    page: KeyedList[Topic] = KeyedList()
+    for t in response.topics:
+        if not t.partitions:
+            # An error answer has no partitions to count: it goes where the page is.
+            if not pager.seeking and not pager.full:
+                page.append(t)
+            continue
+        kept = [p for p in t.partitions if pager.take((t.name, p.partition_index))]
+        if kept:
+            t.partitions = kept
+            page.append(t)
+    response.topics = page
+    if pager.next is not None:
+        name, index = pager.next
+        assert isinstance(name, str) and isinstance(index, int)
+        response.next_cursor = MetadataResponse.Cursor(topic_name=name, partition_index=index)

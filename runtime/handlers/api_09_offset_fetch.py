@@ -2,6 +2,8 @@
 
 A partition with nothing committed answers offset -1 and no error, as Kafka does. The
 coordinator caches offsets only once they are durable, so there is never an unstable one.
+v10 (unstable, seed 001) pages the partitions over all groups; NextCursor names the group,
+topic and partition the next page starts at.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import OffsetEntry
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 9
 R = OffsetFetchResponse
 
 
-@register(API_KEY, 0, 9)
+@register(API_KEY, 0, 9, max_unstable_version=10)
 def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     v = ctx.api_version
     if v >= 8:
@@ -36,7 +39,10 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
             groups.append(
                 R.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error)
             )
-        ctx.respond(OffsetFetchResponse(groups=groups))
+        response = OffsetFetchResponse(groups=groups)
+        if v >= 10:
+            _paginate(ctx, request, response)
+        ctx.respond(response)
         return
     wanted = (
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
@@ -72,7 +78,9 @@ def _fetch(
             for n, idx in wanted
         ]
     by_topic: dict[str, list[Any]] = {}
-    for tp, entry in found.items():
+    # Sorted when listing everything, so that pages follow one stable order.
+    items = sorted(found.items()) if wanted is None else list(found.items())
+    for tp, entry in items:
         by_topic.setdefault(tp.topic, []).append(_partition(partition_cls, tp.partition, entry, v))
     return 0, [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
 
@@ -88,3 +96,37 @@ def _partition(cls: Any, index: int, entry: OffsetEntry | None, v: int) -> Any:
         if v >= 5:
             out.committed_leader_epoch = entry.leader_epoch
     return out
+
+
+def _paginate(
+    ctx: RequestContext, request: OffsetFetchRequest, response: OffsetFetchResponse
+) -> None:
+    c = request.cursor
+    pager = Pager(
+        pagination_limit(ctx, request.response_pagination_limit),
+        None if c is None else (c.group_id, c.topic_name, c.partition_index),
+        sorted_keys=False,
+    )
+    page = []
+    for g in response.groups:
+        if not g.topics:
+            if not pager.seeking and not pager.full:
+                page.append(g)
+            continue
+        topics = []
+        for t in g.topics:
+            t.partitions = [
+                p for p in t.partitions if pager.take((g.group_id, t.name, p.partition_index))
+            ]
+            if t.partitions:
+                topics.append(t)
+        if topics:
+            g.topics = topics
+            page.append(g)
+    response.groups = page
+    if pager.next is not None:
+        group_id, topic, index = pager.next
+        assert isinstance(group_id, str) and isinstance(topic, str) and isinstance(index, int)
+        response.next_cursor = R.OffsetFetchCursor(
+            group_id=group_id, topic_name=topic, partition_index=index
+        )

@@ -1,7 +1,8 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
 Member metadata and assignments are shown only for a Stable group, as Kafka does; an
-unknown group is described as Dead with no members.
+unknown group is described as Dead with no members. v6 (unstable, seed 001) pages the
+members, sorted by id within each group; NextCursor names where the next page starts.
 """
 
 from __future__ import annotations
@@ -10,14 +11,20 @@ from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGr
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import GroupState
 from kafkagen.runtime.errors import KafkaError
-from kafkagen.runtime.handlers._util import GROUP_OPERATIONS, NOT_REQUESTED, authorized_operations
+from kafkagen.runtime.handlers._util import (
+    GROUP_OPERATIONS,
+    NOT_REQUESTED,
+    Pager,
+    authorized_operations,
+    pagination_limit,
+)
 
 API_KEY = 15
 Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
 
-@register(API_KEY, 0, 5)
+@register(API_KEY, 0, 5, max_unstable_version=6)
 def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     gc = ctx.broker.group_coordinator
     ops = (
@@ -25,6 +32,14 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
         if ctx.api_version >= 3 and request.include_authorized_operations
         else NOT_REQUESTED
     )
+    pager = None
+    if ctx.api_version >= 6:
+        c = request.cursor
+        pager = Pager(
+            pagination_limit(ctx, request.response_pagination_limit),
+            None if c is None else (c.group_id, c.member_id),
+            sorted_keys=False,
+        )
     out = []
     for group_id in request.groups:
         d = Described(
@@ -58,5 +73,24 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
                 )
                 for m in group.members.values()
             ]
+        if pager is not None:
+            if not d.members:
+                if not pager.seeking and not pager.full:
+                    out.append(d)
+                continue
+            d.members = [
+                m
+                for m in sorted(d.members, key=lambda m: m.member_id)
+                if pager.take((group_id, m.member_id))
+            ]
+            if not d.members:
+                continue
         out.append(d)
-    ctx.respond(DescribeGroupsResponse(groups=out))
+    response = DescribeGroupsResponse(groups=out)
+    if pager is not None and pager.next is not None:
+        next_group, next_member = pager.next
+        assert isinstance(next_group, str) and isinstance(next_member, str)
+        response.next_cursor = DescribeGroupsResponse.GroupMemberCursor(
+            group_id=next_group, member_id=next_member
+        )
+    ctx.respond(response)

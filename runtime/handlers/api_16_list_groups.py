@@ -1,21 +1,26 @@
-"""ListGroups (key 16): the groups this broker coordinates, filtered by state and type."""
+"""ListGroups (key 16): the groups this broker coordinates, filtered by state and type.
+
+v6 (unstable, seed 001) pages the answer: groups come sorted by id, at most the pagination
+limit of them, and NextCursor names the first group of the next page.
+"""
 
 from __future__ import annotations
 
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 16
 CLASSIC = "classic"
 
 
-@register(API_KEY, 0, 5)
+@register(API_KEY, 0, 5, max_unstable_version=6)
 def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     v = ctx.api_version
     states = {s.lower() for s in request.states_filter} if v >= 4 else set()
     types = {t.lower() for t in request.types_filter} if v >= 5 else set()
     groups = []
-    for g in ctx.broker.group_coordinator.list_groups():
+    for g in sorted(ctx.broker.group_coordinator.list_groups(), key=lambda g: g.group_id):
         if states and g.state.value.lower() not in states:
             continue
         if types and CLASSIC not in types:
@@ -28,4 +33,13 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
                 group_type=CLASSIC,
             )
         )
-    ctx.respond(ListGroupsResponse(error_code=0, groups=groups))
+    response = ListGroupsResponse(error_code=0, groups=groups)
+    if v >= 6:
+        if request.cursor is not None:
+            start = request.cursor.group_id
+            groups = [g for g in groups if g.group_id >= start]
+        limit = pagination_limit(ctx, request.response_pagination_limit)
+        if len(groups) > limit:
+            response.next_cursor = ListGroupsResponse.GroupCursor(group_id=groups[limit].group_id)
+        response.groups = groups[:limit]
+    ctx.respond(response)

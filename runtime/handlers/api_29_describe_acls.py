@@ -1,4 +1,8 @@
-"""DescribeAcls (key 29): stored bindings matching a filter, grouped by resource."""
+"""DescribeAcls (key 29): stored bindings matching a filter, grouped by resource.
+
+v4 (unstable, seed 001) pages the resources, sorted by name and type; NextCursor names the
+resource the next page starts at.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,14 @@ from kafkagen.generated.describe_acls import DescribeAclsRequest, DescribeAclsRe
 from kafkagen.runtime.broker.acls import AclFilter, PatternType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 29
 Resource = DescribeAclsResponse.DescribeAclsResource
 Description = DescribeAclsResponse.AclDescription
 
 
-@register(API_KEY, 0, 3)
+@register(API_KEY, 0, 3, max_unstable_version=4)
 def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
     flt = AclFilter(
         request.resource_type_filter,
@@ -42,4 +47,22 @@ def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
         Resource(resource_type=rt, resource_name=name, pattern_type=pt, acls=acls)
         for (rt, name, pt), acls in grouped.items()
     ]
-    ctx.respond(DescribeAclsResponse(error_code=0, error_message=None, resources=resources))
+    response = DescribeAclsResponse(error_code=0, error_message=None, resources=resources)
+    if ctx.api_version >= 4:
+        c = request.cursor
+        pager = Pager(
+            pagination_limit(ctx, request.response_pagination_limit),
+            None if c is None else (c.resource_name, c.resource_type),
+            sorted_keys=True,
+        )
+        ordered = sorted(
+            resources, key=lambda r: (r.resource_name, r.resource_type, r.pattern_type)
+        )
+        response.resources = [r for r in ordered if pager.take((r.resource_name, r.resource_type))]
+        if pager.next is not None:
+            name, rtype = pager.next
+            assert isinstance(name, str) and isinstance(rtype, int)
+            response.next_cursor = DescribeAclsResponse.ResourceCursor(
+                resource_name=name, resource_type=rtype
+            )
+    ctx.respond(response)

@@ -1,7 +1,9 @@
 """DescribeConfigs (key 32): topic and broker configs with their sources and synonyms.
 
 A broker resource is named by its id ("" means the cluster-wide defaults); every broker of
-the process answers for any of them, since they share one config store.
+the process answers for any of them, since they share one config store. v5 (unstable,
+seed 001) pages whole resources: as many as fit in the pagination limit counted in configs
+(at least one); NextCursor names the resource the next page starts at.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from kafkagen.runtime.errors import (
     KafkaError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 32
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -23,7 +26,7 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-@register(API_KEY, 0, 4)
+@register(API_KEY, 0, 4, max_unstable_version=5)
 def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
     v = ctx.api_version
     synonyms = v >= 1 and request.include_synonyms
@@ -46,7 +49,35 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
             continue
         result.configs = [_entry(e, v, synonyms, docs) for e in entries]
         results.append(result)
-    ctx.respond(DescribeConfigsResponse(results=results))
+    response = DescribeConfigsResponse(results=results)
+    if v >= 5:
+        _paginate(ctx, request, response)
+    ctx.respond(response)
+
+
+def _paginate(
+    ctx: RequestContext, request: DescribeConfigsRequest, response: DescribeConfigsResponse
+) -> None:
+    budget = pagination_limit(ctx, request.response_pagination_limit)
+    c = request.cursor
+    results = response.results
+    if c is not None:
+        starts = [
+            i
+            for i, r in enumerate(results)
+            if (r.resource_name, r.resource_type) == (c.resource_name, c.resource_type)
+        ]
+        results = results[starts[0] :] if starts else []
+    page: list[Result] = []
+    for r in results:
+        if page and len(r.configs) > budget:
+            response.next_cursor = DescribeConfigsResponse.ResourceCursor(
+                resource_name=r.resource_name, resource_type=r.resource_type
+            )
+            break
+        budget -= len(r.configs)
+        page.append(r)
+    response.results = page
 
 
 def describe(

@@ -1,6 +1,7 @@
 """DescribeLogDirs (key 35): this broker's replicas and their sizes.
 
 Logs live in memory, so each broker reports one log directory named ``memory:broker-<id>``.
+v5 (unstable, seed 001) pages the partitions; NextCursor names where the next page starts.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, Describ
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 35
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -16,7 +18,7 @@ Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@register(API_KEY, 0, 4)
+@register(API_KEY, 0, 4, max_unstable_version=5)
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     rm = ctx.broker.replica_manager
     chosen: dict[str, list[Partition]] = {}
@@ -29,6 +31,20 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
                 found = rm.partitions.get(TopicPartition(t.topic, index))
                 if found is not None:
                     chosen.setdefault(t.topic, []).append(found)
+    log_dir = f"memory:broker-{ctx.broker.node_id}"
+    pager = None
+    if ctx.api_version >= 5:
+        c = request.cursor
+        pager = Pager(
+            pagination_limit(ctx, request.response_pagination_limit),
+            None if c is None else (c.topic_name, c.partition_index),
+            sorted_keys=request.topics is None,
+        )
+        chosen = {
+            name: kept
+            for name, parts in chosen.items()
+            if (kept := [p for p in parts if pager.take((name, p.tp.partition))])
+        }
     topics = [
         Topic(
             name=name,
@@ -49,9 +65,16 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     ]
     result = Result(
         error_code=0,
-        log_dir=f"memory:broker-{ctx.broker.node_id}",
+        log_dir=log_dir,
         topics=topics,
         total_bytes=-1,
         usable_bytes=-1,
     )
-    ctx.respond(DescribeLogDirsResponse(error_code=0, results=[result]))
+    response = DescribeLogDirsResponse(error_code=0, results=[result])
+    if pager is not None and pager.next is not None:
+        next_topic, next_index = pager.next
+        assert isinstance(next_topic, str) and isinstance(next_index, int)
+        response.next_cursor = DescribeLogDirsResponse.Cursor(
+            topic_name=next_topic, partition_index=next_index, log_dir=log_dir
+        )
+    ctx.respond(response)

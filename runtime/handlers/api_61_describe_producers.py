@@ -1,4 +1,9 @@
-"""DescribeProducers (key 61): the idempotent producers each partition leader knows."""
+"""DescribeProducers (key 61): the idempotent producers each partition leader knows.
+
+Producers come newest first (highest id first). v1 (unstable, seed 001) pages them: at most
+the pagination limit of producers over all partitions, and NextCursor names the partition
+and producer the next page starts at.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +14,34 @@ from kafkagen.generated.describe_producers import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 61
 PartitionResponse = DescribeProducersResponse.PartitionResponse
 ProducerState = DescribeProducersResponse.ProducerState
 
 
-@register(API_KEY, 0, 0)
+@register(API_KEY, 0, 0, max_unstable_version=1)
 def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
     rm = ctx.broker.replica_manager
+    paged = ctx.api_version >= 1
+    budget = pagination_limit(ctx, request.response_pagination_limit) if paged else -1
+    cursor = request.cursor if paged else None
+    seeking = cursor is not None
+    next_cursor = None
     topics = []
     for t in request.topics:
         partitions = []
         for index in t.partition_indexes:
+            if next_cursor is not None:
+                break
+            floor = None
+            if seeking:
+                assert cursor is not None
+                if (t.name, index) != (cursor.topic_name, cursor.partition_index):
+                    continue  # before the cursor: served by an earlier page
+                seeking = False
+                floor = cursor.producer_id
             out = PartitionResponse(partition_index=index, error_code=0, active_producers=[])
             try:
                 partition = rm.leader_partition(TopicPartition(t.name, index))
@@ -32,6 +52,14 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
                 continue
             # Newest producer first (the highest id), the order the pagination seed uses.
             for pid, entry in sorted(partition.producers.producers.items(), reverse=True):
+                if floor is not None and pid > floor:
+                    continue
+                if budget == 0:
+                    next_cursor = DescribeProducersResponse.ProducerStateCursor(
+                        topic_name=t.name, partition_index=index, producer_id=pid
+                    )
+                    break
+                budget -= 1
                 out.active_producers.append(
                     ProducerState(
                         producer_id=pid,
@@ -42,6 +70,11 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
                         current_txn_start_offset=entry.current_txn_first_offset,
                     )
                 )
+            if next_cursor is not None and not out.active_producers:
+                break  # the next page starts with this partition
             partitions.append(out)
-        topics.append(DescribeProducersResponse.TopicResponse(name=t.name, partitions=partitions))
-    ctx.respond(DescribeProducersResponse(topics=topics))
+        if partitions or not paged:
+            topics.append(
+                DescribeProducersResponse.TopicResponse(name=t.name, partitions=partitions)
+            )
+    ctx.respond(DescribeProducersResponse(topics=topics, next_cursor=next_cursor))

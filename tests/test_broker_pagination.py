@@ -1,0 +1,314 @@
+"""Seed 001's paginated admin responses, served at the unstable versions when enabled.
+
+Walking the pages with a small limit gives every item exactly once, in order, and the
+broker's max.request.pagination.size.limit caps what a request may ask for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import WireClient
+from kafkagen.generated import message_type
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.group_coordinator import OffsetEntry
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.records import Record, build_batch
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _setup(c: BackgroundCluster) -> None:
+    cl = c.cluster
+    assert cl is not None
+    md = cl.metadata
+    md.create_topic("a", 3, 1)
+    md.create_topic("b", 2, 1)
+    rm = cl.brokers[0].replica_manager
+    for pid in (5, 9, 7):
+        data = build_batch(
+            [Record(-1, 1, b"k", b"v")], producer_id=pid, producer_epoch=0, base_sequence=0
+        )
+        rm.append_records({TopicPartition("a", 0): data}, 1, 1000, lambda r: None)
+    gc = cl.brokers[0].group_coordinator
+    gc.ensure_offsets_topic()
+    for g in ("g1", "g2", "g3"):
+        offsets = {TopicPartition("a", i): OffsetEntry(i, -1, "", 0) for i in range(3)}
+        gc.commit_offsets(g, -1, "", None, offsets, lambda r: None)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[BackgroundCluster]:
+    with BackgroundCluster(
+        configs={
+            "unstable.api.versions.enable": "true",
+            "max.request.pagination.size.limit": "4",
+            "offsets.topic.num.partitions": "1",
+        }
+    ) as c:
+        c.call(lambda: _setup(c))
+        yield c
+
+
+def _walk(
+    w: WireClient,
+    key: int,
+    version: int,
+    build: Callable[[Any], Any],
+    items: Callable[[Any], list[Any]],
+    cursor_of: Callable[[Any], Any],
+    max_pages: int = 20,
+) -> tuple[list[Any], int]:
+    """Every item over all pages (and the number of pages), following NextCursor."""
+    got: list[Any] = []
+    cursor = None
+    for page in range(1, max_pages + 1):
+        r = w.call(key, version, build(cursor))
+        got += items(r)
+        cursor = cursor_of(r)
+        if cursor is None:
+            return got, page
+    raise AssertionError("pagination did not end")
+
+
+def test_unstable_versions_are_served_when_enabled(cluster: BackgroundCluster) -> None:
+    Req = message_type(18, "request")
+    with WireClient(cluster.bootstrap) as w:
+        r = w.call(18, 3, Req(client_software_name="t", client_software_version="1"))
+        top = {k.api_key: k.max_version for k in r.api_keys}
+    assert top[3] == 13 and top[16] == 6 and top[61] == 1 and top[9] == 10
+
+
+def test_metadata_pages_partitions(cluster: BackgroundCluster) -> None:
+    Req = message_type(3, "request")
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            3,
+            13,
+            lambda c: Req(
+                topics=None,
+                response_pagination_limit=2,
+                cursor=c and Req.Cursor(topic_name=c.topic_name, partition_index=c.partition_index),
+            ),
+            lambda r: [(t.name, p.partition_index) for t in r.topics for p in t.partitions],
+            lambda r: r.next_cursor,
+        )
+    topics = sorted({t for t, _ in got})
+    assert [x for x in got if x[0] in ("a", "b")] == [
+        ("a", 0),
+        ("a", 1),
+        ("a", 2),
+        ("b", 0),
+        ("b", 1),
+    ]
+    assert len(got) == len(set(got)) and "a" in topics
+
+
+def test_list_groups_pages_by_group_id(cluster: BackgroundCluster) -> None:
+    Req = message_type(16, "request")
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            16,
+            6,
+            lambda c: Req(
+                response_pagination_limit=1, cursor=c and Req.GroupCursor(group_id=c.group_id)
+            ),
+            lambda r: [g.group_id for g in r.groups],
+            lambda r: r.next_cursor,
+        )
+    assert got == ["g1", "g2", "g3"] and pages == 3
+
+
+def test_broker_limit_caps_the_request(cluster: BackgroundCluster) -> None:
+    Req = message_type(9, "request")
+    with WireClient(cluster.bootstrap) as w:
+        r = w.call(
+            9,
+            10,
+            Req(
+                groups=[Req.OffsetFetchRequestGroup(group_id=g, topics=None) for g in ("g1", "g2")],
+                response_pagination_limit=1000,
+            ),
+        )
+    assert sum(len(t.partitions) for g in r.groups for t in g.topics) == 4
+    assert r.next_cursor is not None
+
+
+def test_offset_fetch_pages_over_groups(cluster: BackgroundCluster) -> None:
+    Req = message_type(9, "request")
+    groups = [Req.OffsetFetchRequestGroup(group_id=g, topics=None) for g in ("g1", "g2", "g3")]
+    with WireClient(cluster.bootstrap) as w:
+        got, _ = _walk(
+            w,
+            9,
+            10,
+            lambda c: Req(
+                groups=groups,
+                response_pagination_limit=2,
+                cursor=c
+                and Req.OffsetFetchCursor(
+                    group_id=c.group_id, topic_name=c.topic_name, partition_index=c.partition_index
+                ),
+            ),
+            lambda r: [
+                (g.group_id, t.name, p.partition_index, p.committed_offset)
+                for g in r.groups
+                for t in g.topics
+                for p in t.partitions
+            ],
+            lambda r: r.next_cursor,
+        )
+    assert got == [(g, "a", i, i) for g in ("g1", "g2", "g3") for i in range(3)]
+
+
+def test_describe_producers_pages_newest_first(cluster: BackgroundCluster) -> None:
+    Req = message_type(61, "request")
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            61,
+            1,
+            lambda c: Req(
+                topics=[Req.TopicRequest(name="a", partition_indexes=[0, 1])],
+                response_pagination_limit=2,
+                cursor=c
+                and Req.ProducerStateCursor(
+                    topic_name=c.topic_name,
+                    partition_index=c.partition_index,
+                    producer_id=c.producer_id,
+                ),
+            ),
+            lambda r: [
+                p.producer_id
+                for t in r.topics
+                for part in t.partitions
+                for p in part.active_producers
+            ],
+            lambda r: r.next_cursor,
+        )
+    assert got == [9, 7, 5] and pages == 2
+
+
+def test_list_offsets_pages_partitions(cluster: BackgroundCluster) -> None:
+    Req = message_type(2, "request")
+    topics = [
+        Req.ListOffsetsTopic(
+            name=n,
+            partitions=[
+                Req.ListOffsetsPartition(partition_index=i, timestamp=-1) for i in range(k)
+            ],
+        )
+        for n, k in (("a", 3), ("b", 2))
+    ]
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            2,
+            11,
+            lambda c: Req(
+                topics=topics,
+                response_pagination_limit=2,
+                cursor=c and Req.Cursor(topic_name=c.topic_name, partition_index=c.partition_index),
+            ),
+            lambda r: [
+                (t.name, p.partition_index, p.offset) for t in r.topics for p in t.partitions
+            ],
+            lambda r: r.next_cursor,
+        )
+    assert got == [("a", 0, 3), ("a", 1, 0), ("a", 2, 0), ("b", 0, 0), ("b", 1, 0)]
+    assert pages == 3
+
+
+def test_describe_log_dirs_pages_partitions(cluster: BackgroundCluster) -> None:
+    Req = message_type(35, "request")
+    with WireClient(cluster.bootstrap) as w:
+        got, _ = _walk(
+            w,
+            35,
+            5,
+            lambda c: Req(
+                topics=None,
+                response_pagination_limit=2,
+                cursor=c
+                and Req.Cursor(
+                    topic_name=c.topic_name, partition_index=c.partition_index, log_dir=c.log_dir
+                ),
+            ),
+            lambda r: [
+                (t.name, p.partition_index)
+                for d in r.results
+                for t in d.topics
+                for p in t.partitions
+            ],
+            lambda r: r.next_cursor,
+        )
+    assert [x for x in got if x[0] != "__consumer_offsets"] == [
+        ("a", 0),
+        ("a", 1),
+        ("a", 2),
+        ("b", 0),
+        ("b", 1),
+    ]
+    assert len(got) == len(set(got))
+
+
+def test_describe_configs_pages_whole_resources(cluster: BackgroundCluster) -> None:
+    Req = message_type(32, "request")
+    resources = [
+        Req.DescribeConfigsResource(resource_type=2, resource_name=n, configuration_keys=None)
+        for n in ("a", "b")
+    ]
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            32,
+            5,
+            lambda c: Req(
+                resources=resources,
+                response_pagination_limit=3,
+                cursor=c
+                and Req.ResourceCursor(
+                    resource_name=c.resource_name, resource_type=c.resource_type
+                ),
+            ),
+            lambda r: [res.resource_name for res in r.results],
+            lambda r: r.next_cursor,
+        )
+    assert got == ["a", "b"] and pages == 2
+
+
+def test_describe_acls_pages_resources(cluster: BackgroundCluster) -> None:
+    from kafkagen.runtime.broker.acls import AclBinding
+
+    assert cluster.cluster is not None
+    store = cluster.cluster.metadata.acls
+    for name in ("t3", "t1", "t2"):
+        cluster.call(lambda n=name: store.add(AclBinding(2, n, 3, "User:u", "*", 3, 3)))
+    Req = message_type(29, "request")
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            29,
+            4,
+            lambda c: Req(
+                resource_type_filter=1,
+                resource_name_filter=None,
+                principal_filter=None,
+                host_filter=None,
+                pattern_type_filter=1,
+                operation=1,
+                permission_type=1,
+                response_pagination_limit=2,
+                cursor=c
+                and Req.ResourceCursor(
+                    resource_name=c.resource_name, resource_type=c.resource_type
+                ),
+            ),
+            lambda r: [res.resource_name for res in r.resources],
+            lambda r: r.next_cursor,
+        )
+    assert got == ["t1", "t2", "t3"] and pages == 2
