@@ -176,7 +176,9 @@ def _failing_offset(error: BaseException, default: int) -> int:
     """
     offset = default
     text_start = None
-    tb = error.__traceback__
+    # Skip the catching frame: reading a running frame's locals would store the exception
+    # in them and leave a reference cycle behind every failed decode.
+    tb = error.__traceback__.tb_next if error.__traceback__ is not None else None
     while tb is not None:
         local = tb.tb_frame.f_locals
         pos = local.get("pos")
@@ -185,6 +187,7 @@ def _failing_offset(error: BaseException, default: int) -> int:
             start = local.get("start")
             text_start = start if isinstance(start, int) else None
         tb = tb.tb_next
+    error.__traceback__ = None  # the frames are not needed any more
     if isinstance(error, UnicodeDecodeError) and text_start is not None:
         return text_start + error.start
     return offset
