@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from .checks import MAX_MUTATIONS, FuzzOptions
-from .job import JVM_LOG, Fault, RunResult, run_plain, run_spark
+from .job import Fault, RunResult, keep_jvm_log, run_plain, run_spark
 from .plan import plan_combos, select_apis
 from .rules import Table, build_table
 
@@ -72,7 +72,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also compare bytes with another codec; disagreements are "
         "reported apart from failures",
     )
-    parser.add_argument("--tasks", type=int, metavar="N", help="Spark tasks (default: 3 per core)")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        metavar="N",
+        help="Spark tasks (default: 3 per core, more for big runs: at most 250,000 "
+        "messages a task)",
+    )
     parser.add_argument(
         "--cross",
         type=int,
@@ -154,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         print(
             f"kafkagen fuzz: the Spark job failed: {first}\n"
-            f"  Spark's own log: {JVM_LOG} (Java 17+ must be installed for Spark)",
+            f"  Spark's own log: {keep_jvm_log()} (Java 17+ must be installed for Spark)",
             file=sys.stderr,
         )
         return 2

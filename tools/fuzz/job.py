@@ -166,7 +166,21 @@ def _loopback(master: str) -> bool:
 
 
 #: Where the driver JVM's own output goes (its warnings would otherwise reach the terminal).
+#: Removed when the process exits, unless :func:`keep_jvm_log` was called (a failed job).
 JVM_LOG = Path(tempfile.gettempdir()) / f"kafkagen-fuzz-jvm-{os.getpid()}.log"
+_keep_log = False
+
+
+def keep_jvm_log() -> Path:
+    global _keep_log
+    _keep_log = True
+    return JVM_LOG
+
+
+def _drop_jvm_log() -> None:
+    if not _keep_log:
+        with contextlib.suppress(OSError):
+            JVM_LOG.unlink()
 
 
 def _quiet_start(builder: Any) -> Any:
@@ -177,6 +191,7 @@ def _quiet_start(builder: Any) -> Any:
     if SparkContext._gateway is not None:
         return builder.getOrCreate()
     sys.stderr.flush()
+    atexit.register(_drop_jvm_log)
     saved = os.dup(2)
     try:
         with open(JVM_LOG, "ab") as log:
@@ -526,9 +541,9 @@ def run_spark(
             spark = stack.enter_context(spark_session(master, conf))
         sc = spark.sparkContext
         ship(sc)
-        n_tasks = tasks or default_tasks(sc.defaultParallelism)
-        host = os.environ.get("SPARK_LOCAL_IP") or sc.getConf().get("spark.driver.host")
         total = sum(c.messages for c in combos)
+        n_tasks = tasks or default_tasks(sc.defaultParallelism, total)
+        host = os.environ.get("SPARK_LOCAL_IP") or sc.getConf().get("spark.driver.host")
         progress = Progress(total, sc, out, host or "127.0.0.1")
         config = JobConfig(
             table,

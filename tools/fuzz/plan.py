@@ -138,10 +138,17 @@ def run_task(
     return [stats[i] for i in sorted(stats)]
 
 
-def default_tasks(cores: int) -> int:
-    """A few tasks per core: big enough that Spark's per-task cost is noise, enough of
-    them that a retried task redoes little and the cores finish together."""
-    return max(1, cores) * 3
+#: Most messages one task checks by default: a retried task redoes under a minute.
+TASK_MESSAGES = 250_000
+
+
+def default_tasks(cores: int, messages: int = 0) -> int:
+    """At least three tasks per core, and enough that none has more than TASK_MESSAGES:
+    big enough that Spark's per-task cost is noise, small enough that a retried task
+    redoes little; a multiple of the cores, so they finish together."""
+    cores = max(1, cores)
+    tasks = max(3 * cores, -(-messages // TASK_MESSAGES))
+    return -(-tasks // cores) * cores
 
 
 def cpu_count() -> int:

@@ -91,6 +91,7 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
     finding_schema = pa.schema(
         [
             ("id", pa.string()),
+            ("seed", pa.int64()),
             ("api", pa.int16()),
             ("api_name", pa.string()),
             ("kind", pa.string()),
@@ -113,7 +114,8 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
     )
 
     def named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{**r, "api_name": names.get(int(r["api"]), "")} for r in rows]
+        seed = result.options.seed
+        return [{**r, "seed": seed, "api_name": names.get(int(r["api"]), "")} for r in rows]
 
     files = {
         "stats.parquet": pa.Table.from_pylist(named(result.stats), schema=stats_schema),
@@ -195,7 +197,7 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
     rate = result.messages / result.wall_seconds if result.wall_seconds else 0.0
     lines.append(
         f"{result.messages:,} messages in {result.wall_seconds:.1f} s on {result.master} "
-        f"({result.tasks} tasks): {rate:,.0f} msg/s"
+        f"({result.tasks} task{'s' if result.tasks != 1 else ''}): {rate:,.0f} msg/s"
     )
     by_check = {c: sum(int(s.get(f"by_{c}", 0)) for s in result.stats) for c in CHECKS}
     if result.failure_count:

@@ -1,0 +1,181 @@
+"""Scale benchmark of the compatibility fuzz: plain Python loop against Spark.
+
+    python -m kafkagen.bench_fuzz [--plain N] [--spark N] [--full N] [--profile N]
+
+Prints, for the same checks on the same messages:
+
+- the plain loop in this process (one core): messages/s, wall and CPU;
+- ``local[1]`` and ``local[2]``: job messages/s (session start excluded), the tasks' own
+  CPU rate, Spark's share (plain per-core rate / Spark per-core rate) and the scaling of
+  two cores over one;
+- the time ``kafkagen fuzz --messages 10000000 --master local[2]`` takes, extrapolated from
+  the local[2] rate, or measured end to end with ``--full 10000000``;
+- with ``--profile N``: where the plain loop's time goes (cProfile), by function and by
+  file, so the codec's hot spots are visible.
+
+Wall-clock figures depend on what else the machine runs; the CPU figures much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+
+from kafkagen.fuzz.checks import FuzzOptions
+from kafkagen.fuzz.job import RunResult, run_plain, run_spark, spark_session
+from kafkagen.fuzz.plan import plan_combos, select_apis
+from kafkagen.fuzz.rules import Table, build_table
+
+TARGET = 10_000_000
+
+
+def _rates(result: RunResult) -> tuple[float, float]:
+    """(messages per wall second of the job, messages per CPU second of the tasks)."""
+    cpu = sum(float(t.get("cpu_seconds") or 0.0) for t in result.task_info)
+    return result.messages / result.wall_seconds, result.messages / cpu if cpu else 0.0
+
+
+def plain(table: Table, n: int, options: FuzzOptions) -> tuple[float, float]:
+    combos = plan_combos(table, select_apis(table, None), n)
+    run_plain(table, plan_combos(table, select_apis(table, None), 680), options)  # warm-up
+    began, cpu = time.perf_counter(), time.process_time()
+    result = run_plain(table, combos, options)
+    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    print(
+        f"plain loop   {n:>10,} messages  {wall:7.1f} s  {n / wall:8,.0f} msg/s wall"
+        f"  {n / cpu:8,.0f} msg/s CPU  ({wall / n * 1e6:.0f} us/message)"
+        f"  failures {result.failure_count}"
+    )
+    return n / wall, n / cpu
+
+
+def spark(table: Table, n: int, master: str, options: FuzzOptions) -> tuple[float, float, float]:
+    """(job messages/s, task CPU messages/s, fixed seconds: session start and first job)."""
+    began = time.perf_counter()
+    with spark_session(master) as session:
+        # A first small job starts the Python workers and warms the JVM: a long run pays
+        # that once, so it is timed apart from the steady rate.
+        warm = plan_combos(table, select_apis(table, None), 680)
+        run_spark(table, warm, options, out=None, spark=session)
+        fixed = time.perf_counter() - began
+        combos = plan_combos(table, select_apis(table, None), n)
+        result = run_spark(table, combos, options, out=None, spark=session)
+    wall_rate, cpu_rate = _rates(result)
+    print(
+        f"{master:<12} {n:>10,} messages  {result.wall_seconds:7.1f} s  {wall_rate:8,.0f} "
+        f"msg/s wall  {cpu_rate:8,.0f} msg/s task CPU  ({result.tasks} tasks; session start "
+        f"and first job {fixed:.0f} s)  failures {result.failure_count}"
+    )
+    return wall_rate, cpu_rate, fixed
+
+
+def profile(table: Table, n: int, options: FuzzOptions, top: int = 30) -> None:
+    combos = plan_combos(table, select_apis(table, None), n)
+    run_plain(table, plan_combos(table, select_apis(table, None), 680), options)  # warm-up
+    prof = cProfile.Profile()
+    prof.enable()
+    run_plain(table, combos, options)
+    prof.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    print(out.getvalue())
+    by_file: dict[str, float] = defaultdict(float)
+    raw = stats.stats  # type: ignore[attr-defined]
+    for (filename, _line, _name), (_cc, _nc, tt, _ct, _callers) in raw.items():
+        if "/generated/" in filename:
+            key = "generated/* (encoders, decoders, JSON, builders)"
+        elif "/runtime/" in filename:
+            key = "runtime/" + filename.rsplit("/", 1)[-1]
+        elif "/fuzz/" in filename:
+            key = "fuzz/" + filename.rsplit("/", 1)[-1]
+        elif filename.startswith("~"):
+            key = "built-ins (C calls)"
+        else:
+            key = filename.rsplit("/", 1)[-1]
+        by_file[key] += tt
+    total = sum(by_file.values())
+    print("time by file (own time, profiler on):")
+    for key, tt in sorted(by_file.items(), key=lambda kv: -kv[1])[:15]:
+        print(f"  {100 * tt / total:5.1f}%  {key}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kafkagen.bench_fuzz",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--plain", type=int, default=100_000, metavar="N")
+    parser.add_argument(
+        "--spark",
+        type=int,
+        default=300_000,
+        metavar="N",
+        help="messages for each of local[1] and local[2] (0: skip Spark)",
+    )
+    parser.add_argument(
+        "--full",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time a whole local[2] run of N messages, session included",
+    )
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="profile the plain loop on N messages"
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    table = build_table()
+    options = FuzzOptions(seed=args.seed)
+    n_combos = len(plan_combos(table, select_apis(table, None), 1))
+    print(
+        f"checks per message: round trip, JSON, {options.cross} other version(s), forward "
+        f"compatibility at flexible versions, {options.mutations} mutations; {n_combos} "
+        "(API, kind, version) combinations"
+    )
+    if args.profile:
+        profile(table, args.profile, options)
+    plain_wall, plain_cpu = plain(table, args.plain, options) if args.plain else (0.0, 0.0)
+    if args.spark:
+        one_wall, one_cpu, _ = spark(table, args.spark, "local[1]", options)
+        two_wall, two_cpu, fixed = spark(table, args.spark, "local[2]", options)
+        if args.plain:
+            # Again after Spark: on a shared machine the rate drifts; compare with the mean.
+            again_wall, again_cpu = plain(table, args.plain, options)
+            plain_wall, plain_cpu = (plain_wall + again_wall) / 2, (plain_cpu + again_cpu) / 2
+        if plain_wall:
+            print(
+                f"Spark's share, one core: plain (mean of both runs)/local[1] = "
+                f"{plain_wall / one_wall:.2f}x wall, "
+                f"{plain_cpu / one_cpu:.2f}x CPU (target <= 1.25x)"
+            )
+        print(
+            f"two cores over one: local[2]/local[1] = {two_wall / one_wall:.2f}x (target >= 1.8x)"
+        )
+        minutes = (TARGET / two_wall + fixed) / 60
+        print(
+            f"10,000,000 messages on local[2] at this rate: {minutes:.1f} min including "
+            f"{fixed:.0f} s of session start and first job (target <= 10 min)"
+        )
+    if args.full:
+        began = time.perf_counter()
+        combos = plan_combos(table, select_apis(table, None), args.full)
+        result = run_spark(table, combos, options, master="local[2]", out=sys.stderr)
+        took = time.perf_counter() - began
+        print(
+            f"full run: {args.full:,} messages on local[2] in {took / 60:.1f} min end to end "
+            f"(job {result.wall_seconds / 60:.1f} min), failures {result.failure_count}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
