@@ -22,13 +22,14 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_tags,
 )
 
@@ -145,9 +146,15 @@ def _dec_AddOffsetsToTxnRequest_v0(
 
 
 def _enc_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, w: Writer) -> None:
-    w(write_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("AddOffsetsToTxnRequest", "unknown tagged fields")
@@ -172,9 +179,15 @@ def _dec_AddOffsetsToTxnRequest_v3(
 
 
 def _enc_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: Writer) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -31,16 +31,17 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -378,7 +379,10 @@ def _dec_AddPartitionsToTxnRequest_v0(
 def _enc_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: Writer) -> None:
     if o.transactions != KeyedList():
         raise unsupported("AddPartitionsToTxnRequest.Transactions", "non-default value")
-    w(write_string(o.v3_and_below_transactional_id))
+
+    b = o.v3_and_below_transactional_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     write_struct_array(
         w,
@@ -417,7 +421,10 @@ def _dec_AddPartitionsToTxnRequest_v3(
 def _enc_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: Writer) -> None:
     if o.transactions != KeyedList():
         raise unsupported("AddPartitionsToTxnRequest.Transactions", "non-default value")
-    w(write_compact_string(o.v3_and_below_transactional_id))
+
+    b = o.v3_and_below_transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     write_struct_array(
         w,
@@ -563,7 +570,10 @@ def _dec_AddPartitionsToTxnTransaction_v4(
 
 
 def _enc_AddPartitionsToTxnTransaction_v4(o: _AddPartitionsToTxnTransaction, w: Writer) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qho.pack(o.producer_id, o.producer_epoch, o.verify_only))
     write_struct_array(
         w,
@@ -642,7 +652,10 @@ def _dec_AddPartitionsToTxnTopic_v0(
 
 
 def _enc_AddPartitionsToTxnTopic_v0(o: _AddPartitionsToTxnTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions")
 
     if o.unknown_tagged_fields:
@@ -667,7 +680,10 @@ def _dec_AddPartitionsToTxnTopic_v3(
 
 
 def _enc_AddPartitionsToTxnTopic_v3(o: _AddPartitionsToTxnTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -934,7 +950,10 @@ def _dec_AddPartitionsToTxnResult_v4(
 
 
 def _enc_AddPartitionsToTxnResult_v4(o: _AddPartitionsToTxnResult, w: Writer) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topic_results,
@@ -1007,7 +1026,10 @@ def _dec_AddPartitionsToTxnTopicResult_v0(
 
 
 def _enc_AddPartitionsToTxnTopicResult_v0(o: _AddPartitionsToTxnTopicResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.results_by_partition,
@@ -1048,7 +1070,10 @@ def _dec_AddPartitionsToTxnTopicResult_v3(
 
 
 def _enc_AddPartitionsToTxnTopicResult_v3(o: _AddPartitionsToTxnTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.results_by_partition,

@@ -29,18 +29,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -505,7 +506,10 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(
 def _enc_AlterClientQuotasRequest_EntityData_v0(
     o: _AlterClientQuotasRequest_EntityData, w: Writer
 ) -> None:
-    w(write_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.entity_name))
 
     if o.unknown_tagged_fields:
@@ -530,7 +534,10 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(
 def _enc_AlterClientQuotasRequest_EntityData_v1(
     o: _AlterClientQuotasRequest_EntityData, w: Writer
 ) -> None:
-    w(write_compact_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.entity_name))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -580,7 +587,10 @@ def _dec_OpData_v0(buf: Buffer, pos: int, end: int) -> tuple[_OpData, int]:
 
 
 def _enc_OpData_v0(o: _OpData, w: Writer) -> None:
-    w(write_string(o.key))
+
+    b = o.key.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_do.pack(o.value, o.remove))
 
     if o.unknown_tagged_fields:
@@ -603,7 +613,10 @@ def _dec_OpData_v1(buf: Buffer, pos: int, end: int) -> tuple[_OpData, int]:
 
 
 def _enc_OpData_v1(o: _OpData, w: Writer) -> None:
-    w(write_compact_string(o.key))
+
+    b = o.key.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_do.pack(o.value, o.remove))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -897,7 +910,10 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(
 def _enc_AlterClientQuotasResponse_EntityData_v0(
     o: _AlterClientQuotasResponse_EntityData, w: Writer
 ) -> None:
-    w(write_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.entity_name))
 
     if o.unknown_tagged_fields:
@@ -922,7 +938,10 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(
 def _enc_AlterClientQuotasResponse_EntityData_v1(
     o: _AlterClientQuotasResponse_EntityData, w: Writer
 ) -> None:
-    w(write_compact_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.entity_name))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

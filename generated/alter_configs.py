@@ -30,18 +30,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -338,7 +339,10 @@ def _dec_AlterConfigsResource_v0(
 
 def _enc_AlterConfigsResource_v0(o: _AlterConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.configs,
@@ -374,7 +378,10 @@ def _dec_AlterConfigsResource_v2(
 
 def _enc_AlterConfigsResource_v2(o: _AlterConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.configs,
@@ -428,7 +435,10 @@ def _dec_AlterableConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_Alterable
 
 
 def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.value))
 
     if o.unknown_tagged_fields:
@@ -449,7 +459,10 @@ def _dec_AlterableConfig_v2(buf: Buffer, pos: int, end: int) -> tuple[_Alterable
 
 
 def _enc_AlterableConfig_v2(o: _AlterableConfig, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.value))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -621,7 +634,10 @@ def _enc_AlterConfigsResourceResponse_v0(o: _AlterConfigsResourceResponse, w: Wr
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -654,7 +670,10 @@ def _enc_AlterConfigsResourceResponse_v2(o: _AlterConfigsResourceResponse, w: Wr
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

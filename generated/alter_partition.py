@@ -30,8 +30,10 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -39,7 +41,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     unsupported,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -530,7 +531,10 @@ def _dec_AlterPartitionRequest_TopicData_v0(
 
 
 def _enc_AlterPartitionRequest_TopicData_v0(o: _AlterPartitionRequest_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -562,7 +566,10 @@ def _dec_AlterPartitionRequest_TopicData_v1(
 
 
 def _enc_AlterPartitionRequest_TopicData_v1(o: _AlterPartitionRequest_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1109,7 +1116,10 @@ def _dec_AlterPartitionResponse_TopicData_v0(
 def _enc_AlterPartitionResponse_TopicData_v0(
     o: _AlterPartitionResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1143,7 +1153,10 @@ def _dec_AlterPartitionResponse_TopicData_v1(
 def _enc_AlterPartitionResponse_TopicData_v1(
     o: _AlterPartitionResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

@@ -28,7 +28,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -36,7 +38,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -360,7 +361,10 @@ def _dec_ReassignableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_Reassig
 
 
 def _enc_ReassignableTopic_v0(o: _ReassignableTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -573,7 +577,10 @@ def _dec_ReassignableTopicResponse_v0(
 
 
 def _enc_ReassignableTopicResponse_v0(o: _ReassignableTopicResponse, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

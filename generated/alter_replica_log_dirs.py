@@ -30,16 +30,17 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -343,7 +344,10 @@ def _dec_AlterReplicaLogDir_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterR
 
 
 def _enc_AlterReplicaLogDir_v0(o: _AlterReplicaLogDir, w: Writer) -> None:
-    w(write_string(o.path))
+
+    b = o.path.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -373,7 +377,10 @@ def _dec_AlterReplicaLogDir_v2(buf: Buffer, pos: int, end: int) -> tuple[_AlterR
 
 
 def _enc_AlterReplicaLogDir_v2(o: _AlterReplicaLogDir, w: Writer) -> None:
-    w(write_compact_string(o.path))
+
+    b = o.path.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -426,7 +433,10 @@ def _dec_AlterReplicaLogDirTopic_v0(
 
 
 def _enc_AlterReplicaLogDirTopic_v0(o: _AlterReplicaLogDirTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions")
 
     if o.unknown_tagged_fields:
@@ -451,7 +461,10 @@ def _dec_AlterReplicaLogDirTopic_v2(
 
 
 def _enc_AlterReplicaLogDirTopic_v2(o: _AlterReplicaLogDirTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -620,7 +633,10 @@ def _dec_AlterReplicaLogDirTopicResult_v0(
 
 
 def _enc_AlterReplicaLogDirTopicResult_v0(o: _AlterReplicaLogDirTopicResult, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -654,7 +670,10 @@ def _dec_AlterReplicaLogDirTopicResult_v2(
 
 
 def _enc_AlterReplicaLogDirTopicResult_v2(o: _AlterReplicaLogDirTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

@@ -29,7 +29,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_bytes,
     read_compact_nullable_string,
@@ -37,7 +39,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -343,7 +344,10 @@ def _dec_ScramCredentialDeletion_v0(
 
 
 def _enc_ScramCredentialDeletion_v0(o: _ScramCredentialDeletion, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.mechanism))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -395,7 +399,10 @@ def _dec_ScramCredentialUpsertion_v0(
 
 
 def _enc_ScramCredentialUpsertion_v0(o: _ScramCredentialUpsertion, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_bi.pack(o.mechanism, o.iterations))
     write_compact_bytes(w, o.salt)
     write_compact_bytes(w, o.salted_password)
@@ -553,7 +560,10 @@ def _dec_AlterUserScramCredentialsResult_v0(
 
 
 def _enc_AlterUserScramCredentialsResult_v0(o: _AlterUserScramCredentialsResult, w: Writer) -> None:
-    w(write_compact_string(o.user))
+
+    b = o.user.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
 

@@ -30,16 +30,17 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_tag_header,
     read_unknown_tags,
     read_uvarint,
     unsupported,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -295,8 +296,14 @@ def _dec_ApiVersionsRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
 
 
 def _enc_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: Writer) -> None:
-    w(write_compact_string(o.client_software_name))
-    w(write_compact_string(o.client_software_version))
+
+    b = o.client_software_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.client_software_version.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -701,7 +708,10 @@ def _dec_SupportedFeatureKey_v3(
 
 
 def _enc_SupportedFeatureKey_v3(o: _SupportedFeatureKey, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_hh.pack(o.min_version, o.max_version))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -757,7 +767,10 @@ def _dec_FinalizedFeatureKey_v3(
 
 
 def _enc_FinalizedFeatureKey_v3(o: _FinalizedFeatureKey, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_hh.pack(o.max_version_level, o.min_version_level))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

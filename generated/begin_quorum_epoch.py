@@ -31,10 +31,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
@@ -44,11 +46,10 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -504,7 +505,10 @@ def _dec_BeginQuorumEpochRequest_TopicData_v0(
 def _enc_BeginQuorumEpochRequest_TopicData_v0(
     o: _BeginQuorumEpochRequest_TopicData, w: Writer
 ) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -538,7 +542,10 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(
 def _enc_BeginQuorumEpochRequest_TopicData_v1(
     o: _BeginQuorumEpochRequest_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -702,8 +709,14 @@ def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndp
 
 
 def _enc_LeaderEndpoint_v1(o: _LeaderEndpoint, w: Writer) -> None:
-    w(write_compact_string(o.name))
-    w(write_compact_string(o.host))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -951,7 +964,10 @@ def _dec_BeginQuorumEpochResponse_TopicData_v0(
 def _enc_BeginQuorumEpochResponse_TopicData_v0(
     o: _BeginQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -985,7 +1001,10 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(
 def _enc_BeginQuorumEpochResponse_TopicData_v1(
     o: _BeginQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1137,7 +1156,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -33,8 +33,10 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
@@ -44,7 +46,6 @@ from kafkagen.runtime.wire import (
     uuid_bytes,
     write_array,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -278,7 +279,10 @@ def _dec_BrokerRegistrationRequest_v0(
 
 def _enc_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_compact_string(o.cluster_id))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.incarnation_id.bytes)
     write_struct_array(
         w, o.listeners, _enc_Listener_v0, True, False, "BrokerRegistrationRequest.Listeners"
@@ -323,7 +327,10 @@ def _dec_BrokerRegistrationRequest_v1(
 
 def _enc_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_compact_string(o.cluster_id))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.incarnation_id.bytes)
     write_struct_array(
         w, o.listeners, _enc_Listener_v0, True, False, "BrokerRegistrationRequest.Listeners"
@@ -367,7 +374,10 @@ def _dec_BrokerRegistrationRequest_v2(
 
 def _enc_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_compact_string(o.cluster_id))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.incarnation_id.bytes)
     write_struct_array(
         w, o.listeners, _enc_Listener_v0, True, False, "BrokerRegistrationRequest.Listeners"
@@ -414,7 +424,10 @@ def _dec_BrokerRegistrationRequest_v3(
 
 def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_compact_string(o.cluster_id))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.incarnation_id.bytes)
     write_struct_array(
         w, o.listeners, _enc_Listener_v0, True, False, "BrokerRegistrationRequest.Listeners"
@@ -511,8 +524,14 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
-    w(write_compact_string(o.name))
-    w(write_compact_string(o.host))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_Hh.pack(o.port, o.security_protocol))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -566,7 +585,10 @@ def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
 
 
 def _enc_Feature_v0(o: _Feature, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_hh.pack(o.min_supported_version, o.max_supported_version))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

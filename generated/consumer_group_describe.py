@@ -35,8 +35,10 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -555,8 +557,14 @@ def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(
 def _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(
     o: _ConsumerGroupDescribeRequest_GroupMemberCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -769,10 +777,19 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.group_state))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ii.pack(o.group_epoch, o.assignment_epoch))
-    w(write_compact_string(o.assignor_name))
+
+    b = o.assignor_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.members,
@@ -861,12 +878,21 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
 
 
 def _enc_Member_v0(o: _Member, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.instance_id))
     w(write_compact_nullable_string(o.rack_id))
     w(_S_i.pack(o.member_epoch))
-    w(write_compact_string(o.client_id))
-    w(write_compact_string(o.client_host))
+
+    b = o.client_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.client_host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_array(
         w,
         o.subscribed_topic_names,
@@ -1006,7 +1032,10 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "ConsumerGroupDescribeResponse.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1062,8 +1091,14 @@ def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
 def _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
     o: _ConsumerGroupDescribeResponse_GroupMemberCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

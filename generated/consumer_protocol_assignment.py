@@ -36,9 +36,9 @@ from kafkagen.runtime.wire import (
     read_array,
     read_nullable_records,
     read_string,
+    string_length,
     unsupported,
     write_nullable_bytes,
-    write_string,
     write_struct_array,
 )
 
@@ -195,7 +195,10 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
 
 
 def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "ConsumerProtocolAssignment.TopicPartition.Partitions")
 
     if o.unknown_tagged_fields:

@@ -39,6 +39,7 @@ from kafkagen.runtime.wire import (
     read_nullable_records,
     read_nullable_string,
     read_string,
+    string_length,
     unsupported,
     write_array,
     write_nullable_bytes,
@@ -335,7 +336,10 @@ def _dec_TopicPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
 
 
 def _enc_TopicPartition_v1(o: _TopicPartition, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "ConsumerProtocolSubscription.TopicPartition.Partitions")
 
     if o.unknown_tagged_fields:

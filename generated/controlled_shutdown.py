@@ -29,14 +29,15 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -375,7 +376,10 @@ def _dec_RemainingPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_Remain
 
 
 def _enc_RemainingPartition_v0(o: _RemainingPartition, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     if o.unknown_tagged_fields:
@@ -398,7 +402,10 @@ def _dec_RemainingPartition_v3(buf: Buffer, pos: int, end: int) -> tuple[_Remain
 
 
 def _enc_RemainingPartition_v3(o: _RemainingPartition, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -27,18 +27,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -310,11 +311,20 @@ def _dec_AclCreation_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, 
 
 def _enc_AclCreation_v0(o: _AclCreation, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.resource_pattern_type != 3:
         raise unsupported("CreateAclsRequest.AclCreation.ResourcePatternType", "non-default value")
-    w(write_string(o.principal))
-    w(write_string(o.host))
+
+    b = o.principal.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -342,10 +352,19 @@ def _dec_AclCreation_v1(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, 
 
 def _enc_AclCreation_v1(o: _AclCreation, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.resource_pattern_type))
-    w(write_string(o.principal))
-    w(write_string(o.host))
+
+    b = o.principal.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -377,10 +396,19 @@ def _dec_AclCreation_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, 
 
 def _enc_AclCreation_v2(o: _AclCreation, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.resource_pattern_type))
-    w(write_compact_string(o.principal))
-    w(write_compact_string(o.host))
+
+    b = o.principal.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -29,7 +29,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_bytes,
     read_compact_bytes,
@@ -37,12 +39,11 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -376,8 +377,14 @@ def _dec_CreatableRenewers_v0(buf: Buffer, pos: int, end: int) -> tuple[_Creatab
 
 
 def _enc_CreatableRenewers_v0(o: _CreatableRenewers, w: Writer) -> None:
-    w(write_string(o.principal_type))
-    w(write_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("CreateDelegationTokenRequest.CreatableRenewers", "unknown tagged fields")
@@ -397,8 +404,14 @@ def _dec_CreatableRenewers_v2(buf: Buffer, pos: int, end: int) -> tuple[_Creatab
 
 
 def _enc_CreatableRenewers_v2(o: _CreatableRenewers, w: Writer) -> None:
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -476,8 +489,14 @@ def _dec_CreateDelegationTokenResponse_v0(
 
 def _enc_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_string(o.principal_type))
-    w(write_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.token_requester_principal_type != "":
         raise unsupported(
             "CreateDelegationTokenResponse.TokenRequesterPrincipalType", "non-default value"
@@ -487,7 +506,10 @@ def _enc_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w: W
             "CreateDelegationTokenResponse.TokenRequesterPrincipalName", "non-default value"
         )
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
-    w(write_string(o.token_id))
+
+    b = o.token_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
 
@@ -525,8 +547,14 @@ def _dec_CreateDelegationTokenResponse_v2(
 
 def _enc_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     if o.token_requester_principal_type != "":
         raise unsupported(
             "CreateDelegationTokenResponse.TokenRequesterPrincipalType", "non-default value"
@@ -536,7 +564,10 @@ def _enc_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w: W
             "CreateDelegationTokenResponse.TokenRequesterPrincipalName", "non-default value"
         )
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
-    w(write_compact_string(o.token_id))
+
+    b = o.token_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
 
@@ -573,12 +604,27 @@ def _dec_CreateDelegationTokenResponse_v3(
 
 def _enc_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
-    w(write_compact_string(o.token_requester_principal_type))
-    w(write_compact_string(o.token_requester_principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.token_requester_principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.token_requester_principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
-    w(write_compact_string(o.token_id))
+
+    b = o.token_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
 

@@ -31,7 +31,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -40,11 +42,10 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -350,7 +351,10 @@ def _dec_CreatePartitionsTopic_v0(
 
 
 def _enc_CreatePartitionsTopic_v0(o: _CreatePartitionsTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.count))
     write_struct_array(
         w,
@@ -386,7 +390,10 @@ def _dec_CreatePartitionsTopic_v2(
 
 
 def _enc_CreatePartitionsTopic_v2(o: _CreatePartitionsTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.count))
     write_struct_array(
         w,
@@ -641,7 +648,10 @@ def _dec_CreatePartitionsTopicResult_v0(
 
 
 def _enc_CreatePartitionsTopicResult_v0(o: _CreatePartitionsTopicResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
 
@@ -670,7 +680,10 @@ def _dec_CreatePartitionsTopicResult_v2(
 
 
 def _enc_CreatePartitionsTopicResult_v2(o: _CreatePartitionsTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
 

@@ -33,10 +33,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -48,11 +50,10 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -490,7 +491,10 @@ def _dec_CreatableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_CreatableT
 
 
 def _enc_CreatableTopic_v0(o: _CreatableTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.num_partitions, o.replication_factor))
     write_struct_array(
         w,
@@ -535,7 +539,10 @@ def _dec_CreatableTopic_v5(buf: Buffer, pos: int, end: int) -> tuple[_CreatableT
 
 
 def _enc_CreatableTopic_v5(o: _CreatableTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.num_partitions, o.replication_factor))
     write_struct_array(
         w,
@@ -685,7 +692,10 @@ def _dec_CreatableTopicConfig_v0(
 
 
 def _enc_CreatableTopicConfig_v0(o: _CreatableTopicConfig, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.value))
 
     if o.unknown_tagged_fields:
@@ -708,7 +718,10 @@ def _dec_CreatableTopicConfig_v5(
 
 
 def _enc_CreatableTopicConfig_v5(o: _CreatableTopicConfig, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.value))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -951,7 +964,10 @@ def _dec_CreatableTopicResult_v0(
 
 
 def _enc_CreatableTopicResult_v0(o: _CreatableTopicResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
 
     if o.unknown_tagged_fields:
@@ -978,7 +994,10 @@ def _dec_CreatableTopicResult_v1(
 
 
 def _enc_CreatableTopicResult_v1(o: _CreatableTopicResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
 
@@ -1025,7 +1044,10 @@ def _dec_CreatableTopicResult_v5(
 
 
 def _enc_CreatableTopicResult_v5(o: _CreatableTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
     w(_S_ih.pack(o.num_partitions, o.replication_factor))
@@ -1091,7 +1113,10 @@ def _dec_CreatableTopicResult_v7(
 
 
 def _enc_CreatableTopicResult_v7(o: _CreatableTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.topic_id.bytes)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
@@ -1208,7 +1233,10 @@ def _dec_CreatableTopicConfigs_v5(
 
 
 def _enc_CreatableTopicConfigs_v5(o: _CreatableTopicConfigs, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.value))
     w(_S_obo.pack(o.read_only, o.config_source, o.is_sensitive))
 

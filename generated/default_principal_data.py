@@ -22,10 +22,11 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_compact_string,
     read_unknown_tags,
-    write_compact_string,
     write_tags,
 )
 
@@ -100,8 +101,14 @@ def _dec_DefaultPrincipalData_v0(
 
 
 def _enc_DefaultPrincipalData_v0(o: DefaultPrincipalData, w: Writer) -> None:
-    w(write_compact_string(o.type))
-    w(write_compact_string(o.name))
+
+    b = o.type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.token_authenticated))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -27,18 +27,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -786,13 +787,22 @@ def _enc_DeleteAclsMatchingAcl_v0(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.pattern_type != 3:
         raise unsupported(
             "DeleteAclsResponse.DeleteAclsMatchingAcl.PatternType", "non-default value"
         )
-    w(write_string(o.principal))
-    w(write_string(o.host))
+
+    b = o.principal.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -828,10 +838,19 @@ def _enc_DeleteAclsMatchingAcl_v1(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.pattern_type))
-    w(write_string(o.principal))
-    w(write_string(o.host))
+
+    b = o.principal.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -871,10 +890,19 @@ def _enc_DeleteAclsMatchingAcl_v2(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.pattern_type))
-    w(write_compact_string(o.principal))
-    w(write_compact_string(o.host))
+
+    b = o.principal.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

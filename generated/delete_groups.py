@@ -30,11 +30,14 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_array,
     write_compact_string,
@@ -326,7 +329,10 @@ def _dec_DeletableGroupResult_v0(
 
 
 def _enc_DeletableGroupResult_v0(o: _DeletableGroupResult, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
 
     if o.unknown_tagged_fields:
@@ -351,7 +357,10 @@ def _dec_DeletableGroupResult_v2(
 
 
 def _enc_DeletableGroupResult_v2(o: _DeletableGroupResult, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

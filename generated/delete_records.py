@@ -29,14 +29,15 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -352,7 +353,10 @@ def _dec_DeleteRecordsTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_Delete
 
 
 def _enc_DeleteRecordsTopic_v0(o: _DeleteRecordsTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -382,7 +386,10 @@ def _dec_DeleteRecordsTopic_v2(buf: Buffer, pos: int, end: int) -> tuple[_Delete
 
 
 def _enc_DeleteRecordsTopic_v2(o: _DeleteRecordsTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -613,7 +620,10 @@ def _dec_DeleteRecordsTopicResult_v0(
 
 
 def _enc_DeleteRecordsTopicResult_v0(o: _DeleteRecordsTopicResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -645,7 +655,10 @@ def _dec_DeleteRecordsTopicResult_v2(
 
 
 def _enc_DeleteRecordsTopicResult_v2(o: _DeleteRecordsTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

@@ -32,14 +32,17 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_string,
     read_unknown_tags,
     read_uuid,
+    string_length,
     unsupported,
     write_array,
     write_compact_nullable_string,
@@ -577,7 +580,10 @@ def _dec_DeletableTopicResult_v0(
 def _enc_DeletableTopicResult_v0(o: _DeletableTopicResult, w: Writer) -> None:
     if o.name is None:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
 
     if o.unknown_tagged_fields:
@@ -606,7 +612,10 @@ def _dec_DeletableTopicResult_v4(
 def _enc_DeletableTopicResult_v4(o: _DeletableTopicResult, w: Writer) -> None:
     if o.name is None:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult.Name", "null value")
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -634,7 +643,10 @@ def _dec_DeletableTopicResult_v5(
 def _enc_DeletableTopicResult_v5(o: _DeletableTopicResult, w: Writer) -> None:
     if o.name is None:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult.Name", "null value")
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
 

@@ -30,19 +30,20 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -552,7 +553,10 @@ def _dec_DescribeAclsRequest_ResourceCursor_v4(
 def _enc_DescribeAclsRequest_ResourceCursor_v4(
     o: _DescribeAclsRequest_ResourceCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.resource_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -812,7 +816,10 @@ def _dec_DescribeAclsResource_v0(
 
 def _enc_DescribeAclsResource_v0(o: _DescribeAclsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.pattern_type != 3:
         raise unsupported(
             "DescribeAclsResponse.DescribeAclsResource.PatternType", "non-default value"
@@ -849,7 +856,10 @@ def _dec_DescribeAclsResource_v1(
 
 def _enc_DescribeAclsResource_v1(o: _DescribeAclsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.pattern_type))
     write_struct_array(
         w,
@@ -887,7 +897,10 @@ def _dec_DescribeAclsResource_v2(
 
 def _enc_DescribeAclsResource_v2(o: _DescribeAclsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.pattern_type))
     write_struct_array(
         w,
@@ -949,8 +962,14 @@ def _dec_AclDescription_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclDescrip
 
 
 def _enc_AclDescription_v0(o: _AclDescription, w: Writer) -> None:
-    w(write_string(o.principal))
-    w(write_string(o.host))
+
+    b = o.principal.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -974,8 +993,14 @@ def _dec_AclDescription_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclDescrip
 
 
 def _enc_AclDescription_v2(o: _AclDescription, w: Writer) -> None:
-    w(write_compact_string(o.principal))
-    w(write_compact_string(o.host))
+
+    b = o.principal.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1033,7 +1058,10 @@ def _dec_DescribeAclsResponse_ResourceCursor_v4(
 def _enc_DescribeAclsResponse_ResourceCursor_v4(
     o: _DescribeAclsResponse_ResourceCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.resource_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

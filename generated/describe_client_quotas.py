@@ -29,18 +29,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -374,7 +375,10 @@ def _dec_ComponentData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ComponentDa
 
 
 def _enc_ComponentData_v0(o: _ComponentData, w: Writer) -> None:
-    w(write_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.match_type))
     w(write_nullable_string(o.match))
 
@@ -399,7 +403,10 @@ def _dec_ComponentData_v1(buf: Buffer, pos: int, end: int) -> tuple[_ComponentDa
 
 
 def _enc_ComponentData_v1(o: _ComponentData, w: Writer) -> None:
-    w(write_compact_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.match_type))
     w(write_compact_nullable_string(o.match))
 
@@ -646,7 +653,10 @@ def _dec_EntityData_v0(buf: Buffer, pos: int, end: int) -> tuple[_EntityData, in
 
 
 def _enc_EntityData_v0(o: _EntityData, w: Writer) -> None:
-    w(write_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.entity_name))
 
     if o.unknown_tagged_fields:
@@ -667,7 +677,10 @@ def _dec_EntityData_v1(buf: Buffer, pos: int, end: int) -> tuple[_EntityData, in
 
 
 def _enc_EntityData_v1(o: _EntityData, w: Writer) -> None:
-    w(write_compact_string(o.entity_type))
+
+    b = o.entity_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.entity_name))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -711,7 +724,10 @@ def _dec_ValueData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ValueData, int]
 
 
 def _enc_ValueData_v0(o: _ValueData, w: Writer) -> None:
-    w(write_string(o.key))
+
+    b = o.key.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_d.pack(o.value))
 
     if o.unknown_tagged_fields:
@@ -734,7 +750,10 @@ def _dec_ValueData_v1(buf: Buffer, pos: int, end: int) -> tuple[_ValueData, int]
 
 
 def _enc_ValueData_v1(o: _ValueData, w: Writer) -> None:
-    w(write_compact_string(o.key))
+
+    b = o.key.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_d.pack(o.value))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -30,14 +30,15 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -320,7 +321,10 @@ def _enc_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Writer) -> No
     w(write_compact_nullable_string(o.error_message))
     if o.endpoint_type != 1:
         raise unsupported("DescribeClusterResponse.EndpointType", "non-default value")
-    w(write_compact_string(o.cluster_id))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.brokers, _enc_DescribeClusterBroker_v0, True, False, "DescribeClusterResponse.Brokers"
@@ -364,7 +368,10 @@ def _enc_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Writer) -> No
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     w(write_compact_nullable_string(o.error_message))
     w(_S_b.pack(o.endpoint_type))
-    w(write_compact_string(o.cluster_id))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.brokers, _enc_DescribeClusterBroker_v0, True, False, "DescribeClusterResponse.Brokers"
@@ -444,7 +451,10 @@ def _dec_DescribeClusterBroker_v0(
 
 def _enc_DescribeClusterBroker_v0(o: _DescribeClusterBroker, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     w(write_compact_nullable_string(o.rack))
 

@@ -32,13 +32,16 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
     write_array,
@@ -655,7 +658,10 @@ def _dec_DescribeConfigsResource_v0(
 
 def _enc_DescribeConfigsResource_v0(o: _DescribeConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_array(
         w,
         o.configuration_keys,
@@ -691,7 +697,10 @@ def _dec_DescribeConfigsResource_v4(
 
 def _enc_DescribeConfigsResource_v4(o: _DescribeConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_array(
         w,
         o.configuration_keys,
@@ -755,7 +764,10 @@ def _dec_DescribeConfigsRequest_ResourceCursor_v5(
 def _enc_DescribeConfigsRequest_ResourceCursor_v5(
     o: _DescribeConfigsRequest_ResourceCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.resource_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1052,7 +1064,10 @@ def _enc_DescribeConfigsResult_v0(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.configs,
@@ -1090,7 +1105,10 @@ def _enc_DescribeConfigsResult_v1(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.configs,
@@ -1128,7 +1146,10 @@ def _enc_DescribeConfigsResult_v3(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.configs,
@@ -1170,7 +1191,10 @@ def _enc_DescribeConfigsResult_v4(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
     w(_S_b.pack(o.resource_type))
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.configs,
@@ -1242,7 +1266,10 @@ def _dec_DescribeConfigsResourceResult_v0(
 
 
 def _enc_DescribeConfigsResourceResult_v0(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.value))
     w(_S_oo.pack(o.read_only, o.is_default))
     w(_S_o.pack(o.is_sensitive))
@@ -1277,7 +1304,10 @@ def _dec_DescribeConfigsResourceResult_v1(
 
 
 def _enc_DescribeConfigsResourceResult_v1(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.value))
     w(_S_o.pack(o.read_only))
     if o.is_default != False:
@@ -1326,7 +1356,10 @@ def _dec_DescribeConfigsResourceResult_v3(
 
 
 def _enc_DescribeConfigsResourceResult_v3(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.value))
     w(_S_o.pack(o.read_only))
     if o.is_default != False:
@@ -1381,7 +1414,10 @@ def _dec_DescribeConfigsResourceResult_v4(
 
 
 def _enc_DescribeConfigsResourceResult_v4(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.value))
     w(_S_o.pack(o.read_only))
     if o.is_default != False:
@@ -1483,7 +1519,10 @@ def _dec_DescribeConfigsSynonym_v1(
 
 
 def _enc_DescribeConfigsSynonym_v1(o: _DescribeConfigsSynonym, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.value))
     w(_S_b.pack(o.source))
 
@@ -1510,7 +1549,10 @@ def _dec_DescribeConfigsSynonym_v4(
 
 
 def _enc_DescribeConfigsSynonym_v4(o: _DescribeConfigsSynonym, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.value))
     w(_S_b.pack(o.source))
 
@@ -1569,7 +1611,10 @@ def _dec_DescribeConfigsResponse_ResourceCursor_v5(
 def _enc_DescribeConfigsResponse_ResourceCursor_v5(
     o: _DescribeConfigsResponse_ResourceCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.resource_name))
+
+    b = o.resource_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.resource_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -29,18 +29,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_bytes,
     read_compact_bytes,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_bytes,
     write_compact_bytes,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -370,8 +371,14 @@ def _dec_DescribeDelegationTokenOwner_v0(
 
 
 def _enc_DescribeDelegationTokenOwner_v0(o: _DescribeDelegationTokenOwner, w: Writer) -> None:
-    w(write_string(o.principal_type))
-    w(write_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -395,8 +402,14 @@ def _dec_DescribeDelegationTokenOwner_v2(
 
 
 def _enc_DescribeDelegationTokenOwner_v2(o: _DescribeDelegationTokenOwner, w: Writer) -> None:
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -616,8 +629,14 @@ def _dec_DescribedDelegationToken_v0(
 
 
 def _enc_DescribedDelegationToken_v0(o: _DescribedDelegationToken, w: Writer) -> None:
-    w(write_string(o.principal_type))
-    w(write_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.token_requester_principal_type != "":
         raise unsupported(
             "DescribeDelegationTokenResponse.DescribedDelegationToken.TokenRequesterPrincipalType",
@@ -629,7 +648,10 @@ def _enc_DescribedDelegationToken_v0(o: _DescribedDelegationToken, w: Writer) ->
             "non-default value",
         )
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
-    w(write_string(o.token_id))
+
+    b = o.token_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.hmac)
     write_struct_array(
         w,
@@ -672,8 +694,14 @@ def _dec_DescribedDelegationToken_v2(
 
 
 def _enc_DescribedDelegationToken_v2(o: _DescribedDelegationToken, w: Writer) -> None:
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     if o.token_requester_principal_type != "":
         raise unsupported(
             "DescribeDelegationTokenResponse.DescribedDelegationToken.TokenRequesterPrincipalType",
@@ -685,7 +713,10 @@ def _enc_DescribedDelegationToken_v2(o: _DescribedDelegationToken, w: Writer) ->
             "non-default value",
         )
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
-    w(write_compact_string(o.token_id))
+
+    b = o.token_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.hmac)
     write_struct_array(
         w,
@@ -725,12 +756,27 @@ def _dec_DescribedDelegationToken_v3(
 
 
 def _enc_DescribedDelegationToken_v3(o: _DescribedDelegationToken, w: Writer) -> None:
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
-    w(write_compact_string(o.token_requester_principal_type))
-    w(write_compact_string(o.token_requester_principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.token_requester_principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.token_requester_principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
-    w(write_compact_string(o.token_id))
+
+    b = o.token_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.hmac)
     write_struct_array(
         w,
@@ -815,8 +861,14 @@ def _dec_DescribedDelegationTokenRenewer_v0(
 
 
 def _enc_DescribedDelegationTokenRenewer_v0(o: _DescribedDelegationTokenRenewer, w: Writer) -> None:
-    w(write_string(o.principal_type))
-    w(write_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -841,8 +893,14 @@ def _dec_DescribedDelegationTokenRenewer_v2(
 
 
 def _enc_DescribedDelegationTokenRenewer_v2(o: _DescribedDelegationTokenRenewer, w: Writer) -> None:
-    w(write_compact_string(o.principal_type))
-    w(write_compact_string(o.principal_name))
+
+    b = o.principal_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.principal_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

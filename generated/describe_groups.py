@@ -34,7 +34,9 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_bytes,
     read_compact_bytes,
@@ -43,6 +45,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
     write_array,
@@ -500,8 +503,14 @@ def _dec_DescribeGroupsRequest_GroupMemberCursor_v6(
 def _enc_DescribeGroupsRequest_GroupMemberCursor_v6(
     o: _DescribeGroupsRequest_GroupMemberCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -796,10 +805,22 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_string(o.group_id))
-    w(write_string(o.group_state))
-    w(write_string(o.protocol_type))
-    w(write_string(o.protocol_data))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_data.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.members,
@@ -839,10 +860,22 @@ def _dec_DescribedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v3(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_string(o.group_id))
-    w(write_string(o.group_state))
-    w(write_string(o.protocol_type))
-    w(write_string(o.protocol_data))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_data.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.members,
@@ -879,10 +912,22 @@ def _dec_DescribedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v4(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_string(o.group_id))
-    w(write_string(o.group_state))
-    w(write_string(o.protocol_type))
-    w(write_string(o.protocol_data))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_data.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.members,
@@ -921,10 +966,22 @@ def _dec_DescribedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v5(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.group_state))
-    w(write_compact_string(o.protocol_type))
-    w(write_compact_string(o.protocol_data))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_data.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.members,
@@ -1000,9 +1057,18 @@ def _dec_DescribedGroupMember_v0(
 
 
 def _enc_DescribedGroupMember_v0(o: _DescribedGroupMember, w: Writer) -> None:
-    w(write_string(o.member_id))
-    w(write_string(o.client_id))
-    w(write_string(o.client_host))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.client_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.client_host.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.member_metadata)
     write_bytes(w, o.member_assignment)
 
@@ -1026,10 +1092,19 @@ def _dec_DescribedGroupMember_v4(
 
 
 def _enc_DescribedGroupMember_v4(o: _DescribedGroupMember, w: Writer) -> None:
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
-    w(write_string(o.client_id))
-    w(write_string(o.client_host))
+
+    b = o.client_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.client_host.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.member_metadata)
     write_bytes(w, o.member_assignment)
 
@@ -1057,10 +1132,19 @@ def _dec_DescribedGroupMember_v5(
 
 
 def _enc_DescribedGroupMember_v5(o: _DescribedGroupMember, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
-    w(write_compact_string(o.client_id))
-    w(write_compact_string(o.client_host))
+
+    b = o.client_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.client_host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.member_metadata)
     write_compact_bytes(w, o.member_assignment)
 
@@ -1130,8 +1214,14 @@ def _dec_DescribeGroupsResponse_GroupMemberCursor_v6(
 def _enc_DescribeGroupsResponse_GroupMemberCursor_v6(
     o: _DescribeGroupsResponse_GroupMemberCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

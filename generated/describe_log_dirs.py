@@ -34,17 +34,18 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -529,7 +530,10 @@ def _dec_DescribableLogDirTopic_v0(
 
 
 def _enc_DescribableLogDirTopic_v0(o: _DescribableLogDirTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions")
 
     if o.unknown_tagged_fields:
@@ -552,7 +556,10 @@ def _dec_DescribableLogDirTopic_v2(
 
 
 def _enc_DescribableLogDirTopic_v2(o: _DescribableLogDirTopic, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -605,9 +612,15 @@ def _dec_DescribeLogDirsRequest_Cursor_v5(
 
 
 def _enc_DescribeLogDirsRequest_Cursor_v5(o: _DescribeLogDirsRequest_Cursor, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
-    w(write_compact_string(o.log_dir))
+
+    b = o.log_dir.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -896,7 +909,10 @@ def _dec_DescribeLogDirsResult_v0(
 
 def _enc_DescribeLogDirsResult_v0(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_string(o.log_dir))
+
+    b = o.log_dir.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -932,7 +948,10 @@ def _dec_DescribeLogDirsResult_v2(
 
 def _enc_DescribeLogDirsResult_v2(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_string(o.log_dir))
+
+    b = o.log_dir.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -968,7 +987,10 @@ def _dec_DescribeLogDirsResult_v4(
 
 def _enc_DescribeLogDirsResult_v4(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_string(o.log_dir))
+
+    b = o.log_dir.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -1035,7 +1057,10 @@ def _dec_DescribeLogDirsTopic_v0(
 
 
 def _enc_DescribeLogDirsTopic_v0(o: _DescribeLogDirsTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1067,7 +1092,10 @@ def _dec_DescribeLogDirsTopic_v2(
 
 
 def _enc_DescribeLogDirsTopic_v2(o: _DescribeLogDirsTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1206,9 +1234,15 @@ def _dec_DescribeLogDirsResponse_Cursor_v5(
 
 
 def _enc_DescribeLogDirsResponse_Cursor_v5(o: _DescribeLogDirsResponse_Cursor, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
-    w(write_compact_string(o.log_dir))
+
+    b = o.log_dir.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -31,7 +31,9 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -40,7 +42,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     truncated,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -494,7 +495,10 @@ def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest
 
 
 def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partition_indexes, "DescribeProducersRequest.TopicRequest.PartitionIndexes")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -548,7 +552,10 @@ def _dec_DescribeProducersRequest_ProducerStateCursor_v1(
 def _enc_DescribeProducersRequest_ProducerStateCursor_v1(
     o: _DescribeProducersRequest_ProducerStateCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_iq.pack(o.partition_index, o.producer_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -757,7 +764,10 @@ def _dec_TopicResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRespon
 
 
 def _enc_TopicResponse_v0(o: _TopicResponse, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -959,7 +969,10 @@ def _dec_DescribeProducersResponse_ProducerStateCursor_v1(
 def _enc_DescribeProducersResponse_ProducerStateCursor_v1(
     o: _DescribeProducersResponse_ProducerStateCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_iq.pack(o.partition_index, o.producer_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

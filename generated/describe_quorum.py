@@ -31,8 +31,10 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
@@ -40,7 +42,6 @@ from kafkagen.runtime.wire import (
     read_uuid,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -465,7 +466,10 @@ def _dec_DescribeQuorumRequest_TopicData_v0(
 
 
 def _enc_DescribeQuorumRequest_TopicData_v0(o: _DescribeQuorumRequest_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -769,7 +773,10 @@ def _dec_DescribeQuorumResponse_TopicData_v0(
 def _enc_DescribeQuorumResponse_TopicData_v0(
     o: _DescribeQuorumResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -802,7 +809,10 @@ def _dec_DescribeQuorumResponse_TopicData_v1(
 def _enc_DescribeQuorumResponse_TopicData_v1(
     o: _DescribeQuorumResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -835,7 +845,10 @@ def _dec_DescribeQuorumResponse_TopicData_v2(
 def _enc_DescribeQuorumResponse_TopicData_v2(
     o: _DescribeQuorumResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1298,8 +1311,14 @@ def _dec_Listener_v2(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v2(o: _Listener, w: Writer) -> None:
-    w(write_compact_string(o.name))
-    w(write_compact_string(o.host))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -36,8 +36,10 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -47,7 +49,6 @@ from kafkagen.runtime.wire import (
     read_uuid,
     truncated,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -453,7 +454,10 @@ def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest
 
 
 def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -501,7 +505,10 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(
 def _enc_DescribeTopicPartitionsRequest_Cursor_v0(
     o: _DescribeTopicPartitionsRequest_Cursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -899,7 +906,10 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(
 def _enc_DescribeTopicPartitionsResponse_Cursor_v0(
     o: _DescribeTopicPartitionsResponse_Cursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -34,7 +34,9 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -449,7 +451,10 @@ def _dec_DescribeTransactionsRequest_TransactionalCursor_v1(
 def _enc_DescribeTransactionsRequest_TransactionalCursor_v1(
     o: _DescribeTransactionsRequest_TransactionalCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_q.pack(o.producer_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -673,8 +678,14 @@ def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_Transact
 
 def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_string(o.transactional_id))
-    w(write_compact_string(o.transaction_state))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.transaction_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(
         _S_iqqh.pack(
             o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch
@@ -752,7 +763,10 @@ def _dec_TopicData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicData, int]
 
 
 def _enc_TopicData_v0(o: _TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "DescribeTransactionsResponse.TopicData.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -806,7 +820,10 @@ def _dec_DescribeTransactionsResponse_TransactionalCursor_v1(
 def _enc_DescribeTransactionsResponse_TransactionalCursor_v1(
     o: _DescribeTransactionsResponse_TransactionalCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_q.pack(o.producer_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -27,13 +27,14 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -305,7 +306,10 @@ def _dec_UserName_v0(buf: Buffer, pos: int, end: int) -> tuple[_UserName, int]:
 
 
 def _enc_UserName_v0(o: _UserName, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -457,7 +461,10 @@ def _dec_DescribeUserScramCredentialsResult_v0(
 def _enc_DescribeUserScramCredentialsResult_v0(
     o: _DescribeUserScramCredentialsResult, w: Writer
 ) -> None:
-    w(write_compact_string(o.user))
+
+    b = o.user.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
     write_struct_array(

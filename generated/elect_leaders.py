@@ -30,7 +30,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -39,11 +41,10 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -404,7 +405,10 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "ElectLeadersRequest.TopicPartitions.Partitions")
 
     if o.unknown_tagged_fields:
@@ -425,7 +429,10 @@ def _dec_TopicPartitions_v2(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 
 def _enc_TopicPartitions_v2(o: _TopicPartitions, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "ElectLeadersRequest.TopicPartitions.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -622,7 +629,10 @@ def _dec_ReplicaElectionResult_v0(
 
 
 def _enc_ReplicaElectionResult_v0(o: _ReplicaElectionResult, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_result,
@@ -654,7 +664,10 @@ def _dec_ReplicaElectionResult_v2(
 
 
 def _enc_ReplicaElectionResult_v2(o: _ReplicaElectionResult, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_result,

@@ -32,10 +32,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -47,11 +49,10 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -534,7 +535,10 @@ def _dec_EndQuorumEpochRequest_TopicData_v0(
 
 
 def _enc_EndQuorumEpochRequest_TopicData_v0(o: _EndQuorumEpochRequest_TopicData, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -566,7 +570,10 @@ def _dec_EndQuorumEpochRequest_TopicData_v1(
 
 
 def _enc_EndQuorumEpochRequest_TopicData_v1(o: _EndQuorumEpochRequest_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -796,8 +803,14 @@ def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndp
 
 
 def _enc_LeaderEndpoint_v1(o: _LeaderEndpoint, w: Writer) -> None:
-    w(write_compact_string(o.name))
-    w(write_compact_string(o.host))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1052,7 +1065,10 @@ def _dec_EndQuorumEpochResponse_TopicData_v0(
 def _enc_EndQuorumEpochResponse_TopicData_v0(
     o: _EndQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1086,7 +1102,10 @@ def _dec_EndQuorumEpochResponse_TopicData_v1(
 def _enc_EndQuorumEpochResponse_TopicData_v1(
     o: _EndQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1236,7 +1255,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -23,13 +23,14 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_tags,
 )
 
@@ -153,7 +154,10 @@ def _dec_EndTxnRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[EndTxnReques
 
 
 def _enc_EndTxnRequest_v0(o: EndTxnRequest, w: Writer) -> None:
-    w(write_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_qho.pack(o.producer_id, o.producer_epoch, o.committed))
 
     if o.unknown_tagged_fields:
@@ -176,7 +180,10 @@ def _dec_EndTxnRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[EndTxnReques
 
 
 def _enc_EndTxnRequest_v3(o: EndTxnRequest, w: Writer) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qho.pack(o.producer_id, o.producer_epoch, o.committed))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -35,10 +35,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -51,12 +53,11 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    string_length,
     unsupported,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_bytes,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -929,7 +930,10 @@ def _enc_FetchRequest_v11(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-    w(write_string(o.rack_id))
+
+    b = o.rack_id.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
@@ -1000,7 +1004,10 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-    w(write_compact_string(o.rack_id))
+
+    b = o.rack_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
@@ -1081,7 +1088,10 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-    w(write_compact_string(o.rack_id))
+
+    b = o.rack_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
@@ -1162,7 +1172,10 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-    w(write_compact_string(o.rack_id))
+
+    b = o.rack_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
@@ -1246,7 +1259,10 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-    w(write_compact_string(o.rack_id))
+
+    b = o.rack_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
@@ -1422,7 +1438,10 @@ def _dec_FetchTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
 
 
 def _enc_FetchTopic_v0(o: _FetchTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v0, False, False, "FetchRequest.FetchTopic.Partitions"
     )
@@ -1444,7 +1463,10 @@ def _dec_FetchTopic_v5(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
 
 
 def _enc_FetchTopic_v5(o: _FetchTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v5, False, False, "FetchRequest.FetchTopic.Partitions"
     )
@@ -1466,7 +1488,10 @@ def _dec_FetchTopic_v9(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
 
 
 def _enc_FetchTopic_v9(o: _FetchTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v9, False, False, "FetchRequest.FetchTopic.Partitions"
     )
@@ -1492,7 +1517,10 @@ def _dec_FetchTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, i
 
 
 def _enc_FetchTopic_v12(o: _FetchTopic, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v12, True, False, "FetchRequest.FetchTopic.Partitions"
     )
@@ -1829,7 +1857,10 @@ def _dec_ForgottenTopic_v7(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
 
 
 def _enc_ForgottenTopic_v7(o: _ForgottenTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
 
     if o.unknown_tagged_fields:
@@ -1851,7 +1882,10 @@ def _dec_ForgottenTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
 
 
 def _enc_ForgottenTopic_v12(o: _ForgottenTopic, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -2343,7 +2377,10 @@ def _dec_FetchableTopicResponse_v0(
 
 
 def _enc_FetchableTopicResponse_v0(o: _FetchableTopicResponse, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -2370,7 +2407,10 @@ def _dec_FetchableTopicResponse_v4(
 
 
 def _enc_FetchableTopicResponse_v4(o: _FetchableTopicResponse, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -2397,7 +2437,10 @@ def _dec_FetchableTopicResponse_v5(
 
 
 def _enc_FetchableTopicResponse_v5(o: _FetchableTopicResponse, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -2426,7 +2469,10 @@ def _dec_FetchableTopicResponse_v11(
 
 
 def _enc_FetchableTopicResponse_v11(o: _FetchableTopicResponse, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -2457,7 +2503,10 @@ def _dec_FetchableTopicResponse_v12(
 
 
 def _enc_FetchableTopicResponse_v12(o: _FetchableTopicResponse, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -3170,7 +3219,10 @@ def _dec_NodeEndpoint_v16(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoin
 
 def _enc_NodeEndpoint_v16(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     w(write_compact_nullable_string(o.rack))
 

@@ -34,10 +34,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_records,
@@ -49,7 +51,6 @@ from kafkagen.runtime.wire import (
     unsupported,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -625,7 +626,10 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(
 def _enc_FetchSnapshotRequest_TopicSnapshot_v0(
     o: _FetchSnapshotRequest_TopicSnapshot, w: Writer
 ) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -658,7 +662,10 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(
 def _enc_FetchSnapshotRequest_TopicSnapshot_v1(
     o: _FetchSnapshotRequest_TopicSnapshot, w: Writer
 ) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1114,7 +1121,10 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(
 def _enc_FetchSnapshotResponse_TopicSnapshot_v0(
     o: _FetchSnapshotResponse_TopicSnapshot, w: Writer
 ) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1399,7 +1409,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -28,19 +28,21 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_array,
     write_compact_nullable_string,
     write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -219,7 +221,10 @@ def _dec_FindCoordinatorRequest_v0(
 
 
 def _enc_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: Writer) -> None:
-    w(write_string(o.key))
+
+    b = o.key.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.key_type != 0:
         raise unsupported("FindCoordinatorRequest.KeyType", "non-default value")
     if o.coordinator_keys != []:
@@ -244,7 +249,10 @@ def _dec_FindCoordinatorRequest_v1(
 
 
 def _enc_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: Writer) -> None:
-    w(write_string(o.key))
+
+    b = o.key.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.key_type))
     if o.coordinator_keys != []:
         raise unsupported("FindCoordinatorRequest.CoordinatorKeys", "non-default value")
@@ -272,7 +280,10 @@ def _dec_FindCoordinatorRequest_v3(
 
 
 def _enc_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: Writer) -> None:
-    w(write_compact_string(o.key))
+
+    b = o.key.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_b.pack(o.key_type))
     if o.coordinator_keys != []:
         raise unsupported("FindCoordinatorRequest.CoordinatorKeys", "non-default value")
@@ -392,7 +403,10 @@ def _dec_FindCoordinatorResponse_v0(
 def _enc_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(_S_i.pack(o.node_id))
-    w(write_string(o.host))
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     if o.coordinators != []:
         raise unsupported("FindCoordinatorResponse.Coordinators", "non-default value")
@@ -426,7 +440,10 @@ def _enc_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Writer) -> No
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     w(write_nullable_string(o.error_message))
     w(_S_i.pack(o.node_id))
-    w(write_string(o.host))
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     if o.coordinators != []:
         raise unsupported("FindCoordinatorResponse.Coordinators", "non-default value")
@@ -464,7 +481,10 @@ def _enc_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Writer) -> No
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     w(write_compact_nullable_string(o.error_message))
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     if o.coordinators != []:
         raise unsupported("FindCoordinatorResponse.Coordinators", "non-default value")
@@ -591,9 +611,15 @@ def _dec_Coordinator_v4(buf: Buffer, pos: int, end: int) -> tuple[_Coordinator, 
 
 
 def _enc_Coordinator_v4(o: _Coordinator, w: Writer) -> None:
-    w(write_compact_string(o.key))
+
+    b = o.key.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.port, o.error_code))
     w(write_compact_nullable_string(o.error_message))
 

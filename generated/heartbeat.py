@@ -22,17 +22,18 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_tags,
 )
 
@@ -146,9 +147,15 @@ def _dec_HeartbeatRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Heartbeat
 
 
 def _enc_HeartbeatRequest_v0(o: HeartbeatRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("HeartbeatRequest.GroupInstanceId", "non-default value")
 
@@ -170,9 +177,15 @@ def _dec_HeartbeatRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[Heartbeat
 
 
 def _enc_HeartbeatRequest_v3(o: HeartbeatRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
 
     if o.unknown_tagged_fields:
@@ -197,9 +210,15 @@ def _dec_HeartbeatRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[Heartbeat
 
 
 def _enc_HeartbeatRequest_v4(o: HeartbeatRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

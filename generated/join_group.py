@@ -32,7 +32,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_bytes,
     read_compact_bytes,
@@ -41,13 +43,12 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -284,12 +285,21 @@ def _dec_JoinGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v0(o: JoinGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.session_timeout_ms))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("JoinGroupRequest.GroupInstanceId", "non-default value")
-    w(write_string(o.protocol_type))
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v0, False, False, "JoinGroupRequest.Protocols"
     )
@@ -317,12 +327,21 @@ def _dec_JoinGroupRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v1(o: JoinGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("JoinGroupRequest.GroupInstanceId", "non-default value")
-    w(write_string(o.protocol_type))
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v0, False, False, "JoinGroupRequest.Protocols"
     )
@@ -350,11 +369,20 @@ def _dec_JoinGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v5(o: JoinGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
-    w(write_string(o.protocol_type))
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v0, False, False, "JoinGroupRequest.Protocols"
     )
@@ -386,11 +414,20 @@ def _dec_JoinGroupRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v6(o: JoinGroupRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
-    w(write_compact_string(o.protocol_type))
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v6, True, False, "JoinGroupRequest.Protocols"
     )
@@ -421,11 +458,20 @@ def _dec_JoinGroupRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
-    w(write_compact_string(o.protocol_type))
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v6, True, False, "JoinGroupRequest.Protocols"
     )
@@ -499,7 +545,10 @@ def _dec_JoinGroupRequestProtocol_v0(
 
 
 def _enc_JoinGroupRequestProtocol_v0(o: _JoinGroupRequestProtocol, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.metadata)
 
     if o.unknown_tagged_fields:
@@ -522,7 +571,10 @@ def _dec_JoinGroupRequestProtocol_v6(
 
 
 def _enc_JoinGroupRequestProtocol_v6(o: _JoinGroupRequestProtocol, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.metadata)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -601,11 +653,20 @@ def _enc_JoinGroupResponse_v0(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_hi.pack(o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-    w(write_string(o.protocol_name))
-    w(write_string(o.leader))
+
+    b = o.protocol_name.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.leader.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v0, False, False, "JoinGroupResponse.Members"
     )
@@ -636,11 +697,20 @@ def _enc_JoinGroupResponse_v2(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-    w(write_string(o.protocol_name))
-    w(write_string(o.leader))
+
+    b = o.protocol_name.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.leader.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v0, False, False, "JoinGroupResponse.Members"
     )
@@ -671,11 +741,20 @@ def _enc_JoinGroupResponse_v5(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-    w(write_string(o.protocol_name))
-    w(write_string(o.leader))
+
+    b = o.protocol_name.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.leader.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v5, False, False, "JoinGroupResponse.Members"
     )
@@ -710,11 +789,20 @@ def _enc_JoinGroupResponse_v6(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-    w(write_compact_string(o.protocol_name))
-    w(write_compact_string(o.leader))
+
+    b = o.protocol_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.leader.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v6, True, False, "JoinGroupResponse.Members"
     )
@@ -748,10 +836,16 @@ def _enc_JoinGroupResponse_v7(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w(write_compact_nullable_string(o.protocol_type))
     w(write_compact_nullable_string(o.protocol_name))
-    w(write_compact_string(o.leader))
+
+    b = o.leader.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v6, True, False, "JoinGroupResponse.Members"
     )
@@ -787,9 +881,15 @@ def _enc_JoinGroupResponse_v9(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w(write_compact_nullable_string(o.protocol_type))
     w(write_compact_nullable_string(o.protocol_name))
-    w(write_compact_string(o.leader))
+
+    b = o.leader.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.skip_assignment))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v6, True, False, "JoinGroupResponse.Members"
     )
@@ -862,7 +962,10 @@ def _dec_JoinGroupResponseMember_v0(
 
 
 def _enc_JoinGroupResponseMember_v0(o: _JoinGroupResponseMember, w: Writer) -> None:
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.metadata)
 
     if o.unknown_tagged_fields:
@@ -882,7 +985,10 @@ def _dec_JoinGroupResponseMember_v5(
 
 
 def _enc_JoinGroupResponseMember_v5(o: _JoinGroupResponseMember, w: Writer) -> None:
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
     write_bytes(w, o.metadata)
 
@@ -907,7 +1013,10 @@ def _dec_JoinGroupResponseMember_v6(
 
 
 def _enc_JoinGroupResponseMember_v6(o: _JoinGroupResponseMember, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     write_compact_bytes(w, o.metadata)
 

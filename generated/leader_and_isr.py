@@ -33,8 +33,10 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -42,9 +44,8 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     read_uuid,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -910,7 +911,10 @@ def _dec_LeaderAndIsrPartitionState_v0(
 
 
 def _enc_LeaderAndIsrPartitionState_v0(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _write_i(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
@@ -950,7 +954,10 @@ def _dec_LeaderAndIsrPartitionState_v1(
 
 
 def _enc_LeaderAndIsrPartitionState_v1(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _write_i(w, o.isr, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.Isr")
     w(_S_i.pack(o.partition_epoch))
@@ -1236,7 +1243,10 @@ def _dec_LeaderAndIsrTopicState_v2(
 
 
 def _enc_LeaderAndIsrTopicState_v2(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_states,
@@ -1265,7 +1275,10 @@ def _dec_LeaderAndIsrTopicState_v3(
 
 
 def _enc_LeaderAndIsrTopicState_v3(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_states,
@@ -1298,7 +1311,10 @@ def _dec_LeaderAndIsrTopicState_v4(
 
 
 def _enc_LeaderAndIsrTopicState_v4(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_states,
@@ -1330,7 +1346,10 @@ def _dec_LeaderAndIsrTopicState_v5(
 
 
 def _enc_LeaderAndIsrTopicState_v5(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.topic_id.bytes)
     write_struct_array(
         w,
@@ -1363,7 +1382,10 @@ def _dec_LeaderAndIsrTopicState_v6(
 
 
 def _enc_LeaderAndIsrTopicState_v6(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.topic_id.bytes)
     write_struct_array(
         w,
@@ -1437,7 +1459,10 @@ def _dec_LeaderAndIsrLiveLeader_v0(
 
 def _enc_LeaderAndIsrLiveLeader_v0(o: _LeaderAndIsrLiveLeader, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_string(o.host_name))
+
+    b = o.host_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
 
     if o.unknown_tagged_fields:
@@ -1466,7 +1491,10 @@ def _dec_LeaderAndIsrLiveLeader_v4(
 
 def _enc_LeaderAndIsrLiveLeader_v4(o: _LeaderAndIsrLiveLeader, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-    w(write_compact_string(o.host_name))
+
+    b = o.host_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1713,7 +1741,10 @@ def _dec_LeaderAndIsrPartitionError_v0(
 
 
 def _enc_LeaderAndIsrPartitionError_v0(o: _LeaderAndIsrPartitionError, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
 
     if o.unknown_tagged_fields:
@@ -1740,7 +1771,10 @@ def _dec_LeaderAndIsrPartitionError_v4(
 
 
 def _enc_LeaderAndIsrPartitionError_v4(o: _LeaderAndIsrPartitionError, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

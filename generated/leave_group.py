@@ -27,18 +27,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -222,8 +223,14 @@ def _dec_LeaveGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
 
 
 def _enc_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
-    w(write_string(o.member_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.members != []:
         raise unsupported("LeaveGroupRequest.Members", "non-default value")
 
@@ -242,7 +249,10 @@ def _dec_LeaveGroupRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
 
 
 def _enc_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.member_id != "":
         raise unsupported("LeaveGroupRequest.MemberId", "non-default value")
     write_struct_array(
@@ -268,7 +278,10 @@ def _dec_LeaveGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
 
 
 def _enc_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     if o.member_id != "":
         raise unsupported("LeaveGroupRequest.MemberId", "non-default value")
     write_struct_array(
@@ -293,7 +306,10 @@ def _dec_LeaveGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
 
 
 def _enc_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     if o.member_id != "":
         raise unsupported("LeaveGroupRequest.MemberId", "non-default value")
     write_struct_array(
@@ -352,7 +368,10 @@ def _dec_MemberIdentity_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
 
 
 def _enc_MemberIdentity_v3(o: _MemberIdentity, w: Writer) -> None:
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
 
     if o.unknown_tagged_fields:
@@ -374,7 +393,10 @@ def _dec_MemberIdentity_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
 
 
 def _enc_MemberIdentity_v4(o: _MemberIdentity, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -395,7 +417,10 @@ def _dec_MemberIdentity_v5(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
 
 
 def _enc_MemberIdentity_v5(o: _MemberIdentity, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     w(write_compact_nullable_string(o.reason))
 
@@ -598,7 +623,10 @@ def _dec_MemberResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberResp
 
 
 def _enc_MemberResponse_v3(o: _MemberResponse, w: Writer) -> None:
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
     w(_S_h.pack(o.error_code))
 
@@ -623,7 +651,10 @@ def _dec_MemberResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberResp
 
 
 def _enc_MemberResponse_v4(o: _MemberResponse, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     w(_S_h.pack(o.error_code))
 

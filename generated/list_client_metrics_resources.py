@@ -27,11 +27,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_unknown_tags,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -291,7 +292,10 @@ def _dec_ClientMetricsResource_v0(
 
 
 def _enc_ClientMetricsResource_v0(o: _ClientMetricsResource, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -31,16 +31,18 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
     write_array,
     write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -459,7 +461,10 @@ def _dec_ListGroupsRequest_GroupCursor_v6(
 
 
 def _enc_ListGroupsRequest_GroupCursor_v6(o: _ListGroupsRequest_GroupCursor, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -717,8 +722,14 @@ def _dec_ListedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v0(o: _ListedGroup, w: Writer) -> None:
-    w(write_string(o.group_id))
-    w(write_string(o.protocol_type))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("ListGroupsResponse.ListedGroup", "unknown tagged fields")
@@ -740,8 +751,14 @@ def _dec_ListedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v3(o: _ListedGroup, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.protocol_type))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -762,9 +779,18 @@ def _dec_ListedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v4(o: _ListedGroup, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.protocol_type))
-    w(write_compact_string(o.group_state))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -785,10 +811,22 @@ def _dec_ListedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v5(o: _ListedGroup, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.protocol_type))
-    w(write_compact_string(o.group_state))
-    w(write_compact_string(o.group_type))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -842,7 +880,10 @@ def _dec_ListGroupsResponse_GroupCursor_v6(
 
 
 def _enc_ListGroupsResponse_GroupCursor_v6(o: _ListGroupsResponse_GroupCursor, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -31,17 +31,18 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -640,7 +641,10 @@ def _dec_ListOffsetsTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
 
 
 def _enc_ListOffsetsTopic_v0(o: _ListOffsetsTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -666,7 +670,10 @@ def _dec_ListOffsetsTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
 
 
 def _enc_ListOffsetsTopic_v1(o: _ListOffsetsTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -692,7 +699,10 @@ def _dec_ListOffsetsTopic_v4(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
 
 
 def _enc_ListOffsetsTopic_v4(o: _ListOffsetsTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -722,7 +732,10 @@ def _dec_ListOffsetsTopic_v6(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
 
 
 def _enc_ListOffsetsTopic_v6(o: _ListOffsetsTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -919,7 +932,10 @@ def _dec_ListOffsetsRequest_Cursor_v11(
 
 
 def _enc_ListOffsetsRequest_Cursor_v11(o: _ListOffsetsRequest_Cursor, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1212,7 +1228,10 @@ def _dec_ListOffsetsTopicResponse_v0(
 
 
 def _enc_ListOffsetsTopicResponse_v0(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1240,7 +1259,10 @@ def _dec_ListOffsetsTopicResponse_v1(
 
 
 def _enc_ListOffsetsTopicResponse_v1(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1268,7 +1290,10 @@ def _dec_ListOffsetsTopicResponse_v4(
 
 
 def _enc_ListOffsetsTopicResponse_v4(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1300,7 +1325,10 @@ def _dec_ListOffsetsTopicResponse_v6(
 
 
 def _enc_ListOffsetsTopicResponse_v6(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1546,7 +1574,10 @@ def _dec_ListOffsetsResponse_Cursor_v11(
 
 
 def _enc_ListOffsetsResponse_Cursor_v11(o: _ListOffsetsResponse_Cursor, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

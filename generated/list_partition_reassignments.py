@@ -31,7 +31,9 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -40,7 +42,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     truncated,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -510,7 +511,10 @@ def _dec_ListPartitionReassignmentsTopics_v0(
 def _enc_ListPartitionReassignmentsTopics_v0(
     o: _ListPartitionReassignmentsTopics, w: Writer
 ) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(
         w,
         o.partition_indexes,
@@ -574,7 +578,10 @@ def _dec_ListPartitionReassignmentsRequest_Cursor_v1(
 def _enc_ListPartitionReassignmentsRequest_Cursor_v1(
     o: _ListPartitionReassignmentsRequest_Cursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -813,7 +820,10 @@ def _dec_OngoingTopicReassignment_v0(
 
 
 def _enc_OngoingTopicReassignment_v0(o: _OngoingTopicReassignment, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -954,7 +964,10 @@ def _dec_ListPartitionReassignmentsResponse_Cursor_v1(
 def _enc_ListPartitionReassignmentsResponse_Cursor_v1(
     o: _ListPartitionReassignmentsResponse_Cursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

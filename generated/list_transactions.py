@@ -32,7 +32,9 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -467,7 +469,10 @@ def _dec_ListTransactionsRequest_TransactionalCursor_v2(
 def _enc_ListTransactionsRequest_TransactionalCursor_v2(
     o: _ListTransactionsRequest_TransactionalCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_q.pack(o.producer_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -709,9 +714,15 @@ def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_Transact
 
 
 def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_q.pack(o.producer_id))
-    w(write_compact_string(o.transaction_state))
+
+    b = o.transaction_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -765,7 +776,10 @@ def _dec_ListTransactionsResponse_TransactionalCursor_v2(
 def _enc_ListTransactionsResponse_TransactionalCursor_v2(
     o: _ListTransactionsResponse_TransactionalCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.transactional_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_q.pack(o.producer_id))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -36,8 +36,10 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -47,12 +49,11 @@ from kafkagen.runtime.wire import (
     read_string,
     read_unknown_tags,
     read_uuid,
+    string_length,
     truncated,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -773,7 +774,10 @@ def _dec_MetadataRequestTopic_v0(
 def _enc_MetadataRequestTopic_v0(o: _MetadataRequestTopic, w: Writer) -> None:
     if o.name is None:
         raise unsupported("MetadataRequest.MetadataRequestTopic.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("MetadataRequest.MetadataRequestTopic", "unknown tagged fields")
@@ -797,7 +801,10 @@ def _dec_MetadataRequestTopic_v9(
 def _enc_MetadataRequestTopic_v9(o: _MetadataRequestTopic, w: Writer) -> None:
     if o.name is None:
         raise unsupported("MetadataRequest.MetadataRequestTopic.Name", "null value")
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -870,7 +877,10 @@ def _dec_MetadataRequest_Cursor_v13(
 
 
 def _enc_MetadataRequest_Cursor_v13(o: _MetadataRequest_Cursor, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1503,7 +1513,10 @@ def _dec_MetadataResponseBroker_v0(
 
 def _enc_MetadataResponseBroker_v0(o: _MetadataResponseBroker, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_string(o.host))
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
 
     if o.unknown_tagged_fields:
@@ -1529,7 +1542,10 @@ def _dec_MetadataResponseBroker_v1(
 
 def _enc_MetadataResponseBroker_v1(o: _MetadataResponseBroker, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_string(o.host))
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     w(write_nullable_string(o.rack))
 
@@ -1560,7 +1576,10 @@ def _dec_MetadataResponseBroker_v9(
 
 def _enc_MetadataResponseBroker_v9(o: _MetadataResponseBroker, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     w(write_compact_nullable_string(o.rack))
 
@@ -1623,7 +1642,10 @@ def _enc_MetadataResponseTopic_v0(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1666,7 +1688,10 @@ def _enc_MetadataResponseTopic_v1(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.is_internal))
     write_struct_array(
         w,
@@ -1710,7 +1735,10 @@ def _enc_MetadataResponseTopic_v5(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.is_internal))
     write_struct_array(
         w,
@@ -1754,7 +1782,10 @@ def _enc_MetadataResponseTopic_v7(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.is_internal))
     write_struct_array(
         w,
@@ -1800,7 +1831,10 @@ def _enc_MetadataResponseTopic_v8(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.is_internal))
     write_struct_array(
         w,
@@ -1847,7 +1881,10 @@ def _enc_MetadataResponseTopic_v9(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_o.pack(o.is_internal))
     write_struct_array(
         w,
@@ -1893,7 +1930,10 @@ def _enc_MetadataResponseTopic_v10(o: _MetadataResponseTopic, w: Writer) -> None
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.topic_id.bytes)
     w(_S_o.pack(o.is_internal))
     write_struct_array(
@@ -2174,7 +2214,10 @@ def _dec_MetadataResponse_Cursor_v13(
 
 
 def _enc_MetadataResponse_Cursor_v13(o: _MetadataResponse_Cursor, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

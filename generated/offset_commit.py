@@ -27,18 +27,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -304,7 +305,10 @@ def _dec_OffsetCommitRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("OffsetCommitRequest.GroupInstanceId", "non-default value")
     write_struct_array(
@@ -333,9 +337,15 @@ def _dec_OffsetCommitRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("OffsetCommitRequest.GroupInstanceId", "non-default value")
     write_struct_array(
@@ -366,9 +376,15 @@ def _dec_OffsetCommitRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("OffsetCommitRequest.GroupInstanceId", "non-default value")
     w(_S_q.pack(o.retention_time_ms))
@@ -398,9 +414,15 @@ def _dec_OffsetCommitRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("OffsetCommitRequest.GroupInstanceId", "non-default value")
     write_struct_array(
@@ -429,9 +451,15 @@ def _dec_OffsetCommitRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("OffsetCommitRequest.GroupInstanceId", "non-default value")
     write_struct_array(
@@ -460,9 +488,15 @@ def _dec_OffsetCommitRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v6, False, False, "OffsetCommitRequest.Topics"
@@ -494,9 +528,15 @@ def _dec_OffsetCommitRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v8, True, False, "OffsetCommitRequest.Topics"
@@ -569,7 +609,10 @@ def _dec_OffsetCommitRequestTopic_v0(
 
 
 def _enc_OffsetCommitRequestTopic_v0(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -597,7 +640,10 @@ def _dec_OffsetCommitRequestTopic_v1(
 
 
 def _enc_OffsetCommitRequestTopic_v1(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -625,7 +671,10 @@ def _dec_OffsetCommitRequestTopic_v6(
 
 
 def _enc_OffsetCommitRequestTopic_v6(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -657,7 +706,10 @@ def _dec_OffsetCommitRequestTopic_v8(
 
 
 def _enc_OffsetCommitRequestTopic_v8(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1012,7 +1064,10 @@ def _dec_OffsetCommitResponseTopic_v0(
 
 
 def _enc_OffsetCommitResponseTopic_v0(o: _OffsetCommitResponseTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1044,7 +1099,10 @@ def _dec_OffsetCommitResponseTopic_v8(
 
 
 def _enc_OffsetCommitResponseTopic_v8(o: _OffsetCommitResponseTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

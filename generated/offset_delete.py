@@ -31,8 +31,8 @@ from kafkagen.runtime.wire import (
     Writer,
     read_array,
     read_string,
+    string_length,
     unsupported,
-    write_string,
     write_struct_array,
 )
 
@@ -266,7 +266,10 @@ def _dec_OffsetDeleteRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetDeleteRequestTopic_v0, False, False, "OffsetDeleteRequest.Topics"
     )
@@ -317,7 +320,10 @@ def _dec_OffsetDeleteRequestTopic_v0(
 
 
 def _enc_OffsetDeleteRequestTopic_v0(o: _OffsetDeleteRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -502,7 +508,10 @@ def _dec_OffsetDeleteResponseTopic_v0(
 
 
 def _enc_OffsetDeleteResponseTopic_v0(o: _OffsetDeleteResponseTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

@@ -32,7 +32,9 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -41,12 +43,11 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     truncated,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -541,7 +542,10 @@ def _dec_OffsetFetchRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
 
 
 def _enc_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetFetchRequestTopic_v0, False, False, "OffsetFetchRequest.Topics"
     )
@@ -570,7 +574,10 @@ def _dec_OffsetFetchRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
 
 
 def _enc_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetFetchRequestTopic_v0, False, True, "OffsetFetchRequest.Topics"
     )
@@ -601,7 +608,10 @@ def _dec_OffsetFetchRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
 
 
 def _enc_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetFetchRequestTopic_v6, True, True, "OffsetFetchRequest.Topics"
     )
@@ -633,7 +643,10 @@ def _dec_OffsetFetchRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
 
 
 def _enc_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetFetchRequestTopic_v6, True, True, "OffsetFetchRequest.Topics"
     )
@@ -857,7 +870,10 @@ def _dec_OffsetFetchRequestTopic_v0(
 
 
 def _enc_OffsetFetchRequestTopic_v0(o: _OffsetFetchRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes")
 
     if o.unknown_tagged_fields:
@@ -880,7 +896,10 @@ def _dec_OffsetFetchRequestTopic_v6(
 
 
 def _enc_OffsetFetchRequestTopic_v6(o: _OffsetFetchRequestTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(
         w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes"
     )
@@ -941,7 +960,10 @@ def _dec_OffsetFetchRequestGroup_v8(
 
 
 def _enc_OffsetFetchRequestGroup_v8(o: _OffsetFetchRequestGroup, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -976,7 +998,10 @@ def _dec_OffsetFetchRequestGroup_v9(
 
 
 def _enc_OffsetFetchRequestGroup_v9(o: _OffsetFetchRequestGroup, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.member_id))
     w(_S_i.pack(o.member_epoch))
     write_struct_array(
@@ -1060,7 +1085,10 @@ def _dec_OffsetFetchRequestTopics_v8(
 
 
 def _enc_OffsetFetchRequestTopics_v8(o: _OffsetFetchRequestTopics, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(
         w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopics.PartitionIndexes"
     )
@@ -1122,8 +1150,14 @@ def _dec_OffsetFetchRequest_OffsetFetchCursor_v10(
 def _enc_OffsetFetchRequest_OffsetFetchCursor_v10(
     o: _OffsetFetchRequest_OffsetFetchCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.topic_name))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1534,7 +1568,10 @@ def _dec_OffsetFetchResponseTopic_v0(
 
 
 def _enc_OffsetFetchResponseTopic_v0(o: _OffsetFetchResponseTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1562,7 +1599,10 @@ def _dec_OffsetFetchResponseTopic_v5(
 
 
 def _enc_OffsetFetchResponseTopic_v5(o: _OffsetFetchResponseTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1594,7 +1634,10 @@ def _dec_OffsetFetchResponseTopic_v6(
 
 
 def _enc_OffsetFetchResponseTopic_v6(o: _OffsetFetchResponseTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -1794,7 +1837,10 @@ def _dec_OffsetFetchResponseGroup_v8(
 
 
 def _enc_OffsetFetchResponseGroup_v8(o: _OffsetFetchResponseGroup, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.topics,
@@ -1867,7 +1913,10 @@ def _dec_OffsetFetchResponseTopics_v8(
 
 
 def _enc_OffsetFetchResponseTopics_v8(o: _OffsetFetchResponseTopics, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -2012,8 +2061,14 @@ def _dec_OffsetFetchResponse_OffsetFetchCursor_v10(
 def _enc_OffsetFetchResponse_OffsetFetchCursor_v10(
     o: _OffsetFetchResponse_OffsetFetchCursor, w: Writer
 ) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.topic_name))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

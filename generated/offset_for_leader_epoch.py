@@ -29,14 +29,15 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -429,7 +430,10 @@ def _dec_OffsetForLeaderTopic_v0(
 
 
 def _enc_OffsetForLeaderTopic_v0(o: _OffsetForLeaderTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -459,7 +463,10 @@ def _dec_OffsetForLeaderTopic_v2(
 
 
 def _enc_OffsetForLeaderTopic_v2(o: _OffsetForLeaderTopic, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -493,7 +500,10 @@ def _dec_OffsetForLeaderTopic_v4(
 
 
 def _enc_OffsetForLeaderTopic_v4(o: _OffsetForLeaderTopic, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -829,7 +839,10 @@ def _dec_OffsetForLeaderTopicResult_v0(
 
 
 def _enc_OffsetForLeaderTopicResult_v0(o: _OffsetForLeaderTopicResult, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -859,7 +872,10 @@ def _dec_OffsetForLeaderTopicResult_v1(
 
 
 def _enc_OffsetForLeaderTopicResult_v1(o: _OffsetForLeaderTopicResult, w: Writer) -> None:
-    w(write_string(o.topic))
+
+    b = o.topic.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -891,7 +907,10 @@ def _dec_OffsetForLeaderTopicResult_v4(
 
 
 def _enc_OffsetForLeaderTopicResult_v4(o: _OffsetForLeaderTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.topic))
+
+    b = o.topic.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

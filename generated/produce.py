@@ -32,9 +32,11 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     read_array,
     read_compact_nullable_records,
     read_compact_nullable_string,
@@ -45,13 +47,12 @@ from kafkagen.runtime.wire import (
     read_tag_header,
     read_unknown_tags,
     read_uvarint,
+    string_length,
     unsupported,
     write_compact_nullable_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_bytes,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -544,7 +545,10 @@ def _dec_TopicProduceData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPro
 
 
 def _enc_TopicProduceData_v0(o: _TopicProduceData, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_data,
@@ -574,7 +578,10 @@ def _dec_TopicProduceData_v9(buf: Buffer, pos: int, end: int) -> tuple[_TopicPro
 
 
 def _enc_TopicProduceData_v9(o: _TopicProduceData, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_data,
@@ -1008,7 +1015,10 @@ def _dec_TopicProduceResponse_v0(
 
 
 def _enc_TopicProduceResponse_v0(o: _TopicProduceResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_responses,
@@ -1036,7 +1046,10 @@ def _dec_TopicProduceResponse_v2(
 
 
 def _enc_TopicProduceResponse_v2(o: _TopicProduceResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_responses,
@@ -1064,7 +1077,10 @@ def _dec_TopicProduceResponse_v5(
 
 
 def _enc_TopicProduceResponse_v5(o: _TopicProduceResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_responses,
@@ -1092,7 +1108,10 @@ def _dec_TopicProduceResponse_v8(
 
 
 def _enc_TopicProduceResponse_v8(o: _TopicProduceResponse, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_responses,
@@ -1124,7 +1143,10 @@ def _dec_TopicProduceResponse_v9(
 
 
 def _enc_TopicProduceResponse_v9(o: _TopicProduceResponse, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_responses,
@@ -1155,7 +1177,10 @@ def _dec_TopicProduceResponse_v10(
 
 
 def _enc_TopicProduceResponse_v10(o: _TopicProduceResponse, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_responses,
@@ -1643,7 +1668,10 @@ def _dec_NodeEndpoint_v10(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoin
 
 def _enc_NodeEndpoint_v10(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.port))
     w(write_compact_nullable_string(o.rack))
 

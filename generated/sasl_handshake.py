@@ -28,6 +28,7 @@ from kafkagen.runtime.wire import (
     Writer,
     read_array,
     read_string,
+    string_length,
     unsupported,
     write_array,
     write_string,
@@ -126,7 +127,10 @@ def _dec_SaslHandshakeRequest_v0(
 
 
 def _enc_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: Writer) -> None:
-    w(write_string(o.mechanism))
+
+    b = o.mechanism.encode()
+    w(string_length(len(b)))
+    w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("SaslHandshakeRequest", "unknown tagged fields")

@@ -34,8 +34,10 @@ from kafkagen.runtime.wire import (
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -257,8 +259,14 @@ def _dec_ShareGroupHeartbeatRequest_v0(
 
 
 def _enc_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.member_epoch))
     w(write_compact_nullable_string(o.rack_id))
     write_array(

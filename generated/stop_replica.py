@@ -29,16 +29,17 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -628,7 +629,10 @@ def _dec_StopReplicaPartitionV0_v0(
 
 
 def _enc_StopReplicaPartitionV0_v0(o: _StopReplicaPartitionV0, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.partition_index))
 
     if o.unknown_tagged_fields:
@@ -673,7 +677,10 @@ def _dec_StopReplicaTopicV1_v1(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
 
 
 def _enc_StopReplicaTopicV1_v1(o: _StopReplicaTopicV1, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(w, o.partition_indexes, "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes")
 
     if o.unknown_tagged_fields:
@@ -694,7 +701,10 @@ def _dec_StopReplicaTopicV1_v2(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
 
 
 def _enc_StopReplicaTopicV1_v2(o: _StopReplicaTopicV1, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(w, o.partition_indexes, "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -751,7 +761,10 @@ def _dec_StopReplicaTopicState_v3(
 
 
 def _enc_StopReplicaTopicState_v3(o: _StopReplicaTopicState, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_states,
@@ -1000,7 +1013,10 @@ def _dec_StopReplicaPartitionError_v0(
 
 
 def _enc_StopReplicaPartitionError_v0(o: _StopReplicaPartitionError, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
 
     if o.unknown_tagged_fields:
@@ -1025,7 +1041,10 @@ def _dec_StopReplicaPartitionError_v2(
 
 
 def _enc_StopReplicaPartitionError_v2(o: _StopReplicaPartitionError, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

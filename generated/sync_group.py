@@ -29,7 +29,9 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_bytes,
     read_compact_bytes,
@@ -38,13 +40,12 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_bytes,
     write_compact_bytes,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -220,9 +221,15 @@ def _dec_SyncGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
 
 
 def _enc_SyncGroupRequest_v0(o: SyncGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     if o.group_instance_id != None:
         raise unsupported("SyncGroupRequest.GroupInstanceId", "non-default value")
     write_struct_array(
@@ -257,9 +264,15 @@ def _dec_SyncGroupRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
 
 
 def _enc_SyncGroupRequest_v3(o: SyncGroupRequest, w: Writer) -> None:
-    w(write_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(write_nullable_string(o.group_instance_id))
     write_struct_array(
         w,
@@ -297,9 +310,15 @@ def _dec_SyncGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
 
 
 def _enc_SyncGroupRequest_v4(o: SyncGroupRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     write_struct_array(
         w,
@@ -336,9 +355,15 @@ def _dec_SyncGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
 
 
 def _enc_SyncGroupRequest_v5(o: SyncGroupRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.generation_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     w(write_compact_nullable_string(o.protocol_type))
     w(write_compact_nullable_string(o.protocol_name))
@@ -416,7 +441,10 @@ def _dec_SyncGroupRequestAssignment_v0(
 
 
 def _enc_SyncGroupRequestAssignment_v0(o: _SyncGroupRequestAssignment, w: Writer) -> None:
-    w(write_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(string_length(len(b)))
+    w(b)
     write_bytes(w, o.assignment)
 
     if o.unknown_tagged_fields:
@@ -439,7 +467,10 @@ def _dec_SyncGroupRequestAssignment_v4(
 
 
 def _enc_SyncGroupRequestAssignment_v4(o: _SyncGroupRequestAssignment, w: Writer) -> None:
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_compact_bytes(w, o.assignment)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -27,18 +27,19 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -317,8 +318,14 @@ def _dec_TxnOffsetCommitRequest_v0(
 
 
 def _enc_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.transactional_id))
-    w(write_string(o.group_id))
+
+    b = o.transactional_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
     if o.generation_id != -1:
         raise unsupported("TxnOffsetCommitRequest.GenerationId", "non-default value")
@@ -360,8 +367,14 @@ def _dec_TxnOffsetCommitRequest_v2(
 
 
 def _enc_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: Writer) -> None:
-    w(write_string(o.transactional_id))
-    w(write_string(o.group_id))
+
+    b = o.transactional_id.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.group_id.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
     if o.generation_id != -1:
         raise unsupported("TxnOffsetCommitRequest.GenerationId", "non-default value")
@@ -406,10 +419,19 @@ def _dec_TxnOffsetCommitRequest_v3(
 
 
 def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None:
-    w(write_compact_string(o.transactional_id))
-    w(write_compact_string(o.group_id))
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id))
-    w(write_compact_string(o.member_id))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(write_compact_nullable_string(o.group_instance_id))
     write_struct_array(
         w,
@@ -490,7 +512,10 @@ def _dec_TxnOffsetCommitRequestTopic_v0(
 
 
 def _enc_TxnOffsetCommitRequestTopic_v0(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -520,7 +545,10 @@ def _dec_TxnOffsetCommitRequestTopic_v2(
 
 
 def _enc_TxnOffsetCommitRequestTopic_v2(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -554,7 +582,10 @@ def _dec_TxnOffsetCommitRequestTopic_v3(
 
 
 def _enc_TxnOffsetCommitRequestTopic_v3(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -845,7 +876,10 @@ def _dec_TxnOffsetCommitResponseTopic_v0(
 
 
 def _enc_TxnOffsetCommitResponseTopic_v0(o: _TxnOffsetCommitResponseTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -879,7 +913,10 @@ def _dec_TxnOffsetCommitResponseTopic_v3(
 
 
 def _enc_TxnOffsetCommitResponseTopic_v3(o: _TxnOffsetCommitResponseTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

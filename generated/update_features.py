@@ -30,14 +30,15 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -347,7 +348,10 @@ def _dec_FeatureUpdateKey_v0(buf: Buffer, pos: int, end: int) -> tuple[_FeatureU
 
 
 def _enc_FeatureUpdateKey_v0(o: _FeatureUpdateKey, w: Writer) -> None:
-    w(write_compact_string(o.feature))
+
+    b = o.feature.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_ho.pack(o.max_version_level, o.allow_downgrade))
     if o.upgrade_type != 1:
         raise unsupported("UpdateFeaturesRequest.FeatureUpdateKey.UpgradeType", "non-default value")
@@ -375,7 +379,10 @@ def _dec_FeatureUpdateKey_v1(buf: Buffer, pos: int, end: int) -> tuple[_FeatureU
 
 
 def _enc_FeatureUpdateKey_v1(o: _FeatureUpdateKey, w: Writer) -> None:
-    w(write_compact_string(o.feature))
+
+    b = o.feature.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.max_version_level))
     if o.allow_downgrade != False:
         raise unsupported(
@@ -556,7 +563,10 @@ def _dec_UpdatableFeatureResult_v0(
 
 
 def _enc_UpdatableFeatureResult_v0(o: _UpdatableFeatureResult, w: Writer) -> None:
-    w(write_compact_string(o.feature))
+
+    b = o.feature.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.error_code))
     w(write_compact_nullable_string(o.error_message))
 

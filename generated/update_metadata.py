@@ -31,10 +31,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
@@ -46,11 +48,10 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    string_length,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_nullable_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -1005,7 +1006,10 @@ def _dec_UpdateMetadataPartitionState_v0(
 
 
 def _enc_UpdateMetadataPartitionState_v0(o: _UpdateMetadataPartitionState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _write_i(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
@@ -1037,7 +1041,10 @@ def _dec_UpdateMetadataPartitionState_v4(
 
 
 def _enc_UpdateMetadataPartitionState_v4(o: _UpdateMetadataPartitionState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _write_i(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
@@ -1198,7 +1205,10 @@ def _dec_UpdateMetadataTopicState_v5(
 
 
 def _enc_UpdateMetadataTopicState_v5(o: _UpdateMetadataTopicState, w: Writer) -> None:
-    w(write_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_states,
@@ -1231,7 +1241,10 @@ def _dec_UpdateMetadataTopicState_v6(
 
 
 def _enc_UpdateMetadataTopicState_v6(o: _UpdateMetadataTopicState, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partition_states,
@@ -1263,7 +1276,10 @@ def _dec_UpdateMetadataTopicState_v7(
 
 
 def _enc_UpdateMetadataTopicState_v7(o: _UpdateMetadataTopicState, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(o.topic_id.bytes)
     write_struct_array(
         w,
@@ -1339,7 +1355,10 @@ def _dec_UpdateMetadataBroker_v0(
 
 def _enc_UpdateMetadataBroker_v0(o: _UpdateMetadataBroker, w: Writer) -> None:
     w(_S_i.pack(o.id))
-    w(write_string(o.v0_host))
+
+    b = o.v0_host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_i.pack(o.v0_port))
 
     if o.unknown_tagged_fields:
@@ -1551,7 +1570,10 @@ def _dec_UpdateMetadataEndpoint_v1(
 
 def _enc_UpdateMetadataEndpoint_v1(o: _UpdateMetadataEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.port))
-    w(write_string(o.host))
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.security_protocol))
 
     if o.unknown_tagged_fields:
@@ -1577,8 +1599,14 @@ def _dec_UpdateMetadataEndpoint_v3(
 
 def _enc_UpdateMetadataEndpoint_v3(o: _UpdateMetadataEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.port))
-    w(write_string(o.host))
-    w(write_string(o.listener))
+
+    b = o.host.encode()
+    w(string_length(len(b)))
+    w(b)
+
+    b = o.listener.encode()
+    w(string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.security_protocol))
 
     if o.unknown_tagged_fields:
@@ -1608,8 +1636,14 @@ def _dec_UpdateMetadataEndpoint_v6(
 
 def _enc_UpdateMetadataEndpoint_v6(o: _UpdateMetadataEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.port))
-    w(write_compact_string(o.host))
-    w(write_compact_string(o.listener))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.listener.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_h.pack(o.security_protocol))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -32,10 +32,12 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
     check_nullable_count,
     check_tag_end,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
@@ -45,7 +47,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     unsupported,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -441,7 +442,10 @@ def _dec_VoteRequest_TopicData_v0(
 
 
 def _enc_VoteRequest_TopicData_v0(o: _VoteRequest_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -472,7 +476,10 @@ def _dec_VoteRequest_TopicData_v1(
 
 
 def _enc_VoteRequest_TopicData_v1(o: _VoteRequest_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -795,7 +802,10 @@ def _dec_VoteResponse_TopicData_v0(
 
 
 def _enc_VoteResponse_TopicData_v0(o: _VoteResponse_TopicData, w: Writer) -> None:
-    w(write_compact_string(o.topic_name))
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -917,7 +927,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-    w(write_compact_string(o.host))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

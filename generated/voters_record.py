@@ -32,13 +32,14 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     read_array,
     read_compact_string,
     read_unknown_tags,
     read_uuid,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -339,8 +340,14 @@ def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
 
 
 def _enc_Endpoint_v0(o: _Endpoint, w: Writer) -> None:
-    w(write_compact_string(o.name))
-    w(write_compact_string(o.host))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     w(_S_H.pack(o.port))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

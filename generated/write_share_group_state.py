@@ -29,15 +29,16 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     read_array,
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
     read_uuid,
     write_compact_nullable_string,
-    write_compact_string,
     write_struct_array,
     write_tags,
 )
@@ -324,7 +325,10 @@ def _dec_WriteShareGroupStateRequest_v0(
 
 
 def _enc_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: Writer) -> None:
-    w(write_compact_string(o.group_id))
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w, o.topics, _enc_WriteStateData_v0, True, False, "WriteShareGroupStateRequest.Topics"
     )

@@ -29,16 +29,17 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
     read_array,
     read_compact_string,
     read_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_string,
-    write_string,
     write_struct_array,
     write_tags,
 )
@@ -480,7 +481,10 @@ def _dec_WritableTxnMarkerTopic_v0(
 
 
 def _enc_WritableTxnMarkerTopic_v0(o: _WritableTxnMarkerTopic, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     _write_i(
         w, o.partition_indexes, "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes"
     )
@@ -505,7 +509,10 @@ def _dec_WritableTxnMarkerTopic_v1(
 
 
 def _enc_WritableTxnMarkerTopic_v1(o: _WritableTxnMarkerTopic, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     _write_i_c(
         w, o.partition_indexes, "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes"
     )
@@ -756,7 +763,10 @@ def _dec_WritableTxnMarkerTopicResult_v0(
 
 
 def _enc_WritableTxnMarkerTopicResult_v0(o: _WritableTxnMarkerTopicResult, w: Writer) -> None:
-    w(write_string(o.name))
+
+    b = o.name.encode()
+    w(string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,
@@ -790,7 +800,10 @@ def _dec_WritableTxnMarkerTopicResult_v1(
 
 
 def _enc_WritableTxnMarkerTopicResult_v1(o: _WritableTxnMarkerTopicResult, w: Writer) -> None:
-    w(write_compact_string(o.name))
+
+    b = o.name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
     write_struct_array(
         w,
         o.partitions,

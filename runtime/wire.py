@@ -241,6 +241,20 @@ def read_compact_nullable_string(buf: Buffer, pos: int, end: int) -> tuple[str |
     return _slow_text(buf, pos, end, True, True)  # type: ignore[no-any-return]
 
 
+def string_length(n: int) -> bytes:
+    """The int16 length before a string of ``n`` bytes."""
+    if n > 0x7FFF:
+        raise ValueError(f"string of {n} bytes is longer than 32767")
+    return _pack_i16(n)
+
+
+def compact_string_length(n: int) -> bytes:
+    """The varint length before a compact string of ``n`` bytes."""
+    if n > 0x7FFF:  # Kafka caps every string at 32767 bytes, compact or not
+        raise ValueError(f"string of {n} bytes is longer than 32767")
+    return uvarint(n + 1)
+
+
 def write_string(s: str) -> bytes:
     b = s.encode()
     if len(b) > 0x7FFF:
@@ -677,6 +691,8 @@ def _tag_of(item: tuple[int, bytes]) -> int:
 
 
 __all__ = [
+    "compact_string_length",
+    "string_length",
     "FieldUnsupported",
     "unsupported",
     "Buffer",
