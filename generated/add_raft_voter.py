@@ -30,6 +30,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -40,7 +41,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -208,7 +208,13 @@ def _dec_AddRaftVoterRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[AddRaf
 
 
 def _enc_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_ii.pack(o.timeout_ms, o.voter_id))
     w(o.voter_directory_id.bytes)
     write_struct_array(
@@ -352,7 +358,13 @@ def _dec_AddRaftVoterResponse_v0(
 
 def _enc_AddRaftVoterResponse_v0(o: AddRaftVoterResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -28,6 +28,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -40,8 +42,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -510,7 +510,13 @@ def _enc_AlterClientQuotasRequest_EntityData_v0(
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.entity_name))
+    s = o.entity_name
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasRequest.EntityData", "unknown tagged fields")
@@ -538,7 +544,13 @@ def _enc_AlterClientQuotasRequest_EntityData_v1(
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.entity_name))
+    s = o.entity_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -808,7 +820,13 @@ def _enc_AlterClientQuotasResponse_EntryData_v0(
     o: _AlterClientQuotasResponse_EntryData, w: Writer
 ) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.entity,
@@ -846,7 +864,13 @@ def _enc_AlterClientQuotasResponse_EntryData_v1(
     o: _AlterClientQuotasResponse_EntryData, w: Writer
 ) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.entity,
@@ -914,7 +938,13 @@ def _enc_AlterClientQuotasResponse_EntityData_v0(
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.entity_name))
+    s = o.entity_name
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasResponse.EntityData", "unknown tagged fields")
@@ -942,7 +972,13 @@ def _enc_AlterClientQuotasResponse_EntityData_v1(
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.entity_name))
+    s = o.entity_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

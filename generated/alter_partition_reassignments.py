@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -37,7 +38,6 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -506,7 +506,13 @@ def _enc_AlterPartitionReassignmentsResponse_v0(
     o: AlterPartitionReassignmentsResponse, w: Writer
 ) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.responses,
@@ -640,7 +646,13 @@ def _dec_ReassignablePartitionResponse_v0(
 
 def _enc_ReassignablePartitionResponse_v0(o: _ReassignablePartitionResponse, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

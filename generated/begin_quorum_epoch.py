@@ -30,6 +30,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -48,8 +50,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -384,7 +384,13 @@ def _dec_BeginQuorumEpochRequest_v0(
 
 
 def _enc_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, w: Writer) -> None:
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,
@@ -422,7 +428,13 @@ def _dec_BeginQuorumEpochRequest_v1(
 
 
 def _enc_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.voter_id))
     write_struct_array(
         w,

@@ -32,6 +32,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -45,7 +46,6 @@ from kafkagen.runtime.wire import (
     unsupported,
     uuid_bytes,
     write_array,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -290,7 +290,13 @@ def _enc_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: Writer) -
     write_struct_array(
         w, o.features, _enc_Feature_v0, True, False, "BrokerRegistrationRequest.Features"
     )
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     if o.is_migrating_zk_broker != False:
         raise unsupported("BrokerRegistrationRequest.IsMigratingZkBroker", "non-default value")
 
@@ -338,7 +344,13 @@ def _enc_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: Writer) -
     write_struct_array(
         w, o.features, _enc_Feature_v0, True, False, "BrokerRegistrationRequest.Features"
     )
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -385,7 +397,13 @@ def _enc_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: Writer) -
     write_struct_array(
         w, o.features, _enc_Feature_v0, True, False, "BrokerRegistrationRequest.Features"
     )
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
     write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
 
@@ -435,7 +453,13 @@ def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -
     write_struct_array(
         w, o.features, _enc_Feature_v0, True, False, "BrokerRegistrationRequest.Features"
     )
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
     write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
     w(_S_q.pack(o.previous_broker_epoch))

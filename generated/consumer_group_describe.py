@@ -32,6 +32,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -48,7 +49,6 @@ from kafkagen.runtime.wire import (
     read_uuid,
     truncated,
     write_array,
-    write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
     write_tags,
@@ -776,7 +776,13 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -882,8 +888,20 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.instance_id))
-    w(write_compact_nullable_string(o.rack_id))
+    s = o.instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.rack_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.member_epoch))
 
     b = o.client_id.encode()
@@ -901,7 +919,13 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
         False,
         "ConsumerGroupDescribeResponse.Member.SubscribedTopicNames",
     )
-    w(write_compact_nullable_string(o.subscribed_topic_regex))
+    s = o.subscribed_topic_regex
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     _enc_Assignment_v0(o.assignment, w)
     _enc_Assignment_v0(o.target_assignment, w)
 

@@ -31,6 +31,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -48,7 +49,6 @@ from kafkagen.runtime.wire import (
     truncated,
     unsupported,
     write_array,
-    write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
     write_tags,
@@ -338,8 +338,20 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: W
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.member_epoch))
-    w(write_compact_nullable_string(o.instance_id))
-    w(write_compact_nullable_string(o.rack_id))
+    s = o.instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.rack_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.rebalance_timeout_ms))
     write_array(
         w,
@@ -351,7 +363,13 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: W
     )
     if o.subscribed_topic_regex != None:
         raise unsupported("ConsumerGroupHeartbeatRequest.SubscribedTopicRegex", "non-default value")
-    w(write_compact_nullable_string(o.server_assignor))
+    s = o.server_assignor
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topic_partitions,
@@ -411,8 +429,20 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: W
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.member_epoch))
-    w(write_compact_nullable_string(o.instance_id))
-    w(write_compact_nullable_string(o.rack_id))
+    s = o.instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.rack_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.rebalance_timeout_ms))
     write_array(
         w,
@@ -422,8 +452,20 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: W
         True,
         "ConsumerGroupHeartbeatRequest.SubscribedTopicNames",
     )
-    w(write_compact_nullable_string(o.subscribed_topic_regex))
-    w(write_compact_nullable_string(o.server_assignor))
+    s = o.subscribed_topic_regex
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.server_assignor
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topic_partitions,
@@ -628,8 +670,20 @@ def _dec_ConsumerGroupHeartbeatResponse_v0(
 
 def _enc_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
-    w(write_compact_nullable_string(o.member_id))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_ii.pack(o.member_epoch, o.heartbeat_interval_ms))
     if o.assignment is None:
         w(NULL_MARKER)

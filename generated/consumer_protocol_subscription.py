@@ -31,6 +31,7 @@ from kafkagen.runtime.message import (
 )
 from kafkagen.runtime.wire import (
     Buffer,
+    NULL_I16,
     RawTags,
     Writer,
     fixed_array_reader,
@@ -43,7 +44,6 @@ from kafkagen.runtime.wire import (
     unsupported,
     write_array,
     write_nullable_bytes,
-    write_nullable_string,
     write_string,
     write_struct_array,
 )
@@ -266,7 +266,13 @@ def _enc_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: Wri
         "ConsumerProtocolSubscription.OwnedPartitions",
     )
     w(_S_i.pack(o.generation_id))
-    w(write_nullable_string(o.rack_id))
+    s = o.rack_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription", "unknown tagged fields")

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -43,7 +44,6 @@ from kafkagen.runtime.wire import (
     unsupported,
     write_bytes,
     write_compact_bytes,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -304,8 +304,20 @@ def _dec_CreateDelegationTokenRequest_v3(
 
 
 def _enc_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.owner_principal_type))
-    w(write_compact_nullable_string(o.owner_principal_name))
+    s = o.owner_principal_type
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.owner_principal_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.renewers,

@@ -32,6 +32,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -52,8 +54,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -696,7 +696,13 @@ def _enc_CreatableTopicConfig_v0(o: _CreatableTopicConfig, w: Writer) -> None:
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest.CreatableTopicConfig", "unknown tagged fields")
@@ -722,7 +728,13 @@ def _enc_CreatableTopicConfig_v5(o: _CreatableTopicConfig, w: Writer) -> None:
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -999,7 +1011,13 @@ def _enc_CreatableTopicResult_v1(o: _CreatableTopicResult, w: Writer) -> None:
     w(string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsResponse.CreatableTopicResult", "unknown tagged fields")
@@ -1049,7 +1067,13 @@ def _enc_CreatableTopicResult_v5(o: _CreatableTopicResult, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_ih.pack(o.num_partitions, o.replication_factor))
     write_struct_array(
         w,
@@ -1119,7 +1143,13 @@ def _enc_CreatableTopicResult_v7(o: _CreatableTopicResult, w: Writer) -> None:
     w(b)
     w(o.topic_id.bytes)
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_ih.pack(o.num_partitions, o.replication_factor))
     write_struct_array(
         w,
@@ -1237,7 +1267,13 @@ def _enc_CreatableTopicConfigs_v5(o: _CreatableTopicConfigs, w: Writer) -> None:
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_obo.pack(o.read_only, o.config_source, o.is_sensitive))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

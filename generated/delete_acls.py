@@ -26,6 +26,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -38,8 +40,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -373,13 +373,31 @@ def _dec_DeleteAclsFilter_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAc
 
 def _enc_DeleteAclsFilter_v0(o: _DeleteAclsFilter, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     if o.pattern_type_filter != 3:
         raise unsupported(
             "DeleteAclsRequest.DeleteAclsFilter.PatternTypeFilter", "non-default value"
         )
-    w(write_nullable_string(o.principal_filter))
-    w(write_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -407,10 +425,28 @@ def _dec_DeleteAclsFilter_v1(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAc
 
 def _enc_DeleteAclsFilter_v1(o: _DeleteAclsFilter, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.pattern_type_filter))
-    w(write_nullable_string(o.principal_filter))
-    w(write_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -442,10 +478,28 @@ def _dec_DeleteAclsFilter_v2(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAc
 
 def _enc_DeleteAclsFilter_v2(o: _DeleteAclsFilter, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_compact_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.pattern_type_filter))
-    w(write_compact_nullable_string(o.principal_filter))
-    w(write_compact_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -648,7 +702,13 @@ def _dec_DeleteAclsFilterResult_v0(
 
 def _enc_DeleteAclsFilterResult_v0(o: _DeleteAclsFilterResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.matching_acls,
@@ -680,7 +740,13 @@ def _dec_DeleteAclsFilterResult_v1(
 
 def _enc_DeleteAclsFilterResult_v1(o: _DeleteAclsFilterResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.matching_acls,
@@ -716,7 +782,13 @@ def _dec_DeleteAclsFilterResult_v2(
 
 def _enc_DeleteAclsFilterResult_v2(o: _DeleteAclsFilterResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.matching_acls,
@@ -785,7 +857,13 @@ def _dec_DeleteAclsMatchingAcl_v0(
 
 def _enc_DeleteAclsMatchingAcl_v0(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -836,7 +914,13 @@ def _dec_DeleteAclsMatchingAcl_v1(
 
 def _enc_DeleteAclsMatchingAcl_v1(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -888,7 +972,13 @@ def _dec_DeleteAclsMatchingAcl_v2(
 
 def _enc_DeleteAclsMatchingAcl_v2(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()

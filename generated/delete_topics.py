@@ -31,6 +31,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -45,7 +46,6 @@ from kafkagen.runtime.wire import (
     string_length,
     unsupported,
     write_array,
-    write_compact_nullable_string,
     write_compact_string,
     write_string,
     write_struct_array,
@@ -347,7 +347,13 @@ def _dec_DeleteTopicState_v6(buf: Buffer, pos: int, end: int) -> tuple[_DeleteTo
 
 
 def _enc_DeleteTopicState_v6(o: _DeleteTopicState, w: Writer) -> None:
-    w(write_compact_nullable_string(o.name))
+    s = o.name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(o.topic_id.bytes)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -648,7 +654,13 @@ def _enc_DeletableTopicResult_v5(o: _DeletableTopicResult, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -673,10 +685,22 @@ def _dec_DeletableTopicResult_v6(
 
 
 def _enc_DeletableTopicResult_v6(o: _DeletableTopicResult, w: Writer) -> None:
-    w(write_compact_nullable_string(o.name))
+    s = o.name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(o.topic_id.bytes)
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -27,6 +27,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -42,8 +44,6 @@ from kafkagen.runtime.wire import (
     string_length,
     truncated,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -340,11 +340,29 @@ def _dec_DescribeAclsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Descri
 
 def _enc_DescribeAclsRequest_v0(o: DescribeAclsRequest, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     if o.pattern_type_filter != 3:
         raise unsupported("DescribeAclsRequest.PatternTypeFilter", "non-default value")
-    w(write_nullable_string(o.principal_filter))
-    w(write_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -374,10 +392,28 @@ def _dec_DescribeAclsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[Descri
 
 def _enc_DescribeAclsRequest_v1(o: DescribeAclsRequest, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.pattern_type_filter))
-    w(write_nullable_string(o.principal_filter))
-    w(write_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     if o.unknown_tagged_fields:
@@ -411,10 +447,28 @@ def _dec_DescribeAclsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[Descri
 
 def _enc_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_compact_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.pattern_type_filter))
-    w(write_compact_nullable_string(o.principal_filter))
-    w(write_compact_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -452,10 +506,28 @@ def _dec_DescribeAclsRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[Descri
 
 def _enc_DescribeAclsRequest_v4(o: DescribeAclsRequest, w: Writer) -> None:
     w(_S_b.pack(o.resource_type_filter))
-    w(write_compact_nullable_string(o.resource_name_filter))
+    s = o.resource_name_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.pattern_type_filter))
-    w(write_compact_nullable_string(o.principal_filter))
-    w(write_compact_nullable_string(o.host_filter))
+    s = o.principal_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.host_filter
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_bbi.pack(o.operation, o.permission_type, o.response_pagination_limit))
     if o.cursor is None:
         w(NULL_MARKER)
@@ -636,7 +708,13 @@ def _dec_DescribeAclsResponse_v0(
 
 def _enc_DescribeAclsResponse_v0(o: DescribeAclsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v0, False, False, "DescribeAclsResponse.Resources"
     )
@@ -664,7 +742,13 @@ def _dec_DescribeAclsResponse_v1(
 
 def _enc_DescribeAclsResponse_v1(o: DescribeAclsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v1, False, False, "DescribeAclsResponse.Resources"
     )
@@ -696,7 +780,13 @@ def _dec_DescribeAclsResponse_v2(
 
 def _enc_DescribeAclsResponse_v2(o: DescribeAclsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v2, True, False, "DescribeAclsResponse.Resources"
     )
@@ -733,7 +823,13 @@ def _dec_DescribeAclsResponse_v4(
 
 def _enc_DescribeAclsResponse_v4(o: DescribeAclsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v2, True, False, "DescribeAclsResponse.Resources"
     )

@@ -28,6 +28,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -40,8 +42,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -380,7 +380,13 @@ def _enc_ComponentData_v0(o: _ComponentData, w: Writer) -> None:
     w(string_length(len(b)))
     w(b)
     w(_S_b.pack(o.match_type))
-    w(write_nullable_string(o.match))
+    s = o.match
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasRequest.ComponentData", "unknown tagged fields")
@@ -408,7 +414,13 @@ def _enc_ComponentData_v1(o: _ComponentData, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.match_type))
-    w(write_compact_nullable_string(o.match))
+    s = o.match
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -478,7 +490,13 @@ def _dec_DescribeClientQuotasResponse_v0(
 
 def _enc_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.entries, _enc_EntryData_v0, False, True, "DescribeClientQuotasResponse.Entries"
     )
@@ -507,7 +525,13 @@ def _dec_DescribeClientQuotasResponse_v1(
 
 def _enc_DescribeClientQuotasResponse_v1(o: DescribeClientQuotasResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.entries, _enc_EntryData_v1, True, True, "DescribeClientQuotasResponse.Entries"
     )
@@ -657,7 +681,13 @@ def _enc_EntityData_v0(o: _EntityData, w: Writer) -> None:
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.entity_name))
+    s = o.entity_name
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasResponse.EntityData", "unknown tagged fields")
@@ -681,7 +711,13 @@ def _enc_EntityData_v1(o: _EntityData, w: Writer) -> None:
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.entity_name))
+    s = o.entity_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -38,7 +39,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     unsupported,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -318,7 +318,13 @@ def _dec_DescribeClusterResponse_v0(
 
 def _enc_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     if o.endpoint_type != 1:
         raise unsupported("DescribeClusterResponse.EndpointType", "non-default value")
 
@@ -366,7 +372,13 @@ def _dec_DescribeClusterResponse_v1(
 
 def _enc_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.endpoint_type))
 
     b = o.cluster_id.encode()
@@ -456,7 +468,13 @@ def _enc_DescribeClusterBroker_v0(o: _DescribeClusterBroker, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

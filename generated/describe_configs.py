@@ -29,6 +29,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -45,9 +47,7 @@ from kafkagen.runtime.wire import (
     truncated,
     unsupported,
     write_array,
-    write_compact_nullable_string,
     write_compact_string,
-    write_nullable_string,
     write_string,
     write_struct_array,
     write_tags,
@@ -1062,7 +1062,13 @@ def _dec_DescribeConfigsResult_v0(
 
 def _enc_DescribeConfigsResult_v0(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -1103,7 +1109,13 @@ def _dec_DescribeConfigsResult_v1(
 
 def _enc_DescribeConfigsResult_v1(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -1144,7 +1156,13 @@ def _dec_DescribeConfigsResult_v3(
 
 def _enc_DescribeConfigsResult_v3(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -1189,7 +1207,13 @@ def _dec_DescribeConfigsResult_v4(
 
 def _enc_DescribeConfigsResult_v4(o: _DescribeConfigsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -1270,7 +1294,13 @@ def _enc_DescribeConfigsResourceResult_v0(o: _DescribeConfigsResourceResult, w: 
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_oo.pack(o.read_only, o.is_default))
     w(_S_o.pack(o.is_sensitive))
 
@@ -1308,7 +1338,13 @@ def _enc_DescribeConfigsResourceResult_v1(o: _DescribeConfigsResourceResult, w: 
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_o.pack(o.read_only))
     if o.is_default != False:
         raise unsupported(
@@ -1360,7 +1396,13 @@ def _enc_DescribeConfigsResourceResult_v3(o: _DescribeConfigsResourceResult, w: 
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_o.pack(o.read_only))
     if o.is_default != False:
         raise unsupported(
@@ -1376,7 +1418,13 @@ def _enc_DescribeConfigsResourceResult_v3(o: _DescribeConfigsResourceResult, w: 
         "DescribeConfigsResponse.DescribeConfigsResourceResult.Synonyms",
     )
     w(_S_b.pack(o.config_type))
-    w(write_nullable_string(o.documentation))
+    s = o.documentation
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -1418,7 +1466,13 @@ def _enc_DescribeConfigsResourceResult_v4(o: _DescribeConfigsResourceResult, w: 
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_o.pack(o.read_only))
     if o.is_default != False:
         raise unsupported(
@@ -1434,7 +1488,13 @@ def _enc_DescribeConfigsResourceResult_v4(o: _DescribeConfigsResourceResult, w: 
         "DescribeConfigsResponse.DescribeConfigsResourceResult.Synonyms",
     )
     w(_S_b.pack(o.config_type))
-    w(write_compact_nullable_string(o.documentation))
+    s = o.documentation
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1523,7 +1583,13 @@ def _enc_DescribeConfigsSynonym_v1(o: _DescribeConfigsSynonym, w: Writer) -> Non
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.source))
 
     if o.unknown_tagged_fields:
@@ -1553,7 +1619,13 @@ def _enc_DescribeConfigsSynonym_v4(o: _DescribeConfigsSynonym, w: Writer) -> Non
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.source))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -31,6 +31,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -51,9 +53,7 @@ from kafkagen.runtime.wire import (
     write_array,
     write_bytes,
     write_compact_bytes,
-    write_compact_nullable_string,
     write_compact_string,
-    write_nullable_string,
     write_string,
     write_struct_array,
     write_tags,
@@ -1096,7 +1096,13 @@ def _enc_DescribedGroupMember_v4(o: _DescribedGroupMember, w: Writer) -> None:
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     b = o.client_id.encode()
     w(string_length(len(b)))
@@ -1136,7 +1142,13 @@ def _enc_DescribedGroupMember_v5(o: _DescribedGroupMember, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))

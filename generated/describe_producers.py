@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -41,7 +42,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     truncated,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -828,7 +828,13 @@ def _dec_PartitionResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[_Partiti
 
 def _enc_PartitionResponse_v0(o: _PartitionResponse, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.active_producers,

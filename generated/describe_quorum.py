@@ -30,6 +30,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -41,7 +42,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     unsupported,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -694,7 +694,13 @@ def _dec_DescribeQuorumResponse_v2(
 
 def _enc_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,
@@ -1021,7 +1027,13 @@ def _enc_DescribeQuorumResponse_PartitionData_v2(
     o: _DescribeQuorumResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_iiq.pack(o.leader_id, o.leader_epoch, o.high_watermark))
     write_struct_array(
         w,

@@ -33,6 +33,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -48,7 +49,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     truncated,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -702,7 +702,13 @@ def _enc_DescribeTopicPartitionsResponseTopic_v0(
     o: _DescribeTopicPartitionsResponseTopic, w: Writer
 ) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.name))
+    s = o.name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(o.topic_id.bytes)
     w(_S_o.pack(o.is_internal))
     write_struct_array(

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -34,7 +35,6 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -384,7 +384,13 @@ def _enc_DescribeUserScramCredentialsResponse_v0(
     o: DescribeUserScramCredentialsResponse, w: Writer
 ) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.results,
@@ -466,7 +472,13 @@ def _enc_DescribeUserScramCredentialsResult_v0(
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.credential_infos,

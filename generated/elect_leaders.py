@@ -29,6 +29,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -43,8 +45,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -721,7 +721,13 @@ def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_Partition
 
 def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
     w(_S_ih.pack(o.partition_id, o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersResponse.PartitionResult", "unknown tagged fields")
@@ -744,7 +750,13 @@ def _dec_PartitionResult_v2(buf: Buffer, pos: int, end: int) -> tuple[_Partition
 
 def _enc_PartitionResult_v2(o: _PartitionResult, w: Writer) -> None:
     w(_S_ih.pack(o.partition_id, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -31,6 +31,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -51,8 +53,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -424,7 +424,13 @@ def _dec_EndQuorumEpochRequest_v0(
 
 
 def _enc_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, w: Writer) -> None:
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,
@@ -459,7 +465,13 @@ def _dec_EndQuorumEpochRequest_v1(
 
 
 def _enc_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,

@@ -34,6 +34,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -56,7 +57,6 @@ from kafkagen.runtime.wire import (
     string_length,
     unsupported,
     write_compact_nullable_bytes,
-    write_compact_nullable_string,
     write_nullable_bytes,
     write_struct_array,
     write_tags,
@@ -1017,7 +1017,13 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
     if o.cluster_id != None:
         value = []
         tw = value.append
-        tw(write_compact_nullable_string(o.cluster_id))
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
 
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
@@ -1101,7 +1107,13 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
     if o.cluster_id != None:
         value = []
         tw = value.append
-        tw(write_compact_nullable_string(o.cluster_id))
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
 
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
@@ -1182,7 +1194,13 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
     if o.cluster_id != None:
         value = []
         tw = value.append
-        tw(write_compact_nullable_string(o.cluster_id))
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
 
         tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState_DEFAULT:
@@ -1269,7 +1287,13 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
     if o.cluster_id != None:
         value = []
         tw = value.append
-        tw(write_compact_nullable_string(o.cluster_id))
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
 
         tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState_DEFAULT:
@@ -3224,7 +3248,13 @@ def _enc_NodeEndpoint_v16(o: _NodeEndpoint, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -33,6 +33,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -50,7 +51,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     unsupported,
     write_compact_bytes,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -504,7 +504,13 @@ def _enc_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: Writer) -> None:
     if o.cluster_id != None:
         value = []
         tw = value.append
-        tw(write_compact_nullable_string(o.cluster_id))
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
 
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
@@ -561,7 +567,13 @@ def _enc_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: Writer) -> None:
     if o.cluster_id != None:
         value = []
         tw = value.append
-        tw(write_compact_nullable_string(o.cluster_id))
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
 
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:

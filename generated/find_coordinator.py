@@ -27,6 +27,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -40,9 +42,7 @@ from kafkagen.runtime.wire import (
     string_length,
     unsupported,
     write_array,
-    write_compact_nullable_string,
     write_compact_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -438,7 +438,13 @@ def _dec_FindCoordinatorResponse_v1(
 
 def _enc_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.node_id))
 
     b = o.host.encode()
@@ -479,7 +485,13 @@ def _dec_FindCoordinatorResponse_v3(
 
 def _enc_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.node_id))
 
     b = o.host.encode()
@@ -621,7 +633,13 @@ def _enc_Coordinator_v4(o: _Coordinator, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ih.pack(o.port, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -21,12 +21,13 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_I16,
     RawTags,
     Writer,
     read_nullable_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_nullable_string,
     write_tags,
 )
 
@@ -153,7 +154,13 @@ def _dec_RequestHeader_v1(buf: Buffer, pos: int, end: int) -> tuple[RequestHeade
 
 def _enc_RequestHeader_v1(o: RequestHeader, w: Writer) -> None:
     w(_S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
-    w(write_nullable_string(o.client_id))
+    s = o.client_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("RequestHeader", "unknown tagged fields")
@@ -176,7 +183,13 @@ def _dec_RequestHeader_v2(buf: Buffer, pos: int, end: int) -> tuple[RequestHeade
 
 def _enc_RequestHeader_v2(o: RequestHeader, w: Writer) -> None:
     w(_S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
-    w(write_nullable_string(o.client_id))
+    s = o.client_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -21,6 +21,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -32,8 +34,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_tags,
 )
 
@@ -186,7 +186,13 @@ def _enc_HeartbeatRequest_v3(o: HeartbeatRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("HeartbeatRequest", "unknown tagged fields")
@@ -219,7 +225,13 @@ def _enc_HeartbeatRequest_v4(o: HeartbeatRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

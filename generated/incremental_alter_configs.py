@@ -29,6 +29,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -41,8 +43,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -469,7 +469,13 @@ def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
     w(string_length(len(b)))
     w(b)
     w(_S_b.pack(o.config_operation))
-    w(write_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("IncrementalAlterConfigsRequest.AlterableConfig", "unknown tagged fields")
@@ -497,7 +503,13 @@ def _enc_AlterableConfig_v1(o: _AlterableConfig, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.config_operation))
-    w(write_compact_nullable_string(o.value))
+    s = o.value
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -673,7 +685,13 @@ def _dec_AlterConfigsResourceResponse_v0(
 
 def _enc_AlterConfigsResourceResponse_v0(o: _AlterConfigsResourceResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()
@@ -709,7 +727,13 @@ def _dec_AlterConfigsResourceResponse_v1(
 
 def _enc_AlterConfigsResourceResponse_v1(o: _AlterConfigsResourceResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_b.pack(o.resource_type))
 
     b = o.resource_name.encode()

@@ -21,14 +21,17 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_compact_nullable_string,
     read_nullable_string,
     read_unknown_tags,
+    string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_tags,
 )
 
@@ -154,7 +157,13 @@ def _dec_InitProducerIdRequest_v0(
 
 
 def _enc_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: Writer) -> None:
-    w(write_nullable_string(o.transactional_id))
+    s = o.transactional_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.transaction_timeout_ms))
     if o.producer_id != -1:
         raise unsupported("InitProducerIdRequest.ProducerId", "non-default value")
@@ -185,7 +194,13 @@ def _dec_InitProducerIdRequest_v2(
 
 
 def _enc_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.transactional_id))
+    s = o.transactional_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.transaction_timeout_ms))
     if o.producer_id != -1:
         raise unsupported("InitProducerIdRequest.ProducerId", "non-default value")
@@ -213,7 +228,13 @@ def _dec_InitProducerIdRequest_v3(
 
 
 def _enc_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.transactional_id))
+    s = o.transactional_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

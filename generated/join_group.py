@@ -31,6 +31,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -47,8 +49,6 @@ from kafkagen.runtime.wire import (
     unsupported,
     write_bytes,
     write_compact_bytes,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -378,7 +378,13 @@ def _enc_JoinGroupRequest_v5(o: JoinGroupRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     b = o.protocol_type.encode()
     w(string_length(len(b)))
@@ -423,7 +429,13 @@ def _enc_JoinGroupRequest_v6(o: JoinGroupRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -467,7 +479,13 @@ def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -475,7 +493,13 @@ def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v6, True, False, "JoinGroupRequest.Protocols"
     )
-    w(write_compact_nullable_string(o.reason))
+    s = o.reason
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -834,8 +858,20 @@ def _dec_JoinGroupResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
 
 def _enc_JoinGroupResponse_v7(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
-    w(write_compact_nullable_string(o.protocol_type))
-    w(write_compact_nullable_string(o.protocol_name))
+    s = o.protocol_type
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.protocol_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.leader.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -879,8 +915,20 @@ def _dec_JoinGroupResponse_v9(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
 
 def _enc_JoinGroupResponse_v9(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
-    w(write_compact_nullable_string(o.protocol_type))
-    w(write_compact_nullable_string(o.protocol_name))
+    s = o.protocol_type
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.protocol_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.leader.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -989,7 +1037,13 @@ def _enc_JoinGroupResponseMember_v5(o: _JoinGroupResponseMember, w: Writer) -> N
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_bytes(w, o.metadata)
 
     if o.unknown_tagged_fields:
@@ -1017,7 +1071,13 @@ def _enc_JoinGroupResponseMember_v6(o: _JoinGroupResponseMember, w: Writer) -> N
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_compact_bytes(w, o.metadata)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -41,7 +42,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     truncated,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -677,7 +677,13 @@ def _enc_ListPartitionReassignmentsResponse_v0(
     o: ListPartitionReassignmentsResponse, w: Writer
 ) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,
@@ -721,7 +727,13 @@ def _enc_ListPartitionReassignmentsResponse_v1(
     o: ListPartitionReassignmentsResponse, w: Writer
 ) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,

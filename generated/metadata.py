@@ -33,6 +33,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -52,8 +54,6 @@ from kafkagen.runtime.wire import (
     string_length,
     truncated,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -826,7 +826,13 @@ def _dec_MetadataRequestTopic_v10(
 
 def _enc_MetadataRequestTopic_v10(o: _MetadataRequestTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
-    w(write_compact_nullable_string(o.name))
+    s = o.name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1039,7 +1045,13 @@ def _enc_MetadataResponse_v2(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v1, False, False, "MetadataResponse.Brokers"
     )
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v1, False, False, "MetadataResponse.Topics"
@@ -1078,7 +1090,13 @@ def _enc_MetadataResponse_v3(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v1, False, False, "MetadataResponse.Brokers"
     )
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v1, False, False, "MetadataResponse.Topics"
@@ -1117,7 +1135,13 @@ def _enc_MetadataResponse_v5(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v1, False, False, "MetadataResponse.Brokers"
     )
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v5, False, False, "MetadataResponse.Topics"
@@ -1156,7 +1180,13 @@ def _enc_MetadataResponse_v7(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v1, False, False, "MetadataResponse.Brokers"
     )
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v7, False, False, "MetadataResponse.Topics"
@@ -1197,7 +1227,13 @@ def _enc_MetadataResponse_v8(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v1, False, False, "MetadataResponse.Brokers"
     )
-    w(write_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v8, False, False, "MetadataResponse.Topics"
@@ -1241,7 +1277,13 @@ def _enc_MetadataResponse_v9(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v9, True, False, "MetadataResponse.Brokers"
     )
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v9, True, False, "MetadataResponse.Topics"
@@ -1284,7 +1326,13 @@ def _enc_MetadataResponse_v10(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v9, True, False, "MetadataResponse.Brokers"
     )
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v10, True, False, "MetadataResponse.Topics"
@@ -1325,7 +1373,13 @@ def _enc_MetadataResponse_v11(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v9, True, False, "MetadataResponse.Brokers"
     )
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v10, True, False, "MetadataResponse.Topics"
@@ -1367,7 +1421,13 @@ def _enc_MetadataResponse_v12(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v9, True, False, "MetadataResponse.Brokers"
     )
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v12, True, False, "MetadataResponse.Topics"
@@ -1415,7 +1475,13 @@ def _enc_MetadataResponse_v13(o: MetadataResponse, w: Writer) -> None:
     write_struct_array(
         w, o.brokers, _enc_MetadataResponseBroker_v9, True, False, "MetadataResponse.Brokers"
     )
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.controller_id))
     write_struct_array(
         w, o.topics, _enc_MetadataResponseTopic_v12, True, False, "MetadataResponse.Topics"
@@ -1547,7 +1613,13 @@ def _enc_MetadataResponseBroker_v1(o: _MetadataResponseBroker, w: Writer) -> Non
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-    w(write_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseBroker", "unknown tagged fields")
@@ -1581,7 +1653,13 @@ def _enc_MetadataResponseBroker_v9(o: _MetadataResponseBroker, w: Writer) -> Non
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1978,7 +2056,13 @@ def _dec_MetadataResponseTopic_v12(
 
 def _enc_MetadataResponseTopic_v12(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.name))
+    s = o.name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(o.topic_id.bytes)
     w(_S_o.pack(o.is_internal))
     write_struct_array(

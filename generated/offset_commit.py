@@ -26,6 +26,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -38,8 +40,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -497,7 +497,13 @@ def _enc_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v6, False, False, "OffsetCommitRequest.Topics"
     )
@@ -537,7 +543,13 @@ def _enc_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v8, True, False, "OffsetCommitRequest.Topics"
     )
@@ -771,7 +783,13 @@ def _enc_OffsetCommitRequestPartition_v0(o: _OffsetCommitRequestPartition, w: Wr
         raise unsupported(
             "OffsetCommitRequest.OffsetCommitRequestPartition.CommitTimestamp", "non-default value"
         )
-    w(write_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -799,7 +817,13 @@ def _dec_OffsetCommitRequestPartition_v1(
 def _enc_OffsetCommitRequestPartition_v1(o: _OffsetCommitRequestPartition, w: Writer) -> None:
     w(_S_iq.pack(o.partition_index, o.committed_offset))
     w(_S_q.pack(o.commit_timestamp))
-    w(write_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -827,7 +851,13 @@ def _enc_OffsetCommitRequestPartition_v6(o: _OffsetCommitRequestPartition, w: Wr
         raise unsupported(
             "OffsetCommitRequest.OffsetCommitRequestPartition.CommitTimestamp", "non-default value"
         )
-    w(write_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -859,7 +889,13 @@ def _enc_OffsetCommitRequestPartition_v8(o: _OffsetCommitRequestPartition, w: Wr
         raise unsupported(
             "OffsetCommitRequest.OffsetCommitRequestPartition.CommitTimestamp", "non-default value"
         )
-    w(write_compact_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -29,6 +29,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -46,8 +48,6 @@ from kafkagen.runtime.wire import (
     string_length,
     truncated,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -1002,7 +1002,13 @@ def _enc_OffsetFetchRequestGroup_v9(o: _OffsetFetchRequestGroup, w: Writer) -> N
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.member_id))
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.member_epoch))
     write_struct_array(
         w,
@@ -1706,7 +1712,13 @@ def _dec_OffsetFetchResponsePartition_v0(
 
 def _enc_OffsetFetchResponsePartition_v0(o: _OffsetFetchResponsePartition, w: Writer) -> None:
     w(_S_iq.pack(o.partition_index, o.committed_offset))
-    w(write_nullable_string(o.metadata))
+    s = o.metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_h.pack(o.error_code))
 
     if o.unknown_tagged_fields:
@@ -1733,7 +1745,13 @@ def _dec_OffsetFetchResponsePartition_v5(
 
 def _enc_OffsetFetchResponsePartition_v5(o: _OffsetFetchResponsePartition, w: Writer) -> None:
     w(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-    w(write_nullable_string(o.metadata))
+    s = o.metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_h.pack(o.error_code))
 
     if o.unknown_tagged_fields:
@@ -1764,7 +1782,13 @@ def _dec_OffsetFetchResponsePartition_v6(
 
 def _enc_OffsetFetchResponsePartition_v6(o: _OffsetFetchResponsePartition, w: Writer) -> None:
     w(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-    w(write_compact_nullable_string(o.metadata))
+    s = o.metadata
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_h.pack(o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1988,7 +2012,13 @@ def _dec_OffsetFetchResponsePartitions_v8(
 
 def _enc_OffsetFetchResponsePartitions_v8(o: _OffsetFetchResponsePartitions, w: Writer) -> None:
     w(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-    w(write_compact_nullable_string(o.metadata))
+    s = o.metadata
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_h.pack(o.error_code))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -31,6 +31,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -50,9 +52,7 @@ from kafkagen.runtime.wire import (
     string_length,
     unsupported,
     write_compact_nullable_bytes,
-    write_compact_nullable_string,
     write_nullable_bytes,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -456,7 +456,13 @@ def _dec_ProduceRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequ
 
 
 def _enc_ProduceRequest_v3(o: ProduceRequest, w: Writer) -> None:
-    w(write_nullable_string(o.transactional_id))
+    s = o.transactional_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     w(_S_hi.pack(o.acks, o.timeout_ms))
     write_struct_array(
         w, o.topic_data, _enc_TopicProduceData_v0, False, False, "ProduceRequest.TopicData"
@@ -485,7 +491,13 @@ def _dec_ProduceRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequ
 
 
 def _enc_ProduceRequest_v9(o: ProduceRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.transactional_id))
+    s = o.transactional_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_hi.pack(o.acks, o.timeout_ms))
     write_struct_array(
         w, o.topic_data, _enc_TopicProduceData_v9, True, False, "ProduceRequest.TopicData"
@@ -1336,7 +1348,13 @@ def _enc_PartitionProduceResponse_v8(o: _PartitionProduceResponse, w: Writer) ->
         False,
         "ProduceResponse.PartitionProduceResponse.RecordErrors",
     )
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
@@ -1380,7 +1398,13 @@ def _enc_PartitionProduceResponse_v9(o: _PartitionProduceResponse, w: Writer) ->
         False,
         "ProduceResponse.PartitionProduceResponse.RecordErrors",
     )
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
@@ -1435,7 +1459,13 @@ def _enc_PartitionProduceResponse_v10(o: _PartitionProduceResponse, w: Writer) -
         False,
         "ProduceResponse.PartitionProduceResponse.RecordErrors",
     )
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
@@ -1537,7 +1567,13 @@ def _dec_BatchIndexAndErrorMessage_v8(
 
 def _enc_BatchIndexAndErrorMessage_v8(o: _BatchIndexAndErrorMessage, w: Writer) -> None:
     w(_S_i.pack(o.batch_index))
-    w(write_nullable_string(o.batch_index_error_message))
+    s = o.batch_index_error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.BatchIndexAndErrorMessage", "unknown tagged fields")
@@ -1562,7 +1598,13 @@ def _dec_BatchIndexAndErrorMessage_v9(
 
 def _enc_BatchIndexAndErrorMessage_v9(o: _BatchIndexAndErrorMessage, w: Writer) -> None:
     w(_S_i.pack(o.batch_index))
-    w(write_compact_nullable_string(o.batch_index_error_message))
+    s = o.batch_index_error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1673,7 +1715,13 @@ def _enc_NodeEndpoint_v10(o: _NodeEndpoint, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

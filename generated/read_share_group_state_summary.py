@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -38,7 +39,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -609,7 +609,13 @@ def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_Partition
 
 def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
     w(_S_ih.pack(o.partition, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_iq.pack(o.state_epoch, o.start_offset))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

@@ -23,13 +23,15 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
     ZERO_UUID,
+    compact_string_length,
     read_compact_nullable_string,
     read_unknown_tags,
     read_uuid,
-    write_compact_nullable_string,
     write_tags,
 )
 
@@ -148,7 +150,13 @@ def _dec_RemoveRaftVoterRequest_v0(
 
 
 def _enc_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.voter_id))
     w(o.voter_directory_id.bytes)
 
@@ -215,7 +223,13 @@ def _dec_RemoveRaftVoterResponse_v0(
 
 def _enc_RemoveRaftVoterResponse_v0(o: RemoveRaftVoterResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

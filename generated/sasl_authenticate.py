@@ -23,18 +23,21 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
+    SMALL_UVARINTS,
     Writer,
+    compact_string_length,
     read_bytes,
     read_compact_bytes,
     read_compact_nullable_string,
     read_nullable_string,
     read_unknown_tags,
+    string_length,
     unsupported,
     write_bytes,
     write_compact_bytes,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_tags,
 )
 
@@ -219,7 +222,13 @@ def _dec_SaslAuthenticateResponse_v0(
 
 def _enc_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_bytes(w, o.auth_bytes)
 
     if o.unknown_tagged_fields:
@@ -245,7 +254,13 @@ def _dec_SaslAuthenticateResponse_v1(
 
 def _enc_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_bytes(w, o.auth_bytes)
     w(_S_q.pack(o.session_lifetime_ms))
 
@@ -276,7 +291,13 @@ def _dec_SaslAuthenticateResponse_v2(
 
 def _enc_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_compact_bytes(w, o.auth_bytes)
     w(_S_q.pack(o.session_lifetime_ms))
 

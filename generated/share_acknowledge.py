@@ -32,6 +32,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -44,7 +45,6 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -427,8 +427,20 @@ def _dec_ShareAcknowledgeRequest_v0(
 
 
 def _enc_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.group_id))
-    w(write_compact_nullable_string(o.member_id))
+    s = o.group_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.share_session_epoch))
     write_struct_array(
         w, o.topics, _enc_AcknowledgeTopic_v0, True, False, "ShareAcknowledgeRequest.Topics"
@@ -704,7 +716,13 @@ def _dec_ShareAcknowledgeResponse_v0(
 
 def _enc_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.responses,
@@ -844,7 +862,13 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
 
 def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     _enc_LeaderIdAndEpoch_v0(o.current_leader, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -956,7 +980,13 @@ def _enc_NodeEndpoint_v0(o: _NodeEndpoint, w: Writer) -> None:
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -31,6 +31,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -47,7 +48,6 @@ from kafkagen.runtime.wire import (
     read_uuid,
     truncated,
     write_array,
-    write_compact_nullable_string,
     write_compact_string,
     write_struct_array,
     write_tags,
@@ -268,7 +268,13 @@ def _enc_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Writer)
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.member_epoch))
-    w(write_compact_nullable_string(o.rack_id))
+    s = o.rack_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_array(
         w,
         o.subscribed_topic_names,
@@ -359,8 +365,20 @@ def _dec_ShareGroupHeartbeatResponse_v0(
 
 def _enc_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.error_message))
-    w(write_compact_nullable_string(o.member_id))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_ii.pack(o.member_epoch, o.heartbeat_interval_ms))
     if o.assignment is None:
         w(NULL_MARKER)

@@ -28,6 +28,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -44,8 +46,6 @@ from kafkagen.runtime.wire import (
     unsupported,
     write_bytes,
     write_compact_bytes,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -273,7 +273,13 @@ def _enc_SyncGroupRequest_v3(o: SyncGroupRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-    w(write_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.assignments,
@@ -319,7 +325,13 @@ def _enc_SyncGroupRequest_v4(o: SyncGroupRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.assignments,
@@ -364,9 +376,27 @@ def _enc_SyncGroupRequest_v5(o: SyncGroupRequest, w: Writer) -> None:
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
-    w(write_compact_nullable_string(o.protocol_type))
-    w(write_compact_nullable_string(o.protocol_name))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.protocol_type
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.protocol_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.assignments,
@@ -613,8 +643,20 @@ def _dec_SyncGroupResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 
 def _enc_SyncGroupResponse_v5(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    w(write_compact_nullable_string(o.protocol_type))
-    w(write_compact_nullable_string(o.protocol_name))
+    s = o.protocol_type
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.protocol_name
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_compact_bytes(w, o.assignment)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)

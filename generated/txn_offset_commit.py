@@ -26,6 +26,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -38,8 +40,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -432,7 +432,13 @@ def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(write_compact_nullable_string(o.group_instance_id))
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w,
         o.topics,
@@ -646,7 +652,13 @@ def _dec_TxnOffsetCommitRequestPartition_v0(
 
 def _enc_TxnOffsetCommitRequestPartition_v0(o: _TxnOffsetCommitRequestPartition, w: Writer) -> None:
     w(_S_iq.pack(o.partition_index, o.committed_offset))
-    w(write_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -669,7 +681,13 @@ def _dec_TxnOffsetCommitRequestPartition_v2(
 
 def _enc_TxnOffsetCommitRequestPartition_v2(o: _TxnOffsetCommitRequestPartition, w: Writer) -> None:
     w(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-    w(write_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported(
@@ -696,7 +714,13 @@ def _dec_TxnOffsetCommitRequestPartition_v3(
 
 def _enc_TxnOffsetCommitRequestPartition_v3(o: _TxnOffsetCommitRequestPartition, w: Writer) -> None:
     w(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-    w(write_compact_nullable_string(o.committed_metadata))
+    s = o.committed_metadata
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

@@ -30,6 +30,8 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
+    NULL_I16,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -50,8 +52,6 @@ from kafkagen.runtime.wire import (
     read_uvarint,
     string_length,
     unsupported,
-    write_compact_nullable_string,
-    write_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -1426,7 +1426,13 @@ def _enc_UpdateMetadataBroker_v2(o: _UpdateMetadataBroker, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.UpdateMetadataBroker.Endpoints",
     )
-    w(write_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataBroker", "unknown tagged fields")
@@ -1460,7 +1466,13 @@ def _enc_UpdateMetadataBroker_v3(o: _UpdateMetadataBroker, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.UpdateMetadataBroker.Endpoints",
     )
-    w(write_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_I16)
+    else:
+        b = s.encode()
+        w(string_length(len(b)))
+        w(b)
 
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataBroker", "unknown tagged fields")
@@ -1498,7 +1510,13 @@ def _enc_UpdateMetadataBroker_v6(o: _UpdateMetadataBroker, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.UpdateMetadataBroker.Endpoints",
     )
-    w(write_compact_nullable_string(o.rack))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

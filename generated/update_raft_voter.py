@@ -31,6 +31,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -45,7 +46,6 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -297,7 +297,13 @@ def _dec_UpdateRaftVoterRequest_v0(
 
 
 def _enc_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_ii.pack(o.current_leader_epoch, o.voter_id))
     w(o.voter_directory_id.bytes)
     write_struct_array(

@@ -31,6 +31,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -46,7 +47,6 @@ from kafkagen.runtime.wire import (
     read_uuid,
     read_uvarint,
     unsupported,
-    write_compact_nullable_string,
     write_struct_array,
     write_tags,
 )
@@ -358,7 +358,13 @@ def _dec_VoteRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[VoteRequest, i
 
 
 def _enc_VoteRequest_v0(o: VoteRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     write_struct_array(
         w, o.topics, _enc_VoteRequest_TopicData_v0, True, False, "VoteRequest.Topics"
     )
@@ -383,7 +389,13 @@ def _dec_VoteRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[VoteRequest, i
 
 
 def _enc_VoteRequest_v1(o: VoteRequest, w: Writer) -> None:
-    w(write_compact_nullable_string(o.cluster_id))
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
     w(_S_i.pack(o.voter_id))
     write_struct_array(
         w, o.topics, _enc_VoteRequest_TopicData_v1, True, False, "VoteRequest.Topics"
