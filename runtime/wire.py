@@ -133,33 +133,11 @@ def read_length32(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     return _unpack_i32(buf, pos)[0], pos + 4
 
 
-def read_compact_length(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
-    """A compact length: varint of length + 1, so -1 means null."""
-    n, pos = read_uvarint(buf, pos, end)
-    return n - 1, pos
-
-
-def check_count(n: int, pos: int, end: int, what: str = "array") -> None:
-    """Reject a non-null count larger than the bytes left (each item takes a byte or more)."""
-    if n < 0:
-        raise DecodeError(f"{what} is null but not nullable at this version", offset=pos)
-    if n > end - pos:
-        raise _short(what, n, pos, end)
-
-
 def check_nullable_count(n: int, pos: int, end: int, what: str = "array") -> None:
     if n < -1:
         raise DecodeError(f"negative {what} length {n}", offset=pos)
     if n > end - pos:
         raise _short(what, n, pos, end)
-
-
-def array_length(items: Sequence[Any] | None) -> bytes:
-    return NULL_I32 if items is None else _pack_i32(len(items))
-
-
-def compact_array_length(items: Sequence[Any] | None) -> bytes:
-    return SMALL_UVARINTS[0] if items is None else uvarint(len(items) + 1)
 
 
 # ---------------------------------------------------------------- strings, bytes, records
@@ -706,14 +684,10 @@ __all__ = [
     "SMALL_UVARINTS",
     "Writer",
     "ZERO_UUID",
-    "array_length",
-    "check_count",
     "check_nullable_count",
     "check_tag_end",
-    "compact_array_length",
     "read_bytes",
     "read_compact_bytes",
-    "read_compact_length",
     "read_compact_nullable_bytes",
     "read_compact_nullable_records",
     "read_compact_nullable_string",
