@@ -104,6 +104,13 @@ class Partition:
                     for r in self.replicas
                     if r != self.broker_id
                 }
+            else:
+                # A reassignment adds and removes replicas without a new leader epoch.
+                for r in self.replicas:
+                    if r != self.broker_id and r not in self.followers:
+                        self.followers[r] = FollowerState(last_caught_up_ms=now_ms)
+                for r in [r for r in self.followers if r not in self.replicas]:
+                    del self.followers[r]
             self.maybe_increment_hw()
         else:
             self.followers = {}
