@@ -403,6 +403,59 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         "Upper bound of ResponsePaginationLimit for paginated admin responses.",
         minimum=1,
     ),
+    ConfigDef(
+        "max.request.partition.size.limit",
+        T.INT,
+        None,
+        "Upper bound of DescribeTopicPartitions' ResponsePartitionLimit "
+        "(unset: max.request.pagination.size.limit).",
+        minimum=1,
+    ),
+    ConfigDef(
+        "group.coordinator.rebalance.protocols",
+        T.LIST,
+        "classic,consumer",
+        "Group protocols the coordinator serves.",
+        choices=("classic", "consumer"),
+    ),
+    ConfigDef(
+        "group.consumer.session.timeout.ms",
+        T.INT,
+        "45000",
+        "How long a member of a consumer-protocol group lives without a heartbeat.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "group.consumer.heartbeat.interval.ms",
+        T.INT,
+        "5000",
+        "How often members of a consumer-protocol group are told to heartbeat.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "group.consumer.max.size",
+        T.INT,
+        str(INT32_MAX),
+        "Members a consumer-protocol group may hold.",
+        minimum=1,
+    ),
+    ConfigDef(
+        "group.consumer.assignors",
+        T.LIST,
+        "uniform,range",
+        "Server-side assignors of consumer-protocol groups; the first is the default.",
+        choices=("uniform", "range"),
+    ),
+    ConfigDef(
+        API_VERSION_MAX,
+        T.LIST,
+        "",
+        "Highest version served per API, as Name:version or key:version pairs "
+        "(FindCoordinator:3,OffsetFetch:7), to play an older broker. A capped version is "
+        "neither advertised nor accepted; a cap below the lowest version hides the API.",
+        read_only=True,
+        validator=_check_version_caps,
+    ),
 )
 
 # Broker-level names of the topic configs (their synonyms), with the topic default.

@@ -138,6 +138,11 @@ class ClusterMetadata:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.listeners: list[MetadataListener] = []
+        from .reassignment import ReassignmentManager
+
+        #: Ongoing partition reassignments; it listens to finish them.
+        self.reassignments = ReassignmentManager(self)
+        self.listeners.append(self.reassignments)
         self._next_producer_id = 1000
         # Where the next topic's first replica goes, so leaders spread over brokers.
         self._next_start = 0
