@@ -4,16 +4,21 @@ The leader appends, tracks how far each follower has fetched, and moves the high
 to the smallest log end offset in the ISR; consumers read only below it. A follower only
 appends what it copied from the leader. Roles come from the cluster metadata
 (`apply_metadata`), as a KRaft broker learns them from the metadata log.
+
+Transactions: producers' batches may be transactional; a transaction ends with a control
+batch (a COMMIT or ABORT marker) that the transaction coordinator has the leader write.
+The last stable offset (LSO) is where read_committed consumers stop.
 """
 
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import (
     FencedLeaderEpochError,
-    InvalidTxnStateError,
+    InvalidProducerEpochError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -35,11 +40,29 @@ from kafkagen.runtime.records import (
 from .config import TopicConfig
 from .log import Log, LogBatch
 from .metadata import PartitionInfo, TopicPartition
-from .producer_state import ProducerStateManager
+from .producer_state import AbortedTxn, ProducerStateManager
 
-__all__ = ["AppendResult", "FollowerState", "Partition"]
+__all__ = ["AppendResult", "FollowerState", "Partition", "control_key", "parse_control_key"]
 
 Buffer = bytes | bytearray | memoryview
+
+#: Control record types (the key of a control batch's record).
+ABORT_MARKER = 0
+COMMIT_MARKER = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+def control_key(commit: bool) -> bytes:
+    """Key of an end-transaction marker record: version 0, then the type."""
+    return _CONTROL_KEY.pack(0, COMMIT_MARKER if commit else ABORT_MARKER)
+
+
+def parse_control_key(key: bytes | None) -> int:
+    """The control type of a control record's key (-1 if unreadable)."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        return -1
+    return int(_CONTROL_KEY.unpack_from(key)[1])
 
 
 @dataclass(slots=True)
@@ -173,8 +196,6 @@ class Partition:
             timestamp_after_max_ms=config.timestamp_after_max_ms,
         )
         batch = info.batch
-        if batch.is_transactional:
-            raise InvalidTxnStateError("transactions are not supported by this broker")
         if batch.has_producer_id:
             dup = self.producers.check(batch)
             if dup is not None:
@@ -206,16 +227,71 @@ class Partition:
             self.producers.update(batch, base, last, info.max_timestamp, clock_ms)
         return AppendResult(base, last, append_time, self.log.log_start_offset)
 
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        *,
+        now_ms: int,
+        clock_ms: float,
+    ) -> AppendResult:
+        """Write a COMMIT or ABORT marker ending ``producer_id``'s transaction here."""
+        self.require_leader()
+        entry = self.producers.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"{self.tp}: marker epoch {producer_epoch} is older than producer "
+                f"{producer_id}'s epoch {entry.epoch}"
+            )
+        base = self.log.log_end_offset
+        data = build_batch(
+            [Record(-1, now_ms, control_key(commit), _MARKER_VALUE.pack(0, coordinator_epoch))],
+            base_offset=base,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=True,
+            is_control=True,
+            partition_leader_epoch=self.leader_epoch,
+        )
+        self.log.append(LogBatch(base, base, data, now_ms, base, self.leader_epoch))
+        self.producers.complete_txn(
+            producer_id, producer_epoch, commit, base, coordinator_epoch, clock_ms
+        )
+        return AppendResult(base, base, -1, self.log.log_start_offset)
+
     def append_as_follower(self, records: Buffer, clock_ms: float = 0.0) -> int:
         """Write batches fetched from the leader; return how many.
 
         Producer state follows the log, as on the leader, so that a follower that becomes
-        leader still recognises a retried batch as a duplicate.
+        leader still recognises a retried batch as a duplicate, and knows the open and
+        aborted transactions.
         """
         data = bytes(records)
         n = self.log.append_replicated(data)
         for b in iter_batches(data, verify_crc=False):
-            if b.has_producer_id and not b.is_control:
+            if not b.has_producer_id:
+                continue
+            if b.is_control:
+                for r in b:
+                    kind = parse_control_key(r.key)
+                    if kind in (ABORT_MARKER, COMMIT_MARKER):
+                        value = r.value or b""
+                        coordinator_epoch = (
+                            _MARKER_VALUE.unpack_from(value)[1]
+                            if len(value) >= _MARKER_VALUE.size
+                            else -1
+                        )
+                        self.producers.complete_txn(
+                            b.producer_id,
+                            b.producer_epoch,
+                            kind == COMMIT_MARKER,
+                            b.base_offset,
+                            coordinator_epoch,
+                            clock_ms,
+                        )
+            else:
                 self.producers.update(b, b.base_offset, b.last_offset, b.max_timestamp, clock_ms)
         return n
 
@@ -284,9 +360,24 @@ class Partition:
 
     # -- reading ----------------------------------------------------------------------
 
-    def upper_bound(self, for_replica: bool) -> int:
-        """Where reads stop: followers read to the log end, everyone else to the HW."""
-        return self.log.log_end_offset if for_replica else self.high_watermark
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed reads stop: the earliest unstable transaction, or the HW."""
+        hw = self.high_watermark
+        first = self.producers.first_unstable_offset(hw)
+        return hw if first is None else min(first, hw)
+
+    def upper_bound(self, for_replica: bool, read_committed: bool = False) -> int:
+        """Where reads stop: followers read to the log end, read_committed consumers to
+        the LSO, everyone else to the HW."""
+        if for_replica:
+            return self.log.log_end_offset
+        return self.last_stable_offset if read_committed else self.high_watermark
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions a read_committed fetch of offsets [start, end) must skip."""
+        self.producers.trim_aborted(self.log.log_start_offset)
+        return self.producers.aborted_between(start, end)
 
     def check_fetch_offset(self, offset: int) -> None:
         if offset < self.log.log_start_offset or offset > self.log.log_end_offset:

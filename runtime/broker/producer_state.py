@@ -1,9 +1,15 @@
-"""Idempotent producers' state per partition: epochs, sequences, and recent batches.
+"""Producers' state per partition: epochs, sequences, recent batches and transactions.
 
 Each producer id keeps its epoch and the metadata of its last five batches, as Kafka does
 (a producer has at most five requests in flight per connection). A retried batch that
 matches one of them is a duplicate: it is not written again, and the producer gets the
 offsets it was first written at. Anything else must follow the last sequence exactly.
+
+Transactions: the first transactional batch of a producer opens its transaction at that
+offset; a COMMIT or ABORT marker closes it. The first unstable offset (the start of the
+earliest transaction still open, or closed by a marker not yet below the high watermark)
+bounds what read_committed consumers see; aborted transactions are indexed by the range
+they cover so fetches can list them.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from dataclasses import dataclass, field
 from kafkagen.runtime.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 from kafkagen.runtime.records import NO_PRODUCER_EPOCH, RecordBatch
 
-__all__ = ["BatchMetadata", "ProducerEntry", "ProducerStateManager"]
+__all__ = ["AbortedTxn", "BatchMetadata", "ProducerEntry", "ProducerStateManager"]
 
 #: Batches remembered per producer for duplicate detection.
 CACHED_BATCHES = 5
@@ -36,8 +42,8 @@ class ProducerEntry:
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     last_timestamp: int = -1
-    #: Transactions are not supported yet; kept for DescribeProducers.
     coordinator_epoch: int = -1
+    #: Offset of the open transaction's first batch, -1 when none is open.
     current_txn_first_offset: int = -1
     #: Broker clock (ms) of the last write, for expiry.
     last_update_ms: float = 0.0
@@ -45,6 +51,14 @@ class ProducerEntry:
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    #: Offset of the ABORT marker.
+    last_offset: int
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -56,6 +70,13 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        #: Producer id -> first offset of its open transaction.
+        self.ongoing: dict[int, int] = {}
+        #: (first offset, marker offset) of closed transactions whose marker may still be
+        #: at or above the high watermark.
+        self._closing: list[tuple[int, int]] = []
+        #: Aborted transactions in marker order.
+        self.aborted: list[AbortedTxn] = []
 
     def check(self, batch: RecordBatch) -> BatchMetadata | None:
         """Vet a batch before it is written: the duplicate it repeats, None if new.
@@ -108,10 +129,63 @@ class ProducerStateManager:
         )
         entry.last_timestamp = timestamp
         entry.last_update_ms = now_ms
+        if batch.is_transactional and pid not in self.ongoing:
+            self.ongoing[pid] = first_offset
+            entry.current_txn_first_offset = first_offset
+
+    def complete_txn(
+        self,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        marker_offset: int,
+        coordinator_epoch: int,
+        now_ms: float,
+    ) -> None:
+        """A COMMIT or ABORT marker was written at ``marker_offset``."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(producer_id)
+        if epoch != entry.epoch:
+            # A marker with a bumped epoch (a fenced or timed-out producer): the old
+            # epoch's sequences no longer count.
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = coordinator_epoch
+        entry.current_txn_first_offset = -1
+        entry.last_update_ms = now_ms
+        first = self.ongoing.pop(producer_id, None)
+        if first is None:
+            return  # nothing of this transaction reached this partition
+        self._closing.append((first, marker_offset))
+        if not commit:
+            self.aborted.append(AbortedTxn(producer_id, first, marker_offset))
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """Start of the earliest transaction not yet stable below ``high_watermark``."""
+        if self._closing:
+            self._closing = [c for c in self._closing if c[1] >= high_watermark]
+        starts = [first for first, _ in self._closing]
+        starts.extend(self.ongoing.values())
+        return min(starts) if starts else None
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping offsets [start, end)."""
+        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
+
+    def trim_aborted(self, log_start_offset: int) -> None:
+        """Forget aborted transactions wholly below the log start."""
+        if self.aborted and self.aborted[0].last_offset < log_start_offset:
+            self.aborted = [a for a in self.aborted if a.last_offset >= log_start_offset]
 
     def expire(self, now_ms: float, expiration_ms: int) -> int:
         """Forget producers idle longer than ``expiration_ms``; return how many went."""
-        gone = [p for p, e in self.producers.items() if now_ms - e.last_update_ms > expiration_ms]
+        # A producer with an open transaction stays: the transaction still bounds the LSO.
+        gone = [
+            p
+            for p, e in self.producers.items()
+            if now_ms - e.last_update_ms > expiration_ms and p not in self.ongoing
+        ]
         for p in gone:
             del self.producers[p]
         return len(gone)

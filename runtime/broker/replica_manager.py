@@ -10,11 +10,16 @@ purgatories keyed by partition:
   consumers, below the log end for followers), when a partition errors, or at its wait time.
 
 Whatever moves a high watermark or a log end calls `_on_progress`, which checks both.
+
+read_committed consumers read below the last stable offset and get the aborted
+transactions of what they read; `append_markers` writes the transaction coordinator's
+COMMIT and ABORT markers (acks=all, answered like a produce).
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +43,7 @@ from .metadata import OFFSETS_TOPIC, ClusterMetadata, PartitionInfo, TopicInfo, 
 from .partition import Partition
 
 __all__ = [
+    "TXN_STATE_TOPIC",
     "DelayedFetch",
     "DelayedProduce",
     "FetchInfo",
@@ -58,6 +64,14 @@ LATEST_TIERED_TIMESTAMP = -5
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
+
+#: The transaction coordinator's log; like the offsets topic, closed to clients.
+TXN_STATE_TOPIC = "__transaction_state"
+_INTERNAL_TOPICS = (OFFSETS_TOPIC, TXN_STATE_TOPIC)
+# Base offset (int64) and, after 15 bytes, the last offset delta (int32) of a v2 batch.
+_BASE_OFFSET = struct.Struct(">q")
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
 
 
 @dataclass(slots=True)
@@ -115,6 +129,8 @@ class FetchResult:
     diverging_epoch: tuple[int, int] | None = None
     #: (leader id, leader epoch) as this broker knows them, for NOT_LEADER answers.
     current_leader: tuple[int, int] = (-1, -1)
+    #: read_committed: (producer id, first offset) of aborted transactions in the data.
+    aborted_transactions: list[tuple[int, int]] | None = None
 
     @property
     def error_code(self) -> int:
@@ -209,7 +225,7 @@ class DelayedFetch(DelayedOperation):
             p = rm.partitions.get(tp)
             if p is None or not p.is_leader:
                 return self.force_complete()  # the answer is an error now
-            end = p.upper_bound(params.from_follower)
+            end = p.upper_bound(params.from_follower, params.isolation_level == READ_COMMITTED)
             offset = info.fetch_offset
             if offset > p.log.log_end_offset or offset < p.log.log_start_offset:
                 return self.force_complete()  # out of range now (truncated or deleted)
@@ -329,8 +345,8 @@ class ReplicaManager:
             result = ProduceResult()
             results[tp] = result
             try:
-                if tp.topic == OFFSETS_TOPIC and not internal_topics_allowed:
-                    raise InvalidTopicExceptionError(f"clients may not write to {OFFSETS_TOPIC}")
+                if tp.topic in _INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise InvalidTopicExceptionError(f"clients may not write to {tp.topic}")
                 partition = self.leader_partition(tp)
                 appended = partition.append_as_leader(
                     records,
@@ -363,6 +379,42 @@ class ReplicaManager:
             op = DelayedProduce(timeout_ms, self, results, callback)
             keys = [tp for tp, r in results.items() if r.pending]
             self.produce_purgatory.try_complete_else_watch(op, keys)
+        else:
+            _safe(callback, results)
+
+    def append_markers(
+        self,
+        markers: Mapping[TopicPartition, tuple[int, int, bool, int]],
+        timeout_ms: int,
+        callback: ProduceCallback,
+    ) -> None:
+        """Write end-transaction markers: tp -> (producer id, epoch, commit, coordinator
+        epoch). Answered like an acks=all produce, once every marker is replicated."""
+        now_ms = self.time_ms()
+        clock_ms = self.now()
+        results: dict[TopicPartition, ProduceResult] = {}
+        progressed = []
+        for tp, (pid, epoch, commit, coordinator_epoch) in markers.items():
+            result = results[tp] = ProduceResult()
+            try:
+                partition = self.leader_partition(tp)
+                appended = partition.append_marker(
+                    pid, epoch, commit, coordinator_epoch, now_ms=now_ms, clock_ms=clock_ms
+                )
+            except KafkaError as e:
+                result.error = e
+                continue
+            result.base_offset = appended.first_offset
+            result.log_start_offset = appended.log_start_offset
+            result.required_offset = appended.last_offset + 1
+            result.pending = True
+            partition.maybe_increment_hw()
+            progressed.append(tp)
+        for tp in progressed:
+            self._on_progress(tp)
+        if progressed:
+            op = DelayedProduce(timeout_ms, self, results, callback)
+            self.produce_purgatory.try_complete_else_watch(op, progressed)
         else:
             _safe(callback, results)
 
@@ -461,7 +513,7 @@ class ReplicaManager:
             return result
         log = partition.log
         result.high_watermark = partition.high_watermark
-        result.last_stable_offset = partition.high_watermark
+        result.last_stable_offset = partition.last_stable_offset
         result.log_start_offset = log.log_start_offset
         if info.last_fetched_epoch >= 0:
             epoch, end = log.end_offset_for_epoch(info.last_fetched_epoch)
@@ -473,9 +525,23 @@ class ReplicaManager:
         except KafkaError as e:
             result.error = e
             return result
-        upper = partition.upper_bound(params.from_follower)
+        read_committed = params.isolation_level == READ_COMMITTED and not params.from_follower
+        upper = partition.upper_bound(params.from_follower, read_committed)
         chunks = log.read(info.fetch_offset, limit, upper, min_one)
         result.records = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if read_committed:
+            result.aborted_transactions = []
+            if chunks:
+                last = chunks[-1]
+                end = (
+                    _BASE_OFFSET.unpack_from(last)[0]
+                    + _LAST_DELTA.unpack_from(last, _LAST_DELTA_AT)[0]
+                    + 1
+                )
+                result.aborted_transactions = [
+                    (a.producer_id, a.first_offset)
+                    for a in partition.aborted_transactions(info.fetch_offset, end)
+                ]
         return result
 
     # -- retention --------------------------------------------------------------------
@@ -568,7 +634,12 @@ class ReplicaManager:
         partition = self.leader_partition(tp)
         partition.check_leader_epoch(current_leader_epoch)
         log = partition.log
-        upper = log.log_end_offset if replica_id >= 0 else partition.high_watermark
+        if replica_id >= 0:
+            upper = log.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            upper = partition.last_stable_offset
+        else:
+            upper = partition.high_watermark
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             offset = log.log_start_offset
             return offset, -1, log.epoch_at(offset)
