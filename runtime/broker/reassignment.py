@@ -81,7 +81,9 @@ class ReassignmentManager(MetadataListener):
         if not replicas:
             raise InvalidReplicaAssignmentError(f"{tp}: the target replica list is empty")
         if len(set(replicas)) != len(replicas):
-            raise InvalidReplicaAssignmentError(f"{tp}: the target replicas {replicas} repeat a broker")
+            raise InvalidReplicaAssignmentError(
+                f"{tp}: the target replicas {replicas} repeat a broker"
+            )
         unknown = [r for r in replicas if r not in md.brokers]
         if unknown:
             raise InvalidReplicaAssignmentError(
@@ -98,7 +100,7 @@ class ReassignmentManager(MetadataListener):
         self._apply(info, step.replicas)
         self._maybe_complete(info)
 
-    def list(self) -> list[tuple[TopicPartition, OngoingReassignment]]:
+    def in_order(self) -> list[tuple[TopicPartition, OngoingReassignment]]:
         """Every ongoing reassignment, by topic name then partition."""
         return sorted(self.ongoing.items())
 

@@ -1,0 +1,39 @@
+"""AlterPartitionReassignments (key 45): start, replace or cancel partition reassignments.
+
+Each partition succeeds or fails on its own (UNKNOWN_TOPIC_OR_PARTITION,
+INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS); the controller's reassignment
+manager does the work. The answer comes once the new replica sets are in the metadata;
+the copying goes on in the background, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import KafkaError
+
+API_KEY = 45
+R = AlterPartitionReassignmentsResponse
+
+
+@register(API_KEY, 0, 0)
+def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> None:
+    manager = ctx.broker.metadata.reassignments
+    responses = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            out = R.ReassignablePartitionResponse(
+                partition_index=p.partition_index, error_code=0, error_message=None
+            )
+            try:
+                manager.alter(t.name, p.partition_index, p.replicas)
+            except KafkaError as e:
+                out.error_code = e.code
+                out.error_message = e.message
+            partitions.append(out)
+        responses.append(R.ReassignableTopicResponse(name=t.name, partitions=partitions))
+    ctx.respond(R(error_code=0, error_message=None, responses=responses))

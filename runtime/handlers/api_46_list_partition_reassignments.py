@@ -1,0 +1,78 @@
+"""ListPartitionReassignments (key 46): the reassignments in progress.
+
+Partitions come by topic name then index, with their current replicas and the replicas
+being added and removed; a requested partition that is not being reassigned (or does not
+exist) is left out, as Kafka does. v1 (unstable, seed 001) pages the partitions:
+at most max(min(broker limit, ResponsePaginationLimit), 1) of them, from the cursor on;
+a cursor outside an explicit request list, or with a negative index, is INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.errors import InvalidRequestError
+from kafkagen.runtime.handlers._util import Pager
+
+API_KEY = 46
+R = ListPartitionReassignmentsResponse
+
+
+def effective_limit(ctx: RequestContext, requested: int) -> int:
+    """max(min(broker max.request.pagination.size.limit, requested), 1)."""
+    cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
+    return max(min(cap, requested), 1)
+
+
+@register(API_KEY, 0, 0, max_unstable_version=1)
+def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> None:
+    ongoing = ctx.broker.metadata.reassignments.in_order()
+    wanted: set[TopicPartition] | None = None
+    if request.topics is not None:
+        wanted = {TopicPartition(t.name, i) for t in request.topics for i in t.partition_indexes}
+        ongoing = [(tp, step) for tp, step in ongoing if tp in wanted]
+    pager = None
+    if ctx.api_version >= 1:
+        c = request.cursor
+        if c is not None:
+            cursor = TopicPartition(c.topic_name, c.partition_index)
+            error = None
+            if c.partition_index < 0:
+                error = f"the cursor's partition index {c.partition_index} is negative"
+            elif wanted is not None and cursor not in wanted:
+                error = f"the cursor {cursor} is not among the requested partitions"
+            if error is not None:
+                e = InvalidRequestError(error)
+                ctx.respond(R(error_code=e.code, error_message=e.message, topics=[]))
+                return
+        pager = Pager(
+            effective_limit(ctx, request.response_pagination_limit),
+            None if c is None else (c.topic_name, c.partition_index),
+            sorted_keys=True,
+        )
+    topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = []
+    for tp, step in ongoing:
+        if pager is not None and not pager.take((tp.topic, tp.partition)):
+            if pager.full:
+                break
+            continue
+        if not topics or topics[-1].name != tp.topic:
+            topics.append(R.OngoingTopicReassignment(name=tp.topic, partitions=[]))
+        topics[-1].partitions.append(
+            R.OngoingPartitionReassignment(
+                partition_index=tp.partition,
+                replicas=step.replicas,
+                adding_replicas=step.adding,
+                removing_replicas=step.removing,
+            )
+        )
+    response = R(error_code=0, error_message=None, topics=topics)
+    if pager is not None and pager.next is not None:
+        name, index = pager.next
+        assert isinstance(name, str) and isinstance(index, int)
+        response.next_cursor = R.Cursor(topic_name=name, partition_index=index)
+    ctx.respond(response)
