@@ -24,9 +24,13 @@ __all__ = [
     "ConfigResourceType",
     "TOPIC_CONFIGS",
     "TopicConfig",
+    "API_VERSION_MAX",
+    "parse_version_caps",
 ]
 
 INT32_MAX = 2**31 - 1
+#: The broker config that caps the API versions a broker serves.
+API_VERSION_MAX = "kafkagen.api.version.max"
 INT64_MAX = 2**63 - 1
 
 
@@ -82,6 +86,8 @@ class ConfigDef:
     sensitive: bool = False
     choices: tuple[str, ...] = ()
     minimum: int | None = None
+    #: A further check of the raw value; raises ValueError saying what is wrong.
+    validator: Validator | None = None
 
     def parse(self, value: str | None) -> object:
         """The typed value; raises ConfigError naming the config."""
@@ -104,6 +110,8 @@ class ConfigDef:
                 return n
             if t is ConfigType.DOUBLE:
                 return float(value)
+            if self.validator is not None:
+                self.validator(value)
             if t is ConfigType.LIST:
                 items = [v.strip() for v in value.split(",") if v.strip()]
                 for item in items:
@@ -122,6 +130,42 @@ class ConfigDef:
 
 def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
     return {d.name: d for d in defs}
+
+
+def parse_version_caps(value: str) -> dict[int, int]:
+    """API key -> highest version to serve, from ``kafkagen.api.version.max``.
+
+    Entries are ``Name:version`` (Kafka's API name, any case) or ``key:version``; raises
+    ValueError naming the entry that is wrong.
+    """
+    from kafkagen.generated import APIS
+
+    by_name = {req.removesuffix("Request").lower(): key for key, (_, req, _) in APIS.items()}
+    caps: dict[int, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        api, sep, version = entry.partition(":")
+        api, version = api.strip(), version.strip()
+        if not sep or not api or not version:
+            raise ValueError(f"entry {entry!r} is not API:version (e.g. OffsetFetch:7)")
+        key = int(api) if api.isdigit() else by_name.get(api.lower())
+        if key is None or key not in APIS:
+            raise ValueError(f"entry {entry!r}: {api!r} is not a known API name or key")
+        try:
+            top = int(version)
+        except ValueError:
+            raise ValueError(f"entry {entry!r}: version {version!r} is not a number") from None
+        if top < 0:
+            raise ValueError(f"entry {entry!r}: version must be 0 or more")
+        if key in caps:
+            raise ValueError(f"entry {entry!r}: API {api} is capped twice")
+        caps[key] = top
+    return caps
+
+
+def _check_version_caps(value: str) -> None:
+    parse_version_caps(value)
 
 
 T = ConfigType

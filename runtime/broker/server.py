@@ -26,7 +26,8 @@ from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message
 
-from .api import HANDLERS, HandlerFn, RequestContext, load_handlers
+from .api import HANDLERS, ApiHandler, HandlerFn, RequestContext, load_handlers
+from .config import API_VERSION_MAX, parse_version_caps
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -146,7 +147,7 @@ class Connection:
         if handler is None:
             self.close(f"unknown API key {api_key}")
             return
-        max_version = handler.max_for(self.server.unstable)
+        max_version = self.server.max_version(handler)
         if not handler.min_version <= version <= max_version:
             if api_key == API_VERSIONS_KEY and version > max_version:
                 # Answered in the v0 layout, which every client can read.
@@ -242,9 +243,28 @@ class BrokerServer:
         self._server: asyncio.Server | None = None
         cfg = broker.configs
         self.unstable = cfg.broker_bool("unstable.api.versions.enable")
+        raw_caps = cfg.broker_raw(API_VERSION_MAX, broker.node_id)[0]
+        #: API key -> highest version served (an older broker played on purpose).
+        self.version_caps = parse_version_caps(raw_caps or "")
         self.queued_max_requests = cfg.broker_int("queued.max.requests")
         self.max_connections = cfg.broker_int("max.connections")
         self._accepting = False
+
+    def max_version(self, handler: ApiHandler) -> int:
+        """The highest version of ``handler`` this broker serves (below its lowest: none)."""
+        top = handler.max_for(self.unstable)
+        cap = self.version_caps.get(handler.api_key)
+        return top if cap is None else min(top, cap)
+
+    def served_versions(self) -> dict[int, tuple[int, int]]:
+        """API key -> (min, max) served, as ApiVersions advertises it."""
+        load_handlers()
+        out = {}
+        for key, handler in sorted(HANDLERS.items()):
+            top = self.max_version(handler)
+            if top >= handler.min_version:
+                out[key] = (handler.min_version, top)
+        return out
 
     async def start(self) -> int:
         """Listen; return the bound port (useful when asked for port 0)."""

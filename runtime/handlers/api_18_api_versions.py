@@ -1,4 +1,5 @@
-"""ApiVersions (key 18): the versions this broker serves, exactly as registered.
+"""ApiVersions (key 18): the versions this broker serves, exactly as registered and
+capped by ``kafkagen.api.version.max``.
 
 A request newer than v4 reaches this handler with no body (the server could not decode it)
 and at version 0: the answer is UNSUPPORTED_VERSION in the v0 layout, still listing the
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 
 from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from kafkagen.runtime.broker.api import RequestContext, register, supported_versions
+from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import InvalidRequestError, UnsupportedVersionError
 from kafkagen.runtime.message import KeyedList
 
@@ -20,7 +21,7 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 @register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
-    versions = supported_versions(ctx.broker.server.unstable)
+    versions = ctx.broker.server.served_versions()
     keys = KeyedList(
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
         for k, (lo, hi) in versions.items()
