@@ -9,7 +9,7 @@ connection and their responses merged into one result.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 from typing import Any, TypeVar
@@ -31,12 +31,16 @@ from .builders import (
 from .connection import Connection
 from .versions import BrokerVersions, VersionRange, client_versions
 
-__all__ = ["KafkaClient", "connect", "handshake"]
+__all__ = ["CLIENT_CONFIGS", "KafkaClient", "connect", "handshake"]
 
 R = TypeVar("R")
 
 API_VERSIONS = 18
 SOFTWARE_NAME = "kafkagen"
+#: Kafka-style client configs `connect` accepts, with their defaults.
+CLIENT_CONFIGS = {"max.request.pagination.size.limit": "2000"}
+#: Called with each request and its version just before it is sent.
+RequestObserver = Callable[[Message, int], None]
 
 
 def _software_version() -> str:
@@ -56,12 +60,29 @@ class KafkaClient:
         *,
         request_timeout: float | None = 30.0,
         unstable: bool = False,
+        pagination_limit: int = 2000,
+        connect_timeout: float | None = 30.0,
+        max_in_flight: int = 100,
+        on_request: RequestObserver | None = None,
     ) -> None:
+        if not isinstance(pagination_limit, int) or pagination_limit < 1:
+            raise ValueError(
+                f"max.request.pagination.size.limit must be a positive integer, "
+                f"got {pagination_limit!r}"
+            )
         self.connection = connection
         self.versions = versions
         self.request_timeout = request_timeout
         #: Whether unstable latest versions may be chosen (the broker must advertise them).
         self.unstable = unstable
+        #: ResponsePaginationLimit of paginated admin requests (the client's
+        #: max.request.pagination.size.limit); the broker clamps it to its own.
+        self.pagination_limit = pagination_limit
+        self.connect_timeout = connect_timeout
+        self.max_in_flight = max_in_flight
+        self.on_request = on_request
+        #: Clients of other brokers of the cluster, opened on demand by `for_node`.
+        self._others: dict[tuple[str, int], KafkaClient] = {}
 
     def version_for(self, api_key: int, wanted: VersionRange | None = None) -> int:
         """The highest version of ``api_key`` both sides support (see `BrokerVersions`)."""
@@ -76,6 +97,8 @@ class KafkaClient:
             raise TypeError(f"{type(request).__name__} is not a request message")
         if version is None:
             version = self.version_for(api_key)
+        if self.on_request is not None:
+            self.on_request(request, version)
         return await self.connection.request(
             request, version, timeout=self.request_timeout if timeout is None else timeout
         )
@@ -134,11 +157,37 @@ class KafkaClient:
         builder = OffsetFetchBuilder(groups, require_stable=require_stable, split=split)
         return await self.send(builder, timeout=timeout)
 
+    async def for_node(self, host: str, port: int) -> KafkaClient:
+        """A client of another broker of the cluster (or this one), with the same settings.
+
+        Opened once and kept; `close` closes it with this client.
+        """
+        if self.connection.address in (f"{host}:{port}", f"[{host}]:{port}"):
+            return self
+        other = self._others.get((host, port))
+        if other is None or other.closed:
+            other = await connect(
+                host,
+                port,
+                client_id=self.connection.client_id,
+                timeout=self.connect_timeout,
+                request_timeout=self.request_timeout,
+                unstable=self.unstable,
+                max_in_flight=self.max_in_flight,
+                pagination_limit=self.pagination_limit,
+                on_request=self.on_request,
+            )
+            self._others[(host, port)] = other
+        return other
+
     @property
     def closed(self) -> bool:
         return self.connection.closed
 
     async def close(self) -> None:
+        others, self._others = list(self._others.values()), {}
+        for other in others:
+            await other.close()
         await self.connection.close()
 
     async def __aenter__(self) -> KafkaClient:
@@ -157,12 +206,19 @@ async def connect(
     request_timeout: float | None = 30.0,
     unstable: bool = False,
     max_in_flight: int = 100,
+    pagination_limit: int | None = None,
+    configs: Mapping[str, str | int] | None = None,
+    on_request: RequestObserver | None = None,
 ) -> KafkaClient:
     """Connect to a broker and learn its API versions.
 
     ``timeout`` bounds the TCP connect, ``request_timeout`` each request (the handshake
     included). ``unstable`` lets unstable latest versions be chosen when advertised.
+    ``pagination_limit`` (or ``configs={"max.request.pagination.size.limit": n}``) is the
+    page size the admin helpers of `kafkagen.runtime.client.admin` ask for.
+    ``on_request(request, version)`` sees every request before it is sent.
     """
+    limit = _pagination_limit(pagination_limit, configs)
     connection = await Connection.open(
         host, port, client_id=client_id, timeout=timeout, max_in_flight=max_in_flight
     )
@@ -171,7 +227,38 @@ async def connect(
     except BaseException:
         await connection.close()
         raise
-    return KafkaClient(connection, versions, request_timeout=request_timeout, unstable=unstable)
+    return KafkaClient(
+        connection,
+        versions,
+        request_timeout=request_timeout,
+        unstable=unstable,
+        pagination_limit=limit,
+        connect_timeout=timeout,
+        max_in_flight=max_in_flight,
+        on_request=on_request,
+    )
+
+
+def _pagination_limit(given: int | None, configs: Mapping[str, str | int] | None) -> int:
+    values = dict(CLIENT_CONFIGS)
+    for name, value in (configs or {}).items():
+        if name not in CLIENT_CONFIGS:
+            known = ", ".join(sorted(CLIENT_CONFIGS))
+            raise ValueError(f"unknown client config {name!r}; known: {known}")
+        values[name] = str(value)
+    raw = values["max.request.pagination.size.limit"]
+    if given is not None:
+        if configs and "max.request.pagination.size.limit" in configs:
+            raise ValueError(
+                "pass pagination_limit or configs['max.request.pagination.size.limit'], not both"
+            )
+        return given
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(
+            f"max.request.pagination.size.limit must be a positive integer, got {raw!r}"
+        ) from None
 
 
 async def handshake(connection: Connection, *, timeout: float | None = 30.0) -> BrokerVersions:
