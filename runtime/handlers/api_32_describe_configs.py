@@ -13,6 +13,7 @@ import logging
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.config import ConfigEntry, ConfigResourceType, ConfigSource, ConfigType
+from kafkagen.runtime.broker.config_changes import broker_resource
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     KafkaError,
@@ -89,24 +90,11 @@ def describe(
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         return store.describe_topic(name, keys)
     if resource_type == ConfigResourceType.BROKER:
-        return store.describe_broker(broker_id(ctx, name), keys)
+        return store.describe_broker(broker_resource(ctx.broker.metadata, name), keys)
     if resource_type == ConfigResourceType.BROKER_LOGGER:
-        broker_id(ctx, name)
+        broker_resource(ctx.broker.metadata, name)
         return _loggers(keys)
     raise InvalidRequestError(f"config resource type {resource_type} is not supported")
-
-
-def broker_id(ctx: RequestContext, name: str) -> int:
-    """The broker a resource names; "" is the cluster default (-1)."""
-    if name == "":
-        return -1
-    try:
-        node = int(name)
-    except ValueError:
-        raise InvalidRequestError(f"broker resource name {name!r} is not a broker id") from None
-    if node not in ctx.broker.metadata.brokers:
-        raise InvalidRequestError(f"there is no broker {node}")
-    return node
 
 
 def _loggers(keys: list[str] | None) -> list[ConfigEntry]:
