@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 from uuid import UUID
 
 from .wire import Buffer, uuid_from_bytes
@@ -102,38 +103,28 @@ def _get(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool)
     return value
 
 
-def get_int(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    return value if value is None or value is missing else as_int(value, f"{path}.{key}")
+class _Getter(Protocol):
+    def __call__(
+        self, obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False
+    ) -> Any: ...
 
 
-def get_float(
-    obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False
-) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    return value if value is None or value is missing else as_float(value, f"{path}.{key}")
+def _getter(convert: Callable[[Any, str], Any]) -> _Getter:
+    """A reader of one key of a JSON object: absent, null or the value ``convert`` checks."""
+
+    def get(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
+        value = _get(obj, key, path, missing, nullable)
+        return value if value is None or value is missing else convert(value, f"{path}.{key}")
+
+    return get
 
 
-def get_bool(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    return value if value is None or value is missing else as_bool(value, f"{path}.{key}")
-
-
-def get_str(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    return value if value is None or value is missing else as_str(value, f"{path}.{key}")
-
-
-def get_uuid(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    return value if value is None or value is missing else as_uuid(value, f"{path}.{key}")
-
-
-def get_bytes(
-    obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False
-) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    return value if value is None or value is missing else as_bytes(value, f"{path}.{key}")
+get_int = _getter(as_int)
+get_float = _getter(as_float)
+get_bool = _getter(as_bool)
+get_str = _getter(as_str)
+get_uuid = _getter(as_uuid)
+get_bytes = _getter(as_bytes)
 
 
 def get_list(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
