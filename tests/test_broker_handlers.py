@@ -71,7 +71,10 @@ def test_find_coordinator_v4_answers_each_key(cluster: BackgroundCluster) -> Non
         errors = [(c.key, c.error_code) for c in r.coordinators]
         assert errors == [("a", 0), ("", ErrorCode.INVALID_REQUEST), ("b", 0)]
         assert all(c.port > 0 for c in r.coordinators if c.error_code == 0)
-        r = w.call(10, 4, Req(key_type=1, coordinator_keys=["txn"]))
+        r = w.call(10, 4, Req(key_type=1, coordinator_keys=["txn", ""]))
+        errors = [(c.key, c.error_code) for c in r.coordinators]
+        assert errors == [("txn", 0), ("", ErrorCode.INVALID_REQUEST)]
+        r = w.call(10, 4, Req(key_type=2, coordinator_keys=["share"]))
         assert r.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
 

@@ -1,4 +1,4 @@
-"""One broker: its replica manager, follower fetcher, group coordinator and listener."""
+"""One broker: its replica manager, follower fetcher, coordinators and listener."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from .metadata import BrokerInfo, ClusterMetadata, MetadataListener, PartitionIn
 from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ReplicaManager
 from .server import BrokerServer
+from .transaction_coordinator import TransactionCoordinator, TxnOffsetStore
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -39,6 +40,8 @@ class Broker(MetadataListener):
         self.metadata.add_broker(BrokerInfo(node_id, host, port))
         self.replica_manager = ReplicaManager(node_id, self.metadata, timer_factory, time_ms)
         self.group_coordinator = GroupCoordinator(self, timer_factory)
+        self.txn_coordinator = TransactionCoordinator(self, timer_factory)
+        self.txn_offsets = TxnOffsetStore(self)
         self.fetcher = ReplicaFetcher(self)
         self.server = BrokerServer(self, host, port)
         self.metadata.listeners.append(self)
@@ -115,4 +118,5 @@ class Broker(MetadataListener):
                 handle.cancel()
         self._isr_check = self._retention_check = None
         self.group_coordinator.shutdown()
+        self.txn_coordinator.shutdown()
         self.replica_manager.shutdown()

@@ -196,7 +196,11 @@ class Partition:
             timestamp_after_max_ms=config.timestamp_after_max_ms,
         )
         batch = info.batch
-        if batch.has_producer_id:
+        if batch.has_producer_id and not from_client:
+            # The broker's own writes (transactional offset commits) carry no sequence:
+            # only the epoch is checked.
+            self.producers.check_epoch(batch.producer_id, batch.producer_epoch)
+        elif batch.has_producer_id:
             dup = self.producers.check(batch)
             if dup is not None:
                 return AppendResult(

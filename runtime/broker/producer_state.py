@@ -111,6 +111,15 @@ class ProducerStateManager:
             )
         return None
 
+    def check_epoch(self, producer_id: int, epoch: int) -> None:
+        """Raise INVALID_PRODUCER_EPOCH if ``epoch`` is older than the producer's."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {producer_id} wrote with epoch {epoch}, "
+                f"older than its current epoch {entry.epoch}"
+            )
+
     def update(
         self, batch: RecordBatch, first_offset: int, last_offset: int, timestamp: int, now_ms: float
     ) -> None:
@@ -122,11 +131,12 @@ class ProducerStateManager:
         if batch.producer_epoch != entry.epoch:
             entry.epoch = batch.producer_epoch
             entry.batches.clear()
-        entry.batches.append(
-            BatchMetadata(
-                batch.base_sequence, batch.last_sequence, first_offset, last_offset, timestamp
+        if batch.base_sequence >= 0:
+            entry.batches.append(
+                BatchMetadata(
+                    batch.base_sequence, batch.last_sequence, first_offset, last_offset, timestamp
+                )
             )
-        )
         entry.last_timestamp = timestamp
         entry.last_update_ms = now_ms
         if batch.is_transactional and pid not in self.ongoing:

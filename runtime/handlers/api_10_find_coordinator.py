@@ -1,8 +1,9 @@
-"""FindCoordinator (key 10): which broker coordinates a group.
+"""FindCoordinator (key 10): which broker coordinates a group or a transactional id.
 
-A group's coordinator leads the ``__consumer_offsets`` partition its id hashes onto; the
-topic is created on the first lookup. v4+ batches keys, each answered on its own.
-Transactions and share groups are not supported: those key types get INVALID_REQUEST.
+A group's coordinator leads the ``__consumer_offsets`` partition its id hashes onto, a
+transactional id's the ``__transaction_state`` partition; each topic is created on its
+first lookup. v4+ batches keys, each answered on its own. Share groups are not supported:
+that key type gets INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kafkagen.runtime.errors import (
 
 API_KEY = 10
 GROUP_KEY = 0
+TRANSACTION_KEY = 1
 
 
 @register(API_KEY, 0, 6)
@@ -50,11 +52,16 @@ def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> None:
 
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int]:
-    if key_type != GROUP_KEY:
+    if key_type == GROUP_KEY:
+        if not key:
+            raise InvalidRequestError("a group id cannot be empty")
+        node = ctx.broker.group_coordinator.coordinator_for(key)
+    elif key_type == TRANSACTION_KEY:
+        if not key:
+            raise InvalidRequestError("a transactional id cannot be empty")
+        node = ctx.broker.txn_coordinator.coordinator_for(key)
+    else:
         raise InvalidRequestError(f"coordinator key type {key_type} is not supported")
-    if not key:
-        raise InvalidRequestError("a group id cannot be empty")
-    node = ctx.broker.group_coordinator.coordinator_for(key)
     broker = ctx.broker.metadata.brokers.get(node)
     if broker is None or not broker.alive:
         raise CoordinatorNotAvailableError(f"no broker coordinates {key!r} right now")

@@ -1,0 +1,924 @@
+"""The transaction coordinator: transactional ids, their producer ids, epochs and states.
+
+Designed like the group coordinator. A transactional id hashes onto a partition of
+``__transaction_state``; the broker leading that partition coordinates it. Every state
+change is written to that partition through the replica manager with acks=all and applied
+to the cache only in the append's completion callback, so nothing is visible before it is
+durable (seed 002). While a write is in flight the id has a pending state, and requests
+that would change it meanwhile get CONCURRENT_TRANSACTIONS, as in Kafka.
+
+States follow Kafka's: Empty -> Ongoing (partitions added) -> PrepareCommit/PrepareAbort
+(EndTxn; the producer is answered here) -> COMMIT/ABORT markers written to every partition
+of the transaction -> CompleteCommit/CompleteAbort. A transaction open longer than its
+timeout is aborted with the producer's epoch bumped, so the old producer is fenced; the
+timeout waits in a purgatory on the broker's timer.
+
+Transactional offset commits (`TxnOffsetStore`) are written to ``__consumer_offsets`` as
+transactional batches and kept aside per producer until the marker of their transaction
+reaches that partition: a commit moves them into the group's committed offsets, an abort
+drops them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import logging
+import struct
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kafkagen.runtime.errors import (
+    CoordinatorNotAvailableError,
+    ErrorCode,
+    KafkaError,
+    NotCoordinatorError,
+    error_for_code,
+)
+from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.timer import Timer
+
+from . import group_records as gr
+from .group_coordinator import (
+    MAX_METADATA,
+    Group,
+    GroupState,
+    OffsetEntry,
+    _coordinator_error,
+    partition_for,
+)
+from .metadata import OFFSETS_TOPIC, TopicPartition
+from .partition import Partition
+from .replica_manager import TXN_STATE_TOPIC, ProduceResult
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = [
+    "TXN_STATE_TOPIC",
+    "TransactionCoordinator",
+    "TxnMetadata",
+    "TxnOffsetStore",
+    "TxnState",
+]
+
+_log = logging.getLogger("kafkagen.broker.transactions")
+
+#: How long a write to the state log or a round of markers may wait for replicas.
+_WRITE_TIMEOUT_MS = 5000
+#: Pause before markers that found no leader are sent again.
+_MARKER_RETRY_S = 0.1
+#: Epochs stop short of the int16 maximum; past it the producer gets a new id.
+_MAX_EPOCH = 2**15 - 2
+NO_PRODUCER_ID = -1
+NO_EPOCH = -1
+
+
+class TxnState(enum.Enum):
+    """Kafka's transaction states, with the names ListTransactions reports."""
+
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+    DEAD = "Dead"
+    PREPARE_EPOCH_FENCE = "PrepareEpochFence"
+
+
+# The state's byte in the state log (Kafka's ids).
+_STATE_IDS = {s: i for i, s in enumerate(TxnState)}
+_STATES_BY_ID = dict(enumerate(TxnState))
+STATE_NAMES = {s.value.lower(): s for s in TxnState}
+
+
+@dataclass(frozen=True, slots=True)
+class TxnSnapshot:
+    """What one state-log record says about a transactional id."""
+
+    producer_id: int
+    last_producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    timeout_ms: int
+    state: TxnState
+    partitions: frozenset[TopicPartition]
+    start_ms: int
+    update_ms: int
+
+
+@dataclass(eq=False, slots=True)
+class TxnMetadata:
+    """The coordinator's view of one transactional id."""
+
+    transactional_id: str
+    producer_id: int
+    last_producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_EPOCH
+    last_producer_epoch: int = NO_EPOCH
+    timeout_ms: int = 60000
+    state: TxnState = TxnState.EMPTY
+    partitions: frozenset[TopicPartition] = frozenset()
+    #: Wall-clock ms when the current (or last) transaction started; -1 before any.
+    start_ms: int = -1
+    update_ms: int = -1
+    #: The state being written, or None: while set, other changes must wait.
+    pending: TxnState | None = None
+    #: Bumped on every applied change, so a stale timeout can tell it is stale.
+    version: int = 0
+
+    def snapshot(self, **changes: object) -> TxnSnapshot:
+        values: dict[str, object] = {
+            "producer_id": self.producer_id,
+            "last_producer_id": self.last_producer_id,
+            "producer_epoch": self.producer_epoch,
+            "last_producer_epoch": self.last_producer_epoch,
+            "timeout_ms": self.timeout_ms,
+            "state": self.state,
+            "partitions": self.partitions,
+            "start_ms": self.start_ms,
+            "update_ms": self.update_ms,
+        }
+        values.update(changes)
+        return TxnSnapshot(**values)  # type: ignore[arg-type]
+
+    def apply(self, s: TxnSnapshot) -> None:
+        self.producer_id = s.producer_id
+        self.last_producer_id = s.last_producer_id
+        self.producer_epoch = s.producer_epoch
+        self.last_producer_epoch = s.last_producer_epoch
+        self.timeout_ms = s.timeout_ms
+        self.state = s.state
+        self.partitions = s.partitions
+        self.start_ms = s.start_ms
+        self.update_ms = s.update_ms
+        self.version += 1
+
+    def topics(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for tp in sorted(self.partitions):
+            out.setdefault(tp.topic, []).append(tp.partition)
+        return out
+
+
+# -- the state log's records (Kafka's TransactionLog key and value, version 0) ------------
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_VALUE_HEAD = struct.Struct(">hqhib")
+_TIMES = struct.Struct(">qq")
+
+
+def _str(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return _I16.pack(len(raw)) + raw
+
+
+def txn_key(transactional_id: str) -> bytes:
+    return _I16.pack(0) + _str(transactional_id)
+
+
+def txn_value(s: TxnSnapshot) -> bytes:
+    out = bytearray(
+        _VALUE_HEAD.pack(0, s.producer_id, s.producer_epoch, s.timeout_ms, _STATE_IDS[s.state])
+    )
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(s.partitions):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    out += _I32.pack(len(by_topic))
+    for topic, indexes in by_topic.items():
+        out += _str(topic)
+        out += _I32.pack(len(indexes))
+        for i in indexes:
+            out += _I32.pack(i)
+    out += _TIMES.pack(s.update_ms, s.start_ms)
+    return bytes(out)
+
+
+def decode_txn_key(data: bytes) -> str | None:
+    """The transactional id of a state-log key; None for a key of another kind."""
+    if len(data) < 4 or _I16.unpack_from(data)[0] != 0:
+        return None
+    n = _I16.unpack_from(data, 2)[0]
+    return data[4 : 4 + n].decode("utf-8")
+
+
+def decode_txn_value(data: bytes) -> TxnSnapshot:
+    version, pid, epoch, timeout, state = _VALUE_HEAD.unpack_from(data)
+    if version != 0:
+        raise ValueError(f"transaction log value version {version} is unknown")
+    pos = _VALUE_HEAD.size
+    partitions = set()
+    (topics,) = _I32.unpack_from(data, pos)
+    pos += 4
+    for _ in range(topics):
+        (n,) = _I16.unpack_from(data, pos)
+        topic = data[pos + 2 : pos + 2 + n].decode("utf-8")
+        pos += 2 + n
+        (count,) = _I32.unpack_from(data, pos)
+        pos += 4
+        for _ in range(count):
+            partitions.add(TopicPartition(topic, _I32.unpack_from(data, pos)[0]))
+            pos += 4
+    update_ms, start_ms = _TIMES.unpack_from(data, pos)
+    return TxnSnapshot(
+        pid,
+        NO_PRODUCER_ID,
+        epoch,
+        NO_EPOCH,
+        timeout,
+        _STATES_BY_ID[state],
+        frozenset(partitions),
+        start_ms,
+        update_ms,
+    )
+
+
+# -- results ------------------------------------------------------------------------------
+
+InitCallback = Callable[[int, int, int], None]
+"""(error code, producer id, producer epoch)."""
+ErrorCallback = Callable[[int], None]
+PartitionsCallback = Callable[[dict[TopicPartition, int]], None]
+
+
+class DelayedTxnTimeout(DelayedOperation):
+    """An open transaction's deadline: completes when the transaction ends first; expiry
+    aborts it."""
+
+    __slots__ = ("_coordinator", "_txn", "_version")
+
+    def __init__(self, coordinator: TransactionCoordinator, txn: TxnMetadata, delay_ms: int):
+        super().__init__(delay_ms)
+        self._coordinator = coordinator
+        self._txn = txn
+        self._version = txn.version
+
+    def _still_open(self) -> bool:
+        txn = self._txn
+        return (
+            txn.state is TxnState.ONGOING
+            and self._coordinator.txns.get(txn.transactional_id) is txn
+        )
+
+    def try_complete(self) -> bool:
+        if self._still_open():
+            return False
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        if self._still_open():
+            self._coordinator._abort_timed_out(self._txn)
+
+
+class TransactionCoordinator:
+    """The transactional ids whose state-log partitions this broker leads."""
+
+    def __init__(self, broker: Broker, timer_factory: Callable[[], Timer]) -> None:
+        self.broker = broker
+        self.configs = broker.configs
+        self.txns: dict[str, TxnMetadata] = {}
+        #: State-log partition -> its leader epoch when this broker took it over.
+        self.owned: dict[int, int] = {}
+        self._timeouts: DelayedOperationPurgatory[DelayedTxnTimeout] = DelayedOperationPurgatory(
+            "TxnTimeout", timer_factory()
+        )
+        self._time_ms: Callable[[], int] = broker.replica_manager.time_ms
+        self._shut_down = False
+        self._retries: set[asyncio.TimerHandle] = set()
+        broker.replica_manager.role_listeners.append(self._on_role_change)
+
+    # -- config and ownership ---------------------------------------------------------
+
+    def _cfg(self, name: str) -> int:
+        return self.configs.broker_int(name, self.broker.node_id)
+
+    @property
+    def state_partitions(self) -> int:
+        topic = self.broker.metadata.topic(TXN_STATE_TOPIC)
+        if topic is not None:
+            return len(topic.partitions)
+        return self._cfg("transaction.state.log.num.partitions")
+
+    def partition_of(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.state_partitions)
+
+    def ensure_state_topic(self) -> bool:
+        """Create ``__transaction_state`` on first use, as Kafka does; False if impossible."""
+        md = self.broker.metadata
+        if md.topic(TXN_STATE_TOPIC) is not None:
+            return True
+        alive = len(md.alive_brokers())
+        if alive == 0:
+            return False
+        rf = min(self._cfg("transaction.state.log.replication.factor"), alive)
+        try:
+            md.create_topic(
+                TXN_STATE_TOPIC,
+                self._cfg("transaction.state.log.num.partitions"),
+                rf,
+                configs={"cleanup.policy": "compact"},
+                internal=True,
+            )
+        except KafkaError:
+            _log.exception("cannot create %s", TXN_STATE_TOPIC)
+            return False
+        return True
+
+    def coordinator_for(self, transactional_id: str) -> int:
+        """The broker id coordinating ``transactional_id`` (-1 if none is available)."""
+        if not self.ensure_state_topic():
+            return -1
+        topic = self.broker.metadata.topic(TXN_STATE_TOPIC)
+        assert topic is not None
+        return topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
+
+    def _check_owner(self, transactional_id: str) -> None:
+        if self._shut_down:
+            raise CoordinatorNotAvailableError("the coordinator is shutting down")
+        if self.broker.metadata.topic(TXN_STATE_TOPIC) is None:
+            raise NotCoordinatorError(f"{TXN_STATE_TOPIC} does not exist yet")
+        if self.partition_of(transactional_id) not in self.owned:
+            raise NotCoordinatorError(
+                f"broker {self.broker.node_id} does not coordinate {transactional_id!r}"
+            )
+
+    def _on_role_change(self, partition: Partition, leader: bool) -> None:
+        if partition.tp.topic != TXN_STATE_TOPIC:
+            return
+        index = partition.tp.partition
+        if leader and index not in self.owned:
+            self.owned[index] = partition.leader_epoch
+            self._load(partition)
+        elif not leader and index in self.owned:
+            del self.owned[index]
+            n = self.state_partitions
+            for tid in [t for t in self.txns if partition_for(t, n) == index]:
+                del self.txns[tid]
+                self._timeouts.check_and_complete(tid)
+
+    def _load(self, partition: Partition) -> None:
+        """Rebuild the ids of a state-log partition this broker now leads, then finish
+        what the previous coordinator left half done."""
+        loaded: dict[str, TxnSnapshot | None] = {}
+        for b in partition.log.batches:
+            for batch in iter_batches(b.data, verify_crc=False):
+                for r in batch:
+                    tid = None if r.key is None else decode_txn_key(r.key)
+                    if tid is None:
+                        continue
+                    loaded[tid] = None if r.value is None else decode_txn_value(r.value)
+        for tid, snap in loaded.items():
+            if snap is None:
+                self.txns.pop(tid, None)
+                continue
+            txn = TxnMetadata(tid, snap.producer_id)
+            txn.apply(snap)
+            self.txns[tid] = txn
+            if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                self._complete(txn, txn.state is TxnState.PREPARE_COMMIT)
+            elif txn.state is TxnState.ONGOING:
+                self._watch_timeout(txn)
+
+    def _coordinator_epoch(self, transactional_id: str) -> int:
+        return self.owned.get(self.partition_of(transactional_id), -1)
+
+    # -- InitProducerId ---------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected_pid: int,
+        expected_epoch: int,
+        callback: InitCallback,
+    ) -> None:
+        """A producer id and epoch for a transactional producer (a new epoch each time)."""
+
+        def fail(code: int) -> None:
+            callback(code, NO_PRODUCER_ID, NO_EPOCH)
+
+        if not transactional_id:
+            fail(ErrorCode.INVALID_REQUEST)
+            return
+        if timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
+            fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+            return
+        try:
+            self._check_owner(transactional_id)
+        except KafkaError as e:
+            fail(e.code)
+            return
+        txn = self.txns.get(transactional_id)
+        if txn is None:
+            pid = self.broker.metadata.allocate_producer_id()
+            txn = self.txns[transactional_id] = TxnMetadata(
+                transactional_id, pid, timeout_ms=timeout_ms, update_ms=self._time_ms()
+            )
+        if txn.pending is not None:
+            fail(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return
+        if expected_pid != NO_PRODUCER_ID:
+            if expected_pid == txn.producer_id and expected_epoch == txn.producer_epoch:
+                pass  # the current producer starts over
+            elif (
+                (expected_pid == txn.last_producer_id or expected_pid == txn.producer_id)
+                and expected_epoch == txn.last_producer_epoch
+                and txn.state is TxnState.EMPTY
+            ):
+                # A retry of an init that already bumped the epoch: same answer again.
+                callback(0, txn.producer_id, txn.producer_epoch)
+                return
+            else:
+                fail(ErrorCode.PRODUCER_FENCED)
+                return
+        state = txn.state
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            fail(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return
+        if state is TxnState.ONGOING:
+            # The previous producer left a transaction open: fence it (new epoch) and
+            # abort; this producer retries and gets the epoch after that.
+            self._abort_with_new_epoch(txn)
+            fail(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return
+        if state not in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            fail(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return
+        if txn.producer_epoch >= _MAX_EPOCH:
+            pid, epoch = self.broker.metadata.allocate_producer_id(), 0
+            last_pid, last_epoch = txn.producer_id, txn.producer_epoch
+        else:
+            pid, epoch = txn.producer_id, txn.producer_epoch + 1
+            last_pid, last_epoch = NO_PRODUCER_ID, txn.producer_epoch
+        target = txn.snapshot(
+            producer_id=pid,
+            producer_epoch=epoch,
+            last_producer_id=last_pid,
+            last_producer_epoch=last_epoch,
+            timeout_ms=timeout_ms,
+            state=TxnState.EMPTY,
+            partitions=frozenset(),
+            start_ms=-1,
+            update_ms=self._time_ms(),
+        )
+
+        def written(error: int) -> None:
+            if error:
+                fail(error)
+            else:
+                callback(0, pid, epoch)
+
+        self._transit(txn, target, written)
+
+    # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------
+
+    def _check_producer(self, transactional_id: str, pid: int, epoch: int) -> TxnMetadata:
+        """The id's metadata if ``pid``/``epoch`` may act on it; raises the Kafka error."""
+        self._check_owner(transactional_id)
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != pid:
+            raise error_for_code(ErrorCode.INVALID_PRODUCER_ID_MAPPING)(
+                f"producer {pid} does not own transactional id {transactional_id!r}",
+            )
+        if txn.producer_epoch != epoch:
+            raise error_for_code(ErrorCode.PRODUCER_FENCED)(
+                f"epoch {epoch} of producer {pid} is not the current one ({txn.producer_epoch})",
+            )
+        if txn.pending is not None or txn.state in (
+            TxnState.PREPARE_COMMIT,
+            TxnState.PREPARE_ABORT,
+        ):
+            raise error_for_code(ErrorCode.CONCURRENT_TRANSACTIONS)(
+                f"the previous transaction of {transactional_id!r} is still completing",
+            )
+        return txn
+
+    def add_partitions(
+        self,
+        transactional_id: str,
+        pid: int,
+        epoch: int,
+        partitions: Iterable[TopicPartition],
+        callback: PartitionsCallback,
+    ) -> None:
+        """Add partitions to the open transaction (opening it); per-partition errors."""
+        wanted = list(dict.fromkeys(partitions))
+        md = self.broker.metadata
+        unknown = {tp for tp in wanted if md.partition(tp.topic, tp.partition) is None}
+        if unknown:
+            # Kafka attempts nothing when any partition is unknown.
+            callback(
+                {
+                    tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    if tp in unknown
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    for tp in wanted
+                }
+            )
+            return
+        try:
+            txn = self._check_producer(transactional_id, pid, epoch)
+        except KafkaError as e:
+            callback(dict.fromkeys(wanted, e.code))
+            return
+        if txn.state is TxnState.ONGOING and txn.partitions.issuperset(wanted):
+            callback(dict.fromkeys(wanted, 0))
+            return
+        opening = txn.state is not TxnState.ONGOING
+        now = self._time_ms()
+        target = txn.snapshot(
+            state=TxnState.ONGOING,
+            partitions=txn.partitions | frozenset(wanted),
+            start_ms=now if opening else txn.start_ms,
+            update_ms=now,
+        )
+
+        def written(error: int) -> None:
+            if not error and opening:
+                self._watch_timeout(txn)
+            callback(dict.fromkeys(wanted, error))
+
+        self._transit(txn, target, written)
+
+    def verify_partition(
+        self, transactional_id: str, pid: int, epoch: int, tp: TopicPartition
+    ) -> int:
+        """Whether a transactional produce to ``tp`` belongs to the open transaction: 0, or
+        the error code for the produce."""
+        try:
+            self._check_owner(transactional_id)
+        except KafkaError:
+            return ErrorCode.NOT_ENOUGH_REPLICAS  # retriable: the coordinator is moving
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != pid:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if epoch < txn.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if txn.state is not TxnState.ONGOING or tp not in txn.partitions:
+            return ErrorCode.INVALID_TXN_STATE
+        return 0
+
+    # -- EndTxn -----------------------------------------------------------------------
+
+    def end_txn(
+        self, transactional_id: str, pid: int, epoch: int, commit: bool, callback: ErrorCallback
+    ) -> None:
+        """Commit or abort: answered once the Prepare state is durable; the markers and
+        the Complete state follow."""
+        try:
+            self._check_owner(transactional_id)
+        except KafkaError as e:
+            callback(e.code)
+            return
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != pid:
+            callback(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            return
+        if txn.producer_epoch != epoch:
+            callback(ErrorCode.PRODUCER_FENCED)
+            return
+        if txn.pending is not None:
+            callback(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return
+        state = txn.state
+        if state is TxnState.ONGOING:
+            self._prepare(txn, commit, txn.producer_epoch, callback)
+            return
+        if state is TxnState.COMPLETE_COMMIT:
+            callback(0 if commit else ErrorCode.INVALID_TXN_STATE)
+        elif state is TxnState.COMPLETE_ABORT:
+            callback(ErrorCode.INVALID_TXN_STATE if commit else 0)
+        elif state is TxnState.PREPARE_COMMIT:
+            callback(ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE)
+        elif state is TxnState.PREPARE_ABORT:
+            callback(ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.CONCURRENT_TRANSACTIONS)
+        else:
+            callback(ErrorCode.INVALID_TXN_STATE)
+
+    def _prepare(
+        self, txn: TxnMetadata, commit: bool, epoch: int, callback: ErrorCallback | None
+    ) -> None:
+        target = txn.snapshot(
+            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+            producer_epoch=epoch,
+            update_ms=self._time_ms(),
+        )
+
+        def written(error: int) -> None:
+            if callback is not None:
+                callback(error)
+            if not error:
+                self._timeouts.check_and_complete(txn.transactional_id)
+                self._complete(txn, commit)
+
+        self._transit(txn, target, written)
+
+    def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
+        """Abort an open transaction under a bumped epoch, fencing its producer."""
+        epoch = txn.producer_epoch + 1 if txn.producer_epoch < _MAX_EPOCH else txn.producer_epoch
+        self._prepare(txn, False, epoch, None)
+
+    def _abort_timed_out(self, txn: TxnMetadata) -> None:
+        if txn.pending is not None:
+            # A change is being written; look again shortly.
+            self._watch_timeout(txn, 100)
+            return
+        _log.info("aborting transaction of %r: timed out", txn.transactional_id)
+        self._abort_with_new_epoch(txn)
+
+    def _watch_timeout(self, txn: TxnMetadata, delay_ms: int | None = None) -> None:
+        op = DelayedTxnTimeout(self, txn, txn.timeout_ms if delay_ms is None else delay_ms)
+        self._timeouts.try_complete_else_watch(op, [txn.transactional_id])
+
+    # -- markers ----------------------------------------------------------------------
+
+    def _complete(self, txn: TxnMetadata, commit: bool) -> None:
+        """Write the markers, then the Complete state."""
+        remaining = set(txn.partitions)
+        pid, epoch = txn.producer_id, txn.producer_epoch
+        coordinator_epoch = self._coordinator_epoch(txn.transactional_id)
+
+        def all_written() -> None:
+            if self.txns.get(txn.transactional_id) is not txn:
+                return  # this broker no longer coordinates it; the new one finishes
+            target = txn.snapshot(
+                state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
+                partitions=frozenset(),
+                update_ms=self._time_ms(),
+            )
+
+            def written(error: int) -> None:
+                if error:
+                    _log.warning(
+                        "cannot complete the transaction of %r: error %d",
+                        txn.transactional_id,
+                        error,
+                    )
+
+            self._transit(txn, target, written)
+
+        def send() -> None:
+            if self._shut_down or self.txns.get(txn.transactional_id) is not txn:
+                return
+            md = self.broker.metadata
+            by_leader: dict[int, dict[TopicPartition, tuple[int, int, bool, int]]] = {}
+            for tp in list(remaining):
+                info = md.partition(tp.topic, tp.partition)
+                if info is None:
+                    remaining.discard(tp)  # deleted: nothing to mark
+                    continue
+                by_leader.setdefault(info.leader, {})[tp] = (pid, epoch, commit, coordinator_epoch)
+            if not remaining:
+                all_written()
+                return
+            rounds = len(by_leader)
+
+            def one_done(
+                leader: Broker | None, results: Mapping[TopicPartition, ProduceResult]
+            ) -> None:
+                nonlocal rounds
+                for tp, r in results.items():
+                    code = r.error_code
+                    if code in (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                        remaining.discard(tp)
+                        if code == 0 and tp.topic == OFFSETS_TOPIC and leader is not None:
+                            leader.txn_offsets.complete(pid, tp.partition, commit)
+                    elif code == ErrorCode.INVALID_PRODUCER_EPOCH:
+                        # A newer epoch already wrote its marker there.
+                        remaining.discard(tp)
+                rounds -= 1
+                if rounds:
+                    return
+                if remaining:
+                    self._retry(send)
+                else:
+                    all_written()
+
+            for leader_id, markers in by_leader.items():
+                leader = self.broker.cluster.broker(leader_id)
+                if leader is None or not leader.running:
+                    one_done(None, {})
+                    continue
+                leader.replica_manager.append_markers(
+                    markers, _WRITE_TIMEOUT_MS, functools.partial(one_done, leader)
+                )
+
+        send()
+
+    def _retry(self, fn: Callable[[], None]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        handle: asyncio.TimerHandle | None = None
+
+        def run() -> None:
+            assert handle is not None
+            self._retries.discard(handle)
+            fn()
+
+        handle = loop.call_later(_MARKER_RETRY_S, run)
+        self._retries.add(handle)
+
+    # -- listing and describing -------------------------------------------------------
+
+    def list_transactions(self) -> list[TxnMetadata]:
+        """Every transactional id this broker coordinates (not Dead), sorted by id."""
+        if self._shut_down:
+            raise CoordinatorNotAvailableError("the coordinator is shutting down")
+        n = self.state_partitions
+        return sorted(
+            (
+                t
+                for t in self.txns.values()
+                if t.state is not TxnState.DEAD
+                and partition_for(t.transactional_id, n) in self.owned
+            ),
+            key=lambda t: t.transactional_id,
+        )
+
+    def describe(self, transactional_id: str) -> TxnMetadata:
+        """The id's metadata; raises NOT_COORDINATOR, TRANSACTIONAL_ID_NOT_FOUND, ..."""
+        self._check_owner(transactional_id)
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.state is TxnState.DEAD:
+            raise error_for_code(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)(
+                f"no transactional id {transactional_id!r}",
+            )
+        return txn
+
+    # -- writing to the state log -----------------------------------------------------
+
+    def _transit(self, txn: TxnMetadata, target: TxnSnapshot, callback: ErrorCallback) -> None:
+        """Write ``target`` for ``txn``; apply it once durable; ``callback(error code)``."""
+        tid = txn.transactional_id
+        txn.pending = target.state
+        tp = TopicPartition(TXN_STATE_TOPIC, self.partition_of(tid))
+        data = build_batch([Record(-1, self._time_ms(), txn_key(tid), txn_value(target))])
+
+        def done(results: dict[TopicPartition, ProduceResult]) -> None:
+            txn.pending = None
+            error = _coordinator_error(results[tp].error)
+            if not error:
+                if self.txns.get(tid) is txn:
+                    txn.apply(target)
+                else:
+                    error = ErrorCode.NOT_COORDINATOR
+            callback(error)
+
+        self.broker.replica_manager.append_records(
+            {tp: data},
+            -1,
+            _WRITE_TIMEOUT_MS,
+            done,
+            from_client=False,
+            internal_topics_allowed=True,
+        )
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        self._shut_down = True
+        for handle in self._retries:
+            handle.cancel()
+        self._retries.clear()
+        self._timeouts.shutdown()
+        self._timeouts.timer.close()
+
+
+# -- transactional offset commits ---------------------------------------------------------
+
+TxnOffsetCallback = Callable[[dict[TopicPartition, int]], None]
+
+
+@dataclass(slots=True)
+class _PendingOffsets:
+    #: group id -> offsets waiting for the transaction's marker.
+    groups: dict[str, dict[TopicPartition, OffsetEntry]] = field(default_factory=dict)
+
+
+class TxnOffsetStore:
+    """A group coordinator's transactional offset commits, pending until their marker."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        #: (producer id, offsets-topic partition) -> what its open transaction committed.
+        self.pending: dict[tuple[int, int], _PendingOffsets] = {}
+
+    def commit(
+        self,
+        group_id: str,
+        pid: int,
+        epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetEntry],
+        callback: TxnOffsetCallback,
+    ) -> None:
+        """Write the offsets as part of ``pid``'s transaction; they count only once it
+        commits."""
+        gc = self.broker.group_coordinator
+
+        def fail(code: int) -> None:
+            callback(dict.fromkeys(offsets, code))
+
+        if not group_id:
+            fail(ErrorCode.INVALID_GROUP_ID)
+            return
+        try:
+            group = gc.describe_group(group_id)
+        except KafkaError as e:
+            fail(e.code)
+            return
+        if group is not None:
+            if group.state is GroupState.DEAD:
+                fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                return
+            error = 0
+            if group_instance_id is not None:
+                known = group.static_members.get(group_instance_id)
+                if known is not None and known != member_id:
+                    error = ErrorCode.FENCED_INSTANCE_ID
+            if not error and member_id and member_id not in group.members:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            if not error and generation_id >= 0 and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            if error:
+                fail(error)
+                return
+        md = self.broker.metadata
+        errors: dict[TopicPartition, int] = {}
+        records = []
+        for tp, entry in offsets.items():
+            if md.partition(tp.topic, tp.partition) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                value = gr.OffsetValue(
+                    entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
+                )
+                records.append(
+                    Record(
+                        -1,
+                        entry.commit_timestamp,
+                        gr.offset_key(group_id, tp.topic, tp.partition),
+                        gr.offset_value(value),
+                    )
+                )
+        valid = {tp: e for tp, e in offsets.items() if tp not in errors}
+        topic = md.topic(OFFSETS_TOPIC)
+        if not valid or topic is None:
+            callback({**dict.fromkeys(valid, ErrorCode.NOT_COORDINATOR), **errors})
+            return
+        index = partition_for(group_id, len(topic.partitions))
+        tp_log = TopicPartition(OFFSETS_TOPIC, index)
+        data = build_batch(records, producer_id=pid, producer_epoch=epoch, transactional=True)
+
+        def done(results: dict[TopicPartition, ProduceResult]) -> None:
+            r = results[tp_log].error
+            if r is not None and r.code == ErrorCode.INVALID_PRODUCER_EPOCH:
+                error = r.code
+            else:
+                error = _coordinator_error(r)
+            if not error:
+                pending = self.pending.setdefault((pid, index), _PendingOffsets())
+                pending.groups.setdefault(group_id, {}).update(valid)
+            for tp in valid:
+                errors[tp] = error
+            callback(errors)
+
+        self.broker.replica_manager.append_records(
+            {tp_log: data},
+            -1,
+            _WRITE_TIMEOUT_MS,
+            done,
+            from_client=False,
+            internal_topics_allowed=True,
+        )
+
+    def complete(self, pid: int, index: int, commit: bool) -> None:
+        """The marker of ``pid``'s transaction reached offsets partition ``index``."""
+        pending = self.pending.pop((pid, index), None)
+        if pending is None or not commit:
+            return
+        gc = self.broker.group_coordinator
+        now = self.broker.replica_manager.time_ms()
+        for group_id, entries in pending.groups.items():
+            group = gc.groups.get(group_id)
+            if group is None:
+                group = gc.groups[group_id] = Group(group_id, now)
+            group.offsets.update(entries)
+
+    def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
+        """Whether an open transaction holds an offset for ``tp`` of ``group_id``."""
+        return any(tp in p.groups.get(group_id, {}) for p in self.pending.values())
