@@ -39,6 +39,7 @@ from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
 from . import group_records as gr
+from .consumer_group import ConsumerGroupManager
 from .metadata import OFFSETS_TOPIC, TopicPartition
 from .partition import Partition
 from .replica_manager import ProduceResult
@@ -322,6 +323,8 @@ class GroupCoordinator:
         self._clock = self._heartbeats.timer.clock
         self._time_ms: Callable[[], int] = broker.replica_manager.time_ms
         self._shut_down = False
+        #: Groups of the consumer protocol (KIP-848); they share the group-id namespace.
+        self.consumer = ConsumerGroupManager(self, timer_factory)
         broker.replica_manager.role_listeners.append(self._on_role_change)
 
     # -- time and config --------------------------------------------------------------
@@ -427,6 +430,7 @@ class GroupCoordinator:
         for group_id in [g for g in self.groups if partition_for(g, n) == index]:
             group = self.groups.pop(group_id)
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        self.consumer.unload(index)
 
     # -- JoinGroup --------------------------------------------------------------------
 
@@ -464,6 +468,16 @@ class GroupCoordinator:
         ):
             fail(ErrorCode.INVALID_SESSION_TIMEOUT)
             return
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # A live group of the other protocol owns the id.
+                fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+                return
+            # An empty consumer-protocol group becomes a classic one; its offsets stay.
+            self.consumer.drop(group_id)
+            converted = self.groups[group_id] = Group(group_id, self._now())
+            converted.offsets = consumer_group.offsets
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
@@ -1028,8 +1042,13 @@ class GroupCoordinator:
         group_instance_id: str | None,
         offsets: dict[TopicPartition, OffsetEntry],
         callback: OffsetCommitCallback,
+        *,
+        api_version: int = 9,
     ) -> None:
-        """Validate, write to the offsets topic (acks=all), cache and answer when durable."""
+        """Validate, write to the offsets topic (acks=all), cache and answer when durable.
+
+        ``generation_id`` is the member epoch for consumer-protocol groups.
+        """
 
         def fail(code: int) -> None:
             callback(dict.fromkeys(offsets, code))
@@ -1042,8 +1061,19 @@ class GroupCoordinator:
         except KafkaError as e:
             fail(e.code)
             return
+        consumer_group = self.consumer.groups.get(group_id)
         group = self.groups.get(group_id)
-        if group is None:
+        cache: dict[TopicPartition, OffsetEntry]
+        if consumer_group is not None:
+            try:
+                self.consumer.validate_offset_commit(
+                    consumer_group, member_id, generation_id, api_version
+                )
+            except KafkaError as e:
+                fail(e.code)
+                return
+            cache = consumer_group.offsets
+        elif group is None:
             if generation_id >= 0:
                 fail(ErrorCode.ILLEGAL_GENERATION)
                 return
@@ -1063,6 +1093,10 @@ class GroupCoordinator:
                 return
             member = group.members[member_id]
             self._schedule_heartbeat(group, member)
+        if consumer_group is None:
+            assert group is not None
+            cache = group.offsets
+        owner: object = consumer_group if consumer_group is not None else group
         md = self.broker.metadata
         errors: dict[TopicPartition, int] = {}
         records = []
@@ -1089,8 +1123,9 @@ class GroupCoordinator:
             return
 
         def appended(error: int) -> None:
-            if not error and self.groups.get(group_id) is group:
-                group.offsets.update(valid)
+            current = self.consumer.groups.get(group_id) or self.groups.get(group_id)
+            if not error and current is owner:
+                cache.update(valid)
             for tp in valid:
                 errors[tp] = error
             callback(errors)
@@ -1098,15 +1133,28 @@ class GroupCoordinator:
         self._append(group_id, records, appended)
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> dict[TopicPartition, OffsetEntry | None]:
         """Committed offsets (None: nothing committed); all of them when ``partitions`` is None.
 
-        Raises NOT_COORDINATOR and the like.
+        Raises NOT_COORDINATOR and the like; for a consumer-protocol group, also
+        UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when a member asks with a wrong epoch.
         """
         self._check_owner(group_id)
-        group = self.groups.get(group_id)
-        offsets = {} if group is None else group.offsets
+        consumer_group = self.consumer.groups.get(group_id)
+        offsets: dict[TopicPartition, OffsetEntry]
+        if consumer_group is not None:
+            if member_id is not None:
+                self.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
+            offsets = consumer_group.offsets
+        else:
+            group = self.groups.get(group_id)
+            offsets = {} if group is None else group.offsets
         if partitions is None:
             return dict(offsets)
         return {tp: offsets.get(tp) for tp in partitions}
@@ -1179,6 +1227,17 @@ class GroupCoordinator:
             except KafkaError as e:
                 results[group_id] = e.code
                 continue
+            consumer_group = self.consumer.groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    # Its offsets move to a classic placeholder, deleted below like any.
+                    self.consumer.drop(group_id)
+                    placeholder = self.groups[group_id] = Group(group_id, self._now())
+                    placeholder.offsets = consumer_group.offsets
+                    waiting.append(group_id)
+                continue
             group = self.groups.get(group_id)
             if group is None or group.state is GroupState.DEAD:
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
@@ -1216,6 +1275,7 @@ class GroupCoordinator:
         for group in self.groups.values():
             for tp in [tp for tp in group.offsets if tp.topic == topic]:
                 del group.offsets[tp]
+        self.consumer.on_topic_deleted(topic)
 
     # -- writing to the offsets topic -------------------------------------------------
 
@@ -1291,6 +1351,7 @@ class GroupCoordinator:
         self._shut_down = True
         for group in self.groups.values():
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        self.consumer.shutdown()
         for purgatory in (self._heartbeats, self._join_purgatory):
             purgatory.shutdown()
             purgatory.timer.close()

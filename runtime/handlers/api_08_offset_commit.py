@@ -55,4 +55,5 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
         request.group_instance_id if v >= 7 else None,
         offsets,
         done,
+        api_version=v,
     )

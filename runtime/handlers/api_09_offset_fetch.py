@@ -35,6 +35,7 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
                 R.OffsetFetchResponseTopics,
                 R.OffsetFetchResponsePartitions,
                 v,
+                (g.member_id, g.member_epoch) if v >= 9 else None,
             )
             groups.append(
                 R.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error)
@@ -65,11 +66,16 @@ def _fetch(
     topic_cls: Any,
     partition_cls: Any,
     v: int,
+    member: tuple[str | None, int] | None = None,
 ) -> tuple[int, list[Any]]:
     gc = ctx.broker.group_coordinator
     tps = None if wanted is None else [TopicPartition(n, i) for n, idx in wanted for i in idx]
     try:
-        found = gc.fetch_offsets(group_id, tps)
+        if member is None:
+            found = gc.fetch_offsets(group_id, tps)
+        else:
+            # v9+: a member of a consumer-protocol group is checked against its epoch.
+            found = gc.fetch_offsets(group_id, tps, member_id=member[0], member_epoch=member[1])
     except KafkaError as e:
         if wanted is None:
             return e.code, []

@@ -1,5 +1,7 @@
 """ListGroups (key 16): the groups this broker coordinates, filtered by state and type.
 
+Groups of the consumer protocol (KIP-848) are listed with type and protocol type "consumer".
+
 v6 (unstable, seed 001) pages the answer: groups come sorted by id, at most the pagination
 limit of them, and NextCursor names the first group of the next page.
 """
@@ -12,6 +14,7 @@ from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 16
 CLASSIC = "classic"
+CONSUMER = "consumer"
 
 
 @register(API_KEY, 0, 5, max_unstable_version=6)
@@ -19,18 +22,24 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     v = ctx.api_version
     states = {s.lower() for s in request.states_filter} if v >= 4 else set()
     types = {t.lower() for t in request.types_filter} if v >= 5 else set()
+    gc = ctx.broker.group_coordinator
+    # (group id, protocol type, state, group type) of both protocols' groups.
+    listed = [(g.group_id, g.protocol_type or "", g.state.value, CLASSIC) for g in gc.list_groups()]
+    listed += [
+        (g.group_id, CONSUMER, g.state.value, CONSUMER) for g in gc.consumer.owned_groups(gc.owned)
+    ]
     groups = []
-    for g in sorted(ctx.broker.group_coordinator.list_groups(), key=lambda g: g.group_id):
-        if states and g.state.value.lower() not in states:
+    for group_id, protocol_type, state, group_type in sorted(listed):
+        if states and state.lower() not in states:
             continue
-        if types and CLASSIC not in types:
+        if types and group_type not in types:
             continue
         groups.append(
             ListGroupsResponse.ListedGroup(
-                group_id=g.group_id,
-                protocol_type=g.protocol_type or "",
-                group_state=g.state.value,
-                group_type=CLASSIC,
+                group_id=group_id,
+                protocol_type=protocol_type,
+                group_state=state,
+                group_type=group_type,
             )
         )
     response = ListGroupsResponse(error_code=0, groups=groups)

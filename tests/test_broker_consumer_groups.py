@@ -1,0 +1,490 @@
+"""The consumer group protocol (KIP-848) over real sockets with the generated codecs:
+ConsumerGroupHeartbeat (join, convergence, revocation before reassignment, leave, static
+leave, session expiry), offsets with member epochs, the shared group-id namespace with
+classic groups, ListGroups, and ConsumerGroupDescribe with its v1 pages."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import WireClient
+from kafkagen.generated.consumer_group_describe import ConsumerGroupDescribeRequest as DescReq
+from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as HbReq
+from kafkagen.generated.join_group import JoinGroupRequest
+from kafkagen.generated.list_groups import ListGroupsRequest
+from kafkagen.generated.offset_commit import OffsetCommitRequest
+from kafkagen.generated.offset_fetch import OffsetFetchRequest
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.errors import ErrorCode
+
+pytestmark = pytest.mark.timeout(120)
+HB, DESCRIBE, JOIN, LIST, COMMIT, FETCH = 68, 69, 11, 16, 8, 9
+SESSION_MS = 1500
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[BackgroundCluster]:
+    with BackgroundCluster(
+        1,
+        configs={
+            "unstable.api.versions.enable": "true",
+            "offsets.topic.num.partitions": "1",
+            "group.consumer.session.timeout.ms": str(SESSION_MS),
+            "group.consumer.heartbeat.interval.ms": "200",
+            "group.initial.rebalance.delay.ms": "0",
+        },
+    ) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        gc = c.cluster.brokers[0].group_coordinator
+
+        def setup() -> None:
+            md.create_topic("orders", 6, 1)
+            md.create_topic("events", 3, 1)
+            gc.ensure_offsets_topic()
+
+        c.call(setup)
+        yield c
+
+
+def _topic_ids(c: BackgroundCluster) -> dict[uuid.UUID, str]:
+    assert c.cluster is not None
+    md = c.cluster.metadata
+    out: dict[uuid.UUID, str] = c.call(lambda: dict(md.topic_names))
+    return out
+
+
+def _owned(r: Any, ids: dict[uuid.UUID, str]) -> set[tuple[str, int]]:
+    return {(ids[t.topic_id], p) for t in r.assignment.topic_partitions for p in t.partitions}
+
+
+class Member:
+    """One consumer-protocol member driving its own heartbeats, as a client would."""
+
+    def __init__(
+        self,
+        w: WireClient,
+        group: str,
+        topics: list[str],
+        ids: dict[uuid.UUID, str],
+        *,
+        instance_id: str | None = None,
+        assignor: str | None = None,
+    ) -> None:
+        self.w = w
+        self.group = group
+        self.topics = topics
+        self.ids = ids
+        self.by_name = {n: i for i, n in ids.items()}
+        self.instance_id = instance_id
+        self.assignor = assignor
+        self.member_id = ""
+        self.epoch = 0
+        self.owned: set[tuple[str, int]] = set()
+        self.report = True  # send what we own on the next heartbeat
+
+    def _owned_wire(self) -> list[HbReq.TopicPartitions]:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(self.owned):
+            by_topic.setdefault(t, []).append(p)
+        return [
+            HbReq.TopicPartitions(topic_id=self.by_name[t], partitions=ps)
+            for t, ps in by_topic.items()
+        ]
+
+    def heartbeat(self, **override: Any) -> Any:
+        joining = self.epoch == 0
+        req = HbReq(
+            group_id=self.group,
+            member_id=self.member_id,
+            member_epoch=self.epoch,
+            instance_id=self.instance_id,
+            rebalance_timeout_ms=30_000 if joining else -1,
+            subscribed_topic_names=self.topics if joining else None,
+            server_assignor=self.assignor if joining else None,
+            topic_partitions=[] if joining else (self._owned_wire() if self.report else None),
+        )
+        for k, v in override.items():
+            setattr(req, k, v)
+        r = self.w.call(HB, 0, req)
+        if r.error_code:
+            return r
+        self.report = False
+        self.member_id = r.member_id
+        if r.assignment is not None:
+            new = _owned(r, self.ids)
+            if new != self.owned:
+                # Revoke what is gone, take what is new, and say so on the next heartbeat.
+                self.owned = new
+                self.report = True
+        self.epoch = r.member_epoch
+        return r
+
+    def leave(self, epoch: int = -1) -> Any:
+        req = HbReq(
+            group_id=self.group,
+            member_id=self.member_id,
+            member_epoch=epoch,
+            instance_id=self.instance_id,
+        )
+        return self.w.call(HB, 0, req)
+
+
+def _converge(members: list[Member], rounds: int = 30) -> None:
+    for _ in range(rounds):
+        for m in members:
+            r = m.heartbeat()
+            assert r.error_code == 0, (r.error_code, r.error_message)
+        epochs = {m.epoch for m in members}
+        if len(epochs) == 1 and all(not m.report for m in members):
+            owned = [p for m in members for p in m.owned]
+            if len(owned) == len(set(owned)):
+                return
+    raise AssertionError(f"no convergence: {[(m.epoch, sorted(m.owned)) for m in members]}")
+
+
+def _describe(w: WireClient, groups: list[str], version: int = 0, **kw: Any) -> Any:
+    return w.call(DESCRIBE, version, DescReq(group_ids=groups, **kw))
+
+
+def _group_state(w: WireClient, group: str) -> Any:
+    r = _describe(w, [group])
+    assert r.groups[0].error_code == 0, r.groups[0].error_message
+    return r.groups[0]
+
+
+# ------------------------------------------------------------------ heartbeat protocol
+
+
+def test_first_member_gets_everything_with_a_server_assigned_id(
+    cluster: BackgroundCluster,
+) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "solo", ["orders"], ids)
+        r = m.heartbeat()
+        assert r.error_code == 0
+        assert r.member_id and uuid.UUID(r.member_id)
+        assert r.member_epoch == 1
+        assert r.heartbeat_interval_ms == 200
+        assert m.owned == {("orders", i) for i in range(6)}
+        # A heartbeat with nothing new carries no assignment.
+        m.heartbeat()
+        r = m.heartbeat()
+        assert r.error_code == 0 and r.assignment is None and r.member_epoch == 1
+        g = _group_state(w, "solo")
+        assert (g.group_state, g.group_epoch, g.assignment_epoch) == ("Stable", 1, 1)
+        assert g.assignor_name == "uniform"
+        assert m.leave().member_epoch == -1
+
+
+def test_three_members_converge_and_revoke_before_reassignment(
+    cluster: BackgroundCluster,
+) -> None:
+    ids = _topic_ids(cluster)
+    everything = {("orders", i) for i in range(6)} | {("events", i) for i in range(3)}
+    with WireClient(cluster.bootstrap) as w:
+        a = Member(w, "trio", ["orders", "events"], ids)
+        a.heartbeat()
+        assert a.owned == everything and a.epoch == 1
+        b = Member(w, "trio", ["orders", "events"], ids)
+        rb = b.heartbeat()
+        # b joins at the new epoch but gets nothing a still owns.
+        assert rb.member_epoch == 2 and b.owned == set()
+        g = _group_state(w, "trio")
+        assert g.group_state == "Reconciling"
+        # a is told to give partitions up and keeps its epoch until it does.
+        ra = a.heartbeat()
+        assert ra.member_epoch == 1
+        assert a.owned < everything and len(a.owned) in (4, 5)
+        target_b = everything - a.owned
+        # b still gets nothing before a reports the revocation.
+        assert b.heartbeat().error_code == 0 and b.owned == set()
+        ra = a.heartbeat()  # reports what it owns now: revocation done
+        assert ra.member_epoch == 2
+        b.heartbeat()
+        assert b.owned == target_b
+        c = Member(w, "trio", ["orders", "events"], ids)
+        c.heartbeat()
+        _converge([a, b, c])
+        owned = [a.owned, b.owned, c.owned]
+        assert set().union(*owned) == everything
+        assert sorted(len(o) for o in owned) == [3, 3, 3]
+        assert len({a.epoch, b.epoch, c.epoch}) == 1 and a.epoch == 3
+        g = _group_state(w, "trio")
+        assert g.group_state == "Stable" and g.group_epoch == 3
+        members = {m.member_id: m for m in g.members}
+        for m in (a, b, c):
+            d = members[m.member_id]
+            got = {(t.topic_name, p) for t in d.assignment.topic_partitions for p in t.partitions}
+            assert got == m.owned
+            assert d.member_epoch == m.epoch
+            assert list(d.subscribed_topic_names) == ["events", "orders"]
+        # One leaves: the others share its partitions at the next epoch.
+        assert c.leave().member_epoch == -1
+        _converge([a, b])
+        assert a.owned | b.owned == everything and {len(a.owned), len(b.owned)} <= {4, 5}
+        assert a.epoch == 4
+
+
+def test_range_assignor_splits_each_topic(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        ms = [Member(w, "ranged", ["orders", "events"], ids, assignor="range") for _ in range(2)]
+        for m in ms:
+            m.heartbeat()
+        _converge(ms)
+        first, second = sorted(ms, key=lambda m: m.member_id)
+        assert first.owned == {("orders", i) for i in range(3)} | {("events", 0), ("events", 1)}
+        assert second.owned == {("orders", i) for i in range(3, 6)} | {("events", 2)}
+        assert _group_state(w, "ranged").assignor_name == "range"
+        r = Member(w, "ranged", ["orders"], ids, assignor="sticky-nope").heartbeat()
+        assert r.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
+        for m in ms:
+            m.leave()
+
+
+def test_session_expiry_removes_a_silent_member(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        a = Member(w, "expiry", ["events"], ids)
+        b = Member(w, "expiry", ["events"], ids)
+        a.heartbeat()
+        b.heartbeat()
+        _converge([a, b])
+        epoch = a.epoch
+        # b goes silent; a keeps heartbeating and ends up with everything.
+        deadline = time.monotonic() + SESSION_MS / 1000 * 4
+        while time.monotonic() < deadline and len(a.owned) < 3:
+            assert a.heartbeat().error_code == 0
+            time.sleep(0.1)
+        assert a.owned == {("events", i) for i in range(3)}
+        assert a.epoch > epoch
+        g = _group_state(w, "expiry")
+        assert [m.member_id for m in g.members] == [a.member_id]
+        r = b.heartbeat()
+        assert r.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        a.leave()
+
+
+def test_static_member_leaves_and_returns_to_its_partitions(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        a = Member(w, "static", ["orders"], ids, instance_id="host-a")
+        b = Member(w, "static", ["orders"], ids, instance_id="host-b")
+        a.heartbeat()
+        b.heartbeat()
+        _converge([a, b])
+        held = set(a.owned)
+        group_epoch = _group_state(w, "static").group_epoch
+        assert a.leave(-2).member_epoch == -2
+        # Still a member; its partitions wait for it and nothing is rebalanced.
+        g = _group_state(w, "static")
+        assert g.group_epoch == group_epoch and len(g.members) == 2
+        # Another process may not take the instance id while... it is released: it may.
+        back = Member(w, "static", ["orders"], ids, instance_id="host-a")
+        r = back.heartbeat()
+        assert r.error_code == 0
+        assert back.member_id != a.member_id and back.owned == held
+        assert _group_state(w, "static").group_epoch == group_epoch
+        # A second join with a live instance id is refused.
+        dup = Member(w, "static", ["orders"], ids, instance_id="host-a")
+        assert dup.heartbeat().error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+        back.leave()
+        b.leave()
+
+
+def test_bad_heartbeats_get_kafka_errors(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+
+        def hb(**kw: Any) -> Any:
+            base: dict[str, Any] = {
+                "group_id": "errs",
+                "member_id": "",
+                "member_epoch": 0,
+                "rebalance_timeout_ms": 1000,
+                "subscribed_topic_names": ["orders"],
+                "topic_partitions": [],
+            }
+            base.update(kw)
+            return w.call(HB, 0, HbReq(**base))
+
+        assert hb(group_id="").error_code == ErrorCode.INVALID_REQUEST
+        assert hb(rebalance_timeout_ms=-1).error_code == ErrorCode.INVALID_REQUEST
+        assert hb(subscribed_topic_names=None).error_code == ErrorCode.INVALID_REQUEST
+        assert hb(member_epoch=-3, member_id="x").error_code == ErrorCode.INVALID_REQUEST
+        assert hb(member_epoch=5, member_id="ghost").error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        m = Member(w, "errs", ["orders"], ids)
+        m.heartbeat()
+        r = hb(member_id=m.member_id, member_epoch=m.epoch + 5, topic_partitions=None)
+        assert r.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+        m.leave()
+        assert m.leave().error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+# ------------------------------------------------------------------ offsets and namespace
+
+
+def _commit(w: WireClient, group: str, member_id: str, epoch: int, offset: int) -> int:
+    req = OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=epoch,
+        member_id=member_id,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name="orders",
+                partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=offset
+                    )
+                ],
+            )
+        ],
+    )
+    r = w.call(COMMIT, 9, req)
+    code: int = r.topics[0].partitions[0].error_code
+    return code
+
+
+def _fetch(w: WireClient, group: str, member_id: str | None, epoch: int) -> tuple[int, int]:
+    req = OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group,
+                member_id=member_id,
+                member_epoch=epoch,
+                topics=[
+                    OffsetFetchRequest.OffsetFetchRequestTopics(
+                        name="orders", partition_indexes=[0]
+                    )
+                ],
+            )
+        ]
+    )
+    r = w.call(FETCH, 9, req)
+    g = r.groups[0]
+    if g.error_code:
+        return g.error_code, -1
+    return 0, g.topics[0].partitions[0].committed_offset
+
+
+def test_offsets_check_member_and_epoch(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "committer", ["orders"], ids)
+        m.heartbeat()
+        assert _commit(w, "committer", m.member_id, m.epoch, 42) == 0
+        assert _fetch(w, "committer", m.member_id, m.epoch) == (0, 42)
+        assert _fetch(w, "committer", None, -1) == (0, 42)  # an admin
+        assert _commit(w, "committer", m.member_id, m.epoch + 1, 7) == ErrorCode.STALE_MEMBER_EPOCH
+        assert _commit(w, "committer", "stranger", m.epoch, 7) == ErrorCode.UNKNOWN_MEMBER_ID
+        assert _commit(w, "committer", "", -1, 7) == ErrorCode.UNKNOWN_MEMBER_ID  # not empty
+        assert _fetch(w, "committer", m.member_id, m.epoch + 3)[0] == ErrorCode.STALE_MEMBER_EPOCH
+        assert _fetch(w, "committer", "stranger", 1)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+        m.leave()
+        # Empty now: commits outside group management are fine again, and offsets stay.
+        assert _fetch(w, "committer", None, -1) == (0, 42)
+        assert _commit(w, "committer", "", -1, 50) == 0
+        assert _fetch(w, "committer", None, -1) == (0, 50)
+
+
+def _classic_join(w: WireClient, group: str) -> Any:
+    req = JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+    )
+    return w.call(JOIN, 3, req)  # before v4, no MEMBER_ID_REQUIRED round trip
+
+
+def test_classic_and_consumer_groups_share_the_namespace(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "shared", ["orders"], ids)
+        m.heartbeat()
+        assert _classic_join(w, "shared").error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        m.leave()
+        # Empty: the classic join takes the id over.
+        r = _classic_join(w, "shared")
+        assert r.error_code == 0
+        other = Member(w, "shared", ["orders"], ids)
+        assert other.heartbeat().error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        d = _describe(w, ["shared", "never-seen"])
+        assert [g.error_code for g in d.groups] == [ErrorCode.GROUP_ID_NOT_FOUND] * 2
+
+
+def test_list_groups_shows_consumer_groups_by_type(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "listed", ["orders"], ids)
+        m.heartbeat()
+        _classic_join(w, "listed-classic")
+        r = w.call(LIST, 5, ListGroupsRequest(types_filter=["consumer"]))
+        got = {g.group_id: (g.group_type, g.protocol_type) for g in r.groups}
+        assert got["listed"] == ("consumer", "consumer")
+        assert "listed-classic" not in got
+        r = w.call(LIST, 5, ListGroupsRequest(types_filter=["classic"]))
+        assert "listed" not in {g.group_id for g in r.groups}
+        assert "listed-classic" in {g.group_id for g in r.groups}
+        r = w.call(LIST, 5, ListGroupsRequest(states_filter=["stable"], types_filter=[]))
+        assert "listed" in {g.group_id for g in r.groups}
+        m.leave()
+
+
+# ------------------------------------------------------------------ describe pages
+
+
+@pytest.mark.slow
+def test_describe_pages_a_200_member_group(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        small = Member(w, "page-small", ["events"], ids)
+        small.heartbeat()
+        members = [Member(w, "page-big", ["orders"], ids) for _ in range(200)]
+        for m in members:
+            assert m.heartbeat().error_code == 0
+        everyone = sorted(m.member_id for m in members)
+        unpaged = _describe(w, ["page-small", "page-big", "missing"])
+        assert [g.error_code for g in unpaged.groups] == [0, 0, ErrorCode.GROUP_ID_NOT_FOUND]
+        assert [m.member_id for m in unpaged.groups[1].members] == everyone
+        expected = [("page-small", small.member_id)] + [("page-big", i) for i in everyone]
+        for limit in (1, 7, 2000):
+            got: list[tuple[str, str]] = []
+            seen_groups: list[str] = []
+            cursor = None
+            for _ in range(300):
+                r = _describe(
+                    w,
+                    ["page-small", "page-big", "missing"],
+                    1,
+                    response_pagination_limit=limit,
+                    cursor=cursor,
+                )
+                page = [(g.group_id, m.member_id) for g in r.groups for m in g.members]
+                assert len(page) <= limit
+                got += page
+                seen_groups += [g.group_id for g in r.groups if g.group_id not in seen_groups]
+                if r.next_cursor is None:
+                    break
+                cursor = DescReq.GroupMemberCursor(
+                    group_id=r.next_cursor.group_id, member_id=r.next_cursor.member_id
+                )
+            assert got == expected, f"limit {limit}"
+            assert seen_groups == ["page-small", "page-big", "missing"]
+        bad = _describe(
+            w,
+            ["page-small"],
+            1,
+            cursor=DescReq.GroupMemberCursor(group_id="page-big", member_id=""),
+        )
+        assert [g.error_code for g in bad.groups] == [ErrorCode.INVALID_REQUEST]
+        for m in [small, *members]:
+            m.leave()
