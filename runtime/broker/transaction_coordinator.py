@@ -130,6 +130,8 @@ class TxnMetadata:
     pending: TxnState | None = None
     #: Bumped on every applied change, so a stale timeout can tell it is stale.
     version: int = 0
+    #: The state-log partition the id hashes onto.
+    log_partition: int = -1
 
     def snapshot(self, **changes: object) -> TxnSnapshot:
         values: dict[str, object] = {
@@ -359,8 +361,7 @@ class TransactionCoordinator:
             self._load(partition)
         elif not leader and index in self.owned:
             del self.owned[index]
-            n = self.state_partitions
-            for tid in [t for t in self.txns if partition_for(t, n) == index]:
+            for tid in [t for t, m in self.txns.items() if m.log_partition == index]:
                 del self.txns[tid]
                 self._timeouts.check_and_complete(tid)
 
@@ -379,7 +380,7 @@ class TransactionCoordinator:
             if snap is None:
                 self.txns.pop(tid, None)
                 continue
-            txn = TxnMetadata(tid, snap.producer_id)
+            txn = TxnMetadata(tid, snap.producer_id, log_partition=partition.tp.partition)
             txn.apply(snap)
             self.txns[tid] = txn
             if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
@@ -420,7 +421,11 @@ class TransactionCoordinator:
         if txn is None:
             pid = self.broker.metadata.allocate_producer_id()
             txn = self.txns[transactional_id] = TxnMetadata(
-                transactional_id, pid, timeout_ms=timeout_ms, update_ms=self._time_ms()
+                transactional_id,
+                pid,
+                timeout_ms=timeout_ms,
+                update_ms=self._time_ms(),
+                log_partition=self.partition_of(transactional_id),
             )
         if txn.pending is not None:
             fail(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -457,7 +462,9 @@ class TransactionCoordinator:
             last_pid, last_epoch = txn.producer_id, txn.producer_epoch
         else:
             pid, epoch = txn.producer_id, txn.producer_epoch + 1
-            last_pid, last_epoch = NO_PRODUCER_ID, txn.producer_epoch
+            # Only a producer that named its epoch can retry with it (Kafka's rule).
+            last_pid = NO_PRODUCER_ID
+            last_epoch = txn.producer_epoch if expected_pid != NO_PRODUCER_ID else NO_EPOCH
         target = txn.snapshot(
             producer_id=pid,
             producer_epoch=epoch,
@@ -734,13 +741,11 @@ class TransactionCoordinator:
         """Every transactional id this broker coordinates (not Dead), sorted by id."""
         if self._shut_down:
             raise CoordinatorNotAvailableError("the coordinator is shutting down")
-        n = self.state_partitions
         return sorted(
             (
                 t
                 for t in self.txns.values()
-                if t.state is not TxnState.DEAD
-                and partition_for(t.transactional_id, n) in self.owned
+                if t.state is not TxnState.DEAD and t.log_partition in self.owned
             ),
             key=lambda t: t.transactional_id,
         )

@@ -2,6 +2,10 @@
 
 v3+ only, the versions that carry v2 record batches. acks=0 has no response; if such a
 write fails the connection is closed, which is how Kafka tells a fire-and-forget producer.
+
+Transactional batches are written only to partitions their transaction has added: the
+transaction coordinator is asked first (as a broker verifies with AddPartitionsToTxn), and
+a partition outside the open transaction gets INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import ProduceResult
-from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError
+from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError, error_for_code
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.records import iter_batches
 
 API_KEY = 0
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -40,13 +45,63 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
             return
         ctx.respond(_response(ctx, order, results))
 
-    if request.transactional_id is not None:
-        error = InvalidTxnStateError("transactions are not supported by this broker")
-        done({tp: ProduceResult(error) for tp in entries})
+    refused = _verify_transactional(ctx, request.transactional_id, entries)
+    if refused:
+        entries = {tp: data for tp, data in entries.items() if tp not in refused}
+        if not entries:
+            done(refused)
+            return
+
+        def merged(results: dict[TopicPartition, ProduceResult]) -> None:
+            done({**results, **refused})
+
+        ctx.broker.replica_manager.append_records(
+            entries, acks, request.timeout_ms, merged, produce_version=ctx.api_version
+        )
         return
     ctx.broker.replica_manager.append_records(
         entries, acks, request.timeout_ms, done, produce_version=ctx.api_version
     )
+
+
+def _verify_transactional(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    entries: dict[TopicPartition, bytes | memoryview],
+) -> dict[TopicPartition, ProduceResult]:
+    """Partitions whose transactional batch is not part of an open transaction."""
+    refused: dict[TopicPartition, ProduceResult] = {}
+    coordinator = None
+    for tp, data in entries.items():
+        try:
+            batch = next(iter_batches(data, verify_crc=False), None)
+        except Exception:
+            continue  # malformed: the append reports it
+        if batch is None or not batch.is_transactional:
+            continue
+        if transactional_id is None:
+            refused[tp] = ProduceResult(
+                InvalidTxnStateError("a transactional batch needs the transactional id")
+            )
+            continue
+        if coordinator is None:
+            node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
+            owner = ctx.broker.cluster.broker(node)
+            coordinator = owner.txn_coordinator if owner is not None and owner.running else None
+        code = (
+            ErrorCode.NOT_ENOUGH_REPLICAS
+            if coordinator is None
+            else coordinator.verify_partition(
+                transactional_id, batch.producer_id, batch.producer_epoch, tp
+            )
+        )
+        if code:
+            refused[tp] = ProduceResult(
+                error_for_code(code)(f"{tp} is not part of the open transaction")
+                if code == ErrorCode.INVALID_TXN_STATE
+                else error_for_code(code)()
+            )
+    return refused
 
 
 def _response(

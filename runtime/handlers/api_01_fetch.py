@@ -134,8 +134,14 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
             pd.last_stable_offset = r.last_stable_offset
             pd.log_start_offset = r.log_start_offset
             pd.records = r.records
-            # No transactions, so nothing was ever aborted; read_uncommitted gets null.
-            pd.aborted_transactions = [] if params.isolation_level == READ_COMMITTED else None
+            # read_committed: the aborted transactions within the data; else null.
+            if params.isolation_level == READ_COMMITTED:
+                pd.aborted_transactions = [
+                    FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in r.aborted_transactions or ()
+                ]
+            else:
+                pd.aborted_transactions = None
             if r.diverging_epoch is not None and v >= 12:
                 pd.diverging_epoch = FetchResponse.EpochEndOffset(
                     epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1]

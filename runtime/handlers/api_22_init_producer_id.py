@@ -1,27 +1,38 @@
-"""InitProducerId (key 22): a fresh producer id for idempotent producers.
+"""InitProducerId (key 22): a producer id and epoch.
 
-Without a transactional id every call gets a new id at epoch 0, as in Kafka. Transactions
-are not supported: a transactional id gets INVALID_REQUEST (fatal for clients) rather than
-an answer they would retry forever.
+Without a transactional id every call gets a new id at epoch 0, as in Kafka. With one, the
+transaction coordinator answers: the id's producer id with its epoch bumped (fencing the
+previous producer), after aborting a transaction that producer left open.
 """
 
 from __future__ import annotations
 
 from kafkagen.generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.errors import InvalidRequestError
+from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 22
+#: PRODUCER_FENCED exists from v4; older clients get INVALID_PRODUCER_EPOCH instead.
+FENCED_SINCE = 4
 
 
 @register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
-    if request.transactional_id:
-        ctx.respond(
-            InitProducerIdResponse(
-                error_code=InvalidRequestError.code, producer_id=-1, producer_epoch=-1
-            )
-        )
+    v = ctx.api_version
+    if request.transactional_id is None:
+        pid = ctx.broker.metadata.allocate_producer_id()
+        ctx.respond(InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=0))
         return
-    pid = ctx.broker.metadata.allocate_producer_id()
-    ctx.respond(InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=0))
+
+    def done(error: int, pid: int, epoch: int) -> None:
+        if error == ErrorCode.PRODUCER_FENCED and v < FENCED_SINCE:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        ctx.respond(InitProducerIdResponse(error_code=error, producer_id=pid, producer_epoch=epoch))
+
+    ctx.broker.txn_coordinator.init_producer_id(
+        request.transactional_id,
+        request.transaction_timeout_ms,
+        request.producer_id if v >= 3 else -1,
+        request.producer_epoch if v >= 3 else -1,
+        done,
+    )

@@ -1,0 +1,40 @@
+"""AddOffsetsToTxn (key 25): a group's offsets partition joins the open transaction, so
+that the producer can commit the group's offsets with it (TxnOffsetCommit)."""
+
+from __future__ import annotations
+
+from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.group_coordinator import partition_for
+from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.errors import ErrorCode
+
+API_KEY = 25
+#: PRODUCER_FENCED exists from v2; older clients get INVALID_PRODUCER_EPOCH instead.
+FENCED_SINCE = 2
+
+
+@register(API_KEY, 0, 4)
+def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> None:
+    v = ctx.api_version
+
+    def answer(code: int) -> None:
+        if code == ErrorCode.PRODUCER_FENCED and v < FENCED_SINCE:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        ctx.respond(AddOffsetsToTxnResponse(error_code=code))
+
+    if not request.group_id:
+        answer(ErrorCode.INVALID_GROUP_ID)
+        return
+    gc = ctx.broker.group_coordinator
+    if not gc.ensure_offsets_topic():
+        answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return
+    tp = TopicPartition(OFFSETS_TOPIC, partition_for(request.group_id, gc.offsets_partitions))
+    ctx.broker.txn_coordinator.add_partitions(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        [tp],
+        lambda errors: answer(errors[tp]),
+    )

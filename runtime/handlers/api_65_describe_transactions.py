@@ -1,0 +1,83 @@
+"""DescribeTransactions (key 65): state, producer, timing and partitions of each id asked.
+
+Every requested id gets an answer in request order: its transaction, or NOT_COORDINATOR,
+TRANSACTIONAL_ID_NOT_FOUND and the like. v1 (unstable, seed 001) pages the answers: at
+most max(min(the broker's max.request.pagination.size.limit, ResponsePaginationLimit), 1)
+of them, starting at the cursor's id, which must be one of the requested ids (else every
+id is answered INVALID_REQUEST); NextCursor names the first id left out, null at the end.
+"""
+
+from __future__ import annotations
+
+from kafkagen.generated.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import ErrorCode, KafkaError
+from kafkagen.runtime.handlers.api_66_list_transactions import page_limit
+from kafkagen.runtime.message import KeyedList
+
+API_KEY = 65
+R = DescribeTransactionsResponse
+
+
+@register(API_KEY, 0, 0, max_unstable_version=1)
+def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
+    v = ctx.api_version
+    ids = list(request.transactional_ids)
+    cursor = request.cursor if v >= 1 else None
+    start = 0
+    if cursor is not None:
+        if cursor.transactional_id not in ids:
+            ctx.respond(
+                R(
+                    transaction_states=[
+                        R.TransactionState(
+                            error_code=ErrorCode.INVALID_REQUEST,
+                            transactional_id=tid,
+                            transaction_state="",
+                            topics=KeyedList(),
+                        )
+                        for tid in ids
+                    ]
+                )
+            )
+            return
+        start = ids.index(cursor.transactional_id)
+    end = len(ids)
+    if v >= 1:
+        end = min(end, start + page_limit(ctx, request.response_pagination_limit))
+    tc = ctx.broker.txn_coordinator
+    states = []
+    next_cursor = None
+    for i, tid in enumerate(ids[start:], start):
+        out = R.TransactionState(
+            error_code=0,
+            transactional_id=tid,
+            transaction_state="",
+            transaction_timeout_ms=0,
+            transaction_start_time_ms=-1,
+            producer_id=-1,
+            producer_epoch=-1,
+            topics=KeyedList(),
+        )
+        try:
+            txn = tc.describe(tid)
+        except KafkaError as e:
+            out.error_code = e.code
+        else:
+            out.transaction_state = txn.state.value
+            out.transaction_timeout_ms = txn.timeout_ms
+            out.transaction_start_time_ms = txn.start_ms
+            out.producer_id = txn.producer_id
+            out.producer_epoch = txn.producer_epoch
+            out.topics = KeyedList(
+                R.TopicData(topic=topic, partitions=indexes)
+                for topic, indexes in txn.topics().items()
+            )
+        if i >= end:
+            next_cursor = R.TransactionalCursor(transactional_id=tid, producer_id=out.producer_id)
+            break
+        states.append(out)
+    ctx.respond(R(transaction_states=states, next_cursor=next_cursor))

@@ -1,0 +1,81 @@
+"""ListTransactions (key 66): the transactional ids this broker coordinates.
+
+Filtered by state (names Kafka uses; unknown ones are echoed in UnknownStateFilters), by
+producer id, and from v1 by duration (only transactions running longer than that many ms).
+Ids come sorted. v2 (unstable, seed 001) pages them: at most max(min(the broker's
+max.request.pagination.size.limit, ResponsePaginationLimit), 1) ids, starting at the first
+id at or after the cursor's; NextCursor names the first id left out, null at the end.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+
+from kafkagen.generated.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.transaction_coordinator import TxnState
+from kafkagen.runtime.errors import ErrorCode, KafkaError
+
+API_KEY = 66
+R = ListTransactionsResponse
+_STATES = {s.value: s for s in TxnState}
+
+
+def page_limit(ctx: RequestContext, requested: int) -> int:
+    """Items per page: the request's limit capped by the broker's, and at least one."""
+    cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
+    return max(min(cap, requested), 1)
+
+
+@register(API_KEY, 0, 1, max_unstable_version=2)
+def handle(ctx: RequestContext, request: ListTransactionsRequest) -> None:
+    v = ctx.api_version
+    cursor = request.cursor if v >= 2 else None
+    if cursor is not None and (cursor.producer_id < 0 or not cursor.transactional_id):
+        ctx.respond(R(error_code=ErrorCode.INVALID_REQUEST, transaction_states=[]))
+        return
+    try:
+        txns = ctx.broker.txn_coordinator.list_transactions()
+    except KafkaError as e:
+        ctx.respond(R(error_code=e.code, transaction_states=[]))
+        return
+    states = {_STATES[s] for s in request.state_filters if s in _STATES}
+    unknown = [s for s in request.state_filters if s not in _STATES]
+    response = R(error_code=0, unknown_state_filters=unknown, transaction_states=[])
+    if request.state_filters and not states:
+        ctx.respond(response)  # nothing can match only unknown states
+        return
+    pids = set(request.producer_id_filters)
+    duration = request.duration_filter if v >= 1 else -1
+    now = ctx.broker.replica_manager.time_ms()
+    start = 0
+    if cursor is not None:
+        start = bisect.bisect_left(txns, cursor.transactional_id, key=lambda t: t.transactional_id)
+    limit = page_limit(ctx, request.response_pagination_limit) if v >= 2 else len(txns)
+    listed = []
+    for t in itertools.islice(txns, start, None):
+        if states and t.state not in states:
+            continue
+        if pids and t.producer_id not in pids:
+            continue
+        if duration >= 0 and now - t.start_ms <= duration:
+            continue
+        if len(listed) == limit:
+            response.next_cursor = R.TransactionalCursor(
+                transactional_id=t.transactional_id, producer_id=t.producer_id
+            )
+            break
+        listed.append(t)
+    response.transaction_states = [
+        R.TransactionState(
+            transactional_id=t.transactional_id,
+            producer_id=t.producer_id,
+            transaction_state=t.state.value,
+        )
+        for t in listed
+    ]
+    ctx.respond(response)

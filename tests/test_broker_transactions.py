@@ -1,0 +1,777 @@
+"""Transactions over real sockets with the generated codecs: the coordinator's state machine
+and errors, markers, the last stable offset, read_committed fetches, transactional offset
+commits, fencing, timeouts, and ListTransactions / DescribeTransactions with pagination."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import WireClient
+from kafkagen.generated import message_type
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.partition import ABORT_MARKER, COMMIT_MARKER, parse_control_key
+from kafkagen.runtime.broker.transaction_coordinator import (
+    TxnSnapshot,
+    TxnState,
+    decode_txn_key,
+    decode_txn_value,
+    txn_key,
+    txn_value,
+)
+from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.records import Record, build_batch, iter_batches
+
+TOPIC = "t"
+CONFIGS = {
+    "transaction.state.log.num.partitions": "4",
+    "offsets.topic.num.partitions": "2",
+    "unstable.api.versions.enable": "true",
+}
+
+
+def req(api_key: int, **fields: Any) -> Any:
+    return message_type(api_key, "request")(**fields)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[BackgroundCluster]:
+    with BackgroundCluster(configs=CONFIGS) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 2, 1))
+        with WireClient(c.bootstrap) as w:
+            # Clients look the coordinator up first; that creates the state topic.
+            assert w.call(10, 3, req(10, key="any", key_type=1)).error_code == 0
+        yield c
+
+
+@pytest.fixture
+def w(cluster: BackgroundCluster) -> Iterator[WireClient]:
+    with WireClient(cluster.bootstrap) as client:
+        yield client
+
+
+_ids = iter(range(1_000_000))
+
+
+def new_id(prefix: str = "txn") -> str:
+    return f"{prefix}-{next(_ids)}"
+
+
+# -- request helpers ------------------------------------------------------------------------
+
+
+def init(w: WireClient, tid: str | None, timeout: int = 60000, version: int = 4, **kw: Any) -> Any:
+    return w.call(22, version, req(22, transactional_id=tid, transaction_timeout_ms=timeout, **kw))
+
+
+def init_ok(w: WireClient, tid: str, timeout: int = 60000) -> tuple[int, int]:
+    for _ in range(100):
+        r = init(w, tid, timeout)
+        if r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
+            break
+        time.sleep(0.02)
+    assert r.error_code == 0, r
+    return r.producer_id, r.producer_epoch
+
+
+def add_partitions(
+    w: WireClient, tid: str, pid: int, epoch: int, partitions: list[int], version: int = 3
+) -> dict[int, int]:
+    Req = message_type(24, "request")
+    r = w.call(
+        24,
+        version,
+        Req(
+            v3_and_below_transactional_id=tid,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name=TOPIC, partitions=partitions)],
+        ),
+    )
+    [topic] = r.results_by_topic_v3_and_below
+    return {p.partition_index: p.partition_error_code for p in topic.results_by_partition}
+
+
+def end_txn(w: WireClient, tid: str, pid: int, epoch: int, commit: bool, version: int = 3) -> int:
+    r = w.call(
+        26,
+        version,
+        req(26, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit),
+    )
+    return int(r.error_code)
+
+
+def batch(pid: int, epoch: int, seq: int, values: list[bytes], transactional: bool = True) -> bytes:
+    now = int(time.time() * 1000)
+    return build_batch(
+        [Record(-1, now, None, v) for v in values],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=transactional,
+    )
+
+
+def produce(w: WireClient, tid: str | None, partition: int, data: bytes) -> Any:
+    Req = message_type(0, "request")
+    r = w.call(
+        0,
+        9,
+        Req(
+            transactional_id=tid,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                Req.TopicProduceData(
+                    name=TOPIC,
+                    partition_data=[Req.PartitionProduceData(index=partition, records=data)],
+                )
+            ],
+        ),
+    )
+    return r.responses[0].partition_responses[0]
+
+
+def fetch(w: WireClient, partition: int, offset: int, isolation: int) -> Any:
+    Req = message_type(1, "request")
+    r = w.call(
+        1,
+        11,
+        Req(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=isolation,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                Req.FetchTopic(
+                    topic=TOPIC,
+                    partitions=[
+                        Req.FetchPartition(
+                            partition=partition,
+                            fetch_offset=offset,
+                            partition_max_bytes=1 << 20,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        ),
+    )
+    return r.responses[0].partitions[0]
+
+
+def values_of(records: bytes | None) -> list[bytes | None]:
+    out = []
+    for b in iter_batches(records or b""):
+        if not b.is_control:
+            out.extend(r.value for r in b)
+    return out
+
+
+def control_kinds(records: bytes | None) -> list[int]:
+    return [
+        parse_control_key(r.key) for b in iter_batches(records or b"") if b.is_control for r in b
+    ]
+
+
+def wait_for(cond: Any, timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.02)
+
+
+def describe(w: WireClient, ids: list[str], version: int = 0, **kw: Any) -> Any:
+    return w.call(65, version, req(65, transactional_ids=ids, **kw))
+
+
+def state_of(w: WireClient, tid: str) -> str:
+    [s] = describe(w, [tid]).transaction_states
+    return str(s.transaction_state)
+
+
+def log_end(w: WireClient, partition: int) -> int:
+    return int(fetch(w, partition, 0, 0).high_watermark)
+
+
+# -- the state log's records -----------------------------------------------------------------
+
+
+def test_state_log_record_round_trips() -> None:
+    snap = TxnSnapshot(
+        7,
+        -1,
+        3,
+        -1,
+        60000,
+        TxnState.ONGOING,
+        frozenset({TopicPartition("a", 1), TopicPartition("a", 0), TopicPartition("b", 2)}),
+        1000,
+        2000,
+    )
+    assert decode_txn_key(txn_key("my-id")) == "my-id"
+    assert decode_txn_value(txn_value(snap)) == snap
+
+
+# -- FindCoordinator and InitProducerId -------------------------------------------------------
+
+
+def test_find_coordinator_answers_transactional_ids(w: WireClient) -> None:
+    r = w.call(10, 3, req(10, key="some-txn", key_type=1))
+    assert r.error_code == 0 and r.node_id == 0 and r.port > 0
+    r = w.call(10, 3, req(10, key="", key_type=1))
+    assert r.error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_init_producer_id_bumps_the_epoch_of_the_same_id(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert epoch == 0
+    pid2, epoch2 = init_ok(w, tid)
+    assert (pid2, epoch2) == (pid, 1)
+    other, _ = init_ok(w, new_id())
+    assert other != pid
+
+
+def test_init_producer_id_rejects_bad_timeouts_and_empty_id(w: WireClient) -> None:
+    assert init(w, new_id(), timeout=0).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert init(w, new_id(), timeout=900_001).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert init(w, "").error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_init_producer_id_without_id_is_idempotent_only(w: WireClient) -> None:
+    a, b = init(w, None), init(w, None)
+    assert a.error_code == b.error_code == 0
+    assert a.producer_id != b.producer_id and a.producer_epoch == 0
+
+
+def test_init_with_a_stale_producer_is_fenced_per_version(w: WireClient) -> None:
+    tid = new_id()
+    pid, _ = init_ok(w, tid)
+    init_ok(w, tid)  # epoch 1
+    r = init(w, tid, producer_id=pid, producer_epoch=0, version=4)
+    assert r.error_code == ErrorCode.PRODUCER_FENCED
+    r = init(w, tid, producer_id=pid, producer_epoch=0, version=3)
+    assert r.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    r = init(w, tid, producer_id=pid, producer_epoch=1, version=4)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (0, pid, 2)
+
+
+# -- state machine and errors -------------------------------------------------------------------
+
+
+def test_add_partitions_errors(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert add_partitions(w, "unknown-" + tid, pid, epoch, [0]) == {
+        0: ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    }
+    assert add_partitions(w, tid, pid + 1000, epoch, [0]) == {
+        0: ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    }
+    assert add_partitions(w, tid, pid, epoch + 1, [0]) == {0: ErrorCode.PRODUCER_FENCED}
+    assert add_partitions(w, tid, pid, epoch + 1, [0], version=1) == {
+        0: ErrorCode.INVALID_PRODUCER_EPOCH
+    }
+    assert add_partitions(w, tid, pid, epoch, [0, 99]) == {
+        0: ErrorCode.OPERATION_NOT_ATTEMPTED,
+        99: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert state_of(w, tid) == "Empty"
+    assert add_partitions(w, tid, pid, epoch, [0, 1]) == {0: 0, 1: 0}
+    assert state_of(w, tid) == "Ongoing"
+    assert add_partitions(w, tid, pid, epoch, [1]) == {1: 0}  # already in: nothing written
+
+
+def test_end_txn_state_rules(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert end_txn(w, tid, pid, epoch, True) == ErrorCode.INVALID_TXN_STATE  # Empty
+    assert end_txn(w, "nope-" + tid, pid, epoch, True) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    assert end_txn(w, tid, pid, epoch + 1, True) == ErrorCode.PRODUCER_FENCED
+    assert end_txn(w, tid, pid, epoch + 1, True, version=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert end_txn(w, tid, pid, epoch, True) == 0
+    assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+    assert end_txn(w, tid, pid, epoch, True) == 0  # a retried commit
+    assert end_txn(w, tid, pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    assert end_txn(w, tid, pid, epoch, False) == 0
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort")
+    assert end_txn(w, tid, pid, epoch, True) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_requests_during_prepare_get_concurrent_transactions(cluster: BackgroundCluster) -> None:
+    # Hold the markers back: with the partition's leader paused no marker can be written,
+    # so the transaction stays in PrepareCommit.
+    assert cluster.cluster is not None
+    with BackgroundCluster(2, configs=CONFIGS) as c2:
+        assert c2.cluster is not None
+        md = c2.cluster.metadata
+        c2.call(lambda: md.create_topic("held", 1, 1, assignments=None))
+        leader = md.partition("held", 0).leader  # type: ignore[union-attr]
+        tid = next(
+            t
+            for t in (new_id("held") for _ in range(100))
+            if c2.call(lambda t=t: c2.cluster.brokers[0].txn_coordinator.coordinator_for(t))
+            != leader
+        )
+        coordinator = 1 - leader
+        b = md.brokers[coordinator]
+        with WireClient(f"{b.host}:{b.port}") as w:
+            pid, epoch = init_ok(w, tid)
+            Req = message_type(24, "request")
+            r = w.call(
+                24,
+                3,
+                Req(
+                    v3_and_below_transactional_id=tid,
+                    v3_and_below_producer_id=pid,
+                    v3_and_below_producer_epoch=epoch,
+                    v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name="held", partitions=[0])],
+                ),
+            )
+            assert (
+                r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+            )
+            c2.run(c2.cluster.pause_broker(leader))
+            assert end_txn(w, tid, pid, epoch, True) == 0
+            assert state_of(w, tid) == "PrepareCommit"
+            assert end_txn(w, tid, pid, epoch, True) == ErrorCode.CONCURRENT_TRANSACTIONS
+            assert end_txn(w, tid, pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+            assert init(w, tid).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+            c2.run(c2.cluster.resume_broker(leader))
+            assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+
+
+# -- markers, LSO, read_committed -------------------------------------------------------------
+
+
+def test_commit_and_abort_write_markers_and_read_committed_sees_only_committed(
+    w: WireClient,
+) -> None:
+    start = log_end(w, 1)
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert add_partitions(w, tid, pid, epoch, [1]) == {1: 0}
+    assert produce(w, tid, 1, batch(pid, epoch, 0, [b"c1", b"c2"])).error_code == 0
+    # Open transaction: the LSO stays at its first offset; read_committed sees nothing.
+    open_view = fetch(w, 1, start, 1)
+    assert open_view.last_stable_offset == start
+    assert open_view.high_watermark == start + 2
+    assert values_of(open_view.records) == []
+    assert values_of(fetch(w, 1, start, 0).records) == [b"c1", b"c2"]
+    assert end_txn(w, tid, pid, epoch, True) == 0
+    assert wait_for(lambda: fetch(w, 1, start, 1).last_stable_offset == start + 3)
+
+    assert add_partitions(w, tid, pid, epoch, [1]) == {1: 0}
+    assert produce(w, tid, 1, batch(pid, epoch, 2, [b"a1"])).error_code == 0
+    assert end_txn(w, tid, pid, epoch, False) == 0
+    assert wait_for(lambda: fetch(w, 1, start, 1).last_stable_offset == start + 5)
+
+    committed = fetch(w, 1, start, 1)
+    # Whole batches below the LSO, the aborted one listed so the consumer drops it.
+    assert values_of(committed.records) == [b"c1", b"c2", b"a1"]
+    assert control_kinds(committed.records) == [COMMIT_MARKER, ABORT_MARKER]
+    assert [(a.producer_id, a.first_offset) for a in committed.aborted_transactions] == [
+        (pid, start + 3)
+    ]
+    # read_uncommitted gets no aborted list at all.
+    assert fetch(w, 1, start, 0).aborted_transactions is None
+    # Fetching after the aborted range lists nothing.
+    assert fetch(w, 1, start + 5, 1).aborted_transactions == []
+
+
+def test_list_offsets_latest_read_committed_is_the_lso(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    first = produce(w, tid, 0, batch(pid, epoch, 0, [b"x"])).base_offset
+    Req = message_type(2, "request")
+
+    def latest(isolation: int) -> int:
+        r = w.call(
+            2,
+            5,
+            Req(
+                replica_id=-1,
+                isolation_level=isolation,
+                topics=[
+                    Req.ListOffsetsTopic(
+                        name=TOPIC,
+                        partitions=[Req.ListOffsetsPartition(partition_index=0, timestamp=-1)],
+                    )
+                ],
+            ),
+        )
+        return int(r.topics[0].partitions[0].offset)
+
+    assert latest(1) == first
+    assert latest(0) == first + 1
+    assert end_txn(w, tid, pid, epoch, True) == 0
+    assert wait_for(lambda: latest(1) == first + 2)
+
+
+def test_describe_producers_reports_the_current_txn_start(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    first = produce(w, tid, 0, batch(pid, epoch, 0, [b"x"])).base_offset
+    Req = message_type(61, "request")
+
+    def start() -> int:
+        r = w.call(61, 0, Req(topics=[Req.TopicRequest(name=TOPIC, partition_indexes=[0])]))
+        [p] = [p for p in r.topics[0].partitions[0].active_producers if p.producer_id == pid]
+        return int(p.current_txn_start_offset)
+
+    assert start() == first
+    assert end_txn(w, tid, pid, epoch, False) == 0
+    assert wait_for(lambda: start() == -1)
+
+
+def test_transactional_produce_needs_the_partition_in_the_transaction(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    r = produce(w, tid, 0, batch(pid, epoch, 0, [b"x"]))
+    assert r.error_code == ErrorCode.INVALID_TXN_STATE
+    r = produce(w, None, 0, batch(pid, epoch, 0, [b"x"]))
+    assert r.error_code == ErrorCode.INVALID_TXN_STATE
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    assert produce(w, tid, 1, batch(pid, epoch, 0, [b"x"])).error_code == (
+        ErrorCode.INVALID_TXN_STATE
+    )
+    assert produce(w, tid, 0, batch(pid, epoch, 0, [b"x"])).error_code == 0
+    assert end_txn(w, tid, pid, epoch, False) == 0
+
+
+# -- fencing and timeouts ---------------------------------------------------------------------
+
+
+def test_new_init_fences_the_old_producer_and_aborts_its_transaction(w: WireClient) -> None:
+    start = log_end(w, 0)
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
+    assert produce(w, tid, 0, batch(pid, epoch, 0, [b"zombie"])).error_code == 0
+    # A second instance: the first call aborts the open transaction and says retry.
+    assert init(w, tid).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+    pid2, epoch2 = init_ok(w, tid)
+    assert pid2 == pid and epoch2 == epoch + 2  # one bump for the abort, one for the init
+    # The zombie is fenced everywhere.
+    assert add_partitions(w, tid, pid, epoch, [0]) == {0: ErrorCode.PRODUCER_FENCED}
+    assert end_txn(w, tid, pid, epoch, True) == ErrorCode.PRODUCER_FENCED
+    r = produce(w, None, 0, batch(pid, epoch, 1, [b"late"], transactional=False))
+    assert r.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    got = fetch(w, 0, start, 1)
+    assert values_of(got.records) == [b"zombie"]
+    assert [a.producer_id for a in got.aborted_transactions] == [pid]
+    assert control_kinds(got.records) == [ABORT_MARKER]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(w: WireClient) -> None:
+    start = log_end(w, 1)
+    tid = new_id()
+    pid, epoch = init_ok(w, tid, timeout=200)
+    assert add_partitions(w, tid, pid, epoch, [1]) == {1: 0}
+    assert produce(w, tid, 1, batch(pid, epoch, 0, [b"slow"])).error_code == 0
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort", timeout=5)
+    [s] = describe(w, [tid]).transaction_states
+    assert s.producer_epoch == epoch + 1  # fenced
+    assert end_txn(w, tid, pid, epoch, True) == ErrorCode.PRODUCER_FENCED
+    got = fetch(w, 1, start, 1)
+    assert got.last_stable_offset == got.high_watermark
+    assert [a.producer_id for a in got.aborted_transactions] == [pid]
+
+
+# -- transactional offset commits ---------------------------------------------------------------
+
+
+def _txn_commit(w: WireClient, tid: str, group: str, pid: int, epoch: int, offset: int) -> int:
+    Req = message_type(28, "request")
+    r = w.call(
+        28,
+        3,
+        Req(
+            transactional_id=tid,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                Req.TxnOffsetCommitRequestTopic(
+                    name=TOPIC,
+                    partitions=[
+                        Req.TxnOffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=offset, committed_metadata="m"
+                        )
+                    ],
+                )
+            ],
+        ),
+    )
+    return int(r.topics[0].partitions[0].error_code)
+
+
+def _committed(w: WireClient, group: str) -> int:
+    Req = message_type(9, "request")
+    r = w.call(
+        9,
+        7,
+        Req(
+            group_id=group,
+            topics=[Req.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])],
+        ),
+    )
+    return int(r.topics[0].partitions[0].committed_offset)
+
+
+def test_txn_offset_commit_is_visible_only_after_commit(w: WireClient) -> None:
+    for commit in (True, False):
+        tid, group = new_id(), new_id("group")
+        pid, epoch = init_ok(w, tid)
+        r = w.call(
+            25,
+            3,
+            req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group),
+        )
+        assert r.error_code == 0
+        [s] = describe(w, [tid]).transaction_states
+        assert [t.topic for t in s.topics] == [OFFSETS_TOPIC]
+        assert _txn_commit(w, tid, group, pid, epoch, 42) == 0
+        assert _committed(w, group) == -1  # pending: not visible yet
+        assert end_txn(w, tid, pid, epoch, commit) == 0
+        assert wait_for(
+            lambda tid=tid: state_of(w, tid) in ("CompleteCommit", "CompleteAbort")  # type: ignore[misc]
+        )
+        assert _committed(w, group) == (42 if commit else -1)
+
+
+def test_txn_offset_commit_with_a_stale_epoch_is_refused(w: WireClient) -> None:
+    tid, group = new_id(), new_id("group")
+    pid, epoch = init_ok(w, tid)
+    w.call(
+        25, 3, req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+    )
+    assert _txn_commit(w, tid, group, pid, epoch, 1) == 0
+    assert end_txn(w, tid, pid, epoch, True) == 0
+    assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+    pid, epoch2 = init_ok(w, tid)
+    assert _txn_commit(w, tid, group, pid, epoch2, 2) == 0
+    assert _txn_commit(w, tid, group, pid, epoch, 3) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+# -- several brokers ----------------------------------------------------------------------------
+
+
+def test_transactional_ids_spread_over_coordinators_and_markers_reach_every_leader() -> None:
+    with BackgroundCluster(3, configs=CONFIGS) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 3, 2))
+        with WireClient(c.bootstrap) as w:
+            owners = {}
+            for i in range(40):
+                r = w.call(10, 3, req(10, key=f"spread-{i}", key_type=1))
+                assert r.error_code == 0
+                owners[f"spread-{i}"] = (r.node_id, r.host, r.port)
+        assert len({o[0] for o in owners.values()}) == 3
+        tid, (node, host, port) = next(iter(owners.items()))
+        leaders = {p.index: p.leader for p in md.topic(TOPIC).partitions}  # type: ignore[union-attr]
+        assert len(set(leaders.values())) == 3
+        with WireClient(f"{host}:{port}") as coord:
+            pid, epoch = init_ok(coord, tid)
+            assert add_partitions(coord, tid, pid, epoch, [0, 1, 2]) == {0: 0, 1: 0, 2: 0}
+            for p, leader in leaders.items():
+                b = md.brokers[leader]
+                with WireClient(f"{b.host}:{b.port}") as lw:
+                    assert produce(lw, tid, p, batch(pid, epoch, 0, [b"v%d" % p])).error_code == 0
+            # A wrong coordinator says so.
+            other = md.brokers[(node + 1) % 3]
+            with WireClient(f"{other.host}:{other.port}") as wrong:
+                assert end_txn(wrong, tid, pid, epoch, True) == ErrorCode.NOT_COORDINATOR
+            assert end_txn(coord, tid, pid, epoch, True) == 0
+            assert wait_for(lambda: state_of(coord, tid) == "CompleteCommit")
+        for p, leader in leaders.items():
+            b = md.brokers[leader]
+            with WireClient(f"{b.host}:{b.port}") as lw:
+                got = wait_for(
+                    lambda lw=lw, p=p: (lambda f: f if f.last_stable_offset == 2 else None)(
+                        fetch(lw, p, 0, 1)
+                    )
+                )
+                assert got, f"partition {p} did not become stable"
+                assert values_of(got.records) == [b"v%d" % p]
+                assert control_kinds(got.records) == [COMMIT_MARKER]
+
+
+# -- ListTransactions and DescribeTransactions ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def many(cluster: BackgroundCluster) -> list[str]:
+    """1,000 transactional ids (half with an open transaction) on one broker."""
+    ids = [f"many-{i:04d}" for i in range(1000)]
+    with WireClient(cluster.bootstrap) as w:
+        for n, tid in enumerate(ids):
+            pid, epoch = init_ok(w, tid)
+            if n % 2:
+                assert add_partitions(w, tid, pid, epoch, [n % 2]) == {n % 2: 0}
+    return ids
+
+
+def _list(w: WireClient, version: int = 2, **kw: Any) -> Any:
+    return w.call(66, version, req(66, **kw))
+
+
+def test_list_transactions_filters(w: WireClient, many: list[str]) -> None:
+    r = _list(w, 0, state_filters=["Ongoing", "Bogus"], producer_id_filters=[])
+    assert r.error_code == 0 and list(r.unknown_state_filters) == ["Bogus"]
+    ongoing = [s.transactional_id for s in r.transaction_states if s.transactional_id in many]
+    assert ongoing == many[1::2]
+    assert all(s.transaction_state == "Ongoing" for s in r.transaction_states)
+    r = _list(w, 0, state_filters=["Bogus"], producer_id_filters=[])
+    assert list(r.transaction_states) == []
+    one = r = _list(w, 0, state_filters=[], producer_id_filters=[])
+    pid = next(s.producer_id for s in one.transaction_states if s.transactional_id == many[7])
+    r = _list(w, 0, state_filters=[], producer_id_filters=[pid])
+    assert [s.transactional_id for s in r.transaction_states] == [many[7]]
+    r = _list(w, 1, state_filters=["Ongoing"], producer_id_filters=[], duration_filter=3_600_000)
+    assert list(r.transaction_states) == []
+    r = _list(w, 1, state_filters=["Ongoing"], producer_id_filters=[], duration_filter=0)
+    assert len([s for s in r.transaction_states if s.transactional_id in many]) == 500
+
+
+def _walk_list(w: WireClient, limit: int) -> list[tuple[str, int]]:
+    Req = message_type(66, "request")
+    out: list[tuple[str, int]] = []
+    cursor = None
+    for _ in range(3000):
+        r = _list(
+            w,
+            2,
+            state_filters=[],
+            producer_id_filters=[],
+            response_pagination_limit=limit,
+            cursor=cursor,
+        )
+        assert r.error_code == 0
+        assert len(r.transaction_states) <= limit
+        out.extend((s.transactional_id, s.producer_id) for s in r.transaction_states)
+        if r.next_cursor is None:
+            return out
+        assert len(r.transaction_states) == limit  # only a full page has a next one
+        cursor = Req.TransactionalCursor(
+            transactional_id=r.next_cursor.transactional_id,
+            producer_id=r.next_cursor.producer_id,
+        )
+    raise AssertionError("pagination did not end")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", [1, 7, 2000])
+def test_list_transactions_pages_walk_every_id_once_in_order(
+    w: WireClient, many: list[str], limit: int
+) -> None:
+    full = _list(w, 1, state_filters=[], producer_id_filters=[])
+    unpaged = [(s.transactional_id, s.producer_id) for s in full.transaction_states]
+    assert len(unpaged) >= 1000
+    assert [t for t, _ in unpaged] == sorted(t for t, _ in unpaged)
+    paged = _walk_list(w, limit)
+    assert paged == unpaged
+
+
+def test_list_transactions_page_limits(
+    cluster: BackgroundCluster, w: WireClient, many: list[str]
+) -> None:
+    # Zero or negative limits still make progress (at least one item).
+    r = _list(w, 2, state_filters=[], producer_id_filters=[], response_pagination_limit=0)
+    assert len(r.transaction_states) == 1 and r.next_cursor is not None
+    # The broker's cap wins over a larger request.
+    assert cluster.cluster is not None
+    configs = cluster.cluster.configs
+    cluster.call(lambda: configs.dynamic_default.update({"max.request.pagination.size.limit": "5"}))
+    try:
+        r = _list(w, 2, state_filters=[], producer_id_filters=[], response_pagination_limit=100)
+        assert len(r.transaction_states) == 5
+    finally:
+        cluster.call(lambda: configs.dynamic_default.pop("max.request.pagination.size.limit"))
+    # Older versions answer in full.
+    r = _list(w, 1, state_filters=[], producer_id_filters=[])
+    assert len(r.transaction_states) >= 1000
+    Req = message_type(66, "request")
+    bad = Req.TransactionalCursor(transactional_id="many-0001", producer_id=-5)
+    r = _list(w, 2, state_filters=[], producer_id_filters=[], cursor=bad)
+    assert r.error_code == ErrorCode.INVALID_REQUEST
+
+
+def _walk_describe(w: WireClient, ids: list[str], limit: int) -> list[str]:
+    Req = message_type(65, "request")
+    out: list[str] = []
+    cursor = None
+    for _ in range(3000):
+        r = describe(w, ids, 1, response_pagination_limit=limit, cursor=cursor)
+        assert 1 <= len(r.transaction_states) <= limit
+        out.extend(s.transactional_id for s in r.transaction_states)
+        if r.next_cursor is None:
+            return out
+        cursor = Req.TransactionalCursor(
+            transactional_id=r.next_cursor.transactional_id,
+            producer_id=r.next_cursor.producer_id,
+        )
+    raise AssertionError("pagination did not end")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", [1, 7, 2000])
+def test_describe_transactions_pages_walk_every_id_once_in_order(
+    w: WireClient, many: list[str], limit: int
+) -> None:
+    ids = [*many, "missing-id"]
+    unpaged = describe(w, ids, 0).transaction_states
+    assert [s.transactional_id for s in unpaged] == ids
+    assert unpaged[-1].error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    assert _walk_describe(w, ids, limit) == ids
+
+
+def test_describe_transactions_contents_and_bad_cursors(w: WireClient, many: list[str]) -> None:
+    r = describe(w, [many[1], many[2]])
+    ongoing, empty = r.transaction_states
+    assert (ongoing.error_code, ongoing.transaction_state) == (0, "Ongoing")
+    assert [(t.topic, list(t.partitions)) for t in ongoing.topics] == [(TOPIC, [1])]
+    assert ongoing.transaction_start_time_ms > 0 and ongoing.transaction_timeout_ms == 60000
+    assert (empty.transaction_state, list(empty.topics)) == ("Empty", [])
+    Req = message_type(65, "request")
+    bad = Req.TransactionalCursor(transactional_id="not-asked", producer_id=0)
+    r = describe(w, [many[1], many[2]], 1, cursor=bad)
+    assert [s.error_code for s in r.transaction_states] == [ErrorCode.INVALID_REQUEST] * 2
+    assert r.next_cursor is None
+    # A page that starts at the cursor's id.
+    start = Req.TransactionalCursor(transactional_id=many[2], producer_id=0)
+    r = describe(w, [many[1], many[2], many[3]], 1, cursor=start, response_pagination_limit=1)
+    assert [s.transactional_id for s in r.transaction_states] == [many[2]]
+    assert r.next_cursor.transactional_id == many[3]
+
+
+def test_api_versions_advertise_the_transaction_apis(w: WireClient) -> None:
+    r = w.call(18, 3, req(18, client_software_name="t", client_software_version="1"))
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert ranges[22] == (0, 5)
+    assert ranges[24] == (0, 5)
+    assert ranges[25] == (0, 4)
+    assert ranges[26] == (0, 4)
+    assert ranges[28] == (0, 4)
+    assert ranges[65] == (0, 1)  # unstable versions are enabled in this cluster
+    assert ranges[66] == (0, 2)
