@@ -61,7 +61,9 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                 # v10+: a topic asked for by id.
                 found = md.topic_names.get(t.topic_id)
                 if found is None:
-                    topics.append(_error(UnknownTopicIdError(), None, t.topic_id))
+                    # The answer's name may be null only from v12; before, it is empty.
+                    unnamed = None if v >= 12 else ""
+                    topics.append(_error(UnknownTopicIdError(), unnamed, t.topic_id))
                     continue
                 name = found
             existing = md.topic(name)
