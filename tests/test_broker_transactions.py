@@ -4,6 +4,7 @@ commits, fencing, timeouts, and ListTransactions / DescribeTransactions with pag
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -62,6 +63,10 @@ def new_id(prefix: str = "txn") -> str:
     return f"{prefix}-{next(_ids)}"
 
 
+def ids(n: int, prefix: str) -> list[str]:
+    return [new_id(prefix) for _ in range(n)]
+
+
 # -- request helpers ------------------------------------------------------------------------
 
 
@@ -82,7 +87,7 @@ def init_ok(w: WireClient, tid: str, timeout: int = 60000) -> tuple[int, int]:
 def add_partitions(
     w: WireClient, tid: str, pid: int, epoch: int, partitions: list[int], version: int = 3
 ) -> dict[int, int]:
-    Req = message_type(24, "request")
+    Req: Any = message_type(24, "request")
     r = w.call(
         24,
         version,
@@ -118,7 +123,7 @@ def batch(pid: int, epoch: int, seq: int, values: list[bytes], transactional: bo
 
 
 def produce(w: WireClient, tid: str | None, partition: int, data: bytes) -> Any:
-    Req = message_type(0, "request")
+    Req: Any = message_type(0, "request")
     r = w.call(
         0,
         9,
@@ -138,7 +143,7 @@ def produce(w: WireClient, tid: str | None, partition: int, data: bytes) -> Any:
 
 
 def fetch(w: WireClient, partition: int, offset: int, isolation: int) -> Any:
-    Req = message_type(1, "request")
+    Req: Any = message_type(1, "request")
     r = w.call(
         1,
         11,
@@ -170,7 +175,7 @@ def fetch(w: WireClient, partition: int, offset: int, isolation: int) -> Any:
 
 
 def values_of(records: bytes | None) -> list[bytes | None]:
-    out = []
+    out: list[bytes | None] = []
     for b in iter_batches(records or b""):
         if not b.is_control:
             out.extend(r.value for r in b)
@@ -321,17 +326,14 @@ def test_requests_during_prepare_get_concurrent_transactions(cluster: Background
         md = c2.cluster.metadata
         c2.call(lambda: md.create_topic("held", 1, 1, assignments=None))
         leader = md.partition("held", 0).leader  # type: ignore[union-attr]
-        tid = next(
-            t
-            for t in (new_id("held") for _ in range(100))
-            if c2.call(lambda t=t: c2.cluster.brokers[0].txn_coordinator.coordinator_for(t))
-            != leader
-        )
+        tc = c2.cluster.brokers[0].txn_coordinator
+        owners = {t: c2.call(functools.partial(tc.coordinator_for, t)) for t in ids(20, "held")}
+        tid = next(t for t, owner in owners.items() if owner != leader)
         coordinator = 1 - leader
         b = md.brokers[coordinator]
         with WireClient(f"{b.host}:{b.port}") as w:
             pid, epoch = init_ok(w, tid)
-            Req = message_type(24, "request")
+            Req: Any = message_type(24, "request")
             r = w.call(
                 24,
                 3,
@@ -398,7 +400,7 @@ def test_list_offsets_latest_read_committed_is_the_lso(w: WireClient) -> None:
     pid, epoch = init_ok(w, tid)
     assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
     first = produce(w, tid, 0, batch(pid, epoch, 0, [b"x"])).base_offset
-    Req = message_type(2, "request")
+    Req: Any = message_type(2, "request")
 
     def latest(isolation: int) -> int:
         r = w.call(
@@ -428,7 +430,7 @@ def test_describe_producers_reports_the_current_txn_start(w: WireClient) -> None
     pid, epoch = init_ok(w, tid)
     assert add_partitions(w, tid, pid, epoch, [0]) == {0: 0}
     first = produce(w, tid, 0, batch(pid, epoch, 0, [b"x"])).base_offset
-    Req = message_type(61, "request")
+    Req: Any = message_type(61, "request")
 
     def start() -> int:
         r = w.call(61, 0, Req(topics=[Req.TopicRequest(name=TOPIC, partition_indexes=[0])]))
@@ -498,7 +500,7 @@ def test_a_transaction_past_its_timeout_is_aborted(w: WireClient) -> None:
 
 
 def _txn_commit(w: WireClient, tid: str, group: str, pid: int, epoch: int, offset: int) -> int:
-    Req = message_type(28, "request")
+    Req: Any = message_type(28, "request")
     r = w.call(
         28,
         3,
@@ -525,8 +527,12 @@ def _txn_commit(w: WireClient, tid: str, group: str, pid: int, epoch: int, offse
     return int(r.topics[0].partitions[0].error_code)
 
 
+def _completed(w: WireClient, tid: str) -> bool:
+    return state_of(w, tid) in ("CompleteCommit", "CompleteAbort")
+
+
 def _committed(w: WireClient, group: str) -> int:
-    Req = message_type(9, "request")
+    Req: Any = message_type(9, "request")
     r = w.call(
         9,
         7,
@@ -553,9 +559,8 @@ def test_txn_offset_commit_is_visible_only_after_commit(w: WireClient) -> None:
         assert _txn_commit(w, tid, group, pid, epoch, 42) == 0
         assert _committed(w, group) == -1  # pending: not visible yet
         assert end_txn(w, tid, pid, epoch, commit) == 0
-        assert wait_for(
-            lambda tid=tid: state_of(w, tid) in ("CompleteCommit", "CompleteAbort")  # type: ignore[misc]
-        )
+        done = functools.partial(_completed, w, tid)
+        assert wait_for(done)
         assert _committed(w, group) == (42 if commit else -1)
 
 
@@ -655,7 +660,7 @@ def test_list_transactions_filters(w: WireClient, many: list[str]) -> None:
 
 
 def _walk_list(w: WireClient, limit: int) -> list[tuple[str, int]]:
-    Req = message_type(66, "request")
+    Req: Any = message_type(66, "request")
     out: list[tuple[str, int]] = []
     cursor = None
     for _ in range(3000):
@@ -711,14 +716,14 @@ def test_list_transactions_page_limits(
     # Older versions answer in full.
     r = _list(w, 1, state_filters=[], producer_id_filters=[])
     assert len(r.transaction_states) >= 1000
-    Req = message_type(66, "request")
+    Req: Any = message_type(66, "request")
     bad = Req.TransactionalCursor(transactional_id="many-0001", producer_id=-5)
     r = _list(w, 2, state_filters=[], producer_id_filters=[], cursor=bad)
     assert r.error_code == ErrorCode.INVALID_REQUEST
 
 
 def _walk_describe(w: WireClient, ids: list[str], limit: int) -> list[str]:
-    Req = message_type(65, "request")
+    Req: Any = message_type(65, "request")
     out: list[str] = []
     cursor = None
     for _ in range(3000):
@@ -753,7 +758,7 @@ def test_describe_transactions_contents_and_bad_cursors(w: WireClient, many: lis
     assert [(t.topic, list(t.partitions)) for t in ongoing.topics] == [(TOPIC, [1])]
     assert ongoing.transaction_start_time_ms > 0 and ongoing.transaction_timeout_ms == 60000
     assert (empty.transaction_state, list(empty.topics)) == ("Empty", [])
-    Req = message_type(65, "request")
+    Req: Any = message_type(65, "request")
     bad = Req.TransactionalCursor(transactional_id="not-asked", producer_id=0)
     r = describe(w, [many[1], many[2]], 1, cursor=bad)
     assert [s.error_code for s in r.transaction_states] == [ErrorCode.INVALID_REQUEST] * 2
