@@ -42,9 +42,9 @@ from typing import Any, NamedTuple, cast
 
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
+from kafkagen.runtime.randomgen import RandomGen
 
-from .gen import make_gen
-from .rules import MessageRules, Oracle, Table
+from .rules import MessageRules, Oracle, Plan, Table
 
 #: Messages per generator seed. Small, so a replay regenerates few messages; large enough
 #: that seeding (about 10 us per Random) is noise.
@@ -111,8 +111,9 @@ INJECT_ENV = "KAFKAGEN_FUZZ_INJECT"
 
 class FuzzOptions(NamedTuple):
     seed: int = 1
-    #: Other versions checked per message: a number sampled per message, or 0 for all.
-    cross: int = 1
+    #: Other versions checked per message: 0 for all of them (the default), or a number
+    #: sampled per message, rotating, for a cheaper run.
+    cross: int = 0
     #: Corrupted copies of each message's bytes decoded (at most MAX_MUTATIONS). One a
     #: message: a failing decode costs about two clean ones (the exception path), and
     #: millions of messages give millions of mutations of every kind anyway.
@@ -335,8 +336,14 @@ def _pick_budget(rng: random.Random) -> int:
 
 
 class _HangGuard:
-    """SIGALRM after HANG_SECONDS, armed per message; only in the main thread and only
-    when nobody else (e.g. pytest-timeout) owns SIGALRM."""
+    """Stops a message whose checks run longer than HANG_SECONDS.
+
+    A periodic SIGALRM (a few ticks per HANG_SECONDS, at most one a second) looks at which
+    message is running: one still running after HANG_SECONDS is interrupted. Arming a
+    one-shot timer per message would cost two system calls a message; this costs two
+    attribute writes. Only in the main thread and only when nobody else (e.g.
+    pytest-timeout) owns SIGALRM.
+    """
 
     def __init__(self) -> None:
         self.enabled = (
@@ -344,26 +351,112 @@ class _HangGuard:
             and threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
         )
+        #: Messages begun, and whether one is running now: set by the checks.
+        self.seq = 0
+        self.busy = False
+        #: Whether the timer runs: only while checks run, so a process never exits with it.
+        self.running = False
+        self._seen = -1
+        self._since = 0.0
         if self.enabled:
-            signal.signal(signal.SIGALRM, self._fire)
+            signal.signal(signal.SIGALRM, self._tick)
 
-    @staticmethod
-    def _fire(signum: int, frame: Any) -> None:
-        raise CheckTimeout(f"checks ran longer than {HANG_SECONDS:.0f} s")
+    def start(self) -> bool:
+        """Start the ticks unless they run; True when this call started them."""
+        if not self.enabled or self.running:
+            return False
+        tick = min(1.0, HANG_SECONDS / 4)
+        signal.setitimer(signal.ITIMER_REAL, tick, tick)
+        self.running = True
+        return True
 
-    def arm(self) -> None:
-        if self.enabled:
-            signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
-
-    def disarm(self) -> None:
-        if self.enabled:
+    def stop(self) -> None:
+        if self.running:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            self.running = False
+
+    def _tick(self, signum: int, frame: Any) -> None:
+        if not self.busy:
+            return
+        now = time.monotonic()
+        if self.seq != self._seen:
+            self._seen, self._since = self.seq, now
+        elif now - self._since >= HANG_SECONDS:
+            self._seen = -1
+            raise CheckTimeout(f"checks ran longer than {HANG_SECONDS:.0f} s")
 
     def close(self) -> None:
         if self.enabled:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            self.stop()
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             self.enabled = False
+
+
+# ---------------------------------------------------------------- versions sharing a check
+
+
+class _CrossGroup(NamedTuple):
+    """One cross-version check standing for every version in ``versions``."""
+
+    versions: tuple[int, ...]
+    #: The version it runs at.
+    w: int
+    #: The oracle's compiled (v, w) violation check, or None when nothing can fail.
+    plan: Plan | None
+    #: The compiled comparison of the decoding with the message, or None: must be equal.
+    expect: Plan | None
+    #: Same layout and shape as v itself.
+    own: bool
+    label: str
+    encoder: Any
+    decoder: Any
+
+
+def _codec_id(f: Any) -> tuple[int, str]:
+    """Who a codec function is: a bound method (a compiled codec's ``decode``) is looked
+    up afresh per version, so it is known by its object and name, not its own identity."""
+    owner = getattr(f, "__self__", None)
+    if owner is not None:
+        return id(owner), getattr(f, "__name__", "")
+    return id(f), ""
+
+
+def cross_groups(
+    cls: type[Message], oracle: Oracle, v: int, others: list[int], share: bool = True
+) -> tuple[_CrossGroup, ...]:
+    """The cross-version checks of a message built at ``v`` against ``others``.
+
+    Versions w1 and w2 make the same check when they have the same encoder object, the
+    same decoder object and the same shape in the rules (which fields exist, which may be
+    null, flexibility): the oracle's verdict and the expected value are functions of the
+    shape, the bytes written are a function of the encoder, and the value read back a
+    function of the decoder and those bytes, so the outcome at w1 is the outcome at w2.
+    Each such group is checked once and counted for all its versions. A group that also
+    matches v itself was run by the round trip: writing at it gives the bytes just
+    decoded back to the message; only the oracle (which might still demand a refusal)
+    runs for it. Identity, not equal code, decides: an injected or patched codec is its
+    own group. ``share=False`` checks every version on its own (replays).
+    """
+    enc, dec = cls._encoders, cls._decoders
+
+    def key(w: int) -> tuple[Any, ...]:
+        return (_codec_id(enc.get(w)), _codec_id(dec.get(w)), oracle.shape(w))
+
+    by_key: dict[tuple[Any, ...], list[int]] = {}
+    for w in others:
+        by_key.setdefault(key(w) if share else (w,), []).append(w)
+    own_key = key(v) if share else None
+    groups = []
+    for k, ws in by_key.items():
+        w = ws[0]
+        label = (
+            f"v{w}"
+            if len(ws) == 1
+            else f"v{w} (with {', '.join(f'v{x}' for x in ws[1:])}: same layout)"
+        )
+        plan, expect = oracle.plan(v, w), oracle.expectation(v, w)
+        groups.append(_CrossGroup(tuple(ws), w, plan, expect, k == own_key, label, enc[w], dec[w]))
+    return tuple(groups)
 
 
 # ---------------------------------------------------------------- the fuzzer
@@ -380,6 +473,7 @@ class Fuzzer:
         self.options = options
         self._message_type = message_type
         self._oracles: dict[tuple[int, str], Oracle] = {}
+        self._groups: dict[tuple[Any, ...], tuple[_CrossGroup, ...]] = {}
         self.peer: Any = None
         if options.differential:
             from .differential import load_peer
@@ -405,13 +499,22 @@ class Fuzzer:
     ) -> Iterator[tuple[int, Message | BaseException, int]]:
         """(index, message or the builder's exception, check bits) for start <= index <
         stop, regenerating from the start of each chunk."""
+        for index, m, bits, _tagged in self._generate(api, kind, version, start, stop):
+            yield index, m, bits
+
+    def _generate(
+        self, api: int, kind: str, version: int, start: int, stop: int
+    ) -> Iterator[tuple[int, Message | BaseException, int, bool]]:
+        """:meth:`messages` plus whether each message carries unknown tagged fields (the
+        generator counts them, which spares a walk over the message)."""
         cls = self._message_type(api, kind)  # type: ignore[arg-type]
+        build = cls._random
         seed = self.options.seed
         index = start - start % CHUNK
         while index < stop:
             chunk = index // CHUNK
             s = chunk_seed(seed, api, kind, version, chunk)
-            gen = make_gen(s)
+            gen = RandomGen(random.Random(s))
             draws = random.Random(s ^ 0x5DEECE66D)  # the checks' own stream
             rng = gen.rng
             end = min(stop, (chunk + 1) * CHUNK)
@@ -420,11 +523,11 @@ class Fuzzer:
                 bits = draws.getrandbits(288)
                 m: Message | BaseException
                 try:
-                    m = cls._random(gen, version)
+                    m = build(gen, version)
                 except Exception as e:
                     m = e
                 if index >= start:
-                    yield index, m, bits
+                    yield index, m, bits, gen.unknown > 0
                 index += 1
 
     def run_range(
@@ -442,8 +545,13 @@ class Fuzzer:
             stats = ComboStats(api, kind, version)
         cls, rules, oracle = self._setup(api, kind)
         began = time.perf_counter()
-        for index, m, bits in self.messages(api, kind, version, start, stop):
-            self.check_message(cls, rules, oracle, version, index, m, bits, stats)
+        started = self.guard.start()
+        try:
+            for index, m, bits, tagged in self._generate(api, kind, version, start, stop):
+                self.check_message(cls, rules, oracle, version, index, m, bits, stats, tagged)
+        finally:
+            if started:
+                self.guard.stop()
         stats.seconds += time.perf_counter() - began
         return stats
 
@@ -478,15 +586,21 @@ class Fuzzer:
         m: Message | BaseException,
         bits: int,
         stats: ComboStats,
+        tagged: bool | None = None,
     ) -> None:
+        """All checks of one message; ``tagged``: whether it carries unknown tagged fields
+        anywhere (None: look)."""
         stats.messages += 1
         if isinstance(m, BaseException):
             self._fail(stats, index, "generate", _describe(m), b"", False)
             return
-        self.guard.arm()
+        guard = self.guard
+        guard.seq += 1
+        started = not guard.running and guard.start()  # a lone message (replays)
         data = b""
         check = "roundtrip"
         try:
+            guard.busy = True
             # 1. round trip at its own version
             try:
                 data = m.encode(v)
@@ -505,8 +619,10 @@ class Fuzzer:
                 self._fail(stats, index, check, _describe(e), data, False)
                 return  # the other checks would only repeat this failure
 
+            if tagged is None:
+                tagged = has_unknown_tags(m)
             check = "json"
-            self._check_json(cls, m, v, data, index, stats)
+            self._check_json(cls, m, v, data, index, stats, tagged)
             check = "cross_version"
             self._check_cross(cls, oracle, m, v, bits, index, stats)
             if rules.flexible(v):
@@ -516,7 +632,7 @@ class Fuzzer:
             self._check_mutations(cls, v, data, bits >> 96, index, stats)
             # kafka-python drops unknown tagged fields when it writes a message back, so
             # those messages would only show that known limitation.
-            if self.peer is not None and not has_unknown_tags(m):
+            if self.peer is not None and not tagged:
                 check = "differential"
                 why = self.peer(rules.api_key, rules.kind, v, data)
                 if why is not None:  # None: the peer does not know this API or version
@@ -528,10 +644,19 @@ class Fuzzer:
         except MemoryError as e:
             self._fail(stats, index, check, f"huge allocation: {_describe(e)}", data, False)
         finally:
-            self.guard.disarm()
+            guard.busy = False
+            if started:
+                guard.stop()
 
     def _check_json(
-        self, cls: type[Message], m: Message, v: int, data: bytes, index: int, stats: ComboStats
+        self,
+        cls: type[Message],
+        m: Message,
+        v: int,
+        data: bytes,
+        index: int,
+        stats: ComboStats,
+        tagged: bool,
     ) -> None:
         try:
             j = m.to_json(v)
@@ -542,20 +667,49 @@ class Fuzzer:
             else:
                 j_in = j
             m3 = cls.from_json(j_in, v)
+            if not tagged:
+                # The value must come back whole, and as the same bytes: equal values may
+                # still differ on the wire (-0.0, or a float where an int belongs).
+                if m3 != m:
+                    why = "from_json(to_json(m)) != m: " + difference(m3, m)
+                    self._fail(stats, index, "json", why, data, False)
+                elif m3.encode(v) != data:
+                    self._fail(stats, index, "json", "from_json encodes differently", data, False)
+                return
+            # JSON does not carry unknown tagged fields: compare the JSON forms instead.
             j3 = m3.to_json(v)
             if j3 != j:
-                # JSON does not carry unknown tagged fields; a tagged struct that differs
-                # from its default only by them is written, as Kafka's converter does, and
-                # reads back as the default. Then from_json(j) must be m without them.
-                if not has_unknown_tags(m) or m3 != without_unknown_tags(m):
+                # A tagged struct that differs from its default only by unknown tagged
+                # fields is written, as Kafka's converter does, and reads back as the
+                # default. Then from_json(j) must be m without them.
+                if m3 != without_unknown_tags(m):
                     why = "to_json(from_json(j)) != j: " + json_difference(j3, j)
                     self._fail(stats, index, "json", why, data, False)
-            elif m3.encode(v) != data and not has_unknown_tags(m):
-                # Bytes, not values: equal values may still differ on the wire (-0.0).
-                why = "from_json encodes differently: " + difference(m3, m)
-                self._fail(stats, index, "json", why, data, False)
         except Exception as e:
             self._fail(stats, index, "json", _describe(e), data, False)
+
+    def _cross_groups(
+        self, cls: type[Message], oracle: Oracle, v: int, bits: int
+    ) -> tuple[_CrossGroup, ...]:
+        """The other versions this message is written at, as checks to run (cached)."""
+        k = self.options.cross
+        if not k or self.replaying:
+            groups = self._groups.get((cls, v))
+            if groups is None:
+                others = [w for w in oracle.rules.versions if w != v]
+                groups = cross_groups(cls, oracle, v, others, not self.replaying)
+                self._groups[(cls, v)] = groups
+            return groups
+        others = [w for w in oracle.rules.versions if w != v]
+        if k < len(others):
+            # A per-message rotation: every other version is visited equally often.
+            first = (bits & 0xFFFF) % len(others)
+            others = sorted(others[(first + i) % len(others)] for i in range(k))
+        key = (cls, v, tuple(others))
+        groups = self._groups.get(key)
+        if groups is None:
+            groups = self._groups[key] = cross_groups(cls, oracle, v, others)
+        return groups
 
     def _check_cross(
         self,
@@ -567,53 +721,48 @@ class Fuzzer:
         index: int,
         stats: ComboStats,
     ) -> None:
-        rules = oracle.rules
-        others = [w for w in rules.versions if w != v]
-        if not others:
-            return
-        k = self.options.cross
-        if k and k < len(others) and not self.replaying:
-            # A per-message rotation: every other version is visited equally often.
-            first = (bits & 0xFFFF) % len(others)
-            others = [others[(first + i) % len(others)] for i in range(k)]
-        for w in others:
-            stats.cross_checks += 1
-            why = oracle.violation(m, v, w)
+        # The layout functions are called directly: Message.encode and decode add only the
+        # version lookup and the mapping of errors, which the round trip exercises on every
+        # message. An encoder refuses a version by FieldUnsupported, an
+        # UnsupportedVersionError; the decoder's end must be the end of the bytes.
+        for g in self._cross_groups(cls, oracle, v, bits):
+            n = len(g.versions)
+            stats.cross_checks += n
+            why = oracle.walk(m, g.plan) if g.plan is not None else None
+            if g.own and why is None:
+                continue  # the round trip at v was this very check (see cross_groups)
+            out: list[bytes] = []
             try:
-                data_w = m.encode(w)
+                g.encoder(m, out.append)
             except UnsupportedVersionError as e:
                 if why is None:
-                    self._fail(
-                        stats, index, "cross_version", f"v{w}: raised but must not: {e}", b"", False
-                    )
+                    why = f"{g.label}: raised but must not: {e}"
+                    self._fail(stats, index, "cross_version", why, b"", False)
                 else:
-                    stats.cross_raised += 1
+                    stats.cross_raised += n
                 continue
             except Exception as e:
-                self._fail(stats, index, "cross_version", f"v{w}: {_describe(e)}", b"", False)
+                self._fail(stats, index, "cross_version", f"{g.label}: {_describe(e)}", b"", False)
                 continue
+            data_w = b"".join(out)
             if why is not None:
-                self._fail(
-                    stats,
-                    index,
-                    "cross_version",
-                    f"v{w}: wrote but must raise UnsupportedVersionError: {why}",
-                    data_w,
-                    False,
-                )
+                why = f"{g.label}: wrote but must raise UnsupportedVersionError: {why}"
+                self._fail(stats, index, "cross_version", why, data_w, False)
                 continue
             try:
-                d = cls.decode(data_w, w)
-                got, want = d.to_json(w), m.to_json(w)
-                if got != want:
-                    why = f"v{w}: decodes to another value: {json_difference(got, want)}"
-                    self._fail(stats, index, "cross_version", why, data_w, False)
-                elif d.unknown_tagged_fields != m.unknown_tagged_fields:
-                    # JSON does not show them; the oracle let them through, so w is flexible.
-                    why = f"v{w}: unknown tagged fields {d.unknown_tagged_fields!r:.80} lost"
+                d, end = g.decoder(data_w, 0, len(data_w))
+                if end != len(data_w):
+                    bad: str | None = f"read {end} of {len(data_w)} bytes"
+                elif g.expect is None:
+                    bad = None if d == m else difference(d, m)
+                else:
+                    bad = oracle.mismatch(d, m, g.expect)
+                if bad is not None:
+                    why = f"{g.label}: decodes to another value: {bad}"
                     self._fail(stats, index, "cross_version", why, data_w, False)
             except Exception as e:
-                self._fail(stats, index, "cross_version", f"v{w}: {_describe(e)}", data_w, False)
+                why = f"{g.label}: {_describe(e)}"
+                self._fail(stats, index, "cross_version", why, data_w, False)
 
     def _check_forward(
         self,
@@ -712,6 +861,7 @@ __all__ = [
     "apply_injection",
     "clear_injection",
     "chunk_seed",
+    "cross_groups",
     "failure_id",
     "has_unknown_tags",
     "mutate",

@@ -9,6 +9,7 @@ generator, which a zipped package could not read from disk anyway.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -125,22 +126,30 @@ def build_table(spec_dirs: Iterable[Path] | None = None) -> Table:
 
 # Plan ops, compiled once per (message, struct, v, w): what to look at in an instance.
 _ABSENT, _NONNULL, _CHILD, _TAGS = 0, 1, 2, 3
+# Expectation ops: fields written at v that w lacks must decode to their default; fields
+# with such a field below them are compared item by item; the rest compare as one tuple.
+_DROPPED, _SAME = 4, 5
 Plan = tuple[tuple[Any, ...], ...]
 
 
 class Oracle:
-    """Whether writing a message built at version ``v`` must fail at version ``w``.
+    """Whether writing a message built at version ``v`` must fail at version ``w``, and
+    what it must decode to when it does not.
 
     Kafka's rule: ``encode(w)`` fails exactly when a field that does not exist at ``w``
     and is not ignorable holds a non-default value, when a field is null where ``w`` does
     not allow null, or when a struct written at ``w`` carries unknown tagged fields and
-    ``w`` is not flexible. Plans are compiled per (message, v, w) from the rules and only
-    visit the parts of an instance that can break, so most pairs cost nothing.
+    ``w`` is not flexible. Otherwise decoding at ``w`` gives the message back with the
+    fields ``w`` lacks at their defaults. Plans are compiled per (message, v, w) from the
+    rules and only visit the parts of an instance that can break, so most pairs cost
+    nothing.
     """
 
     def __init__(self, rules: MessageRules) -> None:
         self.rules = rules
         self._plans: dict[tuple[int, int, int], Plan | None] = {}
+        self._expect: dict[tuple[int, int, int], Plan | None] = {}
+        self._shapes: dict[int, tuple[Any, ...]] = {}
 
     def violation(self, obj: Any, v: int, w: int) -> str | None:
         """The first reason ``obj`` (valid at ``v``) cannot be written at ``w``, or None."""
@@ -148,6 +157,42 @@ class Oracle:
         if plan is None:
             return None
         return self._walk(obj, plan, self.rules.structs[0].name)
+
+    def plan(self, v: int, w: int) -> Plan | None:
+        """The compiled violation check of (v, w) for :meth:`walk`; None: nothing can fail."""
+        return self._plan(0, v, w)
+
+    def walk(self, obj: Any, plan: Plan) -> str | None:
+        """:meth:`violation` with the plan already looked up."""
+        return self._walk(obj, plan, self.rules.structs[0].name)
+
+    def shape(self, w: int) -> tuple[Any, ...]:
+        """Everything the rules say about version ``w`` that a check at ``w`` depends on:
+        which fields exist, which may be null, whether it is flexible. Two versions with
+        the same shape get the same plans from every (v, w) method here."""
+        shape = self._shapes.get(w)
+        if shape is None:
+            rules = self.rules
+            shape = self._shapes[w] = (
+                rules.flexible(w),
+                *(
+                    (f.low <= w <= f.high, f.null_low <= w <= f.null_high)
+                    for s in rules.structs
+                    for f in s.fields
+                ),
+            )
+        return shape
+
+    def expectation(self, v: int, w: int) -> Plan | None:
+        """The compiled comparison of a message built at ``v`` with its decoding at ``w``
+        (see :meth:`mismatch`); None when no field written at ``v`` is missing at ``w``,
+        so the decoding must simply equal the message."""
+        return self._expectation(0, v, w)
+
+    def mismatch(self, decoded: Any, obj: Any, plan: Plan) -> str | None:
+        """Where ``decoded`` (read at w) differs from ``obj`` (built at v) with the fields
+        ``w`` lacks at their defaults, as a field path; None when it does not."""
+        return self._compare(decoded, obj, plan, self.rules.structs[0].name)
 
     def _plan(self, index: int, v: int, w: int) -> Plan | None:
         key = (index, v, w)
@@ -177,6 +222,62 @@ class Oracle:
         plan = tuple(ops) if ops else None
         self._plans[key] = plan
         return plan
+
+    def _expectation(self, index: int, v: int, w: int) -> Plan | None:
+        key = (index, v, w)
+        if key in self._expect:
+            return self._expect[key]
+        self._expect[key] = None  # recursion guard, as in _plan
+        rules = self.rules
+        ops: list[tuple[Any, ...]] = []
+        same: list[str] = []
+        for f in rules.structs[index].fields:
+            if f.low <= v <= f.high and not f.low <= w <= f.high:
+                ops.append((_DROPPED, f.attr, f.default_kind, f.default, f.child))
+                continue
+            child = self._expectation(f.child, v, w) if f.child >= 0 else None
+            if child is None:
+                same.append(f.attr)
+            else:
+                ops.append((_CHILD, f.attr, f.array, child, rules.structs[f.child].name))
+        if not ops:
+            self._expect[key] = None
+            return None
+        same.append("unknown_tagged_fields")
+        plan = ((_SAME, operator.attrgetter(*same), tuple(same)), *ops)
+        self._expect[key] = plan
+        return plan
+
+    def _compare(self, d: Any, m: Any, plan: Plan, path: str) -> str | None:
+        for op in plan:
+            code = op[0]
+            if code == _SAME:
+                if op[1](d) != op[1](m):
+                    for attr in op[2]:
+                        x, y = getattr(d, attr), getattr(m, attr)
+                        if x != y:
+                            return f"{path}.{attr}: {x!r:.80} != {y!r:.80}"
+            elif code == _DROPPED:
+                if not self._is_default(getattr(d, op[1]), op[2], op[3], op[4]):
+                    return f"{path}.{op[1]} does not exist here but decoded to a non-default value"
+            else:  # _CHILD
+                x, y = getattr(d, op[1]), getattr(m, op[1])
+                if x is None or y is None:
+                    if x is not y:
+                        return f"{path}.{op[1]}: {x!r:.80} != {y!r:.80}"
+                    continue
+                if op[2]:
+                    if len(x) != len(y):
+                        return f"{path}.{op[1]}: {len(x)} items != {len(y)}"
+                    for i, (a, b) in enumerate(zip(x, y, strict=True)):
+                        why = self._compare(a, b, op[3], f"{path}.{op[1]}[{i}]")
+                        if why is not None:
+                            return why
+                else:
+                    why = self._compare(x, y, op[3], f"{path}.{op[1]}")
+                    if why is not None:
+                        return why
+        return None
 
     def _walk(self, obj: Any, plan: Plan, path: str) -> str | None:
         for op in plan:
