@@ -136,9 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = build_table()
     options = FuzzOptions(seed=args.seed)
     n_combos = len(plan_combos(table, select_apis(table, None), 1))
+    against = "every other version" if not options.cross else f"{options.cross} other version(s)"
     print(
-        f"checks per message: round trip, JSON, {options.cross} other version(s), forward "
-        f"compatibility at flexible versions, {options.mutations} mutations; {n_combos} "
+        f"checks per message: round trip, JSON, written at {against}, forward "
+        f"compatibility at flexible versions, {options.mutations} mutation(s); {n_combos} "
         "(API, kind, version) combinations"
     )
     if args.profile:

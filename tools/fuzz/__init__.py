@@ -1,8 +1,8 @@
 """``kafkagen fuzz``: the compatibility fuzz of the generated codecs, on Spark.
 
 Every (API, kind, version) gets its share of ``--messages`` random messages; each message
-is round-tripped at its own version, through Kafka's JSON form, written at other versions
-against the spec oracle, extended with unknown tagged fields, and corrupted (see
+is round-tripped at its own version, through Kafka's JSON form, written at every other
+version against the spec oracle, extended with unknown tagged fields, and corrupted (see
 :mod:`kafkagen.fuzz.checks`). Results go to Parquet and an HTML report under ``--out``; the
 exit status is 1 when anything failed. ``--replay ID`` re-runs one failure in this process.
 
@@ -84,8 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=FuzzOptions().cross,
         metavar="K",
-        help="other versions each message is written at, rotating so all "
-        f"are covered (default {FuzzOptions().cross}; 0: all of them)",
+        help="other versions each message is written at: 0 (the default) for every one "
+        "of them; K for K per message, rotating, a cheaper sampling run",
     )
     parser.add_argument(
         "--mutations",

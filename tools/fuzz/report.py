@@ -156,6 +156,26 @@ def _size(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def checks_text(result: RunResult) -> str:
+    """What every message went through, with the counts that show it."""
+
+    def total(name: str) -> int:
+        return sum(int(s.get(name) or 0) for s in result.stats)
+
+    cross = result.options.cross
+    against = (
+        "every other version of its message"
+        if not cross
+        else f"{cross} other version(s) per message, rotating (a sampling run)"
+    )
+    return (
+        f"checks: round trip and JSON form of every message; written at {against}: "
+        f"{total('cross_checks'):,} version checks, {total('cross_raised'):,} refused as the "
+        f"spec demands; {total('forward_checks'):,} with unknown tagged fields added; "
+        f"{total('mutations'):,} mutations ({total('mutations_decoded'):,} still decoded)"
+    )
+
+
 def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
     rows = per_api(result, table)
     head = ("key", "API", "versions", "messages", "bytes", "msg/s/core", "failures", "disagree")
@@ -199,6 +219,7 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
         f"{result.messages:,} messages in {result.wall_seconds:.1f} s on {result.master} "
         f"({result.tasks} task{'s' if result.tasks != 1 else ''}): {rate:,.0f} msg/s"
     )
+    lines.append(checks_text(result))
     by_check = {c: sum(int(s.get(f"by_{c}", 0)) for s in result.stats) for c in CHECKS}
     if result.failure_count:
         parts = ", ".join(f"{c} {n}" for c, n in by_check.items() if n and c != "differential")
@@ -309,6 +330,7 @@ td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 seed {result.options.seed}, in {result.wall_seconds:.1f} s on <code>{esc(result.master)}</code>
 ({result.tasks} tasks, {rate:,.0f} msg/s); {result.disagreement_count} disagreement(s) with
 the peer codec.</p>
+<p>{esc(checks_text(result))}.</p>
 <h2>Throughput and failures per API</h2>
 {_bars(rows)}
 <h2>Per API</h2>
@@ -325,4 +347,12 @@ the peer codec.</p>
     return path
 
 
-__all__ = ["ApiRow", "per_api", "print_summary", "summary_text", "write_html", "write_parquet"]
+__all__ = [
+    "ApiRow",
+    "checks_text",
+    "per_api",
+    "print_summary",
+    "summary_text",
+    "write_html",
+    "write_parquet",
+]
