@@ -780,3 +780,91 @@ def test_api_versions_advertise_the_transaction_apis(w: WireClient) -> None:
     assert ranges[28] == (0, 4)
     assert ranges[65] == (0, 1)  # unstable versions are enabled in this cluster
     assert ranges[66] == (0, 2)
+
+
+def test_add_partitions_v4_batches_transactions_and_verifies(w: WireClient) -> None:
+    Req: Any = message_type(24, "request")
+    a, b = new_id(), new_id()
+    pa, ea = init_ok(w, a)
+    pb, eb = init_ok(w, b)
+
+    def txn(tid: str, pid: int, epoch: int, verify: bool) -> Any:
+        return Req.AddPartitionsToTxnTransaction(
+            transactional_id=tid,
+            producer_id=pid,
+            producer_epoch=epoch,
+            verify_only=verify,
+            topics=[Req.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])],
+        )
+
+    def codes(r: Any) -> dict[str, int]:
+        return {
+            t.transactional_id: t.topic_results[0].results_by_partition[0].partition_error_code
+            for t in r.results_by_transaction
+        }
+
+    r = w.call(24, 4, Req(transactions=[txn(a, pa, ea, True), txn(b, pb, eb, False)]))
+    assert r.error_code == 0
+    assert codes(r) == {a: ErrorCode.INVALID_TXN_STATE, b: 0}  # a has not added it
+    r = w.call(24, 4, Req(transactions=[txn(b, pb, eb, True), txn(a, pa, ea + 1, False)]))
+    assert codes(r) == {b: 0, a: ErrorCode.PRODUCER_FENCED}
+    assert end_txn(w, b, pb, eb, False) == 0
+
+
+def test_a_new_coordinator_takes_over_open_transactions() -> None:
+    configs = {**CONFIGS, "transaction.state.log.num.partitions": "1"}
+    with BackgroundCluster(3, configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        with WireClient(c.bootstrap) as w:
+            assert w.call(10, 3, req(10, key="x", key_type=1)).error_code == 0
+        state = md.partition("__transaction_state", 0)
+        assert state is not None and len(state.replicas) == 3
+        old = state.leader
+        # The data partitions live on the two other brokers, replicated between them.
+        others = [n for n in range(3) if n != old]
+        c.call(lambda: md.create_topic(TOPIC, assignments={0: others, 1: others[::-1]}))
+        tid = new_id("failover")
+
+        def client(node: int) -> WireClient:
+            b = md.brokers[node]
+            return WireClient(f"{b.host}:{b.port}")
+
+        with client(old) as coord:
+            pid, epoch = init_ok(coord, tid)
+            assert add_partitions(coord, tid, pid, epoch, [0, 1]) == {0: 0, 1: 0}
+            aborted_id = new_id("failover")
+            apid, aepoch = init_ok(coord, aborted_id)
+            assert add_partitions(coord, aborted_id, apid, aepoch, [0]) == {0: 0}
+        with client(others[0]) as lw:
+            assert produce(lw, tid, 0, batch(pid, epoch, 0, [b"kept"])).error_code == 0
+            assert produce(lw, aborted_id, 0, batch(apid, aepoch, 0, [b"gone"])).error_code == 0
+        with client(old) as coord:
+            assert end_txn(coord, aborted_id, apid, aepoch, False) == 0
+            assert wait_for(lambda: state_of(coord, aborted_id) == "CompleteAbort")
+        c.run(c.cluster.pause_broker(old))
+        new = wait_for(
+            lambda: (lambda p: p.leader if p.leader != old else None)(
+                md.partition("__transaction_state", 0)
+            )
+        )
+        assert new is not None and new != old
+        with client(new) as coord:
+            [s] = describe(coord, [tid]).transaction_states
+            assert (s.error_code, s.transaction_state, s.producer_id) == (0, "Ongoing", pid)
+            assert [(t.topic, list(t.partitions)) for t in s.topics] == [(TOPIC, [0, 1])]
+            assert end_txn(coord, tid, pid, epoch, True) == 0
+            assert wait_for(lambda: state_of(coord, tid) == "CompleteCommit")
+        # Partition 0's follower (now or later its leader) knows the aborted range too.
+        c.run(c.cluster.pause_broker(others[0]))
+        leader0 = wait_for(
+            lambda: (lambda p: p.leader if p.leader == others[1] else None)(md.partition(TOPIC, 0))
+        )
+        assert leader0 == others[1]
+        with client(others[1]) as lw:
+            got = fetch(lw, 0, 0, 1)
+            assert values_of(got.records) == [b"kept", b"gone"]
+            assert [(a.producer_id, a.first_offset) for a in got.aborted_transactions] == [
+                (apid, 1)
+            ]
+            assert control_kinds(got.records) == [ABORT_MARKER, COMMIT_MARKER]
