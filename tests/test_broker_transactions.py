@@ -868,3 +868,34 @@ def test_a_new_coordinator_takes_over_open_transactions() -> None:
                 (apid, 1)
             ]
             assert control_kinds(got.records) == [ABORT_MARKER, COMMIT_MARKER]
+
+
+def test_idle_transactional_ids_expire() -> None:
+    configs = {
+        **CONFIGS,
+        "transactional.id.expiration.ms": "300",
+        "transaction.remove.expired.transaction.cleanup.interval.ms": "100",
+    }
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        with WireClient(c.bootstrap) as w:
+            assert w.call(10, 3, req(10, key="x", key_type=1)).error_code == 0
+            idle, busy = new_id("idle"), new_id("busy")
+            pid, _ = init_ok(w, idle)
+            bpid, bepoch = init_ok(w, busy, timeout=60000)
+            assert add_partitions(w, busy, bpid, bepoch, [0]) == {0: 0}
+
+            def gone() -> bool:
+                [s] = describe(w, [idle]).transaction_states
+                return bool(s.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+
+            assert wait_for(gone, timeout=5)
+            # An open transaction is never expired, however long it is idle.
+            assert state_of(w, busy) == "Ongoing"
+            listed = _list(w, 0, state_filters=[], producer_id_filters=[])
+            assert [s.transactional_id for s in listed.transaction_states] == [busy]
+            # The id starts over with a new producer id.
+            new_pid, epoch = init_ok(w, idle)
+            assert new_pid != pid and epoch == 0

@@ -441,6 +441,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         minimum=1,
     ),
     ConfigDef(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        T.INT,
+        "3600000",
+        "How often transactional ids idle past transactional.id.expiration.ms are removed.",
+        minimum=1,
+    ),
+    ConfigDef(
         "max.request.pagination.size.limit",
         T.INT,
         "2000",

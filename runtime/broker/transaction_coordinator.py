@@ -295,6 +295,7 @@ class TransactionCoordinator:
         self._time_ms: Callable[[], int] = broker.replica_manager.time_ms
         self._shut_down = False
         self._retries: set[asyncio.TimerHandle] = set()
+        self._expiry: asyncio.TimerHandle | None = None
         broker.replica_manager.role_listeners.append(self._on_role_change)
 
     # -- config and ownership ---------------------------------------------------------
@@ -359,6 +360,7 @@ class TransactionCoordinator:
         if leader and index not in self.owned:
             self.owned[index] = partition.leader_epoch
             self._load(partition)
+            self._schedule_expiry()
         elif not leader and index in self.owned:
             del self.owned[index]
             for tid in [t for t, m in self.txns.items() if m.log_partition == index]:
@@ -788,10 +790,71 @@ class TransactionCoordinator:
             internal_topics_allowed=True,
         )
 
+    # -- expiry of idle ids ------------------------------------------------------------
+
+    def _schedule_expiry(self) -> None:
+        if self._expiry is not None or self._shut_down:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not serving (a cluster driven by hand)
+        every = self._cfg("transaction.remove.expired.transaction.cleanup.interval.ms") / 1000
+        self._expiry = loop.call_later(every, self._expiry_tick)
+
+    def _expiry_tick(self) -> None:
+        self._expiry = None
+        if self.broker.running:
+            self.expire_transactional_ids()
+        if self.owned:
+            self._schedule_expiry()
+
+    def expire_transactional_ids(self) -> int:
+        """Remove ids with no open transaction, idle past transactional.id.expiration.ms
+        (a tombstone in the state log); return how many are being removed."""
+        limit = self._cfg("transactional.id.expiration.ms")
+        now = self._time_ms()
+        idle = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        n = 0
+        for txn in list(self.txns.values()):
+            if (
+                txn.pending is None
+                and txn.state in idle
+                and now - txn.update_ms > limit
+                and txn.log_partition in self.owned
+            ):
+                self._remove(txn)
+                n += 1
+        return n
+
+    def _remove(self, txn: TxnMetadata) -> None:
+        tid = txn.transactional_id
+        txn.pending = TxnState.DEAD
+        tp = TopicPartition(TXN_STATE_TOPIC, txn.log_partition)
+        data = build_batch([Record(-1, self._time_ms(), txn_key(tid), None)])
+
+        def done(results: dict[TopicPartition, ProduceResult]) -> None:
+            txn.pending = None
+            if results[tp].error is None and self.txns.get(tid) is txn:
+                txn.state = TxnState.DEAD
+                del self.txns[tid]
+
+        self.broker.replica_manager.append_records(
+            {tp: data},
+            -1,
+            _WRITE_TIMEOUT_MS,
+            done,
+            from_client=False,
+            internal_topics_allowed=True,
+        )
+
     # -- lifecycle --------------------------------------------------------------------
 
     def shutdown(self) -> None:
         self._shut_down = True
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         for handle in self._retries:
             handle.cancel()
         self._retries.clear()
