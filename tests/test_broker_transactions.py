@@ -531,7 +531,9 @@ def _completed(w: WireClient, tid: str) -> bool:
     return state_of(w, tid) in ("CompleteCommit", "CompleteAbort")
 
 
-def _committed(w: WireClient, group: str) -> int:
+def _committed(w: WireClient, group: str, stable: bool = False) -> int:
+    """The group's committed offset of partition 0 (or the partition's error code, negated,
+    when there is one)."""
     Req: Any = message_type(9, "request")
     r = w.call(
         9,
@@ -539,9 +541,11 @@ def _committed(w: WireClient, group: str) -> int:
         Req(
             group_id=group,
             topics=[Req.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=[0])],
+            require_stable=stable,
         ),
     )
-    return int(r.topics[0].partitions[0].committed_offset)
+    p = r.topics[0].partitions[0]
+    return -int(p.error_code) if p.error_code else int(p.committed_offset)
 
 
 def test_txn_offset_commit_is_visible_only_after_commit(w: WireClient) -> None:
@@ -558,10 +562,12 @@ def test_txn_offset_commit_is_visible_only_after_commit(w: WireClient) -> None:
         assert [t.topic for t in s.topics] == [OFFSETS_TOPIC]
         assert _txn_commit(w, tid, group, pid, epoch, 42) == 0
         assert _committed(w, group) == -1  # pending: not visible yet
+        assert _committed(w, group, stable=True) == -ErrorCode.UNSTABLE_OFFSET_COMMIT
         assert end_txn(w, tid, pid, epoch, commit) == 0
         done = functools.partial(_completed, w, tid)
         assert wait_for(done)
         assert _committed(w, group) == (42 if commit else -1)
+        assert _committed(w, group, stable=True) == (42 if commit else -1)
 
 
 def test_txn_offset_commit_with_a_stale_epoch_is_refused(w: WireClient) -> None:

@@ -1,7 +1,10 @@
 """OffsetFetch (key 9): committed offsets of a group (v8+: of several groups at once).
 
 A partition with nothing committed answers offset -1 and no error, as Kafka does. The
-coordinator caches offsets only once they are durable, so there is never an unstable one.
+coordinator caches offsets only once they are durable; offsets an open transaction has
+committed (TxnOffsetCommit) are not visible yet, and from v7 a request that requires stable
+offsets gets UNSTABLE_OFFSET_COMMIT for those partitions, so it retries after the
+transaction ends.
 v10 (unstable, seed 001) pages the partitions over all groups; NextCursor names the group,
 topic and partition the next page starts at.
 """
@@ -14,7 +17,7 @@ from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchRespo
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import OffsetEntry
 from kafkagen.runtime.broker.metadata import TopicPartition
-from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 9
@@ -36,6 +39,7 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
                 R.OffsetFetchResponsePartitions,
                 v,
                 (g.member_id, g.member_epoch) if v >= 9 else None,
+                stable=request.require_stable,
             )
             groups.append(
                 R.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error)
@@ -49,7 +53,13 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
     )
     error, topics = _fetch(
-        ctx, request.group_id, wanted, R.OffsetFetchResponseTopic, R.OffsetFetchResponsePartition, v
+        ctx,
+        request.group_id,
+        wanted,
+        R.OffsetFetchResponseTopic,
+        R.OffsetFetchResponsePartition,
+        v,
+        stable=v >= 7 and request.require_stable,
     )
     if error and v < 2:
         # No top-level error before v2: every partition carries it.
@@ -67,6 +77,8 @@ def _fetch(
     partition_cls: Any,
     v: int,
     member: tuple[str | None, int] | None = None,
+    *,
+    stable: bool = False,
 ) -> tuple[int, list[Any]]:
     gc = ctx.broker.group_coordinator
     tps = None if wanted is None else [TopicPartition(n, i) for n, idx in wanted for i in idx]
@@ -86,8 +98,12 @@ def _fetch(
     by_topic: dict[str, list[Any]] = {}
     # Sorted when listing everything, so that pages follow one stable order.
     items = sorted(found.items()) if wanted is None else list(found.items())
+    pending = ctx.broker.txn_offsets
     for tp, entry in items:
-        by_topic.setdefault(tp.topic, []).append(_partition(partition_cls, tp.partition, entry, v))
+        out = _partition(partition_cls, tp.partition, entry, v)
+        if stable and pending.has_pending(group_id, tp):
+            out.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+        by_topic.setdefault(tp.topic, []).append(out)
     return 0, [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
 
 
