@@ -14,6 +14,7 @@ they cover so fetches can list them.
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -181,7 +182,9 @@ class ProducerStateManager:
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping offsets [start, end)."""
-        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
+        # Markers come in offset order, so the candidates start at the first marker >= start.
+        i = bisect.bisect_left(self.aborted, start, key=lambda a: a.last_offset)
+        return [a for a in self.aborted[i:] if a.first_offset < end]
 
     def trim_aborted(self, log_start_offset: int) -> None:
         """Forget aborted transactions wholly below the log start."""
