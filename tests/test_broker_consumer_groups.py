@@ -442,10 +442,24 @@ def test_list_groups_shows_consumer_groups_by_type(cluster: BackgroundCluster) -
 # ------------------------------------------------------------------ describe pages
 
 
+@pytest.fixture
+def roomy() -> Iterator[BackgroundCluster]:
+    """Default (45 s) sessions: 200 members stay while their group is paged through."""
+    configs = {"unstable.api.versions.enable": "true", "offsets.topic.num.partitions": "1"}
+    with BackgroundCluster(1, configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic("orders", 6, 1))
+        c.call(lambda: md.create_topic("events", 3, 1))
+        gc = c.cluster.brokers[0].group_coordinator
+        c.call(gc.ensure_offsets_topic)  # what FindCoordinator would do first
+        yield c
+
+
 @pytest.mark.slow
-def test_describe_pages_a_200_member_group(cluster: BackgroundCluster) -> None:
-    ids = _topic_ids(cluster)
-    with WireClient(cluster.bootstrap) as w:
+def test_describe_pages_a_200_member_group(roomy: BackgroundCluster) -> None:
+    ids = _topic_ids(roomy)
+    with WireClient(roomy.bootstrap) as w:
         small = Member(w, "page-small", ["events"], ids)
         small.heartbeat()
         members = [Member(w, "page-big", ["orders"], ids) for _ in range(200)]
@@ -488,3 +502,69 @@ def test_describe_pages_a_200_member_group(cluster: BackgroundCluster) -> None:
         assert [g.error_code for g in bad.groups] == [ErrorCode.INVALID_REQUEST]
         for m in [small, *members]:
             m.leave()
+
+
+# ------------------------------------------------------------------ a real client
+
+
+@pytest.mark.slow
+def test_librdkafka_consumers_with_group_protocol_consumer() -> None:
+    """Three confluent-kafka consumers with group.protocol=consumer share six partitions and
+    read each of 300 messages exactly once.
+
+    librdkafka speaks ConsumerGroupHeartbeat v1, which is unstable here, so unstable versions
+    are on; the APIs whose unstable versions are the seed-001 pagination extensions (which
+    librdkafka would read as Kafka's own later versions) are capped at their stable ones.
+    """
+    from confluent_kafka import Consumer, Producer
+
+    caps = "Metadata:12,ListOffsets:10,OffsetFetch:9,DescribeGroups:5,ListGroups:5"
+    configs = {
+        "unstable.api.versions.enable": "true",
+        "kafkagen.api.version.max": caps,
+        "offsets.topic.num.partitions": "1",
+        "group.consumer.heartbeat.interval.ms": "500",
+    }
+    with BackgroundCluster(1, configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic("rd", 6, 1))
+        p = Producer({"bootstrap.servers": c.bootstrap})
+        for i in range(300):
+            p.produce("rd", b"m%d" % i, partition=i % 6)
+        assert p.flush(30) == 0
+        consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": c.bootstrap,
+                    "group.id": "rd-group",
+                    "group.protocol": "consumer",
+                    "auto.offset.reset": "earliest",
+                }
+            )
+            for _ in range(3)
+        ]
+        try:
+            for cons in consumers:
+                cons.subscribe(["rd"])
+            seen: dict[bytes, int] = {}
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                for cons in consumers:
+                    for m in cons.consume(100, 0.1):
+                        assert not m.error(), m.error()
+                        seen[m.value()] = seen.get(m.value(), 0) + 1
+                sizes = sorted(len(cons.assignment()) for cons in consumers)
+                if len(seen) == 300 and sizes == [2, 2, 2]:
+                    break
+            assert set(seen) == {b"m%d" % i for i in range(300)}
+            assert all(n == 1 for n in seen.values()), "a message was read twice"
+            assert sorted(len(cons.assignment()) for cons in consumers) == [2, 2, 2]
+            with WireClient(c.bootstrap) as w:
+                g = _describe(w, ["rd-group"]).groups[0]
+                assert g.error_code == 0 and len(g.members) == 3
+                r = w.call(LIST, 5, ListGroupsRequest(types_filter=["consumer"]))
+                assert [x.group_id for x in r.groups] == ["rd-group"]
+        finally:
+            for cons in consumers:
+                cons.close()
