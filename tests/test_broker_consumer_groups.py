@@ -393,6 +393,40 @@ def test_offsets_check_member_and_epoch(cluster: BackgroundCluster) -> None:
         assert _fetch(w, "committer", None, -1) == (0, 50)
 
 
+def test_offset_delete_refuses_subscribed_topics(cluster: BackgroundCluster) -> None:
+    from kafkagen.generated.offset_delete import OffsetDeleteRequest as Del
+
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "deleter", ["events"], ids)
+        m.heartbeat()
+        assert _commit(w, "deleter", m.member_id, m.epoch, 9) == 0
+
+        def delete() -> int:
+            req = Del(
+                group_id="deleter",
+                topics=[
+                    Del.OffsetDeleteRequestTopic(
+                        name="orders",
+                        partitions=[Del.OffsetDeleteRequestPartition(partition_index=0)],
+                    )
+                ],
+            )
+            r = w.call(47, 0, req)
+            assert r.error_code == 0
+            code: int = r.topics[0].partitions[0].error_code
+            return code
+
+        # "orders" is not subscribed: its offsets may go while the group lives.
+        assert delete() == 0
+        assert _fetch(w, "deleter", None, -1) == (0, -1)
+        m.leave()
+        m2 = Member(w, "deleter", ["orders"], ids)
+        m2.heartbeat()
+        assert delete() == ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        m2.leave()
+
+
 def _classic_join(w: WireClient, group: str) -> Any:
     req = JoinGroupRequest(
         group_id=group,

@@ -506,6 +506,13 @@ class ConsumerGroupManager:
             names.update(n for n, t in topics.items() if not t.internal and pattern.fullmatch(n))
         return frozenset(names)
 
+    def subscribed_topics(self, group: ConsumerGroup) -> set[str]:
+        """Existing topics some member of the group subscribes to."""
+        out: set[str] = set()
+        for m in group.members.values():
+            out |= self._subscribed(m)
+        return out
+
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self.coordinator.broker.metadata.topics
         out: dict[str, tuple[uuid.UUID, int]] = {}

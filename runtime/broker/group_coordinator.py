@@ -39,7 +39,7 @@ from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
 from . import group_records as gr
-from .consumer_group import ConsumerGroupManager
+from .consumer_group import ConsumerGroup, ConsumerGroupManager
 from .metadata import OFFSETS_TOPIC, TopicPartition
 from .partition import Partition
 from .replica_manager import ProduceResult
@@ -1170,6 +1170,10 @@ class GroupCoordinator:
         except KafkaError as e:
             callback(e.code, {})
             return
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            self._delete_consumer_offsets(consumer_group, partitions, callback)
+            return
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             callback(ErrorCode.GROUP_ID_NOT_FOUND, {})
@@ -1200,6 +1204,35 @@ class GroupCoordinator:
             callback(error, {**dict.fromkeys(deletable, error), **errors})
 
         self._append(group_id, records, appended)
+
+    def _delete_consumer_offsets(
+        self,
+        group: ConsumerGroup,
+        partitions: Sequence[TopicPartition],
+        callback: Callable[[int, dict[TopicPartition, int]], None],
+    ) -> None:
+        """OffsetDelete on a consumer-protocol group: refused for subscribed topics."""
+        subscribed = self.consumer.subscribed_topics(group)
+        errors = {
+            tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp.topic in subscribed
+        }
+        deletable = [tp for tp in partitions if tp not in errors]
+        records = [
+            Record(-1, self._time_ms(), gr.offset_key(group.group_id, tp.topic, tp.partition), None)
+            for tp in deletable
+            if tp in group.offsets
+        ]
+        if not records:
+            callback(0, {**dict.fromkeys(deletable, 0), **errors})
+            return
+
+        def appended(error: int) -> None:
+            if not error:
+                for tp in deletable:
+                    group.offsets.pop(tp, None)
+            callback(error, {**dict.fromkeys(deletable, error), **errors})
+
+        self._append(group.group_id, records, appended)
 
     # -- listing, describing, deleting ------------------------------------------------
 
