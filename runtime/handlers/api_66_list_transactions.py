@@ -17,7 +17,7 @@ from kafkagen.generated.list_transactions import (
     ListTransactionsResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.transaction_coordinator import TxnState
+from kafkagen.runtime.broker.transaction_coordinator import TxnMetadata, TxnState
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 
 API_KEY = 66
@@ -56,7 +56,7 @@ def handle(ctx: RequestContext, request: ListTransactionsRequest) -> None:
     if cursor is not None:
         start = bisect.bisect_left(txns, cursor.transactional_id, key=lambda t: t.transactional_id)
     limit = page_limit(ctx, request.response_pagination_limit) if v >= 2 else len(txns)
-    listed = []
+    listed: list[TxnMetadata] = []
     for t in itertools.islice(txns, start, None):
         if states and t.state not in states:
             continue
