@@ -271,6 +271,32 @@ def test_session_expiry_removes_a_silent_member(cluster: BackgroundCluster) -> N
         a.leave()
 
 
+def test_member_that_does_not_revoke_in_time_is_removed(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    everything = {("events", i) for i in range(3)}
+    with WireClient(cluster.bootstrap) as w:
+        a = Member(w, "stubborn", ["events"], ids)
+        a.heartbeat(rebalance_timeout_ms=400)
+        assert a.owned == everything
+        b = Member(w, "stubborn", ["events"], ids)
+        b.heartbeat()
+        held = a._owned_wire()
+        a.heartbeat()
+        assert a.owned < everything  # told to revoke
+        # a keeps heartbeating but keeps reporting everything: it never revokes.
+        deadline = time.monotonic() + 5
+        code = 0
+        while time.monotonic() < deadline and code == 0:
+            code = a.heartbeat(topic_partitions=held).error_code
+            b.heartbeat()
+            time.sleep(0.05)
+        assert code == ErrorCode.UNKNOWN_MEMBER_ID
+        for _ in range(3):
+            b.heartbeat()
+        assert b.owned == everything
+        b.leave()
+
+
 def test_static_member_leaves_and_returns_to_its_partitions(cluster: BackgroundCluster) -> None:
     ids = _topic_ids(cluster)
     with WireClient(cluster.bootstrap) as w:
