@@ -324,6 +324,29 @@ def test_static_member_leaves_and_returns_to_its_partitions(cluster: BackgroundC
         b.leave()
 
 
+def test_v1_members_name_themselves_and_may_subscribe_by_regex(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        req = HbReq(
+            group_id="regex",
+            member_id="",
+            member_epoch=0,
+            rebalance_timeout_ms=10_000,
+            subscribed_topic_regex="ev.*",
+            topic_partitions=[],
+        )
+        assert w.call(HB, 1, req).error_code == ErrorCode.INVALID_REQUEST  # no member id
+        req.member_id = "my-own-id"
+        r = w.call(HB, 1, req)
+        assert r.error_code == 0 and r.member_id == "my-own-id" and r.member_epoch == 1
+        assert _owned(r, ids) == {("events", i) for i in range(3)}
+        req.member_id = "other"
+        req.subscribed_topic_regex = "(unclosed"
+        assert w.call(HB, 1, req).error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+        leave = HbReq(group_id="regex", member_id="my-own-id", member_epoch=-1)
+        assert w.call(HB, 1, leave).member_epoch == -1
+
+
 def test_bad_heartbeats_get_kafka_errors(cluster: BackgroundCluster) -> None:
     ids = _topic_ids(cluster)
     with WireClient(cluster.bootstrap) as w:
