@@ -123,6 +123,23 @@ def test_list_groups_pages_by_group_id(cluster: BackgroundCluster) -> None:
     assert got == ["g1", "g2", "g3"] and pages == 3
 
 
+@pytest.mark.parametrize("limit", [0, -5])
+def test_a_limit_below_one_counts_as_one(cluster: BackgroundCluster, limit: int) -> None:
+    Req = message_type(16, "request")
+    with WireClient(cluster.bootstrap) as w:
+        got, pages = _walk(
+            w,
+            16,
+            6,
+            lambda c: Req(
+                response_pagination_limit=limit, cursor=c and Req.GroupCursor(group_id=c.group_id)
+            ),
+            lambda r: [g.group_id for g in r.groups],
+            lambda r: r.next_cursor,
+        )
+    assert got == ["g1", "g2", "g3"] and pages == 3
+
+
 def test_broker_limit_caps_the_request(cluster: BackgroundCluster) -> None:
     Req = message_type(9, "request")
     with WireClient(cluster.bootstrap) as w:

@@ -49,10 +49,10 @@ def authorized_operations(ops: tuple[AclOperation, ...]) -> int:
 
 
 def pagination_limit(ctx: RequestContext, requested: int) -> int:
-    """Items a paginated response may hold (seed 001): the request's ResponsePaginationLimit,
-    capped by the broker's max.request.pagination.size.limit (a hard limit)."""
+    """Items a paginated response may hold (seed 001, as KIP-966 does it):
+    max(min(broker max.request.pagination.size.limit, ResponsePaginationLimit), 1)."""
     cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
-    return cap if requested <= 0 else min(requested, cap)
+    return max(min(cap, requested), 1)
 
 
 class Pager:

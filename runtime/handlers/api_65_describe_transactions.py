@@ -15,7 +15,7 @@ from kafkagen.generated.describe_transactions import (
 )
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import ErrorCode, KafkaError
-from kafkagen.runtime.handlers.api_66_list_transactions import page_limit
+from kafkagen.runtime.handlers._util import pagination_limit
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 65
@@ -47,7 +47,7 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
         start = ids.index(cursor.transactional_id)
     end = len(ids)
     if v >= 1:
-        end = min(end, start + page_limit(ctx, request.response_pagination_limit))
+        end = min(end, start + pagination_limit(ctx, request.response_pagination_limit))
     tc = ctx.broker.txn_coordinator
     states = []
     next_cursor = None

@@ -19,16 +19,11 @@ from kafkagen.generated.list_transactions import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.transaction_coordinator import TxnMetadata, TxnState
 from kafkagen.runtime.errors import ErrorCode, KafkaError
+from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 66
 R = ListTransactionsResponse
 _STATES = {s.value: s for s in TxnState}
-
-
-def page_limit(ctx: RequestContext, requested: int) -> int:
-    """Items per page: the request's limit capped by the broker's, and at least one."""
-    cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
-    return max(min(cap, requested), 1)
 
 
 @register(API_KEY, 0, 1, max_unstable_version=2)
@@ -55,7 +50,7 @@ def handle(ctx: RequestContext, request: ListTransactionsRequest) -> None:
     start = 0
     if cursor is not None:
         start = bisect.bisect_left(txns, cursor.transactional_id, key=lambda t: t.transactional_id)
-    limit = page_limit(ctx, request.response_pagination_limit) if v >= 2 else len(txns)
+    limit = pagination_limit(ctx, request.response_pagination_limit) if v >= 2 else len(txns)
     listed: list[TxnMetadata] = []
     for t in itertools.islice(txns, start, None):
         if states and t.state not in states:
