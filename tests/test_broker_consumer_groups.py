@@ -636,7 +636,9 @@ def test_librdkafka_consumers_with_group_protocol_consumer() -> None:
                 for cons in consumers:
                     for m in cons.consume(100, 0.1):
                         assert not m.error(), m.error()
-                        seen[m.value()] = seen.get(m.value(), 0) + 1
+                        value = m.value()
+                        assert value is not None
+                        seen[value] = seen.get(value, 0) + 1
                 sizes = sorted(len(cons.assignment()) for cons in consumers)
                 if len(seen) == 300 and sizes == [2, 2, 2]:
                     break

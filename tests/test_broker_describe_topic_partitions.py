@@ -177,13 +177,13 @@ def test_offline_replicas_show_a_paused_broker(cluster: BackgroundCluster) -> No
 
 
 def test_api_versions_advertises_v0(cluster: BackgroundCluster) -> None:
-    from kafkagen.generated import message_type
+    from kafkagen.generated.api_versions import ApiVersionsRequest
 
     with WireClient(cluster.bootstrap) as w:
         r = w.call(
             18,
             3,
-            message_type(18, "request")(client_software_name="t", client_software_version="1"),
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"),
         )
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert keys[KEY] == (0, 0)

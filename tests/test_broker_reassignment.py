@@ -162,7 +162,7 @@ def _read_all(c: BackgroundCluster, topic: str) -> list[bytes]:
             got = list(iter_records(p.records or b""))
             if not got:
                 return values
-            values += [rec.value for rec in got]
+            values += [rec.value or b"" for rec in got]
             offset = got[-1].offset + 1
     raise AssertionError("fetching did not end")
 
@@ -172,10 +172,17 @@ def _local_values(c: BackgroundCluster, node: int, tp: TopicPartition) -> list[b
         p = _cl(c).brokers[node].replica_manager.partitions.get(tp)
         if p is None:
             return None
-        return [r.value for b in p.log.batches for r in iter_records(b.data)]  # type: ignore[misc]
+        return [r.value or b"" for b in p.log.batches for r in iter_records(b.data)]
 
     out: list[bytes] | None = c.call(read)
     return out
+
+
+def _holds(
+    c: BackgroundCluster, node: int, tp: TopicPartition, values: list[bytes]
+) -> Callable[[], bool]:
+    """A condition: broker ``node``'s replica of ``tp`` holds exactly ``values``."""
+    return lambda: _local_values(c, node, tp) == values
 
 
 def _values(start: int, n: int) -> list[bytes]:
@@ -198,7 +205,7 @@ def test_grow_replication_factor_from_one_to_three(five: BackgroundCluster) -> N
     assert info.leader == 2
     _wait(lambda: sorted(_info(five, "grow").isr) == [2, 3, 4], what="full ISR")
     for node in (2, 3, 4):
-        _wait(lambda n=node: _local_values(five, n, tp) == _values(0, 100), what=f"node {node}")
+        _wait(_holds(five, node, tp, _values(0, 100)), what=f"node {node}")
     assert _read_all(five, "grow") == _values(0, 100)
     with WireClient(five.bootstrap) as w:
         md = w.call(
@@ -252,7 +259,7 @@ def test_move_replicas_off_the_leader_with_acks_all_during_the_move(
     # The removed replicas are gone from brokers 0 and 1; the new ones hold everything.
     _wait(lambda: _local_values(five, 0, tp) is None and _local_values(five, 1, tp) is None)
     for node in (3, 4):
-        _wait(lambda n=node: _local_values(five, n, tp) == _values(0, total), what=f"node {node}")
+        _wait(_holds(five, node, tp, _values(0, total)), what=f"node {node}")
 
 
 def test_list_shows_an_ongoing_reassignment_and_cancel_restores_the_replicas(
