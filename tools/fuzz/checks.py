@@ -5,17 +5,21 @@ A *message* is one generated instance of an (API, kind, version) with all its ch
 1. ``roundtrip``: ``decode(encode(m)) == m`` and re-encoding is byte-identical;
 2. ``json``: Kafka's JSON converter form survives JSON text (on a sample), ``from_json``
    and ``to_json``, and (without unknown tagged fields) encodes to the same bytes;
-3. ``cross_version``: writing ``m`` at another version ``w`` fails with
+3. ``cross_version``: writing ``m`` at every other version ``w`` fails with
    UnsupportedVersionError exactly when the spec oracle (:mod:`kafkagen.fuzz.rules`) says
-   it must, and otherwise decodes to ``m`` as seen at ``w`` (``to_json(w)`` shows exactly
-   the fields that exist at ``w``) with its unknown tagged fields;
+   it must, and otherwise decodes to ``m`` with the fields ``w`` lacks at their defaults
+   (and its unknown tagged fields); versions sharing a layout are one check (see
+   :func:`cross_groups`);
 4. ``forward_compat``: at a flexible version, unknown tagged fields added to the message
    survive decoding and re-encode byte-identically;
 5. ``mutation``: corrupted encodings decode or raise DecodeError, in bounded time and
    memory (a sample runs under tracemalloc), and what decodes can be written back;
 6. ``differential`` (optional): a peer codec (kafka-python) reads the bytes and writes
    the same bytes back (messages without unknown tagged fields, which the peer drops);
-   disagreements are not failures.
+   disagreements are not failures;
+7. ``native``: where the compiled accelerator serves the message, the pure-Python codecs
+   write the same bytes and read the same value, and agree on a corrupted copy (one
+   message in :data:`NATIVE_EVERY`).
 
 Messages come in chunks of :data:`CHUNK` consecutive indices of one (API, kind, version),
 each chunk with its own generator seeded from (run seed, API, kind, version, chunk): the
@@ -31,15 +35,17 @@ import json.encoder
 import os
 import random
 import signal
+import struct
 import sys
 import threading
 import time
 import traceback
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
+from kafkagen.runtime import message as _message
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.randomgen import RandomGen
@@ -73,11 +79,15 @@ CHECKS = (
     "cross_version",
     "forward_compat",
     "mutation",
+    "native",
     "differential",
 )
 KIND_IDS = {"request": 0, "response": 1}
 #: One message in this many takes the JSON check through JSON text.
 JSON_TEXT_EVERY = 8
+#: One message in this many is also written and read by the pure-Python codecs, which
+#: must agree with the compiled ones (when the accelerator is in use).
+NATIVE_EVERY = 32
 
 
 def _no_default(o: Any) -> Any:
@@ -121,8 +131,9 @@ class FuzzOptions(NamedTuple):
     keep: int = KEEP
     #: Peer codec for the differential check ("kafka-python") or None.
     differential: str | None = None
-    #: Sample one message in this many for the allocation guard (0: never).
-    alloc_every: int = 256
+    #: Sample one message in this many for the allocation guard (0: never): starting and
+    #: stopping tracemalloc costs about as much as checking a few hundred messages.
+    alloc_every: int = 1024
 
 
 def chunk_seed(seed: int, api: int, kind: str, version: int, chunk: int) -> int:
@@ -174,6 +185,7 @@ class ComboStats:
     mutations: int = 0
     mutations_decoded: int = 0
     peer_checks: int = 0
+    native_checks: int = 0
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
     #: Failures and disagreements by check, all of them.
@@ -282,6 +294,23 @@ def json_difference(a: Any, b: Any, path: str = "") -> str:
     return f"{path or 'value'}: {a!r:.80} != {b!r:.80}"
 
 
+def _verdict(result: Any) -> str:
+    if result is DecodeError:
+        return "raises DecodeError"
+    if isinstance(result, BaseException):
+        return "raises " + _describe(result)
+    return f"decodes to {result!r:.80}"
+
+
+#: What the pure decoders raise on bad input, which Message.decode turns into DecodeError.
+_DECODE_ERRORS = (DecodeError, IndexError, struct.error, UnicodeDecodeError)
+#: Whether a class decodes and encodes through the accelerator at a version (never, in a
+#: runtime without one).
+_uses_native: Callable[[type[Message], int], bool] = getattr(
+    _message, "uses_native", lambda cls, version: False
+)
+
+
 def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"[:500]
 
@@ -327,12 +356,8 @@ def mutate(data: bytes, bits: int) -> bytes:
     return data[:pos] + pattern + data[pos + len(pattern) :]
 
 
-def _pick_budget(rng: random.Random) -> int:
-    r = rng.random()
-    for odds, budget in BUDGETS:
-        if r < odds:
-            return budget
-    return BUDGETS[-1][1]
+# BUDGETS unrolled for the generation loop.
+(_P0, _B0), (_P1, _B1), (_, _B2) = BUDGETS
 
 
 class _HangGuard:
@@ -481,6 +506,7 @@ class Fuzzer:
             self.peer = load_peer(options.differential)
         self.guard = _HangGuard()
         self.replaying = False
+        self._pure: dict[tuple[Any, int], tuple[Any, Any] | None] = {}
 
     def close(self) -> None:
         self.guard.close()
@@ -519,7 +545,8 @@ class Fuzzer:
             rng = gen.rng
             end = min(stop, (chunk + 1) * CHUNK)
             while index < end:
-                gen.reset(_pick_budget(rng))
+                r = rng.random()
+                gen.reset(_B0 if r < _P0 else _B1 if r < _P1 else _B2)
                 bits = draws.getrandbits(288)
                 m: Message | BaseException
                 try:
@@ -630,6 +657,9 @@ class Fuzzer:
                 self._check_forward(cls, rules, m, v, bits >> 16, index, stats)
             check = "mutation"
             self._check_mutations(cls, v, data, bits >> 96, index, stats)
+            if index % NATIVE_EVERY == 0 and _uses_native(cls, v):
+                check = "native"
+                self._check_native(cls, m, v, data, bits >> 96, index, stats)
             # kafka-python drops unknown tagged fields when it writes a message back, so
             # those messages would only show that known limitation.
             if self.peer is not None and not tagged:
@@ -788,25 +818,100 @@ class Fuzzer:
                 added.append((tag, ((bits >> 20) & 0xFFFFFFFFFFFF).to_bytes(6, "big")[:size]))
         tags = tuple(sorted((*kept, *added)))
         data = b""
+        # The layout functions directly, as in the cross-version check.
+        enc, dec = cls._encoders[v], cls._decoders[v]
         try:
             target.unknown_tagged_fields = tags
-            data = m.encode(v)
-            d = cls.decode(data, v)
-            if d.unknown_tagged_fields != tags:
-                self._fail(
-                    stats,
-                    index,
-                    "forward_compat",
-                    f"tags {d.unknown_tagged_fields!r} != {tags!r}",
-                    data,
-                    False,
-                )
-            elif d.encode(v) != data:
-                self._fail(stats, index, "forward_compat", "re-encoding differs", data, False)
+            out: list[bytes] = []
+            enc(m, out.append)
+            data = b"".join(out)
+            d, end = dec(data, 0, len(data))
+            if end != len(data):
+                why = f"read {end} of {len(data)} bytes"
+                self._fail(stats, index, "forward_compat", why, data, False)
+            elif d.unknown_tagged_fields != tags:
+                why = f"tags {d.unknown_tagged_fields!r} != {tags!r}"
+                self._fail(stats, index, "forward_compat", why, data, False)
+            else:
+                out = []
+                enc(d, out.append)
+                if b"".join(out) != data:
+                    self._fail(stats, index, "forward_compat", "re-encoding differs", data, False)
         except Exception as e:
             self._fail(stats, index, "forward_compat", _describe(e), data, False)
         finally:
             target.unknown_tagged_fields = kept
+
+    def _pure_codecs(self, cls: type[Message], v: int) -> tuple[Any, Any] | None:
+        """The generated pure-Python decoder and encoder of ``cls`` at ``v``.
+
+        The accelerator replaces them in ``_decoders``/``_encoders``; they stay in the
+        generated module as ``_dec_<Class>_v<first>``/``_enc_<Class>_v<first>``, where
+        ``first`` is the first version of the layout (the highest such version <= v), and
+        call the pure codecs of their nested structs directly.
+        """
+        key = (cls, v)
+        if key not in self._pure:
+            module = sys.modules[cls.__module__]
+            found = None
+            for first in range(v, cls.LOWEST_VERSION - 1, -1):
+                dec = getattr(module, f"_dec_{cls.__name__}_v{first}", None)
+                enc = getattr(module, f"_enc_{cls.__name__}_v{first}", None)
+                if dec is not None and enc is not None:
+                    found = (dec, enc)
+                    break
+            self._pure[key] = found
+        return self._pure[key]
+
+    def _check_native(
+        self,
+        cls: type[Message],
+        m: Message,
+        v: int,
+        data: bytes,
+        bits: int,
+        index: int,
+        stats: ComboStats,
+    ) -> None:
+        """The compiled codecs against the pure-Python ones: the same bytes for ``m``, the
+        same value from them, and the same verdict on a corrupted copy."""
+        pure = self._pure_codecs(cls, v)
+        if pure is None:
+            return
+        dec, enc = pure
+        stats.native_checks += 1
+        try:
+            out: list[bytes] = []
+            enc(m, out.append)
+            if b"".join(out) != data:
+                self._fail(stats, index, "native", "pure-Python encoding differs", data, False)
+                return
+            d, end = dec(data, 0, len(data))
+            if end != len(data) or d != m:
+                why = "pure-Python decoding differs: " + (
+                    difference(d, m) if end == len(data) else f"read {end} of {len(data)}"
+                )
+                self._fail(stats, index, "native", why, data, False)
+                return
+        except Exception as e:
+            self._fail(stats, index, "native", "pure-Python codec: " + _describe(e), data, False)
+            return
+        bad = mutate(data, bits & 0xFFFFFFFFFFFF)
+        try:
+            fast: Any = cls.decode(bad, v)
+        except DecodeError:
+            fast = DecodeError
+        try:
+            slow, end = dec(bad, 0, len(bad))
+            if end != len(bad):
+                slow = DecodeError
+        except _DECODE_ERRORS:  # what Message.decode reports as DecodeError
+            slow = DecodeError
+        except Exception as e:
+            slow = e
+        if fast is not slow and fast != slow:
+            why = f"a corrupted copy: compiled {_verdict(fast)}, pure-Python {_verdict(slow)}"
+            self._fail(stats, index, "native", why, bad, False)
 
     def _check_mutations(
         self, cls: type[Message], v: int, data: bytes, bits: int, index: int, stats: ComboStats

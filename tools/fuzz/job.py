@@ -40,7 +40,7 @@ SCHEMA_DDL = (
     "rec string, task int, attempt int, api int, kind string, version int, "
     "messages bigint, bytes bigint, failures bigint, disagreements bigint, "
     "cross_checks bigint, cross_raised bigint, forward_checks bigint, mutations bigint, "
-    "mutations_decoded bigint, peer_checks bigint, seconds double, "
+    "mutations_decoded bigint, peer_checks bigint, native_checks bigint, seconds double, "
     + "".join(f"by_{c} bigint, " for c in CHECKS)
     + "id string, idx bigint, check_name string, error string, hex string, origin string, "
     + "cpu_seconds double"
@@ -57,6 +57,7 @@ STAT_FIELDS = (
     "mutations",
     "mutations_decoded",
     "peer_checks",
+    "native_checks",
 )
 #: Subpackages the executors need, zipped with the package root.
 SHIPPED = ("fuzz", "generated", "runtime", "generator")
