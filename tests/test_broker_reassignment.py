@@ -240,15 +240,25 @@ def test_move_replicas_off_the_leader_with_acks_all_during_the_move(
         except BaseException as e:  # reported by the main thread
             errors.append(e)
 
+    cl = _cl(five)
+    # Broker 4 is down at first, so the move is certainly in progress while we write.
+    five.run(cl.pause_broker(4))
     t = threading.Thread(target=keep_producing)
-    t.start()
     try:
-        with WireClient(five.bootstrap) as w:
+        with WireClient(_address(five, 0)) as w:
             assert _alter(w, {("move", 0): [3, 4]}) == {("move", 0): 0}
+            for _ in range(4):
+                _produce(five, "move", produced[0], 5)
+                produced[0] += 5
+            assert _listed(_list(w)) == {("move", 0): ([3, 4, 0, 1], [3, 4], [0, 1])}
+            t.start()
+            five.run(cl.resume_broker(4))
             _wait(lambda: _info(five, "move").replicas == [3, 4], what="the move to finish")
     finally:
         stop.set()
-        t.join(30)
+        if t.is_alive():
+            t.join(30)
+        five.run(cl.resume_broker(4))
     assert not errors, errors
     info = _info(five, "move")
     assert info.leader in (3, 4)
