@@ -367,9 +367,12 @@ def test_bad_heartbeats_get_kafka_errors(cluster: BackgroundCluster) -> None:
         assert hb(rebalance_timeout_ms=-1).error_code == ErrorCode.INVALID_REQUEST
         assert hb(subscribed_topic_names=None).error_code == ErrorCode.INVALID_REQUEST
         assert hb(member_epoch=-3, member_id="x").error_code == ErrorCode.INVALID_REQUEST
-        assert hb(member_epoch=5, member_id="ghost").error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        # No such group yet: only a join (epoch 0) creates it.
+        assert hb(member_epoch=5, member_id="ghost").error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        assert hb(member_epoch=-1, member_id="ghost").error_code == ErrorCode.GROUP_ID_NOT_FOUND
         m = Member(w, "errs", ["orders"], ids)
         m.heartbeat()
+        assert hb(member_epoch=5, member_id="ghost").error_code == ErrorCode.UNKNOWN_MEMBER_ID
         r = hb(member_id=m.member_id, member_epoch=m.epoch + 5, topic_partitions=None)
         assert r.error_code == ErrorCode.FENCED_MEMBER_EPOCH
         m.leave()

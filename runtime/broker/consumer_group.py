@@ -253,7 +253,7 @@ class ConsumerGroupManager:
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             group = self.groups.get(group_id)
             if group is None:
-                raise UnknownMemberIdError(f"group {group_id!r} has no member {member_id!r}")
+                raise GroupIdNotFoundError(f"consumer group {group_id!r} not found")
             epoch = self._leave(group, member_id, instance_id, member_epoch)
             return HeartbeatResult(member_id, epoch, interval, None)
         group = self._group_for_heartbeat(group_id, create=member_epoch == 0)
@@ -363,7 +363,7 @@ class ConsumerGroupManager:
             return group
         classic = self.coordinator.groups.get(group_id)
         if classic is not None:
-            if classic.members or classic.pending_members:
+            if classic.members or classic.pending_members or not create:
                 raise GroupIdNotFoundError(f"group {group_id!r} is not a consumer group")
             # An empty classic group becomes a consumer group; its offsets stay.
             del self.coordinator.groups[group_id]
@@ -372,7 +372,7 @@ class ConsumerGroupManager:
             self.groups[group_id] = group
             return group
         if not create:
-            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
+            raise GroupIdNotFoundError(f"consumer group {group_id!r} not found")
         group = self.groups[group_id] = ConsumerGroup(group_id)
         return group
 
