@@ -68,10 +68,19 @@ def _expected() -> list[tuple[str, int]]:
 def test_walking_3000_partitions_gives_each_once_in_order(
     cluster: BackgroundCluster, limit: int
 ) -> None:
+    assert cluster.cluster is not None
+    configs = cluster.cluster.configs
     with WireClient(cluster.bootstrap) as w:
         got, pages = _walk(w, limit)
-        # Unpaged, as far as the broker allows: the same partitions.
-        whole, _ = _walk(w, 10_000)
+        # Unpaged: one answer with everything, once the broker allows that many.
+        cluster.call(
+            lambda: configs.set_dynamic_broker(None, {"max.request.partition.size.limit": "5000"})
+        )
+        try:
+            whole, whole_pages = _walk(w, 5000)
+        finally:
+            cluster.call(lambda: configs.set_dynamic_broker(None, {}))
+    assert whole_pages == 1
     assert got == _expected()
     assert len(set(got)) == 3000
     assert set(got) == set(whole)
