@@ -662,3 +662,67 @@ def test_librdkafka_consumers_with_group_protocol_consumer() -> None:
         assert {(tp.topic, tp.partition): e.offset for tp, e in committed.items()} == {
             ("rd", i): 50 for i in range(6)
         }
+
+
+# ------------------------------------------------------------------ the assignors
+
+
+def _spec(
+    subs: dict[str, set[str]],
+    counts: dict[str, int],
+    current: dict[str, dict[uuid.UUID, set[int]]] | None = None,
+) -> tuple[Any, dict[str, uuid.UUID]]:
+    from kafkagen.runtime.broker.assignors import AssignmentSpec, TopicSpec
+
+    tids = {n: uuid.uuid5(uuid.NAMESPACE_DNS, n) for n in counts}
+    spec = AssignmentSpec(
+        subscriptions={m: frozenset(s) for m, s in subs.items()},
+        topics={n: TopicSpec(n, tids[n], c) for n, c in counts.items()},
+        current=current or {},
+    )
+    return spec, tids
+
+
+def test_uniform_assignor_is_balanced_and_sticky() -> None:
+    from kafkagen.runtime.broker.assignors import UniformAssignor
+
+    counts = {"a": 7, "b": 10}
+    subs = {f"m{i}": {"a", "b"} for i in range(4)}
+    spec, _ = _spec(subs, counts)
+    first = UniformAssignor().assign(spec)
+    sizes = sorted(sum(len(p) for p in a.values()) for a in first.values())
+    assert sizes == [4, 4, 4, 5]
+    every = [(t, p) for a in first.values() for t, ps in a.items() for p in ps]
+    assert len(every) == len(set(every)) == 17
+    # A fifth member joins: it gets 3 partitions, and nobody else gains or swaps any.
+    subs["m4"] = {"a", "b"}
+    spec, _ = _spec(subs, counts, first)
+    second = UniformAssignor().assign(spec)
+    assert sorted(sum(len(p) for p in a.values()) for a in second.values()) == [3, 3, 3, 4, 4]
+    for m, a in first.items():
+        for t, ps in second[m].items():
+            assert ps <= a.get(t, set()), f"{m} gained partitions it did not have"
+
+
+def test_uniform_assignor_respects_mixed_subscriptions() -> None:
+    from kafkagen.runtime.broker.assignors import UniformAssignor
+
+    subs = {"x": {"a"}, "y": {"a", "b"}, "z": {"b"}}
+    spec, tids = _spec(subs, {"a": 6, "b": 6})
+    out = UniformAssignor().assign(spec)
+    assert sorted(sum(len(p) for p in a.values()) for a in out.values()) == [4, 4, 4]
+    assert set(out["x"]) <= {tids["a"]} and set(out["z"]) <= {tids["b"]}
+    for name in ("a", "b"):
+        owned = [p for a in out.values() for p in a.get(tids[name], set())]
+        assert sorted(owned) == list(range(6))
+
+
+def test_range_assignor_gives_consecutive_ranges_per_topic() -> None:
+    from kafkagen.runtime.broker.assignors import RangeAssignor
+
+    subs = {"m1": {"a", "b"}, "m2": {"a", "b"}, "m3": {"a"}}
+    spec, tids = _spec(subs, {"a": 7, "b": 3})
+    out = RangeAssignor().assign(spec)
+    assert out["m1"] == {tids["a"]: {0, 1, 2}, tids["b"]: {0, 1}}
+    assert out["m2"] == {tids["a"]: {3, 4}, tids["b"]: {2}}
+    assert out["m3"] == {tids["a"]: {5, 6}}
