@@ -41,7 +41,7 @@ from kafkagen.runtime.timer import Timer
 from . import group_records as gr
 from .consumer_group import ConsumerGroup, ConsumerGroupManager
 from .metadata import OFFSETS_TOPIC, TopicPartition
-from .partition import Partition
+from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ProduceResult
 
 if TYPE_CHECKING:
@@ -396,16 +396,31 @@ class GroupCoordinator:
             self._unload(index)
 
     def _load(self, partition: Partition) -> None:
-        """Rebuild groups' committed offsets from the partition (leadership moved here)."""
+        """Rebuild groups' committed offsets from the partition (leadership moved here).
+
+        Transactional offset commits are replayed as the previous leader saw them: kept
+        aside until their transaction's marker, which applies (COMMIT) or drops (ABORT)
+        them; those of transactions still open stay pending.
+        """
+        index = partition.tp.partition
+        txn_offsets = self.broker.txn_offsets
+        txn_offsets.drop_partition(index)
         for b in partition.log.batches:
             for batch in iter_batches(b.data, verify_crc=False):
+                if batch.is_control:
+                    for r in batch:
+                        marker = parse_control_key(r.key)
+                        if marker in (ABORT_MARKER, COMMIT_MARKER):
+                            txn_offsets.complete(batch.producer_id, index, marker == COMMIT_MARKER)
+                    continue
+                txn_pid = batch.producer_id if batch.is_transactional else None
                 for r in batch:
                     if r.key is None:
                         continue
                     key = gr.decode_key(r.key)
                     if key is None:
                         continue
-                    kind, group_id, topic, index = key
+                    kind, group_id, topic, tp_index = key
                     group = self.groups.get(group_id)
                     if kind == "group":
                         if r.value is None:
@@ -413,7 +428,15 @@ class GroupCoordinator:
                         elif group is None:
                             self.groups[group_id] = Group(group_id, self._now())
                         continue
-                    tp = TopicPartition(topic, index)
+                    tp = TopicPartition(topic, tp_index)
+                    if txn_pid is not None:
+                        if r.value is not None:
+                            v = gr.decode_offset_value(r.value)
+                            entry = OffsetEntry(
+                                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
+                            )
+                            txn_offsets.add_pending(txn_pid, index, group_id, tp, entry)
+                        continue
                     if r.value is None:
                         if group is not None:
                             group.offsets.pop(tp, None)
@@ -431,6 +454,8 @@ class GroupCoordinator:
             group = self.groups.pop(group_id)
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.unload(index)
+        # The next leader replays them; kept here they would go stale.
+        self.broker.txn_offsets.drop_partition(index)
 
     # -- JoinGroup --------------------------------------------------------------------
 

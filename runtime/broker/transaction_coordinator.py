@@ -987,6 +987,18 @@ class TxnOffsetStore:
                 group = gc.groups[group_id] = Group(group_id, now)
             group.offsets.update(entries)
 
+    def add_pending(
+        self, pid: int, index: int, group_id: str, tp: TopicPartition, entry: OffsetEntry
+    ) -> None:
+        """An offset ``pid``'s open transaction wrote to offsets partition ``index``."""
+        pending = self.pending.setdefault((pid, index), _PendingOffsets())
+        pending.groups.setdefault(group_id, {})[tp] = entry
+
+    def drop_partition(self, index: int) -> None:
+        """Forget what is pending on offsets partition ``index`` (leadership moved)."""
+        for key in [k for k in self.pending if k[1] == index]:
+            del self.pending[key]
+
     def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
         """Whether an open transaction holds an offset for ``tp`` of ``group_id``."""
         return any(tp in p.groups.get(group_id, {}) for p in self.pending.values())
