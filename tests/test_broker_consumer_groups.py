@@ -479,6 +479,27 @@ def test_offset_delete_refuses_subscribed_topics(cluster: BackgroundCluster) -> 
         m2.leave()
 
 
+def test_delete_groups_removes_only_empty_consumer_groups(cluster: BackgroundCluster) -> None:
+    from kafkagen.generated.delete_groups import DeleteGroupsRequest
+
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+
+        def delete() -> int:
+            r = w.call(42, 2, DeleteGroupsRequest(groups_names=["doomed"]))
+            code: int = r.results[0].error_code
+            return code
+
+        m = Member(w, "doomed", ["orders"], ids)
+        m.heartbeat()
+        assert _commit(w, "doomed", m.member_id, m.epoch, 3) == 0
+        assert delete() == ErrorCode.NON_EMPTY_GROUP
+        m.leave()
+        assert delete() == 0
+        assert _describe(w, ["doomed"]).groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        assert _fetch(w, "doomed", None, -1) == (0, -1)  # its offsets went with it
+
+
 def _classic_join(w: WireClient, group: str) -> Any:
     req = JoinGroupRequest(
         group_id=group,
