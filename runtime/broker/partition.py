@@ -275,29 +275,34 @@ class Partition:
         data = bytes(records)
         n = self.log.append_replicated(data)
         for b in iter_batches(data, verify_crc=False):
-            if not b.has_producer_id:
-                continue
-            if b.is_control:
-                for r in b:
-                    kind = parse_control_key(r.key)
-                    if kind in (ABORT_MARKER, COMMIT_MARKER):
-                        value = r.value or b""
-                        coordinator_epoch = (
-                            _MARKER_VALUE.unpack_from(value)[1]
-                            if len(value) >= _MARKER_VALUE.size
-                            else -1
-                        )
-                        self.producers.complete_txn(
-                            b.producer_id,
-                            b.producer_epoch,
-                            kind == COMMIT_MARKER,
-                            b.base_offset,
-                            coordinator_epoch,
-                            clock_ms,
-                        )
-            else:
-                self.producers.update(b, b.base_offset, b.last_offset, b.max_timestamp, clock_ms)
+            self.track_producer_state(b, clock_ms)
         return n
+
+    def track_producer_state(self, b: RecordBatch, clock_ms: float) -> None:
+        """Follow a batch already in the log: its producer's sequences, and the
+        transactions it opens or (a marker) closes. Also rebuilds the state on start."""
+        if not b.has_producer_id:
+            return
+        if b.is_control:
+            for r in b:
+                kind = parse_control_key(r.key)
+                if kind in (ABORT_MARKER, COMMIT_MARKER):
+                    value = r.value or b""
+                    coordinator_epoch = (
+                        _MARKER_VALUE.unpack_from(value)[1]
+                        if len(value) >= _MARKER_VALUE.size
+                        else -1
+                    )
+                    self.producers.complete_txn(
+                        b.producer_id,
+                        b.producer_epoch,
+                        kind == COMMIT_MARKER,
+                        b.base_offset,
+                        coordinator_epoch,
+                        clock_ms,
+                    )
+        else:
+            self.producers.update(b, b.base_offset, b.last_offset, b.max_timestamp, clock_ms)
 
     # -- high watermark ---------------------------------------------------------------
 
