@@ -1,7 +1,9 @@
-"""``kafkagen serve``: run a cluster of in-memory brokers on 127.0.0.1 until interrupted.
+"""``kafkagen serve``: run a cluster of brokers on 127.0.0.1 until interrupted.
 
 Broker ``i`` listens on ``--port + i`` (``--port 0``: any free ports). The bootstrap
 address is printed on one line as soon as every broker listens, so scripts can read it.
+Brokers keep everything in memory unless ``--log-dir`` names a directory that keeps logs,
+committed offsets, transactions and cluster metadata across restarts.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a broker config, e.g. num.partitions=3 (repeatable)",
     )
     parser.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="keep logs, offsets, transactions and topics in DIR across restarts "
+        "(same as --config log.dirs=DIR; default: memory only)",
+    )
+    parser.add_argument(
         "--log-level",
         default="warning",
         choices=["debug", "info", "warning", "error"],
@@ -50,6 +58,19 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"kafkagen serve: {e}", file=sys.stderr)
         return 2
+    log_dir = getattr(args, "log_dir", None)
+    if log_dir is not None:
+        if not log_dir:
+            print("kafkagen serve: --log-dir needs a directory", file=sys.stderr)
+            return 2
+        if configs.get("log.dirs", log_dir) != log_dir:
+            print(
+                f"kafkagen serve: --log-dir {log_dir} and --config log.dirs="
+                f"{configs['log.dirs']} disagree",
+                file=sys.stderr,
+            )
+            return 2
+        configs["log.dirs"] = log_dir
     if args.brokers < 1:
         print("kafkagen serve: --brokers must be at least 1", file=sys.stderr)
         return 2
@@ -68,10 +89,11 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
     from kafkagen.runtime.broker.cluster import Cluster
+    from kafkagen.runtime.broker.log_store import LogDirError
 
     try:
         cluster = Cluster(brokers, port=port, configs=configs)
-    except ConfigError as e:
+    except (ConfigError, LogDirError) as e:
         print(f"kafkagen serve: {e}", file=sys.stderr)
         return 2
     try:
@@ -101,7 +123,8 @@ async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="kafkagen serve",
-        description="Run in-memory Kafka brokers on 127.0.0.1 that real clients can use.",
+        description="Run Kafka brokers on 127.0.0.1 that real clients can use "
+        "(in memory, or kept in --log-dir).",
     )
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -39,6 +39,10 @@ class Broker(MetadataListener):
         self.configs = cluster.metadata.configs
         self.metadata.add_broker(BrokerInfo(node_id, host, port))
         self.replica_manager = ReplicaManager(node_id, self.metadata, timer_factory, time_ms)
+        if cluster.storage is not None:
+            storage = cluster.storage.broker(node_id, self.metadata)
+            storage.partitions = lambda: self.replica_manager.partitions
+            self.replica_manager.storage = storage
         self.group_coordinator = GroupCoordinator(self, timer_factory)
         self.txn_coordinator = TransactionCoordinator(self, timer_factory)
         self.txn_offsets = TxnOffsetStore(self)

@@ -1,7 +1,9 @@
 """A cluster of N brokers in one process, each with its own listener on 127.0.0.1.
 
 Broker ``i`` listens on ``port + i`` (or an ephemeral port when ``port`` is 0). All
-brokers share one `ClusterMetadata`, the controller's image, and one event loop.
+brokers share one `ClusterMetadata`, the controller's image, and one event loop. With a
+log directory (broker config ``log.dirs``) the metadata and every replica's log are kept
+on disk and read back on start (`log_store`).
 `BackgroundCluster` runs a cluster on a loop in its own thread, for code (tests,
 synchronous clients) that cannot run the loop itself.
 """
@@ -19,6 +21,7 @@ from kafkagen.runtime.timer import AsyncioTimer, Timer
 
 from .broker import Broker
 from .config import ConfigStore
+from .log_store import ClusterStorage
 from .metadata import ClusterMetadata
 
 __all__ = ["BackgroundCluster", "Cluster"]
@@ -53,6 +56,9 @@ class Cluster:
         _check_loopback(host)
         self.configs = ConfigStore(configs)
         self.metadata = ClusterMetadata(self.configs, cluster_id)
+        log_dir = self.configs.broker_raw("log.dirs")[0]
+        self.storage = ClusterStorage(log_dir, brokers) if log_dir else None
+        restored = self.storage is not None and self.storage.load(self.metadata)
         if timer_factory is None:
             loop = asyncio.get_running_loop()
 
@@ -63,6 +69,14 @@ class Cluster:
             Broker(self, i, host, port + i if port else 0, timer_factory, time_ms)
             for i in range(brokers)
         ]
+        if self.storage is not None:
+            self.storage.attach(self.metadata)
+            for b in self.brokers:
+                assert b.replica_manager.storage is not None
+                b.replica_manager.storage.remove_strays()
+            if restored:
+                # Every broker reads its replicas back and takes its roles.
+                self.metadata.publish_all()
         self._started = False
 
     @property

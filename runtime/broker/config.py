@@ -164,6 +164,12 @@ def parse_version_caps(value: str) -> dict[int, int]:
     return caps
 
 
+def _check_log_dirs(value: str) -> None:
+    dirs = [d for d in value.split(",") if d.strip()]
+    if len(dirs) != 1:
+        raise ValueError("give exactly one directory")
+
+
 def _check_version_caps(value: str) -> None:
     parse_version_caps(value)
 
@@ -404,6 +410,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         minimum=1,
     ),
     ConfigDef(
+        "log.dirs",
+        T.STRING,
+        None,
+        "Directory that keeps logs, offsets and cluster metadata across restarts "
+        "(unset: everything stays in memory).",
+        read_only=True,
+        validator=_check_log_dirs,
+    ),
+    ConfigDef(
         "log.retention.check.interval.ms",
         T.LONG,
         "300000",
@@ -565,6 +580,8 @@ class ConfigStore:
         self.dynamic_broker: dict[int, dict[str, str]] = {}
         self.topics: dict[str, dict[str, str]] = {}
         self._topic_cache: dict[str, TopicConfig] = {}
+        #: Called after every change of dynamic or topic configs (a log directory saves them).
+        self.on_change: Callable[[], None] | None = None
         for name, value in (static or {}).items():
             d = BROKER_CONFIGS.get(name)
             if d is None:
@@ -656,10 +673,16 @@ class ConfigStore:
         self.validate_topic_configs(configs)
         self.topics[topic] = dict(configs)
         self._topic_cache.pop(topic, None)
+        self._changed()
 
     def drop_topic(self, topic: str) -> None:
         self.topics.pop(topic, None)
         self._topic_cache.pop(topic, None)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def set_dynamic_broker(self, broker_id: int | None, configs: Mapping[str, str]) -> None:
         """Replace the dynamic configs of one broker (None: the cluster-wide default)."""
@@ -669,6 +692,7 @@ class ConfigStore:
         else:
             self.dynamic_broker[broker_id] = dict(configs)
         self._topic_cache.clear()
+        self._changed()
 
     @staticmethod
     def validate_dynamic_broker(configs: Mapping[str, str | None]) -> None:

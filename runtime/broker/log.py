@@ -4,16 +4,20 @@ Batches are stored exactly as they will be served (compressed ones stay compress
 `bytes` object each, with a sorted list of base offsets for lookups. The leader-epoch cache
 records at which offset each leader epoch started, for OffsetForLeaderEpoch and for
 finding where a follower's log diverges.
+
+With a log directory (``--log-dir``) a `LogStorage` mirrors every change on disk: appends,
+truncations and moves of the log start.
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafkagen.runtime.records import NO_TIMESTAMP, RecordBatch, iter_batches
 
-__all__ = ["Log", "LogBatch"]
+__all__ = ["Log", "LogBatch", "LogStorage"]
 
 
 @dataclass(slots=True)
@@ -27,6 +31,20 @@ class LogBatch:
     leader_epoch: int
 
 
+class LogStorage(Protocol):
+    """Where a log's changes go besides memory (files under the log directory)."""
+
+    def append(self, batch: LogBatch) -> None: ...
+
+    def truncate(self, base_offset: int) -> None:
+        """The batches from the one at ``base_offset`` on are gone."""
+
+    def advance_start(self, offset: int) -> None: ...
+
+    def flush(self) -> None:
+        """Make every append so far durable (before an acks=-1 answer)."""
+
+
 class Log:
     """The batches of one replica of a partition, with its start and end offsets."""
 
@@ -37,6 +55,7 @@ class Log:
         "log_end_offset",
         "size_in_bytes",
         "epochs",
+        "storage",
     )
 
     def __init__(self) -> None:
@@ -47,6 +66,7 @@ class Log:
         self.size_in_bytes = 0
         # (leader epoch, start offset), ascending in both.
         self.epochs: list[tuple[int, int]] = []
+        self.storage: LogStorage | None = None
 
     # -- writing ----------------------------------------------------------------------
 
@@ -55,6 +75,8 @@ class Log:
             raise ValueError(
                 f"batch at {batch.base_offset} does not follow the log end {self.log_end_offset}"
             )
+        if self.storage is not None:
+            self.storage.append(batch)
         self.batches.append(batch)
         self._bases.append(batch.base_offset)
         self.log_end_offset = batch.last_offset + 1
@@ -75,6 +97,8 @@ class Log:
         if offset >= self.log_end_offset:
             return
         i = bisect.bisect_left(self._bases, offset)
+        if self.storage is not None and i < len(self.batches):
+            self.storage.truncate(self.batches[i].base_offset)
         # A batch straddling the offset goes too: followers truncate at batch boundaries.
         for b in self.batches[i:]:
             self.size_in_bytes -= len(b.data)
@@ -92,6 +116,8 @@ class Log:
         if offset <= self.log_start_offset:
             return 0
         self.log_start_offset = offset
+        if self.storage is not None:
+            self.storage.advance_start(offset)
         # Whole batches below the new start go; one straddling it stays (Kafka keeps segments).
         n = 0
         while n < len(self.batches) and self.batches[n].last_offset < offset:
@@ -100,6 +126,10 @@ class Log:
         del self.batches[:n]
         del self._bases[:n]
         return n
+
+    def flush(self) -> None:
+        if self.storage is not None:
+            self.storage.flush()
 
     # -- reading ----------------------------------------------------------------------
 

@@ -3,14 +3,18 @@
 This plays the controller's part: it owns the one true image of the cluster, and brokers
 learn about changes by listening (as KRaft brokers apply metadata records). Everything
 runs on one event loop, so changes apply to every broker synchronously.
+
+`snapshot` and `restore` turn the image into plain data and back, and ``on_change`` hears of
+every change, so that a log directory can keep it across restarts.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkagen.runtime.errors import (
     InvalidPartitionsError,
@@ -22,7 +26,15 @@ from kafkagen.runtime.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from .acls import AclStore
+from .acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermission,
+    AclStore,
+    PatternType,
+    ResourceType,
+)
 from .config import ConfigError, ConfigStore
 
 __all__ = [
@@ -37,6 +49,11 @@ __all__ = [
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
+#: Producer ids are handed out in blocks, so that a saved image need change only per block.
+PRODUCER_ID_BLOCK = 1000
+_ANY_ACL = AclFilter(
+    ResourceType.ANY, None, PatternType.ANY, None, None, AclOperation.ANY, AclPermission.ANY
+)
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_NAME = 249
 
@@ -144,8 +161,12 @@ class ClusterMetadata:
         self.reassignments = ReassignmentManager(self)
         self.listeners.append(self.reassignments)
         self._next_producer_id = 1000
+        #: Ids below this may have been handed out (what a saved image records).
+        self._producer_id_block_end = self._next_producer_id
         # Where the next topic's first replica goes, so leaders spread over brokers.
         self._next_start = 0
+        #: Called after every change of topics, partitions, configs or producer-id blocks.
+        self.on_change: Callable[[], None] | None = None
 
     # -- brokers ----------------------------------------------------------------------
 
@@ -281,6 +302,7 @@ class ClusterMetadata:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         self.topic_names.pop(topic.topic_id, None)
         self.configs.drop_topic(name)
+        self._changed()
         for listener in self.listeners:
             listener.on_topic_deleted(topic)
         return topic
@@ -363,7 +385,110 @@ class ClusterMetadata:
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id
         self._next_producer_id += 1
+        if self._next_producer_id > self._producer_id_block_end:
+            self._producer_id_block_end = pid + PRODUCER_ID_BLOCK
+            self._changed()
         return pid
+
+    # -- saving -------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The image as JSON-ready data: everything but the brokers' addresses and liveness."""
+        return {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "brokers": sorted(self.brokers),
+            "next_producer_id": self._producer_id_block_end,
+            "next_start": self._next_start,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "internal": t.internal,
+                    "partitions": [
+                        {
+                            "replicas": p.replicas,
+                            "leader": p.leader,
+                            "leader_epoch": p.leader_epoch,
+                            "isr": p.isr,
+                            "partition_epoch": p.partition_epoch,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in self.topics.values()
+            ],
+            "configs": {
+                "default": self.configs.dynamic_default,
+                "brokers": {str(b): c for b, c in self.configs.dynamic_broker.items()},
+                "topics": self.configs.topics,
+            },
+            "acls": [
+                [
+                    b.resource_type,
+                    b.resource_name,
+                    b.pattern_type,
+                    b.principal,
+                    b.host,
+                    b.operation,
+                    b.permission_type,
+                ]
+                for b in self.acls.find(_ANY_ACL)
+            ],
+        }
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        """Load an image saved by `snapshot` (before any broker listens); raises
+        ValueError naming what is wrong with it."""
+        try:
+            if snap.get("version") != 1:
+                raise ValueError(f"unknown version {snap.get('version')!r}")
+            self.cluster_id = str(snap["cluster_id"])
+            self._next_producer_id = self._producer_id_block_end = int(snap["next_producer_id"])
+            self._next_start = int(snap["next_start"])
+            for t in snap["topics"]:
+                name = str(t["name"])
+                topic_id = uuid.UUID(t["topic_id"])
+                parts = [
+                    PartitionInfo(
+                        name,
+                        i,
+                        [int(r) for r in p["replicas"]],
+                        int(p["leader"]),
+                        int(p["leader_epoch"]),
+                        [int(r) for r in p["isr"]],
+                        int(p["partition_epoch"]),
+                    )
+                    for i, p in enumerate(t["partitions"])
+                ]
+                self.topics[name] = TopicInfo(name, topic_id, parts, bool(t["internal"]))
+                self.topic_names[topic_id] = name
+            configs = snap["configs"]
+            self.configs.dynamic_default = {str(k): str(v) for k, v in configs["default"].items()}
+            self.configs.dynamic_broker = {
+                int(b): {str(k): str(v) for k, v in c.items()}
+                for b, c in configs["brokers"].items()
+            }
+            self.configs.topics = {
+                str(n): {str(k): str(v) for k, v in c.items()} for n, c in configs["topics"].items()
+            }
+            for a in snap["acls"]:
+                self.acls.add(AclBinding(*a))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"bad cluster metadata: {e!r}") from None
+
+    def publish_all(self) -> None:
+        """Tell every listener about every partition (brokers starting on restored metadata).
+
+        A partition left without a leader (its last in-sync replica was down when the image
+        was saved) gets its first in-sync replica back as leader, with a new epoch."""
+        parts = [p for t in self.topics.values() for p in t.partitions]
+        for p in parts:
+            if p.leader < 0 and p.isr:
+                p.leader = p.isr[0]
+                p.leader_epoch += 1
+                p.partition_epoch += 1
+        self._publish(parts)
 
     # -- internals --------------------------------------------------------------------
 
@@ -373,7 +498,12 @@ class ClusterMetadata:
         self._next_start += 1
         return [[brokers[(start + p + i) % n] for i in range(rf)] for p in range(partitions)]
 
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
     def _publish(self, partitions: Sequence[PartitionInfo]) -> None:
+        self._changed()
         for listener in self.listeners:
             listener.on_partitions_changed(partitions)
 

@@ -23,7 +23,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkagen.runtime.errors import (
     InvalidRequiredAcksError,
@@ -41,6 +41,9 @@ from kafkagen.runtime.timer import Timer
 from .config import ConfigStore
 from .metadata import OFFSETS_TOPIC, ClusterMetadata, PartitionInfo, TopicInfo, TopicPartition
 from .partition import Partition
+
+if TYPE_CHECKING:
+    from .log_store import BrokerStorage
 
 __all__ = [
     "TXN_STATE_TOPIC",
@@ -265,6 +268,8 @@ class ReplicaManager:
         self.time_ms = time_ms or (lambda: int(time.time() * 1000))
         #: Called with (partition, became_leader) when a replica's role changes.
         self.role_listeners: list[Callable[[Partition, bool], None]] = []
+        #: The replicas' files under the log directory (None: memory only).
+        self.storage: BrokerStorage | None = None
 
     def now(self) -> float:
         """The broker's monotonic clock in ms (the purgatories' clock)."""
@@ -285,6 +290,8 @@ class ReplicaManager:
                 topic = self.metadata.topic(info.topic)
                 assert topic is not None
                 partition = self.partitions[tp] = Partition(tp, topic.topic_id, self.broker_id)
+                if self.storage is not None:
+                    self.storage.open(partition, self.now())
             was_leader = partition.is_leader
             partition.apply_metadata(info, self.now())
             if partition.is_leader != was_leader or not was_leader:
@@ -301,6 +308,8 @@ class ReplicaManager:
         partition = self.partitions.pop(tp, None)
         if partition is None:
             return
+        if self.storage is not None:
+            self.storage.remove(tp)
         if partition.is_leader:
             for listener in self.role_listeners:
                 listener(partition, False)
@@ -370,6 +379,7 @@ class ReplicaManager:
             if acks == -1:
                 result.required_offset = appended.last_offset + 1
                 result.pending = True
+                partition.log.flush()  # durable before it is acknowledged
             if not appended.duplicate:
                 partition.maybe_increment_hw()
                 progressed.append(tp)
@@ -408,6 +418,7 @@ class ReplicaManager:
             result.log_start_offset = appended.log_start_offset
             result.required_offset = appended.last_offset + 1
             result.pending = True
+            partition.log.flush()
             partition.maybe_increment_hw()
             progressed.append(tp)
         for tp in progressed:
@@ -664,3 +675,5 @@ class ReplicaManager:
             for op in pending:
                 op.force_complete()
             purgatory.timer.close()
+        if self.storage is not None:
+            self.storage.close()
