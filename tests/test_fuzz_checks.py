@@ -20,6 +20,7 @@ from kafkagen.fuzz.checks import (
     failure_id,
     mutate,
     parse_failure_id,
+    sampled,
 )
 from kafkagen.fuzz.plan import plan_combos, select_apis, task_slices
 from kafkagen.fuzz.replay import replay, replay_findings
@@ -206,8 +207,7 @@ def test_clean_codecs_pass_every_check(table: Table) -> None:
     }
     # Every message is checked against every other version of its message.
     others = sum(
-        int(s["messages"]) * (len(table[(s["api"], s["kind"])].versions) - 1)
-        for s in result.stats
+        int(s["messages"]) * (len(table[(s["api"], s["kind"])].versions) - 1) for s in result.stats
     )
     assert totals["cross_checks"] == others > 3000
     assert totals["cross_raised"] > 0  # the oracle's "must raise" side is exercised
@@ -343,9 +343,16 @@ def test_mutation_flags_a_huge_allocation(table: Table, monkeypatch: pytest.Monk
         return good(buf, pos, end)
 
     monkeypatch.setattr(cls, "_decoders", {**cls._decoders, 0: greedy})
-    stats = run(table, 18, "request", 0, n=4, alloc_every=2, mutations=2)
+    stats = run(table, 18, "request", 0, n=8, alloc_every=2, mutations=2)
     allocations = [f for f in stats.findings if "allocated" in f.error]
-    assert [f.index for f in allocations] == [0, 0, 2, 2]  # two mutations each, sampled only
+    fz = Fuzzer(table, FuzzOptions(seed=11))
+    try:
+        chosen = [i for i, _, bits in fz.messages(18, "request", 0, 0, 8) if sampled(bits, 2, 0)]
+    finally:
+        fz.close()
+    assert 0 < len(chosen) < 8  # the sample, not every message
+    # two mutations each, on the sampled messages only
+    assert [f.index for f in allocations] == [i for i in chosen for _ in range(2)]
 
 
 def test_findings_are_capped_but_counted(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,6 +88,18 @@ JSON_TEXT_EVERY = 8
 #: One message in this many is also written and read by the pure-Python codecs, which
 #: must agree with the compiled ones (when the accelerator is in use).
 NATIVE_EVERY = 32
+#: Random bits drawn per message for its checks: 0-15 pick the sampled other versions,
+#: 16-95 the added unknown tagged fields, 96-287 the mutations, 288-319 which sampled
+#: extras (allocation guard, compiled against pure codecs) the message gets.
+CHECK_BITS = 320
+
+
+def sampled(bits: int, every: int, which: int) -> bool:
+    """Whether a message with check bits ``bits`` is in the one-in-``every`` sample
+    ``which`` (0: the allocation guard, 1: compiled against pure codecs). Drawn, not
+    ``index % every``: every combination's first message would otherwise always be in
+    the sample, which skews short runs."""
+    return every > 0 and ((bits >> (288 + 16 * which)) & 0xFFFF) % every == 0
 
 
 def _no_default(o: Any) -> Any:
@@ -487,6 +499,9 @@ def cross_groups(
 # ---------------------------------------------------------------- the fuzzer
 
 
+_ORACLES: dict[tuple[int, str], Oracle] = {}
+
+
 class Fuzzer:
     """Runs every check on generated messages; one per process (or per Spark task)."""
 
@@ -515,7 +530,12 @@ class Fuzzer:
         rules = self.table[(api, kind)]
         oracle = self._oracles.get((api, kind))
         if oracle is None:
-            oracle = self._oracles[(api, kind)] = Oracle(rules)
+            # Reused across the tasks a worker process runs while the rules are the same:
+            # its compiled plans are most of what a task would otherwise build again.
+            oracle = _ORACLES.get((api, kind))
+            if oracle is None or oracle.rules != rules:
+                oracle = _ORACLES[(api, kind)] = Oracle(rules)
+            self._oracles[(api, kind)] = oracle
         return self._message_type(api, kind), rules, oracle  # type: ignore[arg-type]
 
     # -- a range of messages -------------------------------------------------------
@@ -547,7 +567,7 @@ class Fuzzer:
             while index < end:
                 r = rng.random()
                 gen.reset(_B0 if r < _P0 else _B1 if r < _P1 else _B2)
-                bits = draws.getrandbits(288)
+                bits = draws.getrandbits(CHECK_BITS)
                 m: Message | BaseException
                 try:
                     m = build(gen, version)
@@ -656,8 +676,9 @@ class Fuzzer:
                 check = "forward_compat"
                 self._check_forward(cls, rules, m, v, bits >> 16, index, stats)
             check = "mutation"
-            self._check_mutations(cls, v, data, bits >> 96, index, stats)
-            if index % NATIVE_EVERY == 0 and _uses_native(cls, v):
+            traced = sampled(bits, self.options.alloc_every, 0)
+            self._check_mutations(cls, v, data, bits >> 96, index, stats, traced)
+            if sampled(bits, NATIVE_EVERY, 1) and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
             # kafka-python drops unknown tagged fields when it writes a message back, so
@@ -914,10 +935,16 @@ class Fuzzer:
             self._fail(stats, index, "native", why, bad, False)
 
     def _check_mutations(
-        self, cls: type[Message], v: int, data: bytes, bits: int, index: int, stats: ComboStats
+        self,
+        cls: type[Message],
+        v: int,
+        data: bytes,
+        bits: int,
+        index: int,
+        stats: ComboStats,
+        traced: bool = False,
     ) -> None:
-        every = self.options.alloc_every
-        traced = every > 0 and index % every == 0 and not tracemalloc.is_tracing()
+        traced = traced and not tracemalloc.is_tracing()
         count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
         for k in range(count):
             bad = mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF)
@@ -971,4 +998,5 @@ __all__ = [
     "has_unknown_tags",
     "mutate",
     "parse_failure_id",
+    "sampled",
 ]
