@@ -747,3 +747,144 @@ def test_range_assignor_gives_consecutive_ranges_per_topic() -> None:
     assert out["m1"] == {tids["a"]: {0, 1, 2}, tids["b"]: {0, 1}}
     assert out["m2"] == {tids["a"]: {3, 4}, tids["b"]: {2}}
     assert out["m3"] == {tids["a"]: {5, 6}}
+
+
+# ------------------------------------------------------------------ coordinator failover
+
+
+def _coordinator(c: BackgroundCluster) -> int:
+    assert c.cluster is not None
+    md = c.cluster.metadata
+
+    def leader() -> int:
+        t = md.topic("__consumer_offsets")
+        assert t is not None
+        return t.partitions[0].leader
+
+    out: int = c.call(leader)
+    return out
+
+
+def _address(c: BackgroundCluster, node: int) -> str:
+    assert c.cluster is not None
+    info = c.cluster.brokers[node].info
+    return f"{info.host}:{info.port}"
+
+
+@pytest.mark.slow
+def test_a_new_coordinator_rebuilds_the_group_from_its_records() -> None:
+    configs = {
+        "offsets.topic.num.partitions": "1",
+        "offsets.topic.replication.factor": "3",
+        "group.consumer.session.timeout.ms": "2000",
+    }
+    with BackgroundCluster(3, configs=configs) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        c.call(lambda: cl.metadata.create_topic("orders", 6, 1))
+        c.call(cl.brokers[0].group_coordinator.ensure_offsets_topic)
+        ids = _topic_ids(c)
+        old = _coordinator(c)
+        with WireClient(_address(c, old)) as w:
+            a = Member(w, "moved", ["orders"], ids, instance_id="a")
+            b = Member(w, "moved", ["orders"], ids)
+            a.heartbeat()
+            b.heartbeat()
+            _converge([a, b])
+            assert _commit(w, "moved", a.member_id, a.epoch, 11) == 0
+            before = _group_state(w, "moved")
+        c.run(cl.pause_broker(old), timeout=30)
+        try:
+            new = _coordinator(c)
+            assert new != old
+            with WireClient(_address(c, new)) as w:
+                after = _group_state(w, "moved")
+                assert (after.group_epoch, after.assignment_epoch) == (
+                    before.group_epoch,
+                    before.assignment_epoch,
+                )
+                assert {m.member_id: m.member_epoch for m in after.members} == {
+                    m.member_id: m.member_epoch for m in before.members
+                }
+                # The members carry on with their epochs and partitions.
+                for m in (a, b):
+                    m.w = w
+                    held = set(m.owned)
+                    r = m.heartbeat()
+                    assert r.error_code == 0 and m.owned == held
+                assert _fetch(w, "moved", a.member_id, a.epoch) == (0, 11)
+                # Sessions restarted on load: b goes quiet and expires, a takes everything.
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and len(a.owned) < 6:
+                    assert a.heartbeat().error_code == 0
+                    time.sleep(0.1)
+                assert a.owned == {("orders", i) for i in range(6)}
+                assert [m.member_id for m in _group_state(w, "moved").members] == [a.member_id]
+        finally:
+            c.run(cl.resume_broker(old), timeout=30)
+
+
+@pytest.mark.slow
+def test_librdkafka_consumers_survive_a_coordinator_failover() -> None:
+    from confluent_kafka import Consumer, Producer
+
+    caps = "Metadata:12,ListOffsets:10,OffsetFetch:9,DescribeGroups:5,ListGroups:5"
+    configs = {
+        "unstable.api.versions.enable": "true",
+        "kafkagen.api.version.max": caps,
+        "offsets.topic.num.partitions": "1",
+        "offsets.topic.replication.factor": "3",
+        "group.consumer.heartbeat.interval.ms": "300",
+    }
+    with BackgroundCluster(3, configs=configs) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        c.call(lambda: cl.metadata.create_topic("fo", 6, 3))
+        p = Producer({"bootstrap.servers": c.bootstrap})
+
+        def produce(start: int) -> None:
+            for i in range(start, start + 300):
+                p.produce("fo", b"m%d" % i, partition=i % 6)
+            assert p.flush(30) == 0
+
+        produce(0)
+        consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": c.bootstrap,
+                    "group.id": "fo-group",
+                    "group.protocol": "consumer",
+                    "auto.offset.reset": "earliest",
+                }
+            )
+            for _ in range(3)
+        ]
+        seen: dict[bytes, int] = {}
+
+        def pump(until: int, seconds: float) -> None:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and len(seen) < until:
+                for cons in consumers:
+                    for m in cons.consume(100, 0.1):
+                        assert not m.error(), m.error()
+                        value = m.value()
+                        assert value is not None
+                        seen[value] = seen.get(value, 0) + 1
+
+        try:
+            for cons in consumers:
+                cons.subscribe(["fo"])
+            pump(300, 60)
+            assert len(seen) == 300
+            old = _coordinator(c)
+            c.run(cl.pause_broker(old), timeout=30)
+            try:
+                produce(300)
+                pump(600, 60)
+            finally:
+                c.run(cl.resume_broker(old), timeout=30)
+            assert set(seen) == {b"m%d" % i for i in range(600)}
+            assert all(n == 1 for n in seen.values()), "a message was read twice"
+        finally:
+            for cons in consumers:
+                cons.close()

@@ -14,15 +14,23 @@ Members heartbeat (ConsumerGroupHeartbeat) with their subscription; the coordina
 
 Sessions end by the broker's timer: a member that does not heartbeat within
 ``group.consumer.session.timeout.ms`` is removed, and one that does not revoke within its
-rebalance timeout is fenced. Membership is kept in memory; committed offsets go through the
-group coordinator's offsets-topic writes like those of classic groups.
+rebalance timeout is fenced.
+
+The group's state is written to its ``__consumer_offsets`` partition (acks=all) whenever it
+changes, and a heartbeat that changed it is answered once the write is durable; a broker
+that takes over the partition rebuilds the group from the last write, so members carry on
+with their epochs. The record is the project's own: key ``int16 SNAPSHOT_KEY_VERSION,
+string group id``; value ``int16 0`` then the state as UTF-8 JSON (null: the group is gone).
+Committed offsets use the offsets-topic records of classic groups.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import re
+import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,6 +50,7 @@ from kafkagen.runtime.errors import (
     UnsupportedVersionError,
 )
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
@@ -63,6 +72,9 @@ _log = logging.getLogger("kafkagen.broker.groups")
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+#: Key version of the group-state record; far above Kafka's own record key versions.
+SNAPSHOT_KEY_VERSION = 1000
+_SNAPSHOT_VALUE_VERSION = 0
 
 
 class ConsumerGroupState(enum.Enum):
@@ -116,6 +128,8 @@ class ConsumerGroup:
         self.assignor_name = ""
         self.offsets: dict[TopicPartition, OffsetEntry] = {}
         self.dead = False
+        #: The last state record written (None: unknown, write the next one).
+        self.persisted: bytes | None = None
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -231,8 +245,13 @@ class ConsumerGroupManager:
         owned: Assignment | None,
         client_id: str,
         client_host: str,
-    ) -> HeartbeatResult:
-        """One heartbeat; raises the Kafka error the response must carry."""
+        respond: Callable[[HeartbeatResult | None, int], None],
+    ) -> None:
+        """One heartbeat; raises the Kafka error the response must carry.
+
+        ``respond(result, error code)`` runs once the group's new state is durable (at once
+        when nothing changed); a failed write answers with its error and no result.
+        """
         if not self.enabled():
             raise UnsupportedVersionError("the consumer group protocol is not enabled")
         self._validate(
@@ -255,7 +274,9 @@ class ConsumerGroupManager:
             if group is None:
                 raise GroupIdNotFoundError(f"consumer group {group_id!r} not found")
             epoch = self._leave(group, member_id, instance_id, member_epoch)
-            return HeartbeatResult(member_id, epoch, interval, None)
+            left = HeartbeatResult(member_id, epoch, interval, None)
+            self._persist(group, lambda code: respond(None if code else left, code))
+            return
         group = self._group_for_heartbeat(group_id, create=member_epoch == 0)
         if not member_id:
             member_id = str(uuid.uuid4())  # v0: the coordinator names new members
@@ -293,12 +314,13 @@ class ConsumerGroupManager:
         send = member_epoch == 0 or not _same(before, member.assigned)
         if owned is not None and not _same(owned, member.assigned):
             send = True
-        return HeartbeatResult(
+        result = HeartbeatResult(
             member.member_id,
             member.member_epoch,
             interval,
             _copy(member.assigned) if send else None,
         )
+        self._persist(group, lambda code: respond(None if code else result, code))
 
     def _validate(
         self,
@@ -633,6 +655,9 @@ class ConsumerGroupManager:
         elif what == "revocation" and member.revocation is op:
             member.revocation = None
             self._remove(group, member, "did not revoke its partitions in time")
+        else:
+            return
+        self._persist(group, _ignore)
 
     # -- offsets ----------------------------------------------------------------------
 
@@ -691,12 +716,16 @@ class ConsumerGroupManager:
             g for g in self.groups.values() if not g.dead and partition_for(g.group_id, n) in owned
         ]
 
-    def drop(self, group_id: str) -> ConsumerGroup | None:
+    def drop(self, group_id: str, *, persist: bool = True) -> ConsumerGroup | None:
+        """Forget a group; ``persist`` also writes that it is gone (not when unloading)."""
         group = self.groups.pop(group_id, None)
         if group is not None:
             for m in group.members.values():
                 self._cancel_timers(m)
             group.dead = True
+            if persist:
+                tombstone = Record(-1, self._time_ms(), snapshot_key(group_id), None)
+                self.coordinator._append(group_id, [tombstone], _ignore)
         return group
 
     def unload(self, index: int) -> None:
@@ -704,7 +733,48 @@ class ConsumerGroupManager:
 
         n = self.coordinator.offsets_partitions
         for group_id in [g for g in self.groups if partition_for(g, n) == index]:
-            self.drop(group_id)
+            self.drop(group_id, persist=False)
+
+    def load(self, snapshots: dict[str, bytes]) -> None:
+        """Rebuild groups from their last state records (this broker took their partition).
+
+        Offsets were loaded into classic placeholders; they move to the consumer groups.
+        Every member gets a fresh session, as Kafka does on load.
+        """
+        for group_id, data in snapshots.items():
+            try:
+                group = decode_snapshot(group_id, data)
+            except (ValueError, KeyError, TypeError) as e:
+                _log.error("group %s: unreadable state record skipped: %s", group_id, e)
+                continue
+            placeholder = self.coordinator.groups.pop(group_id, None)
+            if placeholder is not None:
+                group.offsets = placeholder.offsets
+            group.persisted = data
+            self.groups[group_id] = group
+            for m in group.members.values():
+                self._schedule_session(group, m)
+                if m.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_revocation(group, m)
+
+    def _time_ms(self) -> int:
+        return self.coordinator.broker.replica_manager.time_ms()
+
+    def _persist(self, group: ConsumerGroup, done: Callable[[int], None]) -> None:
+        """Write the group's state if it changed since the last write; ``done(error)``."""
+        data = encode_snapshot(group)
+        if data == group.persisted:
+            done(0)
+            return
+        group.persisted = data
+        record = Record(-1, self._time_ms(), snapshot_key(group.group_id), data)
+
+        def written(code: int) -> None:
+            if code and group.persisted is data:
+                group.persisted = None  # write it again with the next change
+            done(code)
+
+        self.coordinator._append(group.group_id, [record], written)
 
     def on_topic_deleted(self, topic: str) -> None:
         for group in self.groups.values():
@@ -725,3 +795,105 @@ def _subset(a: Assignment, b: Assignment) -> bool:
 
 def _overlaps(a: Assignment, b: Assignment) -> bool:
     return any(ps & b.get(t, set()) for t, ps in a.items())
+
+
+def _ignore(code: int) -> None:
+    """Writes nobody waits for (timer-driven changes): a failure is retried next change."""
+
+
+# -- the group-state record ---------------------------------------------------------------
+
+
+def snapshot_key(group_id: str) -> bytes:
+    raw = group_id.encode("utf-8")
+    return struct.pack(">hh", SNAPSHOT_KEY_VERSION, len(raw)) + raw
+
+
+def decode_snapshot_key(key: bytes) -> str | None:
+    """The group id of a group-state record key; None for any other key."""
+    if len(key) < 4:
+        return None
+    version, n = struct.unpack_from(">hh", key)
+    if version != SNAPSHOT_KEY_VERSION or len(key) != 4 + n:
+        return None
+    return key[4:].decode("utf-8")
+
+
+def _assignment_json(a: Assignment) -> dict[str, list[int]]:
+    return {str(t): sorted(ps) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps}
+
+
+def _assignment_from(obj: dict[str, list[int]]) -> Assignment:
+    return {uuid.UUID(t): set(ps) for t, ps in obj.items()}
+
+
+def encode_snapshot(group: ConsumerGroup) -> bytes:
+    state = {
+        "groupEpoch": group.group_epoch,
+        "assignmentEpoch": group.assignment_epoch,
+        "assignor": group.assignor_name,
+        "subscriptionMetadata": {
+            name: [str(tid), n] for name, (tid, n) in sorted(group.subscription_metadata.items())
+        },
+        "members": [
+            {
+                "memberId": m.member_id,
+                "instanceId": m.instance_id,
+                "rackId": m.rack_id,
+                "clientId": m.client_id,
+                "clientHost": m.client_host,
+                "rebalanceTimeoutMs": m.rebalance_timeout_ms,
+                "topics": m.subscribed_topic_names,
+                "regex": m.subscribed_topic_regex,
+                "serverAssignor": m.server_assignor,
+                "memberEpoch": m.member_epoch,
+                "previousMemberEpoch": m.previous_member_epoch,
+                "state": m.state.value,
+                "assigned": _assignment_json(m.assigned),
+                "pendingRevocation": _assignment_json(m.pending_revocation),
+            }
+            for m in sorted(group.members.values(), key=lambda m: m.member_id)
+        ],
+        "target": {m: _assignment_json(a) for m, a in sorted(group.target.items())},
+    }
+    body = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return struct.pack(">h", _SNAPSHOT_VALUE_VERSION) + body
+
+
+def decode_snapshot(group_id: str, data: bytes) -> ConsumerGroup:
+    """The group a state record describes; raises ValueError naming what is wrong."""
+    if len(data) < 2:
+        raise ValueError(f"group {group_id!r}: state record of {len(data)} bytes")
+    (version,) = struct.unpack_from(">h", data)
+    if version != _SNAPSHOT_VALUE_VERSION:
+        raise ValueError(f"group {group_id!r}: unknown state record version {version}")
+    state = json.loads(data[2:].decode("utf-8"))
+    group = ConsumerGroup(group_id)
+    group.group_epoch = int(state["groupEpoch"])
+    group.assignment_epoch = int(state["assignmentEpoch"])
+    group.assignor_name = str(state["assignor"])
+    group.subscription_metadata = {
+        name: (uuid.UUID(tid), int(n)) for name, (tid, n) in state["subscriptionMetadata"].items()
+    }
+    for m in state["members"]:
+        member = ConsumerMember(
+            m["memberId"],
+            m["instanceId"],
+            m["rackId"],
+            m["clientId"],
+            m["clientHost"],
+            int(m["rebalanceTimeoutMs"]),
+            list(m["topics"]),
+            m["regex"],
+            m["serverAssignor"],
+            member_epoch=int(m["memberEpoch"]),
+            previous_member_epoch=int(m["previousMemberEpoch"]),
+            state=MemberState(m["state"]),
+            assigned=_assignment_from(m["assigned"]),
+            pending_revocation=_assignment_from(m["pendingRevocation"]),
+        )
+        group.members[member.member_id] = member
+        if member.instance_id is not None:
+            group.static_members[member.instance_id] = member.member_id
+    group.target = {m: _assignment_from(a) for m, a in state["target"].items()}
+    return group

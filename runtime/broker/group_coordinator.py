@@ -39,7 +39,7 @@ from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
 from . import group_records as gr
-from .consumer_group import ConsumerGroup, ConsumerGroupManager
+from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_snapshot_key
 from .metadata import OFFSETS_TOPIC, TopicPartition
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ProduceResult
@@ -405,6 +405,8 @@ class GroupCoordinator:
         index = partition.tp.partition
         txn_offsets = self.broker.txn_offsets
         txn_offsets.drop_partition(index)
+        # Consumer-protocol groups: the last state record of each (None: deleted).
+        snapshots: dict[str, bytes | None] = {}
         for b in partition.log.batches:
             for batch in iter_batches(b.data, verify_crc=False):
                 if batch.is_control:
@@ -417,12 +419,17 @@ class GroupCoordinator:
                 for r in batch:
                     if r.key is None:
                         continue
+                    snapshot_of = decode_snapshot_key(r.key)
+                    if snapshot_of is not None:
+                        snapshots[snapshot_of] = None if r.value is None else bytes(r.value)
+                        continue
                     key = gr.decode_key(r.key)
                     if key is None:
                         continue
                     kind, group_id, topic, tp_index = key
                     group = self.groups.get(group_id)
                     if kind == "group":
+                        snapshots.pop(group_id, None)  # the id went to a classic group
                         if r.value is None:
                             self.groups.pop(group_id, None)
                         elif group is None:
@@ -447,6 +454,7 @@ class GroupCoordinator:
                     group.offsets[tp] = OffsetEntry(
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                     )
+        self.consumer.load({g: v for g, v in snapshots.items() if v is not None})
 
     def _unload(self, index: int) -> None:
         n = self.offsets_partitions

@@ -1,6 +1,7 @@
 """ConsumerGroupHeartbeat (key 68, KIP-848): join, stay, reconcile and leave a group of the
-consumer protocol. The coordinator's consumer-group manager does the work; errors come back
-in the response with their message, and the member id and epoch stay null and 0 then.
+consumer protocol. The coordinator's consumer-group manager does the work and answers once
+the group's new state is durable; errors come back in the response with their message, and
+the member id and epoch stay null and 0 then.
 v1 (unstable) adds SubscribedTopicRegex and expects the member to name itself.
 """
 
@@ -12,6 +13,7 @@ from kafkagen.generated.consumer_group_heartbeat import (
 )
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.assignors import Assignment
+from kafkagen.runtime.broker.consumer_group import HeartbeatResult
 from kafkagen.runtime.errors import KafkaError
 
 API_KEY = 68
@@ -25,8 +27,34 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
         owned = {}
         for t in request.topic_partitions:
             owned.setdefault(t.topic_id, set()).update(t.partitions)
+
+    def respond(result: HeartbeatResult | None, error: int) -> None:
+        if result is None:
+            ctx.respond(R(error_code=error, error_message=None, member_id=None, member_epoch=0))
+            return
+        assignment = None
+        if result.assignment is not None:
+            assignment = R.Assignment(
+                topic_partitions=[
+                    R.TopicPartitions(topic_id=topic_id, partitions=sorted(parts))
+                    for topic_id, parts in sorted(
+                        result.assignment.items(), key=lambda kv: str(kv[0])
+                    )
+                ]
+            )
+        ctx.respond(
+            R(
+                error_code=0,
+                error_message=None,
+                member_id=result.member_id,
+                member_epoch=result.member_epoch,
+                heartbeat_interval_ms=result.heartbeat_interval_ms,
+                assignment=assignment,
+            )
+        )
+
     try:
-        result = ctx.broker.group_coordinator.consumer.heartbeat(
+        ctx.broker.group_coordinator.consumer.heartbeat(
             version=ctx.api_version,
             group_id=request.group_id,
             member_id=request.member_id,
@@ -46,25 +74,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
             owned=owned,
             client_id=ctx.client_id or "",
             client_host=ctx.client_host,
+            respond=respond,
         )
     except KafkaError as e:
         ctx.respond(R(error_code=e.code, error_message=e.message, member_id=None, member_epoch=0))
-        return
-    assignment = None
-    if result.assignment is not None:
-        assignment = R.Assignment(
-            topic_partitions=[
-                R.TopicPartitions(topic_id=topic_id, partitions=sorted(parts))
-                for topic_id, parts in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
-            ]
-        )
-    ctx.respond(
-        R(
-            error_code=0,
-            error_message=None,
-            member_id=result.member_id,
-            member_epoch=result.member_epoch,
-            heartbeat_interval_ms=result.heartbeat_interval_ms,
-            assignment=assignment,
-        )
-    )
