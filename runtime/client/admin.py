@@ -14,10 +14,10 @@ coordinator, transaction APIs to each id's coordinator (or to every broker for l
 ListOffsets and DescribeProducers to each partition's leader, DescribeLogDirs to the brokers
 asked about, broker config resources to that broker, the rest to the connected broker.
 
-Every helper takes ``on_page`` (called with each response as it arrives, for progress or
-checks), ``limit`` (instead of the client's page size) and ``paginate=False`` (one unpaged
-request per broker even when the paged version is there). See docs/pagination.md for the
-order, the cursor and the limits of each API.
+Every helper takes ``on_page`` (called with the broker's address and each response as it
+arrives, for progress or checks), ``limit`` (instead of the client's page size) and
+``paginate=False`` (one unpaged request per broker even when the paged version is there).
+See docs/pagination.md for the order, the cursor and the limits of each API.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ __all__ = [
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
 
-#: Called with each response (page) a helper receives.
-PageObserver = Callable[[Message], None]
+#: Called with the address of the broker that answered and each response (page).
+PageObserver = Callable[[str, Message], None]
 
 
 class PaginationError(RuntimeError):
@@ -195,7 +195,7 @@ async def _walk(
         response = await client.request(request, version)
         _raise_top_error(response, client, version)
         if on_page is not None:
-            on_page(response)
+            on_page(client.connection.address, response)
         return response
     request_any: Any = request
     request_any.response_pagination_limit = client.pagination_limit if limit is None else limit
@@ -207,7 +207,7 @@ async def _walk(
         page: Any = await client.request(request, version)
         _raise_top_error(page, client, version)
         if on_page is not None:
-            on_page(page)
+            on_page(client.connection.address, page)
         if merged is None:
             merged = page
         else:
@@ -907,20 +907,21 @@ async def describe_configs_all(
             raise ValueError(f"config resource (type {r.type}, {r.name!r}) is listed twice")
         seen_keys.add((r.type, r.name))
     md: MetadataResponse | None = None
-    groups: dict[tuple[str, int] | None, list[ConfigResource]] = {}
+    targets: dict[int, KafkaClient] = {}
+    groups: dict[int, list[ConfigResource]] = {}
     for r in wanted:
-        target: tuple[str, int] | None = None
+        target = client
         if r.type in _PER_BROKER and r.name.isdigit():
             if md is None:
                 md = await _metadata(client, [])
-            target = _brokers(md).get(int(r.name))
-        groups.setdefault(target, []).append(r)
+            where = _brokers(md).get(int(r.name))
+            if where is not None:  # an unknown broker: the connected one answers the error
+                target = await client.for_node(*where)
+        targets[id(target)] = target
+        groups.setdefault(id(target), []).append(r)
     low = 3 if include_documentation else 1 if include_synonyms else 0
 
-    async def ask(
-        target: tuple[str, int] | None, mine: list[ConfigResource]
-    ) -> DescribeConfigsResponse:
-        other = client if target is None else await client.for_node(*target)
+    async def ask(other: KafkaClient, mine: list[ConfigResource]) -> DescribeConfigsResponse:
         version = _version(other, 32, paginate, VersionRange(low, ANY_VERSION))
         request = DescribeConfigsRequest(
             resources=[
@@ -938,7 +939,7 @@ async def describe_configs_all(
         return response
 
     found: dict[tuple[int, str], DescribeConfigsResponse.DescribeConfigsResult] = {}
-    for response in await _gather([ask(t, mine) for t, mine in groups.items()]):
+    for response in await _gather([ask(targets[t], mine) for t, mine in groups.items()]):
         for res in response.results:
             found[(res.resource_type, res.resource_name)] = res
     return DescribeConfigsResponse(

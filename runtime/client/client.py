@@ -82,7 +82,7 @@ class KafkaClient:
         self.max_in_flight = max_in_flight
         self.on_request = on_request
         #: Clients of other brokers of the cluster, opened on demand by `for_node`.
-        self._others: dict[tuple[str, int], KafkaClient] = {}
+        self._others: dict[tuple[str, int], asyncio.Future[KafkaClient]] = {}
 
     def version_for(self, api_key: int, wanted: VersionRange | None = None) -> int:
         """The highest version of ``api_key`` both sides support (see `BrokerVersions`)."""
@@ -160,25 +160,33 @@ class KafkaClient:
     async def for_node(self, host: str, port: int) -> KafkaClient:
         """A client of another broker of the cluster (or this one), with the same settings.
 
-        Opened once and kept; `close` closes it with this client.
+        Opened once (concurrent callers share the one connection) and kept; `close` closes
+        it with this client.
         """
         if self.connection.address in (f"{host}:{port}", f"[{host}]:{port}"):
             return self
-        other = self._others.get((host, port))
-        if other is None or other.closed:
-            other = await connect(
-                host,
-                port,
-                client_id=self.connection.client_id,
-                timeout=self.connect_timeout,
-                request_timeout=self.request_timeout,
-                unstable=self.unstable,
-                max_in_flight=self.max_in_flight,
-                pagination_limit=self.pagination_limit,
-                on_request=self.on_request,
+        key = (host, port)
+        opening = self._others.get(key)
+        if opening is not None and opening.done() and not opening.cancelled():
+            if opening.exception() is not None or opening.result().closed:
+                opening = None  # failed or since closed: open a new one
+        if opening is None:
+            opening = asyncio.ensure_future(
+                connect(
+                    host,
+                    port,
+                    client_id=self.connection.client_id,
+                    timeout=self.connect_timeout,
+                    request_timeout=self.request_timeout,
+                    unstable=self.unstable,
+                    max_in_flight=self.max_in_flight,
+                    pagination_limit=self.pagination_limit,
+                    on_request=self.on_request,
+                )
             )
-            self._others[(host, port)] = other
-        return other
+            self._others[key] = opening
+        # shield: one caller being cancelled must not abort the others' connection.
+        return await asyncio.shield(opening)
 
     @property
     def closed(self) -> bool:
@@ -186,7 +194,13 @@ class KafkaClient:
 
     async def close(self) -> None:
         others, self._others = list(self._others.values()), {}
-        for other in others:
+        for opening in others:
+            if not opening.done():
+                opening.cancel()
+            try:
+                other = await opening
+            except (asyncio.CancelledError, Exception):
+                continue  # never opened: nothing to close
             await other.close()
         await self.connection.close()
 
