@@ -16,6 +16,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -224,6 +225,32 @@ def _rnd_AddOffsetsToTxnRequest(g: Any, version: int) -> AddOffsetsToTxnRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AddOffsetsToTxnRequest_v0 = (
+    AddOffsetsToTxnRequest,
+    False,
+    (
+        ("string", "transactional_id", False, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("string", "group_id", False, False),
+    ),
+    (),
+)
+_N_AddOffsetsToTxnRequest_v3 = (
+    AddOffsetsToTxnRequest,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("string", "group_id", True, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AddOffsetsToTxnRequest,
     _tj_AddOffsetsToTxnRequest,
@@ -231,6 +258,11 @@ bind_codecs(
     _rnd_AddOffsetsToTxnRequest,
     (0, 2, _dec_AddOffsetsToTxnRequest_v0, _enc_AddOffsetsToTxnRequest_v0),
     (3, 4, _dec_AddOffsetsToTxnRequest_v3, _enc_AddOffsetsToTxnRequest_v3),
+)
+bind_native(
+    AddOffsetsToTxnRequest,
+    (0, 2, _N_AddOffsetsToTxnRequest_v0),
+    (3, 4, _N_AddOffsetsToTxnRequest_v3),
 )
 
 # -------------------- AddOffsetsToTxnResponse: decoders and encoders, one per distinct layout
@@ -303,6 +335,28 @@ def _rnd_AddOffsetsToTxnResponse(g: Any, version: int) -> AddOffsetsToTxnRespons
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AddOffsetsToTxnResponse_v0 = (
+    AddOffsetsToTxnResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_AddOffsetsToTxnResponse_v3 = (
+    AddOffsetsToTxnResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AddOffsetsToTxnResponse,
     _tj_AddOffsetsToTxnResponse,
@@ -310,4 +364,9 @@ bind_codecs(
     _rnd_AddOffsetsToTxnResponse,
     (0, 2, _dec_AddOffsetsToTxnResponse_v0, _enc_AddOffsetsToTxnResponse_v0),
     (3, 4, _dec_AddOffsetsToTxnResponse_v3, _enc_AddOffsetsToTxnResponse_v3),
+)
+bind_native(
+    AddOffsetsToTxnResponse,
+    (0, 2, _N_AddOffsetsToTxnResponse_v0),
+    (3, 4, _N_AddOffsetsToTxnResponse_v3),
 )

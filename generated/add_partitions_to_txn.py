@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -717,6 +718,76 @@ def _rnd_AddPartitionsToTxnTopic(g: Any, version: int) -> _AddPartitionsToTxnTop
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AddPartitionsToTxnTopic_v0 = (
+    _AddPartitionsToTxnTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnTopic_v3 = (
+    _AddPartitionsToTxnTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnTransaction_v4 = (
+    _AddPartitionsToTxnTransaction,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("bool", "verify_only"),
+        ("array", "topics", True, False, _N_AddPartitionsToTxnTopic_v3, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnRequest_v0 = (
+    AddPartitionsToTxnRequest,
+    False,
+    (
+        ("absent", "transactions", ("keyed",), False),
+        ("string", "v3_and_below_transactional_id", False, False),
+        ("int64", "v3_and_below_producer_id"),
+        ("int16", "v3_and_below_producer_epoch"),
+        ("array", "v3_and_below_topics", False, False, _N_AddPartitionsToTxnTopic_v0, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnRequest_v3 = (
+    AddPartitionsToTxnRequest,
+    True,
+    (
+        ("absent", "transactions", ("keyed",), False),
+        ("string", "v3_and_below_transactional_id", True, False),
+        ("int64", "v3_and_below_producer_id"),
+        ("int16", "v3_and_below_producer_epoch"),
+        ("array", "v3_and_below_topics", True, False, _N_AddPartitionsToTxnTopic_v3, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnRequest_v4 = (
+    AddPartitionsToTxnRequest,
+    True,
+    (
+        ("array", "transactions", True, False, _N_AddPartitionsToTxnTransaction_v4, True),
+        ("absent", "v3_and_below_transactional_id", ("value", ''), False),
+        ("absent", "v3_and_below_producer_id", ("value", 0), False),
+        ("absent", "v3_and_below_producer_epoch", ("value", 0), False),
+        ("absent", "v3_and_below_topics", ("keyed",), False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AddPartitionsToTxnRequest,
     _tj_AddPartitionsToTxnRequest,
@@ -726,12 +797,22 @@ bind_codecs(
     (3, 3, _dec_AddPartitionsToTxnRequest_v3, _enc_AddPartitionsToTxnRequest_v3),
     (4, 5, _dec_AddPartitionsToTxnRequest_v4, _enc_AddPartitionsToTxnRequest_v4),
 )
+bind_native(
+    AddPartitionsToTxnRequest,
+    (0, 2, _N_AddPartitionsToTxnRequest_v0),
+    (3, 3, _N_AddPartitionsToTxnRequest_v3),
+    (4, 5, _N_AddPartitionsToTxnRequest_v4),
+)
 bind_codecs(
     _AddPartitionsToTxnTransaction,
     _tj_AddPartitionsToTxnTransaction,
     _fj_AddPartitionsToTxnTransaction,
     _rnd_AddPartitionsToTxnTransaction,
     (4, 5, _dec_AddPartitionsToTxnTransaction_v4, _enc_AddPartitionsToTxnTransaction_v4),
+)
+bind_native(
+    _AddPartitionsToTxnTransaction,
+    (4, 5, _N_AddPartitionsToTxnTransaction_v4),
 )
 bind_codecs(
     _AddPartitionsToTxnTopic,
@@ -740,6 +821,11 @@ bind_codecs(
     _rnd_AddPartitionsToTxnTopic,
     (0, 2, _dec_AddPartitionsToTxnTopic_v0, _enc_AddPartitionsToTxnTopic_v0),
     (3, 5, _dec_AddPartitionsToTxnTopic_v3, _enc_AddPartitionsToTxnTopic_v3),
+)
+bind_native(
+    _AddPartitionsToTxnTopic,
+    (0, 2, _N_AddPartitionsToTxnTopic_v0),
+    (3, 5, _N_AddPartitionsToTxnTopic_v3),
 )
 
 # -------------------- AddPartitionsToTxnResponse: decoders and encoders, one per distinct layout
@@ -1201,6 +1287,88 @@ def _rnd_AddPartitionsToTxnPartitionResult(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AddPartitionsToTxnPartitionResult_v0 = (
+    _AddPartitionsToTxnPartitionResult,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "partition_error_code"),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnPartitionResult_v3 = (
+    _AddPartitionsToTxnPartitionResult,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "partition_error_code"),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnTopicResult_v0 = (
+    _AddPartitionsToTxnTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "results_by_partition", False, False, _N_AddPartitionsToTxnPartitionResult_v0, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnTopicResult_v3 = (
+    _AddPartitionsToTxnTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "results_by_partition", True, False, _N_AddPartitionsToTxnPartitionResult_v3, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnResult_v4 = (
+    _AddPartitionsToTxnResult,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("array", "topic_results", True, False, _N_AddPartitionsToTxnTopicResult_v3, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnResponse_v0 = (
+    AddPartitionsToTxnResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "results_by_transaction", ("keyed",), False),
+        ("array", "results_by_topic_v3_and_below", False, False, _N_AddPartitionsToTxnTopicResult_v0, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnResponse_v3 = (
+    AddPartitionsToTxnResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "results_by_transaction", ("keyed",), False),
+        ("array", "results_by_topic_v3_and_below", True, False, _N_AddPartitionsToTxnTopicResult_v3, True),
+    ),
+    (),
+)
+_N_AddPartitionsToTxnResponse_v4 = (
+    AddPartitionsToTxnResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "results_by_transaction", True, False, _N_AddPartitionsToTxnResult_v4, True),
+        ("absent", "results_by_topic_v3_and_below", ("keyed",), False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AddPartitionsToTxnResponse,
     _tj_AddPartitionsToTxnResponse,
@@ -1210,12 +1378,22 @@ bind_codecs(
     (3, 3, _dec_AddPartitionsToTxnResponse_v3, _enc_AddPartitionsToTxnResponse_v3),
     (4, 5, _dec_AddPartitionsToTxnResponse_v4, _enc_AddPartitionsToTxnResponse_v4),
 )
+bind_native(
+    AddPartitionsToTxnResponse,
+    (0, 2, _N_AddPartitionsToTxnResponse_v0),
+    (3, 3, _N_AddPartitionsToTxnResponse_v3),
+    (4, 5, _N_AddPartitionsToTxnResponse_v4),
+)
 bind_codecs(
     _AddPartitionsToTxnResult,
     _tj_AddPartitionsToTxnResult,
     _fj_AddPartitionsToTxnResult,
     _rnd_AddPartitionsToTxnResult,
     (4, 5, _dec_AddPartitionsToTxnResult_v4, _enc_AddPartitionsToTxnResult_v4),
+)
+bind_native(
+    _AddPartitionsToTxnResult,
+    (4, 5, _N_AddPartitionsToTxnResult_v4),
 )
 bind_codecs(
     _AddPartitionsToTxnTopicResult,
@@ -1225,6 +1403,11 @@ bind_codecs(
     (0, 2, _dec_AddPartitionsToTxnTopicResult_v0, _enc_AddPartitionsToTxnTopicResult_v0),
     (3, 5, _dec_AddPartitionsToTxnTopicResult_v3, _enc_AddPartitionsToTxnTopicResult_v3),
 )
+bind_native(
+    _AddPartitionsToTxnTopicResult,
+    (0, 2, _N_AddPartitionsToTxnTopicResult_v0),
+    (3, 5, _N_AddPartitionsToTxnTopicResult_v3),
+)
 bind_codecs(
     _AddPartitionsToTxnPartitionResult,
     _tj_AddPartitionsToTxnPartitionResult,
@@ -1232,4 +1415,9 @@ bind_codecs(
     _rnd_AddPartitionsToTxnPartitionResult,
     (0, 2, _dec_AddPartitionsToTxnPartitionResult_v0, _enc_AddPartitionsToTxnPartitionResult_v0),
     (3, 5, _dec_AddPartitionsToTxnPartitionResult_v3, _enc_AddPartitionsToTxnPartitionResult_v3),
+)
+bind_native(
+    _AddPartitionsToTxnPartitionResult,
+    (0, 2, _N_AddPartitionsToTxnPartitionResult_v0),
+    (3, 5, _N_AddPartitionsToTxnPartitionResult_v3),
 )

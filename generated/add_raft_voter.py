@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -321,6 +322,32 @@ def _rnd_Listener(g: Any, version: int) -> _Listener:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Listener_v0 = (
+    _Listener,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_AddRaftVoterRequest_v0 = (
+    AddRaftVoterRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("int32", "timeout_ms"),
+        ("int32", "voter_id"),
+        ("uuid", "voter_directory_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AddRaftVoterRequest,
     _tj_AddRaftVoterRequest,
@@ -328,12 +355,20 @@ bind_codecs(
     _rnd_AddRaftVoterRequest,
     (0, 0, _dec_AddRaftVoterRequest_v0, _enc_AddRaftVoterRequest_v0),
 )
+bind_native(
+    AddRaftVoterRequest,
+    (0, 0, _N_AddRaftVoterRequest_v0),
+)
 bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
     _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
+)
+bind_native(
+    _Listener,
+    (0, 0, _N_Listener_v0),
 )
 
 # -------------------- AddRaftVoterResponse: decoders and encoders, one per distinct layout
@@ -398,10 +433,28 @@ def _rnd_AddRaftVoterResponse(g: Any, version: int) -> AddRaftVoterResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AddRaftVoterResponse_v0 = (
+    AddRaftVoterResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AddRaftVoterResponse,
     _tj_AddRaftVoterResponse,
     _fj_AddRaftVoterResponse,
     _rnd_AddRaftVoterResponse,
     (0, 0, _dec_AddRaftVoterResponse_v0, _enc_AddRaftVoterResponse_v0),
+)
+bind_native(
+    AddRaftVoterResponse,
+    (0, 0, _N_AddRaftVoterResponse_v0),
 )

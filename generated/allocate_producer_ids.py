@@ -15,6 +15,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -172,12 +173,29 @@ def _rnd_AllocateProducerIdsRequest(g: Any, version: int) -> AllocateProducerIds
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AllocateProducerIdsRequest_v0 = (
+    AllocateProducerIdsRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AllocateProducerIdsRequest,
     _tj_AllocateProducerIdsRequest,
     _fj_AllocateProducerIdsRequest,
     _rnd_AllocateProducerIdsRequest,
     (0, 0, _dec_AllocateProducerIdsRequest_v0, _enc_AllocateProducerIdsRequest_v0),
+)
+bind_native(
+    AllocateProducerIdsRequest,
+    (0, 0, _N_AllocateProducerIdsRequest_v0),
 )
 
 # -------------------- AllocateProducerIdsResponse: decoders and encoders, one per distinct layout
@@ -241,10 +259,29 @@ def _rnd_AllocateProducerIdsResponse(g: Any, version: int) -> AllocateProducerId
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AllocateProducerIdsResponse_v0 = (
+    AllocateProducerIdsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int64", "producer_id_start"),
+        ("int32", "producer_id_len"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AllocateProducerIdsResponse,
     _tj_AllocateProducerIdsResponse,
     _fj_AllocateProducerIdsResponse,
     _rnd_AllocateProducerIdsResponse,
     (0, 0, _dec_AllocateProducerIdsResponse_v0, _enc_AllocateProducerIdsResponse_v0),
+)
+bind_native(
+    AllocateProducerIdsResponse,
+    (0, 0, _N_AllocateProducerIdsResponse_v0),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -663,6 +664,84 @@ def _rnd_OpData(g: Any, version: int) -> _OpData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterClientQuotasRequest_EntityData_v0 = (
+    _AlterClientQuotasRequest_EntityData,
+    False,
+    (
+        ("string", "entity_type", False, False),
+        ("string", "entity_name", False, True),
+    ),
+    (),
+)
+_N_AlterClientQuotasRequest_EntityData_v1 = (
+    _AlterClientQuotasRequest_EntityData,
+    True,
+    (
+        ("string", "entity_type", True, False),
+        ("string", "entity_name", True, True),
+    ),
+    (),
+)
+_N_OpData_v0 = (
+    _OpData,
+    False,
+    (
+        ("string", "key", False, False),
+        ("float64", "value"),
+        ("bool", "remove"),
+    ),
+    (),
+)
+_N_OpData_v1 = (
+    _OpData,
+    True,
+    (
+        ("string", "key", True, False),
+        ("float64", "value"),
+        ("bool", "remove"),
+    ),
+    (),
+)
+_N_AlterClientQuotasRequest_EntryData_v0 = (
+    _AlterClientQuotasRequest_EntryData,
+    False,
+    (
+        ("array", "entity", False, False, _N_AlterClientQuotasRequest_EntityData_v0, False),
+        ("array", "ops", False, False, _N_OpData_v0, False),
+    ),
+    (),
+)
+_N_AlterClientQuotasRequest_EntryData_v1 = (
+    _AlterClientQuotasRequest_EntryData,
+    True,
+    (
+        ("array", "entity", True, False, _N_AlterClientQuotasRequest_EntityData_v1, False),
+        ("array", "ops", True, False, _N_OpData_v1, False),
+    ),
+    (),
+)
+_N_AlterClientQuotasRequest_v0 = (
+    AlterClientQuotasRequest,
+    False,
+    (
+        ("array", "entries", False, False, _N_AlterClientQuotasRequest_EntryData_v0, False),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+_N_AlterClientQuotasRequest_v1 = (
+    AlterClientQuotasRequest,
+    True,
+    (
+        ("array", "entries", True, False, _N_AlterClientQuotasRequest_EntryData_v1, False),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterClientQuotasRequest,
     _tj_AlterClientQuotasRequest,
@@ -671,6 +750,11 @@ bind_codecs(
     (0, 0, _dec_AlterClientQuotasRequest_v0, _enc_AlterClientQuotasRequest_v0),
     (1, 1, _dec_AlterClientQuotasRequest_v1, _enc_AlterClientQuotasRequest_v1),
 )
+bind_native(
+    AlterClientQuotasRequest,
+    (0, 0, _N_AlterClientQuotasRequest_v0),
+    (1, 1, _N_AlterClientQuotasRequest_v1),
+)
 bind_codecs(
     _AlterClientQuotasRequest_EntryData,
     _tj_AlterClientQuotasRequest_EntryData,
@@ -678,6 +762,11 @@ bind_codecs(
     _rnd_AlterClientQuotasRequest_EntryData,
     (0, 0, _dec_AlterClientQuotasRequest_EntryData_v0, _enc_AlterClientQuotasRequest_EntryData_v0),
     (1, 1, _dec_AlterClientQuotasRequest_EntryData_v1, _enc_AlterClientQuotasRequest_EntryData_v1),
+)
+bind_native(
+    _AlterClientQuotasRequest_EntryData,
+    (0, 0, _N_AlterClientQuotasRequest_EntryData_v0),
+    (1, 1, _N_AlterClientQuotasRequest_EntryData_v1),
 )
 bind_codecs(
     _AlterClientQuotasRequest_EntityData,
@@ -697,6 +786,11 @@ bind_codecs(
         _enc_AlterClientQuotasRequest_EntityData_v1,
     ),
 )
+bind_native(
+    _AlterClientQuotasRequest_EntityData,
+    (0, 0, _N_AlterClientQuotasRequest_EntityData_v0),
+    (1, 1, _N_AlterClientQuotasRequest_EntityData_v1),
+)
 bind_codecs(
     _OpData,
     _tj_OpData,
@@ -704,6 +798,11 @@ bind_codecs(
     _rnd_OpData,
     (0, 0, _dec_OpData_v0, _enc_OpData_v0),
     (1, 1, _dec_OpData_v1, _enc_OpData_v1),
+)
+bind_native(
+    _OpData,
+    (0, 0, _N_OpData_v0),
+    (1, 1, _N_OpData_v1),
 )
 
 # -------------------- AlterClientQuotasResponse: decoders and encoders, one per distinct layout
@@ -1015,6 +1114,66 @@ def _rnd_AlterClientQuotasResponse_EntityData(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterClientQuotasResponse_EntityData_v0 = (
+    _AlterClientQuotasResponse_EntityData,
+    False,
+    (
+        ("string", "entity_type", False, False),
+        ("string", "entity_name", False, True),
+    ),
+    (),
+)
+_N_AlterClientQuotasResponse_EntityData_v1 = (
+    _AlterClientQuotasResponse_EntityData,
+    True,
+    (
+        ("string", "entity_type", True, False),
+        ("string", "entity_name", True, True),
+    ),
+    (),
+)
+_N_AlterClientQuotasResponse_EntryData_v0 = (
+    _AlterClientQuotasResponse_EntryData,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("array", "entity", False, False, _N_AlterClientQuotasResponse_EntityData_v0, False),
+    ),
+    (),
+)
+_N_AlterClientQuotasResponse_EntryData_v1 = (
+    _AlterClientQuotasResponse_EntryData,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "entity", True, False, _N_AlterClientQuotasResponse_EntityData_v1, False),
+    ),
+    (),
+)
+_N_AlterClientQuotasResponse_v0 = (
+    AlterClientQuotasResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "entries", False, False, _N_AlterClientQuotasResponse_EntryData_v0, False),
+    ),
+    (),
+)
+_N_AlterClientQuotasResponse_v1 = (
+    AlterClientQuotasResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "entries", True, False, _N_AlterClientQuotasResponse_EntryData_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterClientQuotasResponse,
     _tj_AlterClientQuotasResponse,
@@ -1022,6 +1181,11 @@ bind_codecs(
     _rnd_AlterClientQuotasResponse,
     (0, 0, _dec_AlterClientQuotasResponse_v0, _enc_AlterClientQuotasResponse_v0),
     (1, 1, _dec_AlterClientQuotasResponse_v1, _enc_AlterClientQuotasResponse_v1),
+)
+bind_native(
+    AlterClientQuotasResponse,
+    (0, 0, _N_AlterClientQuotasResponse_v0),
+    (1, 1, _N_AlterClientQuotasResponse_v1),
 )
 bind_codecs(
     _AlterClientQuotasResponse_EntryData,
@@ -1041,6 +1205,11 @@ bind_codecs(
         _enc_AlterClientQuotasResponse_EntryData_v1,
     ),
 )
+bind_native(
+    _AlterClientQuotasResponse_EntryData,
+    (0, 0, _N_AlterClientQuotasResponse_EntryData_v0),
+    (1, 1, _N_AlterClientQuotasResponse_EntryData_v1),
+)
 bind_codecs(
     _AlterClientQuotasResponse_EntityData,
     _tj_AlterClientQuotasResponse_EntityData,
@@ -1058,4 +1227,9 @@ bind_codecs(
         _dec_AlterClientQuotasResponse_EntityData_v1,
         _enc_AlterClientQuotasResponse_EntityData_v1,
     ),
+)
+bind_native(
+    _AlterClientQuotasResponse_EntityData,
+    (0, 0, _N_AlterClientQuotasResponse_EntityData_v0),
+    (1, 1, _N_AlterClientQuotasResponse_EntityData_v1),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -506,6 +507,66 @@ def _rnd_AlterableConfig(g: Any, version: int) -> _AlterableConfig:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterableConfig_v0 = (
+    _AlterableConfig,
+    False,
+    (
+        ("string", "name", False, False),
+        ("string", "value", False, True),
+    ),
+    (),
+)
+_N_AlterableConfig_v2 = (
+    _AlterableConfig,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "value", True, True),
+    ),
+    (),
+)
+_N_AlterConfigsResource_v0 = (
+    _AlterConfigsResource,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("array", "configs", False, False, _N_AlterableConfig_v0, True),
+    ),
+    (),
+)
+_N_AlterConfigsResource_v2 = (
+    _AlterConfigsResource,
+    True,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("array", "configs", True, False, _N_AlterableConfig_v2, True),
+    ),
+    (),
+)
+_N_AlterConfigsRequest_v0 = (
+    AlterConfigsRequest,
+    False,
+    (
+        ("array", "resources", False, False, _N_AlterConfigsResource_v0, True),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+_N_AlterConfigsRequest_v2 = (
+    AlterConfigsRequest,
+    True,
+    (
+        ("array", "resources", True, False, _N_AlterConfigsResource_v2, True),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterConfigsRequest,
     _tj_AlterConfigsRequest,
@@ -513,6 +574,11 @@ bind_codecs(
     _rnd_AlterConfigsRequest,
     (0, 1, _dec_AlterConfigsRequest_v0, _enc_AlterConfigsRequest_v0),
     (2, 2, _dec_AlterConfigsRequest_v2, _enc_AlterConfigsRequest_v2),
+)
+bind_native(
+    AlterConfigsRequest,
+    (0, 1, _N_AlterConfigsRequest_v0),
+    (2, 2, _N_AlterConfigsRequest_v2),
 )
 bind_codecs(
     _AlterConfigsResource,
@@ -522,6 +588,11 @@ bind_codecs(
     (0, 1, _dec_AlterConfigsResource_v0, _enc_AlterConfigsResource_v0),
     (2, 2, _dec_AlterConfigsResource_v2, _enc_AlterConfigsResource_v2),
 )
+bind_native(
+    _AlterConfigsResource,
+    (0, 1, _N_AlterConfigsResource_v0),
+    (2, 2, _N_AlterConfigsResource_v2),
+)
 bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
@@ -529,6 +600,11 @@ bind_codecs(
     _rnd_AlterableConfig,
     (0, 1, _dec_AlterableConfig_v0, _enc_AlterableConfig_v0),
     (2, 2, _dec_AlterableConfig_v2, _enc_AlterableConfig_v2),
+)
+bind_native(
+    _AlterableConfig,
+    (0, 1, _N_AlterableConfig_v0),
+    (2, 2, _N_AlterableConfig_v2),
 )
 
 # -------------------- AlterConfigsResponse: decoders and encoders, one per distinct layout
@@ -738,6 +814,50 @@ def _rnd_AlterConfigsResourceResponse(g: Any, version: int) -> _AlterConfigsReso
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterConfigsResourceResponse_v0 = (
+    _AlterConfigsResourceResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+    ),
+    (),
+)
+_N_AlterConfigsResourceResponse_v2 = (
+    _AlterConfigsResourceResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+    ),
+    (),
+)
+_N_AlterConfigsResponse_v0 = (
+    AlterConfigsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False),
+    ),
+    (),
+)
+_N_AlterConfigsResponse_v2 = (
+    AlterConfigsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterConfigsResponse,
     _tj_AlterConfigsResponse,
@@ -746,6 +866,11 @@ bind_codecs(
     (0, 1, _dec_AlterConfigsResponse_v0, _enc_AlterConfigsResponse_v0),
     (2, 2, _dec_AlterConfigsResponse_v2, _enc_AlterConfigsResponse_v2),
 )
+bind_native(
+    AlterConfigsResponse,
+    (0, 1, _N_AlterConfigsResponse_v0),
+    (2, 2, _N_AlterConfigsResponse_v2),
+)
 bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
@@ -753,4 +878,9 @@ bind_codecs(
     _rnd_AlterConfigsResourceResponse,
     (0, 1, _dec_AlterConfigsResourceResponse_v0, _enc_AlterConfigsResourceResponse_v0),
     (2, 2, _dec_AlterConfigsResourceResponse_v2, _enc_AlterConfigsResourceResponse_v2),
+)
+bind_native(
+    _AlterConfigsResourceResponse,
+    (0, 1, _N_AlterConfigsResourceResponse_v0),
+    (2, 2, _N_AlterConfigsResourceResponse_v2),
 )

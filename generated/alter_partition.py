@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -910,6 +911,138 @@ def _rnd_BrokerState(g: Any, version: int) -> _BrokerState:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BrokerState_v3 = (
+    _BrokerState,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_PartitionData_v0 = (
+    _AlterPartitionRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "leader_epoch"),
+        ("array", "new_isr", True, False, "int32", False),
+        ("absent", "new_isr_with_epochs", ("list",), False),
+        ("absent", "leader_recovery_state", ("value", 0), False),
+        ("int32", "partition_epoch"),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_PartitionData_v1 = (
+    _AlterPartitionRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "leader_epoch"),
+        ("array", "new_isr", True, False, "int32", False),
+        ("absent", "new_isr_with_epochs", ("list",), False),
+        ("int8", "leader_recovery_state"),
+        ("int32", "partition_epoch"),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_PartitionData_v3 = (
+    _AlterPartitionRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "leader_epoch"),
+        ("absent", "new_isr", ("list",), False),
+        ("array", "new_isr_with_epochs", True, False, _N_BrokerState_v3, False),
+        ("int8", "leader_recovery_state"),
+        ("int32", "partition_epoch"),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_TopicData_v0 = (
+    _AlterPartitionRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_TopicData_v1 = (
+    _AlterPartitionRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_TopicData_v2 = (
+    _AlterPartitionRequest_TopicData,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_TopicData_v3 = (
+    _AlterPartitionRequest_TopicData,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v3, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_v0 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v0, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_v1 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v1, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_v2 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v2, False),
+    ),
+    (),
+)
+_N_AlterPartitionRequest_v3 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v3, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterPartitionRequest,
     _tj_AlterPartitionRequest,
@@ -920,6 +1053,13 @@ bind_codecs(
     (2, 2, _dec_AlterPartitionRequest_v2, _enc_AlterPartitionRequest_v2),
     (3, 3, _dec_AlterPartitionRequest_v3, _enc_AlterPartitionRequest_v3),
 )
+bind_native(
+    AlterPartitionRequest,
+    (0, 0, _N_AlterPartitionRequest_v0),
+    (1, 1, _N_AlterPartitionRequest_v1),
+    (2, 2, _N_AlterPartitionRequest_v2),
+    (3, 3, _N_AlterPartitionRequest_v3),
+)
 bind_codecs(
     _AlterPartitionRequest_TopicData,
     _tj_AlterPartitionRequest_TopicData,
@@ -929,6 +1069,13 @@ bind_codecs(
     (1, 1, _dec_AlterPartitionRequest_TopicData_v1, _enc_AlterPartitionRequest_TopicData_v1),
     (2, 2, _dec_AlterPartitionRequest_TopicData_v2, _enc_AlterPartitionRequest_TopicData_v2),
     (3, 3, _dec_AlterPartitionRequest_TopicData_v3, _enc_AlterPartitionRequest_TopicData_v3),
+)
+bind_native(
+    _AlterPartitionRequest_TopicData,
+    (0, 0, _N_AlterPartitionRequest_TopicData_v0),
+    (1, 1, _N_AlterPartitionRequest_TopicData_v1),
+    (2, 2, _N_AlterPartitionRequest_TopicData_v2),
+    (3, 3, _N_AlterPartitionRequest_TopicData_v3),
 )
 bind_codecs(
     _AlterPartitionRequest_PartitionData,
@@ -954,12 +1101,22 @@ bind_codecs(
         _enc_AlterPartitionRequest_PartitionData_v3,
     ),
 )
+bind_native(
+    _AlterPartitionRequest_PartitionData,
+    (0, 0, _N_AlterPartitionRequest_PartitionData_v0),
+    (1, 2, _N_AlterPartitionRequest_PartitionData_v1),
+    (3, 3, _N_AlterPartitionRequest_PartitionData_v3),
+)
 bind_codecs(
     _BrokerState,
     _tj_BrokerState,
     _fj_BrokerState,
     _rnd_BrokerState,
     (3, 3, _dec_BrokerState_v3, _enc_BrokerState_v3),
+)
+bind_native(
+    _BrokerState,
+    (3, 3, _N_BrokerState_v3),
 )
 
 # -------------------- AlterPartitionResponse: decoders and encoders, one per distinct layout
@@ -1356,6 +1513,98 @@ def _rnd_AlterPartitionResponse_PartitionData(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterPartitionResponse_PartitionData_v0 = (
+    _AlterPartitionResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", True, False, "int32", False),
+        ("absent", "leader_recovery_state", ("value", 0), True),
+        ("int32", "partition_epoch"),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_PartitionData_v1 = (
+    _AlterPartitionResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", True, False, "int32", False),
+        ("int8", "leader_recovery_state"),
+        ("int32", "partition_epoch"),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_TopicData_v0 = (
+    _AlterPartitionResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_TopicData_v1 = (
+    _AlterPartitionResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_TopicData_v2 = (
+    _AlterPartitionResponse_TopicData,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_v0 = (
+    AlterPartitionResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v0, False),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_v1 = (
+    AlterPartitionResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v1, False),
+    ),
+    (),
+)
+_N_AlterPartitionResponse_v2 = (
+    AlterPartitionResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterPartitionResponse,
     _tj_AlterPartitionResponse,
@@ -1365,6 +1614,12 @@ bind_codecs(
     (1, 1, _dec_AlterPartitionResponse_v1, _enc_AlterPartitionResponse_v1),
     (2, 3, _dec_AlterPartitionResponse_v2, _enc_AlterPartitionResponse_v2),
 )
+bind_native(
+    AlterPartitionResponse,
+    (0, 0, _N_AlterPartitionResponse_v0),
+    (1, 1, _N_AlterPartitionResponse_v1),
+    (2, 3, _N_AlterPartitionResponse_v2),
+)
 bind_codecs(
     _AlterPartitionResponse_TopicData,
     _tj_AlterPartitionResponse_TopicData,
@@ -1373,6 +1628,12 @@ bind_codecs(
     (0, 0, _dec_AlterPartitionResponse_TopicData_v0, _enc_AlterPartitionResponse_TopicData_v0),
     (1, 1, _dec_AlterPartitionResponse_TopicData_v1, _enc_AlterPartitionResponse_TopicData_v1),
     (2, 3, _dec_AlterPartitionResponse_TopicData_v2, _enc_AlterPartitionResponse_TopicData_v2),
+)
+bind_native(
+    _AlterPartitionResponse_TopicData,
+    (0, 0, _N_AlterPartitionResponse_TopicData_v0),
+    (1, 1, _N_AlterPartitionResponse_TopicData_v1),
+    (2, 3, _N_AlterPartitionResponse_TopicData_v2),
 )
 bind_codecs(
     _AlterPartitionResponse_PartitionData,
@@ -1391,4 +1652,9 @@ bind_codecs(
         _dec_AlterPartitionResponse_PartitionData_v1,
         _enc_AlterPartitionResponse_PartitionData_v1,
     ),
+)
+bind_native(
+    _AlterPartitionResponse_PartitionData,
+    (0, 0, _N_AlterPartitionResponse_PartitionData_v0),
+    (1, 3, _N_AlterPartitionResponse_PartitionData_v1),
 )

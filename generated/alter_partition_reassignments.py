@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -457,12 +458,47 @@ def _rnd_ReassignablePartition(g: Any, version: int) -> _ReassignablePartition:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ReassignablePartition_v0 = (
+    _ReassignablePartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("array", "replicas", True, True, "int32", False),
+    ),
+    (),
+)
+_N_ReassignableTopic_v0 = (
+    _ReassignableTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_ReassignablePartition_v0, False),
+    ),
+    (),
+)
+_N_AlterPartitionReassignmentsRequest_v0 = (
+    AlterPartitionReassignmentsRequest,
+    True,
+    (
+        ("int32", "timeout_ms"),
+        ("array", "topics", True, False, _N_ReassignableTopic_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterPartitionReassignmentsRequest,
     _tj_AlterPartitionReassignmentsRequest,
     _fj_AlterPartitionReassignmentsRequest,
     _rnd_AlterPartitionReassignmentsRequest,
     (0, 0, _dec_AlterPartitionReassignmentsRequest_v0, _enc_AlterPartitionReassignmentsRequest_v0),
+)
+bind_native(
+    AlterPartitionReassignmentsRequest,
+    (0, 0, _N_AlterPartitionReassignmentsRequest_v0),
 )
 bind_codecs(
     _ReassignableTopic,
@@ -471,12 +507,20 @@ bind_codecs(
     _rnd_ReassignableTopic,
     (0, 0, _dec_ReassignableTopic_v0, _enc_ReassignableTopic_v0),
 )
+bind_native(
+    _ReassignableTopic,
+    (0, 0, _N_ReassignableTopic_v0),
+)
 bind_codecs(
     _ReassignablePartition,
     _tj_ReassignablePartition,
     _fj_ReassignablePartition,
     _rnd_ReassignablePartition,
     (0, 0, _dec_ReassignablePartition_v0, _enc_ReassignablePartition_v0),
+)
+bind_native(
+    _ReassignablePartition,
+    (0, 0, _N_ReassignablePartition_v0),
 )
 
 # -------------------- AlterPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
@@ -690,6 +734,40 @@ def _rnd_ReassignablePartitionResponse(g: Any, version: int) -> _ReassignablePar
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ReassignablePartitionResponse_v0 = (
+    _ReassignablePartitionResponse,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_ReassignableTopicResponse_v0 = (
+    _ReassignableTopicResponse,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_ReassignablePartitionResponse_v0, False),
+    ),
+    (),
+)
+_N_AlterPartitionReassignmentsResponse_v0 = (
+    AlterPartitionReassignmentsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "responses", True, False, _N_ReassignableTopicResponse_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterPartitionReassignmentsResponse,
     _tj_AlterPartitionReassignmentsResponse,
@@ -702,6 +780,10 @@ bind_codecs(
         _enc_AlterPartitionReassignmentsResponse_v0,
     ),
 )
+bind_native(
+    AlterPartitionReassignmentsResponse,
+    (0, 0, _N_AlterPartitionReassignmentsResponse_v0),
+)
 bind_codecs(
     _ReassignableTopicResponse,
     _tj_ReassignableTopicResponse,
@@ -709,10 +791,18 @@ bind_codecs(
     _rnd_ReassignableTopicResponse,
     (0, 0, _dec_ReassignableTopicResponse_v0, _enc_ReassignableTopicResponse_v0),
 )
+bind_native(
+    _ReassignableTopicResponse,
+    (0, 0, _N_ReassignableTopicResponse_v0),
+)
 bind_codecs(
     _ReassignablePartitionResponse,
     _tj_ReassignablePartitionResponse,
     _fj_ReassignablePartitionResponse,
     _rnd_ReassignablePartitionResponse,
     (0, 0, _dec_ReassignablePartitionResponse_v0, _enc_ReassignablePartitionResponse_v0),
+)
+bind_native(
+    _ReassignablePartitionResponse,
+    (0, 0, _N_ReassignablePartitionResponse_v0),
 )

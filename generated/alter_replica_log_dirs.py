@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -498,6 +499,62 @@ def _rnd_AlterReplicaLogDirTopic(g: Any, version: int) -> _AlterReplicaLogDirTop
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterReplicaLogDirTopic_v0 = (
+    _AlterReplicaLogDirTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirTopic_v2 = (
+    _AlterReplicaLogDirTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_AlterReplicaLogDir_v0 = (
+    _AlterReplicaLogDir,
+    False,
+    (
+        ("string", "path", False, False),
+        ("array", "topics", False, False, _N_AlterReplicaLogDirTopic_v0, True),
+    ),
+    (),
+)
+_N_AlterReplicaLogDir_v2 = (
+    _AlterReplicaLogDir,
+    True,
+    (
+        ("string", "path", True, False),
+        ("array", "topics", True, False, _N_AlterReplicaLogDirTopic_v2, True),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirsRequest_v0 = (
+    AlterReplicaLogDirsRequest,
+    False,
+    (
+        ("array", "dirs", False, False, _N_AlterReplicaLogDir_v0, True),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirsRequest_v2 = (
+    AlterReplicaLogDirsRequest,
+    True,
+    (
+        ("array", "dirs", True, False, _N_AlterReplicaLogDir_v2, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterReplicaLogDirsRequest,
     _tj_AlterReplicaLogDirsRequest,
@@ -505,6 +562,11 @@ bind_codecs(
     _rnd_AlterReplicaLogDirsRequest,
     (0, 1, _dec_AlterReplicaLogDirsRequest_v0, _enc_AlterReplicaLogDirsRequest_v0),
     (2, 2, _dec_AlterReplicaLogDirsRequest_v2, _enc_AlterReplicaLogDirsRequest_v2),
+)
+bind_native(
+    AlterReplicaLogDirsRequest,
+    (0, 1, _N_AlterReplicaLogDirsRequest_v0),
+    (2, 2, _N_AlterReplicaLogDirsRequest_v2),
 )
 bind_codecs(
     _AlterReplicaLogDir,
@@ -514,6 +576,11 @@ bind_codecs(
     (0, 1, _dec_AlterReplicaLogDir_v0, _enc_AlterReplicaLogDir_v0),
     (2, 2, _dec_AlterReplicaLogDir_v2, _enc_AlterReplicaLogDir_v2),
 )
+bind_native(
+    _AlterReplicaLogDir,
+    (0, 1, _N_AlterReplicaLogDir_v0),
+    (2, 2, _N_AlterReplicaLogDir_v2),
+)
 bind_codecs(
     _AlterReplicaLogDirTopic,
     _tj_AlterReplicaLogDirTopic,
@@ -521,6 +588,11 @@ bind_codecs(
     _rnd_AlterReplicaLogDirTopic,
     (0, 1, _dec_AlterReplicaLogDirTopic_v0, _enc_AlterReplicaLogDirTopic_v0),
     (2, 2, _dec_AlterReplicaLogDirTopic_v2, _enc_AlterReplicaLogDirTopic_v2),
+)
+bind_native(
+    _AlterReplicaLogDirTopic,
+    (0, 1, _N_AlterReplicaLogDirTopic_v0),
+    (2, 2, _N_AlterReplicaLogDirTopic_v2),
 )
 
 # -------------------- AlterReplicaLogDirsResponse: decoders and encoders, one per distinct layout
@@ -797,6 +869,64 @@ def _rnd_AlterReplicaLogDirPartitionResult(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterReplicaLogDirPartitionResult_v0 = (
+    _AlterReplicaLogDirPartitionResult,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirPartitionResult_v2 = (
+    _AlterReplicaLogDirPartitionResult,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirTopicResult_v0 = (
+    _AlterReplicaLogDirTopicResult,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("array", "partitions", False, False, _N_AlterReplicaLogDirPartitionResult_v0, False),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirTopicResult_v2 = (
+    _AlterReplicaLogDirTopicResult,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_AlterReplicaLogDirPartitionResult_v2, False),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirsResponse_v0 = (
+    AlterReplicaLogDirsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_AlterReplicaLogDirTopicResult_v0, False),
+    ),
+    (),
+)
+_N_AlterReplicaLogDirsResponse_v2 = (
+    AlterReplicaLogDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_AlterReplicaLogDirTopicResult_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterReplicaLogDirsResponse,
     _tj_AlterReplicaLogDirsResponse,
@@ -804,6 +934,11 @@ bind_codecs(
     _rnd_AlterReplicaLogDirsResponse,
     (0, 1, _dec_AlterReplicaLogDirsResponse_v0, _enc_AlterReplicaLogDirsResponse_v0),
     (2, 2, _dec_AlterReplicaLogDirsResponse_v2, _enc_AlterReplicaLogDirsResponse_v2),
+)
+bind_native(
+    AlterReplicaLogDirsResponse,
+    (0, 1, _N_AlterReplicaLogDirsResponse_v0),
+    (2, 2, _N_AlterReplicaLogDirsResponse_v2),
 )
 bind_codecs(
     _AlterReplicaLogDirTopicResult,
@@ -813,6 +948,11 @@ bind_codecs(
     (0, 1, _dec_AlterReplicaLogDirTopicResult_v0, _enc_AlterReplicaLogDirTopicResult_v0),
     (2, 2, _dec_AlterReplicaLogDirTopicResult_v2, _enc_AlterReplicaLogDirTopicResult_v2),
 )
+bind_native(
+    _AlterReplicaLogDirTopicResult,
+    (0, 1, _N_AlterReplicaLogDirTopicResult_v0),
+    (2, 2, _N_AlterReplicaLogDirTopicResult_v2),
+)
 bind_codecs(
     _AlterReplicaLogDirPartitionResult,
     _tj_AlterReplicaLogDirPartitionResult,
@@ -820,4 +960,9 @@ bind_codecs(
     _rnd_AlterReplicaLogDirPartitionResult,
     (0, 1, _dec_AlterReplicaLogDirPartitionResult_v0, _enc_AlterReplicaLogDirPartitionResult_v0),
     (2, 2, _dec_AlterReplicaLogDirPartitionResult_v2, _enc_AlterReplicaLogDirPartitionResult_v2),
+)
+bind_native(
+    _AlterReplicaLogDirPartitionResult,
+    (0, 1, _N_AlterReplicaLogDirPartitionResult_v0),
+    (2, 2, _N_AlterReplicaLogDirPartitionResult_v2),
 )

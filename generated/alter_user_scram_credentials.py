@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -447,12 +448,50 @@ def _rnd_ScramCredentialUpsertion(g: Any, version: int) -> _ScramCredentialUpser
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ScramCredentialDeletion_v0 = (
+    _ScramCredentialDeletion,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int8", "mechanism"),
+    ),
+    (),
+)
+_N_ScramCredentialUpsertion_v0 = (
+    _ScramCredentialUpsertion,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int8", "mechanism"),
+        ("int32", "iterations"),
+        ("bytes", "salt", True, False, False),
+        ("bytes", "salted_password", True, False, False),
+    ),
+    (),
+)
+_N_AlterUserScramCredentialsRequest_v0 = (
+    AlterUserScramCredentialsRequest,
+    True,
+    (
+        ("array", "deletions", True, False, _N_ScramCredentialDeletion_v0, False),
+        ("array", "upsertions", True, False, _N_ScramCredentialUpsertion_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterUserScramCredentialsRequest,
     _tj_AlterUserScramCredentialsRequest,
     _fj_AlterUserScramCredentialsRequest,
     _rnd_AlterUserScramCredentialsRequest,
     (0, 0, _dec_AlterUserScramCredentialsRequest_v0, _enc_AlterUserScramCredentialsRequest_v0),
+)
+bind_native(
+    AlterUserScramCredentialsRequest,
+    (0, 0, _N_AlterUserScramCredentialsRequest_v0),
 )
 bind_codecs(
     _ScramCredentialDeletion,
@@ -461,12 +500,20 @@ bind_codecs(
     _rnd_ScramCredentialDeletion,
     (0, 0, _dec_ScramCredentialDeletion_v0, _enc_ScramCredentialDeletion_v0),
 )
+bind_native(
+    _ScramCredentialDeletion,
+    (0, 0, _N_ScramCredentialDeletion_v0),
+)
 bind_codecs(
     _ScramCredentialUpsertion,
     _tj_ScramCredentialUpsertion,
     _fj_ScramCredentialUpsertion,
     _rnd_ScramCredentialUpsertion,
     (0, 0, _dec_ScramCredentialUpsertion_v0, _enc_ScramCredentialUpsertion_v0),
+)
+bind_native(
+    _ScramCredentialUpsertion,
+    (0, 0, _N_ScramCredentialUpsertion_v0),
 )
 
 # -------------------- AlterUserScramCredentialsResponse: decoders and encoders, one per distinct layout
@@ -609,6 +656,29 @@ def _rnd_AlterUserScramCredentialsResult(g: Any, version: int) -> _AlterUserScra
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterUserScramCredentialsResult_v0 = (
+    _AlterUserScramCredentialsResult,
+    True,
+    (
+        ("string", "user", True, False),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_AlterUserScramCredentialsResponse_v0 = (
+    AlterUserScramCredentialsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_AlterUserScramCredentialsResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AlterUserScramCredentialsResponse,
     _tj_AlterUserScramCredentialsResponse,
@@ -616,10 +686,18 @@ bind_codecs(
     _rnd_AlterUserScramCredentialsResponse,
     (0, 0, _dec_AlterUserScramCredentialsResponse_v0, _enc_AlterUserScramCredentialsResponse_v0),
 )
+bind_native(
+    AlterUserScramCredentialsResponse,
+    (0, 0, _N_AlterUserScramCredentialsResponse_v0),
+)
 bind_codecs(
     _AlterUserScramCredentialsResult,
     _tj_AlterUserScramCredentialsResult,
     _fj_AlterUserScramCredentialsResult,
     _rnd_AlterUserScramCredentialsResult,
     (0, 0, _dec_AlterUserScramCredentialsResult_v0, _enc_AlterUserScramCredentialsResult_v0),
+)
+bind_native(
+    _AlterUserScramCredentialsResult,
+    (0, 0, _N_AlterUserScramCredentialsResult_v0),
 )

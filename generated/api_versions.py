@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -338,6 +339,28 @@ def _rnd_ApiVersionsRequest(g: Any, version: int) -> ApiVersionsRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ApiVersionsRequest_v0 = (
+    ApiVersionsRequest,
+    False,
+    (
+        ("absent", "client_software_name", ("value", ''), True),
+        ("absent", "client_software_version", ("value", ''), True),
+    ),
+    (),
+)
+_N_ApiVersionsRequest_v3 = (
+    ApiVersionsRequest,
+    True,
+    (
+        ("string", "client_software_name", True, False),
+        ("string", "client_software_version", True, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ApiVersionsRequest,
     _tj_ApiVersionsRequest,
@@ -345,6 +368,11 @@ bind_codecs(
     _rnd_ApiVersionsRequest,
     (0, 2, _dec_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0),
     (3, 4, _dec_ApiVersionsRequest_v3, _enc_ApiVersionsRequest_v3),
+)
+bind_native(
+    ApiVersionsRequest,
+    (0, 2, _N_ApiVersionsRequest_v0),
+    (3, 4, _N_ApiVersionsRequest_v3),
 )
 
 # -------------------- ApiVersionsResponse: decoders and encoders, one per distinct layout
@@ -808,6 +836,93 @@ def _rnd_FinalizedFeatureKey(g: Any, version: int) -> _FinalizedFeatureKey:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ApiVersion_v0 = (
+    _ApiVersion,
+    False,
+    (
+        ("int16", "api_key"),
+        ("int16", "min_version"),
+        ("int16", "max_version"),
+    ),
+    (),
+)
+_N_ApiVersion_v3 = (
+    _ApiVersion,
+    True,
+    (
+        ("int16", "api_key"),
+        ("int16", "min_version"),
+        ("int16", "max_version"),
+    ),
+    (),
+)
+_N_SupportedFeatureKey_v3 = (
+    _SupportedFeatureKey,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int16", "min_version"),
+        ("int16", "max_version"),
+    ),
+    (),
+)
+_N_FinalizedFeatureKey_v3 = (
+    _FinalizedFeatureKey,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int16", "max_version_level"),
+        ("int16", "min_version_level"),
+    ),
+    (),
+)
+_N_ApiVersionsResponse_v0 = (
+    ApiVersionsResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "api_keys", False, False, _N_ApiVersion_v0, True),
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("absent", "supported_features", ("keyed",), True),
+        ("absent", "finalized_features_epoch", ("value", -1), True),
+        ("absent", "finalized_features", ("keyed",), True),
+        ("absent", "zk_migration_ready", ("value", False), True),
+    ),
+    (),
+)
+_N_ApiVersionsResponse_v1 = (
+    ApiVersionsResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "api_keys", False, False, _N_ApiVersion_v0, True),
+        ("int32", "throttle_time_ms"),
+        ("absent", "supported_features", ("keyed",), True),
+        ("absent", "finalized_features_epoch", ("value", -1), True),
+        ("absent", "finalized_features", ("keyed",), True),
+        ("absent", "zk_migration_ready", ("value", False), True),
+    ),
+    (),
+)
+_N_ApiVersionsResponse_v3 = (
+    ApiVersionsResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "api_keys", True, False, _N_ApiVersion_v3, True),
+        ("int32", "throttle_time_ms"),
+    ),
+    (
+        (0, ("array", "supported_features", True, False, _N_SupportedFeatureKey_v3, True), ("keyed",)),
+        (1, ("int64", "finalized_features_epoch"), ("value", -1)),
+        (2, ("array", "finalized_features", True, False, _N_FinalizedFeatureKey_v3, True), ("keyed",)),
+        (3, ("bool", "zk_migration_ready"), ("value", False)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     ApiVersionsResponse,
     _tj_ApiVersionsResponse,
@@ -817,6 +932,12 @@ bind_codecs(
     (1, 2, _dec_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v1),
     (3, 4, _dec_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3),
 )
+bind_native(
+    ApiVersionsResponse,
+    (0, 0, _N_ApiVersionsResponse_v0),
+    (1, 2, _N_ApiVersionsResponse_v1),
+    (3, 4, _N_ApiVersionsResponse_v3),
+)
 bind_codecs(
     _ApiVersion,
     _tj_ApiVersion,
@@ -825,6 +946,11 @@ bind_codecs(
     (0, 2, _dec_ApiVersion_v0, _enc_ApiVersion_v0),
     (3, 4, _dec_ApiVersion_v3, _enc_ApiVersion_v3),
 )
+bind_native(
+    _ApiVersion,
+    (0, 2, _N_ApiVersion_v0),
+    (3, 4, _N_ApiVersion_v3),
+)
 bind_codecs(
     _SupportedFeatureKey,
     _tj_SupportedFeatureKey,
@@ -832,10 +958,18 @@ bind_codecs(
     _rnd_SupportedFeatureKey,
     (3, 4, _dec_SupportedFeatureKey_v3, _enc_SupportedFeatureKey_v3),
 )
+bind_native(
+    _SupportedFeatureKey,
+    (3, 4, _N_SupportedFeatureKey_v3),
+)
 bind_codecs(
     _FinalizedFeatureKey,
     _tj_FinalizedFeatureKey,
     _fj_FinalizedFeatureKey,
     _rnd_FinalizedFeatureKey,
     (3, 4, _dec_FinalizedFeatureKey_v3, _enc_FinalizedFeatureKey_v3),
+)
+bind_native(
+    _FinalizedFeatureKey,
+    (3, 4, _N_FinalizedFeatureKey_v3),
 )

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -578,12 +579,56 @@ def _rnd_AssignReplicasToDirsRequest_PartitionData(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AssignReplicasToDirsRequest_PartitionData_v0 = (
+    _AssignReplicasToDirsRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_AssignReplicasToDirsRequest_TopicData_v0 = (
+    _AssignReplicasToDirsRequest_TopicData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_AssignReplicasToDirsRequest_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
+    _AssignReplicasToDirsRequest_DirectoryData,
+    True,
+    (
+        ("uuid", "id"),
+        ("array", "topics", True, False, _N_AssignReplicasToDirsRequest_TopicData_v0, False),
+    ),
+    (),
+)
+_N_AssignReplicasToDirsRequest_v0 = (
+    AssignReplicasToDirsRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("array", "directories", True, False, _N_AssignReplicasToDirsRequest_DirectoryData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AssignReplicasToDirsRequest,
     _tj_AssignReplicasToDirsRequest,
     _fj_AssignReplicasToDirsRequest,
     _rnd_AssignReplicasToDirsRequest,
     (0, 0, _dec_AssignReplicasToDirsRequest_v0, _enc_AssignReplicasToDirsRequest_v0),
+)
+bind_native(
+    AssignReplicasToDirsRequest,
+    (0, 0, _N_AssignReplicasToDirsRequest_v0),
 )
 bind_codecs(
     _AssignReplicasToDirsRequest_DirectoryData,
@@ -597,6 +642,10 @@ bind_codecs(
         _enc_AssignReplicasToDirsRequest_DirectoryData_v0,
     ),
 )
+bind_native(
+    _AssignReplicasToDirsRequest_DirectoryData,
+    (0, 0, _N_AssignReplicasToDirsRequest_DirectoryData_v0),
+)
 bind_codecs(
     _AssignReplicasToDirsRequest_TopicData,
     _tj_AssignReplicasToDirsRequest_TopicData,
@@ -609,6 +658,10 @@ bind_codecs(
         _enc_AssignReplicasToDirsRequest_TopicData_v0,
     ),
 )
+bind_native(
+    _AssignReplicasToDirsRequest_TopicData,
+    (0, 0, _N_AssignReplicasToDirsRequest_TopicData_v0),
+)
 bind_codecs(
     _AssignReplicasToDirsRequest_PartitionData,
     _tj_AssignReplicasToDirsRequest_PartitionData,
@@ -620,6 +673,10 @@ bind_codecs(
         _dec_AssignReplicasToDirsRequest_PartitionData_v0,
         _enc_AssignReplicasToDirsRequest_PartitionData_v0,
     ),
+)
+bind_native(
+    _AssignReplicasToDirsRequest_PartitionData,
+    (0, 0, _N_AssignReplicasToDirsRequest_PartitionData_v0),
 )
 
 # -------------------- AssignReplicasToDirsResponse: decoders and encoders, one per distinct layout
@@ -899,12 +956,57 @@ def _rnd_AssignReplicasToDirsResponse_PartitionData(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AssignReplicasToDirsResponse_PartitionData_v0 = (
+    _AssignReplicasToDirsResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_AssignReplicasToDirsResponse_TopicData_v0 = (
+    _AssignReplicasToDirsResponse_TopicData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_AssignReplicasToDirsResponse_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
+    _AssignReplicasToDirsResponse_DirectoryData,
+    True,
+    (
+        ("uuid", "id"),
+        ("array", "topics", True, False, _N_AssignReplicasToDirsResponse_TopicData_v0, False),
+    ),
+    (),
+)
+_N_AssignReplicasToDirsResponse_v0 = (
+    AssignReplicasToDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "directories", True, False, _N_AssignReplicasToDirsResponse_DirectoryData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     AssignReplicasToDirsResponse,
     _tj_AssignReplicasToDirsResponse,
     _fj_AssignReplicasToDirsResponse,
     _rnd_AssignReplicasToDirsResponse,
     (0, 0, _dec_AssignReplicasToDirsResponse_v0, _enc_AssignReplicasToDirsResponse_v0),
+)
+bind_native(
+    AssignReplicasToDirsResponse,
+    (0, 0, _N_AssignReplicasToDirsResponse_v0),
 )
 bind_codecs(
     _AssignReplicasToDirsResponse_DirectoryData,
@@ -918,6 +1020,10 @@ bind_codecs(
         _enc_AssignReplicasToDirsResponse_DirectoryData_v0,
     ),
 )
+bind_native(
+    _AssignReplicasToDirsResponse_DirectoryData,
+    (0, 0, _N_AssignReplicasToDirsResponse_DirectoryData_v0),
+)
 bind_codecs(
     _AssignReplicasToDirsResponse_TopicData,
     _tj_AssignReplicasToDirsResponse_TopicData,
@@ -930,6 +1036,10 @@ bind_codecs(
         _enc_AssignReplicasToDirsResponse_TopicData_v0,
     ),
 )
+bind_native(
+    _AssignReplicasToDirsResponse_TopicData,
+    (0, 0, _N_AssignReplicasToDirsResponse_TopicData_v0),
+)
 bind_codecs(
     _AssignReplicasToDirsResponse_PartitionData,
     _tj_AssignReplicasToDirsResponse_PartitionData,
@@ -941,4 +1051,8 @@ bind_codecs(
         _dec_AssignReplicasToDirsResponse_PartitionData_v0,
         _enc_AssignReplicasToDirsResponse_PartitionData_v0,
     ),
+)
+bind_native(
+    _AssignReplicasToDirsResponse_PartitionData,
+    (0, 0, _N_AssignReplicasToDirsResponse_PartitionData_v0),
 )

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -766,6 +767,82 @@ def _rnd_LeaderEndpoint(g: Any, version: int) -> _LeaderEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BeginQuorumEpochRequest_PartitionData_v0 = (
+    _BeginQuorumEpochRequest_PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("absent", "voter_directory_id", ("value", ZERO_UUID), True),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_BeginQuorumEpochRequest_PartitionData_v1 = (
+    _BeginQuorumEpochRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("uuid", "voter_directory_id"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_BeginQuorumEpochRequest_TopicData_v0 = (
+    _BeginQuorumEpochRequest_TopicData,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("array", "partitions", False, False, _N_BeginQuorumEpochRequest_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_BeginQuorumEpochRequest_TopicData_v1 = (
+    _BeginQuorumEpochRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_BeginQuorumEpochRequest_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_LeaderEndpoint_v1 = (
+    _LeaderEndpoint,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_BeginQuorumEpochRequest_v0 = (
+    BeginQuorumEpochRequest,
+    False,
+    (
+        ("string", "cluster_id", False, True),
+        ("absent", "voter_id", ("value", -1), True),
+        ("array", "topics", False, False, _N_BeginQuorumEpochRequest_TopicData_v0, False),
+        ("absent", "leader_endpoints", ("keyed",), True),
+    ),
+    (),
+)
+_N_BeginQuorumEpochRequest_v1 = (
+    BeginQuorumEpochRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("int32", "voter_id"),
+        ("array", "topics", True, False, _N_BeginQuorumEpochRequest_TopicData_v1, False),
+        ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     BeginQuorumEpochRequest,
     _tj_BeginQuorumEpochRequest,
@@ -774,6 +851,11 @@ bind_codecs(
     (0, 0, _dec_BeginQuorumEpochRequest_v0, _enc_BeginQuorumEpochRequest_v0),
     (1, 1, _dec_BeginQuorumEpochRequest_v1, _enc_BeginQuorumEpochRequest_v1),
 )
+bind_native(
+    BeginQuorumEpochRequest,
+    (0, 0, _N_BeginQuorumEpochRequest_v0),
+    (1, 1, _N_BeginQuorumEpochRequest_v1),
+)
 bind_codecs(
     _BeginQuorumEpochRequest_TopicData,
     _tj_BeginQuorumEpochRequest_TopicData,
@@ -781,6 +863,11 @@ bind_codecs(
     _rnd_BeginQuorumEpochRequest_TopicData,
     (0, 0, _dec_BeginQuorumEpochRequest_TopicData_v0, _enc_BeginQuorumEpochRequest_TopicData_v0),
     (1, 1, _dec_BeginQuorumEpochRequest_TopicData_v1, _enc_BeginQuorumEpochRequest_TopicData_v1),
+)
+bind_native(
+    _BeginQuorumEpochRequest_TopicData,
+    (0, 0, _N_BeginQuorumEpochRequest_TopicData_v0),
+    (1, 1, _N_BeginQuorumEpochRequest_TopicData_v1),
 )
 bind_codecs(
     _BeginQuorumEpochRequest_PartitionData,
@@ -800,12 +887,21 @@ bind_codecs(
         _enc_BeginQuorumEpochRequest_PartitionData_v1,
     ),
 )
+bind_native(
+    _BeginQuorumEpochRequest_PartitionData,
+    (0, 0, _N_BeginQuorumEpochRequest_PartitionData_v0),
+    (1, 1, _N_BeginQuorumEpochRequest_PartitionData_v1),
+)
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
     _fj_LeaderEndpoint,
     _rnd_LeaderEndpoint,
     (1, 1, _dec_LeaderEndpoint_v1, _enc_LeaderEndpoint_v1),
+)
+bind_native(
+    _LeaderEndpoint,
+    (1, 1, _N_LeaderEndpoint_v1),
 )
 
 # -------------------- BeginQuorumEpochResponse: decoders and encoders, one per distinct layout
@@ -1209,6 +1305,81 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BeginQuorumEpochResponse_PartitionData_v0 = (
+    _BeginQuorumEpochResponse_PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_BeginQuorumEpochResponse_PartitionData_v1 = (
+    _BeginQuorumEpochResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_BeginQuorumEpochResponse_TopicData_v0 = (
+    _BeginQuorumEpochResponse_TopicData,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("array", "partitions", False, False, _N_BeginQuorumEpochResponse_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_BeginQuorumEpochResponse_TopicData_v1 = (
+    _BeginQuorumEpochResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_BeginQuorumEpochResponse_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v1 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_BeginQuorumEpochResponse_v0 = (
+    BeginQuorumEpochResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "topics", False, False, _N_BeginQuorumEpochResponse_TopicData_v0, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_BeginQuorumEpochResponse_v1 = (
+    BeginQuorumEpochResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_BeginQuorumEpochResponse_TopicData_v1, False),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     BeginQuorumEpochResponse,
     _tj_BeginQuorumEpochResponse,
@@ -1217,6 +1388,11 @@ bind_codecs(
     (0, 0, _dec_BeginQuorumEpochResponse_v0, _enc_BeginQuorumEpochResponse_v0),
     (1, 1, _dec_BeginQuorumEpochResponse_v1, _enc_BeginQuorumEpochResponse_v1),
 )
+bind_native(
+    BeginQuorumEpochResponse,
+    (0, 0, _N_BeginQuorumEpochResponse_v0),
+    (1, 1, _N_BeginQuorumEpochResponse_v1),
+)
 bind_codecs(
     _BeginQuorumEpochResponse_TopicData,
     _tj_BeginQuorumEpochResponse_TopicData,
@@ -1224,6 +1400,11 @@ bind_codecs(
     _rnd_BeginQuorumEpochResponse_TopicData,
     (0, 0, _dec_BeginQuorumEpochResponse_TopicData_v0, _enc_BeginQuorumEpochResponse_TopicData_v0),
     (1, 1, _dec_BeginQuorumEpochResponse_TopicData_v1, _enc_BeginQuorumEpochResponse_TopicData_v1),
+)
+bind_native(
+    _BeginQuorumEpochResponse_TopicData,
+    (0, 0, _N_BeginQuorumEpochResponse_TopicData_v0),
+    (1, 1, _N_BeginQuorumEpochResponse_TopicData_v1),
 )
 bind_codecs(
     _BeginQuorumEpochResponse_PartitionData,
@@ -1243,10 +1424,19 @@ bind_codecs(
         _enc_BeginQuorumEpochResponse_PartitionData_v1,
     ),
 )
+bind_native(
+    _BeginQuorumEpochResponse_PartitionData,
+    (0, 0, _N_BeginQuorumEpochResponse_PartitionData_v0),
+    (1, 1, _N_BeginQuorumEpochResponse_PartitionData_v1),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
+)
+bind_native(
+    _NodeEndpoint,
+    (1, 1, _N_NodeEndpoint_v1),
 )

@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Message,
     Missing,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -298,6 +299,37 @@ def _rnd_BrokerHeartbeatRequest(g: Any, version: int) -> BrokerHeartbeatRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BrokerHeartbeatRequest_v0 = (
+    BrokerHeartbeatRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("int64", "current_metadata_offset"),
+        ("bool", "want_fence"),
+        ("bool", "want_shut_down"),
+        ("absent", "offline_log_dirs", ("list",), False),
+    ),
+    (),
+)
+_N_BrokerHeartbeatRequest_v1 = (
+    BrokerHeartbeatRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+        ("int64", "current_metadata_offset"),
+        ("bool", "want_fence"),
+        ("bool", "want_shut_down"),
+    ),
+    (
+        (0, ("array", "offline_log_dirs", True, False, "uuid", False), ("list",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     BrokerHeartbeatRequest,
     _tj_BrokerHeartbeatRequest,
@@ -305,6 +337,11 @@ bind_codecs(
     _rnd_BrokerHeartbeatRequest,
     (0, 0, _dec_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v0),
     (1, 1, _dec_BrokerHeartbeatRequest_v1, _enc_BrokerHeartbeatRequest_v1),
+)
+bind_native(
+    BrokerHeartbeatRequest,
+    (0, 0, _N_BrokerHeartbeatRequest_v0),
+    (1, 1, _N_BrokerHeartbeatRequest_v1),
 )
 
 # -------------------- BrokerHeartbeatResponse: decoders and encoders, one per distinct layout
@@ -373,10 +410,30 @@ def _rnd_BrokerHeartbeatResponse(g: Any, version: int) -> BrokerHeartbeatRespons
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BrokerHeartbeatResponse_v0 = (
+    BrokerHeartbeatResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("bool", "is_caught_up"),
+        ("bool", "is_fenced"),
+        ("bool", "should_shut_down"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     BrokerHeartbeatResponse,
     _tj_BrokerHeartbeatResponse,
     _fj_BrokerHeartbeatResponse,
     _rnd_BrokerHeartbeatResponse,
     (0, 1, _dec_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0),
+)
+bind_native(
+    BrokerHeartbeatResponse,
+    (0, 1, _N_BrokerHeartbeatResponse_v0),
 )

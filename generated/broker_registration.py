@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -647,6 +648,95 @@ def _rnd_Feature(g: Any, version: int) -> _Feature:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Listener_v0 = (
+    _Listener,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+        ("int16", "security_protocol"),
+    ),
+    (),
+)
+_N_Feature_v0 = (
+    _Feature,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int16", "min_supported_version"),
+        ("int16", "max_supported_version"),
+    ),
+    (),
+)
+_N_BrokerRegistrationRequest_v0 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("string", "cluster_id", True, False),
+        ("uuid", "incarnation_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("array", "features", True, False, _N_Feature_v0, True),
+        ("string", "rack", True, True),
+        ("absent", "is_migrating_zk_broker", ("value", False), False),
+        ("absent", "log_dirs", ("list",), True),
+        ("absent", "previous_broker_epoch", ("value", -1), True),
+    ),
+    (),
+)
+_N_BrokerRegistrationRequest_v1 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("string", "cluster_id", True, False),
+        ("uuid", "incarnation_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("array", "features", True, False, _N_Feature_v0, True),
+        ("string", "rack", True, True),
+        ("bool", "is_migrating_zk_broker"),
+        ("absent", "log_dirs", ("list",), True),
+        ("absent", "previous_broker_epoch", ("value", -1), True),
+    ),
+    (),
+)
+_N_BrokerRegistrationRequest_v2 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("string", "cluster_id", True, False),
+        ("uuid", "incarnation_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("array", "features", True, False, _N_Feature_v0, True),
+        ("string", "rack", True, True),
+        ("bool", "is_migrating_zk_broker"),
+        ("array", "log_dirs", True, False, "uuid", False),
+        ("absent", "previous_broker_epoch", ("value", -1), True),
+    ),
+    (),
+)
+_N_BrokerRegistrationRequest_v3 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("string", "cluster_id", True, False),
+        ("uuid", "incarnation_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("array", "features", True, False, _N_Feature_v0, True),
+        ("string", "rack", True, True),
+        ("bool", "is_migrating_zk_broker"),
+        ("array", "log_dirs", True, False, "uuid", False),
+        ("int64", "previous_broker_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     BrokerRegistrationRequest,
     _tj_BrokerRegistrationRequest,
@@ -657,6 +747,13 @@ bind_codecs(
     (2, 2, _dec_BrokerRegistrationRequest_v2, _enc_BrokerRegistrationRequest_v2),
     (3, 4, _dec_BrokerRegistrationRequest_v3, _enc_BrokerRegistrationRequest_v3),
 )
+bind_native(
+    BrokerRegistrationRequest,
+    (0, 0, _N_BrokerRegistrationRequest_v0),
+    (1, 1, _N_BrokerRegistrationRequest_v1),
+    (2, 2, _N_BrokerRegistrationRequest_v2),
+    (3, 4, _N_BrokerRegistrationRequest_v3),
+)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -664,12 +761,20 @@ bind_codecs(
     _rnd_Listener,
     (0, 4, _dec_Listener_v0, _enc_Listener_v0),
 )
+bind_native(
+    _Listener,
+    (0, 4, _N_Listener_v0),
+)
 bind_codecs(
     _Feature,
     _tj_Feature,
     _fj_Feature,
     _rnd_Feature,
     (0, 4, _dec_Feature_v0, _enc_Feature_v0),
+)
+bind_native(
+    _Feature,
+    (0, 4, _N_Feature_v0),
 )
 
 # -------------------- BrokerRegistrationResponse: decoders and encoders, one per distinct layout
@@ -726,10 +831,28 @@ def _rnd_BrokerRegistrationResponse(g: Any, version: int) -> BrokerRegistrationR
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BrokerRegistrationResponse_v0 = (
+    BrokerRegistrationResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int64", "broker_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     BrokerRegistrationResponse,
     _tj_BrokerRegistrationResponse,
     _fj_BrokerRegistrationResponse,
     _rnd_BrokerRegistrationResponse,
     (0, 4, _dec_BrokerRegistrationResponse_v0, _enc_BrokerRegistrationResponse_v0),
+)
+bind_native(
+    BrokerRegistrationResponse,
+    (0, 4, _N_BrokerRegistrationResponse_v0),
 )

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -603,6 +604,41 @@ def _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1 = (
+    _ConsumerGroupDescribeRequest_GroupMemberCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+    ),
+    (),
+)
+_N_ConsumerGroupDescribeRequest_v0 = (
+    ConsumerGroupDescribeRequest,
+    True,
+    (
+        ("array", "group_ids", True, False, "string", False),
+        ("bool", "include_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ConsumerGroupDescribeRequest_v1 = (
+    ConsumerGroupDescribeRequest,
+    True,
+    (
+        ("array", "group_ids", True, False, "string", False),
+        ("bool", "include_authorized_operations"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ConsumerGroupDescribeRequest,
     _tj_ConsumerGroupDescribeRequest,
@@ -610,6 +646,11 @@ bind_codecs(
     _rnd_ConsumerGroupDescribeRequest,
     (0, 0, _dec_ConsumerGroupDescribeRequest_v0, _enc_ConsumerGroupDescribeRequest_v0),
     (1, 1, _dec_ConsumerGroupDescribeRequest_v1, _enc_ConsumerGroupDescribeRequest_v1),
+)
+bind_native(
+    ConsumerGroupDescribeRequest,
+    (0, 0, _N_ConsumerGroupDescribeRequest_v0),
+    (1, 1, _N_ConsumerGroupDescribeRequest_v1),
 )
 bind_codecs(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
@@ -622,6 +663,10 @@ bind_codecs(
         _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1,
         _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v1,
     ),
+)
+bind_native(
+    _ConsumerGroupDescribeRequest_GroupMemberCursor,
+    (1, 1, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
 )
 
 # -------------------- ConsumerGroupDescribeResponse: decoders and encoders, one per distinct layout
@@ -1161,6 +1206,90 @@ def _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicPartitions_v0 = (
+    _TopicPartitions,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_Assignment_v0 = (
+    _Assignment,
+    True,
+    (
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
+    ),
+    (),
+)
+_N_Member_v0 = (
+    _Member,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "instance_id", True, True),
+        ("string", "rack_id", True, True),
+        ("int32", "member_epoch"),
+        ("string", "client_id", True, False),
+        ("string", "client_host", True, False),
+        ("array", "subscribed_topic_names", True, False, "string", False),
+        ("string", "subscribed_topic_regex", True, True),
+        ("struct", "assignment", False, _N_Assignment_v0),
+        ("struct", "target_assignment", False, _N_Assignment_v0),
+    ),
+    (),
+)
+_N_DescribedGroup_v0 = (
+    _DescribedGroup,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("string", "group_id", True, False),
+        ("string", "group_state", True, False),
+        ("int32", "group_epoch"),
+        ("int32", "assignment_epoch"),
+        ("string", "assignor_name", True, False),
+        ("array", "members", True, False, _N_Member_v0, False),
+        ("int32", "authorized_operations"),
+    ),
+    (),
+)
+_N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
+    _ConsumerGroupDescribeResponse_GroupMemberCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+    ),
+    (),
+)
+_N_ConsumerGroupDescribeResponse_v0 = (
+    ConsumerGroupDescribeResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", True, False, _N_DescribedGroup_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ConsumerGroupDescribeResponse_v1 = (
+    ConsumerGroupDescribeResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", True, False, _N_DescribedGroup_v0, False),
+        ("struct", "next_cursor", True, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ConsumerGroupDescribeResponse,
     _tj_ConsumerGroupDescribeResponse,
@@ -1169,12 +1298,21 @@ bind_codecs(
     (0, 0, _dec_ConsumerGroupDescribeResponse_v0, _enc_ConsumerGroupDescribeResponse_v0),
     (1, 1, _dec_ConsumerGroupDescribeResponse_v1, _enc_ConsumerGroupDescribeResponse_v1),
 )
+bind_native(
+    ConsumerGroupDescribeResponse,
+    (0, 0, _N_ConsumerGroupDescribeResponse_v0),
+    (1, 1, _N_ConsumerGroupDescribeResponse_v1),
+)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
     _rnd_DescribedGroup,
     (0, 1, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
+)
+bind_native(
+    _DescribedGroup,
+    (0, 1, _N_DescribedGroup_v0),
 )
 bind_codecs(
     _Member,
@@ -1183,6 +1321,10 @@ bind_codecs(
     _rnd_Member,
     (0, 1, _dec_Member_v0, _enc_Member_v0),
 )
+bind_native(
+    _Member,
+    (0, 1, _N_Member_v0),
+)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -1190,12 +1332,20 @@ bind_codecs(
     _rnd_Assignment,
     (0, 1, _dec_Assignment_v0, _enc_Assignment_v0),
 )
+bind_native(
+    _Assignment,
+    (0, 1, _N_Assignment_v0),
+)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
     _rnd_TopicPartitions,
     (0, 1, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
+)
+bind_native(
+    _TopicPartitions,
+    (0, 1, _N_TopicPartitions_v0),
 )
 bind_codecs(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1208,4 +1358,8 @@ bind_codecs(
         _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1,
         _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v1,
     ),
+)
+bind_native(
+    _ConsumerGroupDescribeResponse_GroupMemberCursor,
+    (1, 1, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -616,6 +617,53 @@ def _rnd_ConsumerGroupHeartbeatRequest_TopicPartitions(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0 = (
+    _ConsumerGroupHeartbeatRequest_TopicPartitions,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_ConsumerGroupHeartbeatRequest_v0 = (
+    ConsumerGroupHeartbeatRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+        ("int32", "member_epoch"),
+        ("string", "instance_id", True, True),
+        ("string", "rack_id", True, True),
+        ("int32", "rebalance_timeout_ms"),
+        ("array", "subscribed_topic_names", True, True, "string", False),
+        ("absent", "subscribed_topic_regex", ("value", None), False),
+        ("string", "server_assignor", True, True),
+        ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False),
+    ),
+    (),
+)
+_N_ConsumerGroupHeartbeatRequest_v1 = (
+    ConsumerGroupHeartbeatRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+        ("int32", "member_epoch"),
+        ("string", "instance_id", True, True),
+        ("string", "rack_id", True, True),
+        ("int32", "rebalance_timeout_ms"),
+        ("array", "subscribed_topic_names", True, True, "string", False),
+        ("string", "subscribed_topic_regex", True, True),
+        ("string", "server_assignor", True, True),
+        ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ConsumerGroupHeartbeatRequest,
     _tj_ConsumerGroupHeartbeatRequest,
@@ -623,6 +671,11 @@ bind_codecs(
     _rnd_ConsumerGroupHeartbeatRequest,
     (0, 0, _dec_ConsumerGroupHeartbeatRequest_v0, _enc_ConsumerGroupHeartbeatRequest_v0),
     (1, 1, _dec_ConsumerGroupHeartbeatRequest_v1, _enc_ConsumerGroupHeartbeatRequest_v1),
+)
+bind_native(
+    ConsumerGroupHeartbeatRequest,
+    (0, 0, _N_ConsumerGroupHeartbeatRequest_v0),
+    (1, 1, _N_ConsumerGroupHeartbeatRequest_v1),
 )
 bind_codecs(
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
@@ -635,6 +688,10 @@ bind_codecs(
         _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0,
         _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0,
     ),
+)
+bind_native(
+    _ConsumerGroupHeartbeatRequest_TopicPartitions,
+    (0, 1, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0),
 )
 
 # -------------------- ConsumerGroupHeartbeatResponse: decoders and encoders, one per distinct layout
@@ -864,6 +921,41 @@ def _rnd_ConsumerGroupHeartbeatResponse_TopicPartitions(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0 = (
+    _ConsumerGroupHeartbeatResponse_TopicPartitions,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_Assignment_v0 = (
+    _Assignment,
+    True,
+    (
+        ("array", "topic_partitions", True, False, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0, False),
+    ),
+    (),
+)
+_N_ConsumerGroupHeartbeatResponse_v0 = (
+    ConsumerGroupHeartbeatResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("string", "member_id", True, True),
+        ("int32", "member_epoch"),
+        ("int32", "heartbeat_interval_ms"),
+        ("struct", "assignment", True, _N_Assignment_v0),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ConsumerGroupHeartbeatResponse,
     _tj_ConsumerGroupHeartbeatResponse,
@@ -871,12 +963,20 @@ bind_codecs(
     _rnd_ConsumerGroupHeartbeatResponse,
     (0, 1, _dec_ConsumerGroupHeartbeatResponse_v0, _enc_ConsumerGroupHeartbeatResponse_v0),
 )
+bind_native(
+    ConsumerGroupHeartbeatResponse,
+    (0, 1, _N_ConsumerGroupHeartbeatResponse_v0),
+)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
     _rnd_Assignment,
     (0, 1, _dec_Assignment_v0, _enc_Assignment_v0),
+)
+bind_native(
+    _Assignment,
+    (0, 1, _N_Assignment_v0),
 )
 bind_codecs(
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
@@ -889,4 +989,8 @@ bind_codecs(
         _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0,
         _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0,
     ),
+)
+bind_native(
+    _ConsumerGroupHeartbeatResponse_TopicPartitions,
+    (0, 1, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0),
 )

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -233,6 +234,28 @@ def _rnd_TopicPartition(g: Any, version: int) -> _TopicPartition:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicPartition_v0 = (
+    _TopicPartition,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_ConsumerProtocolAssignment_v0 = (
+    ConsumerProtocolAssignment,
+    False,
+    (
+        ("array", "assigned_partitions", False, False, _N_TopicPartition_v0, True),
+        ("bytes", "user_data", False, True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ConsumerProtocolAssignment,
     _tj_ConsumerProtocolAssignment,
@@ -240,10 +263,18 @@ bind_codecs(
     _rnd_ConsumerProtocolAssignment,
     (0, 3, _dec_ConsumerProtocolAssignment_v0, _enc_ConsumerProtocolAssignment_v0),
 )
+bind_native(
+    ConsumerProtocolAssignment,
+    (0, 3, _N_ConsumerProtocolAssignment_v0),
+)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
     _fj_TopicPartition,
     _rnd_TopicPartition,
     (0, 3, _dec_TopicPartition_v0, _enc_TopicPartition_v0),
+)
+bind_native(
+    _TopicPartition,
+    (0, 3, _N_TopicPartition_v0),
 )

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -385,6 +386,67 @@ def _rnd_TopicPartition(g: Any, version: int) -> _TopicPartition:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicPartition_v1 = (
+    _TopicPartition,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_ConsumerProtocolSubscription_v0 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ("array", "topics", False, False, "string", False),
+        ("bytes", "user_data", False, True, True),
+        ("absent", "owned_partitions", ("keyed",), True),
+        ("absent", "generation_id", ("value", -1), True),
+        ("absent", "rack_id", ("value", None), True),
+    ),
+    (),
+)
+_N_ConsumerProtocolSubscription_v1 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ("array", "topics", False, False, "string", False),
+        ("bytes", "user_data", False, True, True),
+        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True),
+        ("absent", "generation_id", ("value", -1), True),
+        ("absent", "rack_id", ("value", None), True),
+    ),
+    (),
+)
+_N_ConsumerProtocolSubscription_v2 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ("array", "topics", False, False, "string", False),
+        ("bytes", "user_data", False, True, True),
+        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True),
+        ("int32", "generation_id"),
+        ("absent", "rack_id", ("value", None), True),
+    ),
+    (),
+)
+_N_ConsumerProtocolSubscription_v3 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ("array", "topics", False, False, "string", False),
+        ("bytes", "user_data", False, True, True),
+        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True),
+        ("int32", "generation_id"),
+        ("string", "rack_id", False, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ConsumerProtocolSubscription,
     _tj_ConsumerProtocolSubscription,
@@ -395,10 +457,21 @@ bind_codecs(
     (2, 2, _dec_ConsumerProtocolSubscription_v2, _enc_ConsumerProtocolSubscription_v2),
     (3, 3, _dec_ConsumerProtocolSubscription_v3, _enc_ConsumerProtocolSubscription_v3),
 )
+bind_native(
+    ConsumerProtocolSubscription,
+    (0, 0, _N_ConsumerProtocolSubscription_v0),
+    (1, 1, _N_ConsumerProtocolSubscription_v1),
+    (2, 2, _N_ConsumerProtocolSubscription_v2),
+    (3, 3, _N_ConsumerProtocolSubscription_v3),
+)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
     _fj_TopicPartition,
     _rnd_TopicPartition,
     (1, 3, _dec_TopicPartition_v1, _enc_TopicPartition_v1),
+)
+bind_native(
+    _TopicPartition,
+    (1, 3, _N_TopicPartition_v1),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -256,6 +257,37 @@ def _rnd_ControlledShutdownRequest(g: Any, version: int) -> ControlledShutdownRe
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ControlledShutdownRequest_v0 = (
+    ControlledShutdownRequest,
+    False,
+    (
+        ("int32", "broker_id"),
+        ("absent", "broker_epoch", ("value", -1), True),
+    ),
+    (),
+)
+_N_ControlledShutdownRequest_v2 = (
+    ControlledShutdownRequest,
+    False,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+    ),
+    (),
+)
+_N_ControlledShutdownRequest_v3 = (
+    ControlledShutdownRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("int64", "broker_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ControlledShutdownRequest,
     _tj_ControlledShutdownRequest,
@@ -264,6 +296,12 @@ bind_codecs(
     (0, 1, _dec_ControlledShutdownRequest_v0, _enc_ControlledShutdownRequest_v0),
     (2, 2, _dec_ControlledShutdownRequest_v2, _enc_ControlledShutdownRequest_v2),
     (3, 3, _dec_ControlledShutdownRequest_v3, _enc_ControlledShutdownRequest_v3),
+)
+bind_native(
+    ControlledShutdownRequest,
+    (0, 1, _N_ControlledShutdownRequest_v0),
+    (2, 2, _N_ControlledShutdownRequest_v2),
+    (3, 3, _N_ControlledShutdownRequest_v3),
 )
 
 # -------------------- ControlledShutdownResponse: decoders and encoders, one per distinct layout
@@ -437,6 +475,46 @@ def _rnd_RemainingPartition(g: Any, version: int) -> _RemainingPartition:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_RemainingPartition_v0 = (
+    _RemainingPartition,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_RemainingPartition_v3 = (
+    _RemainingPartition,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_ControlledShutdownResponse_v0 = (
+    ControlledShutdownResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "remaining_partitions", False, False, _N_RemainingPartition_v0, True),
+    ),
+    (),
+)
+_N_ControlledShutdownResponse_v3 = (
+    ControlledShutdownResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "remaining_partitions", True, False, _N_RemainingPartition_v3, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ControlledShutdownResponse,
     _tj_ControlledShutdownResponse,
@@ -445,6 +523,11 @@ bind_codecs(
     (0, 2, _dec_ControlledShutdownResponse_v0, _enc_ControlledShutdownResponse_v0),
     (3, 3, _dec_ControlledShutdownResponse_v3, _enc_ControlledShutdownResponse_v3),
 )
+bind_native(
+    ControlledShutdownResponse,
+    (0, 2, _N_ControlledShutdownResponse_v0),
+    (3, 3, _N_ControlledShutdownResponse_v3),
+)
 bind_codecs(
     _RemainingPartition,
     _tj_RemainingPartition,
@@ -452,4 +535,9 @@ bind_codecs(
     _rnd_RemainingPartition,
     (0, 2, _dec_RemainingPartition_v0, _enc_RemainingPartition_v0),
     (3, 3, _dec_RemainingPartition_v3, _enc_RemainingPartition_v3),
+)
+bind_native(
+    _RemainingPartition,
+    (0, 2, _N_RemainingPartition_v0),
+    (3, 3, _N_RemainingPartition_v3),
 )

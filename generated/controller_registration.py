@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -428,12 +429,53 @@ def _rnd_Feature(g: Any, version: int) -> _Feature:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Listener_v0 = (
+    _Listener,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+        ("int16", "security_protocol"),
+    ),
+    (),
+)
+_N_Feature_v0 = (
+    _Feature,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int16", "min_supported_version"),
+        ("int16", "max_supported_version"),
+    ),
+    (),
+)
+_N_ControllerRegistrationRequest_v0 = (
+    ControllerRegistrationRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("uuid", "incarnation_id"),
+        ("bool", "zk_migration_ready"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("array", "features", True, False, _N_Feature_v0, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ControllerRegistrationRequest,
     _tj_ControllerRegistrationRequest,
     _fj_ControllerRegistrationRequest,
     _rnd_ControllerRegistrationRequest,
     (0, 0, _dec_ControllerRegistrationRequest_v0, _enc_ControllerRegistrationRequest_v0),
+)
+bind_native(
+    ControllerRegistrationRequest,
+    (0, 0, _N_ControllerRegistrationRequest_v0),
 )
 bind_codecs(
     _Listener,
@@ -442,12 +484,20 @@ bind_codecs(
     _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
 )
+bind_native(
+    _Listener,
+    (0, 0, _N_Listener_v0),
+)
 bind_codecs(
     _Feature,
     _tj_Feature,
     _fj_Feature,
     _rnd_Feature,
     (0, 0, _dec_Feature_v0, _enc_Feature_v0),
+)
+bind_native(
+    _Feature,
+    (0, 0, _N_Feature_v0),
 )
 
 # -------------------- ControllerRegistrationResponse: decoders and encoders, one per distinct layout
@@ -516,10 +566,28 @@ def _rnd_ControllerRegistrationResponse(g: Any, version: int) -> ControllerRegis
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ControllerRegistrationResponse_v0 = (
+    ControllerRegistrationResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ControllerRegistrationResponse,
     _tj_ControllerRegistrationResponse,
     _fj_ControllerRegistrationResponse,
     _rnd_ControllerRegistrationResponse,
     (0, 0, _dec_ControllerRegistrationResponse_v0, _enc_ControllerRegistrationResponse_v0),
+)
+bind_native(
+    ControllerRegistrationResponse,
+    (0, 0, _N_ControllerRegistrationResponse_v0),
 )

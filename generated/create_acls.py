@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -458,6 +459,76 @@ def _rnd_AclCreation(g: Any, version: int) -> _AclCreation:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AclCreation_v0 = (
+    _AclCreation,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("absent", "resource_pattern_type", ("value", 3), False),
+        ("string", "principal", False, False),
+        ("string", "host", False, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_AclCreation_v1 = (
+    _AclCreation,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("int8", "resource_pattern_type"),
+        ("string", "principal", False, False),
+        ("string", "host", False, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_AclCreation_v2 = (
+    _AclCreation,
+    True,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("int8", "resource_pattern_type"),
+        ("string", "principal", True, False),
+        ("string", "host", True, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_CreateAclsRequest_v0 = (
+    CreateAclsRequest,
+    False,
+    (
+        ("array", "creations", False, False, _N_AclCreation_v0, False),
+    ),
+    (),
+)
+_N_CreateAclsRequest_v1 = (
+    CreateAclsRequest,
+    False,
+    (
+        ("array", "creations", False, False, _N_AclCreation_v1, False),
+    ),
+    (),
+)
+_N_CreateAclsRequest_v2 = (
+    CreateAclsRequest,
+    True,
+    (
+        ("array", "creations", True, False, _N_AclCreation_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreateAclsRequest,
     _tj_CreateAclsRequest,
@@ -467,6 +538,12 @@ bind_codecs(
     (1, 1, _dec_CreateAclsRequest_v1, _enc_CreateAclsRequest_v1),
     (2, 3, _dec_CreateAclsRequest_v2, _enc_CreateAclsRequest_v2),
 )
+bind_native(
+    CreateAclsRequest,
+    (0, 0, _N_CreateAclsRequest_v0),
+    (1, 1, _N_CreateAclsRequest_v1),
+    (2, 3, _N_CreateAclsRequest_v2),
+)
 bind_codecs(
     _AclCreation,
     _tj_AclCreation,
@@ -475,6 +552,12 @@ bind_codecs(
     (0, 0, _dec_AclCreation_v0, _enc_AclCreation_v0),
     (1, 1, _dec_AclCreation_v1, _enc_AclCreation_v1),
     (2, 3, _dec_AclCreation_v2, _enc_AclCreation_v2),
+)
+bind_native(
+    _AclCreation,
+    (0, 0, _N_AclCreation_v0),
+    (1, 1, _N_AclCreation_v1),
+    (2, 3, _N_AclCreation_v2),
 )
 
 # -------------------- CreateAclsResponse: decoders and encoders, one per distinct layout
@@ -632,6 +715,46 @@ def _rnd_AclCreationResult(g: Any, version: int) -> _AclCreationResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AclCreationResult_v0 = (
+    _AclCreationResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+    ),
+    (),
+)
+_N_AclCreationResult_v2 = (
+    _AclCreationResult,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_CreateAclsResponse_v0 = (
+    CreateAclsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_AclCreationResult_v0, False),
+    ),
+    (),
+)
+_N_CreateAclsResponse_v2 = (
+    CreateAclsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_AclCreationResult_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreateAclsResponse,
     _tj_CreateAclsResponse,
@@ -640,6 +763,11 @@ bind_codecs(
     (0, 1, _dec_CreateAclsResponse_v0, _enc_CreateAclsResponse_v0),
     (2, 3, _dec_CreateAclsResponse_v2, _enc_CreateAclsResponse_v2),
 )
+bind_native(
+    CreateAclsResponse,
+    (0, 1, _N_CreateAclsResponse_v0),
+    (2, 3, _N_CreateAclsResponse_v2),
+)
 bind_codecs(
     _AclCreationResult,
     _tj_AclCreationResult,
@@ -647,4 +775,9 @@ bind_codecs(
     _rnd_AclCreationResult,
     (0, 1, _dec_AclCreationResult_v0, _enc_AclCreationResult_v0),
     (2, 3, _dec_AclCreationResult_v2, _enc_AclCreationResult_v2),
+)
+bind_native(
+    _AclCreationResult,
+    (0, 1, _N_AclCreationResult_v0),
+    (2, 3, _N_AclCreationResult_v2),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -454,6 +455,61 @@ def _rnd_CreatableRenewers(g: Any, version: int) -> _CreatableRenewers:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CreatableRenewers_v0 = (
+    _CreatableRenewers,
+    False,
+    (
+        ("string", "principal_type", False, False),
+        ("string", "principal_name", False, False),
+    ),
+    (),
+)
+_N_CreatableRenewers_v2 = (
+    _CreatableRenewers,
+    True,
+    (
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+    ),
+    (),
+)
+_N_CreateDelegationTokenRequest_v0 = (
+    CreateDelegationTokenRequest,
+    False,
+    (
+        ("absent", "owner_principal_type", ("value", ''), False),
+        ("absent", "owner_principal_name", ("value", ''), False),
+        ("array", "renewers", False, False, _N_CreatableRenewers_v0, False),
+        ("int64", "max_lifetime_ms"),
+    ),
+    (),
+)
+_N_CreateDelegationTokenRequest_v2 = (
+    CreateDelegationTokenRequest,
+    True,
+    (
+        ("absent", "owner_principal_type", ("value", ''), False),
+        ("absent", "owner_principal_name", ("value", ''), False),
+        ("array", "renewers", True, False, _N_CreatableRenewers_v2, False),
+        ("int64", "max_lifetime_ms"),
+    ),
+    (),
+)
+_N_CreateDelegationTokenRequest_v3 = (
+    CreateDelegationTokenRequest,
+    True,
+    (
+        ("string", "owner_principal_type", True, True),
+        ("string", "owner_principal_name", True, True),
+        ("array", "renewers", True, False, _N_CreatableRenewers_v2, False),
+        ("int64", "max_lifetime_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreateDelegationTokenRequest,
     _tj_CreateDelegationTokenRequest,
@@ -463,6 +519,12 @@ bind_codecs(
     (2, 2, _dec_CreateDelegationTokenRequest_v2, _enc_CreateDelegationTokenRequest_v2),
     (3, 3, _dec_CreateDelegationTokenRequest_v3, _enc_CreateDelegationTokenRequest_v3),
 )
+bind_native(
+    CreateDelegationTokenRequest,
+    (0, 1, _N_CreateDelegationTokenRequest_v0),
+    (2, 2, _N_CreateDelegationTokenRequest_v2),
+    (3, 3, _N_CreateDelegationTokenRequest_v3),
+)
 bind_codecs(
     _CreatableRenewers,
     _tj_CreatableRenewers,
@@ -470,6 +532,11 @@ bind_codecs(
     _rnd_CreatableRenewers,
     (0, 1, _dec_CreatableRenewers_v0, _enc_CreatableRenewers_v0),
     (2, 3, _dec_CreatableRenewers_v2, _enc_CreatableRenewers_v2),
+)
+bind_native(
+    _CreatableRenewers,
+    (0, 1, _N_CreatableRenewers_v0),
+    (2, 3, _N_CreatableRenewers_v2),
 )
 
 # -------------------- CreateDelegationTokenResponse: decoders and encoders, one per distinct layout
@@ -707,6 +774,64 @@ def _rnd_CreateDelegationTokenResponse(g: Any, version: int) -> CreateDelegation
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CreateDelegationTokenResponse_v0 = (
+    CreateDelegationTokenResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "principal_type", False, False),
+        ("string", "principal_name", False, False),
+        ("absent", "token_requester_principal_type", ("value", ''), False),
+        ("absent", "token_requester_principal_name", ("value", ''), False),
+        ("int64", "issue_timestamp_ms"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int64", "max_timestamp_ms"),
+        ("string", "token_id", False, False),
+        ("bytes", "hmac", False, False, False),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+_N_CreateDelegationTokenResponse_v2 = (
+    CreateDelegationTokenResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+        ("absent", "token_requester_principal_type", ("value", ''), False),
+        ("absent", "token_requester_principal_name", ("value", ''), False),
+        ("int64", "issue_timestamp_ms"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int64", "max_timestamp_ms"),
+        ("string", "token_id", True, False),
+        ("bytes", "hmac", True, False, False),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+_N_CreateDelegationTokenResponse_v3 = (
+    CreateDelegationTokenResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+        ("string", "token_requester_principal_type", True, False),
+        ("string", "token_requester_principal_name", True, False),
+        ("int64", "issue_timestamp_ms"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int64", "max_timestamp_ms"),
+        ("string", "token_id", True, False),
+        ("bytes", "hmac", True, False, False),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreateDelegationTokenResponse,
     _tj_CreateDelegationTokenResponse,
@@ -715,4 +840,10 @@ bind_codecs(
     (0, 1, _dec_CreateDelegationTokenResponse_v0, _enc_CreateDelegationTokenResponse_v0),
     (2, 2, _dec_CreateDelegationTokenResponse_v2, _enc_CreateDelegationTokenResponse_v2),
     (3, 3, _dec_CreateDelegationTokenResponse_v3, _enc_CreateDelegationTokenResponse_v3),
+)
+bind_native(
+    CreateDelegationTokenResponse,
+    (0, 1, _N_CreateDelegationTokenResponse_v0),
+    (2, 2, _N_CreateDelegationTokenResponse_v2),
+    (3, 3, _N_CreateDelegationTokenResponse_v3),
 )

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -514,6 +515,66 @@ def _rnd_CreatePartitionsAssignment(g: Any, version: int) -> _CreatePartitionsAs
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CreatePartitionsAssignment_v0 = (
+    _CreatePartitionsAssignment,
+    False,
+    (
+        ("array", "broker_ids", False, False, "int32", False),
+    ),
+    (),
+)
+_N_CreatePartitionsAssignment_v2 = (
+    _CreatePartitionsAssignment,
+    True,
+    (
+        ("array", "broker_ids", True, False, "int32", False),
+    ),
+    (),
+)
+_N_CreatePartitionsTopic_v0 = (
+    _CreatePartitionsTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("int32", "count"),
+        ("array", "assignments", False, True, _N_CreatePartitionsAssignment_v0, False),
+    ),
+    (),
+)
+_N_CreatePartitionsTopic_v2 = (
+    _CreatePartitionsTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int32", "count"),
+        ("array", "assignments", True, True, _N_CreatePartitionsAssignment_v2, False),
+    ),
+    (),
+)
+_N_CreatePartitionsRequest_v0 = (
+    CreatePartitionsRequest,
+    False,
+    (
+        ("array", "topics", False, False, _N_CreatePartitionsTopic_v0, True),
+        ("int32", "timeout_ms"),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+_N_CreatePartitionsRequest_v2 = (
+    CreatePartitionsRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_CreatePartitionsTopic_v2, True),
+        ("int32", "timeout_ms"),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreatePartitionsRequest,
     _tj_CreatePartitionsRequest,
@@ -521,6 +582,11 @@ bind_codecs(
     _rnd_CreatePartitionsRequest,
     (0, 1, _dec_CreatePartitionsRequest_v0, _enc_CreatePartitionsRequest_v0),
     (2, 3, _dec_CreatePartitionsRequest_v2, _enc_CreatePartitionsRequest_v2),
+)
+bind_native(
+    CreatePartitionsRequest,
+    (0, 1, _N_CreatePartitionsRequest_v0),
+    (2, 3, _N_CreatePartitionsRequest_v2),
 )
 bind_codecs(
     _CreatePartitionsTopic,
@@ -530,6 +596,11 @@ bind_codecs(
     (0, 1, _dec_CreatePartitionsTopic_v0, _enc_CreatePartitionsTopic_v0),
     (2, 3, _dec_CreatePartitionsTopic_v2, _enc_CreatePartitionsTopic_v2),
 )
+bind_native(
+    _CreatePartitionsTopic,
+    (0, 1, _N_CreatePartitionsTopic_v0),
+    (2, 3, _N_CreatePartitionsTopic_v2),
+)
 bind_codecs(
     _CreatePartitionsAssignment,
     _tj_CreatePartitionsAssignment,
@@ -537,6 +608,11 @@ bind_codecs(
     _rnd_CreatePartitionsAssignment,
     (0, 1, _dec_CreatePartitionsAssignment_v0, _enc_CreatePartitionsAssignment_v0),
     (2, 3, _dec_CreatePartitionsAssignment_v2, _enc_CreatePartitionsAssignment_v2),
+)
+bind_native(
+    _CreatePartitionsAssignment,
+    (0, 1, _N_CreatePartitionsAssignment_v0),
+    (2, 3, _N_CreatePartitionsAssignment_v2),
 )
 
 # -------------------- CreatePartitionsResponse: decoders and encoders, one per distinct layout
@@ -735,6 +811,48 @@ def _rnd_CreatePartitionsTopicResult(g: Any, version: int) -> _CreatePartitionsT
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CreatePartitionsTopicResult_v0 = (
+    _CreatePartitionsTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+    ),
+    (),
+)
+_N_CreatePartitionsTopicResult_v2 = (
+    _CreatePartitionsTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_CreatePartitionsResponse_v0 = (
+    CreatePartitionsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_CreatePartitionsTopicResult_v0, False),
+    ),
+    (),
+)
+_N_CreatePartitionsResponse_v2 = (
+    CreatePartitionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_CreatePartitionsTopicResult_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreatePartitionsResponse,
     _tj_CreatePartitionsResponse,
@@ -743,6 +861,11 @@ bind_codecs(
     (0, 1, _dec_CreatePartitionsResponse_v0, _enc_CreatePartitionsResponse_v0),
     (2, 3, _dec_CreatePartitionsResponse_v2, _enc_CreatePartitionsResponse_v2),
 )
+bind_native(
+    CreatePartitionsResponse,
+    (0, 1, _N_CreatePartitionsResponse_v0),
+    (2, 3, _N_CreatePartitionsResponse_v2),
+)
 bind_codecs(
     _CreatePartitionsTopicResult,
     _tj_CreatePartitionsTopicResult,
@@ -750,4 +873,9 @@ bind_codecs(
     _rnd_CreatePartitionsTopicResult,
     (0, 1, _dec_CreatePartitionsTopicResult_v0, _enc_CreatePartitionsTopicResult_v0),
     (2, 3, _dec_CreatePartitionsTopicResult_v2, _enc_CreatePartitionsTopicResult_v2),
+)
+bind_native(
+    _CreatePartitionsTopicResult,
+    (0, 1, _N_CreatePartitionsTopicResult_v0),
+    (2, 3, _N_CreatePartitionsTopicResult_v2),
 )

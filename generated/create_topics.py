@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -765,6 +766,100 @@ def _rnd_CreatableTopicConfig(g: Any, version: int) -> _CreatableTopicConfig:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CreatableReplicaAssignment_v0 = (
+    _CreatableReplicaAssignment,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("array", "broker_ids", False, False, "int32", False),
+    ),
+    (),
+)
+_N_CreatableReplicaAssignment_v5 = (
+    _CreatableReplicaAssignment,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("array", "broker_ids", True, False, "int32", False),
+    ),
+    (),
+)
+_N_CreatableTopicConfig_v0 = (
+    _CreatableTopicConfig,
+    False,
+    (
+        ("string", "name", False, False),
+        ("string", "value", False, True),
+    ),
+    (),
+)
+_N_CreatableTopicConfig_v5 = (
+    _CreatableTopicConfig,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "value", True, True),
+    ),
+    (),
+)
+_N_CreatableTopic_v0 = (
+    _CreatableTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("int32", "num_partitions"),
+        ("int16", "replication_factor"),
+        ("array", "assignments", False, False, _N_CreatableReplicaAssignment_v0, True),
+        ("array", "configs", False, False, _N_CreatableTopicConfig_v0, True),
+    ),
+    (),
+)
+_N_CreatableTopic_v5 = (
+    _CreatableTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int32", "num_partitions"),
+        ("int16", "replication_factor"),
+        ("array", "assignments", True, False, _N_CreatableReplicaAssignment_v5, True),
+        ("array", "configs", True, False, _N_CreatableTopicConfig_v5, True),
+    ),
+    (),
+)
+_N_CreateTopicsRequest_v0 = (
+    CreateTopicsRequest,
+    False,
+    (
+        ("array", "topics", False, False, _N_CreatableTopic_v0, True),
+        ("int32", "timeout_ms"),
+        ("absent", "validate_only", ("value", False), False),
+    ),
+    (),
+)
+_N_CreateTopicsRequest_v1 = (
+    CreateTopicsRequest,
+    False,
+    (
+        ("array", "topics", False, False, _N_CreatableTopic_v0, True),
+        ("int32", "timeout_ms"),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+_N_CreateTopicsRequest_v5 = (
+    CreateTopicsRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_CreatableTopic_v5, True),
+        ("int32", "timeout_ms"),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreateTopicsRequest,
     _tj_CreateTopicsRequest,
@@ -774,6 +869,12 @@ bind_codecs(
     (1, 4, _dec_CreateTopicsRequest_v1, _enc_CreateTopicsRequest_v1),
     (5, 7, _dec_CreateTopicsRequest_v5, _enc_CreateTopicsRequest_v5),
 )
+bind_native(
+    CreateTopicsRequest,
+    (0, 0, _N_CreateTopicsRequest_v0),
+    (1, 4, _N_CreateTopicsRequest_v1),
+    (5, 7, _N_CreateTopicsRequest_v5),
+)
 bind_codecs(
     _CreatableTopic,
     _tj_CreatableTopic,
@@ -781,6 +882,11 @@ bind_codecs(
     _rnd_CreatableTopic,
     (0, 4, _dec_CreatableTopic_v0, _enc_CreatableTopic_v0),
     (5, 7, _dec_CreatableTopic_v5, _enc_CreatableTopic_v5),
+)
+bind_native(
+    _CreatableTopic,
+    (0, 4, _N_CreatableTopic_v0),
+    (5, 7, _N_CreatableTopic_v5),
 )
 bind_codecs(
     _CreatableReplicaAssignment,
@@ -790,6 +896,11 @@ bind_codecs(
     (0, 4, _dec_CreatableReplicaAssignment_v0, _enc_CreatableReplicaAssignment_v0),
     (5, 7, _dec_CreatableReplicaAssignment_v5, _enc_CreatableReplicaAssignment_v5),
 )
+bind_native(
+    _CreatableReplicaAssignment,
+    (0, 4, _N_CreatableReplicaAssignment_v0),
+    (5, 7, _N_CreatableReplicaAssignment_v5),
+)
 bind_codecs(
     _CreatableTopicConfig,
     _tj_CreatableTopicConfig,
@@ -797,6 +908,11 @@ bind_codecs(
     _rnd_CreatableTopicConfig,
     (0, 4, _dec_CreatableTopicConfig_v0, _enc_CreatableTopicConfig_v0),
     (5, 7, _dec_CreatableTopicConfig_v5, _enc_CreatableTopicConfig_v5),
+)
+bind_native(
+    _CreatableTopicConfig,
+    (0, 4, _N_CreatableTopicConfig_v0),
+    (5, 7, _N_CreatableTopicConfig_v5),
 )
 
 # -------------------- CreateTopicsResponse: decoders and encoders, one per distinct layout
@@ -1319,6 +1435,129 @@ def _rnd_CreatableTopicConfigs(g: Any, version: int) -> _CreatableTopicConfigs:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CreatableTopicConfigs_v5 = (
+    _CreatableTopicConfigs,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "value", True, True),
+        ("bool", "read_only"),
+        ("int8", "config_source"),
+        ("bool", "is_sensitive"),
+    ),
+    (),
+)
+_N_CreatableTopicResult_v0 = (
+    _CreatableTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", ''), True),
+        ("absent", "num_partitions", ("value", -1), True),
+        ("absent", "replication_factor", ("value", -1), True),
+        ("absent", "configs", ("list",), True),
+        ("absent", "topic_config_error_code", ("value", 0), True),
+    ),
+    (),
+)
+_N_CreatableTopicResult_v1 = (
+    _CreatableTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("absent", "num_partitions", ("value", -1), True),
+        ("absent", "replication_factor", ("value", -1), True),
+        ("absent", "configs", ("list",), True),
+        ("absent", "topic_config_error_code", ("value", 0), True),
+    ),
+    (),
+)
+_N_CreatableTopicResult_v5 = (
+    _CreatableTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int32", "num_partitions"),
+        ("int16", "replication_factor"),
+        ("array", "configs", True, True, _N_CreatableTopicConfigs_v5, False),
+    ),
+    (
+        (0, ("int16", "topic_config_error_code"), ("value", 0)),
+    ),
+)
+_N_CreatableTopicResult_v7 = (
+    _CreatableTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("uuid", "topic_id"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int32", "num_partitions"),
+        ("int16", "replication_factor"),
+        ("array", "configs", True, True, _N_CreatableTopicConfigs_v5, False),
+    ),
+    (
+        (0, ("int16", "topic_config_error_code"), ("value", 0)),
+    ),
+)
+_N_CreateTopicsResponse_v0 = (
+    CreateTopicsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_CreatableTopicResult_v0, True),
+    ),
+    (),
+)
+_N_CreateTopicsResponse_v1 = (
+    CreateTopicsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_CreatableTopicResult_v1, True),
+    ),
+    (),
+)
+_N_CreateTopicsResponse_v2 = (
+    CreateTopicsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_CreatableTopicResult_v1, True),
+    ),
+    (),
+)
+_N_CreateTopicsResponse_v5 = (
+    CreateTopicsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_CreatableTopicResult_v5, True),
+    ),
+    (),
+)
+_N_CreateTopicsResponse_v7 = (
+    CreateTopicsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_CreatableTopicResult_v7, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     CreateTopicsResponse,
     _tj_CreateTopicsResponse,
@@ -1330,6 +1569,14 @@ bind_codecs(
     (5, 6, _dec_CreateTopicsResponse_v5, _enc_CreateTopicsResponse_v5),
     (7, 7, _dec_CreateTopicsResponse_v7, _enc_CreateTopicsResponse_v7),
 )
+bind_native(
+    CreateTopicsResponse,
+    (0, 0, _N_CreateTopicsResponse_v0),
+    (1, 1, _N_CreateTopicsResponse_v1),
+    (2, 4, _N_CreateTopicsResponse_v2),
+    (5, 6, _N_CreateTopicsResponse_v5),
+    (7, 7, _N_CreateTopicsResponse_v7),
+)
 bind_codecs(
     _CreatableTopicResult,
     _tj_CreatableTopicResult,
@@ -1340,10 +1587,21 @@ bind_codecs(
     (5, 6, _dec_CreatableTopicResult_v5, _enc_CreatableTopicResult_v5),
     (7, 7, _dec_CreatableTopicResult_v7, _enc_CreatableTopicResult_v7),
 )
+bind_native(
+    _CreatableTopicResult,
+    (0, 0, _N_CreatableTopicResult_v0),
+    (1, 4, _N_CreatableTopicResult_v1),
+    (5, 6, _N_CreatableTopicResult_v5),
+    (7, 7, _N_CreatableTopicResult_v7),
+)
 bind_codecs(
     _CreatableTopicConfigs,
     _tj_CreatableTopicConfigs,
     _fj_CreatableTopicConfigs,
     _rnd_CreatableTopicConfigs,
     (5, 7, _dec_CreatableTopicConfigs_v5, _enc_CreatableTopicConfigs_v5),
+)
+bind_native(
+    _CreatableTopicConfigs,
+    (5, 7, _N_CreatableTopicConfigs_v5),
 )

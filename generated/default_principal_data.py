@@ -16,6 +16,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -143,10 +144,28 @@ def _rnd_DefaultPrincipalData(g: Any, version: int) -> DefaultPrincipalData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DefaultPrincipalData_v0 = (
+    DefaultPrincipalData,
+    True,
+    (
+        ("string", "type", True, False),
+        ("string", "name", True, False),
+        ("bool", "token_authenticated"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DefaultPrincipalData,
     _tj_DefaultPrincipalData,
     _fj_DefaultPrincipalData,
     _rnd_DefaultPrincipalData,
     (0, 0, _dec_DefaultPrincipalData_v0, _enc_DefaultPrincipalData_v0),
+)
+bind_native(
+    DefaultPrincipalData,
+    (0, 0, _N_DefaultPrincipalData_v0),
 )

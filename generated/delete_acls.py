@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -547,6 +548,76 @@ def _rnd_DeleteAclsFilter(g: Any, version: int) -> _DeleteAclsFilter:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeleteAclsFilter_v0 = (
+    _DeleteAclsFilter,
+    False,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", False, True),
+        ("absent", "pattern_type_filter", ("value", 3), False),
+        ("string", "principal_filter", False, True),
+        ("string", "host_filter", False, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DeleteAclsFilter_v1 = (
+    _DeleteAclsFilter,
+    False,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", False, True),
+        ("int8", "pattern_type_filter"),
+        ("string", "principal_filter", False, True),
+        ("string", "host_filter", False, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DeleteAclsFilter_v2 = (
+    _DeleteAclsFilter,
+    True,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", True, True),
+        ("int8", "pattern_type_filter"),
+        ("string", "principal_filter", True, True),
+        ("string", "host_filter", True, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DeleteAclsRequest_v0 = (
+    DeleteAclsRequest,
+    False,
+    (
+        ("array", "filters", False, False, _N_DeleteAclsFilter_v0, False),
+    ),
+    (),
+)
+_N_DeleteAclsRequest_v1 = (
+    DeleteAclsRequest,
+    False,
+    (
+        ("array", "filters", False, False, _N_DeleteAclsFilter_v1, False),
+    ),
+    (),
+)
+_N_DeleteAclsRequest_v2 = (
+    DeleteAclsRequest,
+    True,
+    (
+        ("array", "filters", True, False, _N_DeleteAclsFilter_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteAclsRequest,
     _tj_DeleteAclsRequest,
@@ -556,6 +627,12 @@ bind_codecs(
     (1, 1, _dec_DeleteAclsRequest_v1, _enc_DeleteAclsRequest_v1),
     (2, 3, _dec_DeleteAclsRequest_v2, _enc_DeleteAclsRequest_v2),
 )
+bind_native(
+    DeleteAclsRequest,
+    (0, 0, _N_DeleteAclsRequest_v0),
+    (1, 1, _N_DeleteAclsRequest_v1),
+    (2, 3, _N_DeleteAclsRequest_v2),
+)
 bind_codecs(
     _DeleteAclsFilter,
     _tj_DeleteAclsFilter,
@@ -564,6 +641,12 @@ bind_codecs(
     (0, 0, _dec_DeleteAclsFilter_v0, _enc_DeleteAclsFilter_v0),
     (1, 1, _dec_DeleteAclsFilter_v1, _enc_DeleteAclsFilter_v1),
     (2, 3, _dec_DeleteAclsFilter_v2, _enc_DeleteAclsFilter_v2),
+)
+bind_native(
+    _DeleteAclsFilter,
+    (0, 0, _N_DeleteAclsFilter_v0),
+    (1, 1, _N_DeleteAclsFilter_v1),
+    (2, 3, _N_DeleteAclsFilter_v2),
 )
 
 # -------------------- DeleteAclsResponse: decoders and encoders, one per distinct layout
@@ -1046,6 +1129,115 @@ def _rnd_DeleteAclsMatchingAcl(g: Any, version: int) -> _DeleteAclsMatchingAcl:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeleteAclsMatchingAcl_v0 = (
+    _DeleteAclsMatchingAcl,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("absent", "pattern_type", ("value", 3), False),
+        ("string", "principal", False, False),
+        ("string", "host", False, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DeleteAclsMatchingAcl_v1 = (
+    _DeleteAclsMatchingAcl,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("int8", "pattern_type"),
+        ("string", "principal", False, False),
+        ("string", "host", False, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DeleteAclsMatchingAcl_v2 = (
+    _DeleteAclsMatchingAcl,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("int8", "pattern_type"),
+        ("string", "principal", True, False),
+        ("string", "host", True, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DeleteAclsFilterResult_v0 = (
+    _DeleteAclsFilterResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("array", "matching_acls", False, False, _N_DeleteAclsMatchingAcl_v0, False),
+    ),
+    (),
+)
+_N_DeleteAclsFilterResult_v1 = (
+    _DeleteAclsFilterResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("array", "matching_acls", False, False, _N_DeleteAclsMatchingAcl_v1, False),
+    ),
+    (),
+)
+_N_DeleteAclsFilterResult_v2 = (
+    _DeleteAclsFilterResult,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "matching_acls", True, False, _N_DeleteAclsMatchingAcl_v2, False),
+    ),
+    (),
+)
+_N_DeleteAclsResponse_v0 = (
+    DeleteAclsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "filter_results", False, False, _N_DeleteAclsFilterResult_v0, False),
+    ),
+    (),
+)
+_N_DeleteAclsResponse_v1 = (
+    DeleteAclsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "filter_results", False, False, _N_DeleteAclsFilterResult_v1, False),
+    ),
+    (),
+)
+_N_DeleteAclsResponse_v2 = (
+    DeleteAclsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "filter_results", True, False, _N_DeleteAclsFilterResult_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteAclsResponse,
     _tj_DeleteAclsResponse,
@@ -1054,6 +1246,12 @@ bind_codecs(
     (0, 0, _dec_DeleteAclsResponse_v0, _enc_DeleteAclsResponse_v0),
     (1, 1, _dec_DeleteAclsResponse_v1, _enc_DeleteAclsResponse_v1),
     (2, 3, _dec_DeleteAclsResponse_v2, _enc_DeleteAclsResponse_v2),
+)
+bind_native(
+    DeleteAclsResponse,
+    (0, 0, _N_DeleteAclsResponse_v0),
+    (1, 1, _N_DeleteAclsResponse_v1),
+    (2, 3, _N_DeleteAclsResponse_v2),
 )
 bind_codecs(
     _DeleteAclsFilterResult,
@@ -1064,6 +1262,12 @@ bind_codecs(
     (1, 1, _dec_DeleteAclsFilterResult_v1, _enc_DeleteAclsFilterResult_v1),
     (2, 3, _dec_DeleteAclsFilterResult_v2, _enc_DeleteAclsFilterResult_v2),
 )
+bind_native(
+    _DeleteAclsFilterResult,
+    (0, 0, _N_DeleteAclsFilterResult_v0),
+    (1, 1, _N_DeleteAclsFilterResult_v1),
+    (2, 3, _N_DeleteAclsFilterResult_v2),
+)
 bind_codecs(
     _DeleteAclsMatchingAcl,
     _tj_DeleteAclsMatchingAcl,
@@ -1072,4 +1276,10 @@ bind_codecs(
     (0, 0, _dec_DeleteAclsMatchingAcl_v0, _enc_DeleteAclsMatchingAcl_v0),
     (1, 1, _dec_DeleteAclsMatchingAcl_v1, _enc_DeleteAclsMatchingAcl_v1),
     (2, 3, _dec_DeleteAclsMatchingAcl_v2, _enc_DeleteAclsMatchingAcl_v2),
+)
+bind_native(
+    _DeleteAclsMatchingAcl,
+    (0, 0, _N_DeleteAclsMatchingAcl_v0),
+    (1, 1, _N_DeleteAclsMatchingAcl_v1),
+    (2, 3, _N_DeleteAclsMatchingAcl_v2),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -222,6 +223,26 @@ def _rnd_DeleteGroupsRequest(g: Any, version: int) -> DeleteGroupsRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeleteGroupsRequest_v0 = (
+    DeleteGroupsRequest,
+    False,
+    (
+        ("array", "groups_names", False, False, "string", False),
+    ),
+    (),
+)
+_N_DeleteGroupsRequest_v2 = (
+    DeleteGroupsRequest,
+    True,
+    (
+        ("array", "groups_names", True, False, "string", False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteGroupsRequest,
     _tj_DeleteGroupsRequest,
@@ -229,6 +250,11 @@ bind_codecs(
     _rnd_DeleteGroupsRequest,
     (0, 1, _dec_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v0),
     (2, 2, _dec_DeleteGroupsRequest_v2, _enc_DeleteGroupsRequest_v2),
+)
+bind_native(
+    DeleteGroupsRequest,
+    (0, 1, _N_DeleteGroupsRequest_v0),
+    (2, 2, _N_DeleteGroupsRequest_v2),
 )
 
 # -------------------- DeleteGroupsResponse: decoders and encoders, one per distinct layout
@@ -392,6 +418,46 @@ def _rnd_DeletableGroupResult(g: Any, version: int) -> _DeletableGroupResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeletableGroupResult_v0 = (
+    _DeletableGroupResult,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_DeletableGroupResult_v2 = (
+    _DeletableGroupResult,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_DeleteGroupsResponse_v0 = (
+    DeleteGroupsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_DeletableGroupResult_v0, True),
+    ),
+    (),
+)
+_N_DeleteGroupsResponse_v2 = (
+    DeleteGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_DeletableGroupResult_v2, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteGroupsResponse,
     _tj_DeleteGroupsResponse,
@@ -400,6 +466,11 @@ bind_codecs(
     (0, 1, _dec_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v0),
     (2, 2, _dec_DeleteGroupsResponse_v2, _enc_DeleteGroupsResponse_v2),
 )
+bind_native(
+    DeleteGroupsResponse,
+    (0, 1, _N_DeleteGroupsResponse_v0),
+    (2, 2, _N_DeleteGroupsResponse_v2),
+)
 bind_codecs(
     _DeletableGroupResult,
     _tj_DeletableGroupResult,
@@ -407,4 +478,9 @@ bind_codecs(
     _rnd_DeletableGroupResult,
     (0, 1, _dec_DeletableGroupResult_v0, _enc_DeletableGroupResult_v0),
     (2, 2, _dec_DeletableGroupResult_v2, _enc_DeletableGroupResult_v2),
+)
+bind_native(
+    _DeletableGroupResult,
+    (0, 1, _N_DeletableGroupResult_v0),
+    (2, 2, _N_DeletableGroupResult_v2),
 )

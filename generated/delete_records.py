@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -497,6 +498,64 @@ def _rnd_DeleteRecordsPartition(g: Any, version: int) -> _DeleteRecordsPartition
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeleteRecordsPartition_v0 = (
+    _DeleteRecordsPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "offset"),
+    ),
+    (),
+)
+_N_DeleteRecordsPartition_v2 = (
+    _DeleteRecordsPartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "offset"),
+    ),
+    (),
+)
+_N_DeleteRecordsTopic_v0 = (
+    _DeleteRecordsTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_DeleteRecordsPartition_v0, False),
+    ),
+    (),
+)
+_N_DeleteRecordsTopic_v2 = (
+    _DeleteRecordsTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_DeleteRecordsPartition_v2, False),
+    ),
+    (),
+)
+_N_DeleteRecordsRequest_v0 = (
+    DeleteRecordsRequest,
+    False,
+    (
+        ("array", "topics", False, False, _N_DeleteRecordsTopic_v0, False),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+_N_DeleteRecordsRequest_v2 = (
+    DeleteRecordsRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_DeleteRecordsTopic_v2, False),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteRecordsRequest,
     _tj_DeleteRecordsRequest,
@@ -504,6 +563,11 @@ bind_codecs(
     _rnd_DeleteRecordsRequest,
     (0, 1, _dec_DeleteRecordsRequest_v0, _enc_DeleteRecordsRequest_v0),
     (2, 2, _dec_DeleteRecordsRequest_v2, _enc_DeleteRecordsRequest_v2),
+)
+bind_native(
+    DeleteRecordsRequest,
+    (0, 1, _N_DeleteRecordsRequest_v0),
+    (2, 2, _N_DeleteRecordsRequest_v2),
 )
 bind_codecs(
     _DeleteRecordsTopic,
@@ -513,6 +577,11 @@ bind_codecs(
     (0, 1, _dec_DeleteRecordsTopic_v0, _enc_DeleteRecordsTopic_v0),
     (2, 2, _dec_DeleteRecordsTopic_v2, _enc_DeleteRecordsTopic_v2),
 )
+bind_native(
+    _DeleteRecordsTopic,
+    (0, 1, _N_DeleteRecordsTopic_v0),
+    (2, 2, _N_DeleteRecordsTopic_v2),
+)
 bind_codecs(
     _DeleteRecordsPartition,
     _tj_DeleteRecordsPartition,
@@ -520,6 +589,11 @@ bind_codecs(
     _rnd_DeleteRecordsPartition,
     (0, 1, _dec_DeleteRecordsPartition_v0, _enc_DeleteRecordsPartition_v0),
     (2, 2, _dec_DeleteRecordsPartition_v2, _enc_DeleteRecordsPartition_v2),
+)
+bind_native(
+    _DeleteRecordsPartition,
+    (0, 1, _N_DeleteRecordsPartition_v0),
+    (2, 2, _N_DeleteRecordsPartition_v2),
 )
 
 # -------------------- DeleteRecordsResponse: decoders and encoders, one per distinct layout
@@ -779,6 +853,66 @@ def _rnd_DeleteRecordsPartitionResult(g: Any, version: int) -> _DeleteRecordsPar
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeleteRecordsPartitionResult_v0 = (
+    _DeleteRecordsPartitionResult,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "low_watermark"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_DeleteRecordsPartitionResult_v2 = (
+    _DeleteRecordsPartitionResult,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "low_watermark"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_DeleteRecordsTopicResult_v0 = (
+    _DeleteRecordsTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_DeleteRecordsPartitionResult_v0, True),
+    ),
+    (),
+)
+_N_DeleteRecordsTopicResult_v2 = (
+    _DeleteRecordsTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_DeleteRecordsPartitionResult_v2, True),
+    ),
+    (),
+)
+_N_DeleteRecordsResponse_v0 = (
+    DeleteRecordsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_DeleteRecordsTopicResult_v0, True),
+    ),
+    (),
+)
+_N_DeleteRecordsResponse_v2 = (
+    DeleteRecordsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_DeleteRecordsTopicResult_v2, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteRecordsResponse,
     _tj_DeleteRecordsResponse,
@@ -786,6 +920,11 @@ bind_codecs(
     _rnd_DeleteRecordsResponse,
     (0, 1, _dec_DeleteRecordsResponse_v0, _enc_DeleteRecordsResponse_v0),
     (2, 2, _dec_DeleteRecordsResponse_v2, _enc_DeleteRecordsResponse_v2),
+)
+bind_native(
+    DeleteRecordsResponse,
+    (0, 1, _N_DeleteRecordsResponse_v0),
+    (2, 2, _N_DeleteRecordsResponse_v2),
 )
 bind_codecs(
     _DeleteRecordsTopicResult,
@@ -795,6 +934,11 @@ bind_codecs(
     (0, 1, _dec_DeleteRecordsTopicResult_v0, _enc_DeleteRecordsTopicResult_v0),
     (2, 2, _dec_DeleteRecordsTopicResult_v2, _enc_DeleteRecordsTopicResult_v2),
 )
+bind_native(
+    _DeleteRecordsTopicResult,
+    (0, 1, _N_DeleteRecordsTopicResult_v0),
+    (2, 2, _N_DeleteRecordsTopicResult_v2),
+)
 bind_codecs(
     _DeleteRecordsPartitionResult,
     _tj_DeleteRecordsPartitionResult,
@@ -802,4 +946,9 @@ bind_codecs(
     _rnd_DeleteRecordsPartitionResult,
     (0, 1, _dec_DeleteRecordsPartitionResult_v0, _enc_DeleteRecordsPartitionResult_v0),
     (2, 2, _dec_DeleteRecordsPartitionResult_v2, _enc_DeleteRecordsPartitionResult_v2),
+)
+bind_native(
+    _DeleteRecordsPartitionResult,
+    (0, 1, _N_DeleteRecordsPartitionResult_v0),
+    (2, 2, _N_DeleteRecordsPartitionResult_v2),
 )

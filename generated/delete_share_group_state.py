@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -409,12 +410,46 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition"),
+    ),
+    (),
+)
+_N_DeleteStateData_v0 = (
+    _DeleteStateData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_DeleteShareGroupStateRequest_v0 = (
+    DeleteShareGroupStateRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, False, _N_DeleteStateData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteShareGroupStateRequest,
     _tj_DeleteShareGroupStateRequest,
     _fj_DeleteShareGroupStateRequest,
     _rnd_DeleteShareGroupStateRequest,
     (0, 0, _dec_DeleteShareGroupStateRequest_v0, _enc_DeleteShareGroupStateRequest_v0),
+)
+bind_native(
+    DeleteShareGroupStateRequest,
+    (0, 0, _N_DeleteShareGroupStateRequest_v0),
 )
 bind_codecs(
     _DeleteStateData,
@@ -423,12 +458,20 @@ bind_codecs(
     _rnd_DeleteStateData,
     (0, 0, _dec_DeleteStateData_v0, _enc_DeleteStateData_v0),
 )
+bind_native(
+    _DeleteStateData,
+    (0, 0, _N_DeleteStateData_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+)
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
 )
 
 # -------------------- DeleteShareGroupStateResponse: decoders and encoders, one per distinct layout
@@ -605,12 +648,47 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionResult_v0 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_DeleteStateResult_v0 = (
+    _DeleteStateResult,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+    ),
+    (),
+)
+_N_DeleteShareGroupStateResponse_v0 = (
+    DeleteShareGroupStateResponse,
+    True,
+    (
+        ("array", "results", True, False, _N_DeleteStateResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteShareGroupStateResponse,
     _tj_DeleteShareGroupStateResponse,
     _fj_DeleteShareGroupStateResponse,
     _rnd_DeleteShareGroupStateResponse,
     (0, 0, _dec_DeleteShareGroupStateResponse_v0, _enc_DeleteShareGroupStateResponse_v0),
+)
+bind_native(
+    DeleteShareGroupStateResponse,
+    (0, 0, _N_DeleteShareGroupStateResponse_v0),
 )
 bind_codecs(
     _DeleteStateResult,
@@ -619,10 +697,18 @@ bind_codecs(
     _rnd_DeleteStateResult,
     (0, 0, _dec_DeleteStateResult_v0, _enc_DeleteStateResult_v0),
 )
+bind_native(
+    _DeleteStateResult,
+    (0, 0, _N_DeleteStateResult_v0),
+)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
     _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
+)
+bind_native(
+    _PartitionResult,
+    (0, 0, _N_PartitionResult_v0),
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -388,6 +389,49 @@ def _rnd_DeleteTopicState(g: Any, version: int) -> _DeleteTopicState:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeleteTopicState_v6 = (
+    _DeleteTopicState,
+    True,
+    (
+        ("string", "name", True, True),
+        ("uuid", "topic_id"),
+    ),
+    (),
+)
+_N_DeleteTopicsRequest_v0 = (
+    DeleteTopicsRequest,
+    False,
+    (
+        ("absent", "topics", ("list",), False),
+        ("array", "topic_names", False, False, "string", False),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+_N_DeleteTopicsRequest_v4 = (
+    DeleteTopicsRequest,
+    True,
+    (
+        ("absent", "topics", ("list",), False),
+        ("array", "topic_names", True, False, "string", False),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+_N_DeleteTopicsRequest_v6 = (
+    DeleteTopicsRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_DeleteTopicState_v6, False),
+        ("absent", "topic_names", ("list",), True),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteTopicsRequest,
     _tj_DeleteTopicsRequest,
@@ -397,12 +441,22 @@ bind_codecs(
     (4, 5, _dec_DeleteTopicsRequest_v4, _enc_DeleteTopicsRequest_v4),
     (6, 6, _dec_DeleteTopicsRequest_v6, _enc_DeleteTopicsRequest_v6),
 )
+bind_native(
+    DeleteTopicsRequest,
+    (0, 3, _N_DeleteTopicsRequest_v0),
+    (4, 5, _N_DeleteTopicsRequest_v4),
+    (6, 6, _N_DeleteTopicsRequest_v6),
+)
 bind_codecs(
     _DeleteTopicState,
     _tj_DeleteTopicState,
     _fj_DeleteTopicState,
     _rnd_DeleteTopicState,
     (6, 6, _dec_DeleteTopicState_v6, _enc_DeleteTopicState_v6),
+)
+bind_native(
+    _DeleteTopicState,
+    (6, 6, _N_DeleteTopicState_v6),
 )
 
 # -------------------- DeleteTopicsResponse: decoders and encoders, one per distinct layout
@@ -740,6 +794,99 @@ def _rnd_DeletableTopicResult(g: Any, version: int) -> _DeletableTopicResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DeletableTopicResult_v0 = (
+    _DeletableTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", None), True),
+    ),
+    (),
+)
+_N_DeletableTopicResult_v4 = (
+    _DeletableTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", None), True),
+    ),
+    (),
+)
+_N_DeletableTopicResult_v5 = (
+    _DeletableTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_DeletableTopicResult_v6 = (
+    _DeletableTopicResult,
+    True,
+    (
+        ("string", "name", True, True),
+        ("uuid", "topic_id"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_DeleteTopicsResponse_v0 = (
+    DeleteTopicsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "responses", False, False, _N_DeletableTopicResult_v0, True),
+    ),
+    (),
+)
+_N_DeleteTopicsResponse_v1 = (
+    DeleteTopicsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", False, False, _N_DeletableTopicResult_v0, True),
+    ),
+    (),
+)
+_N_DeleteTopicsResponse_v4 = (
+    DeleteTopicsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", True, False, _N_DeletableTopicResult_v4, True),
+    ),
+    (),
+)
+_N_DeleteTopicsResponse_v5 = (
+    DeleteTopicsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", True, False, _N_DeletableTopicResult_v5, True),
+    ),
+    (),
+)
+_N_DeleteTopicsResponse_v6 = (
+    DeleteTopicsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", True, False, _N_DeletableTopicResult_v6, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DeleteTopicsResponse,
     _tj_DeleteTopicsResponse,
@@ -751,6 +898,14 @@ bind_codecs(
     (5, 5, _dec_DeleteTopicsResponse_v5, _enc_DeleteTopicsResponse_v5),
     (6, 6, _dec_DeleteTopicsResponse_v6, _enc_DeleteTopicsResponse_v6),
 )
+bind_native(
+    DeleteTopicsResponse,
+    (0, 0, _N_DeleteTopicsResponse_v0),
+    (1, 3, _N_DeleteTopicsResponse_v1),
+    (4, 4, _N_DeleteTopicsResponse_v4),
+    (5, 5, _N_DeleteTopicsResponse_v5),
+    (6, 6, _N_DeleteTopicsResponse_v6),
+)
 bind_codecs(
     _DeletableTopicResult,
     _tj_DeletableTopicResult,
@@ -760,4 +915,11 @@ bind_codecs(
     (4, 4, _dec_DeletableTopicResult_v4, _enc_DeletableTopicResult_v4),
     (5, 5, _dec_DeletableTopicResult_v5, _enc_DeletableTopicResult_v5),
     (6, 6, _dec_DeletableTopicResult_v6, _enc_DeletableTopicResult_v6),
+)
+bind_native(
+    _DeletableTopicResult,
+    (0, 3, _N_DeletableTopicResult_v0),
+    (4, 4, _N_DeletableTopicResult_v4),
+    (5, 5, _N_DeletableTopicResult_v5),
+    (6, 6, _N_DeletableTopicResult_v6),
 )

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -668,6 +669,83 @@ def _rnd_DescribeAclsRequest_ResourceCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeAclsRequest_ResourceCursor_v4 = (
+    _DescribeAclsRequest_ResourceCursor,
+    True,
+    (
+        ("string", "resource_name", True, False),
+        ("int8", "resource_type"),
+    ),
+    (),
+)
+_N_DescribeAclsRequest_v0 = (
+    DescribeAclsRequest,
+    False,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", False, True),
+        ("absent", "pattern_type_filter", ("value", 3), False),
+        ("string", "principal_filter", False, True),
+        ("string", "host_filter", False, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeAclsRequest_v1 = (
+    DescribeAclsRequest,
+    False,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", False, True),
+        ("int8", "pattern_type_filter"),
+        ("string", "principal_filter", False, True),
+        ("string", "host_filter", False, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeAclsRequest_v2 = (
+    DescribeAclsRequest,
+    True,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", True, True),
+        ("int8", "pattern_type_filter"),
+        ("string", "principal_filter", True, True),
+        ("string", "host_filter", True, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeAclsRequest_v4 = (
+    DescribeAclsRequest,
+    True,
+    (
+        ("int8", "resource_type_filter"),
+        ("string", "resource_name_filter", True, True),
+        ("int8", "pattern_type_filter"),
+        ("string", "principal_filter", True, True),
+        ("string", "host_filter", True, True),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_DescribeAclsRequest_ResourceCursor_v4),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeAclsRequest,
     _tj_DescribeAclsRequest,
@@ -678,12 +756,23 @@ bind_codecs(
     (2, 3, _dec_DescribeAclsRequest_v2, _enc_DescribeAclsRequest_v2),
     (4, 4, _dec_DescribeAclsRequest_v4, _enc_DescribeAclsRequest_v4),
 )
+bind_native(
+    DescribeAclsRequest,
+    (0, 0, _N_DescribeAclsRequest_v0),
+    (1, 1, _N_DescribeAclsRequest_v1),
+    (2, 3, _N_DescribeAclsRequest_v2),
+    (4, 4, _N_DescribeAclsRequest_v4),
+)
 bind_codecs(
     _DescribeAclsRequest_ResourceCursor,
     _tj_DescribeAclsRequest_ResourceCursor,
     _fj_DescribeAclsRequest_ResourceCursor,
     _rnd_DescribeAclsRequest_ResourceCursor,
     (4, 4, _dec_DescribeAclsRequest_ResourceCursor_v4, _enc_DescribeAclsRequest_ResourceCursor_v4),
+)
+bind_native(
+    _DescribeAclsRequest_ResourceCursor,
+    (4, 4, _N_DescribeAclsRequest_ResourceCursor_v4),
 )
 
 # -------------------- DescribeAclsResponse: decoders and encoders, one per distinct layout
@@ -1197,6 +1286,122 @@ def _rnd_DescribeAclsResponse_ResourceCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AclDescription_v0 = (
+    _AclDescription,
+    False,
+    (
+        ("string", "principal", False, False),
+        ("string", "host", False, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_AclDescription_v2 = (
+    _AclDescription,
+    True,
+    (
+        ("string", "principal", True, False),
+        ("string", "host", True, False),
+        ("int8", "operation"),
+        ("int8", "permission_type"),
+    ),
+    (),
+)
+_N_DescribeAclsResource_v0 = (
+    _DescribeAclsResource,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("absent", "pattern_type", ("value", 3), False),
+        ("array", "acls", False, False, _N_AclDescription_v0, False),
+    ),
+    (),
+)
+_N_DescribeAclsResource_v1 = (
+    _DescribeAclsResource,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("int8", "pattern_type"),
+        ("array", "acls", False, False, _N_AclDescription_v0, False),
+    ),
+    (),
+)
+_N_DescribeAclsResource_v2 = (
+    _DescribeAclsResource,
+    True,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("int8", "pattern_type"),
+        ("array", "acls", True, False, _N_AclDescription_v2, False),
+    ),
+    (),
+)
+_N_DescribeAclsResponse_ResourceCursor_v4 = (
+    _DescribeAclsResponse_ResourceCursor,
+    True,
+    (
+        ("string", "resource_name", True, False),
+        ("int8", "resource_type"),
+    ),
+    (),
+)
+_N_DescribeAclsResponse_v0 = (
+    DescribeAclsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("array", "resources", False, False, _N_DescribeAclsResource_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeAclsResponse_v1 = (
+    DescribeAclsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("array", "resources", False, False, _N_DescribeAclsResource_v1, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeAclsResponse_v2 = (
+    DescribeAclsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "resources", True, False, _N_DescribeAclsResource_v2, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeAclsResponse_v4 = (
+    DescribeAclsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "resources", True, False, _N_DescribeAclsResource_v2, False),
+        ("struct", "next_cursor", True, _N_DescribeAclsResponse_ResourceCursor_v4),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeAclsResponse,
     _tj_DescribeAclsResponse,
@@ -1207,6 +1412,13 @@ bind_codecs(
     (2, 3, _dec_DescribeAclsResponse_v2, _enc_DescribeAclsResponse_v2),
     (4, 4, _dec_DescribeAclsResponse_v4, _enc_DescribeAclsResponse_v4),
 )
+bind_native(
+    DescribeAclsResponse,
+    (0, 0, _N_DescribeAclsResponse_v0),
+    (1, 1, _N_DescribeAclsResponse_v1),
+    (2, 3, _N_DescribeAclsResponse_v2),
+    (4, 4, _N_DescribeAclsResponse_v4),
+)
 bind_codecs(
     _DescribeAclsResource,
     _tj_DescribeAclsResource,
@@ -1216,6 +1428,12 @@ bind_codecs(
     (1, 1, _dec_DescribeAclsResource_v1, _enc_DescribeAclsResource_v1),
     (2, 4, _dec_DescribeAclsResource_v2, _enc_DescribeAclsResource_v2),
 )
+bind_native(
+    _DescribeAclsResource,
+    (0, 0, _N_DescribeAclsResource_v0),
+    (1, 1, _N_DescribeAclsResource_v1),
+    (2, 4, _N_DescribeAclsResource_v2),
+)
 bind_codecs(
     _AclDescription,
     _tj_AclDescription,
@@ -1223,6 +1441,11 @@ bind_codecs(
     _rnd_AclDescription,
     (0, 1, _dec_AclDescription_v0, _enc_AclDescription_v0),
     (2, 4, _dec_AclDescription_v2, _enc_AclDescription_v2),
+)
+bind_native(
+    _AclDescription,
+    (0, 1, _N_AclDescription_v0),
+    (2, 4, _N_AclDescription_v2),
 )
 bind_codecs(
     _DescribeAclsResponse_ResourceCursor,
@@ -1235,4 +1458,8 @@ bind_codecs(
         _dec_DescribeAclsResponse_ResourceCursor_v4,
         _enc_DescribeAclsResponse_ResourceCursor_v4,
     ),
+)
+bind_native(
+    _DescribeAclsResponse_ResourceCursor,
+    (4, 4, _N_DescribeAclsResponse_ResourceCursor_v4),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -454,6 +455,48 @@ def _rnd_ComponentData(g: Any, version: int) -> _ComponentData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ComponentData_v0 = (
+    _ComponentData,
+    False,
+    (
+        ("string", "entity_type", False, False),
+        ("int8", "match_type"),
+        ("string", "match", False, True),
+    ),
+    (),
+)
+_N_ComponentData_v1 = (
+    _ComponentData,
+    True,
+    (
+        ("string", "entity_type", True, False),
+        ("int8", "match_type"),
+        ("string", "match", True, True),
+    ),
+    (),
+)
+_N_DescribeClientQuotasRequest_v0 = (
+    DescribeClientQuotasRequest,
+    False,
+    (
+        ("array", "components", False, False, _N_ComponentData_v0, False),
+        ("bool", "strict"),
+    ),
+    (),
+)
+_N_DescribeClientQuotasRequest_v1 = (
+    DescribeClientQuotasRequest,
+    True,
+    (
+        ("array", "components", True, False, _N_ComponentData_v1, False),
+        ("bool", "strict"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeClientQuotasRequest,
     _tj_DescribeClientQuotasRequest,
@@ -462,6 +505,11 @@ bind_codecs(
     (0, 0, _dec_DescribeClientQuotasRequest_v0, _enc_DescribeClientQuotasRequest_v0),
     (1, 1, _dec_DescribeClientQuotasRequest_v1, _enc_DescribeClientQuotasRequest_v1),
 )
+bind_native(
+    DescribeClientQuotasRequest,
+    (0, 0, _N_DescribeClientQuotasRequest_v0),
+    (1, 1, _N_DescribeClientQuotasRequest_v1),
+)
 bind_codecs(
     _ComponentData,
     _tj_ComponentData,
@@ -469,6 +517,11 @@ bind_codecs(
     _rnd_ComponentData,
     (0, 0, _dec_ComponentData_v0, _enc_ComponentData_v0),
     (1, 1, _dec_ComponentData_v1, _enc_ComponentData_v1),
+)
+bind_native(
+    _ComponentData,
+    (0, 0, _N_ComponentData_v0),
+    (1, 1, _N_ComponentData_v1),
 )
 
 # -------------------- DescribeClientQuotasResponse: decoders and encoders, one per distinct layout
@@ -821,6 +874,86 @@ def _rnd_ValueData(g: Any, version: int) -> _ValueData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EntityData_v0 = (
+    _EntityData,
+    False,
+    (
+        ("string", "entity_type", False, False),
+        ("string", "entity_name", False, True),
+    ),
+    (),
+)
+_N_EntityData_v1 = (
+    _EntityData,
+    True,
+    (
+        ("string", "entity_type", True, False),
+        ("string", "entity_name", True, True),
+    ),
+    (),
+)
+_N_ValueData_v0 = (
+    _ValueData,
+    False,
+    (
+        ("string", "key", False, False),
+        ("float64", "value"),
+    ),
+    (),
+)
+_N_ValueData_v1 = (
+    _ValueData,
+    True,
+    (
+        ("string", "key", True, False),
+        ("float64", "value"),
+    ),
+    (),
+)
+_N_EntryData_v0 = (
+    _EntryData,
+    False,
+    (
+        ("array", "entity", False, False, _N_EntityData_v0, False),
+        ("array", "values", False, False, _N_ValueData_v0, False),
+    ),
+    (),
+)
+_N_EntryData_v1 = (
+    _EntryData,
+    True,
+    (
+        ("array", "entity", True, False, _N_EntityData_v1, False),
+        ("array", "values", True, False, _N_ValueData_v1, False),
+    ),
+    (),
+)
+_N_DescribeClientQuotasResponse_v0 = (
+    DescribeClientQuotasResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("array", "entries", False, True, _N_EntryData_v0, False),
+    ),
+    (),
+)
+_N_DescribeClientQuotasResponse_v1 = (
+    DescribeClientQuotasResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "entries", True, True, _N_EntryData_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeClientQuotasResponse,
     _tj_DescribeClientQuotasResponse,
@@ -828,6 +961,11 @@ bind_codecs(
     _rnd_DescribeClientQuotasResponse,
     (0, 0, _dec_DescribeClientQuotasResponse_v0, _enc_DescribeClientQuotasResponse_v0),
     (1, 1, _dec_DescribeClientQuotasResponse_v1, _enc_DescribeClientQuotasResponse_v1),
+)
+bind_native(
+    DescribeClientQuotasResponse,
+    (0, 0, _N_DescribeClientQuotasResponse_v0),
+    (1, 1, _N_DescribeClientQuotasResponse_v1),
 )
 bind_codecs(
     _EntryData,
@@ -837,6 +975,11 @@ bind_codecs(
     (0, 0, _dec_EntryData_v0, _enc_EntryData_v0),
     (1, 1, _dec_EntryData_v1, _enc_EntryData_v1),
 )
+bind_native(
+    _EntryData,
+    (0, 0, _N_EntryData_v0),
+    (1, 1, _N_EntryData_v1),
+)
 bind_codecs(
     _EntityData,
     _tj_EntityData,
@@ -845,6 +988,11 @@ bind_codecs(
     (0, 0, _dec_EntityData_v0, _enc_EntityData_v0),
     (1, 1, _dec_EntityData_v1, _enc_EntityData_v1),
 )
+bind_native(
+    _EntityData,
+    (0, 0, _N_EntityData_v0),
+    (1, 1, _N_EntityData_v1),
+)
 bind_codecs(
     _ValueData,
     _tj_ValueData,
@@ -852,4 +1000,9 @@ bind_codecs(
     _rnd_ValueData,
     (0, 0, _dec_ValueData_v0, _enc_ValueData_v0),
     (1, 1, _dec_ValueData_v1, _enc_ValueData_v1),
+)
+bind_native(
+    _ValueData,
+    (0, 0, _N_ValueData_v0),
+    (1, 1, _N_ValueData_v1),
 )

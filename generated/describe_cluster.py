@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -276,6 +277,28 @@ def _rnd_DescribeClusterRequest(g: Any, version: int) -> DescribeClusterRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeClusterRequest_v0 = (
+    DescribeClusterRequest,
+    True,
+    (
+        ("bool", "include_cluster_authorized_operations"),
+        ("absent", "endpoint_type", ("value", 1), False),
+    ),
+    (),
+)
+_N_DescribeClusterRequest_v1 = (
+    DescribeClusterRequest,
+    True,
+    (
+        ("bool", "include_cluster_authorized_operations"),
+        ("int8", "endpoint_type"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeClusterRequest,
     _tj_DescribeClusterRequest,
@@ -283,6 +306,11 @@ bind_codecs(
     _rnd_DescribeClusterRequest,
     (0, 0, _dec_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v0),
     (1, 1, _dec_DescribeClusterRequest_v1, _enc_DescribeClusterRequest_v1),
+)
+bind_native(
+    DescribeClusterRequest,
+    (0, 0, _N_DescribeClusterRequest_v0),
+    (1, 1, _N_DescribeClusterRequest_v1),
 )
 
 # -------------------- DescribeClusterResponse: decoders and encoders, one per distinct layout
@@ -511,6 +539,51 @@ def _rnd_DescribeClusterBroker(g: Any, version: int) -> _DescribeClusterBroker:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeClusterBroker_v0 = (
+    _DescribeClusterBroker,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_DescribeClusterResponse_v0 = (
+    DescribeClusterResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("absent", "endpoint_type", ("value", 1), False),
+        ("string", "cluster_id", True, False),
+        ("int32", "controller_id"),
+        ("array", "brokers", True, False, _N_DescribeClusterBroker_v0, True),
+        ("int32", "cluster_authorized_operations"),
+    ),
+    (),
+)
+_N_DescribeClusterResponse_v1 = (
+    DescribeClusterResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int8", "endpoint_type"),
+        ("string", "cluster_id", True, False),
+        ("int32", "controller_id"),
+        ("array", "brokers", True, False, _N_DescribeClusterBroker_v0, True),
+        ("int32", "cluster_authorized_operations"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeClusterResponse,
     _tj_DescribeClusterResponse,
@@ -519,10 +592,19 @@ bind_codecs(
     (0, 0, _dec_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v0),
     (1, 1, _dec_DescribeClusterResponse_v1, _enc_DescribeClusterResponse_v1),
 )
+bind_native(
+    DescribeClusterResponse,
+    (0, 0, _N_DescribeClusterResponse_v0),
+    (1, 1, _N_DescribeClusterResponse_v1),
+)
 bind_codecs(
     _DescribeClusterBroker,
     _tj_DescribeClusterBroker,
     _fj_DescribeClusterBroker,
     _rnd_DescribeClusterBroker,
     (0, 1, _dec_DescribeClusterBroker_v0, _enc_DescribeClusterBroker_v0),
+)
+bind_native(
+    _DescribeClusterBroker,
+    (0, 1, _N_DescribeClusterBroker_v0),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -807,6 +808,99 @@ def _rnd_DescribeConfigsRequest_ResourceCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeConfigsResource_v0 = (
+    _DescribeConfigsResource,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("array", "configuration_keys", False, True, "string", False),
+    ),
+    (),
+)
+_N_DescribeConfigsResource_v4 = (
+    _DescribeConfigsResource,
+    True,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("array", "configuration_keys", True, True, "string", False),
+    ),
+    (),
+)
+_N_DescribeConfigsRequest_ResourceCursor_v5 = (
+    _DescribeConfigsRequest_ResourceCursor,
+    True,
+    (
+        ("string", "resource_name", True, False),
+        ("int8", "resource_type"),
+    ),
+    (),
+)
+_N_DescribeConfigsRequest_v0 = (
+    DescribeConfigsRequest,
+    False,
+    (
+        ("array", "resources", False, False, _N_DescribeConfigsResource_v0, False),
+        ("absent", "include_synonyms", ("value", False), False),
+        ("absent", "include_documentation", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsRequest_v1 = (
+    DescribeConfigsRequest,
+    False,
+    (
+        ("array", "resources", False, False, _N_DescribeConfigsResource_v0, False),
+        ("bool", "include_synonyms"),
+        ("absent", "include_documentation", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsRequest_v3 = (
+    DescribeConfigsRequest,
+    False,
+    (
+        ("array", "resources", False, False, _N_DescribeConfigsResource_v0, False),
+        ("bool", "include_synonyms"),
+        ("bool", "include_documentation"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsRequest_v4 = (
+    DescribeConfigsRequest,
+    True,
+    (
+        ("array", "resources", True, False, _N_DescribeConfigsResource_v4, False),
+        ("bool", "include_synonyms"),
+        ("bool", "include_documentation"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsRequest_v5 = (
+    DescribeConfigsRequest,
+    True,
+    (
+        ("array", "resources", True, False, _N_DescribeConfigsResource_v4, False),
+        ("bool", "include_synonyms"),
+        ("bool", "include_documentation"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_DescribeConfigsRequest_ResourceCursor_v5),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeConfigsRequest,
     _tj_DescribeConfigsRequest,
@@ -818,6 +912,14 @@ bind_codecs(
     (4, 4, _dec_DescribeConfigsRequest_v4, _enc_DescribeConfigsRequest_v4),
     (5, 5, _dec_DescribeConfigsRequest_v5, _enc_DescribeConfigsRequest_v5),
 )
+bind_native(
+    DescribeConfigsRequest,
+    (0, 0, _N_DescribeConfigsRequest_v0),
+    (1, 2, _N_DescribeConfigsRequest_v1),
+    (3, 3, _N_DescribeConfigsRequest_v3),
+    (4, 4, _N_DescribeConfigsRequest_v4),
+    (5, 5, _N_DescribeConfigsRequest_v5),
+)
 bind_codecs(
     _DescribeConfigsResource,
     _tj_DescribeConfigsResource,
@@ -825,6 +927,11 @@ bind_codecs(
     _rnd_DescribeConfigsResource,
     (0, 3, _dec_DescribeConfigsResource_v0, _enc_DescribeConfigsResource_v0),
     (4, 5, _dec_DescribeConfigsResource_v4, _enc_DescribeConfigsResource_v4),
+)
+bind_native(
+    _DescribeConfigsResource,
+    (0, 3, _N_DescribeConfigsResource_v0),
+    (4, 5, _N_DescribeConfigsResource_v4),
 )
 bind_codecs(
     _DescribeConfigsRequest_ResourceCursor,
@@ -837,6 +944,10 @@ bind_codecs(
         _dec_DescribeConfigsRequest_ResourceCursor_v5,
         _enc_DescribeConfigsRequest_ResourceCursor_v5,
     ),
+)
+bind_native(
+    _DescribeConfigsRequest_ResourceCursor,
+    (5, 5, _N_DescribeConfigsRequest_ResourceCursor_v5),
 )
 
 # -------------------- DescribeConfigsResponse: decoders and encoders, one per distinct layout
@@ -1726,6 +1837,201 @@ def _rnd_DescribeConfigsResponse_ResourceCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeConfigsSynonym_v1 = (
+    _DescribeConfigsSynonym,
+    False,
+    (
+        ("string", "name", False, False),
+        ("string", "value", False, True),
+        ("int8", "source"),
+    ),
+    (),
+)
+_N_DescribeConfigsSynonym_v4 = (
+    _DescribeConfigsSynonym,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "value", True, True),
+        ("int8", "source"),
+    ),
+    (),
+)
+_N_DescribeConfigsResourceResult_v0 = (
+    _DescribeConfigsResourceResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("string", "value", False, True),
+        ("bool", "read_only"),
+        ("bool", "is_default"),
+        ("absent", "config_source", ("value", -1), True),
+        ("bool", "is_sensitive"),
+        ("absent", "synonyms", ("list",), True),
+        ("absent", "config_type", ("value", 0), True),
+        ("absent", "documentation", ("value", ''), True),
+    ),
+    (),
+)
+_N_DescribeConfigsResourceResult_v1 = (
+    _DescribeConfigsResourceResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("string", "value", False, True),
+        ("bool", "read_only"),
+        ("absent", "is_default", ("value", False), False),
+        ("int8", "config_source"),
+        ("bool", "is_sensitive"),
+        ("array", "synonyms", False, False, _N_DescribeConfigsSynonym_v1, False),
+        ("absent", "config_type", ("value", 0), True),
+        ("absent", "documentation", ("value", ''), True),
+    ),
+    (),
+)
+_N_DescribeConfigsResourceResult_v3 = (
+    _DescribeConfigsResourceResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("string", "value", False, True),
+        ("bool", "read_only"),
+        ("absent", "is_default", ("value", False), False),
+        ("int8", "config_source"),
+        ("bool", "is_sensitive"),
+        ("array", "synonyms", False, False, _N_DescribeConfigsSynonym_v1, False),
+        ("int8", "config_type"),
+        ("string", "documentation", False, True),
+    ),
+    (),
+)
+_N_DescribeConfigsResourceResult_v4 = (
+    _DescribeConfigsResourceResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "value", True, True),
+        ("bool", "read_only"),
+        ("absent", "is_default", ("value", False), False),
+        ("int8", "config_source"),
+        ("bool", "is_sensitive"),
+        ("array", "synonyms", True, False, _N_DescribeConfigsSynonym_v4, False),
+        ("int8", "config_type"),
+        ("string", "documentation", True, True),
+    ),
+    (),
+)
+_N_DescribeConfigsResult_v0 = (
+    _DescribeConfigsResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("array", "configs", False, False, _N_DescribeConfigsResourceResult_v0, False),
+    ),
+    (),
+)
+_N_DescribeConfigsResult_v1 = (
+    _DescribeConfigsResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("array", "configs", False, False, _N_DescribeConfigsResourceResult_v1, False),
+    ),
+    (),
+)
+_N_DescribeConfigsResult_v3 = (
+    _DescribeConfigsResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("array", "configs", False, False, _N_DescribeConfigsResourceResult_v3, False),
+    ),
+    (),
+)
+_N_DescribeConfigsResult_v4 = (
+    _DescribeConfigsResult,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("array", "configs", True, False, _N_DescribeConfigsResourceResult_v4, False),
+    ),
+    (),
+)
+_N_DescribeConfigsResponse_ResourceCursor_v5 = (
+    _DescribeConfigsResponse_ResourceCursor,
+    True,
+    (
+        ("string", "resource_name", True, False),
+        ("int8", "resource_type"),
+    ),
+    (),
+)
+_N_DescribeConfigsResponse_v0 = (
+    DescribeConfigsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_DescribeConfigsResult_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsResponse_v1 = (
+    DescribeConfigsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_DescribeConfigsResult_v1, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsResponse_v3 = (
+    DescribeConfigsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", False, False, _N_DescribeConfigsResult_v3, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsResponse_v4 = (
+    DescribeConfigsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_DescribeConfigsResult_v4, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeConfigsResponse_v5 = (
+    DescribeConfigsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "results", True, False, _N_DescribeConfigsResult_v4, False),
+        ("struct", "next_cursor", True, _N_DescribeConfigsResponse_ResourceCursor_v5),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeConfigsResponse,
     _tj_DescribeConfigsResponse,
@@ -1737,6 +2043,14 @@ bind_codecs(
     (4, 4, _dec_DescribeConfigsResponse_v4, _enc_DescribeConfigsResponse_v4),
     (5, 5, _dec_DescribeConfigsResponse_v5, _enc_DescribeConfigsResponse_v5),
 )
+bind_native(
+    DescribeConfigsResponse,
+    (0, 0, _N_DescribeConfigsResponse_v0),
+    (1, 2, _N_DescribeConfigsResponse_v1),
+    (3, 3, _N_DescribeConfigsResponse_v3),
+    (4, 4, _N_DescribeConfigsResponse_v4),
+    (5, 5, _N_DescribeConfigsResponse_v5),
+)
 bind_codecs(
     _DescribeConfigsResult,
     _tj_DescribeConfigsResult,
@@ -1746,6 +2060,13 @@ bind_codecs(
     (1, 2, _dec_DescribeConfigsResult_v1, _enc_DescribeConfigsResult_v1),
     (3, 3, _dec_DescribeConfigsResult_v3, _enc_DescribeConfigsResult_v3),
     (4, 5, _dec_DescribeConfigsResult_v4, _enc_DescribeConfigsResult_v4),
+)
+bind_native(
+    _DescribeConfigsResult,
+    (0, 0, _N_DescribeConfigsResult_v0),
+    (1, 2, _N_DescribeConfigsResult_v1),
+    (3, 3, _N_DescribeConfigsResult_v3),
+    (4, 5, _N_DescribeConfigsResult_v4),
 )
 bind_codecs(
     _DescribeConfigsResourceResult,
@@ -1757,6 +2078,13 @@ bind_codecs(
     (3, 3, _dec_DescribeConfigsResourceResult_v3, _enc_DescribeConfigsResourceResult_v3),
     (4, 5, _dec_DescribeConfigsResourceResult_v4, _enc_DescribeConfigsResourceResult_v4),
 )
+bind_native(
+    _DescribeConfigsResourceResult,
+    (0, 0, _N_DescribeConfigsResourceResult_v0),
+    (1, 2, _N_DescribeConfigsResourceResult_v1),
+    (3, 3, _N_DescribeConfigsResourceResult_v3),
+    (4, 5, _N_DescribeConfigsResourceResult_v4),
+)
 bind_codecs(
     _DescribeConfigsSynonym,
     _tj_DescribeConfigsSynonym,
@@ -1764,6 +2092,11 @@ bind_codecs(
     _rnd_DescribeConfigsSynonym,
     (1, 3, _dec_DescribeConfigsSynonym_v1, _enc_DescribeConfigsSynonym_v1),
     (4, 5, _dec_DescribeConfigsSynonym_v4, _enc_DescribeConfigsSynonym_v4),
+)
+bind_native(
+    _DescribeConfigsSynonym,
+    (1, 3, _N_DescribeConfigsSynonym_v1),
+    (4, 5, _N_DescribeConfigsSynonym_v4),
 )
 bind_codecs(
     _DescribeConfigsResponse_ResourceCursor,
@@ -1776,4 +2109,8 @@ bind_codecs(
         _dec_DescribeConfigsResponse_ResourceCursor_v5,
         _enc_DescribeConfigsResponse_ResourceCursor_v5,
     ),
+)
+bind_native(
+    _DescribeConfigsResponse_ResourceCursor,
+    (5, 5, _N_DescribeConfigsResponse_ResourceCursor_v5),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -444,6 +445,44 @@ def _rnd_DescribeDelegationTokenOwner(g: Any, version: int) -> _DescribeDelegati
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeDelegationTokenOwner_v0 = (
+    _DescribeDelegationTokenOwner,
+    False,
+    (
+        ("string", "principal_type", False, False),
+        ("string", "principal_name", False, False),
+    ),
+    (),
+)
+_N_DescribeDelegationTokenOwner_v2 = (
+    _DescribeDelegationTokenOwner,
+    True,
+    (
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+    ),
+    (),
+)
+_N_DescribeDelegationTokenRequest_v0 = (
+    DescribeDelegationTokenRequest,
+    False,
+    (
+        ("array", "owners", False, True, _N_DescribeDelegationTokenOwner_v0, False),
+    ),
+    (),
+)
+_N_DescribeDelegationTokenRequest_v2 = (
+    DescribeDelegationTokenRequest,
+    True,
+    (
+        ("array", "owners", True, True, _N_DescribeDelegationTokenOwner_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeDelegationTokenRequest,
     _tj_DescribeDelegationTokenRequest,
@@ -452,6 +491,11 @@ bind_codecs(
     (0, 1, _dec_DescribeDelegationTokenRequest_v0, _enc_DescribeDelegationTokenRequest_v0),
     (2, 3, _dec_DescribeDelegationTokenRequest_v2, _enc_DescribeDelegationTokenRequest_v2),
 )
+bind_native(
+    DescribeDelegationTokenRequest,
+    (0, 1, _N_DescribeDelegationTokenRequest_v0),
+    (2, 3, _N_DescribeDelegationTokenRequest_v2),
+)
 bind_codecs(
     _DescribeDelegationTokenOwner,
     _tj_DescribeDelegationTokenOwner,
@@ -459,6 +503,11 @@ bind_codecs(
     _rnd_DescribeDelegationTokenOwner,
     (0, 1, _dec_DescribeDelegationTokenOwner_v0, _enc_DescribeDelegationTokenOwner_v0),
     (2, 3, _dec_DescribeDelegationTokenOwner_v2, _enc_DescribeDelegationTokenOwner_v2),
+)
+bind_native(
+    _DescribeDelegationTokenOwner,
+    (0, 1, _N_DescribeDelegationTokenOwner_v0),
+    (2, 3, _N_DescribeDelegationTokenOwner_v2),
 )
 
 # -------------------- DescribeDelegationTokenResponse: decoders and encoders, one per distinct layout
@@ -935,6 +984,109 @@ def _rnd_DescribedDelegationTokenRenewer(g: Any, version: int) -> _DescribedDele
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribedDelegationTokenRenewer_v0 = (
+    _DescribedDelegationTokenRenewer,
+    False,
+    (
+        ("string", "principal_type", False, False),
+        ("string", "principal_name", False, False),
+    ),
+    (),
+)
+_N_DescribedDelegationTokenRenewer_v2 = (
+    _DescribedDelegationTokenRenewer,
+    True,
+    (
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+    ),
+    (),
+)
+_N_DescribedDelegationToken_v0 = (
+    _DescribedDelegationToken,
+    False,
+    (
+        ("string", "principal_type", False, False),
+        ("string", "principal_name", False, False),
+        ("absent", "token_requester_principal_type", ("value", ''), False),
+        ("absent", "token_requester_principal_name", ("value", ''), False),
+        ("int64", "issue_timestamp"),
+        ("int64", "expiry_timestamp"),
+        ("int64", "max_timestamp"),
+        ("string", "token_id", False, False),
+        ("bytes", "hmac", False, False, False),
+        ("array", "renewers", False, False, _N_DescribedDelegationTokenRenewer_v0, False),
+    ),
+    (),
+)
+_N_DescribedDelegationToken_v2 = (
+    _DescribedDelegationToken,
+    True,
+    (
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+        ("absent", "token_requester_principal_type", ("value", ''), False),
+        ("absent", "token_requester_principal_name", ("value", ''), False),
+        ("int64", "issue_timestamp"),
+        ("int64", "expiry_timestamp"),
+        ("int64", "max_timestamp"),
+        ("string", "token_id", True, False),
+        ("bytes", "hmac", True, False, False),
+        ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False),
+    ),
+    (),
+)
+_N_DescribedDelegationToken_v3 = (
+    _DescribedDelegationToken,
+    True,
+    (
+        ("string", "principal_type", True, False),
+        ("string", "principal_name", True, False),
+        ("string", "token_requester_principal_type", True, False),
+        ("string", "token_requester_principal_name", True, False),
+        ("int64", "issue_timestamp"),
+        ("int64", "expiry_timestamp"),
+        ("int64", "max_timestamp"),
+        ("string", "token_id", True, False),
+        ("bytes", "hmac", True, False, False),
+        ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False),
+    ),
+    (),
+)
+_N_DescribeDelegationTokenResponse_v0 = (
+    DescribeDelegationTokenResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "tokens", False, False, _N_DescribedDelegationToken_v0, False),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+_N_DescribeDelegationTokenResponse_v2 = (
+    DescribeDelegationTokenResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "tokens", True, False, _N_DescribedDelegationToken_v2, False),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+_N_DescribeDelegationTokenResponse_v3 = (
+    DescribeDelegationTokenResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "tokens", True, False, _N_DescribedDelegationToken_v3, False),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeDelegationTokenResponse,
     _tj_DescribeDelegationTokenResponse,
@@ -943,6 +1095,12 @@ bind_codecs(
     (0, 1, _dec_DescribeDelegationTokenResponse_v0, _enc_DescribeDelegationTokenResponse_v0),
     (2, 2, _dec_DescribeDelegationTokenResponse_v2, _enc_DescribeDelegationTokenResponse_v2),
     (3, 3, _dec_DescribeDelegationTokenResponse_v3, _enc_DescribeDelegationTokenResponse_v3),
+)
+bind_native(
+    DescribeDelegationTokenResponse,
+    (0, 1, _N_DescribeDelegationTokenResponse_v0),
+    (2, 2, _N_DescribeDelegationTokenResponse_v2),
+    (3, 3, _N_DescribeDelegationTokenResponse_v3),
 )
 bind_codecs(
     _DescribedDelegationToken,
@@ -953,6 +1111,12 @@ bind_codecs(
     (2, 2, _dec_DescribedDelegationToken_v2, _enc_DescribedDelegationToken_v2),
     (3, 3, _dec_DescribedDelegationToken_v3, _enc_DescribedDelegationToken_v3),
 )
+bind_native(
+    _DescribedDelegationToken,
+    (0, 1, _N_DescribedDelegationToken_v0),
+    (2, 2, _N_DescribedDelegationToken_v2),
+    (3, 3, _N_DescribedDelegationToken_v3),
+)
 bind_codecs(
     _DescribedDelegationTokenRenewer,
     _tj_DescribedDelegationTokenRenewer,
@@ -960,4 +1124,9 @@ bind_codecs(
     _rnd_DescribedDelegationTokenRenewer,
     (0, 1, _dec_DescribedDelegationTokenRenewer_v0, _enc_DescribedDelegationTokenRenewer_v0),
     (2, 3, _dec_DescribedDelegationTokenRenewer_v2, _enc_DescribedDelegationTokenRenewer_v2),
+)
+bind_native(
+    _DescribedDelegationTokenRenewer,
+    (0, 1, _N_DescribedDelegationTokenRenewer_v0),
+    (2, 3, _N_DescribedDelegationTokenRenewer_v2),
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -549,6 +550,63 @@ def _rnd_DescribeGroupsRequest_GroupMemberCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeGroupsRequest_GroupMemberCursor_v6 = (
+    _DescribeGroupsRequest_GroupMemberCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+    ),
+    (),
+)
+_N_DescribeGroupsRequest_v0 = (
+    DescribeGroupsRequest,
+    False,
+    (
+        ("array", "groups", False, False, "string", False),
+        ("absent", "include_authorized_operations", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsRequest_v3 = (
+    DescribeGroupsRequest,
+    False,
+    (
+        ("array", "groups", False, False, "string", False),
+        ("bool", "include_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsRequest_v5 = (
+    DescribeGroupsRequest,
+    True,
+    (
+        ("array", "groups", True, False, "string", False),
+        ("bool", "include_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsRequest_v6 = (
+    DescribeGroupsRequest,
+    True,
+    (
+        ("array", "groups", True, False, "string", False),
+        ("bool", "include_authorized_operations"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_DescribeGroupsRequest_GroupMemberCursor_v6),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeGroupsRequest,
     _tj_DescribeGroupsRequest,
@@ -558,6 +616,13 @@ bind_codecs(
     (3, 4, _dec_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v3),
     (5, 5, _dec_DescribeGroupsRequest_v5, _enc_DescribeGroupsRequest_v5),
     (6, 6, _dec_DescribeGroupsRequest_v6, _enc_DescribeGroupsRequest_v6),
+)
+bind_native(
+    DescribeGroupsRequest,
+    (0, 2, _N_DescribeGroupsRequest_v0),
+    (3, 4, _N_DescribeGroupsRequest_v3),
+    (5, 5, _N_DescribeGroupsRequest_v5),
+    (6, 6, _N_DescribeGroupsRequest_v6),
 )
 bind_codecs(
     _DescribeGroupsRequest_GroupMemberCursor,
@@ -570,6 +635,10 @@ bind_codecs(
         _dec_DescribeGroupsRequest_GroupMemberCursor_v6,
         _enc_DescribeGroupsRequest_GroupMemberCursor_v6,
     ),
+)
+bind_native(
+    _DescribeGroupsRequest_GroupMemberCursor,
+    (6, 6, _N_DescribeGroupsRequest_GroupMemberCursor_v6),
 )
 
 # -------------------- DescribeGroupsResponse: decoders and encoders, one per distinct layout
@@ -1272,6 +1341,174 @@ def _rnd_DescribeGroupsResponse_GroupMemberCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribedGroupMember_v0 = (
+    _DescribedGroupMember,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), True),
+        ("string", "client_id", False, False),
+        ("string", "client_host", False, False),
+        ("bytes", "member_metadata", False, False, False),
+        ("bytes", "member_assignment", False, False, False),
+    ),
+    (),
+)
+_N_DescribedGroupMember_v4 = (
+    _DescribedGroupMember,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("string", "client_id", False, False),
+        ("string", "client_host", False, False),
+        ("bytes", "member_metadata", False, False, False),
+        ("bytes", "member_assignment", False, False, False),
+    ),
+    (),
+)
+_N_DescribedGroupMember_v5 = (
+    _DescribedGroupMember,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("string", "client_id", True, False),
+        ("string", "client_host", True, False),
+        ("bytes", "member_metadata", True, False, False),
+        ("bytes", "member_assignment", True, False, False),
+    ),
+    (),
+)
+_N_DescribedGroup_v0 = (
+    _DescribedGroup,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "group_id", False, False),
+        ("string", "group_state", False, False),
+        ("string", "protocol_type", False, False),
+        ("string", "protocol_data", False, False),
+        ("array", "members", False, False, _N_DescribedGroupMember_v0, False),
+        ("absent", "authorized_operations", ("value", -2147483648), False),
+    ),
+    (),
+)
+_N_DescribedGroup_v3 = (
+    _DescribedGroup,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "group_id", False, False),
+        ("string", "group_state", False, False),
+        ("string", "protocol_type", False, False),
+        ("string", "protocol_data", False, False),
+        ("array", "members", False, False, _N_DescribedGroupMember_v0, False),
+        ("int32", "authorized_operations"),
+    ),
+    (),
+)
+_N_DescribedGroup_v4 = (
+    _DescribedGroup,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "group_id", False, False),
+        ("string", "group_state", False, False),
+        ("string", "protocol_type", False, False),
+        ("string", "protocol_data", False, False),
+        ("array", "members", False, False, _N_DescribedGroupMember_v4, False),
+        ("int32", "authorized_operations"),
+    ),
+    (),
+)
+_N_DescribedGroup_v5 = (
+    _DescribedGroup,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "group_id", True, False),
+        ("string", "group_state", True, False),
+        ("string", "protocol_type", True, False),
+        ("string", "protocol_data", True, False),
+        ("array", "members", True, False, _N_DescribedGroupMember_v5, False),
+        ("int32", "authorized_operations"),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_GroupMemberCursor_v6 = (
+    _DescribeGroupsResponse_GroupMemberCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_v0 = (
+    DescribeGroupsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "groups", False, False, _N_DescribedGroup_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_v1 = (
+    DescribeGroupsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", False, False, _N_DescribedGroup_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_v3 = (
+    DescribeGroupsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", False, False, _N_DescribedGroup_v3, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_v4 = (
+    DescribeGroupsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", False, False, _N_DescribedGroup_v4, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_v5 = (
+    DescribeGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", True, False, _N_DescribedGroup_v5, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeGroupsResponse_v6 = (
+    DescribeGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", True, False, _N_DescribedGroup_v5, False),
+        ("struct", "next_cursor", True, _N_DescribeGroupsResponse_GroupMemberCursor_v6),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeGroupsResponse,
     _tj_DescribeGroupsResponse,
@@ -1284,6 +1521,15 @@ bind_codecs(
     (5, 5, _dec_DescribeGroupsResponse_v5, _enc_DescribeGroupsResponse_v5),
     (6, 6, _dec_DescribeGroupsResponse_v6, _enc_DescribeGroupsResponse_v6),
 )
+bind_native(
+    DescribeGroupsResponse,
+    (0, 0, _N_DescribeGroupsResponse_v0),
+    (1, 2, _N_DescribeGroupsResponse_v1),
+    (3, 3, _N_DescribeGroupsResponse_v3),
+    (4, 4, _N_DescribeGroupsResponse_v4),
+    (5, 5, _N_DescribeGroupsResponse_v5),
+    (6, 6, _N_DescribeGroupsResponse_v6),
+)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -1294,6 +1540,13 @@ bind_codecs(
     (4, 4, _dec_DescribedGroup_v4, _enc_DescribedGroup_v4),
     (5, 6, _dec_DescribedGroup_v5, _enc_DescribedGroup_v5),
 )
+bind_native(
+    _DescribedGroup,
+    (0, 2, _N_DescribedGroup_v0),
+    (3, 3, _N_DescribedGroup_v3),
+    (4, 4, _N_DescribedGroup_v4),
+    (5, 6, _N_DescribedGroup_v5),
+)
 bind_codecs(
     _DescribedGroupMember,
     _tj_DescribedGroupMember,
@@ -1302,6 +1555,12 @@ bind_codecs(
     (0, 3, _dec_DescribedGroupMember_v0, _enc_DescribedGroupMember_v0),
     (4, 4, _dec_DescribedGroupMember_v4, _enc_DescribedGroupMember_v4),
     (5, 6, _dec_DescribedGroupMember_v5, _enc_DescribedGroupMember_v5),
+)
+bind_native(
+    _DescribedGroupMember,
+    (0, 3, _N_DescribedGroupMember_v0),
+    (4, 4, _N_DescribedGroupMember_v4),
+    (5, 6, _N_DescribedGroupMember_v5),
 )
 bind_codecs(
     _DescribeGroupsResponse_GroupMemberCursor,
@@ -1314,4 +1573,8 @@ bind_codecs(
         _dec_DescribeGroupsResponse_GroupMemberCursor_v6,
         _enc_DescribeGroupsResponse_GroupMemberCursor_v6,
     ),
+)
+bind_native(
+    _DescribeGroupsResponse_GroupMemberCursor,
+    (6, 6, _N_DescribeGroupsResponse_GroupMemberCursor_v6),
 )

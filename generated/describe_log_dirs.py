@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -661,6 +662,68 @@ def _rnd_DescribeLogDirsRequest_Cursor(g: Any, version: int) -> _DescribeLogDirs
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribableLogDirTopic_v0 = (
+    _DescribableLogDirTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_DescribableLogDirTopic_v2 = (
+    _DescribableLogDirTopic,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_DescribeLogDirsRequest_Cursor_v5 = (
+    _DescribeLogDirsRequest_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+        ("string", "log_dir", True, False),
+    ),
+    (),
+)
+_N_DescribeLogDirsRequest_v0 = (
+    DescribeLogDirsRequest,
+    False,
+    (
+        ("array", "topics", False, True, _N_DescribableLogDirTopic_v0, True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsRequest_v2 = (
+    DescribeLogDirsRequest,
+    True,
+    (
+        ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsRequest_v5 = (
+    DescribeLogDirsRequest,
+    True,
+    (
+        ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_DescribeLogDirsRequest_Cursor_v5),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeLogDirsRequest,
     _tj_DescribeLogDirsRequest,
@@ -670,6 +733,12 @@ bind_codecs(
     (2, 4, _dec_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2),
     (5, 5, _dec_DescribeLogDirsRequest_v5, _enc_DescribeLogDirsRequest_v5),
 )
+bind_native(
+    DescribeLogDirsRequest,
+    (0, 1, _N_DescribeLogDirsRequest_v0),
+    (2, 4, _N_DescribeLogDirsRequest_v2),
+    (5, 5, _N_DescribeLogDirsRequest_v5),
+)
 bind_codecs(
     _DescribableLogDirTopic,
     _tj_DescribableLogDirTopic,
@@ -678,12 +747,21 @@ bind_codecs(
     (0, 1, _dec_DescribableLogDirTopic_v0, _enc_DescribableLogDirTopic_v0),
     (2, 5, _dec_DescribableLogDirTopic_v2, _enc_DescribableLogDirTopic_v2),
 )
+bind_native(
+    _DescribableLogDirTopic,
+    (0, 1, _N_DescribableLogDirTopic_v0),
+    (2, 5, _N_DescribableLogDirTopic_v2),
+)
 bind_codecs(
     _DescribeLogDirsRequest_Cursor,
     _tj_DescribeLogDirsRequest_Cursor,
     _fj_DescribeLogDirsRequest_Cursor,
     _rnd_DescribeLogDirsRequest_Cursor,
     (5, 5, _dec_DescribeLogDirsRequest_Cursor_v5, _enc_DescribeLogDirsRequest_Cursor_v5),
+)
+bind_native(
+    _DescribeLogDirsRequest_Cursor,
+    (5, 5, _N_DescribeLogDirsRequest_Cursor_v5),
 )
 
 # -------------------- DescribeLogDirsResponse: decoders and encoders, one per distinct layout
@@ -1283,6 +1361,151 @@ def _rnd_DescribeLogDirsResponse_Cursor(g: Any, version: int) -> _DescribeLogDir
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeLogDirsPartition_v0 = (
+    _DescribeLogDirsPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "partition_size"),
+        ("int64", "offset_lag"),
+        ("bool", "is_future_key"),
+    ),
+    (),
+)
+_N_DescribeLogDirsPartition_v2 = (
+    _DescribeLogDirsPartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "partition_size"),
+        ("int64", "offset_lag"),
+        ("bool", "is_future_key"),
+    ),
+    (),
+)
+_N_DescribeLogDirsTopic_v0 = (
+    _DescribeLogDirsTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_DescribeLogDirsPartition_v0, False),
+    ),
+    (),
+)
+_N_DescribeLogDirsTopic_v2 = (
+    _DescribeLogDirsTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_DescribeLogDirsPartition_v2, False),
+    ),
+    (),
+)
+_N_DescribeLogDirsResult_v0 = (
+    _DescribeLogDirsResult,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "log_dir", False, False),
+        ("array", "topics", False, False, _N_DescribeLogDirsTopic_v0, False),
+        ("absent", "total_bytes", ("value", -1), True),
+        ("absent", "usable_bytes", ("value", -1), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsResult_v2 = (
+    _DescribeLogDirsResult,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "log_dir", True, False),
+        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False),
+        ("absent", "total_bytes", ("value", -1), True),
+        ("absent", "usable_bytes", ("value", -1), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsResult_v4 = (
+    _DescribeLogDirsResult,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "log_dir", True, False),
+        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False),
+        ("int64", "total_bytes"),
+        ("int64", "usable_bytes"),
+    ),
+    (),
+)
+_N_DescribeLogDirsResponse_Cursor_v5 = (
+    _DescribeLogDirsResponse_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+        ("string", "log_dir", True, False),
+    ),
+    (),
+)
+_N_DescribeLogDirsResponse_v0 = (
+    DescribeLogDirsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("array", "results", False, False, _N_DescribeLogDirsResult_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsResponse_v2 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v2, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsResponse_v3 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v2, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsResponse_v4 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeLogDirsResponse_v5 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False),
+        ("struct", "next_cursor", True, _N_DescribeLogDirsResponse_Cursor_v5),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeLogDirsResponse,
     _tj_DescribeLogDirsResponse,
@@ -1294,6 +1517,14 @@ bind_codecs(
     (4, 4, _dec_DescribeLogDirsResponse_v4, _enc_DescribeLogDirsResponse_v4),
     (5, 5, _dec_DescribeLogDirsResponse_v5, _enc_DescribeLogDirsResponse_v5),
 )
+bind_native(
+    DescribeLogDirsResponse,
+    (0, 1, _N_DescribeLogDirsResponse_v0),
+    (2, 2, _N_DescribeLogDirsResponse_v2),
+    (3, 3, _N_DescribeLogDirsResponse_v3),
+    (4, 4, _N_DescribeLogDirsResponse_v4),
+    (5, 5, _N_DescribeLogDirsResponse_v5),
+)
 bind_codecs(
     _DescribeLogDirsResult,
     _tj_DescribeLogDirsResult,
@@ -1303,6 +1534,12 @@ bind_codecs(
     (2, 3, _dec_DescribeLogDirsResult_v2, _enc_DescribeLogDirsResult_v2),
     (4, 5, _dec_DescribeLogDirsResult_v4, _enc_DescribeLogDirsResult_v4),
 )
+bind_native(
+    _DescribeLogDirsResult,
+    (0, 1, _N_DescribeLogDirsResult_v0),
+    (2, 3, _N_DescribeLogDirsResult_v2),
+    (4, 5, _N_DescribeLogDirsResult_v4),
+)
 bind_codecs(
     _DescribeLogDirsTopic,
     _tj_DescribeLogDirsTopic,
@@ -1310,6 +1547,11 @@ bind_codecs(
     _rnd_DescribeLogDirsTopic,
     (0, 1, _dec_DescribeLogDirsTopic_v0, _enc_DescribeLogDirsTopic_v0),
     (2, 5, _dec_DescribeLogDirsTopic_v2, _enc_DescribeLogDirsTopic_v2),
+)
+bind_native(
+    _DescribeLogDirsTopic,
+    (0, 1, _N_DescribeLogDirsTopic_v0),
+    (2, 5, _N_DescribeLogDirsTopic_v2),
 )
 bind_codecs(
     _DescribeLogDirsPartition,
@@ -1319,10 +1561,19 @@ bind_codecs(
     (0, 1, _dec_DescribeLogDirsPartition_v0, _enc_DescribeLogDirsPartition_v0),
     (2, 5, _dec_DescribeLogDirsPartition_v2, _enc_DescribeLogDirsPartition_v2),
 )
+bind_native(
+    _DescribeLogDirsPartition,
+    (0, 1, _N_DescribeLogDirsPartition_v0),
+    (2, 5, _N_DescribeLogDirsPartition_v2),
+)
 bind_codecs(
     _DescribeLogDirsResponse_Cursor,
     _tj_DescribeLogDirsResponse_Cursor,
     _fj_DescribeLogDirsResponse_Cursor,
     _rnd_DescribeLogDirsResponse_Cursor,
     (5, 5, _dec_DescribeLogDirsResponse_Cursor_v5, _enc_DescribeLogDirsResponse_Cursor_v5),
+)
+bind_native(
+    _DescribeLogDirsResponse_Cursor,
+    (5, 5, _N_DescribeLogDirsResponse_Cursor_v5),
 )

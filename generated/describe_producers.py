@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -599,6 +600,49 @@ def _rnd_DescribeProducersRequest_ProducerStateCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicRequest_v0 = (
+    _TopicRequest,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_indexes", True, False, "int32", False),
+    ),
+    (),
+)
+_N_DescribeProducersRequest_ProducerStateCursor_v1 = (
+    _DescribeProducersRequest_ProducerStateCursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+        ("int64", "producer_id"),
+    ),
+    (),
+)
+_N_DescribeProducersRequest_v0 = (
+    DescribeProducersRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_TopicRequest_v0, False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeProducersRequest_v1 = (
+    DescribeProducersRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_TopicRequest_v0, False),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_DescribeProducersRequest_ProducerStateCursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeProducersRequest,
     _tj_DescribeProducersRequest,
@@ -607,12 +651,21 @@ bind_codecs(
     (0, 0, _dec_DescribeProducersRequest_v0, _enc_DescribeProducersRequest_v0),
     (1, 1, _dec_DescribeProducersRequest_v1, _enc_DescribeProducersRequest_v1),
 )
+bind_native(
+    DescribeProducersRequest,
+    (0, 0, _N_DescribeProducersRequest_v0),
+    (1, 1, _N_DescribeProducersRequest_v1),
+)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
     _fj_TopicRequest,
     _rnd_TopicRequest,
     (0, 1, _dec_TopicRequest_v0, _enc_TopicRequest_v0),
+)
+bind_native(
+    _TopicRequest,
+    (0, 1, _N_TopicRequest_v0),
 )
 bind_codecs(
     _DescribeProducersRequest_ProducerStateCursor,
@@ -625,6 +678,10 @@ bind_codecs(
         _dec_DescribeProducersRequest_ProducerStateCursor_v1,
         _enc_DescribeProducersRequest_ProducerStateCursor_v1,
     ),
+)
+bind_native(
+    _DescribeProducersRequest_ProducerStateCursor,
+    (1, 1, _N_DescribeProducersRequest_ProducerStateCursor_v1),
 )
 
 # -------------------- DescribeProducersResponse: decoders and encoders, one per distinct layout
@@ -1022,6 +1079,73 @@ def _rnd_DescribeProducersResponse_ProducerStateCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ProducerState_v0 = (
+    _ProducerState,
+    True,
+    (
+        ("int64", "producer_id"),
+        ("int32", "producer_epoch"),
+        ("int32", "last_sequence"),
+        ("int64", "last_timestamp"),
+        ("int32", "coordinator_epoch"),
+        ("int64", "current_txn_start_offset"),
+    ),
+    (),
+)
+_N_PartitionResponse_v0 = (
+    _PartitionResponse,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "active_producers", True, False, _N_ProducerState_v0, False),
+    ),
+    (),
+)
+_N_TopicResponse_v0 = (
+    _TopicResponse,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_PartitionResponse_v0, False),
+    ),
+    (),
+)
+_N_DescribeProducersResponse_ProducerStateCursor_v1 = (
+    _DescribeProducersResponse_ProducerStateCursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+        ("int64", "producer_id"),
+    ),
+    (),
+)
+_N_DescribeProducersResponse_v0 = (
+    DescribeProducersResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_TopicResponse_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeProducersResponse_v1 = (
+    DescribeProducersResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_TopicResponse_v0, False),
+        ("struct", "next_cursor", True, _N_DescribeProducersResponse_ProducerStateCursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeProducersResponse,
     _tj_DescribeProducersResponse,
@@ -1030,12 +1154,21 @@ bind_codecs(
     (0, 0, _dec_DescribeProducersResponse_v0, _enc_DescribeProducersResponse_v0),
     (1, 1, _dec_DescribeProducersResponse_v1, _enc_DescribeProducersResponse_v1),
 )
+bind_native(
+    DescribeProducersResponse,
+    (0, 0, _N_DescribeProducersResponse_v0),
+    (1, 1, _N_DescribeProducersResponse_v1),
+)
 bind_codecs(
     _TopicResponse,
     _tj_TopicResponse,
     _fj_TopicResponse,
     _rnd_TopicResponse,
     (0, 1, _dec_TopicResponse_v0, _enc_TopicResponse_v0),
+)
+bind_native(
+    _TopicResponse,
+    (0, 1, _N_TopicResponse_v0),
 )
 bind_codecs(
     _PartitionResponse,
@@ -1044,12 +1177,20 @@ bind_codecs(
     _rnd_PartitionResponse,
     (0, 1, _dec_PartitionResponse_v0, _enc_PartitionResponse_v0),
 )
+bind_native(
+    _PartitionResponse,
+    (0, 1, _N_PartitionResponse_v0),
+)
 bind_codecs(
     _ProducerState,
     _tj_ProducerState,
     _fj_ProducerState,
     _rnd_ProducerState,
     (0, 1, _dec_ProducerState_v0, _enc_ProducerState_v0),
+)
+bind_native(
+    _ProducerState,
+    (0, 1, _N_ProducerState_v0),
 )
 bind_codecs(
     _DescribeProducersResponse_ProducerStateCursor,
@@ -1062,4 +1203,8 @@ bind_codecs(
         _dec_DescribeProducersResponse_ProducerStateCursor_v1,
         _enc_DescribeProducersResponse_ProducerStateCursor_v1,
     ),
+)
+bind_native(
+    _DescribeProducersResponse_ProducerStateCursor,
+    (1, 1, _N_DescribeProducersResponse_ProducerStateCursor_v1),
 )

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -567,6 +568,35 @@ def _rnd_DescribeQuorumRequest_PartitionData(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeQuorumRequest_PartitionData_v0 = (
+    _DescribeQuorumRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_DescribeQuorumRequest_TopicData_v0 = (
+    _DescribeQuorumRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_DescribeQuorumRequest_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_DescribeQuorumRequest_v0 = (
+    DescribeQuorumRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_DescribeQuorumRequest_TopicData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeQuorumRequest,
     _tj_DescribeQuorumRequest,
@@ -574,12 +604,20 @@ bind_codecs(
     _rnd_DescribeQuorumRequest,
     (0, 2, _dec_DescribeQuorumRequest_v0, _enc_DescribeQuorumRequest_v0),
 )
+bind_native(
+    DescribeQuorumRequest,
+    (0, 2, _N_DescribeQuorumRequest_v0),
+)
 bind_codecs(
     _DescribeQuorumRequest_TopicData,
     _tj_DescribeQuorumRequest_TopicData,
     _fj_DescribeQuorumRequest_TopicData,
     _rnd_DescribeQuorumRequest_TopicData,
     (0, 2, _dec_DescribeQuorumRequest_TopicData_v0, _enc_DescribeQuorumRequest_TopicData_v0),
+)
+bind_native(
+    _DescribeQuorumRequest_TopicData,
+    (0, 2, _N_DescribeQuorumRequest_TopicData_v0),
 )
 bind_codecs(
     _DescribeQuorumRequest_PartitionData,
@@ -592,6 +630,10 @@ bind_codecs(
         _dec_DescribeQuorumRequest_PartitionData_v0,
         _enc_DescribeQuorumRequest_PartitionData_v0,
     ),
+)
+bind_native(
+    _DescribeQuorumRequest_PartitionData,
+    (0, 2, _N_DescribeQuorumRequest_PartitionData_v0),
 )
 
 # -------------------- DescribeQuorumResponse: decoders and encoders, one per distinct layout
@@ -1368,6 +1410,170 @@ def _rnd_Listener(g: Any, version: int) -> _Listener:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ReplicaState_v0 = (
+    _ReplicaState,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), False),
+        ("int64", "log_end_offset"),
+        ("absent", "last_fetch_timestamp", ("value", -1), True),
+        ("absent", "last_caught_up_timestamp", ("value", -1), True),
+    ),
+    (),
+)
+_N_ReplicaState_v1 = (
+    _ReplicaState,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), False),
+        ("int64", "log_end_offset"),
+        ("int64", "last_fetch_timestamp"),
+        ("int64", "last_caught_up_timestamp"),
+    ),
+    (),
+)
+_N_ReplicaState_v2 = (
+    _ReplicaState,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("uuid", "replica_directory_id"),
+        ("int64", "log_end_offset"),
+        ("int64", "last_fetch_timestamp"),
+        ("int64", "last_caught_up_timestamp"),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_PartitionData_v0 = (
+    _DescribeQuorumResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", ''), True),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("int64", "high_watermark"),
+        ("array", "current_voters", True, False, _N_ReplicaState_v0, False),
+        ("array", "observers", True, False, _N_ReplicaState_v0, False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_PartitionData_v1 = (
+    _DescribeQuorumResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", ''), True),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("int64", "high_watermark"),
+        ("array", "current_voters", True, False, _N_ReplicaState_v1, False),
+        ("array", "observers", True, False, _N_ReplicaState_v1, False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_PartitionData_v2 = (
+    _DescribeQuorumResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("int64", "high_watermark"),
+        ("array", "current_voters", True, False, _N_ReplicaState_v2, False),
+        ("array", "observers", True, False, _N_ReplicaState_v2, False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_TopicData_v0 = (
+    _DescribeQuorumResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_TopicData_v1 = (
+    _DescribeQuorumResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_TopicData_v2 = (
+    _DescribeQuorumResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v2, False),
+    ),
+    (),
+)
+_N_Listener_v2 = (
+    _Listener,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_Node_v2 = (
+    _Node,
+    True,
+    (
+        ("int32", "node_id"),
+        ("array", "listeners", True, False, _N_Listener_v2, True),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_v0 = (
+    DescribeQuorumResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", ''), True),
+        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v0, False),
+        ("absent", "nodes", ("keyed",), False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_v1 = (
+    DescribeQuorumResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", ''), True),
+        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v1, False),
+        ("absent", "nodes", ("keyed",), False),
+    ),
+    (),
+)
+_N_DescribeQuorumResponse_v2 = (
+    DescribeQuorumResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v2, False),
+        ("array", "nodes", True, False, _N_Node_v2, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeQuorumResponse,
     _tj_DescribeQuorumResponse,
@@ -1377,6 +1583,12 @@ bind_codecs(
     (1, 1, _dec_DescribeQuorumResponse_v1, _enc_DescribeQuorumResponse_v1),
     (2, 2, _dec_DescribeQuorumResponse_v2, _enc_DescribeQuorumResponse_v2),
 )
+bind_native(
+    DescribeQuorumResponse,
+    (0, 0, _N_DescribeQuorumResponse_v0),
+    (1, 1, _N_DescribeQuorumResponse_v1),
+    (2, 2, _N_DescribeQuorumResponse_v2),
+)
 bind_codecs(
     _DescribeQuorumResponse_TopicData,
     _tj_DescribeQuorumResponse_TopicData,
@@ -1385,6 +1597,12 @@ bind_codecs(
     (0, 0, _dec_DescribeQuorumResponse_TopicData_v0, _enc_DescribeQuorumResponse_TopicData_v0),
     (1, 1, _dec_DescribeQuorumResponse_TopicData_v1, _enc_DescribeQuorumResponse_TopicData_v1),
     (2, 2, _dec_DescribeQuorumResponse_TopicData_v2, _enc_DescribeQuorumResponse_TopicData_v2),
+)
+bind_native(
+    _DescribeQuorumResponse_TopicData,
+    (0, 0, _N_DescribeQuorumResponse_TopicData_v0),
+    (1, 1, _N_DescribeQuorumResponse_TopicData_v1),
+    (2, 2, _N_DescribeQuorumResponse_TopicData_v2),
 )
 bind_codecs(
     _DescribeQuorumResponse_PartitionData,
@@ -1410,6 +1628,12 @@ bind_codecs(
         _enc_DescribeQuorumResponse_PartitionData_v2,
     ),
 )
+bind_native(
+    _DescribeQuorumResponse_PartitionData,
+    (0, 0, _N_DescribeQuorumResponse_PartitionData_v0),
+    (1, 1, _N_DescribeQuorumResponse_PartitionData_v1),
+    (2, 2, _N_DescribeQuorumResponse_PartitionData_v2),
+)
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
@@ -1419,6 +1643,12 @@ bind_codecs(
     (1, 1, _dec_ReplicaState_v1, _enc_ReplicaState_v1),
     (2, 2, _dec_ReplicaState_v2, _enc_ReplicaState_v2),
 )
+bind_native(
+    _ReplicaState,
+    (0, 0, _N_ReplicaState_v0),
+    (1, 1, _N_ReplicaState_v1),
+    (2, 2, _N_ReplicaState_v2),
+)
 bind_codecs(
     _Node,
     _tj_Node,
@@ -1426,10 +1656,18 @@ bind_codecs(
     _rnd_Node,
     (2, 2, _dec_Node_v2, _enc_Node_v2),
 )
+bind_native(
+    _Node,
+    (2, 2, _N_Node_v2),
+)
 bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
     _rnd_Listener,
     (2, 2, _dec_Listener_v2, _enc_Listener_v2),
+)
+bind_native(
+    _Listener,
+    (2, 2, _N_Listener_v2),
 )

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -546,6 +547,37 @@ def _rnd_DescribeTopicPartitionsRequest_Cursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicRequest_v0 = (
+    _TopicRequest,
+    True,
+    (
+        ("string", "name", True, False),
+    ),
+    (),
+)
+_N_DescribeTopicPartitionsRequest_Cursor_v0 = (
+    _DescribeTopicPartitionsRequest_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_DescribeTopicPartitionsRequest_v0 = (
+    DescribeTopicPartitionsRequest,
+    True,
+    (
+        ("array", "topics", True, False, _N_TopicRequest_v0, False),
+        ("int32", "response_partition_limit"),
+        ("struct", "cursor", True, _N_DescribeTopicPartitionsRequest_Cursor_v0),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeTopicPartitionsRequest,
     _tj_DescribeTopicPartitionsRequest,
@@ -553,12 +585,20 @@ bind_codecs(
     _rnd_DescribeTopicPartitionsRequest,
     (0, 0, _dec_DescribeTopicPartitionsRequest_v0, _enc_DescribeTopicPartitionsRequest_v0),
 )
+bind_native(
+    DescribeTopicPartitionsRequest,
+    (0, 0, _N_DescribeTopicPartitionsRequest_v0),
+)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
     _fj_TopicRequest,
     _rnd_TopicRequest,
     (0, 0, _dec_TopicRequest_v0, _enc_TopicRequest_v0),
+)
+bind_native(
+    _TopicRequest,
+    (0, 0, _N_TopicRequest_v0),
 )
 bind_codecs(
     _DescribeTopicPartitionsRequest_Cursor,
@@ -571,6 +611,10 @@ bind_codecs(
         _dec_DescribeTopicPartitionsRequest_Cursor_v0,
         _enc_DescribeTopicPartitionsRequest_Cursor_v0,
     ),
+)
+bind_native(
+    _DescribeTopicPartitionsRequest_Cursor,
+    (0, 0, _N_DescribeTopicPartitionsRequest_Cursor_v0),
 )
 
 # -------------------- DescribeTopicPartitionsResponse: decoders and encoders, one per distinct layout
@@ -953,12 +997,68 @@ def _rnd_DescribeTopicPartitionsResponse_Cursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeTopicPartitionsResponsePartition_v0 = (
+    _DescribeTopicPartitionsResponsePartition,
+    True,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("array", "replica_nodes", True, False, "int32", False),
+        ("array", "isr_nodes", True, False, "int32", False),
+        ("array", "eligible_leader_replicas", True, True, "int32", False),
+        ("array", "last_known_elr", True, True, "int32", False),
+        ("array", "offline_replicas", True, False, "int32", False),
+    ),
+    (),
+)
+_N_DescribeTopicPartitionsResponseTopic_v0 = (
+    _DescribeTopicPartitionsResponseTopic,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "name", True, True),
+        ("uuid", "topic_id"),
+        ("bool", "is_internal"),
+        ("array", "partitions", True, False, _N_DescribeTopicPartitionsResponsePartition_v0, False),
+        ("int32", "topic_authorized_operations"),
+    ),
+    (),
+)
+_N_DescribeTopicPartitionsResponse_Cursor_v0 = (
+    _DescribeTopicPartitionsResponse_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_DescribeTopicPartitionsResponse_v0 = (
+    DescribeTopicPartitionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_DescribeTopicPartitionsResponseTopic_v0, True),
+        ("struct", "next_cursor", True, _N_DescribeTopicPartitionsResponse_Cursor_v0),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeTopicPartitionsResponse,
     _tj_DescribeTopicPartitionsResponse,
     _fj_DescribeTopicPartitionsResponse,
     _rnd_DescribeTopicPartitionsResponse,
     (0, 0, _dec_DescribeTopicPartitionsResponse_v0, _enc_DescribeTopicPartitionsResponse_v0),
+)
+bind_native(
+    DescribeTopicPartitionsResponse,
+    (0, 0, _N_DescribeTopicPartitionsResponse_v0),
 )
 bind_codecs(
     _DescribeTopicPartitionsResponseTopic,
@@ -972,6 +1072,10 @@ bind_codecs(
         _enc_DescribeTopicPartitionsResponseTopic_v0,
     ),
 )
+bind_native(
+    _DescribeTopicPartitionsResponseTopic,
+    (0, 0, _N_DescribeTopicPartitionsResponseTopic_v0),
+)
 bind_codecs(
     _DescribeTopicPartitionsResponsePartition,
     _tj_DescribeTopicPartitionsResponsePartition,
@@ -984,6 +1088,10 @@ bind_codecs(
         _enc_DescribeTopicPartitionsResponsePartition_v0,
     ),
 )
+bind_native(
+    _DescribeTopicPartitionsResponsePartition,
+    (0, 0, _N_DescribeTopicPartitionsResponsePartition_v0),
+)
 bind_codecs(
     _DescribeTopicPartitionsResponse_Cursor,
     _tj_DescribeTopicPartitionsResponse_Cursor,
@@ -995,4 +1103,8 @@ bind_codecs(
         _dec_DescribeTopicPartitionsResponse_Cursor_v0,
         _enc_DescribeTopicPartitionsResponse_Cursor_v0,
     ),
+)
+bind_native(
+    _DescribeTopicPartitionsResponse_Cursor,
+    (0, 0, _N_DescribeTopicPartitionsResponse_Cursor_v0),
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -494,6 +495,39 @@ def _rnd_DescribeTransactionsRequest_TransactionalCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_DescribeTransactionsRequest_TransactionalCursor_v1 = (
+    _DescribeTransactionsRequest_TransactionalCursor,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+    ),
+    (),
+)
+_N_DescribeTransactionsRequest_v0 = (
+    DescribeTransactionsRequest,
+    True,
+    (
+        ("array", "transactional_ids", True, False, "string", False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeTransactionsRequest_v1 = (
+    DescribeTransactionsRequest,
+    True,
+    (
+        ("array", "transactional_ids", True, False, "string", False),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_DescribeTransactionsRequest_TransactionalCursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeTransactionsRequest,
     _tj_DescribeTransactionsRequest,
@@ -501,6 +535,11 @@ bind_codecs(
     _rnd_DescribeTransactionsRequest,
     (0, 0, _dec_DescribeTransactionsRequest_v0, _enc_DescribeTransactionsRequest_v0),
     (1, 1, _dec_DescribeTransactionsRequest_v1, _enc_DescribeTransactionsRequest_v1),
+)
+bind_native(
+    DescribeTransactionsRequest,
+    (0, 0, _N_DescribeTransactionsRequest_v0),
+    (1, 1, _N_DescribeTransactionsRequest_v1),
 )
 bind_codecs(
     _DescribeTransactionsRequest_TransactionalCursor,
@@ -513,6 +552,10 @@ bind_codecs(
         _dec_DescribeTransactionsRequest_TransactionalCursor_v1,
         _enc_DescribeTransactionsRequest_TransactionalCursor_v1,
     ),
+)
+bind_native(
+    _DescribeTransactionsRequest_TransactionalCursor,
+    (1, 1, _N_DescribeTransactionsRequest_TransactionalCursor_v1),
 )
 
 # -------------------- DescribeTransactionsResponse: decoders and encoders, one per distinct layout
@@ -863,6 +906,63 @@ def _rnd_DescribeTransactionsResponse_TransactionalCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicData_v0 = (
+    _TopicData,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_TransactionState_v0 = (
+    _TransactionState,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "transactional_id", True, False),
+        ("string", "transaction_state", True, False),
+        ("int32", "transaction_timeout_ms"),
+        ("int64", "transaction_start_time_ms"),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("array", "topics", True, False, _N_TopicData_v0, True),
+    ),
+    (),
+)
+_N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
+    _DescribeTransactionsResponse_TransactionalCursor,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+    ),
+    (),
+)
+_N_DescribeTransactionsResponse_v0 = (
+    DescribeTransactionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_DescribeTransactionsResponse_v1 = (
+    DescribeTransactionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
+        ("struct", "next_cursor", True, _N_DescribeTransactionsResponse_TransactionalCursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeTransactionsResponse,
     _tj_DescribeTransactionsResponse,
@@ -871,6 +971,11 @@ bind_codecs(
     (0, 0, _dec_DescribeTransactionsResponse_v0, _enc_DescribeTransactionsResponse_v0),
     (1, 1, _dec_DescribeTransactionsResponse_v1, _enc_DescribeTransactionsResponse_v1),
 )
+bind_native(
+    DescribeTransactionsResponse,
+    (0, 0, _N_DescribeTransactionsResponse_v0),
+    (1, 1, _N_DescribeTransactionsResponse_v1),
+)
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
@@ -878,12 +983,20 @@ bind_codecs(
     _rnd_TransactionState,
     (0, 1, _dec_TransactionState_v0, _enc_TransactionState_v0),
 )
+bind_native(
+    _TransactionState,
+    (0, 1, _N_TransactionState_v0),
+)
 bind_codecs(
     _TopicData,
     _tj_TopicData,
     _fj_TopicData,
     _rnd_TopicData,
     (0, 1, _dec_TopicData_v0, _enc_TopicData_v0),
+)
+bind_native(
+    _TopicData,
+    (0, 1, _N_TopicData_v0),
 )
 bind_codecs(
     _DescribeTransactionsResponse_TransactionalCursor,
@@ -896,4 +1009,8 @@ bind_codecs(
         _dec_DescribeTransactionsResponse_TransactionalCursor_v1,
         _enc_DescribeTransactionsResponse_TransactionalCursor_v1,
     ),
+)
+bind_native(
+    _DescribeTransactionsResponse_TransactionalCursor,
+    (1, 1, _N_DescribeTransactionsResponse_TransactionalCursor_v1),
 )

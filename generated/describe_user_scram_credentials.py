@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -337,6 +338,26 @@ def _rnd_UserName(g: Any, version: int) -> _UserName:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_UserName_v0 = (
+    _UserName,
+    True,
+    (
+        ("string", "name", True, False),
+    ),
+    (),
+)
+_N_DescribeUserScramCredentialsRequest_v0 = (
+    DescribeUserScramCredentialsRequest,
+    True,
+    (
+        ("array", "users", True, True, _N_UserName_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeUserScramCredentialsRequest,
     _tj_DescribeUserScramCredentialsRequest,
@@ -349,12 +370,20 @@ bind_codecs(
         _enc_DescribeUserScramCredentialsRequest_v0,
     ),
 )
+bind_native(
+    DescribeUserScramCredentialsRequest,
+    (0, 0, _N_DescribeUserScramCredentialsRequest_v0),
+)
 bind_codecs(
     _UserName,
     _tj_UserName,
     _fj_UserName,
     _rnd_UserName,
     (0, 0, _dec_UserName_v0, _enc_UserName_v0),
+)
+bind_native(
+    _UserName,
+    (0, 0, _N_UserName_v0),
 )
 
 # -------------------- DescribeUserScramCredentialsResponse: decoders and encoders, one per distinct layout
@@ -577,6 +606,41 @@ def _rnd_CredentialInfo(g: Any, version: int) -> _CredentialInfo:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CredentialInfo_v0 = (
+    _CredentialInfo,
+    True,
+    (
+        ("int8", "mechanism"),
+        ("int32", "iterations"),
+    ),
+    (),
+)
+_N_DescribeUserScramCredentialsResult_v0 = (
+    _DescribeUserScramCredentialsResult,
+    True,
+    (
+        ("string", "user", True, False),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "credential_infos", True, False, _N_CredentialInfo_v0, False),
+    ),
+    (),
+)
+_N_DescribeUserScramCredentialsResponse_v0 = (
+    DescribeUserScramCredentialsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "results", True, False, _N_DescribeUserScramCredentialsResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     DescribeUserScramCredentialsResponse,
     _tj_DescribeUserScramCredentialsResponse,
@@ -589,6 +653,10 @@ bind_codecs(
         _enc_DescribeUserScramCredentialsResponse_v0,
     ),
 )
+bind_native(
+    DescribeUserScramCredentialsResponse,
+    (0, 0, _N_DescribeUserScramCredentialsResponse_v0),
+)
 bind_codecs(
     _DescribeUserScramCredentialsResult,
     _tj_DescribeUserScramCredentialsResult,
@@ -596,10 +664,18 @@ bind_codecs(
     _rnd_DescribeUserScramCredentialsResult,
     (0, 0, _dec_DescribeUserScramCredentialsResult_v0, _enc_DescribeUserScramCredentialsResult_v0),
 )
+bind_native(
+    _DescribeUserScramCredentialsResult,
+    (0, 0, _N_DescribeUserScramCredentialsResult_v0),
+)
 bind_codecs(
     _CredentialInfo,
     _tj_CredentialInfo,
     _fj_CredentialInfo,
     _rnd_CredentialInfo,
     (0, 0, _dec_CredentialInfo_v0, _enc_CredentialInfo_v0),
+)
+bind_native(
+    _CredentialInfo,
+    (0, 0, _N_CredentialInfo_v0),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -466,6 +467,58 @@ def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicPartitions_v0 = (
+    _TopicPartitions,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_TopicPartitions_v2 = (
+    _TopicPartitions,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_ElectLeadersRequest_v0 = (
+    ElectLeadersRequest,
+    False,
+    (
+        ("absent", "election_type", ("value", 0), False),
+        ("array", "topic_partitions", False, True, _N_TopicPartitions_v0, True),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+_N_ElectLeadersRequest_v1 = (
+    ElectLeadersRequest,
+    False,
+    (
+        ("int8", "election_type"),
+        ("array", "topic_partitions", False, True, _N_TopicPartitions_v0, True),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+_N_ElectLeadersRequest_v2 = (
+    ElectLeadersRequest,
+    True,
+    (
+        ("int8", "election_type"),
+        ("array", "topic_partitions", True, True, _N_TopicPartitions_v2, True),
+        ("int32", "timeout_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ElectLeadersRequest,
     _tj_ElectLeadersRequest,
@@ -475,6 +528,12 @@ bind_codecs(
     (1, 1, _dec_ElectLeadersRequest_v1, _enc_ElectLeadersRequest_v1),
     (2, 2, _dec_ElectLeadersRequest_v2, _enc_ElectLeadersRequest_v2),
 )
+bind_native(
+    ElectLeadersRequest,
+    (0, 0, _N_ElectLeadersRequest_v0),
+    (1, 1, _N_ElectLeadersRequest_v1),
+    (2, 2, _N_ElectLeadersRequest_v2),
+)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -482,6 +541,11 @@ bind_codecs(
     _rnd_TopicPartitions,
     (0, 1, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
     (2, 2, _dec_TopicPartitions_v2, _enc_TopicPartitions_v2),
+)
+bind_native(
+    _TopicPartitions,
+    (0, 1, _N_TopicPartitions_v0),
+    (2, 2, _N_TopicPartitions_v2),
 )
 
 # -------------------- ElectLeadersResponse: decoders and encoders, one per distinct layout
@@ -790,6 +854,78 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionResult_v0 = (
+    _PartitionResult,
+    False,
+    (
+        ("int32", "partition_id"),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+    ),
+    (),
+)
+_N_PartitionResult_v2 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition_id"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_ReplicaElectionResult_v0 = (
+    _ReplicaElectionResult,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partition_result", False, False, _N_PartitionResult_v0, False),
+    ),
+    (),
+)
+_N_ReplicaElectionResult_v2 = (
+    _ReplicaElectionResult,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("array", "partition_result", True, False, _N_PartitionResult_v2, False),
+    ),
+    (),
+)
+_N_ElectLeadersResponse_v0 = (
+    ElectLeadersResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), False),
+        ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False),
+    ),
+    (),
+)
+_N_ElectLeadersResponse_v1 = (
+    ElectLeadersResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False),
+    ),
+    (),
+)
+_N_ElectLeadersResponse_v2 = (
+    ElectLeadersResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "replica_election_results", True, False, _N_ReplicaElectionResult_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ElectLeadersResponse,
     _tj_ElectLeadersResponse,
@@ -799,6 +935,12 @@ bind_codecs(
     (1, 1, _dec_ElectLeadersResponse_v1, _enc_ElectLeadersResponse_v1),
     (2, 2, _dec_ElectLeadersResponse_v2, _enc_ElectLeadersResponse_v2),
 )
+bind_native(
+    ElectLeadersResponse,
+    (0, 0, _N_ElectLeadersResponse_v0),
+    (1, 1, _N_ElectLeadersResponse_v1),
+    (2, 2, _N_ElectLeadersResponse_v2),
+)
 bind_codecs(
     _ReplicaElectionResult,
     _tj_ReplicaElectionResult,
@@ -807,6 +949,11 @@ bind_codecs(
     (0, 1, _dec_ReplicaElectionResult_v0, _enc_ReplicaElectionResult_v0),
     (2, 2, _dec_ReplicaElectionResult_v2, _enc_ReplicaElectionResult_v2),
 )
+bind_native(
+    _ReplicaElectionResult,
+    (0, 1, _N_ReplicaElectionResult_v0),
+    (2, 2, _N_ReplicaElectionResult_v2),
+)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -814,4 +961,9 @@ bind_codecs(
     _rnd_PartitionResult,
     (0, 1, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
     (2, 2, _dec_PartitionResult_v2, _enc_PartitionResult_v2),
+)
+bind_native(
+    _PartitionResult,
+    (0, 1, _N_PartitionResult_v0),
+    (2, 2, _N_PartitionResult_v2),
 )

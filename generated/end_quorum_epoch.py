@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -860,6 +861,91 @@ def _rnd_LeaderEndpoint(g: Any, version: int) -> _LeaderEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ReplicaInfo_v1 = (
+    _ReplicaInfo,
+    True,
+    (
+        ("int32", "candidate_id"),
+        ("uuid", "candidate_directory_id"),
+    ),
+    (),
+)
+_N_EndQuorumEpochRequest_PartitionData_v0 = (
+    _EndQuorumEpochRequest_PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("array", "preferred_successors", False, False, "int32", False),
+        ("absent", "preferred_candidates", ("list",), True),
+    ),
+    (),
+)
+_N_EndQuorumEpochRequest_PartitionData_v1 = (
+    _EndQuorumEpochRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("absent", "preferred_successors", ("list",), True),
+        ("array", "preferred_candidates", True, False, _N_ReplicaInfo_v1, False),
+    ),
+    (),
+)
+_N_EndQuorumEpochRequest_TopicData_v0 = (
+    _EndQuorumEpochRequest_TopicData,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("array", "partitions", False, False, _N_EndQuorumEpochRequest_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_EndQuorumEpochRequest_TopicData_v1 = (
+    _EndQuorumEpochRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_EndQuorumEpochRequest_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_LeaderEndpoint_v1 = (
+    _LeaderEndpoint,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_EndQuorumEpochRequest_v0 = (
+    EndQuorumEpochRequest,
+    False,
+    (
+        ("string", "cluster_id", False, True),
+        ("array", "topics", False, False, _N_EndQuorumEpochRequest_TopicData_v0, False),
+        ("absent", "leader_endpoints", ("keyed",), True),
+    ),
+    (),
+)
+_N_EndQuorumEpochRequest_v1 = (
+    EndQuorumEpochRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("array", "topics", True, False, _N_EndQuorumEpochRequest_TopicData_v1, False),
+        ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     EndQuorumEpochRequest,
     _tj_EndQuorumEpochRequest,
@@ -868,6 +954,11 @@ bind_codecs(
     (0, 0, _dec_EndQuorumEpochRequest_v0, _enc_EndQuorumEpochRequest_v0),
     (1, 1, _dec_EndQuorumEpochRequest_v1, _enc_EndQuorumEpochRequest_v1),
 )
+bind_native(
+    EndQuorumEpochRequest,
+    (0, 0, _N_EndQuorumEpochRequest_v0),
+    (1, 1, _N_EndQuorumEpochRequest_v1),
+)
 bind_codecs(
     _EndQuorumEpochRequest_TopicData,
     _tj_EndQuorumEpochRequest_TopicData,
@@ -875,6 +966,11 @@ bind_codecs(
     _rnd_EndQuorumEpochRequest_TopicData,
     (0, 0, _dec_EndQuorumEpochRequest_TopicData_v0, _enc_EndQuorumEpochRequest_TopicData_v0),
     (1, 1, _dec_EndQuorumEpochRequest_TopicData_v1, _enc_EndQuorumEpochRequest_TopicData_v1),
+)
+bind_native(
+    _EndQuorumEpochRequest_TopicData,
+    (0, 0, _N_EndQuorumEpochRequest_TopicData_v0),
+    (1, 1, _N_EndQuorumEpochRequest_TopicData_v1),
 )
 bind_codecs(
     _EndQuorumEpochRequest_PartitionData,
@@ -894,6 +990,11 @@ bind_codecs(
         _enc_EndQuorumEpochRequest_PartitionData_v1,
     ),
 )
+bind_native(
+    _EndQuorumEpochRequest_PartitionData,
+    (0, 0, _N_EndQuorumEpochRequest_PartitionData_v0),
+    (1, 1, _N_EndQuorumEpochRequest_PartitionData_v1),
+)
 bind_codecs(
     _ReplicaInfo,
     _tj_ReplicaInfo,
@@ -901,12 +1002,20 @@ bind_codecs(
     _rnd_ReplicaInfo,
     (1, 1, _dec_ReplicaInfo_v1, _enc_ReplicaInfo_v1),
 )
+bind_native(
+    _ReplicaInfo,
+    (1, 1, _N_ReplicaInfo_v1),
+)
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
     _fj_LeaderEndpoint,
     _rnd_LeaderEndpoint,
     (1, 1, _dec_LeaderEndpoint_v1, _enc_LeaderEndpoint_v1),
+)
+bind_native(
+    _LeaderEndpoint,
+    (1, 1, _N_LeaderEndpoint_v1),
 )
 
 # -------------------- EndQuorumEpochResponse: decoders and encoders, one per distinct layout
@@ -1308,6 +1417,81 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EndQuorumEpochResponse_PartitionData_v0 = (
+    _EndQuorumEpochResponse_PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_EndQuorumEpochResponse_PartitionData_v1 = (
+    _EndQuorumEpochResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_EndQuorumEpochResponse_TopicData_v0 = (
+    _EndQuorumEpochResponse_TopicData,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("array", "partitions", False, False, _N_EndQuorumEpochResponse_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_EndQuorumEpochResponse_TopicData_v1 = (
+    _EndQuorumEpochResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_EndQuorumEpochResponse_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v1 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_EndQuorumEpochResponse_v0 = (
+    EndQuorumEpochResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "topics", False, False, _N_EndQuorumEpochResponse_TopicData_v0, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_EndQuorumEpochResponse_v1 = (
+    EndQuorumEpochResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_EndQuorumEpochResponse_TopicData_v1, False),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     EndQuorumEpochResponse,
     _tj_EndQuorumEpochResponse,
@@ -1316,6 +1500,11 @@ bind_codecs(
     (0, 0, _dec_EndQuorumEpochResponse_v0, _enc_EndQuorumEpochResponse_v0),
     (1, 1, _dec_EndQuorumEpochResponse_v1, _enc_EndQuorumEpochResponse_v1),
 )
+bind_native(
+    EndQuorumEpochResponse,
+    (0, 0, _N_EndQuorumEpochResponse_v0),
+    (1, 1, _N_EndQuorumEpochResponse_v1),
+)
 bind_codecs(
     _EndQuorumEpochResponse_TopicData,
     _tj_EndQuorumEpochResponse_TopicData,
@@ -1323,6 +1512,11 @@ bind_codecs(
     _rnd_EndQuorumEpochResponse_TopicData,
     (0, 0, _dec_EndQuorumEpochResponse_TopicData_v0, _enc_EndQuorumEpochResponse_TopicData_v0),
     (1, 1, _dec_EndQuorumEpochResponse_TopicData_v1, _enc_EndQuorumEpochResponse_TopicData_v1),
+)
+bind_native(
+    _EndQuorumEpochResponse_TopicData,
+    (0, 0, _N_EndQuorumEpochResponse_TopicData_v0),
+    (1, 1, _N_EndQuorumEpochResponse_TopicData_v1),
 )
 bind_codecs(
     _EndQuorumEpochResponse_PartitionData,
@@ -1342,10 +1536,19 @@ bind_codecs(
         _enc_EndQuorumEpochResponse_PartitionData_v1,
     ),
 )
+bind_native(
+    _EndQuorumEpochResponse_PartitionData,
+    (0, 0, _N_EndQuorumEpochResponse_PartitionData_v0),
+    (1, 1, _N_EndQuorumEpochResponse_PartitionData_v1),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
+)
+bind_native(
+    _NodeEndpoint,
+    (1, 1, _N_NodeEndpoint_v1),
 )

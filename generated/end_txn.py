@@ -17,6 +17,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -221,6 +222,32 @@ def _rnd_EndTxnRequest(g: Any, version: int) -> EndTxnRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EndTxnRequest_v0 = (
+    EndTxnRequest,
+    False,
+    (
+        ("string", "transactional_id", False, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("bool", "committed"),
+    ),
+    (),
+)
+_N_EndTxnRequest_v3 = (
+    EndTxnRequest,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("bool", "committed"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     EndTxnRequest,
     _tj_EndTxnRequest,
@@ -228,6 +255,11 @@ bind_codecs(
     _rnd_EndTxnRequest,
     (0, 2, _dec_EndTxnRequest_v0, _enc_EndTxnRequest_v0),
     (3, 5, _dec_EndTxnRequest_v3, _enc_EndTxnRequest_v3),
+)
+bind_native(
+    EndTxnRequest,
+    (0, 2, _N_EndTxnRequest_v0),
+    (3, 5, _N_EndTxnRequest_v3),
 )
 
 # -------------------- EndTxnResponse: decoders and encoders, one per distinct layout
@@ -330,6 +362,43 @@ def _rnd_EndTxnResponse(g: Any, version: int) -> EndTxnResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EndTxnResponse_v0 = (
+    EndTxnResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("absent", "producer_id", ("value", -1), True),
+        ("absent", "producer_epoch", ("value", -1), True),
+    ),
+    (),
+)
+_N_EndTxnResponse_v3 = (
+    EndTxnResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("absent", "producer_id", ("value", -1), True),
+        ("absent", "producer_epoch", ("value", -1), True),
+    ),
+    (),
+)
+_N_EndTxnResponse_v5 = (
+    EndTxnResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     EndTxnResponse,
     _tj_EndTxnResponse,
@@ -338,4 +407,10 @@ bind_codecs(
     (0, 2, _dec_EndTxnResponse_v0, _enc_EndTxnResponse_v0),
     (3, 4, _dec_EndTxnResponse_v3, _enc_EndTxnResponse_v3),
     (5, 5, _dec_EndTxnResponse_v5, _enc_EndTxnResponse_v5),
+)
+bind_native(
+    EndTxnResponse,
+    (0, 2, _N_EndTxnResponse_v0),
+    (3, 4, _N_EndTxnResponse_v3),
+    (5, 5, _N_EndTxnResponse_v5),
 )

@@ -17,6 +17,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -178,12 +179,30 @@ def _rnd_EnvelopeRequest(g: Any, version: int) -> EnvelopeRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EnvelopeRequest_v0 = (
+    EnvelopeRequest,
+    True,
+    (
+        ("bytes", "request_data", True, False, True),
+        ("bytes", "request_principal", True, True, False),
+        ("bytes", "client_host_address", True, False, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     EnvelopeRequest,
     _tj_EnvelopeRequest,
     _fj_EnvelopeRequest,
     _rnd_EnvelopeRequest,
     (0, 0, _dec_EnvelopeRequest_v0, _enc_EnvelopeRequest_v0),
+)
+bind_native(
+    EnvelopeRequest,
+    (0, 0, _N_EnvelopeRequest_v0),
 )
 
 # -------------------- EnvelopeResponse: decoders and encoders, one per distinct layout
@@ -238,10 +257,27 @@ def _rnd_EnvelopeResponse(g: Any, version: int) -> EnvelopeResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EnvelopeResponse_v0 = (
+    EnvelopeResponse,
+    True,
+    (
+        ("bytes", "response_data", True, True, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     EnvelopeResponse,
     _tj_EnvelopeResponse,
     _fj_EnvelopeResponse,
     _rnd_EnvelopeResponse,
     (0, 0, _dec_EnvelopeResponse_v0, _enc_EnvelopeResponse_v0),
+)
+bind_native(
+    EnvelopeResponse,
+    (0, 0, _N_EnvelopeResponse_v0),
 )

@@ -17,6 +17,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -202,6 +203,28 @@ def _rnd_ExpireDelegationTokenRequest(g: Any, version: int) -> ExpireDelegationT
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ExpireDelegationTokenRequest_v0 = (
+    ExpireDelegationTokenRequest,
+    False,
+    (
+        ("bytes", "hmac", False, False, False),
+        ("int64", "expiry_time_period_ms"),
+    ),
+    (),
+)
+_N_ExpireDelegationTokenRequest_v2 = (
+    ExpireDelegationTokenRequest,
+    True,
+    (
+        ("bytes", "hmac", True, False, False),
+        ("int64", "expiry_time_period_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ExpireDelegationTokenRequest,
     _tj_ExpireDelegationTokenRequest,
@@ -209,6 +232,11 @@ bind_codecs(
     _rnd_ExpireDelegationTokenRequest,
     (0, 1, _dec_ExpireDelegationTokenRequest_v0, _enc_ExpireDelegationTokenRequest_v0),
     (2, 2, _dec_ExpireDelegationTokenRequest_v2, _enc_ExpireDelegationTokenRequest_v2),
+)
+bind_native(
+    ExpireDelegationTokenRequest,
+    (0, 1, _N_ExpireDelegationTokenRequest_v0),
+    (2, 2, _N_ExpireDelegationTokenRequest_v2),
 )
 
 # -------------------- ExpireDelegationTokenResponse: decoders and encoders, one per distinct layout
@@ -288,6 +316,30 @@ def _rnd_ExpireDelegationTokenResponse(g: Any, version: int) -> ExpireDelegation
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ExpireDelegationTokenResponse_v0 = (
+    ExpireDelegationTokenResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+_N_ExpireDelegationTokenResponse_v2 = (
+    ExpireDelegationTokenResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ExpireDelegationTokenResponse,
     _tj_ExpireDelegationTokenResponse,
@@ -295,4 +347,9 @@ bind_codecs(
     _rnd_ExpireDelegationTokenResponse,
     (0, 1, _dec_ExpireDelegationTokenResponse_v0, _enc_ExpireDelegationTokenResponse_v0),
     (2, 2, _dec_ExpireDelegationTokenResponse_v2, _enc_ExpireDelegationTokenResponse_v2),
+)
+bind_native(
+    ExpireDelegationTokenResponse,
+    (0, 1, _N_ExpireDelegationTokenResponse_v0),
+    (2, 2, _N_ExpireDelegationTokenResponse_v2),
 )

@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1974,6 +1975,393 @@ def _rnd_ForgottenTopic(g: Any, version: int) -> _ForgottenTopic:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ReplicaState_v15 = (
+    _ReplicaState,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int64", "replica_epoch"),
+    ),
+    (),
+)
+_N_FetchPartition_v0 = (
+    _FetchPartition,
+    False,
+    (
+        ("int32", "partition"),
+        ("absent", "current_leader_epoch", ("value", -1), True),
+        ("int64", "fetch_offset"),
+        ("absent", "last_fetched_epoch", ("value", -1), False),
+        ("absent", "log_start_offset", ("value", -1), True),
+        ("int32", "partition_max_bytes"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
+    ),
+    (),
+)
+_N_FetchPartition_v5 = (
+    _FetchPartition,
+    False,
+    (
+        ("int32", "partition"),
+        ("absent", "current_leader_epoch", ("value", -1), True),
+        ("int64", "fetch_offset"),
+        ("absent", "last_fetched_epoch", ("value", -1), False),
+        ("int64", "log_start_offset"),
+        ("int32", "partition_max_bytes"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
+    ),
+    (),
+)
+_N_FetchPartition_v9 = (
+    _FetchPartition,
+    False,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("int64", "fetch_offset"),
+        ("absent", "last_fetched_epoch", ("value", -1), False),
+        ("int64", "log_start_offset"),
+        ("int32", "partition_max_bytes"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
+    ),
+    (),
+)
+_N_FetchPartition_v12 = (
+    _FetchPartition,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("int64", "fetch_offset"),
+        ("int32", "last_fetched_epoch"),
+        ("int64", "log_start_offset"),
+        ("int32", "partition_max_bytes"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
+    ),
+    (),
+)
+_N_FetchPartition_v17 = (
+    _FetchPartition,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("int64", "fetch_offset"),
+        ("int32", "last_fetched_epoch"),
+        ("int64", "log_start_offset"),
+        ("int32", "partition_max_bytes"),
+    ),
+    (
+        (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
+    ),
+)
+_N_FetchTopic_v0 = (
+    _FetchTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_FetchPartition_v0, False),
+    ),
+    (),
+)
+_N_FetchTopic_v5 = (
+    _FetchTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_FetchPartition_v5, False),
+    ),
+    (),
+)
+_N_FetchTopic_v9 = (
+    _FetchTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_FetchPartition_v9, False),
+    ),
+    (),
+)
+_N_FetchTopic_v12 = (
+    _FetchTopic,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, _N_FetchPartition_v12, False),
+    ),
+    (),
+)
+_N_FetchTopic_v13 = (
+    _FetchTopic,
+    True,
+    (
+        ("absent", "topic", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_FetchPartition_v12, False),
+    ),
+    (),
+)
+_N_FetchTopic_v17 = (
+    _FetchTopic,
+    True,
+    (
+        ("absent", "topic", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_FetchPartition_v17, False),
+    ),
+    (),
+)
+_N_ForgottenTopic_v7 = (
+    _ForgottenTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, "int32", False),
+    ),
+    (),
+)
+_N_ForgottenTopic_v12 = (
+    _ForgottenTopic,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_ForgottenTopic_v13 = (
+    _ForgottenTopic,
+    True,
+    (
+        ("absent", "topic", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_FetchRequest_v0 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("absent", "max_bytes", ("value", 2147483647), True),
+        ("absent", "isolation_level", ("value", 0), True),
+        ("absent", "session_id", ("value", 0), True),
+        ("absent", "session_epoch", ("value", -1), True),
+        ("array", "topics", False, False, _N_FetchTopic_v0, False),
+        ("absent", "forgotten_topics_data", ("list",), False),
+        ("absent", "rack_id", ("value", ''), True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v3 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("absent", "isolation_level", ("value", 0), True),
+        ("absent", "session_id", ("value", 0), True),
+        ("absent", "session_epoch", ("value", -1), True),
+        ("array", "topics", False, False, _N_FetchTopic_v0, False),
+        ("absent", "forgotten_topics_data", ("list",), False),
+        ("absent", "rack_id", ("value", ''), True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v4 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("absent", "session_id", ("value", 0), True),
+        ("absent", "session_epoch", ("value", -1), True),
+        ("array", "topics", False, False, _N_FetchTopic_v0, False),
+        ("absent", "forgotten_topics_data", ("list",), False),
+        ("absent", "rack_id", ("value", ''), True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v5 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("absent", "session_id", ("value", 0), True),
+        ("absent", "session_epoch", ("value", -1), True),
+        ("array", "topics", False, False, _N_FetchTopic_v5, False),
+        ("absent", "forgotten_topics_data", ("list",), False),
+        ("absent", "rack_id", ("value", ''), True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v7 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", False, False, _N_FetchTopic_v5, False),
+        ("array", "forgotten_topics_data", False, False, _N_ForgottenTopic_v7, False),
+        ("absent", "rack_id", ("value", ''), True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v9 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", False, False, _N_FetchTopic_v9, False),
+        ("array", "forgotten_topics_data", False, False, _N_ForgottenTopic_v7, False),
+        ("absent", "rack_id", ("value", ''), True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v11 = (
+    FetchRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", False, False, _N_FetchTopic_v9, False),
+        ("array", "forgotten_topics_data", False, False, _N_ForgottenTopic_v7, False),
+        ("string", "rack_id", False, False),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (),
+)
+_N_FetchRequest_v12 = (
+    FetchRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", True, False, _N_FetchTopic_v12, False),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v12, False),
+        ("string", "rack_id", True, False),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True), ("value", None)),
+    ),
+)
+_N_FetchRequest_v13 = (
+    FetchRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", True, False, _N_FetchTopic_v13, False),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v13, False),
+        ("string", "rack_id", True, False),
+        ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True), ("value", None)),
+    ),
+)
+_N_FetchRequest_v15 = (
+    FetchRequest,
+    True,
+    (
+        ("absent", "replica_id", ("value", -1), False),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", True, False, _N_FetchTopic_v13, False),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v13, False),
+        ("string", "rack_id", True, False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True), ("value", None)),
+        (1, ("struct", "replica_state", False, _N_ReplicaState_v15), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
+    ),
+)
+_N_FetchRequest_v17 = (
+    FetchRequest,
+    True,
+    (
+        ("absent", "replica_id", ("value", -1), False),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("int8", "isolation_level"),
+        ("int32", "session_id"),
+        ("int32", "session_epoch"),
+        ("array", "topics", True, False, _N_FetchTopic_v17, False),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v13, False),
+        ("string", "rack_id", True, False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True), ("value", None)),
+        (1, ("struct", "replica_state", False, _N_ReplicaState_v15), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     FetchRequest,
     _tj_FetchRequest,
@@ -1991,12 +2379,30 @@ bind_codecs(
     (15, 16, _dec_FetchRequest_v15, _enc_FetchRequest_v15),
     (17, 17, _dec_FetchRequest_v17, _enc_FetchRequest_v17),
 )
+bind_native(
+    FetchRequest,
+    (0, 2, _N_FetchRequest_v0),
+    (3, 3, _N_FetchRequest_v3),
+    (4, 4, _N_FetchRequest_v4),
+    (5, 6, _N_FetchRequest_v5),
+    (7, 8, _N_FetchRequest_v7),
+    (9, 10, _N_FetchRequest_v9),
+    (11, 11, _N_FetchRequest_v11),
+    (12, 12, _N_FetchRequest_v12),
+    (13, 14, _N_FetchRequest_v13),
+    (15, 16, _N_FetchRequest_v15),
+    (17, 17, _N_FetchRequest_v17),
+)
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
     _fj_ReplicaState,
     _rnd_ReplicaState,
     (15, 17, _dec_ReplicaState_v15, _enc_ReplicaState_v15),
+)
+bind_native(
+    _ReplicaState,
+    (15, 17, _N_ReplicaState_v15),
 )
 bind_codecs(
     _FetchTopic,
@@ -2010,6 +2416,15 @@ bind_codecs(
     (13, 16, _dec_FetchTopic_v13, _enc_FetchTopic_v13),
     (17, 17, _dec_FetchTopic_v17, _enc_FetchTopic_v17),
 )
+bind_native(
+    _FetchTopic,
+    (0, 4, _N_FetchTopic_v0),
+    (5, 8, _N_FetchTopic_v5),
+    (9, 11, _N_FetchTopic_v9),
+    (12, 12, _N_FetchTopic_v12),
+    (13, 16, _N_FetchTopic_v13),
+    (17, 17, _N_FetchTopic_v17),
+)
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
@@ -2021,6 +2436,14 @@ bind_codecs(
     (12, 16, _dec_FetchPartition_v12, _enc_FetchPartition_v12),
     (17, 17, _dec_FetchPartition_v17, _enc_FetchPartition_v17),
 )
+bind_native(
+    _FetchPartition,
+    (0, 4, _N_FetchPartition_v0),
+    (5, 8, _N_FetchPartition_v5),
+    (9, 11, _N_FetchPartition_v9),
+    (12, 16, _N_FetchPartition_v12),
+    (17, 17, _N_FetchPartition_v17),
+)
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
@@ -2029,6 +2452,12 @@ bind_codecs(
     (7, 11, _dec_ForgottenTopic_v7, _enc_ForgottenTopic_v7),
     (12, 12, _dec_ForgottenTopic_v12, _enc_ForgottenTopic_v12),
     (13, 17, _dec_ForgottenTopic_v13, _enc_ForgottenTopic_v13),
+)
+bind_native(
+    _ForgottenTopic,
+    (7, 11, _N_ForgottenTopic_v7),
+    (12, 12, _N_ForgottenTopic_v12),
+    (13, 17, _N_ForgottenTopic_v13),
 )
 
 # -------------------- FetchResponse: decoders and encoders, one per distinct layout
@@ -3295,6 +3724,326 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EpochEndOffset_v12 = (
+    _EpochEndOffset,
+    True,
+    (
+        ("int32", "epoch"),
+        ("int64", "end_offset"),
+    ),
+    (),
+)
+_N_LeaderIdAndEpoch_v12 = (
+    _LeaderIdAndEpoch,
+    True,
+    (
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_SnapshotId_v12 = (
+    _SnapshotId,
+    True,
+    (
+        ("int64", "end_offset"),
+        ("int32", "epoch"),
+    ),
+    (),
+)
+_N_AbortedTransaction_v4 = (
+    _AbortedTransaction,
+    False,
+    (
+        ("int64", "producer_id"),
+        ("int64", "first_offset"),
+    ),
+    (),
+)
+_N_AbortedTransaction_v12 = (
+    _AbortedTransaction,
+    True,
+    (
+        ("int64", "producer_id"),
+        ("int64", "first_offset"),
+    ),
+    (),
+)
+_N_PartitionData_v0 = (
+    _PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int64", "high_watermark"),
+        ("absent", "last_stable_offset", ("value", -1), True),
+        ("absent", "log_start_offset", ("value", -1), True),
+        ("absent", "aborted_transactions", ("list",), True),
+        ("absent", "preferred_read_replica", ("value", -1), False),
+        ("bytes", "records", False, True, True),
+        ("absent", "diverging_epoch", ("struct", _EpochEndOffset, _EpochEndOffset_DEFAULT), False),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionData_v4 = (
+    _PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int64", "high_watermark"),
+        ("int64", "last_stable_offset"),
+        ("absent", "log_start_offset", ("value", -1), True),
+        ("array", "aborted_transactions", False, True, _N_AbortedTransaction_v4, False),
+        ("absent", "preferred_read_replica", ("value", -1), False),
+        ("bytes", "records", False, True, True),
+        ("absent", "diverging_epoch", ("struct", _EpochEndOffset, _EpochEndOffset_DEFAULT), False),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionData_v5 = (
+    _PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int64", "high_watermark"),
+        ("int64", "last_stable_offset"),
+        ("int64", "log_start_offset"),
+        ("array", "aborted_transactions", False, True, _N_AbortedTransaction_v4, False),
+        ("absent", "preferred_read_replica", ("value", -1), False),
+        ("bytes", "records", False, True, True),
+        ("absent", "diverging_epoch", ("struct", _EpochEndOffset, _EpochEndOffset_DEFAULT), False),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionData_v11 = (
+    _PartitionData,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int64", "high_watermark"),
+        ("int64", "last_stable_offset"),
+        ("int64", "log_start_offset"),
+        ("array", "aborted_transactions", False, True, _N_AbortedTransaction_v4, False),
+        ("int32", "preferred_read_replica"),
+        ("bytes", "records", False, True, True),
+        ("absent", "diverging_epoch", ("struct", _EpochEndOffset, _EpochEndOffset_DEFAULT), False),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionData_v12 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int64", "high_watermark"),
+        ("int64", "last_stable_offset"),
+        ("int64", "log_start_offset"),
+        ("array", "aborted_transactions", True, True, _N_AbortedTransaction_v12, False),
+        ("int32", "preferred_read_replica"),
+        ("bytes", "records", True, True, True),
+    ),
+    (
+        (0, ("struct", "diverging_epoch", False, _N_EpochEndOffset_v12), ("struct", _EpochEndOffset, _EpochEndOffset_DEFAULT)),
+        (1, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v12), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
+        (2, ("struct", "snapshot_id", False, _N_SnapshotId_v12), ("struct", _SnapshotId, _SnapshotId_DEFAULT)),
+    ),
+)
+_N_FetchableTopicResponse_v0 = (
+    _FetchableTopicResponse,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_FetchableTopicResponse_v4 = (
+    _FetchableTopicResponse,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_PartitionData_v4, False),
+    ),
+    (),
+)
+_N_FetchableTopicResponse_v5 = (
+    _FetchableTopicResponse,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_PartitionData_v5, False),
+    ),
+    (),
+)
+_N_FetchableTopicResponse_v11 = (
+    _FetchableTopicResponse,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", False, False, _N_PartitionData_v11, False),
+    ),
+    (),
+)
+_N_FetchableTopicResponse_v12 = (
+    _FetchableTopicResponse,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partitions", True, False, _N_PartitionData_v12, False),
+    ),
+    (),
+)
+_N_FetchableTopicResponse_v13 = (
+    _FetchableTopicResponse,
+    True,
+    (
+        ("absent", "topic", ("value", ''), True),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v12, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v16 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_FetchResponse_v0 = (
+    FetchResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "session_id", ("value", 0), False),
+        ("array", "responses", False, False, _N_FetchableTopicResponse_v0, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v1 = (
+    FetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "session_id", ("value", 0), False),
+        ("array", "responses", False, False, _N_FetchableTopicResponse_v0, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v4 = (
+    FetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "session_id", ("value", 0), False),
+        ("array", "responses", False, False, _N_FetchableTopicResponse_v4, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v5 = (
+    FetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "session_id", ("value", 0), False),
+        ("array", "responses", False, False, _N_FetchableTopicResponse_v5, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v7 = (
+    FetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "session_id"),
+        ("array", "responses", False, False, _N_FetchableTopicResponse_v5, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v11 = (
+    FetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "session_id"),
+        ("array", "responses", False, False, _N_FetchableTopicResponse_v11, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v12 = (
+    FetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "session_id"),
+        ("array", "responses", True, False, _N_FetchableTopicResponse_v12, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v13 = (
+    FetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "session_id"),
+        ("array", "responses", True, False, _N_FetchableTopicResponse_v13, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchResponse_v16 = (
+    FetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "session_id"),
+        ("array", "responses", True, False, _N_FetchableTopicResponse_v13, False),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v16, True), ("keyed",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     FetchResponse,
     _tj_FetchResponse,
@@ -3310,6 +4059,18 @@ bind_codecs(
     (13, 15, _dec_FetchResponse_v13, _enc_FetchResponse_v13),
     (16, 17, _dec_FetchResponse_v16, _enc_FetchResponse_v16),
 )
+bind_native(
+    FetchResponse,
+    (0, 0, _N_FetchResponse_v0),
+    (1, 3, _N_FetchResponse_v1),
+    (4, 4, _N_FetchResponse_v4),
+    (5, 6, _N_FetchResponse_v5),
+    (7, 10, _N_FetchResponse_v7),
+    (11, 11, _N_FetchResponse_v11),
+    (12, 12, _N_FetchResponse_v12),
+    (13, 15, _N_FetchResponse_v13),
+    (16, 17, _N_FetchResponse_v16),
+)
 bind_codecs(
     _FetchableTopicResponse,
     _tj_FetchableTopicResponse,
@@ -3322,6 +4083,15 @@ bind_codecs(
     (12, 12, _dec_FetchableTopicResponse_v12, _enc_FetchableTopicResponse_v12),
     (13, 17, _dec_FetchableTopicResponse_v13, _enc_FetchableTopicResponse_v13),
 )
+bind_native(
+    _FetchableTopicResponse,
+    (0, 3, _N_FetchableTopicResponse_v0),
+    (4, 4, _N_FetchableTopicResponse_v4),
+    (5, 10, _N_FetchableTopicResponse_v5),
+    (11, 11, _N_FetchableTopicResponse_v11),
+    (12, 12, _N_FetchableTopicResponse_v12),
+    (13, 17, _N_FetchableTopicResponse_v13),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -3333,12 +4103,24 @@ bind_codecs(
     (11, 11, _dec_PartitionData_v11, _enc_PartitionData_v11),
     (12, 17, _dec_PartitionData_v12, _enc_PartitionData_v12),
 )
+bind_native(
+    _PartitionData,
+    (0, 3, _N_PartitionData_v0),
+    (4, 4, _N_PartitionData_v4),
+    (5, 10, _N_PartitionData_v5),
+    (11, 11, _N_PartitionData_v11),
+    (12, 17, _N_PartitionData_v12),
+)
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
     _fj_EpochEndOffset,
     _rnd_EpochEndOffset,
     (12, 17, _dec_EpochEndOffset_v12, _enc_EpochEndOffset_v12),
+)
+bind_native(
+    _EpochEndOffset,
+    (12, 17, _N_EpochEndOffset_v12),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
@@ -3347,12 +4129,20 @@ bind_codecs(
     _rnd_LeaderIdAndEpoch,
     (12, 17, _dec_LeaderIdAndEpoch_v12, _enc_LeaderIdAndEpoch_v12),
 )
+bind_native(
+    _LeaderIdAndEpoch,
+    (12, 17, _N_LeaderIdAndEpoch_v12),
+)
 bind_codecs(
     _SnapshotId,
     _tj_SnapshotId,
     _fj_SnapshotId,
     _rnd_SnapshotId,
     (12, 17, _dec_SnapshotId_v12, _enc_SnapshotId_v12),
+)
+bind_native(
+    _SnapshotId,
+    (12, 17, _N_SnapshotId_v12),
 )
 bind_codecs(
     _AbortedTransaction,
@@ -3362,10 +4152,19 @@ bind_codecs(
     (4, 11, _dec_AbortedTransaction_v4, _enc_AbortedTransaction_v4),
     (12, 17, _dec_AbortedTransaction_v12, _enc_AbortedTransaction_v12),
 )
+bind_native(
+    _AbortedTransaction,
+    (4, 11, _N_AbortedTransaction_v4),
+    (12, 17, _N_AbortedTransaction_v12),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (16, 17, _dec_NodeEndpoint_v16, _enc_NodeEndpoint_v16),
+)
+bind_native(
+    _NodeEndpoint,
+    (16, 17, _N_NodeEndpoint_v16),
 )

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -913,6 +914,86 @@ def _rnd_FetchSnapshotRequest_SnapshotId(g: Any, version: int) -> _FetchSnapshot
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_FetchSnapshotRequest_SnapshotId_v0 = (
+    _FetchSnapshotRequest_SnapshotId,
+    True,
+    (
+        ("int64", "end_offset"),
+        ("int32", "epoch"),
+    ),
+    (),
+)
+_N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
+    _FetchSnapshotRequest_PartitionSnapshot,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("struct", "snapshot_id", False, _N_FetchSnapshotRequest_SnapshotId_v0),
+        ("int64", "position"),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
+    ),
+    (),
+)
+_N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
+    _FetchSnapshotRequest_PartitionSnapshot,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("struct", "snapshot_id", False, _N_FetchSnapshotRequest_SnapshotId_v0),
+        ("int64", "position"),
+    ),
+    (
+        (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
+    ),
+)
+_N_FetchSnapshotRequest_TopicSnapshot_v0 = (
+    _FetchSnapshotRequest_TopicSnapshot,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v0, False),
+    ),
+    (),
+)
+_N_FetchSnapshotRequest_TopicSnapshot_v1 = (
+    _FetchSnapshotRequest_TopicSnapshot,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v1, False),
+    ),
+    (),
+)
+_N_FetchSnapshotRequest_v0 = (
+    FetchSnapshotRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_bytes"),
+        ("array", "topics", True, False, _N_FetchSnapshotRequest_TopicSnapshot_v0, False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True), ("value", None)),
+    ),
+)
+_N_FetchSnapshotRequest_v1 = (
+    FetchSnapshotRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int32", "max_bytes"),
+        ("array", "topics", True, False, _N_FetchSnapshotRequest_TopicSnapshot_v1, False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True), ("value", None)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     FetchSnapshotRequest,
     _tj_FetchSnapshotRequest,
@@ -921,6 +1002,11 @@ bind_codecs(
     (0, 0, _dec_FetchSnapshotRequest_v0, _enc_FetchSnapshotRequest_v0),
     (1, 1, _dec_FetchSnapshotRequest_v1, _enc_FetchSnapshotRequest_v1),
 )
+bind_native(
+    FetchSnapshotRequest,
+    (0, 0, _N_FetchSnapshotRequest_v0),
+    (1, 1, _N_FetchSnapshotRequest_v1),
+)
 bind_codecs(
     _FetchSnapshotRequest_TopicSnapshot,
     _tj_FetchSnapshotRequest_TopicSnapshot,
@@ -928,6 +1014,11 @@ bind_codecs(
     _rnd_FetchSnapshotRequest_TopicSnapshot,
     (0, 0, _dec_FetchSnapshotRequest_TopicSnapshot_v0, _enc_FetchSnapshotRequest_TopicSnapshot_v0),
     (1, 1, _dec_FetchSnapshotRequest_TopicSnapshot_v1, _enc_FetchSnapshotRequest_TopicSnapshot_v1),
+)
+bind_native(
+    _FetchSnapshotRequest_TopicSnapshot,
+    (0, 0, _N_FetchSnapshotRequest_TopicSnapshot_v0),
+    (1, 1, _N_FetchSnapshotRequest_TopicSnapshot_v1),
 )
 bind_codecs(
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -947,12 +1038,21 @@ bind_codecs(
         _enc_FetchSnapshotRequest_PartitionSnapshot_v1,
     ),
 )
+bind_native(
+    _FetchSnapshotRequest_PartitionSnapshot,
+    (0, 0, _N_FetchSnapshotRequest_PartitionSnapshot_v0),
+    (1, 1, _N_FetchSnapshotRequest_PartitionSnapshot_v1),
+)
 bind_codecs(
     _FetchSnapshotRequest_SnapshotId,
     _tj_FetchSnapshotRequest_SnapshotId,
     _fj_FetchSnapshotRequest_SnapshotId,
     _rnd_FetchSnapshotRequest_SnapshotId,
     (0, 1, _dec_FetchSnapshotRequest_SnapshotId_v0, _enc_FetchSnapshotRequest_SnapshotId_v0),
+)
+bind_native(
+    _FetchSnapshotRequest_SnapshotId,
+    (0, 1, _N_FetchSnapshotRequest_SnapshotId_v0),
 )
 
 # -------------------- FetchSnapshotResponse: decoders and encoders, one per distinct layout
@@ -1462,6 +1562,85 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_FetchSnapshotResponse_SnapshotId_v0 = (
+    _FetchSnapshotResponse_SnapshotId,
+    True,
+    (
+        ("int64", "end_offset"),
+        ("int32", "epoch"),
+    ),
+    (),
+)
+_N_LeaderIdAndEpoch_v0 = (
+    _LeaderIdAndEpoch,
+    True,
+    (
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
+    _FetchSnapshotResponse_PartitionSnapshot,
+    True,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("struct", "snapshot_id", False, _N_FetchSnapshotResponse_SnapshotId_v0),
+        ("int64", "size"),
+        ("int64", "position"),
+        ("bytes", "unaligned_records", True, False, True),
+    ),
+    (
+        (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
+    ),
+)
+_N_FetchSnapshotResponse_TopicSnapshot_v0 = (
+    _FetchSnapshotResponse_TopicSnapshot,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_FetchSnapshotResponse_PartitionSnapshot_v0, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v1 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_FetchSnapshotResponse_v0 = (
+    FetchSnapshotResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_FetchSnapshotResponse_TopicSnapshot_v0, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_FetchSnapshotResponse_v1 = (
+    FetchSnapshotResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_FetchSnapshotResponse_TopicSnapshot_v0, False),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     FetchSnapshotResponse,
     _tj_FetchSnapshotResponse,
@@ -1469,6 +1648,11 @@ bind_codecs(
     _rnd_FetchSnapshotResponse,
     (0, 0, _dec_FetchSnapshotResponse_v0, _enc_FetchSnapshotResponse_v0),
     (1, 1, _dec_FetchSnapshotResponse_v1, _enc_FetchSnapshotResponse_v1),
+)
+bind_native(
+    FetchSnapshotResponse,
+    (0, 0, _N_FetchSnapshotResponse_v0),
+    (1, 1, _N_FetchSnapshotResponse_v1),
 )
 bind_codecs(
     _FetchSnapshotResponse_TopicSnapshot,
@@ -1482,6 +1666,10 @@ bind_codecs(
         _enc_FetchSnapshotResponse_TopicSnapshot_v0,
     ),
 )
+bind_native(
+    _FetchSnapshotResponse_TopicSnapshot,
+    (0, 1, _N_FetchSnapshotResponse_TopicSnapshot_v0),
+)
 bind_codecs(
     _FetchSnapshotResponse_PartitionSnapshot,
     _tj_FetchSnapshotResponse_PartitionSnapshot,
@@ -1494,12 +1682,20 @@ bind_codecs(
         _enc_FetchSnapshotResponse_PartitionSnapshot_v0,
     ),
 )
+bind_native(
+    _FetchSnapshotResponse_PartitionSnapshot,
+    (0, 1, _N_FetchSnapshotResponse_PartitionSnapshot_v0),
+)
 bind_codecs(
     _FetchSnapshotResponse_SnapshotId,
     _tj_FetchSnapshotResponse_SnapshotId,
     _fj_FetchSnapshotResponse_SnapshotId,
     _rnd_FetchSnapshotResponse_SnapshotId,
     (0, 1, _dec_FetchSnapshotResponse_SnapshotId_v0, _enc_FetchSnapshotResponse_SnapshotId_v0),
+)
+bind_native(
+    _FetchSnapshotResponse_SnapshotId,
+    (0, 1, _N_FetchSnapshotResponse_SnapshotId_v0),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
@@ -1508,10 +1704,18 @@ bind_codecs(
     _rnd_LeaderIdAndEpoch,
     (0, 1, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
+bind_native(
+    _LeaderIdAndEpoch,
+    (0, 1, _N_LeaderIdAndEpoch_v0),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
+)
+bind_native(
+    _NodeEndpoint,
+    (1, 1, _N_NodeEndpoint_v1),
 )

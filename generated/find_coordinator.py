@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -364,6 +365,50 @@ def _rnd_FindCoordinatorRequest(g: Any, version: int) -> FindCoordinatorRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_FindCoordinatorRequest_v0 = (
+    FindCoordinatorRequest,
+    False,
+    (
+        ("string", "key", False, False),
+        ("absent", "key_type", ("value", 0), False),
+        ("absent", "coordinator_keys", ("list",), False),
+    ),
+    (),
+)
+_N_FindCoordinatorRequest_v1 = (
+    FindCoordinatorRequest,
+    False,
+    (
+        ("string", "key", False, False),
+        ("int8", "key_type"),
+        ("absent", "coordinator_keys", ("list",), False),
+    ),
+    (),
+)
+_N_FindCoordinatorRequest_v3 = (
+    FindCoordinatorRequest,
+    True,
+    (
+        ("string", "key", True, False),
+        ("int8", "key_type"),
+        ("absent", "coordinator_keys", ("list",), False),
+    ),
+    (),
+)
+_N_FindCoordinatorRequest_v4 = (
+    FindCoordinatorRequest,
+    True,
+    (
+        ("absent", "key", ("value", ''), False),
+        ("int8", "key_type"),
+        ("array", "coordinator_keys", True, False, "string", False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     FindCoordinatorRequest,
     _tj_FindCoordinatorRequest,
@@ -373,6 +418,13 @@ bind_codecs(
     (1, 2, _dec_FindCoordinatorRequest_v1, _enc_FindCoordinatorRequest_v1),
     (3, 3, _dec_FindCoordinatorRequest_v3, _enc_FindCoordinatorRequest_v3),
     (4, 6, _dec_FindCoordinatorRequest_v4, _enc_FindCoordinatorRequest_v4),
+)
+bind_native(
+    FindCoordinatorRequest,
+    (0, 0, _N_FindCoordinatorRequest_v0),
+    (1, 2, _N_FindCoordinatorRequest_v1),
+    (3, 3, _N_FindCoordinatorRequest_v3),
+    (4, 6, _N_FindCoordinatorRequest_v4),
 )
 
 # -------------------- FindCoordinatorResponse: decoders and encoders, one per distinct layout
@@ -688,6 +740,79 @@ def _rnd_Coordinator(g: Any, version: int) -> _Coordinator:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Coordinator_v4 = (
+    _Coordinator,
+    True,
+    (
+        ("string", "key", True, False),
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_FindCoordinatorResponse_v0 = (
+    FindCoordinatorResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("int16", "error_code"),
+        ("absent", "error_message", ("value", ''), True),
+        ("int32", "node_id"),
+        ("string", "host", False, False),
+        ("int32", "port"),
+        ("absent", "coordinators", ("list",), False),
+    ),
+    (),
+)
+_N_FindCoordinatorResponse_v1 = (
+    FindCoordinatorResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int32", "node_id"),
+        ("string", "host", False, False),
+        ("int32", "port"),
+        ("absent", "coordinators", ("list",), False),
+    ),
+    (),
+)
+_N_FindCoordinatorResponse_v3 = (
+    FindCoordinatorResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("absent", "coordinators", ("list",), False),
+    ),
+    (),
+)
+_N_FindCoordinatorResponse_v4 = (
+    FindCoordinatorResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "error_code", ("value", 0), False),
+        ("absent", "error_message", ("value", ''), True),
+        ("absent", "node_id", ("value", 0), False),
+        ("absent", "host", ("value", ''), False),
+        ("absent", "port", ("value", 0), False),
+        ("array", "coordinators", True, False, _N_Coordinator_v4, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     FindCoordinatorResponse,
     _tj_FindCoordinatorResponse,
@@ -698,10 +823,21 @@ bind_codecs(
     (3, 3, _dec_FindCoordinatorResponse_v3, _enc_FindCoordinatorResponse_v3),
     (4, 6, _dec_FindCoordinatorResponse_v4, _enc_FindCoordinatorResponse_v4),
 )
+bind_native(
+    FindCoordinatorResponse,
+    (0, 0, _N_FindCoordinatorResponse_v0),
+    (1, 2, _N_FindCoordinatorResponse_v1),
+    (3, 3, _N_FindCoordinatorResponse_v3),
+    (4, 6, _N_FindCoordinatorResponse_v4),
+)
 bind_codecs(
     _Coordinator,
     _tj_Coordinator,
     _fj_Coordinator,
     _rnd_Coordinator,
     (4, 6, _dec_Coordinator_v4, _enc_Coordinator_v4),
+)
+bind_native(
+    _Coordinator,
+    (4, 6, _N_Coordinator_v4),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Message,
     Missing,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -212,12 +213,28 @@ def _rnd_GetTelemetrySubscriptionsRequest(g: Any, version: int) -> GetTelemetryS
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_GetTelemetrySubscriptionsRequest_v0 = (
+    GetTelemetrySubscriptionsRequest,
+    True,
+    (
+        ("uuid", "client_instance_id"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     GetTelemetrySubscriptionsRequest,
     _tj_GetTelemetrySubscriptionsRequest,
     _fj_GetTelemetrySubscriptionsRequest,
     _rnd_GetTelemetrySubscriptionsRequest,
     (0, 0, _dec_GetTelemetrySubscriptionsRequest_v0, _enc_GetTelemetrySubscriptionsRequest_v0),
+)
+bind_native(
+    GetTelemetrySubscriptionsRequest,
+    (0, 0, _N_GetTelemetrySubscriptionsRequest_v0),
 )
 
 # -------------------- GetTelemetrySubscriptionsResponse: decoders and encoders, one per distinct layout
@@ -332,10 +349,34 @@ def _rnd_GetTelemetrySubscriptionsResponse(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_GetTelemetrySubscriptionsResponse_v0 = (
+    GetTelemetrySubscriptionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("uuid", "client_instance_id"),
+        ("int32", "subscription_id"),
+        ("array", "accepted_compression_types", True, False, "int8", False),
+        ("int32", "push_interval_ms"),
+        ("int32", "telemetry_max_bytes"),
+        ("bool", "delta_temporality"),
+        ("array", "requested_metrics", True, False, "string", False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     GetTelemetrySubscriptionsResponse,
     _tj_GetTelemetrySubscriptionsResponse,
     _fj_GetTelemetrySubscriptionsResponse,
     _rnd_GetTelemetrySubscriptionsResponse,
     (0, 0, _dec_GetTelemetrySubscriptionsResponse_v0, _enc_GetTelemetrySubscriptionsResponse_v0),
+)
+bind_native(
+    GetTelemetrySubscriptionsResponse,
+    (0, 0, _N_GetTelemetrySubscriptionsResponse_v0),
 )

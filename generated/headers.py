@@ -16,6 +16,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -227,6 +228,43 @@ def _rnd_RequestHeader(g: Any, version: int) -> RequestHeader:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_RequestHeader_v0 = (
+    RequestHeader,
+    False,
+    (
+        ("int16", "request_api_key"),
+        ("int16", "request_api_version"),
+        ("int32", "correlation_id"),
+        ("absent", "client_id", ("value", ''), True),
+    ),
+    (),
+)
+_N_RequestHeader_v1 = (
+    RequestHeader,
+    False,
+    (
+        ("int16", "request_api_key"),
+        ("int16", "request_api_version"),
+        ("int32", "correlation_id"),
+        ("string", "client_id", False, True),
+    ),
+    (),
+)
+_N_RequestHeader_v2 = (
+    RequestHeader,
+    True,
+    (
+        ("int16", "request_api_key"),
+        ("int16", "request_api_version"),
+        ("int32", "correlation_id"),
+        ("string", "client_id", False, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     RequestHeader,
     _tj_RequestHeader,
@@ -235,6 +273,12 @@ bind_codecs(
     (0, 0, _dec_RequestHeader_v0, _enc_RequestHeader_v0),
     (1, 1, _dec_RequestHeader_v1, _enc_RequestHeader_v1),
     (2, 2, _dec_RequestHeader_v2, _enc_RequestHeader_v2),
+)
+bind_native(
+    RequestHeader,
+    (0, 0, _N_RequestHeader_v0),
+    (1, 1, _N_RequestHeader_v1),
+    (2, 2, _N_RequestHeader_v2),
 )
 
 # -------------------- ResponseHeader: decoders and encoders, one per distinct layout
@@ -300,6 +344,26 @@ def _rnd_ResponseHeader(g: Any, version: int) -> ResponseHeader:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ResponseHeader_v0 = (
+    ResponseHeader,
+    False,
+    (
+        ("int32", "correlation_id"),
+    ),
+    (),
+)
+_N_ResponseHeader_v1 = (
+    ResponseHeader,
+    True,
+    (
+        ("int32", "correlation_id"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ResponseHeader,
     _tj_ResponseHeader,
@@ -307,4 +371,9 @@ bind_codecs(
     _rnd_ResponseHeader,
     (0, 0, _dec_ResponseHeader_v0, _enc_ResponseHeader_v0),
     (1, 1, _dec_ResponseHeader_v1, _enc_ResponseHeader_v1),
+)
+bind_native(
+    ResponseHeader,
+    (0, 0, _N_ResponseHeader_v0),
+    (1, 1, _N_ResponseHeader_v1),
 )

@@ -16,6 +16,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -273,6 +274,43 @@ def _rnd_HeartbeatRequest(g: Any, version: int) -> HeartbeatRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_HeartbeatRequest_v0 = (
+    HeartbeatRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+    ),
+    (),
+)
+_N_HeartbeatRequest_v3 = (
+    HeartbeatRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+    ),
+    (),
+)
+_N_HeartbeatRequest_v4 = (
+    HeartbeatRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     HeartbeatRequest,
     _tj_HeartbeatRequest,
@@ -281,6 +319,12 @@ bind_codecs(
     (0, 2, _dec_HeartbeatRequest_v0, _enc_HeartbeatRequest_v0),
     (3, 3, _dec_HeartbeatRequest_v3, _enc_HeartbeatRequest_v3),
     (4, 4, _dec_HeartbeatRequest_v4, _enc_HeartbeatRequest_v4),
+)
+bind_native(
+    HeartbeatRequest,
+    (0, 2, _N_HeartbeatRequest_v0),
+    (3, 3, _N_HeartbeatRequest_v3),
+    (4, 4, _N_HeartbeatRequest_v4),
 )
 
 # -------------------- HeartbeatResponse: decoders and encoders, one per distinct layout
@@ -368,6 +412,37 @@ def _rnd_HeartbeatResponse(g: Any, version: int) -> HeartbeatResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_HeartbeatResponse_v0 = (
+    HeartbeatResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_HeartbeatResponse_v1 = (
+    HeartbeatResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_HeartbeatResponse_v4 = (
+    HeartbeatResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     HeartbeatResponse,
     _tj_HeartbeatResponse,
@@ -376,4 +451,10 @@ bind_codecs(
     (0, 0, _dec_HeartbeatResponse_v0, _enc_HeartbeatResponse_v0),
     (1, 3, _dec_HeartbeatResponse_v1, _enc_HeartbeatResponse_v1),
     (4, 4, _dec_HeartbeatResponse_v4, _enc_HeartbeatResponse_v4),
+)
+bind_native(
+    HeartbeatResponse,
+    (0, 0, _N_HeartbeatResponse_v0),
+    (1, 3, _N_HeartbeatResponse_v1),
+    (4, 4, _N_HeartbeatResponse_v4),
 )

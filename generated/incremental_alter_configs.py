@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -543,6 +544,68 @@ def _rnd_AlterableConfig(g: Any, version: int) -> _AlterableConfig:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterableConfig_v0 = (
+    _AlterableConfig,
+    False,
+    (
+        ("string", "name", False, False),
+        ("int8", "config_operation"),
+        ("string", "value", False, True),
+    ),
+    (),
+)
+_N_AlterableConfig_v1 = (
+    _AlterableConfig,
+    True,
+    (
+        ("string", "name", True, False),
+        ("int8", "config_operation"),
+        ("string", "value", True, True),
+    ),
+    (),
+)
+_N_AlterConfigsResource_v0 = (
+    _AlterConfigsResource,
+    False,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+        ("array", "configs", False, False, _N_AlterableConfig_v0, True),
+    ),
+    (),
+)
+_N_AlterConfigsResource_v1 = (
+    _AlterConfigsResource,
+    True,
+    (
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+        ("array", "configs", True, False, _N_AlterableConfig_v1, True),
+    ),
+    (),
+)
+_N_IncrementalAlterConfigsRequest_v0 = (
+    IncrementalAlterConfigsRequest,
+    False,
+    (
+        ("array", "resources", False, False, _N_AlterConfigsResource_v0, True),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+_N_IncrementalAlterConfigsRequest_v1 = (
+    IncrementalAlterConfigsRequest,
+    True,
+    (
+        ("array", "resources", True, False, _N_AlterConfigsResource_v1, True),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     IncrementalAlterConfigsRequest,
     _tj_IncrementalAlterConfigsRequest,
@@ -550,6 +613,11 @@ bind_codecs(
     _rnd_IncrementalAlterConfigsRequest,
     (0, 0, _dec_IncrementalAlterConfigsRequest_v0, _enc_IncrementalAlterConfigsRequest_v0),
     (1, 1, _dec_IncrementalAlterConfigsRequest_v1, _enc_IncrementalAlterConfigsRequest_v1),
+)
+bind_native(
+    IncrementalAlterConfigsRequest,
+    (0, 0, _N_IncrementalAlterConfigsRequest_v0),
+    (1, 1, _N_IncrementalAlterConfigsRequest_v1),
 )
 bind_codecs(
     _AlterConfigsResource,
@@ -559,6 +627,11 @@ bind_codecs(
     (0, 0, _dec_AlterConfigsResource_v0, _enc_AlterConfigsResource_v0),
     (1, 1, _dec_AlterConfigsResource_v1, _enc_AlterConfigsResource_v1),
 )
+bind_native(
+    _AlterConfigsResource,
+    (0, 0, _N_AlterConfigsResource_v0),
+    (1, 1, _N_AlterConfigsResource_v1),
+)
 bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
@@ -566,6 +639,11 @@ bind_codecs(
     _rnd_AlterableConfig,
     (0, 0, _dec_AlterableConfig_v0, _enc_AlterableConfig_v0),
     (1, 1, _dec_AlterableConfig_v1, _enc_AlterableConfig_v1),
+)
+bind_native(
+    _AlterableConfig,
+    (0, 0, _N_AlterableConfig_v0),
+    (1, 1, _N_AlterableConfig_v1),
 )
 
 # -------------------- IncrementalAlterConfigsResponse: decoders and encoders, one per distinct layout
@@ -779,6 +857,50 @@ def _rnd_AlterConfigsResourceResponse(g: Any, version: int) -> _AlterConfigsReso
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AlterConfigsResourceResponse_v0 = (
+    _AlterConfigsResourceResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", False, False),
+    ),
+    (),
+)
+_N_AlterConfigsResourceResponse_v1 = (
+    _AlterConfigsResourceResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int8", "resource_type"),
+        ("string", "resource_name", True, False),
+    ),
+    (),
+)
+_N_IncrementalAlterConfigsResponse_v0 = (
+    IncrementalAlterConfigsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False),
+    ),
+    (),
+)
+_N_IncrementalAlterConfigsResponse_v1 = (
+    IncrementalAlterConfigsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     IncrementalAlterConfigsResponse,
     _tj_IncrementalAlterConfigsResponse,
@@ -787,6 +909,11 @@ bind_codecs(
     (0, 0, _dec_IncrementalAlterConfigsResponse_v0, _enc_IncrementalAlterConfigsResponse_v0),
     (1, 1, _dec_IncrementalAlterConfigsResponse_v1, _enc_IncrementalAlterConfigsResponse_v1),
 )
+bind_native(
+    IncrementalAlterConfigsResponse,
+    (0, 0, _N_IncrementalAlterConfigsResponse_v0),
+    (1, 1, _N_IncrementalAlterConfigsResponse_v1),
+)
 bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
@@ -794,4 +921,9 @@ bind_codecs(
     _rnd_AlterConfigsResourceResponse,
     (0, 0, _dec_AlterConfigsResourceResponse_v0, _enc_AlterConfigsResourceResponse_v0),
     (1, 1, _dec_AlterConfigsResourceResponse_v1, _enc_AlterConfigsResourceResponse_v1),
+)
+bind_native(
+    _AlterConfigsResourceResponse,
+    (0, 0, _N_AlterConfigsResourceResponse_v0),
+    (1, 1, _N_AlterConfigsResourceResponse_v1),
 )

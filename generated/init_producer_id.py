@@ -16,6 +16,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -274,6 +275,43 @@ def _rnd_InitProducerIdRequest(g: Any, version: int) -> InitProducerIdRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_InitProducerIdRequest_v0 = (
+    InitProducerIdRequest,
+    False,
+    (
+        ("string", "transactional_id", False, True),
+        ("int32", "transaction_timeout_ms"),
+        ("absent", "producer_id", ("value", -1), False),
+        ("absent", "producer_epoch", ("value", -1), False),
+    ),
+    (),
+)
+_N_InitProducerIdRequest_v2 = (
+    InitProducerIdRequest,
+    True,
+    (
+        ("string", "transactional_id", True, True),
+        ("int32", "transaction_timeout_ms"),
+        ("absent", "producer_id", ("value", -1), False),
+        ("absent", "producer_epoch", ("value", -1), False),
+    ),
+    (),
+)
+_N_InitProducerIdRequest_v3 = (
+    InitProducerIdRequest,
+    True,
+    (
+        ("string", "transactional_id", True, True),
+        ("int32", "transaction_timeout_ms"),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     InitProducerIdRequest,
     _tj_InitProducerIdRequest,
@@ -282,6 +320,12 @@ bind_codecs(
     (0, 1, _dec_InitProducerIdRequest_v0, _enc_InitProducerIdRequest_v0),
     (2, 2, _dec_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v2),
     (3, 5, _dec_InitProducerIdRequest_v3, _enc_InitProducerIdRequest_v3),
+)
+bind_native(
+    InitProducerIdRequest,
+    (0, 1, _N_InitProducerIdRequest_v0),
+    (2, 2, _N_InitProducerIdRequest_v2),
+    (3, 5, _N_InitProducerIdRequest_v3),
 )
 
 # -------------------- InitProducerIdResponse: decoders and encoders, one per distinct layout
@@ -364,6 +408,32 @@ def _rnd_InitProducerIdResponse(g: Any, version: int) -> InitProducerIdResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_InitProducerIdResponse_v0 = (
+    InitProducerIdResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+    ),
+    (),
+)
+_N_InitProducerIdResponse_v2 = (
+    InitProducerIdResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     InitProducerIdResponse,
     _tj_InitProducerIdResponse,
@@ -371,4 +441,9 @@ bind_codecs(
     _rnd_InitProducerIdResponse,
     (0, 1, _dec_InitProducerIdResponse_v0, _enc_InitProducerIdResponse_v0),
     (2, 5, _dec_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v2),
+)
+bind_native(
+    InitProducerIdResponse,
+    (0, 1, _N_InitProducerIdResponse_v0),
+    (2, 5, _N_InitProducerIdResponse_v2),
 )

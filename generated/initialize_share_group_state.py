@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -434,12 +435,48 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "state_epoch"),
+        ("int64", "start_offset"),
+    ),
+    (),
+)
+_N_InitializeStateData_v0 = (
+    _InitializeStateData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_InitializeShareGroupStateRequest_v0 = (
+    InitializeShareGroupStateRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, False, _N_InitializeStateData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     InitializeShareGroupStateRequest,
     _tj_InitializeShareGroupStateRequest,
     _fj_InitializeShareGroupStateRequest,
     _rnd_InitializeShareGroupStateRequest,
     (0, 0, _dec_InitializeShareGroupStateRequest_v0, _enc_InitializeShareGroupStateRequest_v0),
+)
+bind_native(
+    InitializeShareGroupStateRequest,
+    (0, 0, _N_InitializeShareGroupStateRequest_v0),
 )
 bind_codecs(
     _InitializeStateData,
@@ -448,12 +485,20 @@ bind_codecs(
     _rnd_InitializeStateData,
     (0, 0, _dec_InitializeStateData_v0, _enc_InitializeStateData_v0),
 )
+bind_native(
+    _InitializeStateData,
+    (0, 0, _N_InitializeStateData_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+)
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
 )
 
 # -------------------- InitializeShareGroupStateResponse: decoders and encoders, one per distinct layout
@@ -638,12 +683,47 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionResult_v0 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_InitializeStateResult_v0 = (
+    _InitializeStateResult,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+    ),
+    (),
+)
+_N_InitializeShareGroupStateResponse_v0 = (
+    InitializeShareGroupStateResponse,
+    True,
+    (
+        ("array", "results", True, False, _N_InitializeStateResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     InitializeShareGroupStateResponse,
     _tj_InitializeShareGroupStateResponse,
     _fj_InitializeShareGroupStateResponse,
     _rnd_InitializeShareGroupStateResponse,
     (0, 0, _dec_InitializeShareGroupStateResponse_v0, _enc_InitializeShareGroupStateResponse_v0),
+)
+bind_native(
+    InitializeShareGroupStateResponse,
+    (0, 0, _N_InitializeShareGroupStateResponse_v0),
 )
 bind_codecs(
     _InitializeStateResult,
@@ -652,10 +732,18 @@ bind_codecs(
     _rnd_InitializeStateResult,
     (0, 0, _dec_InitializeStateResult_v0, _enc_InitializeStateResult_v0),
 )
+bind_native(
+    _InitializeStateResult,
+    (0, 0, _N_InitializeStateResult_v0),
+)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
     _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
+)
+bind_native(
+    _PartitionResult,
+    (0, 0, _N_PartitionResult_v0),
 )

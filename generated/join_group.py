@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -631,6 +632,103 @@ def _rnd_JoinGroupRequestProtocol(g: Any, version: int) -> _JoinGroupRequestProt
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_JoinGroupRequestProtocol_v0 = (
+    _JoinGroupRequestProtocol,
+    False,
+    (
+        ("string", "name", False, False),
+        ("bytes", "metadata", False, False, False),
+    ),
+    (),
+)
+_N_JoinGroupRequestProtocol_v6 = (
+    _JoinGroupRequestProtocol,
+    True,
+    (
+        ("string", "name", True, False),
+        ("bytes", "metadata", True, False, False),
+    ),
+    (),
+)
+_N_JoinGroupRequest_v0 = (
+    JoinGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "session_timeout_ms"),
+        ("absent", "rebalance_timeout_ms", ("value", -1), True),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("string", "protocol_type", False, False),
+        ("array", "protocols", False, False, _N_JoinGroupRequestProtocol_v0, True),
+        ("absent", "reason", ("value", None), True),
+    ),
+    (),
+)
+_N_JoinGroupRequest_v1 = (
+    JoinGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "session_timeout_ms"),
+        ("int32", "rebalance_timeout_ms"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("string", "protocol_type", False, False),
+        ("array", "protocols", False, False, _N_JoinGroupRequestProtocol_v0, True),
+        ("absent", "reason", ("value", None), True),
+    ),
+    (),
+)
+_N_JoinGroupRequest_v5 = (
+    JoinGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "session_timeout_ms"),
+        ("int32", "rebalance_timeout_ms"),
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("string", "protocol_type", False, False),
+        ("array", "protocols", False, False, _N_JoinGroupRequestProtocol_v0, True),
+        ("absent", "reason", ("value", None), True),
+    ),
+    (),
+)
+_N_JoinGroupRequest_v6 = (
+    JoinGroupRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int32", "session_timeout_ms"),
+        ("int32", "rebalance_timeout_ms"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("string", "protocol_type", True, False),
+        ("array", "protocols", True, False, _N_JoinGroupRequestProtocol_v6, True),
+        ("absent", "reason", ("value", None), True),
+    ),
+    (),
+)
+_N_JoinGroupRequest_v8 = (
+    JoinGroupRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int32", "session_timeout_ms"),
+        ("int32", "rebalance_timeout_ms"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("string", "protocol_type", True, False),
+        ("array", "protocols", True, False, _N_JoinGroupRequestProtocol_v6, True),
+        ("string", "reason", True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     JoinGroupRequest,
     _tj_JoinGroupRequest,
@@ -642,6 +740,14 @@ bind_codecs(
     (6, 7, _dec_JoinGroupRequest_v6, _enc_JoinGroupRequest_v6),
     (8, 9, _dec_JoinGroupRequest_v8, _enc_JoinGroupRequest_v8),
 )
+bind_native(
+    JoinGroupRequest,
+    (0, 0, _N_JoinGroupRequest_v0),
+    (1, 4, _N_JoinGroupRequest_v1),
+    (5, 5, _N_JoinGroupRequest_v5),
+    (6, 7, _N_JoinGroupRequest_v6),
+    (8, 9, _N_JoinGroupRequest_v8),
+)
 bind_codecs(
     _JoinGroupRequestProtocol,
     _tj_JoinGroupRequestProtocol,
@@ -649,6 +755,11 @@ bind_codecs(
     _rnd_JoinGroupRequestProtocol,
     (0, 5, _dec_JoinGroupRequestProtocol_v0, _enc_JoinGroupRequestProtocol_v0),
     (6, 9, _dec_JoinGroupRequestProtocol_v6, _enc_JoinGroupRequestProtocol_v6),
+)
+bind_native(
+    _JoinGroupRequestProtocol,
+    (0, 5, _N_JoinGroupRequestProtocol_v0),
+    (6, 9, _N_JoinGroupRequestProtocol_v6),
 )
 
 # -------------------- JoinGroupResponse: decoders and encoders, one per distinct layout
@@ -1118,6 +1229,136 @@ def _rnd_JoinGroupResponseMember(g: Any, version: int) -> _JoinGroupResponseMemb
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_JoinGroupResponseMember_v0 = (
+    _JoinGroupResponseMember,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), True),
+        ("bytes", "metadata", False, False, False),
+    ),
+    (),
+)
+_N_JoinGroupResponseMember_v5 = (
+    _JoinGroupResponseMember,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("bytes", "metadata", False, False, False),
+    ),
+    (),
+)
+_N_JoinGroupResponseMember_v6 = (
+    _JoinGroupResponseMember,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("bytes", "metadata", True, False, False),
+    ),
+    (),
+)
+_N_JoinGroupResponse_v0 = (
+    JoinGroupResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("int16", "error_code"),
+        ("int32", "generation_id"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("string", "protocol_name", False, False),
+        ("string", "leader", False, False),
+        ("absent", "skip_assignment", ("value", False), False),
+        ("string", "member_id", False, False),
+        ("array", "members", False, False, _N_JoinGroupResponseMember_v0, False),
+    ),
+    (),
+)
+_N_JoinGroupResponse_v2 = (
+    JoinGroupResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "generation_id"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("string", "protocol_name", False, False),
+        ("string", "leader", False, False),
+        ("absent", "skip_assignment", ("value", False), False),
+        ("string", "member_id", False, False),
+        ("array", "members", False, False, _N_JoinGroupResponseMember_v0, False),
+    ),
+    (),
+)
+_N_JoinGroupResponse_v5 = (
+    JoinGroupResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "generation_id"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("string", "protocol_name", False, False),
+        ("string", "leader", False, False),
+        ("absent", "skip_assignment", ("value", False), False),
+        ("string", "member_id", False, False),
+        ("array", "members", False, False, _N_JoinGroupResponseMember_v5, False),
+    ),
+    (),
+)
+_N_JoinGroupResponse_v6 = (
+    JoinGroupResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "generation_id"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("string", "protocol_name", True, False),
+        ("string", "leader", True, False),
+        ("absent", "skip_assignment", ("value", False), False),
+        ("string", "member_id", True, False),
+        ("array", "members", True, False, _N_JoinGroupResponseMember_v6, False),
+    ),
+    (),
+)
+_N_JoinGroupResponse_v7 = (
+    JoinGroupResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "generation_id"),
+        ("string", "protocol_type", True, True),
+        ("string", "protocol_name", True, True),
+        ("string", "leader", True, False),
+        ("absent", "skip_assignment", ("value", False), False),
+        ("string", "member_id", True, False),
+        ("array", "members", True, False, _N_JoinGroupResponseMember_v6, False),
+    ),
+    (),
+)
+_N_JoinGroupResponse_v9 = (
+    JoinGroupResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("int32", "generation_id"),
+        ("string", "protocol_type", True, True),
+        ("string", "protocol_name", True, True),
+        ("string", "leader", True, False),
+        ("bool", "skip_assignment"),
+        ("string", "member_id", True, False),
+        ("array", "members", True, False, _N_JoinGroupResponseMember_v6, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     JoinGroupResponse,
     _tj_JoinGroupResponse,
@@ -1130,6 +1371,15 @@ bind_codecs(
     (7, 8, _dec_JoinGroupResponse_v7, _enc_JoinGroupResponse_v7),
     (9, 9, _dec_JoinGroupResponse_v9, _enc_JoinGroupResponse_v9),
 )
+bind_native(
+    JoinGroupResponse,
+    (0, 1, _N_JoinGroupResponse_v0),
+    (2, 4, _N_JoinGroupResponse_v2),
+    (5, 5, _N_JoinGroupResponse_v5),
+    (6, 6, _N_JoinGroupResponse_v6),
+    (7, 8, _N_JoinGroupResponse_v7),
+    (9, 9, _N_JoinGroupResponse_v9),
+)
 bind_codecs(
     _JoinGroupResponseMember,
     _tj_JoinGroupResponseMember,
@@ -1138,4 +1388,10 @@ bind_codecs(
     (0, 4, _dec_JoinGroupResponseMember_v0, _enc_JoinGroupResponseMember_v0),
     (5, 5, _dec_JoinGroupResponseMember_v5, _enc_JoinGroupResponseMember_v5),
     (6, 9, _dec_JoinGroupResponseMember_v6, _enc_JoinGroupResponseMember_v6),
+)
+bind_native(
+    _JoinGroupResponseMember,
+    (0, 4, _N_JoinGroupResponseMember_v0),
+    (5, 5, _N_JoinGroupResponseMember_v5),
+    (6, 9, _N_JoinGroupResponseMember_v6),
 )

@@ -15,6 +15,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -121,10 +122,27 @@ def _rnd_KRaftVersionRecord(g: Any, version: int) -> KRaftVersionRecord:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_KRaftVersionRecord_v0 = (
+    KRaftVersionRecord,
+    True,
+    (
+        ("int16", "version"),
+        ("int16", "k_raft_version"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     KRaftVersionRecord,
     _tj_KRaftVersionRecord,
     _fj_KRaftVersionRecord,
     _rnd_KRaftVersionRecord,
     (0, 0, _dec_KRaftVersionRecord_v0, _enc_KRaftVersionRecord_v0),
+)
+bind_native(
+    KRaftVersionRecord,
+    (0, 0, _N_KRaftVersionRecord_v0),
 )

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1529,6 +1530,314 @@ def _rnd_LeaderAndIsrLiveLeader(g: Any, version: int) -> _LeaderAndIsrLiveLeader
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_LeaderAndIsrPartitionState_v0 = (
+    _LeaderAndIsrPartitionState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "partition_epoch"),
+        ("array", "replicas", False, False, "int32", False),
+        ("absent", "adding_replicas", ("list",), True),
+        ("absent", "removing_replicas", ("list",), True),
+        ("absent", "is_new", ("value", False), True),
+        ("absent", "leader_recovery_state", ("value", 0), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionState_v1 = (
+    _LeaderAndIsrPartitionState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "partition_epoch"),
+        ("array", "replicas", False, False, "int32", False),
+        ("absent", "adding_replicas", ("list",), True),
+        ("absent", "removing_replicas", ("list",), True),
+        ("bool", "is_new"),
+        ("absent", "leader_recovery_state", ("value", 0), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionState_v2 = (
+    _LeaderAndIsrPartitionState,
+    False,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "partition_epoch"),
+        ("array", "replicas", False, False, "int32", False),
+        ("absent", "adding_replicas", ("list",), True),
+        ("absent", "removing_replicas", ("list",), True),
+        ("bool", "is_new"),
+        ("absent", "leader_recovery_state", ("value", 0), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionState_v3 = (
+    _LeaderAndIsrPartitionState,
+    False,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "partition_epoch"),
+        ("array", "replicas", False, False, "int32", False),
+        ("array", "adding_replicas", False, False, "int32", False),
+        ("array", "removing_replicas", False, False, "int32", False),
+        ("bool", "is_new"),
+        ("absent", "leader_recovery_state", ("value", 0), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionState_v4 = (
+    _LeaderAndIsrPartitionState,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", True, False, "int32", False),
+        ("int32", "partition_epoch"),
+        ("array", "replicas", True, False, "int32", False),
+        ("array", "adding_replicas", True, False, "int32", False),
+        ("array", "removing_replicas", True, False, "int32", False),
+        ("bool", "is_new"),
+        ("absent", "leader_recovery_state", ("value", 0), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionState_v6 = (
+    _LeaderAndIsrPartitionState,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", True, False, "int32", False),
+        ("int32", "partition_epoch"),
+        ("array", "replicas", True, False, "int32", False),
+        ("array", "adding_replicas", True, False, "int32", False),
+        ("array", "removing_replicas", True, False, "int32", False),
+        ("bool", "is_new"),
+        ("int8", "leader_recovery_state"),
+    ),
+    (),
+)
+_N_LeaderAndIsrTopicState_v2 = (
+    _LeaderAndIsrTopicState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partition_states", False, False, _N_LeaderAndIsrPartitionState_v2, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrTopicState_v3 = (
+    _LeaderAndIsrTopicState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partition_states", False, False, _N_LeaderAndIsrPartitionState_v3, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrTopicState_v4 = (
+    _LeaderAndIsrTopicState,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partition_states", True, False, _N_LeaderAndIsrPartitionState_v4, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrTopicState_v5 = (
+    _LeaderAndIsrTopicState,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("uuid", "topic_id"),
+        ("array", "partition_states", True, False, _N_LeaderAndIsrPartitionState_v4, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrTopicState_v6 = (
+    _LeaderAndIsrTopicState,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("uuid", "topic_id"),
+        ("array", "partition_states", True, False, _N_LeaderAndIsrPartitionState_v6, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrLiveLeader_v0 = (
+    _LeaderAndIsrLiveLeader,
+    False,
+    (
+        ("int32", "broker_id"),
+        ("string", "host_name", False, False),
+        ("int32", "port"),
+    ),
+    (),
+)
+_N_LeaderAndIsrLiveLeader_v4 = (
+    _LeaderAndIsrLiveLeader,
+    True,
+    (
+        ("int32", "broker_id"),
+        ("string", "host_name", True, False),
+        ("int32", "port"),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v0 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("absent", "type", ("value", 0), False),
+        ("array", "ungrouped_partition_states", False, False, _N_LeaderAndIsrPartitionState_v0, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v1 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("absent", "type", ("value", 0), False),
+        ("array", "ungrouped_partition_states", False, False, _N_LeaderAndIsrPartitionState_v1, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v2 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "type", ("value", 0), False),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", False, False, _N_LeaderAndIsrTopicState_v2, False),
+        ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v3 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "type", ("value", 0), False),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", False, False, _N_LeaderAndIsrTopicState_v3, False),
+        ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v4 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "type", ("value", 0), False),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_LeaderAndIsrTopicState_v4, False),
+        ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v5 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("int8", "type"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_LeaderAndIsrTopicState_v5, False),
+        ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v6 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("int8", "type"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_LeaderAndIsrTopicState_v6, False),
+        ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrRequest_v7 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("bool", "is_k_raft_controller"),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("int8", "type"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_LeaderAndIsrTopicState_v6, False),
+        ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     LeaderAndIsrRequest,
     _tj_LeaderAndIsrRequest,
@@ -1543,6 +1852,17 @@ bind_codecs(
     (6, 6, _dec_LeaderAndIsrRequest_v6, _enc_LeaderAndIsrRequest_v6),
     (7, 7, _dec_LeaderAndIsrRequest_v7, _enc_LeaderAndIsrRequest_v7),
 )
+bind_native(
+    LeaderAndIsrRequest,
+    (0, 0, _N_LeaderAndIsrRequest_v0),
+    (1, 1, _N_LeaderAndIsrRequest_v1),
+    (2, 2, _N_LeaderAndIsrRequest_v2),
+    (3, 3, _N_LeaderAndIsrRequest_v3),
+    (4, 4, _N_LeaderAndIsrRequest_v4),
+    (5, 5, _N_LeaderAndIsrRequest_v5),
+    (6, 6, _N_LeaderAndIsrRequest_v6),
+    (7, 7, _N_LeaderAndIsrRequest_v7),
+)
 bind_codecs(
     _LeaderAndIsrPartitionState,
     _tj_LeaderAndIsrPartitionState,
@@ -1555,6 +1875,15 @@ bind_codecs(
     (4, 5, _dec_LeaderAndIsrPartitionState_v4, _enc_LeaderAndIsrPartitionState_v4),
     (6, 7, _dec_LeaderAndIsrPartitionState_v6, _enc_LeaderAndIsrPartitionState_v6),
 )
+bind_native(
+    _LeaderAndIsrPartitionState,
+    (0, 0, _N_LeaderAndIsrPartitionState_v0),
+    (1, 1, _N_LeaderAndIsrPartitionState_v1),
+    (2, 2, _N_LeaderAndIsrPartitionState_v2),
+    (3, 3, _N_LeaderAndIsrPartitionState_v3),
+    (4, 5, _N_LeaderAndIsrPartitionState_v4),
+    (6, 7, _N_LeaderAndIsrPartitionState_v6),
+)
 bind_codecs(
     _LeaderAndIsrTopicState,
     _tj_LeaderAndIsrTopicState,
@@ -1566,6 +1895,14 @@ bind_codecs(
     (5, 5, _dec_LeaderAndIsrTopicState_v5, _enc_LeaderAndIsrTopicState_v5),
     (6, 7, _dec_LeaderAndIsrTopicState_v6, _enc_LeaderAndIsrTopicState_v6),
 )
+bind_native(
+    _LeaderAndIsrTopicState,
+    (2, 2, _N_LeaderAndIsrTopicState_v2),
+    (3, 3, _N_LeaderAndIsrTopicState_v3),
+    (4, 4, _N_LeaderAndIsrTopicState_v4),
+    (5, 5, _N_LeaderAndIsrTopicState_v5),
+    (6, 7, _N_LeaderAndIsrTopicState_v6),
+)
 bind_codecs(
     _LeaderAndIsrLiveLeader,
     _tj_LeaderAndIsrLiveLeader,
@@ -1573,6 +1910,11 @@ bind_codecs(
     _rnd_LeaderAndIsrLiveLeader,
     (0, 3, _dec_LeaderAndIsrLiveLeader_v0, _enc_LeaderAndIsrLiveLeader_v0),
     (4, 7, _dec_LeaderAndIsrLiveLeader_v4, _enc_LeaderAndIsrLiveLeader_v4),
+)
+bind_native(
+    _LeaderAndIsrLiveLeader,
+    (0, 3, _N_LeaderAndIsrLiveLeader_v0),
+    (4, 7, _N_LeaderAndIsrLiveLeader_v4),
 )
 
 # -------------------- LeaderAndIsrResponse: decoders and encoders, one per distinct layout
@@ -1904,6 +2246,79 @@ def _rnd_LeaderAndIsrTopicError(g: Any, version: int) -> _LeaderAndIsrTopicError
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_LeaderAndIsrPartitionError_v0 = (
+    _LeaderAndIsrPartitionError,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionError_v4 = (
+    _LeaderAndIsrPartitionError,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_LeaderAndIsrPartitionError_v5 = (
+    _LeaderAndIsrPartitionError,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_LeaderAndIsrTopicError_v5 = (
+    _LeaderAndIsrTopicError,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partition_errors", True, False, _N_LeaderAndIsrPartitionError_v5, False),
+    ),
+    (),
+)
+_N_LeaderAndIsrResponse_v0 = (
+    LeaderAndIsrResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "partition_errors", False, False, _N_LeaderAndIsrPartitionError_v0, False),
+        ("absent", "topics", ("keyed",), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrResponse_v4 = (
+    LeaderAndIsrResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "partition_errors", True, False, _N_LeaderAndIsrPartitionError_v4, False),
+        ("absent", "topics", ("keyed",), False),
+    ),
+    (),
+)
+_N_LeaderAndIsrResponse_v5 = (
+    LeaderAndIsrResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("absent", "partition_errors", ("list",), False),
+        ("array", "topics", True, False, _N_LeaderAndIsrTopicError_v5, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     LeaderAndIsrResponse,
     _tj_LeaderAndIsrResponse,
@@ -1912,6 +2327,12 @@ bind_codecs(
     (0, 3, _dec_LeaderAndIsrResponse_v0, _enc_LeaderAndIsrResponse_v0),
     (4, 4, _dec_LeaderAndIsrResponse_v4, _enc_LeaderAndIsrResponse_v4),
     (5, 7, _dec_LeaderAndIsrResponse_v5, _enc_LeaderAndIsrResponse_v5),
+)
+bind_native(
+    LeaderAndIsrResponse,
+    (0, 3, _N_LeaderAndIsrResponse_v0),
+    (4, 4, _N_LeaderAndIsrResponse_v4),
+    (5, 7, _N_LeaderAndIsrResponse_v5),
 )
 bind_codecs(
     _LeaderAndIsrPartitionError,
@@ -1922,10 +2343,20 @@ bind_codecs(
     (4, 4, _dec_LeaderAndIsrPartitionError_v4, _enc_LeaderAndIsrPartitionError_v4),
     (5, 7, _dec_LeaderAndIsrPartitionError_v5, _enc_LeaderAndIsrPartitionError_v5),
 )
+bind_native(
+    _LeaderAndIsrPartitionError,
+    (0, 3, _N_LeaderAndIsrPartitionError_v0),
+    (4, 4, _N_LeaderAndIsrPartitionError_v4),
+    (5, 7, _N_LeaderAndIsrPartitionError_v5),
+)
 bind_codecs(
     _LeaderAndIsrTopicError,
     _tj_LeaderAndIsrTopicError,
     _fj_LeaderAndIsrTopicError,
     _rnd_LeaderAndIsrTopicError,
     (5, 7, _dec_LeaderAndIsrTopicError_v5, _enc_LeaderAndIsrTopicError_v5),
+)
+bind_native(
+    _LeaderAndIsrTopicError,
+    (5, 7, _N_LeaderAndIsrTopicError_v5),
 )

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -291,6 +292,50 @@ def _rnd_Voter(g: Any, version: int) -> _Voter:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Voter_v0 = (
+    _Voter,
+    True,
+    (
+        ("int32", "voter_id"),
+        ("absent", "voter_directory_id", ("value", ZERO_UUID), False),
+    ),
+    (),
+)
+_N_Voter_v1 = (
+    _Voter,
+    True,
+    (
+        ("int32", "voter_id"),
+        ("uuid", "voter_directory_id"),
+    ),
+    (),
+)
+_N_LeaderChangeMessage_v0 = (
+    LeaderChangeMessage,
+    True,
+    (
+        ("int16", "version"),
+        ("int32", "leader_id"),
+        ("array", "voters", True, False, _N_Voter_v0, False),
+        ("array", "granting_voters", True, False, _N_Voter_v0, False),
+    ),
+    (),
+)
+_N_LeaderChangeMessage_v1 = (
+    LeaderChangeMessage,
+    True,
+    (
+        ("int16", "version"),
+        ("int32", "leader_id"),
+        ("array", "voters", True, False, _N_Voter_v1, False),
+        ("array", "granting_voters", True, False, _N_Voter_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     LeaderChangeMessage,
     _tj_LeaderChangeMessage,
@@ -299,6 +344,11 @@ bind_codecs(
     (0, 0, _dec_LeaderChangeMessage_v0, _enc_LeaderChangeMessage_v0),
     (1, 1, _dec_LeaderChangeMessage_v1, _enc_LeaderChangeMessage_v1),
 )
+bind_native(
+    LeaderChangeMessage,
+    (0, 0, _N_LeaderChangeMessage_v0),
+    (1, 1, _N_LeaderChangeMessage_v1),
+)
 bind_codecs(
     _Voter,
     _tj_Voter,
@@ -306,4 +356,9 @@ bind_codecs(
     _rnd_Voter,
     (0, 0, _dec_Voter_v0, _enc_Voter_v0),
     (1, 1, _dec_Voter_v1, _enc_Voter_v1),
+)
+bind_native(
+    _Voter,
+    (0, 0, _N_Voter_v0),
+    (1, 1, _N_Voter_v1),
 )

@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -487,6 +488,80 @@ def _rnd_MemberIdentity(g: Any, version: int) -> _MemberIdentity:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_MemberIdentity_v3 = (
+    _MemberIdentity,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("absent", "reason", ("value", None), True),
+    ),
+    (),
+)
+_N_MemberIdentity_v4 = (
+    _MemberIdentity,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("absent", "reason", ("value", None), True),
+    ),
+    (),
+)
+_N_MemberIdentity_v5 = (
+    _MemberIdentity,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("string", "reason", True, True),
+    ),
+    (),
+)
+_N_LeaveGroupRequest_v0 = (
+    LeaveGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("string", "member_id", False, False),
+        ("absent", "members", ("list",), False),
+    ),
+    (),
+)
+_N_LeaveGroupRequest_v3 = (
+    LeaveGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("absent", "member_id", ("value", ''), False),
+        ("array", "members", False, False, _N_MemberIdentity_v3, False),
+    ),
+    (),
+)
+_N_LeaveGroupRequest_v4 = (
+    LeaveGroupRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("absent", "member_id", ("value", ''), False),
+        ("array", "members", True, False, _N_MemberIdentity_v4, False),
+    ),
+    (),
+)
+_N_LeaveGroupRequest_v5 = (
+    LeaveGroupRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("absent", "member_id", ("value", ''), False),
+        ("array", "members", True, False, _N_MemberIdentity_v5, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     LeaveGroupRequest,
     _tj_LeaveGroupRequest,
@@ -497,6 +572,13 @@ bind_codecs(
     (4, 4, _dec_LeaveGroupRequest_v4, _enc_LeaveGroupRequest_v4),
     (5, 5, _dec_LeaveGroupRequest_v5, _enc_LeaveGroupRequest_v5),
 )
+bind_native(
+    LeaveGroupRequest,
+    (0, 2, _N_LeaveGroupRequest_v0),
+    (3, 3, _N_LeaveGroupRequest_v3),
+    (4, 4, _N_LeaveGroupRequest_v4),
+    (5, 5, _N_LeaveGroupRequest_v5),
+)
 bind_codecs(
     _MemberIdentity,
     _tj_MemberIdentity,
@@ -505,6 +587,12 @@ bind_codecs(
     (3, 3, _dec_MemberIdentity_v3, _enc_MemberIdentity_v3),
     (4, 4, _dec_MemberIdentity_v4, _enc_MemberIdentity_v4),
     (5, 5, _dec_MemberIdentity_v5, _enc_MemberIdentity_v5),
+)
+bind_native(
+    _MemberIdentity,
+    (3, 3, _N_MemberIdentity_v3),
+    (4, 4, _N_MemberIdentity_v4),
+    (5, 5, _N_MemberIdentity_v5),
 )
 
 # -------------------- LeaveGroupResponse: decoders and encoders, one per distinct layout
@@ -731,6 +819,70 @@ def _rnd_MemberResponse(g: Any, version: int) -> _MemberResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_MemberResponse_v3 = (
+    _MemberResponse,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_MemberResponse_v4 = (
+    _MemberResponse,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_LeaveGroupResponse_v0 = (
+    LeaveGroupResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("int16", "error_code"),
+        ("absent", "members", ("list",), False),
+    ),
+    (),
+)
+_N_LeaveGroupResponse_v1 = (
+    LeaveGroupResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("absent", "members", ("list",), False),
+    ),
+    (),
+)
+_N_LeaveGroupResponse_v3 = (
+    LeaveGroupResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "members", False, False, _N_MemberResponse_v3, False),
+    ),
+    (),
+)
+_N_LeaveGroupResponse_v4 = (
+    LeaveGroupResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "members", True, False, _N_MemberResponse_v4, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     LeaveGroupResponse,
     _tj_LeaveGroupResponse,
@@ -741,6 +893,13 @@ bind_codecs(
     (3, 3, _dec_LeaveGroupResponse_v3, _enc_LeaveGroupResponse_v3),
     (4, 5, _dec_LeaveGroupResponse_v4, _enc_LeaveGroupResponse_v4),
 )
+bind_native(
+    LeaveGroupResponse,
+    (0, 0, _N_LeaveGroupResponse_v0),
+    (1, 2, _N_LeaveGroupResponse_v1),
+    (3, 3, _N_LeaveGroupResponse_v3),
+    (4, 5, _N_LeaveGroupResponse_v4),
+)
 bind_codecs(
     _MemberResponse,
     _tj_MemberResponse,
@@ -748,4 +907,9 @@ bind_codecs(
     _rnd_MemberResponse,
     (3, 3, _dec_MemberResponse_v3, _enc_MemberResponse_v3),
     (4, 5, _dec_MemberResponse_v4, _enc_MemberResponse_v4),
+)
+bind_native(
+    _MemberResponse,
+    (3, 3, _N_MemberResponse_v3),
+    (4, 5, _N_MemberResponse_v4),
 )

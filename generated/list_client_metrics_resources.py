@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -194,12 +195,26 @@ def _rnd_ListClientMetricsResourcesRequest(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListClientMetricsResourcesRequest_v0 = (
+    ListClientMetricsResourcesRequest,
+    True,
+    (),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListClientMetricsResourcesRequest,
     _tj_ListClientMetricsResourcesRequest,
     _fj_ListClientMetricsResourcesRequest,
     _rnd_ListClientMetricsResourcesRequest,
     (0, 0, _dec_ListClientMetricsResourcesRequest_v0, _enc_ListClientMetricsResourcesRequest_v0),
+)
+bind_native(
+    ListClientMetricsResourcesRequest,
+    (0, 0, _N_ListClientMetricsResourcesRequest_v0),
 )
 
 # -------------------- ListClientMetricsResourcesResponse: decoders and encoders, one per distinct layout
@@ -323,6 +338,28 @@ def _rnd_ClientMetricsResource(g: Any, version: int) -> _ClientMetricsResource:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ClientMetricsResource_v0 = (
+    _ClientMetricsResource,
+    True,
+    (
+        ("string", "name", True, False),
+    ),
+    (),
+)
+_N_ListClientMetricsResourcesResponse_v0 = (
+    ListClientMetricsResourcesResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "client_metrics_resources", True, False, _N_ClientMetricsResource_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListClientMetricsResourcesResponse,
     _tj_ListClientMetricsResourcesResponse,
@@ -330,10 +367,18 @@ bind_codecs(
     _rnd_ListClientMetricsResourcesResponse,
     (0, 0, _dec_ListClientMetricsResourcesResponse_v0, _enc_ListClientMetricsResourcesResponse_v0),
 )
+bind_native(
+    ListClientMetricsResourcesResponse,
+    (0, 0, _N_ListClientMetricsResourcesResponse_v0),
+)
 bind_codecs(
     _ClientMetricsResource,
     _tj_ClientMetricsResource,
     _fj_ClientMetricsResource,
     _rnd_ClientMetricsResource,
     (0, 0, _dec_ClientMetricsResource_v0, _enc_ClientMetricsResource_v0),
+)
+bind_native(
+    _ClientMetricsResource,
+    (0, 0, _N_ClientMetricsResource_v0),
 )

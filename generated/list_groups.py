@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -497,6 +498,73 @@ def _rnd_ListGroupsRequest_GroupCursor(g: Any, version: int) -> _ListGroupsReque
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListGroupsRequest_GroupCursor_v6 = (
+    _ListGroupsRequest_GroupCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+    ),
+    (),
+)
+_N_ListGroupsRequest_v0 = (
+    ListGroupsRequest,
+    False,
+    (
+        ("absent", "states_filter", ("list",), False),
+        ("absent", "types_filter", ("list",), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsRequest_v3 = (
+    ListGroupsRequest,
+    True,
+    (
+        ("absent", "states_filter", ("list",), False),
+        ("absent", "types_filter", ("list",), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsRequest_v4 = (
+    ListGroupsRequest,
+    True,
+    (
+        ("array", "states_filter", True, False, "string", False),
+        ("absent", "types_filter", ("list",), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsRequest_v5 = (
+    ListGroupsRequest,
+    True,
+    (
+        ("array", "states_filter", True, False, "string", False),
+        ("array", "types_filter", True, False, "string", False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsRequest_v6 = (
+    ListGroupsRequest,
+    True,
+    (
+        ("array", "states_filter", True, False, "string", False),
+        ("array", "types_filter", True, False, "string", False),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_ListGroupsRequest_GroupCursor_v6),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListGroupsRequest,
     _tj_ListGroupsRequest,
@@ -508,12 +576,24 @@ bind_codecs(
     (5, 5, _dec_ListGroupsRequest_v5, _enc_ListGroupsRequest_v5),
     (6, 6, _dec_ListGroupsRequest_v6, _enc_ListGroupsRequest_v6),
 )
+bind_native(
+    ListGroupsRequest,
+    (0, 2, _N_ListGroupsRequest_v0),
+    (3, 3, _N_ListGroupsRequest_v3),
+    (4, 4, _N_ListGroupsRequest_v4),
+    (5, 5, _N_ListGroupsRequest_v5),
+    (6, 6, _N_ListGroupsRequest_v6),
+)
 bind_codecs(
     _ListGroupsRequest_GroupCursor,
     _tj_ListGroupsRequest_GroupCursor,
     _fj_ListGroupsRequest_GroupCursor,
     _rnd_ListGroupsRequest_GroupCursor,
     (6, 6, _dec_ListGroupsRequest_GroupCursor_v6, _enc_ListGroupsRequest_GroupCursor_v6),
+)
+bind_native(
+    _ListGroupsRequest_GroupCursor,
+    (6, 6, _N_ListGroupsRequest_GroupCursor_v6),
 )
 
 # -------------------- ListGroupsResponse: decoders and encoders, one per distinct layout
@@ -916,6 +996,128 @@ def _rnd_ListGroupsResponse_GroupCursor(g: Any, version: int) -> _ListGroupsResp
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListedGroup_v0 = (
+    _ListedGroup,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("string", "protocol_type", False, False),
+        ("absent", "group_state", ("value", ''), True),
+        ("absent", "group_type", ("value", ''), True),
+    ),
+    (),
+)
+_N_ListedGroup_v3 = (
+    _ListedGroup,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "protocol_type", True, False),
+        ("absent", "group_state", ("value", ''), True),
+        ("absent", "group_type", ("value", ''), True),
+    ),
+    (),
+)
+_N_ListedGroup_v4 = (
+    _ListedGroup,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "protocol_type", True, False),
+        ("string", "group_state", True, False),
+        ("absent", "group_type", ("value", ''), True),
+    ),
+    (),
+)
+_N_ListedGroup_v5 = (
+    _ListedGroup,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "protocol_type", True, False),
+        ("string", "group_state", True, False),
+        ("string", "group_type", True, False),
+    ),
+    (),
+)
+_N_ListGroupsResponse_GroupCursor_v6 = (
+    _ListGroupsResponse_GroupCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+    ),
+    (),
+)
+_N_ListGroupsResponse_v0 = (
+    ListGroupsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("int16", "error_code"),
+        ("array", "groups", False, False, _N_ListedGroup_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsResponse_v1 = (
+    ListGroupsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "groups", False, False, _N_ListedGroup_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsResponse_v3 = (
+    ListGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "groups", True, False, _N_ListedGroup_v3, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsResponse_v4 = (
+    ListGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "groups", True, False, _N_ListedGroup_v4, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsResponse_v5 = (
+    ListGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "groups", True, False, _N_ListedGroup_v5, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListGroupsResponse_v6 = (
+    ListGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "groups", True, False, _N_ListedGroup_v5, False),
+        ("struct", "next_cursor", True, _N_ListGroupsResponse_GroupCursor_v6),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListGroupsResponse,
     _tj_ListGroupsResponse,
@@ -928,6 +1130,15 @@ bind_codecs(
     (5, 5, _dec_ListGroupsResponse_v5, _enc_ListGroupsResponse_v5),
     (6, 6, _dec_ListGroupsResponse_v6, _enc_ListGroupsResponse_v6),
 )
+bind_native(
+    ListGroupsResponse,
+    (0, 0, _N_ListGroupsResponse_v0),
+    (1, 2, _N_ListGroupsResponse_v1),
+    (3, 3, _N_ListGroupsResponse_v3),
+    (4, 4, _N_ListGroupsResponse_v4),
+    (5, 5, _N_ListGroupsResponse_v5),
+    (6, 6, _N_ListGroupsResponse_v6),
+)
 bind_codecs(
     _ListedGroup,
     _tj_ListedGroup,
@@ -938,10 +1149,21 @@ bind_codecs(
     (4, 4, _dec_ListedGroup_v4, _enc_ListedGroup_v4),
     (5, 6, _dec_ListedGroup_v5, _enc_ListedGroup_v5),
 )
+bind_native(
+    _ListedGroup,
+    (0, 2, _N_ListedGroup_v0),
+    (3, 3, _N_ListedGroup_v3),
+    (4, 4, _N_ListedGroup_v4),
+    (5, 6, _N_ListedGroup_v5),
+)
 bind_codecs(
     _ListGroupsResponse_GroupCursor,
     _tj_ListGroupsResponse_GroupCursor,
     _fj_ListGroupsResponse_GroupCursor,
     _rnd_ListGroupsResponse_GroupCursor,
     (6, 6, _dec_ListGroupsResponse_GroupCursor_v6, _enc_ListGroupsResponse_GroupCursor_v6),
+)
+bind_native(
+    _ListGroupsResponse_GroupCursor,
+    (6, 6, _N_ListGroupsResponse_GroupCursor_v6),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -969,6 +970,190 @@ def _rnd_ListOffsetsRequest_Cursor(g: Any, version: int) -> _ListOffsetsRequest_
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListOffsetsPartition_v0 = (
+    _ListOffsetsPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("absent", "current_leader_epoch", ("value", -1), True),
+        ("int64", "timestamp"),
+        ("int32", "max_num_offsets"),
+    ),
+    (),
+)
+_N_ListOffsetsPartition_v1 = (
+    _ListOffsetsPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("absent", "current_leader_epoch", ("value", -1), True),
+        ("int64", "timestamp"),
+        ("absent", "max_num_offsets", ("value", 1), False),
+    ),
+    (),
+)
+_N_ListOffsetsPartition_v4 = (
+    _ListOffsetsPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int32", "current_leader_epoch"),
+        ("int64", "timestamp"),
+        ("absent", "max_num_offsets", ("value", 1), False),
+    ),
+    (),
+)
+_N_ListOffsetsPartition_v6 = (
+    _ListOffsetsPartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "current_leader_epoch"),
+        ("int64", "timestamp"),
+        ("absent", "max_num_offsets", ("value", 1), False),
+    ),
+    (),
+)
+_N_ListOffsetsTopic_v0 = (
+    _ListOffsetsTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_ListOffsetsPartition_v0, False),
+    ),
+    (),
+)
+_N_ListOffsetsTopic_v1 = (
+    _ListOffsetsTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_ListOffsetsPartition_v1, False),
+    ),
+    (),
+)
+_N_ListOffsetsTopic_v4 = (
+    _ListOffsetsTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_ListOffsetsPartition_v4, False),
+    ),
+    (),
+)
+_N_ListOffsetsTopic_v6 = (
+    _ListOffsetsTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_ListOffsetsPartition_v6, False),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_Cursor_v11 = (
+    _ListOffsetsRequest_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v0 = (
+    ListOffsetsRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("absent", "isolation_level", ("value", 0), False),
+        ("array", "topics", False, False, _N_ListOffsetsTopic_v0, False),
+        ("absent", "timeout_ms", ("value", 0), True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v1 = (
+    ListOffsetsRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("absent", "isolation_level", ("value", 0), False),
+        ("array", "topics", False, False, _N_ListOffsetsTopic_v1, False),
+        ("absent", "timeout_ms", ("value", 0), True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v2 = (
+    ListOffsetsRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int8", "isolation_level"),
+        ("array", "topics", False, False, _N_ListOffsetsTopic_v1, False),
+        ("absent", "timeout_ms", ("value", 0), True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v4 = (
+    ListOffsetsRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("int8", "isolation_level"),
+        ("array", "topics", False, False, _N_ListOffsetsTopic_v4, False),
+        ("absent", "timeout_ms", ("value", 0), True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v6 = (
+    ListOffsetsRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int8", "isolation_level"),
+        ("array", "topics", True, False, _N_ListOffsetsTopic_v6, False),
+        ("absent", "timeout_ms", ("value", 0), True),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v10 = (
+    ListOffsetsRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int8", "isolation_level"),
+        ("array", "topics", True, False, _N_ListOffsetsTopic_v6, False),
+        ("int32", "timeout_ms"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsRequest_v11 = (
+    ListOffsetsRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("int8", "isolation_level"),
+        ("array", "topics", True, False, _N_ListOffsetsTopic_v6, False),
+        ("int32", "timeout_ms"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_ListOffsetsRequest_Cursor_v11),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListOffsetsRequest,
     _tj_ListOffsetsRequest,
@@ -982,6 +1167,16 @@ bind_codecs(
     (10, 10, _dec_ListOffsetsRequest_v10, _enc_ListOffsetsRequest_v10),
     (11, 11, _dec_ListOffsetsRequest_v11, _enc_ListOffsetsRequest_v11),
 )
+bind_native(
+    ListOffsetsRequest,
+    (0, 0, _N_ListOffsetsRequest_v0),
+    (1, 1, _N_ListOffsetsRequest_v1),
+    (2, 3, _N_ListOffsetsRequest_v2),
+    (4, 5, _N_ListOffsetsRequest_v4),
+    (6, 9, _N_ListOffsetsRequest_v6),
+    (10, 10, _N_ListOffsetsRequest_v10),
+    (11, 11, _N_ListOffsetsRequest_v11),
+)
 bind_codecs(
     _ListOffsetsTopic,
     _tj_ListOffsetsTopic,
@@ -991,6 +1186,13 @@ bind_codecs(
     (1, 3, _dec_ListOffsetsTopic_v1, _enc_ListOffsetsTopic_v1),
     (4, 5, _dec_ListOffsetsTopic_v4, _enc_ListOffsetsTopic_v4),
     (6, 11, _dec_ListOffsetsTopic_v6, _enc_ListOffsetsTopic_v6),
+)
+bind_native(
+    _ListOffsetsTopic,
+    (0, 0, _N_ListOffsetsTopic_v0),
+    (1, 3, _N_ListOffsetsTopic_v1),
+    (4, 5, _N_ListOffsetsTopic_v4),
+    (6, 11, _N_ListOffsetsTopic_v6),
 )
 bind_codecs(
     _ListOffsetsPartition,
@@ -1002,12 +1204,23 @@ bind_codecs(
     (4, 5, _dec_ListOffsetsPartition_v4, _enc_ListOffsetsPartition_v4),
     (6, 11, _dec_ListOffsetsPartition_v6, _enc_ListOffsetsPartition_v6),
 )
+bind_native(
+    _ListOffsetsPartition,
+    (0, 0, _N_ListOffsetsPartition_v0),
+    (1, 3, _N_ListOffsetsPartition_v1),
+    (4, 5, _N_ListOffsetsPartition_v4),
+    (6, 11, _N_ListOffsetsPartition_v6),
+)
 bind_codecs(
     _ListOffsetsRequest_Cursor,
     _tj_ListOffsetsRequest_Cursor,
     _fj_ListOffsetsRequest_Cursor,
     _rnd_ListOffsetsRequest_Cursor,
     (11, 11, _dec_ListOffsetsRequest_Cursor_v11, _enc_ListOffsetsRequest_Cursor_v11),
+)
+bind_native(
+    _ListOffsetsRequest_Cursor,
+    (11, 11, _N_ListOffsetsRequest_Cursor_v11),
 )
 
 # -------------------- ListOffsetsResponse: decoders and encoders, one per distinct layout
@@ -1613,6 +1826,167 @@ def _rnd_ListOffsetsResponse_Cursor(g: Any, version: int) -> _ListOffsetsRespons
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListOffsetsPartitionResponse_v0 = (
+    _ListOffsetsPartitionResponse,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("array", "old_style_offsets", False, False, "int64", False),
+        ("absent", "timestamp", ("value", -1), False),
+        ("absent", "offset", ("value", -1), False),
+        ("absent", "leader_epoch", ("value", -1), False),
+    ),
+    (),
+)
+_N_ListOffsetsPartitionResponse_v1 = (
+    _ListOffsetsPartitionResponse,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("absent", "old_style_offsets", ("list",), False),
+        ("int64", "timestamp"),
+        ("int64", "offset"),
+        ("absent", "leader_epoch", ("value", -1), False),
+    ),
+    (),
+)
+_N_ListOffsetsPartitionResponse_v4 = (
+    _ListOffsetsPartitionResponse,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("absent", "old_style_offsets", ("list",), False),
+        ("int64", "timestamp"),
+        ("int64", "offset"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_ListOffsetsPartitionResponse_v6 = (
+    _ListOffsetsPartitionResponse,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("absent", "old_style_offsets", ("list",), False),
+        ("int64", "timestamp"),
+        ("int64", "offset"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_ListOffsetsTopicResponse_v0 = (
+    _ListOffsetsTopicResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_ListOffsetsPartitionResponse_v0, False),
+    ),
+    (),
+)
+_N_ListOffsetsTopicResponse_v1 = (
+    _ListOffsetsTopicResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_ListOffsetsPartitionResponse_v1, False),
+    ),
+    (),
+)
+_N_ListOffsetsTopicResponse_v4 = (
+    _ListOffsetsTopicResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_ListOffsetsPartitionResponse_v4, False),
+    ),
+    (),
+)
+_N_ListOffsetsTopicResponse_v6 = (
+    _ListOffsetsTopicResponse,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_ListOffsetsPartitionResponse_v6, False),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_Cursor_v11 = (
+    _ListOffsetsResponse_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_v0 = (
+    ListOffsetsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_ListOffsetsTopicResponse_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_v1 = (
+    ListOffsetsResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_ListOffsetsTopicResponse_v1, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_v2 = (
+    ListOffsetsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_ListOffsetsTopicResponse_v1, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_v4 = (
+    ListOffsetsResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_ListOffsetsTopicResponse_v4, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_v6 = (
+    ListOffsetsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_ListOffsetsTopicResponse_v6, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListOffsetsResponse_v11 = (
+    ListOffsetsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_ListOffsetsTopicResponse_v6, False),
+        ("struct", "next_cursor", True, _N_ListOffsetsResponse_Cursor_v11),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListOffsetsResponse,
     _tj_ListOffsetsResponse,
@@ -1625,6 +1999,15 @@ bind_codecs(
     (6, 10, _dec_ListOffsetsResponse_v6, _enc_ListOffsetsResponse_v6),
     (11, 11, _dec_ListOffsetsResponse_v11, _enc_ListOffsetsResponse_v11),
 )
+bind_native(
+    ListOffsetsResponse,
+    (0, 0, _N_ListOffsetsResponse_v0),
+    (1, 1, _N_ListOffsetsResponse_v1),
+    (2, 3, _N_ListOffsetsResponse_v2),
+    (4, 5, _N_ListOffsetsResponse_v4),
+    (6, 10, _N_ListOffsetsResponse_v6),
+    (11, 11, _N_ListOffsetsResponse_v11),
+)
 bind_codecs(
     _ListOffsetsTopicResponse,
     _tj_ListOffsetsTopicResponse,
@@ -1634,6 +2017,13 @@ bind_codecs(
     (1, 3, _dec_ListOffsetsTopicResponse_v1, _enc_ListOffsetsTopicResponse_v1),
     (4, 5, _dec_ListOffsetsTopicResponse_v4, _enc_ListOffsetsTopicResponse_v4),
     (6, 11, _dec_ListOffsetsTopicResponse_v6, _enc_ListOffsetsTopicResponse_v6),
+)
+bind_native(
+    _ListOffsetsTopicResponse,
+    (0, 0, _N_ListOffsetsTopicResponse_v0),
+    (1, 3, _N_ListOffsetsTopicResponse_v1),
+    (4, 5, _N_ListOffsetsTopicResponse_v4),
+    (6, 11, _N_ListOffsetsTopicResponse_v6),
 )
 bind_codecs(
     _ListOffsetsPartitionResponse,
@@ -1645,10 +2035,21 @@ bind_codecs(
     (4, 5, _dec_ListOffsetsPartitionResponse_v4, _enc_ListOffsetsPartitionResponse_v4),
     (6, 11, _dec_ListOffsetsPartitionResponse_v6, _enc_ListOffsetsPartitionResponse_v6),
 )
+bind_native(
+    _ListOffsetsPartitionResponse,
+    (0, 0, _N_ListOffsetsPartitionResponse_v0),
+    (1, 3, _N_ListOffsetsPartitionResponse_v1),
+    (4, 5, _N_ListOffsetsPartitionResponse_v4),
+    (6, 11, _N_ListOffsetsPartitionResponse_v6),
+)
 bind_codecs(
     _ListOffsetsResponse_Cursor,
     _tj_ListOffsetsResponse_Cursor,
     _fj_ListOffsetsResponse_Cursor,
     _rnd_ListOffsetsResponse_Cursor,
     (11, 11, _dec_ListOffsetsResponse_Cursor_v11, _enc_ListOffsetsResponse_Cursor_v11),
+)
+bind_native(
+    _ListOffsetsResponse_Cursor,
+    (11, 11, _N_ListOffsetsResponse_Cursor_v11),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -621,6 +622,50 @@ def _rnd_ListPartitionReassignmentsRequest_Cursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListPartitionReassignmentsTopics_v0 = (
+    _ListPartitionReassignmentsTopics,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_indexes", True, False, "int32", False),
+    ),
+    (),
+)
+_N_ListPartitionReassignmentsRequest_Cursor_v1 = (
+    _ListPartitionReassignmentsRequest_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_ListPartitionReassignmentsRequest_v0 = (
+    ListPartitionReassignmentsRequest,
+    True,
+    (
+        ("int32", "timeout_ms"),
+        ("array", "topics", True, True, _N_ListPartitionReassignmentsTopics_v0, False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListPartitionReassignmentsRequest_v1 = (
+    ListPartitionReassignmentsRequest,
+    True,
+    (
+        ("int32", "timeout_ms"),
+        ("array", "topics", True, True, _N_ListPartitionReassignmentsTopics_v0, False),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_ListPartitionReassignmentsRequest_Cursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListPartitionReassignmentsRequest,
     _tj_ListPartitionReassignmentsRequest,
@@ -629,12 +674,21 @@ bind_codecs(
     (0, 0, _dec_ListPartitionReassignmentsRequest_v0, _enc_ListPartitionReassignmentsRequest_v0),
     (1, 1, _dec_ListPartitionReassignmentsRequest_v1, _enc_ListPartitionReassignmentsRequest_v1),
 )
+bind_native(
+    ListPartitionReassignmentsRequest,
+    (0, 0, _N_ListPartitionReassignmentsRequest_v0),
+    (1, 1, _N_ListPartitionReassignmentsRequest_v1),
+)
 bind_codecs(
     _ListPartitionReassignmentsTopics,
     _tj_ListPartitionReassignmentsTopics,
     _fj_ListPartitionReassignmentsTopics,
     _rnd_ListPartitionReassignmentsTopics,
     (0, 1, _dec_ListPartitionReassignmentsTopics_v0, _enc_ListPartitionReassignmentsTopics_v0),
+)
+bind_native(
+    _ListPartitionReassignmentsTopics,
+    (0, 1, _N_ListPartitionReassignmentsTopics_v0),
 )
 bind_codecs(
     _ListPartitionReassignmentsRequest_Cursor,
@@ -647,6 +701,10 @@ bind_codecs(
         _dec_ListPartitionReassignmentsRequest_Cursor_v1,
         _enc_ListPartitionReassignmentsRequest_Cursor_v1,
     ),
+)
+bind_native(
+    _ListPartitionReassignmentsRequest_Cursor,
+    (1, 1, _N_ListPartitionReassignmentsRequest_Cursor_v1),
 )
 
 # -------------------- ListPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
@@ -1019,6 +1077,63 @@ def _rnd_ListPartitionReassignmentsResponse_Cursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OngoingPartitionReassignment_v0 = (
+    _OngoingPartitionReassignment,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("array", "replicas", True, False, "int32", False),
+        ("array", "adding_replicas", True, False, "int32", False),
+        ("array", "removing_replicas", True, False, "int32", False),
+    ),
+    (),
+)
+_N_OngoingTopicReassignment_v0 = (
+    _OngoingTopicReassignment,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_OngoingPartitionReassignment_v0, False),
+    ),
+    (),
+)
+_N_ListPartitionReassignmentsResponse_Cursor_v1 = (
+    _ListPartitionReassignmentsResponse_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_ListPartitionReassignmentsResponse_v0 = (
+    ListPartitionReassignmentsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "topics", True, False, _N_OngoingTopicReassignment_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListPartitionReassignmentsResponse_v1 = (
+    ListPartitionReassignmentsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "topics", True, False, _N_OngoingTopicReassignment_v0, False),
+        ("struct", "next_cursor", True, _N_ListPartitionReassignmentsResponse_Cursor_v1),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListPartitionReassignmentsResponse,
     _tj_ListPartitionReassignmentsResponse,
@@ -1027,6 +1142,11 @@ bind_codecs(
     (0, 0, _dec_ListPartitionReassignmentsResponse_v0, _enc_ListPartitionReassignmentsResponse_v0),
     (1, 1, _dec_ListPartitionReassignmentsResponse_v1, _enc_ListPartitionReassignmentsResponse_v1),
 )
+bind_native(
+    ListPartitionReassignmentsResponse,
+    (0, 0, _N_ListPartitionReassignmentsResponse_v0),
+    (1, 1, _N_ListPartitionReassignmentsResponse_v1),
+)
 bind_codecs(
     _OngoingTopicReassignment,
     _tj_OngoingTopicReassignment,
@@ -1034,12 +1154,20 @@ bind_codecs(
     _rnd_OngoingTopicReassignment,
     (0, 1, _dec_OngoingTopicReassignment_v0, _enc_OngoingTopicReassignment_v0),
 )
+bind_native(
+    _OngoingTopicReassignment,
+    (0, 1, _N_OngoingTopicReassignment_v0),
+)
 bind_codecs(
     _OngoingPartitionReassignment,
     _tj_OngoingPartitionReassignment,
     _fj_OngoingPartitionReassignment,
     _rnd_OngoingPartitionReassignment,
     (0, 1, _dec_OngoingPartitionReassignment_v0, _enc_OngoingPartitionReassignment_v0),
+)
+bind_native(
+    _OngoingPartitionReassignment,
+    (0, 1, _N_OngoingPartitionReassignment_v0),
 )
 bind_codecs(
     _ListPartitionReassignmentsResponse_Cursor,
@@ -1052,4 +1180,8 @@ bind_codecs(
         _dec_ListPartitionReassignmentsResponse_Cursor_v1,
         _enc_ListPartitionReassignmentsResponse_Cursor_v1,
     ),
+)
+bind_native(
+    _ListPartitionReassignmentsResponse_Cursor,
+    (1, 1, _N_ListPartitionReassignmentsResponse_Cursor_v1),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -512,6 +513,55 @@ def _rnd_ListTransactionsRequest_TransactionalCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ListTransactionsRequest_TransactionalCursor_v2 = (
+    _ListTransactionsRequest_TransactionalCursor,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+    ),
+    (),
+)
+_N_ListTransactionsRequest_v0 = (
+    ListTransactionsRequest,
+    True,
+    (
+        ("array", "state_filters", True, False, "string", False),
+        ("array", "producer_id_filters", True, False, "int64", False),
+        ("absent", "duration_filter", ("value", -1), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListTransactionsRequest_v1 = (
+    ListTransactionsRequest,
+    True,
+    (
+        ("array", "state_filters", True, False, "string", False),
+        ("array", "producer_id_filters", True, False, "int64", False),
+        ("int64", "duration_filter"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListTransactionsRequest_v2 = (
+    ListTransactionsRequest,
+    True,
+    (
+        ("array", "state_filters", True, False, "string", False),
+        ("array", "producer_id_filters", True, False, "int64", False),
+        ("int64", "duration_filter"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_ListTransactionsRequest_TransactionalCursor_v2),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListTransactionsRequest,
     _tj_ListTransactionsRequest,
@@ -520,6 +570,12 @@ bind_codecs(
     (0, 0, _dec_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v0),
     (1, 1, _dec_ListTransactionsRequest_v1, _enc_ListTransactionsRequest_v1),
     (2, 2, _dec_ListTransactionsRequest_v2, _enc_ListTransactionsRequest_v2),
+)
+bind_native(
+    ListTransactionsRequest,
+    (0, 0, _N_ListTransactionsRequest_v0),
+    (1, 1, _N_ListTransactionsRequest_v1),
+    (2, 2, _N_ListTransactionsRequest_v2),
 )
 bind_codecs(
     _ListTransactionsRequest_TransactionalCursor,
@@ -532,6 +588,10 @@ bind_codecs(
         _dec_ListTransactionsRequest_TransactionalCursor_v2,
         _enc_ListTransactionsRequest_TransactionalCursor_v2,
     ),
+)
+bind_native(
+    _ListTransactionsRequest_TransactionalCursor,
+    (2, 2, _N_ListTransactionsRequest_TransactionalCursor_v2),
 )
 
 # -------------------- ListTransactionsResponse: decoders and encoders, one per distinct layout
@@ -819,6 +879,53 @@ def _rnd_ListTransactionsResponse_TransactionalCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TransactionState_v0 = (
+    _TransactionState,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+        ("string", "transaction_state", True, False),
+    ),
+    (),
+)
+_N_ListTransactionsResponse_TransactionalCursor_v2 = (
+    _ListTransactionsResponse_TransactionalCursor,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("int64", "producer_id"),
+    ),
+    (),
+)
+_N_ListTransactionsResponse_v0 = (
+    ListTransactionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "unknown_state_filters", True, False, "string", False),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_ListTransactionsResponse_v2 = (
+    ListTransactionsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("array", "unknown_state_filters", True, False, "string", False),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
+        ("struct", "next_cursor", True, _N_ListTransactionsResponse_TransactionalCursor_v2),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ListTransactionsResponse,
     _tj_ListTransactionsResponse,
@@ -827,12 +934,21 @@ bind_codecs(
     (0, 1, _dec_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0),
     (2, 2, _dec_ListTransactionsResponse_v2, _enc_ListTransactionsResponse_v2),
 )
+bind_native(
+    ListTransactionsResponse,
+    (0, 1, _N_ListTransactionsResponse_v0),
+    (2, 2, _N_ListTransactionsResponse_v2),
+)
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
     _fj_TransactionState,
     _rnd_TransactionState,
     (0, 2, _dec_TransactionState_v0, _enc_TransactionState_v0),
+)
+bind_native(
+    _TransactionState,
+    (0, 2, _N_TransactionState_v0),
 )
 bind_codecs(
     _ListTransactionsResponse_TransactionalCursor,
@@ -845,4 +961,8 @@ bind_codecs(
         _dec_ListTransactionsResponse_TransactionalCursor_v2,
         _enc_ListTransactionsResponse_TransactionalCursor_v2,
     ),
+)
+bind_native(
+    _ListTransactionsResponse_TransactionalCursor,
+    (2, 2, _N_ListTransactionsResponse_TransactionalCursor_v2),
 )

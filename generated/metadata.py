@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -920,6 +921,150 @@ def _rnd_MetadataRequest_Cursor(g: Any, version: int) -> _MetadataRequest_Cursor
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_MetadataRequestTopic_v0 = (
+    _MetadataRequestTopic,
+    False,
+    (
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("string", "name", False, False),
+    ),
+    (),
+)
+_N_MetadataRequestTopic_v9 = (
+    _MetadataRequestTopic,
+    True,
+    (
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("string", "name", True, False),
+    ),
+    (),
+)
+_N_MetadataRequestTopic_v10 = (
+    _MetadataRequestTopic,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("string", "name", True, True),
+    ),
+    (),
+)
+_N_MetadataRequest_Cursor_v13 = (
+    _MetadataRequest_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_MetadataRequest_v0 = (
+    MetadataRequest,
+    False,
+    (
+        ("array", "topics", False, False, _N_MetadataRequestTopic_v0, False),
+        ("absent", "allow_auto_topic_creation", ("value", True), False),
+        ("absent", "include_cluster_authorized_operations", ("value", False), False),
+        ("absent", "include_topic_authorized_operations", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v1 = (
+    MetadataRequest,
+    False,
+    (
+        ("array", "topics", False, True, _N_MetadataRequestTopic_v0, False),
+        ("absent", "allow_auto_topic_creation", ("value", True), False),
+        ("absent", "include_cluster_authorized_operations", ("value", False), False),
+        ("absent", "include_topic_authorized_operations", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v4 = (
+    MetadataRequest,
+    False,
+    (
+        ("array", "topics", False, True, _N_MetadataRequestTopic_v0, False),
+        ("bool", "allow_auto_topic_creation"),
+        ("absent", "include_cluster_authorized_operations", ("value", False), False),
+        ("absent", "include_topic_authorized_operations", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v8 = (
+    MetadataRequest,
+    False,
+    (
+        ("array", "topics", False, True, _N_MetadataRequestTopic_v0, False),
+        ("bool", "allow_auto_topic_creation"),
+        ("bool", "include_cluster_authorized_operations"),
+        ("bool", "include_topic_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v9 = (
+    MetadataRequest,
+    True,
+    (
+        ("array", "topics", True, True, _N_MetadataRequestTopic_v9, False),
+        ("bool", "allow_auto_topic_creation"),
+        ("bool", "include_cluster_authorized_operations"),
+        ("bool", "include_topic_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v10 = (
+    MetadataRequest,
+    True,
+    (
+        ("array", "topics", True, True, _N_MetadataRequestTopic_v10, False),
+        ("bool", "allow_auto_topic_creation"),
+        ("bool", "include_cluster_authorized_operations"),
+        ("bool", "include_topic_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v11 = (
+    MetadataRequest,
+    True,
+    (
+        ("array", "topics", True, True, _N_MetadataRequestTopic_v10, False),
+        ("bool", "allow_auto_topic_creation"),
+        ("absent", "include_cluster_authorized_operations", ("value", False), False),
+        ("bool", "include_topic_authorized_operations"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataRequest_v13 = (
+    MetadataRequest,
+    True,
+    (
+        ("array", "topics", True, True, _N_MetadataRequestTopic_v10, False),
+        ("bool", "allow_auto_topic_creation"),
+        ("absent", "include_cluster_authorized_operations", ("value", False), False),
+        ("bool", "include_topic_authorized_operations"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_MetadataRequest_Cursor_v13),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     MetadataRequest,
     _tj_MetadataRequest,
@@ -934,6 +1079,17 @@ bind_codecs(
     (11, 12, _dec_MetadataRequest_v11, _enc_MetadataRequest_v11),
     (13, 13, _dec_MetadataRequest_v13, _enc_MetadataRequest_v13),
 )
+bind_native(
+    MetadataRequest,
+    (0, 0, _N_MetadataRequest_v0),
+    (1, 3, _N_MetadataRequest_v1),
+    (4, 7, _N_MetadataRequest_v4),
+    (8, 8, _N_MetadataRequest_v8),
+    (9, 9, _N_MetadataRequest_v9),
+    (10, 10, _N_MetadataRequest_v10),
+    (11, 12, _N_MetadataRequest_v11),
+    (13, 13, _N_MetadataRequest_v13),
+)
 bind_codecs(
     _MetadataRequestTopic,
     _tj_MetadataRequestTopic,
@@ -943,12 +1099,22 @@ bind_codecs(
     (9, 9, _dec_MetadataRequestTopic_v9, _enc_MetadataRequestTopic_v9),
     (10, 13, _dec_MetadataRequestTopic_v10, _enc_MetadataRequestTopic_v10),
 )
+bind_native(
+    _MetadataRequestTopic,
+    (0, 8, _N_MetadataRequestTopic_v0),
+    (9, 9, _N_MetadataRequestTopic_v9),
+    (10, 13, _N_MetadataRequestTopic_v10),
+)
 bind_codecs(
     _MetadataRequest_Cursor,
     _tj_MetadataRequest_Cursor,
     _fj_MetadataRequest_Cursor,
     _rnd_MetadataRequest_Cursor,
     (13, 13, _dec_MetadataRequest_Cursor_v13, _enc_MetadataRequest_Cursor_v13),
+)
+bind_native(
+    _MetadataRequest_Cursor,
+    (13, 13, _N_MetadataRequest_Cursor_v13),
 )
 
 # -------------------- MetadataResponse: decoders and encoders, one per distinct layout
@@ -2335,6 +2501,380 @@ def _rnd_MetadataResponse_Cursor(g: Any, version: int) -> _MetadataResponse_Curs
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_MetadataResponseBroker_v0 = (
+    _MetadataResponseBroker,
+    False,
+    (
+        ("int32", "node_id"),
+        ("string", "host", False, False),
+        ("int32", "port"),
+        ("absent", "rack", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponseBroker_v1 = (
+    _MetadataResponseBroker,
+    False,
+    (
+        ("int32", "node_id"),
+        ("string", "host", False, False),
+        ("int32", "port"),
+        ("string", "rack", False, True),
+    ),
+    (),
+)
+_N_MetadataResponseBroker_v9 = (
+    _MetadataResponseBroker,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_MetadataResponsePartition_v0 = (
+    _MetadataResponsePartition,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("absent", "leader_epoch", ("value", -1), True),
+        ("array", "replica_nodes", False, False, "int32", False),
+        ("array", "isr_nodes", False, False, "int32", False),
+        ("absent", "offline_replicas", ("list",), True),
+    ),
+    (),
+)
+_N_MetadataResponsePartition_v5 = (
+    _MetadataResponsePartition,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("absent", "leader_epoch", ("value", -1), True),
+        ("array", "replica_nodes", False, False, "int32", False),
+        ("array", "isr_nodes", False, False, "int32", False),
+        ("array", "offline_replicas", False, False, "int32", False),
+    ),
+    (),
+)
+_N_MetadataResponsePartition_v7 = (
+    _MetadataResponsePartition,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("array", "replica_nodes", False, False, "int32", False),
+        ("array", "isr_nodes", False, False, "int32", False),
+        ("array", "offline_replicas", False, False, "int32", False),
+    ),
+    (),
+)
+_N_MetadataResponsePartition_v9 = (
+    _MetadataResponsePartition,
+    True,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition_index"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("array", "replica_nodes", True, False, "int32", False),
+        ("array", "isr_nodes", True, False, "int32", False),
+        ("array", "offline_replicas", True, False, "int32", False),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v0 = (
+    _MetadataResponseTopic,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("absent", "is_internal", ("value", False), True),
+        ("array", "partitions", False, False, _N_MetadataResponsePartition_v0, False),
+        ("absent", "topic_authorized_operations", ("value", -2147483648), False),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v1 = (
+    _MetadataResponseTopic,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("bool", "is_internal"),
+        ("array", "partitions", False, False, _N_MetadataResponsePartition_v0, False),
+        ("absent", "topic_authorized_operations", ("value", -2147483648), False),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v5 = (
+    _MetadataResponseTopic,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("bool", "is_internal"),
+        ("array", "partitions", False, False, _N_MetadataResponsePartition_v5, False),
+        ("absent", "topic_authorized_operations", ("value", -2147483648), False),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v7 = (
+    _MetadataResponseTopic,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("bool", "is_internal"),
+        ("array", "partitions", False, False, _N_MetadataResponsePartition_v7, False),
+        ("absent", "topic_authorized_operations", ("value", -2147483648), False),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v8 = (
+    _MetadataResponseTopic,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("bool", "is_internal"),
+        ("array", "partitions", False, False, _N_MetadataResponsePartition_v7, False),
+        ("int32", "topic_authorized_operations"),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v9 = (
+    _MetadataResponseTopic,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("bool", "is_internal"),
+        ("array", "partitions", True, False, _N_MetadataResponsePartition_v9, False),
+        ("int32", "topic_authorized_operations"),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v10 = (
+    _MetadataResponseTopic,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "name", True, False),
+        ("uuid", "topic_id"),
+        ("bool", "is_internal"),
+        ("array", "partitions", True, False, _N_MetadataResponsePartition_v9, False),
+        ("int32", "topic_authorized_operations"),
+    ),
+    (),
+)
+_N_MetadataResponseTopic_v12 = (
+    _MetadataResponseTopic,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "name", True, True),
+        ("uuid", "topic_id"),
+        ("bool", "is_internal"),
+        ("array", "partitions", True, False, _N_MetadataResponsePartition_v9, False),
+        ("int32", "topic_authorized_operations"),
+    ),
+    (),
+)
+_N_MetadataResponse_Cursor_v13 = (
+    _MetadataResponse_Cursor,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_MetadataResponse_v0 = (
+    MetadataResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v0, True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("absent", "controller_id", ("value", -1), True),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v0, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v1 = (
+    MetadataResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v1, True),
+        ("absent", "cluster_id", ("value", None), True),
+        ("int32", "controller_id"),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v1, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v2 = (
+    MetadataResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v1, True),
+        ("string", "cluster_id", False, True),
+        ("int32", "controller_id"),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v1, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v3 = (
+    MetadataResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v1, True),
+        ("string", "cluster_id", False, True),
+        ("int32", "controller_id"),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v1, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v5 = (
+    MetadataResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v1, True),
+        ("string", "cluster_id", False, True),
+        ("int32", "controller_id"),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v5, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v7 = (
+    MetadataResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v1, True),
+        ("string", "cluster_id", False, True),
+        ("int32", "controller_id"),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v7, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v8 = (
+    MetadataResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", False, False, _N_MetadataResponseBroker_v1, True),
+        ("string", "cluster_id", False, True),
+        ("int32", "controller_id"),
+        ("array", "topics", False, False, _N_MetadataResponseTopic_v8, True),
+        ("int32", "cluster_authorized_operations"),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v9 = (
+    MetadataResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", True, False, _N_MetadataResponseBroker_v9, True),
+        ("string", "cluster_id", True, True),
+        ("int32", "controller_id"),
+        ("array", "topics", True, False, _N_MetadataResponseTopic_v9, True),
+        ("int32", "cluster_authorized_operations"),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v10 = (
+    MetadataResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", True, False, _N_MetadataResponseBroker_v9, True),
+        ("string", "cluster_id", True, True),
+        ("int32", "controller_id"),
+        ("array", "topics", True, False, _N_MetadataResponseTopic_v10, True),
+        ("int32", "cluster_authorized_operations"),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v11 = (
+    MetadataResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", True, False, _N_MetadataResponseBroker_v9, True),
+        ("string", "cluster_id", True, True),
+        ("int32", "controller_id"),
+        ("array", "topics", True, False, _N_MetadataResponseTopic_v10, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v12 = (
+    MetadataResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", True, False, _N_MetadataResponseBroker_v9, True),
+        ("string", "cluster_id", True, True),
+        ("int32", "controller_id"),
+        ("array", "topics", True, False, _N_MetadataResponseTopic_v12, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_MetadataResponse_v13 = (
+    MetadataResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "brokers", True, False, _N_MetadataResponseBroker_v9, True),
+        ("string", "cluster_id", True, True),
+        ("int32", "controller_id"),
+        ("array", "topics", True, False, _N_MetadataResponseTopic_v12, True),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False),
+        ("struct", "next_cursor", True, _N_MetadataResponse_Cursor_v13),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     MetadataResponse,
     _tj_MetadataResponse,
@@ -2353,6 +2893,21 @@ bind_codecs(
     (12, 12, _dec_MetadataResponse_v12, _enc_MetadataResponse_v12),
     (13, 13, _dec_MetadataResponse_v13, _enc_MetadataResponse_v13),
 )
+bind_native(
+    MetadataResponse,
+    (0, 0, _N_MetadataResponse_v0),
+    (1, 1, _N_MetadataResponse_v1),
+    (2, 2, _N_MetadataResponse_v2),
+    (3, 4, _N_MetadataResponse_v3),
+    (5, 6, _N_MetadataResponse_v5),
+    (7, 7, _N_MetadataResponse_v7),
+    (8, 8, _N_MetadataResponse_v8),
+    (9, 9, _N_MetadataResponse_v9),
+    (10, 10, _N_MetadataResponse_v10),
+    (11, 11, _N_MetadataResponse_v11),
+    (12, 12, _N_MetadataResponse_v12),
+    (13, 13, _N_MetadataResponse_v13),
+)
 bind_codecs(
     _MetadataResponseBroker,
     _tj_MetadataResponseBroker,
@@ -2361,6 +2916,12 @@ bind_codecs(
     (0, 0, _dec_MetadataResponseBroker_v0, _enc_MetadataResponseBroker_v0),
     (1, 8, _dec_MetadataResponseBroker_v1, _enc_MetadataResponseBroker_v1),
     (9, 13, _dec_MetadataResponseBroker_v9, _enc_MetadataResponseBroker_v9),
+)
+bind_native(
+    _MetadataResponseBroker,
+    (0, 0, _N_MetadataResponseBroker_v0),
+    (1, 8, _N_MetadataResponseBroker_v1),
+    (9, 13, _N_MetadataResponseBroker_v9),
 )
 bind_codecs(
     _MetadataResponseTopic,
@@ -2376,6 +2937,17 @@ bind_codecs(
     (10, 11, _dec_MetadataResponseTopic_v10, _enc_MetadataResponseTopic_v10),
     (12, 13, _dec_MetadataResponseTopic_v12, _enc_MetadataResponseTopic_v12),
 )
+bind_native(
+    _MetadataResponseTopic,
+    (0, 0, _N_MetadataResponseTopic_v0),
+    (1, 4, _N_MetadataResponseTopic_v1),
+    (5, 6, _N_MetadataResponseTopic_v5),
+    (7, 7, _N_MetadataResponseTopic_v7),
+    (8, 8, _N_MetadataResponseTopic_v8),
+    (9, 9, _N_MetadataResponseTopic_v9),
+    (10, 11, _N_MetadataResponseTopic_v10),
+    (12, 13, _N_MetadataResponseTopic_v12),
+)
 bind_codecs(
     _MetadataResponsePartition,
     _tj_MetadataResponsePartition,
@@ -2386,10 +2958,21 @@ bind_codecs(
     (7, 8, _dec_MetadataResponsePartition_v7, _enc_MetadataResponsePartition_v7),
     (9, 13, _dec_MetadataResponsePartition_v9, _enc_MetadataResponsePartition_v9),
 )
+bind_native(
+    _MetadataResponsePartition,
+    (0, 4, _N_MetadataResponsePartition_v0),
+    (5, 6, _N_MetadataResponsePartition_v5),
+    (7, 8, _N_MetadataResponsePartition_v7),
+    (9, 13, _N_MetadataResponsePartition_v9),
+)
 bind_codecs(
     _MetadataResponse_Cursor,
     _tj_MetadataResponse_Cursor,
     _fj_MetadataResponse_Cursor,
     _rnd_MetadataResponse_Cursor,
     (13, 13, _dec_MetadataResponse_Cursor_v13, _enc_MetadataResponse_Cursor_v13),
+)
+bind_native(
+    _MetadataResponse_Cursor,
+    (13, 13, _N_MetadataResponse_Cursor_v13),
 )

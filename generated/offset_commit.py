@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -943,6 +944,185 @@ def _rnd_OffsetCommitRequestPartition(g: Any, version: int) -> _OffsetCommitRequ
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetCommitRequestPartition_v0 = (
+    _OffsetCommitRequestPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("absent", "committed_leader_epoch", ("value", -1), True),
+        ("absent", "commit_timestamp", ("value", -1), False),
+        ("string", "committed_metadata", False, True),
+    ),
+    (),
+)
+_N_OffsetCommitRequestPartition_v1 = (
+    _OffsetCommitRequestPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("absent", "committed_leader_epoch", ("value", -1), True),
+        ("int64", "commit_timestamp"),
+        ("string", "committed_metadata", False, True),
+    ),
+    (),
+)
+_N_OffsetCommitRequestPartition_v6 = (
+    _OffsetCommitRequestPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("absent", "commit_timestamp", ("value", -1), False),
+        ("string", "committed_metadata", False, True),
+    ),
+    (),
+)
+_N_OffsetCommitRequestPartition_v8 = (
+    _OffsetCommitRequestPartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("absent", "commit_timestamp", ("value", -1), False),
+        ("string", "committed_metadata", True, True),
+    ),
+    (),
+)
+_N_OffsetCommitRequestTopic_v0 = (
+    _OffsetCommitRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequestTopic_v1 = (
+    _OffsetCommitRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v1, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequestTopic_v6 = (
+    _OffsetCommitRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v6, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequestTopic_v8 = (
+    _OffsetCommitRequestTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_OffsetCommitRequestPartition_v8, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v0 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("absent", "generation_id_or_member_epoch", ("value", -1), True),
+        ("absent", "member_id", ("value", ''), True),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("absent", "retention_time_ms", ("value", -1), True),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v1 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id_or_member_epoch"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("absent", "retention_time_ms", ("value", -1), True),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v1, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v2 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id_or_member_epoch"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("int64", "retention_time_ms"),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v5 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id_or_member_epoch"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("absent", "retention_time_ms", ("value", -1), True),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v6 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id_or_member_epoch"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("absent", "retention_time_ms", ("value", -1), True),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v7 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id_or_member_epoch"),
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("absent", "retention_time_ms", ("value", -1), True),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False),
+    ),
+    (),
+)
+_N_OffsetCommitRequest_v8 = (
+    OffsetCommitRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int32", "generation_id_or_member_epoch"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("absent", "retention_time_ms", ("value", -1), True),
+        ("array", "topics", True, False, _N_OffsetCommitRequestTopic_v8, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetCommitRequest,
     _tj_OffsetCommitRequest,
@@ -956,6 +1136,16 @@ bind_codecs(
     (7, 7, _dec_OffsetCommitRequest_v7, _enc_OffsetCommitRequest_v7),
     (8, 9, _dec_OffsetCommitRequest_v8, _enc_OffsetCommitRequest_v8),
 )
+bind_native(
+    OffsetCommitRequest,
+    (0, 0, _N_OffsetCommitRequest_v0),
+    (1, 1, _N_OffsetCommitRequest_v1),
+    (2, 4, _N_OffsetCommitRequest_v2),
+    (5, 5, _N_OffsetCommitRequest_v5),
+    (6, 6, _N_OffsetCommitRequest_v6),
+    (7, 7, _N_OffsetCommitRequest_v7),
+    (8, 9, _N_OffsetCommitRequest_v8),
+)
 bind_codecs(
     _OffsetCommitRequestTopic,
     _tj_OffsetCommitRequestTopic,
@@ -967,6 +1157,14 @@ bind_codecs(
     (6, 7, _dec_OffsetCommitRequestTopic_v6, _enc_OffsetCommitRequestTopic_v6),
     (8, 9, _dec_OffsetCommitRequestTopic_v8, _enc_OffsetCommitRequestTopic_v8),
 )
+bind_native(
+    _OffsetCommitRequestTopic,
+    (0, 0, _N_OffsetCommitRequestTopic_v0),
+    (1, 1, _N_OffsetCommitRequestTopic_v1),
+    (2, 5, _N_OffsetCommitRequestTopic_v0),
+    (6, 7, _N_OffsetCommitRequestTopic_v6),
+    (8, 9, _N_OffsetCommitRequestTopic_v8),
+)
 bind_codecs(
     _OffsetCommitRequestPartition,
     _tj_OffsetCommitRequestPartition,
@@ -977,6 +1175,14 @@ bind_codecs(
     (2, 5, _dec_OffsetCommitRequestPartition_v0, _enc_OffsetCommitRequestPartition_v0),
     (6, 7, _dec_OffsetCommitRequestPartition_v6, _enc_OffsetCommitRequestPartition_v6),
     (8, 9, _dec_OffsetCommitRequestPartition_v8, _enc_OffsetCommitRequestPartition_v8),
+)
+bind_native(
+    _OffsetCommitRequestPartition,
+    (0, 0, _N_OffsetCommitRequestPartition_v0),
+    (1, 1, _N_OffsetCommitRequestPartition_v1),
+    (2, 5, _N_OffsetCommitRequestPartition_v0),
+    (6, 7, _N_OffsetCommitRequestPartition_v6),
+    (8, 9, _N_OffsetCommitRequestPartition_v8),
 )
 
 # -------------------- OffsetCommitResponse: decoders and encoders, one per distinct layout
@@ -1252,6 +1458,73 @@ def _rnd_OffsetCommitResponsePartition(g: Any, version: int) -> _OffsetCommitRes
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetCommitResponsePartition_v0 = (
+    _OffsetCommitResponsePartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetCommitResponsePartition_v8 = (
+    _OffsetCommitResponsePartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetCommitResponseTopic_v0 = (
+    _OffsetCommitResponseTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetCommitResponsePartition_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitResponseTopic_v8 = (
+    _OffsetCommitResponseTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_OffsetCommitResponsePartition_v8, False),
+    ),
+    (),
+)
+_N_OffsetCommitResponse_v0 = (
+    OffsetCommitResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitResponse_v3 = (
+    OffsetCommitResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False),
+    ),
+    (),
+)
+_N_OffsetCommitResponse_v8 = (
+    OffsetCommitResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_OffsetCommitResponseTopic_v8, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetCommitResponse,
     _tj_OffsetCommitResponse,
@@ -1261,6 +1534,12 @@ bind_codecs(
     (3, 7, _dec_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3),
     (8, 9, _dec_OffsetCommitResponse_v8, _enc_OffsetCommitResponse_v8),
 )
+bind_native(
+    OffsetCommitResponse,
+    (0, 2, _N_OffsetCommitResponse_v0),
+    (3, 7, _N_OffsetCommitResponse_v3),
+    (8, 9, _N_OffsetCommitResponse_v8),
+)
 bind_codecs(
     _OffsetCommitResponseTopic,
     _tj_OffsetCommitResponseTopic,
@@ -1269,6 +1548,11 @@ bind_codecs(
     (0, 7, _dec_OffsetCommitResponseTopic_v0, _enc_OffsetCommitResponseTopic_v0),
     (8, 9, _dec_OffsetCommitResponseTopic_v8, _enc_OffsetCommitResponseTopic_v8),
 )
+bind_native(
+    _OffsetCommitResponseTopic,
+    (0, 7, _N_OffsetCommitResponseTopic_v0),
+    (8, 9, _N_OffsetCommitResponseTopic_v8),
+)
 bind_codecs(
     _OffsetCommitResponsePartition,
     _tj_OffsetCommitResponsePartition,
@@ -1276,4 +1560,9 @@ bind_codecs(
     _rnd_OffsetCommitResponsePartition,
     (0, 7, _dec_OffsetCommitResponsePartition_v0, _enc_OffsetCommitResponsePartition_v0),
     (8, 9, _dec_OffsetCommitResponsePartition_v8, _enc_OffsetCommitResponsePartition_v8),
+)
+bind_native(
+    _OffsetCommitResponsePartition,
+    (0, 7, _N_OffsetCommitResponsePartition_v0),
+    (8, 9, _N_OffsetCommitResponsePartition_v8),
 )

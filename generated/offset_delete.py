@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -413,12 +414,46 @@ def _rnd_OffsetDeleteRequestPartition(g: Any, version: int) -> _OffsetDeleteRequ
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetDeleteRequestPartition_v0 = (
+    _OffsetDeleteRequestPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_OffsetDeleteRequestTopic_v0 = (
+    _OffsetDeleteRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetDeleteRequestPartition_v0, False),
+    ),
+    (),
+)
+_N_OffsetDeleteRequest_v0 = (
+    OffsetDeleteRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("array", "topics", False, False, _N_OffsetDeleteRequestTopic_v0, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetDeleteRequest,
     _tj_OffsetDeleteRequest,
     _fj_OffsetDeleteRequest,
     _rnd_OffsetDeleteRequest,
     (0, 0, _dec_OffsetDeleteRequest_v0, _enc_OffsetDeleteRequest_v0),
+)
+bind_native(
+    OffsetDeleteRequest,
+    (0, 0, _N_OffsetDeleteRequest_v0),
 )
 bind_codecs(
     _OffsetDeleteRequestTopic,
@@ -427,12 +462,20 @@ bind_codecs(
     _rnd_OffsetDeleteRequestTopic,
     (0, 0, _dec_OffsetDeleteRequestTopic_v0, _enc_OffsetDeleteRequestTopic_v0),
 )
+bind_native(
+    _OffsetDeleteRequestTopic,
+    (0, 0, _N_OffsetDeleteRequestTopic_v0),
+)
 bind_codecs(
     _OffsetDeleteRequestPartition,
     _tj_OffsetDeleteRequestPartition,
     _fj_OffsetDeleteRequestPartition,
     _rnd_OffsetDeleteRequestPartition,
     (0, 0, _dec_OffsetDeleteRequestPartition_v0, _enc_OffsetDeleteRequestPartition_v0),
+)
+bind_native(
+    _OffsetDeleteRequestPartition,
+    (0, 0, _N_OffsetDeleteRequestPartition_v0),
 )
 
 # -------------------- OffsetDeleteResponse: decoders and encoders, one per distinct layout
@@ -608,12 +651,48 @@ def _rnd_OffsetDeleteResponsePartition(g: Any, version: int) -> _OffsetDeleteRes
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetDeleteResponsePartition_v0 = (
+    _OffsetDeleteResponsePartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetDeleteResponseTopic_v0 = (
+    _OffsetDeleteResponseTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetDeleteResponsePartition_v0, True),
+    ),
+    (),
+)
+_N_OffsetDeleteResponse_v0 = (
+    OffsetDeleteResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_OffsetDeleteResponseTopic_v0, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetDeleteResponse,
     _tj_OffsetDeleteResponse,
     _fj_OffsetDeleteResponse,
     _rnd_OffsetDeleteResponse,
     (0, 0, _dec_OffsetDeleteResponse_v0, _enc_OffsetDeleteResponse_v0),
+)
+bind_native(
+    OffsetDeleteResponse,
+    (0, 0, _N_OffsetDeleteResponse_v0),
 )
 bind_codecs(
     _OffsetDeleteResponseTopic,
@@ -622,10 +701,18 @@ bind_codecs(
     _rnd_OffsetDeleteResponseTopic,
     (0, 0, _dec_OffsetDeleteResponseTopic_v0, _enc_OffsetDeleteResponseTopic_v0),
 )
+bind_native(
+    _OffsetDeleteResponseTopic,
+    (0, 0, _N_OffsetDeleteResponseTopic_v0),
+)
 bind_codecs(
     _OffsetDeleteResponsePartition,
     _tj_OffsetDeleteResponsePartition,
     _fj_OffsetDeleteResponsePartition,
     _rnd_OffsetDeleteResponsePartition,
     (0, 0, _dec_OffsetDeleteResponsePartition_v0, _enc_OffsetDeleteResponsePartition_v0),
+)
+bind_native(
+    _OffsetDeleteResponsePartition,
+    (0, 0, _N_OffsetDeleteResponsePartition_v0),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1207,6 +1208,160 @@ def _rnd_OffsetFetchRequest_OffsetFetchCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetFetchRequestTopic_v0 = (
+    _OffsetFetchRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_indexes", False, False, "int32", False),
+    ),
+    (),
+)
+_N_OffsetFetchRequestTopic_v6 = (
+    _OffsetFetchRequestTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_indexes", True, False, "int32", False),
+    ),
+    (),
+)
+_N_OffsetFetchRequestTopics_v8 = (
+    _OffsetFetchRequestTopics,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_indexes", True, False, "int32", False),
+    ),
+    (),
+)
+_N_OffsetFetchRequestGroup_v8 = (
+    _OffsetFetchRequestGroup,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("absent", "member_id", ("value", None), True),
+        ("absent", "member_epoch", ("value", -1), True),
+        ("array", "topics", True, True, _N_OffsetFetchRequestTopics_v8, False),
+    ),
+    (),
+)
+_N_OffsetFetchRequestGroup_v9 = (
+    _OffsetFetchRequestGroup,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, True),
+        ("int32", "member_epoch"),
+        ("array", "topics", True, True, _N_OffsetFetchRequestTopics_v8, False),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_OffsetFetchCursor_v10 = (
+    _OffsetFetchRequest_OffsetFetchCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v0 = (
+    OffsetFetchRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("array", "topics", False, False, _N_OffsetFetchRequestTopic_v0, False),
+        ("absent", "groups", ("list",), False),
+        ("absent", "require_stable", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v2 = (
+    OffsetFetchRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("array", "topics", False, True, _N_OffsetFetchRequestTopic_v0, False),
+        ("absent", "groups", ("list",), False),
+        ("absent", "require_stable", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v6 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, True, _N_OffsetFetchRequestTopic_v6, False),
+        ("absent", "groups", ("list",), False),
+        ("absent", "require_stable", ("value", False), False),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v7 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, True, _N_OffsetFetchRequestTopic_v6, False),
+        ("absent", "groups", ("list",), False),
+        ("bool", "require_stable"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v8 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ("absent", "group_id", ("value", ''), False),
+        ("absent", "topics", ("list",), False),
+        ("array", "groups", True, False, _N_OffsetFetchRequestGroup_v8, False),
+        ("bool", "require_stable"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v9 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ("absent", "group_id", ("value", ''), False),
+        ("absent", "topics", ("list",), False),
+        ("array", "groups", True, False, _N_OffsetFetchRequestGroup_v9, False),
+        ("bool", "require_stable"),
+        ("absent", "response_pagination_limit", ("value", 2000), True),
+        ("absent", "cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchRequest_v10 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ("absent", "group_id", ("value", ''), False),
+        ("absent", "topics", ("list",), False),
+        ("array", "groups", True, False, _N_OffsetFetchRequestGroup_v9, False),
+        ("bool", "require_stable"),
+        ("int32", "response_pagination_limit"),
+        ("struct", "cursor", True, _N_OffsetFetchRequest_OffsetFetchCursor_v10),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetFetchRequest,
     _tj_OffsetFetchRequest,
@@ -1220,6 +1375,16 @@ bind_codecs(
     (9, 9, _dec_OffsetFetchRequest_v9, _enc_OffsetFetchRequest_v9),
     (10, 10, _dec_OffsetFetchRequest_v10, _enc_OffsetFetchRequest_v10),
 )
+bind_native(
+    OffsetFetchRequest,
+    (0, 1, _N_OffsetFetchRequest_v0),
+    (2, 5, _N_OffsetFetchRequest_v2),
+    (6, 6, _N_OffsetFetchRequest_v6),
+    (7, 7, _N_OffsetFetchRequest_v7),
+    (8, 8, _N_OffsetFetchRequest_v8),
+    (9, 9, _N_OffsetFetchRequest_v9),
+    (10, 10, _N_OffsetFetchRequest_v10),
+)
 bind_codecs(
     _OffsetFetchRequestTopic,
     _tj_OffsetFetchRequestTopic,
@@ -1227,6 +1392,11 @@ bind_codecs(
     _rnd_OffsetFetchRequestTopic,
     (0, 5, _dec_OffsetFetchRequestTopic_v0, _enc_OffsetFetchRequestTopic_v0),
     (6, 7, _dec_OffsetFetchRequestTopic_v6, _enc_OffsetFetchRequestTopic_v6),
+)
+bind_native(
+    _OffsetFetchRequestTopic,
+    (0, 5, _N_OffsetFetchRequestTopic_v0),
+    (6, 7, _N_OffsetFetchRequestTopic_v6),
 )
 bind_codecs(
     _OffsetFetchRequestGroup,
@@ -1236,12 +1406,21 @@ bind_codecs(
     (8, 8, _dec_OffsetFetchRequestGroup_v8, _enc_OffsetFetchRequestGroup_v8),
     (9, 10, _dec_OffsetFetchRequestGroup_v9, _enc_OffsetFetchRequestGroup_v9),
 )
+bind_native(
+    _OffsetFetchRequestGroup,
+    (8, 8, _N_OffsetFetchRequestGroup_v8),
+    (9, 10, _N_OffsetFetchRequestGroup_v9),
+)
 bind_codecs(
     _OffsetFetchRequestTopics,
     _tj_OffsetFetchRequestTopics,
     _fj_OffsetFetchRequestTopics,
     _rnd_OffsetFetchRequestTopics,
     (8, 10, _dec_OffsetFetchRequestTopics_v8, _enc_OffsetFetchRequestTopics_v8),
+)
+bind_native(
+    _OffsetFetchRequestTopics,
+    (8, 10, _N_OffsetFetchRequestTopics_v8),
 )
 bind_codecs(
     _OffsetFetchRequest_OffsetFetchCursor,
@@ -1254,6 +1433,10 @@ bind_codecs(
         _dec_OffsetFetchRequest_OffsetFetchCursor_v10,
         _enc_OffsetFetchRequest_OffsetFetchCursor_v10,
     ),
+)
+bind_native(
+    _OffsetFetchRequest_OffsetFetchCursor,
+    (10, 10, _N_OffsetFetchRequest_OffsetFetchCursor_v10),
 )
 
 # -------------------- OffsetFetchResponse: decoders and encoders, one per distinct layout
@@ -2142,6 +2325,198 @@ def _rnd_OffsetFetchResponse_OffsetFetchCursor(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetFetchResponsePartition_v0 = (
+    _OffsetFetchResponsePartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("absent", "committed_leader_epoch", ("value", -1), True),
+        ("string", "metadata", False, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetFetchResponsePartition_v5 = (
+    _OffsetFetchResponsePartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("string", "metadata", False, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetFetchResponsePartition_v6 = (
+    _OffsetFetchResponsePartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("string", "metadata", True, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetFetchResponseTopic_v0 = (
+    _OffsetFetchResponseTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetFetchResponsePartition_v0, False),
+    ),
+    (),
+)
+_N_OffsetFetchResponseTopic_v5 = (
+    _OffsetFetchResponseTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_OffsetFetchResponsePartition_v5, False),
+    ),
+    (),
+)
+_N_OffsetFetchResponseTopic_v6 = (
+    _OffsetFetchResponseTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_OffsetFetchResponsePartition_v6, False),
+    ),
+    (),
+)
+_N_OffsetFetchResponsePartitions_v8 = (
+    _OffsetFetchResponsePartitions,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("string", "metadata", True, True),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetFetchResponseTopics_v8 = (
+    _OffsetFetchResponseTopics,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_OffsetFetchResponsePartitions_v8, False),
+    ),
+    (),
+)
+_N_OffsetFetchResponseGroup_v8 = (
+    _OffsetFetchResponseGroup,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, False, _N_OffsetFetchResponseTopics_v8, False),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_OffsetFetchCursor_v10 = (
+    _OffsetFetchResponse_OffsetFetchCursor,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v0 = (
+    OffsetFetchResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_OffsetFetchResponseTopic_v0, False),
+        ("absent", "error_code", ("value", 0), True),
+        ("absent", "groups", ("list",), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v2 = (
+    OffsetFetchResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_OffsetFetchResponseTopic_v0, False),
+        ("int16", "error_code"),
+        ("absent", "groups", ("list",), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v3 = (
+    OffsetFetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_OffsetFetchResponseTopic_v0, False),
+        ("int16", "error_code"),
+        ("absent", "groups", ("list",), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v5 = (
+    OffsetFetchResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_OffsetFetchResponseTopic_v5, False),
+        ("int16", "error_code"),
+        ("absent", "groups", ("list",), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v6 = (
+    OffsetFetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_OffsetFetchResponseTopic_v6, False),
+        ("int16", "error_code"),
+        ("absent", "groups", ("list",), False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v8 = (
+    OffsetFetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "topics", ("list",), False),
+        ("absent", "error_code", ("value", 0), True),
+        ("array", "groups", True, False, _N_OffsetFetchResponseGroup_v8, False),
+        ("absent", "next_cursor", ("value", None), True),
+    ),
+    (),
+)
+_N_OffsetFetchResponse_v10 = (
+    OffsetFetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("absent", "topics", ("list",), False),
+        ("absent", "error_code", ("value", 0), True),
+        ("array", "groups", True, False, _N_OffsetFetchResponseGroup_v8, False),
+        ("struct", "next_cursor", True, _N_OffsetFetchResponse_OffsetFetchCursor_v10),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetFetchResponse,
     _tj_OffsetFetchResponse,
@@ -2155,6 +2530,16 @@ bind_codecs(
     (8, 9, _dec_OffsetFetchResponse_v8, _enc_OffsetFetchResponse_v8),
     (10, 10, _dec_OffsetFetchResponse_v10, _enc_OffsetFetchResponse_v10),
 )
+bind_native(
+    OffsetFetchResponse,
+    (0, 1, _N_OffsetFetchResponse_v0),
+    (2, 2, _N_OffsetFetchResponse_v2),
+    (3, 4, _N_OffsetFetchResponse_v3),
+    (5, 5, _N_OffsetFetchResponse_v5),
+    (6, 7, _N_OffsetFetchResponse_v6),
+    (8, 9, _N_OffsetFetchResponse_v8),
+    (10, 10, _N_OffsetFetchResponse_v10),
+)
 bind_codecs(
     _OffsetFetchResponseTopic,
     _tj_OffsetFetchResponseTopic,
@@ -2163,6 +2548,12 @@ bind_codecs(
     (0, 4, _dec_OffsetFetchResponseTopic_v0, _enc_OffsetFetchResponseTopic_v0),
     (5, 5, _dec_OffsetFetchResponseTopic_v5, _enc_OffsetFetchResponseTopic_v5),
     (6, 7, _dec_OffsetFetchResponseTopic_v6, _enc_OffsetFetchResponseTopic_v6),
+)
+bind_native(
+    _OffsetFetchResponseTopic,
+    (0, 4, _N_OffsetFetchResponseTopic_v0),
+    (5, 5, _N_OffsetFetchResponseTopic_v5),
+    (6, 7, _N_OffsetFetchResponseTopic_v6),
 )
 bind_codecs(
     _OffsetFetchResponsePartition,
@@ -2173,12 +2564,22 @@ bind_codecs(
     (5, 5, _dec_OffsetFetchResponsePartition_v5, _enc_OffsetFetchResponsePartition_v5),
     (6, 7, _dec_OffsetFetchResponsePartition_v6, _enc_OffsetFetchResponsePartition_v6),
 )
+bind_native(
+    _OffsetFetchResponsePartition,
+    (0, 4, _N_OffsetFetchResponsePartition_v0),
+    (5, 5, _N_OffsetFetchResponsePartition_v5),
+    (6, 7, _N_OffsetFetchResponsePartition_v6),
+)
 bind_codecs(
     _OffsetFetchResponseGroup,
     _tj_OffsetFetchResponseGroup,
     _fj_OffsetFetchResponseGroup,
     _rnd_OffsetFetchResponseGroup,
     (8, 10, _dec_OffsetFetchResponseGroup_v8, _enc_OffsetFetchResponseGroup_v8),
+)
+bind_native(
+    _OffsetFetchResponseGroup,
+    (8, 10, _N_OffsetFetchResponseGroup_v8),
 )
 bind_codecs(
     _OffsetFetchResponseTopics,
@@ -2187,12 +2588,20 @@ bind_codecs(
     _rnd_OffsetFetchResponseTopics,
     (8, 10, _dec_OffsetFetchResponseTopics_v8, _enc_OffsetFetchResponseTopics_v8),
 )
+bind_native(
+    _OffsetFetchResponseTopics,
+    (8, 10, _N_OffsetFetchResponseTopics_v8),
+)
 bind_codecs(
     _OffsetFetchResponsePartitions,
     _tj_OffsetFetchResponsePartitions,
     _fj_OffsetFetchResponsePartitions,
     _rnd_OffsetFetchResponsePartitions,
     (8, 10, _dec_OffsetFetchResponsePartitions_v8, _enc_OffsetFetchResponsePartitions_v8),
+)
+bind_native(
+    _OffsetFetchResponsePartitions,
+    (8, 10, _N_OffsetFetchResponsePartitions_v8),
 )
 bind_codecs(
     _OffsetFetchResponse_OffsetFetchCursor,
@@ -2205,4 +2614,8 @@ bind_codecs(
         _dec_OffsetFetchResponse_OffsetFetchCursor_v10,
         _enc_OffsetFetchResponse_OffsetFetchCursor_v10,
     ),
+)
+bind_native(
+    _OffsetFetchResponse_OffsetFetchCursor,
+    (10, 10, _N_OffsetFetchResponse_OffsetFetchCursor_v10),
 )

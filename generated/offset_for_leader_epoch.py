@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -643,6 +644,103 @@ def _rnd_OffsetForLeaderPartition(g: Any, version: int) -> _OffsetForLeaderParti
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_OffsetForLeaderPartition_v0 = (
+    _OffsetForLeaderPartition,
+    False,
+    (
+        ("int32", "partition"),
+        ("absent", "current_leader_epoch", ("value", -1), True),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_OffsetForLeaderPartition_v2 = (
+    _OffsetForLeaderPartition,
+    False,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_OffsetForLeaderPartition_v4 = (
+    _OffsetForLeaderPartition,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "current_leader_epoch"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_OffsetForLeaderTopic_v0 = (
+    _OffsetForLeaderTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v0, False),
+    ),
+    (),
+)
+_N_OffsetForLeaderTopic_v2 = (
+    _OffsetForLeaderTopic,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v2, False),
+    ),
+    (),
+)
+_N_OffsetForLeaderTopic_v4 = (
+    _OffsetForLeaderTopic,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("array", "partitions", True, False, _N_OffsetForLeaderPartition_v4, False),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochRequest_v0 = (
+    OffsetForLeaderEpochRequest,
+    False,
+    (
+        ("absent", "replica_id", ("value", -2), True),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v0, True),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochRequest_v2 = (
+    OffsetForLeaderEpochRequest,
+    False,
+    (
+        ("absent", "replica_id", ("value", -2), True),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochRequest_v3 = (
+    OffsetForLeaderEpochRequest,
+    False,
+    (
+        ("int32", "replica_id"),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochRequest_v4 = (
+    OffsetForLeaderEpochRequest,
+    True,
+    (
+        ("int32", "replica_id"),
+        ("array", "topics", True, False, _N_OffsetForLeaderTopic_v4, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetForLeaderEpochRequest,
     _tj_OffsetForLeaderEpochRequest,
@@ -653,6 +751,13 @@ bind_codecs(
     (3, 3, _dec_OffsetForLeaderEpochRequest_v3, _enc_OffsetForLeaderEpochRequest_v3),
     (4, 4, _dec_OffsetForLeaderEpochRequest_v4, _enc_OffsetForLeaderEpochRequest_v4),
 )
+bind_native(
+    OffsetForLeaderEpochRequest,
+    (0, 1, _N_OffsetForLeaderEpochRequest_v0),
+    (2, 2, _N_OffsetForLeaderEpochRequest_v2),
+    (3, 3, _N_OffsetForLeaderEpochRequest_v3),
+    (4, 4, _N_OffsetForLeaderEpochRequest_v4),
+)
 bind_codecs(
     _OffsetForLeaderTopic,
     _tj_OffsetForLeaderTopic,
@@ -662,6 +767,12 @@ bind_codecs(
     (2, 3, _dec_OffsetForLeaderTopic_v2, _enc_OffsetForLeaderTopic_v2),
     (4, 4, _dec_OffsetForLeaderTopic_v4, _enc_OffsetForLeaderTopic_v4),
 )
+bind_native(
+    _OffsetForLeaderTopic,
+    (0, 1, _N_OffsetForLeaderTopic_v0),
+    (2, 3, _N_OffsetForLeaderTopic_v2),
+    (4, 4, _N_OffsetForLeaderTopic_v4),
+)
 bind_codecs(
     _OffsetForLeaderPartition,
     _tj_OffsetForLeaderPartition,
@@ -670,6 +781,12 @@ bind_codecs(
     (0, 1, _dec_OffsetForLeaderPartition_v0, _enc_OffsetForLeaderPartition_v0),
     (2, 3, _dec_OffsetForLeaderPartition_v2, _enc_OffsetForLeaderPartition_v2),
     (4, 4, _dec_OffsetForLeaderPartition_v4, _enc_OffsetForLeaderPartition_v4),
+)
+bind_native(
+    _OffsetForLeaderPartition,
+    (0, 1, _N_OffsetForLeaderPartition_v0),
+    (2, 3, _N_OffsetForLeaderPartition_v2),
+    (4, 4, _N_OffsetForLeaderPartition_v4),
 )
 
 # -------------------- OffsetForLeaderEpochResponse: decoders and encoders, one per distinct layout
@@ -1045,6 +1162,106 @@ def _rnd_EpochEndOffset(g: Any, version: int) -> _EpochEndOffset:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_EpochEndOffset_v0 = (
+    _EpochEndOffset,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition"),
+        ("absent", "leader_epoch", ("value", -1), True),
+        ("int64", "end_offset"),
+    ),
+    (),
+)
+_N_EpochEndOffset_v1 = (
+    _EpochEndOffset,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition"),
+        ("int32", "leader_epoch"),
+        ("int64", "end_offset"),
+    ),
+    (),
+)
+_N_EpochEndOffset_v4 = (
+    _EpochEndOffset,
+    True,
+    (
+        ("int16", "error_code"),
+        ("int32", "partition"),
+        ("int32", "leader_epoch"),
+        ("int64", "end_offset"),
+    ),
+    (),
+)
+_N_OffsetForLeaderTopicResult_v0 = (
+    _OffsetForLeaderTopicResult,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, _N_EpochEndOffset_v0, False),
+    ),
+    (),
+)
+_N_OffsetForLeaderTopicResult_v1 = (
+    _OffsetForLeaderTopicResult,
+    False,
+    (
+        ("string", "topic", False, False),
+        ("array", "partitions", False, False, _N_EpochEndOffset_v1, False),
+    ),
+    (),
+)
+_N_OffsetForLeaderTopicResult_v4 = (
+    _OffsetForLeaderTopicResult,
+    True,
+    (
+        ("string", "topic", True, False),
+        ("array", "partitions", True, False, _N_EpochEndOffset_v4, False),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochResponse_v0 = (
+    OffsetForLeaderEpochResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v0, True),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochResponse_v1 = (
+    OffsetForLeaderEpochResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochResponse_v2 = (
+    OffsetForLeaderEpochResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True),
+    ),
+    (),
+)
+_N_OffsetForLeaderEpochResponse_v4 = (
+    OffsetForLeaderEpochResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_OffsetForLeaderTopicResult_v4, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     OffsetForLeaderEpochResponse,
     _tj_OffsetForLeaderEpochResponse,
@@ -1055,6 +1272,13 @@ bind_codecs(
     (2, 3, _dec_OffsetForLeaderEpochResponse_v2, _enc_OffsetForLeaderEpochResponse_v2),
     (4, 4, _dec_OffsetForLeaderEpochResponse_v4, _enc_OffsetForLeaderEpochResponse_v4),
 )
+bind_native(
+    OffsetForLeaderEpochResponse,
+    (0, 0, _N_OffsetForLeaderEpochResponse_v0),
+    (1, 1, _N_OffsetForLeaderEpochResponse_v1),
+    (2, 3, _N_OffsetForLeaderEpochResponse_v2),
+    (4, 4, _N_OffsetForLeaderEpochResponse_v4),
+)
 bind_codecs(
     _OffsetForLeaderTopicResult,
     _tj_OffsetForLeaderTopicResult,
@@ -1064,6 +1288,12 @@ bind_codecs(
     (1, 3, _dec_OffsetForLeaderTopicResult_v1, _enc_OffsetForLeaderTopicResult_v1),
     (4, 4, _dec_OffsetForLeaderTopicResult_v4, _enc_OffsetForLeaderTopicResult_v4),
 )
+bind_native(
+    _OffsetForLeaderTopicResult,
+    (0, 0, _N_OffsetForLeaderTopicResult_v0),
+    (1, 3, _N_OffsetForLeaderTopicResult_v1),
+    (4, 4, _N_OffsetForLeaderTopicResult_v4),
+)
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
@@ -1072,4 +1302,10 @@ bind_codecs(
     (0, 0, _dec_EpochEndOffset_v0, _enc_EpochEndOffset_v0),
     (1, 3, _dec_EpochEndOffset_v1, _enc_EpochEndOffset_v1),
     (4, 4, _dec_EpochEndOffset_v4, _enc_EpochEndOffset_v4),
+)
+bind_native(
+    _EpochEndOffset,
+    (0, 0, _N_EpochEndOffset_v0),
+    (1, 3, _N_EpochEndOffset_v1),
+    (4, 4, _N_EpochEndOffset_v4),
 )

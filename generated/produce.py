@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -706,6 +707,79 @@ def _rnd_PartitionProduceData(g: Any, version: int) -> _PartitionProduceData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionProduceData_v0 = (
+    _PartitionProduceData,
+    False,
+    (
+        ("int32", "index"),
+        ("bytes", "records", False, True, True),
+    ),
+    (),
+)
+_N_PartitionProduceData_v9 = (
+    _PartitionProduceData,
+    True,
+    (
+        ("int32", "index"),
+        ("bytes", "records", True, True, True),
+    ),
+    (),
+)
+_N_TopicProduceData_v0 = (
+    _TopicProduceData,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_data", False, False, _N_PartitionProduceData_v0, False),
+    ),
+    (),
+)
+_N_TopicProduceData_v9 = (
+    _TopicProduceData,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_data", True, False, _N_PartitionProduceData_v9, False),
+    ),
+    (),
+)
+_N_ProduceRequest_v0 = (
+    ProduceRequest,
+    False,
+    (
+        ("absent", "transactional_id", ("value", None), False),
+        ("int16", "acks"),
+        ("int32", "timeout_ms"),
+        ("array", "topic_data", False, False, _N_TopicProduceData_v0, True),
+    ),
+    (),
+)
+_N_ProduceRequest_v3 = (
+    ProduceRequest,
+    False,
+    (
+        ("string", "transactional_id", False, True),
+        ("int16", "acks"),
+        ("int32", "timeout_ms"),
+        ("array", "topic_data", False, False, _N_TopicProduceData_v0, True),
+    ),
+    (),
+)
+_N_ProduceRequest_v9 = (
+    ProduceRequest,
+    True,
+    (
+        ("string", "transactional_id", True, True),
+        ("int16", "acks"),
+        ("int32", "timeout_ms"),
+        ("array", "topic_data", True, False, _N_TopicProduceData_v9, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ProduceRequest,
     _tj_ProduceRequest,
@@ -715,6 +789,12 @@ bind_codecs(
     (3, 8, _dec_ProduceRequest_v3, _enc_ProduceRequest_v3),
     (9, 11, _dec_ProduceRequest_v9, _enc_ProduceRequest_v9),
 )
+bind_native(
+    ProduceRequest,
+    (0, 2, _N_ProduceRequest_v0),
+    (3, 8, _N_ProduceRequest_v3),
+    (9, 11, _N_ProduceRequest_v9),
+)
 bind_codecs(
     _TopicProduceData,
     _tj_TopicProduceData,
@@ -723,6 +803,11 @@ bind_codecs(
     (0, 8, _dec_TopicProduceData_v0, _enc_TopicProduceData_v0),
     (9, 11, _dec_TopicProduceData_v9, _enc_TopicProduceData_v9),
 )
+bind_native(
+    _TopicProduceData,
+    (0, 8, _N_TopicProduceData_v0),
+    (9, 11, _N_TopicProduceData_v9),
+)
 bind_codecs(
     _PartitionProduceData,
     _tj_PartitionProduceData,
@@ -730,6 +815,11 @@ bind_codecs(
     _rnd_PartitionProduceData,
     (0, 8, _dec_PartitionProduceData_v0, _enc_PartitionProduceData_v0),
     (9, 11, _dec_PartitionProduceData_v9, _enc_PartitionProduceData_v9),
+)
+bind_native(
+    _PartitionProduceData,
+    (0, 8, _N_PartitionProduceData_v0),
+    (9, 11, _N_PartitionProduceData_v9),
 )
 
 # -------------------- ProduceResponse: decoders and encoders, one per distinct layout
@@ -1762,6 +1852,264 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_BatchIndexAndErrorMessage_v8 = (
+    _BatchIndexAndErrorMessage,
+    False,
+    (
+        ("int32", "batch_index"),
+        ("string", "batch_index_error_message", False, True),
+    ),
+    (),
+)
+_N_BatchIndexAndErrorMessage_v9 = (
+    _BatchIndexAndErrorMessage,
+    True,
+    (
+        ("int32", "batch_index"),
+        ("string", "batch_index_error_message", True, True),
+    ),
+    (),
+)
+_N_LeaderIdAndEpoch_v10 = (
+    _LeaderIdAndEpoch,
+    True,
+    (
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_PartitionProduceResponse_v0 = (
+    _PartitionProduceResponse,
+    False,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("int64", "base_offset"),
+        ("absent", "log_append_time_ms", ("value", -1), True),
+        ("absent", "log_start_offset", ("value", -1), True),
+        ("absent", "record_errors", ("list",), True),
+        ("absent", "error_message", ("value", None), True),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionProduceResponse_v2 = (
+    _PartitionProduceResponse,
+    False,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("int64", "base_offset"),
+        ("int64", "log_append_time_ms"),
+        ("absent", "log_start_offset", ("value", -1), True),
+        ("absent", "record_errors", ("list",), True),
+        ("absent", "error_message", ("value", None), True),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionProduceResponse_v5 = (
+    _PartitionProduceResponse,
+    False,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("int64", "base_offset"),
+        ("int64", "log_append_time_ms"),
+        ("int64", "log_start_offset"),
+        ("absent", "record_errors", ("list",), True),
+        ("absent", "error_message", ("value", None), True),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionProduceResponse_v8 = (
+    _PartitionProduceResponse,
+    False,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("int64", "base_offset"),
+        ("int64", "log_append_time_ms"),
+        ("int64", "log_start_offset"),
+        ("array", "record_errors", False, False, _N_BatchIndexAndErrorMessage_v8, False),
+        ("string", "error_message", False, True),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionProduceResponse_v9 = (
+    _PartitionProduceResponse,
+    True,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("int64", "base_offset"),
+        ("int64", "log_append_time_ms"),
+        ("int64", "log_start_offset"),
+        ("array", "record_errors", True, False, _N_BatchIndexAndErrorMessage_v9, False),
+        ("string", "error_message", True, True),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+    ),
+    (),
+)
+_N_PartitionProduceResponse_v10 = (
+    _PartitionProduceResponse,
+    True,
+    (
+        ("int32", "index"),
+        ("int16", "error_code"),
+        ("int64", "base_offset"),
+        ("int64", "log_append_time_ms"),
+        ("int64", "log_start_offset"),
+        ("array", "record_errors", True, False, _N_BatchIndexAndErrorMessage_v9, False),
+        ("string", "error_message", True, True),
+    ),
+    (
+        (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v10), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
+    ),
+)
+_N_TopicProduceResponse_v0 = (
+    _TopicProduceResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v0, False),
+    ),
+    (),
+)
+_N_TopicProduceResponse_v2 = (
+    _TopicProduceResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v2, False),
+    ),
+    (),
+)
+_N_TopicProduceResponse_v5 = (
+    _TopicProduceResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v5, False),
+    ),
+    (),
+)
+_N_TopicProduceResponse_v8 = (
+    _TopicProduceResponse,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v8, False),
+    ),
+    (),
+)
+_N_TopicProduceResponse_v9 = (
+    _TopicProduceResponse,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v9, False),
+    ),
+    (),
+)
+_N_TopicProduceResponse_v10 = (
+    _TopicProduceResponse,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v10, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v10 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_ProduceResponse_v0 = (
+    ProduceResponse,
+    False,
+    (
+        ("array", "responses", False, False, _N_TopicProduceResponse_v0, True),
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_ProduceResponse_v1 = (
+    ProduceResponse,
+    False,
+    (
+        ("array", "responses", False, False, _N_TopicProduceResponse_v0, True),
+        ("int32", "throttle_time_ms"),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_ProduceResponse_v2 = (
+    ProduceResponse,
+    False,
+    (
+        ("array", "responses", False, False, _N_TopicProduceResponse_v2, True),
+        ("int32", "throttle_time_ms"),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_ProduceResponse_v5 = (
+    ProduceResponse,
+    False,
+    (
+        ("array", "responses", False, False, _N_TopicProduceResponse_v5, True),
+        ("int32", "throttle_time_ms"),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_ProduceResponse_v8 = (
+    ProduceResponse,
+    False,
+    (
+        ("array", "responses", False, False, _N_TopicProduceResponse_v8, True),
+        ("int32", "throttle_time_ms"),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_ProduceResponse_v9 = (
+    ProduceResponse,
+    True,
+    (
+        ("array", "responses", True, False, _N_TopicProduceResponse_v9, True),
+        ("int32", "throttle_time_ms"),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_ProduceResponse_v10 = (
+    ProduceResponse,
+    True,
+    (
+        ("array", "responses", True, False, _N_TopicProduceResponse_v10, True),
+        ("int32", "throttle_time_ms"),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True), ("keyed",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     ProduceResponse,
     _tj_ProduceResponse,
@@ -1775,6 +2123,16 @@ bind_codecs(
     (9, 9, _dec_ProduceResponse_v9, _enc_ProduceResponse_v9),
     (10, 11, _dec_ProduceResponse_v10, _enc_ProduceResponse_v10),
 )
+bind_native(
+    ProduceResponse,
+    (0, 0, _N_ProduceResponse_v0),
+    (1, 1, _N_ProduceResponse_v1),
+    (2, 4, _N_ProduceResponse_v2),
+    (5, 7, _N_ProduceResponse_v5),
+    (8, 8, _N_ProduceResponse_v8),
+    (9, 9, _N_ProduceResponse_v9),
+    (10, 11, _N_ProduceResponse_v10),
+)
 bind_codecs(
     _TopicProduceResponse,
     _tj_TopicProduceResponse,
@@ -1786,6 +2144,15 @@ bind_codecs(
     (8, 8, _dec_TopicProduceResponse_v8, _enc_TopicProduceResponse_v8),
     (9, 9, _dec_TopicProduceResponse_v9, _enc_TopicProduceResponse_v9),
     (10, 11, _dec_TopicProduceResponse_v10, _enc_TopicProduceResponse_v10),
+)
+bind_native(
+    _TopicProduceResponse,
+    (0, 1, _N_TopicProduceResponse_v0),
+    (2, 4, _N_TopicProduceResponse_v2),
+    (5, 7, _N_TopicProduceResponse_v5),
+    (8, 8, _N_TopicProduceResponse_v8),
+    (9, 9, _N_TopicProduceResponse_v9),
+    (10, 11, _N_TopicProduceResponse_v10),
 )
 bind_codecs(
     _PartitionProduceResponse,
@@ -1799,6 +2166,15 @@ bind_codecs(
     (9, 9, _dec_PartitionProduceResponse_v9, _enc_PartitionProduceResponse_v9),
     (10, 11, _dec_PartitionProduceResponse_v10, _enc_PartitionProduceResponse_v10),
 )
+bind_native(
+    _PartitionProduceResponse,
+    (0, 1, _N_PartitionProduceResponse_v0),
+    (2, 4, _N_PartitionProduceResponse_v2),
+    (5, 7, _N_PartitionProduceResponse_v5),
+    (8, 8, _N_PartitionProduceResponse_v8),
+    (9, 9, _N_PartitionProduceResponse_v9),
+    (10, 11, _N_PartitionProduceResponse_v10),
+)
 bind_codecs(
     _BatchIndexAndErrorMessage,
     _tj_BatchIndexAndErrorMessage,
@@ -1807,6 +2183,11 @@ bind_codecs(
     (8, 8, _dec_BatchIndexAndErrorMessage_v8, _enc_BatchIndexAndErrorMessage_v8),
     (9, 11, _dec_BatchIndexAndErrorMessage_v9, _enc_BatchIndexAndErrorMessage_v9),
 )
+bind_native(
+    _BatchIndexAndErrorMessage,
+    (8, 8, _N_BatchIndexAndErrorMessage_v8),
+    (9, 11, _N_BatchIndexAndErrorMessage_v9),
+)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1814,10 +2195,18 @@ bind_codecs(
     _rnd_LeaderIdAndEpoch,
     (10, 11, _dec_LeaderIdAndEpoch_v10, _enc_LeaderIdAndEpoch_v10),
 )
+bind_native(
+    _LeaderIdAndEpoch,
+    (10, 11, _N_LeaderIdAndEpoch_v10),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (10, 11, _dec_NodeEndpoint_v10, _enc_NodeEndpoint_v10),
+)
+bind_native(
+    _NodeEndpoint,
+    (10, 11, _N_NodeEndpoint_v10),
 )

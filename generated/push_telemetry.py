@@ -20,6 +20,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -201,12 +202,32 @@ def _rnd_PushTelemetryRequest(g: Any, version: int) -> PushTelemetryRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PushTelemetryRequest_v0 = (
+    PushTelemetryRequest,
+    True,
+    (
+        ("uuid", "client_instance_id"),
+        ("int32", "subscription_id"),
+        ("bool", "terminating"),
+        ("int8", "compression_type"),
+        ("bytes", "metrics", True, False, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     PushTelemetryRequest,
     _tj_PushTelemetryRequest,
     _fj_PushTelemetryRequest,
     _rnd_PushTelemetryRequest,
     (0, 0, _dec_PushTelemetryRequest_v0, _enc_PushTelemetryRequest_v0),
+)
+bind_native(
+    PushTelemetryRequest,
+    (0, 0, _N_PushTelemetryRequest_v0),
 )
 
 # -------------------- PushTelemetryResponse: decoders and encoders, one per distinct layout
@@ -260,10 +281,27 @@ def _rnd_PushTelemetryResponse(g: Any, version: int) -> PushTelemetryResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PushTelemetryResponse_v0 = (
+    PushTelemetryResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     PushTelemetryResponse,
     _tj_PushTelemetryResponse,
     _fj_PushTelemetryResponse,
     _rnd_PushTelemetryResponse,
     (0, 0, _dec_PushTelemetryResponse_v0, _enc_PushTelemetryResponse_v0),
+)
+bind_native(
+    PushTelemetryResponse,
+    (0, 0, _N_PushTelemetryResponse_v0),
 )

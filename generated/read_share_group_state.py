@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -467,12 +468,47 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_ReadStateData_v0 = (
+    _ReadStateData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_ReadShareGroupStateRequest_v0 = (
+    ReadShareGroupStateRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, False, _N_ReadStateData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ReadShareGroupStateRequest,
     _tj_ReadShareGroupStateRequest,
     _fj_ReadShareGroupStateRequest,
     _rnd_ReadShareGroupStateRequest,
     (0, 0, _dec_ReadShareGroupStateRequest_v0, _enc_ReadShareGroupStateRequest_v0),
+)
+bind_native(
+    ReadShareGroupStateRequest,
+    (0, 0, _N_ReadShareGroupStateRequest_v0),
 )
 bind_codecs(
     _ReadStateData,
@@ -481,12 +517,20 @@ bind_codecs(
     _rnd_ReadStateData,
     (0, 0, _dec_ReadStateData_v0, _enc_ReadStateData_v0),
 )
+bind_native(
+    _ReadStateData,
+    (0, 0, _N_ReadStateData_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+)
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
 )
 
 # -------------------- ReadShareGroupStateResponse: decoders and encoders, one per distinct layout
@@ -736,12 +780,61 @@ def _rnd_StateBatch(g: Any, version: int) -> _StateBatch:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_StateBatch_v0 = (
+    _StateBatch,
+    True,
+    (
+        ("int64", "first_offset"),
+        ("int64", "last_offset"),
+        ("int8", "delivery_state"),
+        ("int16", "delivery_count"),
+    ),
+    (),
+)
+_N_PartitionResult_v0 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int32", "state_epoch"),
+        ("int64", "start_offset"),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False),
+    ),
+    (),
+)
+_N_ReadStateResult_v0 = (
+    _ReadStateResult,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+    ),
+    (),
+)
+_N_ReadShareGroupStateResponse_v0 = (
+    ReadShareGroupStateResponse,
+    True,
+    (
+        ("array", "results", True, False, _N_ReadStateResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ReadShareGroupStateResponse,
     _tj_ReadShareGroupStateResponse,
     _fj_ReadShareGroupStateResponse,
     _rnd_ReadShareGroupStateResponse,
     (0, 0, _dec_ReadShareGroupStateResponse_v0, _enc_ReadShareGroupStateResponse_v0),
+)
+bind_native(
+    ReadShareGroupStateResponse,
+    (0, 0, _N_ReadShareGroupStateResponse_v0),
 )
 bind_codecs(
     _ReadStateResult,
@@ -750,6 +843,10 @@ bind_codecs(
     _rnd_ReadStateResult,
     (0, 0, _dec_ReadStateResult_v0, _enc_ReadStateResult_v0),
 )
+bind_native(
+    _ReadStateResult,
+    (0, 0, _N_ReadStateResult_v0),
+)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -757,10 +854,18 @@ bind_codecs(
     _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
+bind_native(
+    _PartitionResult,
+    (0, 0, _N_PartitionResult_v0),
+)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
     _rnd_StateBatch,
     (0, 0, _dec_StateBatch_v0, _enc_StateBatch_v0),
+)
+bind_native(
+    _StateBatch,
+    (0, 0, _N_StateBatch_v0),
 )

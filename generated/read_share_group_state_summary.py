@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -442,12 +443,47 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_ReadStateSummaryData_v0 = (
+    _ReadStateSummaryData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_ReadShareGroupStateSummaryRequest_v0 = (
+    ReadShareGroupStateSummaryRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, False, _N_ReadStateSummaryData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ReadShareGroupStateSummaryRequest,
     _tj_ReadShareGroupStateSummaryRequest,
     _fj_ReadShareGroupStateSummaryRequest,
     _rnd_ReadShareGroupStateSummaryRequest,
     (0, 0, _dec_ReadShareGroupStateSummaryRequest_v0, _enc_ReadShareGroupStateSummaryRequest_v0),
+)
+bind_native(
+    ReadShareGroupStateSummaryRequest,
+    (0, 0, _N_ReadShareGroupStateSummaryRequest_v0),
 )
 bind_codecs(
     _ReadStateSummaryData,
@@ -456,12 +492,20 @@ bind_codecs(
     _rnd_ReadStateSummaryData,
     (0, 0, _dec_ReadStateSummaryData_v0, _enc_ReadStateSummaryData_v0),
 )
+bind_native(
+    _ReadStateSummaryData,
+    (0, 0, _N_ReadStateSummaryData_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+)
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
 )
 
 # -------------------- ReadShareGroupStateSummaryResponse: decoders and encoders, one per distinct layout
@@ -656,12 +700,49 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionResult_v0 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int32", "state_epoch"),
+        ("int64", "start_offset"),
+    ),
+    (),
+)
+_N_ReadStateSummaryResult_v0 = (
+    _ReadStateSummaryResult,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+    ),
+    (),
+)
+_N_ReadShareGroupStateSummaryResponse_v0 = (
+    ReadShareGroupStateSummaryResponse,
+    True,
+    (
+        ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ReadShareGroupStateSummaryResponse,
     _tj_ReadShareGroupStateSummaryResponse,
     _fj_ReadShareGroupStateSummaryResponse,
     _rnd_ReadShareGroupStateSummaryResponse,
     (0, 0, _dec_ReadShareGroupStateSummaryResponse_v0, _enc_ReadShareGroupStateSummaryResponse_v0),
+)
+bind_native(
+    ReadShareGroupStateSummaryResponse,
+    (0, 0, _N_ReadShareGroupStateSummaryResponse_v0),
 )
 bind_codecs(
     _ReadStateSummaryResult,
@@ -670,10 +751,18 @@ bind_codecs(
     _rnd_ReadStateSummaryResult,
     (0, 0, _dec_ReadStateSummaryResult_v0, _enc_ReadStateSummaryResult_v0),
 )
+bind_native(
+    _ReadStateSummaryResult,
+    (0, 0, _N_ReadStateSummaryResult_v0),
+)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
     _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
+)
+bind_native(
+    _PartitionResult,
+    (0, 0, _N_PartitionResult_v0),
 )

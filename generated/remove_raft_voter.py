@@ -18,6 +18,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -193,12 +194,30 @@ def _rnd_RemoveRaftVoterRequest(g: Any, version: int) -> RemoveRaftVoterRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_RemoveRaftVoterRequest_v0 = (
+    RemoveRaftVoterRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("int32", "voter_id"),
+        ("uuid", "voter_directory_id"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     RemoveRaftVoterRequest,
     _tj_RemoveRaftVoterRequest,
     _fj_RemoveRaftVoterRequest,
     _rnd_RemoveRaftVoterRequest,
     (0, 0, _dec_RemoveRaftVoterRequest_v0, _enc_RemoveRaftVoterRequest_v0),
+)
+bind_native(
+    RemoveRaftVoterRequest,
+    (0, 0, _N_RemoveRaftVoterRequest_v0),
 )
 
 # -------------------- RemoveRaftVoterResponse: decoders and encoders, one per distinct layout
@@ -263,10 +282,28 @@ def _rnd_RemoveRaftVoterResponse(g: Any, version: int) -> RemoveRaftVoterRespons
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_RemoveRaftVoterResponse_v0 = (
+    RemoveRaftVoterResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     RemoveRaftVoterResponse,
     _tj_RemoveRaftVoterResponse,
     _fj_RemoveRaftVoterResponse,
     _rnd_RemoveRaftVoterResponse,
     (0, 0, _dec_RemoveRaftVoterResponse_v0, _enc_RemoveRaftVoterResponse_v0),
+)
+bind_native(
+    RemoveRaftVoterResponse,
+    (0, 0, _N_RemoveRaftVoterResponse_v0),
 )

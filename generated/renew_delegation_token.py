@@ -17,6 +17,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -200,6 +201,28 @@ def _rnd_RenewDelegationTokenRequest(g: Any, version: int) -> RenewDelegationTok
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_RenewDelegationTokenRequest_v0 = (
+    RenewDelegationTokenRequest,
+    False,
+    (
+        ("bytes", "hmac", False, False, False),
+        ("int64", "renew_period_ms"),
+    ),
+    (),
+)
+_N_RenewDelegationTokenRequest_v2 = (
+    RenewDelegationTokenRequest,
+    True,
+    (
+        ("bytes", "hmac", True, False, False),
+        ("int64", "renew_period_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     RenewDelegationTokenRequest,
     _tj_RenewDelegationTokenRequest,
@@ -207,6 +230,11 @@ bind_codecs(
     _rnd_RenewDelegationTokenRequest,
     (0, 1, _dec_RenewDelegationTokenRequest_v0, _enc_RenewDelegationTokenRequest_v0),
     (2, 2, _dec_RenewDelegationTokenRequest_v2, _enc_RenewDelegationTokenRequest_v2),
+)
+bind_native(
+    RenewDelegationTokenRequest,
+    (0, 1, _N_RenewDelegationTokenRequest_v0),
+    (2, 2, _N_RenewDelegationTokenRequest_v2),
 )
 
 # -------------------- RenewDelegationTokenResponse: decoders and encoders, one per distinct layout
@@ -286,6 +314,30 @@ def _rnd_RenewDelegationTokenResponse(g: Any, version: int) -> RenewDelegationTo
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_RenewDelegationTokenResponse_v0 = (
+    RenewDelegationTokenResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+_N_RenewDelegationTokenResponse_v2 = (
+    RenewDelegationTokenResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("int64", "expiry_timestamp_ms"),
+        ("int32", "throttle_time_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     RenewDelegationTokenResponse,
     _tj_RenewDelegationTokenResponse,
@@ -293,4 +345,9 @@ bind_codecs(
     _rnd_RenewDelegationTokenResponse,
     (0, 1, _dec_RenewDelegationTokenResponse_v0, _enc_RenewDelegationTokenResponse_v0),
     (2, 2, _dec_RenewDelegationTokenResponse_v2, _enc_RenewDelegationTokenResponse_v2),
+)
+bind_native(
+    RenewDelegationTokenResponse,
+    (0, 1, _N_RenewDelegationTokenResponse_v0),
+    (2, 2, _N_RenewDelegationTokenResponse_v2),
 )

@@ -18,6 +18,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -193,6 +194,26 @@ def _rnd_SaslAuthenticateRequest(g: Any, version: int) -> SaslAuthenticateReques
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SaslAuthenticateRequest_v0 = (
+    SaslAuthenticateRequest,
+    False,
+    (
+        ("bytes", "auth_bytes", False, False, False),
+    ),
+    (),
+)
+_N_SaslAuthenticateRequest_v2 = (
+    SaslAuthenticateRequest,
+    True,
+    (
+        ("bytes", "auth_bytes", True, False, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SaslAuthenticateRequest,
     _tj_SaslAuthenticateRequest,
@@ -200,6 +221,11 @@ bind_codecs(
     _rnd_SaslAuthenticateRequest,
     (0, 1, _dec_SaslAuthenticateRequest_v0, _enc_SaslAuthenticateRequest_v0),
     (2, 2, _dec_SaslAuthenticateRequest_v2, _enc_SaslAuthenticateRequest_v2),
+)
+bind_native(
+    SaslAuthenticateRequest,
+    (0, 1, _N_SaslAuthenticateRequest_v0),
+    (2, 2, _N_SaslAuthenticateRequest_v2),
 )
 
 # -------------------- SaslAuthenticateResponse: decoders and encoders, one per distinct layout
@@ -338,6 +364,43 @@ def _rnd_SaslAuthenticateResponse(g: Any, version: int) -> SaslAuthenticateRespo
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SaslAuthenticateResponse_v0 = (
+    SaslAuthenticateResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("bytes", "auth_bytes", False, False, False),
+        ("absent", "session_lifetime_ms", ("value", 0), True),
+    ),
+    (),
+)
+_N_SaslAuthenticateResponse_v1 = (
+    SaslAuthenticateResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", False, True),
+        ("bytes", "auth_bytes", False, False, False),
+        ("int64", "session_lifetime_ms"),
+    ),
+    (),
+)
+_N_SaslAuthenticateResponse_v2 = (
+    SaslAuthenticateResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("bytes", "auth_bytes", True, False, False),
+        ("int64", "session_lifetime_ms"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SaslAuthenticateResponse,
     _tj_SaslAuthenticateResponse,
@@ -346,4 +409,10 @@ bind_codecs(
     (0, 0, _dec_SaslAuthenticateResponse_v0, _enc_SaslAuthenticateResponse_v0),
     (1, 1, _dec_SaslAuthenticateResponse_v1, _enc_SaslAuthenticateResponse_v1),
     (2, 2, _dec_SaslAuthenticateResponse_v2, _enc_SaslAuthenticateResponse_v2),
+)
+bind_native(
+    SaslAuthenticateResponse,
+    (0, 0, _N_SaslAuthenticateResponse_v0),
+    (1, 1, _N_SaslAuthenticateResponse_v1),
+    (2, 2, _N_SaslAuthenticateResponse_v2),
 )

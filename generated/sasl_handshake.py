@@ -20,6 +20,7 @@ from kafkagen.runtime.message import (
     Message,
     Missing,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -159,12 +160,28 @@ def _rnd_SaslHandshakeRequest(g: Any, version: int) -> SaslHandshakeRequest:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SaslHandshakeRequest_v0 = (
+    SaslHandshakeRequest,
+    False,
+    (
+        ("string", "mechanism", False, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SaslHandshakeRequest,
     _tj_SaslHandshakeRequest,
     _fj_SaslHandshakeRequest,
     _rnd_SaslHandshakeRequest,
     (0, 1, _dec_SaslHandshakeRequest_v0, _enc_SaslHandshakeRequest_v0),
+)
+bind_native(
+    SaslHandshakeRequest,
+    (0, 1, _N_SaslHandshakeRequest_v0),
 )
 
 # -------------------- SaslHandshakeResponse: decoders and encoders, one per distinct layout
@@ -219,10 +236,27 @@ def _rnd_SaslHandshakeResponse(g: Any, version: int) -> SaslHandshakeResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SaslHandshakeResponse_v0 = (
+    SaslHandshakeResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "mechanisms", False, False, "string", False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SaslHandshakeResponse,
     _tj_SaslHandshakeResponse,
     _fj_SaslHandshakeResponse,
     _rnd_SaslHandshakeResponse,
     (0, 1, _dec_SaslHandshakeResponse_v0, _enc_SaslHandshakeResponse_v0),
+)
+bind_native(
+    SaslHandshakeResponse,
+    (0, 1, _N_SaslHandshakeResponse_v0),
 )

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -659,12 +660,59 @@ def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AcknowledgementBatch_v0 = (
+    _AcknowledgementBatch,
+    True,
+    (
+        ("int64", "first_offset"),
+        ("int64", "last_offset"),
+        ("array", "acknowledge_types", True, False, "int8", False),
+    ),
+    (),
+)
+_N_AcknowledgePartition_v0 = (
+    _AcknowledgePartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False),
+    ),
+    (),
+)
+_N_AcknowledgeTopic_v0 = (
+    _AcknowledgeTopic,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_AcknowledgePartition_v0, False),
+    ),
+    (),
+)
+_N_ShareAcknowledgeRequest_v0 = (
+    ShareAcknowledgeRequest,
+    True,
+    (
+        ("string", "group_id", True, True),
+        ("string", "member_id", True, True),
+        ("int32", "share_session_epoch"),
+        ("array", "topics", True, False, _N_AcknowledgeTopic_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareAcknowledgeRequest,
     _tj_ShareAcknowledgeRequest,
     _fj_ShareAcknowledgeRequest,
     _rnd_ShareAcknowledgeRequest,
     (0, 0, _dec_ShareAcknowledgeRequest_v0, _enc_ShareAcknowledgeRequest_v0),
+)
+bind_native(
+    ShareAcknowledgeRequest,
+    (0, 0, _N_ShareAcknowledgeRequest_v0),
 )
 bind_codecs(
     _AcknowledgeTopic,
@@ -673,6 +721,10 @@ bind_codecs(
     _rnd_AcknowledgeTopic,
     (0, 0, _dec_AcknowledgeTopic_v0, _enc_AcknowledgeTopic_v0),
 )
+bind_native(
+    _AcknowledgeTopic,
+    (0, 0, _N_AcknowledgeTopic_v0),
+)
 bind_codecs(
     _AcknowledgePartition,
     _tj_AcknowledgePartition,
@@ -680,12 +732,20 @@ bind_codecs(
     _rnd_AcknowledgePartition,
     (0, 0, _dec_AcknowledgePartition_v0, _enc_AcknowledgePartition_v0),
 )
+bind_native(
+    _AcknowledgePartition,
+    (0, 0, _N_AcknowledgePartition_v0),
+)
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
     _rnd_AcknowledgementBatch,
     (0, 0, _dec_AcknowledgementBatch_v0, _enc_AcknowledgementBatch_v0),
+)
+bind_native(
+    _AcknowledgementBatch,
+    (0, 0, _N_AcknowledgementBatch_v0),
 )
 
 # -------------------- ShareAcknowledgeResponse: decoders and encoders, one per distinct layout
@@ -1023,12 +1083,72 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_LeaderIdAndEpoch_v0 = (
+    _LeaderIdAndEpoch,
+    True,
+    (
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0),
+    ),
+    (),
+)
+_N_ShareAcknowledgeTopicResponse_v0 = (
+    _ShareAcknowledgeTopicResponse,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v0 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_ShareAcknowledgeResponse_v0 = (
+    ShareAcknowledgeResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "responses", True, False, _N_ShareAcknowledgeTopicResponse_v0, False),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareAcknowledgeResponse,
     _tj_ShareAcknowledgeResponse,
     _fj_ShareAcknowledgeResponse,
     _rnd_ShareAcknowledgeResponse,
     (0, 0, _dec_ShareAcknowledgeResponse_v0, _enc_ShareAcknowledgeResponse_v0),
+)
+bind_native(
+    ShareAcknowledgeResponse,
+    (0, 0, _N_ShareAcknowledgeResponse_v0),
 )
 bind_codecs(
     _ShareAcknowledgeTopicResponse,
@@ -1037,12 +1157,20 @@ bind_codecs(
     _rnd_ShareAcknowledgeTopicResponse,
     (0, 0, _dec_ShareAcknowledgeTopicResponse_v0, _enc_ShareAcknowledgeTopicResponse_v0),
 )
+bind_native(
+    _ShareAcknowledgeTopicResponse,
+    (0, 0, _N_ShareAcknowledgeTopicResponse_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+)
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
@@ -1051,10 +1179,18 @@ bind_codecs(
     _rnd_LeaderIdAndEpoch,
     (0, 0, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
+bind_native(
+    _LeaderIdAndEpoch,
+    (0, 0, _N_LeaderIdAndEpoch_v0),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (0, 0, _dec_NodeEndpoint_v0, _enc_NodeEndpoint_v0),
+)
+bind_native(
+    _NodeEndpoint,
+    (0, 0, _N_NodeEndpoint_v0),
 )

@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -836,12 +837,73 @@ def _rnd_ForgottenTopic(g: Any, version: int) -> _ForgottenTopic:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_AcknowledgementBatch_v0 = (
+    _AcknowledgementBatch,
+    True,
+    (
+        ("int64", "first_offset"),
+        ("int64", "last_offset"),
+        ("array", "acknowledge_types", True, False, "int8", False),
+    ),
+    (),
+)
+_N_FetchPartition_v0 = (
+    _FetchPartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "partition_max_bytes"),
+        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False),
+    ),
+    (),
+)
+_N_FetchTopic_v0 = (
+    _FetchTopic,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_FetchPartition_v0, False),
+    ),
+    (),
+)
+_N_ForgottenTopic_v0 = (
+    _ForgottenTopic,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_ShareFetchRequest_v0 = (
+    ShareFetchRequest,
+    True,
+    (
+        ("string", "group_id", True, True),
+        ("string", "member_id", True, True),
+        ("int32", "share_session_epoch"),
+        ("int32", "max_wait_ms"),
+        ("int32", "min_bytes"),
+        ("int32", "max_bytes"),
+        ("array", "topics", True, False, _N_FetchTopic_v0, False),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareFetchRequest,
     _tj_ShareFetchRequest,
     _fj_ShareFetchRequest,
     _rnd_ShareFetchRequest,
     (0, 0, _dec_ShareFetchRequest_v0, _enc_ShareFetchRequest_v0),
+)
+bind_native(
+    ShareFetchRequest,
+    (0, 0, _N_ShareFetchRequest_v0),
 )
 bind_codecs(
     _FetchTopic,
@@ -850,12 +912,20 @@ bind_codecs(
     _rnd_FetchTopic,
     (0, 0, _dec_FetchTopic_v0, _enc_FetchTopic_v0),
 )
+bind_native(
+    _FetchTopic,
+    (0, 0, _N_FetchTopic_v0),
+)
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
     _fj_FetchPartition,
     _rnd_FetchPartition,
     (0, 0, _dec_FetchPartition_v0, _enc_FetchPartition_v0),
+)
+bind_native(
+    _FetchPartition,
+    (0, 0, _N_FetchPartition_v0),
 )
 bind_codecs(
     _AcknowledgementBatch,
@@ -864,12 +934,20 @@ bind_codecs(
     _rnd_AcknowledgementBatch,
     (0, 0, _dec_AcknowledgementBatch_v0, _enc_AcknowledgementBatch_v0),
 )
+bind_native(
+    _AcknowledgementBatch,
+    (0, 0, _N_AcknowledgementBatch_v0),
+)
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
     _fj_ForgottenTopic,
     _rnd_ForgottenTopic,
     (0, 0, _dec_ForgottenTopic_v0, _enc_ForgottenTopic_v0),
+)
+bind_native(
+    _ForgottenTopic,
+    (0, 0, _N_ForgottenTopic_v0),
 )
 
 # -------------------- ShareFetchResponse: decoders and encoders, one per distinct layout
@@ -1289,12 +1367,86 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_LeaderIdAndEpoch_v0 = (
+    _LeaderIdAndEpoch,
+    True,
+    (
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+    ),
+    (),
+)
+_N_AcquiredRecords_v0 = (
+    _AcquiredRecords,
+    True,
+    (
+        ("int64", "first_offset"),
+        ("int64", "last_offset"),
+        ("int16", "delivery_count"),
+    ),
+    (),
+)
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("int16", "acknowledge_error_code"),
+        ("string", "acknowledge_error_message", True, True),
+        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0),
+        ("bytes", "records", True, True, True),
+        ("array", "acquired_records", True, False, _N_AcquiredRecords_v0, False),
+    ),
+    (),
+)
+_N_ShareFetchableTopicResponse_v0 = (
+    _ShareFetchableTopicResponse,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v0 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_ShareFetchResponse_v0 = (
+    ShareFetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "responses", True, False, _N_ShareFetchableTopicResponse_v0, False),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareFetchResponse,
     _tj_ShareFetchResponse,
     _fj_ShareFetchResponse,
     _rnd_ShareFetchResponse,
     (0, 0, _dec_ShareFetchResponse_v0, _enc_ShareFetchResponse_v0),
+)
+bind_native(
+    ShareFetchResponse,
+    (0, 0, _N_ShareFetchResponse_v0),
 )
 bind_codecs(
     _ShareFetchableTopicResponse,
@@ -1303,12 +1455,20 @@ bind_codecs(
     _rnd_ShareFetchableTopicResponse,
     (0, 0, _dec_ShareFetchableTopicResponse_v0, _enc_ShareFetchableTopicResponse_v0),
 )
+bind_native(
+    _ShareFetchableTopicResponse,
+    (0, 0, _N_ShareFetchableTopicResponse_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+)
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
@@ -1317,6 +1477,10 @@ bind_codecs(
     _rnd_LeaderIdAndEpoch,
     (0, 0, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
+bind_native(
+    _LeaderIdAndEpoch,
+    (0, 0, _N_LeaderIdAndEpoch_v0),
+)
 bind_codecs(
     _AcquiredRecords,
     _tj_AcquiredRecords,
@@ -1324,10 +1488,18 @@ bind_codecs(
     _rnd_AcquiredRecords,
     (0, 0, _dec_AcquiredRecords_v0, _enc_AcquiredRecords_v0),
 )
+bind_native(
+    _AcquiredRecords,
+    (0, 0, _N_AcquiredRecords_v0),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (0, 0, _dec_NodeEndpoint_v0, _enc_NodeEndpoint_v0),
+)
+bind_native(
+    _NodeEndpoint,
+    (0, 0, _N_NodeEndpoint_v0),
 )

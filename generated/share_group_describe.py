@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -372,12 +373,29 @@ def _rnd_ShareGroupDescribeRequest(g: Any, version: int) -> ShareGroupDescribeRe
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ShareGroupDescribeRequest_v0 = (
+    ShareGroupDescribeRequest,
+    True,
+    (
+        ("array", "group_ids", True, False, "string", False),
+        ("bool", "include_authorized_operations"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareGroupDescribeRequest,
     _tj_ShareGroupDescribeRequest,
     _fj_ShareGroupDescribeRequest,
     _rnd_ShareGroupDescribeRequest,
     (0, 0, _dec_ShareGroupDescribeRequest_v0, _enc_ShareGroupDescribeRequest_v0),
+)
+bind_native(
+    ShareGroupDescribeRequest,
+    (0, 0, _N_ShareGroupDescribeRequest_v0),
 )
 
 # -------------------- ShareGroupDescribeResponse: decoders and encoders, one per distinct layout
@@ -756,12 +774,77 @@ def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicPartitions_v0 = (
+    _TopicPartitions,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_Assignment_v0 = (
+    _Assignment,
+    True,
+    (
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
+    ),
+    (),
+)
+_N_Member_v0 = (
+    _Member,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("string", "rack_id", True, True),
+        ("int32", "member_epoch"),
+        ("string", "client_id", True, False),
+        ("string", "client_host", True, False),
+        ("array", "subscribed_topic_names", True, False, "string", False),
+        ("struct", "assignment", False, _N_Assignment_v0),
+    ),
+    (),
+)
+_N_DescribedGroup_v0 = (
+    _DescribedGroup,
+    True,
+    (
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("string", "group_id", True, False),
+        ("string", "group_state", True, False),
+        ("int32", "group_epoch"),
+        ("int32", "assignment_epoch"),
+        ("string", "assignor_name", True, False),
+        ("array", "members", True, False, _N_Member_v0, False),
+        ("int32", "authorized_operations"),
+    ),
+    (),
+)
+_N_ShareGroupDescribeResponse_v0 = (
+    ShareGroupDescribeResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "groups", True, False, _N_DescribedGroup_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareGroupDescribeResponse,
     _tj_ShareGroupDescribeResponse,
     _fj_ShareGroupDescribeResponse,
     _rnd_ShareGroupDescribeResponse,
     (0, 0, _dec_ShareGroupDescribeResponse_v0, _enc_ShareGroupDescribeResponse_v0),
+)
+bind_native(
+    ShareGroupDescribeResponse,
+    (0, 0, _N_ShareGroupDescribeResponse_v0),
 )
 bind_codecs(
     _DescribedGroup,
@@ -770,12 +853,20 @@ bind_codecs(
     _rnd_DescribedGroup,
     (0, 0, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
 )
+bind_native(
+    _DescribedGroup,
+    (0, 0, _N_DescribedGroup_v0),
+)
 bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
     _rnd_Member,
     (0, 0, _dec_Member_v0, _enc_Member_v0),
+)
+bind_native(
+    _Member,
+    (0, 0, _N_Member_v0),
 )
 bind_codecs(
     _Assignment,
@@ -784,10 +875,18 @@ bind_codecs(
     _rnd_Assignment,
     (0, 0, _dec_Assignment_v0, _enc_Assignment_v0),
 )
+bind_native(
+    _Assignment,
+    (0, 0, _N_Assignment_v0),
+)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
     _rnd_TopicPartitions,
     (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
+)
+bind_native(
+    _TopicPartitions,
+    (0, 0, _N_TopicPartitions_v0),
 )

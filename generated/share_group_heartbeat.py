@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -324,12 +325,32 @@ def _rnd_ShareGroupHeartbeatRequest(g: Any, version: int) -> ShareGroupHeartbeat
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_ShareGroupHeartbeatRequest_v0 = (
+    ShareGroupHeartbeatRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("string", "member_id", True, False),
+        ("int32", "member_epoch"),
+        ("string", "rack_id", True, True),
+        ("array", "subscribed_topic_names", True, True, "string", False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareGroupHeartbeatRequest,
     _tj_ShareGroupHeartbeatRequest,
     _fj_ShareGroupHeartbeatRequest,
     _rnd_ShareGroupHeartbeatRequest,
     (0, 0, _dec_ShareGroupHeartbeatRequest_v0, _enc_ShareGroupHeartbeatRequest_v0),
+)
+bind_native(
+    ShareGroupHeartbeatRequest,
+    (0, 0, _N_ShareGroupHeartbeatRequest_v0),
 )
 
 # -------------------- ShareGroupHeartbeatResponse: decoders and encoders, one per distinct layout
@@ -535,12 +556,51 @@ def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TopicPartitions_v0 = (
+    _TopicPartitions,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, "int32", False),
+    ),
+    (),
+)
+_N_Assignment_v0 = (
+    _Assignment,
+    True,
+    (
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
+    ),
+    (),
+)
+_N_ShareGroupHeartbeatResponse_v0 = (
+    ShareGroupHeartbeatResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("string", "member_id", True, True),
+        ("int32", "member_epoch"),
+        ("int32", "heartbeat_interval_ms"),
+        ("struct", "assignment", True, _N_Assignment_v0),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     ShareGroupHeartbeatResponse,
     _tj_ShareGroupHeartbeatResponse,
     _fj_ShareGroupHeartbeatResponse,
     _rnd_ShareGroupHeartbeatResponse,
     (0, 0, _dec_ShareGroupHeartbeatResponse_v0, _enc_ShareGroupHeartbeatResponse_v0),
+)
+bind_native(
+    ShareGroupHeartbeatResponse,
+    (0, 0, _N_ShareGroupHeartbeatResponse_v0),
 )
 bind_codecs(
     _Assignment,
@@ -549,10 +609,18 @@ bind_codecs(
     _rnd_Assignment,
     (0, 0, _dec_Assignment_v0, _enc_Assignment_v0),
 )
+bind_native(
+    _Assignment,
+    (0, 0, _N_Assignment_v0),
+)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
     _rnd_TopicPartitions,
     (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
+)
+bind_native(
+    _TopicPartitions,
+    (0, 0, _N_TopicPartitions_v0),
 )

@@ -15,6 +15,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -115,10 +116,26 @@ def _rnd_SnapshotFooterRecord(g: Any, version: int) -> SnapshotFooterRecord:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SnapshotFooterRecord_v0 = (
+    SnapshotFooterRecord,
+    True,
+    (
+        ("int16", "version"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SnapshotFooterRecord,
     _tj_SnapshotFooterRecord,
     _fj_SnapshotFooterRecord,
     _rnd_SnapshotFooterRecord,
     (0, 0, _dec_SnapshotFooterRecord_v0, _enc_SnapshotFooterRecord_v0),
+)
+bind_native(
+    SnapshotFooterRecord,
+    (0, 0, _N_SnapshotFooterRecord_v0),
 )

@@ -15,6 +15,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -124,10 +125,27 @@ def _rnd_SnapshotHeaderRecord(g: Any, version: int) -> SnapshotHeaderRecord:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SnapshotHeaderRecord_v0 = (
+    SnapshotHeaderRecord,
+    True,
+    (
+        ("int16", "version"),
+        ("int64", "last_contained_log_timestamp"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SnapshotHeaderRecord,
     _tj_SnapshotHeaderRecord,
     _fj_SnapshotHeaderRecord,
     _rnd_SnapshotHeaderRecord,
     (0, 0, _dec_SnapshotHeaderRecord_v0, _enc_SnapshotHeaderRecord_v0),
+)
+bind_native(
+    SnapshotHeaderRecord,
+    (0, 0, _N_SnapshotHeaderRecord_v0),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -868,6 +869,131 @@ def _rnd_StopReplicaPartitionState(g: Any, version: int) -> _StopReplicaPartitio
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_StopReplicaPartitionV0_v0 = (
+    _StopReplicaPartitionV0,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+    ),
+    (),
+)
+_N_StopReplicaTopicV1_v1 = (
+    _StopReplicaTopicV1,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_indexes", False, False, "int32", False),
+    ),
+    (),
+)
+_N_StopReplicaTopicV1_v2 = (
+    _StopReplicaTopicV1,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_indexes", True, False, "int32", False),
+    ),
+    (),
+)
+_N_StopReplicaPartitionState_v3 = (
+    _StopReplicaPartitionState,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "leader_epoch"),
+        ("bool", "delete_partition"),
+    ),
+    (),
+)
+_N_StopReplicaTopicState_v3 = (
+    _StopReplicaTopicState,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partition_states", True, False, _N_StopReplicaPartitionState_v3, False),
+    ),
+    (),
+)
+_N_StopReplicaRequest_v0 = (
+    StopReplicaRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("bool", "delete_partitions"),
+        ("array", "ungrouped_partitions", False, False, _N_StopReplicaPartitionV0_v0, False),
+        ("absent", "topics", ("list",), False),
+        ("absent", "topic_states", ("list",), False),
+    ),
+    (),
+)
+_N_StopReplicaRequest_v1 = (
+    StopReplicaRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("bool", "delete_partitions"),
+        ("absent", "ungrouped_partitions", ("list",), False),
+        ("array", "topics", False, False, _N_StopReplicaTopicV1_v1, False),
+        ("absent", "topic_states", ("list",), False),
+    ),
+    (),
+)
+_N_StopReplicaRequest_v2 = (
+    StopReplicaRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("bool", "delete_partitions"),
+        ("absent", "ungrouped_partitions", ("list",), False),
+        ("array", "topics", True, False, _N_StopReplicaTopicV1_v2, False),
+        ("absent", "topic_states", ("list",), False),
+    ),
+    (),
+)
+_N_StopReplicaRequest_v3 = (
+    StopReplicaRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "delete_partitions", ("value", False), False),
+        ("absent", "ungrouped_partitions", ("list",), False),
+        ("absent", "topics", ("list",), False),
+        ("array", "topic_states", True, False, _N_StopReplicaTopicState_v3, False),
+    ),
+    (),
+)
+_N_StopReplicaRequest_v4 = (
+    StopReplicaRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("bool", "is_k_raft_controller"),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "delete_partitions", ("value", False), False),
+        ("absent", "ungrouped_partitions", ("list",), False),
+        ("absent", "topics", ("list",), False),
+        ("array", "topic_states", True, False, _N_StopReplicaTopicState_v3, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     StopReplicaRequest,
     _tj_StopReplicaRequest,
@@ -879,12 +1005,24 @@ bind_codecs(
     (3, 3, _dec_StopReplicaRequest_v3, _enc_StopReplicaRequest_v3),
     (4, 4, _dec_StopReplicaRequest_v4, _enc_StopReplicaRequest_v4),
 )
+bind_native(
+    StopReplicaRequest,
+    (0, 0, _N_StopReplicaRequest_v0),
+    (1, 1, _N_StopReplicaRequest_v1),
+    (2, 2, _N_StopReplicaRequest_v2),
+    (3, 3, _N_StopReplicaRequest_v3),
+    (4, 4, _N_StopReplicaRequest_v4),
+)
 bind_codecs(
     _StopReplicaPartitionV0,
     _tj_StopReplicaPartitionV0,
     _fj_StopReplicaPartitionV0,
     _rnd_StopReplicaPartitionV0,
     (0, 0, _dec_StopReplicaPartitionV0_v0, _enc_StopReplicaPartitionV0_v0),
+)
+bind_native(
+    _StopReplicaPartitionV0,
+    (0, 0, _N_StopReplicaPartitionV0_v0),
 )
 bind_codecs(
     _StopReplicaTopicV1,
@@ -894,6 +1032,11 @@ bind_codecs(
     (1, 1, _dec_StopReplicaTopicV1_v1, _enc_StopReplicaTopicV1_v1),
     (2, 2, _dec_StopReplicaTopicV1_v2, _enc_StopReplicaTopicV1_v2),
 )
+bind_native(
+    _StopReplicaTopicV1,
+    (1, 1, _N_StopReplicaTopicV1_v1),
+    (2, 2, _N_StopReplicaTopicV1_v2),
+)
 bind_codecs(
     _StopReplicaTopicState,
     _tj_StopReplicaTopicState,
@@ -901,12 +1044,20 @@ bind_codecs(
     _rnd_StopReplicaTopicState,
     (3, 4, _dec_StopReplicaTopicState_v3, _enc_StopReplicaTopicState_v3),
 )
+bind_native(
+    _StopReplicaTopicState,
+    (3, 4, _N_StopReplicaTopicState_v3),
+)
 bind_codecs(
     _StopReplicaPartitionState,
     _tj_StopReplicaPartitionState,
     _fj_StopReplicaPartitionState,
     _rnd_StopReplicaPartitionState,
     (3, 4, _dec_StopReplicaPartitionState_v3, _enc_StopReplicaPartitionState_v3),
+)
+bind_native(
+    _StopReplicaPartitionState,
+    (3, 4, _N_StopReplicaPartitionState_v3),
 )
 
 # -------------------- StopReplicaResponse: decoders and encoders, one per distinct layout
@@ -1079,6 +1230,48 @@ def _rnd_StopReplicaPartitionError(g: Any, version: int) -> _StopReplicaPartitio
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_StopReplicaPartitionError_v0 = (
+    _StopReplicaPartitionError,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_StopReplicaPartitionError_v2 = (
+    _StopReplicaPartitionError,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_StopReplicaResponse_v0 = (
+    StopReplicaResponse,
+    False,
+    (
+        ("int16", "error_code"),
+        ("array", "partition_errors", False, False, _N_StopReplicaPartitionError_v0, False),
+    ),
+    (),
+)
+_N_StopReplicaResponse_v2 = (
+    StopReplicaResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "partition_errors", True, False, _N_StopReplicaPartitionError_v2, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     StopReplicaResponse,
     _tj_StopReplicaResponse,
@@ -1087,6 +1280,11 @@ bind_codecs(
     (0, 1, _dec_StopReplicaResponse_v0, _enc_StopReplicaResponse_v0),
     (2, 4, _dec_StopReplicaResponse_v2, _enc_StopReplicaResponse_v2),
 )
+bind_native(
+    StopReplicaResponse,
+    (0, 1, _N_StopReplicaResponse_v0),
+    (2, 4, _N_StopReplicaResponse_v2),
+)
 bind_codecs(
     _StopReplicaPartitionError,
     _tj_StopReplicaPartitionError,
@@ -1094,4 +1292,9 @@ bind_codecs(
     _rnd_StopReplicaPartitionError,
     (0, 1, _dec_StopReplicaPartitionError_v0, _enc_StopReplicaPartitionError_v0),
     (2, 4, _dec_StopReplicaPartitionError_v2, _enc_StopReplicaPartitionError_v2),
+)
+bind_native(
+    _StopReplicaPartitionError,
+    (0, 1, _N_StopReplicaPartitionError_v0),
+    (2, 4, _N_StopReplicaPartitionError_v2),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -535,6 +536,84 @@ def _rnd_SyncGroupRequestAssignment(g: Any, version: int) -> _SyncGroupRequestAs
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SyncGroupRequestAssignment_v0 = (
+    _SyncGroupRequestAssignment,
+    False,
+    (
+        ("string", "member_id", False, False),
+        ("bytes", "assignment", False, False, False),
+    ),
+    (),
+)
+_N_SyncGroupRequestAssignment_v4 = (
+    _SyncGroupRequestAssignment,
+    True,
+    (
+        ("string", "member_id", True, False),
+        ("bytes", "assignment", True, False, False),
+    ),
+    (),
+)
+_N_SyncGroupRequest_v0 = (
+    SyncGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", False, False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("absent", "protocol_type", ("value", None), True),
+        ("absent", "protocol_name", ("value", None), True),
+        ("array", "assignments", False, False, _N_SyncGroupRequestAssignment_v0, False),
+    ),
+    (),
+)
+_N_SyncGroupRequest_v3 = (
+    SyncGroupRequest,
+    False,
+    (
+        ("string", "group_id", False, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", False, False),
+        ("string", "group_instance_id", False, True),
+        ("absent", "protocol_type", ("value", None), True),
+        ("absent", "protocol_name", ("value", None), True),
+        ("array", "assignments", False, False, _N_SyncGroupRequestAssignment_v0, False),
+    ),
+    (),
+)
+_N_SyncGroupRequest_v4 = (
+    SyncGroupRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("absent", "protocol_type", ("value", None), True),
+        ("absent", "protocol_name", ("value", None), True),
+        ("array", "assignments", True, False, _N_SyncGroupRequestAssignment_v4, False),
+    ),
+    (),
+)
+_N_SyncGroupRequest_v5 = (
+    SyncGroupRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("int32", "generation_id"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("string", "protocol_type", True, True),
+        ("string", "protocol_name", True, True),
+        ("array", "assignments", True, False, _N_SyncGroupRequestAssignment_v4, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SyncGroupRequest,
     _tj_SyncGroupRequest,
@@ -545,6 +624,13 @@ bind_codecs(
     (4, 4, _dec_SyncGroupRequest_v4, _enc_SyncGroupRequest_v4),
     (5, 5, _dec_SyncGroupRequest_v5, _enc_SyncGroupRequest_v5),
 )
+bind_native(
+    SyncGroupRequest,
+    (0, 2, _N_SyncGroupRequest_v0),
+    (3, 3, _N_SyncGroupRequest_v3),
+    (4, 4, _N_SyncGroupRequest_v4),
+    (5, 5, _N_SyncGroupRequest_v5),
+)
 bind_codecs(
     _SyncGroupRequestAssignment,
     _tj_SyncGroupRequestAssignment,
@@ -552,6 +638,11 @@ bind_codecs(
     _rnd_SyncGroupRequestAssignment,
     (0, 3, _dec_SyncGroupRequestAssignment_v0, _enc_SyncGroupRequestAssignment_v0),
     (4, 5, _dec_SyncGroupRequestAssignment_v4, _enc_SyncGroupRequestAssignment_v4),
+)
+bind_native(
+    _SyncGroupRequestAssignment,
+    (0, 3, _N_SyncGroupRequestAssignment_v0),
+    (4, 5, _N_SyncGroupRequestAssignment_v4),
 )
 
 # -------------------- SyncGroupResponse: decoders and encoders, one per distinct layout
@@ -701,6 +792,58 @@ def _rnd_SyncGroupResponse(g: Any, version: int) -> SyncGroupResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_SyncGroupResponse_v0 = (
+    SyncGroupResponse,
+    False,
+    (
+        ("absent", "throttle_time_ms", ("value", 0), True),
+        ("int16", "error_code"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("absent", "protocol_name", ("value", None), True),
+        ("bytes", "assignment", False, False, False),
+    ),
+    (),
+)
+_N_SyncGroupResponse_v1 = (
+    SyncGroupResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("absent", "protocol_name", ("value", None), True),
+        ("bytes", "assignment", False, False, False),
+    ),
+    (),
+)
+_N_SyncGroupResponse_v4 = (
+    SyncGroupResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("absent", "protocol_type", ("value", None), True),
+        ("absent", "protocol_name", ("value", None), True),
+        ("bytes", "assignment", True, False, False),
+    ),
+    (),
+)
+_N_SyncGroupResponse_v5 = (
+    SyncGroupResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "protocol_type", True, True),
+        ("string", "protocol_name", True, True),
+        ("bytes", "assignment", True, False, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     SyncGroupResponse,
     _tj_SyncGroupResponse,
@@ -710,4 +853,11 @@ bind_codecs(
     (1, 3, _dec_SyncGroupResponse_v1, _enc_SyncGroupResponse_v1),
     (4, 4, _dec_SyncGroupResponse_v4, _enc_SyncGroupResponse_v4),
     (5, 5, _dec_SyncGroupResponse_v5, _enc_SyncGroupResponse_v5),
+)
+bind_native(
+    SyncGroupResponse,
+    (0, 0, _N_SyncGroupResponse_v0),
+    (1, 3, _N_SyncGroupResponse_v1),
+    (4, 4, _N_SyncGroupResponse_v4),
+    (5, 5, _N_SyncGroupResponse_v5),
 )

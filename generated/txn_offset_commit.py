@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -764,6 +765,115 @@ def _rnd_TxnOffsetCommitRequestPartition(g: Any, version: int) -> _TxnOffsetComm
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TxnOffsetCommitRequestPartition_v0 = (
+    _TxnOffsetCommitRequestPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("absent", "committed_leader_epoch", ("value", -1), True),
+        ("string", "committed_metadata", False, True),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequestPartition_v2 = (
+    _TxnOffsetCommitRequestPartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("string", "committed_metadata", False, True),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequestPartition_v3 = (
+    _TxnOffsetCommitRequestPartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int64", "committed_offset"),
+        ("int32", "committed_leader_epoch"),
+        ("string", "committed_metadata", True, True),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequestTopic_v0 = (
+    _TxnOffsetCommitRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v0, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequestTopic_v2 = (
+    _TxnOffsetCommitRequestTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v2, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequestTopic_v3 = (
+    _TxnOffsetCommitRequestTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_TxnOffsetCommitRequestPartition_v3, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequest_v0 = (
+    TxnOffsetCommitRequest,
+    False,
+    (
+        ("string", "transactional_id", False, False),
+        ("string", "group_id", False, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("absent", "generation_id", ("value", -1), False),
+        ("absent", "member_id", ("value", ''), False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v0, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequest_v2 = (
+    TxnOffsetCommitRequest,
+    False,
+    (
+        ("string", "transactional_id", False, False),
+        ("string", "group_id", False, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("absent", "generation_id", ("value", -1), False),
+        ("absent", "member_id", ("value", ''), False),
+        ("absent", "group_instance_id", ("value", None), False),
+        ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v2, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitRequest_v3 = (
+    TxnOffsetCommitRequest,
+    True,
+    (
+        ("string", "transactional_id", True, False),
+        ("string", "group_id", True, False),
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("int32", "generation_id"),
+        ("string", "member_id", True, False),
+        ("string", "group_instance_id", True, True),
+        ("array", "topics", True, False, _N_TxnOffsetCommitRequestTopic_v3, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     TxnOffsetCommitRequest,
     _tj_TxnOffsetCommitRequest,
@@ -772,6 +882,12 @@ bind_codecs(
     (0, 1, _dec_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v0),
     (2, 2, _dec_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v2),
     (3, 4, _dec_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3),
+)
+bind_native(
+    TxnOffsetCommitRequest,
+    (0, 1, _N_TxnOffsetCommitRequest_v0),
+    (2, 2, _N_TxnOffsetCommitRequest_v2),
+    (3, 4, _N_TxnOffsetCommitRequest_v3),
 )
 bind_codecs(
     _TxnOffsetCommitRequestTopic,
@@ -782,6 +898,12 @@ bind_codecs(
     (2, 2, _dec_TxnOffsetCommitRequestTopic_v2, _enc_TxnOffsetCommitRequestTopic_v2),
     (3, 4, _dec_TxnOffsetCommitRequestTopic_v3, _enc_TxnOffsetCommitRequestTopic_v3),
 )
+bind_native(
+    _TxnOffsetCommitRequestTopic,
+    (0, 1, _N_TxnOffsetCommitRequestTopic_v0),
+    (2, 2, _N_TxnOffsetCommitRequestTopic_v2),
+    (3, 4, _N_TxnOffsetCommitRequestTopic_v3),
+)
 bind_codecs(
     _TxnOffsetCommitRequestPartition,
     _tj_TxnOffsetCommitRequestPartition,
@@ -790,6 +912,12 @@ bind_codecs(
     (0, 1, _dec_TxnOffsetCommitRequestPartition_v0, _enc_TxnOffsetCommitRequestPartition_v0),
     (2, 2, _dec_TxnOffsetCommitRequestPartition_v2, _enc_TxnOffsetCommitRequestPartition_v2),
     (3, 4, _dec_TxnOffsetCommitRequestPartition_v3, _enc_TxnOffsetCommitRequestPartition_v3),
+)
+bind_native(
+    _TxnOffsetCommitRequestPartition,
+    (0, 1, _N_TxnOffsetCommitRequestPartition_v0),
+    (2, 2, _N_TxnOffsetCommitRequestPartition_v2),
+    (3, 4, _N_TxnOffsetCommitRequestPartition_v3),
 )
 
 # -------------------- TxnOffsetCommitResponse: decoders and encoders, one per distinct layout
@@ -1064,6 +1192,64 @@ def _rnd_TxnOffsetCommitResponsePartition(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_TxnOffsetCommitResponsePartition_v0 = (
+    _TxnOffsetCommitResponsePartition,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_TxnOffsetCommitResponsePartition_v3 = (
+    _TxnOffsetCommitResponsePartition,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_TxnOffsetCommitResponseTopic_v0 = (
+    _TxnOffsetCommitResponseTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_TxnOffsetCommitResponsePartition_v0, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitResponseTopic_v3 = (
+    _TxnOffsetCommitResponseTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_TxnOffsetCommitResponsePartition_v3, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitResponse_v0 = (
+    TxnOffsetCommitResponse,
+    False,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", False, False, _N_TxnOffsetCommitResponseTopic_v0, False),
+    ),
+    (),
+)
+_N_TxnOffsetCommitResponse_v3 = (
+    TxnOffsetCommitResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("array", "topics", True, False, _N_TxnOffsetCommitResponseTopic_v3, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     TxnOffsetCommitResponse,
     _tj_TxnOffsetCommitResponse,
@@ -1071,6 +1257,11 @@ bind_codecs(
     _rnd_TxnOffsetCommitResponse,
     (0, 2, _dec_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0),
     (3, 4, _dec_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3),
+)
+bind_native(
+    TxnOffsetCommitResponse,
+    (0, 2, _N_TxnOffsetCommitResponse_v0),
+    (3, 4, _N_TxnOffsetCommitResponse_v3),
 )
 bind_codecs(
     _TxnOffsetCommitResponseTopic,
@@ -1080,6 +1271,11 @@ bind_codecs(
     (0, 2, _dec_TxnOffsetCommitResponseTopic_v0, _enc_TxnOffsetCommitResponseTopic_v0),
     (3, 4, _dec_TxnOffsetCommitResponseTopic_v3, _enc_TxnOffsetCommitResponseTopic_v3),
 )
+bind_native(
+    _TxnOffsetCommitResponseTopic,
+    (0, 2, _N_TxnOffsetCommitResponseTopic_v0),
+    (3, 4, _N_TxnOffsetCommitResponseTopic_v3),
+)
 bind_codecs(
     _TxnOffsetCommitResponsePartition,
     _tj_TxnOffsetCommitResponsePartition,
@@ -1087,4 +1283,9 @@ bind_codecs(
     _rnd_TxnOffsetCommitResponsePartition,
     (0, 2, _dec_TxnOffsetCommitResponsePartition_v0, _enc_TxnOffsetCommitResponsePartition_v0),
     (3, 4, _dec_TxnOffsetCommitResponsePartition_v3, _enc_TxnOffsetCommitResponsePartition_v3),
+)
+bind_native(
+    _TxnOffsetCommitResponsePartition,
+    (0, 2, _N_TxnOffsetCommitResponsePartition_v0),
+    (3, 4, _N_TxnOffsetCommitResponsePartition_v3),
 )

@@ -16,6 +16,7 @@ from kafkagen.runtime.jsonform import (
 from kafkagen.runtime.message import (
     Message,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -164,12 +165,28 @@ def _rnd_UnregisterBrokerRequest(g: Any, version: int) -> UnregisterBrokerReques
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_UnregisterBrokerRequest_v0 = (
+    UnregisterBrokerRequest,
+    True,
+    (
+        ("int32", "broker_id"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     UnregisterBrokerRequest,
     _tj_UnregisterBrokerRequest,
     _fj_UnregisterBrokerRequest,
     _rnd_UnregisterBrokerRequest,
     (0, 0, _dec_UnregisterBrokerRequest_v0, _enc_UnregisterBrokerRequest_v0),
+)
+bind_native(
+    UnregisterBrokerRequest,
+    (0, 0, _N_UnregisterBrokerRequest_v0),
 )
 
 # -------------------- UnregisterBrokerResponse: decoders and encoders, one per distinct layout
@@ -234,10 +251,28 @@ def _rnd_UnregisterBrokerResponse(g: Any, version: int) -> UnregisterBrokerRespo
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_UnregisterBrokerResponse_v0 = (
+    UnregisterBrokerResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     UnregisterBrokerResponse,
     _tj_UnregisterBrokerResponse,
     _fj_UnregisterBrokerResponse,
     _rnd_UnregisterBrokerResponse,
     (0, 0, _dec_UnregisterBrokerResponse_v0, _enc_UnregisterBrokerResponse_v0),
+)
+bind_native(
+    UnregisterBrokerResponse,
+    (0, 0, _N_UnregisterBrokerResponse_v0),
 )

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -427,6 +428,52 @@ def _rnd_FeatureUpdateKey(g: Any, version: int) -> _FeatureUpdateKey:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_FeatureUpdateKey_v0 = (
+    _FeatureUpdateKey,
+    True,
+    (
+        ("string", "feature", True, False),
+        ("int16", "max_version_level"),
+        ("bool", "allow_downgrade"),
+        ("absent", "upgrade_type", ("value", 1), False),
+    ),
+    (),
+)
+_N_FeatureUpdateKey_v1 = (
+    _FeatureUpdateKey,
+    True,
+    (
+        ("string", "feature", True, False),
+        ("int16", "max_version_level"),
+        ("absent", "allow_downgrade", ("value", False), False),
+        ("int8", "upgrade_type"),
+    ),
+    (),
+)
+_N_UpdateFeaturesRequest_v0 = (
+    UpdateFeaturesRequest,
+    True,
+    (
+        ("int32", "timeout_ms"),
+        ("array", "feature_updates", True, False, _N_FeatureUpdateKey_v0, True),
+        ("absent", "validate_only", ("value", False), False),
+    ),
+    (),
+)
+_N_UpdateFeaturesRequest_v1 = (
+    UpdateFeaturesRequest,
+    True,
+    (
+        ("int32", "timeout_ms"),
+        ("array", "feature_updates", True, False, _N_FeatureUpdateKey_v1, True),
+        ("bool", "validate_only"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     UpdateFeaturesRequest,
     _tj_UpdateFeaturesRequest,
@@ -435,6 +482,11 @@ bind_codecs(
     (0, 0, _dec_UpdateFeaturesRequest_v0, _enc_UpdateFeaturesRequest_v0),
     (1, 2, _dec_UpdateFeaturesRequest_v1, _enc_UpdateFeaturesRequest_v1),
 )
+bind_native(
+    UpdateFeaturesRequest,
+    (0, 0, _N_UpdateFeaturesRequest_v0),
+    (1, 2, _N_UpdateFeaturesRequest_v1),
+)
 bind_codecs(
     _FeatureUpdateKey,
     _tj_FeatureUpdateKey,
@@ -442,6 +494,11 @@ bind_codecs(
     _rnd_FeatureUpdateKey,
     (0, 0, _dec_FeatureUpdateKey_v0, _enc_FeatureUpdateKey_v0),
     (1, 2, _dec_FeatureUpdateKey_v1, _enc_FeatureUpdateKey_v1),
+)
+bind_native(
+    _FeatureUpdateKey,
+    (0, 0, _N_FeatureUpdateKey_v0),
+    (1, 2, _N_FeatureUpdateKey_v1),
 )
 
 # -------------------- UpdateFeaturesResponse: decoders and encoders, one per distinct layout
@@ -620,6 +677,42 @@ def _rnd_UpdatableFeatureResult(g: Any, version: int) -> _UpdatableFeatureResult
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_UpdatableFeatureResult_v0 = (
+    _UpdatableFeatureResult,
+    True,
+    (
+        ("string", "feature", True, False),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_UpdateFeaturesResponse_v0 = (
+    UpdateFeaturesResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("array", "results", True, False, _N_UpdatableFeatureResult_v0, True),
+    ),
+    (),
+)
+_N_UpdateFeaturesResponse_v2 = (
+    UpdateFeaturesResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+        ("absent", "results", ("keyed",), True),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     UpdateFeaturesResponse,
     _tj_UpdateFeaturesResponse,
@@ -628,10 +721,19 @@ bind_codecs(
     (0, 1, _dec_UpdateFeaturesResponse_v0, _enc_UpdateFeaturesResponse_v0),
     (2, 2, _dec_UpdateFeaturesResponse_v2, _enc_UpdateFeaturesResponse_v2),
 )
+bind_native(
+    UpdateFeaturesResponse,
+    (0, 1, _N_UpdateFeaturesResponse_v0),
+    (2, 2, _N_UpdateFeaturesResponse_v2),
+)
 bind_codecs(
     _UpdatableFeatureResult,
     _tj_UpdatableFeatureResult,
     _fj_UpdatableFeatureResult,
     _rnd_UpdatableFeatureResult,
     (0, 1, _dec_UpdatableFeatureResult_v0, _enc_UpdatableFeatureResult_v0),
+)
+bind_native(
+    _UpdatableFeatureResult,
+    (0, 1, _N_UpdatableFeatureResult_v0),
 )

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1703,6 +1704,333 @@ def _rnd_UpdateMetadataEndpoint(g: Any, version: int) -> _UpdateMetadataEndpoint
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_UpdateMetadataPartitionState_v0 = (
+    _UpdateMetadataPartitionState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "zk_version"),
+        ("array", "replicas", False, False, "int32", False),
+        ("absent", "offline_replicas", ("list",), True),
+    ),
+    (),
+)
+_N_UpdateMetadataPartitionState_v4 = (
+    _UpdateMetadataPartitionState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "zk_version"),
+        ("array", "replicas", False, False, "int32", False),
+        ("array", "offline_replicas", False, False, "int32", False),
+    ),
+    (),
+)
+_N_UpdateMetadataPartitionState_v5 = (
+    _UpdateMetadataPartitionState,
+    False,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", False, False, "int32", False),
+        ("int32", "zk_version"),
+        ("array", "replicas", False, False, "int32", False),
+        ("array", "offline_replicas", False, False, "int32", False),
+    ),
+    (),
+)
+_N_UpdateMetadataPartitionState_v6 = (
+    _UpdateMetadataPartitionState,
+    True,
+    (
+        ("absent", "topic_name", ("value", ''), True),
+        ("int32", "partition_index"),
+        ("int32", "controller_epoch"),
+        ("int32", "leader"),
+        ("int32", "leader_epoch"),
+        ("array", "isr", True, False, "int32", False),
+        ("int32", "zk_version"),
+        ("array", "replicas", True, False, "int32", False),
+        ("array", "offline_replicas", True, False, "int32", False),
+    ),
+    (),
+)
+_N_UpdateMetadataTopicState_v5 = (
+    _UpdateMetadataTopicState,
+    False,
+    (
+        ("string", "topic_name", False, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partition_states", False, False, _N_UpdateMetadataPartitionState_v5, False),
+    ),
+    (),
+)
+_N_UpdateMetadataTopicState_v6 = (
+    _UpdateMetadataTopicState,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True),
+        ("array", "partition_states", True, False, _N_UpdateMetadataPartitionState_v6, False),
+    ),
+    (),
+)
+_N_UpdateMetadataTopicState_v7 = (
+    _UpdateMetadataTopicState,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("uuid", "topic_id"),
+        ("array", "partition_states", True, False, _N_UpdateMetadataPartitionState_v6, False),
+    ),
+    (),
+)
+_N_UpdateMetadataEndpoint_v1 = (
+    _UpdateMetadataEndpoint,
+    False,
+    (
+        ("int32", "port"),
+        ("string", "host", False, False),
+        ("absent", "listener", ("value", ''), True),
+        ("int16", "security_protocol"),
+    ),
+    (),
+)
+_N_UpdateMetadataEndpoint_v3 = (
+    _UpdateMetadataEndpoint,
+    False,
+    (
+        ("int32", "port"),
+        ("string", "host", False, False),
+        ("string", "listener", False, False),
+        ("int16", "security_protocol"),
+    ),
+    (),
+)
+_N_UpdateMetadataEndpoint_v6 = (
+    _UpdateMetadataEndpoint,
+    True,
+    (
+        ("int32", "port"),
+        ("string", "host", True, False),
+        ("string", "listener", True, False),
+        ("int16", "security_protocol"),
+    ),
+    (),
+)
+_N_UpdateMetadataBroker_v0 = (
+    _UpdateMetadataBroker,
+    False,
+    (
+        ("int32", "id"),
+        ("string", "v0_host", False, False),
+        ("int32", "v0_port"),
+        ("absent", "endpoints", ("list",), True),
+        ("absent", "rack", ("value", ''), True),
+    ),
+    (),
+)
+_N_UpdateMetadataBroker_v1 = (
+    _UpdateMetadataBroker,
+    False,
+    (
+        ("int32", "id"),
+        ("absent", "v0_host", ("value", ''), True),
+        ("absent", "v0_port", ("value", 0), True),
+        ("array", "endpoints", False, False, _N_UpdateMetadataEndpoint_v1, False),
+        ("absent", "rack", ("value", ''), True),
+    ),
+    (),
+)
+_N_UpdateMetadataBroker_v2 = (
+    _UpdateMetadataBroker,
+    False,
+    (
+        ("int32", "id"),
+        ("absent", "v0_host", ("value", ''), True),
+        ("absent", "v0_port", ("value", 0), True),
+        ("array", "endpoints", False, False, _N_UpdateMetadataEndpoint_v1, False),
+        ("string", "rack", False, True),
+    ),
+    (),
+)
+_N_UpdateMetadataBroker_v3 = (
+    _UpdateMetadataBroker,
+    False,
+    (
+        ("int32", "id"),
+        ("absent", "v0_host", ("value", ''), True),
+        ("absent", "v0_port", ("value", 0), True),
+        ("array", "endpoints", False, False, _N_UpdateMetadataEndpoint_v3, False),
+        ("string", "rack", False, True),
+    ),
+    (),
+)
+_N_UpdateMetadataBroker_v6 = (
+    _UpdateMetadataBroker,
+    True,
+    (
+        ("int32", "id"),
+        ("absent", "v0_host", ("value", ''), True),
+        ("absent", "v0_port", ("value", 0), True),
+        ("array", "endpoints", True, False, _N_UpdateMetadataEndpoint_v6, False),
+        ("string", "rack", True, True),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v0 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("array", "ungrouped_partition_states", False, False, _N_UpdateMetadataPartitionState_v0, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_brokers", False, False, _N_UpdateMetadataBroker_v0, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v1 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("array", "ungrouped_partition_states", False, False, _N_UpdateMetadataPartitionState_v0, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_brokers", False, False, _N_UpdateMetadataBroker_v1, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v2 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("array", "ungrouped_partition_states", False, False, _N_UpdateMetadataPartitionState_v0, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_brokers", False, False, _N_UpdateMetadataBroker_v2, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v3 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("array", "ungrouped_partition_states", False, False, _N_UpdateMetadataPartitionState_v0, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_brokers", False, False, _N_UpdateMetadataBroker_v3, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v4 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("absent", "broker_epoch", ("value", -1), True),
+        ("array", "ungrouped_partition_states", False, False, _N_UpdateMetadataPartitionState_v4, False),
+        ("absent", "topic_states", ("list",), False),
+        ("array", "live_brokers", False, False, _N_UpdateMetadataBroker_v3, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v5 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", False, False, _N_UpdateMetadataTopicState_v5, False),
+        ("array", "live_brokers", False, False, _N_UpdateMetadataBroker_v3, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v6 = (
+    UpdateMetadataRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_UpdateMetadataTopicState_v6, False),
+        ("array", "live_brokers", True, False, _N_UpdateMetadataBroker_v6, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v7 = (
+    UpdateMetadataRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("absent", "is_k_raft_controller", ("value", False), False),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_UpdateMetadataTopicState_v7, False),
+        ("array", "live_brokers", True, False, _N_UpdateMetadataBroker_v6, False),
+        ("absent", "type", ("value", 0), False),
+    ),
+    (),
+)
+_N_UpdateMetadataRequest_v8 = (
+    UpdateMetadataRequest,
+    True,
+    (
+        ("int32", "controller_id"),
+        ("bool", "is_k_raft_controller"),
+        ("int32", "controller_epoch"),
+        ("int64", "broker_epoch"),
+        ("absent", "ungrouped_partition_states", ("list",), False),
+        ("array", "topic_states", True, False, _N_UpdateMetadataTopicState_v7, False),
+        ("array", "live_brokers", True, False, _N_UpdateMetadataBroker_v6, False),
+    ),
+    (
+        (0, ("int8", "type"), ("value", 0)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     UpdateMetadataRequest,
     _tj_UpdateMetadataRequest,
@@ -1718,6 +2046,18 @@ bind_codecs(
     (7, 7, _dec_UpdateMetadataRequest_v7, _enc_UpdateMetadataRequest_v7),
     (8, 8, _dec_UpdateMetadataRequest_v8, _enc_UpdateMetadataRequest_v8),
 )
+bind_native(
+    UpdateMetadataRequest,
+    (0, 0, _N_UpdateMetadataRequest_v0),
+    (1, 1, _N_UpdateMetadataRequest_v1),
+    (2, 2, _N_UpdateMetadataRequest_v2),
+    (3, 3, _N_UpdateMetadataRequest_v3),
+    (4, 4, _N_UpdateMetadataRequest_v4),
+    (5, 5, _N_UpdateMetadataRequest_v5),
+    (6, 6, _N_UpdateMetadataRequest_v6),
+    (7, 7, _N_UpdateMetadataRequest_v7),
+    (8, 8, _N_UpdateMetadataRequest_v8),
+)
 bind_codecs(
     _UpdateMetadataPartitionState,
     _tj_UpdateMetadataPartitionState,
@@ -1728,6 +2068,13 @@ bind_codecs(
     (5, 5, _dec_UpdateMetadataPartitionState_v5, _enc_UpdateMetadataPartitionState_v5),
     (6, 8, _dec_UpdateMetadataPartitionState_v6, _enc_UpdateMetadataPartitionState_v6),
 )
+bind_native(
+    _UpdateMetadataPartitionState,
+    (0, 3, _N_UpdateMetadataPartitionState_v0),
+    (4, 4, _N_UpdateMetadataPartitionState_v4),
+    (5, 5, _N_UpdateMetadataPartitionState_v5),
+    (6, 8, _N_UpdateMetadataPartitionState_v6),
+)
 bind_codecs(
     _UpdateMetadataTopicState,
     _tj_UpdateMetadataTopicState,
@@ -1736,6 +2083,12 @@ bind_codecs(
     (5, 5, _dec_UpdateMetadataTopicState_v5, _enc_UpdateMetadataTopicState_v5),
     (6, 6, _dec_UpdateMetadataTopicState_v6, _enc_UpdateMetadataTopicState_v6),
     (7, 8, _dec_UpdateMetadataTopicState_v7, _enc_UpdateMetadataTopicState_v7),
+)
+bind_native(
+    _UpdateMetadataTopicState,
+    (5, 5, _N_UpdateMetadataTopicState_v5),
+    (6, 6, _N_UpdateMetadataTopicState_v6),
+    (7, 8, _N_UpdateMetadataTopicState_v7),
 )
 bind_codecs(
     _UpdateMetadataBroker,
@@ -1748,6 +2101,14 @@ bind_codecs(
     (3, 5, _dec_UpdateMetadataBroker_v3, _enc_UpdateMetadataBroker_v3),
     (6, 8, _dec_UpdateMetadataBroker_v6, _enc_UpdateMetadataBroker_v6),
 )
+bind_native(
+    _UpdateMetadataBroker,
+    (0, 0, _N_UpdateMetadataBroker_v0),
+    (1, 1, _N_UpdateMetadataBroker_v1),
+    (2, 2, _N_UpdateMetadataBroker_v2),
+    (3, 5, _N_UpdateMetadataBroker_v3),
+    (6, 8, _N_UpdateMetadataBroker_v6),
+)
 bind_codecs(
     _UpdateMetadataEndpoint,
     _tj_UpdateMetadataEndpoint,
@@ -1756,6 +2117,12 @@ bind_codecs(
     (1, 2, _dec_UpdateMetadataEndpoint_v1, _enc_UpdateMetadataEndpoint_v1),
     (3, 5, _dec_UpdateMetadataEndpoint_v3, _enc_UpdateMetadataEndpoint_v3),
     (6, 8, _dec_UpdateMetadataEndpoint_v6, _enc_UpdateMetadataEndpoint_v6),
+)
+bind_native(
+    _UpdateMetadataEndpoint,
+    (1, 2, _N_UpdateMetadataEndpoint_v1),
+    (3, 5, _N_UpdateMetadataEndpoint_v3),
+    (6, 8, _N_UpdateMetadataEndpoint_v6),
 )
 
 # -------------------- UpdateMetadataResponse: decoders and encoders, one per distinct layout
@@ -1825,6 +2192,26 @@ def _rnd_UpdateMetadataResponse(g: Any, version: int) -> UpdateMetadataResponse:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_UpdateMetadataResponse_v0 = (
+    UpdateMetadataResponse,
+    False,
+    (
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_UpdateMetadataResponse_v6 = (
+    UpdateMetadataResponse,
+    True,
+    (
+        ("int16", "error_code"),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     UpdateMetadataResponse,
     _tj_UpdateMetadataResponse,
@@ -1832,4 +2219,9 @@ bind_codecs(
     _rnd_UpdateMetadataResponse,
     (0, 5, _dec_UpdateMetadataResponse_v0, _enc_UpdateMetadataResponse_v0),
     (6, 8, _dec_UpdateMetadataResponse_v6, _enc_UpdateMetadataResponse_v6),
+)
+bind_native(
+    UpdateMetadataResponse,
+    (0, 5, _N_UpdateMetadataResponse_v0),
+    (6, 8, _N_UpdateMetadataResponse_v6),
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -464,12 +465,52 @@ def _rnd_KRaftVersionFeature(g: Any, version: int) -> _KRaftVersionFeature:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Listener_v0 = (
+    _Listener,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_KRaftVersionFeature_v0 = (
+    _KRaftVersionFeature,
+    True,
+    (
+        ("int16", "min_supported_version"),
+        ("int16", "max_supported_version"),
+    ),
+    (),
+)
+_N_UpdateRaftVoterRequest_v0 = (
+    UpdateRaftVoterRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("int32", "current_leader_epoch"),
+        ("int32", "voter_id"),
+        ("uuid", "voter_directory_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     UpdateRaftVoterRequest,
     _tj_UpdateRaftVoterRequest,
     _fj_UpdateRaftVoterRequest,
     _rnd_UpdateRaftVoterRequest,
     (0, 0, _dec_UpdateRaftVoterRequest_v0, _enc_UpdateRaftVoterRequest_v0),
+)
+bind_native(
+    UpdateRaftVoterRequest,
+    (0, 0, _N_UpdateRaftVoterRequest_v0),
 )
 bind_codecs(
     _Listener,
@@ -478,12 +519,20 @@ bind_codecs(
     _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
 )
+bind_native(
+    _Listener,
+    (0, 0, _N_Listener_v0),
+)
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
     _fj_KRaftVersionFeature,
     _rnd_KRaftVersionFeature,
     (0, 0, _dec_KRaftVersionFeature_v0, _enc_KRaftVersionFeature_v0),
+)
+bind_native(
+    _KRaftVersionFeature,
+    (0, 0, _N_KRaftVersionFeature_v0),
 )
 
 # -------------------- UpdateRaftVoterResponse: decoders and encoders, one per distinct layout
@@ -631,6 +680,32 @@ def _rnd_CurrentLeader(g: Any, version: int) -> _CurrentLeader:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_CurrentLeader_v0 = (
+    _CurrentLeader,
+    True,
+    (
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("string", "host", True, False),
+        ("int32", "port"),
+    ),
+    (),
+)
+_N_UpdateRaftVoterResponse_v0 = (
+    UpdateRaftVoterResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms"),
+        ("int16", "error_code"),
+    ),
+    (
+        (0, ("struct", "current_leader", False, _N_CurrentLeader_v0), ("struct", _CurrentLeader, _CurrentLeader_DEFAULT)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     UpdateRaftVoterResponse,
     _tj_UpdateRaftVoterResponse,
@@ -638,10 +713,18 @@ bind_codecs(
     _rnd_UpdateRaftVoterResponse,
     (0, 0, _dec_UpdateRaftVoterResponse_v0, _enc_UpdateRaftVoterResponse_v0),
 )
+bind_native(
+    UpdateRaftVoterResponse,
+    (0, 0, _N_UpdateRaftVoterResponse_v0),
+)
 bind_codecs(
     _CurrentLeader,
     _tj_CurrentLeader,
     _fj_CurrentLeader,
     _rnd_CurrentLeader,
     (0, 0, _dec_CurrentLeader_v0, _enc_CurrentLeader_v0),
+)
+bind_native(
+    _CurrentLeader,
+    (0, 0, _N_CurrentLeader_v0),
 )

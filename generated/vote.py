@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -639,6 +640,76 @@ def _rnd_VoteRequest_PartitionData(g: Any, version: int) -> _VoteRequest_Partiti
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_VoteRequest_PartitionData_v0 = (
+    _VoteRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "candidate_epoch"),
+        ("int32", "candidate_id"),
+        ("absent", "candidate_directory_id", ("value", ZERO_UUID), True),
+        ("absent", "voter_directory_id", ("value", ZERO_UUID), True),
+        ("int32", "last_offset_epoch"),
+        ("int64", "last_offset"),
+    ),
+    (),
+)
+_N_VoteRequest_PartitionData_v1 = (
+    _VoteRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int32", "candidate_epoch"),
+        ("int32", "candidate_id"),
+        ("uuid", "candidate_directory_id"),
+        ("uuid", "voter_directory_id"),
+        ("int32", "last_offset_epoch"),
+        ("int64", "last_offset"),
+    ),
+    (),
+)
+_N_VoteRequest_TopicData_v0 = (
+    _VoteRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_VoteRequest_TopicData_v1 = (
+    _VoteRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v1, False),
+    ),
+    (),
+)
+_N_VoteRequest_v0 = (
+    VoteRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("absent", "voter_id", ("value", -1), True),
+        ("array", "topics", True, False, _N_VoteRequest_TopicData_v0, False),
+    ),
+    (),
+)
+_N_VoteRequest_v1 = (
+    VoteRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True),
+        ("int32", "voter_id"),
+        ("array", "topics", True, False, _N_VoteRequest_TopicData_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     VoteRequest,
     _tj_VoteRequest,
@@ -646,6 +717,11 @@ bind_codecs(
     _rnd_VoteRequest,
     (0, 0, _dec_VoteRequest_v0, _enc_VoteRequest_v0),
     (1, 1, _dec_VoteRequest_v1, _enc_VoteRequest_v1),
+)
+bind_native(
+    VoteRequest,
+    (0, 0, _N_VoteRequest_v0),
+    (1, 1, _N_VoteRequest_v1),
 )
 bind_codecs(
     _VoteRequest_TopicData,
@@ -655,6 +731,11 @@ bind_codecs(
     (0, 0, _dec_VoteRequest_TopicData_v0, _enc_VoteRequest_TopicData_v0),
     (1, 1, _dec_VoteRequest_TopicData_v1, _enc_VoteRequest_TopicData_v1),
 )
+bind_native(
+    _VoteRequest_TopicData,
+    (0, 0, _N_VoteRequest_TopicData_v0),
+    (1, 1, _N_VoteRequest_TopicData_v1),
+)
 bind_codecs(
     _VoteRequest_PartitionData,
     _tj_VoteRequest_PartitionData,
@@ -662,6 +743,11 @@ bind_codecs(
     _rnd_VoteRequest_PartitionData,
     (0, 0, _dec_VoteRequest_PartitionData_v0, _enc_VoteRequest_PartitionData_v0),
     (1, 1, _dec_VoteRequest_PartitionData_v1, _enc_VoteRequest_PartitionData_v1),
+)
+bind_native(
+    _VoteRequest_PartitionData,
+    (0, 0, _N_VoteRequest_PartitionData_v0),
+    (1, 1, _N_VoteRequest_PartitionData_v1),
 )
 
 # -------------------- VoteResponse: decoders and encoders, one per distinct layout
@@ -980,6 +1066,62 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_VoteResponse_PartitionData_v0 = (
+    _VoteResponse_PartitionData,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+        ("int32", "leader_id"),
+        ("int32", "leader_epoch"),
+        ("bool", "vote_granted"),
+    ),
+    (),
+)
+_N_VoteResponse_TopicData_v0 = (
+    _VoteResponse_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False),
+        ("array", "partitions", True, False, _N_VoteResponse_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_NodeEndpoint_v1 = (
+    _NodeEndpoint,
+    True,
+    (
+        ("int32", "node_id"),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_VoteResponse_v0 = (
+    VoteResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_VoteResponse_TopicData_v0, False),
+        ("absent", "node_endpoints", ("keyed",), False),
+    ),
+    (),
+)
+_N_VoteResponse_v1 = (
+    VoteResponse,
+    True,
+    (
+        ("int16", "error_code"),
+        ("array", "topics", True, False, _N_VoteResponse_TopicData_v0, False),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+    ),
+)
+# fmt: on
+
 bind_codecs(
     VoteResponse,
     _tj_VoteResponse,
@@ -988,12 +1130,21 @@ bind_codecs(
     (0, 0, _dec_VoteResponse_v0, _enc_VoteResponse_v0),
     (1, 1, _dec_VoteResponse_v1, _enc_VoteResponse_v1),
 )
+bind_native(
+    VoteResponse,
+    (0, 0, _N_VoteResponse_v0),
+    (1, 1, _N_VoteResponse_v1),
+)
 bind_codecs(
     _VoteResponse_TopicData,
     _tj_VoteResponse_TopicData,
     _fj_VoteResponse_TopicData,
     _rnd_VoteResponse_TopicData,
     (0, 1, _dec_VoteResponse_TopicData_v0, _enc_VoteResponse_TopicData_v0),
+)
+bind_native(
+    _VoteResponse_TopicData,
+    (0, 1, _N_VoteResponse_TopicData_v0),
 )
 bind_codecs(
     _VoteResponse_PartitionData,
@@ -1002,10 +1153,18 @@ bind_codecs(
     _rnd_VoteResponse_PartitionData,
     (0, 1, _dec_VoteResponse_PartitionData_v0, _enc_VoteResponse_PartitionData_v0),
 )
+bind_native(
+    _VoteResponse_PartitionData,
+    (0, 1, _N_VoteResponse_PartitionData_v0),
+)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
+)
+bind_native(
+    _NodeEndpoint,
+    (1, 1, _N_NodeEndpoint_v1),
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     as_keyed,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -430,12 +431,59 @@ def _rnd_KRaftVersionFeature(g: Any, version: int) -> _KRaftVersionFeature:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_Endpoint_v0 = (
+    _Endpoint,
+    True,
+    (
+        ("string", "name", True, False),
+        ("string", "host", True, False),
+        ("uint16", "port"),
+    ),
+    (),
+)
+_N_KRaftVersionFeature_v0 = (
+    _KRaftVersionFeature,
+    True,
+    (
+        ("int16", "min_supported_version"),
+        ("int16", "max_supported_version"),
+    ),
+    (),
+)
+_N_Voter_v0 = (
+    _Voter,
+    True,
+    (
+        ("int32", "voter_id"),
+        ("uuid", "voter_directory_id"),
+        ("array", "endpoints", True, False, _N_Endpoint_v0, True),
+        ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0),
+    ),
+    (),
+)
+_N_VotersRecord_v0 = (
+    VotersRecord,
+    True,
+    (
+        ("int16", "version"),
+        ("array", "voters", True, False, _N_Voter_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     VotersRecord,
     _tj_VotersRecord,
     _fj_VotersRecord,
     _rnd_VotersRecord,
     (0, 0, _dec_VotersRecord_v0, _enc_VotersRecord_v0),
+)
+bind_native(
+    VotersRecord,
+    (0, 0, _N_VotersRecord_v0),
 )
 bind_codecs(
     _Voter,
@@ -444,6 +492,10 @@ bind_codecs(
     _rnd_Voter,
     (0, 0, _dec_Voter_v0, _enc_Voter_v0),
 )
+bind_native(
+    _Voter,
+    (0, 0, _N_Voter_v0),
+)
 bind_codecs(
     _Endpoint,
     _tj_Endpoint,
@@ -451,10 +503,18 @@ bind_codecs(
     _rnd_Endpoint,
     (0, 0, _dec_Endpoint_v0, _enc_Endpoint_v0),
 )
+bind_native(
+    _Endpoint,
+    (0, 0, _N_Endpoint_v0),
+)
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
     _fj_KRaftVersionFeature,
     _rnd_KRaftVersionFeature,
     (0, 0, _dec_KRaftVersionFeature_v0, _enc_KRaftVersionFeature_v0),
+)
+bind_native(
+    _KRaftVersionFeature,
+    (0, 0, _N_KRaftVersionFeature_v0),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -544,12 +545,61 @@ def _rnd_StateBatch(g: Any, version: int) -> _StateBatch:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_StateBatch_v0 = (
+    _StateBatch,
+    True,
+    (
+        ("int64", "first_offset"),
+        ("int64", "last_offset"),
+        ("int8", "delivery_state"),
+        ("int16", "delivery_count"),
+    ),
+    (),
+)
+_N_PartitionData_v0 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition"),
+        ("int32", "state_epoch"),
+        ("int32", "leader_epoch"),
+        ("int64", "start_offset"),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False),
+    ),
+    (),
+)
+_N_WriteStateData_v0 = (
+    _WriteStateData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+    ),
+    (),
+)
+_N_WriteShareGroupStateRequest_v0 = (
+    WriteShareGroupStateRequest,
+    True,
+    (
+        ("string", "group_id", True, False),
+        ("array", "topics", True, False, _N_WriteStateData_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     WriteShareGroupStateRequest,
     _tj_WriteShareGroupStateRequest,
     _fj_WriteShareGroupStateRequest,
     _rnd_WriteShareGroupStateRequest,
     (0, 0, _dec_WriteShareGroupStateRequest_v0, _enc_WriteShareGroupStateRequest_v0),
+)
+bind_native(
+    WriteShareGroupStateRequest,
+    (0, 0, _N_WriteShareGroupStateRequest_v0),
 )
 bind_codecs(
     _WriteStateData,
@@ -558,6 +608,10 @@ bind_codecs(
     _rnd_WriteStateData,
     (0, 0, _dec_WriteStateData_v0, _enc_WriteStateData_v0),
 )
+bind_native(
+    _WriteStateData,
+    (0, 0, _N_WriteStateData_v0),
+)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -565,12 +619,20 @@ bind_codecs(
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
+bind_native(
+    _PartitionData,
+    (0, 0, _N_PartitionData_v0),
+)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
     _rnd_StateBatch,
     (0, 0, _dec_StateBatch_v0, _enc_StateBatch_v0),
+)
+bind_native(
+    _StateBatch,
+    (0, 0, _N_StateBatch_v0),
 )
 
 # -------------------- WriteShareGroupStateResponse: decoders and encoders, one per distinct layout
@@ -742,12 +804,47 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_PartitionResult_v0 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition"),
+        ("int16", "error_code"),
+        ("string", "error_message", True, True),
+    ),
+    (),
+)
+_N_WriteStateResult_v0 = (
+    _WriteStateResult,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+    ),
+    (),
+)
+_N_WriteShareGroupStateResponse_v0 = (
+    WriteShareGroupStateResponse,
+    True,
+    (
+        ("array", "results", True, False, _N_WriteStateResult_v0, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     WriteShareGroupStateResponse,
     _tj_WriteShareGroupStateResponse,
     _fj_WriteShareGroupStateResponse,
     _rnd_WriteShareGroupStateResponse,
     (0, 0, _dec_WriteShareGroupStateResponse_v0, _enc_WriteShareGroupStateResponse_v0),
+)
+bind_native(
+    WriteShareGroupStateResponse,
+    (0, 0, _N_WriteShareGroupStateResponse_v0),
 )
 bind_codecs(
     _WriteStateResult,
@@ -756,10 +853,18 @@ bind_codecs(
     _rnd_WriteStateResult,
     (0, 0, _dec_WriteStateResult_v0, _enc_WriteStateResult_v0),
 )
+bind_native(
+    _WriteStateResult,
+    (0, 0, _N_WriteStateResult_v0),
+)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
     _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
+)
+bind_native(
+    _PartitionResult,
+    (0, 0, _N_PartitionResult_v0),
 )

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Missing,
     Struct,
     bind_codecs,
+    bind_native,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -548,6 +549,68 @@ def _rnd_WritableTxnMarkerTopic(g: Any, version: int) -> _WritableTxnMarkerTopic
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_WritableTxnMarkerTopic_v0 = (
+    _WritableTxnMarkerTopic,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partition_indexes", False, False, "int32", False),
+    ),
+    (),
+)
+_N_WritableTxnMarkerTopic_v1 = (
+    _WritableTxnMarkerTopic,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partition_indexes", True, False, "int32", False),
+    ),
+    (),
+)
+_N_WritableTxnMarker_v0 = (
+    _WritableTxnMarker,
+    False,
+    (
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("bool", "transaction_result"),
+        ("array", "topics", False, False, _N_WritableTxnMarkerTopic_v0, False),
+        ("int32", "coordinator_epoch"),
+    ),
+    (),
+)
+_N_WritableTxnMarker_v1 = (
+    _WritableTxnMarker,
+    True,
+    (
+        ("int64", "producer_id"),
+        ("int16", "producer_epoch"),
+        ("bool", "transaction_result"),
+        ("array", "topics", True, False, _N_WritableTxnMarkerTopic_v1, False),
+        ("int32", "coordinator_epoch"),
+    ),
+    (),
+)
+_N_WriteTxnMarkersRequest_v0 = (
+    WriteTxnMarkersRequest,
+    False,
+    (
+        ("array", "markers", False, False, _N_WritableTxnMarker_v0, False),
+    ),
+    (),
+)
+_N_WriteTxnMarkersRequest_v1 = (
+    WriteTxnMarkersRequest,
+    True,
+    (
+        ("array", "markers", True, False, _N_WritableTxnMarker_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     WriteTxnMarkersRequest,
     _tj_WriteTxnMarkersRequest,
@@ -555,6 +618,11 @@ bind_codecs(
     _rnd_WriteTxnMarkersRequest,
     (0, 0, _dec_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v0),
     (1, 1, _dec_WriteTxnMarkersRequest_v1, _enc_WriteTxnMarkersRequest_v1),
+)
+bind_native(
+    WriteTxnMarkersRequest,
+    (0, 0, _N_WriteTxnMarkersRequest_v0),
+    (1, 1, _N_WriteTxnMarkersRequest_v1),
 )
 bind_codecs(
     _WritableTxnMarker,
@@ -564,6 +632,11 @@ bind_codecs(
     (0, 0, _dec_WritableTxnMarker_v0, _enc_WritableTxnMarker_v0),
     (1, 1, _dec_WritableTxnMarker_v1, _enc_WritableTxnMarker_v1),
 )
+bind_native(
+    _WritableTxnMarker,
+    (0, 0, _N_WritableTxnMarker_v0),
+    (1, 1, _N_WritableTxnMarker_v1),
+)
 bind_codecs(
     _WritableTxnMarkerTopic,
     _tj_WritableTxnMarkerTopic,
@@ -571,6 +644,11 @@ bind_codecs(
     _rnd_WritableTxnMarkerTopic,
     (0, 0, _dec_WritableTxnMarkerTopic_v0, _enc_WritableTxnMarkerTopic_v0),
     (1, 1, _dec_WritableTxnMarkerTopic_v1, _enc_WritableTxnMarkerTopic_v1),
+)
+bind_native(
+    _WritableTxnMarkerTopic,
+    (0, 0, _N_WritableTxnMarkerTopic_v0),
+    (1, 1, _N_WritableTxnMarkerTopic_v1),
 )
 
 # -------------------- WriteTxnMarkersResponse: decoders and encoders, one per distinct layout
@@ -927,6 +1005,80 @@ def _rnd_WritableTxnMarkerPartitionResult(
     return o
 
 
+# The same layouts as data, for the native accelerator (runtime/_native.c).
+# fmt: off
+_N_WritableTxnMarkerPartitionResult_v0 = (
+    _WritableTxnMarkerPartitionResult,
+    False,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_WritableTxnMarkerPartitionResult_v1 = (
+    _WritableTxnMarkerPartitionResult,
+    True,
+    (
+        ("int32", "partition_index"),
+        ("int16", "error_code"),
+    ),
+    (),
+)
+_N_WritableTxnMarkerTopicResult_v0 = (
+    _WritableTxnMarkerTopicResult,
+    False,
+    (
+        ("string", "name", False, False),
+        ("array", "partitions", False, False, _N_WritableTxnMarkerPartitionResult_v0, False),
+    ),
+    (),
+)
+_N_WritableTxnMarkerTopicResult_v1 = (
+    _WritableTxnMarkerTopicResult,
+    True,
+    (
+        ("string", "name", True, False),
+        ("array", "partitions", True, False, _N_WritableTxnMarkerPartitionResult_v1, False),
+    ),
+    (),
+)
+_N_WritableTxnMarkerResult_v0 = (
+    _WritableTxnMarkerResult,
+    False,
+    (
+        ("int64", "producer_id"),
+        ("array", "topics", False, False, _N_WritableTxnMarkerTopicResult_v0, False),
+    ),
+    (),
+)
+_N_WritableTxnMarkerResult_v1 = (
+    _WritableTxnMarkerResult,
+    True,
+    (
+        ("int64", "producer_id"),
+        ("array", "topics", True, False, _N_WritableTxnMarkerTopicResult_v1, False),
+    ),
+    (),
+)
+_N_WriteTxnMarkersResponse_v0 = (
+    WriteTxnMarkersResponse,
+    False,
+    (
+        ("array", "markers", False, False, _N_WritableTxnMarkerResult_v0, False),
+    ),
+    (),
+)
+_N_WriteTxnMarkersResponse_v1 = (
+    WriteTxnMarkersResponse,
+    True,
+    (
+        ("array", "markers", True, False, _N_WritableTxnMarkerResult_v1, False),
+    ),
+    (),
+)
+# fmt: on
+
 bind_codecs(
     WriteTxnMarkersResponse,
     _tj_WriteTxnMarkersResponse,
@@ -934,6 +1086,11 @@ bind_codecs(
     _rnd_WriteTxnMarkersResponse,
     (0, 0, _dec_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v0),
     (1, 1, _dec_WriteTxnMarkersResponse_v1, _enc_WriteTxnMarkersResponse_v1),
+)
+bind_native(
+    WriteTxnMarkersResponse,
+    (0, 0, _N_WriteTxnMarkersResponse_v0),
+    (1, 1, _N_WriteTxnMarkersResponse_v1),
 )
 bind_codecs(
     _WritableTxnMarkerResult,
@@ -943,6 +1100,11 @@ bind_codecs(
     (0, 0, _dec_WritableTxnMarkerResult_v0, _enc_WritableTxnMarkerResult_v0),
     (1, 1, _dec_WritableTxnMarkerResult_v1, _enc_WritableTxnMarkerResult_v1),
 )
+bind_native(
+    _WritableTxnMarkerResult,
+    (0, 0, _N_WritableTxnMarkerResult_v0),
+    (1, 1, _N_WritableTxnMarkerResult_v1),
+)
 bind_codecs(
     _WritableTxnMarkerTopicResult,
     _tj_WritableTxnMarkerTopicResult,
@@ -951,6 +1113,11 @@ bind_codecs(
     (0, 0, _dec_WritableTxnMarkerTopicResult_v0, _enc_WritableTxnMarkerTopicResult_v0),
     (1, 1, _dec_WritableTxnMarkerTopicResult_v1, _enc_WritableTxnMarkerTopicResult_v1),
 )
+bind_native(
+    _WritableTxnMarkerTopicResult,
+    (0, 0, _N_WritableTxnMarkerTopicResult_v0),
+    (1, 1, _N_WritableTxnMarkerTopicResult_v1),
+)
 bind_codecs(
     _WritableTxnMarkerPartitionResult,
     _tj_WritableTxnMarkerPartitionResult,
@@ -958,4 +1125,9 @@ bind_codecs(
     _rnd_WritableTxnMarkerPartitionResult,
     (0, 0, _dec_WritableTxnMarkerPartitionResult_v0, _enc_WritableTxnMarkerPartitionResult_v0),
     (1, 1, _dec_WritableTxnMarkerPartitionResult_v1, _enc_WritableTxnMarkerPartitionResult_v1),
+)
+bind_native(
+    _WritableTxnMarkerPartitionResult,
+    (0, 0, _N_WritableTxnMarkerPartitionResult_v0),
+    (1, 1, _N_WritableTxnMarkerPartitionResult_v1),
 )

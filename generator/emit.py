@@ -374,6 +374,79 @@ class Emitter:
             base = scalar(t.name)
         return f"{base} | None" if f.ever_nullable else base
 
+    # -- plans of the native accelerator -----------------------------------------------
+
+    def native_default(self, p: StructPlan, attr: str) -> str:
+        d = p.defaults[attr]
+        kind = d["kind"]
+        if kind in ("list", "keyed"):
+            return f'("{kind}",)'
+        if kind == "struct":
+            return f'("struct", {d["alias"]}, {d["alias"]}_DEFAULT)'
+        value = {"none": "None", "zero_uuid": "ZERO_UUID"}.get(kind)
+        if kind == "uuid":
+            value = f"uuid_from_bytes({d['value']!r})"
+        return f'("value", {value if value is not None else repr(d["value"])})'
+
+    def native_ops(self, p: StructPlan, op: Op | FixedRun) -> list[str]:
+        if isinstance(op, FixedRun):
+            return [f'("{NATIVE_FIXED[c]}", "{a}")' for a, c in zip(op.attrs, op.fmt, strict=True)]
+        a = f'"{op.attr}"'
+        if op.kind == "uuid":
+            return [f'("uuid", {a})']
+        if op.kind == "string":
+            return [f'("string", {a}, {op.compact}, {op.nullable})']
+        if op.kind in ("bytes", "records"):
+            view = "records" in op.reader  # records and zeroCopy bytes: views of the input
+            return [f'("bytes", {a}, {op.compact}, {op.nullable}, {view})']
+        if op.kind == "struct":
+            return [f'("struct", {a}, {op.nullable}, _N_{op.struct_fn}_{op.fn})']
+        if op.kind == "array":
+            if op.elem == "struct":
+                elem = f"_N_{op.struct_fn}_{op.fn}"
+            elif op.elem == "fixed":
+                elem = f'"{NATIVE_FIXED[op.code]}"'
+            elif op.elem == "uuid":
+                elem = '"uuid"'
+            else:
+                elem = '"string"' if "string" in op.reader else '"bytes"'
+            return [f'("array", {a}, {op.compact}, {op.nullable}, {elem}, {op.keyed})']
+        assert op.kind == "absent"
+        return [f'("absent", {a}, {self.native_default(p, op.attr)}, {op.ignorable})']
+
+    def native_plan(self, p: StructPlan, vp: VersionPlan) -> str:
+        ops = [t for op in (*vp.ops, *vp.absent_tagged) for t in self.native_ops(p, op)]
+        tags = []
+        for t in vp.tagged:
+            (text,) = self.native_ops(p, t.op)  # a tagged field is one op
+            tags.append(f"({t.tag}, {text}, {self.native_default(p, t.attr)})")
+
+        def block(items: list[str]) -> str:
+            lines = "".join(f"        {i},\n" for i in items)
+            return f"(\n{lines}    )" if items else "()"
+
+        return f"(\n    {p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)},\n)"
+
+    def native_plans(self, structs: list[Struct]) -> list[tuple[str, str]]:
+        """(name, plan text) of every layout, nested structs before the structs using them."""
+        out: list[tuple[str, str]] = []
+        done: set[str] = set()
+
+        def visit(s: Struct) -> None:
+            if s.name in done:
+                return
+            done.add(s.name)
+            for f in s.fields:
+                if f.struct is not None:
+                    visit(f.struct)
+            p = self.plans[s.name]
+            for sfx, vp in p.functions.items():
+                out.append((f"_N_{p.fname}_{sfx}", self.native_plan(p, vp)))
+
+        for s in structs:
+            visit(s)
+        return out
+
     def context(self) -> dict[str, Any]:
         msg = self.msg
         structs = [msg.root, *msg.structs]
@@ -397,6 +470,7 @@ class Emitter:
             "all_plans": [self.plans[s.name] for s in structs],
             "formats": self.formats,
             "arrays": self.arrays,
+            "native_plans": self.native_plans(structs),
         }
 
     def message_doc(self) -> str:
@@ -417,6 +491,19 @@ class Emitter:
         ]
         where = " and ".join(users) if users else self.msg.name
         return f"An item of {where} (versions {s.versions})."
+
+
+#: struct format character -> the accelerator's name for that fixed-width kind
+NATIVE_FIXED = {
+    "b": "int8",
+    "h": "int16",
+    "H": "uint16",
+    "i": "int32",
+    "I": "uint32",
+    "q": "int64",
+    "d": "float64",
+    "?": "bool",
+}
 
 
 def is_keyed(f: Field) -> bool:

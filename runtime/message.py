@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 import gc
+import os
 import struct
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast
 
 from .errors import DecodeError, UnsupportedVersionError
@@ -99,9 +101,17 @@ class Message(Struct):
     @classmethod
     def decode(cls: type[M], data: Buffer, version: int) -> M:
         """Decode ``data`` (bytes, bytearray or memoryview), which must be consumed whole."""
-        obj, pos = cls.decode_prefix(data, version)
-        if pos != len(data):
-            raise DecodeError(f"{len(data) - pos} trailing bytes", cls.__name__, version, pos)
+        end = len(data)
+        decoder = cls._decoders.get(version)
+        if decoder is None or end > _GC_PAUSE_BYTES:
+            obj, pos = cls.decode_prefix(data, version)
+        else:  # decode_prefix inlined: small messages are where a call's cost shows
+            try:
+                obj, pos = decoder(data, 0, end)
+            except (DecodeError, IndexError, struct.error, UnicodeDecodeError) as e:
+                raise _decode_error(e, cls.__name__, version, end) from None
+        if pos != end:
+            raise DecodeError(f"{end - pos} trailing bytes", cls.__name__, version, pos)
         return obj
 
     @classmethod
@@ -126,19 +136,8 @@ class Message(Struct):
             gc.disable()
         try:
             obj, pos = decoder(data, 0, end)
-        except DecodeError as e:  # raised by a wire reader: add the message and version
-            raise DecodeError(e.reason, cls.__name__, version, e.offset) from None
-        except (IndexError, struct.error) as e:  # a fixed-width read ran past the end
-            raise DecodeError(
-                f"truncated ({e})", cls.__name__, version, _failing_offset(e, end)
-            ) from None
-        except UnicodeDecodeError as e:
-            raise DecodeError(
-                f"invalid UTF-8 in a string: {e.reason}",
-                cls.__name__,
-                version,
-                _failing_offset(e, end),
-            ) from None
+        except (DecodeError, IndexError, struct.error, UnicodeDecodeError) as e:
+            raise _decode_error(e, cls.__name__, version, end) from None
         finally:
             if pause_gc:
                 gc.enable()
@@ -164,6 +163,17 @@ class Message(Struct):
             # A field holds a value of the wrong type or range for its wire type.
             raise ValueError(f"cannot encode {type(self).__name__} v{version}: {e}") from None
         return b"".join(out)
+
+
+def _decode_error(error: Exception, message: str, version: int, end: int) -> DecodeError:
+    """The DecodeError for what a decoder raised: the message, version and offset added."""
+    if isinstance(error, DecodeError):  # raised by a wire reader
+        return DecodeError(error.reason, message, version, error.offset)
+    if isinstance(error, UnicodeDecodeError):
+        reason = f"invalid UTF-8 in a string: {error.reason}"
+    else:  # IndexError or struct.error: a fixed-width read ran past the end
+        reason = f"truncated ({error})"
+    return DecodeError(reason, message, version, _failing_offset(error, end))
 
 
 def _failing_offset(error: BaseException, default: int) -> int:
@@ -246,6 +256,56 @@ def bind_codecs(
     cls._fields = tuple(cls.__slots__)[:-1]  # every slot but unknown_tagged_fields
 
 
+def _load_native() -> ModuleType | None:
+    """The compiled accelerator, unless missing or turned off by KAFKAGEN_PURE_PYTHON=1."""
+    if os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _native.configure(KeyedList, Struct)
+    return cast(ModuleType, _native)
+
+
+#: The compiled accelerator module, or None when every codec runs in pure Python.
+native: Final = _load_native()
+
+#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops), plain data
+#: the generator emits next to the Python codecs of the same layout.
+Plan = tuple[Any, ...]
+
+
+def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
+    """Put compiled codecs in front of the Python ones bound by :func:`bind_codecs`.
+
+    Each layout's native decoder and encoder take the same arguments as the Python pair
+    and hand any input or value they do not take to it, so errors stay the Python ones.
+    A plan the accelerator cannot compile keeps that struct on its Python codecs.
+    """
+    if native is None:
+        return
+    decoders = dict(cls._decoders)
+    encoders = dict(cls._encoders)
+    for first, last, plan in layouts:
+        try:
+            codec = native.Codec(cls, plan, cls._decoders[first], cls._encoders[first])
+        except NotImplementedError:
+            continue
+        for v in range(first, last + 1):
+            decoders[v] = codec.decode
+            encoders[v] = codec.encode
+    cls._decoders = decoders
+    cls._encoders = encoders
+
+
+def uses_native(cls: type[Struct], version: int) -> bool:
+    """Whether ``cls`` at ``version`` decodes and encodes through the accelerator."""
+    return native is not None and isinstance(
+        getattr(cls._decoders.get(version), "__self__", None), native.Codec
+    )
+
+
 def as_keyed(items: Iterable[T]) -> KeyedList[T]:
     return items if isinstance(items, KeyedList) else KeyedList(items)
 
@@ -261,4 +321,5 @@ __all__ = [
     "Struct",
     "as_keyed",
     "bind_codecs",
+    "bind_native",
 ]

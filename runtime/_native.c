@@ -1,0 +1,1209 @@
+/* Table-driven accelerator under the generated codecs.
+ *
+ * The generator emits, per struct and wire layout, a plan: a tuple of plain Python data
+ * (field kinds, slot names, flags, defaults, nested plans). Codec(cls, plan, dec, enc)
+ * compiles it once into C arrays and offers decode(buf, pos, end) -> (obj, pos) and
+ * encode(obj, w), with the same signatures as the generated Python functions.
+ *
+ * Only the success path lives here. When anything is off (malformed input, a value of
+ * the wrong type or range, a field that the version cannot carry), the C side gives up
+ * without raising and runs the Python codec of the same layout, which then raises its
+ * exact error (or, for inputs the C side declines such as exotic sequence types,
+ * produces the result). Both modes therefore report byte-identical errors and offsets.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ module state */
+
+static PyTypeObject *uuid_type;      /* uuid.UUID */
+static Py_ssize_t uuid_int_off = -1; /* slot offsets of UUID.int and UUID.is_safe */
+static Py_ssize_t uuid_safe_off = -1;
+static PyObject *uuid_unknown;       /* uuid.SafeUUID.unknown */
+static PyTypeObject *keyed_type;     /* KeyedList, set by configure() */
+static PyObject *empty_list;         /* compared against, never mutated */
+static PyTypeObject *struct_base;    /* kafkagen.runtime.message.Struct, set by configure() */
+
+/* Every class with a compiled plan: a set of pointers, open addressing. */
+static PyTypeObject **plan_table;
+static size_t plan_cap, plan_n;
+
+static int is_plan_class(PyTypeObject *t) {
+    if (plan_cap == 0) return 0;
+    size_t i = ((uintptr_t)t >> 4) & (plan_cap - 1);
+    while (plan_table[i] != NULL) {
+        if (plan_table[i] == t) return 1;
+        i = (i + 1) & (plan_cap - 1);
+    }
+    return 0;
+}
+
+static int add_plan_class(PyTypeObject *t) {
+    if (is_plan_class(t)) return 0;
+    if ((plan_n + 1) * 2 > plan_cap) {
+        size_t cap = plan_cap ? plan_cap * 2 : 256;
+        PyTypeObject **table = PyMem_Calloc(cap, sizeof(PyTypeObject *));
+        if (table == NULL) { PyErr_NoMemory(); return -1; }
+        for (size_t j = 0; j < plan_cap; j++) {
+            PyTypeObject *u = plan_table[j];
+            if (u == NULL) continue;
+            size_t i = ((uintptr_t)u >> 4) & (cap - 1);
+            while (table[i] != NULL) i = (i + 1) & (cap - 1);
+            table[i] = u;
+        }
+        PyMem_Free(plan_table);
+        plan_table = table;
+        plan_cap = cap;
+    }
+    size_t i = ((uintptr_t)t >> 4) & (plan_cap - 1);
+    while (plan_table[i] != NULL) i = (i + 1) & (plan_cap - 1);
+    plan_table[i] = (PyTypeObject *)Py_NewRef(t);
+    plan_n++;
+    return 0;
+}
+static PyObject *programs;           /* id(plan) -> capsule of its Prog, plus the plan */
+static unsigned long long n_fallbacks; /* calls the C side handed to Python */
+
+/* ------------------------------------------------------------------ compiled plans */
+
+enum {
+    K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_BOOL,
+    K_UUID, K_STRING, K_BYTES, K_STRUCT, K_ARRAY, K_ABSENT
+};
+enum { D_VALUE, D_LIST, D_KEYED, D_STRUCT };
+
+typedef struct Prog Prog;
+
+/* How to build a fresh default struct: its class and, per slot, share the default
+ * instance's value, copy its list, or build a nested default struct. */
+typedef struct Tmpl Tmpl;
+typedef struct {
+    Py_ssize_t off;
+    int how; /* 0 share, 1 list copy, 2 nested struct */
+    PyObject *value;
+    Tmpl *sub;
+} TmplSlot;
+struct Tmpl {
+    PyTypeObject *cls;
+    Py_ssize_t n;
+    TmplSlot *slots;
+};
+
+typedef struct {
+    int kind;
+    Py_ssize_t off;     /* slot offset in the object */
+    int compact, nullable, view, keyed, ignorable;
+    int elem;           /* arrays: element kind (K_INT8.. K_BYTES or K_STRUCT) */
+    Prog *sub;          /* nested struct (struct fields, struct arrays) */
+    int dkind;          /* default: how to build it (absent and tagged fields) */
+    PyObject *dval;     /* D_VALUE: the shared value; D_STRUCT: the class */
+    PyObject *dcmp;     /* what encode compares with */
+    Tmpl *tmpl;         /* D_STRUCT: how to build the default without calling the class */
+    uint32_t tag;
+} Op;
+
+struct Prog {
+    PyTypeObject *cls;
+    int flexible;
+    Py_ssize_t n_ops, n_tags;
+    Op *ops;
+    Op *tags;           /* sorted by tag */
+    Py_ssize_t unknown_off;
+};
+
+static const char *KIND_NAMES[] = {
+    "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
+    "uuid", "string", "bytes", "struct", "array", "absent", NULL
+};
+static const int FIXED_SIZE[] = {1, 2, 2, 4, 4, 8, 8, 1};
+
+static int kind_of(PyObject *name) {
+    if (!PyUnicode_Check(name)) return -1;
+    for (int i = 0; KIND_NAMES[i]; i++)
+        if (PyUnicode_CompareWithASCIIString(name, KIND_NAMES[i]) == 0) return i;
+    return -1;
+}
+
+static int unsupported_plan(const char *what) {
+    PyErr_Format(PyExc_NotImplementedError, "native codecs do not support %s", what);
+    return -1;
+}
+
+/* The offset of a __slots__ member of cls, found through its member descriptor. */
+static Py_ssize_t slot_offset(PyTypeObject *cls, PyObject *name) {
+    PyObject *d = PyObject_GetAttr((PyObject *)cls, name);
+    if (d == NULL) return -1;
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) off = m->offset;
+    }
+    Py_DECREF(d);
+    if (off < 0) PyErr_Format(PyExc_NotImplementedError, "%R is not a writable slot", name);
+    return off;
+}
+
+static Prog *compile_plan(PyObject *plan);
+
+static int flag(PyObject *t, Py_ssize_t i) {
+    return PyObject_IsTrue(PyTuple_GET_ITEM(t, i));
+}
+
+/* The template of a struct's default instance ``d`` (which is never mutated). */
+static Tmpl *make_tmpl(PyObject *d) {
+    PyTypeObject *t = Py_TYPE(d);
+    Py_ssize_t n = 0;
+    for (PyTypeObject *b = t; b != NULL && b != &PyBaseObject_Type; b = b->tp_base)
+        for (PyMemberDef *m = b->tp_members; m != NULL && m->name != NULL; m++)
+            if (m->type == T_OBJECT_EX) n++;
+    Tmpl *tm = PyMem_Calloc(1, sizeof(Tmpl));
+    TmplSlot *slots = PyMem_Calloc(n + 1, sizeof(TmplSlot));
+    if (tm == NULL || slots == NULL) { PyErr_NoMemory(); return NULL; }
+    tm->cls = (PyTypeObject *)Py_NewRef(t);
+    tm->slots = slots;
+    for (PyTypeObject *b = t; b != NULL && b != &PyBaseObject_Type; b = b->tp_base) {
+        for (PyMemberDef *m = b->tp_members; m != NULL && m->name != NULL; m++) {
+            if (m->type != T_OBJECT_EX) continue;
+            PyObject *v = *(PyObject **)((char *)d + m->offset);
+            if (v == NULL) {
+                unsupported_plan("a default with unset slots");
+                return NULL;
+            }
+            TmplSlot *ts = &slots[tm->n++];
+            ts->off = m->offset;
+            ts->value = Py_NewRef(v);
+            if (PyList_Check(v)) {
+                ts->how = 1;
+            } else if (PyObject_TypeCheck(v, struct_base)) {
+                ts->how = 2;
+                if ((ts->sub = make_tmpl(v)) == NULL) return NULL;
+            }
+        }
+    }
+    return tm;
+}
+
+static int compile_default(Op *op, PyObject *d) {
+    if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) < 1) return unsupported_plan("a default");
+    PyObject *k = PyTuple_GET_ITEM(d, 0);
+    if (PyUnicode_CompareWithASCIIString(k, "value") == 0 && PyTuple_GET_SIZE(d) == 2) {
+        op->dkind = D_VALUE;
+        op->dval = Py_NewRef(PyTuple_GET_ITEM(d, 1));
+        op->dcmp = Py_NewRef(op->dval);
+    } else if (PyUnicode_CompareWithASCIIString(k, "list") == 0) {
+        op->dkind = D_LIST;
+        op->dcmp = Py_NewRef(empty_list);
+    } else if (PyUnicode_CompareWithASCIIString(k, "keyed") == 0) {
+        if (keyed_type == NULL) return unsupported_plan("keyed arrays before configure()");
+        op->dkind = D_KEYED;
+        op->dcmp = Py_NewRef(empty_list);
+    } else if (PyUnicode_CompareWithASCIIString(k, "struct") == 0 && PyTuple_GET_SIZE(d) == 3) {
+        op->dkind = D_STRUCT;
+        op->dval = Py_NewRef(PyTuple_GET_ITEM(d, 1));
+        op->dcmp = Py_NewRef(PyTuple_GET_ITEM(d, 2));
+        if (struct_base == NULL) return unsupported_plan("struct defaults before configure()");
+        /* Built like calling the class would, from its shared default instance. */
+        if ((PyObject *)Py_TYPE(op->dcmp) != op->dval || !PyObject_TypeCheck(op->dcmp, struct_base))
+            return unsupported_plan("a struct default of another class");
+        if ((op->tmpl = make_tmpl(op->dcmp)) == NULL) return -1;
+    } else {
+        return unsupported_plan("this kind of default");
+    }
+    return 0;
+}
+
+static int compile_op(PyTypeObject *cls, Op *op, PyObject *t) {
+    memset(op, 0, sizeof(*op));
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 2) return unsupported_plan("a malformed op");
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    int kind = kind_of(PyTuple_GET_ITEM(t, 0));
+    if (kind < 0) return unsupported_plan("an unknown op kind");
+    op->kind = kind;
+    op->off = slot_offset(cls, PyTuple_GET_ITEM(t, 1));
+    if (op->off < 0) return -1;
+    switch (kind) {
+    case K_STRING:
+        if (n != 4) return unsupported_plan("a malformed string op");
+        op->compact = flag(t, 2);
+        op->nullable = flag(t, 3);
+        break;
+    case K_BYTES:
+        if (n != 5) return unsupported_plan("a malformed bytes op");
+        op->compact = flag(t, 2);
+        op->nullable = flag(t, 3);
+        op->view = flag(t, 4);
+        break;
+    case K_STRUCT:
+        if (n != 4) return unsupported_plan("a malformed struct op");
+        op->nullable = flag(t, 2);
+        op->sub = compile_plan(PyTuple_GET_ITEM(t, 3));
+        if (op->sub == NULL) return -1;
+        break;
+    case K_ARRAY: {
+        if (n != 6) return unsupported_plan("a malformed array op");
+        op->compact = flag(t, 2);
+        op->nullable = flag(t, 3);
+        PyObject *el = PyTuple_GET_ITEM(t, 4);
+        op->keyed = flag(t, 5);
+        if (op->keyed && keyed_type == NULL)
+            return unsupported_plan("keyed arrays before configure()");
+        if (PyTuple_Check(el)) {
+            op->elem = K_STRUCT;
+            op->sub = compile_plan(el);
+            if (op->sub == NULL) return -1;
+        } else {
+            op->elem = kind_of(el);
+            if (op->elem < 0 || op->elem > K_BYTES) return unsupported_plan("this array element");
+        }
+        break;
+    }
+    case K_ABSENT:
+        if (n != 4) return unsupported_plan("a malformed absent op");
+        if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) return -1;
+        op->ignorable = flag(t, 3);
+        break;
+    default:
+        if (n != 2) return unsupported_plan("a malformed fixed op");
+    }
+    return 0;
+}
+
+/* plan = (cls, flexible, ops, tags); tags = ((tag, op, default), ...) sorted by tag. */
+static Prog *compile_plan(PyObject *plan) {
+    PyObject *key = PyLong_FromVoidPtr(plan);
+    if (key == NULL) return NULL;
+    PyObject *known = PyDict_GetItemWithError(programs, key);
+    if (known != NULL) {
+        Py_DECREF(key);
+        return (Prog *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
+    }
+    if (PyErr_Occurred()) goto error_key;
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4 ||
+        !PyType_Check(PyTuple_GET_ITEM(plan, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(plan, 2)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(plan, 3))) {
+        unsupported_plan("a malformed plan");
+        goto error_key;
+    }
+    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(plan, 0);
+    PyObject *ops = PyTuple_GET_ITEM(plan, 2), *tags = PyTuple_GET_ITEM(plan, 3);
+    /* Programs live as long as the process, like the generated modules that own them. */
+    Prog *p = PyMem_Calloc(1, sizeof(Prog));
+    if (p == NULL) { PyErr_NoMemory(); goto error_key; }
+    p->cls = (PyTypeObject *)Py_NewRef(cls);
+    if (add_plan_class(cls) < 0) goto error_key;
+    p->flexible = flag(plan, 1);
+    p->n_ops = PyTuple_GET_SIZE(ops);
+    p->n_tags = PyTuple_GET_SIZE(tags);
+    p->ops = PyMem_Calloc(p->n_ops + 1, sizeof(Op));
+    p->tags = PyMem_Calloc(p->n_tags + 1, sizeof(Op));
+    if (p->ops == NULL || p->tags == NULL) { PyErr_NoMemory(); goto error_key; }
+    PyObject *unk = PyUnicode_FromString("unknown_tagged_fields");
+    if (unk == NULL) goto error_key;
+    p->unknown_off = slot_offset(cls, unk);
+    Py_DECREF(unk);
+    if (p->unknown_off < 0) goto error_key;
+    for (Py_ssize_t i = 0; i < p->n_ops; i++)
+        if (compile_op(cls, &p->ops[i], PyTuple_GET_ITEM(ops, i)) < 0) goto error_key;
+    for (Py_ssize_t i = 0; i < p->n_tags; i++) {
+        PyObject *t = PyTuple_GET_ITEM(tags, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
+            unsupported_plan("a malformed tagged field");
+            goto error_key;
+        }
+        Op *op = &p->tags[i];
+        if (compile_op(cls, op, PyTuple_GET_ITEM(t, 1)) < 0) goto error_key;
+        if (op->kind == K_ABSENT) { unsupported_plan("an absent tagged op"); goto error_key; }
+        unsigned long tag = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0));
+        if (PyErr_Occurred() || tag > 0xFFFFFFFFUL || (i > 0 && tag <= p->tags[i - 1].tag)) {
+            PyErr_Clear();
+            unsupported_plan("tags out of order or range");
+            goto error_key;
+        }
+        op->tag = (uint32_t)tag;
+        if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) goto error_key;
+    }
+    PyObject *cap = PyCapsule_New(p, NULL, NULL);
+    if (cap == NULL) goto error_key;
+    PyObject *entry = PyTuple_Pack(2, plan, cap);
+    Py_DECREF(cap);
+    if (entry == NULL || PyDict_SetItem(programs, key, entry) < 0) {
+        Py_XDECREF(entry);
+        goto error_key;
+    }
+    Py_DECREF(entry);
+    Py_DECREF(key);
+    return p;
+error_key:
+    /* A half-built Prog is leaked on purpose: it only happens once per unsupported plan. */
+    Py_DECREF(key);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ generated structs */
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* A fresh default struct, as calling its class builds it: lists and nested structs new,
+ * immutable values shared. */
+static PyObject *build_default(Tmpl *tm) {
+    PyObject *o = tm->cls->tp_alloc(tm->cls, 0);
+    if (o == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < tm->n; i++) {
+        TmplSlot *ts = &tm->slots[i];
+        PyObject *c;
+        if (ts->how == 0) {
+            c = Py_NewRef(ts->value);
+        } else if (ts->how == 1) {
+            PyTypeObject *lt = Py_TYPE(ts->value);
+            c = lt == &PyList_Type ? PyList_New(0) : lt->tp_alloc(lt, 0);
+            if (c != NULL && PyList_GET_SIZE(ts->value) > 0 &&
+                PyList_SetSlice(c, 0, 0, ts->value) < 0)
+                Py_CLEAR(c);
+        } else {
+            c = build_default(ts->sub);
+        }
+        if (c == NULL) { Py_DECREF(o); return NULL; }
+        SLOT(o, ts->off) = c;
+    }
+    return o;
+}
+
+static int differs(PyObject *v, PyObject *d);
+
+/* `a == b` for two instances of one generated class, field by field as its __eq__
+ * does, without a Python call per struct. 1 equal, 0 not, -1 error. */
+static int struct_equal(PyObject *a, PyObject *b) {
+    PyTypeObject *t = Py_TYPE(a);
+    for (PyTypeObject *k = t; k != NULL && k != &PyBaseObject_Type; k = k->tp_base) {
+        for (PyMemberDef *m = k->tp_members; m != NULL && m->name != NULL; m++) {
+            if (m->type != T_OBJECT_EX) continue;
+            PyObject *x = SLOT(a, m->offset), *y = SLOT(b, m->offset);
+            if (x == NULL || y == NULL) return -1;
+            int r = differs(x, y);
+            if (r != 0) return r < 0 ? -1 : 0;
+        }
+    }
+    return 1;
+}
+
+/* `v != d` as Python's operator computes it (no identity shortcut, for NaN's sake). */
+static int differs(PyObject *v, PyObject *d) {
+    if (v == d && (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || v == Py_None ||
+                   PyBool_Check(v) || PyBytes_CheckExact(v)))
+        return 0;
+    if (Py_TYPE(v) == Py_TYPE(d) && is_plan_class(Py_TYPE(v))) {
+        Py_INCREF(v);
+        Py_INCREF(d);
+        int eq = struct_equal(v, d);
+        Py_DECREF(v);
+        Py_DECREF(d);
+        if (eq >= 0) return !eq;
+        PyErr_Clear(); /* an unset slot: let Python's own comparison decide */
+    }
+    PyObject *r = PyObject_RichCompare(v, d, Py_NE);
+    if (r == NULL) return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
+/* ------------------------------------------------------------------ decoding */
+
+typedef struct {
+    const unsigned char *buf;
+    PyObject *bufobj;
+    PyObject *view; /* memoryview(bufobj), made on the first zero-copy field */
+} DCtx;
+
+static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
+    PyObject *old = SLOT(o, off);
+    SLOT(o, off) = v;
+    Py_XDECREF(old);
+}
+
+/* An unsigned varint as Kafka reads them: at most 5 bytes, at most 32 bits. */
+static inline int read_uvarint(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end,
+                               uint64_t *out) {
+    Py_ssize_t p = *pos;
+    uint64_t v = 0;
+    for (int shift = 0; shift <= 28; shift += 7) {
+        if (p >= end) return -1;
+        unsigned char c = b[p++];
+        v |= (uint64_t)(c & 0x7F) << shift;
+        if (c < 0x80) {
+            if (v > 0xFFFFFFFFULL) return -1;
+            *pos = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static PyObject *dec_struct(DCtx *c, Prog *p, Py_ssize_t *pos, Py_ssize_t end);
+
+static PyObject *make_uuid(const unsigned char *b) {
+    uint64_t hi = 0, lo = 0;
+    for (int i = 0; i < 8; i++) hi = hi << 8 | b[i];
+    for (int i = 8; i < 16; i++) lo = lo << 8 | b[i];
+    PyObject *value;
+    if (hi == 0) {
+        value = PyLong_FromUnsignedLongLong(lo);
+    } else {
+        PyObject *h = PyLong_FromUnsignedLongLong(hi), *l = PyLong_FromUnsignedLongLong(lo);
+        PyObject *sixty_four = PyLong_FromLong(64);
+        PyObject *shifted = (h && sixty_four) ? PyNumber_Lshift(h, sixty_four) : NULL;
+        value = (shifted && l) ? PyNumber_Or(shifted, l) : NULL;
+        Py_XDECREF(h);
+        Py_XDECREF(l);
+        Py_XDECREF(sixty_four);
+        Py_XDECREF(shifted);
+    }
+    if (value == NULL) return NULL;
+    PyObject *u = uuid_type->tp_alloc(uuid_type, 0);
+    if (u == NULL) { Py_DECREF(value); return NULL; }
+    SLOT(u, uuid_int_off) = value;
+    SLOT(u, uuid_safe_off) = Py_NewRef(uuid_unknown);
+    return u;
+}
+
+static PyObject *new_default(Op *op) {
+    switch (op->dkind) {
+    case D_VALUE: return Py_NewRef(op->dval);
+    case D_LIST: return PyList_New(0);
+    case D_KEYED: return keyed_type->tp_alloc(keyed_type, 0);
+    default: return build_default(op->tmpl);
+    }
+}
+
+static PyObject *dec_fixed(int kind, const unsigned char *b) {
+    switch (kind) {
+    case K_INT8: return PyLong_FromLong((signed char)b[0]);
+    case K_INT16: return PyLong_FromLong((int16_t)(b[0] << 8 | b[1]));
+    case K_UINT16: return PyLong_FromLong(b[0] << 8 | b[1]);
+    case K_INT32:
+        return PyLong_FromLong((int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+                                         (uint32_t)b[2] << 8 | b[3]));
+    case K_UINT32:
+        return PyLong_FromUnsignedLong((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+                                       (uint32_t)b[2] << 8 | b[3]);
+    case K_INT64:
+    case K_FLOAT64: {
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++) v = v << 8 | b[i];
+        if (kind == K_INT64) return PyLong_FromLongLong((int64_t)v);
+        double d;
+        memcpy(&d, &v, 8);
+        return PyFloat_FromDouble(d);
+    }
+    default: return Py_NewRef(b[0] ? Py_True : Py_False);
+    }
+}
+
+/* A length prefix: -1 for null (only when nullable), else the length, checked against
+ * what is left. Returns -2 on any error. */
+static inline Py_ssize_t read_size(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end,
+                                   int compact, int wide, int nullable) {
+    Py_ssize_t n;
+    if (compact) {
+        uint64_t v;
+        if (read_uvarint(b, pos, end, &v) < 0) return -2;
+        n = (Py_ssize_t)v - 1;
+    } else if (wide) {
+        if (*pos + 4 > end) return -2;
+        const unsigned char *q = b + *pos;
+        n = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
+        *pos += 4;
+    } else {
+        if (*pos + 2 > end) return -2;
+        n = (int16_t)(b[*pos] << 8 | b[*pos + 1]);
+        *pos += 2;
+    }
+    if (n < 0) return (n == -1 && nullable) ? -1 : -2;
+    if (n > end - *pos) return -2;
+    return n;
+}
+
+static PyObject *dec_string(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact,
+                            int nullable) {
+    const unsigned char *b = c->buf;
+    Py_ssize_t p = *pos;
+    if (compact && p < end && b[p] > 0 && b[p] < 0x80 && p + b[p] <= end) { /* fast path */
+        Py_ssize_t n = b[p] - 1;
+        PyObject *s = PyUnicode_DecodeUTF8((const char *)b + p + 1, n, NULL);
+        if (s) *pos = p + 1 + n;
+        return s;
+    }
+    Py_ssize_t n = read_size(b, &p, end, compact, 0, nullable);
+    if (n == -2 || n > 0x7FFF) return NULL;
+    if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)b + p, n, NULL);
+    if (s) *pos = p + n;
+    return s;
+}
+
+/* memoryview(buf)[start:start + n], as records and zeroCopy bytes are: a view sharing
+ * the input's managed buffer, sliced by setting its bounds (the slicing protocol would
+ * build and parse a slice object per field). */
+static PyObject *sub_view(DCtx *c, Py_ssize_t start, Py_ssize_t n) {
+    if (c->view == NULL && (c->view = PyMemoryView_FromObject(c->bufobj)) == NULL)
+        return NULL;
+    Py_buffer *b = &((PyMemoryViewObject *)c->view)->view;
+    if (b->ndim != 1 || b->itemsize != 1 || b->suboffsets != NULL || b->shape == NULL ||
+        (b->strides != NULL && b->strides[0] != 1))
+        return PySequence_GetSlice(c->view, start, start + n);
+    PyObject *v = PyMemoryView_FromObject(c->view);
+    if (v == NULL) return NULL;
+    Py_buffer *s = &((PyMemoryViewObject *)v)->view;
+    s->buf = (char *)b->buf + start;
+    s->len = n;
+    s->shape[0] = n;
+    return v;
+}
+
+static PyObject *dec_bytes(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact, int nullable,
+                           int view) {
+    Py_ssize_t p = *pos;
+    Py_ssize_t n = read_size(c->buf, &p, end, compact, 1, nullable);
+    if (n == -2) return NULL;
+    if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
+    PyObject *v;
+    if (view) {
+        v = sub_view(c, p, n);
+    } else {
+        v = PyBytes_FromStringAndSize((const char *)c->buf + p, n);
+    }
+    if (v) *pos = p + n;
+    return v;
+}
+
+static PyObject *dec_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end);
+
+static PyObject *dec_array(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
+    Py_ssize_t p = *pos;
+    Py_ssize_t n = read_size(c->buf, &p, end, op->compact, 1, op->nullable);
+    if (n == -2) return NULL;
+    if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
+    int el = op->elem;
+    if (el <= K_BOOL && n * FIXED_SIZE[el] > end - p) return NULL;
+    PyObject *list;
+    if (op->keyed) {
+        list = keyed_type->tp_alloc(keyed_type, 0);
+    } else {
+        list = PyList_New(n);
+    }
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v;
+        if (el <= K_BOOL) {
+            v = dec_fixed(el, c->buf + p);
+            p += FIXED_SIZE[el];
+        } else if (el == K_STRUCT) {
+            v = dec_struct(c, op->sub, &p, end);
+        } else if (el == K_UUID) {
+            if (p + 16 > end) { Py_DECREF(list); return NULL; }
+            v = make_uuid(c->buf + p);
+            p += 16;
+        } else if (el == K_STRING) {
+            v = dec_string(c, &p, end, op->compact, 0);
+        } else {
+            v = dec_bytes(c, &p, end, op->compact, 0, 0);
+        }
+        if (v == NULL) { Py_DECREF(list); return NULL; }
+        if (op->keyed) {
+            int r = PyList_Append(list, v);
+            Py_DECREF(v);
+            if (r < 0) { Py_DECREF(list); return NULL; }
+        } else {
+            PyList_SET_ITEM(list, i, v);
+        }
+    }
+    *pos = p;
+    return list;
+}
+
+static PyObject *dec_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
+    int k = op->kind;
+    if (k <= K_BOOL) {
+        if (*pos + FIXED_SIZE[k] > end) return NULL;
+        PyObject *v = dec_fixed(k, c->buf + *pos);
+        *pos += FIXED_SIZE[k];
+        return v;
+    }
+    switch (k) {
+    case K_UUID: {
+        if (*pos + 16 > end) return NULL;
+        PyObject *v = make_uuid(c->buf + *pos);
+        *pos += 16;
+        return v;
+    }
+    case K_STRING: return dec_string(c, pos, end, op->compact, op->nullable);
+    case K_BYTES: return dec_bytes(c, pos, end, op->compact, op->nullable, op->view);
+    case K_STRUCT:
+        if (op->nullable) {
+            if (*pos >= end) return NULL;
+            if (c->buf[*pos] > 127) { *pos += 1; return Py_NewRef(Py_None); }
+            Py_ssize_t p = *pos + 1;
+            PyObject *v = dec_struct(c, op->sub, &p, end);
+            if (v) *pos = p;
+            return v;
+        }
+        return dec_struct(c, op->sub, pos, end);
+    case K_ARRAY: return dec_array(c, op, pos, end);
+    default: return new_default(op);
+    }
+}
+
+static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ssize_t end) {
+    const unsigned char *b = c->buf;
+    Py_ssize_t pos = *ppos;
+    uint64_t count;
+    if (read_uvarint(b, &pos, end, &count) < 0 || (Py_ssize_t)count > end - pos) return NULL;
+    PyObject *unknown = NULL;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t tag, size;
+        if (read_uvarint(b, &pos, end, &tag) < 0 || read_uvarint(b, &pos, end, &size) < 0 ||
+            (Py_ssize_t)size > end - pos)
+            goto fail;
+        Py_ssize_t tag_end = pos + (Py_ssize_t)size;
+        Op *op = NULL;
+        for (Py_ssize_t j = 0; j < p->n_tags; j++)
+            if (p->tags[j].tag == tag) { op = &p->tags[j]; break; }
+        if (op != NULL) {
+            PyObject *v = dec_value(c, op, &pos, tag_end);
+            if (v == NULL) goto fail;
+            set_slot(o, op->off, v);
+            if (pos != tag_end) goto fail;
+        } else {
+            if (unknown == NULL && (unknown = PyList_New(0)) == NULL) goto fail;
+            PyObject *item = Py_BuildValue("(Ky#)", (unsigned long long)tag,
+                                           (const char *)b + pos, (Py_ssize_t)size);
+            if (item == NULL) goto fail;
+            int r = PyList_Append(unknown, item);
+            Py_DECREF(item);
+            if (r < 0) goto fail;
+            pos = tag_end;
+        }
+    }
+    *ppos = pos;
+    if (unknown == NULL) return PyTuple_New(0);
+    PyObject *t = PyList_AsTuple(unknown);
+    Py_DECREF(unknown);
+    return t;
+fail:
+    Py_XDECREF(unknown);
+    return NULL;
+}
+
+static PyObject *dec_struct(DCtx *c, Prog *p, Py_ssize_t *ppos, Py_ssize_t end) {
+    PyObject *o = p->cls->tp_alloc(p->cls, 0);
+    if (o == NULL) return NULL;
+    Py_ssize_t pos = *ppos;
+    for (Py_ssize_t i = 0; i < p->n_ops; i++) {
+        Op *op = &p->ops[i];
+        PyObject *v = dec_value(c, op, &pos, end);
+        if (v == NULL) goto fail;
+        SLOT(o, op->off) = v; /* each slot is set once, from NULL */
+    }
+    PyObject *unknown;
+    if (!p->flexible) {
+        unknown = PyTuple_New(0);
+    } else {
+        for (Py_ssize_t i = 0; i < p->n_tags; i++) {
+            PyObject *v = new_default(&p->tags[i]);
+            if (v == NULL) goto fail;
+            SLOT(o, p->tags[i].off) = v;
+        }
+        if (pos < end && c->buf[pos] == 0) {
+            unknown = PyTuple_New(0);
+            pos++;
+        } else {
+            unknown = dec_tags(c, p, o, &pos, end);
+        }
+    }
+    if (unknown == NULL) goto fail;
+    SLOT(o, p->unknown_off) = unknown;
+    *ppos = pos;
+    return o;
+fail:
+    Py_DECREF(o);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ encoding */
+
+typedef struct {
+    unsigned char *p;
+    Py_ssize_t len, cap;
+    int heap;
+} Out;
+
+static int out_grow(Out *o, Py_ssize_t need) {
+    Py_ssize_t cap = o->cap * 2;
+    while (cap < o->len + need) cap *= 2;
+    unsigned char *q;
+    if (o->heap) {
+        q = PyMem_Realloc(o->p, cap);
+    } else {
+        q = PyMem_Malloc(cap);
+        if (q) memcpy(q, o->p, o->len);
+    }
+    if (q == NULL) { PyErr_NoMemory(); return -1; }
+    o->p = q;
+    o->cap = cap;
+    o->heap = 1;
+    return 0;
+}
+
+#define RESERVE(o, n) \
+    if ((o)->len + (n) > (o)->cap && out_grow((o), (n)) < 0) return -1
+
+static inline int put(Out *o, const void *data, Py_ssize_t n) {
+    RESERVE(o, n);
+    memcpy(o->p + o->len, data, n);
+    o->len += n;
+    return 0;
+}
+
+static inline int put_uvarint(Out *o, uint64_t v) {
+    RESERVE(o, 10);
+    while (v >= 0x80) {
+        o->p[o->len++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    o->p[o->len++] = (unsigned char)v;
+    return 0;
+}
+
+static inline int put_be(Out *o, uint64_t v, int size) {
+    RESERVE(o, size);
+    for (int i = size - 1; i >= 0; i--) {
+        o->p[o->len + i] = (unsigned char)v;
+        v >>= 8;
+    }
+    o->len += size;
+    return 0;
+}
+
+/* Exactly the values struct.pack takes for int fields without __index__ calls: ints
+ * (bools included) in range. Anything else is left to the Python encoder. */
+static int enc_fixed(Out *o, int kind, PyObject *v) {
+    if (kind == K_BOOL) {
+        int t = PyObject_IsTrue(v);
+        if (t < 0) return -1;
+        return put_be(o, (uint64_t)t, 1);
+    }
+    if (kind == K_FLOAT64) {
+        double d;
+        if (PyFloat_CheckExact(v)) d = PyFloat_AS_DOUBLE(v);
+        else if (PyLong_Check(v)) {
+            d = PyLong_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) return -1;
+        } else return -1;
+        uint64_t bits;
+        memcpy(&bits, &d, 8);
+        return put_be(o, bits, 8);
+    }
+    if (!PyLong_Check(v)) return -1;
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) return -1;
+    switch (kind) {
+    case K_INT8: if (x < -128 || x > 127) return -1; return put_be(o, (uint64_t)x, 1);
+    case K_INT16: if (x < -32768 || x > 32767) return -1; return put_be(o, (uint64_t)x, 2);
+    case K_UINT16: if (x < 0 || x > 65535) return -1; return put_be(o, (uint64_t)x, 2);
+    case K_INT32:
+        if (x < INT32_MIN || x > INT32_MAX) return -1;
+        return put_be(o, (uint64_t)x, 4);
+    case K_UINT32: if (x < 0 || x > 0xFFFFFFFFLL) return -1; return put_be(o, (uint64_t)x, 4);
+    default: return put_be(o, (uint64_t)x, 8);
+    }
+}
+
+static int enc_uuid(Out *o, PyObject *v) {
+    if (!Py_IS_TYPE(v, uuid_type)) return -1;
+    PyObject *i = SLOT(v, uuid_int_off);
+    if (i == NULL || !PyLong_CheckExact(i) || _PyLong_Sign(i) < 0) return -1;
+    if (_PyLong_NumBits(i) > 128) return -1;
+    unsigned long long lo = PyLong_AsUnsignedLongLongMask(i);
+    PyObject *sixty_four = PyLong_FromLong(64);
+    if (sixty_four == NULL) return -1;
+    PyObject *h = PyNumber_Rshift(i, sixty_four);
+    Py_DECREF(sixty_four);
+    if (h == NULL) return -1;
+    unsigned long long hi = PyLong_AsUnsignedLongLongMask(h);
+    Py_DECREF(h);
+    if (PyErr_Occurred()) return -1;
+    if (put_be(o, hi, 8) < 0) return -1;
+    return put_be(o, lo, 8);
+}
+
+static int enc_string(Out *o, PyObject *v, int compact, int nullable) {
+    if (v == Py_None) {
+        if (!nullable) return -1;
+        return compact ? put_uvarint(o, 0) : put_be(o, 0xFFFF, 2);
+    }
+    if (!PyUnicode_Check(v)) return -1;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+    if (s == NULL || n > 0x7FFF) return -1;
+    if (compact ? put_uvarint(o, (uint64_t)n + 1) : put_be(o, (uint64_t)n, 2)) return -1;
+    return put(o, s, n);
+}
+
+/* bytes, bytearray or a memoryview whose length is its size in bytes. */
+static int enc_bytes(Out *o, PyObject *v, int compact, int nullable) {
+    if (v == Py_None) {
+        if (!nullable) return -1;
+        return compact ? put_uvarint(o, 0) : put_be(o, 0xFFFFFFFF, 4);
+    }
+    const char *data;
+    Py_ssize_t n;
+    Py_buffer view;
+    int release = 0;
+    if (PyBytes_Check(v)) {
+        data = PyBytes_AS_STRING(v);
+        n = PyBytes_GET_SIZE(v);
+    } else if (PyByteArray_Check(v) || PyMemoryView_Check(v)) {
+        if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0) return -1;
+        release = 1;
+        Py_ssize_t len = PyObject_Length(v);
+        if (len != view.len) { PyBuffer_Release(&view); return -1; }
+        data = view.buf;
+        n = view.len;
+    } else {
+        return -1;
+    }
+    int r = (compact ? put_uvarint(o, (uint64_t)n + 1) : put_be(o, (uint64_t)n, 4));
+    if (r == 0) r = put(o, data, n);
+    if (release) PyBuffer_Release(&view);
+    return r;
+}
+
+static int enc_struct(Out *o, Prog *p, PyObject *obj);
+
+static int enc_array(Out *o, Op *op, PyObject *v) {
+    if (v == Py_None) {
+        if (!op->nullable) return -1;
+        return op->compact ? put_uvarint(o, 0) : put_be(o, 0xFFFFFFFF, 4);
+    }
+    int is_list = PyList_Check(v);
+    if (!is_list && !PyTuple_Check(v)) return -1;
+    Py_ssize_t n = Py_SIZE(v);
+    if (n > INT32_MAX) return -1;
+    if (op->compact ? put_uvarint(o, (uint64_t)n + 1) : put_be(o, (uint64_t)n, 4)) return -1;
+    int el = op->elem;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_SIZE(v) != n) return -1; /* mutated by a comparison's Python code */
+        PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
+        Py_INCREF(item);
+        int r;
+        if (el <= K_BOOL) r = enc_fixed(o, el, item);
+        else if (el == K_STRUCT) r = enc_struct(o, op->sub, item);
+        else if (el == K_UUID) r = enc_uuid(o, item);
+        else if (el == K_STRING) r = enc_string(o, item, op->compact, 0);
+        else r = enc_bytes(o, item, op->compact, 1); /* as bytes_writer: None is null */
+        Py_DECREF(item);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+static int enc_value(Out *o, Op *op, PyObject *v) {
+    int k = op->kind;
+    if (k <= K_BOOL) return enc_fixed(o, k, v);
+    switch (k) {
+    case K_UUID: return enc_uuid(o, v);
+    case K_STRING: return enc_string(o, v, op->compact, op->nullable);
+    case K_BYTES: return enc_bytes(o, v, op->compact, op->nullable);
+    case K_STRUCT:
+        if (op->nullable) {
+            if (v == Py_None) return put_be(o, 0xFF, 1);
+            if (put_be(o, 1, 1) < 0) return -1;
+        }
+        return enc_struct(o, op->sub, v);
+    case K_ARRAY: return enc_array(o, op, v);
+    default: return -1;
+    }
+}
+
+typedef struct {
+    uint64_t tag;
+    const char *data; /* unknown tags: the bytes object's data */
+    Py_ssize_t start, len; /* known tags: the value's place in the scratch buffer */
+} TagOut;
+
+static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
+    Py_ssize_t n_unknown = 0;
+    if (unknown != NULL) {
+        if (!PyTuple_Check(unknown) && !PyList_Check(unknown)) return -1;
+        n_unknown = Py_SIZE(unknown);
+    }
+    if (p->n_tags == 0 && n_unknown == 0) return put_be(o, 0, 1);
+    unsigned char scratch_init[256];
+    Out scratch = {scratch_init, 0, sizeof(scratch_init), 0};
+    TagOut *known = PyMem_Calloc(p->n_tags + 1, sizeof(TagOut));
+    TagOut *unk = PyMem_Calloc(n_unknown + 1, sizeof(TagOut));
+    int rc = -1;
+    Py_ssize_t n_known = 0;
+    if (known == NULL || unk == NULL) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < p->n_tags; i++) {
+        Op *op = &p->tags[i];
+        PyObject *v = SLOT(obj, op->off);
+        if (v == NULL) goto done;
+        Py_INCREF(v);
+        int d = differs(v, op->dcmp);
+        if (d > 0) {
+            Py_ssize_t start = scratch.len;
+            if (enc_value(&scratch, op, v) < 0) d = -1;
+            known[n_known].tag = op->tag;
+            known[n_known].start = start;
+            known[n_known].len = scratch.len - start;
+            n_known++;
+        }
+        Py_DECREF(v);
+        if (d < 0) goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_unknown; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(unknown, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) goto done;
+        PyObject *t = PyTuple_GET_ITEM(item, 0), *b = PyTuple_GET_ITEM(item, 1);
+        if (!PyLong_Check(t) || !PyBytes_Check(b)) goto done;
+        unsigned long long tag = PyLong_AsUnsignedLongLong(t);
+        if (PyErr_Occurred() || tag > 0xFFFFFFFFULL) goto done;
+        unk[i].tag = tag;
+        unk[i].data = PyBytes_AS_STRING(b);
+        unk[i].len = PyBytes_GET_SIZE(b);
+        unk[i].start = i; /* stable order among equal tags */
+    }
+    /* Stable by tag: insertion sort, the lists are short. */
+    for (Py_ssize_t i = 1; i < n_unknown; i++) {
+        TagOut x = unk[i];
+        Py_ssize_t j = i;
+        while (j > 0 && unk[j - 1].tag > x.tag) { unk[j] = unk[j - 1]; j--; }
+        unk[j] = x;
+    }
+    if (n_known + n_unknown == 0) { rc = put_be(o, 0, 1); goto done; }
+    if (put_uvarint(o, (uint64_t)(n_known + n_unknown)) < 0) goto done;
+    Py_ssize_t a = 0, b = 0;
+    while (a < n_known || b < n_unknown) {
+        /* Equal tags: the known field first, as a stable sort of known + unknown puts it. */
+        int take_known = b >= n_unknown || (a < n_known && known[a].tag <= unk[b].tag);
+        TagOut *t = take_known ? &known[a++] : &unk[b++];
+        const char *data = take_known ? (const char *)scratch.p + t->start : t->data;
+        if (put_uvarint(o, t->tag) < 0 || put_uvarint(o, (uint64_t)t->len) < 0 ||
+            put(o, data, t->len) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    if (scratch.heap) PyMem_Free(scratch.p);
+    PyMem_Free(known);
+    PyMem_Free(unk);
+    return rc;
+}
+
+static int enc_struct(Out *o, Prog *p, PyObject *obj) {
+    if (!Py_IS_TYPE(obj, p->cls)) return -1;
+    for (Py_ssize_t i = 0; i < p->n_ops; i++) {
+        Op *op = &p->ops[i];
+        PyObject *v = SLOT(obj, op->off);
+        if (v == NULL) return -1;
+        int r;
+        Py_INCREF(v);
+        if (op->kind == K_ABSENT) r = op->ignorable ? 0 : (differs(v, op->dcmp) ? -1 : 0);
+        else r = enc_value(o, op, v);
+        Py_DECREF(v);
+        if (r < 0) return -1;
+    }
+    PyObject *unknown = SLOT(obj, p->unknown_off);
+    if (unknown == NULL) return -1;
+    if (!p->flexible) {
+        int t = PyObject_IsTrue(unknown);
+        return t == 0 ? 0 : -1;
+    }
+    if (p->n_tags == 0 && PyTuple_CheckExact(unknown) && PyTuple_GET_SIZE(unknown) == 0)
+        return put_be(o, 0, 1);
+    Py_INCREF(unknown);
+    int r = enc_tags(o, p, obj, unknown);
+    Py_DECREF(unknown);
+    return r;
+}
+
+/* ------------------------------------------------------------------ Codec objects */
+
+typedef struct {
+    PyObject_HEAD
+    Prog *prog;
+    PyObject *py_dec, *py_enc, *cls;
+} Codec;
+
+static void codec_dealloc(Codec *self) {
+    Py_XDECREF(self->py_dec);
+    Py_XDECREF(self->py_enc);
+    Py_XDECREF(self->cls);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *cls, *plan, *dec, *enc;
+    if (!PyArg_ParseTuple(args, "O!OOO:Codec", &PyType_Type, &cls, &plan, &dec, &enc))
+        return NULL;
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1 || PyTuple_GET_ITEM(plan, 0) != cls) {
+        PyErr_SetString(PyExc_ValueError, "the plan is not for this class");
+        return NULL;
+    }
+    Prog *p = compile_plan(plan);
+    if (p == NULL) return NULL;
+    Codec *self = (Codec *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->prog = p;
+    self->cls = Py_NewRef(cls);
+    self->py_dec = Py_NewRef(dec);
+    self->py_enc = Py_NewRef(enc);
+    return (PyObject *)self;
+}
+
+static PyObject *fall_back(PyObject *fn, PyObject *const *args, Py_ssize_t n) {
+    PyErr_Clear();
+    n_fallbacks++;
+    return PyObject_Vectorcall(fn, args, n, NULL);
+}
+
+static PyObject *codec_decode(Codec *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode(buf, pos, end)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if ((pos == -1 || end == -1) && PyErr_Occurred()) return fall_back(self->py_dec, args, 3);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return fall_back(self->py_dec, args, 3);
+    /* A view of items wider than a byte indexes differently: the Python codec decides. */
+    if (pos < 0 || pos > end || end > view.len ||
+        (PyMemoryView_Check(args[0]) && (PyMemoryView_GET_BUFFER(args[0])->itemsize != 1 ||
+                                         PyMemoryView_GET_BUFFER(args[0])->ndim != 1))) {
+        PyBuffer_Release(&view);
+        return fall_back(self->py_dec, args, 3);
+    }
+    DCtx c = {view.buf, args[0], NULL};
+    PyObject *obj = dec_struct(&c, self->prog, &pos, end);
+    Py_XDECREF(c.view);
+    PyBuffer_Release(&view);
+    if (obj == NULL) return fall_back(self->py_dec, args, 3);
+    PyObject *p = PyLong_FromSsize_t(pos);
+    if (p == NULL) { Py_DECREF(obj); return NULL; }
+    PyObject *t = PyTuple_New(2);
+    if (t == NULL) { Py_DECREF(obj); Py_DECREF(p); return NULL; }
+    PyTuple_SET_ITEM(t, 0, obj);
+    PyTuple_SET_ITEM(t, 1, p);
+    return t;
+}
+
+static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "encode(obj, w)");
+        return NULL;
+    }
+    unsigned char init[1024];
+    Out o = {init, 0, sizeof(init), 0};
+    int r = enc_struct(&o, self->prog, args[0]);
+    PyObject *data = r < 0 ? NULL : PyBytes_FromStringAndSize((const char *)o.p, o.len);
+    if (o.heap) PyMem_Free(o.p);
+    if (data == NULL) return fall_back(self->py_enc, args, 2);
+    PyObject *res = PyObject_CallOneArg(args[1], data);
+    Py_DECREF(data);
+    if (res == NULL) return NULL;
+    Py_DECREF(res);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef codec_methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
+     "decode(buf, pos, end) -> (obj, pos), as the generated Python decoder"},
+    {"encode", (PyCFunction)(void (*)(void))codec_encode, METH_FASTCALL,
+     "encode(obj, w): calls w once with the whole encoding"},
+    {NULL}
+};
+
+static PyObject *codec_repr(Codec *self) {
+    return PyUnicode_FromFormat("<native codec of %s>", ((PyTypeObject *)self->cls)->tp_name);
+}
+
+static PyTypeObject CodecType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkagen.runtime._native.Codec",
+    .tp_basicsize = sizeof(Codec),
+    .tp_dealloc = (destructor)codec_dealloc,
+    .tp_repr = (reprfunc)codec_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Codec(cls, plan, py_decoder, py_encoder): one compiled wire layout.",
+    .tp_methods = codec_methods,
+    .tp_new = codec_new,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static PyObject *configure(PyObject *mod, PyObject *args) {
+    PyObject *keyed, *base;
+    if (!PyArg_ParseTuple(args, "O!O!:configure", &PyType_Type, &keyed, &PyType_Type, &base))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)keyed, &PyList_Type)) {
+        PyErr_SetString(PyExc_TypeError, "configure(KeyedList, Struct): KeyedList is a list");
+        return NULL;
+    }
+    Py_XSETREF(keyed_type, (PyTypeObject *)Py_NewRef(keyed));
+    Py_XSETREF(struct_base, (PyTypeObject *)Py_NewRef(base));
+    Py_RETURN_NONE;
+}
+
+static PyObject *fallbacks(PyObject *mod, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(n_fallbacks);
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(KeyedList, Struct): the runtime's mapKey list and struct base classes"},
+    {"fallbacks", fallbacks, METH_NOARGS,
+     "How many calls the native codecs handed to the Python codecs (bad input, odd values)"},
+    {NULL}
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "kafkagen.runtime._native",
+    "Compiled, table-driven wire codecs under the generated Python ones.", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL) return NULL;
+    if (PyType_Ready(&CodecType) < 0) goto error;
+    if (PyModule_AddObjectRef(m, "Codec", (PyObject *)&CodecType) < 0) goto error;
+    PyObject *uuid = PyImport_ImportModule("uuid");
+    if (uuid == NULL) goto error;
+    uuid_type = (PyTypeObject *)PyObject_GetAttrString(uuid, "UUID");
+    PyObject *safe = PyObject_GetAttrString(uuid, "SafeUUID");
+    Py_DECREF(uuid);
+    if (uuid_type == NULL || safe == NULL) goto error;
+    uuid_unknown = PyObject_GetAttrString(safe, "unknown");
+    Py_DECREF(safe);
+    if (uuid_unknown == NULL) goto error;
+    PyObject *name = PyUnicode_FromString("int");
+    uuid_int_off = name ? slot_offset(uuid_type, name) : -1;
+    Py_XDECREF(name);
+    name = PyUnicode_FromString("is_safe");
+    uuid_safe_off = name ? slot_offset(uuid_type, name) : -1;
+    Py_XDECREF(name);
+    if (uuid_int_off < 0 || uuid_safe_off < 0) goto error;
+    empty_list = PyList_New(0);
+    programs = PyDict_New();
+    if (empty_list == NULL || programs == NULL) goto error;
+    return m;
+error:
+    Py_DECREF(m);
+    return NULL;
+}
