@@ -888,3 +888,53 @@ def test_librdkafka_consumers_survive_a_coordinator_failover() -> None:
         finally:
             for cons in consumers:
                 cons.close()
+
+
+def test_state_records_round_trip() -> None:
+    from kafkagen.runtime.broker.consumer_group import (
+        ConsumerGroup,
+        ConsumerMember,
+        MemberState,
+        decode_group,
+        decode_state_key,
+        encode_group,
+    )
+
+    t = uuid.uuid4()
+    g = ConsumerGroup("grp é")
+    g.group_epoch, g.assignment_epoch, g.assignor_name = 7, 7, "range"
+    g.subscription_metadata = {"orders": (t, 6)}
+    m = ConsumerMember(
+        "m-1",
+        "inst",
+        "rack-a",
+        "client",
+        "/127.0.0.1",
+        5000,
+        ["orders"],
+        None,
+        "range",
+        member_epoch=6,
+        previous_member_epoch=5,
+        state=MemberState.UNREVOKED_PARTITIONS,
+        assigned={t: {0, 1}},
+        pending_revocation={t: {2}},
+    )
+    g.members["m-1"] = m
+    g.static_members["inst"] = "m-1"
+    g.target["m-1"] = {t: {0, 1, 3}}
+    records = encode_group(g)
+    by_member = {}
+    for key, value in records.items():
+        decoded = decode_state_key(key)
+        assert decoded is not None and decoded[0] == "grp é"
+        by_member[decoded[1]] = value
+    assert set(by_member) == {"", "m-1"}
+    back = decode_group("grp é", by_member)
+    assert encode_group(back) == records
+    assert back.members["m-1"].state is MemberState.UNREVOKED_PARTITIONS
+    assert back.members["m-1"].pending_revocation == {t: {2}}
+    assert back.target == {"m-1": {t: {0, 1, 3}}} and back.static_members == {"inst": "m-1"}
+    assert decode_state_key(b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00") is None  # an offset key
+    with pytest.raises(ValueError, match="no state record"):
+        decode_group("grp é", {"": by_member[""]})

@@ -18,10 +18,13 @@ rebalance timeout is fenced.
 
 The group's state is written to its ``__consumer_offsets`` partition (acks=all) whenever it
 changes, and a heartbeat that changed it is answered once the write is durable; a broker
-that takes over the partition rebuilds the group from the last write, so members carry on
-with their epochs. The record is the project's own: key ``int16 SNAPSHOT_KEY_VERSION,
-string group id``; value ``int16 0`` then the state as UTF-8 JSON (null: the group is gone).
-Committed offsets use the offsets-topic records of classic groups.
+that takes over the partition rebuilds the group from the last records, so members carry on
+with their epochs. Only what changed is written: one record for the group (epochs,
+assignor, topics, member ids) and one per member (its subscription, epochs, current and
+target assignment). The records are the project's own: key ``int16 GROUP_KEY_VERSION,
+string group id`` or ``int16 MEMBER_KEY_VERSION, string group id, string member id``
+(strings as int16 length and UTF-8); value ``int16 0`` then UTF-8 JSON, or null when the
+group or member is gone. Committed offsets use the records of classic groups.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkagen.runtime.errors import (
     FencedInstanceIdError,
@@ -72,9 +75,10 @@ _log = logging.getLogger("kafkagen.broker.groups")
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
-#: Key version of the group-state record; far above Kafka's own record key versions.
-SNAPSHOT_KEY_VERSION = 1000
-_SNAPSHOT_VALUE_VERSION = 0
+#: Key versions of the group and member state records, far above Kafka's own.
+GROUP_KEY_VERSION = 1000
+MEMBER_KEY_VERSION = 1001
+_VALUE_VERSION = 0
 
 
 class ConsumerGroupState(enum.Enum):
@@ -128,8 +132,8 @@ class ConsumerGroup:
         self.assignor_name = ""
         self.offsets: dict[TopicPartition, OffsetEntry] = {}
         self.dead = False
-        #: The last state record written (None: unknown, write the next one).
-        self.persisted: bytes | None = None
+        #: The state records last written, by key (empty: unknown, write everything).
+        self.persisted: dict[bytes, bytes] = {}
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -724,7 +728,8 @@ class ConsumerGroupManager:
                 self._cancel_timers(m)
             group.dead = True
             if persist:
-                tombstone = Record(-1, self._time_ms(), snapshot_key(group_id), None)
+                # Member records left behind are ignored: loading starts from the group's.
+                tombstone = Record(-1, self._time_ms(), group_key(group_id), None)
                 self.coordinator._append(group_id, [tombstone], _ignore)
         return group
 
@@ -735,22 +740,25 @@ class ConsumerGroupManager:
         for group_id in [g for g in self.groups if partition_for(g, n) == index]:
             self.drop(group_id, persist=False)
 
-    def load(self, snapshots: dict[str, bytes]) -> None:
+    def load(self, states: dict[str, dict[str, bytes]]) -> None:
         """Rebuild groups from their last state records (this broker took their partition).
 
-        Offsets were loaded into classic placeholders; they move to the consumer groups.
-        Every member gets a fresh session, as Kafka does on load.
+        ``states`` maps a group id to its records' values by member id ("" for the group's
+        own). Offsets were loaded into classic placeholders; they move to the consumer
+        groups. Every member gets a fresh session, as Kafka does on load.
         """
-        for group_id, data in snapshots.items():
+        for group_id, records in states.items():
+            if "" not in records:
+                continue  # deleted, or taken over by a classic group
             try:
-                group = decode_snapshot(group_id, data)
+                group = decode_group(group_id, records)
             except (ValueError, KeyError, TypeError) as e:
-                _log.error("group %s: unreadable state record skipped: %s", group_id, e)
+                _log.error("group %s: unreadable state records skipped: %s", group_id, e)
                 continue
             placeholder = self.coordinator.groups.pop(group_id, None)
             if placeholder is not None:
                 group.offsets = placeholder.offsets
-            group.persisted = data
+            group.persisted = encode_group(group)
             self.groups[group_id] = group
             for m in group.members.values():
                 self._schedule_session(group, m)
@@ -761,20 +769,25 @@ class ConsumerGroupManager:
         return self.coordinator.broker.replica_manager.time_ms()
 
     def _persist(self, group: ConsumerGroup, done: Callable[[int], None]) -> None:
-        """Write the group's state if it changed since the last write; ``done(error)``."""
-        data = encode_snapshot(group)
-        if data == group.persisted:
+        """Write the state records that changed since the last write; ``done(error)``."""
+        wanted = encode_group(group)
+        changed: list[tuple[bytes, bytes | None]] = [
+            (k, v) for k, v in wanted.items() if group.persisted.get(k) != v
+        ]
+        changed += [(k, None) for k in group.persisted if k not in wanted]
+        if not changed:
             done(0)
             return
-        group.persisted = data
-        record = Record(-1, self._time_ms(), snapshot_key(group.group_id), data)
+        now = self._time_ms()
+        records = [Record(-1, now, k, v) for k, v in changed]
+        group.persisted = wanted
 
         def written(code: int) -> None:
-            if code and group.persisted is data:
-                group.persisted = None  # write it again with the next change
+            if code and group.persisted is wanted:
+                group.persisted = {}  # write everything again with the next change
             done(code)
 
-        self.coordinator._append(group.group_id, [record], written)
+        self.coordinator._append(group.group_id, records, written)
 
     def on_topic_deleted(self, topic: str) -> None:
         for group in self.groups.values():
@@ -801,22 +814,43 @@ def _ignore(code: int) -> None:
     """Writes nobody waits for (timer-driven changes): a failure is retried next change."""
 
 
-# -- the group-state record ---------------------------------------------------------------
+# -- the group and member state records ---------------------------------------------------
 
 
-def snapshot_key(group_id: str) -> bytes:
-    raw = group_id.encode("utf-8")
-    return struct.pack(">hh", SNAPSHOT_KEY_VERSION, len(raw)) + raw
+def _key_str(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return struct.pack(">h", len(raw)) + raw
 
 
-def decode_snapshot_key(key: bytes) -> str | None:
-    """The group id of a group-state record key; None for any other key."""
+def group_key(group_id: str) -> bytes:
+    return struct.pack(">h", GROUP_KEY_VERSION) + _key_str(group_id)
+
+
+def member_key(group_id: str, member_id: str) -> bytes:
+    return struct.pack(">h", MEMBER_KEY_VERSION) + _key_str(group_id) + _key_str(member_id)
+
+
+def decode_state_key(key: bytes) -> tuple[str, str] | None:
+    """(group id, member id or "" for the group's record) of a state record key; None for
+    any other key."""
     if len(key) < 4:
         return None
-    version, n = struct.unpack_from(">hh", key)
-    if version != SNAPSHOT_KEY_VERSION or len(key) != 4 + n:
+    (version,) = struct.unpack_from(">h", key)
+    if version not in (GROUP_KEY_VERSION, MEMBER_KEY_VERSION):
         return None
-    return key[4:].decode("utf-8")
+    parts: list[str] = []
+    pos = 2
+    for _ in range(1 if version == GROUP_KEY_VERSION else 2):
+        if pos + 2 > len(key):
+            return None
+        (n,) = struct.unpack_from(">h", key, pos)
+        if n < 0 or pos + 2 + n > len(key):
+            return None
+        parts.append(key[pos + 2 : pos + 2 + n].decode("utf-8"))
+        pos += 2 + n
+    if pos != len(key):
+        return None
+    return parts[0], parts[1] if len(parts) == 2 else ""
 
 
 def _assignment_json(a: Assignment) -> dict[str, list[int]]:
@@ -827,17 +861,31 @@ def _assignment_from(obj: dict[str, list[int]]) -> Assignment:
     return {uuid.UUID(t): set(ps) for t, ps in obj.items()}
 
 
-def encode_snapshot(group: ConsumerGroup) -> bytes:
-    state = {
-        "groupEpoch": group.group_epoch,
-        "assignmentEpoch": group.assignment_epoch,
-        "assignor": group.assignor_name,
-        "subscriptionMetadata": {
-            name: [str(tid), n] for name, (tid, n) in sorted(group.subscription_metadata.items())
-        },
-        "members": [
+def _value(state: object) -> bytes:
+    body = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return struct.pack(">h", _VALUE_VERSION) + body
+
+
+def encode_group(group: ConsumerGroup) -> dict[bytes, bytes]:
+    """The group's state records: key -> value."""
+    members = sorted(group.members.values(), key=lambda m: m.member_id)
+    out = {
+        group_key(group.group_id): _value(
             {
-                "memberId": m.member_id,
+                "groupEpoch": group.group_epoch,
+                "assignmentEpoch": group.assignment_epoch,
+                "assignor": group.assignor_name,
+                "subscriptionMetadata": {
+                    name: [str(tid), n]
+                    for name, (tid, n) in sorted(group.subscription_metadata.items())
+                },
+                "members": [m.member_id for m in members],
+            }
+        )
+    }
+    for m in members:
+        out[member_key(group.group_id, m.member_id)] = _value(
+            {
                 "instanceId": m.instance_id,
                 "rackId": m.rack_id,
                 "clientId": m.client_id,
@@ -851,23 +899,30 @@ def encode_snapshot(group: ConsumerGroup) -> bytes:
                 "state": m.state.value,
                 "assigned": _assignment_json(m.assigned),
                 "pendingRevocation": _assignment_json(m.pending_revocation),
+                "target": _assignment_json(group.target.get(m.member_id, {})),
             }
-            for m in sorted(group.members.values(), key=lambda m: m.member_id)
-        ],
-        "target": {m: _assignment_json(a) for m, a in sorted(group.target.items())},
-    }
-    body = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    return struct.pack(">h", _SNAPSHOT_VALUE_VERSION) + body
+        )
+    return out
 
 
-def decode_snapshot(group_id: str, data: bytes) -> ConsumerGroup:
-    """The group a state record describes; raises ValueError naming what is wrong."""
+def _state(group_id: str, data: bytes) -> dict[str, Any]:
     if len(data) < 2:
         raise ValueError(f"group {group_id!r}: state record of {len(data)} bytes")
     (version,) = struct.unpack_from(">h", data)
-    if version != _SNAPSHOT_VALUE_VERSION:
+    if version != _VALUE_VERSION:
         raise ValueError(f"group {group_id!r}: unknown state record version {version}")
     state = json.loads(data[2:].decode("utf-8"))
+    if not isinstance(state, dict):
+        raise ValueError(f"group {group_id!r}: a state record is not a JSON object")
+    return state
+
+
+def decode_group(group_id: str, records: dict[str, bytes]) -> ConsumerGroup:
+    """The group its state records describe (by member id, "" for the group's own).
+
+    Raises ValueError naming what is wrong (a listed member without its record, say).
+    """
+    state = _state(group_id, records[""])
     group = ConsumerGroup(group_id)
     group.group_epoch = int(state["groupEpoch"])
     group.assignment_epoch = int(state["assignmentEpoch"])
@@ -875,9 +930,12 @@ def decode_snapshot(group_id: str, data: bytes) -> ConsumerGroup:
     group.subscription_metadata = {
         name: (uuid.UUID(tid), int(n)) for name, (tid, n) in state["subscriptionMetadata"].items()
     }
-    for m in state["members"]:
+    for member_id in state["members"]:
+        if member_id not in records:
+            raise ValueError(f"group {group_id!r}: member {member_id!r} has no state record")
+        m = _state(group_id, records[member_id])
         member = ConsumerMember(
-            m["memberId"],
+            member_id,
             m["instanceId"],
             m["rackId"],
             m["clientId"],
@@ -892,8 +950,8 @@ def decode_snapshot(group_id: str, data: bytes) -> ConsumerGroup:
             assigned=_assignment_from(m["assigned"]),
             pending_revocation=_assignment_from(m["pendingRevocation"]),
         )
-        group.members[member.member_id] = member
+        group.members[member_id] = member
+        group.target[member_id] = _assignment_from(m["target"])
         if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
-    group.target = {m: _assignment_from(a) for m, a in state["target"].items()}
+            group.static_members[member.instance_id] = member_id
     return group

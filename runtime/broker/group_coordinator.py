@@ -39,7 +39,7 @@ from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
 from . import group_records as gr
-from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_snapshot_key
+from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_state_key
 from .metadata import OFFSETS_TOPIC, TopicPartition
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ProduceResult
@@ -405,8 +405,8 @@ class GroupCoordinator:
         index = partition.tp.partition
         txn_offsets = self.broker.txn_offsets
         txn_offsets.drop_partition(index)
-        # Consumer-protocol groups: the last state record of each (None: deleted).
-        snapshots: dict[str, bytes | None] = {}
+        # Consumer-protocol groups: their last state records, by member id ("": the group's).
+        states: dict[str, dict[str, bytes]] = {}
         for b in partition.log.batches:
             for batch in iter_batches(b.data, verify_crc=False):
                 if batch.is_control:
@@ -419,9 +419,13 @@ class GroupCoordinator:
                 for r in batch:
                     if r.key is None:
                         continue
-                    snapshot_of = decode_snapshot_key(r.key)
-                    if snapshot_of is not None:
-                        snapshots[snapshot_of] = None if r.value is None else bytes(r.value)
+                    state_of = decode_state_key(r.key)
+                    if state_of is not None:
+                        records = states.setdefault(state_of[0], {})
+                        if r.value is None:
+                            records.pop(state_of[1], None)
+                        else:
+                            records[state_of[1]] = bytes(r.value)
                         continue
                     key = gr.decode_key(r.key)
                     if key is None:
@@ -429,7 +433,7 @@ class GroupCoordinator:
                     kind, group_id, topic, tp_index = key
                     group = self.groups.get(group_id)
                     if kind == "group":
-                        snapshots.pop(group_id, None)  # the id went to a classic group
+                        states.pop(group_id, None)  # the id went to a classic group
                         if r.value is None:
                             self.groups.pop(group_id, None)
                         elif group is None:
@@ -454,7 +458,7 @@ class GroupCoordinator:
                     group.offsets[tp] = OffsetEntry(
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                     )
-        self.consumer.load({g: v for g, v in snapshots.items() if v is not None})
+        self.consumer.load(states)
 
     def _unload(self, index: int) -> None:
         n = self.offsets_partitions
