@@ -1,0 +1,432 @@
+"""The native accelerator (runtime/_native.c) against the generated Python codecs.
+
+Every decoder and encoder the accelerator installs must give the Python codec's result
+exactly: the same bytes, objects of the same types holding the same values, the same
+errors at the same offsets. Each native codec keeps the Python pair of its layout
+(``python_decoder`` / ``python_encoder``), so both run here in one process on the same
+input. Under ``KAFKAGEN_PURE_PYTHON=1`` only the test that the switch works runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+import tracemalloc
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafkagen.generated import APIS, OTHER_TYPES, header_type, message_type, other_type
+from kafkagen.generated.fetch import FetchResponse
+from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
+from kafkagen.generated.produce import ProduceRequest
+from kafkagen.runtime import message as runtime
+from kafkagen.runtime.errors import DecodeError
+from kafkagen.runtime.message import KeyedList, Message, Struct, uses_native
+
+REPO = Path(__file__).resolve().parents[1]
+PURE = os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0")
+native_only = pytest.mark.skipif(PURE, reason="KAFKAGEN_PURE_PYTHON=1 turns the accelerator off")
+
+
+def codec_classes() -> list[type[Message]]:
+    classes = [message_type(key, kind) for key in sorted(APIS) for kind in ("request", "response")]
+    classes += [header_type("request"), header_type("response")]
+    return classes + [other_type(name) for name in sorted(OTHER_TYPES)]
+
+
+CLASSES = codec_classes()
+IDS = [cls.__name__ for cls in CLASSES]
+
+
+def versions(cls: type[Message]) -> range:
+    return range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1)
+
+
+def python_codec(method: Any, name: str) -> Any:
+    """The generated Python function behind a native codec's bound method."""
+    return getattr(method.__self__, name)
+
+
+@contextmanager
+def pure_python(cls: type[Message]) -> Iterator[None]:
+    """Within the block, ``cls`` decodes and encodes with its generated Python codecs."""
+    saved = cls._decoders, cls._encoders
+    cls._decoders = {v: python_codec(d, "python_decoder") for v, d in saved[0].items()}
+    cls._encoders = {v: python_codec(e, "python_encoder") for v, e in saved[1].items()}
+    try:
+        yield
+    finally:
+        cls._decoders, cls._encoders = saved
+
+
+def outcome(run: Callable[[], Any]) -> tuple[str, Any]:
+    """("ok", value), or ("error", what a caller can see of the exception)."""
+    try:
+        return "ok", run()
+    except DecodeError as e:
+        return "error", (type(e), e.reason, e.message, e.version, e.offset)
+    except Exception as e:  # noqa: BLE001 - the type and text are what is compared
+        return "error", (type(e), str(e))
+
+
+def both(cls: type[Message], run: Callable[[], Any]) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    native = outcome(run)
+    with pure_python(cls):
+        python = outcome(run)
+    return native, python
+
+
+def difference(a: Any, b: Any, path: str = "$") -> str | None:
+    """Where two decoded values differ in type or value (stricter than ``==``)."""
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, Struct):
+        for slot in type(a).__slots__:
+            found = difference(getattr(a, slot), getattr(b, slot), f"{path}.{slot}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list | tuple):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(a, memoryview):
+        same = (a.tobytes(), a.format, a.ndim, a.readonly, a.obj) == (
+            b.tobytes(),
+            b.format,
+            b.ndim,
+            b.readonly,
+            b.obj,
+        )
+        return None if same else f"{path}: memoryviews differ"
+    if isinstance(a, float):
+        same = struct.pack(">d", a) == struct.pack(">d", b) or (math.isnan(a) and math.isnan(b))
+        return None if same else f"{path}: {a!r} != {b!r}"
+    if isinstance(a, uuid.UUID):
+        return None if (a.int, a.is_safe) == (b.int, b.is_safe) else f"{path}: {a} != {b}"
+    return None if a == b else f"{path}: {a!r} != {b!r}"
+
+
+def assert_same(native: tuple[str, Any], python: tuple[str, Any], what: str) -> None:
+    assert native[0] == python[0], f"{what}: native {native} but Python {python}"
+    if native[0] == "error":
+        assert native[1] == python[1], f"{what}: native {native[1]} but Python {python[1]}"
+    else:
+        found = difference(native[1], python[1])
+        assert found is None, f"{what}: {found}"
+
+
+# --------------------------------------------------------------------------- in use
+
+
+@native_only
+def test_the_accelerator_serves_every_message_at_every_version() -> None:
+    assert runtime.native is not None, "the compiled accelerator did not load"
+    assert Path(runtime.native.__file__).suffix in (".so", ".pyd")
+    missing = [
+        f"{cls.__name__} v{v}" for cls in CLASSES for v in versions(cls) if not uses_native(cls, v)
+    ]
+    assert not missing, f"pure Python codecs still in use: {missing}"
+
+
+@pytest.mark.skipif(not PURE, reason="checks the KAFKAGEN_PURE_PYTHON=1 mode")
+def test_the_environment_switch_keeps_every_codec_in_pure_python() -> None:
+    assert runtime.native is None
+    assert not any(uses_native(cls, v) for cls in CLASSES for v in versions(cls))
+
+
+@pytest.mark.slow
+@native_only
+def test_the_pure_python_switch_works_in_a_fresh_process() -> None:
+    code = (
+        "from kafkagen.runtime import message; from kafkagen.generated.fetch import "
+        "FetchResponse as F; print(message.native is None, message.uses_native(F, 12))"
+    )
+    env = {**os.environ, "KAFKAGEN_PURE_PYTHON": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "False"]
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+@native_only
+def test_kafka_vectors_decode_and_encode_alike(vector_group: list[dict[str, Any]]) -> None:
+    for v in vector_group:
+        if v["kind"] in ("request", "response"):
+            cls, version = message_type(v["api_key"], v["kind"]), v["version"]
+        else:
+            cls, version = header_type(v["kind"].removesuffix("_header")), v["header_version"]
+        wire = bytes.fromhex(v["hex"])
+        native, python = both(cls, partial(cls.decode, wire, version))
+        assert_same(native, python, f"{cls.__name__} v{version} decode")
+        assert native[0] == "ok"
+        assert native[1].encode(version) == wire
+        with pure_python(cls):
+            assert native[1].encode(version) == wire
+
+
+@native_only
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_random_messages_agree_at_every_version(cls: type[Message]) -> None:
+    """Random messages (unknown tagged fields included at flexible versions) encode to the
+    same bytes and decode to the same objects, with no call handed back to Python."""
+    assert runtime.native is not None
+    for version in versions(cls):
+        for seed in range(4):
+            m = cls.random(version, seed)
+            before = runtime.native.fallbacks()
+            wire = m.encode(version)
+            decoded = cls.decode(wire, version)
+            assert runtime.native.fallbacks() == before, "a valid message fell back to Python"
+            with pure_python(cls):
+                assert m.encode(version) == wire, f"v{version} seed {seed}: bytes differ"
+                found = difference(decoded, cls.decode(wire, version))
+            assert found is None, f"v{version} seed {seed}: {found}"
+            assert decoded == m
+
+
+@native_only
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_writing_at_another_version_gives_the_same_bytes_or_error(cls: type[Message]) -> None:
+    """Down- and up-conversion: the same bytes, or the same UnsupportedVersionError text."""
+    for version in versions(cls):
+        m = cls.random(version, 7)
+        for other in versions(cls):
+            native, python = both(cls, partial(m.encode, other))
+            assert_same(native, python, f"v{version} written at v{other}")
+
+
+@native_only
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_mutated_encodings_fail_or_decode_alike(cls: type[Message]) -> None:
+    """Truncated, flipped and extended encodings: the same DecodeError (reason, offset)
+    or the same decoded objects, from bytes, bytearray and memoryview alike."""
+    rng = random.Random(cls.__name__)
+    for version in versions(cls):
+        wire = cls.random(version, 3).encode(version)
+        mutants = [wire[:cut] for cut in sorted({0, 1, len(wire) // 2, len(wire) - 1})]
+        mutants.append(wire + b"\x00")
+        for _ in range(6):
+            if wire:
+                at = rng.randrange(len(wire))
+                flipped = bytearray(wire)
+                flipped[at] = rng.choice((0x00, 0x7F, 0x80, 0xFF, flipped[at] ^ 0x01))
+                mutants.append(bytes(flipped))
+        for data in mutants:
+            for wrap in (bytes, bytearray, memoryview):
+                buf = wrap(data)
+                native, python = both(cls, partial(cls.decode, buf, version))
+                assert_same(native, python, f"v{version} decode of {data.hex()}")
+
+
+# --------------------------------------------------------------------------- values
+
+
+def wrong_values() -> list[Any]:
+    return [None, "text", b"raw", 2**70, -(2**70), 1.5, float("nan"), object(), [], True]
+
+
+@native_only
+@pytest.mark.parametrize(
+    "cls, version",
+    [
+        (MetadataResponse, 12),
+        (MetadataRequest, 3),
+        (FetchResponse, 12),
+        (FetchResponse, 16),
+        (ProduceRequest, 9),
+        (FindCoordinatorResponse, 0),
+        (FindCoordinatorResponse, 4),
+    ],
+)
+def test_wrong_values_raise_the_python_codecs_errors(cls: type[Message], version: int) -> None:
+    for slot in cls.__slots__:
+        for value in wrong_values():
+            m = cls.random(version, 1)
+            setattr(m, slot, value)
+            native, python = both(cls, partial(m.encode, version))
+            assert_same(native, python, f"{cls.__name__}.{slot} = {value!r} at v{version}")
+
+
+@native_only
+def test_wrong_values_in_nested_structs_and_arrays_raise_alike() -> None:
+    cls = MetadataResponse
+    cases: list[tuple[str, Callable[[Any], None]]] = [
+        ("topic name int", lambda m: setattr(m.topics[0], "name", 5)),
+        ("partition id str", lambda m: setattr(m.topics[0].partitions[0], "partition_index", "x")),
+        ("replica out of range", lambda m: m.topics[0].partitions[0].replica_nodes.append(2**31)),
+        ("replica none", lambda m: m.topics[0].partitions[0].replica_nodes.append(None)),
+        ("topics tuple", lambda m: setattr(m, "topics", tuple(m.topics))),
+        ("topics generator", lambda m: setattr(m, "topics", iter(m.topics))),
+        ("item of another class", lambda m: m.topics.append(m.brokers[0])),
+        ("unknown tags not tuples", lambda m: setattr(m, "unknown_tagged_fields", [[9, b"x"]])),
+        ("unknown tag negative", lambda m: setattr(m, "unknown_tagged_fields", ((-1, b"x"),))),
+        ("unknown tag huge", lambda m: setattr(m, "unknown_tagged_fields", ((2**40, b"x"),))),
+        ("unknown tag str value", lambda m: setattr(m, "unknown_tagged_fields", ((9, "x"),))),
+        ("topic id not uuid", lambda m: setattr(m.topics[0], "topic_id", "not-a-uuid")),
+        ("surrogate in a string", lambda m: setattr(m.topics[0], "name", "\ud800")),
+        ("uuid over 128 bits", lambda m: object.__setattr__(m.topics[0].topic_id, "int", 2**130)),
+    ]
+    for what, change in cases:
+        for version in (1, 9, 12):
+            m = cls.random(version, 2)
+            while not m.topics or not m.topics[0].partitions or not m.brokers:
+                m = cls.random(version, random.randrange(10**6))
+            change(m)
+            native, python = both(cls, partial(m.encode, version))
+            assert_same(native, python, f"{what} at v{version}")
+
+
+@native_only
+def test_unknown_tags_merge_with_known_ones_in_tag_order() -> None:
+    m = FetchResponse.random(16, 4)
+    m.node_endpoints = KeyedList([FetchResponse.NodeEndpoint(node_id=1, host="h", port=9)])
+    m.unknown_tagged_fields = ((5, b"e"), (1, b"z"), (3, b"c"), (1, b"a"))
+    native, python = both(FetchResponse, partial(m.encode, 16))
+    assert_same(native, python, "merged tags")
+    assert native[0] == "ok"
+    again = FetchResponse.decode(native[1], 16)
+    assert again.node_endpoints == m.node_endpoints
+    assert again.unknown_tagged_fields == ((1, b"z"), (1, b"a"), (3, b"c"), (5, b"e"))
+
+
+# --------------------------------------------------------------------------- objects
+
+
+@native_only
+def test_decoded_objects_are_built_like_the_python_decoder_builds_them() -> None:
+    m = FetchResponse.random(12, 5)
+    while not m.responses or not m.responses[0].partitions:
+        m = FetchResponse.random(12, random.randrange(10**6))
+    m.responses[0].partitions[0].records = b"\x01" * 40
+    wire = bytearray(m.encode(12))
+    a = FetchResponse.decode(wire, 12)
+    b = FetchResponse.decode(wire, 12)
+    p, q = a.responses[0].partitions[0], b.responses[0].partitions[0]
+    assert isinstance(p.records, memoryview) and p.records.obj is wire
+    assert p.records.tobytes() == b"\x01" * 40
+    # struct defaults of absent tagged fields: equal, fresh per object, never the shared one
+    assert p.diverging_epoch == q.diverging_epoch
+    assert p.diverging_epoch is not q.diverging_epoch
+    assert p.diverging_epoch is not FetchResponse.PartitionData().diverging_epoch
+    # arrays absent at a version: a fresh KeyedList per object
+    assert type(a.node_endpoints) is KeyedList and a.node_endpoints == []
+    assert a.node_endpoints is not b.node_endpoints
+    meta = MetadataResponse.random(12, 3)
+    decoded = MetadataResponse.decode(meta.encode(12), 12)
+    assert type(decoded.topics) is KeyedList and type(decoded.brokers) is KeyedList
+    for t in decoded.topics:
+        assert type(t.topic_id) is uuid.UUID and t.topic_id.is_safe is uuid.SafeUUID.unknown
+        assert t.topic_id == uuid.UUID(int=t.topic_id.int)
+
+
+def reference_counts(value: Any) -> list[tuple[str, int]]:
+    """The reference count of every struct, list, view and uuid in a decoded tree."""
+    counts: list[tuple[str, int]] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, Struct | list | memoryview | uuid.UUID):
+            counts.append((type(v).__name__, sys.getrefcount(v)))
+        if isinstance(v, Struct):
+            for slot in type(v).__slots__:
+                walk(getattr(v, slot))
+        elif isinstance(v, list):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return counts
+
+
+@native_only
+@pytest.mark.parametrize("cls, version", [(MetadataResponse, 12), (FetchResponse, 12)])
+def test_decoded_objects_hold_exactly_the_python_decoders_references(
+    cls: type[Message], version: int
+) -> None:
+    wire = cls.random(version, 3).encode(version)
+    native = cls.decode(wire, version)
+    with pure_python(cls):
+        python = cls.decode(wire, version)
+    native_counts, python_counts = reference_counts(native), reference_counts(python)
+    assert len(native_counts) > 3
+    assert native_counts == python_counts
+
+
+@native_only
+def test_repeated_failing_and_succeeding_decodes_do_not_grow_memory() -> None:
+    meta = MetadataResponse.random(12, 3)
+    wire = meta.encode(12)
+    cuts = [wire[:n] for n in range(0, len(wire), max(1, len(wire) // 50))]
+
+    def run() -> None:
+        for data in cuts:
+            try:
+                MetadataResponse.decode(data, 12)
+            except DecodeError:
+                pass
+        MetadataResponse.decode(wire, 12).encode(12)
+        FindCoordinatorRequest(key="k").encode(1)
+
+    run()  # warm caches
+    tracemalloc.start()
+    try:
+        run()
+        first = tracemalloc.get_traced_memory()[0]
+        for _ in range(20):
+            run()
+        grown = tracemalloc.get_traced_memory()[0] - first
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"memory grew by {grown} bytes over 20 rounds"
+
+
+@native_only
+def test_a_length_prefix_larger_than_the_input_allocates_nothing_large() -> None:
+    # MetadataRequest v9: a compact topics array claiming 2**31 items in 5 bytes of input
+    data = b"\x80\x80\x80\x80\x08\x00\x00\x00"
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError):
+            MetadataRequest.decode(data, 9)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024
+
+
+# --------------------------------------------------------------------------- both modes
+
+CODEC_TESTS = ["test_vectors.py", "test_codec_contract.py", "test_codec_properties.py"]
+
+
+@pytest.mark.slow
+@native_only
+def test_the_codec_suites_pass_in_pure_python_mode_too() -> None:
+    """The same suites, run with the accelerator switched off (this run has it on)."""
+    env = {**os.environ, "KAFKAGEN_PURE_PYTHON": "1"}
+    files = [str(REPO / "tests" / f) for f in [*CODEC_TESTS, "test_malformed.py"]]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
