@@ -1130,6 +1130,14 @@ static PyMethodDef codec_methods[] = {
     {NULL}
 };
 
+static PyMemberDef codec_members[] = {
+    {"python_decoder", T_OBJECT, offsetof(Codec, py_dec), READONLY,
+     "the generated Python decoder of the same layout"},
+    {"python_encoder", T_OBJECT, offsetof(Codec, py_enc), READONLY,
+     "the generated Python encoder of the same layout"},
+    {NULL}
+};
+
 static PyObject *codec_repr(Codec *self) {
     return PyUnicode_FromFormat("<native codec of %s>", ((PyTypeObject *)self->cls)->tp_name);
 }
@@ -1143,6 +1151,7 @@ static PyTypeObject CodecType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Codec(cls, plan, py_decoder, py_encoder): one compiled wire layout.",
     .tp_methods = codec_methods,
+    .tp_members = codec_members,
     .tp_new = codec_new,
 };
 
