@@ -104,6 +104,17 @@ def test_local_tasks_run_the_shipped_package(local_run: tuple[int, Path, str, st
     assert tasks and all("kafkagen.zip" in t["origin"] for t in tasks)
 
 
+def test_shipped_tasks_use_the_accelerator_when_the_driver_does(
+    local_run: tuple[int, Path, str, str],
+) -> None:
+    import pyarrow.parquet as pq
+    from kafkagen.fuzz.job import native_file
+
+    tasks = pq.read_table(local_run[1] / "tasks.parquet").to_pylist()
+    want = "codecs=native" if native_file() is not None else "codecs=python"
+    assert tasks and all(want in t["origin"] for t in tasks), [t["origin"] for t in tasks]
+
+
 # ---------------------------------------------------------------- retried tasks
 
 

@@ -13,15 +13,55 @@ Entry points: :func:`main` (``kafkagen fuzz`` arguments), :func:`add_arguments` 
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
+import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from .checks import MAX_MUTATIONS, FuzzOptions
-from .job import Fault, RunResult, keep_jvm_log, run_plain, run_spark
-from .plan import plan_combos, select_apis
-from .rules import Table, build_table
+
+def _load_shipped_native() -> None:
+    """In a Spark worker running the shipped zip, load the codec accelerator shipped
+    beside it (before anything imports the codecs, which look for it once).
+
+    Python cannot import an extension module from a zip, so the driver ships the
+    compiled file with ``addFile``; it lands in the worker's SparkFiles folder. Built
+    for another interpreter or platform, it is not there under this interpreter's
+    suffixes, or fails to load: the codecs then run in pure Python, as without it.
+    """
+    name = "kafkagen.runtime._native"
+    if name in sys.modules or ".zip" not in (__file__ or ""):
+        return
+    try:
+        from pyspark import SparkFiles
+
+        root = SparkFiles.getRootDirectory()
+    except Exception:
+        return
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(root, "_native" + suffix)
+        if not os.path.isfile(path):
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            return
+        try:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except Exception:
+            return
+        sys.modules[name] = module
+        return
+
+
+_load_shipped_native()
+
+from .checks import MAX_MUTATIONS, FuzzOptions  # noqa: E402
+from .job import Fault, RunResult, keep_jvm_log, run_plain, run_spark  # noqa: E402
+from .plan import plan_combos, select_apis  # noqa: E402
+from .rules import Table, build_table  # noqa: E402
 
 DEFAULT_MESSAGES = 1_000_000
 

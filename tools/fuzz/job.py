@@ -152,8 +152,21 @@ def ship(sc: Any) -> Path:
         atexit.register(shutil.rmtree, folder, True)
         path = build_zip(folder / "kafkagen.zip")
         sc.addPyFile(str(path))
+        native = native_file()
+        if native is not None:
+            # Not importable from the zip: kafkagen.fuzz loads it from SparkFiles.
+            sc.addFile(str(native))
         _shipped[key] = path
     return _shipped[key]
+
+
+def native_file() -> Path | None:
+    """The compiled codec accelerator this process uses, or None (pure Python)."""
+    from kafkagen.runtime import message
+
+    module = getattr(message, "native", None)
+    where = getattr(module, "__file__", None)
+    return Path(where) if where and Path(where).is_file() else None
 
 
 # ---------------------------------------------------------------- the Spark session
@@ -291,6 +304,13 @@ def _stat_row(st: ComboStats, task: int, attempt: int) -> dict[str, Any]:
     return row
 
 
+def _codecs() -> str:
+    """Which codecs this process runs: "native" (the compiled accelerator) or "python"."""
+    from kafkagen.runtime import message
+
+    return "native" if getattr(message, "native", None) is not None else "python"
+
+
 def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, Any]]:
     """Run one task and describe it as output rows (also used without Spark)."""
     import kafkagen
@@ -351,7 +371,7 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
         "messages": sum(st.messages for st in stats),
         "seconds": time.perf_counter() - began,
         "cpu_seconds": time.process_time() - cpu,
-        "origin": f"{kafkagen.__file__} pid={os.getpid()}",
+        "origin": f"{kafkagen.__file__} pid={os.getpid()} codecs={_codecs()}",
     }
 
 
