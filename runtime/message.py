@@ -301,8 +301,23 @@ def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
 
 def uses_native(cls: type[Struct], version: int) -> bool:
     """Whether ``cls`` at ``version`` decodes and encodes through the accelerator."""
-    return native is not None and isinstance(
-        getattr(cls._decoders.get(version), "__self__", None), native.Codec
+    return native is not None and all(
+        isinstance(getattr(codecs.get(version), "__self__", None), native.Codec)
+        for codecs in (cls._decoders, cls._encoders)
+    )
+
+
+def python_codecs(cls: type[Struct]) -> tuple[dict[int, Decoder], dict[int, Encoder]]:
+    """``cls``'s generated Python decoders and encoders by version, with or without the
+    accelerator in front of them (for comparisons and benchmarks)."""
+
+    def python(fn: Any, name: str) -> Any:
+        owner = getattr(fn, "__self__", None)
+        return getattr(owner, name) if native and isinstance(owner, native.Codec) else fn
+
+    return (
+        {v: python(d, "python_decoder") for v, d in cls._decoders.items()},
+        {v: python(e, "python_encoder") for v, e in cls._encoders.items()},
     )
 
 

@@ -11,6 +11,10 @@ measured in turns, and the best of ``--repeat`` measurements is kept. The garbag
 stays enabled (timeit turns it off), because decoding large messages pays for it in real
 programs too, but what set-up allocated is frozen out of its sight; ``--no-gc`` turns it off.
 
+kafkagen's figures time its native accelerator (runtime/_native.c) when it is built and
+not switched off, else the generated pure-Python codecs; the "kafkagen codecs:" line says
+which. ``--pure`` times the pure-Python codecs on purpose, to see both.
+
 How the peers are driven:
   kio           encode: ``kio.serial.entity_writer(cls)(BytesIO, obj)`` (pure Python);
                 decode: ``kio.serial.entity_reader(cls)(data, 0)`` (compiled Rust extension)
@@ -37,6 +41,7 @@ import inspect
 import io
 import json
 import math
+import os
 import pkgutil
 import platform
 import pstats
@@ -646,10 +651,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "print the N functions with the most own time",
     )
     parser.add_argument(
+        "--pure",
+        action="store_true",
+        help="time kafkagen's generated pure-Python codecs instead of the native accelerator "
+        "(same bytes; the targets are judged on them), as KAFKAGEN_PURE_PYTHON=1 would",
+    )
+    parser.add_argument(
         "--fail-on-targets",
         action="store_true",
         help="exit 2 when a target is missed (byte mismatches always exit 1)",
     )
+
+
+def kafkagen_class(s: WorkloadSetup) -> type[Any]:
+    side = s.sides[KAFKAGEN]
+    assert isinstance(side, Side)
+    return type(side.namespace["obj"])
+
+
+def codecs_in_use(classes: list[tuple[type[Any], int]], pure: bool) -> str:
+    """Which codecs kafkagen's figures time: the native accelerator or pure Python, and why."""
+    from kafkagen.runtime import message
+
+    if pure:
+        return "pure Python (--pure)"
+    if message.native is None:
+        if os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0"):
+            return "pure Python (KAFKAGEN_PURE_PYTHON is set)"
+        return "pure Python (the compiled accelerator is not built; see the README)"
+    off = [f"{c.__name__} v{v}" for c, v in classes if not message.uses_native(c, v)]
+    where = f"; pure Python for {', '.join(off)}" if off else " on every workload"
+    return f"native accelerator ({Path(message.native.__file__).name}){where}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -673,6 +705,15 @@ def run(args: argparse.Namespace) -> int:
 
     findings: list[Finding] = []
     setups = [set_up(w, args.seed, findings) for w in chosen]
+    classes = [(kafkagen_class(s), s.workload.version) for s in setups]
+    restore = [(cls, cls._decoders, cls._encoders) for cls, _ in classes]
+    if args.pure:
+        from kafkagen.runtime.message import python_codecs
+
+        for cls, _ in classes:
+            cls._decoders, cls._encoders = python_codecs(cls)
+    mode = codecs_in_use(classes, args.pure)
+    print(f"kafkagen codecs: {mode}")
     print()
     print("\n".join(render_versions(setups)))
     if any(isinstance(x, Side) and not x.exact for s in setups for x in s.sides.values()):
@@ -730,12 +771,24 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(profile_rows(failed, by_key, args.profile, target * 2, args.gc)))
     finally:
         gc.unfreeze()
+        for cls, decoders, encoders in restore:
+            cls._decoders, cls._encoders = decoders, encoders
     took = time.perf_counter() - started
     print(f"\n(benchmark took {took:.1f} s)")
 
     if args.json:
         write_json(
-            Path(args.json), rows, setups, findings, versions, source, target, repeat, args, took
+            Path(args.json),
+            rows,
+            setups,
+            findings,
+            versions,
+            source,
+            target,
+            repeat,
+            args,
+            took,
+            mode,
         )
     if mismatches or any(f.library == KAFKAGEN for f in findings):
         return 1
@@ -753,12 +806,14 @@ def write_json(
     repeat: int,
     args: argparse.Namespace,
     took: float,
+    mode: str,
 ) -> None:
     doc = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": platform.platform(),
         "libraries": versions,
         "kafkagen_source": source,
+        "kafkagen_codecs": mode,
         "kio_decoder": kio_decoder_kind(),
         "target_seconds": target,
         "repeat": repeat,
