@@ -132,8 +132,10 @@ class ConsumerGroup:
         self.assignor_name = ""
         self.offsets: dict[TopicPartition, OffsetEntry] = {}
         self.dead = False
-        #: The state records last written, by key (empty: unknown, write everything).
-        self.persisted: dict[bytes, bytes] = {}
+        #: The state records last written, by member id ("": the group's own).
+        self.persisted: dict[str, bytes] = {}
+        #: Members whose records may have changed since the last write (None: all of them).
+        self.dirty: set[str] | None = None
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -279,7 +281,7 @@ class ConsumerGroupManager:
                 raise GroupIdNotFoundError(f"consumer group {group_id!r} not found")
             epoch = self._leave(group, member_id, instance_id, member_epoch)
             left = HeartbeatResult(member_id, epoch, interval, None)
-            self._persist(group, lambda code: respond(None if code else left, code))
+            self._persist(group, lambda code: respond(None if code else left, code), member_id)
             return
         group = self._group_for_heartbeat(group_id, create=member_epoch == 0)
         if not member_id:
@@ -324,7 +326,7 @@ class ConsumerGroupManager:
             interval,
             _copy(member.assigned) if send else None,
         )
-        self._persist(group, lambda code: respond(None if code else result, code))
+        self._persist(group, lambda code: respond(None if code else result, code), member_id)
 
     def _validate(
         self,
@@ -573,6 +575,7 @@ class ConsumerGroupManager:
             current=group.target,
         )
         group.target = ASSIGNORS[name].assign(spec)
+        group.dirty = None  # targets may have moved for anyone
         group.assignment_epoch = group.group_epoch
 
     def _reconcile(
@@ -758,7 +761,11 @@ class ConsumerGroupManager:
             placeholder = self.coordinator.groups.pop(group_id, None)
             if placeholder is not None:
                 group.offsets = placeholder.offsets
-            group.persisted = encode_group(group)
+            group.persisted = {
+                "": encode_group_record(group),
+                **{mid: encode_member(group, m) for mid, m in group.members.items()},
+            }
+            group.dirty = set()
             self.groups[group_id] = group
             for m in group.members.values():
                 self._schedule_session(group, m)
@@ -768,26 +775,41 @@ class ConsumerGroupManager:
     def _time_ms(self) -> int:
         return self.coordinator.broker.replica_manager.time_ms()
 
-    def _persist(self, group: ConsumerGroup, done: Callable[[int], None]) -> None:
-        """Write the state records that changed since the last write; ``done(error)``."""
-        wanted = encode_group(group)
-        changed: list[tuple[bytes, bytes | None]] = [
-            (k, v) for k, v in wanted.items() if group.persisted.get(k) != v
-        ]
-        changed += [(k, None) for k in group.persisted if k not in wanted]
-        if not changed:
+    def _persist(
+        self, group: ConsumerGroup, done: Callable[[int], None], touched: str | None = None
+    ) -> None:
+        """Write the state records that changed since the last write; ``done(error)``.
+
+        Only the group's record, ``touched`` and the members marked dirty are encoded.
+        """
+        dirty, group.dirty = group.dirty, set()
+        if dirty is not None and touched is not None:
+            dirty.add(touched)
+        wanted = {"": encode_group_record(group)}
+        for mid in group.members if dirty is None else dirty:
+            member = group.members.get(mid)
+            if member is not None:
+                wanted[mid] = encode_member(group, member)
+        changed = [(mid, v) for mid, v in wanted.items() if group.persisted.get(mid) != v]
+        gone = [mid for mid in group.persisted if mid and mid not in group.members]
+        if not changed and not gone:
             done(0)
             return
         now = self._time_ms()
-        records = [Record(-1, now, k, v) for k, v in changed]
-        group.persisted = wanted
+        gid = group.group_id
+        records = [Record(-1, now, _state_key(gid, mid), v) for mid, v in changed]
+        records += [Record(-1, now, _state_key(gid, mid), None) for mid in gone]
+        persisted = {mid: v for mid, v in group.persisted.items() if mid not in gone}
+        persisted.update(wanted)
+        group.persisted = persisted
 
         def written(code: int) -> None:
-            if code and group.persisted is wanted:
+            if code and group.persisted is persisted:
                 group.persisted = {}  # write everything again with the next change
+                group.dirty = None
             done(code)
 
-        self.coordinator._append(group.group_id, records, written)
+        self.coordinator._append(gid, records, written)
 
     def on_topic_deleted(self, topic: str) -> None:
         for group in self.groups.values():
@@ -866,42 +888,53 @@ def _value(state: object) -> bytes:
     return struct.pack(">h", _VALUE_VERSION) + body
 
 
+def _state_key(group_id: str, member_id: str) -> bytes:
+    return member_key(group_id, member_id) if member_id else group_key(group_id)
+
+
+def encode_group_record(group: ConsumerGroup) -> bytes:
+    """The group's own record: epochs, assignor, subscribed topics and member ids."""
+    return _value(
+        {
+            "groupEpoch": group.group_epoch,
+            "assignmentEpoch": group.assignment_epoch,
+            "assignor": group.assignor_name,
+            "subscriptionMetadata": {
+                name: [str(tid), n]
+                for name, (tid, n) in sorted(group.subscription_metadata.items())
+            },
+            "members": sorted(group.members),
+        }
+    )
+
+
+def encode_member(group: ConsumerGroup, m: ConsumerMember) -> bytes:
+    """A member's record: subscription, epochs, current and target assignment."""
+    return _value(
+        {
+            "instanceId": m.instance_id,
+            "rackId": m.rack_id,
+            "clientId": m.client_id,
+            "clientHost": m.client_host,
+            "rebalanceTimeoutMs": m.rebalance_timeout_ms,
+            "topics": m.subscribed_topic_names,
+            "regex": m.subscribed_topic_regex,
+            "serverAssignor": m.server_assignor,
+            "memberEpoch": m.member_epoch,
+            "previousMemberEpoch": m.previous_member_epoch,
+            "state": m.state.value,
+            "assigned": _assignment_json(m.assigned),
+            "pendingRevocation": _assignment_json(m.pending_revocation),
+            "target": _assignment_json(group.target.get(m.member_id, {})),
+        }
+    )
+
+
 def encode_group(group: ConsumerGroup) -> dict[bytes, bytes]:
-    """The group's state records: key -> value."""
-    members = sorted(group.members.values(), key=lambda m: m.member_id)
-    out = {
-        group_key(group.group_id): _value(
-            {
-                "groupEpoch": group.group_epoch,
-                "assignmentEpoch": group.assignment_epoch,
-                "assignor": group.assignor_name,
-                "subscriptionMetadata": {
-                    name: [str(tid), n]
-                    for name, (tid, n) in sorted(group.subscription_metadata.items())
-                },
-                "members": [m.member_id for m in members],
-            }
-        )
-    }
-    for m in members:
-        out[member_key(group.group_id, m.member_id)] = _value(
-            {
-                "instanceId": m.instance_id,
-                "rackId": m.rack_id,
-                "clientId": m.client_id,
-                "clientHost": m.client_host,
-                "rebalanceTimeoutMs": m.rebalance_timeout_ms,
-                "topics": m.subscribed_topic_names,
-                "regex": m.subscribed_topic_regex,
-                "serverAssignor": m.server_assignor,
-                "memberEpoch": m.member_epoch,
-                "previousMemberEpoch": m.previous_member_epoch,
-                "state": m.state.value,
-                "assigned": _assignment_json(m.assigned),
-                "pendingRevocation": _assignment_json(m.pending_revocation),
-                "target": _assignment_json(group.target.get(m.member_id, {})),
-            }
-        )
+    """All of the group's state records: key -> value."""
+    out = {group_key(group.group_id): encode_group_record(group)}
+    for mid, m in group.members.items():
+        out[member_key(group.group_id, mid)] = encode_member(group, m)
     return out
 
 
