@@ -589,11 +589,14 @@ static PyObject *dec_array(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
     if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
     int el = op->elem;
     if (el <= K_BOOL && n * FIXED_SIZE[el] > end - p) return NULL;
+    /* Up front only when the count is small or the items are fixed-width (the count is then
+     * backed by bytes already): a corrupt count never reserves more than the items read. */
+    int append = op->keyed || (n > 256 && el > K_BOOL);
     PyObject *list;
     if (op->keyed) {
         list = keyed_type->tp_alloc(keyed_type, 0);
     } else {
-        list = PyList_New(n);
+        list = PyList_New(append ? 0 : n);
     }
     if (list == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -613,7 +616,7 @@ static PyObject *dec_array(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
             v = dec_bytes(c, &p, end, op->compact, 0, 0);
         }
         if (v == NULL) { Py_DECREF(list); return NULL; }
-        if (op->keyed) {
+        if (append) {
             int r = PyList_Append(list, v);
             Py_DECREF(v);
             if (r < 0) { Py_DECREF(list); return NULL; }

@@ -411,6 +411,23 @@ def test_a_length_prefix_larger_than_the_input_allocates_nothing_large() -> None
     assert peak < 256 * 1024
 
 
+@native_only
+def test_a_large_corrupt_count_reserves_nothing_for_items_never_read() -> None:
+    # FindCoordinatorResponse v4: throttle, then a compact array of 10**6 coordinators
+    # whose first item is already invalid (a null key), in about 1 MB of input
+    count = 10**6 + 1
+    varint = bytes([count & 0x7F | 0x80, count >> 7 & 0x7F | 0x80, count >> 14])
+    data = b"\x00\x00\x00\x00" + varint + bytes(10**6)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError):
+            FindCoordinatorResponse.decode(data, 4)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(data) // 4, f"peak {peak} bytes for {len(data)} bytes of input"
+
+
 # --------------------------------------------------------------------------- both modes
 
 CODEC_TESTS = ["test_vectors.py", "test_codec_contract.py", "test_codec_properties.py"]
