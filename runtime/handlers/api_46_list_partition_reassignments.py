@@ -16,16 +16,10 @@ from kafkagen.generated.list_partition_reassignments import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError
-from kafkagen.runtime.handlers._util import Pager
+from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 46
 R = ListPartitionReassignmentsResponse
-
-
-def effective_limit(ctx: RequestContext, requested: int) -> int:
-    """max(min(broker max.request.pagination.size.limit, requested), 1)."""
-    cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
-    return max(min(cap, requested), 1)
 
 
 @register(API_KEY, 0, 0, max_unstable_version=1)
@@ -50,7 +44,7 @@ def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> N
                 ctx.respond(R(error_code=e.code, error_message=e.message, topics=[]))
                 return
         pager = Pager(
-            effective_limit(ctx, request.response_pagination_limit),
+            pagination_limit(ctx, request.response_pagination_limit),
             None if c is None else (c.topic_name, c.partition_index),
             sorted_keys=True,
         )

@@ -25,17 +25,13 @@ from kafkagen.runtime.handlers._util import (
     GROUP_OPERATIONS,
     NOT_REQUESTED,
     authorized_operations,
+    pagination_limit,
 )
 
 API_KEY = 69
 R = ConsumerGroupDescribeResponse
 Described = ConsumerGroupDescribeResponse.DescribedGroup
 Member = ConsumerGroupDescribeResponse.Member
-
-
-def effective_limit(ctx: RequestContext, requested: int) -> int:
-    cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
-    return max(min(cap, requested), 1)
 
 
 @register(API_KEY, 0, 0, max_unstable_version=1)
@@ -64,7 +60,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
             )
             return
         start = group_ids.index(cursor.group_id)
-    remaining = effective_limit(ctx, request.response_pagination_limit) if paged else -1
+    remaining = pagination_limit(ctx, request.response_pagination_limit) if paged else -1
     out: list[Described] = []
     next_cursor = None
     for i in range(start, len(group_ids)):
