@@ -5,11 +5,15 @@ on start; and a new leader of an offsets partition replays transactional offset 
 from __future__ import annotations
 
 import functools
+import re
+import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
-from broker_helpers import WireClient
+import pytest
+from broker_helpers import BrokerProcess, WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC
@@ -37,13 +41,13 @@ def wait_for(cond: Callable[[], T], timeout: float = 10.0) -> T:
 
 
 def find_coordinator(w: WireClient, key: str, key_type: int) -> int:
-    def ask() -> int | None:
+    deadline = time.monotonic() + 10
+    while True:
         r = w.call(10, 3, req(10, key=key, key_type=key_type))
-        return int(r.node_id) if r.error_code == 0 else None
-
-    node = wait_for(ask)
-    assert node is not None, f"no coordinator for {key!r}"
-    return node
+        if r.error_code == 0:
+            return int(r.node_id)
+        assert time.monotonic() < deadline, f"no coordinator for {key!r}: {r}"
+        time.sleep(0.02)
 
 
 def init_pid(w: WireClient, tid: str | None, timeout: int = 60000) -> tuple[int, int]:
@@ -348,3 +352,160 @@ def find_coordinator_on(c: BackgroundCluster, node: int) -> bool:
     assert c.cluster is not None
     b = c.cluster.brokers[node]
     return bool(c.call(lambda: 0 in b.group_coordinator.owned))
+
+
+# -- --log-dir: restarts ------------------------------------------------------------------------
+
+LOG_DIR_CONFIGS = (
+    "offsets.topic.num.partitions=2",
+    "transaction.state.log.num.partitions=2",
+)
+#: Fixed create times, so that the timestamps read back are known exactly.
+TS = 1_700_000_000_000
+
+
+def serve(log_dir: Path, brokers: int = 1) -> BrokerProcess:
+    return BrokerProcess(*LOG_DIR_CONFIGS, f"log.dirs={log_dir}", brokers=brokers)
+
+
+def kill(broker: BrokerProcess, sig: signal.Signals) -> None:
+    """End the broker with ``sig`` and wait for it (SIGKILL: no chance to flush anything)."""
+    broker.proc.send_signal(sig)
+    broker.proc.wait(15)
+    broker.stop()
+
+
+def segment_files(log_dir: Path, broker: int, topic: str, partition: int) -> list[Path]:
+    return sorted((log_dir / f"broker-{broker}" / f"{topic}-{partition}").glob("*.log"))
+
+
+def wait_coordinators(w: WireClient, group: str, tids: list[str]) -> None:
+    find_coordinator(w, group, 0)
+    for tid in tids:
+        find_coordinator(w, tid, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_restart_keeps_records_offsets_producers_and_transactions(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
+        create_topic(w, 2)
+        wait_coordinators(w, "g", ["tx-commit", "tx-abort"])
+        # Idempotent producer on partition 0: sequences 0-2 and 3-4.
+        pid, epoch = init_pid(w, None)
+        first = produce(w, 0, batch([b"a", b"b", b"c"], pid=pid, epoch=epoch, seq=0, timestamp=TS))
+        second = produce(w, 0, batch([b"d", b"e"], pid=pid, epoch=epoch, seq=3, timestamp=TS + 9))
+        assert (first.error_code, first.base_offset) == (0, 0)
+        assert (second.error_code, second.base_offset) == (0, 3)
+        # A committed and an aborted transaction on partition 1; the committed one also
+        # commits an offset for group g-txn.
+        txns = {}
+        for tid, commit, values in (
+            ("tx-commit", True, [b"kept-1", b"kept-2"]),
+            ("tx-abort", False, [b"gone"]),
+        ):
+            tpid, tepoch = init_pid(w, tid)
+            txns[tid] = (tpid, tepoch)
+            add_partitions(w, tid, tpid, tepoch, [1])
+            data = batch(values, pid=tpid, epoch=tepoch, seq=0, transactional=True, timestamp=TS)
+            assert produce(w, 1, data, tid).error_code == 0
+            if commit:
+                add_offsets(w, tid, tpid, tepoch, "g-txn")
+                assert txn_commit_offset(w, tid, "g-txn", tpid, tepoch, 3) == 0
+            end_txn(w, tid, tpid, tepoch, commit)
+            want = "CompleteCommit" if commit else "CompleteAbort"
+            assert wait_for(functools.partial(has_state, w, tid, want))
+        commit_offset(w, "g", 0, 4)
+        before0 = fetch(w, 0, 0)
+        before1 = fetch(w, 1, 0, read_committed=True)
+        assert before1.high_watermark == before1.last_stable_offset == 5
+        kill(broker, sig)
+
+    with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
+        wait_coordinators(w, "g", ["tx-commit", "tx-abort"])
+        after0 = fetch(w, 0, 0)
+        after1 = fetch(w, 1, 0, read_committed=True)
+        assert after0.error_code == after1.error_code == 0
+        # Every record, its offset and timestamp; the batches byte for byte.
+        assert (
+            records_of(after0.records)
+            == records_of(before0.records)
+            == [
+                (0, TS, b"a"),
+                (1, TS + 1, b"b"),
+                (2, TS + 2, b"c"),
+                (3, TS + 9, b"d"),
+                (4, TS + 10, b"e"),
+            ]
+        )
+        assert bytes(after0.records) == bytes(before0.records)
+        assert bytes(after1.records) == bytes(before1.records)
+        assert after0.high_watermark == 5
+        aborted = [(a.producer_id, a.first_offset) for a in after1.aborted_transactions]
+        assert aborted == [(txns["tx-abort"][0], 3)]
+        assert [v for _, _, v in records_of(after1.records, aborted)] == [b"kept-1", b"kept-2"]
+        assert (after1.high_watermark, after1.last_stable_offset) == (5, 5)
+        # Committed offsets, plain and transactional.
+        assert committed(w, "g") == 4
+        assert committed(w, "g-txn", stable=True) == 3
+        # The producer's sequences: a retried batch is still a duplicate, the next one
+        # follows, a gap is refused.
+        again = produce(w, 0, batch([b"d", b"e"], pid=pid, epoch=epoch, seq=3, timestamp=TS + 9))
+        assert (again.error_code, again.base_offset) == (0, 3)
+        assert fetch(w, 0, 0).high_watermark == 5
+        gap = produce(w, 0, batch([b"x"], pid=pid, epoch=epoch, seq=9))
+        assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        nxt = produce(w, 0, batch([b"f"], pid=pid, epoch=epoch, seq=5))
+        assert (nxt.error_code, nxt.base_offset) == (0, 5)
+        # Transactional ids keep their producer id and move on to the next epoch; new
+        # producer ids never repeat an old one.
+        assert txn_state(w, "tx-commit") == "CompleteCommit"
+        tpid, tepoch = init_pid(w, "tx-commit")
+        assert (tpid, tepoch) == (txns["tx-commit"][0], txns["tx-commit"][1] + 1)
+        new_pid, _ = init_pid(w, None)
+        assert new_pid not in (pid, *[p for p, _ in txns.values()])
+        assert broker.alive()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["half-batch", "garbage", "flipped-byte"])
+def test_a_torn_or_corrupt_tail_is_cut_on_start(tmp_path: Path, damage: str) -> None:
+    with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
+        create_topic(w, 1)
+        for i in range(3):
+            r = produce(w, 0, batch([b"v%d" % i, b"w%d" % i], timestamp=TS + i))
+            assert (r.error_code, r.base_offset) == (0, 2 * i)
+        before = fetch(w, 0, 0)
+        kill(broker, signal.SIGKILL)
+    [segment] = segment_files(tmp_path, 0, TOPIC, 0)
+    good = segment.read_bytes()
+    last = list(iter_batches(good))[-1]
+    last_size = len(last.buffer)
+    if damage == "half-batch":
+        with open(segment, "ab") as f:
+            f.write(bytes(last.buffer)[: last_size // 2])
+        cut, kept = last_size // 2, 6
+    elif damage == "garbage":
+        with open(segment, "ab") as f:
+            f.write(b"\x00\x01garbage" * 20)
+        cut, kept = 180, 6
+    else:
+        data = bytearray(good)
+        data[-3] ^= 0xFF  # inside the last batch's records: its CRC no longer matches
+        segment.write_bytes(bytes(data))
+        cut, kept = last_size, 4
+
+    with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
+        got = fetch(w, 0, 0)
+        assert got.error_code == 0
+        assert got.high_watermark == kept
+        assert records_of(got.records) == records_of(before.records)[:kept]
+        r = produce(w, 0, batch([b"after"], timestamp=TS + 50))
+        assert (r.error_code, r.base_offset) == (0, kept)
+        log = broker.stderr_text()
+        assert re.search(rf"{TOPIC}-0: cut {cut} bytes", log), log
+    assert segment.stat().st_size == len(good) - (cut if damage == "flipped-byte" else 0) + len(
+        build_batch([Record(-1, TS + 50, None, b"after")])
+    )
