@@ -407,3 +407,24 @@ def test_reassignment_replaced_midway_keeps_the_original_replicas(
             assert _info(five, "re").replicas == [0, 1]
     finally:
         five.run(cl.resume_broker(4))
+
+
+def test_a_reassignment_in_progress_survives_a_restart(tmp_path: Any) -> None:
+    configs = {"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "1"}
+    with BackgroundCluster(3, configs=configs) as c:
+        cl = _cl(c)
+        c.call(lambda: cl.metadata.create_topic("kept", assignments={0: [0]}))
+        _produce(c, "kept", 0, 20)
+        c.run(cl.pause_broker(2))
+        with WireClient(_address(c, 0)) as w:
+            assert _alter(w, {("kept", 0): [2]}) == {("kept", 0): 0}
+            assert _listed(_list(w)) == {("kept", 0): ([2, 0], [2], [0])}
+    with BackgroundCluster(3, configs=configs) as c:
+        # The restarted cluster still knows the target: once broker 2 is in sync, the move
+        # completes and broker 0 leaves the replica set.
+        _wait(lambda: _info(c, "kept").replicas == [2], what="the move to finish")
+        assert _info(c, "kept").leader == 2
+        with WireClient(_address(c, 0)) as w:
+            assert not _list(w).topics
+        _wait(_holds(c, 2, TopicPartition("kept", 0), _values(0, 20)), what="node 2")
+        assert _read_all(c, "kept") == _values(0, 20)

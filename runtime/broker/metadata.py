@@ -435,6 +435,10 @@ class ClusterMetadata:
                 ]
                 for b in self.acls.find(_ANY_ACL)
             ],
+            "reassignments": [
+                [tp.topic, tp.partition, step.original, step.target]
+                for tp, step in self.reassignments.in_order()
+            ],
         }
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -474,6 +478,13 @@ class ClusterMetadata:
             }
             for a in snap["acls"]:
                 self.acls.add(AclBinding(*a))
+            # Images saved before reassignments were kept have none in progress.
+            for topic, index, original, target in snap.get("reassignments", []):
+                self.reassignments.restore(
+                    TopicPartition(str(topic), int(index)),
+                    [int(r) for r in original],
+                    [int(r) for r in target],
+                )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"bad cluster metadata: {e!r}") from None
 

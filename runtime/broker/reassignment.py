@@ -76,6 +76,7 @@ class ReassignmentManager(MetadataListener):
                 raise NoReassignmentInProgressError(f"{tp} has no reassignment to cancel")
             del self.ongoing[tp]
             self._apply(info, list(ongoing.original))
+            self.metadata._changed()
             return
         replicas = list(target)
         if not replicas:
@@ -95,10 +96,16 @@ class ReassignmentManager(MetadataListener):
             # Same brokers (perhaps reordered): nothing to copy, done at once.
             self.ongoing.pop(tp, None)
             self._apply(info, replicas)
+            self.metadata._changed()
             return
         self.ongoing[tp] = step
         self._apply(info, step.replicas)
         self._maybe_complete(info)
+        self.metadata._changed()  # saved even when the replica set stayed the same
+
+    def restore(self, tp: TopicPartition, original: list[int], target: list[int]) -> None:
+        """An ongoing reassignment from a saved image (it goes on where it was)."""
+        self.ongoing[tp] = OngoingReassignment(original, target)
 
     def in_order(self) -> list[tuple[TopicPartition, OngoingReassignment]]:
         """Every ongoing reassignment, by topic name then partition."""
