@@ -938,3 +938,41 @@ def test_state_records_round_trip() -> None:
     assert decode_state_key(b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00") is None  # an offset key
     with pytest.raises(ValueError, match="no state record"):
         decode_group("grp é", {"": by_member[""]})
+
+
+def test_groups_come_back_after_a_restart(tmp_path: Any) -> None:
+    configs = {"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "1"}
+    with BackgroundCluster(1, configs=configs) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        c.call(lambda: cl.metadata.create_topic("orders", 6, 1))
+        c.call(cl.brokers[0].group_coordinator.ensure_offsets_topic)
+        ids = _topic_ids(c)
+        with WireClient(c.bootstrap) as w:
+            a = Member(w, "durable", ["orders"], ids, instance_id="a")
+            b = Member(w, "durable", ["orders"], ids)
+            a.heartbeat()
+            b.heartbeat()
+            _converge([a, b])
+            assert _commit(w, "durable", b.member_id, b.epoch, 5) == 0
+            before = _group_state(w, "durable")
+    with BackgroundCluster(1, configs=configs) as c:
+        with WireClient(c.bootstrap) as w:
+            deadline = time.monotonic() + 10
+            while True:
+                d = _describe(w, ["durable"]).groups[0]
+                if d.error_code == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert d.error_code == 0, d.error_message
+            assert (d.group_epoch, d.assignment_epoch, d.group_state) == (
+                before.group_epoch,
+                before.assignment_epoch,
+                "Stable",
+            )
+            assert [m.member_id for m in d.members] == [m.member_id for m in before.members]
+            for m in (a, b):
+                m.w = w
+                held = set(m.owned)
+                assert m.heartbeat().error_code == 0 and m.owned == held
+            assert _fetch(w, "durable", b.member_id, b.epoch) == (0, 5)
