@@ -61,19 +61,43 @@ class Pager:
 
     Items are identified by tuples. With ``sorted_keys`` items come in key order and the page
     starts at the first key at or after the cursor (so a cursor whose item went away still
-    works); otherwise (request order) it starts at the item equal to the cursor.
+    works); otherwise (request order) it starts at the item equal to the cursor. With
+    ``request_prefix`` n, the first n fields name an entry of the request (request order,
+    matched exactly) and the rest come sorted within it: the page starts at the first item of
+    the cursor's entry at or after the cursor, or at the next entry when none is left.
     """
 
-    def __init__(self, limit: int, cursor: tuple[object, ...] | None, sorted_keys: bool) -> None:
+    def __init__(
+        self,
+        limit: int,
+        cursor: tuple[object, ...] | None,
+        sorted_keys: bool,
+        *,
+        request_prefix: int = 0,
+    ) -> None:
         self.remaining = limit
         self.cursor = cursor
         self.sorted_keys = sorted_keys
+        self.prefix = request_prefix
         self.seeking = cursor is not None
+        self._in_entry = False
         self.next: tuple[object, ...] | None = None
 
     @property
     def full(self) -> bool:
         return self.next is not None
+
+    def reaches(self, entry: tuple[object, ...]) -> bool:
+        """Whether a request entry with no items to count (an error, an empty group), named
+        by the ``request_prefix`` fields, belongs on this page."""
+        if self.next is not None:
+            return False
+        if not self.seeking:
+            return True
+        if self.prefix and self.cursor is not None and self.cursor[: self.prefix] == entry:
+            self._in_entry = True  # the cursor's own entry: already shown by earlier pages
+            return False
+        return self.prefix > 0 and self._in_entry
 
     def take(self, key: tuple[object, ...]) -> bool:
         """Whether the item ``key`` belongs to this page."""
@@ -81,7 +105,17 @@ class Pager:
             return False
         if self.seeking:
             assert self.cursor is not None
-            before = key < self.cursor if self.sorted_keys else key != self.cursor
+            if self.sorted_keys:
+                before = key < self.cursor
+            elif self.prefix:
+                n = self.prefix
+                if key[:n] == self.cursor[:n]:
+                    self._in_entry = True
+                    before = key[n:] < self.cursor[n:]
+                else:
+                    before = not self._in_entry  # past the cursor's entry: start here
+            else:
+                before = key != self.cursor
             if before:
                 return False
             self.seeking = False

@@ -3,7 +3,9 @@
 Special timestamps: -1 latest (the high watermark; the log end for a replica), -2 earliest,
 -3 the record with the largest timestamp (v7+), -4 earliest local (v8+), -5 latest tiered
 (v9+; there is no tiered storage, so never found). v11 (unstable, seed 001) pages the
-partitions in request order; NextCursor names the partition the next page starts at.
+partitions in request order; NextCursor names the partition the next page starts at. A
+cursor naming a partition not asked for, or a negative index, answers INVALID_REQUEST for
+every partition.
 """
 
 from __future__ import annotations
@@ -65,6 +67,18 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
     response = ListOffsetsResponse(topics=topics)
     if v >= 11:
         c = request.cursor
+        if c is not None and (
+            c.partition_index < 0 or TopicPartition(c.topic_name, c.partition_index) not in seen
+        ):
+            # A cursor outside the request (or with a negative index): every partition says so.
+            bad = InvalidRequestError.code
+            for out_topic in topics:
+                out_topic.partitions = [
+                    PartitionResponse(partition_index=r.partition_index, error_code=bad)
+                    for r in out_topic.partitions
+                ]
+            ctx.respond(response)
+            return
         pager = Pager(
             pagination_limit(ctx, request.response_pagination_limit),
             None if c is None else (c.topic_name, c.partition_index),

@@ -2,8 +2,10 @@
 
 Unknown topics are created only when the broker allows it (``auto.create.topics.enable``,
 off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13
-(unstable, seed 001) pages the partitions: at most the pagination limit of them, and
-NextCursor names the topic and partition the next page starts at.
+(unstable, seed 001) pages the partitions: at most the pagination limit of them, by topic
+then partition for all topics and in request order for named ones, and NextCursor names
+the topic and partition the next page starts at. A negative index, or a topic not asked
+for, is INVALID_REQUEST on every named topic (on the cursor's topic for a full listing).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicInfo, validate_topic_name
 from kafkagen.runtime.errors import (
+    InvalidRequestError,
     KafkaError,
     LeaderNotAvailableError,
     UnknownTopicIdError,
@@ -129,16 +132,32 @@ def _paginate(
     ctx: RequestContext, request: MetadataRequest, response: MetadataResponse, ordered: bool
 ) -> None:
     c = request.cursor
+    if c is not None:
+        problem = None
+        if c.partition_index < 0:
+            problem = f"the cursor's partition index {c.partition_index} is negative"
+        elif not ordered and c.topic_name not in {t.name for t in request.topics or []}:
+            problem = f"the cursor's topic {c.topic_name!r} was not asked for"
+        if problem is not None:
+            bad = InvalidRequestError(problem).code
+            if ordered:  # no topic was named: the cursor's own topic carries the error
+                response.topics = KeyedList([_error(InvalidRequestError(), c.topic_name, _ZERO)])
+            for t in response.topics:
+                t.error_code, t.partitions = bad, []
+            return
     pager = Pager(
         pagination_limit(ctx, request.response_pagination_limit),
         None if c is None else (c.topic_name, c.partition_index),
         sorted_keys=ordered,
+        # Named topics come in request order, their partitions sorted: a cursor at a
+        # partition or topic that went away resumes at the next one.
+        request_prefix=0 if ordered else 1,
     )
     page: KeyedList[Topic] = KeyedList()
     for t in response.topics:
         if not t.partitions:
             # An error answer has no partitions to count: it goes where the page is.
-            if not pager.seeking and not pager.full:
+            if pager.reaches((t.name,)):
                 page.append(t)
             continue
         kept = [p for p in t.partitions if pager.take((t.name, p.partition_index))]

@@ -5,8 +5,10 @@ coordinator caches offsets only once they are durable; offsets an open transacti
 committed (TxnOffsetCommit) are not visible yet, and from v7 a request that requires stable
 offsets gets UNSTABLE_OFFSET_COMMIT for those partitions, so it retries after the
 transaction ends.
-v10 (unstable, seed 001) pages the partitions over all groups; NextCursor names the group,
-topic and partition the next page starts at.
+v10 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
+in request order, a group's full listing by topic then partition); NextCursor names the
+group, topic and partition the next page starts at. A cursor outside the request, or with a
+negative index, answers INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchRespo
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import OffsetEntry
 from kafkagen.runtime.broker.metadata import TopicPartition
-from kafkagen.runtime.errors import ErrorCode, KafkaError
+from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 9
@@ -124,15 +126,39 @@ def _paginate(
     ctx: RequestContext, request: OffsetFetchRequest, response: OffsetFetchResponse
 ) -> None:
     c = request.cursor
+    whole = False  # whether the cursor's group lists all its partitions (sorted)
+    if c is not None:
+        asked = {g.group_id: g for g in request.groups}
+        group = asked.get(c.group_id)
+        problem = None
+        if group is None:
+            problem = f"the cursor's group {c.group_id!r} was not asked for"
+        elif c.partition_index < 0:
+            problem = f"the cursor's partition index {c.partition_index} is negative"
+        elif group.topics is not None and not any(
+            t.name == c.topic_name and c.partition_index in t.partition_indexes
+            for t in group.topics
+        ):
+            problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
+        if problem is not None:
+            code = InvalidRequestError(problem).code
+            response.groups = [
+                R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
+                for g in request.groups
+            ]
+            return
+        whole = group is not None and group.topics is None
     pager = Pager(
         pagination_limit(ctx, request.response_pagination_limit),
         None if c is None else (c.group_id, c.topic_name, c.partition_index),
         sorted_keys=False,
+        # A group's full listing is sorted, so a cursor at a deleted offset still works.
+        request_prefix=1 if whole else 0,
     )
     page = []
     for g in response.groups:
         if not g.topics:
-            if not pager.seeking and not pager.full:
+            if pager.reaches((g.group_id,)):
                 page.append(g)
             continue
         topics = []

@@ -2,7 +2,9 @@
 
 Member metadata and assignments are shown only for a Stable group, as Kafka does; an
 unknown group is described as Dead with no members. v6 (unstable, seed 001) pages the
-members, sorted by id within each group; NextCursor names where the next page starts.
+members, sorted by id within each group (groups in request order); NextCursor names where
+the next page starts. A cursor at a member that has left resumes at the next member; a
+cursor whose group was not asked for answers INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import GroupState
-from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (
     GROUP_OPERATIONS,
     NOT_REQUESTED,
@@ -35,10 +37,22 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     pager = None
     if ctx.api_version >= 6:
         c = request.cursor
+        if c is not None and c.group_id not in request.groups:
+            error = InvalidRequestError(f"the cursor's group {c.group_id!r} was not asked for")
+            ctx.respond(
+                DescribeGroupsResponse(
+                    groups=[
+                        Described(error_code=error.code, group_id=g, authorized_operations=ops)
+                        for g in request.groups
+                    ]
+                )
+            )
+            return
         pager = Pager(
             pagination_limit(ctx, request.response_pagination_limit),
             None if c is None else (c.group_id, c.member_id),
             sorted_keys=False,
+            request_prefix=1,
         )
     out = []
     for group_id in request.groups:
@@ -75,7 +89,7 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             ]
         if pager is not None:
             if not d.members:
-                if not pager.seeking and not pager.full:
+                if pager.reaches((group_id,)):
                     out.append(d)
                 continue
             d.members = [

@@ -1,7 +1,8 @@
 """DescribeAcls (key 29): stored bindings matching a filter, grouped by resource.
 
-v4 (unstable, seed 001) pages the resources, sorted by name and type; NextCursor names the
-resource the next page starts at.
+v4 (unstable, seed 001) pages the resources, sorted by type, then name, then pattern type;
+NextCursor names the resource type and name the next page starts at. Resources that share a
+type and name (a LITERAL and a PREFIXED pattern) count as one and stay on one page.
 """
 
 from __future__ import annotations
@@ -52,15 +53,26 @@ def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
         c = request.cursor
         pager = Pager(
             pagination_limit(ctx, request.response_pagination_limit),
-            None if c is None else (c.resource_name, c.resource_type),
+            None if c is None else (c.resource_type, c.resource_name),
             sorted_keys=True,
         )
         ordered = sorted(
-            resources, key=lambda r: (r.resource_name, r.resource_type, r.pattern_type)
+            resources, key=lambda r: (r.resource_type, r.resource_name, r.pattern_type)
         )
-        response.resources = [r for r in ordered if pager.take((r.resource_name, r.resource_type))]
+        page: list[Resource] = []
+        for r in ordered:
+            key = (r.resource_type, r.resource_name)
+            # The cursor cannot tell a LITERAL from a PREFIXED resource of the same type and
+            # name, so they never straddle two pages: a resumed page would repeat one.
+            if page and (page[-1].resource_type, page[-1].resource_name) == key:
+                page.append(r)
+            elif pager.take(key):
+                page.append(r)
+            elif pager.full:
+                break
+        response.resources = page
         if pager.next is not None:
-            name, rtype = pager.next
+            rtype, name = pager.next
             assert isinstance(name, str) and isinstance(rtype, int)
             response.next_cursor = DescribeAclsResponse.ResourceCursor(
                 resource_name=name, resource_type=rtype

@@ -2,8 +2,9 @@
 
 A broker resource is named by its id ("" means the cluster-wide defaults); every broker of
 the process answers for any of them, since they share one config store. v5 (unstable,
-seed 001) pages whole resources: as many as fit in the pagination limit counted in configs
-(at least one); NextCursor names the resource the next page starts at.
+seed 001) pages whole resources, by type then name: as many as fit in the pagination limit
+counted in configs (at least one); NextCursor names the resource the next page starts at.
+A cursor naming a resource not asked for answers INVALID_REQUEST for every resource.
 """
 
 from __future__ import annotations
@@ -61,14 +62,18 @@ def _paginate(
 ) -> None:
     budget = pagination_limit(ctx, request.response_pagination_limit)
     c = request.cursor
-    results = response.results
+    results = sorted(response.results, key=lambda r: (r.resource_type, r.resource_name))
     if c is not None:
-        starts = [
-            i
-            for i, r in enumerate(results)
-            if (r.resource_name, r.resource_type) == (c.resource_name, c.resource_type)
-        ]
-        results = results[starts[0] :] if starts else []
+        start = (c.resource_type, c.resource_name)
+        if start not in {(r.resource_type, r.resource_name) for r in results}:
+            error = InvalidRequestError(
+                f"the cursor's resource (type {c.resource_type}, {c.resource_name!r}) "
+                "was not asked for"
+            )
+            for r in response.results:
+                r.error_code, r.error_message, r.configs = error.code, error.message, []
+            return
+        results = [r for r in results if (r.resource_type, r.resource_name) >= start]
     page: list[Result] = []
     for r in results:
         if page and len(r.configs) > budget:

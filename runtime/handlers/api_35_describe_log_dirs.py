@@ -1,7 +1,9 @@
 """DescribeLogDirs (key 35): this broker's replicas and their sizes.
 
 Logs live in memory, so each broker reports one log directory named ``memory:broker-<id>``.
-v5 (unstable, seed 001) pages the partitions; NextCursor names where the next page starts.
+v5 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
+request order for those named); NextCursor names where the next page starts. A cursor naming
+a partition not asked for, or a negative index, answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, Describ
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
 
 API_KEY = 35
@@ -35,6 +38,21 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     pager = None
     if ctx.api_version >= 5:
         c = request.cursor
+        if c is not None and (
+            c.partition_index < 0
+            or (
+                request.topics is not None
+                and not any(
+                    t.topic == c.topic_name and c.partition_index in t.partitions
+                    for t in request.topics
+                )
+            )
+        ):
+            error = InvalidRequestError(
+                f"the cursor {c.topic_name}-{c.partition_index} is negative or was not asked for"
+            )
+            ctx.respond(DescribeLogDirsResponse(error_code=error.code, results=[]))
+            return
         pager = Pager(
             pagination_limit(ctx, request.response_pagination_limit),
             None if c is None else (c.topic_name, c.partition_index),
