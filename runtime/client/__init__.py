@@ -3,8 +3,12 @@
 ``async with await connect("127.0.0.1", 9092) as client:`` then
 ``await client.find_coordinators(["g1", "g2"])``: one FindCoordinator v4+ request when the
 broker supports it, one request per group otherwise, and the same per-group result.
+`kafkagen.runtime.client.admin` has the helpers that walk the cursor pagination of the
+paged admin APIs to the end (``await admin.list_groups_all(client)``).
 """
 
+from . import admin
+from .admin import PaginationError
 from .builders import (
     BatchedKeysBuilder,
     BatchingUnsupportedError,
@@ -18,7 +22,7 @@ from .builders import (
     RequestBuilder,
     TopicPartition,
 )
-from .client import KafkaClient, connect, handshake
+from .client import CLIENT_CONFIGS, KafkaClient, connect, handshake
 from .connection import Connection
 from .versions import (
     BrokerVersions,
@@ -29,6 +33,7 @@ from .versions import (
 )
 
 __all__ = [
+    "CLIENT_CONFIGS",
     "BatchedKeysBuilder",
     "BatchingUnsupportedError",
     "BrokerVersions",
@@ -41,10 +46,12 @@ __all__ = [
     "KafkaClient",
     "Node",
     "OffsetFetchBuilder",
+    "PaginationError",
     "RequestBuilder",
     "TopicPartition",
     "VersionMismatchError",
     "VersionRange",
+    "admin",
     "api_name",
     "client_versions",
     "connect",
