@@ -7,7 +7,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from broker_helpers import Harness
+from broker_helpers import Harness, WireClient
+from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster, Cluster
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import FetchInfo, FetchParams, ProduceResult
@@ -375,3 +376,25 @@ def test_consumer_group_on_three_brokers_with_replicated_offsets() -> None:
 
         _wait(lambda: len(set(sizes())) == 1)
         assert sizes()[0] > 0
+
+
+@pytest.mark.parametrize("version", [3, 7, 9, 10, 11])
+def test_produce_to_a_follower_answers_not_leader_at_every_version(version: int) -> None:
+    with BackgroundCluster(brokers=2) as c:
+        c.call(lambda: _cluster(c).metadata.create_topic("r", assignments={0: [0]}))
+        follower = c.bootstrap.split(",")[1]
+        Topic, Part = ProduceRequest.TopicProduceData, ProduceRequest.PartitionProduceData
+        req = ProduceRequest(
+            acks=1,
+            timeout_ms=1000,
+            topic_data=[Topic(name="r", partition_data=[Part(index=0, records=batch(1))])],
+        )
+        with WireClient(follower) as w:
+            r = w.call(0, version, req)
+    (p,) = r.responses[0].partition_responses
+    assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if version >= 10:  # KIP-951: where the leader is now, and how to reach it
+        assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (0, 0)
+        assert [n.node_id for n in r.node_endpoints] == [0]
+    else:
+        assert r.node_endpoints == []

@@ -130,7 +130,7 @@ def _response(
                 ],
                 error_message=r.error_message,
             )
-            if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
                 info = md.partition(name, index)
                 if info is not None:
                     pr.current_leader = ProduceResponse.LeaderIdAndEpoch(
