@@ -5,8 +5,12 @@ on start; and a new leader of an offsets partition replays transactional offset 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +20,8 @@ import pytest
 from broker_helpers import BrokerProcess, WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC
+from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 
@@ -509,3 +514,253 @@ def test_a_torn_or_corrupt_tail_is_cut_on_start(tmp_path: Path, damage: str) -> 
     assert segment.stat().st_size == len(good) - (cut if damage == "flipped-byte" else 0) + len(
         build_batch([Record(-1, TS + 50, None, b"after")])
     )
+
+
+# -- --log-dir: what reaches the disk ------------------------------------------------------------
+
+
+def _replica(c: BackgroundCluster, node: int, topic: str, index: int) -> Partition:
+    assert c.cluster is not None
+    return c.cluster.brokers[node].replica_manager.partitions[TopicPartition(topic, index)]
+
+
+def test_log_start_moves_segments_and_topic_deletion_reach_the_disk(tmp_path: Path) -> None:
+    configs = {"log.dirs": str(tmp_path), "log.segment.bytes": "300"}
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        c.call(lambda: md.create_topic("doomed", 1, 1))
+        topic_id = c.call(lambda: md.topics[TOPIC].topic_id)
+        with WireClient(c.bootstrap) as w:
+            for i in range(10):
+                r = produce(w, 0, batch([b"%03d" % i * 20], timestamp=TS + i))
+                assert (r.error_code, r.base_offset) == (0, i)
+        segments = segment_files(tmp_path, 0, TOPIC, 0)
+        assert len(segments) >= 3
+        on_disk = b"".join(s.read_bytes() for s in segments)
+        in_memory = c.call(lambda: b"".join(b.data for b in _replica(c, 0, TOPIC, 0).log.batches))
+        assert on_disk == in_memory
+        rm = c.cluster.brokers[0].replica_manager
+        assert c.call(lambda: rm.delete_records(TopicPartition(TOPIC, 0), 6)) == 6
+        # Segments wholly below the new start are gone; the one holding offset 6 stays.
+        kept = segment_files(tmp_path, 0, TOPIC, 0)
+        assert len(kept) < len(segments)
+        held = list(iter_batches(kept[0].read_bytes()))
+        assert held[0].base_offset <= 6 <= held[-1].last_offset
+        checkpoints = tmp_path / "broker-0" / "checkpoints.json"
+        assert wait_for(lambda: json.loads(checkpoints.read_text()).get("t-0") == [6, 10])
+        c.call(lambda: md.delete_topic("doomed"))
+        assert not (tmp_path / "broker-0" / "doomed-0").exists()
+
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        assert c.call(lambda: sorted(md.topics)) == [TOPIC]
+        assert c.call(lambda: md.topics[TOPIC].topic_id) == topic_id
+        p = _replica(c, 0, TOPIC, 0)
+        assert c.call(lambda: (p.log.log_start_offset, p.log.log_end_offset)) == (6, 10)
+        with WireClient(c.bootstrap) as w:
+            got = fetch(w, 0, 6)
+            assert [(o, t) for o, t, _ in records_of(got.records)][-4:] == [
+                (i, TS + i) for i in range(6, 10)
+            ]
+            assert fetch(w, 0, 2).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_a_follower_truncation_cuts_its_files_and_it_copies_the_leader_again(
+    tmp_path: Path,
+) -> None:
+    with BackgroundCluster(3, configs={"log.dirs": str(tmp_path)}) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 3))
+        leader = c.call(lambda: md.topics[TOPIC].partitions[0].leader)
+        follower = next(n for n in range(3) if n != leader)
+        with WireClient(c.bootstrap.split(",")[leader]) as w:
+            for i in range(5):
+                assert produce(w, 0, batch([b"r%d" % i], timestamp=TS + i)).error_code == 0
+        [leader_file] = segment_files(tmp_path, leader, TOPIC, 0)
+        [follower_file] = segment_files(tmp_path, follower, TOPIC, 0)
+        assert follower_file.read_bytes() == leader_file.read_bytes()
+        full = leader_file.stat().st_size
+        p = _replica(c, follower, TOPIC, 0)
+
+        def truncate() -> int:
+            c.cluster.brokers[follower].fetcher.stop()  # type: ignore[union-attr]
+            p.log.truncate_to(2)
+            return p.log.log_end_offset
+
+        assert c.call(truncate) == 2
+        assert 0 < follower_file.stat().st_size < full
+        assert [b.base_offset for b in iter_batches(follower_file.read_bytes())] == [0, 1]
+        c.call(lambda: c.cluster.brokers[follower].fetcher.start())  # type: ignore[union-attr]
+        assert wait_for(lambda: follower_file.stat().st_size == full)
+        assert follower_file.read_bytes() == leader_file.read_bytes()
+
+
+def test_without_a_log_dir_nothing_is_written(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    script = (
+        "from kafkagen.runtime.broker.cluster import BackgroundCluster\n"
+        "from kafkagen.runtime.records import Record, build_batch\n"
+        "with BackgroundCluster() as c:\n"
+        "    md = c.cluster.metadata\n"
+        "    c.call(lambda: md.create_topic('t', 1, 1))\n"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, check=True, timeout=60)
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- --log-dir: bad input ------------------------------------------------------------------------
+
+
+def _serve_fails(*args: str) -> tuple[int, str]:
+    r = subprocess.run(
+        [sys.executable, "-m", "kafkagen.serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return r.returncode, r.stderr
+
+
+def test_bad_log_dirs_are_refused_with_a_clear_error(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    code, err = _serve_fails("--log-dir", str(a_file / "sub"))
+    assert code == 2 and f"cannot use log directory {a_file / 'sub'}" in err, err
+    code, err = _serve_fails("--log-dir", str(tmp_path), "--config", "log.dirs=/elsewhere")
+    assert code == 2 and "disagree" in err, err
+    code, err = _serve_fails("--config", "log.dirs=a,b")
+    assert code == 2 and "log.dirs" in err and "exactly one directory" in err, err
+    # A directory written by a cluster of another size.
+    with BackgroundCluster(2, configs={"log.dirs": str(tmp_path / "two")}):
+        pass
+    code, err = _serve_fails("--log-dir", str(tmp_path / "two"))
+    assert code == 2 and "holds a cluster of 2 broker(s); start it with --brokers 2" in err, err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "cluster.json").write_text("{not json")
+    code, err = _serve_fails("--log-dir", str(tmp_path / "bad"))
+    assert code == 2 and "cluster.json: cannot read the cluster metadata" in err, err
+
+
+# -- --log-dir: several brokers and real clients -------------------------------------------------
+
+
+@pytest.mark.slow
+def test_three_brokers_restart_after_sigkill_with_replicated_logs(tmp_path: Path) -> None:
+    with serve(tmp_path, brokers=3) as broker, WireClient(broker.bootstrap) as w:
+        create_topic(w, 3, rf=3)
+        find_coordinator(w, "g3", 0)
+        sent: dict[int, list[tuple[int, int, bytes | None]]] = {}
+        for partition in range(3):
+            leader = leader_of(w, partition)
+            with WireClient(broker.bootstrap.split(",")[leader]) as lw:
+                for i in range(4):
+                    data = batch([b"p%d-%d" % (partition, i)], timestamp=TS + i)
+                    assert produce(lw, partition, data).error_code == 0
+                sent[partition] = records_of(fetch(lw, partition, 0).records)
+        coordinator = find_coordinator(w, "g3", 0)
+        with WireClient(broker.bootstrap.split(",")[coordinator]) as cw:
+            commit_offset(cw, "g3", 1, 3)
+        kill(broker, signal.SIGKILL)
+    for node in range(3):
+        for partition in range(3):
+            assert segment_files(tmp_path, node, TOPIC, partition), (node, partition)
+
+    with serve(tmp_path, brokers=3) as broker, WireClient(broker.bootstrap) as w:
+        for partition in range(3):
+            with WireClient(broker.bootstrap.split(",")[leader_of(w, partition)]) as lw:
+                # The high watermark comes back from its last checkpoint, then moves up as
+                # the followers fetch again.
+                got = wait_for(functools.partial(fetch_up_to, lw, partition, 4))
+                assert got is not None and got.error_code == 0
+                assert records_of(got.records) == sent[partition]
+                assert len(sent[partition]) == 4
+        coordinator = find_coordinator(w, "g3", 0)
+        with WireClient(broker.bootstrap.split(",")[coordinator]) as cw:
+            assert committed(cw, "g3", 1) == 3
+
+
+def fetch_up_to(w: WireClient, partition: int, high_watermark: int) -> Any:
+    """The fetch from offset 0 once the high watermark is ``high_watermark`` (else None)."""
+    r = fetch(w, partition, 0)
+    return r if r.high_watermark == high_watermark else None
+
+
+def leader_of(w: WireClient, partition: int) -> int:
+    Req: Any = message_type(3, "request")
+    r = w.call(3, 12, Req(topics=[Req.MetadataRequestTopic(name=TOPIC)]))
+    [t] = r.topics
+    return int(next(p.leader_id for p in t.partitions if p.partition_index == partition))
+
+
+@pytest.mark.slow
+def test_confluent_kafka_consumes_from_committed_offsets_after_a_restart(tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as CkPartition
+
+    topic, group = "ck-durable", "ck-durable-group"
+    with serve(tmp_path) as broker:
+        p = Producer(
+            {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "acks": "all"}
+        )
+        with WireClient(broker.bootstrap) as w:
+            Req: Any = message_type(19, "request")
+            r = w.call(
+                19,
+                5,
+                Req(
+                    topics=[Req.CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+                    timeout_ms=5000,
+                ),
+            )
+            assert r.topics[0].error_code == 0
+        offsets: list[int] = []
+        for i in range(10):
+            p.produce(
+                topic,
+                b"value-%d" % i,
+                b"key-%d" % i,
+                timestamp=TS + i,
+                on_delivery=lambda err, m: offsets.append(-1 if err else int(m.offset())),
+            )
+        assert p.flush(30) == 0
+        assert sorted(offsets) == list(range(10))
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+            }
+        )
+        try:
+            c.commit(offsets=[CkPartition(topic, 0, 4)], asynchronous=False)
+        finally:
+            c.close()
+        kill(broker, signal.SIGKILL)
+
+    with serve(tmp_path) as broker:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 500,
+            }
+        )
+        got: list[tuple[int | None, bytes | None, bytes | None, int]] = []
+        try:
+            c.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while len(got) < 6 and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is None or m.error() is not None:
+                    continue
+                got.append((m.offset(), m.key(), m.value(), m.timestamp()[1]))
+        finally:
+            c.close()
+        assert got == [(i, b"key-%d" % i, b"value-%d" % i, TS + i) for i in range(4, 10)]

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Broker"]
 
+#: How often the replicas' high watermarks and log starts are checkpointed with a log dir.
+CHECKPOINT_INTERVAL_S = 5.0
+
 
 class Broker(MetadataListener):
     """A broker of the cluster; every broker of a process shares one `ClusterMetadata`."""
@@ -53,6 +56,7 @@ class Broker(MetadataListener):
         self.running = False
         self._isr_check: asyncio.TimerHandle | None = None
         self._retention_check: asyncio.TimerHandle | None = None
+        self._checkpoint: asyncio.TimerHandle | None = None
 
     @property
     def info(self) -> BrokerInfo:
@@ -64,6 +68,20 @@ class Broker(MetadataListener):
         self.fetcher.start()
         self._schedule_isr_check()
         self._schedule_retention()
+        self._schedule_checkpoint()
+
+    def _schedule_checkpoint(self) -> None:
+        # High watermarks reach the log directory every few seconds, as in Kafka; after a
+        # crash they come back from there and move up again as followers fetch.
+        if self.replica_manager.storage is not None:
+            loop = asyncio.get_running_loop()
+            self._checkpoint = loop.call_later(CHECKPOINT_INTERVAL_S, self._checkpoint_tick)
+
+    def _checkpoint_tick(self) -> None:
+        self._checkpoint = None
+        if self.running and self.replica_manager.storage is not None:
+            self.replica_manager.storage.write_checkpoints()
+        self._schedule_checkpoint()
 
     def _schedule_retention(self) -> None:
         every = self.configs.broker_int("log.retention.check.interval.ms", self.node_id) / 1000
@@ -117,10 +135,10 @@ class Broker(MetadataListener):
         """Answer every waiting request; the listener must already have stopped reading."""
         self.running = False
         self.fetcher.stop()
-        for handle in (self._isr_check, self._retention_check):
+        for handle in (self._isr_check, self._retention_check, self._checkpoint):
             if handle is not None:
                 handle.cancel()
-        self._isr_check = self._retention_check = None
+        self._isr_check = self._retention_check = self._checkpoint = None
         self.group_coordinator.shutdown()
         self.txn_coordinator.shutdown()
         self.replica_manager.shutdown()

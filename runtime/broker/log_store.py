@@ -18,7 +18,7 @@ drop whole segments below the start and are checkpointed, deleted replicas lose 
 directory.
 
 On start every segment is read back and each batch checked: framing, magic 2, CRC-32C,
-offsets that go forward. The first torn or corrupt batch and everything after it is cut
+offsets that follow on. The first torn or corrupt batch and everything after it is cut
 off, with a warning naming the partition and the bytes cut. The partition then rebuilds
 its producer state and transaction index from the batches, as a follower does, and the
 coordinators reload from their partitions the usual way when leadership is applied.
@@ -311,8 +311,8 @@ def _check_batch(data: bytes, pos: int, next_offset: int) -> str:
         return "CRC mismatch"
     if batch.last_offset < base:
         return f"last offset delta {batch.last_offset - base} is negative"
-    if base < next_offset:
-        return f"base offset {base} goes back before {next_offset}"
+    if next_offset >= 0 and base != next_offset:
+        return f"base offset {base} does not follow {next_offset - 1}"
     return ""
 
 
@@ -369,7 +369,11 @@ class BrokerStorage:
             self.checkpoint_soon,
         )
         log = partition.log
-        for data in files.recover():
+        batches = files.recover()
+        if batches:
+            # Segments below the log start may be gone: the log begins at the first batch.
+            log.log_start_offset = log.log_end_offset = _PREFIX.unpack_from(batches[0])[0]
+        for data in batches:
             b = RecordBatch(memoryview(data))
             log.append(log_batch(b, data))
             partition.track_producer_state(b, clock_ms)
