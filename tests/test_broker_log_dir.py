@@ -718,13 +718,17 @@ def test_confluent_kafka_consumes_from_committed_offsets_after_a_restart(tmp_pat
             )
             assert r.topics[0].error_code == 0
         offsets: list[int] = []
+
+        def delivered(err: Any, m: Any) -> None:
+            offsets.append(-1 if err else m.offset())
+
         for i in range(10):
             p.produce(
                 topic,
                 b"value-%d" % i,
                 b"key-%d" % i,
                 timestamp=TS + i,
-                on_delivery=lambda err, m: offsets.append(-1 if err else int(m.offset())),
+                on_delivery=delivered,
             )
         assert p.flush(30) == 0
         assert sorted(offsets) == list(range(10))
