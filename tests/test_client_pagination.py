@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import pytest
 from kafkagen.generated.alter_configs import AlterConfigsRequest
 from kafkagen.generated.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafkagen.generated.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafkagen.generated.create_acls import CreateAclsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest
@@ -36,11 +37,14 @@ from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_groups import DescribeGroupsRequest
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest
 from kafkagen.generated.describe_producers import DescribeProducersRequest
+from kafkagen.generated.describe_transactions import DescribeTransactionsRequest
 from kafkagen.generated.init_producer_id import InitProducerIdRequest
 from kafkagen.generated.join_group import JoinGroupRequest
 from kafkagen.generated.leave_group import LeaveGroupRequest
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.generated.list_offsets import ListOffsetsRequest
+from kafkagen.generated.list_partition_reassignments import ListPartitionReassignmentsRequest
+from kafkagen.generated.list_transactions import ListTransactionsRequest
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.generated.offset_fetch import OffsetFetchRequest
@@ -865,6 +869,20 @@ def test_describe_configs_walks_whole_resources_by_type_then_name(
     resources = resources[:64]
     check_walks(cluster, fetch, items, items, order=by_type_then_name, counted=False, limits=(1, 7))
 
+    # A page holds whole resources within the limit counted in configs, or a single one.
+    pages: list[Any] = []
+
+    async def walk() -> None:
+        async with await open_client(cluster) as client:
+            await admin.describe_configs_all(
+                client, resources, limit=40, on_page=lambda _, p: pages.append(items(p))
+            )
+
+    run(walk())
+    for page in pages:
+        assert len(page) <= 40 or len({x[:2] for x in page}) == 1
+    assert max(len({x[:2] for x in page}) for page in pages) >= 2
+
 
 # --------------------------------------------------------------------------- cursors
 
@@ -1185,6 +1203,63 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
         5,
     )
     assert (ld.error_code, ld.results) == (INVALID_REQUEST, [])
+
+
+def test_a_cursor_outside_the_request_list_is_invalid_request_for_the_newer_apis(
+    cluster: BackgroundCluster, transactional_ids: list[str], consumer_members: list[str]
+) -> None:
+    dt = request_to(
+        cluster,
+        0,
+        DescribeTransactionsRequest(
+            transactional_ids=transactional_ids[:2],
+            cursor=DescribeTransactionsRequest.TransactionalCursor(
+                transactional_id=transactional_ids[5], producer_id=0
+            ),
+        ),
+        1,
+    )
+    assert [t.error_code for t in dt.transaction_states] == [INVALID_REQUEST] * 2
+    assert dt.next_cursor is None
+    cg = request_to(
+        cluster,
+        0,
+        ConsumerGroupDescribeRequest(
+            group_ids=[CONSUMER_GROUP],
+            cursor=ConsumerGroupDescribeRequest.GroupMemberCursor(
+                group_id="another-group", member_id=consumer_members[0]
+            ),
+        ),
+        1,
+    )
+    assert [g.error_code for g in cg.groups] == [INVALID_REQUEST]
+    lt = request_to(
+        cluster,
+        0,
+        ListTransactionsRequest(
+            cursor=ListTransactionsRequest.TransactionalCursor(
+                transactional_id=transactional_ids[0], producer_id=-1
+            )
+        ),
+        2,
+    )
+    assert lt.error_code == INVALID_REQUEST
+    pr = request_to(
+        cluster,
+        0,
+        ListPartitionReassignmentsRequest(
+            topics=[
+                ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
+                    name=topic_name(0), partition_indexes=[0]
+                )
+            ],
+            cursor=ListPartitionReassignmentsRequest.Cursor(
+                topic_name=topic_name(1), partition_index=0
+            ),
+        ),
+        1,
+    )
+    assert pr.error_code == INVALID_REQUEST
 
 
 def test_a_negative_cursor_index_is_invalid_request(
