@@ -397,7 +397,7 @@ def test_restart_keeps_records_offsets_producers_and_transactions(
 ) -> None:
     with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
         create_topic(w, 2)
-        wait_coordinators(w, "g", ["tx-commit", "tx-abort"])
+        wait_coordinators(w, "g", ["tx-commit", "tx-abort", "tx-open"])
         # Idempotent producer on partition 0: sequences 0-2 and 3-4.
         pid, epoch = init_pid(w, None)
         first = produce(w, 0, batch([b"a", b"b", b"c"], pid=pid, epoch=epoch, seq=0, timestamp=TS))
@@ -422,6 +422,10 @@ def test_restart_keeps_records_offsets_producers_and_transactions(
             end_txn(w, tid, tpid, tepoch, commit)
             want = "CompleteCommit" if commit else "CompleteAbort"
             assert wait_for(functools.partial(has_state, w, tid, want))
+        # A transaction left open: its offset commit must stay pending across the restart.
+        opid, oepoch = init_pid(w, "tx-open")
+        add_offsets(w, "tx-open", opid, oepoch, "g-open")
+        assert txn_commit_offset(w, "tx-open", "g-open", opid, oepoch, 8) == 0
         commit_offset(w, "g", 0, 4)
         before0 = fetch(w, 0, 0)
         before1 = fetch(w, 1, 0, read_committed=True)
@@ -429,7 +433,7 @@ def test_restart_keeps_records_offsets_producers_and_transactions(
         kill(broker, sig)
 
     with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
-        wait_coordinators(w, "g", ["tx-commit", "tx-abort"])
+        wait_coordinators(w, "g", ["tx-commit", "tx-abort", "tx-open"])
         after0 = fetch(w, 0, 0)
         after1 = fetch(w, 1, 0, read_committed=True)
         assert after0.error_code == after1.error_code == 0
@@ -455,6 +459,12 @@ def test_restart_keeps_records_offsets_producers_and_transactions(
         # Committed offsets, plain and transactional.
         assert committed(w, "g") == 4
         assert committed(w, "g-txn", stable=True) == 3
+        assert committed(w, "g-open") == -1
+        assert committed(w, "g-open", stable=True) == -ErrorCode.UNSTABLE_OFFSET_COMMIT
+        assert txn_state(w, "tx-open") == "Ongoing"
+        end_txn(w, "tx-open", opid, oepoch, True)
+        assert wait_for(functools.partial(has_state, w, "tx-open", "CompleteCommit"))
+        assert wait_for(lambda: committed(w, "g-open", stable=True) == 8)
         # The producer's sequences: a retried batch is still a duplicate, the next one
         # follows, a gap is refused.
         again = produce(w, 0, batch([b"d", b"e"], pid=pid, epoch=epoch, seq=3, timestamp=TS + 9))
@@ -643,6 +653,15 @@ def test_bad_log_dirs_are_refused_with_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "bad" / "cluster.json").write_text("{not json")
     code, err = _serve_fails("--log-dir", str(tmp_path / "bad"))
     assert code == 2 and "cluster.json: cannot read the cluster metadata" in err, err
+    # Replica logs without the metadata that places them are not thrown away.
+    (tmp_path / "lost" / "broker-0" / "t-0").mkdir(parents=True)
+    code, err = _serve_fails("--log-dir", str(tmp_path / "lost"))
+    assert code == 2 and "holds replica logs" in err and "no cluster.json" in err, err
+    assert (tmp_path / "lost" / "broker-0" / "t-0").is_dir()
+    # One process per directory.
+    with serve(tmp_path / "busy"):
+        code, err = _serve_fails("--log-dir", str(tmp_path / "busy"))
+        assert code == 2 and "is in use by another broker process" in err, err
 
 
 # -- --log-dir: several brokers and real clients -------------------------------------------------

@@ -58,7 +58,12 @@ class Cluster:
         self.metadata = ClusterMetadata(self.configs, cluster_id)
         log_dir = self.configs.broker_raw("log.dirs")[0]
         self.storage = ClusterStorage(log_dir, brokers) if log_dir else None
-        restored = self.storage is not None and self.storage.load(self.metadata)
+        try:
+            restored = self.storage is not None and self.storage.load(self.metadata)
+        except BaseException:
+            if self.storage is not None:
+                self.storage.close()
+            raise
         if timer_factory is None:
             loop = asyncio.get_running_loop()
 
@@ -110,6 +115,8 @@ class Cluster:
             for b in started:
                 await b.server.stop_accepting()
                 await b.server.close_connections(0.1)
+            if self.storage is not None:
+                self.storage.close()
             raise
         self._started = True
 
@@ -121,6 +128,8 @@ class Cluster:
             b.shutdown()
         for b in self.brokers:
             await b.server.close_connections(timeout)
+        if self.storage is not None:
+            self.storage.close()
         self._started = False
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import fcntl
 import json
 import logging
 import os
@@ -54,6 +55,7 @@ __all__ = ["BrokerStorage", "ClusterStorage", "LogDirError", "PartitionFiles"]
 _log = logging.getLogger("kafkagen.broker.log_dir")
 
 METADATA_FILE = "cluster.json"
+LOCK_FILE = ".lock"
 CHECKPOINT_FILE = "checkpoints.json"
 PARTITION_METADATA = "partition.metadata"
 _SEGMENT = re.compile(r"(\d{20})\.log")
@@ -474,6 +476,15 @@ class ClusterStorage:
             raise LogDirError(f"cannot use log directory {self.root}: {e.strerror}") from None
         if not os.access(self.root, os.W_OK):
             raise LogDirError(f"log directory {self.root} is not writable")
+        # One process per directory: two would write the same files.
+        self._lock = os.open(self.root / LOCK_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock)
+            raise LogDirError(
+                f"log directory {self.root} is in use by another broker process"
+            ) from None
         self.brokers = brokers
         self.metadata: ClusterMetadata | None = None
 
@@ -485,6 +496,12 @@ class ClusterStorage:
         """Restore the saved image into ``metadata``; False when there is none yet."""
         path = self.metadata_path
         if not path.exists():
+            logs = [p for p in self.root.glob("broker-*/*") if p.is_dir()]
+            if logs:
+                raise LogDirError(
+                    f"{self.root} holds replica logs ({logs[0]}, ...) but no {METADATA_FILE}: "
+                    "without it they cannot be placed; restore it or use another --log-dir"
+                )
             return False
         try:
             snap: Any = json.loads(path.read_text())
@@ -522,6 +539,12 @@ class ClusterStorage:
 
     def broker(self, broker_id: int, metadata: ClusterMetadata) -> BrokerStorage:
         return BrokerStorage(self.root, broker_id, metadata)
+
+    def close(self) -> None:
+        """Let another process use the directory (the brokers closed their files)."""
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
 
 
 def _any_filter() -> AclFilter:
