@@ -10,8 +10,8 @@ Prints, for the same checks on the same messages:
   two cores over one;
 - the time ``kafkagen fuzz --messages 10000000 --master local[2]`` takes, extrapolated from
   the local[2] rate, or measured end to end with ``--full 10000000``;
-- with ``--profile N``: where the plain loop's time goes (cProfile), by function and by
-  file, so the codec's hot spots are visible.
+- with ``--profile N``: where the plain loop's time goes, check by check (timers), then
+  by function and by file (cProfile), so the hot spots are visible.
 
 Wall-clock figures depend on what else the machine runs; the CPU figures much less.
 """
@@ -26,10 +26,11 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
-from kafkagen.fuzz.checks import FuzzOptions
-from kafkagen.fuzz.job import RunResult, run_plain, run_spark, spark_session
-from kafkagen.fuzz.plan import plan_combos, select_apis
+from kafkagen.fuzz.checks import Fuzzer, FuzzOptions
+from kafkagen.fuzz.job import RunResult, native_file, run_plain, run_spark, spark_session
+from kafkagen.fuzz.plan import plan_combos, run_task, select_apis
 from kafkagen.fuzz.rules import Table, build_table
 
 TARGET = 10_000_000
@@ -73,6 +74,55 @@ def spark(table: Table, n: int, master: str, options: FuzzOptions) -> tuple[floa
         f"and first job {fixed:.0f} s)  failures {result.failure_count}"
     )
     return wall_rate, cpu_rate, fixed
+
+
+#: The check methods timed by :func:`breakdown`, with the names it prints.
+_TIMED = (
+    ("_check_json", "JSON form"),
+    ("_check_cross", "every other version"),
+    ("_check_forward", "unknown tagged fields"),
+    ("_check_mutations", "mutations"),
+    ("_check_native", "compiled vs pure codecs"),
+)
+
+
+def breakdown(table: Table, n: int, options: FuzzOptions) -> None:
+    """Where a message's time goes, check by check: the plain loop with a timer around
+    each check (timers cost about a microsecond a call)."""
+    combos = plan_combos(table, select_apis(table, None), n)
+    run_plain(table, plan_combos(table, select_apis(table, None), 680), options)  # warm-up
+    fz = Fuzzer(table, options)
+    spent: dict[str, float] = defaultdict(float)
+    clock = time.process_time
+
+    def timed(name: str, label: str) -> None:
+        inner = getattr(fz, name)
+
+        def wrapper(*args: Any) -> Any:
+            began = clock()
+            try:
+                return inner(*args)
+            finally:
+                spent[label] += clock() - began
+
+        setattr(fz, name, wrapper)
+
+    for name, label in (*_TIMED, ("check_message", "all checks")):
+        timed(name, label)
+    began = clock()
+    try:
+        run_task(table, combos, options, 1, 0, fuzzer=fz)
+    finally:
+        fz.close()
+    total = clock() - began
+    checks = spent.pop("all checks")
+    rows = [("generating the message", total - checks)]
+    rows.append(("round trip (and the loop)", checks - sum(spent.values())))
+    rows += [(label, spent[label]) for _, label in _TIMED]
+    print(f"where the time goes (plain loop, {n:,} messages, CPU):")
+    for label, seconds in rows:
+        print(f"  {label:<28} {seconds / n * 1e6:6.1f} us/message  {100 * seconds / total:5.1f}%")
+    print(f"  {'total':<28} {total / n * 1e6:6.1f} us/message  ({n / total:,.0f} msg/s CPU)")
 
 
 def profile(table: Table, n: int, options: FuzzOptions, top: int = 30) -> None:
@@ -140,9 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"checks per message: round trip, JSON, written at {against}, forward "
         f"compatibility at flexible versions, {options.mutations} mutation(s); {n_combos} "
-        "(API, kind, version) combinations"
+        "(API, kind, version) combinations; codecs: "
+        + ("compiled accelerator" if native_file() is not None else "pure Python")
     )
     if args.profile:
+        breakdown(table, args.profile, options)
         profile(table, args.profile, options)
     plain_wall, plain_cpu = plain(table, args.plain, options) if args.plain else (0.0, 0.0)
     if args.spark:

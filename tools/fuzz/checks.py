@@ -87,7 +87,7 @@ KIND_IDS = {"request": 0, "response": 1}
 JSON_TEXT_EVERY = 8
 #: One message in this many is also written and read by the pure-Python codecs, which
 #: must agree with the compiled ones (when the accelerator is in use).
-NATIVE_EVERY = 32
+NATIVE_EVERY = 64
 #: Random bits drawn per message for its checks: 0-15 pick the sampled other versions,
 #: 16-95 the added unknown tagged fields, 96-287 the mutations, 288-319 which sampled
 #: extras (allocation guard, compiled against pure codecs) the message gets.
@@ -447,6 +447,8 @@ class _CrossGroup(NamedTuple):
     label: str
     encoder: Any
     decoder: Any
+    #: len(versions)
+    n: int
 
 
 def _codec_id(f: Any) -> tuple[int, str]:
@@ -492,7 +494,9 @@ def cross_groups(
             else f"v{w} (with {', '.join(f'v{x}' for x in ws[1:])}: same layout)"
         )
         plan, expect = oracle.plan(v, w), oracle.expectation(v, w)
-        groups.append(_CrossGroup(tuple(ws), w, plan, expect, k == own_key, label, enc[w], dec[w]))
+        groups.append(
+            _CrossGroup(tuple(ws), w, plan, expect, k == own_key, label, enc[w], dec[w], len(ws))
+        )
     return tuple(groups)
 
 
@@ -676,9 +680,10 @@ class Fuzzer:
                 check = "forward_compat"
                 self._check_forward(cls, rules, m, v, bits >> 16, index, stats)
             check = "mutation"
-            traced = sampled(bits, self.options.alloc_every, 0)
+            every = self.options.alloc_every
+            traced = every > 0 and ((bits >> 288) & 0xFFFF) % every == 0  # sampled(bits, every, 0)
             self._check_mutations(cls, v, data, bits >> 96, index, stats, traced)
-            if sampled(bits, NATIVE_EVERY, 1) and _uses_native(cls, v):
+            if ((bits >> 304) & 0xFFFF) % NATIVE_EVERY == 0 and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
             # kafka-python drops unknown tagged fields when it writes a message back, so
@@ -776,10 +781,11 @@ class Fuzzer:
         # version lookup and the mapping of errors, which the round trip exercises on every
         # message. An encoder refuses a version by FieldUnsupported, an
         # UnsupportedVersionError; the decoder's end must be the end of the bytes.
+        walk = oracle.walk
         for g in self._cross_groups(cls, oracle, v, bits):
-            n = len(g.versions)
+            n = g.n
             stats.cross_checks += n
-            why = oracle.walk(m, g.plan) if g.plan is not None else None
+            why = walk(m, g.plan) if g.plan is not None else None
             if g.own and why is None:
                 continue  # the round trip at v was this very check (see cross_groups)
             out: list[bytes] = []
