@@ -14,11 +14,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from broker_helpers import WireClient
-from kafkagen.generated import message_type
+from broker_helpers import BrokerProcess, WireClient
+from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kafkagen.generated.describe_quorum import DescribeQuorumRequest
+from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.config import ConfigError, ConfigStore
 from kafkagen.runtime.client import (
@@ -129,11 +131,10 @@ def node_ids(found: Mapping[str, Any]) -> dict[str, Any]:
 def test_the_capped_broker_advertises_and_accepts_only_up_to_the_cap(
     old: BackgroundCluster, cluster: BackgroundCluster
 ) -> None:
-    Req = message_type(API_VERSIONS, "request")
     tops = {}
     for name, c in (("old", old), ("new", cluster)):
         with WireClient(c.bootstrap) as w:
-            r = w.call(API_VERSIONS, 2, Req())
+            r = w.call(API_VERSIONS, 2, ApiVersionsRequest())
         tops[name] = {k.api_key: k.max_version for k in r.api_keys}
     assert tops["old"][FIND_COORDINATOR] == 3 and tops["old"][OFFSET_FETCH] == 7
     assert tops["old"][API_VERSIONS] == 2
@@ -143,10 +144,11 @@ def test_the_capped_broker_advertises_and_accepts_only_up_to_the_cap(
         k: v for k, v in tops["new"].items() if k not in (9, 10, 18)
     }
     # A version above the cap is handled like any version the broker does not serve.
-    FindReq = message_type(FIND_COORDINATOR, "request")
     with WireClient(old.bootstrap) as w:
-        assert w.call(FIND_COORDINATOR, 3, FindReq(key="g", key_type=0)).error_code == 0
-        w.send(FIND_COORDINATOR, 4, FindReq(key_type=0, coordinator_keys=["g"]))
+        assert (
+            w.call(FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g", key_type=0)).error_code == 0
+        )
+        w.send(FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]))
         assert w.is_closed()
 
 
@@ -154,12 +156,10 @@ def test_a_cap_below_the_lowest_version_hides_the_api() -> None:
     # Produce is served from v3: capped at v2 nothing is left, so it is not advertised and
     # a request at any version closes the connection like an unknown API.
     with BackgroundCluster(configs={"kafkagen.api.version.max": "Produce:2,19:0"}) as c:
-        Req = message_type(API_VERSIONS, "request")
         with WireClient(c.bootstrap) as w:
-            r = w.call(API_VERSIONS, 2, Req())
+            r = w.call(API_VERSIONS, 2, ApiVersionsRequest())
             ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-            ProduceReq = message_type(0, "request")
-            w.send(0, 3, ProduceReq(acks=1, timeout_ms=1000, topic_data=[]))
+            w.send(0, 3, ProduceRequest(acks=1, timeout_ms=1000, topic_data=[]))
             assert w.is_closed()
     assert 0 not in ranges
     assert ranges[19] == (0, 0)  # CreateTopics: only v0 left
@@ -391,3 +391,17 @@ def test_kafka_python_admin_finds_the_same_coordinators_batched_or_split(
     expected = node_ids(true_coordinators(cluster, keys))
     assert found["old"] == found["new"] == expected
     assert node_ids(find(cluster, keys)) == expected
+
+
+def test_kafkagen_serve_takes_the_cap_on_its_command_line() -> None:
+    with BrokerProcess("kafkagen.api.version.max=OffsetFetch:7,10:3") as broker:
+        with WireClient(broker.bootstrap) as w:
+            r = w.call(API_VERSIONS, 2, ApiVersionsRequest())
+        tops = {k.api_key: k.max_version for k in r.api_keys}
+    assert tops[OFFSET_FETCH] == 7 and tops[FIND_COORDINATOR] == 3
+
+
+def test_kafkagen_serve_refuses_a_bad_cap_naming_it() -> None:
+    with pytest.raises(RuntimeError, match="kafkagen.api.version.max") as info:
+        BrokerProcess("kafkagen.api.version.max=OffsetFetch", startup=20)
+    assert "is not API:version" in str(info.value)
