@@ -949,10 +949,10 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
     unsigned char scratch_init[256];
     Out scratch = {scratch_init, 0, sizeof(scratch_init), 0};
     TagOut *known = PyMem_Calloc(p->n_tags + 1, sizeof(TagOut));
-    TagOut *unk = PyMem_Calloc(n_unknown + 1, sizeof(TagOut));
+    TagOut *unk = NULL;
     int rc = -1;
     Py_ssize_t n_known = 0;
-    if (known == NULL || unk == NULL) { PyErr_NoMemory(); goto done; }
+    if (known == NULL) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < p->n_tags; i++) {
         Op *op = &p->tags[i];
         PyObject *v = SLOT(obj, op->off);
@@ -970,6 +970,10 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
         Py_DECREF(v);
         if (d < 0) goto done;
     }
+    /* Counted again: a comparison above may have run Python code that changed the list. */
+    n_unknown = Py_SIZE(unknown);
+    unk = PyMem_Calloc(n_unknown + 1, sizeof(TagOut));
+    if (unk == NULL) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n_unknown; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(unknown, i);
         if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) goto done;
