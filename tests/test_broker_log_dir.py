@@ -19,6 +19,14 @@ from typing import Any, TypeVar
 import pytest
 from broker_helpers import BrokerProcess, WireClient
 from kafkagen.generated import message_type
+from kafkagen.runtime.broker.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermission,
+    PatternType,
+    ResourceType,
+)
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
 from kafkagen.runtime.broker.partition import Partition
@@ -787,3 +795,52 @@ def test_confluent_kafka_consumes_from_committed_offsets_after_a_restart(tmp_pat
         finally:
             c.close()
         assert got == [(i, b"key-%d" % i, b"value-%d" % i, TS + i) for i in range(4, 10)]
+
+
+def test_configs_acls_and_producer_ids_survive_a_restart(tmp_path: Path) -> None:
+    configs = {"log.dirs": str(tmp_path)}
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        TOPIC,
+        PatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.READ,
+        AclPermission.ALLOW,
+    )
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 2, 1, configs={"retention.ms": "12345"}))
+        c.call(lambda: md.acls.add(binding))
+        c.call(lambda: md.configs.set_dynamic_broker(0, {"log.retention.check.interval.ms": "777"}))
+        c.call(lambda: md.configs.set_dynamic_broker(None, {"num.partitions": "4"}))
+        pids = [c.call(md.allocate_producer_id) for _ in range(3)]
+        cluster_id = md.cluster_id
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        assert md.cluster_id == cluster_id
+        assert c.call(lambda: md.configs.topic_raw(TOPIC, "retention.ms")[0]) == "12345"
+        assert md.configs.broker_raw("log.retention.check.interval.ms", 0)[0] == "777"
+        assert md.configs.broker_int("num.partitions") == 4
+        assert c.call(lambda: md.acls.find(binding_filter(binding))) == [binding]
+        later = c.call(md.allocate_producer_id)
+        assert later > max(pids)
+        # Changes after the restart are saved too.
+        c.call(lambda: md.acls.delete(binding_filter(binding)))
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        assert c.call(lambda: len(c.cluster.metadata.acls)) == 0  # type: ignore[union-attr]
+
+
+def binding_filter(b: AclBinding) -> AclFilter:
+    return AclFilter(
+        b.resource_type,
+        b.resource_name,
+        b.pattern_type,
+        b.principal,
+        b.host,
+        b.operation,
+        b.permission_type,
+    )
