@@ -28,6 +28,7 @@ from kafkagen.runtime.broker.acls import (
     ResourceType,
 )
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.log_store import PartitionFiles
 from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import ErrorCode
@@ -844,3 +845,39 @@ def binding_filter(b: AclBinding) -> AclFilter:
         b.operation,
         b.permission_type,
     )
+
+
+def test_a_full_disk_answers_kafka_storage_error_and_writes_nothing(tmp_path: Path) -> None:
+    with BackgroundCluster(configs={"log.dirs": str(tmp_path)}) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        p = _replica(c, 0, TOPIC, 0)
+        with WireClient(c.bootstrap) as w:
+            assert produce(w, 0, batch([b"first"], timestamp=TS)).error_code == 0
+            [segment] = segment_files(tmp_path, 0, TOPIC, 0)
+            size = segment.stat().st_size
+            files = p.log.storage
+            assert isinstance(files, PartitionFiles)
+
+            def disk_full() -> None:
+                files.close()
+                files._fd = os.open("/dev/full", os.O_WRONLY)  # every write: ENOSPC
+
+            c.call(disk_full)
+            r = produce(w, 0, batch([b"lost"], timestamp=TS + 1))
+            assert r.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            assert c.call(lambda: p.log.log_end_offset) == 1
+            assert segment.stat().st_size == size
+
+            def disk_back() -> None:
+                assert files._fd is not None
+                os.close(files._fd)
+                files._fd = None
+
+            c.call(disk_back)
+            r = produce(w, 0, batch([b"second"], timestamp=TS + 2))
+            assert (r.error_code, r.base_offset) == (0, 1)
+            got = fetch(w, 0, 0)
+            assert [v for _, _, v in records_of(got.records)] == [b"first", b"second"]
+            assert segment.read_bytes() == bytes(got.records)

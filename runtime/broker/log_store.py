@@ -219,7 +219,15 @@ class PartitionFiles:
         fd = self._fd
         if fd is None:
             fd = self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        _write_all(fd, batch.data)
+        try:
+            _write_all(fd, batch.data)
+        except OSError:
+            # Leave no half batch behind: later appends would follow a torn one.
+            try:
+                os.ftruncate(fd, seg.size)
+            except OSError:
+                _log.error("%s: cannot cut a failed write back from %s", self.tp, seg.path)
+            raise
         seg.bases.append(batch.base_offset)
         seg.positions.append(seg.size)
         seg.size += len(batch.data)

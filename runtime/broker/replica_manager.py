@@ -29,6 +29,7 @@ from kafkagen.runtime.errors import (
     InvalidRequiredAcksError,
     InvalidTopicExceptionError,
     KafkaError,
+    KafkaStorageError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     RecordSetError,
@@ -142,6 +143,11 @@ class FetchResult:
 
 ProduceCallback = Callable[[dict[TopicPartition, ProduceResult]], None]
 FetchCallback = Callable[[list[tuple[TopicPartition, FetchResult]]], None]
+
+
+def _storage_error(tp: TopicPartition, e: OSError) -> KafkaStorageError:
+    _log.error("%s: cannot write to the log directory: %s", tp, e)
+    return KafkaStorageError(f"{tp}: the log directory failed: {e.strerror or e}")
 
 
 def _safe(callback: Callable[[Any], None], arg: Any) -> None:
@@ -373,13 +379,20 @@ class ReplicaManager:
             except KafkaError as e:
                 result.error = e
                 continue
+            except OSError as e:
+                result.error = _storage_error(tp, e)
+                continue
             result.base_offset = appended.first_offset
             result.log_append_time = appended.log_append_time
             result.log_start_offset = appended.log_start_offset
             if acks == -1:
                 result.required_offset = appended.last_offset + 1
                 result.pending = True
-                partition.log.flush()  # durable before it is acknowledged
+                try:
+                    partition.log.flush()  # durable before it is acknowledged
+                except OSError as e:
+                    result.error = _storage_error(tp, e)
+                    result.pending = False
             if not appended.duplicate:
                 partition.maybe_increment_hw()
                 progressed.append(tp)
@@ -411,14 +424,17 @@ class ReplicaManager:
                 appended = partition.append_marker(
                     pid, epoch, commit, coordinator_epoch, now_ms=now_ms, clock_ms=clock_ms
                 )
+                partition.log.flush()
             except KafkaError as e:
                 result.error = e
+                continue
+            except OSError as e:
+                result.error = _storage_error(tp, e)
                 continue
             result.base_offset = appended.first_offset
             result.log_start_offset = appended.log_start_offset
             result.required_offset = appended.last_offset + 1
             result.pending = True
-            partition.log.flush()
             partition.maybe_increment_hw()
             progressed.append(tp)
         for tp in progressed:
