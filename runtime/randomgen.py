@@ -49,18 +49,22 @@ _TEXT_TABLES = tuple({b: a[b % len(a)] for b in range(256)} for a in _ALPHABETS)
 #: Alphabet selector byte: below this the plain alphabet (70%), otherwise any of them.
 _PLAIN_BELOW = 179
 
-# kind -> (the six edges, small-range low, small-range width, full-range low, its bits).
-# Edges: both ends, 0, -1 (or 1 when unsigned), and one step inside each end.
+# kind -> (the six edges, small-range low, small-range width / 0.3, full-range low, its
+# bits). Edges: both ends, 0, -1 (or 1 when unsigned), and one step inside each end.
 _INTS = {
     kind: (
         (lo, hi, 0, -1 if lo < 0 else 1, lo + 1, hi - 1),
         max(lo, -128),
-        min(hi, 1000) - max(lo, -128) + 1,
+        (min(hi, 1000) - max(lo, -128) + 1) / 0.3,
         lo,
         (hi - lo + 1).bit_length() - 1,
     )
     for kind, (lo, hi) in INT_RANGES.items()
 }
+_ALPHABET_COUNT = len(_ALPHABETS)
+#: The built-in int, named apart from the method ``RandomGen.int`` so neither reader nor
+#: type checker confuses them (``builtins.int`` costs an attribute lookup per call).
+_trunc = int
 _ZERO_UUID = UUID(int=0)
 
 
@@ -93,21 +97,21 @@ class RandomGen:
         self.unknown = 0
 
     def int(self, kind: str) -> builtins.int:
-        edges, small_lo, small_span, lo, bits = _INTS[kind]
+        edges, small_lo, small_scale, lo, bits = _INTS[kind]
         rng = self.rng
         r = rng.random()
         if r < 0.3:
-            return edges[builtins.int(r * 20.0)]  # r / 0.3 * 6
+            return edges[_trunc(r * 20.0)]  # r / 0.3 * 6
         if r < 0.6:
             # r is uniform on [0.3, 0.6): rescaled, it is the small value's draw too.
-            return small_lo + builtins.int((r - 0.3) * (small_span / 0.3))
+            return small_lo + _trunc((r - 0.3) * small_scale)
         return lo + rng.getrandbits(bits)
 
     def float(self) -> builtins.float:
         rng = self.rng
         r = rng.random()
         if r < 0.3:
-            return _EDGE_FLOATS[builtins.int(r * (len(_EDGE_FLOATS) / 0.3))]
+            return _EDGE_FLOATS[_trunc(r * (len(_EDGE_FLOATS) / 0.3))]
         return rng.uniform(-1e12, 1e12)
 
     def bool(self) -> builtins.bool:
@@ -127,13 +131,13 @@ class RandomGen:
         if r < 0.1:
             return ""
         if r < 0.85:
-            n = 1 + builtins.int((r - 0.1) * 16.0)  # (r - 0.1) / 0.75 * 12
+            n = 1 + _trunc((r - 0.1) * 16.0)  # (r - 0.1) / 0.75 * 12
         else:
-            n = 13 + builtins.int((r - 0.85) * 1920.0)  # (r - 0.85) / 0.15 * 288
+            n = 13 + _trunc((r - 0.85) * 1920.0)  # (r - 0.85) / 0.15 * 288
         # One draw: the text's bytes and, in the low byte, which alphabet.
         x = rng.getrandbits(8 * n + 8)
         pick = x & 0xFF
-        a = 0 if pick < _PLAIN_BELOW else pick % len(_ALPHABETS)
+        a = 0 if pick < _PLAIN_BELOW else pick % _ALPHABET_COUNT
         raw = (x >> 8).to_bytes(n, "little")
         table = _ASCII_TABLES[a]
         if table is not None:
@@ -146,9 +150,9 @@ class RandomGen:
         if r < 0.15:
             return b""
         if r < 0.85:
-            n = 1 + builtins.int((r - 0.15) * (16 / 0.7))
+            n = 1 + _trunc((r - 0.15) * (16 / 0.7))
         else:
-            n = 17 + builtins.int((r - 0.85) * (384 / 0.15))
+            n = 17 + _trunc((r - 0.85) * (384 / 0.15))
         return rng.getrandbits(8 * n).to_bytes(n, "little")
 
     def uuid(self) -> UUID:
@@ -164,9 +168,9 @@ class RandomGen:
         if r < 0.2 or budget <= 0:
             return 0
         if r < 0.97:
-            n = 1 + builtins.int((r - 0.2) * (4 / 0.77))
+            n = 1 + _trunc((r - 0.2) * (4 / 0.77))
         else:
-            n = 127 + builtins.int((r - 0.97) * (14 / 0.03))
+            n = 127 + _trunc((r - 0.97) * (14 / 0.03))
         if n > budget:
             n = budget
         self.budget = budget - n
@@ -178,11 +182,11 @@ class RandomGen:
         if rng.random() >= 0.1:
             return ()
         self.unknown += 1
-        k = 1 + builtins.int(rng.random() * 3)
+        k = 1 + _trunc(rng.random() * 3)
         tags = sorted(rng.sample(range(first_free, first_free + 40), k))
         out = []
         for t in tags:
-            n = builtins.int(rng.random() * 21)
+            n = _trunc(rng.random() * 21)
             out.append((t, rng.getrandbits(8 * n).to_bytes(n, "little")))
         return tuple(out)
 
