@@ -73,8 +73,10 @@ def java_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def partition_for(group_id: str, partitions: int) -> int:
-    """The offsets-topic partition of a group, as Kafka computes it."""
+    """The offsets-topic partition of a group, as Kafka computes it (cached: listings ask
+    it of every group, every page)."""
     h = java_hash(group_id)
     return (0 if h == -(2**31) else abs(h)) % partitions
 

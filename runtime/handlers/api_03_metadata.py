@@ -10,6 +10,7 @@ for, is INVALID_REQUEST on every named topic (on the cursor's topic for a full l
 
 from __future__ import annotations
 
+import bisect
 import uuid
 
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
@@ -52,7 +53,10 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     requested = request.topics
     all_topics = requested is None or (v == 0 and not requested)
     if requested is None or all_topics:
-        for info in sorted(md.topics.values(), key=lambda t: t.name):
+        infos = sorted(md.topics.values(), key=lambda t: t.name)
+        if v >= 13:
+            infos = _window(ctx, request, infos)
+        for info in infos:
             topics.append(_topic(ctx, info, topic_ops))
     else:
         allow_create = (v < 4 or request.allow_auto_topic_creation) and broker.configs.broker_bool(
@@ -126,6 +130,28 @@ def _topic(ctx: RequestContext, info: TopicInfo, ops: int) -> Topic:
         ],
         topic_authorized_operations=ops,
     )
+
+
+def _window(
+    ctx: RequestContext, request: MetadataRequest, infos: list[TopicInfo]
+) -> list[TopicInfo]:
+    """The topics (sorted by name) one page of a full listing can reach: from the cursor's
+    topic until the limit plus the partition that names the next cursor are covered, so a
+    page costs its own size rather than the whole cluster's."""
+    c = request.cursor
+    if c is not None:
+        infos = infos[bisect.bisect_left(infos, c.topic_name, key=lambda t: t.name) :]
+    room = pagination_limit(ctx, request.response_pagination_limit) + 1
+    out = []
+    for info in infos:
+        out.append(info)
+        if c is not None and info.name == c.topic_name:
+            room -= sum(1 for p in info.partitions if p.index >= c.partition_index)
+        else:
+            room -= len(info.partitions)
+        if room <= 0:
+            break
+    return out
 
 
 def _paginate(

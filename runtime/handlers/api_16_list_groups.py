@@ -8,6 +8,8 @@ limit of them, and NextCursor names the first group of the next page.
 
 from __future__ import annotations
 
+import bisect
+
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.handlers._util import pagination_limit
@@ -28,27 +30,26 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     listed += [
         (g.group_id, CONSUMER, g.state.value, CONSUMER) for g in gc.consumer.owned_groups(gc.owned)
     ]
-    groups = []
-    for group_id, protocol_type, state, group_type in sorted(listed):
-        if states and state.lower() not in states:
-            continue
-        if types and group_type not in types:
-            continue
-        groups.append(
-            ListGroupsResponse.ListedGroup(
-                group_id=group_id,
-                protocol_type=protocol_type,
-                group_state=state,
-                group_type=group_type,
-            )
-        )
-    response = ListGroupsResponse(error_code=0, groups=groups)
+    kept = [
+        (group_id, protocol_type, state, group_type)
+        for group_id, protocol_type, state, group_type in sorted(listed)
+        if (not states or state.lower() in states) and (not types or group_type in types)
+    ]
+    response = ListGroupsResponse(error_code=0)
     if v >= 6:
         if request.cursor is not None:
-            start = request.cursor.group_id
-            groups = [g for g in groups if g.group_id >= start]
+            kept = kept[bisect.bisect_left(kept, request.cursor.group_id, key=lambda g: g[0]) :]
         limit = pagination_limit(ctx, request.response_pagination_limit)
-        if len(groups) > limit:
-            response.next_cursor = ListGroupsResponse.GroupCursor(group_id=groups[limit].group_id)
-        response.groups = groups[:limit]
+        if len(kept) > limit:
+            response.next_cursor = ListGroupsResponse.GroupCursor(group_id=kept[limit][0])
+        kept = kept[:limit]  # only the page is built
+    response.groups = [
+        ListGroupsResponse.ListedGroup(
+            group_id=group_id,
+            protocol_type=protocol_type,
+            group_state=state,
+            group_type=group_type,
+        )
+        for group_id, protocol_type, state, group_type in kept
+    ]
     ctx.respond(response)
