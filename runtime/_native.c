@@ -135,7 +135,11 @@ static int unsupported_plan(const char *what) {
 /* The offset of a __slots__ member of cls, found through its member descriptor. */
 static Py_ssize_t slot_offset(PyTypeObject *cls, PyObject *name) {
     PyObject *d = PyObject_GetAttr((PyObject *)cls, name);
-    if (d == NULL) return -1;
+    if (d == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        d = Py_NewRef(Py_None); /* reported below as not a slot */
+    }
     Py_ssize_t off = -1;
     if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
@@ -293,7 +297,6 @@ static Prog *compile_plan(PyObject *plan) {
     Prog *p = PyMem_Calloc(1, sizeof(Prog));
     if (p == NULL) { PyErr_NoMemory(); goto error_key; }
     p->cls = (PyTypeObject *)Py_NewRef(cls);
-    if (add_plan_class(cls) < 0) goto error_key;
     p->flexible = flag(plan, 1);
     p->n_ops = PyTuple_GET_SIZE(ops);
     p->n_tags = PyTuple_GET_SIZE(tags);
@@ -325,6 +328,7 @@ static Prog *compile_plan(PyObject *plan) {
         op->tag = (uint32_t)tag;
         if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) goto error_key;
     }
+    if (add_plan_class(cls) < 0) goto error_key;
     PyObject *cap = PyCapsule_New(p, NULL, NULL);
     if (cap == NULL) goto error_key;
     PyObject *entry = PyTuple_Pack(2, plan, cap);

@@ -163,6 +163,42 @@ def test_the_pure_python_switch_works_in_a_fresh_process() -> None:
     assert out.stdout.split() == ["True", "False"]
 
 
+def tiny_class(name: str) -> type[Message]:
+    """A one-field message bound to hand-written Python codecs, for plan tests."""
+
+    def dec(buf: Any, pos: int, end: int) -> tuple[Any, int]:
+        o = runtime.new_instance(cls)
+        o.a = struct.unpack_from(">i", buf, pos)[0]
+        o.unknown_tagged_fields = ()
+        return o, pos + 4
+
+    def enc(o: Any, w: Callable[[bytes], Any]) -> None:
+        w(struct.pack(">i", o.a))
+
+    cls = type(name, (Message,), {"__slots__": ("a", "unknown_tagged_fields")})
+    runtime.bind_codecs(cls, dec, dec, dec, (0, 0, dec, enc))
+    return cls
+
+
+@native_only
+def test_a_plan_the_accelerator_cannot_run_keeps_that_struct_on_python_codecs() -> None:
+    good, odd, parent, unslotted = (tiny_class(n) for n in ("Good", "Odd", "Parent", "NoSlot"))
+    good_plan = (good, False, (("int32", "a"),), ())
+    odd_plan = (odd, False, (("complex128", "a"),), ())  # a kind the C side lacks
+    runtime.bind_native(good, (0, 0, good_plan))
+    runtime.bind_native(odd, (0, 0, odd_plan))
+    runtime.bind_native(parent, (0, 0, (parent, False, (("struct", "a", False, odd_plan),), ())))
+    runtime.bind_native(unslotted, (0, 0, (unslotted, False, (("int32", "b"),), ())))
+    assert uses_native(good, 0)
+    assert not uses_native(odd, 0) and not uses_native(parent, 0)
+    assert not uses_native(unslotted, 0)
+    for cls in (good, odd):
+        m = runtime.new_instance(cls)
+        m.a, m.unknown_tagged_fields = 7, ()
+        assert m.encode(0) == b"\x00\x00\x00\x07"
+        assert cls.decode(b"\x00\x00\x00\x07", 0).a == 7
+
+
 # --------------------------------------------------------------------------- agreement
 
 
