@@ -105,9 +105,10 @@ async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    kept = f"log dir {cluster.storage.root}, " if cluster.storage is not None else ""
     print(
         f"kafkagen serve: {brokers} broker(s), cluster id {cluster.metadata.cluster_id}, "
-        f"bootstrap servers: {cluster.bootstrap}",
+        f"{kept}bootstrap servers: {cluster.bootstrap}",
         flush=True,
     )
     try:
