@@ -881,3 +881,43 @@ def test_a_full_disk_answers_kafka_storage_error_and_writes_nothing(tmp_path: Pa
             got = fetch(w, 0, 0)
             assert [v for _, _, v in records_of(got.records)] == [b"first", b"second"]
             assert segment.read_bytes() == bytes(got.records)
+
+
+def test_a_commit_cut_short_by_a_stop_completes_after_the_restart(tmp_path: Path) -> None:
+    configs = {
+        "log.dirs": str(tmp_path),
+        "transaction.state.log.num.partitions": "1",
+        "transaction.state.log.replication.factor": "1",
+    }
+    with BackgroundCluster(2, configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        # The data lives on broker 1 alone; the coordinator is broker 0.
+        c.call(lambda: md.create_topic(TOPIC, assignments={0: [1]}))
+        addrs = c.bootstrap.split(",")
+        with WireClient(addrs[0]) as w0, WireClient(addrs[1]) as w1:
+            assert find_coordinator(w0, "cut-short", 1) == 0
+            pid, epoch = init_pid(w0, "cut-short")
+            add_partitions(w0, "cut-short", pid, epoch, [0])
+            data = batch([b"in-doubt"], pid=pid, epoch=epoch, seq=0, transactional=True)
+            assert produce(w1, 0, data, "cut-short").error_code == 0
+            # Broker 1 goes away: the COMMIT marker cannot be written.
+            c.run(c.cluster.pause_broker(1))
+            end_txn(w0, "cut-short", pid, epoch, True)
+            time.sleep(0.3)
+            assert txn_state(w0, "cut-short") == "PrepareCommit"
+
+    with BackgroundCluster(2, configs=configs) as c:
+        addrs = c.bootstrap.split(",")
+        with WireClient(addrs[0]) as w0, WireClient(addrs[1]) as w1:
+            # The new coordinator finishes the commit it found prepared.
+            assert wait_for(functools.partial(has_state, w0, "cut-short", "CompleteCommit"))
+
+            def committed_fetch() -> Any:
+                r = fetch(w1, 0, 0, read_committed=True)
+                return r if r.last_stable_offset == 2 else None
+
+            got = wait_for(committed_fetch)
+            assert got is not None
+            assert [v for _, _, v in records_of(got.records)] == [b"in-doubt"]
+            assert list(got.aborted_transactions) == []
