@@ -644,6 +644,7 @@ def _serve_fails(*args: str) -> tuple[int, str]:
     return r.returncode, r.stderr
 
 
+@pytest.mark.slow
 def test_bad_log_dirs_are_refused_with_a_clear_error(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("x")
