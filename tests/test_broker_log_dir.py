@@ -922,3 +922,65 @@ def test_a_commit_cut_short_by_a_stop_completes_after_the_restart(tmp_path: Path
             assert got is not None
             assert [v for _, _, v in records_of(got.records)] == [b"in-doubt"]
             assert list(got.aborted_transactions) == []
+
+
+@pytest.mark.slow
+def test_every_acknowledged_message_survives_a_sigkill_mid_stream(tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    acked: dict[int, bytes] = {}
+
+    def delivered(err: Any, m: Any) -> None:
+        if err is None:
+            acked[m.offset()] = m.value()
+
+    with serve(tmp_path) as broker:
+        with WireClient(broker.bootstrap) as w:
+            create_topic(w, 1)
+        p = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 2,
+                "message.timeout.ms": 3000,
+            }
+        )
+        deadline = time.monotonic() + 60
+        i = 0
+        # Keep producing until well past the kill, so that writes are in flight when it lands.
+        while len(acked) < 800 and time.monotonic() < deadline:
+            try:
+                p.produce(TOPIC, b"message-%06d" % i, on_delivery=delivered)
+                i += 1
+            except BufferError:
+                pass
+            p.poll(0.001)
+        broker.proc.kill()
+        for _ in range(200):
+            p.poll(0.01)
+        known = dict(acked)
+        p.purge()
+        p.flush(5)
+        kill(broker, signal.SIGKILL)
+    assert len(known) >= 800
+
+    with serve(tmp_path) as broker, WireClient(broker.bootstrap) as w:
+        got: dict[int, bytes | None] = {}
+        offset = 0
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            r = fetch(w, 0, offset)
+            assert r.error_code == 0
+            for o, _, v in records_of(r.records):
+                got[o] = v
+            if not r.records:
+                if offset >= max(known) + 1:
+                    break
+                time.sleep(0.05)
+                continue
+            offset = max(got) + 1
+        missing = [o for o in known if got.get(o) != known[o]]
+        assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:5]}"
+        # Offsets stay dense: nothing between acknowledged ones went missing either.
+        assert sorted(got) == list(range(len(got)))
