@@ -984,3 +984,27 @@ def test_every_acknowledged_message_survives_a_sigkill_mid_stream(tmp_path: Path
         assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:5]}"
         # Offsets stay dense: nothing between acknowledged ones went missing either.
         assert sorted(got) == list(range(len(got)))
+
+
+def test_timestamp_lookups_answer_the_same_after_a_restart(tmp_path: Path) -> None:
+    configs = {"log.dirs": str(tmp_path)}
+    tp = TopicPartition(TOPIC, 0)
+    queries = (-3, -2, -1, 4, 6, 8, 10)  # max timestamp, earliest, latest, then times
+
+    def answers(c: BackgroundCluster) -> list[tuple[int, int, int]]:
+        assert c.cluster is not None
+        rm = c.cluster.brokers[0].replica_manager
+        return [c.call(functools.partial(rm.list_offset, tp, q)) for q in queries]
+
+    with BackgroundCluster(configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        c.call(lambda: md.create_topic(TOPIC, 1, 1))
+        with WireClient(c.bootstrap) as w:
+            for stamps in ([5, 9, 7], [3, 9, 2], [1, 1, 1]):
+                records = [Record(-1, t, None, b"x") for t in stamps]
+                assert produce(w, 0, build_batch(records)).error_code == 0
+        before = answers(c)
+    assert before[0][:2] == (1, 9)  # the first record holding the largest timestamp
+    with BackgroundCluster(configs=configs) as c:
+        assert answers(c) == before
