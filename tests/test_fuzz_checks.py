@@ -367,6 +367,33 @@ def test_findings_are_capped_but_counted(table: Table, monkeypatch: pytest.Monke
     assert len(stats.findings) == 5
 
 
+def test_native_check_catches_compiled_and_pure_codecs_that_disagree(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kafkagen.runtime import message
+
+    cls = message_type(18, "request")
+    uses_native = getattr(message, "uses_native", None)
+    if uses_native is None or not uses_native(cls, 3):
+        pytest.skip("the compiled accelerator does not serve ApiVersionsRequest v3 here")
+    module = sys.modules[cls.__module__]
+    first = max(n for n in range(4) if hasattr(module, f"_enc_ApiVersionsRequest_v{n}"))
+    name = f"_enc_ApiVersionsRequest_v{first}"
+    good = getattr(module, name)
+
+    def different(o: Any, w: Any) -> None:
+        good(o, w)
+        w(b"\x00")  # the pure codec now writes one byte more than the compiled one
+
+    monkeypatch.setattr(module, name, different)
+    stats = run(table, 18, "request", 3, n=600)
+    assert checks_failed(stats) == {"native"}
+    assert 0 < stats.native_checks < 600  # a sample
+    assert all("pure-Python encoding differs" in f.error for f in stats.findings)
+
+
 # ---------------------------------------------------------------- injection and replay
 
 
