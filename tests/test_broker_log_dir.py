@@ -1008,3 +1008,14 @@ def test_timestamp_lookups_answer_the_same_after_a_restart(tmp_path: Path) -> No
     assert before[0][:2] == (1, 9)  # the first record holding the largest timestamp
     with BackgroundCluster(configs=configs) as c:
         assert answers(c) == before
+
+
+def test_describe_log_dirs_names_the_directory_on_disk(tmp_path: Path) -> None:
+    with BackgroundCluster(configs={"log.dirs": str(tmp_path)}) as c:
+        c.call(lambda: c.cluster.metadata.create_topic(TOPIC, 2, 1))  # type: ignore[union-attr]
+        with WireClient(c.bootstrap) as w:
+            (result,) = w.call(35, 4, req(35, topics=None)).results
+    assert result.error_code == 0
+    assert result.log_dir == str((tmp_path / "broker-0").resolve())
+    (topic,) = [t for t in result.topics if t.name == TOPIC]
+    assert sorted(p.partition_index for p in topic.partitions) == [0, 1]

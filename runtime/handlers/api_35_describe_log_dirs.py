@@ -1,6 +1,7 @@
 """DescribeLogDirs (key 35): this broker's replicas and their sizes.
 
-Logs live in memory, so each broker reports one log directory named ``memory:broker-<id>``.
+Each broker reports one log directory: its folder under ``--log-dir`` when logs are kept
+on disk, else ``memory:broker-<id>``.
 v5 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
 request order for those named); NextCursor names where the next page starts. A cursor naming
 a partition not asked for, or a negative index, answers INVALID_REQUEST.
@@ -34,7 +35,10 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
                 found = rm.partitions.get(TopicPartition(t.topic, index))
                 if found is not None:
                     chosen.setdefault(t.topic, []).append(found)
-    log_dir = f"memory:broker-{ctx.broker.node_id}"
+    storage = rm.storage
+    log_dir = (
+        f"memory:broker-{ctx.broker.node_id}" if storage is None else str(storage.path.resolve())
+    )
     pager = None
     if ctx.api_version >= 5:
         c = request.cursor
