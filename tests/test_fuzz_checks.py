@@ -370,24 +370,27 @@ def test_findings_are_capped_but_counted(table: Table, monkeypatch: pytest.Monke
 def test_native_check_catches_compiled_and_pure_codecs_that_disagree(
     table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sys
-
     from kafkagen.runtime import message
 
     cls = message_type(18, "request")
+    python_codecs = checks._python_codecs
     uses_native = getattr(message, "uses_native", None)
-    if uses_native is None or not uses_native(cls, 3):
+    if python_codecs is None or uses_native is None or not uses_native(cls, 3):
         pytest.skip("the compiled accelerator does not serve ApiVersionsRequest v3 here")
-    module = sys.modules[cls.__module__]
-    first = max(n for n in range(4) if hasattr(module, f"_enc_ApiVersionsRequest_v{n}"))
-    name = f"_enc_ApiVersionsRequest_v{first}"
-    good = getattr(module, name)
 
-    def different(o: Any, w: Any) -> None:
-        good(o, w)
-        w(b"\x00")  # the pure codec now writes one byte more than the compiled one
+    def tampered(c: Any) -> tuple[dict[int, Any], dict[int, Any]]:
+        decoders, encoders = python_codecs(c)
+        if c is cls:
+            good = encoders[3]
 
-    monkeypatch.setattr(module, name, different)
+            def different(o: Any, w: Any) -> None:
+                good(o, w)
+                w(b"\x00")  # the pure codec writes one byte more than the compiled one
+
+            encoders = {**encoders, 3: different}
+        return decoders, encoders
+
+    monkeypatch.setattr(checks, "_python_codecs", tampered)
     stats = run(table, 18, "request", 3, n=600)
     assert checks_failed(stats) == {"native"}
     assert 0 < stats.native_checks < 600  # a sample

@@ -321,6 +321,10 @@ _DECODE_ERRORS = (DecodeError, IndexError, struct.error, UnicodeDecodeError)
 _uses_native: Callable[[type[Message], int], bool] = getattr(
     _message, "uses_native", lambda cls, version: False
 )
+#: A class's pure-Python decoders and encoders by version, behind the accelerator.
+_python_codecs: Callable[[type[Message]], tuple[dict[int, Any], dict[int, Any]]] | None = getattr(
+    _message, "python_codecs", None
+)
 
 
 def _describe(e: BaseException) -> str:
@@ -870,23 +874,16 @@ class Fuzzer:
             target.unknown_tagged_fields = kept
 
     def _pure_codecs(self, cls: type[Message], v: int) -> tuple[Any, Any] | None:
-        """The generated pure-Python decoder and encoder of ``cls`` at ``v``.
-
-        The accelerator replaces them in ``_decoders``/``_encoders``; they stay in the
-        generated module as ``_dec_<Class>_v<first>``/``_enc_<Class>_v<first>``, where
-        ``first`` is the first version of the layout (the highest such version <= v), and
-        call the pure codecs of their nested structs directly.
-        """
+        """The generated pure-Python decoder and encoder of ``cls`` at ``v``, behind the
+        compiled ones (they call their nested structs' pure codecs directly)."""
         key = (cls, v)
         if key not in self._pure:
-            module = sys.modules[cls.__module__]
             found = None
-            for first in range(v, cls.LOWEST_VERSION - 1, -1):
-                dec = getattr(module, f"_dec_{cls.__name__}_v{first}", None)
-                enc = getattr(module, f"_enc_{cls.__name__}_v{first}", None)
+            if _python_codecs is not None:
+                decoders, encoders = _python_codecs(cls)
+                dec, enc = decoders.get(v), encoders.get(v)
                 if dec is not None and enc is not None:
                     found = (dec, enc)
-                    break
             self._pure[key] = found
         return self._pure[key]
 
