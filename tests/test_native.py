@@ -30,7 +30,7 @@ from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoor
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime import message as runtime
-from kafkagen.runtime.errors import DecodeError
+from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import KeyedList, Message, Struct, uses_native
 
 REPO = Path(__file__).resolve().parents[1]
@@ -419,6 +419,11 @@ def test_repeated_failing_and_succeeding_decodes_do_not_grow_memory() -> None:
                 pass
         MetadataResponse.decode(wire, 12).encode(12)
         FindCoordinatorRequest(key="k").encode(1)
+        for bad in (FindCoordinatorRequest(key_type=5), FindCoordinatorRequest(key=None)):  # type: ignore[arg-type]
+            try:  # an encode the native side hands back to Python, which raises
+                bad.encode(0)
+            except (ValueError, UnsupportedVersionError):
+                pass
 
     run()  # warm caches
     tracemalloc.start()
