@@ -6,9 +6,12 @@ The bindings are kept and described, never enforced: the broker authorizes every
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidRequestError
+
+from .sorted_keys import SortedKeysDict
 
 __all__ = [
     "AclBinding",
@@ -153,11 +156,17 @@ class AclFilter:
             raise InvalidRequestError("a filter cannot use the UNKNOWN permission type")
 
 
+#: A stored resource pattern: (resource type, resource name, pattern type).
+ResourceKey = tuple[int, str, int]
+
+
 class AclStore:
-    """The cluster's ACL bindings, in creation order."""
+    """The cluster's ACL bindings, in creation order, also indexed by resource pattern in
+    sorted order so that a DescribeAcls page starts with a bisect."""
 
     def __init__(self) -> None:
         self._bindings: dict[AclBinding, None] = {}
+        self._by_resource: SortedKeysDict[ResourceKey, dict[AclBinding, None]] = SortedKeysDict()
 
     def __len__(self) -> int:
         return len(self._bindings)
@@ -165,12 +174,36 @@ class AclStore:
     def add(self, binding: AclBinding) -> None:
         binding.validate()
         self._bindings[binding] = None
+        key = (binding.resource_type, binding.resource_name, binding.pattern_type)
+        self._by_resource.setdefault(key, {})[binding] = None
 
     def find(self, flt: AclFilter) -> list[AclBinding]:
         return [b for b in self._bindings if flt.matches(b)]
+
+    def resources_from(
+        self, flt: AclFilter, start: tuple[int, str] | None
+    ) -> Iterator[tuple[ResourceKey, list[AclBinding]]]:
+        """Resource patterns by type, name and pattern type, from the first at or after
+        ``start`` (type, name), each with its bindings that match ``flt`` in creation order;
+        patterns with none are left out."""
+        lowest: tuple[int, ...] | tuple[int, str] | None = start
+        typed = flt.resource_type != ResourceType.ANY
+        if typed and (lowest is None or lowest < (flt.resource_type,)):
+            lowest = (flt.resource_type,)  # skip the other types' patterns
+        for key in self._by_resource.keys_from(lowest):
+            if typed and key[0] > flt.resource_type:
+                return
+            found = [b for b in self._by_resource[key] if flt.matches(b)]
+            if found:
+                yield key, found
 
     def delete(self, flt: AclFilter) -> list[AclBinding]:
         gone = self.find(flt)
         for b in gone:
             del self._bindings[b]
+            key = (b.resource_type, b.resource_name, b.pattern_type)
+            bindings = self._by_resource[key]
+            del bindings[b]
+            if not bindings:
+                del self._by_resource[key]
         return gone

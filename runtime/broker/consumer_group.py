@@ -57,6 +57,7 @@ from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
+from .sorted_keys import SortedKeysDict
 
 if TYPE_CHECKING:
     from .group_coordinator import GroupCoordinator, OffsetEntry
@@ -130,7 +131,7 @@ class ConsumerGroup:
         #: Subscribed topics as of the last assignment: name -> (topic id, partitions).
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.assignor_name = ""
-        self.offsets: dict[TopicPartition, OffsetEntry] = {}
+        self.offsets: SortedKeysDict[TopicPartition, OffsetEntry] = SortedKeysDict()
         self.dead = False
         #: The state records last written, by member id ("": the group's own).
         self.persisted: dict[str, bytes] = {}
@@ -210,7 +211,7 @@ class ConsumerGroupManager:
 
     def __init__(self, coordinator: GroupCoordinator, timer_factory: Callable[[], Timer]) -> None:
         self.coordinator = coordinator
-        self.groups: dict[str, ConsumerGroup] = {}
+        self.groups: SortedKeysDict[str, ConsumerGroup] = SortedKeysDict()
         self._sessions: DelayedOperationPurgatory[_Session] = DelayedOperationPurgatory(
             "ConsumerGroupHeartbeat", timer_factory()
         )

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import heapq
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_state_ke
 from .metadata import OFFSETS_TOPIC, TopicPartition
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ProduceResult
+from .sorted_keys import SortedKeysDict
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -164,7 +166,8 @@ class Group:
         self.static_members: dict[str, str] = {}
         #: Member ids handed out with MEMBER_ID_REQUIRED, waiting for the rejoin.
         self.pending_members: dict[str, DelayedHeartbeat | None] = {}
-        self.offsets: dict[TopicPartition, OffsetEntry] = {}
+        #: Sorted too, so OffsetFetch pages of a full listing start with a bisect.
+        self.offsets: SortedKeysDict[TopicPartition, OffsetEntry] = SortedKeysDict()
         self.join_op: DelayedOperation | None = None
         self.new_member_added = False
 
@@ -313,7 +316,8 @@ class GroupCoordinator:
     def __init__(self, broker: Broker, timer_factory: Callable[[], Timer]) -> None:
         self.broker = broker
         self.configs = broker.configs
-        self.groups: dict[str, Group] = {}
+        #: Sorted by id too, so ListGroups pages start with a bisect.
+        self.groups: SortedKeysDict[str, Group] = SortedKeysDict()
         #: Offsets-topic partitions this broker leads, hence coordinates.
         self.owned: set[int] = set()
         self._heartbeats: DelayedOperationPurgatory[DelayedHeartbeat] = DelayedOperationPurgatory(
@@ -1184,19 +1188,42 @@ class GroupCoordinator:
         Raises NOT_COORDINATOR and the like; for a consumer-protocol group, also
         UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when a member asks with a wrong epoch.
         """
-        self._check_owner(group_id)
-        consumer_group = self.consumer.groups.get(group_id)
-        offsets: dict[TopicPartition, OffsetEntry]
-        if consumer_group is not None:
-            if member_id is not None:
-                self.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
-            offsets = consumer_group.offsets
-        else:
-            group = self.groups.get(group_id)
-            offsets = {} if group is None else group.offsets
+        offsets = self._offsets_of(group_id, member_id, member_epoch)
         if partitions is None:
             return dict(offsets)
         return {tp: offsets.get(tp) for tp in partitions}
+
+    def fetch_offsets_from(
+        self,
+        group_id: str,
+        start: TopicPartition | None,
+        count: int,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> list[tuple[TopicPartition, OffsetEntry]]:
+        """At most ``count`` committed offsets by topic then partition, from the first at or
+        after ``start``: one page of a full listing, found without sorting them all. Raises
+        as ``fetch_offsets``."""
+        offsets = self._offsets_of(group_id, member_id, member_epoch)
+        out: list[tuple[TopicPartition, OffsetEntry]] = []
+        for tp in offsets.keys_from(start):
+            if len(out) >= count:
+                break
+            out.append((tp, offsets[tp]))
+        return out
+
+    def _offsets_of(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> SortedKeysDict[TopicPartition, OffsetEntry]:
+        self._check_owner(group_id)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if member_id is not None:
+                self.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
+            return consumer_group.offsets
+        group = self.groups.get(group_id)
+        return SortedKeysDict() if group is None else group.offsets
 
     def delete_offsets(
         self,
@@ -1282,6 +1309,24 @@ class GroupCoordinator:
             for g in self.groups.values()
             if g.state is not GroupState.DEAD and partition_for(g.group_id, n) in self.owned
         ]
+
+    def groups_from(self, start: str | None) -> Iterator[Group | ConsumerGroup]:
+        """The live groups of both protocols this broker coordinates, by group id from the
+        first at or after ``start``: ListGroups pages cost their own size, not every group's.
+        """
+        n = self.offsets_partitions
+        classic = (
+            g
+            for g in map(self.groups.__getitem__, self.groups.keys_from(start))
+            if g.state is not GroupState.DEAD and partition_for(g.group_id, n) in self.owned
+        )
+        consumer = self.consumer.groups
+        modern = (
+            g
+            for g in map(consumer.__getitem__, consumer.keys_from(start))
+            if not g.dead and partition_for(g.group_id, n) in self.owned
+        )
+        return heapq.merge(classic, modern, key=lambda g: g.group_id)
 
     def describe_group(self, group_id: str) -> Group | None:
         """The group, or None if unknown; raises NOT_COORDINATOR and the like."""
