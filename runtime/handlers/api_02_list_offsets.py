@@ -3,9 +3,9 @@
 Special timestamps: -1 latest (the high watermark; the log end for a replica), -2 earliest,
 -3 the record with the largest timestamp (v7+), -4 earliest local (v8+), -5 latest tiered
 (v9+; there is no tiered storage, so never found). v11 (unstable, seed 001) pages the
-partitions in request order; NextCursor names the partition the next page starts at. A
-cursor naming a partition not asked for, or a negative index, answers INVALID_REQUEST for
-every partition.
+partitions in request order; NextCursor names the partition the next page starts at, and
+only the page's partitions are looked up. A cursor naming a partition not asked for, or a
+negative index, answers INVALID_REQUEST for every partition.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
-from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 2
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -26,76 +26,109 @@ _SINCE = {-3: 7, -4: 8, -5: 9}
 
 @register(API_KEY, 0, 10, max_unstable_version=11)
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
-    v = ctx.api_version
-    rm = ctx.broker.replica_manager
-    isolation = request.isolation_level if v >= 2 else 0
+    if ctx.api_version >= 11:
+        _page(ctx, request)
+        return
     seen: set[TopicPartition] = set()
-    topics = []
+    topics = [
+        TopicResponse(
+            name=t.name, partitions=[_answer(ctx, request, t.name, p, seen) for p in t.partitions]
+        )
+        for t in request.topics
+    ]
+    ctx.respond(ListOffsetsResponse(topics=topics))
+
+
+def _answer(
+    ctx: RequestContext,
+    request: ListOffsetsRequest,
+    topic: str,
+    p: ListOffsetsRequest.ListOffsetsPartition,
+    seen: set[TopicPartition],
+) -> PartitionResponse:
+    """One partition's answer; ``seen`` holds the partitions answered before it."""
+    v = ctx.api_version
+    tp = TopicPartition(topic, p.partition_index)
+    out = PartitionResponse(partition_index=p.partition_index)
+    try:
+        if tp in seen:
+            raise InvalidRequestError(f"{tp} is listed twice")
+        seen.add(tp)
+        if v < _SINCE.get(p.timestamp, 0):
+            raise UnsupportedVersionError(
+                f"timestamp {p.timestamp} needs ListOffsets v{_SINCE[p.timestamp]}"
+            )
+        offset, timestamp, epoch = ctx.broker.replica_manager.list_offset(
+            tp,
+            p.timestamp,
+            isolation_level=request.isolation_level if v >= 2 else 0,
+            current_leader_epoch=p.current_leader_epoch,
+            replica_id=request.replica_id,
+        )
+    except KafkaError as e:
+        out.error_code = e.code
+        return out
+    if v == 0:
+        out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
+    else:
+        out.offset = offset
+        out.timestamp = timestamp
+        if v >= 4:
+            out.leader_epoch = epoch
+    return out
+
+
+def _page(ctx: RequestContext, request: ListOffsetsRequest) -> None:
+    """v11: only the page's partitions are looked up; the ones before the cursor are just
+    remembered, so that a partition listed twice is still answered INVALID_REQUEST."""
+    c = request.cursor
+    if c is not None and (
+        c.partition_index < 0
+        or not any(
+            t.name == c.topic_name and p.partition_index == c.partition_index
+            for t in request.topics
+            for p in t.partitions
+        )
+    ):
+        # A cursor outside the request (or with a negative index): every partition says so.
+        bad = InvalidRequestError.code
+        topics = [
+            TopicResponse(
+                name=t.name,
+                partitions=[
+                    PartitionResponse(partition_index=p.partition_index, error_code=bad)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+        ctx.respond(ListOffsetsResponse(topics=topics))
+        return
+    room = pagination_limit(ctx, request.response_pagination_limit)
+    seeking = c is not None
+    seen: set[TopicPartition] = set()
+    page: list[TopicResponse] = []
+    response = ListOffsetsResponse()
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
-            out = PartitionResponse(partition_index=p.partition_index)
-            try:
-                if tp in seen:
-                    raise InvalidRequestError(f"{tp} is listed twice")
-                seen.add(tp)
-                if v < _SINCE.get(p.timestamp, 0):
-                    raise UnsupportedVersionError(
-                        f"timestamp {p.timestamp} needs ListOffsets v{_SINCE[p.timestamp]}"
-                    )
-                offset, timestamp, epoch = rm.list_offset(
-                    tp,
-                    p.timestamp,
-                    isolation_level=isolation,
-                    current_leader_epoch=p.current_leader_epoch,
-                    replica_id=request.replica_id,
+            if seeking:
+                assert c is not None
+                if t.name == c.topic_name and p.partition_index == c.partition_index:
+                    seeking = False
+                else:
+                    seen.add(TopicPartition(t.name, p.partition_index))
+                    continue
+            if room <= 0:
+                response.next_cursor = ListOffsetsResponse.Cursor(
+                    topic_name=t.name, partition_index=p.partition_index
                 )
-            except KafkaError as e:
-                out.error_code = e.code
-                partitions.append(out)
-                continue
-            if v == 0:
-                out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
-            else:
-                out.offset = offset
-                out.timestamp = timestamp
-                if v >= 4:
-                    out.leader_epoch = epoch
-            partitions.append(out)
-        topics.append(TopicResponse(name=t.name, partitions=partitions))
-    response = ListOffsetsResponse(topics=topics)
-    if v >= 11:
-        c = request.cursor
-        if c is not None and (
-            c.partition_index < 0 or TopicPartition(c.topic_name, c.partition_index) not in seen
-        ):
-            # A cursor outside the request (or with a negative index): every partition says so.
-            bad = InvalidRequestError.code
-            for out_topic in topics:
-                out_topic.partitions = [
-                    PartitionResponse(partition_index=r.partition_index, error_code=bad)
-                    for r in out_topic.partitions
-                ]
-            ctx.respond(response)
-            return
-        pager = Pager(
-            pagination_limit(ctx, request.response_pagination_limit),
-            None if c is None else (c.topic_name, c.partition_index),
-            sorted_keys=False,
-        )
-        page = []
-        for out_topic in topics:
-            out_topic.partitions = [
-                p for p in out_topic.partitions if pager.take((out_topic.name, p.partition_index))
-            ]
-            if out_topic.partitions:
-                page.append(out_topic)
-        response.topics = page
-        if pager.next is not None:
-            name, index = pager.next
-            assert isinstance(name, str) and isinstance(index, int)
-            response.next_cursor = ListOffsetsResponse.Cursor(
-                topic_name=name, partition_index=index
-            )
+                break
+            room -= 1
+            partitions.append(_answer(ctx, request, t.name, p, seen))
+        if partitions:
+            page.append(TopicResponse(name=t.name, partitions=partitions))
+        if response.next_cursor is not None:
+            break
+    response.topics = page
     ctx.respond(response)

@@ -7,8 +7,9 @@ offsets gets UNSTABLE_OFFSET_COMMIT for those partitions, so it retries after th
 transaction ends.
 v10 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
 in request order, a group's full listing by topic then partition); NextCursor names the
-group, topic and partition the next page starts at. A cursor outside the request, or with a
-negative index, answers INVALID_REQUEST for every group.
+group, topic and partition the next page starts at. Only what the page reaches is looked up:
+a full listing starts with a bisect in the group's sorted offsets. A cursor outside the
+request, or with a negative index, answers INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ R = OffsetFetchResponse
 @register(API_KEY, 0, 9, max_unstable_version=10)
 def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     v = ctx.api_version
+    if v >= 10:
+        _page(ctx, request)
+        return
     if v >= 8:
         groups = []
         for g in request.groups:
@@ -46,10 +50,7 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
             groups.append(
                 R.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error)
             )
-        response = OffsetFetchResponse(groups=groups)
-        if v >= 10:
-            _paginate(ctx, request, response)
-        ctx.respond(response)
+        ctx.respond(OffsetFetchResponse(groups=groups))
         return
     wanted = (
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
@@ -81,15 +82,26 @@ def _fetch(
     member: tuple[str | None, int] | None = None,
     *,
     stable: bool = False,
+    window: tuple[TopicPartition | None, int] | None = None,
 ) -> tuple[int, list[Any]]:
+    """A group's answer: (error code, topics). With ``window`` (start, count), a full
+    listing holds only the first ``count`` offsets at or after ``start``."""
     gc = ctx.broker.group_coordinator
     tps = None if wanted is None else [TopicPartition(n, i) for n, idx in wanted for i in idx]
+    # v9+: a member of a consumer-protocol group is checked against its epoch.
+    member_id, member_epoch = (None, -1) if member is None else member
+    items: list[tuple[TopicPartition, OffsetEntry | None]]
     try:
-        if member is None:
-            found = gc.fetch_offsets(group_id, tps)
+        if tps is None and window is not None:
+            items = list(
+                gc.fetch_offsets_from(
+                    group_id, *window, member_id=member_id, member_epoch=member_epoch
+                )
+            )
         else:
-            # v9+: a member of a consumer-protocol group is checked against its epoch.
-            found = gc.fetch_offsets(group_id, tps, member_id=member[0], member_epoch=member[1])
+            found = gc.fetch_offsets(group_id, tps, member_id=member_id, member_epoch=member_epoch)
+            # Sorted when listing everything, so that pages follow one stable order.
+            items = sorted(found.items()) if tps is None else list(found.items())
     except KafkaError as e:
         if wanted is None:
             return e.code, []
@@ -98,8 +110,6 @@ def _fetch(
             for n, idx in wanted
         ]
     by_topic: dict[str, list[Any]] = {}
-    # Sorted when listing everything, so that pages follow one stable order.
-    items = sorted(found.items()) if wanted is None else list(found.items())
     pending = ctx.broker.txn_offsets
     for tp, entry in items:
         out = _partition(partition_cls, tp.partition, entry, v)
@@ -122,11 +132,12 @@ def _partition(cls: Any, index: int, entry: OffsetEntry | None, v: int) -> Any:
     return out
 
 
-def _paginate(
-    ctx: RequestContext, request: OffsetFetchRequest, response: OffsetFetchResponse
-) -> None:
+def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
+    """v10: groups from the cursor's on, each answered only as far as the page reaches; a
+    full listing starts with a bisect in the group's sorted offsets."""
     c = request.cursor
     whole = False  # whether the cursor's group lists all its partitions (sorted)
+    first = 0  # the groups before the cursor's have been answered by earlier pages
     if c is not None:
         asked = {g.group_id: g for g in request.groups}
         group = asked.get(c.group_id)
@@ -142,12 +153,17 @@ def _paginate(
             problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
         if problem is not None:
             code = InvalidRequestError(problem).code
-            response.groups = [
-                R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
-                for g in request.groups
-            ]
+            ctx.respond(
+                OffsetFetchResponse(
+                    groups=[
+                        R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
+                        for g in request.groups
+                    ]
+                )
+            )
             return
         whole = group is not None and group.topics is None
+        first = next(i for i, g in enumerate(request.groups) if g.group_id == c.group_id)
     pager = Pager(
         pagination_limit(ctx, request.response_pagination_limit),
         None if c is None else (c.group_id, c.topic_name, c.partition_index),
@@ -156,25 +172,50 @@ def _paginate(
         request_prefix=1 if whole else 0,
     )
     page = []
-    for g in response.groups:
-        if not g.topics:
+    for g in request.groups[first:]:
+        if pager.full:
+            break
+        window: tuple[TopicPartition | None, int] | None = (None, pager.remaining + 1)
+        if pager.seeking:
+            assert c is not None
+            if whole and g.group_id == c.group_id:
+                window = (TopicPartition(c.topic_name, c.partition_index), pager.remaining + 1)
+            elif not whole:
+                window = None  # looking for the cursor's exact item
+        wanted = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
+        error, topics = _fetch(
+            ctx,
+            g.group_id,
+            wanted,
+            R.OffsetFetchResponseTopics,
+            R.OffsetFetchResponsePartitions,
+            ctx.api_version,
+            (g.member_id, g.member_epoch),
+            stable=request.require_stable,
+            window=window,
+        )
+        if not topics:
             if pager.reaches((g.group_id,)):
-                page.append(g)
+                page.append(
+                    R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=error)
+                )
             continue
-        topics = []
-        for t in g.topics:
+        kept = []
+        for t in topics:
             t.partitions = [
                 p for p in t.partitions if pager.take((g.group_id, t.name, p.partition_index))
             ]
             if t.partitions:
-                topics.append(t)
-        if topics:
-            g.topics = topics
-            page.append(g)
-    response.groups = page
+                kept.append(t)
+        if kept:
+            page.append(
+                R.OffsetFetchResponseGroup(group_id=g.group_id, topics=kept, error_code=error)
+            )
+    response = OffsetFetchResponse(groups=page)
     if pager.next is not None:
         group_id, topic, index = pager.next
         assert isinstance(group_id, str) and isinstance(topic, str) and isinstance(index, int)
         response.next_cursor = R.OffsetFetchCursor(
             group_id=group_id, topic_name=topic, partition_index=index
         )
+    ctx.respond(response)

@@ -3,15 +3,18 @@
 Groups of the consumer protocol (KIP-848) are listed with type and protocol type "consumer".
 
 v6 (unstable, seed 001) pages the answer: groups come sorted by id, at most the pagination
-limit of them, and NextCursor names the first group of the next page.
+limit of them, and NextCursor names the first group of the next page. A page starts with a
+bisect in the coordinator's sorted ids, so it costs its own size.
 """
 
 from __future__ import annotations
 
-import bisect
+import itertools
 
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.consumer_group import ConsumerGroup
+from kafkagen.runtime.broker.group_coordinator import Group
 from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 16
@@ -25,24 +28,20 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     states = {s.lower() for s in request.states_filter} if v >= 4 else set()
     types = {t.lower() for t in request.types_filter} if v >= 5 else set()
     gc = ctx.broker.group_coordinator
-    # (group id, protocol type, state, group type) of both protocols' groups.
-    listed = [(g.group_id, g.protocol_type or "", g.state.value, CLASSIC) for g in gc.list_groups()]
-    listed += [
-        (g.group_id, CONSUMER, g.state.value, CONSUMER) for g in gc.consumer.owned_groups(gc.owned)
-    ]
-    kept = [
-        (group_id, protocol_type, state, group_type)
-        for group_id, protocol_type, state, group_type in sorted(listed)
-        if (not states or state.lower() in states) and (not types or group_type in types)
-    ]
     response = ListGroupsResponse(error_code=0)
     if v >= 6:
-        if request.cursor is not None:
-            kept = kept[bisect.bisect_left(kept, request.cursor.group_id, key=lambda g: g[0]) :]
+        # Groups come by id from the cursor on, so a page costs its own size.
+        start = None if request.cursor is None else request.cursor.group_id
+        wanted = (g for g in map(_listed, gc.groups_from(start)) if _kept(g, states, types))
         limit = pagination_limit(ctx, request.response_pagination_limit)
+        kept = list(itertools.islice(wanted, limit + 1))
         if len(kept) > limit:
             response.next_cursor = ListGroupsResponse.GroupCursor(group_id=kept[limit][0])
-        kept = kept[:limit]  # only the page is built
+            del kept[limit:]
+    else:
+        listed = [_listed(g) for g in gc.list_groups()]
+        listed += [_listed(g) for g in gc.consumer.owned_groups(gc.owned)]
+        kept = [g for g in sorted(listed) if _kept(g, states, types)]
     response.groups = [
         ListGroupsResponse.ListedGroup(
             group_id=group_id,
@@ -53,3 +52,14 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
         for group_id, protocol_type, state, group_type in kept
     ]
     ctx.respond(response)
+
+
+def _listed(g: Group | ConsumerGroup) -> tuple[str, str, str, str]:
+    """(group id, protocol type, state, group type) as ListGroups answers them."""
+    if isinstance(g, ConsumerGroup):
+        return g.group_id, CONSUMER, g.state.value, CONSUMER
+    return g.group_id, g.protocol_type or "", g.state.value, CLASSIC
+
+
+def _kept(g: tuple[str, str, str, str], states: set[str], types: set[str]) -> bool:
+    return (not states or g[2].lower() in states) and (not types or g[3] in types)

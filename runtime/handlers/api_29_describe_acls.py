@@ -2,16 +2,17 @@
 
 v4 (unstable, seed 001) pages the resources, sorted by type, then name, then pattern type;
 NextCursor names the resource type and name the next page starts at. Resources that share a
-type and name (a LITERAL and a PREFIXED pattern) count as one and stay on one page.
+type and name (a LITERAL and a PREFIXED pattern) count as one and stay on one page. A page
+starts with a bisect in the ACL store's sorted resources, so it costs its own size.
 """
 
 from __future__ import annotations
 
 from kafkagen.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
-from kafkagen.runtime.broker.acls import AclFilter, PatternType
+from kafkagen.runtime.broker.acls import AclBinding, AclFilter, PatternType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import KafkaError
-from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 29
 Resource = DescribeAclsResponse.DescribeAclsResource
@@ -34,47 +35,54 @@ def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
     except KafkaError as e:
         ctx.respond(DescribeAclsResponse(error_code=e.code, error_message=e.message, resources=[]))
         return
+    if ctx.api_version >= 4:
+        _page(ctx, request, flt)
+        return
     grouped: dict[tuple[int, str, int], list[Description]] = {}
     for b in ctx.broker.metadata.acls.find(flt):
         grouped.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
-            Description(
-                principal=b.principal,
-                host=b.host,
-                operation=b.operation,
-                permission_type=b.permission_type,
-            )
+            _description(b)
         )
     resources = [
         Resource(resource_type=rt, resource_name=name, pattern_type=pt, acls=acls)
         for (rt, name, pt), acls in grouped.items()
     ]
-    response = DescribeAclsResponse(error_code=0, error_message=None, resources=resources)
-    if ctx.api_version >= 4:
-        c = request.cursor
-        pager = Pager(
-            pagination_limit(ctx, request.response_pagination_limit),
-            None if c is None else (c.resource_type, c.resource_name),
-            sorted_keys=True,
-        )
-        ordered = sorted(
-            resources, key=lambda r: (r.resource_type, r.resource_name, r.pattern_type)
-        )
-        page: list[Resource] = []
-        for r in ordered:
-            key = (r.resource_type, r.resource_name)
-            # The cursor cannot tell a LITERAL from a PREFIXED resource of the same type and
-            # name, so they never straddle two pages: a resumed page would repeat one.
-            if page and (page[-1].resource_type, page[-1].resource_name) == key:
-                page.append(r)
-            elif pager.take(key):
-                page.append(r)
-            elif pager.full:
+    ctx.respond(DescribeAclsResponse(error_code=0, error_message=None, resources=resources))
+
+
+def _description(b: AclBinding) -> Description:
+    return Description(
+        principal=b.principal,
+        host=b.host,
+        operation=b.operation,
+        permission_type=b.permission_type,
+    )
+
+
+def _page(ctx: RequestContext, request: DescribeAclsRequest, flt: AclFilter) -> None:
+    """v4: the store's resources from the cursor on, only as many as the page holds."""
+    c = request.cursor
+    room = pagination_limit(ctx, request.response_pagination_limit)
+    response = DescribeAclsResponse(error_code=0, error_message=None)
+    page: list[Resource] = []
+    start = None if c is None else (c.resource_type, c.resource_name)
+    for (rt, name, pt), bindings in ctx.broker.metadata.acls.resources_from(flt, start):
+        # The cursor cannot tell a LITERAL from a PREFIXED resource of the same type and
+        # name, so they never straddle two pages: a resumed page would repeat one.
+        if not (page and (page[-1].resource_type, page[-1].resource_name) == (rt, name)):
+            if room <= 0:
+                response.next_cursor = DescribeAclsResponse.ResourceCursor(
+                    resource_name=name, resource_type=rt
+                )
                 break
-        response.resources = page
-        if pager.next is not None:
-            rtype, name = pager.next
-            assert isinstance(name, str) and isinstance(rtype, int)
-            response.next_cursor = DescribeAclsResponse.ResourceCursor(
-                resource_name=name, resource_type=rtype
+            room -= 1
+        page.append(
+            Resource(
+                resource_type=rt,
+                resource_name=name,
+                pattern_type=pt,
+                acls=[_description(b) for b in bindings],
             )
+        )
+    response.resources = page
     ctx.respond(response)

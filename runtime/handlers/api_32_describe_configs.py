@@ -4,11 +4,13 @@ A broker resource is named by its id ("" means the cluster-wide defaults); every
 the process answers for any of them, since they share one config store. v5 (unstable,
 seed 001) pages whole resources, by type then name: as many as fit in the pagination limit
 counted in configs (at least one); NextCursor names the resource the next page starts at.
+Only the page's resources, and the next one, are described.
 A cursor naming a resource not asked for answers INVALID_REQUEST for every resource.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
@@ -30,52 +32,70 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 @register(API_KEY, 0, 4, max_unstable_version=5)
 def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
+    if ctx.api_version >= 5:
+        _page(ctx, request)
+        return
+    ctx.respond(
+        DescribeConfigsResponse(results=[_result(ctx, request, r) for r in request.resources])
+    )
+
+
+def _result(
+    ctx: RequestContext,
+    request: DescribeConfigsRequest,
+    res: DescribeConfigsRequest.DescribeConfigsResource,
+) -> Result:
     v = ctx.api_version
+    result = Result(
+        error_code=0,
+        error_message=None,
+        resource_type=res.resource_type,
+        resource_name=res.resource_name,
+        configs=[],
+    )
+    try:
+        entries = describe(ctx, res.resource_type, res.resource_name, res.configuration_keys)
+    except KafkaError as e:
+        result.error_code = e.code
+        result.error_message = e.message
+        return result
     synonyms = v >= 1 and request.include_synonyms
     docs = v >= 3 and request.include_documentation
-    results = []
-    for res in request.resources:
-        result = Result(
-            error_code=0,
-            error_message=None,
-            resource_type=res.resource_type,
-            resource_name=res.resource_name,
-            configs=[],
-        )
-        try:
-            entries = describe(ctx, res.resource_type, res.resource_name, res.configuration_keys)
-        except KafkaError as e:
-            result.error_code = e.code
-            result.error_message = e.message
-            results.append(result)
-            continue
-        result.configs = [_entry(e, v, synonyms, docs) for e in entries]
-        results.append(result)
-    response = DescribeConfigsResponse(results=results)
-    if v >= 5:
-        _paginate(ctx, request, response)
-    ctx.respond(response)
+    result.configs = [_entry(e, v, synonyms, docs) for e in entries]
+    return result
 
 
-def _paginate(
-    ctx: RequestContext, request: DescribeConfigsRequest, response: DescribeConfigsResponse
-) -> None:
+def _page(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
+    """v5: the requested resources by type then name from the cursor's on; only those the
+    page holds (and the one after, to know it does not fit) are described."""
     budget = pagination_limit(ctx, request.response_pagination_limit)
     c = request.cursor
-    results = sorted(response.results, key=lambda r: (r.resource_type, r.resource_name))
+    ordered = sorted(request.resources, key=lambda r: (r.resource_type, r.resource_name))
+    keys = [(r.resource_type, r.resource_name) for r in ordered]
+    start = 0
     if c is not None:
-        start = (c.resource_type, c.resource_name)
-        if start not in {(r.resource_type, r.resource_name) for r in results}:
+        start = bisect.bisect_left(keys, (c.resource_type, c.resource_name))
+        if start == len(keys) or keys[start] != (c.resource_type, c.resource_name):
             error = InvalidRequestError(
                 f"the cursor's resource (type {c.resource_type}, {c.resource_name!r}) "
                 "was not asked for"
             )
-            for r in response.results:
-                r.error_code, r.error_message, r.configs = error.code, error.message, []
+            results = [
+                Result(
+                    error_code=error.code,
+                    error_message=error.message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                    configs=[],
+                )
+                for r in request.resources
+            ]
+            ctx.respond(DescribeConfigsResponse(results=results))
             return
-        results = [r for r in results if (r.resource_type, r.resource_name) >= start]
+    response = DescribeConfigsResponse()
     page: list[Result] = []
-    for r in results:
+    for res in ordered[start:]:
+        r = _result(ctx, request, res)
         if page and len(r.configs) > budget:
             response.next_cursor = DescribeConfigsResponse.ResourceCursor(
                 resource_name=r.resource_name, resource_type=r.resource_type
@@ -84,6 +104,7 @@ def _paginate(
         budget -= len(r.configs)
         page.append(r)
     response.results = page
+    ctx.respond(response)
 
 
 def describe(
