@@ -976,6 +976,7 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
     }
     /* Counted again: a comparison above may have run Python code that changed the list. */
     n_unknown = Py_SIZE(unknown);
+    if (n_unknown > 64) goto done; /* sorted below in quadratic time: Python sorts more */
     unk = PyMem_Calloc(n_unknown + 1, sizeof(TagOut));
     if (unk == NULL) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n_unknown; i++) {
@@ -990,7 +991,7 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
         unk[i].len = PyBytes_GET_SIZE(b);
         unk[i].start = i; /* stable order among equal tags */
     }
-    /* Stable by tag: insertion sort, the lists are short. */
+    /* Stable by tag: insertion sort over at most 64 items. */
     for (Py_ssize_t i = 1; i < n_unknown; i++) {
         TagOut x = unk[i];
         Py_ssize_t j = i;

@@ -343,6 +343,17 @@ def test_unknown_tags_merge_with_known_ones_in_tag_order() -> None:
     assert again.unknown_tagged_fields == ((1, b"z"), (1, b"a"), (3, b"c"), (5, b"e"))
 
 
+@native_only
+def test_many_unknown_tags_in_any_order_encode_alike() -> None:
+    m = FindCoordinatorRequest(key="k")
+    m.unknown_tagged_fields = tuple((t % 37, bytes([t % 251])) for t in range(200, 0, -1))
+    native, python = both(FindCoordinatorRequest, partial(m.encode, 3))
+    assert_same(native, python, "200 unknown tags")
+    assert native[0] == "ok"
+    tags = FindCoordinatorRequest.decode(native[1], 3).unknown_tagged_fields
+    assert tags == tuple(sorted(m.unknown_tagged_fields, key=lambda t: t[0]))
+
+
 # --------------------------------------------------------------------------- objects
 
 
