@@ -79,56 +79,73 @@ def _answer(
 
 
 def _page(ctx: RequestContext, request: ListOffsetsRequest) -> None:
-    """v11: only the page's partitions are looked up; the ones before the cursor are just
-    remembered, so that a partition listed twice is still answered INVALID_REQUEST."""
+    """v11: only the page's partitions are looked up. The ones before the cursor are only
+    compared with the page's, so that a partition listed twice is still INVALID_REQUEST."""
     c = request.cursor
-    if c is not None and (
-        c.partition_index < 0
-        or not any(
-            t.name == c.topic_name and p.partition_index == c.partition_index
-            for t in request.topics
-            for p in t.partitions
-        )
-    ):
-        # A cursor outside the request (or with a negative index): every partition says so.
-        bad = InvalidRequestError.code
-        topics = [
-            TopicResponse(
-                name=t.name,
-                partitions=[
-                    PartitionResponse(partition_index=p.partition_index, error_code=bad)
-                    for p in t.partitions
-                ],
-            )
-            for t in request.topics
-        ]
-        ctx.respond(ListOffsetsResponse(topics=topics))
-        return
+    topics = request.topics
+    start = (0, 0)  # (topic, partition) position in the request where the page starts
+    if c is not None:
+        found = None if c.partition_index < 0 else _find(request, c.topic_name, c.partition_index)
+        if found is None:
+            # A cursor outside the request (or with a negative index): every partition says so.
+            bad = InvalidRequestError.code
+            answer = [
+                TopicResponse(
+                    name=t.name,
+                    partitions=[
+                        PartitionResponse(partition_index=p.partition_index, error_code=bad)
+                        for p in t.partitions
+                    ],
+                )
+                for t in topics
+            ]
+            ctx.respond(ListOffsetsResponse(topics=answer))
+            return
+        start = found
     room = pagination_limit(ctx, request.response_pagination_limit)
-    seeking = c is not None
-    seen: set[TopicPartition] = set()
-    page: list[TopicResponse] = []
     response = ListOffsetsResponse()
-    for t in request.topics:
-        partitions = []
-        for p in t.partitions:
-            if seeking:
-                assert c is not None
-                if t.name == c.topic_name and p.partition_index == c.partition_index:
-                    seeking = False
-                else:
-                    seen.add(TopicPartition(t.name, p.partition_index))
-                    continue
+    chosen: list[tuple[str, list[ListOffsetsRequest.ListOffsetsPartition]]] = []
+    for ti in range(start[0], len(topics)):
+        t = topics[ti]
+        taken = []
+        for pi in range(start[1] if ti == start[0] else 0, len(t.partitions)):
+            p = t.partitions[pi]
             if room <= 0:
                 response.next_cursor = ListOffsetsResponse.Cursor(
                     topic_name=t.name, partition_index=p.partition_index
                 )
                 break
             room -= 1
-            partitions.append(_answer(ctx, request, t.name, p, seen))
-        if partitions:
-            page.append(TopicResponse(name=t.name, partitions=partitions))
+            taken.append(p)
+        if taken:
+            chosen.append((t.name, taken))
         if response.next_cursor is not None:
             break
-    response.topics = page
+    # Earlier pages' partitions that the page lists again.
+    keys = {TopicPartition(name, p.partition_index) for name, ps in chosen for p in ps}
+    names = {name for name, _ in chosen}
+    seen: set[TopicPartition] = set()
+    for ti in range(min(start[0] + 1, len(topics))):
+        t = topics[ti]
+        if t.name not in names:
+            continue
+        stop = start[1] if ti == start[0] else len(t.partitions)
+        for pi in range(stop):
+            tp = TopicPartition(t.name, t.partitions[pi].partition_index)
+            if tp in keys:
+                seen.add(tp)
+    response.topics = [
+        TopicResponse(name=name, partitions=[_answer(ctx, request, name, p, seen) for p in ps])
+        for name, ps in chosen
+    ]
     ctx.respond(response)
+
+
+def _find(request: ListOffsetsRequest, topic: str, partition: int) -> tuple[int, int] | None:
+    """Where the request first lists the partition: (topic position, partition position)."""
+    for ti, t in enumerate(request.topics):
+        if t.name == topic:
+            for pi, p in enumerate(t.partitions):
+                if p.partition_index == partition:
+                    return ti, pi
+    return None
