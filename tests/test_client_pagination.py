@@ -495,21 +495,13 @@ def test_list_offsets_walks_every_partition_of_each_leader(
         return [(t.name, p.partition_index, p.offset) for t in r.topics for p in t.partitions]
 
     order = positions([tuple(tp) for tp in tps])
-    got = check_walks(
-        cluster,
-        fetch,
-        items,
-        items,
-        order=lambda x: order(x[:2]),
-        limits=(7, 2000),
-    )
+    # Limit 1 is a page per partition: about 1,000 pages from each leader, each looking up
+    # only its own partition.
+    got = check_walks(cluster, fetch, items, items, order=lambda x: order(x[:2]))
+    assert len(got) == TOPICS * PARTITIONS + 3
     assert [x[:2] for x in got] == [tuple(tp) for tp in tps]
     # The producers' records are really there: the latest offsets count them.
     assert sum(x[2] for x in got if x[0] == "producers") == PRODUCERS
-    # Limit 1 over 300 partitions (each page costs the whole request at the broker).
-    tps = tps[-300:]
-    order = positions([tuple(tp) for tp in tps])
-    check_walks(cluster, fetch, items, items, order=lambda x: order(x[:2]), limits=(1,))
 
 
 # --------------------------------------------------------------------------- DescribeLogDirs
@@ -578,16 +570,12 @@ def test_offset_fetch_walks_every_committed_partition_of_every_group(
         order=order,
         counted=False,  # the unpaged answer below v8 is one request per group
         expect_at_least=TOPICS * PARTITIONS,
-        limits=(7, 2000),
     )
+    # Limit 1 walked them all, a page per partition: "offsets-all" alone is 3,000 pages,
+    # each starting with a bisect in the group's sorted offsets.
     assert sum(1 for x in got if x[0] == "offsets-all") == TOPICS * PARTITIONS
+    assert len(got) > TOPICS * PARTITIONS + 200  # the four smaller groups' too
     assert all(x[3] == 100 + x[2] for x in got)
-    # Limit 1 over the four smaller groups (each page costs all of a group's offsets).
-    groups = state.offset_groups[1:]
-    small = check_walks(
-        cluster, fetch, page_items, result_items, order=order, counted=False, limits=(1,)
-    )
-    assert len(small) > 200
 
 
 # --------------------------------------------------------------------------- DescribeProducers
@@ -800,12 +788,12 @@ def test_describe_acls_walks_every_resource_in_order(
         items,
         order=ACL_ORDER,
         expect_at_least=2 * ACL_NAMES,
-        limits=(7, 2000),
         count=acl_count,
         same_order=False,  # unpaged versions list resources in the order they were made
     )
+    # At limit 1 that is 2,000 pages: a page is one (type, name), with its PREFIXED twin.
     assert len(got) == 2 * ACL_NAMES + ACL_NAMES // 50
-    # Limit 1 over the group resources (each page costs every matching binding).
+    # A filter on one type pages only that type's resources.
     resource_type = 3
     groups = check_walks(
         cluster,
@@ -831,12 +819,47 @@ ACL_ORDER: Callable[[Any], Any] = lambda x: x  # noqa: E731  (type, name, patter
 
 # --------------------------------------------------------------------------- DescribeConfigs
 
+CONFIG_TOPICS = 1000  # one partition each, only for DescribeConfigs
+
+
+@pytest.fixture(scope="module")
+def config_topics(cluster: BackgroundCluster) -> list[str]:
+    """1,000 more topics, every tenth with its own segment.ms. Made when DescribeConfigs
+    first needs them, so the walks of partitions above do not grow by 1,000."""
+    names = [f"config-{i:04d}" for i in range(CONFIG_TOPICS)]
+
+    async def go() -> None:
+        async with await open_client(cluster) as client:
+            await create_topics(client, names, 1)
+            alter = AlterConfigsRequest(
+                resources=[
+                    AlterConfigsRequest.AlterConfigsResource(
+                        resource_type=2,
+                        resource_name=n,
+                        configs=[
+                            AlterConfigsRequest.AlterableConfig(
+                                name="segment.ms", value=str(3_600_000 + i)
+                            )
+                        ],
+                    )
+                    for i, n in enumerate(names)
+                    if i % 10 == 0
+                ]
+            )
+            response: Any = await client.request(alter)
+            assert {r.error_code for r in response.responses} == {0}
+
+    run(go())
+    return names
+
 
 @pytest.mark.slow
 def test_describe_configs_walks_whole_resources_by_type_then_name(
-    cluster: BackgroundCluster, state: State
+    cluster: BackgroundCluster, state: State, config_topics: list[str]
 ) -> None:
-    resources = [(4, "1"), (4, "0"), (4, "2"), (4, "")] + [(2, t) for t in state.topics[::-1]]
+    # 4 broker resources and 1,300 topics, in an order that is not the paged one.
+    topics = sorted([*state.topics, *config_topics], reverse=True)
+    resources = [(4, "1"), (4, "0"), (4, "2"), (4, "")] + [(2, t) for t in topics]
 
     def fetch(c: KafkaClient, limit: int | None, paginate: bool, on: admin.PageObserver) -> Any:
         return admin.describe_configs_all(c, resources, limit=limit, paginate=paginate, on_page=on)
@@ -851,20 +874,20 @@ def test_describe_configs_walks_whole_resources_by_type_then_name(
     def by_type_then_name(x: Any) -> Any:
         return x[:2]
 
-    # Whole resources count in configs, at least one a page: a topic's dozen configs make
-    # limits 1 and 7 one resource a page, so those walk the first 60 topics.
-    got = check_walks(
-        cluster, fetch, items, items, order=by_type_then_name, counted=False, limits=(2000,)
-    )
+    # A page is whole resources, counted in configs, and at least one resource: a topic's
+    # 13 configs make limits 1 and 7 one resource a page (1,304 pages), while limit 2000
+    # holds about 150 resources a page. Each page describes only its own resources.
+    got = check_walks(cluster, fetch, items, items, order=by_type_then_name, counted=False)
     # AlterConfigs' values are there, and only on the topics that got one.
     retention = {x[1]: x[3] for x in got if x[0] == 2 and x[2] == "retention.ms"}
     assert retention[state.topics[3]] == "60003" and retention[state.topics[4]] != "60004"
-    assert len(got) > 3000
+    segment = {x[1]: x[3] for x in got if x[0] == 2 and x[2] == "segment.ms"}
+    assert segment[config_topics[990]] == "3600990" and segment[config_topics[991]] != "3600991"
+    assert len({x[:2] for x in got}) == len(resources) == 4 + TOPICS + CONFIG_TOPICS
     assert [x[:2] for x in got if x[2] == "retention.ms"] == [
         r for r in resources if r[0] == 2
     ]  # the merged answer keeps the caller's order
     resources = resources[:64]
-    check_walks(cluster, fetch, items, items, order=by_type_then_name, counted=False, limits=(1, 7))
 
     # A page holds whole resources within the limit counted in configs, or a single one.
     pages: list[Any] = []
@@ -879,6 +902,18 @@ def test_describe_configs_walks_whole_resources_by_type_then_name(
     for page in pages:
         assert len(page) <= 40 or len({x[:2] for x in page}) == 1
     assert max(len({x[:2] for x in page}) for page in pages) >= 2
+
+    # Limit 1: one resource a page, the page count the resource count.
+    single: list[Any] = []
+
+    async def walk_single() -> None:
+        async with await open_client(cluster) as client:
+            await admin.describe_configs_all(
+                client, resources, limit=1, on_page=lambda _, p: single.append(items(p))
+            )
+
+    run(walk_single())
+    assert [len({x[:2] for x in page}) for page in single] == [1] * len(resources)
 
 
 # --------------------------------------------------------------------------- cursors
