@@ -1139,6 +1139,126 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
     assert found == [in_p0[100]]  # newest first: the next older producer of partition 0
 
 
+def test_an_item_made_between_pages_appears_when_it_sorts_after_the_cursor(
+    cluster: BackgroundCluster, state: State
+) -> None:
+    """The broker's sorted listings (groups, a group's offsets, ACL resources) take in what
+    was made since the previous page."""
+
+    async def go() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with await open_client(cluster) as client:
+            # Groups: a, c, then b of one coordinator commit offsets (Empty groups).
+            candidates = [f"late-group-{i:02d}" for i in range(60)]
+            found = await client.find_coordinators(candidates)
+            a, b, c = [g for g in candidates if found[g] == found[candidates[0]]][:3]
+            other = await coordinator(client, a)
+            list_groups = ListGroupsRequest(
+                states_filter=["Empty"],
+                response_pagination_limit=1,
+                cursor=ListGroupsRequest.GroupCursor(group_id=a),
+            )
+            for g in (a, c):
+                committed: Any = await other.request(commit_request(g, state.topics[:1]))
+                assert committed.topics[0].partitions[0].error_code == 0
+            out["groups_before"] = await other.request(list_groups, 6)
+            committed = await other.request(commit_request(b, state.topics[:1]))
+            assert committed.topics[0].partitions[0].error_code == 0
+            out["groups_after"] = await other.request(list_groups, 6)
+            out["groups"] = (a, b, c)
+
+            # Offsets: partitions 0 and 2 of a topic, then 1.
+            group, topic = "late-offsets", state.topics[0]
+            other = await coordinator(client, group)
+
+            async def commit(*indexes: int) -> None:
+                part = OffsetCommitRequest.OffsetCommitRequestPartition
+                request = OffsetCommitRequest(
+                    group_id=group,
+                    generation_id_or_member_epoch=-1,
+                    topics=[
+                        OffsetCommitRequest.OffsetCommitRequestTopic(
+                            name=topic,
+                            partitions=[
+                                part(partition_index=i, committed_offset=7) for i in indexes
+                            ],
+                        )
+                    ],
+                )
+                response: Any = await other.request(request)
+                assert {p.error_code for t in response.topics for p in t.partitions} == {0}
+
+            fetch = OffsetFetchRequest(
+                groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)],
+                response_pagination_limit=1,
+                cursor=OffsetFetchRequest.OffsetFetchCursor(
+                    group_id=group, topic_name=topic, partition_index=0
+                ),
+            )
+            await commit(0, 2)
+            out["offsets_before"] = await other.request(fetch, 10)
+            await commit(1)
+            out["offsets_after"] = await other.request(fetch, 10)
+
+            # ACLs: resources a and c, then b.
+            async def create(name: str) -> None:
+                created: Any = await client.request(
+                    CreateAclsRequest(
+                        creations=[
+                            CreateAclsRequest.AclCreation(
+                                resource_type=2,
+                                resource_name=name,
+                                resource_pattern_type=3,
+                                principal="User:late",
+                                host="*",
+                                operation=3,
+                                permission_type=3,
+                            )
+                        ]
+                    )
+                )
+                assert created.results[0].error_code == 0
+
+            describe = DescribeAclsRequest(
+                resource_type_filter=2,
+                resource_name_filter=None,
+                pattern_type_filter=3,
+                principal_filter="User:late",
+                host_filter=None,
+                operation=1,
+                permission_type=1,
+                response_pagination_limit=1,
+                cursor=DescribeAclsRequest.ResourceCursor(
+                    resource_name="late-acl-a", resource_type=2
+                ),
+            )
+            for name in ("late-acl-a", "late-acl-c"):
+                await create(name)
+            out["acls_before"] = await client.request(describe, 4)
+            await create("late-acl-b")
+            out["acls_after"] = await client.request(describe, 4)
+        return out
+
+    out = run(go())
+    a, b, c = out["groups"]
+    for key, following in (("groups_before", c), ("groups_after", b)):
+        page = out[key]
+        assert [g.group_id for g in page.groups] == [a], key
+        assert page.next_cursor is not None and page.next_cursor.group_id == following, key
+    for key, following in (("offsets_before", 2), ("offsets_after", 1)):
+        page = out[key]
+        assert [p.partition_index for g in page.groups for t in g.topics for p in t.partitions] == [
+            0
+        ], key
+        assert page.next_cursor is not None, key
+        assert page.next_cursor.partition_index == following, key
+    for key, following_acl in (("acls_before", "late-acl-c"), ("acls_after", "late-acl-b")):
+        page = out[key]
+        assert [r.resource_name for r in page.resources] == ["late-acl-a"], key
+        assert page.next_cursor is not None, key
+        assert page.next_cursor.resource_name == following_acl, key
+
+
 INVALID_REQUEST = InvalidRequestError.code
 
 
