@@ -538,8 +538,8 @@ class Fuzzer:
         rules = self.table[(api, kind)]
         oracle = self._oracles.get((api, kind))
         if oracle is None:
-            # Reused across the tasks a worker process runs while the rules are the same:
-            # its compiled plans are most of what a task would otherwise build again.
+            # Reused across the tasks a worker process runs while the rules are the same,
+            # so each task does not compile the same plans again.
             oracle = _ORACLES.get((api, kind))
             if oracle is None or oracle.rules != rules:
                 oracle = _ORACLES[(api, kind)] = Oracle(rules)
