@@ -62,7 +62,16 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
         allow_create = (v < 4 or request.allow_auto_topic_creation) and broker.configs.broker_bool(
             "auto.create.topics.enable"
         )
+        room = -1
+        if v >= 13:
+            # A page of named topics costs its own size: start at the cursor's topic (the
+            # ones before it were answered by earlier pages) and stop once the limit plus
+            # the partition naming the next cursor are covered.
+            requested = _from_cursor(request, requested)
+            room = pagination_limit(ctx, request.response_pagination_limit) + 1
         for t in requested:
+            if room == 0:
+                break
             name = t.name
             if name is None:
                 # v10+: a topic asked for by id.
@@ -83,7 +92,16 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                 except KafkaError as e:
                     topics.append(_error(e, name, _ZERO))
                     continue
-            topics.append(_topic(ctx, existing, topic_ops))
+            topic = _topic(ctx, existing, topic_ops)
+            topics.append(topic)
+            if room > 0:
+                c = request.cursor
+                after = [
+                    p
+                    for p in topic.partitions
+                    if c is None or name != c.topic_name or p.partition_index >= c.partition_index
+                ]
+                room = max(room - len(after), 0)
     brokers = KeyedList(
         MetadataResponse.MetadataResponseBroker(
             node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
@@ -130,6 +148,20 @@ def _topic(ctx: RequestContext, info: TopicInfo, ops: int) -> Topic:
         ],
         topic_authorized_operations=ops,
     )
+
+
+def _from_cursor(
+    request: MetadataRequest, requested: list[MetadataRequest.MetadataRequestTopic]
+) -> list[MetadataRequest.MetadataRequestTopic]:
+    """The requested topics from the cursor's own on (all of them without a cursor, or when
+    the cursor names no requested topic: the pager then answers INVALID_REQUEST)."""
+    c = request.cursor
+    if c is None:
+        return requested
+    for i, t in enumerate(requested):
+        if t.name == c.topic_name:
+            return requested[i:]
+    return requested
 
 
 def _window(
