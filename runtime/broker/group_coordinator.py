@@ -25,7 +25,7 @@ import functools
 import heapq
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,7 +41,7 @@ from kafkagen.runtime.timer import Timer
 
 from . import group_records as gr
 from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_state_key
-from .metadata import OFFSETS_TOPIC, TopicPartition
+from .metadata import OFFSETS_TOPIC, ClusterMetadata, TopicPartition
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ProduceResult
 from .sorted_keys import SortedKeysDict
@@ -56,6 +56,7 @@ __all__ = [
     "JoinResult",
     "Member",
     "OffsetEntry",
+    "offset_records",
     "SyncResult",
     "partition_for",
 ]
@@ -123,6 +124,27 @@ class OffsetEntry:
     leader_epoch: int
     metadata: str
     commit_timestamp: int
+
+
+def offset_records(
+    md: ClusterMetadata, group_id: str, offsets: Mapping[TopicPartition, OffsetEntry]
+) -> tuple[list[Record], dict[TopicPartition, int]]:
+    """The offsets topic records of a commit, and the per-partition errors of the entries
+    that cannot be committed (unknown partition, metadata over Kafka's size limit)."""
+    errors: dict[TopicPartition, int] = {}
+    records = []
+    for tp, entry in offsets.items():
+        if md.partition(tp.topic, tp.partition) is None:
+            errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
+            errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+        else:
+            value = gr.OffsetValue(
+                entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
+            )
+            key = gr.offset_key(group_id, tp.topic, tp.partition)
+            records.append(Record(-1, entry.commit_timestamp, key, gr.offset_value(value)))
+    return records, errors
 
 
 @dataclass(eq=False, slots=True)
@@ -1141,25 +1163,7 @@ class GroupCoordinator:
             cache = group.offsets
         owner: object = consumer_group if consumer_group is not None else group
         md = self.broker.metadata
-        errors: dict[TopicPartition, int] = {}
-        records = []
-        for tp, entry in offsets.items():
-            if md.partition(tp.topic, tp.partition) is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                value = gr.OffsetValue(
-                    entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
-                )
-                records.append(
-                    Record(
-                        -1,
-                        entry.commit_timestamp,
-                        gr.offset_key(group_id, tp.topic, tp.partition),
-                        gr.offset_value(value),
-                    )
-                )
+        records, errors = offset_records(md, group_id, offsets)
         valid = {tp: e for tp, e in offsets.items() if tp not in errors}
         if not valid:
             callback(errors)

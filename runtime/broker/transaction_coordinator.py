@@ -41,13 +41,12 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
-from . import group_records as gr
 from .group_coordinator import (
-    MAX_METADATA,
     Group,
     GroupState,
     OffsetEntry,
     _coordinator_error,
+    offset_records,
     partition_for,
 )
 from .metadata import OFFSETS_TOPIC, TopicPartition
@@ -924,25 +923,7 @@ class TxnOffsetStore:
                 fail(error)
                 return
         md = self.broker.metadata
-        errors: dict[TopicPartition, int] = {}
-        records = []
-        for tp, entry in offsets.items():
-            if md.partition(tp.topic, tp.partition) is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                value = gr.OffsetValue(
-                    entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
-                )
-                records.append(
-                    Record(
-                        -1,
-                        entry.commit_timestamp,
-                        gr.offset_key(group_id, tp.topic, tp.partition),
-                        gr.offset_value(value),
-                    )
-                )
+        records, errors = offset_records(md, group_id, offsets)
         valid = {tp: e for tp, e in offsets.items() if tp not in errors}
         topic = md.topic(OFFSETS_TOPIC)
         if not valid or topic is None:
