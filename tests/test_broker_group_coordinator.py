@@ -305,6 +305,16 @@ def test_commit_to_unknown_topic_is_refused_per_partition(g: Groups) -> None:
     assert errors[T0] == 0
 
 
+def test_commit_with_oversized_metadata_is_refused_for_that_partition_only(g: Groups) -> None:
+    got: list[dict[TopicPartition, int]] = []
+    entries = {T0: OffsetEntry(3, -1, "m" * 4097, 0), T1: OffsetEntry(4, -1, "m" * 4096, 0)}
+    g.gc.commit_offsets("g", -1, "", None, entries, got.append)
+    assert got == [{T0: ErrorCode.OFFSET_METADATA_TOO_LARGE, T1: 0}]
+    found = g.gc.fetch_offsets("g", [T0, T1])
+    assert found[T0] is None
+    assert found[T1] is not None and found[T1].metadata == "m" * 4096
+
+
 def test_member_commits_are_checked_against_the_generation(g: Groups) -> None:
     leader, follower, gen = g.stable_pair()
     assert g.commit({T0: 5}, gen, leader)[0][T0] == 0
