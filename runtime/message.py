@@ -184,23 +184,25 @@ def _failing_offset(error: BaseException, default: int) -> int:
     fact keeps bounds tests off the fast path. For invalid UTF-8 the offset is the bad
     byte's.
     """
-    offset = default
-    text_start = None
     # Skip the catching frame: reading a running frame's locals would store the exception
     # in them and leave a reference cycle behind every failed decode.
     tb = error.__traceback__.tb_next if error.__traceback__ is not None else None
+    frames = []
     while tb is not None:
-        local = tb.tb_frame.f_locals
-        pos = local.get("pos")
-        if isinstance(pos, int):
-            offset = pos
-            start = local.get("start")
-            text_start = start if isinstance(start, int) else None
+        frames.append(tb.tb_frame)
         tb = tb.tb_next
     error.__traceback__ = None  # the frames are not needed any more
-    if isinstance(error, UnicodeDecodeError) and text_start is not None:
-        return text_start + error.start
-    return offset
+    # Innermost first, and stop at the first frame that holds an offset: reading a frame's
+    # locals copies them all, so walking every frame made failed decodes slow.
+    for frame in reversed(frames):
+        local = frame.f_locals
+        pos = local.get("pos")
+        if isinstance(pos, int):
+            start = local.get("start")
+            if isinstance(error, UnicodeDecodeError) and isinstance(start, int):
+                return start + error.start
+            return pos
+    return default
 
 
 class KeyedList(list[T], Generic[T]):
