@@ -44,6 +44,8 @@ def bytes_to_json(b: Buffer) -> str:
 
 
 def as_int(value: Any, path: str) -> int:
+    if value.__class__ is int:  # the common case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise _bad(path, "an integer", value)
     return value
@@ -91,56 +93,53 @@ def as_object(value: Any, path: str) -> dict[str, Any]:
     return value
 
 
-def _get(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool) -> Any:
-    try:
-        value = obj[key]
-    except KeyError:
-        if missing is REQUIRED:
-            raise missing_field(path, key) from None
-        return missing
-    if value is None and not nullable:
-        raise ValueError(f"{path}.{key}: null is not allowed here")
-    return value
-
-
 class _Getter(Protocol):
     def __call__(
         self, obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False
     ) -> Any: ...
 
 
-def _getter(convert: Callable[[Any, str], Any]) -> _Getter:
-    """A reader of one key of a JSON object: absent, null or the value ``convert`` checks."""
+def _getter(convert: Callable[[Any, str], Any], exact: type | None = None) -> _Getter:
+    """A reader of one key of a JSON object: absent, null or the value ``convert`` checks.
+
+    A value of type ``exact`` is returned as it is: ``from_json`` reads every field through
+    these, so the common case skips the converter call and the path text it needs.
+    """
 
     def get(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
-        value = _get(obj, key, path, missing, nullable)
-        return value if value is None or value is missing else convert(value, f"{path}.{key}")
+        try:
+            value = obj[key]
+        except KeyError:
+            if missing is REQUIRED:
+                raise missing_field(path, key) from None
+            return missing
+        if value.__class__ is exact:
+            return value
+        if value is None:
+            if nullable:
+                return None
+            raise ValueError(f"{path}.{key}: null is not allowed here")
+        return convert(value, f"{path}.{key}")
 
     return get
 
 
-get_int = _getter(as_int)
-get_float = _getter(as_float)
-get_bool = _getter(as_bool)
-get_str = _getter(as_str)
+get_int = _getter(as_int, int)
+get_float = _getter(as_float, float)
+get_bool = _getter(as_bool, bool)
+get_str = _getter(as_str, str)
 get_uuid = _getter(as_uuid)
 get_bytes = _getter(as_bytes)
 
 
-def get_list(obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    if value is None or value is missing or isinstance(value, list):
-        return value
-    raise _bad(f"{path}.{key}", "an array", value)
+def _as_list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _bad(path, "an array", value)
+    return value
 
 
-def get_object(
-    obj: dict[str, Any], key: str, path: str, missing: Any, nullable: bool = False
-) -> Any:
-    value = _get(obj, key, path, missing, nullable)
-    if value is None or value is missing or isinstance(value, dict):
-        return value
-    raise _bad(f"{path}.{key}", "an object", value)
+get_list = _getter(_as_list, list)
+get_object = _getter(as_object, dict)
 
 
 __all__ = [

@@ -695,3 +695,68 @@ def test_decode_error_is_a_value_error_with_position() -> None:
     assert isinstance(err, ValueError)
     assert (err.message, err.version) == ("MetadataRequest", 1)
     assert 0 <= err.offset <= 2
+
+
+# ------------------------------------------------------------------ from_json: bad input
+
+
+def _metadata_json() -> dict[str, Any]:
+    m = MetadataResponse(
+        brokers=KeyedList([MetadataResponse.MetadataResponseBroker(node_id=1, host="h")]),
+        topics=KeyedList(
+            [
+                MetadataResponse.MetadataResponseTopic(
+                    name="t",
+                    topic_id=uuid.UUID(int=7),
+                    partitions=[MetadataResponse.MetadataResponsePartition(replica_nodes=[1])],
+                )
+            ]
+        ),
+    )
+    return m.to_json(12)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda j: j.pop("controllerId"), "MetadataResponse.controllerId: required field missing"),
+        (
+            lambda j: j.update(controllerId=True),
+            "MetadataResponse.controllerId: expected an integer, got True",
+        ),
+        (
+            lambda j: j.update(controllerId="1"),
+            "MetadataResponse.controllerId: expected an integer, got '1'",
+        ),
+        (lambda j: j.update(brokers=None), "MetadataResponse.brokers: null is not allowed here"),
+        (lambda j: j.update(brokers={}), "MetadataResponse.brokers: expected an array, got {}"),
+        (
+            lambda j: j["brokers"][0].update(host=5),
+            "MetadataResponse.MetadataResponseBroker.host: expected a string, got 5",
+        ),
+        (
+            lambda j: j["topics"][0].update(topicId="not-a-uuid"),
+            "MetadataResponse.MetadataResponseTopic.topicId: expected a 22-character "
+            "base64url uuid, got 'not-a-uuid'",
+        ),
+        (
+            lambda j: j["topics"][0]["partitions"][0].update(replicaNodes=[1, "2"]),
+            "MetadataResponse.MetadataResponsePartition: expected an integer, got '2'",
+        ),
+    ],
+)
+def test_from_json_names_the_bad_field_and_value(change: Any, message: str) -> None:
+    obj = _metadata_json()
+    assert MetadataResponse.from_json(obj, 12).to_json(12) == obj
+    change(obj)
+    with pytest.raises(ValueError) as caught:
+        MetadataResponse.from_json(obj, 12)
+    assert str(caught.value) == message
+
+
+def test_from_json_takes_null_where_the_field_is_nullable() -> None:
+    obj = _metadata_json()
+    obj["clusterId"] = None
+    obj["brokers"][0]["rack"] = None
+    got = MetadataResponse.from_json(obj, 12)
+    assert got.cluster_id is None and got.brokers[0].rack is None
