@@ -371,25 +371,9 @@ class GroupCoordinator:
 
     def ensure_offsets_topic(self) -> bool:
         """Create ``__consumer_offsets`` on first use, as Kafka does; False if impossible."""
-        md = self.broker.metadata
-        if md.topic(OFFSETS_TOPIC) is not None:
-            return True
-        alive = len(md.alive_brokers())
-        if alive == 0:
-            return False
-        rf = min(self._cfg("offsets.topic.replication.factor"), alive)
-        try:
-            md.create_topic(
-                OFFSETS_TOPIC,
-                self.offsets_partitions,
-                rf,
-                configs={"cleanup.policy": "compact"},
-                internal=True,
-            )
-        except KafkaError:
-            _log.exception("cannot create %s", OFFSETS_TOPIC)
-            return False
-        return True
+        return self.broker.metadata.ensure_internal_topic(
+            OFFSETS_TOPIC, self.offsets_partitions, self._cfg("offsets.topic.replication.factor")
+        )
 
     def coordinator_for(self, group_id: str) -> int:
         """The broker id coordinating ``group_id`` (-1 if none is available)."""

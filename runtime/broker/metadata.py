@@ -10,6 +10,7 @@ every change, so that a log directory can keep it across restarts.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,7 @@ from kafkagen.runtime.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicExceptionError,
+    KafkaError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -177,6 +179,27 @@ class ClusterMetadata:
         return sorted(b.node_id for b in self.brokers.values() if b.alive)
 
     # -- topics -----------------------------------------------------------------------
+
+    def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int) -> bool:
+        """Create a coordinator's compacted topic on first use, as Kafka does, with the
+        replication factor capped by the live brokers; False if it cannot exist yet."""
+        if self.topic(name) is not None:
+            return True
+        alive = len(self.alive_brokers())
+        if alive == 0:
+            return False
+        try:
+            self.create_topic(
+                name,
+                partitions,
+                min(replication_factor, alive),
+                configs={"cleanup.policy": "compact"},
+                internal=True,
+            )
+        except KafkaError:
+            logging.getLogger("kafkagen.broker").exception("cannot create %s", name)
+            return False
+        return True
 
     def topic(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)

@@ -314,25 +314,11 @@ class TransactionCoordinator:
 
     def ensure_state_topic(self) -> bool:
         """Create ``__transaction_state`` on first use, as Kafka does; False if impossible."""
-        md = self.broker.metadata
-        if md.topic(TXN_STATE_TOPIC) is not None:
-            return True
-        alive = len(md.alive_brokers())
-        if alive == 0:
-            return False
-        rf = min(self._cfg("transaction.state.log.replication.factor"), alive)
-        try:
-            md.create_topic(
-                TXN_STATE_TOPIC,
-                self._cfg("transaction.state.log.num.partitions"),
-                rf,
-                configs={"cleanup.policy": "compact"},
-                internal=True,
-            )
-        except KafkaError:
-            _log.exception("cannot create %s", TXN_STATE_TOPIC)
-            return False
-        return True
+        return self.broker.metadata.ensure_internal_topic(
+            TXN_STATE_TOPIC,
+            self._cfg("transaction.state.log.num.partitions"),
+            self._cfg("transaction.state.log.replication.factor"),
+        )
 
     def coordinator_for(self, transactional_id: str) -> int:
         """The broker id coordinating ``transactional_id`` (-1 if none is available)."""
