@@ -238,6 +238,24 @@ def _raise_top_error(response: Message, client: KafkaClient, version: int) -> No
         raise error_for_code(code)(f"{where}: {detail}" if detail else where)
 
 
+async def _ask_coordinators(
+    client: KafkaClient,
+    by_node: Mapping[Node, list[str]],
+    api_key: int,
+    build: Callable[[list[str]], Message],
+    paginate: bool,
+    limit: int | None,
+    on_page: PageObserver | None,
+) -> list[Any]:
+    """One walk per coordinator, of the request ``build`` makes for the keys it owns."""
+
+    async def ask(node: Node, mine: list[str]) -> Any:
+        other = await client.for_node(node.host, node.port)
+        return await _walk(other, build(mine), _version(other, api_key, paginate), limit, on_page)
+
+    return await _gather([ask(n, mine) for n, mine in by_node.items()])
+
+
 async def _gather(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     tasks = [asyncio.ensure_future(c) for c in calls]
     try:
@@ -622,17 +640,14 @@ async def describe_groups_all(
     ids = _keys(groups, "group")
     by_node, errors = await _coordinators(client, ids, CoordinatorType.GROUP)
 
-    async def ask(node: Node, mine: list[str]) -> DescribeGroupsResponse:
-        other = await client.for_node(node.host, node.port)
-        version = _version(other, 15, paginate)
-        request = DescribeGroupsRequest(
+    def build(mine: list[str]) -> DescribeGroupsRequest:
+        return DescribeGroupsRequest(
             groups=mine, include_authorized_operations=include_authorized_operations
         )
-        response: DescribeGroupsResponse = await _walk(other, request, version, limit, on_page)
-        return response
 
     found: dict[str, DescribeGroupsResponse.DescribedGroup] = {}
-    for response in await _gather([ask(n, mine) for n, mine in by_node.items()]):
+    answers = await _ask_coordinators(client, by_node, 15, build, paginate, limit, on_page)
+    for response in answers:
         for g in response.groups:
             found[g.group_id] = g
     for group_id, error in errors.items():
@@ -661,19 +676,14 @@ async def consumer_group_describe_all(
     ids = _keys(groups, "group")
     by_node, errors = await _coordinators(client, ids, CoordinatorType.GROUP)
 
-    async def ask(node: Node, mine: list[str]) -> ConsumerGroupDescribeResponse:
-        other = await client.for_node(node.host, node.port)
-        version = _version(other, 69, paginate)
-        request = ConsumerGroupDescribeRequest(
+    def build(mine: list[str]) -> ConsumerGroupDescribeRequest:
+        return ConsumerGroupDescribeRequest(
             group_ids=mine, include_authorized_operations=include_authorized_operations
         )
-        response: ConsumerGroupDescribeResponse = await _walk(
-            other, request, version, limit, on_page
-        )
-        return response
 
     found: dict[str, ConsumerGroupDescribeResponse.DescribedGroup] = {}
-    for response in await _gather([ask(n, mine) for n, mine in by_node.items()]):
+    answers = await _ask_coordinators(client, by_node, 69, build, paginate, limit, on_page)
+    for response in answers:
         for g in response.groups:
             found[g.group_id] = g
     for group_id, error in errors.items():
@@ -812,17 +822,12 @@ async def describe_transactions_all(
     ids = _keys(transactional_ids, "transactional id")
     by_node, errors = await _coordinators(client, ids, CoordinatorType.TRANSACTION)
 
-    async def ask(node: Node, mine: list[str]) -> DescribeTransactionsResponse:
-        other = await client.for_node(node.host, node.port)
-        version = _version(other, 65, paginate)
-        request = DescribeTransactionsRequest(transactional_ids=mine)
-        response: DescribeTransactionsResponse = await _walk(
-            other, request, version, limit, on_page
-        )
-        return response
+    def build(mine: list[str]) -> DescribeTransactionsRequest:
+        return DescribeTransactionsRequest(transactional_ids=mine)
 
     found: dict[str, DescribeTransactionsResponse.TransactionState] = {}
-    for response in await _gather([ask(n, mine) for n, mine in by_node.items()]):
+    answers = await _ask_coordinators(client, by_node, 65, build, paginate, limit, on_page)
+    for response in answers:
         for t in response.transaction_states:
             found[t.transactional_id] = t
     for tid, error in errors.items():
