@@ -33,6 +33,42 @@ ResponseHeader = header_type("response")
 NOW = 1_700_000_000_000
 
 
+def req(api_key: int, **fields: Any) -> Any:
+    """A request message of ``api_key`` with ``fields`` set."""
+    return message_type(api_key, "request")(**fields)
+
+
+def txn_commit_offset(
+    w: WireClient, tid: str, group: str, pid: int, epoch: int, offset: int, topic: str = "t"
+) -> int:
+    """TxnOffsetCommit (v3) of one offset for partition 0 of ``topic``; its error code."""
+    Req: Any = message_type(28, "request")
+    r = w.call(
+        28,
+        3,
+        Req(
+            transactional_id=tid,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                Req.TxnOffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        Req.TxnOffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=offset, committed_metadata="txn"
+                        )
+                    ],
+                )
+            ],
+        ),
+    )
+    return int(r.topics[0].partitions[0].error_code)
+
+
 class WireClient:
     """A blocking Kafka wire client over one socket: send requests, read framed answers."""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from broker_helpers import BrokerProcess, WireClient
+from broker_helpers import BrokerProcess, WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.acls import (
     AclBinding,
@@ -36,10 +36,6 @@ from kafkagen.runtime.records import Record, build_batch, iter_batches
 
 TOPIC = "t"
 T = TypeVar("T")
-
-
-def req(api_key: int, **fields: Any) -> Any:
-    return message_type(api_key, "request")(**fields)
 
 
 def wait_for(cond: Callable[[], T], timeout: float = 10.0) -> T:
@@ -105,36 +101,6 @@ def add_offsets(w: WireClient, tid: str, pid: int, epoch: int, group: str) -> No
         25, 3, req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
     )
     assert r.error_code == 0, r
-
-
-def txn_commit_offset(
-    w: WireClient, tid: str, group: str, pid: int, epoch: int, offset: int
-) -> int:
-    Req: Any = message_type(28, "request")
-    r = w.call(
-        28,
-        3,
-        Req(
-            transactional_id=tid,
-            group_id=group,
-            producer_id=pid,
-            producer_epoch=epoch,
-            generation_id=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=[
-                Req.TxnOffsetCommitRequestTopic(
-                    name=TOPIC,
-                    partitions=[
-                        Req.TxnOffsetCommitRequestPartition(
-                            partition_index=0, committed_offset=offset, committed_metadata="txn"
-                        )
-                    ],
-                )
-            ],
-        ),
-    )
-    return int(r.topics[0].partitions[0].error_code)
 
 
 def end_txn(w: WireClient, tid: str, pid: int, epoch: int, commit: bool) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_helpers import WireClient
+from broker_helpers import WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
@@ -32,10 +32,6 @@ CONFIGS = {
     "offsets.topic.num.partitions": "2",
     "unstable.api.versions.enable": "true",
 }
-
-
-def req(api_key: int, **fields: Any) -> Any:
-    return message_type(api_key, "request")(**fields)
 
 
 @pytest.fixture(scope="module")
@@ -499,34 +495,6 @@ def test_a_transaction_past_its_timeout_is_aborted(w: WireClient) -> None:
 # -- transactional offset commits ---------------------------------------------------------------
 
 
-def _txn_commit(w: WireClient, tid: str, group: str, pid: int, epoch: int, offset: int) -> int:
-    Req: Any = message_type(28, "request")
-    r = w.call(
-        28,
-        3,
-        Req(
-            transactional_id=tid,
-            group_id=group,
-            producer_id=pid,
-            producer_epoch=epoch,
-            generation_id=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=[
-                Req.TxnOffsetCommitRequestTopic(
-                    name=TOPIC,
-                    partitions=[
-                        Req.TxnOffsetCommitRequestPartition(
-                            partition_index=0, committed_offset=offset, committed_metadata="m"
-                        )
-                    ],
-                )
-            ],
-        ),
-    )
-    return int(r.topics[0].partitions[0].error_code)
-
-
 def _completed(w: WireClient, tid: str) -> bool:
     return state_of(w, tid) in ("CompleteCommit", "CompleteAbort")
 
@@ -560,7 +528,7 @@ def test_txn_offset_commit_is_visible_only_after_commit(w: WireClient) -> None:
         assert r.error_code == 0
         [s] = describe(w, [tid]).transaction_states
         assert [t.topic for t in s.topics] == [OFFSETS_TOPIC]
-        assert _txn_commit(w, tid, group, pid, epoch, 42) == 0
+        assert txn_commit_offset(w, tid, group, pid, epoch, 42) == 0
         assert _committed(w, group) == -1  # pending: not visible yet
         assert _committed(w, group, stable=True) == -ErrorCode.UNSTABLE_OFFSET_COMMIT
         assert end_txn(w, tid, pid, epoch, commit) == 0
@@ -576,12 +544,12 @@ def test_txn_offset_commit_with_a_stale_epoch_is_refused(w: WireClient) -> None:
     w.call(
         25, 3, req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
     )
-    assert _txn_commit(w, tid, group, pid, epoch, 1) == 0
+    assert txn_commit_offset(w, tid, group, pid, epoch, 1) == 0
     assert end_txn(w, tid, pid, epoch, True) == 0
     assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
     pid, epoch2 = init_ok(w, tid)
-    assert _txn_commit(w, tid, group, pid, epoch2, 2) == 0
-    assert _txn_commit(w, tid, group, pid, epoch, 3) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert txn_commit_offset(w, tid, group, pid, epoch2, 2) == 0
+    assert txn_commit_offset(w, tid, group, pid, epoch, 3) == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 # -- several brokers ----------------------------------------------------------------------------
