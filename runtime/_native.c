@@ -414,6 +414,34 @@ static int differs(PyObject *v, PyObject *d) {
     return t;
 }
 
+/* __eq__ of the generated classes: what their Python __eq__ computes (NotImplemented
+ * unless `other` is an instance of self's class, then every slot compared), with
+ * no Python frame per struct; list comparisons reach it for each item. */
+static PyObject *struct_eq(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "struct_eq(self, other)");
+        return NULL;
+    }
+    PyObject *a = args[0], *b = args[1];
+    if (!PyObject_TypeCheck(b, Py_TYPE(a))) Py_RETURN_NOTIMPLEMENTED;
+    PyTypeObject *t = Py_TYPE(a);
+    for (PyTypeObject *k = t; k != NULL && k != &PyBaseObject_Type; k = k->tp_base) {
+        for (PyMemberDef *m = k->tp_members; m != NULL && m->name != NULL; m++) {
+            if (m->type != T_OBJECT_EX) continue;
+            PyObject *x = SLOT(a, m->offset), *y = SLOT(b, m->offset);
+            if (x == NULL || y == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'",
+                             t->tp_name, m->name);
+                return NULL;
+            }
+            int r = differs(x, y);
+            if (r < 0) return NULL;
+            if (r) Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 /* ------------------------------------------------------------------ decoding */
 
 typedef struct {
@@ -1189,6 +1217,8 @@ static PyObject *fallbacks(PyObject *mod, PyObject *unused) {
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(KeyedList, Struct): the runtime's mapKey list and struct base classes"},
+    {"struct_eq", (PyCFunction)(void (*)(void))struct_eq, METH_FASTCALL,
+     "struct_eq(a, b): a generated struct's __eq__ (install through eq_method)"},
     {"fallbacks", fallbacks, METH_NOARGS,
      "How many calls the native codecs handed to the Python codecs (bad input, odd values)"},
     {NULL}
@@ -1220,6 +1250,14 @@ PyMODINIT_FUNC PyInit__native(void) {
     uuid_safe_off = name ? slot_offset(uuid_type, name) : -1;
     Py_XDECREF(name);
     if (uuid_int_off < 0 || uuid_safe_off < 0) goto error;
+    /* struct_eq wrapped so that it binds like a function when set as a class's __eq__. */
+    PyObject *eq = PyObject_GetAttrString(m, "struct_eq");
+    PyObject *eq_method = eq ? PyInstanceMethod_New(eq) : NULL;
+    Py_XDECREF(eq);
+    if (eq_method == NULL || PyModule_AddObject(m, "eq_method", eq_method) < 0) {
+        Py_XDECREF(eq_method);
+        goto error;
+    }
     empty_list = PyList_New(0);
     programs = PyDict_New();
     if (empty_list == NULL || programs == NULL) goto error;

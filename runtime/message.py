@@ -289,16 +289,22 @@ def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
         return
     decoders = dict(cls._decoders)
     encoders = dict(cls._encoders)
+    compiled = 0
     for first, last, plan in layouts:
         try:
             codec = native.Codec(cls, plan, cls._decoders[first], cls._encoders[first])
         except NotImplementedError:
             continue
+        compiled += 1
         for v in range(first, last + 1):
             decoders[v] = codec.decode
             encoders[v] = codec.encode
     cls._decoders = decoders
     cls._encoders = encoders
+    if compiled and "__eq__" in vars(cls):
+        # The compiled __eq__ compares the same slots as the generated one, without a
+        # Python frame per struct (the fuzz compares millions of them).
+        cls.__eq__ = native.eq_method  # type: ignore[method-assign]
 
 
 def uses_native(cls: type[Struct], version: int) -> bool:
