@@ -237,6 +237,7 @@ _N_AddOffsetsToTxnRequest_v0 = (
         ("string", "group_id", False, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AddOffsetsToTxnRequest_v3 = (
     AddOffsetsToTxnRequest,
@@ -248,6 +249,7 @@ _N_AddOffsetsToTxnRequest_v3 = (
         ("string", "group_id", True, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -345,6 +347,7 @@ _N_AddOffsetsToTxnResponse_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddOffsetsToTxnResponse_v3 = (
     AddOffsetsToTxnResponse,
@@ -354,6 +357,7 @@ _N_AddOffsetsToTxnResponse_v3 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

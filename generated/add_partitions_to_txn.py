@@ -728,6 +728,7 @@ _N_AddPartitionsToTxnTopic_v0 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopic_v3 = (
     _AddPartitionsToTxnTopic,
@@ -737,6 +738,7 @@ _N_AddPartitionsToTxnTopic_v3 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTransaction_v4 = (
     _AddPartitionsToTxnTransaction,
@@ -749,6 +751,7 @@ _N_AddPartitionsToTxnTransaction_v4 = (
         ("array", "topics", True, False, _N_AddPartitionsToTxnTopic_v3, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v0 = (
     AddPartitionsToTxnRequest,
@@ -761,6 +764,7 @@ _N_AddPartitionsToTxnRequest_v0 = (
         ("array", "v3_and_below_topics", False, False, _N_AddPartitionsToTxnTopic_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v3 = (
     AddPartitionsToTxnRequest,
@@ -773,6 +777,7 @@ _N_AddPartitionsToTxnRequest_v3 = (
         ("array", "v3_and_below_topics", True, False, _N_AddPartitionsToTxnTopic_v3, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v4 = (
     AddPartitionsToTxnRequest,
@@ -785,6 +790,7 @@ _N_AddPartitionsToTxnRequest_v4 = (
         ("absent", "v3_and_below_topics", ("keyed",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -1297,6 +1303,7 @@ _N_AddPartitionsToTxnPartitionResult_v0 = (
         ("int16", "partition_error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnPartitionResult_v3 = (
     _AddPartitionsToTxnPartitionResult,
@@ -1306,6 +1313,7 @@ _N_AddPartitionsToTxnPartitionResult_v3 = (
         ("int16", "partition_error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopicResult_v0 = (
     _AddPartitionsToTxnTopicResult,
@@ -1315,6 +1323,7 @@ _N_AddPartitionsToTxnTopicResult_v0 = (
         ("array", "results_by_partition", False, False, _N_AddPartitionsToTxnPartitionResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopicResult_v3 = (
     _AddPartitionsToTxnTopicResult,
@@ -1324,6 +1333,7 @@ _N_AddPartitionsToTxnTopicResult_v3 = (
         ("array", "results_by_partition", True, False, _N_AddPartitionsToTxnPartitionResult_v3, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnResult_v4 = (
     _AddPartitionsToTxnResult,
@@ -1333,6 +1343,7 @@ _N_AddPartitionsToTxnResult_v4 = (
         ("array", "topic_results", True, False, _N_AddPartitionsToTxnTopicResult_v3, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnResponse_v0 = (
     AddPartitionsToTxnResponse,
@@ -1344,6 +1355,7 @@ _N_AddPartitionsToTxnResponse_v0 = (
         ("array", "results_by_topic_v3_and_below", False, False, _N_AddPartitionsToTxnTopicResult_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AddPartitionsToTxnResponse_v3 = (
     AddPartitionsToTxnResponse,
@@ -1355,6 +1367,7 @@ _N_AddPartitionsToTxnResponse_v3 = (
         ("array", "results_by_topic_v3_and_below", True, False, _N_AddPartitionsToTxnTopicResult_v3, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AddPartitionsToTxnResponse_v4 = (
     AddPartitionsToTxnResponse,
@@ -1366,6 +1379,7 @@ _N_AddPartitionsToTxnResponse_v4 = (
         ("absent", "results_by_topic_v3_and_below", ("keyed",), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

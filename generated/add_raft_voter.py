@@ -333,6 +333,7 @@ _N_Listener_v0 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AddRaftVoterRequest_v0 = (
     AddRaftVoterRequest,
@@ -345,6 +346,7 @@ _N_AddRaftVoterRequest_v0 = (
         ("array", "listeners", True, False, _N_Listener_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -444,6 +446,7 @@ _N_AddRaftVoterResponse_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

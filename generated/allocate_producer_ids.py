@@ -183,6 +183,7 @@ _N_AllocateProducerIdsRequest_v0 = (
         ("int64", "broker_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -271,6 +272,7 @@ _N_AllocateProducerIdsResponse_v0 = (
         ("int32", "producer_id_len"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -674,6 +674,7 @@ _N_AlterClientQuotasRequest_EntityData_v0 = (
         ("string", "entity_name", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_EntityData_v1 = (
     _AlterClientQuotasRequest_EntityData,
@@ -683,6 +684,7 @@ _N_AlterClientQuotasRequest_EntityData_v1 = (
         ("string", "entity_name", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OpData_v0 = (
     _OpData,
@@ -693,6 +695,7 @@ _N_OpData_v0 = (
         ("bool", "remove"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OpData_v1 = (
     _OpData,
@@ -703,6 +706,7 @@ _N_OpData_v1 = (
         ("bool", "remove"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasRequest_EntryData_v0 = (
     _AlterClientQuotasRequest_EntryData,
@@ -712,6 +716,7 @@ _N_AlterClientQuotasRequest_EntryData_v0 = (
         ("array", "ops", False, False, _N_OpData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_EntryData_v1 = (
     _AlterClientQuotasRequest_EntryData,
@@ -721,6 +726,7 @@ _N_AlterClientQuotasRequest_EntryData_v1 = (
         ("array", "ops", True, False, _N_OpData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_v0 = (
     AlterClientQuotasRequest,
@@ -730,6 +736,7 @@ _N_AlterClientQuotasRequest_v0 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_v1 = (
     AlterClientQuotasRequest,
@@ -739,6 +746,7 @@ _N_AlterClientQuotasRequest_v1 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -1124,6 +1132,7 @@ _N_AlterClientQuotasResponse_EntityData_v0 = (
         ("string", "entity_name", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_EntityData_v1 = (
     _AlterClientQuotasResponse_EntityData,
@@ -1133,6 +1142,7 @@ _N_AlterClientQuotasResponse_EntityData_v1 = (
         ("string", "entity_name", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_EntryData_v0 = (
     _AlterClientQuotasResponse_EntryData,
@@ -1143,6 +1153,7 @@ _N_AlterClientQuotasResponse_EntryData_v0 = (
         ("array", "entity", False, False, _N_AlterClientQuotasResponse_EntityData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasResponse_EntryData_v1 = (
     _AlterClientQuotasResponse_EntryData,
@@ -1153,6 +1164,7 @@ _N_AlterClientQuotasResponse_EntryData_v1 = (
         ("array", "entity", True, False, _N_AlterClientQuotasResponse_EntityData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasResponse_v0 = (
     AlterClientQuotasResponse,
@@ -1162,6 +1174,7 @@ _N_AlterClientQuotasResponse_v0 = (
         ("array", "entries", False, False, _N_AlterClientQuotasResponse_EntryData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_v1 = (
     AlterClientQuotasResponse,
@@ -1171,6 +1184,7 @@ _N_AlterClientQuotasResponse_v1 = (
         ("array", "entries", True, False, _N_AlterClientQuotasResponse_EntryData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

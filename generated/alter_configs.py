@@ -517,6 +517,7 @@ _N_AlterableConfig_v0 = (
         ("string", "value", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterableConfig_v2 = (
     _AlterableConfig,
@@ -526,6 +527,7 @@ _N_AlterableConfig_v2 = (
         ("string", "value", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
@@ -536,6 +538,7 @@ _N_AlterConfigsResource_v0 = (
         ("array", "configs", False, False, _N_AlterableConfig_v0, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v2 = (
     _AlterConfigsResource,
@@ -546,6 +549,7 @@ _N_AlterConfigsResource_v2 = (
         ("array", "configs", True, False, _N_AlterableConfig_v2, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterConfigsRequest_v0 = (
     AlterConfigsRequest,
@@ -555,6 +559,7 @@ _N_AlterConfigsRequest_v0 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterConfigsRequest_v2 = (
     AlterConfigsRequest,
@@ -564,6 +569,7 @@ _N_AlterConfigsRequest_v2 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -826,6 +832,7 @@ _N_AlterConfigsResourceResponse_v0 = (
         ("string", "resource_name", False, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResourceResponse_v2 = (
     _AlterConfigsResourceResponse,
@@ -837,6 +844,7 @@ _N_AlterConfigsResourceResponse_v2 = (
         ("string", "resource_name", True, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResponse_v0 = (
     AlterConfigsResponse,
@@ -846,6 +854,7 @@ _N_AlterConfigsResponse_v0 = (
         ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterConfigsResponse_v2 = (
     AlterConfigsResponse,
@@ -855,6 +864,7 @@ _N_AlterConfigsResponse_v2 = (
         ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -921,6 +921,7 @@ _N_BrokerState_v3 = (
         ("int64", "broker_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterPartitionRequest_PartitionData_v0 = (
     _AlterPartitionRequest_PartitionData,
@@ -934,6 +935,7 @@ _N_AlterPartitionRequest_PartitionData_v0 = (
         ("int32", "partition_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_AlterPartitionRequest_PartitionData_v1 = (
     _AlterPartitionRequest_PartitionData,
@@ -947,6 +949,7 @@ _N_AlterPartitionRequest_PartitionData_v1 = (
         ("int32", "partition_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_AlterPartitionRequest_PartitionData_v3 = (
     _AlterPartitionRequest_PartitionData,
@@ -960,6 +963,7 @@ _N_AlterPartitionRequest_PartitionData_v3 = (
         ("int32", "partition_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_AlterPartitionRequest_TopicData_v0 = (
     _AlterPartitionRequest_TopicData,
@@ -970,6 +974,7 @@ _N_AlterPartitionRequest_TopicData_v0 = (
         ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_TopicData_v1 = (
     _AlterPartitionRequest_TopicData,
@@ -980,6 +985,7 @@ _N_AlterPartitionRequest_TopicData_v1 = (
         ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_TopicData_v2 = (
     _AlterPartitionRequest_TopicData,
@@ -990,6 +996,7 @@ _N_AlterPartitionRequest_TopicData_v2 = (
         ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_TopicData_v3 = (
     _AlterPartitionRequest_TopicData,
@@ -1000,6 +1007,7 @@ _N_AlterPartitionRequest_TopicData_v3 = (
         ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v3, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v0 = (
     AlterPartitionRequest,
@@ -1010,6 +1018,7 @@ _N_AlterPartitionRequest_v0 = (
         ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v1 = (
     AlterPartitionRequest,
@@ -1020,6 +1029,7 @@ _N_AlterPartitionRequest_v1 = (
         ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v2 = (
     AlterPartitionRequest,
@@ -1030,6 +1040,7 @@ _N_AlterPartitionRequest_v2 = (
         ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v2, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v3 = (
     AlterPartitionRequest,
@@ -1040,6 +1051,7 @@ _N_AlterPartitionRequest_v3 = (
         ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v3, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1528,6 +1540,7 @@ _N_AlterPartitionResponse_PartitionData_v0 = (
         ("int32", "partition_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AlterPartitionResponse_PartitionData_v1 = (
     _AlterPartitionResponse_PartitionData,
@@ -1542,6 +1555,7 @@ _N_AlterPartitionResponse_PartitionData_v1 = (
         ("int32", "partition_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AlterPartitionResponse_TopicData_v0 = (
     _AlterPartitionResponse_TopicData,
@@ -1552,6 +1566,7 @@ _N_AlterPartitionResponse_TopicData_v0 = (
         ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_TopicData_v1 = (
     _AlterPartitionResponse_TopicData,
@@ -1562,6 +1577,7 @@ _N_AlterPartitionResponse_TopicData_v1 = (
         ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_TopicData_v2 = (
     _AlterPartitionResponse_TopicData,
@@ -1572,6 +1588,7 @@ _N_AlterPartitionResponse_TopicData_v2 = (
         ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_v0 = (
     AlterPartitionResponse,
@@ -1582,6 +1599,7 @@ _N_AlterPartitionResponse_v0 = (
         ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_v1 = (
     AlterPartitionResponse,
@@ -1592,6 +1610,7 @@ _N_AlterPartitionResponse_v1 = (
         ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_v2 = (
     AlterPartitionResponse,
@@ -1602,6 +1621,7 @@ _N_AlterPartitionResponse_v2 = (
         ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v2, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -468,6 +468,7 @@ _N_ReassignablePartition_v0 = (
         ("array", "replicas", True, True, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReassignableTopic_v0 = (
     _ReassignableTopic,
@@ -477,6 +478,7 @@ _N_ReassignableTopic_v0 = (
         ("array", "partitions", True, False, _N_ReassignablePartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterPartitionReassignmentsRequest_v0 = (
     AlterPartitionReassignmentsRequest,
@@ -486,6 +488,7 @@ _N_AlterPartitionReassignmentsRequest_v0 = (
         ("array", "topics", True, False, _N_ReassignableTopic_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -745,6 +748,7 @@ _N_ReassignablePartitionResponse_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ReassignableTopicResponse_v0 = (
     _ReassignableTopicResponse,
@@ -754,6 +758,7 @@ _N_ReassignableTopicResponse_v0 = (
         ("array", "partitions", True, False, _N_ReassignablePartitionResponse_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterPartitionReassignmentsResponse_v0 = (
     AlterPartitionReassignmentsResponse,
@@ -765,6 +770,7 @@ _N_AlterPartitionReassignmentsResponse_v0 = (
         ("array", "responses", True, False, _N_ReassignableTopicResponse_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -509,6 +509,7 @@ _N_AlterReplicaLogDirTopic_v0 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopic_v2 = (
     _AlterReplicaLogDirTopic,
@@ -518,6 +519,7 @@ _N_AlterReplicaLogDirTopic_v2 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDir_v0 = (
     _AlterReplicaLogDir,
@@ -527,6 +529,7 @@ _N_AlterReplicaLogDir_v0 = (
         ("array", "topics", False, False, _N_AlterReplicaLogDirTopic_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDir_v2 = (
     _AlterReplicaLogDir,
@@ -536,6 +539,7 @@ _N_AlterReplicaLogDir_v2 = (
         ("array", "topics", True, False, _N_AlterReplicaLogDirTopic_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsRequest_v0 = (
     AlterReplicaLogDirsRequest,
@@ -544,6 +548,7 @@ _N_AlterReplicaLogDirsRequest_v0 = (
         ("array", "dirs", False, False, _N_AlterReplicaLogDir_v0, True),
     ),
     (),
+    (0, (0,)),
 )
 _N_AlterReplicaLogDirsRequest_v2 = (
     AlterReplicaLogDirsRequest,
@@ -552,6 +557,7 @@ _N_AlterReplicaLogDirsRequest_v2 = (
         ("array", "dirs", True, False, _N_AlterReplicaLogDir_v2, True),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -879,6 +885,7 @@ _N_AlterReplicaLogDirPartitionResult_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirPartitionResult_v2 = (
     _AlterReplicaLogDirPartitionResult,
@@ -888,6 +895,7 @@ _N_AlterReplicaLogDirPartitionResult_v2 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopicResult_v0 = (
     _AlterReplicaLogDirTopicResult,
@@ -897,6 +905,7 @@ _N_AlterReplicaLogDirTopicResult_v0 = (
         ("array", "partitions", False, False, _N_AlterReplicaLogDirPartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopicResult_v2 = (
     _AlterReplicaLogDirTopicResult,
@@ -906,6 +915,7 @@ _N_AlterReplicaLogDirTopicResult_v2 = (
         ("array", "partitions", True, False, _N_AlterReplicaLogDirPartitionResult_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsResponse_v0 = (
     AlterReplicaLogDirsResponse,
@@ -915,6 +925,7 @@ _N_AlterReplicaLogDirsResponse_v0 = (
         ("array", "results", False, False, _N_AlterReplicaLogDirTopicResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsResponse_v2 = (
     AlterReplicaLogDirsResponse,
@@ -924,6 +935,7 @@ _N_AlterReplicaLogDirsResponse_v2 = (
         ("array", "results", True, False, _N_AlterReplicaLogDirTopicResult_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

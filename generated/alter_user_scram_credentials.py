@@ -458,6 +458,7 @@ _N_ScramCredentialDeletion_v0 = (
         ("int8", "mechanism"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ScramCredentialUpsertion_v0 = (
     _ScramCredentialUpsertion,
@@ -470,6 +471,7 @@ _N_ScramCredentialUpsertion_v0 = (
         ("bytes", "salted_password", True, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_AlterUserScramCredentialsRequest_v0 = (
     AlterUserScramCredentialsRequest,
@@ -479,6 +481,7 @@ _N_AlterUserScramCredentialsRequest_v0 = (
         ("array", "upsertions", True, False, _N_ScramCredentialUpsertion_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -667,6 +670,7 @@ _N_AlterUserScramCredentialsResult_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterUserScramCredentialsResponse_v0 = (
     AlterUserScramCredentialsResponse,
@@ -676,6 +680,7 @@ _N_AlterUserScramCredentialsResponse_v0 = (
         ("array", "results", True, False, _N_AlterUserScramCredentialsResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

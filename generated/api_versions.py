@@ -349,6 +349,7 @@ _N_ApiVersionsRequest_v0 = (
         ("absent", "client_software_version", ("value", ''), True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ApiVersionsRequest_v3 = (
     ApiVersionsRequest,
@@ -358,6 +359,7 @@ _N_ApiVersionsRequest_v3 = (
         ("string", "client_software_version", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -847,6 +849,7 @@ _N_ApiVersion_v0 = (
         ("int16", "max_version"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ApiVersion_v3 = (
     _ApiVersion,
@@ -857,6 +860,7 @@ _N_ApiVersion_v3 = (
         ("int16", "max_version"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_SupportedFeatureKey_v3 = (
     _SupportedFeatureKey,
@@ -867,6 +871,7 @@ _N_SupportedFeatureKey_v3 = (
         ("int16", "max_version"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FinalizedFeatureKey_v3 = (
     _FinalizedFeatureKey,
@@ -877,6 +882,7 @@ _N_FinalizedFeatureKey_v3 = (
         ("int16", "min_version_level"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ApiVersionsResponse_v0 = (
     ApiVersionsResponse,
@@ -891,6 +897,7 @@ _N_ApiVersionsResponse_v0 = (
         ("absent", "zk_migration_ready", ("value", False), True),
     ),
     (),
+    (4, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_ApiVersionsResponse_v1 = (
     ApiVersionsResponse,
@@ -905,6 +912,7 @@ _N_ApiVersionsResponse_v1 = (
         ("absent", "zk_migration_ready", ("value", False), True),
     ),
     (),
+    (4, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_ApiVersionsResponse_v3 = (
     ApiVersionsResponse,
@@ -920,6 +928,7 @@ _N_ApiVersionsResponse_v3 = (
         (2, ("array", "finalized_features", True, False, _N_FinalizedFeatureKey_v3, True), ("keyed",)),
         (3, ("bool", "zk_migration_ready"), ("value", False)),
     ),
+    (4, (0, 1, 2, -1, -2, -3, -4)),
 )
 # fmt: on
 

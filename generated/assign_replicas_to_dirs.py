@@ -588,6 +588,7 @@ _N_AssignReplicasToDirsRequest_PartitionData_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0,)),
 )
 _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     _AssignReplicasToDirsRequest_TopicData,
@@ -597,6 +598,7 @@ _N_AssignReplicasToDirsRequest_TopicData_v0 = (
         ("array", "partitions", True, False, _N_AssignReplicasToDirsRequest_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     _AssignReplicasToDirsRequest_DirectoryData,
@@ -606,6 +608,7 @@ _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
         ("array", "topics", True, False, _N_AssignReplicasToDirsRequest_TopicData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsRequest_v0 = (
     AssignReplicasToDirsRequest,
@@ -616,6 +619,7 @@ _N_AssignReplicasToDirsRequest_v0 = (
         ("array", "directories", True, False, _N_AssignReplicasToDirsRequest_DirectoryData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -966,6 +970,7 @@ _N_AssignReplicasToDirsResponse_PartitionData_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     _AssignReplicasToDirsResponse_TopicData,
@@ -975,6 +980,7 @@ _N_AssignReplicasToDirsResponse_TopicData_v0 = (
         ("array", "partitions", True, False, _N_AssignReplicasToDirsResponse_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     _AssignReplicasToDirsResponse_DirectoryData,
@@ -984,6 +990,7 @@ _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
         ("array", "topics", True, False, _N_AssignReplicasToDirsResponse_TopicData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_v0 = (
     AssignReplicasToDirsResponse,
@@ -994,6 +1001,7 @@ _N_AssignReplicasToDirsResponse_v0 = (
         ("array", "directories", True, False, _N_AssignReplicasToDirsResponse_DirectoryData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -779,6 +779,7 @@ _N_BeginQuorumEpochRequest_PartitionData_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_PartitionData_v1 = (
     _BeginQuorumEpochRequest_PartitionData,
@@ -790,6 +791,7 @@ _N_BeginQuorumEpochRequest_PartitionData_v1 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_TopicData_v0 = (
     _BeginQuorumEpochRequest_TopicData,
@@ -799,6 +801,7 @@ _N_BeginQuorumEpochRequest_TopicData_v0 = (
         ("array", "partitions", False, False, _N_BeginQuorumEpochRequest_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_BeginQuorumEpochRequest_TopicData_v1 = (
     _BeginQuorumEpochRequest_TopicData,
@@ -808,6 +811,7 @@ _N_BeginQuorumEpochRequest_TopicData_v1 = (
         ("array", "partitions", True, False, _N_BeginQuorumEpochRequest_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
@@ -818,6 +822,7 @@ _N_LeaderEndpoint_v1 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_BeginQuorumEpochRequest_v0 = (
     BeginQuorumEpochRequest,
@@ -829,6 +834,7 @@ _N_BeginQuorumEpochRequest_v0 = (
         ("absent", "leader_endpoints", ("keyed",), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_v1 = (
     BeginQuorumEpochRequest,
@@ -840,6 +846,7 @@ _N_BeginQuorumEpochRequest_v1 = (
         ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1317,6 +1324,7 @@ _N_BeginQuorumEpochResponse_PartitionData_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochResponse_PartitionData_v1 = (
     _BeginQuorumEpochResponse_PartitionData,
@@ -1328,6 +1336,7 @@ _N_BeginQuorumEpochResponse_PartitionData_v1 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochResponse_TopicData_v0 = (
     _BeginQuorumEpochResponse_TopicData,
@@ -1337,6 +1346,7 @@ _N_BeginQuorumEpochResponse_TopicData_v0 = (
         ("array", "partitions", False, False, _N_BeginQuorumEpochResponse_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_BeginQuorumEpochResponse_TopicData_v1 = (
     _BeginQuorumEpochResponse_TopicData,
@@ -1346,6 +1356,7 @@ _N_BeginQuorumEpochResponse_TopicData_v1 = (
         ("array", "partitions", True, False, _N_BeginQuorumEpochResponse_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1356,6 +1367,7 @@ _N_NodeEndpoint_v1 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_BeginQuorumEpochResponse_v0 = (
     BeginQuorumEpochResponse,
@@ -1366,6 +1378,7 @@ _N_BeginQuorumEpochResponse_v0 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_BeginQuorumEpochResponse_v1 = (
     BeginQuorumEpochResponse,
@@ -1377,6 +1390,7 @@ _N_BeginQuorumEpochResponse_v1 = (
     (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
     ),
+    (1, (0, 1, -1)),
 )
 # fmt: on
 

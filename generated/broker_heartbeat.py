@@ -313,6 +313,7 @@ _N_BrokerHeartbeatRequest_v0 = (
         ("absent", "offline_log_dirs", ("list",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5)),
 )
 _N_BrokerHeartbeatRequest_v1 = (
     BrokerHeartbeatRequest,
@@ -327,6 +328,7 @@ _N_BrokerHeartbeatRequest_v1 = (
     (
         (0, ("array", "offline_log_dirs", True, False, "uuid", False), ("list",)),
     ),
+    (1, (0, 1, 2, 3, 4, -1)),
 )
 # fmt: on
 
@@ -423,6 +425,7 @@ _N_BrokerHeartbeatResponse_v0 = (
         ("bool", "should_shut_down"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

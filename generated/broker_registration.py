@@ -660,6 +660,7 @@ _N_Listener_v0 = (
         ("int16", "security_protocol"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_Feature_v0 = (
     _Feature,
@@ -670,6 +671,7 @@ _N_Feature_v0 = (
         ("int16", "max_supported_version"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_BrokerRegistrationRequest_v0 = (
     BrokerRegistrationRequest,
@@ -686,6 +688,7 @@ _N_BrokerRegistrationRequest_v0 = (
         ("absent", "previous_broker_epoch", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_BrokerRegistrationRequest_v1 = (
     BrokerRegistrationRequest,
@@ -702,6 +705,7 @@ _N_BrokerRegistrationRequest_v1 = (
         ("absent", "previous_broker_epoch", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_BrokerRegistrationRequest_v2 = (
     BrokerRegistrationRequest,
@@ -718,6 +722,7 @@ _N_BrokerRegistrationRequest_v2 = (
         ("absent", "previous_broker_epoch", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_BrokerRegistrationRequest_v3 = (
     BrokerRegistrationRequest,
@@ -734,6 +739,7 @@ _N_BrokerRegistrationRequest_v3 = (
         ("int64", "previous_broker_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 # fmt: on
 
@@ -842,6 +848,7 @@ _N_BrokerRegistrationResponse_v0 = (
         ("int64", "broker_epoch"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

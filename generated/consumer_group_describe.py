@@ -614,6 +614,7 @@ _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1 = (
         ("string", "member_id", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ConsumerGroupDescribeRequest_v0 = (
     ConsumerGroupDescribeRequest,
@@ -625,6 +626,7 @@ _N_ConsumerGroupDescribeRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ConsumerGroupDescribeRequest_v1 = (
     ConsumerGroupDescribeRequest,
@@ -636,6 +638,7 @@ _N_ConsumerGroupDescribeRequest_v1 = (
         ("struct", "cursor", True, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1217,6 +1220,7 @@ _N_TopicPartitions_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -1225,6 +1229,7 @@ _N_Assignment_v0 = (
         ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_Member_v0 = (
     _Member,
@@ -1242,6 +1247,7 @@ _N_Member_v0 = (
         ("struct", "target_assignment", False, _N_Assignment_v0),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -1258,6 +1264,7 @@ _N_DescribedGroup_v0 = (
         ("int32", "authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1267,6 +1274,7 @@ _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
         ("string", "member_id", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ConsumerGroupDescribeResponse_v0 = (
     ConsumerGroupDescribeResponse,
@@ -1277,6 +1285,7 @@ _N_ConsumerGroupDescribeResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ConsumerGroupDescribeResponse_v1 = (
     ConsumerGroupDescribeResponse,
@@ -1287,6 +1296,7 @@ _N_ConsumerGroupDescribeResponse_v1 = (
         ("struct", "next_cursor", True, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

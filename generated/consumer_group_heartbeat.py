@@ -627,6 +627,7 @@ _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ConsumerGroupHeartbeatRequest_v0 = (
     ConsumerGroupHeartbeatRequest,
@@ -644,6 +645,7 @@ _N_ConsumerGroupHeartbeatRequest_v0 = (
         ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_ConsumerGroupHeartbeatRequest_v1 = (
     ConsumerGroupHeartbeatRequest,
@@ -661,6 +663,7 @@ _N_ConsumerGroupHeartbeatRequest_v1 = (
         ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 # fmt: on
 
@@ -931,6 +934,7 @@ _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -939,6 +943,7 @@ _N_Assignment_v0 = (
         ("array", "topic_partitions", True, False, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_ConsumerGroupHeartbeatResponse_v0 = (
     ConsumerGroupHeartbeatResponse,
@@ -953,6 +958,7 @@ _N_ConsumerGroupHeartbeatResponse_v0 = (
         ("struct", "assignment", True, _N_Assignment_v0),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 # fmt: on
 

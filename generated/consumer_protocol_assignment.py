@@ -244,6 +244,7 @@ _N_TopicPartition_v0 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ConsumerProtocolAssignment_v0 = (
     ConsumerProtocolAssignment,
@@ -253,6 +254,7 @@ _N_ConsumerProtocolAssignment_v0 = (
         ("bytes", "user_data", False, True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

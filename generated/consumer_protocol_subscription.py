@@ -396,6 +396,7 @@ _N_TopicPartition_v1 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ConsumerProtocolSubscription_v0 = (
     ConsumerProtocolSubscription,
@@ -408,6 +409,7 @@ _N_ConsumerProtocolSubscription_v0 = (
         ("absent", "rack_id", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ConsumerProtocolSubscription_v1 = (
     ConsumerProtocolSubscription,
@@ -420,6 +422,7 @@ _N_ConsumerProtocolSubscription_v1 = (
         ("absent", "rack_id", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ConsumerProtocolSubscription_v2 = (
     ConsumerProtocolSubscription,
@@ -432,6 +435,7 @@ _N_ConsumerProtocolSubscription_v2 = (
         ("absent", "rack_id", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ConsumerProtocolSubscription_v3 = (
     ConsumerProtocolSubscription,
@@ -444,6 +448,7 @@ _N_ConsumerProtocolSubscription_v3 = (
         ("string", "rack_id", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

@@ -267,6 +267,7 @@ _N_ControlledShutdownRequest_v0 = (
         ("absent", "broker_epoch", ("value", -1), True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ControlledShutdownRequest_v2 = (
     ControlledShutdownRequest,
@@ -276,6 +277,7 @@ _N_ControlledShutdownRequest_v2 = (
         ("int64", "broker_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ControlledShutdownRequest_v3 = (
     ControlledShutdownRequest,
@@ -285,6 +287,7 @@ _N_ControlledShutdownRequest_v3 = (
         ("int64", "broker_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -485,6 +488,7 @@ _N_RemainingPartition_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_RemainingPartition_v3 = (
     _RemainingPartition,
@@ -494,6 +498,7 @@ _N_RemainingPartition_v3 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ControlledShutdownResponse_v0 = (
     ControlledShutdownResponse,
@@ -503,6 +508,7 @@ _N_ControlledShutdownResponse_v0 = (
         ("array", "remaining_partitions", False, False, _N_RemainingPartition_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ControlledShutdownResponse_v3 = (
     ControlledShutdownResponse,
@@ -512,6 +518,7 @@ _N_ControlledShutdownResponse_v3 = (
         ("array", "remaining_partitions", True, False, _N_RemainingPartition_v3, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -441,6 +441,7 @@ _N_Listener_v0 = (
         ("int16", "security_protocol"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_Feature_v0 = (
     _Feature,
@@ -451,6 +452,7 @@ _N_Feature_v0 = (
         ("int16", "max_supported_version"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ControllerRegistrationRequest_v0 = (
     ControllerRegistrationRequest,
@@ -463,6 +465,7 @@ _N_ControllerRegistrationRequest_v0 = (
         ("array", "features", True, False, _N_Feature_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -577,6 +580,7 @@ _N_ControllerRegistrationResponse_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -474,6 +474,7 @@ _N_AclCreation_v0 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AclCreation_v1 = (
     _AclCreation,
@@ -488,6 +489,7 @@ _N_AclCreation_v1 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AclCreation_v2 = (
     _AclCreation,
@@ -502,6 +504,7 @@ _N_AclCreation_v2 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_CreateAclsRequest_v0 = (
     CreateAclsRequest,
@@ -510,6 +513,7 @@ _N_CreateAclsRequest_v0 = (
         ("array", "creations", False, False, _N_AclCreation_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_CreateAclsRequest_v1 = (
     CreateAclsRequest,
@@ -518,6 +522,7 @@ _N_CreateAclsRequest_v1 = (
         ("array", "creations", False, False, _N_AclCreation_v1, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_CreateAclsRequest_v2 = (
     CreateAclsRequest,
@@ -526,6 +531,7 @@ _N_CreateAclsRequest_v2 = (
         ("array", "creations", True, False, _N_AclCreation_v2, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -725,6 +731,7 @@ _N_AclCreationResult_v0 = (
         ("string", "error_message", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AclCreationResult_v2 = (
     _AclCreationResult,
@@ -734,6 +741,7 @@ _N_AclCreationResult_v2 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateAclsResponse_v0 = (
     CreateAclsResponse,
@@ -743,6 +751,7 @@ _N_CreateAclsResponse_v0 = (
         ("array", "results", False, False, _N_AclCreationResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateAclsResponse_v2 = (
     CreateAclsResponse,
@@ -752,6 +761,7 @@ _N_CreateAclsResponse_v2 = (
         ("array", "results", True, False, _N_AclCreationResult_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

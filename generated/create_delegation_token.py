@@ -465,6 +465,7 @@ _N_CreatableRenewers_v0 = (
         ("string", "principal_name", False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreatableRenewers_v2 = (
     _CreatableRenewers,
@@ -474,6 +475,7 @@ _N_CreatableRenewers_v2 = (
         ("string", "principal_name", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateDelegationTokenRequest_v0 = (
     CreateDelegationTokenRequest,
@@ -485,6 +487,7 @@ _N_CreateDelegationTokenRequest_v0 = (
         ("int64", "max_lifetime_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_CreateDelegationTokenRequest_v2 = (
     CreateDelegationTokenRequest,
@@ -496,6 +499,7 @@ _N_CreateDelegationTokenRequest_v2 = (
         ("int64", "max_lifetime_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_CreateDelegationTokenRequest_v3 = (
     CreateDelegationTokenRequest,
@@ -507,6 +511,7 @@ _N_CreateDelegationTokenRequest_v3 = (
         ("int64", "max_lifetime_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -793,6 +798,7 @@ _N_CreateDelegationTokenResponse_v0 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
 _N_CreateDelegationTokenResponse_v2 = (
     CreateDelegationTokenResponse,
@@ -811,6 +817,7 @@ _N_CreateDelegationTokenResponse_v2 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
 _N_CreateDelegationTokenResponse_v3 = (
     CreateDelegationTokenResponse,
@@ -829,6 +836,7 @@ _N_CreateDelegationTokenResponse_v3 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
 # fmt: on
 

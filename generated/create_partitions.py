@@ -524,6 +524,7 @@ _N_CreatePartitionsAssignment_v0 = (
         ("array", "broker_ids", False, False, "int32", False),
     ),
     (),
+    (0, (0,)),
 )
 _N_CreatePartitionsAssignment_v2 = (
     _CreatePartitionsAssignment,
@@ -532,6 +533,7 @@ _N_CreatePartitionsAssignment_v2 = (
         ("array", "broker_ids", True, False, "int32", False),
     ),
     (),
+    (0, (0,)),
 )
 _N_CreatePartitionsTopic_v0 = (
     _CreatePartitionsTopic,
@@ -542,6 +544,7 @@ _N_CreatePartitionsTopic_v0 = (
         ("array", "assignments", False, True, _N_CreatePartitionsAssignment_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsTopic_v2 = (
     _CreatePartitionsTopic,
@@ -552,6 +555,7 @@ _N_CreatePartitionsTopic_v2 = (
         ("array", "assignments", True, True, _N_CreatePartitionsAssignment_v2, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsRequest_v0 = (
     CreatePartitionsRequest,
@@ -562,6 +566,7 @@ _N_CreatePartitionsRequest_v0 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsRequest_v2 = (
     CreatePartitionsRequest,
@@ -572,6 +577,7 @@ _N_CreatePartitionsRequest_v2 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -822,6 +828,7 @@ _N_CreatePartitionsTopicResult_v0 = (
         ("string", "error_message", False, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsTopicResult_v2 = (
     _CreatePartitionsTopicResult,
@@ -832,6 +839,7 @@ _N_CreatePartitionsTopicResult_v2 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsResponse_v0 = (
     CreatePartitionsResponse,
@@ -841,6 +849,7 @@ _N_CreatePartitionsResponse_v0 = (
         ("array", "results", False, False, _N_CreatePartitionsTopicResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreatePartitionsResponse_v2 = (
     CreatePartitionsResponse,
@@ -850,6 +859,7 @@ _N_CreatePartitionsResponse_v2 = (
         ("array", "results", True, False, _N_CreatePartitionsTopicResult_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -776,6 +776,7 @@ _N_CreatableReplicaAssignment_v0 = (
         ("array", "broker_ids", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreatableReplicaAssignment_v5 = (
     _CreatableReplicaAssignment,
@@ -785,6 +786,7 @@ _N_CreatableReplicaAssignment_v5 = (
         ("array", "broker_ids", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreatableTopicConfig_v0 = (
     _CreatableTopicConfig,
@@ -794,6 +796,7 @@ _N_CreatableTopicConfig_v0 = (
         ("string", "value", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreatableTopicConfig_v5 = (
     _CreatableTopicConfig,
@@ -803,6 +806,7 @@ _N_CreatableTopicConfig_v5 = (
         ("string", "value", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreatableTopic_v0 = (
     _CreatableTopic,
@@ -815,6 +819,7 @@ _N_CreatableTopic_v0 = (
         ("array", "configs", False, False, _N_CreatableTopicConfig_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_CreatableTopic_v5 = (
     _CreatableTopic,
@@ -827,6 +832,7 @@ _N_CreatableTopic_v5 = (
         ("array", "configs", True, False, _N_CreatableTopicConfig_v5, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_CreateTopicsRequest_v0 = (
     CreateTopicsRequest,
@@ -837,6 +843,7 @@ _N_CreateTopicsRequest_v0 = (
         ("absent", "validate_only", ("value", False), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreateTopicsRequest_v1 = (
     CreateTopicsRequest,
@@ -847,6 +854,7 @@ _N_CreateTopicsRequest_v1 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_CreateTopicsRequest_v5 = (
     CreateTopicsRequest,
@@ -857,6 +865,7 @@ _N_CreateTopicsRequest_v5 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1448,6 +1457,7 @@ _N_CreatableTopicConfigs_v5 = (
         ("bool", "is_sensitive"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_CreatableTopicResult_v0 = (
     _CreatableTopicResult,
@@ -1463,6 +1473,7 @@ _N_CreatableTopicResult_v0 = (
         ("absent", "topic_config_error_code", ("value", 0), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 7, 4, 5, 6)),
 )
 _N_CreatableTopicResult_v1 = (
     _CreatableTopicResult,
@@ -1478,6 +1489,7 @@ _N_CreatableTopicResult_v1 = (
         ("absent", "topic_config_error_code", ("value", 0), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 7, 4, 5, 6)),
 )
 _N_CreatableTopicResult_v5 = (
     _CreatableTopicResult,
@@ -1494,6 +1506,7 @@ _N_CreatableTopicResult_v5 = (
     (
         (0, ("int16", "topic_config_error_code"), ("value", 0)),
     ),
+    (1, (0, 1, 2, 3, -1, 4, 5, 6)),
 )
 _N_CreatableTopicResult_v7 = (
     _CreatableTopicResult,
@@ -1510,6 +1523,7 @@ _N_CreatableTopicResult_v7 = (
     (
         (0, ("int16", "topic_config_error_code"), ("value", 0)),
     ),
+    (1, (0, 1, 2, 3, -1, 4, 5, 6)),
 )
 _N_CreateTopicsResponse_v0 = (
     CreateTopicsResponse,
@@ -1519,6 +1533,7 @@ _N_CreateTopicsResponse_v0 = (
         ("array", "topics", False, False, _N_CreatableTopicResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v1 = (
     CreateTopicsResponse,
@@ -1528,6 +1543,7 @@ _N_CreateTopicsResponse_v1 = (
         ("array", "topics", False, False, _N_CreatableTopicResult_v1, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v2 = (
     CreateTopicsResponse,
@@ -1537,6 +1553,7 @@ _N_CreateTopicsResponse_v2 = (
         ("array", "topics", False, False, _N_CreatableTopicResult_v1, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v5 = (
     CreateTopicsResponse,
@@ -1546,6 +1563,7 @@ _N_CreateTopicsResponse_v5 = (
         ("array", "topics", True, False, _N_CreatableTopicResult_v5, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v7 = (
     CreateTopicsResponse,
@@ -1555,6 +1573,7 @@ _N_CreateTopicsResponse_v7 = (
         ("array", "topics", True, False, _N_CreatableTopicResult_v7, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

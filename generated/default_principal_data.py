@@ -155,6 +155,7 @@ _N_DefaultPrincipalData_v0 = (
         ("bool", "token_authenticated"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

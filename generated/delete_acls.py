@@ -563,6 +563,7 @@ _N_DeleteAclsFilter_v0 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DeleteAclsFilter_v1 = (
     _DeleteAclsFilter,
@@ -577,6 +578,7 @@ _N_DeleteAclsFilter_v1 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DeleteAclsFilter_v2 = (
     _DeleteAclsFilter,
@@ -591,6 +593,7 @@ _N_DeleteAclsFilter_v2 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DeleteAclsRequest_v0 = (
     DeleteAclsRequest,
@@ -599,6 +602,7 @@ _N_DeleteAclsRequest_v0 = (
         ("array", "filters", False, False, _N_DeleteAclsFilter_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_DeleteAclsRequest_v1 = (
     DeleteAclsRequest,
@@ -607,6 +611,7 @@ _N_DeleteAclsRequest_v1 = (
         ("array", "filters", False, False, _N_DeleteAclsFilter_v1, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_DeleteAclsRequest_v2 = (
     DeleteAclsRequest,
@@ -615,6 +620,7 @@ _N_DeleteAclsRequest_v2 = (
         ("array", "filters", True, False, _N_DeleteAclsFilter_v2, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -1146,6 +1152,7 @@ _N_DeleteAclsMatchingAcl_v0 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DeleteAclsMatchingAcl_v1 = (
     _DeleteAclsMatchingAcl,
@@ -1162,6 +1169,7 @@ _N_DeleteAclsMatchingAcl_v1 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DeleteAclsMatchingAcl_v2 = (
     _DeleteAclsMatchingAcl,
@@ -1178,6 +1186,7 @@ _N_DeleteAclsMatchingAcl_v2 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DeleteAclsFilterResult_v0 = (
     _DeleteAclsFilterResult,
@@ -1188,6 +1197,7 @@ _N_DeleteAclsFilterResult_v0 = (
         ("array", "matching_acls", False, False, _N_DeleteAclsMatchingAcl_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteAclsFilterResult_v1 = (
     _DeleteAclsFilterResult,
@@ -1198,6 +1208,7 @@ _N_DeleteAclsFilterResult_v1 = (
         ("array", "matching_acls", False, False, _N_DeleteAclsMatchingAcl_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteAclsFilterResult_v2 = (
     _DeleteAclsFilterResult,
@@ -1208,6 +1219,7 @@ _N_DeleteAclsFilterResult_v2 = (
         ("array", "matching_acls", True, False, _N_DeleteAclsMatchingAcl_v2, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteAclsResponse_v0 = (
     DeleteAclsResponse,
@@ -1217,6 +1229,7 @@ _N_DeleteAclsResponse_v0 = (
         ("array", "filter_results", False, False, _N_DeleteAclsFilterResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteAclsResponse_v1 = (
     DeleteAclsResponse,
@@ -1226,6 +1239,7 @@ _N_DeleteAclsResponse_v1 = (
         ("array", "filter_results", False, False, _N_DeleteAclsFilterResult_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteAclsResponse_v2 = (
     DeleteAclsResponse,
@@ -1235,6 +1249,7 @@ _N_DeleteAclsResponse_v2 = (
         ("array", "filter_results", True, False, _N_DeleteAclsFilterResult_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -232,6 +232,7 @@ _N_DeleteGroupsRequest_v0 = (
         ("array", "groups_names", False, False, "string", False),
     ),
     (),
+    (0, (0,)),
 )
 _N_DeleteGroupsRequest_v2 = (
     DeleteGroupsRequest,
@@ -240,6 +241,7 @@ _N_DeleteGroupsRequest_v2 = (
         ("array", "groups_names", True, False, "string", False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -428,6 +430,7 @@ _N_DeletableGroupResult_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeletableGroupResult_v2 = (
     _DeletableGroupResult,
@@ -437,6 +440,7 @@ _N_DeletableGroupResult_v2 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteGroupsResponse_v0 = (
     DeleteGroupsResponse,
@@ -446,6 +450,7 @@ _N_DeleteGroupsResponse_v0 = (
         ("array", "results", False, False, _N_DeletableGroupResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteGroupsResponse_v2 = (
     DeleteGroupsResponse,
@@ -455,6 +460,7 @@ _N_DeleteGroupsResponse_v2 = (
         ("array", "results", True, False, _N_DeletableGroupResult_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

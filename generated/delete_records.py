@@ -508,6 +508,7 @@ _N_DeleteRecordsPartition_v0 = (
         ("int64", "offset"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsPartition_v2 = (
     _DeleteRecordsPartition,
@@ -517,6 +518,7 @@ _N_DeleteRecordsPartition_v2 = (
         ("int64", "offset"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsTopic_v0 = (
     _DeleteRecordsTopic,
@@ -526,6 +528,7 @@ _N_DeleteRecordsTopic_v0 = (
         ("array", "partitions", False, False, _N_DeleteRecordsPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsTopic_v2 = (
     _DeleteRecordsTopic,
@@ -535,6 +538,7 @@ _N_DeleteRecordsTopic_v2 = (
         ("array", "partitions", True, False, _N_DeleteRecordsPartition_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsRequest_v0 = (
     DeleteRecordsRequest,
@@ -544,6 +548,7 @@ _N_DeleteRecordsRequest_v0 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsRequest_v2 = (
     DeleteRecordsRequest,
@@ -553,6 +558,7 @@ _N_DeleteRecordsRequest_v2 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -864,6 +870,7 @@ _N_DeleteRecordsPartitionResult_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteRecordsPartitionResult_v2 = (
     _DeleteRecordsPartitionResult,
@@ -874,6 +881,7 @@ _N_DeleteRecordsPartitionResult_v2 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteRecordsTopicResult_v0 = (
     _DeleteRecordsTopicResult,
@@ -883,6 +891,7 @@ _N_DeleteRecordsTopicResult_v0 = (
         ("array", "partitions", False, False, _N_DeleteRecordsPartitionResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsTopicResult_v2 = (
     _DeleteRecordsTopicResult,
@@ -892,6 +901,7 @@ _N_DeleteRecordsTopicResult_v2 = (
         ("array", "partitions", True, False, _N_DeleteRecordsPartitionResult_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsResponse_v0 = (
     DeleteRecordsResponse,
@@ -901,6 +911,7 @@ _N_DeleteRecordsResponse_v0 = (
         ("array", "topics", False, False, _N_DeleteRecordsTopicResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteRecordsResponse_v2 = (
     DeleteRecordsResponse,
@@ -910,6 +921,7 @@ _N_DeleteRecordsResponse_v2 = (
         ("array", "topics", True, False, _N_DeleteRecordsTopicResult_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

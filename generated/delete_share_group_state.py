@@ -419,6 +419,7 @@ _N_PartitionData_v0 = (
         ("int32", "partition"),
     ),
     (),
+    (0, (0,)),
 )
 _N_DeleteStateData_v0 = (
     _DeleteStateData,
@@ -428,6 +429,7 @@ _N_DeleteStateData_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteShareGroupStateRequest_v0 = (
     DeleteShareGroupStateRequest,
@@ -437,6 +439,7 @@ _N_DeleteShareGroupStateRequest_v0 = (
         ("array", "topics", True, False, _N_DeleteStateData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -659,6 +662,7 @@ _N_PartitionResult_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteStateResult_v0 = (
     _DeleteStateResult,
@@ -668,6 +672,7 @@ _N_DeleteStateResult_v0 = (
         ("array", "partitions", True, False, _N_PartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteShareGroupStateResponse_v0 = (
     DeleteShareGroupStateResponse,
@@ -676,6 +681,7 @@ _N_DeleteShareGroupStateResponse_v0 = (
         ("array", "results", True, False, _N_DeleteStateResult_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

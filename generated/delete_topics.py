@@ -399,6 +399,7 @@ _N_DeleteTopicState_v6 = (
         ("uuid", "topic_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteTopicsRequest_v0 = (
     DeleteTopicsRequest,
@@ -409,6 +410,7 @@ _N_DeleteTopicsRequest_v0 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteTopicsRequest_v4 = (
     DeleteTopicsRequest,
@@ -419,6 +421,7 @@ _N_DeleteTopicsRequest_v4 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DeleteTopicsRequest_v6 = (
     DeleteTopicsRequest,
@@ -429,6 +432,7 @@ _N_DeleteTopicsRequest_v6 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -806,6 +810,7 @@ _N_DeletableTopicResult_v0 = (
         ("absent", "error_message", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v4 = (
     _DeletableTopicResult,
@@ -817,6 +822,7 @@ _N_DeletableTopicResult_v4 = (
         ("absent", "error_message", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v5 = (
     _DeletableTopicResult,
@@ -828,6 +834,7 @@ _N_DeletableTopicResult_v5 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v6 = (
     _DeletableTopicResult,
@@ -839,6 +846,7 @@ _N_DeletableTopicResult_v6 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DeleteTopicsResponse_v0 = (
     DeleteTopicsResponse,
@@ -848,6 +856,7 @@ _N_DeleteTopicsResponse_v0 = (
         ("array", "responses", False, False, _N_DeletableTopicResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v1 = (
     DeleteTopicsResponse,
@@ -857,6 +866,7 @@ _N_DeleteTopicsResponse_v1 = (
         ("array", "responses", False, False, _N_DeletableTopicResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v4 = (
     DeleteTopicsResponse,
@@ -866,6 +876,7 @@ _N_DeleteTopicsResponse_v4 = (
         ("array", "responses", True, False, _N_DeletableTopicResult_v4, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v5 = (
     DeleteTopicsResponse,
@@ -875,6 +886,7 @@ _N_DeleteTopicsResponse_v5 = (
         ("array", "responses", True, False, _N_DeletableTopicResult_v5, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v6 = (
     DeleteTopicsResponse,
@@ -884,6 +896,7 @@ _N_DeleteTopicsResponse_v6 = (
         ("array", "responses", True, False, _N_DeletableTopicResult_v6, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

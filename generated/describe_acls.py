@@ -679,6 +679,7 @@ _N_DescribeAclsRequest_ResourceCursor_v4 = (
         ("int8", "resource_type"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeAclsRequest_v0 = (
     DescribeAclsRequest,
@@ -695,6 +696,7 @@ _N_DescribeAclsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeAclsRequest_v1 = (
     DescribeAclsRequest,
@@ -711,6 +713,7 @@ _N_DescribeAclsRequest_v1 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeAclsRequest_v2 = (
     DescribeAclsRequest,
@@ -727,6 +730,7 @@ _N_DescribeAclsRequest_v2 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeAclsRequest_v4 = (
     DescribeAclsRequest,
@@ -743,6 +747,7 @@ _N_DescribeAclsRequest_v4 = (
         ("struct", "cursor", True, _N_DescribeAclsRequest_ResourceCursor_v4),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 # fmt: on
 
@@ -1298,6 +1303,7 @@ _N_AclDescription_v0 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AclDescription_v2 = (
     _AclDescription,
@@ -1309,6 +1315,7 @@ _N_AclDescription_v2 = (
         ("int8", "permission_type"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResource_v0 = (
     _DescribeAclsResource,
@@ -1320,6 +1327,7 @@ _N_DescribeAclsResource_v0 = (
         ("array", "acls", False, False, _N_AclDescription_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResource_v1 = (
     _DescribeAclsResource,
@@ -1331,6 +1339,7 @@ _N_DescribeAclsResource_v1 = (
         ("array", "acls", False, False, _N_AclDescription_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResource_v2 = (
     _DescribeAclsResource,
@@ -1342,6 +1351,7 @@ _N_DescribeAclsResource_v2 = (
         ("array", "acls", True, False, _N_AclDescription_v2, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResponse_ResourceCursor_v4 = (
     _DescribeAclsResponse_ResourceCursor,
@@ -1351,6 +1361,7 @@ _N_DescribeAclsResponse_ResourceCursor_v4 = (
         ("int8", "resource_type"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeAclsResponse_v0 = (
     DescribeAclsResponse,
@@ -1363,6 +1374,7 @@ _N_DescribeAclsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeAclsResponse_v1 = (
     DescribeAclsResponse,
@@ -1375,6 +1387,7 @@ _N_DescribeAclsResponse_v1 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeAclsResponse_v2 = (
     DescribeAclsResponse,
@@ -1387,6 +1400,7 @@ _N_DescribeAclsResponse_v2 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeAclsResponse_v4 = (
     DescribeAclsResponse,
@@ -1399,6 +1413,7 @@ _N_DescribeAclsResponse_v4 = (
         ("struct", "next_cursor", True, _N_DescribeAclsResponse_ResourceCursor_v4),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

@@ -466,6 +466,7 @@ _N_ComponentData_v0 = (
         ("string", "match", False, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ComponentData_v1 = (
     _ComponentData,
@@ -476,6 +477,7 @@ _N_ComponentData_v1 = (
         ("string", "match", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeClientQuotasRequest_v0 = (
     DescribeClientQuotasRequest,
@@ -485,6 +487,7 @@ _N_DescribeClientQuotasRequest_v0 = (
         ("bool", "strict"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeClientQuotasRequest_v1 = (
     DescribeClientQuotasRequest,
@@ -494,6 +497,7 @@ _N_DescribeClientQuotasRequest_v1 = (
         ("bool", "strict"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -884,6 +888,7 @@ _N_EntityData_v0 = (
         ("string", "entity_name", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_EntityData_v1 = (
     _EntityData,
@@ -893,6 +898,7 @@ _N_EntityData_v1 = (
         ("string", "entity_name", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ValueData_v0 = (
     _ValueData,
@@ -902,6 +908,7 @@ _N_ValueData_v0 = (
         ("float64", "value"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ValueData_v1 = (
     _ValueData,
@@ -911,6 +918,7 @@ _N_ValueData_v1 = (
         ("float64", "value"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_EntryData_v0 = (
     _EntryData,
@@ -920,6 +928,7 @@ _N_EntryData_v0 = (
         ("array", "values", False, False, _N_ValueData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_EntryData_v1 = (
     _EntryData,
@@ -929,6 +938,7 @@ _N_EntryData_v1 = (
         ("array", "values", True, False, _N_ValueData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeClientQuotasResponse_v0 = (
     DescribeClientQuotasResponse,
@@ -940,6 +950,7 @@ _N_DescribeClientQuotasResponse_v0 = (
         ("array", "entries", False, True, _N_EntryData_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeClientQuotasResponse_v1 = (
     DescribeClientQuotasResponse,
@@ -951,6 +962,7 @@ _N_DescribeClientQuotasResponse_v1 = (
         ("array", "entries", True, True, _N_EntryData_v1, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

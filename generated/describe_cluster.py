@@ -287,6 +287,7 @@ _N_DescribeClusterRequest_v0 = (
         ("absent", "endpoint_type", ("value", 1), False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeClusterRequest_v1 = (
     DescribeClusterRequest,
@@ -296,6 +297,7 @@ _N_DescribeClusterRequest_v1 = (
         ("int8", "endpoint_type"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -551,6 +553,7 @@ _N_DescribeClusterBroker_v0 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeClusterResponse_v0 = (
     DescribeClusterResponse,
@@ -566,6 +569,7 @@ _N_DescribeClusterResponse_v0 = (
         ("int32", "cluster_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeClusterResponse_v1 = (
     DescribeClusterResponse,
@@ -581,6 +585,7 @@ _N_DescribeClusterResponse_v1 = (
         ("int32", "cluster_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # fmt: on
 

@@ -819,6 +819,7 @@ _N_DescribeConfigsResource_v0 = (
         ("array", "configuration_keys", False, True, "string", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResource_v4 = (
     _DescribeConfigsResource,
@@ -829,6 +830,7 @@ _N_DescribeConfigsResource_v4 = (
         ("array", "configuration_keys", True, True, "string", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsRequest_ResourceCursor_v5 = (
     _DescribeConfigsRequest_ResourceCursor,
@@ -838,6 +840,7 @@ _N_DescribeConfigsRequest_ResourceCursor_v5 = (
         ("int8", "resource_type"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeConfigsRequest_v0 = (
     DescribeConfigsRequest,
@@ -850,6 +853,7 @@ _N_DescribeConfigsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v1 = (
     DescribeConfigsRequest,
@@ -862,6 +866,7 @@ _N_DescribeConfigsRequest_v1 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v3 = (
     DescribeConfigsRequest,
@@ -874,6 +879,7 @@ _N_DescribeConfigsRequest_v3 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v4 = (
     DescribeConfigsRequest,
@@ -886,6 +892,7 @@ _N_DescribeConfigsRequest_v4 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v5 = (
     DescribeConfigsRequest,
@@ -898,6 +905,7 @@ _N_DescribeConfigsRequest_v5 = (
         ("struct", "cursor", True, _N_DescribeConfigsRequest_ResourceCursor_v5),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -1848,6 +1856,7 @@ _N_DescribeConfigsSynonym_v1 = (
         ("int8", "source"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsSynonym_v4 = (
     _DescribeConfigsSynonym,
@@ -1858,6 +1867,7 @@ _N_DescribeConfigsSynonym_v4 = (
         ("int8", "source"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResourceResult_v0 = (
     _DescribeConfigsResourceResult,
@@ -1874,6 +1884,7 @@ _N_DescribeConfigsResourceResult_v0 = (
         ("absent", "documentation", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResourceResult_v1 = (
     _DescribeConfigsResourceResult,
@@ -1890,6 +1901,7 @@ _N_DescribeConfigsResourceResult_v1 = (
         ("absent", "documentation", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResourceResult_v3 = (
     _DescribeConfigsResourceResult,
@@ -1906,6 +1918,7 @@ _N_DescribeConfigsResourceResult_v3 = (
         ("string", "documentation", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResourceResult_v4 = (
     _DescribeConfigsResourceResult,
@@ -1922,6 +1935,7 @@ _N_DescribeConfigsResourceResult_v4 = (
         ("string", "documentation", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResult_v0 = (
     _DescribeConfigsResult,
@@ -1934,6 +1948,7 @@ _N_DescribeConfigsResult_v0 = (
         ("array", "configs", False, False, _N_DescribeConfigsResourceResult_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResult_v1 = (
     _DescribeConfigsResult,
@@ -1946,6 +1961,7 @@ _N_DescribeConfigsResult_v1 = (
         ("array", "configs", False, False, _N_DescribeConfigsResourceResult_v1, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResult_v3 = (
     _DescribeConfigsResult,
@@ -1958,6 +1974,7 @@ _N_DescribeConfigsResult_v3 = (
         ("array", "configs", False, False, _N_DescribeConfigsResourceResult_v3, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResult_v4 = (
     _DescribeConfigsResult,
@@ -1970,6 +1987,7 @@ _N_DescribeConfigsResult_v4 = (
         ("array", "configs", True, False, _N_DescribeConfigsResourceResult_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResponse_ResourceCursor_v5 = (
     _DescribeConfigsResponse_ResourceCursor,
@@ -1979,6 +1997,7 @@ _N_DescribeConfigsResponse_ResourceCursor_v5 = (
         ("int8", "resource_type"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeConfigsResponse_v0 = (
     DescribeConfigsResponse,
@@ -1989,6 +2008,7 @@ _N_DescribeConfigsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v1 = (
     DescribeConfigsResponse,
@@ -1999,6 +2019,7 @@ _N_DescribeConfigsResponse_v1 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v3 = (
     DescribeConfigsResponse,
@@ -2009,6 +2030,7 @@ _N_DescribeConfigsResponse_v3 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v4 = (
     DescribeConfigsResponse,
@@ -2019,6 +2041,7 @@ _N_DescribeConfigsResponse_v4 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v5 = (
     DescribeConfigsResponse,
@@ -2029,6 +2052,7 @@ _N_DescribeConfigsResponse_v5 = (
         ("struct", "next_cursor", True, _N_DescribeConfigsResponse_ResourceCursor_v5),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -455,6 +455,7 @@ _N_DescribeDelegationTokenOwner_v0 = (
         ("string", "principal_name", False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeDelegationTokenOwner_v2 = (
     _DescribeDelegationTokenOwner,
@@ -464,6 +465,7 @@ _N_DescribeDelegationTokenOwner_v2 = (
         ("string", "principal_name", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeDelegationTokenRequest_v0 = (
     DescribeDelegationTokenRequest,
@@ -472,6 +474,7 @@ _N_DescribeDelegationTokenRequest_v0 = (
         ("array", "owners", False, True, _N_DescribeDelegationTokenOwner_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_DescribeDelegationTokenRequest_v2 = (
     DescribeDelegationTokenRequest,
@@ -480,6 +483,7 @@ _N_DescribeDelegationTokenRequest_v2 = (
         ("array", "owners", True, True, _N_DescribeDelegationTokenOwner_v2, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -994,6 +998,7 @@ _N_DescribedDelegationTokenRenewer_v0 = (
         ("string", "principal_name", False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribedDelegationTokenRenewer_v2 = (
     _DescribedDelegationTokenRenewer,
@@ -1003,6 +1008,7 @@ _N_DescribedDelegationTokenRenewer_v2 = (
         ("string", "principal_name", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribedDelegationToken_v0 = (
     _DescribedDelegationToken,
@@ -1020,6 +1026,7 @@ _N_DescribedDelegationToken_v0 = (
         ("array", "renewers", False, False, _N_DescribedDelegationTokenRenewer_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribedDelegationToken_v2 = (
     _DescribedDelegationToken,
@@ -1037,6 +1044,7 @@ _N_DescribedDelegationToken_v2 = (
         ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribedDelegationToken_v3 = (
     _DescribedDelegationToken,
@@ -1054,6 +1062,7 @@ _N_DescribedDelegationToken_v3 = (
         ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribeDelegationTokenResponse_v0 = (
     DescribeDelegationTokenResponse,
@@ -1064,6 +1073,7 @@ _N_DescribeDelegationTokenResponse_v0 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeDelegationTokenResponse_v2 = (
     DescribeDelegationTokenResponse,
@@ -1074,6 +1084,7 @@ _N_DescribeDelegationTokenResponse_v2 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeDelegationTokenResponse_v3 = (
     DescribeDelegationTokenResponse,
@@ -1084,6 +1095,7 @@ _N_DescribeDelegationTokenResponse_v3 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

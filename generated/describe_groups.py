@@ -560,6 +560,7 @@ _N_DescribeGroupsRequest_GroupMemberCursor_v6 = (
         ("string", "member_id", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeGroupsRequest_v0 = (
     DescribeGroupsRequest,
@@ -571,6 +572,7 @@ _N_DescribeGroupsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeGroupsRequest_v3 = (
     DescribeGroupsRequest,
@@ -582,6 +584,7 @@ _N_DescribeGroupsRequest_v3 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeGroupsRequest_v5 = (
     DescribeGroupsRequest,
@@ -593,6 +596,7 @@ _N_DescribeGroupsRequest_v5 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeGroupsRequest_v6 = (
     DescribeGroupsRequest,
@@ -604,6 +608,7 @@ _N_DescribeGroupsRequest_v6 = (
         ("struct", "cursor", True, _N_DescribeGroupsRequest_GroupMemberCursor_v6),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1355,6 +1360,7 @@ _N_DescribedGroupMember_v0 = (
         ("bytes", "member_assignment", False, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribedGroupMember_v4 = (
     _DescribedGroupMember,
@@ -1368,6 +1374,7 @@ _N_DescribedGroupMember_v4 = (
         ("bytes", "member_assignment", False, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribedGroupMember_v5 = (
     _DescribedGroupMember,
@@ -1381,6 +1388,7 @@ _N_DescribedGroupMember_v5 = (
         ("bytes", "member_assignment", True, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -1395,6 +1403,7 @@ _N_DescribedGroup_v0 = (
         ("absent", "authorized_operations", ("value", -2147483648), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v3 = (
     _DescribedGroup,
@@ -1409,6 +1418,7 @@ _N_DescribedGroup_v3 = (
         ("int32", "authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v4 = (
     _DescribedGroup,
@@ -1423,6 +1433,7 @@ _N_DescribedGroup_v4 = (
         ("int32", "authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v5 = (
     _DescribedGroup,
@@ -1437,6 +1448,7 @@ _N_DescribedGroup_v5 = (
         ("int32", "authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribeGroupsResponse_GroupMemberCursor_v6 = (
     _DescribeGroupsResponse_GroupMemberCursor,
@@ -1446,6 +1458,7 @@ _N_DescribeGroupsResponse_GroupMemberCursor_v6 = (
         ("string", "member_id", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeGroupsResponse_v0 = (
     DescribeGroupsResponse,
@@ -1456,6 +1469,7 @@ _N_DescribeGroupsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v1 = (
     DescribeGroupsResponse,
@@ -1466,6 +1480,7 @@ _N_DescribeGroupsResponse_v1 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v3 = (
     DescribeGroupsResponse,
@@ -1476,6 +1491,7 @@ _N_DescribeGroupsResponse_v3 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v4 = (
     DescribeGroupsResponse,
@@ -1486,6 +1502,7 @@ _N_DescribeGroupsResponse_v4 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v5 = (
     DescribeGroupsResponse,
@@ -1496,6 +1513,7 @@ _N_DescribeGroupsResponse_v5 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v6 = (
     DescribeGroupsResponse,
@@ -1506,6 +1524,7 @@ _N_DescribeGroupsResponse_v6 = (
         ("struct", "next_cursor", True, _N_DescribeGroupsResponse_GroupMemberCursor_v6),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

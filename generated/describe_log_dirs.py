@@ -672,6 +672,7 @@ _N_DescribableLogDirTopic_v0 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribableLogDirTopic_v2 = (
     _DescribableLogDirTopic,
@@ -681,6 +682,7 @@ _N_DescribableLogDirTopic_v2 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeLogDirsRequest_Cursor_v5 = (
     _DescribeLogDirsRequest_Cursor,
@@ -691,6 +693,7 @@ _N_DescribeLogDirsRequest_Cursor_v5 = (
         ("string", "log_dir", True, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsRequest_v0 = (
     DescribeLogDirsRequest,
@@ -701,6 +704,7 @@ _N_DescribeLogDirsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsRequest_v2 = (
     DescribeLogDirsRequest,
@@ -711,6 +715,7 @@ _N_DescribeLogDirsRequest_v2 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsRequest_v5 = (
     DescribeLogDirsRequest,
@@ -721,6 +726,7 @@ _N_DescribeLogDirsRequest_v5 = (
         ("struct", "cursor", True, _N_DescribeLogDirsRequest_Cursor_v5),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1373,6 +1379,7 @@ _N_DescribeLogDirsPartition_v0 = (
         ("bool", "is_future_key"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsPartition_v2 = (
     _DescribeLogDirsPartition,
@@ -1384,6 +1391,7 @@ _N_DescribeLogDirsPartition_v2 = (
         ("bool", "is_future_key"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsTopic_v0 = (
     _DescribeLogDirsTopic,
@@ -1393,6 +1401,7 @@ _N_DescribeLogDirsTopic_v0 = (
         ("array", "partitions", False, False, _N_DescribeLogDirsPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeLogDirsTopic_v2 = (
     _DescribeLogDirsTopic,
@@ -1402,6 +1411,7 @@ _N_DescribeLogDirsTopic_v2 = (
         ("array", "partitions", True, False, _N_DescribeLogDirsPartition_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeLogDirsResult_v0 = (
     _DescribeLogDirsResult,
@@ -1414,6 +1424,7 @@ _N_DescribeLogDirsResult_v0 = (
         ("absent", "usable_bytes", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeLogDirsResult_v2 = (
     _DescribeLogDirsResult,
@@ -1426,6 +1437,7 @@ _N_DescribeLogDirsResult_v2 = (
         ("absent", "usable_bytes", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeLogDirsResult_v4 = (
     _DescribeLogDirsResult,
@@ -1438,6 +1450,7 @@ _N_DescribeLogDirsResult_v4 = (
         ("int64", "usable_bytes"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeLogDirsResponse_Cursor_v5 = (
     _DescribeLogDirsResponse_Cursor,
@@ -1448,6 +1461,7 @@ _N_DescribeLogDirsResponse_Cursor_v5 = (
         ("string", "log_dir", True, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsResponse_v0 = (
     DescribeLogDirsResponse,
@@ -1459,6 +1473,7 @@ _N_DescribeLogDirsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v2 = (
     DescribeLogDirsResponse,
@@ -1470,6 +1485,7 @@ _N_DescribeLogDirsResponse_v2 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v3 = (
     DescribeLogDirsResponse,
@@ -1481,6 +1497,7 @@ _N_DescribeLogDirsResponse_v3 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v4 = (
     DescribeLogDirsResponse,
@@ -1492,6 +1509,7 @@ _N_DescribeLogDirsResponse_v4 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v5 = (
     DescribeLogDirsResponse,
@@ -1503,6 +1521,7 @@ _N_DescribeLogDirsResponse_v5 = (
         ("struct", "next_cursor", True, _N_DescribeLogDirsResponse_Cursor_v5),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -610,6 +610,7 @@ _N_TopicRequest_v0 = (
         ("array", "partition_indexes", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
     _DescribeProducersRequest_ProducerStateCursor,
@@ -620,6 +621,7 @@ _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
         ("int64", "producer_id"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeProducersRequest_v0 = (
     DescribeProducersRequest,
@@ -630,6 +632,7 @@ _N_DescribeProducersRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeProducersRequest_v1 = (
     DescribeProducersRequest,
@@ -640,6 +643,7 @@ _N_DescribeProducersRequest_v1 = (
         ("struct", "cursor", True, _N_DescribeProducersRequest_ProducerStateCursor_v1),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1093,6 +1097,7 @@ _N_ProducerState_v0 = (
         ("int64", "current_txn_start_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_PartitionResponse_v0 = (
     _PartitionResponse,
@@ -1104,6 +1109,7 @@ _N_PartitionResponse_v0 = (
         ("array", "active_producers", True, False, _N_ProducerState_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_TopicResponse_v0 = (
     _TopicResponse,
@@ -1113,6 +1119,7 @@ _N_TopicResponse_v0 = (
         ("array", "partitions", True, False, _N_PartitionResponse_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
     _DescribeProducersResponse_ProducerStateCursor,
@@ -1123,6 +1130,7 @@ _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
         ("int64", "producer_id"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeProducersResponse_v0 = (
     DescribeProducersResponse,
@@ -1133,6 +1141,7 @@ _N_DescribeProducersResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeProducersResponse_v1 = (
     DescribeProducersResponse,
@@ -1143,6 +1152,7 @@ _N_DescribeProducersResponse_v1 = (
         ("struct", "next_cursor", True, _N_DescribeProducersResponse_ProducerStateCursor_v1),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -577,6 +577,7 @@ _N_DescribeQuorumRequest_PartitionData_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0,)),
 )
 _N_DescribeQuorumRequest_TopicData_v0 = (
     _DescribeQuorumRequest_TopicData,
@@ -586,6 +587,7 @@ _N_DescribeQuorumRequest_TopicData_v0 = (
         ("array", "partitions", True, False, _N_DescribeQuorumRequest_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeQuorumRequest_v0 = (
     DescribeQuorumRequest,
@@ -594,6 +596,7 @@ _N_DescribeQuorumRequest_v0 = (
         ("array", "topics", True, False, _N_DescribeQuorumRequest_TopicData_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -1423,6 +1426,7 @@ _N_ReplicaState_v0 = (
         ("absent", "last_caught_up_timestamp", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ReplicaState_v1 = (
     _ReplicaState,
@@ -1435,6 +1439,7 @@ _N_ReplicaState_v1 = (
         ("int64", "last_caught_up_timestamp"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ReplicaState_v2 = (
     _ReplicaState,
@@ -1447,6 +1452,7 @@ _N_ReplicaState_v2 = (
         ("int64", "last_caught_up_timestamp"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeQuorumResponse_PartitionData_v0 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1462,6 +1468,7 @@ _N_DescribeQuorumResponse_PartitionData_v0 = (
         ("array", "observers", True, False, _N_ReplicaState_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeQuorumResponse_PartitionData_v1 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1477,6 +1484,7 @@ _N_DescribeQuorumResponse_PartitionData_v1 = (
         ("array", "observers", True, False, _N_ReplicaState_v1, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeQuorumResponse_PartitionData_v2 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1492,6 +1500,7 @@ _N_DescribeQuorumResponse_PartitionData_v2 = (
         ("array", "observers", True, False, _N_ReplicaState_v2, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeQuorumResponse_TopicData_v0 = (
     _DescribeQuorumResponse_TopicData,
@@ -1501,6 +1510,7 @@ _N_DescribeQuorumResponse_TopicData_v0 = (
         ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeQuorumResponse_TopicData_v1 = (
     _DescribeQuorumResponse_TopicData,
@@ -1510,6 +1520,7 @@ _N_DescribeQuorumResponse_TopicData_v1 = (
         ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeQuorumResponse_TopicData_v2 = (
     _DescribeQuorumResponse_TopicData,
@@ -1519,6 +1530,7 @@ _N_DescribeQuorumResponse_TopicData_v2 = (
         ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_Listener_v2 = (
     _Listener,
@@ -1529,6 +1541,7 @@ _N_Listener_v2 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_Node_v2 = (
     _Node,
@@ -1538,6 +1551,7 @@ _N_Node_v2 = (
         ("array", "listeners", True, False, _N_Listener_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeQuorumResponse_v0 = (
     DescribeQuorumResponse,
@@ -1549,6 +1563,7 @@ _N_DescribeQuorumResponse_v0 = (
         ("absent", "nodes", ("keyed",), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeQuorumResponse_v1 = (
     DescribeQuorumResponse,
@@ -1560,6 +1575,7 @@ _N_DescribeQuorumResponse_v1 = (
         ("absent", "nodes", ("keyed",), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeQuorumResponse_v2 = (
     DescribeQuorumResponse,
@@ -1571,6 +1587,7 @@ _N_DescribeQuorumResponse_v2 = (
         ("array", "nodes", True, False, _N_Node_v2, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -556,6 +556,7 @@ _N_TopicRequest_v0 = (
         ("string", "name", True, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
     _DescribeTopicPartitionsRequest_Cursor,
@@ -565,6 +566,7 @@ _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeTopicPartitionsRequest_v0 = (
     DescribeTopicPartitionsRequest,
@@ -575,6 +577,7 @@ _N_DescribeTopicPartitionsRequest_v0 = (
         ("struct", "cursor", True, _N_DescribeTopicPartitionsRequest_Cursor_v0),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1014,6 +1017,7 @@ _N_DescribeTopicPartitionsResponsePartition_v0 = (
         ("array", "offline_replicas", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeTopicPartitionsResponseTopic_v0 = (
     _DescribeTopicPartitionsResponseTopic,
@@ -1027,6 +1031,7 @@ _N_DescribeTopicPartitionsResponseTopic_v0 = (
         ("int32", "topic_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
     _DescribeTopicPartitionsResponse_Cursor,
@@ -1036,6 +1041,7 @@ _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeTopicPartitionsResponse_v0 = (
     DescribeTopicPartitionsResponse,
@@ -1046,6 +1052,7 @@ _N_DescribeTopicPartitionsResponse_v0 = (
         ("struct", "next_cursor", True, _N_DescribeTopicPartitionsResponse_Cursor_v0),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

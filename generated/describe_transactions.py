@@ -505,6 +505,7 @@ _N_DescribeTransactionsRequest_TransactionalCursor_v1 = (
         ("int64", "producer_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeTransactionsRequest_v0 = (
     DescribeTransactionsRequest,
@@ -515,6 +516,7 @@ _N_DescribeTransactionsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeTransactionsRequest_v1 = (
     DescribeTransactionsRequest,
@@ -525,6 +527,7 @@ _N_DescribeTransactionsRequest_v1 = (
         ("struct", "cursor", True, _N_DescribeTransactionsRequest_TransactionalCursor_v1),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -916,6 +919,7 @@ _N_TopicData_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TransactionState_v0 = (
     _TransactionState,
@@ -931,6 +935,7 @@ _N_TransactionState_v0 = (
         ("array", "topics", True, False, _N_TopicData_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
     _DescribeTransactionsResponse_TransactionalCursor,
@@ -940,6 +945,7 @@ _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
         ("int64", "producer_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeTransactionsResponse_v0 = (
     DescribeTransactionsResponse,
@@ -950,6 +956,7 @@ _N_DescribeTransactionsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_DescribeTransactionsResponse_v1 = (
     DescribeTransactionsResponse,
@@ -960,6 +967,7 @@ _N_DescribeTransactionsResponse_v1 = (
         ("struct", "next_cursor", True, _N_DescribeTransactionsResponse_TransactionalCursor_v1),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

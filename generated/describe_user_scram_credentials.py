@@ -347,6 +347,7 @@ _N_UserName_v0 = (
         ("string", "name", True, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_DescribeUserScramCredentialsRequest_v0 = (
     DescribeUserScramCredentialsRequest,
@@ -355,6 +356,7 @@ _N_DescribeUserScramCredentialsRequest_v0 = (
         ("array", "users", True, True, _N_UserName_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -616,6 +618,7 @@ _N_CredentialInfo_v0 = (
         ("int32", "iterations"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_DescribeUserScramCredentialsResult_v0 = (
     _DescribeUserScramCredentialsResult,
@@ -627,6 +630,7 @@ _N_DescribeUserScramCredentialsResult_v0 = (
         ("array", "credential_infos", True, False, _N_CredentialInfo_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_DescribeUserScramCredentialsResponse_v0 = (
     DescribeUserScramCredentialsResponse,
@@ -638,6 +642,7 @@ _N_DescribeUserScramCredentialsResponse_v0 = (
         ("array", "results", True, False, _N_DescribeUserScramCredentialsResult_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

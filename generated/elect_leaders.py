@@ -477,6 +477,7 @@ _N_TopicPartitions_v0 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicPartitions_v2 = (
     _TopicPartitions,
@@ -486,6 +487,7 @@ _N_TopicPartitions_v2 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ElectLeadersRequest_v0 = (
     ElectLeadersRequest,
@@ -496,6 +498,7 @@ _N_ElectLeadersRequest_v0 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ElectLeadersRequest_v1 = (
     ElectLeadersRequest,
@@ -506,6 +509,7 @@ _N_ElectLeadersRequest_v1 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ElectLeadersRequest_v2 = (
     ElectLeadersRequest,
@@ -516,6 +520,7 @@ _N_ElectLeadersRequest_v2 = (
         ("int32", "timeout_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -865,6 +870,7 @@ _N_PartitionResult_v0 = (
         ("string", "error_message", False, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_PartitionResult_v2 = (
     _PartitionResult,
@@ -875,6 +881,7 @@ _N_PartitionResult_v2 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ReplicaElectionResult_v0 = (
     _ReplicaElectionResult,
@@ -884,6 +891,7 @@ _N_ReplicaElectionResult_v0 = (
         ("array", "partition_result", False, False, _N_PartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReplicaElectionResult_v2 = (
     _ReplicaElectionResult,
@@ -893,6 +901,7 @@ _N_ReplicaElectionResult_v2 = (
         ("array", "partition_result", True, False, _N_PartitionResult_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ElectLeadersResponse_v0 = (
     ElectLeadersResponse,
@@ -903,6 +912,7 @@ _N_ElectLeadersResponse_v0 = (
         ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ElectLeadersResponse_v1 = (
     ElectLeadersResponse,
@@ -913,6 +923,7 @@ _N_ElectLeadersResponse_v1 = (
         ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ElectLeadersResponse_v2 = (
     ElectLeadersResponse,
@@ -923,6 +934,7 @@ _N_ElectLeadersResponse_v2 = (
         ("array", "replica_election_results", True, False, _N_ReplicaElectionResult_v2, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -871,6 +871,7 @@ _N_ReplicaInfo_v1 = (
         ("uuid", "candidate_directory_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_EndQuorumEpochRequest_PartitionData_v0 = (
     _EndQuorumEpochRequest_PartitionData,
@@ -883,6 +884,7 @@ _N_EndQuorumEpochRequest_PartitionData_v0 = (
         ("absent", "preferred_candidates", ("list",), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_EndQuorumEpochRequest_PartitionData_v1 = (
     _EndQuorumEpochRequest_PartitionData,
@@ -895,6 +897,7 @@ _N_EndQuorumEpochRequest_PartitionData_v1 = (
         ("array", "preferred_candidates", True, False, _N_ReplicaInfo_v1, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_EndQuorumEpochRequest_TopicData_v0 = (
     _EndQuorumEpochRequest_TopicData,
@@ -904,6 +907,7 @@ _N_EndQuorumEpochRequest_TopicData_v0 = (
         ("array", "partitions", False, False, _N_EndQuorumEpochRequest_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_EndQuorumEpochRequest_TopicData_v1 = (
     _EndQuorumEpochRequest_TopicData,
@@ -913,6 +917,7 @@ _N_EndQuorumEpochRequest_TopicData_v1 = (
         ("array", "partitions", True, False, _N_EndQuorumEpochRequest_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
@@ -923,6 +928,7 @@ _N_LeaderEndpoint_v1 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochRequest_v0 = (
     EndQuorumEpochRequest,
@@ -933,6 +939,7 @@ _N_EndQuorumEpochRequest_v0 = (
         ("absent", "leader_endpoints", ("keyed",), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochRequest_v1 = (
     EndQuorumEpochRequest,
@@ -943,6 +950,7 @@ _N_EndQuorumEpochRequest_v1 = (
         ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1429,6 +1437,7 @@ _N_EndQuorumEpochResponse_PartitionData_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EndQuorumEpochResponse_PartitionData_v1 = (
     _EndQuorumEpochResponse_PartitionData,
@@ -1440,6 +1449,7 @@ _N_EndQuorumEpochResponse_PartitionData_v1 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EndQuorumEpochResponse_TopicData_v0 = (
     _EndQuorumEpochResponse_TopicData,
@@ -1449,6 +1459,7 @@ _N_EndQuorumEpochResponse_TopicData_v0 = (
         ("array", "partitions", False, False, _N_EndQuorumEpochResponse_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_EndQuorumEpochResponse_TopicData_v1 = (
     _EndQuorumEpochResponse_TopicData,
@@ -1458,6 +1469,7 @@ _N_EndQuorumEpochResponse_TopicData_v1 = (
         ("array", "partitions", True, False, _N_EndQuorumEpochResponse_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1468,6 +1480,7 @@ _N_NodeEndpoint_v1 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochResponse_v0 = (
     EndQuorumEpochResponse,
@@ -1478,6 +1491,7 @@ _N_EndQuorumEpochResponse_v0 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_EndQuorumEpochResponse_v1 = (
     EndQuorumEpochResponse,
@@ -1489,6 +1503,7 @@ _N_EndQuorumEpochResponse_v1 = (
     (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
     ),
+    (1, (0, 1, -1)),
 )
 # fmt: on
 

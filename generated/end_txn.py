@@ -234,6 +234,7 @@ _N_EndTxnRequest_v0 = (
         ("bool", "committed"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EndTxnRequest_v3 = (
     EndTxnRequest,
@@ -245,6 +246,7 @@ _N_EndTxnRequest_v3 = (
         ("bool", "committed"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -374,6 +376,7 @@ _N_EndTxnResponse_v0 = (
         ("absent", "producer_epoch", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EndTxnResponse_v3 = (
     EndTxnResponse,
@@ -385,6 +388,7 @@ _N_EndTxnResponse_v3 = (
         ("absent", "producer_epoch", ("value", -1), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EndTxnResponse_v5 = (
     EndTxnResponse,
@@ -396,6 +400,7 @@ _N_EndTxnResponse_v5 = (
         ("int16", "producer_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

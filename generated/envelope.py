@@ -190,6 +190,7 @@ _N_EnvelopeRequest_v0 = (
         ("bytes", "client_host_address", True, False, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -267,6 +268,7 @@ _N_EnvelopeResponse_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

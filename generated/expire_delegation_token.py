@@ -213,6 +213,7 @@ _N_ExpireDelegationTokenRequest_v0 = (
         ("int64", "expiry_time_period_ms"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ExpireDelegationTokenRequest_v2 = (
     ExpireDelegationTokenRequest,
@@ -222,6 +223,7 @@ _N_ExpireDelegationTokenRequest_v2 = (
         ("int64", "expiry_time_period_ms"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -327,6 +329,7 @@ _N_ExpireDelegationTokenResponse_v0 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ExpireDelegationTokenResponse_v2 = (
     ExpireDelegationTokenResponse,
@@ -337,6 +340,7 @@ _N_ExpireDelegationTokenResponse_v2 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -1985,6 +1985,7 @@ _N_ReplicaState_v15 = (
         ("int64", "replica_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_FetchPartition_v0 = (
     _FetchPartition,
@@ -1999,6 +2000,7 @@ _N_FetchPartition_v0 = (
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v5 = (
     _FetchPartition,
@@ -2013,6 +2015,7 @@ _N_FetchPartition_v5 = (
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v9 = (
     _FetchPartition,
@@ -2027,6 +2030,7 @@ _N_FetchPartition_v9 = (
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v12 = (
     _FetchPartition,
@@ -2041,6 +2045,7 @@ _N_FetchPartition_v12 = (
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v17 = (
     _FetchPartition,
@@ -2056,6 +2061,7 @@ _N_FetchPartition_v17 = (
     (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
+    (1, (0, 1, 2, 3, 4, 5, -1)),
 )
 _N_FetchTopic_v0 = (
     _FetchTopic,
@@ -2066,6 +2072,7 @@ _N_FetchTopic_v0 = (
         ("array", "partitions", False, False, _N_FetchPartition_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v5 = (
     _FetchTopic,
@@ -2076,6 +2083,7 @@ _N_FetchTopic_v5 = (
         ("array", "partitions", False, False, _N_FetchPartition_v5, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v9 = (
     _FetchTopic,
@@ -2086,6 +2094,7 @@ _N_FetchTopic_v9 = (
         ("array", "partitions", False, False, _N_FetchPartition_v9, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v12 = (
     _FetchTopic,
@@ -2096,6 +2105,7 @@ _N_FetchTopic_v12 = (
         ("array", "partitions", True, False, _N_FetchPartition_v12, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v13 = (
     _FetchTopic,
@@ -2106,6 +2116,7 @@ _N_FetchTopic_v13 = (
         ("array", "partitions", True, False, _N_FetchPartition_v12, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v17 = (
     _FetchTopic,
@@ -2116,6 +2127,7 @@ _N_FetchTopic_v17 = (
         ("array", "partitions", True, False, _N_FetchPartition_v17, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ForgottenTopic_v7 = (
     _ForgottenTopic,
@@ -2126,6 +2138,7 @@ _N_ForgottenTopic_v7 = (
         ("array", "partitions", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ForgottenTopic_v12 = (
     _ForgottenTopic,
@@ -2136,6 +2149,7 @@ _N_ForgottenTopic_v12 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ForgottenTopic_v13 = (
     _ForgottenTopic,
@@ -2146,6 +2160,7 @@ _N_ForgottenTopic_v13 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchRequest_v0 = (
     FetchRequest,
@@ -2165,6 +2180,7 @@ _N_FetchRequest_v0 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v3 = (
     FetchRequest,
@@ -2184,6 +2200,7 @@ _N_FetchRequest_v3 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v4 = (
     FetchRequest,
@@ -2203,6 +2220,7 @@ _N_FetchRequest_v4 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v5 = (
     FetchRequest,
@@ -2222,6 +2240,7 @@ _N_FetchRequest_v5 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v7 = (
     FetchRequest,
@@ -2241,6 +2260,7 @@ _N_FetchRequest_v7 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v9 = (
     FetchRequest,
@@ -2260,6 +2280,7 @@ _N_FetchRequest_v9 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v11 = (
     FetchRequest,
@@ -2279,6 +2300,7 @@ _N_FetchRequest_v11 = (
         ("absent", "replica_state", ("struct", _ReplicaState, _ReplicaState_DEFAULT), False),
     ),
     (),
+    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v12 = (
     FetchRequest,
@@ -2299,6 +2321,7 @@ _N_FetchRequest_v12 = (
     (
         (0, ("string", "cluster_id", True, True), ("value", None)),
     ),
+    (2, (-1, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v13 = (
     FetchRequest,
@@ -2319,6 +2342,7 @@ _N_FetchRequest_v13 = (
     (
         (0, ("string", "cluster_id", True, True), ("value", None)),
     ),
+    (2, (-1, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v15 = (
     FetchRequest,
@@ -2339,6 +2363,7 @@ _N_FetchRequest_v15 = (
         (0, ("string", "cluster_id", True, True), ("value", None)),
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
+    (2, (-1, 0, -2, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v17 = (
     FetchRequest,
@@ -2359,6 +2384,7 @@ _N_FetchRequest_v17 = (
         (0, ("string", "cluster_id", True, True), ("value", None)),
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
+    (2, (-1, 0, -2, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 # fmt: on
 
@@ -3734,6 +3760,7 @@ _N_EpochEndOffset_v12 = (
         ("int64", "end_offset"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v12 = (
     _LeaderIdAndEpoch,
@@ -3743,6 +3770,7 @@ _N_LeaderIdAndEpoch_v12 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_SnapshotId_v12 = (
     _SnapshotId,
@@ -3752,6 +3780,7 @@ _N_SnapshotId_v12 = (
         ("int32", "epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AbortedTransaction_v4 = (
     _AbortedTransaction,
@@ -3761,6 +3790,7 @@ _N_AbortedTransaction_v4 = (
         ("int64", "first_offset"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AbortedTransaction_v12 = (
     _AbortedTransaction,
@@ -3770,6 +3800,7 @@ _N_AbortedTransaction_v12 = (
         ("int64", "first_offset"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -3788,6 +3819,7 @@ _N_PartitionData_v0 = (
         ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
     ),
     (),
+    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v4 = (
     _PartitionData,
@@ -3806,6 +3838,7 @@ _N_PartitionData_v4 = (
         ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
     ),
     (),
+    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v5 = (
     _PartitionData,
@@ -3824,6 +3857,7 @@ _N_PartitionData_v5 = (
         ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
     ),
     (),
+    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v11 = (
     _PartitionData,
@@ -3842,6 +3876,7 @@ _N_PartitionData_v11 = (
         ("absent", "snapshot_id", ("struct", _SnapshotId, _SnapshotId_DEFAULT), False),
     ),
     (),
+    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v12 = (
     _PartitionData,
@@ -3861,6 +3896,7 @@ _N_PartitionData_v12 = (
         (1, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v12), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
         (2, ("struct", "snapshot_id", False, _N_SnapshotId_v12), ("struct", _SnapshotId, _SnapshotId_DEFAULT)),
     ),
+    (3, (0, 1, 2, 3, 4, -1, -2, -3, 5, 6, 7)),
 )
 _N_FetchableTopicResponse_v0 = (
     _FetchableTopicResponse,
@@ -3871,6 +3907,7 @@ _N_FetchableTopicResponse_v0 = (
         ("array", "partitions", False, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v4 = (
     _FetchableTopicResponse,
@@ -3881,6 +3918,7 @@ _N_FetchableTopicResponse_v4 = (
         ("array", "partitions", False, False, _N_PartitionData_v4, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v5 = (
     _FetchableTopicResponse,
@@ -3891,6 +3929,7 @@ _N_FetchableTopicResponse_v5 = (
         ("array", "partitions", False, False, _N_PartitionData_v5, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v11 = (
     _FetchableTopicResponse,
@@ -3901,6 +3940,7 @@ _N_FetchableTopicResponse_v11 = (
         ("array", "partitions", False, False, _N_PartitionData_v11, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v12 = (
     _FetchableTopicResponse,
@@ -3911,6 +3951,7 @@ _N_FetchableTopicResponse_v12 = (
         ("array", "partitions", True, False, _N_PartitionData_v12, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v13 = (
     _FetchableTopicResponse,
@@ -3921,6 +3962,7 @@ _N_FetchableTopicResponse_v13 = (
         ("array", "partitions", True, False, _N_PartitionData_v12, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_NodeEndpoint_v16 = (
     _NodeEndpoint,
@@ -3932,6 +3974,7 @@ _N_NodeEndpoint_v16 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_FetchResponse_v0 = (
     FetchResponse,
@@ -3944,6 +3987,7 @@ _N_FetchResponse_v0 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v1 = (
     FetchResponse,
@@ -3956,6 +4000,7 @@ _N_FetchResponse_v1 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v4 = (
     FetchResponse,
@@ -3968,6 +4013,7 @@ _N_FetchResponse_v4 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v5 = (
     FetchResponse,
@@ -3980,6 +4026,7 @@ _N_FetchResponse_v5 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v7 = (
     FetchResponse,
@@ -3992,6 +4039,7 @@ _N_FetchResponse_v7 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v11 = (
     FetchResponse,
@@ -4004,6 +4052,7 @@ _N_FetchResponse_v11 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v12 = (
     FetchResponse,
@@ -4016,6 +4065,7 @@ _N_FetchResponse_v12 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v13 = (
     FetchResponse,
@@ -4028,6 +4078,7 @@ _N_FetchResponse_v13 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v16 = (
     FetchResponse,
@@ -4041,6 +4092,7 @@ _N_FetchResponse_v16 = (
     (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v16, True), ("keyed",)),
     ),
+    (1, (0, 1, 2, 3, -1)),
 )
 # fmt: on
 

@@ -924,6 +924,7 @@ _N_FetchSnapshotRequest_SnapshotId_v0 = (
         ("int32", "epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -936,6 +937,7 @@ _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
     ),
     (),
+    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -949,6 +951,7 @@ _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
     (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
+    (1, (0, 1, 2, 3, -1)),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
     _FetchSnapshotRequest_TopicSnapshot,
@@ -958,6 +961,7 @@ _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
         ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
     _FetchSnapshotRequest_TopicSnapshot,
@@ -967,6 +971,7 @@ _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
         ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_v0 = (
     FetchSnapshotRequest,
@@ -979,6 +984,7 @@ _N_FetchSnapshotRequest_v0 = (
     (
         (0, ("string", "cluster_id", True, True), ("value", None)),
     ),
+    (1, (-1, 0, 1, 2)),
 )
 _N_FetchSnapshotRequest_v1 = (
     FetchSnapshotRequest,
@@ -991,6 +997,7 @@ _N_FetchSnapshotRequest_v1 = (
     (
         (0, ("string", "cluster_id", True, True), ("value", None)),
     ),
+    (1, (-1, 0, 1, 2)),
 )
 # fmt: on
 
@@ -1572,6 +1579,7 @@ _N_FetchSnapshotResponse_SnapshotId_v0 = (
         ("int32", "epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v0 = (
     _LeaderIdAndEpoch,
@@ -1581,6 +1589,7 @@ _N_LeaderIdAndEpoch_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
     _FetchSnapshotResponse_PartitionSnapshot,
@@ -1596,6 +1605,7 @@ _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
     (
         (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
+    (1, (0, 1, 2, -1, 3, 4, 5)),
 )
 _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
     _FetchSnapshotResponse_TopicSnapshot,
@@ -1605,6 +1615,7 @@ _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
         ("array", "partitions", True, False, _N_FetchSnapshotResponse_PartitionSnapshot_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1615,6 +1626,7 @@ _N_NodeEndpoint_v1 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchSnapshotResponse_v0 = (
     FetchSnapshotResponse,
@@ -1626,6 +1638,7 @@ _N_FetchSnapshotResponse_v0 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2, 3)),
 )
 _N_FetchSnapshotResponse_v1 = (
     FetchSnapshotResponse,
@@ -1638,6 +1651,7 @@ _N_FetchSnapshotResponse_v1 = (
     (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
     ),
+    (1, (0, 1, 2, -1)),
 )
 # fmt: on
 

@@ -376,6 +376,7 @@ _N_FindCoordinatorRequest_v0 = (
         ("absent", "coordinator_keys", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FindCoordinatorRequest_v1 = (
     FindCoordinatorRequest,
@@ -386,6 +387,7 @@ _N_FindCoordinatorRequest_v1 = (
         ("absent", "coordinator_keys", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FindCoordinatorRequest_v3 = (
     FindCoordinatorRequest,
@@ -396,6 +398,7 @@ _N_FindCoordinatorRequest_v3 = (
         ("absent", "coordinator_keys", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FindCoordinatorRequest_v4 = (
     FindCoordinatorRequest,
@@ -406,6 +409,7 @@ _N_FindCoordinatorRequest_v4 = (
         ("array", "coordinator_keys", True, False, "string", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -754,6 +758,7 @@ _N_Coordinator_v4 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_FindCoordinatorResponse_v0 = (
     FindCoordinatorResponse,
@@ -768,6 +773,7 @@ _N_FindCoordinatorResponse_v0 = (
         ("absent", "coordinators", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FindCoordinatorResponse_v1 = (
     FindCoordinatorResponse,
@@ -782,6 +788,7 @@ _N_FindCoordinatorResponse_v1 = (
         ("absent", "coordinators", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FindCoordinatorResponse_v3 = (
     FindCoordinatorResponse,
@@ -796,6 +803,7 @@ _N_FindCoordinatorResponse_v3 = (
         ("absent", "coordinators", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FindCoordinatorResponse_v4 = (
     FindCoordinatorResponse,
@@ -810,6 +818,7 @@ _N_FindCoordinatorResponse_v4 = (
         ("array", "coordinators", True, False, _N_Coordinator_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 # fmt: on
 

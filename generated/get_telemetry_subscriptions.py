@@ -222,6 +222,7 @@ _N_GetTelemetrySubscriptionsRequest_v0 = (
         ("uuid", "client_instance_id"),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -366,6 +367,7 @@ _N_GetTelemetrySubscriptionsResponse_v0 = (
         ("array", "requested_metrics", True, False, "string", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 # fmt: on
 

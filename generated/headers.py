@@ -240,6 +240,7 @@ _N_RequestHeader_v0 = (
         ("absent", "client_id", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_RequestHeader_v1 = (
     RequestHeader,
@@ -251,6 +252,7 @@ _N_RequestHeader_v1 = (
         ("string", "client_id", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_RequestHeader_v2 = (
     RequestHeader,
@@ -262,6 +264,7 @@ _N_RequestHeader_v2 = (
         ("string", "client_id", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -353,6 +356,7 @@ _N_ResponseHeader_v0 = (
         ("int32", "correlation_id"),
     ),
     (),
+    (0, (0,)),
 )
 _N_ResponseHeader_v1 = (
     ResponseHeader,
@@ -361,6 +365,7 @@ _N_ResponseHeader_v1 = (
         ("int32", "correlation_id"),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

@@ -286,6 +286,7 @@ _N_HeartbeatRequest_v0 = (
         ("absent", "group_instance_id", ("value", None), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_HeartbeatRequest_v3 = (
     HeartbeatRequest,
@@ -297,6 +298,7 @@ _N_HeartbeatRequest_v3 = (
         ("string", "group_instance_id", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_HeartbeatRequest_v4 = (
     HeartbeatRequest,
@@ -308,6 +310,7 @@ _N_HeartbeatRequest_v4 = (
         ("string", "group_instance_id", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -422,6 +425,7 @@ _N_HeartbeatResponse_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_HeartbeatResponse_v1 = (
     HeartbeatResponse,
@@ -431,6 +435,7 @@ _N_HeartbeatResponse_v1 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_HeartbeatResponse_v4 = (
     HeartbeatResponse,
@@ -440,6 +445,7 @@ _N_HeartbeatResponse_v4 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -555,6 +555,7 @@ _N_AlterableConfig_v0 = (
         ("string", "value", False, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterableConfig_v1 = (
     _AlterableConfig,
@@ -565,6 +566,7 @@ _N_AlterableConfig_v1 = (
         ("string", "value", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
@@ -575,6 +577,7 @@ _N_AlterConfigsResource_v0 = (
         ("array", "configs", False, False, _N_AlterableConfig_v0, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v1 = (
     _AlterConfigsResource,
@@ -585,6 +588,7 @@ _N_AlterConfigsResource_v1 = (
         ("array", "configs", True, False, _N_AlterableConfig_v1, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_IncrementalAlterConfigsRequest_v0 = (
     IncrementalAlterConfigsRequest,
@@ -594,6 +598,7 @@ _N_IncrementalAlterConfigsRequest_v0 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_IncrementalAlterConfigsRequest_v1 = (
     IncrementalAlterConfigsRequest,
@@ -603,6 +608,7 @@ _N_IncrementalAlterConfigsRequest_v1 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -869,6 +875,7 @@ _N_AlterConfigsResourceResponse_v0 = (
         ("string", "resource_name", False, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResourceResponse_v1 = (
     _AlterConfigsResourceResponse,
@@ -880,6 +887,7 @@ _N_AlterConfigsResourceResponse_v1 = (
         ("string", "resource_name", True, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_IncrementalAlterConfigsResponse_v0 = (
     IncrementalAlterConfigsResponse,
@@ -889,6 +897,7 @@ _N_IncrementalAlterConfigsResponse_v0 = (
         ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_IncrementalAlterConfigsResponse_v1 = (
     IncrementalAlterConfigsResponse,
@@ -898,6 +907,7 @@ _N_IncrementalAlterConfigsResponse_v1 = (
         ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -287,6 +287,7 @@ _N_InitProducerIdRequest_v0 = (
         ("absent", "producer_epoch", ("value", -1), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdRequest_v2 = (
     InitProducerIdRequest,
@@ -298,6 +299,7 @@ _N_InitProducerIdRequest_v2 = (
         ("absent", "producer_epoch", ("value", -1), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdRequest_v3 = (
     InitProducerIdRequest,
@@ -309,6 +311,7 @@ _N_InitProducerIdRequest_v3 = (
         ("int16", "producer_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -420,6 +423,7 @@ _N_InitProducerIdResponse_v0 = (
         ("int16", "producer_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdResponse_v2 = (
     InitProducerIdResponse,
@@ -431,6 +435,7 @@ _N_InitProducerIdResponse_v2 = (
         ("int16", "producer_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -446,6 +446,7 @@ _N_PartitionData_v0 = (
         ("int64", "start_offset"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_InitializeStateData_v0 = (
     _InitializeStateData,
@@ -455,6 +456,7 @@ _N_InitializeStateData_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_InitializeShareGroupStateRequest_v0 = (
     InitializeShareGroupStateRequest,
@@ -464,6 +466,7 @@ _N_InitializeShareGroupStateRequest_v0 = (
         ("array", "topics", True, False, _N_InitializeStateData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -694,6 +697,7 @@ _N_PartitionResult_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_InitializeStateResult_v0 = (
     _InitializeStateResult,
@@ -703,6 +707,7 @@ _N_InitializeStateResult_v0 = (
         ("array", "partitions", True, False, _N_PartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_InitializeShareGroupStateResponse_v0 = (
     InitializeShareGroupStateResponse,
@@ -711,6 +716,7 @@ _N_InitializeShareGroupStateResponse_v0 = (
         ("array", "results", True, False, _N_InitializeStateResult_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

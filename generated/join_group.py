@@ -642,6 +642,7 @@ _N_JoinGroupRequestProtocol_v0 = (
         ("bytes", "metadata", False, False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_JoinGroupRequestProtocol_v6 = (
     _JoinGroupRequestProtocol,
@@ -651,6 +652,7 @@ _N_JoinGroupRequestProtocol_v6 = (
         ("bytes", "metadata", True, False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_JoinGroupRequest_v0 = (
     JoinGroupRequest,
@@ -666,6 +668,7 @@ _N_JoinGroupRequest_v0 = (
         ("absent", "reason", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v1 = (
     JoinGroupRequest,
@@ -681,6 +684,7 @@ _N_JoinGroupRequest_v1 = (
         ("absent", "reason", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v5 = (
     JoinGroupRequest,
@@ -696,6 +700,7 @@ _N_JoinGroupRequest_v5 = (
         ("absent", "reason", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v6 = (
     JoinGroupRequest,
@@ -711,6 +716,7 @@ _N_JoinGroupRequest_v6 = (
         ("absent", "reason", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v8 = (
     JoinGroupRequest,
@@ -726,6 +732,7 @@ _N_JoinGroupRequest_v8 = (
         ("string", "reason", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # fmt: on
 
@@ -1240,6 +1247,7 @@ _N_JoinGroupResponseMember_v0 = (
         ("bytes", "metadata", False, False, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_JoinGroupResponseMember_v5 = (
     _JoinGroupResponseMember,
@@ -1250,6 +1258,7 @@ _N_JoinGroupResponseMember_v5 = (
         ("bytes", "metadata", False, False, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_JoinGroupResponseMember_v6 = (
     _JoinGroupResponseMember,
@@ -1260,6 +1269,7 @@ _N_JoinGroupResponseMember_v6 = (
         ("bytes", "metadata", True, False, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_JoinGroupResponse_v0 = (
     JoinGroupResponse,
@@ -1276,6 +1286,7 @@ _N_JoinGroupResponse_v0 = (
         ("array", "members", False, False, _N_JoinGroupResponseMember_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v2 = (
     JoinGroupResponse,
@@ -1292,6 +1303,7 @@ _N_JoinGroupResponse_v2 = (
         ("array", "members", False, False, _N_JoinGroupResponseMember_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v5 = (
     JoinGroupResponse,
@@ -1308,6 +1320,7 @@ _N_JoinGroupResponse_v5 = (
         ("array", "members", False, False, _N_JoinGroupResponseMember_v5, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v6 = (
     JoinGroupResponse,
@@ -1324,6 +1337,7 @@ _N_JoinGroupResponse_v6 = (
         ("array", "members", True, False, _N_JoinGroupResponseMember_v6, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v7 = (
     JoinGroupResponse,
@@ -1340,6 +1354,7 @@ _N_JoinGroupResponse_v7 = (
         ("array", "members", True, False, _N_JoinGroupResponseMember_v6, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v9 = (
     JoinGroupResponse,
@@ -1356,6 +1371,7 @@ _N_JoinGroupResponse_v9 = (
         ("array", "members", True, False, _N_JoinGroupResponseMember_v6, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 # fmt: on
 

@@ -132,6 +132,7 @@ _N_KRaftVersionRecord_v0 = (
         ("int16", "k_raft_version"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

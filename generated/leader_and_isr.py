@@ -1550,6 +1550,7 @@ _N_LeaderAndIsrPartitionState_v0 = (
         ("absent", "leader_recovery_state", ("value", 0), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v1 = (
     _LeaderAndIsrPartitionState,
@@ -1569,6 +1570,7 @@ _N_LeaderAndIsrPartitionState_v1 = (
         ("absent", "leader_recovery_state", ("value", 0), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v2 = (
     _LeaderAndIsrPartitionState,
@@ -1588,6 +1590,7 @@ _N_LeaderAndIsrPartitionState_v2 = (
         ("absent", "leader_recovery_state", ("value", 0), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v3 = (
     _LeaderAndIsrPartitionState,
@@ -1607,6 +1610,7 @@ _N_LeaderAndIsrPartitionState_v3 = (
         ("absent", "leader_recovery_state", ("value", 0), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v4 = (
     _LeaderAndIsrPartitionState,
@@ -1626,6 +1630,7 @@ _N_LeaderAndIsrPartitionState_v4 = (
         ("absent", "leader_recovery_state", ("value", 0), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v6 = (
     _LeaderAndIsrPartitionState,
@@ -1645,6 +1650,7 @@ _N_LeaderAndIsrPartitionState_v6 = (
         ("int8", "leader_recovery_state"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrTopicState_v2 = (
     _LeaderAndIsrTopicState,
@@ -1655,6 +1661,7 @@ _N_LeaderAndIsrTopicState_v2 = (
         ("array", "partition_states", False, False, _N_LeaderAndIsrPartitionState_v2, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v3 = (
     _LeaderAndIsrTopicState,
@@ -1665,6 +1672,7 @@ _N_LeaderAndIsrTopicState_v3 = (
         ("array", "partition_states", False, False, _N_LeaderAndIsrPartitionState_v3, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v4 = (
     _LeaderAndIsrTopicState,
@@ -1675,6 +1683,7 @@ _N_LeaderAndIsrTopicState_v4 = (
         ("array", "partition_states", True, False, _N_LeaderAndIsrPartitionState_v4, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v5 = (
     _LeaderAndIsrTopicState,
@@ -1685,6 +1694,7 @@ _N_LeaderAndIsrTopicState_v5 = (
         ("array", "partition_states", True, False, _N_LeaderAndIsrPartitionState_v4, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v6 = (
     _LeaderAndIsrTopicState,
@@ -1695,6 +1705,7 @@ _N_LeaderAndIsrTopicState_v6 = (
         ("array", "partition_states", True, False, _N_LeaderAndIsrPartitionState_v6, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrLiveLeader_v0 = (
     _LeaderAndIsrLiveLeader,
@@ -1705,6 +1716,7 @@ _N_LeaderAndIsrLiveLeader_v0 = (
         ("int32", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrLiveLeader_v4 = (
     _LeaderAndIsrLiveLeader,
@@ -1715,6 +1727,7 @@ _N_LeaderAndIsrLiveLeader_v4 = (
         ("int32", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrRequest_v0 = (
     LeaderAndIsrRequest,
@@ -1730,6 +1743,7 @@ _N_LeaderAndIsrRequest_v0 = (
         ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v1 = (
     LeaderAndIsrRequest,
@@ -1745,6 +1759,7 @@ _N_LeaderAndIsrRequest_v1 = (
         ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v2 = (
     LeaderAndIsrRequest,
@@ -1760,6 +1775,7 @@ _N_LeaderAndIsrRequest_v2 = (
         ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v3 = (
     LeaderAndIsrRequest,
@@ -1775,6 +1791,7 @@ _N_LeaderAndIsrRequest_v3 = (
         ("array", "live_leaders", False, False, _N_LeaderAndIsrLiveLeader_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v4 = (
     LeaderAndIsrRequest,
@@ -1790,6 +1807,7 @@ _N_LeaderAndIsrRequest_v4 = (
         ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v5 = (
     LeaderAndIsrRequest,
@@ -1805,6 +1823,7 @@ _N_LeaderAndIsrRequest_v5 = (
         ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v6 = (
     LeaderAndIsrRequest,
@@ -1820,6 +1839,7 @@ _N_LeaderAndIsrRequest_v6 = (
         ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v7 = (
     LeaderAndIsrRequest,
@@ -1835,6 +1855,7 @@ _N_LeaderAndIsrRequest_v7 = (
         ("array", "live_leaders", True, False, _N_LeaderAndIsrLiveLeader_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # fmt: on
 
@@ -2257,6 +2278,7 @@ _N_LeaderAndIsrPartitionError_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrPartitionError_v4 = (
     _LeaderAndIsrPartitionError,
@@ -2267,6 +2289,7 @@ _N_LeaderAndIsrPartitionError_v4 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrPartitionError_v5 = (
     _LeaderAndIsrPartitionError,
@@ -2277,6 +2300,7 @@ _N_LeaderAndIsrPartitionError_v5 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicError_v5 = (
     _LeaderAndIsrTopicError,
@@ -2286,6 +2310,7 @@ _N_LeaderAndIsrTopicError_v5 = (
         ("array", "partition_errors", True, False, _N_LeaderAndIsrPartitionError_v5, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderAndIsrResponse_v0 = (
     LeaderAndIsrResponse,
@@ -2296,6 +2321,7 @@ _N_LeaderAndIsrResponse_v0 = (
         ("absent", "topics", ("keyed",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrResponse_v4 = (
     LeaderAndIsrResponse,
@@ -2306,6 +2332,7 @@ _N_LeaderAndIsrResponse_v4 = (
         ("absent", "topics", ("keyed",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrResponse_v5 = (
     LeaderAndIsrResponse,
@@ -2316,6 +2343,7 @@ _N_LeaderAndIsrResponse_v5 = (
         ("array", "topics", True, False, _N_LeaderAndIsrTopicError_v5, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -302,6 +302,7 @@ _N_Voter_v0 = (
         ("absent", "voter_directory_id", ("value", ZERO_UUID), False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_Voter_v1 = (
     _Voter,
@@ -311,6 +312,7 @@ _N_Voter_v1 = (
         ("uuid", "voter_directory_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderChangeMessage_v0 = (
     LeaderChangeMessage,
@@ -322,6 +324,7 @@ _N_LeaderChangeMessage_v0 = (
         ("array", "granting_voters", True, False, _N_Voter_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_LeaderChangeMessage_v1 = (
     LeaderChangeMessage,
@@ -333,6 +336,7 @@ _N_LeaderChangeMessage_v1 = (
         ("array", "granting_voters", True, False, _N_Voter_v1, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -499,6 +499,7 @@ _N_MemberIdentity_v3 = (
         ("absent", "reason", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_MemberIdentity_v4 = (
     _MemberIdentity,
@@ -509,6 +510,7 @@ _N_MemberIdentity_v4 = (
         ("absent", "reason", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_MemberIdentity_v5 = (
     _MemberIdentity,
@@ -519,6 +521,7 @@ _N_MemberIdentity_v5 = (
         ("string", "reason", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v0 = (
     LeaveGroupRequest,
@@ -529,6 +532,7 @@ _N_LeaveGroupRequest_v0 = (
         ("absent", "members", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v3 = (
     LeaveGroupRequest,
@@ -539,6 +543,7 @@ _N_LeaveGroupRequest_v3 = (
         ("array", "members", False, False, _N_MemberIdentity_v3, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v4 = (
     LeaveGroupRequest,
@@ -549,6 +554,7 @@ _N_LeaveGroupRequest_v4 = (
         ("array", "members", True, False, _N_MemberIdentity_v4, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v5 = (
     LeaveGroupRequest,
@@ -559,6 +565,7 @@ _N_LeaveGroupRequest_v5 = (
         ("array", "members", True, False, _N_MemberIdentity_v5, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -830,6 +837,7 @@ _N_MemberResponse_v3 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_MemberResponse_v4 = (
     _MemberResponse,
@@ -840,6 +848,7 @@ _N_MemberResponse_v4 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v0 = (
     LeaveGroupResponse,
@@ -850,6 +859,7 @@ _N_LeaveGroupResponse_v0 = (
         ("absent", "members", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v1 = (
     LeaveGroupResponse,
@@ -860,6 +870,7 @@ _N_LeaveGroupResponse_v1 = (
         ("absent", "members", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v3 = (
     LeaveGroupResponse,
@@ -870,6 +881,7 @@ _N_LeaveGroupResponse_v3 = (
         ("array", "members", False, False, _N_MemberResponse_v3, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v4 = (
     LeaveGroupResponse,
@@ -880,6 +892,7 @@ _N_LeaveGroupResponse_v4 = (
         ("array", "members", True, False, _N_MemberResponse_v4, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

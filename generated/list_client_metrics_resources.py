@@ -202,6 +202,7 @@ _N_ListClientMetricsResourcesRequest_v0 = (
     True,
     (),
     (),
+    (0, ()),
 )
 # fmt: on
 
@@ -347,6 +348,7 @@ _N_ClientMetricsResource_v0 = (
         ("string", "name", True, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_ListClientMetricsResourcesResponse_v0 = (
     ListClientMetricsResourcesResponse,
@@ -357,6 +359,7 @@ _N_ListClientMetricsResourcesResponse_v0 = (
         ("array", "client_metrics_resources", True, False, _N_ClientMetricsResource_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -507,6 +507,7 @@ _N_ListGroupsRequest_GroupCursor_v6 = (
         ("string", "group_id", True, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_ListGroupsRequest_v0 = (
     ListGroupsRequest,
@@ -518,6 +519,7 @@ _N_ListGroupsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v3 = (
     ListGroupsRequest,
@@ -529,6 +531,7 @@ _N_ListGroupsRequest_v3 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v4 = (
     ListGroupsRequest,
@@ -540,6 +543,7 @@ _N_ListGroupsRequest_v4 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v5 = (
     ListGroupsRequest,
@@ -551,6 +555,7 @@ _N_ListGroupsRequest_v5 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v6 = (
     ListGroupsRequest,
@@ -562,6 +567,7 @@ _N_ListGroupsRequest_v6 = (
         ("struct", "cursor", True, _N_ListGroupsRequest_GroupCursor_v6),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1008,6 +1014,7 @@ _N_ListedGroup_v0 = (
         ("absent", "group_type", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListedGroup_v3 = (
     _ListedGroup,
@@ -1019,6 +1026,7 @@ _N_ListedGroup_v3 = (
         ("absent", "group_type", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListedGroup_v4 = (
     _ListedGroup,
@@ -1030,6 +1038,7 @@ _N_ListedGroup_v4 = (
         ("absent", "group_type", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListedGroup_v5 = (
     _ListedGroup,
@@ -1041,6 +1050,7 @@ _N_ListedGroup_v5 = (
         ("string", "group_type", True, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_GroupCursor_v6 = (
     _ListGroupsResponse_GroupCursor,
@@ -1049,6 +1059,7 @@ _N_ListGroupsResponse_GroupCursor_v6 = (
         ("string", "group_id", True, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_ListGroupsResponse_v0 = (
     ListGroupsResponse,
@@ -1060,6 +1071,7 @@ _N_ListGroupsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v1 = (
     ListGroupsResponse,
@@ -1071,6 +1083,7 @@ _N_ListGroupsResponse_v1 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v3 = (
     ListGroupsResponse,
@@ -1082,6 +1095,7 @@ _N_ListGroupsResponse_v3 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v4 = (
     ListGroupsResponse,
@@ -1093,6 +1107,7 @@ _N_ListGroupsResponse_v4 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v5 = (
     ListGroupsResponse,
@@ -1104,6 +1119,7 @@ _N_ListGroupsResponse_v5 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v6 = (
     ListGroupsResponse,
@@ -1115,6 +1131,7 @@ _N_ListGroupsResponse_v6 = (
         ("struct", "next_cursor", True, _N_ListGroupsResponse_GroupCursor_v6),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -982,6 +982,7 @@ _N_ListOffsetsPartition_v0 = (
         ("int32", "max_num_offsets"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsPartition_v1 = (
     _ListOffsetsPartition,
@@ -993,6 +994,7 @@ _N_ListOffsetsPartition_v1 = (
         ("absent", "max_num_offsets", ("value", 1), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsPartition_v4 = (
     _ListOffsetsPartition,
@@ -1004,6 +1006,7 @@ _N_ListOffsetsPartition_v4 = (
         ("absent", "max_num_offsets", ("value", 1), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsPartition_v6 = (
     _ListOffsetsPartition,
@@ -1015,6 +1018,7 @@ _N_ListOffsetsPartition_v6 = (
         ("absent", "max_num_offsets", ("value", 1), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsTopic_v0 = (
     _ListOffsetsTopic,
@@ -1024,6 +1028,7 @@ _N_ListOffsetsTopic_v0 = (
         ("array", "partitions", False, False, _N_ListOffsetsPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsTopic_v1 = (
     _ListOffsetsTopic,
@@ -1033,6 +1038,7 @@ _N_ListOffsetsTopic_v1 = (
         ("array", "partitions", False, False, _N_ListOffsetsPartition_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsTopic_v4 = (
     _ListOffsetsTopic,
@@ -1042,6 +1048,7 @@ _N_ListOffsetsTopic_v4 = (
         ("array", "partitions", False, False, _N_ListOffsetsPartition_v4, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsTopic_v6 = (
     _ListOffsetsTopic,
@@ -1051,6 +1058,7 @@ _N_ListOffsetsTopic_v6 = (
         ("array", "partitions", True, False, _N_ListOffsetsPartition_v6, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsRequest_Cursor_v11 = (
     _ListOffsetsRequest_Cursor,
@@ -1060,6 +1068,7 @@ _N_ListOffsetsRequest_Cursor_v11 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsRequest_v0 = (
     ListOffsetsRequest,
@@ -1073,6 +1082,7 @@ _N_ListOffsetsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v1 = (
     ListOffsetsRequest,
@@ -1086,6 +1096,7 @@ _N_ListOffsetsRequest_v1 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v2 = (
     ListOffsetsRequest,
@@ -1099,6 +1110,7 @@ _N_ListOffsetsRequest_v2 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v4 = (
     ListOffsetsRequest,
@@ -1112,6 +1124,7 @@ _N_ListOffsetsRequest_v4 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v6 = (
     ListOffsetsRequest,
@@ -1125,6 +1138,7 @@ _N_ListOffsetsRequest_v6 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v10 = (
     ListOffsetsRequest,
@@ -1138,6 +1152,7 @@ _N_ListOffsetsRequest_v10 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v11 = (
     ListOffsetsRequest,
@@ -1151,6 +1166,7 @@ _N_ListOffsetsRequest_v11 = (
         ("struct", "cursor", True, _N_ListOffsetsRequest_Cursor_v11),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 # fmt: on
 
@@ -1840,6 +1856,7 @@ _N_ListOffsetsPartitionResponse_v0 = (
         ("absent", "leader_epoch", ("value", -1), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsPartitionResponse_v1 = (
     _ListOffsetsPartitionResponse,
@@ -1853,6 +1870,7 @@ _N_ListOffsetsPartitionResponse_v1 = (
         ("absent", "leader_epoch", ("value", -1), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsPartitionResponse_v4 = (
     _ListOffsetsPartitionResponse,
@@ -1866,6 +1884,7 @@ _N_ListOffsetsPartitionResponse_v4 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsPartitionResponse_v6 = (
     _ListOffsetsPartitionResponse,
@@ -1879,6 +1898,7 @@ _N_ListOffsetsPartitionResponse_v6 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsTopicResponse_v0 = (
     _ListOffsetsTopicResponse,
@@ -1888,6 +1908,7 @@ _N_ListOffsetsTopicResponse_v0 = (
         ("array", "partitions", False, False, _N_ListOffsetsPartitionResponse_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsTopicResponse_v1 = (
     _ListOffsetsTopicResponse,
@@ -1897,6 +1918,7 @@ _N_ListOffsetsTopicResponse_v1 = (
         ("array", "partitions", False, False, _N_ListOffsetsPartitionResponse_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsTopicResponse_v4 = (
     _ListOffsetsTopicResponse,
@@ -1906,6 +1928,7 @@ _N_ListOffsetsTopicResponse_v4 = (
         ("array", "partitions", False, False, _N_ListOffsetsPartitionResponse_v4, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsTopicResponse_v6 = (
     _ListOffsetsTopicResponse,
@@ -1915,6 +1938,7 @@ _N_ListOffsetsTopicResponse_v6 = (
         ("array", "partitions", True, False, _N_ListOffsetsPartitionResponse_v6, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsResponse_Cursor_v11 = (
     _ListOffsetsResponse_Cursor,
@@ -1924,6 +1948,7 @@ _N_ListOffsetsResponse_Cursor_v11 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListOffsetsResponse_v0 = (
     ListOffsetsResponse,
@@ -1934,6 +1959,7 @@ _N_ListOffsetsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v1 = (
     ListOffsetsResponse,
@@ -1944,6 +1970,7 @@ _N_ListOffsetsResponse_v1 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v2 = (
     ListOffsetsResponse,
@@ -1954,6 +1981,7 @@ _N_ListOffsetsResponse_v2 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v4 = (
     ListOffsetsResponse,
@@ -1964,6 +1992,7 @@ _N_ListOffsetsResponse_v4 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v6 = (
     ListOffsetsResponse,
@@ -1974,6 +2003,7 @@ _N_ListOffsetsResponse_v6 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v11 = (
     ListOffsetsResponse,
@@ -1984,6 +2014,7 @@ _N_ListOffsetsResponse_v11 = (
         ("struct", "next_cursor", True, _N_ListOffsetsResponse_Cursor_v11),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

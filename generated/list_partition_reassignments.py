@@ -632,6 +632,7 @@ _N_ListPartitionReassignmentsTopics_v0 = (
         ("array", "partition_indexes", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
     _ListPartitionReassignmentsRequest_Cursor,
@@ -641,6 +642,7 @@ _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsRequest_v0 = (
     ListPartitionReassignmentsRequest,
@@ -652,6 +654,7 @@ _N_ListPartitionReassignmentsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ListPartitionReassignmentsRequest_v1 = (
     ListPartitionReassignmentsRequest,
@@ -663,6 +666,7 @@ _N_ListPartitionReassignmentsRequest_v1 = (
         ("struct", "cursor", True, _N_ListPartitionReassignmentsRequest_Cursor_v1),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1089,6 +1093,7 @@ _N_OngoingPartitionReassignment_v0 = (
         ("array", "removing_replicas", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_OngoingTopicReassignment_v0 = (
     _OngoingTopicReassignment,
@@ -1098,6 +1103,7 @@ _N_OngoingTopicReassignment_v0 = (
         ("array", "partitions", True, False, _N_OngoingPartitionReassignment_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
     _ListPartitionReassignmentsResponse_Cursor,
@@ -1107,6 +1113,7 @@ _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsResponse_v0 = (
     ListPartitionReassignmentsResponse,
@@ -1119,6 +1126,7 @@ _N_ListPartitionReassignmentsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListPartitionReassignmentsResponse_v1 = (
     ListPartitionReassignmentsResponse,
@@ -1131,6 +1139,7 @@ _N_ListPartitionReassignmentsResponse_v1 = (
         ("struct", "next_cursor", True, _N_ListPartitionReassignmentsResponse_Cursor_v1),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

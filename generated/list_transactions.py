@@ -523,6 +523,7 @@ _N_ListTransactionsRequest_TransactionalCursor_v2 = (
         ("int64", "producer_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListTransactionsRequest_v0 = (
     ListTransactionsRequest,
@@ -535,6 +536,7 @@ _N_ListTransactionsRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListTransactionsRequest_v1 = (
     ListTransactionsRequest,
@@ -547,6 +549,7 @@ _N_ListTransactionsRequest_v1 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListTransactionsRequest_v2 = (
     ListTransactionsRequest,
@@ -559,6 +562,7 @@ _N_ListTransactionsRequest_v2 = (
         ("struct", "cursor", True, _N_ListTransactionsRequest_TransactionalCursor_v2),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -890,6 +894,7 @@ _N_TransactionState_v0 = (
         ("string", "transaction_state", True, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_ListTransactionsResponse_TransactionalCursor_v2 = (
     _ListTransactionsResponse_TransactionalCursor,
@@ -899,6 +904,7 @@ _N_ListTransactionsResponse_TransactionalCursor_v2 = (
         ("int64", "producer_id"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ListTransactionsResponse_v0 = (
     ListTransactionsResponse,
@@ -911,6 +917,7 @@ _N_ListTransactionsResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListTransactionsResponse_v2 = (
     ListTransactionsResponse,
@@ -923,6 +930,7 @@ _N_ListTransactionsResponse_v2 = (
         ("struct", "next_cursor", True, _N_ListTransactionsResponse_TransactionalCursor_v2),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

@@ -931,6 +931,7 @@ _N_MetadataRequestTopic_v0 = (
         ("string", "name", False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_MetadataRequestTopic_v9 = (
     _MetadataRequestTopic,
@@ -940,6 +941,7 @@ _N_MetadataRequestTopic_v9 = (
         ("string", "name", True, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_MetadataRequestTopic_v10 = (
     _MetadataRequestTopic,
@@ -949,6 +951,7 @@ _N_MetadataRequestTopic_v10 = (
         ("string", "name", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_MetadataRequest_Cursor_v13 = (
     _MetadataRequest_Cursor,
@@ -958,6 +961,7 @@ _N_MetadataRequest_Cursor_v13 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_MetadataRequest_v0 = (
     MetadataRequest,
@@ -971,6 +975,7 @@ _N_MetadataRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v1 = (
     MetadataRequest,
@@ -984,6 +989,7 @@ _N_MetadataRequest_v1 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v4 = (
     MetadataRequest,
@@ -997,6 +1003,7 @@ _N_MetadataRequest_v4 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v8 = (
     MetadataRequest,
@@ -1010,6 +1017,7 @@ _N_MetadataRequest_v8 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v9 = (
     MetadataRequest,
@@ -1023,6 +1031,7 @@ _N_MetadataRequest_v9 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v10 = (
     MetadataRequest,
@@ -1036,6 +1045,7 @@ _N_MetadataRequest_v10 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v11 = (
     MetadataRequest,
@@ -1049,6 +1059,7 @@ _N_MetadataRequest_v11 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v13 = (
     MetadataRequest,
@@ -1062,6 +1073,7 @@ _N_MetadataRequest_v13 = (
         ("struct", "cursor", True, _N_MetadataRequest_Cursor_v13),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 # fmt: on
 
@@ -2513,6 +2525,7 @@ _N_MetadataResponseBroker_v0 = (
         ("absent", "rack", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_MetadataResponseBroker_v1 = (
     _MetadataResponseBroker,
@@ -2524,6 +2537,7 @@ _N_MetadataResponseBroker_v1 = (
         ("string", "rack", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_MetadataResponseBroker_v9 = (
     _MetadataResponseBroker,
@@ -2535,6 +2549,7 @@ _N_MetadataResponseBroker_v9 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_MetadataResponsePartition_v0 = (
     _MetadataResponsePartition,
@@ -2549,6 +2564,7 @@ _N_MetadataResponsePartition_v0 = (
         ("absent", "offline_replicas", ("list",), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponsePartition_v5 = (
     _MetadataResponsePartition,
@@ -2563,6 +2579,7 @@ _N_MetadataResponsePartition_v5 = (
         ("array", "offline_replicas", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponsePartition_v7 = (
     _MetadataResponsePartition,
@@ -2577,6 +2594,7 @@ _N_MetadataResponsePartition_v7 = (
         ("array", "offline_replicas", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponsePartition_v9 = (
     _MetadataResponsePartition,
@@ -2591,6 +2609,7 @@ _N_MetadataResponsePartition_v9 = (
         ("array", "offline_replicas", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponseTopic_v0 = (
     _MetadataResponseTopic,
@@ -2604,6 +2623,7 @@ _N_MetadataResponseTopic_v0 = (
         ("absent", "topic_authorized_operations", ("value", -2147483648), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v1 = (
     _MetadataResponseTopic,
@@ -2617,6 +2637,7 @@ _N_MetadataResponseTopic_v1 = (
         ("absent", "topic_authorized_operations", ("value", -2147483648), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v5 = (
     _MetadataResponseTopic,
@@ -2630,6 +2651,7 @@ _N_MetadataResponseTopic_v5 = (
         ("absent", "topic_authorized_operations", ("value", -2147483648), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v7 = (
     _MetadataResponseTopic,
@@ -2643,6 +2665,7 @@ _N_MetadataResponseTopic_v7 = (
         ("absent", "topic_authorized_operations", ("value", -2147483648), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v8 = (
     _MetadataResponseTopic,
@@ -2656,6 +2679,7 @@ _N_MetadataResponseTopic_v8 = (
         ("int32", "topic_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v9 = (
     _MetadataResponseTopic,
@@ -2669,6 +2693,7 @@ _N_MetadataResponseTopic_v9 = (
         ("int32", "topic_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v10 = (
     _MetadataResponseTopic,
@@ -2682,6 +2707,7 @@ _N_MetadataResponseTopic_v10 = (
         ("int32", "topic_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v12 = (
     _MetadataResponseTopic,
@@ -2695,6 +2721,7 @@ _N_MetadataResponseTopic_v12 = (
         ("int32", "topic_authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponse_Cursor_v13 = (
     _MetadataResponse_Cursor,
@@ -2704,6 +2731,7 @@ _N_MetadataResponse_Cursor_v13 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_MetadataResponse_v0 = (
     MetadataResponse,
@@ -2718,6 +2746,7 @@ _N_MetadataResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v1 = (
     MetadataResponse,
@@ -2732,6 +2761,7 @@ _N_MetadataResponse_v1 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v2 = (
     MetadataResponse,
@@ -2746,6 +2776,7 @@ _N_MetadataResponse_v2 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v3 = (
     MetadataResponse,
@@ -2760,6 +2791,7 @@ _N_MetadataResponse_v3 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v5 = (
     MetadataResponse,
@@ -2774,6 +2806,7 @@ _N_MetadataResponse_v5 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v7 = (
     MetadataResponse,
@@ -2788,6 +2821,7 @@ _N_MetadataResponse_v7 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v8 = (
     MetadataResponse,
@@ -2802,6 +2836,7 @@ _N_MetadataResponse_v8 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v9 = (
     MetadataResponse,
@@ -2816,6 +2851,7 @@ _N_MetadataResponse_v9 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v10 = (
     MetadataResponse,
@@ -2830,6 +2866,7 @@ _N_MetadataResponse_v10 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v11 = (
     MetadataResponse,
@@ -2844,6 +2881,7 @@ _N_MetadataResponse_v11 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v12 = (
     MetadataResponse,
@@ -2858,6 +2896,7 @@ _N_MetadataResponse_v12 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v13 = (
     MetadataResponse,
@@ -2872,6 +2911,7 @@ _N_MetadataResponse_v13 = (
         ("struct", "next_cursor", True, _N_MetadataResponse_Cursor_v13),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 # fmt: on
 

@@ -957,6 +957,7 @@ _N_OffsetCommitRequestPartition_v0 = (
         ("string", "committed_metadata", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestPartition_v1 = (
     _OffsetCommitRequestPartition,
@@ -969,6 +970,7 @@ _N_OffsetCommitRequestPartition_v1 = (
         ("string", "committed_metadata", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestPartition_v6 = (
     _OffsetCommitRequestPartition,
@@ -981,6 +983,7 @@ _N_OffsetCommitRequestPartition_v6 = (
         ("string", "committed_metadata", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestPartition_v8 = (
     _OffsetCommitRequestPartition,
@@ -993,6 +996,7 @@ _N_OffsetCommitRequestPartition_v8 = (
         ("string", "committed_metadata", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestTopic_v0 = (
     _OffsetCommitRequestTopic,
@@ -1002,6 +1006,7 @@ _N_OffsetCommitRequestTopic_v0 = (
         ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitRequestTopic_v1 = (
     _OffsetCommitRequestTopic,
@@ -1011,6 +1016,7 @@ _N_OffsetCommitRequestTopic_v1 = (
         ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitRequestTopic_v6 = (
     _OffsetCommitRequestTopic,
@@ -1020,6 +1026,7 @@ _N_OffsetCommitRequestTopic_v6 = (
         ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v6, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitRequestTopic_v8 = (
     _OffsetCommitRequestTopic,
@@ -1029,6 +1036,7 @@ _N_OffsetCommitRequestTopic_v8 = (
         ("array", "partitions", True, False, _N_OffsetCommitRequestPartition_v8, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitRequest_v0 = (
     OffsetCommitRequest,
@@ -1042,6 +1050,7 @@ _N_OffsetCommitRequest_v0 = (
         ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v1 = (
     OffsetCommitRequest,
@@ -1055,6 +1064,7 @@ _N_OffsetCommitRequest_v1 = (
         ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v1, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v2 = (
     OffsetCommitRequest,
@@ -1068,6 +1078,7 @@ _N_OffsetCommitRequest_v2 = (
         ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v5 = (
     OffsetCommitRequest,
@@ -1081,6 +1092,7 @@ _N_OffsetCommitRequest_v5 = (
         ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v6 = (
     OffsetCommitRequest,
@@ -1094,6 +1106,7 @@ _N_OffsetCommitRequest_v6 = (
         ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v7 = (
     OffsetCommitRequest,
@@ -1107,6 +1120,7 @@ _N_OffsetCommitRequest_v7 = (
         ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v8 = (
     OffsetCommitRequest,
@@ -1120,6 +1134,7 @@ _N_OffsetCommitRequest_v8 = (
         ("array", "topics", True, False, _N_OffsetCommitRequestTopic_v8, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 # fmt: on
 
@@ -1468,6 +1483,7 @@ _N_OffsetCommitResponsePartition_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitResponsePartition_v8 = (
     _OffsetCommitResponsePartition,
@@ -1477,6 +1493,7 @@ _N_OffsetCommitResponsePartition_v8 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitResponseTopic_v0 = (
     _OffsetCommitResponseTopic,
@@ -1486,6 +1503,7 @@ _N_OffsetCommitResponseTopic_v0 = (
         ("array", "partitions", False, False, _N_OffsetCommitResponsePartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitResponseTopic_v8 = (
     _OffsetCommitResponseTopic,
@@ -1495,6 +1513,7 @@ _N_OffsetCommitResponseTopic_v8 = (
         ("array", "partitions", True, False, _N_OffsetCommitResponsePartition_v8, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitResponse_v0 = (
     OffsetCommitResponse,
@@ -1504,6 +1523,7 @@ _N_OffsetCommitResponse_v0 = (
         ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitResponse_v3 = (
     OffsetCommitResponse,
@@ -1513,6 +1533,7 @@ _N_OffsetCommitResponse_v3 = (
         ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetCommitResponse_v8 = (
     OffsetCommitResponse,
@@ -1522,6 +1543,7 @@ _N_OffsetCommitResponse_v8 = (
         ("array", "topics", True, False, _N_OffsetCommitResponseTopic_v8, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

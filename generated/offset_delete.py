@@ -423,6 +423,7 @@ _N_OffsetDeleteRequestPartition_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0,)),
 )
 _N_OffsetDeleteRequestTopic_v0 = (
     _OffsetDeleteRequestTopic,
@@ -432,6 +433,7 @@ _N_OffsetDeleteRequestTopic_v0 = (
         ("array", "partitions", False, False, _N_OffsetDeleteRequestPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetDeleteRequest_v0 = (
     OffsetDeleteRequest,
@@ -441,6 +443,7 @@ _N_OffsetDeleteRequest_v0 = (
         ("array", "topics", False, False, _N_OffsetDeleteRequestTopic_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -661,6 +664,7 @@ _N_OffsetDeleteResponsePartition_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetDeleteResponseTopic_v0 = (
     _OffsetDeleteResponseTopic,
@@ -670,6 +674,7 @@ _N_OffsetDeleteResponseTopic_v0 = (
         ("array", "partitions", False, False, _N_OffsetDeleteResponsePartition_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetDeleteResponse_v0 = (
     OffsetDeleteResponse,
@@ -680,6 +685,7 @@ _N_OffsetDeleteResponse_v0 = (
         ("array", "topics", False, False, _N_OffsetDeleteResponseTopic_v0, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -1218,6 +1218,7 @@ _N_OffsetFetchRequestTopic_v0 = (
         ("array", "partition_indexes", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchRequestTopic_v6 = (
     _OffsetFetchRequestTopic,
@@ -1227,6 +1228,7 @@ _N_OffsetFetchRequestTopic_v6 = (
         ("array", "partition_indexes", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchRequestTopics_v8 = (
     _OffsetFetchRequestTopics,
@@ -1236,6 +1238,7 @@ _N_OffsetFetchRequestTopics_v8 = (
         ("array", "partition_indexes", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchRequestGroup_v8 = (
     _OffsetFetchRequestGroup,
@@ -1247,6 +1250,7 @@ _N_OffsetFetchRequestGroup_v8 = (
         ("array", "topics", True, True, _N_OffsetFetchRequestTopics_v8, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_OffsetFetchRequestGroup_v9 = (
     _OffsetFetchRequestGroup,
@@ -1258,6 +1262,7 @@ _N_OffsetFetchRequestGroup_v9 = (
         ("array", "topics", True, True, _N_OffsetFetchRequestTopics_v8, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_OffsetFetchRequest_OffsetFetchCursor_v10 = (
     _OffsetFetchRequest_OffsetFetchCursor,
@@ -1268,6 +1273,7 @@ _N_OffsetFetchRequest_OffsetFetchCursor_v10 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OffsetFetchRequest_v0 = (
     OffsetFetchRequest,
@@ -1281,6 +1287,7 @@ _N_OffsetFetchRequest_v0 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v2 = (
     OffsetFetchRequest,
@@ -1294,6 +1301,7 @@ _N_OffsetFetchRequest_v2 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v6 = (
     OffsetFetchRequest,
@@ -1307,6 +1315,7 @@ _N_OffsetFetchRequest_v6 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v7 = (
     OffsetFetchRequest,
@@ -1320,6 +1329,7 @@ _N_OffsetFetchRequest_v7 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v8 = (
     OffsetFetchRequest,
@@ -1333,6 +1343,7 @@ _N_OffsetFetchRequest_v8 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v9 = (
     OffsetFetchRequest,
@@ -1346,6 +1357,7 @@ _N_OffsetFetchRequest_v9 = (
         ("absent", "cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v10 = (
     OffsetFetchRequest,
@@ -1359,6 +1371,7 @@ _N_OffsetFetchRequest_v10 = (
         ("struct", "cursor", True, _N_OffsetFetchRequest_OffsetFetchCursor_v10),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 # fmt: on
 
@@ -2338,6 +2351,7 @@ _N_OffsetFetchResponsePartition_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponsePartition_v5 = (
     _OffsetFetchResponsePartition,
@@ -2350,6 +2364,7 @@ _N_OffsetFetchResponsePartition_v5 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponsePartition_v6 = (
     _OffsetFetchResponsePartition,
@@ -2362,6 +2377,7 @@ _N_OffsetFetchResponsePartition_v6 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponseTopic_v0 = (
     _OffsetFetchResponseTopic,
@@ -2371,6 +2387,7 @@ _N_OffsetFetchResponseTopic_v0 = (
         ("array", "partitions", False, False, _N_OffsetFetchResponsePartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchResponseTopic_v5 = (
     _OffsetFetchResponseTopic,
@@ -2380,6 +2397,7 @@ _N_OffsetFetchResponseTopic_v5 = (
         ("array", "partitions", False, False, _N_OffsetFetchResponsePartition_v5, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchResponseTopic_v6 = (
     _OffsetFetchResponseTopic,
@@ -2389,6 +2407,7 @@ _N_OffsetFetchResponseTopic_v6 = (
         ("array", "partitions", True, False, _N_OffsetFetchResponsePartition_v6, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchResponsePartitions_v8 = (
     _OffsetFetchResponsePartitions,
@@ -2401,6 +2420,7 @@ _N_OffsetFetchResponsePartitions_v8 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponseTopics_v8 = (
     _OffsetFetchResponseTopics,
@@ -2410,6 +2430,7 @@ _N_OffsetFetchResponseTopics_v8 = (
         ("array", "partitions", True, False, _N_OffsetFetchResponsePartitions_v8, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetFetchResponseGroup_v8 = (
     _OffsetFetchResponseGroup,
@@ -2420,6 +2441,7 @@ _N_OffsetFetchResponseGroup_v8 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OffsetFetchResponse_OffsetFetchCursor_v10 = (
     _OffsetFetchResponse_OffsetFetchCursor,
@@ -2430,6 +2452,7 @@ _N_OffsetFetchResponse_OffsetFetchCursor_v10 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OffsetFetchResponse_v0 = (
     OffsetFetchResponse,
@@ -2442,6 +2465,7 @@ _N_OffsetFetchResponse_v0 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v2 = (
     OffsetFetchResponse,
@@ -2454,6 +2478,7 @@ _N_OffsetFetchResponse_v2 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v3 = (
     OffsetFetchResponse,
@@ -2466,6 +2491,7 @@ _N_OffsetFetchResponse_v3 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v5 = (
     OffsetFetchResponse,
@@ -2478,6 +2504,7 @@ _N_OffsetFetchResponse_v5 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v6 = (
     OffsetFetchResponse,
@@ -2490,6 +2517,7 @@ _N_OffsetFetchResponse_v6 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v8 = (
     OffsetFetchResponse,
@@ -2502,6 +2530,7 @@ _N_OffsetFetchResponse_v8 = (
         ("absent", "next_cursor", ("value", None), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v10 = (
     OffsetFetchResponse,
@@ -2514,6 +2543,7 @@ _N_OffsetFetchResponse_v10 = (
         ("struct", "next_cursor", True, _N_OffsetFetchResponse_OffsetFetchCursor_v10),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

@@ -655,6 +655,7 @@ _N_OffsetForLeaderPartition_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderPartition_v2 = (
     _OffsetForLeaderPartition,
@@ -665,6 +666,7 @@ _N_OffsetForLeaderPartition_v2 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderPartition_v4 = (
     _OffsetForLeaderPartition,
@@ -675,6 +677,7 @@ _N_OffsetForLeaderPartition_v4 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderTopic_v0 = (
     _OffsetForLeaderTopic,
@@ -684,6 +687,7 @@ _N_OffsetForLeaderTopic_v0 = (
         ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopic_v2 = (
     _OffsetForLeaderTopic,
@@ -693,6 +697,7 @@ _N_OffsetForLeaderTopic_v2 = (
         ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopic_v4 = (
     _OffsetForLeaderTopic,
@@ -702,6 +707,7 @@ _N_OffsetForLeaderTopic_v4 = (
         ("array", "partitions", True, False, _N_OffsetForLeaderPartition_v4, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v0 = (
     OffsetForLeaderEpochRequest,
@@ -711,6 +717,7 @@ _N_OffsetForLeaderEpochRequest_v0 = (
         ("array", "topics", False, False, _N_OffsetForLeaderTopic_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v2 = (
     OffsetForLeaderEpochRequest,
@@ -720,6 +727,7 @@ _N_OffsetForLeaderEpochRequest_v2 = (
         ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v3 = (
     OffsetForLeaderEpochRequest,
@@ -729,6 +737,7 @@ _N_OffsetForLeaderEpochRequest_v3 = (
         ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v4 = (
     OffsetForLeaderEpochRequest,
@@ -738,6 +747,7 @@ _N_OffsetForLeaderEpochRequest_v4 = (
         ("array", "topics", True, False, _N_OffsetForLeaderTopic_v4, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -1174,6 +1184,7 @@ _N_EpochEndOffset_v0 = (
         ("int64", "end_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EpochEndOffset_v1 = (
     _EpochEndOffset,
@@ -1185,6 +1196,7 @@ _N_EpochEndOffset_v1 = (
         ("int64", "end_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_EpochEndOffset_v4 = (
     _EpochEndOffset,
@@ -1196,6 +1208,7 @@ _N_EpochEndOffset_v4 = (
         ("int64", "end_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_OffsetForLeaderTopicResult_v0 = (
     _OffsetForLeaderTopicResult,
@@ -1205,6 +1218,7 @@ _N_OffsetForLeaderTopicResult_v0 = (
         ("array", "partitions", False, False, _N_EpochEndOffset_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopicResult_v1 = (
     _OffsetForLeaderTopicResult,
@@ -1214,6 +1228,7 @@ _N_OffsetForLeaderTopicResult_v1 = (
         ("array", "partitions", False, False, _N_EpochEndOffset_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopicResult_v4 = (
     _OffsetForLeaderTopicResult,
@@ -1223,6 +1238,7 @@ _N_OffsetForLeaderTopicResult_v4 = (
         ("array", "partitions", True, False, _N_EpochEndOffset_v4, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v0 = (
     OffsetForLeaderEpochResponse,
@@ -1232,6 +1248,7 @@ _N_OffsetForLeaderEpochResponse_v0 = (
         ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v0, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v1 = (
     OffsetForLeaderEpochResponse,
@@ -1241,6 +1258,7 @@ _N_OffsetForLeaderEpochResponse_v1 = (
         ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v2 = (
     OffsetForLeaderEpochResponse,
@@ -1250,6 +1268,7 @@ _N_OffsetForLeaderEpochResponse_v2 = (
         ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v4 = (
     OffsetForLeaderEpochResponse,
@@ -1259,6 +1278,7 @@ _N_OffsetForLeaderEpochResponse_v4 = (
         ("array", "topics", True, False, _N_OffsetForLeaderTopicResult_v4, True),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -717,6 +717,7 @@ _N_PartitionProduceData_v0 = (
         ("bytes", "records", False, True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_PartitionProduceData_v9 = (
     _PartitionProduceData,
@@ -726,6 +727,7 @@ _N_PartitionProduceData_v9 = (
         ("bytes", "records", True, True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceData_v0 = (
     _TopicProduceData,
@@ -735,6 +737,7 @@ _N_TopicProduceData_v0 = (
         ("array", "partition_data", False, False, _N_PartitionProduceData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceData_v9 = (
     _TopicProduceData,
@@ -744,6 +747,7 @@ _N_TopicProduceData_v9 = (
         ("array", "partition_data", True, False, _N_PartitionProduceData_v9, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ProduceRequest_v0 = (
     ProduceRequest,
@@ -755,6 +759,7 @@ _N_ProduceRequest_v0 = (
         ("array", "topic_data", False, False, _N_TopicProduceData_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ProduceRequest_v3 = (
     ProduceRequest,
@@ -766,6 +771,7 @@ _N_ProduceRequest_v3 = (
         ("array", "topic_data", False, False, _N_TopicProduceData_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ProduceRequest_v9 = (
     ProduceRequest,
@@ -777,6 +783,7 @@ _N_ProduceRequest_v9 = (
         ("array", "topic_data", True, False, _N_TopicProduceData_v9, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1862,6 +1869,7 @@ _N_BatchIndexAndErrorMessage_v8 = (
         ("string", "batch_index_error_message", False, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_BatchIndexAndErrorMessage_v9 = (
     _BatchIndexAndErrorMessage,
@@ -1871,6 +1879,7 @@ _N_BatchIndexAndErrorMessage_v9 = (
         ("string", "batch_index_error_message", True, True),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v10 = (
     _LeaderIdAndEpoch,
@@ -1880,6 +1889,7 @@ _N_LeaderIdAndEpoch_v10 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_PartitionProduceResponse_v0 = (
     _PartitionProduceResponse,
@@ -1895,6 +1905,7 @@ _N_PartitionProduceResponse_v0 = (
         ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v2 = (
     _PartitionProduceResponse,
@@ -1910,6 +1921,7 @@ _N_PartitionProduceResponse_v2 = (
         ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v5 = (
     _PartitionProduceResponse,
@@ -1925,6 +1937,7 @@ _N_PartitionProduceResponse_v5 = (
         ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v8 = (
     _PartitionProduceResponse,
@@ -1940,6 +1953,7 @@ _N_PartitionProduceResponse_v8 = (
         ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v9 = (
     _PartitionProduceResponse,
@@ -1955,6 +1969,7 @@ _N_PartitionProduceResponse_v9 = (
         ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
     ),
     (),
+    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v10 = (
     _PartitionProduceResponse,
@@ -1971,6 +1986,7 @@ _N_PartitionProduceResponse_v10 = (
     (
         (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v10), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
+    (1, (0, 1, 2, 3, 4, 5, 6, -1)),
 )
 _N_TopicProduceResponse_v0 = (
     _TopicProduceResponse,
@@ -1980,6 +1996,7 @@ _N_TopicProduceResponse_v0 = (
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v2 = (
     _TopicProduceResponse,
@@ -1989,6 +2006,7 @@ _N_TopicProduceResponse_v2 = (
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v5 = (
     _TopicProduceResponse,
@@ -1998,6 +2016,7 @@ _N_TopicProduceResponse_v5 = (
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v5, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v8 = (
     _TopicProduceResponse,
@@ -2007,6 +2026,7 @@ _N_TopicProduceResponse_v8 = (
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v8, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v9 = (
     _TopicProduceResponse,
@@ -2016,6 +2036,7 @@ _N_TopicProduceResponse_v9 = (
         ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v9, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v10 = (
     _TopicProduceResponse,
@@ -2025,6 +2046,7 @@ _N_TopicProduceResponse_v10 = (
         ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v10, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v10 = (
     _NodeEndpoint,
@@ -2036,6 +2058,7 @@ _N_NodeEndpoint_v10 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ProduceResponse_v0 = (
     ProduceResponse,
@@ -2046,6 +2069,7 @@ _N_ProduceResponse_v0 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v1 = (
     ProduceResponse,
@@ -2056,6 +2080,7 @@ _N_ProduceResponse_v1 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v2 = (
     ProduceResponse,
@@ -2066,6 +2091,7 @@ _N_ProduceResponse_v2 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v5 = (
     ProduceResponse,
@@ -2076,6 +2102,7 @@ _N_ProduceResponse_v5 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v8 = (
     ProduceResponse,
@@ -2086,6 +2113,7 @@ _N_ProduceResponse_v8 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v9 = (
     ProduceResponse,
@@ -2096,6 +2124,7 @@ _N_ProduceResponse_v9 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v10 = (
     ProduceResponse,
@@ -2107,6 +2136,7 @@ _N_ProduceResponse_v10 = (
     (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True), ("keyed",)),
     ),
+    (1, (0, 1, -1)),
 )
 # fmt: on
 

@@ -215,6 +215,7 @@ _N_PushTelemetryRequest_v0 = (
         ("bytes", "metrics", True, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -291,6 +292,7 @@ _N_PushTelemetryResponse_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -478,6 +478,7 @@ _N_PartitionData_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReadStateData_v0 = (
     _ReadStateData,
@@ -487,6 +488,7 @@ _N_ReadStateData_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReadShareGroupStateRequest_v0 = (
     ReadShareGroupStateRequest,
@@ -496,6 +498,7 @@ _N_ReadShareGroupStateRequest_v0 = (
         ("array", "topics", True, False, _N_ReadStateData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -792,6 +795,7 @@ _N_StateBatch_v0 = (
         ("int16", "delivery_count"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_PartitionResult_v0 = (
     _PartitionResult,
@@ -805,6 +809,7 @@ _N_PartitionResult_v0 = (
         ("array", "state_batches", True, False, _N_StateBatch_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ReadStateResult_v0 = (
     _ReadStateResult,
@@ -814,6 +819,7 @@ _N_ReadStateResult_v0 = (
         ("array", "partitions", True, False, _N_PartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReadShareGroupStateResponse_v0 = (
     ReadShareGroupStateResponse,
@@ -822,6 +828,7 @@ _N_ReadShareGroupStateResponse_v0 = (
         ("array", "results", True, False, _N_ReadStateResult_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

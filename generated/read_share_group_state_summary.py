@@ -453,6 +453,7 @@ _N_PartitionData_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReadStateSummaryData_v0 = (
     _ReadStateSummaryData,
@@ -462,6 +463,7 @@ _N_ReadStateSummaryData_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReadShareGroupStateSummaryRequest_v0 = (
     ReadShareGroupStateSummaryRequest,
@@ -471,6 +473,7 @@ _N_ReadShareGroupStateSummaryRequest_v0 = (
         ("array", "topics", True, False, _N_ReadStateSummaryData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -713,6 +716,7 @@ _N_PartitionResult_v0 = (
         ("int64", "start_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_ReadStateSummaryResult_v0 = (
     _ReadStateSummaryResult,
@@ -722,6 +726,7 @@ _N_ReadStateSummaryResult_v0 = (
         ("array", "partitions", True, False, _N_PartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ReadShareGroupStateSummaryResponse_v0 = (
     ReadShareGroupStateSummaryResponse,
@@ -730,6 +735,7 @@ _N_ReadShareGroupStateSummaryResponse_v0 = (
         ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

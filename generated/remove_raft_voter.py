@@ -205,6 +205,7 @@ _N_RemoveRaftVoterRequest_v0 = (
         ("uuid", "voter_directory_id"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -293,6 +294,7 @@ _N_RemoveRaftVoterResponse_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

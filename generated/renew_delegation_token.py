@@ -211,6 +211,7 @@ _N_RenewDelegationTokenRequest_v0 = (
         ("int64", "renew_period_ms"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_RenewDelegationTokenRequest_v2 = (
     RenewDelegationTokenRequest,
@@ -220,6 +221,7 @@ _N_RenewDelegationTokenRequest_v2 = (
         ("int64", "renew_period_ms"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -325,6 +327,7 @@ _N_RenewDelegationTokenResponse_v0 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_RenewDelegationTokenResponse_v2 = (
     RenewDelegationTokenResponse,
@@ -335,6 +338,7 @@ _N_RenewDelegationTokenResponse_v2 = (
         ("int32", "throttle_time_ms"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

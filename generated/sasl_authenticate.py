@@ -203,6 +203,7 @@ _N_SaslAuthenticateRequest_v0 = (
         ("bytes", "auth_bytes", False, False, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_SaslAuthenticateRequest_v2 = (
     SaslAuthenticateRequest,
@@ -211,6 +212,7 @@ _N_SaslAuthenticateRequest_v2 = (
         ("bytes", "auth_bytes", True, False, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -376,6 +378,7 @@ _N_SaslAuthenticateResponse_v0 = (
         ("absent", "session_lifetime_ms", ("value", 0), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_SaslAuthenticateResponse_v1 = (
     SaslAuthenticateResponse,
@@ -387,6 +390,7 @@ _N_SaslAuthenticateResponse_v1 = (
         ("int64", "session_lifetime_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_SaslAuthenticateResponse_v2 = (
     SaslAuthenticateResponse,
@@ -398,6 +402,7 @@ _N_SaslAuthenticateResponse_v2 = (
         ("int64", "session_lifetime_ms"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

@@ -169,6 +169,7 @@ _N_SaslHandshakeRequest_v0 = (
         ("string", "mechanism", False, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -246,6 +247,7 @@ _N_SaslHandshakeResponse_v0 = (
         ("array", "mechanisms", False, False, "string", False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

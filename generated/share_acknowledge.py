@@ -671,6 +671,7 @@ _N_AcknowledgementBatch_v0 = (
         ("array", "acknowledge_types", True, False, "int8", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_AcknowledgePartition_v0 = (
     _AcknowledgePartition,
@@ -680,6 +681,7 @@ _N_AcknowledgePartition_v0 = (
         ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AcknowledgeTopic_v0 = (
     _AcknowledgeTopic,
@@ -689,6 +691,7 @@ _N_AcknowledgeTopic_v0 = (
         ("array", "partitions", True, False, _N_AcknowledgePartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ShareAcknowledgeRequest_v0 = (
     ShareAcknowledgeRequest,
@@ -700,6 +703,7 @@ _N_ShareAcknowledgeRequest_v0 = (
         ("array", "topics", True, False, _N_AcknowledgeTopic_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 
@@ -1093,6 +1097,7 @@ _N_LeaderIdAndEpoch_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -1104,6 +1109,7 @@ _N_PartitionData_v0 = (
         ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ShareAcknowledgeTopicResponse_v0 = (
     _ShareAcknowledgeTopicResponse,
@@ -1113,6 +1119,7 @@ _N_ShareAcknowledgeTopicResponse_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v0 = (
     _NodeEndpoint,
@@ -1124,6 +1131,7 @@ _N_NodeEndpoint_v0 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ShareAcknowledgeResponse_v0 = (
     ShareAcknowledgeResponse,
@@ -1136,6 +1144,7 @@ _N_ShareAcknowledgeResponse_v0 = (
         ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

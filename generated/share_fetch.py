@@ -848,6 +848,7 @@ _N_AcknowledgementBatch_v0 = (
         ("array", "acknowledge_types", True, False, "int8", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchPartition_v0 = (
     _FetchPartition,
@@ -858,6 +859,7 @@ _N_FetchPartition_v0 = (
         ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v0 = (
     _FetchTopic,
@@ -867,6 +869,7 @@ _N_FetchTopic_v0 = (
         ("array", "partitions", True, False, _N_FetchPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ForgottenTopic_v0 = (
     _ForgottenTopic,
@@ -876,6 +879,7 @@ _N_ForgottenTopic_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_ShareFetchRequest_v0 = (
     ShareFetchRequest,
@@ -891,6 +895,7 @@ _N_ShareFetchRequest_v0 = (
         ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # fmt: on
 
@@ -1377,6 +1382,7 @@ _N_LeaderIdAndEpoch_v0 = (
         ("int32", "leader_epoch"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_AcquiredRecords_v0 = (
     _AcquiredRecords,
@@ -1387,6 +1393,7 @@ _N_AcquiredRecords_v0 = (
         ("int16", "delivery_count"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -1402,6 +1409,7 @@ _N_PartitionData_v0 = (
         ("array", "acquired_records", True, False, _N_AcquiredRecords_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_ShareFetchableTopicResponse_v0 = (
     _ShareFetchableTopicResponse,
@@ -1411,6 +1419,7 @@ _N_ShareFetchableTopicResponse_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v0 = (
     _NodeEndpoint,
@@ -1422,6 +1431,7 @@ _N_NodeEndpoint_v0 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_ShareFetchResponse_v0 = (
     ShareFetchResponse,
@@ -1434,6 +1444,7 @@ _N_ShareFetchResponse_v0 = (
         ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

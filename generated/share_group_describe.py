@@ -383,6 +383,7 @@ _N_ShareGroupDescribeRequest_v0 = (
         ("bool", "include_authorized_operations"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -785,6 +786,7 @@ _N_TopicPartitions_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -793,6 +795,7 @@ _N_Assignment_v0 = (
         ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_Member_v0 = (
     _Member,
@@ -807,6 +810,7 @@ _N_Member_v0 = (
         ("struct", "assignment", False, _N_Assignment_v0),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -823,6 +827,7 @@ _N_DescribedGroup_v0 = (
         ("int32", "authorized_operations"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_ShareGroupDescribeResponse_v0 = (
     ShareGroupDescribeResponse,
@@ -832,6 +837,7 @@ _N_ShareGroupDescribeResponse_v0 = (
         ("array", "groups", True, False, _N_DescribedGroup_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

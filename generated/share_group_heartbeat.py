@@ -338,6 +338,7 @@ _N_ShareGroupHeartbeatRequest_v0 = (
         ("array", "subscribed_topic_names", True, True, "string", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 
@@ -566,6 +567,7 @@ _N_TopicPartitions_v0 = (
         ("array", "partitions", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -574,6 +576,7 @@ _N_Assignment_v0 = (
         ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_ShareGroupHeartbeatResponse_v0 = (
     ShareGroupHeartbeatResponse,
@@ -588,6 +591,7 @@ _N_ShareGroupHeartbeatResponse_v0 = (
         ("struct", "assignment", True, _N_Assignment_v0),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 # fmt: on
 

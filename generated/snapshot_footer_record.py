@@ -125,6 +125,7 @@ _N_SnapshotFooterRecord_v0 = (
         ("int16", "version"),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

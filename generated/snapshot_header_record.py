@@ -135,6 +135,7 @@ _N_SnapshotHeaderRecord_v0 = (
         ("int64", "last_contained_log_timestamp"),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -879,6 +879,7 @@ _N_StopReplicaPartitionV0_v0 = (
         ("int32", "partition_index"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_StopReplicaTopicV1_v1 = (
     _StopReplicaTopicV1,
@@ -888,6 +889,7 @@ _N_StopReplicaTopicV1_v1 = (
         ("array", "partition_indexes", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_StopReplicaTopicV1_v2 = (
     _StopReplicaTopicV1,
@@ -897,6 +899,7 @@ _N_StopReplicaTopicV1_v2 = (
         ("array", "partition_indexes", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_StopReplicaPartitionState_v3 = (
     _StopReplicaPartitionState,
@@ -907,6 +910,7 @@ _N_StopReplicaPartitionState_v3 = (
         ("bool", "delete_partition"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_StopReplicaTopicState_v3 = (
     _StopReplicaTopicState,
@@ -916,6 +920,7 @@ _N_StopReplicaTopicState_v3 = (
         ("array", "partition_states", True, False, _N_StopReplicaPartitionState_v3, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_StopReplicaRequest_v0 = (
     StopReplicaRequest,
@@ -931,6 +936,7 @@ _N_StopReplicaRequest_v0 = (
         ("absent", "topic_states", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v1 = (
     StopReplicaRequest,
@@ -946,6 +952,7 @@ _N_StopReplicaRequest_v1 = (
         ("absent", "topic_states", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v2 = (
     StopReplicaRequest,
@@ -961,6 +968,7 @@ _N_StopReplicaRequest_v2 = (
         ("absent", "topic_states", ("list",), False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v3 = (
     StopReplicaRequest,
@@ -976,6 +984,7 @@ _N_StopReplicaRequest_v3 = (
         ("array", "topic_states", True, False, _N_StopReplicaTopicState_v3, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v4 = (
     StopReplicaRequest,
@@ -991,6 +1000,7 @@ _N_StopReplicaRequest_v4 = (
         ("array", "topic_states", True, False, _N_StopReplicaTopicState_v3, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # fmt: on
 
@@ -1241,6 +1251,7 @@ _N_StopReplicaPartitionError_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_StopReplicaPartitionError_v2 = (
     _StopReplicaPartitionError,
@@ -1251,6 +1262,7 @@ _N_StopReplicaPartitionError_v2 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_StopReplicaResponse_v0 = (
     StopReplicaResponse,
@@ -1260,6 +1272,7 @@ _N_StopReplicaResponse_v0 = (
         ("array", "partition_errors", False, False, _N_StopReplicaPartitionError_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_StopReplicaResponse_v2 = (
     StopReplicaResponse,
@@ -1269,6 +1282,7 @@ _N_StopReplicaResponse_v2 = (
         ("array", "partition_errors", True, False, _N_StopReplicaPartitionError_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

@@ -546,6 +546,7 @@ _N_SyncGroupRequestAssignment_v0 = (
         ("bytes", "assignment", False, False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_SyncGroupRequestAssignment_v4 = (
     _SyncGroupRequestAssignment,
@@ -555,6 +556,7 @@ _N_SyncGroupRequestAssignment_v4 = (
         ("bytes", "assignment", True, False, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_SyncGroupRequest_v0 = (
     SyncGroupRequest,
@@ -569,6 +571,7 @@ _N_SyncGroupRequest_v0 = (
         ("array", "assignments", False, False, _N_SyncGroupRequestAssignment_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_SyncGroupRequest_v3 = (
     SyncGroupRequest,
@@ -583,6 +586,7 @@ _N_SyncGroupRequest_v3 = (
         ("array", "assignments", False, False, _N_SyncGroupRequestAssignment_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_SyncGroupRequest_v4 = (
     SyncGroupRequest,
@@ -597,6 +601,7 @@ _N_SyncGroupRequest_v4 = (
         ("array", "assignments", True, False, _N_SyncGroupRequestAssignment_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_SyncGroupRequest_v5 = (
     SyncGroupRequest,
@@ -611,6 +616,7 @@ _N_SyncGroupRequest_v5 = (
         ("array", "assignments", True, False, _N_SyncGroupRequestAssignment_v4, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 # fmt: on
 
@@ -805,6 +811,7 @@ _N_SyncGroupResponse_v0 = (
         ("bytes", "assignment", False, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_SyncGroupResponse_v1 = (
     SyncGroupResponse,
@@ -817,6 +824,7 @@ _N_SyncGroupResponse_v1 = (
         ("bytes", "assignment", False, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_SyncGroupResponse_v4 = (
     SyncGroupResponse,
@@ -829,6 +837,7 @@ _N_SyncGroupResponse_v4 = (
         ("bytes", "assignment", True, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_SyncGroupResponse_v5 = (
     SyncGroupResponse,
@@ -841,6 +850,7 @@ _N_SyncGroupResponse_v5 = (
         ("bytes", "assignment", True, False, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 # fmt: on
 

@@ -777,6 +777,7 @@ _N_TxnOffsetCommitRequestPartition_v0 = (
         ("string", "committed_metadata", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_TxnOffsetCommitRequestPartition_v2 = (
     _TxnOffsetCommitRequestPartition,
@@ -788,6 +789,7 @@ _N_TxnOffsetCommitRequestPartition_v2 = (
         ("string", "committed_metadata", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_TxnOffsetCommitRequestPartition_v3 = (
     _TxnOffsetCommitRequestPartition,
@@ -799,6 +801,7 @@ _N_TxnOffsetCommitRequestPartition_v3 = (
         ("string", "committed_metadata", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_TxnOffsetCommitRequestTopic_v0 = (
     _TxnOffsetCommitRequestTopic,
@@ -808,6 +811,7 @@ _N_TxnOffsetCommitRequestTopic_v0 = (
         ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitRequestTopic_v2 = (
     _TxnOffsetCommitRequestTopic,
@@ -817,6 +821,7 @@ _N_TxnOffsetCommitRequestTopic_v2 = (
         ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v2, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitRequestTopic_v3 = (
     _TxnOffsetCommitRequestTopic,
@@ -826,6 +831,7 @@ _N_TxnOffsetCommitRequestTopic_v3 = (
         ("array", "partitions", True, False, _N_TxnOffsetCommitRequestPartition_v3, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitRequest_v0 = (
     TxnOffsetCommitRequest,
@@ -841,6 +847,7 @@ _N_TxnOffsetCommitRequest_v0 = (
         ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_TxnOffsetCommitRequest_v2 = (
     TxnOffsetCommitRequest,
@@ -856,6 +863,7 @@ _N_TxnOffsetCommitRequest_v2 = (
         ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v2, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_TxnOffsetCommitRequest_v3 = (
     TxnOffsetCommitRequest,
@@ -871,6 +879,7 @@ _N_TxnOffsetCommitRequest_v3 = (
         ("array", "topics", True, False, _N_TxnOffsetCommitRequestTopic_v3, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # fmt: on
 
@@ -1202,6 +1211,7 @@ _N_TxnOffsetCommitResponsePartition_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponsePartition_v3 = (
     _TxnOffsetCommitResponsePartition,
@@ -1211,6 +1221,7 @@ _N_TxnOffsetCommitResponsePartition_v3 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponseTopic_v0 = (
     _TxnOffsetCommitResponseTopic,
@@ -1220,6 +1231,7 @@ _N_TxnOffsetCommitResponseTopic_v0 = (
         ("array", "partitions", False, False, _N_TxnOffsetCommitResponsePartition_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponseTopic_v3 = (
     _TxnOffsetCommitResponseTopic,
@@ -1229,6 +1241,7 @@ _N_TxnOffsetCommitResponseTopic_v3 = (
         ("array", "partitions", True, False, _N_TxnOffsetCommitResponsePartition_v3, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponse_v0 = (
     TxnOffsetCommitResponse,
@@ -1238,6 +1251,7 @@ _N_TxnOffsetCommitResponse_v0 = (
         ("array", "topics", False, False, _N_TxnOffsetCommitResponseTopic_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponse_v3 = (
     TxnOffsetCommitResponse,
@@ -1247,6 +1261,7 @@ _N_TxnOffsetCommitResponse_v3 = (
         ("array", "topics", True, False, _N_TxnOffsetCommitResponseTopic_v3, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

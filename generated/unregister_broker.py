@@ -174,6 +174,7 @@ _N_UnregisterBrokerRequest_v0 = (
         ("int32", "broker_id"),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -262,6 +263,7 @@ _N_UnregisterBrokerResponse_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 

@@ -440,6 +440,7 @@ _N_FeatureUpdateKey_v0 = (
         ("absent", "upgrade_type", ("value", 1), False),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_FeatureUpdateKey_v1 = (
     _FeatureUpdateKey,
@@ -451,6 +452,7 @@ _N_FeatureUpdateKey_v1 = (
         ("int8", "upgrade_type"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_UpdateFeaturesRequest_v0 = (
     UpdateFeaturesRequest,
@@ -461,6 +463,7 @@ _N_UpdateFeaturesRequest_v0 = (
         ("absent", "validate_only", ("value", False), False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_UpdateFeaturesRequest_v1 = (
     UpdateFeaturesRequest,
@@ -471,6 +474,7 @@ _N_UpdateFeaturesRequest_v1 = (
         ("bool", "validate_only"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -688,6 +692,7 @@ _N_UpdatableFeatureResult_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_UpdateFeaturesResponse_v0 = (
     UpdateFeaturesResponse,
@@ -699,6 +704,7 @@ _N_UpdateFeaturesResponse_v0 = (
         ("array", "results", True, False, _N_UpdatableFeatureResult_v0, True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_UpdateFeaturesResponse_v2 = (
     UpdateFeaturesResponse,
@@ -710,6 +716,7 @@ _N_UpdateFeaturesResponse_v2 = (
         ("absent", "results", ("keyed",), True),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 # fmt: on
 

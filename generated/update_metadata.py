@@ -1721,6 +1721,7 @@ _N_UpdateMetadataPartitionState_v0 = (
         ("absent", "offline_replicas", ("list",), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataPartitionState_v4 = (
     _UpdateMetadataPartitionState,
@@ -1737,6 +1738,7 @@ _N_UpdateMetadataPartitionState_v4 = (
         ("array", "offline_replicas", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataPartitionState_v5 = (
     _UpdateMetadataPartitionState,
@@ -1753,6 +1755,7 @@ _N_UpdateMetadataPartitionState_v5 = (
         ("array", "offline_replicas", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataPartitionState_v6 = (
     _UpdateMetadataPartitionState,
@@ -1769,6 +1772,7 @@ _N_UpdateMetadataPartitionState_v6 = (
         ("array", "offline_replicas", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataTopicState_v5 = (
     _UpdateMetadataTopicState,
@@ -1779,6 +1783,7 @@ _N_UpdateMetadataTopicState_v5 = (
         ("array", "partition_states", False, False, _N_UpdateMetadataPartitionState_v5, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_UpdateMetadataTopicState_v6 = (
     _UpdateMetadataTopicState,
@@ -1789,6 +1794,7 @@ _N_UpdateMetadataTopicState_v6 = (
         ("array", "partition_states", True, False, _N_UpdateMetadataPartitionState_v6, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_UpdateMetadataTopicState_v7 = (
     _UpdateMetadataTopicState,
@@ -1799,6 +1805,7 @@ _N_UpdateMetadataTopicState_v7 = (
         ("array", "partition_states", True, False, _N_UpdateMetadataPartitionState_v6, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_UpdateMetadataEndpoint_v1 = (
     _UpdateMetadataEndpoint,
@@ -1810,6 +1817,7 @@ _N_UpdateMetadataEndpoint_v1 = (
         ("int16", "security_protocol"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_UpdateMetadataEndpoint_v3 = (
     _UpdateMetadataEndpoint,
@@ -1821,6 +1829,7 @@ _N_UpdateMetadataEndpoint_v3 = (
         ("int16", "security_protocol"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_UpdateMetadataEndpoint_v6 = (
     _UpdateMetadataEndpoint,
@@ -1832,6 +1841,7 @@ _N_UpdateMetadataEndpoint_v6 = (
         ("int16", "security_protocol"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_UpdateMetadataBroker_v0 = (
     _UpdateMetadataBroker,
@@ -1844,6 +1854,7 @@ _N_UpdateMetadataBroker_v0 = (
         ("absent", "rack", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v1 = (
     _UpdateMetadataBroker,
@@ -1856,6 +1867,7 @@ _N_UpdateMetadataBroker_v1 = (
         ("absent", "rack", ("value", ''), True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v2 = (
     _UpdateMetadataBroker,
@@ -1868,6 +1880,7 @@ _N_UpdateMetadataBroker_v2 = (
         ("string", "rack", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v3 = (
     _UpdateMetadataBroker,
@@ -1880,6 +1893,7 @@ _N_UpdateMetadataBroker_v3 = (
         ("string", "rack", False, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v6 = (
     _UpdateMetadataBroker,
@@ -1892,6 +1906,7 @@ _N_UpdateMetadataBroker_v6 = (
         ("string", "rack", True, True),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataRequest_v0 = (
     UpdateMetadataRequest,
@@ -1907,6 +1922,7 @@ _N_UpdateMetadataRequest_v0 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v1 = (
     UpdateMetadataRequest,
@@ -1922,6 +1938,7 @@ _N_UpdateMetadataRequest_v1 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v2 = (
     UpdateMetadataRequest,
@@ -1937,6 +1954,7 @@ _N_UpdateMetadataRequest_v2 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v3 = (
     UpdateMetadataRequest,
@@ -1952,6 +1970,7 @@ _N_UpdateMetadataRequest_v3 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v4 = (
     UpdateMetadataRequest,
@@ -1967,6 +1986,7 @@ _N_UpdateMetadataRequest_v4 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v5 = (
     UpdateMetadataRequest,
@@ -1982,6 +2002,7 @@ _N_UpdateMetadataRequest_v5 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v6 = (
     UpdateMetadataRequest,
@@ -1997,6 +2018,7 @@ _N_UpdateMetadataRequest_v6 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v7 = (
     UpdateMetadataRequest,
@@ -2012,6 +2034,7 @@ _N_UpdateMetadataRequest_v7 = (
         ("absent", "type", ("value", 0), False),
     ),
     (),
+    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v8 = (
     UpdateMetadataRequest,
@@ -2028,6 +2051,7 @@ _N_UpdateMetadataRequest_v8 = (
     (
         (0, ("int8", "type"), ("value", 0)),
     ),
+    (1, (0, 1, -1, 2, 3, 4, 5, 6)),
 )
 # fmt: on
 
@@ -2201,6 +2225,7 @@ _N_UpdateMetadataResponse_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0,)),
 )
 _N_UpdateMetadataResponse_v6 = (
     UpdateMetadataResponse,
@@ -2209,6 +2234,7 @@ _N_UpdateMetadataResponse_v6 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

@@ -476,6 +476,7 @@ _N_Listener_v0 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
@@ -485,6 +486,7 @@ _N_KRaftVersionFeature_v0 = (
         ("int16", "max_supported_version"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_UpdateRaftVoterRequest_v0 = (
     UpdateRaftVoterRequest,
@@ -498,6 +500,7 @@ _N_UpdateRaftVoterRequest_v0 = (
         ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5)),
 )
 # fmt: on
 
@@ -692,6 +695,7 @@ _N_CurrentLeader_v0 = (
         ("int32", "port"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_UpdateRaftVoterResponse_v0 = (
     UpdateRaftVoterResponse,
@@ -703,6 +707,7 @@ _N_UpdateRaftVoterResponse_v0 = (
     (
         (0, ("struct", "current_leader", False, _N_CurrentLeader_v0), ("struct", _CurrentLeader, _CurrentLeader_DEFAULT)),
     ),
+    (1, (0, 1, -1)),
 )
 # fmt: on
 

@@ -655,6 +655,7 @@ _N_VoteRequest_PartitionData_v0 = (
         ("int64", "last_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_VoteRequest_PartitionData_v1 = (
     _VoteRequest_PartitionData,
@@ -669,6 +670,7 @@ _N_VoteRequest_PartitionData_v1 = (
         ("int64", "last_offset"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_VoteRequest_TopicData_v0 = (
     _VoteRequest_TopicData,
@@ -678,6 +680,7 @@ _N_VoteRequest_TopicData_v0 = (
         ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_VoteRequest_TopicData_v1 = (
     _VoteRequest_TopicData,
@@ -687,6 +690,7 @@ _N_VoteRequest_TopicData_v1 = (
         ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_VoteRequest_v0 = (
     VoteRequest,
@@ -697,6 +701,7 @@ _N_VoteRequest_v0 = (
         ("array", "topics", True, False, _N_VoteRequest_TopicData_v0, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_VoteRequest_v1 = (
     VoteRequest,
@@ -707,6 +712,7 @@ _N_VoteRequest_v1 = (
         ("array", "topics", True, False, _N_VoteRequest_TopicData_v1, False),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 # fmt: on
 
@@ -1079,6 +1085,7 @@ _N_VoteResponse_PartitionData_v0 = (
         ("bool", "vote_granted"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_VoteResponse_TopicData_v0 = (
     _VoteResponse_TopicData,
@@ -1088,6 +1095,7 @@ _N_VoteResponse_TopicData_v0 = (
         ("array", "partitions", True, False, _N_VoteResponse_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1098,6 +1106,7 @@ _N_NodeEndpoint_v1 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_VoteResponse_v0 = (
     VoteResponse,
@@ -1108,6 +1117,7 @@ _N_VoteResponse_v0 = (
         ("absent", "node_endpoints", ("keyed",), False),
     ),
     (),
+    (1, (0, 1, 2)),
 )
 _N_VoteResponse_v1 = (
     VoteResponse,
@@ -1119,6 +1129,7 @@ _N_VoteResponse_v1 = (
     (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
     ),
+    (1, (0, 1, -1)),
 )
 # fmt: on
 

@@ -442,6 +442,7 @@ _N_Endpoint_v0 = (
         ("uint16", "port"),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
@@ -451,6 +452,7 @@ _N_KRaftVersionFeature_v0 = (
         ("int16", "max_supported_version"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_Voter_v0 = (
     _Voter,
@@ -462,6 +464,7 @@ _N_Voter_v0 = (
         ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_VotersRecord_v0 = (
     VotersRecord,
@@ -471,6 +474,7 @@ _N_VotersRecord_v0 = (
         ("array", "voters", True, False, _N_Voter_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 

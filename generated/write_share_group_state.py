@@ -557,6 +557,7 @@ _N_StateBatch_v0 = (
         ("int16", "delivery_count"),
     ),
     (),
+    (0, (0, 1, 2, 3)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -569,6 +570,7 @@ _N_PartitionData_v0 = (
         ("array", "state_batches", True, False, _N_StateBatch_v0, False),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_WriteStateData_v0 = (
     _WriteStateData,
@@ -578,6 +580,7 @@ _N_WriteStateData_v0 = (
         ("array", "partitions", True, False, _N_PartitionData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WriteShareGroupStateRequest_v0 = (
     WriteShareGroupStateRequest,
@@ -587,6 +590,7 @@ _N_WriteShareGroupStateRequest_v0 = (
         ("array", "topics", True, False, _N_WriteStateData_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 # fmt: on
 
@@ -815,6 +819,7 @@ _N_PartitionResult_v0 = (
         ("string", "error_message", True, True),
     ),
     (),
+    (0, (0, 1, 2)),
 )
 _N_WriteStateResult_v0 = (
     _WriteStateResult,
@@ -824,6 +829,7 @@ _N_WriteStateResult_v0 = (
         ("array", "partitions", True, False, _N_PartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WriteShareGroupStateResponse_v0 = (
     WriteShareGroupStateResponse,
@@ -832,6 +838,7 @@ _N_WriteShareGroupStateResponse_v0 = (
         ("array", "results", True, False, _N_WriteStateResult_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

@@ -559,6 +559,7 @@ _N_WritableTxnMarkerTopic_v0 = (
         ("array", "partition_indexes", False, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopic_v1 = (
     _WritableTxnMarkerTopic,
@@ -568,6 +569,7 @@ _N_WritableTxnMarkerTopic_v1 = (
         ("array", "partition_indexes", True, False, "int32", False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarker_v0 = (
     _WritableTxnMarker,
@@ -580,6 +582,7 @@ _N_WritableTxnMarker_v0 = (
         ("int32", "coordinator_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_WritableTxnMarker_v1 = (
     _WritableTxnMarker,
@@ -592,6 +595,7 @@ _N_WritableTxnMarker_v1 = (
         ("int32", "coordinator_epoch"),
     ),
     (),
+    (0, (0, 1, 2, 3, 4)),
 )
 _N_WriteTxnMarkersRequest_v0 = (
     WriteTxnMarkersRequest,
@@ -600,6 +604,7 @@ _N_WriteTxnMarkersRequest_v0 = (
         ("array", "markers", False, False, _N_WritableTxnMarker_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_WriteTxnMarkersRequest_v1 = (
     WriteTxnMarkersRequest,
@@ -608,6 +613,7 @@ _N_WriteTxnMarkersRequest_v1 = (
         ("array", "markers", True, False, _N_WritableTxnMarker_v1, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 
@@ -1015,6 +1021,7 @@ _N_WritableTxnMarkerPartitionResult_v0 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarkerPartitionResult_v1 = (
     _WritableTxnMarkerPartitionResult,
@@ -1024,6 +1031,7 @@ _N_WritableTxnMarkerPartitionResult_v1 = (
         ("int16", "error_code"),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopicResult_v0 = (
     _WritableTxnMarkerTopicResult,
@@ -1033,6 +1041,7 @@ _N_WritableTxnMarkerTopicResult_v0 = (
         ("array", "partitions", False, False, _N_WritableTxnMarkerPartitionResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopicResult_v1 = (
     _WritableTxnMarkerTopicResult,
@@ -1042,6 +1051,7 @@ _N_WritableTxnMarkerTopicResult_v1 = (
         ("array", "partitions", True, False, _N_WritableTxnMarkerPartitionResult_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarkerResult_v0 = (
     _WritableTxnMarkerResult,
@@ -1051,6 +1061,7 @@ _N_WritableTxnMarkerResult_v0 = (
         ("array", "topics", False, False, _N_WritableTxnMarkerTopicResult_v0, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WritableTxnMarkerResult_v1 = (
     _WritableTxnMarkerResult,
@@ -1060,6 +1071,7 @@ _N_WritableTxnMarkerResult_v1 = (
         ("array", "topics", True, False, _N_WritableTxnMarkerTopicResult_v1, False),
     ),
     (),
+    (0, (0, 1)),
 )
 _N_WriteTxnMarkersResponse_v0 = (
     WriteTxnMarkersResponse,
@@ -1068,6 +1080,7 @@ _N_WriteTxnMarkersResponse_v0 = (
         ("array", "markers", False, False, _N_WritableTxnMarkerResult_v0, False),
     ),
     (),
+    (0, (0,)),
 )
 _N_WriteTxnMarkersResponse_v1 = (
     WriteTxnMarkersResponse,
@@ -1076,6 +1089,7 @@ _N_WriteTxnMarkersResponse_v1 = (
         ("array", "markers", True, False, _N_WritableTxnMarkerResult_v1, False),
     ),
     (),
+    (0, (0,)),
 )
 # fmt: on
 

@@ -425,7 +425,24 @@ class Emitter:
             lines = "".join(f"        {i},\n" for i in items)
             return f"(\n{lines}    )" if items else "()"
 
-        return f"(\n    {p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)},\n)"
+        # The random builder draws field by field in spec order: ops[i] as i, tags[j] as ~j.
+        where = {a: i for i, a in enumerate(self.native_attrs(vp))}
+        where.update({t.attr: ~j for j, t in enumerate(vp.tagged)})
+        order = ", ".join(str(where[fi["attr"]]) for fi in p.fields)
+        rnd = f"({p.first_free_tag}, ({order}{',' if len(p.fields) == 1 else ''}))"
+        return (
+            f"(\n    {p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)},\n"
+            f"    {rnd},\n)"
+        )
+
+    @staticmethod
+    def native_attrs(vp: VersionPlan) -> list[str]:
+        """The attribute of each op of a native plan, in plan order."""
+        return [
+            a
+            for op in (*vp.ops, *vp.absent_tagged)
+            for a in (op.attrs if isinstance(op, FixedRun) else (op.attr,))
+        ]
 
     def native_plans(self, structs: list[Struct]) -> list[tuple[str, str]]:
         """(name, plan text) of every layout, nested structs before the structs using them."""

@@ -10,6 +10,17 @@
  * without raising and runs the Python codec of the same layout, which then raises its
  * exact error (or, for inputs the C side declines such as exotic sequence types,
  * produces the result). Both modes therefore report byte-identical errors and offsets.
+ *
+ * Plans may carry a fifth item, (first_free_tag, order), for RandomBuilder: order names
+ * every op as its index i and every tagged field as ~j (its index among the tags), in
+ * the spec's field order, which is the order the generated Python random builders draw
+ * in. RandomBuilder(cls, py_random, layouts) then builds for a RandomGen over
+ * random.Random exactly what py_random builds: the same objects, through the same calls
+ * of the generator's random() and getrandbits() (sample() and uniform() on rare paths),
+ * so the PRNG, budget and unknown-tag count end in the same state. The thresholds of
+ * RandomGen's methods are mirrored here; its tables are read from it (configure_random).
+ * No draw computes a * b + c in floating point, so no compiler contraction into a fused
+ * multiply-add can make a value differ from the one Python computes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -112,6 +123,12 @@ struct Prog {
     Op *ops;
     Op *tags;           /* sorted by tag */
     Py_ssize_t unknown_off;
+    /* The random builder's draw order (plans with a fifth item): every op as its index i,
+     * every tagged field as ~j, in spec order; first_free is the first unused tag. */
+    int has_order;
+    Py_ssize_t n_order;
+    int *order;
+    long long first_free;
 };
 
 static const char *KIND_NAMES[] = {
@@ -275,7 +292,42 @@ static int compile_op(PyTypeObject *cls, Op *op, PyObject *t) {
     return 0;
 }
 
-/* plan = (cls, flexible, ops, tags); tags = ((tag, op, default), ...) sorted by tag. */
+static int compile_order(Prog *p, PyObject *rnd) {
+    if (!PyTuple_Check(rnd) || PyTuple_GET_SIZE(rnd) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(rnd, 1)))
+        return unsupported_plan("a malformed draw order");
+    p->first_free = PyLong_AsLongLong(PyTuple_GET_ITEM(rnd, 0));
+    if (p->first_free == -1 && PyErr_Occurred()) return -1;
+    if (p->first_free < 0 || p->first_free > 0x7FFFFFFF) return unsupported_plan("a first free tag");
+    PyObject *order = PyTuple_GET_ITEM(rnd, 1);
+    Py_ssize_t n = PyTuple_GET_SIZE(order);
+    if (n != p->n_ops + p->n_tags) return unsupported_plan("a draw order of another length");
+    p->order = PyMem_Calloc(n + 1, sizeof(int));
+    char *seen = PyMem_Calloc(n + 1, 1);
+    if (p->order == NULL || seen == NULL) { PyMem_Free(seen); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long e = PyLong_AsLong(PyTuple_GET_ITEM(order, i));
+        if (e == -1 && PyErr_Occurred()) { PyMem_Free(seen); return -1; }
+        /* Each op and each tagged field exactly once: every slot is set once. */
+        if (e >= p->n_ops || e < -p->n_tags) {
+            PyMem_Free(seen);
+            return unsupported_plan("a draw order index out of range");
+        }
+        Py_ssize_t at = e >= 0 ? e : p->n_ops + ~e;
+        if (seen[at]) {
+            PyMem_Free(seen);
+            return unsupported_plan("a draw order that is not a permutation");
+        }
+        seen[at] = 1;
+        p->order[i] = (int)e;
+    }
+    PyMem_Free(seen);
+    p->n_order = n;
+    p->has_order = 1;
+    return 0;
+}
+
+/* plan = (cls, flexible, ops, tags[, (first_free_tag, draw order)]); tags = ((tag, op,
+ * default), ...) sorted by tag. */
 static Prog *compile_plan(PyObject *plan) {
     PyObject *key = PyLong_FromVoidPtr(plan);
     if (key == NULL) return NULL;
@@ -285,7 +337,7 @@ static Prog *compile_plan(PyObject *plan) {
         return (Prog *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
     }
     if (PyErr_Occurred()) goto error_key;
-    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4 ||
+    if (!PyTuple_Check(plan) || (PyTuple_GET_SIZE(plan) != 4 && PyTuple_GET_SIZE(plan) != 5) ||
         !PyType_Check(PyTuple_GET_ITEM(plan, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(plan, 2)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(plan, 3))) {
         unsupported_plan("a malformed plan");
@@ -328,6 +380,8 @@ static Prog *compile_plan(PyObject *plan) {
         op->tag = (uint32_t)tag;
         if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) goto error_key;
     }
+    if (PyTuple_GET_SIZE(plan) == 5 && compile_order(p, PyTuple_GET_ITEM(plan, 4)) < 0)
+        goto error_key;
     if (add_plan_class(cls) < 0) goto error_key;
     PyObject *cap = PyCapsule_New(p, NULL, NULL);
     if (cap == NULL) goto error_key;
@@ -1073,6 +1127,557 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj) {
     return r;
 }
 
+/* ------------------------------------------------------------------ random builders */
+
+/* RandomGen's constants, read from kafkagen.runtime.randomgen by configure_random(). */
+static PyTypeObject *randomgen_type; /* RandomGen */
+static PyTypeObject *pyrandom_type;  /* random.Random: the only PRNG class the C side drives */
+static Py_ssize_t gen_rng_off = -1, gen_budget_off = -1, gen_unknown_off = -1;
+static PyObject *s_random, *s_getrandbits, *s_sample;
+typedef struct {
+    PyObject *edges[6];
+    long long small_lo, lo;
+    double small_scale;
+    int bits;
+} IntKind;
+static IntKind int_kinds[K_INT64 + 1]; /* K_INT8 .. K_INT64; K_FLOAT64 and K_BOOL unused */
+static PyObject *edge_floats;        /* tuple */
+static PyObject *zero_uuid;
+#define MAX_ALPHABETS 16
+static Py_UCS4 alphabet_map[MAX_ALPHABETS][256]; /* byte -> character, per alphabet */
+static int alphabet_ascii[MAX_ALPHABETS];
+static int alphabet_count, plain_below;
+
+typedef struct {
+    PyObject *rng, *random, *getrandbits; /* bound methods, fetched once per message */
+    long long budget, unknown;
+} RCtx;
+
+static int draw(RCtx *c, double *out) {
+    PyObject *r = PyObject_CallNoArgs(c->random);
+    if (r == NULL) return -1;
+    *out = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *draw_bits(RCtx *c, long long bits) {
+    PyObject *k = PyLong_FromLongLong(bits);
+    if (k == NULL) return NULL;
+    PyObject *x = PyObject_CallOneArg(c->getrandbits, k);
+    Py_DECREF(k);
+    if (x != NULL && !PyLong_Check(x)) {
+        Py_DECREF(x);
+        PyErr_SetString(PyExc_TypeError, "getrandbits() returned a non-int");
+        return NULL;
+    }
+    return x;
+}
+
+/* getrandbits(8 * n) as n little-endian bytes, into out (int.to_bytes(n, "little")). */
+static int draw_bytes_into(RCtx *c, unsigned char *out, Py_ssize_t n) {
+    PyObject *x = draw_bits(c, 8 * (long long)n);
+    if (x == NULL) return -1;
+    int r = _PyLong_AsByteArray((PyLongObject *)x, out, (size_t)n, 1, 0);
+    Py_DECREF(x);
+    return r;
+}
+
+static PyObject *draw_bytes(RCtx *c, Py_ssize_t n) {
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
+    if (b == NULL) return NULL;
+    if (draw_bytes_into(c, (unsigned char *)PyBytes_AS_STRING(b), n) < 0) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    return b;
+}
+
+static PyObject *item_of(PyObject *tuple, double index) {
+    Py_ssize_t i = (Py_ssize_t)index; /* index >= 0: truncation is int()'s */
+    if (i >= PyTuple_GET_SIZE(tuple)) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return NULL;
+    }
+    return Py_NewRef(PyTuple_GET_ITEM(tuple, i));
+}
+
+static PyObject *rnd_int(RCtx *c, int kind) {
+    IntKind *k = &int_kinds[kind];
+    double r;
+    if (draw(c, &r) < 0) return NULL;
+    if (r < 0.3) {
+        Py_ssize_t i = (Py_ssize_t)(r * 20.0); /* r / 0.3 * 6 */
+        if (i >= 6) {
+            PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+            return NULL;
+        }
+        return Py_NewRef(k->edges[i]);
+    }
+    if (r < 0.6) return PyLong_FromLongLong(k->small_lo + (long long)((r - 0.3) * k->small_scale));
+    PyObject *x = draw_bits(c, k->bits);
+    if (x == NULL) return NULL;
+    unsigned long long u = PyLong_AsUnsignedLongLong(x);
+    Py_DECREF(x);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    uint64_t sum = (uint64_t)u + (uint64_t)k->lo; /* lo + x, which fits the kind's range */
+    int64_t v;
+    memcpy(&v, &sum, sizeof(v));
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *rnd_float(RCtx *c) {
+    double r;
+    if (draw(c, &r) < 0) return NULL;
+    if (r < 0.3) return item_of(edge_floats, r * ((double)PyTuple_GET_SIZE(edge_floats) / 0.3));
+    return PyObject_CallMethod(c->rng, "uniform", "dd", -1e12, 1e12);
+}
+
+/* random() < below: bool(), is_null() and present(). -1 on error. */
+static int chance(RCtx *c, double below) {
+    double r;
+    if (draw(c, &r) < 0) return -1;
+    return r < below;
+}
+
+static PyObject *rnd_str(RCtx *c) {
+    double r;
+    if (draw(c, &r) < 0) return NULL;
+    if (r < 0.1) return PyUnicode_New(0, 0);
+    Py_ssize_t n = r < 0.85 ? 1 + (Py_ssize_t)((r - 0.1) * 16.0)
+                            : 13 + (Py_ssize_t)((r - 0.85) * 1920.0);
+    unsigned char raw[512]; /* n <= 300; the low byte picks the alphabet */
+    if (n + 1 > (Py_ssize_t)sizeof(raw)) {
+        PyErr_SetString(PyExc_SystemError, "string draw too long");
+        return NULL;
+    }
+    if (draw_bytes_into(c, raw, n + 1) < 0) return NULL;
+    int pick = raw[0];
+    int a = pick < plain_below ? 0 : pick % alphabet_count;
+    const Py_UCS4 *map = alphabet_map[a];
+    if (alphabet_ascii[a]) {
+        PyObject *s = PyUnicode_New(n, 127);
+        if (s == NULL) return NULL;
+        Py_UCS1 *d = PyUnicode_1BYTE_DATA(s);
+        for (Py_ssize_t i = 0; i < n; i++) d[i] = (Py_UCS1)map[raw[i + 1]];
+        return s;
+    }
+    Py_UCS4 text[512];
+    for (Py_ssize_t i = 0; i < n; i++) text[i] = map[raw[i + 1]];
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, text, n); /* narrowest kind */
+}
+
+static PyObject *rnd_bytes(RCtx *c) {
+    double r;
+    if (draw(c, &r) < 0) return NULL;
+    if (r < 0.15) return PyBytes_FromStringAndSize(NULL, 0);
+    Py_ssize_t n = r < 0.85 ? 1 + (Py_ssize_t)((r - 0.15) * (16 / 0.7))
+                            : 17 + (Py_ssize_t)((r - 0.85) * (384 / 0.15));
+    return draw_bytes(c, n);
+}
+
+static PyObject *rnd_uuid(RCtx *c) {
+    double r;
+    if (draw(c, &r) < 0) return NULL;
+    if (r < 0.1) return Py_NewRef(zero_uuid);
+    unsigned char raw[16]; /* little-endian bytes of the draw, read back as big-endian */
+    if (draw_bytes_into(c, raw, 16) < 0) return NULL;
+    return make_uuid(raw);
+}
+
+/* count(): -1 on error. */
+static Py_ssize_t rnd_count(RCtx *c) {
+    double r;
+    if (draw(c, &r) < 0) return -1;
+    if (r < 0.2 || c->budget <= 0) return 0;
+    long long n = r < 0.97 ? 1 + (long long)((r - 0.2) * (4 / 0.77))
+                           : 127 + (long long)((r - 0.97) * (14 / 0.03));
+    if (n > c->budget) n = c->budget;
+    c->budget -= n;
+    return (Py_ssize_t)n;
+}
+
+static PyObject *rnd_unknown_tags(RCtx *c, long long first_free) {
+    double r;
+    if (draw(c, &r) < 0) return NULL;
+    if (r >= 0.1) return PyTuple_New(0);
+    c->unknown++;
+    if (draw(c, &r) < 0) return NULL;
+    long long k = 1 + (long long)(r * 3);
+    PyObject *range = PyObject_CallFunction((PyObject *)&PyRange_Type, "LL", first_free,
+                                            first_free + 40);
+    if (range == NULL) return NULL;
+    PyObject *kk = PyLong_FromLongLong(k);
+    PyObject *tags = kk ? PyObject_CallMethodObjArgs(c->rng, s_sample, range, kk, NULL) : NULL;
+    Py_DECREF(range);
+    Py_XDECREF(kk);
+    if (tags == NULL) return NULL;
+    PyObject *list = PySequence_List(tags); /* sorted(...) */
+    Py_DECREF(tags);
+    if (list == NULL) return NULL;
+    if (PyList_Sort(list) < 0) { Py_DECREF(list); return NULL; }
+    Py_ssize_t m = PyList_GET_SIZE(list);
+    PyObject *out = PyTuple_New(m);
+    if (out == NULL) { Py_DECREF(list); return NULL; }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *b = NULL;
+        if (draw(c, &r) == 0) b = draw_bytes(c, (Py_ssize_t)(r * 21));
+        PyObject *item = b ? PyTuple_Pack(2, PyList_GET_ITEM(list, i), b) : NULL;
+        Py_XDECREF(b);
+        if (item == NULL) { Py_DECREF(list); Py_DECREF(out); return NULL; }
+        PyTuple_SET_ITEM(out, i, item);
+    }
+    Py_DECREF(list);
+    return out;
+}
+
+static PyObject *rnd_struct(RCtx *c, Prog *p);
+
+static PyObject *rnd_scalar(RCtx *c, int kind, Prog *sub) {
+    if (kind <= K_INT64 && kind != K_FLOAT64 && kind != K_BOOL) return rnd_int(c, kind);
+    switch (kind) {
+    case K_FLOAT64: return rnd_float(c);
+    case K_BOOL: {
+        int t = chance(c, 0.5);
+        return t < 0 ? NULL : Py_NewRef(t ? Py_True : Py_False);
+    }
+    case K_UUID: return rnd_uuid(c);
+    case K_STRING: return rnd_str(c);
+    case K_BYTES: return rnd_bytes(c);
+    default: return rnd_struct(c, sub);
+    }
+}
+
+static PyObject *rnd_value(RCtx *c, Op *op) {
+    int k = op->kind;
+    if (op->nullable) {
+        int null = chance(c, 0.15);
+        if (null < 0) return NULL;
+        if (null) return Py_NewRef(Py_None);
+    }
+    if (k != K_ARRAY) return rnd_scalar(c, k, op->sub);
+    Py_ssize_t n = rnd_count(c);
+    if (n < 0) return NULL;
+    PyObject *list = op->keyed ? keyed_type->tp_alloc(keyed_type, 0) : PyList_New(n);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = rnd_scalar(c, op->elem, op->sub);
+        if (v == NULL) { Py_DECREF(list); return NULL; }
+        if (op->keyed) {
+            int r = PyList_Append(list, v);
+            Py_DECREF(v);
+            if (r < 0) { Py_DECREF(list); return NULL; }
+        } else {
+            PyList_SET_ITEM(list, i, v);
+        }
+    }
+    return list;
+}
+
+static PyObject *rnd_struct(RCtx *c, Prog *p) {
+    PyObject *o = p->cls->tp_alloc(p->cls, 0);
+    if (o == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < p->n_order; i++) {
+        int e = p->order[i];
+        Op *op = e >= 0 ? &p->ops[e] : &p->tags[~e];
+        PyObject *v;
+        if (e >= 0) {
+            v = op->kind == K_ABSENT ? new_default(op) : rnd_value(c, op);
+        } else {
+            int present = chance(c, 0.5);
+            v = present < 0 ? NULL : present ? rnd_value(c, op) : new_default(op);
+        }
+        if (v == NULL) goto fail;
+        SLOT(o, op->off) = v; /* each slot is set once, from NULL */
+    }
+    PyObject *unknown = p->flexible ? rnd_unknown_tags(c, p->first_free) : PyTuple_New(0);
+    if (unknown == NULL) goto fail;
+    SLOT(o, p->unknown_off) = unknown;
+    return o;
+fail:
+    Py_DECREF(o);
+    return NULL;
+}
+
+/* Whether a plan and every plan nested in it carry the random builder's draw order. */
+static int random_ready(Prog *p, int depth) {
+    if (!p->has_order || depth > 100) return 0;
+    for (Py_ssize_t i = 0; i < p->n_ops + p->n_tags; i++) {
+        Op *op = i < p->n_ops ? &p->ops[i] : &p->tags[i - p->n_ops];
+        if (op->sub != NULL && !random_ready(op->sub, depth + 1)) return 0;
+    }
+    return 1;
+}
+
+/* A class's random(gen, version) builder: the Python one for any other generator. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *cls, *py_random;
+    Py_ssize_t n_versions;
+    Prog **by_version; /* NULL where no layout serves the version */
+} Builder;
+
+static PyObject *python_builder(Builder *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) {
+    return PyObject_Vectorcall(self->py_random, args, nargsf, kwnames);
+}
+
+/* Reads a RandomGen int slot into *out: 0, or -1 when absent or not a plain int in range. */
+static int gen_int(PyObject *gen, Py_ssize_t off, long long *out) {
+    PyObject *v = SLOT(gen, off);
+    if (v == NULL || !PyLong_CheckExact(v)) return -1;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (*out == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+    return 0;
+}
+
+static int gen_store(PyObject *gen, Py_ssize_t off, long long old, long long now) {
+    if (now == old) return 0;
+    PyObject *v = PyLong_FromLongLong(now);
+    if (v == NULL) return -1;
+    set_slot(gen, off, v);
+    return 0;
+}
+
+static PyObject *builder_call(Builder *self, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || kwnames != NULL || randomgen_type == NULL ||
+        !Py_IS_TYPE(args[0], randomgen_type) || !PyLong_CheckExact(args[1]))
+        return python_builder(self, args, nargsf, kwnames);
+    PyObject *gen = args[0];
+    Py_ssize_t version = PyLong_AsSsize_t(args[1]);
+    if (version == -1 && PyErr_Occurred()) PyErr_Clear();
+    PyObject *rng = SLOT(gen, gen_rng_off);
+    RCtx c = {NULL, NULL, NULL, 0, 0};
+    if (version < 0 || version >= self->n_versions || self->by_version[version] == NULL ||
+        rng == NULL || !Py_IS_TYPE(rng, pyrandom_type) ||
+        gen_int(gen, gen_budget_off, &c.budget) < 0 || gen_int(gen, gen_unknown_off, &c.unknown) < 0)
+        return python_builder(self, args, nargsf, kwnames);
+    long long budget0 = c.budget, unknown0 = c.unknown;
+    c.rng = Py_NewRef(rng);
+    c.random = PyObject_GetAttr(rng, s_random);
+    c.getrandbits = c.random ? PyObject_GetAttr(rng, s_getrandbits) : NULL;
+    PyObject *o = c.getrandbits ? rnd_struct(&c, self->by_version[version]) : NULL;
+    Py_DECREF(c.rng);
+    Py_XDECREF(c.random);
+    Py_XDECREF(c.getrandbits);
+    /* As the Python builder leaves them, also when a draw raised part way. */
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    if (gen_store(gen, gen_budget_off, budget0, c.budget) < 0 ||
+        gen_store(gen, gen_unknown_off, unknown0, c.unknown) < 0) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        Py_XDECREF(o);
+        return NULL;
+    }
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    return o;
+}
+
+static void builder_dealloc(Builder *self) {
+    Py_XDECREF(self->cls);
+    Py_XDECREF(self->py_random);
+    PyMem_Free(self->by_version);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *builder_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *cls, *py_random, *layouts;
+    if (!PyArg_ParseTuple(args, "O!OO!:RandomBuilder", &PyType_Type, &cls, &py_random,
+                          &PyTuple_Type, &layouts))
+        return NULL;
+    if (randomgen_type == NULL) {
+        PyErr_SetString(PyExc_NotImplementedError, "configure_random() was not called");
+        return NULL;
+    }
+    Py_ssize_t n_versions = 0, n = PyTuple_GET_SIZE(layouts);
+    long firsts[64], lasts[64];
+    if (n > 64) { unsupported_plan("more than 64 layouts"); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *l = PyTuple_GET_ITEM(layouts, i);
+        if (!PyTuple_Check(l) || PyTuple_GET_SIZE(l) != 3) { unsupported_plan("a layout"); return NULL; }
+        firsts[i] = PyLong_AsLong(PyTuple_GET_ITEM(l, 0));
+        lasts[i] = PyLong_AsLong(PyTuple_GET_ITEM(l, 1));
+        if (PyErr_Occurred()) return NULL;
+        if (firsts[i] < 0 || lasts[i] < firsts[i] || lasts[i] > 10000) {
+            unsupported_plan("a version range");
+            return NULL;
+        }
+        if (lasts[i] + 1 > n_versions) n_versions = lasts[i] + 1;
+    }
+    Builder *self = (Builder *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = (vectorcallfunc)builder_call;
+    self->cls = Py_NewRef(cls);
+    self->py_random = Py_NewRef(py_random);
+    self->n_versions = n_versions;
+    self->by_version = PyMem_Calloc(n_versions + 1, sizeof(Prog *));
+    if (self->by_version == NULL) { Py_DECREF(self); return PyErr_NoMemory(); }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *plan = PyTuple_GET_ITEM(PyTuple_GET_ITEM(layouts, i), 2);
+        if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1 || PyTuple_GET_ITEM(plan, 0) != cls) {
+            PyErr_SetString(PyExc_ValueError, "the plan is not for this class");
+            Py_DECREF(self);
+            return NULL;
+        }
+        Prog *p = compile_plan(plan);
+        if (p == NULL) { Py_DECREF(self); return NULL; }
+        if (!random_ready(p, 0)) {
+            unsupported_plan("plans without a draw order");
+            Py_DECREF(self);
+            return NULL;
+        }
+        for (long v = firsts[i]; v <= lasts[i]; v++) self->by_version[v] = p;
+    }
+    return (PyObject *)self;
+}
+
+static PyMemberDef builder_members[] = {
+    {"python_random", T_OBJECT, offsetof(Builder, py_random), READONLY,
+     "the generated Python random builder of the same class"},
+    {NULL}
+};
+
+static PyObject *builder_repr(Builder *self) {
+    return PyUnicode_FromFormat("<native random builder of %s>",
+                                ((PyTypeObject *)self->cls)->tp_name);
+}
+
+static PyTypeObject BuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkagen.runtime._native.RandomBuilder",
+    .tp_basicsize = sizeof(Builder),
+    .tp_dealloc = (destructor)builder_dealloc,
+    .tp_repr = (reprfunc)builder_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Builder, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "RandomBuilder(cls, py_random, ((first, last, plan), ...)): cls's random builder\n"
+              "for RandomGen over random.Random; any other generator gets py_random.",
+    .tp_members = builder_members,
+    .tp_new = builder_new,
+};
+
+/* configure_random(randomgen_module): RandomGen and the tables its methods draw from. */
+static int attr_slot(PyTypeObject *t, const char *name, Py_ssize_t *off) {
+    PyObject *s = PyUnicode_FromString(name);
+    if (s == NULL) return -1;
+    *off = slot_offset(t, s);
+    Py_DECREF(s);
+    return *off < 0 ? -1 : 0;
+}
+
+static int read_tables(PyObject *m) {
+    int rc = -1;
+    PyObject *gen = PyObject_GetAttrString(m, "RandomGen");
+    PyObject *ints = PyObject_GetAttrString(m, "_INTS");
+    PyObject *floats = PyObject_GetAttrString(m, "_EDGE_FLOATS");
+    PyObject *ascii = PyObject_GetAttrString(m, "_ASCII_TABLES");
+    PyObject *text = PyObject_GetAttrString(m, "_TEXT_TABLES");
+    PyObject *plain = PyObject_GetAttrString(m, "_PLAIN_BELOW");
+    PyObject *count = PyObject_GetAttrString(m, "_ALPHABET_COUNT");
+    PyObject *zero = PyObject_GetAttrString(m, "_ZERO_UUID");
+    PyObject *random_mod = PyImport_ImportModule("random");
+    PyObject *rtype = random_mod ? PyObject_GetAttrString(random_mod, "Random") : NULL;
+    if (!gen || !ints || !floats || !ascii || !text || !plain || !count || !zero || !rtype)
+        goto done;
+    if (!PyType_Check(gen) || !PyType_Check(rtype) || !PyDict_Check(ints) ||
+        !PyTuple_Check(floats) || PyTuple_GET_SIZE(floats) == 0 || !PyTuple_Check(ascii) ||
+        !PyTuple_Check(text) || !Py_IS_TYPE(zero, uuid_type)) {
+        unsupported_plan("these random tables");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(floats); i++)
+        if (!PyFloat_CheckExact(PyTuple_GET_ITEM(floats, i))) {
+            unsupported_plan("a non-float edge value");
+            goto done;
+        }
+    for (int k = K_INT8; k <= K_INT64; k++) {
+        if (k == K_FLOAT64 || k == K_BOOL) continue;
+        PyObject *e = PyDict_GetItemString(ints, KIND_NAMES[k]);
+        PyObject *edges = e && PyTuple_Check(e) && PyTuple_GET_SIZE(e) == 5 ? PyTuple_GET_ITEM(e, 0) : NULL;
+        if (edges == NULL || !PyTuple_Check(edges) || PyTuple_GET_SIZE(edges) != 6) {
+            unsupported_plan("these integer tables");
+            goto done;
+        }
+        IntKind *ik = &int_kinds[k];
+        for (int j = 0; j < 6; j++) Py_XSETREF(ik->edges[j], Py_NewRef(PyTuple_GET_ITEM(edges, j)));
+        ik->small_lo = PyLong_AsLongLong(PyTuple_GET_ITEM(e, 1));
+        ik->small_scale = PyFloat_AsDouble(PyTuple_GET_ITEM(e, 2));
+        ik->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(e, 3));
+        long bits = PyLong_AsLong(PyTuple_GET_ITEM(e, 4));
+        if (PyErr_Occurred()) goto done;
+        if (bits < 1 || bits > 64) { unsupported_plan("an integer width"); goto done; }
+        ik->bits = (int)bits;
+    }
+    long n = PyLong_AsLong(count), below = PyLong_AsLong(plain);
+    if (PyErr_Occurred()) goto done;
+    if (n < 1 || n > MAX_ALPHABETS || PyTuple_GET_SIZE(ascii) != n || PyTuple_GET_SIZE(text) != n) {
+        unsupported_plan("these alphabets");
+        goto done;
+    }
+    for (long a = 0; a < n; a++) {
+        PyObject *t = PyTuple_GET_ITEM(ascii, a), *d = PyTuple_GET_ITEM(text, a);
+        int is_ascii = t != Py_None;
+        if ((is_ascii && (!PyBytes_Check(t) || PyBytes_GET_SIZE(t) != 256)) || !PyDict_Check(d)) {
+            unsupported_plan("these alphabet tables");
+            goto done;
+        }
+        alphabet_ascii[a] = is_ascii;
+        for (int b = 0; b < 256; b++) {
+            if (is_ascii) {
+                unsigned char ch = (unsigned char)PyBytes_AS_STRING(t)[b];
+                if (ch > 127) { unsupported_plan("a non-ASCII byte table"); goto done; }
+                alphabet_map[a][b] = ch;
+                continue;
+            }
+            PyObject *key = PyLong_FromLong(b);
+            if (key == NULL) goto done;
+            PyObject *ch = PyDict_GetItemWithError(d, key);
+            Py_DECREF(key);
+            if (ch == NULL || !PyUnicode_Check(ch) || PyUnicode_GET_LENGTH(ch) != 1) {
+                if (!PyErr_Occurred()) unsupported_plan("a translation table");
+                goto done;
+            }
+            alphabet_map[a][b] = PyUnicode_READ_CHAR(ch, 0);
+        }
+    }
+    alphabet_count = (int)n;
+    plain_below = (int)below;
+    PyTypeObject *gt = (PyTypeObject *)gen;
+    if (attr_slot(gt, "rng", &gen_rng_off) < 0 || attr_slot(gt, "budget", &gen_budget_off) < 0 ||
+        attr_slot(gt, "unknown", &gen_unknown_off) < 0)
+        goto done;
+    Py_XSETREF(edge_floats, Py_NewRef(floats));
+    Py_XSETREF(zero_uuid, Py_NewRef(zero));
+    Py_XSETREF(pyrandom_type, (PyTypeObject *)Py_NewRef(rtype));
+    Py_XSETREF(randomgen_type, (PyTypeObject *)Py_NewRef(gen)); /* last: it turns the C side on */
+    rc = 0;
+done:
+    Py_XDECREF(gen);
+    Py_XDECREF(ints);
+    Py_XDECREF(floats);
+    Py_XDECREF(ascii);
+    Py_XDECREF(text);
+    Py_XDECREF(plain);
+    Py_XDECREF(count);
+    Py_XDECREF(zero);
+    Py_XDECREF(random_mod);
+    Py_XDECREF(rtype);
+    return rc;
+}
+
+static PyObject *configure_random(PyObject *mod, PyObject *m) {
+    Py_CLEAR(randomgen_type); /* off until every table is read */
+    if (read_tables(m) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ Codec objects */
 
 typedef struct {
@@ -1219,6 +1824,8 @@ static PyMethodDef module_methods[] = {
      "configure(KeyedList, Struct): the runtime's mapKey list and struct base classes"},
     {"struct_eq", (PyCFunction)(void (*)(void))struct_eq, METH_FASTCALL,
      "struct_eq(a, b): a generated struct's __eq__ (install through eq_method)"},
+    {"configure_random", configure_random, METH_O,
+     "configure_random(kafkagen.runtime.randomgen): the generator class and tables to mirror"},
     {"fallbacks", fallbacks, METH_NOARGS,
      "How many calls the native codecs handed to the Python codecs (bad input, odd values)"},
     {NULL}
@@ -1234,6 +1841,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (m == NULL) return NULL;
     if (PyType_Ready(&CodecType) < 0) goto error;
     if (PyModule_AddObjectRef(m, "Codec", (PyObject *)&CodecType) < 0) goto error;
+    if (PyType_Ready(&BuilderType) < 0) goto error;
+    if (PyModule_AddObjectRef(m, "RandomBuilder", (PyObject *)&BuilderType) < 0) goto error;
+    s_random = PyUnicode_InternFromString("random");
+    s_getrandbits = PyUnicode_InternFromString("getrandbits");
+    s_sample = PyUnicode_InternFromString("sample");
+    if (s_random == NULL || s_getrandbits == NULL || s_sample == NULL) goto error;
     PyObject *uuid = PyImport_ImportModule("uuid");
     if (uuid == NULL) goto error;
     uuid_type = (PyTypeObject *)PyObject_GetAttrString(uuid, "UUID");

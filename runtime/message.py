@@ -267,14 +267,21 @@ def _load_native() -> ModuleType | None:
     except ImportError:
         return None
     _native.configure(KeyedList, Struct)
+    from . import randomgen
+
+    try:
+        _native.configure_random(randomgen)
+    except NotImplementedError:
+        pass  # RandomGen's tables changed shape: every builder stays in Python
     return cast(ModuleType, _native)
 
 
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
 
-#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops), plain data
-#: the generator emits next to the Python codecs of the same layout.
+#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, (first free
+#: tag, draw order)), plain data the generator emits next to the Python codecs of the same
+#: layout.
 Plan = tuple[Any, ...]
 
 
@@ -284,6 +291,11 @@ def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
     Each layout's native decoder and encoder take the same arguments as the Python pair
     and hand any input or value they do not take to it, so errors stay the Python ones.
     A plan the accelerator cannot compile keeps that struct on its Python codecs.
+
+    When every layout compiles, ``cls._random`` becomes the compiled builder too: it makes
+    the very objects the Python builder makes from a :class:`RandomGen` over
+    ``random.Random`` (same draws, same generator state after) and hands any other
+    generator, such as the Hypothesis one, to the Python builder.
     """
     if native is None:
         return
@@ -305,6 +317,12 @@ def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
         # The compiled __eq__ compares the same slots as the generated one, without a
         # Python frame per struct (the fuzz compares millions of them).
         cls.__eq__ = native.eq_method  # type: ignore[method-assign]
+    if compiled == len(layouts) > 0:
+        try:
+            builder = native.RandomBuilder(cls, cls._random, layouts)
+        except NotImplementedError:
+            return
+        cls._random = staticmethod(builder)  # type: ignore[method-assign]
 
 
 def uses_native(cls: type[Struct], version: int) -> bool:
@@ -329,6 +347,20 @@ def python_codecs(cls: type[Struct]) -> tuple[dict[int, Decoder], dict[int, Enco
     )
 
 
+def python_random(cls: type[Struct]) -> Callable[[Any, int], Any]:
+    """``cls``'s generated Python random builder, with or without the compiled one in
+    front of it (for comparisons and benchmarks)."""
+    fn = cls._random
+    if native is not None and isinstance(fn, native.RandomBuilder):
+        return cast(Callable[[Any, int], Any], fn.python_random)
+    return fn
+
+
+def uses_native_random(cls: type[Struct]) -> bool:
+    """Whether ``cls._random`` is the compiled builder."""
+    return native is not None and isinstance(cls._random, native.RandomBuilder)
+
+
 def as_keyed(items: Iterable[T]) -> KeyedList[T]:
     return items if isinstance(items, KeyedList) else KeyedList(items)
 
@@ -345,4 +377,6 @@ __all__ = [
     "as_keyed",
     "bind_codecs",
     "bind_native",
+    "python_random",
+    "uses_native_random",
 ]

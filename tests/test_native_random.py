@@ -1,0 +1,367 @@
+"""The accelerator's random builders against the generated Python ones.
+
+For a :class:`RandomGen` over ``random.Random``, ``cls._random`` is the compiled builder
+(``_native.RandomBuilder``); it must build exactly the object the generated Python
+builder builds from the same generator state, and leave the PRNG, the array budget and
+the unknown-tag count exactly as the Python builder leaves them, since fuzz replays
+regenerate messages from seeds in either mode.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tracemalloc
+from collections import Counter
+from typing import Any
+
+import pytest
+from kafkagen.generated.alter_client_quotas import AlterClientQuotasRequest
+from kafkagen.generated.describe_client_quotas import DescribeClientQuotasResponse
+from kafkagen.generated.fetch import FetchRequest, FetchResponse
+from kafkagen.generated.metadata import MetadataResponse
+from kafkagen.runtime import randomgen
+from kafkagen.runtime.message import Message, Struct, python_random, uses_native_random
+from kafkagen.runtime.randomgen import RandomGen
+from test_native import CLASSES, IDS, PURE, difference, native_only, reference_counts, versions
+
+#: Budgets cycled through per message: none, the fuzzer's usual ones, and a large one.
+BUDGETS = (0, 6, 24, 400, 6, 200)
+MESSAGES = 200
+
+
+def same_state(a: RandomGen, b: RandomGen) -> bool:
+    return (a.rng.getstate(), a.budget, a.unknown) == (b.rng.getstate(), b.budget, b.unknown)
+
+
+def census(value: Any, seen: Counter[str]) -> None:
+    """Counts the rare shapes a message holds, to show the comparisons reached them."""
+    if isinstance(value, Struct):
+        if value.unknown_tagged_fields:
+            seen["unknown tags"] += 1
+        for slot in type(value).__slots__[:-1]:
+            census(getattr(value, slot), seen)
+    elif isinstance(value, list):
+        if len(value) >= 127:
+            seen["127+ items"] += 1
+        for item in value:
+            census(item, seen)
+    elif isinstance(value, str):
+        if not value.isascii():
+            seen["non-ASCII text"] += 1
+        if any(ord(c) > 0xFFFF for c in value):
+            seen["4-byte characters"] += 1
+        if len(value) > 12:
+            seen["long strings"] += 1
+    elif isinstance(value, bytes) and len(value) > 16:
+        seen["long bytes"] += 1
+    elif value is None:
+        seen["null"] += 1
+
+
+# --------------------------------------------------------------------------- in use
+
+
+@native_only
+def test_every_generated_class_builds_through_the_accelerator() -> None:
+    assert all(uses_native_random(cls) for cls in CLASSES)
+    nested = FetchResponse.PartitionData
+    assert uses_native_random(nested)
+    for cls in (FetchResponse, nested):
+        builder = python_random(cls)
+        assert builder.__name__.startswith("_rnd_")  # the generated Python function
+        assert cls._random is not builder
+
+
+@pytest.mark.skipif(not PURE, reason="checks the KAFKAGEN_PURE_PYTHON=1 mode")
+def test_the_pure_python_mode_builds_with_the_python_builders() -> None:
+    assert not any(uses_native_random(cls) for cls in CLASSES)
+    assert python_random(FetchResponse) is FetchResponse._random
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+@native_only
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_native_and_python_builders_build_the_same_messages(cls: type[Message]) -> None:
+    """Message after message from one generator, so any drift in the PRNG, the budget or
+    the unknown-tag count shows up in the messages that follow, not only in the state."""
+    build, python = cls._random, python_random(cls)
+    for version in versions(cls):
+        seed = hash((cls.__name__, version)) & 0xFFFFFFFF
+        a, b = RandomGen(seed), RandomGen(seed)
+        for i in range(MESSAGES):
+            if i % 3:
+                a.reset(BUDGETS[i % len(BUDGETS)])
+                b.reset(BUDGETS[i % len(BUDGETS)])
+            else:  # no reset: the unknown-tag count and a spent budget carry over
+                a.budget = b.budget = a.budget + 2
+            native, expected = build(a, version), python(b, version)
+            found = difference(native, expected)
+            assert found is None, f"v{version} message {i}: {found}"
+            assert same_state(a, b), f"v{version} message {i}: generator states differ"
+
+
+@native_only
+def test_the_comparisons_reach_the_rare_branches() -> None:
+    """The shapes the odds make rare all occur in messages both builders agree on."""
+    seen: Counter[str] = Counter()
+    for cls in (FetchResponse, FetchRequest, MetadataResponse):
+        a, b = RandomGen(11), RandomGen(11)
+        for i in range(600):
+            budget = 400 if i % 2 else 0
+            a.reset(budget)
+            b.reset(budget)
+            m = cls._random(a, cls.HIGHEST_VERSION)
+            assert difference(m, python_random(cls)(b, cls.HIGHEST_VERSION)) is None
+            assert same_state(a, b)
+            census(m, seen)
+    wanted = ["unknown tags", "127+ items", "non-ASCII text", "4-byte characters"]
+    wanted += ["long strings", "long bytes", "null"]
+    assert all(seen[k] > 0 for k in wanted), seen
+
+
+@native_only
+@pytest.mark.parametrize("cls", [AlterClientQuotasRequest, DescribeClientQuotasResponse])
+def test_float_fields_agree_through_edges_and_uniform_draws(cls: type[Message]) -> None:
+    """The only float64 fields: both paths of RandomGen.float, edges and uniform()."""
+    kinds: Counter[str] = Counter()
+    for version in versions(cls):
+        a, b = RandomGen(5, 400), RandomGen(5, 400)
+        for _ in range(100):
+            a.reset(24)
+            b.reset(24)
+            m = cls._random(a, version)
+            assert difference(m, python_random(cls)(b, version)) is None
+            assert same_state(a, b)
+            for value in floats(m):
+                kinds["edge" if value in randomgen._EDGE_FLOATS else "uniform"] += 1
+    assert kinds["edge"] > 0 and kinds["uniform"] > 0, kinds
+
+
+def floats(value: Any) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, Struct):
+        return [f for slot in type(value).__slots__ for f in floats(getattr(value, slot))]
+    if isinstance(value, list):
+        return [f for item in value for f in floats(item)]
+    return []
+
+
+@native_only
+def test_versions_without_a_layout_use_the_python_builder() -> None:
+    cls = FetchResponse
+    for version in (cls.HIGHEST_VERSION + 1, 10**6, -1):
+        a, b = RandomGen(3), RandomGen(3)
+        assert difference(cls._random(a, version), python_random(cls)(b, version)) is None
+        assert same_state(a, b)
+
+
+# --------------------------------------------------------------------------- other generators
+
+
+class CountingGen(RandomGen):
+    """A RandomGen subclass: its overrides only run if the Python builder serves it."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.calls = 0
+
+    def is_null(self) -> bool:
+        self.calls += 1
+        return super().is_null()
+
+
+class CountingRandom(random.Random):
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.calls = 0
+
+    def random(self) -> float:
+        self.calls += 1
+        return super().random()
+
+
+@native_only
+def test_other_generators_and_prngs_get_the_python_builder() -> None:
+    cls, version = FetchResponse, 12
+    gen = CountingGen(1)
+    for _ in range(20):
+        cls._random(gen, version)
+    assert gen.calls > 0
+    a, b = RandomGen(CountingRandom(4)), RandomGen(CountingRandom(4))
+    m = cls._random(a, version)
+    assert difference(m, python_random(cls)(b, version)) is None
+    assert isinstance(a.rng, CountingRandom) and isinstance(b.rng, CountingRandom)
+    assert a.rng.calls == b.rng.calls > 0
+    # budgets past a C long long, or not a plain int: Python decides what they mean
+    for budget in (2**70, True):
+        a, b = RandomGen(2), RandomGen(2)
+        a.budget = b.budget = budget
+        assert difference(cls._random(a, version), python_random(cls)(b, version)) is None
+        assert same_state(a, b) and type(a.budget) is type(b.budget)
+
+
+@native_only
+def test_the_hypothesis_generator_keeps_the_python_builder() -> None:
+    from hypothesis import given, settings
+    from kafkagen.runtime.strategies import message_strategy
+
+    built: list[Any] = []
+
+    @settings(max_examples=20, database=None)
+    @given(message_strategy(FetchResponse, 12, min_unknown_tags=1))
+    def run(m: Any) -> None:
+        built.append(m)
+
+    run()
+    # one or more unknown tags on every message: HypothesisGen's answers, not RandomGen's
+    assert len(built) >= 10
+    assert all(isinstance(m, FetchResponse) and m.unknown_tagged_fields for m in built)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class Broken(Exception):
+    pass
+
+
+def failing_after(rng: random.Random, name: str, n: int) -> list[int]:
+    """Makes ``rng.<name>`` raise Broken on its n-th call (an instance attribute, which both
+    builders look up); returns the call counter."""
+    real = getattr(rng, name)
+    calls = [0]
+
+    def method(*args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] >= n:
+            raise Broken(name)
+        return real(*args)
+
+    setattr(rng, name, method)
+    return calls
+
+
+@native_only
+@pytest.mark.parametrize("name", ["random", "getrandbits", "sample", "uniform"])
+def test_an_error_in_a_draw_propagates_and_leaves_the_python_state(name: str) -> None:
+    cls: type[Message] = DescribeClientQuotasResponse if name == "uniform" else MetadataResponse
+    version = cls.HIGHEST_VERSION
+    for n in (1, 2, 5, 30):
+        a, b = RandomGen(9, 400), RandomGen(9, 400)
+        calls_a = failing_after(a.rng, name, n)
+        calls_b = failing_after(b.rng, name, n)
+        outcomes: list[str | None] = []
+        for gen, build in ((a, cls._random), (b, python_random(cls))):
+            try:
+                for _ in range(50):
+                    build(gen, version)
+                outcomes.append(None)
+            except Broken as e:
+                outcomes.append(str(e))
+        assert outcomes[0] == outcomes[1]
+        assert calls_a == calls_b
+        assert (a.budget, a.unknown) == (b.budget, b.unknown)
+
+
+# --------------------------------------------------------------------------- references
+
+
+@native_only
+@pytest.mark.parametrize("cls, version", [(MetadataResponse, 12), (FetchResponse, 16)])
+def test_built_objects_hold_exactly_the_python_builders_references(
+    cls: type[Message], version: int
+) -> None:
+    a, b = RandomGen(21, 400), RandomGen(21, 400)
+    native, python = cls._random(a, version), python_random(cls)(b, version)
+    native_counts, python_counts = reference_counts(native), reference_counts(python)
+    assert len(native_counts) > 10
+    assert native_counts == python_counts
+
+
+@native_only
+def test_shared_values_keep_their_reference_counts() -> None:
+    shared = [randomgen._ZERO_UUID, *randomgen._EDGE_FLOATS, True, False, None]
+    shared += [e for edges, *_ in randomgen._INTS.values() for e in edges]
+    gen = RandomGen(8)
+    things = [gen, gen.rng, FetchResponse, MetadataResponse, *shared]
+
+    def run() -> None:
+        for _ in range(300):
+            gen.reset(400)
+            FetchResponse._random(gen, 16)
+            MetadataResponse._random(gen, 12)
+
+    run()  # warm caches
+    before = [sys.getrefcount(x) for x in things]
+    run()
+    assert [sys.getrefcount(x) for x in things] == before
+
+
+@native_only
+def test_repeated_builds_and_failures_do_not_grow_memory() -> None:
+    gen = RandomGen(4)
+    broken = RandomGen(4)
+    failing_after(broken.rng, "getrandbits", 40)
+
+    def run() -> None:
+        for _ in range(30):
+            gen.reset(400)
+            FetchResponse._random(gen, 16)
+            MetadataResponse._random(gen, 12)
+            try:
+                FetchResponse._random(broken, 16)
+            except Broken:
+                pass
+
+    run()  # warm caches
+    tracemalloc.start()
+    try:
+        run()
+        first = tracemalloc.get_traced_memory()[0]
+        for _ in range(10):
+            run()
+        grown = tracemalloc.get_traced_memory()[0] - first
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"memory grew by {grown} bytes over 10 rounds"
+
+
+# --------------------------------------------------------------------------- both modes
+
+DIGEST = """
+import hashlib, sys
+from kafkagen.generated import APIS, message_type
+from kafkagen.runtime.randomgen import RandomGen
+h = hashlib.sha256()
+for key in sorted(APIS):
+    for kind in ("request", "response"):
+        cls = message_type(key, kind)
+        for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
+            gen = RandomGen(key * 100 + v)
+            for i in range(8):
+                gen.reset((0, 6, 400)[i % 3])
+                h.update(repr(cls._random(gen, v)).encode())
+            h.update(repr(gen.rng.getstate()).encode())
+print(h.hexdigest())
+"""
+
+
+@pytest.mark.slow
+@native_only
+def test_the_same_seeds_give_the_same_messages_in_pure_python_mode() -> None:
+    def digest(pure: bool) -> str:
+        env = {**os.environ, "KAFKAGEN_PURE_PYTHON": "1" if pure else "0"}
+        out = subprocess.run(
+            [sys.executable, "-c", DIGEST], env=env, capture_output=True, text=True, check=True
+        )
+        return out.stdout.strip()
+
+    assert digest(pure=False) == digest(pure=True)
