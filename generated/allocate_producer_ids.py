@@ -16,6 +16,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -184,6 +185,14 @@ _N_AllocateProducerIdsRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AllocateProducerIdsRequest = (
+    AllocateProducerIdsRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -197,6 +206,7 @@ bind_native(
     AllocateProducerIdsRequest,
     (0, 0, _N_AllocateProducerIdsRequest_v0),
 )
+bind_native_json(AllocateProducerIdsRequest, _J_AllocateProducerIdsRequest)
 
 # -------------------- AllocateProducerIdsResponse: decoders and encoders, one per distinct layout
 
@@ -272,6 +282,16 @@ _N_AllocateProducerIdsResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AllocateProducerIdsResponse = (
+    AllocateProducerIdsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("producer_id_start", "producerIdStart", False, False, None),
+        ("producer_id_len", "producerIdLen", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -285,3 +305,4 @@ bind_native(
     AllocateProducerIdsResponse,
     (0, 0, _N_AllocateProducerIdsResponse_v0),
 )
+bind_native_json(AllocateProducerIdsResponse, _J_AllocateProducerIdsResponse)

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -359,6 +360,14 @@ _N_ApiVersionsRequest_v3 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ApiVersionsRequest = (
+    ApiVersionsRequest,
+    (
+        ("client_software_name", "clientSoftwareName", False, False, None),
+        ("client_software_version", "clientSoftwareVersion", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -374,6 +383,7 @@ bind_native(
     (0, 2, _N_ApiVersionsRequest_v0),
     (3, 4, _N_ApiVersionsRequest_v3),
 )
+bind_native_json(ApiVersionsRequest, _J_ApiVersionsRequest)
 
 # -------------------- ApiVersionsResponse: decoders and encoders, one per distinct layout
 
@@ -921,6 +931,43 @@ _N_ApiVersionsResponse_v3 = (
         (3, ("bool", "zk_migration_ready"), ("value", False)),
     ),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ApiVersion = (
+    _ApiVersion,
+    (
+        ("api_key", "apiKey", False, False, None),
+        ("min_version", "minVersion", False, False, None),
+        ("max_version", "maxVersion", False, False, None),
+    ),
+)
+_J_SupportedFeatureKey = (
+    _SupportedFeatureKey,
+    (
+        ("name", "name", False, False, None),
+        ("min_version", "minVersion", False, False, None),
+        ("max_version", "maxVersion", False, False, None),
+    ),
+)
+_J_FinalizedFeatureKey = (
+    _FinalizedFeatureKey,
+    (
+        ("name", "name", False, False, None),
+        ("max_version_level", "maxVersionLevel", False, False, None),
+        ("min_version_level", "minVersionLevel", False, False, None),
+    ),
+)
+_J_ApiVersionsResponse = (
+    ApiVersionsResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("api_keys", "apiKeys", False, False, _J_ApiVersion),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("supported_features", "supportedFeatures", True, False, _J_SupportedFeatureKey),
+        ("finalized_features_epoch", "finalizedFeaturesEpoch", True, False, None),
+        ("finalized_features", "finalizedFeatures", True, False, _J_FinalizedFeatureKey),
+        ("zk_migration_ready", "zkMigrationReady", True, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -938,6 +985,7 @@ bind_native(
     (1, 2, _N_ApiVersionsResponse_v1),
     (3, 4, _N_ApiVersionsResponse_v3),
 )
+bind_native_json(ApiVersionsResponse, _J_ApiVersionsResponse)
 bind_codecs(
     _ApiVersion,
     _tj_ApiVersion,
@@ -951,6 +999,7 @@ bind_native(
     (0, 2, _N_ApiVersion_v0),
     (3, 4, _N_ApiVersion_v3),
 )
+bind_native_json(_ApiVersion, _J_ApiVersion)
 bind_codecs(
     _SupportedFeatureKey,
     _tj_SupportedFeatureKey,
@@ -962,6 +1011,7 @@ bind_native(
     _SupportedFeatureKey,
     (3, 4, _N_SupportedFeatureKey_v3),
 )
+bind_native_json(_SupportedFeatureKey, _J_SupportedFeatureKey)
 bind_codecs(
     _FinalizedFeatureKey,
     _tj_FinalizedFeatureKey,
@@ -973,3 +1023,4 @@ bind_native(
     _FinalizedFeatureKey,
     (3, 4, _N_FinalizedFeatureKey_v3),
 )
+bind_native_json(_FinalizedFeatureKey, _J_FinalizedFeatureKey)

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -617,6 +618,35 @@ _N_AssignReplicasToDirsRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AssignReplicasToDirsRequest_PartitionData = (
+    _AssignReplicasToDirsRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_AssignReplicasToDirsRequest_TopicData = (
+    _AssignReplicasToDirsRequest_TopicData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AssignReplicasToDirsRequest_PartitionData),
+    ),
+)
+_J_AssignReplicasToDirsRequest_DirectoryData = (
+    _AssignReplicasToDirsRequest_DirectoryData,
+    (
+        ("id", "id", False, False, None),
+        ("topics", "topics", False, False, _J_AssignReplicasToDirsRequest_TopicData),
+    ),
+)
+_J_AssignReplicasToDirsRequest = (
+    AssignReplicasToDirsRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("directories", "directories", False, False, _J_AssignReplicasToDirsRequest_DirectoryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -630,6 +660,7 @@ bind_native(
     AssignReplicasToDirsRequest,
     (0, 0, _N_AssignReplicasToDirsRequest_v0),
 )
+bind_native_json(AssignReplicasToDirsRequest, _J_AssignReplicasToDirsRequest)
 bind_codecs(
     _AssignReplicasToDirsRequest_DirectoryData,
     _tj_AssignReplicasToDirsRequest_DirectoryData,
@@ -645,6 +676,9 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsRequest_DirectoryData,
     (0, 0, _N_AssignReplicasToDirsRequest_DirectoryData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsRequest_DirectoryData, _J_AssignReplicasToDirsRequest_DirectoryData
 )
 bind_codecs(
     _AssignReplicasToDirsRequest_TopicData,
@@ -662,6 +696,7 @@ bind_native(
     _AssignReplicasToDirsRequest_TopicData,
     (0, 0, _N_AssignReplicasToDirsRequest_TopicData_v0),
 )
+bind_native_json(_AssignReplicasToDirsRequest_TopicData, _J_AssignReplicasToDirsRequest_TopicData)
 bind_codecs(
     _AssignReplicasToDirsRequest_PartitionData,
     _tj_AssignReplicasToDirsRequest_PartitionData,
@@ -677,6 +712,9 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsRequest_PartitionData,
     (0, 0, _N_AssignReplicasToDirsRequest_PartitionData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsRequest_PartitionData, _J_AssignReplicasToDirsRequest_PartitionData
 )
 
 # -------------------- AssignReplicasToDirsResponse: decoders and encoders, one per distinct layout
@@ -995,6 +1033,36 @@ _N_AssignReplicasToDirsResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AssignReplicasToDirsResponse_PartitionData = (
+    _AssignReplicasToDirsResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_AssignReplicasToDirsResponse_TopicData = (
+    _AssignReplicasToDirsResponse_TopicData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AssignReplicasToDirsResponse_PartitionData),
+    ),
+)
+_J_AssignReplicasToDirsResponse_DirectoryData = (
+    _AssignReplicasToDirsResponse_DirectoryData,
+    (
+        ("id", "id", False, False, None),
+        ("topics", "topics", False, False, _J_AssignReplicasToDirsResponse_TopicData),
+    ),
+)
+_J_AssignReplicasToDirsResponse = (
+    AssignReplicasToDirsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("directories", "directories", False, False, _J_AssignReplicasToDirsResponse_DirectoryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1008,6 +1076,7 @@ bind_native(
     AssignReplicasToDirsResponse,
     (0, 0, _N_AssignReplicasToDirsResponse_v0),
 )
+bind_native_json(AssignReplicasToDirsResponse, _J_AssignReplicasToDirsResponse)
 bind_codecs(
     _AssignReplicasToDirsResponse_DirectoryData,
     _tj_AssignReplicasToDirsResponse_DirectoryData,
@@ -1023,6 +1092,9 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsResponse_DirectoryData,
     (0, 0, _N_AssignReplicasToDirsResponse_DirectoryData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsResponse_DirectoryData, _J_AssignReplicasToDirsResponse_DirectoryData
 )
 bind_codecs(
     _AssignReplicasToDirsResponse_TopicData,
@@ -1040,6 +1112,7 @@ bind_native(
     _AssignReplicasToDirsResponse_TopicData,
     (0, 0, _N_AssignReplicasToDirsResponse_TopicData_v0),
 )
+bind_native_json(_AssignReplicasToDirsResponse_TopicData, _J_AssignReplicasToDirsResponse_TopicData)
 bind_codecs(
     _AssignReplicasToDirsResponse_PartitionData,
     _tj_AssignReplicasToDirsResponse_PartitionData,
@@ -1055,4 +1128,7 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsResponse_PartitionData,
     (0, 0, _N_AssignReplicasToDirsResponse_PartitionData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsResponse_PartitionData, _J_AssignReplicasToDirsResponse_PartitionData
 )

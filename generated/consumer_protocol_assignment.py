@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -254,6 +255,21 @@ _N_ConsumerProtocolAssignment_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartition = (
+    _TopicPartition,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_ConsumerProtocolAssignment = (
+    ConsumerProtocolAssignment,
+    (
+        ("assigned_partitions", "assignedPartitions", False, False, _J_TopicPartition),
+        ("user_data", "userData", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -267,6 +283,7 @@ bind_native(
     ConsumerProtocolAssignment,
     (0, 3, _N_ConsumerProtocolAssignment_v0),
 )
+bind_native_json(ConsumerProtocolAssignment, _J_ConsumerProtocolAssignment)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
@@ -278,3 +295,4 @@ bind_native(
     _TopicPartition,
     (0, 3, _N_TopicPartition_v0),
 )
+bind_native_json(_TopicPartition, _J_TopicPartition)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -286,6 +287,14 @@ _N_ControlledShutdownRequest_v3 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ControlledShutdownRequest = (
+    ControlledShutdownRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -303,6 +312,7 @@ bind_native(
     (2, 2, _N_ControlledShutdownRequest_v2),
     (3, 3, _N_ControlledShutdownRequest_v3),
 )
+bind_native_json(ControlledShutdownRequest, _J_ControlledShutdownRequest)
 
 # -------------------- ControlledShutdownResponse: decoders and encoders, one per distinct layout
 
@@ -513,6 +523,21 @@ _N_ControlledShutdownResponse_v3 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RemainingPartition = (
+    _RemainingPartition,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_ControlledShutdownResponse = (
+    ControlledShutdownResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("remaining_partitions", "remainingPartitions", False, False, _J_RemainingPartition),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -528,6 +553,7 @@ bind_native(
     (0, 2, _N_ControlledShutdownResponse_v0),
     (3, 3, _N_ControlledShutdownResponse_v3),
 )
+bind_native_json(ControlledShutdownResponse, _J_ControlledShutdownResponse)
 bind_codecs(
     _RemainingPartition,
     _tj_RemainingPartition,
@@ -541,3 +567,4 @@ bind_native(
     (0, 2, _N_RemainingPartition_v0),
     (3, 3, _N_RemainingPartition_v3),
 )
+bind_native_json(_RemainingPartition, _J_RemainingPartition)

@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -156,6 +157,15 @@ _N_DefaultPrincipalData_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DefaultPrincipalData = (
+    DefaultPrincipalData,
+    (
+        ("type", "type", False, False, None),
+        ("name", "name", False, False, None),
+        ("token_authenticated", "tokenAuthenticated", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -169,3 +179,4 @@ bind_native(
     DefaultPrincipalData,
     (0, 0, _N_DefaultPrincipalData_v0),
 )
+bind_native_json(DefaultPrincipalData, _J_DefaultPrincipalData)

@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -576,6 +577,28 @@ _N_DescribeTopicPartitionsRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicRequest = (
+    _TopicRequest,
+    (
+        ("name", "name", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsRequest_Cursor = (
+    _DescribeTopicPartitionsRequest_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsRequest = (
+    DescribeTopicPartitionsRequest,
+    (
+        ("topics", "topics", False, False, _J_TopicRequest),
+        ("response_partition_limit", "responsePartitionLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeTopicPartitionsRequest_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -589,6 +612,7 @@ bind_native(
     DescribeTopicPartitionsRequest,
     (0, 0, _N_DescribeTopicPartitionsRequest_v0),
 )
+bind_native_json(DescribeTopicPartitionsRequest, _J_DescribeTopicPartitionsRequest)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
@@ -600,6 +624,7 @@ bind_native(
     _TopicRequest,
     (0, 0, _N_TopicRequest_v0),
 )
+bind_native_json(_TopicRequest, _J_TopicRequest)
 bind_codecs(
     _DescribeTopicPartitionsRequest_Cursor,
     _tj_DescribeTopicPartitionsRequest_Cursor,
@@ -616,6 +641,7 @@ bind_native(
     _DescribeTopicPartitionsRequest_Cursor,
     (0, 0, _N_DescribeTopicPartitionsRequest_Cursor_v0),
 )
+bind_native_json(_DescribeTopicPartitionsRequest_Cursor, _J_DescribeTopicPartitionsRequest_Cursor)
 
 # -------------------- DescribeTopicPartitionsResponse: decoders and encoders, one per distinct layout
 
@@ -1047,6 +1073,47 @@ _N_DescribeTopicPartitionsResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeTopicPartitionsResponsePartition = (
+    _DescribeTopicPartitionsResponsePartition,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("replica_nodes", "replicaNodes", False, False, None),
+        ("isr_nodes", "isrNodes", False, False, None),
+        ("eligible_leader_replicas", "eligibleLeaderReplicas", False, True, None),
+        ("last_known_elr", "lastKnownElr", False, True, None),
+        ("offline_replicas", "offlineReplicas", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsResponseTopic = (
+    _DescribeTopicPartitionsResponseTopic,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("name", "name", False, True, None),
+        ("topic_id", "topicId", False, False, None),
+        ("is_internal", "isInternal", False, False, None),
+        ("partitions", "partitions", False, False, _J_DescribeTopicPartitionsResponsePartition),
+        ("topic_authorized_operations", "topicAuthorizedOperations", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsResponse_Cursor = (
+    _DescribeTopicPartitionsResponse_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsResponse = (
+    DescribeTopicPartitionsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_DescribeTopicPartitionsResponseTopic),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeTopicPartitionsResponse_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1060,6 +1127,7 @@ bind_native(
     DescribeTopicPartitionsResponse,
     (0, 0, _N_DescribeTopicPartitionsResponse_v0),
 )
+bind_native_json(DescribeTopicPartitionsResponse, _J_DescribeTopicPartitionsResponse)
 bind_codecs(
     _DescribeTopicPartitionsResponseTopic,
     _tj_DescribeTopicPartitionsResponseTopic,
@@ -1076,6 +1144,7 @@ bind_native(
     _DescribeTopicPartitionsResponseTopic,
     (0, 0, _N_DescribeTopicPartitionsResponseTopic_v0),
 )
+bind_native_json(_DescribeTopicPartitionsResponseTopic, _J_DescribeTopicPartitionsResponseTopic)
 bind_codecs(
     _DescribeTopicPartitionsResponsePartition,
     _tj_DescribeTopicPartitionsResponsePartition,
@@ -1091,6 +1160,9 @@ bind_codecs(
 bind_native(
     _DescribeTopicPartitionsResponsePartition,
     (0, 0, _N_DescribeTopicPartitionsResponsePartition_v0),
+)
+bind_native_json(
+    _DescribeTopicPartitionsResponsePartition, _J_DescribeTopicPartitionsResponsePartition
 )
 bind_codecs(
     _DescribeTopicPartitionsResponse_Cursor,
@@ -1108,3 +1180,4 @@ bind_native(
     _DescribeTopicPartitionsResponse_Cursor,
     (0, 0, _N_DescribeTopicPartitionsResponse_Cursor_v0),
 )
+bind_native_json(_DescribeTopicPartitionsResponse_Cursor, _J_DescribeTopicPartitionsResponse_Cursor)

@@ -18,6 +18,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -223,6 +224,14 @@ _N_ExpireDelegationTokenRequest_v2 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ExpireDelegationTokenRequest = (
+    ExpireDelegationTokenRequest,
+    (
+        ("hmac", "hmac", False, False, None),
+        ("expiry_time_period_ms", "expiryTimePeriodMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -238,6 +247,7 @@ bind_native(
     (0, 1, _N_ExpireDelegationTokenRequest_v0),
     (2, 2, _N_ExpireDelegationTokenRequest_v2),
 )
+bind_native_json(ExpireDelegationTokenRequest, _J_ExpireDelegationTokenRequest)
 
 # -------------------- ExpireDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -338,6 +348,15 @@ _N_ExpireDelegationTokenResponse_v2 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ExpireDelegationTokenResponse = (
+    ExpireDelegationTokenResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("expiry_timestamp_ms", "expiryTimestampMs", False, False, None),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -353,3 +372,4 @@ bind_native(
     (0, 1, _N_ExpireDelegationTokenResponse_v0),
     (2, 2, _N_ExpireDelegationTokenResponse_v2),
 )
+bind_native_json(ExpireDelegationTokenResponse, _J_ExpireDelegationTokenResponse)

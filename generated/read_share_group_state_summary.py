@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -472,6 +473,28 @@ _N_ReadShareGroupStateSummaryRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_ReadStateSummaryData = (
+    _ReadStateSummaryData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_ReadShareGroupStateSummaryRequest = (
+    ReadShareGroupStateSummaryRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_ReadStateSummaryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -485,6 +508,7 @@ bind_native(
     ReadShareGroupStateSummaryRequest,
     (0, 0, _N_ReadShareGroupStateSummaryRequest_v0),
 )
+bind_native_json(ReadShareGroupStateSummaryRequest, _J_ReadShareGroupStateSummaryRequest)
 bind_codecs(
     _ReadStateSummaryData,
     _tj_ReadStateSummaryData,
@@ -496,6 +520,7 @@ bind_native(
     _ReadStateSummaryData,
     (0, 0, _N_ReadStateSummaryData_v0),
 )
+bind_native_json(_ReadStateSummaryData, _J_ReadStateSummaryData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -507,6 +532,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- ReadShareGroupStateSummaryResponse: decoders and encoders, one per distinct layout
 
@@ -731,6 +757,30 @@ _N_ReadShareGroupStateSummaryResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("state_epoch", "stateEpoch", False, False, None),
+        ("start_offset", "startOffset", False, False, None),
+    ),
+)
+_J_ReadStateSummaryResult = (
+    _ReadStateSummaryResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_ReadShareGroupStateSummaryResponse = (
+    ReadShareGroupStateSummaryResponse,
+    (
+        ("results", "results", False, False, _J_ReadStateSummaryResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -744,6 +794,7 @@ bind_native(
     ReadShareGroupStateSummaryResponse,
     (0, 0, _N_ReadShareGroupStateSummaryResponse_v0),
 )
+bind_native_json(ReadShareGroupStateSummaryResponse, _J_ReadShareGroupStateSummaryResponse)
 bind_codecs(
     _ReadStateSummaryResult,
     _tj_ReadStateSummaryResult,
@@ -755,6 +806,7 @@ bind_native(
     _ReadStateSummaryResult,
     (0, 0, _N_ReadStateSummaryResult_v0),
 )
+bind_native_json(_ReadStateSummaryResult, _J_ReadStateSummaryResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -766,3 +818,4 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)

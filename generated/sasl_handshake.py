@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -170,6 +171,13 @@ _N_SaslHandshakeRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SaslHandshakeRequest = (
+    SaslHandshakeRequest,
+    (
+        ("mechanism", "mechanism", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -183,6 +191,7 @@ bind_native(
     SaslHandshakeRequest,
     (0, 1, _N_SaslHandshakeRequest_v0),
 )
+bind_native_json(SaslHandshakeRequest, _J_SaslHandshakeRequest)
 
 # -------------------- SaslHandshakeResponse: decoders and encoders, one per distinct layout
 
@@ -247,6 +256,14 @@ _N_SaslHandshakeResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SaslHandshakeResponse = (
+    SaslHandshakeResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("mechanisms", "mechanisms", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -260,3 +277,4 @@ bind_native(
     SaslHandshakeResponse,
     (0, 1, _N_SaslHandshakeResponse_v0),
 )
+bind_native_json(SaslHandshakeResponse, _J_SaslHandshakeResponse)

@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -175,6 +176,13 @@ _N_UnregisterBrokerRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UnregisterBrokerRequest = (
+    UnregisterBrokerRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -188,6 +196,7 @@ bind_native(
     UnregisterBrokerRequest,
     (0, 0, _N_UnregisterBrokerRequest_v0),
 )
+bind_native_json(UnregisterBrokerRequest, _J_UnregisterBrokerRequest)
 
 # -------------------- UnregisterBrokerResponse: decoders and encoders, one per distinct layout
 
@@ -263,6 +272,15 @@ _N_UnregisterBrokerResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UnregisterBrokerResponse = (
+    UnregisterBrokerResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -276,3 +294,4 @@ bind_native(
     UnregisterBrokerResponse,
     (0, 0, _N_UnregisterBrokerResponse_v0),
 )
+bind_native_json(UnregisterBrokerResponse, _J_UnregisterBrokerResponse)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -588,6 +589,40 @@ _N_WriteShareGroupStateRequest_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_StateBatch = (
+    _StateBatch,
+    (
+        ("first_offset", "firstOffset", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+        ("delivery_state", "deliveryState", False, False, None),
+        ("delivery_count", "deliveryCount", False, False, None),
+    ),
+)
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+        ("state_epoch", "stateEpoch", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("start_offset", "startOffset", False, False, None),
+        ("state_batches", "stateBatches", False, False, _J_StateBatch),
+    ),
+)
+_J_WriteStateData = (
+    _WriteStateData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_WriteShareGroupStateRequest = (
+    WriteShareGroupStateRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_WriteStateData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -601,6 +636,7 @@ bind_native(
     WriteShareGroupStateRequest,
     (0, 0, _N_WriteShareGroupStateRequest_v0),
 )
+bind_native_json(WriteShareGroupStateRequest, _J_WriteShareGroupStateRequest)
 bind_codecs(
     _WriteStateData,
     _tj_WriteStateData,
@@ -612,6 +648,7 @@ bind_native(
     _WriteStateData,
     (0, 0, _N_WriteStateData_v0),
 )
+bind_native_json(_WriteStateData, _J_WriteStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -623,6 +660,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
@@ -634,6 +672,7 @@ bind_native(
     _StateBatch,
     (0, 0, _N_StateBatch_v0),
 )
+bind_native_json(_StateBatch, _J_StateBatch)
 
 # -------------------- WriteShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -833,6 +872,28 @@ _N_WriteShareGroupStateResponse_v0 = (
     ),
     (),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_WriteStateResult = (
+    _WriteStateResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_WriteShareGroupStateResponse = (
+    WriteShareGroupStateResponse,
+    (
+        ("results", "results", False, False, _J_WriteStateResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -846,6 +907,7 @@ bind_native(
     WriteShareGroupStateResponse,
     (0, 0, _N_WriteShareGroupStateResponse_v0),
 )
+bind_native_json(WriteShareGroupStateResponse, _J_WriteShareGroupStateResponse)
 bind_codecs(
     _WriteStateResult,
     _tj_WriteStateResult,
@@ -857,6 +919,7 @@ bind_native(
     _WriteStateResult,
     (0, 0, _N_WriteStateResult_v0),
 )
+bind_native_json(_WriteStateResult, _J_WriteStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -868,3 +931,4 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)
