@@ -1435,24 +1435,37 @@ fail:
 
 /* -- from_json */
 
-static signed char b64_value(Py_UCS4 c, int url) {
-    if (c >= 'A' && c <= 'Z') return (signed char)(c - 'A');
-    if (c >= 'a' && c <= 'z') return (signed char)(c - 'a' + 26);
-    if (c >= '0' && c <= '9') return (signed char)(c - '0' + 52);
-    /* urlsafe_b64decode maps -_ onto +/ and then takes both spellings alike */
-    if (c == '+' || (url && c == '-')) return 62;
-    if (c == '/' || (url && c == '_')) return 63;
-    return -1;
+/* Base64 digit values (-1: not a digit). urlsafe_b64decode maps -_ onto +/ and then takes
+ * both spellings alike, so the URL-safe table has all four. */
+static signed char B64_STD[256], B64_URL[256];
+
+static void init_b64_tables(void) {
+    memset(B64_STD, -1, sizeof(B64_STD));
+    memset(B64_URL, -1, sizeof(B64_URL));
+    for (int i = 0; i < 64; i++) {
+        B64_STD[(unsigned char)B64[i]] = (signed char)i;
+        B64_URL[(unsigned char)B64[i]] = (signed char)i;
+        B64_URL[(unsigned char)B64URL[i]] = (signed char)i;
+    }
 }
 
 /* Decode the ``n`` data characters of ``s`` (no padding) into ``out``. The bits past the
  * last whole byte are ignored, as binascii does. -1 on a character outside the alphabet. */
 static int b64_decode_into(const Py_UCS1 *s, Py_ssize_t n, int url, unsigned char *out) {
+    const signed char *table = url ? B64_URL : B64_STD;
+    Py_ssize_t i = 0, o = 0;
+    for (; i + 4 <= n; i += 4) {
+        int a = table[s[i]], b = table[s[i + 1]], c = table[s[i + 2]], d = table[s[i + 3]];
+        if ((a | b | c | d) < 0) return -1;
+        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        out[o++] = (unsigned char)(v >> 16);
+        out[o++] = (unsigned char)(v >> 8);
+        out[o++] = (unsigned char)v;
+    }
     uint32_t acc = 0;
     int bits = 0;
-    Py_ssize_t o = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        signed char x = b64_value(s[i], url);
+    for (; i < n; i++) {
+        int x = table[s[i]];
         if (x < 0) return -1;
         acc = (acc << 6 | (uint32_t)x) & 0xFFFFFF;
         bits += 6;
@@ -1521,7 +1534,10 @@ static PyObject *from_json_value(JField *f, PyObject *v) {
     if (op->kind != K_ARRAY) return from_json_item(op->kind, f->sub, v);
     if (!PyList_CheckExact(v)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(v);
-    PyObject *out = op->keyed ? keyed_type->tp_alloc(keyed_type, 0) : PyList_New(0);
+    /* A plain list is sized up front (its items are backed by the input's); a KeyedList
+     * grows, as the class may not take a preallocated length. */
+    int append = op->keyed;
+    PyObject *out = append ? keyed_type->tp_alloc(keyed_type, 0) : PyList_New(n);
     if (out == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (PyList_GET_SIZE(v) != n) { Py_DECREF(out); return NULL; }
@@ -1530,6 +1546,10 @@ static PyObject *from_json_value(JField *f, PyObject *v) {
         PyObject *x = from_json_item(op->elem, f->sub, item);
         Py_DECREF(item);
         if (x == NULL) { Py_DECREF(out); return NULL; }
+        if (!append) {
+            PyList_SET_ITEM(out, i, x);
+            continue;
+        }
         int r = PyList_Append(out, x);
         Py_DECREF(x);
         if (r < 0) { Py_DECREF(out); return NULL; }
@@ -1774,6 +1794,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&JsonFormType) < 0) goto error;
     if (PyModule_AddObjectRef(m, "JsonForm", (PyObject *)&JsonFormType) < 0) goto error;
     if ((json_programs = PyDict_New()) == NULL) goto error;
+    init_b64_tables();
     PyObject *uuid = PyImport_ImportModule("uuid");
     if (uuid == NULL) goto error;
     uuid_type = (PyTypeObject *)PyObject_GetAttrString(uuid, "UUID");
