@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -251,6 +252,16 @@ _N_AddOffsetsToTxnRequest_v3 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AddOffsetsToTxnRequest = (
+    AddOffsetsToTxnRequest,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("group_id", "groupId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -266,6 +277,7 @@ bind_native(
     (0, 2, _N_AddOffsetsToTxnRequest_v0),
     (3, 4, _N_AddOffsetsToTxnRequest_v3),
 )
+bind_native_json(AddOffsetsToTxnRequest, _J_AddOffsetsToTxnRequest)
 
 # -------------------- AddOffsetsToTxnResponse: decoders and encoders, one per distinct layout
 
@@ -359,6 +371,14 @@ _N_AddOffsetsToTxnResponse_v3 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AddOffsetsToTxnResponse = (
+    AddOffsetsToTxnResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -374,3 +394,4 @@ bind_native(
     (0, 2, _N_AddOffsetsToTxnResponse_v0),
     (3, 4, _N_AddOffsetsToTxnResponse_v3),
 )
+bind_native_json(AddOffsetsToTxnResponse, _J_AddOffsetsToTxnResponse)

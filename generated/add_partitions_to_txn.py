@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -792,6 +793,34 @@ _N_AddPartitionsToTxnRequest_v4 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AddPartitionsToTxnTopic = (
+    _AddPartitionsToTxnTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_AddPartitionsToTxnTransaction = (
+    _AddPartitionsToTxnTransaction,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("verify_only", "verifyOnly", False, False, None),
+        ("topics", "topics", False, False, _J_AddPartitionsToTxnTopic),
+    ),
+)
+_J_AddPartitionsToTxnRequest = (
+    AddPartitionsToTxnRequest,
+    (
+        ("transactions", "transactions", False, False, _J_AddPartitionsToTxnTransaction),
+        ("v3_and_below_transactional_id", "v3AndBelowTransactionalId", False, False, None),
+        ("v3_and_below_producer_id", "v3AndBelowProducerId", False, False, None),
+        ("v3_and_below_producer_epoch", "v3AndBelowProducerEpoch", False, False, None),
+        ("v3_and_below_topics", "v3AndBelowTopics", False, False, _J_AddPartitionsToTxnTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -809,6 +838,7 @@ bind_native(
     (3, 3, _N_AddPartitionsToTxnRequest_v3),
     (4, 5, _N_AddPartitionsToTxnRequest_v4),
 )
+bind_native_json(AddPartitionsToTxnRequest, _J_AddPartitionsToTxnRequest)
 bind_codecs(
     _AddPartitionsToTxnTransaction,
     _tj_AddPartitionsToTxnTransaction,
@@ -820,6 +850,7 @@ bind_native(
     _AddPartitionsToTxnTransaction,
     (4, 5, _N_AddPartitionsToTxnTransaction_v4),
 )
+bind_native_json(_AddPartitionsToTxnTransaction, _J_AddPartitionsToTxnTransaction)
 bind_codecs(
     _AddPartitionsToTxnTopic,
     _tj_AddPartitionsToTxnTopic,
@@ -833,6 +864,7 @@ bind_native(
     (0, 2, _N_AddPartitionsToTxnTopic_v0),
     (3, 5, _N_AddPartitionsToTxnTopic_v3),
 )
+bind_native_json(_AddPartitionsToTxnTopic, _J_AddPartitionsToTxnTopic)
 
 # -------------------- AddPartitionsToTxnResponse: decoders and encoders, one per distinct layout
 
@@ -1381,6 +1413,37 @@ _N_AddPartitionsToTxnResponse_v4 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AddPartitionsToTxnPartitionResult = (
+    _AddPartitionsToTxnPartitionResult,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("partition_error_code", "partitionErrorCode", False, False, None),
+    ),
+)
+_J_AddPartitionsToTxnTopicResult = (
+    _AddPartitionsToTxnTopicResult,
+    (
+        ("name", "name", False, False, None),
+        ("results_by_partition", "resultsByPartition", False, False, _J_AddPartitionsToTxnPartitionResult),
+    ),
+)
+_J_AddPartitionsToTxnResult = (
+    _AddPartitionsToTxnResult,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("topic_results", "topicResults", False, False, _J_AddPartitionsToTxnTopicResult),
+    ),
+)
+_J_AddPartitionsToTxnResponse = (
+    AddPartitionsToTxnResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("results_by_transaction", "resultsByTransaction", False, False, _J_AddPartitionsToTxnResult),
+        ("results_by_topic_v3_and_below", "resultsByTopicV3AndBelow", False, False, _J_AddPartitionsToTxnTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1398,6 +1461,7 @@ bind_native(
     (3, 3, _N_AddPartitionsToTxnResponse_v3),
     (4, 5, _N_AddPartitionsToTxnResponse_v4),
 )
+bind_native_json(AddPartitionsToTxnResponse, _J_AddPartitionsToTxnResponse)
 bind_codecs(
     _AddPartitionsToTxnResult,
     _tj_AddPartitionsToTxnResult,
@@ -1409,6 +1473,7 @@ bind_native(
     _AddPartitionsToTxnResult,
     (4, 5, _N_AddPartitionsToTxnResult_v4),
 )
+bind_native_json(_AddPartitionsToTxnResult, _J_AddPartitionsToTxnResult)
 bind_codecs(
     _AddPartitionsToTxnTopicResult,
     _tj_AddPartitionsToTxnTopicResult,
@@ -1422,6 +1487,7 @@ bind_native(
     (0, 2, _N_AddPartitionsToTxnTopicResult_v0),
     (3, 5, _N_AddPartitionsToTxnTopicResult_v3),
 )
+bind_native_json(_AddPartitionsToTxnTopicResult, _J_AddPartitionsToTxnTopicResult)
 bind_codecs(
     _AddPartitionsToTxnPartitionResult,
     _tj_AddPartitionsToTxnPartitionResult,
@@ -1435,3 +1501,4 @@ bind_native(
     (0, 2, _N_AddPartitionsToTxnPartitionResult_v0),
     (3, 5, _N_AddPartitionsToTxnPartitionResult_v3),
 )
+bind_native_json(_AddPartitionsToTxnPartitionResult, _J_AddPartitionsToTxnPartitionResult)

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -348,6 +349,25 @@ _N_AddRaftVoterRequest_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Listener = (
+    _Listener,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_AddRaftVoterRequest = (
+    AddRaftVoterRequest,
+    (
+        ("cluster_id", "clusterId", False, True, None),
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("voter_id", "voterId", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+        ("listeners", "listeners", False, False, _J_Listener),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -361,6 +381,7 @@ bind_native(
     AddRaftVoterRequest,
     (0, 0, _N_AddRaftVoterRequest_v0),
 )
+bind_native_json(AddRaftVoterRequest, _J_AddRaftVoterRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -372,6 +393,7 @@ bind_native(
     _Listener,
     (0, 0, _N_Listener_v0),
 )
+bind_native_json(_Listener, _J_Listener)
 
 # -------------------- AddRaftVoterResponse: decoders and encoders, one per distinct layout
 
@@ -448,6 +470,15 @@ _N_AddRaftVoterResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AddRaftVoterResponse = (
+    AddRaftVoterResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -461,3 +492,4 @@ bind_native(
     AddRaftVoterResponse,
     (0, 0, _N_AddRaftVoterResponse_v0),
 )
+bind_native_json(AddRaftVoterResponse, _J_AddRaftVoterResponse)

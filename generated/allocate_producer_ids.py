@@ -16,6 +16,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -185,6 +186,14 @@ _N_AllocateProducerIdsRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AllocateProducerIdsRequest = (
+    AllocateProducerIdsRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -198,6 +207,7 @@ bind_native(
     AllocateProducerIdsRequest,
     (0, 0, _N_AllocateProducerIdsRequest_v0),
 )
+bind_native_json(AllocateProducerIdsRequest, _J_AllocateProducerIdsRequest)
 
 # -------------------- AllocateProducerIdsResponse: decoders and encoders, one per distinct layout
 
@@ -274,6 +284,16 @@ _N_AllocateProducerIdsResponse_v0 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AllocateProducerIdsResponse = (
+    AllocateProducerIdsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("producer_id_start", "producerIdStart", False, False, None),
+        ("producer_id_len", "producerIdLen", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -287,3 +307,4 @@ bind_native(
     AllocateProducerIdsResponse,
     (0, 0, _N_AllocateProducerIdsResponse_v0),
 )
+bind_native_json(AllocateProducerIdsResponse, _J_AllocateProducerIdsResponse)

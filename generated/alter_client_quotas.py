@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -748,6 +749,36 @@ _N_AlterClientQuotasRequest_v1 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterClientQuotasRequest_EntityData = (
+    _AlterClientQuotasRequest_EntityData,
+    (
+        ("entity_type", "entityType", False, False, None),
+        ("entity_name", "entityName", False, True, None),
+    ),
+)
+_J_OpData = (
+    _OpData,
+    (
+        ("key", "key", False, False, None),
+        ("value", "value", False, False, None),
+        ("remove", "remove", False, False, None),
+    ),
+)
+_J_AlterClientQuotasRequest_EntryData = (
+    _AlterClientQuotasRequest_EntryData,
+    (
+        ("entity", "entity", False, False, _J_AlterClientQuotasRequest_EntityData),
+        ("ops", "ops", False, False, _J_OpData),
+    ),
+)
+_J_AlterClientQuotasRequest = (
+    AlterClientQuotasRequest,
+    (
+        ("entries", "entries", False, False, _J_AlterClientQuotasRequest_EntryData),
+        ("validate_only", "validateOnly", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -763,6 +794,7 @@ bind_native(
     (0, 0, _N_AlterClientQuotasRequest_v0),
     (1, 1, _N_AlterClientQuotasRequest_v1),
 )
+bind_native_json(AlterClientQuotasRequest, _J_AlterClientQuotasRequest)
 bind_codecs(
     _AlterClientQuotasRequest_EntryData,
     _tj_AlterClientQuotasRequest_EntryData,
@@ -776,6 +808,7 @@ bind_native(
     (0, 0, _N_AlterClientQuotasRequest_EntryData_v0),
     (1, 1, _N_AlterClientQuotasRequest_EntryData_v1),
 )
+bind_native_json(_AlterClientQuotasRequest_EntryData, _J_AlterClientQuotasRequest_EntryData)
 bind_codecs(
     _AlterClientQuotasRequest_EntityData,
     _tj_AlterClientQuotasRequest_EntityData,
@@ -799,6 +832,7 @@ bind_native(
     (0, 0, _N_AlterClientQuotasRequest_EntityData_v0),
     (1, 1, _N_AlterClientQuotasRequest_EntityData_v1),
 )
+bind_native_json(_AlterClientQuotasRequest_EntityData, _J_AlterClientQuotasRequest_EntityData)
 bind_codecs(
     _OpData,
     _tj_OpData,
@@ -812,6 +846,7 @@ bind_native(
     (0, 0, _N_OpData_v0),
     (1, 1, _N_OpData_v1),
 )
+bind_native_json(_OpData, _J_OpData)
 
 # -------------------- AlterClientQuotasResponse: decoders and encoders, one per distinct layout
 
@@ -1186,6 +1221,29 @@ _N_AlterClientQuotasResponse_v1 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterClientQuotasResponse_EntityData = (
+    _AlterClientQuotasResponse_EntityData,
+    (
+        ("entity_type", "entityType", False, False, None),
+        ("entity_name", "entityName", False, True, None),
+    ),
+)
+_J_AlterClientQuotasResponse_EntryData = (
+    _AlterClientQuotasResponse_EntryData,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("entity", "entity", False, False, _J_AlterClientQuotasResponse_EntityData),
+    ),
+)
+_J_AlterClientQuotasResponse = (
+    AlterClientQuotasResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("entries", "entries", False, False, _J_AlterClientQuotasResponse_EntryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1201,6 +1259,7 @@ bind_native(
     (0, 0, _N_AlterClientQuotasResponse_v0),
     (1, 1, _N_AlterClientQuotasResponse_v1),
 )
+bind_native_json(AlterClientQuotasResponse, _J_AlterClientQuotasResponse)
 bind_codecs(
     _AlterClientQuotasResponse_EntryData,
     _tj_AlterClientQuotasResponse_EntryData,
@@ -1224,6 +1283,7 @@ bind_native(
     (0, 0, _N_AlterClientQuotasResponse_EntryData_v0),
     (1, 1, _N_AlterClientQuotasResponse_EntryData_v1),
 )
+bind_native_json(_AlterClientQuotasResponse_EntryData, _J_AlterClientQuotasResponse_EntryData)
 bind_codecs(
     _AlterClientQuotasResponse_EntityData,
     _tj_AlterClientQuotasResponse_EntityData,
@@ -1247,3 +1307,4 @@ bind_native(
     (0, 0, _N_AlterClientQuotasResponse_EntityData_v0),
     (1, 1, _N_AlterClientQuotasResponse_EntityData_v1),
 )
+bind_native_json(_AlterClientQuotasResponse_EntityData, _J_AlterClientQuotasResponse_EntityData)

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -571,6 +572,29 @@ _N_AlterConfigsRequest_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterableConfig = (
+    _AlterableConfig,
+    (
+        ("name", "name", False, False, None),
+        ("value", "value", False, True, None),
+    ),
+)
+_J_AlterConfigsResource = (
+    _AlterConfigsResource,
+    (
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("configs", "configs", False, False, _J_AlterableConfig),
+    ),
+)
+_J_AlterConfigsRequest = (
+    AlterConfigsRequest,
+    (
+        ("resources", "resources", False, False, _J_AlterConfigsResource),
+        ("validate_only", "validateOnly", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -586,6 +610,7 @@ bind_native(
     (0, 1, _N_AlterConfigsRequest_v0),
     (2, 2, _N_AlterConfigsRequest_v2),
 )
+bind_native_json(AlterConfigsRequest, _J_AlterConfigsRequest)
 bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
@@ -599,6 +624,7 @@ bind_native(
     (0, 1, _N_AlterConfigsResource_v0),
     (2, 2, _N_AlterConfigsResource_v2),
 )
+bind_native_json(_AlterConfigsResource, _J_AlterConfigsResource)
 bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
@@ -612,6 +638,7 @@ bind_native(
     (0, 1, _N_AlterableConfig_v0),
     (2, 2, _N_AlterableConfig_v2),
 )
+bind_native_json(_AlterableConfig, _J_AlterableConfig)
 
 # -------------------- AlterConfigsResponse: decoders and encoders, one per distinct layout
 
@@ -866,6 +893,23 @@ _N_AlterConfigsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterConfigsResourceResponse = (
+    _AlterConfigsResourceResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+    ),
+)
+_J_AlterConfigsResponse = (
+    AlterConfigsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("responses", "responses", False, False, _J_AlterConfigsResourceResponse),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -881,6 +925,7 @@ bind_native(
     (0, 1, _N_AlterConfigsResponse_v0),
     (2, 2, _N_AlterConfigsResponse_v2),
 )
+bind_native_json(AlterConfigsResponse, _J_AlterConfigsResponse)
 bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
@@ -894,3 +939,4 @@ bind_native(
     (0, 1, _N_AlterConfigsResourceResponse_v0),
     (2, 2, _N_AlterConfigsResourceResponse_v2),
 )
+bind_native_json(_AlterConfigsResourceResponse, _J_AlterConfigsResourceResponse)

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1053,6 +1054,41 @@ _N_AlterPartitionRequest_v3 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BrokerState = (
+    _BrokerState,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+    ),
+)
+_J_AlterPartitionRequest_PartitionData = (
+    _AlterPartitionRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("new_isr", "newIsr", False, False, None),
+        ("new_isr_with_epochs", "newIsrWithEpochs", False, False, _J_BrokerState),
+        ("leader_recovery_state", "leaderRecoveryState", False, False, None),
+        ("partition_epoch", "partitionEpoch", False, False, None),
+    ),
+)
+_J_AlterPartitionRequest_TopicData = (
+    _AlterPartitionRequest_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AlterPartitionRequest_PartitionData),
+    ),
+)
+_J_AlterPartitionRequest = (
+    AlterPartitionRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("topics", "topics", False, False, _J_AlterPartitionRequest_TopicData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1072,6 +1108,7 @@ bind_native(
     (2, 2, _N_AlterPartitionRequest_v2),
     (3, 3, _N_AlterPartitionRequest_v3),
 )
+bind_native_json(AlterPartitionRequest, _J_AlterPartitionRequest)
 bind_codecs(
     _AlterPartitionRequest_TopicData,
     _tj_AlterPartitionRequest_TopicData,
@@ -1089,6 +1126,7 @@ bind_native(
     (2, 2, _N_AlterPartitionRequest_TopicData_v2),
     (3, 3, _N_AlterPartitionRequest_TopicData_v3),
 )
+bind_native_json(_AlterPartitionRequest_TopicData, _J_AlterPartitionRequest_TopicData)
 bind_codecs(
     _AlterPartitionRequest_PartitionData,
     _tj_AlterPartitionRequest_PartitionData,
@@ -1119,6 +1157,7 @@ bind_native(
     (1, 2, _N_AlterPartitionRequest_PartitionData_v1),
     (3, 3, _N_AlterPartitionRequest_PartitionData_v3),
 )
+bind_native_json(_AlterPartitionRequest_PartitionData, _J_AlterPartitionRequest_PartitionData)
 bind_codecs(
     _BrokerState,
     _tj_BrokerState,
@@ -1130,6 +1169,7 @@ bind_native(
     _BrokerState,
     (3, 3, _N_BrokerState_v3),
 )
+bind_native_json(_BrokerState, _J_BrokerState)
 
 # -------------------- AlterPartitionResponse: decoders and encoders, one per distinct layout
 
@@ -1623,6 +1663,35 @@ _N_AlterPartitionResponse_v2 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterPartitionResponse_PartitionData = (
+    _AlterPartitionResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("isr", "isr", False, False, None),
+        ("leader_recovery_state", "leaderRecoveryState", False, False, None),
+        ("partition_epoch", "partitionEpoch", False, False, None),
+    ),
+)
+_J_AlterPartitionResponse_TopicData = (
+    _AlterPartitionResponse_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AlterPartitionResponse_PartitionData),
+    ),
+)
+_J_AlterPartitionResponse = (
+    AlterPartitionResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("topics", "topics", False, False, _J_AlterPartitionResponse_TopicData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1640,6 +1709,7 @@ bind_native(
     (1, 1, _N_AlterPartitionResponse_v1),
     (2, 3, _N_AlterPartitionResponse_v2),
 )
+bind_native_json(AlterPartitionResponse, _J_AlterPartitionResponse)
 bind_codecs(
     _AlterPartitionResponse_TopicData,
     _tj_AlterPartitionResponse_TopicData,
@@ -1655,6 +1725,7 @@ bind_native(
     (1, 1, _N_AlterPartitionResponse_TopicData_v1),
     (2, 3, _N_AlterPartitionResponse_TopicData_v2),
 )
+bind_native_json(_AlterPartitionResponse_TopicData, _J_AlterPartitionResponse_TopicData)
 bind_codecs(
     _AlterPartitionResponse_PartitionData,
     _tj_AlterPartitionResponse_PartitionData,
@@ -1678,3 +1749,4 @@ bind_native(
     (0, 0, _N_AlterPartitionResponse_PartitionData_v0),
     (1, 3, _N_AlterPartitionResponse_PartitionData_v1),
 )
+bind_native_json(_AlterPartitionResponse_PartitionData, _J_AlterPartitionResponse_PartitionData)

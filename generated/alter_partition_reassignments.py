@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -490,6 +491,28 @@ _N_AlterPartitionReassignmentsRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ReassignablePartition = (
+    _ReassignablePartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("replicas", "replicas", False, True, None),
+    ),
+)
+_J_ReassignableTopic = (
+    _ReassignableTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_ReassignablePartition),
+    ),
+)
+_J_AlterPartitionReassignmentsRequest = (
+    AlterPartitionReassignmentsRequest,
+    (
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("topics", "topics", False, False, _J_ReassignableTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -503,6 +526,7 @@ bind_native(
     AlterPartitionReassignmentsRequest,
     (0, 0, _N_AlterPartitionReassignmentsRequest_v0),
 )
+bind_native_json(AlterPartitionReassignmentsRequest, _J_AlterPartitionReassignmentsRequest)
 bind_codecs(
     _ReassignableTopic,
     _tj_ReassignableTopic,
@@ -514,6 +538,7 @@ bind_native(
     _ReassignableTopic,
     (0, 0, _N_ReassignableTopic_v0),
 )
+bind_native_json(_ReassignableTopic, _J_ReassignableTopic)
 bind_codecs(
     _ReassignablePartition,
     _tj_ReassignablePartition,
@@ -525,6 +550,7 @@ bind_native(
     _ReassignablePartition,
     (0, 0, _N_ReassignablePartition_v0),
 )
+bind_native_json(_ReassignablePartition, _J_ReassignablePartition)
 
 # -------------------- AlterPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
 
@@ -772,6 +798,31 @@ _N_AlterPartitionReassignmentsResponse_v0 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ReassignablePartitionResponse = (
+    _ReassignablePartitionResponse,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_ReassignableTopicResponse = (
+    _ReassignableTopicResponse,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_ReassignablePartitionResponse),
+    ),
+)
+_J_AlterPartitionReassignmentsResponse = (
+    AlterPartitionReassignmentsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("responses", "responses", False, False, _J_ReassignableTopicResponse),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -790,6 +841,7 @@ bind_native(
     AlterPartitionReassignmentsResponse,
     (0, 0, _N_AlterPartitionReassignmentsResponse_v0),
 )
+bind_native_json(AlterPartitionReassignmentsResponse, _J_AlterPartitionReassignmentsResponse)
 bind_codecs(
     _ReassignableTopicResponse,
     _tj_ReassignableTopicResponse,
@@ -801,6 +853,7 @@ bind_native(
     _ReassignableTopicResponse,
     (0, 0, _N_ReassignableTopicResponse_v0),
 )
+bind_native_json(_ReassignableTopicResponse, _J_ReassignableTopicResponse)
 bind_codecs(
     _ReassignablePartitionResponse,
     _tj_ReassignablePartitionResponse,
@@ -812,3 +865,4 @@ bind_native(
     _ReassignablePartitionResponse,
     (0, 0, _N_ReassignablePartitionResponse_v0),
 )
+bind_native_json(_ReassignablePartitionResponse, _J_ReassignablePartitionResponse)

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -559,6 +560,27 @@ _N_AlterReplicaLogDirsRequest_v2 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterReplicaLogDirTopic = (
+    _AlterReplicaLogDirTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_AlterReplicaLogDir = (
+    _AlterReplicaLogDir,
+    (
+        ("path", "path", False, False, None),
+        ("topics", "topics", False, False, _J_AlterReplicaLogDirTopic),
+    ),
+)
+_J_AlterReplicaLogDirsRequest = (
+    AlterReplicaLogDirsRequest,
+    (
+        ("dirs", "dirs", False, False, _J_AlterReplicaLogDir),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -574,6 +596,7 @@ bind_native(
     (0, 1, _N_AlterReplicaLogDirsRequest_v0),
     (2, 2, _N_AlterReplicaLogDirsRequest_v2),
 )
+bind_native_json(AlterReplicaLogDirsRequest, _J_AlterReplicaLogDirsRequest)
 bind_codecs(
     _AlterReplicaLogDir,
     _tj_AlterReplicaLogDir,
@@ -587,6 +610,7 @@ bind_native(
     (0, 1, _N_AlterReplicaLogDir_v0),
     (2, 2, _N_AlterReplicaLogDir_v2),
 )
+bind_native_json(_AlterReplicaLogDir, _J_AlterReplicaLogDir)
 bind_codecs(
     _AlterReplicaLogDirTopic,
     _tj_AlterReplicaLogDirTopic,
@@ -600,6 +624,7 @@ bind_native(
     (0, 1, _N_AlterReplicaLogDirTopic_v0),
     (2, 2, _N_AlterReplicaLogDirTopic_v2),
 )
+bind_native_json(_AlterReplicaLogDirTopic, _J_AlterReplicaLogDirTopic)
 
 # -------------------- AlterReplicaLogDirsResponse: decoders and encoders, one per distinct layout
 
@@ -937,6 +962,28 @@ _N_AlterReplicaLogDirsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterReplicaLogDirPartitionResult = (
+    _AlterReplicaLogDirPartitionResult,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_AlterReplicaLogDirTopicResult = (
+    _AlterReplicaLogDirTopicResult,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_AlterReplicaLogDirPartitionResult),
+    ),
+)
+_J_AlterReplicaLogDirsResponse = (
+    AlterReplicaLogDirsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("results", "results", False, False, _J_AlterReplicaLogDirTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -952,6 +999,7 @@ bind_native(
     (0, 1, _N_AlterReplicaLogDirsResponse_v0),
     (2, 2, _N_AlterReplicaLogDirsResponse_v2),
 )
+bind_native_json(AlterReplicaLogDirsResponse, _J_AlterReplicaLogDirsResponse)
 bind_codecs(
     _AlterReplicaLogDirTopicResult,
     _tj_AlterReplicaLogDirTopicResult,
@@ -965,6 +1013,7 @@ bind_native(
     (0, 1, _N_AlterReplicaLogDirTopicResult_v0),
     (2, 2, _N_AlterReplicaLogDirTopicResult_v2),
 )
+bind_native_json(_AlterReplicaLogDirTopicResult, _J_AlterReplicaLogDirTopicResult)
 bind_codecs(
     _AlterReplicaLogDirPartitionResult,
     _tj_AlterReplicaLogDirPartitionResult,
@@ -978,3 +1027,4 @@ bind_native(
     (0, 1, _N_AlterReplicaLogDirPartitionResult_v0),
     (2, 2, _N_AlterReplicaLogDirPartitionResult_v2),
 )
+bind_native_json(_AlterReplicaLogDirPartitionResult, _J_AlterReplicaLogDirPartitionResult)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -483,6 +484,31 @@ _N_AlterUserScramCredentialsRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ScramCredentialDeletion = (
+    _ScramCredentialDeletion,
+    (
+        ("name", "name", False, False, None),
+        ("mechanism", "mechanism", False, False, None),
+    ),
+)
+_J_ScramCredentialUpsertion = (
+    _ScramCredentialUpsertion,
+    (
+        ("name", "name", False, False, None),
+        ("mechanism", "mechanism", False, False, None),
+        ("iterations", "iterations", False, False, None),
+        ("salt", "salt", False, False, None),
+        ("salted_password", "saltedPassword", False, False, None),
+    ),
+)
+_J_AlterUserScramCredentialsRequest = (
+    AlterUserScramCredentialsRequest,
+    (
+        ("deletions", "deletions", False, False, _J_ScramCredentialDeletion),
+        ("upsertions", "upsertions", False, False, _J_ScramCredentialUpsertion),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -496,6 +522,7 @@ bind_native(
     AlterUserScramCredentialsRequest,
     (0, 0, _N_AlterUserScramCredentialsRequest_v0),
 )
+bind_native_json(AlterUserScramCredentialsRequest, _J_AlterUserScramCredentialsRequest)
 bind_codecs(
     _ScramCredentialDeletion,
     _tj_ScramCredentialDeletion,
@@ -507,6 +534,7 @@ bind_native(
     _ScramCredentialDeletion,
     (0, 0, _N_ScramCredentialDeletion_v0),
 )
+bind_native_json(_ScramCredentialDeletion, _J_ScramCredentialDeletion)
 bind_codecs(
     _ScramCredentialUpsertion,
     _tj_ScramCredentialUpsertion,
@@ -518,6 +546,7 @@ bind_native(
     _ScramCredentialUpsertion,
     (0, 0, _N_ScramCredentialUpsertion_v0),
 )
+bind_native_json(_ScramCredentialUpsertion, _J_ScramCredentialUpsertion)
 
 # -------------------- AlterUserScramCredentialsResponse: decoders and encoders, one per distinct layout
 
@@ -682,6 +711,22 @@ _N_AlterUserScramCredentialsResponse_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterUserScramCredentialsResult = (
+    _AlterUserScramCredentialsResult,
+    (
+        ("user", "user", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_AlterUserScramCredentialsResponse = (
+    AlterUserScramCredentialsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("results", "results", False, False, _J_AlterUserScramCredentialsResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -695,6 +740,7 @@ bind_native(
     AlterUserScramCredentialsResponse,
     (0, 0, _N_AlterUserScramCredentialsResponse_v0),
 )
+bind_native_json(AlterUserScramCredentialsResponse, _J_AlterUserScramCredentialsResponse)
 bind_codecs(
     _AlterUserScramCredentialsResult,
     _tj_AlterUserScramCredentialsResult,
@@ -706,3 +752,4 @@ bind_native(
     _AlterUserScramCredentialsResult,
     (0, 0, _N_AlterUserScramCredentialsResult_v0),
 )
+bind_native_json(_AlterUserScramCredentialsResult, _J_AlterUserScramCredentialsResult)

@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -361,6 +362,14 @@ _N_ApiVersionsRequest_v3 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ApiVersionsRequest = (
+    ApiVersionsRequest,
+    (
+        ("client_software_name", "clientSoftwareName", False, False, None),
+        ("client_software_version", "clientSoftwareVersion", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -376,6 +385,7 @@ bind_native(
     (0, 2, _N_ApiVersionsRequest_v0),
     (3, 4, _N_ApiVersionsRequest_v3),
 )
+bind_native_json(ApiVersionsRequest, _J_ApiVersionsRequest)
 
 # -------------------- ApiVersionsResponse: decoders and encoders, one per distinct layout
 
@@ -930,6 +940,43 @@ _N_ApiVersionsResponse_v3 = (
     ),
     (4, (0, 1, 2, -1, -2, -3, -4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ApiVersion = (
+    _ApiVersion,
+    (
+        ("api_key", "apiKey", False, False, None),
+        ("min_version", "minVersion", False, False, None),
+        ("max_version", "maxVersion", False, False, None),
+    ),
+)
+_J_SupportedFeatureKey = (
+    _SupportedFeatureKey,
+    (
+        ("name", "name", False, False, None),
+        ("min_version", "minVersion", False, False, None),
+        ("max_version", "maxVersion", False, False, None),
+    ),
+)
+_J_FinalizedFeatureKey = (
+    _FinalizedFeatureKey,
+    (
+        ("name", "name", False, False, None),
+        ("max_version_level", "maxVersionLevel", False, False, None),
+        ("min_version_level", "minVersionLevel", False, False, None),
+    ),
+)
+_J_ApiVersionsResponse = (
+    ApiVersionsResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("api_keys", "apiKeys", False, False, _J_ApiVersion),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("supported_features", "supportedFeatures", True, False, _J_SupportedFeatureKey),
+        ("finalized_features_epoch", "finalizedFeaturesEpoch", True, False, None),
+        ("finalized_features", "finalizedFeatures", True, False, _J_FinalizedFeatureKey),
+        ("zk_migration_ready", "zkMigrationReady", True, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -947,6 +994,7 @@ bind_native(
     (1, 2, _N_ApiVersionsResponse_v1),
     (3, 4, _N_ApiVersionsResponse_v3),
 )
+bind_native_json(ApiVersionsResponse, _J_ApiVersionsResponse)
 bind_codecs(
     _ApiVersion,
     _tj_ApiVersion,
@@ -960,6 +1008,7 @@ bind_native(
     (0, 2, _N_ApiVersion_v0),
     (3, 4, _N_ApiVersion_v3),
 )
+bind_native_json(_ApiVersion, _J_ApiVersion)
 bind_codecs(
     _SupportedFeatureKey,
     _tj_SupportedFeatureKey,
@@ -971,6 +1020,7 @@ bind_native(
     _SupportedFeatureKey,
     (3, 4, _N_SupportedFeatureKey_v3),
 )
+bind_native_json(_SupportedFeatureKey, _J_SupportedFeatureKey)
 bind_codecs(
     _FinalizedFeatureKey,
     _tj_FinalizedFeatureKey,
@@ -982,3 +1032,4 @@ bind_native(
     _FinalizedFeatureKey,
     (3, 4, _N_FinalizedFeatureKey_v3),
 )
+bind_native_json(_FinalizedFeatureKey, _J_FinalizedFeatureKey)

@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -621,6 +622,35 @@ _N_AssignReplicasToDirsRequest_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AssignReplicasToDirsRequest_PartitionData = (
+    _AssignReplicasToDirsRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_AssignReplicasToDirsRequest_TopicData = (
+    _AssignReplicasToDirsRequest_TopicData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AssignReplicasToDirsRequest_PartitionData),
+    ),
+)
+_J_AssignReplicasToDirsRequest_DirectoryData = (
+    _AssignReplicasToDirsRequest_DirectoryData,
+    (
+        ("id", "id", False, False, None),
+        ("topics", "topics", False, False, _J_AssignReplicasToDirsRequest_TopicData),
+    ),
+)
+_J_AssignReplicasToDirsRequest = (
+    AssignReplicasToDirsRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("directories", "directories", False, False, _J_AssignReplicasToDirsRequest_DirectoryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -634,6 +664,7 @@ bind_native(
     AssignReplicasToDirsRequest,
     (0, 0, _N_AssignReplicasToDirsRequest_v0),
 )
+bind_native_json(AssignReplicasToDirsRequest, _J_AssignReplicasToDirsRequest)
 bind_codecs(
     _AssignReplicasToDirsRequest_DirectoryData,
     _tj_AssignReplicasToDirsRequest_DirectoryData,
@@ -649,6 +680,9 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsRequest_DirectoryData,
     (0, 0, _N_AssignReplicasToDirsRequest_DirectoryData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsRequest_DirectoryData, _J_AssignReplicasToDirsRequest_DirectoryData
 )
 bind_codecs(
     _AssignReplicasToDirsRequest_TopicData,
@@ -666,6 +700,7 @@ bind_native(
     _AssignReplicasToDirsRequest_TopicData,
     (0, 0, _N_AssignReplicasToDirsRequest_TopicData_v0),
 )
+bind_native_json(_AssignReplicasToDirsRequest_TopicData, _J_AssignReplicasToDirsRequest_TopicData)
 bind_codecs(
     _AssignReplicasToDirsRequest_PartitionData,
     _tj_AssignReplicasToDirsRequest_PartitionData,
@@ -681,6 +716,9 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsRequest_PartitionData,
     (0, 0, _N_AssignReplicasToDirsRequest_PartitionData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsRequest_PartitionData, _J_AssignReplicasToDirsRequest_PartitionData
 )
 
 # -------------------- AssignReplicasToDirsResponse: decoders and encoders, one per distinct layout
@@ -1003,6 +1041,36 @@ _N_AssignReplicasToDirsResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AssignReplicasToDirsResponse_PartitionData = (
+    _AssignReplicasToDirsResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_AssignReplicasToDirsResponse_TopicData = (
+    _AssignReplicasToDirsResponse_TopicData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AssignReplicasToDirsResponse_PartitionData),
+    ),
+)
+_J_AssignReplicasToDirsResponse_DirectoryData = (
+    _AssignReplicasToDirsResponse_DirectoryData,
+    (
+        ("id", "id", False, False, None),
+        ("topics", "topics", False, False, _J_AssignReplicasToDirsResponse_TopicData),
+    ),
+)
+_J_AssignReplicasToDirsResponse = (
+    AssignReplicasToDirsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("directories", "directories", False, False, _J_AssignReplicasToDirsResponse_DirectoryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1016,6 +1084,7 @@ bind_native(
     AssignReplicasToDirsResponse,
     (0, 0, _N_AssignReplicasToDirsResponse_v0),
 )
+bind_native_json(AssignReplicasToDirsResponse, _J_AssignReplicasToDirsResponse)
 bind_codecs(
     _AssignReplicasToDirsResponse_DirectoryData,
     _tj_AssignReplicasToDirsResponse_DirectoryData,
@@ -1031,6 +1100,9 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsResponse_DirectoryData,
     (0, 0, _N_AssignReplicasToDirsResponse_DirectoryData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsResponse_DirectoryData, _J_AssignReplicasToDirsResponse_DirectoryData
 )
 bind_codecs(
     _AssignReplicasToDirsResponse_TopicData,
@@ -1048,6 +1120,7 @@ bind_native(
     _AssignReplicasToDirsResponse_TopicData,
     (0, 0, _N_AssignReplicasToDirsResponse_TopicData_v0),
 )
+bind_native_json(_AssignReplicasToDirsResponse_TopicData, _J_AssignReplicasToDirsResponse_TopicData)
 bind_codecs(
     _AssignReplicasToDirsResponse_PartitionData,
     _tj_AssignReplicasToDirsResponse_PartitionData,
@@ -1063,4 +1136,7 @@ bind_codecs(
 bind_native(
     _AssignReplicasToDirsResponse_PartitionData,
     (0, 0, _N_AssignReplicasToDirsResponse_PartitionData_v0),
+)
+bind_native_json(
+    _AssignReplicasToDirsResponse_PartitionData, _J_AssignReplicasToDirsResponse_PartitionData
 )

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -848,6 +849,40 @@ _N_BeginQuorumEpochRequest_v1 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BeginQuorumEpochRequest_PartitionData = (
+    _BeginQuorumEpochRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_BeginQuorumEpochRequest_TopicData = (
+    _BeginQuorumEpochRequest_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_BeginQuorumEpochRequest_PartitionData),
+    ),
+)
+_J_LeaderEndpoint = (
+    _LeaderEndpoint,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_BeginQuorumEpochRequest = (
+    BeginQuorumEpochRequest,
+    (
+        ("cluster_id", "clusterId", False, True, None),
+        ("voter_id", "voterId", False, False, None),
+        ("topics", "topics", False, False, _J_BeginQuorumEpochRequest_TopicData),
+        ("leader_endpoints", "leaderEndpoints", False, False, _J_LeaderEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -863,6 +898,7 @@ bind_native(
     (0, 0, _N_BeginQuorumEpochRequest_v0),
     (1, 1, _N_BeginQuorumEpochRequest_v1),
 )
+bind_native_json(BeginQuorumEpochRequest, _J_BeginQuorumEpochRequest)
 bind_codecs(
     _BeginQuorumEpochRequest_TopicData,
     _tj_BeginQuorumEpochRequest_TopicData,
@@ -876,6 +912,7 @@ bind_native(
     (0, 0, _N_BeginQuorumEpochRequest_TopicData_v0),
     (1, 1, _N_BeginQuorumEpochRequest_TopicData_v1),
 )
+bind_native_json(_BeginQuorumEpochRequest_TopicData, _J_BeginQuorumEpochRequest_TopicData)
 bind_codecs(
     _BeginQuorumEpochRequest_PartitionData,
     _tj_BeginQuorumEpochRequest_PartitionData,
@@ -899,6 +936,7 @@ bind_native(
     (0, 0, _N_BeginQuorumEpochRequest_PartitionData_v0),
     (1, 1, _N_BeginQuorumEpochRequest_PartitionData_v1),
 )
+bind_native_json(_BeginQuorumEpochRequest_PartitionData, _J_BeginQuorumEpochRequest_PartitionData)
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
@@ -910,6 +948,7 @@ bind_native(
     _LeaderEndpoint,
     (1, 1, _N_LeaderEndpoint_v1),
 )
+bind_native_json(_LeaderEndpoint, _J_LeaderEndpoint)
 
 # -------------------- BeginQuorumEpochResponse: decoders and encoders, one per distinct layout
 
@@ -1392,6 +1431,39 @@ _N_BeginQuorumEpochResponse_v1 = (
     ),
     (1, (0, 1, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BeginQuorumEpochResponse_PartitionData = (
+    _BeginQuorumEpochResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_BeginQuorumEpochResponse_TopicData = (
+    _BeginQuorumEpochResponse_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_BeginQuorumEpochResponse_PartitionData),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_BeginQuorumEpochResponse = (
+    BeginQuorumEpochResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("topics", "topics", False, False, _J_BeginQuorumEpochResponse_TopicData),
+        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1407,6 +1479,7 @@ bind_native(
     (0, 0, _N_BeginQuorumEpochResponse_v0),
     (1, 1, _N_BeginQuorumEpochResponse_v1),
 )
+bind_native_json(BeginQuorumEpochResponse, _J_BeginQuorumEpochResponse)
 bind_codecs(
     _BeginQuorumEpochResponse_TopicData,
     _tj_BeginQuorumEpochResponse_TopicData,
@@ -1420,6 +1493,7 @@ bind_native(
     (0, 0, _N_BeginQuorumEpochResponse_TopicData_v0),
     (1, 1, _N_BeginQuorumEpochResponse_TopicData_v1),
 )
+bind_native_json(_BeginQuorumEpochResponse_TopicData, _J_BeginQuorumEpochResponse_TopicData)
 bind_codecs(
     _BeginQuorumEpochResponse_PartitionData,
     _tj_BeginQuorumEpochResponse_PartitionData,
@@ -1443,6 +1517,7 @@ bind_native(
     (0, 0, _N_BeginQuorumEpochResponse_PartitionData_v0),
     (1, 1, _N_BeginQuorumEpochResponse_PartitionData_v1),
 )
+bind_native_json(_BeginQuorumEpochResponse_PartitionData, _J_BeginQuorumEpochResponse_PartitionData)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1454,3 +1529,4 @@ bind_native(
     _NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

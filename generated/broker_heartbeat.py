@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -330,6 +331,18 @@ _N_BrokerHeartbeatRequest_v1 = (
     ),
     (1, (0, 1, 2, 3, 4, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BrokerHeartbeatRequest = (
+    BrokerHeartbeatRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("current_metadata_offset", "currentMetadataOffset", False, False, None),
+        ("want_fence", "wantFence", False, False, None),
+        ("want_shut_down", "wantShutDown", False, False, None),
+        ("offline_log_dirs", "offlineLogDirs", True, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -345,6 +358,7 @@ bind_native(
     (0, 0, _N_BrokerHeartbeatRequest_v0),
     (1, 1, _N_BrokerHeartbeatRequest_v1),
 )
+bind_native_json(BrokerHeartbeatRequest, _J_BrokerHeartbeatRequest)
 
 # -------------------- BrokerHeartbeatResponse: decoders and encoders, one per distinct layout
 
@@ -427,6 +441,17 @@ _N_BrokerHeartbeatResponse_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BrokerHeartbeatResponse = (
+    BrokerHeartbeatResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("is_caught_up", "isCaughtUp", False, False, None),
+        ("is_fenced", "isFenced", False, False, None),
+        ("should_shut_down", "shouldShutDown", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -440,3 +465,4 @@ bind_native(
     BrokerHeartbeatResponse,
     (0, 1, _N_BrokerHeartbeatResponse_v0),
 )
+bind_native_json(BrokerHeartbeatResponse, _J_BrokerHeartbeatResponse)

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -741,6 +742,38 @@ _N_BrokerRegistrationRequest_v3 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Listener = (
+    _Listener,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("security_protocol", "securityProtocol", False, False, None),
+    ),
+)
+_J_Feature = (
+    _Feature,
+    (
+        ("name", "name", False, False, None),
+        ("min_supported_version", "minSupportedVersion", False, False, None),
+        ("max_supported_version", "maxSupportedVersion", False, False, None),
+    ),
+)
+_J_BrokerRegistrationRequest = (
+    BrokerRegistrationRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("cluster_id", "clusterId", False, False, None),
+        ("incarnation_id", "incarnationId", False, False, None),
+        ("listeners", "listeners", False, False, _J_Listener),
+        ("features", "features", False, False, _J_Feature),
+        ("rack", "rack", False, True, None),
+        ("is_migrating_zk_broker", "isMigratingZkBroker", False, False, None),
+        ("log_dirs", "logDirs", False, False, None),
+        ("previous_broker_epoch", "previousBrokerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -760,6 +793,7 @@ bind_native(
     (2, 2, _N_BrokerRegistrationRequest_v2),
     (3, 4, _N_BrokerRegistrationRequest_v3),
 )
+bind_native_json(BrokerRegistrationRequest, _J_BrokerRegistrationRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -771,6 +805,7 @@ bind_native(
     _Listener,
     (0, 4, _N_Listener_v0),
 )
+bind_native_json(_Listener, _J_Listener)
 bind_codecs(
     _Feature,
     _tj_Feature,
@@ -782,6 +817,7 @@ bind_native(
     _Feature,
     (0, 4, _N_Feature_v0),
 )
+bind_native_json(_Feature, _J_Feature)
 
 # -------------------- BrokerRegistrationResponse: decoders and encoders, one per distinct layout
 
@@ -850,6 +886,15 @@ _N_BrokerRegistrationResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BrokerRegistrationResponse = (
+    BrokerRegistrationResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -863,3 +908,4 @@ bind_native(
     BrokerRegistrationResponse,
     (0, 4, _N_BrokerRegistrationResponse_v0),
 )
+bind_native_json(BrokerRegistrationResponse, _J_BrokerRegistrationResponse)

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -640,6 +641,23 @@ _N_ConsumerGroupDescribeRequest_v1 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ConsumerGroupDescribeRequest_GroupMemberCursor = (
+    _ConsumerGroupDescribeRequest_GroupMemberCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+    ),
+)
+_J_ConsumerGroupDescribeRequest = (
+    ConsumerGroupDescribeRequest,
+    (
+        ("group_ids", "groupIds", False, False, None),
+        ("include_authorized_operations", "includeAuthorizedOperations", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_ConsumerGroupDescribeRequest_GroupMemberCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -655,6 +673,7 @@ bind_native(
     (0, 0, _N_ConsumerGroupDescribeRequest_v0),
     (1, 1, _N_ConsumerGroupDescribeRequest_v1),
 )
+bind_native_json(ConsumerGroupDescribeRequest, _J_ConsumerGroupDescribeRequest)
 bind_codecs(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     _tj_ConsumerGroupDescribeRequest_GroupMemberCursor,
@@ -670,6 +689,10 @@ bind_codecs(
 bind_native(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     (1, 1, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
+)
+bind_native_json(
+    _ConsumerGroupDescribeRequest_GroupMemberCursor,
+    _J_ConsumerGroupDescribeRequest_GroupMemberCursor,
 )
 
 # -------------------- ConsumerGroupDescribeResponse: decoders and encoders, one per distinct layout
@@ -1298,6 +1321,65 @@ _N_ConsumerGroupDescribeResponse_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartitions = (
+    _TopicPartitions,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_Assignment = (
+    _Assignment,
+    (
+        ("topic_partitions", "topicPartitions", False, False, _J_TopicPartitions),
+    ),
+)
+_J_Member = (
+    _Member,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("instance_id", "instanceId", False, True, None),
+        ("rack_id", "rackId", False, True, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("client_id", "clientId", False, False, None),
+        ("client_host", "clientHost", False, False, None),
+        ("subscribed_topic_names", "subscribedTopicNames", False, False, None),
+        ("subscribed_topic_regex", "subscribedTopicRegex", False, True, None),
+        ("assignment", "assignment", False, False, _J_Assignment),
+        ("target_assignment", "targetAssignment", False, False, _J_Assignment),
+    ),
+)
+_J_DescribedGroup = (
+    _DescribedGroup,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("group_id", "groupId", False, False, None),
+        ("group_state", "groupState", False, False, None),
+        ("group_epoch", "groupEpoch", False, False, None),
+        ("assignment_epoch", "assignmentEpoch", False, False, None),
+        ("assignor_name", "assignorName", False, False, None),
+        ("members", "members", False, False, _J_Member),
+        ("authorized_operations", "authorizedOperations", False, False, None),
+    ),
+)
+_J_ConsumerGroupDescribeResponse_GroupMemberCursor = (
+    _ConsumerGroupDescribeResponse_GroupMemberCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+    ),
+)
+_J_ConsumerGroupDescribeResponse = (
+    ConsumerGroupDescribeResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("groups", "groups", False, False, _J_DescribedGroup),
+        ("next_cursor", "nextCursor", False, True, _J_ConsumerGroupDescribeResponse_GroupMemberCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1313,6 +1395,7 @@ bind_native(
     (0, 0, _N_ConsumerGroupDescribeResponse_v0),
     (1, 1, _N_ConsumerGroupDescribeResponse_v1),
 )
+bind_native_json(ConsumerGroupDescribeResponse, _J_ConsumerGroupDescribeResponse)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -1324,6 +1407,7 @@ bind_native(
     _DescribedGroup,
     (0, 1, _N_DescribedGroup_v0),
 )
+bind_native_json(_DescribedGroup, _J_DescribedGroup)
 bind_codecs(
     _Member,
     _tj_Member,
@@ -1335,6 +1419,7 @@ bind_native(
     _Member,
     (0, 1, _N_Member_v0),
 )
+bind_native_json(_Member, _J_Member)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -1346,6 +1431,7 @@ bind_native(
     _Assignment,
     (0, 1, _N_Assignment_v0),
 )
+bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -1357,6 +1443,7 @@ bind_native(
     _TopicPartitions,
     (0, 1, _N_TopicPartitions_v0),
 )
+bind_native_json(_TopicPartitions, _J_TopicPartitions)
 bind_codecs(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     _tj_ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1372,4 +1459,8 @@ bind_codecs(
 bind_native(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     (1, 1, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
+)
+bind_native_json(
+    _ConsumerGroupDescribeResponse_GroupMemberCursor,
+    _J_ConsumerGroupDescribeResponse_GroupMemberCursor,
 )

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -665,6 +666,29 @@ _N_ConsumerGroupHeartbeatRequest_v1 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ConsumerGroupHeartbeatRequest_TopicPartitions = (
+    _ConsumerGroupHeartbeatRequest_TopicPartitions,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_ConsumerGroupHeartbeatRequest = (
+    ConsumerGroupHeartbeatRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("instance_id", "instanceId", False, True, None),
+        ("rack_id", "rackId", False, True, None),
+        ("rebalance_timeout_ms", "rebalanceTimeoutMs", False, False, None),
+        ("subscribed_topic_names", "subscribedTopicNames", False, True, None),
+        ("subscribed_topic_regex", "subscribedTopicRegex", False, True, None),
+        ("server_assignor", "serverAssignor", False, True, None),
+        ("topic_partitions", "topicPartitions", False, True, _J_ConsumerGroupHeartbeatRequest_TopicPartitions),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -680,6 +704,7 @@ bind_native(
     (0, 0, _N_ConsumerGroupHeartbeatRequest_v0),
     (1, 1, _N_ConsumerGroupHeartbeatRequest_v1),
 )
+bind_native_json(ConsumerGroupHeartbeatRequest, _J_ConsumerGroupHeartbeatRequest)
 bind_codecs(
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
     _tj_ConsumerGroupHeartbeatRequest_TopicPartitions,
@@ -695,6 +720,9 @@ bind_codecs(
 bind_native(
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
     (0, 1, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0),
+)
+bind_native_json(
+    _ConsumerGroupHeartbeatRequest_TopicPartitions, _J_ConsumerGroupHeartbeatRequest_TopicPartitions
 )
 
 # -------------------- ConsumerGroupHeartbeatResponse: decoders and encoders, one per distinct layout
@@ -960,6 +988,32 @@ _N_ConsumerGroupHeartbeatResponse_v0 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ConsumerGroupHeartbeatResponse_TopicPartitions = (
+    _ConsumerGroupHeartbeatResponse_TopicPartitions,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_Assignment = (
+    _Assignment,
+    (
+        ("topic_partitions", "topicPartitions", False, False, _J_ConsumerGroupHeartbeatResponse_TopicPartitions),
+    ),
+)
+_J_ConsumerGroupHeartbeatResponse = (
+    ConsumerGroupHeartbeatResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("member_id", "memberId", False, True, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("heartbeat_interval_ms", "heartbeatIntervalMs", False, False, None),
+        ("assignment", "assignment", False, True, _J_Assignment),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -973,6 +1027,7 @@ bind_native(
     ConsumerGroupHeartbeatResponse,
     (0, 1, _N_ConsumerGroupHeartbeatResponse_v0),
 )
+bind_native_json(ConsumerGroupHeartbeatResponse, _J_ConsumerGroupHeartbeatResponse)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -984,6 +1039,7 @@ bind_native(
     _Assignment,
     (0, 1, _N_Assignment_v0),
 )
+bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
     _tj_ConsumerGroupHeartbeatResponse_TopicPartitions,
@@ -999,4 +1055,8 @@ bind_codecs(
 bind_native(
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
     (0, 1, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0),
+)
+bind_native_json(
+    _ConsumerGroupHeartbeatResponse_TopicPartitions,
+    _J_ConsumerGroupHeartbeatResponse_TopicPartitions,
 )

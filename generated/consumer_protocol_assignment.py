@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -256,6 +257,21 @@ _N_ConsumerProtocolAssignment_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartition = (
+    _TopicPartition,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_ConsumerProtocolAssignment = (
+    ConsumerProtocolAssignment,
+    (
+        ("assigned_partitions", "assignedPartitions", False, False, _J_TopicPartition),
+        ("user_data", "userData", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -269,6 +285,7 @@ bind_native(
     ConsumerProtocolAssignment,
     (0, 3, _N_ConsumerProtocolAssignment_v0),
 )
+bind_native_json(ConsumerProtocolAssignment, _J_ConsumerProtocolAssignment)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
@@ -280,3 +297,4 @@ bind_native(
     _TopicPartition,
     (0, 3, _N_TopicPartition_v0),
 )
+bind_native_json(_TopicPartition, _J_TopicPartition)

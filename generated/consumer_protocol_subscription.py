@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -450,6 +451,24 @@ _N_ConsumerProtocolSubscription_v3 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartition = (
+    _TopicPartition,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_ConsumerProtocolSubscription = (
+    ConsumerProtocolSubscription,
+    (
+        ("topics", "topics", False, False, None),
+        ("user_data", "userData", False, True, None),
+        ("owned_partitions", "ownedPartitions", False, False, _J_TopicPartition),
+        ("generation_id", "generationId", False, False, None),
+        ("rack_id", "rackId", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -469,6 +488,7 @@ bind_native(
     (2, 2, _N_ConsumerProtocolSubscription_v2),
     (3, 3, _N_ConsumerProtocolSubscription_v3),
 )
+bind_native_json(ConsumerProtocolSubscription, _J_ConsumerProtocolSubscription)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
@@ -480,3 +500,4 @@ bind_native(
     _TopicPartition,
     (1, 3, _N_TopicPartition_v1),
 )
+bind_native_json(_TopicPartition, _J_TopicPartition)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -289,6 +290,14 @@ _N_ControlledShutdownRequest_v3 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ControlledShutdownRequest = (
+    ControlledShutdownRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -306,6 +315,7 @@ bind_native(
     (2, 2, _N_ControlledShutdownRequest_v2),
     (3, 3, _N_ControlledShutdownRequest_v3),
 )
+bind_native_json(ControlledShutdownRequest, _J_ControlledShutdownRequest)
 
 # -------------------- ControlledShutdownResponse: decoders and encoders, one per distinct layout
 
@@ -520,6 +530,21 @@ _N_ControlledShutdownResponse_v3 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RemainingPartition = (
+    _RemainingPartition,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_ControlledShutdownResponse = (
+    ControlledShutdownResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("remaining_partitions", "remainingPartitions", False, False, _J_RemainingPartition),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -535,6 +560,7 @@ bind_native(
     (0, 2, _N_ControlledShutdownResponse_v0),
     (3, 3, _N_ControlledShutdownResponse_v3),
 )
+bind_native_json(ControlledShutdownResponse, _J_ControlledShutdownResponse)
 bind_codecs(
     _RemainingPartition,
     _tj_RemainingPartition,
@@ -548,3 +574,4 @@ bind_native(
     (0, 2, _N_RemainingPartition_v0),
     (3, 3, _N_RemainingPartition_v3),
 )
+bind_native_json(_RemainingPartition, _J_RemainingPartition)

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -467,6 +468,34 @@ _N_ControllerRegistrationRequest_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Listener = (
+    _Listener,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("security_protocol", "securityProtocol", False, False, None),
+    ),
+)
+_J_Feature = (
+    _Feature,
+    (
+        ("name", "name", False, False, None),
+        ("min_supported_version", "minSupportedVersion", False, False, None),
+        ("max_supported_version", "maxSupportedVersion", False, False, None),
+    ),
+)
+_J_ControllerRegistrationRequest = (
+    ControllerRegistrationRequest,
+    (
+        ("controller_id", "controllerId", False, False, None),
+        ("incarnation_id", "incarnationId", False, False, None),
+        ("zk_migration_ready", "zkMigrationReady", False, False, None),
+        ("listeners", "listeners", False, False, _J_Listener),
+        ("features", "features", False, False, _J_Feature),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -480,6 +509,7 @@ bind_native(
     ControllerRegistrationRequest,
     (0, 0, _N_ControllerRegistrationRequest_v0),
 )
+bind_native_json(ControllerRegistrationRequest, _J_ControllerRegistrationRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -491,6 +521,7 @@ bind_native(
     _Listener,
     (0, 0, _N_Listener_v0),
 )
+bind_native_json(_Listener, _J_Listener)
 bind_codecs(
     _Feature,
     _tj_Feature,
@@ -502,6 +533,7 @@ bind_native(
     _Feature,
     (0, 0, _N_Feature_v0),
 )
+bind_native_json(_Feature, _J_Feature)
 
 # -------------------- ControllerRegistrationResponse: decoders and encoders, one per distinct layout
 
@@ -582,6 +614,15 @@ _N_ControllerRegistrationResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ControllerRegistrationResponse = (
+    ControllerRegistrationResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -595,3 +636,4 @@ bind_native(
     ControllerRegistrationResponse,
     (0, 0, _N_ControllerRegistrationResponse_v0),
 )
+bind_native_json(ControllerRegistrationResponse, _J_ControllerRegistrationResponse)

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -533,6 +534,25 @@ _N_CreateAclsRequest_v2 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AclCreation = (
+    _AclCreation,
+    (
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("resource_pattern_type", "resourcePatternType", False, False, None),
+        ("principal", "principal", False, False, None),
+        ("host", "host", False, False, None),
+        ("operation", "operation", False, False, None),
+        ("permission_type", "permissionType", False, False, None),
+    ),
+)
+_J_CreateAclsRequest = (
+    CreateAclsRequest,
+    (
+        ("creations", "creations", False, False, _J_AclCreation),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -550,6 +570,7 @@ bind_native(
     (1, 1, _N_CreateAclsRequest_v1),
     (2, 3, _N_CreateAclsRequest_v2),
 )
+bind_native_json(CreateAclsRequest, _J_CreateAclsRequest)
 bind_codecs(
     _AclCreation,
     _tj_AclCreation,
@@ -565,6 +586,7 @@ bind_native(
     (1, 1, _N_AclCreation_v1),
     (2, 3, _N_AclCreation_v2),
 )
+bind_native_json(_AclCreation, _J_AclCreation)
 
 # -------------------- CreateAclsResponse: decoders and encoders, one per distinct layout
 
@@ -763,6 +785,21 @@ _N_CreateAclsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AclCreationResult = (
+    _AclCreationResult,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_CreateAclsResponse = (
+    CreateAclsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("results", "results", False, False, _J_AclCreationResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -778,6 +815,7 @@ bind_native(
     (0, 1, _N_CreateAclsResponse_v0),
     (2, 3, _N_CreateAclsResponse_v2),
 )
+bind_native_json(CreateAclsResponse, _J_CreateAclsResponse)
 bind_codecs(
     _AclCreationResult,
     _tj_AclCreationResult,
@@ -791,3 +829,4 @@ bind_native(
     (0, 1, _N_AclCreationResult_v0),
     (2, 3, _N_AclCreationResult_v2),
 )
+bind_native_json(_AclCreationResult, _J_AclCreationResult)

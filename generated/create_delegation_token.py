@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -513,6 +514,23 @@ _N_CreateDelegationTokenRequest_v3 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CreatableRenewers = (
+    _CreatableRenewers,
+    (
+        ("principal_type", "principalType", False, False, None),
+        ("principal_name", "principalName", False, False, None),
+    ),
+)
+_J_CreateDelegationTokenRequest = (
+    CreateDelegationTokenRequest,
+    (
+        ("owner_principal_type", "ownerPrincipalType", False, True, None),
+        ("owner_principal_name", "ownerPrincipalName", False, True, None),
+        ("renewers", "renewers", False, False, _J_CreatableRenewers),
+        ("max_lifetime_ms", "maxLifetimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -530,6 +548,7 @@ bind_native(
     (2, 2, _N_CreateDelegationTokenRequest_v2),
     (3, 3, _N_CreateDelegationTokenRequest_v3),
 )
+bind_native_json(CreateDelegationTokenRequest, _J_CreateDelegationTokenRequest)
 bind_codecs(
     _CreatableRenewers,
     _tj_CreatableRenewers,
@@ -543,6 +562,7 @@ bind_native(
     (0, 1, _N_CreatableRenewers_v0),
     (2, 3, _N_CreatableRenewers_v2),
 )
+bind_native_json(_CreatableRenewers, _J_CreatableRenewers)
 
 # -------------------- CreateDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -838,6 +858,23 @@ _N_CreateDelegationTokenResponse_v3 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CreateDelegationTokenResponse = (
+    CreateDelegationTokenResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("principal_type", "principalType", False, False, None),
+        ("principal_name", "principalName", False, False, None),
+        ("token_requester_principal_type", "tokenRequesterPrincipalType", False, False, None),
+        ("token_requester_principal_name", "tokenRequesterPrincipalName", False, False, None),
+        ("issue_timestamp_ms", "issueTimestampMs", False, False, None),
+        ("expiry_timestamp_ms", "expiryTimestampMs", False, False, None),
+        ("max_timestamp_ms", "maxTimestampMs", False, False, None),
+        ("token_id", "tokenId", False, False, None),
+        ("hmac", "hmac", False, False, None),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -855,3 +892,4 @@ bind_native(
     (2, 2, _N_CreateDelegationTokenResponse_v2),
     (3, 3, _N_CreateDelegationTokenResponse_v3),
 )
+bind_native_json(CreateDelegationTokenResponse, _J_CreateDelegationTokenResponse)

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -579,6 +580,29 @@ _N_CreatePartitionsRequest_v2 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CreatePartitionsAssignment = (
+    _CreatePartitionsAssignment,
+    (
+        ("broker_ids", "brokerIds", False, False, None),
+    ),
+)
+_J_CreatePartitionsTopic = (
+    _CreatePartitionsTopic,
+    (
+        ("name", "name", False, False, None),
+        ("count", "count", False, False, None),
+        ("assignments", "assignments", False, True, _J_CreatePartitionsAssignment),
+    ),
+)
+_J_CreatePartitionsRequest = (
+    CreatePartitionsRequest,
+    (
+        ("topics", "topics", False, False, _J_CreatePartitionsTopic),
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("validate_only", "validateOnly", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -594,6 +618,7 @@ bind_native(
     (0, 1, _N_CreatePartitionsRequest_v0),
     (2, 3, _N_CreatePartitionsRequest_v2),
 )
+bind_native_json(CreatePartitionsRequest, _J_CreatePartitionsRequest)
 bind_codecs(
     _CreatePartitionsTopic,
     _tj_CreatePartitionsTopic,
@@ -607,6 +632,7 @@ bind_native(
     (0, 1, _N_CreatePartitionsTopic_v0),
     (2, 3, _N_CreatePartitionsTopic_v2),
 )
+bind_native_json(_CreatePartitionsTopic, _J_CreatePartitionsTopic)
 bind_codecs(
     _CreatePartitionsAssignment,
     _tj_CreatePartitionsAssignment,
@@ -620,6 +646,7 @@ bind_native(
     (0, 1, _N_CreatePartitionsAssignment_v0),
     (2, 3, _N_CreatePartitionsAssignment_v2),
 )
+bind_native_json(_CreatePartitionsAssignment, _J_CreatePartitionsAssignment)
 
 # -------------------- CreatePartitionsResponse: decoders and encoders, one per distinct layout
 
@@ -861,6 +888,22 @@ _N_CreatePartitionsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CreatePartitionsTopicResult = (
+    _CreatePartitionsTopicResult,
+    (
+        ("name", "name", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_CreatePartitionsResponse = (
+    CreatePartitionsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("results", "results", False, False, _J_CreatePartitionsTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -876,6 +919,7 @@ bind_native(
     (0, 1, _N_CreatePartitionsResponse_v0),
     (2, 3, _N_CreatePartitionsResponse_v2),
 )
+bind_native_json(CreatePartitionsResponse, _J_CreatePartitionsResponse)
 bind_codecs(
     _CreatePartitionsTopicResult,
     _tj_CreatePartitionsTopicResult,
@@ -889,3 +933,4 @@ bind_native(
     (0, 1, _N_CreatePartitionsTopicResult_v0),
     (2, 3, _N_CreatePartitionsTopicResult_v2),
 )
+bind_native_json(_CreatePartitionsTopicResult, _J_CreatePartitionsTopicResult)

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -867,6 +868,39 @@ _N_CreateTopicsRequest_v5 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CreatableReplicaAssignment = (
+    _CreatableReplicaAssignment,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("broker_ids", "brokerIds", False, False, None),
+    ),
+)
+_J_CreatableTopicConfig = (
+    _CreatableTopicConfig,
+    (
+        ("name", "name", False, False, None),
+        ("value", "value", False, True, None),
+    ),
+)
+_J_CreatableTopic = (
+    _CreatableTopic,
+    (
+        ("name", "name", False, False, None),
+        ("num_partitions", "numPartitions", False, False, None),
+        ("replication_factor", "replicationFactor", False, False, None),
+        ("assignments", "assignments", False, False, _J_CreatableReplicaAssignment),
+        ("configs", "configs", False, False, _J_CreatableTopicConfig),
+    ),
+)
+_J_CreateTopicsRequest = (
+    CreateTopicsRequest,
+    (
+        ("topics", "topics", False, False, _J_CreatableTopic),
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("validate_only", "validateOnly", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -884,6 +918,7 @@ bind_native(
     (1, 4, _N_CreateTopicsRequest_v1),
     (5, 7, _N_CreateTopicsRequest_v5),
 )
+bind_native_json(CreateTopicsRequest, _J_CreateTopicsRequest)
 bind_codecs(
     _CreatableTopic,
     _tj_CreatableTopic,
@@ -897,6 +932,7 @@ bind_native(
     (0, 4, _N_CreatableTopic_v0),
     (5, 7, _N_CreatableTopic_v5),
 )
+bind_native_json(_CreatableTopic, _J_CreatableTopic)
 bind_codecs(
     _CreatableReplicaAssignment,
     _tj_CreatableReplicaAssignment,
@@ -910,6 +946,7 @@ bind_native(
     (0, 4, _N_CreatableReplicaAssignment_v0),
     (5, 7, _N_CreatableReplicaAssignment_v5),
 )
+bind_native_json(_CreatableReplicaAssignment, _J_CreatableReplicaAssignment)
 bind_codecs(
     _CreatableTopicConfig,
     _tj_CreatableTopicConfig,
@@ -923,6 +960,7 @@ bind_native(
     (0, 4, _N_CreatableTopicConfig_v0),
     (5, 7, _N_CreatableTopicConfig_v5),
 )
+bind_native_json(_CreatableTopicConfig, _J_CreatableTopicConfig)
 
 # -------------------- CreateTopicsResponse: decoders and encoders, one per distinct layout
 
@@ -1575,6 +1613,37 @@ _N_CreateTopicsResponse_v7 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CreatableTopicConfigs = (
+    _CreatableTopicConfigs,
+    (
+        ("name", "name", False, False, None),
+        ("value", "value", False, True, None),
+        ("read_only", "readOnly", False, False, None),
+        ("config_source", "configSource", False, False, None),
+        ("is_sensitive", "isSensitive", False, False, None),
+    ),
+)
+_J_CreatableTopicResult = (
+    _CreatableTopicResult,
+    (
+        ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("topic_config_error_code", "topicConfigErrorCode", True, False, None),
+        ("num_partitions", "numPartitions", False, False, None),
+        ("replication_factor", "replicationFactor", False, False, None),
+        ("configs", "configs", False, True, _J_CreatableTopicConfigs),
+    ),
+)
+_J_CreateTopicsResponse = (
+    CreateTopicsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_CreatableTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1596,6 +1665,7 @@ bind_native(
     (5, 6, _N_CreateTopicsResponse_v5),
     (7, 7, _N_CreateTopicsResponse_v7),
 )
+bind_native_json(CreateTopicsResponse, _J_CreateTopicsResponse)
 bind_codecs(
     _CreatableTopicResult,
     _tj_CreatableTopicResult,
@@ -1613,6 +1683,7 @@ bind_native(
     (5, 6, _N_CreatableTopicResult_v5),
     (7, 7, _N_CreatableTopicResult_v7),
 )
+bind_native_json(_CreatableTopicResult, _J_CreatableTopicResult)
 bind_codecs(
     _CreatableTopicConfigs,
     _tj_CreatableTopicConfigs,
@@ -1624,3 +1695,4 @@ bind_native(
     _CreatableTopicConfigs,
     (5, 7, _N_CreatableTopicConfigs_v5),
 )
+bind_native_json(_CreatableTopicConfigs, _J_CreatableTopicConfigs)

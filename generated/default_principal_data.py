@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -157,6 +158,15 @@ _N_DefaultPrincipalData_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DefaultPrincipalData = (
+    DefaultPrincipalData,
+    (
+        ("type", "type", False, False, None),
+        ("name", "name", False, False, None),
+        ("token_authenticated", "tokenAuthenticated", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -170,3 +180,4 @@ bind_native(
     DefaultPrincipalData,
     (0, 0, _N_DefaultPrincipalData_v0),
 )
+bind_native_json(DefaultPrincipalData, _J_DefaultPrincipalData)

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -622,6 +623,25 @@ _N_DeleteAclsRequest_v2 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeleteAclsFilter = (
+    _DeleteAclsFilter,
+    (
+        ("resource_type_filter", "resourceTypeFilter", False, False, None),
+        ("resource_name_filter", "resourceNameFilter", False, True, None),
+        ("pattern_type_filter", "patternTypeFilter", False, False, None),
+        ("principal_filter", "principalFilter", False, True, None),
+        ("host_filter", "hostFilter", False, True, None),
+        ("operation", "operation", False, False, None),
+        ("permission_type", "permissionType", False, False, None),
+    ),
+)
+_J_DeleteAclsRequest = (
+    DeleteAclsRequest,
+    (
+        ("filters", "filters", False, False, _J_DeleteAclsFilter),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -639,6 +659,7 @@ bind_native(
     (1, 1, _N_DeleteAclsRequest_v1),
     (2, 3, _N_DeleteAclsRequest_v2),
 )
+bind_native_json(DeleteAclsRequest, _J_DeleteAclsRequest)
 bind_codecs(
     _DeleteAclsFilter,
     _tj_DeleteAclsFilter,
@@ -654,6 +675,7 @@ bind_native(
     (1, 1, _N_DeleteAclsFilter_v1),
     (2, 3, _N_DeleteAclsFilter_v2),
 )
+bind_native_json(_DeleteAclsFilter, _J_DeleteAclsFilter)
 
 # -------------------- DeleteAclsResponse: decoders and encoders, one per distinct layout
 
@@ -1251,6 +1273,36 @@ _N_DeleteAclsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeleteAclsMatchingAcl = (
+    _DeleteAclsMatchingAcl,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("pattern_type", "patternType", False, False, None),
+        ("principal", "principal", False, False, None),
+        ("host", "host", False, False, None),
+        ("operation", "operation", False, False, None),
+        ("permission_type", "permissionType", False, False, None),
+    ),
+)
+_J_DeleteAclsFilterResult = (
+    _DeleteAclsFilterResult,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("matching_acls", "matchingAcls", False, False, _J_DeleteAclsMatchingAcl),
+    ),
+)
+_J_DeleteAclsResponse = (
+    DeleteAclsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("filter_results", "filterResults", False, False, _J_DeleteAclsFilterResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1268,6 +1320,7 @@ bind_native(
     (1, 1, _N_DeleteAclsResponse_v1),
     (2, 3, _N_DeleteAclsResponse_v2),
 )
+bind_native_json(DeleteAclsResponse, _J_DeleteAclsResponse)
 bind_codecs(
     _DeleteAclsFilterResult,
     _tj_DeleteAclsFilterResult,
@@ -1283,6 +1336,7 @@ bind_native(
     (1, 1, _N_DeleteAclsFilterResult_v1),
     (2, 3, _N_DeleteAclsFilterResult_v2),
 )
+bind_native_json(_DeleteAclsFilterResult, _J_DeleteAclsFilterResult)
 bind_codecs(
     _DeleteAclsMatchingAcl,
     _tj_DeleteAclsMatchingAcl,
@@ -1298,3 +1352,4 @@ bind_native(
     (1, 1, _N_DeleteAclsMatchingAcl_v1),
     (2, 3, _N_DeleteAclsMatchingAcl_v2),
 )
+bind_native_json(_DeleteAclsMatchingAcl, _J_DeleteAclsMatchingAcl)

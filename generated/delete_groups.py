@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -243,6 +244,13 @@ _N_DeleteGroupsRequest_v2 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeleteGroupsRequest = (
+    DeleteGroupsRequest,
+    (
+        ("groups_names", "groupsNames", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -258,6 +266,7 @@ bind_native(
     (0, 1, _N_DeleteGroupsRequest_v0),
     (2, 2, _N_DeleteGroupsRequest_v2),
 )
+bind_native_json(DeleteGroupsRequest, _J_DeleteGroupsRequest)
 
 # -------------------- DeleteGroupsResponse: decoders and encoders, one per distinct layout
 
@@ -462,6 +471,21 @@ _N_DeleteGroupsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeletableGroupResult = (
+    _DeletableGroupResult,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_DeleteGroupsResponse = (
+    DeleteGroupsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("results", "results", False, False, _J_DeletableGroupResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -477,6 +501,7 @@ bind_native(
     (0, 1, _N_DeleteGroupsResponse_v0),
     (2, 2, _N_DeleteGroupsResponse_v2),
 )
+bind_native_json(DeleteGroupsResponse, _J_DeleteGroupsResponse)
 bind_codecs(
     _DeletableGroupResult,
     _tj_DeletableGroupResult,
@@ -490,3 +515,4 @@ bind_native(
     (0, 1, _N_DeletableGroupResult_v0),
     (2, 2, _N_DeletableGroupResult_v2),
 )
+bind_native_json(_DeletableGroupResult, _J_DeletableGroupResult)

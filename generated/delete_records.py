@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -560,6 +561,28 @@ _N_DeleteRecordsRequest_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeleteRecordsPartition = (
+    _DeleteRecordsPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("offset", "offset", False, False, None),
+    ),
+)
+_J_DeleteRecordsTopic = (
+    _DeleteRecordsTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_DeleteRecordsPartition),
+    ),
+)
+_J_DeleteRecordsRequest = (
+    DeleteRecordsRequest,
+    (
+        ("topics", "topics", False, False, _J_DeleteRecordsTopic),
+        ("timeout_ms", "timeoutMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -575,6 +598,7 @@ bind_native(
     (0, 1, _N_DeleteRecordsRequest_v0),
     (2, 2, _N_DeleteRecordsRequest_v2),
 )
+bind_native_json(DeleteRecordsRequest, _J_DeleteRecordsRequest)
 bind_codecs(
     _DeleteRecordsTopic,
     _tj_DeleteRecordsTopic,
@@ -588,6 +612,7 @@ bind_native(
     (0, 1, _N_DeleteRecordsTopic_v0),
     (2, 2, _N_DeleteRecordsTopic_v2),
 )
+bind_native_json(_DeleteRecordsTopic, _J_DeleteRecordsTopic)
 bind_codecs(
     _DeleteRecordsPartition,
     _tj_DeleteRecordsPartition,
@@ -601,6 +626,7 @@ bind_native(
     (0, 1, _N_DeleteRecordsPartition_v0),
     (2, 2, _N_DeleteRecordsPartition_v2),
 )
+bind_native_json(_DeleteRecordsPartition, _J_DeleteRecordsPartition)
 
 # -------------------- DeleteRecordsResponse: decoders and encoders, one per distinct layout
 
@@ -923,6 +949,29 @@ _N_DeleteRecordsResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeleteRecordsPartitionResult = (
+    _DeleteRecordsPartitionResult,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("low_watermark", "lowWatermark", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_DeleteRecordsTopicResult = (
+    _DeleteRecordsTopicResult,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_DeleteRecordsPartitionResult),
+    ),
+)
+_J_DeleteRecordsResponse = (
+    DeleteRecordsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_DeleteRecordsTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -938,6 +987,7 @@ bind_native(
     (0, 1, _N_DeleteRecordsResponse_v0),
     (2, 2, _N_DeleteRecordsResponse_v2),
 )
+bind_native_json(DeleteRecordsResponse, _J_DeleteRecordsResponse)
 bind_codecs(
     _DeleteRecordsTopicResult,
     _tj_DeleteRecordsTopicResult,
@@ -951,6 +1001,7 @@ bind_native(
     (0, 1, _N_DeleteRecordsTopicResult_v0),
     (2, 2, _N_DeleteRecordsTopicResult_v2),
 )
+bind_native_json(_DeleteRecordsTopicResult, _J_DeleteRecordsTopicResult)
 bind_codecs(
     _DeleteRecordsPartitionResult,
     _tj_DeleteRecordsPartitionResult,
@@ -964,3 +1015,4 @@ bind_native(
     (0, 1, _N_DeleteRecordsPartitionResult_v0),
     (2, 2, _N_DeleteRecordsPartitionResult_v2),
 )
+bind_native_json(_DeleteRecordsPartitionResult, _J_DeleteRecordsPartitionResult)

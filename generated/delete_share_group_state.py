@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -441,6 +442,27 @@ _N_DeleteShareGroupStateRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+    ),
+)
+_J_DeleteStateData = (
+    _DeleteStateData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_DeleteShareGroupStateRequest = (
+    DeleteShareGroupStateRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_DeleteStateData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -454,6 +476,7 @@ bind_native(
     DeleteShareGroupStateRequest,
     (0, 0, _N_DeleteShareGroupStateRequest_v0),
 )
+bind_native_json(DeleteShareGroupStateRequest, _J_DeleteShareGroupStateRequest)
 bind_codecs(
     _DeleteStateData,
     _tj_DeleteStateData,
@@ -465,6 +488,7 @@ bind_native(
     _DeleteStateData,
     (0, 0, _N_DeleteStateData_v0),
 )
+bind_native_json(_DeleteStateData, _J_DeleteStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -476,6 +500,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- DeleteShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -683,6 +708,28 @@ _N_DeleteShareGroupStateResponse_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_DeleteStateResult = (
+    _DeleteStateResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_DeleteShareGroupStateResponse = (
+    DeleteShareGroupStateResponse,
+    (
+        ("results", "results", False, False, _J_DeleteStateResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -696,6 +743,7 @@ bind_native(
     DeleteShareGroupStateResponse,
     (0, 0, _N_DeleteShareGroupStateResponse_v0),
 )
+bind_native_json(DeleteShareGroupStateResponse, _J_DeleteShareGroupStateResponse)
 bind_codecs(
     _DeleteStateResult,
     _tj_DeleteStateResult,
@@ -707,6 +755,7 @@ bind_native(
     _DeleteStateResult,
     (0, 0, _N_DeleteStateResult_v0),
 )
+bind_native_json(_DeleteStateResult, _J_DeleteStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -718,3 +767,4 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)

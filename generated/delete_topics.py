@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -434,6 +435,22 @@ _N_DeleteTopicsRequest_v6 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeleteTopicState = (
+    _DeleteTopicState,
+    (
+        ("name", "name", False, True, None),
+        ("topic_id", "topicId", False, False, None),
+    ),
+)
+_J_DeleteTopicsRequest = (
+    DeleteTopicsRequest,
+    (
+        ("topics", "topics", False, False, _J_DeleteTopicState),
+        ("topic_names", "topicNames", False, False, None),
+        ("timeout_ms", "timeoutMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -451,6 +468,7 @@ bind_native(
     (4, 5, _N_DeleteTopicsRequest_v4),
     (6, 6, _N_DeleteTopicsRequest_v6),
 )
+bind_native_json(DeleteTopicsRequest, _J_DeleteTopicsRequest)
 bind_codecs(
     _DeleteTopicState,
     _tj_DeleteTopicState,
@@ -462,6 +480,7 @@ bind_native(
     _DeleteTopicState,
     (6, 6, _N_DeleteTopicState_v6),
 )
+bind_native_json(_DeleteTopicState, _J_DeleteTopicState)
 
 # -------------------- DeleteTopicsResponse: decoders and encoders, one per distinct layout
 
@@ -898,6 +917,23 @@ _N_DeleteTopicsResponse_v6 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DeletableTopicResult = (
+    _DeletableTopicResult,
+    (
+        ("name", "name", False, True, None),
+        ("topic_id", "topicId", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_DeleteTopicsResponse = (
+    DeleteTopicsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("responses", "responses", False, False, _J_DeletableTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -919,6 +955,7 @@ bind_native(
     (5, 5, _N_DeleteTopicsResponse_v5),
     (6, 6, _N_DeleteTopicsResponse_v6),
 )
+bind_native_json(DeleteTopicsResponse, _J_DeleteTopicsResponse)
 bind_codecs(
     _DeletableTopicResult,
     _tj_DeletableTopicResult,
@@ -936,3 +973,4 @@ bind_native(
     (5, 5, _N_DeletableTopicResult_v5),
     (6, 6, _N_DeletableTopicResult_v6),
 )
+bind_native_json(_DeletableTopicResult, _J_DeletableTopicResult)

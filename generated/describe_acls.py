@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -749,6 +750,28 @@ _N_DescribeAclsRequest_v4 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeAclsRequest_ResourceCursor = (
+    _DescribeAclsRequest_ResourceCursor,
+    (
+        ("resource_name", "resourceName", False, False, None),
+        ("resource_type", "resourceType", False, False, None),
+    ),
+)
+_J_DescribeAclsRequest = (
+    DescribeAclsRequest,
+    (
+        ("resource_type_filter", "resourceTypeFilter", False, False, None),
+        ("resource_name_filter", "resourceNameFilter", False, True, None),
+        ("pattern_type_filter", "patternTypeFilter", False, False, None),
+        ("principal_filter", "principalFilter", False, True, None),
+        ("host_filter", "hostFilter", False, True, None),
+        ("operation", "operation", False, False, None),
+        ("permission_type", "permissionType", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeAclsRequest_ResourceCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -768,6 +791,7 @@ bind_native(
     (2, 3, _N_DescribeAclsRequest_v2),
     (4, 4, _N_DescribeAclsRequest_v4),
 )
+bind_native_json(DescribeAclsRequest, _J_DescribeAclsRequest)
 bind_codecs(
     _DescribeAclsRequest_ResourceCursor,
     _tj_DescribeAclsRequest_ResourceCursor,
@@ -779,6 +803,7 @@ bind_native(
     _DescribeAclsRequest_ResourceCursor,
     (4, 4, _N_DescribeAclsRequest_ResourceCursor_v4),
 )
+bind_native_json(_DescribeAclsRequest_ResourceCursor, _J_DescribeAclsRequest_ResourceCursor)
 
 # -------------------- DescribeAclsResponse: decoders and encoders, one per distinct layout
 
@@ -1415,6 +1440,42 @@ _N_DescribeAclsResponse_v4 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AclDescription = (
+    _AclDescription,
+    (
+        ("principal", "principal", False, False, None),
+        ("host", "host", False, False, None),
+        ("operation", "operation", False, False, None),
+        ("permission_type", "permissionType", False, False, None),
+    ),
+)
+_J_DescribeAclsResource = (
+    _DescribeAclsResource,
+    (
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("pattern_type", "patternType", False, False, None),
+        ("acls", "acls", False, False, _J_AclDescription),
+    ),
+)
+_J_DescribeAclsResponse_ResourceCursor = (
+    _DescribeAclsResponse_ResourceCursor,
+    (
+        ("resource_name", "resourceName", False, False, None),
+        ("resource_type", "resourceType", False, False, None),
+    ),
+)
+_J_DescribeAclsResponse = (
+    DescribeAclsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("resources", "resources", False, False, _J_DescribeAclsResource),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeAclsResponse_ResourceCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1434,6 +1495,7 @@ bind_native(
     (2, 3, _N_DescribeAclsResponse_v2),
     (4, 4, _N_DescribeAclsResponse_v4),
 )
+bind_native_json(DescribeAclsResponse, _J_DescribeAclsResponse)
 bind_codecs(
     _DescribeAclsResource,
     _tj_DescribeAclsResource,
@@ -1449,6 +1511,7 @@ bind_native(
     (1, 1, _N_DescribeAclsResource_v1),
     (2, 4, _N_DescribeAclsResource_v2),
 )
+bind_native_json(_DescribeAclsResource, _J_DescribeAclsResource)
 bind_codecs(
     _AclDescription,
     _tj_AclDescription,
@@ -1462,6 +1525,7 @@ bind_native(
     (0, 1, _N_AclDescription_v0),
     (2, 4, _N_AclDescription_v2),
 )
+bind_native_json(_AclDescription, _J_AclDescription)
 bind_codecs(
     _DescribeAclsResponse_ResourceCursor,
     _tj_DescribeAclsResponse_ResourceCursor,
@@ -1478,3 +1542,4 @@ bind_native(
     _DescribeAclsResponse_ResourceCursor,
     (4, 4, _N_DescribeAclsResponse_ResourceCursor_v4),
 )
+bind_native_json(_DescribeAclsResponse_ResourceCursor, _J_DescribeAclsResponse_ResourceCursor)

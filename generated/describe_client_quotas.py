@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -499,6 +500,22 @@ _N_DescribeClientQuotasRequest_v1 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ComponentData = (
+    _ComponentData,
+    (
+        ("entity_type", "entityType", False, False, None),
+        ("match_type", "matchType", False, False, None),
+        ("match", "match", False, True, None),
+    ),
+)
+_J_DescribeClientQuotasRequest = (
+    DescribeClientQuotasRequest,
+    (
+        ("components", "components", False, False, _J_ComponentData),
+        ("strict", "strict", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -514,6 +531,7 @@ bind_native(
     (0, 0, _N_DescribeClientQuotasRequest_v0),
     (1, 1, _N_DescribeClientQuotasRequest_v1),
 )
+bind_native_json(DescribeClientQuotasRequest, _J_DescribeClientQuotasRequest)
 bind_codecs(
     _ComponentData,
     _tj_ComponentData,
@@ -527,6 +545,7 @@ bind_native(
     (0, 0, _N_ComponentData_v0),
     (1, 1, _N_ComponentData_v1),
 )
+bind_native_json(_ComponentData, _J_ComponentData)
 
 # -------------------- DescribeClientQuotasResponse: decoders and encoders, one per distinct layout
 
@@ -964,6 +983,37 @@ _N_DescribeClientQuotasResponse_v1 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EntityData = (
+    _EntityData,
+    (
+        ("entity_type", "entityType", False, False, None),
+        ("entity_name", "entityName", False, True, None),
+    ),
+)
+_J_ValueData = (
+    _ValueData,
+    (
+        ("key", "key", False, False, None),
+        ("value", "value", False, False, None),
+    ),
+)
+_J_EntryData = (
+    _EntryData,
+    (
+        ("entity", "entity", False, False, _J_EntityData),
+        ("values", "values", False, False, _J_ValueData),
+    ),
+)
+_J_DescribeClientQuotasResponse = (
+    DescribeClientQuotasResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("entries", "entries", False, True, _J_EntryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -979,6 +1029,7 @@ bind_native(
     (0, 0, _N_DescribeClientQuotasResponse_v0),
     (1, 1, _N_DescribeClientQuotasResponse_v1),
 )
+bind_native_json(DescribeClientQuotasResponse, _J_DescribeClientQuotasResponse)
 bind_codecs(
     _EntryData,
     _tj_EntryData,
@@ -992,6 +1043,7 @@ bind_native(
     (0, 0, _N_EntryData_v0),
     (1, 1, _N_EntryData_v1),
 )
+bind_native_json(_EntryData, _J_EntryData)
 bind_codecs(
     _EntityData,
     _tj_EntityData,
@@ -1005,6 +1057,7 @@ bind_native(
     (0, 0, _N_EntityData_v0),
     (1, 1, _N_EntityData_v1),
 )
+bind_native_json(_EntityData, _J_EntityData)
 bind_codecs(
     _ValueData,
     _tj_ValueData,
@@ -1018,3 +1071,4 @@ bind_native(
     (0, 0, _N_ValueData_v0),
     (1, 1, _N_ValueData_v1),
 )
+bind_native_json(_ValueData, _J_ValueData)

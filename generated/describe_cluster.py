@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -299,6 +300,14 @@ _N_DescribeClusterRequest_v1 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeClusterRequest = (
+    DescribeClusterRequest,
+    (
+        ("include_cluster_authorized_operations", "includeClusterAuthorizedOperations", False, False, None),
+        ("endpoint_type", "endpointType", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -314,6 +323,7 @@ bind_native(
     (0, 0, _N_DescribeClusterRequest_v0),
     (1, 1, _N_DescribeClusterRequest_v1),
 )
+bind_native_json(DescribeClusterRequest, _J_DescribeClusterRequest)
 
 # -------------------- DescribeClusterResponse: decoders and encoders, one per distinct layout
 
@@ -587,6 +597,29 @@ _N_DescribeClusterResponse_v1 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeClusterBroker = (
+    _DescribeClusterBroker,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_DescribeClusterResponse = (
+    DescribeClusterResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("endpoint_type", "endpointType", False, False, None),
+        ("cluster_id", "clusterId", False, False, None),
+        ("controller_id", "controllerId", False, False, None),
+        ("brokers", "brokers", False, False, _J_DescribeClusterBroker),
+        ("cluster_authorized_operations", "clusterAuthorizedOperations", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -602,6 +635,7 @@ bind_native(
     (0, 0, _N_DescribeClusterResponse_v0),
     (1, 1, _N_DescribeClusterResponse_v1),
 )
+bind_native_json(DescribeClusterResponse, _J_DescribeClusterResponse)
 bind_codecs(
     _DescribeClusterBroker,
     _tj_DescribeClusterBroker,
@@ -613,3 +647,4 @@ bind_native(
     _DescribeClusterBroker,
     (0, 1, _N_DescribeClusterBroker_v0),
 )
+bind_native_json(_DescribeClusterBroker, _J_DescribeClusterBroker)

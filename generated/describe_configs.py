@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -907,6 +908,32 @@ _N_DescribeConfigsRequest_v5 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeConfigsResource = (
+    _DescribeConfigsResource,
+    (
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("configuration_keys", "configurationKeys", False, True, None),
+    ),
+)
+_J_DescribeConfigsRequest_ResourceCursor = (
+    _DescribeConfigsRequest_ResourceCursor,
+    (
+        ("resource_name", "resourceName", False, False, None),
+        ("resource_type", "resourceType", False, False, None),
+    ),
+)
+_J_DescribeConfigsRequest = (
+    DescribeConfigsRequest,
+    (
+        ("resources", "resources", False, False, _J_DescribeConfigsResource),
+        ("include_synonyms", "includeSynonyms", False, False, None),
+        ("include_documentation", "includeDocumentation", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeConfigsRequest_ResourceCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -928,6 +955,7 @@ bind_native(
     (4, 4, _N_DescribeConfigsRequest_v4),
     (5, 5, _N_DescribeConfigsRequest_v5),
 )
+bind_native_json(DescribeConfigsRequest, _J_DescribeConfigsRequest)
 bind_codecs(
     _DescribeConfigsResource,
     _tj_DescribeConfigsResource,
@@ -941,6 +969,7 @@ bind_native(
     (0, 3, _N_DescribeConfigsResource_v0),
     (4, 5, _N_DescribeConfigsResource_v4),
 )
+bind_native_json(_DescribeConfigsResource, _J_DescribeConfigsResource)
 bind_codecs(
     _DescribeConfigsRequest_ResourceCursor,
     _tj_DescribeConfigsRequest_ResourceCursor,
@@ -957,6 +986,7 @@ bind_native(
     _DescribeConfigsRequest_ResourceCursor,
     (5, 5, _N_DescribeConfigsRequest_ResourceCursor_v5),
 )
+bind_native_json(_DescribeConfigsRequest_ResourceCursor, _J_DescribeConfigsRequest_ResourceCursor)
 
 # -------------------- DescribeConfigsResponse: decoders and encoders, one per distinct layout
 
@@ -2054,6 +2084,54 @@ _N_DescribeConfigsResponse_v5 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeConfigsSynonym = (
+    _DescribeConfigsSynonym,
+    (
+        ("name", "name", False, False, None),
+        ("value", "value", False, True, None),
+        ("source", "source", False, False, None),
+    ),
+)
+_J_DescribeConfigsResourceResult = (
+    _DescribeConfigsResourceResult,
+    (
+        ("name", "name", False, False, None),
+        ("value", "value", False, True, None),
+        ("read_only", "readOnly", False, False, None),
+        ("is_default", "isDefault", False, False, None),
+        ("config_source", "configSource", False, False, None),
+        ("is_sensitive", "isSensitive", False, False, None),
+        ("synonyms", "synonyms", False, False, _J_DescribeConfigsSynonym),
+        ("config_type", "configType", False, False, None),
+        ("documentation", "documentation", False, True, None),
+    ),
+)
+_J_DescribeConfigsResult = (
+    _DescribeConfigsResult,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("configs", "configs", False, False, _J_DescribeConfigsResourceResult),
+    ),
+)
+_J_DescribeConfigsResponse_ResourceCursor = (
+    _DescribeConfigsResponse_ResourceCursor,
+    (
+        ("resource_name", "resourceName", False, False, None),
+        ("resource_type", "resourceType", False, False, None),
+    ),
+)
+_J_DescribeConfigsResponse = (
+    DescribeConfigsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("results", "results", False, False, _J_DescribeConfigsResult),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeConfigsResponse_ResourceCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2075,6 +2153,7 @@ bind_native(
     (4, 4, _N_DescribeConfigsResponse_v4),
     (5, 5, _N_DescribeConfigsResponse_v5),
 )
+bind_native_json(DescribeConfigsResponse, _J_DescribeConfigsResponse)
 bind_codecs(
     _DescribeConfigsResult,
     _tj_DescribeConfigsResult,
@@ -2092,6 +2171,7 @@ bind_native(
     (3, 3, _N_DescribeConfigsResult_v3),
     (4, 5, _N_DescribeConfigsResult_v4),
 )
+bind_native_json(_DescribeConfigsResult, _J_DescribeConfigsResult)
 bind_codecs(
     _DescribeConfigsResourceResult,
     _tj_DescribeConfigsResourceResult,
@@ -2109,6 +2189,7 @@ bind_native(
     (3, 3, _N_DescribeConfigsResourceResult_v3),
     (4, 5, _N_DescribeConfigsResourceResult_v4),
 )
+bind_native_json(_DescribeConfigsResourceResult, _J_DescribeConfigsResourceResult)
 bind_codecs(
     _DescribeConfigsSynonym,
     _tj_DescribeConfigsSynonym,
@@ -2122,6 +2203,7 @@ bind_native(
     (1, 3, _N_DescribeConfigsSynonym_v1),
     (4, 5, _N_DescribeConfigsSynonym_v4),
 )
+bind_native_json(_DescribeConfigsSynonym, _J_DescribeConfigsSynonym)
 bind_codecs(
     _DescribeConfigsResponse_ResourceCursor,
     _tj_DescribeConfigsResponse_ResourceCursor,
@@ -2138,3 +2220,4 @@ bind_native(
     _DescribeConfigsResponse_ResourceCursor,
     (5, 5, _N_DescribeConfigsResponse_ResourceCursor_v5),
 )
+bind_native_json(_DescribeConfigsResponse_ResourceCursor, _J_DescribeConfigsResponse_ResourceCursor)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -485,6 +486,20 @@ _N_DescribeDelegationTokenRequest_v2 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeDelegationTokenOwner = (
+    _DescribeDelegationTokenOwner,
+    (
+        ("principal_type", "principalType", False, False, None),
+        ("principal_name", "principalName", False, False, None),
+    ),
+)
+_J_DescribeDelegationTokenRequest = (
+    DescribeDelegationTokenRequest,
+    (
+        ("owners", "owners", False, True, _J_DescribeDelegationTokenOwner),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -500,6 +515,7 @@ bind_native(
     (0, 1, _N_DescribeDelegationTokenRequest_v0),
     (2, 3, _N_DescribeDelegationTokenRequest_v2),
 )
+bind_native_json(DescribeDelegationTokenRequest, _J_DescribeDelegationTokenRequest)
 bind_codecs(
     _DescribeDelegationTokenOwner,
     _tj_DescribeDelegationTokenOwner,
@@ -513,6 +529,7 @@ bind_native(
     (0, 1, _N_DescribeDelegationTokenOwner_v0),
     (2, 3, _N_DescribeDelegationTokenOwner_v2),
 )
+bind_native_json(_DescribeDelegationTokenOwner, _J_DescribeDelegationTokenOwner)
 
 # -------------------- DescribeDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -1097,6 +1114,37 @@ _N_DescribeDelegationTokenResponse_v3 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribedDelegationTokenRenewer = (
+    _DescribedDelegationTokenRenewer,
+    (
+        ("principal_type", "principalType", False, False, None),
+        ("principal_name", "principalName", False, False, None),
+    ),
+)
+_J_DescribedDelegationToken = (
+    _DescribedDelegationToken,
+    (
+        ("principal_type", "principalType", False, False, None),
+        ("principal_name", "principalName", False, False, None),
+        ("token_requester_principal_type", "tokenRequesterPrincipalType", False, False, None),
+        ("token_requester_principal_name", "tokenRequesterPrincipalName", False, False, None),
+        ("issue_timestamp", "issueTimestamp", False, False, None),
+        ("expiry_timestamp", "expiryTimestamp", False, False, None),
+        ("max_timestamp", "maxTimestamp", False, False, None),
+        ("token_id", "tokenId", False, False, None),
+        ("hmac", "hmac", False, False, None),
+        ("renewers", "renewers", False, False, _J_DescribedDelegationTokenRenewer),
+    ),
+)
+_J_DescribeDelegationTokenResponse = (
+    DescribeDelegationTokenResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("tokens", "tokens", False, False, _J_DescribedDelegationToken),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1114,6 +1162,7 @@ bind_native(
     (2, 2, _N_DescribeDelegationTokenResponse_v2),
     (3, 3, _N_DescribeDelegationTokenResponse_v3),
 )
+bind_native_json(DescribeDelegationTokenResponse, _J_DescribeDelegationTokenResponse)
 bind_codecs(
     _DescribedDelegationToken,
     _tj_DescribedDelegationToken,
@@ -1129,6 +1178,7 @@ bind_native(
     (2, 2, _N_DescribedDelegationToken_v2),
     (3, 3, _N_DescribedDelegationToken_v3),
 )
+bind_native_json(_DescribedDelegationToken, _J_DescribedDelegationToken)
 bind_codecs(
     _DescribedDelegationTokenRenewer,
     _tj_DescribedDelegationTokenRenewer,
@@ -1142,3 +1192,4 @@ bind_native(
     (0, 1, _N_DescribedDelegationTokenRenewer_v0),
     (2, 3, _N_DescribedDelegationTokenRenewer_v2),
 )
+bind_native_json(_DescribedDelegationTokenRenewer, _J_DescribedDelegationTokenRenewer)

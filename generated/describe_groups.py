@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -610,6 +611,23 @@ _N_DescribeGroupsRequest_v6 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeGroupsRequest_GroupMemberCursor = (
+    _DescribeGroupsRequest_GroupMemberCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+    ),
+)
+_J_DescribeGroupsRequest = (
+    DescribeGroupsRequest,
+    (
+        ("groups", "groups", False, False, None),
+        ("include_authorized_operations", "includeAuthorizedOperations", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeGroupsRequest_GroupMemberCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -629,6 +647,7 @@ bind_native(
     (5, 5, _N_DescribeGroupsRequest_v5),
     (6, 6, _N_DescribeGroupsRequest_v6),
 )
+bind_native_json(DescribeGroupsRequest, _J_DescribeGroupsRequest)
 bind_codecs(
     _DescribeGroupsRequest_GroupMemberCursor,
     _tj_DescribeGroupsRequest_GroupMemberCursor,
@@ -644,6 +663,9 @@ bind_codecs(
 bind_native(
     _DescribeGroupsRequest_GroupMemberCursor,
     (6, 6, _N_DescribeGroupsRequest_GroupMemberCursor_v6),
+)
+bind_native_json(
+    _DescribeGroupsRequest_GroupMemberCursor, _J_DescribeGroupsRequest_GroupMemberCursor
 )
 
 # -------------------- DescribeGroupsResponse: decoders and encoders, one per distinct layout
@@ -1526,6 +1548,45 @@ _N_DescribeGroupsResponse_v6 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribedGroupMember = (
+    _DescribedGroupMember,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("client_id", "clientId", False, False, None),
+        ("client_host", "clientHost", False, False, None),
+        ("member_metadata", "memberMetadata", False, False, None),
+        ("member_assignment", "memberAssignment", False, False, None),
+    ),
+)
+_J_DescribedGroup = (
+    _DescribedGroup,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("group_id", "groupId", False, False, None),
+        ("group_state", "groupState", False, False, None),
+        ("protocol_type", "protocolType", False, False, None),
+        ("protocol_data", "protocolData", False, False, None),
+        ("members", "members", False, False, _J_DescribedGroupMember),
+        ("authorized_operations", "authorizedOperations", False, False, None),
+    ),
+)
+_J_DescribeGroupsResponse_GroupMemberCursor = (
+    _DescribeGroupsResponse_GroupMemberCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+    ),
+)
+_J_DescribeGroupsResponse = (
+    DescribeGroupsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("groups", "groups", False, False, _J_DescribedGroup),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeGroupsResponse_GroupMemberCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1549,6 +1610,7 @@ bind_native(
     (5, 5, _N_DescribeGroupsResponse_v5),
     (6, 6, _N_DescribeGroupsResponse_v6),
 )
+bind_native_json(DescribeGroupsResponse, _J_DescribeGroupsResponse)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -1566,6 +1628,7 @@ bind_native(
     (4, 4, _N_DescribedGroup_v4),
     (5, 6, _N_DescribedGroup_v5),
 )
+bind_native_json(_DescribedGroup, _J_DescribedGroup)
 bind_codecs(
     _DescribedGroupMember,
     _tj_DescribedGroupMember,
@@ -1581,6 +1644,7 @@ bind_native(
     (4, 4, _N_DescribedGroupMember_v4),
     (5, 6, _N_DescribedGroupMember_v5),
 )
+bind_native_json(_DescribedGroupMember, _J_DescribedGroupMember)
 bind_codecs(
     _DescribeGroupsResponse_GroupMemberCursor,
     _tj_DescribeGroupsResponse_GroupMemberCursor,
@@ -1596,4 +1660,7 @@ bind_codecs(
 bind_native(
     _DescribeGroupsResponse_GroupMemberCursor,
     (6, 6, _N_DescribeGroupsResponse_GroupMemberCursor_v6),
+)
+bind_native_json(
+    _DescribeGroupsResponse_GroupMemberCursor, _J_DescribeGroupsResponse_GroupMemberCursor
 )

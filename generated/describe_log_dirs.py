@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -728,6 +729,30 @@ _N_DescribeLogDirsRequest_v5 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribableLogDirTopic = (
+    _DescribableLogDirTopic,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_DescribeLogDirsRequest_Cursor = (
+    _DescribeLogDirsRequest_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("log_dir", "logDir", False, False, None),
+    ),
+)
+_J_DescribeLogDirsRequest = (
+    DescribeLogDirsRequest,
+    (
+        ("topics", "topics", False, True, _J_DescribableLogDirTopic),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeLogDirsRequest_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -745,6 +770,7 @@ bind_native(
     (2, 4, _N_DescribeLogDirsRequest_v2),
     (5, 5, _N_DescribeLogDirsRequest_v5),
 )
+bind_native_json(DescribeLogDirsRequest, _J_DescribeLogDirsRequest)
 bind_codecs(
     _DescribableLogDirTopic,
     _tj_DescribableLogDirTopic,
@@ -758,6 +784,7 @@ bind_native(
     (0, 1, _N_DescribableLogDirTopic_v0),
     (2, 5, _N_DescribableLogDirTopic_v2),
 )
+bind_native_json(_DescribableLogDirTopic, _J_DescribableLogDirTopic)
 bind_codecs(
     _DescribeLogDirsRequest_Cursor,
     _tj_DescribeLogDirsRequest_Cursor,
@@ -769,6 +796,7 @@ bind_native(
     _DescribeLogDirsRequest_Cursor,
     (5, 5, _N_DescribeLogDirsRequest_Cursor_v5),
 )
+bind_native_json(_DescribeLogDirsRequest_Cursor, _J_DescribeLogDirsRequest_Cursor)
 
 # -------------------- DescribeLogDirsResponse: decoders and encoders, one per distinct layout
 
@@ -1523,6 +1551,50 @@ _N_DescribeLogDirsResponse_v5 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeLogDirsPartition = (
+    _DescribeLogDirsPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("partition_size", "partitionSize", False, False, None),
+        ("offset_lag", "offsetLag", False, False, None),
+        ("is_future_key", "isFutureKey", False, False, None),
+    ),
+)
+_J_DescribeLogDirsTopic = (
+    _DescribeLogDirsTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_DescribeLogDirsPartition),
+    ),
+)
+_J_DescribeLogDirsResult = (
+    _DescribeLogDirsResult,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("log_dir", "logDir", False, False, None),
+        ("topics", "topics", False, False, _J_DescribeLogDirsTopic),
+        ("total_bytes", "totalBytes", False, False, None),
+        ("usable_bytes", "usableBytes", False, False, None),
+    ),
+)
+_J_DescribeLogDirsResponse_Cursor = (
+    _DescribeLogDirsResponse_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("log_dir", "logDir", False, False, None),
+    ),
+)
+_J_DescribeLogDirsResponse = (
+    DescribeLogDirsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("results", "results", False, False, _J_DescribeLogDirsResult),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeLogDirsResponse_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1544,6 +1616,7 @@ bind_native(
     (4, 4, _N_DescribeLogDirsResponse_v4),
     (5, 5, _N_DescribeLogDirsResponse_v5),
 )
+bind_native_json(DescribeLogDirsResponse, _J_DescribeLogDirsResponse)
 bind_codecs(
     _DescribeLogDirsResult,
     _tj_DescribeLogDirsResult,
@@ -1559,6 +1632,7 @@ bind_native(
     (2, 3, _N_DescribeLogDirsResult_v2),
     (4, 5, _N_DescribeLogDirsResult_v4),
 )
+bind_native_json(_DescribeLogDirsResult, _J_DescribeLogDirsResult)
 bind_codecs(
     _DescribeLogDirsTopic,
     _tj_DescribeLogDirsTopic,
@@ -1572,6 +1646,7 @@ bind_native(
     (0, 1, _N_DescribeLogDirsTopic_v0),
     (2, 5, _N_DescribeLogDirsTopic_v2),
 )
+bind_native_json(_DescribeLogDirsTopic, _J_DescribeLogDirsTopic)
 bind_codecs(
     _DescribeLogDirsPartition,
     _tj_DescribeLogDirsPartition,
@@ -1585,6 +1660,7 @@ bind_native(
     (0, 1, _N_DescribeLogDirsPartition_v0),
     (2, 5, _N_DescribeLogDirsPartition_v2),
 )
+bind_native_json(_DescribeLogDirsPartition, _J_DescribeLogDirsPartition)
 bind_codecs(
     _DescribeLogDirsResponse_Cursor,
     _tj_DescribeLogDirsResponse_Cursor,
@@ -1596,3 +1672,4 @@ bind_native(
     _DescribeLogDirsResponse_Cursor,
     (5, 5, _N_DescribeLogDirsResponse_Cursor_v5),
 )
+bind_native_json(_DescribeLogDirsResponse_Cursor, _J_DescribeLogDirsResponse_Cursor)

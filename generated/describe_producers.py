@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -645,6 +646,30 @@ _N_DescribeProducersRequest_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicRequest = (
+    _TopicRequest,
+    (
+        ("name", "name", False, False, None),
+        ("partition_indexes", "partitionIndexes", False, False, None),
+    ),
+)
+_J_DescribeProducersRequest_ProducerStateCursor = (
+    _DescribeProducersRequest_ProducerStateCursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+    ),
+)
+_J_DescribeProducersRequest = (
+    DescribeProducersRequest,
+    (
+        ("topics", "topics", False, False, _J_TopicRequest),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeProducersRequest_ProducerStateCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -660,6 +685,7 @@ bind_native(
     (0, 0, _N_DescribeProducersRequest_v0),
     (1, 1, _N_DescribeProducersRequest_v1),
 )
+bind_native_json(DescribeProducersRequest, _J_DescribeProducersRequest)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
@@ -671,6 +697,7 @@ bind_native(
     _TopicRequest,
     (0, 1, _N_TopicRequest_v0),
 )
+bind_native_json(_TopicRequest, _J_TopicRequest)
 bind_codecs(
     _DescribeProducersRequest_ProducerStateCursor,
     _tj_DescribeProducersRequest_ProducerStateCursor,
@@ -686,6 +713,9 @@ bind_codecs(
 bind_native(
     _DescribeProducersRequest_ProducerStateCursor,
     (1, 1, _N_DescribeProducersRequest_ProducerStateCursor_v1),
+)
+bind_native_json(
+    _DescribeProducersRequest_ProducerStateCursor, _J_DescribeProducersRequest_ProducerStateCursor
 )
 
 # -------------------- DescribeProducersResponse: decoders and encoders, one per distinct layout
@@ -1154,6 +1184,50 @@ _N_DescribeProducersResponse_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ProducerState = (
+    _ProducerState,
+    (
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("last_sequence", "lastSequence", False, False, None),
+        ("last_timestamp", "lastTimestamp", False, False, None),
+        ("coordinator_epoch", "coordinatorEpoch", False, False, None),
+        ("current_txn_start_offset", "currentTxnStartOffset", False, False, None),
+    ),
+)
+_J_PartitionResponse = (
+    _PartitionResponse,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("active_producers", "activeProducers", False, False, _J_ProducerState),
+    ),
+)
+_J_TopicResponse = (
+    _TopicResponse,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResponse),
+    ),
+)
+_J_DescribeProducersResponse_ProducerStateCursor = (
+    _DescribeProducersResponse_ProducerStateCursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+    ),
+)
+_J_DescribeProducersResponse = (
+    DescribeProducersResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_TopicResponse),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeProducersResponse_ProducerStateCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1169,6 +1243,7 @@ bind_native(
     (0, 0, _N_DescribeProducersResponse_v0),
     (1, 1, _N_DescribeProducersResponse_v1),
 )
+bind_native_json(DescribeProducersResponse, _J_DescribeProducersResponse)
 bind_codecs(
     _TopicResponse,
     _tj_TopicResponse,
@@ -1180,6 +1255,7 @@ bind_native(
     _TopicResponse,
     (0, 1, _N_TopicResponse_v0),
 )
+bind_native_json(_TopicResponse, _J_TopicResponse)
 bind_codecs(
     _PartitionResponse,
     _tj_PartitionResponse,
@@ -1191,6 +1267,7 @@ bind_native(
     _PartitionResponse,
     (0, 1, _N_PartitionResponse_v0),
 )
+bind_native_json(_PartitionResponse, _J_PartitionResponse)
 bind_codecs(
     _ProducerState,
     _tj_ProducerState,
@@ -1202,6 +1279,7 @@ bind_native(
     _ProducerState,
     (0, 1, _N_ProducerState_v0),
 )
+bind_native_json(_ProducerState, _J_ProducerState)
 bind_codecs(
     _DescribeProducersResponse_ProducerStateCursor,
     _tj_DescribeProducersResponse_ProducerStateCursor,
@@ -1217,4 +1295,7 @@ bind_codecs(
 bind_native(
     _DescribeProducersResponse_ProducerStateCursor,
     (1, 1, _N_DescribeProducersResponse_ProducerStateCursor_v1),
+)
+bind_native_json(
+    _DescribeProducersResponse_ProducerStateCursor, _J_DescribeProducersResponse_ProducerStateCursor
 )

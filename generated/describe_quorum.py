@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -598,6 +599,26 @@ _N_DescribeQuorumRequest_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeQuorumRequest_PartitionData = (
+    _DescribeQuorumRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_DescribeQuorumRequest_TopicData = (
+    _DescribeQuorumRequest_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_DescribeQuorumRequest_PartitionData),
+    ),
+)
+_J_DescribeQuorumRequest = (
+    DescribeQuorumRequest,
+    (
+        ("topics", "topics", False, False, _J_DescribeQuorumRequest_TopicData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -611,6 +632,7 @@ bind_native(
     DescribeQuorumRequest,
     (0, 2, _N_DescribeQuorumRequest_v0),
 )
+bind_native_json(DescribeQuorumRequest, _J_DescribeQuorumRequest)
 bind_codecs(
     _DescribeQuorumRequest_TopicData,
     _tj_DescribeQuorumRequest_TopicData,
@@ -622,6 +644,7 @@ bind_native(
     _DescribeQuorumRequest_TopicData,
     (0, 2, _N_DescribeQuorumRequest_TopicData_v0),
 )
+bind_native_json(_DescribeQuorumRequest_TopicData, _J_DescribeQuorumRequest_TopicData)
 bind_codecs(
     _DescribeQuorumRequest_PartitionData,
     _tj_DescribeQuorumRequest_PartitionData,
@@ -638,6 +661,7 @@ bind_native(
     _DescribeQuorumRequest_PartitionData,
     (0, 2, _N_DescribeQuorumRequest_PartitionData_v0),
 )
+bind_native_json(_DescribeQuorumRequest_PartitionData, _J_DescribeQuorumRequest_PartitionData)
 
 # -------------------- DescribeQuorumResponse: decoders and encoders, one per distinct layout
 
@@ -1589,6 +1613,61 @@ _N_DescribeQuorumResponse_v2 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ReplicaState = (
+    _ReplicaState,
+    (
+        ("replica_id", "replicaId", False, False, None),
+        ("replica_directory_id", "replicaDirectoryId", False, False, None),
+        ("log_end_offset", "logEndOffset", False, False, None),
+        ("last_fetch_timestamp", "lastFetchTimestamp", False, False, None),
+        ("last_caught_up_timestamp", "lastCaughtUpTimestamp", False, False, None),
+    ),
+)
+_J_DescribeQuorumResponse_PartitionData = (
+    _DescribeQuorumResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("high_watermark", "highWatermark", False, False, None),
+        ("current_voters", "currentVoters", False, False, _J_ReplicaState),
+        ("observers", "observers", False, False, _J_ReplicaState),
+    ),
+)
+_J_DescribeQuorumResponse_TopicData = (
+    _DescribeQuorumResponse_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_DescribeQuorumResponse_PartitionData),
+    ),
+)
+_J_Listener = (
+    _Listener,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_Node = (
+    _Node,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("listeners", "listeners", False, False, _J_Listener),
+    ),
+)
+_J_DescribeQuorumResponse = (
+    DescribeQuorumResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("topics", "topics", False, False, _J_DescribeQuorumResponse_TopicData),
+        ("nodes", "nodes", False, False, _J_Node),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1606,6 +1685,7 @@ bind_native(
     (1, 1, _N_DescribeQuorumResponse_v1),
     (2, 2, _N_DescribeQuorumResponse_v2),
 )
+bind_native_json(DescribeQuorumResponse, _J_DescribeQuorumResponse)
 bind_codecs(
     _DescribeQuorumResponse_TopicData,
     _tj_DescribeQuorumResponse_TopicData,
@@ -1621,6 +1701,7 @@ bind_native(
     (1, 1, _N_DescribeQuorumResponse_TopicData_v1),
     (2, 2, _N_DescribeQuorumResponse_TopicData_v2),
 )
+bind_native_json(_DescribeQuorumResponse_TopicData, _J_DescribeQuorumResponse_TopicData)
 bind_codecs(
     _DescribeQuorumResponse_PartitionData,
     _tj_DescribeQuorumResponse_PartitionData,
@@ -1651,6 +1732,7 @@ bind_native(
     (1, 1, _N_DescribeQuorumResponse_PartitionData_v1),
     (2, 2, _N_DescribeQuorumResponse_PartitionData_v2),
 )
+bind_native_json(_DescribeQuorumResponse_PartitionData, _J_DescribeQuorumResponse_PartitionData)
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
@@ -1666,6 +1748,7 @@ bind_native(
     (1, 1, _N_ReplicaState_v1),
     (2, 2, _N_ReplicaState_v2),
 )
+bind_native_json(_ReplicaState, _J_ReplicaState)
 bind_codecs(
     _Node,
     _tj_Node,
@@ -1677,6 +1760,7 @@ bind_native(
     _Node,
     (2, 2, _N_Node_v2),
 )
+bind_native_json(_Node, _J_Node)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -1688,3 +1772,4 @@ bind_native(
     _Listener,
     (2, 2, _N_Listener_v2),
 )
+bind_native_json(_Listener, _J_Listener)

@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -579,6 +580,28 @@ _N_DescribeTopicPartitionsRequest_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicRequest = (
+    _TopicRequest,
+    (
+        ("name", "name", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsRequest_Cursor = (
+    _DescribeTopicPartitionsRequest_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsRequest = (
+    DescribeTopicPartitionsRequest,
+    (
+        ("topics", "topics", False, False, _J_TopicRequest),
+        ("response_partition_limit", "responsePartitionLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeTopicPartitionsRequest_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -592,6 +615,7 @@ bind_native(
     DescribeTopicPartitionsRequest,
     (0, 0, _N_DescribeTopicPartitionsRequest_v0),
 )
+bind_native_json(DescribeTopicPartitionsRequest, _J_DescribeTopicPartitionsRequest)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
@@ -603,6 +627,7 @@ bind_native(
     _TopicRequest,
     (0, 0, _N_TopicRequest_v0),
 )
+bind_native_json(_TopicRequest, _J_TopicRequest)
 bind_codecs(
     _DescribeTopicPartitionsRequest_Cursor,
     _tj_DescribeTopicPartitionsRequest_Cursor,
@@ -619,6 +644,7 @@ bind_native(
     _DescribeTopicPartitionsRequest_Cursor,
     (0, 0, _N_DescribeTopicPartitionsRequest_Cursor_v0),
 )
+bind_native_json(_DescribeTopicPartitionsRequest_Cursor, _J_DescribeTopicPartitionsRequest_Cursor)
 
 # -------------------- DescribeTopicPartitionsResponse: decoders and encoders, one per distinct layout
 
@@ -1054,6 +1080,47 @@ _N_DescribeTopicPartitionsResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeTopicPartitionsResponsePartition = (
+    _DescribeTopicPartitionsResponsePartition,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("replica_nodes", "replicaNodes", False, False, None),
+        ("isr_nodes", "isrNodes", False, False, None),
+        ("eligible_leader_replicas", "eligibleLeaderReplicas", False, True, None),
+        ("last_known_elr", "lastKnownElr", False, True, None),
+        ("offline_replicas", "offlineReplicas", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsResponseTopic = (
+    _DescribeTopicPartitionsResponseTopic,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("name", "name", False, True, None),
+        ("topic_id", "topicId", False, False, None),
+        ("is_internal", "isInternal", False, False, None),
+        ("partitions", "partitions", False, False, _J_DescribeTopicPartitionsResponsePartition),
+        ("topic_authorized_operations", "topicAuthorizedOperations", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsResponse_Cursor = (
+    _DescribeTopicPartitionsResponse_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_DescribeTopicPartitionsResponse = (
+    DescribeTopicPartitionsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_DescribeTopicPartitionsResponseTopic),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeTopicPartitionsResponse_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1067,6 +1134,7 @@ bind_native(
     DescribeTopicPartitionsResponse,
     (0, 0, _N_DescribeTopicPartitionsResponse_v0),
 )
+bind_native_json(DescribeTopicPartitionsResponse, _J_DescribeTopicPartitionsResponse)
 bind_codecs(
     _DescribeTopicPartitionsResponseTopic,
     _tj_DescribeTopicPartitionsResponseTopic,
@@ -1083,6 +1151,7 @@ bind_native(
     _DescribeTopicPartitionsResponseTopic,
     (0, 0, _N_DescribeTopicPartitionsResponseTopic_v0),
 )
+bind_native_json(_DescribeTopicPartitionsResponseTopic, _J_DescribeTopicPartitionsResponseTopic)
 bind_codecs(
     _DescribeTopicPartitionsResponsePartition,
     _tj_DescribeTopicPartitionsResponsePartition,
@@ -1098,6 +1167,9 @@ bind_codecs(
 bind_native(
     _DescribeTopicPartitionsResponsePartition,
     (0, 0, _N_DescribeTopicPartitionsResponsePartition_v0),
+)
+bind_native_json(
+    _DescribeTopicPartitionsResponsePartition, _J_DescribeTopicPartitionsResponsePartition
 )
 bind_codecs(
     _DescribeTopicPartitionsResponse_Cursor,
@@ -1115,3 +1187,4 @@ bind_native(
     _DescribeTopicPartitionsResponse_Cursor,
     (0, 0, _N_DescribeTopicPartitionsResponse_Cursor_v0),
 )
+bind_native_json(_DescribeTopicPartitionsResponse_Cursor, _J_DescribeTopicPartitionsResponse_Cursor)

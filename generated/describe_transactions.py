@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -529,6 +530,22 @@ _N_DescribeTransactionsRequest_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_DescribeTransactionsRequest_TransactionalCursor = (
+    _DescribeTransactionsRequest_TransactionalCursor,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+    ),
+)
+_J_DescribeTransactionsRequest = (
+    DescribeTransactionsRequest,
+    (
+        ("transactional_ids", "transactionalIds", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_DescribeTransactionsRequest_TransactionalCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -544,6 +561,7 @@ bind_native(
     (0, 0, _N_DescribeTransactionsRequest_v0),
     (1, 1, _N_DescribeTransactionsRequest_v1),
 )
+bind_native_json(DescribeTransactionsRequest, _J_DescribeTransactionsRequest)
 bind_codecs(
     _DescribeTransactionsRequest_TransactionalCursor,
     _tj_DescribeTransactionsRequest_TransactionalCursor,
@@ -559,6 +577,10 @@ bind_codecs(
 bind_native(
     _DescribeTransactionsRequest_TransactionalCursor,
     (1, 1, _N_DescribeTransactionsRequest_TransactionalCursor_v1),
+)
+bind_native_json(
+    _DescribeTransactionsRequest_TransactionalCursor,
+    _J_DescribeTransactionsRequest_TransactionalCursor,
 )
 
 # -------------------- DescribeTransactionsResponse: decoders and encoders, one per distinct layout
@@ -969,6 +991,42 @@ _N_DescribeTransactionsResponse_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicData = (
+    _TopicData,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_TransactionState = (
+    _TransactionState,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("transactional_id", "transactionalId", False, False, None),
+        ("transaction_state", "transactionState", False, False, None),
+        ("transaction_timeout_ms", "transactionTimeoutMs", False, False, None),
+        ("transaction_start_time_ms", "transactionStartTimeMs", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("topics", "topics", False, False, _J_TopicData),
+    ),
+)
+_J_DescribeTransactionsResponse_TransactionalCursor = (
+    _DescribeTransactionsResponse_TransactionalCursor,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+    ),
+)
+_J_DescribeTransactionsResponse = (
+    DescribeTransactionsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("transaction_states", "transactionStates", False, False, _J_TransactionState),
+        ("next_cursor", "nextCursor", False, True, _J_DescribeTransactionsResponse_TransactionalCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -984,6 +1042,7 @@ bind_native(
     (0, 0, _N_DescribeTransactionsResponse_v0),
     (1, 1, _N_DescribeTransactionsResponse_v1),
 )
+bind_native_json(DescribeTransactionsResponse, _J_DescribeTransactionsResponse)
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
@@ -995,6 +1054,7 @@ bind_native(
     _TransactionState,
     (0, 1, _N_TransactionState_v0),
 )
+bind_native_json(_TransactionState, _J_TransactionState)
 bind_codecs(
     _TopicData,
     _tj_TopicData,
@@ -1006,6 +1066,7 @@ bind_native(
     _TopicData,
     (0, 1, _N_TopicData_v0),
 )
+bind_native_json(_TopicData, _J_TopicData)
 bind_codecs(
     _DescribeTransactionsResponse_TransactionalCursor,
     _tj_DescribeTransactionsResponse_TransactionalCursor,
@@ -1021,4 +1082,8 @@ bind_codecs(
 bind_native(
     _DescribeTransactionsResponse_TransactionalCursor,
     (1, 1, _N_DescribeTransactionsResponse_TransactionalCursor_v1),
+)
+bind_native_json(
+    _DescribeTransactionsResponse_TransactionalCursor,
+    _J_DescribeTransactionsResponse_TransactionalCursor,
 )

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -358,6 +359,19 @@ _N_DescribeUserScramCredentialsRequest_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UserName = (
+    _UserName,
+    (
+        ("name", "name", False, False, None),
+    ),
+)
+_J_DescribeUserScramCredentialsRequest = (
+    DescribeUserScramCredentialsRequest,
+    (
+        ("users", "users", False, True, _J_UserName),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -376,6 +390,7 @@ bind_native(
     DescribeUserScramCredentialsRequest,
     (0, 0, _N_DescribeUserScramCredentialsRequest_v0),
 )
+bind_native_json(DescribeUserScramCredentialsRequest, _J_DescribeUserScramCredentialsRequest)
 bind_codecs(
     _UserName,
     _tj_UserName,
@@ -387,6 +402,7 @@ bind_native(
     _UserName,
     (0, 0, _N_UserName_v0),
 )
+bind_native_json(_UserName, _J_UserName)
 
 # -------------------- DescribeUserScramCredentialsResponse: decoders and encoders, one per distinct layout
 
@@ -644,6 +660,32 @@ _N_DescribeUserScramCredentialsResponse_v0 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CredentialInfo = (
+    _CredentialInfo,
+    (
+        ("mechanism", "mechanism", False, False, None),
+        ("iterations", "iterations", False, False, None),
+    ),
+)
+_J_DescribeUserScramCredentialsResult = (
+    _DescribeUserScramCredentialsResult,
+    (
+        ("user", "user", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("credential_infos", "credentialInfos", False, False, _J_CredentialInfo),
+    ),
+)
+_J_DescribeUserScramCredentialsResponse = (
+    DescribeUserScramCredentialsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("results", "results", False, False, _J_DescribeUserScramCredentialsResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -662,6 +704,7 @@ bind_native(
     DescribeUserScramCredentialsResponse,
     (0, 0, _N_DescribeUserScramCredentialsResponse_v0),
 )
+bind_native_json(DescribeUserScramCredentialsResponse, _J_DescribeUserScramCredentialsResponse)
 bind_codecs(
     _DescribeUserScramCredentialsResult,
     _tj_DescribeUserScramCredentialsResult,
@@ -673,6 +716,7 @@ bind_native(
     _DescribeUserScramCredentialsResult,
     (0, 0, _N_DescribeUserScramCredentialsResult_v0),
 )
+bind_native_json(_DescribeUserScramCredentialsResult, _J_DescribeUserScramCredentialsResult)
 bind_codecs(
     _CredentialInfo,
     _tj_CredentialInfo,
@@ -684,3 +728,4 @@ bind_native(
     _CredentialInfo,
     (0, 0, _N_CredentialInfo_v0),
 )
+bind_native_json(_CredentialInfo, _J_CredentialInfo)

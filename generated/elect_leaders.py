@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -522,6 +523,22 @@ _N_ElectLeadersRequest_v2 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartitions = (
+    _TopicPartitions,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_ElectLeadersRequest = (
+    ElectLeadersRequest,
+    (
+        ("election_type", "electionType", False, False, None),
+        ("topic_partitions", "topicPartitions", False, True, _J_TopicPartitions),
+        ("timeout_ms", "timeoutMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -539,6 +556,7 @@ bind_native(
     (1, 1, _N_ElectLeadersRequest_v1),
     (2, 2, _N_ElectLeadersRequest_v2),
 )
+bind_native_json(ElectLeadersRequest, _J_ElectLeadersRequest)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -552,6 +570,7 @@ bind_native(
     (0, 1, _N_TopicPartitions_v0),
     (2, 2, _N_TopicPartitions_v2),
 )
+bind_native_json(_TopicPartitions, _J_TopicPartitions)
 
 # -------------------- ElectLeadersResponse: decoders and encoders, one per distinct layout
 
@@ -936,6 +955,30 @@ _N_ElectLeadersResponse_v2 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition_id", "partitionId", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_ReplicaElectionResult = (
+    _ReplicaElectionResult,
+    (
+        ("topic", "topic", False, False, None),
+        ("partition_result", "partitionResult", False, False, _J_PartitionResult),
+    ),
+)
+_J_ElectLeadersResponse = (
+    ElectLeadersResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("replica_election_results", "replicaElectionResults", False, False, _J_ReplicaElectionResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -953,6 +996,7 @@ bind_native(
     (1, 1, _N_ElectLeadersResponse_v1),
     (2, 2, _N_ElectLeadersResponse_v2),
 )
+bind_native_json(ElectLeadersResponse, _J_ElectLeadersResponse)
 bind_codecs(
     _ReplicaElectionResult,
     _tj_ReplicaElectionResult,
@@ -966,6 +1010,7 @@ bind_native(
     (0, 1, _N_ReplicaElectionResult_v0),
     (2, 2, _N_ReplicaElectionResult_v2),
 )
+bind_native_json(_ReplicaElectionResult, _J_ReplicaElectionResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -979,3 +1024,4 @@ bind_native(
     (0, 1, _N_PartitionResult_v0),
     (2, 2, _N_PartitionResult_v2),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -952,6 +953,47 @@ _N_EndQuorumEpochRequest_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ReplicaInfo = (
+    _ReplicaInfo,
+    (
+        ("candidate_id", "candidateId", False, False, None),
+        ("candidate_directory_id", "candidateDirectoryId", False, False, None),
+    ),
+)
+_J_EndQuorumEpochRequest_PartitionData = (
+    _EndQuorumEpochRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("preferred_successors", "preferredSuccessors", False, False, None),
+        ("preferred_candidates", "preferredCandidates", False, False, _J_ReplicaInfo),
+    ),
+)
+_J_EndQuorumEpochRequest_TopicData = (
+    _EndQuorumEpochRequest_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_EndQuorumEpochRequest_PartitionData),
+    ),
+)
+_J_LeaderEndpoint = (
+    _LeaderEndpoint,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_EndQuorumEpochRequest = (
+    EndQuorumEpochRequest,
+    (
+        ("cluster_id", "clusterId", False, True, None),
+        ("topics", "topics", False, False, _J_EndQuorumEpochRequest_TopicData),
+        ("leader_endpoints", "leaderEndpoints", False, False, _J_LeaderEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -967,6 +1009,7 @@ bind_native(
     (0, 0, _N_EndQuorumEpochRequest_v0),
     (1, 1, _N_EndQuorumEpochRequest_v1),
 )
+bind_native_json(EndQuorumEpochRequest, _J_EndQuorumEpochRequest)
 bind_codecs(
     _EndQuorumEpochRequest_TopicData,
     _tj_EndQuorumEpochRequest_TopicData,
@@ -980,6 +1023,7 @@ bind_native(
     (0, 0, _N_EndQuorumEpochRequest_TopicData_v0),
     (1, 1, _N_EndQuorumEpochRequest_TopicData_v1),
 )
+bind_native_json(_EndQuorumEpochRequest_TopicData, _J_EndQuorumEpochRequest_TopicData)
 bind_codecs(
     _EndQuorumEpochRequest_PartitionData,
     _tj_EndQuorumEpochRequest_PartitionData,
@@ -1003,6 +1047,7 @@ bind_native(
     (0, 0, _N_EndQuorumEpochRequest_PartitionData_v0),
     (1, 1, _N_EndQuorumEpochRequest_PartitionData_v1),
 )
+bind_native_json(_EndQuorumEpochRequest_PartitionData, _J_EndQuorumEpochRequest_PartitionData)
 bind_codecs(
     _ReplicaInfo,
     _tj_ReplicaInfo,
@@ -1014,6 +1059,7 @@ bind_native(
     _ReplicaInfo,
     (1, 1, _N_ReplicaInfo_v1),
 )
+bind_native_json(_ReplicaInfo, _J_ReplicaInfo)
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
@@ -1025,6 +1071,7 @@ bind_native(
     _LeaderEndpoint,
     (1, 1, _N_LeaderEndpoint_v1),
 )
+bind_native_json(_LeaderEndpoint, _J_LeaderEndpoint)
 
 # -------------------- EndQuorumEpochResponse: decoders and encoders, one per distinct layout
 
@@ -1505,6 +1552,39 @@ _N_EndQuorumEpochResponse_v1 = (
     ),
     (1, (0, 1, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EndQuorumEpochResponse_PartitionData = (
+    _EndQuorumEpochResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_EndQuorumEpochResponse_TopicData = (
+    _EndQuorumEpochResponse_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_EndQuorumEpochResponse_PartitionData),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_EndQuorumEpochResponse = (
+    EndQuorumEpochResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("topics", "topics", False, False, _J_EndQuorumEpochResponse_TopicData),
+        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1520,6 +1600,7 @@ bind_native(
     (0, 0, _N_EndQuorumEpochResponse_v0),
     (1, 1, _N_EndQuorumEpochResponse_v1),
 )
+bind_native_json(EndQuorumEpochResponse, _J_EndQuorumEpochResponse)
 bind_codecs(
     _EndQuorumEpochResponse_TopicData,
     _tj_EndQuorumEpochResponse_TopicData,
@@ -1533,6 +1614,7 @@ bind_native(
     (0, 0, _N_EndQuorumEpochResponse_TopicData_v0),
     (1, 1, _N_EndQuorumEpochResponse_TopicData_v1),
 )
+bind_native_json(_EndQuorumEpochResponse_TopicData, _J_EndQuorumEpochResponse_TopicData)
 bind_codecs(
     _EndQuorumEpochResponse_PartitionData,
     _tj_EndQuorumEpochResponse_PartitionData,
@@ -1556,6 +1638,7 @@ bind_native(
     (0, 0, _N_EndQuorumEpochResponse_PartitionData_v0),
     (1, 1, _N_EndQuorumEpochResponse_PartitionData_v1),
 )
+bind_native_json(_EndQuorumEpochResponse_PartitionData, _J_EndQuorumEpochResponse_PartitionData)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1567,3 +1650,4 @@ bind_native(
     _NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -18,6 +18,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -248,6 +249,16 @@ _N_EndTxnRequest_v3 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EndTxnRequest = (
+    EndTxnRequest,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("committed", "committed", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -263,6 +274,7 @@ bind_native(
     (0, 2, _N_EndTxnRequest_v0),
     (3, 5, _N_EndTxnRequest_v3),
 )
+bind_native_json(EndTxnRequest, _J_EndTxnRequest)
 
 # -------------------- EndTxnResponse: decoders and encoders, one per distinct layout
 
@@ -402,6 +414,16 @@ _N_EndTxnResponse_v5 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EndTxnResponse = (
+    EndTxnResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -419,3 +441,4 @@ bind_native(
     (3, 4, _N_EndTxnResponse_v3),
     (5, 5, _N_EndTxnResponse_v5),
 )
+bind_native_json(EndTxnResponse, _J_EndTxnResponse)

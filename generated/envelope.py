@@ -18,6 +18,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -192,6 +193,15 @@ _N_EnvelopeRequest_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EnvelopeRequest = (
+    EnvelopeRequest,
+    (
+        ("request_data", "requestData", False, False, None),
+        ("request_principal", "requestPrincipal", False, True, None),
+        ("client_host_address", "clientHostAddress", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -205,6 +215,7 @@ bind_native(
     EnvelopeRequest,
     (0, 0, _N_EnvelopeRequest_v0),
 )
+bind_native_json(EnvelopeRequest, _J_EnvelopeRequest)
 
 # -------------------- EnvelopeResponse: decoders and encoders, one per distinct layout
 
@@ -270,6 +281,14 @@ _N_EnvelopeResponse_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EnvelopeResponse = (
+    EnvelopeResponse,
+    (
+        ("response_data", "responseData", False, True, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -283,3 +302,4 @@ bind_native(
     EnvelopeResponse,
     (0, 0, _N_EnvelopeResponse_v0),
 )
+bind_native_json(EnvelopeResponse, _J_EnvelopeResponse)

@@ -18,6 +18,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -225,6 +226,14 @@ _N_ExpireDelegationTokenRequest_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ExpireDelegationTokenRequest = (
+    ExpireDelegationTokenRequest,
+    (
+        ("hmac", "hmac", False, False, None),
+        ("expiry_time_period_ms", "expiryTimePeriodMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -240,6 +249,7 @@ bind_native(
     (0, 1, _N_ExpireDelegationTokenRequest_v0),
     (2, 2, _N_ExpireDelegationTokenRequest_v2),
 )
+bind_native_json(ExpireDelegationTokenRequest, _J_ExpireDelegationTokenRequest)
 
 # -------------------- ExpireDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -342,6 +352,15 @@ _N_ExpireDelegationTokenResponse_v2 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ExpireDelegationTokenResponse = (
+    ExpireDelegationTokenResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("expiry_timestamp_ms", "expiryTimestampMs", False, False, None),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -357,3 +376,4 @@ bind_native(
     (0, 1, _N_ExpireDelegationTokenResponse_v0),
     (2, 2, _N_ExpireDelegationTokenResponse_v2),
 )
+bind_native_json(ExpireDelegationTokenResponse, _J_ExpireDelegationTokenResponse)

@@ -30,6 +30,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -2386,6 +2387,59 @@ _N_FetchRequest_v17 = (
     ),
     (2, (-1, 0, -2, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ReplicaState = (
+    _ReplicaState,
+    (
+        ("replica_id", "replicaId", False, False, None),
+        ("replica_epoch", "replicaEpoch", False, False, None),
+    ),
+)
+_J_FetchPartition = (
+    _FetchPartition,
+    (
+        ("partition", "partition", False, False, None),
+        ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
+        ("fetch_offset", "fetchOffset", False, False, None),
+        ("last_fetched_epoch", "lastFetchedEpoch", False, False, None),
+        ("log_start_offset", "logStartOffset", False, False, None),
+        ("partition_max_bytes", "partitionMaxBytes", False, False, None),
+        ("replica_directory_id", "replicaDirectoryId", True, False, None),
+    ),
+)
+_J_FetchTopic = (
+    _FetchTopic,
+    (
+        ("topic", "topic", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_FetchPartition),
+    ),
+)
+_J_ForgottenTopic = (
+    _ForgottenTopic,
+    (
+        ("topic", "topic", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_FetchRequest = (
+    FetchRequest,
+    (
+        ("cluster_id", "clusterId", True, True, None),
+        ("replica_id", "replicaId", False, False, None),
+        ("replica_state", "replicaState", True, False, _J_ReplicaState),
+        ("max_wait_ms", "maxWaitMs", False, False, None),
+        ("min_bytes", "minBytes", False, False, None),
+        ("max_bytes", "maxBytes", False, False, None),
+        ("isolation_level", "isolationLevel", False, False, None),
+        ("session_id", "sessionId", False, False, None),
+        ("session_epoch", "sessionEpoch", False, False, None),
+        ("topics", "topics", False, False, _J_FetchTopic),
+        ("forgotten_topics_data", "forgottenTopicsData", False, False, _J_ForgottenTopic),
+        ("rack_id", "rackId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2419,6 +2473,7 @@ bind_native(
     (15, 16, _N_FetchRequest_v15),
     (17, 17, _N_FetchRequest_v17),
 )
+bind_native_json(FetchRequest, _J_FetchRequest)
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
@@ -2430,6 +2485,7 @@ bind_native(
     _ReplicaState,
     (15, 17, _N_ReplicaState_v15),
 )
+bind_native_json(_ReplicaState, _J_ReplicaState)
 bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
@@ -2451,6 +2507,7 @@ bind_native(
     (13, 16, _N_FetchTopic_v13),
     (17, 17, _N_FetchTopic_v17),
 )
+bind_native_json(_FetchTopic, _J_FetchTopic)
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
@@ -2470,6 +2527,7 @@ bind_native(
     (12, 16, _N_FetchPartition_v12),
     (17, 17, _N_FetchPartition_v17),
 )
+bind_native_json(_FetchPartition, _J_FetchPartition)
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
@@ -2485,6 +2543,7 @@ bind_native(
     (12, 12, _N_ForgottenTopic_v12),
     (13, 17, _N_ForgottenTopic_v13),
 )
+bind_native_json(_ForgottenTopic, _J_ForgottenTopic)
 
 # -------------------- FetchResponse: decoders and encoders, one per distinct layout
 
@@ -4094,6 +4153,78 @@ _N_FetchResponse_v16 = (
     ),
     (1, (0, 1, 2, 3, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EpochEndOffset = (
+    _EpochEndOffset,
+    (
+        ("epoch", "epoch", False, False, None),
+        ("end_offset", "endOffset", False, False, None),
+    ),
+)
+_J_LeaderIdAndEpoch = (
+    _LeaderIdAndEpoch,
+    (
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_SnapshotId = (
+    _SnapshotId,
+    (
+        ("end_offset", "endOffset", False, False, None),
+        ("epoch", "epoch", False, False, None),
+    ),
+)
+_J_AbortedTransaction = (
+    _AbortedTransaction,
+    (
+        ("producer_id", "producerId", False, False, None),
+        ("first_offset", "firstOffset", False, False, None),
+    ),
+)
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("high_watermark", "highWatermark", False, False, None),
+        ("last_stable_offset", "lastStableOffset", False, False, None),
+        ("log_start_offset", "logStartOffset", False, False, None),
+        ("diverging_epoch", "divergingEpoch", True, False, _J_EpochEndOffset),
+        ("current_leader", "currentLeader", True, False, _J_LeaderIdAndEpoch),
+        ("snapshot_id", "snapshotId", True, False, _J_SnapshotId),
+        ("aborted_transactions", "abortedTransactions", False, True, _J_AbortedTransaction),
+        ("preferred_read_replica", "preferredReadReplica", False, False, None),
+        ("records", "records", False, True, None),
+    ),
+)
+_J_FetchableTopicResponse = (
+    _FetchableTopicResponse,
+    (
+        ("topic", "topic", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_FetchResponse = (
+    FetchResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("session_id", "sessionId", False, False, None),
+        ("responses", "responses", False, False, _J_FetchableTopicResponse),
+        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -4123,6 +4254,7 @@ bind_native(
     (13, 15, _N_FetchResponse_v13),
     (16, 17, _N_FetchResponse_v16),
 )
+bind_native_json(FetchResponse, _J_FetchResponse)
 bind_codecs(
     _FetchableTopicResponse,
     _tj_FetchableTopicResponse,
@@ -4144,6 +4276,7 @@ bind_native(
     (12, 12, _N_FetchableTopicResponse_v12),
     (13, 17, _N_FetchableTopicResponse_v13),
 )
+bind_native_json(_FetchableTopicResponse, _J_FetchableTopicResponse)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -4163,6 +4296,7 @@ bind_native(
     (11, 11, _N_PartitionData_v11),
     (12, 17, _N_PartitionData_v12),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
@@ -4174,6 +4308,7 @@ bind_native(
     _EpochEndOffset,
     (12, 17, _N_EpochEndOffset_v12),
 )
+bind_native_json(_EpochEndOffset, _J_EpochEndOffset)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -4185,6 +4320,7 @@ bind_native(
     _LeaderIdAndEpoch,
     (12, 17, _N_LeaderIdAndEpoch_v12),
 )
+bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _SnapshotId,
     _tj_SnapshotId,
@@ -4196,6 +4332,7 @@ bind_native(
     _SnapshotId,
     (12, 17, _N_SnapshotId_v12),
 )
+bind_native_json(_SnapshotId, _J_SnapshotId)
 bind_codecs(
     _AbortedTransaction,
     _tj_AbortedTransaction,
@@ -4209,6 +4346,7 @@ bind_native(
     (4, 11, _N_AbortedTransaction_v4),
     (12, 17, _N_AbortedTransaction_v12),
 )
+bind_native_json(_AbortedTransaction, _J_AbortedTransaction)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -4220,3 +4358,4 @@ bind_native(
     _NodeEndpoint,
     (16, 17, _N_NodeEndpoint_v16),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

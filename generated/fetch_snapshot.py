@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -999,6 +1000,40 @@ _N_FetchSnapshotRequest_v1 = (
     ),
     (1, (-1, 0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_FetchSnapshotRequest_SnapshotId = (
+    _FetchSnapshotRequest_SnapshotId,
+    (
+        ("end_offset", "endOffset", False, False, None),
+        ("epoch", "epoch", False, False, None),
+    ),
+)
+_J_FetchSnapshotRequest_PartitionSnapshot = (
+    _FetchSnapshotRequest_PartitionSnapshot,
+    (
+        ("partition", "partition", False, False, None),
+        ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
+        ("snapshot_id", "snapshotId", False, False, _J_FetchSnapshotRequest_SnapshotId),
+        ("position", "position", False, False, None),
+        ("replica_directory_id", "replicaDirectoryId", True, False, None),
+    ),
+)
+_J_FetchSnapshotRequest_TopicSnapshot = (
+    _FetchSnapshotRequest_TopicSnapshot,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_FetchSnapshotRequest_PartitionSnapshot),
+    ),
+)
+_J_FetchSnapshotRequest = (
+    FetchSnapshotRequest,
+    (
+        ("cluster_id", "clusterId", True, True, None),
+        ("replica_id", "replicaId", False, False, None),
+        ("max_bytes", "maxBytes", False, False, None),
+        ("topics", "topics", False, False, _J_FetchSnapshotRequest_TopicSnapshot),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1014,6 +1049,7 @@ bind_native(
     (0, 0, _N_FetchSnapshotRequest_v0),
     (1, 1, _N_FetchSnapshotRequest_v1),
 )
+bind_native_json(FetchSnapshotRequest, _J_FetchSnapshotRequest)
 bind_codecs(
     _FetchSnapshotRequest_TopicSnapshot,
     _tj_FetchSnapshotRequest_TopicSnapshot,
@@ -1027,6 +1063,7 @@ bind_native(
     (0, 0, _N_FetchSnapshotRequest_TopicSnapshot_v0),
     (1, 1, _N_FetchSnapshotRequest_TopicSnapshot_v1),
 )
+bind_native_json(_FetchSnapshotRequest_TopicSnapshot, _J_FetchSnapshotRequest_TopicSnapshot)
 bind_codecs(
     _FetchSnapshotRequest_PartitionSnapshot,
     _tj_FetchSnapshotRequest_PartitionSnapshot,
@@ -1050,6 +1087,7 @@ bind_native(
     (0, 0, _N_FetchSnapshotRequest_PartitionSnapshot_v0),
     (1, 1, _N_FetchSnapshotRequest_PartitionSnapshot_v1),
 )
+bind_native_json(_FetchSnapshotRequest_PartitionSnapshot, _J_FetchSnapshotRequest_PartitionSnapshot)
 bind_codecs(
     _FetchSnapshotRequest_SnapshotId,
     _tj_FetchSnapshotRequest_SnapshotId,
@@ -1061,6 +1099,7 @@ bind_native(
     _FetchSnapshotRequest_SnapshotId,
     (0, 1, _N_FetchSnapshotRequest_SnapshotId_v0),
 )
+bind_native_json(_FetchSnapshotRequest_SnapshotId, _J_FetchSnapshotRequest_SnapshotId)
 
 # -------------------- FetchSnapshotResponse: decoders and encoders, one per distinct layout
 
@@ -1653,6 +1692,57 @@ _N_FetchSnapshotResponse_v1 = (
     ),
     (1, (0, 1, 2, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_FetchSnapshotResponse_SnapshotId = (
+    _FetchSnapshotResponse_SnapshotId,
+    (
+        ("end_offset", "endOffset", False, False, None),
+        ("epoch", "epoch", False, False, None),
+    ),
+)
+_J_LeaderIdAndEpoch = (
+    _LeaderIdAndEpoch,
+    (
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_FetchSnapshotResponse_PartitionSnapshot = (
+    _FetchSnapshotResponse_PartitionSnapshot,
+    (
+        ("index", "index", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("snapshot_id", "snapshotId", False, False, _J_FetchSnapshotResponse_SnapshotId),
+        ("current_leader", "currentLeader", True, False, _J_LeaderIdAndEpoch),
+        ("size", "size", False, False, None),
+        ("position", "position", False, False, None),
+        ("unaligned_records", "unalignedRecords", False, False, None),
+    ),
+)
+_J_FetchSnapshotResponse_TopicSnapshot = (
+    _FetchSnapshotResponse_TopicSnapshot,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_FetchSnapshotResponse_PartitionSnapshot),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_FetchSnapshotResponse = (
+    FetchSnapshotResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("topics", "topics", False, False, _J_FetchSnapshotResponse_TopicSnapshot),
+        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1668,6 +1758,7 @@ bind_native(
     (0, 0, _N_FetchSnapshotResponse_v0),
     (1, 1, _N_FetchSnapshotResponse_v1),
 )
+bind_native_json(FetchSnapshotResponse, _J_FetchSnapshotResponse)
 bind_codecs(
     _FetchSnapshotResponse_TopicSnapshot,
     _tj_FetchSnapshotResponse_TopicSnapshot,
@@ -1684,6 +1775,7 @@ bind_native(
     _FetchSnapshotResponse_TopicSnapshot,
     (0, 1, _N_FetchSnapshotResponse_TopicSnapshot_v0),
 )
+bind_native_json(_FetchSnapshotResponse_TopicSnapshot, _J_FetchSnapshotResponse_TopicSnapshot)
 bind_codecs(
     _FetchSnapshotResponse_PartitionSnapshot,
     _tj_FetchSnapshotResponse_PartitionSnapshot,
@@ -1700,6 +1792,9 @@ bind_native(
     _FetchSnapshotResponse_PartitionSnapshot,
     (0, 1, _N_FetchSnapshotResponse_PartitionSnapshot_v0),
 )
+bind_native_json(
+    _FetchSnapshotResponse_PartitionSnapshot, _J_FetchSnapshotResponse_PartitionSnapshot
+)
 bind_codecs(
     _FetchSnapshotResponse_SnapshotId,
     _tj_FetchSnapshotResponse_SnapshotId,
@@ -1711,6 +1806,7 @@ bind_native(
     _FetchSnapshotResponse_SnapshotId,
     (0, 1, _N_FetchSnapshotResponse_SnapshotId_v0),
 )
+bind_native_json(_FetchSnapshotResponse_SnapshotId, _J_FetchSnapshotResponse_SnapshotId)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1722,6 +1818,7 @@ bind_native(
     _LeaderIdAndEpoch,
     (0, 1, _N_LeaderIdAndEpoch_v0),
 )
+bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1733,3 +1830,4 @@ bind_native(
     _NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

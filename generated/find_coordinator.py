@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -411,6 +412,15 @@ _N_FindCoordinatorRequest_v4 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_FindCoordinatorRequest = (
+    FindCoordinatorRequest,
+    (
+        ("key", "key", False, False, None),
+        ("key_type", "keyType", False, False, None),
+        ("coordinator_keys", "coordinatorKeys", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -430,6 +440,7 @@ bind_native(
     (3, 3, _N_FindCoordinatorRequest_v3),
     (4, 6, _N_FindCoordinatorRequest_v4),
 )
+bind_native_json(FindCoordinatorRequest, _J_FindCoordinatorRequest)
 
 # -------------------- FindCoordinatorResponse: decoders and encoders, one per distinct layout
 
@@ -820,6 +831,30 @@ _N_FindCoordinatorResponse_v4 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Coordinator = (
+    _Coordinator,
+    (
+        ("key", "key", False, False, None),
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_FindCoordinatorResponse = (
+    FindCoordinatorResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("coordinators", "coordinators", False, False, _J_Coordinator),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -839,6 +874,7 @@ bind_native(
     (3, 3, _N_FindCoordinatorResponse_v3),
     (4, 6, _N_FindCoordinatorResponse_v4),
 )
+bind_native_json(FindCoordinatorResponse, _J_FindCoordinatorResponse)
 bind_codecs(
     _Coordinator,
     _tj_Coordinator,
@@ -850,3 +886,4 @@ bind_native(
     _Coordinator,
     (4, 6, _N_Coordinator_v4),
 )
+bind_native_json(_Coordinator, _J_Coordinator)

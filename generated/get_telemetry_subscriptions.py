@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -224,6 +225,13 @@ _N_GetTelemetrySubscriptionsRequest_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_GetTelemetrySubscriptionsRequest = (
+    GetTelemetrySubscriptionsRequest,
+    (
+        ("client_instance_id", "clientInstanceId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -237,6 +245,7 @@ bind_native(
     GetTelemetrySubscriptionsRequest,
     (0, 0, _N_GetTelemetrySubscriptionsRequest_v0),
 )
+bind_native_json(GetTelemetrySubscriptionsRequest, _J_GetTelemetrySubscriptionsRequest)
 
 # -------------------- GetTelemetrySubscriptionsResponse: decoders and encoders, one per distinct layout
 
@@ -369,6 +378,21 @@ _N_GetTelemetrySubscriptionsResponse_v0 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_GetTelemetrySubscriptionsResponse = (
+    GetTelemetrySubscriptionsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("client_instance_id", "clientInstanceId", False, False, None),
+        ("subscription_id", "subscriptionId", False, False, None),
+        ("accepted_compression_types", "acceptedCompressionTypes", False, False, None),
+        ("push_interval_ms", "pushIntervalMs", False, False, None),
+        ("telemetry_max_bytes", "telemetryMaxBytes", False, False, None),
+        ("delta_temporality", "deltaTemporality", False, False, None),
+        ("requested_metrics", "requestedMetrics", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -382,3 +406,4 @@ bind_native(
     GetTelemetrySubscriptionsResponse,
     (0, 0, _N_GetTelemetrySubscriptionsResponse_v0),
 )
+bind_native_json(GetTelemetrySubscriptionsResponse, _J_GetTelemetrySubscriptionsResponse)

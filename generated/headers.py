@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -266,6 +267,16 @@ _N_RequestHeader_v2 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RequestHeader = (
+    RequestHeader,
+    (
+        ("request_api_key", "requestApiKey", False, False, None),
+        ("request_api_version", "requestApiVersion", False, False, None),
+        ("correlation_id", "correlationId", False, False, None),
+        ("client_id", "clientId", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -283,6 +294,7 @@ bind_native(
     (1, 1, _N_RequestHeader_v1),
     (2, 2, _N_RequestHeader_v2),
 )
+bind_native_json(RequestHeader, _J_RequestHeader)
 
 # -------------------- ResponseHeader: decoders and encoders, one per distinct layout
 
@@ -367,6 +379,13 @@ _N_ResponseHeader_v1 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ResponseHeader = (
+    ResponseHeader,
+    (
+        ("correlation_id", "correlationId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -382,3 +401,4 @@ bind_native(
     (0, 0, _N_ResponseHeader_v0),
     (1, 1, _N_ResponseHeader_v1),
 )
+bind_native_json(ResponseHeader, _J_ResponseHeader)

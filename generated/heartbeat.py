@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -312,6 +313,16 @@ _N_HeartbeatRequest_v4 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_HeartbeatRequest = (
+    HeartbeatRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("generation_id", "generationId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -329,6 +340,7 @@ bind_native(
     (3, 3, _N_HeartbeatRequest_v3),
     (4, 4, _N_HeartbeatRequest_v4),
 )
+bind_native_json(HeartbeatRequest, _J_HeartbeatRequest)
 
 # -------------------- HeartbeatResponse: decoders and encoders, one per distinct layout
 
@@ -447,6 +459,14 @@ _N_HeartbeatResponse_v4 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_HeartbeatResponse = (
+    HeartbeatResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -464,3 +484,4 @@ bind_native(
     (1, 3, _N_HeartbeatResponse_v1),
     (4, 4, _N_HeartbeatResponse_v4),
 )
+bind_native_json(HeartbeatResponse, _J_HeartbeatResponse)

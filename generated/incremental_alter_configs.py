@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -610,6 +611,30 @@ _N_IncrementalAlterConfigsRequest_v1 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterableConfig = (
+    _AlterableConfig,
+    (
+        ("name", "name", False, False, None),
+        ("config_operation", "configOperation", False, False, None),
+        ("value", "value", False, True, None),
+    ),
+)
+_J_AlterConfigsResource = (
+    _AlterConfigsResource,
+    (
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+        ("configs", "configs", False, False, _J_AlterableConfig),
+    ),
+)
+_J_IncrementalAlterConfigsRequest = (
+    IncrementalAlterConfigsRequest,
+    (
+        ("resources", "resources", False, False, _J_AlterConfigsResource),
+        ("validate_only", "validateOnly", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -625,6 +650,7 @@ bind_native(
     (0, 0, _N_IncrementalAlterConfigsRequest_v0),
     (1, 1, _N_IncrementalAlterConfigsRequest_v1),
 )
+bind_native_json(IncrementalAlterConfigsRequest, _J_IncrementalAlterConfigsRequest)
 bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
@@ -638,6 +664,7 @@ bind_native(
     (0, 0, _N_AlterConfigsResource_v0),
     (1, 1, _N_AlterConfigsResource_v1),
 )
+bind_native_json(_AlterConfigsResource, _J_AlterConfigsResource)
 bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
@@ -651,6 +678,7 @@ bind_native(
     (0, 0, _N_AlterableConfig_v0),
     (1, 1, _N_AlterableConfig_v1),
 )
+bind_native_json(_AlterableConfig, _J_AlterableConfig)
 
 # -------------------- IncrementalAlterConfigsResponse: decoders and encoders, one per distinct layout
 
@@ -909,6 +937,23 @@ _N_IncrementalAlterConfigsResponse_v1 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AlterConfigsResourceResponse = (
+    _AlterConfigsResourceResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("resource_type", "resourceType", False, False, None),
+        ("resource_name", "resourceName", False, False, None),
+    ),
+)
+_J_IncrementalAlterConfigsResponse = (
+    IncrementalAlterConfigsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("responses", "responses", False, False, _J_AlterConfigsResourceResponse),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -924,6 +969,7 @@ bind_native(
     (0, 0, _N_IncrementalAlterConfigsResponse_v0),
     (1, 1, _N_IncrementalAlterConfigsResponse_v1),
 )
+bind_native_json(IncrementalAlterConfigsResponse, _J_IncrementalAlterConfigsResponse)
 bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
@@ -937,3 +983,4 @@ bind_native(
     (0, 0, _N_AlterConfigsResourceResponse_v0),
     (1, 1, _N_AlterConfigsResourceResponse_v1),
 )
+bind_native_json(_AlterConfigsResourceResponse, _J_AlterConfigsResourceResponse)

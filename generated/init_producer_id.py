@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -313,6 +314,16 @@ _N_InitProducerIdRequest_v3 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_InitProducerIdRequest = (
+    InitProducerIdRequest,
+    (
+        ("transactional_id", "transactionalId", False, True, None),
+        ("transaction_timeout_ms", "transactionTimeoutMs", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -330,6 +341,7 @@ bind_native(
     (2, 2, _N_InitProducerIdRequest_v2),
     (3, 5, _N_InitProducerIdRequest_v3),
 )
+bind_native_json(InitProducerIdRequest, _J_InitProducerIdRequest)
 
 # -------------------- InitProducerIdResponse: decoders and encoders, one per distinct layout
 
@@ -437,6 +449,16 @@ _N_InitProducerIdResponse_v2 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_InitProducerIdResponse = (
+    InitProducerIdResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -452,3 +474,4 @@ bind_native(
     (0, 1, _N_InitProducerIdResponse_v0),
     (2, 5, _N_InitProducerIdResponse_v2),
 )
+bind_native_json(InitProducerIdResponse, _J_InitProducerIdResponse)

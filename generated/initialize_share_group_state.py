@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -468,6 +469,29 @@ _N_InitializeShareGroupStateRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+        ("state_epoch", "stateEpoch", False, False, None),
+        ("start_offset", "startOffset", False, False, None),
+    ),
+)
+_J_InitializeStateData = (
+    _InitializeStateData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_InitializeShareGroupStateRequest = (
+    InitializeShareGroupStateRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_InitializeStateData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -481,6 +505,7 @@ bind_native(
     InitializeShareGroupStateRequest,
     (0, 0, _N_InitializeShareGroupStateRequest_v0),
 )
+bind_native_json(InitializeShareGroupStateRequest, _J_InitializeShareGroupStateRequest)
 bind_codecs(
     _InitializeStateData,
     _tj_InitializeStateData,
@@ -492,6 +517,7 @@ bind_native(
     _InitializeStateData,
     (0, 0, _N_InitializeStateData_v0),
 )
+bind_native_json(_InitializeStateData, _J_InitializeStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -503,6 +529,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- InitializeShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -718,6 +745,28 @@ _N_InitializeShareGroupStateResponse_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_InitializeStateResult = (
+    _InitializeStateResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_InitializeShareGroupStateResponse = (
+    InitializeShareGroupStateResponse,
+    (
+        ("results", "results", False, False, _J_InitializeStateResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -731,6 +780,7 @@ bind_native(
     InitializeShareGroupStateResponse,
     (0, 0, _N_InitializeShareGroupStateResponse_v0),
 )
+bind_native_json(InitializeShareGroupStateResponse, _J_InitializeShareGroupStateResponse)
 bind_codecs(
     _InitializeStateResult,
     _tj_InitializeStateResult,
@@ -742,6 +792,7 @@ bind_native(
     _InitializeStateResult,
     (0, 0, _N_InitializeStateResult_v0),
 )
+bind_native_json(_InitializeStateResult, _J_InitializeStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -753,3 +804,4 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)

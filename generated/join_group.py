@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -734,6 +735,27 @@ _N_JoinGroupRequest_v8 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_JoinGroupRequestProtocol = (
+    _JoinGroupRequestProtocol,
+    (
+        ("name", "name", False, False, None),
+        ("metadata", "metadata", False, False, None),
+    ),
+)
+_J_JoinGroupRequest = (
+    JoinGroupRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("session_timeout_ms", "sessionTimeoutMs", False, False, None),
+        ("rebalance_timeout_ms", "rebalanceTimeoutMs", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("protocol_type", "protocolType", False, False, None),
+        ("protocols", "protocols", False, False, _J_JoinGroupRequestProtocol),
+        ("reason", "reason", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -755,6 +777,7 @@ bind_native(
     (6, 7, _N_JoinGroupRequest_v6),
     (8, 9, _N_JoinGroupRequest_v8),
 )
+bind_native_json(JoinGroupRequest, _J_JoinGroupRequest)
 bind_codecs(
     _JoinGroupRequestProtocol,
     _tj_JoinGroupRequestProtocol,
@@ -768,6 +791,7 @@ bind_native(
     (0, 5, _N_JoinGroupRequestProtocol_v0),
     (6, 9, _N_JoinGroupRequestProtocol_v6),
 )
+bind_native_json(_JoinGroupRequestProtocol, _J_JoinGroupRequestProtocol)
 
 # -------------------- JoinGroupResponse: decoders and encoders, one per distinct layout
 
@@ -1373,6 +1397,29 @@ _N_JoinGroupResponse_v9 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_JoinGroupResponseMember = (
+    _JoinGroupResponseMember,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("metadata", "metadata", False, False, None),
+    ),
+)
+_J_JoinGroupResponse = (
+    JoinGroupResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("generation_id", "generationId", False, False, None),
+        ("protocol_type", "protocolType", False, True, None),
+        ("protocol_name", "protocolName", False, True, None),
+        ("leader", "leader", False, False, None),
+        ("skip_assignment", "skipAssignment", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("members", "members", False, False, _J_JoinGroupResponseMember),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1396,6 +1443,7 @@ bind_native(
     (7, 8, _N_JoinGroupResponse_v7),
     (9, 9, _N_JoinGroupResponse_v9),
 )
+bind_native_json(JoinGroupResponse, _J_JoinGroupResponse)
 bind_codecs(
     _JoinGroupResponseMember,
     _tj_JoinGroupResponseMember,
@@ -1411,3 +1459,4 @@ bind_native(
     (5, 5, _N_JoinGroupResponseMember_v5),
     (6, 9, _N_JoinGroupResponseMember_v6),
 )
+bind_native_json(_JoinGroupResponseMember, _J_JoinGroupResponseMember)

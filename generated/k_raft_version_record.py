@@ -16,6 +16,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -134,6 +135,14 @@ _N_KRaftVersionRecord_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_KRaftVersionRecord = (
+    KRaftVersionRecord,
+    (
+        ("version", "version", False, False, None),
+        ("k_raft_version", "kRaftVersion", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -147,3 +156,4 @@ bind_native(
     KRaftVersionRecord,
     (0, 0, _N_KRaftVersionRecord_v0),
 )
+bind_native_json(KRaftVersionRecord, _J_KRaftVersionRecord)

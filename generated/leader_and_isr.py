@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1857,6 +1858,53 @@ _N_LeaderAndIsrRequest_v7 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_LeaderAndIsrPartitionState = (
+    _LeaderAndIsrPartitionState,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("controller_epoch", "controllerEpoch", False, False, None),
+        ("leader", "leader", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("isr", "isr", False, False, None),
+        ("partition_epoch", "partitionEpoch", False, False, None),
+        ("replicas", "replicas", False, False, None),
+        ("adding_replicas", "addingReplicas", False, False, None),
+        ("removing_replicas", "removingReplicas", False, False, None),
+        ("is_new", "isNew", False, False, None),
+        ("leader_recovery_state", "leaderRecoveryState", False, False, None),
+    ),
+)
+_J_LeaderAndIsrTopicState = (
+    _LeaderAndIsrTopicState,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partition_states", "partitionStates", False, False, _J_LeaderAndIsrPartitionState),
+    ),
+)
+_J_LeaderAndIsrLiveLeader = (
+    _LeaderAndIsrLiveLeader,
+    (
+        ("broker_id", "brokerId", False, False, None),
+        ("host_name", "hostName", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_LeaderAndIsrRequest = (
+    LeaderAndIsrRequest,
+    (
+        ("controller_id", "controllerId", False, False, None),
+        ("is_k_raft_controller", "isKRaftController", False, False, None),
+        ("controller_epoch", "controllerEpoch", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("type", "type", False, False, None),
+        ("ungrouped_partition_states", "ungroupedPartitionStates", False, False, _J_LeaderAndIsrPartitionState),
+        ("topic_states", "topicStates", False, False, _J_LeaderAndIsrTopicState),
+        ("live_leaders", "liveLeaders", False, False, _J_LeaderAndIsrLiveLeader),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1884,6 +1932,7 @@ bind_native(
     (6, 6, _N_LeaderAndIsrRequest_v6),
     (7, 7, _N_LeaderAndIsrRequest_v7),
 )
+bind_native_json(LeaderAndIsrRequest, _J_LeaderAndIsrRequest)
 bind_codecs(
     _LeaderAndIsrPartitionState,
     _tj_LeaderAndIsrPartitionState,
@@ -1905,6 +1954,7 @@ bind_native(
     (4, 5, _N_LeaderAndIsrPartitionState_v4),
     (6, 7, _N_LeaderAndIsrPartitionState_v6),
 )
+bind_native_json(_LeaderAndIsrPartitionState, _J_LeaderAndIsrPartitionState)
 bind_codecs(
     _LeaderAndIsrTopicState,
     _tj_LeaderAndIsrTopicState,
@@ -1924,6 +1974,7 @@ bind_native(
     (5, 5, _N_LeaderAndIsrTopicState_v5),
     (6, 7, _N_LeaderAndIsrTopicState_v6),
 )
+bind_native_json(_LeaderAndIsrTopicState, _J_LeaderAndIsrTopicState)
 bind_codecs(
     _LeaderAndIsrLiveLeader,
     _tj_LeaderAndIsrLiveLeader,
@@ -1937,6 +1988,7 @@ bind_native(
     (0, 3, _N_LeaderAndIsrLiveLeader_v0),
     (4, 7, _N_LeaderAndIsrLiveLeader_v4),
 )
+bind_native_json(_LeaderAndIsrLiveLeader, _J_LeaderAndIsrLiveLeader)
 
 # -------------------- LeaderAndIsrResponse: decoders and encoders, one per distinct layout
 
@@ -2345,6 +2397,30 @@ _N_LeaderAndIsrResponse_v5 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_LeaderAndIsrPartitionError = (
+    _LeaderAndIsrPartitionError,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_LeaderAndIsrTopicError = (
+    _LeaderAndIsrTopicError,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partition_errors", "partitionErrors", False, False, _J_LeaderAndIsrPartitionError),
+    ),
+)
+_J_LeaderAndIsrResponse = (
+    LeaderAndIsrResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("partition_errors", "partitionErrors", False, False, _J_LeaderAndIsrPartitionError),
+        ("topics", "topics", False, False, _J_LeaderAndIsrTopicError),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2362,6 +2438,7 @@ bind_native(
     (4, 4, _N_LeaderAndIsrResponse_v4),
     (5, 7, _N_LeaderAndIsrResponse_v5),
 )
+bind_native_json(LeaderAndIsrResponse, _J_LeaderAndIsrResponse)
 bind_codecs(
     _LeaderAndIsrPartitionError,
     _tj_LeaderAndIsrPartitionError,
@@ -2377,6 +2454,7 @@ bind_native(
     (4, 4, _N_LeaderAndIsrPartitionError_v4),
     (5, 7, _N_LeaderAndIsrPartitionError_v5),
 )
+bind_native_json(_LeaderAndIsrPartitionError, _J_LeaderAndIsrPartitionError)
 bind_codecs(
     _LeaderAndIsrTopicError,
     _tj_LeaderAndIsrTopicError,
@@ -2388,3 +2466,4 @@ bind_native(
     _LeaderAndIsrTopicError,
     (5, 7, _N_LeaderAndIsrTopicError_v5),
 )
+bind_native_json(_LeaderAndIsrTopicError, _J_LeaderAndIsrTopicError)

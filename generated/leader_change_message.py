@@ -23,6 +23,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -338,6 +339,23 @@ _N_LeaderChangeMessage_v1 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Voter = (
+    _Voter,
+    (
+        ("voter_id", "voterId", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+    ),
+)
+_J_LeaderChangeMessage = (
+    LeaderChangeMessage,
+    (
+        ("version", "version", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("voters", "voters", False, False, _J_Voter),
+        ("granting_voters", "grantingVoters", False, False, _J_Voter),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -353,6 +371,7 @@ bind_native(
     (0, 0, _N_LeaderChangeMessage_v0),
     (1, 1, _N_LeaderChangeMessage_v1),
 )
+bind_native_json(LeaderChangeMessage, _J_LeaderChangeMessage)
 bind_codecs(
     _Voter,
     _tj_Voter,
@@ -366,3 +385,4 @@ bind_native(
     (0, 0, _N_Voter_v0),
     (1, 1, _N_Voter_v1),
 )
+bind_native_json(_Voter, _J_Voter)

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -567,6 +568,23 @@ _N_LeaveGroupRequest_v5 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_MemberIdentity = (
+    _MemberIdentity,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("reason", "reason", False, True, None),
+    ),
+)
+_J_LeaveGroupRequest = (
+    LeaveGroupRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("members", "members", False, False, _J_MemberIdentity),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -586,6 +604,7 @@ bind_native(
     (4, 4, _N_LeaveGroupRequest_v4),
     (5, 5, _N_LeaveGroupRequest_v5),
 )
+bind_native_json(LeaveGroupRequest, _J_LeaveGroupRequest)
 bind_codecs(
     _MemberIdentity,
     _tj_MemberIdentity,
@@ -601,6 +620,7 @@ bind_native(
     (4, 4, _N_MemberIdentity_v4),
     (5, 5, _N_MemberIdentity_v5),
 )
+bind_native_json(_MemberIdentity, _J_MemberIdentity)
 
 # -------------------- LeaveGroupResponse: decoders and encoders, one per distinct layout
 
@@ -894,6 +914,23 @@ _N_LeaveGroupResponse_v4 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_MemberResponse = (
+    _MemberResponse,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_LeaveGroupResponse = (
+    LeaveGroupResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("members", "members", False, False, _J_MemberResponse),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -913,6 +950,7 @@ bind_native(
     (3, 3, _N_LeaveGroupResponse_v3),
     (4, 5, _N_LeaveGroupResponse_v4),
 )
+bind_native_json(LeaveGroupResponse, _J_LeaveGroupResponse)
 bind_codecs(
     _MemberResponse,
     _tj_MemberResponse,
@@ -926,3 +964,4 @@ bind_native(
     (3, 3, _N_MemberResponse_v3),
     (4, 5, _N_MemberResponse_v4),
 )
+bind_native_json(_MemberResponse, _J_MemberResponse)

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -204,6 +205,11 @@ _N_ListClientMetricsResourcesRequest_v0 = (
     (),
     (0, ()),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListClientMetricsResourcesRequest = (
+    ListClientMetricsResourcesRequest,
+    (),
+)
 # fmt: on
 
 bind_codecs(
@@ -217,6 +223,7 @@ bind_native(
     ListClientMetricsResourcesRequest,
     (0, 0, _N_ListClientMetricsResourcesRequest_v0),
 )
+bind_native_json(ListClientMetricsResourcesRequest, _J_ListClientMetricsResourcesRequest)
 
 # -------------------- ListClientMetricsResourcesResponse: decoders and encoders, one per distinct layout
 
@@ -361,6 +368,21 @@ _N_ListClientMetricsResourcesResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ClientMetricsResource = (
+    _ClientMetricsResource,
+    (
+        ("name", "name", False, False, None),
+    ),
+)
+_J_ListClientMetricsResourcesResponse = (
+    ListClientMetricsResourcesResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("client_metrics_resources", "clientMetricsResources", False, False, _J_ClientMetricsResource),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -374,6 +396,7 @@ bind_native(
     ListClientMetricsResourcesResponse,
     (0, 0, _N_ListClientMetricsResourcesResponse_v0),
 )
+bind_native_json(ListClientMetricsResourcesResponse, _J_ListClientMetricsResourcesResponse)
 bind_codecs(
     _ClientMetricsResource,
     _tj_ClientMetricsResource,
@@ -385,3 +408,4 @@ bind_native(
     _ClientMetricsResource,
     (0, 0, _N_ClientMetricsResource_v0),
 )
+bind_native_json(_ClientMetricsResource, _J_ClientMetricsResource)

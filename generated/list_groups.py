@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -569,6 +570,22 @@ _N_ListGroupsRequest_v6 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListGroupsRequest_GroupCursor = (
+    _ListGroupsRequest_GroupCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+    ),
+)
+_J_ListGroupsRequest = (
+    ListGroupsRequest,
+    (
+        ("states_filter", "statesFilter", False, False, None),
+        ("types_filter", "typesFilter", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_ListGroupsRequest_GroupCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -590,6 +607,7 @@ bind_native(
     (5, 5, _N_ListGroupsRequest_v5),
     (6, 6, _N_ListGroupsRequest_v6),
 )
+bind_native_json(ListGroupsRequest, _J_ListGroupsRequest)
 bind_codecs(
     _ListGroupsRequest_GroupCursor,
     _tj_ListGroupsRequest_GroupCursor,
@@ -601,6 +619,7 @@ bind_native(
     _ListGroupsRequest_GroupCursor,
     (6, 6, _N_ListGroupsRequest_GroupCursor_v6),
 )
+bind_native_json(_ListGroupsRequest_GroupCursor, _J_ListGroupsRequest_GroupCursor)
 
 # -------------------- ListGroupsResponse: decoders and encoders, one per distinct layout
 
@@ -1133,6 +1152,31 @@ _N_ListGroupsResponse_v6 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListedGroup = (
+    _ListedGroup,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("protocol_type", "protocolType", False, False, None),
+        ("group_state", "groupState", False, False, None),
+        ("group_type", "groupType", False, False, None),
+    ),
+)
+_J_ListGroupsResponse_GroupCursor = (
+    _ListGroupsResponse_GroupCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+    ),
+)
+_J_ListGroupsResponse = (
+    ListGroupsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("groups", "groups", False, False, _J_ListedGroup),
+        ("next_cursor", "nextCursor", False, True, _J_ListGroupsResponse_GroupCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1156,6 +1200,7 @@ bind_native(
     (5, 5, _N_ListGroupsResponse_v5),
     (6, 6, _N_ListGroupsResponse_v6),
 )
+bind_native_json(ListGroupsResponse, _J_ListGroupsResponse)
 bind_codecs(
     _ListedGroup,
     _tj_ListedGroup,
@@ -1173,6 +1218,7 @@ bind_native(
     (4, 4, _N_ListedGroup_v4),
     (5, 6, _N_ListedGroup_v5),
 )
+bind_native_json(_ListedGroup, _J_ListedGroup)
 bind_codecs(
     _ListGroupsResponse_GroupCursor,
     _tj_ListGroupsResponse_GroupCursor,
@@ -1184,3 +1230,4 @@ bind_native(
     _ListGroupsResponse_GroupCursor,
     (6, 6, _N_ListGroupsResponse_GroupCursor_v6),
 )
+bind_native_json(_ListGroupsResponse_GroupCursor, _J_ListGroupsResponse_GroupCursor)

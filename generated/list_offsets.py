@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1168,6 +1169,41 @@ _N_ListOffsetsRequest_v11 = (
     (),
     (0, (0, 1, 2, 3, 4, 5)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListOffsetsPartition = (
+    _ListOffsetsPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
+        ("timestamp", "timestamp", False, False, None),
+        ("max_num_offsets", "maxNumOffsets", False, False, None),
+    ),
+)
+_J_ListOffsetsTopic = (
+    _ListOffsetsTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_ListOffsetsPartition),
+    ),
+)
+_J_ListOffsetsRequest_Cursor = (
+    _ListOffsetsRequest_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_ListOffsetsRequest = (
+    ListOffsetsRequest,
+    (
+        ("replica_id", "replicaId", False, False, None),
+        ("isolation_level", "isolationLevel", False, False, None),
+        ("topics", "topics", False, False, _J_ListOffsetsTopic),
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_ListOffsetsRequest_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1193,6 +1229,7 @@ bind_native(
     (10, 10, _N_ListOffsetsRequest_v10),
     (11, 11, _N_ListOffsetsRequest_v11),
 )
+bind_native_json(ListOffsetsRequest, _J_ListOffsetsRequest)
 bind_codecs(
     _ListOffsetsTopic,
     _tj_ListOffsetsTopic,
@@ -1210,6 +1247,7 @@ bind_native(
     (4, 5, _N_ListOffsetsTopic_v4),
     (6, 11, _N_ListOffsetsTopic_v6),
 )
+bind_native_json(_ListOffsetsTopic, _J_ListOffsetsTopic)
 bind_codecs(
     _ListOffsetsPartition,
     _tj_ListOffsetsPartition,
@@ -1227,6 +1265,7 @@ bind_native(
     (4, 5, _N_ListOffsetsPartition_v4),
     (6, 11, _N_ListOffsetsPartition_v6),
 )
+bind_native_json(_ListOffsetsPartition, _J_ListOffsetsPartition)
 bind_codecs(
     _ListOffsetsRequest_Cursor,
     _tj_ListOffsetsRequest_Cursor,
@@ -1238,6 +1277,7 @@ bind_native(
     _ListOffsetsRequest_Cursor,
     (11, 11, _N_ListOffsetsRequest_Cursor_v11),
 )
+bind_native_json(_ListOffsetsRequest_Cursor, _J_ListOffsetsRequest_Cursor)
 
 # -------------------- ListOffsetsResponse: decoders and encoders, one per distinct layout
 
@@ -2016,6 +2056,40 @@ _N_ListOffsetsResponse_v11 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListOffsetsPartitionResponse = (
+    _ListOffsetsPartitionResponse,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("old_style_offsets", "oldStyleOffsets", False, False, None),
+        ("timestamp", "timestamp", False, False, None),
+        ("offset", "offset", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_ListOffsetsTopicResponse = (
+    _ListOffsetsTopicResponse,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_ListOffsetsPartitionResponse),
+    ),
+)
+_J_ListOffsetsResponse_Cursor = (
+    _ListOffsetsResponse_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_ListOffsetsResponse = (
+    ListOffsetsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_ListOffsetsTopicResponse),
+        ("next_cursor", "nextCursor", False, True, _J_ListOffsetsResponse_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2039,6 +2113,7 @@ bind_native(
     (6, 10, _N_ListOffsetsResponse_v6),
     (11, 11, _N_ListOffsetsResponse_v11),
 )
+bind_native_json(ListOffsetsResponse, _J_ListOffsetsResponse)
 bind_codecs(
     _ListOffsetsTopicResponse,
     _tj_ListOffsetsTopicResponse,
@@ -2056,6 +2131,7 @@ bind_native(
     (4, 5, _N_ListOffsetsTopicResponse_v4),
     (6, 11, _N_ListOffsetsTopicResponse_v6),
 )
+bind_native_json(_ListOffsetsTopicResponse, _J_ListOffsetsTopicResponse)
 bind_codecs(
     _ListOffsetsPartitionResponse,
     _tj_ListOffsetsPartitionResponse,
@@ -2073,6 +2149,7 @@ bind_native(
     (4, 5, _N_ListOffsetsPartitionResponse_v4),
     (6, 11, _N_ListOffsetsPartitionResponse_v6),
 )
+bind_native_json(_ListOffsetsPartitionResponse, _J_ListOffsetsPartitionResponse)
 bind_codecs(
     _ListOffsetsResponse_Cursor,
     _tj_ListOffsetsResponse_Cursor,
@@ -2084,3 +2161,4 @@ bind_native(
     _ListOffsetsResponse_Cursor,
     (11, 11, _N_ListOffsetsResponse_Cursor_v11),
 )
+bind_native_json(_ListOffsetsResponse_Cursor, _J_ListOffsetsResponse_Cursor)

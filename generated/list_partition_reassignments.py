@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -668,6 +669,30 @@ _N_ListPartitionReassignmentsRequest_v1 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListPartitionReassignmentsTopics = (
+    _ListPartitionReassignmentsTopics,
+    (
+        ("name", "name", False, False, None),
+        ("partition_indexes", "partitionIndexes", False, False, None),
+    ),
+)
+_J_ListPartitionReassignmentsRequest_Cursor = (
+    _ListPartitionReassignmentsRequest_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_ListPartitionReassignmentsRequest = (
+    ListPartitionReassignmentsRequest,
+    (
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("topics", "topics", False, True, _J_ListPartitionReassignmentsTopics),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_ListPartitionReassignmentsRequest_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -683,6 +708,7 @@ bind_native(
     (0, 0, _N_ListPartitionReassignmentsRequest_v0),
     (1, 1, _N_ListPartitionReassignmentsRequest_v1),
 )
+bind_native_json(ListPartitionReassignmentsRequest, _J_ListPartitionReassignmentsRequest)
 bind_codecs(
     _ListPartitionReassignmentsTopics,
     _tj_ListPartitionReassignmentsTopics,
@@ -694,6 +720,7 @@ bind_native(
     _ListPartitionReassignmentsTopics,
     (0, 1, _N_ListPartitionReassignmentsTopics_v0),
 )
+bind_native_json(_ListPartitionReassignmentsTopics, _J_ListPartitionReassignmentsTopics)
 bind_codecs(
     _ListPartitionReassignmentsRequest_Cursor,
     _tj_ListPartitionReassignmentsRequest_Cursor,
@@ -709,6 +736,9 @@ bind_codecs(
 bind_native(
     _ListPartitionReassignmentsRequest_Cursor,
     (1, 1, _N_ListPartitionReassignmentsRequest_Cursor_v1),
+)
+bind_native_json(
+    _ListPartitionReassignmentsRequest_Cursor, _J_ListPartitionReassignmentsRequest_Cursor
 )
 
 # -------------------- ListPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
@@ -1141,6 +1171,40 @@ _N_ListPartitionReassignmentsResponse_v1 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OngoingPartitionReassignment = (
+    _OngoingPartitionReassignment,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("replicas", "replicas", False, False, None),
+        ("adding_replicas", "addingReplicas", False, False, None),
+        ("removing_replicas", "removingReplicas", False, False, None),
+    ),
+)
+_J_OngoingTopicReassignment = (
+    _OngoingTopicReassignment,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OngoingPartitionReassignment),
+    ),
+)
+_J_ListPartitionReassignmentsResponse_Cursor = (
+    _ListPartitionReassignmentsResponse_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_ListPartitionReassignmentsResponse = (
+    ListPartitionReassignmentsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("topics", "topics", False, False, _J_OngoingTopicReassignment),
+        ("next_cursor", "nextCursor", False, True, _J_ListPartitionReassignmentsResponse_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1156,6 +1220,7 @@ bind_native(
     (0, 0, _N_ListPartitionReassignmentsResponse_v0),
     (1, 1, _N_ListPartitionReassignmentsResponse_v1),
 )
+bind_native_json(ListPartitionReassignmentsResponse, _J_ListPartitionReassignmentsResponse)
 bind_codecs(
     _OngoingTopicReassignment,
     _tj_OngoingTopicReassignment,
@@ -1167,6 +1232,7 @@ bind_native(
     _OngoingTopicReassignment,
     (0, 1, _N_OngoingTopicReassignment_v0),
 )
+bind_native_json(_OngoingTopicReassignment, _J_OngoingTopicReassignment)
 bind_codecs(
     _OngoingPartitionReassignment,
     _tj_OngoingPartitionReassignment,
@@ -1178,6 +1244,7 @@ bind_native(
     _OngoingPartitionReassignment,
     (0, 1, _N_OngoingPartitionReassignment_v0),
 )
+bind_native_json(_OngoingPartitionReassignment, _J_OngoingPartitionReassignment)
 bind_codecs(
     _ListPartitionReassignmentsResponse_Cursor,
     _tj_ListPartitionReassignmentsResponse_Cursor,
@@ -1193,4 +1260,7 @@ bind_codecs(
 bind_native(
     _ListPartitionReassignmentsResponse_Cursor,
     (1, 1, _N_ListPartitionReassignmentsResponse_Cursor_v1),
+)
+bind_native_json(
+    _ListPartitionReassignmentsResponse_Cursor, _J_ListPartitionReassignmentsResponse_Cursor
 )

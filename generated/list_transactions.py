@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -564,6 +565,24 @@ _N_ListTransactionsRequest_v2 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ListTransactionsRequest_TransactionalCursor = (
+    _ListTransactionsRequest_TransactionalCursor,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+    ),
+)
+_J_ListTransactionsRequest = (
+    ListTransactionsRequest,
+    (
+        ("state_filters", "stateFilters", False, False, None),
+        ("producer_id_filters", "producerIdFilters", False, False, None),
+        ("duration_filter", "durationFilter", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_ListTransactionsRequest_TransactionalCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -581,6 +600,7 @@ bind_native(
     (1, 1, _N_ListTransactionsRequest_v1),
     (2, 2, _N_ListTransactionsRequest_v2),
 )
+bind_native_json(ListTransactionsRequest, _J_ListTransactionsRequest)
 bind_codecs(
     _ListTransactionsRequest_TransactionalCursor,
     _tj_ListTransactionsRequest_TransactionalCursor,
@@ -596,6 +616,9 @@ bind_codecs(
 bind_native(
     _ListTransactionsRequest_TransactionalCursor,
     (2, 2, _N_ListTransactionsRequest_TransactionalCursor_v2),
+)
+bind_native_json(
+    _ListTransactionsRequest_TransactionalCursor, _J_ListTransactionsRequest_TransactionalCursor
 )
 
 # -------------------- ListTransactionsResponse: decoders and encoders, one per distinct layout
@@ -932,6 +955,32 @@ _N_ListTransactionsResponse_v2 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TransactionState = (
+    _TransactionState,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("transaction_state", "transactionState", False, False, None),
+    ),
+)
+_J_ListTransactionsResponse_TransactionalCursor = (
+    _ListTransactionsResponse_TransactionalCursor,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+    ),
+)
+_J_ListTransactionsResponse = (
+    ListTransactionsResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("unknown_state_filters", "unknownStateFilters", False, False, None),
+        ("transaction_states", "transactionStates", False, False, _J_TransactionState),
+        ("next_cursor", "nextCursor", False, True, _J_ListTransactionsResponse_TransactionalCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -947,6 +996,7 @@ bind_native(
     (0, 1, _N_ListTransactionsResponse_v0),
     (2, 2, _N_ListTransactionsResponse_v2),
 )
+bind_native_json(ListTransactionsResponse, _J_ListTransactionsResponse)
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
@@ -958,6 +1008,7 @@ bind_native(
     _TransactionState,
     (0, 2, _N_TransactionState_v0),
 )
+bind_native_json(_TransactionState, _J_TransactionState)
 bind_codecs(
     _ListTransactionsResponse_TransactionalCursor,
     _tj_ListTransactionsResponse_TransactionalCursor,
@@ -973,4 +1024,7 @@ bind_codecs(
 bind_native(
     _ListTransactionsResponse_TransactionalCursor,
     (2, 2, _N_ListTransactionsResponse_TransactionalCursor_v2),
+)
+bind_native_json(
+    _ListTransactionsResponse_TransactionalCursor, _J_ListTransactionsResponse_TransactionalCursor
 )

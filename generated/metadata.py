@@ -29,6 +29,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1075,6 +1076,32 @@ _N_MetadataRequest_v13 = (
     (),
     (0, (0, 1, 2, 3, 4, 5)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_MetadataRequestTopic = (
+    _MetadataRequestTopic,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("name", "name", False, True, None),
+    ),
+)
+_J_MetadataRequest_Cursor = (
+    _MetadataRequest_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_MetadataRequest = (
+    MetadataRequest,
+    (
+        ("topics", "topics", False, True, _J_MetadataRequestTopic),
+        ("allow_auto_topic_creation", "allowAutoTopicCreation", False, False, None),
+        ("include_cluster_authorized_operations", "includeClusterAuthorizedOperations", False, False, None),
+        ("include_topic_authorized_operations", "includeTopicAuthorizedOperations", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_MetadataRequest_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1102,6 +1129,7 @@ bind_native(
     (11, 12, _N_MetadataRequest_v11),
     (13, 13, _N_MetadataRequest_v13),
 )
+bind_native_json(MetadataRequest, _J_MetadataRequest)
 bind_codecs(
     _MetadataRequestTopic,
     _tj_MetadataRequestTopic,
@@ -1117,6 +1145,7 @@ bind_native(
     (9, 9, _N_MetadataRequestTopic_v9),
     (10, 13, _N_MetadataRequestTopic_v10),
 )
+bind_native_json(_MetadataRequestTopic, _J_MetadataRequestTopic)
 bind_codecs(
     _MetadataRequest_Cursor,
     _tj_MetadataRequest_Cursor,
@@ -1128,6 +1157,7 @@ bind_native(
     _MetadataRequest_Cursor,
     (13, 13, _N_MetadataRequest_Cursor_v13),
 )
+bind_native_json(_MetadataRequest_Cursor, _J_MetadataRequest_Cursor)
 
 # -------------------- MetadataResponse: decoders and encoders, one per distinct layout
 
@@ -2913,6 +2943,58 @@ _N_MetadataResponse_v13 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_MetadataResponseBroker = (
+    _MetadataResponseBroker,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_MetadataResponsePartition = (
+    _MetadataResponsePartition,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("replica_nodes", "replicaNodes", False, False, None),
+        ("isr_nodes", "isrNodes", False, False, None),
+        ("offline_replicas", "offlineReplicas", False, False, None),
+    ),
+)
+_J_MetadataResponseTopic = (
+    _MetadataResponseTopic,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("name", "name", False, True, None),
+        ("topic_id", "topicId", False, False, None),
+        ("is_internal", "isInternal", False, False, None),
+        ("partitions", "partitions", False, False, _J_MetadataResponsePartition),
+        ("topic_authorized_operations", "topicAuthorizedOperations", False, False, None),
+    ),
+)
+_J_MetadataResponse_Cursor = (
+    _MetadataResponse_Cursor,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_MetadataResponse = (
+    MetadataResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("brokers", "brokers", False, False, _J_MetadataResponseBroker),
+        ("cluster_id", "clusterId", False, True, None),
+        ("controller_id", "controllerId", False, False, None),
+        ("topics", "topics", False, False, _J_MetadataResponseTopic),
+        ("cluster_authorized_operations", "clusterAuthorizedOperations", False, False, None),
+        ("next_cursor", "nextCursor", False, True, _J_MetadataResponse_Cursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2948,6 +3030,7 @@ bind_native(
     (12, 12, _N_MetadataResponse_v12),
     (13, 13, _N_MetadataResponse_v13),
 )
+bind_native_json(MetadataResponse, _J_MetadataResponse)
 bind_codecs(
     _MetadataResponseBroker,
     _tj_MetadataResponseBroker,
@@ -2963,6 +3046,7 @@ bind_native(
     (1, 8, _N_MetadataResponseBroker_v1),
     (9, 13, _N_MetadataResponseBroker_v9),
 )
+bind_native_json(_MetadataResponseBroker, _J_MetadataResponseBroker)
 bind_codecs(
     _MetadataResponseTopic,
     _tj_MetadataResponseTopic,
@@ -2988,6 +3072,7 @@ bind_native(
     (10, 11, _N_MetadataResponseTopic_v10),
     (12, 13, _N_MetadataResponseTopic_v12),
 )
+bind_native_json(_MetadataResponseTopic, _J_MetadataResponseTopic)
 bind_codecs(
     _MetadataResponsePartition,
     _tj_MetadataResponsePartition,
@@ -3005,6 +3090,7 @@ bind_native(
     (7, 8, _N_MetadataResponsePartition_v7),
     (9, 13, _N_MetadataResponsePartition_v9),
 )
+bind_native_json(_MetadataResponsePartition, _J_MetadataResponsePartition)
 bind_codecs(
     _MetadataResponse_Cursor,
     _tj_MetadataResponse_Cursor,
@@ -3016,3 +3102,4 @@ bind_native(
     _MetadataResponse_Cursor,
     (13, 13, _N_MetadataResponse_Cursor_v13),
 )
+bind_native_json(_MetadataResponse_Cursor, _J_MetadataResponse_Cursor)

@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1136,6 +1137,35 @@ _N_OffsetCommitRequest_v8 = (
     (),
     (0, (0, 1, 2, 3, 4, 5)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetCommitRequestPartition = (
+    _OffsetCommitRequestPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("committed_offset", "committedOffset", False, False, None),
+        ("committed_leader_epoch", "committedLeaderEpoch", False, False, None),
+        ("commit_timestamp", "commitTimestamp", False, False, None),
+        ("committed_metadata", "committedMetadata", False, True, None),
+    ),
+)
+_J_OffsetCommitRequestTopic = (
+    _OffsetCommitRequestTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetCommitRequestPartition),
+    ),
+)
+_J_OffsetCommitRequest = (
+    OffsetCommitRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("generation_id_or_member_epoch", "generationIdOrMemberEpoch", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("retention_time_ms", "retentionTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetCommitRequestTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1161,6 +1191,7 @@ bind_native(
     (7, 7, _N_OffsetCommitRequest_v7),
     (8, 9, _N_OffsetCommitRequest_v8),
 )
+bind_native_json(OffsetCommitRequest, _J_OffsetCommitRequest)
 bind_codecs(
     _OffsetCommitRequestTopic,
     _tj_OffsetCommitRequestTopic,
@@ -1180,6 +1211,7 @@ bind_native(
     (6, 7, _N_OffsetCommitRequestTopic_v6),
     (8, 9, _N_OffsetCommitRequestTopic_v8),
 )
+bind_native_json(_OffsetCommitRequestTopic, _J_OffsetCommitRequestTopic)
 bind_codecs(
     _OffsetCommitRequestPartition,
     _tj_OffsetCommitRequestPartition,
@@ -1199,6 +1231,7 @@ bind_native(
     (6, 7, _N_OffsetCommitRequestPartition_v6),
     (8, 9, _N_OffsetCommitRequestPartition_v8),
 )
+bind_native_json(_OffsetCommitRequestPartition, _J_OffsetCommitRequestPartition)
 
 # -------------------- OffsetCommitResponse: decoders and encoders, one per distinct layout
 
@@ -1545,6 +1578,28 @@ _N_OffsetCommitResponse_v8 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetCommitResponsePartition = (
+    _OffsetCommitResponsePartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_OffsetCommitResponseTopic = (
+    _OffsetCommitResponseTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetCommitResponsePartition),
+    ),
+)
+_J_OffsetCommitResponse = (
+    OffsetCommitResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetCommitResponseTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1562,6 +1617,7 @@ bind_native(
     (3, 7, _N_OffsetCommitResponse_v3),
     (8, 9, _N_OffsetCommitResponse_v8),
 )
+bind_native_json(OffsetCommitResponse, _J_OffsetCommitResponse)
 bind_codecs(
     _OffsetCommitResponseTopic,
     _tj_OffsetCommitResponseTopic,
@@ -1575,6 +1631,7 @@ bind_native(
     (0, 7, _N_OffsetCommitResponseTopic_v0),
     (8, 9, _N_OffsetCommitResponseTopic_v8),
 )
+bind_native_json(_OffsetCommitResponseTopic, _J_OffsetCommitResponseTopic)
 bind_codecs(
     _OffsetCommitResponsePartition,
     _tj_OffsetCommitResponsePartition,
@@ -1588,3 +1645,4 @@ bind_native(
     (0, 7, _N_OffsetCommitResponsePartition_v0),
     (8, 9, _N_OffsetCommitResponsePartition_v8),
 )
+bind_native_json(_OffsetCommitResponsePartition, _J_OffsetCommitResponsePartition)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -445,6 +446,27 @@ _N_OffsetDeleteRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetDeleteRequestPartition = (
+    _OffsetDeleteRequestPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_OffsetDeleteRequestTopic = (
+    _OffsetDeleteRequestTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetDeleteRequestPartition),
+    ),
+)
+_J_OffsetDeleteRequest = (
+    OffsetDeleteRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetDeleteRequestTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -458,6 +480,7 @@ bind_native(
     OffsetDeleteRequest,
     (0, 0, _N_OffsetDeleteRequest_v0),
 )
+bind_native_json(OffsetDeleteRequest, _J_OffsetDeleteRequest)
 bind_codecs(
     _OffsetDeleteRequestTopic,
     _tj_OffsetDeleteRequestTopic,
@@ -469,6 +492,7 @@ bind_native(
     _OffsetDeleteRequestTopic,
     (0, 0, _N_OffsetDeleteRequestTopic_v0),
 )
+bind_native_json(_OffsetDeleteRequestTopic, _J_OffsetDeleteRequestTopic)
 bind_codecs(
     _OffsetDeleteRequestPartition,
     _tj_OffsetDeleteRequestPartition,
@@ -480,6 +504,7 @@ bind_native(
     _OffsetDeleteRequestPartition,
     (0, 0, _N_OffsetDeleteRequestPartition_v0),
 )
+bind_native_json(_OffsetDeleteRequestPartition, _J_OffsetDeleteRequestPartition)
 
 # -------------------- OffsetDeleteResponse: decoders and encoders, one per distinct layout
 
@@ -687,6 +712,29 @@ _N_OffsetDeleteResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetDeleteResponsePartition = (
+    _OffsetDeleteResponsePartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_OffsetDeleteResponseTopic = (
+    _OffsetDeleteResponseTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetDeleteResponsePartition),
+    ),
+)
+_J_OffsetDeleteResponse = (
+    OffsetDeleteResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetDeleteResponseTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -700,6 +748,7 @@ bind_native(
     OffsetDeleteResponse,
     (0, 0, _N_OffsetDeleteResponse_v0),
 )
+bind_native_json(OffsetDeleteResponse, _J_OffsetDeleteResponse)
 bind_codecs(
     _OffsetDeleteResponseTopic,
     _tj_OffsetDeleteResponseTopic,
@@ -711,6 +760,7 @@ bind_native(
     _OffsetDeleteResponseTopic,
     (0, 0, _N_OffsetDeleteResponseTopic_v0),
 )
+bind_native_json(_OffsetDeleteResponseTopic, _J_OffsetDeleteResponseTopic)
 bind_codecs(
     _OffsetDeleteResponsePartition,
     _tj_OffsetDeleteResponsePartition,
@@ -722,3 +772,4 @@ bind_native(
     _OffsetDeleteResponsePartition,
     (0, 0, _N_OffsetDeleteResponsePartition_v0),
 )
+bind_native_json(_OffsetDeleteResponsePartition, _J_OffsetDeleteResponsePartition)

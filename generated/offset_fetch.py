@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1373,6 +1374,49 @@ _N_OffsetFetchRequest_v10 = (
     (),
     (0, (0, 1, 2, 3, 4, 5)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetFetchRequestTopic = (
+    _OffsetFetchRequestTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partition_indexes", "partitionIndexes", False, False, None),
+    ),
+)
+_J_OffsetFetchRequestTopics = (
+    _OffsetFetchRequestTopics,
+    (
+        ("name", "name", False, False, None),
+        ("partition_indexes", "partitionIndexes", False, False, None),
+    ),
+)
+_J_OffsetFetchRequestGroup = (
+    _OffsetFetchRequestGroup,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, True, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("topics", "topics", False, True, _J_OffsetFetchRequestTopics),
+    ),
+)
+_J_OffsetFetchRequest_OffsetFetchCursor = (
+    _OffsetFetchRequest_OffsetFetchCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_OffsetFetchRequest = (
+    OffsetFetchRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, True, _J_OffsetFetchRequestTopic),
+        ("groups", "groups", False, False, _J_OffsetFetchRequestGroup),
+        ("require_stable", "requireStable", False, False, None),
+        ("response_pagination_limit", "responsePaginationLimit", False, False, None),
+        ("cursor", "cursor", False, True, _J_OffsetFetchRequest_OffsetFetchCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1398,6 +1442,7 @@ bind_native(
     (9, 9, _N_OffsetFetchRequest_v9),
     (10, 10, _N_OffsetFetchRequest_v10),
 )
+bind_native_json(OffsetFetchRequest, _J_OffsetFetchRequest)
 bind_codecs(
     _OffsetFetchRequestTopic,
     _tj_OffsetFetchRequestTopic,
@@ -1411,6 +1456,7 @@ bind_native(
     (0, 5, _N_OffsetFetchRequestTopic_v0),
     (6, 7, _N_OffsetFetchRequestTopic_v6),
 )
+bind_native_json(_OffsetFetchRequestTopic, _J_OffsetFetchRequestTopic)
 bind_codecs(
     _OffsetFetchRequestGroup,
     _tj_OffsetFetchRequestGroup,
@@ -1424,6 +1470,7 @@ bind_native(
     (8, 8, _N_OffsetFetchRequestGroup_v8),
     (9, 10, _N_OffsetFetchRequestGroup_v9),
 )
+bind_native_json(_OffsetFetchRequestGroup, _J_OffsetFetchRequestGroup)
 bind_codecs(
     _OffsetFetchRequestTopics,
     _tj_OffsetFetchRequestTopics,
@@ -1435,6 +1482,7 @@ bind_native(
     _OffsetFetchRequestTopics,
     (8, 10, _N_OffsetFetchRequestTopics_v8),
 )
+bind_native_json(_OffsetFetchRequestTopics, _J_OffsetFetchRequestTopics)
 bind_codecs(
     _OffsetFetchRequest_OffsetFetchCursor,
     _tj_OffsetFetchRequest_OffsetFetchCursor,
@@ -1451,6 +1499,7 @@ bind_native(
     _OffsetFetchRequest_OffsetFetchCursor,
     (10, 10, _N_OffsetFetchRequest_OffsetFetchCursor_v10),
 )
+bind_native_json(_OffsetFetchRequest_OffsetFetchCursor, _J_OffsetFetchRequest_OffsetFetchCursor)
 
 # -------------------- OffsetFetchResponse: decoders and encoders, one per distinct layout
 
@@ -2545,6 +2594,67 @@ _N_OffsetFetchResponse_v10 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetFetchResponsePartition = (
+    _OffsetFetchResponsePartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("committed_offset", "committedOffset", False, False, None),
+        ("committed_leader_epoch", "committedLeaderEpoch", False, False, None),
+        ("metadata", "metadata", False, True, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_OffsetFetchResponseTopic = (
+    _OffsetFetchResponseTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetFetchResponsePartition),
+    ),
+)
+_J_OffsetFetchResponsePartitions = (
+    _OffsetFetchResponsePartitions,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("committed_offset", "committedOffset", False, False, None),
+        ("committed_leader_epoch", "committedLeaderEpoch", False, False, None),
+        ("metadata", "metadata", False, True, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_OffsetFetchResponseTopics = (
+    _OffsetFetchResponseTopics,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetFetchResponsePartitions),
+    ),
+)
+_J_OffsetFetchResponseGroup = (
+    _OffsetFetchResponseGroup,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetFetchResponseTopics),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_OffsetFetchResponse_OffsetFetchCursor = (
+    _OffsetFetchResponse_OffsetFetchCursor,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_OffsetFetchResponse = (
+    OffsetFetchResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetFetchResponseTopic),
+        ("error_code", "errorCode", False, False, None),
+        ("groups", "groups", False, False, _J_OffsetFetchResponseGroup),
+        ("next_cursor", "nextCursor", False, True, _J_OffsetFetchResponse_OffsetFetchCursor),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2570,6 +2680,7 @@ bind_native(
     (8, 9, _N_OffsetFetchResponse_v8),
     (10, 10, _N_OffsetFetchResponse_v10),
 )
+bind_native_json(OffsetFetchResponse, _J_OffsetFetchResponse)
 bind_codecs(
     _OffsetFetchResponseTopic,
     _tj_OffsetFetchResponseTopic,
@@ -2585,6 +2696,7 @@ bind_native(
     (5, 5, _N_OffsetFetchResponseTopic_v5),
     (6, 7, _N_OffsetFetchResponseTopic_v6),
 )
+bind_native_json(_OffsetFetchResponseTopic, _J_OffsetFetchResponseTopic)
 bind_codecs(
     _OffsetFetchResponsePartition,
     _tj_OffsetFetchResponsePartition,
@@ -2600,6 +2712,7 @@ bind_native(
     (5, 5, _N_OffsetFetchResponsePartition_v5),
     (6, 7, _N_OffsetFetchResponsePartition_v6),
 )
+bind_native_json(_OffsetFetchResponsePartition, _J_OffsetFetchResponsePartition)
 bind_codecs(
     _OffsetFetchResponseGroup,
     _tj_OffsetFetchResponseGroup,
@@ -2611,6 +2724,7 @@ bind_native(
     _OffsetFetchResponseGroup,
     (8, 10, _N_OffsetFetchResponseGroup_v8),
 )
+bind_native_json(_OffsetFetchResponseGroup, _J_OffsetFetchResponseGroup)
 bind_codecs(
     _OffsetFetchResponseTopics,
     _tj_OffsetFetchResponseTopics,
@@ -2622,6 +2736,7 @@ bind_native(
     _OffsetFetchResponseTopics,
     (8, 10, _N_OffsetFetchResponseTopics_v8),
 )
+bind_native_json(_OffsetFetchResponseTopics, _J_OffsetFetchResponseTopics)
 bind_codecs(
     _OffsetFetchResponsePartitions,
     _tj_OffsetFetchResponsePartitions,
@@ -2633,6 +2748,7 @@ bind_native(
     _OffsetFetchResponsePartitions,
     (8, 10, _N_OffsetFetchResponsePartitions_v8),
 )
+bind_native_json(_OffsetFetchResponsePartitions, _J_OffsetFetchResponsePartitions)
 bind_codecs(
     _OffsetFetchResponse_OffsetFetchCursor,
     _tj_OffsetFetchResponse_OffsetFetchCursor,
@@ -2649,3 +2765,4 @@ bind_native(
     _OffsetFetchResponse_OffsetFetchCursor,
     (10, 10, _N_OffsetFetchResponse_OffsetFetchCursor_v10),
 )
+bind_native_json(_OffsetFetchResponse_OffsetFetchCursor, _J_OffsetFetchResponse_OffsetFetchCursor)

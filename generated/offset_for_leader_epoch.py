@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -749,6 +750,29 @@ _N_OffsetForLeaderEpochRequest_v4 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_OffsetForLeaderPartition = (
+    _OffsetForLeaderPartition,
+    (
+        ("partition", "partition", False, False, None),
+        ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_OffsetForLeaderTopic = (
+    _OffsetForLeaderTopic,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, _J_OffsetForLeaderPartition),
+    ),
+)
+_J_OffsetForLeaderEpochRequest = (
+    OffsetForLeaderEpochRequest,
+    (
+        ("replica_id", "replicaId", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetForLeaderTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -768,6 +792,7 @@ bind_native(
     (3, 3, _N_OffsetForLeaderEpochRequest_v3),
     (4, 4, _N_OffsetForLeaderEpochRequest_v4),
 )
+bind_native_json(OffsetForLeaderEpochRequest, _J_OffsetForLeaderEpochRequest)
 bind_codecs(
     _OffsetForLeaderTopic,
     _tj_OffsetForLeaderTopic,
@@ -783,6 +808,7 @@ bind_native(
     (2, 3, _N_OffsetForLeaderTopic_v2),
     (4, 4, _N_OffsetForLeaderTopic_v4),
 )
+bind_native_json(_OffsetForLeaderTopic, _J_OffsetForLeaderTopic)
 bind_codecs(
     _OffsetForLeaderPartition,
     _tj_OffsetForLeaderPartition,
@@ -798,6 +824,7 @@ bind_native(
     (2, 3, _N_OffsetForLeaderPartition_v2),
     (4, 4, _N_OffsetForLeaderPartition_v4),
 )
+bind_native_json(_OffsetForLeaderPartition, _J_OffsetForLeaderPartition)
 
 # -------------------- OffsetForLeaderEpochResponse: decoders and encoders, one per distinct layout
 
@@ -1280,6 +1307,30 @@ _N_OffsetForLeaderEpochResponse_v4 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_EpochEndOffset = (
+    _EpochEndOffset,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("partition", "partition", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("end_offset", "endOffset", False, False, None),
+    ),
+)
+_J_OffsetForLeaderTopicResult = (
+    _OffsetForLeaderTopicResult,
+    (
+        ("topic", "topic", False, False, None),
+        ("partitions", "partitions", False, False, _J_EpochEndOffset),
+    ),
+)
+_J_OffsetForLeaderEpochResponse = (
+    OffsetForLeaderEpochResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_OffsetForLeaderTopicResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1299,6 +1350,7 @@ bind_native(
     (2, 3, _N_OffsetForLeaderEpochResponse_v2),
     (4, 4, _N_OffsetForLeaderEpochResponse_v4),
 )
+bind_native_json(OffsetForLeaderEpochResponse, _J_OffsetForLeaderEpochResponse)
 bind_codecs(
     _OffsetForLeaderTopicResult,
     _tj_OffsetForLeaderTopicResult,
@@ -1314,6 +1366,7 @@ bind_native(
     (1, 3, _N_OffsetForLeaderTopicResult_v1),
     (4, 4, _N_OffsetForLeaderTopicResult_v4),
 )
+bind_native_json(_OffsetForLeaderTopicResult, _J_OffsetForLeaderTopicResult)
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
@@ -1329,3 +1382,4 @@ bind_native(
     (1, 3, _N_EpochEndOffset_v1),
     (4, 4, _N_EpochEndOffset_v4),
 )
+bind_native_json(_EpochEndOffset, _J_EpochEndOffset)

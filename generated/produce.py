@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -785,6 +786,30 @@ _N_ProduceRequest_v9 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionProduceData = (
+    _PartitionProduceData,
+    (
+        ("index", "index", False, False, None),
+        ("records", "records", False, True, None),
+    ),
+)
+_J_TopicProduceData = (
+    _TopicProduceData,
+    (
+        ("name", "name", False, False, None),
+        ("partition_data", "partitionData", False, False, _J_PartitionProduceData),
+    ),
+)
+_J_ProduceRequest = (
+    ProduceRequest,
+    (
+        ("transactional_id", "transactionalId", False, True, None),
+        ("acks", "acks", False, False, None),
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("topic_data", "topicData", False, False, _J_TopicProduceData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -802,6 +827,7 @@ bind_native(
     (3, 8, _N_ProduceRequest_v3),
     (9, 11, _N_ProduceRequest_v9),
 )
+bind_native_json(ProduceRequest, _J_ProduceRequest)
 bind_codecs(
     _TopicProduceData,
     _tj_TopicProduceData,
@@ -815,6 +841,7 @@ bind_native(
     (0, 8, _N_TopicProduceData_v0),
     (9, 11, _N_TopicProduceData_v9),
 )
+bind_native_json(_TopicProduceData, _J_TopicProduceData)
 bind_codecs(
     _PartitionProduceData,
     _tj_PartitionProduceData,
@@ -828,6 +855,7 @@ bind_native(
     (0, 8, _N_PartitionProduceData_v0),
     (9, 11, _N_PartitionProduceData_v9),
 )
+bind_native_json(_PartitionProduceData, _J_PartitionProduceData)
 
 # -------------------- ProduceResponse: decoders and encoders, one per distinct layout
 
@@ -2138,6 +2166,58 @@ _N_ProduceResponse_v10 = (
     ),
     (1, (0, 1, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_BatchIndexAndErrorMessage = (
+    _BatchIndexAndErrorMessage,
+    (
+        ("batch_index", "batchIndex", False, False, None),
+        ("batch_index_error_message", "batchIndexErrorMessage", False, True, None),
+    ),
+)
+_J_LeaderIdAndEpoch = (
+    _LeaderIdAndEpoch,
+    (
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_PartitionProduceResponse = (
+    _PartitionProduceResponse,
+    (
+        ("index", "index", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("base_offset", "baseOffset", False, False, None),
+        ("log_append_time_ms", "logAppendTimeMs", False, False, None),
+        ("log_start_offset", "logStartOffset", False, False, None),
+        ("record_errors", "recordErrors", False, False, _J_BatchIndexAndErrorMessage),
+        ("error_message", "errorMessage", False, True, None),
+        ("current_leader", "currentLeader", True, False, _J_LeaderIdAndEpoch),
+    ),
+)
+_J_TopicProduceResponse = (
+    _TopicProduceResponse,
+    (
+        ("name", "name", False, False, None),
+        ("partition_responses", "partitionResponses", False, False, _J_PartitionProduceResponse),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_ProduceResponse = (
+    ProduceResponse,
+    (
+        ("responses", "responses", False, False, _J_TopicProduceResponse),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2163,6 +2243,7 @@ bind_native(
     (9, 9, _N_ProduceResponse_v9),
     (10, 11, _N_ProduceResponse_v10),
 )
+bind_native_json(ProduceResponse, _J_ProduceResponse)
 bind_codecs(
     _TopicProduceResponse,
     _tj_TopicProduceResponse,
@@ -2184,6 +2265,7 @@ bind_native(
     (9, 9, _N_TopicProduceResponse_v9),
     (10, 11, _N_TopicProduceResponse_v10),
 )
+bind_native_json(_TopicProduceResponse, _J_TopicProduceResponse)
 bind_codecs(
     _PartitionProduceResponse,
     _tj_PartitionProduceResponse,
@@ -2205,6 +2287,7 @@ bind_native(
     (9, 9, _N_PartitionProduceResponse_v9),
     (10, 11, _N_PartitionProduceResponse_v10),
 )
+bind_native_json(_PartitionProduceResponse, _J_PartitionProduceResponse)
 bind_codecs(
     _BatchIndexAndErrorMessage,
     _tj_BatchIndexAndErrorMessage,
@@ -2218,6 +2301,7 @@ bind_native(
     (8, 8, _N_BatchIndexAndErrorMessage_v8),
     (9, 11, _N_BatchIndexAndErrorMessage_v9),
 )
+bind_native_json(_BatchIndexAndErrorMessage, _J_BatchIndexAndErrorMessage)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -2229,6 +2313,7 @@ bind_native(
     _LeaderIdAndEpoch,
     (10, 11, _N_LeaderIdAndEpoch_v10),
 )
+bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -2240,3 +2325,4 @@ bind_native(
     _NodeEndpoint,
     (10, 11, _N_NodeEndpoint_v10),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -217,6 +218,17 @@ _N_PushTelemetryRequest_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PushTelemetryRequest = (
+    PushTelemetryRequest,
+    (
+        ("client_instance_id", "clientInstanceId", False, False, None),
+        ("subscription_id", "subscriptionId", False, False, None),
+        ("terminating", "terminating", False, False, None),
+        ("compression_type", "compressionType", False, False, None),
+        ("metrics", "metrics", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -230,6 +242,7 @@ bind_native(
     PushTelemetryRequest,
     (0, 0, _N_PushTelemetryRequest_v0),
 )
+bind_native_json(PushTelemetryRequest, _J_PushTelemetryRequest)
 
 # -------------------- PushTelemetryResponse: decoders and encoders, one per distinct layout
 
@@ -294,6 +307,14 @@ _N_PushTelemetryResponse_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PushTelemetryResponse = (
+    PushTelemetryResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -307,3 +328,4 @@ bind_native(
     PushTelemetryResponse,
     (0, 0, _N_PushTelemetryResponse_v0),
 )
+bind_native_json(PushTelemetryResponse, _J_PushTelemetryResponse)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -500,6 +501,28 @@ _N_ReadShareGroupStateRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_ReadStateData = (
+    _ReadStateData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_ReadShareGroupStateRequest = (
+    ReadShareGroupStateRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_ReadStateData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -513,6 +536,7 @@ bind_native(
     ReadShareGroupStateRequest,
     (0, 0, _N_ReadShareGroupStateRequest_v0),
 )
+bind_native_json(ReadShareGroupStateRequest, _J_ReadShareGroupStateRequest)
 bind_codecs(
     _ReadStateData,
     _tj_ReadStateData,
@@ -524,6 +548,7 @@ bind_native(
     _ReadStateData,
     (0, 0, _N_ReadStateData_v0),
 )
+bind_native_json(_ReadStateData, _J_ReadStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -535,6 +560,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- ReadShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -830,6 +856,40 @@ _N_ReadShareGroupStateResponse_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_StateBatch = (
+    _StateBatch,
+    (
+        ("first_offset", "firstOffset", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+        ("delivery_state", "deliveryState", False, False, None),
+        ("delivery_count", "deliveryCount", False, False, None),
+    ),
+)
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("state_epoch", "stateEpoch", False, False, None),
+        ("start_offset", "startOffset", False, False, None),
+        ("state_batches", "stateBatches", False, False, _J_StateBatch),
+    ),
+)
+_J_ReadStateResult = (
+    _ReadStateResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_ReadShareGroupStateResponse = (
+    ReadShareGroupStateResponse,
+    (
+        ("results", "results", False, False, _J_ReadStateResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -843,6 +903,7 @@ bind_native(
     ReadShareGroupStateResponse,
     (0, 0, _N_ReadShareGroupStateResponse_v0),
 )
+bind_native_json(ReadShareGroupStateResponse, _J_ReadShareGroupStateResponse)
 bind_codecs(
     _ReadStateResult,
     _tj_ReadStateResult,
@@ -854,6 +915,7 @@ bind_native(
     _ReadStateResult,
     (0, 0, _N_ReadStateResult_v0),
 )
+bind_native_json(_ReadStateResult, _J_ReadStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -865,6 +927,7 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
@@ -876,3 +939,4 @@ bind_native(
     _StateBatch,
     (0, 0, _N_StateBatch_v0),
 )
+bind_native_json(_StateBatch, _J_StateBatch)

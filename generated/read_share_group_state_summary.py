@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -475,6 +476,28 @@ _N_ReadShareGroupStateSummaryRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_ReadStateSummaryData = (
+    _ReadStateSummaryData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_ReadShareGroupStateSummaryRequest = (
+    ReadShareGroupStateSummaryRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_ReadStateSummaryData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -488,6 +511,7 @@ bind_native(
     ReadShareGroupStateSummaryRequest,
     (0, 0, _N_ReadShareGroupStateSummaryRequest_v0),
 )
+bind_native_json(ReadShareGroupStateSummaryRequest, _J_ReadShareGroupStateSummaryRequest)
 bind_codecs(
     _ReadStateSummaryData,
     _tj_ReadStateSummaryData,
@@ -499,6 +523,7 @@ bind_native(
     _ReadStateSummaryData,
     (0, 0, _N_ReadStateSummaryData_v0),
 )
+bind_native_json(_ReadStateSummaryData, _J_ReadStateSummaryData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -510,6 +535,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- ReadShareGroupStateSummaryResponse: decoders and encoders, one per distinct layout
 
@@ -737,6 +763,30 @@ _N_ReadShareGroupStateSummaryResponse_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("state_epoch", "stateEpoch", False, False, None),
+        ("start_offset", "startOffset", False, False, None),
+    ),
+)
+_J_ReadStateSummaryResult = (
+    _ReadStateSummaryResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_ReadShareGroupStateSummaryResponse = (
+    ReadShareGroupStateSummaryResponse,
+    (
+        ("results", "results", False, False, _J_ReadStateSummaryResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -750,6 +800,7 @@ bind_native(
     ReadShareGroupStateSummaryResponse,
     (0, 0, _N_ReadShareGroupStateSummaryResponse_v0),
 )
+bind_native_json(ReadShareGroupStateSummaryResponse, _J_ReadShareGroupStateSummaryResponse)
 bind_codecs(
     _ReadStateSummaryResult,
     _tj_ReadStateSummaryResult,
@@ -761,6 +812,7 @@ bind_native(
     _ReadStateSummaryResult,
     (0, 0, _N_ReadStateSummaryResult_v0),
 )
+bind_native_json(_ReadStateSummaryResult, _J_ReadStateSummaryResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -772,3 +824,4 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)

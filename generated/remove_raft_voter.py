@@ -19,6 +19,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -207,6 +208,15 @@ _N_RemoveRaftVoterRequest_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RemoveRaftVoterRequest = (
+    RemoveRaftVoterRequest,
+    (
+        ("cluster_id", "clusterId", False, True, None),
+        ("voter_id", "voterId", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -220,6 +230,7 @@ bind_native(
     RemoveRaftVoterRequest,
     (0, 0, _N_RemoveRaftVoterRequest_v0),
 )
+bind_native_json(RemoveRaftVoterRequest, _J_RemoveRaftVoterRequest)
 
 # -------------------- RemoveRaftVoterResponse: decoders and encoders, one per distinct layout
 
@@ -296,6 +307,15 @@ _N_RemoveRaftVoterResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RemoveRaftVoterResponse = (
+    RemoveRaftVoterResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -309,3 +329,4 @@ bind_native(
     RemoveRaftVoterResponse,
     (0, 0, _N_RemoveRaftVoterResponse_v0),
 )
+bind_native_json(RemoveRaftVoterResponse, _J_RemoveRaftVoterResponse)

@@ -18,6 +18,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -223,6 +224,14 @@ _N_RenewDelegationTokenRequest_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RenewDelegationTokenRequest = (
+    RenewDelegationTokenRequest,
+    (
+        ("hmac", "hmac", False, False, None),
+        ("renew_period_ms", "renewPeriodMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -238,6 +247,7 @@ bind_native(
     (0, 1, _N_RenewDelegationTokenRequest_v0),
     (2, 2, _N_RenewDelegationTokenRequest_v2),
 )
+bind_native_json(RenewDelegationTokenRequest, _J_RenewDelegationTokenRequest)
 
 # -------------------- RenewDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -340,6 +350,15 @@ _N_RenewDelegationTokenResponse_v2 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_RenewDelegationTokenResponse = (
+    RenewDelegationTokenResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("expiry_timestamp_ms", "expiryTimestampMs", False, False, None),
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -355,3 +374,4 @@ bind_native(
     (0, 1, _N_RenewDelegationTokenResponse_v0),
     (2, 2, _N_RenewDelegationTokenResponse_v2),
 )
+bind_native_json(RenewDelegationTokenResponse, _J_RenewDelegationTokenResponse)

@@ -19,6 +19,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -214,6 +215,13 @@ _N_SaslAuthenticateRequest_v2 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SaslAuthenticateRequest = (
+    SaslAuthenticateRequest,
+    (
+        ("auth_bytes", "authBytes", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -229,6 +237,7 @@ bind_native(
     (0, 1, _N_SaslAuthenticateRequest_v0),
     (2, 2, _N_SaslAuthenticateRequest_v2),
 )
+bind_native_json(SaslAuthenticateRequest, _J_SaslAuthenticateRequest)
 
 # -------------------- SaslAuthenticateResponse: decoders and encoders, one per distinct layout
 
@@ -404,6 +413,16 @@ _N_SaslAuthenticateResponse_v2 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SaslAuthenticateResponse = (
+    SaslAuthenticateResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("auth_bytes", "authBytes", False, False, None),
+        ("session_lifetime_ms", "sessionLifetimeMs", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -421,3 +440,4 @@ bind_native(
     (1, 1, _N_SaslAuthenticateResponse_v1),
     (2, 2, _N_SaslAuthenticateResponse_v2),
 )
+bind_native_json(SaslAuthenticateResponse, _J_SaslAuthenticateResponse)

@@ -21,6 +21,7 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -171,6 +172,13 @@ _N_SaslHandshakeRequest_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SaslHandshakeRequest = (
+    SaslHandshakeRequest,
+    (
+        ("mechanism", "mechanism", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -184,6 +192,7 @@ bind_native(
     SaslHandshakeRequest,
     (0, 1, _N_SaslHandshakeRequest_v0),
 )
+bind_native_json(SaslHandshakeRequest, _J_SaslHandshakeRequest)
 
 # -------------------- SaslHandshakeResponse: decoders and encoders, one per distinct layout
 
@@ -249,6 +258,14 @@ _N_SaslHandshakeResponse_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SaslHandshakeResponse = (
+    SaslHandshakeResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("mechanisms", "mechanisms", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -262,3 +279,4 @@ bind_native(
     SaslHandshakeResponse,
     (0, 1, _N_SaslHandshakeResponse_v0),
 )
+bind_native_json(SaslHandshakeResponse, _J_SaslHandshakeResponse)

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -705,6 +706,38 @@ _N_ShareAcknowledgeRequest_v0 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AcknowledgementBatch = (
+    _AcknowledgementBatch,
+    (
+        ("first_offset", "firstOffset", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+        ("acknowledge_types", "acknowledgeTypes", False, False, None),
+    ),
+)
+_J_AcknowledgePartition = (
+    _AcknowledgePartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("acknowledgement_batches", "acknowledgementBatches", False, False, _J_AcknowledgementBatch),
+    ),
+)
+_J_AcknowledgeTopic = (
+    _AcknowledgeTopic,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_AcknowledgePartition),
+    ),
+)
+_J_ShareAcknowledgeRequest = (
+    ShareAcknowledgeRequest,
+    (
+        ("group_id", "groupId", False, True, None),
+        ("member_id", "memberId", False, True, None),
+        ("share_session_epoch", "shareSessionEpoch", False, False, None),
+        ("topics", "topics", False, False, _J_AcknowledgeTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -718,6 +751,7 @@ bind_native(
     ShareAcknowledgeRequest,
     (0, 0, _N_ShareAcknowledgeRequest_v0),
 )
+bind_native_json(ShareAcknowledgeRequest, _J_ShareAcknowledgeRequest)
 bind_codecs(
     _AcknowledgeTopic,
     _tj_AcknowledgeTopic,
@@ -729,6 +763,7 @@ bind_native(
     _AcknowledgeTopic,
     (0, 0, _N_AcknowledgeTopic_v0),
 )
+bind_native_json(_AcknowledgeTopic, _J_AcknowledgeTopic)
 bind_codecs(
     _AcknowledgePartition,
     _tj_AcknowledgePartition,
@@ -740,6 +775,7 @@ bind_native(
     _AcknowledgePartition,
     (0, 0, _N_AcknowledgePartition_v0),
 )
+bind_native_json(_AcknowledgePartition, _J_AcknowledgePartition)
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
@@ -751,6 +787,7 @@ bind_native(
     _AcknowledgementBatch,
     (0, 0, _N_AcknowledgementBatch_v0),
 )
+bind_native_json(_AcknowledgementBatch, _J_AcknowledgementBatch)
 
 # -------------------- ShareAcknowledgeResponse: decoders and encoders, one per distinct layout
 
@@ -1146,6 +1183,49 @@ _N_ShareAcknowledgeResponse_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_LeaderIdAndEpoch = (
+    _LeaderIdAndEpoch,
+    (
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("current_leader", "currentLeader", False, False, _J_LeaderIdAndEpoch),
+    ),
+)
+_J_ShareAcknowledgeTopicResponse = (
+    _ShareAcknowledgeTopicResponse,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_ShareAcknowledgeResponse = (
+    ShareAcknowledgeResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("responses", "responses", False, False, _J_ShareAcknowledgeTopicResponse),
+        ("node_endpoints", "nodeEndpoints", False, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1159,6 +1239,7 @@ bind_native(
     ShareAcknowledgeResponse,
     (0, 0, _N_ShareAcknowledgeResponse_v0),
 )
+bind_native_json(ShareAcknowledgeResponse, _J_ShareAcknowledgeResponse)
 bind_codecs(
     _ShareAcknowledgeTopicResponse,
     _tj_ShareAcknowledgeTopicResponse,
@@ -1170,6 +1251,7 @@ bind_native(
     _ShareAcknowledgeTopicResponse,
     (0, 0, _N_ShareAcknowledgeTopicResponse_v0),
 )
+bind_native_json(_ShareAcknowledgeTopicResponse, _J_ShareAcknowledgeTopicResponse)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -1181,6 +1263,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1192,6 +1275,7 @@ bind_native(
     _LeaderIdAndEpoch,
     (0, 0, _N_LeaderIdAndEpoch_v0),
 )
+bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1203,3 +1287,4 @@ bind_native(
     _NodeEndpoint,
     (0, 0, _N_NodeEndpoint_v0),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -30,6 +30,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -897,6 +898,50 @@ _N_ShareFetchRequest_v0 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_AcknowledgementBatch = (
+    _AcknowledgementBatch,
+    (
+        ("first_offset", "firstOffset", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+        ("acknowledge_types", "acknowledgeTypes", False, False, None),
+    ),
+)
+_J_FetchPartition = (
+    _FetchPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("partition_max_bytes", "partitionMaxBytes", False, False, None),
+        ("acknowledgement_batches", "acknowledgementBatches", False, False, _J_AcknowledgementBatch),
+    ),
+)
+_J_FetchTopic = (
+    _FetchTopic,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_FetchPartition),
+    ),
+)
+_J_ForgottenTopic = (
+    _ForgottenTopic,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_ShareFetchRequest = (
+    ShareFetchRequest,
+    (
+        ("group_id", "groupId", False, True, None),
+        ("member_id", "memberId", False, True, None),
+        ("share_session_epoch", "shareSessionEpoch", False, False, None),
+        ("max_wait_ms", "maxWaitMs", False, False, None),
+        ("min_bytes", "minBytes", False, False, None),
+        ("max_bytes", "maxBytes", False, False, None),
+        ("topics", "topics", False, False, _J_FetchTopic),
+        ("forgotten_topics_data", "forgottenTopicsData", False, False, _J_ForgottenTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -910,6 +955,7 @@ bind_native(
     ShareFetchRequest,
     (0, 0, _N_ShareFetchRequest_v0),
 )
+bind_native_json(ShareFetchRequest, _J_ShareFetchRequest)
 bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
@@ -921,6 +967,7 @@ bind_native(
     _FetchTopic,
     (0, 0, _N_FetchTopic_v0),
 )
+bind_native_json(_FetchTopic, _J_FetchTopic)
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
@@ -932,6 +979,7 @@ bind_native(
     _FetchPartition,
     (0, 0, _N_FetchPartition_v0),
 )
+bind_native_json(_FetchPartition, _J_FetchPartition)
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
@@ -943,6 +991,7 @@ bind_native(
     _AcknowledgementBatch,
     (0, 0, _N_AcknowledgementBatch_v0),
 )
+bind_native_json(_AcknowledgementBatch, _J_AcknowledgementBatch)
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
@@ -954,6 +1003,7 @@ bind_native(
     _ForgottenTopic,
     (0, 0, _N_ForgottenTopic_v0),
 )
+bind_native_json(_ForgottenTopic, _J_ForgottenTopic)
 
 # -------------------- ShareFetchResponse: decoders and encoders, one per distinct layout
 
@@ -1446,6 +1496,61 @@ _N_ShareFetchResponse_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_LeaderIdAndEpoch = (
+    _LeaderIdAndEpoch,
+    (
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+    ),
+)
+_J_AcquiredRecords = (
+    _AcquiredRecords,
+    (
+        ("first_offset", "firstOffset", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+        ("delivery_count", "deliveryCount", False, False, None),
+    ),
+)
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("acknowledge_error_code", "acknowledgeErrorCode", False, False, None),
+        ("acknowledge_error_message", "acknowledgeErrorMessage", False, True, None),
+        ("current_leader", "currentLeader", False, False, _J_LeaderIdAndEpoch),
+        ("records", "records", False, True, None),
+        ("acquired_records", "acquiredRecords", False, False, _J_AcquiredRecords),
+    ),
+)
+_J_ShareFetchableTopicResponse = (
+    _ShareFetchableTopicResponse,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_ShareFetchResponse = (
+    ShareFetchResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("responses", "responses", False, False, _J_ShareFetchableTopicResponse),
+        ("node_endpoints", "nodeEndpoints", False, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1459,6 +1564,7 @@ bind_native(
     ShareFetchResponse,
     (0, 0, _N_ShareFetchResponse_v0),
 )
+bind_native_json(ShareFetchResponse, _J_ShareFetchResponse)
 bind_codecs(
     _ShareFetchableTopicResponse,
     _tj_ShareFetchableTopicResponse,
@@ -1470,6 +1576,7 @@ bind_native(
     _ShareFetchableTopicResponse,
     (0, 0, _N_ShareFetchableTopicResponse_v0),
 )
+bind_native_json(_ShareFetchableTopicResponse, _J_ShareFetchableTopicResponse)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -1481,6 +1588,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1492,6 +1600,7 @@ bind_native(
     _LeaderIdAndEpoch,
     (0, 0, _N_LeaderIdAndEpoch_v0),
 )
+bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _AcquiredRecords,
     _tj_AcquiredRecords,
@@ -1503,6 +1612,7 @@ bind_native(
     _AcquiredRecords,
     (0, 0, _N_AcquiredRecords_v0),
 )
+bind_native_json(_AcquiredRecords, _J_AcquiredRecords)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1514,3 +1624,4 @@ bind_native(
     _NodeEndpoint,
     (0, 0, _N_NodeEndpoint_v0),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -28,6 +28,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -385,6 +386,14 @@ _N_ShareGroupDescribeRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ShareGroupDescribeRequest = (
+    ShareGroupDescribeRequest,
+    (
+        ("group_ids", "groupIds", False, False, None),
+        ("include_authorized_operations", "includeAuthorizedOperations", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -398,6 +407,7 @@ bind_native(
     ShareGroupDescribeRequest,
     (0, 0, _N_ShareGroupDescribeRequest_v0),
 )
+bind_native_json(ShareGroupDescribeRequest, _J_ShareGroupDescribeRequest)
 
 # -------------------- ShareGroupDescribeResponse: decoders and encoders, one per distinct layout
 
@@ -839,6 +849,54 @@ _N_ShareGroupDescribeResponse_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartitions = (
+    _TopicPartitions,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_Assignment = (
+    _Assignment,
+    (
+        ("topic_partitions", "topicPartitions", False, False, _J_TopicPartitions),
+    ),
+)
+_J_Member = (
+    _Member,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("rack_id", "rackId", False, True, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("client_id", "clientId", False, False, None),
+        ("client_host", "clientHost", False, False, None),
+        ("subscribed_topic_names", "subscribedTopicNames", False, False, None),
+        ("assignment", "assignment", False, False, _J_Assignment),
+    ),
+)
+_J_DescribedGroup = (
+    _DescribedGroup,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("group_id", "groupId", False, False, None),
+        ("group_state", "groupState", False, False, None),
+        ("group_epoch", "groupEpoch", False, False, None),
+        ("assignment_epoch", "assignmentEpoch", False, False, None),
+        ("assignor_name", "assignorName", False, False, None),
+        ("members", "members", False, False, _J_Member),
+        ("authorized_operations", "authorizedOperations", False, False, None),
+    ),
+)
+_J_ShareGroupDescribeResponse = (
+    ShareGroupDescribeResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("groups", "groups", False, False, _J_DescribedGroup),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -852,6 +910,7 @@ bind_native(
     ShareGroupDescribeResponse,
     (0, 0, _N_ShareGroupDescribeResponse_v0),
 )
+bind_native_json(ShareGroupDescribeResponse, _J_ShareGroupDescribeResponse)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -863,6 +922,7 @@ bind_native(
     _DescribedGroup,
     (0, 0, _N_DescribedGroup_v0),
 )
+bind_native_json(_DescribedGroup, _J_DescribedGroup)
 bind_codecs(
     _Member,
     _tj_Member,
@@ -874,6 +934,7 @@ bind_native(
     _Member,
     (0, 0, _N_Member_v0),
 )
+bind_native_json(_Member, _J_Member)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -885,6 +946,7 @@ bind_native(
     _Assignment,
     (0, 0, _N_Assignment_v0),
 )
+bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -896,3 +958,4 @@ bind_native(
     _TopicPartitions,
     (0, 0, _N_TopicPartitions_v0),
 )
+bind_native_json(_TopicPartitions, _J_TopicPartitions)

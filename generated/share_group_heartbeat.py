@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -340,6 +341,17 @@ _N_ShareGroupHeartbeatRequest_v0 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_ShareGroupHeartbeatRequest = (
+    ShareGroupHeartbeatRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("rack_id", "rackId", False, True, None),
+        ("subscribed_topic_names", "subscribedTopicNames", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -353,6 +365,7 @@ bind_native(
     ShareGroupHeartbeatRequest,
     (0, 0, _N_ShareGroupHeartbeatRequest_v0),
 )
+bind_native_json(ShareGroupHeartbeatRequest, _J_ShareGroupHeartbeatRequest)
 
 # -------------------- ShareGroupHeartbeatResponse: decoders and encoders, one per distinct layout
 
@@ -593,6 +606,32 @@ _N_ShareGroupHeartbeatResponse_v0 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TopicPartitions = (
+    _TopicPartitions,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, None),
+    ),
+)
+_J_Assignment = (
+    _Assignment,
+    (
+        ("topic_partitions", "topicPartitions", False, False, _J_TopicPartitions),
+    ),
+)
+_J_ShareGroupHeartbeatResponse = (
+    ShareGroupHeartbeatResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("member_id", "memberId", False, True, None),
+        ("member_epoch", "memberEpoch", False, False, None),
+        ("heartbeat_interval_ms", "heartbeatIntervalMs", False, False, None),
+        ("assignment", "assignment", False, True, _J_Assignment),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -606,6 +645,7 @@ bind_native(
     ShareGroupHeartbeatResponse,
     (0, 0, _N_ShareGroupHeartbeatResponse_v0),
 )
+bind_native_json(ShareGroupHeartbeatResponse, _J_ShareGroupHeartbeatResponse)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -617,6 +657,7 @@ bind_native(
     _Assignment,
     (0, 0, _N_Assignment_v0),
 )
+bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -628,3 +669,4 @@ bind_native(
     _TopicPartitions,
     (0, 0, _N_TopicPartitions_v0),
 )
+bind_native_json(_TopicPartitions, _J_TopicPartitions)

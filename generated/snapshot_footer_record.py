@@ -16,6 +16,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -127,6 +128,13 @@ _N_SnapshotFooterRecord_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SnapshotFooterRecord = (
+    SnapshotFooterRecord,
+    (
+        ("version", "version", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -140,3 +148,4 @@ bind_native(
     SnapshotFooterRecord,
     (0, 0, _N_SnapshotFooterRecord_v0),
 )
+bind_native_json(SnapshotFooterRecord, _J_SnapshotFooterRecord)

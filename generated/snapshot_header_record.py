@@ -16,6 +16,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -137,6 +138,14 @@ _N_SnapshotHeaderRecord_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SnapshotHeaderRecord = (
+    SnapshotHeaderRecord,
+    (
+        ("version", "version", False, False, None),
+        ("last_contained_log_timestamp", "lastContainedLogTimestamp", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -150,3 +159,4 @@ bind_native(
     SnapshotHeaderRecord,
     (0, 0, _N_SnapshotHeaderRecord_v0),
 )
+bind_native_json(SnapshotHeaderRecord, _J_SnapshotHeaderRecord)

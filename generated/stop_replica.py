@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1002,6 +1003,49 @@ _N_StopReplicaRequest_v4 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_StopReplicaPartitionV0 = (
+    _StopReplicaPartitionV0,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+    ),
+)
+_J_StopReplicaTopicV1 = (
+    _StopReplicaTopicV1,
+    (
+        ("name", "name", False, False, None),
+        ("partition_indexes", "partitionIndexes", False, False, None),
+    ),
+)
+_J_StopReplicaPartitionState = (
+    _StopReplicaPartitionState,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("delete_partition", "deletePartition", False, False, None),
+    ),
+)
+_J_StopReplicaTopicState = (
+    _StopReplicaTopicState,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_states", "partitionStates", False, False, _J_StopReplicaPartitionState),
+    ),
+)
+_J_StopReplicaRequest = (
+    StopReplicaRequest,
+    (
+        ("controller_id", "controllerId", False, False, None),
+        ("is_k_raft_controller", "isKRaftController", False, False, None),
+        ("controller_epoch", "controllerEpoch", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("delete_partitions", "deletePartitions", False, False, None),
+        ("ungrouped_partitions", "ungroupedPartitions", False, False, _J_StopReplicaPartitionV0),
+        ("topics", "topics", False, False, _J_StopReplicaTopicV1),
+        ("topic_states", "topicStates", False, False, _J_StopReplicaTopicState),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1023,6 +1067,7 @@ bind_native(
     (3, 3, _N_StopReplicaRequest_v3),
     (4, 4, _N_StopReplicaRequest_v4),
 )
+bind_native_json(StopReplicaRequest, _J_StopReplicaRequest)
 bind_codecs(
     _StopReplicaPartitionV0,
     _tj_StopReplicaPartitionV0,
@@ -1034,6 +1079,7 @@ bind_native(
     _StopReplicaPartitionV0,
     (0, 0, _N_StopReplicaPartitionV0_v0),
 )
+bind_native_json(_StopReplicaPartitionV0, _J_StopReplicaPartitionV0)
 bind_codecs(
     _StopReplicaTopicV1,
     _tj_StopReplicaTopicV1,
@@ -1047,6 +1093,7 @@ bind_native(
     (1, 1, _N_StopReplicaTopicV1_v1),
     (2, 2, _N_StopReplicaTopicV1_v2),
 )
+bind_native_json(_StopReplicaTopicV1, _J_StopReplicaTopicV1)
 bind_codecs(
     _StopReplicaTopicState,
     _tj_StopReplicaTopicState,
@@ -1058,6 +1105,7 @@ bind_native(
     _StopReplicaTopicState,
     (3, 4, _N_StopReplicaTopicState_v3),
 )
+bind_native_json(_StopReplicaTopicState, _J_StopReplicaTopicState)
 bind_codecs(
     _StopReplicaPartitionState,
     _tj_StopReplicaPartitionState,
@@ -1069,6 +1117,7 @@ bind_native(
     _StopReplicaPartitionState,
     (3, 4, _N_StopReplicaPartitionState_v3),
 )
+bind_native_json(_StopReplicaPartitionState, _J_StopReplicaPartitionState)
 
 # -------------------- StopReplicaResponse: decoders and encoders, one per distinct layout
 
@@ -1284,6 +1333,22 @@ _N_StopReplicaResponse_v2 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_StopReplicaPartitionError = (
+    _StopReplicaPartitionError,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_StopReplicaResponse = (
+    StopReplicaResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("partition_errors", "partitionErrors", False, False, _J_StopReplicaPartitionError),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1299,6 +1364,7 @@ bind_native(
     (0, 1, _N_StopReplicaResponse_v0),
     (2, 4, _N_StopReplicaResponse_v2),
 )
+bind_native_json(StopReplicaResponse, _J_StopReplicaResponse)
 bind_codecs(
     _StopReplicaPartitionError,
     _tj_StopReplicaPartitionError,
@@ -1312,3 +1378,4 @@ bind_native(
     (0, 1, _N_StopReplicaPartitionError_v0),
     (2, 4, _N_StopReplicaPartitionError_v2),
 )
+bind_native_json(_StopReplicaPartitionError, _J_StopReplicaPartitionError)

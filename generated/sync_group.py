@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -618,6 +619,26 @@ _N_SyncGroupRequest_v5 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SyncGroupRequestAssignment = (
+    _SyncGroupRequestAssignment,
+    (
+        ("member_id", "memberId", False, False, None),
+        ("assignment", "assignment", False, False, None),
+    ),
+)
+_J_SyncGroupRequest = (
+    SyncGroupRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("generation_id", "generationId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("protocol_type", "protocolType", False, True, None),
+        ("protocol_name", "protocolName", False, True, None),
+        ("assignments", "assignments", False, False, _J_SyncGroupRequestAssignment),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -637,6 +658,7 @@ bind_native(
     (4, 4, _N_SyncGroupRequest_v4),
     (5, 5, _N_SyncGroupRequest_v5),
 )
+bind_native_json(SyncGroupRequest, _J_SyncGroupRequest)
 bind_codecs(
     _SyncGroupRequestAssignment,
     _tj_SyncGroupRequestAssignment,
@@ -650,6 +672,7 @@ bind_native(
     (0, 3, _N_SyncGroupRequestAssignment_v0),
     (4, 5, _N_SyncGroupRequestAssignment_v4),
 )
+bind_native_json(_SyncGroupRequestAssignment, _J_SyncGroupRequestAssignment)
 
 # -------------------- SyncGroupResponse: decoders and encoders, one per distinct layout
 
@@ -852,6 +875,17 @@ _N_SyncGroupResponse_v5 = (
     (),
     (0, (0, 1, 2, 3, 4)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_SyncGroupResponse = (
+    SyncGroupResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("protocol_type", "protocolType", False, True, None),
+        ("protocol_name", "protocolName", False, True, None),
+        ("assignment", "assignment", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -871,3 +905,4 @@ bind_native(
     (4, 4, _N_SyncGroupResponse_v4),
     (5, 5, _N_SyncGroupResponse_v5),
 )
+bind_native_json(SyncGroupResponse, _J_SyncGroupResponse)

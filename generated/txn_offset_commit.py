@@ -22,6 +22,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -881,6 +882,36 @@ _N_TxnOffsetCommitRequest_v3 = (
     (),
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TxnOffsetCommitRequestPartition = (
+    _TxnOffsetCommitRequestPartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("committed_offset", "committedOffset", False, False, None),
+        ("committed_leader_epoch", "committedLeaderEpoch", False, False, None),
+        ("committed_metadata", "committedMetadata", False, True, None),
+    ),
+)
+_J_TxnOffsetCommitRequestTopic = (
+    _TxnOffsetCommitRequestTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_TxnOffsetCommitRequestPartition),
+    ),
+)
+_J_TxnOffsetCommitRequest = (
+    TxnOffsetCommitRequest,
+    (
+        ("transactional_id", "transactionalId", False, False, None),
+        ("group_id", "groupId", False, False, None),
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("generation_id", "generationId", False, False, None),
+        ("member_id", "memberId", False, False, None),
+        ("group_instance_id", "groupInstanceId", False, True, None),
+        ("topics", "topics", False, False, _J_TxnOffsetCommitRequestTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -898,6 +929,7 @@ bind_native(
     (2, 2, _N_TxnOffsetCommitRequest_v2),
     (3, 4, _N_TxnOffsetCommitRequest_v3),
 )
+bind_native_json(TxnOffsetCommitRequest, _J_TxnOffsetCommitRequest)
 bind_codecs(
     _TxnOffsetCommitRequestTopic,
     _tj_TxnOffsetCommitRequestTopic,
@@ -913,6 +945,7 @@ bind_native(
     (2, 2, _N_TxnOffsetCommitRequestTopic_v2),
     (3, 4, _N_TxnOffsetCommitRequestTopic_v3),
 )
+bind_native_json(_TxnOffsetCommitRequestTopic, _J_TxnOffsetCommitRequestTopic)
 bind_codecs(
     _TxnOffsetCommitRequestPartition,
     _tj_TxnOffsetCommitRequestPartition,
@@ -928,6 +961,7 @@ bind_native(
     (2, 2, _N_TxnOffsetCommitRequestPartition_v2),
     (3, 4, _N_TxnOffsetCommitRequestPartition_v3),
 )
+bind_native_json(_TxnOffsetCommitRequestPartition, _J_TxnOffsetCommitRequestPartition)
 
 # -------------------- TxnOffsetCommitResponse: decoders and encoders, one per distinct layout
 
@@ -1263,6 +1297,28 @@ _N_TxnOffsetCommitResponse_v3 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_TxnOffsetCommitResponsePartition = (
+    _TxnOffsetCommitResponsePartition,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_TxnOffsetCommitResponseTopic = (
+    _TxnOffsetCommitResponseTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_TxnOffsetCommitResponsePartition),
+    ),
+)
+_J_TxnOffsetCommitResponse = (
+    TxnOffsetCommitResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("topics", "topics", False, False, _J_TxnOffsetCommitResponseTopic),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1278,6 +1334,7 @@ bind_native(
     (0, 2, _N_TxnOffsetCommitResponse_v0),
     (3, 4, _N_TxnOffsetCommitResponse_v3),
 )
+bind_native_json(TxnOffsetCommitResponse, _J_TxnOffsetCommitResponse)
 bind_codecs(
     _TxnOffsetCommitResponseTopic,
     _tj_TxnOffsetCommitResponseTopic,
@@ -1291,6 +1348,7 @@ bind_native(
     (0, 2, _N_TxnOffsetCommitResponseTopic_v0),
     (3, 4, _N_TxnOffsetCommitResponseTopic_v3),
 )
+bind_native_json(_TxnOffsetCommitResponseTopic, _J_TxnOffsetCommitResponseTopic)
 bind_codecs(
     _TxnOffsetCommitResponsePartition,
     _tj_TxnOffsetCommitResponsePartition,
@@ -1304,3 +1362,4 @@ bind_native(
     (0, 2, _N_TxnOffsetCommitResponsePartition_v0),
     (3, 4, _N_TxnOffsetCommitResponsePartition_v3),
 )
+bind_native_json(_TxnOffsetCommitResponsePartition, _J_TxnOffsetCommitResponsePartition)

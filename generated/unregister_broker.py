@@ -17,6 +17,7 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -176,6 +177,13 @@ _N_UnregisterBrokerRequest_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UnregisterBrokerRequest = (
+    UnregisterBrokerRequest,
+    (
+        ("broker_id", "brokerId", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -189,6 +197,7 @@ bind_native(
     UnregisterBrokerRequest,
     (0, 0, _N_UnregisterBrokerRequest_v0),
 )
+bind_native_json(UnregisterBrokerRequest, _J_UnregisterBrokerRequest)
 
 # -------------------- UnregisterBrokerResponse: decoders and encoders, one per distinct layout
 
@@ -265,6 +274,15 @@ _N_UnregisterBrokerResponse_v0 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UnregisterBrokerResponse = (
+    UnregisterBrokerResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -278,3 +296,4 @@ bind_native(
     UnregisterBrokerResponse,
     (0, 0, _N_UnregisterBrokerResponse_v0),
 )
+bind_native_json(UnregisterBrokerResponse, _J_UnregisterBrokerResponse)

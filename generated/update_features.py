@@ -25,6 +25,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -476,6 +477,24 @@ _N_UpdateFeaturesRequest_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_FeatureUpdateKey = (
+    _FeatureUpdateKey,
+    (
+        ("feature", "feature", False, False, None),
+        ("max_version_level", "maxVersionLevel", False, False, None),
+        ("allow_downgrade", "allowDowngrade", False, False, None),
+        ("upgrade_type", "upgradeType", False, False, None),
+    ),
+)
+_J_UpdateFeaturesRequest = (
+    UpdateFeaturesRequest,
+    (
+        ("timeout_ms", "timeoutMs", False, False, None),
+        ("feature_updates", "featureUpdates", False, False, _J_FeatureUpdateKey),
+        ("validate_only", "validateOnly", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -491,6 +510,7 @@ bind_native(
     (0, 0, _N_UpdateFeaturesRequest_v0),
     (1, 2, _N_UpdateFeaturesRequest_v1),
 )
+bind_native_json(UpdateFeaturesRequest, _J_UpdateFeaturesRequest)
 bind_codecs(
     _FeatureUpdateKey,
     _tj_FeatureUpdateKey,
@@ -504,6 +524,7 @@ bind_native(
     (0, 0, _N_FeatureUpdateKey_v0),
     (1, 2, _N_FeatureUpdateKey_v1),
 )
+bind_native_json(_FeatureUpdateKey, _J_FeatureUpdateKey)
 
 # -------------------- UpdateFeaturesResponse: decoders and encoders, one per distinct layout
 
@@ -718,6 +739,24 @@ _N_UpdateFeaturesResponse_v2 = (
     (),
     (0, (0, 1, 2, 3)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UpdatableFeatureResult = (
+    _UpdatableFeatureResult,
+    (
+        ("feature", "feature", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_UpdateFeaturesResponse = (
+    UpdateFeaturesResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+        ("results", "results", False, False, _J_UpdatableFeatureResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -733,6 +772,7 @@ bind_native(
     (0, 1, _N_UpdateFeaturesResponse_v0),
     (2, 2, _N_UpdateFeaturesResponse_v2),
 )
+bind_native_json(UpdateFeaturesResponse, _J_UpdateFeaturesResponse)
 bind_codecs(
     _UpdatableFeatureResult,
     _tj_UpdatableFeatureResult,
@@ -744,3 +784,4 @@ bind_native(
     _UpdatableFeatureResult,
     (0, 1, _N_UpdatableFeatureResult_v0),
 )
+bind_native_json(_UpdatableFeatureResult, _J_UpdatableFeatureResult)

@@ -26,6 +26,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -2053,6 +2054,61 @@ _N_UpdateMetadataRequest_v8 = (
     ),
     (1, (0, 1, -1, 2, 3, 4, 5, 6)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UpdateMetadataPartitionState = (
+    _UpdateMetadataPartitionState,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partition_index", "partitionIndex", False, False, None),
+        ("controller_epoch", "controllerEpoch", False, False, None),
+        ("leader", "leader", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("isr", "isr", False, False, None),
+        ("zk_version", "zkVersion", False, False, None),
+        ("replicas", "replicas", False, False, None),
+        ("offline_replicas", "offlineReplicas", False, False, None),
+    ),
+)
+_J_UpdateMetadataTopicState = (
+    _UpdateMetadataTopicState,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("topic_id", "topicId", False, False, None),
+        ("partition_states", "partitionStates", False, False, _J_UpdateMetadataPartitionState),
+    ),
+)
+_J_UpdateMetadataEndpoint = (
+    _UpdateMetadataEndpoint,
+    (
+        ("port", "port", False, False, None),
+        ("host", "host", False, False, None),
+        ("listener", "listener", False, False, None),
+        ("security_protocol", "securityProtocol", False, False, None),
+    ),
+)
+_J_UpdateMetadataBroker = (
+    _UpdateMetadataBroker,
+    (
+        ("id", "id", False, False, None),
+        ("v0_host", "v0Host", False, False, None),
+        ("v0_port", "v0Port", False, False, None),
+        ("endpoints", "endpoints", False, False, _J_UpdateMetadataEndpoint),
+        ("rack", "rack", False, True, None),
+    ),
+)
+_J_UpdateMetadataRequest = (
+    UpdateMetadataRequest,
+    (
+        ("controller_id", "controllerId", False, False, None),
+        ("is_k_raft_controller", "isKRaftController", False, False, None),
+        ("type", "type", True, False, None),
+        ("controller_epoch", "controllerEpoch", False, False, None),
+        ("broker_epoch", "brokerEpoch", False, False, None),
+        ("ungrouped_partition_states", "ungroupedPartitionStates", False, False, _J_UpdateMetadataPartitionState),
+        ("topic_states", "topicStates", False, False, _J_UpdateMetadataTopicState),
+        ("live_brokers", "liveBrokers", False, False, _J_UpdateMetadataBroker),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2082,6 +2138,7 @@ bind_native(
     (7, 7, _N_UpdateMetadataRequest_v7),
     (8, 8, _N_UpdateMetadataRequest_v8),
 )
+bind_native_json(UpdateMetadataRequest, _J_UpdateMetadataRequest)
 bind_codecs(
     _UpdateMetadataPartitionState,
     _tj_UpdateMetadataPartitionState,
@@ -2099,6 +2156,7 @@ bind_native(
     (5, 5, _N_UpdateMetadataPartitionState_v5),
     (6, 8, _N_UpdateMetadataPartitionState_v6),
 )
+bind_native_json(_UpdateMetadataPartitionState, _J_UpdateMetadataPartitionState)
 bind_codecs(
     _UpdateMetadataTopicState,
     _tj_UpdateMetadataTopicState,
@@ -2114,6 +2172,7 @@ bind_native(
     (6, 6, _N_UpdateMetadataTopicState_v6),
     (7, 8, _N_UpdateMetadataTopicState_v7),
 )
+bind_native_json(_UpdateMetadataTopicState, _J_UpdateMetadataTopicState)
 bind_codecs(
     _UpdateMetadataBroker,
     _tj_UpdateMetadataBroker,
@@ -2133,6 +2192,7 @@ bind_native(
     (3, 5, _N_UpdateMetadataBroker_v3),
     (6, 8, _N_UpdateMetadataBroker_v6),
 )
+bind_native_json(_UpdateMetadataBroker, _J_UpdateMetadataBroker)
 bind_codecs(
     _UpdateMetadataEndpoint,
     _tj_UpdateMetadataEndpoint,
@@ -2148,6 +2208,7 @@ bind_native(
     (3, 5, _N_UpdateMetadataEndpoint_v3),
     (6, 8, _N_UpdateMetadataEndpoint_v6),
 )
+bind_native_json(_UpdateMetadataEndpoint, _J_UpdateMetadataEndpoint)
 
 # -------------------- UpdateMetadataResponse: decoders and encoders, one per distinct layout
 
@@ -2236,6 +2297,13 @@ _N_UpdateMetadataResponse_v6 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_UpdateMetadataResponse = (
+    UpdateMetadataResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -2251,3 +2319,4 @@ bind_native(
     (0, 5, _N_UpdateMetadataResponse_v0),
     (6, 8, _N_UpdateMetadataResponse_v6),
 )
+bind_native_json(UpdateMetadataResponse, _J_UpdateMetadataResponse)

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -502,6 +503,33 @@ _N_UpdateRaftVoterRequest_v0 = (
     (),
     (0, (0, 1, 2, 3, 4, 5)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Listener = (
+    _Listener,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_KRaftVersionFeature = (
+    _KRaftVersionFeature,
+    (
+        ("min_supported_version", "minSupportedVersion", False, False, None),
+        ("max_supported_version", "maxSupportedVersion", False, False, None),
+    ),
+)
+_J_UpdateRaftVoterRequest = (
+    UpdateRaftVoterRequest,
+    (
+        ("cluster_id", "clusterId", False, True, None),
+        ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
+        ("voter_id", "voterId", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+        ("listeners", "listeners", False, False, _J_Listener),
+        ("k_raft_version_feature", "kRaftVersionFeature", False, False, _J_KRaftVersionFeature),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -515,6 +543,7 @@ bind_native(
     UpdateRaftVoterRequest,
     (0, 0, _N_UpdateRaftVoterRequest_v0),
 )
+bind_native_json(UpdateRaftVoterRequest, _J_UpdateRaftVoterRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -526,6 +555,7 @@ bind_native(
     _Listener,
     (0, 0, _N_Listener_v0),
 )
+bind_native_json(_Listener, _J_Listener)
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
@@ -537,6 +567,7 @@ bind_native(
     _KRaftVersionFeature,
     (0, 0, _N_KRaftVersionFeature_v0),
 )
+bind_native_json(_KRaftVersionFeature, _J_KRaftVersionFeature)
 
 # -------------------- UpdateRaftVoterResponse: decoders and encoders, one per distinct layout
 
@@ -709,6 +740,24 @@ _N_UpdateRaftVoterResponse_v0 = (
     ),
     (1, (0, 1, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_CurrentLeader = (
+    _CurrentLeader,
+    (
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_UpdateRaftVoterResponse = (
+    UpdateRaftVoterResponse,
+    (
+        ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("current_leader", "currentLeader", True, False, _J_CurrentLeader),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -722,6 +771,7 @@ bind_native(
     UpdateRaftVoterResponse,
     (0, 0, _N_UpdateRaftVoterResponse_v0),
 )
+bind_native_json(UpdateRaftVoterResponse, _J_UpdateRaftVoterResponse)
 bind_codecs(
     _CurrentLeader,
     _tj_CurrentLeader,
@@ -733,3 +783,4 @@ bind_native(
     _CurrentLeader,
     (0, 0, _N_CurrentLeader_v0),
 )
+bind_native_json(_CurrentLeader, _J_CurrentLeader)

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -714,6 +715,34 @@ _N_VoteRequest_v1 = (
     (),
     (0, (0, 1, 2)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_VoteRequest_PartitionData = (
+    _VoteRequest_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("candidate_epoch", "candidateEpoch", False, False, None),
+        ("candidate_id", "candidateId", False, False, None),
+        ("candidate_directory_id", "candidateDirectoryId", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+        ("last_offset_epoch", "lastOffsetEpoch", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+    ),
+)
+_J_VoteRequest_TopicData = (
+    _VoteRequest_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_VoteRequest_PartitionData),
+    ),
+)
+_J_VoteRequest = (
+    VoteRequest,
+    (
+        ("cluster_id", "clusterId", False, True, None),
+        ("voter_id", "voterId", False, False, None),
+        ("topics", "topics", False, False, _J_VoteRequest_TopicData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -729,6 +758,7 @@ bind_native(
     (0, 0, _N_VoteRequest_v0),
     (1, 1, _N_VoteRequest_v1),
 )
+bind_native_json(VoteRequest, _J_VoteRequest)
 bind_codecs(
     _VoteRequest_TopicData,
     _tj_VoteRequest_TopicData,
@@ -742,6 +772,7 @@ bind_native(
     (0, 0, _N_VoteRequest_TopicData_v0),
     (1, 1, _N_VoteRequest_TopicData_v1),
 )
+bind_native_json(_VoteRequest_TopicData, _J_VoteRequest_TopicData)
 bind_codecs(
     _VoteRequest_PartitionData,
     _tj_VoteRequest_PartitionData,
@@ -755,6 +786,7 @@ bind_native(
     (0, 0, _N_VoteRequest_PartitionData_v0),
     (1, 1, _N_VoteRequest_PartitionData_v1),
 )
+bind_native_json(_VoteRequest_PartitionData, _J_VoteRequest_PartitionData)
 
 # -------------------- VoteResponse: decoders and encoders, one per distinct layout
 
@@ -1131,6 +1163,40 @@ _N_VoteResponse_v1 = (
     ),
     (1, (0, 1, -1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_VoteResponse_PartitionData = (
+    _VoteResponse_PartitionData,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("leader_id", "leaderId", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("vote_granted", "voteGranted", False, False, None),
+    ),
+)
+_J_VoteResponse_TopicData = (
+    _VoteResponse_TopicData,
+    (
+        ("topic_name", "topicName", False, False, None),
+        ("partitions", "partitions", False, False, _J_VoteResponse_PartitionData),
+    ),
+)
+_J_NodeEndpoint = (
+    _NodeEndpoint,
+    (
+        ("node_id", "nodeId", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_VoteResponse = (
+    VoteResponse,
+    (
+        ("error_code", "errorCode", False, False, None),
+        ("topics", "topics", False, False, _J_VoteResponse_TopicData),
+        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1146,6 +1212,7 @@ bind_native(
     (0, 0, _N_VoteResponse_v0),
     (1, 1, _N_VoteResponse_v1),
 )
+bind_native_json(VoteResponse, _J_VoteResponse)
 bind_codecs(
     _VoteResponse_TopicData,
     _tj_VoteResponse_TopicData,
@@ -1157,6 +1224,7 @@ bind_native(
     _VoteResponse_TopicData,
     (0, 1, _N_VoteResponse_TopicData_v0),
 )
+bind_native_json(_VoteResponse_TopicData, _J_VoteResponse_TopicData)
 bind_codecs(
     _VoteResponse_PartitionData,
     _tj_VoteResponse_PartitionData,
@@ -1168,6 +1236,7 @@ bind_native(
     _VoteResponse_PartitionData,
     (0, 1, _N_VoteResponse_PartitionData_v0),
 )
+bind_native_json(_VoteResponse_PartitionData, _J_VoteResponse_PartitionData)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1179,3 +1248,4 @@ bind_native(
     _NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
+bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -27,6 +27,7 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -476,6 +477,38 @@ _N_VotersRecord_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_Endpoint = (
+    _Endpoint,
+    (
+        ("name", "name", False, False, None),
+        ("host", "host", False, False, None),
+        ("port", "port", False, False, None),
+    ),
+)
+_J_KRaftVersionFeature = (
+    _KRaftVersionFeature,
+    (
+        ("min_supported_version", "minSupportedVersion", False, False, None),
+        ("max_supported_version", "maxSupportedVersion", False, False, None),
+    ),
+)
+_J_Voter = (
+    _Voter,
+    (
+        ("voter_id", "voterId", False, False, None),
+        ("voter_directory_id", "voterDirectoryId", False, False, None),
+        ("endpoints", "endpoints", False, False, _J_Endpoint),
+        ("k_raft_version_feature", "kRaftVersionFeature", False, False, _J_KRaftVersionFeature),
+    ),
+)
+_J_VotersRecord = (
+    VotersRecord,
+    (
+        ("version", "version", False, False, None),
+        ("voters", "voters", False, False, _J_Voter),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -489,6 +522,7 @@ bind_native(
     VotersRecord,
     (0, 0, _N_VotersRecord_v0),
 )
+bind_native_json(VotersRecord, _J_VotersRecord)
 bind_codecs(
     _Voter,
     _tj_Voter,
@@ -500,6 +534,7 @@ bind_native(
     _Voter,
     (0, 0, _N_Voter_v0),
 )
+bind_native_json(_Voter, _J_Voter)
 bind_codecs(
     _Endpoint,
     _tj_Endpoint,
@@ -511,6 +546,7 @@ bind_native(
     _Endpoint,
     (0, 0, _N_Endpoint_v0),
 )
+bind_native_json(_Endpoint, _J_Endpoint)
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
@@ -522,3 +558,4 @@ bind_native(
     _KRaftVersionFeature,
     (0, 0, _N_KRaftVersionFeature_v0),
 )
+bind_native_json(_KRaftVersionFeature, _J_KRaftVersionFeature)

@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -592,6 +593,40 @@ _N_WriteShareGroupStateRequest_v0 = (
     (),
     (0, (0, 1)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_StateBatch = (
+    _StateBatch,
+    (
+        ("first_offset", "firstOffset", False, False, None),
+        ("last_offset", "lastOffset", False, False, None),
+        ("delivery_state", "deliveryState", False, False, None),
+        ("delivery_count", "deliveryCount", False, False, None),
+    ),
+)
+_J_PartitionData = (
+    _PartitionData,
+    (
+        ("partition", "partition", False, False, None),
+        ("state_epoch", "stateEpoch", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
+        ("start_offset", "startOffset", False, False, None),
+        ("state_batches", "stateBatches", False, False, _J_StateBatch),
+    ),
+)
+_J_WriteStateData = (
+    _WriteStateData,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionData),
+    ),
+)
+_J_WriteShareGroupStateRequest = (
+    WriteShareGroupStateRequest,
+    (
+        ("group_id", "groupId", False, False, None),
+        ("topics", "topics", False, False, _J_WriteStateData),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -605,6 +640,7 @@ bind_native(
     WriteShareGroupStateRequest,
     (0, 0, _N_WriteShareGroupStateRequest_v0),
 )
+bind_native_json(WriteShareGroupStateRequest, _J_WriteShareGroupStateRequest)
 bind_codecs(
     _WriteStateData,
     _tj_WriteStateData,
@@ -616,6 +652,7 @@ bind_native(
     _WriteStateData,
     (0, 0, _N_WriteStateData_v0),
 )
+bind_native_json(_WriteStateData, _J_WriteStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -627,6 +664,7 @@ bind_native(
     _PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
+bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
@@ -638,6 +676,7 @@ bind_native(
     _StateBatch,
     (0, 0, _N_StateBatch_v0),
 )
+bind_native_json(_StateBatch, _J_StateBatch)
 
 # -------------------- WriteShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -840,6 +879,28 @@ _N_WriteShareGroupStateResponse_v0 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_PartitionResult = (
+    _PartitionResult,
+    (
+        ("partition", "partition", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
+    ),
+)
+_J_WriteStateResult = (
+    _WriteStateResult,
+    (
+        ("topic_id", "topicId", False, False, None),
+        ("partitions", "partitions", False, False, _J_PartitionResult),
+    ),
+)
+_J_WriteShareGroupStateResponse = (
+    WriteShareGroupStateResponse,
+    (
+        ("results", "results", False, False, _J_WriteStateResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -853,6 +914,7 @@ bind_native(
     WriteShareGroupStateResponse,
     (0, 0, _N_WriteShareGroupStateResponse_v0),
 )
+bind_native_json(WriteShareGroupStateResponse, _J_WriteShareGroupStateResponse)
 bind_codecs(
     _WriteStateResult,
     _tj_WriteStateResult,
@@ -864,6 +926,7 @@ bind_native(
     _WriteStateResult,
     (0, 0, _N_WriteStateResult_v0),
 )
+bind_native_json(_WriteStateResult, _J_WriteStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -875,3 +938,4 @@ bind_native(
     _PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
+bind_native_json(_PartitionResult, _J_PartitionResult)

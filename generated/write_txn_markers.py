@@ -24,6 +24,7 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
+    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -615,6 +616,30 @@ _N_WriteTxnMarkersRequest_v1 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_WritableTxnMarkerTopic = (
+    _WritableTxnMarkerTopic,
+    (
+        ("name", "name", False, False, None),
+        ("partition_indexes", "partitionIndexes", False, False, None),
+    ),
+)
+_J_WritableTxnMarker = (
+    _WritableTxnMarker,
+    (
+        ("producer_id", "producerId", False, False, None),
+        ("producer_epoch", "producerEpoch", False, False, None),
+        ("transaction_result", "transactionResult", False, False, None),
+        ("topics", "topics", False, False, _J_WritableTxnMarkerTopic),
+        ("coordinator_epoch", "coordinatorEpoch", False, False, None),
+    ),
+)
+_J_WriteTxnMarkersRequest = (
+    WriteTxnMarkersRequest,
+    (
+        ("markers", "markers", False, False, _J_WritableTxnMarker),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -630,6 +655,7 @@ bind_native(
     (0, 0, _N_WriteTxnMarkersRequest_v0),
     (1, 1, _N_WriteTxnMarkersRequest_v1),
 )
+bind_native_json(WriteTxnMarkersRequest, _J_WriteTxnMarkersRequest)
 bind_codecs(
     _WritableTxnMarker,
     _tj_WritableTxnMarker,
@@ -643,6 +669,7 @@ bind_native(
     (0, 0, _N_WritableTxnMarker_v0),
     (1, 1, _N_WritableTxnMarker_v1),
 )
+bind_native_json(_WritableTxnMarker, _J_WritableTxnMarker)
 bind_codecs(
     _WritableTxnMarkerTopic,
     _tj_WritableTxnMarkerTopic,
@@ -656,6 +683,7 @@ bind_native(
     (0, 0, _N_WritableTxnMarkerTopic_v0),
     (1, 1, _N_WritableTxnMarkerTopic_v1),
 )
+bind_native_json(_WritableTxnMarkerTopic, _J_WritableTxnMarkerTopic)
 
 # -------------------- WriteTxnMarkersResponse: decoders and encoders, one per distinct layout
 
@@ -1091,6 +1119,34 @@ _N_WriteTxnMarkersResponse_v1 = (
     (),
     (0, (0,)),
 )
+# Kafka's JSON form of each struct, for the accelerator's converters.
+_J_WritableTxnMarkerPartitionResult = (
+    _WritableTxnMarkerPartitionResult,
+    (
+        ("partition_index", "partitionIndex", False, False, None),
+        ("error_code", "errorCode", False, False, None),
+    ),
+)
+_J_WritableTxnMarkerTopicResult = (
+    _WritableTxnMarkerTopicResult,
+    (
+        ("name", "name", False, False, None),
+        ("partitions", "partitions", False, False, _J_WritableTxnMarkerPartitionResult),
+    ),
+)
+_J_WritableTxnMarkerResult = (
+    _WritableTxnMarkerResult,
+    (
+        ("producer_id", "producerId", False, False, None),
+        ("topics", "topics", False, False, _J_WritableTxnMarkerTopicResult),
+    ),
+)
+_J_WriteTxnMarkersResponse = (
+    WriteTxnMarkersResponse,
+    (
+        ("markers", "markers", False, False, _J_WritableTxnMarkerResult),
+    ),
+)
 # fmt: on
 
 bind_codecs(
@@ -1106,6 +1162,7 @@ bind_native(
     (0, 0, _N_WriteTxnMarkersResponse_v0),
     (1, 1, _N_WriteTxnMarkersResponse_v1),
 )
+bind_native_json(WriteTxnMarkersResponse, _J_WriteTxnMarkersResponse)
 bind_codecs(
     _WritableTxnMarkerResult,
     _tj_WritableTxnMarkerResult,
@@ -1119,6 +1176,7 @@ bind_native(
     (0, 0, _N_WritableTxnMarkerResult_v0),
     (1, 1, _N_WritableTxnMarkerResult_v1),
 )
+bind_native_json(_WritableTxnMarkerResult, _J_WritableTxnMarkerResult)
 bind_codecs(
     _WritableTxnMarkerTopicResult,
     _tj_WritableTxnMarkerTopicResult,
@@ -1132,6 +1190,7 @@ bind_native(
     (0, 0, _N_WritableTxnMarkerTopicResult_v0),
     (1, 1, _N_WritableTxnMarkerTopicResult_v1),
 )
+bind_native_json(_WritableTxnMarkerTopicResult, _J_WritableTxnMarkerTopicResult)
 bind_codecs(
     _WritableTxnMarkerPartitionResult,
     _tj_WritableTxnMarkerPartitionResult,
@@ -1145,3 +1204,4 @@ bind_native(
     (0, 0, _N_WritableTxnMarkerPartitionResult_v0),
     (1, 1, _N_WritableTxnMarkerPartitionResult_v1),
 )
+bind_native_json(_WritableTxnMarkerPartitionResult, _J_WritableTxnMarkerPartitionResult)

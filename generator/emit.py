@@ -464,6 +464,38 @@ class Emitter:
             visit(s)
         return out
 
+    # -- JSON tables of the native accelerator --------------------------------------------
+
+    def native_json_tables(self, structs: list[Struct]) -> list[tuple[str, str]]:
+        """(name, table text) of every struct's JSON form, nested structs first.
+
+        A table lists the fields in spec order as (attribute, JSON key, tagged, ever
+        nullable, nested table); the accelerator pairs it with each layout's plan, which
+        says which fields the version has and how to read and write them.
+        """
+        out: list[tuple[str, str]] = []
+        done: set[str] = set()
+
+        def visit(s: Struct) -> None:
+            if s.name in done:
+                return
+            done.add(s.name)
+            for f in s.fields:
+                if f.struct is not None:
+                    visit(f.struct)
+            p = self.plans[s.name]
+            rows = []
+            for f in s.fields:
+                sub = f"_J_{self.plans[f.struct.name].fname}" if f.struct is not None else "None"
+                flags = f"{f.is_tagged}, {f.ever_nullable}"
+                rows.append(f'        ("{f.attr}", "{f.json_key}", {flags}, {sub}),\n')
+            fields = f"(\n{''.join(rows)}    )" if rows else "()"
+            out.append((f"_J_{p.fname}", f"(\n    {p.alias},\n    {fields},\n)"))
+
+        for s in structs:
+            visit(s)
+        return out
+
     def context(self) -> dict[str, Any]:
         msg = self.msg
         structs = [msg.root, *msg.structs]
@@ -488,6 +520,7 @@ class Emitter:
             "formats": self.formats,
             "arrays": self.arrays,
             "native_plans": self.native_plans(structs),
+            "native_json": self.native_json_tables(structs),
         }
 
     def message_doc(self) -> str:

@@ -1800,6 +1800,561 @@ static PyTypeObject CodecType = {
     .tp_new = codec_new,
 };
 
+/* ------------------------------------------------------------------ JSON form */
+
+/* Kafka's JSON converter form of the compiled layouts. The generator emits one table per
+ * struct: its fields in spec order as (attribute, JSON key, tagged, ever nullable, nested
+ * table). Paired with a layout's plan, whose op of each field says whether the version has
+ * it and of what kind it is, it gives to_json(obj, version) and from_json(obj, version) with
+ * the generated converters' results. As for the codecs, only the success path is here:
+ * anything irregular runs the generated converter, which raises its own error. */
+
+typedef struct JProg JProg;
+
+typedef struct {
+    PyObject *key;   /* the JSON key, interned */
+    Op *op;          /* this layout's op of the field (K_ABSENT: not at this version) */
+    int tagged;      /* written only when it differs from its default; may be missing */
+    int nullable;    /* null is allowed whenever some version allows it */
+    JProg *sub;      /* nested structs and struct arrays */
+} JField;
+
+struct JProg {
+    Prog *prog;
+    Py_ssize_t n;
+    JField *fields;
+};
+
+static PyObject *json_programs;          /* id(prog) -> (table, capsule of its JProg) */
+static unsigned long long n_json_fallbacks;
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* The op of the slot at ``off`` in a layout: among the fields, then the tagged ones. */
+static Op *find_op(Prog *p, Py_ssize_t off, int *in_tags) {
+    for (Py_ssize_t i = 0; i < p->n_ops; i++)
+        if (p->ops[i].off == off) { *in_tags = 0; return &p->ops[i]; }
+    for (Py_ssize_t i = 0; i < p->n_tags; i++)
+        if (p->tags[i].off == off) { *in_tags = 1; return &p->tags[i]; }
+    return NULL;
+}
+
+static JProg *compile_json(Prog *p, PyObject *table) {
+    PyObject *key = PyLong_FromVoidPtr(p);
+    if (key == NULL) return NULL;
+    PyObject *known = PyDict_GetItemWithError(json_programs, key);
+    if (known != NULL) {
+        Py_DECREF(key);
+        if (PyTuple_GET_ITEM(known, 0) != table) {
+            unsupported_plan("two JSON tables for one layout");
+            return NULL;
+        }
+        return (JProg *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
+    }
+    if (PyErr_Occurred()) goto error_key;
+    if (!PyTuple_Check(table) || PyTuple_GET_SIZE(table) != 2 ||
+        PyTuple_GET_ITEM(table, 0) != (PyObject *)p->cls ||
+        !PyTuple_Check(PyTuple_GET_ITEM(table, 1))) {
+        unsupported_plan("a malformed JSON table");
+        goto error_key;
+    }
+    PyObject *rows = PyTuple_GET_ITEM(table, 1);
+    /* Like programs, these live as long as the process; a failed one leaks once. */
+    JProg *jp = PyMem_Calloc(1, sizeof(JProg));
+    if (jp == NULL) { PyErr_NoMemory(); goto error_key; }
+    jp->prog = p;
+    jp->n = PyTuple_GET_SIZE(rows);
+    jp->fields = PyMem_Calloc(jp->n + 1, sizeof(JField));
+    if (jp->fields == NULL) { PyErr_NoMemory(); goto error_key; }
+    for (Py_ssize_t i = 0; i < jp->n; i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(row, 1))) {
+            unsupported_plan("a malformed JSON field");
+            goto error_key;
+        }
+        JField *f = &jp->fields[i];
+        Py_ssize_t off = slot_offset(p->cls, PyTuple_GET_ITEM(row, 0));
+        if (off < 0) goto error_key;
+        int in_tags = 0;
+        f->op = find_op(p, off, &in_tags);
+        /* A field the layout does not list (tagged at a version without tagged fields), or
+         * tagged in the JSON form but not at this version, has no default to compare with. */
+        f->tagged = flag(row, 2);
+        f->nullable = flag(row, 3);
+        if (f->tagged < 0 || f->nullable < 0) goto error_key;
+        if (f->op == NULL || (f->tagged && f->op->kind != K_ABSENT && !in_tags)) {
+            unsupported_plan("this field in the JSON form");
+            goto error_key;
+        }
+        f->key = Py_NewRef(PyTuple_GET_ITEM(row, 1));
+        PyUnicode_InternInPlace(&f->key);
+        int k = f->op->kind;
+        if (k == K_STRUCT || (k == K_ARRAY && f->op->elem == K_STRUCT)) {
+            f->sub = compile_json(f->op->sub, PyTuple_GET_ITEM(row, 4));
+            if (f->sub == NULL) goto error_key;
+        }
+    }
+    PyObject *cap = PyCapsule_New(jp, NULL, NULL);
+    if (cap == NULL) goto error_key;
+    PyObject *entry = PyTuple_Pack(2, table, cap);
+    Py_DECREF(cap);
+    if (entry == NULL || PyDict_SetItem(json_programs, key, entry) < 0) {
+        Py_XDECREF(entry);
+        goto error_key;
+    }
+    Py_DECREF(entry);
+    Py_DECREF(key);
+    return jp;
+error_key:
+    Py_DECREF(key);
+    return NULL;
+}
+
+/* -- to_json */
+
+static PyObject *b64_text(const unsigned char *data, Py_ssize_t n, const char *alphabet,
+                          int pad) {
+    if (n > PY_SSIZE_T_MAX / 2) return NULL;
+    Py_ssize_t full = n / 3, rest = n % 3;
+    Py_ssize_t len = full * 4 + (rest == 0 ? 0 : (pad ? 4 : rest + 1));
+    PyObject *s = PyUnicode_New(len, 127);
+    if (s == NULL) return NULL;
+    Py_UCS1 *q = PyUnicode_1BYTE_DATA(s);
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)data[i] << 16 | (uint32_t)data[i + 1] << 8 | data[i + 2];
+        *q++ = alphabet[v >> 18];
+        *q++ = alphabet[(v >> 12) & 63];
+        *q++ = alphabet[(v >> 6) & 63];
+        *q++ = alphabet[v & 63];
+    }
+    if (rest) {
+        uint32_t v = (uint32_t)data[i] << 16 | (rest == 2 ? (uint32_t)data[i + 1] << 8 : 0);
+        *q++ = alphabet[v >> 18];
+        *q++ = alphabet[(v >> 12) & 63];
+        if (rest == 2) *q++ = alphabet[(v >> 6) & 63];
+        if (pad) {
+            if (rest == 1) *q++ = '=';
+            *q++ = '=';
+        }
+    }
+    return s;
+}
+
+/* The 16 bytes of a uuid.UUID, taken only when its int is a plain int in range. */
+static int uuid_raw(PyObject *v, unsigned char out[16]) {
+    if (!Py_IS_TYPE(v, uuid_type)) return -1;
+    PyObject *i = SLOT(v, uuid_int_off);
+    if (i == NULL || !PyLong_CheckExact(i) || _PyLong_Sign(i) < 0 || _PyLong_NumBits(i) > 128)
+        return -1;
+    return _PyLong_AsByteArray((PyLongObject *)i, out, 16, 0, 0);
+}
+
+static PyObject *json_uuid(PyObject *v) {
+    unsigned char raw[16];
+    if (uuid_raw(v, raw) < 0) return NULL;
+    return b64_text(raw, 16, B64URL, 0);
+}
+
+/* What base64.b64encode takes and what it sees: bytes, bytearray, or a flat byte view. */
+static PyObject *json_bytes(PyObject *v) {
+    if (PyBytes_Check(v))
+        return b64_text((const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), B64, 1);
+    if (!PyByteArray_Check(v) && !PyMemoryView_Check(v)) return NULL;
+    if (PyMemoryView_Check(v)) {
+        Py_buffer *b = PyMemoryView_GET_BUFFER(v);
+        if (b->ndim != 1 || b->itemsize != 1 || !PyBuffer_IsContiguous(b, 'C')) return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *s = b64_text(view.buf, view.len, B64, 1);
+    PyBuffer_Release(&view);
+    return s;
+}
+
+static PyObject *to_json_struct(JProg *jp, PyObject *o);
+
+static PyObject *to_json_item(int kind, JProg *sub, PyObject *v) {
+    if (kind <= K_BOOL || kind == K_STRING) return Py_NewRef(v); /* as it is, unchecked */
+    if (kind == K_UUID) return json_uuid(v);
+    if (kind == K_BYTES) return json_bytes(v);
+    return to_json_struct(sub, v);
+}
+
+static PyObject *to_json_value(JField *f, PyObject *v) {
+    Op *op = f->op;
+    int k = op->kind;
+    if (k <= K_BOOL || k == K_STRING) return Py_NewRef(v);
+    if (v == Py_None && f->nullable) return Py_NewRef(v);
+    if (k != K_ARRAY) return to_json_item(k, f->sub, v);
+    int is_list = PyList_Check(v);
+    if (!is_list && !PyTuple_Check(v)) return NULL;
+    Py_ssize_t n = Py_SIZE(v);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_SIZE(v) != n) { Py_DECREF(out); return NULL; } /* changed by Python code */
+        PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
+        Py_INCREF(item);
+        PyObject *x = to_json_item(op->elem, f->sub, item);
+        Py_DECREF(item);
+        if (x == NULL) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+static PyObject *to_json_struct(JProg *jp, PyObject *o) {
+    if (!Py_IS_TYPE(o, jp->prog->cls)) return NULL;
+    /* Sized for every field up front: growing a dict rebuilds its table each time. */
+    PyObject *d = _PyDict_NewPresized(jp->n);
+    if (d == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < jp->n; i++) {
+        JField *f = &jp->fields[i];
+        if (f->op->kind == K_ABSENT) continue;
+        PyObject *v = SLOT(o, f->op->off);
+        if (v == NULL) goto fail;
+        Py_INCREF(v);
+        if (f->tagged) {
+            int r = differs(v, f->op->dcmp);
+            if (r <= 0) {
+                Py_DECREF(v);
+                if (r < 0) goto fail;
+                continue;
+            }
+        }
+        PyObject *x = to_json_value(f, v);
+        Py_DECREF(v);
+        if (x == NULL) goto fail;
+        int r = PyDict_SetItem(d, f->key, x);
+        Py_DECREF(x);
+        if (r < 0) goto fail;
+    }
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* -- from_json */
+
+/* Base64 digit values (-1: not a digit). urlsafe_b64decode maps -_ onto +/ and then takes
+ * both spellings alike, so the URL-safe table has all four. */
+static signed char B64_STD[256], B64_URL[256];
+
+static void init_b64_tables(void) {
+    memset(B64_STD, -1, sizeof(B64_STD));
+    memset(B64_URL, -1, sizeof(B64_URL));
+    for (int i = 0; i < 64; i++) {
+        B64_STD[(unsigned char)B64[i]] = (signed char)i;
+        B64_URL[(unsigned char)B64[i]] = (signed char)i;
+        B64_URL[(unsigned char)B64URL[i]] = (signed char)i;
+    }
+}
+
+/* Decode the ``n`` data characters of ``s`` (no padding) into ``out``. The bits past the
+ * last whole byte are ignored, as binascii does. -1 on a character outside the alphabet. */
+static int b64_decode_into(const Py_UCS1 *s, Py_ssize_t n, int url, unsigned char *out) {
+    const signed char *table = url ? B64_URL : B64_STD;
+    Py_ssize_t i = 0, o = 0;
+    for (; i + 4 <= n; i += 4) {
+        int a = table[s[i]], b = table[s[i + 1]], c = table[s[i + 2]], d = table[s[i + 3]];
+        if ((a | b | c | d) < 0) return -1;
+        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        out[o++] = (unsigned char)(v >> 16);
+        out[o++] = (unsigned char)(v >> 8);
+        out[o++] = (unsigned char)v;
+    }
+    uint32_t acc = 0;
+    int bits = 0;
+    for (; i < n; i++) {
+        int x = table[s[i]];
+        if (x < 0) return -1;
+        acc = (acc << 6 | (uint32_t)x) & 0xFFFFFF;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+        }
+    }
+    return 0;
+}
+
+/* as_uuid's success path: 22 characters of URL-safe base64 (no padding). */
+static PyObject *from_json_uuid(PyObject *v) {
+    if (!PyUnicode_CheckExact(v) || PyUnicode_GET_LENGTH(v) != 22 ||
+        PyUnicode_KIND(v) != PyUnicode_1BYTE_KIND)
+        return NULL;
+    unsigned char raw[17];
+    if (b64_decode_into(PyUnicode_1BYTE_DATA(v), 22, 1, raw) < 0) return NULL;
+    return make_uuid(raw);
+}
+
+/* as_bytes's success path, kept to canonical text: a multiple of four characters with
+ * at most two '=' of padding, exactly as many as the data needs. Other text that
+ * b64decode(validate=True) would still take goes to Python. */
+static PyObject *from_json_bytes(PyObject *v) {
+    if (!PyUnicode_CheckExact(v) || PyUnicode_KIND(v) != PyUnicode_1BYTE_KIND) return NULL;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(v);
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(v);
+    if (len % 4 != 0) return NULL;
+    Py_ssize_t pad = 0;
+    if (len > 0 && s[len - 1] == '=') pad = (len > 1 && s[len - 2] == '=') ? 2 : 1;
+    Py_ssize_t n = len - pad, size = len / 4 * 3 - pad;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, size);
+    if (b == NULL) return NULL;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(b);
+    if (b64_decode_into(s, n, 0, out) < 0) { Py_DECREF(b); return NULL; }
+    return b;
+}
+
+static PyObject *from_json_struct(JProg *jp, PyObject *obj);
+
+/* One value read from JSON into the kind ``kind``; the conversions of jsonform's as_*. */
+static PyObject *from_json_item(int kind, JProg *sub, PyObject *v) {
+    if (kind <= K_INT64 && kind != K_FLOAT64) return PyLong_CheckExact(v) ? Py_NewRef(v) : NULL;
+    switch (kind) {
+    case K_FLOAT64:
+        if (PyFloat_CheckExact(v)) return Py_NewRef(v);
+        if (PyLong_CheckExact(v)) {
+            double d = PyLong_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) return NULL;
+            return PyFloat_FromDouble(d);
+        }
+        return NULL;
+    case K_BOOL: return PyBool_Check(v) ? Py_NewRef(v) : NULL;
+    case K_STRING: return PyUnicode_CheckExact(v) ? Py_NewRef(v) : NULL;
+    case K_UUID: return from_json_uuid(v);
+    case K_BYTES: return from_json_bytes(v);
+    case K_STRUCT: return PyDict_CheckExact(v) ? from_json_struct(sub, v) : NULL;
+    default: return NULL;
+    }
+}
+
+static PyObject *from_json_value(JField *f, PyObject *v) {
+    Op *op = f->op;
+    if (v == Py_None) return f->nullable ? Py_NewRef(v) : NULL;
+    if (op->kind != K_ARRAY) return from_json_item(op->kind, f->sub, v);
+    if (!PyList_CheckExact(v)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(v);
+    /* A plain list is sized up front (its items are backed by the input's); a KeyedList
+     * grows, as the class may not take a preallocated length. */
+    int append = op->keyed;
+    PyObject *out = append ? keyed_type->tp_alloc(keyed_type, 0) : PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyList_GET_SIZE(v) != n) { Py_DECREF(out); return NULL; }
+        PyObject *item = PyList_GET_ITEM(v, i);
+        Py_INCREF(item);
+        PyObject *x = from_json_item(op->elem, f->sub, item);
+        Py_DECREF(item);
+        if (x == NULL) { Py_DECREF(out); return NULL; }
+        if (!append) {
+            PyList_SET_ITEM(out, i, x);
+            continue;
+        }
+        int r = PyList_Append(out, x);
+        Py_DECREF(x);
+        if (r < 0) { Py_DECREF(out); return NULL; }
+    }
+    return out;
+}
+
+static PyObject *from_json_struct(JProg *jp, PyObject *obj) {
+    Prog *p = jp->prog;
+    PyObject *o = p->cls->tp_alloc(p->cls, 0);
+    if (o == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < jp->n; i++) {
+        JField *f = &jp->fields[i];
+        PyObject *v;
+        if (f->op->kind == K_ABSENT) {
+            v = new_default(f->op);
+        } else {
+            PyObject *item = PyDict_GetItemWithError(obj, f->key);
+            if (item == NULL) {
+                if (PyErr_Occurred() || !f->tagged) goto fail;
+                v = new_default(f->op);
+            } else {
+                Py_INCREF(item);
+                v = from_json_value(f, item);
+                Py_DECREF(item);
+            }
+        }
+        if (v == NULL) goto fail;
+        set_slot(o, f->op->off, v);
+    }
+    PyObject *unknown = PyTuple_New(0);
+    if (unknown == NULL) goto fail;
+    set_slot(o, p->unknown_off, unknown);
+    return o;
+fail:
+    Py_DECREF(o);
+    return NULL;
+}
+
+/* -- JsonForm objects */
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n_versions;
+    JProg **by_version;   /* NULL where the version keeps the Python converters */
+    PyObject *py_to, *py_from, *cls;
+} JsonForm;
+
+static void jsonform_dealloc(JsonForm *self) {
+    PyMem_Free(self->by_version);
+    Py_XDECREF(self->py_to);
+    Py_XDECREF(self->py_from);
+    Py_XDECREF(self->cls);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *jsonform_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *cls, *table, *codecs, *to, *from;
+    if (!PyArg_ParseTuple(args, "O!OO!OO:JsonForm", &PyType_Type, &cls, &table, &PyDict_Type,
+                          &codecs, &to, &from))
+        return NULL;
+    JsonForm *self = (JsonForm *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->cls = Py_NewRef(cls);
+    self->py_to = Py_NewRef(to);
+    self->py_from = Py_NewRef(from);
+    Py_ssize_t top = -1, pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(codecs, &pos, &k, &v)) {
+        Py_ssize_t version = PyLong_AsSsize_t(k);
+        if (version == -1 && PyErr_Occurred()) goto error;
+        if (version < 0 || version > 4096 || !Py_IS_TYPE(v, &CodecType)) {
+            PyErr_SetString(PyExc_ValueError, "JsonForm: codecs maps small versions to Codecs");
+            goto error;
+        }
+        if (version > top) top = version;
+    }
+    self->n_versions = top + 1;
+    self->by_version = PyMem_Calloc(top + 2, sizeof(JProg *));
+    if (self->by_version == NULL) { PyErr_NoMemory(); goto error; }
+    int served = 0;
+    pos = 0;
+    while (PyDict_Next(codecs, &pos, &k, &v)) {
+        Prog *p = ((Codec *)v)->prog;
+        if (p->cls != (PyTypeObject *)cls) {
+            PyErr_SetString(PyExc_ValueError, "JsonForm: a codec of another class");
+            goto error;
+        }
+        JProg *jp = compile_json(p, table);
+        if (jp == NULL) {
+            /* That layout keeps the Python converters; others may still compile. */
+            if (!PyErr_ExceptionMatches(PyExc_NotImplementedError)) goto error;
+            PyErr_Clear();
+            continue;
+        }
+        self->by_version[PyLong_AsSsize_t(k)] = jp;
+        served++;
+    }
+    if (!served) {
+        unsupported_plan("the JSON form of any version of this class");
+        goto error;
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static JProg *json_program(JsonForm *self, PyObject *version) {
+    if (!PyLong_CheckExact(version)) return NULL;
+    Py_ssize_t v = PyLong_AsSsize_t(version);
+    if (v < 0 || v >= self->n_versions) { PyErr_Clear(); return NULL; }
+    return self->by_version[v];
+}
+
+static PyObject *json_fall_back(PyObject *fn, PyObject *const *args) {
+    PyErr_Clear();
+    n_json_fallbacks++;
+    return PyObject_Vectorcall(fn, args, 2, NULL);
+}
+
+static PyObject *jsonform_to_json(JsonForm *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "to_json(obj, version)");
+        return NULL;
+    }
+    JProg *jp = json_program(self, args[1]);
+    PyObject *r = jp == NULL ? NULL : to_json_struct(jp, args[0]);
+    return r != NULL ? r : json_fall_back(self->py_to, args);
+}
+
+static PyObject *jsonform_from_json(JsonForm *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "from_json(obj, version)");
+        return NULL;
+    }
+    JProg *jp = json_program(self, args[1]);
+    PyObject *r = NULL;
+    if (jp != NULL && PyDict_CheckExact(args[0])) r = from_json_struct(jp, args[0]);
+    return r != NULL ? r : json_fall_back(self->py_from, args);
+}
+
+static PyObject *jsonform_versions(JsonForm *self, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t v = 0; v < self->n_versions; v++) {
+        if (self->by_version[v] == NULL) continue;
+        PyObject *x = PyLong_FromSsize_t(v);
+        if (x == NULL || PyList_Append(out, x) < 0) {
+            Py_XDECREF(x);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(x);
+    }
+    return out;
+}
+
+static PyMethodDef jsonform_methods[] = {
+    {"to_json", (PyCFunction)(void (*)(void))jsonform_to_json, METH_FASTCALL,
+     "to_json(obj, version) -> dict, as the generated Python converter"},
+    {"from_json", (PyCFunction)(void (*)(void))jsonform_from_json, METH_FASTCALL,
+     "from_json(obj, version) -> struct, as the generated Python converter"},
+    {"versions", (PyCFunction)jsonform_versions, METH_NOARGS,
+     "The versions converted here (the others run the Python converters)"},
+    {NULL}
+};
+
+static PyMemberDef jsonform_members[] = {
+    {"python_to_json", T_OBJECT, offsetof(JsonForm, py_to), READONLY,
+     "the generated Python to_json converter"},
+    {"python_from_json", T_OBJECT, offsetof(JsonForm, py_from), READONLY,
+     "the generated Python from_json converter"},
+    {NULL}
+};
+
+static PyObject *jsonform_repr(JsonForm *self) {
+    return PyUnicode_FromFormat("<native JSON form of %s>", ((PyTypeObject *)self->cls)->tp_name);
+}
+
+static PyTypeObject JsonFormType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkagen.runtime._native.JsonForm",
+    .tp_basicsize = sizeof(JsonForm),
+    .tp_dealloc = (destructor)jsonform_dealloc,
+    .tp_repr = (reprfunc)jsonform_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "JsonForm(cls, table, {version: Codec}, py_to_json, py_from_json): Kafka's JSON "
+              "converter form of a struct's compiled layouts.",
+    .tp_methods = jsonform_methods,
+    .tp_members = jsonform_members,
+    .tp_new = jsonform_new,
+};
+
+static PyObject *json_fallbacks(PyObject *mod, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(n_json_fallbacks);
+}
+
+/* ------------------------------------------------------------------ end of JSON form */
+
 /* ------------------------------------------------------------------ module */
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
@@ -1828,6 +2383,8 @@ static PyMethodDef module_methods[] = {
      "configure_random(kafkagen.runtime.randomgen): the generator class and tables to mirror"},
     {"fallbacks", fallbacks, METH_NOARGS,
      "How many calls the native codecs handed to the Python codecs (bad input, odd values)"},
+    {"json_fallbacks", json_fallbacks, METH_NOARGS,
+     "How many calls the native JSON converters handed to the Python ones"},
     {NULL}
 };
 
@@ -1847,6 +2404,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     s_getrandbits = PyUnicode_InternFromString("getrandbits");
     s_sample = PyUnicode_InternFromString("sample");
     if (s_random == NULL || s_getrandbits == NULL || s_sample == NULL) goto error;
+    if (PyType_Ready(&JsonFormType) < 0) goto error;
+    if (PyModule_AddObjectRef(m, "JsonForm", (PyObject *)&JsonFormType) < 0) goto error;
+    if ((json_programs = PyDict_New()) == NULL) goto error;
+    init_b64_tables();
     PyObject *uuid = PyImport_ImportModule("uuid");
     if (uuid == NULL) goto error;
     uuid_type = (PyTypeObject *)PyObject_GetAttrString(uuid, "UUID");

@@ -54,12 +54,15 @@ class Struct:
 
     def to_json(self, version: int) -> dict[str, Any]:
         """Kafka's JSON converter form of this struct at ``version``."""
-        return cast(dict[str, Any], type(self)._to_json(self, version))
+        # No cast(): building dict[str, Any] on every call cost more than a native converter.
+        d: dict[str, Any] = type(self)._to_json(self, version)
+        return d
 
     @classmethod
     def from_json(cls: type[T], obj: Any, version: int) -> T:
         """Build from Kafka's JSON converter form at ``version``."""
-        return cast(T, cls._from_json(obj, version))
+        o: T = cls._from_json(obj, version)
+        return o
 
     @staticmethod
     def _to_json(o: Any, version: int) -> Any:  # replaced by generated code
@@ -325,6 +328,46 @@ def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
         cls._random = staticmethod(builder)  # type: ignore[method-assign]
 
 
+def bind_native_json(cls: type[Struct], table: tuple[Any, ...]) -> None:
+    """Put compiled JSON converters in front of the generated ones, for the versions whose
+    layout the accelerator compiled (after :func:`bind_native`).
+
+    ``table`` lists the struct's fields in spec order as (attribute, JSON key, tagged, ever
+    nullable, nested table). Like the codecs, the compiled converters hand any input or
+    value they do not take to the generated ones, so errors stay the Python ones.
+    """
+    if native is None:
+        return
+    codecs = {}
+    for version, encoder in cls._encoders.items():
+        owner = getattr(encoder, "__self__", None)
+        if isinstance(owner, native.Codec):
+            codecs[version] = owner
+    if not codecs:
+        return
+    try:
+        form = native.JsonForm(cls, table, codecs, cls._to_json, cls._from_json)
+    except NotImplementedError:
+        return
+    cls._to_json = staticmethod(form.to_json)  # type: ignore[method-assign]
+    cls._from_json = staticmethod(form.from_json)  # type: ignore[method-assign]
+
+
+def uses_native_json(cls: type[Struct], version: int) -> bool:
+    """Whether ``cls`` at ``version`` converts to and from JSON through the accelerator."""
+    form = getattr(cls._to_json, "__self__", None)
+    return native is not None and isinstance(form, native.JsonForm) and version in form.versions()
+
+
+def python_json(cls: type[Struct]) -> tuple[Callable[[Any, int], Any], Callable[[Any, int], Any]]:
+    """``cls``'s generated Python to_json and from_json converters, with or without the
+    accelerator in front of them (for comparisons and benchmarks)."""
+    form = getattr(cls._to_json, "__self__", None)
+    if native is not None and isinstance(form, native.JsonForm):
+        return form.python_to_json, form.python_from_json
+    return cls._to_json, cls._from_json
+
+
 def uses_native(cls: type[Struct], version: int) -> bool:
     """Whether ``cls`` at ``version`` decodes and encodes through the accelerator."""
     return native is not None and all(
@@ -379,4 +422,5 @@ __all__ = [
     "bind_native",
     "python_random",
     "uses_native_random",
+    "bind_native_json",
 ]
