@@ -9,10 +9,9 @@ generator, which a zipped package could not read from disk anyway.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 #: Field rule default kinds.
 VALUE, NULL, EMPTY, STRUCT = "value", "null", "empty", "struct"
@@ -124,12 +123,113 @@ def build_table(spec_dirs: Iterable[Path] | None = None) -> Table:
 
 # ---------------------------------------------------------------- the oracle
 
-# Plan ops, compiled once per (message, struct, v, w): what to look at in an instance.
+# Plan ops, built once per (message, struct, v, w): what to look at in an instance.
 _ABSENT, _NONNULL, _CHILD, _TAGS = 0, 1, 2, 3
 # Expectation ops: fields written at v that w lacks must decode to their default; fields
 # with such a field below them are compared item by item; the rest compare as one tuple.
 _DROPPED, _SAME = 4, 5
-Plan = tuple[tuple[Any, ...], ...]
+Ops = tuple[tuple[Any, ...], ...]
+#: A compiled plan: ``check(obj)`` (the violation walk) or ``compare(decoded, obj)`` (the
+#: expectation), each returning None or where and why, as text.
+Plan = Callable[..., Any]
+
+
+class _Compiler:
+    """Turns op plans into straight-line Python functions.
+
+    The cross-version check runs a walk and often a comparison per message and other
+    version; interpreting the op tuples cost a Python call and a dispatch per op and per
+    array item. Each plan becomes the source of one function (nested plans are functions
+    it calls), compiled once; plans with the same source and constants share it, which
+    most (v, w) pairs of a message do.
+    """
+
+    def __init__(self, is_default: Callable[[Any, str, Any, int], bool]) -> None:
+        self._is_default = is_default
+        self._cache: dict[tuple[Any, ...], Plan] = {}
+
+    def _default_test(self, kind: str, default: Any, child: int, v: str, env: list[Any]) -> str:
+        """An expression true when ``v`` holds the field's default."""
+        if kind == VALUE:
+            env.append(default)
+            return f"{v} == K[{len(env) - 1}]"
+        if kind == NULL:
+            return f"{v} is None"
+        if kind == EMPTY:
+            return f"({v} is not None and len({v}) == 0)"
+        env.append(child)
+        return f"is_default({v}, 'struct', None, K[{len(env) - 1}])"
+
+    def _build(self, lines: list[str], env: list[Any], args: str) -> Plan:
+        source = f"def plan({args}):\n" + "".join(f"    {line}\n" for line in lines)
+        key = (source, tuple((type(c), c) for c in env))
+        fn = self._cache.get(key)
+        if fn is None:
+            scope: dict[str, Any] = {"K": tuple(env), "is_default": self._is_default}
+            exec(compile(source, "<fuzz oracle>", "exec"), scope)  # noqa: S102 - our own source
+            fn = self._cache[key] = scope["plan"]
+        return fn
+
+    def walk(self, ops: Ops, path: str) -> Plan:
+        """``check(obj)``: the first reason ``obj`` cannot be written, or None."""
+        lines: list[str] = []
+        env: list[Any] = []
+        for op in ops:
+            code = op[0]
+            if code == _ABSENT:
+                test = self._default_test(op[2], op[3], op[4], "v", env)
+                why = f"{path}.{op[1]} holds a non-default value and does not exist"
+                lines += [f"v = o.{op[1]}", f"if not {test}:", f"    return {why!r}"]
+            elif code == _NONNULL:
+                why = f"{path}.{op[1]} is null and not nullable"
+                lines += [f"if o.{op[1]} is None:", f"    return {why!r}"]
+            elif code == _CHILD:
+                env.append(self.walk(op[3], op[4]))
+                call = f"K[{len(env) - 1}]"
+                lines += [f"v = o.{op[1]}", "if v is not None:"]
+                if op[2]:
+                    lines += ["    for x in v:", f"        r = {call}(x)"]
+                    lines += ["        if r is not None:", "            return r"]
+                else:
+                    lines += [f"    r = {call}(v)", "    if r is not None:", "        return r"]
+            else:
+                why = f"{path} carries unknown tagged fields and the version is not flexible"
+                lines += ["if o.unknown_tagged_fields:", f"    return {why!r}"]
+        lines.append("return None")
+        return self._build(lines, env, "o")
+
+    def compare(self, ops: Ops) -> Plan:
+        """``compare(d, m)``: where ``d`` differs from ``m``'s expectation, as a field path
+        relative to the struct (the caller puts its own path in front), or None."""
+        lines: list[str] = []
+        env: list[Any] = []
+        for op in ops:
+            code = op[0]
+            if code == _SAME:
+                for attr in op[2]:
+                    lines += [f"x = d.{attr}", f"y = m.{attr}", "if x != y:"]
+                    lines += [f"    return f'.{attr}: {{x!r:.80}} != {{y!r:.80}}'"]
+            elif code == _DROPPED:
+                test = self._default_test(op[2], op[3], op[4], "x", env)
+                why = f".{op[1]} does not exist here but decoded to a non-default value"
+                lines += [f"x = d.{op[1]}", f"if not {test}:", f"    return {why!r}"]
+            else:  # _CHILD
+                env.append(self.compare(op[3]))
+                call = f"K[{len(env) - 1}]"
+                lines += [f"x = d.{op[1]}", f"y = m.{op[1]}", "if x is None or y is None:"]
+                lines += ["    if x is not y:"]
+                lines += [f"        return f'.{op[1]}: {{x!r:.80}} != {{y!r:.80}}'"]
+                if op[2]:
+                    lines += ["elif len(x) != len(y):"]
+                    lines += [f"    return f'.{op[1]}: {{len(x)}} items != {{len(y)}}'"]
+                    lines += ["else:", "    for i, (a, b) in enumerate(zip(x, y)):"]
+                    lines += [f"        r = {call}(a, b)", "        if r is not None:"]
+                    lines += [f"            return f'.{op[1]}[{{i}}]' + r"]
+                else:
+                    lines += ["else:", f"    r = {call}(x, y)", "    if r is not None:"]
+                    lines += [f"        return '.{op[1]}' + r"]
+        lines.append("return None")
+        return self._build(lines, env, "d, m")
 
 
 class Oracle:
@@ -147,24 +247,30 @@ class Oracle:
 
     def __init__(self, rules: MessageRules) -> None:
         self.rules = rules
-        self._plans: dict[tuple[int, int, int], Plan | None] = {}
-        self._expect: dict[tuple[int, int, int], Plan | None] = {}
+        self._plans: dict[tuple[int, int, int], Ops | None] = {}
+        self._expect: dict[tuple[int, int, int], Ops | None] = {}
         self._shapes: dict[int, tuple[Any, ...]] = {}
+        self._compiled: dict[tuple[str, int, int], Plan | None] = {}
+        self._compiler = _Compiler(self._is_default)
 
     def violation(self, obj: Any, v: int, w: int) -> str | None:
         """The first reason ``obj`` (valid at ``v``) cannot be written at ``w``, or None."""
-        plan = self._plan(0, v, w)
-        if plan is None:
-            return None
-        return self._walk(obj, plan, self.rules.structs[0].name)
+        plan = self.plan(v, w)
+        return None if plan is None else self.walk(obj, plan)
 
     def plan(self, v: int, w: int) -> Plan | None:
         """The compiled violation check of (v, w) for :meth:`walk`; None: nothing can fail."""
-        return self._plan(0, v, w)
+        key = ("walk", v, w)
+        if key not in self._compiled:
+            ops = self._plan(0, v, w)
+            self._compiled[key] = (
+                None if ops is None else self._compiler.walk(ops, self.rules.structs[0].name)
+            )
+        return self._compiled[key]
 
     def walk(self, obj: Any, plan: Plan) -> str | None:
         """:meth:`violation` with the plan already looked up."""
-        return self._walk(obj, plan, self.rules.structs[0].name)
+        return cast(str | None, plan(obj))
 
     def shape(self, w: int) -> tuple[Any, ...]:
         """Everything the rules say about version ``w`` that a check at ``w`` depends on:
@@ -187,14 +293,19 @@ class Oracle:
         """The compiled comparison of a message built at ``v`` with its decoding at ``w``
         (see :meth:`mismatch`); None when no field written at ``v`` is missing at ``w``,
         so the decoding must simply equal the message."""
-        return self._expectation(0, v, w)
+        key = ("compare", v, w)
+        if key not in self._compiled:
+            ops = self._expectation(0, v, w)
+            self._compiled[key] = None if ops is None else self._compiler.compare(ops)
+        return self._compiled[key]
 
     def mismatch(self, decoded: Any, obj: Any, plan: Plan) -> str | None:
         """Where ``decoded`` (read at w) differs from ``obj`` (built at v) with the fields
         ``w`` lacks at their defaults, as a field path; None when it does not."""
-        return self._compare(decoded, obj, plan, self.rules.structs[0].name)
+        where = plan(decoded, obj)
+        return None if where is None else self.rules.structs[0].name + where
 
-    def _plan(self, index: int, v: int, w: int) -> Plan | None:
+    def _plan(self, index: int, v: int, w: int) -> Ops | None:
         key = (index, v, w)
         if key in self._plans:
             return self._plans[key]
@@ -223,7 +334,7 @@ class Oracle:
         self._plans[key] = plan
         return plan
 
-    def _expectation(self, index: int, v: int, w: int) -> Plan | None:
+    def _expectation(self, index: int, v: int, w: int) -> Ops | None:
         key = (index, v, w)
         if key in self._expect:
             return self._expect[key]
@@ -244,63 +355,9 @@ class Oracle:
             self._expect[key] = None
             return None
         same.append("unknown_tagged_fields")
-        plan = ((_SAME, operator.attrgetter(*same), tuple(same)), *ops)
+        plan = ((_SAME, None, tuple(same)), *ops)
         self._expect[key] = plan
         return plan
-
-    def _compare(self, d: Any, m: Any, plan: Plan, path: str) -> str | None:
-        for op in plan:
-            code = op[0]
-            if code == _SAME:
-                if op[1](d) != op[1](m):
-                    for attr in op[2]:
-                        x, y = getattr(d, attr), getattr(m, attr)
-                        if x != y:
-                            return f"{path}.{attr}: {x!r:.80} != {y!r:.80}"
-            elif code == _DROPPED:
-                if not self._is_default(getattr(d, op[1]), op[2], op[3], op[4]):
-                    return f"{path}.{op[1]} does not exist here but decoded to a non-default value"
-            else:  # _CHILD
-                x, y = getattr(d, op[1]), getattr(m, op[1])
-                if x is None or y is None:
-                    if x is not y:
-                        return f"{path}.{op[1]}: {x!r:.80} != {y!r:.80}"
-                    continue
-                if op[2]:
-                    if len(x) != len(y):
-                        return f"{path}.{op[1]}: {len(x)} items != {len(y)}"
-                    for i, (a, b) in enumerate(zip(x, y, strict=True)):
-                        why = self._compare(a, b, op[3], f"{path}.{op[1]}[{i}]")
-                        if why is not None:
-                            return why
-                else:
-                    why = self._compare(x, y, op[3], f"{path}.{op[1]}")
-                    if why is not None:
-                        return why
-        return None
-
-    def _walk(self, obj: Any, plan: Plan, path: str) -> str | None:
-        for op in plan:
-            code = op[0]
-            if code == _ABSENT:
-                value = getattr(obj, op[1])
-                if not self._is_default(value, op[2], op[3], op[4]):
-                    return f"{path}.{op[1]} holds a non-default value and does not exist"
-            elif code == _NONNULL:
-                if getattr(obj, op[1]) is None:
-                    return f"{path}.{op[1]} is null and not nullable"
-            elif code == _CHILD:
-                value = getattr(obj, op[1])
-                if value is None:
-                    continue
-                items = value if op[2] else (value,)
-                for item in items:
-                    why = self._walk(item, op[3], op[4])
-                    if why is not None:
-                        return why
-            elif obj.unknown_tagged_fields:
-                return f"{path} carries unknown tagged fields and the version is not flexible"
-        return None
 
     def _is_default(self, value: Any, kind: str, default: Any, child: int) -> bool:
         if kind == VALUE:
