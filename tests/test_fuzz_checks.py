@@ -113,6 +113,30 @@ def test_oracle_looks_into_nested_structs(table: Table) -> None:
     assert why is not None and "MetadataResponseTopic.topic_authorized_operations" in why
 
 
+def test_oracle_expectation_names_the_first_difference_by_path(table: Table) -> None:
+    cls: Any = message_type(3, "response")
+    oracle = Oracle(table[(3, "response")])
+    part = cls.MetadataResponsePartition
+    partitions = [part(partition_index=0, leader_epoch=3), part(partition_index=1, leader_id=4)]
+    m = cls(topics=[cls.MetadataResponseTopic(name="t", partitions=partitions)])
+    plan = oracle.expectation(12, 6)  # v6 has no leader epochs (an ignorable field)
+    assert plan is not None
+    d = cls.decode(m.encode(6), 6)
+    assert d != m and oracle.mismatch(d, m, plan) is None  # dropped: read back as default
+    d.topics[0].partitions[1].leader_id = 5
+    assert oracle.mismatch(d, m, plan) == (
+        "MetadataResponse.topics[0].partitions[1].leader_id: 5 != 4"
+    )
+    d.topics[0].partitions[1].leader_id = 4
+    d.topics[0].partitions[0].leader_epoch = 3
+    assert oracle.mismatch(d, m, plan) == (
+        "MetadataResponse.topics[0].partitions[0].leader_epoch does not exist here but "
+        "decoded to a non-default value"
+    )
+    d.topics[0].partitions.pop()
+    assert oracle.mismatch(d, m, plan) == "MetadataResponse.topics[0].partitions: 1 items != 2"
+
+
 # ---------------------------------------------------------------- ids, seeds, mutations
 
 
