@@ -231,23 +231,25 @@ _N_AddOffsetsToTxnRequest_v0 = (
     AddOffsetsToTxnRequest,
     False,
     (
-        ("string", "transactional_id", False, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("string", "group_id", False, False),
+        ("string", "transactional_id", False, False, "TransactionalId", False),
+        ("int64", "producer_id", 10),
+        ("int16", "producer_epoch", 0),
+        ("string", "group_id", False, False, "GroupId", False),
     ),
     (),
+    "AddOffsetsToTxnRequest",
 )
 _N_AddOffsetsToTxnRequest_v3 = (
     AddOffsetsToTxnRequest,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("string", "group_id", True, False),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 10),
+        ("int16", "producer_epoch", 0),
+        ("string", "group_id", True, False, "GroupId", False),
     ),
     (),
+    "AddOffsetsToTxnRequest",
 )
 # fmt: on
 
@@ -341,19 +343,21 @@ _N_AddOffsetsToTxnResponse_v0 = (
     AddOffsetsToTxnResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AddOffsetsToTxnResponse",
 )
 _N_AddOffsetsToTxnResponse_v3 = (
     AddOffsetsToTxnResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AddOffsetsToTxnResponse",
 )
 # fmt: on
 

@@ -917,129 +917,141 @@ _N_BrokerState_v3 = (
     _BrokerState,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
     ),
     (),
+    "AlterPartitionRequest.BrokerState",
 )
 _N_AlterPartitionRequest_PartitionData_v0 = (
     _AlterPartitionRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "leader_epoch"),
-        ("array", "new_isr", True, False, "int32", False),
-        ("absent", "new_isr_with_epochs", ("list",), False),
-        ("absent", "leader_recovery_state", ("value", 0), False),
-        ("int32", "partition_epoch"),
+        ("int32", "partition_index", 8),
+        ("int32", "leader_epoch", 0),
+        ("array", "new_isr", True, False, "int32", False, "NewIsr"),
+        ("absent", "new_isr_with_epochs", ("list",), False, "NewIsrWithEpochs"),
+        ("absent", "leader_recovery_state", ("value", 0), False, "LeaderRecoveryState"),
+        ("int32", "partition_epoch", 4),
     ),
     (),
+    "AlterPartitionRequest.PartitionData",
 )
 _N_AlterPartitionRequest_PartitionData_v1 = (
     _AlterPartitionRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "leader_epoch"),
-        ("array", "new_isr", True, False, "int32", False),
-        ("absent", "new_isr_with_epochs", ("list",), False),
-        ("int8", "leader_recovery_state"),
-        ("int32", "partition_epoch"),
+        ("int32", "partition_index", 8),
+        ("int32", "leader_epoch", 0),
+        ("array", "new_isr", True, False, "int32", False, "NewIsr"),
+        ("absent", "new_isr_with_epochs", ("list",), False, "NewIsrWithEpochs"),
+        ("int8", "leader_recovery_state", 5),
+        ("int32", "partition_epoch", 0),
     ),
     (),
+    "AlterPartitionRequest.PartitionData",
 )
 _N_AlterPartitionRequest_PartitionData_v3 = (
     _AlterPartitionRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "leader_epoch"),
-        ("absent", "new_isr", ("list",), False),
-        ("array", "new_isr_with_epochs", True, False, _N_BrokerState_v3, False),
-        ("int8", "leader_recovery_state"),
-        ("int32", "partition_epoch"),
+        ("int32", "partition_index", 8),
+        ("int32", "leader_epoch", 0),
+        ("absent", "new_isr", ("list",), False, "NewIsr"),
+        ("array", "new_isr_with_epochs", True, False, _N_BrokerState_v3, False, "NewIsrWithEpochs"),
+        ("int8", "leader_recovery_state", 5),
+        ("int32", "partition_epoch", 0),
     ),
     (),
+    "AlterPartitionRequest.PartitionData",
 )
 _N_AlterPartitionRequest_TopicData_v0 = (
     _AlterPartitionRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v0, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "AlterPartitionRequest.TopicData",
 )
 _N_AlterPartitionRequest_TopicData_v1 = (
     _AlterPartitionRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "AlterPartitionRequest.TopicData",
 )
 _N_AlterPartitionRequest_TopicData_v2 = (
     _AlterPartitionRequest_TopicData,
     True,
     (
-        ("absent", "topic_name", ("value", ''), True),
+        ("absent", "topic_name", ("value", ''), True, "TopicName"),
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "AlterPartitionRequest.TopicData",
 )
 _N_AlterPartitionRequest_TopicData_v3 = (
     _AlterPartitionRequest_TopicData,
     True,
     (
-        ("absent", "topic_name", ("value", ''), True),
+        ("absent", "topic_name", ("value", ''), True, "TopicName"),
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v3, False),
+        ("array", "partitions", True, False, _N_AlterPartitionRequest_PartitionData_v3, False, "Partitions"),
     ),
     (),
+    "AlterPartitionRequest.TopicData",
 )
 _N_AlterPartitionRequest_v0 = (
     AlterPartitionRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v0, False),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v0, False, "Topics"),
     ),
     (),
+    "AlterPartitionRequest",
 )
 _N_AlterPartitionRequest_v1 = (
     AlterPartitionRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v1, False),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v1, False, "Topics"),
     ),
     (),
+    "AlterPartitionRequest",
 )
 _N_AlterPartitionRequest_v2 = (
     AlterPartitionRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v2, False),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v2, False, "Topics"),
     ),
     (),
+    "AlterPartitionRequest",
 )
 _N_AlterPartitionRequest_v3 = (
     AlterPartitionRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v3, False),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
+        ("array", "topics", True, False, _N_AlterPartitionRequest_TopicData_v3, False, "Topics"),
     ),
     (),
+    "AlterPartitionRequest",
 )
 # fmt: on
 
@@ -1519,89 +1531,97 @@ _N_AlterPartitionResponse_PartitionData_v0 = (
     _AlterPartitionResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("array", "isr", True, False, "int32", False),
-        ("absent", "leader_recovery_state", ("value", 0), True),
-        ("int32", "partition_epoch"),
+        ("int32", "partition_index", 14),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
+        ("array", "isr", True, False, "int32", False, "Isr"),
+        ("absent", "leader_recovery_state", ("value", 0), True, "LeaderRecoveryState"),
+        ("int32", "partition_epoch", 4),
     ),
     (),
+    "AlterPartitionResponse.PartitionData",
 )
 _N_AlterPartitionResponse_PartitionData_v1 = (
     _AlterPartitionResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("array", "isr", True, False, "int32", False),
-        ("int8", "leader_recovery_state"),
-        ("int32", "partition_epoch"),
+        ("int32", "partition_index", 14),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
+        ("array", "isr", True, False, "int32", False, "Isr"),
+        ("int8", "leader_recovery_state", 5),
+        ("int32", "partition_epoch", 0),
     ),
     (),
+    "AlterPartitionResponse.PartitionData",
 )
 _N_AlterPartitionResponse_TopicData_v0 = (
     _AlterPartitionResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v0, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "AlterPartitionResponse.TopicData",
 )
 _N_AlterPartitionResponse_TopicData_v1 = (
     _AlterPartitionResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "AlterPartitionResponse.TopicData",
 )
 _N_AlterPartitionResponse_TopicData_v2 = (
     _AlterPartitionResponse_TopicData,
     True,
     (
-        ("absent", "topic_name", ("value", ''), True),
+        ("absent", "topic_name", ("value", ''), True, "TopicName"),
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False),
+        ("array", "partitions", True, False, _N_AlterPartitionResponse_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "AlterPartitionResponse.TopicData",
 )
 _N_AlterPartitionResponse_v0 = (
     AlterPartitionResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v0, False, "Topics"),
     ),
     (),
+    "AlterPartitionResponse",
 )
 _N_AlterPartitionResponse_v1 = (
     AlterPartitionResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v1, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v1, False, "Topics"),
     ),
     (),
+    "AlterPartitionResponse",
 )
 _N_AlterPartitionResponse_v2 = (
     AlterPartitionResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v2, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "topics", True, False, _N_AlterPartitionResponse_TopicData_v2, False, "Topics"),
     ),
     (),
+    "AlterPartitionResponse",
 )
 # fmt: on
 

@@ -345,19 +345,21 @@ _N_ApiVersionsRequest_v0 = (
     ApiVersionsRequest,
     False,
     (
-        ("absent", "client_software_name", ("value", ''), True),
-        ("absent", "client_software_version", ("value", ''), True),
+        ("absent", "client_software_name", ("value", ''), True, "ClientSoftwareName"),
+        ("absent", "client_software_version", ("value", ''), True, "ClientSoftwareVersion"),
     ),
     (),
+    "ApiVersionsRequest",
 )
 _N_ApiVersionsRequest_v3 = (
     ApiVersionsRequest,
     True,
     (
-        ("string", "client_software_name", True, False),
-        ("string", "client_software_version", True, False),
+        ("string", "client_software_name", True, False, "ClientSoftwareName", False),
+        ("string", "client_software_version", True, False, "ClientSoftwareVersion", False),
     ),
     (),
+    "ApiVersionsRequest",
 )
 # fmt: on
 
@@ -842,84 +844,91 @@ _N_ApiVersion_v0 = (
     _ApiVersion,
     False,
     (
-        ("int16", "api_key"),
-        ("int16", "min_version"),
-        ("int16", "max_version"),
+        ("int16", "api_key", 6),
+        ("int16", "min_version", 0),
+        ("int16", "max_version", 0),
     ),
     (),
+    "ApiVersionsResponse.ApiVersion",
 )
 _N_ApiVersion_v3 = (
     _ApiVersion,
     True,
     (
-        ("int16", "api_key"),
-        ("int16", "min_version"),
-        ("int16", "max_version"),
+        ("int16", "api_key", 6),
+        ("int16", "min_version", 0),
+        ("int16", "max_version", 0),
     ),
     (),
+    "ApiVersionsResponse.ApiVersion",
 )
 _N_SupportedFeatureKey_v3 = (
     _SupportedFeatureKey,
     True,
     (
-        ("string", "name", True, False),
-        ("int16", "min_version"),
-        ("int16", "max_version"),
+        ("string", "name", True, False, "Name", False),
+        ("int16", "min_version", 4),
+        ("int16", "max_version", 0),
     ),
     (),
+    "ApiVersionsResponse.SupportedFeatureKey",
 )
 _N_FinalizedFeatureKey_v3 = (
     _FinalizedFeatureKey,
     True,
     (
-        ("string", "name", True, False),
-        ("int16", "max_version_level"),
-        ("int16", "min_version_level"),
+        ("string", "name", True, False, "Name", False),
+        ("int16", "max_version_level", 4),
+        ("int16", "min_version_level", 0),
     ),
     (),
+    "ApiVersionsResponse.FinalizedFeatureKey",
 )
 _N_ApiVersionsResponse_v0 = (
     ApiVersionsResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "api_keys", False, False, _N_ApiVersion_v0, True),
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("absent", "supported_features", ("keyed",), True),
-        ("absent", "finalized_features_epoch", ("value", -1), True),
-        ("absent", "finalized_features", ("keyed",), True),
-        ("absent", "zk_migration_ready", ("value", False), True),
+        ("int16", "error_code", 2),
+        ("array", "api_keys", False, False, _N_ApiVersion_v0, True, "ApiKeys"),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("absent", "supported_features", ("keyed",), True, "SupportedFeatures"),
+        ("absent", "finalized_features_epoch", ("value", -1), True, "FinalizedFeaturesEpoch"),
+        ("absent", "finalized_features", ("keyed",), True, "FinalizedFeatures"),
+        ("absent", "zk_migration_ready", ("value", False), True, "ZkMigrationReady"),
     ),
     (),
+    "ApiVersionsResponse",
 )
 _N_ApiVersionsResponse_v1 = (
     ApiVersionsResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "api_keys", False, False, _N_ApiVersion_v0, True),
-        ("int32", "throttle_time_ms"),
-        ("absent", "supported_features", ("keyed",), True),
-        ("absent", "finalized_features_epoch", ("value", -1), True),
-        ("absent", "finalized_features", ("keyed",), True),
-        ("absent", "zk_migration_ready", ("value", False), True),
+        ("int16", "error_code", 2),
+        ("array", "api_keys", False, False, _N_ApiVersion_v0, True, "ApiKeys"),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "supported_features", ("keyed",), True, "SupportedFeatures"),
+        ("absent", "finalized_features_epoch", ("value", -1), True, "FinalizedFeaturesEpoch"),
+        ("absent", "finalized_features", ("keyed",), True, "FinalizedFeatures"),
+        ("absent", "zk_migration_ready", ("value", False), True, "ZkMigrationReady"),
     ),
     (),
+    "ApiVersionsResponse",
 )
 _N_ApiVersionsResponse_v3 = (
     ApiVersionsResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "api_keys", True, False, _N_ApiVersion_v3, True),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 2),
+        ("array", "api_keys", True, False, _N_ApiVersion_v3, True, "ApiKeys"),
+        ("int32", "throttle_time_ms", 4),
     ),
     (
-        (0, ("array", "supported_features", True, False, _N_SupportedFeatureKey_v3, True), ("keyed",)),
-        (1, ("int64", "finalized_features_epoch"), ("value", -1)),
-        (2, ("array", "finalized_features", True, False, _N_FinalizedFeatureKey_v3, True), ("keyed",)),
-        (3, ("bool", "zk_migration_ready"), ("value", False)),
+        (0, ("array", "supported_features", True, False, _N_SupportedFeatureKey_v3, True, "SupportedFeatures"), ("keyed",)),
+        (1, ("int64", "finalized_features_epoch", 8), ("value", -1)),
+        (2, ("array", "finalized_features", True, False, _N_FinalizedFeatureKey_v3, True, "FinalizedFeatures"), ("keyed",)),
+        (3, ("bool", "zk_migration_ready", 1), ("value", False)),
     ),
+    "ApiVersionsResponse",
 )
 # fmt: on
 

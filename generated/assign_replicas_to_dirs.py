@@ -585,37 +585,41 @@ _N_AssignReplicasToDirsRequest_PartitionData_v0 = (
     _AssignReplicasToDirsRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "AssignReplicasToDirsRequest.PartitionData",
 )
 _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     _AssignReplicasToDirsRequest_TopicData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AssignReplicasToDirsRequest_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_AssignReplicasToDirsRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "AssignReplicasToDirsRequest.TopicData",
 )
 _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     _AssignReplicasToDirsRequest_DirectoryData,
     True,
     (
         ("uuid", "id"),
-        ("array", "topics", True, False, _N_AssignReplicasToDirsRequest_TopicData_v0, False),
+        ("array", "topics", True, False, _N_AssignReplicasToDirsRequest_TopicData_v0, False, "Topics"),
     ),
     (),
+    "AssignReplicasToDirsRequest.DirectoryData",
 )
 _N_AssignReplicasToDirsRequest_v0 = (
     AssignReplicasToDirsRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("array", "directories", True, False, _N_AssignReplicasToDirsRequest_DirectoryData_v0, False),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
+        ("array", "directories", True, False, _N_AssignReplicasToDirsRequest_DirectoryData_v0, False, "Directories"),
     ),
     (),
+    "AssignReplicasToDirsRequest",
 )
 # fmt: on
 
@@ -962,38 +966,42 @@ _N_AssignReplicasToDirsResponse_PartitionData_v0 = (
     _AssignReplicasToDirsResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AssignReplicasToDirsResponse.PartitionData",
 )
 _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     _AssignReplicasToDirsResponse_TopicData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AssignReplicasToDirsResponse_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_AssignReplicasToDirsResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "AssignReplicasToDirsResponse.TopicData",
 )
 _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     _AssignReplicasToDirsResponse_DirectoryData,
     True,
     (
         ("uuid", "id"),
-        ("array", "topics", True, False, _N_AssignReplicasToDirsResponse_TopicData_v0, False),
+        ("array", "topics", True, False, _N_AssignReplicasToDirsResponse_TopicData_v0, False, "Topics"),
     ),
     (),
+    "AssignReplicasToDirsResponse.DirectoryData",
 )
 _N_AssignReplicasToDirsResponse_v0 = (
     AssignReplicasToDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "directories", True, False, _N_AssignReplicasToDirsResponse_DirectoryData_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "directories", True, False, _N_AssignReplicasToDirsResponse_DirectoryData_v0, False, "Directories"),
     ),
     (),
+    "AssignReplicasToDirsResponse",
 )
 # fmt: on
 

@@ -610,32 +610,35 @@ _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1 = (
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "member_id", True, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "member_id", True, False, "MemberId", False),
     ),
     (),
+    "ConsumerGroupDescribeRequest.GroupMemberCursor",
 )
 _N_ConsumerGroupDescribeRequest_v0 = (
     ConsumerGroupDescribeRequest,
     True,
     (
-        ("array", "group_ids", True, False, "string", False),
-        ("bool", "include_authorized_operations"),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "group_ids", True, False, "string", False, "GroupIds"),
+        ("bool", "include_authorized_operations", 1),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ConsumerGroupDescribeRequest",
 )
 _N_ConsumerGroupDescribeRequest_v1 = (
     ConsumerGroupDescribeRequest,
     True,
     (
-        ("array", "group_ids", True, False, "string", False),
-        ("bool", "include_authorized_operations"),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
+        ("array", "group_ids", True, False, "string", False, "GroupIds"),
+        ("bool", "include_authorized_operations", 5),
+        ("int32", "response_pagination_limit", 0),
+        ("struct", "cursor", True, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1, "Cursor", False),
     ),
     (),
+    "ConsumerGroupDescribeRequest",
 )
 # fmt: on
 
@@ -1213,80 +1216,87 @@ _N_TopicPartitions_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ConsumerGroupDescribeResponse.TopicPartitions",
 )
 _N_Assignment_v0 = (
     _Assignment,
     True,
     (
-        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False, "TopicPartitions"),
     ),
     (),
+    "ConsumerGroupDescribeResponse.Assignment",
 )
 _N_Member_v0 = (
     _Member,
     True,
     (
-        ("string", "member_id", True, False),
-        ("string", "instance_id", True, True),
-        ("string", "rack_id", True, True),
-        ("int32", "member_epoch"),
-        ("string", "client_id", True, False),
-        ("string", "client_host", True, False),
-        ("array", "subscribed_topic_names", True, False, "string", False),
-        ("string", "subscribed_topic_regex", True, True),
-        ("struct", "assignment", False, _N_Assignment_v0),
-        ("struct", "target_assignment", False, _N_Assignment_v0),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "instance_id", True, True, "InstanceId", False),
+        ("string", "rack_id", True, True, "RackId", False),
+        ("int32", "member_epoch", 4),
+        ("string", "client_id", True, False, "ClientId", False),
+        ("string", "client_host", True, False, "ClientHost", False),
+        ("array", "subscribed_topic_names", True, False, "string", False, "SubscribedTopicNames"),
+        ("string", "subscribed_topic_regex", True, True, "SubscribedTopicRegex", False),
+        ("struct", "assignment", False, _N_Assignment_v0, "Assignment", False),
+        ("struct", "target_assignment", False, _N_Assignment_v0, "TargetAssignment", False),
     ),
     (),
+    "ConsumerGroupDescribeResponse.Member",
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("string", "group_id", True, False),
-        ("string", "group_state", True, False),
-        ("int32", "group_epoch"),
-        ("int32", "assignment_epoch"),
-        ("string", "assignor_name", True, False),
-        ("array", "members", True, False, _N_Member_v0, False),
-        ("int32", "authorized_operations"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "group_state", True, False, "GroupState", False),
+        ("int32", "group_epoch", 8),
+        ("int32", "assignment_epoch", 0),
+        ("string", "assignor_name", True, False, "AssignorName", False),
+        ("array", "members", True, False, _N_Member_v0, False, "Members"),
+        ("int32", "authorized_operations", 4),
     ),
     (),
+    "ConsumerGroupDescribeResponse.DescribedGroup",
 )
 _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "member_id", True, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "member_id", True, False, "MemberId", False),
     ),
     (),
+    "ConsumerGroupDescribeResponse.GroupMemberCursor",
 )
 _N_ConsumerGroupDescribeResponse_v0 = (
     ConsumerGroupDescribeResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "groups", True, False, _N_DescribedGroup_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "groups", True, False, _N_DescribedGroup_v0, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ConsumerGroupDescribeResponse",
 )
 _N_ConsumerGroupDescribeResponse_v1 = (
     ConsumerGroupDescribeResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "groups", True, False, _N_DescribedGroup_v0, False),
-        ("struct", "next_cursor", True, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "groups", True, False, _N_DescribedGroup_v0, False, "Groups"),
+        ("struct", "next_cursor", True, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1, "NextCursor", False),
     ),
     (),
+    "ConsumerGroupDescribeResponse",
 )
 # fmt: on
 

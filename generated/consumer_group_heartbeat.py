@@ -624,43 +624,46 @@ _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, "int32", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ConsumerGroupHeartbeatRequest.TopicPartitions",
 )
 _N_ConsumerGroupHeartbeatRequest_v0 = (
     ConsumerGroupHeartbeatRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "member_id", True, False),
-        ("int32", "member_epoch"),
-        ("string", "instance_id", True, True),
-        ("string", "rack_id", True, True),
-        ("int32", "rebalance_timeout_ms"),
-        ("array", "subscribed_topic_names", True, True, "string", False),
-        ("absent", "subscribed_topic_regex", ("value", None), False),
-        ("string", "server_assignor", True, True),
-        ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("int32", "member_epoch", 4),
+        ("string", "instance_id", True, True, "InstanceId", False),
+        ("string", "rack_id", True, True, "RackId", False),
+        ("int32", "rebalance_timeout_ms", 4),
+        ("array", "subscribed_topic_names", True, True, "string", False, "SubscribedTopicNames"),
+        ("absent", "subscribed_topic_regex", ("value", None), False, "SubscribedTopicRegex"),
+        ("string", "server_assignor", True, True, "ServerAssignor", False),
+        ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False, "TopicPartitions"),
     ),
     (),
+    "ConsumerGroupHeartbeatRequest",
 )
 _N_ConsumerGroupHeartbeatRequest_v1 = (
     ConsumerGroupHeartbeatRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "member_id", True, False),
-        ("int32", "member_epoch"),
-        ("string", "instance_id", True, True),
-        ("string", "rack_id", True, True),
-        ("int32", "rebalance_timeout_ms"),
-        ("array", "subscribed_topic_names", True, True, "string", False),
-        ("string", "subscribed_topic_regex", True, True),
-        ("string", "server_assignor", True, True),
-        ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("int32", "member_epoch", 4),
+        ("string", "instance_id", True, True, "InstanceId", False),
+        ("string", "rack_id", True, True, "RackId", False),
+        ("int32", "rebalance_timeout_ms", 4),
+        ("array", "subscribed_topic_names", True, True, "string", False, "SubscribedTopicNames"),
+        ("string", "subscribed_topic_regex", True, True, "SubscribedTopicRegex", False),
+        ("string", "server_assignor", True, True, "ServerAssignor", False),
+        ("array", "topic_partitions", True, True, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, False, "TopicPartitions"),
     ),
     (),
+    "ConsumerGroupHeartbeatRequest",
 )
 # fmt: on
 
@@ -928,31 +931,34 @@ _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, "int32", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ConsumerGroupHeartbeatResponse.TopicPartitions",
 )
 _N_Assignment_v0 = (
     _Assignment,
     True,
     (
-        ("array", "topic_partitions", True, False, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0, False),
+        ("array", "topic_partitions", True, False, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0, False, "TopicPartitions"),
     ),
     (),
+    "ConsumerGroupHeartbeatResponse.Assignment",
 )
 _N_ConsumerGroupHeartbeatResponse_v0 = (
     ConsumerGroupHeartbeatResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("string", "member_id", True, True),
-        ("int32", "member_epoch"),
-        ("int32", "heartbeat_interval_ms"),
-        ("struct", "assignment", True, _N_Assignment_v0),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "member_epoch", 8),
+        ("int32", "heartbeat_interval_ms", 0),
+        ("struct", "assignment", True, _N_Assignment_v0, "Assignment", False),
     ),
     (),
+    "ConsumerGroupHeartbeatResponse",
 )
 # fmt: on
 

@@ -240,19 +240,21 @@ _N_TopicPartition_v0 = (
     _TopicPartition,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "ConsumerProtocolAssignment.TopicPartition",
 )
 _N_ConsumerProtocolAssignment_v0 = (
     ConsumerProtocolAssignment,
     False,
     (
-        ("array", "assigned_partitions", False, False, _N_TopicPartition_v0, True),
-        ("bytes", "user_data", False, True, True),
+        ("array", "assigned_partitions", False, False, _N_TopicPartition_v0, True, "AssignedPartitions"),
+        ("bytes", "user_data", False, True, True, "UserData", False),
     ),
     (),
+    "ConsumerProtocolAssignment",
 )
 # fmt: on
 

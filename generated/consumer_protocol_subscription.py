@@ -392,58 +392,63 @@ _N_TopicPartition_v1 = (
     _TopicPartition,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "ConsumerProtocolSubscription.TopicPartition",
 )
 _N_ConsumerProtocolSubscription_v0 = (
     ConsumerProtocolSubscription,
     False,
     (
-        ("array", "topics", False, False, "string", False),
-        ("bytes", "user_data", False, True, True),
-        ("absent", "owned_partitions", ("keyed",), True),
-        ("absent", "generation_id", ("value", -1), True),
-        ("absent", "rack_id", ("value", None), True),
+        ("array", "topics", False, False, "string", False, "Topics"),
+        ("bytes", "user_data", False, True, True, "UserData", False),
+        ("absent", "owned_partitions", ("keyed",), True, "OwnedPartitions"),
+        ("absent", "generation_id", ("value", -1), True, "GenerationId"),
+        ("absent", "rack_id", ("value", None), True, "RackId"),
     ),
     (),
+    "ConsumerProtocolSubscription",
 )
 _N_ConsumerProtocolSubscription_v1 = (
     ConsumerProtocolSubscription,
     False,
     (
-        ("array", "topics", False, False, "string", False),
-        ("bytes", "user_data", False, True, True),
-        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True),
-        ("absent", "generation_id", ("value", -1), True),
-        ("absent", "rack_id", ("value", None), True),
+        ("array", "topics", False, False, "string", False, "Topics"),
+        ("bytes", "user_data", False, True, True, "UserData", False),
+        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True, "OwnedPartitions"),
+        ("absent", "generation_id", ("value", -1), True, "GenerationId"),
+        ("absent", "rack_id", ("value", None), True, "RackId"),
     ),
     (),
+    "ConsumerProtocolSubscription",
 )
 _N_ConsumerProtocolSubscription_v2 = (
     ConsumerProtocolSubscription,
     False,
     (
-        ("array", "topics", False, False, "string", False),
-        ("bytes", "user_data", False, True, True),
-        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True),
-        ("int32", "generation_id"),
-        ("absent", "rack_id", ("value", None), True),
+        ("array", "topics", False, False, "string", False, "Topics"),
+        ("bytes", "user_data", False, True, True, "UserData", False),
+        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True, "OwnedPartitions"),
+        ("int32", "generation_id", 4),
+        ("absent", "rack_id", ("value", None), True, "RackId"),
     ),
     (),
+    "ConsumerProtocolSubscription",
 )
 _N_ConsumerProtocolSubscription_v3 = (
     ConsumerProtocolSubscription,
     False,
     (
-        ("array", "topics", False, False, "string", False),
-        ("bytes", "user_data", False, True, True),
-        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True),
-        ("int32", "generation_id"),
-        ("string", "rack_id", False, True),
+        ("array", "topics", False, False, "string", False, "Topics"),
+        ("bytes", "user_data", False, True, True, "UserData", False),
+        ("array", "owned_partitions", False, False, _N_TopicPartition_v1, True, "OwnedPartitions"),
+        ("int32", "generation_id", 4),
+        ("string", "rack_id", False, True, "RackId", False),
     ),
     (),
+    "ConsumerProtocolSubscription",
 )
 # fmt: on
 

@@ -772,91 +772,100 @@ _N_CreatableReplicaAssignment_v0 = (
     _CreatableReplicaAssignment,
     False,
     (
-        ("int32", "partition_index"),
-        ("array", "broker_ids", False, False, "int32", False),
+        ("int32", "partition_index", 4),
+        ("array", "broker_ids", False, False, "int32", False, "BrokerIds"),
     ),
     (),
+    "CreateTopicsRequest.CreatableReplicaAssignment",
 )
 _N_CreatableReplicaAssignment_v5 = (
     _CreatableReplicaAssignment,
     True,
     (
-        ("int32", "partition_index"),
-        ("array", "broker_ids", True, False, "int32", False),
+        ("int32", "partition_index", 4),
+        ("array", "broker_ids", True, False, "int32", False, "BrokerIds"),
     ),
     (),
+    "CreateTopicsRequest.CreatableReplicaAssignment",
 )
 _N_CreatableTopicConfig_v0 = (
     _CreatableTopicConfig,
     False,
     (
-        ("string", "name", False, False),
-        ("string", "value", False, True),
+        ("string", "name", False, False, "Name", False),
+        ("string", "value", False, True, "Value", False),
     ),
     (),
+    "CreateTopicsRequest.CreatableTopicConfig",
 )
 _N_CreatableTopicConfig_v5 = (
     _CreatableTopicConfig,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "value", True, True),
+        ("string", "name", True, False, "Name", False),
+        ("string", "value", True, True, "Value", False),
     ),
     (),
+    "CreateTopicsRequest.CreatableTopicConfig",
 )
 _N_CreatableTopic_v0 = (
     _CreatableTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("int32", "num_partitions"),
-        ("int16", "replication_factor"),
-        ("array", "assignments", False, False, _N_CreatableReplicaAssignment_v0, True),
-        ("array", "configs", False, False, _N_CreatableTopicConfig_v0, True),
+        ("string", "name", False, False, "Name", False),
+        ("int32", "num_partitions", 6),
+        ("int16", "replication_factor", 0),
+        ("array", "assignments", False, False, _N_CreatableReplicaAssignment_v0, True, "Assignments"),
+        ("array", "configs", False, False, _N_CreatableTopicConfig_v0, True, "Configs"),
     ),
     (),
+    "CreateTopicsRequest.CreatableTopic",
 )
 _N_CreatableTopic_v5 = (
     _CreatableTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("int32", "num_partitions"),
-        ("int16", "replication_factor"),
-        ("array", "assignments", True, False, _N_CreatableReplicaAssignment_v5, True),
-        ("array", "configs", True, False, _N_CreatableTopicConfig_v5, True),
+        ("string", "name", True, False, "Name", False),
+        ("int32", "num_partitions", 6),
+        ("int16", "replication_factor", 0),
+        ("array", "assignments", True, False, _N_CreatableReplicaAssignment_v5, True, "Assignments"),
+        ("array", "configs", True, False, _N_CreatableTopicConfig_v5, True, "Configs"),
     ),
     (),
+    "CreateTopicsRequest.CreatableTopic",
 )
 _N_CreateTopicsRequest_v0 = (
     CreateTopicsRequest,
     False,
     (
-        ("array", "topics", False, False, _N_CreatableTopic_v0, True),
-        ("int32", "timeout_ms"),
-        ("absent", "validate_only", ("value", False), False),
+        ("array", "topics", False, False, _N_CreatableTopic_v0, True, "Topics"),
+        ("int32", "timeout_ms", 4),
+        ("absent", "validate_only", ("value", False), False, "validateOnly"),
     ),
     (),
+    "CreateTopicsRequest",
 )
 _N_CreateTopicsRequest_v1 = (
     CreateTopicsRequest,
     False,
     (
-        ("array", "topics", False, False, _N_CreatableTopic_v0, True),
-        ("int32", "timeout_ms"),
-        ("bool", "validate_only"),
+        ("array", "topics", False, False, _N_CreatableTopic_v0, True, "Topics"),
+        ("int32", "timeout_ms", 5),
+        ("bool", "validate_only", 0),
     ),
     (),
+    "CreateTopicsRequest",
 )
 _N_CreateTopicsRequest_v5 = (
     CreateTopicsRequest,
     True,
     (
-        ("array", "topics", True, False, _N_CreatableTopic_v5, True),
-        ("int32", "timeout_ms"),
-        ("bool", "validate_only"),
+        ("array", "topics", True, False, _N_CreatableTopic_v5, True, "Topics"),
+        ("int32", "timeout_ms", 5),
+        ("bool", "validate_only", 0),
     ),
     (),
+    "CreateTopicsRequest",
 )
 # fmt: on
 
@@ -1441,120 +1450,130 @@ _N_CreatableTopicConfigs_v5 = (
     _CreatableTopicConfigs,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "value", True, True),
-        ("bool", "read_only"),
-        ("int8", "config_source"),
-        ("bool", "is_sensitive"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "value", True, True, "Value", False),
+        ("bool", "read_only", 3),
+        ("int8", "config_source", 0),
+        ("bool", "is_sensitive", 0),
     ),
     (),
+    "CreateTopicsResponse.CreatableTopicConfigs",
 )
 _N_CreatableTopicResult_v0 = (
     _CreatableTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", ''), True),
-        ("absent", "num_partitions", ("value", -1), True),
-        ("absent", "replication_factor", ("value", -1), True),
-        ("absent", "configs", ("list",), True),
-        ("absent", "topic_config_error_code", ("value", 0), True),
+        ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", ''), True, "ErrorMessage"),
+        ("absent", "num_partitions", ("value", -1), True, "NumPartitions"),
+        ("absent", "replication_factor", ("value", -1), True, "ReplicationFactor"),
+        ("absent", "configs", ("list",), True, "Configs"),
+        ("absent", "topic_config_error_code", ("value", 0), True, "TopicConfigErrorCode"),
     ),
     (),
+    "CreateTopicsResponse.CreatableTopicResult",
 )
 _N_CreatableTopicResult_v1 = (
     _CreatableTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("absent", "num_partitions", ("value", -1), True),
-        ("absent", "replication_factor", ("value", -1), True),
-        ("absent", "configs", ("list",), True),
-        ("absent", "topic_config_error_code", ("value", 0), True),
+        ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("absent", "num_partitions", ("value", -1), True, "NumPartitions"),
+        ("absent", "replication_factor", ("value", -1), True, "ReplicationFactor"),
+        ("absent", "configs", ("list",), True, "Configs"),
+        ("absent", "topic_config_error_code", ("value", 0), True, "TopicConfigErrorCode"),
     ),
     (),
+    "CreateTopicsResponse.CreatableTopicResult",
 )
 _N_CreatableTopicResult_v5 = (
     _CreatableTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "num_partitions"),
-        ("int16", "replication_factor"),
-        ("array", "configs", True, True, _N_CreatableTopicConfigs_v5, False),
+        ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "num_partitions", 6),
+        ("int16", "replication_factor", 0),
+        ("array", "configs", True, True, _N_CreatableTopicConfigs_v5, False, "Configs"),
     ),
     (
-        (0, ("int16", "topic_config_error_code"), ("value", 0)),
+        (0, ("int16", "topic_config_error_code", 2), ("value", 0)),
     ),
+    "CreateTopicsResponse.CreatableTopicResult",
 )
 _N_CreatableTopicResult_v7 = (
     _CreatableTopicResult,
     True,
     (
-        ("string", "name", True, False),
+        ("string", "name", True, False, "Name", False),
         ("uuid", "topic_id"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "num_partitions"),
-        ("int16", "replication_factor"),
-        ("array", "configs", True, True, _N_CreatableTopicConfigs_v5, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "num_partitions", 6),
+        ("int16", "replication_factor", 0),
+        ("array", "configs", True, True, _N_CreatableTopicConfigs_v5, False, "Configs"),
     ),
     (
-        (0, ("int16", "topic_config_error_code"), ("value", 0)),
+        (0, ("int16", "topic_config_error_code", 2), ("value", 0)),
     ),
+    "CreateTopicsResponse.CreatableTopicResult",
 )
 _N_CreateTopicsResponse_v0 = (
     CreateTopicsResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("array", "topics", False, False, _N_CreatableTopicResult_v0, True),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("array", "topics", False, False, _N_CreatableTopicResult_v0, True, "Topics"),
     ),
     (),
+    "CreateTopicsResponse",
 )
 _N_CreateTopicsResponse_v1 = (
     CreateTopicsResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("array", "topics", False, False, _N_CreatableTopicResult_v1, True),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("array", "topics", False, False, _N_CreatableTopicResult_v1, True, "Topics"),
     ),
     (),
+    "CreateTopicsResponse",
 )
 _N_CreateTopicsResponse_v2 = (
     CreateTopicsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", False, False, _N_CreatableTopicResult_v1, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", False, False, _N_CreatableTopicResult_v1, True, "Topics"),
     ),
     (),
+    "CreateTopicsResponse",
 )
 _N_CreateTopicsResponse_v5 = (
     CreateTopicsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_CreatableTopicResult_v5, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_CreatableTopicResult_v5, True, "Topics"),
     ),
     (),
+    "CreateTopicsResponse",
 )
 _N_CreateTopicsResponse_v7 = (
     CreateTopicsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_CreatableTopicResult_v7, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_CreatableTopicResult_v7, True, "Topics"),
     ),
     (),
+    "CreateTopicsResponse",
 )
 # fmt: on
 

@@ -150,11 +150,12 @@ _N_DefaultPrincipalData_v0 = (
     DefaultPrincipalData,
     True,
     (
-        ("string", "type", True, False),
-        ("string", "name", True, False),
-        ("bool", "token_authenticated"),
+        ("string", "type", True, False, "Type", False),
+        ("string", "name", True, False, "Name", False),
+        ("bool", "token_authenticated", 1),
     ),
     (),
+    "DefaultPrincipalData",
 )
 # fmt: on
 

@@ -416,27 +416,30 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
+        ("int32", "partition", 4),
     ),
     (),
+    "DeleteShareGroupStateRequest.PartitionData",
 )
 _N_DeleteStateData_v0 = (
     _DeleteStateData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "DeleteShareGroupStateRequest.DeleteStateData",
 )
 _N_DeleteShareGroupStateRequest_v0 = (
     DeleteShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_DeleteStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_DeleteStateData_v0, False, "Topics"),
     ),
     (),
+    "DeleteShareGroupStateRequest",
 )
 # fmt: on
 
@@ -654,28 +657,31 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "DeleteShareGroupStateResponse.PartitionResult",
 )
 _N_DeleteStateResult_v0 = (
     _DeleteStateResult,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "DeleteShareGroupStateResponse.DeleteStateResult",
 )
 _N_DeleteShareGroupStateResponse_v0 = (
     DeleteShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_DeleteStateResult_v0, False),
+        ("array", "results", True, False, _N_DeleteStateResult_v0, False, "Results"),
     ),
     (),
+    "DeleteShareGroupStateResponse",
 )
 # fmt: on
 

@@ -283,19 +283,21 @@ _N_DescribeClusterRequest_v0 = (
     DescribeClusterRequest,
     True,
     (
-        ("bool", "include_cluster_authorized_operations"),
-        ("absent", "endpoint_type", ("value", 1), False),
+        ("bool", "include_cluster_authorized_operations", 1),
+        ("absent", "endpoint_type", ("value", 1), False, "EndpointType"),
     ),
     (),
+    "DescribeClusterRequest",
 )
 _N_DescribeClusterRequest_v1 = (
     DescribeClusterRequest,
     True,
     (
-        ("bool", "include_cluster_authorized_operations"),
-        ("int8", "endpoint_type"),
+        ("bool", "include_cluster_authorized_operations", 2),
+        ("int8", "endpoint_type", 0),
     ),
     (),
+    "DescribeClusterRequest",
 )
 # fmt: on
 
@@ -545,42 +547,45 @@ _N_DescribeClusterBroker_v0 = (
     _DescribeClusterBroker,
     True,
     (
-        ("int32", "broker_id"),
-        ("string", "host", True, False),
-        ("int32", "port"),
-        ("string", "rack", True, True),
+        ("int32", "broker_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("int32", "port", 4),
+        ("string", "rack", True, True, "Rack", False),
     ),
     (),
+    "DescribeClusterResponse.DescribeClusterBroker",
 )
 _N_DescribeClusterResponse_v0 = (
     DescribeClusterResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("absent", "endpoint_type", ("value", 1), False),
-        ("string", "cluster_id", True, False),
-        ("int32", "controller_id"),
-        ("array", "brokers", True, False, _N_DescribeClusterBroker_v0, True),
-        ("int32", "cluster_authorized_operations"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("absent", "endpoint_type", ("value", 1), False, "EndpointType"),
+        ("string", "cluster_id", True, False, "ClusterId", False),
+        ("int32", "controller_id", 4),
+        ("array", "brokers", True, False, _N_DescribeClusterBroker_v0, True, "Brokers"),
+        ("int32", "cluster_authorized_operations", 4),
     ),
     (),
+    "DescribeClusterResponse",
 )
 _N_DescribeClusterResponse_v1 = (
     DescribeClusterResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int8", "endpoint_type"),
-        ("string", "cluster_id", True, False),
-        ("int32", "controller_id"),
-        ("array", "brokers", True, False, _N_DescribeClusterBroker_v0, True),
-        ("int32", "cluster_authorized_operations"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int8", "endpoint_type", 1),
+        ("string", "cluster_id", True, False, "ClusterId", False),
+        ("int32", "controller_id", 4),
+        ("array", "brokers", True, False, _N_DescribeClusterBroker_v0, True, "Brokers"),
+        ("int32", "cluster_authorized_operations", 4),
     ),
     (),
+    "DescribeClusterResponse",
 )
 # fmt: on
 

@@ -451,35 +451,39 @@ _N_DescribeDelegationTokenOwner_v0 = (
     _DescribeDelegationTokenOwner,
     False,
     (
-        ("string", "principal_type", False, False),
-        ("string", "principal_name", False, False),
+        ("string", "principal_type", False, False, "PrincipalType", False),
+        ("string", "principal_name", False, False, "PrincipalName", False),
     ),
     (),
+    "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner",
 )
 _N_DescribeDelegationTokenOwner_v2 = (
     _DescribeDelegationTokenOwner,
     True,
     (
-        ("string", "principal_type", True, False),
-        ("string", "principal_name", True, False),
+        ("string", "principal_type", True, False, "PrincipalType", False),
+        ("string", "principal_name", True, False, "PrincipalName", False),
     ),
     (),
+    "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner",
 )
 _N_DescribeDelegationTokenRequest_v0 = (
     DescribeDelegationTokenRequest,
     False,
     (
-        ("array", "owners", False, True, _N_DescribeDelegationTokenOwner_v0, False),
+        ("array", "owners", False, True, _N_DescribeDelegationTokenOwner_v0, False, "Owners"),
     ),
     (),
+    "DescribeDelegationTokenRequest",
 )
 _N_DescribeDelegationTokenRequest_v2 = (
     DescribeDelegationTokenRequest,
     True,
     (
-        ("array", "owners", True, True, _N_DescribeDelegationTokenOwner_v2, False),
+        ("array", "owners", True, True, _N_DescribeDelegationTokenOwner_v2, False, "Owners"),
     ),
     (),
+    "DescribeDelegationTokenRequest",
 )
 # fmt: on
 
@@ -990,100 +994,108 @@ _N_DescribedDelegationTokenRenewer_v0 = (
     _DescribedDelegationTokenRenewer,
     False,
     (
-        ("string", "principal_type", False, False),
-        ("string", "principal_name", False, False),
+        ("string", "principal_type", False, False, "PrincipalType", False),
+        ("string", "principal_name", False, False, "PrincipalName", False),
     ),
     (),
+    "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
 )
 _N_DescribedDelegationTokenRenewer_v2 = (
     _DescribedDelegationTokenRenewer,
     True,
     (
-        ("string", "principal_type", True, False),
-        ("string", "principal_name", True, False),
+        ("string", "principal_type", True, False, "PrincipalType", False),
+        ("string", "principal_name", True, False, "PrincipalName", False),
     ),
     (),
+    "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
 )
 _N_DescribedDelegationToken_v0 = (
     _DescribedDelegationToken,
     False,
     (
-        ("string", "principal_type", False, False),
-        ("string", "principal_name", False, False),
-        ("absent", "token_requester_principal_type", ("value", ''), False),
-        ("absent", "token_requester_principal_name", ("value", ''), False),
-        ("int64", "issue_timestamp"),
-        ("int64", "expiry_timestamp"),
-        ("int64", "max_timestamp"),
-        ("string", "token_id", False, False),
-        ("bytes", "hmac", False, False, False),
-        ("array", "renewers", False, False, _N_DescribedDelegationTokenRenewer_v0, False),
+        ("string", "principal_type", False, False, "PrincipalType", False),
+        ("string", "principal_name", False, False, "PrincipalName", False),
+        ("absent", "token_requester_principal_type", ("value", ''), False, "TokenRequesterPrincipalType"),
+        ("absent", "token_requester_principal_name", ("value", ''), False, "TokenRequesterPrincipalName"),
+        ("int64", "issue_timestamp", 24),
+        ("int64", "expiry_timestamp", 0),
+        ("int64", "max_timestamp", 0),
+        ("string", "token_id", False, False, "TokenId", False),
+        ("bytes", "hmac", False, False, False, "Hmac", False),
+        ("array", "renewers", False, False, _N_DescribedDelegationTokenRenewer_v0, False, "Renewers"),
     ),
     (),
+    "DescribeDelegationTokenResponse.DescribedDelegationToken",
 )
 _N_DescribedDelegationToken_v2 = (
     _DescribedDelegationToken,
     True,
     (
-        ("string", "principal_type", True, False),
-        ("string", "principal_name", True, False),
-        ("absent", "token_requester_principal_type", ("value", ''), False),
-        ("absent", "token_requester_principal_name", ("value", ''), False),
-        ("int64", "issue_timestamp"),
-        ("int64", "expiry_timestamp"),
-        ("int64", "max_timestamp"),
-        ("string", "token_id", True, False),
-        ("bytes", "hmac", True, False, False),
-        ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False),
+        ("string", "principal_type", True, False, "PrincipalType", False),
+        ("string", "principal_name", True, False, "PrincipalName", False),
+        ("absent", "token_requester_principal_type", ("value", ''), False, "TokenRequesterPrincipalType"),
+        ("absent", "token_requester_principal_name", ("value", ''), False, "TokenRequesterPrincipalName"),
+        ("int64", "issue_timestamp", 24),
+        ("int64", "expiry_timestamp", 0),
+        ("int64", "max_timestamp", 0),
+        ("string", "token_id", True, False, "TokenId", False),
+        ("bytes", "hmac", True, False, False, "Hmac", False),
+        ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False, "Renewers"),
     ),
     (),
+    "DescribeDelegationTokenResponse.DescribedDelegationToken",
 )
 _N_DescribedDelegationToken_v3 = (
     _DescribedDelegationToken,
     True,
     (
-        ("string", "principal_type", True, False),
-        ("string", "principal_name", True, False),
-        ("string", "token_requester_principal_type", True, False),
-        ("string", "token_requester_principal_name", True, False),
-        ("int64", "issue_timestamp"),
-        ("int64", "expiry_timestamp"),
-        ("int64", "max_timestamp"),
-        ("string", "token_id", True, False),
-        ("bytes", "hmac", True, False, False),
-        ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False),
+        ("string", "principal_type", True, False, "PrincipalType", False),
+        ("string", "principal_name", True, False, "PrincipalName", False),
+        ("string", "token_requester_principal_type", True, False, "TokenRequesterPrincipalType", False),
+        ("string", "token_requester_principal_name", True, False, "TokenRequesterPrincipalName", False),
+        ("int64", "issue_timestamp", 24),
+        ("int64", "expiry_timestamp", 0),
+        ("int64", "max_timestamp", 0),
+        ("string", "token_id", True, False, "TokenId", False),
+        ("bytes", "hmac", True, False, False, "Hmac", False),
+        ("array", "renewers", True, False, _N_DescribedDelegationTokenRenewer_v2, False, "Renewers"),
     ),
     (),
+    "DescribeDelegationTokenResponse.DescribedDelegationToken",
 )
 _N_DescribeDelegationTokenResponse_v0 = (
     DescribeDelegationTokenResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "tokens", False, False, _N_DescribedDelegationToken_v0, False),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 2),
+        ("array", "tokens", False, False, _N_DescribedDelegationToken_v0, False, "Tokens"),
+        ("int32", "throttle_time_ms", 4),
     ),
     (),
+    "DescribeDelegationTokenResponse",
 )
 _N_DescribeDelegationTokenResponse_v2 = (
     DescribeDelegationTokenResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "tokens", True, False, _N_DescribedDelegationToken_v2, False),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 2),
+        ("array", "tokens", True, False, _N_DescribedDelegationToken_v2, False, "Tokens"),
+        ("int32", "throttle_time_ms", 4),
     ),
     (),
+    "DescribeDelegationTokenResponse",
 )
 _N_DescribeDelegationTokenResponse_v3 = (
     DescribeDelegationTokenResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "tokens", True, False, _N_DescribedDelegationToken_v3, False),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 2),
+        ("array", "tokens", True, False, _N_DescribedDelegationToken_v3, False, "Tokens"),
+        ("int32", "throttle_time_ms", 4),
     ),
     (),
+    "DescribeDelegationTokenResponse",
 )
 # fmt: on
 

@@ -668,59 +668,65 @@ _N_DescribableLogDirTopic_v0 = (
     _DescribableLogDirTopic,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "DescribeLogDirsRequest.DescribableLogDirTopic",
 )
 _N_DescribableLogDirTopic_v2 = (
     _DescribableLogDirTopic,
     True,
     (
-        ("string", "topic", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "topic", True, False, "Topic", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "DescribeLogDirsRequest.DescribableLogDirTopic",
 )
 _N_DescribeLogDirsRequest_Cursor_v5 = (
     _DescribeLogDirsRequest_Cursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
-        ("string", "log_dir", True, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
+        ("string", "log_dir", True, False, "LogDir", False),
     ),
     (),
+    "DescribeLogDirsRequest.Cursor",
 )
 _N_DescribeLogDirsRequest_v0 = (
     DescribeLogDirsRequest,
     False,
     (
-        ("array", "topics", False, True, _N_DescribableLogDirTopic_v0, True),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "topics", False, True, _N_DescribableLogDirTopic_v0, True, "Topics"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "DescribeLogDirsRequest",
 )
 _N_DescribeLogDirsRequest_v2 = (
     DescribeLogDirsRequest,
     True,
     (
-        ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True, "Topics"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "DescribeLogDirsRequest",
 )
 _N_DescribeLogDirsRequest_v5 = (
     DescribeLogDirsRequest,
     True,
     (
-        ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_DescribeLogDirsRequest_Cursor_v5),
+        ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True, "Topics"),
+        ("int32", "response_pagination_limit", 4),
+        ("struct", "cursor", True, _N_DescribeLogDirsRequest_Cursor_v5, "Cursor", False),
     ),
     (),
+    "DescribeLogDirsRequest",
 )
 # fmt: on
 
@@ -1367,142 +1373,155 @@ _N_DescribeLogDirsPartition_v0 = (
     _DescribeLogDirsPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "partition_size"),
-        ("int64", "offset_lag"),
-        ("bool", "is_future_key"),
+        ("int32", "partition_index", 21),
+        ("int64", "partition_size", 0),
+        ("int64", "offset_lag", 0),
+        ("bool", "is_future_key", 0),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsPartition",
 )
 _N_DescribeLogDirsPartition_v2 = (
     _DescribeLogDirsPartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int64", "partition_size"),
-        ("int64", "offset_lag"),
-        ("bool", "is_future_key"),
+        ("int32", "partition_index", 21),
+        ("int64", "partition_size", 0),
+        ("int64", "offset_lag", 0),
+        ("bool", "is_future_key", 0),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsPartition",
 )
 _N_DescribeLogDirsTopic_v0 = (
     _DescribeLogDirsTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_DescribeLogDirsPartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_DescribeLogDirsPartition_v0, False, "Partitions"),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsTopic",
 )
 _N_DescribeLogDirsTopic_v2 = (
     _DescribeLogDirsTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_DescribeLogDirsPartition_v2, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_DescribeLogDirsPartition_v2, False, "Partitions"),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsTopic",
 )
 _N_DescribeLogDirsResult_v0 = (
     _DescribeLogDirsResult,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "log_dir", False, False),
-        ("array", "topics", False, False, _N_DescribeLogDirsTopic_v0, False),
-        ("absent", "total_bytes", ("value", -1), True),
-        ("absent", "usable_bytes", ("value", -1), True),
+        ("int16", "error_code", 2),
+        ("string", "log_dir", False, False, "LogDir", False),
+        ("array", "topics", False, False, _N_DescribeLogDirsTopic_v0, False, "Topics"),
+        ("absent", "total_bytes", ("value", -1), True, "TotalBytes"),
+        ("absent", "usable_bytes", ("value", -1), True, "UsableBytes"),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsResult",
 )
 _N_DescribeLogDirsResult_v2 = (
     _DescribeLogDirsResult,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "log_dir", True, False),
-        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False),
-        ("absent", "total_bytes", ("value", -1), True),
-        ("absent", "usable_bytes", ("value", -1), True),
+        ("int16", "error_code", 2),
+        ("string", "log_dir", True, False, "LogDir", False),
+        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False, "Topics"),
+        ("absent", "total_bytes", ("value", -1), True, "TotalBytes"),
+        ("absent", "usable_bytes", ("value", -1), True, "UsableBytes"),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsResult",
 )
 _N_DescribeLogDirsResult_v4 = (
     _DescribeLogDirsResult,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "log_dir", True, False),
-        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False),
-        ("int64", "total_bytes"),
-        ("int64", "usable_bytes"),
+        ("int16", "error_code", 2),
+        ("string", "log_dir", True, False, "LogDir", False),
+        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False, "Topics"),
+        ("int64", "total_bytes", 16),
+        ("int64", "usable_bytes", 0),
     ),
     (),
+    "DescribeLogDirsResponse.DescribeLogDirsResult",
 )
 _N_DescribeLogDirsResponse_Cursor_v5 = (
     _DescribeLogDirsResponse_Cursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
-        ("string", "log_dir", True, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
+        ("string", "log_dir", True, False, "LogDir", False),
     ),
     (),
+    "DescribeLogDirsResponse.Cursor",
 )
 _N_DescribeLogDirsResponse_v0 = (
     DescribeLogDirsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("absent", "error_code", ("value", 0), True),
-        ("array", "results", False, False, _N_DescribeLogDirsResult_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
+        ("array", "results", False, False, _N_DescribeLogDirsResult_v0, False, "Results"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "DescribeLogDirsResponse",
 )
 _N_DescribeLogDirsResponse_v2 = (
     DescribeLogDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("absent", "error_code", ("value", 0), True),
-        ("array", "results", True, False, _N_DescribeLogDirsResult_v2, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v2, False, "Results"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "DescribeLogDirsResponse",
 )
 _N_DescribeLogDirsResponse_v3 = (
     DescribeLogDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "results", True, False, _N_DescribeLogDirsResult_v2, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v2, False, "Results"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "DescribeLogDirsResponse",
 )
 _N_DescribeLogDirsResponse_v4 = (
     DescribeLogDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False, "Results"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "DescribeLogDirsResponse",
 )
 _N_DescribeLogDirsResponse_v5 = (
     DescribeLogDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False),
-        ("struct", "next_cursor", True, _N_DescribeLogDirsResponse_Cursor_v5),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False, "Results"),
+        ("struct", "next_cursor", True, _N_DescribeLogDirsResponse_Cursor_v5, "NextCursor", False),
     ),
     (),
+    "DescribeLogDirsResponse",
 )
 # fmt: on
 

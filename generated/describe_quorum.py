@@ -574,26 +574,29 @@ _N_DescribeQuorumRequest_PartitionData_v0 = (
     _DescribeQuorumRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "DescribeQuorumRequest.PartitionData",
 )
 _N_DescribeQuorumRequest_TopicData_v0 = (
     _DescribeQuorumRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_DescribeQuorumRequest_PartitionData_v0, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_DescribeQuorumRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "DescribeQuorumRequest.TopicData",
 )
 _N_DescribeQuorumRequest_v0 = (
     DescribeQuorumRequest,
     True,
     (
-        ("array", "topics", True, False, _N_DescribeQuorumRequest_TopicData_v0, False),
+        ("array", "topics", True, False, _N_DescribeQuorumRequest_TopicData_v0, False, "Topics"),
     ),
     (),
+    "DescribeQuorumRequest",
 )
 # fmt: on
 
@@ -1416,161 +1419,175 @@ _N_ReplicaState_v0 = (
     _ReplicaState,
     True,
     (
-        ("int32", "replica_id"),
-        ("absent", "replica_directory_id", ("value", ZERO_UUID), False),
-        ("int64", "log_end_offset"),
-        ("absent", "last_fetch_timestamp", ("value", -1), True),
-        ("absent", "last_caught_up_timestamp", ("value", -1), True),
+        ("int32", "replica_id", 4),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), False, "ReplicaDirectoryId"),
+        ("int64", "log_end_offset", 8),
+        ("absent", "last_fetch_timestamp", ("value", -1), True, "LastFetchTimestamp"),
+        ("absent", "last_caught_up_timestamp", ("value", -1), True, "LastCaughtUpTimestamp"),
     ),
     (),
+    "DescribeQuorumResponse.ReplicaState",
 )
 _N_ReplicaState_v1 = (
     _ReplicaState,
     True,
     (
-        ("int32", "replica_id"),
-        ("absent", "replica_directory_id", ("value", ZERO_UUID), False),
-        ("int64", "log_end_offset"),
-        ("int64", "last_fetch_timestamp"),
-        ("int64", "last_caught_up_timestamp"),
+        ("int32", "replica_id", 4),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), False, "ReplicaDirectoryId"),
+        ("int64", "log_end_offset", 24),
+        ("int64", "last_fetch_timestamp", 0),
+        ("int64", "last_caught_up_timestamp", 0),
     ),
     (),
+    "DescribeQuorumResponse.ReplicaState",
 )
 _N_ReplicaState_v2 = (
     _ReplicaState,
     True,
     (
-        ("int32", "replica_id"),
+        ("int32", "replica_id", 4),
         ("uuid", "replica_directory_id"),
-        ("int64", "log_end_offset"),
-        ("int64", "last_fetch_timestamp"),
-        ("int64", "last_caught_up_timestamp"),
+        ("int64", "log_end_offset", 24),
+        ("int64", "last_fetch_timestamp", 0),
+        ("int64", "last_caught_up_timestamp", 0),
     ),
     (),
+    "DescribeQuorumResponse.ReplicaState",
 )
 _N_DescribeQuorumResponse_PartitionData_v0 = (
     _DescribeQuorumResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", ''), True),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("int64", "high_watermark"),
-        ("array", "current_voters", True, False, _N_ReplicaState_v0, False),
-        ("array", "observers", True, False, _N_ReplicaState_v0, False),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("absent", "error_message", ("value", ''), True, "ErrorMessage"),
+        ("int32", "leader_id", 16),
+        ("int32", "leader_epoch", 0),
+        ("int64", "high_watermark", 0),
+        ("array", "current_voters", True, False, _N_ReplicaState_v0, False, "CurrentVoters"),
+        ("array", "observers", True, False, _N_ReplicaState_v0, False, "Observers"),
     ),
     (),
+    "DescribeQuorumResponse.PartitionData",
 )
 _N_DescribeQuorumResponse_PartitionData_v1 = (
     _DescribeQuorumResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", ''), True),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("int64", "high_watermark"),
-        ("array", "current_voters", True, False, _N_ReplicaState_v1, False),
-        ("array", "observers", True, False, _N_ReplicaState_v1, False),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("absent", "error_message", ("value", ''), True, "ErrorMessage"),
+        ("int32", "leader_id", 16),
+        ("int32", "leader_epoch", 0),
+        ("int64", "high_watermark", 0),
+        ("array", "current_voters", True, False, _N_ReplicaState_v1, False, "CurrentVoters"),
+        ("array", "observers", True, False, _N_ReplicaState_v1, False, "Observers"),
     ),
     (),
+    "DescribeQuorumResponse.PartitionData",
 )
 _N_DescribeQuorumResponse_PartitionData_v2 = (
     _DescribeQuorumResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("int64", "high_watermark"),
-        ("array", "current_voters", True, False, _N_ReplicaState_v2, False),
-        ("array", "observers", True, False, _N_ReplicaState_v2, False),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "leader_id", 16),
+        ("int32", "leader_epoch", 0),
+        ("int64", "high_watermark", 0),
+        ("array", "current_voters", True, False, _N_ReplicaState_v2, False, "CurrentVoters"),
+        ("array", "observers", True, False, _N_ReplicaState_v2, False, "Observers"),
     ),
     (),
+    "DescribeQuorumResponse.PartitionData",
 )
 _N_DescribeQuorumResponse_TopicData_v0 = (
     _DescribeQuorumResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v0, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "DescribeQuorumResponse.TopicData",
 )
 _N_DescribeQuorumResponse_TopicData_v1 = (
     _DescribeQuorumResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "DescribeQuorumResponse.TopicData",
 )
 _N_DescribeQuorumResponse_TopicData_v2 = (
     _DescribeQuorumResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v2, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_DescribeQuorumResponse_PartitionData_v2, False, "Partitions"),
     ),
     (),
+    "DescribeQuorumResponse.TopicData",
 )
 _N_Listener_v2 = (
     _Listener,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "DescribeQuorumResponse.Listener",
 )
 _N_Node_v2 = (
     _Node,
     True,
     (
-        ("int32", "node_id"),
-        ("array", "listeners", True, False, _N_Listener_v2, True),
+        ("int32", "node_id", 4),
+        ("array", "listeners", True, False, _N_Listener_v2, True, "Listeners"),
     ),
     (),
+    "DescribeQuorumResponse.Node",
 )
 _N_DescribeQuorumResponse_v0 = (
     DescribeQuorumResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", ''), True),
-        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v0, False),
-        ("absent", "nodes", ("keyed",), False),
+        ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", ''), True, "ErrorMessage"),
+        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v0, False, "Topics"),
+        ("absent", "nodes", ("keyed",), False, "Nodes"),
     ),
     (),
+    "DescribeQuorumResponse",
 )
 _N_DescribeQuorumResponse_v1 = (
     DescribeQuorumResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", ''), True),
-        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v1, False),
-        ("absent", "nodes", ("keyed",), False),
+        ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", ''), True, "ErrorMessage"),
+        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v1, False, "Topics"),
+        ("absent", "nodes", ("keyed",), False, "Nodes"),
     ),
     (),
+    "DescribeQuorumResponse",
 )
 _N_DescribeQuorumResponse_v2 = (
     DescribeQuorumResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v2, False),
-        ("array", "nodes", True, False, _N_Node_v2, True),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "topics", True, False, _N_DescribeQuorumResponse_TopicData_v2, False, "Topics"),
+        ("array", "nodes", True, False, _N_Node_v2, True, "Nodes"),
     ),
     (),
+    "DescribeQuorumResponse",
 )
 # fmt: on
 

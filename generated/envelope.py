@@ -185,11 +185,12 @@ _N_EnvelopeRequest_v0 = (
     EnvelopeRequest,
     True,
     (
-        ("bytes", "request_data", True, False, True),
-        ("bytes", "request_principal", True, True, False),
-        ("bytes", "client_host_address", True, False, False),
+        ("bytes", "request_data", True, False, True, "RequestData", False),
+        ("bytes", "request_principal", True, True, False, "RequestPrincipal", False),
+        ("bytes", "client_host_address", True, False, False, "ClientHostAddress", False),
     ),
     (),
+    "EnvelopeRequest",
 )
 # fmt: on
 
@@ -263,10 +264,11 @@ _N_EnvelopeResponse_v0 = (
     EnvelopeResponse,
     True,
     (
-        ("bytes", "response_data", True, True, True),
-        ("int16", "error_code"),
+        ("bytes", "response_data", True, True, True, "ResponseData", False),
+        ("int16", "error_code", 2),
     ),
     (),
+    "EnvelopeResponse",
 )
 # fmt: on
 

@@ -209,19 +209,21 @@ _N_ExpireDelegationTokenRequest_v0 = (
     ExpireDelegationTokenRequest,
     False,
     (
-        ("bytes", "hmac", False, False, False),
-        ("int64", "expiry_time_period_ms"),
+        ("bytes", "hmac", False, False, False, "Hmac", False),
+        ("int64", "expiry_time_period_ms", 8),
     ),
     (),
+    "ExpireDelegationTokenRequest",
 )
 _N_ExpireDelegationTokenRequest_v2 = (
     ExpireDelegationTokenRequest,
     True,
     (
-        ("bytes", "hmac", True, False, False),
-        ("int64", "expiry_time_period_ms"),
+        ("bytes", "hmac", True, False, False, "Hmac", False),
+        ("int64", "expiry_time_period_ms", 8),
     ),
     (),
+    "ExpireDelegationTokenRequest",
 )
 # fmt: on
 
@@ -322,21 +324,23 @@ _N_ExpireDelegationTokenResponse_v0 = (
     ExpireDelegationTokenResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "ExpireDelegationTokenResponse",
 )
 _N_ExpireDelegationTokenResponse_v2 = (
     ExpireDelegationTokenResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "ExpireDelegationTokenResponse",
 )
 # fmt: on
 

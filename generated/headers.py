@@ -234,34 +234,37 @@ _N_RequestHeader_v0 = (
     RequestHeader,
     False,
     (
-        ("int16", "request_api_key"),
-        ("int16", "request_api_version"),
-        ("int32", "correlation_id"),
-        ("absent", "client_id", ("value", ''), True),
+        ("int16", "request_api_key", 8),
+        ("int16", "request_api_version", 0),
+        ("int32", "correlation_id", 0),
+        ("absent", "client_id", ("value", ''), True, "ClientId"),
     ),
     (),
+    "RequestHeader",
 )
 _N_RequestHeader_v1 = (
     RequestHeader,
     False,
     (
-        ("int16", "request_api_key"),
-        ("int16", "request_api_version"),
-        ("int32", "correlation_id"),
-        ("string", "client_id", False, True),
+        ("int16", "request_api_key", 8),
+        ("int16", "request_api_version", 0),
+        ("int32", "correlation_id", 0),
+        ("string", "client_id", False, True, "ClientId", False),
     ),
     (),
+    "RequestHeader",
 )
 _N_RequestHeader_v2 = (
     RequestHeader,
     True,
     (
-        ("int16", "request_api_key"),
-        ("int16", "request_api_version"),
-        ("int32", "correlation_id"),
-        ("string", "client_id", False, True),
+        ("int16", "request_api_key", 8),
+        ("int16", "request_api_version", 0),
+        ("int32", "correlation_id", 0),
+        ("string", "client_id", False, True, "ClientId", False),
     ),
     (),
+    "RequestHeader",
 )
 # fmt: on
 
@@ -350,17 +353,19 @@ _N_ResponseHeader_v0 = (
     ResponseHeader,
     False,
     (
-        ("int32", "correlation_id"),
+        ("int32", "correlation_id", 4),
     ),
     (),
+    "ResponseHeader",
 )
 _N_ResponseHeader_v1 = (
     ResponseHeader,
     True,
     (
-        ("int32", "correlation_id"),
+        ("int32", "correlation_id", 4),
     ),
     (),
+    "ResponseHeader",
 )
 # fmt: on
 

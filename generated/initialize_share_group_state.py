@@ -441,29 +441,32 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "state_epoch"),
-        ("int64", "start_offset"),
+        ("int32", "partition", 16),
+        ("int32", "state_epoch", 0),
+        ("int64", "start_offset", 0),
     ),
     (),
+    "InitializeShareGroupStateRequest.PartitionData",
 )
 _N_InitializeStateData_v0 = (
     _InitializeStateData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "InitializeShareGroupStateRequest.InitializeStateData",
 )
 _N_InitializeShareGroupStateRequest_v0 = (
     InitializeShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_InitializeStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_InitializeStateData_v0, False, "Topics"),
     ),
     (),
+    "InitializeShareGroupStateRequest",
 )
 # fmt: on
 
@@ -689,28 +692,31 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "InitializeShareGroupStateResponse.PartitionResult",
 )
 _N_InitializeStateResult_v0 = (
     _InitializeStateResult,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "InitializeShareGroupStateResponse.InitializeStateResult",
 )
 _N_InitializeShareGroupStateResponse_v0 = (
     InitializeShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_InitializeStateResult_v0, False),
+        ("array", "results", True, False, _N_InitializeStateResult_v0, False, "Results"),
     ),
     (),
+    "InitializeShareGroupStateResponse",
 )
 # fmt: on
 

@@ -202,6 +202,7 @@ _N_ListClientMetricsResourcesRequest_v0 = (
     True,
     (),
     (),
+    "ListClientMetricsResourcesRequest",
 )
 # fmt: on
 
@@ -344,19 +345,21 @@ _N_ClientMetricsResource_v0 = (
     _ClientMetricsResource,
     True,
     (
-        ("string", "name", True, False),
+        ("string", "name", True, False, "Name", False),
     ),
     (),
+    "ListClientMetricsResourcesResponse.ClientMetricsResource",
 )
 _N_ListClientMetricsResourcesResponse_v0 = (
     ListClientMetricsResourcesResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "client_metrics_resources", True, False, _N_ClientMetricsResource_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "client_metrics_resources", True, False, _N_ClientMetricsResource_v0, False, "ClientMetricsResources"),
     ),
     (),
+    "ListClientMetricsResourcesResponse",
 )
 # fmt: on
 

@@ -504,64 +504,70 @@ _N_ListGroupsRequest_GroupCursor_v6 = (
     _ListGroupsRequest_GroupCursor,
     True,
     (
-        ("string", "group_id", True, False),
+        ("string", "group_id", True, False, "GroupId", False),
     ),
     (),
+    "ListGroupsRequest.GroupCursor",
 )
 _N_ListGroupsRequest_v0 = (
     ListGroupsRequest,
     False,
     (
-        ("absent", "states_filter", ("list",), False),
-        ("absent", "types_filter", ("list",), False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("absent", "states_filter", ("list",), False, "StatesFilter"),
+        ("absent", "types_filter", ("list",), False, "TypesFilter"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListGroupsRequest",
 )
 _N_ListGroupsRequest_v3 = (
     ListGroupsRequest,
     True,
     (
-        ("absent", "states_filter", ("list",), False),
-        ("absent", "types_filter", ("list",), False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("absent", "states_filter", ("list",), False, "StatesFilter"),
+        ("absent", "types_filter", ("list",), False, "TypesFilter"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListGroupsRequest",
 )
 _N_ListGroupsRequest_v4 = (
     ListGroupsRequest,
     True,
     (
-        ("array", "states_filter", True, False, "string", False),
-        ("absent", "types_filter", ("list",), False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "states_filter", True, False, "string", False, "StatesFilter"),
+        ("absent", "types_filter", ("list",), False, "TypesFilter"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListGroupsRequest",
 )
 _N_ListGroupsRequest_v5 = (
     ListGroupsRequest,
     True,
     (
-        ("array", "states_filter", True, False, "string", False),
-        ("array", "types_filter", True, False, "string", False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "states_filter", True, False, "string", False, "StatesFilter"),
+        ("array", "types_filter", True, False, "string", False, "TypesFilter"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListGroupsRequest",
 )
 _N_ListGroupsRequest_v6 = (
     ListGroupsRequest,
     True,
     (
-        ("array", "states_filter", True, False, "string", False),
-        ("array", "types_filter", True, False, "string", False),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_ListGroupsRequest_GroupCursor_v6),
+        ("array", "states_filter", True, False, "string", False, "StatesFilter"),
+        ("array", "types_filter", True, False, "string", False, "TypesFilter"),
+        ("int32", "response_pagination_limit", 4),
+        ("struct", "cursor", True, _N_ListGroupsRequest_GroupCursor_v6, "Cursor", False),
     ),
     (),
+    "ListGroupsRequest",
 )
 # fmt: on
 
@@ -1002,119 +1008,130 @@ _N_ListedGroup_v0 = (
     _ListedGroup,
     False,
     (
-        ("string", "group_id", False, False),
-        ("string", "protocol_type", False, False),
-        ("absent", "group_state", ("value", ''), True),
-        ("absent", "group_type", ("value", ''), True),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("string", "protocol_type", False, False, "ProtocolType", False),
+        ("absent", "group_state", ("value", ''), True, "GroupState"),
+        ("absent", "group_type", ("value", ''), True, "GroupType"),
     ),
     (),
+    "ListGroupsResponse.ListedGroup",
 )
 _N_ListedGroup_v3 = (
     _ListedGroup,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "protocol_type", True, False),
-        ("absent", "group_state", ("value", ''), True),
-        ("absent", "group_type", ("value", ''), True),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "protocol_type", True, False, "ProtocolType", False),
+        ("absent", "group_state", ("value", ''), True, "GroupState"),
+        ("absent", "group_type", ("value", ''), True, "GroupType"),
     ),
     (),
+    "ListGroupsResponse.ListedGroup",
 )
 _N_ListedGroup_v4 = (
     _ListedGroup,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "protocol_type", True, False),
-        ("string", "group_state", True, False),
-        ("absent", "group_type", ("value", ''), True),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "protocol_type", True, False, "ProtocolType", False),
+        ("string", "group_state", True, False, "GroupState", False),
+        ("absent", "group_type", ("value", ''), True, "GroupType"),
     ),
     (),
+    "ListGroupsResponse.ListedGroup",
 )
 _N_ListedGroup_v5 = (
     _ListedGroup,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "protocol_type", True, False),
-        ("string", "group_state", True, False),
-        ("string", "group_type", True, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "protocol_type", True, False, "ProtocolType", False),
+        ("string", "group_state", True, False, "GroupState", False),
+        ("string", "group_type", True, False, "GroupType", False),
     ),
     (),
+    "ListGroupsResponse.ListedGroup",
 )
 _N_ListGroupsResponse_GroupCursor_v6 = (
     _ListGroupsResponse_GroupCursor,
     True,
     (
-        ("string", "group_id", True, False),
+        ("string", "group_id", True, False, "GroupId", False),
     ),
     (),
+    "ListGroupsResponse.GroupCursor",
 )
 _N_ListGroupsResponse_v0 = (
     ListGroupsResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("int16", "error_code"),
-        ("array", "groups", False, False, _N_ListedGroup_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("int16", "error_code", 2),
+        ("array", "groups", False, False, _N_ListedGroup_v0, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListGroupsResponse",
 )
 _N_ListGroupsResponse_v1 = (
     ListGroupsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "groups", False, False, _N_ListedGroup_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "groups", False, False, _N_ListedGroup_v0, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListGroupsResponse",
 )
 _N_ListGroupsResponse_v3 = (
     ListGroupsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "groups", True, False, _N_ListedGroup_v3, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "groups", True, False, _N_ListedGroup_v3, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListGroupsResponse",
 )
 _N_ListGroupsResponse_v4 = (
     ListGroupsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "groups", True, False, _N_ListedGroup_v4, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "groups", True, False, _N_ListedGroup_v4, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListGroupsResponse",
 )
 _N_ListGroupsResponse_v5 = (
     ListGroupsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "groups", True, False, _N_ListedGroup_v5, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "groups", True, False, _N_ListedGroup_v5, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListGroupsResponse",
 )
 _N_ListGroupsResponse_v6 = (
     ListGroupsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "groups", True, False, _N_ListedGroup_v5, False),
-        ("struct", "next_cursor", True, _N_ListGroupsResponse_GroupCursor_v6),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "groups", True, False, _N_ListedGroup_v5, False, "Groups"),
+        ("struct", "next_cursor", True, _N_ListGroupsResponse_GroupCursor_v6, "NextCursor", False),
     ),
     (),
+    "ListGroupsResponse",
 )
 # fmt: on
 

@@ -519,46 +519,50 @@ _N_ListTransactionsRequest_TransactionalCursor_v2 = (
     _ListTransactionsRequest_TransactionalCursor,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 8),
     ),
     (),
+    "ListTransactionsRequest.TransactionalCursor",
 )
 _N_ListTransactionsRequest_v0 = (
     ListTransactionsRequest,
     True,
     (
-        ("array", "state_filters", True, False, "string", False),
-        ("array", "producer_id_filters", True, False, "int64", False),
-        ("absent", "duration_filter", ("value", -1), False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "state_filters", True, False, "string", False, "StateFilters"),
+        ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
+        ("absent", "duration_filter", ("value", -1), False, "DurationFilter"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListTransactionsRequest",
 )
 _N_ListTransactionsRequest_v1 = (
     ListTransactionsRequest,
     True,
     (
-        ("array", "state_filters", True, False, "string", False),
-        ("array", "producer_id_filters", True, False, "int64", False),
-        ("int64", "duration_filter"),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "state_filters", True, False, "string", False, "StateFilters"),
+        ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
+        ("int64", "duration_filter", 8),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListTransactionsRequest",
 )
 _N_ListTransactionsRequest_v2 = (
     ListTransactionsRequest,
     True,
     (
-        ("array", "state_filters", True, False, "string", False),
-        ("array", "producer_id_filters", True, False, "int64", False),
-        ("int64", "duration_filter"),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_ListTransactionsRequest_TransactionalCursor_v2),
+        ("array", "state_filters", True, False, "string", False, "StateFilters"),
+        ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
+        ("int64", "duration_filter", 12),
+        ("int32", "response_pagination_limit", 0),
+        ("struct", "cursor", True, _N_ListTransactionsRequest_TransactionalCursor_v2, "Cursor", False),
     ),
     (),
+    "ListTransactionsRequest",
 )
 # fmt: on
 
@@ -885,44 +889,48 @@ _N_TransactionState_v0 = (
     _TransactionState,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
-        ("string", "transaction_state", True, False),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 8),
+        ("string", "transaction_state", True, False, "TransactionState", False),
     ),
     (),
+    "ListTransactionsResponse.TransactionState",
 )
 _N_ListTransactionsResponse_TransactionalCursor_v2 = (
     _ListTransactionsResponse_TransactionalCursor,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 8),
     ),
     (),
+    "ListTransactionsResponse.TransactionalCursor",
 )
 _N_ListTransactionsResponse_v0 = (
     ListTransactionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "unknown_state_filters", True, False, "string", False),
-        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "unknown_state_filters", True, False, "string", False, "UnknownStateFilters"),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False, "TransactionStates"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListTransactionsResponse",
 )
 _N_ListTransactionsResponse_v2 = (
     ListTransactionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "unknown_state_filters", True, False, "string", False),
-        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
-        ("struct", "next_cursor", True, _N_ListTransactionsResponse_TransactionalCursor_v2),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "unknown_state_filters", True, False, "string", False, "UnknownStateFilters"),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False, "TransactionStates"),
+        ("struct", "next_cursor", True, _N_ListTransactionsResponse_TransactionalCursor_v2, "NextCursor", False),
     ),
     (),
+    "ListTransactionsResponse",
 )
 # fmt: on
 

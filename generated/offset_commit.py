@@ -950,176 +950,191 @@ _N_OffsetCommitRequestPartition_v0 = (
     _OffsetCommitRequestPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("absent", "committed_leader_epoch", ("value", -1), True),
-        ("absent", "commit_timestamp", ("value", -1), False),
-        ("string", "committed_metadata", False, True),
+        ("int32", "partition_index", 12),
+        ("int64", "committed_offset", 0),
+        ("absent", "committed_leader_epoch", ("value", -1), True, "CommittedLeaderEpoch"),
+        ("absent", "commit_timestamp", ("value", -1), False, "CommitTimestamp"),
+        ("string", "committed_metadata", False, True, "CommittedMetadata", False),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestPartition",
 )
 _N_OffsetCommitRequestPartition_v1 = (
     _OffsetCommitRequestPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("absent", "committed_leader_epoch", ("value", -1), True),
-        ("int64", "commit_timestamp"),
-        ("string", "committed_metadata", False, True),
+        ("int32", "partition_index", 12),
+        ("int64", "committed_offset", 0),
+        ("absent", "committed_leader_epoch", ("value", -1), True, "CommittedLeaderEpoch"),
+        ("int64", "commit_timestamp", 8),
+        ("string", "committed_metadata", False, True, "CommittedMetadata", False),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestPartition",
 )
 _N_OffsetCommitRequestPartition_v6 = (
     _OffsetCommitRequestPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("int32", "committed_leader_epoch"),
-        ("absent", "commit_timestamp", ("value", -1), False),
-        ("string", "committed_metadata", False, True),
+        ("int32", "partition_index", 16),
+        ("int64", "committed_offset", 0),
+        ("int32", "committed_leader_epoch", 0),
+        ("absent", "commit_timestamp", ("value", -1), False, "CommitTimestamp"),
+        ("string", "committed_metadata", False, True, "CommittedMetadata", False),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestPartition",
 )
 _N_OffsetCommitRequestPartition_v8 = (
     _OffsetCommitRequestPartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("int32", "committed_leader_epoch"),
-        ("absent", "commit_timestamp", ("value", -1), False),
-        ("string", "committed_metadata", True, True),
+        ("int32", "partition_index", 16),
+        ("int64", "committed_offset", 0),
+        ("int32", "committed_leader_epoch", 0),
+        ("absent", "commit_timestamp", ("value", -1), False, "CommitTimestamp"),
+        ("string", "committed_metadata", True, True, "CommittedMetadata", False),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestPartition",
 )
 _N_OffsetCommitRequestTopic_v0 = (
     _OffsetCommitRequestTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v0, False, "Partitions"),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestTopic",
 )
 _N_OffsetCommitRequestTopic_v1 = (
     _OffsetCommitRequestTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v1, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v1, False, "Partitions"),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestTopic",
 )
 _N_OffsetCommitRequestTopic_v6 = (
     _OffsetCommitRequestTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v6, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v6, False, "Partitions"),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestTopic",
 )
 _N_OffsetCommitRequestTopic_v8 = (
     _OffsetCommitRequestTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_OffsetCommitRequestPartition_v8, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_OffsetCommitRequestPartition_v8, False, "Partitions"),
     ),
     (),
+    "OffsetCommitRequest.OffsetCommitRequestTopic",
 )
 _N_OffsetCommitRequest_v0 = (
     OffsetCommitRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("absent", "generation_id_or_member_epoch", ("value", -1), True),
-        ("absent", "member_id", ("value", ''), True),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("absent", "retention_time_ms", ("value", -1), True),
-        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("absent", "generation_id_or_member_epoch", ("value", -1), True, "GenerationIdOrMemberEpoch"),
+        ("absent", "member_id", ("value", ''), True, "MemberId"),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 _N_OffsetCommitRequest_v1 = (
     OffsetCommitRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id_or_member_epoch"),
-        ("string", "member_id", False, False),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("absent", "retention_time_ms", ("value", -1), True),
-        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v1, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v1, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 _N_OffsetCommitRequest_v2 = (
     OffsetCommitRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id_or_member_epoch"),
-        ("string", "member_id", False, False),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("int64", "retention_time_ms"),
-        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("int64", "retention_time_ms", 8),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 _N_OffsetCommitRequest_v5 = (
     OffsetCommitRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id_or_member_epoch"),
-        ("string", "member_id", False, False),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("absent", "retention_time_ms", ("value", -1), True),
-        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v0, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 _N_OffsetCommitRequest_v6 = (
     OffsetCommitRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id_or_member_epoch"),
-        ("string", "member_id", False, False),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("absent", "retention_time_ms", ("value", -1), True),
-        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 _N_OffsetCommitRequest_v7 = (
     OffsetCommitRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id_or_member_epoch"),
-        ("string", "member_id", False, False),
-        ("string", "group_instance_id", False, True),
-        ("absent", "retention_time_ms", ("value", -1), True),
-        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("string", "group_instance_id", False, True, "GroupInstanceId", False),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", False, False, _N_OffsetCommitRequestTopic_v6, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 _N_OffsetCommitRequest_v8 = (
     OffsetCommitRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("int32", "generation_id_or_member_epoch"),
-        ("string", "member_id", True, False),
-        ("string", "group_instance_id", True, True),
-        ("absent", "retention_time_ms", ("value", -1), True),
-        ("array", "topics", True, False, _N_OffsetCommitRequestTopic_v8, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", True, False, _N_OffsetCommitRequestTopic_v8, False, "Topics"),
     ),
     (),
+    "OffsetCommitRequest",
 )
 # fmt: on
 
@@ -1464,64 +1479,71 @@ _N_OffsetCommitResponsePartition_v0 = (
     _OffsetCommitResponsePartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "OffsetCommitResponse.OffsetCommitResponsePartition",
 )
 _N_OffsetCommitResponsePartition_v8 = (
     _OffsetCommitResponsePartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "OffsetCommitResponse.OffsetCommitResponsePartition",
 )
 _N_OffsetCommitResponseTopic_v0 = (
     _OffsetCommitResponseTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_OffsetCommitResponsePartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_OffsetCommitResponsePartition_v0, False, "Partitions"),
     ),
     (),
+    "OffsetCommitResponse.OffsetCommitResponseTopic",
 )
 _N_OffsetCommitResponseTopic_v8 = (
     _OffsetCommitResponseTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_OffsetCommitResponsePartition_v8, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_OffsetCommitResponsePartition_v8, False, "Partitions"),
     ),
     (),
+    "OffsetCommitResponse.OffsetCommitResponseTopic",
 )
 _N_OffsetCommitResponse_v0 = (
     OffsetCommitResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False, "Topics"),
     ),
     (),
+    "OffsetCommitResponse",
 )
 _N_OffsetCommitResponse_v3 = (
     OffsetCommitResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", False, False, _N_OffsetCommitResponseTopic_v0, False, "Topics"),
     ),
     (),
+    "OffsetCommitResponse",
 )
 _N_OffsetCommitResponse_v8 = (
     OffsetCommitResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_OffsetCommitResponseTopic_v8, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_OffsetCommitResponseTopic_v8, False, "Topics"),
     ),
     (),
+    "OffsetCommitResponse",
 )
 # fmt: on
 

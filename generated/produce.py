@@ -713,70 +713,77 @@ _N_PartitionProduceData_v0 = (
     _PartitionProduceData,
     False,
     (
-        ("int32", "index"),
-        ("bytes", "records", False, True, True),
+        ("int32", "index", 4),
+        ("bytes", "records", False, True, True, "Records", False),
     ),
     (),
+    "ProduceRequest.PartitionProduceData",
 )
 _N_PartitionProduceData_v9 = (
     _PartitionProduceData,
     True,
     (
-        ("int32", "index"),
-        ("bytes", "records", True, True, True),
+        ("int32", "index", 4),
+        ("bytes", "records", True, True, True, "Records", False),
     ),
     (),
+    "ProduceRequest.PartitionProduceData",
 )
 _N_TopicProduceData_v0 = (
     _TopicProduceData,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partition_data", False, False, _N_PartitionProduceData_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partition_data", False, False, _N_PartitionProduceData_v0, False, "PartitionData"),
     ),
     (),
+    "ProduceRequest.TopicProduceData",
 )
 _N_TopicProduceData_v9 = (
     _TopicProduceData,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partition_data", True, False, _N_PartitionProduceData_v9, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partition_data", True, False, _N_PartitionProduceData_v9, False, "PartitionData"),
     ),
     (),
+    "ProduceRequest.TopicProduceData",
 )
 _N_ProduceRequest_v0 = (
     ProduceRequest,
     False,
     (
-        ("absent", "transactional_id", ("value", None), False),
-        ("int16", "acks"),
-        ("int32", "timeout_ms"),
-        ("array", "topic_data", False, False, _N_TopicProduceData_v0, True),
+        ("absent", "transactional_id", ("value", None), False, "TransactionalId"),
+        ("int16", "acks", 6),
+        ("int32", "timeout_ms", 0),
+        ("array", "topic_data", False, False, _N_TopicProduceData_v0, True, "TopicData"),
     ),
     (),
+    "ProduceRequest",
 )
 _N_ProduceRequest_v3 = (
     ProduceRequest,
     False,
     (
-        ("string", "transactional_id", False, True),
-        ("int16", "acks"),
-        ("int32", "timeout_ms"),
-        ("array", "topic_data", False, False, _N_TopicProduceData_v0, True),
+        ("string", "transactional_id", False, True, "TransactionalId", False),
+        ("int16", "acks", 6),
+        ("int32", "timeout_ms", 0),
+        ("array", "topic_data", False, False, _N_TopicProduceData_v0, True, "TopicData"),
     ),
     (),
+    "ProduceRequest",
 )
 _N_ProduceRequest_v9 = (
     ProduceRequest,
     True,
     (
-        ("string", "transactional_id", True, True),
-        ("int16", "acks"),
-        ("int32", "timeout_ms"),
-        ("array", "topic_data", True, False, _N_TopicProduceData_v9, True),
+        ("string", "transactional_id", True, True, "TransactionalId", False),
+        ("int16", "acks", 6),
+        ("int32", "timeout_ms", 0),
+        ("array", "topic_data", True, False, _N_TopicProduceData_v9, True, "TopicData"),
     ),
     (),
+    "ProduceRequest",
 )
 # fmt: on
 
@@ -1858,255 +1865,278 @@ _N_BatchIndexAndErrorMessage_v8 = (
     _BatchIndexAndErrorMessage,
     False,
     (
-        ("int32", "batch_index"),
-        ("string", "batch_index_error_message", False, True),
+        ("int32", "batch_index", 4),
+        ("string", "batch_index_error_message", False, True, "BatchIndexErrorMessage", False),
     ),
     (),
+    "ProduceResponse.BatchIndexAndErrorMessage",
 )
 _N_BatchIndexAndErrorMessage_v9 = (
     _BatchIndexAndErrorMessage,
     True,
     (
-        ("int32", "batch_index"),
-        ("string", "batch_index_error_message", True, True),
+        ("int32", "batch_index", 4),
+        ("string", "batch_index_error_message", True, True, "BatchIndexErrorMessage", False),
     ),
     (),
+    "ProduceResponse.BatchIndexAndErrorMessage",
 )
 _N_LeaderIdAndEpoch_v10 = (
     _LeaderIdAndEpoch,
     True,
     (
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ProduceResponse.LeaderIdAndEpoch",
 )
 _N_PartitionProduceResponse_v0 = (
     _PartitionProduceResponse,
     False,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("int64", "base_offset"),
-        ("absent", "log_append_time_ms", ("value", -1), True),
-        ("absent", "log_start_offset", ("value", -1), True),
-        ("absent", "record_errors", ("list",), True),
-        ("absent", "error_message", ("value", None), True),
-        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("int32", "index", 14),
+        ("int16", "error_code", 0),
+        ("int64", "base_offset", 0),
+        ("absent", "log_append_time_ms", ("value", -1), True, "LogAppendTimeMs"),
+        ("absent", "log_start_offset", ("value", -1), True, "LogStartOffset"),
+        ("absent", "record_errors", ("list",), True, "RecordErrors"),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False, "CurrentLeader"),
     ),
     (),
+    "ProduceResponse.PartitionProduceResponse",
 )
 _N_PartitionProduceResponse_v2 = (
     _PartitionProduceResponse,
     False,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("int64", "base_offset"),
-        ("int64", "log_append_time_ms"),
-        ("absent", "log_start_offset", ("value", -1), True),
-        ("absent", "record_errors", ("list",), True),
-        ("absent", "error_message", ("value", None), True),
-        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("int32", "index", 22),
+        ("int16", "error_code", 0),
+        ("int64", "base_offset", 0),
+        ("int64", "log_append_time_ms", 0),
+        ("absent", "log_start_offset", ("value", -1), True, "LogStartOffset"),
+        ("absent", "record_errors", ("list",), True, "RecordErrors"),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False, "CurrentLeader"),
     ),
     (),
+    "ProduceResponse.PartitionProduceResponse",
 )
 _N_PartitionProduceResponse_v5 = (
     _PartitionProduceResponse,
     False,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("int64", "base_offset"),
-        ("int64", "log_append_time_ms"),
-        ("int64", "log_start_offset"),
-        ("absent", "record_errors", ("list",), True),
-        ("absent", "error_message", ("value", None), True),
-        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("int32", "index", 30),
+        ("int16", "error_code", 0),
+        ("int64", "base_offset", 0),
+        ("int64", "log_append_time_ms", 0),
+        ("int64", "log_start_offset", 0),
+        ("absent", "record_errors", ("list",), True, "RecordErrors"),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False, "CurrentLeader"),
     ),
     (),
+    "ProduceResponse.PartitionProduceResponse",
 )
 _N_PartitionProduceResponse_v8 = (
     _PartitionProduceResponse,
     False,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("int64", "base_offset"),
-        ("int64", "log_append_time_ms"),
-        ("int64", "log_start_offset"),
-        ("array", "record_errors", False, False, _N_BatchIndexAndErrorMessage_v8, False),
-        ("string", "error_message", False, True),
-        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("int32", "index", 30),
+        ("int16", "error_code", 0),
+        ("int64", "base_offset", 0),
+        ("int64", "log_append_time_ms", 0),
+        ("int64", "log_start_offset", 0),
+        ("array", "record_errors", False, False, _N_BatchIndexAndErrorMessage_v8, False, "RecordErrors"),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False, "CurrentLeader"),
     ),
     (),
+    "ProduceResponse.PartitionProduceResponse",
 )
 _N_PartitionProduceResponse_v9 = (
     _PartitionProduceResponse,
     True,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("int64", "base_offset"),
-        ("int64", "log_append_time_ms"),
-        ("int64", "log_start_offset"),
-        ("array", "record_errors", True, False, _N_BatchIndexAndErrorMessage_v9, False),
-        ("string", "error_message", True, True),
-        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False),
+        ("int32", "index", 30),
+        ("int16", "error_code", 0),
+        ("int64", "base_offset", 0),
+        ("int64", "log_append_time_ms", 0),
+        ("int64", "log_start_offset", 0),
+        ("array", "record_errors", True, False, _N_BatchIndexAndErrorMessage_v9, False, "RecordErrors"),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("absent", "current_leader", ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT), False, "CurrentLeader"),
     ),
     (),
+    "ProduceResponse.PartitionProduceResponse",
 )
 _N_PartitionProduceResponse_v10 = (
     _PartitionProduceResponse,
     True,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("int64", "base_offset"),
-        ("int64", "log_append_time_ms"),
-        ("int64", "log_start_offset"),
-        ("array", "record_errors", True, False, _N_BatchIndexAndErrorMessage_v9, False),
-        ("string", "error_message", True, True),
+        ("int32", "index", 30),
+        ("int16", "error_code", 0),
+        ("int64", "base_offset", 0),
+        ("int64", "log_append_time_ms", 0),
+        ("int64", "log_start_offset", 0),
+        ("array", "record_errors", True, False, _N_BatchIndexAndErrorMessage_v9, False, "RecordErrors"),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (
-        (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v10), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
+        (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v10, "CurrentLeader", False), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
+    "ProduceResponse.PartitionProduceResponse",
 )
 _N_TopicProduceResponse_v0 = (
     _TopicProduceResponse,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v0, False, "PartitionResponses"),
     ),
     (),
+    "ProduceResponse.TopicProduceResponse",
 )
 _N_TopicProduceResponse_v2 = (
     _TopicProduceResponse,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v2, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v2, False, "PartitionResponses"),
     ),
     (),
+    "ProduceResponse.TopicProduceResponse",
 )
 _N_TopicProduceResponse_v5 = (
     _TopicProduceResponse,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v5, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v5, False, "PartitionResponses"),
     ),
     (),
+    "ProduceResponse.TopicProduceResponse",
 )
 _N_TopicProduceResponse_v8 = (
     _TopicProduceResponse,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v8, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v8, False, "PartitionResponses"),
     ),
     (),
+    "ProduceResponse.TopicProduceResponse",
 )
 _N_TopicProduceResponse_v9 = (
     _TopicProduceResponse,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v9, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v9, False, "PartitionResponses"),
     ),
     (),
+    "ProduceResponse.TopicProduceResponse",
 )
 _N_TopicProduceResponse_v10 = (
     _TopicProduceResponse,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v10, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v10, False, "PartitionResponses"),
     ),
     (),
+    "ProduceResponse.TopicProduceResponse",
 )
 _N_NodeEndpoint_v10 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("int32", "port"),
-        ("string", "rack", True, True),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("int32", "port", 4),
+        ("string", "rack", True, True, "Rack", False),
     ),
     (),
+    "ProduceResponse.NodeEndpoint",
 )
 _N_ProduceResponse_v0 = (
     ProduceResponse,
     False,
     (
-        ("array", "responses", False, False, _N_TopicProduceResponse_v0, True),
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("array", "responses", False, False, _N_TopicProduceResponse_v0, True, "Responses"),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "ProduceResponse",
 )
 _N_ProduceResponse_v1 = (
     ProduceResponse,
     False,
     (
-        ("array", "responses", False, False, _N_TopicProduceResponse_v0, True),
-        ("int32", "throttle_time_ms"),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("array", "responses", False, False, _N_TopicProduceResponse_v0, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "ProduceResponse",
 )
 _N_ProduceResponse_v2 = (
     ProduceResponse,
     False,
     (
-        ("array", "responses", False, False, _N_TopicProduceResponse_v2, True),
-        ("int32", "throttle_time_ms"),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("array", "responses", False, False, _N_TopicProduceResponse_v2, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "ProduceResponse",
 )
 _N_ProduceResponse_v5 = (
     ProduceResponse,
     False,
     (
-        ("array", "responses", False, False, _N_TopicProduceResponse_v5, True),
-        ("int32", "throttle_time_ms"),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("array", "responses", False, False, _N_TopicProduceResponse_v5, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "ProduceResponse",
 )
 _N_ProduceResponse_v8 = (
     ProduceResponse,
     False,
     (
-        ("array", "responses", False, False, _N_TopicProduceResponse_v8, True),
-        ("int32", "throttle_time_ms"),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("array", "responses", False, False, _N_TopicProduceResponse_v8, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "ProduceResponse",
 )
 _N_ProduceResponse_v9 = (
     ProduceResponse,
     True,
     (
-        ("array", "responses", True, False, _N_TopicProduceResponse_v9, True),
-        ("int32", "throttle_time_ms"),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("array", "responses", True, False, _N_TopicProduceResponse_v9, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "ProduceResponse",
 )
 _N_ProduceResponse_v10 = (
     ProduceResponse,
     True,
     (
-        ("array", "responses", True, False, _N_TopicProduceResponse_v10, True),
-        ("int32", "throttle_time_ms"),
+        ("array", "responses", True, False, _N_TopicProduceResponse_v10, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
     ),
     (
-        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True), ("keyed",)),
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True, "NodeEndpoints"), ("keyed",)),
     ),
+    "ProduceResponse",
 )
 # fmt: on
 

@@ -474,28 +474,31 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ReadShareGroupStateRequest.PartitionData",
 )
 _N_ReadStateData_v0 = (
     _ReadStateData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateRequest.ReadStateData",
 )
 _N_ReadShareGroupStateRequest_v0 = (
     ReadShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_ReadStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_ReadStateData_v0, False, "Topics"),
     ),
     (),
+    "ReadShareGroupStateRequest",
 )
 # fmt: on
 
@@ -786,42 +789,46 @@ _N_StateBatch_v0 = (
     _StateBatch,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("int8", "delivery_state"),
-        ("int16", "delivery_count"),
+        ("int64", "first_offset", 19),
+        ("int64", "last_offset", 0),
+        ("int8", "delivery_state", 0),
+        ("int16", "delivery_count", 0),
     ),
     (),
+    "ReadShareGroupStateResponse.StateBatch",
 )
 _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "state_epoch"),
-        ("int64", "start_offset"),
-        ("array", "state_batches", True, False, _N_StateBatch_v0, False),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "state_epoch", 12),
+        ("int64", "start_offset", 0),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False, "StateBatches"),
     ),
     (),
+    "ReadShareGroupStateResponse.PartitionResult",
 )
 _N_ReadStateResult_v0 = (
     _ReadStateResult,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateResponse.ReadStateResult",
 )
 _N_ReadShareGroupStateResponse_v0 = (
     ReadShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_ReadStateResult_v0, False),
+        ("array", "results", True, False, _N_ReadStateResult_v0, False, "Results"),
     ),
     (),
+    "ReadShareGroupStateResponse",
 )
 # fmt: on
 

@@ -449,28 +449,31 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ReadShareGroupStateSummaryRequest.PartitionData",
 )
 _N_ReadStateSummaryData_v0 = (
     _ReadStateSummaryData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateSummaryRequest.ReadStateSummaryData",
 )
 _N_ReadShareGroupStateSummaryRequest_v0 = (
     ReadShareGroupStateSummaryRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_ReadStateSummaryData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_ReadStateSummaryData_v0, False, "Topics"),
     ),
     (),
+    "ReadShareGroupStateSummaryRequest",
 )
 # fmt: on
 
@@ -706,30 +709,33 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "state_epoch"),
-        ("int64", "start_offset"),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "state_epoch", 12),
+        ("int64", "start_offset", 0),
     ),
     (),
+    "ReadShareGroupStateSummaryResponse.PartitionResult",
 )
 _N_ReadStateSummaryResult_v0 = (
     _ReadStateSummaryResult,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
 )
 _N_ReadShareGroupStateSummaryResponse_v0 = (
     ReadShareGroupStateSummaryResponse,
     True,
     (
-        ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False),
+        ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False, "Results"),
     ),
     (),
+    "ReadShareGroupStateSummaryResponse",
 )
 # fmt: on
 

@@ -207,19 +207,21 @@ _N_RenewDelegationTokenRequest_v0 = (
     RenewDelegationTokenRequest,
     False,
     (
-        ("bytes", "hmac", False, False, False),
-        ("int64", "renew_period_ms"),
+        ("bytes", "hmac", False, False, False, "Hmac", False),
+        ("int64", "renew_period_ms", 8),
     ),
     (),
+    "RenewDelegationTokenRequest",
 )
 _N_RenewDelegationTokenRequest_v2 = (
     RenewDelegationTokenRequest,
     True,
     (
-        ("bytes", "hmac", True, False, False),
-        ("int64", "renew_period_ms"),
+        ("bytes", "hmac", True, False, False, "Hmac", False),
+        ("int64", "renew_period_ms", 8),
     ),
     (),
+    "RenewDelegationTokenRequest",
 )
 # fmt: on
 
@@ -320,21 +322,23 @@ _N_RenewDelegationTokenResponse_v0 = (
     RenewDelegationTokenResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "RenewDelegationTokenResponse",
 )
 _N_RenewDelegationTokenResponse_v2 = (
     RenewDelegationTokenResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "RenewDelegationTokenResponse",
 )
 # fmt: on
 

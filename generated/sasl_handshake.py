@@ -166,9 +166,10 @@ _N_SaslHandshakeRequest_v0 = (
     SaslHandshakeRequest,
     False,
     (
-        ("string", "mechanism", False, False),
+        ("string", "mechanism", False, False, "Mechanism", False),
     ),
     (),
+    "SaslHandshakeRequest",
 )
 # fmt: on
 
@@ -242,10 +243,11 @@ _N_SaslHandshakeResponse_v0 = (
     SaslHandshakeResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "mechanisms", False, False, "string", False),
+        ("int16", "error_code", 2),
+        ("array", "mechanisms", False, False, "string", False, "Mechanisms"),
     ),
     (),
+    "SaslHandshakeResponse",
 )
 # fmt: on
 

@@ -122,9 +122,10 @@ _N_SnapshotFooterRecord_v0 = (
     SnapshotFooterRecord,
     True,
     (
-        ("int16", "version"),
+        ("int16", "version", 2),
     ),
     (),
+    "SnapshotFooterRecord",
 )
 # fmt: on
 

@@ -131,10 +131,11 @@ _N_SnapshotHeaderRecord_v0 = (
     SnapshotHeaderRecord,
     True,
     (
-        ("int16", "version"),
-        ("int64", "last_contained_log_timestamp"),
+        ("int16", "version", 10),
+        ("int64", "last_contained_log_timestamp", 0),
     ),
     (),
+    "SnapshotHeaderRecord",
 )
 # fmt: on
 

@@ -771,106 +771,115 @@ _N_TxnOffsetCommitRequestPartition_v0 = (
     _TxnOffsetCommitRequestPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("absent", "committed_leader_epoch", ("value", -1), True),
-        ("string", "committed_metadata", False, True),
+        ("int32", "partition_index", 12),
+        ("int64", "committed_offset", 0),
+        ("absent", "committed_leader_epoch", ("value", -1), True, "CommittedLeaderEpoch"),
+        ("string", "committed_metadata", False, True, "CommittedMetadata", False),
     ),
     (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
 )
 _N_TxnOffsetCommitRequestPartition_v2 = (
     _TxnOffsetCommitRequestPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("int32", "committed_leader_epoch"),
-        ("string", "committed_metadata", False, True),
+        ("int32", "partition_index", 16),
+        ("int64", "committed_offset", 0),
+        ("int32", "committed_leader_epoch", 0),
+        ("string", "committed_metadata", False, True, "CommittedMetadata", False),
     ),
     (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
 )
 _N_TxnOffsetCommitRequestPartition_v3 = (
     _TxnOffsetCommitRequestPartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int64", "committed_offset"),
-        ("int32", "committed_leader_epoch"),
-        ("string", "committed_metadata", True, True),
+        ("int32", "partition_index", 16),
+        ("int64", "committed_offset", 0),
+        ("int32", "committed_leader_epoch", 0),
+        ("string", "committed_metadata", True, True, "CommittedMetadata", False),
     ),
     (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
 )
 _N_TxnOffsetCommitRequestTopic_v0 = (
     _TxnOffsetCommitRequestTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v0, False, "Partitions"),
     ),
     (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
 )
 _N_TxnOffsetCommitRequestTopic_v2 = (
     _TxnOffsetCommitRequestTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v2, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v2, False, "Partitions"),
     ),
     (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
 )
 _N_TxnOffsetCommitRequestTopic_v3 = (
     _TxnOffsetCommitRequestTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_TxnOffsetCommitRequestPartition_v3, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_TxnOffsetCommitRequestPartition_v3, False, "Partitions"),
     ),
     (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
 )
 _N_TxnOffsetCommitRequest_v0 = (
     TxnOffsetCommitRequest,
     False,
     (
-        ("string", "transactional_id", False, False),
-        ("string", "group_id", False, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("absent", "generation_id", ("value", -1), False),
-        ("absent", "member_id", ("value", ''), False),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v0, False),
+        ("string", "transactional_id", False, False, "TransactionalId", False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int64", "producer_id", 10),
+        ("int16", "producer_epoch", 0),
+        ("absent", "generation_id", ("value", -1), False, "GenerationId"),
+        ("absent", "member_id", ("value", ''), False, "MemberId"),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v0, False, "Topics"),
     ),
     (),
+    "TxnOffsetCommitRequest",
 )
 _N_TxnOffsetCommitRequest_v2 = (
     TxnOffsetCommitRequest,
     False,
     (
-        ("string", "transactional_id", False, False),
-        ("string", "group_id", False, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("absent", "generation_id", ("value", -1), False),
-        ("absent", "member_id", ("value", ''), False),
-        ("absent", "group_instance_id", ("value", None), False),
-        ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v2, False),
+        ("string", "transactional_id", False, False, "TransactionalId", False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int64", "producer_id", 10),
+        ("int16", "producer_epoch", 0),
+        ("absent", "generation_id", ("value", -1), False, "GenerationId"),
+        ("absent", "member_id", ("value", ''), False, "MemberId"),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
+        ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v2, False, "Topics"),
     ),
     (),
+    "TxnOffsetCommitRequest",
 )
 _N_TxnOffsetCommitRequest_v3 = (
     TxnOffsetCommitRequest,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("string", "group_id", True, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("int32", "generation_id"),
-        ("string", "member_id", True, False),
-        ("string", "group_instance_id", True, True),
-        ("array", "topics", True, False, _N_TxnOffsetCommitRequestTopic_v3, False),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int64", "producer_id", 14),
+        ("int16", "producer_epoch", 0),
+        ("int32", "generation_id", 0),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("array", "topics", True, False, _N_TxnOffsetCommitRequestTopic_v3, False, "Topics"),
     ),
     (),
+    "TxnOffsetCommitRequest",
 )
 # fmt: on
 
@@ -1198,55 +1207,61 @@ _N_TxnOffsetCommitResponsePartition_v0 = (
     _TxnOffsetCommitResponsePartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition",
 )
 _N_TxnOffsetCommitResponsePartition_v3 = (
     _TxnOffsetCommitResponsePartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition",
 )
 _N_TxnOffsetCommitResponseTopic_v0 = (
     _TxnOffsetCommitResponseTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_TxnOffsetCommitResponsePartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_TxnOffsetCommitResponsePartition_v0, False, "Partitions"),
     ),
     (),
+    "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
 )
 _N_TxnOffsetCommitResponseTopic_v3 = (
     _TxnOffsetCommitResponseTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_TxnOffsetCommitResponsePartition_v3, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_TxnOffsetCommitResponsePartition_v3, False, "Partitions"),
     ),
     (),
+    "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
 )
 _N_TxnOffsetCommitResponse_v0 = (
     TxnOffsetCommitResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", False, False, _N_TxnOffsetCommitResponseTopic_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", False, False, _N_TxnOffsetCommitResponseTopic_v0, False, "Topics"),
     ),
     (),
+    "TxnOffsetCommitResponse",
 )
 _N_TxnOffsetCommitResponse_v3 = (
     TxnOffsetCommitResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_TxnOffsetCommitResponseTopic_v3, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_TxnOffsetCommitResponseTopic_v3, False, "Topics"),
     ),
     (),
+    "TxnOffsetCommitResponse",
 )
 # fmt: on
 

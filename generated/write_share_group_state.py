@@ -551,42 +551,46 @@ _N_StateBatch_v0 = (
     _StateBatch,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("int8", "delivery_state"),
-        ("int16", "delivery_count"),
+        ("int64", "first_offset", 19),
+        ("int64", "last_offset", 0),
+        ("int8", "delivery_state", 0),
+        ("int16", "delivery_count", 0),
     ),
     (),
+    "WriteShareGroupStateRequest.StateBatch",
 )
 _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "state_epoch"),
-        ("int32", "leader_epoch"),
-        ("int64", "start_offset"),
-        ("array", "state_batches", True, False, _N_StateBatch_v0, False),
+        ("int32", "partition", 20),
+        ("int32", "state_epoch", 0),
+        ("int32", "leader_epoch", 0),
+        ("int64", "start_offset", 0),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False, "StateBatches"),
     ),
     (),
+    "WriteShareGroupStateRequest.PartitionData",
 )
 _N_WriteStateData_v0 = (
     _WriteStateData,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "WriteShareGroupStateRequest.WriteStateData",
 )
 _N_WriteShareGroupStateRequest_v0 = (
     WriteShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_WriteStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_WriteStateData_v0, False, "Topics"),
     ),
     (),
+    "WriteShareGroupStateRequest",
 )
 # fmt: on
 
@@ -810,28 +814,31 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "WriteShareGroupStateResponse.PartitionResult",
 )
 _N_WriteStateResult_v0 = (
     _WriteStateResult,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "WriteShareGroupStateResponse.WriteStateResult",
 )
 _N_WriteShareGroupStateResponse_v0 = (
     WriteShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_WriteStateResult_v0, False),
+        ("array", "results", True, False, _N_WriteStateResult_v0, False, "Results"),
     ),
     (),
+    "WriteShareGroupStateResponse",
 )
 # fmt: on
 
