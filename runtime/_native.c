@@ -580,7 +580,7 @@ enum { W_STRING, W_BYTES, W_RECORDS };
 static const char *WHAT[] = {"string", "bytes", "records"};
 
 /* The length prefix of a string, bytes or records value, checked as wire._sized checks it:
- * the length, -1 for null, or -2 with the error raised. */
+ * the length, -1 for null, or -2 with the error raised (``return (dec_fail(...), -2)``). */
 static Py_ssize_t read_length(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact,
                               int nullable, int what) {
     const unsigned char *b = c->buf;
@@ -590,25 +590,25 @@ static Py_ssize_t read_length(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int comp
         if (read_uvarint(c, pos, end, &v) < 0) return -2;
         n = (Py_ssize_t)v - 1;
     } else if (what == W_STRING) {
-        if (*pos + 2 > end) return dec_fail(c, *pos, "truncated length") - 1;
+        if (*pos + 2 > end) return (dec_fail(c, *pos, "truncated length"), -2);
         n = (int16_t)(b[*pos] << 8 | b[*pos + 1]);
         *pos += 2;
     } else {
-        if (*pos + 4 > end) return dec_fail(c, *pos, "truncated length") - 1;
+        if (*pos + 4 > end) return (dec_fail(c, *pos, "truncated length"), -2);
         const unsigned char *q = b + *pos;
         n = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
         *pos += 4;
     }
     if (n < 0) {
-        if (n != -1) return dec_fail(c, start, "negative %s length %zd", WHAT[what], n) - 1;
+        if (n != -1) return (dec_fail(c, start, "negative %s length %zd", WHAT[what], n), -2);
         if (!nullable)
-            return dec_fail(c, start, "%s is null but not nullable at this version",
-                            WHAT[what]) - 1;
+            return (dec_fail(c, start, "%s is null but not nullable at this version",
+                             WHAT[what]), -2);
         return -1;
     }
-    if (n > end - *pos) return dec_short(c, WHAT[what], NULL, n, *pos, end) - 1;
+    if (n > end - *pos) return (dec_short(c, WHAT[what], NULL, n, *pos, end), -2);
     if (n > 0x7FFF && what == W_STRING)
-        return dec_fail(c, start, "string length %zd is longer than 32767", n) - 1;
+        return (dec_fail(c, start, "string length %zd is longer than 32767", n), -2);
     return n;
 }
 
@@ -622,7 +622,7 @@ static Py_ssize_t read_count(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
         if (read_uvarint(c, pos, end, &v) < 0) return -2;
         n = (Py_ssize_t)v - 1;
     } else {
-        if (*pos + 4 > end) return dec_fail(c, *pos, "truncated length") - 1;
+        if (*pos + 4 > end) return (dec_fail(c, *pos, "truncated length"), -2);
         const unsigned char *q = b + *pos;
         n = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
         *pos += 4;
@@ -630,11 +630,11 @@ static Py_ssize_t read_count(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
     if (n < 0) {
         if (n == -1 && op->nullable) return -1;
         if (n == -1)
-            return dec_fail(c, start, "array %U is null but not nullable at this version",
-                            op->name) - 1;
-        return dec_fail(c, start, "array %U is of length %zd", op->name, n) - 1;
+            return (dec_fail(c, start, "array %U is null but not nullable at this version",
+                             op->name), -2);
+        return (dec_fail(c, start, "array %U is of length %zd", op->name, n), -2);
     }
-    if (n > end - *pos) return dec_short(c, NULL, op->name, n, *pos, end) - 1;
+    if (n > end - *pos) return (dec_short(c, NULL, op->name, n, *pos, end), -2);
     return n;
 }
 
