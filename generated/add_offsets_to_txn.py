@@ -232,24 +232,26 @@ _N_AddOffsetsToTxnRequest_v0 = (
     AddOffsetsToTxnRequest,
     False,
     (
-        ("string", "transactional_id", False, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("string", "group_id", False, False),
+        ("string", "transactional_id", False, False, "TransactionalId", False),
+        ("int64", "producer_id", 10),
+        ("int16", "producer_epoch", 0),
+        ("string", "group_id", False, False, "GroupId", False),
     ),
     (),
+    "AddOffsetsToTxnRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_AddOffsetsToTxnRequest_v3 = (
     AddOffsetsToTxnRequest,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("string", "group_id", True, False),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 10),
+        ("int16", "producer_epoch", 0),
+        ("string", "group_id", True, False, "GroupId", False),
     ),
     (),
+    "AddOffsetsToTxnRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -355,20 +357,22 @@ _N_AddOffsetsToTxnResponse_v0 = (
     AddOffsetsToTxnResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AddOffsetsToTxnResponse",
     (0, (0, 1)),
 )
 _N_AddOffsetsToTxnResponse_v3 = (
     AddOffsetsToTxnResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AddOffsetsToTxnResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -725,72 +725,78 @@ _N_AddPartitionsToTxnTopic_v0 = (
     _AddPartitionsToTxnTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopic_v3 = (
     _AddPartitionsToTxnTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTransaction_v4 = (
     _AddPartitionsToTxnTransaction,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("bool", "verify_only"),
-        ("array", "topics", True, False, _N_AddPartitionsToTxnTopic_v3, True),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 11),
+        ("int16", "producer_epoch", 0),
+        ("bool", "verify_only", 0),
+        ("array", "topics", True, False, _N_AddPartitionsToTxnTopic_v3, True, "Topics"),
     ),
     (),
+    "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v0 = (
     AddPartitionsToTxnRequest,
     False,
     (
-        ("absent", "transactions", ("keyed",), False),
-        ("string", "v3_and_below_transactional_id", False, False),
-        ("int64", "v3_and_below_producer_id"),
-        ("int16", "v3_and_below_producer_epoch"),
-        ("array", "v3_and_below_topics", False, False, _N_AddPartitionsToTxnTopic_v0, True),
+        ("absent", "transactions", ("keyed",), False, "Transactions"),
+        ("string", "v3_and_below_transactional_id", False, False, "V3AndBelowTransactionalId", False),
+        ("int64", "v3_and_below_producer_id", 10),
+        ("int16", "v3_and_below_producer_epoch", 0),
+        ("array", "v3_and_below_topics", False, False, _N_AddPartitionsToTxnTopic_v0, True, "V3AndBelowTopics"),
     ),
     (),
+    "AddPartitionsToTxnRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v3 = (
     AddPartitionsToTxnRequest,
     True,
     (
-        ("absent", "transactions", ("keyed",), False),
-        ("string", "v3_and_below_transactional_id", True, False),
-        ("int64", "v3_and_below_producer_id"),
-        ("int16", "v3_and_below_producer_epoch"),
-        ("array", "v3_and_below_topics", True, False, _N_AddPartitionsToTxnTopic_v3, True),
+        ("absent", "transactions", ("keyed",), False, "Transactions"),
+        ("string", "v3_and_below_transactional_id", True, False, "V3AndBelowTransactionalId", False),
+        ("int64", "v3_and_below_producer_id", 10),
+        ("int16", "v3_and_below_producer_epoch", 0),
+        ("array", "v3_and_below_topics", True, False, _N_AddPartitionsToTxnTopic_v3, True, "V3AndBelowTopics"),
     ),
     (),
+    "AddPartitionsToTxnRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v4 = (
     AddPartitionsToTxnRequest,
     True,
     (
-        ("array", "transactions", True, False, _N_AddPartitionsToTxnTransaction_v4, True),
-        ("absent", "v3_and_below_transactional_id", ("value", ''), False),
-        ("absent", "v3_and_below_producer_id", ("value", 0), False),
-        ("absent", "v3_and_below_producer_epoch", ("value", 0), False),
-        ("absent", "v3_and_below_topics", ("keyed",), False),
+        ("array", "transactions", True, False, _N_AddPartitionsToTxnTransaction_v4, True, "Transactions"),
+        ("absent", "v3_and_below_transactional_id", ("value", ''), False, "V3AndBelowTransactionalId"),
+        ("absent", "v3_and_below_producer_id", ("value", 0), False, "V3AndBelowProducerId"),
+        ("absent", "v3_and_below_producer_epoch", ("value", 0), False, "V3AndBelowProducerEpoch"),
+        ("absent", "v3_and_below_topics", ("keyed",), False, "V3AndBelowTopics"),
     ),
     (),
+    "AddPartitionsToTxnRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1331,86 +1337,94 @@ _N_AddPartitionsToTxnPartitionResult_v0 = (
     _AddPartitionsToTxnPartitionResult,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "partition_error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "partition_error_code", 0),
     ),
     (),
+    "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnPartitionResult_v3 = (
     _AddPartitionsToTxnPartitionResult,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "partition_error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "partition_error_code", 0),
     ),
     (),
+    "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopicResult_v0 = (
     _AddPartitionsToTxnTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "results_by_partition", False, False, _N_AddPartitionsToTxnPartitionResult_v0, True),
+        ("string", "name", False, False, "Name", False),
+        ("array", "results_by_partition", False, False, _N_AddPartitionsToTxnPartitionResult_v0, True, "ResultsByPartition"),
     ),
     (),
+    "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopicResult_v3 = (
     _AddPartitionsToTxnTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "results_by_partition", True, False, _N_AddPartitionsToTxnPartitionResult_v3, True),
+        ("string", "name", True, False, "Name", False),
+        ("array", "results_by_partition", True, False, _N_AddPartitionsToTxnPartitionResult_v3, True, "ResultsByPartition"),
     ),
     (),
+    "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnResult_v4 = (
     _AddPartitionsToTxnResult,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("array", "topic_results", True, False, _N_AddPartitionsToTxnTopicResult_v3, True),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("array", "topic_results", True, False, _N_AddPartitionsToTxnTopicResult_v3, True, "TopicResults"),
     ),
     (),
+    "AddPartitionsToTxnResponse.AddPartitionsToTxnResult",
     (0, (0, 1)),
 )
 _N_AddPartitionsToTxnResponse_v0 = (
     AddPartitionsToTxnResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("absent", "error_code", ("value", 0), True),
-        ("absent", "results_by_transaction", ("keyed",), False),
-        ("array", "results_by_topic_v3_and_below", False, False, _N_AddPartitionsToTxnTopicResult_v0, True),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
+        ("absent", "results_by_transaction", ("keyed",), False, "ResultsByTransaction"),
+        ("array", "results_by_topic_v3_and_below", False, False, _N_AddPartitionsToTxnTopicResult_v0, True, "ResultsByTopicV3AndBelow"),
     ),
     (),
+    "AddPartitionsToTxnResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_AddPartitionsToTxnResponse_v3 = (
     AddPartitionsToTxnResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("absent", "error_code", ("value", 0), True),
-        ("absent", "results_by_transaction", ("keyed",), False),
-        ("array", "results_by_topic_v3_and_below", True, False, _N_AddPartitionsToTxnTopicResult_v3, True),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
+        ("absent", "results_by_transaction", ("keyed",), False, "ResultsByTransaction"),
+        ("array", "results_by_topic_v3_and_below", True, False, _N_AddPartitionsToTxnTopicResult_v3, True, "ResultsByTopicV3AndBelow"),
     ),
     (),
+    "AddPartitionsToTxnResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_AddPartitionsToTxnResponse_v4 = (
     AddPartitionsToTxnResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "results_by_transaction", True, False, _N_AddPartitionsToTxnResult_v4, True),
-        ("absent", "results_by_topic_v3_and_below", ("keyed",), False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "results_by_transaction", True, False, _N_AddPartitionsToTxnResult_v4, True, "ResultsByTransaction"),
+        ("absent", "results_by_topic_v3_and_below", ("keyed",), False, "ResultsByTopicV3AndBelow"),
     ),
     (),
+    "AddPartitionsToTxnResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -329,24 +329,26 @@ _N_Listener_v0 = (
     _Listener,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "AddRaftVoterRequest.Listener",
     (0, (0, 1, 2)),
 )
 _N_AddRaftVoterRequest_v0 = (
     AddRaftVoterRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("int32", "timeout_ms"),
-        ("int32", "voter_id"),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "timeout_ms", 8),
+        ("int32", "voter_id", 0),
         ("uuid", "voter_directory_id"),
-        ("array", "listeners", True, False, _N_Listener_v0, True),
+        ("array", "listeners", True, False, _N_Listener_v0, True, "Listeners"),
     ),
     (),
+    "AddRaftVoterRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -463,11 +465,12 @@ _N_AddRaftVoterResponse_v0 = (
     AddRaftVoterResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "AddRaftVoterResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -180,10 +180,11 @@ _N_AllocateProducerIdsRequest_v0 = (
     AllocateProducerIdsRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
     ),
     (),
+    "AllocateProducerIdsRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -276,12 +277,13 @@ _N_AllocateProducerIdsResponse_v0 = (
     AllocateProducerIdsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("int64", "producer_id_start"),
-        ("int32", "producer_id_len"),
+        ("int32", "throttle_time_ms", 18),
+        ("int16", "error_code", 0),
+        ("int64", "producer_id_start", 0),
+        ("int32", "producer_id_len", 0),
     ),
     (),
+    "AllocateProducerIdsResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

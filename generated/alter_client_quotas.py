@@ -671,82 +671,90 @@ _N_AlterClientQuotasRequest_EntityData_v0 = (
     _AlterClientQuotasRequest_EntityData,
     False,
     (
-        ("string", "entity_type", False, False),
-        ("string", "entity_name", False, True),
+        ("string", "entity_type", False, False, "EntityType", False),
+        ("string", "entity_name", False, True, "EntityName", False),
     ),
     (),
+    "AlterClientQuotasRequest.EntityData",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_EntityData_v1 = (
     _AlterClientQuotasRequest_EntityData,
     True,
     (
-        ("string", "entity_type", True, False),
-        ("string", "entity_name", True, True),
+        ("string", "entity_type", True, False, "EntityType", False),
+        ("string", "entity_name", True, True, "EntityName", False),
     ),
     (),
+    "AlterClientQuotasRequest.EntityData",
     (0, (0, 1)),
 )
 _N_OpData_v0 = (
     _OpData,
     False,
     (
-        ("string", "key", False, False),
-        ("float64", "value"),
-        ("bool", "remove"),
+        ("string", "key", False, False, "Key", False),
+        ("float64", "value", 9),
+        ("bool", "remove", 0),
     ),
     (),
+    "AlterClientQuotasRequest.OpData",
     (0, (0, 1, 2)),
 )
 _N_OpData_v1 = (
     _OpData,
     True,
     (
-        ("string", "key", True, False),
-        ("float64", "value"),
-        ("bool", "remove"),
+        ("string", "key", True, False, "Key", False),
+        ("float64", "value", 9),
+        ("bool", "remove", 0),
     ),
     (),
+    "AlterClientQuotasRequest.OpData",
     (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasRequest_EntryData_v0 = (
     _AlterClientQuotasRequest_EntryData,
     False,
     (
-        ("array", "entity", False, False, _N_AlterClientQuotasRequest_EntityData_v0, False),
-        ("array", "ops", False, False, _N_OpData_v0, False),
+        ("array", "entity", False, False, _N_AlterClientQuotasRequest_EntityData_v0, False, "Entity"),
+        ("array", "ops", False, False, _N_OpData_v0, False, "Ops"),
     ),
     (),
+    "AlterClientQuotasRequest.EntryData",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_EntryData_v1 = (
     _AlterClientQuotasRequest_EntryData,
     True,
     (
-        ("array", "entity", True, False, _N_AlterClientQuotasRequest_EntityData_v1, False),
-        ("array", "ops", True, False, _N_OpData_v1, False),
+        ("array", "entity", True, False, _N_AlterClientQuotasRequest_EntityData_v1, False, "Entity"),
+        ("array", "ops", True, False, _N_OpData_v1, False, "Ops"),
     ),
     (),
+    "AlterClientQuotasRequest.EntryData",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_v0 = (
     AlterClientQuotasRequest,
     False,
     (
-        ("array", "entries", False, False, _N_AlterClientQuotasRequest_EntryData_v0, False),
-        ("bool", "validate_only"),
+        ("array", "entries", False, False, _N_AlterClientQuotasRequest_EntryData_v0, False, "Entries"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "AlterClientQuotasRequest",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_v1 = (
     AlterClientQuotasRequest,
     True,
     (
-        ("array", "entries", True, False, _N_AlterClientQuotasRequest_EntryData_v1, False),
-        ("bool", "validate_only"),
+        ("array", "entries", True, False, _N_AlterClientQuotasRequest_EntryData_v1, False, "Entries"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "AlterClientQuotasRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1163,62 +1171,68 @@ _N_AlterClientQuotasResponse_EntityData_v0 = (
     _AlterClientQuotasResponse_EntityData,
     False,
     (
-        ("string", "entity_type", False, False),
-        ("string", "entity_name", False, True),
+        ("string", "entity_type", False, False, "EntityType", False),
+        ("string", "entity_name", False, True, "EntityName", False),
     ),
     (),
+    "AlterClientQuotasResponse.EntityData",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_EntityData_v1 = (
     _AlterClientQuotasResponse_EntityData,
     True,
     (
-        ("string", "entity_type", True, False),
-        ("string", "entity_name", True, True),
+        ("string", "entity_type", True, False, "EntityType", False),
+        ("string", "entity_name", True, True, "EntityName", False),
     ),
     (),
+    "AlterClientQuotasResponse.EntityData",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_EntryData_v0 = (
     _AlterClientQuotasResponse_EntryData,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("array", "entity", False, False, _N_AlterClientQuotasResponse_EntityData_v0, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("array", "entity", False, False, _N_AlterClientQuotasResponse_EntityData_v0, False, "Entity"),
     ),
     (),
+    "AlterClientQuotasResponse.EntryData",
     (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasResponse_EntryData_v1 = (
     _AlterClientQuotasResponse_EntryData,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "entity", True, False, _N_AlterClientQuotasResponse_EntityData_v1, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "entity", True, False, _N_AlterClientQuotasResponse_EntityData_v1, False, "Entity"),
     ),
     (),
+    "AlterClientQuotasResponse.EntryData",
     (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasResponse_v0 = (
     AlterClientQuotasResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "entries", False, False, _N_AlterClientQuotasResponse_EntryData_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "entries", False, False, _N_AlterClientQuotasResponse_EntryData_v0, False, "Entries"),
     ),
     (),
+    "AlterClientQuotasResponse",
     (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_v1 = (
     AlterClientQuotasResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "entries", True, False, _N_AlterClientQuotasResponse_EntryData_v1, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "entries", True, False, _N_AlterClientQuotasResponse_EntryData_v1, False, "Entries"),
     ),
     (),
+    "AlterClientQuotasResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

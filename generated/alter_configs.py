@@ -514,62 +514,68 @@ _N_AlterableConfig_v0 = (
     _AlterableConfig,
     False,
     (
-        ("string", "name", False, False),
-        ("string", "value", False, True),
+        ("string", "name", False, False, "Name", False),
+        ("string", "value", False, True, "Value", False),
     ),
     (),
+    "AlterConfigsRequest.AlterableConfig",
     (0, (0, 1)),
 )
 _N_AlterableConfig_v2 = (
     _AlterableConfig,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "value", True, True),
+        ("string", "name", True, False, "Name", False),
+        ("string", "value", True, True, "Value", False),
     ),
     (),
+    "AlterConfigsRequest.AlterableConfig",
     (0, (0, 1)),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
     False,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", False, False),
-        ("array", "configs", False, False, _N_AlterableConfig_v0, True),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", False, False, "ResourceName", False),
+        ("array", "configs", False, False, _N_AlterableConfig_v0, True, "Configs"),
     ),
     (),
+    "AlterConfigsRequest.AlterConfigsResource",
     (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v2 = (
     _AlterConfigsResource,
     True,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", True, False),
-        ("array", "configs", True, False, _N_AlterableConfig_v2, True),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", True, False, "ResourceName", False),
+        ("array", "configs", True, False, _N_AlterableConfig_v2, True, "Configs"),
     ),
     (),
+    "AlterConfigsRequest.AlterConfigsResource",
     (0, (0, 1, 2)),
 )
 _N_AlterConfigsRequest_v0 = (
     AlterConfigsRequest,
     False,
     (
-        ("array", "resources", False, False, _N_AlterConfigsResource_v0, True),
-        ("bool", "validate_only"),
+        ("array", "resources", False, False, _N_AlterConfigsResource_v0, True, "Resources"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "AlterConfigsRequest",
     (0, (0, 1)),
 )
 _N_AlterConfigsRequest_v2 = (
     AlterConfigsRequest,
     True,
     (
-        ("array", "resources", True, False, _N_AlterConfigsResource_v2, True),
-        ("bool", "validate_only"),
+        ("array", "resources", True, False, _N_AlterConfigsResource_v2, True, "Resources"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "AlterConfigsRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -853,44 +859,48 @@ _N_AlterConfigsResourceResponse_v0 = (
     _AlterConfigsResourceResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("int8", "resource_type"),
-        ("string", "resource_name", False, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", False, False, "ResourceName", False),
     ),
     (),
+    "AlterConfigsResponse.AlterConfigsResourceResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResourceResponse_v2 = (
     _AlterConfigsResourceResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int8", "resource_type"),
-        ("string", "resource_name", True, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", True, False, "ResourceName", False),
     ),
     (),
+    "AlterConfigsResponse.AlterConfigsResourceResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResponse_v0 = (
     AlterConfigsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False, "Responses"),
     ),
     (),
+    "AlterConfigsResponse",
     (0, (0, 1)),
 )
 _N_AlterConfigsResponse_v2 = (
     AlterConfigsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v2, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v2, False, "Responses"),
     ),
     (),
+    "AlterConfigsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

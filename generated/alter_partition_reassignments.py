@@ -465,30 +465,33 @@ _N_ReassignablePartition_v0 = (
     _ReassignablePartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("array", "replicas", True, True, "int32", False),
+        ("int32", "partition_index", 4),
+        ("array", "replicas", True, True, "int32", False, "Replicas"),
     ),
     (),
+    "AlterPartitionReassignmentsRequest.ReassignablePartition",
     (0, (0, 1)),
 )
 _N_ReassignableTopic_v0 = (
     _ReassignableTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_ReassignablePartition_v0, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_ReassignablePartition_v0, False, "Partitions"),
     ),
     (),
+    "AlterPartitionReassignmentsRequest.ReassignableTopic",
     (0, (0, 1)),
 )
 _N_AlterPartitionReassignmentsRequest_v0 = (
     AlterPartitionReassignmentsRequest,
     True,
     (
-        ("int32", "timeout_ms"),
-        ("array", "topics", True, False, _N_ReassignableTopic_v0, False),
+        ("int32", "timeout_ms", 4),
+        ("array", "topics", True, False, _N_ReassignableTopic_v0, False, "Topics"),
     ),
     (),
+    "AlterPartitionReassignmentsRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -769,33 +772,36 @@ _N_ReassignablePartitionResponse_v0 = (
     _ReassignablePartitionResponse,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse",
     (0, (0, 1, 2)),
 )
 _N_ReassignableTopicResponse_v0 = (
     _ReassignableTopicResponse,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_ReassignablePartitionResponse_v0, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_ReassignablePartitionResponse_v0, False, "Partitions"),
     ),
     (),
+    "AlterPartitionReassignmentsResponse.ReassignableTopicResponse",
     (0, (0, 1)),
 )
 _N_AlterPartitionReassignmentsResponse_v0 = (
     AlterPartitionReassignmentsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "responses", True, False, _N_ReassignableTopicResponse_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "responses", True, False, _N_ReassignableTopicResponse_v0, False, "Responses"),
     ),
     (),
+    "AlterPartitionReassignmentsResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

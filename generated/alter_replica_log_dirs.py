@@ -506,58 +506,64 @@ _N_AlterReplicaLogDirTopic_v0 = (
     _AlterReplicaLogDirTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopic_v2 = (
     _AlterReplicaLogDirTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDir_v0 = (
     _AlterReplicaLogDir,
     False,
     (
-        ("string", "path", False, False),
-        ("array", "topics", False, False, _N_AlterReplicaLogDirTopic_v0, True),
+        ("string", "path", False, False, "Path", False),
+        ("array", "topics", False, False, _N_AlterReplicaLogDirTopic_v0, True, "Topics"),
     ),
     (),
+    "AlterReplicaLogDirsRequest.AlterReplicaLogDir",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDir_v2 = (
     _AlterReplicaLogDir,
     True,
     (
-        ("string", "path", True, False),
-        ("array", "topics", True, False, _N_AlterReplicaLogDirTopic_v2, True),
+        ("string", "path", True, False, "Path", False),
+        ("array", "topics", True, False, _N_AlterReplicaLogDirTopic_v2, True, "Topics"),
     ),
     (),
+    "AlterReplicaLogDirsRequest.AlterReplicaLogDir",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsRequest_v0 = (
     AlterReplicaLogDirsRequest,
     False,
     (
-        ("array", "dirs", False, False, _N_AlterReplicaLogDir_v0, True),
+        ("array", "dirs", False, False, _N_AlterReplicaLogDir_v0, True, "Dirs"),
     ),
     (),
+    "AlterReplicaLogDirsRequest",
     (0, (0,)),
 )
 _N_AlterReplicaLogDirsRequest_v2 = (
     AlterReplicaLogDirsRequest,
     True,
     (
-        ("array", "dirs", True, False, _N_AlterReplicaLogDir_v2, True),
+        ("array", "dirs", True, False, _N_AlterReplicaLogDir_v2, True, "Dirs"),
     ),
     (),
+    "AlterReplicaLogDirsRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -906,60 +912,66 @@ _N_AlterReplicaLogDirPartitionResult_v0 = (
     _AlterReplicaLogDirPartitionResult,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirPartitionResult_v2 = (
     _AlterReplicaLogDirPartitionResult,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopicResult_v0 = (
     _AlterReplicaLogDirTopicResult,
     False,
     (
-        ("string", "topic_name", False, False),
-        ("array", "partitions", False, False, _N_AlterReplicaLogDirPartitionResult_v0, False),
+        ("string", "topic_name", False, False, "TopicName", False),
+        ("array", "partitions", False, False, _N_AlterReplicaLogDirPartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopicResult_v2 = (
     _AlterReplicaLogDirTopicResult,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_AlterReplicaLogDirPartitionResult_v2, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_AlterReplicaLogDirPartitionResult_v2, False, "Partitions"),
     ),
     (),
+    "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsResponse_v0 = (
     AlterReplicaLogDirsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", False, False, _N_AlterReplicaLogDirTopicResult_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", False, False, _N_AlterReplicaLogDirTopicResult_v0, False, "Results"),
     ),
     (),
+    "AlterReplicaLogDirsResponse",
     (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsResponse_v2 = (
     AlterReplicaLogDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", True, False, _N_AlterReplicaLogDirTopicResult_v2, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", True, False, _N_AlterReplicaLogDirTopicResult_v2, False, "Results"),
     ),
     (),
+    "AlterReplicaLogDirsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

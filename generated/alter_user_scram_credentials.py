@@ -455,33 +455,36 @@ _N_ScramCredentialDeletion_v0 = (
     _ScramCredentialDeletion,
     True,
     (
-        ("string", "name", True, False),
-        ("int8", "mechanism"),
+        ("string", "name", True, False, "Name", False),
+        ("int8", "mechanism", 1),
     ),
     (),
+    "AlterUserScramCredentialsRequest.ScramCredentialDeletion",
     (0, (0, 1)),
 )
 _N_ScramCredentialUpsertion_v0 = (
     _ScramCredentialUpsertion,
     True,
     (
-        ("string", "name", True, False),
-        ("int8", "mechanism"),
-        ("int32", "iterations"),
-        ("bytes", "salt", True, False, False),
-        ("bytes", "salted_password", True, False, False),
+        ("string", "name", True, False, "Name", False),
+        ("int8", "mechanism", 5),
+        ("int32", "iterations", 0),
+        ("bytes", "salt", True, False, False, "Salt", False),
+        ("bytes", "salted_password", True, False, False, "SaltedPassword", False),
     ),
     (),
+    "AlterUserScramCredentialsRequest.ScramCredentialUpsertion",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_AlterUserScramCredentialsRequest_v0 = (
     AlterUserScramCredentialsRequest,
     True,
     (
-        ("array", "deletions", True, False, _N_ScramCredentialDeletion_v0, False),
-        ("array", "upsertions", True, False, _N_ScramCredentialUpsertion_v0, False),
+        ("array", "deletions", True, False, _N_ScramCredentialDeletion_v0, False, "Deletions"),
+        ("array", "upsertions", True, False, _N_ScramCredentialUpsertion_v0, False, "Upsertions"),
     ),
     (),
+    "AlterUserScramCredentialsRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -694,21 +697,23 @@ _N_AlterUserScramCredentialsResult_v0 = (
     _AlterUserScramCredentialsResult,
     True,
     (
-        ("string", "user", True, False),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("string", "user", True, False, "User", False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult",
     (0, (0, 1, 2)),
 )
 _N_AlterUserScramCredentialsResponse_v0 = (
     AlterUserScramCredentialsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", True, False, _N_AlterUserScramCredentialsResult_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", True, False, _N_AlterUserScramCredentialsResult_v0, False, "Results"),
     ),
     (),
+    "AlterUserScramCredentialsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

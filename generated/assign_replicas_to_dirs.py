@@ -586,9 +586,10 @@ _N_AssignReplicasToDirsRequest_PartitionData_v0 = (
     _AssignReplicasToDirsRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "AssignReplicasToDirsRequest.PartitionData",
     (0, (0,)),
 )
 _N_AssignReplicasToDirsRequest_TopicData_v0 = (
@@ -596,9 +597,10 @@ _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AssignReplicasToDirsRequest_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_AssignReplicasToDirsRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "AssignReplicasToDirsRequest.TopicData",
     (0, (0, 1)),
 )
 _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
@@ -606,20 +608,22 @@ _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     True,
     (
         ("uuid", "id"),
-        ("array", "topics", True, False, _N_AssignReplicasToDirsRequest_TopicData_v0, False),
+        ("array", "topics", True, False, _N_AssignReplicasToDirsRequest_TopicData_v0, False, "Topics"),
     ),
     (),
+    "AssignReplicasToDirsRequest.DirectoryData",
     (0, (0, 1)),
 )
 _N_AssignReplicasToDirsRequest_v0 = (
     AssignReplicasToDirsRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("array", "directories", True, False, _N_AssignReplicasToDirsRequest_DirectoryData_v0, False),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
+        ("array", "directories", True, False, _N_AssignReplicasToDirsRequest_DirectoryData_v0, False, "Directories"),
     ),
     (),
+    "AssignReplicasToDirsRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1004,10 +1008,11 @@ _N_AssignReplicasToDirsResponse_PartitionData_v0 = (
     _AssignReplicasToDirsResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "AssignReplicasToDirsResponse.PartitionData",
     (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_TopicData_v0 = (
@@ -1015,9 +1020,10 @@ _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AssignReplicasToDirsResponse_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_AssignReplicasToDirsResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "AssignReplicasToDirsResponse.TopicData",
     (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
@@ -1025,20 +1031,22 @@ _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     True,
     (
         ("uuid", "id"),
-        ("array", "topics", True, False, _N_AssignReplicasToDirsResponse_TopicData_v0, False),
+        ("array", "topics", True, False, _N_AssignReplicasToDirsResponse_TopicData_v0, False, "Topics"),
     ),
     (),
+    "AssignReplicasToDirsResponse.DirectoryData",
     (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_v0 = (
     AssignReplicasToDirsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "directories", True, False, _N_AssignReplicasToDirsResponse_DirectoryData_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "directories", True, False, _N_AssignReplicasToDirsResponse_DirectoryData_v0, False, "Directories"),
     ),
     (),
+    "AssignReplicasToDirsResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

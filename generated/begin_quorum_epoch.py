@@ -774,79 +774,86 @@ _N_BeginQuorumEpochRequest_PartitionData_v0 = (
     _BeginQuorumEpochRequest_PartitionData,
     False,
     (
-        ("int32", "partition_index"),
-        ("absent", "voter_directory_id", ("value", ZERO_UUID), True),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition_index", 4),
+        ("absent", "voter_directory_id", ("value", ZERO_UUID), True, "VoterDirectoryId"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "BeginQuorumEpochRequest.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_PartitionData_v1 = (
     _BeginQuorumEpochRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
+        ("int32", "partition_index", 4),
         ("uuid", "voter_directory_id"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "BeginQuorumEpochRequest.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_TopicData_v0 = (
     _BeginQuorumEpochRequest_TopicData,
     False,
     (
-        ("string", "topic_name", False, False),
-        ("array", "partitions", False, False, _N_BeginQuorumEpochRequest_PartitionData_v0, False),
+        ("string", "topic_name", False, False, "TopicName", False),
+        ("array", "partitions", False, False, _N_BeginQuorumEpochRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "BeginQuorumEpochRequest.TopicData",
     (0, (0, 1)),
 )
 _N_BeginQuorumEpochRequest_TopicData_v1 = (
     _BeginQuorumEpochRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_BeginQuorumEpochRequest_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_BeginQuorumEpochRequest_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "BeginQuorumEpochRequest.TopicData",
     (0, (0, 1)),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "BeginQuorumEpochRequest.LeaderEndpoint",
     (0, (0, 1, 2)),
 )
 _N_BeginQuorumEpochRequest_v0 = (
     BeginQuorumEpochRequest,
     False,
     (
-        ("string", "cluster_id", False, True),
-        ("absent", "voter_id", ("value", -1), True),
-        ("array", "topics", False, False, _N_BeginQuorumEpochRequest_TopicData_v0, False),
-        ("absent", "leader_endpoints", ("keyed",), True),
+        ("string", "cluster_id", False, True, "ClusterId", False),
+        ("absent", "voter_id", ("value", -1), True, "VoterId"),
+        ("array", "topics", False, False, _N_BeginQuorumEpochRequest_TopicData_v0, False, "Topics"),
+        ("absent", "leader_endpoints", ("keyed",), True, "LeaderEndpoints"),
     ),
     (),
+    "BeginQuorumEpochRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_v1 = (
     BeginQuorumEpochRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("int32", "voter_id"),
-        ("array", "topics", True, False, _N_BeginQuorumEpochRequest_TopicData_v1, False),
-        ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "voter_id", 4),
+        ("array", "topics", True, False, _N_BeginQuorumEpochRequest_TopicData_v1, False, "Topics"),
+        ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True, "LeaderEndpoints"),
     ),
     (),
+    "BeginQuorumEpochRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1357,78 +1364,85 @@ _N_BeginQuorumEpochResponse_PartitionData_v0 = (
     _BeginQuorumEpochResponse_PartitionData,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition_index", 14),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "BeginQuorumEpochResponse.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochResponse_PartitionData_v1 = (
     _BeginQuorumEpochResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition_index", 14),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "BeginQuorumEpochResponse.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochResponse_TopicData_v0 = (
     _BeginQuorumEpochResponse_TopicData,
     False,
     (
-        ("string", "topic_name", False, False),
-        ("array", "partitions", False, False, _N_BeginQuorumEpochResponse_PartitionData_v0, False),
+        ("string", "topic_name", False, False, "TopicName", False),
+        ("array", "partitions", False, False, _N_BeginQuorumEpochResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "BeginQuorumEpochResponse.TopicData",
     (0, (0, 1)),
 )
 _N_BeginQuorumEpochResponse_TopicData_v1 = (
     _BeginQuorumEpochResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_BeginQuorumEpochResponse_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_BeginQuorumEpochResponse_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "BeginQuorumEpochResponse.TopicData",
     (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "BeginQuorumEpochResponse.NodeEndpoint",
     (0, (0, 1, 2)),
 )
 _N_BeginQuorumEpochResponse_v0 = (
     BeginQuorumEpochResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "topics", False, False, _N_BeginQuorumEpochResponse_TopicData_v0, False),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("int16", "error_code", 2),
+        ("array", "topics", False, False, _N_BeginQuorumEpochResponse_TopicData_v0, False, "Topics"),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "BeginQuorumEpochResponse",
     (1, (0, 1, 2)),
 )
 _N_BeginQuorumEpochResponse_v1 = (
     BeginQuorumEpochResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_BeginQuorumEpochResponse_TopicData_v1, False),
+        ("int16", "error_code", 2),
+        ("array", "topics", True, False, _N_BeginQuorumEpochResponse_TopicData_v1, False, "Topics"),
     ),
     (
-        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
+    "BeginQuorumEpochResponse",
     (1, (0, 1, -1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -306,29 +306,31 @@ _N_BrokerHeartbeatRequest_v0 = (
     BrokerHeartbeatRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("int64", "current_metadata_offset"),
-        ("bool", "want_fence"),
-        ("bool", "want_shut_down"),
-        ("absent", "offline_log_dirs", ("list",), False),
+        ("int32", "broker_id", 22),
+        ("int64", "broker_epoch", 0),
+        ("int64", "current_metadata_offset", 0),
+        ("bool", "want_fence", 0),
+        ("bool", "want_shut_down", 0),
+        ("absent", "offline_log_dirs", ("list",), False, "OfflineLogDirs"),
     ),
     (),
+    "BrokerHeartbeatRequest",
     (1, (0, 1, 2, 3, 4, 5)),
 )
 _N_BrokerHeartbeatRequest_v1 = (
     BrokerHeartbeatRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
-        ("int64", "current_metadata_offset"),
-        ("bool", "want_fence"),
-        ("bool", "want_shut_down"),
+        ("int32", "broker_id", 22),
+        ("int64", "broker_epoch", 0),
+        ("int64", "current_metadata_offset", 0),
+        ("bool", "want_fence", 0),
+        ("bool", "want_shut_down", 0),
     ),
     (
-        (0, ("array", "offline_log_dirs", True, False, "uuid", False), ("list",)),
+        (0, ("array", "offline_log_dirs", True, False, "uuid", False, "OfflineLogDirs"), ("list",)),
     ),
+    "BrokerHeartbeatRequest",
     (1, (0, 1, 2, 3, 4, -1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -432,13 +434,14 @@ _N_BrokerHeartbeatResponse_v0 = (
     BrokerHeartbeatResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("bool", "is_caught_up"),
-        ("bool", "is_fenced"),
-        ("bool", "should_shut_down"),
+        ("int32", "throttle_time_ms", 9),
+        ("int16", "error_code", 0),
+        ("bool", "is_caught_up", 0),
+        ("bool", "is_fenced", 0),
+        ("bool", "should_shut_down", 0),
     ),
     (),
+    "BrokerHeartbeatResponse",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

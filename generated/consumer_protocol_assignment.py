@@ -241,20 +241,22 @@ _N_TopicPartition_v0 = (
     _TopicPartition,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "ConsumerProtocolAssignment.TopicPartition",
     (0, (0, 1)),
 )
 _N_ConsumerProtocolAssignment_v0 = (
     ConsumerProtocolAssignment,
     False,
     (
-        ("array", "assigned_partitions", False, False, _N_TopicPartition_v0, True),
-        ("bytes", "user_data", False, True, True),
+        ("array", "assigned_partitions", False, False, _N_TopicPartition_v0, True, "AssignedPartitions"),
+        ("bytes", "user_data", False, True, True, "UserData", False),
     ),
     (),
+    "ConsumerProtocolAssignment",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -264,30 +264,33 @@ _N_ControlledShutdownRequest_v0 = (
     ControlledShutdownRequest,
     False,
     (
-        ("int32", "broker_id"),
-        ("absent", "broker_epoch", ("value", -1), True),
+        ("int32", "broker_id", 4),
+        ("absent", "broker_epoch", ("value", -1), True, "BrokerEpoch"),
     ),
     (),
+    "ControlledShutdownRequest",
     (0, (0, 1)),
 )
 _N_ControlledShutdownRequest_v2 = (
     ControlledShutdownRequest,
     False,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
     ),
     (),
+    "ControlledShutdownRequest",
     (0, (0, 1)),
 )
 _N_ControlledShutdownRequest_v3 = (
     ControlledShutdownRequest,
     True,
     (
-        ("int32", "broker_id"),
-        ("int64", "broker_epoch"),
+        ("int32", "broker_id", 12),
+        ("int64", "broker_epoch", 0),
     ),
     (),
+    "ControlledShutdownRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -494,40 +497,44 @@ _N_RemainingPartition_v0 = (
     _RemainingPartition,
     False,
     (
-        ("string", "topic_name", False, False),
-        ("int32", "partition_index"),
+        ("string", "topic_name", False, False, "TopicName", False),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "ControlledShutdownResponse.RemainingPartition",
     (0, (0, 1)),
 )
 _N_RemainingPartition_v3 = (
     _RemainingPartition,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "ControlledShutdownResponse.RemainingPartition",
     (0, (0, 1)),
 )
 _N_ControlledShutdownResponse_v0 = (
     ControlledShutdownResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "remaining_partitions", False, False, _N_RemainingPartition_v0, True),
+        ("int16", "error_code", 2),
+        ("array", "remaining_partitions", False, False, _N_RemainingPartition_v0, True, "RemainingPartitions"),
     ),
     (),
+    "ControlledShutdownResponse",
     (0, (0, 1)),
 )
 _N_ControlledShutdownResponse_v3 = (
     ControlledShutdownResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "remaining_partitions", True, False, _N_RemainingPartition_v3, True),
+        ("int16", "error_code", 2),
+        ("array", "remaining_partitions", True, False, _N_RemainingPartition_v3, True, "RemainingPartitions"),
     ),
     (),
+    "ControlledShutdownResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

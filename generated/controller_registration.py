@@ -436,36 +436,39 @@ _N_Listener_v0 = (
     _Listener,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
-        ("int16", "security_protocol"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 4),
+        ("int16", "security_protocol", 0),
     ),
     (),
+    "ControllerRegistrationRequest.Listener",
     (0, (0, 1, 2, 3)),
 )
 _N_Feature_v0 = (
     _Feature,
     True,
     (
-        ("string", "name", True, False),
-        ("int16", "min_supported_version"),
-        ("int16", "max_supported_version"),
+        ("string", "name", True, False, "Name", False),
+        ("int16", "min_supported_version", 4),
+        ("int16", "max_supported_version", 0),
     ),
     (),
+    "ControllerRegistrationRequest.Feature",
     (0, (0, 1, 2)),
 )
 _N_ControllerRegistrationRequest_v0 = (
     ControllerRegistrationRequest,
     True,
     (
-        ("int32", "controller_id"),
+        ("int32", "controller_id", 4),
         ("uuid", "incarnation_id"),
-        ("bool", "zk_migration_ready"),
-        ("array", "listeners", True, False, _N_Listener_v0, True),
-        ("array", "features", True, False, _N_Feature_v0, True),
+        ("bool", "zk_migration_ready", 1),
+        ("array", "listeners", True, False, _N_Listener_v0, True, "Listeners"),
+        ("array", "features", True, False, _N_Feature_v0, True, "Features"),
     ),
     (),
+    "ControllerRegistrationRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -607,11 +610,12 @@ _N_ControllerRegistrationResponse_v0 = (
     ControllerRegistrationResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "ControllerRegistrationResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

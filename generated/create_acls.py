@@ -466,72 +466,78 @@ _N_AclCreation_v0 = (
     _AclCreation,
     False,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", False, False),
-        ("absent", "resource_pattern_type", ("value", 3), False),
-        ("string", "principal", False, False),
-        ("string", "host", False, False),
-        ("int8", "operation"),
-        ("int8", "permission_type"),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", False, False, "ResourceName", False),
+        ("absent", "resource_pattern_type", ("value", 3), False, "ResourcePatternType"),
+        ("string", "principal", False, False, "Principal", False),
+        ("string", "host", False, False, "Host", False),
+        ("int8", "operation", 2),
+        ("int8", "permission_type", 0),
     ),
     (),
+    "CreateAclsRequest.AclCreation",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AclCreation_v1 = (
     _AclCreation,
     False,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", False, False),
-        ("int8", "resource_pattern_type"),
-        ("string", "principal", False, False),
-        ("string", "host", False, False),
-        ("int8", "operation"),
-        ("int8", "permission_type"),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", False, False, "ResourceName", False),
+        ("int8", "resource_pattern_type", 1),
+        ("string", "principal", False, False, "Principal", False),
+        ("string", "host", False, False, "Host", False),
+        ("int8", "operation", 2),
+        ("int8", "permission_type", 0),
     ),
     (),
+    "CreateAclsRequest.AclCreation",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AclCreation_v2 = (
     _AclCreation,
     True,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", True, False),
-        ("int8", "resource_pattern_type"),
-        ("string", "principal", True, False),
-        ("string", "host", True, False),
-        ("int8", "operation"),
-        ("int8", "permission_type"),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", True, False, "ResourceName", False),
+        ("int8", "resource_pattern_type", 1),
+        ("string", "principal", True, False, "Principal", False),
+        ("string", "host", True, False, "Host", False),
+        ("int8", "operation", 2),
+        ("int8", "permission_type", 0),
     ),
     (),
+    "CreateAclsRequest.AclCreation",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_CreateAclsRequest_v0 = (
     CreateAclsRequest,
     False,
     (
-        ("array", "creations", False, False, _N_AclCreation_v0, False),
+        ("array", "creations", False, False, _N_AclCreation_v0, False, "Creations"),
     ),
     (),
+    "CreateAclsRequest",
     (0, (0,)),
 )
 _N_CreateAclsRequest_v1 = (
     CreateAclsRequest,
     False,
     (
-        ("array", "creations", False, False, _N_AclCreation_v1, False),
+        ("array", "creations", False, False, _N_AclCreation_v1, False, "Creations"),
     ),
     (),
+    "CreateAclsRequest",
     (0, (0,)),
 )
 _N_CreateAclsRequest_v2 = (
     CreateAclsRequest,
     True,
     (
-        ("array", "creations", True, False, _N_AclCreation_v2, False),
+        ("array", "creations", True, False, _N_AclCreation_v2, False, "Creations"),
     ),
     (),
+    "CreateAclsRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -749,40 +755,44 @@ _N_AclCreationResult_v0 = (
     _AclCreationResult,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
     ),
     (),
+    "CreateAclsResponse.AclCreationResult",
     (0, (0, 1)),
 )
 _N_AclCreationResult_v2 = (
     _AclCreationResult,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "CreateAclsResponse.AclCreationResult",
     (0, (0, 1)),
 )
 _N_CreateAclsResponse_v0 = (
     CreateAclsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", False, False, _N_AclCreationResult_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", False, False, _N_AclCreationResult_v0, False, "Results"),
     ),
     (),
+    "CreateAclsResponse",
     (0, (0, 1)),
 )
 _N_CreateAclsResponse_v2 = (
     CreateAclsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", True, False, _N_AclCreationResult_v2, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", True, False, _N_AclCreationResult_v2, False, "Results"),
     ),
     (),
+    "CreateAclsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -522,62 +522,68 @@ _N_CreatePartitionsAssignment_v0 = (
     _CreatePartitionsAssignment,
     False,
     (
-        ("array", "broker_ids", False, False, "int32", False),
+        ("array", "broker_ids", False, False, "int32", False, "BrokerIds"),
     ),
     (),
+    "CreatePartitionsRequest.CreatePartitionsAssignment",
     (0, (0,)),
 )
 _N_CreatePartitionsAssignment_v2 = (
     _CreatePartitionsAssignment,
     True,
     (
-        ("array", "broker_ids", True, False, "int32", False),
+        ("array", "broker_ids", True, False, "int32", False, "BrokerIds"),
     ),
     (),
+    "CreatePartitionsRequest.CreatePartitionsAssignment",
     (0, (0,)),
 )
 _N_CreatePartitionsTopic_v0 = (
     _CreatePartitionsTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("int32", "count"),
-        ("array", "assignments", False, True, _N_CreatePartitionsAssignment_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("int32", "count", 4),
+        ("array", "assignments", False, True, _N_CreatePartitionsAssignment_v0, False, "Assignments"),
     ),
     (),
+    "CreatePartitionsRequest.CreatePartitionsTopic",
     (0, (0, 1, 2)),
 )
 _N_CreatePartitionsTopic_v2 = (
     _CreatePartitionsTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("int32", "count"),
-        ("array", "assignments", True, True, _N_CreatePartitionsAssignment_v2, False),
+        ("string", "name", True, False, "Name", False),
+        ("int32", "count", 4),
+        ("array", "assignments", True, True, _N_CreatePartitionsAssignment_v2, False, "Assignments"),
     ),
     (),
+    "CreatePartitionsRequest.CreatePartitionsTopic",
     (0, (0, 1, 2)),
 )
 _N_CreatePartitionsRequest_v0 = (
     CreatePartitionsRequest,
     False,
     (
-        ("array", "topics", False, False, _N_CreatePartitionsTopic_v0, True),
-        ("int32", "timeout_ms"),
-        ("bool", "validate_only"),
+        ("array", "topics", False, False, _N_CreatePartitionsTopic_v0, True, "Topics"),
+        ("int32", "timeout_ms", 5),
+        ("bool", "validate_only", 0),
     ),
     (),
+    "CreatePartitionsRequest",
     (0, (0, 1, 2)),
 )
 _N_CreatePartitionsRequest_v2 = (
     CreatePartitionsRequest,
     True,
     (
-        ("array", "topics", True, False, _N_CreatePartitionsTopic_v2, True),
-        ("int32", "timeout_ms"),
-        ("bool", "validate_only"),
+        ("array", "topics", True, False, _N_CreatePartitionsTopic_v2, True, "Topics"),
+        ("int32", "timeout_ms", 5),
+        ("bool", "validate_only", 0),
     ),
     (),
+    "CreatePartitionsRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -850,42 +856,46 @@ _N_CreatePartitionsTopicResult_v0 = (
     _CreatePartitionsTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
+        ("string", "name", False, False, "Name", False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
     ),
     (),
+    "CreatePartitionsResponse.CreatePartitionsTopicResult",
     (0, (0, 1, 2)),
 )
 _N_CreatePartitionsTopicResult_v2 = (
     _CreatePartitionsTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("string", "name", True, False, "Name", False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "CreatePartitionsResponse.CreatePartitionsTopicResult",
     (0, (0, 1, 2)),
 )
 _N_CreatePartitionsResponse_v0 = (
     CreatePartitionsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", False, False, _N_CreatePartitionsTopicResult_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", False, False, _N_CreatePartitionsTopicResult_v0, False, "Results"),
     ),
     (),
+    "CreatePartitionsResponse",
     (0, (0, 1)),
 )
 _N_CreatePartitionsResponse_v2 = (
     CreatePartitionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", True, False, _N_CreatePartitionsTopicResult_v2, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", True, False, _N_CreatePartitionsTopicResult_v2, False, "Results"),
     ),
     (),
+    "CreatePartitionsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

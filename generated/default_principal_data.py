@@ -151,11 +151,12 @@ _N_DefaultPrincipalData_v0 = (
     DefaultPrincipalData,
     True,
     (
-        ("string", "type", True, False),
-        ("string", "name", True, False),
-        ("bool", "token_authenticated"),
+        ("string", "type", True, False, "Type", False),
+        ("string", "name", True, False, "Name", False),
+        ("bool", "token_authenticated", 1),
     ),
     (),
+    "DefaultPrincipalData",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

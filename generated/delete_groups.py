@@ -230,18 +230,20 @@ _N_DeleteGroupsRequest_v0 = (
     DeleteGroupsRequest,
     False,
     (
-        ("array", "groups_names", False, False, "string", False),
+        ("array", "groups_names", False, False, "string", False, "GroupsNames"),
     ),
     (),
+    "DeleteGroupsRequest",
     (0, (0,)),
 )
 _N_DeleteGroupsRequest_v2 = (
     DeleteGroupsRequest,
     True,
     (
-        ("array", "groups_names", True, False, "string", False),
+        ("array", "groups_names", True, False, "string", False, "GroupsNames"),
     ),
     (),
+    "DeleteGroupsRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -435,40 +437,44 @@ _N_DeletableGroupResult_v0 = (
     _DeletableGroupResult,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int16", "error_code"),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int16", "error_code", 2),
     ),
     (),
+    "DeleteGroupsResponse.DeletableGroupResult",
     (0, (0, 1)),
 )
 _N_DeletableGroupResult_v2 = (
     _DeletableGroupResult,
     True,
     (
-        ("string", "group_id", True, False),
-        ("int16", "error_code"),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int16", "error_code", 2),
     ),
     (),
+    "DeleteGroupsResponse.DeletableGroupResult",
     (0, (0, 1)),
 )
 _N_DeleteGroupsResponse_v0 = (
     DeleteGroupsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", False, False, _N_DeletableGroupResult_v0, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", False, False, _N_DeletableGroupResult_v0, True, "Results"),
     ),
     (),
+    "DeleteGroupsResponse",
     (0, (0, 1)),
 )
 _N_DeleteGroupsResponse_v2 = (
     DeleteGroupsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "results", True, False, _N_DeletableGroupResult_v2, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", True, False, _N_DeletableGroupResult_v2, True, "Results"),
     ),
     (),
+    "DeleteGroupsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -505,60 +505,66 @@ _N_DeleteRecordsPartition_v0 = (
     _DeleteRecordsPartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "offset"),
+        ("int32", "partition_index", 12),
+        ("int64", "offset", 0),
     ),
     (),
+    "DeleteRecordsRequest.DeleteRecordsPartition",
     (0, (0, 1)),
 )
 _N_DeleteRecordsPartition_v2 = (
     _DeleteRecordsPartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int64", "offset"),
+        ("int32", "partition_index", 12),
+        ("int64", "offset", 0),
     ),
     (),
+    "DeleteRecordsRequest.DeleteRecordsPartition",
     (0, (0, 1)),
 )
 _N_DeleteRecordsTopic_v0 = (
     _DeleteRecordsTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_DeleteRecordsPartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_DeleteRecordsPartition_v0, False, "Partitions"),
     ),
     (),
+    "DeleteRecordsRequest.DeleteRecordsTopic",
     (0, (0, 1)),
 )
 _N_DeleteRecordsTopic_v2 = (
     _DeleteRecordsTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_DeleteRecordsPartition_v2, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_DeleteRecordsPartition_v2, False, "Partitions"),
     ),
     (),
+    "DeleteRecordsRequest.DeleteRecordsTopic",
     (0, (0, 1)),
 )
 _N_DeleteRecordsRequest_v0 = (
     DeleteRecordsRequest,
     False,
     (
-        ("array", "topics", False, False, _N_DeleteRecordsTopic_v0, False),
-        ("int32", "timeout_ms"),
+        ("array", "topics", False, False, _N_DeleteRecordsTopic_v0, False, "Topics"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "DeleteRecordsRequest",
     (0, (0, 1)),
 )
 _N_DeleteRecordsRequest_v2 = (
     DeleteRecordsRequest,
     True,
     (
-        ("array", "topics", True, False, _N_DeleteRecordsTopic_v2, False),
-        ("int32", "timeout_ms"),
+        ("array", "topics", True, False, _N_DeleteRecordsTopic_v2, False, "Topics"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "DeleteRecordsRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -891,62 +897,68 @@ _N_DeleteRecordsPartitionResult_v0 = (
     _DeleteRecordsPartitionResult,
     False,
     (
-        ("int32", "partition_index"),
-        ("int64", "low_watermark"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 14),
+        ("int64", "low_watermark", 0),
+        ("int16", "error_code", 0),
     ),
     (),
+    "DeleteRecordsResponse.DeleteRecordsPartitionResult",
     (0, (0, 1, 2)),
 )
 _N_DeleteRecordsPartitionResult_v2 = (
     _DeleteRecordsPartitionResult,
     True,
     (
-        ("int32", "partition_index"),
-        ("int64", "low_watermark"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 14),
+        ("int64", "low_watermark", 0),
+        ("int16", "error_code", 0),
     ),
     (),
+    "DeleteRecordsResponse.DeleteRecordsPartitionResult",
     (0, (0, 1, 2)),
 )
 _N_DeleteRecordsTopicResult_v0 = (
     _DeleteRecordsTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_DeleteRecordsPartitionResult_v0, True),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_DeleteRecordsPartitionResult_v0, True, "Partitions"),
     ),
     (),
+    "DeleteRecordsResponse.DeleteRecordsTopicResult",
     (0, (0, 1)),
 )
 _N_DeleteRecordsTopicResult_v2 = (
     _DeleteRecordsTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_DeleteRecordsPartitionResult_v2, True),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_DeleteRecordsPartitionResult_v2, True, "Partitions"),
     ),
     (),
+    "DeleteRecordsResponse.DeleteRecordsTopicResult",
     (0, (0, 1)),
 )
 _N_DeleteRecordsResponse_v0 = (
     DeleteRecordsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", False, False, _N_DeleteRecordsTopicResult_v0, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", False, False, _N_DeleteRecordsTopicResult_v0, True, "Topics"),
     ),
     (),
+    "DeleteRecordsResponse",
     (0, (0, 1)),
 )
 _N_DeleteRecordsResponse_v2 = (
     DeleteRecordsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_DeleteRecordsTopicResult_v2, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_DeleteRecordsTopicResult_v2, True, "Topics"),
     ),
     (),
+    "DeleteRecordsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

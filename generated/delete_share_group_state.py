@@ -417,9 +417,10 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
+        ("int32", "partition", 4),
     ),
     (),
+    "DeleteShareGroupStateRequest.PartitionData",
     (0, (0,)),
 )
 _N_DeleteStateData_v0 = (
@@ -427,19 +428,21 @@ _N_DeleteStateData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "DeleteShareGroupStateRequest.DeleteStateData",
     (0, (0, 1)),
 )
 _N_DeleteShareGroupStateRequest_v0 = (
     DeleteShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_DeleteStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_DeleteStateData_v0, False, "Topics"),
     ),
     (),
+    "DeleteShareGroupStateRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -682,11 +685,12 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "DeleteShareGroupStateResponse.PartitionResult",
     (0, (0, 1, 2)),
 )
 _N_DeleteStateResult_v0 = (
@@ -694,18 +698,20 @@ _N_DeleteStateResult_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "DeleteShareGroupStateResponse.DeleteStateResult",
     (0, (0, 1)),
 )
 _N_DeleteShareGroupStateResponse_v0 = (
     DeleteShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_DeleteStateResult_v0, False),
+        ("array", "results", True, False, _N_DeleteStateResult_v0, False, "Results"),
     ),
     (),
+    "DeleteShareGroupStateResponse",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

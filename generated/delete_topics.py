@@ -396,43 +396,47 @@ _N_DeleteTopicState_v6 = (
     _DeleteTopicState,
     True,
     (
-        ("string", "name", True, True),
+        ("string", "name", True, True, "Name", False),
         ("uuid", "topic_id"),
     ),
     (),
+    "DeleteTopicsRequest.DeleteTopicState",
     (0, (0, 1)),
 )
 _N_DeleteTopicsRequest_v0 = (
     DeleteTopicsRequest,
     False,
     (
-        ("absent", "topics", ("list",), False),
-        ("array", "topic_names", False, False, "string", False),
-        ("int32", "timeout_ms"),
+        ("absent", "topics", ("list",), False, "Topics"),
+        ("array", "topic_names", False, False, "string", False, "TopicNames"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "DeleteTopicsRequest",
     (0, (0, 1, 2)),
 )
 _N_DeleteTopicsRequest_v4 = (
     DeleteTopicsRequest,
     True,
     (
-        ("absent", "topics", ("list",), False),
-        ("array", "topic_names", True, False, "string", False),
-        ("int32", "timeout_ms"),
+        ("absent", "topics", ("list",), False, "Topics"),
+        ("array", "topic_names", True, False, "string", False, "TopicNames"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "DeleteTopicsRequest",
     (0, (0, 1, 2)),
 )
 _N_DeleteTopicsRequest_v6 = (
     DeleteTopicsRequest,
     True,
     (
-        ("array", "topics", True, False, _N_DeleteTopicState_v6, False),
-        ("absent", "topic_names", ("list",), True),
-        ("int32", "timeout_ms"),
+        ("array", "topics", True, False, _N_DeleteTopicState_v6, False, "Topics"),
+        ("absent", "topic_names", ("list",), True, "TopicNames"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "DeleteTopicsRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -823,98 +827,107 @@ _N_DeletableTopicResult_v0 = (
     _DeletableTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", None), True),
+        ("string", "name", False, False, "Name", True),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
     ),
     (),
+    "DeleteTopicsResponse.DeletableTopicResult",
     (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v4 = (
     _DeletableTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("int16", "error_code"),
-        ("absent", "error_message", ("value", None), True),
+        ("string", "name", True, False, "Name", True),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
     ),
     (),
+    "DeleteTopicsResponse.DeletableTopicResult",
     (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v5 = (
     _DeletableTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("absent", "topic_id", ("value", ZERO_UUID), True),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("string", "name", True, False, "Name", True),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "DeleteTopicsResponse.DeletableTopicResult",
     (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v6 = (
     _DeletableTopicResult,
     True,
     (
-        ("string", "name", True, True),
+        ("string", "name", True, True, "Name", False),
         ("uuid", "topic_id"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "DeleteTopicsResponse.DeletableTopicResult",
     (0, (0, 1, 2, 3)),
 )
 _N_DeleteTopicsResponse_v0 = (
     DeleteTopicsResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("array", "responses", False, False, _N_DeletableTopicResult_v0, True),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("array", "responses", False, False, _N_DeletableTopicResult_v0, True, "Responses"),
     ),
     (),
+    "DeleteTopicsResponse",
     (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v1 = (
     DeleteTopicsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", False, False, _N_DeletableTopicResult_v0, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", False, False, _N_DeletableTopicResult_v0, True, "Responses"),
     ),
     (),
+    "DeleteTopicsResponse",
     (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v4 = (
     DeleteTopicsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", True, False, _N_DeletableTopicResult_v4, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", True, False, _N_DeletableTopicResult_v4, True, "Responses"),
     ),
     (),
+    "DeleteTopicsResponse",
     (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v5 = (
     DeleteTopicsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", True, False, _N_DeletableTopicResult_v5, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", True, False, _N_DeletableTopicResult_v5, True, "Responses"),
     ),
     (),
+    "DeleteTopicsResponse",
     (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v6 = (
     DeleteTopicsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", True, False, _N_DeletableTopicResult_v6, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", True, False, _N_DeletableTopicResult_v6, True, "Responses"),
     ),
     (),
+    "DeleteTopicsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -462,42 +462,46 @@ _N_ComponentData_v0 = (
     _ComponentData,
     False,
     (
-        ("string", "entity_type", False, False),
-        ("int8", "match_type"),
-        ("string", "match", False, True),
+        ("string", "entity_type", False, False, "EntityType", False),
+        ("int8", "match_type", 1),
+        ("string", "match", False, True, "Match", False),
     ),
     (),
+    "DescribeClientQuotasRequest.ComponentData",
     (0, (0, 1, 2)),
 )
 _N_ComponentData_v1 = (
     _ComponentData,
     True,
     (
-        ("string", "entity_type", True, False),
-        ("int8", "match_type"),
-        ("string", "match", True, True),
+        ("string", "entity_type", True, False, "EntityType", False),
+        ("int8", "match_type", 1),
+        ("string", "match", True, True, "Match", False),
     ),
     (),
+    "DescribeClientQuotasRequest.ComponentData",
     (0, (0, 1, 2)),
 )
 _N_DescribeClientQuotasRequest_v0 = (
     DescribeClientQuotasRequest,
     False,
     (
-        ("array", "components", False, False, _N_ComponentData_v0, False),
-        ("bool", "strict"),
+        ("array", "components", False, False, _N_ComponentData_v0, False, "Components"),
+        ("bool", "strict", 1),
     ),
     (),
+    "DescribeClientQuotasRequest",
     (0, (0, 1)),
 )
 _N_DescribeClientQuotasRequest_v1 = (
     DescribeClientQuotasRequest,
     True,
     (
-        ("array", "components", True, False, _N_ComponentData_v1, False),
-        ("bool", "strict"),
+        ("array", "components", True, False, _N_ComponentData_v1, False, "Components"),
+        ("bool", "strict", 1),
     ),
     (),
+    "DescribeClientQuotasRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -903,84 +907,92 @@ _N_EntityData_v0 = (
     _EntityData,
     False,
     (
-        ("string", "entity_type", False, False),
-        ("string", "entity_name", False, True),
+        ("string", "entity_type", False, False, "EntityType", False),
+        ("string", "entity_name", False, True, "EntityName", False),
     ),
     (),
+    "DescribeClientQuotasResponse.EntityData",
     (0, (0, 1)),
 )
 _N_EntityData_v1 = (
     _EntityData,
     True,
     (
-        ("string", "entity_type", True, False),
-        ("string", "entity_name", True, True),
+        ("string", "entity_type", True, False, "EntityType", False),
+        ("string", "entity_name", True, True, "EntityName", False),
     ),
     (),
+    "DescribeClientQuotasResponse.EntityData",
     (0, (0, 1)),
 )
 _N_ValueData_v0 = (
     _ValueData,
     False,
     (
-        ("string", "key", False, False),
-        ("float64", "value"),
+        ("string", "key", False, False, "Key", False),
+        ("float64", "value", 8),
     ),
     (),
+    "DescribeClientQuotasResponse.ValueData",
     (0, (0, 1)),
 )
 _N_ValueData_v1 = (
     _ValueData,
     True,
     (
-        ("string", "key", True, False),
-        ("float64", "value"),
+        ("string", "key", True, False, "Key", False),
+        ("float64", "value", 8),
     ),
     (),
+    "DescribeClientQuotasResponse.ValueData",
     (0, (0, 1)),
 )
 _N_EntryData_v0 = (
     _EntryData,
     False,
     (
-        ("array", "entity", False, False, _N_EntityData_v0, False),
-        ("array", "values", False, False, _N_ValueData_v0, False),
+        ("array", "entity", False, False, _N_EntityData_v0, False, "Entity"),
+        ("array", "values", False, False, _N_ValueData_v0, False, "Values"),
     ),
     (),
+    "DescribeClientQuotasResponse.EntryData",
     (0, (0, 1)),
 )
 _N_EntryData_v1 = (
     _EntryData,
     True,
     (
-        ("array", "entity", True, False, _N_EntityData_v1, False),
-        ("array", "values", True, False, _N_ValueData_v1, False),
+        ("array", "entity", True, False, _N_EntityData_v1, False, "Entity"),
+        ("array", "values", True, False, _N_ValueData_v1, False, "Values"),
     ),
     (),
+    "DescribeClientQuotasResponse.EntryData",
     (0, (0, 1)),
 )
 _N_DescribeClientQuotasResponse_v0 = (
     DescribeClientQuotasResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("array", "entries", False, True, _N_EntryData_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("array", "entries", False, True, _N_EntryData_v0, False, "Entries"),
     ),
     (),
+    "DescribeClientQuotasResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_DescribeClientQuotasResponse_v1 = (
     DescribeClientQuotasResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "entries", True, True, _N_EntryData_v1, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "entries", True, True, _N_EntryData_v1, False, "Entries"),
     ),
     (),
+    "DescribeClientQuotasResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -607,43 +607,47 @@ _N_TopicRequest_v0 = (
     _TopicRequest,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partition_indexes", True, False, "int32", False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partition_indexes", True, False, "int32", False, "PartitionIndexes"),
     ),
     (),
+    "DescribeProducersRequest.TopicRequest",
     (0, (0, 1)),
 )
 _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
     _DescribeProducersRequest_ProducerStateCursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
-        ("int64", "producer_id"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 12),
+        ("int64", "producer_id", 0),
     ),
     (),
+    "DescribeProducersRequest.ProducerStateCursor",
     (0, (0, 1, 2)),
 )
 _N_DescribeProducersRequest_v0 = (
     DescribeProducersRequest,
     True,
     (
-        ("array", "topics", True, False, _N_TopicRequest_v0, False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "topics", True, False, _N_TopicRequest_v0, False, "Topics"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "DescribeProducersRequest",
     (0, (0, 1, 2)),
 )
 _N_DescribeProducersRequest_v1 = (
     DescribeProducersRequest,
     True,
     (
-        ("array", "topics", True, False, _N_TopicRequest_v0, False),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_DescribeProducersRequest_ProducerStateCursor_v1),
+        ("array", "topics", True, False, _N_TopicRequest_v0, False, "Topics"),
+        ("int32", "response_pagination_limit", 4),
+        ("struct", "cursor", True, _N_DescribeProducersRequest_ProducerStateCursor_v1, "Cursor", False),
     ),
     (),
+    "DescribeProducersRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1119,69 +1123,75 @@ _N_ProducerState_v0 = (
     _ProducerState,
     True,
     (
-        ("int64", "producer_id"),
-        ("int32", "producer_epoch"),
-        ("int32", "last_sequence"),
-        ("int64", "last_timestamp"),
-        ("int32", "coordinator_epoch"),
-        ("int64", "current_txn_start_offset"),
+        ("int64", "producer_id", 36),
+        ("int32", "producer_epoch", 0),
+        ("int32", "last_sequence", 0),
+        ("int64", "last_timestamp", 0),
+        ("int32", "coordinator_epoch", 0),
+        ("int64", "current_txn_start_offset", 0),
     ),
     (),
+    "DescribeProducersResponse.ProducerState",
     (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_PartitionResponse_v0 = (
     _PartitionResponse,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "active_producers", True, False, _N_ProducerState_v0, False),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "active_producers", True, False, _N_ProducerState_v0, False, "ActiveProducers"),
     ),
     (),
+    "DescribeProducersResponse.PartitionResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_TopicResponse_v0 = (
     _TopicResponse,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_PartitionResponse_v0, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_PartitionResponse_v0, False, "Partitions"),
     ),
     (),
+    "DescribeProducersResponse.TopicResponse",
     (0, (0, 1)),
 )
 _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
     _DescribeProducersResponse_ProducerStateCursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
-        ("int64", "producer_id"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 12),
+        ("int64", "producer_id", 0),
     ),
     (),
+    "DescribeProducersResponse.ProducerStateCursor",
     (0, (0, 1, 2)),
 )
 _N_DescribeProducersResponse_v0 = (
     DescribeProducersResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_TopicResponse_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_TopicResponse_v0, False, "Topics"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "DescribeProducersResponse",
     (0, (0, 1, 2)),
 )
 _N_DescribeProducersResponse_v1 = (
     DescribeProducersResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_TopicResponse_v0, False),
-        ("struct", "next_cursor", True, _N_DescribeProducersResponse_ProducerStateCursor_v1),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_TopicResponse_v0, False, "Topics"),
+        ("struct", "next_cursor", True, _N_DescribeProducersResponse_ProducerStateCursor_v1, "NextCursor", False),
     ),
     (),
+    "DescribeProducersResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -554,30 +554,33 @@ _N_TopicRequest_v0 = (
     _TopicRequest,
     True,
     (
-        ("string", "name", True, False),
+        ("string", "name", True, False, "Name", False),
     ),
     (),
+    "DescribeTopicPartitionsRequest.TopicRequest",
     (0, (0,)),
 )
 _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
     _DescribeTopicPartitionsRequest_Cursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "DescribeTopicPartitionsRequest.Cursor",
     (0, (0, 1)),
 )
 _N_DescribeTopicPartitionsRequest_v0 = (
     DescribeTopicPartitionsRequest,
     True,
     (
-        ("array", "topics", True, False, _N_TopicRequest_v0, False),
-        ("int32", "response_partition_limit"),
-        ("struct", "cursor", True, _N_DescribeTopicPartitionsRequest_Cursor_v0),
+        ("array", "topics", True, False, _N_TopicRequest_v0, False, "Topics"),
+        ("int32", "response_partition_limit", 4),
+        ("struct", "cursor", True, _N_DescribeTopicPartitionsRequest_Cursor_v0, "Cursor", False),
     ),
     (),
+    "DescribeTopicPartitionsRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1032,52 +1035,56 @@ _N_DescribeTopicPartitionsResponsePartition_v0 = (
     _DescribeTopicPartitionsResponsePartition,
     True,
     (
-        ("int16", "error_code"),
-        ("int32", "partition_index"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("array", "replica_nodes", True, False, "int32", False),
-        ("array", "isr_nodes", True, False, "int32", False),
-        ("array", "eligible_leader_replicas", True, True, "int32", False),
-        ("array", "last_known_elr", True, True, "int32", False),
-        ("array", "offline_replicas", True, False, "int32", False),
+        ("int16", "error_code", 14),
+        ("int32", "partition_index", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
+        ("array", "replica_nodes", True, False, "int32", False, "ReplicaNodes"),
+        ("array", "isr_nodes", True, False, "int32", False, "IsrNodes"),
+        ("array", "eligible_leader_replicas", True, True, "int32", False, "EligibleLeaderReplicas"),
+        ("array", "last_known_elr", True, True, "int32", False, "LastKnownElr"),
+        ("array", "offline_replicas", True, False, "int32", False, "OfflineReplicas"),
     ),
     (),
+    "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition",
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeTopicPartitionsResponseTopic_v0 = (
     _DescribeTopicPartitionsResponseTopic,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "name", True, True),
+        ("int16", "error_code", 2),
+        ("string", "name", True, True, "Name", False),
         ("uuid", "topic_id"),
-        ("bool", "is_internal"),
-        ("array", "partitions", True, False, _N_DescribeTopicPartitionsResponsePartition_v0, False),
-        ("int32", "topic_authorized_operations"),
+        ("bool", "is_internal", 1),
+        ("array", "partitions", True, False, _N_DescribeTopicPartitionsResponsePartition_v0, False, "Partitions"),
+        ("int32", "topic_authorized_operations", 4),
     ),
     (),
+    "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic",
     (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
     _DescribeTopicPartitionsResponse_Cursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "DescribeTopicPartitionsResponse.Cursor",
     (0, (0, 1)),
 )
 _N_DescribeTopicPartitionsResponse_v0 = (
     DescribeTopicPartitionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_DescribeTopicPartitionsResponseTopic_v0, True),
-        ("struct", "next_cursor", True, _N_DescribeTopicPartitionsResponse_Cursor_v0),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_DescribeTopicPartitionsResponseTopic_v0, True, "Topics"),
+        ("struct", "next_cursor", True, _N_DescribeTopicPartitionsResponse_Cursor_v0, "NextCursor", False),
     ),
     (),
+    "DescribeTopicPartitionsResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -502,32 +502,35 @@ _N_DescribeTransactionsRequest_TransactionalCursor_v1 = (
     _DescribeTransactionsRequest_TransactionalCursor,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 8),
     ),
     (),
+    "DescribeTransactionsRequest.TransactionalCursor",
     (0, (0, 1)),
 )
 _N_DescribeTransactionsRequest_v0 = (
     DescribeTransactionsRequest,
     True,
     (
-        ("array", "transactional_ids", True, False, "string", False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("array", "transactional_ids", True, False, "string", False, "TransactionalIds"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "DescribeTransactionsRequest",
     (0, (0, 1, 2)),
 )
 _N_DescribeTransactionsRequest_v1 = (
     DescribeTransactionsRequest,
     True,
     (
-        ("array", "transactional_ids", True, False, "string", False),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_DescribeTransactionsRequest_TransactionalCursor_v1),
+        ("array", "transactional_ids", True, False, "string", False, "TransactionalIds"),
+        ("int32", "response_pagination_limit", 4),
+        ("struct", "cursor", True, _N_DescribeTransactionsRequest_TransactionalCursor_v1, "Cursor", False),
     ),
     (),
+    "DescribeTransactionsRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -937,58 +940,63 @@ _N_TopicData_v0 = (
     _TopicData,
     True,
     (
-        ("string", "topic", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "topic", True, False, "Topic", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "DescribeTransactionsResponse.TopicData",
     (0, (0, 1)),
 )
 _N_TransactionState_v0 = (
     _TransactionState,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "transactional_id", True, False),
-        ("string", "transaction_state", True, False),
-        ("int32", "transaction_timeout_ms"),
-        ("int64", "transaction_start_time_ms"),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("array", "topics", True, False, _N_TopicData_v0, True),
+        ("int16", "error_code", 2),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("string", "transaction_state", True, False, "TransactionState", False),
+        ("int32", "transaction_timeout_ms", 22),
+        ("int64", "transaction_start_time_ms", 0),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
+        ("array", "topics", True, False, _N_TopicData_v0, True, "Topics"),
     ),
     (),
+    "DescribeTransactionsResponse.TransactionState",
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
     _DescribeTransactionsResponse_TransactionalCursor,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 8),
     ),
     (),
+    "DescribeTransactionsResponse.TransactionalCursor",
     (0, (0, 1)),
 )
 _N_DescribeTransactionsResponse_v0 = (
     DescribeTransactionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False, "TransactionStates"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "DescribeTransactionsResponse",
     (0, (0, 1, 2)),
 )
 _N_DescribeTransactionsResponse_v1 = (
     DescribeTransactionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "transaction_states", True, False, _N_TransactionState_v0, False),
-        ("struct", "next_cursor", True, _N_DescribeTransactionsResponse_TransactionalCursor_v1),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "transaction_states", True, False, _N_TransactionState_v0, False, "TransactionStates"),
+        ("struct", "next_cursor", True, _N_DescribeTransactionsResponse_TransactionalCursor_v1, "NextCursor", False),
     ),
     (),
+    "DescribeTransactionsResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

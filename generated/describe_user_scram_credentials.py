@@ -345,18 +345,20 @@ _N_UserName_v0 = (
     _UserName,
     True,
     (
-        ("string", "name", True, False),
+        ("string", "name", True, False, "Name", False),
     ),
     (),
+    "DescribeUserScramCredentialsRequest.UserName",
     (0, (0,)),
 )
 _N_DescribeUserScramCredentialsRequest_v0 = (
     DescribeUserScramCredentialsRequest,
     True,
     (
-        ("array", "users", True, True, _N_UserName_v0, False),
+        ("array", "users", True, True, _N_UserName_v0, False, "Users"),
     ),
     (),
+    "DescribeUserScramCredentialsRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -630,34 +632,37 @@ _N_CredentialInfo_v0 = (
     _CredentialInfo,
     True,
     (
-        ("int8", "mechanism"),
-        ("int32", "iterations"),
+        ("int8", "mechanism", 5),
+        ("int32", "iterations", 0),
     ),
     (),
+    "DescribeUserScramCredentialsResponse.CredentialInfo",
     (0, (0, 1)),
 )
 _N_DescribeUserScramCredentialsResult_v0 = (
     _DescribeUserScramCredentialsResult,
     True,
     (
-        ("string", "user", True, False),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "credential_infos", True, False, _N_CredentialInfo_v0, False),
+        ("string", "user", True, False, "User", False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "credential_infos", True, False, _N_CredentialInfo_v0, False, "CredentialInfos"),
     ),
     (),
+    "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult",
     (0, (0, 1, 2, 3)),
 )
 _N_DescribeUserScramCredentialsResponse_v0 = (
     DescribeUserScramCredentialsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "results", True, False, _N_DescribeUserScramCredentialsResult_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "results", True, False, _N_DescribeUserScramCredentialsResult_v0, False, "Results"),
     ),
     (),
+    "DescribeUserScramCredentialsResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -474,53 +474,58 @@ _N_TopicPartitions_v0 = (
     _TopicPartitions,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, "int32", False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, "int32", False, "Partitions"),
     ),
     (),
+    "ElectLeadersRequest.TopicPartitions",
     (0, (0, 1)),
 )
 _N_TopicPartitions_v2 = (
     _TopicPartitions,
     True,
     (
-        ("string", "topic", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "topic", True, False, "Topic", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ElectLeadersRequest.TopicPartitions",
     (0, (0, 1)),
 )
 _N_ElectLeadersRequest_v0 = (
     ElectLeadersRequest,
     False,
     (
-        ("absent", "election_type", ("value", 0), False),
-        ("array", "topic_partitions", False, True, _N_TopicPartitions_v0, True),
-        ("int32", "timeout_ms"),
+        ("absent", "election_type", ("value", 0), False, "ElectionType"),
+        ("array", "topic_partitions", False, True, _N_TopicPartitions_v0, True, "TopicPartitions"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "ElectLeadersRequest",
     (0, (0, 1, 2)),
 )
 _N_ElectLeadersRequest_v1 = (
     ElectLeadersRequest,
     False,
     (
-        ("int8", "election_type"),
-        ("array", "topic_partitions", False, True, _N_TopicPartitions_v0, True),
-        ("int32", "timeout_ms"),
+        ("int8", "election_type", 1),
+        ("array", "topic_partitions", False, True, _N_TopicPartitions_v0, True, "TopicPartitions"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "ElectLeadersRequest",
     (0, (0, 1, 2)),
 )
 _N_ElectLeadersRequest_v2 = (
     ElectLeadersRequest,
     True,
     (
-        ("int8", "election_type"),
-        ("array", "topic_partitions", True, True, _N_TopicPartitions_v2, True),
-        ("int32", "timeout_ms"),
+        ("int8", "election_type", 1),
+        ("array", "topic_partitions", True, True, _N_TopicPartitions_v2, True, "TopicPartitions"),
+        ("int32", "timeout_ms", 4),
     ),
     (),
+    "ElectLeadersRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -884,75 +889,82 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     False,
     (
-        ("int32", "partition_id"),
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
+        ("int32", "partition_id", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", False, True, "ErrorMessage", False),
     ),
     (),
+    "ElectLeadersResponse.PartitionResult",
     (0, (0, 1, 2)),
 )
 _N_PartitionResult_v2 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition_id"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition_id", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "ElectLeadersResponse.PartitionResult",
     (0, (0, 1, 2)),
 )
 _N_ReplicaElectionResult_v0 = (
     _ReplicaElectionResult,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partition_result", False, False, _N_PartitionResult_v0, False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partition_result", False, False, _N_PartitionResult_v0, False, "PartitionResult"),
     ),
     (),
+    "ElectLeadersResponse.ReplicaElectionResult",
     (0, (0, 1)),
 )
 _N_ReplicaElectionResult_v2 = (
     _ReplicaElectionResult,
     True,
     (
-        ("string", "topic", True, False),
-        ("array", "partition_result", True, False, _N_PartitionResult_v2, False),
+        ("string", "topic", True, False, "Topic", False),
+        ("array", "partition_result", True, False, _N_PartitionResult_v2, False, "PartitionResult"),
     ),
     (),
+    "ElectLeadersResponse.ReplicaElectionResult",
     (0, (0, 1)),
 )
 _N_ElectLeadersResponse_v0 = (
     ElectLeadersResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("absent", "error_code", ("value", 0), False),
-        ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "error_code", ("value", 0), False, "ErrorCode"),
+        ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False, "ReplicaElectionResults"),
     ),
     (),
+    "ElectLeadersResponse",
     (0, (0, 1, 2)),
 )
 _N_ElectLeadersResponse_v1 = (
     ElectLeadersResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "replica_election_results", False, False, _N_ReplicaElectionResult_v0, False, "ReplicaElectionResults"),
     ),
     (),
+    "ElectLeadersResponse",
     (0, (0, 1, 2)),
 )
 _N_ElectLeadersResponse_v2 = (
     ElectLeadersResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "replica_election_results", True, False, _N_ReplicaElectionResult_v2, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "replica_election_results", True, False, _N_ReplicaElectionResult_v2, False, "ReplicaElectionResults"),
     ),
     (),
+    "ElectLeadersResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

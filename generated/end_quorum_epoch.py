@@ -868,89 +868,97 @@ _N_ReplicaInfo_v1 = (
     _ReplicaInfo,
     True,
     (
-        ("int32", "candidate_id"),
+        ("int32", "candidate_id", 4),
         ("uuid", "candidate_directory_id"),
     ),
     (),
+    "EndQuorumEpochRequest.ReplicaInfo",
     (0, (0, 1)),
 )
 _N_EndQuorumEpochRequest_PartitionData_v0 = (
     _EndQuorumEpochRequest_PartitionData,
     False,
     (
-        ("int32", "partition_index"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("array", "preferred_successors", False, False, "int32", False),
-        ("absent", "preferred_candidates", ("list",), True),
+        ("int32", "partition_index", 12),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
+        ("array", "preferred_successors", False, False, "int32", False, "PreferredSuccessors"),
+        ("absent", "preferred_candidates", ("list",), True, "PreferredCandidates"),
     ),
     (),
+    "EndQuorumEpochRequest.PartitionData",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_EndQuorumEpochRequest_PartitionData_v1 = (
     _EndQuorumEpochRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("absent", "preferred_successors", ("list",), True),
-        ("array", "preferred_candidates", True, False, _N_ReplicaInfo_v1, False),
+        ("int32", "partition_index", 12),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
+        ("absent", "preferred_successors", ("list",), True, "PreferredSuccessors"),
+        ("array", "preferred_candidates", True, False, _N_ReplicaInfo_v1, False, "PreferredCandidates"),
     ),
     (),
+    "EndQuorumEpochRequest.PartitionData",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_EndQuorumEpochRequest_TopicData_v0 = (
     _EndQuorumEpochRequest_TopicData,
     False,
     (
-        ("string", "topic_name", False, False),
-        ("array", "partitions", False, False, _N_EndQuorumEpochRequest_PartitionData_v0, False),
+        ("string", "topic_name", False, False, "TopicName", False),
+        ("array", "partitions", False, False, _N_EndQuorumEpochRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "EndQuorumEpochRequest.TopicData",
     (0, (0, 1)),
 )
 _N_EndQuorumEpochRequest_TopicData_v1 = (
     _EndQuorumEpochRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_EndQuorumEpochRequest_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_EndQuorumEpochRequest_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "EndQuorumEpochRequest.TopicData",
     (0, (0, 1)),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "EndQuorumEpochRequest.LeaderEndpoint",
     (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochRequest_v0 = (
     EndQuorumEpochRequest,
     False,
     (
-        ("string", "cluster_id", False, True),
-        ("array", "topics", False, False, _N_EndQuorumEpochRequest_TopicData_v0, False),
-        ("absent", "leader_endpoints", ("keyed",), True),
+        ("string", "cluster_id", False, True, "ClusterId", False),
+        ("array", "topics", False, False, _N_EndQuorumEpochRequest_TopicData_v0, False, "Topics"),
+        ("absent", "leader_endpoints", ("keyed",), True, "LeaderEndpoints"),
     ),
     (),
+    "EndQuorumEpochRequest",
     (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochRequest_v1 = (
     EndQuorumEpochRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("array", "topics", True, False, _N_EndQuorumEpochRequest_TopicData_v1, False),
-        ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("array", "topics", True, False, _N_EndQuorumEpochRequest_TopicData_v1, False, "Topics"),
+        ("array", "leader_endpoints", True, False, _N_LeaderEndpoint_v1, True, "LeaderEndpoints"),
     ),
     (),
+    "EndQuorumEpochRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1478,78 +1486,85 @@ _N_EndQuorumEpochResponse_PartitionData_v0 = (
     _EndQuorumEpochResponse_PartitionData,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition_index", 14),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "EndQuorumEpochResponse.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_EndQuorumEpochResponse_PartitionData_v1 = (
     _EndQuorumEpochResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition_index", 14),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "EndQuorumEpochResponse.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_EndQuorumEpochResponse_TopicData_v0 = (
     _EndQuorumEpochResponse_TopicData,
     False,
     (
-        ("string", "topic_name", False, False),
-        ("array", "partitions", False, False, _N_EndQuorumEpochResponse_PartitionData_v0, False),
+        ("string", "topic_name", False, False, "TopicName", False),
+        ("array", "partitions", False, False, _N_EndQuorumEpochResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "EndQuorumEpochResponse.TopicData",
     (0, (0, 1)),
 )
 _N_EndQuorumEpochResponse_TopicData_v1 = (
     _EndQuorumEpochResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_EndQuorumEpochResponse_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_EndQuorumEpochResponse_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "EndQuorumEpochResponse.TopicData",
     (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "EndQuorumEpochResponse.NodeEndpoint",
     (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochResponse_v0 = (
     EndQuorumEpochResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "topics", False, False, _N_EndQuorumEpochResponse_TopicData_v0, False),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("int16", "error_code", 2),
+        ("array", "topics", False, False, _N_EndQuorumEpochResponse_TopicData_v0, False, "Topics"),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "EndQuorumEpochResponse",
     (1, (0, 1, 2)),
 )
 _N_EndQuorumEpochResponse_v1 = (
     EndQuorumEpochResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_EndQuorumEpochResponse_TopicData_v1, False),
+        ("int16", "error_code", 2),
+        ("array", "topics", True, False, _N_EndQuorumEpochResponse_TopicData_v1, False, "Topics"),
     ),
     (
-        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
+    "EndQuorumEpochResponse",
     (1, (0, 1, -1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

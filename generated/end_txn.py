@@ -229,24 +229,26 @@ _N_EndTxnRequest_v0 = (
     EndTxnRequest,
     False,
     (
-        ("string", "transactional_id", False, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("bool", "committed"),
+        ("string", "transactional_id", False, False, "TransactionalId", False),
+        ("int64", "producer_id", 11),
+        ("int16", "producer_epoch", 0),
+        ("bool", "committed", 0),
     ),
     (),
+    "EndTxnRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_EndTxnRequest_v3 = (
     EndTxnRequest,
     True,
     (
-        ("string", "transactional_id", True, False),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("bool", "committed"),
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("int64", "producer_id", 11),
+        ("int16", "producer_epoch", 0),
+        ("bool", "committed", 0),
     ),
     (),
+    "EndTxnRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -382,36 +384,39 @@ _N_EndTxnResponse_v0 = (
     EndTxnResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("absent", "producer_id", ("value", -1), True),
-        ("absent", "producer_epoch", ("value", -1), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("absent", "producer_id", ("value", -1), True, "ProducerId"),
+        ("absent", "producer_epoch", ("value", -1), True, "ProducerEpoch"),
     ),
     (),
+    "EndTxnResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_EndTxnResponse_v3 = (
     EndTxnResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("absent", "producer_id", ("value", -1), True),
-        ("absent", "producer_epoch", ("value", -1), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("absent", "producer_id", ("value", -1), True, "ProducerId"),
+        ("absent", "producer_epoch", ("value", -1), True, "ProducerEpoch"),
     ),
     (),
+    "EndTxnResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_EndTxnResponse_v5 = (
     EndTxnResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
+        ("int32", "throttle_time_ms", 16),
+        ("int16", "error_code", 0),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
     ),
     (),
+    "EndTxnResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

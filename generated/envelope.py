@@ -186,11 +186,12 @@ _N_EnvelopeRequest_v0 = (
     EnvelopeRequest,
     True,
     (
-        ("bytes", "request_data", True, False, True),
-        ("bytes", "request_principal", True, True, False),
-        ("bytes", "client_host_address", True, False, False),
+        ("bytes", "request_data", True, False, True, "RequestData", False),
+        ("bytes", "request_principal", True, True, False, "RequestPrincipal", False),
+        ("bytes", "client_host_address", True, False, False, "ClientHostAddress", False),
     ),
     (),
+    "EnvelopeRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -275,10 +276,11 @@ _N_EnvelopeResponse_v0 = (
     EnvelopeResponse,
     True,
     (
-        ("bytes", "response_data", True, True, True),
-        ("int16", "error_code"),
+        ("bytes", "response_data", True, True, True, "ResponseData", False),
+        ("int16", "error_code", 2),
     ),
     (),
+    "EnvelopeResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -210,20 +210,22 @@ _N_ExpireDelegationTokenRequest_v0 = (
     ExpireDelegationTokenRequest,
     False,
     (
-        ("bytes", "hmac", False, False, False),
-        ("int64", "expiry_time_period_ms"),
+        ("bytes", "hmac", False, False, False, "Hmac", False),
+        ("int64", "expiry_time_period_ms", 8),
     ),
     (),
+    "ExpireDelegationTokenRequest",
     (0, (0, 1)),
 )
 _N_ExpireDelegationTokenRequest_v2 = (
     ExpireDelegationTokenRequest,
     True,
     (
-        ("bytes", "hmac", True, False, False),
-        ("int64", "expiry_time_period_ms"),
+        ("bytes", "hmac", True, False, False, "Hmac", False),
+        ("int64", "expiry_time_period_ms", 8),
     ),
     (),
+    "ExpireDelegationTokenRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -334,22 +336,24 @@ _N_ExpireDelegationTokenResponse_v0 = (
     ExpireDelegationTokenResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "ExpireDelegationTokenResponse",
     (0, (0, 1, 2)),
 )
 _N_ExpireDelegationTokenResponse_v2 = (
     ExpireDelegationTokenResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "ExpireDelegationTokenResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -921,83 +921,90 @@ _N_FetchSnapshotRequest_SnapshotId_v0 = (
     _FetchSnapshotRequest_SnapshotId,
     True,
     (
-        ("int64", "end_offset"),
-        ("int32", "epoch"),
+        ("int64", "end_offset", 12),
+        ("int32", "epoch", 0),
     ),
     (),
+    "FetchSnapshotRequest.SnapshotId",
     (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
     _FetchSnapshotRequest_PartitionSnapshot,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "current_leader_epoch"),
-        ("struct", "snapshot_id", False, _N_FetchSnapshotRequest_SnapshotId_v0),
-        ("int64", "position"),
-        ("absent", "replica_directory_id", ("value", ZERO_UUID), True),
+        ("int32", "partition", 8),
+        ("int32", "current_leader_epoch", 0),
+        ("struct", "snapshot_id", False, _N_FetchSnapshotRequest_SnapshotId_v0, "SnapshotId", False),
+        ("int64", "position", 8),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True, "ReplicaDirectoryId"),
     ),
     (),
+    "FetchSnapshotRequest.PartitionSnapshot",
     (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
     _FetchSnapshotRequest_PartitionSnapshot,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "current_leader_epoch"),
-        ("struct", "snapshot_id", False, _N_FetchSnapshotRequest_SnapshotId_v0),
-        ("int64", "position"),
+        ("int32", "partition", 8),
+        ("int32", "current_leader_epoch", 0),
+        ("struct", "snapshot_id", False, _N_FetchSnapshotRequest_SnapshotId_v0, "SnapshotId", False),
+        ("int64", "position", 8),
     ),
     (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
+    "FetchSnapshotRequest.PartitionSnapshot",
     (1, (0, 1, 2, 3, -1)),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
     _FetchSnapshotRequest_TopicSnapshot,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v0, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v0, False, "Partitions"),
     ),
     (),
+    "FetchSnapshotRequest.TopicSnapshot",
     (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
     _FetchSnapshotRequest_TopicSnapshot,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v1, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_FetchSnapshotRequest_PartitionSnapshot_v1, False, "Partitions"),
     ),
     (),
+    "FetchSnapshotRequest.TopicSnapshot",
     (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_v0 = (
     FetchSnapshotRequest,
     True,
     (
-        ("int32", "replica_id"),
-        ("int32", "max_bytes"),
-        ("array", "topics", True, False, _N_FetchSnapshotRequest_TopicSnapshot_v0, False),
+        ("int32", "replica_id", 8),
+        ("int32", "max_bytes", 0),
+        ("array", "topics", True, False, _N_FetchSnapshotRequest_TopicSnapshot_v0, False, "Topics"),
     ),
     (
-        (0, ("string", "cluster_id", True, True), ("value", None)),
+        (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
+    "FetchSnapshotRequest",
     (1, (-1, 0, 1, 2)),
 )
 _N_FetchSnapshotRequest_v1 = (
     FetchSnapshotRequest,
     True,
     (
-        ("int32", "replica_id"),
-        ("int32", "max_bytes"),
-        ("array", "topics", True, False, _N_FetchSnapshotRequest_TopicSnapshot_v1, False),
+        ("int32", "replica_id", 8),
+        ("int32", "max_bytes", 0),
+        ("array", "topics", True, False, _N_FetchSnapshotRequest_TopicSnapshot_v1, False, "Topics"),
     ),
     (
-        (0, ("string", "cluster_id", True, True), ("value", None)),
+        (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
+    "FetchSnapshotRequest",
     (1, (-1, 0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1614,82 +1621,89 @@ _N_FetchSnapshotResponse_SnapshotId_v0 = (
     _FetchSnapshotResponse_SnapshotId,
     True,
     (
-        ("int64", "end_offset"),
-        ("int32", "epoch"),
+        ("int64", "end_offset", 12),
+        ("int32", "epoch", 0),
     ),
     (),
+    "FetchSnapshotResponse.SnapshotId",
     (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v0 = (
     _LeaderIdAndEpoch,
     True,
     (
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "FetchSnapshotResponse.LeaderIdAndEpoch",
     (0, (0, 1)),
 )
 _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
     _FetchSnapshotResponse_PartitionSnapshot,
     True,
     (
-        ("int32", "index"),
-        ("int16", "error_code"),
-        ("struct", "snapshot_id", False, _N_FetchSnapshotResponse_SnapshotId_v0),
-        ("int64", "size"),
-        ("int64", "position"),
-        ("bytes", "unaligned_records", True, False, True),
+        ("int32", "index", 6),
+        ("int16", "error_code", 0),
+        ("struct", "snapshot_id", False, _N_FetchSnapshotResponse_SnapshotId_v0, "SnapshotId", False),
+        ("int64", "size", 16),
+        ("int64", "position", 0),
+        ("bytes", "unaligned_records", True, False, True, "UnalignedRecords", False),
     ),
     (
-        (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
+        (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
+    "FetchSnapshotResponse.PartitionSnapshot",
     (1, (0, 1, 2, -1, 3, 4, 5)),
 )
 _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
     _FetchSnapshotResponse_TopicSnapshot,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_FetchSnapshotResponse_PartitionSnapshot_v0, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_FetchSnapshotResponse_PartitionSnapshot_v0, False, "Partitions"),
     ),
     (),
+    "FetchSnapshotResponse.TopicSnapshot",
     (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "FetchSnapshotResponse.NodeEndpoint",
     (0, (0, 1, 2)),
 )
 _N_FetchSnapshotResponse_v0 = (
     FetchSnapshotResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_FetchSnapshotResponse_TopicSnapshot_v0, False),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "topics", True, False, _N_FetchSnapshotResponse_TopicSnapshot_v0, False, "Topics"),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "FetchSnapshotResponse",
     (1, (0, 1, 2, 3)),
 )
 _N_FetchSnapshotResponse_v1 = (
     FetchSnapshotResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_FetchSnapshotResponse_TopicSnapshot_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "topics", True, False, _N_FetchSnapshotResponse_TopicSnapshot_v0, False, "Topics"),
     ),
     (
-        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
+    "FetchSnapshotResponse",
     (1, (0, 1, 2, -1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -223,6 +223,7 @@ _N_GetTelemetrySubscriptionsRequest_v0 = (
         ("uuid", "client_instance_id"),
     ),
     (),
+    "GetTelemetrySubscriptionsRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -365,17 +366,18 @@ _N_GetTelemetrySubscriptionsResponse_v0 = (
     GetTelemetrySubscriptionsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
         ("uuid", "client_instance_id"),
-        ("int32", "subscription_id"),
-        ("array", "accepted_compression_types", True, False, "int8", False),
-        ("int32", "push_interval_ms"),
-        ("int32", "telemetry_max_bytes"),
-        ("bool", "delta_temporality"),
-        ("array", "requested_metrics", True, False, "string", False),
+        ("int32", "subscription_id", 4),
+        ("array", "accepted_compression_types", True, False, "int8", False, "AcceptedCompressionTypes"),
+        ("int32", "push_interval_ms", 9),
+        ("int32", "telemetry_max_bytes", 0),
+        ("bool", "delta_temporality", 0),
+        ("array", "requested_metrics", True, False, "string", False, "RequestedMetrics"),
     ),
     (),
+    "GetTelemetrySubscriptionsResponse",
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

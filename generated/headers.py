@@ -235,36 +235,39 @@ _N_RequestHeader_v0 = (
     RequestHeader,
     False,
     (
-        ("int16", "request_api_key"),
-        ("int16", "request_api_version"),
-        ("int32", "correlation_id"),
-        ("absent", "client_id", ("value", ''), True),
+        ("int16", "request_api_key", 8),
+        ("int16", "request_api_version", 0),
+        ("int32", "correlation_id", 0),
+        ("absent", "client_id", ("value", ''), True, "ClientId"),
     ),
     (),
+    "RequestHeader",
     (0, (0, 1, 2, 3)),
 )
 _N_RequestHeader_v1 = (
     RequestHeader,
     False,
     (
-        ("int16", "request_api_key"),
-        ("int16", "request_api_version"),
-        ("int32", "correlation_id"),
-        ("string", "client_id", False, True),
+        ("int16", "request_api_key", 8),
+        ("int16", "request_api_version", 0),
+        ("int32", "correlation_id", 0),
+        ("string", "client_id", False, True, "ClientId", False),
     ),
     (),
+    "RequestHeader",
     (0, (0, 1, 2, 3)),
 )
 _N_RequestHeader_v2 = (
     RequestHeader,
     True,
     (
-        ("int16", "request_api_key"),
-        ("int16", "request_api_version"),
-        ("int32", "correlation_id"),
-        ("string", "client_id", False, True),
+        ("int16", "request_api_key", 8),
+        ("int16", "request_api_version", 0),
+        ("int32", "correlation_id", 0),
+        ("string", "client_id", False, True, "ClientId", False),
     ),
     (),
+    "RequestHeader",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -365,18 +368,20 @@ _N_ResponseHeader_v0 = (
     ResponseHeader,
     False,
     (
-        ("int32", "correlation_id"),
+        ("int32", "correlation_id", 4),
     ),
     (),
+    "ResponseHeader",
     (0, (0,)),
 )
 _N_ResponseHeader_v1 = (
     ResponseHeader,
     True,
     (
-        ("int32", "correlation_id"),
+        ("int32", "correlation_id", 4),
     ),
     (),
+    "ResponseHeader",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

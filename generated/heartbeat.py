@@ -281,36 +281,39 @@ _N_HeartbeatRequest_v0 = (
     HeartbeatRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id"),
-        ("string", "member_id", False, False),
-        ("absent", "group_instance_id", ("value", None), False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
     ),
     (),
+    "HeartbeatRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_HeartbeatRequest_v3 = (
     HeartbeatRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("int32", "generation_id"),
-        ("string", "member_id", False, False),
-        ("string", "group_instance_id", False, True),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("int32", "generation_id", 4),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("string", "group_instance_id", False, True, "GroupInstanceId", False),
     ),
     (),
+    "HeartbeatRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_HeartbeatRequest_v4 = (
     HeartbeatRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("int32", "generation_id"),
-        ("string", "member_id", True, False),
-        ("string", "group_instance_id", True, True),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int32", "generation_id", 4),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
     ),
     (),
+    "HeartbeatRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -433,30 +436,33 @@ _N_HeartbeatResponse_v0 = (
     HeartbeatResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("int16", "error_code"),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("int16", "error_code", 2),
     ),
     (),
+    "HeartbeatResponse",
     (0, (0, 1)),
 )
 _N_HeartbeatResponse_v1 = (
     HeartbeatResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "HeartbeatResponse",
     (0, (0, 1)),
 )
 _N_HeartbeatResponse_v4 = (
     HeartbeatResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "HeartbeatResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -551,64 +551,70 @@ _N_AlterableConfig_v0 = (
     _AlterableConfig,
     False,
     (
-        ("string", "name", False, False),
-        ("int8", "config_operation"),
-        ("string", "value", False, True),
+        ("string", "name", False, False, "Name", False),
+        ("int8", "config_operation", 1),
+        ("string", "value", False, True, "Value", False),
     ),
     (),
+    "IncrementalAlterConfigsRequest.AlterableConfig",
     (0, (0, 1, 2)),
 )
 _N_AlterableConfig_v1 = (
     _AlterableConfig,
     True,
     (
-        ("string", "name", True, False),
-        ("int8", "config_operation"),
-        ("string", "value", True, True),
+        ("string", "name", True, False, "Name", False),
+        ("int8", "config_operation", 1),
+        ("string", "value", True, True, "Value", False),
     ),
     (),
+    "IncrementalAlterConfigsRequest.AlterableConfig",
     (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
     False,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", False, False),
-        ("array", "configs", False, False, _N_AlterableConfig_v0, True),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", False, False, "ResourceName", False),
+        ("array", "configs", False, False, _N_AlterableConfig_v0, True, "Configs"),
     ),
     (),
+    "IncrementalAlterConfigsRequest.AlterConfigsResource",
     (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v1 = (
     _AlterConfigsResource,
     True,
     (
-        ("int8", "resource_type"),
-        ("string", "resource_name", True, False),
-        ("array", "configs", True, False, _N_AlterableConfig_v1, True),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", True, False, "ResourceName", False),
+        ("array", "configs", True, False, _N_AlterableConfig_v1, True, "Configs"),
     ),
     (),
+    "IncrementalAlterConfigsRequest.AlterConfigsResource",
     (0, (0, 1, 2)),
 )
 _N_IncrementalAlterConfigsRequest_v0 = (
     IncrementalAlterConfigsRequest,
     False,
     (
-        ("array", "resources", False, False, _N_AlterConfigsResource_v0, True),
-        ("bool", "validate_only"),
+        ("array", "resources", False, False, _N_AlterConfigsResource_v0, True, "Resources"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "IncrementalAlterConfigsRequest",
     (0, (0, 1)),
 )
 _N_IncrementalAlterConfigsRequest_v1 = (
     IncrementalAlterConfigsRequest,
     True,
     (
-        ("array", "resources", True, False, _N_AlterConfigsResource_v1, True),
-        ("bool", "validate_only"),
+        ("array", "resources", True, False, _N_AlterConfigsResource_v1, True, "Resources"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "IncrementalAlterConfigsRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -897,44 +903,48 @@ _N_AlterConfigsResourceResponse_v0 = (
     _AlterConfigsResourceResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("int8", "resource_type"),
-        ("string", "resource_name", False, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", False, False, "ResourceName", False),
     ),
     (),
+    "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResourceResponse_v1 = (
     _AlterConfigsResourceResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int8", "resource_type"),
-        ("string", "resource_name", True, False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int8", "resource_type", 1),
+        ("string", "resource_name", True, False, "ResourceName", False),
     ),
     (),
+    "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_IncrementalAlterConfigsResponse_v0 = (
     IncrementalAlterConfigsResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", False, False, _N_AlterConfigsResourceResponse_v0, False, "Responses"),
     ),
     (),
+    "IncrementalAlterConfigsResponse",
     (0, (0, 1)),
 )
 _N_IncrementalAlterConfigsResponse_v1 = (
     IncrementalAlterConfigsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v1, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "responses", True, False, _N_AlterConfigsResourceResponse_v1, False, "Responses"),
     ),
     (),
+    "IncrementalAlterConfigsResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -282,36 +282,39 @@ _N_InitProducerIdRequest_v0 = (
     InitProducerIdRequest,
     False,
     (
-        ("string", "transactional_id", False, True),
-        ("int32", "transaction_timeout_ms"),
-        ("absent", "producer_id", ("value", -1), False),
-        ("absent", "producer_epoch", ("value", -1), False),
+        ("string", "transactional_id", False, True, "TransactionalId", False),
+        ("int32", "transaction_timeout_ms", 4),
+        ("absent", "producer_id", ("value", -1), False, "ProducerId"),
+        ("absent", "producer_epoch", ("value", -1), False, "ProducerEpoch"),
     ),
     (),
+    "InitProducerIdRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdRequest_v2 = (
     InitProducerIdRequest,
     True,
     (
-        ("string", "transactional_id", True, True),
-        ("int32", "transaction_timeout_ms"),
-        ("absent", "producer_id", ("value", -1), False),
-        ("absent", "producer_epoch", ("value", -1), False),
+        ("string", "transactional_id", True, True, "TransactionalId", False),
+        ("int32", "transaction_timeout_ms", 4),
+        ("absent", "producer_id", ("value", -1), False, "ProducerId"),
+        ("absent", "producer_epoch", ("value", -1), False, "ProducerEpoch"),
     ),
     (),
+    "InitProducerIdRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdRequest_v3 = (
     InitProducerIdRequest,
     True,
     (
-        ("string", "transactional_id", True, True),
-        ("int32", "transaction_timeout_ms"),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
+        ("string", "transactional_id", True, True, "TransactionalId", False),
+        ("int32", "transaction_timeout_ms", 14),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
     ),
     (),
+    "InitProducerIdRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -429,24 +432,26 @@ _N_InitProducerIdResponse_v0 = (
     InitProducerIdResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
+        ("int32", "throttle_time_ms", 16),
+        ("int16", "error_code", 0),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
     ),
     (),
+    "InitProducerIdResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdResponse_v2 = (
     InitProducerIdResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
+        ("int32", "throttle_time_ms", 16),
+        ("int16", "error_code", 0),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
     ),
     (),
+    "InitProducerIdResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -442,11 +442,12 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "state_epoch"),
-        ("int64", "start_offset"),
+        ("int32", "partition", 16),
+        ("int32", "state_epoch", 0),
+        ("int64", "start_offset", 0),
     ),
     (),
+    "InitializeShareGroupStateRequest.PartitionData",
     (0, (0, 1, 2)),
 )
 _N_InitializeStateData_v0 = (
@@ -454,19 +455,21 @@ _N_InitializeStateData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "InitializeShareGroupStateRequest.InitializeStateData",
     (0, (0, 1)),
 )
 _N_InitializeShareGroupStateRequest_v0 = (
     InitializeShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_InitializeStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_InitializeStateData_v0, False, "Topics"),
     ),
     (),
+    "InitializeShareGroupStateRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -719,11 +722,12 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "InitializeShareGroupStateResponse.PartitionResult",
     (0, (0, 1, 2)),
 )
 _N_InitializeStateResult_v0 = (
@@ -731,18 +735,20 @@ _N_InitializeStateResult_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "InitializeShareGroupStateResponse.InitializeStateResult",
     (0, (0, 1)),
 )
 _N_InitializeShareGroupStateResponse_v0 = (
     InitializeShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_InitializeStateResult_v0, False),
+        ("array", "results", True, False, _N_InitializeStateResult_v0, False, "Results"),
     ),
     (),
+    "InitializeShareGroupStateResponse",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

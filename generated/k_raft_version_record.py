@@ -129,10 +129,11 @@ _N_KRaftVersionRecord_v0 = (
     KRaftVersionRecord,
     True,
     (
-        ("int16", "version"),
-        ("int16", "k_raft_version"),
+        ("int16", "version", 4),
+        ("int16", "k_raft_version", 0),
     ),
     (),
+    "KRaftVersionRecord",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -299,44 +299,48 @@ _N_Voter_v0 = (
     _Voter,
     True,
     (
-        ("int32", "voter_id"),
-        ("absent", "voter_directory_id", ("value", ZERO_UUID), False),
+        ("int32", "voter_id", 4),
+        ("absent", "voter_directory_id", ("value", ZERO_UUID), False, "VoterDirectoryId"),
     ),
     (),
+    "LeaderChangeMessage.Voter",
     (0, (0, 1)),
 )
 _N_Voter_v1 = (
     _Voter,
     True,
     (
-        ("int32", "voter_id"),
+        ("int32", "voter_id", 4),
         ("uuid", "voter_directory_id"),
     ),
     (),
+    "LeaderChangeMessage.Voter",
     (0, (0, 1)),
 )
 _N_LeaderChangeMessage_v0 = (
     LeaderChangeMessage,
     True,
     (
-        ("int16", "version"),
-        ("int32", "leader_id"),
-        ("array", "voters", True, False, _N_Voter_v0, False),
-        ("array", "granting_voters", True, False, _N_Voter_v0, False),
+        ("int16", "version", 6),
+        ("int32", "leader_id", 0),
+        ("array", "voters", True, False, _N_Voter_v0, False, "Voters"),
+        ("array", "granting_voters", True, False, _N_Voter_v0, False, "GrantingVoters"),
     ),
     (),
+    "LeaderChangeMessage",
     (0, (0, 1, 2, 3)),
 )
 _N_LeaderChangeMessage_v1 = (
     LeaderChangeMessage,
     True,
     (
-        ("int16", "version"),
-        ("int32", "leader_id"),
-        ("array", "voters", True, False, _N_Voter_v1, False),
-        ("array", "granting_voters", True, False, _N_Voter_v1, False),
+        ("int16", "version", 6),
+        ("int32", "leader_id", 0),
+        ("array", "voters", True, False, _N_Voter_v1, False, "Voters"),
+        ("array", "granting_voters", True, False, _N_Voter_v1, False, "GrantingVoters"),
     ),
     (),
+    "LeaderChangeMessage",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

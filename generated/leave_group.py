@@ -495,77 +495,84 @@ _N_MemberIdentity_v3 = (
     _MemberIdentity,
     False,
     (
-        ("string", "member_id", False, False),
-        ("string", "group_instance_id", False, True),
-        ("absent", "reason", ("value", None), True),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("string", "group_instance_id", False, True, "GroupInstanceId", False),
+        ("absent", "reason", ("value", None), True, "Reason"),
     ),
     (),
+    "LeaveGroupRequest.MemberIdentity",
     (0, (0, 1, 2)),
 )
 _N_MemberIdentity_v4 = (
     _MemberIdentity,
     True,
     (
-        ("string", "member_id", True, False),
-        ("string", "group_instance_id", True, True),
-        ("absent", "reason", ("value", None), True),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("absent", "reason", ("value", None), True, "Reason"),
     ),
     (),
+    "LeaveGroupRequest.MemberIdentity",
     (0, (0, 1, 2)),
 )
 _N_MemberIdentity_v5 = (
     _MemberIdentity,
     True,
     (
-        ("string", "member_id", True, False),
-        ("string", "group_instance_id", True, True),
-        ("string", "reason", True, True),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("string", "reason", True, True, "Reason", False),
     ),
     (),
+    "LeaveGroupRequest.MemberIdentity",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v0 = (
     LeaveGroupRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("string", "member_id", False, False),
-        ("absent", "members", ("list",), False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("absent", "members", ("list",), False, "Members"),
     ),
     (),
+    "LeaveGroupRequest",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v3 = (
     LeaveGroupRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("absent", "member_id", ("value", ''), False),
-        ("array", "members", False, False, _N_MemberIdentity_v3, False),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("absent", "member_id", ("value", ''), False, "MemberId"),
+        ("array", "members", False, False, _N_MemberIdentity_v3, False, "Members"),
     ),
     (),
+    "LeaveGroupRequest",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v4 = (
     LeaveGroupRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("absent", "member_id", ("value", ''), False),
-        ("array", "members", True, False, _N_MemberIdentity_v4, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("absent", "member_id", ("value", ''), False, "MemberId"),
+        ("array", "members", True, False, _N_MemberIdentity_v4, False, "Members"),
     ),
     (),
+    "LeaveGroupRequest",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v5 = (
     LeaveGroupRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("absent", "member_id", ("value", ''), False),
-        ("array", "members", True, False, _N_MemberIdentity_v5, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("absent", "member_id", ("value", ''), False, "MemberId"),
+        ("array", "members", True, False, _N_MemberIdentity_v5, False, "Members"),
     ),
     (),
+    "LeaveGroupRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -852,66 +859,72 @@ _N_MemberResponse_v3 = (
     _MemberResponse,
     False,
     (
-        ("string", "member_id", False, False),
-        ("string", "group_instance_id", False, True),
-        ("int16", "error_code"),
+        ("string", "member_id", False, False, "MemberId", False),
+        ("string", "group_instance_id", False, True, "GroupInstanceId", False),
+        ("int16", "error_code", 2),
     ),
     (),
+    "LeaveGroupResponse.MemberResponse",
     (0, (0, 1, 2)),
 )
 _N_MemberResponse_v4 = (
     _MemberResponse,
     True,
     (
-        ("string", "member_id", True, False),
-        ("string", "group_instance_id", True, True),
-        ("int16", "error_code"),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("int16", "error_code", 2),
     ),
     (),
+    "LeaveGroupResponse.MemberResponse",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v0 = (
     LeaveGroupResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("int16", "error_code"),
-        ("absent", "members", ("list",), False),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("int16", "error_code", 2),
+        ("absent", "members", ("list",), False, "Members"),
     ),
     (),
+    "LeaveGroupResponse",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v1 = (
     LeaveGroupResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("absent", "members", ("list",), False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("absent", "members", ("list",), False, "Members"),
     ),
     (),
+    "LeaveGroupResponse",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v3 = (
     LeaveGroupResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "members", False, False, _N_MemberResponse_v3, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "members", False, False, _N_MemberResponse_v3, False, "Members"),
     ),
     (),
+    "LeaveGroupResponse",
     (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v4 = (
     LeaveGroupResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "members", True, False, _N_MemberResponse_v4, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "members", True, False, _N_MemberResponse_v4, False, "Members"),
     ),
     (),
+    "LeaveGroupResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

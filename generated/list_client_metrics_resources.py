@@ -203,6 +203,7 @@ _N_ListClientMetricsResourcesRequest_v0 = (
     True,
     (),
     (),
+    "ListClientMetricsResourcesRequest",
     (0, ()),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -352,20 +353,22 @@ _N_ClientMetricsResource_v0 = (
     _ClientMetricsResource,
     True,
     (
-        ("string", "name", True, False),
+        ("string", "name", True, False, "Name", False),
     ),
     (),
+    "ListClientMetricsResourcesResponse.ClientMetricsResource",
     (0, (0,)),
 )
 _N_ListClientMetricsResourcesResponse_v0 = (
     ListClientMetricsResourcesResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("array", "client_metrics_resources", True, False, _N_ClientMetricsResource_v0, False),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "client_metrics_resources", True, False, _N_ClientMetricsResource_v0, False, "ClientMetricsResources"),
     ),
     (),
+    "ListClientMetricsResourcesResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

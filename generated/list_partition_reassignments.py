@@ -629,44 +629,48 @@ _N_ListPartitionReassignmentsTopics_v0 = (
     _ListPartitionReassignmentsTopics,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partition_indexes", True, False, "int32", False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partition_indexes", True, False, "int32", False, "PartitionIndexes"),
     ),
     (),
+    "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics",
     (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
     _ListPartitionReassignmentsRequest_Cursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "ListPartitionReassignmentsRequest.Cursor",
     (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsRequest_v0 = (
     ListPartitionReassignmentsRequest,
     True,
     (
-        ("int32", "timeout_ms"),
-        ("array", "topics", True, True, _N_ListPartitionReassignmentsTopics_v0, False),
-        ("absent", "response_pagination_limit", ("value", 2000), True),
-        ("absent", "cursor", ("value", None), True),
+        ("int32", "timeout_ms", 4),
+        ("array", "topics", True, True, _N_ListPartitionReassignmentsTopics_v0, False, "Topics"),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
     (),
+    "ListPartitionReassignmentsRequest",
     (0, (0, 1, 2, 3)),
 )
 _N_ListPartitionReassignmentsRequest_v1 = (
     ListPartitionReassignmentsRequest,
     True,
     (
-        ("int32", "timeout_ms"),
-        ("array", "topics", True, True, _N_ListPartitionReassignmentsTopics_v0, False),
-        ("int32", "response_pagination_limit"),
-        ("struct", "cursor", True, _N_ListPartitionReassignmentsRequest_Cursor_v1),
+        ("int32", "timeout_ms", 4),
+        ("array", "topics", True, True, _N_ListPartitionReassignmentsTopics_v0, False, "Topics"),
+        ("int32", "response_pagination_limit", 4),
+        ("struct", "cursor", True, _N_ListPartitionReassignmentsRequest_Cursor_v1, "Cursor", False),
     ),
     (),
+    "ListPartitionReassignmentsRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1117,58 +1121,63 @@ _N_OngoingPartitionReassignment_v0 = (
     _OngoingPartitionReassignment,
     True,
     (
-        ("int32", "partition_index"),
-        ("array", "replicas", True, False, "int32", False),
-        ("array", "adding_replicas", True, False, "int32", False),
-        ("array", "removing_replicas", True, False, "int32", False),
+        ("int32", "partition_index", 4),
+        ("array", "replicas", True, False, "int32", False, "Replicas"),
+        ("array", "adding_replicas", True, False, "int32", False, "AddingReplicas"),
+        ("array", "removing_replicas", True, False, "int32", False, "RemovingReplicas"),
     ),
     (),
+    "ListPartitionReassignmentsResponse.OngoingPartitionReassignment",
     (0, (0, 1, 2, 3)),
 )
 _N_OngoingTopicReassignment_v0 = (
     _OngoingTopicReassignment,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_OngoingPartitionReassignment_v0, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_OngoingPartitionReassignment_v0, False, "Partitions"),
     ),
     (),
+    "ListPartitionReassignmentsResponse.OngoingTopicReassignment",
     (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
     _ListPartitionReassignmentsResponse_Cursor,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("int32", "partition_index"),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "ListPartitionReassignmentsResponse.Cursor",
     (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsResponse_v0 = (
     ListPartitionReassignmentsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "topics", True, False, _N_OngoingTopicReassignment_v0, False),
-        ("absent", "next_cursor", ("value", None), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "topics", True, False, _N_OngoingTopicReassignment_v0, False, "Topics"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
+    "ListPartitionReassignmentsResponse",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_ListPartitionReassignmentsResponse_v1 = (
     ListPartitionReassignmentsResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "topics", True, False, _N_OngoingTopicReassignment_v0, False),
-        ("struct", "next_cursor", True, _N_ListPartitionReassignmentsResponse_Cursor_v1),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "topics", True, False, _N_OngoingTopicReassignment_v0, False, "Topics"),
+        ("struct", "next_cursor", True, _N_ListPartitionReassignmentsResponse_Cursor_v1, "NextCursor", False),
     ),
     (),
+    "ListPartitionReassignmentsResponse",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

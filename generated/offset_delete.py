@@ -421,29 +421,32 @@ _N_OffsetDeleteRequestPartition_v0 = (
     _OffsetDeleteRequestPartition,
     False,
     (
-        ("int32", "partition_index"),
+        ("int32", "partition_index", 4),
     ),
     (),
+    "OffsetDeleteRequest.OffsetDeleteRequestPartition",
     (0, (0,)),
 )
 _N_OffsetDeleteRequestTopic_v0 = (
     _OffsetDeleteRequestTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_OffsetDeleteRequestPartition_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_OffsetDeleteRequestPartition_v0, False, "Partitions"),
     ),
     (),
+    "OffsetDeleteRequest.OffsetDeleteRequestTopic",
     (0, (0, 1)),
 )
 _N_OffsetDeleteRequest_v0 = (
     OffsetDeleteRequest,
     False,
     (
-        ("string", "group_id", False, False),
-        ("array", "topics", False, False, _N_OffsetDeleteRequestTopic_v0, True),
+        ("string", "group_id", False, False, "GroupId", False),
+        ("array", "topics", False, False, _N_OffsetDeleteRequestTopic_v0, True, "Topics"),
     ),
     (),
+    "OffsetDeleteRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -685,31 +688,34 @@ _N_OffsetDeleteResponsePartition_v0 = (
     _OffsetDeleteResponsePartition,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "OffsetDeleteResponse.OffsetDeleteResponsePartition",
     (0, (0, 1)),
 )
 _N_OffsetDeleteResponseTopic_v0 = (
     _OffsetDeleteResponseTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_OffsetDeleteResponsePartition_v0, True),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_OffsetDeleteResponsePartition_v0, True, "Partitions"),
     ),
     (),
+    "OffsetDeleteResponse.OffsetDeleteResponseTopic",
     (0, (0, 1)),
 )
 _N_OffsetDeleteResponse_v0 = (
     OffsetDeleteResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", False, False, _N_OffsetDeleteResponseTopic_v0, True),
+        ("int16", "error_code", 6),
+        ("int32", "throttle_time_ms", 0),
+        ("array", "topics", False, False, _N_OffsetDeleteResponseTopic_v0, True, "Topics"),
     ),
     (),
+    "OffsetDeleteResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -651,103 +651,113 @@ _N_OffsetForLeaderPartition_v0 = (
     _OffsetForLeaderPartition,
     False,
     (
-        ("int32", "partition"),
-        ("absent", "current_leader_epoch", ("value", -1), True),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 4),
+        ("absent", "current_leader_epoch", ("value", -1), True, "CurrentLeaderEpoch"),
+        ("int32", "leader_epoch", 4),
     ),
     (),
+    "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
     (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderPartition_v2 = (
     _OffsetForLeaderPartition,
     False,
     (
-        ("int32", "partition"),
-        ("int32", "current_leader_epoch"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 12),
+        ("int32", "current_leader_epoch", 0),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
     (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderPartition_v4 = (
     _OffsetForLeaderPartition,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "current_leader_epoch"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 12),
+        ("int32", "current_leader_epoch", 0),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
     (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderTopic_v0 = (
     _OffsetForLeaderTopic,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v0, False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v0, False, "Partitions"),
     ),
     (),
+    "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderTopic_v2 = (
     _OffsetForLeaderTopic,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v2, False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, _N_OffsetForLeaderPartition_v2, False, "Partitions"),
     ),
     (),
+    "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderTopic_v4 = (
     _OffsetForLeaderTopic,
     True,
     (
-        ("string", "topic", True, False),
-        ("array", "partitions", True, False, _N_OffsetForLeaderPartition_v4, False),
+        ("string", "topic", True, False, "Topic", False),
+        ("array", "partitions", True, False, _N_OffsetForLeaderPartition_v4, False, "Partitions"),
     ),
     (),
+    "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v0 = (
     OffsetForLeaderEpochRequest,
     False,
     (
-        ("absent", "replica_id", ("value", -2), True),
-        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v0, True),
+        ("absent", "replica_id", ("value", -2), True, "ReplicaId"),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v0, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochRequest",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v2 = (
     OffsetForLeaderEpochRequest,
     False,
     (
-        ("absent", "replica_id", ("value", -2), True),
-        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True),
+        ("absent", "replica_id", ("value", -2), True, "ReplicaId"),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochRequest",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v3 = (
     OffsetForLeaderEpochRequest,
     False,
     (
-        ("int32", "replica_id"),
-        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True),
+        ("int32", "replica_id", 4),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopic_v2, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochRequest",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v4 = (
     OffsetForLeaderEpochRequest,
     True,
     (
-        ("int32", "replica_id"),
-        ("array", "topics", True, False, _N_OffsetForLeaderTopic_v4, True),
+        ("int32", "replica_id", 4),
+        ("array", "topics", True, False, _N_OffsetForLeaderTopic_v4, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1205,106 +1215,116 @@ _N_EpochEndOffset_v0 = (
     _EpochEndOffset,
     False,
     (
-        ("int16", "error_code"),
-        ("int32", "partition"),
-        ("absent", "leader_epoch", ("value", -1), True),
-        ("int64", "end_offset"),
+        ("int16", "error_code", 6),
+        ("int32", "partition", 0),
+        ("absent", "leader_epoch", ("value", -1), True, "LeaderEpoch"),
+        ("int64", "end_offset", 8),
     ),
     (),
+    "OffsetForLeaderEpochResponse.EpochEndOffset",
     (0, (0, 1, 2, 3)),
 )
 _N_EpochEndOffset_v1 = (
     _EpochEndOffset,
     False,
     (
-        ("int16", "error_code"),
-        ("int32", "partition"),
-        ("int32", "leader_epoch"),
-        ("int64", "end_offset"),
+        ("int16", "error_code", 18),
+        ("int32", "partition", 0),
+        ("int32", "leader_epoch", 0),
+        ("int64", "end_offset", 0),
     ),
     (),
+    "OffsetForLeaderEpochResponse.EpochEndOffset",
     (0, (0, 1, 2, 3)),
 )
 _N_EpochEndOffset_v4 = (
     _EpochEndOffset,
     True,
     (
-        ("int16", "error_code"),
-        ("int32", "partition"),
-        ("int32", "leader_epoch"),
-        ("int64", "end_offset"),
+        ("int16", "error_code", 18),
+        ("int32", "partition", 0),
+        ("int32", "leader_epoch", 0),
+        ("int64", "end_offset", 0),
     ),
     (),
+    "OffsetForLeaderEpochResponse.EpochEndOffset",
     (0, (0, 1, 2, 3)),
 )
 _N_OffsetForLeaderTopicResult_v0 = (
     _OffsetForLeaderTopicResult,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, _N_EpochEndOffset_v0, False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, _N_EpochEndOffset_v0, False, "Partitions"),
     ),
     (),
+    "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderTopicResult_v1 = (
     _OffsetForLeaderTopicResult,
     False,
     (
-        ("string", "topic", False, False),
-        ("array", "partitions", False, False, _N_EpochEndOffset_v1, False),
+        ("string", "topic", False, False, "Topic", False),
+        ("array", "partitions", False, False, _N_EpochEndOffset_v1, False, "Partitions"),
     ),
     (),
+    "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderTopicResult_v4 = (
     _OffsetForLeaderTopicResult,
     True,
     (
-        ("string", "topic", True, False),
-        ("array", "partitions", True, False, _N_EpochEndOffset_v4, False),
+        ("string", "topic", True, False, "Topic", False),
+        ("array", "partitions", True, False, _N_EpochEndOffset_v4, False, "Partitions"),
     ),
     (),
+    "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v0 = (
     OffsetForLeaderEpochResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v0, True),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v0, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochResponse",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v1 = (
     OffsetForLeaderEpochResponse,
     False,
     (
-        ("absent", "throttle_time_ms", ("value", 0), True),
-        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True),
+        ("absent", "throttle_time_ms", ("value", 0), True, "ThrottleTimeMs"),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochResponse",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v2 = (
     OffsetForLeaderEpochResponse,
     False,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", False, False, _N_OffsetForLeaderTopicResult_v1, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochResponse",
     (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v4 = (
     OffsetForLeaderEpochResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "topics", True, False, _N_OffsetForLeaderTopicResult_v4, True),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_OffsetForLeaderTopicResult_v4, True, "Topics"),
     ),
     (),
+    "OffsetForLeaderEpochResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

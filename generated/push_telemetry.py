@@ -210,12 +210,13 @@ _N_PushTelemetryRequest_v0 = (
     True,
     (
         ("uuid", "client_instance_id"),
-        ("int32", "subscription_id"),
-        ("bool", "terminating"),
-        ("int8", "compression_type"),
-        ("bytes", "metrics", True, False, False),
+        ("int32", "subscription_id", 6),
+        ("bool", "terminating", 0),
+        ("int8", "compression_type", 0),
+        ("bytes", "metrics", True, False, False, "Metrics", False),
     ),
     (),
+    "PushTelemetryRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -301,10 +302,11 @@ _N_PushTelemetryResponse_v0 = (
     PushTelemetryResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "PushTelemetryResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -475,10 +475,11 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ReadShareGroupStateRequest.PartitionData",
     (0, (0, 1)),
 )
 _N_ReadStateData_v0 = (
@@ -486,19 +487,21 @@ _N_ReadStateData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateRequest.ReadStateData",
     (0, (0, 1)),
 )
 _N_ReadShareGroupStateRequest_v0 = (
     ReadShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_ReadStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_ReadStateData_v0, False, "Topics"),
     ),
     (),
+    "ReadShareGroupStateRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -815,26 +818,28 @@ _N_StateBatch_v0 = (
     _StateBatch,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("int8", "delivery_state"),
-        ("int16", "delivery_count"),
+        ("int64", "first_offset", 19),
+        ("int64", "last_offset", 0),
+        ("int8", "delivery_state", 0),
+        ("int16", "delivery_count", 0),
     ),
     (),
+    "ReadShareGroupStateResponse.StateBatch",
     (0, (0, 1, 2, 3)),
 )
 _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "state_epoch"),
-        ("int64", "start_offset"),
-        ("array", "state_batches", True, False, _N_StateBatch_v0, False),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "state_epoch", 12),
+        ("int64", "start_offset", 0),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False, "StateBatches"),
     ),
     (),
+    "ReadShareGroupStateResponse.PartitionResult",
     (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ReadStateResult_v0 = (
@@ -842,18 +847,20 @@ _N_ReadStateResult_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateResponse.ReadStateResult",
     (0, (0, 1)),
 )
 _N_ReadShareGroupStateResponse_v0 = (
     ReadShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_ReadStateResult_v0, False),
+        ("array", "results", True, False, _N_ReadStateResult_v0, False, "Results"),
     ),
     (),
+    "ReadShareGroupStateResponse",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -450,10 +450,11 @@ _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "leader_epoch"),
+        ("int32", "partition", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ReadShareGroupStateSummaryRequest.PartitionData",
     (0, (0, 1)),
 )
 _N_ReadStateSummaryData_v0 = (
@@ -461,19 +462,21 @@ _N_ReadStateSummaryData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateSummaryRequest.ReadStateSummaryData",
     (0, (0, 1)),
 )
 _N_ReadShareGroupStateSummaryRequest_v0 = (
     ReadShareGroupStateSummaryRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_ReadStateSummaryData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_ReadStateSummaryData_v0, False, "Topics"),
     ),
     (),
+    "ReadShareGroupStateSummaryRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -735,13 +738,14 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int32", "state_epoch"),
-        ("int64", "start_offset"),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "state_epoch", 12),
+        ("int64", "start_offset", 0),
     ),
     (),
+    "ReadShareGroupStateSummaryResponse.PartitionResult",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_ReadStateSummaryResult_v0 = (
@@ -749,18 +753,20 @@ _N_ReadStateSummaryResult_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
     (0, (0, 1)),
 )
 _N_ReadShareGroupStateSummaryResponse_v0 = (
     ReadShareGroupStateSummaryResponse,
     True,
     (
-        ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False),
+        ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False, "Results"),
     ),
     (),
+    "ReadShareGroupStateSummaryResponse",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

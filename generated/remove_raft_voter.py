@@ -201,11 +201,12 @@ _N_RemoveRaftVoterRequest_v0 = (
     RemoveRaftVoterRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("int32", "voter_id"),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "voter_id", 4),
         ("uuid", "voter_directory_id"),
     ),
     (),
+    "RemoveRaftVoterRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -300,11 +301,12 @@ _N_RemoveRaftVoterResponse_v0 = (
     RemoveRaftVoterResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "RemoveRaftVoterResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -208,20 +208,22 @@ _N_RenewDelegationTokenRequest_v0 = (
     RenewDelegationTokenRequest,
     False,
     (
-        ("bytes", "hmac", False, False, False),
-        ("int64", "renew_period_ms"),
+        ("bytes", "hmac", False, False, False, "Hmac", False),
+        ("int64", "renew_period_ms", 8),
     ),
     (),
+    "RenewDelegationTokenRequest",
     (0, (0, 1)),
 )
 _N_RenewDelegationTokenRequest_v2 = (
     RenewDelegationTokenRequest,
     True,
     (
-        ("bytes", "hmac", True, False, False),
-        ("int64", "renew_period_ms"),
+        ("bytes", "hmac", True, False, False, "Hmac", False),
+        ("int64", "renew_period_ms", 8),
     ),
     (),
+    "RenewDelegationTokenRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -332,22 +334,24 @@ _N_RenewDelegationTokenResponse_v0 = (
     RenewDelegationTokenResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "RenewDelegationTokenResponse",
     (0, (0, 1, 2)),
 )
 _N_RenewDelegationTokenResponse_v2 = (
     RenewDelegationTokenResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("int64", "expiry_timestamp_ms"),
-        ("int32", "throttle_time_ms"),
+        ("int16", "error_code", 14),
+        ("int64", "expiry_timestamp_ms", 0),
+        ("int32", "throttle_time_ms", 0),
     ),
     (),
+    "RenewDelegationTokenResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

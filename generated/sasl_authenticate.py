@@ -201,18 +201,20 @@ _N_SaslAuthenticateRequest_v0 = (
     SaslAuthenticateRequest,
     False,
     (
-        ("bytes", "auth_bytes", False, False, False),
+        ("bytes", "auth_bytes", False, False, False, "AuthBytes", False),
     ),
     (),
+    "SaslAuthenticateRequest",
     (0, (0,)),
 )
 _N_SaslAuthenticateRequest_v2 = (
     SaslAuthenticateRequest,
     True,
     (
-        ("bytes", "auth_bytes", True, False, False),
+        ("bytes", "auth_bytes", True, False, False, "AuthBytes", False),
     ),
     (),
+    "SaslAuthenticateRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -381,36 +383,39 @@ _N_SaslAuthenticateResponse_v0 = (
     SaslAuthenticateResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("bytes", "auth_bytes", False, False, False),
-        ("absent", "session_lifetime_ms", ("value", 0), True),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("bytes", "auth_bytes", False, False, False, "AuthBytes", False),
+        ("absent", "session_lifetime_ms", ("value", 0), True, "SessionLifetimeMs"),
     ),
     (),
+    "SaslAuthenticateResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_SaslAuthenticateResponse_v1 = (
     SaslAuthenticateResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", False, True),
-        ("bytes", "auth_bytes", False, False, False),
-        ("int64", "session_lifetime_ms"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", False, True, "ErrorMessage", False),
+        ("bytes", "auth_bytes", False, False, False, "AuthBytes", False),
+        ("int64", "session_lifetime_ms", 8),
     ),
     (),
+    "SaslAuthenticateResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_SaslAuthenticateResponse_v2 = (
     SaslAuthenticateResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("bytes", "auth_bytes", True, False, False),
-        ("int64", "session_lifetime_ms"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("bytes", "auth_bytes", True, False, False, "AuthBytes", False),
+        ("int64", "session_lifetime_ms", 8),
     ),
     (),
+    "SaslAuthenticateResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -167,9 +167,10 @@ _N_SaslHandshakeRequest_v0 = (
     SaslHandshakeRequest,
     False,
     (
-        ("string", "mechanism", False, False),
+        ("string", "mechanism", False, False, "Mechanism", False),
     ),
     (),
+    "SaslHandshakeRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -252,10 +253,11 @@ _N_SaslHandshakeResponse_v0 = (
     SaslHandshakeResponse,
     False,
     (
-        ("int16", "error_code"),
-        ("array", "mechanisms", False, False, "string", False),
+        ("int16", "error_code", 2),
+        ("array", "mechanisms", False, False, "string", False, "Mechanisms"),
     ),
     (),
+    "SaslHandshakeResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -667,21 +667,23 @@ _N_AcknowledgementBatch_v0 = (
     _AcknowledgementBatch,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("array", "acknowledge_types", True, False, "int8", False),
+        ("int64", "first_offset", 16),
+        ("int64", "last_offset", 0),
+        ("array", "acknowledge_types", True, False, "int8", False, "AcknowledgeTypes"),
     ),
     (),
+    "ShareAcknowledgeRequest.AcknowledgementBatch",
     (0, (0, 1, 2)),
 )
 _N_AcknowledgePartition_v0 = (
     _AcknowledgePartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False),
+        ("int32", "partition_index", 4),
+        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False, "AcknowledgementBatches"),
     ),
     (),
+    "ShareAcknowledgeRequest.AcknowledgePartition",
     (0, (0, 1)),
 )
 _N_AcknowledgeTopic_v0 = (
@@ -689,21 +691,23 @@ _N_AcknowledgeTopic_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AcknowledgePartition_v0, False),
+        ("array", "partitions", True, False, _N_AcknowledgePartition_v0, False, "Partitions"),
     ),
     (),
+    "ShareAcknowledgeRequest.AcknowledgeTopic",
     (0, (0, 1)),
 )
 _N_ShareAcknowledgeRequest_v0 = (
     ShareAcknowledgeRequest,
     True,
     (
-        ("string", "group_id", True, True),
-        ("string", "member_id", True, True),
-        ("int32", "share_session_epoch"),
-        ("array", "topics", True, False, _N_AcknowledgeTopic_v0, False),
+        ("string", "group_id", True, True, "GroupId", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "share_session_epoch", 4),
+        ("array", "topics", True, False, _N_AcknowledgeTopic_v0, False, "Topics"),
     ),
     (),
+    "ShareAcknowledgeRequest",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1130,22 +1134,24 @@ _N_LeaderIdAndEpoch_v0 = (
     _LeaderIdAndEpoch,
     True,
     (
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ShareAcknowledgeResponse.LeaderIdAndEpoch",
     (0, (0, 1)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False),
     ),
     (),
+    "ShareAcknowledgeResponse.PartitionData",
     (0, (0, 1, 2, 3)),
 )
 _N_ShareAcknowledgeTopicResponse_v0 = (
@@ -1153,34 +1159,37 @@ _N_ShareAcknowledgeTopicResponse_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse",
     (0, (0, 1)),
 )
 _N_NodeEndpoint_v0 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("int32", "port"),
-        ("string", "rack", True, True),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("int32", "port", 4),
+        ("string", "rack", True, True, "Rack", False),
     ),
     (),
+    "ShareAcknowledgeResponse.NodeEndpoint",
     (0, (0, 1, 2, 3)),
 )
 _N_ShareAcknowledgeResponse_v0 = (
     ShareAcknowledgeResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "responses", True, False, _N_ShareAcknowledgeTopicResponse_v0, False),
-        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "responses", True, False, _N_ShareAcknowledgeTopicResponse_v0, False, "Responses"),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True, "NodeEndpoints"),
     ),
     (),
+    "ShareAcknowledgeResponse",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

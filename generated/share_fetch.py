@@ -844,22 +844,24 @@ _N_AcknowledgementBatch_v0 = (
     _AcknowledgementBatch,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("array", "acknowledge_types", True, False, "int8", False),
+        ("int64", "first_offset", 16),
+        ("int64", "last_offset", 0),
+        ("array", "acknowledge_types", True, False, "int8", False, "AcknowledgeTypes"),
     ),
     (),
+    "ShareFetchRequest.AcknowledgementBatch",
     (0, (0, 1, 2)),
 )
 _N_FetchPartition_v0 = (
     _FetchPartition,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "partition_max_bytes"),
-        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False),
+        ("int32", "partition_index", 8),
+        ("int32", "partition_max_bytes", 0),
+        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False, "AcknowledgementBatches"),
     ),
     (),
+    "ShareFetchRequest.FetchPartition",
     (0, (0, 1, 2)),
 )
 _N_FetchTopic_v0 = (
@@ -867,9 +869,10 @@ _N_FetchTopic_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_FetchPartition_v0, False),
+        ("array", "partitions", True, False, _N_FetchPartition_v0, False, "Partitions"),
     ),
     (),
+    "ShareFetchRequest.FetchTopic",
     (0, (0, 1)),
 )
 _N_ForgottenTopic_v0 = (
@@ -877,25 +880,27 @@ _N_ForgottenTopic_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, "int32", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ShareFetchRequest.ForgottenTopic",
     (0, (0, 1)),
 )
 _N_ShareFetchRequest_v0 = (
     ShareFetchRequest,
     True,
     (
-        ("string", "group_id", True, True),
-        ("string", "member_id", True, True),
-        ("int32", "share_session_epoch"),
-        ("int32", "max_wait_ms"),
-        ("int32", "min_bytes"),
-        ("int32", "max_bytes"),
-        ("array", "topics", True, False, _N_FetchTopic_v0, False),
-        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v0, False),
+        ("string", "group_id", True, True, "GroupId", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "share_session_epoch", 16),
+        ("int32", "max_wait_ms", 0),
+        ("int32", "min_bytes", 0),
+        ("int32", "max_bytes", 0),
+        ("array", "topics", True, False, _N_FetchTopic_v0, False, "Topics"),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v0, False, "ForgottenTopicsData"),
     ),
     (),
+    "ShareFetchRequest",
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1428,37 +1433,40 @@ _N_LeaderIdAndEpoch_v0 = (
     _LeaderIdAndEpoch,
     True,
     (
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
     ),
     (),
+    "ShareFetchResponse.LeaderIdAndEpoch",
     (0, (0, 1)),
 )
 _N_AcquiredRecords_v0 = (
     _AcquiredRecords,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("int16", "delivery_count"),
+        ("int64", "first_offset", 18),
+        ("int64", "last_offset", 0),
+        ("int16", "delivery_count", 0),
     ),
     (),
+    "ShareFetchResponse.AcquiredRecords",
     (0, (0, 1, 2)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("int16", "acknowledge_error_code"),
-        ("string", "acknowledge_error_message", True, True),
-        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0),
-        ("bytes", "records", True, True, True),
-        ("array", "acquired_records", True, False, _N_AcquiredRecords_v0, False),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int16", "acknowledge_error_code", 2),
+        ("string", "acknowledge_error_message", True, True, "AcknowledgeErrorMessage", False),
+        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False),
+        ("bytes", "records", True, True, True, "Records", False),
+        ("array", "acquired_records", True, False, _N_AcquiredRecords_v0, False, "AcquiredRecords"),
     ),
     (),
+    "ShareFetchResponse.PartitionData",
     (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_ShareFetchableTopicResponse_v0 = (
@@ -1466,34 +1474,37 @@ _N_ShareFetchableTopicResponse_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "ShareFetchResponse.ShareFetchableTopicResponse",
     (0, (0, 1)),
 )
 _N_NodeEndpoint_v0 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("int32", "port"),
-        ("string", "rack", True, True),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("int32", "port", 4),
+        ("string", "rack", True, True, "Rack", False),
     ),
     (),
+    "ShareFetchResponse.NodeEndpoint",
     (0, (0, 1, 2, 3)),
 )
 _N_ShareFetchResponse_v0 = (
     ShareFetchResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "responses", True, False, _N_ShareFetchableTopicResponse_v0, False),
-        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "responses", True, False, _N_ShareFetchableTopicResponse_v0, False, "Responses"),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True, "NodeEndpoints"),
     ),
     (),
+    "ShareFetchResponse",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -380,10 +380,11 @@ _N_ShareGroupDescribeRequest_v0 = (
     ShareGroupDescribeRequest,
     True,
     (
-        ("array", "group_ids", True, False, "string", False),
-        ("bool", "include_authorized_operations"),
+        ("array", "group_ids", True, False, "string", False, "GroupIds"),
+        ("bool", "include_authorized_operations", 1),
     ),
     (),
+    "ShareGroupDescribeRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -792,61 +793,66 @@ _N_TopicPartitions_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, "int32", False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ShareGroupDescribeResponse.TopicPartitions",
     (0, (0, 1, 2)),
 )
 _N_Assignment_v0 = (
     _Assignment,
     True,
     (
-        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False, "TopicPartitions"),
     ),
     (),
+    "ShareGroupDescribeResponse.Assignment",
     (0, (0,)),
 )
 _N_Member_v0 = (
     _Member,
     True,
     (
-        ("string", "member_id", True, False),
-        ("string", "rack_id", True, True),
-        ("int32", "member_epoch"),
-        ("string", "client_id", True, False),
-        ("string", "client_host", True, False),
-        ("array", "subscribed_topic_names", True, False, "string", False),
-        ("struct", "assignment", False, _N_Assignment_v0),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "rack_id", True, True, "RackId", False),
+        ("int32", "member_epoch", 4),
+        ("string", "client_id", True, False, "ClientId", False),
+        ("string", "client_host", True, False, "ClientHost", False),
+        ("array", "subscribed_topic_names", True, False, "string", False, "SubscribedTopicNames"),
+        ("struct", "assignment", False, _N_Assignment_v0, "Assignment", False),
     ),
     (),
+    "ShareGroupDescribeResponse.Member",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
     True,
     (
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("string", "group_id", True, False),
-        ("string", "group_state", True, False),
-        ("int32", "group_epoch"),
-        ("int32", "assignment_epoch"),
-        ("string", "assignor_name", True, False),
-        ("array", "members", True, False, _N_Member_v0, False),
-        ("int32", "authorized_operations"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "group_state", True, False, "GroupState", False),
+        ("int32", "group_epoch", 8),
+        ("int32", "assignment_epoch", 0),
+        ("string", "assignor_name", True, False, "AssignorName", False),
+        ("array", "members", True, False, _N_Member_v0, False, "Members"),
+        ("int32", "authorized_operations", 4),
     ),
     (),
+    "ShareGroupDescribeResponse.DescribedGroup",
     (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_ShareGroupDescribeResponse_v0 = (
     ShareGroupDescribeResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("array", "groups", True, False, _N_DescribedGroup_v0, False),
+        ("int32", "throttle_time_ms", 4),
+        ("array", "groups", True, False, _N_DescribedGroup_v0, False, "Groups"),
     ),
     (),
+    "ShareGroupDescribeResponse",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

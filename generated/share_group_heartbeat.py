@@ -332,13 +332,14 @@ _N_ShareGroupHeartbeatRequest_v0 = (
     ShareGroupHeartbeatRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("string", "member_id", True, False),
-        ("int32", "member_epoch"),
-        ("string", "rack_id", True, True),
-        ("array", "subscribed_topic_names", True, True, "string", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("int32", "member_epoch", 4),
+        ("string", "rack_id", True, True, "RackId", False),
+        ("array", "subscribed_topic_names", True, True, "string", False, "SubscribedTopicNames"),
     ),
     (),
+    "ShareGroupHeartbeatRequest",
     (0, (0, 1, 2, 3, 4)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -577,33 +578,36 @@ _N_TopicPartitions_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, "int32", False),
+        ("array", "partitions", True, False, "int32", False, "Partitions"),
     ),
     (),
+    "ShareGroupHeartbeatResponse.TopicPartitions",
     (0, (0, 1)),
 )
 _N_Assignment_v0 = (
     _Assignment,
     True,
     (
-        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False),
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False, "TopicPartitions"),
     ),
     (),
+    "ShareGroupHeartbeatResponse.Assignment",
     (0, (0,)),
 )
 _N_ShareGroupHeartbeatResponse_v0 = (
     ShareGroupHeartbeatResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("string", "member_id", True, True),
-        ("int32", "member_epoch"),
-        ("int32", "heartbeat_interval_ms"),
-        ("struct", "assignment", True, _N_Assignment_v0),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "member_epoch", 8),
+        ("int32", "heartbeat_interval_ms", 0),
+        ("struct", "assignment", True, _N_Assignment_v0, "Assignment", False),
     ),
     (),
+    "ShareGroupHeartbeatResponse",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

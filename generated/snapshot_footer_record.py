@@ -123,9 +123,10 @@ _N_SnapshotFooterRecord_v0 = (
     SnapshotFooterRecord,
     True,
     (
-        ("int16", "version"),
+        ("int16", "version", 2),
     ),
     (),
+    "SnapshotFooterRecord",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

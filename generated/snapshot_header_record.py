@@ -132,10 +132,11 @@ _N_SnapshotHeaderRecord_v0 = (
     SnapshotHeaderRecord,
     True,
     (
-        ("int16", "version"),
-        ("int64", "last_contained_log_timestamp"),
+        ("int16", "version", 10),
+        ("int64", "last_contained_log_timestamp", 0),
     ),
     (),
+    "SnapshotHeaderRecord",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -172,9 +172,10 @@ _N_UnregisterBrokerRequest_v0 = (
     UnregisterBrokerRequest,
     True,
     (
-        ("int32", "broker_id"),
+        ("int32", "broker_id", 4),
     ),
     (),
+    "UnregisterBrokerRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -267,11 +268,12 @@ _N_UnregisterBrokerResponse_v0 = (
     UnregisterBrokerResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "UnregisterBrokerResponse",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -435,46 +435,50 @@ _N_FeatureUpdateKey_v0 = (
     _FeatureUpdateKey,
     True,
     (
-        ("string", "feature", True, False),
-        ("int16", "max_version_level"),
-        ("bool", "allow_downgrade"),
-        ("absent", "upgrade_type", ("value", 1), False),
+        ("string", "feature", True, False, "Feature", False),
+        ("int16", "max_version_level", 3),
+        ("bool", "allow_downgrade", 0),
+        ("absent", "upgrade_type", ("value", 1), False, "UpgradeType"),
     ),
     (),
+    "UpdateFeaturesRequest.FeatureUpdateKey",
     (0, (0, 1, 2, 3)),
 )
 _N_FeatureUpdateKey_v1 = (
     _FeatureUpdateKey,
     True,
     (
-        ("string", "feature", True, False),
-        ("int16", "max_version_level"),
-        ("absent", "allow_downgrade", ("value", False), False),
-        ("int8", "upgrade_type"),
+        ("string", "feature", True, False, "Feature", False),
+        ("int16", "max_version_level", 2),
+        ("absent", "allow_downgrade", ("value", False), False, "AllowDowngrade"),
+        ("int8", "upgrade_type", 1),
     ),
     (),
+    "UpdateFeaturesRequest.FeatureUpdateKey",
     (0, (0, 1, 2, 3)),
 )
 _N_UpdateFeaturesRequest_v0 = (
     UpdateFeaturesRequest,
     True,
     (
-        ("int32", "timeout_ms"),
-        ("array", "feature_updates", True, False, _N_FeatureUpdateKey_v0, True),
-        ("absent", "validate_only", ("value", False), False),
+        ("int32", "timeout_ms", 4),
+        ("array", "feature_updates", True, False, _N_FeatureUpdateKey_v0, True, "FeatureUpdates"),
+        ("absent", "validate_only", ("value", False), False, "ValidateOnly"),
     ),
     (),
+    "UpdateFeaturesRequest",
     (0, (0, 1, 2)),
 )
 _N_UpdateFeaturesRequest_v1 = (
     UpdateFeaturesRequest,
     True,
     (
-        ("int32", "timeout_ms"),
-        ("array", "feature_updates", True, False, _N_FeatureUpdateKey_v1, True),
-        ("bool", "validate_only"),
+        ("int32", "timeout_ms", 4),
+        ("array", "feature_updates", True, False, _N_FeatureUpdateKey_v1, True, "FeatureUpdates"),
+        ("bool", "validate_only", 1),
     ),
     (),
+    "UpdateFeaturesRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -708,35 +712,38 @@ _N_UpdatableFeatureResult_v0 = (
     _UpdatableFeatureResult,
     True,
     (
-        ("string", "feature", True, False),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("string", "feature", True, False, "Feature", False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "UpdateFeaturesResponse.UpdatableFeatureResult",
     (0, (0, 1, 2)),
 )
 _N_UpdateFeaturesResponse_v0 = (
     UpdateFeaturesResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("array", "results", True, False, _N_UpdatableFeatureResult_v0, True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "results", True, False, _N_UpdatableFeatureResult_v0, True, "Results"),
     ),
     (),
+    "UpdateFeaturesResponse",
     (0, (0, 1, 2, 3)),
 )
 _N_UpdateFeaturesResponse_v2 = (
     UpdateFeaturesResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
-        ("absent", "results", ("keyed",), True),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("absent", "results", ("keyed",), True, "Results"),
     ),
     (),
+    "UpdateFeaturesResponse",
     (0, (0, 1, 2, 3)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -472,35 +472,38 @@ _N_Listener_v0 = (
     _Listener,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "UpdateRaftVoterRequest.Listener",
     (0, (0, 1, 2)),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
     True,
     (
-        ("int16", "min_supported_version"),
-        ("int16", "max_supported_version"),
+        ("int16", "min_supported_version", 4),
+        ("int16", "max_supported_version", 0),
     ),
     (),
+    "UpdateRaftVoterRequest.KRaftVersionFeature",
     (0, (0, 1)),
 )
 _N_UpdateRaftVoterRequest_v0 = (
     UpdateRaftVoterRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("int32", "current_leader_epoch"),
-        ("int32", "voter_id"),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "current_leader_epoch", 8),
+        ("int32", "voter_id", 0),
         ("uuid", "voter_directory_id"),
-        ("array", "listeners", True, False, _N_Listener_v0, True),
-        ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0),
+        ("array", "listeners", True, False, _N_Listener_v0, True, "Listeners"),
+        ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0, "KRaftVersionFeature", False),
     ),
     (),
+    "UpdateRaftVoterRequest",
     (0, (0, 1, 2, 3, 4, 5)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -720,24 +723,26 @@ _N_CurrentLeader_v0 = (
     _CurrentLeader,
     True,
     (
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("string", "host", True, False),
-        ("int32", "port"),
+        ("int32", "leader_id", 8),
+        ("int32", "leader_epoch", 0),
+        ("string", "host", True, False, "Host", False),
+        ("int32", "port", 4),
     ),
     (),
+    "UpdateRaftVoterResponse.CurrentLeader",
     (0, (0, 1, 2, 3)),
 )
 _N_UpdateRaftVoterResponse_v0 = (
     UpdateRaftVoterResponse,
     True,
     (
-        ("int32", "throttle_time_ms"),
-        ("int16", "error_code"),
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
     ),
     (
-        (0, ("struct", "current_leader", False, _N_CurrentLeader_v0), ("struct", _CurrentLeader, _CurrentLeader_DEFAULT)),
+        (0, ("struct", "current_leader", False, _N_CurrentLeader_v0, "CurrentLeader", False), ("struct", _CurrentLeader, _CurrentLeader_DEFAULT)),
     ),
+    "UpdateRaftVoterResponse",
     (1, (0, 1, -1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -647,72 +647,78 @@ _N_VoteRequest_PartitionData_v0 = (
     _VoteRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "candidate_epoch"),
-        ("int32", "candidate_id"),
-        ("absent", "candidate_directory_id", ("value", ZERO_UUID), True),
-        ("absent", "voter_directory_id", ("value", ZERO_UUID), True),
-        ("int32", "last_offset_epoch"),
-        ("int64", "last_offset"),
+        ("int32", "partition_index", 12),
+        ("int32", "candidate_epoch", 0),
+        ("int32", "candidate_id", 0),
+        ("absent", "candidate_directory_id", ("value", ZERO_UUID), True, "CandidateDirectoryId"),
+        ("absent", "voter_directory_id", ("value", ZERO_UUID), True, "VoterDirectoryId"),
+        ("int32", "last_offset_epoch", 12),
+        ("int64", "last_offset", 0),
     ),
     (),
+    "VoteRequest.PartitionData",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_VoteRequest_PartitionData_v1 = (
     _VoteRequest_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int32", "candidate_epoch"),
-        ("int32", "candidate_id"),
+        ("int32", "partition_index", 12),
+        ("int32", "candidate_epoch", 0),
+        ("int32", "candidate_id", 0),
         ("uuid", "candidate_directory_id"),
         ("uuid", "voter_directory_id"),
-        ("int32", "last_offset_epoch"),
-        ("int64", "last_offset"),
+        ("int32", "last_offset_epoch", 12),
+        ("int64", "last_offset", 0),
     ),
     (),
+    "VoteRequest.PartitionData",
     (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_VoteRequest_TopicData_v0 = (
     _VoteRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v0, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "VoteRequest.TopicData",
     (0, (0, 1)),
 )
 _N_VoteRequest_TopicData_v1 = (
     _VoteRequest_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v1, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v1, False, "Partitions"),
     ),
     (),
+    "VoteRequest.TopicData",
     (0, (0, 1)),
 )
 _N_VoteRequest_v0 = (
     VoteRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("absent", "voter_id", ("value", -1), True),
-        ("array", "topics", True, False, _N_VoteRequest_TopicData_v0, False),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("absent", "voter_id", ("value", -1), True, "VoterId"),
+        ("array", "topics", True, False, _N_VoteRequest_TopicData_v0, False, "Topics"),
     ),
     (),
+    "VoteRequest",
     (0, (0, 1, 2)),
 )
 _N_VoteRequest_v1 = (
     VoteRequest,
     True,
     (
-        ("string", "cluster_id", True, True),
-        ("int32", "voter_id"),
-        ("array", "topics", True, False, _N_VoteRequest_TopicData_v1, False),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "voter_id", 4),
+        ("array", "topics", True, False, _N_VoteRequest_TopicData_v1, False, "Topics"),
     ),
     (),
+    "VoteRequest",
     (0, (0, 1, 2)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1110,57 +1116,62 @@ _N_VoteResponse_PartitionData_v0 = (
     _VoteResponse_PartitionData,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
-        ("int32", "leader_id"),
-        ("int32", "leader_epoch"),
-        ("bool", "vote_granted"),
+        ("int32", "partition_index", 15),
+        ("int16", "error_code", 0),
+        ("int32", "leader_id", 0),
+        ("int32", "leader_epoch", 0),
+        ("bool", "vote_granted", 0),
     ),
     (),
+    "VoteResponse.PartitionData",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_VoteResponse_TopicData_v0 = (
     _VoteResponse_TopicData,
     True,
     (
-        ("string", "topic_name", True, False),
-        ("array", "partitions", True, False, _N_VoteResponse_PartitionData_v0, False),
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_VoteResponse_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "VoteResponse.TopicData",
     (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
     True,
     (
-        ("int32", "node_id"),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("int32", "node_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "VoteResponse.NodeEndpoint",
     (0, (0, 1, 2)),
 )
 _N_VoteResponse_v0 = (
     VoteResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_VoteResponse_TopicData_v0, False),
-        ("absent", "node_endpoints", ("keyed",), False),
+        ("int16", "error_code", 2),
+        ("array", "topics", True, False, _N_VoteResponse_TopicData_v0, False, "Topics"),
+        ("absent", "node_endpoints", ("keyed",), False, "NodeEndpoints"),
     ),
     (),
+    "VoteResponse",
     (1, (0, 1, 2)),
 )
 _N_VoteResponse_v1 = (
     VoteResponse,
     True,
     (
-        ("int16", "error_code"),
-        ("array", "topics", True, False, _N_VoteResponse_TopicData_v0, False),
+        ("int16", "error_code", 2),
+        ("array", "topics", True, False, _N_VoteResponse_TopicData_v0, False, "Topics"),
     ),
     (
-        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True), ("keyed",)),
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
+    "VoteResponse",
     (1, (0, 1, -1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

@@ -438,43 +438,47 @@ _N_Endpoint_v0 = (
     _Endpoint,
     True,
     (
-        ("string", "name", True, False),
-        ("string", "host", True, False),
-        ("uint16", "port"),
+        ("string", "name", True, False, "Name", False),
+        ("string", "host", True, False, "Host", False),
+        ("uint16", "port", 2),
     ),
     (),
+    "VotersRecord.Endpoint",
     (0, (0, 1, 2)),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
     True,
     (
-        ("int16", "min_supported_version"),
-        ("int16", "max_supported_version"),
+        ("int16", "min_supported_version", 4),
+        ("int16", "max_supported_version", 0),
     ),
     (),
+    "VotersRecord.KRaftVersionFeature",
     (0, (0, 1)),
 )
 _N_Voter_v0 = (
     _Voter,
     True,
     (
-        ("int32", "voter_id"),
+        ("int32", "voter_id", 4),
         ("uuid", "voter_directory_id"),
-        ("array", "endpoints", True, False, _N_Endpoint_v0, True),
-        ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0),
+        ("array", "endpoints", True, False, _N_Endpoint_v0, True, "Endpoints"),
+        ("struct", "k_raft_version_feature", False, _N_KRaftVersionFeature_v0, "KRaftVersionFeature", False),
     ),
     (),
+    "VotersRecord.Voter",
     (0, (0, 1, 2, 3)),
 )
 _N_VotersRecord_v0 = (
     VotersRecord,
     True,
     (
-        ("int16", "version"),
-        ("array", "voters", True, False, _N_Voter_v0, False),
+        ("int16", "version", 2),
+        ("array", "voters", True, False, _N_Voter_v0, False, "Voters"),
     ),
     (),
+    "VotersRecord",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

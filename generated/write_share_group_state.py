@@ -552,25 +552,27 @@ _N_StateBatch_v0 = (
     _StateBatch,
     True,
     (
-        ("int64", "first_offset"),
-        ("int64", "last_offset"),
-        ("int8", "delivery_state"),
-        ("int16", "delivery_count"),
+        ("int64", "first_offset", 19),
+        ("int64", "last_offset", 0),
+        ("int8", "delivery_state", 0),
+        ("int16", "delivery_count", 0),
     ),
     (),
+    "WriteShareGroupStateRequest.StateBatch",
     (0, (0, 1, 2, 3)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
     True,
     (
-        ("int32", "partition"),
-        ("int32", "state_epoch"),
-        ("int32", "leader_epoch"),
-        ("int64", "start_offset"),
-        ("array", "state_batches", True, False, _N_StateBatch_v0, False),
+        ("int32", "partition", 20),
+        ("int32", "state_epoch", 0),
+        ("int32", "leader_epoch", 0),
+        ("int64", "start_offset", 0),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False, "StateBatches"),
     ),
     (),
+    "WriteShareGroupStateRequest.PartitionData",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_WriteStateData_v0 = (
@@ -578,19 +580,21 @@ _N_WriteStateData_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False),
+        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
     ),
     (),
+    "WriteShareGroupStateRequest.WriteStateData",
     (0, (0, 1)),
 )
 _N_WriteShareGroupStateRequest_v0 = (
     WriteShareGroupStateRequest,
     True,
     (
-        ("string", "group_id", True, False),
-        ("array", "topics", True, False, _N_WriteStateData_v0, False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_WriteStateData_v0, False, "Topics"),
     ),
     (),
+    "WriteShareGroupStateRequest",
     (0, (0, 1)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -853,11 +857,12 @@ _N_PartitionResult_v0 = (
     _PartitionResult,
     True,
     (
-        ("int32", "partition"),
-        ("int16", "error_code"),
-        ("string", "error_message", True, True),
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
+    "WriteShareGroupStateResponse.PartitionResult",
     (0, (0, 1, 2)),
 )
 _N_WriteStateResult_v0 = (
@@ -865,18 +870,20 @@ _N_WriteStateResult_v0 = (
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionResult_v0, False),
+        ("array", "partitions", True, False, _N_PartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "WriteShareGroupStateResponse.WriteStateResult",
     (0, (0, 1)),
 )
 _N_WriteShareGroupStateResponse_v0 = (
     WriteShareGroupStateResponse,
     True,
     (
-        ("array", "results", True, False, _N_WriteStateResult_v0, False),
+        ("array", "results", True, False, _N_WriteStateResult_v0, False, "Results"),
     ),
     (),
+    "WriteShareGroupStateResponse",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

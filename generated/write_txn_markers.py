@@ -556,64 +556,70 @@ _N_WritableTxnMarkerTopic_v0 = (
     _WritableTxnMarkerTopic,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partition_indexes", False, False, "int32", False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partition_indexes", False, False, "int32", False, "PartitionIndexes"),
     ),
     (),
+    "WriteTxnMarkersRequest.WritableTxnMarkerTopic",
     (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopic_v1 = (
     _WritableTxnMarkerTopic,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partition_indexes", True, False, "int32", False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partition_indexes", True, False, "int32", False, "PartitionIndexes"),
     ),
     (),
+    "WriteTxnMarkersRequest.WritableTxnMarkerTopic",
     (0, (0, 1)),
 )
 _N_WritableTxnMarker_v0 = (
     _WritableTxnMarker,
     False,
     (
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("bool", "transaction_result"),
-        ("array", "topics", False, False, _N_WritableTxnMarkerTopic_v0, False),
-        ("int32", "coordinator_epoch"),
+        ("int64", "producer_id", 11),
+        ("int16", "producer_epoch", 0),
+        ("bool", "transaction_result", 0),
+        ("array", "topics", False, False, _N_WritableTxnMarkerTopic_v0, False, "Topics"),
+        ("int32", "coordinator_epoch", 4),
     ),
     (),
+    "WriteTxnMarkersRequest.WritableTxnMarker",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_WritableTxnMarker_v1 = (
     _WritableTxnMarker,
     True,
     (
-        ("int64", "producer_id"),
-        ("int16", "producer_epoch"),
-        ("bool", "transaction_result"),
-        ("array", "topics", True, False, _N_WritableTxnMarkerTopic_v1, False),
-        ("int32", "coordinator_epoch"),
+        ("int64", "producer_id", 11),
+        ("int16", "producer_epoch", 0),
+        ("bool", "transaction_result", 0),
+        ("array", "topics", True, False, _N_WritableTxnMarkerTopic_v1, False, "Topics"),
+        ("int32", "coordinator_epoch", 4),
     ),
     (),
+    "WriteTxnMarkersRequest.WritableTxnMarker",
     (0, (0, 1, 2, 3, 4)),
 )
 _N_WriteTxnMarkersRequest_v0 = (
     WriteTxnMarkersRequest,
     False,
     (
-        ("array", "markers", False, False, _N_WritableTxnMarker_v0, False),
+        ("array", "markers", False, False, _N_WritableTxnMarker_v0, False, "Markers"),
     ),
     (),
+    "WriteTxnMarkersRequest",
     (0, (0,)),
 )
 _N_WriteTxnMarkersRequest_v1 = (
     WriteTxnMarkersRequest,
     True,
     (
-        ("array", "markers", True, False, _N_WritableTxnMarker_v1, False),
+        ("array", "markers", True, False, _N_WritableTxnMarker_v1, False, "Markers"),
     ),
     (),
+    "WriteTxnMarkersRequest",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.
@@ -1045,78 +1051,86 @@ _N_WritableTxnMarkerPartitionResult_v0 = (
     _WritableTxnMarkerPartitionResult,
     False,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult",
     (0, (0, 1)),
 )
 _N_WritableTxnMarkerPartitionResult_v1 = (
     _WritableTxnMarkerPartitionResult,
     True,
     (
-        ("int32", "partition_index"),
-        ("int16", "error_code"),
+        ("int32", "partition_index", 6),
+        ("int16", "error_code", 0),
     ),
     (),
+    "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult",
     (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopicResult_v0 = (
     _WritableTxnMarkerTopicResult,
     False,
     (
-        ("string", "name", False, False),
-        ("array", "partitions", False, False, _N_WritableTxnMarkerPartitionResult_v0, False),
+        ("string", "name", False, False, "Name", False),
+        ("array", "partitions", False, False, _N_WritableTxnMarkerPartitionResult_v0, False, "Partitions"),
     ),
     (),
+    "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult",
     (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopicResult_v1 = (
     _WritableTxnMarkerTopicResult,
     True,
     (
-        ("string", "name", True, False),
-        ("array", "partitions", True, False, _N_WritableTxnMarkerPartitionResult_v1, False),
+        ("string", "name", True, False, "Name", False),
+        ("array", "partitions", True, False, _N_WritableTxnMarkerPartitionResult_v1, False, "Partitions"),
     ),
     (),
+    "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult",
     (0, (0, 1)),
 )
 _N_WritableTxnMarkerResult_v0 = (
     _WritableTxnMarkerResult,
     False,
     (
-        ("int64", "producer_id"),
-        ("array", "topics", False, False, _N_WritableTxnMarkerTopicResult_v0, False),
+        ("int64", "producer_id", 8),
+        ("array", "topics", False, False, _N_WritableTxnMarkerTopicResult_v0, False, "Topics"),
     ),
     (),
+    "WriteTxnMarkersResponse.WritableTxnMarkerResult",
     (0, (0, 1)),
 )
 _N_WritableTxnMarkerResult_v1 = (
     _WritableTxnMarkerResult,
     True,
     (
-        ("int64", "producer_id"),
-        ("array", "topics", True, False, _N_WritableTxnMarkerTopicResult_v1, False),
+        ("int64", "producer_id", 8),
+        ("array", "topics", True, False, _N_WritableTxnMarkerTopicResult_v1, False, "Topics"),
     ),
     (),
+    "WriteTxnMarkersResponse.WritableTxnMarkerResult",
     (0, (0, 1)),
 )
 _N_WriteTxnMarkersResponse_v0 = (
     WriteTxnMarkersResponse,
     False,
     (
-        ("array", "markers", False, False, _N_WritableTxnMarkerResult_v0, False),
+        ("array", "markers", False, False, _N_WritableTxnMarkerResult_v0, False, "Markers"),
     ),
     (),
+    "WriteTxnMarkersResponse",
     (0, (0,)),
 )
 _N_WriteTxnMarkersResponse_v1 = (
     WriteTxnMarkersResponse,
     True,
     (
-        ("array", "markers", True, False, _N_WritableTxnMarkerResult_v1, False),
+        ("array", "markers", True, False, _N_WritableTxnMarkerResult_v1, False, "Markers"),
     ),
     (),
+    "WriteTxnMarkersResponse",
     (0, (0,)),
 )
 # Kafka's JSON form of each struct, for the accelerator's converters.

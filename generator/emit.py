@@ -389,18 +389,29 @@ class Emitter:
         return f'("value", {value if value is not None else repr(d["value"])})'
 
     def native_ops(self, p: StructPlan, op: Op | FixedRun) -> list[str]:
+        """The accelerator's ops for one plan op. Besides the layout they carry what its
+        errors name: the spec name of the field, the byte size of a fused fixed-width run
+        on the run's first field (a truncated run is reported where it starts), and
+        whether a null value is refused at a version where the field is not nullable."""
         if isinstance(op, FixedRun):
-            return [f'("{NATIVE_FIXED[c]}", "{a}")' for a, c in zip(op.attrs, op.fmt, strict=True)]
+            return [
+                f'("{NATIVE_FIXED[c]}", "{a}", {op.size if i == 0 else 0})'
+                for i, (a, c) in enumerate(zip(op.attrs, op.fmt, strict=True))
+            ]
         a = f'"{op.attr}"'
+        name = f'"{op.name}"'
+        refuse_null = not op.nullable and p.nullable_attrs.get(op.attr, False)
         if op.kind == "uuid":
             return [f'("uuid", {a})']
         if op.kind == "string":
-            return [f'("string", {a}, {op.compact}, {op.nullable})']
+            return [f'("string", {a}, {op.compact}, {op.nullable}, {name}, {refuse_null})']
         if op.kind in ("bytes", "records"):
             view = "records" in op.reader  # records and zeroCopy bytes: views of the input
-            return [f'("bytes", {a}, {op.compact}, {op.nullable}, {view})']
+            flags = f"{op.compact}, {op.nullable}, {view}"
+            return [f'("bytes", {a}, {flags}, {name}, {refuse_null})']
         if op.kind == "struct":
-            return [f'("struct", {a}, {op.nullable}, _N_{op.struct_fn}_{op.fn})']
+            sub = f"_N_{op.struct_fn}_{op.fn}"
+            return [f'("struct", {a}, {op.nullable}, {sub}, {name}, {refuse_null})']
         if op.kind == "array":
             if op.elem == "struct":
                 elem = f"_N_{op.struct_fn}_{op.fn}"
@@ -410,9 +421,11 @@ class Emitter:
                 elem = '"uuid"'
             else:
                 elem = '"string"' if "string" in op.reader else '"bytes"'
-            return [f'("array", {a}, {op.compact}, {op.nullable}, {elem}, {op.keyed})']
+            flags = f"{op.compact}, {op.nullable}, {elem}, {op.keyed}"
+            return [f'("array", {a}, {flags}, {name})']
         assert op.kind == "absent"
-        return [f'("absent", {a}, {self.native_default(p, op.attr)}, {op.ignorable})']
+        default = self.native_default(p, op.attr)
+        return [f'("absent", {a}, {default}, {op.ignorable}, {name})']
 
     def native_plan(self, p: StructPlan, vp: VersionPlan) -> str:
         ops = [t for op in (*vp.ops, *vp.absent_tagged) for t in self.native_ops(p, op)]
@@ -430,10 +443,8 @@ class Emitter:
         where.update({t.attr: ~j for j, t in enumerate(vp.tagged)})
         order = ", ".join(str(where[fi["attr"]]) for fi in p.fields)
         rnd = f"({p.first_free_tag}, ({order}{',' if len(p.fields) == 1 else ''}))"
-        return (
-            f"(\n    {p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)},\n"
-            f"    {rnd},\n)"
-        )
+        head = f"{p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)}"
+        return f'(\n    {head},\n    "{p.qualname}",\n    {rnd},\n)'
 
     @staticmethod
     def native_attrs(vp: VersionPlan) -> list[str]:

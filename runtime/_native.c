@@ -5,13 +5,23 @@
  * compiles it once into C arrays and offers decode(buf, pos, end) -> (obj, pos) and
  * encode(obj, w), with the same signatures as the generated Python functions.
  *
- * Only the success path lives here. When anything is off (malformed input, a value of
- * the wrong type or range, a field that the version cannot carry), the C side gives up
- * without raising and runs the Python codec of the same layout, which then raises its
- * exact error (or, for inputs the C side declines such as exotic sequence types,
- * produces the result). Both modes therefore report byte-identical errors and offsets.
+ * Failures are raised here, with the Python codecs' exact errors, so a failing call costs
+ * no more than a succeeding one:
+ * - invalid input raises kafkagen.runtime.errors.DecodeError(reason, offset=...) with the
+ *   reason and offset the Python layout decoder's failure leads to (each reader of
+ *   runtime/wire.py is mirrored check by check; a truncated run of fixed-width fields is
+ *   reported at the run's start, whose size the plan carries);
+ * - a value the layout cannot carry (a non-default value in a field absent there, null in
+ *   a field not nullable there, unknown tagged fields at a version that is not flexible)
+ *   raises the FieldUnsupported that runtime/wire.py's unsupported() builds, with the
+ *   plan's spec path.
+ * The C side still gives up without raising, and runs the Python codec of the same layout,
+ * for what it declines by design: values of the wrong type or range (Python raises its
+ * own TypeError, struct.error... there), comparisons that raise, buffers other than flat
+ * byte buffers, more than 64 unknown tagged fields, and allocation failures. The Python
+ * codec then raises its error or produces the result, so both modes agree.
  *
- * Plans may carry a fifth item, (first_free_tag, order), for RandomBuilder: order names
+ * Plans may carry a sixth item, (first_free_tag, order), for RandomBuilder: order names
  * every op as its index i and every tagged field as ~j (its index among the tags), in
  * the spec's field order, which is the order the generated Python random builders draw
  * in. RandomBuilder(cls, py_random, layouts) then builds for a RandomGen over
@@ -26,6 +36,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ module state */
@@ -37,6 +48,9 @@ static PyObject *uuid_unknown;       /* uuid.SafeUUID.unknown */
 static PyTypeObject *keyed_type;     /* KeyedList, set by configure() */
 static PyObject *empty_list;         /* compared against, never mutated */
 static PyTypeObject *struct_base;    /* kafkagen.runtime.message.Struct, set by configure() */
+static PyObject *decode_error;       /* kafkagen.runtime.errors.DecodeError, set by configure() */
+static PyObject *unsupported_fn;     /* kafkagen.runtime.wire.unsupported, set by configure() */
+static PyObject *why_default, *why_null, *why_tags; /* unsupported()'s reasons */
 
 /* Every class with a compiled plan: a set of pointers, open addressing. */
 static PyTypeObject **plan_table;
@@ -114,6 +128,10 @@ typedef struct {
     PyObject *dcmp;     /* what encode compares with */
     Tmpl *tmpl;         /* D_STRUCT: how to build the default without calling the class */
     uint32_t tag;
+    int run;            /* fixed fields: bytes of the fused run it starts, 0 inside a run */
+    int refuse_null;    /* None raises FieldUnsupported (the field is nullable elsewhere) */
+    PyObject *name;     /* the spec name, in decode errors of arrays */
+    PyObject *path;     /* "Struct.Field", in FieldUnsupported */
 } Op;
 
 struct Prog {
@@ -129,6 +147,7 @@ struct Prog {
     Py_ssize_t n_order;
     int *order;
     long long first_free;
+    PyObject *qualname; /* the struct's name in FieldUnsupported */
 };
 
 static const char *KIND_NAMES[] = {
@@ -236,7 +255,16 @@ static int compile_default(Op *op, PyObject *d) {
     return 0;
 }
 
-static int compile_op(PyTypeObject *cls, Op *op, PyObject *t) {
+/* The spec name at item i of op t, and the path "qualname.name" errors of encoding use. */
+static int compile_name(Op *op, PyObject *t, Py_ssize_t i, PyObject *qualname) {
+    PyObject *name = PyTuple_GET_ITEM(t, i);
+    if (!PyUnicode_Check(name)) return unsupported_plan("a field name that is not a str");
+    op->name = Py_NewRef(name);
+    op->path = PyUnicode_FromFormat("%U.%U", qualname, name);
+    return op->path == NULL ? -1 : 0;
+}
+
+static int compile_op(PyTypeObject *cls, Op *op, PyObject *t, PyObject *qualname) {
     memset(op, 0, sizeof(*op));
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 2) return unsupported_plan("a malformed op");
     Py_ssize_t n = PyTuple_GET_SIZE(t);
@@ -247,24 +275,27 @@ static int compile_op(PyTypeObject *cls, Op *op, PyObject *t) {
     if (op->off < 0) return -1;
     switch (kind) {
     case K_STRING:
-        if (n != 4) return unsupported_plan("a malformed string op");
+        if (n != 6) return unsupported_plan("a malformed string op");
         op->compact = flag(t, 2);
         op->nullable = flag(t, 3);
-        break;
+        op->refuse_null = flag(t, 5);
+        return compile_name(op, t, 4, qualname);
     case K_BYTES:
-        if (n != 5) return unsupported_plan("a malformed bytes op");
+        if (n != 7) return unsupported_plan("a malformed bytes op");
         op->compact = flag(t, 2);
         op->nullable = flag(t, 3);
         op->view = flag(t, 4);
-        break;
+        op->refuse_null = flag(t, 6);
+        return compile_name(op, t, 5, qualname);
     case K_STRUCT:
-        if (n != 4) return unsupported_plan("a malformed struct op");
+        if (n != 6) return unsupported_plan("a malformed struct op");
         op->nullable = flag(t, 2);
         op->sub = compile_plan(PyTuple_GET_ITEM(t, 3));
         if (op->sub == NULL) return -1;
-        break;
+        op->refuse_null = flag(t, 5);
+        return compile_name(op, t, 4, qualname);
     case K_ARRAY: {
-        if (n != 6) return unsupported_plan("a malformed array op");
+        if (n != 7) return unsupported_plan("a malformed array op");
         op->compact = flag(t, 2);
         op->nullable = flag(t, 3);
         PyObject *el = PyTuple_GET_ITEM(t, 4);
@@ -279,15 +310,23 @@ static int compile_op(PyTypeObject *cls, Op *op, PyObject *t) {
             op->elem = kind_of(el);
             if (op->elem < 0 || op->elem > K_BYTES) return unsupported_plan("this array element");
         }
-        break;
+        return compile_name(op, t, 6, qualname);
     }
     case K_ABSENT:
-        if (n != 4) return unsupported_plan("a malformed absent op");
+        if (n != 5) return unsupported_plan("a malformed absent op");
         if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) return -1;
         op->ignorable = flag(t, 3);
+        return compile_name(op, t, 4, qualname);
+    case K_UUID:
+        if (n != 2) return unsupported_plan("a malformed uuid op");
         break;
-    default:
-        if (n != 2) return unsupported_plan("a malformed fixed op");
+    default: {
+        if (n != 3) return unsupported_plan("a malformed fixed op");
+        long run = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+        if (run == -1 && PyErr_Occurred()) return -1;
+        if (run < 0 || run > 0xFFFF) return unsupported_plan("a fixed run of this size");
+        op->run = (int)run;
+    }
     }
     return 0;
 }
@@ -326,8 +365,9 @@ static int compile_order(Prog *p, PyObject *rnd) {
     return 0;
 }
 
-/* plan = (cls, flexible, ops, tags[, (first_free_tag, draw order)]); tags = ((tag, op,
- * default), ...) sorted by tag. */
+/* plan = (cls, flexible, ops, tags, qualname[, (first_free_tag, draw order)]); tags =
+ * ((tag, op, default), ...) sorted by tag; qualname names the struct in errors ("Message"
+ * or "Message.Struct"). */
 static Prog *compile_plan(PyObject *plan) {
     PyObject *key = PyLong_FromVoidPtr(plan);
     if (key == NULL) return NULL;
@@ -337,9 +377,9 @@ static Prog *compile_plan(PyObject *plan) {
         return (Prog *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
     }
     if (PyErr_Occurred()) goto error_key;
-    if (!PyTuple_Check(plan) || (PyTuple_GET_SIZE(plan) != 4 && PyTuple_GET_SIZE(plan) != 5) ||
+    if (!PyTuple_Check(plan) || (PyTuple_GET_SIZE(plan) != 5 && PyTuple_GET_SIZE(plan) != 6) ||
         !PyType_Check(PyTuple_GET_ITEM(plan, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(plan, 2)) ||
-        !PyTuple_Check(PyTuple_GET_ITEM(plan, 3))) {
+        !PyTuple_Check(PyTuple_GET_ITEM(plan, 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(plan, 4))) {
         unsupported_plan("a malformed plan");
         goto error_key;
     }
@@ -349,6 +389,7 @@ static Prog *compile_plan(PyObject *plan) {
     Prog *p = PyMem_Calloc(1, sizeof(Prog));
     if (p == NULL) { PyErr_NoMemory(); goto error_key; }
     p->cls = (PyTypeObject *)Py_NewRef(cls);
+    p->qualname = Py_NewRef(PyTuple_GET_ITEM(plan, 4));
     p->flexible = flag(plan, 1);
     p->n_ops = PyTuple_GET_SIZE(ops);
     p->n_tags = PyTuple_GET_SIZE(tags);
@@ -361,7 +402,7 @@ static Prog *compile_plan(PyObject *plan) {
     Py_DECREF(unk);
     if (p->unknown_off < 0) goto error_key;
     for (Py_ssize_t i = 0; i < p->n_ops; i++)
-        if (compile_op(cls, &p->ops[i], PyTuple_GET_ITEM(ops, i)) < 0) goto error_key;
+        if (compile_op(cls, &p->ops[i], PyTuple_GET_ITEM(ops, i), p->qualname) < 0) goto error_key;
     for (Py_ssize_t i = 0; i < p->n_tags; i++) {
         PyObject *t = PyTuple_GET_ITEM(tags, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
@@ -369,7 +410,7 @@ static Prog *compile_plan(PyObject *plan) {
             goto error_key;
         }
         Op *op = &p->tags[i];
-        if (compile_op(cls, op, PyTuple_GET_ITEM(t, 1)) < 0) goto error_key;
+        if (compile_op(cls, op, PyTuple_GET_ITEM(t, 1), p->qualname) < 0) goto error_key;
         if (op->kind == K_ABSENT) { unsupported_plan("an absent tagged op"); goto error_key; }
         unsigned long tag = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0));
         if (PyErr_Occurred() || tag > 0xFFFFFFFFUL || (i > 0 && tag <= p->tags[i - 1].tag)) {
@@ -380,7 +421,7 @@ static Prog *compile_plan(PyObject *plan) {
         op->tag = (uint32_t)tag;
         if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) goto error_key;
     }
-    if (PyTuple_GET_SIZE(plan) == 5 && compile_order(p, PyTuple_GET_ITEM(plan, 4)) < 0)
+    if (PyTuple_GET_SIZE(plan) == 6 && compile_order(p, PyTuple_GET_ITEM(plan, 5)) < 0)
         goto error_key;
     if (add_plan_class(cls) < 0) goto error_key;
     PyObject *cap = PyCapsule_New(p, NULL, NULL);
@@ -500,9 +541,36 @@ static PyObject *struct_eq(PyObject *mod, PyObject *const *args, Py_ssize_t narg
 
 typedef struct {
     const unsigned char *buf;
+    Py_ssize_t len;  /* the whole buffer: fused fixed-width reads are checked against it */
     PyObject *bufobj;
-    PyObject *view; /* memoryview(bufobj), made on the first zero-copy field */
+    PyObject *view;  /* memoryview(bufobj), made on the first zero-copy field */
+    int raised;      /* a DecodeError is set: it propagates, no fall-back */
 } DCtx;
+
+/* Raise DecodeError(reason, offset=at) as the wire readers do. Returns -1. */
+static int dec_fail(DCtx *c, Py_ssize_t at, const char *format, ...) {
+    va_list va;
+    va_start(va, format);
+    PyObject *reason = PyUnicode_FromFormatV(format, va);
+    va_end(va);
+    if (reason == NULL) return -1;
+    PyObject *e = PyObject_CallFunction(decode_error, "Osin", reason, "", -1, at);
+    Py_DECREF(reason);
+    if (e == NULL) return -1;
+    PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+    Py_DECREF(e);
+    c->raised = 1;
+    return -1;
+}
+
+/* wire._short: a length or count larger than what is left. */
+static int dec_short(DCtx *c, const char *what, PyObject *name, Py_ssize_t n, Py_ssize_t pos,
+                     Py_ssize_t end) {
+    if (name != NULL)
+        return dec_fail(c, pos, "array %U of length %zd exceeds the %zd bytes left", name, n,
+                        end - pos);
+    return dec_fail(c, pos, "%s of length %zd exceeds the %zd bytes left", what, n, end - pos);
+}
 
 static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
     PyObject *old = SLOT(o, off);
@@ -510,23 +578,24 @@ static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
     Py_XDECREF(old);
 }
 
-/* An unsigned varint as Kafka reads them: at most 5 bytes, at most 32 bits. */
-static inline int read_uvarint(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end,
-                               uint64_t *out) {
-    Py_ssize_t p = *pos;
-    uint64_t v = 0;
-    for (int shift = 0; shift <= 28; shift += 7) {
-        if (p >= end) return -1;
-        unsigned char c = b[p++];
-        v |= (uint64_t)(c & 0x7F) << shift;
-        if (c < 0x80) {
-            if (v > 0xFFFFFFFFULL) return -1;
-            *pos = p;
-            *out = v;
-            return 0;
-        }
+/* An unsigned varint as Kafka reads them: at most 5 bytes, at most 32 bits (the checks and
+ * offsets of wire.read_uvarint). */
+static inline int read_uvarint(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, uint64_t *out) {
+    const unsigned char *b = c->buf;
+    Py_ssize_t p = *pos, start = p;
+    if (p >= end) return dec_fail(c, p, "varint runs past the end");
+    unsigned char x = b[p++];
+    uint64_t v = x & 0x7F;
+    for (int shift = 7; x >= 0x80; shift += 7) {
+        if (shift > 28) return dec_fail(c, start, "varint longer than 5 bytes");
+        if (p >= end) return dec_fail(c, start, "varint runs past the end");
+        x = b[p++];
+        v |= (uint64_t)(x & 0x7F) << shift;
     }
-    return -1;
+    if (v > 0xFFFFFFFFULL) return dec_fail(c, start, "varint exceeds 32 bits");
+    *pos = p;
+    *out = v;
+    return 0;
 }
 
 static PyObject *dec_struct(DCtx *c, Prog *p, Py_ssize_t *pos, Py_ssize_t end);
@@ -589,28 +658,86 @@ static PyObject *dec_fixed(int kind, const unsigned char *b) {
     }
 }
 
-/* A length prefix: -1 for null (only when nullable), else the length, checked against
- * what is left. Returns -2 on any error. */
-static inline Py_ssize_t read_size(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end,
-                                   int compact, int wide, int nullable) {
-    Py_ssize_t n;
+enum { W_STRING, W_BYTES, W_RECORDS };
+static const char *WHAT[] = {"string", "bytes", "records"};
+
+/* The length prefix of a string, bytes or records value, checked as wire._sized checks it:
+ * the length, -1 for null, or -2 with the error raised (``return (dec_fail(...), -2)``). */
+static Py_ssize_t read_length(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact,
+                              int nullable, int what) {
+    const unsigned char *b = c->buf;
+    Py_ssize_t start = *pos, n;
     if (compact) {
-        uint64_t v;
-        if (read_uvarint(b, pos, end, &v) < 0) return -2;
+        uint64_t v = 0;
+        if (read_uvarint(c, pos, end, &v) < 0) return -2;
         n = (Py_ssize_t)v - 1;
-    } else if (wide) {
-        if (*pos + 4 > end) return -2;
+    } else if (what == W_STRING) {
+        if (*pos + 2 > end) return (dec_fail(c, *pos, "truncated length"), -2);
+        n = (int16_t)(b[*pos] << 8 | b[*pos + 1]);
+        *pos += 2;
+    } else {
+        if (*pos + 4 > end) return (dec_fail(c, *pos, "truncated length"), -2);
         const unsigned char *q = b + *pos;
         n = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
         *pos += 4;
-    } else {
-        if (*pos + 2 > end) return -2;
-        n = (int16_t)(b[*pos] << 8 | b[*pos + 1]);
-        *pos += 2;
     }
-    if (n < 0) return (n == -1 && nullable) ? -1 : -2;
-    if (n > end - *pos) return -2;
+    if (n < 0) {
+        if (n != -1) return (dec_fail(c, start, "negative %s length %zd", WHAT[what], n), -2);
+        if (!nullable)
+            return (dec_fail(c, start, "%s is null but not nullable at this version",
+                             WHAT[what]), -2);
+        return -1;
+    }
+    if (n > end - *pos) return (dec_short(c, WHAT[what], NULL, n, *pos, end), -2);
+    if (n > 0x7FFF && what == W_STRING)
+        return (dec_fail(c, start, "string length %zd is longer than 32767", n), -2);
     return n;
+}
+
+/* An array's item count, checked as wire._array_count checks it: the count, -1 for null,
+ * or -2 with the error raised. */
+static Py_ssize_t read_count(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
+    const unsigned char *b = c->buf;
+    Py_ssize_t start = *pos, n;
+    if (op->compact) {
+        uint64_t v = 0;
+        if (read_uvarint(c, pos, end, &v) < 0) return -2;
+        n = (Py_ssize_t)v - 1;
+    } else {
+        if (*pos + 4 > end) return (dec_fail(c, *pos, "truncated length"), -2);
+        const unsigned char *q = b + *pos;
+        n = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
+        *pos += 4;
+    }
+    if (n < 0) {
+        if (n == -1 && op->nullable) return -1;
+        if (n == -1)
+            return (dec_fail(c, start, "array %U is null but not nullable at this version",
+                             op->name), -2);
+        return (dec_fail(c, start, "array %U is of length %zd", op->name, n), -2);
+    }
+    if (n > end - *pos) return (dec_short(c, NULL, op->name, n, *pos, end), -2);
+    return n;
+}
+
+/* A str from n bytes of UTF-8 at start; invalid UTF-8 is reported at the bad byte, with
+ * the codec's own reason, as Message.decode reports the UnicodeDecodeError. */
+static PyObject *dec_utf8(DCtx *c, Py_ssize_t start, Py_ssize_t n) {
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)c->buf + start, n, NULL);
+    if (s != NULL || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) return s;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    Py_ssize_t at;
+    PyObject *why = NULL;
+    if (value != NULL && PyUnicodeDecodeError_GetStart(value, &at) == 0 &&
+        (why = PyUnicodeDecodeError_GetReason(value)) != NULL)
+        dec_fail(c, start + at, "invalid UTF-8 in a string: %U", why);
+    Py_XDECREF(why);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return NULL;
 }
 
 static PyObject *dec_string(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact,
@@ -619,14 +746,14 @@ static PyObject *dec_string(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compac
     Py_ssize_t p = *pos;
     if (compact && p < end && b[p] > 0 && b[p] < 0x80 && p + b[p] <= end) { /* fast path */
         Py_ssize_t n = b[p] - 1;
-        PyObject *s = PyUnicode_DecodeUTF8((const char *)b + p + 1, n, NULL);
+        PyObject *s = dec_utf8(c, p + 1, n);
         if (s) *pos = p + 1 + n;
         return s;
     }
-    Py_ssize_t n = read_size(b, &p, end, compact, 0, nullable);
-    if (n == -2 || n > 0x7FFF) return NULL;
+    Py_ssize_t n = read_length(c, &p, end, compact, nullable, W_STRING);
+    if (n == -2) return NULL;
     if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
-    PyObject *s = PyUnicode_DecodeUTF8((const char *)b + p, n, NULL);
+    PyObject *s = dec_utf8(c, p, n);
     if (s) *pos = p + n;
     return s;
 }
@@ -653,7 +780,7 @@ static PyObject *sub_view(DCtx *c, Py_ssize_t start, Py_ssize_t n) {
 static PyObject *dec_bytes(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact, int nullable,
                            int view) {
     Py_ssize_t p = *pos;
-    Py_ssize_t n = read_size(c->buf, &p, end, compact, 1, nullable);
+    Py_ssize_t n = read_length(c, &p, end, compact, nullable, view ? W_RECORDS : W_BYTES);
     if (n == -2) return NULL;
     if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
     PyObject *v;
@@ -666,15 +793,28 @@ static PyObject *dec_bytes(DCtx *c, Py_ssize_t *pos, Py_ssize_t end, int compact
     return v;
 }
 
+static PyObject *dec_uuid(DCtx *c, Py_ssize_t *pos, Py_ssize_t end) {
+    if (*pos + 16 > end) {
+        dec_fail(c, *pos, "truncated uuid");
+        return NULL;
+    }
+    PyObject *v = make_uuid(c->buf + *pos);
+    if (v) *pos += 16;
+    return v;
+}
+
 static PyObject *dec_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end);
 
 static PyObject *dec_array(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
     Py_ssize_t p = *pos;
-    Py_ssize_t n = read_size(c->buf, &p, end, op->compact, 1, op->nullable);
+    Py_ssize_t n = read_count(c, op, &p, end);
     if (n == -2) return NULL;
     if (n == -1) { *pos = p; return Py_NewRef(Py_None); }
     int el = op->elem;
-    if (el <= K_BOOL && n * FIXED_SIZE[el] > end - p) return NULL;
+    if (el <= K_BOOL && n * FIXED_SIZE[el] > end - p) {
+        dec_short(c, NULL, op->name, n, p, end);
+        return NULL;
+    }
     /* Up front only when the count is small or the items are fixed-width (the count is then
      * backed by bytes already): a corrupt count never reserves more than the items read. */
     int append = op->keyed || (n > 256 && el > K_BOOL);
@@ -693,9 +833,7 @@ static PyObject *dec_array(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
         } else if (el == K_STRUCT) {
             v = dec_struct(c, op->sub, &p, end);
         } else if (el == K_UUID) {
-            if (p + 16 > end) { Py_DECREF(list); return NULL; }
-            v = make_uuid(c->buf + p);
-            p += 16;
+            v = dec_uuid(c, &p, end);
         } else if (el == K_STRING) {
             v = dec_string(c, &p, end, op->compact, 0);
         } else {
@@ -717,23 +855,27 @@ static PyObject *dec_array(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
 static PyObject *dec_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
     int k = op->kind;
     if (k <= K_BOOL) {
-        if (*pos + FIXED_SIZE[k] > end) return NULL;
+        /* The Python decoder unpacks a fused run with one struct.unpack_from on the whole
+         * buffer (not up to end): a short buffer fails at the run's start. */
+        if (op->run && *pos + op->run > c->len) {
+            dec_fail(c, *pos, "truncated: fixed-width fields run past the end (%zd bytes left)",
+                     c->len - *pos);
+            return NULL;
+        }
         PyObject *v = dec_fixed(k, c->buf + *pos);
         *pos += FIXED_SIZE[k];
         return v;
     }
     switch (k) {
-    case K_UUID: {
-        if (*pos + 16 > end) return NULL;
-        PyObject *v = make_uuid(c->buf + *pos);
-        *pos += 16;
-        return v;
-    }
+    case K_UUID: return dec_uuid(c, pos, end);
     case K_STRING: return dec_string(c, pos, end, op->compact, op->nullable);
     case K_BYTES: return dec_bytes(c, pos, end, op->compact, op->nullable, op->view);
     case K_STRUCT:
         if (op->nullable) {
-            if (*pos >= end) return NULL;
+            if (*pos >= end) {
+                dec_fail(c, *pos, "truncated: the value runs past the end");
+                return NULL;
+            }
             if (c->buf[*pos] > 127) { *pos += 1; return Py_NewRef(Py_None); }
             Py_ssize_t p = *pos + 1;
             PyObject *v = dec_struct(c, op->sub, &p, end);
@@ -746,17 +888,26 @@ static PyObject *dec_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
     }
 }
 
+/* A tagged-field section (its first byte is not 0): known tags into their slots, the others
+ * kept raw. The checks of the generated decoders' loop and of wire.read_unknown_tags. */
 static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ssize_t end) {
     const unsigned char *b = c->buf;
     Py_ssize_t pos = *ppos;
-    uint64_t count;
-    if (read_uvarint(b, &pos, end, &count) < 0 || (Py_ssize_t)count > end - pos) return NULL;
+    uint64_t count = 0;
+    if (read_uvarint(c, &pos, end, &count) < 0) return NULL;
+    if ((Py_ssize_t)count > end - pos) {
+        dec_short(c, "tagged fields", NULL, (Py_ssize_t)count, pos, end);
+        return NULL;
+    }
     PyObject *unknown = NULL;
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t tag, size;
-        if (read_uvarint(b, &pos, end, &tag) < 0 || read_uvarint(b, &pos, end, &size) < 0 ||
-            (Py_ssize_t)size > end - pos)
+        uint64_t tag = 0, size = 0;
+        if (read_uvarint(c, &pos, end, &tag) < 0 || read_uvarint(c, &pos, end, &size) < 0)
             goto fail;
+        if ((Py_ssize_t)size > end - pos) {
+            dec_short(c, "tagged field", NULL, (Py_ssize_t)size, pos, end);
+            goto fail;
+        }
         Py_ssize_t tag_end = pos + (Py_ssize_t)size;
         Op *op = NULL;
         for (Py_ssize_t j = 0; j < p->n_tags; j++)
@@ -765,7 +916,11 @@ static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ss
             PyObject *v = dec_value(c, op, &pos, tag_end);
             if (v == NULL) goto fail;
             set_slot(o, op->off, v);
-            if (pos != tag_end) goto fail;
+            if (pos != tag_end) {
+                dec_fail(c, pos, "tagged field %llu has %zd bytes its value did not use",
+                         (unsigned long long)tag, tag_end - pos);
+                goto fail;
+            }
         } else {
             if (unknown == NULL && (unknown = PyList_New(0)) == NULL) goto fail;
             PyObject *item = Py_BuildValue("(Ky#)", (unsigned long long)tag,
@@ -930,9 +1085,28 @@ static int enc_uuid(Out *o, PyObject *v) {
     return put_be(o, lo, 8);
 }
 
-static int enc_string(Out *o, PyObject *v, int compact, int nullable) {
+/* Encoders return 0, -1 to hand the call to the Python encoder (a value of the wrong type
+ * or range: it raises its own error) or -2 with an exception set, raised as is. */
+
+/* FieldUnsupported(path, why), built by wire.unsupported() as the Python encoder does. */
+static int refuse(PyObject *path, PyObject *why) {
+    PyObject *e = PyObject_CallFunctionObjArgs(unsupported_fn, path, why, NULL);
+    if (e == NULL) return -1;
+    PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+    Py_DECREF(e);
+    return -2;
+}
+
+/* None where the layout has no null: refused when the field is nullable at other versions
+ * (the encoder tests for it), else a wrong value left to the Python encoder. */
+static int refuse_null(Op *op) {
+    return op != NULL && op->refuse_null ? refuse(op->path, why_null) : -1;
+}
+
+/* ``op`` is the field's, NULL for array items. */
+static int enc_string(Out *o, PyObject *v, int compact, int nullable, Op *op) {
     if (v == Py_None) {
-        if (!nullable) return -1;
+        if (!nullable) return refuse_null(op);
         return compact ? put_uvarint(o, 0) : put_be(o, 0xFFFF, 2);
     }
     if (!PyUnicode_Check(v)) return -1;
@@ -944,9 +1118,9 @@ static int enc_string(Out *o, PyObject *v, int compact, int nullable) {
 }
 
 /* bytes, bytearray or a memoryview whose length is its size in bytes. */
-static int enc_bytes(Out *o, PyObject *v, int compact, int nullable) {
+static int enc_bytes(Out *o, PyObject *v, int compact, int nullable, Op *op) {
     if (v == Py_None) {
-        if (!nullable) return -1;
+        if (!nullable) return refuse_null(op);
         return compact ? put_uvarint(o, 0) : put_be(o, 0xFFFFFFFF, 4);
     }
     const char *data;
@@ -976,7 +1150,7 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj);
 
 static int enc_array(Out *o, Op *op, PyObject *v) {
     if (v == Py_None) {
-        if (!op->nullable) return -1;
+        if (!op->nullable) return refuse(op->path, why_null); /* for arrays, whatever the field */
         return op->compact ? put_uvarint(o, 0) : put_be(o, 0xFFFFFFFF, 4);
     }
     int is_list = PyList_Check(v);
@@ -993,10 +1167,10 @@ static int enc_array(Out *o, Op *op, PyObject *v) {
         if (el <= K_BOOL) r = enc_fixed(o, el, item);
         else if (el == K_STRUCT) r = enc_struct(o, op->sub, item);
         else if (el == K_UUID) r = enc_uuid(o, item);
-        else if (el == K_STRING) r = enc_string(o, item, op->compact, 0);
-        else r = enc_bytes(o, item, op->compact, 1); /* as bytes_writer: None is null */
+        else if (el == K_STRING) r = enc_string(o, item, op->compact, 0, NULL);
+        else r = enc_bytes(o, item, op->compact, 1, NULL); /* as bytes_writer: None is null */
         Py_DECREF(item);
-        if (r < 0) return -1;
+        if (r < 0) return r;
     }
     return 0;
 }
@@ -1006,12 +1180,14 @@ static int enc_value(Out *o, Op *op, PyObject *v) {
     if (k <= K_BOOL) return enc_fixed(o, k, v);
     switch (k) {
     case K_UUID: return enc_uuid(o, v);
-    case K_STRING: return enc_string(o, v, op->compact, op->nullable);
-    case K_BYTES: return enc_bytes(o, v, op->compact, op->nullable);
+    case K_STRING: return enc_string(o, v, op->compact, op->nullable, op);
+    case K_BYTES: return enc_bytes(o, v, op->compact, op->nullable, op);
     case K_STRUCT:
         if (op->nullable) {
             if (v == Py_None) return put_be(o, 0xFF, 1);
             if (put_be(o, 1, 1) < 0) return -1;
+        } else if (v == Py_None) {
+            return refuse_null(op);
         }
         return enc_struct(o, op->sub, v);
     case K_ARRAY: return enc_array(o, op, v);
@@ -1047,14 +1223,15 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
         int d = differs(v, op->dcmp);
         if (d > 0) {
             Py_ssize_t start = scratch.len;
-            if (enc_value(&scratch, op, v) < 0) d = -1;
+            int r = enc_value(&scratch, op, v);
+            if (r < 0) d = r;
             known[n_known].tag = op->tag;
             known[n_known].start = start;
             known[n_known].len = scratch.len - start;
             n_known++;
         }
         Py_DECREF(v);
-        if (d < 0) goto done;
+        if (d < 0) { rc = d; goto done; }
     }
     /* Counted again: a comparison above may have run Python code that changed the list. */
     n_unknown = Py_SIZE(unknown);
@@ -1108,16 +1285,22 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj) {
         if (v == NULL) return -1;
         int r;
         Py_INCREF(v);
-        if (op->kind == K_ABSENT) r = op->ignorable ? 0 : (differs(v, op->dcmp) ? -1 : 0);
-        else r = enc_value(o, op, v);
+        if (op->kind != K_ABSENT) {
+            r = enc_value(o, op, v);
+        } else if (op->ignorable) {
+            r = 0;
+        } else {
+            r = differs(v, op->dcmp);
+            if (r > 0) r = refuse(op->path, why_default);
+        }
         Py_DECREF(v);
-        if (r < 0) return -1;
+        if (r < 0) return r;
     }
     PyObject *unknown = SLOT(obj, p->unknown_off);
     if (unknown == NULL) return -1;
     if (!p->flexible) {
         int t = PyObject_IsTrue(unknown);
-        return t == 0 ? 0 : -1;
+        return t == 0 ? 0 : (t > 0 ? refuse(p->qualname, why_tags) : -1);
     }
     if (p->n_tags == 0 && PyTuple_CheckExact(unknown) && PyTuple_GET_SIZE(unknown) == 0)
         return put_be(o, 0, 1);
@@ -1701,6 +1884,10 @@ static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_ValueError, "the plan is not for this class");
         return NULL;
     }
+    if (decode_error == NULL) {
+        unsupported_plan("codecs before configure()");
+        return NULL;
+    }
     Prog *p = compile_plan(plan);
     if (p == NULL) return NULL;
     Codec *self = (Codec *)type->tp_alloc(type, 0);
@@ -1735,11 +1922,11 @@ static PyObject *codec_decode(Codec *self, PyObject *const *args, Py_ssize_t nar
         PyBuffer_Release(&view);
         return fall_back(self->py_dec, args, 3);
     }
-    DCtx c = {view.buf, args[0], NULL};
+    DCtx c = {view.buf, view.len, args[0], NULL, 0};
     PyObject *obj = dec_struct(&c, self->prog, &pos, end);
     Py_XDECREF(c.view);
     PyBuffer_Release(&view);
-    if (obj == NULL) return fall_back(self->py_dec, args, 3);
+    if (obj == NULL) return c.raised ? NULL : fall_back(self->py_dec, args, 3);
     PyObject *p = PyLong_FromSsize_t(pos);
     if (p == NULL) { Py_DECREF(obj); return NULL; }
     PyObject *t = PyTuple_New(2);
@@ -1759,6 +1946,7 @@ static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nar
     int r = enc_struct(&o, self->prog, args[0]);
     PyObject *data = r < 0 ? NULL : PyBytes_FromStringAndSize((const char *)o.p, o.len);
     if (o.heap) PyMem_Free(o.p);
+    if (r == -2) return NULL; /* a refusal, raised as the Python encoder raises it */
     if (data == NULL) return fall_back(self->py_enc, args, 2);
     PyObject *res = PyObject_CallOneArg(args[1], data);
     Py_DECREF(data);
@@ -2358,15 +2546,25 @@ static PyObject *json_fallbacks(PyObject *mod, PyObject *unused) {
 /* ------------------------------------------------------------------ module */
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
-    PyObject *keyed, *base;
-    if (!PyArg_ParseTuple(args, "O!O!:configure", &PyType_Type, &keyed, &PyType_Type, &base))
+    PyObject *keyed, *base, *derr, *unsup;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:configure", &PyType_Type, &keyed, &PyType_Type, &base,
+                          &PyType_Type, &derr, &unsup))
         return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)derr, (PyTypeObject *)PyExc_ValueError) ||
+        !PyCallable_Check(unsup)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure(KeyedList, Struct, DecodeError, unsupported): DecodeError is "
+                        "a ValueError and unsupported a callable");
+        return NULL;
+    }
     if (!PyType_IsSubtype((PyTypeObject *)keyed, &PyList_Type)) {
-        PyErr_SetString(PyExc_TypeError, "configure(KeyedList, Struct): KeyedList is a list");
+        PyErr_SetString(PyExc_TypeError, "configure(): KeyedList is a list");
         return NULL;
     }
     Py_XSETREF(keyed_type, (PyTypeObject *)Py_NewRef(keyed));
     Py_XSETREF(struct_base, (PyTypeObject *)Py_NewRef(base));
+    Py_XSETREF(decode_error, Py_NewRef(derr));
+    Py_XSETREF(unsupported_fn, Py_NewRef(unsup));
     Py_RETURN_NONE;
 }
 
@@ -2376,13 +2574,15 @@ static PyObject *fallbacks(PyObject *mod, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(KeyedList, Struct): the runtime's mapKey list and struct base classes"},
+     "configure(KeyedList, Struct, DecodeError, unsupported): the runtime's mapKey list and "
+     "struct base classes, its decode error and its builder of encode refusals"},
     {"struct_eq", (PyCFunction)(void (*)(void))struct_eq, METH_FASTCALL,
      "struct_eq(a, b): a generated struct's __eq__ (install through eq_method)"},
     {"configure_random", configure_random, METH_O,
      "configure_random(kafkagen.runtime.randomgen): the generator class and tables to mirror"},
     {"fallbacks", fallbacks, METH_NOARGS,
-     "How many calls the native codecs handed to the Python codecs (bad input, odd values)"},
+     "How many calls the native codecs handed to the Python codecs (values of the wrong "
+     "type or range, exotic buffers...)"},
     {"json_fallbacks", json_fallbacks, METH_NOARGS,
      "How many calls the native JSON converters handed to the Python ones"},
     {NULL}
@@ -2434,7 +2634,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     empty_list = PyList_New(0);
     programs = PyDict_New();
-    if (empty_list == NULL || programs == NULL) goto error;
+    why_default = PyUnicode_InternFromString("non-default value");
+    why_null = PyUnicode_InternFromString("null value");
+    why_tags = PyUnicode_InternFromString("unknown tagged fields");
+    if (empty_list == NULL || programs == NULL || why_default == NULL || why_null == NULL ||
+        why_tags == NULL)
+        goto error;
     return m;
 error:
     Py_DECREF(m);

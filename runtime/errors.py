@@ -13,22 +13,31 @@ class DecodeError(ValueError):
     Names the message, the version and the byte offset where decoding failed.
     """
 
+    # Slots and a direct ``args``: every failing decode builds one or two of these, and an
+    # exception's first attribute in its __dict__ and a super().__init__ call cost more
+    # than the rest of a failing decode.
+    __slots__ = ("reason", "message", "version", "offset")
+
     def __init__(self, reason: str, message: str = "", version: int = -1, offset: int = -1):
         self.reason = reason
         self.message = message
         self.version = version
         self.offset = offset
-        super().__init__(str(self))
+        self.args = (_decode_text(reason, message, version, offset),)
 
     def __str__(self) -> str:
-        where = f"{self.message} v{self.version}" if self.message else "message"
-        at = f" at byte {self.offset}" if self.offset >= 0 else ""
-        return f"cannot decode {where}{at}: {self.reason}"
+        return _decode_text(self.reason, self.message, self.version, self.offset)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Exception pickling re-calls the class with self.args (the formatted text), which
         # would land in `reason`; rebuild from the fields instead.
         return (type(self), (self.reason, self.message, self.version, self.offset))
+
+
+def _decode_text(reason: str, message: str, version: int, offset: int) -> str:
+    where = f"{message} v{version}" if message else "message"
+    at = f" at byte {offset}" if offset >= 0 else ""
+    return f"cannot decode {where}{at}: {reason}"
 
 
 class KafkaError(Exception):

@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast
 
 from .errors import DecodeError, UnsupportedVersionError
-from .wire import Buffer, FieldUnsupported, RawTags, Writer
+from .wire import Buffer, FieldUnsupported, RawTags, Writer, unsupported
 
 T = TypeVar("T", bound="Struct")
 M = TypeVar("M", bound="Message")
@@ -172,11 +172,17 @@ def _decode_error(error: Exception, message: str, version: int, end: int) -> Dec
     """The DecodeError for what a decoder raised: the message, version and offset added."""
     if isinstance(error, DecodeError):  # raised by a wire reader
         return DecodeError(error.reason, message, version, error.offset)
+    offset = _failing_offset(error, end)
     if isinstance(error, UnicodeDecodeError):
         reason = f"invalid UTF-8 in a string: {error.reason}"
-    else:  # IndexError or struct.error: a fixed-width read ran past the end
+    elif isinstance(error, struct.error):
+        # A fused run of fixed-width fields, unpacked from the whole buffer, ran past its
+        # end. struct.error's own text varies between Python versions: the reason is the
+        # project's own, the one the accelerator gives.
+        reason = f"truncated: fixed-width fields run past the end ({end - offset} bytes left)"
+    else:
         reason = f"truncated ({error})"
-    return DecodeError(reason, message, version, _failing_offset(error, end))
+    return DecodeError(reason, message, version, offset)
 
 
 def _failing_offset(error: BaseException, default: int) -> int:
@@ -269,7 +275,7 @@ def _load_native() -> ModuleType | None:
         from . import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _native.configure(KeyedList, Struct)
+    _native.configure(KeyedList, Struct, DecodeError, unsupported)
     from . import randomgen
 
     try:
@@ -282,9 +288,9 @@ def _load_native() -> ModuleType | None:
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
 
-#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, (first free
-#: tag, draw order)), plain data the generator emits next to the Python codecs of the same
-#: layout.
+#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, the struct's
+#: name in errors, (first free tag, draw order)), plain data the generator emits next to the
+#: Python codecs of the same layout.
 Plan = tuple[Any, ...]
 
 

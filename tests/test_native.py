@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafkagen.fuzz.checks import mutate
 from kafkagen.generated import APIS, OTHER_TYPES, header_type, message_type, other_type
+from kafkagen.generated.api_versions import ApiVersionsResponse
+from kafkagen.generated.delete_topics import DeleteTopicsResponse
 from kafkagen.generated.fetch import FetchResponse
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
@@ -183,12 +186,13 @@ def tiny_class(name: str) -> type[Message]:
 @native_only
 def test_a_plan_the_accelerator_cannot_run_keeps_that_struct_on_python_codecs() -> None:
     good, odd, parent, unslotted = (tiny_class(n) for n in ("Good", "Odd", "Parent", "NoSlot"))
-    good_plan = (good, False, (("int32", "a"),), ())
-    odd_plan = (odd, False, (("complex128", "a"),), ())  # a kind the C side lacks
+    good_plan = (good, False, (("int32", "a", 4),), (), "Good")
+    odd_plan = (odd, False, (("complex128", "a"),), (), "Odd")  # a kind the C side lacks
     runtime.bind_native(good, (0, 0, good_plan))
     runtime.bind_native(odd, (0, 0, odd_plan))
-    runtime.bind_native(parent, (0, 0, (parent, False, (("struct", "a", False, odd_plan),), ())))
-    runtime.bind_native(unslotted, (0, 0, (unslotted, False, (("int32", "b"),), ())))
+    struct_op = ("struct", "a", False, odd_plan, "A", False)
+    runtime.bind_native(parent, (0, 0, (parent, False, (struct_op,), (), "Parent")))
+    runtime.bind_native(unslotted, (0, 0, (unslotted, False, (("int32", "b", 4),), (), "NoSlot")))
     assert uses_native(good, 0)
     assert not uses_native(odd, 0) and not uses_native(parent, 0)
     assert not uses_native(unslotted, 0)
@@ -242,10 +246,16 @@ def test_random_messages_agree_at_every_version(cls: type[Message]) -> None:
 @pytest.mark.parametrize("cls", CLASSES, ids=IDS)
 def test_writing_at_another_version_gives_the_same_bytes_or_error(cls: type[Message]) -> None:
     """Down- and up-conversion: the same bytes, or the same UnsupportedVersionError text."""
+    assert runtime.native is not None
     for version in versions(cls):
         m = cls.random(version, 7)
         for other in versions(cls):
-            native, python = both(cls, partial(m.encode, other))
+            before = runtime.native.fallbacks()
+            native = outcome(partial(m.encode, other))
+            # A refusal is raised by the compiled encoder, not by the Python one run again.
+            assert runtime.native.fallbacks() == before, f"v{version} at v{other} fell back"
+            with pure_python(cls):
+                python = outcome(partial(m.encode, other))
             assert_same(native, python, f"v{version} written at v{other}")
 
 
@@ -270,6 +280,187 @@ def test_mutated_encodings_fail_or_decode_alike(cls: type[Message]) -> None:
                 buf = wrap(data)
                 native, python = both(cls, partial(cls.decode, buf, version))
                 assert_same(native, python, f"v{version} decode of {data.hex()}")
+
+
+def native_decode(cls: type[Message], data: Any, version: int) -> tuple[str, Any]:
+    """The outcome of decoding with the accelerator, which must not hand the call back."""
+    assert runtime.native is not None
+    before = runtime.native.fallbacks()
+    result = outcome(partial(cls.decode, data, version))
+    assert runtime.native.fallbacks() == before, f"{cls.__name__} v{version}: fell back"
+    return result
+
+
+@pytest.mark.slow
+@native_only
+@pytest.mark.parametrize("cls", CLASSES, ids=IDS)
+def test_every_truncation_and_many_mutations_fail_alike_without_python(
+    cls: type[Message],
+) -> None:
+    """Every prefix of an encoding and 50 of the fuzz job's mutations per version: the
+    compiled decoder raises the pure-Python decoder's error itself (type, reason, message,
+    version, offset), or decodes the same objects."""
+    rng = random.Random(f"mutations of {cls.__name__}")
+    for version in versions(cls):
+        wire = cls.random(version, 3).encode(version)
+        mutants = [wire[:cut] for cut in range(len(wire))]
+        mutants += [mutate(wire, rng.getrandbits(48)) for _ in range(50)]
+        for data in mutants:
+            native = native_decode(cls, data, version)
+            with pure_python(cls):
+                python = outcome(partial(cls.decode, data, version))
+            assert_same(native, python, f"v{version} decode of {data.hex()}")
+
+
+#: One input per kind of failure, with the reason and offset both modes give.
+FAILURES: list[tuple[type[Message], int, str, str, int]] = [
+    # FindCoordinatorResponse v1: ThrottleTimeMs and ErrorCode, one 6-byte run, in 4 bytes
+    (
+        FindCoordinatorResponse,
+        1,
+        "00000000",
+        "truncated: fixed-width fields run past the end (4 bytes left)",
+        0,
+    ),
+    # FindCoordinatorRequest v0: Key "a\xffb", v3: compact Key "ab\xff"
+    (FindCoordinatorRequest, 0, "000361ff62", "invalid UTF-8 in a string: invalid start byte", 3),
+    (FindCoordinatorRequest, 3, "046162ff0000", "invalid UTF-8 in a string: invalid start byte", 3),
+    (FindCoordinatorRequest, 3, "8080808080800000", "varint longer than 5 bytes", 0),
+    (FindCoordinatorRequest, 3, "ffffffff1f", "varint exceeds 32 bits", 0),
+    (FindCoordinatorRequest, 3, "80", "varint runs past the end", 0),
+    (FindCoordinatorRequest, 0, "fffe", "negative string length -2", 0),
+    (FindCoordinatorRequest, 3, "000000", "string is null but not nullable at this version", 0),
+    (FindCoordinatorRequest, 0, "00056162", "string of length 5 exceeds the 2 bytes left", 2),
+    (FindCoordinatorRequest, 0, "00", "truncated length", 0),
+    (MetadataRequest, 0, "ffffffff", "array Topics is null but not nullable at this version", 0),
+    (MetadataRequest, 4, "fffffffb01", "array Topics is of length -5", 0),
+    (
+        MetadataRequest,
+        4,
+        "7fffffff000174",
+        "array Topics of length 2147483647 exceeds the 3 bytes left",
+        4,
+    ),
+    # MetadataRequest v10: one topic whose TopicId has 5 of 16 bytes
+    (MetadataRequest, 10, "020000000000", "truncated uuid", 1),
+    # ProduceRequest v3: the Records of topic "t" partition 0 have length -2
+    (
+        ProduceRequest,
+        3,
+        "ffff000100000000000000010001740000000100000000fffffffe",
+        "negative records length -2",
+        23,
+    ),
+    # ApiVersionsResponse v3: ErrorCode, no ApiKeys, ThrottleTimeMs, then tagged fields
+    (
+        ApiVersionsResponse,
+        3,
+        "00000100000000ffffffff0f0100",
+        "tagged fields of length 4294967295 exceeds the 2 bytes left",
+        12,
+    ),
+    (
+        ApiVersionsResponse,
+        3,
+        "000001000000000109808080800800",
+        "tagged field of length 2147483648 exceeds the 1 bytes left",
+        14,
+    ),
+    # tag 1 (FinalizedFeaturesEpoch, int64) in 9 bytes, then in 4 bytes: the int64 is read
+    # from the whole input, past its tagged field, as the Python decoder's struct does
+    (
+        ApiVersionsResponse,
+        3,
+        "000001000000000101090000000000000000ff",
+        "tagged field 1 has 1 bytes its value did not use",
+        18,
+    ),
+    (
+        ApiVersionsResponse,
+        3,
+        "00000100000000010104000000000000000000",
+        "tagged field 1 has -4 bytes its value did not use",
+        18,
+    ),
+    (
+        ApiVersionsResponse,
+        3,
+        "0000010000000001010400000000",
+        "truncated: fixed-width fields run past the end (4 bytes left)",
+        10,
+    ),
+]
+
+
+@native_only
+@pytest.mark.parametrize("cls, version, hex_data, reason, offset", FAILURES)
+def test_each_kind_of_invalid_input_raises_from_the_compiled_decoder(
+    cls: type[Message], version: int, hex_data: str, reason: str, offset: int
+) -> None:
+    data = bytes.fromhex(hex_data)
+    expected = ("error", (DecodeError, reason, cls.__name__, version, offset))
+    for wrap in (bytes, bytearray, memoryview):
+        assert native_decode(cls, wrap(data), version) == expected
+        with pure_python(cls):
+            assert outcome(partial(cls.decode, wrap(data), version)) == expected
+
+
+REFUSALS: list[tuple[str, Callable[[], Message], int, str]] = [
+    (
+        "a non-default value in a field absent at the version",
+        lambda: FindCoordinatorRequest(key_type=1),
+        0,
+        "cannot write FindCoordinatorRequest.KeyType at version 0: it holds a non-default "
+        "value and the field does not exist there",
+    ),
+    (
+        "the same, in a nested struct",
+        lambda: FindCoordinatorResponse(coordinators=[FindCoordinatorResponse.Coordinator()]),
+        3,
+        "cannot write FindCoordinatorResponse.Coordinators at version 3: it holds a "
+        "non-default value and the field does not exist there",
+    ),
+    (
+        "null in an array not nullable at the version",
+        lambda: MetadataRequest(topics=None),
+        0,
+        "cannot write MetadataRequest.Topics at version 0: it is null and the field is not "
+        "nullable there",
+    ),
+    (
+        "null in a nested string not nullable at the version",
+        lambda: DeleteTopicsResponse(
+            responses=[DeleteTopicsResponse.DeletableTopicResult(name=None)]
+        ),
+        5,
+        "cannot write DeleteTopicsResponse.DeletableTopicResult.Name at version 5: it is "
+        "null and the field is not nullable there",
+    ),
+    (
+        "unknown tagged fields at a version that is not flexible",
+        lambda: FindCoordinatorRequest(key="k", unknown_tagged_fields=((1, b"x"),)),
+        2,
+        "cannot write FindCoordinatorRequest at version 2: it carries tagged fields and that "
+        "version is not flexible",
+    ),
+]
+
+
+@native_only
+@pytest.mark.parametrize(
+    "make, version, text", [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS]
+)
+def test_each_kind_of_refusal_raises_from_the_compiled_encoder(
+    make: Callable[[], Message], version: int, text: str
+) -> None:
+    assert runtime.native is not None
+    m = make()
+    before = runtime.native.fallbacks()
+    native = outcome(partial(m.encode, version))
+    assert runtime.native.fallbacks() == before
+    assert native == ("error", (UnsupportedVersionError, f"UNSUPPORTED_VERSION (35): {text}"))
+    with pure_python(type(m)):
+        assert outcome(partial(m.encode, version)) == native
 
 
 # --------------------------------------------------------------------------- values
@@ -481,13 +672,22 @@ def test_repeated_failing_and_succeeding_decodes_do_not_grow_memory() -> None:
                 MetadataResponse.decode(data, 12)
             except DecodeError:
                 pass
+        for cls, version, hex_data, _, _ in FAILURES:  # each kind of DecodeError from C
+            try:
+                cls.decode(bytes.fromhex(hex_data), version)
+            except DecodeError:
+                pass
         MetadataResponse.decode(wire, 12).encode(12)
         FindCoordinatorRequest(key="k").encode(1)
-        for bad in (FindCoordinatorRequest(key_type=5), FindCoordinatorRequest(key=None)):  # type: ignore[arg-type]
-            try:  # an encode the native side hands back to Python, which raises
-                bad.encode(0)
-            except (ValueError, UnsupportedVersionError):
+        for _, make, version, _ in REFUSALS:  # each kind of refusal from C
+            try:
+                make().encode(version)
+            except UnsupportedVersionError:
                 pass
+        try:  # an encode the native side hands back to Python, which raises
+            FindCoordinatorRequest(key=None).encode(0)  # type: ignore[arg-type]
+        except ValueError:
+            pass
 
     run()  # warm caches
     tracemalloc.start()
@@ -500,6 +700,42 @@ def test_repeated_failing_and_succeeding_decodes_do_not_grow_memory() -> None:
     finally:
         tracemalloc.stop()
     assert grown < 64 * 1024, f"memory grew by {grown} bytes over 20 rounds"
+
+
+@native_only
+def test_failing_decodes_and_refusals_keep_no_reference() -> None:
+    """Errors raised by the compiled codecs hold no reference to the input, the message or
+    its values, and release the input's buffer (a bytearray can be resized again)."""
+    refused = [(make(), version) for _, make, version, _ in REFUSALS]
+    # their lists and structs: shared values (None, 0, "") are referenced from everywhere
+    values = [getattr(m, slot) for m, _ in refused for slot in type(m).__slots__]
+    values = [v for v in values if isinstance(v, list | Struct)]
+    assert values
+    inputs = [(cls, version, bytearray.fromhex(h)) for cls, version, h, _, _ in FAILURES]
+    wire = bytearray(FetchResponse.random(12, 5).encode(12))
+    inputs += [(FetchResponse, 12, wire[:cut]) for cut in range(0, len(wire), 7)]
+
+    def counts() -> list[int]:
+        objects: list[Any] = [m for m, _ in refused] + values + [buf for _, _, buf in inputs]
+        return [sys.getrefcount(o) for o in objects]
+
+    def fail_all() -> None:
+        for cls, version, buf in inputs:
+            for data in (buf, memoryview(buf)):
+                with pytest.raises(DecodeError):
+                    cls.decode(data, version)
+        for m, version in refused:
+            with pytest.raises(UnsupportedVersionError):
+                m.encode(version)
+
+    fail_all()
+    before = counts()
+    for _ in range(3):
+        fail_all()
+    assert counts() == before
+    for _, _, buf in inputs:
+        buf.append(0)  # BufferError if a failed decode kept the buffer exported
+        del buf[-1]
 
 
 @native_only

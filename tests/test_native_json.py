@@ -162,7 +162,8 @@ def tiny_struct(name: str) -> type[Message]:
 def test_a_table_the_accelerator_cannot_pair_keeps_the_python_converters() -> None:
     good, bad_key, no_field, no_codec = (tiny_struct(n) for n in ("G", "BadKey", "NoF", "NoC"))
     for cls in (good, bad_key, no_field):
-        runtime.bind_native(cls, (0, 0, (cls, False, (("int32", "a"),), ())))
+        plan = (cls, False, (("int32", "a", 4),), (), cls.__name__)
+        runtime.bind_native(cls, (0, 0, plan))
     runtime.bind_native_json(good, (good, (("a", "a", False, False, None),)))
     runtime.bind_native_json(bad_key, (bad_key, (("a", 5, False, False, None),)))
     runtime.bind_native_json(no_field, (no_field, (("b", "b", False, False, None),)))
