@@ -26,7 +26,7 @@
  * the spec's field order, which is the order the generated Python random builders draw
  * in. RandomBuilder(cls, py_random, layouts) then builds for a RandomGen over
  * random.Random exactly what py_random builds: the same objects, through the same calls
- * of the generator's random() and getrandbits() (sample() and uniform() on rare paths),
+ * of the generator's random() and getrandbits() (uniform() on its rare path),
  * so the PRNG, budget and unknown-tag count end in the same state. The thresholds of
  * RandomGen's methods are mirrored here; its tables are read from it (configure_random).
  * No draw computes a * b + c in floating point, so no compiler contraction into a fused
@@ -501,6 +501,14 @@ static int differs(PyObject *v, PyObject *d) {
         Py_DECREF(d);
         if (eq >= 0) return !eq;
         PyErr_Clear(); /* an unset slot: let Python's own comparison decide */
+    }
+    if (Py_IS_TYPE(v, uuid_type) && Py_IS_TYPE(d, uuid_type)) {
+        /* UUID.__eq__ compares the ints; without its Python frame here. */
+        PyObject *x = SLOT(v, uuid_int_off), *y = SLOT(d, uuid_int_off);
+        if (x != NULL && y != NULL) {
+            v = x;
+            d = y;
+        }
     }
     PyObject *r = PyObject_RichCompare(v, d, Py_NE);
     if (r == NULL) return -1;
@@ -1316,7 +1324,7 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj) {
 static PyTypeObject *randomgen_type; /* RandomGen */
 static PyTypeObject *pyrandom_type;  /* random.Random: the only PRNG class the C side drives */
 static Py_ssize_t gen_rng_off = -1, gen_budget_off = -1, gen_unknown_off = -1;
-static PyObject *s_random, *s_getrandbits, *s_sample;
+static PyObject *s_random, *s_getrandbits;
 typedef struct {
     PyObject *edges[6];
     long long small_lo, lo;
@@ -1487,30 +1495,37 @@ static PyObject *rnd_unknown_tags(RCtx *c, long long first_free) {
     c->unknown++;
     if (draw(c, &r) < 0) return NULL;
     long long k = 1 + (long long)(r * 3);
-    PyObject *range = PyObject_CallFunction((PyObject *)&PyRange_Type, "LL", first_free,
-                                            first_free + 40);
-    if (range == NULL) return NULL;
-    PyObject *kk = PyLong_FromLongLong(k);
-    PyObject *tags = kk ? PyObject_CallMethodObjArgs(c->rng, s_sample, range, kk, NULL) : NULL;
-    Py_DECREF(range);
-    Py_XDECREF(kk);
-    if (tags == NULL) return NULL;
-    PyObject *list = PySequence_List(tags); /* sorted(...) */
-    Py_DECREF(tags);
-    if (list == NULL) return NULL;
-    if (PyList_Sort(list) < 0) { Py_DECREF(list); return NULL; }
-    Py_ssize_t m = PyList_GET_SIZE(list);
-    PyObject *out = PyTuple_New(m);
-    if (out == NULL) { Py_DECREF(list); return NULL; }
-    for (Py_ssize_t i = 0; i < m; i++) {
+    /* RandomGen's rejection sampling: 6-bit draws, kept when below 40 and new. */
+    long picked[3];
+    long long n_picked = 0;
+    while (n_picked < k) {
+        PyObject *x = draw_bits(c, 6);
+        if (x == NULL) return NULL;
+        long t = PyLong_AsLong(x);
+        Py_DECREF(x);
+        if (t == -1 && PyErr_Occurred()) return NULL;
+        int fresh = t < 40;
+        for (long long i = 0; i < n_picked && fresh; i++) fresh = picked[i] != t;
+        if (fresh) picked[n_picked++] = t;
+    }
+    for (long long i = 1; i < n_picked; i++) /* sorted(picked): at most three */
+        for (long long j = i; j > 0 && picked[j - 1] > picked[j]; j--) {
+            long t = picked[j];
+            picked[j] = picked[j - 1];
+            picked[j - 1] = t;
+        }
+    PyObject *out = PyTuple_New((Py_ssize_t)n_picked);
+    if (out == NULL) return NULL;
+    for (long long i = 0; i < n_picked; i++) {
         PyObject *b = NULL;
         if (draw(c, &r) == 0) b = draw_bytes(c, (Py_ssize_t)(r * 21));
-        PyObject *item = b ? PyTuple_Pack(2, PyList_GET_ITEM(list, i), b) : NULL;
+        PyObject *tag = b ? PyLong_FromLongLong(first_free + picked[i]) : NULL;
+        PyObject *item = tag ? PyTuple_Pack(2, tag, b) : NULL;
+        Py_XDECREF(tag);
         Py_XDECREF(b);
-        if (item == NULL) { Py_DECREF(list); Py_DECREF(out); return NULL; }
-        PyTuple_SET_ITEM(out, i, item);
+        if (item == NULL) { Py_DECREF(out); return NULL; }
+        PyTuple_SET_ITEM(out, (Py_ssize_t)i, item);
     }
-    Py_DECREF(list);
     return out;
 }
 
@@ -2602,8 +2617,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyModule_AddObjectRef(m, "RandomBuilder", (PyObject *)&BuilderType) < 0) goto error;
     s_random = PyUnicode_InternFromString("random");
     s_getrandbits = PyUnicode_InternFromString("getrandbits");
-    s_sample = PyUnicode_InternFromString("sample");
-    if (s_random == NULL || s_getrandbits == NULL || s_sample == NULL) goto error;
+    if (s_random == NULL || s_getrandbits == NULL) goto error;
     if (PyType_Ready(&JsonFormType) < 0) goto error;
     if (PyModule_AddObjectRef(m, "JsonForm", (PyObject *)&JsonFormType) < 0) goto error;
     if ((json_programs = PyDict_New()) == NULL) goto error;

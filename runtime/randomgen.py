@@ -183,11 +183,17 @@ class RandomGen:
             return ()
         self.unknown += 1
         k = 1 + _trunc(rng.random() * 3)
-        tags = sorted(rng.sample(range(first_free, first_free + 40), k))
+        # k distinct tags among the next 40, by rejection over 6-bit draws: cheap, and
+        # simple enough for the compiled builder to mirror exactly.
+        picked: list[builtins.int] = []
+        while len(picked) < k:
+            t = rng.getrandbits(6)
+            if t < 40 and t not in picked:
+                picked.append(t)
         out = []
-        for t in tags:
+        for t in sorted(picked):
             n = _trunc(rng.random() * 21)
-            out.append((t, rng.getrandbits(8 * n).to_bytes(n, "little")))
+            out.append((first_free + t, rng.getrandbits(8 * n).to_bytes(n, "little")))
         return tuple(out)
 
     def records(self) -> builtins.bytes:
