@@ -8,6 +8,9 @@ Prints, for the same checks on the same messages:
 - ``local[1]`` and ``local[2]``: job messages/s (session start excluded), the tasks' own
   CPU rate, Spark's share (plain per-core rate / Spark per-core rate) and the scaling of
   two cores over one;
+- the same plain loop in two processes at once, without Spark: what two cores of this
+  machine give at best, so Spark's part of the two-core scaling shows apart from the
+  machine's;
 - the time ``kafkagen fuzz --messages 10000000 --master local[2]`` takes, extrapolated from
   the local[2] rate, or measured end to end with ``--full 10000000``;
 - with ``--profile N``: where the plain loop's time goes, check by check (timers), then
@@ -54,6 +57,35 @@ def plain(table: Table, n: int, options: FuzzOptions) -> tuple[float, float]:
         f"  failures {result.failure_count}"
     )
     return n / wall, n / cpu
+
+
+def _plain_worker(args: tuple[int, int]) -> tuple[float, float]:
+    """One of the processes of :func:`two_plain`: (wall seconds, CPU seconds) for n."""
+    n, seed = args
+    table = build_table()
+    options = FuzzOptions(seed=seed)
+    run_plain(table, plan_combos(table, select_apis(table, None), 680), options)  # warm-up
+    combos = plan_combos(table, select_apis(table, None), n)
+    began, cpu = time.perf_counter(), time.process_time()
+    run_plain(table, combos, options)
+    return time.perf_counter() - began, time.process_time() - cpu
+
+
+def two_plain(n: int, seed: int) -> float:
+    """The machine's own ceiling for two cores: the plain loop in two processes at once,
+    no Spark. Two busy cores share caches and memory, so this is what local[2] can reach
+    at best; returns the combined messages per second."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        runs = pool.map(_plain_worker, [(n, seed), (n, seed + 1)])
+    wall = max(w for w, _ in runs)
+    cpu_rates = ", ".join(f"{n / c:,.0f}" for _, c in runs)
+    print(
+        f"plain x2     {2 * n:>10,} messages  {wall:7.1f} s  {2 * n / wall:8,.0f} msg/s wall"
+        f"  (two processes at once, no Spark; msg/s CPU each: {cpu_rates})"
+    )
+    return 2 * n / wall
 
 
 def spark(table: Table, n: int, master: str, options: FuzzOptions) -> tuple[float, float, float]:
@@ -213,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"two cores over one: local[2]/local[1] = {two_wall / one_wall:.2f}x (target >= 1.8x)"
         )
+        if args.plain:
+            ceiling = two_plain(args.plain, args.seed)
+            print(
+                f"the machine's two-core ceiling: two plain processes/one = "
+                f"{ceiling / plain_wall:.2f}x; local[2] reaches {two_wall / ceiling:.0%} of it"
+            )
         minutes = (TARGET / two_wall + fixed) / 60
         print(
             f"10,000,000 messages on local[2] at this rate: {minutes:.1f} min including "
