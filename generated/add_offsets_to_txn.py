@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -239,7 +238,6 @@ _N_AddOffsetsToTxnRequest_v0 = (
     ),
     (),
     "AddOffsetsToTxnRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_AddOffsetsToTxnRequest_v3 = (
     AddOffsetsToTxnRequest,
@@ -252,10 +250,9 @@ _N_AddOffsetsToTxnRequest_v3 = (
     ),
     (),
     "AddOffsetsToTxnRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AddOffsetsToTxnRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AddOffsetsToTxnRequest = (
     AddOffsetsToTxnRequest,
     (
         ("transactional_id", "transactionalId", False, False, None),
@@ -263,6 +260,7 @@ _J_AddOffsetsToTxnRequest = (
         ("producer_epoch", "producerEpoch", False, False, None),
         ("group_id", "groupId", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -276,10 +274,10 @@ bind_codecs(
 )
 bind_native(
     AddOffsetsToTxnRequest,
+    _F_AddOffsetsToTxnRequest,
     (0, 2, _N_AddOffsetsToTxnRequest_v0),
     (3, 4, _N_AddOffsetsToTxnRequest_v3),
 )
-bind_native_json(AddOffsetsToTxnRequest, _J_AddOffsetsToTxnRequest)
 
 # -------------------- AddOffsetsToTxnResponse: decoders and encoders, one per distinct layout
 
@@ -362,7 +360,6 @@ _N_AddOffsetsToTxnResponse_v0 = (
     ),
     (),
     "AddOffsetsToTxnResponse",
-    (0, (0, 1)),
 )
 _N_AddOffsetsToTxnResponse_v3 = (
     AddOffsetsToTxnResponse,
@@ -373,15 +370,15 @@ _N_AddOffsetsToTxnResponse_v3 = (
     ),
     (),
     "AddOffsetsToTxnResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AddOffsetsToTxnResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AddOffsetsToTxnResponse = (
     AddOffsetsToTxnResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -395,7 +392,7 @@ bind_codecs(
 )
 bind_native(
     AddOffsetsToTxnResponse,
+    _F_AddOffsetsToTxnResponse,
     (0, 2, _N_AddOffsetsToTxnResponse_v0),
     (3, 4, _N_AddOffsetsToTxnResponse_v3),
 )
-bind_native_json(AddOffsetsToTxnResponse, _J_AddOffsetsToTxnResponse)

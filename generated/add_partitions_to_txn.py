@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -730,7 +729,6 @@ _N_AddPartitionsToTxnTopic_v0 = (
     ),
     (),
     "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopic_v3 = (
     _AddPartitionsToTxnTopic,
@@ -741,7 +739,6 @@ _N_AddPartitionsToTxnTopic_v3 = (
     ),
     (),
     "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTransaction_v4 = (
     _AddPartitionsToTxnTransaction,
@@ -755,7 +752,6 @@ _N_AddPartitionsToTxnTransaction_v4 = (
     ),
     (),
     "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v0 = (
     AddPartitionsToTxnRequest,
@@ -769,7 +765,6 @@ _N_AddPartitionsToTxnRequest_v0 = (
     ),
     (),
     "AddPartitionsToTxnRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v3 = (
     AddPartitionsToTxnRequest,
@@ -783,7 +778,6 @@ _N_AddPartitionsToTxnRequest_v3 = (
     ),
     (),
     "AddPartitionsToTxnRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_AddPartitionsToTxnRequest_v4 = (
     AddPartitionsToTxnRequest,
@@ -797,35 +791,37 @@ _N_AddPartitionsToTxnRequest_v4 = (
     ),
     (),
     "AddPartitionsToTxnRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AddPartitionsToTxnTopic = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AddPartitionsToTxnTopic = (
     _AddPartitionsToTxnTopic,
     (
         ("name", "name", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_AddPartitionsToTxnTransaction = (
+_F_AddPartitionsToTxnTransaction = (
     _AddPartitionsToTxnTransaction,
     (
         ("transactional_id", "transactionalId", False, False, None),
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
         ("verify_only", "verifyOnly", False, False, None),
-        ("topics", "topics", False, False, _J_AddPartitionsToTxnTopic),
+        ("topics", "topics", False, False, _F_AddPartitionsToTxnTopic),
     ),
+    0,
 )
-_J_AddPartitionsToTxnRequest = (
+_F_AddPartitionsToTxnRequest = (
     AddPartitionsToTxnRequest,
     (
-        ("transactions", "transactions", False, False, _J_AddPartitionsToTxnTransaction),
+        ("transactions", "transactions", False, False, _F_AddPartitionsToTxnTransaction),
         ("v3_and_below_transactional_id", "v3AndBelowTransactionalId", False, False, None),
         ("v3_and_below_producer_id", "v3AndBelowProducerId", False, False, None),
         ("v3_and_below_producer_epoch", "v3AndBelowProducerEpoch", False, False, None),
-        ("v3_and_below_topics", "v3AndBelowTopics", False, False, _J_AddPartitionsToTxnTopic),
+        ("v3_and_below_topics", "v3AndBelowTopics", False, False, _F_AddPartitionsToTxnTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -840,11 +836,11 @@ bind_codecs(
 )
 bind_native(
     AddPartitionsToTxnRequest,
+    _F_AddPartitionsToTxnRequest,
     (0, 2, _N_AddPartitionsToTxnRequest_v0),
     (3, 3, _N_AddPartitionsToTxnRequest_v3),
     (4, 5, _N_AddPartitionsToTxnRequest_v4),
 )
-bind_native_json(AddPartitionsToTxnRequest, _J_AddPartitionsToTxnRequest)
 bind_codecs(
     _AddPartitionsToTxnTransaction,
     _tj_AddPartitionsToTxnTransaction,
@@ -854,9 +850,9 @@ bind_codecs(
 )
 bind_native(
     _AddPartitionsToTxnTransaction,
+    _F_AddPartitionsToTxnTransaction,
     (4, 5, _N_AddPartitionsToTxnTransaction_v4),
 )
-bind_native_json(_AddPartitionsToTxnTransaction, _J_AddPartitionsToTxnTransaction)
 bind_codecs(
     _AddPartitionsToTxnTopic,
     _tj_AddPartitionsToTxnTopic,
@@ -867,10 +863,10 @@ bind_codecs(
 )
 bind_native(
     _AddPartitionsToTxnTopic,
+    _F_AddPartitionsToTxnTopic,
     (0, 2, _N_AddPartitionsToTxnTopic_v0),
     (3, 5, _N_AddPartitionsToTxnTopic_v3),
 )
-bind_native_json(_AddPartitionsToTxnTopic, _J_AddPartitionsToTxnTopic)
 
 # -------------------- AddPartitionsToTxnResponse: decoders and encoders, one per distinct layout
 
@@ -1342,7 +1338,6 @@ _N_AddPartitionsToTxnPartitionResult_v0 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnPartitionResult_v3 = (
     _AddPartitionsToTxnPartitionResult,
@@ -1353,7 +1348,6 @@ _N_AddPartitionsToTxnPartitionResult_v3 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopicResult_v0 = (
     _AddPartitionsToTxnTopicResult,
@@ -1364,7 +1358,6 @@ _N_AddPartitionsToTxnTopicResult_v0 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnTopicResult_v3 = (
     _AddPartitionsToTxnTopicResult,
@@ -1375,7 +1368,6 @@ _N_AddPartitionsToTxnTopicResult_v3 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnResult_v4 = (
     _AddPartitionsToTxnResult,
@@ -1386,7 +1378,6 @@ _N_AddPartitionsToTxnResult_v4 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnResult",
-    (0, (0, 1)),
 )
 _N_AddPartitionsToTxnResponse_v0 = (
     AddPartitionsToTxnResponse,
@@ -1399,7 +1390,6 @@ _N_AddPartitionsToTxnResponse_v0 = (
     ),
     (),
     "AddPartitionsToTxnResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_AddPartitionsToTxnResponse_v3 = (
     AddPartitionsToTxnResponse,
@@ -1412,7 +1402,6 @@ _N_AddPartitionsToTxnResponse_v3 = (
     ),
     (),
     "AddPartitionsToTxnResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_AddPartitionsToTxnResponse_v4 = (
     AddPartitionsToTxnResponse,
@@ -1425,38 +1414,41 @@ _N_AddPartitionsToTxnResponse_v4 = (
     ),
     (),
     "AddPartitionsToTxnResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AddPartitionsToTxnPartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AddPartitionsToTxnPartitionResult = (
     _AddPartitionsToTxnPartitionResult,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("partition_error_code", "partitionErrorCode", False, False, None),
     ),
+    0,
 )
-_J_AddPartitionsToTxnTopicResult = (
+_F_AddPartitionsToTxnTopicResult = (
     _AddPartitionsToTxnTopicResult,
     (
         ("name", "name", False, False, None),
-        ("results_by_partition", "resultsByPartition", False, False, _J_AddPartitionsToTxnPartitionResult),
+        ("results_by_partition", "resultsByPartition", False, False, _F_AddPartitionsToTxnPartitionResult),
     ),
+    0,
 )
-_J_AddPartitionsToTxnResult = (
+_F_AddPartitionsToTxnResult = (
     _AddPartitionsToTxnResult,
     (
         ("transactional_id", "transactionalId", False, False, None),
-        ("topic_results", "topicResults", False, False, _J_AddPartitionsToTxnTopicResult),
+        ("topic_results", "topicResults", False, False, _F_AddPartitionsToTxnTopicResult),
     ),
+    0,
 )
-_J_AddPartitionsToTxnResponse = (
+_F_AddPartitionsToTxnResponse = (
     AddPartitionsToTxnResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("results_by_transaction", "resultsByTransaction", False, False, _J_AddPartitionsToTxnResult),
-        ("results_by_topic_v3_and_below", "resultsByTopicV3AndBelow", False, False, _J_AddPartitionsToTxnTopicResult),
+        ("results_by_transaction", "resultsByTransaction", False, False, _F_AddPartitionsToTxnResult),
+        ("results_by_topic_v3_and_below", "resultsByTopicV3AndBelow", False, False, _F_AddPartitionsToTxnTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1471,11 +1463,11 @@ bind_codecs(
 )
 bind_native(
     AddPartitionsToTxnResponse,
+    _F_AddPartitionsToTxnResponse,
     (0, 2, _N_AddPartitionsToTxnResponse_v0),
     (3, 3, _N_AddPartitionsToTxnResponse_v3),
     (4, 5, _N_AddPartitionsToTxnResponse_v4),
 )
-bind_native_json(AddPartitionsToTxnResponse, _J_AddPartitionsToTxnResponse)
 bind_codecs(
     _AddPartitionsToTxnResult,
     _tj_AddPartitionsToTxnResult,
@@ -1485,9 +1477,9 @@ bind_codecs(
 )
 bind_native(
     _AddPartitionsToTxnResult,
+    _F_AddPartitionsToTxnResult,
     (4, 5, _N_AddPartitionsToTxnResult_v4),
 )
-bind_native_json(_AddPartitionsToTxnResult, _J_AddPartitionsToTxnResult)
 bind_codecs(
     _AddPartitionsToTxnTopicResult,
     _tj_AddPartitionsToTxnTopicResult,
@@ -1498,10 +1490,10 @@ bind_codecs(
 )
 bind_native(
     _AddPartitionsToTxnTopicResult,
+    _F_AddPartitionsToTxnTopicResult,
     (0, 2, _N_AddPartitionsToTxnTopicResult_v0),
     (3, 5, _N_AddPartitionsToTxnTopicResult_v3),
 )
-bind_native_json(_AddPartitionsToTxnTopicResult, _J_AddPartitionsToTxnTopicResult)
 bind_codecs(
     _AddPartitionsToTxnPartitionResult,
     _tj_AddPartitionsToTxnPartitionResult,
@@ -1512,7 +1504,7 @@ bind_codecs(
 )
 bind_native(
     _AddPartitionsToTxnPartitionResult,
+    _F_AddPartitionsToTxnPartitionResult,
     (0, 2, _N_AddPartitionsToTxnPartitionResult_v0),
     (3, 5, _N_AddPartitionsToTxnPartitionResult_v3),
 )
-bind_native_json(_AddPartitionsToTxnPartitionResult, _J_AddPartitionsToTxnPartitionResult)

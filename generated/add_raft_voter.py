@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -335,7 +334,6 @@ _N_Listener_v0 = (
     ),
     (),
     "AddRaftVoterRequest.Listener",
-    (0, (0, 1, 2)),
 )
 _N_AddRaftVoterRequest_v0 = (
     AddRaftVoterRequest,
@@ -349,26 +347,27 @@ _N_AddRaftVoterRequest_v0 = (
     ),
     (),
     "AddRaftVoterRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Listener = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Listener = (
     _Listener,
     (
         ("name", "name", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_AddRaftVoterRequest = (
+_F_AddRaftVoterRequest = (
     AddRaftVoterRequest,
     (
         ("cluster_id", "clusterId", False, True, None),
         ("timeout_ms", "timeoutMs", False, False, None),
         ("voter_id", "voterId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
-        ("listeners", "listeners", False, False, _J_Listener),
+        ("listeners", "listeners", False, False, _F_Listener),
     ),
+    0,
 )
 # fmt: on
 
@@ -381,9 +380,9 @@ bind_codecs(
 )
 bind_native(
     AddRaftVoterRequest,
+    _F_AddRaftVoterRequest,
     (0, 0, _N_AddRaftVoterRequest_v0),
 )
-bind_native_json(AddRaftVoterRequest, _J_AddRaftVoterRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -393,9 +392,9 @@ bind_codecs(
 )
 bind_native(
     _Listener,
+    _F_Listener,
     (0, 0, _N_Listener_v0),
 )
-bind_native_json(_Listener, _J_Listener)
 
 # -------------------- AddRaftVoterResponse: decoders and encoders, one per distinct layout
 
@@ -471,16 +470,16 @@ _N_AddRaftVoterResponse_v0 = (
     ),
     (),
     "AddRaftVoterResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AddRaftVoterResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AddRaftVoterResponse = (
     AddRaftVoterResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -493,6 +492,6 @@ bind_codecs(
 )
 bind_native(
     AddRaftVoterResponse,
+    _F_AddRaftVoterResponse,
     (0, 0, _N_AddRaftVoterResponse_v0),
 )
-bind_native_json(AddRaftVoterResponse, _J_AddRaftVoterResponse)

@@ -16,7 +16,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -185,15 +184,15 @@ _N_AllocateProducerIdsRequest_v0 = (
     ),
     (),
     "AllocateProducerIdsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AllocateProducerIdsRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AllocateProducerIdsRequest = (
     AllocateProducerIdsRequest,
     (
         ("broker_id", "brokerId", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -206,9 +205,9 @@ bind_codecs(
 )
 bind_native(
     AllocateProducerIdsRequest,
+    _F_AllocateProducerIdsRequest,
     (0, 0, _N_AllocateProducerIdsRequest_v0),
 )
-bind_native_json(AllocateProducerIdsRequest, _J_AllocateProducerIdsRequest)
 
 # -------------------- AllocateProducerIdsResponse: decoders and encoders, one per distinct layout
 
@@ -284,10 +283,9 @@ _N_AllocateProducerIdsResponse_v0 = (
     ),
     (),
     "AllocateProducerIdsResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AllocateProducerIdsResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AllocateProducerIdsResponse = (
     AllocateProducerIdsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -295,6 +293,7 @@ _J_AllocateProducerIdsResponse = (
         ("producer_id_start", "producerIdStart", False, False, None),
         ("producer_id_len", "producerIdLen", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -307,6 +306,6 @@ bind_codecs(
 )
 bind_native(
     AllocateProducerIdsResponse,
+    _F_AllocateProducerIdsResponse,
     (0, 0, _N_AllocateProducerIdsResponse_v0),
 )
-bind_native_json(AllocateProducerIdsResponse, _J_AllocateProducerIdsResponse)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -676,7 +675,6 @@ _N_AlterClientQuotasRequest_EntityData_v0 = (
     ),
     (),
     "AlterClientQuotasRequest.EntityData",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_EntityData_v1 = (
     _AlterClientQuotasRequest_EntityData,
@@ -687,7 +685,6 @@ _N_AlterClientQuotasRequest_EntityData_v1 = (
     ),
     (),
     "AlterClientQuotasRequest.EntityData",
-    (0, (0, 1)),
 )
 _N_OpData_v0 = (
     _OpData,
@@ -699,7 +696,6 @@ _N_OpData_v0 = (
     ),
     (),
     "AlterClientQuotasRequest.OpData",
-    (0, (0, 1, 2)),
 )
 _N_OpData_v1 = (
     _OpData,
@@ -711,7 +707,6 @@ _N_OpData_v1 = (
     ),
     (),
     "AlterClientQuotasRequest.OpData",
-    (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasRequest_EntryData_v0 = (
     _AlterClientQuotasRequest_EntryData,
@@ -722,7 +717,6 @@ _N_AlterClientQuotasRequest_EntryData_v0 = (
     ),
     (),
     "AlterClientQuotasRequest.EntryData",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_EntryData_v1 = (
     _AlterClientQuotasRequest_EntryData,
@@ -733,7 +727,6 @@ _N_AlterClientQuotasRequest_EntryData_v1 = (
     ),
     (),
     "AlterClientQuotasRequest.EntryData",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_v0 = (
     AlterClientQuotasRequest,
@@ -744,7 +737,6 @@ _N_AlterClientQuotasRequest_v0 = (
     ),
     (),
     "AlterClientQuotasRequest",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasRequest_v1 = (
     AlterClientQuotasRequest,
@@ -755,37 +747,40 @@ _N_AlterClientQuotasRequest_v1 = (
     ),
     (),
     "AlterClientQuotasRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterClientQuotasRequest_EntityData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterClientQuotasRequest_EntityData = (
     _AlterClientQuotasRequest_EntityData,
     (
         ("entity_type", "entityType", False, False, None),
         ("entity_name", "entityName", False, True, None),
     ),
+    0,
 )
-_J_OpData = (
+_F_OpData = (
     _OpData,
     (
         ("key", "key", False, False, None),
         ("value", "value", False, False, None),
         ("remove", "remove", False, False, None),
     ),
+    0,
 )
-_J_AlterClientQuotasRequest_EntryData = (
+_F_AlterClientQuotasRequest_EntryData = (
     _AlterClientQuotasRequest_EntryData,
     (
-        ("entity", "entity", False, False, _J_AlterClientQuotasRequest_EntityData),
-        ("ops", "ops", False, False, _J_OpData),
+        ("entity", "entity", False, False, _F_AlterClientQuotasRequest_EntityData),
+        ("ops", "ops", False, False, _F_OpData),
     ),
+    0,
 )
-_J_AlterClientQuotasRequest = (
+_F_AlterClientQuotasRequest = (
     AlterClientQuotasRequest,
     (
-        ("entries", "entries", False, False, _J_AlterClientQuotasRequest_EntryData),
+        ("entries", "entries", False, False, _F_AlterClientQuotasRequest_EntryData),
         ("validate_only", "validateOnly", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -799,10 +794,10 @@ bind_codecs(
 )
 bind_native(
     AlterClientQuotasRequest,
+    _F_AlterClientQuotasRequest,
     (0, 0, _N_AlterClientQuotasRequest_v0),
     (1, 1, _N_AlterClientQuotasRequest_v1),
 )
-bind_native_json(AlterClientQuotasRequest, _J_AlterClientQuotasRequest)
 bind_codecs(
     _AlterClientQuotasRequest_EntryData,
     _tj_AlterClientQuotasRequest_EntryData,
@@ -813,10 +808,10 @@ bind_codecs(
 )
 bind_native(
     _AlterClientQuotasRequest_EntryData,
+    _F_AlterClientQuotasRequest_EntryData,
     (0, 0, _N_AlterClientQuotasRequest_EntryData_v0),
     (1, 1, _N_AlterClientQuotasRequest_EntryData_v1),
 )
-bind_native_json(_AlterClientQuotasRequest_EntryData, _J_AlterClientQuotasRequest_EntryData)
 bind_codecs(
     _AlterClientQuotasRequest_EntityData,
     _tj_AlterClientQuotasRequest_EntityData,
@@ -837,10 +832,10 @@ bind_codecs(
 )
 bind_native(
     _AlterClientQuotasRequest_EntityData,
+    _F_AlterClientQuotasRequest_EntityData,
     (0, 0, _N_AlterClientQuotasRequest_EntityData_v0),
     (1, 1, _N_AlterClientQuotasRequest_EntityData_v1),
 )
-bind_native_json(_AlterClientQuotasRequest_EntityData, _J_AlterClientQuotasRequest_EntityData)
 bind_codecs(
     _OpData,
     _tj_OpData,
@@ -851,10 +846,10 @@ bind_codecs(
 )
 bind_native(
     _OpData,
+    _F_OpData,
     (0, 0, _N_OpData_v0),
     (1, 1, _N_OpData_v1),
 )
-bind_native_json(_OpData, _J_OpData)
 
 # -------------------- AlterClientQuotasResponse: decoders and encoders, one per distinct layout
 
@@ -1176,7 +1171,6 @@ _N_AlterClientQuotasResponse_EntityData_v0 = (
     ),
     (),
     "AlterClientQuotasResponse.EntityData",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_EntityData_v1 = (
     _AlterClientQuotasResponse_EntityData,
@@ -1187,7 +1181,6 @@ _N_AlterClientQuotasResponse_EntityData_v1 = (
     ),
     (),
     "AlterClientQuotasResponse.EntityData",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_EntryData_v0 = (
     _AlterClientQuotasResponse_EntryData,
@@ -1199,7 +1192,6 @@ _N_AlterClientQuotasResponse_EntryData_v0 = (
     ),
     (),
     "AlterClientQuotasResponse.EntryData",
-    (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasResponse_EntryData_v1 = (
     _AlterClientQuotasResponse_EntryData,
@@ -1211,7 +1203,6 @@ _N_AlterClientQuotasResponse_EntryData_v1 = (
     ),
     (),
     "AlterClientQuotasResponse.EntryData",
-    (0, (0, 1, 2)),
 )
 _N_AlterClientQuotasResponse_v0 = (
     AlterClientQuotasResponse,
@@ -1222,7 +1213,6 @@ _N_AlterClientQuotasResponse_v0 = (
     ),
     (),
     "AlterClientQuotasResponse",
-    (0, (0, 1)),
 )
 _N_AlterClientQuotasResponse_v1 = (
     AlterClientQuotasResponse,
@@ -1233,30 +1223,32 @@ _N_AlterClientQuotasResponse_v1 = (
     ),
     (),
     "AlterClientQuotasResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterClientQuotasResponse_EntityData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterClientQuotasResponse_EntityData = (
     _AlterClientQuotasResponse_EntityData,
     (
         ("entity_type", "entityType", False, False, None),
         ("entity_name", "entityName", False, True, None),
     ),
+    0,
 )
-_J_AlterClientQuotasResponse_EntryData = (
+_F_AlterClientQuotasResponse_EntryData = (
     _AlterClientQuotasResponse_EntryData,
     (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("entity", "entity", False, False, _J_AlterClientQuotasResponse_EntityData),
+        ("entity", "entity", False, False, _F_AlterClientQuotasResponse_EntityData),
     ),
+    0,
 )
-_J_AlterClientQuotasResponse = (
+_F_AlterClientQuotasResponse = (
     AlterClientQuotasResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("entries", "entries", False, False, _J_AlterClientQuotasResponse_EntryData),
+        ("entries", "entries", False, False, _F_AlterClientQuotasResponse_EntryData),
     ),
+    0,
 )
 # fmt: on
 
@@ -1270,10 +1262,10 @@ bind_codecs(
 )
 bind_native(
     AlterClientQuotasResponse,
+    _F_AlterClientQuotasResponse,
     (0, 0, _N_AlterClientQuotasResponse_v0),
     (1, 1, _N_AlterClientQuotasResponse_v1),
 )
-bind_native_json(AlterClientQuotasResponse, _J_AlterClientQuotasResponse)
 bind_codecs(
     _AlterClientQuotasResponse_EntryData,
     _tj_AlterClientQuotasResponse_EntryData,
@@ -1294,10 +1286,10 @@ bind_codecs(
 )
 bind_native(
     _AlterClientQuotasResponse_EntryData,
+    _F_AlterClientQuotasResponse_EntryData,
     (0, 0, _N_AlterClientQuotasResponse_EntryData_v0),
     (1, 1, _N_AlterClientQuotasResponse_EntryData_v1),
 )
-bind_native_json(_AlterClientQuotasResponse_EntryData, _J_AlterClientQuotasResponse_EntryData)
 bind_codecs(
     _AlterClientQuotasResponse_EntityData,
     _tj_AlterClientQuotasResponse_EntityData,
@@ -1318,7 +1310,7 @@ bind_codecs(
 )
 bind_native(
     _AlterClientQuotasResponse_EntityData,
+    _F_AlterClientQuotasResponse_EntityData,
     (0, 0, _N_AlterClientQuotasResponse_EntityData_v0),
     (1, 1, _N_AlterClientQuotasResponse_EntityData_v1),
 )
-bind_native_json(_AlterClientQuotasResponse_EntityData, _J_AlterClientQuotasResponse_EntityData)

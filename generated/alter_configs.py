@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -519,7 +518,6 @@ _N_AlterableConfig_v0 = (
     ),
     (),
     "AlterConfigsRequest.AlterableConfig",
-    (0, (0, 1)),
 )
 _N_AlterableConfig_v2 = (
     _AlterableConfig,
@@ -530,7 +528,6 @@ _N_AlterableConfig_v2 = (
     ),
     (),
     "AlterConfigsRequest.AlterableConfig",
-    (0, (0, 1)),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
@@ -542,7 +539,6 @@ _N_AlterConfigsResource_v0 = (
     ),
     (),
     "AlterConfigsRequest.AlterConfigsResource",
-    (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v2 = (
     _AlterConfigsResource,
@@ -554,7 +550,6 @@ _N_AlterConfigsResource_v2 = (
     ),
     (),
     "AlterConfigsRequest.AlterConfigsResource",
-    (0, (0, 1, 2)),
 )
 _N_AlterConfigsRequest_v0 = (
     AlterConfigsRequest,
@@ -565,7 +560,6 @@ _N_AlterConfigsRequest_v0 = (
     ),
     (),
     "AlterConfigsRequest",
-    (0, (0, 1)),
 )
 _N_AlterConfigsRequest_v2 = (
     AlterConfigsRequest,
@@ -576,30 +570,32 @@ _N_AlterConfigsRequest_v2 = (
     ),
     (),
     "AlterConfigsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterableConfig = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterableConfig = (
     _AlterableConfig,
     (
         ("name", "name", False, False, None),
         ("value", "value", False, True, None),
     ),
+    0,
 )
-_J_AlterConfigsResource = (
+_F_AlterConfigsResource = (
     _AlterConfigsResource,
     (
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
-        ("configs", "configs", False, False, _J_AlterableConfig),
+        ("configs", "configs", False, False, _F_AlterableConfig),
     ),
+    0,
 )
-_J_AlterConfigsRequest = (
+_F_AlterConfigsRequest = (
     AlterConfigsRequest,
     (
-        ("resources", "resources", False, False, _J_AlterConfigsResource),
+        ("resources", "resources", False, False, _F_AlterConfigsResource),
         ("validate_only", "validateOnly", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -613,10 +609,10 @@ bind_codecs(
 )
 bind_native(
     AlterConfigsRequest,
+    _F_AlterConfigsRequest,
     (0, 1, _N_AlterConfigsRequest_v0),
     (2, 2, _N_AlterConfigsRequest_v2),
 )
-bind_native_json(AlterConfigsRequest, _J_AlterConfigsRequest)
 bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
@@ -627,10 +623,10 @@ bind_codecs(
 )
 bind_native(
     _AlterConfigsResource,
+    _F_AlterConfigsResource,
     (0, 1, _N_AlterConfigsResource_v0),
     (2, 2, _N_AlterConfigsResource_v2),
 )
-bind_native_json(_AlterConfigsResource, _J_AlterConfigsResource)
 bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
@@ -641,10 +637,10 @@ bind_codecs(
 )
 bind_native(
     _AlterableConfig,
+    _F_AlterableConfig,
     (0, 1, _N_AlterableConfig_v0),
     (2, 2, _N_AlterableConfig_v2),
 )
-bind_native_json(_AlterableConfig, _J_AlterableConfig)
 
 # -------------------- AlterConfigsResponse: decoders and encoders, one per distinct layout
 
@@ -866,7 +862,6 @@ _N_AlterConfigsResourceResponse_v0 = (
     ),
     (),
     "AlterConfigsResponse.AlterConfigsResourceResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResourceResponse_v2 = (
     _AlterConfigsResourceResponse,
@@ -879,7 +874,6 @@ _N_AlterConfigsResourceResponse_v2 = (
     ),
     (),
     "AlterConfigsResponse.AlterConfigsResourceResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResponse_v0 = (
     AlterConfigsResponse,
@@ -890,7 +884,6 @@ _N_AlterConfigsResponse_v0 = (
     ),
     (),
     "AlterConfigsResponse",
-    (0, (0, 1)),
 )
 _N_AlterConfigsResponse_v2 = (
     AlterConfigsResponse,
@@ -901,10 +894,9 @@ _N_AlterConfigsResponse_v2 = (
     ),
     (),
     "AlterConfigsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterConfigsResourceResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterConfigsResourceResponse = (
     _AlterConfigsResourceResponse,
     (
         ("error_code", "errorCode", False, False, None),
@@ -912,13 +904,15 @@ _J_AlterConfigsResourceResponse = (
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
     ),
+    0,
 )
-_J_AlterConfigsResponse = (
+_F_AlterConfigsResponse = (
     AlterConfigsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("responses", "responses", False, False, _J_AlterConfigsResourceResponse),
+        ("responses", "responses", False, False, _F_AlterConfigsResourceResponse),
     ),
+    0,
 )
 # fmt: on
 
@@ -932,10 +926,10 @@ bind_codecs(
 )
 bind_native(
     AlterConfigsResponse,
+    _F_AlterConfigsResponse,
     (0, 1, _N_AlterConfigsResponse_v0),
     (2, 2, _N_AlterConfigsResponse_v2),
 )
-bind_native_json(AlterConfigsResponse, _J_AlterConfigsResponse)
 bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
@@ -946,7 +940,7 @@ bind_codecs(
 )
 bind_native(
     _AlterConfigsResourceResponse,
+    _F_AlterConfigsResourceResponse,
     (0, 1, _N_AlterConfigsResourceResponse_v0),
     (2, 2, _N_AlterConfigsResourceResponse_v2),
 )
-bind_native_json(_AlterConfigsResourceResponse, _J_AlterConfigsResourceResponse)

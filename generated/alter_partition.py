@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -923,7 +922,6 @@ _N_BrokerState_v3 = (
     ),
     (),
     "AlterPartitionRequest.BrokerState",
-    (0, (0, 1)),
 )
 _N_AlterPartitionRequest_PartitionData_v0 = (
     _AlterPartitionRequest_PartitionData,
@@ -938,7 +936,6 @@ _N_AlterPartitionRequest_PartitionData_v0 = (
     ),
     (),
     "AlterPartitionRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_AlterPartitionRequest_PartitionData_v1 = (
     _AlterPartitionRequest_PartitionData,
@@ -953,7 +950,6 @@ _N_AlterPartitionRequest_PartitionData_v1 = (
     ),
     (),
     "AlterPartitionRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_AlterPartitionRequest_PartitionData_v3 = (
     _AlterPartitionRequest_PartitionData,
@@ -968,7 +964,6 @@ _N_AlterPartitionRequest_PartitionData_v3 = (
     ),
     (),
     "AlterPartitionRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_AlterPartitionRequest_TopicData_v0 = (
     _AlterPartitionRequest_TopicData,
@@ -980,7 +975,6 @@ _N_AlterPartitionRequest_TopicData_v0 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_TopicData_v1 = (
     _AlterPartitionRequest_TopicData,
@@ -992,7 +986,6 @@ _N_AlterPartitionRequest_TopicData_v1 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_TopicData_v2 = (
     _AlterPartitionRequest_TopicData,
@@ -1004,7 +997,6 @@ _N_AlterPartitionRequest_TopicData_v2 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_TopicData_v3 = (
     _AlterPartitionRequest_TopicData,
@@ -1016,7 +1008,6 @@ _N_AlterPartitionRequest_TopicData_v3 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v0 = (
     AlterPartitionRequest,
@@ -1028,7 +1019,6 @@ _N_AlterPartitionRequest_v0 = (
     ),
     (),
     "AlterPartitionRequest",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v1 = (
     AlterPartitionRequest,
@@ -1040,7 +1030,6 @@ _N_AlterPartitionRequest_v1 = (
     ),
     (),
     "AlterPartitionRequest",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v2 = (
     AlterPartitionRequest,
@@ -1052,7 +1041,6 @@ _N_AlterPartitionRequest_v2 = (
     ),
     (),
     "AlterPartitionRequest",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionRequest_v3 = (
     AlterPartitionRequest,
@@ -1064,42 +1052,45 @@ _N_AlterPartitionRequest_v3 = (
     ),
     (),
     "AlterPartitionRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BrokerState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BrokerState = (
     _BrokerState,
     (
         ("broker_id", "brokerId", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
     ),
+    0,
 )
-_J_AlterPartitionRequest_PartitionData = (
+_F_AlterPartitionRequest_PartitionData = (
     _AlterPartitionRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("new_isr", "newIsr", False, False, None),
-        ("new_isr_with_epochs", "newIsrWithEpochs", False, False, _J_BrokerState),
+        ("new_isr_with_epochs", "newIsrWithEpochs", False, False, _F_BrokerState),
         ("leader_recovery_state", "leaderRecoveryState", False, False, None),
         ("partition_epoch", "partitionEpoch", False, False, None),
     ),
+    0,
 )
-_J_AlterPartitionRequest_TopicData = (
+_F_AlterPartitionRequest_TopicData = (
     _AlterPartitionRequest_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_AlterPartitionRequest_PartitionData),
+        ("partitions", "partitions", False, False, _F_AlterPartitionRequest_PartitionData),
     ),
+    0,
 )
-_J_AlterPartitionRequest = (
+_F_AlterPartitionRequest = (
     AlterPartitionRequest,
     (
         ("broker_id", "brokerId", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
-        ("topics", "topics", False, False, _J_AlterPartitionRequest_TopicData),
+        ("topics", "topics", False, False, _F_AlterPartitionRequest_TopicData),
     ),
+    0,
 )
 # fmt: on
 
@@ -1115,12 +1106,12 @@ bind_codecs(
 )
 bind_native(
     AlterPartitionRequest,
+    _F_AlterPartitionRequest,
     (0, 0, _N_AlterPartitionRequest_v0),
     (1, 1, _N_AlterPartitionRequest_v1),
     (2, 2, _N_AlterPartitionRequest_v2),
     (3, 3, _N_AlterPartitionRequest_v3),
 )
-bind_native_json(AlterPartitionRequest, _J_AlterPartitionRequest)
 bind_codecs(
     _AlterPartitionRequest_TopicData,
     _tj_AlterPartitionRequest_TopicData,
@@ -1133,12 +1124,12 @@ bind_codecs(
 )
 bind_native(
     _AlterPartitionRequest_TopicData,
+    _F_AlterPartitionRequest_TopicData,
     (0, 0, _N_AlterPartitionRequest_TopicData_v0),
     (1, 1, _N_AlterPartitionRequest_TopicData_v1),
     (2, 2, _N_AlterPartitionRequest_TopicData_v2),
     (3, 3, _N_AlterPartitionRequest_TopicData_v3),
 )
-bind_native_json(_AlterPartitionRequest_TopicData, _J_AlterPartitionRequest_TopicData)
 bind_codecs(
     _AlterPartitionRequest_PartitionData,
     _tj_AlterPartitionRequest_PartitionData,
@@ -1165,11 +1156,11 @@ bind_codecs(
 )
 bind_native(
     _AlterPartitionRequest_PartitionData,
+    _F_AlterPartitionRequest_PartitionData,
     (0, 0, _N_AlterPartitionRequest_PartitionData_v0),
     (1, 2, _N_AlterPartitionRequest_PartitionData_v1),
     (3, 3, _N_AlterPartitionRequest_PartitionData_v3),
 )
-bind_native_json(_AlterPartitionRequest_PartitionData, _J_AlterPartitionRequest_PartitionData)
 bind_codecs(
     _BrokerState,
     _tj_BrokerState,
@@ -1179,9 +1170,9 @@ bind_codecs(
 )
 bind_native(
     _BrokerState,
+    _F_BrokerState,
     (3, 3, _N_BrokerState_v3),
 )
-bind_native_json(_BrokerState, _J_BrokerState)
 
 # -------------------- AlterPartitionResponse: decoders and encoders, one per distinct layout
 
@@ -1593,7 +1584,6 @@ _N_AlterPartitionResponse_PartitionData_v0 = (
     ),
     (),
     "AlterPartitionResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AlterPartitionResponse_PartitionData_v1 = (
     _AlterPartitionResponse_PartitionData,
@@ -1609,7 +1599,6 @@ _N_AlterPartitionResponse_PartitionData_v1 = (
     ),
     (),
     "AlterPartitionResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AlterPartitionResponse_TopicData_v0 = (
     _AlterPartitionResponse_TopicData,
@@ -1621,7 +1610,6 @@ _N_AlterPartitionResponse_TopicData_v0 = (
     ),
     (),
     "AlterPartitionResponse.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_TopicData_v1 = (
     _AlterPartitionResponse_TopicData,
@@ -1633,7 +1621,6 @@ _N_AlterPartitionResponse_TopicData_v1 = (
     ),
     (),
     "AlterPartitionResponse.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_TopicData_v2 = (
     _AlterPartitionResponse_TopicData,
@@ -1645,7 +1632,6 @@ _N_AlterPartitionResponse_TopicData_v2 = (
     ),
     (),
     "AlterPartitionResponse.TopicData",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_v0 = (
     AlterPartitionResponse,
@@ -1657,7 +1643,6 @@ _N_AlterPartitionResponse_v0 = (
     ),
     (),
     "AlterPartitionResponse",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_v1 = (
     AlterPartitionResponse,
@@ -1669,7 +1654,6 @@ _N_AlterPartitionResponse_v1 = (
     ),
     (),
     "AlterPartitionResponse",
-    (0, (0, 1, 2)),
 )
 _N_AlterPartitionResponse_v2 = (
     AlterPartitionResponse,
@@ -1681,10 +1665,9 @@ _N_AlterPartitionResponse_v2 = (
     ),
     (),
     "AlterPartitionResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterPartitionResponse_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterPartitionResponse_PartitionData = (
     _AlterPartitionResponse_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1695,22 +1678,25 @@ _J_AlterPartitionResponse_PartitionData = (
         ("leader_recovery_state", "leaderRecoveryState", False, False, None),
         ("partition_epoch", "partitionEpoch", False, False, None),
     ),
+    0,
 )
-_J_AlterPartitionResponse_TopicData = (
+_F_AlterPartitionResponse_TopicData = (
     _AlterPartitionResponse_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_AlterPartitionResponse_PartitionData),
+        ("partitions", "partitions", False, False, _F_AlterPartitionResponse_PartitionData),
     ),
+    0,
 )
-_J_AlterPartitionResponse = (
+_F_AlterPartitionResponse = (
     AlterPartitionResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("topics", "topics", False, False, _J_AlterPartitionResponse_TopicData),
+        ("topics", "topics", False, False, _F_AlterPartitionResponse_TopicData),
     ),
+    0,
 )
 # fmt: on
 
@@ -1725,11 +1711,11 @@ bind_codecs(
 )
 bind_native(
     AlterPartitionResponse,
+    _F_AlterPartitionResponse,
     (0, 0, _N_AlterPartitionResponse_v0),
     (1, 1, _N_AlterPartitionResponse_v1),
     (2, 3, _N_AlterPartitionResponse_v2),
 )
-bind_native_json(AlterPartitionResponse, _J_AlterPartitionResponse)
 bind_codecs(
     _AlterPartitionResponse_TopicData,
     _tj_AlterPartitionResponse_TopicData,
@@ -1741,11 +1727,11 @@ bind_codecs(
 )
 bind_native(
     _AlterPartitionResponse_TopicData,
+    _F_AlterPartitionResponse_TopicData,
     (0, 0, _N_AlterPartitionResponse_TopicData_v0),
     (1, 1, _N_AlterPartitionResponse_TopicData_v1),
     (2, 3, _N_AlterPartitionResponse_TopicData_v2),
 )
-bind_native_json(_AlterPartitionResponse_TopicData, _J_AlterPartitionResponse_TopicData)
 bind_codecs(
     _AlterPartitionResponse_PartitionData,
     _tj_AlterPartitionResponse_PartitionData,
@@ -1766,7 +1752,7 @@ bind_codecs(
 )
 bind_native(
     _AlterPartitionResponse_PartitionData,
+    _F_AlterPartitionResponse_PartitionData,
     (0, 0, _N_AlterPartitionResponse_PartitionData_v0),
     (1, 3, _N_AlterPartitionResponse_PartitionData_v1),
 )
-bind_native_json(_AlterPartitionResponse_PartitionData, _J_AlterPartitionResponse_PartitionData)

@@ -23,7 +23,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -470,7 +469,6 @@ _N_ReassignablePartition_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest.ReassignablePartition",
-    (0, (0, 1)),
 )
 _N_ReassignableTopic_v0 = (
     _ReassignableTopic,
@@ -481,7 +479,6 @@ _N_ReassignableTopic_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest.ReassignableTopic",
-    (0, (0, 1)),
 )
 _N_AlterPartitionReassignmentsRequest_v0 = (
     AlterPartitionReassignmentsRequest,
@@ -492,29 +489,31 @@ _N_AlterPartitionReassignmentsRequest_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ReassignablePartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ReassignablePartition = (
     _ReassignablePartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("replicas", "replicas", False, True, None),
     ),
+    0,
 )
-_J_ReassignableTopic = (
+_F_ReassignableTopic = (
     _ReassignableTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_ReassignablePartition),
+        ("partitions", "partitions", False, False, _F_ReassignablePartition),
     ),
+    0,
 )
-_J_AlterPartitionReassignmentsRequest = (
+_F_AlterPartitionReassignmentsRequest = (
     AlterPartitionReassignmentsRequest,
     (
         ("timeout_ms", "timeoutMs", False, False, None),
-        ("topics", "topics", False, False, _J_ReassignableTopic),
+        ("topics", "topics", False, False, _F_ReassignableTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -527,9 +526,9 @@ bind_codecs(
 )
 bind_native(
     AlterPartitionReassignmentsRequest,
+    _F_AlterPartitionReassignmentsRequest,
     (0, 0, _N_AlterPartitionReassignmentsRequest_v0),
 )
-bind_native_json(AlterPartitionReassignmentsRequest, _J_AlterPartitionReassignmentsRequest)
 bind_codecs(
     _ReassignableTopic,
     _tj_ReassignableTopic,
@@ -539,9 +538,9 @@ bind_codecs(
 )
 bind_native(
     _ReassignableTopic,
+    _F_ReassignableTopic,
     (0, 0, _N_ReassignableTopic_v0),
 )
-bind_native_json(_ReassignableTopic, _J_ReassignableTopic)
 bind_codecs(
     _ReassignablePartition,
     _tj_ReassignablePartition,
@@ -551,9 +550,9 @@ bind_codecs(
 )
 bind_native(
     _ReassignablePartition,
+    _F_ReassignablePartition,
     (0, 0, _N_ReassignablePartition_v0),
 )
-bind_native_json(_ReassignablePartition, _J_ReassignablePartition)
 
 # -------------------- AlterPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
 
@@ -778,7 +777,6 @@ _N_ReassignablePartitionResponse_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse",
-    (0, (0, 1, 2)),
 )
 _N_ReassignableTopicResponse_v0 = (
     _ReassignableTopicResponse,
@@ -789,7 +787,6 @@ _N_ReassignableTopicResponse_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse.ReassignableTopicResponse",
-    (0, (0, 1)),
 )
 _N_AlterPartitionReassignmentsResponse_v0 = (
     AlterPartitionReassignmentsResponse,
@@ -802,32 +799,34 @@ _N_AlterPartitionReassignmentsResponse_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ReassignablePartitionResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ReassignablePartitionResponse = (
     _ReassignablePartitionResponse,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_ReassignableTopicResponse = (
+_F_ReassignableTopicResponse = (
     _ReassignableTopicResponse,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_ReassignablePartitionResponse),
+        ("partitions", "partitions", False, False, _F_ReassignablePartitionResponse),
     ),
+    0,
 )
-_J_AlterPartitionReassignmentsResponse = (
+_F_AlterPartitionReassignmentsResponse = (
     AlterPartitionReassignmentsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("responses", "responses", False, False, _J_ReassignableTopicResponse),
+        ("responses", "responses", False, False, _F_ReassignableTopicResponse),
     ),
+    0,
 )
 # fmt: on
 
@@ -845,9 +844,9 @@ bind_codecs(
 )
 bind_native(
     AlterPartitionReassignmentsResponse,
+    _F_AlterPartitionReassignmentsResponse,
     (0, 0, _N_AlterPartitionReassignmentsResponse_v0),
 )
-bind_native_json(AlterPartitionReassignmentsResponse, _J_AlterPartitionReassignmentsResponse)
 bind_codecs(
     _ReassignableTopicResponse,
     _tj_ReassignableTopicResponse,
@@ -857,9 +856,9 @@ bind_codecs(
 )
 bind_native(
     _ReassignableTopicResponse,
+    _F_ReassignableTopicResponse,
     (0, 0, _N_ReassignableTopicResponse_v0),
 )
-bind_native_json(_ReassignableTopicResponse, _J_ReassignableTopicResponse)
 bind_codecs(
     _ReassignablePartitionResponse,
     _tj_ReassignablePartitionResponse,
@@ -869,6 +868,6 @@ bind_codecs(
 )
 bind_native(
     _ReassignablePartitionResponse,
+    _F_ReassignablePartitionResponse,
     (0, 0, _N_ReassignablePartitionResponse_v0),
 )
-bind_native_json(_ReassignablePartitionResponse, _J_ReassignablePartitionResponse)

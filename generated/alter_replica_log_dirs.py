@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -511,7 +510,6 @@ _N_AlterReplicaLogDirTopic_v0 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopic_v2 = (
     _AlterReplicaLogDirTopic,
@@ -522,7 +520,6 @@ _N_AlterReplicaLogDirTopic_v2 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDir_v0 = (
     _AlterReplicaLogDir,
@@ -533,7 +530,6 @@ _N_AlterReplicaLogDir_v0 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDir",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDir_v2 = (
     _AlterReplicaLogDir,
@@ -544,7 +540,6 @@ _N_AlterReplicaLogDir_v2 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDir",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsRequest_v0 = (
     AlterReplicaLogDirsRequest,
@@ -554,7 +549,6 @@ _N_AlterReplicaLogDirsRequest_v0 = (
     ),
     (),
     "AlterReplicaLogDirsRequest",
-    (0, (0,)),
 )
 _N_AlterReplicaLogDirsRequest_v2 = (
     AlterReplicaLogDirsRequest,
@@ -564,28 +558,30 @@ _N_AlterReplicaLogDirsRequest_v2 = (
     ),
     (),
     "AlterReplicaLogDirsRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterReplicaLogDirTopic = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterReplicaLogDirTopic = (
     _AlterReplicaLogDirTopic,
     (
         ("name", "name", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_AlterReplicaLogDir = (
+_F_AlterReplicaLogDir = (
     _AlterReplicaLogDir,
     (
         ("path", "path", False, False, None),
-        ("topics", "topics", False, False, _J_AlterReplicaLogDirTopic),
+        ("topics", "topics", False, False, _F_AlterReplicaLogDirTopic),
     ),
+    0,
 )
-_J_AlterReplicaLogDirsRequest = (
+_F_AlterReplicaLogDirsRequest = (
     AlterReplicaLogDirsRequest,
     (
-        ("dirs", "dirs", False, False, _J_AlterReplicaLogDir),
+        ("dirs", "dirs", False, False, _F_AlterReplicaLogDir),
     ),
+    0,
 )
 # fmt: on
 
@@ -599,10 +595,10 @@ bind_codecs(
 )
 bind_native(
     AlterReplicaLogDirsRequest,
+    _F_AlterReplicaLogDirsRequest,
     (0, 1, _N_AlterReplicaLogDirsRequest_v0),
     (2, 2, _N_AlterReplicaLogDirsRequest_v2),
 )
-bind_native_json(AlterReplicaLogDirsRequest, _J_AlterReplicaLogDirsRequest)
 bind_codecs(
     _AlterReplicaLogDir,
     _tj_AlterReplicaLogDir,
@@ -613,10 +609,10 @@ bind_codecs(
 )
 bind_native(
     _AlterReplicaLogDir,
+    _F_AlterReplicaLogDir,
     (0, 1, _N_AlterReplicaLogDir_v0),
     (2, 2, _N_AlterReplicaLogDir_v2),
 )
-bind_native_json(_AlterReplicaLogDir, _J_AlterReplicaLogDir)
 bind_codecs(
     _AlterReplicaLogDirTopic,
     _tj_AlterReplicaLogDirTopic,
@@ -627,10 +623,10 @@ bind_codecs(
 )
 bind_native(
     _AlterReplicaLogDirTopic,
+    _F_AlterReplicaLogDirTopic,
     (0, 1, _N_AlterReplicaLogDirTopic_v0),
     (2, 2, _N_AlterReplicaLogDirTopic_v2),
 )
-bind_native_json(_AlterReplicaLogDirTopic, _J_AlterReplicaLogDirTopic)
 
 # -------------------- AlterReplicaLogDirsResponse: decoders and encoders, one per distinct layout
 
@@ -917,7 +913,6 @@ _N_AlterReplicaLogDirPartitionResult_v0 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirPartitionResult_v2 = (
     _AlterReplicaLogDirPartitionResult,
@@ -928,7 +923,6 @@ _N_AlterReplicaLogDirPartitionResult_v2 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopicResult_v0 = (
     _AlterReplicaLogDirTopicResult,
@@ -939,7 +933,6 @@ _N_AlterReplicaLogDirTopicResult_v0 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirTopicResult_v2 = (
     _AlterReplicaLogDirTopicResult,
@@ -950,7 +943,6 @@ _N_AlterReplicaLogDirTopicResult_v2 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsResponse_v0 = (
     AlterReplicaLogDirsResponse,
@@ -961,7 +953,6 @@ _N_AlterReplicaLogDirsResponse_v0 = (
     ),
     (),
     "AlterReplicaLogDirsResponse",
-    (0, (0, 1)),
 )
 _N_AlterReplicaLogDirsResponse_v2 = (
     AlterReplicaLogDirsResponse,
@@ -972,29 +963,31 @@ _N_AlterReplicaLogDirsResponse_v2 = (
     ),
     (),
     "AlterReplicaLogDirsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterReplicaLogDirPartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterReplicaLogDirPartitionResult = (
     _AlterReplicaLogDirPartitionResult,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_AlterReplicaLogDirTopicResult = (
+_F_AlterReplicaLogDirTopicResult = (
     _AlterReplicaLogDirTopicResult,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_AlterReplicaLogDirPartitionResult),
+        ("partitions", "partitions", False, False, _F_AlterReplicaLogDirPartitionResult),
     ),
+    0,
 )
-_J_AlterReplicaLogDirsResponse = (
+_F_AlterReplicaLogDirsResponse = (
     AlterReplicaLogDirsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("results", "results", False, False, _J_AlterReplicaLogDirTopicResult),
+        ("results", "results", False, False, _F_AlterReplicaLogDirTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1008,10 +1001,10 @@ bind_codecs(
 )
 bind_native(
     AlterReplicaLogDirsResponse,
+    _F_AlterReplicaLogDirsResponse,
     (0, 1, _N_AlterReplicaLogDirsResponse_v0),
     (2, 2, _N_AlterReplicaLogDirsResponse_v2),
 )
-bind_native_json(AlterReplicaLogDirsResponse, _J_AlterReplicaLogDirsResponse)
 bind_codecs(
     _AlterReplicaLogDirTopicResult,
     _tj_AlterReplicaLogDirTopicResult,
@@ -1022,10 +1015,10 @@ bind_codecs(
 )
 bind_native(
     _AlterReplicaLogDirTopicResult,
+    _F_AlterReplicaLogDirTopicResult,
     (0, 1, _N_AlterReplicaLogDirTopicResult_v0),
     (2, 2, _N_AlterReplicaLogDirTopicResult_v2),
 )
-bind_native_json(_AlterReplicaLogDirTopicResult, _J_AlterReplicaLogDirTopicResult)
 bind_codecs(
     _AlterReplicaLogDirPartitionResult,
     _tj_AlterReplicaLogDirPartitionResult,
@@ -1036,7 +1029,7 @@ bind_codecs(
 )
 bind_native(
     _AlterReplicaLogDirPartitionResult,
+    _F_AlterReplicaLogDirPartitionResult,
     (0, 1, _N_AlterReplicaLogDirPartitionResult_v0),
     (2, 2, _N_AlterReplicaLogDirPartitionResult_v2),
 )
-bind_native_json(_AlterReplicaLogDirPartitionResult, _J_AlterReplicaLogDirPartitionResult)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -460,7 +459,6 @@ _N_ScramCredentialDeletion_v0 = (
     ),
     (),
     "AlterUserScramCredentialsRequest.ScramCredentialDeletion",
-    (0, (0, 1)),
 )
 _N_ScramCredentialUpsertion_v0 = (
     _ScramCredentialUpsertion,
@@ -474,7 +472,6 @@ _N_ScramCredentialUpsertion_v0 = (
     ),
     (),
     "AlterUserScramCredentialsRequest.ScramCredentialUpsertion",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_AlterUserScramCredentialsRequest_v0 = (
     AlterUserScramCredentialsRequest,
@@ -485,17 +482,17 @@ _N_AlterUserScramCredentialsRequest_v0 = (
     ),
     (),
     "AlterUserScramCredentialsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ScramCredentialDeletion = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ScramCredentialDeletion = (
     _ScramCredentialDeletion,
     (
         ("name", "name", False, False, None),
         ("mechanism", "mechanism", False, False, None),
     ),
+    0,
 )
-_J_ScramCredentialUpsertion = (
+_F_ScramCredentialUpsertion = (
     _ScramCredentialUpsertion,
     (
         ("name", "name", False, False, None),
@@ -504,13 +501,15 @@ _J_ScramCredentialUpsertion = (
         ("salt", "salt", False, False, None),
         ("salted_password", "saltedPassword", False, False, None),
     ),
+    0,
 )
-_J_AlterUserScramCredentialsRequest = (
+_F_AlterUserScramCredentialsRequest = (
     AlterUserScramCredentialsRequest,
     (
-        ("deletions", "deletions", False, False, _J_ScramCredentialDeletion),
-        ("upsertions", "upsertions", False, False, _J_ScramCredentialUpsertion),
+        ("deletions", "deletions", False, False, _F_ScramCredentialDeletion),
+        ("upsertions", "upsertions", False, False, _F_ScramCredentialUpsertion),
     ),
+    0,
 )
 # fmt: on
 
@@ -523,9 +522,9 @@ bind_codecs(
 )
 bind_native(
     AlterUserScramCredentialsRequest,
+    _F_AlterUserScramCredentialsRequest,
     (0, 0, _N_AlterUserScramCredentialsRequest_v0),
 )
-bind_native_json(AlterUserScramCredentialsRequest, _J_AlterUserScramCredentialsRequest)
 bind_codecs(
     _ScramCredentialDeletion,
     _tj_ScramCredentialDeletion,
@@ -535,9 +534,9 @@ bind_codecs(
 )
 bind_native(
     _ScramCredentialDeletion,
+    _F_ScramCredentialDeletion,
     (0, 0, _N_ScramCredentialDeletion_v0),
 )
-bind_native_json(_ScramCredentialDeletion, _J_ScramCredentialDeletion)
 bind_codecs(
     _ScramCredentialUpsertion,
     _tj_ScramCredentialUpsertion,
@@ -547,9 +546,9 @@ bind_codecs(
 )
 bind_native(
     _ScramCredentialUpsertion,
+    _F_ScramCredentialUpsertion,
     (0, 0, _N_ScramCredentialUpsertion_v0),
 )
-bind_native_json(_ScramCredentialUpsertion, _J_ScramCredentialUpsertion)
 
 # -------------------- AlterUserScramCredentialsResponse: decoders and encoders, one per distinct layout
 
@@ -703,7 +702,6 @@ _N_AlterUserScramCredentialsResult_v0 = (
     ),
     (),
     "AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult",
-    (0, (0, 1, 2)),
 )
 _N_AlterUserScramCredentialsResponse_v0 = (
     AlterUserScramCredentialsResponse,
@@ -714,23 +712,24 @@ _N_AlterUserScramCredentialsResponse_v0 = (
     ),
     (),
     "AlterUserScramCredentialsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterUserScramCredentialsResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterUserScramCredentialsResult = (
     _AlterUserScramCredentialsResult,
     (
         ("user", "user", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_AlterUserScramCredentialsResponse = (
+_F_AlterUserScramCredentialsResponse = (
     AlterUserScramCredentialsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("results", "results", False, False, _J_AlterUserScramCredentialsResult),
+        ("results", "results", False, False, _F_AlterUserScramCredentialsResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -743,9 +742,9 @@ bind_codecs(
 )
 bind_native(
     AlterUserScramCredentialsResponse,
+    _F_AlterUserScramCredentialsResponse,
     (0, 0, _N_AlterUserScramCredentialsResponse_v0),
 )
-bind_native_json(AlterUserScramCredentialsResponse, _J_AlterUserScramCredentialsResponse)
 bind_codecs(
     _AlterUserScramCredentialsResult,
     _tj_AlterUserScramCredentialsResult,
@@ -755,6 +754,6 @@ bind_codecs(
 )
 bind_native(
     _AlterUserScramCredentialsResult,
+    _F_AlterUserScramCredentialsResult,
     (0, 0, _N_AlterUserScramCredentialsResult_v0),
 )
-bind_native_json(_AlterUserScramCredentialsResult, _J_AlterUserScramCredentialsResult)

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -351,7 +350,6 @@ _N_ApiVersionsRequest_v0 = (
     ),
     (),
     "ApiVersionsRequest",
-    (0, (0, 1)),
 )
 _N_ApiVersionsRequest_v3 = (
     ApiVersionsRequest,
@@ -362,15 +360,15 @@ _N_ApiVersionsRequest_v3 = (
     ),
     (),
     "ApiVersionsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ApiVersionsRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ApiVersionsRequest = (
     ApiVersionsRequest,
     (
         ("client_software_name", "clientSoftwareName", False, False, None),
         ("client_software_version", "clientSoftwareVersion", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -384,10 +382,10 @@ bind_codecs(
 )
 bind_native(
     ApiVersionsRequest,
+    _F_ApiVersionsRequest,
     (0, 2, _N_ApiVersionsRequest_v0),
     (3, 4, _N_ApiVersionsRequest_v3),
 )
-bind_native_json(ApiVersionsRequest, _J_ApiVersionsRequest)
 
 # -------------------- ApiVersionsResponse: decoders and encoders, one per distinct layout
 
@@ -862,7 +860,6 @@ _N_ApiVersion_v0 = (
     ),
     (),
     "ApiVersionsResponse.ApiVersion",
-    (0, (0, 1, 2)),
 )
 _N_ApiVersion_v3 = (
     _ApiVersion,
@@ -874,7 +871,6 @@ _N_ApiVersion_v3 = (
     ),
     (),
     "ApiVersionsResponse.ApiVersion",
-    (0, (0, 1, 2)),
 )
 _N_SupportedFeatureKey_v3 = (
     _SupportedFeatureKey,
@@ -886,7 +882,6 @@ _N_SupportedFeatureKey_v3 = (
     ),
     (),
     "ApiVersionsResponse.SupportedFeatureKey",
-    (0, (0, 1, 2)),
 )
 _N_FinalizedFeatureKey_v3 = (
     _FinalizedFeatureKey,
@@ -898,7 +893,6 @@ _N_FinalizedFeatureKey_v3 = (
     ),
     (),
     "ApiVersionsResponse.FinalizedFeatureKey",
-    (0, (0, 1, 2)),
 )
 _N_ApiVersionsResponse_v0 = (
     ApiVersionsResponse,
@@ -914,7 +908,6 @@ _N_ApiVersionsResponse_v0 = (
     ),
     (),
     "ApiVersionsResponse",
-    (4, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_ApiVersionsResponse_v1 = (
     ApiVersionsResponse,
@@ -930,7 +923,6 @@ _N_ApiVersionsResponse_v1 = (
     ),
     (),
     "ApiVersionsResponse",
-    (4, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_ApiVersionsResponse_v3 = (
     ApiVersionsResponse,
@@ -947,44 +939,47 @@ _N_ApiVersionsResponse_v3 = (
         (3, ("bool", "zk_migration_ready", 1), ("value", False)),
     ),
     "ApiVersionsResponse",
-    (4, (0, 1, 2, -1, -2, -3, -4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ApiVersion = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ApiVersion = (
     _ApiVersion,
     (
         ("api_key", "apiKey", False, False, None),
         ("min_version", "minVersion", False, False, None),
         ("max_version", "maxVersion", False, False, None),
     ),
+    0,
 )
-_J_SupportedFeatureKey = (
+_F_SupportedFeatureKey = (
     _SupportedFeatureKey,
     (
         ("name", "name", False, False, None),
         ("min_version", "minVersion", False, False, None),
         ("max_version", "maxVersion", False, False, None),
     ),
+    0,
 )
-_J_FinalizedFeatureKey = (
+_F_FinalizedFeatureKey = (
     _FinalizedFeatureKey,
     (
         ("name", "name", False, False, None),
         ("max_version_level", "maxVersionLevel", False, False, None),
         ("min_version_level", "minVersionLevel", False, False, None),
     ),
+    0,
 )
-_J_ApiVersionsResponse = (
+_F_ApiVersionsResponse = (
     ApiVersionsResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("api_keys", "apiKeys", False, False, _J_ApiVersion),
+        ("api_keys", "apiKeys", False, False, _F_ApiVersion),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("supported_features", "supportedFeatures", True, False, _J_SupportedFeatureKey),
+        ("supported_features", "supportedFeatures", True, False, _F_SupportedFeatureKey),
         ("finalized_features_epoch", "finalizedFeaturesEpoch", True, False, None),
-        ("finalized_features", "finalizedFeatures", True, False, _J_FinalizedFeatureKey),
+        ("finalized_features", "finalizedFeatures", True, False, _F_FinalizedFeatureKey),
         ("zk_migration_ready", "zkMigrationReady", True, False, None),
     ),
+    4,
 )
 # fmt: on
 
@@ -999,11 +994,11 @@ bind_codecs(
 )
 bind_native(
     ApiVersionsResponse,
+    _F_ApiVersionsResponse,
     (0, 0, _N_ApiVersionsResponse_v0),
     (1, 2, _N_ApiVersionsResponse_v1),
     (3, 4, _N_ApiVersionsResponse_v3),
 )
-bind_native_json(ApiVersionsResponse, _J_ApiVersionsResponse)
 bind_codecs(
     _ApiVersion,
     _tj_ApiVersion,
@@ -1014,10 +1009,10 @@ bind_codecs(
 )
 bind_native(
     _ApiVersion,
+    _F_ApiVersion,
     (0, 2, _N_ApiVersion_v0),
     (3, 4, _N_ApiVersion_v3),
 )
-bind_native_json(_ApiVersion, _J_ApiVersion)
 bind_codecs(
     _SupportedFeatureKey,
     _tj_SupportedFeatureKey,
@@ -1027,9 +1022,9 @@ bind_codecs(
 )
 bind_native(
     _SupportedFeatureKey,
+    _F_SupportedFeatureKey,
     (3, 4, _N_SupportedFeatureKey_v3),
 )
-bind_native_json(_SupportedFeatureKey, _J_SupportedFeatureKey)
 bind_codecs(
     _FinalizedFeatureKey,
     _tj_FinalizedFeatureKey,
@@ -1039,6 +1034,6 @@ bind_codecs(
 )
 bind_native(
     _FinalizedFeatureKey,
+    _F_FinalizedFeatureKey,
     (3, 4, _N_FinalizedFeatureKey_v3),
 )
-bind_native_json(_FinalizedFeatureKey, _J_FinalizedFeatureKey)

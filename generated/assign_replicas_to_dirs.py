@@ -23,7 +23,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -590,7 +589,6 @@ _N_AssignReplicasToDirsRequest_PartitionData_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest.PartitionData",
-    (0, (0,)),
 )
 _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     _AssignReplicasToDirsRequest_TopicData,
@@ -601,7 +599,6 @@ _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     _AssignReplicasToDirsRequest_DirectoryData,
@@ -612,7 +609,6 @@ _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest.DirectoryData",
-    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsRequest_v0 = (
     AssignReplicasToDirsRequest,
@@ -624,36 +620,39 @@ _N_AssignReplicasToDirsRequest_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AssignReplicasToDirsRequest_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AssignReplicasToDirsRequest_PartitionData = (
     _AssignReplicasToDirsRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_AssignReplicasToDirsRequest_TopicData = (
+_F_AssignReplicasToDirsRequest_TopicData = (
     _AssignReplicasToDirsRequest_TopicData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_AssignReplicasToDirsRequest_PartitionData),
+        ("partitions", "partitions", False, False, _F_AssignReplicasToDirsRequest_PartitionData),
     ),
+    0,
 )
-_J_AssignReplicasToDirsRequest_DirectoryData = (
+_F_AssignReplicasToDirsRequest_DirectoryData = (
     _AssignReplicasToDirsRequest_DirectoryData,
     (
         ("id", "id", False, False, None),
-        ("topics", "topics", False, False, _J_AssignReplicasToDirsRequest_TopicData),
+        ("topics", "topics", False, False, _F_AssignReplicasToDirsRequest_TopicData),
     ),
+    0,
 )
-_J_AssignReplicasToDirsRequest = (
+_F_AssignReplicasToDirsRequest = (
     AssignReplicasToDirsRequest,
     (
         ("broker_id", "brokerId", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
-        ("directories", "directories", False, False, _J_AssignReplicasToDirsRequest_DirectoryData),
+        ("directories", "directories", False, False, _F_AssignReplicasToDirsRequest_DirectoryData),
     ),
+    0,
 )
 # fmt: on
 
@@ -666,9 +665,9 @@ bind_codecs(
 )
 bind_native(
     AssignReplicasToDirsRequest,
+    _F_AssignReplicasToDirsRequest,
     (0, 0, _N_AssignReplicasToDirsRequest_v0),
 )
-bind_native_json(AssignReplicasToDirsRequest, _J_AssignReplicasToDirsRequest)
 bind_codecs(
     _AssignReplicasToDirsRequest_DirectoryData,
     _tj_AssignReplicasToDirsRequest_DirectoryData,
@@ -683,10 +682,8 @@ bind_codecs(
 )
 bind_native(
     _AssignReplicasToDirsRequest_DirectoryData,
+    _F_AssignReplicasToDirsRequest_DirectoryData,
     (0, 0, _N_AssignReplicasToDirsRequest_DirectoryData_v0),
-)
-bind_native_json(
-    _AssignReplicasToDirsRequest_DirectoryData, _J_AssignReplicasToDirsRequest_DirectoryData
 )
 bind_codecs(
     _AssignReplicasToDirsRequest_TopicData,
@@ -702,9 +699,9 @@ bind_codecs(
 )
 bind_native(
     _AssignReplicasToDirsRequest_TopicData,
+    _F_AssignReplicasToDirsRequest_TopicData,
     (0, 0, _N_AssignReplicasToDirsRequest_TopicData_v0),
 )
-bind_native_json(_AssignReplicasToDirsRequest_TopicData, _J_AssignReplicasToDirsRequest_TopicData)
 bind_codecs(
     _AssignReplicasToDirsRequest_PartitionData,
     _tj_AssignReplicasToDirsRequest_PartitionData,
@@ -719,10 +716,8 @@ bind_codecs(
 )
 bind_native(
     _AssignReplicasToDirsRequest_PartitionData,
+    _F_AssignReplicasToDirsRequest_PartitionData,
     (0, 0, _N_AssignReplicasToDirsRequest_PartitionData_v0),
-)
-bind_native_json(
-    _AssignReplicasToDirsRequest_PartitionData, _J_AssignReplicasToDirsRequest_PartitionData
 )
 
 # -------------------- AssignReplicasToDirsResponse: decoders and encoders, one per distinct layout
@@ -1013,7 +1008,6 @@ _N_AssignReplicasToDirsResponse_PartitionData_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse.PartitionData",
-    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     _AssignReplicasToDirsResponse_TopicData,
@@ -1024,7 +1018,6 @@ _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     _AssignReplicasToDirsResponse_DirectoryData,
@@ -1035,7 +1028,6 @@ _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse.DirectoryData",
-    (0, (0, 1)),
 )
 _N_AssignReplicasToDirsResponse_v0 = (
     AssignReplicasToDirsResponse,
@@ -1047,37 +1039,40 @@ _N_AssignReplicasToDirsResponse_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AssignReplicasToDirsResponse_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AssignReplicasToDirsResponse_PartitionData = (
     _AssignReplicasToDirsResponse_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_AssignReplicasToDirsResponse_TopicData = (
+_F_AssignReplicasToDirsResponse_TopicData = (
     _AssignReplicasToDirsResponse_TopicData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_AssignReplicasToDirsResponse_PartitionData),
+        ("partitions", "partitions", False, False, _F_AssignReplicasToDirsResponse_PartitionData),
     ),
+    0,
 )
-_J_AssignReplicasToDirsResponse_DirectoryData = (
+_F_AssignReplicasToDirsResponse_DirectoryData = (
     _AssignReplicasToDirsResponse_DirectoryData,
     (
         ("id", "id", False, False, None),
-        ("topics", "topics", False, False, _J_AssignReplicasToDirsResponse_TopicData),
+        ("topics", "topics", False, False, _F_AssignReplicasToDirsResponse_TopicData),
     ),
+    0,
 )
-_J_AssignReplicasToDirsResponse = (
+_F_AssignReplicasToDirsResponse = (
     AssignReplicasToDirsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("directories", "directories", False, False, _J_AssignReplicasToDirsResponse_DirectoryData),
+        ("directories", "directories", False, False, _F_AssignReplicasToDirsResponse_DirectoryData),
     ),
+    0,
 )
 # fmt: on
 
@@ -1090,9 +1085,9 @@ bind_codecs(
 )
 bind_native(
     AssignReplicasToDirsResponse,
+    _F_AssignReplicasToDirsResponse,
     (0, 0, _N_AssignReplicasToDirsResponse_v0),
 )
-bind_native_json(AssignReplicasToDirsResponse, _J_AssignReplicasToDirsResponse)
 bind_codecs(
     _AssignReplicasToDirsResponse_DirectoryData,
     _tj_AssignReplicasToDirsResponse_DirectoryData,
@@ -1107,10 +1102,8 @@ bind_codecs(
 )
 bind_native(
     _AssignReplicasToDirsResponse_DirectoryData,
+    _F_AssignReplicasToDirsResponse_DirectoryData,
     (0, 0, _N_AssignReplicasToDirsResponse_DirectoryData_v0),
-)
-bind_native_json(
-    _AssignReplicasToDirsResponse_DirectoryData, _J_AssignReplicasToDirsResponse_DirectoryData
 )
 bind_codecs(
     _AssignReplicasToDirsResponse_TopicData,
@@ -1126,9 +1119,9 @@ bind_codecs(
 )
 bind_native(
     _AssignReplicasToDirsResponse_TopicData,
+    _F_AssignReplicasToDirsResponse_TopicData,
     (0, 0, _N_AssignReplicasToDirsResponse_TopicData_v0),
 )
-bind_native_json(_AssignReplicasToDirsResponse_TopicData, _J_AssignReplicasToDirsResponse_TopicData)
 bind_codecs(
     _AssignReplicasToDirsResponse_PartitionData,
     _tj_AssignReplicasToDirsResponse_PartitionData,
@@ -1143,8 +1136,6 @@ bind_codecs(
 )
 bind_native(
     _AssignReplicasToDirsResponse_PartitionData,
+    _F_AssignReplicasToDirsResponse_PartitionData,
     (0, 0, _N_AssignReplicasToDirsResponse_PartitionData_v0),
-)
-bind_native_json(
-    _AssignReplicasToDirsResponse_PartitionData, _J_AssignReplicasToDirsResponse_PartitionData
 )

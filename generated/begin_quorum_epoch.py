@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -781,7 +780,6 @@ _N_BeginQuorumEpochRequest_PartitionData_v0 = (
     ),
     (),
     "BeginQuorumEpochRequest.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_PartitionData_v1 = (
     _BeginQuorumEpochRequest_PartitionData,
@@ -794,7 +792,6 @@ _N_BeginQuorumEpochRequest_PartitionData_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_TopicData_v0 = (
     _BeginQuorumEpochRequest_TopicData,
@@ -805,7 +802,6 @@ _N_BeginQuorumEpochRequest_TopicData_v0 = (
     ),
     (),
     "BeginQuorumEpochRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_BeginQuorumEpochRequest_TopicData_v1 = (
     _BeginQuorumEpochRequest_TopicData,
@@ -816,7 +812,6 @@ _N_BeginQuorumEpochRequest_TopicData_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
@@ -828,7 +823,6 @@ _N_LeaderEndpoint_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest.LeaderEndpoint",
-    (0, (0, 1, 2)),
 )
 _N_BeginQuorumEpochRequest_v0 = (
     BeginQuorumEpochRequest,
@@ -841,7 +835,6 @@ _N_BeginQuorumEpochRequest_v0 = (
     ),
     (),
     "BeginQuorumEpochRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochRequest_v1 = (
     BeginQuorumEpochRequest,
@@ -854,10 +847,9 @@ _N_BeginQuorumEpochRequest_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BeginQuorumEpochRequest_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BeginQuorumEpochRequest_PartitionData = (
     _BeginQuorumEpochRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -865,30 +857,34 @@ _J_BeginQuorumEpochRequest_PartitionData = (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_BeginQuorumEpochRequest_TopicData = (
+_F_BeginQuorumEpochRequest_TopicData = (
     _BeginQuorumEpochRequest_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_BeginQuorumEpochRequest_PartitionData),
+        ("partitions", "partitions", False, False, _F_BeginQuorumEpochRequest_PartitionData),
     ),
+    0,
 )
-_J_LeaderEndpoint = (
+_F_LeaderEndpoint = (
     _LeaderEndpoint,
     (
         ("name", "name", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_BeginQuorumEpochRequest = (
+_F_BeginQuorumEpochRequest = (
     BeginQuorumEpochRequest,
     (
         ("cluster_id", "clusterId", False, True, None),
         ("voter_id", "voterId", False, False, None),
-        ("topics", "topics", False, False, _J_BeginQuorumEpochRequest_TopicData),
-        ("leader_endpoints", "leaderEndpoints", False, False, _J_LeaderEndpoint),
+        ("topics", "topics", False, False, _F_BeginQuorumEpochRequest_TopicData),
+        ("leader_endpoints", "leaderEndpoints", False, False, _F_LeaderEndpoint),
     ),
+    0,
 )
 # fmt: on
 
@@ -902,10 +898,10 @@ bind_codecs(
 )
 bind_native(
     BeginQuorumEpochRequest,
+    _F_BeginQuorumEpochRequest,
     (0, 0, _N_BeginQuorumEpochRequest_v0),
     (1, 1, _N_BeginQuorumEpochRequest_v1),
 )
-bind_native_json(BeginQuorumEpochRequest, _J_BeginQuorumEpochRequest)
 bind_codecs(
     _BeginQuorumEpochRequest_TopicData,
     _tj_BeginQuorumEpochRequest_TopicData,
@@ -916,10 +912,10 @@ bind_codecs(
 )
 bind_native(
     _BeginQuorumEpochRequest_TopicData,
+    _F_BeginQuorumEpochRequest_TopicData,
     (0, 0, _N_BeginQuorumEpochRequest_TopicData_v0),
     (1, 1, _N_BeginQuorumEpochRequest_TopicData_v1),
 )
-bind_native_json(_BeginQuorumEpochRequest_TopicData, _J_BeginQuorumEpochRequest_TopicData)
 bind_codecs(
     _BeginQuorumEpochRequest_PartitionData,
     _tj_BeginQuorumEpochRequest_PartitionData,
@@ -940,10 +936,10 @@ bind_codecs(
 )
 bind_native(
     _BeginQuorumEpochRequest_PartitionData,
+    _F_BeginQuorumEpochRequest_PartitionData,
     (0, 0, _N_BeginQuorumEpochRequest_PartitionData_v0),
     (1, 1, _N_BeginQuorumEpochRequest_PartitionData_v1),
 )
-bind_native_json(_BeginQuorumEpochRequest_PartitionData, _J_BeginQuorumEpochRequest_PartitionData)
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
@@ -953,9 +949,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderEndpoint,
+    _F_LeaderEndpoint,
     (1, 1, _N_LeaderEndpoint_v1),
 )
-bind_native_json(_LeaderEndpoint, _J_LeaderEndpoint)
 
 # -------------------- BeginQuorumEpochResponse: decoders and encoders, one per distinct layout
 
@@ -1371,7 +1367,6 @@ _N_BeginQuorumEpochResponse_PartitionData_v0 = (
     ),
     (),
     "BeginQuorumEpochResponse.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochResponse_PartitionData_v1 = (
     _BeginQuorumEpochResponse_PartitionData,
@@ -1384,7 +1379,6 @@ _N_BeginQuorumEpochResponse_PartitionData_v1 = (
     ),
     (),
     "BeginQuorumEpochResponse.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_BeginQuorumEpochResponse_TopicData_v0 = (
     _BeginQuorumEpochResponse_TopicData,
@@ -1395,7 +1389,6 @@ _N_BeginQuorumEpochResponse_TopicData_v0 = (
     ),
     (),
     "BeginQuorumEpochResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_BeginQuorumEpochResponse_TopicData_v1 = (
     _BeginQuorumEpochResponse_TopicData,
@@ -1406,7 +1399,6 @@ _N_BeginQuorumEpochResponse_TopicData_v1 = (
     ),
     (),
     "BeginQuorumEpochResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1418,7 +1410,6 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "BeginQuorumEpochResponse.NodeEndpoint",
-    (0, (0, 1, 2)),
 )
 _N_BeginQuorumEpochResponse_v0 = (
     BeginQuorumEpochResponse,
@@ -1430,7 +1421,6 @@ _N_BeginQuorumEpochResponse_v0 = (
     ),
     (),
     "BeginQuorumEpochResponse",
-    (1, (0, 1, 2)),
 )
 _N_BeginQuorumEpochResponse_v1 = (
     BeginQuorumEpochResponse,
@@ -1443,10 +1433,9 @@ _N_BeginQuorumEpochResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "BeginQuorumEpochResponse",
-    (1, (0, 1, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BeginQuorumEpochResponse_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BeginQuorumEpochResponse_PartitionData = (
     _BeginQuorumEpochResponse_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1454,29 +1443,33 @@ _J_BeginQuorumEpochResponse_PartitionData = (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_BeginQuorumEpochResponse_TopicData = (
+_F_BeginQuorumEpochResponse_TopicData = (
     _BeginQuorumEpochResponse_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_BeginQuorumEpochResponse_PartitionData),
+        ("partitions", "partitions", False, False, _F_BeginQuorumEpochResponse_PartitionData),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_BeginQuorumEpochResponse = (
+_F_BeginQuorumEpochResponse = (
     BeginQuorumEpochResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("topics", "topics", False, False, _J_BeginQuorumEpochResponse_TopicData),
-        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+        ("topics", "topics", False, False, _F_BeginQuorumEpochResponse_TopicData),
+        ("node_endpoints", "nodeEndpoints", True, False, _F_NodeEndpoint),
     ),
+    1,
 )
 # fmt: on
 
@@ -1490,10 +1483,10 @@ bind_codecs(
 )
 bind_native(
     BeginQuorumEpochResponse,
+    _F_BeginQuorumEpochResponse,
     (0, 0, _N_BeginQuorumEpochResponse_v0),
     (1, 1, _N_BeginQuorumEpochResponse_v1),
 )
-bind_native_json(BeginQuorumEpochResponse, _J_BeginQuorumEpochResponse)
 bind_codecs(
     _BeginQuorumEpochResponse_TopicData,
     _tj_BeginQuorumEpochResponse_TopicData,
@@ -1504,10 +1497,10 @@ bind_codecs(
 )
 bind_native(
     _BeginQuorumEpochResponse_TopicData,
+    _F_BeginQuorumEpochResponse_TopicData,
     (0, 0, _N_BeginQuorumEpochResponse_TopicData_v0),
     (1, 1, _N_BeginQuorumEpochResponse_TopicData_v1),
 )
-bind_native_json(_BeginQuorumEpochResponse_TopicData, _J_BeginQuorumEpochResponse_TopicData)
 bind_codecs(
     _BeginQuorumEpochResponse_PartitionData,
     _tj_BeginQuorumEpochResponse_PartitionData,
@@ -1528,10 +1521,10 @@ bind_codecs(
 )
 bind_native(
     _BeginQuorumEpochResponse_PartitionData,
+    _F_BeginQuorumEpochResponse_PartitionData,
     (0, 0, _N_BeginQuorumEpochResponse_PartitionData_v0),
     (1, 1, _N_BeginQuorumEpochResponse_PartitionData_v1),
 )
-bind_native_json(_BeginQuorumEpochResponse_PartitionData, _J_BeginQuorumEpochResponse_PartitionData)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1541,6 +1534,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -315,7 +314,6 @@ _N_BrokerHeartbeatRequest_v0 = (
     ),
     (),
     "BrokerHeartbeatRequest",
-    (1, (0, 1, 2, 3, 4, 5)),
 )
 _N_BrokerHeartbeatRequest_v1 = (
     BrokerHeartbeatRequest,
@@ -331,10 +329,9 @@ _N_BrokerHeartbeatRequest_v1 = (
         (0, ("array", "offline_log_dirs", True, False, "uuid", False, "OfflineLogDirs"), ("list",)),
     ),
     "BrokerHeartbeatRequest",
-    (1, (0, 1, 2, 3, 4, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BrokerHeartbeatRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BrokerHeartbeatRequest = (
     BrokerHeartbeatRequest,
     (
         ("broker_id", "brokerId", False, False, None),
@@ -344,6 +341,7 @@ _J_BrokerHeartbeatRequest = (
         ("want_shut_down", "wantShutDown", False, False, None),
         ("offline_log_dirs", "offlineLogDirs", True, False, None),
     ),
+    1,
 )
 # fmt: on
 
@@ -357,10 +355,10 @@ bind_codecs(
 )
 bind_native(
     BrokerHeartbeatRequest,
+    _F_BrokerHeartbeatRequest,
     (0, 0, _N_BrokerHeartbeatRequest_v0),
     (1, 1, _N_BrokerHeartbeatRequest_v1),
 )
-bind_native_json(BrokerHeartbeatRequest, _J_BrokerHeartbeatRequest)
 
 # -------------------- BrokerHeartbeatResponse: decoders and encoders, one per distinct layout
 
@@ -442,10 +440,9 @@ _N_BrokerHeartbeatResponse_v0 = (
     ),
     (),
     "BrokerHeartbeatResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BrokerHeartbeatResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BrokerHeartbeatResponse = (
     BrokerHeartbeatResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -454,6 +451,7 @@ _J_BrokerHeartbeatResponse = (
         ("is_fenced", "isFenced", False, False, None),
         ("should_shut_down", "shouldShutDown", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -466,6 +464,6 @@ bind_codecs(
 )
 bind_native(
     BrokerHeartbeatResponse,
+    _F_BrokerHeartbeatResponse,
     (0, 1, _N_BrokerHeartbeatResponse_v0),
 )
-bind_native_json(BrokerHeartbeatResponse, _J_BrokerHeartbeatResponse)

@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -662,7 +661,6 @@ _N_Listener_v0 = (
     ),
     (),
     "BrokerRegistrationRequest.Listener",
-    (0, (0, 1, 2, 3)),
 )
 _N_Feature_v0 = (
     _Feature,
@@ -674,7 +672,6 @@ _N_Feature_v0 = (
     ),
     (),
     "BrokerRegistrationRequest.Feature",
-    (0, (0, 1, 2)),
 )
 _N_BrokerRegistrationRequest_v0 = (
     BrokerRegistrationRequest,
@@ -692,7 +689,6 @@ _N_BrokerRegistrationRequest_v0 = (
     ),
     (),
     "BrokerRegistrationRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_BrokerRegistrationRequest_v1 = (
     BrokerRegistrationRequest,
@@ -710,7 +706,6 @@ _N_BrokerRegistrationRequest_v1 = (
     ),
     (),
     "BrokerRegistrationRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_BrokerRegistrationRequest_v2 = (
     BrokerRegistrationRequest,
@@ -728,7 +723,6 @@ _N_BrokerRegistrationRequest_v2 = (
     ),
     (),
     "BrokerRegistrationRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_BrokerRegistrationRequest_v3 = (
     BrokerRegistrationRequest,
@@ -746,10 +740,9 @@ _N_BrokerRegistrationRequest_v3 = (
     ),
     (),
     "BrokerRegistrationRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Listener = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Listener = (
     _Listener,
     (
         ("name", "name", False, False, None),
@@ -757,28 +750,31 @@ _J_Listener = (
         ("port", "port", False, False, None),
         ("security_protocol", "securityProtocol", False, False, None),
     ),
+    0,
 )
-_J_Feature = (
+_F_Feature = (
     _Feature,
     (
         ("name", "name", False, False, None),
         ("min_supported_version", "minSupportedVersion", False, False, None),
         ("max_supported_version", "maxSupportedVersion", False, False, None),
     ),
+    0,
 )
-_J_BrokerRegistrationRequest = (
+_F_BrokerRegistrationRequest = (
     BrokerRegistrationRequest,
     (
         ("broker_id", "brokerId", False, False, None),
         ("cluster_id", "clusterId", False, False, None),
         ("incarnation_id", "incarnationId", False, False, None),
-        ("listeners", "listeners", False, False, _J_Listener),
-        ("features", "features", False, False, _J_Feature),
+        ("listeners", "listeners", False, False, _F_Listener),
+        ("features", "features", False, False, _F_Feature),
         ("rack", "rack", False, True, None),
         ("is_migrating_zk_broker", "isMigratingZkBroker", False, False, None),
         ("log_dirs", "logDirs", False, False, None),
         ("previous_broker_epoch", "previousBrokerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -794,12 +790,12 @@ bind_codecs(
 )
 bind_native(
     BrokerRegistrationRequest,
+    _F_BrokerRegistrationRequest,
     (0, 0, _N_BrokerRegistrationRequest_v0),
     (1, 1, _N_BrokerRegistrationRequest_v1),
     (2, 2, _N_BrokerRegistrationRequest_v2),
     (3, 4, _N_BrokerRegistrationRequest_v3),
 )
-bind_native_json(BrokerRegistrationRequest, _J_BrokerRegistrationRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -809,9 +805,9 @@ bind_codecs(
 )
 bind_native(
     _Listener,
+    _F_Listener,
     (0, 4, _N_Listener_v0),
 )
-bind_native_json(_Listener, _J_Listener)
 bind_codecs(
     _Feature,
     _tj_Feature,
@@ -821,9 +817,9 @@ bind_codecs(
 )
 bind_native(
     _Feature,
+    _F_Feature,
     (0, 4, _N_Feature_v0),
 )
-bind_native_json(_Feature, _J_Feature)
 
 # -------------------- BrokerRegistrationResponse: decoders and encoders, one per distinct layout
 
@@ -891,16 +887,16 @@ _N_BrokerRegistrationResponse_v0 = (
     ),
     (),
     "BrokerRegistrationResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BrokerRegistrationResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BrokerRegistrationResponse = (
     BrokerRegistrationResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -913,6 +909,6 @@ bind_codecs(
 )
 bind_native(
     BrokerRegistrationResponse,
+    _F_BrokerRegistrationResponse,
     (0, 4, _N_BrokerRegistrationResponse_v0),
 )
-bind_native_json(BrokerRegistrationResponse, _J_BrokerRegistrationResponse)

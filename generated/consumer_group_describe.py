@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -616,7 +615,6 @@ _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1 = (
     ),
     (),
     "ConsumerGroupDescribeRequest.GroupMemberCursor",
-    (0, (0, 1)),
 )
 _N_ConsumerGroupDescribeRequest_v0 = (
     ConsumerGroupDescribeRequest,
@@ -629,7 +627,6 @@ _N_ConsumerGroupDescribeRequest_v0 = (
     ),
     (),
     "ConsumerGroupDescribeRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ConsumerGroupDescribeRequest_v1 = (
     ConsumerGroupDescribeRequest,
@@ -642,24 +639,25 @@ _N_ConsumerGroupDescribeRequest_v1 = (
     ),
     (),
     "ConsumerGroupDescribeRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ConsumerGroupDescribeRequest_GroupMemberCursor = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ConsumerGroupDescribeRequest_GroupMemberCursor = (
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     (
         ("group_id", "groupId", False, False, None),
         ("member_id", "memberId", False, False, None),
     ),
+    0,
 )
-_J_ConsumerGroupDescribeRequest = (
+_F_ConsumerGroupDescribeRequest = (
     ConsumerGroupDescribeRequest,
     (
         ("group_ids", "groupIds", False, False, None),
         ("include_authorized_operations", "includeAuthorizedOperations", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_ConsumerGroupDescribeRequest_GroupMemberCursor),
+        ("cursor", "cursor", False, True, _F_ConsumerGroupDescribeRequest_GroupMemberCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -673,10 +671,10 @@ bind_codecs(
 )
 bind_native(
     ConsumerGroupDescribeRequest,
+    _F_ConsumerGroupDescribeRequest,
     (0, 0, _N_ConsumerGroupDescribeRequest_v0),
     (1, 1, _N_ConsumerGroupDescribeRequest_v1),
 )
-bind_native_json(ConsumerGroupDescribeRequest, _J_ConsumerGroupDescribeRequest)
 bind_codecs(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     _tj_ConsumerGroupDescribeRequest_GroupMemberCursor,
@@ -691,11 +689,8 @@ bind_codecs(
 )
 bind_native(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
+    _F_ConsumerGroupDescribeRequest_GroupMemberCursor,
     (1, 1, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
-)
-bind_native_json(
-    _ConsumerGroupDescribeRequest_GroupMemberCursor,
-    _J_ConsumerGroupDescribeRequest_GroupMemberCursor,
 )
 
 # -------------------- ConsumerGroupDescribeResponse: decoders and encoders, one per distinct layout
@@ -1247,7 +1242,6 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.TopicPartitions",
-    (0, (0, 1, 2)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -1257,7 +1251,6 @@ _N_Assignment_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.Assignment",
-    (0, (0,)),
 )
 _N_Member_v0 = (
     _Member,
@@ -1276,7 +1269,6 @@ _N_Member_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.Member",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -1294,7 +1286,6 @@ _N_DescribedGroup_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.DescribedGroup",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1305,7 +1296,6 @@ _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.GroupMemberCursor",
-    (0, (0, 1)),
 )
 _N_ConsumerGroupDescribeResponse_v0 = (
     ConsumerGroupDescribeResponse,
@@ -1317,7 +1307,6 @@ _N_ConsumerGroupDescribeResponse_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse",
-    (0, (0, 1, 2)),
 )
 _N_ConsumerGroupDescribeResponse_v1 = (
     ConsumerGroupDescribeResponse,
@@ -1329,24 +1318,25 @@ _N_ConsumerGroupDescribeResponse_v1 = (
     ),
     (),
     "ConsumerGroupDescribeResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicPartitions = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicPartitions = (
     _TopicPartitions,
     (
         ("topic_id", "topicId", False, False, None),
         ("topic_name", "topicName", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_Assignment = (
+_F_Assignment = (
     _Assignment,
     (
-        ("topic_partitions", "topicPartitions", False, False, _J_TopicPartitions),
+        ("topic_partitions", "topicPartitions", False, False, _F_TopicPartitions),
     ),
+    0,
 )
-_J_Member = (
+_F_Member = (
     _Member,
     (
         ("member_id", "memberId", False, False, None),
@@ -1357,11 +1347,12 @@ _J_Member = (
         ("client_host", "clientHost", False, False, None),
         ("subscribed_topic_names", "subscribedTopicNames", False, False, None),
         ("subscribed_topic_regex", "subscribedTopicRegex", False, True, None),
-        ("assignment", "assignment", False, False, _J_Assignment),
-        ("target_assignment", "targetAssignment", False, False, _J_Assignment),
+        ("assignment", "assignment", False, False, _F_Assignment),
+        ("target_assignment", "targetAssignment", False, False, _F_Assignment),
     ),
+    0,
 )
-_J_DescribedGroup = (
+_F_DescribedGroup = (
     _DescribedGroup,
     (
         ("error_code", "errorCode", False, False, None),
@@ -1371,24 +1362,27 @@ _J_DescribedGroup = (
         ("group_epoch", "groupEpoch", False, False, None),
         ("assignment_epoch", "assignmentEpoch", False, False, None),
         ("assignor_name", "assignorName", False, False, None),
-        ("members", "members", False, False, _J_Member),
+        ("members", "members", False, False, _F_Member),
         ("authorized_operations", "authorizedOperations", False, False, None),
     ),
+    0,
 )
-_J_ConsumerGroupDescribeResponse_GroupMemberCursor = (
+_F_ConsumerGroupDescribeResponse_GroupMemberCursor = (
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     (
         ("group_id", "groupId", False, False, None),
         ("member_id", "memberId", False, False, None),
     ),
+    0,
 )
-_J_ConsumerGroupDescribeResponse = (
+_F_ConsumerGroupDescribeResponse = (
     ConsumerGroupDescribeResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("groups", "groups", False, False, _J_DescribedGroup),
-        ("next_cursor", "nextCursor", False, True, _J_ConsumerGroupDescribeResponse_GroupMemberCursor),
+        ("groups", "groups", False, False, _F_DescribedGroup),
+        ("next_cursor", "nextCursor", False, True, _F_ConsumerGroupDescribeResponse_GroupMemberCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1402,10 +1396,10 @@ bind_codecs(
 )
 bind_native(
     ConsumerGroupDescribeResponse,
+    _F_ConsumerGroupDescribeResponse,
     (0, 0, _N_ConsumerGroupDescribeResponse_v0),
     (1, 1, _N_ConsumerGroupDescribeResponse_v1),
 )
-bind_native_json(ConsumerGroupDescribeResponse, _J_ConsumerGroupDescribeResponse)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -1415,9 +1409,9 @@ bind_codecs(
 )
 bind_native(
     _DescribedGroup,
+    _F_DescribedGroup,
     (0, 1, _N_DescribedGroup_v0),
 )
-bind_native_json(_DescribedGroup, _J_DescribedGroup)
 bind_codecs(
     _Member,
     _tj_Member,
@@ -1427,9 +1421,9 @@ bind_codecs(
 )
 bind_native(
     _Member,
+    _F_Member,
     (0, 1, _N_Member_v0),
 )
-bind_native_json(_Member, _J_Member)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -1439,9 +1433,9 @@ bind_codecs(
 )
 bind_native(
     _Assignment,
+    _F_Assignment,
     (0, 1, _N_Assignment_v0),
 )
-bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -1451,9 +1445,9 @@ bind_codecs(
 )
 bind_native(
     _TopicPartitions,
+    _F_TopicPartitions,
     (0, 1, _N_TopicPartitions_v0),
 )
-bind_native_json(_TopicPartitions, _J_TopicPartitions)
 bind_codecs(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     _tj_ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1468,9 +1462,6 @@ bind_codecs(
 )
 bind_native(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
+    _F_ConsumerGroupDescribeResponse_GroupMemberCursor,
     (1, 1, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
-)
-bind_native_json(
-    _ConsumerGroupDescribeResponse_GroupMemberCursor,
-    _J_ConsumerGroupDescribeResponse_GroupMemberCursor,
 )

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -629,7 +628,6 @@ _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatRequest.TopicPartitions",
-    (0, (0, 1)),
 )
 _N_ConsumerGroupHeartbeatRequest_v0 = (
     ConsumerGroupHeartbeatRequest,
@@ -648,7 +646,6 @@ _N_ConsumerGroupHeartbeatRequest_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_ConsumerGroupHeartbeatRequest_v1 = (
     ConsumerGroupHeartbeatRequest,
@@ -667,17 +664,17 @@ _N_ConsumerGroupHeartbeatRequest_v1 = (
     ),
     (),
     "ConsumerGroupHeartbeatRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ConsumerGroupHeartbeatRequest_TopicPartitions = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ConsumerGroupHeartbeatRequest_TopicPartitions = (
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
     (
         ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_ConsumerGroupHeartbeatRequest = (
+_F_ConsumerGroupHeartbeatRequest = (
     ConsumerGroupHeartbeatRequest,
     (
         ("group_id", "groupId", False, False, None),
@@ -689,8 +686,9 @@ _J_ConsumerGroupHeartbeatRequest = (
         ("subscribed_topic_names", "subscribedTopicNames", False, True, None),
         ("subscribed_topic_regex", "subscribedTopicRegex", False, True, None),
         ("server_assignor", "serverAssignor", False, True, None),
-        ("topic_partitions", "topicPartitions", False, True, _J_ConsumerGroupHeartbeatRequest_TopicPartitions),
+        ("topic_partitions", "topicPartitions", False, True, _F_ConsumerGroupHeartbeatRequest_TopicPartitions),
     ),
+    0,
 )
 # fmt: on
 
@@ -704,10 +702,10 @@ bind_codecs(
 )
 bind_native(
     ConsumerGroupHeartbeatRequest,
+    _F_ConsumerGroupHeartbeatRequest,
     (0, 0, _N_ConsumerGroupHeartbeatRequest_v0),
     (1, 1, _N_ConsumerGroupHeartbeatRequest_v1),
 )
-bind_native_json(ConsumerGroupHeartbeatRequest, _J_ConsumerGroupHeartbeatRequest)
 bind_codecs(
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
     _tj_ConsumerGroupHeartbeatRequest_TopicPartitions,
@@ -722,10 +720,8 @@ bind_codecs(
 )
 bind_native(
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
+    _F_ConsumerGroupHeartbeatRequest_TopicPartitions,
     (0, 1, _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0),
-)
-bind_native_json(
-    _ConsumerGroupHeartbeatRequest_TopicPartitions, _J_ConsumerGroupHeartbeatRequest_TopicPartitions
 )
 
 # -------------------- ConsumerGroupHeartbeatResponse: decoders and encoders, one per distinct layout
@@ -966,7 +962,6 @@ _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatResponse.TopicPartitions",
-    (0, (0, 1)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -976,7 +971,6 @@ _N_Assignment_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatResponse.Assignment",
-    (0, (0,)),
 )
 _N_ConsumerGroupHeartbeatResponse_v0 = (
     ConsumerGroupHeartbeatResponse,
@@ -992,23 +986,24 @@ _N_ConsumerGroupHeartbeatResponse_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ConsumerGroupHeartbeatResponse_TopicPartitions = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ConsumerGroupHeartbeatResponse_TopicPartitions = (
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
     (
         ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_Assignment = (
+_F_Assignment = (
     _Assignment,
     (
-        ("topic_partitions", "topicPartitions", False, False, _J_ConsumerGroupHeartbeatResponse_TopicPartitions),
+        ("topic_partitions", "topicPartitions", False, False, _F_ConsumerGroupHeartbeatResponse_TopicPartitions),
     ),
+    0,
 )
-_J_ConsumerGroupHeartbeatResponse = (
+_F_ConsumerGroupHeartbeatResponse = (
     ConsumerGroupHeartbeatResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -1017,8 +1012,9 @@ _J_ConsumerGroupHeartbeatResponse = (
         ("member_id", "memberId", False, True, None),
         ("member_epoch", "memberEpoch", False, False, None),
         ("heartbeat_interval_ms", "heartbeatIntervalMs", False, False, None),
-        ("assignment", "assignment", False, True, _J_Assignment),
+        ("assignment", "assignment", False, True, _F_Assignment),
     ),
+    0,
 )
 # fmt: on
 
@@ -1031,9 +1027,9 @@ bind_codecs(
 )
 bind_native(
     ConsumerGroupHeartbeatResponse,
+    _F_ConsumerGroupHeartbeatResponse,
     (0, 1, _N_ConsumerGroupHeartbeatResponse_v0),
 )
-bind_native_json(ConsumerGroupHeartbeatResponse, _J_ConsumerGroupHeartbeatResponse)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -1043,9 +1039,9 @@ bind_codecs(
 )
 bind_native(
     _Assignment,
+    _F_Assignment,
     (0, 1, _N_Assignment_v0),
 )
-bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
     _tj_ConsumerGroupHeartbeatResponse_TopicPartitions,
@@ -1060,9 +1056,6 @@ bind_codecs(
 )
 bind_native(
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
+    _F_ConsumerGroupHeartbeatResponse_TopicPartitions,
     (0, 1, _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0),
-)
-bind_native_json(
-    _ConsumerGroupHeartbeatResponse_TopicPartitions,
-    _J_ConsumerGroupHeartbeatResponse_TopicPartitions,
 )

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -246,7 +245,6 @@ _N_TopicPartition_v0 = (
     ),
     (),
     "ConsumerProtocolAssignment.TopicPartition",
-    (0, (0, 1)),
 )
 _N_ConsumerProtocolAssignment_v0 = (
     ConsumerProtocolAssignment,
@@ -257,22 +255,23 @@ _N_ConsumerProtocolAssignment_v0 = (
     ),
     (),
     "ConsumerProtocolAssignment",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicPartition = (
     _TopicPartition,
     (
         ("topic", "topic", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_ConsumerProtocolAssignment = (
+_F_ConsumerProtocolAssignment = (
     ConsumerProtocolAssignment,
     (
-        ("assigned_partitions", "assignedPartitions", False, False, _J_TopicPartition),
+        ("assigned_partitions", "assignedPartitions", False, False, _F_TopicPartition),
         ("user_data", "userData", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -285,9 +284,9 @@ bind_codecs(
 )
 bind_native(
     ConsumerProtocolAssignment,
+    _F_ConsumerProtocolAssignment,
     (0, 3, _N_ConsumerProtocolAssignment_v0),
 )
-bind_native_json(ConsumerProtocolAssignment, _J_ConsumerProtocolAssignment)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
@@ -297,6 +296,6 @@ bind_codecs(
 )
 bind_native(
     _TopicPartition,
+    _F_TopicPartition,
     (0, 3, _N_TopicPartition_v0),
 )
-bind_native_json(_TopicPartition, _J_TopicPartition)

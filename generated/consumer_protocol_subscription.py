@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -398,7 +397,6 @@ _N_TopicPartition_v1 = (
     ),
     (),
     "ConsumerProtocolSubscription.TopicPartition",
-    (0, (0, 1)),
 )
 _N_ConsumerProtocolSubscription_v0 = (
     ConsumerProtocolSubscription,
@@ -412,7 +410,6 @@ _N_ConsumerProtocolSubscription_v0 = (
     ),
     (),
     "ConsumerProtocolSubscription",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ConsumerProtocolSubscription_v1 = (
     ConsumerProtocolSubscription,
@@ -426,7 +423,6 @@ _N_ConsumerProtocolSubscription_v1 = (
     ),
     (),
     "ConsumerProtocolSubscription",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ConsumerProtocolSubscription_v2 = (
     ConsumerProtocolSubscription,
@@ -440,7 +436,6 @@ _N_ConsumerProtocolSubscription_v2 = (
     ),
     (),
     "ConsumerProtocolSubscription",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ConsumerProtocolSubscription_v3 = (
     ConsumerProtocolSubscription,
@@ -454,25 +449,26 @@ _N_ConsumerProtocolSubscription_v3 = (
     ),
     (),
     "ConsumerProtocolSubscription",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicPartition = (
     _TopicPartition,
     (
         ("topic", "topic", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_ConsumerProtocolSubscription = (
+_F_ConsumerProtocolSubscription = (
     ConsumerProtocolSubscription,
     (
         ("topics", "topics", False, False, None),
         ("user_data", "userData", False, True, None),
-        ("owned_partitions", "ownedPartitions", False, False, _J_TopicPartition),
+        ("owned_partitions", "ownedPartitions", False, False, _F_TopicPartition),
         ("generation_id", "generationId", False, False, None),
         ("rack_id", "rackId", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -488,12 +484,12 @@ bind_codecs(
 )
 bind_native(
     ConsumerProtocolSubscription,
+    _F_ConsumerProtocolSubscription,
     (0, 0, _N_ConsumerProtocolSubscription_v0),
     (1, 1, _N_ConsumerProtocolSubscription_v1),
     (2, 2, _N_ConsumerProtocolSubscription_v2),
     (3, 3, _N_ConsumerProtocolSubscription_v3),
 )
-bind_native_json(ConsumerProtocolSubscription, _J_ConsumerProtocolSubscription)
 bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
@@ -503,6 +499,6 @@ bind_codecs(
 )
 bind_native(
     _TopicPartition,
+    _F_TopicPartition,
     (1, 3, _N_TopicPartition_v1),
 )
-bind_native_json(_TopicPartition, _J_TopicPartition)

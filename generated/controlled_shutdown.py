@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -269,7 +268,6 @@ _N_ControlledShutdownRequest_v0 = (
     ),
     (),
     "ControlledShutdownRequest",
-    (0, (0, 1)),
 )
 _N_ControlledShutdownRequest_v2 = (
     ControlledShutdownRequest,
@@ -280,7 +278,6 @@ _N_ControlledShutdownRequest_v2 = (
     ),
     (),
     "ControlledShutdownRequest",
-    (0, (0, 1)),
 )
 _N_ControlledShutdownRequest_v3 = (
     ControlledShutdownRequest,
@@ -291,15 +288,15 @@ _N_ControlledShutdownRequest_v3 = (
     ),
     (),
     "ControlledShutdownRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ControlledShutdownRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ControlledShutdownRequest = (
     ControlledShutdownRequest,
     (
         ("broker_id", "brokerId", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -314,11 +311,11 @@ bind_codecs(
 )
 bind_native(
     ControlledShutdownRequest,
+    _F_ControlledShutdownRequest,
     (0, 1, _N_ControlledShutdownRequest_v0),
     (2, 2, _N_ControlledShutdownRequest_v2),
     (3, 3, _N_ControlledShutdownRequest_v3),
 )
-bind_native_json(ControlledShutdownRequest, _J_ControlledShutdownRequest)
 
 # -------------------- ControlledShutdownResponse: decoders and encoders, one per distinct layout
 
@@ -502,7 +499,6 @@ _N_RemainingPartition_v0 = (
     ),
     (),
     "ControlledShutdownResponse.RemainingPartition",
-    (0, (0, 1)),
 )
 _N_RemainingPartition_v3 = (
     _RemainingPartition,
@@ -513,7 +509,6 @@ _N_RemainingPartition_v3 = (
     ),
     (),
     "ControlledShutdownResponse.RemainingPartition",
-    (0, (0, 1)),
 )
 _N_ControlledShutdownResponse_v0 = (
     ControlledShutdownResponse,
@@ -524,7 +519,6 @@ _N_ControlledShutdownResponse_v0 = (
     ),
     (),
     "ControlledShutdownResponse",
-    (0, (0, 1)),
 )
 _N_ControlledShutdownResponse_v3 = (
     ControlledShutdownResponse,
@@ -535,22 +529,23 @@ _N_ControlledShutdownResponse_v3 = (
     ),
     (),
     "ControlledShutdownResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_RemainingPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_RemainingPartition = (
     _RemainingPartition,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_ControlledShutdownResponse = (
+_F_ControlledShutdownResponse = (
     ControlledShutdownResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("remaining_partitions", "remainingPartitions", False, False, _J_RemainingPartition),
+        ("remaining_partitions", "remainingPartitions", False, False, _F_RemainingPartition),
     ),
+    0,
 )
 # fmt: on
 
@@ -564,10 +559,10 @@ bind_codecs(
 )
 bind_native(
     ControlledShutdownResponse,
+    _F_ControlledShutdownResponse,
     (0, 2, _N_ControlledShutdownResponse_v0),
     (3, 3, _N_ControlledShutdownResponse_v3),
 )
-bind_native_json(ControlledShutdownResponse, _J_ControlledShutdownResponse)
 bind_codecs(
     _RemainingPartition,
     _tj_RemainingPartition,
@@ -578,7 +573,7 @@ bind_codecs(
 )
 bind_native(
     _RemainingPartition,
+    _F_RemainingPartition,
     (0, 2, _N_RemainingPartition_v0),
     (3, 3, _N_RemainingPartition_v3),
 )
-bind_native_json(_RemainingPartition, _J_RemainingPartition)

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -443,7 +442,6 @@ _N_Listener_v0 = (
     ),
     (),
     "ControllerRegistrationRequest.Listener",
-    (0, (0, 1, 2, 3)),
 )
 _N_Feature_v0 = (
     _Feature,
@@ -455,7 +453,6 @@ _N_Feature_v0 = (
     ),
     (),
     "ControllerRegistrationRequest.Feature",
-    (0, (0, 1, 2)),
 )
 _N_ControllerRegistrationRequest_v0 = (
     ControllerRegistrationRequest,
@@ -469,10 +466,9 @@ _N_ControllerRegistrationRequest_v0 = (
     ),
     (),
     "ControllerRegistrationRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Listener = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Listener = (
     _Listener,
     (
         ("name", "name", False, False, None),
@@ -480,24 +476,27 @@ _J_Listener = (
         ("port", "port", False, False, None),
         ("security_protocol", "securityProtocol", False, False, None),
     ),
+    0,
 )
-_J_Feature = (
+_F_Feature = (
     _Feature,
     (
         ("name", "name", False, False, None),
         ("min_supported_version", "minSupportedVersion", False, False, None),
         ("max_supported_version", "maxSupportedVersion", False, False, None),
     ),
+    0,
 )
-_J_ControllerRegistrationRequest = (
+_F_ControllerRegistrationRequest = (
     ControllerRegistrationRequest,
     (
         ("controller_id", "controllerId", False, False, None),
         ("incarnation_id", "incarnationId", False, False, None),
         ("zk_migration_ready", "zkMigrationReady", False, False, None),
-        ("listeners", "listeners", False, False, _J_Listener),
-        ("features", "features", False, False, _J_Feature),
+        ("listeners", "listeners", False, False, _F_Listener),
+        ("features", "features", False, False, _F_Feature),
     ),
+    0,
 )
 # fmt: on
 
@@ -510,9 +509,9 @@ bind_codecs(
 )
 bind_native(
     ControllerRegistrationRequest,
+    _F_ControllerRegistrationRequest,
     (0, 0, _N_ControllerRegistrationRequest_v0),
 )
-bind_native_json(ControllerRegistrationRequest, _J_ControllerRegistrationRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -522,9 +521,9 @@ bind_codecs(
 )
 bind_native(
     _Listener,
+    _F_Listener,
     (0, 0, _N_Listener_v0),
 )
-bind_native_json(_Listener, _J_Listener)
 bind_codecs(
     _Feature,
     _tj_Feature,
@@ -534,9 +533,9 @@ bind_codecs(
 )
 bind_native(
     _Feature,
+    _F_Feature,
     (0, 0, _N_Feature_v0),
 )
-bind_native_json(_Feature, _J_Feature)
 
 # -------------------- ControllerRegistrationResponse: decoders and encoders, one per distinct layout
 
@@ -616,16 +615,16 @@ _N_ControllerRegistrationResponse_v0 = (
     ),
     (),
     "ControllerRegistrationResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ControllerRegistrationResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ControllerRegistrationResponse = (
     ControllerRegistrationResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -638,6 +637,6 @@ bind_codecs(
 )
 bind_native(
     ControllerRegistrationResponse,
+    _F_ControllerRegistrationResponse,
     (0, 0, _N_ControllerRegistrationResponse_v0),
 )
-bind_native_json(ControllerRegistrationResponse, _J_ControllerRegistrationResponse)

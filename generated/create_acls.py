@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -476,7 +475,6 @@ _N_AclCreation_v0 = (
     ),
     (),
     "CreateAclsRequest.AclCreation",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AclCreation_v1 = (
     _AclCreation,
@@ -492,7 +490,6 @@ _N_AclCreation_v1 = (
     ),
     (),
     "CreateAclsRequest.AclCreation",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_AclCreation_v2 = (
     _AclCreation,
@@ -508,7 +505,6 @@ _N_AclCreation_v2 = (
     ),
     (),
     "CreateAclsRequest.AclCreation",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_CreateAclsRequest_v0 = (
     CreateAclsRequest,
@@ -518,7 +514,6 @@ _N_CreateAclsRequest_v0 = (
     ),
     (),
     "CreateAclsRequest",
-    (0, (0,)),
 )
 _N_CreateAclsRequest_v1 = (
     CreateAclsRequest,
@@ -528,7 +523,6 @@ _N_CreateAclsRequest_v1 = (
     ),
     (),
     "CreateAclsRequest",
-    (0, (0,)),
 )
 _N_CreateAclsRequest_v2 = (
     CreateAclsRequest,
@@ -538,10 +532,9 @@ _N_CreateAclsRequest_v2 = (
     ),
     (),
     "CreateAclsRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AclCreation = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AclCreation = (
     _AclCreation,
     (
         ("resource_type", "resourceType", False, False, None),
@@ -552,12 +545,14 @@ _J_AclCreation = (
         ("operation", "operation", False, False, None),
         ("permission_type", "permissionType", False, False, None),
     ),
+    0,
 )
-_J_CreateAclsRequest = (
+_F_CreateAclsRequest = (
     CreateAclsRequest,
     (
-        ("creations", "creations", False, False, _J_AclCreation),
+        ("creations", "creations", False, False, _F_AclCreation),
     ),
+    0,
 )
 # fmt: on
 
@@ -572,11 +567,11 @@ bind_codecs(
 )
 bind_native(
     CreateAclsRequest,
+    _F_CreateAclsRequest,
     (0, 0, _N_CreateAclsRequest_v0),
     (1, 1, _N_CreateAclsRequest_v1),
     (2, 3, _N_CreateAclsRequest_v2),
 )
-bind_native_json(CreateAclsRequest, _J_CreateAclsRequest)
 bind_codecs(
     _AclCreation,
     _tj_AclCreation,
@@ -588,11 +583,11 @@ bind_codecs(
 )
 bind_native(
     _AclCreation,
+    _F_AclCreation,
     (0, 0, _N_AclCreation_v0),
     (1, 1, _N_AclCreation_v1),
     (2, 3, _N_AclCreation_v2),
 )
-bind_native_json(_AclCreation, _J_AclCreation)
 
 # -------------------- CreateAclsResponse: decoders and encoders, one per distinct layout
 
@@ -760,7 +755,6 @@ _N_AclCreationResult_v0 = (
     ),
     (),
     "CreateAclsResponse.AclCreationResult",
-    (0, (0, 1)),
 )
 _N_AclCreationResult_v2 = (
     _AclCreationResult,
@@ -771,7 +765,6 @@ _N_AclCreationResult_v2 = (
     ),
     (),
     "CreateAclsResponse.AclCreationResult",
-    (0, (0, 1)),
 )
 _N_CreateAclsResponse_v0 = (
     CreateAclsResponse,
@@ -782,7 +775,6 @@ _N_CreateAclsResponse_v0 = (
     ),
     (),
     "CreateAclsResponse",
-    (0, (0, 1)),
 )
 _N_CreateAclsResponse_v2 = (
     CreateAclsResponse,
@@ -793,22 +785,23 @@ _N_CreateAclsResponse_v2 = (
     ),
     (),
     "CreateAclsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AclCreationResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AclCreationResult = (
     _AclCreationResult,
     (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_CreateAclsResponse = (
+_F_CreateAclsResponse = (
     CreateAclsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("results", "results", False, False, _J_AclCreationResult),
+        ("results", "results", False, False, _F_AclCreationResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -822,10 +815,10 @@ bind_codecs(
 )
 bind_native(
     CreateAclsResponse,
+    _F_CreateAclsResponse,
     (0, 1, _N_CreateAclsResponse_v0),
     (2, 3, _N_CreateAclsResponse_v2),
 )
-bind_native_json(CreateAclsResponse, _J_CreateAclsResponse)
 bind_codecs(
     _AclCreationResult,
     _tj_AclCreationResult,
@@ -836,7 +829,7 @@ bind_codecs(
 )
 bind_native(
     _AclCreationResult,
+    _F_AclCreationResult,
     (0, 1, _N_AclCreationResult_v0),
     (2, 3, _N_AclCreationResult_v2),
 )
-bind_native_json(_AclCreationResult, _J_AclCreationResult)

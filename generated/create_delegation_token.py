@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -467,7 +466,6 @@ _N_CreatableRenewers_v0 = (
     ),
     (),
     "CreateDelegationTokenRequest.CreatableRenewers",
-    (0, (0, 1)),
 )
 _N_CreatableRenewers_v2 = (
     _CreatableRenewers,
@@ -478,7 +476,6 @@ _N_CreatableRenewers_v2 = (
     ),
     (),
     "CreateDelegationTokenRequest.CreatableRenewers",
-    (0, (0, 1)),
 )
 _N_CreateDelegationTokenRequest_v0 = (
     CreateDelegationTokenRequest,
@@ -491,7 +488,6 @@ _N_CreateDelegationTokenRequest_v0 = (
     ),
     (),
     "CreateDelegationTokenRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_CreateDelegationTokenRequest_v2 = (
     CreateDelegationTokenRequest,
@@ -504,7 +500,6 @@ _N_CreateDelegationTokenRequest_v2 = (
     ),
     (),
     "CreateDelegationTokenRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_CreateDelegationTokenRequest_v3 = (
     CreateDelegationTokenRequest,
@@ -517,24 +512,25 @@ _N_CreateDelegationTokenRequest_v3 = (
     ),
     (),
     "CreateDelegationTokenRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CreatableRenewers = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CreatableRenewers = (
     _CreatableRenewers,
     (
         ("principal_type", "principalType", False, False, None),
         ("principal_name", "principalName", False, False, None),
     ),
+    0,
 )
-_J_CreateDelegationTokenRequest = (
+_F_CreateDelegationTokenRequest = (
     CreateDelegationTokenRequest,
     (
         ("owner_principal_type", "ownerPrincipalType", False, True, None),
         ("owner_principal_name", "ownerPrincipalName", False, True, None),
-        ("renewers", "renewers", False, False, _J_CreatableRenewers),
+        ("renewers", "renewers", False, False, _F_CreatableRenewers),
         ("max_lifetime_ms", "maxLifetimeMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -549,11 +545,11 @@ bind_codecs(
 )
 bind_native(
     CreateDelegationTokenRequest,
+    _F_CreateDelegationTokenRequest,
     (0, 1, _N_CreateDelegationTokenRequest_v0),
     (2, 2, _N_CreateDelegationTokenRequest_v2),
     (3, 3, _N_CreateDelegationTokenRequest_v3),
 )
-bind_native_json(CreateDelegationTokenRequest, _J_CreateDelegationTokenRequest)
 bind_codecs(
     _CreatableRenewers,
     _tj_CreatableRenewers,
@@ -564,10 +560,10 @@ bind_codecs(
 )
 bind_native(
     _CreatableRenewers,
+    _F_CreatableRenewers,
     (0, 1, _N_CreatableRenewers_v0),
     (2, 3, _N_CreatableRenewers_v2),
 )
-bind_native_json(_CreatableRenewers, _J_CreatableRenewers)
 
 # -------------------- CreateDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -824,7 +820,6 @@ _N_CreateDelegationTokenResponse_v0 = (
     ),
     (),
     "CreateDelegationTokenResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
 _N_CreateDelegationTokenResponse_v2 = (
     CreateDelegationTokenResponse,
@@ -844,7 +839,6 @@ _N_CreateDelegationTokenResponse_v2 = (
     ),
     (),
     "CreateDelegationTokenResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
 _N_CreateDelegationTokenResponse_v3 = (
     CreateDelegationTokenResponse,
@@ -864,10 +858,9 @@ _N_CreateDelegationTokenResponse_v3 = (
     ),
     (),
     "CreateDelegationTokenResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CreateDelegationTokenResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CreateDelegationTokenResponse = (
     CreateDelegationTokenResponse,
     (
         ("error_code", "errorCode", False, False, None),
@@ -882,6 +875,7 @@ _J_CreateDelegationTokenResponse = (
         ("hmac", "hmac", False, False, None),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -896,8 +890,8 @@ bind_codecs(
 )
 bind_native(
     CreateDelegationTokenResponse,
+    _F_CreateDelegationTokenResponse,
     (0, 1, _N_CreateDelegationTokenResponse_v0),
     (2, 2, _N_CreateDelegationTokenResponse_v2),
     (3, 3, _N_CreateDelegationTokenResponse_v3),
 )
-bind_native_json(CreateDelegationTokenResponse, _J_CreateDelegationTokenResponse)

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -526,7 +525,6 @@ _N_CreatePartitionsAssignment_v0 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsAssignment",
-    (0, (0,)),
 )
 _N_CreatePartitionsAssignment_v2 = (
     _CreatePartitionsAssignment,
@@ -536,7 +534,6 @@ _N_CreatePartitionsAssignment_v2 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsAssignment",
-    (0, (0,)),
 )
 _N_CreatePartitionsTopic_v0 = (
     _CreatePartitionsTopic,
@@ -548,7 +545,6 @@ _N_CreatePartitionsTopic_v0 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsTopic",
-    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsTopic_v2 = (
     _CreatePartitionsTopic,
@@ -560,7 +556,6 @@ _N_CreatePartitionsTopic_v2 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsTopic",
-    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsRequest_v0 = (
     CreatePartitionsRequest,
@@ -572,7 +567,6 @@ _N_CreatePartitionsRequest_v0 = (
     ),
     (),
     "CreatePartitionsRequest",
-    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsRequest_v2 = (
     CreatePartitionsRequest,
@@ -584,30 +578,32 @@ _N_CreatePartitionsRequest_v2 = (
     ),
     (),
     "CreatePartitionsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CreatePartitionsAssignment = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CreatePartitionsAssignment = (
     _CreatePartitionsAssignment,
     (
         ("broker_ids", "brokerIds", False, False, None),
     ),
+    0,
 )
-_J_CreatePartitionsTopic = (
+_F_CreatePartitionsTopic = (
     _CreatePartitionsTopic,
     (
         ("name", "name", False, False, None),
         ("count", "count", False, False, None),
-        ("assignments", "assignments", False, True, _J_CreatePartitionsAssignment),
+        ("assignments", "assignments", False, True, _F_CreatePartitionsAssignment),
     ),
+    0,
 )
-_J_CreatePartitionsRequest = (
+_F_CreatePartitionsRequest = (
     CreatePartitionsRequest,
     (
-        ("topics", "topics", False, False, _J_CreatePartitionsTopic),
+        ("topics", "topics", False, False, _F_CreatePartitionsTopic),
         ("timeout_ms", "timeoutMs", False, False, None),
         ("validate_only", "validateOnly", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -621,10 +617,10 @@ bind_codecs(
 )
 bind_native(
     CreatePartitionsRequest,
+    _F_CreatePartitionsRequest,
     (0, 1, _N_CreatePartitionsRequest_v0),
     (2, 3, _N_CreatePartitionsRequest_v2),
 )
-bind_native_json(CreatePartitionsRequest, _J_CreatePartitionsRequest)
 bind_codecs(
     _CreatePartitionsTopic,
     _tj_CreatePartitionsTopic,
@@ -635,10 +631,10 @@ bind_codecs(
 )
 bind_native(
     _CreatePartitionsTopic,
+    _F_CreatePartitionsTopic,
     (0, 1, _N_CreatePartitionsTopic_v0),
     (2, 3, _N_CreatePartitionsTopic_v2),
 )
-bind_native_json(_CreatePartitionsTopic, _J_CreatePartitionsTopic)
 bind_codecs(
     _CreatePartitionsAssignment,
     _tj_CreatePartitionsAssignment,
@@ -649,10 +645,10 @@ bind_codecs(
 )
 bind_native(
     _CreatePartitionsAssignment,
+    _F_CreatePartitionsAssignment,
     (0, 1, _N_CreatePartitionsAssignment_v0),
     (2, 3, _N_CreatePartitionsAssignment_v2),
 )
-bind_native_json(_CreatePartitionsAssignment, _J_CreatePartitionsAssignment)
 
 # -------------------- CreatePartitionsResponse: decoders and encoders, one per distinct layout
 
@@ -862,7 +858,6 @@ _N_CreatePartitionsTopicResult_v0 = (
     ),
     (),
     "CreatePartitionsResponse.CreatePartitionsTopicResult",
-    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsTopicResult_v2 = (
     _CreatePartitionsTopicResult,
@@ -874,7 +869,6 @@ _N_CreatePartitionsTopicResult_v2 = (
     ),
     (),
     "CreatePartitionsResponse.CreatePartitionsTopicResult",
-    (0, (0, 1, 2)),
 )
 _N_CreatePartitionsResponse_v0 = (
     CreatePartitionsResponse,
@@ -885,7 +879,6 @@ _N_CreatePartitionsResponse_v0 = (
     ),
     (),
     "CreatePartitionsResponse",
-    (0, (0, 1)),
 )
 _N_CreatePartitionsResponse_v2 = (
     CreatePartitionsResponse,
@@ -896,23 +889,24 @@ _N_CreatePartitionsResponse_v2 = (
     ),
     (),
     "CreatePartitionsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CreatePartitionsTopicResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CreatePartitionsTopicResult = (
     _CreatePartitionsTopicResult,
     (
         ("name", "name", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_CreatePartitionsResponse = (
+_F_CreatePartitionsResponse = (
     CreatePartitionsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("results", "results", False, False, _J_CreatePartitionsTopicResult),
+        ("results", "results", False, False, _F_CreatePartitionsTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -926,10 +920,10 @@ bind_codecs(
 )
 bind_native(
     CreatePartitionsResponse,
+    _F_CreatePartitionsResponse,
     (0, 1, _N_CreatePartitionsResponse_v0),
     (2, 3, _N_CreatePartitionsResponse_v2),
 )
-bind_native_json(CreatePartitionsResponse, _J_CreatePartitionsResponse)
 bind_codecs(
     _CreatePartitionsTopicResult,
     _tj_CreatePartitionsTopicResult,
@@ -940,7 +934,7 @@ bind_codecs(
 )
 bind_native(
     _CreatePartitionsTopicResult,
+    _F_CreatePartitionsTopicResult,
     (0, 1, _N_CreatePartitionsTopicResult_v0),
     (2, 3, _N_CreatePartitionsTopicResult_v2),
 )
-bind_native_json(_CreatePartitionsTopicResult, _J_CreatePartitionsTopicResult)

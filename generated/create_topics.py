@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -778,7 +777,6 @@ _N_CreatableReplicaAssignment_v0 = (
     ),
     (),
     "CreateTopicsRequest.CreatableReplicaAssignment",
-    (0, (0, 1)),
 )
 _N_CreatableReplicaAssignment_v5 = (
     _CreatableReplicaAssignment,
@@ -789,7 +787,6 @@ _N_CreatableReplicaAssignment_v5 = (
     ),
     (),
     "CreateTopicsRequest.CreatableReplicaAssignment",
-    (0, (0, 1)),
 )
 _N_CreatableTopicConfig_v0 = (
     _CreatableTopicConfig,
@@ -800,7 +797,6 @@ _N_CreatableTopicConfig_v0 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopicConfig",
-    (0, (0, 1)),
 )
 _N_CreatableTopicConfig_v5 = (
     _CreatableTopicConfig,
@@ -811,7 +807,6 @@ _N_CreatableTopicConfig_v5 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopicConfig",
-    (0, (0, 1)),
 )
 _N_CreatableTopic_v0 = (
     _CreatableTopic,
@@ -825,7 +820,6 @@ _N_CreatableTopic_v0 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopic",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_CreatableTopic_v5 = (
     _CreatableTopic,
@@ -839,7 +833,6 @@ _N_CreatableTopic_v5 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopic",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_CreateTopicsRequest_v0 = (
     CreateTopicsRequest,
@@ -851,7 +844,6 @@ _N_CreateTopicsRequest_v0 = (
     ),
     (),
     "CreateTopicsRequest",
-    (0, (0, 1, 2)),
 )
 _N_CreateTopicsRequest_v1 = (
     CreateTopicsRequest,
@@ -863,7 +855,6 @@ _N_CreateTopicsRequest_v1 = (
     ),
     (),
     "CreateTopicsRequest",
-    (0, (0, 1, 2)),
 )
 _N_CreateTopicsRequest_v5 = (
     CreateTopicsRequest,
@@ -875,40 +866,43 @@ _N_CreateTopicsRequest_v5 = (
     ),
     (),
     "CreateTopicsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CreatableReplicaAssignment = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CreatableReplicaAssignment = (
     _CreatableReplicaAssignment,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("broker_ids", "brokerIds", False, False, None),
     ),
+    0,
 )
-_J_CreatableTopicConfig = (
+_F_CreatableTopicConfig = (
     _CreatableTopicConfig,
     (
         ("name", "name", False, False, None),
         ("value", "value", False, True, None),
     ),
+    0,
 )
-_J_CreatableTopic = (
+_F_CreatableTopic = (
     _CreatableTopic,
     (
         ("name", "name", False, False, None),
         ("num_partitions", "numPartitions", False, False, None),
         ("replication_factor", "replicationFactor", False, False, None),
-        ("assignments", "assignments", False, False, _J_CreatableReplicaAssignment),
-        ("configs", "configs", False, False, _J_CreatableTopicConfig),
+        ("assignments", "assignments", False, False, _F_CreatableReplicaAssignment),
+        ("configs", "configs", False, False, _F_CreatableTopicConfig),
     ),
+    0,
 )
-_J_CreateTopicsRequest = (
+_F_CreateTopicsRequest = (
     CreateTopicsRequest,
     (
-        ("topics", "topics", False, False, _J_CreatableTopic),
+        ("topics", "topics", False, False, _F_CreatableTopic),
         ("timeout_ms", "timeoutMs", False, False, None),
         ("validate_only", "validateOnly", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -923,11 +917,11 @@ bind_codecs(
 )
 bind_native(
     CreateTopicsRequest,
+    _F_CreateTopicsRequest,
     (0, 0, _N_CreateTopicsRequest_v0),
     (1, 4, _N_CreateTopicsRequest_v1),
     (5, 7, _N_CreateTopicsRequest_v5),
 )
-bind_native_json(CreateTopicsRequest, _J_CreateTopicsRequest)
 bind_codecs(
     _CreatableTopic,
     _tj_CreatableTopic,
@@ -938,10 +932,10 @@ bind_codecs(
 )
 bind_native(
     _CreatableTopic,
+    _F_CreatableTopic,
     (0, 4, _N_CreatableTopic_v0),
     (5, 7, _N_CreatableTopic_v5),
 )
-bind_native_json(_CreatableTopic, _J_CreatableTopic)
 bind_codecs(
     _CreatableReplicaAssignment,
     _tj_CreatableReplicaAssignment,
@@ -952,10 +946,10 @@ bind_codecs(
 )
 bind_native(
     _CreatableReplicaAssignment,
+    _F_CreatableReplicaAssignment,
     (0, 4, _N_CreatableReplicaAssignment_v0),
     (5, 7, _N_CreatableReplicaAssignment_v5),
 )
-bind_native_json(_CreatableReplicaAssignment, _J_CreatableReplicaAssignment)
 bind_codecs(
     _CreatableTopicConfig,
     _tj_CreatableTopicConfig,
@@ -966,10 +960,10 @@ bind_codecs(
 )
 bind_native(
     _CreatableTopicConfig,
+    _F_CreatableTopicConfig,
     (0, 4, _N_CreatableTopicConfig_v0),
     (5, 7, _N_CreatableTopicConfig_v5),
 )
-bind_native_json(_CreatableTopicConfig, _J_CreatableTopicConfig)
 
 # -------------------- CreateTopicsResponse: decoders and encoders, one per distinct layout
 
@@ -1505,7 +1499,6 @@ _N_CreatableTopicConfigs_v5 = (
     ),
     (),
     "CreateTopicsResponse.CreatableTopicConfigs",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_CreatableTopicResult_v0 = (
     _CreatableTopicResult,
@@ -1522,7 +1515,6 @@ _N_CreatableTopicResult_v0 = (
     ),
     (),
     "CreateTopicsResponse.CreatableTopicResult",
-    (1, (0, 1, 2, 3, 7, 4, 5, 6)),
 )
 _N_CreatableTopicResult_v1 = (
     _CreatableTopicResult,
@@ -1539,7 +1531,6 @@ _N_CreatableTopicResult_v1 = (
     ),
     (),
     "CreateTopicsResponse.CreatableTopicResult",
-    (1, (0, 1, 2, 3, 7, 4, 5, 6)),
 )
 _N_CreatableTopicResult_v5 = (
     _CreatableTopicResult,
@@ -1557,7 +1548,6 @@ _N_CreatableTopicResult_v5 = (
         (0, ("int16", "topic_config_error_code", 2), ("value", 0)),
     ),
     "CreateTopicsResponse.CreatableTopicResult",
-    (1, (0, 1, 2, 3, -1, 4, 5, 6)),
 )
 _N_CreatableTopicResult_v7 = (
     _CreatableTopicResult,
@@ -1575,7 +1565,6 @@ _N_CreatableTopicResult_v7 = (
         (0, ("int16", "topic_config_error_code", 2), ("value", 0)),
     ),
     "CreateTopicsResponse.CreatableTopicResult",
-    (1, (0, 1, 2, 3, -1, 4, 5, 6)),
 )
 _N_CreateTopicsResponse_v0 = (
     CreateTopicsResponse,
@@ -1586,7 +1575,6 @@ _N_CreateTopicsResponse_v0 = (
     ),
     (),
     "CreateTopicsResponse",
-    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v1 = (
     CreateTopicsResponse,
@@ -1597,7 +1585,6 @@ _N_CreateTopicsResponse_v1 = (
     ),
     (),
     "CreateTopicsResponse",
-    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v2 = (
     CreateTopicsResponse,
@@ -1608,7 +1595,6 @@ _N_CreateTopicsResponse_v2 = (
     ),
     (),
     "CreateTopicsResponse",
-    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v5 = (
     CreateTopicsResponse,
@@ -1619,7 +1605,6 @@ _N_CreateTopicsResponse_v5 = (
     ),
     (),
     "CreateTopicsResponse",
-    (0, (0, 1)),
 )
 _N_CreateTopicsResponse_v7 = (
     CreateTopicsResponse,
@@ -1630,10 +1615,9 @@ _N_CreateTopicsResponse_v7 = (
     ),
     (),
     "CreateTopicsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CreatableTopicConfigs = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CreatableTopicConfigs = (
     _CreatableTopicConfigs,
     (
         ("name", "name", False, False, None),
@@ -1642,8 +1626,9 @@ _J_CreatableTopicConfigs = (
         ("config_source", "configSource", False, False, None),
         ("is_sensitive", "isSensitive", False, False, None),
     ),
+    0,
 )
-_J_CreatableTopicResult = (
+_F_CreatableTopicResult = (
     _CreatableTopicResult,
     (
         ("name", "name", False, False, None),
@@ -1653,15 +1638,17 @@ _J_CreatableTopicResult = (
         ("topic_config_error_code", "topicConfigErrorCode", True, False, None),
         ("num_partitions", "numPartitions", False, False, None),
         ("replication_factor", "replicationFactor", False, False, None),
-        ("configs", "configs", False, True, _J_CreatableTopicConfigs),
+        ("configs", "configs", False, True, _F_CreatableTopicConfigs),
     ),
+    1,
 )
-_J_CreateTopicsResponse = (
+_F_CreateTopicsResponse = (
     CreateTopicsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_CreatableTopicResult),
+        ("topics", "topics", False, False, _F_CreatableTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1678,13 +1665,13 @@ bind_codecs(
 )
 bind_native(
     CreateTopicsResponse,
+    _F_CreateTopicsResponse,
     (0, 0, _N_CreateTopicsResponse_v0),
     (1, 1, _N_CreateTopicsResponse_v1),
     (2, 4, _N_CreateTopicsResponse_v2),
     (5, 6, _N_CreateTopicsResponse_v5),
     (7, 7, _N_CreateTopicsResponse_v7),
 )
-bind_native_json(CreateTopicsResponse, _J_CreateTopicsResponse)
 bind_codecs(
     _CreatableTopicResult,
     _tj_CreatableTopicResult,
@@ -1697,12 +1684,12 @@ bind_codecs(
 )
 bind_native(
     _CreatableTopicResult,
+    _F_CreatableTopicResult,
     (0, 0, _N_CreatableTopicResult_v0),
     (1, 4, _N_CreatableTopicResult_v1),
     (5, 6, _N_CreatableTopicResult_v5),
     (7, 7, _N_CreatableTopicResult_v7),
 )
-bind_native_json(_CreatableTopicResult, _J_CreatableTopicResult)
 bind_codecs(
     _CreatableTopicConfigs,
     _tj_CreatableTopicConfigs,
@@ -1712,6 +1699,6 @@ bind_codecs(
 )
 bind_native(
     _CreatableTopicConfigs,
+    _F_CreatableTopicConfigs,
     (5, 7, _N_CreatableTopicConfigs_v5),
 )
-bind_native_json(_CreatableTopicConfigs, _J_CreatableTopicConfigs)

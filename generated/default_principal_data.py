@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -157,16 +156,16 @@ _N_DefaultPrincipalData_v0 = (
     ),
     (),
     "DefaultPrincipalData",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DefaultPrincipalData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DefaultPrincipalData = (
     DefaultPrincipalData,
     (
         ("type", "type", False, False, None),
         ("name", "name", False, False, None),
         ("token_authenticated", "tokenAuthenticated", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -179,6 +178,6 @@ bind_codecs(
 )
 bind_native(
     DefaultPrincipalData,
+    _F_DefaultPrincipalData,
     (0, 0, _N_DefaultPrincipalData_v0),
 )
-bind_native_json(DefaultPrincipalData, _J_DefaultPrincipalData)

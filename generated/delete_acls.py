@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -565,7 +564,6 @@ _N_DeleteAclsFilter_v0 = (
     ),
     (),
     "DeleteAclsRequest.DeleteAclsFilter",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DeleteAclsFilter_v1 = (
     _DeleteAclsFilter,
@@ -581,7 +579,6 @@ _N_DeleteAclsFilter_v1 = (
     ),
     (),
     "DeleteAclsRequest.DeleteAclsFilter",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DeleteAclsFilter_v2 = (
     _DeleteAclsFilter,
@@ -597,7 +594,6 @@ _N_DeleteAclsFilter_v2 = (
     ),
     (),
     "DeleteAclsRequest.DeleteAclsFilter",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DeleteAclsRequest_v0 = (
     DeleteAclsRequest,
@@ -607,7 +603,6 @@ _N_DeleteAclsRequest_v0 = (
     ),
     (),
     "DeleteAclsRequest",
-    (0, (0,)),
 )
 _N_DeleteAclsRequest_v1 = (
     DeleteAclsRequest,
@@ -617,7 +612,6 @@ _N_DeleteAclsRequest_v1 = (
     ),
     (),
     "DeleteAclsRequest",
-    (0, (0,)),
 )
 _N_DeleteAclsRequest_v2 = (
     DeleteAclsRequest,
@@ -627,10 +621,9 @@ _N_DeleteAclsRequest_v2 = (
     ),
     (),
     "DeleteAclsRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeleteAclsFilter = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeleteAclsFilter = (
     _DeleteAclsFilter,
     (
         ("resource_type_filter", "resourceTypeFilter", False, False, None),
@@ -641,12 +634,14 @@ _J_DeleteAclsFilter = (
         ("operation", "operation", False, False, None),
         ("permission_type", "permissionType", False, False, None),
     ),
+    0,
 )
-_J_DeleteAclsRequest = (
+_F_DeleteAclsRequest = (
     DeleteAclsRequest,
     (
-        ("filters", "filters", False, False, _J_DeleteAclsFilter),
+        ("filters", "filters", False, False, _F_DeleteAclsFilter),
     ),
+    0,
 )
 # fmt: on
 
@@ -661,11 +656,11 @@ bind_codecs(
 )
 bind_native(
     DeleteAclsRequest,
+    _F_DeleteAclsRequest,
     (0, 0, _N_DeleteAclsRequest_v0),
     (1, 1, _N_DeleteAclsRequest_v1),
     (2, 3, _N_DeleteAclsRequest_v2),
 )
-bind_native_json(DeleteAclsRequest, _J_DeleteAclsRequest)
 bind_codecs(
     _DeleteAclsFilter,
     _tj_DeleteAclsFilter,
@@ -677,11 +672,11 @@ bind_codecs(
 )
 bind_native(
     _DeleteAclsFilter,
+    _F_DeleteAclsFilter,
     (0, 0, _N_DeleteAclsFilter_v0),
     (1, 1, _N_DeleteAclsFilter_v1),
     (2, 3, _N_DeleteAclsFilter_v2),
 )
-bind_native_json(_DeleteAclsFilter, _J_DeleteAclsFilter)
 
 # -------------------- DeleteAclsResponse: decoders and encoders, one per distinct layout
 
@@ -1181,7 +1176,6 @@ _N_DeleteAclsMatchingAcl_v0 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsMatchingAcl",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DeleteAclsMatchingAcl_v1 = (
     _DeleteAclsMatchingAcl,
@@ -1199,7 +1193,6 @@ _N_DeleteAclsMatchingAcl_v1 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsMatchingAcl",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DeleteAclsMatchingAcl_v2 = (
     _DeleteAclsMatchingAcl,
@@ -1217,7 +1210,6 @@ _N_DeleteAclsMatchingAcl_v2 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsMatchingAcl",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DeleteAclsFilterResult_v0 = (
     _DeleteAclsFilterResult,
@@ -1229,7 +1221,6 @@ _N_DeleteAclsFilterResult_v0 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsFilterResult",
-    (0, (0, 1, 2)),
 )
 _N_DeleteAclsFilterResult_v1 = (
     _DeleteAclsFilterResult,
@@ -1241,7 +1232,6 @@ _N_DeleteAclsFilterResult_v1 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsFilterResult",
-    (0, (0, 1, 2)),
 )
 _N_DeleteAclsFilterResult_v2 = (
     _DeleteAclsFilterResult,
@@ -1253,7 +1243,6 @@ _N_DeleteAclsFilterResult_v2 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsFilterResult",
-    (0, (0, 1, 2)),
 )
 _N_DeleteAclsResponse_v0 = (
     DeleteAclsResponse,
@@ -1264,7 +1253,6 @@ _N_DeleteAclsResponse_v0 = (
     ),
     (),
     "DeleteAclsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteAclsResponse_v1 = (
     DeleteAclsResponse,
@@ -1275,7 +1263,6 @@ _N_DeleteAclsResponse_v1 = (
     ),
     (),
     "DeleteAclsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteAclsResponse_v2 = (
     DeleteAclsResponse,
@@ -1286,10 +1273,9 @@ _N_DeleteAclsResponse_v2 = (
     ),
     (),
     "DeleteAclsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeleteAclsMatchingAcl = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeleteAclsMatchingAcl = (
     _DeleteAclsMatchingAcl,
     (
         ("error_code", "errorCode", False, False, None),
@@ -1302,21 +1288,24 @@ _J_DeleteAclsMatchingAcl = (
         ("operation", "operation", False, False, None),
         ("permission_type", "permissionType", False, False, None),
     ),
+    0,
 )
-_J_DeleteAclsFilterResult = (
+_F_DeleteAclsFilterResult = (
     _DeleteAclsFilterResult,
     (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("matching_acls", "matchingAcls", False, False, _J_DeleteAclsMatchingAcl),
+        ("matching_acls", "matchingAcls", False, False, _F_DeleteAclsMatchingAcl),
     ),
+    0,
 )
-_J_DeleteAclsResponse = (
+_F_DeleteAclsResponse = (
     DeleteAclsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("filter_results", "filterResults", False, False, _J_DeleteAclsFilterResult),
+        ("filter_results", "filterResults", False, False, _F_DeleteAclsFilterResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1331,11 +1320,11 @@ bind_codecs(
 )
 bind_native(
     DeleteAclsResponse,
+    _F_DeleteAclsResponse,
     (0, 0, _N_DeleteAclsResponse_v0),
     (1, 1, _N_DeleteAclsResponse_v1),
     (2, 3, _N_DeleteAclsResponse_v2),
 )
-bind_native_json(DeleteAclsResponse, _J_DeleteAclsResponse)
 bind_codecs(
     _DeleteAclsFilterResult,
     _tj_DeleteAclsFilterResult,
@@ -1347,11 +1336,11 @@ bind_codecs(
 )
 bind_native(
     _DeleteAclsFilterResult,
+    _F_DeleteAclsFilterResult,
     (0, 0, _N_DeleteAclsFilterResult_v0),
     (1, 1, _N_DeleteAclsFilterResult_v1),
     (2, 3, _N_DeleteAclsFilterResult_v2),
 )
-bind_native_json(_DeleteAclsFilterResult, _J_DeleteAclsFilterResult)
 bind_codecs(
     _DeleteAclsMatchingAcl,
     _tj_DeleteAclsMatchingAcl,
@@ -1363,8 +1352,8 @@ bind_codecs(
 )
 bind_native(
     _DeleteAclsMatchingAcl,
+    _F_DeleteAclsMatchingAcl,
     (0, 0, _N_DeleteAclsMatchingAcl_v0),
     (1, 1, _N_DeleteAclsMatchingAcl_v1),
     (2, 3, _N_DeleteAclsMatchingAcl_v2),
 )
-bind_native_json(_DeleteAclsMatchingAcl, _J_DeleteAclsMatchingAcl)

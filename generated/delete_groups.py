@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -234,7 +233,6 @@ _N_DeleteGroupsRequest_v0 = (
     ),
     (),
     "DeleteGroupsRequest",
-    (0, (0,)),
 )
 _N_DeleteGroupsRequest_v2 = (
     DeleteGroupsRequest,
@@ -244,14 +242,14 @@ _N_DeleteGroupsRequest_v2 = (
     ),
     (),
     "DeleteGroupsRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeleteGroupsRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeleteGroupsRequest = (
     DeleteGroupsRequest,
     (
         ("groups_names", "groupsNames", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -265,10 +263,10 @@ bind_codecs(
 )
 bind_native(
     DeleteGroupsRequest,
+    _F_DeleteGroupsRequest,
     (0, 1, _N_DeleteGroupsRequest_v0),
     (2, 2, _N_DeleteGroupsRequest_v2),
 )
-bind_native_json(DeleteGroupsRequest, _J_DeleteGroupsRequest)
 
 # -------------------- DeleteGroupsResponse: decoders and encoders, one per distinct layout
 
@@ -442,7 +440,6 @@ _N_DeletableGroupResult_v0 = (
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
-    (0, (0, 1)),
 )
 _N_DeletableGroupResult_v2 = (
     _DeletableGroupResult,
@@ -453,7 +450,6 @@ _N_DeletableGroupResult_v2 = (
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
-    (0, (0, 1)),
 )
 _N_DeleteGroupsResponse_v0 = (
     DeleteGroupsResponse,
@@ -464,7 +460,6 @@ _N_DeleteGroupsResponse_v0 = (
     ),
     (),
     "DeleteGroupsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteGroupsResponse_v2 = (
     DeleteGroupsResponse,
@@ -475,22 +470,23 @@ _N_DeleteGroupsResponse_v2 = (
     ),
     (),
     "DeleteGroupsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeletableGroupResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeletableGroupResult = (
     _DeletableGroupResult,
     (
         ("group_id", "groupId", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_DeleteGroupsResponse = (
+_F_DeleteGroupsResponse = (
     DeleteGroupsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("results", "results", False, False, _J_DeletableGroupResult),
+        ("results", "results", False, False, _F_DeletableGroupResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -504,10 +500,10 @@ bind_codecs(
 )
 bind_native(
     DeleteGroupsResponse,
+    _F_DeleteGroupsResponse,
     (0, 1, _N_DeleteGroupsResponse_v0),
     (2, 2, _N_DeleteGroupsResponse_v2),
 )
-bind_native_json(DeleteGroupsResponse, _J_DeleteGroupsResponse)
 bind_codecs(
     _DeletableGroupResult,
     _tj_DeletableGroupResult,
@@ -518,7 +514,7 @@ bind_codecs(
 )
 bind_native(
     _DeletableGroupResult,
+    _F_DeletableGroupResult,
     (0, 1, _N_DeletableGroupResult_v0),
     (2, 2, _N_DeletableGroupResult_v2),
 )
-bind_native_json(_DeletableGroupResult, _J_DeletableGroupResult)

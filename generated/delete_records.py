@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -510,7 +509,6 @@ _N_DeleteRecordsPartition_v0 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsPartition",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsPartition_v2 = (
     _DeleteRecordsPartition,
@@ -521,7 +519,6 @@ _N_DeleteRecordsPartition_v2 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsPartition",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsTopic_v0 = (
     _DeleteRecordsTopic,
@@ -532,7 +529,6 @@ _N_DeleteRecordsTopic_v0 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsTopic",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsTopic_v2 = (
     _DeleteRecordsTopic,
@@ -543,7 +539,6 @@ _N_DeleteRecordsTopic_v2 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsTopic",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsRequest_v0 = (
     DeleteRecordsRequest,
@@ -554,7 +549,6 @@ _N_DeleteRecordsRequest_v0 = (
     ),
     (),
     "DeleteRecordsRequest",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsRequest_v2 = (
     DeleteRecordsRequest,
@@ -565,29 +559,31 @@ _N_DeleteRecordsRequest_v2 = (
     ),
     (),
     "DeleteRecordsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeleteRecordsPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeleteRecordsPartition = (
     _DeleteRecordsPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("offset", "offset", False, False, None),
     ),
+    0,
 )
-_J_DeleteRecordsTopic = (
+_F_DeleteRecordsTopic = (
     _DeleteRecordsTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_DeleteRecordsPartition),
+        ("partitions", "partitions", False, False, _F_DeleteRecordsPartition),
     ),
+    0,
 )
-_J_DeleteRecordsRequest = (
+_F_DeleteRecordsRequest = (
     DeleteRecordsRequest,
     (
-        ("topics", "topics", False, False, _J_DeleteRecordsTopic),
+        ("topics", "topics", False, False, _F_DeleteRecordsTopic),
         ("timeout_ms", "timeoutMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -601,10 +597,10 @@ bind_codecs(
 )
 bind_native(
     DeleteRecordsRequest,
+    _F_DeleteRecordsRequest,
     (0, 1, _N_DeleteRecordsRequest_v0),
     (2, 2, _N_DeleteRecordsRequest_v2),
 )
-bind_native_json(DeleteRecordsRequest, _J_DeleteRecordsRequest)
 bind_codecs(
     _DeleteRecordsTopic,
     _tj_DeleteRecordsTopic,
@@ -615,10 +611,10 @@ bind_codecs(
 )
 bind_native(
     _DeleteRecordsTopic,
+    _F_DeleteRecordsTopic,
     (0, 1, _N_DeleteRecordsTopic_v0),
     (2, 2, _N_DeleteRecordsTopic_v2),
 )
-bind_native_json(_DeleteRecordsTopic, _J_DeleteRecordsTopic)
 bind_codecs(
     _DeleteRecordsPartition,
     _tj_DeleteRecordsPartition,
@@ -629,10 +625,10 @@ bind_codecs(
 )
 bind_native(
     _DeleteRecordsPartition,
+    _F_DeleteRecordsPartition,
     (0, 1, _N_DeleteRecordsPartition_v0),
     (2, 2, _N_DeleteRecordsPartition_v2),
 )
-bind_native_json(_DeleteRecordsPartition, _J_DeleteRecordsPartition)
 
 # -------------------- DeleteRecordsResponse: decoders and encoders, one per distinct layout
 
@@ -903,7 +899,6 @@ _N_DeleteRecordsPartitionResult_v0 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsPartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_DeleteRecordsPartitionResult_v2 = (
     _DeleteRecordsPartitionResult,
@@ -915,7 +910,6 @@ _N_DeleteRecordsPartitionResult_v2 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsPartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_DeleteRecordsTopicResult_v0 = (
     _DeleteRecordsTopicResult,
@@ -926,7 +920,6 @@ _N_DeleteRecordsTopicResult_v0 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsTopicResult",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsTopicResult_v2 = (
     _DeleteRecordsTopicResult,
@@ -937,7 +930,6 @@ _N_DeleteRecordsTopicResult_v2 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsTopicResult",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsResponse_v0 = (
     DeleteRecordsResponse,
@@ -948,7 +940,6 @@ _N_DeleteRecordsResponse_v0 = (
     ),
     (),
     "DeleteRecordsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteRecordsResponse_v2 = (
     DeleteRecordsResponse,
@@ -959,30 +950,32 @@ _N_DeleteRecordsResponse_v2 = (
     ),
     (),
     "DeleteRecordsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeleteRecordsPartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeleteRecordsPartitionResult = (
     _DeleteRecordsPartitionResult,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("low_watermark", "lowWatermark", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_DeleteRecordsTopicResult = (
+_F_DeleteRecordsTopicResult = (
     _DeleteRecordsTopicResult,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_DeleteRecordsPartitionResult),
+        ("partitions", "partitions", False, False, _F_DeleteRecordsPartitionResult),
     ),
+    0,
 )
-_J_DeleteRecordsResponse = (
+_F_DeleteRecordsResponse = (
     DeleteRecordsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_DeleteRecordsTopicResult),
+        ("topics", "topics", False, False, _F_DeleteRecordsTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -996,10 +989,10 @@ bind_codecs(
 )
 bind_native(
     DeleteRecordsResponse,
+    _F_DeleteRecordsResponse,
     (0, 1, _N_DeleteRecordsResponse_v0),
     (2, 2, _N_DeleteRecordsResponse_v2),
 )
-bind_native_json(DeleteRecordsResponse, _J_DeleteRecordsResponse)
 bind_codecs(
     _DeleteRecordsTopicResult,
     _tj_DeleteRecordsTopicResult,
@@ -1010,10 +1003,10 @@ bind_codecs(
 )
 bind_native(
     _DeleteRecordsTopicResult,
+    _F_DeleteRecordsTopicResult,
     (0, 1, _N_DeleteRecordsTopicResult_v0),
     (2, 2, _N_DeleteRecordsTopicResult_v2),
 )
-bind_native_json(_DeleteRecordsTopicResult, _J_DeleteRecordsTopicResult)
 bind_codecs(
     _DeleteRecordsPartitionResult,
     _tj_DeleteRecordsPartitionResult,
@@ -1024,7 +1017,7 @@ bind_codecs(
 )
 bind_native(
     _DeleteRecordsPartitionResult,
+    _F_DeleteRecordsPartitionResult,
     (0, 1, _N_DeleteRecordsPartitionResult_v0),
     (2, 2, _N_DeleteRecordsPartitionResult_v2),
 )
-bind_native_json(_DeleteRecordsPartitionResult, _J_DeleteRecordsPartitionResult)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -421,7 +420,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "DeleteShareGroupStateRequest.PartitionData",
-    (0, (0,)),
 )
 _N_DeleteStateData_v0 = (
     _DeleteStateData,
@@ -432,7 +430,6 @@ _N_DeleteStateData_v0 = (
     ),
     (),
     "DeleteShareGroupStateRequest.DeleteStateData",
-    (0, (0, 1)),
 )
 _N_DeleteShareGroupStateRequest_v0 = (
     DeleteShareGroupStateRequest,
@@ -443,28 +440,30 @@ _N_DeleteShareGroupStateRequest_v0 = (
     ),
     (),
     "DeleteShareGroupStateRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition", "partition", False, False, None),
     ),
+    0,
 )
-_J_DeleteStateData = (
+_F_DeleteStateData = (
     _DeleteStateData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_DeleteShareGroupStateRequest = (
+_F_DeleteShareGroupStateRequest = (
     DeleteShareGroupStateRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_DeleteStateData),
+        ("topics", "topics", False, False, _F_DeleteStateData),
     ),
+    0,
 )
 # fmt: on
 
@@ -477,9 +476,9 @@ bind_codecs(
 )
 bind_native(
     DeleteShareGroupStateRequest,
+    _F_DeleteShareGroupStateRequest,
     (0, 0, _N_DeleteShareGroupStateRequest_v0),
 )
-bind_native_json(DeleteShareGroupStateRequest, _J_DeleteShareGroupStateRequest)
 bind_codecs(
     _DeleteStateData,
     _tj_DeleteStateData,
@@ -489,9 +488,9 @@ bind_codecs(
 )
 bind_native(
     _DeleteStateData,
+    _F_DeleteStateData,
     (0, 0, _N_DeleteStateData_v0),
 )
-bind_native_json(_DeleteStateData, _J_DeleteStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -501,9 +500,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- DeleteShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -691,7 +690,6 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "DeleteShareGroupStateResponse.PartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_DeleteStateResult_v0 = (
     _DeleteStateResult,
@@ -702,7 +700,6 @@ _N_DeleteStateResult_v0 = (
     ),
     (),
     "DeleteShareGroupStateResponse.DeleteStateResult",
-    (0, (0, 1)),
 )
 _N_DeleteShareGroupStateResponse_v0 = (
     DeleteShareGroupStateResponse,
@@ -712,29 +709,31 @@ _N_DeleteShareGroupStateResponse_v0 = (
     ),
     (),
     "DeleteShareGroupStateResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionResult = (
     _PartitionResult,
     (
         ("partition", "partition", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_DeleteStateResult = (
+_F_DeleteStateResult = (
     _DeleteStateResult,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionResult),
+        ("partitions", "partitions", False, False, _F_PartitionResult),
     ),
+    0,
 )
-_J_DeleteShareGroupStateResponse = (
+_F_DeleteShareGroupStateResponse = (
     DeleteShareGroupStateResponse,
     (
-        ("results", "results", False, False, _J_DeleteStateResult),
+        ("results", "results", False, False, _F_DeleteStateResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -747,9 +746,9 @@ bind_codecs(
 )
 bind_native(
     DeleteShareGroupStateResponse,
+    _F_DeleteShareGroupStateResponse,
     (0, 0, _N_DeleteShareGroupStateResponse_v0),
 )
-bind_native_json(DeleteShareGroupStateResponse, _J_DeleteShareGroupStateResponse)
 bind_codecs(
     _DeleteStateResult,
     _tj_DeleteStateResult,
@@ -759,9 +758,9 @@ bind_codecs(
 )
 bind_native(
     _DeleteStateResult,
+    _F_DeleteStateResult,
     (0, 0, _N_DeleteStateResult_v0),
 )
-bind_native_json(_DeleteStateResult, _J_DeleteStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -771,6 +770,6 @@ bind_codecs(
 )
 bind_native(
     _PartitionResult,
+    _F_PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
-bind_native_json(_PartitionResult, _J_PartitionResult)

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -401,7 +400,6 @@ _N_DeleteTopicState_v6 = (
     ),
     (),
     "DeleteTopicsRequest.DeleteTopicState",
-    (0, (0, 1)),
 )
 _N_DeleteTopicsRequest_v0 = (
     DeleteTopicsRequest,
@@ -413,7 +411,6 @@ _N_DeleteTopicsRequest_v0 = (
     ),
     (),
     "DeleteTopicsRequest",
-    (0, (0, 1, 2)),
 )
 _N_DeleteTopicsRequest_v4 = (
     DeleteTopicsRequest,
@@ -425,7 +422,6 @@ _N_DeleteTopicsRequest_v4 = (
     ),
     (),
     "DeleteTopicsRequest",
-    (0, (0, 1, 2)),
 )
 _N_DeleteTopicsRequest_v6 = (
     DeleteTopicsRequest,
@@ -437,23 +433,24 @@ _N_DeleteTopicsRequest_v6 = (
     ),
     (),
     "DeleteTopicsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeleteTopicState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeleteTopicState = (
     _DeleteTopicState,
     (
         ("name", "name", False, True, None),
         ("topic_id", "topicId", False, False, None),
     ),
+    0,
 )
-_J_DeleteTopicsRequest = (
+_F_DeleteTopicsRequest = (
     DeleteTopicsRequest,
     (
-        ("topics", "topics", False, False, _J_DeleteTopicState),
+        ("topics", "topics", False, False, _F_DeleteTopicState),
         ("topic_names", "topicNames", False, False, None),
         ("timeout_ms", "timeoutMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -468,11 +465,11 @@ bind_codecs(
 )
 bind_native(
     DeleteTopicsRequest,
+    _F_DeleteTopicsRequest,
     (0, 3, _N_DeleteTopicsRequest_v0),
     (4, 5, _N_DeleteTopicsRequest_v4),
     (6, 6, _N_DeleteTopicsRequest_v6),
 )
-bind_native_json(DeleteTopicsRequest, _J_DeleteTopicsRequest)
 bind_codecs(
     _DeleteTopicState,
     _tj_DeleteTopicState,
@@ -482,9 +479,9 @@ bind_codecs(
 )
 bind_native(
     _DeleteTopicState,
+    _F_DeleteTopicState,
     (6, 6, _N_DeleteTopicState_v6),
 )
-bind_native_json(_DeleteTopicState, _J_DeleteTopicState)
 
 # -------------------- DeleteTopicsResponse: decoders and encoders, one per distinct layout
 
@@ -834,7 +831,6 @@ _N_DeletableTopicResult_v0 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
-    (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v4 = (
     _DeletableTopicResult,
@@ -847,7 +843,6 @@ _N_DeletableTopicResult_v4 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
-    (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v5 = (
     _DeletableTopicResult,
@@ -860,7 +855,6 @@ _N_DeletableTopicResult_v5 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
-    (0, (0, 1, 2, 3)),
 )
 _N_DeletableTopicResult_v6 = (
     _DeletableTopicResult,
@@ -873,7 +867,6 @@ _N_DeletableTopicResult_v6 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
-    (0, (0, 1, 2, 3)),
 )
 _N_DeleteTopicsResponse_v0 = (
     DeleteTopicsResponse,
@@ -884,7 +877,6 @@ _N_DeleteTopicsResponse_v0 = (
     ),
     (),
     "DeleteTopicsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v1 = (
     DeleteTopicsResponse,
@@ -895,7 +887,6 @@ _N_DeleteTopicsResponse_v1 = (
     ),
     (),
     "DeleteTopicsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v4 = (
     DeleteTopicsResponse,
@@ -906,7 +897,6 @@ _N_DeleteTopicsResponse_v4 = (
     ),
     (),
     "DeleteTopicsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v5 = (
     DeleteTopicsResponse,
@@ -917,7 +907,6 @@ _N_DeleteTopicsResponse_v5 = (
     ),
     (),
     "DeleteTopicsResponse",
-    (0, (0, 1)),
 )
 _N_DeleteTopicsResponse_v6 = (
     DeleteTopicsResponse,
@@ -928,10 +917,9 @@ _N_DeleteTopicsResponse_v6 = (
     ),
     (),
     "DeleteTopicsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DeletableTopicResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DeletableTopicResult = (
     _DeletableTopicResult,
     (
         ("name", "name", False, True, None),
@@ -939,13 +927,15 @@ _J_DeletableTopicResult = (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_DeleteTopicsResponse = (
+_F_DeleteTopicsResponse = (
     DeleteTopicsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("responses", "responses", False, False, _J_DeletableTopicResult),
+        ("responses", "responses", False, False, _F_DeletableTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -962,13 +952,13 @@ bind_codecs(
 )
 bind_native(
     DeleteTopicsResponse,
+    _F_DeleteTopicsResponse,
     (0, 0, _N_DeleteTopicsResponse_v0),
     (1, 3, _N_DeleteTopicsResponse_v1),
     (4, 4, _N_DeleteTopicsResponse_v4),
     (5, 5, _N_DeleteTopicsResponse_v5),
     (6, 6, _N_DeleteTopicsResponse_v6),
 )
-bind_native_json(DeleteTopicsResponse, _J_DeleteTopicsResponse)
 bind_codecs(
     _DeletableTopicResult,
     _tj_DeletableTopicResult,
@@ -981,9 +971,9 @@ bind_codecs(
 )
 bind_native(
     _DeletableTopicResult,
+    _F_DeletableTopicResult,
     (0, 3, _N_DeletableTopicResult_v0),
     (4, 4, _N_DeletableTopicResult_v4),
     (5, 5, _N_DeletableTopicResult_v5),
     (6, 6, _N_DeletableTopicResult_v6),
 )
-bind_native_json(_DeletableTopicResult, _J_DeletableTopicResult)

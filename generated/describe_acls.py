@@ -23,7 +23,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -681,7 +680,6 @@ _N_DescribeAclsRequest_ResourceCursor_v4 = (
     ),
     (),
     "DescribeAclsRequest.ResourceCursor",
-    (0, (0, 1)),
 )
 _N_DescribeAclsRequest_v0 = (
     DescribeAclsRequest,
@@ -699,7 +697,6 @@ _N_DescribeAclsRequest_v0 = (
     ),
     (),
     "DescribeAclsRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeAclsRequest_v1 = (
     DescribeAclsRequest,
@@ -717,7 +714,6 @@ _N_DescribeAclsRequest_v1 = (
     ),
     (),
     "DescribeAclsRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeAclsRequest_v2 = (
     DescribeAclsRequest,
@@ -735,7 +731,6 @@ _N_DescribeAclsRequest_v2 = (
     ),
     (),
     "DescribeAclsRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeAclsRequest_v4 = (
     DescribeAclsRequest,
@@ -753,17 +748,17 @@ _N_DescribeAclsRequest_v4 = (
     ),
     (),
     "DescribeAclsRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeAclsRequest_ResourceCursor = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeAclsRequest_ResourceCursor = (
     _DescribeAclsRequest_ResourceCursor,
     (
         ("resource_name", "resourceName", False, False, None),
         ("resource_type", "resourceType", False, False, None),
     ),
+    0,
 )
-_J_DescribeAclsRequest = (
+_F_DescribeAclsRequest = (
     DescribeAclsRequest,
     (
         ("resource_type_filter", "resourceTypeFilter", False, False, None),
@@ -774,8 +769,9 @@ _J_DescribeAclsRequest = (
         ("operation", "operation", False, False, None),
         ("permission_type", "permissionType", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeAclsRequest_ResourceCursor),
+        ("cursor", "cursor", False, True, _F_DescribeAclsRequest_ResourceCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -791,12 +787,12 @@ bind_codecs(
 )
 bind_native(
     DescribeAclsRequest,
+    _F_DescribeAclsRequest,
     (0, 0, _N_DescribeAclsRequest_v0),
     (1, 1, _N_DescribeAclsRequest_v1),
     (2, 3, _N_DescribeAclsRequest_v2),
     (4, 4, _N_DescribeAclsRequest_v4),
 )
-bind_native_json(DescribeAclsRequest, _J_DescribeAclsRequest)
 bind_codecs(
     _DescribeAclsRequest_ResourceCursor,
     _tj_DescribeAclsRequest_ResourceCursor,
@@ -806,9 +802,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeAclsRequest_ResourceCursor,
+    _F_DescribeAclsRequest_ResourceCursor,
     (4, 4, _N_DescribeAclsRequest_ResourceCursor_v4),
 )
-bind_native_json(_DescribeAclsRequest_ResourceCursor, _J_DescribeAclsRequest_ResourceCursor)
 
 # -------------------- DescribeAclsResponse: decoders and encoders, one per distinct layout
 
@@ -1334,7 +1330,6 @@ _N_AclDescription_v0 = (
     ),
     (),
     "DescribeAclsResponse.AclDescription",
-    (0, (0, 1, 2, 3)),
 )
 _N_AclDescription_v2 = (
     _AclDescription,
@@ -1347,7 +1342,6 @@ _N_AclDescription_v2 = (
     ),
     (),
     "DescribeAclsResponse.AclDescription",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResource_v0 = (
     _DescribeAclsResource,
@@ -1360,7 +1354,6 @@ _N_DescribeAclsResource_v0 = (
     ),
     (),
     "DescribeAclsResponse.DescribeAclsResource",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResource_v1 = (
     _DescribeAclsResource,
@@ -1373,7 +1366,6 @@ _N_DescribeAclsResource_v1 = (
     ),
     (),
     "DescribeAclsResponse.DescribeAclsResource",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResource_v2 = (
     _DescribeAclsResource,
@@ -1386,7 +1378,6 @@ _N_DescribeAclsResource_v2 = (
     ),
     (),
     "DescribeAclsResponse.DescribeAclsResource",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeAclsResponse_ResourceCursor_v4 = (
     _DescribeAclsResponse_ResourceCursor,
@@ -1397,7 +1388,6 @@ _N_DescribeAclsResponse_ResourceCursor_v4 = (
     ),
     (),
     "DescribeAclsResponse.ResourceCursor",
-    (0, (0, 1)),
 )
 _N_DescribeAclsResponse_v0 = (
     DescribeAclsResponse,
@@ -1411,7 +1401,6 @@ _N_DescribeAclsResponse_v0 = (
     ),
     (),
     "DescribeAclsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeAclsResponse_v1 = (
     DescribeAclsResponse,
@@ -1425,7 +1414,6 @@ _N_DescribeAclsResponse_v1 = (
     ),
     (),
     "DescribeAclsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeAclsResponse_v2 = (
     DescribeAclsResponse,
@@ -1439,7 +1427,6 @@ _N_DescribeAclsResponse_v2 = (
     ),
     (),
     "DescribeAclsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeAclsResponse_v4 = (
     DescribeAclsResponse,
@@ -1453,10 +1440,9 @@ _N_DescribeAclsResponse_v4 = (
     ),
     (),
     "DescribeAclsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AclDescription = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AclDescription = (
     _AclDescription,
     (
         ("principal", "principal", False, False, None),
@@ -1464,32 +1450,36 @@ _J_AclDescription = (
         ("operation", "operation", False, False, None),
         ("permission_type", "permissionType", False, False, None),
     ),
+    0,
 )
-_J_DescribeAclsResource = (
+_F_DescribeAclsResource = (
     _DescribeAclsResource,
     (
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
         ("pattern_type", "patternType", False, False, None),
-        ("acls", "acls", False, False, _J_AclDescription),
+        ("acls", "acls", False, False, _F_AclDescription),
     ),
+    0,
 )
-_J_DescribeAclsResponse_ResourceCursor = (
+_F_DescribeAclsResponse_ResourceCursor = (
     _DescribeAclsResponse_ResourceCursor,
     (
         ("resource_name", "resourceName", False, False, None),
         ("resource_type", "resourceType", False, False, None),
     ),
+    0,
 )
-_J_DescribeAclsResponse = (
+_F_DescribeAclsResponse = (
     DescribeAclsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("resources", "resources", False, False, _J_DescribeAclsResource),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeAclsResponse_ResourceCursor),
+        ("resources", "resources", False, False, _F_DescribeAclsResource),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeAclsResponse_ResourceCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1505,12 +1495,12 @@ bind_codecs(
 )
 bind_native(
     DescribeAclsResponse,
+    _F_DescribeAclsResponse,
     (0, 0, _N_DescribeAclsResponse_v0),
     (1, 1, _N_DescribeAclsResponse_v1),
     (2, 3, _N_DescribeAclsResponse_v2),
     (4, 4, _N_DescribeAclsResponse_v4),
 )
-bind_native_json(DescribeAclsResponse, _J_DescribeAclsResponse)
 bind_codecs(
     _DescribeAclsResource,
     _tj_DescribeAclsResource,
@@ -1522,11 +1512,11 @@ bind_codecs(
 )
 bind_native(
     _DescribeAclsResource,
+    _F_DescribeAclsResource,
     (0, 0, _N_DescribeAclsResource_v0),
     (1, 1, _N_DescribeAclsResource_v1),
     (2, 4, _N_DescribeAclsResource_v2),
 )
-bind_native_json(_DescribeAclsResource, _J_DescribeAclsResource)
 bind_codecs(
     _AclDescription,
     _tj_AclDescription,
@@ -1537,10 +1527,10 @@ bind_codecs(
 )
 bind_native(
     _AclDescription,
+    _F_AclDescription,
     (0, 1, _N_AclDescription_v0),
     (2, 4, _N_AclDescription_v2),
 )
-bind_native_json(_AclDescription, _J_AclDescription)
 bind_codecs(
     _DescribeAclsResponse_ResourceCursor,
     _tj_DescribeAclsResponse_ResourceCursor,
@@ -1555,6 +1545,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeAclsResponse_ResourceCursor,
+    _F_DescribeAclsResponse_ResourceCursor,
     (4, 4, _N_DescribeAclsResponse_ResourceCursor_v4),
 )
-bind_native_json(_DescribeAclsResponse_ResourceCursor, _J_DescribeAclsResponse_ResourceCursor)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -468,7 +467,6 @@ _N_ComponentData_v0 = (
     ),
     (),
     "DescribeClientQuotasRequest.ComponentData",
-    (0, (0, 1, 2)),
 )
 _N_ComponentData_v1 = (
     _ComponentData,
@@ -480,7 +478,6 @@ _N_ComponentData_v1 = (
     ),
     (),
     "DescribeClientQuotasRequest.ComponentData",
-    (0, (0, 1, 2)),
 )
 _N_DescribeClientQuotasRequest_v0 = (
     DescribeClientQuotasRequest,
@@ -491,7 +488,6 @@ _N_DescribeClientQuotasRequest_v0 = (
     ),
     (),
     "DescribeClientQuotasRequest",
-    (0, (0, 1)),
 )
 _N_DescribeClientQuotasRequest_v1 = (
     DescribeClientQuotasRequest,
@@ -502,23 +498,24 @@ _N_DescribeClientQuotasRequest_v1 = (
     ),
     (),
     "DescribeClientQuotasRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ComponentData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ComponentData = (
     _ComponentData,
     (
         ("entity_type", "entityType", False, False, None),
         ("match_type", "matchType", False, False, None),
         ("match", "match", False, True, None),
     ),
+    0,
 )
-_J_DescribeClientQuotasRequest = (
+_F_DescribeClientQuotasRequest = (
     DescribeClientQuotasRequest,
     (
-        ("components", "components", False, False, _J_ComponentData),
+        ("components", "components", False, False, _F_ComponentData),
         ("strict", "strict", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -532,10 +529,10 @@ bind_codecs(
 )
 bind_native(
     DescribeClientQuotasRequest,
+    _F_DescribeClientQuotasRequest,
     (0, 0, _N_DescribeClientQuotasRequest_v0),
     (1, 1, _N_DescribeClientQuotasRequest_v1),
 )
-bind_native_json(DescribeClientQuotasRequest, _J_DescribeClientQuotasRequest)
 bind_codecs(
     _ComponentData,
     _tj_ComponentData,
@@ -546,10 +543,10 @@ bind_codecs(
 )
 bind_native(
     _ComponentData,
+    _F_ComponentData,
     (0, 0, _N_ComponentData_v0),
     (1, 1, _N_ComponentData_v1),
 )
-bind_native_json(_ComponentData, _J_ComponentData)
 
 # -------------------- DescribeClientQuotasResponse: decoders and encoders, one per distinct layout
 
@@ -912,7 +909,6 @@ _N_EntityData_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntityData",
-    (0, (0, 1)),
 )
 _N_EntityData_v1 = (
     _EntityData,
@@ -923,7 +919,6 @@ _N_EntityData_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntityData",
-    (0, (0, 1)),
 )
 _N_ValueData_v0 = (
     _ValueData,
@@ -934,7 +929,6 @@ _N_ValueData_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse.ValueData",
-    (0, (0, 1)),
 )
 _N_ValueData_v1 = (
     _ValueData,
@@ -945,7 +939,6 @@ _N_ValueData_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse.ValueData",
-    (0, (0, 1)),
 )
 _N_EntryData_v0 = (
     _EntryData,
@@ -956,7 +949,6 @@ _N_EntryData_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntryData",
-    (0, (0, 1)),
 )
 _N_EntryData_v1 = (
     _EntryData,
@@ -967,7 +959,6 @@ _N_EntryData_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntryData",
-    (0, (0, 1)),
 )
 _N_DescribeClientQuotasResponse_v0 = (
     DescribeClientQuotasResponse,
@@ -980,7 +971,6 @@ _N_DescribeClientQuotasResponse_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeClientQuotasResponse_v1 = (
     DescribeClientQuotasResponse,
@@ -993,38 +983,41 @@ _N_DescribeClientQuotasResponse_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EntityData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EntityData = (
     _EntityData,
     (
         ("entity_type", "entityType", False, False, None),
         ("entity_name", "entityName", False, True, None),
     ),
+    0,
 )
-_J_ValueData = (
+_F_ValueData = (
     _ValueData,
     (
         ("key", "key", False, False, None),
         ("value", "value", False, False, None),
     ),
+    0,
 )
-_J_EntryData = (
+_F_EntryData = (
     _EntryData,
     (
-        ("entity", "entity", False, False, _J_EntityData),
-        ("values", "values", False, False, _J_ValueData),
+        ("entity", "entity", False, False, _F_EntityData),
+        ("values", "values", False, False, _F_ValueData),
     ),
+    0,
 )
-_J_DescribeClientQuotasResponse = (
+_F_DescribeClientQuotasResponse = (
     DescribeClientQuotasResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("entries", "entries", False, True, _J_EntryData),
+        ("entries", "entries", False, True, _F_EntryData),
     ),
+    0,
 )
 # fmt: on
 
@@ -1038,10 +1031,10 @@ bind_codecs(
 )
 bind_native(
     DescribeClientQuotasResponse,
+    _F_DescribeClientQuotasResponse,
     (0, 0, _N_DescribeClientQuotasResponse_v0),
     (1, 1, _N_DescribeClientQuotasResponse_v1),
 )
-bind_native_json(DescribeClientQuotasResponse, _J_DescribeClientQuotasResponse)
 bind_codecs(
     _EntryData,
     _tj_EntryData,
@@ -1052,10 +1045,10 @@ bind_codecs(
 )
 bind_native(
     _EntryData,
+    _F_EntryData,
     (0, 0, _N_EntryData_v0),
     (1, 1, _N_EntryData_v1),
 )
-bind_native_json(_EntryData, _J_EntryData)
 bind_codecs(
     _EntityData,
     _tj_EntityData,
@@ -1066,10 +1059,10 @@ bind_codecs(
 )
 bind_native(
     _EntityData,
+    _F_EntityData,
     (0, 0, _N_EntityData_v0),
     (1, 1, _N_EntityData_v1),
 )
-bind_native_json(_EntityData, _J_EntityData)
 bind_codecs(
     _ValueData,
     _tj_ValueData,
@@ -1080,7 +1073,7 @@ bind_codecs(
 )
 bind_native(
     _ValueData,
+    _F_ValueData,
     (0, 0, _N_ValueData_v0),
     (1, 1, _N_ValueData_v1),
 )
-bind_native_json(_ValueData, _J_ValueData)

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -289,7 +288,6 @@ _N_DescribeClusterRequest_v0 = (
     ),
     (),
     "DescribeClusterRequest",
-    (0, (0, 1)),
 )
 _N_DescribeClusterRequest_v1 = (
     DescribeClusterRequest,
@@ -300,15 +298,15 @@ _N_DescribeClusterRequest_v1 = (
     ),
     (),
     "DescribeClusterRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeClusterRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeClusterRequest = (
     DescribeClusterRequest,
     (
         ("include_cluster_authorized_operations", "includeClusterAuthorizedOperations", False, False, None),
         ("endpoint_type", "endpointType", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -322,10 +320,10 @@ bind_codecs(
 )
 bind_native(
     DescribeClusterRequest,
+    _F_DescribeClusterRequest,
     (0, 0, _N_DescribeClusterRequest_v0),
     (1, 1, _N_DescribeClusterRequest_v1),
 )
-bind_native_json(DescribeClusterRequest, _J_DescribeClusterRequest)
 
 # -------------------- DescribeClusterResponse: decoders and encoders, one per distinct layout
 
@@ -566,7 +564,6 @@ _N_DescribeClusterBroker_v0 = (
     ),
     (),
     "DescribeClusterResponse.DescribeClusterBroker",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeClusterResponse_v0 = (
     DescribeClusterResponse,
@@ -583,7 +580,6 @@ _N_DescribeClusterResponse_v0 = (
     ),
     (),
     "DescribeClusterResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeClusterResponse_v1 = (
     DescribeClusterResponse,
@@ -600,10 +596,9 @@ _N_DescribeClusterResponse_v1 = (
     ),
     (),
     "DescribeClusterResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeClusterBroker = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeClusterBroker = (
     _DescribeClusterBroker,
     (
         ("broker_id", "brokerId", False, False, None),
@@ -611,8 +606,9 @@ _J_DescribeClusterBroker = (
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_DescribeClusterResponse = (
+_F_DescribeClusterResponse = (
     DescribeClusterResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -621,9 +617,10 @@ _J_DescribeClusterResponse = (
         ("endpoint_type", "endpointType", False, False, None),
         ("cluster_id", "clusterId", False, False, None),
         ("controller_id", "controllerId", False, False, None),
-        ("brokers", "brokers", False, False, _J_DescribeClusterBroker),
+        ("brokers", "brokers", False, False, _F_DescribeClusterBroker),
         ("cluster_authorized_operations", "clusterAuthorizedOperations", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -637,10 +634,10 @@ bind_codecs(
 )
 bind_native(
     DescribeClusterResponse,
+    _F_DescribeClusterResponse,
     (0, 0, _N_DescribeClusterResponse_v0),
     (1, 1, _N_DescribeClusterResponse_v1),
 )
-bind_native_json(DescribeClusterResponse, _J_DescribeClusterResponse)
 bind_codecs(
     _DescribeClusterBroker,
     _tj_DescribeClusterBroker,
@@ -650,6 +647,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeClusterBroker,
+    _F_DescribeClusterBroker,
     (0, 1, _N_DescribeClusterBroker_v0),
 )
-bind_native_json(_DescribeClusterBroker, _J_DescribeClusterBroker)

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -821,7 +820,6 @@ _N_DescribeConfigsResource_v0 = (
     ),
     (),
     "DescribeConfigsRequest.DescribeConfigsResource",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResource_v4 = (
     _DescribeConfigsResource,
@@ -833,7 +831,6 @@ _N_DescribeConfigsResource_v4 = (
     ),
     (),
     "DescribeConfigsRequest.DescribeConfigsResource",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsRequest_ResourceCursor_v5 = (
     _DescribeConfigsRequest_ResourceCursor,
@@ -844,7 +841,6 @@ _N_DescribeConfigsRequest_ResourceCursor_v5 = (
     ),
     (),
     "DescribeConfigsRequest.ResourceCursor",
-    (0, (0, 1)),
 )
 _N_DescribeConfigsRequest_v0 = (
     DescribeConfigsRequest,
@@ -858,7 +854,6 @@ _N_DescribeConfigsRequest_v0 = (
     ),
     (),
     "DescribeConfigsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v1 = (
     DescribeConfigsRequest,
@@ -872,7 +867,6 @@ _N_DescribeConfigsRequest_v1 = (
     ),
     (),
     "DescribeConfigsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v3 = (
     DescribeConfigsRequest,
@@ -886,7 +880,6 @@ _N_DescribeConfigsRequest_v3 = (
     ),
     (),
     "DescribeConfigsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v4 = (
     DescribeConfigsRequest,
@@ -900,7 +893,6 @@ _N_DescribeConfigsRequest_v4 = (
     ),
     (),
     "DescribeConfigsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsRequest_v5 = (
     DescribeConfigsRequest,
@@ -914,33 +906,35 @@ _N_DescribeConfigsRequest_v5 = (
     ),
     (),
     "DescribeConfigsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeConfigsResource = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeConfigsResource = (
     _DescribeConfigsResource,
     (
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
         ("configuration_keys", "configurationKeys", False, True, None),
     ),
+    0,
 )
-_J_DescribeConfigsRequest_ResourceCursor = (
+_F_DescribeConfigsRequest_ResourceCursor = (
     _DescribeConfigsRequest_ResourceCursor,
     (
         ("resource_name", "resourceName", False, False, None),
         ("resource_type", "resourceType", False, False, None),
     ),
+    0,
 )
-_J_DescribeConfigsRequest = (
+_F_DescribeConfigsRequest = (
     DescribeConfigsRequest,
     (
-        ("resources", "resources", False, False, _J_DescribeConfigsResource),
+        ("resources", "resources", False, False, _F_DescribeConfigsResource),
         ("include_synonyms", "includeSynonyms", False, False, None),
         ("include_documentation", "includeDocumentation", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeConfigsRequest_ResourceCursor),
+        ("cursor", "cursor", False, True, _F_DescribeConfigsRequest_ResourceCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -957,13 +951,13 @@ bind_codecs(
 )
 bind_native(
     DescribeConfigsRequest,
+    _F_DescribeConfigsRequest,
     (0, 0, _N_DescribeConfigsRequest_v0),
     (1, 2, _N_DescribeConfigsRequest_v1),
     (3, 3, _N_DescribeConfigsRequest_v3),
     (4, 4, _N_DescribeConfigsRequest_v4),
     (5, 5, _N_DescribeConfigsRequest_v5),
 )
-bind_native_json(DescribeConfigsRequest, _J_DescribeConfigsRequest)
 bind_codecs(
     _DescribeConfigsResource,
     _tj_DescribeConfigsResource,
@@ -974,10 +968,10 @@ bind_codecs(
 )
 bind_native(
     _DescribeConfigsResource,
+    _F_DescribeConfigsResource,
     (0, 3, _N_DescribeConfigsResource_v0),
     (4, 5, _N_DescribeConfigsResource_v4),
 )
-bind_native_json(_DescribeConfigsResource, _J_DescribeConfigsResource)
 bind_codecs(
     _DescribeConfigsRequest_ResourceCursor,
     _tj_DescribeConfigsRequest_ResourceCursor,
@@ -992,9 +986,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeConfigsRequest_ResourceCursor,
+    _F_DescribeConfigsRequest_ResourceCursor,
     (5, 5, _N_DescribeConfigsRequest_ResourceCursor_v5),
 )
-bind_native_json(_DescribeConfigsRequest_ResourceCursor, _J_DescribeConfigsRequest_ResourceCursor)
 
 # -------------------- DescribeConfigsResponse: decoders and encoders, one per distinct layout
 
@@ -1895,7 +1889,6 @@ _N_DescribeConfigsSynonym_v1 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsSynonym",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsSynonym_v4 = (
     _DescribeConfigsSynonym,
@@ -1907,7 +1900,6 @@ _N_DescribeConfigsSynonym_v4 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsSynonym",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResourceResult_v0 = (
     _DescribeConfigsResourceResult,
@@ -1925,7 +1917,6 @@ _N_DescribeConfigsResourceResult_v0 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResourceResult_v1 = (
     _DescribeConfigsResourceResult,
@@ -1943,7 +1934,6 @@ _N_DescribeConfigsResourceResult_v1 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResourceResult_v3 = (
     _DescribeConfigsResourceResult,
@@ -1961,7 +1951,6 @@ _N_DescribeConfigsResourceResult_v3 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResourceResult_v4 = (
     _DescribeConfigsResourceResult,
@@ -1979,7 +1968,6 @@ _N_DescribeConfigsResourceResult_v4 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeConfigsResult_v0 = (
     _DescribeConfigsResult,
@@ -1993,7 +1981,6 @@ _N_DescribeConfigsResult_v0 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResult_v1 = (
     _DescribeConfigsResult,
@@ -2007,7 +1994,6 @@ _N_DescribeConfigsResult_v1 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResult_v3 = (
     _DescribeConfigsResult,
@@ -2021,7 +2007,6 @@ _N_DescribeConfigsResult_v3 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResult_v4 = (
     _DescribeConfigsResult,
@@ -2035,7 +2020,6 @@ _N_DescribeConfigsResult_v4 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeConfigsResponse_ResourceCursor_v5 = (
     _DescribeConfigsResponse_ResourceCursor,
@@ -2046,7 +2030,6 @@ _N_DescribeConfigsResponse_ResourceCursor_v5 = (
     ),
     (),
     "DescribeConfigsResponse.ResourceCursor",
-    (0, (0, 1)),
 )
 _N_DescribeConfigsResponse_v0 = (
     DescribeConfigsResponse,
@@ -2058,7 +2041,6 @@ _N_DescribeConfigsResponse_v0 = (
     ),
     (),
     "DescribeConfigsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v1 = (
     DescribeConfigsResponse,
@@ -2070,7 +2052,6 @@ _N_DescribeConfigsResponse_v1 = (
     ),
     (),
     "DescribeConfigsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v3 = (
     DescribeConfigsResponse,
@@ -2082,7 +2063,6 @@ _N_DescribeConfigsResponse_v3 = (
     ),
     (),
     "DescribeConfigsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v4 = (
     DescribeConfigsResponse,
@@ -2094,7 +2074,6 @@ _N_DescribeConfigsResponse_v4 = (
     ),
     (),
     "DescribeConfigsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeConfigsResponse_v5 = (
     DescribeConfigsResponse,
@@ -2106,18 +2085,18 @@ _N_DescribeConfigsResponse_v5 = (
     ),
     (),
     "DescribeConfigsResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeConfigsSynonym = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeConfigsSynonym = (
     _DescribeConfigsSynonym,
     (
         ("name", "name", False, False, None),
         ("value", "value", False, True, None),
         ("source", "source", False, False, None),
     ),
+    0,
 )
-_J_DescribeConfigsResourceResult = (
+_F_DescribeConfigsResourceResult = (
     _DescribeConfigsResourceResult,
     (
         ("name", "name", False, False, None),
@@ -2126,35 +2105,39 @@ _J_DescribeConfigsResourceResult = (
         ("is_default", "isDefault", False, False, None),
         ("config_source", "configSource", False, False, None),
         ("is_sensitive", "isSensitive", False, False, None),
-        ("synonyms", "synonyms", False, False, _J_DescribeConfigsSynonym),
+        ("synonyms", "synonyms", False, False, _F_DescribeConfigsSynonym),
         ("config_type", "configType", False, False, None),
         ("documentation", "documentation", False, True, None),
     ),
+    0,
 )
-_J_DescribeConfigsResult = (
+_F_DescribeConfigsResult = (
     _DescribeConfigsResult,
     (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
-        ("configs", "configs", False, False, _J_DescribeConfigsResourceResult),
+        ("configs", "configs", False, False, _F_DescribeConfigsResourceResult),
     ),
+    0,
 )
-_J_DescribeConfigsResponse_ResourceCursor = (
+_F_DescribeConfigsResponse_ResourceCursor = (
     _DescribeConfigsResponse_ResourceCursor,
     (
         ("resource_name", "resourceName", False, False, None),
         ("resource_type", "resourceType", False, False, None),
     ),
+    0,
 )
-_J_DescribeConfigsResponse = (
+_F_DescribeConfigsResponse = (
     DescribeConfigsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("results", "results", False, False, _J_DescribeConfigsResult),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeConfigsResponse_ResourceCursor),
+        ("results", "results", False, False, _F_DescribeConfigsResult),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeConfigsResponse_ResourceCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -2171,13 +2154,13 @@ bind_codecs(
 )
 bind_native(
     DescribeConfigsResponse,
+    _F_DescribeConfigsResponse,
     (0, 0, _N_DescribeConfigsResponse_v0),
     (1, 2, _N_DescribeConfigsResponse_v1),
     (3, 3, _N_DescribeConfigsResponse_v3),
     (4, 4, _N_DescribeConfigsResponse_v4),
     (5, 5, _N_DescribeConfigsResponse_v5),
 )
-bind_native_json(DescribeConfigsResponse, _J_DescribeConfigsResponse)
 bind_codecs(
     _DescribeConfigsResult,
     _tj_DescribeConfigsResult,
@@ -2190,12 +2173,12 @@ bind_codecs(
 )
 bind_native(
     _DescribeConfigsResult,
+    _F_DescribeConfigsResult,
     (0, 0, _N_DescribeConfigsResult_v0),
     (1, 2, _N_DescribeConfigsResult_v1),
     (3, 3, _N_DescribeConfigsResult_v3),
     (4, 5, _N_DescribeConfigsResult_v4),
 )
-bind_native_json(_DescribeConfigsResult, _J_DescribeConfigsResult)
 bind_codecs(
     _DescribeConfigsResourceResult,
     _tj_DescribeConfigsResourceResult,
@@ -2208,12 +2191,12 @@ bind_codecs(
 )
 bind_native(
     _DescribeConfigsResourceResult,
+    _F_DescribeConfigsResourceResult,
     (0, 0, _N_DescribeConfigsResourceResult_v0),
     (1, 2, _N_DescribeConfigsResourceResult_v1),
     (3, 3, _N_DescribeConfigsResourceResult_v3),
     (4, 5, _N_DescribeConfigsResourceResult_v4),
 )
-bind_native_json(_DescribeConfigsResourceResult, _J_DescribeConfigsResourceResult)
 bind_codecs(
     _DescribeConfigsSynonym,
     _tj_DescribeConfigsSynonym,
@@ -2224,10 +2207,10 @@ bind_codecs(
 )
 bind_native(
     _DescribeConfigsSynonym,
+    _F_DescribeConfigsSynonym,
     (1, 3, _N_DescribeConfigsSynonym_v1),
     (4, 5, _N_DescribeConfigsSynonym_v4),
 )
-bind_native_json(_DescribeConfigsSynonym, _J_DescribeConfigsSynonym)
 bind_codecs(
     _DescribeConfigsResponse_ResourceCursor,
     _tj_DescribeConfigsResponse_ResourceCursor,
@@ -2242,6 +2225,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeConfigsResponse_ResourceCursor,
+    _F_DescribeConfigsResponse_ResourceCursor,
     (5, 5, _N_DescribeConfigsResponse_ResourceCursor_v5),
 )
-bind_native_json(_DescribeConfigsResponse_ResourceCursor, _J_DescribeConfigsResponse_ResourceCursor)

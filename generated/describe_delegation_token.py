@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -457,7 +456,6 @@ _N_DescribeDelegationTokenOwner_v0 = (
     ),
     (),
     "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner",
-    (0, (0, 1)),
 )
 _N_DescribeDelegationTokenOwner_v2 = (
     _DescribeDelegationTokenOwner,
@@ -468,7 +466,6 @@ _N_DescribeDelegationTokenOwner_v2 = (
     ),
     (),
     "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner",
-    (0, (0, 1)),
 )
 _N_DescribeDelegationTokenRequest_v0 = (
     DescribeDelegationTokenRequest,
@@ -478,7 +475,6 @@ _N_DescribeDelegationTokenRequest_v0 = (
     ),
     (),
     "DescribeDelegationTokenRequest",
-    (0, (0,)),
 )
 _N_DescribeDelegationTokenRequest_v2 = (
     DescribeDelegationTokenRequest,
@@ -488,21 +484,22 @@ _N_DescribeDelegationTokenRequest_v2 = (
     ),
     (),
     "DescribeDelegationTokenRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeDelegationTokenOwner = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeDelegationTokenOwner = (
     _DescribeDelegationTokenOwner,
     (
         ("principal_type", "principalType", False, False, None),
         ("principal_name", "principalName", False, False, None),
     ),
+    0,
 )
-_J_DescribeDelegationTokenRequest = (
+_F_DescribeDelegationTokenRequest = (
     DescribeDelegationTokenRequest,
     (
-        ("owners", "owners", False, True, _J_DescribeDelegationTokenOwner),
+        ("owners", "owners", False, True, _F_DescribeDelegationTokenOwner),
     ),
+    0,
 )
 # fmt: on
 
@@ -516,10 +513,10 @@ bind_codecs(
 )
 bind_native(
     DescribeDelegationTokenRequest,
+    _F_DescribeDelegationTokenRequest,
     (0, 1, _N_DescribeDelegationTokenRequest_v0),
     (2, 3, _N_DescribeDelegationTokenRequest_v2),
 )
-bind_native_json(DescribeDelegationTokenRequest, _J_DescribeDelegationTokenRequest)
 bind_codecs(
     _DescribeDelegationTokenOwner,
     _tj_DescribeDelegationTokenOwner,
@@ -530,10 +527,10 @@ bind_codecs(
 )
 bind_native(
     _DescribeDelegationTokenOwner,
+    _F_DescribeDelegationTokenOwner,
     (0, 1, _N_DescribeDelegationTokenOwner_v0),
     (2, 3, _N_DescribeDelegationTokenOwner_v2),
 )
-bind_native_json(_DescribeDelegationTokenOwner, _J_DescribeDelegationTokenOwner)
 
 # -------------------- DescribeDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -1020,7 +1017,6 @@ _N_DescribedDelegationTokenRenewer_v0 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
-    (0, (0, 1)),
 )
 _N_DescribedDelegationTokenRenewer_v2 = (
     _DescribedDelegationTokenRenewer,
@@ -1031,7 +1027,6 @@ _N_DescribedDelegationTokenRenewer_v2 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
-    (0, (0, 1)),
 )
 _N_DescribedDelegationToken_v0 = (
     _DescribedDelegationToken,
@@ -1050,7 +1045,6 @@ _N_DescribedDelegationToken_v0 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationToken",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribedDelegationToken_v2 = (
     _DescribedDelegationToken,
@@ -1069,7 +1063,6 @@ _N_DescribedDelegationToken_v2 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationToken",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribedDelegationToken_v3 = (
     _DescribedDelegationToken,
@@ -1088,7 +1081,6 @@ _N_DescribedDelegationToken_v3 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationToken",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_DescribeDelegationTokenResponse_v0 = (
     DescribeDelegationTokenResponse,
@@ -1100,7 +1092,6 @@ _N_DescribeDelegationTokenResponse_v0 = (
     ),
     (),
     "DescribeDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeDelegationTokenResponse_v2 = (
     DescribeDelegationTokenResponse,
@@ -1112,7 +1103,6 @@ _N_DescribeDelegationTokenResponse_v2 = (
     ),
     (),
     "DescribeDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeDelegationTokenResponse_v3 = (
     DescribeDelegationTokenResponse,
@@ -1124,17 +1114,17 @@ _N_DescribeDelegationTokenResponse_v3 = (
     ),
     (),
     "DescribeDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribedDelegationTokenRenewer = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribedDelegationTokenRenewer = (
     _DescribedDelegationTokenRenewer,
     (
         ("principal_type", "principalType", False, False, None),
         ("principal_name", "principalName", False, False, None),
     ),
+    0,
 )
-_J_DescribedDelegationToken = (
+_F_DescribedDelegationToken = (
     _DescribedDelegationToken,
     (
         ("principal_type", "principalType", False, False, None),
@@ -1146,16 +1136,18 @@ _J_DescribedDelegationToken = (
         ("max_timestamp", "maxTimestamp", False, False, None),
         ("token_id", "tokenId", False, False, None),
         ("hmac", "hmac", False, False, None),
-        ("renewers", "renewers", False, False, _J_DescribedDelegationTokenRenewer),
+        ("renewers", "renewers", False, False, _F_DescribedDelegationTokenRenewer),
     ),
+    0,
 )
-_J_DescribeDelegationTokenResponse = (
+_F_DescribeDelegationTokenResponse = (
     DescribeDelegationTokenResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("tokens", "tokens", False, False, _J_DescribedDelegationToken),
+        ("tokens", "tokens", False, False, _F_DescribedDelegationToken),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -1170,11 +1162,11 @@ bind_codecs(
 )
 bind_native(
     DescribeDelegationTokenResponse,
+    _F_DescribeDelegationTokenResponse,
     (0, 1, _N_DescribeDelegationTokenResponse_v0),
     (2, 2, _N_DescribeDelegationTokenResponse_v2),
     (3, 3, _N_DescribeDelegationTokenResponse_v3),
 )
-bind_native_json(DescribeDelegationTokenResponse, _J_DescribeDelegationTokenResponse)
 bind_codecs(
     _DescribedDelegationToken,
     _tj_DescribedDelegationToken,
@@ -1186,11 +1178,11 @@ bind_codecs(
 )
 bind_native(
     _DescribedDelegationToken,
+    _F_DescribedDelegationToken,
     (0, 1, _N_DescribedDelegationToken_v0),
     (2, 2, _N_DescribedDelegationToken_v2),
     (3, 3, _N_DescribedDelegationToken_v3),
 )
-bind_native_json(_DescribedDelegationToken, _J_DescribedDelegationToken)
 bind_codecs(
     _DescribedDelegationTokenRenewer,
     _tj_DescribedDelegationTokenRenewer,
@@ -1201,7 +1193,7 @@ bind_codecs(
 )
 bind_native(
     _DescribedDelegationTokenRenewer,
+    _F_DescribedDelegationTokenRenewer,
     (0, 1, _N_DescribedDelegationTokenRenewer_v0),
     (2, 3, _N_DescribedDelegationTokenRenewer_v2),
 )
-bind_native_json(_DescribedDelegationTokenRenewer, _J_DescribedDelegationTokenRenewer)

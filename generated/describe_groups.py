@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -562,7 +561,6 @@ _N_DescribeGroupsRequest_GroupMemberCursor_v6 = (
     ),
     (),
     "DescribeGroupsRequest.GroupMemberCursor",
-    (0, (0, 1)),
 )
 _N_DescribeGroupsRequest_v0 = (
     DescribeGroupsRequest,
@@ -575,7 +573,6 @@ _N_DescribeGroupsRequest_v0 = (
     ),
     (),
     "DescribeGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeGroupsRequest_v3 = (
     DescribeGroupsRequest,
@@ -588,7 +585,6 @@ _N_DescribeGroupsRequest_v3 = (
     ),
     (),
     "DescribeGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeGroupsRequest_v5 = (
     DescribeGroupsRequest,
@@ -601,7 +597,6 @@ _N_DescribeGroupsRequest_v5 = (
     ),
     (),
     "DescribeGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeGroupsRequest_v6 = (
     DescribeGroupsRequest,
@@ -614,24 +609,25 @@ _N_DescribeGroupsRequest_v6 = (
     ),
     (),
     "DescribeGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeGroupsRequest_GroupMemberCursor = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeGroupsRequest_GroupMemberCursor = (
     _DescribeGroupsRequest_GroupMemberCursor,
     (
         ("group_id", "groupId", False, False, None),
         ("member_id", "memberId", False, False, None),
     ),
+    0,
 )
-_J_DescribeGroupsRequest = (
+_F_DescribeGroupsRequest = (
     DescribeGroupsRequest,
     (
         ("groups", "groups", False, False, None),
         ("include_authorized_operations", "includeAuthorizedOperations", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeGroupsRequest_GroupMemberCursor),
+        ("cursor", "cursor", False, True, _F_DescribeGroupsRequest_GroupMemberCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -647,12 +643,12 @@ bind_codecs(
 )
 bind_native(
     DescribeGroupsRequest,
+    _F_DescribeGroupsRequest,
     (0, 2, _N_DescribeGroupsRequest_v0),
     (3, 4, _N_DescribeGroupsRequest_v3),
     (5, 5, _N_DescribeGroupsRequest_v5),
     (6, 6, _N_DescribeGroupsRequest_v6),
 )
-bind_native_json(DescribeGroupsRequest, _J_DescribeGroupsRequest)
 bind_codecs(
     _DescribeGroupsRequest_GroupMemberCursor,
     _tj_DescribeGroupsRequest_GroupMemberCursor,
@@ -667,10 +663,8 @@ bind_codecs(
 )
 bind_native(
     _DescribeGroupsRequest_GroupMemberCursor,
+    _F_DescribeGroupsRequest_GroupMemberCursor,
     (6, 6, _N_DescribeGroupsRequest_GroupMemberCursor_v6),
-)
-bind_native_json(
-    _DescribeGroupsRequest_GroupMemberCursor, _J_DescribeGroupsRequest_GroupMemberCursor
 )
 
 # -------------------- DescribeGroupsResponse: decoders and encoders, one per distinct layout
@@ -1388,7 +1382,6 @@ _N_DescribedGroupMember_v0 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroupMember",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribedGroupMember_v4 = (
     _DescribedGroupMember,
@@ -1403,7 +1396,6 @@ _N_DescribedGroupMember_v4 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroupMember",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribedGroupMember_v5 = (
     _DescribedGroupMember,
@@ -1418,7 +1410,6 @@ _N_DescribedGroupMember_v5 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroupMember",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -1434,7 +1425,6 @@ _N_DescribedGroup_v0 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v3 = (
     _DescribedGroup,
@@ -1450,7 +1440,6 @@ _N_DescribedGroup_v3 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v4 = (
     _DescribedGroup,
@@ -1466,7 +1455,6 @@ _N_DescribedGroup_v4 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v5 = (
     _DescribedGroup,
@@ -1482,7 +1470,6 @@ _N_DescribedGroup_v5 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribeGroupsResponse_GroupMemberCursor_v6 = (
     _DescribeGroupsResponse_GroupMemberCursor,
@@ -1493,7 +1480,6 @@ _N_DescribeGroupsResponse_GroupMemberCursor_v6 = (
     ),
     (),
     "DescribeGroupsResponse.GroupMemberCursor",
-    (0, (0, 1)),
 )
 _N_DescribeGroupsResponse_v0 = (
     DescribeGroupsResponse,
@@ -1505,7 +1491,6 @@ _N_DescribeGroupsResponse_v0 = (
     ),
     (),
     "DescribeGroupsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v1 = (
     DescribeGroupsResponse,
@@ -1517,7 +1502,6 @@ _N_DescribeGroupsResponse_v1 = (
     ),
     (),
     "DescribeGroupsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v3 = (
     DescribeGroupsResponse,
@@ -1529,7 +1513,6 @@ _N_DescribeGroupsResponse_v3 = (
     ),
     (),
     "DescribeGroupsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v4 = (
     DescribeGroupsResponse,
@@ -1541,7 +1524,6 @@ _N_DescribeGroupsResponse_v4 = (
     ),
     (),
     "DescribeGroupsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v5 = (
     DescribeGroupsResponse,
@@ -1553,7 +1535,6 @@ _N_DescribeGroupsResponse_v5 = (
     ),
     (),
     "DescribeGroupsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeGroupsResponse_v6 = (
     DescribeGroupsResponse,
@@ -1565,10 +1546,9 @@ _N_DescribeGroupsResponse_v6 = (
     ),
     (),
     "DescribeGroupsResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribedGroupMember = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribedGroupMember = (
     _DescribedGroupMember,
     (
         ("member_id", "memberId", False, False, None),
@@ -1578,8 +1558,9 @@ _J_DescribedGroupMember = (
         ("member_metadata", "memberMetadata", False, False, None),
         ("member_assignment", "memberAssignment", False, False, None),
     ),
+    0,
 )
-_J_DescribedGroup = (
+_F_DescribedGroup = (
     _DescribedGroup,
     (
         ("error_code", "errorCode", False, False, None),
@@ -1587,24 +1568,27 @@ _J_DescribedGroup = (
         ("group_state", "groupState", False, False, None),
         ("protocol_type", "protocolType", False, False, None),
         ("protocol_data", "protocolData", False, False, None),
-        ("members", "members", False, False, _J_DescribedGroupMember),
+        ("members", "members", False, False, _F_DescribedGroupMember),
         ("authorized_operations", "authorizedOperations", False, False, None),
     ),
+    0,
 )
-_J_DescribeGroupsResponse_GroupMemberCursor = (
+_F_DescribeGroupsResponse_GroupMemberCursor = (
     _DescribeGroupsResponse_GroupMemberCursor,
     (
         ("group_id", "groupId", False, False, None),
         ("member_id", "memberId", False, False, None),
     ),
+    0,
 )
-_J_DescribeGroupsResponse = (
+_F_DescribeGroupsResponse = (
     DescribeGroupsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("groups", "groups", False, False, _J_DescribedGroup),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeGroupsResponse_GroupMemberCursor),
+        ("groups", "groups", False, False, _F_DescribedGroup),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeGroupsResponse_GroupMemberCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1622,6 +1606,7 @@ bind_codecs(
 )
 bind_native(
     DescribeGroupsResponse,
+    _F_DescribeGroupsResponse,
     (0, 0, _N_DescribeGroupsResponse_v0),
     (1, 2, _N_DescribeGroupsResponse_v1),
     (3, 3, _N_DescribeGroupsResponse_v3),
@@ -1629,7 +1614,6 @@ bind_native(
     (5, 5, _N_DescribeGroupsResponse_v5),
     (6, 6, _N_DescribeGroupsResponse_v6),
 )
-bind_native_json(DescribeGroupsResponse, _J_DescribeGroupsResponse)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -1642,12 +1626,12 @@ bind_codecs(
 )
 bind_native(
     _DescribedGroup,
+    _F_DescribedGroup,
     (0, 2, _N_DescribedGroup_v0),
     (3, 3, _N_DescribedGroup_v3),
     (4, 4, _N_DescribedGroup_v4),
     (5, 6, _N_DescribedGroup_v5),
 )
-bind_native_json(_DescribedGroup, _J_DescribedGroup)
 bind_codecs(
     _DescribedGroupMember,
     _tj_DescribedGroupMember,
@@ -1659,11 +1643,11 @@ bind_codecs(
 )
 bind_native(
     _DescribedGroupMember,
+    _F_DescribedGroupMember,
     (0, 3, _N_DescribedGroupMember_v0),
     (4, 4, _N_DescribedGroupMember_v4),
     (5, 6, _N_DescribedGroupMember_v5),
 )
-bind_native_json(_DescribedGroupMember, _J_DescribedGroupMember)
 bind_codecs(
     _DescribeGroupsResponse_GroupMemberCursor,
     _tj_DescribeGroupsResponse_GroupMemberCursor,
@@ -1678,8 +1662,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeGroupsResponse_GroupMemberCursor,
+    _F_DescribeGroupsResponse_GroupMemberCursor,
     (6, 6, _N_DescribeGroupsResponse_GroupMemberCursor_v6),
-)
-bind_native_json(
-    _DescribeGroupsResponse_GroupMemberCursor, _J_DescribeGroupsResponse_GroupMemberCursor
 )

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -674,7 +673,6 @@ _N_DescribableLogDirTopic_v0 = (
     ),
     (),
     "DescribeLogDirsRequest.DescribableLogDirTopic",
-    (0, (0, 1)),
 )
 _N_DescribableLogDirTopic_v2 = (
     _DescribableLogDirTopic,
@@ -685,7 +683,6 @@ _N_DescribableLogDirTopic_v2 = (
     ),
     (),
     "DescribeLogDirsRequest.DescribableLogDirTopic",
-    (0, (0, 1)),
 )
 _N_DescribeLogDirsRequest_Cursor_v5 = (
     _DescribeLogDirsRequest_Cursor,
@@ -697,7 +694,6 @@ _N_DescribeLogDirsRequest_Cursor_v5 = (
     ),
     (),
     "DescribeLogDirsRequest.Cursor",
-    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsRequest_v0 = (
     DescribeLogDirsRequest,
@@ -709,7 +705,6 @@ _N_DescribeLogDirsRequest_v0 = (
     ),
     (),
     "DescribeLogDirsRequest",
-    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsRequest_v2 = (
     DescribeLogDirsRequest,
@@ -721,7 +716,6 @@ _N_DescribeLogDirsRequest_v2 = (
     ),
     (),
     "DescribeLogDirsRequest",
-    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsRequest_v5 = (
     DescribeLogDirsRequest,
@@ -733,31 +727,33 @@ _N_DescribeLogDirsRequest_v5 = (
     ),
     (),
     "DescribeLogDirsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribableLogDirTopic = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribableLogDirTopic = (
     _DescribableLogDirTopic,
     (
         ("topic", "topic", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_DescribeLogDirsRequest_Cursor = (
+_F_DescribeLogDirsRequest_Cursor = (
     _DescribeLogDirsRequest_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
         ("log_dir", "logDir", False, False, None),
     ),
+    0,
 )
-_J_DescribeLogDirsRequest = (
+_F_DescribeLogDirsRequest = (
     DescribeLogDirsRequest,
     (
-        ("topics", "topics", False, True, _J_DescribableLogDirTopic),
+        ("topics", "topics", False, True, _F_DescribableLogDirTopic),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeLogDirsRequest_Cursor),
+        ("cursor", "cursor", False, True, _F_DescribeLogDirsRequest_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -772,11 +768,11 @@ bind_codecs(
 )
 bind_native(
     DescribeLogDirsRequest,
+    _F_DescribeLogDirsRequest,
     (0, 1, _N_DescribeLogDirsRequest_v0),
     (2, 4, _N_DescribeLogDirsRequest_v2),
     (5, 5, _N_DescribeLogDirsRequest_v5),
 )
-bind_native_json(DescribeLogDirsRequest, _J_DescribeLogDirsRequest)
 bind_codecs(
     _DescribableLogDirTopic,
     _tj_DescribableLogDirTopic,
@@ -787,10 +783,10 @@ bind_codecs(
 )
 bind_native(
     _DescribableLogDirTopic,
+    _F_DescribableLogDirTopic,
     (0, 1, _N_DescribableLogDirTopic_v0),
     (2, 5, _N_DescribableLogDirTopic_v2),
 )
-bind_native_json(_DescribableLogDirTopic, _J_DescribableLogDirTopic)
 bind_codecs(
     _DescribeLogDirsRequest_Cursor,
     _tj_DescribeLogDirsRequest_Cursor,
@@ -800,9 +796,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeLogDirsRequest_Cursor,
+    _F_DescribeLogDirsRequest_Cursor,
     (5, 5, _N_DescribeLogDirsRequest_Cursor_v5),
 )
-bind_native_json(_DescribeLogDirsRequest_Cursor, _J_DescribeLogDirsRequest_Cursor)
 
 # -------------------- DescribeLogDirsResponse: decoders and encoders, one per distinct layout
 
@@ -1414,7 +1410,6 @@ _N_DescribeLogDirsPartition_v0 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsPartition_v2 = (
     _DescribeLogDirsPartition,
@@ -1427,7 +1422,6 @@ _N_DescribeLogDirsPartition_v2 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsTopic_v0 = (
     _DescribeLogDirsTopic,
@@ -1438,7 +1432,6 @@ _N_DescribeLogDirsTopic_v0 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsTopic",
-    (0, (0, 1)),
 )
 _N_DescribeLogDirsTopic_v2 = (
     _DescribeLogDirsTopic,
@@ -1449,7 +1442,6 @@ _N_DescribeLogDirsTopic_v2 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsTopic",
-    (0, (0, 1)),
 )
 _N_DescribeLogDirsResult_v0 = (
     _DescribeLogDirsResult,
@@ -1463,7 +1455,6 @@ _N_DescribeLogDirsResult_v0 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeLogDirsResult_v2 = (
     _DescribeLogDirsResult,
@@ -1477,7 +1468,6 @@ _N_DescribeLogDirsResult_v2 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeLogDirsResult_v4 = (
     _DescribeLogDirsResult,
@@ -1491,7 +1481,6 @@ _N_DescribeLogDirsResult_v4 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeLogDirsResponse_Cursor_v5 = (
     _DescribeLogDirsResponse_Cursor,
@@ -1503,7 +1492,6 @@ _N_DescribeLogDirsResponse_Cursor_v5 = (
     ),
     (),
     "DescribeLogDirsResponse.Cursor",
-    (0, (0, 1, 2)),
 )
 _N_DescribeLogDirsResponse_v0 = (
     DescribeLogDirsResponse,
@@ -1516,7 +1504,6 @@ _N_DescribeLogDirsResponse_v0 = (
     ),
     (),
     "DescribeLogDirsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v2 = (
     DescribeLogDirsResponse,
@@ -1529,7 +1516,6 @@ _N_DescribeLogDirsResponse_v2 = (
     ),
     (),
     "DescribeLogDirsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v3 = (
     DescribeLogDirsResponse,
@@ -1542,7 +1528,6 @@ _N_DescribeLogDirsResponse_v3 = (
     ),
     (),
     "DescribeLogDirsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v4 = (
     DescribeLogDirsResponse,
@@ -1555,7 +1540,6 @@ _N_DescribeLogDirsResponse_v4 = (
     ),
     (),
     "DescribeLogDirsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeLogDirsResponse_v5 = (
     DescribeLogDirsResponse,
@@ -1568,10 +1552,9 @@ _N_DescribeLogDirsResponse_v5 = (
     ),
     (),
     "DescribeLogDirsResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeLogDirsPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeLogDirsPartition = (
     _DescribeLogDirsPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1579,40 +1562,45 @@ _J_DescribeLogDirsPartition = (
         ("offset_lag", "offsetLag", False, False, None),
         ("is_future_key", "isFutureKey", False, False, None),
     ),
+    0,
 )
-_J_DescribeLogDirsTopic = (
+_F_DescribeLogDirsTopic = (
     _DescribeLogDirsTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_DescribeLogDirsPartition),
+        ("partitions", "partitions", False, False, _F_DescribeLogDirsPartition),
     ),
+    0,
 )
-_J_DescribeLogDirsResult = (
+_F_DescribeLogDirsResult = (
     _DescribeLogDirsResult,
     (
         ("error_code", "errorCode", False, False, None),
         ("log_dir", "logDir", False, False, None),
-        ("topics", "topics", False, False, _J_DescribeLogDirsTopic),
+        ("topics", "topics", False, False, _F_DescribeLogDirsTopic),
         ("total_bytes", "totalBytes", False, False, None),
         ("usable_bytes", "usableBytes", False, False, None),
     ),
+    0,
 )
-_J_DescribeLogDirsResponse_Cursor = (
+_F_DescribeLogDirsResponse_Cursor = (
     _DescribeLogDirsResponse_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
         ("log_dir", "logDir", False, False, None),
     ),
+    0,
 )
-_J_DescribeLogDirsResponse = (
+_F_DescribeLogDirsResponse = (
     DescribeLogDirsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("results", "results", False, False, _J_DescribeLogDirsResult),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeLogDirsResponse_Cursor),
+        ("results", "results", False, False, _F_DescribeLogDirsResult),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeLogDirsResponse_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1629,13 +1617,13 @@ bind_codecs(
 )
 bind_native(
     DescribeLogDirsResponse,
+    _F_DescribeLogDirsResponse,
     (0, 1, _N_DescribeLogDirsResponse_v0),
     (2, 2, _N_DescribeLogDirsResponse_v2),
     (3, 3, _N_DescribeLogDirsResponse_v3),
     (4, 4, _N_DescribeLogDirsResponse_v4),
     (5, 5, _N_DescribeLogDirsResponse_v5),
 )
-bind_native_json(DescribeLogDirsResponse, _J_DescribeLogDirsResponse)
 bind_codecs(
     _DescribeLogDirsResult,
     _tj_DescribeLogDirsResult,
@@ -1647,11 +1635,11 @@ bind_codecs(
 )
 bind_native(
     _DescribeLogDirsResult,
+    _F_DescribeLogDirsResult,
     (0, 1, _N_DescribeLogDirsResult_v0),
     (2, 3, _N_DescribeLogDirsResult_v2),
     (4, 5, _N_DescribeLogDirsResult_v4),
 )
-bind_native_json(_DescribeLogDirsResult, _J_DescribeLogDirsResult)
 bind_codecs(
     _DescribeLogDirsTopic,
     _tj_DescribeLogDirsTopic,
@@ -1662,10 +1650,10 @@ bind_codecs(
 )
 bind_native(
     _DescribeLogDirsTopic,
+    _F_DescribeLogDirsTopic,
     (0, 1, _N_DescribeLogDirsTopic_v0),
     (2, 5, _N_DescribeLogDirsTopic_v2),
 )
-bind_native_json(_DescribeLogDirsTopic, _J_DescribeLogDirsTopic)
 bind_codecs(
     _DescribeLogDirsPartition,
     _tj_DescribeLogDirsPartition,
@@ -1676,10 +1664,10 @@ bind_codecs(
 )
 bind_native(
     _DescribeLogDirsPartition,
+    _F_DescribeLogDirsPartition,
     (0, 1, _N_DescribeLogDirsPartition_v0),
     (2, 5, _N_DescribeLogDirsPartition_v2),
 )
-bind_native_json(_DescribeLogDirsPartition, _J_DescribeLogDirsPartition)
 bind_codecs(
     _DescribeLogDirsResponse_Cursor,
     _tj_DescribeLogDirsResponse_Cursor,
@@ -1689,6 +1677,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeLogDirsResponse_Cursor,
+    _F_DescribeLogDirsResponse_Cursor,
     (5, 5, _N_DescribeLogDirsResponse_Cursor_v5),
 )
-bind_native_json(_DescribeLogDirsResponse_Cursor, _J_DescribeLogDirsResponse_Cursor)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -612,7 +611,6 @@ _N_TopicRequest_v0 = (
     ),
     (),
     "DescribeProducersRequest.TopicRequest",
-    (0, (0, 1)),
 )
 _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
     _DescribeProducersRequest_ProducerStateCursor,
@@ -624,7 +622,6 @@ _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
     ),
     (),
     "DescribeProducersRequest.ProducerStateCursor",
-    (0, (0, 1, 2)),
 )
 _N_DescribeProducersRequest_v0 = (
     DescribeProducersRequest,
@@ -636,7 +633,6 @@ _N_DescribeProducersRequest_v0 = (
     ),
     (),
     "DescribeProducersRequest",
-    (0, (0, 1, 2)),
 )
 _N_DescribeProducersRequest_v1 = (
     DescribeProducersRequest,
@@ -648,31 +644,33 @@ _N_DescribeProducersRequest_v1 = (
     ),
     (),
     "DescribeProducersRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicRequest = (
     _TopicRequest,
     (
         ("name", "name", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
+    0,
 )
-_J_DescribeProducersRequest_ProducerStateCursor = (
+_F_DescribeProducersRequest_ProducerStateCursor = (
     _DescribeProducersRequest_ProducerStateCursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
         ("producer_id", "producerId", False, False, None),
     ),
+    0,
 )
-_J_DescribeProducersRequest = (
+_F_DescribeProducersRequest = (
     DescribeProducersRequest,
     (
-        ("topics", "topics", False, False, _J_TopicRequest),
+        ("topics", "topics", False, False, _F_TopicRequest),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeProducersRequest_ProducerStateCursor),
+        ("cursor", "cursor", False, True, _F_DescribeProducersRequest_ProducerStateCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -686,10 +684,10 @@ bind_codecs(
 )
 bind_native(
     DescribeProducersRequest,
+    _F_DescribeProducersRequest,
     (0, 0, _N_DescribeProducersRequest_v0),
     (1, 1, _N_DescribeProducersRequest_v1),
 )
-bind_native_json(DescribeProducersRequest, _J_DescribeProducersRequest)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
@@ -699,9 +697,9 @@ bind_codecs(
 )
 bind_native(
     _TopicRequest,
+    _F_TopicRequest,
     (0, 1, _N_TopicRequest_v0),
 )
-bind_native_json(_TopicRequest, _J_TopicRequest)
 bind_codecs(
     _DescribeProducersRequest_ProducerStateCursor,
     _tj_DescribeProducersRequest_ProducerStateCursor,
@@ -716,10 +714,8 @@ bind_codecs(
 )
 bind_native(
     _DescribeProducersRequest_ProducerStateCursor,
+    _F_DescribeProducersRequest_ProducerStateCursor,
     (1, 1, _N_DescribeProducersRequest_ProducerStateCursor_v1),
-)
-bind_native_json(
-    _DescribeProducersRequest_ProducerStateCursor, _J_DescribeProducersRequest_ProducerStateCursor
 )
 
 # -------------------- DescribeProducersResponse: decoders and encoders, one per distinct layout
@@ -1132,7 +1128,6 @@ _N_ProducerState_v0 = (
     ),
     (),
     "DescribeProducersResponse.ProducerState",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_PartitionResponse_v0 = (
     _PartitionResponse,
@@ -1145,7 +1140,6 @@ _N_PartitionResponse_v0 = (
     ),
     (),
     "DescribeProducersResponse.PartitionResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_TopicResponse_v0 = (
     _TopicResponse,
@@ -1156,7 +1150,6 @@ _N_TopicResponse_v0 = (
     ),
     (),
     "DescribeProducersResponse.TopicResponse",
-    (0, (0, 1)),
 )
 _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
     _DescribeProducersResponse_ProducerStateCursor,
@@ -1168,7 +1161,6 @@ _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
     ),
     (),
     "DescribeProducersResponse.ProducerStateCursor",
-    (0, (0, 1, 2)),
 )
 _N_DescribeProducersResponse_v0 = (
     DescribeProducersResponse,
@@ -1180,7 +1172,6 @@ _N_DescribeProducersResponse_v0 = (
     ),
     (),
     "DescribeProducersResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeProducersResponse_v1 = (
     DescribeProducersResponse,
@@ -1192,10 +1183,9 @@ _N_DescribeProducersResponse_v1 = (
     ),
     (),
     "DescribeProducersResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ProducerState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ProducerState = (
     _ProducerState,
     (
         ("producer_id", "producerId", False, False, None),
@@ -1205,38 +1195,43 @@ _J_ProducerState = (
         ("coordinator_epoch", "coordinatorEpoch", False, False, None),
         ("current_txn_start_offset", "currentTxnStartOffset", False, False, None),
     ),
+    0,
 )
-_J_PartitionResponse = (
+_F_PartitionResponse = (
     _PartitionResponse,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("active_producers", "activeProducers", False, False, _J_ProducerState),
+        ("active_producers", "activeProducers", False, False, _F_ProducerState),
     ),
+    0,
 )
-_J_TopicResponse = (
+_F_TopicResponse = (
     _TopicResponse,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionResponse),
+        ("partitions", "partitions", False, False, _F_PartitionResponse),
     ),
+    0,
 )
-_J_DescribeProducersResponse_ProducerStateCursor = (
+_F_DescribeProducersResponse_ProducerStateCursor = (
     _DescribeProducersResponse_ProducerStateCursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
         ("producer_id", "producerId", False, False, None),
     ),
+    0,
 )
-_J_DescribeProducersResponse = (
+_F_DescribeProducersResponse = (
     DescribeProducersResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_TopicResponse),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeProducersResponse_ProducerStateCursor),
+        ("topics", "topics", False, False, _F_TopicResponse),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeProducersResponse_ProducerStateCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1250,10 +1245,10 @@ bind_codecs(
 )
 bind_native(
     DescribeProducersResponse,
+    _F_DescribeProducersResponse,
     (0, 0, _N_DescribeProducersResponse_v0),
     (1, 1, _N_DescribeProducersResponse_v1),
 )
-bind_native_json(DescribeProducersResponse, _J_DescribeProducersResponse)
 bind_codecs(
     _TopicResponse,
     _tj_TopicResponse,
@@ -1263,9 +1258,9 @@ bind_codecs(
 )
 bind_native(
     _TopicResponse,
+    _F_TopicResponse,
     (0, 1, _N_TopicResponse_v0),
 )
-bind_native_json(_TopicResponse, _J_TopicResponse)
 bind_codecs(
     _PartitionResponse,
     _tj_PartitionResponse,
@@ -1275,9 +1270,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionResponse,
+    _F_PartitionResponse,
     (0, 1, _N_PartitionResponse_v0),
 )
-bind_native_json(_PartitionResponse, _J_PartitionResponse)
 bind_codecs(
     _ProducerState,
     _tj_ProducerState,
@@ -1287,9 +1282,9 @@ bind_codecs(
 )
 bind_native(
     _ProducerState,
+    _F_ProducerState,
     (0, 1, _N_ProducerState_v0),
 )
-bind_native_json(_ProducerState, _J_ProducerState)
 bind_codecs(
     _DescribeProducersResponse_ProducerStateCursor,
     _tj_DescribeProducersResponse_ProducerStateCursor,
@@ -1304,8 +1299,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeProducersResponse_ProducerStateCursor,
+    _F_DescribeProducersResponse_ProducerStateCursor,
     (1, 1, _N_DescribeProducersResponse_ProducerStateCursor_v1),
-)
-bind_native_json(
-    _DescribeProducersResponse_ProducerStateCursor, _J_DescribeProducersResponse_ProducerStateCursor
 )

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -579,7 +578,6 @@ _N_DescribeQuorumRequest_PartitionData_v0 = (
     ),
     (),
     "DescribeQuorumRequest.PartitionData",
-    (0, (0,)),
 )
 _N_DescribeQuorumRequest_TopicData_v0 = (
     _DescribeQuorumRequest_TopicData,
@@ -590,7 +588,6 @@ _N_DescribeQuorumRequest_TopicData_v0 = (
     ),
     (),
     "DescribeQuorumRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_DescribeQuorumRequest_v0 = (
     DescribeQuorumRequest,
@@ -600,27 +597,29 @@ _N_DescribeQuorumRequest_v0 = (
     ),
     (),
     "DescribeQuorumRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeQuorumRequest_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeQuorumRequest_PartitionData = (
     _DescribeQuorumRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_DescribeQuorumRequest_TopicData = (
+_F_DescribeQuorumRequest_TopicData = (
     _DescribeQuorumRequest_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_DescribeQuorumRequest_PartitionData),
+        ("partitions", "partitions", False, False, _F_DescribeQuorumRequest_PartitionData),
     ),
+    0,
 )
-_J_DescribeQuorumRequest = (
+_F_DescribeQuorumRequest = (
     DescribeQuorumRequest,
     (
-        ("topics", "topics", False, False, _J_DescribeQuorumRequest_TopicData),
+        ("topics", "topics", False, False, _F_DescribeQuorumRequest_TopicData),
     ),
+    0,
 )
 # fmt: on
 
@@ -633,9 +632,9 @@ bind_codecs(
 )
 bind_native(
     DescribeQuorumRequest,
+    _F_DescribeQuorumRequest,
     (0, 2, _N_DescribeQuorumRequest_v0),
 )
-bind_native_json(DescribeQuorumRequest, _J_DescribeQuorumRequest)
 bind_codecs(
     _DescribeQuorumRequest_TopicData,
     _tj_DescribeQuorumRequest_TopicData,
@@ -645,9 +644,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeQuorumRequest_TopicData,
+    _F_DescribeQuorumRequest_TopicData,
     (0, 2, _N_DescribeQuorumRequest_TopicData_v0),
 )
-bind_native_json(_DescribeQuorumRequest_TopicData, _J_DescribeQuorumRequest_TopicData)
 bind_codecs(
     _DescribeQuorumRequest_PartitionData,
     _tj_DescribeQuorumRequest_PartitionData,
@@ -662,9 +661,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeQuorumRequest_PartitionData,
+    _F_DescribeQuorumRequest_PartitionData,
     (0, 2, _N_DescribeQuorumRequest_PartitionData_v0),
 )
-bind_native_json(_DescribeQuorumRequest_PartitionData, _J_DescribeQuorumRequest_PartitionData)
 
 # -------------------- DescribeQuorumResponse: decoders and encoders, one per distinct layout
 
@@ -1454,7 +1453,6 @@ _N_ReplicaState_v0 = (
     ),
     (),
     "DescribeQuorumResponse.ReplicaState",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ReplicaState_v1 = (
     _ReplicaState,
@@ -1468,7 +1466,6 @@ _N_ReplicaState_v1 = (
     ),
     (),
     "DescribeQuorumResponse.ReplicaState",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ReplicaState_v2 = (
     _ReplicaState,
@@ -1482,7 +1479,6 @@ _N_ReplicaState_v2 = (
     ),
     (),
     "DescribeQuorumResponse.ReplicaState",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_DescribeQuorumResponse_PartitionData_v0 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1499,7 +1495,6 @@ _N_DescribeQuorumResponse_PartitionData_v0 = (
     ),
     (),
     "DescribeQuorumResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeQuorumResponse_PartitionData_v1 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1516,7 +1511,6 @@ _N_DescribeQuorumResponse_PartitionData_v1 = (
     ),
     (),
     "DescribeQuorumResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeQuorumResponse_PartitionData_v2 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1533,7 +1527,6 @@ _N_DescribeQuorumResponse_PartitionData_v2 = (
     ),
     (),
     "DescribeQuorumResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeQuorumResponse_TopicData_v0 = (
     _DescribeQuorumResponse_TopicData,
@@ -1544,7 +1537,6 @@ _N_DescribeQuorumResponse_TopicData_v0 = (
     ),
     (),
     "DescribeQuorumResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_DescribeQuorumResponse_TopicData_v1 = (
     _DescribeQuorumResponse_TopicData,
@@ -1555,7 +1547,6 @@ _N_DescribeQuorumResponse_TopicData_v1 = (
     ),
     (),
     "DescribeQuorumResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_DescribeQuorumResponse_TopicData_v2 = (
     _DescribeQuorumResponse_TopicData,
@@ -1566,7 +1557,6 @@ _N_DescribeQuorumResponse_TopicData_v2 = (
     ),
     (),
     "DescribeQuorumResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_Listener_v2 = (
     _Listener,
@@ -1578,7 +1568,6 @@ _N_Listener_v2 = (
     ),
     (),
     "DescribeQuorumResponse.Listener",
-    (0, (0, 1, 2)),
 )
 _N_Node_v2 = (
     _Node,
@@ -1589,7 +1578,6 @@ _N_Node_v2 = (
     ),
     (),
     "DescribeQuorumResponse.Node",
-    (0, (0, 1)),
 )
 _N_DescribeQuorumResponse_v0 = (
     DescribeQuorumResponse,
@@ -1602,7 +1590,6 @@ _N_DescribeQuorumResponse_v0 = (
     ),
     (),
     "DescribeQuorumResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeQuorumResponse_v1 = (
     DescribeQuorumResponse,
@@ -1615,7 +1602,6 @@ _N_DescribeQuorumResponse_v1 = (
     ),
     (),
     "DescribeQuorumResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeQuorumResponse_v2 = (
     DescribeQuorumResponse,
@@ -1628,10 +1614,9 @@ _N_DescribeQuorumResponse_v2 = (
     ),
     (),
     "DescribeQuorumResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ReplicaState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ReplicaState = (
     _ReplicaState,
     (
         ("replica_id", "replicaId", False, False, None),
@@ -1640,8 +1625,9 @@ _J_ReplicaState = (
         ("last_fetch_timestamp", "lastFetchTimestamp", False, False, None),
         ("last_caught_up_timestamp", "lastCaughtUpTimestamp", False, False, None),
     ),
+    0,
 )
-_J_DescribeQuorumResponse_PartitionData = (
+_F_DescribeQuorumResponse_PartitionData = (
     _DescribeQuorumResponse_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1650,40 +1636,45 @@ _J_DescribeQuorumResponse_PartitionData = (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("high_watermark", "highWatermark", False, False, None),
-        ("current_voters", "currentVoters", False, False, _J_ReplicaState),
-        ("observers", "observers", False, False, _J_ReplicaState),
+        ("current_voters", "currentVoters", False, False, _F_ReplicaState),
+        ("observers", "observers", False, False, _F_ReplicaState),
     ),
+    0,
 )
-_J_DescribeQuorumResponse_TopicData = (
+_F_DescribeQuorumResponse_TopicData = (
     _DescribeQuorumResponse_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_DescribeQuorumResponse_PartitionData),
+        ("partitions", "partitions", False, False, _F_DescribeQuorumResponse_PartitionData),
     ),
+    0,
 )
-_J_Listener = (
+_F_Listener = (
     _Listener,
     (
         ("name", "name", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_Node = (
+_F_Node = (
     _Node,
     (
         ("node_id", "nodeId", False, False, None),
-        ("listeners", "listeners", False, False, _J_Listener),
+        ("listeners", "listeners", False, False, _F_Listener),
     ),
+    0,
 )
-_J_DescribeQuorumResponse = (
+_F_DescribeQuorumResponse = (
     DescribeQuorumResponse,
     (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("topics", "topics", False, False, _J_DescribeQuorumResponse_TopicData),
-        ("nodes", "nodes", False, False, _J_Node),
+        ("topics", "topics", False, False, _F_DescribeQuorumResponse_TopicData),
+        ("nodes", "nodes", False, False, _F_Node),
     ),
+    0,
 )
 # fmt: on
 
@@ -1698,11 +1689,11 @@ bind_codecs(
 )
 bind_native(
     DescribeQuorumResponse,
+    _F_DescribeQuorumResponse,
     (0, 0, _N_DescribeQuorumResponse_v0),
     (1, 1, _N_DescribeQuorumResponse_v1),
     (2, 2, _N_DescribeQuorumResponse_v2),
 )
-bind_native_json(DescribeQuorumResponse, _J_DescribeQuorumResponse)
 bind_codecs(
     _DescribeQuorumResponse_TopicData,
     _tj_DescribeQuorumResponse_TopicData,
@@ -1714,11 +1705,11 @@ bind_codecs(
 )
 bind_native(
     _DescribeQuorumResponse_TopicData,
+    _F_DescribeQuorumResponse_TopicData,
     (0, 0, _N_DescribeQuorumResponse_TopicData_v0),
     (1, 1, _N_DescribeQuorumResponse_TopicData_v1),
     (2, 2, _N_DescribeQuorumResponse_TopicData_v2),
 )
-bind_native_json(_DescribeQuorumResponse_TopicData, _J_DescribeQuorumResponse_TopicData)
 bind_codecs(
     _DescribeQuorumResponse_PartitionData,
     _tj_DescribeQuorumResponse_PartitionData,
@@ -1745,11 +1736,11 @@ bind_codecs(
 )
 bind_native(
     _DescribeQuorumResponse_PartitionData,
+    _F_DescribeQuorumResponse_PartitionData,
     (0, 0, _N_DescribeQuorumResponse_PartitionData_v0),
     (1, 1, _N_DescribeQuorumResponse_PartitionData_v1),
     (2, 2, _N_DescribeQuorumResponse_PartitionData_v2),
 )
-bind_native_json(_DescribeQuorumResponse_PartitionData, _J_DescribeQuorumResponse_PartitionData)
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
@@ -1761,11 +1752,11 @@ bind_codecs(
 )
 bind_native(
     _ReplicaState,
+    _F_ReplicaState,
     (0, 0, _N_ReplicaState_v0),
     (1, 1, _N_ReplicaState_v1),
     (2, 2, _N_ReplicaState_v2),
 )
-bind_native_json(_ReplicaState, _J_ReplicaState)
 bind_codecs(
     _Node,
     _tj_Node,
@@ -1775,9 +1766,9 @@ bind_codecs(
 )
 bind_native(
     _Node,
+    _F_Node,
     (2, 2, _N_Node_v2),
 )
-bind_native_json(_Node, _J_Node)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -1787,6 +1778,6 @@ bind_codecs(
 )
 bind_native(
     _Listener,
+    _F_Listener,
     (2, 2, _N_Listener_v2),
 )
-bind_native_json(_Listener, _J_Listener)

@@ -29,7 +29,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -558,7 +557,6 @@ _N_TopicRequest_v0 = (
     ),
     (),
     "DescribeTopicPartitionsRequest.TopicRequest",
-    (0, (0,)),
 )
 _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
     _DescribeTopicPartitionsRequest_Cursor,
@@ -569,7 +567,6 @@ _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
     ),
     (),
     "DescribeTopicPartitionsRequest.Cursor",
-    (0, (0, 1)),
 )
 _N_DescribeTopicPartitionsRequest_v0 = (
     DescribeTopicPartitionsRequest,
@@ -581,29 +578,31 @@ _N_DescribeTopicPartitionsRequest_v0 = (
     ),
     (),
     "DescribeTopicPartitionsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicRequest = (
     _TopicRequest,
     (
         ("name", "name", False, False, None),
     ),
+    0,
 )
-_J_DescribeTopicPartitionsRequest_Cursor = (
+_F_DescribeTopicPartitionsRequest_Cursor = (
     _DescribeTopicPartitionsRequest_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_DescribeTopicPartitionsRequest = (
+_F_DescribeTopicPartitionsRequest = (
     DescribeTopicPartitionsRequest,
     (
-        ("topics", "topics", False, False, _J_TopicRequest),
+        ("topics", "topics", False, False, _F_TopicRequest),
         ("response_partition_limit", "responsePartitionLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeTopicPartitionsRequest_Cursor),
+        ("cursor", "cursor", False, True, _F_DescribeTopicPartitionsRequest_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -616,9 +615,9 @@ bind_codecs(
 )
 bind_native(
     DescribeTopicPartitionsRequest,
+    _F_DescribeTopicPartitionsRequest,
     (0, 0, _N_DescribeTopicPartitionsRequest_v0),
 )
-bind_native_json(DescribeTopicPartitionsRequest, _J_DescribeTopicPartitionsRequest)
 bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
@@ -628,9 +627,9 @@ bind_codecs(
 )
 bind_native(
     _TopicRequest,
+    _F_TopicRequest,
     (0, 0, _N_TopicRequest_v0),
 )
-bind_native_json(_TopicRequest, _J_TopicRequest)
 bind_codecs(
     _DescribeTopicPartitionsRequest_Cursor,
     _tj_DescribeTopicPartitionsRequest_Cursor,
@@ -645,9 +644,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeTopicPartitionsRequest_Cursor,
+    _F_DescribeTopicPartitionsRequest_Cursor,
     (0, 0, _N_DescribeTopicPartitionsRequest_Cursor_v0),
 )
-bind_native_json(_DescribeTopicPartitionsRequest_Cursor, _J_DescribeTopicPartitionsRequest_Cursor)
 
 # -------------------- DescribeTopicPartitionsResponse: decoders and encoders, one per distinct layout
 
@@ -1047,7 +1046,6 @@ _N_DescribeTopicPartitionsResponsePartition_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_DescribeTopicPartitionsResponseTopic_v0 = (
     _DescribeTopicPartitionsResponseTopic,
@@ -1062,7 +1060,6 @@ _N_DescribeTopicPartitionsResponseTopic_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
     _DescribeTopicPartitionsResponse_Cursor,
@@ -1073,7 +1070,6 @@ _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse.Cursor",
-    (0, (0, 1)),
 )
 _N_DescribeTopicPartitionsResponse_v0 = (
     DescribeTopicPartitionsResponse,
@@ -1085,10 +1081,9 @@ _N_DescribeTopicPartitionsResponse_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeTopicPartitionsResponsePartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeTopicPartitionsResponsePartition = (
     _DescribeTopicPartitionsResponsePartition,
     (
         ("error_code", "errorCode", False, False, None),
@@ -1101,32 +1096,36 @@ _J_DescribeTopicPartitionsResponsePartition = (
         ("last_known_elr", "lastKnownElr", False, True, None),
         ("offline_replicas", "offlineReplicas", False, False, None),
     ),
+    0,
 )
-_J_DescribeTopicPartitionsResponseTopic = (
+_F_DescribeTopicPartitionsResponseTopic = (
     _DescribeTopicPartitionsResponseTopic,
     (
         ("error_code", "errorCode", False, False, None),
         ("name", "name", False, True, None),
         ("topic_id", "topicId", False, False, None),
         ("is_internal", "isInternal", False, False, None),
-        ("partitions", "partitions", False, False, _J_DescribeTopicPartitionsResponsePartition),
+        ("partitions", "partitions", False, False, _F_DescribeTopicPartitionsResponsePartition),
         ("topic_authorized_operations", "topicAuthorizedOperations", False, False, None),
     ),
+    0,
 )
-_J_DescribeTopicPartitionsResponse_Cursor = (
+_F_DescribeTopicPartitionsResponse_Cursor = (
     _DescribeTopicPartitionsResponse_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_DescribeTopicPartitionsResponse = (
+_F_DescribeTopicPartitionsResponse = (
     DescribeTopicPartitionsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_DescribeTopicPartitionsResponseTopic),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeTopicPartitionsResponse_Cursor),
+        ("topics", "topics", False, False, _F_DescribeTopicPartitionsResponseTopic),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeTopicPartitionsResponse_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1139,9 +1138,9 @@ bind_codecs(
 )
 bind_native(
     DescribeTopicPartitionsResponse,
+    _F_DescribeTopicPartitionsResponse,
     (0, 0, _N_DescribeTopicPartitionsResponse_v0),
 )
-bind_native_json(DescribeTopicPartitionsResponse, _J_DescribeTopicPartitionsResponse)
 bind_codecs(
     _DescribeTopicPartitionsResponseTopic,
     _tj_DescribeTopicPartitionsResponseTopic,
@@ -1156,9 +1155,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeTopicPartitionsResponseTopic,
+    _F_DescribeTopicPartitionsResponseTopic,
     (0, 0, _N_DescribeTopicPartitionsResponseTopic_v0),
 )
-bind_native_json(_DescribeTopicPartitionsResponseTopic, _J_DescribeTopicPartitionsResponseTopic)
 bind_codecs(
     _DescribeTopicPartitionsResponsePartition,
     _tj_DescribeTopicPartitionsResponsePartition,
@@ -1173,10 +1172,8 @@ bind_codecs(
 )
 bind_native(
     _DescribeTopicPartitionsResponsePartition,
+    _F_DescribeTopicPartitionsResponsePartition,
     (0, 0, _N_DescribeTopicPartitionsResponsePartition_v0),
-)
-bind_native_json(
-    _DescribeTopicPartitionsResponsePartition, _J_DescribeTopicPartitionsResponsePartition
 )
 bind_codecs(
     _DescribeTopicPartitionsResponse_Cursor,
@@ -1192,6 +1189,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeTopicPartitionsResponse_Cursor,
+    _F_DescribeTopicPartitionsResponse_Cursor,
     (0, 0, _N_DescribeTopicPartitionsResponse_Cursor_v0),
 )
-bind_native_json(_DescribeTopicPartitionsResponse_Cursor, _J_DescribeTopicPartitionsResponse_Cursor)

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -507,7 +506,6 @@ _N_DescribeTransactionsRequest_TransactionalCursor_v1 = (
     ),
     (),
     "DescribeTransactionsRequest.TransactionalCursor",
-    (0, (0, 1)),
 )
 _N_DescribeTransactionsRequest_v0 = (
     DescribeTransactionsRequest,
@@ -519,7 +517,6 @@ _N_DescribeTransactionsRequest_v0 = (
     ),
     (),
     "DescribeTransactionsRequest",
-    (0, (0, 1, 2)),
 )
 _N_DescribeTransactionsRequest_v1 = (
     DescribeTransactionsRequest,
@@ -531,23 +528,24 @@ _N_DescribeTransactionsRequest_v1 = (
     ),
     (),
     "DescribeTransactionsRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_DescribeTransactionsRequest_TransactionalCursor = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_DescribeTransactionsRequest_TransactionalCursor = (
     _DescribeTransactionsRequest_TransactionalCursor,
     (
         ("transactional_id", "transactionalId", False, False, None),
         ("producer_id", "producerId", False, False, None),
     ),
+    0,
 )
-_J_DescribeTransactionsRequest = (
+_F_DescribeTransactionsRequest = (
     DescribeTransactionsRequest,
     (
         ("transactional_ids", "transactionalIds", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_DescribeTransactionsRequest_TransactionalCursor),
+        ("cursor", "cursor", False, True, _F_DescribeTransactionsRequest_TransactionalCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -561,10 +559,10 @@ bind_codecs(
 )
 bind_native(
     DescribeTransactionsRequest,
+    _F_DescribeTransactionsRequest,
     (0, 0, _N_DescribeTransactionsRequest_v0),
     (1, 1, _N_DescribeTransactionsRequest_v1),
 )
-bind_native_json(DescribeTransactionsRequest, _J_DescribeTransactionsRequest)
 bind_codecs(
     _DescribeTransactionsRequest_TransactionalCursor,
     _tj_DescribeTransactionsRequest_TransactionalCursor,
@@ -579,11 +577,8 @@ bind_codecs(
 )
 bind_native(
     _DescribeTransactionsRequest_TransactionalCursor,
+    _F_DescribeTransactionsRequest_TransactionalCursor,
     (1, 1, _N_DescribeTransactionsRequest_TransactionalCursor_v1),
-)
-bind_native_json(
-    _DescribeTransactionsRequest_TransactionalCursor,
-    _J_DescribeTransactionsRequest_TransactionalCursor,
 )
 
 # -------------------- DescribeTransactionsResponse: decoders and encoders, one per distinct layout
@@ -945,7 +940,6 @@ _N_TopicData_v0 = (
     ),
     (),
     "DescribeTransactionsResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_TransactionState_v0 = (
     _TransactionState,
@@ -962,7 +956,6 @@ _N_TransactionState_v0 = (
     ),
     (),
     "DescribeTransactionsResponse.TransactionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
     _DescribeTransactionsResponse_TransactionalCursor,
@@ -973,7 +966,6 @@ _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
     ),
     (),
     "DescribeTransactionsResponse.TransactionalCursor",
-    (0, (0, 1)),
 )
 _N_DescribeTransactionsResponse_v0 = (
     DescribeTransactionsResponse,
@@ -985,7 +977,6 @@ _N_DescribeTransactionsResponse_v0 = (
     ),
     (),
     "DescribeTransactionsResponse",
-    (0, (0, 1, 2)),
 )
 _N_DescribeTransactionsResponse_v1 = (
     DescribeTransactionsResponse,
@@ -997,17 +988,17 @@ _N_DescribeTransactionsResponse_v1 = (
     ),
     (),
     "DescribeTransactionsResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicData = (
     _TopicData,
     (
         ("topic", "topic", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_TransactionState = (
+_F_TransactionState = (
     _TransactionState,
     (
         ("error_code", "errorCode", False, False, None),
@@ -1017,23 +1008,26 @@ _J_TransactionState = (
         ("transaction_start_time_ms", "transactionStartTimeMs", False, False, None),
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
-        ("topics", "topics", False, False, _J_TopicData),
+        ("topics", "topics", False, False, _F_TopicData),
     ),
+    0,
 )
-_J_DescribeTransactionsResponse_TransactionalCursor = (
+_F_DescribeTransactionsResponse_TransactionalCursor = (
     _DescribeTransactionsResponse_TransactionalCursor,
     (
         ("transactional_id", "transactionalId", False, False, None),
         ("producer_id", "producerId", False, False, None),
     ),
+    0,
 )
-_J_DescribeTransactionsResponse = (
+_F_DescribeTransactionsResponse = (
     DescribeTransactionsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("transaction_states", "transactionStates", False, False, _J_TransactionState),
-        ("next_cursor", "nextCursor", False, True, _J_DescribeTransactionsResponse_TransactionalCursor),
+        ("transaction_states", "transactionStates", False, False, _F_TransactionState),
+        ("next_cursor", "nextCursor", False, True, _F_DescribeTransactionsResponse_TransactionalCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1047,10 +1041,10 @@ bind_codecs(
 )
 bind_native(
     DescribeTransactionsResponse,
+    _F_DescribeTransactionsResponse,
     (0, 0, _N_DescribeTransactionsResponse_v0),
     (1, 1, _N_DescribeTransactionsResponse_v1),
 )
-bind_native_json(DescribeTransactionsResponse, _J_DescribeTransactionsResponse)
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
@@ -1060,9 +1054,9 @@ bind_codecs(
 )
 bind_native(
     _TransactionState,
+    _F_TransactionState,
     (0, 1, _N_TransactionState_v0),
 )
-bind_native_json(_TransactionState, _J_TransactionState)
 bind_codecs(
     _TopicData,
     _tj_TopicData,
@@ -1072,9 +1066,9 @@ bind_codecs(
 )
 bind_native(
     _TopicData,
+    _F_TopicData,
     (0, 1, _N_TopicData_v0),
 )
-bind_native_json(_TopicData, _J_TopicData)
 bind_codecs(
     _DescribeTransactionsResponse_TransactionalCursor,
     _tj_DescribeTransactionsResponse_TransactionalCursor,
@@ -1089,9 +1083,6 @@ bind_codecs(
 )
 bind_native(
     _DescribeTransactionsResponse_TransactionalCursor,
+    _F_DescribeTransactionsResponse_TransactionalCursor,
     (1, 1, _N_DescribeTransactionsResponse_TransactionalCursor_v1),
-)
-bind_native_json(
-    _DescribeTransactionsResponse_TransactionalCursor,
-    _J_DescribeTransactionsResponse_TransactionalCursor,
 )

@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -349,7 +348,6 @@ _N_UserName_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsRequest.UserName",
-    (0, (0,)),
 )
 _N_DescribeUserScramCredentialsRequest_v0 = (
     DescribeUserScramCredentialsRequest,
@@ -359,20 +357,21 @@ _N_DescribeUserScramCredentialsRequest_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_UserName = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_UserName = (
     _UserName,
     (
         ("name", "name", False, False, None),
     ),
+    0,
 )
-_J_DescribeUserScramCredentialsRequest = (
+_F_DescribeUserScramCredentialsRequest = (
     DescribeUserScramCredentialsRequest,
     (
-        ("users", "users", False, True, _J_UserName),
+        ("users", "users", False, True, _F_UserName),
     ),
+    0,
 )
 # fmt: on
 
@@ -390,9 +389,9 @@ bind_codecs(
 )
 bind_native(
     DescribeUserScramCredentialsRequest,
+    _F_DescribeUserScramCredentialsRequest,
     (0, 0, _N_DescribeUserScramCredentialsRequest_v0),
 )
-bind_native_json(DescribeUserScramCredentialsRequest, _J_DescribeUserScramCredentialsRequest)
 bind_codecs(
     _UserName,
     _tj_UserName,
@@ -402,9 +401,9 @@ bind_codecs(
 )
 bind_native(
     _UserName,
+    _F_UserName,
     (0, 0, _N_UserName_v0),
 )
-bind_native_json(_UserName, _J_UserName)
 
 # -------------------- DescribeUserScramCredentialsResponse: decoders and encoders, one per distinct layout
 
@@ -637,7 +636,6 @@ _N_CredentialInfo_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsResponse.CredentialInfo",
-    (0, (0, 1)),
 )
 _N_DescribeUserScramCredentialsResult_v0 = (
     _DescribeUserScramCredentialsResult,
@@ -650,7 +648,6 @@ _N_DescribeUserScramCredentialsResult_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult",
-    (0, (0, 1, 2, 3)),
 )
 _N_DescribeUserScramCredentialsResponse_v0 = (
     DescribeUserScramCredentialsResponse,
@@ -663,33 +660,35 @@ _N_DescribeUserScramCredentialsResponse_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CredentialInfo = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CredentialInfo = (
     _CredentialInfo,
     (
         ("mechanism", "mechanism", False, False, None),
         ("iterations", "iterations", False, False, None),
     ),
+    0,
 )
-_J_DescribeUserScramCredentialsResult = (
+_F_DescribeUserScramCredentialsResult = (
     _DescribeUserScramCredentialsResult,
     (
         ("user", "user", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("credential_infos", "credentialInfos", False, False, _J_CredentialInfo),
+        ("credential_infos", "credentialInfos", False, False, _F_CredentialInfo),
     ),
+    0,
 )
-_J_DescribeUserScramCredentialsResponse = (
+_F_DescribeUserScramCredentialsResponse = (
     DescribeUserScramCredentialsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("results", "results", False, False, _J_DescribeUserScramCredentialsResult),
+        ("results", "results", False, False, _F_DescribeUserScramCredentialsResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -707,9 +706,9 @@ bind_codecs(
 )
 bind_native(
     DescribeUserScramCredentialsResponse,
+    _F_DescribeUserScramCredentialsResponse,
     (0, 0, _N_DescribeUserScramCredentialsResponse_v0),
 )
-bind_native_json(DescribeUserScramCredentialsResponse, _J_DescribeUserScramCredentialsResponse)
 bind_codecs(
     _DescribeUserScramCredentialsResult,
     _tj_DescribeUserScramCredentialsResult,
@@ -719,9 +718,9 @@ bind_codecs(
 )
 bind_native(
     _DescribeUserScramCredentialsResult,
+    _F_DescribeUserScramCredentialsResult,
     (0, 0, _N_DescribeUserScramCredentialsResult_v0),
 )
-bind_native_json(_DescribeUserScramCredentialsResult, _J_DescribeUserScramCredentialsResult)
 bind_codecs(
     _CredentialInfo,
     _tj_CredentialInfo,
@@ -731,6 +730,6 @@ bind_codecs(
 )
 bind_native(
     _CredentialInfo,
+    _F_CredentialInfo,
     (0, 0, _N_CredentialInfo_v0),
 )
-bind_native_json(_CredentialInfo, _J_CredentialInfo)

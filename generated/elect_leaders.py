@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -479,7 +478,6 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ElectLeadersRequest.TopicPartitions",
-    (0, (0, 1)),
 )
 _N_TopicPartitions_v2 = (
     _TopicPartitions,
@@ -490,7 +488,6 @@ _N_TopicPartitions_v2 = (
     ),
     (),
     "ElectLeadersRequest.TopicPartitions",
-    (0, (0, 1)),
 )
 _N_ElectLeadersRequest_v0 = (
     ElectLeadersRequest,
@@ -502,7 +499,6 @@ _N_ElectLeadersRequest_v0 = (
     ),
     (),
     "ElectLeadersRequest",
-    (0, (0, 1, 2)),
 )
 _N_ElectLeadersRequest_v1 = (
     ElectLeadersRequest,
@@ -514,7 +510,6 @@ _N_ElectLeadersRequest_v1 = (
     ),
     (),
     "ElectLeadersRequest",
-    (0, (0, 1, 2)),
 )
 _N_ElectLeadersRequest_v2 = (
     ElectLeadersRequest,
@@ -526,23 +521,24 @@ _N_ElectLeadersRequest_v2 = (
     ),
     (),
     "ElectLeadersRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicPartitions = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicPartitions = (
     _TopicPartitions,
     (
         ("topic", "topic", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_ElectLeadersRequest = (
+_F_ElectLeadersRequest = (
     ElectLeadersRequest,
     (
         ("election_type", "electionType", False, False, None),
-        ("topic_partitions", "topicPartitions", False, True, _J_TopicPartitions),
+        ("topic_partitions", "topicPartitions", False, True, _F_TopicPartitions),
         ("timeout_ms", "timeoutMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -557,11 +553,11 @@ bind_codecs(
 )
 bind_native(
     ElectLeadersRequest,
+    _F_ElectLeadersRequest,
     (0, 0, _N_ElectLeadersRequest_v0),
     (1, 1, _N_ElectLeadersRequest_v1),
     (2, 2, _N_ElectLeadersRequest_v2),
 )
-bind_native_json(ElectLeadersRequest, _J_ElectLeadersRequest)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -572,10 +568,10 @@ bind_codecs(
 )
 bind_native(
     _TopicPartitions,
+    _F_TopicPartitions,
     (0, 1, _N_TopicPartitions_v0),
     (2, 2, _N_TopicPartitions_v2),
 )
-bind_native_json(_TopicPartitions, _J_TopicPartitions)
 
 # -------------------- ElectLeadersResponse: decoders and encoders, one per distinct layout
 
@@ -895,7 +891,6 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "ElectLeadersResponse.PartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_PartitionResult_v2 = (
     _PartitionResult,
@@ -907,7 +902,6 @@ _N_PartitionResult_v2 = (
     ),
     (),
     "ElectLeadersResponse.PartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_ReplicaElectionResult_v0 = (
     _ReplicaElectionResult,
@@ -918,7 +912,6 @@ _N_ReplicaElectionResult_v0 = (
     ),
     (),
     "ElectLeadersResponse.ReplicaElectionResult",
-    (0, (0, 1)),
 )
 _N_ReplicaElectionResult_v2 = (
     _ReplicaElectionResult,
@@ -929,7 +922,6 @@ _N_ReplicaElectionResult_v2 = (
     ),
     (),
     "ElectLeadersResponse.ReplicaElectionResult",
-    (0, (0, 1)),
 )
 _N_ElectLeadersResponse_v0 = (
     ElectLeadersResponse,
@@ -941,7 +933,6 @@ _N_ElectLeadersResponse_v0 = (
     ),
     (),
     "ElectLeadersResponse",
-    (0, (0, 1, 2)),
 )
 _N_ElectLeadersResponse_v1 = (
     ElectLeadersResponse,
@@ -953,7 +944,6 @@ _N_ElectLeadersResponse_v1 = (
     ),
     (),
     "ElectLeadersResponse",
-    (0, (0, 1, 2)),
 )
 _N_ElectLeadersResponse_v2 = (
     ElectLeadersResponse,
@@ -965,31 +955,33 @@ _N_ElectLeadersResponse_v2 = (
     ),
     (),
     "ElectLeadersResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionResult = (
     _PartitionResult,
     (
         ("partition_id", "partitionId", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_ReplicaElectionResult = (
+_F_ReplicaElectionResult = (
     _ReplicaElectionResult,
     (
         ("topic", "topic", False, False, None),
-        ("partition_result", "partitionResult", False, False, _J_PartitionResult),
+        ("partition_result", "partitionResult", False, False, _F_PartitionResult),
     ),
+    0,
 )
-_J_ElectLeadersResponse = (
+_F_ElectLeadersResponse = (
     ElectLeadersResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("replica_election_results", "replicaElectionResults", False, False, _J_ReplicaElectionResult),
+        ("replica_election_results", "replicaElectionResults", False, False, _F_ReplicaElectionResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1004,11 +996,11 @@ bind_codecs(
 )
 bind_native(
     ElectLeadersResponse,
+    _F_ElectLeadersResponse,
     (0, 0, _N_ElectLeadersResponse_v0),
     (1, 1, _N_ElectLeadersResponse_v1),
     (2, 2, _N_ElectLeadersResponse_v2),
 )
-bind_native_json(ElectLeadersResponse, _J_ElectLeadersResponse)
 bind_codecs(
     _ReplicaElectionResult,
     _tj_ReplicaElectionResult,
@@ -1019,10 +1011,10 @@ bind_codecs(
 )
 bind_native(
     _ReplicaElectionResult,
+    _F_ReplicaElectionResult,
     (0, 1, _N_ReplicaElectionResult_v0),
     (2, 2, _N_ReplicaElectionResult_v2),
 )
-bind_native_json(_ReplicaElectionResult, _J_ReplicaElectionResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -1033,7 +1025,7 @@ bind_codecs(
 )
 bind_native(
     _PartitionResult,
+    _F_PartitionResult,
     (0, 1, _N_PartitionResult_v0),
     (2, 2, _N_PartitionResult_v2),
 )
-bind_native_json(_PartitionResult, _J_PartitionResult)

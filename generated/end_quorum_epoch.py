@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -873,7 +872,6 @@ _N_ReplicaInfo_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.ReplicaInfo",
-    (0, (0, 1)),
 )
 _N_EndQuorumEpochRequest_PartitionData_v0 = (
     _EndQuorumEpochRequest_PartitionData,
@@ -887,7 +885,6 @@ _N_EndQuorumEpochRequest_PartitionData_v0 = (
     ),
     (),
     "EndQuorumEpochRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_EndQuorumEpochRequest_PartitionData_v1 = (
     _EndQuorumEpochRequest_PartitionData,
@@ -901,7 +898,6 @@ _N_EndQuorumEpochRequest_PartitionData_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_EndQuorumEpochRequest_TopicData_v0 = (
     _EndQuorumEpochRequest_TopicData,
@@ -912,7 +908,6 @@ _N_EndQuorumEpochRequest_TopicData_v0 = (
     ),
     (),
     "EndQuorumEpochRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_EndQuorumEpochRequest_TopicData_v1 = (
     _EndQuorumEpochRequest_TopicData,
@@ -923,7 +918,6 @@ _N_EndQuorumEpochRequest_TopicData_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
@@ -935,7 +929,6 @@ _N_LeaderEndpoint_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.LeaderEndpoint",
-    (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochRequest_v0 = (
     EndQuorumEpochRequest,
@@ -947,7 +940,6 @@ _N_EndQuorumEpochRequest_v0 = (
     ),
     (),
     "EndQuorumEpochRequest",
-    (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochRequest_v1 = (
     EndQuorumEpochRequest,
@@ -959,48 +951,52 @@ _N_EndQuorumEpochRequest_v1 = (
     ),
     (),
     "EndQuorumEpochRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ReplicaInfo = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ReplicaInfo = (
     _ReplicaInfo,
     (
         ("candidate_id", "candidateId", False, False, None),
         ("candidate_directory_id", "candidateDirectoryId", False, False, None),
     ),
+    0,
 )
-_J_EndQuorumEpochRequest_PartitionData = (
+_F_EndQuorumEpochRequest_PartitionData = (
     _EndQuorumEpochRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("preferred_successors", "preferredSuccessors", False, False, None),
-        ("preferred_candidates", "preferredCandidates", False, False, _J_ReplicaInfo),
+        ("preferred_candidates", "preferredCandidates", False, False, _F_ReplicaInfo),
     ),
+    0,
 )
-_J_EndQuorumEpochRequest_TopicData = (
+_F_EndQuorumEpochRequest_TopicData = (
     _EndQuorumEpochRequest_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_EndQuorumEpochRequest_PartitionData),
+        ("partitions", "partitions", False, False, _F_EndQuorumEpochRequest_PartitionData),
     ),
+    0,
 )
-_J_LeaderEndpoint = (
+_F_LeaderEndpoint = (
     _LeaderEndpoint,
     (
         ("name", "name", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_EndQuorumEpochRequest = (
+_F_EndQuorumEpochRequest = (
     EndQuorumEpochRequest,
     (
         ("cluster_id", "clusterId", False, True, None),
-        ("topics", "topics", False, False, _J_EndQuorumEpochRequest_TopicData),
-        ("leader_endpoints", "leaderEndpoints", False, False, _J_LeaderEndpoint),
+        ("topics", "topics", False, False, _F_EndQuorumEpochRequest_TopicData),
+        ("leader_endpoints", "leaderEndpoints", False, False, _F_LeaderEndpoint),
     ),
+    0,
 )
 # fmt: on
 
@@ -1014,10 +1010,10 @@ bind_codecs(
 )
 bind_native(
     EndQuorumEpochRequest,
+    _F_EndQuorumEpochRequest,
     (0, 0, _N_EndQuorumEpochRequest_v0),
     (1, 1, _N_EndQuorumEpochRequest_v1),
 )
-bind_native_json(EndQuorumEpochRequest, _J_EndQuorumEpochRequest)
 bind_codecs(
     _EndQuorumEpochRequest_TopicData,
     _tj_EndQuorumEpochRequest_TopicData,
@@ -1028,10 +1024,10 @@ bind_codecs(
 )
 bind_native(
     _EndQuorumEpochRequest_TopicData,
+    _F_EndQuorumEpochRequest_TopicData,
     (0, 0, _N_EndQuorumEpochRequest_TopicData_v0),
     (1, 1, _N_EndQuorumEpochRequest_TopicData_v1),
 )
-bind_native_json(_EndQuorumEpochRequest_TopicData, _J_EndQuorumEpochRequest_TopicData)
 bind_codecs(
     _EndQuorumEpochRequest_PartitionData,
     _tj_EndQuorumEpochRequest_PartitionData,
@@ -1052,10 +1048,10 @@ bind_codecs(
 )
 bind_native(
     _EndQuorumEpochRequest_PartitionData,
+    _F_EndQuorumEpochRequest_PartitionData,
     (0, 0, _N_EndQuorumEpochRequest_PartitionData_v0),
     (1, 1, _N_EndQuorumEpochRequest_PartitionData_v1),
 )
-bind_native_json(_EndQuorumEpochRequest_PartitionData, _J_EndQuorumEpochRequest_PartitionData)
 bind_codecs(
     _ReplicaInfo,
     _tj_ReplicaInfo,
@@ -1065,9 +1061,9 @@ bind_codecs(
 )
 bind_native(
     _ReplicaInfo,
+    _F_ReplicaInfo,
     (1, 1, _N_ReplicaInfo_v1),
 )
-bind_native_json(_ReplicaInfo, _J_ReplicaInfo)
 bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
@@ -1077,9 +1073,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderEndpoint,
+    _F_LeaderEndpoint,
     (1, 1, _N_LeaderEndpoint_v1),
 )
-bind_native_json(_LeaderEndpoint, _J_LeaderEndpoint)
 
 # -------------------- EndQuorumEpochResponse: decoders and encoders, one per distinct layout
 
@@ -1493,7 +1489,6 @@ _N_EndQuorumEpochResponse_PartitionData_v0 = (
     ),
     (),
     "EndQuorumEpochResponse.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_EndQuorumEpochResponse_PartitionData_v1 = (
     _EndQuorumEpochResponse_PartitionData,
@@ -1506,7 +1501,6 @@ _N_EndQuorumEpochResponse_PartitionData_v1 = (
     ),
     (),
     "EndQuorumEpochResponse.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_EndQuorumEpochResponse_TopicData_v0 = (
     _EndQuorumEpochResponse_TopicData,
@@ -1517,7 +1511,6 @@ _N_EndQuorumEpochResponse_TopicData_v0 = (
     ),
     (),
     "EndQuorumEpochResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_EndQuorumEpochResponse_TopicData_v1 = (
     _EndQuorumEpochResponse_TopicData,
@@ -1528,7 +1521,6 @@ _N_EndQuorumEpochResponse_TopicData_v1 = (
     ),
     (),
     "EndQuorumEpochResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1540,7 +1532,6 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "EndQuorumEpochResponse.NodeEndpoint",
-    (0, (0, 1, 2)),
 )
 _N_EndQuorumEpochResponse_v0 = (
     EndQuorumEpochResponse,
@@ -1552,7 +1543,6 @@ _N_EndQuorumEpochResponse_v0 = (
     ),
     (),
     "EndQuorumEpochResponse",
-    (1, (0, 1, 2)),
 )
 _N_EndQuorumEpochResponse_v1 = (
     EndQuorumEpochResponse,
@@ -1565,10 +1555,9 @@ _N_EndQuorumEpochResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "EndQuorumEpochResponse",
-    (1, (0, 1, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EndQuorumEpochResponse_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EndQuorumEpochResponse_PartitionData = (
     _EndQuorumEpochResponse_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1576,29 +1565,33 @@ _J_EndQuorumEpochResponse_PartitionData = (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_EndQuorumEpochResponse_TopicData = (
+_F_EndQuorumEpochResponse_TopicData = (
     _EndQuorumEpochResponse_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_EndQuorumEpochResponse_PartitionData),
+        ("partitions", "partitions", False, False, _F_EndQuorumEpochResponse_PartitionData),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_EndQuorumEpochResponse = (
+_F_EndQuorumEpochResponse = (
     EndQuorumEpochResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("topics", "topics", False, False, _J_EndQuorumEpochResponse_TopicData),
-        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+        ("topics", "topics", False, False, _F_EndQuorumEpochResponse_TopicData),
+        ("node_endpoints", "nodeEndpoints", True, False, _F_NodeEndpoint),
     ),
+    1,
 )
 # fmt: on
 
@@ -1612,10 +1605,10 @@ bind_codecs(
 )
 bind_native(
     EndQuorumEpochResponse,
+    _F_EndQuorumEpochResponse,
     (0, 0, _N_EndQuorumEpochResponse_v0),
     (1, 1, _N_EndQuorumEpochResponse_v1),
 )
-bind_native_json(EndQuorumEpochResponse, _J_EndQuorumEpochResponse)
 bind_codecs(
     _EndQuorumEpochResponse_TopicData,
     _tj_EndQuorumEpochResponse_TopicData,
@@ -1626,10 +1619,10 @@ bind_codecs(
 )
 bind_native(
     _EndQuorumEpochResponse_TopicData,
+    _F_EndQuorumEpochResponse_TopicData,
     (0, 0, _N_EndQuorumEpochResponse_TopicData_v0),
     (1, 1, _N_EndQuorumEpochResponse_TopicData_v1),
 )
-bind_native_json(_EndQuorumEpochResponse_TopicData, _J_EndQuorumEpochResponse_TopicData)
 bind_codecs(
     _EndQuorumEpochResponse_PartitionData,
     _tj_EndQuorumEpochResponse_PartitionData,
@@ -1650,10 +1643,10 @@ bind_codecs(
 )
 bind_native(
     _EndQuorumEpochResponse_PartitionData,
+    _F_EndQuorumEpochResponse_PartitionData,
     (0, 0, _N_EndQuorumEpochResponse_PartitionData_v0),
     (1, 1, _N_EndQuorumEpochResponse_PartitionData_v1),
 )
-bind_native_json(_EndQuorumEpochResponse_PartitionData, _J_EndQuorumEpochResponse_PartitionData)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1663,6 +1656,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

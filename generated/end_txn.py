@@ -18,7 +18,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -236,7 +235,6 @@ _N_EndTxnRequest_v0 = (
     ),
     (),
     "EndTxnRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_EndTxnRequest_v3 = (
     EndTxnRequest,
@@ -249,10 +247,9 @@ _N_EndTxnRequest_v3 = (
     ),
     (),
     "EndTxnRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EndTxnRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EndTxnRequest = (
     EndTxnRequest,
     (
         ("transactional_id", "transactionalId", False, False, None),
@@ -260,6 +257,7 @@ _J_EndTxnRequest = (
         ("producer_epoch", "producerEpoch", False, False, None),
         ("committed", "committed", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -273,10 +271,10 @@ bind_codecs(
 )
 bind_native(
     EndTxnRequest,
+    _F_EndTxnRequest,
     (0, 2, _N_EndTxnRequest_v0),
     (3, 5, _N_EndTxnRequest_v3),
 )
-bind_native_json(EndTxnRequest, _J_EndTxnRequest)
 
 # -------------------- EndTxnResponse: decoders and encoders, one per distinct layout
 
@@ -391,7 +389,6 @@ _N_EndTxnResponse_v0 = (
     ),
     (),
     "EndTxnResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_EndTxnResponse_v3 = (
     EndTxnResponse,
@@ -404,7 +401,6 @@ _N_EndTxnResponse_v3 = (
     ),
     (),
     "EndTxnResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_EndTxnResponse_v5 = (
     EndTxnResponse,
@@ -417,10 +413,9 @@ _N_EndTxnResponse_v5 = (
     ),
     (),
     "EndTxnResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EndTxnResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EndTxnResponse = (
     EndTxnResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -428,6 +423,7 @@ _J_EndTxnResponse = (
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -442,8 +438,8 @@ bind_codecs(
 )
 bind_native(
     EndTxnResponse,
+    _F_EndTxnResponse,
     (0, 2, _N_EndTxnResponse_v0),
     (3, 4, _N_EndTxnResponse_v3),
     (5, 5, _N_EndTxnResponse_v5),
 )
-bind_native_json(EndTxnResponse, _J_EndTxnResponse)

@@ -18,7 +18,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -192,16 +191,16 @@ _N_EnvelopeRequest_v0 = (
     ),
     (),
     "EnvelopeRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EnvelopeRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EnvelopeRequest = (
     EnvelopeRequest,
     (
         ("request_data", "requestData", False, False, None),
         ("request_principal", "requestPrincipal", False, True, None),
         ("client_host_address", "clientHostAddress", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -214,9 +213,9 @@ bind_codecs(
 )
 bind_native(
     EnvelopeRequest,
+    _F_EnvelopeRequest,
     (0, 0, _N_EnvelopeRequest_v0),
 )
-bind_native_json(EnvelopeRequest, _J_EnvelopeRequest)
 
 # -------------------- EnvelopeResponse: decoders and encoders, one per distinct layout
 
@@ -281,15 +280,15 @@ _N_EnvelopeResponse_v0 = (
     ),
     (),
     "EnvelopeResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EnvelopeResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EnvelopeResponse = (
     EnvelopeResponse,
     (
         ("response_data", "responseData", False, True, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -302,6 +301,6 @@ bind_codecs(
 )
 bind_native(
     EnvelopeResponse,
+    _F_EnvelopeResponse,
     (0, 0, _N_EnvelopeResponse_v0),
 )
-bind_native_json(EnvelopeResponse, _J_EnvelopeResponse)

@@ -18,7 +18,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -215,7 +214,6 @@ _N_ExpireDelegationTokenRequest_v0 = (
     ),
     (),
     "ExpireDelegationTokenRequest",
-    (0, (0, 1)),
 )
 _N_ExpireDelegationTokenRequest_v2 = (
     ExpireDelegationTokenRequest,
@@ -226,15 +224,15 @@ _N_ExpireDelegationTokenRequest_v2 = (
     ),
     (),
     "ExpireDelegationTokenRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ExpireDelegationTokenRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ExpireDelegationTokenRequest = (
     ExpireDelegationTokenRequest,
     (
         ("hmac", "hmac", False, False, None),
         ("expiry_time_period_ms", "expiryTimePeriodMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -248,10 +246,10 @@ bind_codecs(
 )
 bind_native(
     ExpireDelegationTokenRequest,
+    _F_ExpireDelegationTokenRequest,
     (0, 1, _N_ExpireDelegationTokenRequest_v0),
     (2, 2, _N_ExpireDelegationTokenRequest_v2),
 )
-bind_native_json(ExpireDelegationTokenRequest, _J_ExpireDelegationTokenRequest)
 
 # -------------------- ExpireDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -342,7 +340,6 @@ _N_ExpireDelegationTokenResponse_v0 = (
     ),
     (),
     "ExpireDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
 _N_ExpireDelegationTokenResponse_v2 = (
     ExpireDelegationTokenResponse,
@@ -354,16 +351,16 @@ _N_ExpireDelegationTokenResponse_v2 = (
     ),
     (),
     "ExpireDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ExpireDelegationTokenResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ExpireDelegationTokenResponse = (
     ExpireDelegationTokenResponse,
     (
         ("error_code", "errorCode", False, False, None),
         ("expiry_timestamp_ms", "expiryTimestampMs", False, False, None),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -377,7 +374,7 @@ bind_codecs(
 )
 bind_native(
     ExpireDelegationTokenResponse,
+    _F_ExpireDelegationTokenResponse,
     (0, 1, _N_ExpireDelegationTokenResponse_v0),
     (2, 2, _N_ExpireDelegationTokenResponse_v2),
 )
-bind_native_json(ExpireDelegationTokenResponse, _J_ExpireDelegationTokenResponse)

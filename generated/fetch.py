@@ -30,7 +30,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1987,7 +1986,6 @@ _N_ReplicaState_v15 = (
     ),
     (),
     "FetchRequest.ReplicaState",
-    (0, (0, 1)),
 )
 _N_FetchPartition_v0 = (
     _FetchPartition,
@@ -2003,7 +2001,6 @@ _N_FetchPartition_v0 = (
     ),
     (),
     "FetchRequest.FetchPartition",
-    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v5 = (
     _FetchPartition,
@@ -2019,7 +2016,6 @@ _N_FetchPartition_v5 = (
     ),
     (),
     "FetchRequest.FetchPartition",
-    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v9 = (
     _FetchPartition,
@@ -2035,7 +2031,6 @@ _N_FetchPartition_v9 = (
     ),
     (),
     "FetchRequest.FetchPartition",
-    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v12 = (
     _FetchPartition,
@@ -2051,7 +2046,6 @@ _N_FetchPartition_v12 = (
     ),
     (),
     "FetchRequest.FetchPartition",
-    (1, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FetchPartition_v17 = (
     _FetchPartition,
@@ -2068,7 +2062,6 @@ _N_FetchPartition_v17 = (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
     "FetchRequest.FetchPartition",
-    (1, (0, 1, 2, 3, 4, 5, -1)),
 )
 _N_FetchTopic_v0 = (
     _FetchTopic,
@@ -2080,7 +2073,6 @@ _N_FetchTopic_v0 = (
     ),
     (),
     "FetchRequest.FetchTopic",
-    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v5 = (
     _FetchTopic,
@@ -2092,7 +2084,6 @@ _N_FetchTopic_v5 = (
     ),
     (),
     "FetchRequest.FetchTopic",
-    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v9 = (
     _FetchTopic,
@@ -2104,7 +2095,6 @@ _N_FetchTopic_v9 = (
     ),
     (),
     "FetchRequest.FetchTopic",
-    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v12 = (
     _FetchTopic,
@@ -2116,7 +2106,6 @@ _N_FetchTopic_v12 = (
     ),
     (),
     "FetchRequest.FetchTopic",
-    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v13 = (
     _FetchTopic,
@@ -2128,7 +2117,6 @@ _N_FetchTopic_v13 = (
     ),
     (),
     "FetchRequest.FetchTopic",
-    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v17 = (
     _FetchTopic,
@@ -2140,7 +2128,6 @@ _N_FetchTopic_v17 = (
     ),
     (),
     "FetchRequest.FetchTopic",
-    (0, (0, 1, 2)),
 )
 _N_ForgottenTopic_v7 = (
     _ForgottenTopic,
@@ -2152,7 +2139,6 @@ _N_ForgottenTopic_v7 = (
     ),
     (),
     "FetchRequest.ForgottenTopic",
-    (0, (0, 1, 2)),
 )
 _N_ForgottenTopic_v12 = (
     _ForgottenTopic,
@@ -2164,7 +2150,6 @@ _N_ForgottenTopic_v12 = (
     ),
     (),
     "FetchRequest.ForgottenTopic",
-    (0, (0, 1, 2)),
 )
 _N_ForgottenTopic_v13 = (
     _ForgottenTopic,
@@ -2176,7 +2161,6 @@ _N_ForgottenTopic_v13 = (
     ),
     (),
     "FetchRequest.ForgottenTopic",
-    (0, (0, 1, 2)),
 )
 _N_FetchRequest_v0 = (
     FetchRequest,
@@ -2197,7 +2181,6 @@ _N_FetchRequest_v0 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v3 = (
     FetchRequest,
@@ -2218,7 +2201,6 @@ _N_FetchRequest_v3 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v4 = (
     FetchRequest,
@@ -2239,7 +2221,6 @@ _N_FetchRequest_v4 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v5 = (
     FetchRequest,
@@ -2260,7 +2241,6 @@ _N_FetchRequest_v5 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v7 = (
     FetchRequest,
@@ -2281,7 +2261,6 @@ _N_FetchRequest_v7 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v9 = (
     FetchRequest,
@@ -2302,7 +2281,6 @@ _N_FetchRequest_v9 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v11 = (
     FetchRequest,
@@ -2323,7 +2301,6 @@ _N_FetchRequest_v11 = (
     ),
     (),
     "FetchRequest",
-    (2, (10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v12 = (
     FetchRequest,
@@ -2345,7 +2322,6 @@ _N_FetchRequest_v12 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchRequest",
-    (2, (-1, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v13 = (
     FetchRequest,
@@ -2367,7 +2343,6 @@ _N_FetchRequest_v13 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchRequest",
-    (2, (-1, 0, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v15 = (
     FetchRequest,
@@ -2389,7 +2364,6 @@ _N_FetchRequest_v15 = (
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15, "ReplicaState", False), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
     "FetchRequest",
-    (2, (-1, 0, -2, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
 _N_FetchRequest_v17 = (
     FetchRequest,
@@ -2411,17 +2385,17 @@ _N_FetchRequest_v17 = (
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15, "ReplicaState", False), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
     "FetchRequest",
-    (2, (-1, 0, -2, 1, 2, 3, 4, 5, 6, 7, 8, 9)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ReplicaState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ReplicaState = (
     _ReplicaState,
     (
         ("replica_id", "replicaId", False, False, None),
         ("replica_epoch", "replicaEpoch", False, False, None),
     ),
+    0,
 )
-_J_FetchPartition = (
+_F_FetchPartition = (
     _FetchPartition,
     (
         ("partition", "partition", False, False, None),
@@ -2432,39 +2406,43 @@ _J_FetchPartition = (
         ("partition_max_bytes", "partitionMaxBytes", False, False, None),
         ("replica_directory_id", "replicaDirectoryId", True, False, None),
     ),
+    1,
 )
-_J_FetchTopic = (
+_F_FetchTopic = (
     _FetchTopic,
     (
         ("topic", "topic", False, False, None),
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_FetchPartition),
+        ("partitions", "partitions", False, False, _F_FetchPartition),
     ),
+    0,
 )
-_J_ForgottenTopic = (
+_F_ForgottenTopic = (
     _ForgottenTopic,
     (
         ("topic", "topic", False, False, None),
         ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_FetchRequest = (
+_F_FetchRequest = (
     FetchRequest,
     (
         ("cluster_id", "clusterId", True, True, None),
         ("replica_id", "replicaId", False, False, None),
-        ("replica_state", "replicaState", True, False, _J_ReplicaState),
+        ("replica_state", "replicaState", True, False, _F_ReplicaState),
         ("max_wait_ms", "maxWaitMs", False, False, None),
         ("min_bytes", "minBytes", False, False, None),
         ("max_bytes", "maxBytes", False, False, None),
         ("isolation_level", "isolationLevel", False, False, None),
         ("session_id", "sessionId", False, False, None),
         ("session_epoch", "sessionEpoch", False, False, None),
-        ("topics", "topics", False, False, _J_FetchTopic),
-        ("forgotten_topics_data", "forgottenTopicsData", False, False, _J_ForgottenTopic),
+        ("topics", "topics", False, False, _F_FetchTopic),
+        ("forgotten_topics_data", "forgottenTopicsData", False, False, _F_ForgottenTopic),
         ("rack_id", "rackId", False, False, None),
     ),
+    2,
 )
 # fmt: on
 
@@ -2487,6 +2465,7 @@ bind_codecs(
 )
 bind_native(
     FetchRequest,
+    _F_FetchRequest,
     (0, 2, _N_FetchRequest_v0),
     (3, 3, _N_FetchRequest_v3),
     (4, 4, _N_FetchRequest_v4),
@@ -2499,7 +2478,6 @@ bind_native(
     (15, 16, _N_FetchRequest_v15),
     (17, 17, _N_FetchRequest_v17),
 )
-bind_native_json(FetchRequest, _J_FetchRequest)
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
@@ -2509,9 +2487,9 @@ bind_codecs(
 )
 bind_native(
     _ReplicaState,
+    _F_ReplicaState,
     (15, 17, _N_ReplicaState_v15),
 )
-bind_native_json(_ReplicaState, _J_ReplicaState)
 bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
@@ -2526,6 +2504,7 @@ bind_codecs(
 )
 bind_native(
     _FetchTopic,
+    _F_FetchTopic,
     (0, 4, _N_FetchTopic_v0),
     (5, 8, _N_FetchTopic_v5),
     (9, 11, _N_FetchTopic_v9),
@@ -2533,7 +2512,6 @@ bind_native(
     (13, 16, _N_FetchTopic_v13),
     (17, 17, _N_FetchTopic_v17),
 )
-bind_native_json(_FetchTopic, _J_FetchTopic)
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
@@ -2547,13 +2525,13 @@ bind_codecs(
 )
 bind_native(
     _FetchPartition,
+    _F_FetchPartition,
     (0, 4, _N_FetchPartition_v0),
     (5, 8, _N_FetchPartition_v5),
     (9, 11, _N_FetchPartition_v9),
     (12, 16, _N_FetchPartition_v12),
     (17, 17, _N_FetchPartition_v17),
 )
-bind_native_json(_FetchPartition, _J_FetchPartition)
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
@@ -2565,11 +2543,11 @@ bind_codecs(
 )
 bind_native(
     _ForgottenTopic,
+    _F_ForgottenTopic,
     (7, 11, _N_ForgottenTopic_v7),
     (12, 12, _N_ForgottenTopic_v12),
     (13, 17, _N_ForgottenTopic_v13),
 )
-bind_native_json(_ForgottenTopic, _J_ForgottenTopic)
 
 # -------------------- FetchResponse: decoders and encoders, one per distinct layout
 
@@ -3846,7 +3824,6 @@ _N_EpochEndOffset_v12 = (
     ),
     (),
     "FetchResponse.EpochEndOffset",
-    (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v12 = (
     _LeaderIdAndEpoch,
@@ -3857,7 +3834,6 @@ _N_LeaderIdAndEpoch_v12 = (
     ),
     (),
     "FetchResponse.LeaderIdAndEpoch",
-    (0, (0, 1)),
 )
 _N_SnapshotId_v12 = (
     _SnapshotId,
@@ -3868,7 +3844,6 @@ _N_SnapshotId_v12 = (
     ),
     (),
     "FetchResponse.SnapshotId",
-    (0, (0, 1)),
 )
 _N_AbortedTransaction_v4 = (
     _AbortedTransaction,
@@ -3879,7 +3854,6 @@ _N_AbortedTransaction_v4 = (
     ),
     (),
     "FetchResponse.AbortedTransaction",
-    (0, (0, 1)),
 )
 _N_AbortedTransaction_v12 = (
     _AbortedTransaction,
@@ -3890,7 +3864,6 @@ _N_AbortedTransaction_v12 = (
     ),
     (),
     "FetchResponse.AbortedTransaction",
-    (0, (0, 1)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -3910,7 +3883,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "FetchResponse.PartitionData",
-    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v4 = (
     _PartitionData,
@@ -3930,7 +3902,6 @@ _N_PartitionData_v4 = (
     ),
     (),
     "FetchResponse.PartitionData",
-    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v5 = (
     _PartitionData,
@@ -3950,7 +3921,6 @@ _N_PartitionData_v5 = (
     ),
     (),
     "FetchResponse.PartitionData",
-    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v11 = (
     _PartitionData,
@@ -3970,7 +3940,6 @@ _N_PartitionData_v11 = (
     ),
     (),
     "FetchResponse.PartitionData",
-    (3, (0, 1, 2, 3, 4, 8, 9, 10, 5, 6, 7)),
 )
 _N_PartitionData_v12 = (
     _PartitionData,
@@ -3991,7 +3960,6 @@ _N_PartitionData_v12 = (
         (2, ("struct", "snapshot_id", False, _N_SnapshotId_v12, "SnapshotId", False), ("struct", _SnapshotId, _SnapshotId_DEFAULT)),
     ),
     "FetchResponse.PartitionData",
-    (3, (0, 1, 2, 3, 4, -1, -2, -3, 5, 6, 7)),
 )
 _N_FetchableTopicResponse_v0 = (
     _FetchableTopicResponse,
@@ -4003,7 +3971,6 @@ _N_FetchableTopicResponse_v0 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
-    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v4 = (
     _FetchableTopicResponse,
@@ -4015,7 +3982,6 @@ _N_FetchableTopicResponse_v4 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
-    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v5 = (
     _FetchableTopicResponse,
@@ -4027,7 +3993,6 @@ _N_FetchableTopicResponse_v5 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
-    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v11 = (
     _FetchableTopicResponse,
@@ -4039,7 +4004,6 @@ _N_FetchableTopicResponse_v11 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
-    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v12 = (
     _FetchableTopicResponse,
@@ -4051,7 +4015,6 @@ _N_FetchableTopicResponse_v12 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
-    (0, (0, 1, 2)),
 )
 _N_FetchableTopicResponse_v13 = (
     _FetchableTopicResponse,
@@ -4063,7 +4026,6 @@ _N_FetchableTopicResponse_v13 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
-    (0, (0, 1, 2)),
 )
 _N_NodeEndpoint_v16 = (
     _NodeEndpoint,
@@ -4076,7 +4038,6 @@ _N_NodeEndpoint_v16 = (
     ),
     (),
     "FetchResponse.NodeEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_FetchResponse_v0 = (
     FetchResponse,
@@ -4090,7 +4051,6 @@ _N_FetchResponse_v0 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v1 = (
     FetchResponse,
@@ -4104,7 +4064,6 @@ _N_FetchResponse_v1 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v4 = (
     FetchResponse,
@@ -4118,7 +4077,6 @@ _N_FetchResponse_v4 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v5 = (
     FetchResponse,
@@ -4132,7 +4090,6 @@ _N_FetchResponse_v5 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v7 = (
     FetchResponse,
@@ -4146,7 +4103,6 @@ _N_FetchResponse_v7 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v11 = (
     FetchResponse,
@@ -4160,7 +4116,6 @@ _N_FetchResponse_v11 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v12 = (
     FetchResponse,
@@ -4174,7 +4129,6 @@ _N_FetchResponse_v12 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v13 = (
     FetchResponse,
@@ -4188,7 +4142,6 @@ _N_FetchResponse_v13 = (
     ),
     (),
     "FetchResponse",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchResponse_v16 = (
     FetchResponse,
@@ -4203,38 +4156,41 @@ _N_FetchResponse_v16 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v16, True, "NodeEndpoints"), ("keyed",)),
     ),
     "FetchResponse",
-    (1, (0, 1, 2, 3, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EpochEndOffset = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EpochEndOffset = (
     _EpochEndOffset,
     (
         ("epoch", "epoch", False, False, None),
         ("end_offset", "endOffset", False, False, None),
     ),
+    0,
 )
-_J_LeaderIdAndEpoch = (
+_F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_SnapshotId = (
+_F_SnapshotId = (
     _SnapshotId,
     (
         ("end_offset", "endOffset", False, False, None),
         ("epoch", "epoch", False, False, None),
     ),
+    0,
 )
-_J_AbortedTransaction = (
+_F_AbortedTransaction = (
     _AbortedTransaction,
     (
         ("producer_id", "producerId", False, False, None),
         ("first_offset", "firstOffset", False, False, None),
     ),
+    0,
 )
-_J_PartitionData = (
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -4242,23 +4198,25 @@ _J_PartitionData = (
         ("high_watermark", "highWatermark", False, False, None),
         ("last_stable_offset", "lastStableOffset", False, False, None),
         ("log_start_offset", "logStartOffset", False, False, None),
-        ("diverging_epoch", "divergingEpoch", True, False, _J_EpochEndOffset),
-        ("current_leader", "currentLeader", True, False, _J_LeaderIdAndEpoch),
-        ("snapshot_id", "snapshotId", True, False, _J_SnapshotId),
-        ("aborted_transactions", "abortedTransactions", False, True, _J_AbortedTransaction),
+        ("diverging_epoch", "divergingEpoch", True, False, _F_EpochEndOffset),
+        ("current_leader", "currentLeader", True, False, _F_LeaderIdAndEpoch),
+        ("snapshot_id", "snapshotId", True, False, _F_SnapshotId),
+        ("aborted_transactions", "abortedTransactions", False, True, _F_AbortedTransaction),
         ("preferred_read_replica", "preferredReadReplica", False, False, None),
         ("records", "records", False, True, None),
     ),
+    3,
 )
-_J_FetchableTopicResponse = (
+_F_FetchableTopicResponse = (
     _FetchableTopicResponse,
     (
         ("topic", "topic", False, False, None),
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
@@ -4266,16 +4224,18 @@ _J_NodeEndpoint = (
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_FetchResponse = (
+_F_FetchResponse = (
     FetchResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("session_id", "sessionId", False, False, None),
-        ("responses", "responses", False, False, _J_FetchableTopicResponse),
-        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+        ("responses", "responses", False, False, _F_FetchableTopicResponse),
+        ("node_endpoints", "nodeEndpoints", True, False, _F_NodeEndpoint),
     ),
+    1,
 )
 # fmt: on
 
@@ -4296,6 +4256,7 @@ bind_codecs(
 )
 bind_native(
     FetchResponse,
+    _F_FetchResponse,
     (0, 0, _N_FetchResponse_v0),
     (1, 3, _N_FetchResponse_v1),
     (4, 4, _N_FetchResponse_v4),
@@ -4306,7 +4267,6 @@ bind_native(
     (13, 15, _N_FetchResponse_v13),
     (16, 17, _N_FetchResponse_v16),
 )
-bind_native_json(FetchResponse, _J_FetchResponse)
 bind_codecs(
     _FetchableTopicResponse,
     _tj_FetchableTopicResponse,
@@ -4321,6 +4281,7 @@ bind_codecs(
 )
 bind_native(
     _FetchableTopicResponse,
+    _F_FetchableTopicResponse,
     (0, 3, _N_FetchableTopicResponse_v0),
     (4, 4, _N_FetchableTopicResponse_v4),
     (5, 10, _N_FetchableTopicResponse_v5),
@@ -4328,7 +4289,6 @@ bind_native(
     (12, 12, _N_FetchableTopicResponse_v12),
     (13, 17, _N_FetchableTopicResponse_v13),
 )
-bind_native_json(_FetchableTopicResponse, _J_FetchableTopicResponse)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -4342,13 +4302,13 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 3, _N_PartitionData_v0),
     (4, 4, _N_PartitionData_v4),
     (5, 10, _N_PartitionData_v5),
     (11, 11, _N_PartitionData_v11),
     (12, 17, _N_PartitionData_v12),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
@@ -4358,9 +4318,9 @@ bind_codecs(
 )
 bind_native(
     _EpochEndOffset,
+    _F_EpochEndOffset,
     (12, 17, _N_EpochEndOffset_v12),
 )
-bind_native_json(_EpochEndOffset, _J_EpochEndOffset)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -4370,9 +4330,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderIdAndEpoch,
+    _F_LeaderIdAndEpoch,
     (12, 17, _N_LeaderIdAndEpoch_v12),
 )
-bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _SnapshotId,
     _tj_SnapshotId,
@@ -4382,9 +4342,9 @@ bind_codecs(
 )
 bind_native(
     _SnapshotId,
+    _F_SnapshotId,
     (12, 17, _N_SnapshotId_v12),
 )
-bind_native_json(_SnapshotId, _J_SnapshotId)
 bind_codecs(
     _AbortedTransaction,
     _tj_AbortedTransaction,
@@ -4395,10 +4355,10 @@ bind_codecs(
 )
 bind_native(
     _AbortedTransaction,
+    _F_AbortedTransaction,
     (4, 11, _N_AbortedTransaction_v4),
     (12, 17, _N_AbortedTransaction_v12),
 )
-bind_native_json(_AbortedTransaction, _J_AbortedTransaction)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -4408,6 +4368,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (16, 17, _N_NodeEndpoint_v16),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

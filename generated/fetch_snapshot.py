@@ -29,7 +29,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -926,7 +925,6 @@ _N_FetchSnapshotRequest_SnapshotId_v0 = (
     ),
     (),
     "FetchSnapshotRequest.SnapshotId",
-    (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -940,7 +938,6 @@ _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
     ),
     (),
     "FetchSnapshotRequest.PartitionSnapshot",
-    (1, (0, 1, 2, 3, 4)),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -955,7 +952,6 @@ _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
     "FetchSnapshotRequest.PartitionSnapshot",
-    (1, (0, 1, 2, 3, -1)),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
     _FetchSnapshotRequest_TopicSnapshot,
@@ -966,7 +962,6 @@ _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
     ),
     (),
     "FetchSnapshotRequest.TopicSnapshot",
-    (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
     _FetchSnapshotRequest_TopicSnapshot,
@@ -977,7 +972,6 @@ _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
     ),
     (),
     "FetchSnapshotRequest.TopicSnapshot",
-    (0, (0, 1)),
 )
 _N_FetchSnapshotRequest_v0 = (
     FetchSnapshotRequest,
@@ -991,7 +985,6 @@ _N_FetchSnapshotRequest_v0 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchSnapshotRequest",
-    (1, (-1, 0, 1, 2)),
 )
 _N_FetchSnapshotRequest_v1 = (
     FetchSnapshotRequest,
@@ -1005,41 +998,44 @@ _N_FetchSnapshotRequest_v1 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchSnapshotRequest",
-    (1, (-1, 0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_FetchSnapshotRequest_SnapshotId = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_FetchSnapshotRequest_SnapshotId = (
     _FetchSnapshotRequest_SnapshotId,
     (
         ("end_offset", "endOffset", False, False, None),
         ("epoch", "epoch", False, False, None),
     ),
+    0,
 )
-_J_FetchSnapshotRequest_PartitionSnapshot = (
+_F_FetchSnapshotRequest_PartitionSnapshot = (
     _FetchSnapshotRequest_PartitionSnapshot,
     (
         ("partition", "partition", False, False, None),
         ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
-        ("snapshot_id", "snapshotId", False, False, _J_FetchSnapshotRequest_SnapshotId),
+        ("snapshot_id", "snapshotId", False, False, _F_FetchSnapshotRequest_SnapshotId),
         ("position", "position", False, False, None),
         ("replica_directory_id", "replicaDirectoryId", True, False, None),
     ),
+    1,
 )
-_J_FetchSnapshotRequest_TopicSnapshot = (
+_F_FetchSnapshotRequest_TopicSnapshot = (
     _FetchSnapshotRequest_TopicSnapshot,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_FetchSnapshotRequest_PartitionSnapshot),
+        ("partitions", "partitions", False, False, _F_FetchSnapshotRequest_PartitionSnapshot),
     ),
+    0,
 )
-_J_FetchSnapshotRequest = (
+_F_FetchSnapshotRequest = (
     FetchSnapshotRequest,
     (
         ("cluster_id", "clusterId", True, True, None),
         ("replica_id", "replicaId", False, False, None),
         ("max_bytes", "maxBytes", False, False, None),
-        ("topics", "topics", False, False, _J_FetchSnapshotRequest_TopicSnapshot),
+        ("topics", "topics", False, False, _F_FetchSnapshotRequest_TopicSnapshot),
     ),
+    1,
 )
 # fmt: on
 
@@ -1053,10 +1049,10 @@ bind_codecs(
 )
 bind_native(
     FetchSnapshotRequest,
+    _F_FetchSnapshotRequest,
     (0, 0, _N_FetchSnapshotRequest_v0),
     (1, 1, _N_FetchSnapshotRequest_v1),
 )
-bind_native_json(FetchSnapshotRequest, _J_FetchSnapshotRequest)
 bind_codecs(
     _FetchSnapshotRequest_TopicSnapshot,
     _tj_FetchSnapshotRequest_TopicSnapshot,
@@ -1067,10 +1063,10 @@ bind_codecs(
 )
 bind_native(
     _FetchSnapshotRequest_TopicSnapshot,
+    _F_FetchSnapshotRequest_TopicSnapshot,
     (0, 0, _N_FetchSnapshotRequest_TopicSnapshot_v0),
     (1, 1, _N_FetchSnapshotRequest_TopicSnapshot_v1),
 )
-bind_native_json(_FetchSnapshotRequest_TopicSnapshot, _J_FetchSnapshotRequest_TopicSnapshot)
 bind_codecs(
     _FetchSnapshotRequest_PartitionSnapshot,
     _tj_FetchSnapshotRequest_PartitionSnapshot,
@@ -1091,10 +1087,10 @@ bind_codecs(
 )
 bind_native(
     _FetchSnapshotRequest_PartitionSnapshot,
+    _F_FetchSnapshotRequest_PartitionSnapshot,
     (0, 0, _N_FetchSnapshotRequest_PartitionSnapshot_v0),
     (1, 1, _N_FetchSnapshotRequest_PartitionSnapshot_v1),
 )
-bind_native_json(_FetchSnapshotRequest_PartitionSnapshot, _J_FetchSnapshotRequest_PartitionSnapshot)
 bind_codecs(
     _FetchSnapshotRequest_SnapshotId,
     _tj_FetchSnapshotRequest_SnapshotId,
@@ -1104,9 +1100,9 @@ bind_codecs(
 )
 bind_native(
     _FetchSnapshotRequest_SnapshotId,
+    _F_FetchSnapshotRequest_SnapshotId,
     (0, 1, _N_FetchSnapshotRequest_SnapshotId_v0),
 )
-bind_native_json(_FetchSnapshotRequest_SnapshotId, _J_FetchSnapshotRequest_SnapshotId)
 
 # -------------------- FetchSnapshotResponse: decoders and encoders, one per distinct layout
 
@@ -1626,7 +1622,6 @@ _N_FetchSnapshotResponse_SnapshotId_v0 = (
     ),
     (),
     "FetchSnapshotResponse.SnapshotId",
-    (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v0 = (
     _LeaderIdAndEpoch,
@@ -1637,7 +1632,6 @@ _N_LeaderIdAndEpoch_v0 = (
     ),
     (),
     "FetchSnapshotResponse.LeaderIdAndEpoch",
-    (0, (0, 1)),
 )
 _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
     _FetchSnapshotResponse_PartitionSnapshot,
@@ -1654,7 +1648,6 @@ _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
         (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
     "FetchSnapshotResponse.PartitionSnapshot",
-    (1, (0, 1, 2, -1, 3, 4, 5)),
 )
 _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
     _FetchSnapshotResponse_TopicSnapshot,
@@ -1665,7 +1658,6 @@ _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
     ),
     (),
     "FetchSnapshotResponse.TopicSnapshot",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1677,7 +1669,6 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "FetchSnapshotResponse.NodeEndpoint",
-    (0, (0, 1, 2)),
 )
 _N_FetchSnapshotResponse_v0 = (
     FetchSnapshotResponse,
@@ -1690,7 +1681,6 @@ _N_FetchSnapshotResponse_v0 = (
     ),
     (),
     "FetchSnapshotResponse",
-    (1, (0, 1, 2, 3)),
 )
 _N_FetchSnapshotResponse_v1 = (
     FetchSnapshotResponse,
@@ -1704,58 +1694,63 @@ _N_FetchSnapshotResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "FetchSnapshotResponse",
-    (1, (0, 1, 2, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_FetchSnapshotResponse_SnapshotId = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_FetchSnapshotResponse_SnapshotId = (
     _FetchSnapshotResponse_SnapshotId,
     (
         ("end_offset", "endOffset", False, False, None),
         ("epoch", "epoch", False, False, None),
     ),
+    0,
 )
-_J_LeaderIdAndEpoch = (
+_F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_FetchSnapshotResponse_PartitionSnapshot = (
+_F_FetchSnapshotResponse_PartitionSnapshot = (
     _FetchSnapshotResponse_PartitionSnapshot,
     (
         ("index", "index", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("snapshot_id", "snapshotId", False, False, _J_FetchSnapshotResponse_SnapshotId),
-        ("current_leader", "currentLeader", True, False, _J_LeaderIdAndEpoch),
+        ("snapshot_id", "snapshotId", False, False, _F_FetchSnapshotResponse_SnapshotId),
+        ("current_leader", "currentLeader", True, False, _F_LeaderIdAndEpoch),
         ("size", "size", False, False, None),
         ("position", "position", False, False, None),
         ("unaligned_records", "unalignedRecords", False, False, None),
     ),
+    1,
 )
-_J_FetchSnapshotResponse_TopicSnapshot = (
+_F_FetchSnapshotResponse_TopicSnapshot = (
     _FetchSnapshotResponse_TopicSnapshot,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_FetchSnapshotResponse_PartitionSnapshot),
+        ("partitions", "partitions", False, False, _F_FetchSnapshotResponse_PartitionSnapshot),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_FetchSnapshotResponse = (
+_F_FetchSnapshotResponse = (
     FetchSnapshotResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("topics", "topics", False, False, _J_FetchSnapshotResponse_TopicSnapshot),
-        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+        ("topics", "topics", False, False, _F_FetchSnapshotResponse_TopicSnapshot),
+        ("node_endpoints", "nodeEndpoints", True, False, _F_NodeEndpoint),
     ),
+    1,
 )
 # fmt: on
 
@@ -1769,10 +1764,10 @@ bind_codecs(
 )
 bind_native(
     FetchSnapshotResponse,
+    _F_FetchSnapshotResponse,
     (0, 0, _N_FetchSnapshotResponse_v0),
     (1, 1, _N_FetchSnapshotResponse_v1),
 )
-bind_native_json(FetchSnapshotResponse, _J_FetchSnapshotResponse)
 bind_codecs(
     _FetchSnapshotResponse_TopicSnapshot,
     _tj_FetchSnapshotResponse_TopicSnapshot,
@@ -1787,9 +1782,9 @@ bind_codecs(
 )
 bind_native(
     _FetchSnapshotResponse_TopicSnapshot,
+    _F_FetchSnapshotResponse_TopicSnapshot,
     (0, 1, _N_FetchSnapshotResponse_TopicSnapshot_v0),
 )
-bind_native_json(_FetchSnapshotResponse_TopicSnapshot, _J_FetchSnapshotResponse_TopicSnapshot)
 bind_codecs(
     _FetchSnapshotResponse_PartitionSnapshot,
     _tj_FetchSnapshotResponse_PartitionSnapshot,
@@ -1804,10 +1799,8 @@ bind_codecs(
 )
 bind_native(
     _FetchSnapshotResponse_PartitionSnapshot,
+    _F_FetchSnapshotResponse_PartitionSnapshot,
     (0, 1, _N_FetchSnapshotResponse_PartitionSnapshot_v0),
-)
-bind_native_json(
-    _FetchSnapshotResponse_PartitionSnapshot, _J_FetchSnapshotResponse_PartitionSnapshot
 )
 bind_codecs(
     _FetchSnapshotResponse_SnapshotId,
@@ -1818,9 +1811,9 @@ bind_codecs(
 )
 bind_native(
     _FetchSnapshotResponse_SnapshotId,
+    _F_FetchSnapshotResponse_SnapshotId,
     (0, 1, _N_FetchSnapshotResponse_SnapshotId_v0),
 )
-bind_native_json(_FetchSnapshotResponse_SnapshotId, _J_FetchSnapshotResponse_SnapshotId)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1830,9 +1823,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderIdAndEpoch,
+    _F_LeaderIdAndEpoch,
     (0, 1, _N_LeaderIdAndEpoch_v0),
 )
-bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1842,6 +1835,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

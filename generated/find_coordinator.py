@@ -23,7 +23,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -378,7 +377,6 @@ _N_FindCoordinatorRequest_v0 = (
     ),
     (),
     "FindCoordinatorRequest",
-    (0, (0, 1, 2)),
 )
 _N_FindCoordinatorRequest_v1 = (
     FindCoordinatorRequest,
@@ -390,7 +388,6 @@ _N_FindCoordinatorRequest_v1 = (
     ),
     (),
     "FindCoordinatorRequest",
-    (0, (0, 1, 2)),
 )
 _N_FindCoordinatorRequest_v3 = (
     FindCoordinatorRequest,
@@ -402,7 +399,6 @@ _N_FindCoordinatorRequest_v3 = (
     ),
     (),
     "FindCoordinatorRequest",
-    (0, (0, 1, 2)),
 )
 _N_FindCoordinatorRequest_v4 = (
     FindCoordinatorRequest,
@@ -414,16 +410,16 @@ _N_FindCoordinatorRequest_v4 = (
     ),
     (),
     "FindCoordinatorRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_FindCoordinatorRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_FindCoordinatorRequest = (
     FindCoordinatorRequest,
     (
         ("key", "key", False, False, None),
         ("key_type", "keyType", False, False, None),
         ("coordinator_keys", "coordinatorKeys", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -439,12 +435,12 @@ bind_codecs(
 )
 bind_native(
     FindCoordinatorRequest,
+    _F_FindCoordinatorRequest,
     (0, 0, _N_FindCoordinatorRequest_v0),
     (1, 2, _N_FindCoordinatorRequest_v1),
     (3, 3, _N_FindCoordinatorRequest_v3),
     (4, 6, _N_FindCoordinatorRequest_v4),
 )
-bind_native_json(FindCoordinatorRequest, _J_FindCoordinatorRequest)
 
 # -------------------- FindCoordinatorResponse: decoders and encoders, one per distinct layout
 
@@ -774,7 +770,6 @@ _N_Coordinator_v4 = (
     ),
     (),
     "FindCoordinatorResponse.Coordinator",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_FindCoordinatorResponse_v0 = (
     FindCoordinatorResponse,
@@ -790,7 +785,6 @@ _N_FindCoordinatorResponse_v0 = (
     ),
     (),
     "FindCoordinatorResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FindCoordinatorResponse_v1 = (
     FindCoordinatorResponse,
@@ -806,7 +800,6 @@ _N_FindCoordinatorResponse_v1 = (
     ),
     (),
     "FindCoordinatorResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FindCoordinatorResponse_v3 = (
     FindCoordinatorResponse,
@@ -822,7 +815,6 @@ _N_FindCoordinatorResponse_v3 = (
     ),
     (),
     "FindCoordinatorResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_FindCoordinatorResponse_v4 = (
     FindCoordinatorResponse,
@@ -838,10 +830,9 @@ _N_FindCoordinatorResponse_v4 = (
     ),
     (),
     "FindCoordinatorResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Coordinator = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Coordinator = (
     _Coordinator,
     (
         ("key", "key", False, False, None),
@@ -851,8 +842,9 @@ _J_Coordinator = (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_FindCoordinatorResponse = (
+_F_FindCoordinatorResponse = (
     FindCoordinatorResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -861,8 +853,9 @@ _J_FindCoordinatorResponse = (
         ("node_id", "nodeId", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
-        ("coordinators", "coordinators", False, False, _J_Coordinator),
+        ("coordinators", "coordinators", False, False, _F_Coordinator),
     ),
+    0,
 )
 # fmt: on
 
@@ -878,12 +871,12 @@ bind_codecs(
 )
 bind_native(
     FindCoordinatorResponse,
+    _F_FindCoordinatorResponse,
     (0, 0, _N_FindCoordinatorResponse_v0),
     (1, 2, _N_FindCoordinatorResponse_v1),
     (3, 3, _N_FindCoordinatorResponse_v3),
     (4, 6, _N_FindCoordinatorResponse_v4),
 )
-bind_native_json(FindCoordinatorResponse, _J_FindCoordinatorResponse)
 bind_codecs(
     _Coordinator,
     _tj_Coordinator,
@@ -893,6 +886,6 @@ bind_codecs(
 )
 bind_native(
     _Coordinator,
+    _F_Coordinator,
     (4, 6, _N_Coordinator_v4),
 )
-bind_native_json(_Coordinator, _J_Coordinator)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -224,14 +223,14 @@ _N_GetTelemetrySubscriptionsRequest_v0 = (
     ),
     (),
     "GetTelemetrySubscriptionsRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_GetTelemetrySubscriptionsRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_GetTelemetrySubscriptionsRequest = (
     GetTelemetrySubscriptionsRequest,
     (
         ("client_instance_id", "clientInstanceId", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -244,9 +243,9 @@ bind_codecs(
 )
 bind_native(
     GetTelemetrySubscriptionsRequest,
+    _F_GetTelemetrySubscriptionsRequest,
     (0, 0, _N_GetTelemetrySubscriptionsRequest_v0),
 )
-bind_native_json(GetTelemetrySubscriptionsRequest, _J_GetTelemetrySubscriptionsRequest)
 
 # -------------------- GetTelemetrySubscriptionsResponse: decoders and encoders, one per distinct layout
 
@@ -378,10 +377,9 @@ _N_GetTelemetrySubscriptionsResponse_v0 = (
     ),
     (),
     "GetTelemetrySubscriptionsResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_GetTelemetrySubscriptionsResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_GetTelemetrySubscriptionsResponse = (
     GetTelemetrySubscriptionsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -394,6 +392,7 @@ _J_GetTelemetrySubscriptionsResponse = (
         ("delta_temporality", "deltaTemporality", False, False, None),
         ("requested_metrics", "requestedMetrics", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -406,6 +405,6 @@ bind_codecs(
 )
 bind_native(
     GetTelemetrySubscriptionsResponse,
+    _F_GetTelemetrySubscriptionsResponse,
     (0, 0, _N_GetTelemetrySubscriptionsResponse_v0),
 )
-bind_native_json(GetTelemetrySubscriptionsResponse, _J_GetTelemetrySubscriptionsResponse)

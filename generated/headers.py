@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -242,7 +241,6 @@ _N_RequestHeader_v0 = (
     ),
     (),
     "RequestHeader",
-    (0, (0, 1, 2, 3)),
 )
 _N_RequestHeader_v1 = (
     RequestHeader,
@@ -255,7 +253,6 @@ _N_RequestHeader_v1 = (
     ),
     (),
     "RequestHeader",
-    (0, (0, 1, 2, 3)),
 )
 _N_RequestHeader_v2 = (
     RequestHeader,
@@ -268,10 +265,9 @@ _N_RequestHeader_v2 = (
     ),
     (),
     "RequestHeader",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_RequestHeader = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_RequestHeader = (
     RequestHeader,
     (
         ("request_api_key", "requestApiKey", False, False, None),
@@ -279,6 +275,7 @@ _J_RequestHeader = (
         ("correlation_id", "correlationId", False, False, None),
         ("client_id", "clientId", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -293,11 +290,11 @@ bind_codecs(
 )
 bind_native(
     RequestHeader,
+    _F_RequestHeader,
     (0, 0, _N_RequestHeader_v0),
     (1, 1, _N_RequestHeader_v1),
     (2, 2, _N_RequestHeader_v2),
 )
-bind_native_json(RequestHeader, _J_RequestHeader)
 
 # -------------------- ResponseHeader: decoders and encoders, one per distinct layout
 
@@ -372,7 +369,6 @@ _N_ResponseHeader_v0 = (
     ),
     (),
     "ResponseHeader",
-    (0, (0,)),
 )
 _N_ResponseHeader_v1 = (
     ResponseHeader,
@@ -382,14 +378,14 @@ _N_ResponseHeader_v1 = (
     ),
     (),
     "ResponseHeader",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ResponseHeader = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ResponseHeader = (
     ResponseHeader,
     (
         ("correlation_id", "correlationId", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -403,7 +399,7 @@ bind_codecs(
 )
 bind_native(
     ResponseHeader,
+    _F_ResponseHeader,
     (0, 0, _N_ResponseHeader_v0),
     (1, 1, _N_ResponseHeader_v1),
 )
-bind_native_json(ResponseHeader, _J_ResponseHeader)

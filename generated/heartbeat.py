@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -288,7 +287,6 @@ _N_HeartbeatRequest_v0 = (
     ),
     (),
     "HeartbeatRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_HeartbeatRequest_v3 = (
     HeartbeatRequest,
@@ -301,7 +299,6 @@ _N_HeartbeatRequest_v3 = (
     ),
     (),
     "HeartbeatRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_HeartbeatRequest_v4 = (
     HeartbeatRequest,
@@ -314,10 +311,9 @@ _N_HeartbeatRequest_v4 = (
     ),
     (),
     "HeartbeatRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_HeartbeatRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_HeartbeatRequest = (
     HeartbeatRequest,
     (
         ("group_id", "groupId", False, False, None),
@@ -325,6 +321,7 @@ _J_HeartbeatRequest = (
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -339,11 +336,11 @@ bind_codecs(
 )
 bind_native(
     HeartbeatRequest,
+    _F_HeartbeatRequest,
     (0, 2, _N_HeartbeatRequest_v0),
     (3, 3, _N_HeartbeatRequest_v3),
     (4, 4, _N_HeartbeatRequest_v4),
 )
-bind_native_json(HeartbeatRequest, _J_HeartbeatRequest)
 
 # -------------------- HeartbeatResponse: decoders and encoders, one per distinct layout
 
@@ -441,7 +438,6 @@ _N_HeartbeatResponse_v0 = (
     ),
     (),
     "HeartbeatResponse",
-    (0, (0, 1)),
 )
 _N_HeartbeatResponse_v1 = (
     HeartbeatResponse,
@@ -452,7 +448,6 @@ _N_HeartbeatResponse_v1 = (
     ),
     (),
     "HeartbeatResponse",
-    (0, (0, 1)),
 )
 _N_HeartbeatResponse_v4 = (
     HeartbeatResponse,
@@ -463,15 +458,15 @@ _N_HeartbeatResponse_v4 = (
     ),
     (),
     "HeartbeatResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_HeartbeatResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_HeartbeatResponse = (
     HeartbeatResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -486,8 +481,8 @@ bind_codecs(
 )
 bind_native(
     HeartbeatResponse,
+    _F_HeartbeatResponse,
     (0, 0, _N_HeartbeatResponse_v0),
     (1, 3, _N_HeartbeatResponse_v1),
     (4, 4, _N_HeartbeatResponse_v4),
 )
-bind_native_json(HeartbeatResponse, _J_HeartbeatResponse)

@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -557,7 +556,6 @@ _N_AlterableConfig_v0 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterableConfig",
-    (0, (0, 1, 2)),
 )
 _N_AlterableConfig_v1 = (
     _AlterableConfig,
@@ -569,7 +567,6 @@ _N_AlterableConfig_v1 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterableConfig",
-    (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
@@ -581,7 +578,6 @@ _N_AlterConfigsResource_v0 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterConfigsResource",
-    (0, (0, 1, 2)),
 )
 _N_AlterConfigsResource_v1 = (
     _AlterConfigsResource,
@@ -593,7 +589,6 @@ _N_AlterConfigsResource_v1 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterConfigsResource",
-    (0, (0, 1, 2)),
 )
 _N_IncrementalAlterConfigsRequest_v0 = (
     IncrementalAlterConfigsRequest,
@@ -604,7 +599,6 @@ _N_IncrementalAlterConfigsRequest_v0 = (
     ),
     (),
     "IncrementalAlterConfigsRequest",
-    (0, (0, 1)),
 )
 _N_IncrementalAlterConfigsRequest_v1 = (
     IncrementalAlterConfigsRequest,
@@ -615,31 +609,33 @@ _N_IncrementalAlterConfigsRequest_v1 = (
     ),
     (),
     "IncrementalAlterConfigsRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterableConfig = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterableConfig = (
     _AlterableConfig,
     (
         ("name", "name", False, False, None),
         ("config_operation", "configOperation", False, False, None),
         ("value", "value", False, True, None),
     ),
+    0,
 )
-_J_AlterConfigsResource = (
+_F_AlterConfigsResource = (
     _AlterConfigsResource,
     (
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
-        ("configs", "configs", False, False, _J_AlterableConfig),
+        ("configs", "configs", False, False, _F_AlterableConfig),
     ),
+    0,
 )
-_J_IncrementalAlterConfigsRequest = (
+_F_IncrementalAlterConfigsRequest = (
     IncrementalAlterConfigsRequest,
     (
-        ("resources", "resources", False, False, _J_AlterConfigsResource),
+        ("resources", "resources", False, False, _F_AlterConfigsResource),
         ("validate_only", "validateOnly", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -653,10 +649,10 @@ bind_codecs(
 )
 bind_native(
     IncrementalAlterConfigsRequest,
+    _F_IncrementalAlterConfigsRequest,
     (0, 0, _N_IncrementalAlterConfigsRequest_v0),
     (1, 1, _N_IncrementalAlterConfigsRequest_v1),
 )
-bind_native_json(IncrementalAlterConfigsRequest, _J_IncrementalAlterConfigsRequest)
 bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
@@ -667,10 +663,10 @@ bind_codecs(
 )
 bind_native(
     _AlterConfigsResource,
+    _F_AlterConfigsResource,
     (0, 0, _N_AlterConfigsResource_v0),
     (1, 1, _N_AlterConfigsResource_v1),
 )
-bind_native_json(_AlterConfigsResource, _J_AlterConfigsResource)
 bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
@@ -681,10 +677,10 @@ bind_codecs(
 )
 bind_native(
     _AlterableConfig,
+    _F_AlterableConfig,
     (0, 0, _N_AlterableConfig_v0),
     (1, 1, _N_AlterableConfig_v1),
 )
-bind_native_json(_AlterableConfig, _J_AlterableConfig)
 
 # -------------------- IncrementalAlterConfigsResponse: decoders and encoders, one per distinct layout
 
@@ -910,7 +906,6 @@ _N_AlterConfigsResourceResponse_v0 = (
     ),
     (),
     "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_AlterConfigsResourceResponse_v1 = (
     _AlterConfigsResourceResponse,
@@ -923,7 +918,6 @@ _N_AlterConfigsResourceResponse_v1 = (
     ),
     (),
     "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_IncrementalAlterConfigsResponse_v0 = (
     IncrementalAlterConfigsResponse,
@@ -934,7 +928,6 @@ _N_IncrementalAlterConfigsResponse_v0 = (
     ),
     (),
     "IncrementalAlterConfigsResponse",
-    (0, (0, 1)),
 )
 _N_IncrementalAlterConfigsResponse_v1 = (
     IncrementalAlterConfigsResponse,
@@ -945,10 +938,9 @@ _N_IncrementalAlterConfigsResponse_v1 = (
     ),
     (),
     "IncrementalAlterConfigsResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AlterConfigsResourceResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AlterConfigsResourceResponse = (
     _AlterConfigsResourceResponse,
     (
         ("error_code", "errorCode", False, False, None),
@@ -956,13 +948,15 @@ _J_AlterConfigsResourceResponse = (
         ("resource_type", "resourceType", False, False, None),
         ("resource_name", "resourceName", False, False, None),
     ),
+    0,
 )
-_J_IncrementalAlterConfigsResponse = (
+_F_IncrementalAlterConfigsResponse = (
     IncrementalAlterConfigsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("responses", "responses", False, False, _J_AlterConfigsResourceResponse),
+        ("responses", "responses", False, False, _F_AlterConfigsResourceResponse),
     ),
+    0,
 )
 # fmt: on
 
@@ -976,10 +970,10 @@ bind_codecs(
 )
 bind_native(
     IncrementalAlterConfigsResponse,
+    _F_IncrementalAlterConfigsResponse,
     (0, 0, _N_IncrementalAlterConfigsResponse_v0),
     (1, 1, _N_IncrementalAlterConfigsResponse_v1),
 )
-bind_native_json(IncrementalAlterConfigsResponse, _J_IncrementalAlterConfigsResponse)
 bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
@@ -990,7 +984,7 @@ bind_codecs(
 )
 bind_native(
     _AlterConfigsResourceResponse,
+    _F_AlterConfigsResourceResponse,
     (0, 0, _N_AlterConfigsResourceResponse_v0),
     (1, 1, _N_AlterConfigsResourceResponse_v1),
 )
-bind_native_json(_AlterConfigsResourceResponse, _J_AlterConfigsResourceResponse)

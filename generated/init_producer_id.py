@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -289,7 +288,6 @@ _N_InitProducerIdRequest_v0 = (
     ),
     (),
     "InitProducerIdRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdRequest_v2 = (
     InitProducerIdRequest,
@@ -302,7 +300,6 @@ _N_InitProducerIdRequest_v2 = (
     ),
     (),
     "InitProducerIdRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdRequest_v3 = (
     InitProducerIdRequest,
@@ -315,10 +312,9 @@ _N_InitProducerIdRequest_v3 = (
     ),
     (),
     "InitProducerIdRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_InitProducerIdRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_InitProducerIdRequest = (
     InitProducerIdRequest,
     (
         ("transactional_id", "transactionalId", False, True, None),
@@ -326,6 +322,7 @@ _J_InitProducerIdRequest = (
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -340,11 +337,11 @@ bind_codecs(
 )
 bind_native(
     InitProducerIdRequest,
+    _F_InitProducerIdRequest,
     (0, 1, _N_InitProducerIdRequest_v0),
     (2, 2, _N_InitProducerIdRequest_v2),
     (3, 5, _N_InitProducerIdRequest_v3),
 )
-bind_native_json(InitProducerIdRequest, _J_InitProducerIdRequest)
 
 # -------------------- InitProducerIdResponse: decoders and encoders, one per distinct layout
 
@@ -439,7 +436,6 @@ _N_InitProducerIdResponse_v0 = (
     ),
     (),
     "InitProducerIdResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_InitProducerIdResponse_v2 = (
     InitProducerIdResponse,
@@ -452,10 +448,9 @@ _N_InitProducerIdResponse_v2 = (
     ),
     (),
     "InitProducerIdResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_InitProducerIdResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_InitProducerIdResponse = (
     InitProducerIdResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -463,6 +458,7 @@ _J_InitProducerIdResponse = (
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -476,7 +472,7 @@ bind_codecs(
 )
 bind_native(
     InitProducerIdResponse,
+    _F_InitProducerIdResponse,
     (0, 1, _N_InitProducerIdResponse_v0),
     (2, 5, _N_InitProducerIdResponse_v2),
 )
-bind_native_json(InitProducerIdResponse, _J_InitProducerIdResponse)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -448,7 +447,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "InitializeShareGroupStateRequest.PartitionData",
-    (0, (0, 1, 2)),
 )
 _N_InitializeStateData_v0 = (
     _InitializeStateData,
@@ -459,7 +457,6 @@ _N_InitializeStateData_v0 = (
     ),
     (),
     "InitializeShareGroupStateRequest.InitializeStateData",
-    (0, (0, 1)),
 )
 _N_InitializeShareGroupStateRequest_v0 = (
     InitializeShareGroupStateRequest,
@@ -470,30 +467,32 @@ _N_InitializeShareGroupStateRequest_v0 = (
     ),
     (),
     "InitializeShareGroupStateRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition", "partition", False, False, None),
         ("state_epoch", "stateEpoch", False, False, None),
         ("start_offset", "startOffset", False, False, None),
     ),
+    0,
 )
-_J_InitializeStateData = (
+_F_InitializeStateData = (
     _InitializeStateData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_InitializeShareGroupStateRequest = (
+_F_InitializeShareGroupStateRequest = (
     InitializeShareGroupStateRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_InitializeStateData),
+        ("topics", "topics", False, False, _F_InitializeStateData),
     ),
+    0,
 )
 # fmt: on
 
@@ -506,9 +505,9 @@ bind_codecs(
 )
 bind_native(
     InitializeShareGroupStateRequest,
+    _F_InitializeShareGroupStateRequest,
     (0, 0, _N_InitializeShareGroupStateRequest_v0),
 )
-bind_native_json(InitializeShareGroupStateRequest, _J_InitializeShareGroupStateRequest)
 bind_codecs(
     _InitializeStateData,
     _tj_InitializeStateData,
@@ -518,9 +517,9 @@ bind_codecs(
 )
 bind_native(
     _InitializeStateData,
+    _F_InitializeStateData,
     (0, 0, _N_InitializeStateData_v0),
 )
-bind_native_json(_InitializeStateData, _J_InitializeStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -530,9 +529,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- InitializeShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -728,7 +727,6 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "InitializeShareGroupStateResponse.PartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_InitializeStateResult_v0 = (
     _InitializeStateResult,
@@ -739,7 +737,6 @@ _N_InitializeStateResult_v0 = (
     ),
     (),
     "InitializeShareGroupStateResponse.InitializeStateResult",
-    (0, (0, 1)),
 )
 _N_InitializeShareGroupStateResponse_v0 = (
     InitializeShareGroupStateResponse,
@@ -749,29 +746,31 @@ _N_InitializeShareGroupStateResponse_v0 = (
     ),
     (),
     "InitializeShareGroupStateResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionResult = (
     _PartitionResult,
     (
         ("partition", "partition", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_InitializeStateResult = (
+_F_InitializeStateResult = (
     _InitializeStateResult,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionResult),
+        ("partitions", "partitions", False, False, _F_PartitionResult),
     ),
+    0,
 )
-_J_InitializeShareGroupStateResponse = (
+_F_InitializeShareGroupStateResponse = (
     InitializeShareGroupStateResponse,
     (
-        ("results", "results", False, False, _J_InitializeStateResult),
+        ("results", "results", False, False, _F_InitializeStateResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -784,9 +783,9 @@ bind_codecs(
 )
 bind_native(
     InitializeShareGroupStateResponse,
+    _F_InitializeShareGroupStateResponse,
     (0, 0, _N_InitializeShareGroupStateResponse_v0),
 )
-bind_native_json(InitializeShareGroupStateResponse, _J_InitializeShareGroupStateResponse)
 bind_codecs(
     _InitializeStateResult,
     _tj_InitializeStateResult,
@@ -796,9 +795,9 @@ bind_codecs(
 )
 bind_native(
     _InitializeStateResult,
+    _F_InitializeStateResult,
     (0, 0, _N_InitializeStateResult_v0),
 )
-bind_native_json(_InitializeStateResult, _J_InitializeStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -808,6 +807,6 @@ bind_codecs(
 )
 bind_native(
     _PartitionResult,
+    _F_PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
-bind_native_json(_PartitionResult, _J_PartitionResult)

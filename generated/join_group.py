@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -644,7 +643,6 @@ _N_JoinGroupRequestProtocol_v0 = (
     ),
     (),
     "JoinGroupRequest.JoinGroupRequestProtocol",
-    (0, (0, 1)),
 )
 _N_JoinGroupRequestProtocol_v6 = (
     _JoinGroupRequestProtocol,
@@ -655,7 +653,6 @@ _N_JoinGroupRequestProtocol_v6 = (
     ),
     (),
     "JoinGroupRequest.JoinGroupRequestProtocol",
-    (0, (0, 1)),
 )
 _N_JoinGroupRequest_v0 = (
     JoinGroupRequest,
@@ -672,7 +669,6 @@ _N_JoinGroupRequest_v0 = (
     ),
     (),
     "JoinGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v1 = (
     JoinGroupRequest,
@@ -689,7 +685,6 @@ _N_JoinGroupRequest_v1 = (
     ),
     (),
     "JoinGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v5 = (
     JoinGroupRequest,
@@ -706,7 +701,6 @@ _N_JoinGroupRequest_v5 = (
     ),
     (),
     "JoinGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v6 = (
     JoinGroupRequest,
@@ -723,7 +717,6 @@ _N_JoinGroupRequest_v6 = (
     ),
     (),
     "JoinGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_JoinGroupRequest_v8 = (
     JoinGroupRequest,
@@ -740,17 +733,17 @@ _N_JoinGroupRequest_v8 = (
     ),
     (),
     "JoinGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_JoinGroupRequestProtocol = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_JoinGroupRequestProtocol = (
     _JoinGroupRequestProtocol,
     (
         ("name", "name", False, False, None),
         ("metadata", "metadata", False, False, None),
     ),
+    0,
 )
-_J_JoinGroupRequest = (
+_F_JoinGroupRequest = (
     JoinGroupRequest,
     (
         ("group_id", "groupId", False, False, None),
@@ -759,9 +752,10 @@ _J_JoinGroupRequest = (
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("protocol_type", "protocolType", False, False, None),
-        ("protocols", "protocols", False, False, _J_JoinGroupRequestProtocol),
+        ("protocols", "protocols", False, False, _F_JoinGroupRequestProtocol),
         ("reason", "reason", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -778,13 +772,13 @@ bind_codecs(
 )
 bind_native(
     JoinGroupRequest,
+    _F_JoinGroupRequest,
     (0, 0, _N_JoinGroupRequest_v0),
     (1, 4, _N_JoinGroupRequest_v1),
     (5, 5, _N_JoinGroupRequest_v5),
     (6, 7, _N_JoinGroupRequest_v6),
     (8, 9, _N_JoinGroupRequest_v8),
 )
-bind_native_json(JoinGroupRequest, _J_JoinGroupRequest)
 bind_codecs(
     _JoinGroupRequestProtocol,
     _tj_JoinGroupRequestProtocol,
@@ -795,10 +789,10 @@ bind_codecs(
 )
 bind_native(
     _JoinGroupRequestProtocol,
+    _F_JoinGroupRequestProtocol,
     (0, 5, _N_JoinGroupRequestProtocol_v0),
     (6, 9, _N_JoinGroupRequestProtocol_v6),
 )
-bind_native_json(_JoinGroupRequestProtocol, _J_JoinGroupRequestProtocol)
 
 # -------------------- JoinGroupResponse: decoders and encoders, one per distinct layout
 
@@ -1279,7 +1273,6 @@ _N_JoinGroupResponseMember_v0 = (
     ),
     (),
     "JoinGroupResponse.JoinGroupResponseMember",
-    (0, (0, 1, 2)),
 )
 _N_JoinGroupResponseMember_v5 = (
     _JoinGroupResponseMember,
@@ -1291,7 +1284,6 @@ _N_JoinGroupResponseMember_v5 = (
     ),
     (),
     "JoinGroupResponse.JoinGroupResponseMember",
-    (0, (0, 1, 2)),
 )
 _N_JoinGroupResponseMember_v6 = (
     _JoinGroupResponseMember,
@@ -1303,7 +1295,6 @@ _N_JoinGroupResponseMember_v6 = (
     ),
     (),
     "JoinGroupResponse.JoinGroupResponseMember",
-    (0, (0, 1, 2)),
 )
 _N_JoinGroupResponse_v0 = (
     JoinGroupResponse,
@@ -1321,7 +1312,6 @@ _N_JoinGroupResponse_v0 = (
     ),
     (),
     "JoinGroupResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v2 = (
     JoinGroupResponse,
@@ -1339,7 +1329,6 @@ _N_JoinGroupResponse_v2 = (
     ),
     (),
     "JoinGroupResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v5 = (
     JoinGroupResponse,
@@ -1357,7 +1346,6 @@ _N_JoinGroupResponse_v5 = (
     ),
     (),
     "JoinGroupResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v6 = (
     JoinGroupResponse,
@@ -1375,7 +1363,6 @@ _N_JoinGroupResponse_v6 = (
     ),
     (),
     "JoinGroupResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v7 = (
     JoinGroupResponse,
@@ -1393,7 +1380,6 @@ _N_JoinGroupResponse_v7 = (
     ),
     (),
     "JoinGroupResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_JoinGroupResponse_v9 = (
     JoinGroupResponse,
@@ -1411,18 +1397,18 @@ _N_JoinGroupResponse_v9 = (
     ),
     (),
     "JoinGroupResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_JoinGroupResponseMember = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_JoinGroupResponseMember = (
     _JoinGroupResponseMember,
     (
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("metadata", "metadata", False, False, None),
     ),
+    0,
 )
-_J_JoinGroupResponse = (
+_F_JoinGroupResponse = (
     JoinGroupResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -1433,8 +1419,9 @@ _J_JoinGroupResponse = (
         ("leader", "leader", False, False, None),
         ("skip_assignment", "skipAssignment", False, False, None),
         ("member_id", "memberId", False, False, None),
-        ("members", "members", False, False, _J_JoinGroupResponseMember),
+        ("members", "members", False, False, _F_JoinGroupResponseMember),
     ),
+    0,
 )
 # fmt: on
 
@@ -1452,6 +1439,7 @@ bind_codecs(
 )
 bind_native(
     JoinGroupResponse,
+    _F_JoinGroupResponse,
     (0, 1, _N_JoinGroupResponse_v0),
     (2, 4, _N_JoinGroupResponse_v2),
     (5, 5, _N_JoinGroupResponse_v5),
@@ -1459,7 +1447,6 @@ bind_native(
     (7, 8, _N_JoinGroupResponse_v7),
     (9, 9, _N_JoinGroupResponse_v9),
 )
-bind_native_json(JoinGroupResponse, _J_JoinGroupResponse)
 bind_codecs(
     _JoinGroupResponseMember,
     _tj_JoinGroupResponseMember,
@@ -1471,8 +1458,8 @@ bind_codecs(
 )
 bind_native(
     _JoinGroupResponseMember,
+    _F_JoinGroupResponseMember,
     (0, 4, _N_JoinGroupResponseMember_v0),
     (5, 5, _N_JoinGroupResponseMember_v5),
     (6, 9, _N_JoinGroupResponseMember_v6),
 )
-bind_native_json(_JoinGroupResponseMember, _J_JoinGroupResponseMember)

@@ -16,7 +16,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -134,15 +133,15 @@ _N_KRaftVersionRecord_v0 = (
     ),
     (),
     "KRaftVersionRecord",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_KRaftVersionRecord = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_KRaftVersionRecord = (
     KRaftVersionRecord,
     (
         ("version", "version", False, False, None),
         ("k_raft_version", "kRaftVersion", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -155,6 +154,6 @@ bind_codecs(
 )
 bind_native(
     KRaftVersionRecord,
+    _F_KRaftVersionRecord,
     (0, 0, _N_KRaftVersionRecord_v0),
 )
-bind_native_json(KRaftVersionRecord, _J_KRaftVersionRecord)

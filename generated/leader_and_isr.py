@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1552,7 +1551,6 @@ _N_LeaderAndIsrPartitionState_v0 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v1 = (
     _LeaderAndIsrPartitionState,
@@ -1573,7 +1571,6 @@ _N_LeaderAndIsrPartitionState_v1 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v2 = (
     _LeaderAndIsrPartitionState,
@@ -1594,7 +1591,6 @@ _N_LeaderAndIsrPartitionState_v2 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v3 = (
     _LeaderAndIsrPartitionState,
@@ -1615,7 +1611,6 @@ _N_LeaderAndIsrPartitionState_v3 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v4 = (
     _LeaderAndIsrPartitionState,
@@ -1636,7 +1631,6 @@ _N_LeaderAndIsrPartitionState_v4 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrPartitionState_v6 = (
     _LeaderAndIsrPartitionState,
@@ -1657,7 +1651,6 @@ _N_LeaderAndIsrPartitionState_v6 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
 )
 _N_LeaderAndIsrTopicState_v2 = (
     _LeaderAndIsrTopicState,
@@ -1669,7 +1662,6 @@ _N_LeaderAndIsrTopicState_v2 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v3 = (
     _LeaderAndIsrTopicState,
@@ -1681,7 +1673,6 @@ _N_LeaderAndIsrTopicState_v3 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v4 = (
     _LeaderAndIsrTopicState,
@@ -1693,7 +1684,6 @@ _N_LeaderAndIsrTopicState_v4 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v5 = (
     _LeaderAndIsrTopicState,
@@ -1705,7 +1695,6 @@ _N_LeaderAndIsrTopicState_v5 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicState_v6 = (
     _LeaderAndIsrTopicState,
@@ -1717,7 +1706,6 @@ _N_LeaderAndIsrTopicState_v6 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrLiveLeader_v0 = (
     _LeaderAndIsrLiveLeader,
@@ -1729,7 +1717,6 @@ _N_LeaderAndIsrLiveLeader_v0 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrLiveLeader",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrLiveLeader_v4 = (
     _LeaderAndIsrLiveLeader,
@@ -1741,7 +1728,6 @@ _N_LeaderAndIsrLiveLeader_v4 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrLiveLeader",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrRequest_v0 = (
     LeaderAndIsrRequest,
@@ -1758,7 +1744,6 @@ _N_LeaderAndIsrRequest_v0 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v1 = (
     LeaderAndIsrRequest,
@@ -1775,7 +1760,6 @@ _N_LeaderAndIsrRequest_v1 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v2 = (
     LeaderAndIsrRequest,
@@ -1792,7 +1776,6 @@ _N_LeaderAndIsrRequest_v2 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v3 = (
     LeaderAndIsrRequest,
@@ -1809,7 +1792,6 @@ _N_LeaderAndIsrRequest_v3 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v4 = (
     LeaderAndIsrRequest,
@@ -1826,7 +1808,6 @@ _N_LeaderAndIsrRequest_v4 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v5 = (
     LeaderAndIsrRequest,
@@ -1843,7 +1824,6 @@ _N_LeaderAndIsrRequest_v5 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v6 = (
     LeaderAndIsrRequest,
@@ -1860,7 +1840,6 @@ _N_LeaderAndIsrRequest_v6 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_LeaderAndIsrRequest_v7 = (
     LeaderAndIsrRequest,
@@ -1877,10 +1856,9 @@ _N_LeaderAndIsrRequest_v7 = (
     ),
     (),
     "LeaderAndIsrRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_LeaderAndIsrPartitionState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_LeaderAndIsrPartitionState = (
     _LeaderAndIsrPartitionState,
     (
         ("topic_name", "topicName", False, False, None),
@@ -1896,24 +1874,27 @@ _J_LeaderAndIsrPartitionState = (
         ("is_new", "isNew", False, False, None),
         ("leader_recovery_state", "leaderRecoveryState", False, False, None),
     ),
+    0,
 )
-_J_LeaderAndIsrTopicState = (
+_F_LeaderAndIsrTopicState = (
     _LeaderAndIsrTopicState,
     (
         ("topic_name", "topicName", False, False, None),
         ("topic_id", "topicId", False, False, None),
-        ("partition_states", "partitionStates", False, False, _J_LeaderAndIsrPartitionState),
+        ("partition_states", "partitionStates", False, False, _F_LeaderAndIsrPartitionState),
     ),
+    0,
 )
-_J_LeaderAndIsrLiveLeader = (
+_F_LeaderAndIsrLiveLeader = (
     _LeaderAndIsrLiveLeader,
     (
         ("broker_id", "brokerId", False, False, None),
         ("host_name", "hostName", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_LeaderAndIsrRequest = (
+_F_LeaderAndIsrRequest = (
     LeaderAndIsrRequest,
     (
         ("controller_id", "controllerId", False, False, None),
@@ -1921,10 +1902,11 @@ _J_LeaderAndIsrRequest = (
         ("controller_epoch", "controllerEpoch", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
         ("type", "type", False, False, None),
-        ("ungrouped_partition_states", "ungroupedPartitionStates", False, False, _J_LeaderAndIsrPartitionState),
-        ("topic_states", "topicStates", False, False, _J_LeaderAndIsrTopicState),
-        ("live_leaders", "liveLeaders", False, False, _J_LeaderAndIsrLiveLeader),
+        ("ungrouped_partition_states", "ungroupedPartitionStates", False, False, _F_LeaderAndIsrPartitionState),
+        ("topic_states", "topicStates", False, False, _F_LeaderAndIsrTopicState),
+        ("live_leaders", "liveLeaders", False, False, _F_LeaderAndIsrLiveLeader),
     ),
+    0,
 )
 # fmt: on
 
@@ -1944,6 +1926,7 @@ bind_codecs(
 )
 bind_native(
     LeaderAndIsrRequest,
+    _F_LeaderAndIsrRequest,
     (0, 0, _N_LeaderAndIsrRequest_v0),
     (1, 1, _N_LeaderAndIsrRequest_v1),
     (2, 2, _N_LeaderAndIsrRequest_v2),
@@ -1953,7 +1936,6 @@ bind_native(
     (6, 6, _N_LeaderAndIsrRequest_v6),
     (7, 7, _N_LeaderAndIsrRequest_v7),
 )
-bind_native_json(LeaderAndIsrRequest, _J_LeaderAndIsrRequest)
 bind_codecs(
     _LeaderAndIsrPartitionState,
     _tj_LeaderAndIsrPartitionState,
@@ -1968,6 +1950,7 @@ bind_codecs(
 )
 bind_native(
     _LeaderAndIsrPartitionState,
+    _F_LeaderAndIsrPartitionState,
     (0, 0, _N_LeaderAndIsrPartitionState_v0),
     (1, 1, _N_LeaderAndIsrPartitionState_v1),
     (2, 2, _N_LeaderAndIsrPartitionState_v2),
@@ -1975,7 +1958,6 @@ bind_native(
     (4, 5, _N_LeaderAndIsrPartitionState_v4),
     (6, 7, _N_LeaderAndIsrPartitionState_v6),
 )
-bind_native_json(_LeaderAndIsrPartitionState, _J_LeaderAndIsrPartitionState)
 bind_codecs(
     _LeaderAndIsrTopicState,
     _tj_LeaderAndIsrTopicState,
@@ -1989,13 +1971,13 @@ bind_codecs(
 )
 bind_native(
     _LeaderAndIsrTopicState,
+    _F_LeaderAndIsrTopicState,
     (2, 2, _N_LeaderAndIsrTopicState_v2),
     (3, 3, _N_LeaderAndIsrTopicState_v3),
     (4, 4, _N_LeaderAndIsrTopicState_v4),
     (5, 5, _N_LeaderAndIsrTopicState_v5),
     (6, 7, _N_LeaderAndIsrTopicState_v6),
 )
-bind_native_json(_LeaderAndIsrTopicState, _J_LeaderAndIsrTopicState)
 bind_codecs(
     _LeaderAndIsrLiveLeader,
     _tj_LeaderAndIsrLiveLeader,
@@ -2006,10 +1988,10 @@ bind_codecs(
 )
 bind_native(
     _LeaderAndIsrLiveLeader,
+    _F_LeaderAndIsrLiveLeader,
     (0, 3, _N_LeaderAndIsrLiveLeader_v0),
     (4, 7, _N_LeaderAndIsrLiveLeader_v4),
 )
-bind_native_json(_LeaderAndIsrLiveLeader, _J_LeaderAndIsrLiveLeader)
 
 # -------------------- LeaderAndIsrResponse: decoders and encoders, one per distinct layout
 
@@ -2352,7 +2334,6 @@ _N_LeaderAndIsrPartitionError_v0 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrPartitionError",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrPartitionError_v4 = (
     _LeaderAndIsrPartitionError,
@@ -2364,7 +2345,6 @@ _N_LeaderAndIsrPartitionError_v4 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrPartitionError",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrPartitionError_v5 = (
     _LeaderAndIsrPartitionError,
@@ -2376,7 +2356,6 @@ _N_LeaderAndIsrPartitionError_v5 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrPartitionError",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrTopicError_v5 = (
     _LeaderAndIsrTopicError,
@@ -2387,7 +2366,6 @@ _N_LeaderAndIsrTopicError_v5 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrTopicError",
-    (0, (0, 1)),
 )
 _N_LeaderAndIsrResponse_v0 = (
     LeaderAndIsrResponse,
@@ -2399,7 +2377,6 @@ _N_LeaderAndIsrResponse_v0 = (
     ),
     (),
     "LeaderAndIsrResponse",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrResponse_v4 = (
     LeaderAndIsrResponse,
@@ -2411,7 +2388,6 @@ _N_LeaderAndIsrResponse_v4 = (
     ),
     (),
     "LeaderAndIsrResponse",
-    (0, (0, 1, 2)),
 )
 _N_LeaderAndIsrResponse_v5 = (
     LeaderAndIsrResponse,
@@ -2423,31 +2399,33 @@ _N_LeaderAndIsrResponse_v5 = (
     ),
     (),
     "LeaderAndIsrResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_LeaderAndIsrPartitionError = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_LeaderAndIsrPartitionError = (
     _LeaderAndIsrPartitionError,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_LeaderAndIsrTopicError = (
+_F_LeaderAndIsrTopicError = (
     _LeaderAndIsrTopicError,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partition_errors", "partitionErrors", False, False, _J_LeaderAndIsrPartitionError),
+        ("partition_errors", "partitionErrors", False, False, _F_LeaderAndIsrPartitionError),
     ),
+    0,
 )
-_J_LeaderAndIsrResponse = (
+_F_LeaderAndIsrResponse = (
     LeaderAndIsrResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("partition_errors", "partitionErrors", False, False, _J_LeaderAndIsrPartitionError),
-        ("topics", "topics", False, False, _J_LeaderAndIsrTopicError),
+        ("partition_errors", "partitionErrors", False, False, _F_LeaderAndIsrPartitionError),
+        ("topics", "topics", False, False, _F_LeaderAndIsrTopicError),
     ),
+    0,
 )
 # fmt: on
 
@@ -2462,11 +2440,11 @@ bind_codecs(
 )
 bind_native(
     LeaderAndIsrResponse,
+    _F_LeaderAndIsrResponse,
     (0, 3, _N_LeaderAndIsrResponse_v0),
     (4, 4, _N_LeaderAndIsrResponse_v4),
     (5, 7, _N_LeaderAndIsrResponse_v5),
 )
-bind_native_json(LeaderAndIsrResponse, _J_LeaderAndIsrResponse)
 bind_codecs(
     _LeaderAndIsrPartitionError,
     _tj_LeaderAndIsrPartitionError,
@@ -2478,11 +2456,11 @@ bind_codecs(
 )
 bind_native(
     _LeaderAndIsrPartitionError,
+    _F_LeaderAndIsrPartitionError,
     (0, 3, _N_LeaderAndIsrPartitionError_v0),
     (4, 4, _N_LeaderAndIsrPartitionError_v4),
     (5, 7, _N_LeaderAndIsrPartitionError_v5),
 )
-bind_native_json(_LeaderAndIsrPartitionError, _J_LeaderAndIsrPartitionError)
 bind_codecs(
     _LeaderAndIsrTopicError,
     _tj_LeaderAndIsrTopicError,
@@ -2492,6 +2470,6 @@ bind_codecs(
 )
 bind_native(
     _LeaderAndIsrTopicError,
+    _F_LeaderAndIsrTopicError,
     (5, 7, _N_LeaderAndIsrTopicError_v5),
 )
-bind_native_json(_LeaderAndIsrTopicError, _J_LeaderAndIsrTopicError)

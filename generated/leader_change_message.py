@@ -23,7 +23,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -304,7 +303,6 @@ _N_Voter_v0 = (
     ),
     (),
     "LeaderChangeMessage.Voter",
-    (0, (0, 1)),
 )
 _N_Voter_v1 = (
     _Voter,
@@ -315,7 +313,6 @@ _N_Voter_v1 = (
     ),
     (),
     "LeaderChangeMessage.Voter",
-    (0, (0, 1)),
 )
 _N_LeaderChangeMessage_v0 = (
     LeaderChangeMessage,
@@ -328,7 +325,6 @@ _N_LeaderChangeMessage_v0 = (
     ),
     (),
     "LeaderChangeMessage",
-    (0, (0, 1, 2, 3)),
 )
 _N_LeaderChangeMessage_v1 = (
     LeaderChangeMessage,
@@ -341,24 +337,25 @@ _N_LeaderChangeMessage_v1 = (
     ),
     (),
     "LeaderChangeMessage",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Voter = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Voter = (
     _Voter,
     (
         ("voter_id", "voterId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
     ),
+    0,
 )
-_J_LeaderChangeMessage = (
+_F_LeaderChangeMessage = (
     LeaderChangeMessage,
     (
         ("version", "version", False, False, None),
         ("leader_id", "leaderId", False, False, None),
-        ("voters", "voters", False, False, _J_Voter),
-        ("granting_voters", "grantingVoters", False, False, _J_Voter),
+        ("voters", "voters", False, False, _F_Voter),
+        ("granting_voters", "grantingVoters", False, False, _F_Voter),
     ),
+    0,
 )
 # fmt: on
 
@@ -372,10 +369,10 @@ bind_codecs(
 )
 bind_native(
     LeaderChangeMessage,
+    _F_LeaderChangeMessage,
     (0, 0, _N_LeaderChangeMessage_v0),
     (1, 1, _N_LeaderChangeMessage_v1),
 )
-bind_native_json(LeaderChangeMessage, _J_LeaderChangeMessage)
 bind_codecs(
     _Voter,
     _tj_Voter,
@@ -386,7 +383,7 @@ bind_codecs(
 )
 bind_native(
     _Voter,
+    _F_Voter,
     (0, 0, _N_Voter_v0),
     (1, 1, _N_Voter_v1),
 )
-bind_native_json(_Voter, _J_Voter)

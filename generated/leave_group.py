@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -501,7 +500,6 @@ _N_MemberIdentity_v3 = (
     ),
     (),
     "LeaveGroupRequest.MemberIdentity",
-    (0, (0, 1, 2)),
 )
 _N_MemberIdentity_v4 = (
     _MemberIdentity,
@@ -513,7 +511,6 @@ _N_MemberIdentity_v4 = (
     ),
     (),
     "LeaveGroupRequest.MemberIdentity",
-    (0, (0, 1, 2)),
 )
 _N_MemberIdentity_v5 = (
     _MemberIdentity,
@@ -525,7 +522,6 @@ _N_MemberIdentity_v5 = (
     ),
     (),
     "LeaveGroupRequest.MemberIdentity",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v0 = (
     LeaveGroupRequest,
@@ -537,7 +533,6 @@ _N_LeaveGroupRequest_v0 = (
     ),
     (),
     "LeaveGroupRequest",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v3 = (
     LeaveGroupRequest,
@@ -549,7 +544,6 @@ _N_LeaveGroupRequest_v3 = (
     ),
     (),
     "LeaveGroupRequest",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v4 = (
     LeaveGroupRequest,
@@ -561,7 +555,6 @@ _N_LeaveGroupRequest_v4 = (
     ),
     (),
     "LeaveGroupRequest",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupRequest_v5 = (
     LeaveGroupRequest,
@@ -573,24 +566,25 @@ _N_LeaveGroupRequest_v5 = (
     ),
     (),
     "LeaveGroupRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_MemberIdentity = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_MemberIdentity = (
     _MemberIdentity,
     (
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("reason", "reason", False, True, None),
     ),
+    0,
 )
-_J_LeaveGroupRequest = (
+_F_LeaveGroupRequest = (
     LeaveGroupRequest,
     (
         ("group_id", "groupId", False, False, None),
         ("member_id", "memberId", False, False, None),
-        ("members", "members", False, False, _J_MemberIdentity),
+        ("members", "members", False, False, _F_MemberIdentity),
     ),
+    0,
 )
 # fmt: on
 
@@ -606,12 +600,12 @@ bind_codecs(
 )
 bind_native(
     LeaveGroupRequest,
+    _F_LeaveGroupRequest,
     (0, 2, _N_LeaveGroupRequest_v0),
     (3, 3, _N_LeaveGroupRequest_v3),
     (4, 4, _N_LeaveGroupRequest_v4),
     (5, 5, _N_LeaveGroupRequest_v5),
 )
-bind_native_json(LeaveGroupRequest, _J_LeaveGroupRequest)
 bind_codecs(
     _MemberIdentity,
     _tj_MemberIdentity,
@@ -623,11 +617,11 @@ bind_codecs(
 )
 bind_native(
     _MemberIdentity,
+    _F_MemberIdentity,
     (3, 3, _N_MemberIdentity_v3),
     (4, 4, _N_MemberIdentity_v4),
     (5, 5, _N_MemberIdentity_v5),
 )
-bind_native_json(_MemberIdentity, _J_MemberIdentity)
 
 # -------------------- LeaveGroupResponse: decoders and encoders, one per distinct layout
 
@@ -865,7 +859,6 @@ _N_MemberResponse_v3 = (
     ),
     (),
     "LeaveGroupResponse.MemberResponse",
-    (0, (0, 1, 2)),
 )
 _N_MemberResponse_v4 = (
     _MemberResponse,
@@ -877,7 +870,6 @@ _N_MemberResponse_v4 = (
     ),
     (),
     "LeaveGroupResponse.MemberResponse",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v0 = (
     LeaveGroupResponse,
@@ -889,7 +881,6 @@ _N_LeaveGroupResponse_v0 = (
     ),
     (),
     "LeaveGroupResponse",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v1 = (
     LeaveGroupResponse,
@@ -901,7 +892,6 @@ _N_LeaveGroupResponse_v1 = (
     ),
     (),
     "LeaveGroupResponse",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v3 = (
     LeaveGroupResponse,
@@ -913,7 +903,6 @@ _N_LeaveGroupResponse_v3 = (
     ),
     (),
     "LeaveGroupResponse",
-    (0, (0, 1, 2)),
 )
 _N_LeaveGroupResponse_v4 = (
     LeaveGroupResponse,
@@ -925,24 +914,25 @@ _N_LeaveGroupResponse_v4 = (
     ),
     (),
     "LeaveGroupResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_MemberResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_MemberResponse = (
     _MemberResponse,
     (
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_LeaveGroupResponse = (
+_F_LeaveGroupResponse = (
     LeaveGroupResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("members", "members", False, False, _J_MemberResponse),
+        ("members", "members", False, False, _F_MemberResponse),
     ),
+    0,
 )
 # fmt: on
 
@@ -958,12 +948,12 @@ bind_codecs(
 )
 bind_native(
     LeaveGroupResponse,
+    _F_LeaveGroupResponse,
     (0, 0, _N_LeaveGroupResponse_v0),
     (1, 2, _N_LeaveGroupResponse_v1),
     (3, 3, _N_LeaveGroupResponse_v3),
     (4, 5, _N_LeaveGroupResponse_v4),
 )
-bind_native_json(LeaveGroupResponse, _J_LeaveGroupResponse)
 bind_codecs(
     _MemberResponse,
     _tj_MemberResponse,
@@ -974,7 +964,7 @@ bind_codecs(
 )
 bind_native(
     _MemberResponse,
+    _F_MemberResponse,
     (3, 3, _N_MemberResponse_v3),
     (4, 5, _N_MemberResponse_v4),
 )
-bind_native_json(_MemberResponse, _J_MemberResponse)

@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -204,12 +203,12 @@ _N_ListClientMetricsResourcesRequest_v0 = (
     (),
     (),
     "ListClientMetricsResourcesRequest",
-    (0, ()),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListClientMetricsResourcesRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListClientMetricsResourcesRequest = (
     ListClientMetricsResourcesRequest,
     (),
+    0,
 )
 # fmt: on
 
@@ -222,9 +221,9 @@ bind_codecs(
 )
 bind_native(
     ListClientMetricsResourcesRequest,
+    _F_ListClientMetricsResourcesRequest,
     (0, 0, _N_ListClientMetricsResourcesRequest_v0),
 )
-bind_native_json(ListClientMetricsResourcesRequest, _J_ListClientMetricsResourcesRequest)
 
 # -------------------- ListClientMetricsResourcesResponse: decoders and encoders, one per distinct layout
 
@@ -357,7 +356,6 @@ _N_ClientMetricsResource_v0 = (
     ),
     (),
     "ListClientMetricsResourcesResponse.ClientMetricsResource",
-    (0, (0,)),
 )
 _N_ListClientMetricsResourcesResponse_v0 = (
     ListClientMetricsResourcesResponse,
@@ -369,22 +367,23 @@ _N_ListClientMetricsResourcesResponse_v0 = (
     ),
     (),
     "ListClientMetricsResourcesResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ClientMetricsResource = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ClientMetricsResource = (
     _ClientMetricsResource,
     (
         ("name", "name", False, False, None),
     ),
+    0,
 )
-_J_ListClientMetricsResourcesResponse = (
+_F_ListClientMetricsResourcesResponse = (
     ListClientMetricsResourcesResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("client_metrics_resources", "clientMetricsResources", False, False, _J_ClientMetricsResource),
+        ("client_metrics_resources", "clientMetricsResources", False, False, _F_ClientMetricsResource),
     ),
+    0,
 )
 # fmt: on
 
@@ -397,9 +396,9 @@ bind_codecs(
 )
 bind_native(
     ListClientMetricsResourcesResponse,
+    _F_ListClientMetricsResourcesResponse,
     (0, 0, _N_ListClientMetricsResourcesResponse_v0),
 )
-bind_native_json(ListClientMetricsResourcesResponse, _J_ListClientMetricsResourcesResponse)
 bind_codecs(
     _ClientMetricsResource,
     _tj_ClientMetricsResource,
@@ -409,6 +408,6 @@ bind_codecs(
 )
 bind_native(
     _ClientMetricsResource,
+    _F_ClientMetricsResource,
     (0, 0, _N_ClientMetricsResource_v0),
 )
-bind_native_json(_ClientMetricsResource, _J_ClientMetricsResource)

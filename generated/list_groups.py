@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -509,7 +508,6 @@ _N_ListGroupsRequest_GroupCursor_v6 = (
     ),
     (),
     "ListGroupsRequest.GroupCursor",
-    (0, (0,)),
 )
 _N_ListGroupsRequest_v0 = (
     ListGroupsRequest,
@@ -522,7 +520,6 @@ _N_ListGroupsRequest_v0 = (
     ),
     (),
     "ListGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v3 = (
     ListGroupsRequest,
@@ -535,7 +532,6 @@ _N_ListGroupsRequest_v3 = (
     ),
     (),
     "ListGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v4 = (
     ListGroupsRequest,
@@ -548,7 +544,6 @@ _N_ListGroupsRequest_v4 = (
     ),
     (),
     "ListGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v5 = (
     ListGroupsRequest,
@@ -561,7 +556,6 @@ _N_ListGroupsRequest_v5 = (
     ),
     (),
     "ListGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsRequest_v6 = (
     ListGroupsRequest,
@@ -574,23 +568,24 @@ _N_ListGroupsRequest_v6 = (
     ),
     (),
     "ListGroupsRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListGroupsRequest_GroupCursor = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListGroupsRequest_GroupCursor = (
     _ListGroupsRequest_GroupCursor,
     (
         ("group_id", "groupId", False, False, None),
     ),
+    0,
 )
-_J_ListGroupsRequest = (
+_F_ListGroupsRequest = (
     ListGroupsRequest,
     (
         ("states_filter", "statesFilter", False, False, None),
         ("types_filter", "typesFilter", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_ListGroupsRequest_GroupCursor),
+        ("cursor", "cursor", False, True, _F_ListGroupsRequest_GroupCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -607,13 +602,13 @@ bind_codecs(
 )
 bind_native(
     ListGroupsRequest,
+    _F_ListGroupsRequest,
     (0, 2, _N_ListGroupsRequest_v0),
     (3, 3, _N_ListGroupsRequest_v3),
     (4, 4, _N_ListGroupsRequest_v4),
     (5, 5, _N_ListGroupsRequest_v5),
     (6, 6, _N_ListGroupsRequest_v6),
 )
-bind_native_json(ListGroupsRequest, _J_ListGroupsRequest)
 bind_codecs(
     _ListGroupsRequest_GroupCursor,
     _tj_ListGroupsRequest_GroupCursor,
@@ -623,9 +618,9 @@ bind_codecs(
 )
 bind_native(
     _ListGroupsRequest_GroupCursor,
+    _F_ListGroupsRequest_GroupCursor,
     (6, 6, _N_ListGroupsRequest_GroupCursor_v6),
 )
-bind_native_json(_ListGroupsRequest_GroupCursor, _J_ListGroupsRequest_GroupCursor)
 
 # -------------------- ListGroupsResponse: decoders and encoders, one per distinct layout
 
@@ -1040,7 +1035,6 @@ _N_ListedGroup_v0 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListedGroup_v3 = (
     _ListedGroup,
@@ -1053,7 +1047,6 @@ _N_ListedGroup_v3 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListedGroup_v4 = (
     _ListedGroup,
@@ -1066,7 +1059,6 @@ _N_ListedGroup_v4 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListedGroup_v5 = (
     _ListedGroup,
@@ -1079,7 +1071,6 @@ _N_ListedGroup_v5 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_GroupCursor_v6 = (
     _ListGroupsResponse_GroupCursor,
@@ -1089,7 +1080,6 @@ _N_ListGroupsResponse_GroupCursor_v6 = (
     ),
     (),
     "ListGroupsResponse.GroupCursor",
-    (0, (0,)),
 )
 _N_ListGroupsResponse_v0 = (
     ListGroupsResponse,
@@ -1102,7 +1092,6 @@ _N_ListGroupsResponse_v0 = (
     ),
     (),
     "ListGroupsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v1 = (
     ListGroupsResponse,
@@ -1115,7 +1104,6 @@ _N_ListGroupsResponse_v1 = (
     ),
     (),
     "ListGroupsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v3 = (
     ListGroupsResponse,
@@ -1128,7 +1116,6 @@ _N_ListGroupsResponse_v3 = (
     ),
     (),
     "ListGroupsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v4 = (
     ListGroupsResponse,
@@ -1141,7 +1128,6 @@ _N_ListGroupsResponse_v4 = (
     ),
     (),
     "ListGroupsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v5 = (
     ListGroupsResponse,
@@ -1154,7 +1140,6 @@ _N_ListGroupsResponse_v5 = (
     ),
     (),
     "ListGroupsResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListGroupsResponse_v6 = (
     ListGroupsResponse,
@@ -1167,10 +1152,9 @@ _N_ListGroupsResponse_v6 = (
     ),
     (),
     "ListGroupsResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListedGroup = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListedGroup = (
     _ListedGroup,
     (
         ("group_id", "groupId", False, False, None),
@@ -1178,21 +1162,24 @@ _J_ListedGroup = (
         ("group_state", "groupState", False, False, None),
         ("group_type", "groupType", False, False, None),
     ),
+    0,
 )
-_J_ListGroupsResponse_GroupCursor = (
+_F_ListGroupsResponse_GroupCursor = (
     _ListGroupsResponse_GroupCursor,
     (
         ("group_id", "groupId", False, False, None),
     ),
+    0,
 )
-_J_ListGroupsResponse = (
+_F_ListGroupsResponse = (
     ListGroupsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("groups", "groups", False, False, _J_ListedGroup),
-        ("next_cursor", "nextCursor", False, True, _J_ListGroupsResponse_GroupCursor),
+        ("groups", "groups", False, False, _F_ListedGroup),
+        ("next_cursor", "nextCursor", False, True, _F_ListGroupsResponse_GroupCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1210,6 +1197,7 @@ bind_codecs(
 )
 bind_native(
     ListGroupsResponse,
+    _F_ListGroupsResponse,
     (0, 0, _N_ListGroupsResponse_v0),
     (1, 2, _N_ListGroupsResponse_v1),
     (3, 3, _N_ListGroupsResponse_v3),
@@ -1217,7 +1205,6 @@ bind_native(
     (5, 5, _N_ListGroupsResponse_v5),
     (6, 6, _N_ListGroupsResponse_v6),
 )
-bind_native_json(ListGroupsResponse, _J_ListGroupsResponse)
 bind_codecs(
     _ListedGroup,
     _tj_ListedGroup,
@@ -1230,12 +1217,12 @@ bind_codecs(
 )
 bind_native(
     _ListedGroup,
+    _F_ListedGroup,
     (0, 2, _N_ListedGroup_v0),
     (3, 3, _N_ListedGroup_v3),
     (4, 4, _N_ListedGroup_v4),
     (5, 6, _N_ListedGroup_v5),
 )
-bind_native_json(_ListedGroup, _J_ListedGroup)
 bind_codecs(
     _ListGroupsResponse_GroupCursor,
     _tj_ListGroupsResponse_GroupCursor,
@@ -1245,6 +1232,6 @@ bind_codecs(
 )
 bind_native(
     _ListGroupsResponse_GroupCursor,
+    _F_ListGroupsResponse_GroupCursor,
     (6, 6, _N_ListGroupsResponse_GroupCursor_v6),
 )
-bind_native_json(_ListGroupsResponse_GroupCursor, _J_ListGroupsResponse_GroupCursor)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -984,7 +983,6 @@ _N_ListOffsetsPartition_v0 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsPartition_v1 = (
     _ListOffsetsPartition,
@@ -997,7 +995,6 @@ _N_ListOffsetsPartition_v1 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsPartition_v4 = (
     _ListOffsetsPartition,
@@ -1010,7 +1007,6 @@ _N_ListOffsetsPartition_v4 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsPartition_v6 = (
     _ListOffsetsPartition,
@@ -1023,7 +1019,6 @@ _N_ListOffsetsPartition_v6 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListOffsetsTopic_v0 = (
     _ListOffsetsTopic,
@@ -1034,7 +1029,6 @@ _N_ListOffsetsTopic_v0 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
-    (0, (0, 1)),
 )
 _N_ListOffsetsTopic_v1 = (
     _ListOffsetsTopic,
@@ -1045,7 +1039,6 @@ _N_ListOffsetsTopic_v1 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
-    (0, (0, 1)),
 )
 _N_ListOffsetsTopic_v4 = (
     _ListOffsetsTopic,
@@ -1056,7 +1049,6 @@ _N_ListOffsetsTopic_v4 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
-    (0, (0, 1)),
 )
 _N_ListOffsetsTopic_v6 = (
     _ListOffsetsTopic,
@@ -1067,7 +1059,6 @@ _N_ListOffsetsTopic_v6 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
-    (0, (0, 1)),
 )
 _N_ListOffsetsRequest_Cursor_v11 = (
     _ListOffsetsRequest_Cursor,
@@ -1078,7 +1069,6 @@ _N_ListOffsetsRequest_Cursor_v11 = (
     ),
     (),
     "ListOffsetsRequest.Cursor",
-    (0, (0, 1)),
 )
 _N_ListOffsetsRequest_v0 = (
     ListOffsetsRequest,
@@ -1093,7 +1083,6 @@ _N_ListOffsetsRequest_v0 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v1 = (
     ListOffsetsRequest,
@@ -1108,7 +1097,6 @@ _N_ListOffsetsRequest_v1 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v2 = (
     ListOffsetsRequest,
@@ -1123,7 +1111,6 @@ _N_ListOffsetsRequest_v2 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v4 = (
     ListOffsetsRequest,
@@ -1138,7 +1125,6 @@ _N_ListOffsetsRequest_v4 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v6 = (
     ListOffsetsRequest,
@@ -1153,7 +1139,6 @@ _N_ListOffsetsRequest_v6 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v10 = (
     ListOffsetsRequest,
@@ -1168,7 +1153,6 @@ _N_ListOffsetsRequest_v10 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsRequest_v11 = (
     ListOffsetsRequest,
@@ -1183,10 +1167,9 @@ _N_ListOffsetsRequest_v11 = (
     ),
     (),
     "ListOffsetsRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListOffsetsPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListOffsetsPartition = (
     _ListOffsetsPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1194,31 +1177,35 @@ _J_ListOffsetsPartition = (
         ("timestamp", "timestamp", False, False, None),
         ("max_num_offsets", "maxNumOffsets", False, False, None),
     ),
+    0,
 )
-_J_ListOffsetsTopic = (
+_F_ListOffsetsTopic = (
     _ListOffsetsTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_ListOffsetsPartition),
+        ("partitions", "partitions", False, False, _F_ListOffsetsPartition),
     ),
+    0,
 )
-_J_ListOffsetsRequest_Cursor = (
+_F_ListOffsetsRequest_Cursor = (
     _ListOffsetsRequest_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_ListOffsetsRequest = (
+_F_ListOffsetsRequest = (
     ListOffsetsRequest,
     (
         ("replica_id", "replicaId", False, False, None),
         ("isolation_level", "isolationLevel", False, False, None),
-        ("topics", "topics", False, False, _J_ListOffsetsTopic),
+        ("topics", "topics", False, False, _F_ListOffsetsTopic),
         ("timeout_ms", "timeoutMs", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_ListOffsetsRequest_Cursor),
+        ("cursor", "cursor", False, True, _F_ListOffsetsRequest_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1237,6 +1224,7 @@ bind_codecs(
 )
 bind_native(
     ListOffsetsRequest,
+    _F_ListOffsetsRequest,
     (0, 0, _N_ListOffsetsRequest_v0),
     (1, 1, _N_ListOffsetsRequest_v1),
     (2, 3, _N_ListOffsetsRequest_v2),
@@ -1245,7 +1233,6 @@ bind_native(
     (10, 10, _N_ListOffsetsRequest_v10),
     (11, 11, _N_ListOffsetsRequest_v11),
 )
-bind_native_json(ListOffsetsRequest, _J_ListOffsetsRequest)
 bind_codecs(
     _ListOffsetsTopic,
     _tj_ListOffsetsTopic,
@@ -1258,12 +1245,12 @@ bind_codecs(
 )
 bind_native(
     _ListOffsetsTopic,
+    _F_ListOffsetsTopic,
     (0, 0, _N_ListOffsetsTopic_v0),
     (1, 3, _N_ListOffsetsTopic_v1),
     (4, 5, _N_ListOffsetsTopic_v4),
     (6, 11, _N_ListOffsetsTopic_v6),
 )
-bind_native_json(_ListOffsetsTopic, _J_ListOffsetsTopic)
 bind_codecs(
     _ListOffsetsPartition,
     _tj_ListOffsetsPartition,
@@ -1276,12 +1263,12 @@ bind_codecs(
 )
 bind_native(
     _ListOffsetsPartition,
+    _F_ListOffsetsPartition,
     (0, 0, _N_ListOffsetsPartition_v0),
     (1, 3, _N_ListOffsetsPartition_v1),
     (4, 5, _N_ListOffsetsPartition_v4),
     (6, 11, _N_ListOffsetsPartition_v6),
 )
-bind_native_json(_ListOffsetsPartition, _J_ListOffsetsPartition)
 bind_codecs(
     _ListOffsetsRequest_Cursor,
     _tj_ListOffsetsRequest_Cursor,
@@ -1291,9 +1278,9 @@ bind_codecs(
 )
 bind_native(
     _ListOffsetsRequest_Cursor,
+    _F_ListOffsetsRequest_Cursor,
     (11, 11, _N_ListOffsetsRequest_Cursor_v11),
 )
-bind_native_json(_ListOffsetsRequest_Cursor, _J_ListOffsetsRequest_Cursor)
 
 # -------------------- ListOffsetsResponse: decoders and encoders, one per distinct layout
 
@@ -1913,7 +1900,6 @@ _N_ListOffsetsPartitionResponse_v0 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsPartitionResponse_v1 = (
     _ListOffsetsPartitionResponse,
@@ -1928,7 +1914,6 @@ _N_ListOffsetsPartitionResponse_v1 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsPartitionResponse_v4 = (
     _ListOffsetsPartitionResponse,
@@ -1943,7 +1928,6 @@ _N_ListOffsetsPartitionResponse_v4 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsPartitionResponse_v6 = (
     _ListOffsetsPartitionResponse,
@@ -1958,7 +1942,6 @@ _N_ListOffsetsPartitionResponse_v6 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ListOffsetsTopicResponse_v0 = (
     _ListOffsetsTopicResponse,
@@ -1969,7 +1952,6 @@ _N_ListOffsetsTopicResponse_v0 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
-    (0, (0, 1)),
 )
 _N_ListOffsetsTopicResponse_v1 = (
     _ListOffsetsTopicResponse,
@@ -1980,7 +1962,6 @@ _N_ListOffsetsTopicResponse_v1 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
-    (0, (0, 1)),
 )
 _N_ListOffsetsTopicResponse_v4 = (
     _ListOffsetsTopicResponse,
@@ -1991,7 +1972,6 @@ _N_ListOffsetsTopicResponse_v4 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
-    (0, (0, 1)),
 )
 _N_ListOffsetsTopicResponse_v6 = (
     _ListOffsetsTopicResponse,
@@ -2002,7 +1982,6 @@ _N_ListOffsetsTopicResponse_v6 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
-    (0, (0, 1)),
 )
 _N_ListOffsetsResponse_Cursor_v11 = (
     _ListOffsetsResponse_Cursor,
@@ -2013,7 +1992,6 @@ _N_ListOffsetsResponse_Cursor_v11 = (
     ),
     (),
     "ListOffsetsResponse.Cursor",
-    (0, (0, 1)),
 )
 _N_ListOffsetsResponse_v0 = (
     ListOffsetsResponse,
@@ -2025,7 +2003,6 @@ _N_ListOffsetsResponse_v0 = (
     ),
     (),
     "ListOffsetsResponse",
-    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v1 = (
     ListOffsetsResponse,
@@ -2037,7 +2014,6 @@ _N_ListOffsetsResponse_v1 = (
     ),
     (),
     "ListOffsetsResponse",
-    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v2 = (
     ListOffsetsResponse,
@@ -2049,7 +2025,6 @@ _N_ListOffsetsResponse_v2 = (
     ),
     (),
     "ListOffsetsResponse",
-    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v4 = (
     ListOffsetsResponse,
@@ -2061,7 +2036,6 @@ _N_ListOffsetsResponse_v4 = (
     ),
     (),
     "ListOffsetsResponse",
-    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v6 = (
     ListOffsetsResponse,
@@ -2073,7 +2047,6 @@ _N_ListOffsetsResponse_v6 = (
     ),
     (),
     "ListOffsetsResponse",
-    (0, (0, 1, 2)),
 )
 _N_ListOffsetsResponse_v11 = (
     ListOffsetsResponse,
@@ -2085,10 +2058,9 @@ _N_ListOffsetsResponse_v11 = (
     ),
     (),
     "ListOffsetsResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListOffsetsPartitionResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListOffsetsPartitionResponse = (
     _ListOffsetsPartitionResponse,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -2098,28 +2070,32 @@ _J_ListOffsetsPartitionResponse = (
         ("offset", "offset", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_ListOffsetsTopicResponse = (
+_F_ListOffsetsTopicResponse = (
     _ListOffsetsTopicResponse,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_ListOffsetsPartitionResponse),
+        ("partitions", "partitions", False, False, _F_ListOffsetsPartitionResponse),
     ),
+    0,
 )
-_J_ListOffsetsResponse_Cursor = (
+_F_ListOffsetsResponse_Cursor = (
     _ListOffsetsResponse_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_ListOffsetsResponse = (
+_F_ListOffsetsResponse = (
     ListOffsetsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_ListOffsetsTopicResponse),
-        ("next_cursor", "nextCursor", False, True, _J_ListOffsetsResponse_Cursor),
+        ("topics", "topics", False, False, _F_ListOffsetsTopicResponse),
+        ("next_cursor", "nextCursor", False, True, _F_ListOffsetsResponse_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -2137,6 +2113,7 @@ bind_codecs(
 )
 bind_native(
     ListOffsetsResponse,
+    _F_ListOffsetsResponse,
     (0, 0, _N_ListOffsetsResponse_v0),
     (1, 1, _N_ListOffsetsResponse_v1),
     (2, 3, _N_ListOffsetsResponse_v2),
@@ -2144,7 +2121,6 @@ bind_native(
     (6, 10, _N_ListOffsetsResponse_v6),
     (11, 11, _N_ListOffsetsResponse_v11),
 )
-bind_native_json(ListOffsetsResponse, _J_ListOffsetsResponse)
 bind_codecs(
     _ListOffsetsTopicResponse,
     _tj_ListOffsetsTopicResponse,
@@ -2157,12 +2133,12 @@ bind_codecs(
 )
 bind_native(
     _ListOffsetsTopicResponse,
+    _F_ListOffsetsTopicResponse,
     (0, 0, _N_ListOffsetsTopicResponse_v0),
     (1, 3, _N_ListOffsetsTopicResponse_v1),
     (4, 5, _N_ListOffsetsTopicResponse_v4),
     (6, 11, _N_ListOffsetsTopicResponse_v6),
 )
-bind_native_json(_ListOffsetsTopicResponse, _J_ListOffsetsTopicResponse)
 bind_codecs(
     _ListOffsetsPartitionResponse,
     _tj_ListOffsetsPartitionResponse,
@@ -2175,12 +2151,12 @@ bind_codecs(
 )
 bind_native(
     _ListOffsetsPartitionResponse,
+    _F_ListOffsetsPartitionResponse,
     (0, 0, _N_ListOffsetsPartitionResponse_v0),
     (1, 3, _N_ListOffsetsPartitionResponse_v1),
     (4, 5, _N_ListOffsetsPartitionResponse_v4),
     (6, 11, _N_ListOffsetsPartitionResponse_v6),
 )
-bind_native_json(_ListOffsetsPartitionResponse, _J_ListOffsetsPartitionResponse)
 bind_codecs(
     _ListOffsetsResponse_Cursor,
     _tj_ListOffsetsResponse_Cursor,
@@ -2190,6 +2166,6 @@ bind_codecs(
 )
 bind_native(
     _ListOffsetsResponse_Cursor,
+    _F_ListOffsetsResponse_Cursor,
     (11, 11, _N_ListOffsetsResponse_Cursor_v11),
 )
-bind_native_json(_ListOffsetsResponse_Cursor, _J_ListOffsetsResponse_Cursor)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -634,7 +633,6 @@ _N_ListPartitionReassignmentsTopics_v0 = (
     ),
     (),
     "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics",
-    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
     _ListPartitionReassignmentsRequest_Cursor,
@@ -645,7 +643,6 @@ _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
     ),
     (),
     "ListPartitionReassignmentsRequest.Cursor",
-    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsRequest_v0 = (
     ListPartitionReassignmentsRequest,
@@ -658,7 +655,6 @@ _N_ListPartitionReassignmentsRequest_v0 = (
     ),
     (),
     "ListPartitionReassignmentsRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ListPartitionReassignmentsRequest_v1 = (
     ListPartitionReassignmentsRequest,
@@ -671,31 +667,33 @@ _N_ListPartitionReassignmentsRequest_v1 = (
     ),
     (),
     "ListPartitionReassignmentsRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListPartitionReassignmentsTopics = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListPartitionReassignmentsTopics = (
     _ListPartitionReassignmentsTopics,
     (
         ("name", "name", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
+    0,
 )
-_J_ListPartitionReassignmentsRequest_Cursor = (
+_F_ListPartitionReassignmentsRequest_Cursor = (
     _ListPartitionReassignmentsRequest_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_ListPartitionReassignmentsRequest = (
+_F_ListPartitionReassignmentsRequest = (
     ListPartitionReassignmentsRequest,
     (
         ("timeout_ms", "timeoutMs", False, False, None),
-        ("topics", "topics", False, True, _J_ListPartitionReassignmentsTopics),
+        ("topics", "topics", False, True, _F_ListPartitionReassignmentsTopics),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_ListPartitionReassignmentsRequest_Cursor),
+        ("cursor", "cursor", False, True, _F_ListPartitionReassignmentsRequest_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -709,10 +707,10 @@ bind_codecs(
 )
 bind_native(
     ListPartitionReassignmentsRequest,
+    _F_ListPartitionReassignmentsRequest,
     (0, 0, _N_ListPartitionReassignmentsRequest_v0),
     (1, 1, _N_ListPartitionReassignmentsRequest_v1),
 )
-bind_native_json(ListPartitionReassignmentsRequest, _J_ListPartitionReassignmentsRequest)
 bind_codecs(
     _ListPartitionReassignmentsTopics,
     _tj_ListPartitionReassignmentsTopics,
@@ -722,9 +720,9 @@ bind_codecs(
 )
 bind_native(
     _ListPartitionReassignmentsTopics,
+    _F_ListPartitionReassignmentsTopics,
     (0, 1, _N_ListPartitionReassignmentsTopics_v0),
 )
-bind_native_json(_ListPartitionReassignmentsTopics, _J_ListPartitionReassignmentsTopics)
 bind_codecs(
     _ListPartitionReassignmentsRequest_Cursor,
     _tj_ListPartitionReassignmentsRequest_Cursor,
@@ -739,10 +737,8 @@ bind_codecs(
 )
 bind_native(
     _ListPartitionReassignmentsRequest_Cursor,
+    _F_ListPartitionReassignmentsRequest_Cursor,
     (1, 1, _N_ListPartitionReassignmentsRequest_Cursor_v1),
-)
-bind_native_json(
-    _ListPartitionReassignmentsRequest_Cursor, _J_ListPartitionReassignmentsRequest_Cursor
 )
 
 # -------------------- ListPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
@@ -1128,7 +1124,6 @@ _N_OngoingPartitionReassignment_v0 = (
     ),
     (),
     "ListPartitionReassignmentsResponse.OngoingPartitionReassignment",
-    (0, (0, 1, 2, 3)),
 )
 _N_OngoingTopicReassignment_v0 = (
     _OngoingTopicReassignment,
@@ -1139,7 +1134,6 @@ _N_OngoingTopicReassignment_v0 = (
     ),
     (),
     "ListPartitionReassignmentsResponse.OngoingTopicReassignment",
-    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
     _ListPartitionReassignmentsResponse_Cursor,
@@ -1150,7 +1144,6 @@ _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
     ),
     (),
     "ListPartitionReassignmentsResponse.Cursor",
-    (0, (0, 1)),
 )
 _N_ListPartitionReassignmentsResponse_v0 = (
     ListPartitionReassignmentsResponse,
@@ -1164,7 +1157,6 @@ _N_ListPartitionReassignmentsResponse_v0 = (
     ),
     (),
     "ListPartitionReassignmentsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListPartitionReassignmentsResponse_v1 = (
     ListPartitionReassignmentsResponse,
@@ -1178,10 +1170,9 @@ _N_ListPartitionReassignmentsResponse_v1 = (
     ),
     (),
     "ListPartitionReassignmentsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OngoingPartitionReassignment = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OngoingPartitionReassignment = (
     _OngoingPartitionReassignment,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1189,30 +1180,34 @@ _J_OngoingPartitionReassignment = (
         ("adding_replicas", "addingReplicas", False, False, None),
         ("removing_replicas", "removingReplicas", False, False, None),
     ),
+    0,
 )
-_J_OngoingTopicReassignment = (
+_F_OngoingTopicReassignment = (
     _OngoingTopicReassignment,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OngoingPartitionReassignment),
+        ("partitions", "partitions", False, False, _F_OngoingPartitionReassignment),
     ),
+    0,
 )
-_J_ListPartitionReassignmentsResponse_Cursor = (
+_F_ListPartitionReassignmentsResponse_Cursor = (
     _ListPartitionReassignmentsResponse_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_ListPartitionReassignmentsResponse = (
+_F_ListPartitionReassignmentsResponse = (
     ListPartitionReassignmentsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("topics", "topics", False, False, _J_OngoingTopicReassignment),
-        ("next_cursor", "nextCursor", False, True, _J_ListPartitionReassignmentsResponse_Cursor),
+        ("topics", "topics", False, False, _F_OngoingTopicReassignment),
+        ("next_cursor", "nextCursor", False, True, _F_ListPartitionReassignmentsResponse_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1226,10 +1221,10 @@ bind_codecs(
 )
 bind_native(
     ListPartitionReassignmentsResponse,
+    _F_ListPartitionReassignmentsResponse,
     (0, 0, _N_ListPartitionReassignmentsResponse_v0),
     (1, 1, _N_ListPartitionReassignmentsResponse_v1),
 )
-bind_native_json(ListPartitionReassignmentsResponse, _J_ListPartitionReassignmentsResponse)
 bind_codecs(
     _OngoingTopicReassignment,
     _tj_OngoingTopicReassignment,
@@ -1239,9 +1234,9 @@ bind_codecs(
 )
 bind_native(
     _OngoingTopicReassignment,
+    _F_OngoingTopicReassignment,
     (0, 1, _N_OngoingTopicReassignment_v0),
 )
-bind_native_json(_OngoingTopicReassignment, _J_OngoingTopicReassignment)
 bind_codecs(
     _OngoingPartitionReassignment,
     _tj_OngoingPartitionReassignment,
@@ -1251,9 +1246,9 @@ bind_codecs(
 )
 bind_native(
     _OngoingPartitionReassignment,
+    _F_OngoingPartitionReassignment,
     (0, 1, _N_OngoingPartitionReassignment_v0),
 )
-bind_native_json(_OngoingPartitionReassignment, _J_OngoingPartitionReassignment)
 bind_codecs(
     _ListPartitionReassignmentsResponse_Cursor,
     _tj_ListPartitionReassignmentsResponse_Cursor,
@@ -1268,8 +1263,6 @@ bind_codecs(
 )
 bind_native(
     _ListPartitionReassignmentsResponse_Cursor,
+    _F_ListPartitionReassignmentsResponse_Cursor,
     (1, 1, _N_ListPartitionReassignmentsResponse_Cursor_v1),
-)
-bind_native_json(
-    _ListPartitionReassignmentsResponse_Cursor, _J_ListPartitionReassignmentsResponse_Cursor
 )

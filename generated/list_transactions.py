@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -525,7 +524,6 @@ _N_ListTransactionsRequest_TransactionalCursor_v2 = (
     ),
     (),
     "ListTransactionsRequest.TransactionalCursor",
-    (0, (0, 1)),
 )
 _N_ListTransactionsRequest_v0 = (
     ListTransactionsRequest,
@@ -539,7 +537,6 @@ _N_ListTransactionsRequest_v0 = (
     ),
     (),
     "ListTransactionsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListTransactionsRequest_v1 = (
     ListTransactionsRequest,
@@ -553,7 +550,6 @@ _N_ListTransactionsRequest_v1 = (
     ),
     (),
     "ListTransactionsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListTransactionsRequest_v2 = (
     ListTransactionsRequest,
@@ -567,25 +563,26 @@ _N_ListTransactionsRequest_v2 = (
     ),
     (),
     "ListTransactionsRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ListTransactionsRequest_TransactionalCursor = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ListTransactionsRequest_TransactionalCursor = (
     _ListTransactionsRequest_TransactionalCursor,
     (
         ("transactional_id", "transactionalId", False, False, None),
         ("producer_id", "producerId", False, False, None),
     ),
+    0,
 )
-_J_ListTransactionsRequest = (
+_F_ListTransactionsRequest = (
     ListTransactionsRequest,
     (
         ("state_filters", "stateFilters", False, False, None),
         ("producer_id_filters", "producerIdFilters", False, False, None),
         ("duration_filter", "durationFilter", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_ListTransactionsRequest_TransactionalCursor),
+        ("cursor", "cursor", False, True, _F_ListTransactionsRequest_TransactionalCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -600,11 +597,11 @@ bind_codecs(
 )
 bind_native(
     ListTransactionsRequest,
+    _F_ListTransactionsRequest,
     (0, 0, _N_ListTransactionsRequest_v0),
     (1, 1, _N_ListTransactionsRequest_v1),
     (2, 2, _N_ListTransactionsRequest_v2),
 )
-bind_native_json(ListTransactionsRequest, _J_ListTransactionsRequest)
 bind_codecs(
     _ListTransactionsRequest_TransactionalCursor,
     _tj_ListTransactionsRequest_TransactionalCursor,
@@ -619,10 +616,8 @@ bind_codecs(
 )
 bind_native(
     _ListTransactionsRequest_TransactionalCursor,
+    _F_ListTransactionsRequest_TransactionalCursor,
     (2, 2, _N_ListTransactionsRequest_TransactionalCursor_v2),
-)
-bind_native_json(
-    _ListTransactionsRequest_TransactionalCursor, _J_ListTransactionsRequest_TransactionalCursor
 )
 
 # -------------------- ListTransactionsResponse: decoders and encoders, one per distinct layout
@@ -922,7 +917,6 @@ _N_TransactionState_v0 = (
     ),
     (),
     "ListTransactionsResponse.TransactionState",
-    (0, (0, 1, 2)),
 )
 _N_ListTransactionsResponse_TransactionalCursor_v2 = (
     _ListTransactionsResponse_TransactionalCursor,
@@ -933,7 +927,6 @@ _N_ListTransactionsResponse_TransactionalCursor_v2 = (
     ),
     (),
     "ListTransactionsResponse.TransactionalCursor",
-    (0, (0, 1)),
 )
 _N_ListTransactionsResponse_v0 = (
     ListTransactionsResponse,
@@ -947,7 +940,6 @@ _N_ListTransactionsResponse_v0 = (
     ),
     (),
     "ListTransactionsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ListTransactionsResponse_v2 = (
     ListTransactionsResponse,
@@ -961,33 +953,35 @@ _N_ListTransactionsResponse_v2 = (
     ),
     (),
     "ListTransactionsResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TransactionState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TransactionState = (
     _TransactionState,
     (
         ("transactional_id", "transactionalId", False, False, None),
         ("producer_id", "producerId", False, False, None),
         ("transaction_state", "transactionState", False, False, None),
     ),
+    0,
 )
-_J_ListTransactionsResponse_TransactionalCursor = (
+_F_ListTransactionsResponse_TransactionalCursor = (
     _ListTransactionsResponse_TransactionalCursor,
     (
         ("transactional_id", "transactionalId", False, False, None),
         ("producer_id", "producerId", False, False, None),
     ),
+    0,
 )
-_J_ListTransactionsResponse = (
+_F_ListTransactionsResponse = (
     ListTransactionsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("unknown_state_filters", "unknownStateFilters", False, False, None),
-        ("transaction_states", "transactionStates", False, False, _J_TransactionState),
-        ("next_cursor", "nextCursor", False, True, _J_ListTransactionsResponse_TransactionalCursor),
+        ("transaction_states", "transactionStates", False, False, _F_TransactionState),
+        ("next_cursor", "nextCursor", False, True, _F_ListTransactionsResponse_TransactionalCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1001,10 +995,10 @@ bind_codecs(
 )
 bind_native(
     ListTransactionsResponse,
+    _F_ListTransactionsResponse,
     (0, 1, _N_ListTransactionsResponse_v0),
     (2, 2, _N_ListTransactionsResponse_v2),
 )
-bind_native_json(ListTransactionsResponse, _J_ListTransactionsResponse)
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
@@ -1014,9 +1008,9 @@ bind_codecs(
 )
 bind_native(
     _TransactionState,
+    _F_TransactionState,
     (0, 2, _N_TransactionState_v0),
 )
-bind_native_json(_TransactionState, _J_TransactionState)
 bind_codecs(
     _ListTransactionsResponse_TransactionalCursor,
     _tj_ListTransactionsResponse_TransactionalCursor,
@@ -1031,8 +1025,6 @@ bind_codecs(
 )
 bind_native(
     _ListTransactionsResponse_TransactionalCursor,
+    _F_ListTransactionsResponse_TransactionalCursor,
     (2, 2, _N_ListTransactionsResponse_TransactionalCursor_v2),
-)
-bind_native_json(
-    _ListTransactionsResponse_TransactionalCursor, _J_ListTransactionsResponse_TransactionalCursor
 )

@@ -29,7 +29,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -933,7 +932,6 @@ _N_MetadataRequestTopic_v0 = (
     ),
     (),
     "MetadataRequest.MetadataRequestTopic",
-    (0, (0, 1)),
 )
 _N_MetadataRequestTopic_v9 = (
     _MetadataRequestTopic,
@@ -944,7 +942,6 @@ _N_MetadataRequestTopic_v9 = (
     ),
     (),
     "MetadataRequest.MetadataRequestTopic",
-    (0, (0, 1)),
 )
 _N_MetadataRequestTopic_v10 = (
     _MetadataRequestTopic,
@@ -955,7 +952,6 @@ _N_MetadataRequestTopic_v10 = (
     ),
     (),
     "MetadataRequest.MetadataRequestTopic",
-    (0, (0, 1)),
 )
 _N_MetadataRequest_Cursor_v13 = (
     _MetadataRequest_Cursor,
@@ -966,7 +962,6 @@ _N_MetadataRequest_Cursor_v13 = (
     ),
     (),
     "MetadataRequest.Cursor",
-    (0, (0, 1)),
 )
 _N_MetadataRequest_v0 = (
     MetadataRequest,
@@ -981,7 +976,6 @@ _N_MetadataRequest_v0 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v1 = (
     MetadataRequest,
@@ -996,7 +990,6 @@ _N_MetadataRequest_v1 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v4 = (
     MetadataRequest,
@@ -1011,7 +1004,6 @@ _N_MetadataRequest_v4 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v8 = (
     MetadataRequest,
@@ -1026,7 +1018,6 @@ _N_MetadataRequest_v8 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v9 = (
     MetadataRequest,
@@ -1041,7 +1032,6 @@ _N_MetadataRequest_v9 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v10 = (
     MetadataRequest,
@@ -1056,7 +1046,6 @@ _N_MetadataRequest_v10 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v11 = (
     MetadataRequest,
@@ -1071,7 +1060,6 @@ _N_MetadataRequest_v11 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataRequest_v13 = (
     MetadataRequest,
@@ -1086,33 +1074,35 @@ _N_MetadataRequest_v13 = (
     ),
     (),
     "MetadataRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_MetadataRequestTopic = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_MetadataRequestTopic = (
     _MetadataRequestTopic,
     (
         ("topic_id", "topicId", False, False, None),
         ("name", "name", False, True, None),
     ),
+    0,
 )
-_J_MetadataRequest_Cursor = (
+_F_MetadataRequest_Cursor = (
     _MetadataRequest_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_MetadataRequest = (
+_F_MetadataRequest = (
     MetadataRequest,
     (
-        ("topics", "topics", False, True, _J_MetadataRequestTopic),
+        ("topics", "topics", False, True, _F_MetadataRequestTopic),
         ("allow_auto_topic_creation", "allowAutoTopicCreation", False, False, None),
         ("include_cluster_authorized_operations", "includeClusterAuthorizedOperations", False, False, None),
         ("include_topic_authorized_operations", "includeTopicAuthorizedOperations", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_MetadataRequest_Cursor),
+        ("cursor", "cursor", False, True, _F_MetadataRequest_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1132,6 +1122,7 @@ bind_codecs(
 )
 bind_native(
     MetadataRequest,
+    _F_MetadataRequest,
     (0, 0, _N_MetadataRequest_v0),
     (1, 3, _N_MetadataRequest_v1),
     (4, 7, _N_MetadataRequest_v4),
@@ -1141,7 +1132,6 @@ bind_native(
     (11, 12, _N_MetadataRequest_v11),
     (13, 13, _N_MetadataRequest_v13),
 )
-bind_native_json(MetadataRequest, _J_MetadataRequest)
 bind_codecs(
     _MetadataRequestTopic,
     _tj_MetadataRequestTopic,
@@ -1153,11 +1143,11 @@ bind_codecs(
 )
 bind_native(
     _MetadataRequestTopic,
+    _F_MetadataRequestTopic,
     (0, 8, _N_MetadataRequestTopic_v0),
     (9, 9, _N_MetadataRequestTopic_v9),
     (10, 13, _N_MetadataRequestTopic_v10),
 )
-bind_native_json(_MetadataRequestTopic, _J_MetadataRequestTopic)
 bind_codecs(
     _MetadataRequest_Cursor,
     _tj_MetadataRequest_Cursor,
@@ -1167,9 +1157,9 @@ bind_codecs(
 )
 bind_native(
     _MetadataRequest_Cursor,
+    _F_MetadataRequest_Cursor,
     (13, 13, _N_MetadataRequest_Cursor_v13),
 )
-bind_native_json(_MetadataRequest_Cursor, _J_MetadataRequest_Cursor)
 
 # -------------------- MetadataResponse: decoders and encoders, one per distinct layout
 
@@ -2568,7 +2558,6 @@ _N_MetadataResponseBroker_v0 = (
     ),
     (),
     "MetadataResponse.MetadataResponseBroker",
-    (0, (0, 1, 2, 3)),
 )
 _N_MetadataResponseBroker_v1 = (
     _MetadataResponseBroker,
@@ -2581,7 +2570,6 @@ _N_MetadataResponseBroker_v1 = (
     ),
     (),
     "MetadataResponse.MetadataResponseBroker",
-    (0, (0, 1, 2, 3)),
 )
 _N_MetadataResponseBroker_v9 = (
     _MetadataResponseBroker,
@@ -2594,7 +2582,6 @@ _N_MetadataResponseBroker_v9 = (
     ),
     (),
     "MetadataResponse.MetadataResponseBroker",
-    (0, (0, 1, 2, 3)),
 )
 _N_MetadataResponsePartition_v0 = (
     _MetadataResponsePartition,
@@ -2610,7 +2597,6 @@ _N_MetadataResponsePartition_v0 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponsePartition_v5 = (
     _MetadataResponsePartition,
@@ -2626,7 +2612,6 @@ _N_MetadataResponsePartition_v5 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponsePartition_v7 = (
     _MetadataResponsePartition,
@@ -2642,7 +2627,6 @@ _N_MetadataResponsePartition_v7 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponsePartition_v9 = (
     _MetadataResponsePartition,
@@ -2658,7 +2642,6 @@ _N_MetadataResponsePartition_v9 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponseTopic_v0 = (
     _MetadataResponseTopic,
@@ -2673,7 +2656,6 @@ _N_MetadataResponseTopic_v0 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v1 = (
     _MetadataResponseTopic,
@@ -2688,7 +2670,6 @@ _N_MetadataResponseTopic_v1 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v5 = (
     _MetadataResponseTopic,
@@ -2703,7 +2684,6 @@ _N_MetadataResponseTopic_v5 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v7 = (
     _MetadataResponseTopic,
@@ -2718,7 +2698,6 @@ _N_MetadataResponseTopic_v7 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v8 = (
     _MetadataResponseTopic,
@@ -2733,7 +2712,6 @@ _N_MetadataResponseTopic_v8 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v9 = (
     _MetadataResponseTopic,
@@ -2748,7 +2726,6 @@ _N_MetadataResponseTopic_v9 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v10 = (
     _MetadataResponseTopic,
@@ -2763,7 +2740,6 @@ _N_MetadataResponseTopic_v10 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponseTopic_v12 = (
     _MetadataResponseTopic,
@@ -2778,7 +2754,6 @@ _N_MetadataResponseTopic_v12 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_MetadataResponse_Cursor_v13 = (
     _MetadataResponse_Cursor,
@@ -2789,7 +2764,6 @@ _N_MetadataResponse_Cursor_v13 = (
     ),
     (),
     "MetadataResponse.Cursor",
-    (0, (0, 1)),
 )
 _N_MetadataResponse_v0 = (
     MetadataResponse,
@@ -2805,7 +2779,6 @@ _N_MetadataResponse_v0 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v1 = (
     MetadataResponse,
@@ -2821,7 +2794,6 @@ _N_MetadataResponse_v1 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v2 = (
     MetadataResponse,
@@ -2837,7 +2809,6 @@ _N_MetadataResponse_v2 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v3 = (
     MetadataResponse,
@@ -2853,7 +2824,6 @@ _N_MetadataResponse_v3 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v5 = (
     MetadataResponse,
@@ -2869,7 +2839,6 @@ _N_MetadataResponse_v5 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v7 = (
     MetadataResponse,
@@ -2885,7 +2854,6 @@ _N_MetadataResponse_v7 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v8 = (
     MetadataResponse,
@@ -2901,7 +2869,6 @@ _N_MetadataResponse_v8 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v9 = (
     MetadataResponse,
@@ -2917,7 +2884,6 @@ _N_MetadataResponse_v9 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v10 = (
     MetadataResponse,
@@ -2933,7 +2899,6 @@ _N_MetadataResponse_v10 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v11 = (
     MetadataResponse,
@@ -2949,7 +2914,6 @@ _N_MetadataResponse_v11 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v12 = (
     MetadataResponse,
@@ -2965,7 +2929,6 @@ _N_MetadataResponse_v12 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_MetadataResponse_v13 = (
     MetadataResponse,
@@ -2981,10 +2944,9 @@ _N_MetadataResponse_v13 = (
     ),
     (),
     "MetadataResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_MetadataResponseBroker = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_MetadataResponseBroker = (
     _MetadataResponseBroker,
     (
         ("node_id", "nodeId", False, False, None),
@@ -2992,8 +2954,9 @@ _J_MetadataResponseBroker = (
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_MetadataResponsePartition = (
+_F_MetadataResponsePartition = (
     _MetadataResponsePartition,
     (
         ("error_code", "errorCode", False, False, None),
@@ -3004,36 +2967,40 @@ _J_MetadataResponsePartition = (
         ("isr_nodes", "isrNodes", False, False, None),
         ("offline_replicas", "offlineReplicas", False, False, None),
     ),
+    0,
 )
-_J_MetadataResponseTopic = (
+_F_MetadataResponseTopic = (
     _MetadataResponseTopic,
     (
         ("error_code", "errorCode", False, False, None),
         ("name", "name", False, True, None),
         ("topic_id", "topicId", False, False, None),
         ("is_internal", "isInternal", False, False, None),
-        ("partitions", "partitions", False, False, _J_MetadataResponsePartition),
+        ("partitions", "partitions", False, False, _F_MetadataResponsePartition),
         ("topic_authorized_operations", "topicAuthorizedOperations", False, False, None),
     ),
+    0,
 )
-_J_MetadataResponse_Cursor = (
+_F_MetadataResponse_Cursor = (
     _MetadataResponse_Cursor,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_MetadataResponse = (
+_F_MetadataResponse = (
     MetadataResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("brokers", "brokers", False, False, _J_MetadataResponseBroker),
+        ("brokers", "brokers", False, False, _F_MetadataResponseBroker),
         ("cluster_id", "clusterId", False, True, None),
         ("controller_id", "controllerId", False, False, None),
-        ("topics", "topics", False, False, _J_MetadataResponseTopic),
+        ("topics", "topics", False, False, _F_MetadataResponseTopic),
         ("cluster_authorized_operations", "clusterAuthorizedOperations", False, False, None),
-        ("next_cursor", "nextCursor", False, True, _J_MetadataResponse_Cursor),
+        ("next_cursor", "nextCursor", False, True, _F_MetadataResponse_Cursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -3057,6 +3024,7 @@ bind_codecs(
 )
 bind_native(
     MetadataResponse,
+    _F_MetadataResponse,
     (0, 0, _N_MetadataResponse_v0),
     (1, 1, _N_MetadataResponse_v1),
     (2, 2, _N_MetadataResponse_v2),
@@ -3070,7 +3038,6 @@ bind_native(
     (12, 12, _N_MetadataResponse_v12),
     (13, 13, _N_MetadataResponse_v13),
 )
-bind_native_json(MetadataResponse, _J_MetadataResponse)
 bind_codecs(
     _MetadataResponseBroker,
     _tj_MetadataResponseBroker,
@@ -3082,11 +3049,11 @@ bind_codecs(
 )
 bind_native(
     _MetadataResponseBroker,
+    _F_MetadataResponseBroker,
     (0, 0, _N_MetadataResponseBroker_v0),
     (1, 8, _N_MetadataResponseBroker_v1),
     (9, 13, _N_MetadataResponseBroker_v9),
 )
-bind_native_json(_MetadataResponseBroker, _J_MetadataResponseBroker)
 bind_codecs(
     _MetadataResponseTopic,
     _tj_MetadataResponseTopic,
@@ -3103,6 +3070,7 @@ bind_codecs(
 )
 bind_native(
     _MetadataResponseTopic,
+    _F_MetadataResponseTopic,
     (0, 0, _N_MetadataResponseTopic_v0),
     (1, 4, _N_MetadataResponseTopic_v1),
     (5, 6, _N_MetadataResponseTopic_v5),
@@ -3112,7 +3080,6 @@ bind_native(
     (10, 11, _N_MetadataResponseTopic_v10),
     (12, 13, _N_MetadataResponseTopic_v12),
 )
-bind_native_json(_MetadataResponseTopic, _J_MetadataResponseTopic)
 bind_codecs(
     _MetadataResponsePartition,
     _tj_MetadataResponsePartition,
@@ -3125,12 +3092,12 @@ bind_codecs(
 )
 bind_native(
     _MetadataResponsePartition,
+    _F_MetadataResponsePartition,
     (0, 4, _N_MetadataResponsePartition_v0),
     (5, 6, _N_MetadataResponsePartition_v5),
     (7, 8, _N_MetadataResponsePartition_v7),
     (9, 13, _N_MetadataResponsePartition_v9),
 )
-bind_native_json(_MetadataResponsePartition, _J_MetadataResponsePartition)
 bind_codecs(
     _MetadataResponse_Cursor,
     _tj_MetadataResponse_Cursor,
@@ -3140,6 +3107,6 @@ bind_codecs(
 )
 bind_native(
     _MetadataResponse_Cursor,
+    _F_MetadataResponse_Cursor,
     (13, 13, _N_MetadataResponse_Cursor_v13),
 )
-bind_native_json(_MetadataResponse_Cursor, _J_MetadataResponse_Cursor)

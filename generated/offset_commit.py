@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -959,7 +958,6 @@ _N_OffsetCommitRequestPartition_v0 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestPartition_v1 = (
     _OffsetCommitRequestPartition,
@@ -973,7 +971,6 @@ _N_OffsetCommitRequestPartition_v1 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestPartition_v6 = (
     _OffsetCommitRequestPartition,
@@ -987,7 +984,6 @@ _N_OffsetCommitRequestPartition_v6 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestPartition_v8 = (
     _OffsetCommitRequestPartition,
@@ -1001,7 +997,6 @@ _N_OffsetCommitRequestPartition_v8 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetCommitRequestTopic_v0 = (
     _OffsetCommitRequestTopic,
@@ -1012,7 +1007,6 @@ _N_OffsetCommitRequestTopic_v0 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetCommitRequestTopic_v1 = (
     _OffsetCommitRequestTopic,
@@ -1023,7 +1017,6 @@ _N_OffsetCommitRequestTopic_v1 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetCommitRequestTopic_v6 = (
     _OffsetCommitRequestTopic,
@@ -1034,7 +1027,6 @@ _N_OffsetCommitRequestTopic_v6 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetCommitRequestTopic_v8 = (
     _OffsetCommitRequestTopic,
@@ -1045,7 +1037,6 @@ _N_OffsetCommitRequestTopic_v8 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetCommitRequest_v0 = (
     OffsetCommitRequest,
@@ -1060,7 +1051,6 @@ _N_OffsetCommitRequest_v0 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v1 = (
     OffsetCommitRequest,
@@ -1075,7 +1065,6 @@ _N_OffsetCommitRequest_v1 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v2 = (
     OffsetCommitRequest,
@@ -1090,7 +1079,6 @@ _N_OffsetCommitRequest_v2 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v5 = (
     OffsetCommitRequest,
@@ -1105,7 +1093,6 @@ _N_OffsetCommitRequest_v5 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v6 = (
     OffsetCommitRequest,
@@ -1120,7 +1107,6 @@ _N_OffsetCommitRequest_v6 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v7 = (
     OffsetCommitRequest,
@@ -1135,7 +1121,6 @@ _N_OffsetCommitRequest_v7 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetCommitRequest_v8 = (
     OffsetCommitRequest,
@@ -1150,10 +1135,9 @@ _N_OffsetCommitRequest_v8 = (
     ),
     (),
     "OffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetCommitRequestPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetCommitRequestPartition = (
     _OffsetCommitRequestPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1162,15 +1146,17 @@ _J_OffsetCommitRequestPartition = (
         ("commit_timestamp", "commitTimestamp", False, False, None),
         ("committed_metadata", "committedMetadata", False, True, None),
     ),
+    0,
 )
-_J_OffsetCommitRequestTopic = (
+_F_OffsetCommitRequestTopic = (
     _OffsetCommitRequestTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetCommitRequestPartition),
+        ("partitions", "partitions", False, False, _F_OffsetCommitRequestPartition),
     ),
+    0,
 )
-_J_OffsetCommitRequest = (
+_F_OffsetCommitRequest = (
     OffsetCommitRequest,
     (
         ("group_id", "groupId", False, False, None),
@@ -1178,8 +1164,9 @@ _J_OffsetCommitRequest = (
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("retention_time_ms", "retentionTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetCommitRequestTopic),
+        ("topics", "topics", False, False, _F_OffsetCommitRequestTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -1198,6 +1185,7 @@ bind_codecs(
 )
 bind_native(
     OffsetCommitRequest,
+    _F_OffsetCommitRequest,
     (0, 0, _N_OffsetCommitRequest_v0),
     (1, 1, _N_OffsetCommitRequest_v1),
     (2, 4, _N_OffsetCommitRequest_v2),
@@ -1206,7 +1194,6 @@ bind_native(
     (7, 7, _N_OffsetCommitRequest_v7),
     (8, 9, _N_OffsetCommitRequest_v8),
 )
-bind_native_json(OffsetCommitRequest, _J_OffsetCommitRequest)
 bind_codecs(
     _OffsetCommitRequestTopic,
     _tj_OffsetCommitRequestTopic,
@@ -1220,13 +1207,13 @@ bind_codecs(
 )
 bind_native(
     _OffsetCommitRequestTopic,
+    _F_OffsetCommitRequestTopic,
     (0, 0, _N_OffsetCommitRequestTopic_v0),
     (1, 1, _N_OffsetCommitRequestTopic_v1),
     (2, 5, _N_OffsetCommitRequestTopic_v0),
     (6, 7, _N_OffsetCommitRequestTopic_v6),
     (8, 9, _N_OffsetCommitRequestTopic_v8),
 )
-bind_native_json(_OffsetCommitRequestTopic, _J_OffsetCommitRequestTopic)
 bind_codecs(
     _OffsetCommitRequestPartition,
     _tj_OffsetCommitRequestPartition,
@@ -1240,13 +1227,13 @@ bind_codecs(
 )
 bind_native(
     _OffsetCommitRequestPartition,
+    _F_OffsetCommitRequestPartition,
     (0, 0, _N_OffsetCommitRequestPartition_v0),
     (1, 1, _N_OffsetCommitRequestPartition_v1),
     (2, 5, _N_OffsetCommitRequestPartition_v0),
     (6, 7, _N_OffsetCommitRequestPartition_v6),
     (8, 9, _N_OffsetCommitRequestPartition_v8),
 )
-bind_native_json(_OffsetCommitRequestPartition, _J_OffsetCommitRequestPartition)
 
 # -------------------- OffsetCommitResponse: decoders and encoders, one per distinct layout
 
@@ -1532,7 +1519,6 @@ _N_OffsetCommitResponsePartition_v0 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponsePartition",
-    (0, (0, 1)),
 )
 _N_OffsetCommitResponsePartition_v8 = (
     _OffsetCommitResponsePartition,
@@ -1543,7 +1529,6 @@ _N_OffsetCommitResponsePartition_v8 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponsePartition",
-    (0, (0, 1)),
 )
 _N_OffsetCommitResponseTopic_v0 = (
     _OffsetCommitResponseTopic,
@@ -1554,7 +1539,6 @@ _N_OffsetCommitResponseTopic_v0 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponseTopic",
-    (0, (0, 1)),
 )
 _N_OffsetCommitResponseTopic_v8 = (
     _OffsetCommitResponseTopic,
@@ -1565,7 +1549,6 @@ _N_OffsetCommitResponseTopic_v8 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponseTopic",
-    (0, (0, 1)),
 )
 _N_OffsetCommitResponse_v0 = (
     OffsetCommitResponse,
@@ -1576,7 +1559,6 @@ _N_OffsetCommitResponse_v0 = (
     ),
     (),
     "OffsetCommitResponse",
-    (0, (0, 1)),
 )
 _N_OffsetCommitResponse_v3 = (
     OffsetCommitResponse,
@@ -1587,7 +1569,6 @@ _N_OffsetCommitResponse_v3 = (
     ),
     (),
     "OffsetCommitResponse",
-    (0, (0, 1)),
 )
 _N_OffsetCommitResponse_v8 = (
     OffsetCommitResponse,
@@ -1598,29 +1579,31 @@ _N_OffsetCommitResponse_v8 = (
     ),
     (),
     "OffsetCommitResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetCommitResponsePartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetCommitResponsePartition = (
     _OffsetCommitResponsePartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_OffsetCommitResponseTopic = (
+_F_OffsetCommitResponseTopic = (
     _OffsetCommitResponseTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetCommitResponsePartition),
+        ("partitions", "partitions", False, False, _F_OffsetCommitResponsePartition),
     ),
+    0,
 )
-_J_OffsetCommitResponse = (
+_F_OffsetCommitResponse = (
     OffsetCommitResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetCommitResponseTopic),
+        ("topics", "topics", False, False, _F_OffsetCommitResponseTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -1635,11 +1618,11 @@ bind_codecs(
 )
 bind_native(
     OffsetCommitResponse,
+    _F_OffsetCommitResponse,
     (0, 2, _N_OffsetCommitResponse_v0),
     (3, 7, _N_OffsetCommitResponse_v3),
     (8, 9, _N_OffsetCommitResponse_v8),
 )
-bind_native_json(OffsetCommitResponse, _J_OffsetCommitResponse)
 bind_codecs(
     _OffsetCommitResponseTopic,
     _tj_OffsetCommitResponseTopic,
@@ -1650,10 +1633,10 @@ bind_codecs(
 )
 bind_native(
     _OffsetCommitResponseTopic,
+    _F_OffsetCommitResponseTopic,
     (0, 7, _N_OffsetCommitResponseTopic_v0),
     (8, 9, _N_OffsetCommitResponseTopic_v8),
 )
-bind_native_json(_OffsetCommitResponseTopic, _J_OffsetCommitResponseTopic)
 bind_codecs(
     _OffsetCommitResponsePartition,
     _tj_OffsetCommitResponsePartition,
@@ -1664,7 +1647,7 @@ bind_codecs(
 )
 bind_native(
     _OffsetCommitResponsePartition,
+    _F_OffsetCommitResponsePartition,
     (0, 7, _N_OffsetCommitResponsePartition_v0),
     (8, 9, _N_OffsetCommitResponsePartition_v8),
 )
-bind_native_json(_OffsetCommitResponsePartition, _J_OffsetCommitResponsePartition)

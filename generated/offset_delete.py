@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -425,7 +424,6 @@ _N_OffsetDeleteRequestPartition_v0 = (
     ),
     (),
     "OffsetDeleteRequest.OffsetDeleteRequestPartition",
-    (0, (0,)),
 )
 _N_OffsetDeleteRequestTopic_v0 = (
     _OffsetDeleteRequestTopic,
@@ -436,7 +434,6 @@ _N_OffsetDeleteRequestTopic_v0 = (
     ),
     (),
     "OffsetDeleteRequest.OffsetDeleteRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetDeleteRequest_v0 = (
     OffsetDeleteRequest,
@@ -447,28 +444,30 @@ _N_OffsetDeleteRequest_v0 = (
     ),
     (),
     "OffsetDeleteRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetDeleteRequestPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetDeleteRequestPartition = (
     _OffsetDeleteRequestPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_OffsetDeleteRequestTopic = (
+_F_OffsetDeleteRequestTopic = (
     _OffsetDeleteRequestTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetDeleteRequestPartition),
+        ("partitions", "partitions", False, False, _F_OffsetDeleteRequestPartition),
     ),
+    0,
 )
-_J_OffsetDeleteRequest = (
+_F_OffsetDeleteRequest = (
     OffsetDeleteRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetDeleteRequestTopic),
+        ("topics", "topics", False, False, _F_OffsetDeleteRequestTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -481,9 +480,9 @@ bind_codecs(
 )
 bind_native(
     OffsetDeleteRequest,
+    _F_OffsetDeleteRequest,
     (0, 0, _N_OffsetDeleteRequest_v0),
 )
-bind_native_json(OffsetDeleteRequest, _J_OffsetDeleteRequest)
 bind_codecs(
     _OffsetDeleteRequestTopic,
     _tj_OffsetDeleteRequestTopic,
@@ -493,9 +492,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetDeleteRequestTopic,
+    _F_OffsetDeleteRequestTopic,
     (0, 0, _N_OffsetDeleteRequestTopic_v0),
 )
-bind_native_json(_OffsetDeleteRequestTopic, _J_OffsetDeleteRequestTopic)
 bind_codecs(
     _OffsetDeleteRequestPartition,
     _tj_OffsetDeleteRequestPartition,
@@ -505,9 +504,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetDeleteRequestPartition,
+    _F_OffsetDeleteRequestPartition,
     (0, 0, _N_OffsetDeleteRequestPartition_v0),
 )
-bind_native_json(_OffsetDeleteRequestPartition, _J_OffsetDeleteRequestPartition)
 
 # -------------------- OffsetDeleteResponse: decoders and encoders, one per distinct layout
 
@@ -693,7 +692,6 @@ _N_OffsetDeleteResponsePartition_v0 = (
     ),
     (),
     "OffsetDeleteResponse.OffsetDeleteResponsePartition",
-    (0, (0, 1)),
 )
 _N_OffsetDeleteResponseTopic_v0 = (
     _OffsetDeleteResponseTopic,
@@ -704,7 +702,6 @@ _N_OffsetDeleteResponseTopic_v0 = (
     ),
     (),
     "OffsetDeleteResponse.OffsetDeleteResponseTopic",
-    (0, (0, 1)),
 )
 _N_OffsetDeleteResponse_v0 = (
     OffsetDeleteResponse,
@@ -716,30 +713,32 @@ _N_OffsetDeleteResponse_v0 = (
     ),
     (),
     "OffsetDeleteResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetDeleteResponsePartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetDeleteResponsePartition = (
     _OffsetDeleteResponsePartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_OffsetDeleteResponseTopic = (
+_F_OffsetDeleteResponseTopic = (
     _OffsetDeleteResponseTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetDeleteResponsePartition),
+        ("partitions", "partitions", False, False, _F_OffsetDeleteResponsePartition),
     ),
+    0,
 )
-_J_OffsetDeleteResponse = (
+_F_OffsetDeleteResponse = (
     OffsetDeleteResponse,
     (
         ("error_code", "errorCode", False, False, None),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetDeleteResponseTopic),
+        ("topics", "topics", False, False, _F_OffsetDeleteResponseTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -752,9 +751,9 @@ bind_codecs(
 )
 bind_native(
     OffsetDeleteResponse,
+    _F_OffsetDeleteResponse,
     (0, 0, _N_OffsetDeleteResponse_v0),
 )
-bind_native_json(OffsetDeleteResponse, _J_OffsetDeleteResponse)
 bind_codecs(
     _OffsetDeleteResponseTopic,
     _tj_OffsetDeleteResponseTopic,
@@ -764,9 +763,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetDeleteResponseTopic,
+    _F_OffsetDeleteResponseTopic,
     (0, 0, _N_OffsetDeleteResponseTopic_v0),
 )
-bind_native_json(_OffsetDeleteResponseTopic, _J_OffsetDeleteResponseTopic)
 bind_codecs(
     _OffsetDeleteResponsePartition,
     _tj_OffsetDeleteResponsePartition,
@@ -776,6 +775,6 @@ bind_codecs(
 )
 bind_native(
     _OffsetDeleteResponsePartition,
+    _F_OffsetDeleteResponsePartition,
     (0, 0, _N_OffsetDeleteResponsePartition_v0),
 )
-bind_native_json(_OffsetDeleteResponsePartition, _J_OffsetDeleteResponsePartition)

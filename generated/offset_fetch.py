@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1220,7 +1219,6 @@ _N_OffsetFetchRequestTopic_v0 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetFetchRequestTopic_v6 = (
     _OffsetFetchRequestTopic,
@@ -1231,7 +1229,6 @@ _N_OffsetFetchRequestTopic_v6 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopic",
-    (0, (0, 1)),
 )
 _N_OffsetFetchRequestTopics_v8 = (
     _OffsetFetchRequestTopics,
@@ -1242,7 +1239,6 @@ _N_OffsetFetchRequestTopics_v8 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopics",
-    (0, (0, 1)),
 )
 _N_OffsetFetchRequestGroup_v8 = (
     _OffsetFetchRequestGroup,
@@ -1255,7 +1251,6 @@ _N_OffsetFetchRequestGroup_v8 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestGroup",
-    (0, (0, 1, 2, 3)),
 )
 _N_OffsetFetchRequestGroup_v9 = (
     _OffsetFetchRequestGroup,
@@ -1268,7 +1263,6 @@ _N_OffsetFetchRequestGroup_v9 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestGroup",
-    (0, (0, 1, 2, 3)),
 )
 _N_OffsetFetchRequest_OffsetFetchCursor_v10 = (
     _OffsetFetchRequest_OffsetFetchCursor,
@@ -1280,7 +1274,6 @@ _N_OffsetFetchRequest_OffsetFetchCursor_v10 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchCursor",
-    (0, (0, 1, 2)),
 )
 _N_OffsetFetchRequest_v0 = (
     OffsetFetchRequest,
@@ -1295,7 +1288,6 @@ _N_OffsetFetchRequest_v0 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v2 = (
     OffsetFetchRequest,
@@ -1310,7 +1302,6 @@ _N_OffsetFetchRequest_v2 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v6 = (
     OffsetFetchRequest,
@@ -1325,7 +1316,6 @@ _N_OffsetFetchRequest_v6 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v7 = (
     OffsetFetchRequest,
@@ -1340,7 +1330,6 @@ _N_OffsetFetchRequest_v7 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v8 = (
     OffsetFetchRequest,
@@ -1355,7 +1344,6 @@ _N_OffsetFetchRequest_v8 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v9 = (
     OffsetFetchRequest,
@@ -1370,7 +1358,6 @@ _N_OffsetFetchRequest_v9 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_OffsetFetchRequest_v10 = (
     OffsetFetchRequest,
@@ -1385,50 +1372,54 @@ _N_OffsetFetchRequest_v10 = (
     ),
     (),
     "OffsetFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetFetchRequestTopic = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetFetchRequestTopic = (
     _OffsetFetchRequestTopic,
     (
         ("name", "name", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchRequestTopics = (
+_F_OffsetFetchRequestTopics = (
     _OffsetFetchRequestTopics,
     (
         ("name", "name", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchRequestGroup = (
+_F_OffsetFetchRequestGroup = (
     _OffsetFetchRequestGroup,
     (
         ("group_id", "groupId", False, False, None),
         ("member_id", "memberId", False, True, None),
         ("member_epoch", "memberEpoch", False, False, None),
-        ("topics", "topics", False, True, _J_OffsetFetchRequestTopics),
+        ("topics", "topics", False, True, _F_OffsetFetchRequestTopics),
     ),
+    0,
 )
-_J_OffsetFetchRequest_OffsetFetchCursor = (
+_F_OffsetFetchRequest_OffsetFetchCursor = (
     _OffsetFetchRequest_OffsetFetchCursor,
     (
         ("group_id", "groupId", False, False, None),
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchRequest = (
+_F_OffsetFetchRequest = (
     OffsetFetchRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, True, _J_OffsetFetchRequestTopic),
-        ("groups", "groups", False, False, _J_OffsetFetchRequestGroup),
+        ("topics", "topics", False, True, _F_OffsetFetchRequestTopic),
+        ("groups", "groups", False, False, _F_OffsetFetchRequestGroup),
         ("require_stable", "requireStable", False, False, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
-        ("cursor", "cursor", False, True, _J_OffsetFetchRequest_OffsetFetchCursor),
+        ("cursor", "cursor", False, True, _F_OffsetFetchRequest_OffsetFetchCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -1447,6 +1438,7 @@ bind_codecs(
 )
 bind_native(
     OffsetFetchRequest,
+    _F_OffsetFetchRequest,
     (0, 1, _N_OffsetFetchRequest_v0),
     (2, 5, _N_OffsetFetchRequest_v2),
     (6, 6, _N_OffsetFetchRequest_v6),
@@ -1455,7 +1447,6 @@ bind_native(
     (9, 9, _N_OffsetFetchRequest_v9),
     (10, 10, _N_OffsetFetchRequest_v10),
 )
-bind_native_json(OffsetFetchRequest, _J_OffsetFetchRequest)
 bind_codecs(
     _OffsetFetchRequestTopic,
     _tj_OffsetFetchRequestTopic,
@@ -1466,10 +1457,10 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchRequestTopic,
+    _F_OffsetFetchRequestTopic,
     (0, 5, _N_OffsetFetchRequestTopic_v0),
     (6, 7, _N_OffsetFetchRequestTopic_v6),
 )
-bind_native_json(_OffsetFetchRequestTopic, _J_OffsetFetchRequestTopic)
 bind_codecs(
     _OffsetFetchRequestGroup,
     _tj_OffsetFetchRequestGroup,
@@ -1480,10 +1471,10 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchRequestGroup,
+    _F_OffsetFetchRequestGroup,
     (8, 8, _N_OffsetFetchRequestGroup_v8),
     (9, 10, _N_OffsetFetchRequestGroup_v9),
 )
-bind_native_json(_OffsetFetchRequestGroup, _J_OffsetFetchRequestGroup)
 bind_codecs(
     _OffsetFetchRequestTopics,
     _tj_OffsetFetchRequestTopics,
@@ -1493,9 +1484,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchRequestTopics,
+    _F_OffsetFetchRequestTopics,
     (8, 10, _N_OffsetFetchRequestTopics_v8),
 )
-bind_native_json(_OffsetFetchRequestTopics, _J_OffsetFetchRequestTopics)
 bind_codecs(
     _OffsetFetchRequest_OffsetFetchCursor,
     _tj_OffsetFetchRequest_OffsetFetchCursor,
@@ -1510,9 +1501,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchRequest_OffsetFetchCursor,
+    _F_OffsetFetchRequest_OffsetFetchCursor,
     (10, 10, _N_OffsetFetchRequest_OffsetFetchCursor_v10),
 )
-bind_native_json(_OffsetFetchRequest_OffsetFetchCursor, _J_OffsetFetchRequest_OffsetFetchCursor)
 
 # -------------------- OffsetFetchResponse: decoders and encoders, one per distinct layout
 
@@ -2414,7 +2405,6 @@ _N_OffsetFetchResponsePartition_v0 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponsePartition_v5 = (
     _OffsetFetchResponsePartition,
@@ -2428,7 +2418,6 @@ _N_OffsetFetchResponsePartition_v5 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponsePartition_v6 = (
     _OffsetFetchResponsePartition,
@@ -2442,7 +2431,6 @@ _N_OffsetFetchResponsePartition_v6 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartition",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponseTopic_v0 = (
     _OffsetFetchResponseTopic,
@@ -2453,7 +2441,6 @@ _N_OffsetFetchResponseTopic_v0 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopic",
-    (0, (0, 1)),
 )
 _N_OffsetFetchResponseTopic_v5 = (
     _OffsetFetchResponseTopic,
@@ -2464,7 +2451,6 @@ _N_OffsetFetchResponseTopic_v5 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopic",
-    (0, (0, 1)),
 )
 _N_OffsetFetchResponseTopic_v6 = (
     _OffsetFetchResponseTopic,
@@ -2475,7 +2461,6 @@ _N_OffsetFetchResponseTopic_v6 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopic",
-    (0, (0, 1)),
 )
 _N_OffsetFetchResponsePartitions_v8 = (
     _OffsetFetchResponsePartitions,
@@ -2489,7 +2474,6 @@ _N_OffsetFetchResponsePartitions_v8 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartitions",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponseTopics_v8 = (
     _OffsetFetchResponseTopics,
@@ -2500,7 +2484,6 @@ _N_OffsetFetchResponseTopics_v8 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopics",
-    (0, (0, 1)),
 )
 _N_OffsetFetchResponseGroup_v8 = (
     _OffsetFetchResponseGroup,
@@ -2512,7 +2495,6 @@ _N_OffsetFetchResponseGroup_v8 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseGroup",
-    (0, (0, 1, 2)),
 )
 _N_OffsetFetchResponse_OffsetFetchCursor_v10 = (
     _OffsetFetchResponse_OffsetFetchCursor,
@@ -2524,7 +2506,6 @@ _N_OffsetFetchResponse_OffsetFetchCursor_v10 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchCursor",
-    (0, (0, 1, 2)),
 )
 _N_OffsetFetchResponse_v0 = (
     OffsetFetchResponse,
@@ -2538,7 +2519,6 @@ _N_OffsetFetchResponse_v0 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v2 = (
     OffsetFetchResponse,
@@ -2552,7 +2532,6 @@ _N_OffsetFetchResponse_v2 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v3 = (
     OffsetFetchResponse,
@@ -2566,7 +2545,6 @@ _N_OffsetFetchResponse_v3 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v5 = (
     OffsetFetchResponse,
@@ -2580,7 +2558,6 @@ _N_OffsetFetchResponse_v5 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v6 = (
     OffsetFetchResponse,
@@ -2594,7 +2571,6 @@ _N_OffsetFetchResponse_v6 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v8 = (
     OffsetFetchResponse,
@@ -2608,7 +2584,6 @@ _N_OffsetFetchResponse_v8 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_OffsetFetchResponse_v10 = (
     OffsetFetchResponse,
@@ -2622,10 +2597,9 @@ _N_OffsetFetchResponse_v10 = (
     ),
     (),
     "OffsetFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetFetchResponsePartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetFetchResponsePartition = (
     _OffsetFetchResponsePartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -2634,15 +2608,17 @@ _J_OffsetFetchResponsePartition = (
         ("metadata", "metadata", False, True, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchResponseTopic = (
+_F_OffsetFetchResponseTopic = (
     _OffsetFetchResponseTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetFetchResponsePartition),
+        ("partitions", "partitions", False, False, _F_OffsetFetchResponsePartition),
     ),
+    0,
 )
-_J_OffsetFetchResponsePartitions = (
+_F_OffsetFetchResponsePartitions = (
     _OffsetFetchResponsePartitions,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -2651,39 +2627,44 @@ _J_OffsetFetchResponsePartitions = (
         ("metadata", "metadata", False, True, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchResponseTopics = (
+_F_OffsetFetchResponseTopics = (
     _OffsetFetchResponseTopics,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetFetchResponsePartitions),
+        ("partitions", "partitions", False, False, _F_OffsetFetchResponsePartitions),
     ),
+    0,
 )
-_J_OffsetFetchResponseGroup = (
+_F_OffsetFetchResponseGroup = (
     _OffsetFetchResponseGroup,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetFetchResponseTopics),
+        ("topics", "topics", False, False, _F_OffsetFetchResponseTopics),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchResponse_OffsetFetchCursor = (
+_F_OffsetFetchResponse_OffsetFetchCursor = (
     _OffsetFetchResponse_OffsetFetchCursor,
     (
         ("group_id", "groupId", False, False, None),
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_OffsetFetchResponse = (
+_F_OffsetFetchResponse = (
     OffsetFetchResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetFetchResponseTopic),
+        ("topics", "topics", False, False, _F_OffsetFetchResponseTopic),
         ("error_code", "errorCode", False, False, None),
-        ("groups", "groups", False, False, _J_OffsetFetchResponseGroup),
-        ("next_cursor", "nextCursor", False, True, _J_OffsetFetchResponse_OffsetFetchCursor),
+        ("groups", "groups", False, False, _F_OffsetFetchResponseGroup),
+        ("next_cursor", "nextCursor", False, True, _F_OffsetFetchResponse_OffsetFetchCursor),
     ),
+    0,
 )
 # fmt: on
 
@@ -2702,6 +2683,7 @@ bind_codecs(
 )
 bind_native(
     OffsetFetchResponse,
+    _F_OffsetFetchResponse,
     (0, 1, _N_OffsetFetchResponse_v0),
     (2, 2, _N_OffsetFetchResponse_v2),
     (3, 4, _N_OffsetFetchResponse_v3),
@@ -2710,7 +2692,6 @@ bind_native(
     (8, 9, _N_OffsetFetchResponse_v8),
     (10, 10, _N_OffsetFetchResponse_v10),
 )
-bind_native_json(OffsetFetchResponse, _J_OffsetFetchResponse)
 bind_codecs(
     _OffsetFetchResponseTopic,
     _tj_OffsetFetchResponseTopic,
@@ -2722,11 +2703,11 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchResponseTopic,
+    _F_OffsetFetchResponseTopic,
     (0, 4, _N_OffsetFetchResponseTopic_v0),
     (5, 5, _N_OffsetFetchResponseTopic_v5),
     (6, 7, _N_OffsetFetchResponseTopic_v6),
 )
-bind_native_json(_OffsetFetchResponseTopic, _J_OffsetFetchResponseTopic)
 bind_codecs(
     _OffsetFetchResponsePartition,
     _tj_OffsetFetchResponsePartition,
@@ -2738,11 +2719,11 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchResponsePartition,
+    _F_OffsetFetchResponsePartition,
     (0, 4, _N_OffsetFetchResponsePartition_v0),
     (5, 5, _N_OffsetFetchResponsePartition_v5),
     (6, 7, _N_OffsetFetchResponsePartition_v6),
 )
-bind_native_json(_OffsetFetchResponsePartition, _J_OffsetFetchResponsePartition)
 bind_codecs(
     _OffsetFetchResponseGroup,
     _tj_OffsetFetchResponseGroup,
@@ -2752,9 +2733,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchResponseGroup,
+    _F_OffsetFetchResponseGroup,
     (8, 10, _N_OffsetFetchResponseGroup_v8),
 )
-bind_native_json(_OffsetFetchResponseGroup, _J_OffsetFetchResponseGroup)
 bind_codecs(
     _OffsetFetchResponseTopics,
     _tj_OffsetFetchResponseTopics,
@@ -2764,9 +2745,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchResponseTopics,
+    _F_OffsetFetchResponseTopics,
     (8, 10, _N_OffsetFetchResponseTopics_v8),
 )
-bind_native_json(_OffsetFetchResponseTopics, _J_OffsetFetchResponseTopics)
 bind_codecs(
     _OffsetFetchResponsePartitions,
     _tj_OffsetFetchResponsePartitions,
@@ -2776,9 +2757,9 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchResponsePartitions,
+    _F_OffsetFetchResponsePartitions,
     (8, 10, _N_OffsetFetchResponsePartitions_v8),
 )
-bind_native_json(_OffsetFetchResponsePartitions, _J_OffsetFetchResponsePartitions)
 bind_codecs(
     _OffsetFetchResponse_OffsetFetchCursor,
     _tj_OffsetFetchResponse_OffsetFetchCursor,
@@ -2793,6 +2774,6 @@ bind_codecs(
 )
 bind_native(
     _OffsetFetchResponse_OffsetFetchCursor,
+    _F_OffsetFetchResponse_OffsetFetchCursor,
     (10, 10, _N_OffsetFetchResponse_OffsetFetchCursor_v10),
 )
-bind_native_json(_OffsetFetchResponse_OffsetFetchCursor, _J_OffsetFetchResponse_OffsetFetchCursor)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -657,7 +656,6 @@ _N_OffsetForLeaderPartition_v0 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
-    (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderPartition_v2 = (
     _OffsetForLeaderPartition,
@@ -669,7 +667,6 @@ _N_OffsetForLeaderPartition_v2 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
-    (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderPartition_v4 = (
     _OffsetForLeaderPartition,
@@ -681,7 +678,6 @@ _N_OffsetForLeaderPartition_v4 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
-    (0, (0, 1, 2)),
 )
 _N_OffsetForLeaderTopic_v0 = (
     _OffsetForLeaderTopic,
@@ -692,7 +688,6 @@ _N_OffsetForLeaderTopic_v0 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopic_v2 = (
     _OffsetForLeaderTopic,
@@ -703,7 +698,6 @@ _N_OffsetForLeaderTopic_v2 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopic_v4 = (
     _OffsetForLeaderTopic,
@@ -714,7 +708,6 @@ _N_OffsetForLeaderTopic_v4 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v0 = (
     OffsetForLeaderEpochRequest,
@@ -725,7 +718,6 @@ _N_OffsetForLeaderEpochRequest_v0 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v2 = (
     OffsetForLeaderEpochRequest,
@@ -736,7 +728,6 @@ _N_OffsetForLeaderEpochRequest_v2 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v3 = (
     OffsetForLeaderEpochRequest,
@@ -747,7 +738,6 @@ _N_OffsetForLeaderEpochRequest_v3 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochRequest_v4 = (
     OffsetForLeaderEpochRequest,
@@ -758,30 +748,32 @@ _N_OffsetForLeaderEpochRequest_v4 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_OffsetForLeaderPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_OffsetForLeaderPartition = (
     _OffsetForLeaderPartition,
     (
         ("partition", "partition", False, False, None),
         ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_OffsetForLeaderTopic = (
+_F_OffsetForLeaderTopic = (
     _OffsetForLeaderTopic,
     (
         ("topic", "topic", False, False, None),
-        ("partitions", "partitions", False, False, _J_OffsetForLeaderPartition),
+        ("partitions", "partitions", False, False, _F_OffsetForLeaderPartition),
     ),
+    0,
 )
-_J_OffsetForLeaderEpochRequest = (
+_F_OffsetForLeaderEpochRequest = (
     OffsetForLeaderEpochRequest,
     (
         ("replica_id", "replicaId", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetForLeaderTopic),
+        ("topics", "topics", False, False, _F_OffsetForLeaderTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -797,12 +789,12 @@ bind_codecs(
 )
 bind_native(
     OffsetForLeaderEpochRequest,
+    _F_OffsetForLeaderEpochRequest,
     (0, 1, _N_OffsetForLeaderEpochRequest_v0),
     (2, 2, _N_OffsetForLeaderEpochRequest_v2),
     (3, 3, _N_OffsetForLeaderEpochRequest_v3),
     (4, 4, _N_OffsetForLeaderEpochRequest_v4),
 )
-bind_native_json(OffsetForLeaderEpochRequest, _J_OffsetForLeaderEpochRequest)
 bind_codecs(
     _OffsetForLeaderTopic,
     _tj_OffsetForLeaderTopic,
@@ -814,11 +806,11 @@ bind_codecs(
 )
 bind_native(
     _OffsetForLeaderTopic,
+    _F_OffsetForLeaderTopic,
     (0, 1, _N_OffsetForLeaderTopic_v0),
     (2, 3, _N_OffsetForLeaderTopic_v2),
     (4, 4, _N_OffsetForLeaderTopic_v4),
 )
-bind_native_json(_OffsetForLeaderTopic, _J_OffsetForLeaderTopic)
 bind_codecs(
     _OffsetForLeaderPartition,
     _tj_OffsetForLeaderPartition,
@@ -830,11 +822,11 @@ bind_codecs(
 )
 bind_native(
     _OffsetForLeaderPartition,
+    _F_OffsetForLeaderPartition,
     (0, 1, _N_OffsetForLeaderPartition_v0),
     (2, 3, _N_OffsetForLeaderPartition_v2),
     (4, 4, _N_OffsetForLeaderPartition_v4),
 )
-bind_native_json(_OffsetForLeaderPartition, _J_OffsetForLeaderPartition)
 
 # -------------------- OffsetForLeaderEpochResponse: decoders and encoders, one per distinct layout
 
@@ -1222,7 +1214,6 @@ _N_EpochEndOffset_v0 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.EpochEndOffset",
-    (0, (0, 1, 2, 3)),
 )
 _N_EpochEndOffset_v1 = (
     _EpochEndOffset,
@@ -1235,7 +1226,6 @@ _N_EpochEndOffset_v1 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.EpochEndOffset",
-    (0, (0, 1, 2, 3)),
 )
 _N_EpochEndOffset_v4 = (
     _EpochEndOffset,
@@ -1248,7 +1238,6 @@ _N_EpochEndOffset_v4 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.EpochEndOffset",
-    (0, (0, 1, 2, 3)),
 )
 _N_OffsetForLeaderTopicResult_v0 = (
     _OffsetForLeaderTopicResult,
@@ -1259,7 +1248,6 @@ _N_OffsetForLeaderTopicResult_v0 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopicResult_v1 = (
     _OffsetForLeaderTopicResult,
@@ -1270,7 +1258,6 @@ _N_OffsetForLeaderTopicResult_v1 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderTopicResult_v4 = (
     _OffsetForLeaderTopicResult,
@@ -1281,7 +1268,6 @@ _N_OffsetForLeaderTopicResult_v4 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v0 = (
     OffsetForLeaderEpochResponse,
@@ -1292,7 +1278,6 @@ _N_OffsetForLeaderEpochResponse_v0 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v1 = (
     OffsetForLeaderEpochResponse,
@@ -1303,7 +1288,6 @@ _N_OffsetForLeaderEpochResponse_v1 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v2 = (
     OffsetForLeaderEpochResponse,
@@ -1314,7 +1298,6 @@ _N_OffsetForLeaderEpochResponse_v2 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
-    (0, (0, 1)),
 )
 _N_OffsetForLeaderEpochResponse_v4 = (
     OffsetForLeaderEpochResponse,
@@ -1325,10 +1308,9 @@ _N_OffsetForLeaderEpochResponse_v4 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_EpochEndOffset = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_EpochEndOffset = (
     _EpochEndOffset,
     (
         ("error_code", "errorCode", False, False, None),
@@ -1336,20 +1318,23 @@ _J_EpochEndOffset = (
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("end_offset", "endOffset", False, False, None),
     ),
+    0,
 )
-_J_OffsetForLeaderTopicResult = (
+_F_OffsetForLeaderTopicResult = (
     _OffsetForLeaderTopicResult,
     (
         ("topic", "topic", False, False, None),
-        ("partitions", "partitions", False, False, _J_EpochEndOffset),
+        ("partitions", "partitions", False, False, _F_EpochEndOffset),
     ),
+    0,
 )
-_J_OffsetForLeaderEpochResponse = (
+_F_OffsetForLeaderEpochResponse = (
     OffsetForLeaderEpochResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_OffsetForLeaderTopicResult),
+        ("topics", "topics", False, False, _F_OffsetForLeaderTopicResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1365,12 +1350,12 @@ bind_codecs(
 )
 bind_native(
     OffsetForLeaderEpochResponse,
+    _F_OffsetForLeaderEpochResponse,
     (0, 0, _N_OffsetForLeaderEpochResponse_v0),
     (1, 1, _N_OffsetForLeaderEpochResponse_v1),
     (2, 3, _N_OffsetForLeaderEpochResponse_v2),
     (4, 4, _N_OffsetForLeaderEpochResponse_v4),
 )
-bind_native_json(OffsetForLeaderEpochResponse, _J_OffsetForLeaderEpochResponse)
 bind_codecs(
     _OffsetForLeaderTopicResult,
     _tj_OffsetForLeaderTopicResult,
@@ -1382,11 +1367,11 @@ bind_codecs(
 )
 bind_native(
     _OffsetForLeaderTopicResult,
+    _F_OffsetForLeaderTopicResult,
     (0, 0, _N_OffsetForLeaderTopicResult_v0),
     (1, 3, _N_OffsetForLeaderTopicResult_v1),
     (4, 4, _N_OffsetForLeaderTopicResult_v4),
 )
-bind_native_json(_OffsetForLeaderTopicResult, _J_OffsetForLeaderTopicResult)
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
@@ -1398,8 +1383,8 @@ bind_codecs(
 )
 bind_native(
     _EpochEndOffset,
+    _F_EpochEndOffset,
     (0, 0, _N_EpochEndOffset_v0),
     (1, 3, _N_EpochEndOffset_v1),
     (4, 4, _N_EpochEndOffset_v4),
 )
-bind_native_json(_EpochEndOffset, _J_EpochEndOffset)

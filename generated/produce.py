@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -719,7 +718,6 @@ _N_PartitionProduceData_v0 = (
     ),
     (),
     "ProduceRequest.PartitionProduceData",
-    (0, (0, 1)),
 )
 _N_PartitionProduceData_v9 = (
     _PartitionProduceData,
@@ -730,7 +728,6 @@ _N_PartitionProduceData_v9 = (
     ),
     (),
     "ProduceRequest.PartitionProduceData",
-    (0, (0, 1)),
 )
 _N_TopicProduceData_v0 = (
     _TopicProduceData,
@@ -741,7 +738,6 @@ _N_TopicProduceData_v0 = (
     ),
     (),
     "ProduceRequest.TopicProduceData",
-    (0, (0, 1)),
 )
 _N_TopicProduceData_v9 = (
     _TopicProduceData,
@@ -752,7 +748,6 @@ _N_TopicProduceData_v9 = (
     ),
     (),
     "ProduceRequest.TopicProduceData",
-    (0, (0, 1)),
 )
 _N_ProduceRequest_v0 = (
     ProduceRequest,
@@ -765,7 +760,6 @@ _N_ProduceRequest_v0 = (
     ),
     (),
     "ProduceRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ProduceRequest_v3 = (
     ProduceRequest,
@@ -778,7 +772,6 @@ _N_ProduceRequest_v3 = (
     ),
     (),
     "ProduceRequest",
-    (0, (0, 1, 2, 3)),
 )
 _N_ProduceRequest_v9 = (
     ProduceRequest,
@@ -791,31 +784,33 @@ _N_ProduceRequest_v9 = (
     ),
     (),
     "ProduceRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionProduceData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionProduceData = (
     _PartitionProduceData,
     (
         ("index", "index", False, False, None),
         ("records", "records", False, True, None),
     ),
+    0,
 )
-_J_TopicProduceData = (
+_F_TopicProduceData = (
     _TopicProduceData,
     (
         ("name", "name", False, False, None),
-        ("partition_data", "partitionData", False, False, _J_PartitionProduceData),
+        ("partition_data", "partitionData", False, False, _F_PartitionProduceData),
     ),
+    0,
 )
-_J_ProduceRequest = (
+_F_ProduceRequest = (
     ProduceRequest,
     (
         ("transactional_id", "transactionalId", False, True, None),
         ("acks", "acks", False, False, None),
         ("timeout_ms", "timeoutMs", False, False, None),
-        ("topic_data", "topicData", False, False, _J_TopicProduceData),
+        ("topic_data", "topicData", False, False, _F_TopicProduceData),
     ),
+    0,
 )
 # fmt: on
 
@@ -830,11 +825,11 @@ bind_codecs(
 )
 bind_native(
     ProduceRequest,
+    _F_ProduceRequest,
     (0, 2, _N_ProduceRequest_v0),
     (3, 8, _N_ProduceRequest_v3),
     (9, 11, _N_ProduceRequest_v9),
 )
-bind_native_json(ProduceRequest, _J_ProduceRequest)
 bind_codecs(
     _TopicProduceData,
     _tj_TopicProduceData,
@@ -845,10 +840,10 @@ bind_codecs(
 )
 bind_native(
     _TopicProduceData,
+    _F_TopicProduceData,
     (0, 8, _N_TopicProduceData_v0),
     (9, 11, _N_TopicProduceData_v9),
 )
-bind_native_json(_TopicProduceData, _J_TopicProduceData)
 bind_codecs(
     _PartitionProduceData,
     _tj_PartitionProduceData,
@@ -859,10 +854,10 @@ bind_codecs(
 )
 bind_native(
     _PartitionProduceData,
+    _F_PartitionProduceData,
     (0, 8, _N_PartitionProduceData_v0),
     (9, 11, _N_PartitionProduceData_v9),
 )
-bind_native_json(_PartitionProduceData, _J_PartitionProduceData)
 
 # -------------------- ProduceResponse: decoders and encoders, one per distinct layout
 
@@ -1905,7 +1900,6 @@ _N_BatchIndexAndErrorMessage_v8 = (
     ),
     (),
     "ProduceResponse.BatchIndexAndErrorMessage",
-    (0, (0, 1)),
 )
 _N_BatchIndexAndErrorMessage_v9 = (
     _BatchIndexAndErrorMessage,
@@ -1916,7 +1910,6 @@ _N_BatchIndexAndErrorMessage_v9 = (
     ),
     (),
     "ProduceResponse.BatchIndexAndErrorMessage",
-    (0, (0, 1)),
 )
 _N_LeaderIdAndEpoch_v10 = (
     _LeaderIdAndEpoch,
@@ -1927,7 +1920,6 @@ _N_LeaderIdAndEpoch_v10 = (
     ),
     (),
     "ProduceResponse.LeaderIdAndEpoch",
-    (0, (0, 1)),
 )
 _N_PartitionProduceResponse_v0 = (
     _PartitionProduceResponse,
@@ -1944,7 +1936,6 @@ _N_PartitionProduceResponse_v0 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
-    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v2 = (
     _PartitionProduceResponse,
@@ -1961,7 +1952,6 @@ _N_PartitionProduceResponse_v2 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
-    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v5 = (
     _PartitionProduceResponse,
@@ -1978,7 +1968,6 @@ _N_PartitionProduceResponse_v5 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
-    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v8 = (
     _PartitionProduceResponse,
@@ -1995,7 +1984,6 @@ _N_PartitionProduceResponse_v8 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
-    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v9 = (
     _PartitionProduceResponse,
@@ -2012,7 +2000,6 @@ _N_PartitionProduceResponse_v9 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
-    (1, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_PartitionProduceResponse_v10 = (
     _PartitionProduceResponse,
@@ -2030,7 +2017,6 @@ _N_PartitionProduceResponse_v10 = (
         (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v10, "CurrentLeader", False), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
     "ProduceResponse.PartitionProduceResponse",
-    (1, (0, 1, 2, 3, 4, 5, 6, -1)),
 )
 _N_TopicProduceResponse_v0 = (
     _TopicProduceResponse,
@@ -2041,7 +2027,6 @@ _N_TopicProduceResponse_v0 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
-    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v2 = (
     _TopicProduceResponse,
@@ -2052,7 +2037,6 @@ _N_TopicProduceResponse_v2 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
-    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v5 = (
     _TopicProduceResponse,
@@ -2063,7 +2047,6 @@ _N_TopicProduceResponse_v5 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
-    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v8 = (
     _TopicProduceResponse,
@@ -2074,7 +2057,6 @@ _N_TopicProduceResponse_v8 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
-    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v9 = (
     _TopicProduceResponse,
@@ -2085,7 +2067,6 @@ _N_TopicProduceResponse_v9 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
-    (0, (0, 1)),
 )
 _N_TopicProduceResponse_v10 = (
     _TopicProduceResponse,
@@ -2096,7 +2077,6 @@ _N_TopicProduceResponse_v10 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v10 = (
     _NodeEndpoint,
@@ -2109,7 +2089,6 @@ _N_NodeEndpoint_v10 = (
     ),
     (),
     "ProduceResponse.NodeEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_ProduceResponse_v0 = (
     ProduceResponse,
@@ -2121,7 +2100,6 @@ _N_ProduceResponse_v0 = (
     ),
     (),
     "ProduceResponse",
-    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v1 = (
     ProduceResponse,
@@ -2133,7 +2111,6 @@ _N_ProduceResponse_v1 = (
     ),
     (),
     "ProduceResponse",
-    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v2 = (
     ProduceResponse,
@@ -2145,7 +2122,6 @@ _N_ProduceResponse_v2 = (
     ),
     (),
     "ProduceResponse",
-    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v5 = (
     ProduceResponse,
@@ -2157,7 +2133,6 @@ _N_ProduceResponse_v5 = (
     ),
     (),
     "ProduceResponse",
-    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v8 = (
     ProduceResponse,
@@ -2169,7 +2144,6 @@ _N_ProduceResponse_v8 = (
     ),
     (),
     "ProduceResponse",
-    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v9 = (
     ProduceResponse,
@@ -2181,7 +2155,6 @@ _N_ProduceResponse_v9 = (
     ),
     (),
     "ProduceResponse",
-    (1, (0, 1, 2)),
 )
 _N_ProduceResponse_v10 = (
     ProduceResponse,
@@ -2194,24 +2167,25 @@ _N_ProduceResponse_v10 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True, "NodeEndpoints"), ("keyed",)),
     ),
     "ProduceResponse",
-    (1, (0, 1, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_BatchIndexAndErrorMessage = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_BatchIndexAndErrorMessage = (
     _BatchIndexAndErrorMessage,
     (
         ("batch_index", "batchIndex", False, False, None),
         ("batch_index_error_message", "batchIndexErrorMessage", False, True, None),
     ),
+    0,
 )
-_J_LeaderIdAndEpoch = (
+_F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_PartitionProduceResponse = (
+_F_PartitionProduceResponse = (
     _PartitionProduceResponse,
     (
         ("index", "index", False, False, None),
@@ -2219,19 +2193,21 @@ _J_PartitionProduceResponse = (
         ("base_offset", "baseOffset", False, False, None),
         ("log_append_time_ms", "logAppendTimeMs", False, False, None),
         ("log_start_offset", "logStartOffset", False, False, None),
-        ("record_errors", "recordErrors", False, False, _J_BatchIndexAndErrorMessage),
+        ("record_errors", "recordErrors", False, False, _F_BatchIndexAndErrorMessage),
         ("error_message", "errorMessage", False, True, None),
-        ("current_leader", "currentLeader", True, False, _J_LeaderIdAndEpoch),
+        ("current_leader", "currentLeader", True, False, _F_LeaderIdAndEpoch),
     ),
+    1,
 )
-_J_TopicProduceResponse = (
+_F_TopicProduceResponse = (
     _TopicProduceResponse,
     (
         ("name", "name", False, False, None),
-        ("partition_responses", "partitionResponses", False, False, _J_PartitionProduceResponse),
+        ("partition_responses", "partitionResponses", False, False, _F_PartitionProduceResponse),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
@@ -2239,14 +2215,16 @@ _J_NodeEndpoint = (
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_ProduceResponse = (
+_F_ProduceResponse = (
     ProduceResponse,
     (
-        ("responses", "responses", False, False, _J_TopicProduceResponse),
+        ("responses", "responses", False, False, _F_TopicProduceResponse),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+        ("node_endpoints", "nodeEndpoints", True, False, _F_NodeEndpoint),
     ),
+    1,
 )
 # fmt: on
 
@@ -2265,6 +2243,7 @@ bind_codecs(
 )
 bind_native(
     ProduceResponse,
+    _F_ProduceResponse,
     (0, 0, _N_ProduceResponse_v0),
     (1, 1, _N_ProduceResponse_v1),
     (2, 4, _N_ProduceResponse_v2),
@@ -2273,7 +2252,6 @@ bind_native(
     (9, 9, _N_ProduceResponse_v9),
     (10, 11, _N_ProduceResponse_v10),
 )
-bind_native_json(ProduceResponse, _J_ProduceResponse)
 bind_codecs(
     _TopicProduceResponse,
     _tj_TopicProduceResponse,
@@ -2288,6 +2266,7 @@ bind_codecs(
 )
 bind_native(
     _TopicProduceResponse,
+    _F_TopicProduceResponse,
     (0, 1, _N_TopicProduceResponse_v0),
     (2, 4, _N_TopicProduceResponse_v2),
     (5, 7, _N_TopicProduceResponse_v5),
@@ -2295,7 +2274,6 @@ bind_native(
     (9, 9, _N_TopicProduceResponse_v9),
     (10, 11, _N_TopicProduceResponse_v10),
 )
-bind_native_json(_TopicProduceResponse, _J_TopicProduceResponse)
 bind_codecs(
     _PartitionProduceResponse,
     _tj_PartitionProduceResponse,
@@ -2310,6 +2288,7 @@ bind_codecs(
 )
 bind_native(
     _PartitionProduceResponse,
+    _F_PartitionProduceResponse,
     (0, 1, _N_PartitionProduceResponse_v0),
     (2, 4, _N_PartitionProduceResponse_v2),
     (5, 7, _N_PartitionProduceResponse_v5),
@@ -2317,7 +2296,6 @@ bind_native(
     (9, 9, _N_PartitionProduceResponse_v9),
     (10, 11, _N_PartitionProduceResponse_v10),
 )
-bind_native_json(_PartitionProduceResponse, _J_PartitionProduceResponse)
 bind_codecs(
     _BatchIndexAndErrorMessage,
     _tj_BatchIndexAndErrorMessage,
@@ -2328,10 +2306,10 @@ bind_codecs(
 )
 bind_native(
     _BatchIndexAndErrorMessage,
+    _F_BatchIndexAndErrorMessage,
     (8, 8, _N_BatchIndexAndErrorMessage_v8),
     (9, 11, _N_BatchIndexAndErrorMessage_v9),
 )
-bind_native_json(_BatchIndexAndErrorMessage, _J_BatchIndexAndErrorMessage)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -2341,9 +2319,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderIdAndEpoch,
+    _F_LeaderIdAndEpoch,
     (10, 11, _N_LeaderIdAndEpoch_v10),
 )
-bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -2353,6 +2331,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (10, 11, _N_NodeEndpoint_v10),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -21,7 +21,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -217,10 +216,9 @@ _N_PushTelemetryRequest_v0 = (
     ),
     (),
     "PushTelemetryRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PushTelemetryRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PushTelemetryRequest = (
     PushTelemetryRequest,
     (
         ("client_instance_id", "clientInstanceId", False, False, None),
@@ -229,6 +227,7 @@ _J_PushTelemetryRequest = (
         ("compression_type", "compressionType", False, False, None),
         ("metrics", "metrics", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -241,9 +240,9 @@ bind_codecs(
 )
 bind_native(
     PushTelemetryRequest,
+    _F_PushTelemetryRequest,
     (0, 0, _N_PushTelemetryRequest_v0),
 )
-bind_native_json(PushTelemetryRequest, _J_PushTelemetryRequest)
 
 # -------------------- PushTelemetryResponse: decoders and encoders, one per distinct layout
 
@@ -307,15 +306,15 @@ _N_PushTelemetryResponse_v0 = (
     ),
     (),
     "PushTelemetryResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PushTelemetryResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PushTelemetryResponse = (
     PushTelemetryResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -328,6 +327,6 @@ bind_codecs(
 )
 bind_native(
     PushTelemetryResponse,
+    _F_PushTelemetryResponse,
     (0, 0, _N_PushTelemetryResponse_v0),
 )
-bind_native_json(PushTelemetryResponse, _J_PushTelemetryResponse)

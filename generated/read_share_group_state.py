@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -480,7 +479,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "ReadShareGroupStateRequest.PartitionData",
-    (0, (0, 1)),
 )
 _N_ReadStateData_v0 = (
     _ReadStateData,
@@ -491,7 +489,6 @@ _N_ReadStateData_v0 = (
     ),
     (),
     "ReadShareGroupStateRequest.ReadStateData",
-    (0, (0, 1)),
 )
 _N_ReadShareGroupStateRequest_v0 = (
     ReadShareGroupStateRequest,
@@ -502,29 +499,31 @@ _N_ReadShareGroupStateRequest_v0 = (
     ),
     (),
     "ReadShareGroupStateRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition", "partition", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_ReadStateData = (
+_F_ReadStateData = (
     _ReadStateData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_ReadShareGroupStateRequest = (
+_F_ReadShareGroupStateRequest = (
     ReadShareGroupStateRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_ReadStateData),
+        ("topics", "topics", False, False, _F_ReadStateData),
     ),
+    0,
 )
 # fmt: on
 
@@ -537,9 +536,9 @@ bind_codecs(
 )
 bind_native(
     ReadShareGroupStateRequest,
+    _F_ReadShareGroupStateRequest,
     (0, 0, _N_ReadShareGroupStateRequest_v0),
 )
-bind_native_json(ReadShareGroupStateRequest, _J_ReadShareGroupStateRequest)
 bind_codecs(
     _ReadStateData,
     _tj_ReadStateData,
@@ -549,9 +548,9 @@ bind_codecs(
 )
 bind_native(
     _ReadStateData,
+    _F_ReadStateData,
     (0, 0, _N_ReadStateData_v0),
 )
-bind_native_json(_ReadStateData, _J_ReadStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -561,9 +560,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- ReadShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -825,7 +824,6 @@ _N_StateBatch_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse.StateBatch",
-    (0, (0, 1, 2, 3)),
 )
 _N_PartitionResult_v0 = (
     _PartitionResult,
@@ -840,7 +838,6 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse.PartitionResult",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
 _N_ReadStateResult_v0 = (
     _ReadStateResult,
@@ -851,7 +848,6 @@ _N_ReadStateResult_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse.ReadStateResult",
-    (0, (0, 1)),
 )
 _N_ReadShareGroupStateResponse_v0 = (
     ReadShareGroupStateResponse,
@@ -861,10 +857,9 @@ _N_ReadShareGroupStateResponse_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_StateBatch = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_StateBatch = (
     _StateBatch,
     (
         ("first_offset", "firstOffset", False, False, None),
@@ -872,8 +867,9 @@ _J_StateBatch = (
         ("delivery_state", "deliveryState", False, False, None),
         ("delivery_count", "deliveryCount", False, False, None),
     ),
+    0,
 )
-_J_PartitionResult = (
+_F_PartitionResult = (
     _PartitionResult,
     (
         ("partition", "partition", False, False, None),
@@ -881,21 +877,24 @@ _J_PartitionResult = (
         ("error_message", "errorMessage", False, True, None),
         ("state_epoch", "stateEpoch", False, False, None),
         ("start_offset", "startOffset", False, False, None),
-        ("state_batches", "stateBatches", False, False, _J_StateBatch),
+        ("state_batches", "stateBatches", False, False, _F_StateBatch),
     ),
+    0,
 )
-_J_ReadStateResult = (
+_F_ReadStateResult = (
     _ReadStateResult,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionResult),
+        ("partitions", "partitions", False, False, _F_PartitionResult),
     ),
+    0,
 )
-_J_ReadShareGroupStateResponse = (
+_F_ReadShareGroupStateResponse = (
     ReadShareGroupStateResponse,
     (
-        ("results", "results", False, False, _J_ReadStateResult),
+        ("results", "results", False, False, _F_ReadStateResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -908,9 +907,9 @@ bind_codecs(
 )
 bind_native(
     ReadShareGroupStateResponse,
+    _F_ReadShareGroupStateResponse,
     (0, 0, _N_ReadShareGroupStateResponse_v0),
 )
-bind_native_json(ReadShareGroupStateResponse, _J_ReadShareGroupStateResponse)
 bind_codecs(
     _ReadStateResult,
     _tj_ReadStateResult,
@@ -920,9 +919,9 @@ bind_codecs(
 )
 bind_native(
     _ReadStateResult,
+    _F_ReadStateResult,
     (0, 0, _N_ReadStateResult_v0),
 )
-bind_native_json(_ReadStateResult, _J_ReadStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -932,9 +931,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionResult,
+    _F_PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
-bind_native_json(_PartitionResult, _J_PartitionResult)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
@@ -944,6 +943,6 @@ bind_codecs(
 )
 bind_native(
     _StateBatch,
+    _F_StateBatch,
     (0, 0, _N_StateBatch_v0),
 )
-bind_native_json(_StateBatch, _J_StateBatch)

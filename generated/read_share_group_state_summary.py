@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -455,7 +454,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryRequest.PartitionData",
-    (0, (0, 1)),
 )
 _N_ReadStateSummaryData_v0 = (
     _ReadStateSummaryData,
@@ -466,7 +464,6 @@ _N_ReadStateSummaryData_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryRequest.ReadStateSummaryData",
-    (0, (0, 1)),
 )
 _N_ReadShareGroupStateSummaryRequest_v0 = (
     ReadShareGroupStateSummaryRequest,
@@ -477,29 +474,31 @@ _N_ReadShareGroupStateSummaryRequest_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition", "partition", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_ReadStateSummaryData = (
+_F_ReadStateSummaryData = (
     _ReadStateSummaryData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_ReadShareGroupStateSummaryRequest = (
+_F_ReadShareGroupStateSummaryRequest = (
     ReadShareGroupStateSummaryRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_ReadStateSummaryData),
+        ("topics", "topics", False, False, _F_ReadStateSummaryData),
     ),
+    0,
 )
 # fmt: on
 
@@ -512,9 +511,9 @@ bind_codecs(
 )
 bind_native(
     ReadShareGroupStateSummaryRequest,
+    _F_ReadShareGroupStateSummaryRequest,
     (0, 0, _N_ReadShareGroupStateSummaryRequest_v0),
 )
-bind_native_json(ReadShareGroupStateSummaryRequest, _J_ReadShareGroupStateSummaryRequest)
 bind_codecs(
     _ReadStateSummaryData,
     _tj_ReadStateSummaryData,
@@ -524,9 +523,9 @@ bind_codecs(
 )
 bind_native(
     _ReadStateSummaryData,
+    _F_ReadStateSummaryData,
     (0, 0, _N_ReadStateSummaryData_v0),
 )
-bind_native_json(_ReadStateSummaryData, _J_ReadStateSummaryData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -536,9 +535,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 
 # -------------------- ReadShareGroupStateSummaryResponse: decoders and encoders, one per distinct layout
 
@@ -746,7 +745,6 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse.PartitionResult",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_ReadStateSummaryResult_v0 = (
     _ReadStateSummaryResult,
@@ -757,7 +755,6 @@ _N_ReadStateSummaryResult_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
-    (0, (0, 1)),
 )
 _N_ReadShareGroupStateSummaryResponse_v0 = (
     ReadShareGroupStateSummaryResponse,
@@ -767,10 +764,9 @@ _N_ReadShareGroupStateSummaryResponse_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionResult = (
     _PartitionResult,
     (
         ("partition", "partition", False, False, None),
@@ -779,19 +775,22 @@ _J_PartitionResult = (
         ("state_epoch", "stateEpoch", False, False, None),
         ("start_offset", "startOffset", False, False, None),
     ),
+    0,
 )
-_J_ReadStateSummaryResult = (
+_F_ReadStateSummaryResult = (
     _ReadStateSummaryResult,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionResult),
+        ("partitions", "partitions", False, False, _F_PartitionResult),
     ),
+    0,
 )
-_J_ReadShareGroupStateSummaryResponse = (
+_F_ReadShareGroupStateSummaryResponse = (
     ReadShareGroupStateSummaryResponse,
     (
-        ("results", "results", False, False, _J_ReadStateSummaryResult),
+        ("results", "results", False, False, _F_ReadStateSummaryResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -804,9 +803,9 @@ bind_codecs(
 )
 bind_native(
     ReadShareGroupStateSummaryResponse,
+    _F_ReadShareGroupStateSummaryResponse,
     (0, 0, _N_ReadShareGroupStateSummaryResponse_v0),
 )
-bind_native_json(ReadShareGroupStateSummaryResponse, _J_ReadShareGroupStateSummaryResponse)
 bind_codecs(
     _ReadStateSummaryResult,
     _tj_ReadStateSummaryResult,
@@ -816,9 +815,9 @@ bind_codecs(
 )
 bind_native(
     _ReadStateSummaryResult,
+    _F_ReadStateSummaryResult,
     (0, 0, _N_ReadStateSummaryResult_v0),
 )
-bind_native_json(_ReadStateSummaryResult, _J_ReadStateSummaryResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -828,6 +827,6 @@ bind_codecs(
 )
 bind_native(
     _PartitionResult,
+    _F_PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
-bind_native_json(_PartitionResult, _J_PartitionResult)

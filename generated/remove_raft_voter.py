@@ -19,7 +19,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -207,16 +206,16 @@ _N_RemoveRaftVoterRequest_v0 = (
     ),
     (),
     "RemoveRaftVoterRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_RemoveRaftVoterRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_RemoveRaftVoterRequest = (
     RemoveRaftVoterRequest,
     (
         ("cluster_id", "clusterId", False, True, None),
         ("voter_id", "voterId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -229,9 +228,9 @@ bind_codecs(
 )
 bind_native(
     RemoveRaftVoterRequest,
+    _F_RemoveRaftVoterRequest,
     (0, 0, _N_RemoveRaftVoterRequest_v0),
 )
-bind_native_json(RemoveRaftVoterRequest, _J_RemoveRaftVoterRequest)
 
 # -------------------- RemoveRaftVoterResponse: decoders and encoders, one per distinct layout
 
@@ -307,16 +306,16 @@ _N_RemoveRaftVoterResponse_v0 = (
     ),
     (),
     "RemoveRaftVoterResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_RemoveRaftVoterResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_RemoveRaftVoterResponse = (
     RemoveRaftVoterResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -329,6 +328,6 @@ bind_codecs(
 )
 bind_native(
     RemoveRaftVoterResponse,
+    _F_RemoveRaftVoterResponse,
     (0, 0, _N_RemoveRaftVoterResponse_v0),
 )
-bind_native_json(RemoveRaftVoterResponse, _J_RemoveRaftVoterResponse)

@@ -18,7 +18,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -213,7 +212,6 @@ _N_RenewDelegationTokenRequest_v0 = (
     ),
     (),
     "RenewDelegationTokenRequest",
-    (0, (0, 1)),
 )
 _N_RenewDelegationTokenRequest_v2 = (
     RenewDelegationTokenRequest,
@@ -224,15 +222,15 @@ _N_RenewDelegationTokenRequest_v2 = (
     ),
     (),
     "RenewDelegationTokenRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_RenewDelegationTokenRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_RenewDelegationTokenRequest = (
     RenewDelegationTokenRequest,
     (
         ("hmac", "hmac", False, False, None),
         ("renew_period_ms", "renewPeriodMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -246,10 +244,10 @@ bind_codecs(
 )
 bind_native(
     RenewDelegationTokenRequest,
+    _F_RenewDelegationTokenRequest,
     (0, 1, _N_RenewDelegationTokenRequest_v0),
     (2, 2, _N_RenewDelegationTokenRequest_v2),
 )
-bind_native_json(RenewDelegationTokenRequest, _J_RenewDelegationTokenRequest)
 
 # -------------------- RenewDelegationTokenResponse: decoders and encoders, one per distinct layout
 
@@ -340,7 +338,6 @@ _N_RenewDelegationTokenResponse_v0 = (
     ),
     (),
     "RenewDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
 _N_RenewDelegationTokenResponse_v2 = (
     RenewDelegationTokenResponse,
@@ -352,16 +349,16 @@ _N_RenewDelegationTokenResponse_v2 = (
     ),
     (),
     "RenewDelegationTokenResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_RenewDelegationTokenResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_RenewDelegationTokenResponse = (
     RenewDelegationTokenResponse,
     (
         ("error_code", "errorCode", False, False, None),
         ("expiry_timestamp_ms", "expiryTimestampMs", False, False, None),
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -375,7 +372,7 @@ bind_codecs(
 )
 bind_native(
     RenewDelegationTokenResponse,
+    _F_RenewDelegationTokenResponse,
     (0, 1, _N_RenewDelegationTokenResponse_v0),
     (2, 2, _N_RenewDelegationTokenResponse_v2),
 )
-bind_native_json(RenewDelegationTokenResponse, _J_RenewDelegationTokenResponse)

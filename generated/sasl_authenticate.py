@@ -19,7 +19,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -205,7 +204,6 @@ _N_SaslAuthenticateRequest_v0 = (
     ),
     (),
     "SaslAuthenticateRequest",
-    (0, (0,)),
 )
 _N_SaslAuthenticateRequest_v2 = (
     SaslAuthenticateRequest,
@@ -215,14 +213,14 @@ _N_SaslAuthenticateRequest_v2 = (
     ),
     (),
     "SaslAuthenticateRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SaslAuthenticateRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SaslAuthenticateRequest = (
     SaslAuthenticateRequest,
     (
         ("auth_bytes", "authBytes", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -236,10 +234,10 @@ bind_codecs(
 )
 bind_native(
     SaslAuthenticateRequest,
+    _F_SaslAuthenticateRequest,
     (0, 1, _N_SaslAuthenticateRequest_v0),
     (2, 2, _N_SaslAuthenticateRequest_v2),
 )
-bind_native_json(SaslAuthenticateRequest, _J_SaslAuthenticateRequest)
 
 # -------------------- SaslAuthenticateResponse: decoders and encoders, one per distinct layout
 
@@ -390,7 +388,6 @@ _N_SaslAuthenticateResponse_v0 = (
     ),
     (),
     "SaslAuthenticateResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_SaslAuthenticateResponse_v1 = (
     SaslAuthenticateResponse,
@@ -403,7 +400,6 @@ _N_SaslAuthenticateResponse_v1 = (
     ),
     (),
     "SaslAuthenticateResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_SaslAuthenticateResponse_v2 = (
     SaslAuthenticateResponse,
@@ -416,10 +412,9 @@ _N_SaslAuthenticateResponse_v2 = (
     ),
     (),
     "SaslAuthenticateResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SaslAuthenticateResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SaslAuthenticateResponse = (
     SaslAuthenticateResponse,
     (
         ("error_code", "errorCode", False, False, None),
@@ -427,6 +422,7 @@ _J_SaslAuthenticateResponse = (
         ("auth_bytes", "authBytes", False, False, None),
         ("session_lifetime_ms", "sessionLifetimeMs", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -441,8 +437,8 @@ bind_codecs(
 )
 bind_native(
     SaslAuthenticateResponse,
+    _F_SaslAuthenticateResponse,
     (0, 0, _N_SaslAuthenticateResponse_v0),
     (1, 1, _N_SaslAuthenticateResponse_v1),
     (2, 2, _N_SaslAuthenticateResponse_v2),
 )
-bind_native_json(SaslAuthenticateResponse, _J_SaslAuthenticateResponse)

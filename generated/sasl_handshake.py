@@ -21,7 +21,6 @@ from kafkagen.runtime.message import (
     Missing,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -171,14 +170,14 @@ _N_SaslHandshakeRequest_v0 = (
     ),
     (),
     "SaslHandshakeRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SaslHandshakeRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SaslHandshakeRequest = (
     SaslHandshakeRequest,
     (
         ("mechanism", "mechanism", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -191,9 +190,9 @@ bind_codecs(
 )
 bind_native(
     SaslHandshakeRequest,
+    _F_SaslHandshakeRequest,
     (0, 1, _N_SaslHandshakeRequest_v0),
 )
-bind_native_json(SaslHandshakeRequest, _J_SaslHandshakeRequest)
 
 # -------------------- SaslHandshakeResponse: decoders and encoders, one per distinct layout
 
@@ -258,15 +257,15 @@ _N_SaslHandshakeResponse_v0 = (
     ),
     (),
     "SaslHandshakeResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SaslHandshakeResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SaslHandshakeResponse = (
     SaslHandshakeResponse,
     (
         ("error_code", "errorCode", False, False, None),
         ("mechanisms", "mechanisms", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -279,6 +278,6 @@ bind_codecs(
 )
 bind_native(
     SaslHandshakeResponse,
+    _F_SaslHandshakeResponse,
     (0, 1, _N_SaslHandshakeResponse_v0),
 )
-bind_native_json(SaslHandshakeResponse, _J_SaslHandshakeResponse)

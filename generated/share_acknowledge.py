@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -673,7 +672,6 @@ _N_AcknowledgementBatch_v0 = (
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgementBatch",
-    (0, (0, 1, 2)),
 )
 _N_AcknowledgePartition_v0 = (
     _AcknowledgePartition,
@@ -684,7 +682,6 @@ _N_AcknowledgePartition_v0 = (
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgePartition",
-    (0, (0, 1)),
 )
 _N_AcknowledgeTopic_v0 = (
     _AcknowledgeTopic,
@@ -695,7 +692,6 @@ _N_AcknowledgeTopic_v0 = (
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgeTopic",
-    (0, (0, 1)),
 )
 _N_ShareAcknowledgeRequest_v0 = (
     ShareAcknowledgeRequest,
@@ -708,39 +704,42 @@ _N_ShareAcknowledgeRequest_v0 = (
     ),
     (),
     "ShareAcknowledgeRequest",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AcknowledgementBatch = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AcknowledgementBatch = (
     _AcknowledgementBatch,
     (
         ("first_offset", "firstOffset", False, False, None),
         ("last_offset", "lastOffset", False, False, None),
         ("acknowledge_types", "acknowledgeTypes", False, False, None),
     ),
+    0,
 )
-_J_AcknowledgePartition = (
+_F_AcknowledgePartition = (
     _AcknowledgePartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
-        ("acknowledgement_batches", "acknowledgementBatches", False, False, _J_AcknowledgementBatch),
+        ("acknowledgement_batches", "acknowledgementBatches", False, False, _F_AcknowledgementBatch),
     ),
+    0,
 )
-_J_AcknowledgeTopic = (
+_F_AcknowledgeTopic = (
     _AcknowledgeTopic,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_AcknowledgePartition),
+        ("partitions", "partitions", False, False, _F_AcknowledgePartition),
     ),
+    0,
 )
-_J_ShareAcknowledgeRequest = (
+_F_ShareAcknowledgeRequest = (
     ShareAcknowledgeRequest,
     (
         ("group_id", "groupId", False, True, None),
         ("member_id", "memberId", False, True, None),
         ("share_session_epoch", "shareSessionEpoch", False, False, None),
-        ("topics", "topics", False, False, _J_AcknowledgeTopic),
+        ("topics", "topics", False, False, _F_AcknowledgeTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -753,9 +752,9 @@ bind_codecs(
 )
 bind_native(
     ShareAcknowledgeRequest,
+    _F_ShareAcknowledgeRequest,
     (0, 0, _N_ShareAcknowledgeRequest_v0),
 )
-bind_native_json(ShareAcknowledgeRequest, _J_ShareAcknowledgeRequest)
 bind_codecs(
     _AcknowledgeTopic,
     _tj_AcknowledgeTopic,
@@ -765,9 +764,9 @@ bind_codecs(
 )
 bind_native(
     _AcknowledgeTopic,
+    _F_AcknowledgeTopic,
     (0, 0, _N_AcknowledgeTopic_v0),
 )
-bind_native_json(_AcknowledgeTopic, _J_AcknowledgeTopic)
 bind_codecs(
     _AcknowledgePartition,
     _tj_AcknowledgePartition,
@@ -777,9 +776,9 @@ bind_codecs(
 )
 bind_native(
     _AcknowledgePartition,
+    _F_AcknowledgePartition,
     (0, 0, _N_AcknowledgePartition_v0),
 )
-bind_native_json(_AcknowledgePartition, _J_AcknowledgePartition)
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
@@ -789,9 +788,9 @@ bind_codecs(
 )
 bind_native(
     _AcknowledgementBatch,
+    _F_AcknowledgementBatch,
     (0, 0, _N_AcknowledgementBatch_v0),
 )
-bind_native_json(_AcknowledgementBatch, _J_AcknowledgementBatch)
 
 # -------------------- ShareAcknowledgeResponse: decoders and encoders, one per distinct layout
 
@@ -1139,7 +1138,6 @@ _N_LeaderIdAndEpoch_v0 = (
     ),
     (),
     "ShareAcknowledgeResponse.LeaderIdAndEpoch",
-    (0, (0, 1)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -1152,7 +1150,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "ShareAcknowledgeResponse.PartitionData",
-    (0, (0, 1, 2, 3)),
 )
 _N_ShareAcknowledgeTopicResponse_v0 = (
     _ShareAcknowledgeTopicResponse,
@@ -1163,7 +1160,6 @@ _N_ShareAcknowledgeTopicResponse_v0 = (
     ),
     (),
     "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v0 = (
     _NodeEndpoint,
@@ -1176,7 +1172,6 @@ _N_NodeEndpoint_v0 = (
     ),
     (),
     "ShareAcknowledgeResponse.NodeEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_ShareAcknowledgeResponse_v0 = (
     ShareAcknowledgeResponse,
@@ -1190,33 +1185,35 @@ _N_ShareAcknowledgeResponse_v0 = (
     ),
     (),
     "ShareAcknowledgeResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_LeaderIdAndEpoch = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_PartitionData = (
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("current_leader", "currentLeader", False, False, _J_LeaderIdAndEpoch),
+        ("current_leader", "currentLeader", False, False, _F_LeaderIdAndEpoch),
     ),
+    0,
 )
-_J_ShareAcknowledgeTopicResponse = (
+_F_ShareAcknowledgeTopicResponse = (
     _ShareAcknowledgeTopicResponse,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
@@ -1224,16 +1221,18 @@ _J_NodeEndpoint = (
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_ShareAcknowledgeResponse = (
+_F_ShareAcknowledgeResponse = (
     ShareAcknowledgeResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("responses", "responses", False, False, _J_ShareAcknowledgeTopicResponse),
-        ("node_endpoints", "nodeEndpoints", False, False, _J_NodeEndpoint),
+        ("responses", "responses", False, False, _F_ShareAcknowledgeTopicResponse),
+        ("node_endpoints", "nodeEndpoints", False, False, _F_NodeEndpoint),
     ),
+    0,
 )
 # fmt: on
 
@@ -1246,9 +1245,9 @@ bind_codecs(
 )
 bind_native(
     ShareAcknowledgeResponse,
+    _F_ShareAcknowledgeResponse,
     (0, 0, _N_ShareAcknowledgeResponse_v0),
 )
-bind_native_json(ShareAcknowledgeResponse, _J_ShareAcknowledgeResponse)
 bind_codecs(
     _ShareAcknowledgeTopicResponse,
     _tj_ShareAcknowledgeTopicResponse,
@@ -1258,9 +1257,9 @@ bind_codecs(
 )
 bind_native(
     _ShareAcknowledgeTopicResponse,
+    _F_ShareAcknowledgeTopicResponse,
     (0, 0, _N_ShareAcknowledgeTopicResponse_v0),
 )
-bind_native_json(_ShareAcknowledgeTopicResponse, _J_ShareAcknowledgeTopicResponse)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -1270,9 +1269,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1282,9 +1281,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderIdAndEpoch,
+    _F_LeaderIdAndEpoch,
     (0, 0, _N_LeaderIdAndEpoch_v0),
 )
-bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1294,6 +1293,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (0, 0, _N_NodeEndpoint_v0),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -30,7 +30,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -850,7 +849,6 @@ _N_AcknowledgementBatch_v0 = (
     ),
     (),
     "ShareFetchRequest.AcknowledgementBatch",
-    (0, (0, 1, 2)),
 )
 _N_FetchPartition_v0 = (
     _FetchPartition,
@@ -862,7 +860,6 @@ _N_FetchPartition_v0 = (
     ),
     (),
     "ShareFetchRequest.FetchPartition",
-    (0, (0, 1, 2)),
 )
 _N_FetchTopic_v0 = (
     _FetchTopic,
@@ -873,7 +870,6 @@ _N_FetchTopic_v0 = (
     ),
     (),
     "ShareFetchRequest.FetchTopic",
-    (0, (0, 1)),
 )
 _N_ForgottenTopic_v0 = (
     _ForgottenTopic,
@@ -884,7 +880,6 @@ _N_ForgottenTopic_v0 = (
     ),
     (),
     "ShareFetchRequest.ForgottenTopic",
-    (0, (0, 1)),
 )
 _N_ShareFetchRequest_v0 = (
     ShareFetchRequest,
@@ -901,40 +896,43 @@ _N_ShareFetchRequest_v0 = (
     ),
     (),
     "ShareFetchRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_AcknowledgementBatch = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_AcknowledgementBatch = (
     _AcknowledgementBatch,
     (
         ("first_offset", "firstOffset", False, False, None),
         ("last_offset", "lastOffset", False, False, None),
         ("acknowledge_types", "acknowledgeTypes", False, False, None),
     ),
+    0,
 )
-_J_FetchPartition = (
+_F_FetchPartition = (
     _FetchPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("partition_max_bytes", "partitionMaxBytes", False, False, None),
-        ("acknowledgement_batches", "acknowledgementBatches", False, False, _J_AcknowledgementBatch),
+        ("acknowledgement_batches", "acknowledgementBatches", False, False, _F_AcknowledgementBatch),
     ),
+    0,
 )
-_J_FetchTopic = (
+_F_FetchTopic = (
     _FetchTopic,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_FetchPartition),
+        ("partitions", "partitions", False, False, _F_FetchPartition),
     ),
+    0,
 )
-_J_ForgottenTopic = (
+_F_ForgottenTopic = (
     _ForgottenTopic,
     (
         ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_ShareFetchRequest = (
+_F_ShareFetchRequest = (
     ShareFetchRequest,
     (
         ("group_id", "groupId", False, True, None),
@@ -943,9 +941,10 @@ _J_ShareFetchRequest = (
         ("max_wait_ms", "maxWaitMs", False, False, None),
         ("min_bytes", "minBytes", False, False, None),
         ("max_bytes", "maxBytes", False, False, None),
-        ("topics", "topics", False, False, _J_FetchTopic),
-        ("forgotten_topics_data", "forgottenTopicsData", False, False, _J_ForgottenTopic),
+        ("topics", "topics", False, False, _F_FetchTopic),
+        ("forgotten_topics_data", "forgottenTopicsData", False, False, _F_ForgottenTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -958,9 +957,9 @@ bind_codecs(
 )
 bind_native(
     ShareFetchRequest,
+    _F_ShareFetchRequest,
     (0, 0, _N_ShareFetchRequest_v0),
 )
-bind_native_json(ShareFetchRequest, _J_ShareFetchRequest)
 bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
@@ -970,9 +969,9 @@ bind_codecs(
 )
 bind_native(
     _FetchTopic,
+    _F_FetchTopic,
     (0, 0, _N_FetchTopic_v0),
 )
-bind_native_json(_FetchTopic, _J_FetchTopic)
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
@@ -982,9 +981,9 @@ bind_codecs(
 )
 bind_native(
     _FetchPartition,
+    _F_FetchPartition,
     (0, 0, _N_FetchPartition_v0),
 )
-bind_native_json(_FetchPartition, _J_FetchPartition)
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
@@ -994,9 +993,9 @@ bind_codecs(
 )
 bind_native(
     _AcknowledgementBatch,
+    _F_AcknowledgementBatch,
     (0, 0, _N_AcknowledgementBatch_v0),
 )
-bind_native_json(_AcknowledgementBatch, _J_AcknowledgementBatch)
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
@@ -1006,9 +1005,9 @@ bind_codecs(
 )
 bind_native(
     _ForgottenTopic,
+    _F_ForgottenTopic,
     (0, 0, _N_ForgottenTopic_v0),
 )
-bind_native_json(_ForgottenTopic, _J_ForgottenTopic)
 
 # -------------------- ShareFetchResponse: decoders and encoders, one per distinct layout
 
@@ -1438,7 +1437,6 @@ _N_LeaderIdAndEpoch_v0 = (
     ),
     (),
     "ShareFetchResponse.LeaderIdAndEpoch",
-    (0, (0, 1)),
 )
 _N_AcquiredRecords_v0 = (
     _AcquiredRecords,
@@ -1450,7 +1448,6 @@ _N_AcquiredRecords_v0 = (
     ),
     (),
     "ShareFetchResponse.AcquiredRecords",
-    (0, (0, 1, 2)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -1467,7 +1464,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "ShareFetchResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_ShareFetchableTopicResponse_v0 = (
     _ShareFetchableTopicResponse,
@@ -1478,7 +1474,6 @@ _N_ShareFetchableTopicResponse_v0 = (
     ),
     (),
     "ShareFetchResponse.ShareFetchableTopicResponse",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v0 = (
     _NodeEndpoint,
@@ -1491,7 +1486,6 @@ _N_NodeEndpoint_v0 = (
     ),
     (),
     "ShareFetchResponse.NodeEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_ShareFetchResponse_v0 = (
     ShareFetchResponse,
@@ -1505,25 +1499,26 @@ _N_ShareFetchResponse_v0 = (
     ),
     (),
     "ShareFetchResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_LeaderIdAndEpoch = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
         ("leader_id", "leaderId", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
     ),
+    0,
 )
-_J_AcquiredRecords = (
+_F_AcquiredRecords = (
     _AcquiredRecords,
     (
         ("first_offset", "firstOffset", False, False, None),
         ("last_offset", "lastOffset", False, False, None),
         ("delivery_count", "deliveryCount", False, False, None),
     ),
+    0,
 )
-_J_PartitionData = (
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1531,19 +1526,21 @@ _J_PartitionData = (
         ("error_message", "errorMessage", False, True, None),
         ("acknowledge_error_code", "acknowledgeErrorCode", False, False, None),
         ("acknowledge_error_message", "acknowledgeErrorMessage", False, True, None),
-        ("current_leader", "currentLeader", False, False, _J_LeaderIdAndEpoch),
+        ("current_leader", "currentLeader", False, False, _F_LeaderIdAndEpoch),
         ("records", "records", False, True, None),
-        ("acquired_records", "acquiredRecords", False, False, _J_AcquiredRecords),
+        ("acquired_records", "acquiredRecords", False, False, _F_AcquiredRecords),
     ),
+    0,
 )
-_J_ShareFetchableTopicResponse = (
+_F_ShareFetchableTopicResponse = (
     _ShareFetchableTopicResponse,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
@@ -1551,16 +1548,18 @@ _J_NodeEndpoint = (
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_ShareFetchResponse = (
+_F_ShareFetchResponse = (
     ShareFetchResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("responses", "responses", False, False, _J_ShareFetchableTopicResponse),
-        ("node_endpoints", "nodeEndpoints", False, False, _J_NodeEndpoint),
+        ("responses", "responses", False, False, _F_ShareFetchableTopicResponse),
+        ("node_endpoints", "nodeEndpoints", False, False, _F_NodeEndpoint),
     ),
+    0,
 )
 # fmt: on
 
@@ -1573,9 +1572,9 @@ bind_codecs(
 )
 bind_native(
     ShareFetchResponse,
+    _F_ShareFetchResponse,
     (0, 0, _N_ShareFetchResponse_v0),
 )
-bind_native_json(ShareFetchResponse, _J_ShareFetchResponse)
 bind_codecs(
     _ShareFetchableTopicResponse,
     _tj_ShareFetchableTopicResponse,
@@ -1585,9 +1584,9 @@ bind_codecs(
 )
 bind_native(
     _ShareFetchableTopicResponse,
+    _F_ShareFetchableTopicResponse,
     (0, 0, _N_ShareFetchableTopicResponse_v0),
 )
-bind_native_json(_ShareFetchableTopicResponse, _J_ShareFetchableTopicResponse)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -1597,9 +1596,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
@@ -1609,9 +1608,9 @@ bind_codecs(
 )
 bind_native(
     _LeaderIdAndEpoch,
+    _F_LeaderIdAndEpoch,
     (0, 0, _N_LeaderIdAndEpoch_v0),
 )
-bind_native_json(_LeaderIdAndEpoch, _J_LeaderIdAndEpoch)
 bind_codecs(
     _AcquiredRecords,
     _tj_AcquiredRecords,
@@ -1621,9 +1620,9 @@ bind_codecs(
 )
 bind_native(
     _AcquiredRecords,
+    _F_AcquiredRecords,
     (0, 0, _N_AcquiredRecords_v0),
 )
-bind_native_json(_AcquiredRecords, _J_AcquiredRecords)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1633,6 +1632,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (0, 0, _N_NodeEndpoint_v0),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

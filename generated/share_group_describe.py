@@ -28,7 +28,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -385,15 +384,15 @@ _N_ShareGroupDescribeRequest_v0 = (
     ),
     (),
     "ShareGroupDescribeRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ShareGroupDescribeRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ShareGroupDescribeRequest = (
     ShareGroupDescribeRequest,
     (
         ("group_ids", "groupIds", False, False, None),
         ("include_authorized_operations", "includeAuthorizedOperations", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -406,9 +405,9 @@ bind_codecs(
 )
 bind_native(
     ShareGroupDescribeRequest,
+    _F_ShareGroupDescribeRequest,
     (0, 0, _N_ShareGroupDescribeRequest_v0),
 )
-bind_native_json(ShareGroupDescribeRequest, _J_ShareGroupDescribeRequest)
 
 # -------------------- ShareGroupDescribeResponse: decoders and encoders, one per distinct layout
 
@@ -798,7 +797,6 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ShareGroupDescribeResponse.TopicPartitions",
-    (0, (0, 1, 2)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -808,7 +806,6 @@ _N_Assignment_v0 = (
     ),
     (),
     "ShareGroupDescribeResponse.Assignment",
-    (0, (0,)),
 )
 _N_Member_v0 = (
     _Member,
@@ -824,7 +821,6 @@ _N_Member_v0 = (
     ),
     (),
     "ShareGroupDescribeResponse.Member",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -842,7 +838,6 @@ _N_DescribedGroup_v0 = (
     ),
     (),
     "ShareGroupDescribeResponse.DescribedGroup",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_ShareGroupDescribeResponse_v0 = (
     ShareGroupDescribeResponse,
@@ -853,24 +848,25 @@ _N_ShareGroupDescribeResponse_v0 = (
     ),
     (),
     "ShareGroupDescribeResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicPartitions = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicPartitions = (
     _TopicPartitions,
     (
         ("topic_id", "topicId", False, False, None),
         ("topic_name", "topicName", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_Assignment = (
+_F_Assignment = (
     _Assignment,
     (
-        ("topic_partitions", "topicPartitions", False, False, _J_TopicPartitions),
+        ("topic_partitions", "topicPartitions", False, False, _F_TopicPartitions),
     ),
+    0,
 )
-_J_Member = (
+_F_Member = (
     _Member,
     (
         ("member_id", "memberId", False, False, None),
@@ -879,10 +875,11 @@ _J_Member = (
         ("client_id", "clientId", False, False, None),
         ("client_host", "clientHost", False, False, None),
         ("subscribed_topic_names", "subscribedTopicNames", False, False, None),
-        ("assignment", "assignment", False, False, _J_Assignment),
+        ("assignment", "assignment", False, False, _F_Assignment),
     ),
+    0,
 )
-_J_DescribedGroup = (
+_F_DescribedGroup = (
     _DescribedGroup,
     (
         ("error_code", "errorCode", False, False, None),
@@ -892,16 +889,18 @@ _J_DescribedGroup = (
         ("group_epoch", "groupEpoch", False, False, None),
         ("assignment_epoch", "assignmentEpoch", False, False, None),
         ("assignor_name", "assignorName", False, False, None),
-        ("members", "members", False, False, _J_Member),
+        ("members", "members", False, False, _F_Member),
         ("authorized_operations", "authorizedOperations", False, False, None),
     ),
+    0,
 )
-_J_ShareGroupDescribeResponse = (
+_F_ShareGroupDescribeResponse = (
     ShareGroupDescribeResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("groups", "groups", False, False, _J_DescribedGroup),
+        ("groups", "groups", False, False, _F_DescribedGroup),
     ),
+    0,
 )
 # fmt: on
 
@@ -914,9 +913,9 @@ bind_codecs(
 )
 bind_native(
     ShareGroupDescribeResponse,
+    _F_ShareGroupDescribeResponse,
     (0, 0, _N_ShareGroupDescribeResponse_v0),
 )
-bind_native_json(ShareGroupDescribeResponse, _J_ShareGroupDescribeResponse)
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
@@ -926,9 +925,9 @@ bind_codecs(
 )
 bind_native(
     _DescribedGroup,
+    _F_DescribedGroup,
     (0, 0, _N_DescribedGroup_v0),
 )
-bind_native_json(_DescribedGroup, _J_DescribedGroup)
 bind_codecs(
     _Member,
     _tj_Member,
@@ -938,9 +937,9 @@ bind_codecs(
 )
 bind_native(
     _Member,
+    _F_Member,
     (0, 0, _N_Member_v0),
 )
-bind_native_json(_Member, _J_Member)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -950,9 +949,9 @@ bind_codecs(
 )
 bind_native(
     _Assignment,
+    _F_Assignment,
     (0, 0, _N_Assignment_v0),
 )
-bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -962,6 +961,6 @@ bind_codecs(
 )
 bind_native(
     _TopicPartitions,
+    _F_TopicPartitions,
     (0, 0, _N_TopicPartitions_v0),
 )
-bind_native_json(_TopicPartitions, _J_TopicPartitions)

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -340,10 +339,9 @@ _N_ShareGroupHeartbeatRequest_v0 = (
     ),
     (),
     "ShareGroupHeartbeatRequest",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_ShareGroupHeartbeatRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_ShareGroupHeartbeatRequest = (
     ShareGroupHeartbeatRequest,
     (
         ("group_id", "groupId", False, False, None),
@@ -352,6 +350,7 @@ _J_ShareGroupHeartbeatRequest = (
         ("rack_id", "rackId", False, True, None),
         ("subscribed_topic_names", "subscribedTopicNames", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -364,9 +363,9 @@ bind_codecs(
 )
 bind_native(
     ShareGroupHeartbeatRequest,
+    _F_ShareGroupHeartbeatRequest,
     (0, 0, _N_ShareGroupHeartbeatRequest_v0),
 )
-bind_native_json(ShareGroupHeartbeatRequest, _J_ShareGroupHeartbeatRequest)
 
 # -------------------- ShareGroupHeartbeatResponse: decoders and encoders, one per distinct layout
 
@@ -582,7 +581,6 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ShareGroupHeartbeatResponse.TopicPartitions",
-    (0, (0, 1)),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -592,7 +590,6 @@ _N_Assignment_v0 = (
     ),
     (),
     "ShareGroupHeartbeatResponse.Assignment",
-    (0, (0,)),
 )
 _N_ShareGroupHeartbeatResponse_v0 = (
     ShareGroupHeartbeatResponse,
@@ -608,23 +605,24 @@ _N_ShareGroupHeartbeatResponse_v0 = (
     ),
     (),
     "ShareGroupHeartbeatResponse",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TopicPartitions = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TopicPartitions = (
     _TopicPartitions,
     (
         ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, None),
     ),
+    0,
 )
-_J_Assignment = (
+_F_Assignment = (
     _Assignment,
     (
-        ("topic_partitions", "topicPartitions", False, False, _J_TopicPartitions),
+        ("topic_partitions", "topicPartitions", False, False, _F_TopicPartitions),
     ),
+    0,
 )
-_J_ShareGroupHeartbeatResponse = (
+_F_ShareGroupHeartbeatResponse = (
     ShareGroupHeartbeatResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -633,8 +631,9 @@ _J_ShareGroupHeartbeatResponse = (
         ("member_id", "memberId", False, True, None),
         ("member_epoch", "memberEpoch", False, False, None),
         ("heartbeat_interval_ms", "heartbeatIntervalMs", False, False, None),
-        ("assignment", "assignment", False, True, _J_Assignment),
+        ("assignment", "assignment", False, True, _F_Assignment),
     ),
+    0,
 )
 # fmt: on
 
@@ -647,9 +646,9 @@ bind_codecs(
 )
 bind_native(
     ShareGroupHeartbeatResponse,
+    _F_ShareGroupHeartbeatResponse,
     (0, 0, _N_ShareGroupHeartbeatResponse_v0),
 )
-bind_native_json(ShareGroupHeartbeatResponse, _J_ShareGroupHeartbeatResponse)
 bind_codecs(
     _Assignment,
     _tj_Assignment,
@@ -659,9 +658,9 @@ bind_codecs(
 )
 bind_native(
     _Assignment,
+    _F_Assignment,
     (0, 0, _N_Assignment_v0),
 )
-bind_native_json(_Assignment, _J_Assignment)
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
@@ -671,6 +670,6 @@ bind_codecs(
 )
 bind_native(
     _TopicPartitions,
+    _F_TopicPartitions,
     (0, 0, _N_TopicPartitions_v0),
 )
-bind_native_json(_TopicPartitions, _J_TopicPartitions)

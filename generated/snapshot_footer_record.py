@@ -16,7 +16,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -127,14 +126,14 @@ _N_SnapshotFooterRecord_v0 = (
     ),
     (),
     "SnapshotFooterRecord",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SnapshotFooterRecord = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SnapshotFooterRecord = (
     SnapshotFooterRecord,
     (
         ("version", "version", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -147,6 +146,6 @@ bind_codecs(
 )
 bind_native(
     SnapshotFooterRecord,
+    _F_SnapshotFooterRecord,
     (0, 0, _N_SnapshotFooterRecord_v0),
 )
-bind_native_json(SnapshotFooterRecord, _J_SnapshotFooterRecord)

@@ -16,7 +16,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -137,15 +136,15 @@ _N_SnapshotHeaderRecord_v0 = (
     ),
     (),
     "SnapshotHeaderRecord",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SnapshotHeaderRecord = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SnapshotHeaderRecord = (
     SnapshotHeaderRecord,
     (
         ("version", "version", False, False, None),
         ("last_contained_log_timestamp", "lastContainedLogTimestamp", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -158,6 +157,6 @@ bind_codecs(
 )
 bind_native(
     SnapshotHeaderRecord,
+    _F_SnapshotHeaderRecord,
     (0, 0, _N_SnapshotHeaderRecord_v0),
 )
-bind_native_json(SnapshotHeaderRecord, _J_SnapshotHeaderRecord)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -881,7 +880,6 @@ _N_StopReplicaPartitionV0_v0 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaPartitionV0",
-    (0, (0, 1)),
 )
 _N_StopReplicaTopicV1_v1 = (
     _StopReplicaTopicV1,
@@ -892,7 +890,6 @@ _N_StopReplicaTopicV1_v1 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaTopicV1",
-    (0, (0, 1)),
 )
 _N_StopReplicaTopicV1_v2 = (
     _StopReplicaTopicV1,
@@ -903,7 +900,6 @@ _N_StopReplicaTopicV1_v2 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaTopicV1",
-    (0, (0, 1)),
 )
 _N_StopReplicaPartitionState_v3 = (
     _StopReplicaPartitionState,
@@ -915,7 +911,6 @@ _N_StopReplicaPartitionState_v3 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaPartitionState",
-    (0, (0, 1, 2)),
 )
 _N_StopReplicaTopicState_v3 = (
     _StopReplicaTopicState,
@@ -926,7 +921,6 @@ _N_StopReplicaTopicState_v3 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaTopicState",
-    (0, (0, 1)),
 )
 _N_StopReplicaRequest_v0 = (
     StopReplicaRequest,
@@ -943,7 +937,6 @@ _N_StopReplicaRequest_v0 = (
     ),
     (),
     "StopReplicaRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v1 = (
     StopReplicaRequest,
@@ -960,7 +953,6 @@ _N_StopReplicaRequest_v1 = (
     ),
     (),
     "StopReplicaRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v2 = (
     StopReplicaRequest,
@@ -977,7 +969,6 @@ _N_StopReplicaRequest_v2 = (
     ),
     (),
     "StopReplicaRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v3 = (
     StopReplicaRequest,
@@ -994,7 +985,6 @@ _N_StopReplicaRequest_v3 = (
     ),
     (),
     "StopReplicaRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_StopReplicaRequest_v4 = (
     StopReplicaRequest,
@@ -1011,39 +1001,42 @@ _N_StopReplicaRequest_v4 = (
     ),
     (),
     "StopReplicaRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_StopReplicaPartitionV0 = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_StopReplicaPartitionV0 = (
     _StopReplicaPartitionV0,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
     ),
+    0,
 )
-_J_StopReplicaTopicV1 = (
+_F_StopReplicaTopicV1 = (
     _StopReplicaTopicV1,
     (
         ("name", "name", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
+    0,
 )
-_J_StopReplicaPartitionState = (
+_F_StopReplicaPartitionState = (
     _StopReplicaPartitionState,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("delete_partition", "deletePartition", False, False, None),
     ),
+    0,
 )
-_J_StopReplicaTopicState = (
+_F_StopReplicaTopicState = (
     _StopReplicaTopicState,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partition_states", "partitionStates", False, False, _J_StopReplicaPartitionState),
+        ("partition_states", "partitionStates", False, False, _F_StopReplicaPartitionState),
     ),
+    0,
 )
-_J_StopReplicaRequest = (
+_F_StopReplicaRequest = (
     StopReplicaRequest,
     (
         ("controller_id", "controllerId", False, False, None),
@@ -1051,10 +1044,11 @@ _J_StopReplicaRequest = (
         ("controller_epoch", "controllerEpoch", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
         ("delete_partitions", "deletePartitions", False, False, None),
-        ("ungrouped_partitions", "ungroupedPartitions", False, False, _J_StopReplicaPartitionV0),
-        ("topics", "topics", False, False, _J_StopReplicaTopicV1),
-        ("topic_states", "topicStates", False, False, _J_StopReplicaTopicState),
+        ("ungrouped_partitions", "ungroupedPartitions", False, False, _F_StopReplicaPartitionV0),
+        ("topics", "topics", False, False, _F_StopReplicaTopicV1),
+        ("topic_states", "topicStates", False, False, _F_StopReplicaTopicState),
     ),
+    0,
 )
 # fmt: on
 
@@ -1071,13 +1065,13 @@ bind_codecs(
 )
 bind_native(
     StopReplicaRequest,
+    _F_StopReplicaRequest,
     (0, 0, _N_StopReplicaRequest_v0),
     (1, 1, _N_StopReplicaRequest_v1),
     (2, 2, _N_StopReplicaRequest_v2),
     (3, 3, _N_StopReplicaRequest_v3),
     (4, 4, _N_StopReplicaRequest_v4),
 )
-bind_native_json(StopReplicaRequest, _J_StopReplicaRequest)
 bind_codecs(
     _StopReplicaPartitionV0,
     _tj_StopReplicaPartitionV0,
@@ -1087,9 +1081,9 @@ bind_codecs(
 )
 bind_native(
     _StopReplicaPartitionV0,
+    _F_StopReplicaPartitionV0,
     (0, 0, _N_StopReplicaPartitionV0_v0),
 )
-bind_native_json(_StopReplicaPartitionV0, _J_StopReplicaPartitionV0)
 bind_codecs(
     _StopReplicaTopicV1,
     _tj_StopReplicaTopicV1,
@@ -1100,10 +1094,10 @@ bind_codecs(
 )
 bind_native(
     _StopReplicaTopicV1,
+    _F_StopReplicaTopicV1,
     (1, 1, _N_StopReplicaTopicV1_v1),
     (2, 2, _N_StopReplicaTopicV1_v2),
 )
-bind_native_json(_StopReplicaTopicV1, _J_StopReplicaTopicV1)
 bind_codecs(
     _StopReplicaTopicState,
     _tj_StopReplicaTopicState,
@@ -1113,9 +1107,9 @@ bind_codecs(
 )
 bind_native(
     _StopReplicaTopicState,
+    _F_StopReplicaTopicState,
     (3, 4, _N_StopReplicaTopicState_v3),
 )
-bind_native_json(_StopReplicaTopicState, _J_StopReplicaTopicState)
 bind_codecs(
     _StopReplicaPartitionState,
     _tj_StopReplicaPartitionState,
@@ -1125,9 +1119,9 @@ bind_codecs(
 )
 bind_native(
     _StopReplicaPartitionState,
+    _F_StopReplicaPartitionState,
     (3, 4, _N_StopReplicaPartitionState_v3),
 )
-bind_native_json(_StopReplicaPartitionState, _J_StopReplicaPartitionState)
 
 # -------------------- StopReplicaResponse: decoders and encoders, one per distinct layout
 
@@ -1311,7 +1305,6 @@ _N_StopReplicaPartitionError_v0 = (
     ),
     (),
     "StopReplicaResponse.StopReplicaPartitionError",
-    (0, (0, 1, 2)),
 )
 _N_StopReplicaPartitionError_v2 = (
     _StopReplicaPartitionError,
@@ -1323,7 +1316,6 @@ _N_StopReplicaPartitionError_v2 = (
     ),
     (),
     "StopReplicaResponse.StopReplicaPartitionError",
-    (0, (0, 1, 2)),
 )
 _N_StopReplicaResponse_v0 = (
     StopReplicaResponse,
@@ -1334,7 +1326,6 @@ _N_StopReplicaResponse_v0 = (
     ),
     (),
     "StopReplicaResponse",
-    (0, (0, 1)),
 )
 _N_StopReplicaResponse_v2 = (
     StopReplicaResponse,
@@ -1345,23 +1336,24 @@ _N_StopReplicaResponse_v2 = (
     ),
     (),
     "StopReplicaResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_StopReplicaPartitionError = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_StopReplicaPartitionError = (
     _StopReplicaPartitionError,
     (
         ("topic_name", "topicName", False, False, None),
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_StopReplicaResponse = (
+_F_StopReplicaResponse = (
     StopReplicaResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("partition_errors", "partitionErrors", False, False, _J_StopReplicaPartitionError),
+        ("partition_errors", "partitionErrors", False, False, _F_StopReplicaPartitionError),
     ),
+    0,
 )
 # fmt: on
 
@@ -1375,10 +1367,10 @@ bind_codecs(
 )
 bind_native(
     StopReplicaResponse,
+    _F_StopReplicaResponse,
     (0, 1, _N_StopReplicaResponse_v0),
     (2, 4, _N_StopReplicaResponse_v2),
 )
-bind_native_json(StopReplicaResponse, _J_StopReplicaResponse)
 bind_codecs(
     _StopReplicaPartitionError,
     _tj_StopReplicaPartitionError,
@@ -1389,7 +1381,7 @@ bind_codecs(
 )
 bind_native(
     _StopReplicaPartitionError,
+    _F_StopReplicaPartitionError,
     (0, 1, _N_StopReplicaPartitionError_v0),
     (2, 4, _N_StopReplicaPartitionError_v2),
 )
-bind_native_json(_StopReplicaPartitionError, _J_StopReplicaPartitionError)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -548,7 +547,6 @@ _N_SyncGroupRequestAssignment_v0 = (
     ),
     (),
     "SyncGroupRequest.SyncGroupRequestAssignment",
-    (0, (0, 1)),
 )
 _N_SyncGroupRequestAssignment_v4 = (
     _SyncGroupRequestAssignment,
@@ -559,7 +557,6 @@ _N_SyncGroupRequestAssignment_v4 = (
     ),
     (),
     "SyncGroupRequest.SyncGroupRequestAssignment",
-    (0, (0, 1)),
 )
 _N_SyncGroupRequest_v0 = (
     SyncGroupRequest,
@@ -575,7 +572,6 @@ _N_SyncGroupRequest_v0 = (
     ),
     (),
     "SyncGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_SyncGroupRequest_v3 = (
     SyncGroupRequest,
@@ -591,7 +587,6 @@ _N_SyncGroupRequest_v3 = (
     ),
     (),
     "SyncGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_SyncGroupRequest_v4 = (
     SyncGroupRequest,
@@ -607,7 +602,6 @@ _N_SyncGroupRequest_v4 = (
     ),
     (),
     "SyncGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_SyncGroupRequest_v5 = (
     SyncGroupRequest,
@@ -623,17 +617,17 @@ _N_SyncGroupRequest_v5 = (
     ),
     (),
     "SyncGroupRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SyncGroupRequestAssignment = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SyncGroupRequestAssignment = (
     _SyncGroupRequestAssignment,
     (
         ("member_id", "memberId", False, False, None),
         ("assignment", "assignment", False, False, None),
     ),
+    0,
 )
-_J_SyncGroupRequest = (
+_F_SyncGroupRequest = (
     SyncGroupRequest,
     (
         ("group_id", "groupId", False, False, None),
@@ -642,8 +636,9 @@ _J_SyncGroupRequest = (
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("protocol_type", "protocolType", False, True, None),
         ("protocol_name", "protocolName", False, True, None),
-        ("assignments", "assignments", False, False, _J_SyncGroupRequestAssignment),
+        ("assignments", "assignments", False, False, _F_SyncGroupRequestAssignment),
     ),
+    0,
 )
 # fmt: on
 
@@ -659,12 +654,12 @@ bind_codecs(
 )
 bind_native(
     SyncGroupRequest,
+    _F_SyncGroupRequest,
     (0, 2, _N_SyncGroupRequest_v0),
     (3, 3, _N_SyncGroupRequest_v3),
     (4, 4, _N_SyncGroupRequest_v4),
     (5, 5, _N_SyncGroupRequest_v5),
 )
-bind_native_json(SyncGroupRequest, _J_SyncGroupRequest)
 bind_codecs(
     _SyncGroupRequestAssignment,
     _tj_SyncGroupRequestAssignment,
@@ -675,10 +670,10 @@ bind_codecs(
 )
 bind_native(
     _SyncGroupRequestAssignment,
+    _F_SyncGroupRequestAssignment,
     (0, 3, _N_SyncGroupRequestAssignment_v0),
     (4, 5, _N_SyncGroupRequestAssignment_v4),
 )
-bind_native_json(_SyncGroupRequestAssignment, _J_SyncGroupRequestAssignment)
 
 # -------------------- SyncGroupResponse: decoders and encoders, one per distinct layout
 
@@ -841,7 +836,6 @@ _N_SyncGroupResponse_v0 = (
     ),
     (),
     "SyncGroupResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_SyncGroupResponse_v1 = (
     SyncGroupResponse,
@@ -855,7 +849,6 @@ _N_SyncGroupResponse_v1 = (
     ),
     (),
     "SyncGroupResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_SyncGroupResponse_v4 = (
     SyncGroupResponse,
@@ -869,7 +862,6 @@ _N_SyncGroupResponse_v4 = (
     ),
     (),
     "SyncGroupResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_SyncGroupResponse_v5 = (
     SyncGroupResponse,
@@ -883,10 +875,9 @@ _N_SyncGroupResponse_v5 = (
     ),
     (),
     "SyncGroupResponse",
-    (0, (0, 1, 2, 3, 4)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_SyncGroupResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_SyncGroupResponse = (
     SyncGroupResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
@@ -895,6 +886,7 @@ _J_SyncGroupResponse = (
         ("protocol_name", "protocolName", False, True, None),
         ("assignment", "assignment", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -910,9 +902,9 @@ bind_codecs(
 )
 bind_native(
     SyncGroupResponse,
+    _F_SyncGroupResponse,
     (0, 0, _N_SyncGroupResponse_v0),
     (1, 3, _N_SyncGroupResponse_v1),
     (4, 4, _N_SyncGroupResponse_v4),
     (5, 5, _N_SyncGroupResponse_v5),
 )
-bind_native_json(SyncGroupResponse, _J_SyncGroupResponse)

@@ -22,7 +22,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -779,7 +778,6 @@ _N_TxnOffsetCommitRequestPartition_v0 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_TxnOffsetCommitRequestPartition_v2 = (
     _TxnOffsetCommitRequestPartition,
@@ -792,7 +790,6 @@ _N_TxnOffsetCommitRequestPartition_v2 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_TxnOffsetCommitRequestPartition_v3 = (
     _TxnOffsetCommitRequestPartition,
@@ -805,7 +802,6 @@ _N_TxnOffsetCommitRequestPartition_v3 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
-    (0, (0, 1, 2, 3)),
 )
 _N_TxnOffsetCommitRequestTopic_v0 = (
     _TxnOffsetCommitRequestTopic,
@@ -816,7 +812,6 @@ _N_TxnOffsetCommitRequestTopic_v0 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitRequestTopic_v2 = (
     _TxnOffsetCommitRequestTopic,
@@ -827,7 +822,6 @@ _N_TxnOffsetCommitRequestTopic_v2 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitRequestTopic_v3 = (
     _TxnOffsetCommitRequestTopic,
@@ -838,7 +832,6 @@ _N_TxnOffsetCommitRequestTopic_v3 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitRequest_v0 = (
     TxnOffsetCommitRequest,
@@ -855,7 +848,6 @@ _N_TxnOffsetCommitRequest_v0 = (
     ),
     (),
     "TxnOffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_TxnOffsetCommitRequest_v2 = (
     TxnOffsetCommitRequest,
@@ -872,7 +864,6 @@ _N_TxnOffsetCommitRequest_v2 = (
     ),
     (),
     "TxnOffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
 _N_TxnOffsetCommitRequest_v3 = (
     TxnOffsetCommitRequest,
@@ -889,10 +880,9 @@ _N_TxnOffsetCommitRequest_v3 = (
     ),
     (),
     "TxnOffsetCommitRequest",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TxnOffsetCommitRequestPartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TxnOffsetCommitRequestPartition = (
     _TxnOffsetCommitRequestPartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -900,15 +890,17 @@ _J_TxnOffsetCommitRequestPartition = (
         ("committed_leader_epoch", "committedLeaderEpoch", False, False, None),
         ("committed_metadata", "committedMetadata", False, True, None),
     ),
+    0,
 )
-_J_TxnOffsetCommitRequestTopic = (
+_F_TxnOffsetCommitRequestTopic = (
     _TxnOffsetCommitRequestTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_TxnOffsetCommitRequestPartition),
+        ("partitions", "partitions", False, False, _F_TxnOffsetCommitRequestPartition),
     ),
+    0,
 )
-_J_TxnOffsetCommitRequest = (
+_F_TxnOffsetCommitRequest = (
     TxnOffsetCommitRequest,
     (
         ("transactional_id", "transactionalId", False, False, None),
@@ -918,8 +910,9 @@ _J_TxnOffsetCommitRequest = (
         ("generation_id", "generationId", False, False, None),
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
-        ("topics", "topics", False, False, _J_TxnOffsetCommitRequestTopic),
+        ("topics", "topics", False, False, _F_TxnOffsetCommitRequestTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -934,11 +927,11 @@ bind_codecs(
 )
 bind_native(
     TxnOffsetCommitRequest,
+    _F_TxnOffsetCommitRequest,
     (0, 1, _N_TxnOffsetCommitRequest_v0),
     (2, 2, _N_TxnOffsetCommitRequest_v2),
     (3, 4, _N_TxnOffsetCommitRequest_v3),
 )
-bind_native_json(TxnOffsetCommitRequest, _J_TxnOffsetCommitRequest)
 bind_codecs(
     _TxnOffsetCommitRequestTopic,
     _tj_TxnOffsetCommitRequestTopic,
@@ -950,11 +943,11 @@ bind_codecs(
 )
 bind_native(
     _TxnOffsetCommitRequestTopic,
+    _F_TxnOffsetCommitRequestTopic,
     (0, 1, _N_TxnOffsetCommitRequestTopic_v0),
     (2, 2, _N_TxnOffsetCommitRequestTopic_v2),
     (3, 4, _N_TxnOffsetCommitRequestTopic_v3),
 )
-bind_native_json(_TxnOffsetCommitRequestTopic, _J_TxnOffsetCommitRequestTopic)
 bind_codecs(
     _TxnOffsetCommitRequestPartition,
     _tj_TxnOffsetCommitRequestPartition,
@@ -966,11 +959,11 @@ bind_codecs(
 )
 bind_native(
     _TxnOffsetCommitRequestPartition,
+    _F_TxnOffsetCommitRequestPartition,
     (0, 1, _N_TxnOffsetCommitRequestPartition_v0),
     (2, 2, _N_TxnOffsetCommitRequestPartition_v2),
     (3, 4, _N_TxnOffsetCommitRequestPartition_v3),
 )
-bind_native_json(_TxnOffsetCommitRequestPartition, _J_TxnOffsetCommitRequestPartition)
 
 # -------------------- TxnOffsetCommitResponse: decoders and encoders, one per distinct layout
 
@@ -1255,7 +1248,6 @@ _N_TxnOffsetCommitResponsePartition_v0 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponsePartition_v3 = (
     _TxnOffsetCommitResponsePartition,
@@ -1266,7 +1258,6 @@ _N_TxnOffsetCommitResponsePartition_v3 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponseTopic_v0 = (
     _TxnOffsetCommitResponseTopic,
@@ -1277,7 +1268,6 @@ _N_TxnOffsetCommitResponseTopic_v0 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponseTopic_v3 = (
     _TxnOffsetCommitResponseTopic,
@@ -1288,7 +1278,6 @@ _N_TxnOffsetCommitResponseTopic_v3 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponse_v0 = (
     TxnOffsetCommitResponse,
@@ -1299,7 +1288,6 @@ _N_TxnOffsetCommitResponse_v0 = (
     ),
     (),
     "TxnOffsetCommitResponse",
-    (0, (0, 1)),
 )
 _N_TxnOffsetCommitResponse_v3 = (
     TxnOffsetCommitResponse,
@@ -1310,29 +1298,31 @@ _N_TxnOffsetCommitResponse_v3 = (
     ),
     (),
     "TxnOffsetCommitResponse",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_TxnOffsetCommitResponsePartition = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_TxnOffsetCommitResponsePartition = (
     _TxnOffsetCommitResponsePartition,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_TxnOffsetCommitResponseTopic = (
+_F_TxnOffsetCommitResponseTopic = (
     _TxnOffsetCommitResponseTopic,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_TxnOffsetCommitResponsePartition),
+        ("partitions", "partitions", False, False, _F_TxnOffsetCommitResponsePartition),
     ),
+    0,
 )
-_J_TxnOffsetCommitResponse = (
+_F_TxnOffsetCommitResponse = (
     TxnOffsetCommitResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
-        ("topics", "topics", False, False, _J_TxnOffsetCommitResponseTopic),
+        ("topics", "topics", False, False, _F_TxnOffsetCommitResponseTopic),
     ),
+    0,
 )
 # fmt: on
 
@@ -1346,10 +1336,10 @@ bind_codecs(
 )
 bind_native(
     TxnOffsetCommitResponse,
+    _F_TxnOffsetCommitResponse,
     (0, 2, _N_TxnOffsetCommitResponse_v0),
     (3, 4, _N_TxnOffsetCommitResponse_v3),
 )
-bind_native_json(TxnOffsetCommitResponse, _J_TxnOffsetCommitResponse)
 bind_codecs(
     _TxnOffsetCommitResponseTopic,
     _tj_TxnOffsetCommitResponseTopic,
@@ -1360,10 +1350,10 @@ bind_codecs(
 )
 bind_native(
     _TxnOffsetCommitResponseTopic,
+    _F_TxnOffsetCommitResponseTopic,
     (0, 2, _N_TxnOffsetCommitResponseTopic_v0),
     (3, 4, _N_TxnOffsetCommitResponseTopic_v3),
 )
-bind_native_json(_TxnOffsetCommitResponseTopic, _J_TxnOffsetCommitResponseTopic)
 bind_codecs(
     _TxnOffsetCommitResponsePartition,
     _tj_TxnOffsetCommitResponsePartition,
@@ -1374,7 +1364,7 @@ bind_codecs(
 )
 bind_native(
     _TxnOffsetCommitResponsePartition,
+    _F_TxnOffsetCommitResponsePartition,
     (0, 2, _N_TxnOffsetCommitResponsePartition_v0),
     (3, 4, _N_TxnOffsetCommitResponsePartition_v3),
 )
-bind_native_json(_TxnOffsetCommitResponsePartition, _J_TxnOffsetCommitResponsePartition)

@@ -17,7 +17,6 @@ from kafkagen.runtime.message import (
     Message,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -176,14 +175,14 @@ _N_UnregisterBrokerRequest_v0 = (
     ),
     (),
     "UnregisterBrokerRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_UnregisterBrokerRequest = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_UnregisterBrokerRequest = (
     UnregisterBrokerRequest,
     (
         ("broker_id", "brokerId", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -196,9 +195,9 @@ bind_codecs(
 )
 bind_native(
     UnregisterBrokerRequest,
+    _F_UnregisterBrokerRequest,
     (0, 0, _N_UnregisterBrokerRequest_v0),
 )
-bind_native_json(UnregisterBrokerRequest, _J_UnregisterBrokerRequest)
 
 # -------------------- UnregisterBrokerResponse: decoders and encoders, one per distinct layout
 
@@ -274,16 +273,16 @@ _N_UnregisterBrokerResponse_v0 = (
     ),
     (),
     "UnregisterBrokerResponse",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_UnregisterBrokerResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_UnregisterBrokerResponse = (
     UnregisterBrokerResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -296,6 +295,6 @@ bind_codecs(
 )
 bind_native(
     UnregisterBrokerResponse,
+    _F_UnregisterBrokerResponse,
     (0, 0, _N_UnregisterBrokerResponse_v0),
 )
-bind_native_json(UnregisterBrokerResponse, _J_UnregisterBrokerResponse)

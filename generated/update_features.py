@@ -25,7 +25,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -442,7 +441,6 @@ _N_FeatureUpdateKey_v0 = (
     ),
     (),
     "UpdateFeaturesRequest.FeatureUpdateKey",
-    (0, (0, 1, 2, 3)),
 )
 _N_FeatureUpdateKey_v1 = (
     _FeatureUpdateKey,
@@ -455,7 +453,6 @@ _N_FeatureUpdateKey_v1 = (
     ),
     (),
     "UpdateFeaturesRequest.FeatureUpdateKey",
-    (0, (0, 1, 2, 3)),
 )
 _N_UpdateFeaturesRequest_v0 = (
     UpdateFeaturesRequest,
@@ -467,7 +464,6 @@ _N_UpdateFeaturesRequest_v0 = (
     ),
     (),
     "UpdateFeaturesRequest",
-    (0, (0, 1, 2)),
 )
 _N_UpdateFeaturesRequest_v1 = (
     UpdateFeaturesRequest,
@@ -479,10 +475,9 @@ _N_UpdateFeaturesRequest_v1 = (
     ),
     (),
     "UpdateFeaturesRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_FeatureUpdateKey = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_FeatureUpdateKey = (
     _FeatureUpdateKey,
     (
         ("feature", "feature", False, False, None),
@@ -490,14 +485,16 @@ _J_FeatureUpdateKey = (
         ("allow_downgrade", "allowDowngrade", False, False, None),
         ("upgrade_type", "upgradeType", False, False, None),
     ),
+    0,
 )
-_J_UpdateFeaturesRequest = (
+_F_UpdateFeaturesRequest = (
     UpdateFeaturesRequest,
     (
         ("timeout_ms", "timeoutMs", False, False, None),
-        ("feature_updates", "featureUpdates", False, False, _J_FeatureUpdateKey),
+        ("feature_updates", "featureUpdates", False, False, _F_FeatureUpdateKey),
         ("validate_only", "validateOnly", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -511,10 +508,10 @@ bind_codecs(
 )
 bind_native(
     UpdateFeaturesRequest,
+    _F_UpdateFeaturesRequest,
     (0, 0, _N_UpdateFeaturesRequest_v0),
     (1, 2, _N_UpdateFeaturesRequest_v1),
 )
-bind_native_json(UpdateFeaturesRequest, _J_UpdateFeaturesRequest)
 bind_codecs(
     _FeatureUpdateKey,
     _tj_FeatureUpdateKey,
@@ -525,10 +522,10 @@ bind_codecs(
 )
 bind_native(
     _FeatureUpdateKey,
+    _F_FeatureUpdateKey,
     (0, 0, _N_FeatureUpdateKey_v0),
     (1, 2, _N_FeatureUpdateKey_v1),
 )
-bind_native_json(_FeatureUpdateKey, _J_FeatureUpdateKey)
 
 # -------------------- UpdateFeaturesResponse: decoders and encoders, one per distinct layout
 
@@ -718,7 +715,6 @@ _N_UpdatableFeatureResult_v0 = (
     ),
     (),
     "UpdateFeaturesResponse.UpdatableFeatureResult",
-    (0, (0, 1, 2)),
 )
 _N_UpdateFeaturesResponse_v0 = (
     UpdateFeaturesResponse,
@@ -731,7 +727,6 @@ _N_UpdateFeaturesResponse_v0 = (
     ),
     (),
     "UpdateFeaturesResponse",
-    (0, (0, 1, 2, 3)),
 )
 _N_UpdateFeaturesResponse_v2 = (
     UpdateFeaturesResponse,
@@ -744,25 +739,26 @@ _N_UpdateFeaturesResponse_v2 = (
     ),
     (),
     "UpdateFeaturesResponse",
-    (0, (0, 1, 2, 3)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_UpdatableFeatureResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_UpdatableFeatureResult = (
     _UpdatableFeatureResult,
     (
         ("feature", "feature", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_UpdateFeaturesResponse = (
+_F_UpdateFeaturesResponse = (
     UpdateFeaturesResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
-        ("results", "results", False, False, _J_UpdatableFeatureResult),
+        ("results", "results", False, False, _F_UpdatableFeatureResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -776,10 +772,10 @@ bind_codecs(
 )
 bind_native(
     UpdateFeaturesResponse,
+    _F_UpdateFeaturesResponse,
     (0, 1, _N_UpdateFeaturesResponse_v0),
     (2, 2, _N_UpdateFeaturesResponse_v2),
 )
-bind_native_json(UpdateFeaturesResponse, _J_UpdateFeaturesResponse)
 bind_codecs(
     _UpdatableFeatureResult,
     _tj_UpdatableFeatureResult,
@@ -789,6 +785,6 @@ bind_codecs(
 )
 bind_native(
     _UpdatableFeatureResult,
+    _F_UpdatableFeatureResult,
     (0, 1, _N_UpdatableFeatureResult_v0),
 )
-bind_native_json(_UpdatableFeatureResult, _J_UpdatableFeatureResult)

@@ -26,7 +26,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -1723,7 +1722,6 @@ _N_UpdateMetadataPartitionState_v0 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataPartitionState_v4 = (
     _UpdateMetadataPartitionState,
@@ -1741,7 +1739,6 @@ _N_UpdateMetadataPartitionState_v4 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataPartitionState_v5 = (
     _UpdateMetadataPartitionState,
@@ -1759,7 +1756,6 @@ _N_UpdateMetadataPartitionState_v5 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataPartitionState_v6 = (
     _UpdateMetadataPartitionState,
@@ -1777,7 +1773,6 @@ _N_UpdateMetadataPartitionState_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
-    (0, (0, 1, 2, 3, 4, 5, 6, 7, 8)),
 )
 _N_UpdateMetadataTopicState_v5 = (
     _UpdateMetadataTopicState,
@@ -1789,7 +1784,6 @@ _N_UpdateMetadataTopicState_v5 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataTopicState",
-    (0, (0, 1, 2)),
 )
 _N_UpdateMetadataTopicState_v6 = (
     _UpdateMetadataTopicState,
@@ -1801,7 +1795,6 @@ _N_UpdateMetadataTopicState_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataTopicState",
-    (0, (0, 1, 2)),
 )
 _N_UpdateMetadataTopicState_v7 = (
     _UpdateMetadataTopicState,
@@ -1813,7 +1806,6 @@ _N_UpdateMetadataTopicState_v7 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataTopicState",
-    (0, (0, 1, 2)),
 )
 _N_UpdateMetadataEndpoint_v1 = (
     _UpdateMetadataEndpoint,
@@ -1826,7 +1818,6 @@ _N_UpdateMetadataEndpoint_v1 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_UpdateMetadataEndpoint_v3 = (
     _UpdateMetadataEndpoint,
@@ -1839,7 +1830,6 @@ _N_UpdateMetadataEndpoint_v3 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_UpdateMetadataEndpoint_v6 = (
     _UpdateMetadataEndpoint,
@@ -1852,7 +1842,6 @@ _N_UpdateMetadataEndpoint_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataEndpoint",
-    (0, (0, 1, 2, 3)),
 )
 _N_UpdateMetadataBroker_v0 = (
     _UpdateMetadataBroker,
@@ -1866,7 +1855,6 @@ _N_UpdateMetadataBroker_v0 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v1 = (
     _UpdateMetadataBroker,
@@ -1880,7 +1868,6 @@ _N_UpdateMetadataBroker_v1 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v2 = (
     _UpdateMetadataBroker,
@@ -1894,7 +1881,6 @@ _N_UpdateMetadataBroker_v2 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v3 = (
     _UpdateMetadataBroker,
@@ -1908,7 +1894,6 @@ _N_UpdateMetadataBroker_v3 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataBroker_v6 = (
     _UpdateMetadataBroker,
@@ -1922,7 +1907,6 @@ _N_UpdateMetadataBroker_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_UpdateMetadataRequest_v0 = (
     UpdateMetadataRequest,
@@ -1939,7 +1923,6 @@ _N_UpdateMetadataRequest_v0 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v1 = (
     UpdateMetadataRequest,
@@ -1956,7 +1939,6 @@ _N_UpdateMetadataRequest_v1 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v2 = (
     UpdateMetadataRequest,
@@ -1973,7 +1955,6 @@ _N_UpdateMetadataRequest_v2 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v3 = (
     UpdateMetadataRequest,
@@ -1990,7 +1971,6 @@ _N_UpdateMetadataRequest_v3 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v4 = (
     UpdateMetadataRequest,
@@ -2007,7 +1987,6 @@ _N_UpdateMetadataRequest_v4 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v5 = (
     UpdateMetadataRequest,
@@ -2024,7 +2003,6 @@ _N_UpdateMetadataRequest_v5 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v6 = (
     UpdateMetadataRequest,
@@ -2041,7 +2019,6 @@ _N_UpdateMetadataRequest_v6 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v7 = (
     UpdateMetadataRequest,
@@ -2058,7 +2035,6 @@ _N_UpdateMetadataRequest_v7 = (
     ),
     (),
     "UpdateMetadataRequest",
-    (1, (0, 1, 7, 2, 3, 4, 5, 6)),
 )
 _N_UpdateMetadataRequest_v8 = (
     UpdateMetadataRequest,
@@ -2076,10 +2052,9 @@ _N_UpdateMetadataRequest_v8 = (
         (0, ("int8", "type", 1), ("value", 0)),
     ),
     "UpdateMetadataRequest",
-    (1, (0, 1, -1, 2, 3, 4, 5, 6)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_UpdateMetadataPartitionState = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_UpdateMetadataPartitionState = (
     _UpdateMetadataPartitionState,
     (
         ("topic_name", "topicName", False, False, None),
@@ -2092,16 +2067,18 @@ _J_UpdateMetadataPartitionState = (
         ("replicas", "replicas", False, False, None),
         ("offline_replicas", "offlineReplicas", False, False, None),
     ),
+    0,
 )
-_J_UpdateMetadataTopicState = (
+_F_UpdateMetadataTopicState = (
     _UpdateMetadataTopicState,
     (
         ("topic_name", "topicName", False, False, None),
         ("topic_id", "topicId", False, False, None),
-        ("partition_states", "partitionStates", False, False, _J_UpdateMetadataPartitionState),
+        ("partition_states", "partitionStates", False, False, _F_UpdateMetadataPartitionState),
     ),
+    0,
 )
-_J_UpdateMetadataEndpoint = (
+_F_UpdateMetadataEndpoint = (
     _UpdateMetadataEndpoint,
     (
         ("port", "port", False, False, None),
@@ -2109,18 +2086,20 @@ _J_UpdateMetadataEndpoint = (
         ("listener", "listener", False, False, None),
         ("security_protocol", "securityProtocol", False, False, None),
     ),
+    0,
 )
-_J_UpdateMetadataBroker = (
+_F_UpdateMetadataBroker = (
     _UpdateMetadataBroker,
     (
         ("id", "id", False, False, None),
         ("v0_host", "v0Host", False, False, None),
         ("v0_port", "v0Port", False, False, None),
-        ("endpoints", "endpoints", False, False, _J_UpdateMetadataEndpoint),
+        ("endpoints", "endpoints", False, False, _F_UpdateMetadataEndpoint),
         ("rack", "rack", False, True, None),
     ),
+    0,
 )
-_J_UpdateMetadataRequest = (
+_F_UpdateMetadataRequest = (
     UpdateMetadataRequest,
     (
         ("controller_id", "controllerId", False, False, None),
@@ -2128,10 +2107,11 @@ _J_UpdateMetadataRequest = (
         ("type", "type", True, False, None),
         ("controller_epoch", "controllerEpoch", False, False, None),
         ("broker_epoch", "brokerEpoch", False, False, None),
-        ("ungrouped_partition_states", "ungroupedPartitionStates", False, False, _J_UpdateMetadataPartitionState),
-        ("topic_states", "topicStates", False, False, _J_UpdateMetadataTopicState),
-        ("live_brokers", "liveBrokers", False, False, _J_UpdateMetadataBroker),
+        ("ungrouped_partition_states", "ungroupedPartitionStates", False, False, _F_UpdateMetadataPartitionState),
+        ("topic_states", "topicStates", False, False, _F_UpdateMetadataTopicState),
+        ("live_brokers", "liveBrokers", False, False, _F_UpdateMetadataBroker),
     ),
+    1,
 )
 # fmt: on
 
@@ -2152,6 +2132,7 @@ bind_codecs(
 )
 bind_native(
     UpdateMetadataRequest,
+    _F_UpdateMetadataRequest,
     (0, 0, _N_UpdateMetadataRequest_v0),
     (1, 1, _N_UpdateMetadataRequest_v1),
     (2, 2, _N_UpdateMetadataRequest_v2),
@@ -2162,7 +2143,6 @@ bind_native(
     (7, 7, _N_UpdateMetadataRequest_v7),
     (8, 8, _N_UpdateMetadataRequest_v8),
 )
-bind_native_json(UpdateMetadataRequest, _J_UpdateMetadataRequest)
 bind_codecs(
     _UpdateMetadataPartitionState,
     _tj_UpdateMetadataPartitionState,
@@ -2175,12 +2155,12 @@ bind_codecs(
 )
 bind_native(
     _UpdateMetadataPartitionState,
+    _F_UpdateMetadataPartitionState,
     (0, 3, _N_UpdateMetadataPartitionState_v0),
     (4, 4, _N_UpdateMetadataPartitionState_v4),
     (5, 5, _N_UpdateMetadataPartitionState_v5),
     (6, 8, _N_UpdateMetadataPartitionState_v6),
 )
-bind_native_json(_UpdateMetadataPartitionState, _J_UpdateMetadataPartitionState)
 bind_codecs(
     _UpdateMetadataTopicState,
     _tj_UpdateMetadataTopicState,
@@ -2192,11 +2172,11 @@ bind_codecs(
 )
 bind_native(
     _UpdateMetadataTopicState,
+    _F_UpdateMetadataTopicState,
     (5, 5, _N_UpdateMetadataTopicState_v5),
     (6, 6, _N_UpdateMetadataTopicState_v6),
     (7, 8, _N_UpdateMetadataTopicState_v7),
 )
-bind_native_json(_UpdateMetadataTopicState, _J_UpdateMetadataTopicState)
 bind_codecs(
     _UpdateMetadataBroker,
     _tj_UpdateMetadataBroker,
@@ -2210,13 +2190,13 @@ bind_codecs(
 )
 bind_native(
     _UpdateMetadataBroker,
+    _F_UpdateMetadataBroker,
     (0, 0, _N_UpdateMetadataBroker_v0),
     (1, 1, _N_UpdateMetadataBroker_v1),
     (2, 2, _N_UpdateMetadataBroker_v2),
     (3, 5, _N_UpdateMetadataBroker_v3),
     (6, 8, _N_UpdateMetadataBroker_v6),
 )
-bind_native_json(_UpdateMetadataBroker, _J_UpdateMetadataBroker)
 bind_codecs(
     _UpdateMetadataEndpoint,
     _tj_UpdateMetadataEndpoint,
@@ -2228,11 +2208,11 @@ bind_codecs(
 )
 bind_native(
     _UpdateMetadataEndpoint,
+    _F_UpdateMetadataEndpoint,
     (1, 2, _N_UpdateMetadataEndpoint_v1),
     (3, 5, _N_UpdateMetadataEndpoint_v3),
     (6, 8, _N_UpdateMetadataEndpoint_v6),
 )
-bind_native_json(_UpdateMetadataEndpoint, _J_UpdateMetadataEndpoint)
 
 # -------------------- UpdateMetadataResponse: decoders and encoders, one per distinct layout
 
@@ -2311,7 +2291,6 @@ _N_UpdateMetadataResponse_v0 = (
     ),
     (),
     "UpdateMetadataResponse",
-    (0, (0,)),
 )
 _N_UpdateMetadataResponse_v6 = (
     UpdateMetadataResponse,
@@ -2321,14 +2300,14 @@ _N_UpdateMetadataResponse_v6 = (
     ),
     (),
     "UpdateMetadataResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_UpdateMetadataResponse = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_UpdateMetadataResponse = (
     UpdateMetadataResponse,
     (
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
 # fmt: on
 
@@ -2342,7 +2321,7 @@ bind_codecs(
 )
 bind_native(
     UpdateMetadataResponse,
+    _F_UpdateMetadataResponse,
     (0, 5, _N_UpdateMetadataResponse_v0),
     (6, 8, _N_UpdateMetadataResponse_v6),
 )
-bind_native_json(UpdateMetadataResponse, _J_UpdateMetadataResponse)

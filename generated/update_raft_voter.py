@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -478,7 +477,6 @@ _N_Listener_v0 = (
     ),
     (),
     "UpdateRaftVoterRequest.Listener",
-    (0, (0, 1, 2)),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
@@ -489,7 +487,6 @@ _N_KRaftVersionFeature_v0 = (
     ),
     (),
     "UpdateRaftVoterRequest.KRaftVersionFeature",
-    (0, (0, 1)),
 )
 _N_UpdateRaftVoterRequest_v0 = (
     UpdateRaftVoterRequest,
@@ -504,34 +501,36 @@ _N_UpdateRaftVoterRequest_v0 = (
     ),
     (),
     "UpdateRaftVoterRequest",
-    (0, (0, 1, 2, 3, 4, 5)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Listener = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Listener = (
     _Listener,
     (
         ("name", "name", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_KRaftVersionFeature = (
+_F_KRaftVersionFeature = (
     _KRaftVersionFeature,
     (
         ("min_supported_version", "minSupportedVersion", False, False, None),
         ("max_supported_version", "maxSupportedVersion", False, False, None),
     ),
+    0,
 )
-_J_UpdateRaftVoterRequest = (
+_F_UpdateRaftVoterRequest = (
     UpdateRaftVoterRequest,
     (
         ("cluster_id", "clusterId", False, True, None),
         ("current_leader_epoch", "currentLeaderEpoch", False, False, None),
         ("voter_id", "voterId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
-        ("listeners", "listeners", False, False, _J_Listener),
-        ("k_raft_version_feature", "kRaftVersionFeature", False, False, _J_KRaftVersionFeature),
+        ("listeners", "listeners", False, False, _F_Listener),
+        ("k_raft_version_feature", "kRaftVersionFeature", False, False, _F_KRaftVersionFeature),
     ),
+    0,
 )
 # fmt: on
 
@@ -544,9 +543,9 @@ bind_codecs(
 )
 bind_native(
     UpdateRaftVoterRequest,
+    _F_UpdateRaftVoterRequest,
     (0, 0, _N_UpdateRaftVoterRequest_v0),
 )
-bind_native_json(UpdateRaftVoterRequest, _J_UpdateRaftVoterRequest)
 bind_codecs(
     _Listener,
     _tj_Listener,
@@ -556,9 +555,9 @@ bind_codecs(
 )
 bind_native(
     _Listener,
+    _F_Listener,
     (0, 0, _N_Listener_v0),
 )
-bind_native_json(_Listener, _J_Listener)
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
@@ -568,9 +567,9 @@ bind_codecs(
 )
 bind_native(
     _KRaftVersionFeature,
+    _F_KRaftVersionFeature,
     (0, 0, _N_KRaftVersionFeature_v0),
 )
-bind_native_json(_KRaftVersionFeature, _J_KRaftVersionFeature)
 
 # -------------------- UpdateRaftVoterResponse: decoders and encoders, one per distinct layout
 
@@ -730,7 +729,6 @@ _N_CurrentLeader_v0 = (
     ),
     (),
     "UpdateRaftVoterResponse.CurrentLeader",
-    (0, (0, 1, 2, 3)),
 )
 _N_UpdateRaftVoterResponse_v0 = (
     UpdateRaftVoterResponse,
@@ -743,10 +741,9 @@ _N_UpdateRaftVoterResponse_v0 = (
         (0, ("struct", "current_leader", False, _N_CurrentLeader_v0, "CurrentLeader", False), ("struct", _CurrentLeader, _CurrentLeader_DEFAULT)),
     ),
     "UpdateRaftVoterResponse",
-    (1, (0, 1, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_CurrentLeader = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_CurrentLeader = (
     _CurrentLeader,
     (
         ("leader_id", "leaderId", False, False, None),
@@ -754,14 +751,16 @@ _J_CurrentLeader = (
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_UpdateRaftVoterResponse = (
+_F_UpdateRaftVoterResponse = (
     UpdateRaftVoterResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
-        ("current_leader", "currentLeader", True, False, _J_CurrentLeader),
+        ("current_leader", "currentLeader", True, False, _F_CurrentLeader),
     ),
+    1,
 )
 # fmt: on
 
@@ -774,9 +773,9 @@ bind_codecs(
 )
 bind_native(
     UpdateRaftVoterResponse,
+    _F_UpdateRaftVoterResponse,
     (0, 0, _N_UpdateRaftVoterResponse_v0),
 )
-bind_native_json(UpdateRaftVoterResponse, _J_UpdateRaftVoterResponse)
 bind_codecs(
     _CurrentLeader,
     _tj_CurrentLeader,
@@ -786,6 +785,6 @@ bind_codecs(
 )
 bind_native(
     _CurrentLeader,
+    _F_CurrentLeader,
     (0, 0, _N_CurrentLeader_v0),
 )
-bind_native_json(_CurrentLeader, _J_CurrentLeader)

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -657,7 +656,6 @@ _N_VoteRequest_PartitionData_v0 = (
     ),
     (),
     "VoteRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_VoteRequest_PartitionData_v1 = (
     _VoteRequest_PartitionData,
@@ -673,7 +671,6 @@ _N_VoteRequest_PartitionData_v1 = (
     ),
     (),
     "VoteRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4, 5, 6)),
 )
 _N_VoteRequest_TopicData_v0 = (
     _VoteRequest_TopicData,
@@ -684,7 +681,6 @@ _N_VoteRequest_TopicData_v0 = (
     ),
     (),
     "VoteRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_VoteRequest_TopicData_v1 = (
     _VoteRequest_TopicData,
@@ -695,7 +691,6 @@ _N_VoteRequest_TopicData_v1 = (
     ),
     (),
     "VoteRequest.TopicData",
-    (0, (0, 1)),
 )
 _N_VoteRequest_v0 = (
     VoteRequest,
@@ -707,7 +702,6 @@ _N_VoteRequest_v0 = (
     ),
     (),
     "VoteRequest",
-    (0, (0, 1, 2)),
 )
 _N_VoteRequest_v1 = (
     VoteRequest,
@@ -719,10 +713,9 @@ _N_VoteRequest_v1 = (
     ),
     (),
     "VoteRequest",
-    (0, (0, 1, 2)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_VoteRequest_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_VoteRequest_PartitionData = (
     _VoteRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -733,21 +726,24 @@ _J_VoteRequest_PartitionData = (
         ("last_offset_epoch", "lastOffsetEpoch", False, False, None),
         ("last_offset", "lastOffset", False, False, None),
     ),
+    0,
 )
-_J_VoteRequest_TopicData = (
+_F_VoteRequest_TopicData = (
     _VoteRequest_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_VoteRequest_PartitionData),
+        ("partitions", "partitions", False, False, _F_VoteRequest_PartitionData),
     ),
+    0,
 )
-_J_VoteRequest = (
+_F_VoteRequest = (
     VoteRequest,
     (
         ("cluster_id", "clusterId", False, True, None),
         ("voter_id", "voterId", False, False, None),
-        ("topics", "topics", False, False, _J_VoteRequest_TopicData),
+        ("topics", "topics", False, False, _F_VoteRequest_TopicData),
     ),
+    0,
 )
 # fmt: on
 
@@ -761,10 +757,10 @@ bind_codecs(
 )
 bind_native(
     VoteRequest,
+    _F_VoteRequest,
     (0, 0, _N_VoteRequest_v0),
     (1, 1, _N_VoteRequest_v1),
 )
-bind_native_json(VoteRequest, _J_VoteRequest)
 bind_codecs(
     _VoteRequest_TopicData,
     _tj_VoteRequest_TopicData,
@@ -775,10 +771,10 @@ bind_codecs(
 )
 bind_native(
     _VoteRequest_TopicData,
+    _F_VoteRequest_TopicData,
     (0, 0, _N_VoteRequest_TopicData_v0),
     (1, 1, _N_VoteRequest_TopicData_v1),
 )
-bind_native_json(_VoteRequest_TopicData, _J_VoteRequest_TopicData)
 bind_codecs(
     _VoteRequest_PartitionData,
     _tj_VoteRequest_PartitionData,
@@ -789,10 +785,10 @@ bind_codecs(
 )
 bind_native(
     _VoteRequest_PartitionData,
+    _F_VoteRequest_PartitionData,
     (0, 0, _N_VoteRequest_PartitionData_v0),
     (1, 1, _N_VoteRequest_PartitionData_v1),
 )
-bind_native_json(_VoteRequest_PartitionData, _J_VoteRequest_PartitionData)
 
 # -------------------- VoteResponse: decoders and encoders, one per distinct layout
 
@@ -1124,7 +1120,6 @@ _N_VoteResponse_PartitionData_v0 = (
     ),
     (),
     "VoteResponse.PartitionData",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_VoteResponse_TopicData_v0 = (
     _VoteResponse_TopicData,
@@ -1135,7 +1130,6 @@ _N_VoteResponse_TopicData_v0 = (
     ),
     (),
     "VoteResponse.TopicData",
-    (0, (0, 1)),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1147,7 +1141,6 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "VoteResponse.NodeEndpoint",
-    (0, (0, 1, 2)),
 )
 _N_VoteResponse_v0 = (
     VoteResponse,
@@ -1159,7 +1152,6 @@ _N_VoteResponse_v0 = (
     ),
     (),
     "VoteResponse",
-    (1, (0, 1, 2)),
 )
 _N_VoteResponse_v1 = (
     VoteResponse,
@@ -1172,10 +1164,9 @@ _N_VoteResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "VoteResponse",
-    (1, (0, 1, -1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_VoteResponse_PartitionData = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_VoteResponse_PartitionData = (
     _VoteResponse_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
@@ -1184,29 +1175,33 @@ _J_VoteResponse_PartitionData = (
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("vote_granted", "voteGranted", False, False, None),
     ),
+    0,
 )
-_J_VoteResponse_TopicData = (
+_F_VoteResponse_TopicData = (
     _VoteResponse_TopicData,
     (
         ("topic_name", "topicName", False, False, None),
-        ("partitions", "partitions", False, False, _J_VoteResponse_PartitionData),
+        ("partitions", "partitions", False, False, _F_VoteResponse_PartitionData),
     ),
+    0,
 )
-_J_NodeEndpoint = (
+_F_NodeEndpoint = (
     _NodeEndpoint,
     (
         ("node_id", "nodeId", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_VoteResponse = (
+_F_VoteResponse = (
     VoteResponse,
     (
         ("error_code", "errorCode", False, False, None),
-        ("topics", "topics", False, False, _J_VoteResponse_TopicData),
-        ("node_endpoints", "nodeEndpoints", True, False, _J_NodeEndpoint),
+        ("topics", "topics", False, False, _F_VoteResponse_TopicData),
+        ("node_endpoints", "nodeEndpoints", True, False, _F_NodeEndpoint),
     ),
+    1,
 )
 # fmt: on
 
@@ -1220,10 +1215,10 @@ bind_codecs(
 )
 bind_native(
     VoteResponse,
+    _F_VoteResponse,
     (0, 0, _N_VoteResponse_v0),
     (1, 1, _N_VoteResponse_v1),
 )
-bind_native_json(VoteResponse, _J_VoteResponse)
 bind_codecs(
     _VoteResponse_TopicData,
     _tj_VoteResponse_TopicData,
@@ -1233,9 +1228,9 @@ bind_codecs(
 )
 bind_native(
     _VoteResponse_TopicData,
+    _F_VoteResponse_TopicData,
     (0, 1, _N_VoteResponse_TopicData_v0),
 )
-bind_native_json(_VoteResponse_TopicData, _J_VoteResponse_TopicData)
 bind_codecs(
     _VoteResponse_PartitionData,
     _tj_VoteResponse_PartitionData,
@@ -1245,9 +1240,9 @@ bind_codecs(
 )
 bind_native(
     _VoteResponse_PartitionData,
+    _F_VoteResponse_PartitionData,
     (0, 1, _N_VoteResponse_PartitionData_v0),
 )
-bind_native_json(_VoteResponse_PartitionData, _J_VoteResponse_PartitionData)
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
@@ -1257,6 +1252,6 @@ bind_codecs(
 )
 bind_native(
     _NodeEndpoint,
+    _F_NodeEndpoint,
     (1, 1, _N_NodeEndpoint_v1),
 )
-bind_native_json(_NodeEndpoint, _J_NodeEndpoint)

@@ -27,7 +27,6 @@ from kafkagen.runtime.message import (
     as_keyed,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -444,7 +443,6 @@ _N_Endpoint_v0 = (
     ),
     (),
     "VotersRecord.Endpoint",
-    (0, (0, 1, 2)),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
@@ -455,7 +453,6 @@ _N_KRaftVersionFeature_v0 = (
     ),
     (),
     "VotersRecord.KRaftVersionFeature",
-    (0, (0, 1)),
 )
 _N_Voter_v0 = (
     _Voter,
@@ -468,7 +465,6 @@ _N_Voter_v0 = (
     ),
     (),
     "VotersRecord.Voter",
-    (0, (0, 1, 2, 3)),
 )
 _N_VotersRecord_v0 = (
     VotersRecord,
@@ -479,39 +475,42 @@ _N_VotersRecord_v0 = (
     ),
     (),
     "VotersRecord",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_Endpoint = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_Endpoint = (
     _Endpoint,
     (
         ("name", "name", False, False, None),
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
     ),
+    0,
 )
-_J_KRaftVersionFeature = (
+_F_KRaftVersionFeature = (
     _KRaftVersionFeature,
     (
         ("min_supported_version", "minSupportedVersion", False, False, None),
         ("max_supported_version", "maxSupportedVersion", False, False, None),
     ),
+    0,
 )
-_J_Voter = (
+_F_Voter = (
     _Voter,
     (
         ("voter_id", "voterId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
-        ("endpoints", "endpoints", False, False, _J_Endpoint),
-        ("k_raft_version_feature", "kRaftVersionFeature", False, False, _J_KRaftVersionFeature),
+        ("endpoints", "endpoints", False, False, _F_Endpoint),
+        ("k_raft_version_feature", "kRaftVersionFeature", False, False, _F_KRaftVersionFeature),
     ),
+    0,
 )
-_J_VotersRecord = (
+_F_VotersRecord = (
     VotersRecord,
     (
         ("version", "version", False, False, None),
-        ("voters", "voters", False, False, _J_Voter),
+        ("voters", "voters", False, False, _F_Voter),
     ),
+    0,
 )
 # fmt: on
 
@@ -524,9 +523,9 @@ bind_codecs(
 )
 bind_native(
     VotersRecord,
+    _F_VotersRecord,
     (0, 0, _N_VotersRecord_v0),
 )
-bind_native_json(VotersRecord, _J_VotersRecord)
 bind_codecs(
     _Voter,
     _tj_Voter,
@@ -536,9 +535,9 @@ bind_codecs(
 )
 bind_native(
     _Voter,
+    _F_Voter,
     (0, 0, _N_Voter_v0),
 )
-bind_native_json(_Voter, _J_Voter)
 bind_codecs(
     _Endpoint,
     _tj_Endpoint,
@@ -548,9 +547,9 @@ bind_codecs(
 )
 bind_native(
     _Endpoint,
+    _F_Endpoint,
     (0, 0, _N_Endpoint_v0),
 )
-bind_native_json(_Endpoint, _J_Endpoint)
 bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
@@ -560,6 +559,6 @@ bind_codecs(
 )
 bind_native(
     _KRaftVersionFeature,
+    _F_KRaftVersionFeature,
     (0, 0, _N_KRaftVersionFeature_v0),
 )
-bind_native_json(_KRaftVersionFeature, _J_KRaftVersionFeature)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -559,7 +558,6 @@ _N_StateBatch_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest.StateBatch",
-    (0, (0, 1, 2, 3)),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -573,7 +571,6 @@ _N_PartitionData_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest.PartitionData",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_WriteStateData_v0 = (
     _WriteStateData,
@@ -584,7 +581,6 @@ _N_WriteStateData_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest.WriteStateData",
-    (0, (0, 1)),
 )
 _N_WriteShareGroupStateRequest_v0 = (
     WriteShareGroupStateRequest,
@@ -595,10 +591,9 @@ _N_WriteShareGroupStateRequest_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest",
-    (0, (0, 1)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_StateBatch = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_StateBatch = (
     _StateBatch,
     (
         ("first_offset", "firstOffset", False, False, None),
@@ -606,30 +601,34 @@ _J_StateBatch = (
         ("delivery_state", "deliveryState", False, False, None),
         ("delivery_count", "deliveryCount", False, False, None),
     ),
+    0,
 )
-_J_PartitionData = (
+_F_PartitionData = (
     _PartitionData,
     (
         ("partition", "partition", False, False, None),
         ("state_epoch", "stateEpoch", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("start_offset", "startOffset", False, False, None),
-        ("state_batches", "stateBatches", False, False, _J_StateBatch),
+        ("state_batches", "stateBatches", False, False, _F_StateBatch),
     ),
+    0,
 )
-_J_WriteStateData = (
+_F_WriteStateData = (
     _WriteStateData,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionData),
+        ("partitions", "partitions", False, False, _F_PartitionData),
     ),
+    0,
 )
-_J_WriteShareGroupStateRequest = (
+_F_WriteShareGroupStateRequest = (
     WriteShareGroupStateRequest,
     (
         ("group_id", "groupId", False, False, None),
-        ("topics", "topics", False, False, _J_WriteStateData),
+        ("topics", "topics", False, False, _F_WriteStateData),
     ),
+    0,
 )
 # fmt: on
 
@@ -642,9 +641,9 @@ bind_codecs(
 )
 bind_native(
     WriteShareGroupStateRequest,
+    _F_WriteShareGroupStateRequest,
     (0, 0, _N_WriteShareGroupStateRequest_v0),
 )
-bind_native_json(WriteShareGroupStateRequest, _J_WriteShareGroupStateRequest)
 bind_codecs(
     _WriteStateData,
     _tj_WriteStateData,
@@ -654,9 +653,9 @@ bind_codecs(
 )
 bind_native(
     _WriteStateData,
+    _F_WriteStateData,
     (0, 0, _N_WriteStateData_v0),
 )
-bind_native_json(_WriteStateData, _J_WriteStateData)
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
@@ -666,9 +665,9 @@ bind_codecs(
 )
 bind_native(
     _PartitionData,
+    _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
 )
-bind_native_json(_PartitionData, _J_PartitionData)
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
@@ -678,9 +677,9 @@ bind_codecs(
 )
 bind_native(
     _StateBatch,
+    _F_StateBatch,
     (0, 0, _N_StateBatch_v0),
 )
-bind_native_json(_StateBatch, _J_StateBatch)
 
 # -------------------- WriteShareGroupStateResponse: decoders and encoders, one per distinct layout
 
@@ -863,7 +862,6 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "WriteShareGroupStateResponse.PartitionResult",
-    (0, (0, 1, 2)),
 )
 _N_WriteStateResult_v0 = (
     _WriteStateResult,
@@ -874,7 +872,6 @@ _N_WriteStateResult_v0 = (
     ),
     (),
     "WriteShareGroupStateResponse.WriteStateResult",
-    (0, (0, 1)),
 )
 _N_WriteShareGroupStateResponse_v0 = (
     WriteShareGroupStateResponse,
@@ -884,29 +881,31 @@ _N_WriteShareGroupStateResponse_v0 = (
     ),
     (),
     "WriteShareGroupStateResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_PartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_PartitionResult = (
     _PartitionResult,
     (
         ("partition", "partition", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
     ),
+    0,
 )
-_J_WriteStateResult = (
+_F_WriteStateResult = (
     _WriteStateResult,
     (
         ("topic_id", "topicId", False, False, None),
-        ("partitions", "partitions", False, False, _J_PartitionResult),
+        ("partitions", "partitions", False, False, _F_PartitionResult),
     ),
+    0,
 )
-_J_WriteShareGroupStateResponse = (
+_F_WriteShareGroupStateResponse = (
     WriteShareGroupStateResponse,
     (
-        ("results", "results", False, False, _J_WriteStateResult),
+        ("results", "results", False, False, _F_WriteStateResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -919,9 +918,9 @@ bind_codecs(
 )
 bind_native(
     WriteShareGroupStateResponse,
+    _F_WriteShareGroupStateResponse,
     (0, 0, _N_WriteShareGroupStateResponse_v0),
 )
-bind_native_json(WriteShareGroupStateResponse, _J_WriteShareGroupStateResponse)
 bind_codecs(
     _WriteStateResult,
     _tj_WriteStateResult,
@@ -931,9 +930,9 @@ bind_codecs(
 )
 bind_native(
     _WriteStateResult,
+    _F_WriteStateResult,
     (0, 0, _N_WriteStateResult_v0),
 )
-bind_native_json(_WriteStateResult, _J_WriteStateResult)
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
@@ -943,6 +942,6 @@ bind_codecs(
 )
 bind_native(
     _PartitionResult,
+    _F_PartitionResult,
     (0, 0, _N_PartitionResult_v0),
 )
-bind_native_json(_PartitionResult, _J_PartitionResult)

@@ -24,7 +24,6 @@ from kafkagen.runtime.message import (
     Struct,
     bind_codecs,
     bind_native,
-    bind_native_json,
     new_instance,
 )
 from kafkagen.runtime.wire import (
@@ -561,7 +560,6 @@ _N_WritableTxnMarkerTopic_v0 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarkerTopic",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopic_v1 = (
     _WritableTxnMarkerTopic,
@@ -572,7 +570,6 @@ _N_WritableTxnMarkerTopic_v1 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarkerTopic",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarker_v0 = (
     _WritableTxnMarker,
@@ -586,7 +583,6 @@ _N_WritableTxnMarker_v0 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_WritableTxnMarker_v1 = (
     _WritableTxnMarker,
@@ -600,7 +596,6 @@ _N_WritableTxnMarker_v1 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
-    (0, (0, 1, 2, 3, 4)),
 )
 _N_WriteTxnMarkersRequest_v0 = (
     WriteTxnMarkersRequest,
@@ -610,7 +605,6 @@ _N_WriteTxnMarkersRequest_v0 = (
     ),
     (),
     "WriteTxnMarkersRequest",
-    (0, (0,)),
 )
 _N_WriteTxnMarkersRequest_v1 = (
     WriteTxnMarkersRequest,
@@ -620,31 +614,33 @@ _N_WriteTxnMarkersRequest_v1 = (
     ),
     (),
     "WriteTxnMarkersRequest",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_WritableTxnMarkerTopic = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_WritableTxnMarkerTopic = (
     _WritableTxnMarkerTopic,
     (
         ("name", "name", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
+    0,
 )
-_J_WritableTxnMarker = (
+_F_WritableTxnMarker = (
     _WritableTxnMarker,
     (
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
         ("transaction_result", "transactionResult", False, False, None),
-        ("topics", "topics", False, False, _J_WritableTxnMarkerTopic),
+        ("topics", "topics", False, False, _F_WritableTxnMarkerTopic),
         ("coordinator_epoch", "coordinatorEpoch", False, False, None),
     ),
+    0,
 )
-_J_WriteTxnMarkersRequest = (
+_F_WriteTxnMarkersRequest = (
     WriteTxnMarkersRequest,
     (
-        ("markers", "markers", False, False, _J_WritableTxnMarker),
+        ("markers", "markers", False, False, _F_WritableTxnMarker),
     ),
+    0,
 )
 # fmt: on
 
@@ -658,10 +654,10 @@ bind_codecs(
 )
 bind_native(
     WriteTxnMarkersRequest,
+    _F_WriteTxnMarkersRequest,
     (0, 0, _N_WriteTxnMarkersRequest_v0),
     (1, 1, _N_WriteTxnMarkersRequest_v1),
 )
-bind_native_json(WriteTxnMarkersRequest, _J_WriteTxnMarkersRequest)
 bind_codecs(
     _WritableTxnMarker,
     _tj_WritableTxnMarker,
@@ -672,10 +668,10 @@ bind_codecs(
 )
 bind_native(
     _WritableTxnMarker,
+    _F_WritableTxnMarker,
     (0, 0, _N_WritableTxnMarker_v0),
     (1, 1, _N_WritableTxnMarker_v1),
 )
-bind_native_json(_WritableTxnMarker, _J_WritableTxnMarker)
 bind_codecs(
     _WritableTxnMarkerTopic,
     _tj_WritableTxnMarkerTopic,
@@ -686,10 +682,10 @@ bind_codecs(
 )
 bind_native(
     _WritableTxnMarkerTopic,
+    _F_WritableTxnMarkerTopic,
     (0, 0, _N_WritableTxnMarkerTopic_v0),
     (1, 1, _N_WritableTxnMarkerTopic_v1),
 )
-bind_native_json(_WritableTxnMarkerTopic, _J_WritableTxnMarkerTopic)
 
 # -------------------- WriteTxnMarkersResponse: decoders and encoders, one per distinct layout
 
@@ -1056,7 +1052,6 @@ _N_WritableTxnMarkerPartitionResult_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarkerPartitionResult_v1 = (
     _WritableTxnMarkerPartitionResult,
@@ -1067,7 +1062,6 @@ _N_WritableTxnMarkerPartitionResult_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopicResult_v0 = (
     _WritableTxnMarkerTopicResult,
@@ -1078,7 +1072,6 @@ _N_WritableTxnMarkerTopicResult_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarkerTopicResult_v1 = (
     _WritableTxnMarkerTopicResult,
@@ -1089,7 +1082,6 @@ _N_WritableTxnMarkerTopicResult_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarkerResult_v0 = (
     _WritableTxnMarkerResult,
@@ -1100,7 +1092,6 @@ _N_WritableTxnMarkerResult_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerResult",
-    (0, (0, 1)),
 )
 _N_WritableTxnMarkerResult_v1 = (
     _WritableTxnMarkerResult,
@@ -1111,7 +1102,6 @@ _N_WritableTxnMarkerResult_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerResult",
-    (0, (0, 1)),
 )
 _N_WriteTxnMarkersResponse_v0 = (
     WriteTxnMarkersResponse,
@@ -1121,7 +1111,6 @@ _N_WriteTxnMarkersResponse_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse",
-    (0, (0,)),
 )
 _N_WriteTxnMarkersResponse_v1 = (
     WriteTxnMarkersResponse,
@@ -1131,35 +1120,38 @@ _N_WriteTxnMarkersResponse_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse",
-    (0, (0,)),
 )
-# Kafka's JSON form of each struct, for the accelerator's converters.
-_J_WritableTxnMarkerPartitionResult = (
+# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+_F_WritableTxnMarkerPartitionResult = (
     _WritableTxnMarkerPartitionResult,
     (
         ("partition_index", "partitionIndex", False, False, None),
         ("error_code", "errorCode", False, False, None),
     ),
+    0,
 )
-_J_WritableTxnMarkerTopicResult = (
+_F_WritableTxnMarkerTopicResult = (
     _WritableTxnMarkerTopicResult,
     (
         ("name", "name", False, False, None),
-        ("partitions", "partitions", False, False, _J_WritableTxnMarkerPartitionResult),
+        ("partitions", "partitions", False, False, _F_WritableTxnMarkerPartitionResult),
     ),
+    0,
 )
-_J_WritableTxnMarkerResult = (
+_F_WritableTxnMarkerResult = (
     _WritableTxnMarkerResult,
     (
         ("producer_id", "producerId", False, False, None),
-        ("topics", "topics", False, False, _J_WritableTxnMarkerTopicResult),
+        ("topics", "topics", False, False, _F_WritableTxnMarkerTopicResult),
     ),
+    0,
 )
-_J_WriteTxnMarkersResponse = (
+_F_WriteTxnMarkersResponse = (
     WriteTxnMarkersResponse,
     (
-        ("markers", "markers", False, False, _J_WritableTxnMarkerResult),
+        ("markers", "markers", False, False, _F_WritableTxnMarkerResult),
     ),
+    0,
 )
 # fmt: on
 
@@ -1173,10 +1165,10 @@ bind_codecs(
 )
 bind_native(
     WriteTxnMarkersResponse,
+    _F_WriteTxnMarkersResponse,
     (0, 0, _N_WriteTxnMarkersResponse_v0),
     (1, 1, _N_WriteTxnMarkersResponse_v1),
 )
-bind_native_json(WriteTxnMarkersResponse, _J_WriteTxnMarkersResponse)
 bind_codecs(
     _WritableTxnMarkerResult,
     _tj_WritableTxnMarkerResult,
@@ -1187,10 +1179,10 @@ bind_codecs(
 )
 bind_native(
     _WritableTxnMarkerResult,
+    _F_WritableTxnMarkerResult,
     (0, 0, _N_WritableTxnMarkerResult_v0),
     (1, 1, _N_WritableTxnMarkerResult_v1),
 )
-bind_native_json(_WritableTxnMarkerResult, _J_WritableTxnMarkerResult)
 bind_codecs(
     _WritableTxnMarkerTopicResult,
     _tj_WritableTxnMarkerTopicResult,
@@ -1201,10 +1193,10 @@ bind_codecs(
 )
 bind_native(
     _WritableTxnMarkerTopicResult,
+    _F_WritableTxnMarkerTopicResult,
     (0, 0, _N_WritableTxnMarkerTopicResult_v0),
     (1, 1, _N_WritableTxnMarkerTopicResult_v1),
 )
-bind_native_json(_WritableTxnMarkerTopicResult, _J_WritableTxnMarkerTopicResult)
 bind_codecs(
     _WritableTxnMarkerPartitionResult,
     _tj_WritableTxnMarkerPartitionResult,
@@ -1215,7 +1207,7 @@ bind_codecs(
 )
 bind_native(
     _WritableTxnMarkerPartitionResult,
+    _F_WritableTxnMarkerPartitionResult,
     (0, 0, _N_WritableTxnMarkerPartitionResult_v0),
     (1, 1, _N_WritableTxnMarkerPartitionResult_v1),
 )
-bind_native_json(_WritableTxnMarkerPartitionResult, _J_WritableTxnMarkerPartitionResult)

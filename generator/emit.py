@@ -438,22 +438,8 @@ class Emitter:
             lines = "".join(f"        {i},\n" for i in items)
             return f"(\n{lines}    )" if items else "()"
 
-        # The random builder draws field by field in spec order: ops[i] as i, tags[j] as ~j.
-        where = {a: i for i, a in enumerate(self.native_attrs(vp))}
-        where.update({t.attr: ~j for j, t in enumerate(vp.tagged)})
-        order = ", ".join(str(where[fi["attr"]]) for fi in p.fields)
-        rnd = f"({p.first_free_tag}, ({order}{',' if len(p.fields) == 1 else ''}))"
         head = f"{p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)}"
-        return f'(\n    {head},\n    "{p.qualname}",\n    {rnd},\n)'
-
-    @staticmethod
-    def native_attrs(vp: VersionPlan) -> list[str]:
-        """The attribute of each op of a native plan, in plan order."""
-        return [
-            a
-            for op in (*vp.ops, *vp.absent_tagged)
-            for a in (op.attrs if isinstance(op, FixedRun) else (op.attr,))
-        ]
+        return f'(\n    {head},\n    "{p.qualname}",\n)'
 
     def native_plans(self, structs: list[Struct]) -> list[tuple[str, str]]:
         """(name, plan text) of every layout, nested structs before the structs using them."""
@@ -475,14 +461,16 @@ class Emitter:
             visit(s)
         return out
 
-    # -- JSON tables of the native accelerator --------------------------------------------
+    # -- field tables of the native accelerator -------------------------------------------
 
-    def native_json_tables(self, structs: list[Struct]) -> list[tuple[str, str]]:
-        """(name, table text) of every struct's JSON form, nested structs first.
+    def native_field_tables(self, structs: list[Struct]) -> list[tuple[str, str]]:
+        """(name, table text) of every struct's fields, nested structs first.
 
-        A table lists the fields in spec order as (attribute, JSON key, tagged, ever
-        nullable, nested table); the accelerator pairs it with each layout's plan, which
-        says which fields the version has and how to read and write them.
+        A table is (class, fields, first free tag); the fields in spec order as (attribute,
+        JSON key, tagged, ever nullable, nested table). The accelerator pairs it with each
+        layout's plan, which says which fields the version has and how to read and write
+        them, for Kafka's JSON form and for random messages (drawn in spec order, unknown
+        tagged fields from the first free tag on).
         """
         out: list[tuple[str, str]] = []
         done: set[str] = set()
@@ -497,11 +485,12 @@ class Emitter:
             p = self.plans[s.name]
             rows = []
             for f in s.fields:
-                sub = f"_J_{self.plans[f.struct.name].fname}" if f.struct is not None else "None"
+                sub = f"_F_{self.plans[f.struct.name].fname}" if f.struct is not None else "None"
                 flags = f"{f.is_tagged}, {f.ever_nullable}"
                 rows.append(f'        ("{f.attr}", "{f.json_key}", {flags}, {sub}),\n')
             fields = f"(\n{''.join(rows)}    )" if rows else "()"
-            out.append((f"_J_{p.fname}", f"(\n    {p.alias},\n    {fields},\n)"))
+            table = f"(\n    {p.alias},\n    {fields},\n    {p.first_free_tag},\n)"
+            out.append((f"_F_{p.fname}", table))
 
         for s in structs:
             visit(s)
@@ -531,7 +520,7 @@ class Emitter:
             "formats": self.formats,
             "arrays": self.arrays,
             "native_plans": self.native_plans(structs),
-            "native_json": self.native_json_tables(structs),
+            "native_fields": self.native_field_tables(structs),
         }
 
     def message_doc(self) -> str:

@@ -21,13 +21,13 @@
  * byte buffers, more than 64 unknown tagged fields, and allocation failures. The Python
  * codec then raises its error or produces the result, so both modes agree.
  *
- * Plans may carry a sixth item, (first_free_tag, order), for RandomBuilder: order names
- * every op as its index i and every tagged field as ~j (its index among the tags), in
- * the spec's field order, which is the order the generated Python random builders draw
- * in. RandomBuilder(cls, py_random, layouts) then builds for a RandomGen over
- * random.Random exactly what py_random builds: the same objects, through the same calls
- * of the generator's random() and getrandbits() (uniform() on its rare path),
- * so the PRNG, budget and unknown-tag count end in the same state. The thresholds of
+ * Each struct also has a field table (its fields in spec order with their JSON keys, and
+ * its first free tag), which, paired with a layout's plan, gives Kafka's JSON form
+ * (JsonForm) and random messages (RandomBuilder). RandomBuilder(cls, py_random, table,
+ * codecs) draws field by field in spec order, as the generated Python random builders do,
+ * and so builds for a RandomGen over random.Random exactly what py_random builds: the same
+ * objects, through the same calls of the generator's random() and getrandbits() (uniform()
+ * on its rare path), so the PRNG, budget and unknown-tag count end in the same state. The thresholds of
  * RandomGen's methods are mirrored here; its tables are read from it (configure_random).
  * No draw computes a * b + c in floating point, so no compiler contraction into a fused
  * multiply-add can make a value differ from the one Python computes.
@@ -141,12 +141,6 @@ struct Prog {
     Op *ops;
     Op *tags;           /* sorted by tag */
     Py_ssize_t unknown_off;
-    /* The random builder's draw order (plans with a fifth item): every op as its index i,
-     * every tagged field as ~j, in spec order; first_free is the first unused tag. */
-    int has_order;
-    Py_ssize_t n_order;
-    int *order;
-    long long first_free;
     PyObject *qualname; /* the struct's name in FieldUnsupported */
 };
 
@@ -331,43 +325,8 @@ static int compile_op(PyTypeObject *cls, Op *op, PyObject *t, PyObject *qualname
     return 0;
 }
 
-static int compile_order(Prog *p, PyObject *rnd) {
-    if (!PyTuple_Check(rnd) || PyTuple_GET_SIZE(rnd) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(rnd, 1)))
-        return unsupported_plan("a malformed draw order");
-    p->first_free = PyLong_AsLongLong(PyTuple_GET_ITEM(rnd, 0));
-    if (p->first_free == -1 && PyErr_Occurred()) return -1;
-    if (p->first_free < 0 || p->first_free > 0x7FFFFFFF) return unsupported_plan("a first free tag");
-    PyObject *order = PyTuple_GET_ITEM(rnd, 1);
-    Py_ssize_t n = PyTuple_GET_SIZE(order);
-    if (n != p->n_ops + p->n_tags) return unsupported_plan("a draw order of another length");
-    p->order = PyMem_Calloc(n + 1, sizeof(int));
-    char *seen = PyMem_Calloc(n + 1, 1);
-    if (p->order == NULL || seen == NULL) { PyMem_Free(seen); PyErr_NoMemory(); return -1; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long e = PyLong_AsLong(PyTuple_GET_ITEM(order, i));
-        if (e == -1 && PyErr_Occurred()) { PyMem_Free(seen); return -1; }
-        /* Each op and each tagged field exactly once: every slot is set once. */
-        if (e >= p->n_ops || e < -p->n_tags) {
-            PyMem_Free(seen);
-            return unsupported_plan("a draw order index out of range");
-        }
-        Py_ssize_t at = e >= 0 ? e : p->n_ops + ~e;
-        if (seen[at]) {
-            PyMem_Free(seen);
-            return unsupported_plan("a draw order that is not a permutation");
-        }
-        seen[at] = 1;
-        p->order[i] = (int)e;
-    }
-    PyMem_Free(seen);
-    p->n_order = n;
-    p->has_order = 1;
-    return 0;
-}
-
-/* plan = (cls, flexible, ops, tags, qualname[, (first_free_tag, draw order)]); tags =
- * ((tag, op, default), ...) sorted by tag; qualname names the struct in errors ("Message"
- * or "Message.Struct"). */
+/* plan = (cls, flexible, ops, tags, qualname); tags = ((tag, op, default), ...) sorted by
+ * tag; qualname names the struct in errors ("Message" or "Message.Struct"). */
 static Prog *compile_plan(PyObject *plan) {
     PyObject *key = PyLong_FromVoidPtr(plan);
     if (key == NULL) return NULL;
@@ -377,7 +336,7 @@ static Prog *compile_plan(PyObject *plan) {
         return (Prog *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
     }
     if (PyErr_Occurred()) goto error_key;
-    if (!PyTuple_Check(plan) || (PyTuple_GET_SIZE(plan) != 5 && PyTuple_GET_SIZE(plan) != 6) ||
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 5 ||
         !PyType_Check(PyTuple_GET_ITEM(plan, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(plan, 2)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(plan, 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(plan, 4))) {
         unsupported_plan("a malformed plan");
@@ -421,8 +380,6 @@ static Prog *compile_plan(PyObject *plan) {
         op->tag = (uint32_t)tag;
         if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) goto error_key;
     }
-    if (PyTuple_GET_SIZE(plan) == 6 && compile_order(p, PyTuple_GET_ITEM(plan, 5)) < 0)
-        goto error_key;
     if (add_plan_class(cls) < 0) goto error_key;
     PyObject *cap = PyCapsule_New(p, NULL, NULL);
     if (cap == NULL) goto error_key;
@@ -1318,6 +1275,252 @@ static int enc_struct(Out *o, Prog *p, PyObject *obj) {
     return r;
 }
 
+/* ------------------------------------------------------------------ Codec objects */
+
+typedef struct {
+    PyObject_HEAD
+    Prog *prog;
+    PyObject *py_dec, *py_enc, *cls;
+} Codec;
+
+static void codec_dealloc(Codec *self) {
+    Py_XDECREF(self->py_dec);
+    Py_XDECREF(self->py_enc);
+    Py_XDECREF(self->cls);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *cls, *plan, *dec, *enc;
+    if (!PyArg_ParseTuple(args, "O!OOO:Codec", &PyType_Type, &cls, &plan, &dec, &enc))
+        return NULL;
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1 || PyTuple_GET_ITEM(plan, 0) != cls) {
+        PyErr_SetString(PyExc_ValueError, "the plan is not for this class");
+        return NULL;
+    }
+    if (decode_error == NULL) {
+        unsupported_plan("codecs before configure()");
+        return NULL;
+    }
+    Prog *p = compile_plan(plan);
+    if (p == NULL) return NULL;
+    Codec *self = (Codec *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->prog = p;
+    self->cls = Py_NewRef(cls);
+    self->py_dec = Py_NewRef(dec);
+    self->py_enc = Py_NewRef(enc);
+    return (PyObject *)self;
+}
+
+static PyObject *fall_back(PyObject *fn, PyObject *const *args, Py_ssize_t n) {
+    PyErr_Clear();
+    n_fallbacks++;
+    return PyObject_Vectorcall(fn, args, n, NULL);
+}
+
+static PyObject *codec_decode(Codec *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode(buf, pos, end)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if ((pos == -1 || end == -1) && PyErr_Occurred()) return fall_back(self->py_dec, args, 3);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return fall_back(self->py_dec, args, 3);
+    /* A view of items wider than a byte indexes differently: the Python codec decides. */
+    if (pos < 0 || pos > end || end > view.len ||
+        (PyMemoryView_Check(args[0]) && (PyMemoryView_GET_BUFFER(args[0])->itemsize != 1 ||
+                                         PyMemoryView_GET_BUFFER(args[0])->ndim != 1))) {
+        PyBuffer_Release(&view);
+        return fall_back(self->py_dec, args, 3);
+    }
+    DCtx c = {view.buf, view.len, args[0], NULL, 0};
+    PyObject *obj = dec_struct(&c, self->prog, &pos, end);
+    Py_XDECREF(c.view);
+    PyBuffer_Release(&view);
+    if (obj == NULL) return c.raised ? NULL : fall_back(self->py_dec, args, 3);
+    PyObject *p = PyLong_FromSsize_t(pos);
+    if (p == NULL) { Py_DECREF(obj); return NULL; }
+    PyObject *t = PyTuple_New(2);
+    if (t == NULL) { Py_DECREF(obj); Py_DECREF(p); return NULL; }
+    PyTuple_SET_ITEM(t, 0, obj);
+    PyTuple_SET_ITEM(t, 1, p);
+    return t;
+}
+
+static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "encode(obj, w)");
+        return NULL;
+    }
+    unsigned char init[1024];
+    Out o = {init, 0, sizeof(init), 0};
+    int r = enc_struct(&o, self->prog, args[0]);
+    PyObject *data = r < 0 ? NULL : PyBytes_FromStringAndSize((const char *)o.p, o.len);
+    if (o.heap) PyMem_Free(o.p);
+    if (r == -2) return NULL; /* a refusal, raised as the Python encoder raises it */
+    if (data == NULL) return fall_back(self->py_enc, args, 2);
+    PyObject *res = PyObject_CallOneArg(args[1], data);
+    Py_DECREF(data);
+    if (res == NULL) return NULL;
+    Py_DECREF(res);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef codec_methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
+     "decode(buf, pos, end) -> (obj, pos), as the generated Python decoder"},
+    {"encode", (PyCFunction)(void (*)(void))codec_encode, METH_FASTCALL,
+     "encode(obj, w): calls w once with the whole encoding"},
+    {NULL}
+};
+
+static PyMemberDef codec_members[] = {
+    {"python_decoder", T_OBJECT, offsetof(Codec, py_dec), READONLY,
+     "the generated Python decoder of the same layout"},
+    {"python_encoder", T_OBJECT, offsetof(Codec, py_enc), READONLY,
+     "the generated Python encoder of the same layout"},
+    {NULL}
+};
+
+static PyObject *codec_repr(Codec *self) {
+    return PyUnicode_FromFormat("<native codec of %s>", ((PyTypeObject *)self->cls)->tp_name);
+}
+
+static PyTypeObject CodecType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkagen.runtime._native.Codec",
+    .tp_basicsize = sizeof(Codec),
+    .tp_dealloc = (destructor)codec_dealloc,
+    .tp_repr = (reprfunc)codec_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Codec(cls, plan, py_decoder, py_encoder): one compiled wire layout.",
+    .tp_methods = codec_methods,
+    .tp_members = codec_members,
+    .tp_new = codec_new,
+};
+
+/* ------------------------------------------------------------------ field tables */
+
+/* The generator emits one table per struct: (class, fields, first free tag), the fields in
+ * spec order as (attribute, JSON key, tagged, ever nullable, nested table). Paired with a
+ * layout's plan, whose op of each field says whether the version has it and of what kind
+ * it is, it is compiled into a JProg, which serves Kafka's JSON form (JsonForm) and random
+ * messages drawn in spec order (RandomBuilder). */
+
+typedef struct JProg JProg;
+
+typedef struct {
+    PyObject *key;   /* the JSON key, interned */
+    Op *op;          /* this layout's op of the field (K_ABSENT: not at this version) */
+    int tagged;      /* written only when it differs from its default; may be missing */
+    int nullable;    /* null is allowed whenever some version allows it */
+    JProg *sub;      /* nested structs and struct arrays */
+} JField;
+
+struct JProg {
+    Prog *prog;
+    Py_ssize_t n;
+    JField *fields;
+    long long first_free; /* the first tag no field of the struct uses */
+};
+
+static PyObject *json_programs;          /* id(prog) -> (table, capsule of its JProg) */
+static unsigned long long n_json_fallbacks;
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* The op of the slot at ``off`` in a layout: among the fields, then the tagged ones. */
+static Op *find_op(Prog *p, Py_ssize_t off, int *in_tags) {
+    for (Py_ssize_t i = 0; i < p->n_ops; i++)
+        if (p->ops[i].off == off) { *in_tags = 0; return &p->ops[i]; }
+    for (Py_ssize_t i = 0; i < p->n_tags; i++)
+        if (p->tags[i].off == off) { *in_tags = 1; return &p->tags[i]; }
+    return NULL;
+}
+
+static JProg *compile_json(Prog *p, PyObject *table) {
+    PyObject *key = PyLong_FromVoidPtr(p);
+    if (key == NULL) return NULL;
+    PyObject *known = PyDict_GetItemWithError(json_programs, key);
+    if (known != NULL) {
+        Py_DECREF(key);
+        if (PyTuple_GET_ITEM(known, 0) != table) {
+            unsupported_plan("two JSON tables for one layout");
+            return NULL;
+        }
+        return (JProg *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
+    }
+    if (PyErr_Occurred()) goto error_key;
+    if (!PyTuple_Check(table) || PyTuple_GET_SIZE(table) != 3 ||
+        PyTuple_GET_ITEM(table, 0) != (PyObject *)p->cls ||
+        !PyTuple_Check(PyTuple_GET_ITEM(table, 1)) || !PyLong_Check(PyTuple_GET_ITEM(table, 2))) {
+        unsupported_plan("a malformed field table");
+        goto error_key;
+    }
+    long long first_free = PyLong_AsLongLong(PyTuple_GET_ITEM(table, 2));
+    if (first_free == -1 && PyErr_Occurred()) goto error_key;
+    if (first_free < 0 || first_free > 0x7FFFFFFF) {
+        unsupported_plan("a first free tag");
+        goto error_key;
+    }
+    PyObject *rows = PyTuple_GET_ITEM(table, 1);
+    /* Like programs, these live as long as the process; a failed one leaks once. */
+    JProg *jp = PyMem_Calloc(1, sizeof(JProg));
+    if (jp == NULL) { PyErr_NoMemory(); goto error_key; }
+    jp->prog = p;
+    jp->first_free = first_free;
+    jp->n = PyTuple_GET_SIZE(rows);
+    jp->fields = PyMem_Calloc(jp->n + 1, sizeof(JField));
+    if (jp->fields == NULL) { PyErr_NoMemory(); goto error_key; }
+    for (Py_ssize_t i = 0; i < jp->n; i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(row, 1))) {
+            unsupported_plan("a malformed JSON field");
+            goto error_key;
+        }
+        JField *f = &jp->fields[i];
+        Py_ssize_t off = slot_offset(p->cls, PyTuple_GET_ITEM(row, 0));
+        if (off < 0) goto error_key;
+        int in_tags = 0;
+        f->op = find_op(p, off, &in_tags);
+        /* A field the layout does not list (tagged at a version without tagged fields), or
+         * tagged in the JSON form but not at this version, has no default to compare with. */
+        f->tagged = flag(row, 2);
+        f->nullable = flag(row, 3);
+        if (f->tagged < 0 || f->nullable < 0) goto error_key;
+        if (f->op == NULL || (f->tagged && f->op->kind != K_ABSENT && !in_tags)) {
+            unsupported_plan("this field in the JSON form");
+            goto error_key;
+        }
+        f->key = Py_NewRef(PyTuple_GET_ITEM(row, 1));
+        PyUnicode_InternInPlace(&f->key);
+        int k = f->op->kind;
+        if (k == K_STRUCT || (k == K_ARRAY && f->op->elem == K_STRUCT)) {
+            f->sub = compile_json(f->op->sub, PyTuple_GET_ITEM(row, 4));
+            if (f->sub == NULL) goto error_key;
+        }
+    }
+    PyObject *cap = PyCapsule_New(jp, NULL, NULL);
+    if (cap == NULL) goto error_key;
+    PyObject *entry = PyTuple_Pack(2, table, cap);
+    Py_DECREF(cap);
+    if (entry == NULL || PyDict_SetItem(json_programs, key, entry) < 0) {
+        Py_XDECREF(entry);
+        goto error_key;
+    }
+    Py_DECREF(entry);
+    Py_DECREF(key);
+    return jp;
+error_key:
+    Py_DECREF(key);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ random builders */
 
 /* RandomGen's constants, read from kafkagen.runtime.randomgen by configure_random(). */
@@ -1529,9 +1732,9 @@ static PyObject *rnd_unknown_tags(RCtx *c, long long first_free) {
     return out;
 }
 
-static PyObject *rnd_struct(RCtx *c, Prog *p);
+static PyObject *rnd_struct(RCtx *c, JProg *jp);
 
-static PyObject *rnd_scalar(RCtx *c, int kind, Prog *sub) {
+static PyObject *rnd_scalar(RCtx *c, int kind, JProg *sub) {
     if (kind <= K_INT64 && kind != K_FLOAT64 && kind != K_BOOL) return rnd_int(c, kind);
     switch (kind) {
     case K_FLOAT64: return rnd_float(c);
@@ -1546,20 +1749,20 @@ static PyObject *rnd_scalar(RCtx *c, int kind, Prog *sub) {
     }
 }
 
-static PyObject *rnd_value(RCtx *c, Op *op) {
+static PyObject *rnd_value(RCtx *c, Op *op, JProg *sub) {
     int k = op->kind;
     if (op->nullable) {
         int null = chance(c, 0.15);
         if (null < 0) return NULL;
         if (null) return Py_NewRef(Py_None);
     }
-    if (k != K_ARRAY) return rnd_scalar(c, k, op->sub);
+    if (k != K_ARRAY) return rnd_scalar(c, k, sub);
     Py_ssize_t n = rnd_count(c);
     if (n < 0) return NULL;
     PyObject *list = op->keyed ? keyed_type->tp_alloc(keyed_type, 0) : PyList_New(n);
     if (list == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = rnd_scalar(c, op->elem, op->sub);
+        PyObject *v = rnd_scalar(c, op->elem, sub);
         if (v == NULL) { Py_DECREF(list); return NULL; }
         if (op->keyed) {
             int r = PyList_Append(list, v);
@@ -1572,23 +1775,28 @@ static PyObject *rnd_value(RCtx *c, Op *op) {
     return list;
 }
 
-static PyObject *rnd_struct(RCtx *c, Prog *p) {
+/* One struct, field by field in spec order as the generated Python builder draws: a field
+ * the version lacks takes its default without a draw, a tagged one is present() first. */
+static PyObject *rnd_struct(RCtx *c, JProg *jp) {
+    Prog *p = jp->prog;
     PyObject *o = p->cls->tp_alloc(p->cls, 0);
     if (o == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < p->n_order; i++) {
-        int e = p->order[i];
-        Op *op = e >= 0 ? &p->ops[e] : &p->tags[~e];
+    for (Py_ssize_t i = 0; i < jp->n; i++) {
+        JField *f = &jp->fields[i];
+        Op *op = f->op;
         PyObject *v;
-        if (e >= 0) {
-            v = op->kind == K_ABSENT ? new_default(op) : rnd_value(c, op);
-        } else {
+        if (op->kind == K_ABSENT) {
+            v = new_default(op);
+        } else if (f->tagged) {
             int present = chance(c, 0.5);
-            v = present < 0 ? NULL : present ? rnd_value(c, op) : new_default(op);
+            v = present < 0 ? NULL : present ? rnd_value(c, op, f->sub) : new_default(op);
+        } else {
+            v = rnd_value(c, op, f->sub);
         }
         if (v == NULL) goto fail;
-        SLOT(o, op->off) = v; /* each slot is set once, from NULL */
+        SLOT(o, op->off) = v; /* each slot is set once, from NULL (see random_ready) */
     }
-    PyObject *unknown = p->flexible ? rnd_unknown_tags(c, p->first_free) : PyTuple_New(0);
+    PyObject *unknown = p->flexible ? rnd_unknown_tags(c, jp->first_free) : PyTuple_New(0);
     if (unknown == NULL) goto fail;
     SLOT(o, p->unknown_off) = unknown;
     return o;
@@ -1597,12 +1805,17 @@ fail:
     return NULL;
 }
 
-/* Whether a plan and every plan nested in it carry the random builder's draw order. */
-static int random_ready(Prog *p, int depth) {
-    if (!p->has_order || depth > 100) return 0;
-    for (Py_ssize_t i = 0; i < p->n_ops + p->n_tags; i++) {
-        Op *op = i < p->n_ops ? &p->ops[i] : &p->tags[i - p->n_ops];
-        if (op->sub != NULL && !random_ready(op->sub, depth + 1)) return 0;
+/* Whether the table names every op of the layout, so every slot of a built object is set,
+ * here and in every nested struct. The table's fields map to distinct slots, so as many
+ * fields as ops means each op once. */
+static int random_ready(JProg *jp, int depth) {
+    Prog *p = jp->prog;
+    if (depth > 100 || jp->n != p->n_ops + p->n_tags) return 0;
+    for (Py_ssize_t i = 0; i < jp->n; i++) {
+        JField *f = &jp->fields[i];
+        int k = f->op->kind;
+        if (k == K_STRUCT || (k == K_ARRAY && f->op->elem == K_STRUCT))
+            if (f->sub == NULL || !random_ready(f->sub, depth + 1)) return 0;
     }
     return 1;
 }
@@ -1613,7 +1826,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *cls, *py_random;
     Py_ssize_t n_versions;
-    Prog **by_version; /* NULL where no layout serves the version */
+    JProg **by_version; /* NULL where the version keeps the Python builder */
 } Builder;
 
 static PyObject *python_builder(Builder *self, PyObject *const *args, size_t nargsf,
@@ -1684,54 +1897,71 @@ static void builder_dealloc(Builder *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The field table compiled against each version's codec; {version: JProg}, or NULL with
+ * NotImplementedError when no version compiles. Shared by JsonForm and RandomBuilder. */
+static JProg **table_programs(PyObject *cls, PyObject *table, PyObject *codecs,
+                              Py_ssize_t *n_versions, int (*usable)(JProg *)) {
+    Py_ssize_t top = -1, pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(codecs, &pos, &k, &v)) {
+        Py_ssize_t version = PyLong_AsSsize_t(k);
+        if (version == -1 && PyErr_Occurred()) return NULL;
+        if (version < 0 || version > 4096 || !Py_IS_TYPE(v, &CodecType) ||
+            ((Codec *)v)->prog->cls != (PyTypeObject *)cls) {
+            PyErr_SetString(PyExc_ValueError, "codecs maps small versions to this class's Codecs");
+            return NULL;
+        }
+        if (version > top) top = version;
+    }
+    JProg **by_version = PyMem_Calloc(top + 2, sizeof(JProg *));
+    if (by_version == NULL) { PyErr_NoMemory(); return NULL; }
+    int served = 0;
+    pos = 0;
+    while (PyDict_Next(codecs, &pos, &k, &v)) {
+        JProg *jp = compile_json(((Codec *)v)->prog, table);
+        if (jp == NULL) {
+            /* That layout keeps the Python functions; others may still compile. */
+            if (!PyErr_ExceptionMatches(PyExc_NotImplementedError)) {
+                PyMem_Free(by_version);
+                return NULL;
+            }
+            PyErr_Clear();
+            continue;
+        }
+        if (usable != NULL && !usable(jp)) continue;
+        by_version[PyLong_AsSsize_t(k)] = jp;
+        served++;
+    }
+    if (!served) {
+        PyMem_Free(by_version);
+        unsupported_plan("any version of this class");
+        return NULL;
+    }
+    *n_versions = top + 1;
+    return by_version;
+}
+
+static int random_usable(JProg *jp) { return random_ready(jp, 0); }
+
 static PyObject *builder_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *cls, *py_random, *layouts;
-    if (!PyArg_ParseTuple(args, "O!OO!:RandomBuilder", &PyType_Type, &cls, &py_random,
-                          &PyTuple_Type, &layouts))
+    PyObject *cls, *py_random, *table, *codecs;
+    if (!PyArg_ParseTuple(args, "O!OOO!:RandomBuilder", &PyType_Type, &cls, &py_random, &table,
+                          &PyDict_Type, &codecs))
         return NULL;
     if (randomgen_type == NULL) {
         PyErr_SetString(PyExc_NotImplementedError, "configure_random() was not called");
         return NULL;
     }
-    Py_ssize_t n_versions = 0, n = PyTuple_GET_SIZE(layouts);
-    long firsts[64], lasts[64];
-    if (n > 64) { unsupported_plan("more than 64 layouts"); return NULL; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *l = PyTuple_GET_ITEM(layouts, i);
-        if (!PyTuple_Check(l) || PyTuple_GET_SIZE(l) != 3) { unsupported_plan("a layout"); return NULL; }
-        firsts[i] = PyLong_AsLong(PyTuple_GET_ITEM(l, 0));
-        lasts[i] = PyLong_AsLong(PyTuple_GET_ITEM(l, 1));
-        if (PyErr_Occurred()) return NULL;
-        if (firsts[i] < 0 || lasts[i] < firsts[i] || lasts[i] > 10000) {
-            unsupported_plan("a version range");
-            return NULL;
-        }
-        if (lasts[i] + 1 > n_versions) n_versions = lasts[i] + 1;
-    }
+    Py_ssize_t n_versions = 0;
+    JProg **by_version = table_programs(cls, table, codecs, &n_versions, random_usable);
+    if (by_version == NULL) return NULL;
     Builder *self = (Builder *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
+    if (self == NULL) { PyMem_Free(by_version); return NULL; }
     self->vectorcall = (vectorcallfunc)builder_call;
     self->cls = Py_NewRef(cls);
     self->py_random = Py_NewRef(py_random);
     self->n_versions = n_versions;
-    self->by_version = PyMem_Calloc(n_versions + 1, sizeof(Prog *));
-    if (self->by_version == NULL) { Py_DECREF(self); return PyErr_NoMemory(); }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *plan = PyTuple_GET_ITEM(PyTuple_GET_ITEM(layouts, i), 2);
-        if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1 || PyTuple_GET_ITEM(plan, 0) != cls) {
-            PyErr_SetString(PyExc_ValueError, "the plan is not for this class");
-            Py_DECREF(self);
-            return NULL;
-        }
-        Prog *p = compile_plan(plan);
-        if (p == NULL) { Py_DECREF(self); return NULL; }
-        if (!random_ready(p, 0)) {
-            unsupported_plan("plans without a draw order");
-            Py_DECREF(self);
-            return NULL;
-        }
-        for (long v = firsts[i]; v <= lasts[i]; v++) self->by_version[v] = p;
-    }
+    self->by_version = by_version;
     return (PyObject *)self;
 }
 
@@ -1755,7 +1985,7 @@ static PyTypeObject BuilderType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Builder, vectorcall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "RandomBuilder(cls, py_random, ((first, last, plan), ...)): cls's random builder\n"
+    .tp_doc = "RandomBuilder(cls, py_random, table, {version: Codec}): cls's random builder\n"
               "for RandomGen over random.Random; any other generator gets py_random.",
     .tp_members = builder_members,
     .tp_new = builder_new,
@@ -1876,244 +2106,7 @@ static PyObject *configure_random(PyObject *mod, PyObject *m) {
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------------------ Codec objects */
-
-typedef struct {
-    PyObject_HEAD
-    Prog *prog;
-    PyObject *py_dec, *py_enc, *cls;
-} Codec;
-
-static void codec_dealloc(Codec *self) {
-    Py_XDECREF(self->py_dec);
-    Py_XDECREF(self->py_enc);
-    Py_XDECREF(self->cls);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *codec_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *cls, *plan, *dec, *enc;
-    if (!PyArg_ParseTuple(args, "O!OOO:Codec", &PyType_Type, &cls, &plan, &dec, &enc))
-        return NULL;
-    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) < 1 || PyTuple_GET_ITEM(plan, 0) != cls) {
-        PyErr_SetString(PyExc_ValueError, "the plan is not for this class");
-        return NULL;
-    }
-    if (decode_error == NULL) {
-        unsupported_plan("codecs before configure()");
-        return NULL;
-    }
-    Prog *p = compile_plan(plan);
-    if (p == NULL) return NULL;
-    Codec *self = (Codec *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
-    self->prog = p;
-    self->cls = Py_NewRef(cls);
-    self->py_dec = Py_NewRef(dec);
-    self->py_enc = Py_NewRef(enc);
-    return (PyObject *)self;
-}
-
-static PyObject *fall_back(PyObject *fn, PyObject *const *args, Py_ssize_t n) {
-    PyErr_Clear();
-    n_fallbacks++;
-    return PyObject_Vectorcall(fn, args, n, NULL);
-}
-
-static PyObject *codec_decode(Codec *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "decode(buf, pos, end)");
-        return NULL;
-    }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if ((pos == -1 || end == -1) && PyErr_Occurred()) return fall_back(self->py_dec, args, 3);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return fall_back(self->py_dec, args, 3);
-    /* A view of items wider than a byte indexes differently: the Python codec decides. */
-    if (pos < 0 || pos > end || end > view.len ||
-        (PyMemoryView_Check(args[0]) && (PyMemoryView_GET_BUFFER(args[0])->itemsize != 1 ||
-                                         PyMemoryView_GET_BUFFER(args[0])->ndim != 1))) {
-        PyBuffer_Release(&view);
-        return fall_back(self->py_dec, args, 3);
-    }
-    DCtx c = {view.buf, view.len, args[0], NULL, 0};
-    PyObject *obj = dec_struct(&c, self->prog, &pos, end);
-    Py_XDECREF(c.view);
-    PyBuffer_Release(&view);
-    if (obj == NULL) return c.raised ? NULL : fall_back(self->py_dec, args, 3);
-    PyObject *p = PyLong_FromSsize_t(pos);
-    if (p == NULL) { Py_DECREF(obj); return NULL; }
-    PyObject *t = PyTuple_New(2);
-    if (t == NULL) { Py_DECREF(obj); Py_DECREF(p); return NULL; }
-    PyTuple_SET_ITEM(t, 0, obj);
-    PyTuple_SET_ITEM(t, 1, p);
-    return t;
-}
-
-static PyObject *codec_encode(Codec *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "encode(obj, w)");
-        return NULL;
-    }
-    unsigned char init[1024];
-    Out o = {init, 0, sizeof(init), 0};
-    int r = enc_struct(&o, self->prog, args[0]);
-    PyObject *data = r < 0 ? NULL : PyBytes_FromStringAndSize((const char *)o.p, o.len);
-    if (o.heap) PyMem_Free(o.p);
-    if (r == -2) return NULL; /* a refusal, raised as the Python encoder raises it */
-    if (data == NULL) return fall_back(self->py_enc, args, 2);
-    PyObject *res = PyObject_CallOneArg(args[1], data);
-    Py_DECREF(data);
-    if (res == NULL) return NULL;
-    Py_DECREF(res);
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef codec_methods[] = {
-    {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
-     "decode(buf, pos, end) -> (obj, pos), as the generated Python decoder"},
-    {"encode", (PyCFunction)(void (*)(void))codec_encode, METH_FASTCALL,
-     "encode(obj, w): calls w once with the whole encoding"},
-    {NULL}
-};
-
-static PyMemberDef codec_members[] = {
-    {"python_decoder", T_OBJECT, offsetof(Codec, py_dec), READONLY,
-     "the generated Python decoder of the same layout"},
-    {"python_encoder", T_OBJECT, offsetof(Codec, py_enc), READONLY,
-     "the generated Python encoder of the same layout"},
-    {NULL}
-};
-
-static PyObject *codec_repr(Codec *self) {
-    return PyUnicode_FromFormat("<native codec of %s>", ((PyTypeObject *)self->cls)->tp_name);
-}
-
-static PyTypeObject CodecType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkagen.runtime._native.Codec",
-    .tp_basicsize = sizeof(Codec),
-    .tp_dealloc = (destructor)codec_dealloc,
-    .tp_repr = (reprfunc)codec_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Codec(cls, plan, py_decoder, py_encoder): one compiled wire layout.",
-    .tp_methods = codec_methods,
-    .tp_members = codec_members,
-    .tp_new = codec_new,
-};
-
 /* ------------------------------------------------------------------ JSON form */
-
-/* Kafka's JSON converter form of the compiled layouts. The generator emits one table per
- * struct: its fields in spec order as (attribute, JSON key, tagged, ever nullable, nested
- * table). Paired with a layout's plan, whose op of each field says whether the version has
- * it and of what kind it is, it gives to_json(obj, version) and from_json(obj, version) with
- * the generated converters' results. As for the codecs, only the success path is here:
- * anything irregular runs the generated converter, which raises its own error. */
-
-typedef struct JProg JProg;
-
-typedef struct {
-    PyObject *key;   /* the JSON key, interned */
-    Op *op;          /* this layout's op of the field (K_ABSENT: not at this version) */
-    int tagged;      /* written only when it differs from its default; may be missing */
-    int nullable;    /* null is allowed whenever some version allows it */
-    JProg *sub;      /* nested structs and struct arrays */
-} JField;
-
-struct JProg {
-    Prog *prog;
-    Py_ssize_t n;
-    JField *fields;
-};
-
-static PyObject *json_programs;          /* id(prog) -> (table, capsule of its JProg) */
-static unsigned long long n_json_fallbacks;
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* The op of the slot at ``off`` in a layout: among the fields, then the tagged ones. */
-static Op *find_op(Prog *p, Py_ssize_t off, int *in_tags) {
-    for (Py_ssize_t i = 0; i < p->n_ops; i++)
-        if (p->ops[i].off == off) { *in_tags = 0; return &p->ops[i]; }
-    for (Py_ssize_t i = 0; i < p->n_tags; i++)
-        if (p->tags[i].off == off) { *in_tags = 1; return &p->tags[i]; }
-    return NULL;
-}
-
-static JProg *compile_json(Prog *p, PyObject *table) {
-    PyObject *key = PyLong_FromVoidPtr(p);
-    if (key == NULL) return NULL;
-    PyObject *known = PyDict_GetItemWithError(json_programs, key);
-    if (known != NULL) {
-        Py_DECREF(key);
-        if (PyTuple_GET_ITEM(known, 0) != table) {
-            unsupported_plan("two JSON tables for one layout");
-            return NULL;
-        }
-        return (JProg *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
-    }
-    if (PyErr_Occurred()) goto error_key;
-    if (!PyTuple_Check(table) || PyTuple_GET_SIZE(table) != 2 ||
-        PyTuple_GET_ITEM(table, 0) != (PyObject *)p->cls ||
-        !PyTuple_Check(PyTuple_GET_ITEM(table, 1))) {
-        unsupported_plan("a malformed JSON table");
-        goto error_key;
-    }
-    PyObject *rows = PyTuple_GET_ITEM(table, 1);
-    /* Like programs, these live as long as the process; a failed one leaks once. */
-    JProg *jp = PyMem_Calloc(1, sizeof(JProg));
-    if (jp == NULL) { PyErr_NoMemory(); goto error_key; }
-    jp->prog = p;
-    jp->n = PyTuple_GET_SIZE(rows);
-    jp->fields = PyMem_Calloc(jp->n + 1, sizeof(JField));
-    if (jp->fields == NULL) { PyErr_NoMemory(); goto error_key; }
-    for (Py_ssize_t i = 0; i < jp->n; i++) {
-        PyObject *row = PyTuple_GET_ITEM(rows, i);
-        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 ||
-            !PyUnicode_Check(PyTuple_GET_ITEM(row, 1))) {
-            unsupported_plan("a malformed JSON field");
-            goto error_key;
-        }
-        JField *f = &jp->fields[i];
-        Py_ssize_t off = slot_offset(p->cls, PyTuple_GET_ITEM(row, 0));
-        if (off < 0) goto error_key;
-        int in_tags = 0;
-        f->op = find_op(p, off, &in_tags);
-        /* A field the layout does not list (tagged at a version without tagged fields), or
-         * tagged in the JSON form but not at this version, has no default to compare with. */
-        f->tagged = flag(row, 2);
-        f->nullable = flag(row, 3);
-        if (f->tagged < 0 || f->nullable < 0) goto error_key;
-        if (f->op == NULL || (f->tagged && f->op->kind != K_ABSENT && !in_tags)) {
-            unsupported_plan("this field in the JSON form");
-            goto error_key;
-        }
-        f->key = Py_NewRef(PyTuple_GET_ITEM(row, 1));
-        PyUnicode_InternInPlace(&f->key);
-        int k = f->op->kind;
-        if (k == K_STRUCT || (k == K_ARRAY && f->op->elem == K_STRUCT)) {
-            f->sub = compile_json(f->op->sub, PyTuple_GET_ITEM(row, 4));
-            if (f->sub == NULL) goto error_key;
-        }
-    }
-    PyObject *cap = PyCapsule_New(jp, NULL, NULL);
-    if (cap == NULL) goto error_key;
-    PyObject *entry = PyTuple_Pack(2, table, cap);
-    Py_DECREF(cap);
-    if (entry == NULL || PyDict_SetItem(json_programs, key, entry) < 0) {
-        Py_XDECREF(entry);
-        goto error_key;
-    }
-    Py_DECREF(entry);
-    Py_DECREF(key);
-    return jp;
-error_key:
-    Py_DECREF(key);
-    return NULL;
-}
 
 /* -- to_json */
 
@@ -2419,51 +2412,17 @@ static PyObject *jsonform_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     if (!PyArg_ParseTuple(args, "O!OO!OO:JsonForm", &PyType_Type, &cls, &table, &PyDict_Type,
                           &codecs, &to, &from))
         return NULL;
+    Py_ssize_t n_versions = 0;
+    JProg **by_version = table_programs(cls, table, codecs, &n_versions, NULL);
+    if (by_version == NULL) return NULL;
     JsonForm *self = (JsonForm *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
+    if (self == NULL) { PyMem_Free(by_version); return NULL; }
     self->cls = Py_NewRef(cls);
     self->py_to = Py_NewRef(to);
     self->py_from = Py_NewRef(from);
-    Py_ssize_t top = -1, pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(codecs, &pos, &k, &v)) {
-        Py_ssize_t version = PyLong_AsSsize_t(k);
-        if (version == -1 && PyErr_Occurred()) goto error;
-        if (version < 0 || version > 4096 || !Py_IS_TYPE(v, &CodecType)) {
-            PyErr_SetString(PyExc_ValueError, "JsonForm: codecs maps small versions to Codecs");
-            goto error;
-        }
-        if (version > top) top = version;
-    }
-    self->n_versions = top + 1;
-    self->by_version = PyMem_Calloc(top + 2, sizeof(JProg *));
-    if (self->by_version == NULL) { PyErr_NoMemory(); goto error; }
-    int served = 0;
-    pos = 0;
-    while (PyDict_Next(codecs, &pos, &k, &v)) {
-        Prog *p = ((Codec *)v)->prog;
-        if (p->cls != (PyTypeObject *)cls) {
-            PyErr_SetString(PyExc_ValueError, "JsonForm: a codec of another class");
-            goto error;
-        }
-        JProg *jp = compile_json(p, table);
-        if (jp == NULL) {
-            /* That layout keeps the Python converters; others may still compile. */
-            if (!PyErr_ExceptionMatches(PyExc_NotImplementedError)) goto error;
-            PyErr_Clear();
-            continue;
-        }
-        self->by_version[PyLong_AsSsize_t(k)] = jp;
-        served++;
-    }
-    if (!served) {
-        unsupported_plan("the JSON form of any version of this class");
-        goto error;
-    }
+    self->n_versions = n_versions;
+    self->by_version = by_version;
     return (PyObject *)self;
-error:
-    Py_DECREF(self);
-    return NULL;
 }
 
 static JProg *json_program(JsonForm *self, PyObject *version) {

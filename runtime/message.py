@@ -289,74 +289,66 @@ def _load_native() -> ModuleType | None:
 native: Final = _load_native()
 
 #: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, the struct's
-#: name in errors, (first free tag, draw order)), plain data the generator emits next to the
-#: Python codecs of the same layout.
+#: name in errors), plain data the generator emits next to the Python codecs of the layout.
 Plan = tuple[Any, ...]
+#: A struct's fields for the accelerator: (class, ((attribute, JSON key, tagged, ever
+#: nullable, nested table), ...) in spec order, first free tag).
+FieldTable = tuple[Any, ...]
 
 
-def bind_native(cls: type[Struct], *layouts: tuple[int, int, Plan]) -> None:
+def bind_native(
+    cls: type[Struct], table: FieldTable | None, *layouts: tuple[int, int, Plan]
+) -> None:
     """Put compiled codecs in front of the Python ones bound by :func:`bind_codecs`.
 
     Each layout's native decoder and encoder take the same arguments as the Python pair
     and hand any input or value they do not take to it, so errors stay the Python ones.
     A plan the accelerator cannot compile keeps that struct on its Python codecs.
 
-    When every layout compiles, ``cls._random`` becomes the compiled builder too: it makes
-    the very objects the Python builder makes from a :class:`RandomGen` over
-    ``random.Random`` (same draws, same generator state after) and hands any other
-    generator, such as the Hypothesis one, to the Python builder.
+    With the struct's field ``table``, the versions whose layout compiled also get:
+
+    - compiled JSON converters, which hand anything irregular to the generated ones;
+    - a compiled ``cls._random``, which makes the very objects the Python builder makes
+      from a :class:`RandomGen` over ``random.Random`` (same draws in the same spec order,
+      same generator state after) and hands any other generator, such as the Hypothesis
+      one, to the Python builder.
     """
     if native is None:
         return
     decoders = dict(cls._decoders)
     encoders = dict(cls._encoders)
-    compiled = 0
+    codecs = {}
     for first, last, plan in layouts:
         try:
             codec = native.Codec(cls, plan, cls._decoders[first], cls._encoders[first])
         except NotImplementedError:
             continue
-        compiled += 1
         for v in range(first, last + 1):
             decoders[v] = codec.decode
             encoders[v] = codec.encode
+            codecs[v] = codec
     cls._decoders = decoders
     cls._encoders = encoders
-    if compiled and "__eq__" in vars(cls):
+    if not codecs:
+        return
+    if "__eq__" in vars(cls):
         # The compiled __eq__ compares the same slots as the generated one, without a
         # Python frame per struct (the fuzz compares millions of them).
         cls.__eq__ = native.eq_method  # type: ignore[method-assign]
-    if compiled == len(layouts) > 0:
-        try:
-            builder = native.RandomBuilder(cls, cls._random, layouts)
-        except NotImplementedError:
-            return
-        cls._random = staticmethod(builder)  # type: ignore[method-assign]
-
-
-def bind_native_json(cls: type[Struct], table: tuple[Any, ...]) -> None:
-    """Put compiled JSON converters in front of the generated ones, for the versions whose
-    layout the accelerator compiled (after :func:`bind_native`).
-
-    ``table`` lists the struct's fields in spec order as (attribute, JSON key, tagged, ever
-    nullable, nested table). Like the codecs, the compiled converters hand any input or
-    value they do not take to the generated ones, so errors stay the Python ones.
-    """
-    if native is None:
-        return
-    codecs = {}
-    for version, encoder in cls._encoders.items():
-        owner = getattr(encoder, "__self__", None)
-        if isinstance(owner, native.Codec):
-            codecs[version] = owner
-    if not codecs:
+    if table is None:
         return
     try:
         form = native.JsonForm(cls, table, codecs, cls._to_json, cls._from_json)
     except NotImplementedError:
+        pass
+    else:
+        cls._to_json = staticmethod(form.to_json)  # type: ignore[method-assign]
+        cls._from_json = staticmethod(form.from_json)  # type: ignore[method-assign]
+    try:
+        builder = native.RandomBuilder(cls, cls._random, table, codecs)
+    except NotImplementedError:
         return
-    cls._to_json = staticmethod(form.to_json)  # type: ignore[method-assign]
-    cls._from_json = staticmethod(form.from_json)  # type: ignore[method-assign]
+    cls._random = staticmethod(builder)  # type: ignore[method-assign]
 
 
 def uses_native_json(cls: type[Struct], version: int) -> bool:
@@ -428,5 +420,4 @@ __all__ = [
     "bind_native",
     "python_random",
     "uses_native_random",
-    "bind_native_json",
 ]

@@ -161,13 +161,11 @@ def tiny_struct(name: str) -> type[Message]:
 @native_only
 def test_a_table_the_accelerator_cannot_pair_keeps_the_python_converters() -> None:
     good, bad_key, no_field, no_codec = (tiny_struct(n) for n in ("G", "BadKey", "NoF", "NoC"))
-    for cls in (good, bad_key, no_field):
+    rows = {good: ("a", "a"), bad_key: ("a", 5), no_field: ("b", "b")}
+    for cls, (attr, key) in rows.items():
         plan = (cls, False, (("int32", "a", 4),), (), cls.__name__)
-        runtime.bind_native(cls, (0, 0, plan))
-    runtime.bind_native_json(good, (good, (("a", "a", False, False, None),)))
-    runtime.bind_native_json(bad_key, (bad_key, (("a", 5, False, False, None),)))
-    runtime.bind_native_json(no_field, (no_field, (("b", "b", False, False, None),)))
-    runtime.bind_native_json(no_codec, (no_codec, (("a", "a", False, False, None),)))
+        runtime.bind_native(cls, (cls, ((attr, key, False, False, None),), 0), (0, 0, plan))
+    runtime.bind_native(no_codec, (no_codec, (("a", "a", False, False, None),), 0))
     assert uses_native_json(good, 0)
     assert not any(uses_native_json(c, 0) for c in (bad_key, no_field, no_codec))
     for cls in (good, bad_key, no_field, no_codec):
