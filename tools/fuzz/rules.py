@@ -126,7 +126,7 @@ def build_table(spec_dirs: Iterable[Path] | None = None) -> Table:
 # Plan ops, built once per (message, struct, v, w): what to look at in an instance.
 _ABSENT, _NONNULL, _CHILD, _TAGS = 0, 1, 2, 3
 # Expectation ops: fields written at v that w lacks must decode to their default; fields
-# with such a field below them are compared item by item; the rest compare as one tuple.
+# with such a field below them are compared item by item; the rest (_SAME) must be equal.
 _DROPPED, _SAME = 4, 5
 Ops = tuple[tuple[Any, ...], ...]
 #: A compiled plan: ``check(obj)`` (the violation walk) or ``compare(decoded, obj)`` (the
@@ -206,7 +206,7 @@ class _Compiler:
         for op in ops:
             code = op[0]
             if code == _SAME:
-                for attr in op[2]:
+                for attr in op[1]:
                     lines += [f"x = d.{attr}", f"y = m.{attr}", "if x != y:"]
                     lines += [f"    return f'.{attr}: {{x!r:.80}} != {{y!r:.80}}'"]
             elif code == _DROPPED:
@@ -355,7 +355,7 @@ class Oracle:
             self._expect[key] = None
             return None
         same.append("unknown_tagged_fields")
-        plan = ((_SAME, None, tuple(same)), *ops)
+        plan = ((_SAME, tuple(same)), *ops)
         self._expect[key] = plan
         return plan
 
