@@ -11,10 +11,8 @@ from kafkagen.runtime.broker.group_coordinator import (
     JoinResult,
     OffsetEntry,
     SyncResult,
-    java_hash,
-    partition_for,
 )
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition, java_hash, partition_for
 from kafkagen.runtime.errors import ErrorCode
 
 SESSION = 10_000

@@ -29,8 +29,8 @@ from kafkagen.runtime.broker.acls import (
 )
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.log_store import PartitionFiles
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
 from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 

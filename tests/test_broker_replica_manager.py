@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from broker_helpers import NOW, Harness
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import (
     FetchResult,
 )
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import (
     CompressionType,

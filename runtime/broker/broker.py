@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 from kafkagen.runtime.timer import Timer
 
 from .group_coordinator import GroupCoordinator
-from .metadata import BrokerInfo, ClusterMetadata, MetadataListener, PartitionInfo, TopicInfo
+from .metadata import ClusterMetadata
 from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ReplicaManager
 from .server import BrokerServer
 from .transaction_coordinator import TransactionCoordinator, TxnOffsetStore
+from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 if TYPE_CHECKING:
     from .cluster import Cluster

@@ -58,10 +58,10 @@ from kafkagen.runtime.timer import Timer
 
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
 from .sorted_keys import SortedKeysDict
+from .types import TopicPartition, partition_for
 
 if TYPE_CHECKING:
     from .group_coordinator import GroupCoordinator, OffsetEntry
-    from .metadata import TopicPartition
 
 __all__ = [
     "ConsumerGroup",
@@ -716,8 +716,6 @@ class ConsumerGroupManager:
         return self.coordinator.broker.metadata.topic_names.get(topic_id, "")
 
     def owned_groups(self, owned_partitions: Iterable[int]) -> list[ConsumerGroup]:
-        from .group_coordinator import partition_for
-
         owned = set(owned_partitions)
         n = self.coordinator.offsets_partitions
         return [
@@ -738,8 +736,6 @@ class ConsumerGroupManager:
         return group
 
     def unload(self, index: int) -> None:
-        from .group_coordinator import partition_for
-
         n = self.coordinator.offsets_partitions
         for group_id in [g for g in self.groups if partition_for(g, n) == index]:
             self.drop(group_id, persist=False)

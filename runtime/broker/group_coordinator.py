@@ -41,10 +41,11 @@ from kafkagen.runtime.timer import Timer
 
 from . import group_records as gr
 from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_state_key
-from .metadata import OFFSETS_TOPIC, ClusterMetadata, TopicPartition
+from .metadata import ClusterMetadata
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ProduceResult
 from .sorted_keys import SortedKeysDict
+from .types import OFFSETS_TOPIC, TopicPartition, partition_for
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -58,30 +59,12 @@ __all__ = [
     "OffsetEntry",
     "offset_records",
     "SyncResult",
-    "partition_for",
 ]
 
 _log = logging.getLogger("kafkagen.broker.groups")
 
 #: Kafka's limit on offset metadata strings (offset.metadata.max.bytes).
 MAX_METADATA = 4096
-
-
-def java_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, wrapping at 32 bits)."""
-    h = 0
-    raw = s.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def partition_for(group_id: str, partitions: int) -> int:
-    """The offsets-topic partition of a group, as Kafka computes it (cached: listings ask
-    it of every group, every page)."""
-    h = java_hash(group_id)
-    return (0 if h == -(2**31) else abs(h)) % partitions
 
 
 class GroupState(enum.Enum):

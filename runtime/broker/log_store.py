@@ -45,7 +45,8 @@ from kafkagen.runtime.records import HEADER_SIZE, NO_TIMESTAMP, RecordBatch, Tim
 
 from .acls import AclBinding, AclFilter, AclStore
 from .log import LogBatch
-from .metadata import ClusterMetadata, TopicPartition
+from .metadata import ClusterMetadata
+from .types import TopicPartition
 
 if TYPE_CHECKING:
     from .partition import Partition

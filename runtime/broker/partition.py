@@ -39,8 +39,8 @@ from kafkagen.runtime.records import (
 
 from .config import TopicConfig
 from .log import Log, LogBatch
-from .metadata import PartitionInfo, TopicPartition
 from .producer_state import AbortedTxn, ProducerStateManager
+from .types import PartitionInfo, TopicPartition
 
 __all__ = ["AppendResult", "FollowerState", "Partition", "control_key", "parse_control_key"]
 

@@ -22,7 +22,7 @@ from kafkagen.runtime.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from .metadata import MetadataListener, PartitionInfo, TopicInfo, TopicPartition
+from .types import MetadataListener, PartitionInfo, TopicInfo, TopicPartition
 
 if TYPE_CHECKING:
     from .metadata import ClusterMetadata

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from kafkagen.runtime.errors import ErrorCode
 
-from .metadata import TopicPartition
 from .replica_manager import FetchInfo, FetchParams, FetchResult
+from .types import TopicPartition
 
 if TYPE_CHECKING:
     from .broker import Broker

@@ -41,23 +41,15 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
-from .group_coordinator import (
-    Group,
-    GroupState,
-    OffsetEntry,
-    _coordinator_error,
-    offset_records,
-    partition_for,
-)
-from .metadata import OFFSETS_TOPIC, TopicPartition
+from .group_coordinator import Group, GroupState, OffsetEntry, _coordinator_error, offset_records
 from .partition import Partition
-from .replica_manager import TXN_STATE_TOPIC, ProduceResult
+from .replica_manager import ProduceResult
+from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, TopicPartition, partition_for
 
 if TYPE_CHECKING:
     from .broker import Broker
 
 __all__ = [
-    "TXN_STATE_TOPIC",
     "TransactionCoordinator",
     "TxnMetadata",
     "TxnOffsetStore",
@@ -511,9 +503,11 @@ class TransactionCoordinator:
             # Kafka attempts nothing when any partition is unknown.
             callback(
                 {
-                    tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    if tp in unknown
-                    else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    tp: (
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        if tp in unknown
+                        else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    )
                     for tp in wanted
                 }
             )

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import ProduceResult
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError, error_for_code
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches

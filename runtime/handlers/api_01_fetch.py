@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import (
     READ_COMMITTED,
     FetchInfo,
     FetchParams,
     FetchResult,
 )
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import (
     ErrorCode,
     FetchSessionIdNotFoundError,

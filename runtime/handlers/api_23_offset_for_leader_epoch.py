@@ -12,7 +12,7 @@ from kafkagen.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.message import KeyedList
 

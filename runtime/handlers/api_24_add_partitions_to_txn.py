@@ -15,7 +15,7 @@ from kafkagen.generated.add_partitions_to_txn import (
     AddPartitionsToTxnResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import partition_for
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition, partition_for
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 25

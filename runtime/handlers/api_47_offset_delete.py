@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 47

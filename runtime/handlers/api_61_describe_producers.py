@@ -14,7 +14,7 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit
 
