@@ -37,6 +37,7 @@ from .acls import (
     ResourceType,
 )
 from .config import ConfigError, ConfigStore
+from .reassignment import ReassignmentManager
 from .types import (
     BrokerInfo,
     MetadataListener,
@@ -89,8 +90,6 @@ class ClusterMetadata:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.listeners: list[MetadataListener] = []
-        from .reassignment import ReassignmentManager
-
         #: Ongoing partition reassignments; it listens to finish them.
         self.reassignments = ReassignmentManager(self)
         self.listeners.append(self.reassignments)
@@ -257,7 +256,7 @@ class ClusterMetadata:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         self.topic_names.pop(topic.topic_id, None)
         self.configs.drop_topic(name)
-        self._changed()
+        self.changed()
         for listener in self.listeners:
             listener.on_topic_deleted(topic)
         return topic
@@ -342,7 +341,7 @@ class ClusterMetadata:
         self._next_producer_id += 1
         if self._next_producer_id > self._producer_id_block_end:
             self._producer_id_block_end = pid + PRODUCER_ID_BLOCK
-            self._changed()
+            self.changed()
         return pid
 
     # -- saving -------------------------------------------------------------------------
@@ -464,12 +463,13 @@ class ClusterMetadata:
         self._next_start += 1
         return [[brokers[(start + p + i) % n] for i in range(rf)] for p in range(partitions)]
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
+        """Tell ``on_change`` that the image changed (it saves it, with a log directory)."""
         if self.on_change is not None:
             self.on_change()
 
     def _publish(self, partitions: Sequence[PartitionInfo]) -> None:
-        self._changed()
+        self.changed()
         for listener in self.listeners:
             listener.on_partitions_changed(partitions)
 
