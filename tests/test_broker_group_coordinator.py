@@ -5,13 +5,8 @@ from __future__ import annotations
 import pytest
 from broker_helpers import Harness
 from kafkagen.generated import other_type
-from kafkagen.runtime.broker.group_coordinator import (
-    GroupCoordinator,
-    GroupState,
-    JoinResult,
-    OffsetEntry,
-    SyncResult,
-)
+from kafkagen.runtime.broker.group_coordinator import GroupCoordinator
+from kafkagen.runtime.broker.group_model import GroupState, JoinResult, OffsetEntry, SyncResult
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition, java_hash, partition_for
 from kafkagen.runtime.errors import ErrorCode
 

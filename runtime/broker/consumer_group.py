@@ -61,7 +61,8 @@ from .sorted_keys import SortedKeysDict
 from .types import TopicPartition, partition_for
 
 if TYPE_CHECKING:
-    from .group_coordinator import GroupCoordinator, OffsetEntry
+    from .group_coordinator import GroupCoordinator
+    from .group_model import OffsetEntry
 
 __all__ = [
     "ConsumerGroup",

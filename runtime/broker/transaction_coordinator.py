@@ -41,7 +41,8 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.timer import Timer
 
-from .group_coordinator import Group, GroupState, OffsetEntry, _coordinator_error, offset_records
+from .group_coordinator import _coordinator_error, offset_records
+from .group_model import Group, GroupState, OffsetEntry
 from .partition import Partition
 from .replica_manager import ProduceResult
 from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, TopicPartition, partition_for

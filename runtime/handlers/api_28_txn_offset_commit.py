@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import OffsetEntry
+from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.broker.types import TopicPartition
 
 API_KEY = 28
