@@ -19,8 +19,10 @@ from .sorted_keys import SortedKeysDict
 from .types import TopicPartition
 
 __all__ = [
+    "ENTERED_FROM",
     "Group",
     "GroupState",
+    "IllegalGroupTransitionError",
     "JoinCallback",
     "JoinResult",
     "Member",
@@ -36,6 +38,22 @@ class GroupState(enum.Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
+
+
+#: Kafka's rules for classic groups: the states from which each state may be entered.
+ENTERED_FROM: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
+    ),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+
+class IllegalGroupTransitionError(RuntimeError):
+    """A move `ENTERED_FROM` does not allow: a bug in the protocol code, never a client's."""
 
 
 @dataclass(slots=True)
@@ -119,6 +137,11 @@ class Group:
         self.new_member_added = False
 
     def transition(self, state: GroupState, now_ms: int) -> None:
+        """Enter ``state``; raises `IllegalGroupTransitionError` unless Kafka allows the move."""
+        if self.state not in ENTERED_FROM[state]:
+            raise IllegalGroupTransitionError(
+                f"group {self.group_id!r} cannot move from {self.state.value} to {state.value}"
+            )
         self.state = state
         self.state_timestamp = now_ms
 
