@@ -74,7 +74,7 @@ class Groups(Harness):
     ) -> list[dict[TopicPartition, int]]:
         got: list[dict[TopicPartition, int]] = []
         entries = {tp: OffsetEntry(o, -1, "", 0) for tp, o in offsets.items()}
-        self.gc.commit_offsets("g", generation, member, None, entries, got.append)
+        self.gc.offsets.commit("g", generation, member, None, entries, got.append)
         return got
 
     def stable_pair(self) -> tuple[str, str, int]:
@@ -286,7 +286,7 @@ T1 = TopicPartition("t", 1)
 def test_standalone_commit_creates_an_empty_group_and_fetch_sees_it(g: Groups) -> None:
     [errors] = g.commit({T0: 42, T1: 7})
     assert errors == {T0: 0, T1: 0}
-    found = g.gc.fetch_offsets("g", [T0, TopicPartition("t", 2)])
+    found = g.gc.offsets.fetch("g", [T0, TopicPartition("t", 2)])
     assert found[T0] is not None and found[T0].offset == 42
     assert found[TopicPartition("t", 2)] is None
     assert g.gc.groups["g"].state is GroupState.EMPTY
@@ -301,9 +301,9 @@ def test_commit_to_unknown_topic_is_refused_per_partition(g: Groups) -> None:
 def test_commit_with_oversized_metadata_is_refused_for_that_partition_only(g: Groups) -> None:
     got: list[dict[TopicPartition, int]] = []
     entries = {T0: OffsetEntry(3, -1, "m" * 4097, 0), T1: OffsetEntry(4, -1, "m" * 4096, 0)}
-    g.gc.commit_offsets("g", -1, "", None, entries, got.append)
+    g.gc.offsets.commit("g", -1, "", None, entries, got.append)
     assert got == [{T0: ErrorCode.OFFSET_METADATA_TOO_LARGE, T1: 0}]
-    found = g.gc.fetch_offsets("g", [T0, T1])
+    found = g.gc.offsets.fetch("g", [T0, T1])
     assert found[T0] is None
     assert found[T1] is not None and found[T1].metadata == "m" * 4096
 
@@ -336,17 +336,17 @@ def test_offsets_are_cached_only_once_durable() -> None:
     leader = info.leader
     gc = g.cluster.brokers[leader].group_coordinator
     got: list[dict[TopicPartition, int]] = []
-    gc.commit_offsets("g", -1, "", None, {T0: OffsetEntry(11, -1, "", 0)}, got.append)
+    gc.offsets.commit("g", -1, "", None, {T0: OffsetEntry(11, -1, "", 0)}, got.append)
     # Written by the leader, not yet by its follower: no answer, nothing visible.
     assert got == []
-    assert gc.fetch_offsets("g", [T0])[T0] is None
+    assert gc.offsets.fetch("g", [T0])[T0] is None
     follower = 1 - leader
     fetched = g.fetch(offsets_tp, 0, replica_id=follower, rm=leader)
     g.rm(follower).partitions[offsets_tp].append_as_follower(fetched[0][0][1].records)
     end = g.rm(follower).partitions[offsets_tp].log.log_end_offset
     g.fetch(offsets_tp, end, replica_id=follower, rm=leader)
     assert got == [{T0: 0}]
-    entry = gc.fetch_offsets("g", [T0])[T0]
+    entry = gc.offsets.fetch("g", [T0])[T0]
     assert entry is not None and entry.offset == 11
 
 
@@ -356,10 +356,10 @@ def test_commit_times_out_as_coordinator_not_available() -> None:
     assert info is not None
     gc = g.cluster.brokers[info.leader].group_coordinator
     got: list[dict[TopicPartition, int]] = []
-    gc.commit_offsets("g", -1, "", None, {T0: OffsetEntry(1, -1, "", 0)}, got.append)
+    gc.offsets.commit("g", -1, "", None, {T0: OffsetEntry(1, -1, "", 0)}, got.append)
     g.advance(5000)
     assert got == [{T0: ErrorCode.COORDINATOR_NOT_AVAILABLE}]
-    assert gc.fetch_offsets("g", [T0])[T0] is None
+    assert gc.offsets.fetch("g", [T0])[T0] is None
 
 
 def test_not_coordinator_for_groups_of_another_broker() -> None:
@@ -388,7 +388,7 @@ def test_delete_groups(g: Groups) -> None:
     g.gc.delete_groups(["g"], results.append)
     assert results[-1] == {"g": 0}
     assert "g" not in g.gc.groups
-    assert g.gc.fetch_offsets("g", [T0])[T0] is None
+    assert g.gc.offsets.fetch("g", [T0])[T0] is None
 
 
 def _subscription(topics: list[str]) -> bytes:
@@ -405,10 +405,10 @@ def test_offset_delete_refuses_topics_the_group_consumes(g: Groups) -> None:
     g.advance(0)
     g.sync(m, 1, {m: b""})
     got: list[tuple[int, dict[TopicPartition, int]]] = []
-    g.gc.delete_offsets("g", [T0, other], lambda e, d: got.append((e, d)))
+    g.gc.offsets.delete("g", [T0, other], lambda e, d: got.append((e, d)))
     assert got[0] == (0, {T0: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: 0})
-    assert g.gc.fetch_offsets("g", [other])[other] is None
-    assert g.gc.fetch_offsets("g", [T0])[T0] is not None
+    assert g.gc.offsets.fetch("g", [other])[other] is None
+    assert g.gc.offsets.fetch("g", [T0])[T0] is not None
 
 
 def test_list_and_describe(g: Groups) -> None:

@@ -313,7 +313,7 @@ def test_new_offsets_leader_replays_transactional_offset_commits() -> None:
             assert committed(gc, "g-open", stable=True) == -ErrorCode.UNSTABLE_OFFSET_COMMIT
             assert committed(gc, "g-committed", stable=True) == 42
         # The old leader keeps nothing pending for a partition it no longer leads.
-        assert c.call(lambda: c.cluster.brokers[old].txn_offsets.pending if c.cluster else 0) == {}
+        assert c.call(lambda: c.cluster.brokers[old].group_coordinator.offsets.pending if c.cluster else 0) == {}
         # The open transaction commits now: its marker reaches the new leader.
         with client(txn_node) as tc:
             tid, pid, epoch = pids["open"]

@@ -36,7 +36,7 @@ def _setup(c: BackgroundCluster) -> None:
     gc.ensure_offsets_topic()
     for g in ("g1", "g2", "g3"):
         offsets = {TopicPartition("a", i): OffsetEntry(i, -1, "", 0) for i in range(3)}
-        gc.commit_offsets(g, -1, "", None, offsets, lambda r: None)
+        gc.offsets.commit(g, -1, "", None, offsets, lambda r: None)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.api import load_handlers, supported_versions
+from kafkagen.runtime.handlers import load_handlers, supported_versions
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 
 ApiVersionsRequest = message_type(18, "request")

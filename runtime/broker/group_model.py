@@ -13,6 +13,7 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.purgatory import DelayedOperation
 
 from .sorted_keys import SortedKeysDict
@@ -144,6 +145,22 @@ class Group:
             )
         self.state = state
         self.state_timestamp = now_ms
+
+    def member_error(
+        self, member_id: str, instance_id: str | None, *, must_be_member: bool = True
+    ) -> int:
+        """0, or the error for a member that is unknown or fenced by its static instance.
+
+        ``must_be_member=False`` accepts a caller that is no member at all (an empty
+        ``member_id``: a transactional producer outside the group).
+        """
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is not None and current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members and (must_be_member or member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return 0
 
     def has_all_members_joined(self) -> bool:
         return not self.pending_members and all(

@@ -86,8 +86,7 @@ def _verify_transactional(
             continue
         if coordinator is None:
             node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
-            owner = ctx.broker.cluster.broker(node)
-            coordinator = owner.txn_coordinator if owner is not None and owner.running else None
+            coordinator = ctx.broker.peers.txn_coordinator_of(node)
         code = (
             ErrorCode.NOT_ENOUGH_REPLICAS
             if coordinator is None

@@ -48,7 +48,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             )
         )
 
-    ctx.broker.group_coordinator.commit_offsets(
+    ctx.broker.group_coordinator.offsets.commit(
         request.group_id,
         request.generation_id_or_member_epoch if v >= 1 else -1,
         request.member_id if v >= 1 else "",

@@ -52,7 +52,7 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
             )
         )
 
-    ctx.broker.txn_offsets.commit(
+    ctx.broker.group_coordinator.offsets.commit_transactional(
         request.group_id,
         request.producer_id,
         request.producer_epoch,

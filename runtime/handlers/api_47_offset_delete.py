@@ -36,4 +36,4 @@ def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> None:
                 )
         ctx.respond(OffsetDeleteResponse(error_code=error, topics=topics))
 
-    ctx.broker.group_coordinator.delete_offsets(request.group_id, wanted, done)
+    ctx.broker.group_coordinator.offsets.delete(request.group_id, wanted, done)
