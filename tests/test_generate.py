@@ -18,6 +18,7 @@ from typing import Any
 import black
 import pytest
 from kafkagen.generator.generate import BLACK_MODE
+from package_layout import installed_layout
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATED = REPO / "generated"
@@ -259,23 +260,9 @@ def test_generated_module_is_black_stable(module: Path) -> None:
     assert black.format_str(text, mode=BLACK_MODE) == text
 
 
-def mypy_tree(root: Path) -> Path:
-    """The installed package layout, built from symlinks (mypy cannot follow setuptools'
-    editable import hook): kafkagen = tools/, kafkagen.generated = generated/,
-    kafkagen.runtime = runtime/."""
-    package = root / "kafkagen"
-    package.mkdir(parents=True)
-    for entry in (REPO / "tools").iterdir():
-        if entry.name != "__pycache__":
-            (package / entry.name).symlink_to(entry)
-    (package / "generated").symlink_to(REPO / "generated", target_is_directory=True)
-    (package / "runtime").symlink_to(REPO / "runtime", target_is_directory=True)
-    return root
-
-
 def mypy_strict(tmp_path: Path, *targets: str) -> list[str]:
     """``mypy --strict`` over ``targets`` against the symlinked package; its error lines."""
-    root = mypy_tree(tmp_path / "src")
+    root = installed_layout(tmp_path / "src")
     result = subprocess.run(
         [
             sys.executable,

@@ -1,0 +1,133 @@
+"""The package's import structure: the broker's declared layers hold, and nothing imports
+in a circle, counting imports under TYPE_CHECKING and inside functions.
+
+The layers are declared once, as import-linter contracts in pyproject.toml; these tests run
+`lint-imports` over them and look for cycles in grimp's graph of the whole package (grimp
+is import-linter's graph builder: it reads every import statement, wherever it stands).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from package_layout import REPO, installed_layout
+
+LINT_IMPORTS = (
+    "import sys; from importlinter.cli import lint_imports_command; "
+    "sys.exit(lint_imports_command())"
+)
+
+# Prints the import cycles (strongly connected components of two or more modules) of the
+# package found on the path, as JSON, after the number of modules it read.
+FIND_CYCLES = """
+import json, sys
+import grimp
+
+graph = grimp.build_graph("kafkagen")
+index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+def visit(start):
+    # Tarjan's algorithm, iterative: the graph is deep enough to matter.
+    work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+    index[start] = low[start] = len(index)
+    stack.append(start); on_stack.add(start)
+    while work:
+        node, children = work[-1]
+        child = next(children, None)
+        if child is not None:
+            if child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child); on_stack.add(child)
+                work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+            continue
+        work.pop()
+        if work:
+            parent = work[-1][0]
+            low[parent] = min(low[parent], low[node])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop(); on_stack.discard(member); component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+for module in sorted(graph.modules):
+    if module not in index:
+        visit(module)
+print(len(graph.modules))
+print(json.dumps(sorted(cycles)))
+"""
+
+
+def lint_imports(layout: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", LINT_IMPORTS, str(REPO / "pyproject.toml"), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=layout,
+        env={**os.environ, "PYTHONPATH": str(layout)},
+        timeout=300,
+    )
+
+
+def import_cycles(layout: Path) -> tuple[int, list[list[str]]]:
+    """(modules read, the cycles) of the package at ``layout``."""
+    result = subprocess.run(
+        [sys.executable, "-c", FIND_CYCLES],
+        capture_output=True,
+        text=True,
+        cwd=layout,
+        env={**os.environ, "PYTHONPATH": str(layout)},
+        timeout=300,
+        check=True,
+    )
+    count, cycles = result.stdout.splitlines()
+    return int(count), json.loads(cycles)
+
+
+def test_the_declared_layers_hold(tmp_path: Path) -> None:
+    result = lint_imports(installed_layout(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_no_import_cycle_anywhere_in_the_package(tmp_path: Path) -> None:
+    count, cycles = import_cycles(installed_layout(tmp_path))
+    assert count > 200, "grimp did not read the whole package"
+    assert cycles == []
+
+
+def test_an_upward_import_breaks_a_layer_even_under_type_checking_or_in_a_function(
+    tmp_path: Path,
+) -> None:
+    """The checks can fail: the leaf module reaching up, in the two hidden ways that used
+    to tie the broker's modules together, breaks the layers and makes a cycle."""
+    layout = installed_layout(tmp_path, copy=("runtime",))
+    types = layout / "kafkagen" / "runtime" / "broker" / "types.py"
+    types.write_text(
+        types.read_text()
+        + "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        + "    from .cluster import Cluster\n\n\n"
+        + "def _store() -> object:\n    from .offset_store import OffsetStore\n\n"
+        + "    return OffsetStore\n"
+    )
+    result = lint_imports(layout)
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    broker = "kafkagen.runtime.broker"
+    for upper in ("cluster", "offset_store"):
+        assert f"{broker}.types is not allowed to import {broker}.{upper}" in out
+    _, cycles = import_cycles(layout)
+    tied = [c for c in cycles if "kafkagen.runtime.broker.types" in c]
+    assert len(tied) == 1
+    assert {"kafkagen.runtime.broker.cluster", "kafkagen.runtime.broker.offset_store"} <= set(
+        tied[0]
+    )
