@@ -26,6 +26,7 @@ import heapq
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
@@ -56,6 +57,31 @@ from .types import OFFSETS_TOPIC, TopicPartition
 __all__ = ["GroupCoordinator"]
 
 _log = logging.getLogger("kafkagen.broker.groups")
+
+
+@dataclass(slots=True)
+class _MemberSettings:
+    """What a join may change of a member (kept to undo a static member's replacement)."""
+
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+
+    @classmethod
+    def of(cls, m: Member) -> _MemberSettings:
+        return cls(
+            m.client_id, m.client_host, m.rebalance_timeout_ms, m.session_timeout_ms, m.protocols
+        )
+
+    def apply(self, m: Member) -> None:
+        m.client_id, m.client_host = self.client_id, self.client_host
+        m.rebalance_timeout_ms, m.session_timeout_ms = (
+            self.rebalance_timeout_ms,
+            self.session_timeout_ms,
+        )
+        m.protocols = self.protocols
 
 
 class DelayedHeartbeat(DelayedOperation):
@@ -514,24 +540,10 @@ class GroupCoordinator:
         self._answer_join(old, JoinResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         self._answer_sync(old, SyncResult(error=ErrorCode.FENCED_INSTANCE_ID))
         member = old
-        saved = (
-            member.client_id,
-            member.client_host,
-            member.rebalance_timeout_ms,
-            member.session_timeout_ms,
-            member.protocols,
-        )
-        member.member_id = new_id
-        member.client_id, member.client_host = args[0], args[1]
-        member.rebalance_timeout_ms, member.session_timeout_ms = args[2], args[3]
-        member.protocols = list(protocols)
-        group.members[new_id] = member
+        saved = _MemberSettings.of(member)
+        _MemberSettings(args[0], args[1], args[2], args[3], list(protocols)).apply(member)
+        self._rename_static_member(group, member, old_id, new_id)
         instance = member.group_instance_id
-        assert instance is not None
-        group.static_members[instance] = new_id
-        if current_leader == old_id:
-            group.leader_id = new_id
-        self._schedule_heartbeat(group, member)
         if group.state is GroupState.STABLE:
             if protocol_type == group.protocol_type and group.select_protocol() == (
                 group.protocol_name
@@ -542,20 +554,8 @@ class GroupCoordinator:
                     if error:
                         # Not durable: undo, the old id stays the member.
                         if group.members.get(new_id) is member:
-                            del group.members[new_id]
-                            (
-                                member.client_id,
-                                member.client_host,
-                                member.rebalance_timeout_ms,
-                                member.session_timeout_ms,
-                                member.protocols,
-                            ) = saved
-                            member.member_id = old_id
-                            group.members[old_id] = member
-                            group.static_members[instance] = old_id
-                            if group.leader_id == new_id:
-                                group.leader_id = old_id
-                            self._schedule_heartbeat(group, member)
+                            saved.apply(member)
+                            self._rename_static_member(group, member, new_id, old_id)
                         callback(JoinResult(error=error, member_id=""))
                         return
                     result = self._join_result(group, member, leader_view=False)
@@ -579,6 +579,17 @@ class GroupCoordinator:
             # The leader may already be assigning to the old id: assign again.
             self._prepare_rebalance(group, f"static member {instance} rejoined")
         self._check_join(group)
+
+    def _rename_static_member(self, group: Group, member: Member, old_id: str, new_id: str) -> None:
+        """Move a static member from ``old_id`` to ``new_id`` (its leadership too)."""
+        group.members.pop(old_id, None)
+        member.member_id = new_id
+        group.members[new_id] = member
+        assert member.group_instance_id is not None
+        group.static_members[member.group_instance_id] = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        self._schedule_heartbeat(group, member)
 
     def _set_join_callback(self, member: Member, callback: JoinCallback) -> None:
         old = member.join_callback
