@@ -22,9 +22,9 @@ from kafkagen.runtime.broker.replica_manager import (
     ProduceResult,
     ReplicaManager,
 )
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.message import Message
 from kafkagen.runtime.timer import ManualClock, Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 RequestHeader = header_type("request")
 ResponseHeader = header_type("response")

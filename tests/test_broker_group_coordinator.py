@@ -7,8 +7,9 @@ from broker_helpers import Harness
 from kafkagen.generated import other_type
 from kafkagen.runtime.broker.group_coordinator import GroupCoordinator
 from kafkagen.runtime.broker.group_model import GroupState, JoinResult, OffsetEntry, SyncResult
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition, java_hash, partition_for
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, java_hash, partition_for
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.topic_partition import TopicPartition
 
 SESSION = 10_000
 REBALANCE = 30_000

@@ -14,8 +14,8 @@ from broker_helpers import WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.group_model import OffsetEntry
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.records import Record, build_batch
+from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,7 +9,6 @@ from broker_helpers import NOW, Harness
 from kafkagen.runtime.broker.replica_manager import (
     FetchResult,
 )
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import (
     CompressionType,
@@ -19,6 +18,7 @@ from kafkagen.runtime.records import (
     iter_batches,
     iter_records,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
 
 def batch(n: int = 3, start: int = 0, **kwargs: Any) -> bytes:

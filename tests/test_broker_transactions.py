@@ -22,9 +22,10 @@ from kafkagen.runtime.broker.transaction_coordinator import (
     txn_key,
     txn_value,
 )
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 TOPIC = "t"
 CONFIGS = {

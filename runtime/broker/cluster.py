@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafkagen.runtime.timer import AsyncioTimer, Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .api import BrokerServices, ServedApis
 from .config import ConfigStore
@@ -34,14 +35,7 @@ from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ProduceResult, ReplicaManager
 from .server import BrokerServer
 from .transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
-from .types import (
-    OFFSETS_TOPIC,
-    BrokerInfo,
-    MetadataListener,
-    PartitionInfo,
-    TopicInfo,
-    TopicPartition,
-)
+from .types import OFFSETS_TOPIC, BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 __all__ = ["BackgroundCluster", "Broker", "Cluster"]
 

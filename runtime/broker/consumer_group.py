@@ -55,12 +55,12 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
 from .coordinator_log import CoordinatorLog
 from .group_model import Group, OffsetEntry
 from .sorted_keys import SortedKeysDict
-from .types import TopicPartition
 
 __all__ = [
     "ConsumerGroup",

@@ -19,12 +19,13 @@ from kafkagen.runtime.errors import (
     NotCoordinatorError,
 )
 from kafkagen.runtime.records import Record, build_batch
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config import ConfigStore
 from .metadata import ClusterMetadata
 from .partition import Partition
 from .replica_manager import ProduceResult, ReplicaManager
-from .types import TopicPartition, partition_for
+from .types import partition_for
 
 __all__ = ["CoordinatorLog", "coordinator_error"]
 

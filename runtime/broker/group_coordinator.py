@@ -32,6 +32,7 @@ from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from . import group_records as gr
 from .config import ConfigStore
@@ -52,7 +53,7 @@ from .offset_store import OffsetStore
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
 from .replica_manager import ReplicaManager
 from .sorted_keys import SortedKeysDict
-from .types import OFFSETS_TOPIC, TopicPartition
+from .types import OFFSETS_TOPIC
 
 __all__ = ["GroupCoordinator"]
 

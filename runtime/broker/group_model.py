@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.purgatory import DelayedOperation
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .sorted_keys import SortedKeysDict
-from .types import TopicPartition
 
 __all__ = [
     "ENTERED_FROM",

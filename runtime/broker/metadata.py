@@ -26,6 +26,7 @@ from kafkagen.runtime.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .acls import (
     AclBinding,
@@ -38,13 +39,7 @@ from .acls import (
 )
 from .config import ConfigError, ConfigStore
 from .reassignment import ReassignmentManager
-from .types import (
-    BrokerInfo,
-    MetadataListener,
-    PartitionInfo,
-    TopicInfo,
-    TopicPartition,
-)
+from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 __all__ = ["ClusterMetadata", "validate_topic_name"]
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.records import Record
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from . import group_records as gr
 from .consumer_group import ConsumerGroup, ConsumerGroupManager
@@ -23,7 +24,6 @@ from .coordinator_log import CoordinatorLog
 from .group_model import Group, GroupState, Member, OffsetEntry
 from .metadata import ClusterMetadata
 from .sorted_keys import SortedKeysDict
-from .types import TopicPartition
 
 __all__ = ["MAX_METADATA", "OffsetStore", "offset_records"]
 

@@ -21,8 +21,9 @@ from kafkagen.runtime.errors import (
     NoReassignmentInProgressError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo, TopicPartition
+from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 __all__ = ["ControllerImage", "OngoingReassignment", "ReassignmentManager"]
 

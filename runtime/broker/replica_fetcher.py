@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .replica_manager import FetchInfo, FetchParams, FetchResult, ReplicaManager
-from .types import TopicPartition
 
 __all__ = ["LeaderLookup", "ReplicaFetcher"]
 

@@ -38,11 +38,12 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config import ConfigStore
 from .metadata import ClusterMetadata
 from .partition import Partition
-from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo, TopicPartition
+from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 
 if TYPE_CHECKING:
     from .log_store import BrokerStorage

@@ -38,13 +38,14 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config import ConfigStore
 from .coordinator_log import CoordinatorLog
 from .metadata import ClusterMetadata
 from .partition import Partition
 from .replica_manager import ProduceResult, ReplicaManager
-from .types import TXN_STATE_TOPIC, TopicPartition
+from .types import TXN_STATE_TOPIC
 
 __all__ = [
     "MarkerWriter",

@@ -12,6 +12,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kafkagen.runtime.topic_partition import TopicPartition
+
 __all__ = [
     "OFFSETS_TOPIC",
     "TXN_STATE_TOPIC",
@@ -19,7 +21,6 @@ __all__ = [
     "MetadataListener",
     "PartitionInfo",
     "TopicInfo",
-    "TopicPartition",
     "java_hash",
     "partition_for",
 ]
@@ -28,26 +29,6 @@ __all__ = [
 OFFSETS_TOPIC = "__consumer_offsets"
 #: The transaction coordinator's log: the state of every transactional id.
 TXN_STATE_TOPIC = "__transaction_state"
-
-
-class TopicPartition(tuple[str, int]):
-    """(topic, partition) with names; a plain tuple underneath, so it hashes fast."""
-
-    __slots__ = ()
-
-    def __new__(cls, topic: str, partition: int) -> TopicPartition:
-        return tuple.__new__(cls, (topic, partition))
-
-    @property
-    def topic(self) -> str:
-        return self[0]
-
-    @property
-    def partition(self) -> int:
-        return self[1]
-
-    def __repr__(self) -> str:
-        return f"{self[0]}-{self[1]}"
 
 
 @dataclass(slots=True)

@@ -64,8 +64,9 @@ from kafkagen.runtime.errors import (
     error_for_code,
 )
 from kafkagen.runtime.message import Message, Struct
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .builders import ANY_VERSION, CoordinatorType, GroupOffsets, Node, TopicPartition
+from .builders import ANY_VERSION, CoordinatorType, GroupOffsets, Node
 from .builders import _error as _item_error
 from .builders import _offsets as _group_offsets
 from .client import KafkaClient

@@ -31,6 +31,7 @@ from kafkagen.runtime.errors import (
     error_for_code,
 )
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .versions import VersionRange, api_name
 
@@ -45,7 +46,6 @@ __all__ = [
     "Node",
     "OffsetFetchBuilder",
     "RequestBuilder",
-    "TopicPartition",
 ]
 
 #: The top of a version range that a builder does not limit.
@@ -241,11 +241,6 @@ def _coordinator(
 
 
 # --------------------------------------------------------------------------- OffsetFetch
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.replica_manager import ProduceResult
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError, error_for_code
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 0
 TopicResponse = ProduceResponse.TopicProduceResponse

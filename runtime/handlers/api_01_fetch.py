@@ -18,7 +18,6 @@ from kafkagen.runtime.broker.replica_manager import (
     FetchParams,
     FetchResult,
 )
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import (
     ErrorCode,
     FetchSessionIdNotFoundError,
@@ -27,6 +26,7 @@ from kafkagen.runtime.errors import (
     UnknownTopicIdError,
 )
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 1
 PartitionData = FetchResponse.PartitionData

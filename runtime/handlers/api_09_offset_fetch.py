@@ -19,9 +19,9 @@ from typing import Any
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import OffsetEntry
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 9
 R = OffsetFetchResponse

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 25
 #: PRODUCER_FENCED exists from v2; older clients get INVALID_PRODUCER_EPOCH instead.

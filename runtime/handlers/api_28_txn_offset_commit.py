@@ -10,7 +10,7 @@ from __future__ import annotations
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import OffsetEntry
-from kafkagen.runtime.broker.types import TopicPartition
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 28
 R = TxnOffsetCommitResponse

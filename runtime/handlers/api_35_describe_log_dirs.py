@@ -12,9 +12,9 @@ from __future__ import annotations
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.partition import Partition
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 35
 Result = DescribeLogDirsResponse.DescribeLogDirsResult

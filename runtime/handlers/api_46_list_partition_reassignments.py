@@ -14,9 +14,9 @@ from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 46
 R = ListPartitionReassignmentsResponse

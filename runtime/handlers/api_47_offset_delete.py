@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.types import TopicPartition
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 47
 
