@@ -28,7 +28,7 @@ from kafkagen.runtime.message import Message
 
 from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
 
-__all__ = ["BrokerServer", "Connection"]
+__all__ = ["BrokerServer", "ClientConnection"]
 
 _log = logging.getLogger("kafkagen.broker.server")
 
@@ -42,7 +42,7 @@ class _Slot:
 
     __slots__ = ("conn", "api_key", "correlation_id", "payload", "done")
 
-    def __init__(self, conn: Connection, api_key: int, correlation_id: int) -> None:
+    def __init__(self, conn: ClientConnection, api_key: int, correlation_id: int) -> None:
         self.conn = conn
         self.api_key = api_key
         self.correlation_id = correlation_id
@@ -76,8 +76,9 @@ class _Slot:
         self.conn.close(reason)
 
 
-class Connection:
-    """One client connection: reads requests, dispatches them, writes answers in order."""
+class ClientConnection:
+    """A client's connection to this broker: reads requests, dispatches them, writes answers
+    in order (the client's own end is `kafkagen.runtime.client.Connection`)."""
 
     def __init__(
         self,
@@ -241,7 +242,7 @@ class BrokerServer:
         self.node_id = services.node_id
         self.host = host
         self.port = port
-        self.connections: set[Connection] = set()
+        self.connections: set[ClientConnection] = set()
         self._server: asyncio.Server | None = None
         cfg = services.configs
         self.queued_max_requests = cfg.broker_int("queued.max.requests")
@@ -267,7 +268,7 @@ class BrokerServer:
             )
             writer.close()
             return
-        conn = Connection(self, reader, writer)
+        conn = ClientConnection(self, reader, writer)
         self.connections.add(conn)
         # A task of our own: cancelling the one asyncio runs this callback in makes asyncio
         # log the cancellation as an error.
