@@ -110,6 +110,14 @@ class CoordinatorLog:
         if not self.owns(key):
             raise NotCoordinatorError(f"broker {self.node_id} does not coordinate {key!r}")
 
+    def owner_error(self, key: str) -> int:
+        """0 if this broker coordinates ``key``, else the error `check_owner` raises."""
+        try:
+            self.check_owner(key)
+        except KafkaError as e:
+            return e.code
+        return 0
+
     def _on_role_change(self, partition: Partition, leader: bool) -> None:
         if partition.tp.topic != self.topic:
             return

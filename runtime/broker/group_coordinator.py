@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from kafkagen.runtime.errors import ErrorCode, KafkaError
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
@@ -313,13 +313,9 @@ class GroupCoordinator:
         def fail(code: int) -> None:
             callback(JoinResult(error=code, member_id=member_id))
 
-        if not group_id:
-            fail(ErrorCode.INVALID_GROUP_ID)
-            return
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            fail(e.code)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        if error:
+            fail(error)
             return
         if not (
             self._cfg("group.min.session.timeout.ms")
@@ -696,10 +692,9 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            callback(SyncResult(error=e.code))
+        error = self.log.owner_error(group_id)
+        if error:
+            callback(SyncResult(error=error))
             return
         group = self.groups.get(group_id)
         if group is None:
@@ -768,10 +763,9 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            return e.code
+        error = self.log.owner_error(group_id)
+        if error:
+            return error
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -794,10 +788,9 @@ class GroupCoordinator:
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member)."""
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            return e.code, [e.code] * len(members)
+        error = self.log.owner_error(group_id)
+        if error:
+            return error, [error] * len(members)
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return 0, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
@@ -905,10 +898,9 @@ class GroupCoordinator:
         results: dict[str, int] = {}
         waiting: list[str] = []
         for group_id in group_ids:
-            try:
-                self.log.check_owner(group_id)
-            except KafkaError as e:
-                results[group_id] = e.code
+            error = self.log.owner_error(group_id)
+            if error:
+                results[group_id] = error
                 continue
             consumer_group = self.consumer.groups.get(group_id)
             if consumer_group is not None:

@@ -101,13 +101,9 @@ class OffsetStore:
         def fail(code: int) -> None:
             callback(dict.fromkeys(offsets, code))
 
-        if not group_id:
-            fail(ErrorCode.INVALID_GROUP_ID)
-            return
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            fail(e.code)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        if error:
+            fail(error)
             return
         consumer_group = self.consumer.groups.get(group_id)
         group = self.groups.get(group_id)
@@ -222,10 +218,9 @@ class OffsetStore:
     ) -> None:
         """OffsetDelete: refused for a non-empty group unless it is of the consumer type
         and the partitions' topics are not subscribed to."""
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            callback(e.code, {})
+        error = self.log.owner_error(group_id)
+        if error:
+            callback(error, {})
             return
         consumer_group = self.consumer.groups.get(group_id)
         errors: dict[TopicPartition, int] = {}
@@ -302,13 +297,9 @@ class OffsetStore:
         def fail(code: int) -> None:
             callback(dict.fromkeys(offsets, code))
 
-        if not group_id:
-            fail(ErrorCode.INVALID_GROUP_ID)
-            return
-        try:
-            self.log.check_owner(group_id)
-        except KafkaError as e:
-            fail(e.code)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        if error:
+            fail(error)
             return
         group = self.groups.get(group_id)
         if group is not None:

@@ -397,10 +397,9 @@ class TransactionCoordinator:
         if timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
             fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
             return
-        try:
-            self.log.check_owner(transactional_id)
-        except KafkaError as e:
-            fail(e.code)
+        error = self.log.owner_error(transactional_id)
+        if error:
+            fail(error)
             return
         txn = self.txns.get(transactional_id)
         if txn is None:
@@ -567,10 +566,9 @@ class TransactionCoordinator:
     ) -> None:
         """Commit or abort: answered once the Prepare state is durable; the markers and
         the Complete state follow."""
-        try:
-            self.log.check_owner(transactional_id)
-        except KafkaError as e:
-            callback(e.code)
+        error = self.log.owner_error(transactional_id)
+        if error:
+            callback(error)
             return
         txn = self.txns.get(transactional_id)
         if txn is None or txn.producer_id != pid:
