@@ -39,6 +39,7 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
+from kafkagen.runtime.wire import write_string
 
 from .config import ConfigStore
 from .coordinator_log import CoordinatorLog
@@ -164,13 +165,8 @@ _VALUE_HEAD = struct.Struct(">hqhib")
 _TIMES = struct.Struct(">qq")
 
 
-def _str(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return _I16.pack(len(raw)) + raw
-
-
 def txn_key(transactional_id: str) -> bytes:
-    return _I16.pack(0) + _str(transactional_id)
+    return _I16.pack(0) + write_string(transactional_id)
 
 
 def txn_value(s: TxnSnapshot) -> bytes:
@@ -182,7 +178,7 @@ def txn_value(s: TxnSnapshot) -> bytes:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     out += _I32.pack(len(by_topic))
     for topic, indexes in by_topic.items():
-        out += _str(topic)
+        out += write_string(topic)
         out += _I32.pack(len(indexes))
         for i in indexes:
             out += _I32.pack(i)
