@@ -293,20 +293,9 @@ class ConsumerGroupManager:
             group, member_id, member_epoch, instance_id, owned, client_id, client_host
         )
         before = _copy(member.assigned)
-        changed = is_new
-        if subscribed_topic_names is not None:
-            names = sorted(set(subscribed_topic_names))
-            if names != member.subscribed_topic_names:
-                member.subscribed_topic_names = names
-                changed = True
-        if version >= 1 and subscribed_topic_regex is not None:
-            regex = subscribed_topic_regex or None
-            if regex != member.subscribed_topic_regex:
-                member.subscribed_topic_regex = regex
-                changed = True
-        if server_assignor is not None and server_assignor != member.server_assignor:
-            member.server_assignor = server_assignor
-            changed = True
+        changed = _subscribe(
+            member, version, subscribed_topic_names, subscribed_topic_regex, server_assignor
+        )
         if rack_id is not None:
             member.rack_id = rack_id
         if rebalance_timeout_ms >= 0:
@@ -314,7 +303,7 @@ class ConsumerGroupManager:
         member.client_id = client_id
         member.client_host = client_host
         metadata = self._subscription_metadata(group)
-        if changed or metadata != group.subscription_metadata:
+        if is_new or changed or metadata != group.subscription_metadata:
             group.group_epoch += 1
             group.subscription_metadata = metadata
         self._maybe_assign(group)
@@ -813,6 +802,32 @@ class ConsumerGroupManager:
                 self._cancel_timers(m)
         self._sessions.shutdown()
         self._sessions.timer.close()
+
+
+def _subscribe(
+    member: ConsumerMember,
+    version: int,
+    topic_names: list[str] | None,
+    topic_regex: str | None,
+    server_assignor: str | None,
+) -> bool:
+    """Apply what a heartbeat says of the member's subscription; whether it changed (null
+    fields leave it as it is)."""
+    changed = False
+    if topic_names is not None:
+        names = sorted(set(topic_names))
+        if names != member.subscribed_topic_names:
+            member.subscribed_topic_names = names
+            changed = True
+    if version >= 1 and topic_regex is not None:
+        regex = topic_regex or None
+        if regex != member.subscribed_topic_regex:
+            member.subscribed_topic_regex = regex
+            changed = True
+    if server_assignor is not None and server_assignor != member.server_assignor:
+        member.server_assignor = server_assignor
+        changed = True
+    return changed
 
 
 def _subset(a: Assignment, b: Assignment) -> bool:

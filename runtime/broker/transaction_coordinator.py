@@ -437,6 +437,19 @@ class TransactionCoordinator:
         if state not in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
             fail(ErrorCode.CONCURRENT_TRANSACTIONS)
             return
+        target = self._next_producer(txn, expected_pid != NO_PRODUCER_ID, timeout_ms)
+
+        def written(error: int) -> None:
+            if error:
+                fail(error)
+            else:
+                callback(0, target.producer_id, target.producer_epoch)
+
+        self._transit(txn, target, written)
+
+    def _next_producer(self, txn: TxnMetadata, named_epoch: bool, timeout_ms: int) -> TxnSnapshot:
+        """The id's state for its next producer: the epoch after the current one, or a new
+        producer id at epoch 0 once the epochs run out."""
         if txn.producer_epoch >= _MAX_EPOCH:
             pid, epoch = self.metadata.allocate_producer_id(), 0
             last_pid, last_epoch = txn.producer_id, txn.producer_epoch
@@ -444,8 +457,8 @@ class TransactionCoordinator:
             pid, epoch = txn.producer_id, txn.producer_epoch + 1
             # Only a producer that named its epoch can retry with it (Kafka's rule).
             last_pid = NO_PRODUCER_ID
-            last_epoch = txn.producer_epoch if expected_pid != NO_PRODUCER_ID else NO_EPOCH
-        target = txn.snapshot(
+            last_epoch = txn.producer_epoch if named_epoch else NO_EPOCH
+        return txn.snapshot(
             producer_id=pid,
             producer_epoch=epoch,
             last_producer_id=last_pid,
@@ -456,14 +469,6 @@ class TransactionCoordinator:
             start_ms=-1,
             update_ms=self._time_ms(),
         )
-
-        def written(error: int) -> None:
-            if error:
-                fail(error)
-            else:
-                callback(0, pid, epoch)
-
-        self._transit(txn, target, written)
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------
 
