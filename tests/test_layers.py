@@ -8,6 +8,7 @@ is import-linter's graph builder: it reads every import statement, wherever it s
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -131,3 +132,63 @@ def test_an_upward_import_breaks_a_layer_even_under_type_checking_or_in_a_functi
     assert {"kafkagen.runtime.broker.cluster", "kafkagen.runtime.broker.offset_store"} <= set(
         tied[0]
     )
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_used_across_modules(folder: Path) -> list[str]:
+    """Where a module of ``folder`` imports another module's private name, or reads a
+    private attribute (not through self or cls) that only other modules define."""
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.py"))}
+    defined: dict[Path, set[str]] = {}
+    for path, tree in trees.items():
+        names = defined[path] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr if isinstance(node, ast.Attribute) else node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names.add(node.value)  # __slots__ entries
+    elsewhere = {p: set().union(*(n for q, n in defined.items() if q != p)) for p in trees}
+    found = []
+    for path, tree in trees.items():
+        where = path.relative_to(folder.parent)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                found += [
+                    f"{where}:{node.lineno}: imports {a.name} from {node.module}"
+                    for a in node.names
+                    if _private(a.name) and a.name != "_native"  # the compiled extension
+                ]
+            elif (
+                isinstance(node, ast.Attribute)
+                and _private(node.attr)
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                and node.attr not in defined[path]
+                and node.attr in elsewhere[path]
+            ):
+                found.append(f"{where}:{node.lineno}: reads .{node.attr}")
+    return found
+
+
+def test_no_runtime_module_uses_another_modules_private_names() -> None:
+    assert private_names_used_across_modules(REPO / "runtime") == []
+
+
+def test_the_private_name_check_finds_a_reach_into_another_module(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "owner.py").write_text(
+        "_LOCK = object()\n\n\nclass Store:\n    def _append(self) -> None:\n        pass\n"
+    )
+    (package / "user.py").write_text(
+        "from .owner import _LOCK, Store\n\n\ndef use(s: Store) -> object:\n"
+        "    s._append()\n    return _LOCK\n"
+    )
+    assert private_names_used_across_modules(package) == [
+        "pkg/user.py:1: imports _LOCK from owner",
+        "pkg/user.py:5: reads ._append",
+    ]
