@@ -255,6 +255,36 @@ def test_static_member_restart_keeps_its_assignment_without_rebalance(g: Groups)
     assert g.gc.heartbeat("g", gen, old_id, restarted_instance) == ErrorCode.FENCED_INSTANCE_ID
 
 
+def test_static_member_restart_that_cannot_be_stored_keeps_the_old_member(g: Groups) -> None:
+    first = g.join("", instance="i-a")
+    g.advance(0)
+    a = first[0].member_id
+    jb = g.join("", instance="i-b")
+    ja = g.join(a, instance="i-a")
+    [rb], [ra] = jb, ja
+    gen, b = ra.generation_id, rb.member_id
+    leader_instance = "i-a" if ra.leader == a else "i-b"
+    got: list[SyncResult] = []
+    g.gc.sync_group(
+        "g", gen, ra.leader, leader_instance, None, None, {a: b"A", b: b"B"}, got.append
+    )
+    group = g.gc.groups["g"]
+    assert group.state is GroupState.STABLE
+    follower, follower_instance = (b, "i-b") if ra.leader == a else (a, "i-a")
+    before = (group.members[follower].client_id, group.members[follower].protocols)
+    # The offsets partition now refuses acks=all writes: the replacement cannot be stored.
+    g.md.configs.set_topic_configs(OFFSETS_TOPIC, {"min.insync.replicas": "2"})
+    [again] = g.join("", instance=follower_instance, protocols=[("range", b"new")])
+    assert again.error == ErrorCode.COORDINATOR_NOT_AVAILABLE and again.member_id == ""
+    # Undone: the old id is the member again, with what it had, and still in the group.
+    assert group.static_members[follower_instance] == follower
+    assert follower in group.members and len(group.members) == 2
+    assert group.members[follower].member_id == follower
+    assert (group.members[follower].client_id, group.members[follower].protocols) == before
+    assert g.gc.heartbeat("g", gen, follower, follower_instance) == 0
+    assert group.state is GroupState.STABLE and group.generation_id == gen
+
+
 def test_inconsistent_protocols_are_refused(g: Groups) -> None:
     m = g.new_member()
     g.join(m)
