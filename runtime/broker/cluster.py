@@ -54,7 +54,12 @@ def _check_loopback(host: str) -> None:
 
 
 class Broker(MetadataListener):
-    """A broker of the cluster; every broker of a process shares one `ClusterMetadata`."""
+    """A broker of the cluster; every broker of a process shares one `ClusterMetadata`.
+
+    ``cluster`` supplies the metadata and the log directory, and is how the broker's
+    components reach other brokers (as their `LeaderLookup`, `MarkerWriter` and `Peers`);
+    the broker keeps no reference to it.
+    """
 
     def __init__(
         self,
@@ -65,7 +70,6 @@ class Broker(MetadataListener):
         timer_factory: Callable[[], Timer],
         time_ms: Callable[[], int] | None = None,
     ) -> None:
-        self.cluster = cluster
         self.node_id = node_id
         self.metadata: ClusterMetadata = cluster.metadata
         self.configs = cluster.metadata.configs
