@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
+
 from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
 
@@ -12,6 +14,7 @@ __all__ = [
     "TOPIC_OPERATIONS",
     "authorized_operations",
     "pagination_limit",
+    "repeated",
 ]
 
 #: Nothing is enforced, so every operation a resource type knows is allowed.
@@ -53,6 +56,22 @@ def pagination_limit(ctx: RequestContext, requested: int) -> int:
     max(min(broker max.request.pagination.size.limit, ResponsePaginationLimit), 1)."""
     cap = ctx.broker.configs.broker_int("max.request.pagination.size.limit", ctx.broker.node_id)
     return max(min(cap, requested), 1)
+
+
+def repeated(entries: Iterable[Hashable], noun: str) -> str | None:
+    """Why a paged request is refused for naming an entry twice, or None (seed 001).
+
+    A cursor names an entry by its key, not by its place in the request, so with a repeat it
+    could resume at either copy and a walk might never end. Every paged API therefore
+    refuses such a request with INVALID_REQUEST, the way it refuses a cursor outside the
+    request; ``entries`` are the request's entries in order, as the cursor names them.
+    """
+    seen: set[Hashable] = set()
+    for entry in entries:
+        if entry in seen:
+            return f"the request lists {noun} {entry!r} more than once"
+        seen.add(entry)
+    return None
 
 
 class Pager:

@@ -4,7 +4,8 @@ Member metadata and assignments are shown only for a Stable group, as Kafka does
 unknown group is described as Dead with no members. v6 (unstable, seed 001) pages the
 members, sorted by id within each group (groups in request order); NextCursor names where
 the next page starts. A cursor at a member that has left resumes at the next member; a
-cursor whose group was not asked for answers INVALID_REQUEST for every group.
+group listed twice, or a cursor whose group was not asked for, answers INVALID_REQUEST for
+every group.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kafkagen.runtime.handlers._util import (
     Pager,
     authorized_operations,
     pagination_limit,
+    repeated,
 )
 
 API_KEY = 15
@@ -37,8 +39,11 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     pager = None
     if ctx.api_version >= 6:
         c = request.cursor
-        if c is not None and c.group_id not in request.groups:
-            error = InvalidRequestError(f"the cursor's group {c.group_id!r} was not asked for")
+        problem = repeated(request.groups, "the group")
+        if problem is None and c is not None and c.group_id not in request.groups:
+            problem = f"the cursor's group {c.group_id!r} was not asked for"
+        if problem is not None:
+            error = InvalidRequestError(problem)
             ctx.respond(
                 DescribeGroupsResponse(
                     groups=[
