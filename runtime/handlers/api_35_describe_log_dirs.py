@@ -87,9 +87,9 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
                     partition_index=p.tp.partition,
                     partition_size=p.log.size_in_bytes,
                     # Followers lag by what the leader has and they do not; leaders by nothing.
-                    offset_lag=(
-                        0 if p.is_leader else max(0, p.high_watermark - p.log.log_end_offset)
-                    ),
+                    offset_lag=0
+                    if p.is_leader
+                    else max(0, p.high_watermark - p.log.log_end_offset),
                     is_future_key=False,
                 )
                 for p in parts
