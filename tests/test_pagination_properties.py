@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 from broker_helpers import Harness
@@ -56,7 +56,10 @@ CONSUMER_GROUPS = [f"c{i}" for i in range(4)]
 TXN_IDS = [f"x{i}" for i in range(6)]
 ACL_NAMES = ["a", "ab", "b", "c"]
 
-Req = message_type
+
+def Req(api_key: int, kind: Literal["request", "response"]) -> Any:
+    """The message class (typed loosely: the fields differ per API)."""
+    return message_type(api_key, kind)
 
 
 class _Answer:
@@ -194,7 +197,8 @@ class World:
 def next_request_cursor(request_type: type[Message], next_cursor: Struct) -> Struct:
     """The response's NextCursor as the request's Cursor: same struct name, same fields."""
     cls = getattr(request_type, type(next_cursor).__name__)
-    names = [n for n in next_cursor.__slots__ if n != "unknown_tagged_fields"]
+    slots: tuple[str, ...] = next_cursor.__slots__
+    names = [n for n in slots if n != "unknown_tagged_fields"]
     made: Struct = cls(**{n: getattr(next_cursor, n) for n in names})
     return made
 
@@ -285,6 +289,15 @@ def _topic_partitions(data: st.DataObject) -> list[tuple[str, list[int]]]:
     return entries
 
 
+def _all_or_partitions(w: World, data: st.DataObject) -> list[tuple[str, list[int]]] | None:
+    """None (everything) half the time, else topics with partitions."""
+    return None if data.draw(st.booleans(), label="all") else _topic_partitions(data)
+
+
+def _partition_repeats(entries: list[tuple[str, list[int]]] | None) -> bool:
+    return entries is not None and _dupes(_flat(entries))
+
+
 def _flat(entries: list[tuple[str, list[int]]]) -> list[tuple[str, int]]:
     return [(t, p) for t, ps in entries for p in ps]
 
@@ -292,7 +305,7 @@ def _flat(entries: list[tuple[str, list[int]]]) -> list[tuple[str, int]]:
 # ---- Metadata (3)
 
 
-def _metadata_build(entries: Any, limit: int, cursor: Any) -> Message:
+def _metadata_build(entries: Any, limit: int, cursor: Any) -> Any:
     r: Any = Req(3, "request")
     topics = None if entries is None else [r.MetadataRequestTopic(name=n) for n in entries]
     return r(
@@ -334,7 +347,7 @@ METADATA = Api(
 # ---- ListOffsets (2)
 
 
-def _list_offsets_build(entries: Any, limit: int, cursor: Any) -> Message:
+def _list_offsets_build(entries: Any, limit: int, cursor: Any) -> Any:
     r: Any = Req(2, "request")
     return r(
         replica_id=-1,
@@ -397,15 +410,12 @@ def _offset_fetch_entries(w: World, data: st.DataObject) -> Any:
     groups = data.draw(
         st.lists(st.sampled_from([*GROUPS, "unknown-group"]), min_size=1, max_size=4, unique=True)
     )
-    entries = [
-        (g, None if data.draw(st.booleans(), label="all") else _topic_partitions(data))
-        for g in groups
-    ]
+    entries = [(g, _all_or_partitions(w, data)) for g in groups]
     _with_repeat(data, entries, lambda e: e)
     return entries
 
 
-def _offset_fetch_build(entries: Any, limit: int, cursor: Any) -> Message:
+def _offset_fetch_build(entries: Any, limit: int, cursor: Any) -> Any:
     r: Any = Req(9, "request")
     return r(
         groups=[
@@ -745,22 +755,25 @@ def _configs_fit(r: Any, effective: int) -> bool:
     return len(r.results) <= 1 or sum(len(x.configs) for x in r.results) <= effective
 
 
+def _configs_build(entries: Any, limit: int, cursor: Any) -> Any:
+    r: Any = Req(32, "request")
+    return r(
+        resources=[
+            r.DescribeConfigsResource(resource_type=2, resource_name=n, configuration_keys=keys)
+            for n, keys in entries
+        ],
+        response_pagination_limit=limit,
+        cursor=cursor,
+    )
+
+
 DESCRIBE_CONFIGS = Api(
     32,
     5,
     4,
     _seed_topics,
     _configs_entries,
-    lambda e, limit, c: (
-        lambda r: r(
-            resources=[
-                r.DescribeConfigsResource(resource_type=2, resource_name=n, configuration_keys=keys)
-                for n, keys in e
-            ],
-            response_pagination_limit=limit,
-            cursor=c,
-        )
-    )(Req(32, "request")),
+    _configs_build,
     lambda e, r: [
         (
             (x.resource_type, x.resource_name),
@@ -778,7 +791,7 @@ DESCRIBE_CONFIGS = Api(
 # ---- DescribeLogDirs (35)
 
 
-def _log_dirs_build(entries: Any, limit: int, cursor: Any) -> Message:
+def _log_dirs_build(entries: Any, limit: int, cursor: Any) -> Any:
     r: Any = Req(35, "request")
     topics = (
         None
@@ -818,10 +831,10 @@ DESCRIBE_LOG_DIRS = Api(
     5,
     4,
     _seed_offsets,
-    lambda w, data: None if data.draw(st.booleans(), label="all") else _topic_partitions(data),
+    _all_or_partitions,
     _log_dirs_build,
     _log_dirs_items,
-    lambda e: e is not None and _dupes(_flat(e)),
+    _partition_repeats,
     lambda r: r.error_code == INVALID_REQUEST,
     (*TOPIC_CHANGES, _produce_some),
 )
@@ -862,7 +875,7 @@ def _seed_reassignments(w: World, data: st.DataObject) -> None:
         _reassign(w, data)
 
 
-def _reassignment_build(entries: Any, limit: int, cursor: Any) -> Message:
+def _reassignment_build(entries: Any, limit: int, cursor: Any) -> Any:
     r: Any = Req(46, "request")
     topics = (
         None
@@ -877,14 +890,14 @@ LIST_PARTITION_REASSIGNMENTS = Api(
     1,
     0,
     _seed_reassignments,
-    lambda w, data: None if data.draw(st.booleans(), label="all") else _topic_partitions(data),
+    _all_or_partitions,
     _reassignment_build,
     lambda e, r: [
         ((t.name, p.partition_index), (tuple(p.replicas), tuple(p.adding_replicas)))
         for t in r.topics
         for p in t.partitions
     ],
-    lambda e: e is not None and _dupes(_flat(e)),
+    _partition_repeats,
     lambda r: r.error_code == INVALID_REQUEST,
     (_reassign, lambda w, data: _reassign(w, data, cancel=True), _delete_topic, _create_topic),
     brokers=2,
@@ -922,19 +935,22 @@ def _producers_items(entries: Any, r: Any) -> list[tuple[Any, Any]]:
     ]
 
 
+def _producers_build(entries: Any, limit: int, cursor: Any) -> Any:
+    r: Any = Req(61, "request")
+    return r(
+        topics=[r.TopicRequest(name=t, partition_indexes=ps) for t, ps in entries],
+        response_pagination_limit=limit,
+        cursor=cursor,
+    )
+
+
 DESCRIBE_PRODUCERS = Api(
     61,
     1,
     0,
     _seed_producers,
     lambda w, data: _topic_partitions(data),
-    lambda e, limit, c: (
-        lambda r: r(
-            topics=[r.TopicRequest(name=t, partition_indexes=ps) for t, ps in e],
-            response_pagination_limit=limit,
-            cursor=c,
-        )
-    )(Req(61, "request")),
+    _producers_build,
     _producers_items,
     lambda e: _dupes(_flat(e)),
     lambda r: all(p.error_code == INVALID_REQUEST for t in r.topics for p in t.partitions),
