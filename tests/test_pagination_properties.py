@@ -14,6 +14,7 @@ unpaged version, and at the end it checks:
 - its items come in the documented order, each at most once (strictly increasing keys);
 - every item present in all the unpaged answers taken during the walk is in it, and every
   item in it was in one of them;
+- every entry the request names is answered on some page (as an error, or without items);
 - no page holds more than the effective limit of counted items;
 - without changes, the pages joined equal the unpaged answer.
 
@@ -232,6 +233,10 @@ class Api:
     #: Whether a page respects the effective limit, when items are not what is counted.
     fits: Callable[[Any, int], bool] | None = None
     brokers: int = 1
+    #: The request's entries, and those an answer holds (errors included): every entry
+    #: asked for must be answered on some page, even one that lost its items meanwhile.
+    asked: Callable[[Any], set[Any]] | None = None
+    answered: Callable[[Any], set[Any]] | None = None
 
 
 def _dupes(keys: Sequence[Any]) -> bool:
@@ -341,6 +346,8 @@ METADATA = Api(
     lambda e: e is not None and _dupes(e),
     lambda r: bool(r.topics) and all(t.error_code == INVALID_REQUEST for t in r.topics),
     TOPIC_CHANGES,
+    asked=lambda e: set(e or ()),
+    answered=lambda r: {t.name for t in r.topics},
 )
 
 
@@ -399,6 +406,8 @@ LIST_OFFSETS = Api(
     lambda e: _dupes(_flat(e)),
     lambda r: all(p.error_code == INVALID_REQUEST for t in r.topics for p in t.partitions),
     (*TOPIC_CHANGES, _produce_some),
+    asked=lambda e: set(_flat(e)),
+    answered=lambda r: {(t.name, p.partition_index) for t in r.topics for p in t.partitions},
 )
 
 
@@ -509,6 +518,8 @@ OFFSET_FETCH = Api(
     _offset_fetch_repeats,
     lambda r: bool(r.groups) and all(g.error_code == INVALID_REQUEST for g in r.groups),
     (_commit, _delete_offset, _delete_group, _delete_topic),
+    asked=lambda e: {g for g, _ in e},
+    answered=lambda r: {g.group_id for g in r.groups},
 )
 
 
@@ -554,6 +565,8 @@ DESCRIBE_GROUPS = Api(
     _dupes,
     lambda r: bool(r.groups) and all(g.error_code == INVALID_REQUEST for g in r.groups),
     (_join, _leave, _commit, _delete_group),
+    asked=set,
+    answered=lambda r: {g.group_id for g in r.groups},
 )
 
 LIST_GROUPS = Api(
@@ -626,6 +639,8 @@ CONSUMER_GROUP_DESCRIBE = Api(
     _dupes,
     lambda r: bool(r.groups) and all(g.error_code == INVALID_REQUEST for g in r.groups),
     (_consumer_join, _consumer_leave),
+    asked=set,
+    answered=lambda r: {g.group_id for g in r.groups},
 )
 
 
@@ -785,6 +800,8 @@ DESCRIBE_CONFIGS = Api(
     lambda r: bool(r.results) and all(x.error_code == INVALID_REQUEST for x in r.results),
     (*TOPIC_CHANGES, _alter_config),
     fits=_configs_fit,
+    asked=lambda e: {n for n, _ in e},
+    answered=lambda r: {x.resource_name for x in r.results},
 )
 
 
@@ -955,6 +972,8 @@ DESCRIBE_PRODUCERS = Api(
     lambda e: _dupes(_flat(e)),
     lambda r: all(p.error_code == INVALID_REQUEST for t in r.topics for p in t.partitions),
     (_produce_as, *TOPIC_CHANGES),
+    asked=lambda e: set(_flat(e)),
+    answered=lambda r: {(t.name, p.partition_index) for t in r.topics for p in t.partitions},
 )
 
 
@@ -995,6 +1014,8 @@ DESCRIBE_TRANSACTIONS = Api(
     lambda r: bool(r.transaction_states)
     and all(x.error_code == INVALID_REQUEST for x in r.transaction_states),
     (_init_txn,),
+    asked=set,
+    answered=lambda r: {x.transactional_id for x in r.transaction_states},
 )
 
 LIST_TRANSACTIONS = Api(
@@ -1068,6 +1089,7 @@ class PagedWalk(RuleBasedStateMachine):
         self.cursor: Any = None
         self.pages: list[list[tuple[Any, Any]]] = []
         self.unpaged: list[dict[Any, Any]] = []
+        self.answered: set[Any] = set()
         self.changed = False
         self.done = False
 
@@ -1095,6 +1117,8 @@ class PagedWalk(RuleBasedStateMachine):
             return
         items = api.items(self.entries, answer)
         self.pages.append(items)
+        if api.answered is not None:
+            self.answered |= api.answered(answer)
         self.runs["items"] += len(items)
         if api.fits is not None:
             assert api.fits(answer, self.effective), (self.effective, answer)
@@ -1134,6 +1158,9 @@ class PagedWalk(RuleBasedStateMachine):
         survivors = set.intersection(*(set(u) for u in self.unpaged))
         assert set(keys) <= seen, f"items no unpaged answer had: {set(keys) - seen}"
         assert survivors <= set(keys), f"skipped: {survivors - set(keys)}"
+        if self.api.asked is not None:
+            missing = self.api.asked(self.entries) - self.answered
+            assert not missing, f"entries no page answered: {missing}"
         if not self.changed:
             assert walked == sorted(self.unpaged[0].items()), (walked, self.unpaged[0])
 

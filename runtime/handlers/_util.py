@@ -83,7 +83,10 @@ class Pager:
     works); otherwise (request order) it starts at the item equal to the cursor. With
     ``request_prefix`` n, the first n fields name an entry of the request (request order,
     matched exactly) and the rest come sorted within it: the page starts at the first item of
-    the cursor's entry at or after the cursor, or at the next entry when none is left.
+    the cursor's entry at or after the cursor, or at the next entry when none is left. With
+    ``entry_start``, a cursor whose rest is at or before it (the API's "from the start of
+    this entry") means earlier pages did not show the entry, so it is shown even when it
+    has no items left (a group whose members all left, a topic deleted since).
     """
 
     def __init__(
@@ -93,11 +96,13 @@ class Pager:
         sorted_keys: bool,
         *,
         request_prefix: int = 0,
+        entry_start: tuple[object, ...] | None = None,
     ) -> None:
         self.remaining = limit
         self.cursor = cursor
         self.sorted_keys = sorted_keys
         self.prefix = request_prefix
+        self.entry_start = entry_start
         self.seeking = cursor is not None
         self._in_entry = False
         self.next: tuple[object, ...] | None = None
@@ -114,8 +119,12 @@ class Pager:
         if not self.seeking:
             return True
         if self.prefix and self.cursor is not None and self.cursor[: self.prefix] == entry:
-            self._in_entry = True  # the cursor's own entry: already shown by earlier pages
-            return False
+            self._in_entry = True
+            start = self.entry_start
+            if start is not None and self.cursor[self.prefix :] <= start:
+                self.seeking = False  # the page starts at this entry, which has no items now
+                return True
+            return False  # earlier pages showed the entry with its items before the cursor
         return self.prefix > 0 and self._in_entry
 
     def take(self, key: tuple[object, ...]) -> bool:

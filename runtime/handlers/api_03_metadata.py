@@ -245,8 +245,10 @@ def _paginate(
         None if c is None else (c.topic_name, c.partition_index),
         sorted_keys=ordered,
         # Named topics come in request order, their partitions sorted: a cursor at a
-        # partition or topic that went away resumes at the next one.
+        # partition or topic that went away resumes at the next one. A cursor at partition
+        # 0 starts its topic, so that topic is answered even if it has gone meanwhile.
         request_prefix=0 if ordered else 1,
+        entry_start=None if ordered else (0,),
     )
     page: KeyedList[Topic] = KeyedList()
     for t in response.topics:

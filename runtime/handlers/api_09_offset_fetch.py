@@ -25,6 +25,9 @@ from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 
 API_KEY = 9
+#: A NextCursor (topic, partition) meaning "this group's full listing from its start": the
+#: page before did not show the group, so the next one does even if its offsets are gone.
+_GROUP_START = ("", 0)
 R = OffsetFetchResponse
 
 
@@ -172,6 +175,7 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
         sorted_keys=False,
         # A group's full listing is sorted, so a cursor at a deleted offset still works.
         request_prefix=1 if whole else 0,
+        entry_start=_GROUP_START if whole else None,
     )
     page = []
     for g in request.groups[first:]:
@@ -217,6 +221,9 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     if pager.next is not None:
         group_id, topic, index = pager.next
         assert isinstance(group_id, str) and isinstance(topic, str) and isinstance(index, int)
+        listing = next(g for g in request.groups if g.group_id == group_id)
+        if listing.topics is None and (not page or page[-1].group_id != group_id):
+            topic, index = _GROUP_START  # the next page starts with this group's listing
         response.next_cursor = R.OffsetFetchCursor(
             group_id=group_id, topic_name=topic, partition_index=index
         )

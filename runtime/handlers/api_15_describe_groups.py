@@ -24,6 +24,9 @@ from kafkagen.runtime.handlers._util import (
 )
 
 API_KEY = 15
+#: A NextCursor member id meaning "this group from its first member": the page before did
+#: not show the group, so the next one does even if its members have all left meanwhile.
+_GROUP_START = ""
 Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
@@ -58,6 +61,7 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             None if c is None else (c.group_id, c.member_id),
             sorted_keys=False,
             request_prefix=1,
+            entry_start=(_GROUP_START,),
         )
     out = []
     for group_id in request.groups:
@@ -109,6 +113,8 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     if pager is not None and pager.next is not None:
         next_group, next_member = pager.next
         assert isinstance(next_group, str) and isinstance(next_member, str)
+        if not out or out[-1].group_id != next_group:
+            next_member = _GROUP_START  # the next page starts with this group
         response.next_cursor = DescribeGroupsResponse.GroupMemberCursor(
             group_id=next_group, member_id=next_member
         )

@@ -72,8 +72,8 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
             d.members = [m for m in d.members if m.member_id >= cursor.member_id]
         if paged:
             if remaining <= 0:
-                first = d.members[0].member_id if d.members else ""
-                next_cursor = R.GroupMemberCursor(group_id=d.group_id, member_id=first)
+                # "From the start of this group": the next page answers it whatever is left.
+                next_cursor = R.GroupMemberCursor(group_id=d.group_id, member_id="")
                 break
             if len(d.members) > remaining:
                 next_cursor = R.GroupMemberCursor(
