@@ -10,6 +10,7 @@ and deletions through the same APIs) until the walk ends. At every page it also 
 unpaged version, and at the end it checks:
 
 - a request that names an entry twice is refused at once: INVALID_REQUEST, null NextCursor;
+- no NextCursor comes twice in a walk (the client helpers' guard is never needed);
 - otherwise the walk ends within (items + 1) pages, items counted over every answer seen;
 - its items come in the documented order, each at most once (strictly increasing keys);
 - every item present in all the unpaged answers taken during the walk is in it, and every
@@ -1090,6 +1091,7 @@ class PagedWalk(RuleBasedStateMachine):
         self.pages: list[list[tuple[Any, Any]]] = []
         self.unpaged: list[dict[Any, Any]] = []
         self.answered: set[Any] = set()
+        self.cursors: set[str] = set()
         self.changed = False
         self.done = False
 
@@ -1129,6 +1131,10 @@ class PagedWalk(RuleBasedStateMachine):
             self.done = True
             return
         self.cursor = next_request_cursor(type(request), answer.next_cursor)
+        # What the client helpers' guard stops on: the broker must never need it.
+        fields = repr(self.cursor)
+        assert fields not in self.cursors, f"NextCursor {fields} came a second time"
+        self.cursors.add(fields)
         seen = set().union(*self.unpaged, *(dict(p) for p in self.pages))
         assert len(self.pages) <= len(seen) + 1, f"{len(self.pages)} pages for {len(seen)} items"
 
