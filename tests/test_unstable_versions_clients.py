@@ -2,9 +2,10 @@
 versions advertised): each client negotiates the versions it knows, so no request of
 Kafka's released layouts may be read as one of kafkagen's own versions.
 
-For confluent-kafka and kafka-python, an admin session (create a topic, list and describe
-topics, groups, offsets and configs), a produce and a consume in a group with a commit; the
-broker must keep every connection, log no malformed request, and stay up.
+For confluent-kafka and kafka-python, a produce, a consume in a group with a commit, and
+the admin calls of the paged APIs each client has (topics, groups, committed and latest
+offsets, configs; with kafka-python also log dirs, producers and transactions); the broker
+must close no connection, log no malformed request, and stay up.
 """
 
 from __future__ import annotations
@@ -75,17 +76,18 @@ def test_confluent_kafka_session_with_unstable_versions(broker: BrokerProcess) -
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     configs = admin.describe_configs([resource])[resource].result(30)
     assert "retention.ms" in configs
-    from confluent_kafka import OffsetSpec
+    from confluent_kafka.admin import OffsetSpec
 
     ends = admin.list_offsets({TopicPartition(topic, i): OffsetSpec.latest() for i in (0, 1)})
     assert sum(f.result(30).offset for f in ends.values()) == MESSAGES
 
 
 def test_kafka_python_session_with_unstable_versions(broker: BrokerProcess) -> None:
-    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
     topic, group = "kp-unstable", "kp-unstable-group"
+    partitions = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         admin.create_topics([NewTopic(topic, 2, 1)])
@@ -108,14 +110,30 @@ def test_kafka_python_session_with_unstable_versions(broker: BrokerProcess) -> N
             for records in consumer.poll(500).values():
                 got += [r.value for r in records]
         consumer.commit()
-        [described] = admin.describe_consumer_groups([group])
+        described = admin.describe_groups([group])[group]
         consumer.close()
         assert sorted(got) == sorted(b"v%d" % i for i in range(MESSAGES))
-        assert described.group == group and len(described.members) == 1
-        assert group in {g[0] for g in admin.list_consumer_groups()}
-        offsets = admin.list_consumer_group_offsets(group)
-        assert sum(m.offset for tp, m in offsets.items() if tp.topic == topic) == MESSAGES
-        [answer] = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
-        assert answer.resources[0][0] == 0  # no error for the topic
+        assert described["group_state"] == "Stable" and len(described["members"]) == 1
+        # The admin calls of the paged APIs, each at the version the client picks.
+        assert group in {g["group_id"] for g in admin.list_groups()}
+        committed = admin.list_group_offsets({group: None})[group]
+        assert sum(m.offset for m in committed.values()) == MESSAGES
+        ends = admin.list_partition_offsets(dict.fromkeys(partitions, -1))
+        assert sum(o.offset for o in ends.values()) == MESSAGES
+        [log_dirs] = admin.describe_log_dirs()
+        replicas = {
+            (t["name"], p["partition_index"])
+            for d in log_dirs["log_dirs"]
+            for t in d["topics"]
+            for p in t["partitions"]
+        }
+        assert {(topic, 0), (topic, 1)} <= replicas
+        producers = admin.describe_producers(partitions)
+        assert sum(len(s.active_producers) for s in producers.values()) >= 1
+        assert admin.list_transactions() == {0: []}
+        configs = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+        )
+        assert "retention.ms" in configs["topic"][topic]
     finally:
         admin.close()
