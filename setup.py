@@ -6,7 +6,7 @@ accelerator built from other sources is refused instead of silently loaded."""
 import hashlib
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import Extension, setup  # type: ignore[import-untyped]
 
 SOURCE = "runtime/_native.c"
 digest = hashlib.sha256((Path(__file__).parent / SOURCE).read_bytes()).hexdigest()

@@ -72,6 +72,17 @@ def env() -> dict[str, str]:
 
 
 KINDS = (["python"], ["sh"], ["sh", "not-run"])
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_every_relative_link_names_a_file_in_the_repository() -> None:
+    broken = []
+    for path in DOCS:
+        for target in LINK.findall(path.read_text(encoding="utf-8")):
+            if "://" not in target and not (path.parent / target).exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert broken == []
+
 
 
 def test_every_code_block_is_of_a_known_kind() -> None:

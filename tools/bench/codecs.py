@@ -678,10 +678,10 @@ def codecs_in_use(classes: list[tuple[type[Any], int]], pure: bool) -> str:
     if message.native is None:
         if os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0"):
             return "pure Python (KAFKAGEN_PURE_PYTHON is set)"
-        return "pure Python (the compiled accelerator is not built; see the README)"
+        return "pure Python (the compiled accelerator is not built, or is stale; see the README)"
     off = [f"{c.__name__} v{v}" for c, v in classes if not message.uses_native(c, v)]
     where = f"; pure Python for {', '.join(off)}" if off else " on every workload"
-    return f"native accelerator ({Path(message.native.__file__).name}){where}"
+    return f"native accelerator ({Path(message.native.__file__ or '_native').name}){where}"
 
 
 def run(args: argparse.Namespace) -> int:
