@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         print(
-            "kafkagen fuzz: interrupted before any task finished; nothing written",
+            "kafkagen fuzz: interrupted before any results were gathered; nothing written",
             file=sys.stderr,
         )
         return 130
