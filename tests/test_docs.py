@@ -3,6 +3,9 @@
 The convention, by a fenced block's info string:
 
 - ``python``: a complete script; it runs in a fresh interpreter and must exit 0.
+- ``python not-run``: a fragment that needs what a script cannot bring (a Kafka broker, a
+  JVM) or names values it does not define. It must compile as a module (so no top-level
+  ``await``), and every name it imports from kafkagen must exist.
 - ``sh``: each command runs with bash, in order, in a scratch folder that holds the
   example inputs the docs name: ``my_specs/``, ``old_specs/`` and ``new_specs/`` (a small
   valid spec set each). Every command must exit 0.
@@ -16,6 +19,9 @@ A block a new README section adds is judged by the same rules.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
 import re
 import shlex
@@ -71,7 +77,7 @@ def env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-KINDS = (["python"], ["sh"], ["sh", "not-run"])
+KINDS = (["python"], ["python", "not-run"], ["sh"], ["sh", "not-run"])
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -84,7 +90,6 @@ def test_every_relative_link_names_a_file_in_the_repository() -> None:
     assert broken == []
 
 
-
 def test_every_code_block_is_of_a_known_kind() -> None:
     """A python or shell block with any other info string (a typo such as ``sh no-run``,
     ``bash``, ``console``) would escape the checks below: it is refused."""
@@ -95,7 +100,8 @@ def test_every_code_block_is_of_a_known_kind() -> None:
         if b.info[:1] and b.info[0] in code and b.info not in KINDS
     ]
     assert odd == []
-    assert {tuple(k) for k in KINDS} <= {tuple(b.info) for b in blocks()}
+    used = {tuple(b.info) for b in blocks()}
+    assert {("python",), ("sh",), ("sh", "not-run")} <= used, used
 
 
 @pytest.mark.parametrize("block", of_kind("python"), ids=lambda b: b.id)
@@ -109,6 +115,41 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0, f"{block.id}\n{block.text}\n{result.stderr[-3000:]}"
+
+
+def check_fragment(text: str, where: str) -> None:
+    """A ``python not-run`` block: compiles as a module, imports only real kafkagen names."""
+    tree = ast.parse(text, filename=where)
+    compile(tree, where, "exec")  # a top-level await or async with fails here
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kafkagen"):
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                submodule = importlib.util.find_spec(f"{node.module}.{alias.name}")
+                assert hasattr(module, alias.name) or submodule is not None, (
+                    f"{where}: {node.module} has no {alias.name}"
+                )
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("kafkagen"):
+                    importlib.import_module(alias.name)
+
+
+def test_python_fragments_compile_and_import_real_names() -> None:
+    for block in of_kind("python", "not-run"):
+        check_fragment(block.text, block.id)
+
+
+def test_the_fragment_check_catches_a_script_that_cannot_run() -> None:
+    top_level_async_with = (
+        "from kafkagen.runtime.client import connect\n\n"
+        'async with await connect("127.0.0.1", 9092) as client:\n'
+        '    coordinators = await client.find_coordinators(["group-a"])\n'
+    )
+    with pytest.raises(SyntaxError):
+        check_fragment(top_level_async_with, "old README")
+    with pytest.raises(AssertionError, match="kafkagen.runtime.client has no conect"):
+        check_fragment("from kafkagen.runtime.client import conect\n", "typo")
 
 
 def scratch(root: Path) -> Path:
