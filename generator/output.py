@@ -59,6 +59,9 @@ def check_output_folder(out_dir: Path) -> None:
     shown = str(out_dir)
     out_dir = out_dir.resolve()
     if not out_dir.exists():
+        above = next(p for p in out_dir.parents if p.exists())
+        if not above.is_dir():
+            raise OutputRefused(f"{shown}: {above} is not a folder; nothing written")
         return
     if not out_dir.is_dir():
         raise OutputRefused(f"{shown}: exists and is not a folder; nothing written")

@@ -410,6 +410,17 @@ def test_the_package_folder_never_goes_missing_while_it_is_replaced(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mypkg"]  # nothing left beside it
 
 
+def test_an_output_path_that_cannot_be_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder\n")
+    out = tmp_path / "afile" / "mypkg"
+    result = kafkagen("generate", "--specs", demo_specs(tmp_path / "specs"), "--out", out)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"kafkagen generate: {out}: {tmp_path / 'afile'} is not a folder; nothing written\n"
+    )
+    assert (tmp_path / "afile").read_text() == "not a folder\n"
+
+
 def test_generate_help_says_what_out_does() -> None:
     result = kafkagen("generate", "--help")
     assert result.returncode == 0

@@ -39,6 +39,9 @@ def _generate(args: argparse.Namespace) -> int:
     except output.OutputRefused as e:
         print(f"kafkagen generate: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # the output folder cannot be made or written
+        print(f"kafkagen generate: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
+        return 1
     took = time.perf_counter() - started
     print(f"wrote {out.resolve()} ({len(messages)} specs, {len(files)} files) in {took:.1f}s")
     return 0
