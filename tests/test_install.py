@@ -54,6 +54,8 @@ def test_every_user_command_is_a_kafkagen_subcommand() -> None:
         assert result.returncode == 0 and f"usage: kafkagen bench {bench}" in result.stdout
     result = run(*KAFKAGEN, "bench")
     assert result.returncode == 2 and "codecs" in result.stderr
+    result = run(*KAFKAGEN, "bench", "--help")
+    assert result.returncode == 0 and "usage: kafkagen bench NAME" in result.stdout
 
 
 def test_generate_loads_neither_the_fuzz_nor_the_benchmarks_nor_the_broker(

@@ -185,8 +185,10 @@ BENCHMARKS = {
 def _bench(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHMARKS:
         lines = [f"  {name:<10} {text}" for name, text in BENCHMARKS.items()]
-        print("usage: kafkagen bench NAME [options]\n" + "\n".join(lines), file=sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+        asked = argv[:1] in (["-h"], ["--help"])
+        usage = "usage: kafkagen bench NAME [options]\n" + "\n".join(lines)
+        print(usage, file=sys.stdout if asked else sys.stderr)
+        return 0 if asked else 2
     main_of = importlib.import_module(f"kafkagen.bench.{argv[0]}").main
     return int(main_of(argv[1:]))
 
