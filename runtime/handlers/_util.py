@@ -6,6 +6,7 @@ from collections.abc import Hashable, Iterable
 
 from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.errors import KafkaError
 
 __all__ = [
     "CLUSTER_OPERATIONS",
@@ -15,6 +16,7 @@ __all__ = [
     "authorized_operations",
     "pagination_limit",
     "repeated",
+    "require",
 ]
 
 #: Nothing is enforced, so every operation a resource type knows is allowed.
@@ -49,6 +51,14 @@ def authorized_operations(ops: tuple[AclOperation, ...]) -> int:
     for op in ops:
         bits |= 1 << op
     return bits
+
+
+def require(
+    ctx: RequestContext, operation: int, resource_type: int, name: str, error: type[KafkaError]
+) -> None:
+    """Raise ``error`` unless the sender may do ``operation`` on the resource."""
+    if not ctx.allowed(operation, resource_type, name):
+        raise error()
 
 
 def pagination_limit(ctx: RequestContext, requested: int) -> int:

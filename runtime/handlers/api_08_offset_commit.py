@@ -4,8 +4,10 @@ offsets topic has them (acks=all)."""
 from __future__ import annotations
 
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 8
@@ -30,7 +32,19 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             indexes.append(p.partition_index)
         order.append((t.name, indexes))
 
+    # The group first (every partition fails with it), then READ on each topic.
+    denied: dict[TopicPartition, int] = {}
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        denied = dict.fromkeys(offsets, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    else:
+        for name, indexes in order:
+            if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name):
+                for i in indexes:
+                    denied[TopicPartition(name, i)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    offsets = {tp: e for tp, e in offsets.items() if tp not in denied}
+
     def done(errors: dict[TopicPartition, int]) -> None:
+        errors = {**errors, **denied}
         ctx.respond(
             OffsetCommitResponse(
                 topics=[
@@ -48,6 +62,9 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             )
         )
 
+    if denied and not offsets:
+        done({})
+        return
     ctx.broker.group_coordinator.offsets.commit(
         request.group_id,
         request.generation_id_or_member_epoch if v >= 1 else -1,

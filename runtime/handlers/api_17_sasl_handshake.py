@@ -20,11 +20,11 @@ def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> None:
     session = ctx.session
     enabled = session.mechanisms
     if session.state is not SaslState.HANDSHAKE:
-        # A plaintext listener, or a connection already authenticated.
+        # A plaintext listener, or a connection already authenticated: answered as
+        # Kafka's request handler answers it, and the connection stays.
         ctx.respond(
             SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=enabled)
         )
-        ctx.close_connection(f"SaslHandshake while SASL is in state {session.state.value}")
         return
     if not session.handshake(request.mechanism, ctx.api_version):
         ctx.respond(

@@ -13,13 +13,23 @@ from kafkagen.generated.sasl_authenticate import (
 )
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.sasl import AuthenticationFailed
-from kafkagen.runtime.errors import SaslAuthenticationFailedError
+from kafkagen.runtime.errors import IllegalSaslStateError, SaslAuthenticationFailedError
 
 API_KEY = 36
 
 
 @register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> None:
+    if ctx.session.authenticated:
+        # A plaintext listener, or after authentication (sessions never need renewing).
+        ctx.respond(
+            SaslAuthenticateResponse(
+                error_code=IllegalSaslStateError.code,
+                error_message="SaslAuthenticate outside a SASL exchange",
+                auth_bytes=b"",
+            )
+        )
+        return
     try:
         answer = ctx.session.authenticate(bytes(request.auth_bytes))
     except AuthenticationFailed as e:
