@@ -519,13 +519,16 @@ def test_listener_map_names_the_protocol_and_brokers_take_consecutive_ports() ->
         "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
     }
+    c = BackgroundCluster(2, configs=configs, users={"u": "p"})
     try:
-        c = BackgroundCluster(2, configs=configs, users={"u": "p"}).start()
+        c.start()
     except OSError:
         pytest.skip("the chosen ports were taken meanwhile")
-    with c:
+    try:
         assert c.bootstrap == f"127.0.0.1:{port},127.0.0.1:{port + 1}"
         with WireClient(c.bootstrap.split(",")[1]) as w:
             r = w.call(17, 1, req(17, mechanism="SCRAM-SHA-256"))
             assert r.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
             assert list(r.mechanisms) == ["PLAIN"]
+    finally:
+        c.stop()

@@ -29,6 +29,7 @@ from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.message import Message
 
 from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
+from .limits import ConnectionQuotas, RequestMemory
 from .listeners import (
     Listener,
     SaslState,
@@ -117,9 +118,12 @@ class ClientConnection:
     async def run(self) -> None:
         max_size = self.server.services.configs.broker_int("socket.request.max.bytes")
         reader = self.reader
+        idle_s = self.server.idle_ms / 1000
+        memory = self.server.request_memory
         try:
             while not self.closed:
-                prefix = await reader.readexactly(4)
+                async with asyncio.timeout(idle_s):
+                    prefix = await reader.readexactly(4)
                 (size,) = _SIZE.unpack(prefix)
                 if size < 0 or size > max_size:
                     # Checked before the body is read: a bogus prefix never allocates.
@@ -127,8 +131,16 @@ class ClientConnection:
                         f"frame size {size} outside 0..{max_size} (socket.request.max.bytes)"
                     )
                     return
-                body = await reader.readexactly(size)
-                self.dispatch(body)
+                if 0 <= memory.max_frame < size:
+                    self.close(
+                        f"frame size {size} exceeds what queued.max.request.bytes "
+                        f"({memory.bound}) lets one request hold ({memory.max_frame})"
+                    )
+                    return
+                async with memory.reserve(size):
+                    async with asyncio.timeout(idle_s):
+                        body = await reader.readexactly(size)
+                    self.dispatch(body)
                 if self.closed:
                     return
                 await self.writer.drain()
@@ -140,6 +152,8 @@ class ClientConnection:
                 _log.info("%s: connection closed inside a frame", self.peer)
         except (ConnectionError, OSError):
             pass
+        except TimeoutError:
+            self.close(f"idle for {self.server.idle_ms} ms (connections.max.idle.ms)")
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -252,7 +266,7 @@ class ClientConnection:
         self.closed = True
         self._room.set()
         self.writer.close()
-        self.server.connections.discard(self)
+        self.server.forget(self)
 
     async def finish(self, timeout: float) -> None:
         """Shutdown: flush what was answered, fail the rest by closing, within ``timeout``."""
@@ -294,6 +308,9 @@ class BrokerServer:
         self._tls = {lst.name: ssl_context(cfg, lst) for lst in self.listeners if lst.protocol.tls}
         self.queued_max_requests = cfg.broker_int("queued.max.requests")
         self.max_connections = cfg.broker_int("max.connections")
+        self.quotas = ConnectionQuotas(cfg)
+        self.idle_ms = cfg.broker_int("connections.max.idle.ms")
+        self.request_memory = RequestMemory(cfg.broker_int("queued.max.request.bytes"))
         #: What every decoded request goes through to its handler (see `api.dispatch`).
         self.dispatch: Dispatch = dispatch
         self._accepting = False
@@ -337,10 +354,20 @@ class BrokerServer:
             writer.close()
             return
         conn = ClientConnection(self, reader, writer, self._session(listener, writer))
+        if not self.quotas.admit(conn.client_host):
+            _log.warning("broker %d: refusing %s (max.connections.per.ip)", self.node_id, conn.peer)
+            writer.close()
+            return
         self.connections.add(conn)
         # A task of our own: cancelling the one asyncio runs this callback in makes asyncio
         # log the cancellation as an error.
         conn.task = asyncio.create_task(conn.run())
+
+    def forget(self, conn: ClientConnection) -> None:
+        """A closed connection leaves the broker's counts."""
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self.quotas.release(conn.client_host)
 
     def pause(self) -> None:
         """Refuse new connections and drop the open ones (a broker that went away)."""
