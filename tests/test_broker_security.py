@@ -305,6 +305,18 @@ def _login(cluster: BackgroundCluster, user: str) -> WireClient:
     return w
 
 
+def _create_topics(w: WireClient, *names: str) -> None:
+    Req: Any = message_type(19, "request")
+    topics = [
+        Req.CreatableTopic(
+            name=n, num_partitions=1, replication_factor=1, assignments=[], configs=[]
+        )
+        for n in names
+    ]
+    r = w.call(19, 7, Req(topics=topics, timeout_ms=5000))
+    assert [t.error_code for t in r.topics] == [0] * len(names)
+
+
 def _create_acl(w: WireClient, binding: AclBinding) -> None:
     Req: Any = message_type(30, "request")
     r = w.call(
@@ -350,21 +362,7 @@ def _produce(w: WireClient, topic: str) -> int:
 def test_acls_are_enforced_for_a_plain_user(secure: BackgroundCluster) -> None:
     Meta: Any = message_type(3, "request")
     with _login(secure, "alice") as alice, _login(secure, "bob") as bob:
-        r = alice.call(
-            19,
-            7,
-            req(
-                19,
-                topics=[
-                    req(19).CreatableTopic(
-                        name=n, num_partitions=1, replication_factor=1, assignments=[], configs=[]
-                    )
-                    for n in ("acl-open", "acl-secret", "acl-read")
-                ],
-                timeout_ms=5000,
-            ),
-        )
-        assert [t.error_code for t in r.topics] == [0, 0, 0]
+        _create_topics(alice, "acl-open", "acl-secret", "acl-read")
         # bob has no ACL yet: everything he tries is denied with Kafka's codes.
         assert _produce(bob, "acl-open") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         r = bob.call(3, 12, Meta(topics=None, include_topic_authorized_operations=True))
@@ -532,3 +530,120 @@ def test_listener_map_names_the_protocol_and_brokers_take_consecutive_ports() ->
             assert list(r.mechanisms) == ["PLAIN"]
     finally:
         c.stop()
+
+
+def test_every_api_asks_for_its_operation(secure: BackgroundCluster) -> None:
+    """Without ACLs, a plain user gets Kafka's codes from each API's own check."""
+    with _login(secure, "alice") as alice:
+        _create_topics(alice, "ops-t")
+    with _login(secure, "bob") as bob:
+        DC: Any = message_type(32, "request")
+        r = bob.call(
+            32,
+            4,
+            DC(
+                resources=[
+                    DC.DescribeConfigsResource(
+                        resource_type=2, resource_name="ops-t", configuration_keys=None
+                    ),
+                    DC.DescribeConfigsResource(
+                        resource_type=4, resource_name="0", configuration_keys=None
+                    ),
+                ]
+            ),
+        )
+        assert [x.error_code for x in r.results] == [29, 31]
+        r = bob.call(42, 2, req(42, groups_names=["g-x"]))
+        assert r.results[0].error_code == 30
+        r = bob.call(15, 5, req(15, groups=["g-x"], include_authorized_operations=True))
+        assert r.groups[0].error_code == 30 and r.groups[0].authorized_operations == 0
+        CP: Any = message_type(37, "request")
+        r = bob.call(
+            37,
+            3,
+            CP(
+                topics=[CP.CreatePartitionsTopic(name="ops-t", count=2, assignments=None)],
+                timeout_ms=5000,
+                validate_only=True,
+            ),
+        )
+        assert r.results[0].error_code == 29
+        r = bob.call(
+            22,
+            4,
+            req(
+                22,
+                transactional_id="tx",
+                transaction_timeout_ms=60000,
+                producer_id=-1,
+                producer_epoch=-1,
+            ),
+        )
+        assert r.error_code == 53
+        r = bob.call(
+            22,
+            4,
+            req(
+                22,
+                transactional_id=None,
+                transaction_timeout_ms=60000,
+                producer_id=-1,
+                producer_epoch=-1,
+            ),
+        )
+        assert r.error_code == 31
+        r = bob.call(
+            25, 3, req(25, transactional_id="tx", producer_id=1, producer_epoch=0, group_id="g")
+        )
+        assert r.error_code == 53
+        r = bob.call(
+            26, 3, req(26, transactional_id="tx", producer_id=1, producer_epoch=0, committed=True)
+        )
+        assert r.error_code == 53
+        LO: Any = message_type(2, "request")
+        r = bob.call(
+            2,
+            7,
+            LO(
+                replica_id=-1,
+                isolation_level=0,
+                topics=[
+                    LO.ListOffsetsTopic(
+                        name="ops-t",
+                        partitions=[
+                            LO.ListOffsetsPartition(
+                                partition_index=0, timestamp=-1, current_leader_epoch=-1
+                            )
+                        ],
+                    )
+                ],
+            ),
+        )
+        assert r.topics[0].partitions[0].error_code == 29
+        OC: Any = message_type(8, "request")
+        r = bob.call(
+            8,
+            8,
+            OC(
+                group_id="g",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    OC.OffsetCommitRequestTopic(
+                        name="ops-t",
+                        partitions=[
+                            OC.OffsetCommitRequestPartition(
+                                partition_index=0,
+                                committed_offset=0,
+                                committed_leader_epoch=-1,
+                                committed_metadata=None,
+                            )
+                        ],
+                    )
+                ],
+            ),
+        )
+        assert r.topics[0].partitions[0].error_code == 30
+        r = bob.call(60, 0, req(60, include_cluster_authorized_operations=True))
+        assert r.cluster_authorized_operations == 0

@@ -4,10 +4,9 @@ offsets topic has them (acks=all)."""
 from __future__ import annotations
 
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import OffsetEntry
-from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.handlers._util import commit_denials
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 8
@@ -33,14 +32,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
         order.append((t.name, indexes))
 
     # The group first (every partition fails with it), then READ on each topic.
-    denied: dict[TopicPartition, int] = {}
-    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        denied = dict.fromkeys(offsets, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    else:
-        for name, indexes in order:
-            if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name):
-                for i in indexes:
-                    denied[TopicPartition(name, i)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    denied = commit_denials(ctx, request.group_id, order)
     offsets = {tp: e for tp, e in offsets.items() if tp not in denied}
 
     def done(errors: dict[TopicPartition, int]) -> None:

@@ -15,6 +15,7 @@ import bisect
 import logging
 
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.config import ConfigEntry, ConfigResourceType, ConfigSource, ConfigType
 from kafkagen.runtime.broker.config_changes import broker_resource
@@ -23,7 +24,7 @@ from kafkagen.runtime.errors import (
     KafkaError,
     UnknownTopicOrPartitionError,
 )
-from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.handlers._util import pagination_limit, repeated, require_config_access
 
 API_KEY = 32
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -55,6 +56,9 @@ def _result(
         configs=[],
     )
     try:
+        require_config_access(
+            ctx, res.resource_type, res.resource_name, AclOperation.DESCRIBE_CONFIGS
+        )
         entries = describe(ctx, res.resource_type, res.resource_name, res.configuration_keys)
     except KafkaError as e:
         result.error_code = e.code

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafkagen.runtime.broker.acls import ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import MismatchedEndpointTypeError
-from kafkagen.runtime.handlers._util import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
+from kafkagen.runtime.handlers._util import NOT_REQUESTED
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 60
@@ -28,7 +30,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
         )
         return
     ops = (
-        authorized_operations(CLUSTER_OPERATIONS)
+        ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations
         else NOT_REQUESTED
     )
