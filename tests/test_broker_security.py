@@ -647,3 +647,39 @@ def test_every_api_asks_for_its_operation(secure: BackgroundCluster) -> None:
         assert r.topics[0].partitions[0].error_code == 30
         r = bob.call(60, 0, req(60, include_cluster_authorized_operations=True))
         assert r.cluster_authorized_operations == 0
+
+
+def test_cluster_and_listing_apis(secure: BackgroundCluster) -> None:
+    with _login(secure, "alice") as alice:
+        _create_topics(alice, "list-t")
+        JG: Any = message_type(11, "request")
+        r = alice.call(
+            11,
+            5,
+            JG(
+                group_id="listed-g",
+                session_timeout_ms=10000,
+                rebalance_timeout_ms=10000,
+                member_id="",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[JG.JoinGroupRequestProtocol(name="range", metadata=b"")],
+            ),
+        )
+        assert r.error_code in (0, ErrorCode.MEMBER_ID_REQUIRED)
+        assert "listed-g" in {g.group_id for g in alice.call(16, 4, req(16)).groups}
+    with _login(secure, "bob") as bob:
+        assert bob.call(16, 4, req(16)).groups == []
+        EL: Any = message_type(43, "request")
+        r = bob.call(
+            43,
+            1,
+            EL(
+                election_type=0,
+                topic_partitions=[EL.TopicPartitions(topic="list-t", partitions=[0])],
+                timeout_ms=5000,
+            ),
+        )
+        assert r.replica_election_results[0].partition_result[0].error_code == 31
+        r = bob.call(68, 0, req(68, group_id="cg", member_id="m", member_epoch=0))
+        assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
