@@ -683,3 +683,26 @@ def test_cluster_and_listing_apis(secure: BackgroundCluster) -> None:
         assert r.replica_election_results[0].partition_result[0].error_code == 31
         r = bob.call(68, 0, req(68, group_id="cg", member_id="m", member_epoch=0))
         assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_each_listener_advertises_itself() -> None:
+    # Two listeners per broker: a client is pointed at the brokers on its own listener.
+    configs = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_PLAINTEXT",
+    }
+    with BackgroundCluster(2, configs=configs, users={"u": "p"}) as c:
+        assert c.cluster is not None
+        ends = [b.info.endpoints for b in c.cluster.brokers]
+        assert all(set(e) == {"PLAINTEXT", "SECURE"} for e in ends)
+        host, port = ends[1]["SECURE"]
+        with WireClient(f"{host}:{port}") as w:
+            assert w.call(17, 1, req(17, mechanism="PLAIN")).error_code == 0
+            assert w.call(36, 1, req(36, auth_bytes=b"\0u\0p")).error_code == 0
+            r = w.call(3, 12, req(3, topics=None))
+            assert [(b.host, b.port) for b in r.brokers] == [e["SECURE"] for e in ends]
+            r = w.call(10, 3, req(10, key="g", key_type=0))
+            assert (r.host, r.port) in [e["SECURE"] for e in ends]
+        with WireClient(c.bootstrap.split(",")[0]) as w:
+            r = w.call(3, 12, req(3, topics=None))
+            assert [(b.host, b.port) for b in r.brokers] == [e["PLAINTEXT"] for e in ends]

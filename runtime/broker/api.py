@@ -30,6 +30,7 @@ from .metadata import ClusterMetadata
 from .replica_manager import ReplicaManager
 from .sasl import Credentials
 from .transaction_coordinator import TransactionCoordinator
+from .types import BrokerInfo
 
 __all__ = [
     "HANDLERS",
@@ -130,6 +131,15 @@ class RequestContext:
         return self.broker.authorizer.authorize(
             self.session.principal, self.client_host, operation, resource_type, name
         )
+
+    def advertised(self, broker: BrokerInfo) -> BrokerInfo:
+        """``broker`` with the host and port the sender reaches it at: those of the
+        listener this request came in on, as Kafka answers with the client's listener."""
+        listener = self.session.listener
+        if listener is None or listener.name not in broker.endpoints:
+            return broker
+        host, port = broker.endpoints[listener.name]
+        return dataclasses.replace(broker, host=host, port=port)
 
     def authorized_operations(self, resource_type: int, name: str) -> int:
         return self.broker.authorizer.authorized_operations(

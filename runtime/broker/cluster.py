@@ -121,6 +121,7 @@ class Broker(MetadataListener):
 
     async def start(self) -> None:
         self.info.port = await self.server.start()
+        self.info.endpoints = {lst.name: (lst.host, lst.port) for lst in self.server.listeners}
         self.running = True
         self.fetcher.start()
         self._schedule_isr_check()

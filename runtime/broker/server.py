@@ -297,7 +297,7 @@ class BrokerServer:
         self.node_id = services.node_id
         self.host = host
         self.port = port
-        #: This broker's listeners (ports already its own); the first is advertised.
+        #: This broker's listeners (ports already its own).
         self.listeners = listeners or [
             Listener("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port)
         ]

@@ -375,9 +375,9 @@ async def list_topics_all(
     names = None if topics is None else _keys(topics, "topic")
     version = _version(client, 3, paginate, VersionRange(1, ANY_VERSION))
     request = MetadataRequest(
-        topics=None
-        if names is None
-        else [MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+        topics=(
+            None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
+        ),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=include_authorized_operations,
     )
@@ -743,14 +743,16 @@ async def fetch_offsets_all(
             groups=[
                 OffsetFetchRequest.OffsetFetchRequestGroup(
                     group_id=g,
-                    topics=None
-                    if wanted[g] is None
-                    else [
-                        OffsetFetchRequest.OffsetFetchRequestTopics(
-                            name=name, partition_indexes=indexes
-                        )
-                        for name, indexes in _by_topic(wanted[g] or [])
-                    ],
+                    topics=(
+                        None
+                        if wanted[g] is None
+                        else [
+                            OffsetFetchRequest.OffsetFetchRequestTopics(
+                                name=name, partition_indexes=indexes
+                            )
+                            for name, indexes in _by_topic(wanted[g] or [])
+                        ]
+                    ),
                 )
                 for g in mine
             ],

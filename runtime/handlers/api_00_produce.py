@@ -177,6 +177,6 @@ def _response(
         # KIP-951: tell the client where the leaders moved, saving it a metadata round trip.
         response.node_endpoints = KeyedList(
             ProduceResponse.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in (md.brokers[n] for n in sorted(leaders) if n in md.brokers)
+            for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
         )
     return response

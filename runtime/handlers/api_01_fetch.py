@@ -167,6 +167,6 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
     if leaders and v >= 16:
         response.node_endpoints = KeyedList(
             FetchResponse.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in (md.brokers[n] for n in sorted(leaders) if n in md.brokers)
+            for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
         )
     return response

@@ -143,7 +143,7 @@ def _response(ctx: RequestContext, topics: KeyedList[Topic]) -> MetadataResponse
         MetadataResponse.MetadataResponseBroker(
             node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
         )
-        for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+        for b in sorted(map(ctx.advertised, md.brokers.values()), key=lambda b: b.node_id)
         if b.alive
     )
     return MetadataResponse(

@@ -72,4 +72,5 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int
     broker = ctx.broker.metadata.brokers.get(node)
     if broker is None or not broker.alive:
         raise CoordinatorNotAvailableError(f"no broker coordinates {key!r} right now")
+    broker = ctx.advertised(broker)
     return broker.node_id, broker.host, broker.port

@@ -43,7 +43,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
                 DescribeClusterResponse.DescribeClusterBroker(
                     broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
                 )
-                for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+                for b in sorted(map(ctx.advertised, md.brokers.values()), key=lambda b: b.node_id)
                 if b.alive
             ),
             cluster_authorized_operations=ops,
