@@ -11,13 +11,14 @@ from pathlib import Path
 
 def _generate(args: argparse.Namespace) -> int:
     from kafkagen.generator import generate as gen
-    from kafkagen.generator.errors import SpecError, SpecErrors
+    from kafkagen.generator.errors import SpecError, SpecErrors, report_spec_warnings
 
     specs = [Path(p) for p in args.specs] or [gen.BUILTIN_SPECS]
     out = Path(args.out) if args.out else gen.BUILTIN_OUT
     started = time.perf_counter()
     try:
-        messages = gen.load_messages(specs)
+        with report_spec_warnings():
+            messages = gen.load_messages(specs)
         files = gen.render_package(messages)
     except SpecErrors as e:
         for err in e.errors:
@@ -109,7 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=1)
     r.set_defaults(run=_roundtrip)
 
-    from kafkagen import bench, fuzz, serve
+    from kafkagen import bench, fuzz, import_specs, serve
+
+    i = sub.add_parser(
+        "import-specs",
+        help="follow a Kafka release: import its spec files into message_specs/",
+        description="Read a Kafka release's spec files (a release number fetched from Maven "
+        "Central, a kafka-clients jar or a folder), keep only wire facts, merge the versions "
+        "older releases had below it (--older), re-apply the project's extensions and write "
+        "the canonical files (nothing is written on error).",
+    )
+    import_specs.add_arguments(i)
+    i.set_defaults(run=import_specs.run)
 
     f = sub.add_parser(
         "fuzz",

@@ -22,8 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +38,10 @@ from kafkagen.generator.loader import (
     default_text,
     load_spec,
     normalize,
+    parse_spec_text,
     spec_files,
 )
-from kafkagen.generator.versions import Versions
+from kafkagen.generator.versions import NONE, OPEN_END, Versions
 
 #: Top-level keys in the order Kafka's own files mostly use.
 MESSAGE_KEYS = (
@@ -355,16 +358,310 @@ def apply_patch(doc: dict[str, Any], patch: Patch) -> dict[str, Any]:
     return out
 
 
+# --- sources: a spec folder, a kafka-clients jar, or a Kafka release by number -------------
+
+#: Where a ``kafka-clients`` jar keeps the spec files.
+JAR_SPEC_DIR = "common/message/"
+
+
+def is_release(source: str) -> bool:
+    """Whether ``source`` names a Kafka release (``4.4.0``) rather than a path."""
+    return bool(re.fullmatch(r"\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.-]+)?", source))
+
+
+def resolve_source(source: str) -> Path:
+    """A folder or jar path as given, or a release number as its ``kafka-clients`` jar."""
+    if is_release(source) and not Path(source).exists():
+        from kafkagen.maven import MavenError, jar
+
+        try:
+            return jar(f"org.apache.kafka:kafka-clients:{source}")
+        except MavenError as e:
+            raise SpecError(
+                source, "", "cannot fetch kafka-clients from Maven Central", str(e)
+            ) from e
+    return Path(source)
+
+
+def read_specs(source: Path) -> dict[str, dict[str, Any]]:
+    """Every spec of a folder or of a jar's ``common/message/``, by file name, as loaded."""
+    if source.is_dir():
+        paths = spec_files(source)
+        if not paths:
+            raise SpecError(str(source), "", "no .json spec files in the upstream directory")
+        return {p.name: load_spec(p) for p in paths}
+    try:
+        with zipfile.ZipFile(source) as jar:
+            members = sorted(
+                n
+                for n in jar.namelist()
+                if n.startswith(JAR_SPEC_DIR) and n.endswith(".json") and n.count("/") == 2
+            )
+            texts = {n.removeprefix(JAR_SPEC_DIR): jar.read(n) for n in members}
+    except (OSError, zipfile.BadZipFile) as e:
+        raise SpecError(str(source), "", "not a spec folder or a readable jar", str(e)) from e
+    if not texts:
+        raise SpecError(str(source), "", f"the jar has no {JAR_SPEC_DIR}*.json spec files")
+    docs = {}
+    for name, data in texts.items():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SpecError(name, "", "cannot read spec file", str(e)) from e
+        docs[name] = parse_spec_text(text, name)
+    return docs
+
+
+# --- older releases -----------------------------------------------------------------------
+#
+# Kafka 4.0 dropped the versions KIP-896 retired, and the ZooKeeper-era APIs lost all of
+# theirs, yet clients and brokers older than 4.0 still send them. An older release's file
+# supplies the versions below the newer file's lowest; the newer file rules from its lowest
+# up. Each merged range is the union of the older file's part and the newer file's part, and
+# the result is checked version by version against both, so a merge that cannot be stated
+# as one spec stops the import instead of changing a wire fact.
+
+
+def _spec_key(doc: Mapping[str, Any]) -> tuple[str, str]:
+    # The API key identifies a request or response across renames (74 was
+    # ListClientMetricsResources before 4.1, ListConfigResources since).
+    if doc.get("type") in ("request", "response") and "apiKey" in doc:
+        return str(doc["type"]), str(as_int(doc["apiKey"]))
+    return str(doc.get("type")), str(doc.get("name"))
+
+
+def _older_part(new: Versions, old: Versions, old_unstable: bool) -> Versions:
+    """The versions an older file adds below a newer one (never an unstable latest)."""
+    if old.empty:
+        return NONE
+    top = old.highest - 1 if old_unstable else old.highest
+    if not new.empty:
+        top = min(top, new.lowest - 1)
+    return Versions(old.lowest, top) if old.lowest <= top else NONE
+
+
+def _merged_range(
+    file: str, where: str, old: str | None, new: str | None, taken: Versions, cut: int
+) -> str | None:
+    """The range that is ``old`` within ``taken`` and ``new`` from ``cut`` up, as text.
+
+    Upstream's own text is kept when it already says exactly that (``"0+"`` stays ``"0+"``).
+    """
+    old_v = Versions.parse(old) if old is not None else NONE
+    new_v = Versions.parse(new) if new is not None else NONE
+    low_part = old_v.intersect(taken)
+    high_part = new_v.intersect(Versions(cut, OPEN_END))
+    if low_part.empty and high_part.empty:
+        return None
+    if low_part.empty:
+        merged = high_part
+    elif high_part.empty:
+        merged = low_part
+    elif low_part.highest + 1 >= high_part.lowest:
+        merged = Versions(low_part.lowest, high_part.highest)
+    else:
+        raise SpecError(
+            file,
+            where,
+            f"the older release's {old} and the newer's {new} leave a gap: not one range",
+        )
+    for text, parsed in ((new, new_v), (old, old_v)):
+        if text is not None and parsed == merged:
+            return text
+    return str(merged)
+
+
+_MERGED_RANGES = ("versions", "taggedVersions", "nullableVersions", "flexibleVersions")
+
+
+def _merge_fields(
+    file: str,
+    path: str,
+    old: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    taken: Versions,
+    cut: int,
+) -> list[dict[str, Any]]:
+    """One field list holding the older list's fields within ``taken`` and the newer's."""
+    old_by_name = {f["name"]: f for f in old}
+    new_names = {f["name"] for f in new}
+    out: list[dict[str, Any]] = []
+    for f in new:
+        o = old_by_name.get(f["name"])
+        out.append(_merge_field(file, f"{path}.{f['name']}", o, f, taken, cut))
+    # Fields the newer release removed keep their place after the field they followed.
+    for i, o in enumerate(old):
+        if o["name"] in new_names:
+            continue
+        kept = _merge_field(file, f"{path}.{o['name']}", o, None, taken, cut)
+        if "versions" not in kept:
+            continue  # only in versions the older release no longer contributes
+        before = [p["name"] for p in old[:i]]
+        at = 0
+        for j, placed in enumerate(out):
+            if placed["name"] in before:
+                at = j + 1
+        out.insert(at, kept)
+    return out
+
+
+def _merge_field(
+    file: str,
+    path: str,
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    taken: Versions,
+    cut: int,
+) -> dict[str, Any]:
+    base = dict(new if new is not None else old or {})
+    for key in _MERGED_RANGES:
+        value = _merged_range(
+            file,
+            f"{path}.{key}",
+            None if old is None else old.get(key),
+            None if new is None else new.get(key),
+            taken,
+            cut,
+        )
+        if value is not None:
+            base[key] = value
+        elif key != "versions" and key in (old or {}).keys() | (new or {}).keys():
+            base[key] = "none"  # a field's own flexibleVersions "none" is a fact, not absence
+        else:
+            base.pop(key, None)
+    if old is not None and new is not None and "fields" in (old.keys() | new.keys()):
+        base["fields"] = _merge_fields(
+            file, path, old.get("fields", []), new.get("fields", []), taken, cut
+        )
+    return base
+
+
+def merge_older(
+    name: str, new: Mapping[str, Any], old: Mapping[str, Any], old_unstable: bool = False
+) -> tuple[dict[str, Any], Versions]:
+    """``new`` extended by the versions ``old`` has below it; the merged doc and those versions.
+
+    ``old_unstable`` says the older release's latest version was unstable (a response takes
+    it from its request): never shipped, so never merged. Returns ``new`` unchanged with an
+    empty range when ``old`` adds nothing.
+    """
+    new_valid = Versions.parse(new["validVersions"])
+    old_valid = Versions.parse(old["validVersions"])
+    taken = _older_part(new_valid, old_valid, old_unstable)
+    if taken.empty:
+        return dict(new), NONE
+    if new_valid.empty:
+        return dict(old), taken  # a retired API: the older release states all of it
+    if taken.highest + 1 != new_valid.lowest:
+        raise SpecError(
+            name, "validVersions", "the older release's versions leave a gap", str(taken)
+        )
+    cut = new_valid.lowest
+    out = dict(new)
+    out["validVersions"] = f"{taken.lowest}-{new_valid.highest}"
+    for key in ("flexibleVersions", "deprecatedVersions"):
+        value = _merged_range(
+            name,
+            key,
+            old.get(key, "none" if key == "flexibleVersions" else None),
+            new.get(key),
+            taken,
+            cut,
+        )
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    out["fields"] = _merge_fields(
+        name, str(new["name"]), old.get("fields", []), new.get("fields", []), taken, cut
+    )
+    old_common = {s["name"]: s for s in old.get("commonStructs", [])}
+    new_common = {s["name"]: s for s in new.get("commonStructs", [])}
+    if old_common or new_common:
+        merged_common = []
+        for sname in [*new_common, *(n for n in old_common if n not in new_common)]:
+            merged_common.append(
+                _merge_field(name, sname, old_common.get(sname), new_common.get(sname), taken, cut)
+            )
+        out["commonStructs"] = merged_common
+    return out, taken
+
+
+def _check_merge(
+    name: str,
+    merged: Mapping[str, Any],
+    parts: Sequence[tuple[Mapping[str, Any], Versions]],
+) -> None:
+    """Every version of the merged spec states what the release it came from states."""
+    doc = normalize(_strip(merged))
+    for source, versions in parts:
+        src = normalize(_strip(source))
+        src_common = {s["name"]: s.get("fields", []) for s in src.get("commonStructs", [])}
+        common = {s["name"]: s.get("fields", []) for s in doc.get("commonStructs", [])}
+        for version in versions:
+            pairs = [("fields", src.get("fields", []), doc.get("fields", []))] + [
+                (f"commonStructs[{n}]", fields, common.get(n, []))
+                for n, fields in src_common.items()
+            ]
+            for label, a, b in pairs:
+                found_all = _differences(
+                    _project(a, version, _UNVERSIONED), _project(b, version, _UNVERSIONED), label
+                )
+                for found in found_all:
+                    raise SpecError(
+                        name, f"version {version}", "merging releases changed a wire fact", found
+                    )
+
+
+def merge_releases(
+    newest: Mapping[str, dict[str, Any]], older: Sequence[Mapping[str, dict[str, Any]]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The newest release's specs, each extended down by the older releases (newest first).
+
+    Returns the merged documents and, per file, which versions came from older releases.
+    """
+    docs = {n: dict(d) for n, d in newest.items()}
+    keys = {_spec_key(d): n for n, d in docs.items()}
+    added: dict[str, list[str]] = {}
+    for release in older:
+        requests = {str(d.get("apiKey")): d for d in release.values() if d.get("type") == "request"}
+        for old_name, old in sorted(release.items()):
+            name = keys.get(_spec_key(old))
+            if name is None:
+                continue  # a spec the newest release does not have at all is not revived
+            current = docs[name]
+            request = requests.get(str(old.get("apiKey")), old)
+            unstable = as_bool(request.get("latestVersionUnstable", False))
+            merged, taken = merge_older(name, current, old, unstable)
+            if taken.empty:
+                continue
+            new_valid = Versions.parse(current["validVersions"])
+            _check_merge(name, merged, [(old, taken), (current, new_valid)])
+            docs[name] = merged
+            added.setdefault(name, []).append(f"{taken} from {old_name}")
+    return docs, {n: "; ".join(v) for n, v in added.items()}
+
+
 # --- import -------------------------------------------------------------------------------
 
 
-def build_directory(src: Path, extensions: Path | None = DEFAULT_EXTENSIONS) -> dict[str, str]:
+def build_directory(
+    src: Path,
+    extensions: Path | None = DEFAULT_EXTENSIONS,
+    older: Sequence[Path] = (),
+) -> dict[str, str]:
     """Every output file's name and text, built in memory; raises SpecError on any problem."""
+    return build_specs(read_specs(src), [read_specs(o) for o in older], extensions)
+
+
+def build_specs(
+    newest: Mapping[str, dict[str, Any]],
+    older: Sequence[Mapping[str, dict[str, Any]]] = (),
+    extensions: Path | None = DEFAULT_EXTENSIONS,
+) -> dict[str, str]:
+    """The output files built from loaded releases (newest first, then older ones)."""
     ext = load_extensions(extensions) if extensions is not None else Extensions()
-    paths = spec_files(src)
-    if not paths:
-        raise SpecError(str(src), "", "no .json spec files in the upstream directory")
-    docs = {p.name: load_spec(p) for p in paths}
+    docs, _ = merge_releases(newest, older)
     for req in ext.requires:
         if req.file not in docs:
             raise SpecError(
@@ -435,18 +732,27 @@ def _strip(obj: Any) -> Any:
     return obj
 
 
-def _project(fields: Sequence[Mapping[str, Any]], version: int) -> list[dict[str, Any]]:
+#: Field facts that hold for a field as a whole rather than per version: ``ignorable`` only
+#: matters where the field is absent, so when releases disagree the newest one's holds.
+_UNVERSIONED = frozenset({"ignorable"})
+
+
+def _project(
+    fields: Sequence[Mapping[str, Any]], version: int, skip: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """The fields present in one version, with every *Versions key evaluated at it."""
     out = []
     for f in fields:
         if version not in Versions.parse(f["versions"]):
             continue
         facts: dict[str, Any] = {
-            k: v for k, v in f.items() if k not in ("versions", "fields", *_VERSION_KEYS)
+            k: v
+            for k, v in f.items()
+            if k not in ("versions", "fields", *_VERSION_KEYS) and k not in skip
         }
         for key in _VERSION_KEYS:
             facts[key] = version in Versions.parse(f[key]) if key in f else None
-        facts["fields"] = _project(f.get("fields", []), version)
+        facts["fields"] = _project(f.get("fields", []), version, skip)
         out.append(facts)
     return out
 
@@ -517,9 +823,8 @@ def _compare(up: dict[str, Any], out: dict[str, Any]) -> list[str]:
     return problems
 
 
-def verify_file(upstream_path: Path, output_path: Path) -> list[str]:
-    """Problems found comparing one output spec with its upstream file."""
-    name = upstream_path.name
+def verify_file(name: str, upstream: Mapping[str, Any], output_path: Path) -> list[str]:
+    """Problems found comparing one output spec with its upstream document."""
     try:
         text = output_path.read_text(encoding="utf-8")
         raw_out = json.loads(text)  # plain JSON: no comments, no dialect
@@ -527,7 +832,7 @@ def verify_file(upstream_path: Path, output_path: Path) -> list[str]:
         return [f"{name}: output unreadable as plain JSON: {e}"]
     problems = []
     try:
-        up = normalize(_strip(load_spec(upstream_path)))
+        up = normalize(_strip(upstream))
         out = normalize(raw_out)
         if out != _strip(out):
             problems.append("output contains about text")
@@ -539,35 +844,65 @@ def verify_file(upstream_path: Path, output_path: Path) -> list[str]:
     return [f"{name}: {p}" for p in problems]
 
 
-def verify_directory(src: Path, dst: Path) -> tuple[int, list[str]]:
-    """Check every upstream spec against its output; the number checked and the problems."""
+def verify_specs(
+    newest: Mapping[str, dict[str, Any]],
+    older: Sequence[Mapping[str, dict[str, Any]]],
+    dst: Path,
+) -> tuple[int, list[str]]:
+    """Check every upstream spec (older releases merged in) against its output.
+
+    The merge itself is checked version by version against each release it draws on, so
+    comparing the output with the merged document covers every release. Returns the number
+    of specs checked and the problems.
+    """
+    docs, _ = merge_releases(newest, older)
     problems: list[str] = []
-    paths = spec_files(src)
-    for path in paths:
-        target = dst / path.name
+    for name in sorted(docs):
+        target = dst / name
         if not target.is_file():
-            problems.append(f"{path.name}: missing from {dst}")
+            problems.append(f"{name}: missing from {dst}")
             continue
-        problems.extend(verify_file(path, target))
-    return len(paths), problems
+        problems.extend(verify_file(name, docs[name], target))
+    return len(docs), problems
 
 
 # --- command line -------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m kafkagen.import_specs",
-        description="Import Kafka's message specs (wire facts only), then re-apply the"
-        " project's extensions.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "upstream",
-        type=Path,
-        metavar="UPSTREAM_DIR",
-        help="Kafka's clients/src/main/resources/common/message",
+        nargs="?",
+        metavar="SOURCE",
+        help="the newest release's specs: a spec folder (Kafka's"
+        " clients/src/main/resources/common/message), a kafka-clients jar, or a release"
+        " number such as 4.4.0 (its jar is fetched from Maven Central)",
     )
-    parser.add_argument("out", type=Path, metavar="OUT_DIR", help="the project's message_specs/")
+    parser.add_argument(
+        "out_dir",
+        nargs="?",
+        type=Path,
+        metavar="OUT_DIR",
+        help="where to write (default: the built-in message_specs/)",
+    )
+    parser.add_argument(
+        "--kafka", metavar="VERSION", help="the newest release by number (same as SOURCE)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_path",
+        metavar="PATH",
+        help="the newest release as a spec folder or jar (same as SOURCE)",
+    )
+    parser.add_argument(
+        "--older",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="an older release (number, folder or jar) supplying the versions the newest"
+        " one dropped; repeatable, newest first",
+    )
+    parser.add_argument("--out", type=Path, metavar="DIR", help="same as OUT_DIR")
     parser.add_argument(
         "--extensions",
         type=Path,
@@ -576,39 +911,56 @@ def main(argv: list[str] | None = None) -> int:
         help="extension patches to apply (default: spec_extensions.json next to this tool)",
     )
     parser.add_argument("--no-extensions", action="store_true", help="write upstream facts only")
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete spec files in the output folder that no release produced (renamed APIs)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if OUT_DIR would change"
+        "--check", action="store_true", help="write nothing; exit 1 if the output would change"
     )
     mode.add_argument(
         "--verify",
         action="store_true",
-        help="write nothing; check OUT_DIR keeps every upstream wire fact",
+        help="write nothing; check the output keeps every upstream wire fact",
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The import as the command line runs it; the exit status."""
+    from kafkagen.generator.errors import report_spec_warnings
+
+    sources = [x for x in (args.upstream, args.kafka, args.from_path) if x]
+    if len(sources) != 1:
+        print("error: give the newest release once: SOURCE, --kafka or --from", file=sys.stderr)
+        return 2
+    out: Path = args.out or args.out_dir or _builtin_specs()
     extensions = None if args.no_extensions else args.extensions
     try:
-        if args.verify:
-            count, problems = verify_directory(args.upstream, args.out)
-            for line in problems:
-                print(line, file=sys.stderr)
-            verdict = "FAILED" if problems else "ok"
-            print(f"verify {verdict}: {count} upstream specs checked, {len(problems)} problems")
-            return 1 if problems else 0
-        outputs = build_directory(args.upstream, extensions)
+        with report_spec_warnings():
+            newest = read_specs(resolve_source(sources[0]))
+            older = [read_specs(resolve_source(o)) for o in args.older]
+            if args.verify:
+                count, problems = verify_specs(newest, older, out)
+                for line in problems:
+                    print(line, file=sys.stderr)
+                verdict = "FAILED" if problems else "ok"
+                print(f"verify {verdict}: {count} upstream specs checked, {len(problems)} problems")
+                return 1 if problems else 0
+            outputs = build_specs(newest, older, extensions)
         if args.check:
             stale = [
                 n
                 for n, text in outputs.items()
-                if not (args.out / n).is_file()
-                or (args.out / n).read_text(encoding="utf-8") != text
+                if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != text
             ]
             for n in stale:
-                print(f"{args.out / n}: out of date", file=sys.stderr)
+                print(f"{out / n}: out of date", file=sys.stderr)
             verdict = "FAILED" if stale else "ok"
             print(f"check {verdict}: {len(outputs)} specs, {len(stale)} out of date")
             return 1 if stale else 0
-        written = write_files(args.out, outputs)
+        written = write_files(out, outputs)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -616,11 +968,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 1
     produced = {p.name for p in written}
-    for extra in spec_files(args.out):
-        if extra.name not in produced:
+    for extra in spec_files(out):
+        if extra.name in produced:
+            continue
+        if args.prune:
+            extra.unlink()
+            print(f"removed {extra}: no release has it", file=sys.stderr)
+        else:
             print(f"note: {extra} is not an upstream spec; left untouched", file=sys.stderr)
-    print(f"wrote {len(written)} specs to {args.out}")
+    print(f"wrote {len(written)} specs to {out}")
     return 0
+
+
+def _builtin_specs() -> Path:
+    from kafkagen.generator.generate import BUILTIN_SPECS
+
+    return BUILTIN_SPECS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kafkagen.import_specs",
+        description="Import Kafka's message specs (wire facts only) from a release, merge the"
+        " versions older releases had below it, then re-apply the project's extensions.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
