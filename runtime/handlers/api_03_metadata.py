@@ -1,11 +1,12 @@
 """Metadata (key 3): brokers, and topics with their partitions' leaders and replicas.
 
 Unknown topics are created only when the broker allows it (``auto.create.topics.enable``,
-off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13
-(unstable, seed 001) pages the partitions: at most the pagination limit of them, by topic
-then partition for all topics and in request order for named ones, and NextCursor names
-the topic and partition the next page starts at. A negative index, or a topic not asked
-for, is INVALID_REQUEST on every named topic (on the cursor's topic for a full listing).
+off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13 adds a
+top-level error code (KIP-1102), always 0 here. v14 (unstable, seed 001) pages the
+partitions: at most the pagination limit of them, by topic then partition for all topics and
+in request order for named ones, and NextCursor names the topic and partition the next page
+starts at. A negative index, or a topic not asked for, is INVALID_REQUEST on every named
+topic (on the cursor's topic for a full listing).
 """
 
 from __future__ import annotations
@@ -32,14 +33,16 @@ from kafkagen.runtime.handlers._util import (
     pagination_limit,
 )
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 3
+PAGED = paged_version(API_KEY)
 Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 12, max_unstable_version=13)
+@register(API_KEY, 0, 12, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
     md = broker.metadata
@@ -54,7 +57,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     all_topics = requested is None or (v == 0 and not requested)
     if requested is None or all_topics:
         infos = sorted(md.topics.values(), key=lambda t: t.name)
-        if v >= 13:
+        if v >= PAGED:
             infos = _window(ctx, request, infos)
         for info in infos:
             topics.append(_topic(ctx, info, topic_ops))
@@ -63,7 +66,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
             "auto.create.topics.enable"
         )
         room = -1
-        if v >= 13:
+        if v >= PAGED:
             # A page of named topics costs its own size: start at the cursor's topic (the
             # ones before it were answered by earlier pages) and stop once the limit plus
             # the partition naming the next cursor are covered.
@@ -115,7 +118,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
         controller_id=md.controller_id,
         topics=topics,
     )
-    if v >= 13:
+    if v >= PAGED:
         _paginate(ctx, request, response, all_topics)
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)

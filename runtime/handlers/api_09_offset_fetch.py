@@ -5,7 +5,10 @@ coordinator caches offsets only once they are durable; offsets an open transacti
 committed (TxnOffsetCommit) are not visible yet, and from v7 a request that requires stable
 offsets gets UNSTABLE_OFFSET_COMMIT for those partitions, so it retries after the
 transaction ends.
-v10 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
+From v10 (KIP-848) topics are named by id both ways: an id this cluster does not know
+answers UNKNOWN_TOPIC_ID for its partitions, and offsets of a topic that no longer exists are
+left out of a full listing.
+v11 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
 in request order, a group's full listing by topic then partition); NextCursor names the
 group, topic and partition the next page starts at. Only what the page reaches is looked up:
 a full listing starts with a bisect in the group's sorted offsets. A cursor outside the
@@ -22,16 +25,19 @@ from kafkagen.runtime.broker.group_coordinator import OffsetEntry
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 9
+PAGED = paged_version(API_KEY)
 R = OffsetFetchResponse
 
 
-@register(API_KEY, 0, 9, max_unstable_version=10)
+@register(API_KEY, 0, 9, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     v = ctx.api_version
-    if v >= 10:
-        _page(ctx, request)
+    unknown = _name_topics(ctx, request) if v >= 10 else {}
+    if v >= PAGED:
+        _page(ctx, request, unknown)
         return
     if v >= 8:
         groups = []
@@ -50,7 +56,10 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
             groups.append(
                 R.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error)
             )
-        ctx.respond(OffsetFetchResponse(groups=groups))
+        response = OffsetFetchResponse(groups=groups)
+        if v >= 10:
+            _identify_topics(ctx, response, unknown)
+        ctx.respond(response)
         return
     wanted = (
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
@@ -70,6 +79,61 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
             for p in t.partitions:
                 p.error_code = error
     ctx.respond(OffsetFetchResponse(topics=topics, error_code=error if v >= 2 else 0))
+
+
+def _name_topics(
+    ctx: RequestContext, request: OffsetFetchRequest
+) -> dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]]:
+    """v10+: give each topic asked for by id its name (in place), and take out, per group,
+    those whose id no topic has."""
+    names = ctx.broker.metadata.topic_names
+    unknown: dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]] = {}
+    for g in request.groups:
+        if g.topics is None:
+            continue
+        known = []
+        for t in g.topics:
+            name = names.get(t.topic_id)
+            if name is None:
+                unknown.setdefault(g.group_id, []).append(t)
+            else:
+                t.name = name
+                known.append(t)
+        g.topics = known
+    return unknown
+
+
+def _identify_topics(
+    ctx: RequestContext,
+    response: OffsetFetchResponse,
+    unknown: dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]],
+) -> None:
+    """v10+: each answered topic gets its id; topics asked for by an unknown id come back
+    with UNKNOWN_TOPIC_ID on every partition."""
+    topics = ctx.broker.metadata.topics
+    for g in response.groups:
+        kept = []
+        for t in g.topics:
+            info = topics.get(t.name)
+            if info is not None:  # a deleted topic's offsets have no id to go by
+                t.topic_id = info.topic_id
+                kept.append(t)
+        g.topics = kept
+        for asked in unknown.get(g.group_id, []):
+            g.topics.append(
+                R.OffsetFetchResponseTopics(
+                    topic_id=asked.topic_id,
+                    partitions=[
+                        R.OffsetFetchResponsePartitions(
+                            partition_index=i,
+                            committed_offset=-1,
+                            metadata="",
+                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                        )
+                        for i in asked.partition_indexes
+                    ],
+                )
+            )
 
 
 def _fetch(
@@ -132,9 +196,14 @@ def _partition(cls: Any, index: int, entry: OffsetEntry | None, v: int) -> Any:
     return out
 
 
-def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
-    """v10: groups from the cursor's on, each answered only as far as the page reaches; a
-    full listing starts with a bisect in the group's sorted offsets."""
+def _page(
+    ctx: RequestContext,
+    request: OffsetFetchRequest,
+    unknown: dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]],
+) -> None:
+    """v11: groups from the cursor's on, each answered only as far as the page reaches; a
+    full listing starts with a bisect in the group's sorted offsets. Topics asked for by an
+    unknown id are answered on the first page."""
     c = request.cursor
     whole = False  # whether the cursor's group lists all its partitions (sorted)
     first = 0  # the groups before the cursor's have been answered by earlier pages
@@ -218,4 +287,5 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
         response.next_cursor = R.OffsetFetchCursor(
             group_id=group_id, topic_name=topic, partition_index=index
         )
+    _identify_topics(ctx, response, unknown if c is None else {})
     ctx.respond(response)

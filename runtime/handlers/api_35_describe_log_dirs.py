@@ -1,8 +1,8 @@
 """DescribeLogDirs (key 35): this broker's replicas and their sizes.
 
 Each broker reports one log directory: its folder under ``--log-dir`` when logs are kept
-on disk, else ``memory:broker-<id>``.
-v5 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
+on disk, else ``memory:broker-<id>``; none is ever cordoned (v5's IsCordoned stays false).
+v6 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
 request order for those named); NextCursor names where the next page starts. A cursor naming
 a partition not asked for, or a negative index, answers INVALID_REQUEST.
 """
@@ -15,14 +15,16 @@ from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 35
+PAGED = paged_version(API_KEY)
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
 Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@register(API_KEY, 0, 4, max_unstable_version=5)
+@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     rm = ctx.broker.replica_manager
     chosen: dict[str, list[Partition]] = {}
@@ -40,7 +42,7 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
         f"memory:broker-{ctx.broker.node_id}" if storage is None else str(storage.path.resolve())
     )
     pager = None
-    if ctx.api_version >= 5:
+    if ctx.api_version >= PAGED:
         c = request.cursor
         if c is not None and (
             c.partition_index < 0

@@ -17,12 +17,14 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 46
+PAGED = paged_version(API_KEY)
 R = ListPartitionReassignmentsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=1)
+@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> None:
     ongoing = ctx.broker.metadata.reassignments.in_order()
     wanted: set[TopicPartition] | None = None
@@ -30,7 +32,7 @@ def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> N
         wanted = {TopicPartition(t.name, i) for t in request.topics for i in t.partition_indexes}
         ongoing = [(tp, step) for tp, step in ongoing if tp in wanted]
     pager = None
-    if ctx.api_version >= 1:
+    if ctx.api_version >= PAGED:
         c = request.cursor
         if c is not None:
             cursor = TopicPartition(c.topic_name, c.partition_index)
