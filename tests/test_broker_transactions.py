@@ -659,7 +659,7 @@ def _walk_list(w: WireClient, limit: int) -> list[tuple[str, int]]:
     for _ in range(3000):
         r = _list(
             w,
-            2,
+            paged_version(66),
             state_filters=[],
             producer_id_filters=[],
             response_pagination_limit=limit,
