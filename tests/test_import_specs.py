@@ -109,6 +109,17 @@ def test_a_merge_that_would_change_a_wire_fact_stops_the_import() -> None:
     )
 
 
+def test_older_versions_keep_their_own_flexibility() -> None:
+    old = pair("0-2", [{"name": "Topic", "type": "string", "versions": "0+"}])
+    new = pair("1-2", [{"name": "Topic", "type": "string", "versions": "0+"}])
+    for doc in old.values():
+        doc["flexibleVersions"] = "none"
+    for doc in new.values():
+        doc["flexibleVersions"] = "0+"  # says nothing about version 0, which it lacks
+    docs, _ = merge_releases(new, [old])
+    assert docs["DemoRequest.json"]["flexibleVersions"] == "1+"
+
+
 def test_requests_match_across_a_rename_by_api_key() -> None:
     old = pair("0-1", [{"name": "Topic", "type": "string", "versions": "0+"}])
     new = {
