@@ -6,17 +6,20 @@ committed (TxnOffsetCommit) are not visible yet, and from v7 a request that requ
 offsets gets UNSTABLE_OFFSET_COMMIT for those partitions, so it retries after the
 transaction ends.
 From v10 (KIP-848) topics are named by id both ways: an id this cluster does not know
-answers UNKNOWN_TOPIC_ID for its partitions, and offsets of a topic that no longer exists are
-left out of a full listing.
+answers UNKNOWN_TOPIC_ID for its partitions (in its place in the request, so pages count it
+like any topic, and a cursor names it by the id's text), and offsets of a topic that no
+longer exists are left out of a full listing.
 v11 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
 in request order, a group's full listing by topic then partition); NextCursor names the
 group, topic and partition the next page starts at. Only what the page reaches is looked up:
-a full listing starts with a bisect in the group's sorted offsets. A cursor outside the
-request, or with a negative index, answers INVALID_REQUEST for every group.
+a full listing starts with a bisect in the group's sorted offsets. A group or a group's
+partition listed twice, or a cursor outside the request or with a negative index, answers
+INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
@@ -24,11 +27,14 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import OffsetEntry
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
-from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 9
 PAGED = paged_version(API_KEY)
+#: A NextCursor (topic, partition) meaning "this group's full listing from its start": the
+#: page before did not show the group, so the next one does even if its offsets are gone.
+_GROUP_START = ("", 0)
 R = OffsetFetchResponse
 
 
@@ -81,59 +87,44 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     ctx.respond(OffsetFetchResponse(topics=topics, error_code=error if v >= 2 else 0))
 
 
-def _name_topics(
-    ctx: RequestContext, request: OffsetFetchRequest
-) -> dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]]:
-    """v10+: give each topic asked for by id its name (in place), and take out, per group,
-    those whose id no topic has."""
+def _name_topics(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, uuid.UUID]:
+    """v10+: give each topic asked for by id its name (in place), so that the rest works by
+    name. An id no topic has is named by its own text, which no offsets are stored under;
+    returns those names with their ids."""
     names = ctx.broker.metadata.topic_names
-    unknown: dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]] = {}
+    unknown: dict[str, uuid.UUID] = {}
     for g in request.groups:
-        if g.topics is None:
-            continue
-        known = []
-        for t in g.topics:
+        for t in g.topics or ():
             name = names.get(t.topic_id)
             if name is None:
-                unknown.setdefault(g.group_id, []).append(t)
-            else:
-                t.name = name
-                known.append(t)
-        g.topics = known
+                name = str(t.topic_id)
+                unknown[name] = t.topic_id
+            t.name = name
     return unknown
 
 
 def _identify_topics(
-    ctx: RequestContext,
-    response: OffsetFetchResponse,
-    unknown: dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]],
+    ctx: RequestContext, response: OffsetFetchResponse, unknown: dict[str, uuid.UUID]
 ) -> None:
-    """v10+: each answered topic gets its id; topics asked for by an unknown id come back
-    with UNKNOWN_TOPIC_ID on every partition."""
+    """v10+: each answered topic gets its id. Topics asked for by an unknown id answer
+    UNKNOWN_TOPIC_ID on every partition; offsets of a topic that no longer exists, which
+    only a full listing finds, have no id to go by and are left out."""
     topics = ctx.broker.metadata.topics
     for g in response.groups:
         kept = []
         for t in g.topics:
             info = topics.get(t.name)
-            if info is not None:  # a deleted topic's offsets have no id to go by
+            if t.name in unknown:
+                t.topic_id = unknown[t.name]
+                for p in t.partitions:
+                    p.committed_offset, p.metadata = -1, ""
+                    p.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif info is not None:
                 t.topic_id = info.topic_id
-                kept.append(t)
+            else:
+                continue
+            kept.append(t)
         g.topics = kept
-        for asked in unknown.get(g.group_id, []):
-            g.topics.append(
-                R.OffsetFetchResponseTopics(
-                    topic_id=asked.topic_id,
-                    partitions=[
-                        R.OffsetFetchResponsePartitions(
-                            partition_index=i,
-                            committed_offset=-1,
-                            metadata="",
-                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                        )
-                        for i in asked.partition_indexes
-                    ],
-                )
-            )
 
 
 def _fetch(
@@ -196,21 +187,16 @@ def _partition(cls: Any, index: int, entry: OffsetEntry | None, v: int) -> Any:
     return out
 
 
-def _page(
-    ctx: RequestContext,
-    request: OffsetFetchRequest,
-    unknown: dict[str, list[OffsetFetchRequest.OffsetFetchRequestTopics]],
-) -> None:
+def _page(ctx: RequestContext, request: OffsetFetchRequest, unknown: dict[str, uuid.UUID]) -> None:
     """v11: groups from the cursor's on, each answered only as far as the page reaches; a
-    full listing starts with a bisect in the group's sorted offsets. Topics asked for by an
-    unknown id are answered on the first page."""
+    full listing starts with a bisect in the group's sorted offsets."""
     c = request.cursor
     whole = False  # whether the cursor's group lists all its partitions (sorted)
     first = 0  # the groups before the cursor's have been answered by earlier pages
-    if c is not None:
+    problem = _repeat(request)
+    if problem is None and c is not None:
         asked = {g.group_id: g for g in request.groups}
         group = asked.get(c.group_id)
-        problem = None
         if group is None:
             problem = f"the cursor's group {c.group_id!r} was not asked for"
         elif c.partition_index < 0:
@@ -220,25 +206,27 @@ def _page(
             for t in group.topics
         ):
             problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
-        if problem is not None:
-            code = InvalidRequestError(problem).code
-            ctx.respond(
-                OffsetFetchResponse(
-                    groups=[
-                        R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
-                        for g in request.groups
-                    ]
-                )
+        else:
+            whole = group.topics is None
+            first = next(i for i, g in enumerate(request.groups) if g.group_id == c.group_id)
+    if problem is not None:
+        code = InvalidRequestError(problem).code
+        ctx.respond(
+            OffsetFetchResponse(
+                groups=[
+                    R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
+                    for g in request.groups
+                ]
             )
-            return
-        whole = group is not None and group.topics is None
-        first = next(i for i, g in enumerate(request.groups) if g.group_id == c.group_id)
+        )
+        return
     pager = Pager(
         pagination_limit(ctx, request.response_pagination_limit),
         None if c is None else (c.group_id, c.topic_name, c.partition_index),
         sorted_keys=False,
         # A group's full listing is sorted, so a cursor at a deleted offset still works.
         request_prefix=1 if whole else 0,
+        entry_start=_GROUP_START if whole else None,
     )
     page = []
     for g in request.groups[first:]:
@@ -284,8 +272,23 @@ def _page(
     if pager.next is not None:
         group_id, topic, index = pager.next
         assert isinstance(group_id, str) and isinstance(topic, str) and isinstance(index, int)
+        listing = next(g for g in request.groups if g.group_id == group_id)
+        if listing.topics is None and (not page or page[-1].group_id != group_id):
+            topic, index = _GROUP_START  # the next page starts with this group's listing
         response.next_cursor = R.OffsetFetchCursor(
             group_id=group_id, topic_name=topic, partition_index=index
         )
-    _identify_topics(ctx, response, unknown if c is None else {})
+    _identify_topics(ctx, response, unknown)
     ctx.respond(response)
+
+
+def _repeat(request: OffsetFetchRequest) -> str | None:
+    """A group listed twice, or a partition listed twice within a group (seed 001's rule)."""
+    problem = repeated((g.group_id for g in request.groups), "the group")
+    for g in request.groups:
+        if problem is None and g.topics is not None:
+            problem = repeated(
+                ((t.name, i) for t in g.topics for i in t.partition_indexes),
+                f"for group {g.group_id!r} the partition",
+            )
+    return problem
