@@ -66,10 +66,16 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.pagination import PAGINATED_APIS, paged_version
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .builders import ANY_VERSION, CoordinatorType, GroupOffsets, Node, TopicPartition
-from .builders import _error as _item_error
-from .builders import _offsets as _group_offsets
+from .builders import (
+    ANY_VERSION,
+    CoordinatorType,
+    GroupOffsets,
+    Node,
+    group_offsets,
+    response_error,
+)
 from .client import KafkaClient
 from .versions import VersionRange, api_name
 
@@ -775,9 +781,9 @@ async def fetch_offsets_all(
                 for t in group.topics:
                     t.name = names[t.topic_id]
             if group.error_code:
-                out[group.group_id] = _item_error(group.error_code, None)
+                out[group.group_id] = response_error(group.error_code, None)
                 continue
-            offsets = _group_offsets(group.topics)
+            offsets = group_offsets(group.topics)
             for tp in unknown.get(group.group_id, []):
                 offsets[tp] = UnknownTopicOrPartitionError(f"no topic {tp.topic!r} in the cluster")
             out[group.group_id] = offsets

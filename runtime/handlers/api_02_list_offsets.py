@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 2
 PAGED = paged_version(API_KEY)
