@@ -9,12 +9,16 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from kafkagen.reference import KafkaReference
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -92,3 +96,16 @@ def vectors() -> tuple[dict[str, Any], ...]:
 @pytest.fixture(scope="session")
 def kafka_specs_dir() -> Path:
     return require_shared(SHARED / "kafka-message-specs")
+
+
+# --------------------------------------------------------------------------- reference Kafka
+
+
+@pytest.fixture(scope="session")
+def kafka_reference() -> Iterator[KafkaReference]:
+    """One Apache Kafka cluster of three combined nodes for the whole session (a JVM start
+    costs seconds here); tests must leave it as they found it apart from their own topics."""
+    from kafkagen.reference import KafkaReference
+
+    with KafkaReference(nodes=3) as kafka:
+        yield kafka
