@@ -138,6 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_arguments(b)
     b.set_defaults(run=bench.run)
+
+    from kafkagen.conformance import command as conformance
+
+    k = sub.add_parser(
+        "conformance",
+        help="send the same requests to a broker and a reference Kafka, compare the answers",
+        description="Run the conformance scenarios against --bootstrap and --reference "
+        "(default: a reference Apache Kafka started for the run), compare the responses "
+        "field by field after normalising ids, hosts and times, and print a table.",
+    )
+    conformance.add_arguments(k)
+    k.set_defaults(run=conformance.run)
     return parser
 
 
