@@ -910,6 +910,9 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
+        if not group_id:
+            callback(SyncResult(error=ErrorCode.INVALID_GROUP_ID))
+            return
         try:
             self._check_owner(group_id)
         except KafkaError as e:
@@ -982,6 +985,8 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
         try:
             self._check_owner(group_id)
         except KafkaError as e:
@@ -1008,6 +1013,8 @@ class GroupCoordinator:
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member)."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, [ErrorCode.INVALID_GROUP_ID] * len(members)
         try:
             self._check_owner(group_id)
         except KafkaError as e:
@@ -1219,6 +1226,9 @@ class GroupCoordinator:
         partitions: Sequence[TopicPartition],
         callback: Callable[[int, dict[TopicPartition, int]], None],
     ) -> None:
+        if not group_id:
+            callback(ErrorCode.INVALID_GROUP_ID, {})
+            return
         try:
             self._check_owner(group_id)
         except KafkaError as e:

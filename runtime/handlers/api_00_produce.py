@@ -128,7 +128,8 @@ def _response(
                     )
                     for i, m in r.record_errors
                 ],
-                error_message=r.error_message,
+                # Kafka sends a message only with record errors; the code says the rest.
+                error_message=r.error_message if r.record_errors else None,
             )
             if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
                 info = md.partition(name, index)
