@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -215,6 +216,11 @@ def _delete(*names: str) -> DeleteTopicsRequest:
 async def delete_ordinary(s: Session) -> None:
     t = await s.create_topic()
     await s.call(_delete(t))
+    for _ in range(100):  # deletion reaches every broker's metadata in its own time
+        md = await s.metadata([t])
+        if md.topics[0].error_code != 0:
+            break
+        await asyncio.sleep(0.05)
     await s.call(_metadata(t))
 
 
@@ -334,6 +340,7 @@ def _alter(name: str, configs: dict[str, str], validate_only: bool = False) -> A
 async def alter_configs(s: Session) -> None:
     t = await s.create_topic()
     await s.call(_alter(t, {"retention.ms": "60000"}))
+    await _config_settled(s, t, "retention.ms", True)
     await s.call(_describe_configs(TOPIC, t, "retention.ms"))
 
 
@@ -361,12 +368,25 @@ def _incremental(name: str, op: int, key: str, value: str | None) -> Incremental
     )
 
 
+async def _config_settled(s: Session, topic: str, key: str, overridden: bool) -> None:
+    """Wait (set-up) until the topic's ``key`` is (or is no longer) set on the topic: an
+    accepted change reaches every broker in its own time."""
+    for _ in range(100):
+        r = await s.setup(_describe_configs(TOPIC, topic, key))
+        configs = r.results[0].configs
+        if configs and (configs[0].config_source == 1) == overridden:
+            return
+        await asyncio.sleep(0.05)
+
+
 @scenario("IncrementalAlterConfigs", "set-and-delete", "SET then DELETE retention.ms")
 async def incremental_set_delete(s: Session) -> None:
     t = await s.create_topic()
     await s.call(_incremental(t, 0, "retention.ms", "70000"))
+    await _config_settled(s, t, "retention.ms", True)
     await s.call(_describe_configs(TOPIC, t, "retention.ms"))
     await s.call(_incremental(t, 1, "retention.ms", None))
+    await _config_settled(s, t, "retention.ms", False)
     await s.call(_describe_configs(TOPIC, t, "retention.ms"))
 
 
@@ -374,6 +394,7 @@ async def incremental_set_delete(s: Session) -> None:
 async def incremental_append(s: Session) -> None:
     t = await s.create_topic()
     await s.call(_incremental(t, 2, "cleanup.policy", "compact"))
+    await _config_settled(s, t, "cleanup.policy", True)
     await s.call(_describe_configs(TOPIC, t, "cleanup.policy"))
 
 

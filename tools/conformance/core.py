@@ -232,7 +232,9 @@ class Session:
             correlation_id=7,
             client_id="kafkagen-conformance",
         ).encode(hv)
-        host, port = self.target.nodes.get(node, (self.target.host, self.target.port))
+        host, port = (
+            (self.target.host, self.target.port) if node is None else self.target.nodes[node]
+        )
         reader, writer = await asyncio.open_connection(host, port)
         try:
             writer.write(struct.pack(">i", len(header) + len(body)) + header + body)
@@ -325,7 +327,25 @@ class Session:
         if err != 0:
             raise SetupError(f"creating topic {name}: error {err}")
         await self.wait_for_leaders(name, partitions)
+        await self._leaders_serve(name, partitions)
         return name
+
+    async def _leaders_serve(self, topic: str, partitions: int, timeout: float = 20.0) -> None:
+        """Wait until each partition's leader answers for it: a broker may list itself as
+        leader in Metadata a moment before its log is ready."""
+        from .messages import list_offsets
+
+        deadline = time.monotonic() + timeout
+        for p in range(partitions):
+            while True:
+                r = await self.setup(
+                    list_offsets(topic, -1, partition=p), node=await self.leader(topic, p)
+                )
+                if r.topics[0].partitions[0].error_code == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise SetupError(f"{topic}-{p}: its leader does not serve it")
+                await asyncio.sleep(0.05)
 
     async def wait_for_leaders(self, topic: str, partitions: int, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout

@@ -12,22 +12,27 @@ time things the broker chose for itself:
   ``"<topic-id>"``; the zero id stays;
 - producer ids and group member ids become ``"<producer 1>"``, ``"<member 1>"``, ... in
   order of first appearance in the scenario, so "the same id again" is still compared;
-- timestamps (``timestamp``, ``logAppendTimeMs``, ``...TimeMs`` fields other than
-  timeouts) that are not -1 become ``"<time>"``; ``throttleTimeMs`` becomes 0;
+- timestamps (``timestamp``, ``logAppendTimeMs``, start and fetch times; not timeouts)
+  above 0 become ``"<time>"`` (-1 and 0 mean "none" and stay); ``throttleTimeMs``
+  becomes 0;
 - ``errorMessage`` text becomes ``"<message>"`` (null and "" stay): the error code is
   the contract, the text is for people;
 - ``logDir`` paths become ``"<log dir>"`` and a disk's ``totalBytes`` and ``usableBytes``
   ``"<bytes>"``: they describe the machine, not the protocol;
+- record batches are compared field by field (producer ids as above, the CRC as
+  "valid or not", control batches without their timestamps);
 - arrays of structs are compared as sets (sorted by their normalised JSON): Kafka's
   protocol keeps no order in its topic, partition and member lists.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
-from kafkagen.runtime.errors import ERRORS
+from kafkagen.runtime.errors import ERRORS, KafkaError
+from kafkagen.runtime.records import iter_batches
 
 __all__ = ["Normaliser", "first_difference"]
 
@@ -92,7 +97,43 @@ class Normaliser:
             return items
         return self._scalar(value, key)
 
+    def _records(self, value: str) -> Any:
+        """Record batches (base64 in the JSON form), field by field: the producer id a
+        batch carries is normalised like any other, and with it goes the CRC (checked
+        instead); control batches carry the broker's clock."""
+        raw = base64.b64decode(value)
+        if not raw:
+            return value
+        out: list[Any] = []
+        try:
+            for b in iter_batches(raw, verify_crc=False):
+                control = b.is_control
+                out.append(
+                    {
+                        "baseOffset": b.base_offset,
+                        "partitionLeaderEpoch": b.partition_leader_epoch,
+                        "attributes": b.attributes,
+                        "lastOffsetDelta": b.last_offset_delta,
+                        "crcValid": b.is_valid(),
+                        "timestamps": "<time>" if control else [b.base_timestamp, b.max_timestamp],
+                        "producerId": self._scalar(b.producer_id, "producerId"),
+                        "producerEpoch": b.producer_epoch,
+                        "baseSequence": b.base_sequence,
+                        "records": [
+                            [r.offset, r.key, r.value, r.headers]
+                            if control
+                            else [r.offset, r.timestamp, r.key, r.value, r.headers]
+                            for r in b.records()
+                        ],
+                    }
+                )
+        except (ValueError, KafkaError) as e:
+            out.append({"unreadable": str(e)})
+        return json.loads(json.dumps(out, default=lambda v: base64.b64encode(v).decode()))
+
     def _scalar(self, value: Any, key: str) -> Any:
+        if key == "records" and isinstance(value, str):
+            return self._records(value)
         if key == "leader" and isinstance(value, str):  # JoinGroup's leader is a member id
             return self._member(value)
         if key in _NODE_KEYS:
@@ -120,7 +161,7 @@ class Normaliser:
             return self._producers.setdefault(value, f"<producer {len(self._producers) + 1}>")
         if key == "memberId":
             return self._member(value)
-        if key in _TIME_KEYS and isinstance(value, int) and value != -1:
+        if key in _TIME_KEYS and isinstance(value, int) and value > 0:
             return "<time>"
         return value
 

@@ -169,8 +169,8 @@ async def produce_stale_epoch(s: Session) -> None:
 # ---------------------------------------------------------------------- Fetch
 
 
-async def _topic_with(s: Session, count: int = 3, **kw: int) -> tuple[str, int]:
-    t = await s.create_topic(**kw)
+async def _topic_with(s: Session, count: int = 3) -> tuple[str, int]:
+    t = await s.create_topic()
     await s.produced(t, batch(count))
     return t, await s.leader(t)
 

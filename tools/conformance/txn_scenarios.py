@@ -3,6 +3,7 @@ EndTxn, read_committed fetches, and the transaction listings."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -14,9 +15,11 @@ from kafkagen.generated.init_producer_id import InitProducerIdRequest
 from kafkagen.generated.list_transactions import ListTransactionsRequest
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest
 
-from .core import Session, scenario
+from .core import Session, SetupError, scenario
 from .messages import batch, fetch, list_offsets, produce
 
+#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS.
+_RETRIABLE = (14, 15, 51)
 #: The versions of AddPartitionsToTxn clients use (v4+ is for brokers).
 ADD_PARTITIONS_CLIENT_VERSION = 3
 
@@ -67,10 +70,26 @@ class _Txn:
 async def _txn(s: Session, part: str = "tx") -> _Txn:
     tid = s.name(part)
     node = await s.coordinator(tid, 1)
-    r = await s.setup(_init(tid), node=node)
+    for _ in range(100):  # bounded: a coordinator still loading its partition says so
+        r = await s.setup(_init(tid), node=node)
+        if r.error_code not in _RETRIABLE:
+            break
+        await asyncio.sleep(0.1)
     if r.error_code != 0:
-        raise RuntimeError(f"InitProducerId {tid}: error {r.error_code}")
+        raise SetupError(f"InitProducerId {tid}: error {r.error_code}")
     return _Txn(s, tid, node, int(r.producer_id), int(r.producer_epoch))
+
+
+async def _settled(s: Session, topic: str, node: int) -> None:
+    """Wait (set-up) until the transaction's markers are written: the read_committed end
+    of the log reaches the read_uncommitted one. EndTxn may answer before that."""
+    for _ in range(100):
+        committed = await s.setup(list_offsets(topic, -1, isolation=1), node=node)
+        latest = await s.setup(list_offsets(topic, -1), node=node)
+        if committed.topics[0].partitions[0].offset == latest.topics[0].partitions[0].offset:
+            return
+        await asyncio.sleep(0.05)
+    raise SetupError(f"{topic}: the transaction markers were not written in 5 s")
 
 
 # ---------------------------------------------------------------------- InitProducerId
@@ -113,7 +132,8 @@ async def txn_commit(s: Session) -> None:
     await s.call(produce(t, x.batch(), transactional_id=x.tid), node=leader)
     await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader)
     await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
-    await s.call(fetch(t, s.topic_uuids[t], isolation=1, max_wait_ms=0), node=leader)
+    await _settled(s, t, leader)
+    await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader)
 
 
 @scenario("EndTxn", "abort", "abort: read_committed lists the aborted transaction")
@@ -124,7 +144,9 @@ async def txn_abort(s: Session) -> None:
     leader = await s.leader(t)
     await s.setup(produce(t, x.batch(), transactional_id=x.tid), node=leader)
     await s.call(_end(x.tid, x.pid, x.epoch, False), node=x.node)
+    await _settled(s, t, leader)
     await s.call(list_offsets(t, -1, isolation=1), node=leader)
+    await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader)
 
 
 @scenario("EndTxn", "no-transaction", "commit with no transaction open")
