@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -176,6 +177,54 @@ def test_the_command_prints_the_table_and_the_summary() -> None:
 
 
 # ---------------------------------------------------------------------- against Kafka 4.4
+
+
+def _kafka_pids() -> set[int]:
+    """Reference Kafka JVMs on this machine (their config lives in a kafkagen-kafka- dir)."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"kafka.Kafka" in cmd and b"kafkagen-kafka-" in cmd:
+                pids.add(int(proc.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_the_command_starts_and_stops_its_own_reference(tmp_path: Path) -> None:
+    before = _kafka_pids()
+    with BrokerProcess(*CONFIGS) as broker:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kafkagen",
+                "conformance",
+                "--bootstrap",
+                broker.bootstrap,
+                "--only",
+                "Metadata/one-topic",
+                "--only",
+                "Produce/ordinary",
+                "--api-version",
+                "Produce=9",
+                "--json",
+                str(tmp_path / "results.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "starting Apache Kafka with 1 node(s)" in done.stdout
+    assert done.stdout.strip().endswith("conformance: 2/2 scenarios agree with the reference")
+    assert _kafka_pids() <= before
+    results = json.loads((tmp_path / "results.json").read_text())
+    labels = {step["label"] for r in results for side in r["steps"] for step in side}
+    assert "ProduceRequest v9" in labels  # the pinned version, on both sides
 
 
 @pytest.fixture(scope="module")

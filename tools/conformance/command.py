@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from .core import Result
+from .core import Result, Target
 from .suite import all_scenarios, load_documented, run_suite, summary, table
 
 __all__ = ["add_arguments", "run"]
@@ -67,6 +67,15 @@ def _versions(items: list[str]) -> dict[int, int]:
     return out
 
 
+async def _count_nodes(bootstrap: str) -> int:
+    target = Target(bootstrap)
+    try:
+        await target.open()
+        return max(1, len(target.nodes))
+    finally:
+        await target.close()
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         for sc in all_scenarios():
@@ -84,7 +93,11 @@ def run(args: argparse.Namespace) -> int:
     if reference is None:
         from kafkagen.reference import KafkaReference, ReferenceError
 
-        nodes = min(3, max(1, len(args.bootstrap.split(","))))
+        try:
+            nodes = min(3, asyncio.run(_count_nodes(args.bootstrap)))
+        except (OSError, ConnectionError, TimeoutError, ValueError) as e:
+            print(f"kafkagen conformance: {args.bootstrap}: {e}", file=sys.stderr)
+            return 1
         print(f"starting Apache Kafka with {nodes} node(s) as the reference ...", flush=True)
         reference_kafka = KafkaReference(nodes)
         try:
