@@ -46,6 +46,7 @@ __all__ = [
     "ReferenceError",
     "broker_classpath",
     "main",
+    "metadata_brokers",
 ]
 
 KAFKA_VERSION = "4.4.0"
@@ -136,8 +137,10 @@ class KafkaReference:
         self.cluster_id = ""
         self.dir: Path | None = None
         self._procs: list[subprocess.Popen[bytes]] = []
-        #: Seconds from `start` to the first Metadata answer listing every node.
+        #: Seconds from `start` to the first Metadata answer listing every node, and the
+        #: part of them spent formatting storage (and resolving the classpath).
         self.startup_s: float | None = None
+        self.format_s: float | None = None
 
     # ------------------------------------------------------------------ the life cycle
 
@@ -173,6 +176,7 @@ class KafkaReference:
             # One JVM per node for the formatter: in parallel, they take one start's time.
             with ThreadPoolExecutor(self.nodes) as pool:
                 list(pool.map(lambda p: self._format(cp, p, started + timeout), props))
+            self.format_s = time.monotonic() - started
             for i, p in enumerate(props):
                 self._procs.append(self._launch(cp, i, p))
             self._wait_ready(started + timeout)
@@ -302,7 +306,7 @@ class KafkaReference:
             if time.monotonic() > deadline:
                 raise ReferenceError(f"Kafka nodes {sorted(pending)} did not become ready in time")
             for i in sorted(pending):
-                if _metadata_brokers(self.ports[i]) == self.nodes:
+                if metadata_brokers(self.ports[i]) == self.nodes:
                     pending.discard(i)
             if pending:
                 time.sleep(0.2)
@@ -334,7 +338,7 @@ class KafkaReference:
 # ---------------------------------------------------------------------- readiness
 
 
-def _metadata_brokers(port: int) -> int:
+def metadata_brokers(port: int) -> int:
     """How many brokers the node on ``port`` lists in Metadata when it has a controller;
     0 while it does not answer (or answers with no controller yet)."""
     from kafkagen.generated import header_version
