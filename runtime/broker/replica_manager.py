@@ -557,6 +557,10 @@ class ReplicaManager:
             result.error = e
             if partition is not None:
                 result.current_leader = (partition.leader_id, partition.leader_epoch)
+            else:  # no replica here: the cluster's metadata still names the leader
+                known = self.metadata.partition(tp.topic, tp.partition)
+                if known is not None:
+                    result.current_leader = (known.leader, known.leader_epoch)
             return result
         log = partition.log
         result.high_watermark = partition.high_watermark

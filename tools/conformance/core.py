@@ -52,6 +52,9 @@ __all__ = [
 REQUEST_TIMEOUT_S = 15.0
 #: How long a request that should be refused waits for the broker to close the connection.
 CLOSE_WAIT_S = 5.0
+#: How long a request answered COORDINATOR_LOAD_IN_PROGRESS is retried before it counts.
+LOADING_WAIT_S = 20.0
+COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 class SetupError(RuntimeError):
@@ -197,16 +200,14 @@ class Session:
         assert api_key is not None
         v = self.version(api_key) if version is None else version
         label = f"{type(request).__name__} v{v}"
-        conn = await self.target.connection(node)
         try:
-            response = await conn.request(
-                request, v, timeout=REQUEST_TIMEOUT_S if expect_answer else CLOSE_WAIT_S
-            )
+            response = await self._send(request, v, node, expect_answer)
         except ConnectionError:
             self._record(label, {"outcome": "connection closed"})
             return None
         except TimeoutError:
-            await conn.close()  # an answer may still come: never reuse the connection
+            # An answer may still come: never reuse the connection.
+            await (await self.target.connection(node)).close()
             self._record(label, {"outcome": "no answer"})
             return None
         except (DecodeError, UnsupportedVersionError) as e:
@@ -215,6 +216,22 @@ class Session:
         data = response.to_json(v)
         self._record(label, keep(data) if keep is not None else data)
         return response
+
+    async def _send(
+        self, request: Message, version: int, node: int | None, expect_answer: bool
+    ) -> Message:
+        """One request; while a coordinator answers that it is still loading (a passing
+        state of a newly started broker, which clients retry), the same again."""
+        deadline = time.monotonic() + LOADING_WAIT_S
+        while True:
+            conn = await self.target.connection(node)
+            response = await conn.request(
+                request, version, timeout=REQUEST_TIMEOUT_S if expect_answer else CLOSE_WAIT_S
+            )
+            loading = getattr(response, "error_code", 0) == COORDINATOR_LOAD_IN_PROGRESS
+            if not loading or time.monotonic() > deadline:
+                return response
+            await asyncio.sleep(0.1)
 
     async def raw(
         self, api_key: int, version: int, body: bytes, *, node: int | None = None
