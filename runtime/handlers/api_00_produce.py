@@ -19,6 +19,9 @@ from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches
 
 API_KEY = 0
+#: From v11 a batch outside the open transaction is TRANSACTION_ABORTABLE (KIP-890), as
+#: Kafka 4.4 answers; older clients get INVALID_TXN_STATE.
+ABORTABLE_SINCE = 11
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -95,10 +98,12 @@ def _verify_transactional(
                 transactional_id, batch.producer_id, batch.producer_epoch, tp
             )
         )
+        if code == ErrorCode.INVALID_TXN_STATE and ctx.api_version >= ABORTABLE_SINCE:
+            code = ErrorCode.TRANSACTION_ABORTABLE
         if code:
             refused[tp] = ProduceResult(
                 error_for_code(code)(f"{tp} is not part of the open transaction")
-                if code == ErrorCode.INVALID_TXN_STATE
+                if code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTION_ABORTABLE)
                 else error_for_code(code)()
             )
     return refused
