@@ -1,4 +1,5 @@
-"""``kafkagen serve`` against Apache Kafka 4.4.0 in one run: start-up and produce speed.
+"""``kafkagen serve`` against Apache Kafka 4.4.0 in one run: start-up, produce, consume,
+latency and memory.
 
 Both servers run on this machine, one after the other, driven by the same clients:
 
@@ -7,14 +8,19 @@ Both servers run on this machine, one after the other, driven by the same client
 - produce throughput: 1 KiB records to a topic of three partitions with three replicas on
   a three-broker cluster, with acks=1 and with acks=all, sent by Kafka's own
   ``org.apache.kafka.tools.ProducerPerformance`` and by confluent-kafka (librdkafka);
-- resident memory of the servers after the produce runs.
+- consume throughput: a confluent-kafka consumer reading everything produced, from the
+  start of the three partitions;
+- end-to-end latency: 1 KiB records produced one at a time (acks=all) until a consumer
+  has each, p50 and p99;
+- resident memory of the servers after the runs.
 
 Every figure is printed with the ratio kafkagen / Kafka (above 1 is kafkagen faster or,
 for start-up and memory, Kafka / kafkagen: above 1 is kafkagen quicker or smaller).
 Kafka runs with its distribution's JVM settings (1 GiB heap, G1). Record counts and every
 wait are bounded.
 
-Run: python -m kafkagen.bench_kafka [--records N] [--skip-java] [--json FILE]
+Run: python -m kafkagen.bench_kafka [--records N] [--latency-records N] [--skip-java]
+[--json FILE]
 """
 
 from __future__ import annotations
@@ -160,20 +166,22 @@ def rss_mb(pids: Sequence[int]) -> float:
 # ---------------------------------------------------------------------- producers
 
 
-def _create_topic(bootstrap: str) -> None:
+def _create_topic(bootstrap: str, name: str = TOPIC, partitions: int = 3) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(TOPIC, 3, 3)], request_timeout=30)
-    futures[TOPIC].result(timeout=60)
+    futures = admin.create_topics([NewTopic(name, partitions, 3)], request_timeout=30)
+    futures[name].result(timeout=60)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # every partition led before anything is timed
-        md = admin.list_topics(TOPIC, timeout=10)
-        parts = md.topics[TOPIC].partitions
-        if len(parts) == 3 and all(p.leader >= 0 and len(p.isrs) == 3 for p in parts.values()):
+        md = admin.list_topics(name, timeout=10)
+        parts = md.topics[name].partitions
+        if len(parts) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == 3 for p in parts.values()
+        ):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{TOPIC} has no leaders with three in-sync replicas")
+    raise RuntimeError(f"{name} has no leaders with three in-sync replicas")
 
 
 def produce_confluent(bootstrap: str, records: int, acks: str) -> tuple[float, float]:
@@ -250,6 +258,79 @@ def produce_java(bootstrap: str, records: int, acks: str, cp: str) -> tuple[floa
     return float(per_s), float(mib_per_s) * 1.048576  # it counts MiB
 
 
+def consume_confluent(bootstrap: str, expected: int) -> tuple[float, float]:
+    """(messages/s, MB/s) of a confluent-kafka consumer reading ``expected`` records of the
+    produce topic from the start (assigned partitions, no group)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-consume",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 50 << 20,
+        }
+    )
+    try:
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(3)])
+        count = size = 0
+        started = time.monotonic()
+        while count < expected:
+            if time.monotonic() - started > RUN_LIMIT_S:
+                raise RuntimeError(f"consumed {count} of {expected} records in time")
+            for m in c.consume(10_000, timeout=1.0):
+                if m.error() is None:
+                    count += 1
+                    size += len(m.value() or b"")
+        took = time.monotonic() - started
+    finally:
+        c.close()
+    return count / took, size / took / 1e6
+
+
+def latency_confluent(bootstrap: str, count: int) -> tuple[float, float]:
+    """(p50, p99) milliseconds from producing a 1 KiB record (acks=all, three replicas) to
+    a consumer receiving it, one record at a time."""
+    from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+
+    topic = "bench-latency"
+    _create_topic(bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency"})
+    value = b"x" * RECORD_SIZE
+    took: list[float] = []
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_END)])
+        started = time.monotonic()
+        # The consumer finds the end of the log on its own time: probe until it reads.
+        while True:
+            p.produce(topic, b"probe", key=b"probe")
+            p.flush(10)
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                break
+            if time.monotonic() - started > START_LIMIT_S:
+                raise RuntimeError("the latency consumer never started reading")
+        for i in range(-20, count):  # the first 20 warm up the consumer's fetch loop
+            key = str(i).encode()
+            sent = time.perf_counter()
+            p.produce(topic, value, key=key)
+            p.poll(0)
+            while True:
+                if time.monotonic() - started > RUN_LIMIT_S:
+                    raise RuntimeError("the latency run did not finish in time")
+                m = c.poll(1.0)
+                if m is not None and m.error() is None and m.key() == key:
+                    break
+            if i >= 0:
+                took.append((time.perf_counter() - sent) * 1000)
+        p.flush(30)
+    finally:
+        c.close()
+    took.sort()
+    return took[len(took) // 2], took[min(len(took) - 1, int(len(took) * 0.99))]
+
+
 @dataclass
 class ProduceRun:
     tool: str
@@ -277,7 +358,13 @@ def produce_all(bootstrap: str, records: int, java_cp: str | None) -> list[Produ
 # ---------------------------------------------------------------------- the run
 
 
-def run(records: int, repeat: int, java: bool, say: Callable[[str], None]) -> list[Figure]:
+def run(
+    records: int,
+    repeat: int,
+    java: bool,
+    say: Callable[[str], None],
+    latency_records: int = 1000,
+) -> list[Figure]:
     figures: list[Figure] = []
     java_cp = (
         os.pathsep.join(
@@ -297,16 +384,21 @@ def run(records: int, repeat: int, java: bool, say: Callable[[str], None]) -> li
         )
     )
 
-    say(f"produce, three brokers: kafkagen serve ({records} records per run) ...")
+    say(f"produce, consume, latency, three brokers: kafkagen serve ({records} records) ...")
     port = _free_ports_from(3)
     started = time.monotonic()
     with _kafkagen(3, port) as proc:
         _wait_metadata(port, 3, started, proc)
-        kg_runs = produce_all(",".join(f"127.0.0.1:{port + i}" for i in range(3)), records, java_cp)
+        bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
+        kg_runs = produce_all(bootstrap, records, java_cp)
+        kg_consume = consume_confluent(bootstrap, records * len(kg_runs))
+        kg_latency = latency_confluent(bootstrap, latency_records)
         kg_rss = rss_mb([proc.pid])
-    say(f"produce, three brokers: Apache Kafka ({records} records per run) ...")
+    say(f"produce, consume, latency, three brokers: Apache Kafka ({records} records) ...")
     with KafkaReference(3, jvm_options=KAFKA_JVM) as kafka:
         kafka_runs = produce_all(kafka.bootstrap, records, java_cp)
+        kafka_consume = consume_confluent(kafka.bootstrap, records * len(kafka_runs))
+        kafka_latency = latency_confluent(kafka.bootstrap, latency_records)
         kafka_rss = rss_mb(kafka.pids())
     for a, b in zip(kg_runs, kafka_runs, strict=True):
         figures.append(
@@ -316,7 +408,17 @@ def run(records: int, repeat: int, java: bool, say: Callable[[str], None]) -> li
             Figure(f"produce acks={a.acks} {a.tool}", a.mb_per_s, b.mb_per_s, "MB/s", True)
         )
     figures.append(
-        Figure("resident memory after producing (3 brokers)", kg_rss, kafka_rss, "MiB", False)
+        Figure("consume confluent-kafka", kg_consume[0], kafka_consume[0], "msgs/s", True)
+    )
+    figures.append(Figure("consume confluent-kafka", kg_consume[1], kafka_consume[1], "MB/s", True))
+    figures.append(
+        Figure("end-to-end latency p50 (acks=all)", kg_latency[0], kafka_latency[0], "ms", False)
+    )
+    figures.append(
+        Figure("end-to-end latency p99 (acks=all)", kg_latency[1], kafka_latency[1], "ms", False)
+    )
+    figures.append(
+        Figure("resident memory after the runs (3 brokers)", kg_rss, kafka_rss, "MiB", False)
     )
     return figures
 
@@ -359,16 +461,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--records", type=int, default=100_000, help="records per produce run")
     parser.add_argument("--repeat", type=int, default=3, help="start-ups timed per server")
+    parser.add_argument(
+        "--latency-records", type=int, default=1000, help="records timed one by one end to end"
+    )
     parser.add_argument("--skip-java", action="store_true", help="no ProducerPerformance runs")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args(argv)
-    if args.records < 1 or args.repeat < 1:
-        parser.error("--records and --repeat must be at least 1")
+    if min(args.records, args.repeat, args.latency_records) < 1:
+        parser.error("--records, --repeat and --latency-records must be at least 1")
+    # A terminated run still stops the servers it started (their finally blocks run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     figures = run(
         args.records,
         args.repeat,
         not args.skip_java,
         lambda m: print(m, file=sys.stderr, flush=True),
+        args.latency_records,
     )
     print(table(figures))
     if args.json:
