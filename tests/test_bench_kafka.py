@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from kafkagen.bench_kafka import Figure, rss_mb, run, table
+from kafkagen.bench.kafka import Figure, rss_mb, run, table
 
 
 @pytest.mark.slow
