@@ -39,16 +39,17 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config import ConfigStore
-from .metadata import OFFSETS_TOPIC, ClusterMetadata, PartitionInfo, TopicInfo, TopicPartition
+from .metadata import ClusterMetadata
 from .partition import Partition
+from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 
 if TYPE_CHECKING:
     from .log_store import BrokerStorage
 
 __all__ = [
-    "TXN_STATE_TOPIC",
     "DelayedFetch",
     "DelayedProduce",
     "FetchInfo",
@@ -71,7 +72,6 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 #: The transaction coordinator's log; like the offsets topic, closed to clients.
-TXN_STATE_TOPIC = "__transaction_state"
 _INTERNAL_TOPICS = (OFFSETS_TOPIC, TXN_STATE_TOPIC)
 #: Append errors Kafka answers with log start offset -1 (the others carry the log's start).
 _NO_LOG_START_ERRORS = frozenset(
