@@ -18,7 +18,7 @@ from kafkagen.conformance.core import Result, Step, compare_runs
 from kafkagen.conformance.every_api import SERVED_APIS
 from kafkagen.conformance.normalise import Normaliser, first_difference
 from kafkagen.reference import KafkaReference
-from kafkagen.runtime.broker.api import load_handlers
+from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.records import Record, build_batch
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
