@@ -87,3 +87,11 @@ def test_a_start_that_fails_reports_the_log_and_leaves_nothing() -> None:
         kafka.start(timeout=120)
     assert "num.network.threads" in str(failed.value)
     assert not kafka.running and kafka.dir is None
+
+
+def test_cluster_ids_never_look_like_options() -> None:
+    from kafkagen.reference import _kafka_uuid
+
+    ids = [_kafka_uuid() for _ in range(5000)]  # about 78 would start with '-' unchecked
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == len(ids)

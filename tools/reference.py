@@ -98,8 +98,13 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _kafka_uuid() -> str:
-    """A random id in Kafka's text form (url-safe base64 of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random id in Kafka's text form (url-safe base64 of 16 bytes, no padding). Like
+    Kafka's own ids it never starts with '-', which a command line would take for an
+    option."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 _LIVE: weakref.WeakSet[KafkaReference] = weakref.WeakSet()
