@@ -39,8 +39,8 @@ from kafkagen.runtime.randomgen import RandomGen
 
 #: Random messages per (API, kind, version), per header version, and corrupted copies of
 #: each: sized so the module runs in a minute or two.
-MESSAGES = 12
-HEADER_MESSAGES = 150
+MESSAGES = 32
+HEADER_MESSAGES = 400
 MUTANTS = 4
 #: Problems shown in a failure message.
 SHOWN = 15

@@ -64,7 +64,7 @@ SOURCES = Path(__file__).resolve().parent / "jvm" / "oracle" / "src"
 MAIN_CLASS = "kafkagen.oracle.KafkaOracle"
 #: JVM options: a bounded heap, and the serial collector (one JVM among many processes on
 #: a small machine; a batch allocates little that survives it).
-JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-Xss4m")
+JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-Xss4m", "-XX:TieredStopAtLevel=1")
 
 KINDS = ("request", "response", "request_header", "response_header")
 _KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
@@ -550,8 +550,8 @@ DIFFERENCES = {
     "U+FFFD in place of the bad bytes",
     "negative-length": "kafkagen refuses a negative length other than -1; Kafka reads "
     "any negative length of a nullable field as null",
-    "tag-count": "kafkagen refuses a tagged-field count of 2^31 or more; Kafka reads it "
-    "as a negative count and reads no tagged fields",
+    "tag-count": "kafkagen refuses a tagged-field count of 2^31 or more; Kafka 4.0 read "
+    "it as a negative count and read no tagged fields (4.4.0 refuses it too)",
     "tag-size": "kafkagen reads a known tagged field within its declared size; Kafka "
     "reads the value and ignores the size",
     "unknown-tag-order": "kafkagen writes unknown tagged fields back in tag order; Kafka "
@@ -650,17 +650,24 @@ def first_json_difference(ours: Any, kafka: Any, path: str = "$") -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build the oracle, then time the JVM's start and a batch of reads through it."""
+    """Build the oracle, then time the JVM's start and reads and writes through it of
+    random messages of every API, kind and version both sides have."""
     import argparse
 
-    from kafkagen.generated import message_type
     from kafkagen.runtime.randomgen import RandomGen
 
     parser = argparse.ArgumentParser(
         prog="python -m kafkagen.oracle",
-        description="Build Kafka's oracle (if needed) and measure it: JVM start and reads/s.",
+        description="Build Kafka's oracle (if needed) and measure it: the JVM's start, and "
+        "messages/s read and written by Kafka, with and without comparing them to kafkagen.",
     )
-    parser.add_argument("--messages", type=int, default=20000, help="reads to time")
+    parser.add_argument(
+        "--per-version",
+        type=int,
+        default=20,
+        metavar="N",
+        help="random messages per API, kind and version (default 20)",
+    )
     args = parser.parse_args(argv)
     began = time.perf_counter()
     try:
@@ -669,23 +676,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kafkagen oracle: {e}", file=sys.stderr)
         return 2
     print(f"oracle built or found in {time.perf_counter() - began:.1f} s")
-    cls = message_type(3, "response")
-    gen = RandomGen(1)
-    wire = []
-    for _ in range(args.messages):
-        gen.reset()
-        wire.append((3, "response", 12, cls.random(12, gen).encode(12)))
+    records = records_paths()
     with KafkaOracle() as kafka:
-        print(f"JVM started and answering in {kafka.started_in:.2f} s")
-        for label in ("cold", "warm"):
+        print(f"Kafka {kafka.version}: JVM started and answering in {kafka.started_in:.2f} s")
+        samples = []
+        for api in kafka.versions().values():
+            for kind in ("request", "response"):
+                try:
+                    cls = kafkagen_class(api.api_key, kind)
+                except Exception:
+                    continue
+                for v in api.versions:
+                    if cls.LOWEST_VERSION <= v <= cls.HIGHEST_VERSION:
+                        gen = RandomGen(api.api_key * 1000 + v)
+                        for _ in range(args.per_version):
+                            gen.reset()
+                            samples.append((cls, api.api_key, kind, v, cls.random(v, gen)))
+        wire = [(api, kind, v, m.encode(v)) for cls, api, kind, v, m in samples]
+        size = sum(len(w[3]) for w in wire) / max(len(wire), 1)
+        print(f"{len(wire):,} messages, {size:,.0f} bytes on average")
+        for label in ("reads, cold", "reads, warm"):
             began = time.perf_counter()
             got = kafka.read(wire)
             took = time.perf_counter() - began
-            ok = sum(o.ok for o in got)
-            print(
-                f"{label}: {len(wire):,} Metadata v12 responses read by Kafka in {took:.2f} s "
-                f"({len(wire) / took:,.0f} msg/s, {ok:,} accepted)"
-            )
+            print(f"{label}: {len(wire) / took:,.0f} msg/s ({took:.2f} s)")
+        began = time.perf_counter()
+        kafka.write((api, kind, v, m.to_json(v)) for _, api, kind, v, m in samples)
+        took = time.perf_counter() - began
+        print(f"writes from kafkagen's JSON: {len(wire) / took:,.0f} msg/s ({took:.2f} s)")
+        began = time.perf_counter()
+        got = kafka.read(wire)
+        disagree = 0
+        for (cls, api, kind, v, _), (_, _, _, data), theirs in zip(samples, wire, got, strict=True):
+            ours = kafkagen_read(cls, v, data, records.get((api, kind), ()))
+            disagree += compare(ours, theirs) is not None
+        took = time.perf_counter() - began
+        print(
+            f"reads compared with kafkagen's: {len(wire) / took:,.0f} msg/s ({took:.2f} s), "
+            f"{disagree:,} disagreements"
+        )
     return 0
 
 
