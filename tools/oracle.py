@@ -692,7 +692,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         for _ in range(args.per_version):
                             gen.reset()
                             samples.append((cls, api.api_key, kind, v, cls.random(v, gen)))
-        wire = [(api, kind, v, m.encode(v)) for cls, api, kind, v, m in samples]
+        wire = [(key, kind, v, m.encode(v)) for _, key, kind, v, m in samples]
         size = sum(len(w[3]) for w in wire) / max(len(wire), 1)
         print(f"{len(wire):,} messages, {size:,.0f} bytes on average")
         for label in ("reads, cold", "reads, warm"):
@@ -701,14 +701,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             took = time.perf_counter() - began
             print(f"{label}: {len(wire) / took:,.0f} msg/s ({took:.2f} s)")
         began = time.perf_counter()
-        kafka.write((api, kind, v, m.to_json(v)) for _, api, kind, v, m in samples)
+        kafka.write((key, kind, v, m.to_json(v)) for _, key, kind, v, m in samples)
         took = time.perf_counter() - began
         print(f"writes from kafkagen's JSON: {len(wire) / took:,.0f} msg/s ({took:.2f} s)")
         began = time.perf_counter()
         got = kafka.read(wire)
         disagree = 0
-        for (cls, api, kind, v, _), (_, _, _, data), theirs in zip(samples, wire, got, strict=True):
-            ours = kafkagen_read(cls, v, data, records.get((api, kind), ()))
+        for (cls, key, kind, v, _), (_, _, _, data), theirs in zip(samples, wire, got, strict=True):
+            ours = kafkagen_read(cls, v, data, records.get((key, kind), ()))
             disagree += compare(ours, theirs) is not None
         took = time.perf_counter() - began
         print(
