@@ -61,6 +61,9 @@ KAFKA_VERSION = "4.4.0"
 #: is the version Kafka 4.4.0 itself ships with.
 JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.7"
 SOURCES = Path(__file__).resolve().parent / "jvm" / "oracle" / "src"
+#: The Spark SQL function over batches, built only for Spark (it needs Spark's jars).
+SPARK_SOURCES = SOURCES.parent / "spark"
+UDF_CLASS = "kafkagen.oracle.KafkaOracleUdf"
 MAIN_CLASS = "kafkagen.oracle.KafkaOracle"
 #: JVM options: a bounded heap, and the serial collector (one JVM among many processes on
 #: a small machine; a batch allocates little that survives it).
@@ -115,10 +118,11 @@ def dependencies(version: str | None = None) -> list[str]:
     return [f"org.apache.kafka:kafka-clients:{version or kafka_version()}", JACKSON]
 
 
-def build(version: str | None = None) -> list[Path]:
+def build(version: str | None = None, spark_jars: Path | None = None) -> list[Path]:
     """The oracle's classpath for a Kafka release (default :func:`kafka_version`): its
     jar, built now unless a build of these very sources is cached, then Kafka's jars
-    (resolved from Maven Central once)."""
+    (resolved from Maven Central once). With ``spark_jars`` (a Spark installation's
+    ``jars`` folder) the jar also holds the Spark SQL function, compiled against it."""
     javac = _javac()
     coords = dependencies(version)
     try:
@@ -126,13 +130,18 @@ def build(version: str | None = None) -> list[Path]:
     except maven.MavenError as e:
         raise OracleError(f"the Kafka oracle's jars: {e}") from e
     files = source_files()
+    compile_cp = list(deps)
     digest = hashlib.sha256("\n".join(coords).encode())
+    if spark_jars is not None:
+        files += sorted(SPARK_SOURCES.rglob("*.java"))
+        compile_cp.append(spark_jars / "*")
+        digest.update("\n".join(sorted(p.name for p in spark_jars.glob("*.jar"))).encode())
     for path in files:
-        digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0")
+        digest.update(path.relative_to(SOURCES.parent).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     jar = maven.cache_dir() / f"kafka-oracle-{digest.hexdigest()[:16]}.jar"
     if not jar.is_file():
-        _compile(javac, files, deps, jar)
+        _compile(javac, files, compile_cp, jar)
     return [jar, *deps]
 
 
@@ -212,6 +221,19 @@ class Outcome:
         if self.ok:
             return f"reads it ({len(self.data)} bytes written back)"
         return f"{self.status}: {self.reason[:300]}"
+
+
+def decode_batch(batch: bytes | memoryview) -> list[Item]:
+    """The items of a batch (what :func:`encode_batch` wrote)."""
+    view = memoryview(batch)
+    (count,) = _COUNT.unpack_from(view, 0)
+    pos, out = 4, []
+    for _ in range(count):
+        op, api, kind, version, n = _ITEM.unpack_from(view, pos)
+        pos += _ITEM.size
+        out.append(Item(op, api, KINDS[kind], version, bytes(view[pos : pos + n])))
+        pos += n
+    return out
 
 
 def decode_results(frame: bytes | memoryview) -> list[Outcome]:
@@ -556,8 +578,11 @@ DIFFERENCES = {
     "reads the value and ignores the size",
     "unknown-tag-order": "kafkagen writes unknown tagged fields back in tag order; Kafka "
     "reads them in any order, then refuses to write them back",
+    "tag-of-other-version": "kafkagen keeps a tag that a field has only at other versions "
+    "as an unknown tagged field; Kafka refuses it",
 }
 _NEGATIVE_LENGTH = re.compile(r"negative \w+ length -\d+|is of length -\d+")
+_OTHER_VERSION_TAG = re.compile(r"java\.lang\.RuntimeException: Tag \d+ is not valid for version")
 _TAG_COUNT = re.compile(r"tagged fields of length (\d+)")
 _OUT_OF_BYTES = re.compile(r"tagged field|runs past the end|exceeds the \d+ bytes left|truncated")
 
@@ -583,6 +608,8 @@ def explain(
         if ours.status in ("ok", "rejected") and "Invalid raw tag field list" in kafka.reason:
             return "unknown-tag-order"
         return None
+    if ours.ok and kafka.status == "rejected" and _OTHER_VERSION_TAG.match(kafka.reason):
+        return "tag-of-other-version"
     if ours.status != "rejected" or not kafka.ok or kafka.data == data:
         return None
     if compare(kafkagen_read(cls, version, kafka.data, records), kafka) is not None:
