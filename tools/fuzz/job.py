@@ -674,8 +674,13 @@ def run_spark(
     results. A codec bug named by ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
     records = None
     if options.oracle == "kafka":
-        if spark is not None:
-            raise ValueError("--oracle kafka starts its own Spark session (it adds jars)")
+        from pyspark import SparkContext
+
+        if spark is not None or SparkContext._active_spark_context is not None:
+            raise ValueError(
+                "--oracle kafka starts a Spark session of its own (it adds Kafka's jars): "
+                "stop the running one first"
+            )
         conf = {**(conf or {}), "spark.jars": ",".join(map(str, oracle_jars()))}
         records = records_paths()
     with contextlib.ExitStack() as stack:
