@@ -29,7 +29,6 @@ from kafkagen.oracle import (
     compare,
     explain,
     first_byte_difference,
-    first_json_difference,
     kafkagen_class,
     kafkagen_read,
 )
@@ -199,9 +198,7 @@ def test_kafka_reads_what_kafkagen_writes(
 
 
 @pytest.mark.slow
-def test_kafkagen_reads_what_kafka_writes(
-    kafka: KafkaOracle, samples: list[Sample], records: oracle.RecordsPaths
-) -> None:
+def test_kafkagen_reads_what_kafka_writes(kafka: KafkaOracle, samples: list[Sample]) -> None:
     """Kafka writes kafkagen's JSON form to the bytes kafkagen writes, and kafkagen reads
     them back to the same message (JSON carries no unknown tagged fields)."""
     got = kafka.write((s.api, s.kind, s.version, s.message.to_json(s.version)) for s in samples)
@@ -221,10 +218,6 @@ def test_kafkagen_reads_what_kafka_writes(
         decoded = s.cls.decode(k.data, s.version)
         if decoded != want:
             problems.append(f"{s}: kafkagen reads Kafka's bytes to another message")
-        json_form = as_kafka_renders(want.to_json(s.version), records.get((s.api, s.kind), ()))
-        diff = first_json_difference(json_form, k.json)
-        if diff is not None:
-            problems.append(f"{s}: Kafka's JSON form differs at {diff}")
     print(
         f"kafka oracle: {len(samples):,} kafkagen JSON -> Kafka writes -> kafkagen reads, "
         f"{len(problems)} disagreements"

@@ -41,9 +41,10 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * bytes), 2 WRITE (payload: Kafka's JSON form as UTF-8), 3 VERSIONS (no payload).
  *
  * <p>A result: int8 status, int32 length + UTF-8 text, int32 length + bytes. Status 0 OK: the
- * text is Kafka's JSON form of the message ({@code *DataJsonConverter.write}) and the bytes are
- * Kafka's encoding of it ({@code write} at the same version); for VERSIONS the text is the table
- * of APIs and versions. Status 1 REJECTED, 2 UNSUPPORTED (no such API, kind or version here) and
+ * bytes are Kafka's encoding of the message ({@code write} at the same version) and, for a READ,
+ * the text is Kafka's JSON form of it ({@code *DataJsonConverter.write}; a WRITE leaves it empty:
+ * its JSON form is that of reading its bytes); for VERSIONS the text is the table of APIs and
+ * versions. Status 1 REJECTED, 2 UNSUPPORTED (no such API, kind or version here) and
  * 3 UNWRITABLE (Kafka read the bytes but could not write the message back or render its JSON)
  * carry the reason as text and no bytes.
  *
@@ -237,6 +238,9 @@ public final class KafkaOracle {
         }
         try {
             byte[] bytes = encode(message, version);
+            if (op == WRITE) {
+                return new Result(OK, "", bytes);
+            }
             JsonNode json = (JsonNode) codec.toJson.invokeExact(message, version);
             return new Result(OK, MAPPER.writeValueAsString(json), bytes);
         } catch (Throwable e) {
