@@ -581,6 +581,8 @@ DIFFERENCES = {
     "reads them in any order, then refuses to write them back",
     "tag-of-other-version": "kafkagen keeps a tag that a field has only at other versions "
     "as an unknown tagged field; Kafka refuses it",
+    "varint-overflow": "kafkagen refuses an unsigned varint over 32 bits; Kafka drops the "
+    "bits above 32",
 }
 _NEGATIVE_LENGTH = re.compile(r"negative \w+ length -\d+|is of length -\d+")
 _OTHER_VERSION_TAG = re.compile(r"java\.lang\.RuntimeException: Tag \d+ is not valid for version")
@@ -620,6 +622,8 @@ def explain(
         return "invalid-utf8"
     if _NEGATIVE_LENGTH.search(reason):
         return "negative-length"
+    if "varint exceeds 32 bits" in reason:
+        return "varint-overflow"
     count = _TAG_COUNT.search(reason)
     if count and int(count.group(1)) >= 1 << 31:
         return "tag-count"
