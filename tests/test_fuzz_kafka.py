@@ -1,7 +1,7 @@
 """``kafkagen fuzz --oracle kafka``: Kafka's own classes judge every fuzzed message.
 
-Runs without Spark (a Kafka oracle JVM in this process) and on local Spark (the same
-Java class in the executor's JVM) must count the same; a codec bug kafkagen's own checks
+Runs without Spark (a Kafka oracle JVM in this process) and on Spark (the same Java
+class in the executors' JVMs) must count the same; a codec bug kafkagen's own checks
 cannot see, because its encoder and decoder agree on it, is caught by Kafka and replays.
 """
 
@@ -56,9 +56,15 @@ def test_kafka_answers_three_questions_about_every_message(plain: Any) -> None:
 
 
 def test_spark_counts_what_the_plain_run_counts(plain: Any) -> None:
-    """The same seed on local[2], with Kafka's classes in the executor's JVM."""
+    """The same seed on Spark with two executor JVMs of their own (local-cluster), which
+    get Kafka's classes and the oracle shipped as jars and answer there."""
     on_spark, _ = run_fuzz(
-        MESSAGES, master="local[2]", apis=APIS, oracle="kafka", progress=None, tasks=3
+        MESSAGES,
+        master="local-cluster[2,1,1024]",
+        apis=APIS,
+        oracle="kafka",
+        progress=None,
+        tasks=4,
     )
     assert per_version(on_spark) == per_version(plain)
 
