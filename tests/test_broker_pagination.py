@@ -329,3 +329,62 @@ def test_describe_acls_pages_resources(cluster: BackgroundCluster) -> None:
             lambda r: r.next_cursor,
         )
     assert got == ["t1", "t2", "t3"] and pages == 2
+
+
+INVALID_REQUEST = 42
+
+
+def test_a_partition_listed_twice_refuses_the_list_offsets_walk(cluster: BackgroundCluster) -> None:
+    """[a:0, a:1, a:0] at limit 2 used to answer [0, 1] with NextCursor (a, 0) forever."""
+    Req = message_type(2, "request")
+    topics = [
+        Req.ListOffsetsTopic(
+            name="a",
+            partitions=[
+                Req.ListOffsetsPartition(partition_index=i, timestamp=-1) for i in (0, 1, 0)
+            ],
+        )
+    ]
+    with WireClient(cluster.bootstrap) as w:
+        r = w.call(2, 11, Req(topics=topics, response_pagination_limit=2))
+        unpaged = w.call(2, 10, Req(topics=topics))
+    assert [p.error_code for t in r.topics for p in t.partitions] == [INVALID_REQUEST] * 3
+    assert r.next_cursor is None
+    # The unpaged version still answers the partitions and refuses only the second copy.
+    assert [p.error_code for t in unpaged.topics for p in t.partitions] == [0, 0, INVALID_REQUEST]
+
+
+def test_a_group_listed_twice_refuses_the_describe_groups_walk(cluster: BackgroundCluster) -> None:
+    Req = message_type(15, "request")
+    with WireClient(cluster.bootstrap) as w:
+        r = w.call(15, 6, Req(groups=["g1", "g1"], response_pagination_limit=3))
+    assert [(g.group_id, g.error_code) for g in r.groups] == [("g1", INVALID_REQUEST)] * 2
+    assert r.next_cursor is None
+
+
+def test_a_log_dir_cursor_at_a_deleted_topic_resumes_at_the_next_named_one(
+    cluster: BackgroundCluster,
+) -> None:
+    assert cluster.cluster is not None
+    md = cluster.cluster.metadata
+    for name in ("la", "lb", "lc"):
+        cluster.call(lambda n=name: md.create_topic(n, 2, 1))
+    Req = message_type(35, "request")
+    named = [Req.DescribableLogDirTopic(topic=n, partitions=[0, 1]) for n in ("la", "lb", "lc")]
+
+    def listed(r: Any) -> list[tuple[str, int]]:
+        return [
+            (t.name, p.partition_index) for d in r.results for t in d.topics for p in t.partitions
+        ]
+
+    with WireClient(cluster.bootstrap) as w:
+        first = w.call(35, 5, Req(topics=named, response_pagination_limit=3))
+        assert listed(first) == [("la", 0), ("la", 1), ("lb", 0)]
+        c = first.next_cursor
+        assert (c.topic_name, c.partition_index) == ("lb", 1)
+        deleted = w.call(20, 5, message_type(20, "request")(topic_names=["lb"], timeout_ms=5000))
+        assert deleted.responses[0].error_code == 0
+        cursor = Req.Cursor(topic_name="lb", partition_index=1, log_dir=c.log_dir)
+        second = w.call(35, 5, Req(topics=named, response_pagination_limit=3, cursor=cursor))
+    assert listed(second) == [("lc", 0), ("lc", 1)]
+    assert second.next_cursor is None

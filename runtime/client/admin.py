@@ -526,7 +526,9 @@ async def describe_log_dirs_all(
         None
         if topics is None
         else [
-            DescribeLogDirsRequest.DescribableLogDirTopic(topic=name, partitions=list(indexes))
+            DescribeLogDirsRequest.DescribableLogDirTopic(
+                topic=name, partitions=list(dict.fromkeys(indexes))  # each once: no repeats
+            )
             for name, indexes in topics.items()
         ]
     )

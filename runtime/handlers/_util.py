@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
+
 from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
 
@@ -12,6 +14,7 @@ __all__ = [
     "TOPIC_OPERATIONS",
     "authorized_operations",
     "pagination_limit",
+    "repeated",
 ]
 
 #: Nothing is enforced, so every operation a resource type knows is allowed.
@@ -55,6 +58,22 @@ def pagination_limit(ctx: RequestContext, requested: int) -> int:
     return max(min(cap, requested), 1)
 
 
+def repeated(entries: Iterable[Hashable], noun: str) -> str | None:
+    """Why a paged request is refused for naming an entry twice, or None (seed 001).
+
+    A cursor names an entry by its key, not by its place in the request, so with a repeat it
+    could resume at either copy and a walk might never end. Every paged API therefore
+    refuses such a request with INVALID_REQUEST, the way it refuses a cursor outside the
+    request; ``entries`` are the request's entries in order, as the cursor names them.
+    """
+    seen: set[Hashable] = set()
+    for entry in entries:
+        if entry in seen:
+            return f"the request lists {noun} {entry!r} more than once"
+        seen.add(entry)
+    return None
+
+
 class Pager:
     """Cuts a paginated response (seed 001): skips what lies before the cursor, takes items
     until the limit, and remembers the first item left out (the next cursor).
@@ -64,7 +83,10 @@ class Pager:
     works); otherwise (request order) it starts at the item equal to the cursor. With
     ``request_prefix`` n, the first n fields name an entry of the request (request order,
     matched exactly) and the rest come sorted within it: the page starts at the first item of
-    the cursor's entry at or after the cursor, or at the next entry when none is left.
+    the cursor's entry at or after the cursor, or at the next entry when none is left. With
+    ``entry_start``, a cursor whose rest is at or before it (the API's "from the start of
+    this entry") means earlier pages did not show the entry, so it is shown even when it
+    has no items left (a group whose members all left, a topic deleted since).
     """
 
     def __init__(
@@ -74,11 +96,13 @@ class Pager:
         sorted_keys: bool,
         *,
         request_prefix: int = 0,
+        entry_start: tuple[object, ...] | None = None,
     ) -> None:
         self.remaining = limit
         self.cursor = cursor
         self.sorted_keys = sorted_keys
         self.prefix = request_prefix
+        self.entry_start = entry_start
         self.seeking = cursor is not None
         self._in_entry = False
         self.next: tuple[object, ...] | None = None
@@ -95,8 +119,12 @@ class Pager:
         if not self.seeking:
             return True
         if self.prefix and self.cursor is not None and self.cursor[: self.prefix] == entry:
-            self._in_entry = True  # the cursor's own entry: already shown by earlier pages
-            return False
+            self._in_entry = True
+            start = self.entry_start
+            if start is not None and self.cursor[self.prefix :] <= start:
+                self.seeking = False  # the page starts at this entry, which has no items now
+                return True
+            return False  # earlier pages showed the entry with its items before the cursor
         return self.prefix > 0 and self._in_entry
 
     def take(self, key: tuple[object, ...]) -> bool:

@@ -4,8 +4,9 @@ Special timestamps: -1 latest (the high watermark; the log end for a replica), -
 -3 the record with the largest timestamp (v7+), -4 earliest local (v8+), -5 latest tiered
 (v9+; there is no tiered storage, so never found). v11 (unstable, seed 001) pages the
 partitions in request order; NextCursor names the partition the next page starts at, and
-only the page's partitions are looked up. A cursor naming a partition not asked for, or a
-negative index, answers INVALID_REQUEST for every partition.
+only the page's partitions are looked up. A request that lists a partition twice, or a
+cursor naming a partition not asked for or with a negative index, answers INVALID_REQUEST
+for every partition.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
-from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit, repeated
 
 API_KEY = 2
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -79,29 +80,35 @@ def _answer(
 
 
 def _page(ctx: RequestContext, request: ListOffsetsRequest) -> None:
-    """v11: only the page's partitions are looked up. The ones before the cursor are only
-    compared with the page's, so that a partition listed twice is still INVALID_REQUEST."""
+    """v11: the partitions in request order from the cursor's on; only the page's are
+    looked up."""
     c = request.cursor
     topics = request.topics
     start = (0, 0)  # (topic, partition) position in the request where the page starts
-    if c is not None:
+    problem = repeated(
+        ((t.name, p.partition_index) for t in topics for p in t.partitions), "the partition"
+    )
+    if problem is None and c is not None:
         found = None if c.partition_index < 0 else _find(request, c.topic_name, c.partition_index)
         if found is None:
-            # A cursor outside the request (or with a negative index): every partition says so.
-            bad = InvalidRequestError.code
-            answer = [
-                TopicResponse(
-                    name=t.name,
-                    partitions=[
-                        PartitionResponse(partition_index=p.partition_index, error_code=bad)
-                        for p in t.partitions
-                    ],
-                )
-                for t in topics
-            ]
-            ctx.respond(ListOffsetsResponse(topics=answer))
-            return
-        start = found
+            problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
+        else:
+            start = found
+    if problem is not None:
+        # A repeat, or a cursor outside the request: every partition says so.
+        bad = InvalidRequestError(problem).code
+        answer = [
+            TopicResponse(
+                name=t.name,
+                partitions=[
+                    PartitionResponse(partition_index=p.partition_index, error_code=bad)
+                    for p in t.partitions
+                ],
+            )
+            for t in topics
+        ]
+        ctx.respond(ListOffsetsResponse(topics=answer))
+        return
     room = pagination_limit(ctx, request.response_pagination_limit)
     response = ListOffsetsResponse()
     chosen: list[tuple[str, list[ListOffsetsRequest.ListOffsetsPartition]]] = []
@@ -121,19 +128,7 @@ def _page(ctx: RequestContext, request: ListOffsetsRequest) -> None:
             chosen.append((t.name, taken))
         if response.next_cursor is not None:
             break
-    # Earlier pages' partitions that the page lists again.
-    keys = {TopicPartition(name, p.partition_index) for name, ps in chosen for p in ps}
-    names = {name for name, _ in chosen}
-    seen: set[TopicPartition] = set()
-    for ti in range(min(start[0] + 1, len(topics))):
-        t = topics[ti]
-        if t.name not in names:
-            continue
-        stop = start[1] if ti == start[0] else len(t.partitions)
-        for pi in range(stop):
-            tp = TopicPartition(t.name, t.partitions[pi].partition_index)
-            if tp in keys:
-                seen.add(tp)
+    seen: set[TopicPartition] = set()  # no repeats here: the request has none
     response.topics = [
         TopicResponse(name=name, partitions=[_answer(ctx, request, name, p, seen) for p in ps])
         for name, ps in chosen

@@ -4,8 +4,9 @@ Unknown topics are created only when the broker allows it (``auto.create.topics.
 off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13
 (unstable, seed 001) pages the partitions: at most the pagination limit of them, by topic
 then partition for all topics and in request order for named ones, and NextCursor names
-the topic and partition the next page starts at. A negative index, or a topic not asked
-for, is INVALID_REQUEST on every named topic (on the cursor's topic for a full listing).
+the topic and partition the next page starts at. A topic named twice, a negative index, or
+a topic not asked for is INVALID_REQUEST on every named topic (on the cursor's topic for a
+full listing), and nothing is created.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kafkagen.runtime.handlers._util import (
     Pager,
     authorized_operations,
     pagination_limit,
+    repeated,
 )
 from kafkagen.runtime.message import KeyedList
 
@@ -52,6 +54,11 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     topics: KeyedList[Topic] = KeyedList()
     requested = request.topics
     all_topics = requested is None or (v == 0 and not requested)
+    if v >= 13:
+        problem = _refusal(ctx, request, all_topics)
+        if problem is not None:
+            ctx.respond(_response(ctx, _refused(ctx, request, all_topics, problem)))
+            return
     if requested is None or all_topics:
         infos = sorted(md.topics.values(), key=lambda t: t.name)
         if v >= 13:
@@ -102,6 +109,17 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                     if c is None or name != c.topic_name or p.partition_index >= c.partition_index
                 ]
                 room = max(room - len(after), 0)
+    response = _response(ctx, topics)
+    if v >= 13:
+        _paginate(ctx, request, response, all_topics)
+    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)
+    ctx.respond(response)
+
+
+def _response(ctx: RequestContext, topics: KeyedList[Topic]) -> MetadataResponse:
+    """The answer: the live brokers, the cluster and ``topics``."""
+    md = ctx.broker.metadata
     brokers = KeyedList(
         MetadataResponse.MetadataResponseBroker(
             node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
@@ -109,17 +127,9 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
         for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
         if b.alive
     )
-    response = MetadataResponse(
-        brokers=brokers,
-        cluster_id=md.cluster_id,
-        controller_id=md.controller_id,
-        topics=topics,
+    return MetadataResponse(
+        brokers=brokers, cluster_id=md.cluster_id, controller_id=md.controller_id, topics=topics
     )
-    if v >= 13:
-        _paginate(ctx, request, response, all_topics)
-    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)
-    ctx.respond(response)
 
 
 def _error(error: KafkaError, name: str | None, topic_id: uuid.UUID) -> Topic:
@@ -186,30 +196,59 @@ def _window(
     return out
 
 
+def _refusal(ctx: RequestContext, request: MetadataRequest, all_topics: bool) -> str | None:
+    """Why a v13 request is INVALID_REQUEST: a topic named twice (by name or by id), or a
+    cursor with a negative index or outside the named topics. None when it is not."""
+    c = request.cursor
+    if not all_topics:
+        names = ctx.broker.metadata.topic_names
+        problem = repeated(
+            [
+                t.name if t.name is not None else names.get(t.topic_id, t.topic_id)
+                for t in request.topics or []
+            ],
+            "the topic",
+        )
+        if problem is not None:
+            return problem
+    if c is None:
+        return None
+    if c.partition_index < 0:
+        return f"the cursor's partition index {c.partition_index} is negative"
+    if not all_topics and c.topic_name not in {t.name for t in request.topics or []}:
+        return f"the cursor's topic {c.topic_name!r} was not asked for"
+    return None
+
+
+def _refused(
+    ctx: RequestContext, request: MetadataRequest, all_topics: bool, problem: str
+) -> KeyedList[Topic]:
+    """Every named topic carries INVALID_REQUEST; a full listing, which names none, gets one
+    topic named after the cursor."""
+    error = InvalidRequestError(problem)
+    if all_topics:
+        assert request.cursor is not None
+        return KeyedList([_error(error, request.cursor.topic_name, _ZERO)])
+    names = ctx.broker.metadata.topic_names
+    return KeyedList(
+        _error(error, t.name if t.name is not None else names.get(t.topic_id), t.topic_id)
+        for t in request.topics or []
+    )
+
+
 def _paginate(
     ctx: RequestContext, request: MetadataRequest, response: MetadataResponse, ordered: bool
 ) -> None:
     c = request.cursor
-    if c is not None:
-        problem = None
-        if c.partition_index < 0:
-            problem = f"the cursor's partition index {c.partition_index} is negative"
-        elif not ordered and c.topic_name not in {t.name for t in request.topics or []}:
-            problem = f"the cursor's topic {c.topic_name!r} was not asked for"
-        if problem is not None:
-            bad = InvalidRequestError(problem).code
-            if ordered:  # no topic was named: the cursor's own topic carries the error
-                response.topics = KeyedList([_error(InvalidRequestError(), c.topic_name, _ZERO)])
-            for t in response.topics:
-                t.error_code, t.partitions = bad, []
-            return
     pager = Pager(
         pagination_limit(ctx, request.response_pagination_limit),
         None if c is None else (c.topic_name, c.partition_index),
         sorted_keys=ordered,
         # Named topics come in request order, their partitions sorted: a cursor at a
-        # partition or topic that went away resumes at the next one.
+        # partition or topic that went away resumes at the next one. A cursor at partition
+        # 0 starts its topic, so that topic is answered even if it has gone meanwhile.
         request_prefix=0 if ordered else 1,
+        entry_start=None if ordered else (0,),
     )
     page: KeyedList[Topic] = KeyedList()
     for t in response.topics:

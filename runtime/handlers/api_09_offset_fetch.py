@@ -8,8 +8,9 @@ transaction ends.
 v10 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
 in request order, a group's full listing by topic then partition); NextCursor names the
 group, topic and partition the next page starts at. Only what the page reaches is looked up:
-a full listing starts with a bisect in the group's sorted offsets. A cursor outside the
-request, or with a negative index, answers INVALID_REQUEST for every group.
+a full listing starts with a bisect in the group's sorted offsets. A group or a group's
+partition listed twice, or a cursor outside the request or with a negative index, answers
+INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_coordinator import OffsetEntry
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
-from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 
 API_KEY = 9
+#: A NextCursor (topic, partition) meaning "this group's full listing from its start": the
+#: page before did not show the group, so the next one does even if its offsets are gone.
+_GROUP_START = ("", 0)
 R = OffsetFetchResponse
 
 
@@ -138,10 +142,10 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     c = request.cursor
     whole = False  # whether the cursor's group lists all its partitions (sorted)
     first = 0  # the groups before the cursor's have been answered by earlier pages
-    if c is not None:
+    problem = _repeat(request)
+    if problem is None and c is not None:
         asked = {g.group_id: g for g in request.groups}
         group = asked.get(c.group_id)
-        problem = None
         if group is None:
             problem = f"the cursor's group {c.group_id!r} was not asked for"
         elif c.partition_index < 0:
@@ -151,25 +155,27 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
             for t in group.topics
         ):
             problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
-        if problem is not None:
-            code = InvalidRequestError(problem).code
-            ctx.respond(
-                OffsetFetchResponse(
-                    groups=[
-                        R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
-                        for g in request.groups
-                    ]
-                )
+        else:
+            whole = group.topics is None
+            first = next(i for i, g in enumerate(request.groups) if g.group_id == c.group_id)
+    if problem is not None:
+        code = InvalidRequestError(problem).code
+        ctx.respond(
+            OffsetFetchResponse(
+                groups=[
+                    R.OffsetFetchResponseGroup(group_id=g.group_id, topics=[], error_code=code)
+                    for g in request.groups
+                ]
             )
-            return
-        whole = group is not None and group.topics is None
-        first = next(i for i, g in enumerate(request.groups) if g.group_id == c.group_id)
+        )
+        return
     pager = Pager(
         pagination_limit(ctx, request.response_pagination_limit),
         None if c is None else (c.group_id, c.topic_name, c.partition_index),
         sorted_keys=False,
         # A group's full listing is sorted, so a cursor at a deleted offset still works.
         request_prefix=1 if whole else 0,
+        entry_start=_GROUP_START if whole else None,
     )
     page = []
     for g in request.groups[first:]:
@@ -215,7 +221,22 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     if pager.next is not None:
         group_id, topic, index = pager.next
         assert isinstance(group_id, str) and isinstance(topic, str) and isinstance(index, int)
+        listing = next(g for g in request.groups if g.group_id == group_id)
+        if listing.topics is None and (not page or page[-1].group_id != group_id):
+            topic, index = _GROUP_START  # the next page starts with this group's listing
         response.next_cursor = R.OffsetFetchCursor(
             group_id=group_id, topic_name=topic, partition_index=index
         )
     ctx.respond(response)
+
+
+def _repeat(request: OffsetFetchRequest) -> str | None:
+    """A group listed twice, or a partition listed twice within a group (seed 001's rule)."""
+    problem = repeated((g.group_id for g in request.groups), "the group")
+    for g in request.groups:
+        if problem is None and g.topics is not None:
+            problem = repeated(
+                ((t.name, i) for t in g.topics for i in t.partition_indexes),
+                f"for group {g.group_id!r} the partition",
+            )
+    return problem

@@ -4,7 +4,8 @@ Member metadata and assignments are shown only for a Stable group, as Kafka does
 unknown group is described as Dead with no members. v6 (unstable, seed 001) pages the
 members, sorted by id within each group (groups in request order); NextCursor names where
 the next page starts. A cursor at a member that has left resumes at the next member; a
-cursor whose group was not asked for answers INVALID_REQUEST for every group.
+group listed twice, or a cursor whose group was not asked for, answers INVALID_REQUEST for
+every group.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from kafkagen.runtime.handlers._util import (
     Pager,
     authorized_operations,
     pagination_limit,
+    repeated,
 )
 
 API_KEY = 15
+#: A NextCursor member id meaning "this group from its first member": the page before did
+#: not show the group, so the next one does even if its members have all left meanwhile.
+_GROUP_START = ""
 Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
@@ -37,8 +42,11 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     pager = None
     if ctx.api_version >= 6:
         c = request.cursor
-        if c is not None and c.group_id not in request.groups:
-            error = InvalidRequestError(f"the cursor's group {c.group_id!r} was not asked for")
+        problem = repeated(request.groups, "the group")
+        if problem is None and c is not None and c.group_id not in request.groups:
+            problem = f"the cursor's group {c.group_id!r} was not asked for"
+        if problem is not None:
+            error = InvalidRequestError(problem)
             ctx.respond(
                 DescribeGroupsResponse(
                     groups=[
@@ -53,6 +61,7 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             None if c is None else (c.group_id, c.member_id),
             sorted_keys=False,
             request_prefix=1,
+            entry_start=(_GROUP_START,),
         )
     out = []
     for group_id in request.groups:
@@ -104,6 +113,8 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     if pager is not None and pager.next is not None:
         next_group, next_member = pager.next
         assert isinstance(next_group, str) and isinstance(next_member, str)
+        if not out or out[-1].group_id != next_group:
+            next_member = _GROUP_START  # the next page starts with this group
         response.next_cursor = DescribeGroupsResponse.GroupMemberCursor(
             group_id=next_group, member_id=next_member
         )

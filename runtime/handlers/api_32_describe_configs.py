@@ -5,7 +5,8 @@ the process answers for any of them, since they share one config store. v5 (unst
 seed 001) pages whole resources, by type then name: as many as fit in the pagination limit
 counted in configs (at least one); NextCursor names the resource the next page starts at.
 Only the page's resources, and the next one, are described.
-A cursor naming a resource not asked for answers INVALID_REQUEST for every resource.
+A resource listed twice, or a cursor naming a resource not asked for, answers
+INVALID_REQUEST for every resource.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kafkagen.runtime.errors import (
     KafkaError,
     UnknownTopicOrPartitionError,
 )
-from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit, repeated
 
 API_KEY = 32
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -73,25 +74,28 @@ def _page(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
     ordered = sorted(request.resources, key=lambda r: (r.resource_type, r.resource_name))
     keys = [(r.resource_type, r.resource_name) for r in ordered]
     start = 0
-    if c is not None:
+    problem = repeated(keys, "the resource (type, name)")
+    if problem is None and c is not None:
         start = bisect.bisect_left(keys, (c.resource_type, c.resource_name))
         if start == len(keys) or keys[start] != (c.resource_type, c.resource_name):
-            error = InvalidRequestError(
+            problem = (
                 f"the cursor's resource (type {c.resource_type}, {c.resource_name!r}) "
                 "was not asked for"
             )
-            results = [
-                Result(
-                    error_code=error.code,
-                    error_message=error.message,
-                    resource_type=r.resource_type,
-                    resource_name=r.resource_name,
-                    configs=[],
-                )
-                for r in request.resources
-            ]
-            ctx.respond(DescribeConfigsResponse(results=results))
-            return
+    if problem is not None:
+        error = InvalidRequestError(problem)
+        results = [
+            Result(
+                error_code=error.code,
+                error_message=error.message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+                configs=[],
+            )
+            for r in request.resources
+        ]
+        ctx.respond(DescribeConfigsResponse(results=results))
+        return
     response = DescribeConfigsResponse()
     page: list[Result] = []
     for res in ordered[start:]:

@@ -3,18 +3,22 @@
 Each broker reports one log directory: its folder under ``--log-dir`` when logs are kept
 on disk, else ``memory:broker-<id>``.
 v5 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
-request order for those named); NextCursor names where the next page starts. A cursor naming
-a partition not asked for, or a negative index, answers INVALID_REQUEST.
+request order for those named); NextCursor names where the next page starts, and a cursor at
+a partition deleted since resumes at the next one. A partition named twice, or a cursor
+naming a partition not asked for or with a negative index, answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
+
+import bisect
+import itertools
 
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import InvalidRequestError
-from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit, repeated
 
 API_KEY = 35
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -25,48 +29,56 @@ PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 @register(API_KEY, 0, 4, max_unstable_version=5)
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     rm = ctx.broker.replica_manager
-    chosen: dict[str, list[Partition]] = {}
-    if request.topics is None:
-        for tp, p in sorted(rm.partitions.items()):
-            chosen.setdefault(tp.topic, []).append(p)
-    else:
-        for t in request.topics:
-            for index in t.partitions:
-                found = rm.partitions.get(TopicPartition(t.topic, index))
-                if found is not None:
-                    chosen.setdefault(t.topic, []).append(found)
     storage = rm.storage
     log_dir = (
         f"memory:broker-{ctx.broker.node_id}" if storage is None else str(storage.path.resolve())
     )
-    pager = None
+    # What is asked, in answer order: all replicas by topic then partition, or the named
+    # partitions in request order, a topic's partitions together where it is first named.
+    keys: list[tuple[str, int]]
+    if request.topics is None:
+        keys = [(tp.topic, tp.partition) for tp in sorted(rm.partitions)]
+    else:
+        named: dict[str, list[int]] = {}
+        for t in request.topics:
+            named.setdefault(t.topic, []).extend(t.partitions)
+        keys = [(name, index) for name, indexes in named.items() for index in indexes]
+    next_cursor = None
     if ctx.api_version >= 5:
+        first, limit = 0, pagination_limit(ctx, request.response_pagination_limit)
         c = request.cursor
-        if c is not None and (
-            c.partition_index < 0
-            or (
-                request.topics is not None
-                and not any(
-                    t.topic == c.topic_name and c.partition_index in t.partitions
-                    for t in request.topics
-                )
-            )
-        ):
-            error = InvalidRequestError(
-                f"the cursor {c.topic_name}-{c.partition_index} is negative or was not asked for"
-            )
+        problem = None if request.topics is None else repeated(keys, "the partition")
+        if problem is None and c is not None:
+            at = (c.topic_name, c.partition_index)
+            if c.partition_index < 0:
+                problem = f"the cursor's partition index {c.partition_index} is negative"
+            elif request.topics is None:
+                first = bisect.bisect_left(keys, at)
+            elif at in keys:
+                # A partition deleted since is skipped below: the page starts at the next.
+                first = keys.index(at)
+            else:
+                problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
+        if problem is not None:
+            error = InvalidRequestError(problem)
             ctx.respond(DescribeLogDirsResponse(error_code=error.code, results=[]))
             return
-        pager = Pager(
-            pagination_limit(ctx, request.response_pagination_limit),
-            None if c is None else (c.topic_name, c.partition_index),
-            sorted_keys=request.topics is None,
-        )
-        chosen = {
-            name: kept
-            for name, parts in chosen.items()
-            if (kept := [p for p in parts if pager.take((name, p.tp.partition))])
-        }
+        page: list[tuple[str, int]] = []
+        for key in itertools.islice(keys, first, None):
+            if TopicPartition(*key) not in rm.partitions:
+                continue  # gone, or not a replica of this broker: nothing to count
+            if len(page) == limit:
+                next_cursor = DescribeLogDirsResponse.Cursor(
+                    topic_name=key[0], partition_index=key[1], log_dir=log_dir
+                )
+                break
+            page.append(key)
+        keys = page
+    chosen: dict[str, list[Partition]] = {}
+    for name, index in keys:
+        found = rm.partitions.get(TopicPartition(name, index))
+        if found is not None:
+            chosen.setdefault(name, []).append(found)
     topics = [
         Topic(
             name=name,
@@ -92,11 +104,4 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
         total_bytes=-1,
         usable_bytes=-1,
     )
-    response = DescribeLogDirsResponse(error_code=0, results=[result])
-    if pager is not None and pager.next is not None:
-        next_topic, next_index = pager.next
-        assert isinstance(next_topic, str) and isinstance(next_index, int)
-        response.next_cursor = DescribeLogDirsResponse.Cursor(
-            topic_name=next_topic, partition_index=next_index, log_dir=log_dir
-        )
-    ctx.respond(response)
+    ctx.respond(DescribeLogDirsResponse(error_code=0, results=[result], next_cursor=next_cursor))

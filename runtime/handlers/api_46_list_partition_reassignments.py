@@ -4,7 +4,8 @@ Partitions come by topic name then index, with their current replicas and the re
 being added and removed; a requested partition that is not being reassigned (or does not
 exist) is left out, as Kafka does. v1 (unstable, seed 001) pages the partitions:
 at most max(min(broker limit, ResponsePaginationLimit), 1) of them, from the cursor on;
-a cursor outside an explicit request list, or with a negative index, is INVALID_REQUEST.
+a partition named twice, or a cursor outside an explicit request list or with a negative
+index, is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kafkagen.generated.list_partition_reassignments import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError
-from kafkagen.runtime.handlers._util import Pager, pagination_limit
+from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 
 API_KEY = 46
 R = ListPartitionReassignmentsResponse
@@ -32,17 +33,22 @@ def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> N
     pager = None
     if ctx.api_version >= 1:
         c = request.cursor
-        if c is not None:
+        error = None
+        if request.topics is not None:
+            error = repeated(
+                ((t.name, i) for t in request.topics for i in t.partition_indexes),
+                "the partition",
+            )
+        if error is None and c is not None:
             cursor = TopicPartition(c.topic_name, c.partition_index)
-            error = None
             if c.partition_index < 0:
                 error = f"the cursor's partition index {c.partition_index} is negative"
             elif wanted is not None and cursor not in wanted:
                 error = f"the cursor {cursor} is not among the requested partitions"
-            if error is not None:
-                e = InvalidRequestError(error)
-                ctx.respond(R(error_code=e.code, error_message=e.message, topics=[]))
-                return
+        if error is not None:
+            e = InvalidRequestError(error)
+            ctx.respond(R(error_code=e.code, error_message=e.message, topics=[]))
+            return
         pager = Pager(
             pagination_limit(ctx, request.response_pagination_limit),
             None if c is None else (c.topic_name, c.partition_index),

@@ -3,8 +3,8 @@
 Producers come newest first (highest id first). v1 (unstable, seed 001) pages them: at most
 the pagination limit of producers over all partitions, and NextCursor names the partition
 and producer the next page starts at (a producer that has gone since: the next older one).
-A cursor naming a partition not asked for, or a negative index, answers INVALID_REQUEST for
-every partition.
+A partition named twice, or a cursor naming a partition not asked for or with a negative
+index, answers INVALID_REQUEST for every partition.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kafkagen.generated.describe_producers import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
-from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit, repeated
 
 API_KEY = 61
 PartitionResponse = DescribeProducersResponse.PartitionResponse
@@ -29,17 +29,26 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
     paged = ctx.api_version >= 1
     budget = pagination_limit(ctx, request.response_pagination_limit) if paged else -1
     cursor = request.cursor if paged else None
-    if cursor is not None and (
-        cursor.partition_index < 0
-        or not any(
-            t.name == cursor.topic_name and cursor.partition_index in t.partition_indexes
-            for t in request.topics
+    problem = None
+    if paged:
+        problem = repeated(
+            ((t.name, i) for t in request.topics for i in t.partition_indexes), "the partition"
+        )
+    if (
+        problem is None
+        and cursor is not None
+        and (
+            cursor.partition_index < 0
+            or not any(
+                t.name == cursor.topic_name and cursor.partition_index in t.partition_indexes
+                for t in request.topics
+            )
         )
     ):
-        # A cursor outside the request (or with a negative index): every partition says so.
-        error = InvalidRequestError(
-            f"the cursor {cursor.topic_name}-{cursor.partition_index} was not asked for"
-        )
+        problem = f"the cursor {cursor.topic_name}-{cursor.partition_index} was not asked for"
+    if problem is not None:
+        # A repeat, or a cursor outside the request: every partition says so.
+        error = InvalidRequestError(problem)
         ctx.respond(
             DescribeProducersResponse(
                 topics=[

@@ -3,8 +3,9 @@
 Every requested id gets an answer in request order: its transaction, or NOT_COORDINATOR,
 TRANSACTIONAL_ID_NOT_FOUND and the like. v1 (unstable, seed 001) pages the answers: at
 most max(min(the broker's max.request.pagination.size.limit, ResponsePaginationLimit), 1)
-of them, starting at the cursor's id, which must be one of the requested ids (else every
-id is answered INVALID_REQUEST); NextCursor names the first id left out, null at the end.
+of them, starting at the cursor's id, which must be one of the requested ids; NextCursor
+names the first id left out, null at the end. An id listed twice, or a cursor outside the
+request, is answered INVALID_REQUEST on every id.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from kafkagen.generated.describe_transactions import (
 )
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import ErrorCode, KafkaError
-from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 65
@@ -28,8 +29,11 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
     ids = list(request.transactional_ids)
     cursor = request.cursor if v >= 1 else None
     start = 0
-    if cursor is not None:
-        if cursor.transactional_id not in ids:
+    if v >= 1:
+        problem = repeated(ids, "the transactional id")
+        if problem is None and cursor is not None and cursor.transactional_id not in ids:
+            problem = f"the cursor's id {cursor.transactional_id!r} was not asked for"
+        if problem is not None:
             ctx.respond(
                 R(
                     transaction_states=[
@@ -44,7 +48,8 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
                 )
             )
             return
-        start = ids.index(cursor.transactional_id)
+        if cursor is not None:
+            start = ids.index(cursor.transactional_id)
     end = len(ids)
     if v >= 1:
         end = min(end, start + pagination_limit(ctx, request.response_pagination_limit))

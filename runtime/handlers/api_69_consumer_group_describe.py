@@ -5,8 +5,8 @@ Groups come in request order; an unknown group, or one of the classic protocol, 
 GROUP_ID_NOT_FOUND, as Kafka does. Members come sorted by member id. v1 (unstable, seed
 001) pages the members: at most max(min(broker limit, ResponsePaginationLimit), 1) of them,
 from the cursor (group, member) on; NextCursor names the first member left out (with an
-empty member id when the next page starts at a group's beginning). A cursor whose group is
-not in the request is INVALID_REQUEST for every group.
+empty member id when the next page starts at a group's beginning). A group listed twice, or
+a cursor whose group is not in the request, is INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from kafkagen.runtime.handlers._util import (
     NOT_REQUESTED,
     authorized_operations,
     pagination_limit,
+    repeated,
 )
 
 API_KEY = 69
@@ -45,11 +46,12 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
     paged = ctx.api_version >= 1
     cursor = request.cursor if paged else None
     start = 0
-    if cursor is not None:
-        if cursor.group_id not in group_ids:
-            error = InvalidRequestError(
-                f"the cursor's group {cursor.group_id!r} is not among the requested groups"
-            )
+    if paged:
+        problem = repeated(group_ids, "the group")
+        if problem is None and cursor is not None and cursor.group_id not in group_ids:
+            problem = f"the cursor's group {cursor.group_id!r} is not among the requested groups"
+        if problem is not None:
+            error = InvalidRequestError(problem)
             ctx.respond(
                 R(
                     groups=[
@@ -59,7 +61,8 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
                 )
             )
             return
-        start = group_ids.index(cursor.group_id)
+        if cursor is not None:
+            start = group_ids.index(cursor.group_id)
     remaining = pagination_limit(ctx, request.response_pagination_limit) if paged else -1
     out: list[Described] = []
     next_cursor = None
@@ -69,8 +72,8 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
             d.members = [m for m in d.members if m.member_id >= cursor.member_id]
         if paged:
             if remaining <= 0:
-                first = d.members[0].member_id if d.members else ""
-                next_cursor = R.GroupMemberCursor(group_id=d.group_id, member_id=first)
+                # "From the start of this group": the next page answers it whatever is left.
+                next_cursor = R.GroupMemberCursor(group_id=d.group_id, member_id="")
                 break
             if len(d.members) > remaining:
                 next_cursor = R.GroupMemberCursor(
