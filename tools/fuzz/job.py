@@ -442,21 +442,28 @@ def _result_rows(stats: Iterable[ComboStats], task: int, attempt: int) -> Iterat
 
 def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
     """The mapInArrow function after Kafka answered in the JVM: rows of questions
-    ("kafka") with their ``answers`` become counts and failures; other rows pass."""
+    ("kafka") with their ``answers`` become counts and failures, one stats row per task
+    and (API, kind, version) so findings are capped as in the task; other rows pass."""
     import pyarrow as pa
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
     schema = _arrow_schema()
+
+    def record_batch(rows: list[dict[str, Any]]) -> Any:
+        columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
     fuzzer: Fuzzer | None = None
+    judged: dict[tuple[int, int, str, int], ComboStats] = {}
     try:
         for batch in batches:
-            rows = []
+            passed = []
             for row in batch.to_pylist():
                 if row["rec"] != "kafka":
                     row["answers"] = None
-                    rows.append(row)
+                    passed.append(row)
                     continue
                 if fuzzer is None:
                     fuzzer = Fuzzer(config.table, config.options)
@@ -464,11 +471,16 @@ def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
                 pending = Pending(row["api"], row["kind"], row["version"])
                 pending.items = decode_batch(row["batch"])
                 pending.refs = Pending.unpack_refs(row["refs"])
-                st = ComboStats(pending.api, pending.kind, pending.version)
+                key = (row["task"], pending.api, pending.kind, pending.version)
+                st = judged.get(key)
+                if st is None:
+                    st = judged[key] = ComboStats(pending.api, pending.kind, pending.version)
                 fuzzer.judge_kafka(pending, decode_results(row["answers"]), st)
-                rows.extend(_result_rows([st], row["task"], attempt))
-            columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
-            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+            if passed:
+                yield record_batch(passed)
+        rows = [r for (task, *_), st in judged.items() for r in _result_rows([st], task, attempt)]
+        if rows:
+            yield record_batch(rows)
     finally:
         if fuzzer is not None:
             fuzzer.close()
