@@ -545,6 +545,7 @@ class Fuzzer:
         # --oracle kafka: questions for Kafka, handed to ``kafka_sink`` a batch at a time
         # (default: answered here by a Kafka oracle JVM of this process).
         self._kafka: Pending | None = None
+        self._kafka_stats: ComboStats | None = None
         self.kafka_sink: Callable[[Pending, ComboStats], None] = self._ask_kafka_here
         self.records: RecordsPaths | None = None
         self._kafka_jvm: KafkaOracle | None = None
@@ -627,7 +628,7 @@ class Fuzzer:
         try:
             for index, m, bits, tagged in self._generate(api, kind, version, start, stop):
                 self.check_message(cls, rules, oracle, version, index, m, bits, stats, tagged)
-            self.flush_kafka(stats)
+            self.flush_kafka()
         finally:
             if started:
                 self.guard.stop()
@@ -640,23 +641,22 @@ class Fuzzer:
         self, stats: ComboStats, index: int, m: Message, v: int, data: bytes, bits: int
     ) -> None:
         pending = self._kafka
-        if pending is None or (pending.api, pending.kind, pending.version) != (
-            stats.api,
-            stats.kind,
-            v,
-        ):
-            self.flush_kafka(stats)
+        if pending is None or self._kafka_stats is not stats:
+            self.flush_kafka()
             pending = self._kafka = Pending(stats.api, stats.kind, v)
+            self._kafka_stats = stats
         count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
         mutants = [mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF) for k in range(count)]
         pending.add(index, data, m, mutants)
         if len(pending.items) >= BATCH_ITEMS:
-            self.flush_kafka(stats)
+            self.flush_kafka()
 
-    def flush_kafka(self, stats: ComboStats) -> None:
-        """Hand the questions collected so far to ``kafka_sink``."""
-        pending, self._kafka = self._kafka, None
-        if pending is not None and pending.items:
+    def flush_kafka(self) -> None:
+        """Hand the questions collected so far to ``kafka_sink``, with the stats of the
+        messages they are about."""
+        pending, stats = self._kafka, self._kafka_stats
+        self._kafka = self._kafka_stats = None
+        if pending is not None and stats is not None and pending.items:
             self.kafka_sink(pending, stats)
 
     def _ask_kafka_here(self, pending: Pending, stats: ComboStats) -> None:

@@ -44,7 +44,7 @@ def replay_findings(
                 except Exception:
                     data = b""
             fz.check_message(cls, rules, spec_oracle, version, idx, m, bits, stats)
-        fz.flush_kafka(stats)  # with --oracle kafka: Kafka answers here, in its own JVM
+        fz.flush_kafka()  # with --oracle kafka: Kafka answers here, in its own JVM
     finally:
         fz.close()
     return message, data, stats.findings
