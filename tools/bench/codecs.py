@@ -1,6 +1,6 @@
 """Codec benchmark: kafkagen's generated codecs against kio and kafka-python, side by side.
 
-For every workload (see ``bench_workloads``) the three libraries get the same message
+For every workload (see ``kafkagen.bench.workloads``) the three libraries get the same message
 content. Before anything is timed, each peer's encoding must equal kafkagen's byte for byte,
 and each library must decode those bytes back to something that re-encodes to the same
 bytes; a difference is a correctness finding, printed loudly, and the exit status is 1.
@@ -27,7 +27,7 @@ encoding at that version.
 Targets (kafkagen against each peer, in operations per second): encode at least 4x
 kafka-python and 10x kio; decode at least 2x kafka-python and no slower than 1.5x kio's time.
 
-Run: python -m kafkagen.bench [--quick] [--json FILE] [--profile N] [--help]
+Run: kafkagen bench codecs [--quick] [--json FILE] [--profile N] [--help]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bench_workloads import WORKLOADS, Workload
+from .workloads import WORKLOADS, Workload
 
 KAFKAGEN, KIO, KAFKA_PYTHON = "kafkagen", "kio", "kafka-python"
 PEERS = (KIO, KAFKA_PYTHON)
@@ -608,7 +608,7 @@ def profile_rows(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The benchmark's options (shared by ``python -m kafkagen.bench`` and ``kafkagen bench``)."""
+    """The benchmark's options (``kafkagen bench codecs``)."""
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -678,10 +678,10 @@ def codecs_in_use(classes: list[tuple[type[Any], int]], pure: bool) -> str:
     if message.native is None:
         if os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0"):
             return "pure Python (KAFKAGEN_PURE_PYTHON is set)"
-        return "pure Python (the compiled accelerator is not built; see the README)"
+        return "pure Python (the compiled accelerator is not built, or is stale; see the README)"
     off = [f"{c.__name__} v{v}" for c, v in classes if not message.uses_native(c, v)]
     where = f"; pure Python for {', '.join(off)}" if off else " on every workload"
-    return f"native accelerator ({Path(message.native.__file__).name}){where}"
+    return f"native accelerator ({Path(message.native.__file__ or '_native').name}){where}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -879,7 +879,7 @@ def write_json(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafkagen.bench",
+        prog="kafkagen bench codecs",
         description="Encode and decode throughput of kafkagen's codecs against kio and "
         "kafka-python, after checking that all three write the same bytes.",
     )

@@ -1,4 +1,4 @@
-"""Workloads for the codec benchmark (``kafkagen.bench``).
+"""Workloads for the codec benchmark (``kafkagen bench codecs``).
 
 Each workload builds its content once, as a kafkagen message, from a seeded RNG; the kio and
 kafka-python objects are converted from that message field by field, so the three libraries

@@ -22,7 +22,7 @@ Measurements:
   memory      bytes per pending request, by tracemalloc and by RSS growth, each in a fresh
               child process; --memory-ops requests held at once
 
-Run: python -m kafkagen.bench_purgatory [--help]. Figures, not a test: nothing fails, but the
+Run: kafkagen bench purgatory [--help]. Figures, not a test: nothing fails, but the
 two targets (100,000 watch+complete ops/s, 1,000,000 pending within 1 GiB) are reported.
 """
 
@@ -648,7 +648,7 @@ def run_memory(impl: str, how: str, ops: int, args: argparse.Namespace) -> Memor
     command = [
         sys.executable,
         "-m",
-        "kafkagen.bench_purgatory",
+        "kafkagen.bench.purgatory",
         "--memory-probe",
         f"{impl}:{how}",
         "--memory-ops",
@@ -707,7 +707,7 @@ class Table:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m kafkagen.bench_purgatory",
+        prog="kafkagen bench purgatory",
         description="Timing-wheel purgatory against an asyncio call_later baseline.",
     )
     parser.add_argument(

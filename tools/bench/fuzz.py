@@ -1,6 +1,6 @@
 """Scale benchmark of the compatibility fuzz: plain Python loop against Spark.
 
-    python -m kafkagen.bench_fuzz [--plain N] [--spark N] [--full N] [--profile N]
+    kafkagen bench fuzz [--plain N] [--spark N] [--full N] [--profile N]
 
 Prints, for the same checks on the same messages:
 
@@ -190,7 +190,7 @@ def profile(table: Table, n: int, options: FuzzOptions, top: int = 30) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafkagen.bench_fuzz",
+        prog="kafkagen bench fuzz",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
