@@ -7,12 +7,12 @@ produce Hypothesis examples, and a failing example shrinks field by field: integ
 0, strings and arrays toward empty, nullable values toward present, tagged fields toward
 absent.
 
-Hypothesis is a development dependency: only this module imports it, and nothing else in
-the runtime imports this module.
+Hypothesis is a development dependency: only this module imports it, and it lives with the
+fuzz rather than in the runtime every user imports.
 
     from hypothesis import given
     from kafkagen.generated.metadata import MetadataResponse
-    from kafkagen.runtime.strategies import any_message, message_strategy
+    from kafkagen.fuzz.strategies import any_message, message_strategy
 
     @given(message_strategy(MetadataResponse, 12))
     def test_round_trip(m): ...
@@ -32,11 +32,10 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn, SearchStrategy
-
-from .errors import UnsupportedVersionError
-from .message import Message
-from .randomgen import INT_RANGES
-from .wire import RawTags, uuid_from_bytes
+from kafkagen.runtime.errors import UnsupportedVersionError
+from kafkagen.runtime.message import Message
+from kafkagen.runtime.randomgen import INT_RANGES
+from kafkagen.runtime.wire import RawTags, uuid_from_bytes
 
 M = TypeVar("M", bound=Message)
 
