@@ -15,7 +15,7 @@ from typing import Any, cast
 def _generate(args: argparse.Namespace) -> int:
     from kafkagen.generator import generate as gen
     from kafkagen.generator import output
-    from kafkagen.generator.errors import SpecError, SpecErrors
+    from kafkagen.generator.errors import SpecError, SpecErrors, report_spec_warnings
 
     specs = [Path(p) for p in args.specs] or [gen.BUILTIN_SPECS]
     out = Path(args.out) if args.out else gen.BUILTIN_OUT
@@ -23,7 +23,8 @@ def _generate(args: argparse.Namespace) -> int:
     try:
         if not args.check:
             output.check_output_folder(out)  # before the work, so a refusal is immediate
-        messages = gen.load_messages(specs)
+        with report_spec_warnings():
+            messages = gen.load_messages(specs)
         files = gen.render_package(messages)
         if args.check:
             return _report_drift(output.diff_package(files, out), out, len(messages), len(files))
@@ -159,11 +160,21 @@ COMMANDS = (
         "bootstrap address and serve until interrupted.",
     ),
     Command(
+        "conformance",
+        "kafkagen.conformance.command",
+        "send the same requests to a broker and a reference Kafka, compare the answers",
+        "Run the conformance scenarios against --bootstrap and --reference (default: an "
+        "Apache Kafka 4.4.0 started for the run), compare the responses field by field after "
+        "normalising ids, hosts and times, and print a table.",
+    ),
+    Command(
         "import-specs",
         "kafkagen.import_specs",
-        "rebuild message_specs/ from an Apache Kafka spec folder",
-        run="main",
-        parsed=False,
+        "follow a Kafka release: import its spec files into message_specs/",
+        "Read a Kafka release's spec files (a release number fetched from Maven Central, a "
+        "kafka-clients jar or a folder), keep only wire facts, merge the versions older "
+        "releases had below it (--older), re-apply the project's extensions and write the "
+        "canonical files (nothing is written on error).",
     ),
     Command(
         "bench",
@@ -179,6 +190,7 @@ BENCHMARKS = {
     "codecs": "codec speed side by side with kio and kafka-python, with ratios",
     "purgatory": "the request purgatory against an asyncio call_later baseline",
     "fuzz": "the fuzz job's message loop: plain, local[1], local[2] and two plain loops",
+    "kafka": "kafkagen serve against Apache Kafka 4.4.0: start-up, produce, consume, latency",
 }
 
 

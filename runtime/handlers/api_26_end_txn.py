@@ -26,6 +26,9 @@ def handle(ctx: RequestContext, request: EndTxnRequest) -> None:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
         ctx.respond(EndTxnResponse(error_code=code))
 
+    if not request.transactional_id:
+        answer(ErrorCode.INVALID_REQUEST)
+        return
     if not ctx.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return

@@ -25,16 +25,18 @@ from kafkagen.runtime.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require_config_access
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 32
+PAGED = paged_version(API_KEY)
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-@register(API_KEY, 0, 4, max_unstable_version=5)
+@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
-    if ctx.api_version >= 5:
+    if ctx.api_version >= PAGED:
         _page(ctx, request)
         return
     ctx.respond(
@@ -50,7 +52,7 @@ def _result(
     v = ctx.api_version
     result = Result(
         error_code=0,
-        error_message=None,
+        error_message="",  # as Kafka answers a resource it could describe
         resource_type=res.resource_type,
         resource_name=res.resource_name,
         configs=[],
