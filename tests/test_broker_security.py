@@ -706,3 +706,14 @@ def test_each_listener_advertises_itself() -> None:
         with WireClient(c.bootstrap.split(",")[0]) as w:
             r = w.call(3, 12, req(3, topics=None))
             assert [(b.host, b.port) for b in r.brokers] == [e["PLAINTEXT"] for e in ends]
+
+
+def test_cluster_describe_apis_need_describe_on_the_cluster(secure: BackgroundCluster) -> None:
+    with _login(secure, "bob") as bob:
+        r = bob.call(35, 4, req(35, topics=None))
+        assert (r.error_code, r.results) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
+        r = bob.call(46, 0, req(46, timeout_ms=5000, topics=None))
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with _login(secure, "alice") as alice:
+        assert alice.call(35, 4, req(35, topics=None)).error_code == 0
+        assert alice.call(46, 0, req(46, timeout_ms=5000, topics=None)).error_code == 0
