@@ -717,3 +717,18 @@ def test_cluster_describe_apis_need_describe_on_the_cluster(secure: BackgroundCl
     with _login(secure, "alice") as alice:
         assert alice.call(35, 4, req(35, topics=None)).error_code == 0
         assert alice.call(46, 0, req(46, timeout_ms=5000, topics=None)).error_code == 0
+
+
+def test_transaction_and_producer_apis_ask_for_describe_and_read(
+    secure: BackgroundCluster,
+) -> None:
+    with _login(secure, "alice") as alice:
+        _create_topics(alice, "prod-t")
+        assert alice.call(66, 1, req(66)).error_code == 0
+    with _login(secure, "bob") as bob:
+        r = bob.call(65, 0, req(65, transactional_ids=["tx-1"]))
+        assert r.transaction_states[0].error_code == 53
+        assert bob.call(66, 1, req(66)).transaction_states == []
+        DP: Any = message_type(61, "request")
+        r = bob.call(61, 0, DP(topics=[DP.TopicRequest(name="prod-t", partition_indexes=[0])]))
+        assert r.topics[0].partitions[0].error_code == 29
