@@ -732,3 +732,38 @@ def test_transaction_and_producer_apis_ask_for_describe_and_read(
         DP: Any = message_type(61, "request")
         r = bob.call(61, 0, DP(topics=[DP.TopicRequest(name="prod-t", partition_indexes=[0])]))
         assert r.topics[0].partitions[0].error_code == 29
+
+
+@pytest.mark.slow
+def test_serve_with_users_as_the_readme_shows() -> None:
+    import re
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "kafkagen.serve", "--brokers", "2"]
+    configs = [
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        f"authorizer.class.name={STANDARD}",
+        "super.users=User:alice",
+    ]
+    args = base + [a for c in configs for a in ("--config", c)]
+    args += ["--user", "alice:alice-secret", "--user", "bob:bob-secret"]
+    bad = subprocess.run(base + ["--user", "nopassword"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "NAME:PASSWORD" in bad.stderr
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        m = re.search(r"bootstrap servers: (\S+)", line)
+        assert m, line
+        second = m.group(1).split(",")[1]
+        with WireClient(second) as w:
+            assert _scram_client(w, "SCRAM-SHA-512", "alice", "alice-secret")[0] == 0
+            r = w.call(50, 0, req(50, users=None))
+            assert {u.user for u in r.results} == {"alice", "bob"}
+        with WireClient(second) as w:
+            assert _scram_client(w, "SCRAM-SHA-512", "bob", "wrong")[0] == 58
+    finally:
+        proc.terminate()
+        proc.wait(15)
