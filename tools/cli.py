@@ -159,6 +159,13 @@ COMMANDS = (
         "bootstrap address and serve until interrupted.",
     ),
     Command(
+        "control",
+        "kafkagen.control",
+        "inject faults into, and control, a running kafkagen serve --control-port P",
+        run="main",
+        parsed=False,
+    ),
+    Command(
         "import-specs",
         "kafkagen.import_specs",
         "rebuild message_specs/ from an Apache Kafka spec folder",
