@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from kafkagen.pytest_plugin import ClusterSettings, KafkaCluster
 
 # A user's suite: every test notes which cluster it saw; at the end of the session each
