@@ -1,0 +1,169 @@
+"""Real clients' error handling, shown through the control API (slow: real clients).
+
+Each test injects one fault with ``kafka_control`` and asserts what the client did: what
+it retried, how long it waited, that its message arrived exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from kafkagen.pytest_plugin import KafkaCluster, SyncControl
+
+pytestmark = pytest.mark.slow
+
+NOT_LEADER = 6
+
+
+def log_end(kc: KafkaCluster, topic: str, partition: int = 0) -> int:
+    def end() -> int:
+        for tp, p in kc.cluster.brokers[0].replica_manager.partitions.items():
+            if (tp.topic, tp.partition) == (topic, partition):
+                return int(p.log.log_end_offset)
+        raise AssertionError(f"no replica of {topic}-{partition}")
+
+    return int(kc.call(end))
+
+
+def between_produces(control: SyncControl) -> list[str]:
+    """The APIs a client called between its failed Produce and the next one."""
+    from kafkagen.runtime.broker.api import HANDLERS
+
+    names = [(HANDLERS[r.api_key].name, r.outcome) for r in control.records]
+    first = names.index(("Produce", "error"))
+    second = names.index(("Produce", "answered"), first)
+    seq = [n for n, _ in names[first + 1 : second]]
+    print(f"between the failed Produce and its retry: {seq}")
+    return seq
+
+
+def test_librdkafka_retries_not_leader_once_on_produce(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from confluent_kafka import Producer
+
+    kafka_control.add("Produce", topic=kafka_topic, partition=0, error="NOT_LEADER_OR_FOLLOWER")
+    producer = Producer(kafka_cluster.confluent_config(**{"linger.ms": 0}))
+    reports: list[tuple[Any, int]] = []
+    producer.produce(kafka_topic, b"once", on_delivery=lambda e, m: reports.append((e, m.offset())))
+    assert producer.flush(20) == 0
+    assert reports == [(None, 0)]  # delivered, no error seen by the application
+    produces = kafka_control.find("Produce")
+    assert [r.outcome for r in produces] == ["error", "answered"]  # retried once
+    between_produces(kafka_control)
+    assert log_end(kafka_cluster, kafka_topic) == 1  # and written once
+
+
+def test_kafka_python_retries_not_leader_once_on_produce(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from kafka import KafkaProducer
+
+    kafka_control.add("Produce", topic=kafka_topic, partition=0, error="NOT_LEADER_OR_FOLLOWER")
+    producer = KafkaProducer(**kafka_cluster.kafka_python_config(retries=3, linger_ms=0))
+    try:
+        meta = producer.send(kafka_topic, b"once", partition=0).get(timeout=20)
+    finally:
+        producer.close(5)
+    assert meta.offset == 0
+    outcomes = [r.outcome for r in kafka_control.find("Produce")]
+    assert outcomes == ["error", "answered"]
+    # kafka-python asks for metadata again between the error and its retry.
+    assert "Metadata" in between_produces(kafka_control)
+    assert log_end(kafka_cluster, kafka_topic) == 1
+
+
+def test_aiokafka_retries_not_leader_once_on_produce(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    kafka_control.add("Produce", topic=kafka_topic, partition=0, error="NOT_LEADER_OR_FOLLOWER")
+
+    async def send() -> Any:
+        producer = AIOKafkaProducer(**kafka_cluster.aiokafka_config(linger_ms=0))
+        await producer.start()
+        try:
+            return await asyncio.wait_for(
+                producer.send_and_wait(kafka_topic, b"once", partition=0), 20
+            )
+        finally:
+            await producer.stop()
+
+    meta = asyncio.run(send())
+    assert meta.offset == 0
+    assert [r.outcome for r in kafka_control.find("Produce")] == ["error", "answered"]
+    assert "Metadata" in between_produces(kafka_control)
+    assert log_end(kafka_cluster, kafka_topic) == 1
+
+
+def test_librdkafka_waits_out_a_delayed_fetch(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer(kafka_cluster.confluent_config())
+    producer.produce(kafka_topic, b"late")
+    assert producer.flush(20) == 0
+    kafka_control.add("Fetch", topic=kafka_topic, delay_ms=2000)
+    consumer = Consumer(
+        kafka_cluster.confluent_config(
+            **{"group.id": f"g-{kafka_topic}", "auto.offset.reset": "earliest"}
+        )
+    )
+    try:
+        consumer.assign([TopicPartition(kafka_topic, 0, 0)])
+        started = time.monotonic()
+        msg = None
+        while msg is None and time.monotonic() - started < 20:
+            msg = consumer.poll(0.2)
+        waited = time.monotonic() - started
+    finally:
+        consumer.close()
+    assert msg is not None and msg.error() is None and msg.value() == b"late"
+    assert waited >= 2.0, waited  # the data came with the delayed answer
+    print(f"librdkafka: first message {waited:.2f} s after assign, behind a 2 s Fetch delay")
+    fetches = kafka_control.find("Fetch")
+    assert fetches[0].rule is not None and fetches[0].outcome == "answered"
+
+
+def test_librdkafka_rejoins_after_a_dropped_join_group(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer(kafka_cluster.confluent_config())
+    producer.produce(kafka_topic, b"joined")
+    assert producer.flush(20) == 0
+    kafka_control.add("JoinGroup", drop=True)
+    consumer = Consumer(
+        kafka_cluster.confluent_config(
+            **{
+                "group.id": f"g-{kafka_topic}",
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "max.poll.interval.ms": 7000,
+            }
+        )
+    )
+    try:
+        consumer.subscribe([kafka_topic])
+        started = time.monotonic()
+        msg = None
+        while msg is None and time.monotonic() - started < 40:
+            msg = consumer.poll(0.2)
+        waited = time.monotonic() - started
+    finally:
+        consumer.close()
+    assert msg is not None and msg.value() == b"joined"
+    joins = kafka_control.find("JoinGroup")
+    assert joins[0].outcome == "dropped"
+    assert any(j.outcome == "answered" for j in joins[1:])
+    # librdkafka waited for the dropped answer (its JoinGroup timeout), then joined again.
+    print(f"librdkafka: joined {waited:.1f} s after a dropped JoinGroup, {len(joins)} JoinGroups")
+    assert waited > 3
