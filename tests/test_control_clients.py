@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 import pytest
-
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 
 pytestmark = pytest.mark.slow
