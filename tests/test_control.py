@@ -257,3 +257,35 @@ def test_reset_releases_held_requests(
         cid = w.send(METADATA, 12, req(METADATA, topics=[]))
         kafka_control.reset()
         assert w.receive(METADATA, 12)[0] == cid
+
+
+def test_release_preset_plays_an_older_broker(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl
+) -> None:
+    from kafkagen.runtime.broker.version_presets import preset_ranges
+
+    kafka_control.set_versions(0, preset="2.4")
+    served = kafka_control.versions(0)
+    old = preset_ranges("2.4")
+    assert served[METADATA][1] == old[METADATA][1] == 9
+    assert served[FIND_COORDINATOR][1] == 3
+    assert 68 not in served  # ConsumerGroupHeartbeat came with 3.7
+    # A preset and a cap together: the lower one wins.
+    kafka_control.set_versions(0, {"Metadata": 5}, preset="2.4")
+    assert kafka_control.versions(0)[METADATA][1] == 5
+    with pytest.raises(ControlError, match="no preset for Kafka '1.0'"):
+        kafka_control.set_versions(0, preset="1.0")
+
+
+def test_release_preset_as_a_broker_config() -> None:
+    from kafkagen.runtime.broker.cluster import BackgroundCluster
+
+    with BackgroundCluster(configs={"kafkagen.api.version.preset": "2.8"}) as bg:
+        with WireClient(bg.bootstrap) as w:
+            got = w.call(
+                API_VERSIONS,
+                3,
+                req(API_VERSIONS, client_software_name="t", client_software_version="1"),
+            )
+    served = {k.api_key: (k.min_version, k.max_version) for k in got.api_keys}
+    assert served[METADATA] == (0, 11) and served[PRODUCE][1] == 9 and 68 not in served

@@ -112,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="CAPS",
         help='"Metadata:9,Fetch:11", or "none" to uncap',
     )
+    v.add_argument(
+        "--preset",
+        default=argparse.SUPPRESS,
+        metavar="RELEASE",
+        help="play a Kafka release's broker: 2.4, 2.8, 3.0, 3.9, 4.0 or 4.4",
+    )
     return p
 
 
@@ -165,9 +171,10 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
     if a == "move-coordinator":
         return "POST", "/coordinator", {"group": args.group, "broker": args.broker}
     assert a == "versions", a
-    if not hasattr(args, "caps"):
+    if not hasattr(args, "caps") and not hasattr(args, "preset"):
         return "GET", f"/versions/{args.broker}", None
-    return "PUT", f"/versions/{args.broker}", {"caps": args.caps}
+    body = {k: getattr(args, k) for k in ("caps", "preset") if hasattr(args, k)}
+    return "PUT", f"/versions/{args.broker}", body
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,10 +35,19 @@ from kafkagen.generated import message_type
 from kafkagen.runtime.errors import ERRORS
 from kafkagen.runtime.message import Message
 
-from .api import HANDLERS, ApiHandler, Dispatch, RequestContext, Responder, ServedApis
+from .api import (
+    HANDLERS,
+    ApiHandler,
+    Dispatch,
+    RequestContext,
+    Responder,
+    ServedApis,
+    combine_caps,
+)
 from .config import parse_version_caps
 from .metadata import ClusterMetadata
 from .types import OFFSETS_TOPIC, partition_for
+from .version_presets import preset_caps
 
 __all__ = [
     "ClusterOps",
@@ -659,24 +668,32 @@ class Control:
         index, _ = self.coordinator_of(group_id)
         self.move_leader(OFFSETS_TOPIC, index, node_id)
 
-    def set_versions(self, node_id: int, caps: Mapping[int | str, int] | str | None) -> None:
-        """Cap what broker ``node_id`` advertises and accepts, per API (None: no caps).
+    def set_versions(
+        self,
+        node_id: int,
+        caps: Mapping[int | str, int] | str | None = None,
+        *,
+        preset: str | None = None,
+    ) -> None:
+        """Set what broker ``node_id`` advertises and accepts (nothing given: no caps).
 
-        ``caps`` maps APIs (key or name) to their highest version, or is the text form of
-        ``kafkagen.api.version.max`` (``"Metadata:12,Fetch:11"``). Clients see the change
-        on their next ApiVersions, so usually on a new connection.
+        ``preset`` plays a Kafka release (``"2.8"``: `version_presets`); ``caps`` maps APIs
+        (key or name) to their highest version, or is the text form of
+        ``kafkagen.api.version.max`` (``"Metadata:12,Fetch:11"``); given both, the lower
+        cap wins. Clients see the change on their next ApiVersions, so usually on a new
+        connection; a request above a cap closes its connection, as with a real old broker.
         """
         apis = self._ops.served_apis(node_id)
+        try:
+            if isinstance(caps, str):
+                explicit = parse_version_caps(caps)
+            else:
+                explicit = {api_key_of(k): int(v) for k, v in (caps or {}).items()}
+            played = {} if preset is None else preset_caps(preset, list(HANDLERS))
+        except ValueError as e:
+            raise ControlError(str(e)) from e
         self._original_caps.setdefault(node_id, dict(apis.version_caps))
-        if caps is None:
-            apis.version_caps = {}
-        elif isinstance(caps, str):
-            try:
-                apis.version_caps = parse_version_caps(caps)
-            except ValueError as e:
-                raise ControlError(str(e)) from e
-        else:
-            apis.version_caps = {api_key_of(k): int(v) for k, v in caps.items()}
+        apis.version_caps = combine_caps(played, explicit)
 
     def versions(self, node_id: int) -> dict[int, tuple[int, int]]:
         """API key -> (min, max) broker ``node_id`` advertises now."""

@@ -16,7 +16,7 @@ POST   /brokers/ID/stop, /start       take a broker away, bring it back
 POST   /leader                        {"topic", "partition", "broker"}
 POST   /coordinator                   {"group", "broker"}
 GET    /versions/ID                   what broker ID advertises
-PUT    /versions/ID                   {"caps": {"Metadata": 9, ...}} or {"caps": null}
+PUT    /versions/ID                   {"preset": "2.8", "caps": {"Metadata": 9}}; {}: uncap
 POST   /reset                         undo rules, records, stopped brokers, version caps
 ====== ============================== ===============================================
 
@@ -275,7 +275,7 @@ def _versions_json(control: Control, node: int) -> dict[str, Any]:
 
 def _object(body: Any, *keys: str) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise ControlError(f"the body must be a JSON object with {', '.join(keys)}")
+        raise ControlError(f"the body must be a JSON object ({', '.join(keys) or 'fields'})")
     missing = [k for k in keys if k not in body]
     if missing:
         raise ControlError(f"the body lacks {', '.join(missing)}")
