@@ -184,7 +184,7 @@ def help_command(argv: list[str]) -> list[str]:
             return [sys.executable, "-m", "pytest", "--help"]
         return [str(BIN / "kafkagen"), "fuzz", "--help"]
     if argv[0] == "kafkagen":
-        depth = 3 if argv[1:2] == ["bench"] else 2
+        depth = 3 if argv[1:2] in (["bench"], ["control"]) else 2
         return [str(BIN / "kafkagen"), *argv[1:depth], "--help"]
     if argv[:2] == ["python", "-m"]:
         return [sys.executable, "-m", argv[2], "--help"]

@@ -59,9 +59,17 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=int, default=None, metavar="P", help="the control port (127.0.0.1:P)"
     )
     p.add_argument("--url", help="the control API's base URL instead of --port")
+    # Also after the action (kafkagen control add --port P ...); unset there, they leave
+    # the values given before it alone.
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--port", type=int, default=argparse.SUPPRESS, metavar="P", help="as above")
+    where.add_argument("--url", default=argparse.SUPPRESS, help="as above")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    add = sub.add_parser("add", help="add a rule; prints it with its id")
+    def action(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[where], **kwargs)
+
+    add = action("add", help="add a rule; prints it with its id")
     add.add_argument("--api", required=True, help="API name or key, e.g. Produce or 0")
     add.add_argument("--broker", type=int, help="only requests to this broker id")
     add.add_argument("--topic", help="only requests naming this topic")
@@ -79,30 +87,30 @@ def _parser() -> argparse.ArgumentParser:
         "--hold-until", metavar="API", help="hold the request until one of this API arrives"
     )
 
-    sub.add_parser("rules", help="list the rules in force")
-    rm = sub.add_parser("remove", help="remove one rule")
+    action("rules", help="list the rules in force")
+    rm = action("remove", help="remove one rule")
     rm.add_argument("id", type=int)
-    sub.add_parser("clear", help="remove every rule and release held requests")
-    sub.add_parser("reset", help="undo rules, records, stopped brokers and version caps")
+    action("clear", help="remove every rule and release held requests")
+    action("reset", help="undo rules, records, stopped brokers and version caps")
 
-    rec = sub.add_parser("records", help="print recorded requests and answers")
+    rec = action("records", help="print recorded requests and answers")
     rec.add_argument("--api", help="only this API")
     rec.add_argument("--broker", type=int, help="only this broker")
-    recording = sub.add_parser("record", help="start, stop or clear recording")
+    recording = action("record", help="start, stop or clear recording")
     recording.add_argument("what", choices=["start", "stop", "clear"])
 
-    sub.add_parser("brokers", help="list the brokers and whether they serve")
+    action("brokers", help="list the brokers and whether they serve")
     for verb in ("stop", "start"):
-        b = sub.add_parser(f"{verb}-broker", help=f"{verb} a broker")
+        b = action(f"{verb}-broker", help=f"{verb} a broker")
         b.add_argument("broker", type=int)
-    ml = sub.add_parser("move-leader", help="make a broker a partition's leader")
+    ml = action("move-leader", help="make a broker a partition's leader")
     ml.add_argument("topic")
     ml.add_argument("partition", type=int)
     ml.add_argument("broker", type=int)
-    mc = sub.add_parser("move-coordinator", help="make a broker a group's coordinator")
+    mc = action("move-coordinator", help="make a broker a group's coordinator")
     mc.add_argument("group")
     mc.add_argument("broker", type=int)
-    v = sub.add_parser("versions", help="show or change what a broker advertises")
+    v = action("versions", help="show or change what a broker advertises")
     v.add_argument("broker", type=int)
     v.add_argument(
         "--set",
