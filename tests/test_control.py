@@ -52,6 +52,8 @@ def test_error_on_one_partition_once_then_the_handler_serves_it(
     with WireClient(kafka_cluster.bootstrap_servers) as w:
         first = w.call(PRODUCE, 9, produce(kafka_topic, [0, 1]))
         assert errors_by_partition(first) == {0: 0, 1: NOT_LEADER}
+        failed = first.responses[-1].partition_responses[0]
+        assert failed.base_offset == -1  # as Kafka answers a failed partition
         second = w.call(PRODUCE, 9, produce(kafka_topic, [0, 1]))
         assert errors_by_partition(second) == {0: 0, 1: 0}
     # Partition 1 got only the second batch: the failed one was never appended.

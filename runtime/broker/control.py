@@ -250,18 +250,20 @@ class _Shape:
     resp_parts: str
     resp_part_cls: str
     resp_index: str
+    #: What Kafka writes beside an error code in a failed partition (where the default differs).
+    on_error: tuple[tuple[str, int], ...] = ()
 
 
 _PARTITIONED: dict[int, _Shape] = {
     0: _Shape(
         "topic_data", "name", "partition_data", "index",
         "responses", "TopicProduceResponse", "name",
-        "partition_responses", "PartitionProduceResponse", "index",
+        "partition_responses", "PartitionProduceResponse", "index", (("base_offset", -1),),
     ),
     1: _Shape(
         "topics", "topic", "partitions", "partition",
         "responses", "FetchableTopicResponse", "topic",
-        "partitions", "PartitionData", "partition_index",
+        "partitions", "PartitionData", "partition_index", (("high_watermark", -1),),
     ),
     2: _Shape(
         "topics", "name", "partitions", "partition_index",
@@ -550,7 +552,9 @@ class Control:
                 shape.resp_parts,
                 [
                     parts_cls(
-                        **{shape.resp_index: getattr(p, shape.req_index)}, error_code=rule.error
+                        **{shape.resp_index: getattr(p, shape.req_index)},
+                        error_code=rule.error,
+                        **dict(shape.on_error),
                     )
                     for p in hit
                 ],
