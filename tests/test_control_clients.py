@@ -28,6 +28,26 @@ def log_end(kc: KafkaCluster, topic: str, partition: int = 0) -> int:
     return int(kc.call(end))
 
 
+def produce_one(kc: KafkaCluster, topic: str, value: bytes) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(kc.confluent_config())
+    producer.produce(topic, value)
+    assert producer.flush(20) == 0
+
+
+def first_message(consumer: Any, limit: float) -> tuple[Any, float]:
+    """The first message the consumer polls within ``limit`` seconds, and the wait; closes it."""
+    started = time.monotonic()
+    msg = None
+    try:
+        while msg is None and time.monotonic() - started < limit:
+            msg = consumer.poll(0.2)
+    finally:
+        consumer.close()
+    return msg, time.monotonic() - started
+
+
 def between_produces(control: SyncControl) -> list[str]:
     """The APIs a client called between its failed Produce and the next one."""
     from kafkagen.runtime.broker.api import HANDLERS
@@ -103,26 +123,17 @@ def test_aiokafka_retries_not_leader_once_on_produce(
 def test_librdkafka_waits_out_a_delayed_fetch(
     kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
 ) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
-    producer = Producer(kafka_cluster.confluent_config())
-    producer.produce(kafka_topic, b"late")
-    assert producer.flush(20) == 0
+    produce_one(kafka_cluster, kafka_topic, b"late")
     kafka_control.add("Fetch", topic=kafka_topic, delay_ms=2000)
     consumer = Consumer(
         kafka_cluster.confluent_config(
             **{"group.id": f"g-{kafka_topic}", "auto.offset.reset": "earliest"}
         )
     )
-    try:
-        consumer.assign([TopicPartition(kafka_topic, 0, 0)])
-        started = time.monotonic()
-        msg = None
-        while msg is None and time.monotonic() - started < 20:
-            msg = consumer.poll(0.2)
-        waited = time.monotonic() - started
-    finally:
-        consumer.close()
+    consumer.assign([TopicPartition(kafka_topic, 0, 0)])
+    msg, waited = first_message(consumer, 20)
     assert msg is not None and msg.error() is None and msg.value() == b"late"
     assert waited >= 2.0, waited  # the data came with the delayed answer
     print(f"librdkafka: first message {waited:.2f} s after assign, behind a 2 s Fetch delay")
@@ -133,11 +144,9 @@ def test_librdkafka_waits_out_a_delayed_fetch(
 def test_librdkafka_rejoins_after_a_dropped_join_group(
     kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
 ) -> None:
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer
 
-    producer = Producer(kafka_cluster.confluent_config())
-    producer.produce(kafka_topic, b"joined")
-    assert producer.flush(20) == 0
+    produce_one(kafka_cluster, kafka_topic, b"joined")
     kafka_control.add("JoinGroup", drop=True)
     consumer = Consumer(
         kafka_cluster.confluent_config(
@@ -150,15 +159,8 @@ def test_librdkafka_rejoins_after_a_dropped_join_group(
             }
         )
     )
-    try:
-        consumer.subscribe([kafka_topic])
-        started = time.monotonic()
-        msg = None
-        while msg is None and time.monotonic() - started < 40:
-            msg = consumer.poll(0.2)
-        waited = time.monotonic() - started
-    finally:
-        consumer.close()
+    consumer.subscribe([kafka_topic])
+    msg, waited = first_message(consumer, 40)
     assert msg is not None and msg.value() == b"joined"
     joins = kafka_control.find("JoinGroup")
     assert joins[0].outcome == "dropped"
