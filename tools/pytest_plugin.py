@@ -137,6 +137,11 @@ class KafkaCluster:
     def aiokafka_config(self, **extra: Any) -> dict[str, Any]:
         return {"bootstrap_servers": self.bootstrap_servers, **extra}
 
+    @property
+    def alive(self) -> bool:
+        """True until `stop` has ended the brokers' thread."""
+        return self._bg.alive
+
     def stop(self) -> None:
         self._bg.stop()
 

@@ -407,6 +407,11 @@ class BackgroundCluster:
         assert self.cluster is not None
         return self.cluster.bootstrap
 
+    @property
+    def alive(self) -> bool:
+        """True while the cluster's thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
     def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
         """Run ``fn()`` on the cluster's loop and return its result."""
         assert self._loop is not None
