@@ -52,7 +52,8 @@ def test_error_on_one_partition_once_then_the_handler_serves_it(
     with WireClient(kafka_cluster.bootstrap_servers) as w:
         first = w.call(PRODUCE, 9, produce(kafka_topic, [0, 1]))
         assert errors_by_partition(first) == {0: 0, 1: NOT_LEADER}
-        failed = first.responses[-1].partition_responses[0]
+        (topic,) = first.responses  # one entry for the topic, as Kafka answers
+        failed = [p for p in topic.partition_responses if p.index == 1][0]
         assert failed.base_offset == -1  # as Kafka answers a failed partition
         second = w.call(PRODUCE, 9, produce(kafka_topic, [0, 1]))
         assert errors_by_partition(second) == {0: 0, 1: 0}
@@ -291,3 +292,86 @@ def test_release_preset_as_a_broker_config() -> None:
             )
     served = {k.api_key: (k.min_version, k.max_version) for k in got.api_keys}
     assert served[METADATA] == (0, 11) and served[PRODUCE][1] == 9 and 68 not in served
+
+
+def _fetch(topic_id: Any, topic: str, partitions: list[int]) -> Any:
+    Fetch: Any = message_type(1, "request")
+    return Fetch(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        topics=[
+            Fetch.FetchTopic(
+                topic=topic,
+                topic_id=topic_id,
+                partitions=[
+                    Fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
+                    for p in partitions
+                ],
+            )
+        ],
+    )
+
+
+@pytest.mark.kafka_topic(partitions=2)
+@pytest.mark.parametrize("version", [12, 13])  # by topic name, by topic id
+def test_fetch_error_on_one_partition(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str, version: int
+) -> None:
+    md = kafka_cluster.cluster.metadata
+    topic_id = kafka_cluster.call(lambda: md.topic(kafka_topic).topic_id)
+    kafka_control.add("Fetch", topic=kafka_topic, partition=0, error="NOT_LEADER_OR_FOLLOWER")
+    with WireClient(kafka_cluster.bootstrap_servers) as w:
+        got = w.call(1, version, _fetch(topic_id, kafka_topic if version < 13 else "", [0, 1]))
+    parts = {
+        p.partition_index: (p.error_code, p.high_watermark)
+        for t in got.responses
+        for p in t.partitions
+    }
+    assert parts == {0: (NOT_LEADER, -1), 1: (0, 0)}
+    if version >= 13:
+        assert {t.topic_id for t in got.responses} == {topic_id}
+
+
+@pytest.mark.kafka_topic(partitions=2)
+def test_list_offsets_and_offset_for_leader_epoch_errors_per_partition(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    LO: Any = message_type(LIST_OFFSETS, "request")
+    lo = LO(
+        replica_id=-1,
+        topics=[
+            LO.ListOffsetsTopic(
+                name=kafka_topic,
+                partitions=[
+                    LO.ListOffsetsPartition(partition_index=p, timestamp=-1) for p in (0, 1)
+                ],
+            )
+        ],
+    )
+    OE: Any = message_type(23, "request")
+    oe = OE(
+        replica_id=-1,
+        topics=[
+            OE.OffsetForLeaderTopic(
+                topic=kafka_topic,
+                partitions=[
+                    OE.OffsetForLeaderPartition(partition=p, leader_epoch=0) for p in (0, 1)
+                ],
+            )
+        ],
+    )
+    kafka_control.add("ListOffsets", topic=kafka_topic, partition=1, error=NOT_LEADER)
+    kafka_control.add("OffsetForLeaderEpoch", topic=kafka_topic, error="FENCED_LEADER_EPOCH")
+    with WireClient(kafka_cluster.bootstrap_servers) as w:
+        got = w.call(LIST_OFFSETS, 7, lo)
+        assert {p.partition_index: p.error_code for p in got.topics[0].partitions} == {
+            0: 0,
+            1: NOT_LEADER,
+        }
+        got = w.call(23, 4, oe)  # no partition named: every partition of the topic
+        assert {p.partition: p.error_code for t in got.topics for p in t.partitions} == {
+            0: 74,
+            1: 74,
+        }

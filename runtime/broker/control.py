@@ -562,7 +562,19 @@ class Control:
             entries.append(entry)
 
         def add_errors(response: Message) -> Message:
-            getattr(response, shape.resp_topics).extend(entries)
+            # Into the handler's entry for the same topic where there is one, as one answer.
+            topics = getattr(response, shape.resp_topics)
+            for entry in entries:
+                same = [
+                    t
+                    for t in topics
+                    if getattr(t, shape.resp_name) == getattr(entry, shape.resp_name)
+                    and getattr(t, "topic_id", None) == getattr(entry, "topic_id", None)
+                ]
+                if same:
+                    getattr(same[0], shape.resp_parts).extend(getattr(entry, shape.resp_parts))
+                else:
+                    topics.append(entry)
             return response
 
         left = [t for t in getattr(request, shape.req_topics) if getattr(t, shape.req_parts)]
