@@ -168,3 +168,72 @@ def test_librdkafka_rejoins_after_a_dropped_join_group(
     # librdkafka waited for the dropped answer (its JoinGroup timeout), then joined again.
     print(f"librdkafka: joined {waited:.1f} s after a dropped JoinGroup, {len(joins)} JoinGroups")
     assert waited > 3
+
+
+def test_kafka_python_waits_its_rebalance_timeout_after_a_dropped_join_group(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from kafka import KafkaConsumer
+
+    produce_one(kafka_cluster, kafka_topic, b"joined")
+    kafka_control.add("JoinGroup", drop=True)
+    started = time.monotonic()
+    consumer = KafkaConsumer(
+        kafka_topic,
+        group_id=f"g-{kafka_topic}",
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        request_timeout_ms=8000,
+        # kafka-python times a JoinGroup out by this (the rebalance timeout), not by
+        # request_timeout_ms: with its default of 300 s it would wait five minutes.
+        max_poll_interval_ms=7000,
+        **kafka_cluster.kafka_python_config(),
+    )
+    got = None
+    try:
+        while got is None and time.monotonic() - started < 40:
+            for records in consumer.poll(200).values():
+                got = records[0].value
+    finally:
+        consumer.close()
+    waited = time.monotonic() - started
+    assert got == b"joined"
+    joins = [j.outcome for j in kafka_control.find("JoinGroup")]
+    assert joins[0] == "dropped" and "answered" in joins[1:]
+    print(f"kafka-python: joined {waited:.1f} s after a dropped JoinGroup, {len(joins)} JoinGroups")
+    assert waited > 7
+
+
+def test_aiokafka_times_out_a_dropped_join_group_by_request_timeout(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str
+) -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    produce_one(kafka_cluster, kafka_topic, b"joined")
+    kafka_control.add("JoinGroup", drop=True)
+
+    async def consume() -> tuple[bytes, float]:
+        started = time.monotonic()
+        consumer = AIOKafkaConsumer(
+            kafka_topic,
+            group_id=f"g-{kafka_topic}",
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            request_timeout_ms=8000,
+            **kafka_cluster.aiokafka_config(),
+        )
+        await consumer.start()
+        try:
+            msg = await asyncio.wait_for(consumer.getone(), 40)
+        finally:
+            await consumer.stop()
+        return msg.value, time.monotonic() - started
+
+    value, waited = asyncio.run(consume())
+    assert value == b"joined"
+    joins = [j.outcome for j in kafka_control.find("JoinGroup")]
+    assert joins[0] == "dropped" and "answered" in joins[1:]
+    print(f"aiokafka: joined {waited:.1f} s after a dropped JoinGroup, {len(joins)} JoinGroups")
+    assert waited > 8
