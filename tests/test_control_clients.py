@@ -237,3 +237,23 @@ def test_aiokafka_times_out_a_dropped_join_group_by_request_timeout(
     assert joins[0] == "dropped" and "answered" in joins[1:]
     print(f"aiokafka: joined {waited:.1f} s after a dropped JoinGroup, {len(joins)} JoinGroups")
     assert waited > 8
+
+
+@pytest.mark.parametrize("release", ["2.4", "3.0"])
+def test_librdkafka_against_a_release_preset(
+    kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str, release: str
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from kafkagen.runtime.broker.version_presets import preset_ranges
+
+    kafka_control.set_versions(0, preset=release)
+    produce_one(kafka_cluster, kafka_topic, b"old")
+    consumer = Consumer(kafka_cluster.confluent_config(**{"group.id": f"g-{kafka_topic}"}))
+    consumer.assign([TopicPartition(kafka_topic, 0, 0)])
+    msg, _ = first_message(consumer, 20)
+    assert msg is not None and msg.value() == b"old"
+    ranges = preset_ranges(release)
+    used = {(r.api_key, r.api_version) for r in kafka_control.records}
+    # Every request the client sent was at a version that release's broker served.
+    assert all(v <= ranges[k][1] for k, v in used), sorted(used)
+    assert (0, ranges[0][1]) in used and (1, ranges[1][1]) in used  # Produce, Fetch at the top

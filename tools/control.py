@@ -124,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         "--preset",
         default=argparse.SUPPRESS,
         metavar="RELEASE",
-        help="play a Kafka release's broker: 2.4, 2.8, 3.0, 3.9, 4.0 or 4.4",
+        help="play a Kafka release's broker: any minor release, 2.4 to 4.4",
     )
     return p
 

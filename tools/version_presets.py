@@ -19,8 +19,13 @@ from typing import Any
 
 __all__ = ["RELEASES", "derive", "main", "table"]
 
-#: The releases with a preset: the newest patch of each, named by its minor release.
-RELEASES = ("2.4.1", "2.8.2", "3.0.0", "3.9.1", "4.0.0", "4.4.0")
+#: The releases with a preset, named by their minor release: each from 2.4, the first
+#: whose jar holds a spec for every API it served (API versions do not change in patches).
+RELEASES = (
+    *(f"2.{m}.0" for m in range(4, 9)),
+    *(f"3.{m}.0" for m in range(0, 10)),
+    *(f"4.{m}.0" for m in range(0, 5)),
+)
 TABLE = Path(__file__).resolve().parents[1] / "runtime" / "broker" / "version_presets.json"
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _BROKER_LISTENERS = {"broker", "zkBroker"}

@@ -533,7 +533,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         PRESET_CONFIG,
         T.STRING,
         "",
-        "Play the broker of a Kafka release (2.4, 2.8, 3.0, 3.9, 4.0 or 4.4): advertise and "
+        "Play the broker of a Kafka release (any minor release, 2.4 to 4.4): advertise and "
         "accept at most its versions of each API, and none of an API it did not have. "
         "kafkagen.api.version.max caps further.",
         read_only=True,
