@@ -420,9 +420,11 @@ class Control:
 
     def dispatch(self, handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
         """What the server calls instead of `api.dispatch`."""
-        seen = self._seen(ctx, request)
-        self._release(seen)
-        rule = self._first_rule(seen)
+        rule = None
+        if self.rules or self._held:  # with neither, requests go straight through
+            seen = self._seen(ctx, request)
+            self._release(seen)
+            rule = self._first_rule(seen)
         record = self._record(ctx, request, rule)
         self._watch(ctx, record, rule)
         if rule is None:
