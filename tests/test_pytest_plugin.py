@@ -98,6 +98,23 @@ def test_start_up_is_under_200_ms() -> None:
     assert not cluster.alive  # its thread has ended
 
 
+def test_control_over_http_from_an_in_process_cluster() -> None:
+    from kafkagen.control import ControlClient
+
+    cluster = KafkaCluster(ClusterSettings.of(1))
+    try:
+        url = cluster.serve_control()
+        rule = ControlClient(url).call(
+            "POST", "/rules", {"match": {"api": "Metadata"}, "drop": True}
+        )
+        assert [r.id for r in cluster.control.rules] == [rule["id"]]
+    finally:
+        cluster.stop()
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # stopped with the cluster
+
+
 @pytest.mark.kafka_cluster(brokers=2, configs={"num.partitions": 4})
 def test_marker_sets_brokers_and_configs(kafka_cluster: KafkaCluster, kafka_topic: str) -> None:
     assert len(kafka_cluster.bootstrap_servers.split(",")) == 2

@@ -35,6 +35,7 @@ import pytest
 if TYPE_CHECKING:
     from kafkagen.runtime.broker.cluster import BackgroundCluster
     from kafkagen.runtime.broker.control import Control
+    from kafkagen.runtime.broker.control_http import ControlServer
 
 __all__ = ["ClusterSettings", "KafkaCluster", "SyncControl"]
 
@@ -102,6 +103,7 @@ class KafkaCluster:
         assert self._bg.cluster is not None
         self.cluster = self._bg.cluster
         self.control = SyncControl(self._bg, self.cluster.control)
+        self._control_server: ControlServer | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -137,12 +139,26 @@ class KafkaCluster:
     def aiokafka_config(self, **extra: Any) -> dict[str, Any]:
         return {"bootstrap_servers": self.bootstrap_servers, **extra}
 
+    def serve_control(self, port: int = 0) -> str:
+        """Serve the control API over HTTP (docs/control.md) on 127.0.0.1 until the cluster
+        stops, for a test that drives a client in another process or language; its URL."""
+        if self._control_server is None:
+            from kafkagen.runtime.broker.control_http import ControlServer
+
+            server = ControlServer(self.cluster.control, self.cluster.describe_brokers)
+            self._bg.run(server.start(port))
+            self._control_server = server
+        return f"http://127.0.0.1:{self._control_server.port}"
+
     @property
     def alive(self) -> bool:
         """True until `stop` has ended the brokers' thread."""
         return self._bg.alive
 
     def stop(self) -> None:
+        if self._control_server is not None:
+            self._bg.run(self._control_server.stop())
+            self._control_server = None
         self._bg.stop()
 
 
