@@ -189,7 +189,7 @@ def test_bad_rules_are_refused_with_the_reason(kafka_control: SyncControl) -> No
     with pytest.raises(ControlError, match="unknown error name"):
         kafka_control.add("Produce", error="NOT_A_LEADER")
     with pytest.raises(ControlError, match="no top-level error code"):
-        kafka_control.add("Metadata", error=6)
+        kafka_control.add("CreateTopics", error=6)
     with pytest.raises(ControlError, match="needs a topic"):
         kafka_control.add("Produce", partition=0, error=6)
     assert kafka_control.rules == []
