@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kafkagen.runtime.broker import version_presets as _presets_module
+
 __all__ = ["RELEASES", "derive", "main", "table"]
 
 #: The releases with a preset, named by their minor release: each from 2.4, the first
@@ -26,7 +28,8 @@ RELEASES = (
     *(f"3.{m}.0" for m in range(0, 10)),
     *(f"4.{m}.0" for m in range(0, 5)),
 )
-TABLE = Path(__file__).resolve().parents[1] / "runtime" / "broker" / "version_presets.json"
+#: The table, beside the module that reads it (in a clone: runtime/broker/).
+TABLE = Path(_presets_module.__file__).with_suffix(".json")
 _COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _BROKER_LISTENERS = {"broker", "zkBroker"}
 
