@@ -6,6 +6,7 @@ from __future__ import annotations
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.handlers._util import commit_denials
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 8
@@ -30,7 +31,12 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             indexes.append(p.partition_index)
         order.append((t.name, indexes))
 
+    # The group first (every partition fails with it), then READ on each topic.
+    denied = commit_denials(ctx, request.group_id, order)
+    offsets = {tp: e for tp, e in offsets.items() if tp not in denied}
+
     def done(errors: dict[TopicPartition, int]) -> None:
+        errors = {**errors, **denied}
         ctx.respond(
             OffsetCommitResponse(
                 topics=[
@@ -48,6 +54,9 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             )
         )
 
+    if denied and not offsets:
+        done({})
+        return
     ctx.broker.group_coordinator.offsets.commit(
         request.group_id,
         request.generation_id_or_member_epoch if v >= 1 else -1,

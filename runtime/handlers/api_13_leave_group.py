@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from kafkagen.generated.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 13
 
@@ -11,6 +13,9 @@ API_KEY = 13
 @register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: LeaveGroupRequest) -> None:
     gc = ctx.broker.group_coordinator
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        ctx.respond(LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[]))
+        return
     if ctx.api_version < 3:
         top, [error] = gc.leave_group(request.group_id, [(request.member_id, None)])
         ctx.respond(LeaveGroupResponse(error_code=top or error))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import SyncResult
 from kafkagen.runtime.errors import ErrorCode
@@ -13,6 +14,11 @@ API_KEY = 14
 @register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: SyncGroupRequest) -> None:
     v = ctx.api_version
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        ctx.respond(
+            SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
+        )
+        return
 
     def done(r: SyncResult) -> None:
         ctx.respond(

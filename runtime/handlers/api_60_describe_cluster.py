@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafkagen.runtime.broker.acls import ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import MismatchedEndpointTypeError
-from kafkagen.runtime.handlers._util import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
+from kafkagen.runtime.handlers._util import NOT_REQUESTED
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 60
@@ -28,7 +30,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
         )
         return
     ops = (
-        authorized_operations(CLUSTER_OPERATIONS)
+        ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations
         else NOT_REQUESTED
     )
@@ -41,7 +43,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
                 DescribeClusterResponse.DescribeClusterBroker(
                     broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
                 )
-                for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+                for b in sorted(map(ctx.advertised, md.brokers.values()), key=lambda b: b.node_id)
                 if b.alive
             ),
             cluster_authorized_operations=ops,

@@ -11,10 +11,11 @@ from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.assignors import Assignment
 from kafkagen.runtime.broker.consumer_group import HeartbeatResult
-from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.errors import ErrorCode, KafkaError
 
 API_KEY = 68
 R = ConsumerGroupHeartbeatResponse
@@ -53,6 +54,9 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
             )
         )
 
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        respond(None, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return
     try:
         ctx.broker.group_coordinator.consumer.heartbeat(
             version=ctx.api_version,
