@@ -1,0 +1,122 @@
+"""Every major client against a three-broker kafkagen cluster (a subprocess on 127.0.0.1).
+
+Kafka's Java client 4.4.0, franz-go, IBM Sarama and kafkajs each run the same scenario (the
+programs in ``tools/clients/``, built from source on first use): create a topic of three
+partitions with three replicas, produce 2,000 keyed messages with acks=all from an
+idempotent (Java: also a transactional) producer, consume them in a group of three members
+that commit after every poll while one member leaves half-way, then list and describe the
+group and the topic. The program prints what it saw; this test decides whether it is right:
+nothing lost, nothing twice, nothing aborted, commits at the end of every partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_helpers import BrokerProcess
+from kafkagen.client_programs import command, run_scenario
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+N = 2000
+ABORTED = 100  # the Java transactional run aborts one transaction of this many messages
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[BrokerProcess]:
+    with BrokerProcess(
+        "group.initial.rebalance.delay.ms=0",
+        "offsets.topic.num.partitions=5",
+        "group.min.session.timeout.ms=1000",
+        "group.consumer.heartbeat.interval.ms=1000",
+        brokers=3,
+    ) as b:
+        yield b
+        assert b.alive(), b.stderr_text()
+
+
+def check(summary: dict[str, Any], group_type: str, transactional: bool = False) -> None:
+    assert summary["errors"] == [], summary["errors"]
+    topic, group = summary["topic"], summary["group"]
+
+    produced = {(p, o): k for p, o, k in summary["produced"]}
+    assert len(produced) == N, "two messages were given the same offset"
+    assert sorted(produced.values()) == sorted(f"key-{i}" for i in range(N))
+    aborted = {(p, o) for p, o, _ in summary["aborted"]}
+    assert len(aborted) == (ABORTED if transactional else 0)
+
+    consumed = [(m, p, o, k) for m, p, o, k in summary["consumed"]]
+    positions = [(p, o) for _, p, o, _ in consumed]
+    assert len(positions) == len(set(positions)), "a message was consumed twice"
+    assert not set(positions) & aborted, "an aborted message was consumed"
+    assert set(positions) == set(produced), (
+        f"missing {len(set(produced) - set(positions))}, "
+        f"unexpected {len(set(positions) - set(produced))}"
+    )
+    wrong = [(p, o, k, produced[(p, o)]) for _, p, o, k in consumed if produced[(p, o)] != k]
+    assert not wrong, f"(partition, offset, key read, key written): {wrong[:5]}"
+    for partition in range(3):
+        offsets = [o for _, p, o, _ in consumed if p == partition]
+        assert offsets == sorted(offsets), f"partition {partition} consumed out of order"
+    # All three members read, and the one that left handed its partitions over.
+    assert {m for m, *_ in consumed} == {0, 1, 2}
+    assert summary["assignments"] >= 4, "no rebalance after the member left"
+
+    described = summary["group_description"]
+    assert group in described["listed"]
+    assert described["state"].lower() == "stable"
+    assert described["type"].lower() == group_type
+    assert described["members"] == 2
+
+    # After every member has left, each partition's commit is past its last message (a
+    # transaction's commit marker may follow that message).
+    last = {p: max(o for (q, o) in produced if q == p) for p in range(3)}
+    committed = {int(p): o for p, o in summary["committed"].items()}
+    assert set(committed) == {0, 1, 2}
+    for p, offset in committed.items():
+        assert last[p] + 1 <= offset <= last[p] + (2 if transactional else 1), (p, offset)
+
+    topics = summary["topics"]
+    assert topic in topics["listed"]
+    parts = sorted(topics["partitions"], key=lambda d: d["partition"])
+    assert [d["partition"] for d in parts] == [0, 1, 2]
+    for d in parts:
+        assert d["leader"] in (0, 1, 2) and d["replicas"] == 3 and d["isr"] == 3, d
+
+
+JAVA_RUNS = [
+    ("classic", "idempotent"),
+    ("classic", "transactional"),
+    ("consumer", "idempotent"),
+    ("consumer", "transactional"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "producer"), JAVA_RUNS, ids=["-".join(r) for r in JAVA_RUNS])
+def test_java_client(cluster: BrokerProcess, protocol: str, producer: str) -> None:
+    topic = f"java-{protocol}-{producer}"
+    summary = run_scenario(command("java") + [cluster.bootstrap, topic, protocol, producer, str(N)])
+    assert summary["version"] == "4.4.0"
+    check(summary, protocol, transactional=producer == "transactional")
+
+
+def test_franz_go(cluster: BrokerProcess) -> None:
+    summary = run_scenario(command("go") + ["franz", "classic", cluster.bootstrap, "franz", str(N)])
+    assert summary["version"].startswith("v1.22.")
+    check(summary, "classic")
+
+
+def test_sarama(cluster: BrokerProcess) -> None:
+    summary = run_scenario(
+        command("go") + ["sarama", "classic", cluster.bootstrap, "sarama", str(N)]
+    )
+    assert summary["version"].startswith("v1.61.")
+    check(summary, "consumer")  # Sarama reports the protocol type
+
+
+def test_kafkajs(cluster: BrokerProcess) -> None:
+    summary = run_scenario(command("node") + [cluster.bootstrap, "kafkajs", str(N)])
+    assert summary["version"] == "2.2.4"
+    check(summary, "consumer")  # kafkajs reports the protocol type
