@@ -145,6 +145,72 @@ def command(language: str) -> list[str]:
         ) from None
 
 
+def franz_go_suite(bootstrap: str, records: int = 5000, timeout: float = 600.0) -> dict[str, Any]:
+    """Run franz-go's own kgo integration tests against ``bootstrap``.
+
+    The tests read the seed brokers from ``KGO_SEEDS``; ``KGO_TEST_RECORDS`` bounds the
+    records their produce/consume loops move (500,000 by default). Returns the package's
+    outcome and the pass/fail/skip counts of top-level tests and of all (sub)tests, with the
+    names of failures and the reason printed for each skip.
+    """
+    go = _tool("go", "go")
+    cmd = [go, "test", "-mod=readonly", "-count=1", f"-timeout={int(timeout) - 30}s", "-json"]
+    env = {
+        **os.environ,
+        "KGO_SEEDS": bootstrap,
+        "KGO_TEST_RECORDS": str(records),
+        "KGO_LOG_LEVEL": "none",
+    }
+    try:
+        proc = subprocess.run(
+            [*cmd, "github.com/twmb/franz-go/pkg/kgo"],
+            cwd=SOURCES / "go",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise ClientProgramError(f"franz-go's kgo tests: not done in {timeout} s") from e
+    counts: dict[str, int] = {}
+    top: dict[str, int] = {}
+    failed: list[str] = []
+    skipped: dict[str, str] = {}
+    output: dict[str, list[str]] = {}
+    package = "no result"
+    for line in proc.stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        test, action = event.get("Test"), event.get("Action")
+        if test is None:
+            if action in ("pass", "fail"):
+                package = action
+            continue
+        if action == "output":
+            output.setdefault(test, []).append(event.get("Output", ""))
+        if action not in ("pass", "fail", "skip"):
+            continue
+        counts[action] = counts.get(action, 0) + 1
+        if "/" not in test:
+            top[action] = top.get(action, 0) + 1
+        if action == "fail":
+            failed.append(test)
+        elif action == "skip" and "/" not in test:
+            said = [ln.strip() for ln in output.get(test, []) if ".go:" in ln]
+            skipped[test] = said[-1] if said else ""
+    if package == "no result":
+        raise ClientProgramError(f"franz-go's kgo tests did not run:\n{proc.stderr[-3000:]}")
+    return {
+        "package": package,
+        "top_level": top,
+        "all": counts,
+        "failed": failed,
+        "skipped": skipped,
+    }
+
+
 def run_scenario(cmd: Sequence[str], timeout: float = 300.0) -> dict[str, Any]:
     """Run one scenario program and return its JSON summary."""
     try:
