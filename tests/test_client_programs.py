@@ -1,12 +1,13 @@
 """Every major client against a three-broker kafkagen cluster (a subprocess on 127.0.0.1).
 
-Kafka's Java client 4.4.0, franz-go, IBM Sarama and kafkajs each run the same scenario (the
-programs in ``tools/clients/``, built from source on first use): create a topic of three
-partitions with three replicas, produce 2,000 keyed messages with acks=all from an
-idempotent (Java: also a transactional) producer, consume them in a group of three members
-that commit after every poll while one member leaves half-way, then list and describe the
-group and the topic. The program prints what it saw; this test decides whether it is right:
-nothing lost, nothing twice, nothing aborted, commits at the end of every partition.
+Kafka's Java client 4.4.0, franz-go, IBM Sarama, kafkajs, confluent-kafka (librdkafka) and
+kafka-python each run the same scenario (the programs in ``tools/clients/``, built from
+source on first use): create a topic of three partitions with three replicas, produce 2,000
+keyed messages with acks=all from an idempotent (Java: also a transactional) producer,
+consume them in a group of three members that commit after every poll while one member
+leaves half-way, then list and describe the group and the topic. The program prints what
+it saw; this test decides whether it is right: nothing lost, nothing twice, nothing
+aborted, commits at the end of every partition.
 """
 
 from __future__ import annotations
@@ -122,6 +123,13 @@ def test_kafkajs(cluster: BrokerProcess) -> None:
     summary = run_scenario(command("node") + [cluster.bootstrap, "kafkajs", str(N)])
     assert summary["version"] == "2.2.4"
     check(summary, "consumer")  # kafkajs reports the protocol type
+
+
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_python_client(cluster: BrokerProcess, client: str) -> None:
+    topic = f"py-{client}"
+    summary = run_scenario(command("python") + [client, cluster.bootstrap, topic, str(N)])
+    check(summary, "classic" if client == "confluent" else "consumer")
 
 
 #: What franz-go's own tests skip against kafkagen, and why: features kafkagen does not

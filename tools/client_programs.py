@@ -2,7 +2,8 @@
 
 ``tools/clients/`` holds one small program per ecosystem: Kafka's Java client
 (``java/``, compiled against ``kafka-clients`` from Maven Central), franz-go and IBM
-Sarama (``go/``, a Go module) and kafkajs (``node/``, an npm package with its lock file).
+Sarama (``go/``, a Go module), kafkajs (``node/``, an npm package with its lock file) and
+the Python clients kafkagen's dev extras install (``python/``).
 Each runs the same scenario against a bootstrap address and prints one JSON summary; see
 ``docs/clients.md``. Builds land under ``$KAFKAGEN_CACHE/clients`` keyed by a hash of
 their sources, so a second run reuses them; the toolchains' own caches (``~/.m2``, Go's
@@ -19,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -132,11 +134,21 @@ def _node() -> list[str]:
     return [node, str(_build("node", build) / "scenario.js")]
 
 
-_BUILDERS: dict[str, Callable[[], list[str]]] = {"java": _java, "go": _go, "node": _node}
+def _python() -> list[str]:
+    # Nothing to build: confluent-kafka and kafka-python are dev extras of kafkagen.
+    return [sys.executable, str(SOURCES / "python" / "scenario.py")]
+
+
+_BUILDERS: dict[str, Callable[[], list[str]]] = {
+    "java": _java,
+    "go": _go,
+    "node": _node,
+    "python": _python,
+}
 
 
 def command(language: str) -> list[str]:
-    """The command line of ``language``'s program (java, go or node), built if needed."""
+    """The command line of ``language``'s program (java, go, node, python), built if needed."""
     try:
         return _BUILDERS[language]()
     except KeyError:
