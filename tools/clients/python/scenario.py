@@ -125,9 +125,7 @@ class Confluent:
 
         self.ck = confluent_kafka
         self.bootstrap = bootstrap
-        self.version = (
-            f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
-        )
+        self.version = f"{confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]})"
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def create_topic(self, topic: str) -> None:
