@@ -1,7 +1,7 @@
 """Every major client against a three-broker kafkagen cluster (a subprocess on 127.0.0.1).
 
-Kafka's Java client 4.4.0, franz-go, IBM Sarama, kafkajs, confluent-kafka (librdkafka) and
-kafka-python each run the same scenario (the programs in ``tools/clients/``, built from
+Kafka's Java client 4.4.0, franz-go, IBM Sarama, kafkajs, confluent-kafka (librdkafka),
+kafka-python and aiokafka each run the same scenario (the programs in ``tools/clients/``, built from
 source on first use): create a topic of three partitions with three replicas, produce 2,000
 keyed messages with acks=all from an idempotent (Java: also a transactional) producer,
 consume them in a group of three members that commit after every poll while one member
@@ -125,10 +125,11 @@ def test_kafkajs(cluster: BrokerProcess) -> None:
     check(summary, "consumer")  # kafkajs reports the protocol type
 
 
-@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+@pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
 def test_python_client(cluster: BrokerProcess, client: str) -> None:
     topic = f"py-{client}"
     summary = run_scenario(command("python") + [client, cluster.bootstrap, topic, str(N)])
+    # librdkafka reports the group type, kafka-python and aiokafka the protocol type.
     check(summary, "classic" if client == "confluent" else "consumer")
 
 

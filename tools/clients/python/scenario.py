@@ -1,15 +1,17 @@
-"""The client scenario with the Python clients: confluent-kafka (librdkafka) and kafka-python.
+"""The client scenario with the Python clients: confluent-kafka (librdkafka), kafka-python
+and aiokafka.
 
 Create a topic, produce with acks=all from an idempotent producer, consume in a group of
 three members (threads) that commit after every poll while one member leaves half-way,
 then list and describe the group and the topic. Prints one JSON object on stdout, the same
 shape as the Java, Go and Node programs; the test decides what is right.
 
-    python scenario.py confluent|kafka-python BOOTSTRAP TOPIC N
+    python scenario.py confluent|kafka-python|aiokafka BOOTSTRAP TOPIC N
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import threading
@@ -336,7 +338,145 @@ class KafkaPython:
         self.admin.close()
 
 
-CLIENTS: dict[str, Callable[[str], Any]] = {"confluent": Confluent, "kafka-python": KafkaPython}
+# ------------------------------------------------------------------ aiokafka
+
+
+def created(loop: asyncio.AbstractEventLoop, factory: Callable[[], Any]) -> Any:
+    """``factory()`` called inside ``loop``: aiokafka's clients bind to the running loop."""
+
+    async def make() -> Any:
+        return factory()
+
+    return loop.run_until_complete(make())
+
+
+class AioKafka:
+    """aiokafka is asynchronous: the admin and producer share one event loop in the main
+    thread, and each member runs its own loop in its thread."""
+
+    def __init__(self, bootstrap: str) -> None:
+        import aiokafka  # type: ignore[import-untyped]
+        from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
+
+        self.aiokafka = aiokafka
+        self.bootstrap = bootstrap
+        self.version = aiokafka.__version__
+        self.loop = asyncio.new_event_loop()
+        self.admin = created(self.loop, lambda: AIOKafkaAdminClient(bootstrap_servers=bootstrap))
+        self.loop.run_until_complete(self.admin.start())
+        self.closing: Any = None
+
+    def create_topic(self, topic: str) -> None:
+        from aiokafka.admin import NewTopic
+
+        self.loop.run_until_complete(self.admin.create_topics([NewTopic(topic, 3, 3)]))
+
+    def producer(self) -> Callable[[str, list[str]], list[tuple[int, int]]]:
+        p = created(
+            self.loop,
+            lambda: self.aiokafka.AIOKafkaProducer(
+                bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True
+            ),
+        )
+        self.loop.run_until_complete(p.start())
+        self.closing = p
+
+        async def send(topic: str, keys: list[str]) -> list[tuple[int, int]]:
+            futures = [
+                await p.send(topic, key=k.encode(), value=f"value-{k}".encode()) for k in keys
+            ]
+            mds = [await f for f in futures]
+            return [(md.partition, md.offset) for md in mds]
+
+        return lambda topic, keys: self.loop.run_until_complete(send(topic, keys))
+
+    def member(self, s: Scenario, index: int) -> Any:
+        from aiokafka import ConsumerRebalanceListener
+
+        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                s.revoked(index, {tp.partition for tp in revoked})
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                s.assigned(index, {tp.partition for tp in assigned})
+
+        loop = asyncio.new_event_loop()
+        c = created(
+            loop,
+            lambda: self.aiokafka.AIOKafkaConsumer(
+                bootstrap_servers=self.bootstrap,
+                group_id=s.summary["group"],
+                client_id=f"member-{index}",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=500,
+            ),
+        )
+        c.subscribe([s.summary["topic"]], listener=Listener())
+        loop.run_until_complete(c.start())
+
+        async def poll() -> None:
+            batch = await c.getmany(timeout_ms=100, max_records=100)
+            for tp, records in batch.items():
+                for r in records:
+                    s.consumed(index, tp.partition, r.offset, r.key)
+            if batch:
+                await c.commit()
+
+        class Polling:
+            def poll_once(self) -> None:
+                loop.run_until_complete(poll())
+
+            def close(self) -> None:
+                loop.run_until_complete(c.stop())
+                loop.close()
+
+        return Polling()
+
+    def describe(self, s: Scenario) -> None:
+        group, topic = s.summary["group"], s.summary["topic"]
+        listed = self.loop.run_until_complete(self.admin.list_consumer_groups())
+        (response,) = self.loop.run_until_complete(self.admin.describe_consumer_groups([group]))
+        (d,) = response.to_object()["groups"]
+        s.summary["group_description"] = {
+            "listed": [g[0] for g in listed],
+            "state": d["state"],
+            "type": d["protocol_type"],
+            "members": len(d["members"]),
+        }
+        (t,) = self.loop.run_until_complete(self.admin.describe_topics([topic]))
+        s.summary["topics"] = {
+            "listed": self.loop.run_until_complete(self.admin.list_topics()),
+            "partitions": [
+                {
+                    "partition": p["partition"],
+                    "leader": p["leader"],
+                    "replicas": len(p["replicas"]),
+                    "isr": len(p["isr"]),
+                }
+                for p in t["partitions"]
+            ],
+        }
+
+    def committed(self, s: Scenario) -> dict[str, int]:
+        got = self.loop.run_until_complete(
+            self.admin.list_consumer_group_offsets(s.summary["group"])
+        )
+        return {str(tp.partition): om.offset for tp, om in got.items()}
+
+    def close(self) -> None:
+        if self.closing is not None:
+            self.loop.run_until_complete(self.closing.stop())
+        self.loop.run_until_complete(self.admin.close())
+        self.loop.close()
+
+
+CLIENTS: dict[str, Callable[[str], Any]] = {
+    "confluent": Confluent,
+    "kafka-python": KafkaPython,
+    "aiokafka": AioKafka,
+}
 
 
 def run(client: Any, s: Scenario, n: int) -> None:
