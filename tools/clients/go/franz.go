@@ -171,26 +171,22 @@ func (f *franz) Describe(ctx context.Context, s *Scenario) (GroupDescription, To
 			g.Type = l.GroupType
 		}
 	}
+	group := s.summary.Group
 	if f.protocol == "consumer" {
-		described, err := f.admin.DescribeConsumerGroups(ctx, s.summary.Group)
-		if err != nil {
-			return g, t, err
+		var described kadm.DescribedConsumerGroups
+		if described, err = f.admin.DescribeConsumerGroups(ctx, group); err == nil {
+			d := described[group]
+			g.State, g.Members, err = d.State, len(d.Members), d.Err
 		}
-		d := described[s.summary.Group]
-		if d.Err != nil {
-			return g, t, d.Err
-		}
-		g.State, g.Members = d.State, len(d.Members)
 	} else {
-		described, err := f.admin.DescribeGroups(ctx, s.summary.Group)
-		if err != nil {
-			return g, t, err
+		var described kadm.DescribedGroups
+		if described, err = f.admin.DescribeGroups(ctx, group); err == nil {
+			d := described[group]
+			g.State, g.Members, err = d.State, len(d.Members), d.Err
 		}
-		d := described[s.summary.Group]
-		if d.Err != nil {
-			return g, t, d.Err
-		}
-		g.State, g.Members = d.State, len(d.Members)
+	}
+	if err != nil {
+		return g, t, err
 	}
 	all, err := f.admin.ListTopics(ctx)
 	if err != nil {

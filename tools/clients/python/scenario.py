@@ -70,6 +70,30 @@ class Scenario:
         with self.lock:
             self.summary["errors"].append(what)
 
+    def described(
+        self,
+        groups: list[str],
+        state: str,
+        group_type: str,
+        members: int,
+        topics: list[str],
+        partitions: list[tuple[int, int, int, int]],
+    ) -> None:
+        """Record the listings and descriptions; partitions as (id, leader, replicas, isr)."""
+        self.summary["group_description"] = {
+            "listed": groups,
+            "state": state,
+            "type": group_type,
+            "members": members,
+        }
+        self.summary["topics"] = {
+            "listed": topics,
+            "partitions": [
+                {"partition": p, "leader": leader, "replicas": replicas, "isr": isr}
+                for p, leader, replicas, isr in partitions
+            ],
+        }
+
     def count(self) -> int:
         with self.lock:
             return len(self.summary["consumed"])
@@ -90,6 +114,19 @@ def wait(what: str, cond: Callable[[], bool]) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def listener(base: type, s: Scenario, index: int) -> Any:
+    """A rebalance listener of kafka-python's or aiokafka's ``base`` class recording into ``s``."""
+
+    class Listener(base):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            s.revoked(index, {tp.partition for tp in revoked})
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            s.assigned(index, {tp.partition for tp in assigned})
+
+    return Listener()
 
 
 class Member:
@@ -204,25 +241,15 @@ class Confluent:
         group, topic = s.summary["group"], s.summary["topic"]
         listed = self.admin.list_consumer_groups().result(30).valid
         d = self.admin.describe_consumer_groups([group])[group].result(30)
-        s.summary["group_description"] = {
-            "listed": [g.group_id for g in listed],
-            "state": d.state.name,
-            "type": d.type.name,
-            "members": len(d.members),
-        }
         t = self.admin.describe_topics(TopicCollection([topic]))[topic].result(30)
-        s.summary["topics"] = {
-            "listed": list(self.admin.list_topics(timeout=30).topics),
-            "partitions": [
-                {
-                    "partition": p.id,
-                    "leader": p.leader.id,
-                    "replicas": len(p.replicas),
-                    "isr": len(p.isr),
-                }
-                for p in t.partitions
-            ],
-        }
+        s.described(
+            [g.group_id for g in listed],
+            d.state.name,
+            d.type.name,
+            len(d.members),
+            list(self.admin.list_topics(timeout=30).topics),
+            [(p.id, p.leader.id, len(p.replicas), len(p.isr)) for p in t.partitions],
+        )
 
     def committed(self, s: Scenario) -> dict[str, int]:
         from confluent_kafka import ConsumerGroupTopicPartitions
@@ -270,13 +297,6 @@ class KafkaPython:
     def member(self, s: Scenario, index: int) -> Any:
         from kafka import ConsumerRebalanceListener
 
-        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                s.revoked(index, {tp.partition for tp in revoked})
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                s.assigned(index, {tp.partition for tp in assigned})
-
         c = self.kafka.KafkaConsumer(
             bootstrap_servers=self.bootstrap,
             group_id=s.summary["group"],
@@ -287,7 +307,7 @@ class KafkaPython:
             heartbeat_interval_ms=500,
             max_poll_records=100,
         )
-        c.subscribe([s.summary["topic"]], listener=Listener())
+        c.subscribe([s.summary["topic"]], listener=listener(ConsumerRebalanceListener, s, index))
 
         class Polling:
             def poll_once(self) -> None:
@@ -308,25 +328,18 @@ class KafkaPython:
         group, topic = s.summary["group"], s.summary["topic"]
         listed = self.admin.list_groups()
         d = self.admin.describe_groups([group])[group]
-        s.summary["group_description"] = {
-            "listed": [g["group_id"] for g in listed],
-            "state": d["group_state"],
-            "type": d["protocol_type"],
-            "members": len(d["members"]),
-        }
         (t,) = self.admin.describe_topics([topic])
-        s.summary["topics"] = {
-            "listed": self.admin.list_topics(),
-            "partitions": [
-                {
-                    "partition": p["partition_index"],
-                    "leader": p["leader_id"],
-                    "replicas": len(p["replica_nodes"]),
-                    "isr": len(p["isr_nodes"]),
-                }
+        s.described(
+            [g["group_id"] for g in listed],
+            d["group_state"],
+            d["protocol_type"],
+            len(d["members"]),
+            self.admin.list_topics(),
+            [
+                (p["partition_index"], p["leader_id"], len(p["replica_nodes"]), len(p["isr_nodes"]))
                 for p in t["partitions"]
             ],
-        }
+        )
 
     def committed(self, s: Scenario) -> dict[str, int]:
         got = self.admin.list_group_offsets({s.summary["group"]: None})[s.summary["group"]]
@@ -393,13 +406,6 @@ class AioKafka:
     def member(self, s: Scenario, index: int) -> Any:
         from aiokafka import ConsumerRebalanceListener
 
-        class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                s.revoked(index, {tp.partition for tp in revoked})
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                s.assigned(index, {tp.partition for tp in assigned})
-
         loop = asyncio.new_event_loop()
         c = created(
             loop,
@@ -413,7 +419,7 @@ class AioKafka:
                 heartbeat_interval_ms=500,
             ),
         )
-        c.subscribe([s.summary["topic"]], listener=Listener())
+        c.subscribe([s.summary["topic"]], listener=listener(ConsumerRebalanceListener, s, index))
         loop.run_until_complete(c.start())
 
         async def poll() -> None:
@@ -436,28 +442,22 @@ class AioKafka:
 
     def describe(self, s: Scenario) -> None:
         group, topic = s.summary["group"], s.summary["topic"]
-        listed = self.loop.run_until_complete(self.admin.list_consumer_groups())
-        (response,) = self.loop.run_until_complete(self.admin.describe_consumer_groups([group]))
+        run = self.loop.run_until_complete
+        listed = run(self.admin.list_consumer_groups())
+        (response,) = run(self.admin.describe_consumer_groups([group]))
         (d,) = response.to_object()["groups"]
-        s.summary["group_description"] = {
-            "listed": [g[0] for g in listed],
-            "state": d["state"],
-            "type": d["protocol_type"],
-            "members": len(d["members"]),
-        }
-        (t,) = self.loop.run_until_complete(self.admin.describe_topics([topic]))
-        s.summary["topics"] = {
-            "listed": self.loop.run_until_complete(self.admin.list_topics()),
-            "partitions": [
-                {
-                    "partition": p["partition"],
-                    "leader": p["leader"],
-                    "replicas": len(p["replicas"]),
-                    "isr": len(p["isr"]),
-                }
+        (t,) = run(self.admin.describe_topics([topic]))
+        s.described(
+            [g[0] for g in listed],
+            d["state"],
+            d["protocol_type"],
+            len(d["members"]),
+            run(self.admin.list_topics()),
+            [
+                (p["partition"], p["leader"], len(p["replicas"]), len(p["isr"]))
                 for p in t["partitions"]
             ],
-        }
+        )
 
     def committed(self, s: Scenario) -> dict[str, int]:
         got = self.loop.run_until_complete(
