@@ -1,15 +1,14 @@
 """Run the generator: specs in, a formatted Python package out.
 
 Everything is rendered and formatted in memory first; only then is the output folder
-replaced, so a bad spec or a template error never leaves a half-written package.
+replaced (``output.write_package``), so a bad spec or a template error never leaves a
+half-written package.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -210,35 +209,3 @@ def _format(name: str, text: str) -> str:
     for i, block in enumerate(blocks):
         text = text.replace(f"# native plans {i}\n", block, 1)
     return text
-
-
-def write_package(files: dict[str, str], out_dir: Path) -> None:
-    """Replace ``out_dir`` with exactly ``files``, atomically as far as the OS allows."""
-    out_dir = out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
-    try:
-        for name, text in sorted(files.items()):
-            (tmp / name).write_text(text, encoding="utf-8")
-        old = None
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}-old-{os.getpid()}")
-            out_dir.rename(old)
-        tmp.rename(out_dir)
-        if old is not None:
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def diff_package(files: dict[str, str], out_dir: Path) -> list[str]:
-    """Names of files that differ from, are missing in, or are extra in ``out_dir``."""
-    drift = []
-    existing = {p.name for p in out_dir.iterdir() if p.is_file()} if out_dir.is_dir() else set()
-    for name, text in sorted(files.items()):
-        path = out_dir / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            drift.append(name)
-    drift.extend(sorted(n for n in existing - set(files) if not n.startswith(".")))
-    return drift

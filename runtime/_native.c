@@ -2567,9 +2567,16 @@ static struct PyModuleDef module_def = {
     "Compiled, table-driven wire codecs under the generated Python ones.", -1, module_methods,
 };
 
+/* The SHA-256 of this file as it was compiled (setup.py defines it); the Python side
+   refuses a build whose digest differs from the source beside it. */
+#ifndef KAFKAGEN_SOURCE_SHA256
+#define KAFKAGEN_SOURCE_SHA256 ""
+#endif
+
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", KAFKAGEN_SOURCE_SHA256) < 0) goto error;
     if (PyType_Ready(&CodecType) < 0) goto error;
     if (PyModule_AddObjectRef(m, "Codec", (PyObject *)&CodecType) < 0) goto error;
     if (PyType_Ready(&BuilderType) < 0) goto error;

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 import gc
+import hashlib
 import os
 import struct
+import warnings
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast
@@ -267,13 +269,39 @@ def bind_codecs(
     cls._fields = tuple(cls.__slots__)[:-1]  # every slot but unknown_tagged_fields
 
 
+def stale_native(module: ModuleType) -> str | None:
+    """Why the compiled accelerator must not be used, or None when it may.
+
+    It carries the SHA-256 of the ``_native.c`` it was compiled from. Where that source sits
+    beside it (a checkout, an editable install) and has changed since, the build is stale:
+    its codecs would disagree with the generated plans they are driven by.
+    """
+    source = os.path.join(os.path.dirname(__file__), "_native.c")
+    if not os.path.isfile(source):
+        return None  # an installed wheel: the build is the one shipped with this code
+    with open(source, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if getattr(module, "SOURCE_SHA256", "") == digest:
+        return None
+    return (
+        f"kafkagen: {module.__file__} was built from another version of {source}; "
+        "using the pure-Python codecs. Rebuild it with 'bash tools/dev.sh test' or "
+        "'pip install -e .'"
+    )
+
+
 def _load_native() -> ModuleType | None:
-    """The compiled accelerator, unless missing or turned off by KAFKAGEN_PURE_PYTHON=1."""
+    """The compiled accelerator, unless missing, stale, or turned off by
+    KAFKAGEN_PURE_PYTHON=1."""
     if os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
         from . import _native  # type: ignore[attr-defined]
     except ImportError:
+        return None
+    refusal = stale_native(cast(ModuleType, _native))
+    if refusal is not None:
+        warnings.warn(refusal, RuntimeWarning, stacklevel=2)
         return None
     _native.configure(KeyedList, Struct, DecodeError, unsupported)
     from . import randomgen

@@ -15,7 +15,7 @@ import abc
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
-from .timer import _LOCK, _UNLINKED, Timer, TimerTask
+from .timer import TASK_LOCK, Timer, TimerTask
 
 __all__ = ["DelayedOperation", "DelayedOperationPurgatory"]
 
@@ -41,12 +41,7 @@ class DelayedOperation(TimerTask):
     _keys: tuple[Hashable, ...]
 
     def __init__(self, delay_ms: int) -> None:
-        # TimerTask's fields are set here rather than through super().__init__: one call less
-        # on the path every request takes (the fields must match TimerTask.__init__).
-        self.delay_ms = delay_ms
-        self.expiration_ms = -1
-        self._prev = self._next = _UNLINKED
-        self._bucket = None
+        TimerTask.__init__(self, delay_ms)
         self._state = _PENDING
         # Set while watched (with _keys), so completion can queue the operation for the purge.
         self._purgatory: DelayedOperationPurgatory[Any] | None = None
@@ -80,25 +75,14 @@ class DelayedOperation(TimerTask):
         """
         if self._state:
             return False
-        _LOCK.acquire()
+        TASK_LOCK.acquire()
         try:
             if self._state:
                 return False
             self._state = _COMPLETED
-            bucket = self._bucket
-            if bucket is not None:
-                # timer._unlink, inlined: this runs once per completed request.
-                self._bucket = None
-                timer = bucket._timer
-                if bucket is not timer._due:
-                    prev = self._prev
-                    nxt = self._next
-                    prev._next = nxt
-                    nxt._prev = prev
-                    self._prev = self._next = _UNLINKED
-                    timer._size -= 1
+            self._detach()
         finally:
-            _LOCK.release()
+            TASK_LOCK.release()
         purgatory = self._purgatory
         if purgatory is not None:
             # list.append is atomic, so this is safe from any thread.
@@ -114,13 +98,13 @@ class DelayedOperation(TimerTask):
         """Timer entry point: the timeout passed, so complete as expired (if nobody else did)."""
         if self._state:
             return
-        _LOCK.acquire()
+        TASK_LOCK.acquire()
         try:
             if self._state:
                 return
             self._state = _EXPIRED
         finally:
-            _LOCK.release()
+            TASK_LOCK.release()
         purgatory = self._purgatory
         if purgatory is not None:
             purgatory._completed_ops.append(self)

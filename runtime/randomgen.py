@@ -2,7 +2,7 @@
 
 The generated ``random(version, gen)`` builders call one method per field; a
 :class:`RandomGen` answers from a seeded PRNG (the same seed gives the same messages on
-any machine), and ``kafkagen.runtime.strategies`` answers the same calls from Hypothesis
+any machine), and ``kafkagen.fuzz.strategies`` answers the same calls from Hypothesis
 draws, so both share the builders.
 
 Volume fuzzing calls these methods tens of millions of times, so each draws as little as

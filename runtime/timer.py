@@ -23,14 +23,23 @@ import math
 import threading
 from typing import Protocol
 
-__all__ = ["AsyncioTimer", "Clock", "LoopClock", "ManualClock", "Timer", "TimerTask"]
+__all__ = [
+    "TASK_LOCK",
+    "AsyncioTimer",
+    "Clock",
+    "LoopClock",
+    "ManualClock",
+    "Timer",
+    "TimerTask",
+]
 
 _log = logging.getLogger(__name__)
 
-# One lock for the lists of every timer, also taken by DelayedOperation to flip its completion
-# flag and unlink itself in one go. It is held for a few attribute writes and never while a
-# task runs, so sharing it costs nothing under the GIL and keeps the hot path to one acquire.
-_LOCK = threading.Lock()
+#: One lock for the lists of every timer. A task subclass that must change its own state and
+#: leave its timer in one step (DelayedOperation's completion) takes it and calls
+#: `TimerTask._detach`. It is held for a few attribute writes and never while a task runs,
+#: so sharing it costs nothing under the GIL and keeps the hot path to one acquire.
+TASK_LOCK = threading.Lock()
 
 
 class Clock(Protocol):
@@ -117,7 +126,7 @@ class TimerTask(_Link, metaclass=abc.ABCMeta):
         bucket = self._bucket
         if bucket is None:
             return False
-        _LOCK.acquire()
+        TASK_LOCK.acquire()
         try:
             # Read again under the lock: the timer may have moved the task meanwhile.
             bucket = self._bucket
@@ -126,7 +135,13 @@ class TimerTask(_Link, metaclass=abc.ABCMeta):
             _unlink(self, bucket)
             return True
         finally:
-            _LOCK.release()
+            TASK_LOCK.release()
+
+    def _detach(self) -> None:
+        """Take the task out of its timer if it is in one; the caller holds `TASK_LOCK`."""
+        bucket = self._bucket
+        if bucket is not None:
+            _unlink(self, bucket)
 
 
 def _unlink(task: TimerTask, bucket: _Bucket) -> None:
@@ -251,7 +266,7 @@ class Timer:
         """
         expiration = math.ceil(self._now()) + task.delay_ms
         task.expiration_ms = expiration
-        lock = _LOCK
+        lock = TASK_LOCK
         lock.acquire()
         try:
             bucket = task._bucket
@@ -271,7 +286,7 @@ class Timer:
         the advance already under way.
         """
         now = math.floor(self._now() if now_ms is None else now_ms)
-        lock = _LOCK
+        lock = TASK_LOCK
         with lock:
             if self._advancing:
                 if now > self._target_ms:
@@ -332,7 +347,7 @@ class Timer:
 
     def next_expiration_ms(self) -> int | None:
         """Due time of the earliest bucket that still holds a task, or None when idle."""
-        with _LOCK:
+        with TASK_LOCK:
             return self._next_expiration()
 
     def close(self) -> None:

@@ -3,7 +3,12 @@
 Readers take ``(buf, pos, end)`` and return ``(value, new_pos)``; they check every length
 against ``end`` before slicing, so a corrupt length prefix never allocates more than what
 remains. They raise :class:`DecodeError` with the byte offset; the message and version are
-filled in by :meth:`kafkagen.runtime.message.Message.decode`. Writers return ``bytes``.
+filled in by :meth:`kafkagen.runtime.message.Message.decode`.
+
+Writers have two shapes today: ``f(value) -> bytes`` for small pieces (varints, lengths,
+strings, uuids; these also serve as `write_array`'s item writers), and
+``f(w, value) -> None`` for what may be large (bytes, records, arrays, tagged fields),
+handing pieces to ``w`` so that nothing is copied before the final join.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from typing import Any
 
 from kafkagen.generated import header_type, header_version, message_type
 from kafkagen.runtime.broker.cluster import Cluster
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import (
     FetchInfo,
     FetchParams,
@@ -25,6 +24,7 @@ from kafkagen.runtime.broker.replica_manager import (
 )
 from kafkagen.runtime.message import Message
 from kafkagen.runtime.timer import ManualClock, Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 RequestHeader = header_type("request")
 ResponseHeader = header_type("response")

@@ -1,24 +1,13 @@
-"""Shared fixtures: the shared data folder, Kafka's golden vectors, Hypothesis profiles.
-
-The shared folder sits next to the repository (``<repo>/../shared``). CI always has it, so a
-missing folder or vector file is a broken checkout and fails loudly; it is never a skip.
-"""
+"""Shared fixtures: Kafka's golden vectors (see ``kafka_data``), Hypothesis profiles."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-VECTORS_FILE = SHARED / "kafka-vectors" / "vectors.jsonl.gz"
+from kafka_data import VECTORS_FILE, load_vectors, require_data, vector_groups
 
 # --------------------------------------------------------------------------- Hypothesis
 #
@@ -35,40 +24,7 @@ settings.register_profile("ci", derandomize=True, database=None, **_COMMON)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-# --------------------------------------------------------------------------- shared data
-
-
-def require_shared(path: Path = SHARED) -> Path:
-    """``path`` inside the shared folder, or a loud failure naming what is missing."""
-    if not path.exists():
-        pytest.fail(
-            f"shared test data is missing: {path} (expected the shared folder at {SHARED})",
-            pytrace=False,
-        )
-    return path
-
-
-@cache
-def load_vectors() -> tuple[dict[str, Any], ...]:
-    """Every line of ``vectors.jsonl.gz``, in file order."""
-    if not VECTORS_FILE.is_file():
-        raise FileNotFoundError(f"Kafka's golden vectors are missing: {VECTORS_FILE}")
-    with gzip.open(VECTORS_FILE, "rt", encoding="ascii") as f:
-        return tuple(json.loads(line) for line in f)
-
-
-def vector_groups() -> dict[str, list[dict[str, Any]]]:
-    """Vectors by (API, kind, version), named like ``Metadata-response-v12`` (headers:
-    ``RequestHeader-v2`` for the header version)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for v in load_vectors():
-        if v["kind"] in ("request", "response"):
-            name = f"{v['api_name']}-{v['kind']}-v{v['version']}"
-        else:
-            header = "RequestHeader" if v["kind"] == "request_header" else "ResponseHeader"
-            name = f"{header}-v{v['header_version']}"
-        groups.setdefault(name, []).append(v)
-    return groups
+# --------------------------------------------------------------------------- Kafka's data
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -79,16 +35,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    return require_shared(SHARED)
-
-
-@pytest.fixture(scope="session")
 def vectors() -> tuple[dict[str, Any], ...]:
-    require_shared(VECTORS_FILE)
+    require_data(VECTORS_FILE)
     return load_vectors()
-
-
-@pytest.fixture(scope="session")
-def kafka_specs_dir() -> Path:
-    return require_shared(SHARED / "kafka-message-specs")

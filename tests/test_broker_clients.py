@@ -89,9 +89,9 @@ def check(sent: dict[tuple[int, int], Msg], collector: Collector) -> None:
     received = [m for _, m in collector.received]
     positions = [(m.partition, m.offset) for m in received]
     assert len(positions) == len(set(positions)), "a message arrived twice"
-    assert set(positions) == set(sent), (
-        f"missing {len(set(sent) - set(positions))}, unexpected {len(set(positions) - set(sent))}"
-    )
+    assert set(positions) == set(
+        sent
+    ), f"missing {len(set(sent) - set(positions))}, unexpected {len(set(positions) - set(sent))}"
     for m in received:
         assert m == sent[(m.partition, m.offset)]
     # In order per partition, and each partition read by one consumer (no rebalance).

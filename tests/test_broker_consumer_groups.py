@@ -679,7 +679,7 @@ def test_librdkafka_consumers_with_group_protocol_consumer() -> None:
                 cons.close()
         # Auto-commits with member epochs went through: every partition is read to its end.
         gc = c.cluster.brokers[0].group_coordinator
-        committed = c.call(lambda: gc.fetch_offsets("rd-group", None))
+        committed = c.call(lambda: gc.offsets.fetch("rd-group", None))
         assert {(tp.topic, tp.partition): e.offset for tp, e in committed.items()} == {
             ("rd", i): 50 for i in range(6)
         }

@@ -5,17 +5,11 @@ from __future__ import annotations
 import pytest
 from broker_helpers import Harness
 from kafkagen.generated import other_type
-from kafkagen.runtime.broker.group_coordinator import (
-    GroupCoordinator,
-    GroupState,
-    JoinResult,
-    OffsetEntry,
-    SyncResult,
-    java_hash,
-    partition_for,
-)
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.group_coordinator import GroupCoordinator
+from kafkagen.runtime.broker.group_model import GroupState, JoinResult, OffsetEntry, SyncResult
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, java_hash, partition_for
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.topic_partition import TopicPartition
 
 SESSION = 10_000
 REBALANCE = 30_000
@@ -81,7 +75,7 @@ class Groups(Harness):
     ) -> list[dict[TopicPartition, int]]:
         got: list[dict[TopicPartition, int]] = []
         entries = {tp: OffsetEntry(o, -1, "", 0) for tp, o in offsets.items()}
-        self.gc.commit_offsets("g", generation, member, None, entries, got.append)
+        self.gc.offsets.commit("g", generation, member, None, entries, got.append)
         return got
 
     def stable_pair(self) -> tuple[str, str, int]:
@@ -261,6 +255,36 @@ def test_static_member_restart_keeps_its_assignment_without_rebalance(g: Groups)
     assert g.gc.heartbeat("g", gen, old_id, restarted_instance) == ErrorCode.FENCED_INSTANCE_ID
 
 
+def test_static_member_restart_that_cannot_be_stored_keeps_the_old_member(g: Groups) -> None:
+    first = g.join("", instance="i-a")
+    g.advance(0)
+    a = first[0].member_id
+    jb = g.join("", instance="i-b")
+    ja = g.join(a, instance="i-a")
+    [rb], [ra] = jb, ja
+    gen, b = ra.generation_id, rb.member_id
+    leader_instance = "i-a" if ra.leader == a else "i-b"
+    got: list[SyncResult] = []
+    g.gc.sync_group(
+        "g", gen, ra.leader, leader_instance, None, None, {a: b"A", b: b"B"}, got.append
+    )
+    group = g.gc.groups["g"]
+    assert group.state is GroupState.STABLE
+    follower, follower_instance = (b, "i-b") if ra.leader == a else (a, "i-a")
+    before = (group.members[follower].client_id, group.members[follower].protocols)
+    # The offsets partition now refuses acks=all writes: the replacement cannot be stored.
+    g.md.configs.set_topic_configs(OFFSETS_TOPIC, {"min.insync.replicas": "2"})
+    [again] = g.join("", instance=follower_instance, protocols=[("range", b"new")])
+    assert again.error == ErrorCode.COORDINATOR_NOT_AVAILABLE and again.member_id == ""
+    # Undone: the old id is the member again, with what it had, and still in the group.
+    assert group.static_members[follower_instance] == follower
+    assert follower in group.members and len(group.members) == 2
+    assert group.members[follower].member_id == follower
+    assert (group.members[follower].client_id, group.members[follower].protocols) == before
+    assert g.gc.heartbeat("g", gen, follower, follower_instance) == 0
+    assert group.state is GroupState.STABLE and group.generation_id == gen
+
+
 def test_inconsistent_protocols_are_refused(g: Groups) -> None:
     m = g.new_member()
     g.join(m)
@@ -293,7 +317,7 @@ T1 = TopicPartition("t", 1)
 def test_standalone_commit_creates_an_empty_group_and_fetch_sees_it(g: Groups) -> None:
     [errors] = g.commit({T0: 42, T1: 7})
     assert errors == {T0: 0, T1: 0}
-    found = g.gc.fetch_offsets("g", [T0, TopicPartition("t", 2)])
+    found = g.gc.offsets.fetch("g", [T0, TopicPartition("t", 2)])
     assert found[T0] is not None and found[T0].offset == 42
     assert found[TopicPartition("t", 2)] is None
     assert g.gc.groups["g"].state is GroupState.EMPTY
@@ -308,9 +332,9 @@ def test_commit_to_unknown_topic_is_refused_per_partition(g: Groups) -> None:
 def test_commit_with_oversized_metadata_is_refused_for_that_partition_only(g: Groups) -> None:
     got: list[dict[TopicPartition, int]] = []
     entries = {T0: OffsetEntry(3, -1, "m" * 4097, 0), T1: OffsetEntry(4, -1, "m" * 4096, 0)}
-    g.gc.commit_offsets("g", -1, "", None, entries, got.append)
+    g.gc.offsets.commit("g", -1, "", None, entries, got.append)
     assert got == [{T0: ErrorCode.OFFSET_METADATA_TOO_LARGE, T1: 0}]
-    found = g.gc.fetch_offsets("g", [T0, T1])
+    found = g.gc.offsets.fetch("g", [T0, T1])
     assert found[T0] is None
     assert found[T1] is not None and found[T1].metadata == "m" * 4096
 
@@ -343,17 +367,17 @@ def test_offsets_are_cached_only_once_durable() -> None:
     leader = info.leader
     gc = g.cluster.brokers[leader].group_coordinator
     got: list[dict[TopicPartition, int]] = []
-    gc.commit_offsets("g", -1, "", None, {T0: OffsetEntry(11, -1, "", 0)}, got.append)
+    gc.offsets.commit("g", -1, "", None, {T0: OffsetEntry(11, -1, "", 0)}, got.append)
     # Written by the leader, not yet by its follower: no answer, nothing visible.
     assert got == []
-    assert gc.fetch_offsets("g", [T0])[T0] is None
+    assert gc.offsets.fetch("g", [T0])[T0] is None
     follower = 1 - leader
     fetched = g.fetch(offsets_tp, 0, replica_id=follower, rm=leader)
     g.rm(follower).partitions[offsets_tp].append_as_follower(fetched[0][0][1].records)
     end = g.rm(follower).partitions[offsets_tp].log.log_end_offset
     g.fetch(offsets_tp, end, replica_id=follower, rm=leader)
     assert got == [{T0: 0}]
-    entry = gc.fetch_offsets("g", [T0])[T0]
+    entry = gc.offsets.fetch("g", [T0])[T0]
     assert entry is not None and entry.offset == 11
 
 
@@ -363,10 +387,10 @@ def test_commit_times_out_as_coordinator_not_available() -> None:
     assert info is not None
     gc = g.cluster.brokers[info.leader].group_coordinator
     got: list[dict[TopicPartition, int]] = []
-    gc.commit_offsets("g", -1, "", None, {T0: OffsetEntry(1, -1, "", 0)}, got.append)
+    gc.offsets.commit("g", -1, "", None, {T0: OffsetEntry(1, -1, "", 0)}, got.append)
     g.advance(5000)
     assert got == [{T0: ErrorCode.COORDINATOR_NOT_AVAILABLE}]
-    assert gc.fetch_offsets("g", [T0])[T0] is None
+    assert gc.offsets.fetch("g", [T0])[T0] is None
 
 
 def test_not_coordinator_for_groups_of_another_broker() -> None:
@@ -395,7 +419,7 @@ def test_delete_groups(g: Groups) -> None:
     g.gc.delete_groups(["g"], results.append)
     assert results[-1] == {"g": 0}
     assert "g" not in g.gc.groups
-    assert g.gc.fetch_offsets("g", [T0])[T0] is None
+    assert g.gc.offsets.fetch("g", [T0])[T0] is None
 
 
 def _subscription(topics: list[str]) -> bytes:
@@ -412,10 +436,10 @@ def test_offset_delete_refuses_topics_the_group_consumes(g: Groups) -> None:
     g.advance(0)
     g.sync(m, 1, {m: b""})
     got: list[tuple[int, dict[TopicPartition, int]]] = []
-    g.gc.delete_offsets("g", [T0, other], lambda e, d: got.append((e, d)))
+    g.gc.offsets.delete("g", [T0, other], lambda e, d: got.append((e, d)))
     assert got[0] == (0, {T0: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: 0})
-    assert g.gc.fetch_offsets("g", [other])[other] is None
-    assert g.gc.fetch_offsets("g", [T0])[T0] is not None
+    assert g.gc.offsets.fetch("g", [other])[other] is None
+    assert g.gc.offsets.fetch("g", [T0])[T0] is not None
 
 
 def test_list_and_describe(g: Groups) -> None:

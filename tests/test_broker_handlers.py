@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.api import load_handlers
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.handlers import load_handlers
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -29,10 +29,11 @@ from kafkagen.runtime.broker.acls import (
 )
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.log_store import PartitionFiles
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
 from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 TOPIC = "t"
 T = TypeVar("T")
@@ -313,7 +314,12 @@ def test_new_offsets_leader_replays_transactional_offset_commits() -> None:
             assert committed(gc, "g-open", stable=True) == -ErrorCode.UNSTABLE_OFFSET_COMMIT
             assert committed(gc, "g-committed", stable=True) == 42
         # The old leader keeps nothing pending for a partition it no longer leads.
-        assert c.call(lambda: c.cluster.brokers[old].txn_offsets.pending if c.cluster else 0) == {}
+        assert (
+            c.call(
+                lambda: c.cluster.brokers[old].group_coordinator.offsets.pending if c.cluster else 0
+            )
+            == {}
+        )
         # The open transaction commits now: its marker reaches the new leader.
         with client(txn_node) as tc:
             tid, pid, epoch = pids["open"]

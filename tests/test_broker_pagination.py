@@ -13,9 +13,9 @@ import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.group_coordinator import OffsetEntry
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.records import Record, build_batch
+from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,7 +36,7 @@ def _setup(c: BackgroundCluster) -> None:
     gc.ensure_offsets_topic()
     for g in ("g1", "g2", "g3"):
         offsets = {TopicPartition("a", i): OffsetEntry(i, -1, "", 0) for i in range(3)}
-        gc.commit_offsets(g, -1, "", None, offsets, lambda r: None)
+        gc.offsets.commit(g, -1, "", None, offsets, lambda r: None)
 
 
 @pytest.fixture(scope="module")

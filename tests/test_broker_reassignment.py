@@ -25,9 +25,10 @@ from kafkagen.generated.list_partition_reassignments import (
 from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster, Cluster
-from kafkagen.runtime.broker.metadata import PartitionInfo, TopicPartition
+from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_records
+from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(90)
 

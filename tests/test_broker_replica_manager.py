@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from broker_helpers import NOW, Harness
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import (
     FetchResult,
 )
@@ -19,6 +18,7 @@ from kafkagen.runtime.records import (
     iter_batches,
     iter_records,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
 
 def batch(n: int = 3, start: int = 0, **kwargs: Any) -> bytes:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.api import load_handlers, supported_versions
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.handlers import load_handlers, supported_versions
 
 ApiVersionsRequest = message_type(18, "request")
 MetadataRequest = message_type(3, "request")

@@ -13,7 +13,6 @@ import pytest
 from broker_helpers import WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
 from kafkagen.runtime.broker.partition import ABORT_MARKER, COMMIT_MARKER, parse_control_key
 from kafkagen.runtime.broker.transaction_coordinator import (
     TxnSnapshot,
@@ -23,8 +22,10 @@ from kafkagen.runtime.broker.transaction_coordinator import (
     txn_key,
     txn_value,
 )
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 TOPIC = "t"
 CONFIGS = {

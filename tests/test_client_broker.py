@@ -29,12 +29,12 @@ from kafkagen.runtime.client import (
     CoordinatorType,
     KafkaClient,
     Node,
-    TopicPartition,
     VersionMismatchError,
     connect,
 )
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, NotCoordinatorError
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(120)
 

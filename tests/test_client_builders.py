@@ -24,7 +24,6 @@ from kafkagen.runtime.client import (
     FindCoordinatorBuilder,
     Node,
     OffsetFetchBuilder,
-    TopicPartition,
     VersionMismatchError,
     VersionRange,
 )
@@ -41,6 +40,7 @@ from kafkagen.runtime.errors import (
     UnsupportedVersionError,
 )
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.topic_partition import TopicPartition
 
 Answer = Callable[[Any, int], Message]
 

@@ -49,12 +49,14 @@ from kafkagen.generated.metadata import MetadataRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.generated.offset_fetch import OffsetFetchRequest
 from kafkagen.generated.produce import ProduceRequest
-from kafkagen.runtime.broker.api import HANDLERS, RequestContext, load_handlers
+from kafkagen.runtime.broker.api import HANDLERS, RequestContext
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.client import CoordinatorType, KafkaClient, TopicPartition, admin, connect
+from kafkagen.runtime.client import CoordinatorType, KafkaClient, admin, connect
 from kafkagen.runtime.errors import InvalidRequestError
+from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.message import Message
 from kafkagen.runtime.records import Record, build_batch
+from kafkagen.runtime.topic_partition import TopicPartition
 
 pytestmark = [pytest.mark.timeout(900)]
 

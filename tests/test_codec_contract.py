@@ -1,4 +1,5 @@
-"""The generated package's contract (DESIGN.md, "Contracts"), checked against the specs.
+"""The generated package's contract (message_type, header_type, the codec methods and class
+attributes users and the runtime rely on), checked against the specs.
 
 Where a rule covers every API, the expectation is computed from the spec files in
 ``message_specs/`` (read here as plain JSON, independently of the generator) and compared

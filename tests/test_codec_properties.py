@@ -1,6 +1,6 @@
 """Properties of every generated codec at every version, checked with Hypothesis.
 
-The messages come from ``kafkagen.runtime.strategies``, which drives the generated random
+The messages come from ``kafkagen.fuzz.strategies``, which drives the generated random
 builders with Hypothesis draws, so a failure shrinks to a small message. There is one test
 per (API, kind) (and per header or data spec); it runs a small Hypothesis search at each
 version in turn and, on failure, notes the version. ``KAFKAGEN_EXAMPLES`` sets the examples
@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
+from kafkagen.fuzz.strategies import any_message, message_strategy
 from kafkagen.generated import APIS, OTHER_TYPES, message_type, other_type
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message
-from kafkagen.runtime.strategies import any_message, message_strategy
 
 EXAMPLES = int(os.environ.get("KAFKAGEN_EXAMPLES", "5"))
 

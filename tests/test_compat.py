@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_data import KAFKA_4_0_SNAPSHOT_SPECS
 from kafkagen.generator.compat import check_compat, run_check_compat
 
-KAFKA_SPECS = Path(__file__).resolve().parents[2] / "shared" / "kafka-message-specs"
+KAFKA_SPECS = KAFKA_4_0_SNAPSHOT_SPECS
 FILE = "DemoRequest.json"
 
 

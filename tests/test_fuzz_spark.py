@@ -115,6 +115,74 @@ def test_shipped_tasks_use_the_accelerator_when_the_driver_does(
     assert tasks and all(want in t["origin"] for t in tasks), [t["origin"] for t in tasks]
 
 
+# ---------------------------------------------------------------- Ctrl-C
+
+
+def test_ctrl_c_writes_the_finished_tasks_marked_partial_and_exits_130(
+    tmp_path: Path,
+) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, once some of the
+    100 tasks have finished: what finished is written and marked partial, nothing blames
+    Java, and the exit status is 130."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "kafkagen", "fuzz", "--messages", "2000000", "--tasks", "100",
+        "--master", "local[1]", "--out", str(out),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert proc.stderr is not None
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 400
+        # Non-terminal progress comes every 10 s: wait for one showing finished tasks.
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if line.startswith("fuzz: ") and " tasks 0/" not in line and " done" in line:
+                break
+        assert any(" done" in s and " tasks 0/" not in s for s in seen), seen[-5:]
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    stderr = "".join(seen) + stderr
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "interrupted" in stderr and "Java" not in stderr, stderr[-3000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["complete"] is False and 0 < run["tasks_finished"] < 100
+    tasks = pq.read_table(out / "tasks.parquet")
+    stats = pq.read_table(out / "stats.parquet")
+    assert stats.schema.metadata[b"kafkagen.complete"] == b"false"
+    finished = sum(tasks.column("messages").to_pylist())
+    assert sum(stats.column("messages").to_pylist()) == finished == run["messages"]
+    assert 0 < finished < 2_000_000 and tasks.num_rows == run["tasks_finished"]
+    html = (out / "report.html").read_text()
+    assert "kafkagen fuzz (partial)" in html and "interrupted" in html
+    assert "PARTIAL: interrupted" in stdout
+
+
+def test_dev_sh_job_writes_where_the_user_stands(tmp_path: Path) -> None:
+    """``bash tools/dev.sh job --out myout`` from another folder: ./myout there."""
+    repo = Path(__file__).resolve().parents[1]
+    command = [
+        "bash", str(repo / "tools" / "dev.sh"), "job", "--messages", "300", "--apis",
+        "ApiVersions", "--master", "local[1]", "--out", "myout",
+    ]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "myout" / "report.html").is_file()
+    assert f"results: {tmp_path / 'myout'}/" in proc.stdout
+    assert not (repo / "myout").exists()
+
+
 # ---------------------------------------------------------------- retried tasks
 
 

@@ -12,11 +12,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
 import black
 import pytest
+from kafkagen.generator import output
 from kafkagen.generator.generate import BLACK_MODE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,7 +190,6 @@ def test_bad_specs_do_not_create_the_output_folder(tmp_path: Path) -> None:
 def test_bad_specs_leave_an_existing_output_folder_intact(tmp_path: Path) -> None:
     specs, out = tmp_path / "specs", tmp_path / "mypkg"
     assert kafkagen("generate", "--specs", demo_specs(specs), "--out", out).returncode == 0
-    (out / "keep.txt").write_text("mine")
     before = tree(out)
     bad_specs(specs)
     assert kafkagen("generate", "--specs", specs, "--out", out).returncode == 1
@@ -209,7 +210,12 @@ def test_user_specs_make_a_self_contained_importable_package(tmp_path: Path) -> 
     out = tmp_path / "site" / "mypkg"
     result = kafkagen("generate", "--specs", demo_specs(tmp_path / "specs"), "--out", out)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["__init__.py", "demo.py", "py.typed"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "GENERATED_BY_KAFKAGEN",
+        "__init__.py",
+        "demo.py",
+        "py.typed",
+    ]
     for module in out.glob("*.py"):
         assert "kafkagen.generated" not in module.read_text(), module.name
     script = textwrap.dedent(f"""
@@ -236,13 +242,191 @@ def test_user_specs_make_a_self_contained_importable_package(tmp_path: Path) -> 
     assert run.stdout.split() == ["ok", "2"]
 
 
-def test_regenerating_replaces_the_package_whole(tmp_path: Path) -> None:
+# --------------------------------------------------------------------------- the output folder
+
+
+def other_spec(folder: Path) -> Path:
+    """A second API (key 98) beside the demo, so removing it drops a module."""
+    write_spec(
+        folder,
+        {
+            "apiKey": 98,
+            "type": "request",
+            "name": "OtherRequest",
+            "validVersions": "0",
+            "flexibleVersions": "none",
+            "fields": [{"name": "Id", "type": "int32", "versions": "0+"}],
+        },
+    )
+    write_spec(
+        folder,
+        {
+            "apiKey": 98,
+            "type": "response",
+            "name": "OtherResponse",
+            "validVersions": "0",
+            "flexibleVersions": "none",
+            "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"}],
+        },
+    )
+    return folder
+
+
+def user_folder(root: Path) -> Path:
+    """A folder of someone's own things: docs, hidden files, a nested git repository."""
+    root.mkdir(parents=True)
+    (root / "README.md").write_text("# my project\n")
+    (root / ".hidden").write_text("secret\n")
+    (root / "sub" / ".git").mkdir(parents=True)
+    (root / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "my_notes.txt").write_text("notes\n")
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("print('app')\n")
+    root.chmod(0o750)
+    return root
+
+
+def full_tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every entry under ``root`` with its mode, hidden ones included."""
+    found = {}
+    for p in sorted(root.rglob("*")):
+        data = p.read_bytes() if p.is_file() else b""
+        found[str(p.relative_to(root))] = (p.stat().st_mode, data)
+    return found
+
+
+def test_a_folder_of_user_files_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    out = user_folder(tmp_path / "project")
+    before, mode = full_tree(out), out.stat().st_mode
+    result = kafkagen("generate", "--specs", demo_specs(tmp_path / "specs"), "--out", out)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"kafkagen generate: {out}: holds files kafkagen did not write (.hidden, README.md, "
+        "my_notes.txt, src/, sub/); nothing written. Give --out a new or empty folder, or "
+        "move those files out of it\n"
+    )
+    assert full_tree(out) == before and out.stat().st_mode == mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "specs"]
+
+
+def test_out_dot_in_a_project_is_refused_and_the_project_kept(tmp_path: Path) -> None:
+    project = user_folder(tmp_path / "project")
+    demo_specs(project / "my_specs")
+    before = full_tree(project)
+    result = kafkagen("generate", "--specs", "my_specs", "--out", ".", cwd=project)
+    assert result.returncode == 1
+    assert "is the current folder" in result.stderr and "--out mypkg" in result.stderr
+    assert "nothing written" in result.stderr and "wrote" not in result.stdout
+    assert full_tree(project) == before
+
+
+def test_an_empty_folder_becomes_the_package_and_keeps_its_mode(tmp_path: Path) -> None:
+    out = tmp_path / "mypkg"
+    out.mkdir(mode=0o700)
+    out.chmod(0o751)
+    result = kafkagen("generate", "--specs", demo_specs(tmp_path / "specs"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"wrote {out} (2 specs, 3 files)")
+    assert (out / "demo.py").is_file() and (out / "GENERATED_BY_KAFKAGEN").is_file()
+    assert out.stat().st_mode & 0o7777 == 0o751
+
+
+def test_a_new_folder_gets_the_same_mode_as_mkdir_gives(tmp_path: Path) -> None:
+    out = tmp_path / "mypkg"
+    (tmp_path / "by-mkdir").mkdir()
+    result = kafkagen("generate", "--specs", demo_specs(tmp_path / "specs"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_mode == (tmp_path / "by-mkdir").stat().st_mode
+
+
+def test_regenerating_replaces_a_generated_package_whole(tmp_path: Path) -> None:
+    specs, out = other_spec(demo_specs(tmp_path / "specs")), tmp_path / "mypkg"
+    assert kafkagen("generate", "--specs", specs, "--out", out).returncode == 0
+    assert (out / "other.py").is_file()
+    (out / "__pycache__").mkdir()
+    (out / "__pycache__" / "demo.cpython-311.pyc").write_bytes(b"\0")
+    out.chmod(0o705)
+    (specs / "OtherRequest.json").unlink()
+    (specs / "OtherResponse.json").unlink()
+    result = kafkagen("generate", "--specs", specs, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert sorted(tree(out)) == ["GENERATED_BY_KAFKAGEN", "__init__.py", "demo.py", "py.typed"]
+    assert not (out / "__pycache__").exists()
+    assert out.stat().st_mode & 0o7777 == 0o705
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mypkg", "specs"]
+
+
+def test_a_file_added_to_a_generated_package_is_refused(tmp_path: Path) -> None:
     specs, out = demo_specs(tmp_path / "specs"), tmp_path / "mypkg"
     assert kafkagen("generate", "--specs", specs, "--out", out).returncode == 0
-    first = tree(out)
-    (out / "stale.py").write_text("")
+    (out / "helpers.py").write_text("def helper() -> int:\n    return 1\n")
+    before = full_tree(out)
+    result = kafkagen("generate", "--specs", specs, "--out", out)
+    assert result.returncode == 1
+    assert "did not write (helpers.py)" in result.stderr
+    assert full_tree(out) == before
+
+
+def test_a_failure_while_writing_leaves_the_old_package(tmp_path: Path) -> None:
+    specs, out = demo_specs(tmp_path / "specs"), tmp_path / "mypkg"
     assert kafkagen("generate", "--specs", specs, "--out", out).returncode == 0
-    assert tree(out) == first
+    before = full_tree(out)
+    # The second file cannot be encoded: the write fails after the first file is written.
+    files = {"a.py": "A = 1\n", "b.py": "B = '\ud800'\n", "c.py": "C = 3\n"}
+    with pytest.raises(UnicodeEncodeError):
+        output.write_package(files, out)
+    assert full_tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mypkg", "specs"]
+
+
+def test_the_package_folder_never_goes_missing_while_it_is_replaced(tmp_path: Path) -> None:
+    """Regenerating swaps the whole folder in one step: a reader polling the path meanwhile
+    finds a folder there every time (with two renames it would find nothing in between).
+    The old folder is deleted once swapped out, so only the path is checked while it runs."""
+    out = tmp_path / "mypkg"
+    files = {f"m{i}.py": f'"""x\n\n{output.MODULE_MARK}.\n"""\n' for i in range(40)}
+    output.write_package(files, out)
+    missing = polls = 0
+    stop = threading.Event()
+
+    def poll() -> None:
+        nonlocal missing, polls
+        while not stop.is_set() and polls < 1_000_000:
+            polls += 1
+            missing += not os.path.isdir(out)
+
+    reader = threading.Thread(target=poll)
+    reader.start()
+    try:
+        for _ in range(60):
+            output.write_package(files, out)
+    finally:
+        stop.set()
+        reader.join(timeout=10)
+    assert not reader.is_alive()
+    assert polls > 0 and missing == 0, f"missing in {missing} of {polls} polls"
+    assert set(os.listdir(out)) == {*files, output.MARKER}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mypkg"]  # nothing left beside it
+
+
+def test_an_output_path_that_cannot_be_a_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder\n")
+    out = tmp_path / "afile" / "mypkg"
+    result = kafkagen("generate", "--specs", demo_specs(tmp_path / "specs"), "--out", out)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"kafkagen generate: {out}: {tmp_path / 'afile'} is not a folder; nothing written\n"
+    )
+    assert (tmp_path / "afile").read_text() == "not a folder\n"
+
+
+def test_generate_help_says_what_out_does() -> None:
+    result = kafkagen("generate", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "replaced as a whole" in text and "GENERATED_BY_KAFKAGEN" in text
+    assert "refused and left untouched" in text
 
 
 # --------------------------------------------------------------------------- black and mypy
@@ -259,23 +443,9 @@ def test_generated_module_is_black_stable(module: Path) -> None:
     assert black.format_str(text, mode=BLACK_MODE) == text
 
 
-def mypy_tree(root: Path) -> Path:
-    """The installed package layout, built from symlinks (mypy cannot follow setuptools'
-    editable import hook): kafkagen = tools/, kafkagen.generated = generated/,
-    kafkagen.runtime = runtime/."""
-    package = root / "kafkagen"
-    package.mkdir(parents=True)
-    for entry in (REPO / "tools").iterdir():
-        if entry.name != "__pycache__":
-            (package / entry.name).symlink_to(entry)
-    (package / "generated").symlink_to(REPO / "generated", target_is_directory=True)
-    (package / "runtime").symlink_to(REPO / "runtime", target_is_directory=True)
-    return root
-
-
 def mypy_strict(tmp_path: Path, *targets: str) -> list[str]:
-    """``mypy --strict`` over ``targets`` against the symlinked package; its error lines."""
-    root = mypy_tree(tmp_path / "src")
+    """``mypy --strict`` over ``targets``, finding kafkagen as the README's set-up installed
+    it (tools/dev.sh gives mypy the sources as a stub package); its error lines."""
     result = subprocess.run(
         [
             sys.executable,
@@ -292,12 +462,31 @@ def mypy_strict(tmp_path: Path, *targets: str) -> list[str]:
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": str(root)},
         timeout=900,
     )
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert errors or result.returncode == 0, result.stdout + result.stderr
     return errors
+
+
+def test_mypy_finds_kafkagen_for_a_package_the_user_generated(tmp_path: Path) -> None:
+    out = tmp_path / "mypkg"
+    specs = demo_specs(tmp_path / "specs")
+    assert kafkagen("generate", "--specs", specs, "--out", out).returncode == 0
+    (tmp_path / "use.py").write_text(
+        "import mypkg\n"
+        "from kafkagen.runtime.errors import DecodeError\n"
+        "from mypkg.demo import DemoRequest\n"
+        "wire: bytes = DemoRequest(name='n').encode(1)\n"
+        "error: type[ValueError] = DecodeError\n"
+        "wrong: int = DemoRequest.decode(wire, 1)\n"
+    )
+    errors = mypy_strict(tmp_path, "mypkg", "use.py")
+    # Exactly the one planted error: kafkagen's types were found and used.
+    assert errors == [
+        'use.py:6: error: Incompatible types in assignment (expression has type "DemoRequest", '
+        'variable has type "int")  [assignment]'
+    ]
 
 
 @pytest.mark.slow

@@ -211,7 +211,7 @@ def test_other_generators_and_prngs_get_the_python_builder() -> None:
 @native_only
 def test_the_hypothesis_generator_keeps_the_python_builder() -> None:
     from hypothesis import given, settings
-    from kafkagen.runtime.strategies import message_strategy
+    from kafkagen.fuzz.strategies import message_strategy
 
     built: list[Any] = []
 

@@ -41,8 +41,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.api import RequestContext, load_handlers
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError
+from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.records import Record, build_batch
 
@@ -106,7 +107,9 @@ class World:
         handler = self.handlers[key]
         decoded = handler.request_type.decode(request.encode(version), version)
         answer = _Answer()
-        ctx = RequestContext(self.broker, key, version, 1, "prop", "/127.0.0.1", answer)
+        ctx = RequestContext(
+            self.broker.services, key, version, 1, "prop", "/127.0.0.1", answer
+        )
         handler.handle(ctx, decoded)
         return answer
 

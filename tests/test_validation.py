@@ -10,17 +10,17 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import pytest
+from kafka_data import KAFKA_4_0_SNAPSHOT_SPECS
 from kafkagen.generator.errors import SpecError, SpecErrors
 from kafkagen.generator.loader import load_spec, parse_spec_text, spec_files
 from kafkagen.generator.validate import spec_schema, validate_directory, validate_document
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-KAFKA_SPECS = SHARED / "kafka-message-specs"
+KAFKA_SPECS = KAFKA_4_0_SNAPSHOT_SPECS
 FILE = "DemoRequest.json"
 
 
 def kafka_spec_paths() -> list[Path]:
-    # CI always has the shared folder; a missing one is a broken checkout, not a skip.
+    # A missing folder is a broken checkout, not a skip.
     assert KAFKA_SPECS.is_dir(), f"Kafka's spec files are missing: {KAFKA_SPECS}"
     return spec_files(KAFKA_SPECS)
 

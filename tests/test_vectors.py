@@ -1,9 +1,9 @@
 """Kafka's golden vectors: our codecs agree with Kafka's own generated classes, byte for byte.
 
-Each of the 5,270 vectors in ``shared/kafka-vectors/vectors.jsonl.gz`` is a message Kafka
-encoded (``hex``) together with Kafka's JSON converter form of it (``json``). For every
-vector: decoding then encoding gives the same bytes, ``to_json`` gives Kafka's JSON, and
-``from_json`` of Kafka's JSON encodes to the same bytes. There is one test per
+Each of the 5,270 vectors in ``tests/data/kafka-4.0.0-SNAPSHOT/vectors.jsonl.gz`` is a
+message Kafka encoded (``hex``) together with Kafka's JSON converter form of it (``json``).
+For every vector: decoding then encoding gives the same bytes, ``to_json`` gives Kafka's
+JSON, and ``from_json`` of Kafka's JSON encodes to the same bytes. There is one test per
 (API, kind, version) group, so a failure names its group.
 """
 

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 
 def _generate(args: argparse.Namespace) -> int:
     from kafkagen.generator import generate as gen
+    from kafkagen.generator import output
     from kafkagen.generator.errors import SpecError, SpecErrors
 
     specs = [Path(p) for p in args.specs] or [gen.BUILTIN_SPECS]
     out = Path(args.out) if args.out else gen.BUILTIN_OUT
     started = time.perf_counter()
     try:
+        if not args.check:
+            output.check_output_folder(out)  # before the work, so a refusal is immediate
         messages = gen.load_messages(specs)
         files = gen.render_package(messages)
+        if args.check:
+            return _report_drift(output.diff_package(files, out), out, len(messages), len(files))
+        output.write_package(files, out)
     except SpecErrors as e:
         for err in e.errors:
             print(err.line(), file=sys.stderr)
@@ -27,21 +36,27 @@ def _generate(args: argparse.Namespace) -> int:
     except SpecError as e:
         print(e.line(), file=sys.stderr)
         return 1
-    if args.check:
-        drift = gen.diff_package(files, out)
-        if drift:
-            for name in drift:
-                print(f"{out / name}: differs from what the generator writes", file=sys.stderr)
-            print(
-                "kafkagen generate --check: run 'kafkagen generate' and commit the result",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{out}: up to date ({len(messages)} specs, {len(files)} files)")
-        return 0
-    gen.write_package(files, out)
+    except output.OutputRefused as e:
+        print(f"kafkagen generate: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # the output folder cannot be made or written
+        print(f"kafkagen generate: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
+        return 1
     took = time.perf_counter() - started
-    print(f"wrote {out} ({len(messages)} specs, {len(files)} files) in {took:.1f}s")
+    print(f"wrote {out.resolve()} ({len(messages)} specs, {len(files)} files) in {took:.1f}s")
+    return 0
+
+
+def _report_drift(drift: list[str], out: Path, specs: int, files: int) -> int:
+    if drift:
+        for name in drift:
+            print(f"{out / name}: differs from what the generator writes", file=sys.stderr)
+        print(
+            "kafkagen generate --check: run 'kafkagen generate' and commit the result",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"{out}: up to date ({specs} specs, {files} files)")
     return 0
 
 
@@ -51,100 +66,169 @@ def _check_compat(args: argparse.Namespace) -> int:
     return run_check_compat(Path(args.old), Path(args.new))
 
 
-def _roundtrip(args: argparse.Namespace) -> int:
-    from kafkagen.roundtrip import main as roundtrip_main
-
-    return roundtrip_main(args)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kafkagen",
-        description="Kafka wire codecs from JSON message specs, a broker runtime, and a "
-        "Spark compatibility fuzz.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    g = sub.add_parser(
-        "generate",
-        help="generate the Python codec package from specs",
-        description="Read spec folders, check every rule, and write a "
-        "formatted Python package of codecs (nothing is written on error).",
-    )
-    g.add_argument(
+def _add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--specs",
         action="append",
         default=[],
         metavar="DIR",
         help="a spec folder (repeatable; default: the built-in message_specs)",
     )
-    g.add_argument(
+    parser.add_argument(
         "--out",
         metavar="DIR",
-        help="the package folder to write (default: the built-in kafkagen.generated)",
+        help="the package folder to write; its name is the package's name (default: the "
+        "built-in kafkagen.generated). It is replaced as a whole, so it must be new, empty or "
+        "a package kafkagen generated (marked by its GENERATED_BY_KAFKAGEN file): a folder "
+        "holding anything else is refused and left untouched",
     )
-    g.add_argument(
+    parser.add_argument(
         "--check",
         action="store_true",
         help="write nothing; exit 1 if the output folder differs from what would be written",
     )
-    g.set_defaults(run=_generate)
 
-    c = sub.add_parser(
+
+def _add_check_compat_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old", metavar="OLD_DIR")
+    parser.add_argument("new", metavar="NEW_DIR")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand. Its module is imported only when the subcommand is the one run
+    (so ``kafkagen generate`` never loads Spark, the broker or the benchmarks).
+
+    Parsed commands name ``add_arguments(parser)`` and ``run(args) -> int`` in ``module``;
+    a pass-through command (``parsed=False``) hands the arguments after its name to
+    ``run(argv) -> int``, which parses them itself.
+    """
+
+    name: str
+    module: str
+    help: str
+    description: str = ""
+    add_arguments: str = "add_arguments"
+    run: str = "run"
+    parsed: bool = True
+
+    def function(self, attribute: str) -> Callable[..., Any]:
+        return cast(Callable[..., Any], getattr(importlib.import_module(self.module), attribute))
+
+
+COMMANDS = (
+    Command(
+        "generate",
+        "kafkagen.cli",
+        "generate the Python codec package from specs",
+        "Read spec folders, check every rule, and write a formatted Python package of codecs "
+        "(nothing is written on error, and an output folder holding files kafkagen did not "
+        "write is refused).",
+        add_arguments="_add_generate_arguments",
+        run="_generate",
+    ),
+    Command(
         "check-compat",
-        help="check that a spec change keeps wire compatibility",
-        description="Apply Kafka's evolution rules between two revisions of a "
-        "spec folder: exit 0 when compatible, 1 with one line per problem.",
-    )
-    c.add_argument("old", metavar="OLD_DIR")
-    c.add_argument("new", metavar="NEW_DIR")
-    c.set_defaults(run=_check_compat)
-
-    r = sub.add_parser(
+        "kafkagen.cli",
+        "check that a spec change keeps wire compatibility",
+        "Apply Kafka's evolution rules between two revisions of a spec folder: exit 0 when "
+        "compatible, 1 with one line per problem.",
+        add_arguments="_add_check_compat_arguments",
+        run="_check_compat",
+    ),
+    Command(
         "roundtrip",
-        help="round-trip every API and version once (a smoke run)",
-        description="Build a message for every API, kind and version, encode, "
-        "decode and compare, and print a summary table.",
-    )
-    r.add_argument("--seed", type=int, default=1)
-    r.set_defaults(run=_roundtrip)
-
-    from kafkagen import bench, fuzz, serve
-
-    f = sub.add_parser(
+        "kafkagen.roundtrip",
+        "round-trip every API and version once (a smoke run)",
+        "Build a message for every API, kind and version, encode, decode and compare, and "
+        "print a summary table.",
+    ),
+    Command(
         "fuzz",
-        help="fuzz-round-trip generated messages across every version on Spark",
-        description="Build seeded random messages for every API, kind and version on Spark "
-        "(embedded local Spark by default), check round trips, JSON, down-conversion, "
-        "forward compatibility and mutations, and report per API.",
-    )
-    fuzz.add_arguments(f)
-    f.set_defaults(run=fuzz.run)
-
-    s = sub.add_parser(
+        "kafkagen.fuzz",
+        "fuzz-round-trip generated messages across every version on Spark",
+        "Build seeded random messages for every API, kind and version on Spark (embedded "
+        "local Spark by default), check round trips, JSON, down-conversion, forward "
+        "compatibility and mutations, and report per API.",
+    ),
+    Command(
         "serve",
-        help="run a broker cluster on 127.0.0.1 that real Kafka clients can use",
-        description="Start N brokers in this process, each with its own listener on "
-        "127.0.0.1, print the bootstrap address and serve until interrupted.",
-    )
-    serve.add_arguments(s)
-    s.set_defaults(run=serve.run)
-
-    b = sub.add_parser(
+        "kafkagen.serve",
+        "run a broker cluster on 127.0.0.1 that real Kafka clients can use",
+        "Start N brokers in this process, each with its own listener on 127.0.0.1, print the "
+        "bootstrap address and serve until interrupted.",
+    ),
+    Command(
+        "import-specs",
+        "kafkagen.import_specs",
+        "rebuild message_specs/ from an Apache Kafka spec folder",
+        run="main",
+        parsed=False,
+    ),
+    Command(
         "bench",
-        help="codec speed side by side with kio and kafka-python",
-        description="Encode and decode the standard workloads with kafkagen and, when "
-        "installed, kio and kafka-python; print figures and ratios against the targets.",
+        "kafkagen.cli",
+        "benchmarks: codecs, purgatory, fuzz (kafkagen bench codecs --help)",
+        run="_bench",
+        parsed=False,
+    ),
+)
+
+#: ``kafkagen bench NAME``: the benchmark modules, each with its own ``main(argv)``.
+BENCHMARKS = {
+    "codecs": "codec speed side by side with kio and kafka-python, with ratios",
+    "purgatory": "the request purgatory against an asyncio call_later baseline",
+    "fuzz": "the fuzz job's message loop: plain, local[1], local[2] and two plain loops",
+}
+
+
+def _bench(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHMARKS:
+        lines = [f"  {name:<10} {text}" for name, text in BENCHMARKS.items()]
+        asked = argv[:1] in (["-h"], ["--help"])
+        usage = "usage: kafkagen bench NAME [options]\n" + "\n".join(lines)
+        print(usage, file=sys.stdout if asked else sys.stderr)
+        return 0 if asked else 2
+    main_of = importlib.import_module(f"kafkagen.bench.{argv[0]}").main
+    return int(main_of(argv[1:]))
+
+
+def _version() -> str:
+    from kafkagen import __version__
+
+    return f"kafkagen {__version__}"
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The command line; only ``chosen``'s own options are loaded (its module imported)."""
+    parser = argparse.ArgumentParser(
+        prog="kafkagen",
+        description="Kafka wire codecs from JSON message specs, a broker runtime, and a "
+        "Spark compatibility fuzz.",
     )
-    bench.add_arguments(b)
-    b.set_defaults(run=bench.run)
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        p = sub.add_parser(
+            command.name, help=command.help, description=command.description or command.help
+        )
+        if command.name == chosen and command.parsed:
+            command.function(command.add_arguments)(p)
+        p.set_defaults(command_spec=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    command = next((c for c in COMMANDS if c.name == chosen), None)
     try:
-        return int(args.run(args))
+        if command is not None and not command.parsed:
+            rest = args_list[args_list.index(command.name) + 1 :]
+            return int(command.function(command.run)(rest))
+        args = build_parser(chosen).parse_args(args_list)
+        spec: Command = args.command_spec
+        return int(spec.function(spec.run)(args))
     except KeyboardInterrupt:
+        print("kafkagen: interrupted", file=sys.stderr)
         return 130

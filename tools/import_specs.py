@@ -1,8 +1,8 @@
 """Build the project's ``message_specs/`` from an Apache Kafka spec directory.
 
-    python -m kafkagen.import_specs UPSTREAM_DIR OUT_DIR            # import, write
-    python -m kafkagen.import_specs --check UPSTREAM_DIR OUT_DIR    # would anything change?
-    python -m kafkagen.import_specs --verify UPSTREAM_DIR OUT_DIR   # no upstream wire fact lost?
+    kafkagen import-specs UPSTREAM_DIR OUT_DIR            # import, write
+    kafkagen import-specs --check UPSTREAM_DIR OUT_DIR    # would anything change?
+    kafkagen import-specs --verify UPSTREAM_DIR OUT_DIR   # no upstream wire fact lost?
 
 Each upstream file is read in Kafka's dialect and written back as plain JSON holding only
 the wire facts: ``about`` texts are dropped and comments vanish because the document is
@@ -557,7 +557,7 @@ def verify_directory(src: Path, dst: Path) -> tuple[int, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafkagen.import_specs",
+        prog="kafkagen import-specs",
         description="Import Kafka's message specs (wire facts only), then re-apply the"
         " project's extensions.",
     )

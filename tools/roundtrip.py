@@ -34,7 +34,11 @@ def check_one(cls: type[Message], version: int, gen: RandomGen) -> str | None:
     return None
 
 
-def main(args: argparse.Namespace) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=1, help="the messages' seed (default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
     gen = RandomGen(args.seed)
     started = time.perf_counter()
     total = failed = 0

@@ -1,14 +1,23 @@
-"""An in-memory Kafka broker that real clients talk to (seed 002's layering).
+"""An in-memory Kafka broker that real clients talk to, in one-way layers.
 
-- `cluster`: N brokers in one process (`Cluster`, `BackgroundCluster`), each with its own
-  listener on 127.0.0.1; `metadata`: the controller's image they share (topics,
-  assignments, ISR, elections), with `config` and `acls`.
-- `broker`: one broker; `server`: its listener (framing, ordered responses, limits);
-  `api`: the handler registry that ApiVersions advertises (handlers live in
-  ``kafkagen.runtime.handlers``, one module per API).
-- `replica_manager`, `partition`, `log`, `producer_state`: appends and fetches, with
-  `DelayedProduce` and `DelayedFetch` in purgatories; `replica_fetcher`: followers copying
-  their leaders.
-- `group_coordinator` and `group_records`: classic consumer groups, offsets written to
-  ``__consumer_offsets`` through the replica manager.
+From the bottom up (each module imports only those below it; pyproject.toml declares the
+layers as import-linter contracts and the tests check them):
+
+- `types`: plain names (topic-partition, partition and broker info, the internal topics,
+  the coordinators' partitioning function); `config`, `acls`, `reassignment`, and
+  `metadata`: the controller's image every broker shares (topics, assignments, ISR).
+- `log`, `producer_state`, `partition`, `log_store`: a replica's batches, its producers,
+  and their files under a log directory.
+- `replica_manager`: appends and fetches, `DelayedProduce` and `DelayedFetch` in
+  purgatories; `replica_fetcher`: followers copying their leaders.
+- The coordinators, through narrow interfaces (appends through the replica manager, a
+  `MarkerWriter` for other brokers): `coordinator_log` (an internal topic's ownership and
+  writes), `group_model` (classic groups and their state rules), `consumer_group` (KIP-848),
+  `offset_store` (committed offsets), `group_coordinator` (the join/sync/heartbeat
+  protocol), `group_records`; `transaction_coordinator`.
+- `api`: the handler registry and `BrokerServices`, what handlers see of a broker (the
+  handlers live in ``kafkagen.runtime.handlers``, one module per API).
+- `server`: the listener (framing, ordered responses, limits).
+- `cluster`: the only place that wires brokers and components together (`Broker`,
+  `Cluster`, `BackgroundCluster`).
 """

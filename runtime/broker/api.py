@@ -1,34 +1,44 @@
-"""The API layer's registry: which handler serves which API key and versions.
+"""The API layer: which handler serves which API key and versions, and what handlers see.
 
 Each module of ``kafkagen.runtime.handlers`` registers one handler with `register` at import.
 A handler decodes nothing itself (the server hands it the decoded request), calls the
 replica manager or a coordinator with a callback, and answers through `RequestContext`,
-at once or later from that callback. What ApiVersions advertises is exactly this registry.
+at once or later from that callback. ``ctx.broker`` is the broker as handlers know it,
+`BrokerServices`: the components they call, never the broker that wires them. What
+ApiVersions advertises is exactly this registry (filled by
+`kafkagen.runtime.handlers.load_handlers`), capped per broker by `ServedApis`.
+
+The server calls handlers through `dispatch`: the one place where something may later
+stand in front of every handler (an interceptor that injects faults, an authoriser).
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kafkagen.generated import message_type
 from kafkagen.runtime.message import Message
 
-if TYPE_CHECKING:
-    from .broker import Broker
+from .config import API_VERSION_MAX, ConfigStore, parse_version_caps
+from .group_coordinator import GroupCoordinator
+from .metadata import ClusterMetadata
+from .replica_manager import ReplicaManager
+from .transaction_coordinator import TransactionCoordinator
 
 __all__ = [
     "HANDLERS",
     "ApiHandler",
+    "BrokerServices",
+    "Dispatch",
     "HandlerFn",
+    "Peers",
     "RequestContext",
     "Responder",
-    "load_handlers",
+    "ServedApis",
+    "dispatch",
     "register",
-    "supported_versions",
 ]
 
 
@@ -42,11 +52,59 @@ class Responder(Protocol):
     def close(self, reason: str) -> None: ...
 
 
+class Peers(Protocol):
+    """The other brokers, as far as a handler may reach them."""
+
+    def txn_coordinator_of(self, node_id: int) -> TransactionCoordinator | None:
+        """The transaction coordinator of broker ``node_id``, None unless it is serving."""
+        ...
+
+
+class ServedApis:
+    """The API versions one broker serves: the registry, without the unstable versions
+    unless ``unstable.api.versions.enable``, capped by ``kafkagen.api.version.max``."""
+
+    def __init__(self, configs: ConfigStore, node_id: int) -> None:
+        self.unstable = configs.broker_bool("unstable.api.versions.enable")
+        raw_caps = configs.broker_raw(API_VERSION_MAX, node_id)[0]
+        #: API key -> highest version served (an older broker played on purpose).
+        self.version_caps = parse_version_caps(raw_caps or "")
+
+    def max_version(self, handler: ApiHandler) -> int:
+        """The highest version of ``handler`` this broker serves (below its lowest: none)."""
+        top = handler.max_for(self.unstable)
+        cap = self.version_caps.get(handler.api_key)
+        return top if cap is None else min(top, cap)
+
+    def served_versions(self) -> dict[int, tuple[int, int]]:
+        """API key -> (min, max) served, as ApiVersions advertises it."""
+        out = {}
+        for key, handler in sorted(HANDLERS.items()):
+            top = self.max_version(handler)
+            if top >= handler.min_version:
+                out[key] = (handler.min_version, top)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    """What handlers use of their broker: its components, not the broker itself."""
+
+    node_id: int
+    configs: ConfigStore
+    metadata: ClusterMetadata
+    replica_manager: ReplicaManager
+    group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
+    apis: ServedApis
+    peers: Peers
+
+
 @dataclass(slots=True)
 class RequestContext:
     """One request as a handler sees it: who sent it, at which version, and how to answer."""
 
-    broker: Broker
+    broker: BrokerServices
     api_key: int
     api_version: int
     correlation_id: int
@@ -67,6 +125,8 @@ class RequestContext:
 
 
 HandlerFn = Callable[[RequestContext, Any], None]
+#: How the server hands a decoded request (None: answer in the v0 layout) to its handler.
+Dispatch = Callable[["ApiHandler", RequestContext, Message | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,23 +183,6 @@ def register(
     return decorate
 
 
-def supported_versions(unstable: bool) -> dict[int, tuple[int, int]]:
-    """API key -> (min, max) for every registered handler, as ApiVersions advertises it."""
-    load_handlers()
-    return {k: (h.min_version, h.max_for(unstable)) for k, h in sorted(HANDLERS.items())}
-
-
-_loaded = False
-
-
-def load_handlers() -> dict[int, ApiHandler]:
-    """Import every ``api_NN_*`` module of the handlers package (once)."""
-    global _loaded
-    if not _loaded:
-        from kafkagen.runtime import handlers
-
-        for info in pkgutil.iter_modules(handlers.__path__):
-            if info.name.startswith("api_"):
-                importlib.import_module(f"{handlers.__name__}.{info.name}")
-        _loaded = True
-    return HANDLERS
+def dispatch(handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:
+    """Call the handler: what the server does with every request it decoded."""
+    handler.handle(ctx, request)

@@ -1,5 +1,11 @@
 """A cluster of N brokers in one process, each with its own listener on 127.0.0.1.
 
+This is the one module that wires brokers and components together. `Broker` builds one
+broker's replica manager, follower fetcher, coordinators and listener, handing each only
+what it uses; `Cluster` is how a component reaches another broker (a leader's replica
+manager, a transaction coordinator, the leaders that take transaction markers), and
+answers only for brokers that are serving.
+
 Broker ``i`` listens on ``port + i`` (or an ephemeral port when ``port`` is 0). All
 brokers share one `ClusterMetadata`, the controller's image, and one event loop. With a
 log directory (broker config ``log.dirs``) the metadata and every replica's log are kept
@@ -14,20 +20,30 @@ import asyncio
 import ipaddress
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafkagen.runtime.timer import AsyncioTimer, Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .broker import Broker
+from .api import BrokerServices, ServedApis
 from .config import ConfigStore
+from .group_coordinator import GroupCoordinator
 from .log_store import ClusterStorage
 from .metadata import ClusterMetadata
+from .replica_fetcher import ReplicaFetcher
+from .replica_manager import ProduceResult, ReplicaManager
+from .server import BrokerServer
+from .transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
+from .types import OFFSETS_TOPIC, BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
-__all__ = ["BackgroundCluster", "Cluster"]
+__all__ = ["BackgroundCluster", "Broker", "Cluster"]
 
 _log = logging.getLogger("kafkagen.broker")
 T = TypeVar("T")
+
+#: How often the replicas' high watermarks and log starts are checkpointed with a log dir.
+CHECKPOINT_INTERVAL_S = 5.0
 
 
 def _check_loopback(host: str) -> None:
@@ -35,6 +51,167 @@ def _check_loopback(host: str) -> None:
         return
     if not ipaddress.ip_address(host).is_loopback:
         raise ValueError(f"brokers listen on loopback addresses only, not {host}")
+
+
+class Broker(MetadataListener):
+    """A broker of the cluster; every broker of a process shares one `ClusterMetadata`.
+
+    ``cluster`` supplies the metadata and the log directory, and is how the broker's
+    components reach other brokers (as their `LeaderLookup`, `MarkerWriter` and `Peers`);
+    the broker keeps no reference to it.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        node_id: int,
+        host: str,
+        port: int,
+        timer_factory: Callable[[], Timer],
+        time_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.metadata: ClusterMetadata = cluster.metadata
+        self.configs = cluster.metadata.configs
+        md = self.metadata
+        md.add_broker(BrokerInfo(node_id, host, port))
+        self.replica_manager = rm = ReplicaManager(node_id, md, timer_factory, time_ms)
+        if cluster.storage is not None:
+            storage = cluster.storage.broker(node_id, md)
+            storage.partitions = lambda: rm.partitions
+            rm.storage = storage
+        self.group_coordinator = GroupCoordinator(node_id, self.configs, md, rm, timer_factory)
+        self.txn_coordinator = TransactionCoordinator(
+            node_id,
+            self.configs,
+            md,
+            rm,
+            cluster,
+            timer_factory,
+            running=lambda: self.running,
+        )
+        self.fetcher = ReplicaFetcher(rm, cluster)
+        self.services = BrokerServices(
+            node_id,
+            self.configs,
+            md,
+            rm,
+            self.group_coordinator,
+            self.txn_coordinator,
+            ServedApis(self.configs, node_id),
+            cluster,
+        )
+        self.server = BrokerServer(self.services, host, port)
+        md.listeners.append(self)
+        #: False while paused or stopped: it serves no client and fetches nothing.
+        self.running = False
+        self._isr_check: asyncio.TimerHandle | None = None
+        self._retention_check: asyncio.TimerHandle | None = None
+        self._checkpoint: asyncio.TimerHandle | None = None
+
+    @property
+    def info(self) -> BrokerInfo:
+        return self.metadata.brokers[self.node_id]
+
+    async def start(self) -> None:
+        self.info.port = await self.server.start()
+        self.running = True
+        self.fetcher.start()
+        self._schedule_isr_check()
+        self._schedule_retention()
+        self._schedule_checkpoint()
+
+    def _schedule_checkpoint(self) -> None:
+        # High watermarks reach the log directory every few seconds, as in Kafka; after a
+        # crash they come back from there and move up again as followers fetch.
+        if self.replica_manager.storage is not None:
+            loop = asyncio.get_running_loop()
+            self._checkpoint = loop.call_later(CHECKPOINT_INTERVAL_S, self._checkpoint_tick)
+
+    def _checkpoint_tick(self) -> None:
+        self._checkpoint = None
+        if self.running and self.replica_manager.storage is not None:
+            self.replica_manager.storage.write_checkpoints()
+        self._schedule_checkpoint()
+
+    def _schedule_retention(self) -> None:
+        every = self.configs.broker_int("log.retention.check.interval.ms", self.node_id) / 1000
+        self._retention_check = asyncio.get_running_loop().call_later(every, self._retention_tick)
+
+    def _retention_tick(self) -> None:
+        self._retention_check = None
+        if self.running:
+            self.replica_manager.enforce_retention()
+        self._schedule_retention()
+
+    def _schedule_isr_check(self) -> None:
+        # Kafka checks every half of replica.lag.time.max.ms.
+        every = self.configs.broker_int("replica.lag.time.max.ms", self.node_id) / 2000
+        self._isr_check = asyncio.get_running_loop().call_later(every, self._isr_tick)
+
+    def _isr_tick(self) -> None:
+        self._isr_check = None
+        if self.running:
+            self.replica_manager.check_isr()
+            self._schedule_isr_check()
+
+    async def pause(self) -> None:
+        """Act as if the broker died: drop connections, stop fetching, lose leaderships."""
+        if not self.running:
+            return
+        self.running = False
+        self.fetcher.stop()
+        self.server.pause()
+        self.metadata.broker_down(self.node_id)
+
+    async def resume(self) -> None:
+        """Come back: serve again, and catch up as a follower."""
+        if self.running:
+            return
+        self.running = True
+        self.server.resume()
+        self.metadata.broker_up(self.node_id)
+        self.fetcher.start()
+        self._schedule_isr_check()
+
+    def on_partitions_changed(self, partitions: Sequence[PartitionInfo]) -> None:
+        self.replica_manager.apply_partitions(partitions)
+        self.fetcher.kick()
+
+    def write_txn_markers(
+        self,
+        markers: Mapping[TopicPartition, Marker],
+        timeout_ms: int,
+        callback: MarkersCallback,
+    ) -> None:
+        """Append transaction markers to this broker's leader replicas (Kafka's
+        WriteTxnMarkers); on ``__consumer_offsets`` a marker also settles the transaction's
+        offset commits in the group coordinator."""
+
+        def written(results: Mapping[TopicPartition, ProduceResult]) -> None:
+            for tp, r in results.items():
+                if r.error_code == 0 and tp.topic == OFFSETS_TOPIC:
+                    pid, _, commit, _ = markers[tp]
+                    self.group_coordinator.offsets.complete_transaction(pid, tp.partition, commit)
+            callback(results)
+
+        self.replica_manager.append_markers(markers, timeout_ms, written)
+
+    def on_topic_deleted(self, topic: TopicInfo) -> None:
+        self.replica_manager.remove_topic(topic)
+        self.group_coordinator.on_topic_deleted(topic.name)
+
+    def shutdown(self) -> None:
+        """Answer every waiting request; the listener must already have stopped reading."""
+        self.running = False
+        self.fetcher.stop()
+        for handle in (self._isr_check, self._retention_check, self._checkpoint):
+            if handle is not None:
+                handle.cancel()
+        self._isr_check = self._retention_check = self._checkpoint = None
+        self.group_coordinator.shutdown()
+        self.txn_coordinator.shutdown()
+        self.replica_manager.shutdown()
 
 
 class Cluster:
@@ -91,6 +268,33 @@ class Cluster:
 
     def broker(self, node_id: int) -> Broker | None:
         return self.brokers[node_id] if 0 <= node_id < len(self.brokers) else None
+
+    def _serving(self, node_id: int) -> Broker | None:
+        b = self.broker(node_id)
+        return b if b is not None and b.running else None
+
+    # -- how components reach other brokers (replica_fetcher, api, transaction_coordinator)
+
+    def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
+        b = self._serving(node_id)
+        return None if b is None else b.replica_manager
+
+    def txn_coordinator_of(self, node_id: int) -> TransactionCoordinator | None:
+        b = self._serving(node_id)
+        return None if b is None else b.txn_coordinator
+
+    def write_txn_markers(
+        self,
+        node_id: int,
+        markers: Mapping[TopicPartition, Marker],
+        timeout_ms: int,
+        callback: MarkersCallback,
+    ) -> bool:
+        b = self._serving(node_id)
+        if b is None:
+            return False
+        b.write_txn_markers(markers, timeout_ms, callback)
+        return True
 
     async def pause_broker(self, node_id: int) -> None:
         """Take a broker away as if it died; its leaderships move to in-sync followers."""

@@ -37,7 +37,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkagen.runtime.errors import (
     FencedInstanceIdError,
@@ -55,13 +55,12 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
+from .coordinator_log import CoordinatorLog
+from .group_model import Group, OffsetEntry
 from .sorted_keys import SortedKeysDict
-
-if TYPE_CHECKING:
-    from .group_coordinator import GroupCoordinator, OffsetEntry
-    from .metadata import TopicPartition
 
 __all__ = [
     "ConsumerGroup",
@@ -209,8 +208,15 @@ def _same(a: Assignment, b: Assignment) -> bool:
 class ConsumerGroupManager:
     """The consumer-protocol groups of one group coordinator."""
 
-    def __init__(self, coordinator: GroupCoordinator, timer_factory: Callable[[], Timer]) -> None:
-        self.coordinator = coordinator
+    def __init__(
+        self,
+        log: CoordinatorLog,
+        classic_groups: SortedKeysDict[str, Group],
+        timer_factory: Callable[[], Timer],
+    ) -> None:
+        self.log = log
+        #: The classic groups of the same coordinator: one group-id namespace for both.
+        self.classic_groups = classic_groups
         self.groups: SortedKeysDict[str, ConsumerGroup] = SortedKeysDict()
         self._sessions: DelayedOperationPurgatory[_Session] = DelayedOperationPurgatory(
             "ConsumerGroupHeartbeat", timer_factory()
@@ -219,19 +225,15 @@ class ConsumerGroupManager:
     # -- config -----------------------------------------------------------------------
 
     def _cfg(self, name: str) -> int:
-        return self.coordinator.configs.broker_int(name, self.coordinator.broker.node_id)
+        return self.log.cfg(name)
 
     def _assignor_names(self) -> list[str]:
-        value = self.coordinator.configs.broker(
-            "group.consumer.assignors", self.coordinator.broker.node_id
-        )
+        value = self.log.configs.broker("group.consumer.assignors", self.log.node_id)
         assert isinstance(value, list)
         return [str(v) for v in value]
 
     def enabled(self) -> bool:
-        value = self.coordinator.configs.broker(
-            "group.coordinator.rebalance.protocols", self.coordinator.broker.node_id
-        )
+        value = self.log.configs.broker("group.coordinator.rebalance.protocols", self.log.node_id)
         return isinstance(value, list) and "consumer" in value
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------
@@ -274,7 +276,7 @@ class ConsumerGroupManager:
             server_assignor,
             owned,
         )
-        self.coordinator._check_owner(group_id)
+        self.log.check_owner(group_id)
         interval = self._cfg("group.consumer.heartbeat.interval.ms")
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             group = self.groups.get(group_id)
@@ -291,20 +293,9 @@ class ConsumerGroupManager:
             group, member_id, member_epoch, instance_id, owned, client_id, client_host
         )
         before = _copy(member.assigned)
-        changed = is_new
-        if subscribed_topic_names is not None:
-            names = sorted(set(subscribed_topic_names))
-            if names != member.subscribed_topic_names:
-                member.subscribed_topic_names = names
-                changed = True
-        if version >= 1 and subscribed_topic_regex is not None:
-            regex = subscribed_topic_regex or None
-            if regex != member.subscribed_topic_regex:
-                member.subscribed_topic_regex = regex
-                changed = True
-        if server_assignor is not None and server_assignor != member.server_assignor:
-            member.server_assignor = server_assignor
-            changed = True
+        changed = _subscribe(
+            member, version, subscribed_topic_names, subscribed_topic_regex, server_assignor
+        )
         if rack_id is not None:
             member.rack_id = rack_id
         if rebalance_timeout_ms >= 0:
@@ -312,7 +303,7 @@ class ConsumerGroupManager:
         member.client_id = client_id
         member.client_host = client_host
         metadata = self._subscription_metadata(group)
-        if changed or metadata != group.subscription_metadata:
+        if is_new or changed or metadata != group.subscription_metadata:
             group.group_epoch += 1
             group.subscription_metadata = metadata
         self._maybe_assign(group)
@@ -390,12 +381,12 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is not None:
             return group
-        classic = self.coordinator.groups.get(group_id)
+        classic = self.classic_groups.get(group_id)
         if classic is not None:
             if classic.members or classic.pending_members or not create:
                 raise GroupIdNotFoundError(f"group {group_id!r} is not a consumer group")
             # An empty classic group becomes a consumer group; its offsets stay.
-            del self.coordinator.groups[group_id]
+            del self.classic_groups[group_id]
             group = ConsumerGroup(group_id)
             group.offsets = classic.offsets
             self.groups[group_id] = group
@@ -528,7 +519,7 @@ class ConsumerGroupManager:
     # -- assignment -------------------------------------------------------------------
 
     def _subscribed(self, member: ConsumerMember) -> frozenset[str]:
-        topics = self.coordinator.broker.metadata.topics
+        topics = self.log.metadata.topics
         names = {n for n in member.subscribed_topic_names if n in topics}
         if member.subscribed_topic_regex:
             pattern = re.compile(member.subscribed_topic_regex)
@@ -543,7 +534,7 @@ class ConsumerGroupManager:
         return out
 
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
-        topics = self.coordinator.broker.metadata.topics
+        topics = self.log.metadata.topics
         out: dict[str, tuple[uuid.UUID, int]] = {}
         for m in group.members.values():
             for name in self._subscribed(m):
@@ -704,25 +695,21 @@ class ConsumerGroupManager:
 
     def describe(self, group_id: str) -> ConsumerGroup:
         """The group; raises NOT_COORDINATOR, or GROUP_ID_NOT_FOUND (unknown or classic)."""
-        self.coordinator._check_owner(group_id)
+        self.log.check_owner(group_id)
         group = self.groups.get(group_id)
         if group is None or group.dead:
-            if group_id in self.coordinator.groups:
+            if group_id in self.classic_groups:
                 raise GroupIdNotFoundError(f"group {group_id!r} is not a consumer group")
             raise GroupIdNotFoundError(f"group {group_id!r} not found")
         return group
 
     def topic_name(self, topic_id: uuid.UUID) -> str:
-        return self.coordinator.broker.metadata.topic_names.get(topic_id, "")
+        return self.log.metadata.topic_names.get(topic_id, "")
 
     def owned_groups(self, owned_partitions: Iterable[int]) -> list[ConsumerGroup]:
-        from .group_coordinator import partition_for
-
         owned = set(owned_partitions)
-        n = self.coordinator.offsets_partitions
-        return [
-            g for g in self.groups.values() if not g.dead and partition_for(g.group_id, n) in owned
-        ]
+        partition_of = self.log.partition_of
+        return [g for g in self.groups.values() if not g.dead and partition_of(g.group_id) in owned]
 
     def drop(self, group_id: str, *, persist: bool = True) -> ConsumerGroup | None:
         """Forget a group; ``persist`` also writes that it is gone (not when unloading)."""
@@ -734,14 +721,11 @@ class ConsumerGroupManager:
             if persist:
                 # Member records left behind are ignored: loading starts from the group's.
                 tombstone = Record(-1, self._time_ms(), group_key(group_id), None)
-                self.coordinator._append(group_id, [tombstone], _ignore)
+                self.log.append(group_id, [tombstone], _ignore)
         return group
 
     def unload(self, index: int) -> None:
-        from .group_coordinator import partition_for
-
-        n = self.coordinator.offsets_partitions
-        for group_id in [g for g in self.groups if partition_for(g, n) == index]:
+        for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
             self.drop(group_id, persist=False)
 
     def load(self, states: dict[str, dict[str, bytes]]) -> None:
@@ -759,7 +743,7 @@ class ConsumerGroupManager:
             except (ValueError, KeyError, TypeError) as e:
                 _log.error("group %s: unreadable state records skipped: %s", group_id, e)
                 continue
-            placeholder = self.coordinator.groups.pop(group_id, None)
+            placeholder = self.classic_groups.pop(group_id, None)
             if placeholder is not None:
                 group.offsets = placeholder.offsets
             group.persisted = {
@@ -774,7 +758,7 @@ class ConsumerGroupManager:
                     self._schedule_revocation(group, m)
 
     def _time_ms(self) -> int:
-        return self.coordinator.broker.replica_manager.time_ms()
+        return self.log.now_ms()
 
     def _persist(
         self, group: ConsumerGroup, done: Callable[[int], None], touched: str | None = None
@@ -810,12 +794,7 @@ class ConsumerGroupManager:
                 group.dirty = None
             done(code)
 
-        self.coordinator._append(gid, records, written)
-
-    def on_topic_deleted(self, topic: str) -> None:
-        for group in self.groups.values():
-            for tp in [tp for tp in group.offsets if tp.topic == topic]:
-                del group.offsets[tp]
+        self.log.append(gid, records, written)
 
     def shutdown(self) -> None:
         for group in self.groups.values():
@@ -823,6 +802,32 @@ class ConsumerGroupManager:
                 self._cancel_timers(m)
         self._sessions.shutdown()
         self._sessions.timer.close()
+
+
+def _subscribe(
+    member: ConsumerMember,
+    version: int,
+    topic_names: list[str] | None,
+    topic_regex: str | None,
+    server_assignor: str | None,
+) -> bool:
+    """Apply what a heartbeat says of the member's subscription; whether it changed (null
+    fields leave it as it is)."""
+    changed = False
+    if topic_names is not None:
+        names = sorted(set(topic_names))
+        if names != member.subscribed_topic_names:
+            member.subscribed_topic_names = names
+            changed = True
+    if version >= 1 and topic_regex is not None:
+        regex = topic_regex or None
+        if regex != member.subscribed_topic_regex:
+            member.subscribed_topic_regex = regex
+            changed = True
+    if server_assignor is not None and server_assignor != member.server_assignor:
+        member.server_assignor = server_assignor
+        changed = True
+    return changed
 
 
 def _subset(a: Assignment, b: Assignment) -> bool:

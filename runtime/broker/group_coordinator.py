@@ -1,9 +1,10 @@
-"""The group coordinator: classic consumer groups, their rebalances and committed offsets.
+"""The group coordinator: the classic join/sync/heartbeat protocol, and the coordinator's life.
 
 A broker coordinates the groups that hash onto the ``__consumer_offsets`` partitions it
-leads. Offsets and group metadata are written to that partition through the replica
-manager with acks=all; the cache (what OffsetFetch reads) is updated only in the append's
-completion callback, so an offset is never visible before it is durable (seed 002).
+leads (`CoordinatorLog`). `GroupCoordinator` runs the classic protocol over the group model
+of `group_model`, holds the consumer-protocol groups (`consumer_group`) and the committed
+offsets (`offset_store`), and loads all three from a partition when it takes it over.
+Group metadata is written to that partition with acks=all.
 
 Waiting uses three purgatories on the broker's timer:
 
@@ -20,234 +21,68 @@ a parked request must not block its connection's later responses.
 
 from __future__ import annotations
 
-import enum
 import functools
 import heapq
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
-from kafkagen.runtime.errors import (
-    CoordinatorNotAvailableError,
-    ErrorCode,
-    KafkaError,
-    NotCoordinatorError,
-)
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from . import group_records as gr
+from .config import ConfigStore
 from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_state_key
-from .metadata import OFFSETS_TOPIC, ClusterMetadata, TopicPartition
+from .coordinator_log import CoordinatorLog
+from .group_model import (
+    Group,
+    GroupState,
+    JoinCallback,
+    JoinResult,
+    Member,
+    OffsetEntry,
+    SyncCallback,
+    SyncResult,
+)
+from .metadata import ClusterMetadata
+from .offset_store import OffsetStore
 from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
-from .replica_manager import ProduceResult
+from .replica_manager import ReplicaManager
 from .sorted_keys import SortedKeysDict
+from .types import OFFSETS_TOPIC
 
-if TYPE_CHECKING:
-    from .broker import Broker
-
-__all__ = [
-    "Group",
-    "GroupCoordinator",
-    "GroupState",
-    "JoinResult",
-    "Member",
-    "OffsetEntry",
-    "offset_records",
-    "SyncResult",
-    "partition_for",
-]
+__all__ = ["GroupCoordinator"]
 
 _log = logging.getLogger("kafkagen.broker.groups")
 
-#: Kafka's limit on offset metadata strings (offset.metadata.max.bytes).
-MAX_METADATA = 4096
-
-
-def java_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, wrapping at 32 bits)."""
-    h = 0
-    raw = s.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def partition_for(group_id: str, partitions: int) -> int:
-    """The offsets-topic partition of a group, as Kafka computes it (cached: listings ask
-    it of every group, every page)."""
-    h = java_hash(group_id)
-    return (0 if h == -(2**31) else abs(h)) % partitions
-
-
-class GroupState(enum.Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
 
 @dataclass(slots=True)
-class JoinResult:
-    error: int = 0
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    member_id: str = ""
-    #: Only for the leader: (member id, group instance id, metadata) of every member.
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    #: A returning static leader keeps the current assignment (KIP-814, v9+).
-    skip_assignment: bool = False
+class _MemberSettings:
+    """What a join may change of a member (kept to undo a static member's replacement)."""
 
-
-@dataclass(slots=True)
-class SyncResult:
-    error: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-JoinCallback = Callable[[JoinResult], None]
-SyncCallback = Callable[[SyncResult], None]
-
-
-@dataclass(slots=True)
-class OffsetEntry:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-
-
-def offset_records(
-    md: ClusterMetadata, group_id: str, offsets: Mapping[TopicPartition, OffsetEntry]
-) -> tuple[list[Record], dict[TopicPartition, int]]:
-    """The offsets topic records of a commit, and the per-partition errors of the entries
-    that cannot be committed (unknown partition, metadata over Kafka's size limit)."""
-    errors: dict[TopicPartition, int] = {}
-    records = []
-    for tp, entry in offsets.items():
-        if md.partition(tp.topic, tp.partition) is None:
-            errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
-            errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-        else:
-            value = gr.OffsetValue(
-                entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
-            )
-            key = gr.offset_key(group_id, tp.topic, tp.partition)
-            records.append(Record(-1, entry.commit_timestamp, key, gr.offset_value(value)))
-    return records, errors
-
-
-@dataclass(eq=False, slots=True)
-class Member:
-    member_id: str
-    group_instance_id: str | None
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
-    protocol_type: str
     protocols: list[tuple[str, bytes]]
-    assignment: bytes = b""
-    join_callback: JoinCallback | None = None
-    sync_callback: SyncCallback | None = None
-    heartbeat: DelayedHeartbeat | None = None
-    is_new: bool = False
 
-    def metadata_for(self, protocol: str | None) -> bytes:
-        for name, metadata in self.protocols:
-            if name == protocol:
-                return metadata
-        return b""
-
-    def same_protocols(self, protocols: Sequence[tuple[str, bytes]]) -> bool:
-        return list(self.protocols) == list(protocols)
-
-
-class Group:
-    """One classic group: members, generation, state, and its committed offsets."""
-
-    def __init__(self, group_id: str, now_ms: int) -> None:
-        self.group_id = group_id
-        self.state = GroupState.EMPTY
-        self.state_timestamp = now_ms
-        self.protocol_type: str | None = None
-        self.protocol_name: str | None = None
-        self.generation_id = 0
-        self.leader_id: str | None = None
-        self.members: dict[str, Member] = {}
-        self.static_members: dict[str, str] = {}
-        #: Member ids handed out with MEMBER_ID_REQUIRED, waiting for the rejoin.
-        self.pending_members: dict[str, DelayedHeartbeat | None] = {}
-        #: Sorted too, so OffsetFetch pages of a full listing start with a bisect.
-        self.offsets: SortedKeysDict[TopicPartition, OffsetEntry] = SortedKeysDict()
-        self.join_op: DelayedOperation | None = None
-        self.new_member_added = False
-
-    def transition(self, state: GroupState, now_ms: int) -> None:
-        self.state = state
-        self.state_timestamp = now_ms
-
-    def has_all_members_joined(self) -> bool:
-        return not self.pending_members and all(
-            m.join_callback is not None for m in self.members.values()
+    @classmethod
+    def of(cls, m: Member) -> _MemberSettings:
+        return cls(
+            m.client_id, m.client_host, m.rebalance_timeout_ms, m.session_timeout_ms, m.protocols
         )
 
-    def candidate_protocols(self) -> list[str]:
-        members = list(self.members.values())
-        if not members:
-            return []
-        common = [name for name, _ in members[0].protocols]
-        for m in members[1:]:
-            names = {name for name, _ in m.protocols}
-            common = [c for c in common if c in names]
-        return common
-
-    def supports(self, protocol_type: str, protocols: Sequence[tuple[str, bytes]]) -> bool:
-        if not self.members:
-            return bool(protocol_type) and bool(protocols)
-        names = {n for n, _ in protocols}
-        return protocol_type == self.protocol_type and any(
-            c in names for c in self.candidate_protocols()
+    def apply(self, m: Member) -> None:
+        m.client_id, m.client_host = self.client_id, self.client_host
+        m.rebalance_timeout_ms, m.session_timeout_ms = (
+            self.rebalance_timeout_ms,
+            self.session_timeout_ms,
         )
-
-    def select_protocol(self) -> str:
-        candidates = self.candidate_protocols()
-        votes = dict.fromkeys(candidates, 0)
-        for m in self.members.values():
-            for name, _ in m.protocols:
-                if name in votes:
-                    votes[name] += 1
-                    break
-        return max(candidates, key=lambda c: votes[c])
-
-    def subscribed_topics(self) -> set[str] | None:
-        """Topics the members subscribe to (consumer protocol only), None if unknown."""
-        if self.protocol_type != "consumer" or self.protocol_name is None:
-            return None
-        from kafkagen.generated import other_type
-
-        sub_type = other_type("ConsumerProtocolSubscription")
-        topics: set[str] = set()
-        for m in self.members.values():
-            data = m.metadata_for(self.protocol_name)
-            try:
-                version = int.from_bytes(data[:2], "big", signed=True)
-                version = min(max(version, 0), sub_type.HIGHEST_VERSION)
-                sub, _ = sub_type.decode_prefix(memoryview(data)[2:], version)
-            except Exception:
-                return None
-            topics.update(sub.topics)  # type: ignore[attr-defined]
-        return topics
+        m.protocols = self.protocols
 
 
 class DelayedHeartbeat(DelayedOperation):
@@ -329,83 +164,58 @@ class InitialDelayedJoin(DelayedOperation):
             self._coordinator._complete_join(group, self)
 
 
-OffsetCommitCallback = Callable[[dict[TopicPartition, int]], None]
-
-
 class GroupCoordinator:
     """The classic groups whose offsets-topic partitions this broker leads."""
 
-    def __init__(self, broker: Broker, timer_factory: Callable[[], Timer]) -> None:
-        self.broker = broker
-        self.configs = broker.configs
+    def __init__(
+        self,
+        node_id: int,
+        configs: ConfigStore,
+        metadata: ClusterMetadata,
+        replica_manager: ReplicaManager,
+        timer_factory: Callable[[], Timer],
+    ) -> None:
+        self.log = CoordinatorLog(
+            OFFSETS_TOPIC,
+            node_id,
+            configs,
+            metadata,
+            replica_manager,
+            partitions_config="offsets.topic.num.partitions",
+            replication_config="offsets.topic.replication.factor",
+            write_timeout_ms=lambda: configs.broker_int("offsets.commit.timeout.ms", node_id),
+            on_load=self._load,
+            on_unload=self._unload,
+        )
         #: Sorted by id too, so ListGroups pages start with a bisect.
         self.groups: SortedKeysDict[str, Group] = SortedKeysDict()
-        #: Offsets-topic partitions this broker leads, hence coordinates.
-        self.owned: set[int] = set()
         self._heartbeats: DelayedOperationPurgatory[DelayedHeartbeat] = DelayedOperationPurgatory(
             "Heartbeat", timer_factory()
         )
         self._join_purgatory: DelayedOperationPurgatory[DelayedOperation] = (
             DelayedOperationPurgatory("Rebalance", timer_factory())
         )
-        self._clock = self._heartbeats.timer.clock
-        self._time_ms: Callable[[], int] = broker.replica_manager.time_ms
-        self._shut_down = False
+        self._time_ms = self.log.now_ms
+        self._cfg = self.log.cfg
         #: Groups of the consumer protocol (KIP-848); they share the group-id namespace.
-        self.consumer = ConsumerGroupManager(self, timer_factory)
-        broker.replica_manager.role_listeners.append(self._on_role_change)
-
-    # -- time and config --------------------------------------------------------------
-
-    def _now(self) -> int:
-        return int(self._clock.now_ms())
-
-    def _cfg(self, name: str) -> int:
-        return self.configs.broker_int(name, self.broker.node_id)
-
-    @property
-    def offsets_partitions(self) -> int:
-        return self._cfg("offsets.topic.num.partitions")
+        self.consumer = ConsumerGroupManager(self.log, self.groups, timer_factory)
+        #: Committed offsets of the groups of both protocols.
+        self.offsets = OffsetStore(self.log, self.groups, self.consumer, self._schedule_heartbeat)
 
     # -- ownership --------------------------------------------------------------------
 
+    @property
+    def owned(self) -> Mapping[int, int]:
+        """Offsets-topic partitions this broker leads, hence coordinates (-> leader epoch)."""
+        return self.log.owned
+
     def ensure_offsets_topic(self) -> bool:
         """Create ``__consumer_offsets`` on first use, as Kafka does; False if impossible."""
-        return self.broker.metadata.ensure_internal_topic(
-            OFFSETS_TOPIC, self.offsets_partitions, self._cfg("offsets.topic.replication.factor")
-        )
+        return self.log.ensure_topic()
 
     def coordinator_for(self, group_id: str) -> int:
         """The broker id coordinating ``group_id`` (-1 if none is available)."""
-        if not self.ensure_offsets_topic():
-            return -1
-        topic = self.broker.metadata.topic(OFFSETS_TOPIC)
-        assert topic is not None
-        p = topic.partitions[partition_for(group_id, len(topic.partitions))]
-        return p.leader
-
-    def _check_owner(self, group_id: str) -> None:
-        if self._shut_down:
-            raise CoordinatorNotAvailableError("the coordinator is shutting down")
-        topic = self.broker.metadata.topic(OFFSETS_TOPIC)
-        if topic is None:
-            raise NotCoordinatorError(f"{OFFSETS_TOPIC} does not exist yet")
-        index = partition_for(group_id, len(topic.partitions))
-        if index not in self.owned:
-            raise NotCoordinatorError(
-                f"broker {self.broker.node_id} does not coordinate {group_id!r}"
-            )
-
-    def _on_role_change(self, partition: Partition, leader: bool) -> None:
-        if partition.tp.topic != OFFSETS_TOPIC:
-            return
-        index = partition.tp.partition
-        if leader and index not in self.owned:
-            self._load(partition)
-            self.owned.add(index)
-        elif not leader and index in self.owned:
-            self.owned.discard(index)
-            self._unload(index)
+        return self.log.coordinator_for(group_id)
 
     def _load(self, partition: Partition) -> None:
         """Rebuild groups' committed offsets from the partition (leadership moved here).
@@ -415,8 +225,8 @@ class GroupCoordinator:
         them; those of transactions still open stay pending.
         """
         index = partition.tp.partition
-        txn_offsets = self.broker.txn_offsets
-        txn_offsets.drop_partition(index)
+        offsets = self.offsets
+        offsets.drop_pending(index)
         # Consumer-protocol groups: their last state records, by member id ("": the group's).
         states: dict[str, dict[str, bytes]] = {}
         for b in partition.log.batches:
@@ -425,7 +235,9 @@ class GroupCoordinator:
                     for r in batch:
                         marker = parse_control_key(r.key)
                         if marker in (ABORT_MARKER, COMMIT_MARKER):
-                            txn_offsets.complete(batch.producer_id, index, marker == COMMIT_MARKER)
+                            offsets.complete_transaction(
+                                batch.producer_id, index, marker == COMMIT_MARKER
+                            )
                     continue
                 txn_pid = batch.producer_id if batch.is_transactional else None
                 for r in batch:
@@ -449,7 +261,7 @@ class GroupCoordinator:
                         if r.value is None:
                             self.groups.pop(group_id, None)
                         elif group is None:
-                            self.groups[group_id] = Group(group_id, self._now())
+                            self.groups[group_id] = Group(group_id, self._time_ms())
                         continue
                     tp = TopicPartition(topic, tp_index)
                     if txn_pid is not None:
@@ -458,14 +270,14 @@ class GroupCoordinator:
                             entry = OffsetEntry(
                                 v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                             )
-                            txn_offsets.add_pending(txn_pid, index, group_id, tp, entry)
+                            offsets.add_pending(txn_pid, index, group_id, tp, entry)
                         continue
                     if r.value is None:
                         if group is not None:
                             group.offsets.pop(tp, None)
                         continue
                     if group is None:
-                        group = self.groups[group_id] = Group(group_id, self._now())
+                        group = self.groups[group_id] = Group(group_id, self._time_ms())
                     v = gr.decode_offset_value(r.value)
                     group.offsets[tp] = OffsetEntry(
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
@@ -473,13 +285,12 @@ class GroupCoordinator:
         self.consumer.load(states)
 
     def _unload(self, index: int) -> None:
-        n = self.offsets_partitions
-        for group_id in [g for g in self.groups if partition_for(g, n) == index]:
+        for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
             group = self.groups.pop(group_id)
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.unload(index)
         # The next leader replays them; kept here they would go stale.
-        self.broker.txn_offsets.drop_partition(index)
+        self.offsets.drop_pending(index)
 
     # -- JoinGroup --------------------------------------------------------------------
 
@@ -502,13 +313,9 @@ class GroupCoordinator:
         def fail(code: int) -> None:
             callback(JoinResult(error=code, member_id=member_id))
 
-        if not group_id:
-            fail(ErrorCode.INVALID_GROUP_ID)
-            return
-        try:
-            self._check_owner(group_id)
-        except KafkaError as e:
-            fail(e.code)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        if error:
+            fail(error)
             return
         if not (
             self._cfg("group.min.session.timeout.ms")
@@ -525,14 +332,14 @@ class GroupCoordinator:
                 return
             # An empty consumer-protocol group becomes a classic one; its offsets stay.
             self.consumer.drop(group_id)
-            converted = self.groups[group_id] = Group(group_id, self._now())
+            converted = self.groups[group_id] = Group(group_id, self._time_ms())
             converted.offsets = consumer_group.offsets
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
                 fail(ErrorCode.UNKNOWN_MEMBER_ID)
                 return
-            group = self.groups[group_id] = Group(group_id, self._now())
+            group = self.groups[group_id] = Group(group_id, self._time_ms())
         if group.state is GroupState.DEAD:
             fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             return
@@ -613,7 +420,7 @@ class GroupCoordinator:
                 group, member_id, instance_id, args, protocol_type, protocols, callback
             )
             return
-        error = self._validate_member(group, member_id, instance_id)
+        error = group.member_error(member_id, instance_id)
         if error:
             callback(JoinResult(error=error, member_id=member_id))
             return
@@ -635,16 +442,6 @@ class GroupCoordinator:
                 callback(self._join_result(group, member, leader_view=False))
         else:
             callback(JoinResult(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
-
-    def _validate_member(self, group: Group, member_id: str, instance_id: str | None) -> int:
-        """0, or the error for a member that is unknown or fenced by its static instance."""
-        if instance_id is not None:
-            current = group.static_members.get(instance_id)
-            if current is not None and current != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return 0
 
     def _join_result(self, group: Group, member: Member, leader_view: bool) -> JoinResult:
         result = JoinResult(
@@ -740,24 +537,10 @@ class GroupCoordinator:
         self._answer_join(old, JoinResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         self._answer_sync(old, SyncResult(error=ErrorCode.FENCED_INSTANCE_ID))
         member = old
-        saved = (
-            member.client_id,
-            member.client_host,
-            member.rebalance_timeout_ms,
-            member.session_timeout_ms,
-            member.protocols,
-        )
-        member.member_id = new_id
-        member.client_id, member.client_host = args[0], args[1]
-        member.rebalance_timeout_ms, member.session_timeout_ms = args[2], args[3]
-        member.protocols = list(protocols)
-        group.members[new_id] = member
+        saved = _MemberSettings.of(member)
+        _MemberSettings(args[0], args[1], args[2], args[3], list(protocols)).apply(member)
+        self._rename_static_member(group, member, old_id, new_id)
         instance = member.group_instance_id
-        assert instance is not None
-        group.static_members[instance] = new_id
-        if current_leader == old_id:
-            group.leader_id = new_id
-        self._schedule_heartbeat(group, member)
         if group.state is GroupState.STABLE:
             if protocol_type == group.protocol_type and group.select_protocol() == (
                 group.protocol_name
@@ -768,20 +551,8 @@ class GroupCoordinator:
                     if error:
                         # Not durable: undo, the old id stays the member.
                         if group.members.get(new_id) is member:
-                            del group.members[new_id]
-                            (
-                                member.client_id,
-                                member.client_host,
-                                member.rebalance_timeout_ms,
-                                member.session_timeout_ms,
-                                member.protocols,
-                            ) = saved
-                            member.member_id = old_id
-                            group.members[old_id] = member
-                            group.static_members[instance] = old_id
-                            if group.leader_id == new_id:
-                                group.leader_id = old_id
-                            self._schedule_heartbeat(group, member)
+                            saved.apply(member)
+                            self._rename_static_member(group, member, new_id, old_id)
                         callback(JoinResult(error=error, member_id=""))
                         return
                     result = self._join_result(group, member, leader_view=False)
@@ -805,6 +576,17 @@ class GroupCoordinator:
             # The leader may already be assigning to the old id: assign again.
             self._prepare_rebalance(group, f"static member {instance} rejoined")
         self._check_join(group)
+
+    def _rename_static_member(self, group: Group, member: Member, old_id: str, new_id: str) -> None:
+        """Move a static member from ``old_id`` to ``new_id`` (its leadership too)."""
+        group.members.pop(old_id, None)
+        member.member_id = new_id
+        group.members[new_id] = member
+        assert member.group_instance_id is not None
+        group.static_members[member.group_instance_id] = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        self._schedule_heartbeat(group, member)
 
     def _set_join_callback(self, member: Member, callback: JoinCallback) -> None:
         old = member.join_callback
@@ -910,16 +692,15 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
-        try:
-            self._check_owner(group_id)
-        except KafkaError as e:
-            callback(SyncResult(error=e.code))
+        error = self.log.owner_error(group_id)
+        if error:
+            callback(SyncResult(error=error))
             return
         group = self.groups.get(group_id)
         if group is None:
             callback(SyncResult(error=ErrorCode.UNKNOWN_MEMBER_ID))
             return
-        error = self._validate_member(group, member_id, group_instance_id)
+        error = group.member_error(member_id, group_instance_id)
         if error:
             callback(SyncResult(error=error))
             return
@@ -982,16 +763,15 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        try:
-            self._check_owner(group_id)
-        except KafkaError as e:
-            return e.code
+        error = self.log.owner_error(group_id)
+        if error:
+            return error
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_member(group, member_id, group_instance_id)
+        error = group.member_error(member_id, group_instance_id)
         if error:
             return error
         if generation_id != group.generation_id:
@@ -1008,10 +788,9 @@ class GroupCoordinator:
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member)."""
-        try:
-            self._check_owner(group_id)
-        except KafkaError as e:
-            return e.code, [e.code] * len(members)
+        error = self.log.owner_error(group_id)
+        if error:
+            return error, [error] * len(members)
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return 0, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
@@ -1029,7 +808,7 @@ class GroupCoordinator:
                 self._check_join(group)
                 errors.append(0)
                 continue
-            error = self._validate_member(group, member_id, instance_id)
+            error = group.member_error(member_id, instance_id)
             if error:
                 errors.append(error)
                 continue
@@ -1081,244 +860,36 @@ class GroupCoordinator:
             old.force_complete()
         self._heartbeats.try_complete_else_watch(op, [(group.group_id, member.member_id)])
 
-    # -- offsets ----------------------------------------------------------------------
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, OffsetEntry],
-        callback: OffsetCommitCallback,
-        *,
-        api_version: int = 9,
-    ) -> None:
-        """Validate, write to the offsets topic (acks=all), cache and answer when durable.
-
-        ``generation_id`` is the member epoch for consumer-protocol groups.
-        """
-
-        def fail(code: int) -> None:
-            callback(dict.fromkeys(offsets, code))
-
-        if not group_id:
-            fail(ErrorCode.INVALID_GROUP_ID)
-            return
-        try:
-            self._check_owner(group_id)
-        except KafkaError as e:
-            fail(e.code)
-            return
-        consumer_group = self.consumer.groups.get(group_id)
-        group = self.groups.get(group_id)
-        cache: dict[TopicPartition, OffsetEntry]
-        if consumer_group is not None:
-            try:
-                self.consumer.validate_offset_commit(
-                    consumer_group, member_id, generation_id, api_version
-                )
-            except KafkaError as e:
-                fail(e.code)
-                return
-            cache = consumer_group.offsets
-        elif group is None:
-            if generation_id >= 0:
-                fail(ErrorCode.ILLEGAL_GENERATION)
-                return
-            # A consumer that commits without being a member (manual assignment).
-            group = self.groups[group_id] = Group(group_id, self._now())
-        elif group.state is GroupState.DEAD:
-            fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            return
-        elif not (generation_id < 0 and group.state is GroupState.EMPTY):
-            error = self._validate_member(group, member_id, group_instance_id)
-            if not error and generation_id != group.generation_id:
-                error = ErrorCode.ILLEGAL_GENERATION
-            if not error and group.state is GroupState.COMPLETING_REBALANCE:
-                error = ErrorCode.REBALANCE_IN_PROGRESS
-            if error:
-                fail(error)
-                return
-            member = group.members[member_id]
-            self._schedule_heartbeat(group, member)
-        if consumer_group is None:
-            assert group is not None
-            cache = group.offsets
-        owner: object = consumer_group if consumer_group is not None else group
-        md = self.broker.metadata
-        records, errors = offset_records(md, group_id, offsets)
-        valid = {tp: e for tp, e in offsets.items() if tp not in errors}
-        if not valid:
-            callback(errors)
-            return
-
-        def appended(error: int) -> None:
-            current = self.consumer.groups.get(group_id) or self.groups.get(group_id)
-            if not error and current is owner:
-                cache.update(valid)
-            for tp in valid:
-                errors[tp] = error
-            callback(errors)
-
-        self._append(group_id, records, appended)
-
-    def fetch_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition] | None,
-        *,
-        member_id: str | None = None,
-        member_epoch: int = -1,
-    ) -> dict[TopicPartition, OffsetEntry | None]:
-        """Committed offsets (None: nothing committed); all of them when ``partitions`` is None.
-
-        Raises NOT_COORDINATOR and the like; for a consumer-protocol group, also
-        UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when a member asks with a wrong epoch.
-        """
-        offsets = self._offsets_of(group_id, member_id, member_epoch)
-        if partitions is None:
-            return dict(offsets)
-        return {tp: offsets.get(tp) for tp in partitions}
-
-    def fetch_offsets_from(
-        self,
-        group_id: str,
-        start: TopicPartition | None,
-        count: int,
-        *,
-        member_id: str | None = None,
-        member_epoch: int = -1,
-    ) -> list[tuple[TopicPartition, OffsetEntry]]:
-        """At most ``count`` committed offsets by topic then partition, from the first at or
-        after ``start``: one page of a full listing, found without sorting them all. Raises
-        as ``fetch_offsets``."""
-        offsets = self._offsets_of(group_id, member_id, member_epoch)
-        out: list[tuple[TopicPartition, OffsetEntry]] = []
-        for tp in offsets.keys_from(start):
-            if len(out) >= count:
-                break
-            out.append((tp, offsets[tp]))
-        return out
-
-    def _offsets_of(
-        self, group_id: str, member_id: str | None, member_epoch: int
-    ) -> SortedKeysDict[TopicPartition, OffsetEntry]:
-        self._check_owner(group_id)
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            if member_id is not None:
-                self.consumer.validate_offset_fetch(consumer_group, member_id, member_epoch)
-            return consumer_group.offsets
-        group = self.groups.get(group_id)
-        return SortedKeysDict() if group is None else group.offsets
-
-    def delete_offsets(
-        self,
-        group_id: str,
-        partitions: Sequence[TopicPartition],
-        callback: Callable[[int, dict[TopicPartition, int]], None],
-    ) -> None:
-        try:
-            self._check_owner(group_id)
-        except KafkaError as e:
-            callback(e.code, {})
-            return
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            self._delete_consumer_offsets(consumer_group, partitions, callback)
-            return
-        group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            callback(ErrorCode.GROUP_ID_NOT_FOUND, {})
-            return
-        errors: dict[TopicPartition, int] = {}
-        if group.state is not GroupState.EMPTY:
-            subscribed = group.subscribed_topics()
-            if group.protocol_type != "consumer" or subscribed is None:
-                callback(ErrorCode.NON_EMPTY_GROUP, {})
-                return
-            for tp in partitions:
-                if tp.topic in subscribed:
-                    errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-        deletable = [tp for tp in partitions if tp not in errors]
-        records = [
-            Record(-1, self._time_ms(), gr.offset_key(group_id, tp.topic, tp.partition), None)
-            for tp in deletable
-            if tp in group.offsets
-        ]
-        if not records:
-            callback(0, {**dict.fromkeys(deletable, 0), **errors})
-            return
-
-        def appended(error: int) -> None:
-            if not error:
-                for tp in deletable:
-                    group.offsets.pop(tp, None)
-            callback(error, {**dict.fromkeys(deletable, error), **errors})
-
-        self._append(group_id, records, appended)
-
-    def _delete_consumer_offsets(
-        self,
-        group: ConsumerGroup,
-        partitions: Sequence[TopicPartition],
-        callback: Callable[[int, dict[TopicPartition, int]], None],
-    ) -> None:
-        """OffsetDelete on a consumer-protocol group: refused for subscribed topics."""
-        subscribed = self.consumer.subscribed_topics(group)
-        errors = {
-            tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp.topic in subscribed
-        }
-        deletable = [tp for tp in partitions if tp not in errors]
-        records = [
-            Record(-1, self._time_ms(), gr.offset_key(group.group_id, tp.topic, tp.partition), None)
-            for tp in deletable
-            if tp in group.offsets
-        ]
-        if not records:
-            callback(0, {**dict.fromkeys(deletable, 0), **errors})
-            return
-
-        def appended(error: int) -> None:
-            if not error:
-                for tp in deletable:
-                    group.offsets.pop(tp, None)
-            callback(error, {**dict.fromkeys(deletable, error), **errors})
-
-        self._append(group.group_id, records, appended)
-
     # -- listing, describing, deleting ------------------------------------------------
 
     def list_groups(self) -> list[Group]:
-        n = self.offsets_partitions
         return [
             g
             for g in self.groups.values()
-            if g.state is not GroupState.DEAD and partition_for(g.group_id, n) in self.owned
+            if g.state is not GroupState.DEAD and self.log.owns(g.group_id)
         ]
 
     def groups_from(self, start: str | None) -> Iterator[Group | ConsumerGroup]:
         """The live groups of both protocols this broker coordinates, by group id from the
         first at or after ``start``: ListGroups pages cost their own size, not every group's.
         """
-        n = self.offsets_partitions
+        owns = self.log.owns
         classic = (
             g
             for g in map(self.groups.__getitem__, self.groups.keys_from(start))
-            if g.state is not GroupState.DEAD and partition_for(g.group_id, n) in self.owned
+            if g.state is not GroupState.DEAD and owns(g.group_id)
         )
         consumer = self.consumer.groups
         modern = (
             g
             for g in map(consumer.__getitem__, consumer.keys_from(start))
-            if not g.dead and partition_for(g.group_id, n) in self.owned
+            if not g.dead and owns(g.group_id)
         )
         return heapq.merge(classic, modern, key=lambda g: g.group_id)
 
     def describe_group(self, group_id: str) -> Group | None:
         """The group, or None if unknown; raises NOT_COORDINATOR and the like."""
-        self._check_owner(group_id)
+        self.log.check_owner(group_id)
         return self.groups.get(group_id)
 
     def delete_groups(
@@ -1327,10 +898,9 @@ class GroupCoordinator:
         results: dict[str, int] = {}
         waiting: list[str] = []
         for group_id in group_ids:
-            try:
-                self._check_owner(group_id)
-            except KafkaError as e:
-                results[group_id] = e.code
+            error = self.log.owner_error(group_id)
+            if error:
+                results[group_id] = error
                 continue
             consumer_group = self.consumer.groups.get(group_id)
             if consumer_group is not None:
@@ -1339,7 +909,7 @@ class GroupCoordinator:
                 else:
                     # Its offsets move to a classic placeholder, deleted below like any.
                     self.consumer.drop(group_id)
-                    placeholder = self.groups[group_id] = Group(group_id, self._now())
+                    placeholder = self.groups[group_id] = Group(group_id, self._time_ms())
                     placeholder.offsets = consumer_group.offsets
                     waiting.append(group_id)
                 continue
@@ -1368,19 +938,13 @@ class GroupCoordinator:
         for group_id in waiting:
             group = self.groups[group_id]
             now = self._time_ms()
-            records = [
-                Record(-1, now, gr.offset_key(group_id, tp.topic, tp.partition), None)
-                for tp in group.offsets
-            ]
+            records = self.offsets.tombstones(group, now)
             records.append(Record(-1, now, gr.group_key(group_id), None))
-            self._append(group_id, records, functools.partial(one_done, group_id, group))
+            self.log.append(group_id, records, functools.partial(one_done, group_id, group))
 
     def on_topic_deleted(self, topic: str) -> None:
         """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
-        for group in self.groups.values():
-            for tp in [tp for tp in group.offsets if tp.topic == topic]:
-                del group.offsets[tp]
-        self.consumer.on_topic_deleted(topic)
+        self.offsets.on_topic_deleted(topic)
 
     # -- writing to the offsets topic -------------------------------------------------
 
@@ -1412,30 +976,7 @@ class GroupCoordinator:
             members,
         )
         record = Record(-1, self._time_ms(), gr.group_key(group.group_id), gr.group_value(value))
-        self._append(group.group_id, [record], callback)
-
-    def _append(
-        self, group_id: str, records: list[Record], callback: Callable[[int], None]
-    ) -> None:
-        """Write records to the group's offsets partition; ``callback(error code)``."""
-        topic = self.broker.metadata.topic(OFFSETS_TOPIC)
-        if topic is None:
-            callback(ErrorCode.NOT_COORDINATOR)
-            return
-        tp = TopicPartition(OFFSETS_TOPIC, partition_for(group_id, len(topic.partitions)))
-        data = build_batch(records)
-
-        def done(results: dict[TopicPartition, ProduceResult]) -> None:
-            callback(_coordinator_error(results[tp].error))
-
-        self.broker.replica_manager.append_records(
-            {tp: data},
-            -1,
-            self._cfg("offsets.commit.timeout.ms"),
-            done,
-            from_client=False,
-            internal_topics_allowed=True,
-        )
+        self.log.append(group.group_id, [record], callback)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -1453,33 +994,10 @@ class GroupCoordinator:
 
     def shutdown(self) -> None:
         """Answer every parked join and sync; stop the purgatories."""
-        self._shut_down = True
+        self.log.shut_down = True
         for group in self.groups.values():
             self._fail_all(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.shutdown()
         for purgatory in (self._heartbeats, self._join_purgatory):
             purgatory.shutdown()
             purgatory.timer.close()
-
-
-def _coordinator_error(error: KafkaError | None) -> int:
-    """An append error as the coordinator reports it (Kafka's mapping)."""
-    if error is None:
-        return 0
-    code = error.code
-    if code in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.REQUEST_TIMED_OUT,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if code in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.INVALID_FETCH_SIZE,
-    ):
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return ErrorCode.UNKNOWN_SERVER_ERROR

@@ -16,6 +16,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from kafkagen.runtime.wire import write_nullable_string, write_string
+
 __all__ = [
     "GroupMetadataValue",
     "MemberMetadataValue",
@@ -36,15 +38,6 @@ GROUP_VALUE_VERSION = 3
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-
-
-def _str(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return _I16.pack(len(raw)) + raw
-
-
-def _nstr(s: str | None) -> bytes:
-    return _I16.pack(-1) if s is None else _str(s)
 
 
 def _bytes(b: bytes) -> bytes:
@@ -114,7 +107,12 @@ class GroupMetadataValue:
 
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
-    return _I16.pack(OFFSET_KEY_VERSION) + _str(group) + _str(topic) + _I32.pack(partition)
+    return (
+        _I16.pack(OFFSET_KEY_VERSION)
+        + write_string(group)
+        + write_string(topic)
+        + _I32.pack(partition)
+    )
 
 
 def offset_value(v: OffsetValue) -> bytes:
@@ -122,31 +120,31 @@ def offset_value(v: OffsetValue) -> bytes:
         _I16.pack(OFFSET_VALUE_VERSION)
         + _I64.pack(v.offset)
         + _I32.pack(v.leader_epoch)
-        + _str(v.metadata)
+        + write_string(v.metadata)
         + _I64.pack(v.commit_timestamp)
     )
 
 
 def group_key(group: str) -> bytes:
-    return _I16.pack(GROUP_KEY_VERSION) + _str(group)
+    return _I16.pack(GROUP_KEY_VERSION) + write_string(group)
 
 
 def group_value(v: GroupMetadataValue) -> bytes:
     out = [
         _I16.pack(GROUP_VALUE_VERSION),
-        _str(v.protocol_type),
+        write_string(v.protocol_type),
         _I32.pack(v.generation),
-        _nstr(v.protocol),
-        _nstr(v.leader),
+        write_nullable_string(v.protocol),
+        write_nullable_string(v.leader),
         _I64.pack(v.state_timestamp),
         _I32.pack(len(v.members)),
     ]
     for m in v.members:
         out += [
-            _str(m.member_id),
-            _nstr(m.group_instance_id),
-            _str(m.client_id),
-            _str(m.client_host),
+            write_string(m.member_id),
+            write_nullable_string(m.group_instance_id),
+            write_string(m.client_id),
+            write_string(m.client_host),
             _I32.pack(m.rebalance_timeout_ms),
             _I32.pack(m.session_timeout_ms),
             _bytes(m.subscription),

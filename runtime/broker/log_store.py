@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkagen.runtime.records import HEADER_SIZE, NO_TIMESTAMP, RecordBatch, TimestampType
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .acls import AclBinding, AclFilter, AclStore
 from .log import LogBatch
-from .metadata import ClusterMetadata, TopicPartition
+from .metadata import ClusterMetadata
 
 if TYPE_CHECKING:
     from .partition import Partition

@@ -14,7 +14,6 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kafkagen.runtime.errors import (
@@ -27,6 +26,7 @@ from kafkagen.runtime.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .acls import (
     AclBinding,
@@ -38,19 +38,11 @@ from .acls import (
     ResourceType,
 )
 from .config import ConfigError, ConfigStore
+from .reassignment import ReassignmentManager
+from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
-__all__ = [
-    "OFFSETS_TOPIC",
-    "BrokerInfo",
-    "ClusterMetadata",
-    "MetadataListener",
-    "PartitionInfo",
-    "TopicInfo",
-    "TopicPartition",
-    "validate_topic_name",
-]
+__all__ = ["ClusterMetadata", "validate_topic_name"]
 
-OFFSETS_TOPIC = "__consumer_offsets"
 #: Producer ids are handed out in blocks, so that a saved image need change only per block.
 PRODUCER_ID_BLOCK = 1000
 _ANY_ACL = AclFilter(
@@ -58,70 +50,6 @@ _ANY_ACL = AclFilter(
 )
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_NAME = 249
-
-
-class TopicPartition(tuple[str, int]):
-    """(topic, partition) with names; a plain tuple underneath, so it hashes fast."""
-
-    __slots__ = ()
-
-    def __new__(cls, topic: str, partition: int) -> TopicPartition:
-        return tuple.__new__(cls, (topic, partition))
-
-    @property
-    def topic(self) -> str:
-        return self[0]
-
-    @property
-    def partition(self) -> int:
-        return self[1]
-
-    def __repr__(self) -> str:
-        return f"{self[0]}-{self[1]}"
-
-
-@dataclass(slots=True)
-class BrokerInfo:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-    #: False while a broker is stopped or paused (replication tests will flip it).
-    alive: bool = True
-
-
-@dataclass(slots=True)
-class PartitionInfo:
-    topic: str
-    index: int
-    replicas: list[int]
-    leader: int
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    #: Bumped on every change of replicas, ISR or leader (Kafka's partition epoch).
-    partition_epoch: int = 0
-
-    @property
-    def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.index)
-
-
-@dataclass(slots=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[PartitionInfo]
-    internal: bool = False
-
-
-class MetadataListener:
-    """What a broker implements to follow metadata changes."""
-
-    def on_partitions_changed(self, partitions: Sequence[PartitionInfo]) -> None:
-        """These partitions are new or changed (leader, replicas, ISR)."""
-
-    def on_topic_deleted(self, topic: TopicInfo) -> None:
-        """The topic and all its partitions are gone."""
 
 
 def validate_topic_name(name: str) -> None:
@@ -157,8 +85,6 @@ class ClusterMetadata:
         self.topics: dict[str, TopicInfo] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.listeners: list[MetadataListener] = []
-        from .reassignment import ReassignmentManager
-
         #: Ongoing partition reassignments; it listens to finish them.
         self.reassignments = ReassignmentManager(self)
         self.listeners.append(self.reassignments)
@@ -325,7 +251,7 @@ class ClusterMetadata:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         self.topic_names.pop(topic.topic_id, None)
         self.configs.drop_topic(name)
-        self._changed()
+        self.changed()
         for listener in self.listeners:
             listener.on_topic_deleted(topic)
         return topic
@@ -410,7 +336,7 @@ class ClusterMetadata:
         self._next_producer_id += 1
         if self._next_producer_id > self._producer_id_block_end:
             self._producer_id_block_end = pid + PRODUCER_ID_BLOCK
-            self._changed()
+            self.changed()
         return pid
 
     # -- saving -------------------------------------------------------------------------
@@ -532,12 +458,13 @@ class ClusterMetadata:
         self._next_start += 1
         return [[brokers[(start + p + i) % n] for i in range(rf)] for p in range(partitions)]
 
-    def _changed(self) -> None:
+    def changed(self) -> None:
+        """Tell ``on_change`` that the image changed (it saves it, with a log directory)."""
         if self.on_change is not None:
             self.on_change()
 
     def _publish(self, partitions: Sequence[PartitionInfo]) -> None:
-        self._changed()
+        self.changed()
         for listener in self.listeners:
             listener.on_partitions_changed(partitions)
 

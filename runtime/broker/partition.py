@@ -36,11 +36,12 @@ from kafkagen.runtime.records import (
     set_max_timestamp,
     validate_batch_for_append,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config import TopicConfig
 from .log import Log, LogBatch
-from .metadata import PartitionInfo, TopicPartition
 from .producer_state import AbortedTxn, ProducerStateManager
+from .types import PartitionInfo
 
 __all__ = ["AppendResult", "FollowerState", "Partition", "control_key", "parse_control_key"]
 

@@ -12,22 +12,35 @@ leader epoch. Cancelling puts the original replicas back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafkagen.runtime.errors import (
     InvalidReplicaAssignmentError,
     NoReassignmentInProgressError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .metadata import MetadataListener, PartitionInfo, TopicInfo, TopicPartition
+from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
-if TYPE_CHECKING:
-    from .metadata import ClusterMetadata
+__all__ = ["ControllerImage", "OngoingReassignment", "ReassignmentManager"]
 
-__all__ = ["OngoingReassignment", "ReassignmentManager"]
+
+class ControllerImage(Protocol):
+    """What reassignments read and change of the cluster's metadata (`ClusterMetadata`)."""
+
+    @property
+    def brokers(self) -> Mapping[int, BrokerInfo]: ...
+
+    def partition(self, topic: str, index: int) -> PartitionInfo | None: ...
+
+    def alive_brokers(self) -> list[int]: ...
+
+    def update_partition(self, info: PartitionInfo) -> None: ...
+
+    def changed(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -52,7 +65,7 @@ class OngoingReassignment:
 class ReassignmentManager(MetadataListener):
     """The cluster's ongoing reassignments; completes them as their targets join the ISR."""
 
-    def __init__(self, metadata: ClusterMetadata) -> None:
+    def __init__(self, metadata: ControllerImage) -> None:
         self.metadata = metadata
         self.ongoing: dict[TopicPartition, OngoingReassignment] = {}
         self._scheduled = False
@@ -76,7 +89,7 @@ class ReassignmentManager(MetadataListener):
                 raise NoReassignmentInProgressError(f"{tp} has no reassignment to cancel")
             del self.ongoing[tp]
             self._apply(info, list(ongoing.original))
-            self.metadata._changed()
+            self.metadata.changed()
             return
         replicas = list(target)
         if not replicas:
@@ -96,12 +109,12 @@ class ReassignmentManager(MetadataListener):
             # Same brokers (perhaps reordered): nothing to copy, done at once.
             self.ongoing.pop(tp, None)
             self._apply(info, replicas)
-            self.metadata._changed()
+            self.metadata.changed()
             return
         self.ongoing[tp] = step
         self._apply(info, step.replicas)
         self._maybe_complete(info)
-        self.metadata._changed()  # saved even when the replica set stayed the same
+        self.metadata.changed()  # saved even when the replica set stayed the same
 
     def restore(self, tp: TopicPartition, original: list[int], target: list[int]) -> None:
         """An ongoing reassignment from a saved image (it goes on where it was)."""

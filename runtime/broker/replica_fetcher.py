@@ -16,17 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .metadata import TopicPartition
-from .replica_manager import FetchInfo, FetchParams, FetchResult
+from .replica_manager import FetchInfo, FetchParams, FetchResult, ReplicaManager
 
-if TYPE_CHECKING:
-    from .broker import Broker
-
-__all__ = ["ReplicaFetcher"]
+__all__ = ["LeaderLookup", "ReplicaFetcher"]
 
 _log = logging.getLogger("kafkagen.broker.replication")
 
@@ -39,11 +36,21 @@ MAX_BYTES = 10 * 1024 * 1024
 RETRY_S = 0.1
 
 
+class LeaderLookup(Protocol):
+    """How a follower finds its leaders (the brokers share a process)."""
+
+    def replica_manager_of(self, node_id: int) -> ReplicaManager | None:
+        """The replica manager of broker ``node_id``, None unless that broker is serving."""
+        ...
+
+
 class ReplicaFetcher:
     """Keeps this broker's follower replicas up to date with their leaders."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, replica_manager: ReplicaManager, leaders: LeaderLookup) -> None:
+        self.replica_manager = replica_manager
+        self.node_id = replica_manager.broker_id
+        self._leaders = leaders
         self._inflight: set[int] = set()
         self._running = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -65,18 +72,18 @@ class ReplicaFetcher:
         if not self._running:
             return
         by_leader: dict[int, list[TopicPartition]] = {}
-        for tp, p in self.broker.replica_manager.partitions.items():
+        for tp, p in self.replica_manager.partitions.items():
             if not p.is_leader and p.leader_id >= 0:
                 by_leader.setdefault(p.leader_id, []).append(tp)
         unreachable = False
         for leader_id, tps in by_leader.items():
             if leader_id in self._inflight:
                 continue
-            leader = self.broker.cluster.broker(leader_id)
-            if leader is None or not leader.running:
+            leader = self._leaders.replica_manager_of(leader_id)
+            if leader is None:
                 unreachable = True
                 continue
-            self._fetch(leader, tps)
+            self._fetch(leader_id, leader, tps)
         if unreachable and self._retry is None and self._loop is not None:
             self._retry = self._loop.call_later(RETRY_S, self._retry_now)
 
@@ -84,8 +91,8 @@ class ReplicaFetcher:
         self._retry = None
         self.kick()
 
-    def _fetch(self, leader: Broker, tps: Sequence[TopicPartition]) -> None:
-        rm = self.broker.replica_manager
+    def _fetch(self, leader_id: int, leader: ReplicaManager, tps: Sequence[TopicPartition]) -> None:
+        rm = self.replica_manager
         infos = []
         for tp in tps:
             p = rm.partitions[tp]
@@ -103,12 +110,11 @@ class ReplicaFetcher:
                 )
             )
         params = FetchParams(
-            replica_id=self.broker.node_id,
+            replica_id=self.node_id,
             max_wait_ms=FETCH_WAIT_MS,
             min_bytes=1,
             max_bytes=MAX_BYTES,
         )
-        leader_id = leader.node_id
         self._inflight.add(leader_id)
 
         def done(results: list[tuple[TopicPartition, FetchResult]]) -> None:
@@ -119,10 +125,10 @@ class ReplicaFetcher:
                 if self._loop is not None:
                     self._loop.call_soon(self.kick)
 
-        leader.replica_manager.fetch_messages(params, infos, done)
+        leader.fetch_messages(params, infos, done)
 
     def _apply(self, leader_id: int, results: list[tuple[TopicPartition, FetchResult]]) -> None:
-        rm = self.broker.replica_manager
+        rm = self.replica_manager
         for tp, r in results:
             p = rm.partitions.get(tp)
             if p is None or p.is_leader or p.leader_id != leader_id:
@@ -131,7 +137,7 @@ class ReplicaFetcher:
                 epoch, end = r.diverging_epoch
                 _log.info(
                     "broker %d: %s diverged from leader %d at epoch %d, truncating to %d",
-                    self.broker.node_id,
+                    self.node_id,
                     tp,
                     leader_id,
                     epoch,
@@ -148,7 +154,7 @@ class ReplicaFetcher:
                 try:
                     p.append_as_follower(r.records, rm.now())
                 except Exception:
-                    _log.exception("broker %d: cannot append to %s", self.broker.node_id, tp)
+                    _log.exception("broker %d: cannot append to %s", self.node_id, tp)
                     continue
             p.high_watermark = min(r.high_watermark, p.log.log_end_offset)
             if r.log_start_offset > p.log.log_start_offset:
@@ -156,11 +162,11 @@ class ReplicaFetcher:
 
     def _out_of_range(self, tp: TopicPartition, leader_id: int) -> None:
         """The follower's log end is outside the leader's log: follow the leader's bounds."""
-        leader = self.broker.cluster.broker(leader_id)
-        mine = self.broker.replica_manager.partitions.get(tp)
+        leader = self._leaders.replica_manager_of(leader_id)
+        mine = self.replica_manager.partitions.get(tp)
         if leader is None or mine is None:
             return
-        theirs = leader.replica_manager.partitions.get(tp)
+        theirs = leader.partitions.get(tp)
         if theirs is None:
             return
         if mine.log.log_end_offset > theirs.log.log_end_offset:

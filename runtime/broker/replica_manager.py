@@ -38,16 +38,17 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .config import ConfigStore
-from .metadata import OFFSETS_TOPIC, ClusterMetadata, PartitionInfo, TopicInfo, TopicPartition
+from .metadata import ClusterMetadata
 from .partition import Partition
+from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 
 if TYPE_CHECKING:
     from .log_store import BrokerStorage
 
 __all__ = [
-    "TXN_STATE_TOPIC",
     "DelayedFetch",
     "DelayedProduce",
     "FetchInfo",
@@ -70,7 +71,6 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 #: The transaction coordinator's log; like the offsets topic, closed to clients.
-TXN_STATE_TOPIC = "__transaction_state"
 _INTERNAL_TOPICS = (OFFSETS_TOPIC, TXN_STATE_TOPIC)
 # Base offset (int64) and, after 15 bytes, the last offset delta (int32) of a v2 batch.
 _BASE_OFFSET = struct.Struct(">q")

@@ -19,20 +19,16 @@ import asyncio
 import collections
 import logging
 import struct
-from typing import TYPE_CHECKING
 
 from kafkagen.generated import header_version
 from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
+from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.message import Message
 
-from .api import HANDLERS, ApiHandler, HandlerFn, RequestContext, load_handlers
-from .config import API_VERSION_MAX, parse_version_caps
+from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
 
-if TYPE_CHECKING:
-    from .broker import Broker
-
-__all__ = ["BrokerServer", "Connection"]
+__all__ = ["BrokerServer", "ClientConnection"]
 
 _log = logging.getLogger("kafkagen.broker.server")
 
@@ -46,7 +42,7 @@ class _Slot:
 
     __slots__ = ("conn", "api_key", "correlation_id", "payload", "done")
 
-    def __init__(self, conn: Connection, api_key: int, correlation_id: int) -> None:
+    def __init__(self, conn: ClientConnection, api_key: int, correlation_id: int) -> None:
         self.conn = conn
         self.api_key = api_key
         self.correlation_id = correlation_id
@@ -80,8 +76,9 @@ class _Slot:
         self.conn.close(reason)
 
 
-class Connection:
-    """One client connection: reads requests, dispatches them, writes answers in order."""
+class ClientConnection:
+    """A client's connection to this broker: reads requests, dispatches them, writes answers
+    in order (the client's own end is `kafkagen.runtime.client.Connection`)."""
 
     def __init__(
         self,
@@ -104,8 +101,7 @@ class Connection:
     # -- reading ----------------------------------------------------------------------
 
     async def run(self) -> None:
-        cfg = self.server.broker.configs
-        max_size = cfg.broker_int("socket.request.max.bytes")
+        max_size = self.server.services.configs.broker_int("socket.request.max.bytes")
         reader = self.reader
         try:
             while not self.closed:
@@ -147,11 +143,11 @@ class Connection:
         if handler is None:
             self.close(f"unknown API key {api_key}")
             return
-        max_version = self.server.max_version(handler)
+        max_version = self.server.services.apis.max_version(handler)
         if not handler.min_version <= version <= max_version:
             if api_key == API_VERSIONS_KEY and version > max_version:
                 # Answered in the v0 layout, which every client can read.
-                self._handle(handler.handle, api_key, 0, correlation_id, None, None)
+                self._handle(handler, 0, correlation_id, None, None)
                 return
             self.close(
                 f"{handler.name} v{version} is not served ({handler.min_version}-{max_version})"
@@ -168,24 +164,30 @@ class Connection:
             self.close(f"malformed {handler.name} v{version} request: {e}")
             return
         client_id = getattr(header, "client_id", None)
-        self._handle(handler.handle, api_key, version, correlation_id, client_id, request)
+        self._handle(handler, version, correlation_id, client_id, request)
 
     def _handle(
         self,
-        handle: HandlerFn,
-        api_key: int,
+        handler: ApiHandler,
         version: int,
         correlation_id: int,
         client_id: str | None,
         request: Message | None,
     ) -> None:
+        api_key = handler.api_key
         slot = _Slot(self, api_key, correlation_id)
         self.slots.append(slot)
         ctx = RequestContext(
-            self.server.broker, api_key, version, correlation_id, client_id, self.client_host, slot
+            self.server.services,
+            api_key,
+            version,
+            correlation_id,
+            client_id,
+            self.client_host,
+            slot,
         )
         try:
-            handle(ctx, request)
+            self.server.dispatch(handler, ctx, request)
         except Exception:
             _log.exception("%s: handler of API %d v%d failed", self.peer, api_key, version)
             self.close("handler failed")
@@ -234,37 +236,20 @@ class Connection:
 class BrokerServer:
     """The listener of one broker on 127.0.0.1."""
 
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
+    def __init__(self, services: BrokerServices, host: str, port: int) -> None:
         load_handlers()
-        self.broker = broker
+        self.services = services
+        self.node_id = services.node_id
         self.host = host
         self.port = port
-        self.connections: set[Connection] = set()
+        self.connections: set[ClientConnection] = set()
         self._server: asyncio.Server | None = None
-        cfg = broker.configs
-        self.unstable = cfg.broker_bool("unstable.api.versions.enable")
-        raw_caps = cfg.broker_raw(API_VERSION_MAX, broker.node_id)[0]
-        #: API key -> highest version served (an older broker played on purpose).
-        self.version_caps = parse_version_caps(raw_caps or "")
+        cfg = services.configs
         self.queued_max_requests = cfg.broker_int("queued.max.requests")
         self.max_connections = cfg.broker_int("max.connections")
+        #: What every decoded request goes through to its handler (see `api.dispatch`).
+        self.dispatch: Dispatch = dispatch
         self._accepting = False
-
-    def max_version(self, handler: ApiHandler) -> int:
-        """The highest version of ``handler`` this broker serves (below its lowest: none)."""
-        top = handler.max_for(self.unstable)
-        cap = self.version_caps.get(handler.api_key)
-        return top if cap is None else min(top, cap)
-
-    def served_versions(self) -> dict[int, tuple[int, int]]:
-        """API key -> (min, max) served, as ApiVersions advertises it."""
-        load_handlers()
-        out = {}
-        for key, handler in sorted(HANDLERS.items()):
-            top = self.max_version(handler)
-            if top >= handler.min_version:
-                out[key] = (handler.min_version, top)
-        return out
 
     async def start(self) -> int:
         """Listen; return the bound port (useful when asked for port 0)."""
@@ -277,13 +262,13 @@ class BrokerServer:
         if not self._accepting or len(self.connections) >= self.max_connections:
             _log.warning(
                 "broker %d: refusing a connection (%d open, max.connections %d)",
-                self.broker.node_id,
+                self.node_id,
                 len(self.connections),
                 self.max_connections,
             )
             writer.close()
             return
-        conn = Connection(self, reader, writer)
+        conn = ClientConnection(self, reader, writer)
         self.connections.add(conn)
         # A task of our own: cancelling the one asyncio runs this callback in makes asyncio
         # log the cancellation as an error.

@@ -13,54 +13,45 @@ of the transaction -> CompleteCommit/CompleteAbort. A transaction open longer th
 timeout is aborted with the producer's epoch bumped, so the old producer is fenced; the
 timeout waits in a purgatory on the broker's timer.
 
-Transactional offset commits (`TxnOffsetStore`) are written to ``__consumer_offsets`` as
-transactional batches and kept aside per producer until the marker of their transaction
-reaches that partition: a commit moves them into the group's committed offsets, an abort
-drops them.
+Markers reach the leaders of the transaction's partitions through `MarkerWriter`, the one
+thing this coordinator knows of other brokers (Kafka's WriteTxnMarkers request); what a
+marker means to the group coordinator there (transactional offset commits) is that
+broker's business.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
-import functools
 import logging
 import struct
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
     KafkaError,
-    NotCoordinatorError,
     error_for_code,
 )
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkagen.runtime.records import Record, build_batch, iter_batches
+from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
+from kafkagen.runtime.wire import write_string
 
-from .group_coordinator import (
-    Group,
-    GroupState,
-    OffsetEntry,
-    _coordinator_error,
-    offset_records,
-    partition_for,
-)
-from .metadata import OFFSETS_TOPIC, TopicPartition
+from .config import ConfigStore
+from .coordinator_log import CoordinatorLog
+from .metadata import ClusterMetadata
 from .partition import Partition
-from .replica_manager import TXN_STATE_TOPIC, ProduceResult
-
-if TYPE_CHECKING:
-    from .broker import Broker
+from .replica_manager import ProduceResult, ReplicaManager
+from .types import TXN_STATE_TOPIC
 
 __all__ = [
-    "TXN_STATE_TOPIC",
+    "MarkerWriter",
     "TransactionCoordinator",
     "TxnMetadata",
-    "TxnOffsetStore",
     "TxnState",
 ]
 
@@ -174,13 +165,8 @@ _VALUE_HEAD = struct.Struct(">hqhib")
 _TIMES = struct.Struct(">qq")
 
 
-def _str(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return _I16.pack(len(raw)) + raw
-
-
 def txn_key(transactional_id: str) -> bytes:
-    return _I16.pack(0) + _str(transactional_id)
+    return _I16.pack(0) + write_string(transactional_id)
 
 
 def txn_value(s: TxnSnapshot) -> bytes:
@@ -192,7 +178,7 @@ def txn_value(s: TxnSnapshot) -> bytes:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     out += _I32.pack(len(by_topic))
     for topic, indexes in by_topic.items():
-        out += _str(topic)
+        out += write_string(topic)
         out += _I32.pack(len(indexes))
         for i in indexes:
             out += _I32.pack(i)
@@ -245,6 +231,24 @@ InitCallback = Callable[[int, int, int], None]
 """(error code, producer id, producer epoch)."""
 ErrorCallback = Callable[[int], None]
 PartitionsCallback = Callable[[dict[TopicPartition, int]], None]
+#: A marker: (producer id, producer epoch, commit?, coordinator epoch).
+Marker = tuple[int, int, bool, int]
+MarkersCallback = Callable[[Mapping[TopicPartition, ProduceResult]], None]
+
+
+class MarkerWriter(Protocol):
+    """Writes transaction markers on the broker leading their partitions."""
+
+    def write_txn_markers(
+        self,
+        node_id: int,
+        markers: Mapping[TopicPartition, Marker],
+        timeout_ms: int,
+        callback: MarkersCallback,
+    ) -> bool:
+        """Append ``markers`` on broker ``node_id``, then ``callback(results)``; False (and
+        no callback) when that broker is not serving."""
+        ...
 
 
 class DelayedTxnTimeout(DelayedOperation):
@@ -282,75 +286,64 @@ class DelayedTxnTimeout(DelayedOperation):
 class TransactionCoordinator:
     """The transactional ids whose state-log partitions this broker leads."""
 
-    def __init__(self, broker: Broker, timer_factory: Callable[[], Timer]) -> None:
-        self.broker = broker
-        self.configs = broker.configs
+    def __init__(
+        self,
+        node_id: int,
+        configs: ConfigStore,
+        metadata: ClusterMetadata,
+        replica_manager: ReplicaManager,
+        markers: MarkerWriter,
+        timer_factory: Callable[[], Timer],
+        *,
+        running: Callable[[], bool],
+    ) -> None:
+        self.log = CoordinatorLog(
+            TXN_STATE_TOPIC,
+            node_id,
+            configs,
+            metadata,
+            replica_manager,
+            partitions_config="transaction.state.log.num.partitions",
+            replication_config="transaction.state.log.replication.factor",
+            write_timeout_ms=lambda: _WRITE_TIMEOUT_MS,
+            on_load=self._load,
+            on_unload=self._unload,
+        )
+        self.metadata = metadata
+        self._markers = markers
+        #: Whether the broker serves (False while paused): idle ids expire only then.
+        self._running = running
         self.txns: dict[str, TxnMetadata] = {}
-        #: State-log partition -> its leader epoch when this broker took it over.
-        self.owned: dict[int, int] = {}
         self._timeouts: DelayedOperationPurgatory[DelayedTxnTimeout] = DelayedOperationPurgatory(
             "TxnTimeout", timer_factory()
         )
-        self._time_ms: Callable[[], int] = broker.replica_manager.time_ms
-        self._shut_down = False
+        self._time_ms = self.log.now_ms
+        self._cfg = self.log.cfg
         self._retries: set[asyncio.TimerHandle] = set()
         self._expiry: asyncio.TimerHandle | None = None
-        broker.replica_manager.role_listeners.append(self._on_role_change)
 
-    # -- config and ownership ---------------------------------------------------------
-
-    def _cfg(self, name: str) -> int:
-        return self.configs.broker_int(name, self.broker.node_id)
+    # -- ownership --------------------------------------------------------------------
 
     @property
-    def state_partitions(self) -> int:
-        topic = self.broker.metadata.topic(TXN_STATE_TOPIC)
-        if topic is not None:
-            return len(topic.partitions)
-        return self._cfg("transaction.state.log.num.partitions")
+    def owned(self) -> Mapping[int, int]:
+        """State-log partitions this broker leads -> their leader epoch when taken over."""
+        return self.log.owned
 
     def partition_of(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.state_partitions)
+        return self.log.partition_of(transactional_id)
 
     def ensure_state_topic(self) -> bool:
         """Create ``__transaction_state`` on first use, as Kafka does; False if impossible."""
-        return self.broker.metadata.ensure_internal_topic(
-            TXN_STATE_TOPIC,
-            self._cfg("transaction.state.log.num.partitions"),
-            self._cfg("transaction.state.log.replication.factor"),
-        )
+        return self.log.ensure_topic()
 
     def coordinator_for(self, transactional_id: str) -> int:
         """The broker id coordinating ``transactional_id`` (-1 if none is available)."""
-        if not self.ensure_state_topic():
-            return -1
-        topic = self.broker.metadata.topic(TXN_STATE_TOPIC)
-        assert topic is not None
-        return topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
+        return self.log.coordinator_for(transactional_id)
 
-    def _check_owner(self, transactional_id: str) -> None:
-        if self._shut_down:
-            raise CoordinatorNotAvailableError("the coordinator is shutting down")
-        if self.broker.metadata.topic(TXN_STATE_TOPIC) is None:
-            raise NotCoordinatorError(f"{TXN_STATE_TOPIC} does not exist yet")
-        if self.partition_of(transactional_id) not in self.owned:
-            raise NotCoordinatorError(
-                f"broker {self.broker.node_id} does not coordinate {transactional_id!r}"
-            )
-
-    def _on_role_change(self, partition: Partition, leader: bool) -> None:
-        if partition.tp.topic != TXN_STATE_TOPIC:
-            return
-        index = partition.tp.partition
-        if leader and index not in self.owned:
-            self.owned[index] = partition.leader_epoch
-            self._load(partition)
-            self._schedule_expiry()
-        elif not leader and index in self.owned:
-            del self.owned[index]
-            for tid in [t for t, m in self.txns.items() if m.log_partition == index]:
-                del self.txns[tid]
-                self._timeouts.check_and_complete(tid)
+    def _unload(self, index: int) -> None:
+        for tid in [t for t, m in self.txns.items() if m.log_partition == index]:
+            del self.txns[tid]
+            self._timeouts.check_and_complete(tid)
 
     def _load(self, partition: Partition) -> None:
         """Rebuild the ids of a state-log partition this broker now leads, then finish
@@ -374,6 +367,7 @@ class TransactionCoordinator:
                 self._complete(txn, txn.state is TxnState.PREPARE_COMMIT)
             elif txn.state is TxnState.ONGOING:
                 self._watch_timeout(txn)
+        self._schedule_expiry()
 
     def _coordinator_epoch(self, transactional_id: str) -> int:
         return self.owned.get(self.partition_of(transactional_id), -1)
@@ -399,20 +393,19 @@ class TransactionCoordinator:
         if timeout_ms <= 0 or timeout_ms > self._cfg("transaction.max.timeout.ms"):
             fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
             return
-        try:
-            self._check_owner(transactional_id)
-        except KafkaError as e:
-            fail(e.code)
+        error = self.log.owner_error(transactional_id)
+        if error:
+            fail(error)
             return
         txn = self.txns.get(transactional_id)
         if txn is None:
-            pid = self.broker.metadata.allocate_producer_id()
+            pid = self.metadata.allocate_producer_id()
             txn = self.txns[transactional_id] = TxnMetadata(
                 transactional_id,
                 pid,
                 timeout_ms=timeout_ms,
                 update_ms=self._time_ms(),
-                log_partition=self.partition_of(transactional_id),
+                log_partition=self.log.partition_of(transactional_id),
             )
         if txn.pending is not None:
             fail(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -444,15 +437,28 @@ class TransactionCoordinator:
         if state not in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
             fail(ErrorCode.CONCURRENT_TRANSACTIONS)
             return
+        target = self._next_producer(txn, expected_pid != NO_PRODUCER_ID, timeout_ms)
+
+        def written(error: int) -> None:
+            if error:
+                fail(error)
+            else:
+                callback(0, target.producer_id, target.producer_epoch)
+
+        self._transit(txn, target, written)
+
+    def _next_producer(self, txn: TxnMetadata, named_epoch: bool, timeout_ms: int) -> TxnSnapshot:
+        """The id's state for its next producer: the epoch after the current one, or a new
+        producer id at epoch 0 once the epochs run out."""
         if txn.producer_epoch >= _MAX_EPOCH:
-            pid, epoch = self.broker.metadata.allocate_producer_id(), 0
+            pid, epoch = self.metadata.allocate_producer_id(), 0
             last_pid, last_epoch = txn.producer_id, txn.producer_epoch
         else:
             pid, epoch = txn.producer_id, txn.producer_epoch + 1
             # Only a producer that named its epoch can retry with it (Kafka's rule).
             last_pid = NO_PRODUCER_ID
-            last_epoch = txn.producer_epoch if expected_pid != NO_PRODUCER_ID else NO_EPOCH
-        target = txn.snapshot(
+            last_epoch = txn.producer_epoch if named_epoch else NO_EPOCH
+        return txn.snapshot(
             producer_id=pid,
             producer_epoch=epoch,
             last_producer_id=last_pid,
@@ -464,19 +470,11 @@ class TransactionCoordinator:
             update_ms=self._time_ms(),
         )
 
-        def written(error: int) -> None:
-            if error:
-                fail(error)
-            else:
-                callback(0, pid, epoch)
-
-        self._transit(txn, target, written)
-
     # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------
 
     def _check_producer(self, transactional_id: str, pid: int, epoch: int) -> TxnMetadata:
         """The id's metadata if ``pid``/``epoch`` may act on it; raises the Kafka error."""
-        self._check_owner(transactional_id)
+        self.log.check_owner(transactional_id)
         txn = self.txns.get(transactional_id)
         if txn is None or txn.producer_id != pid:
             raise error_for_code(ErrorCode.INVALID_PRODUCER_ID_MAPPING)(
@@ -505,15 +503,17 @@ class TransactionCoordinator:
     ) -> None:
         """Add partitions to the open transaction (opening it); per-partition errors."""
         wanted = list(dict.fromkeys(partitions))
-        md = self.broker.metadata
+        md = self.metadata
         unknown = {tp for tp in wanted if md.partition(tp.topic, tp.partition) is None}
         if unknown:
             # Kafka attempts nothing when any partition is unknown.
             callback(
                 {
-                    tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    if tp in unknown
-                    else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    tp: (
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        if tp in unknown
+                        else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    )
                     for tp in wanted
                 }
             )
@@ -548,7 +548,7 @@ class TransactionCoordinator:
         """Whether a transactional produce to ``tp`` belongs to the open transaction: 0, or
         the error code for the produce."""
         try:
-            self._check_owner(transactional_id)
+            self.log.check_owner(transactional_id)
         except KafkaError:
             return ErrorCode.NOT_ENOUGH_REPLICAS  # retriable: the coordinator is moving
         txn = self.txns.get(transactional_id)
@@ -567,10 +567,9 @@ class TransactionCoordinator:
     ) -> None:
         """Commit or abort: answered once the Prepare state is durable; the markers and
         the Complete state follow."""
-        try:
-            self._check_owner(transactional_id)
-        except KafkaError as e:
-            callback(e.code)
+        error = self.log.owner_error(transactional_id)
+        if error:
+            callback(error)
             return
         txn = self.txns.get(transactional_id)
         if txn is None or txn.producer_id != pid:
@@ -660,9 +659,9 @@ class TransactionCoordinator:
             self._transit(txn, target, written)
 
         def send() -> None:
-            if self._shut_down or self.txns.get(txn.transactional_id) is not txn:
+            if self.log.shut_down or self.txns.get(txn.transactional_id) is not txn:
                 return
-            md = self.broker.metadata
+            md = self.metadata
             by_leader: dict[int, dict[TopicPartition, tuple[int, int, bool, int]]] = {}
             for tp in list(remaining):
                 info = md.partition(tp.topic, tp.partition)
@@ -675,16 +674,12 @@ class TransactionCoordinator:
                 return
             rounds = len(by_leader)
 
-            def one_done(
-                leader: Broker | None, results: Mapping[TopicPartition, ProduceResult]
-            ) -> None:
+            def one_done(results: Mapping[TopicPartition, ProduceResult]) -> None:
                 nonlocal rounds
                 for tp, r in results.items():
                     code = r.error_code
                     if code in (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                         remaining.discard(tp)
-                        if code == 0 and tp.topic == OFFSETS_TOPIC and leader is not None:
-                            leader.txn_offsets.complete(pid, tp.partition, commit)
                     elif code == ErrorCode.INVALID_PRODUCER_EPOCH:
                         # A newer epoch already wrote its marker there.
                         remaining.discard(tp)
@@ -697,13 +692,10 @@ class TransactionCoordinator:
                     all_written()
 
             for leader_id, markers in by_leader.items():
-                leader = self.broker.cluster.broker(leader_id)
-                if leader is None or not leader.running:
-                    one_done(None, {})
-                    continue
-                leader.replica_manager.append_markers(
-                    markers, _WRITE_TIMEOUT_MS, functools.partial(one_done, leader)
-                )
+                if not self._markers.write_txn_markers(
+                    leader_id, markers, _WRITE_TIMEOUT_MS, one_done
+                ):
+                    one_done({})
 
         send()
 
@@ -726,7 +718,7 @@ class TransactionCoordinator:
 
     def list_transactions(self) -> list[TxnMetadata]:
         """Every transactional id this broker coordinates (not Dead), sorted by id."""
-        if self._shut_down:
+        if self.log.shut_down:
             raise CoordinatorNotAvailableError("the coordinator is shutting down")
         return sorted(
             (
@@ -739,7 +731,7 @@ class TransactionCoordinator:
 
     def describe(self, transactional_id: str) -> TxnMetadata:
         """The id's metadata; raises NOT_COORDINATOR, TRANSACTIONAL_ID_NOT_FOUND, ..."""
-        self._check_owner(transactional_id)
+        self.log.check_owner(transactional_id)
         txn = self.txns.get(transactional_id)
         if txn is None or txn.state is TxnState.DEAD:
             raise error_for_code(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)(
@@ -753,12 +745,9 @@ class TransactionCoordinator:
         """Write ``target`` for ``txn``; apply it once durable; ``callback(error code)``."""
         tid = txn.transactional_id
         txn.pending = target.state
-        tp = TopicPartition(TXN_STATE_TOPIC, self.partition_of(tid))
-        data = build_batch([Record(-1, self._time_ms(), txn_key(tid), txn_value(target))])
 
-        def done(results: dict[TopicPartition, ProduceResult]) -> None:
+        def written(error: int) -> None:
             txn.pending = None
-            error = _coordinator_error(results[tp].error)
             if not error:
                 if self.txns.get(tid) is txn:
                     txn.apply(target)
@@ -766,19 +755,14 @@ class TransactionCoordinator:
                     error = ErrorCode.NOT_COORDINATOR
             callback(error)
 
-        self.broker.replica_manager.append_records(
-            {tp: data},
-            -1,
-            _WRITE_TIMEOUT_MS,
-            done,
-            from_client=False,
-            internal_topics_allowed=True,
+        self.log.append(
+            tid, [Record(-1, self._time_ms(), txn_key(tid), txn_value(target))], written
         )
 
     # -- expiry of idle ids ------------------------------------------------------------
 
     def _schedule_expiry(self) -> None:
-        if self._expiry is not None or self._shut_down:
+        if self._expiry is not None or self.log.shut_down:
             return
         try:
             loop = asyncio.get_running_loop()
@@ -789,7 +773,7 @@ class TransactionCoordinator:
 
     def _expiry_tick(self) -> None:
         self._expiry = None
-        if self.broker.running:
+        if self._running():
             self.expire_transactional_ids()
         if self.owned:
             self._schedule_expiry()
@@ -815,28 +799,19 @@ class TransactionCoordinator:
     def _remove(self, txn: TxnMetadata) -> None:
         tid = txn.transactional_id
         txn.pending = TxnState.DEAD
-        tp = TopicPartition(TXN_STATE_TOPIC, txn.log_partition)
-        data = build_batch([Record(-1, self._time_ms(), txn_key(tid), None)])
 
-        def done(results: dict[TopicPartition, ProduceResult]) -> None:
+        def written(error: int) -> None:
             txn.pending = None
-            if results[tp].error is None and self.txns.get(tid) is txn:
+            if not error and self.txns.get(tid) is txn:
                 txn.state = TxnState.DEAD
                 del self.txns[tid]
 
-        self.broker.replica_manager.append_records(
-            {tp: data},
-            -1,
-            _WRITE_TIMEOUT_MS,
-            done,
-            from_client=False,
-            internal_topics_allowed=True,
-        )
+        self.log.append(tid, [Record(-1, self._time_ms(), txn_key(tid), None)], written)
 
     # -- lifecycle --------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        self._shut_down = True
+        self.log.shut_down = True
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
@@ -845,127 +820,3 @@ class TransactionCoordinator:
         self._retries.clear()
         self._timeouts.shutdown()
         self._timeouts.timer.close()
-
-
-# -- transactional offset commits ---------------------------------------------------------
-
-TxnOffsetCallback = Callable[[dict[TopicPartition, int]], None]
-
-
-@dataclass(slots=True)
-class _PendingOffsets:
-    #: group id -> offsets waiting for the transaction's marker.
-    groups: dict[str, dict[TopicPartition, OffsetEntry]] = field(default_factory=dict)
-
-
-class TxnOffsetStore:
-    """A group coordinator's transactional offset commits, pending until their marker."""
-
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        #: (producer id, offsets-topic partition) -> what its open transaction committed.
-        self.pending: dict[tuple[int, int], _PendingOffsets] = {}
-
-    def commit(
-        self,
-        group_id: str,
-        pid: int,
-        epoch: int,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, OffsetEntry],
-        callback: TxnOffsetCallback,
-    ) -> None:
-        """Write the offsets as part of ``pid``'s transaction; they count only once it
-        commits."""
-        gc = self.broker.group_coordinator
-
-        def fail(code: int) -> None:
-            callback(dict.fromkeys(offsets, code))
-
-        if not group_id:
-            fail(ErrorCode.INVALID_GROUP_ID)
-            return
-        try:
-            group = gc.describe_group(group_id)
-        except KafkaError as e:
-            fail(e.code)
-            return
-        if group is not None:
-            if group.state is GroupState.DEAD:
-                fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                return
-            error = 0
-            if group_instance_id is not None:
-                known = group.static_members.get(group_instance_id)
-                if known is not None and known != member_id:
-                    error = ErrorCode.FENCED_INSTANCE_ID
-            if not error and member_id and member_id not in group.members:
-                error = ErrorCode.UNKNOWN_MEMBER_ID
-            if not error and generation_id >= 0 and generation_id != group.generation_id:
-                error = ErrorCode.ILLEGAL_GENERATION
-            if error:
-                fail(error)
-                return
-        md = self.broker.metadata
-        records, errors = offset_records(md, group_id, offsets)
-        valid = {tp: e for tp, e in offsets.items() if tp not in errors}
-        topic = md.topic(OFFSETS_TOPIC)
-        if not valid or topic is None:
-            callback({**dict.fromkeys(valid, ErrorCode.NOT_COORDINATOR), **errors})
-            return
-        index = partition_for(group_id, len(topic.partitions))
-        tp_log = TopicPartition(OFFSETS_TOPIC, index)
-        data = build_batch(records, producer_id=pid, producer_epoch=epoch, transactional=True)
-
-        def done(results: dict[TopicPartition, ProduceResult]) -> None:
-            r = results[tp_log].error
-            if r is not None and r.code == ErrorCode.INVALID_PRODUCER_EPOCH:
-                error = r.code
-            else:
-                error = _coordinator_error(r)
-            if not error:
-                pending = self.pending.setdefault((pid, index), _PendingOffsets())
-                pending.groups.setdefault(group_id, {}).update(valid)
-            for tp in valid:
-                errors[tp] = error
-            callback(errors)
-
-        self.broker.replica_manager.append_records(
-            {tp_log: data},
-            -1,
-            _WRITE_TIMEOUT_MS,
-            done,
-            from_client=False,
-            internal_topics_allowed=True,
-        )
-
-    def complete(self, pid: int, index: int, commit: bool) -> None:
-        """The marker of ``pid``'s transaction reached offsets partition ``index``."""
-        pending = self.pending.pop((pid, index), None)
-        if pending is None or not commit:
-            return
-        gc = self.broker.group_coordinator
-        now = self.broker.replica_manager.time_ms()
-        for group_id, entries in pending.groups.items():
-            group = gc.groups.get(group_id)
-            if group is None:
-                group = gc.groups[group_id] = Group(group_id, now)
-            group.offsets.update(entries)
-
-    def add_pending(
-        self, pid: int, index: int, group_id: str, tp: TopicPartition, entry: OffsetEntry
-    ) -> None:
-        """An offset ``pid``'s open transaction wrote to offsets partition ``index``."""
-        pending = self.pending.setdefault((pid, index), _PendingOffsets())
-        pending.groups.setdefault(group_id, {})[tp] = entry
-
-    def drop_partition(self, index: int) -> None:
-        """Forget what is pending on offsets partition ``index`` (leadership moved)."""
-        for key in [k for k in self.pending if k[1] == index]:
-            del self.pending[key]
-
-    def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
-        """Whether an open transaction holds an offset for ``tp`` of ``group_id``."""
-        return any(tp in p.groups.get(group_id, {}) for p in self.pending.values())

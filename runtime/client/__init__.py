@@ -7,6 +7,8 @@ broker supports it, one request per group otherwise, and the same per-group resu
 paged admin APIs to the end (``await admin.list_groups_all(client)``).
 """
 
+from kafkagen.runtime.topic_partition import TopicPartition
+
 from . import admin
 from .admin import PaginationError
 from .builders import (
@@ -20,7 +22,6 @@ from .builders import (
     Node,
     OffsetFetchBuilder,
     RequestBuilder,
-    TopicPartition,
 )
 from .client import CLIENT_CONFIGS, KafkaClient, connect, handshake
 from .connection import Connection

@@ -64,10 +64,16 @@ from kafkagen.runtime.errors import (
     error_for_code,
 )
 from kafkagen.runtime.message import Message, Struct
+from kafkagen.runtime.topic_partition import TopicPartition
 
-from .builders import ANY_VERSION, CoordinatorType, GroupOffsets, Node, TopicPartition
-from .builders import _error as _item_error
-from .builders import _offsets as _group_offsets
+from .builders import (
+    ANY_VERSION,
+    CoordinatorType,
+    GroupOffsets,
+    Node,
+    group_offsets,
+    response_error,
+)
 from .client import KafkaClient
 from .versions import VersionRange, api_name
 
@@ -754,9 +760,9 @@ async def fetch_offsets_all(
         out: dict[str, GroupOffsets | KafkaError] = {}
         for group in response.groups:
             out[group.group_id] = (
-                _item_error(group.error_code, None)
+                response_error(group.error_code, None)
                 if group.error_code
-                else _group_offsets(group.topics)
+                else group_offsets(group.topics)
             )
         for group_id in mine:
             out.setdefault(group_id, {})  # nothing committed and nothing asked for

@@ -31,6 +31,7 @@ from kafkagen.runtime.errors import (
     error_for_code,
 )
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .versions import VersionRange, api_name
 
@@ -45,7 +46,8 @@ __all__ = [
     "Node",
     "OffsetFetchBuilder",
     "RequestBuilder",
-    "TopicPartition",
+    "group_offsets",
+    "response_error",
 ]
 
 #: The top of a version range that a builder does not limit.
@@ -161,7 +163,7 @@ def _expect(obj: Message, cls: type[M]) -> M:
     return obj
 
 
-def _error(code: int, message: str | None) -> KafkaError:
+def response_error(code: int, message: str | None) -> KafkaError:
     """The error for a response's code, with the broker's message when it sent one."""
     return error_for_code(code)(message or None)
 
@@ -236,16 +238,11 @@ def _coordinator(
     r: FindCoordinatorResponse | FindCoordinatorResponse.Coordinator,
 ) -> Node | KafkaError:
     if r.error_code:
-        return _error(r.error_code, r.error_message)
+        return response_error(r.error_code, r.error_message)
     return Node(r.node_id, r.host, r.port)
 
 
 # --------------------------------------------------------------------------- OffsetFetch
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +337,9 @@ class OffsetFetchBuilder(BatchedKeysBuilder[str, GroupOffsets]):
         response = _expect(exchange.response, OffsetFetchResponse)
         if exchange.version >= self.batched_since:
             return {
-                g.group_id: _error(g.error_code, None) if g.error_code else _offsets(g.topics)
+                g.group_id: (
+                    response_error(g.error_code, None) if g.error_code else group_offsets(g.topics)
+                )
                 for g in response.groups
             }
         request = _expect(exchange.request, OffsetFetchRequest)
@@ -356,7 +355,8 @@ class OffsetFetchBuilder(BatchedKeysBuilder[str, GroupOffsets]):
                 ),
                 0,
             )
-        return {request.group_id: _error(code, None) if code else _offsets(response.topics)}
+        offsets = response_error(code, None) if code else group_offsets(response.topics)
+        return {request.group_id: offsets}
 
 
 def _by_topic(tps: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
@@ -366,7 +366,7 @@ def _by_topic(tps: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
     return list(by_topic.items())
 
 
-def _offsets(
+def group_offsets(
     topics: (
         Sequence[OffsetFetchResponse.OffsetFetchResponseTopic]
         | Sequence[OffsetFetchResponse.OffsetFetchResponseTopics]
@@ -377,7 +377,7 @@ def _offsets(
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
             if p.error_code:
-                out[tp] = _error(p.error_code, None)
+                out[tp] = response_error(p.error_code, None)
             elif p.committed_offset < 0:
                 out[tp] = None
             else:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkagen.runtime.errors import KafkaError, UnsupportedVersionError, error_for_code
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.topic_partition import TopicPartition
 
 from .builders import (
     CoordinatorType,
@@ -26,7 +27,6 @@ from .builders import (
     Node,
     OffsetFetchBuilder,
     RequestBuilder,
-    TopicPartition,
 )
 from .connection import Connection
 from .versions import BrokerVersions, VersionRange, client_versions

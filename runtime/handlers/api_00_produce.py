@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import ProduceResult
 from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError, error_for_code
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 0
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -86,8 +86,7 @@ def _verify_transactional(
             continue
         if coordinator is None:
             node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
-            owner = ctx.broker.cluster.broker(node)
-            coordinator = owner.txn_coordinator if owner is not None and owner.running else None
+            coordinator = ctx.broker.peers.txn_coordinator_of(node)
         code = (
             ErrorCode.NOT_ENOUGH_REPLICAS
             if coordinator is None

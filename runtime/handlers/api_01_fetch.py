@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.replica_manager import (
     READ_COMMITTED,
     FetchInfo,
@@ -27,6 +26,7 @@ from kafkagen.runtime.errors import (
     UnknownTopicIdError,
 )
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 1
 PartitionData = FetchResponse.PartitionData

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 2
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse

@@ -16,7 +16,8 @@ import uuid
 
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicInfo, validate_topic_name
+from kafkagen.runtime.broker.metadata import validate_topic_name
+from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     KafkaError,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import OffsetEntry
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 8
 
@@ -48,7 +48,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             )
         )
 
-    ctx.broker.group_coordinator.commit_offsets(
+    ctx.broker.group_coordinator.offsets.commit(
         request.group_id,
         request.generation_id_or_member_epoch if v >= 1 else -1,
         request.member_id if v >= 1 else "",

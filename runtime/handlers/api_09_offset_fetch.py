@@ -19,10 +19,10 @@ from typing import Any
 
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import OffsetEntry
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 9
 #: A NextCursor (topic, partition) meaning "this group's full listing from its start": the
@@ -98,12 +98,12 @@ def _fetch(
     try:
         if tps is None and window is not None:
             items = list(
-                gc.fetch_offsets_from(
+                gc.offsets.fetch_from(
                     group_id, *window, member_id=member_id, member_epoch=member_epoch
                 )
             )
         else:
-            found = gc.fetch_offsets(group_id, tps, member_id=member_id, member_epoch=member_epoch)
+            found = gc.offsets.fetch(group_id, tps, member_id=member_id, member_epoch=member_epoch)
             # Sorted when listing everything, so that pages follow one stable order.
             items = sorted(found.items()) if tps is None else list(found.items())
     except KafkaError as e:
@@ -114,10 +114,10 @@ def _fetch(
             for n, idx in wanted
         ]
     by_topic: dict[str, list[Any]] = {}
-    pending = ctx.broker.txn_offsets
+    offsets = ctx.broker.group_coordinator.offsets
     for tp, entry in items:
         out = _partition(partition_cls, tp.partition, entry, v)
-        if stable and pending.has_pending(group_id, tp):
+        if stable and offsets.has_pending(group_id, tp):
             out.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
         by_topic.setdefault(tp.topic, []).append(out)
     return 0, [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]

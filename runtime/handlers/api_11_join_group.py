@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kafkagen.generated.join_group import JoinGroupRequest, JoinGroupResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import JoinResult
+from kafkagen.runtime.broker.group_model import JoinResult
 
 API_KEY = 11
 

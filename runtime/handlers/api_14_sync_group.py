@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import SyncResult
+from kafkagen.runtime.broker.group_model import SyncResult
 
 API_KEY = 14
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import GroupState
+from kafkagen.runtime.broker.group_model import GroupState
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (
     GROUP_OPERATIONS,

@@ -14,7 +14,7 @@ import itertools
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.consumer_group import ConsumerGroup
-from kafkagen.runtime.broker.group_coordinator import Group
+from kafkagen.runtime.broker.group_model import Group
 from kafkagen.runtime.handlers._util import pagination_limit
 
 API_KEY = 16

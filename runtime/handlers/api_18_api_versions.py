@@ -21,7 +21,7 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 @register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
-    versions = ctx.broker.server.served_versions()
+    versions = ctx.broker.apis.served_versions()
     keys = KeyedList(
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
         for k, (lo, hi) in versions.items()

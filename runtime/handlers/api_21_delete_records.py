@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kafkagen.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 21
 TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult

@@ -12,9 +12,9 @@ from kafkagen.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 23
 TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult

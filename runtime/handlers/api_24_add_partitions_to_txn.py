@@ -15,9 +15,9 @@ from kafkagen.generated.add_partitions_to_txn import (
     AddPartitionsToTxnResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 24
 R = AddPartitionsToTxnResponse

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import partition_for
-from kafkagen.runtime.broker.metadata import OFFSETS_TOPIC, TopicPartition
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 25
 #: PRODUCER_FENCED exists from v2; older clients get INVALID_PRODUCER_EPOCH instead.
@@ -30,7 +30,7 @@ def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> None:
     if not gc.ensure_offsets_topic():
         answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return
-    tp = TopicPartition(OFFSETS_TOPIC, partition_for(request.group_id, gc.offsets_partitions))
+    tp = TopicPartition(OFFSETS_TOPIC, gc.log.partition_of(request.group_id))
     ctx.broker.txn_coordinator.add_partitions(
         request.transactional_id,
         request.producer_id,

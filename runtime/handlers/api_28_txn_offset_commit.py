@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.group_coordinator import OffsetEntry
-from kafkagen.runtime.broker.metadata import TopicPartition
+from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 28
 R = TxnOffsetCommitResponse
@@ -52,7 +52,7 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
             )
         )
 
-    ctx.broker.txn_offsets.commit(
+    ctx.broker.group_coordinator.offsets.commit_transactional(
         request.group_id,
         request.producer_id,
         request.producer_epoch,

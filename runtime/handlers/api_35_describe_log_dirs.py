@@ -15,10 +15,10 @@ import itertools
 
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 35
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -87,9 +87,9 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
                     partition_index=p.tp.partition,
                     partition_size=p.log.size_in_bytes,
                     # Followers lag by what the leader has and they do not; leaders by nothing.
-                    offset_lag=0
-                    if p.is_leader
-                    else max(0, p.high_watermark - p.log.log_end_offset),
+                    offset_lag=(
+                        0 if p.is_leader else max(0, p.high_watermark - p.log.log_end_offset)
+                    ),
                     is_future_key=False,
                 )
                 for p in parts

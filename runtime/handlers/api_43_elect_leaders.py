@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafkagen.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import PartitionInfo
+from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import (
     ElectionNotNeededError,
     EligibleLeadersNotAvailableError,

@@ -15,9 +15,9 @@ from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 46
 R = ListPartitionReassignmentsResponse

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 47
 
@@ -36,4 +36,4 @@ def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> None:
                 )
         ctx.respond(OffsetDeleteResponse(error_code=error, topics=topics))
 
-    ctx.broker.group_coordinator.delete_offsets(request.group_id, wanted, done)
+    ctx.broker.group_coordinator.offsets.delete(request.group_id, wanted, done)

@@ -14,9 +14,9 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicPartition
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 61
 PartitionResponse = DescribeProducersResponse.PartitionResponse

@@ -18,7 +18,7 @@ from kafkagen.generated.describe_topic_partitions import (
     DescribeTopicPartitionsResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.broker.metadata import TopicInfo
+from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     LeaderNotAvailableError,

@@ -193,14 +193,22 @@ def run(args: argparse.Namespace) -> int:
             args.mutations,
             args.tasks,
         )
+    except KeyboardInterrupt:
+        print(
+            "kafkagen fuzz: interrupted before any results were gathered; nothing written",
+            file=sys.stderr,
+        )
+        return 130
     except ValueError as e:
         print(f"kafkagen fuzz: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # Spark could not start, or the job failed after its retries
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        # Only a JVM that never came up is a matter of the Java installation.
+        java = " (Java 17+ must be installed for Spark)" if "JAVA_GATEWAY" in str(e) else ""
         print(
             f"kafkagen fuzz: the Spark job failed: {first}\n"
-            f"  Spark's own log: {keep_jvm_log()} (Java 17+ must be installed for Spark)",
+            f"  Spark's own log: {keep_jvm_log()}{java}",
             file=sys.stderr,
         )
         return 2
@@ -208,7 +216,14 @@ def run(args: argparse.Namespace) -> int:
     write_parquet(result, table, out)
     write_html(result, table, out / "report.html")
     print_summary(result, table, sys.stdout)
-    print(f"results: {out}/ (stats.parquet, failures.parquet, report.html)")
+    print(f"results: {out.resolve()}/ (stats.parquet, failures.parquet, report.html)")
+    if result.interrupted:
+        print(
+            f"kafkagen fuzz: interrupted; the {len(result.task_info)} of {result.tasks} tasks "
+            "that finished are written, marked as partial",
+            file=sys.stderr,
+        )
+        return 130
     return 1 if result.failure_count else 0
 
 

@@ -14,6 +14,7 @@ driver, which prints one status line with the counts of Spark's status tracker.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import functools
 import importlib.util
@@ -411,6 +412,8 @@ class Progress:
         self._thread = threading.Thread(target=self._run, name="fuzz-progress", daemon=True)
         self._tty = bool(out is not None and out.isatty())
         self._printed = 0.0
+        self.tasks = 0  # set by the driver loop: tasks planned, and finished so far
+        self.finished_tasks = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -445,20 +448,18 @@ class Progress:
         took = time.monotonic() - self.began
         rate = done / took if took > 0 else 0.0
         tasks = ""
-        with contextlib.suppress(Exception):
-            tracker = self.sc.statusTracker()
-            for sid in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(sid)
-                if info is not None:
-                    tasks = (
-                        f" | tasks {info.numCompletedTasks}/{info.numTasks} done, "
-                        f"{info.numActiveTasks} running"
-                        + (
-                            f", {info.numFailedTasks} failed (retried)"
-                            if info.numFailedTasks
-                            else ""
-                        )
-                    )
+        if self.tasks:
+            running = retried = 0
+            with contextlib.suppress(Exception):
+                tracker = self.sc.statusTracker()
+                for sid in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(sid)
+                    if info is not None:
+                        running += info.numActiveTasks
+                        retried += info.numFailedTasks
+            tasks = f" | tasks {self.finished_tasks}/{self.tasks} done, {running} running" + (
+                f", {retried} failed (retried)" if retried else ""
+            )
         pct = 100.0 * done / self.total if self.total else 100.0
         return (
             f"fuzz: {done:,}/{self.total:,} messages ({pct:.0f}%) "
@@ -494,6 +495,8 @@ class RunResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     task_info: list[dict[str, Any]] = field(default_factory=list)
+    #: Stopped by Ctrl-C: only the tasks that finished are in the results.
+    interrupted: bool = False
 
     @property
     def messages(self) -> int:
@@ -578,17 +581,55 @@ def run_spark(
             os.environ.get(INJECT_ENV) or None,
         )
         began = time.perf_counter()
+        progress.tasks = n_tasks
         progress.start()
         try:
-            df = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(
-                functools.partial(arrow_task, config), SCHEMA_DDL
-            )
-            arrow = df.toArrow()
+            tables, interrupted = _run_tasks(spark, config, progress)
         finally:
             progress.stop()
         wall = time.perf_counter() - began
-    result = RunResult(sc.master, n_tasks, options, combos, wall)
-    return collect(arrow.to_pylist(), result)
+    result = RunResult(sc.master, n_tasks, options, combos, wall, interrupted=interrupted)
+    return collect((row for t in tables for row in t.to_pylist()), result)
+
+
+def _task_job(spark: Any, config: JobConfig, task: int) -> Any:
+    """One task as a Spark job of its own: its rows as an Arrow table."""
+    df = spark.range(task, task + 1, 1, 1).mapInArrow(
+        functools.partial(arrow_task, config), SCHEMA_DDL
+    )
+    return df.toArrow()
+
+
+def _run_tasks(spark: Any, config: JobConfig, progress: Progress) -> tuple[list[Any], bool]:
+    """Run every task; return the finished tasks' tables and whether the run was interrupted.
+
+    Each task is a job of its own, all submitted at once, so the executors take them in
+    order as cores free up (as they would the tasks of one job) while each task's results
+    reach the driver as soon as it ends. On Ctrl-C (PySpark's handler cancels the jobs and
+    raises KeyboardInterrupt here) the tasks that finished are kept; a task's failure after
+    its retries cancels the rest and is raised.
+    """
+    tasks = config.tasks
+    pool = concurrent.futures.ThreadPoolExecutor(
+        max_workers=min(tasks, 64), thread_name_prefix="fuzz-job"
+    )
+    futures = [pool.submit(_task_job, spark, config, t) for t in range(tasks)]
+    interrupted = False
+    try:
+        for finished in concurrent.futures.as_completed(futures):
+            finished.result()  # a failed task: the run fails
+            progress.finished_tasks += 1
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        for f in futures:
+            f.cancel()
+        spark.sparkContext.cancelAllJobs()
+        # The running jobs end at once when cancelled; bounded all the same.
+        concurrent.futures.wait(futures, timeout=60)
+        pool.shutdown(wait=False, cancel_futures=True)
+    done = [f.result() for f in futures if f.done() and not f.cancelled() and not f.exception()]
+    return done, interrupted
 
 
 def run_plain(table: Table, combos: list[Combo], options: FuzzOptions, tasks: int = 1) -> RunResult:

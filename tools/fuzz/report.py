@@ -9,6 +9,10 @@ Files under the output folder:
 - ``tasks.parquet``: each task's messages, seconds and where its package came from;
 - ``run.json``: the run's parameters and totals; ``report.html``: the summary with a chart
   of throughput and failures per API (inline SVG).
+
+A run stopped by Ctrl-C writes the tasks that finished, marked as partial everywhere:
+``"complete": false`` in run.json, ``kafkagen.complete=false`` in each Parquet file's
+metadata, and a banner in report.html.
 """
 
 from __future__ import annotations
@@ -125,13 +129,17 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         ),
         "tasks.parquet": pa.Table.from_pylist(result.task_info, schema=task_schema),
     }
+    complete = b"false" if result.interrupted else b"true"
     written = []
     for name, data in files.items():
+        data = data.replace_schema_metadata({b"kafkagen.complete": complete})
         pq.write_table(data, out / name)
         written.append(out / name)
     run = {
+        "complete": not result.interrupted,
         "master": result.master,
         "tasks": result.tasks,
+        "tasks_finished": len(result.task_info),
         "seed": result.options.seed,
         "messages": result.messages,
         "failures": result.failure_count,
@@ -220,6 +228,8 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
         f"({result.tasks} task{'s' if result.tasks != 1 else ''}): {rate:,.0f} msg/s"
     )
     lines.append(checks_text(result))
+    if result.interrupted:
+        lines.append(partial_text(result))
     by_check = {c: sum(int(s.get(f"by_{c}", 0)) for s in result.stats) for c in CHECKS}
     if result.failure_count:
         parts = ", ".join(f"{c} {n}" for c, n in by_check.items() if n and c != "differential")
@@ -237,6 +247,13 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
             "see disagreements.parquet)"
         )
     return "\n".join(lines)
+
+
+def partial_text(result: RunResult) -> str:
+    return (
+        f"PARTIAL: interrupted; these are the {len(result.task_info)} of {result.tasks} "
+        "tasks that finished"
+    )
 
 
 def print_summary(result: RunResult, table: Table, out: IO[str]) -> None:
@@ -290,6 +307,9 @@ def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) ->
         if result.failure_count
         else '<p class="ok">no failures</p>'
     )
+    if result.interrupted:
+        status = f'<p class="bad">{esc(partial_text(result))}.</p>\n{status}'
+    title = "kafkagen fuzz (partial)" if result.interrupted else "kafkagen fuzz"
     table_rows = "\n".join(
         f"<tr><td>{r.api}</td><td>{esc(r.name)}</td><td>{r.low}-{r.high}</td>"
         f"<td>{r.messages:,}</td><td>{r.bytes:,}</td><td>{r.rate:,.0f}</td>"
@@ -316,7 +336,7 @@ def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) ->
 
     rate = result.messages / result.wall_seconds if result.wall_seconds else 0.0
     doc = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>kafkagen fuzz report</title>
+<html lang="en"><head><meta charset="utf-8"><title>{title} report</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; font-size: 13px; }}
@@ -324,7 +344,7 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }}
 td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 .bad {{ color: #c0392b; font-weight: bold; }} .ok {{ color: #27ae60; font-weight: bold; }}
 </style></head><body>
-<h1>kafkagen fuzz</h1>
+<h1>{title}</h1>
 {status}
 <p>{result.messages:,} messages over {len(result.combos)} (API, kind, version) combinations,
 seed {result.options.seed}, in {result.wall_seconds:.1f} s on <code>{esc(result.master)}</code>
@@ -350,6 +370,7 @@ the peer codec.</p>
 __all__ = [
     "ApiRow",
     "checks_text",
+    "partial_text",
     "per_api",
     "print_summary",
     "summary_text",

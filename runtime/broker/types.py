@@ -1,0 +1,92 @@
+"""The broker's plain types, the leaf every other broker module may import.
+
+Names of partitions and brokers as the metadata image holds them, the internal topics,
+and the function that maps a group or transactional id to its coordinator's partition.
+Nothing here imports another broker module.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kafkagen.runtime.topic_partition import TopicPartition
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "TXN_STATE_TOPIC",
+    "BrokerInfo",
+    "MetadataListener",
+    "PartitionInfo",
+    "TopicInfo",
+    "java_hash",
+    "partition_for",
+]
+
+#: The group coordinator's log: committed offsets and group state.
+OFFSETS_TOPIC = "__consumer_offsets"
+#: The transaction coordinator's log: the state of every transactional id.
+TXN_STATE_TOPIC = "__transaction_state"
+
+
+@dataclass(slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    #: False while a broker is stopped or paused (replication tests will flip it).
+    alive: bool = True
+
+
+@dataclass(slots=True)
+class PartitionInfo:
+    topic: str
+    index: int
+    replicas: list[int]
+    leader: int
+    leader_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    #: Bumped on every change of replicas, ISR or leader (Kafka's partition epoch).
+    partition_epoch: int = 0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.index)
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionInfo]
+    internal: bool = False
+
+
+class MetadataListener:
+    """What a broker implements to follow metadata changes."""
+
+    def on_partitions_changed(self, partitions: Sequence[PartitionInfo]) -> None:
+        """These partitions are new or changed (leader, replicas, ISR)."""
+
+    def on_topic_deleted(self, topic: TopicInfo) -> None:
+        """The topic and all its partitions are gone."""
+
+
+def java_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, wrapping at 32 bits)."""
+    h = 0
+    raw = s.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def partition_for(key: str, partitions: int) -> int:
+    """The internal-topic partition of a group or transactional id, as Kafka computes it
+    (cached: listings ask it of every group, every page)."""
+    h = java_hash(key)
+    return (0 if h == -(2**31) else abs(h)) % partitions

@@ -1,0 +1,7 @@
+"""Benchmarks behind ``kafkagen bench``: figures and ratios measured in one run, not tests.
+
+- ``codecs``: the generated codecs against kio and kafka-python (``workloads`` holds the
+  messages they encode and decode);
+- ``purgatory``: the request purgatory against an asyncio ``call_later`` baseline;
+- ``fuzz``: the fuzz job's message loop, plain and on local Spark.
+"""
