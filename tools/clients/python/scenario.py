@@ -129,6 +129,19 @@ def listener(base: type, s: Scenario, index: int) -> Any:
     return Listener()
 
 
+def member_options(bootstrap: str, s: Scenario, index: int) -> dict[str, Any]:
+    """kafka-python's and aiokafka's consumer settings for member ``index``."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": s.summary["group"],
+        "client_id": f"member-{index}",
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": 10000,
+        "heartbeat_interval_ms": 500,
+    }
+
+
 class Member:
     """A consumer thread: poll, record, commit synchronously, until stopped."""
 
@@ -298,14 +311,7 @@ class KafkaPython:
         from kafka import ConsumerRebalanceListener
 
         c = self.kafka.KafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            group_id=s.summary["group"],
-            client_id=f"member-{index}",
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            session_timeout_ms=10000,
-            heartbeat_interval_ms=500,
-            max_poll_records=100,
+            **member_options(self.bootstrap, s, index), max_poll_records=100
         )
         c.subscribe([s.summary["topic"]], listener=listener(ConsumerRebalanceListener, s, index))
 
@@ -409,15 +415,7 @@ class AioKafka:
         loop = asyncio.new_event_loop()
         c = created(
             loop,
-            lambda: self.aiokafka.AIOKafkaConsumer(
-                bootstrap_servers=self.bootstrap,
-                group_id=s.summary["group"],
-                client_id=f"member-{index}",
-                auto_offset_reset="earliest",
-                enable_auto_commit=False,
-                session_timeout_ms=10000,
-                heartbeat_interval_ms=500,
-            ),
+            lambda: self.aiokafka.AIOKafkaConsumer(**member_options(self.bootstrap, s, index)),
         )
         c.subscribe([s.summary["topic"]], listener=listener(ConsumerRebalanceListener, s, index))
         loop.run_until_complete(c.start())
