@@ -1,13 +1,18 @@
-"""Shared fixtures: Kafka's golden vectors (see ``kafka_data``), Hypothesis profiles."""
+"""Shared fixtures: Kafka's golden vectors (see ``kafka_data``), Hypothesis profiles, and
+the reference Apache Kafka."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 from kafka_data import VECTORS_FILE, load_vectors, require_data, vector_groups
+
+if TYPE_CHECKING:
+    from kafkagen.reference import KafkaReference
 
 # --------------------------------------------------------------------------- Hypothesis
 #
@@ -38,3 +43,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def vectors() -> tuple[dict[str, Any], ...]:
     require_data(VECTORS_FILE)
     return load_vectors()
+
+
+# --------------------------------------------------------------------------- reference Kafka
+
+
+@pytest.fixture(scope="session")
+def kafka_reference() -> Iterator[KafkaReference]:
+    """One Apache Kafka cluster of three combined nodes for the whole session (a JVM start
+    costs seconds here); tests must leave it as they found it apart from their own topics."""
+    from kafkagen.reference import KafkaReference
+
+    with KafkaReference(nodes=3) as kafka:
+        yield kafka

@@ -45,11 +45,12 @@ def test_version_is_the_installed_distributions() -> None:
 
 def test_every_user_command_is_a_kafkagen_subcommand() -> None:
     listing = run(*KAFKAGEN, "--help").stdout
-    for command in ("generate", "check-compat", "roundtrip", "fuzz", "serve", "import-specs"):
+    commands = ("generate", "check-compat", "roundtrip", "fuzz", "serve", "import-specs")
+    for command in (*commands, "conformance"):
         assert f"\n    {command}" in listing, command
         result = run(*KAFKAGEN, command, "--help")
         assert result.returncode == 0 and f"usage: kafkagen {command}" in result.stdout
-    for bench in ("codecs", "purgatory", "fuzz"):
+    for bench in ("codecs", "purgatory", "fuzz", "kafka"):
         result = run(*KAFKAGEN, "bench", bench, "--help")
         assert result.returncode == 0 and f"usage: kafkagen bench {bench}" in result.stdout
     result = run(*KAFKAGEN, "bench")

@@ -159,6 +159,14 @@ COMMANDS = (
         "bootstrap address and serve until interrupted.",
     ),
     Command(
+        "conformance",
+        "kafkagen.conformance.command",
+        "send the same requests to a broker and a reference Kafka, compare the answers",
+        "Run the conformance scenarios against --bootstrap and --reference (default: an "
+        "Apache Kafka 4.4.0 started for the run), compare the responses field by field after "
+        "normalising ids, hosts and times, and print a table.",
+    ),
+    Command(
         "import-specs",
         "kafkagen.import_specs",
         "rebuild message_specs/ from an Apache Kafka spec folder",
@@ -179,6 +187,7 @@ BENCHMARKS = {
     "codecs": "codec speed side by side with kio and kafka-python, with ratios",
     "purgatory": "the request purgatory against an asyncio call_later baseline",
     "fuzz": "the fuzz job's message loop: plain, local[1], local[2] and two plain loops",
+    "kafka": "kafkagen serve against Apache Kafka 4.4.0: start-up, produce, consume, latency",
 }
 
 

@@ -283,7 +283,7 @@ class ConsumerGroupManager:
             if group is None:
                 raise GroupIdNotFoundError(f"consumer group {group_id!r} not found")
             epoch = self._leave(group, member_id, instance_id, member_epoch)
-            left = HeartbeatResult(member_id, epoch, interval, None)
+            left = HeartbeatResult(member_id, epoch, 0, None)  # no more heartbeats, as Kafka
             self._persist(group, lambda code: respond(None if code else left, code), member_id)
             return
         group = self._group_for_heartbeat(group_id, create=member_epoch == 0)

@@ -692,7 +692,7 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
-        error = self.log.owner_error(group_id)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
         if error:
             callback(SyncResult(error=error))
             return
@@ -763,7 +763,7 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        error = self.log.owner_error(group_id)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
         if error:
             return error
         group = self.groups.get(group_id)
@@ -788,7 +788,7 @@ class GroupCoordinator:
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member)."""
-        error = self.log.owner_error(group_id)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
         if error:
             return error, [error] * len(members)
         group = self.groups.get(group_id)

@@ -218,7 +218,7 @@ class OffsetStore:
     ) -> None:
         """OffsetDelete: refused for a non-empty group unless it is of the consumer type
         and the partitions' topics are not subscribed to."""
-        error = self.log.owner_error(group_id)
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
         if error:
             callback(error, {})
             return

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkagen.runtime.errors import (
+    ErrorCode,
     InvalidRequiredAcksError,
     InvalidTopicExceptionError,
     KafkaError,
@@ -72,6 +73,18 @@ READ_COMMITTED = 1
 
 #: The transaction coordinator's log; like the offsets topic, closed to clients.
 _INTERNAL_TOPICS = (OFFSETS_TOPIC, TXN_STATE_TOPIC)
+#: Append errors Kafka answers with log start offset -1 (the others carry the log's start).
+_NO_LOG_START_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+    }
+)
 # Base offset (int64) and, after 15 bytes, the last offset delta (int32) of a v2 batch.
 _BASE_OFFSET = struct.Struct(">q")
 _LAST_DELTA = struct.Struct(">i")
@@ -359,6 +372,7 @@ class ReplicaManager:
         for tp, records in entries.items():
             result = ProduceResult()
             results[tp] = result
+            partition = None
             try:
                 if tp.topic in _INTERNAL_TOPICS and not internal_topics_allowed:
                     raise InvalidTopicExceptionError(f"clients may not write to {tp.topic}")
@@ -375,9 +389,15 @@ class ReplicaManager:
             except RecordSetError as e:
                 result.error = e
                 result.record_errors = [(i, reason) for i, reason in e.record_errors]
+                if partition is not None and e.code not in _NO_LOG_START_ERRORS:
+                    result.log_start_offset = partition.log.log_start_offset
                 continue
             except KafkaError as e:
                 result.error = e
+                if partition is not None and e.code not in _NO_LOG_START_ERRORS:
+                    # As Kafka: a refusal by the log's own checks (producer state,
+                    # transactions) reports where the log starts; the rest -1.
+                    result.log_start_offset = partition.log.log_start_offset
                 continue
             except OSError as e:
                 result.error = _storage_error(tp, e)
@@ -537,6 +557,10 @@ class ReplicaManager:
             result.error = e
             if partition is not None:
                 result.current_leader = (partition.leader_id, partition.leader_epoch)
+            else:  # no replica here: the cluster's metadata still names the leader
+                known = self.metadata.partition(tp.topic, tp.partition)
+                if known is not None:
+                    result.current_leader = (known.leader, known.leader_epoch)
             return result
         log = partition.log
         result.high_watermark = partition.high_watermark
@@ -669,6 +693,8 @@ class ReplicaManager:
             upper = partition.high_watermark
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             offset = log.log_start_offset
+            if offset >= log.log_end_offset:  # nothing stored: the epoch this leader began
+                return offset, -1, partition.leader_epoch
             return offset, -1, log.epoch_at(offset)
         if timestamp == LATEST_TIMESTAMP:
             return upper, -1, log.epoch_at(upper - 1) if upper > 0 else partition.leader_epoch

@@ -19,6 +19,9 @@ from kafkagen.runtime.records import iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 0
+#: From v11 a batch outside the open transaction is TRANSACTION_ABORTABLE (KIP-890), as
+#: Kafka 4.4 answers; older clients get INVALID_TXN_STATE.
+ABORTABLE_SINCE = 11
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -94,10 +97,12 @@ def _verify_transactional(
                 transactional_id, batch.producer_id, batch.producer_epoch, tp
             )
         )
+        if code == ErrorCode.INVALID_TXN_STATE and ctx.api_version >= ABORTABLE_SINCE:
+            code = ErrorCode.TRANSACTION_ABORTABLE
         if code:
             refused[tp] = ProduceResult(
                 error_for_code(code)(f"{tp} is not part of the open transaction")
-                if code == ErrorCode.INVALID_TXN_STATE
+                if code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTION_ABORTABLE)
                 else error_for_code(code)()
             )
     return refused
@@ -127,7 +132,8 @@ def _response(
                     )
                     for i, m in r.record_errors
                 ],
-                error_message=r.error_message,
+                # Kafka sends a message only with record errors; the code says the rest.
+                error_message=r.error_message if r.record_errors else None,
             )
             if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
                 info = md.partition(name, index)

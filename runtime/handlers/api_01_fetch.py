@@ -104,6 +104,15 @@ def _respond_error(ctx: RequestContext, error: KafkaError) -> None:
     ctx.respond(FetchResponse(error_code=error.code, session_id=0, responses=[]))
 
 
+def _clear(pd: FetchResponse.PartitionData) -> None:
+    pd.high_watermark = pd.last_stable_offset = pd.log_start_offset = -1
+    pd.records = b""
+    # Kafka lists no aborted transactions (an empty list) for a partition it does not
+    # know, and null for one whose read failed.
+    unknown = pd.error_code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
+    pd.aborted_transactions = [] if unknown else None
+
+
 def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> FetchResponse:
     v = ctx.api_version
     md = ctx.broker.metadata
@@ -127,7 +136,18 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
         r = slot.result
         if slot.error is not None or r is None:
             pd.error_code = (slot.error or UnknownTopicIdError()).code
-            pd.records = b""
+            _clear(pd)
+        elif r.error_code != 0:
+            # As Kafka: a partition that failed tells no offsets and sends no records.
+            pd.error_code = r.error_code
+            _clear(pd)
+            if r.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                leader, epoch = r.current_leader
+                if v >= 12 and leader >= 0:
+                    pd.current_leader = FetchResponse.LeaderIdAndEpoch(
+                        leader_id=leader, leader_epoch=epoch
+                    )
+                    leaders.add(leader)
         else:
             pd.error_code = r.error_code
             pd.high_watermark = r.high_watermark
@@ -146,13 +166,6 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
                 pd.diverging_epoch = FetchResponse.EpochEndOffset(
                     epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1]
                 )
-            if r.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-                leader, epoch = r.current_leader
-                if v >= 12 and leader >= 0:
-                    pd.current_leader = FetchResponse.LeaderIdAndEpoch(
-                        leader_id=leader, leader_epoch=epoch
-                    )
-                    leaders.add(leader)
         current.partitions.append(pd)
     response = FetchResponse(error_code=0, session_id=0, responses=responses)
     if leaders and v >= 16:

@@ -51,8 +51,11 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
                 (g.member_id, g.member_epoch) if v >= 9 else None,
                 stable=request.require_stable,
             )
+            # A group-level error comes alone, without the partitions (as Kafka 4.4 does).
             groups.append(
-                R.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics, error_code=error)
+                R.OffsetFetchResponseGroup(
+                    group_id=g.group_id, topics=[] if error else topics, error_code=error
+                )
             )
         ctx.respond(OffsetFetchResponse(groups=groups))
         return

@@ -43,7 +43,7 @@ def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> None:
     try:
         response.node_id, response.host, response.port = _lookup(ctx, key_type, request.key)
         response.error_code = 0
-        response.error_message = None
+        response.error_message = "NONE"  # Kafka names the error even when there is none
     except KafkaError as e:
         response.node_id, response.host, response.port = -1, "", -1
         response.error_code = e.code

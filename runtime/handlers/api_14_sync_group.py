@@ -5,6 +5,7 @@ from __future__ import annotations
 from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import SyncResult
+from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 14
 
@@ -23,6 +24,10 @@ def handle(ctx: RequestContext, request: SyncGroupRequest) -> None:
             )
         )
 
+    if v >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # v5+ must name the protocol it syncs (as Kafka checks before the group).
+        done(SyncResult(error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        return
     ctx.broker.group_coordinator.sync_group(
         request.group_id,
         request.generation_id,

@@ -22,8 +22,12 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
     for t in request.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     results: KeyedList[Result] = KeyedList()
+    answered: set[str] = set()
     for t in request.topics:
-        result = Result(name=t.name)
+        if t.name in answered:
+            continue  # one answer per name: the response is keyed by it, as in Kafka
+        answered.add(t.name)
+        result = Result(name=t.name, error_message=None)
         try:
             if counts[t.name] > 1:
                 raise InvalidRequestError(f"topic {t.name!r} appears more than once")

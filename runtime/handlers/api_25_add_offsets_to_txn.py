@@ -23,6 +23,9 @@ def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> None:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
         ctx.respond(AddOffsetsToTxnResponse(error_code=code))
 
+    if not request.transactional_id:
+        answer(ErrorCode.INVALID_REQUEST)  # Kafka checks the transactional id first
+        return
     if not request.group_id:
         answer(ErrorCode.INVALID_GROUP_ID)
         return

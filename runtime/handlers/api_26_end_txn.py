@@ -25,6 +25,9 @@ def handle(ctx: RequestContext, request: EndTxnRequest) -> None:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
         ctx.respond(EndTxnResponse(error_code=code))
 
+    if not request.transactional_id:
+        answer(ErrorCode.INVALID_REQUEST)
+        return
     ctx.broker.txn_coordinator.end_txn(
         request.transactional_id,
         request.producer_id,

@@ -49,7 +49,7 @@ def _result(
     v = ctx.api_version
     result = Result(
         error_code=0,
-        error_message=None,
+        error_message="",  # as Kafka answers a resource it could describe
         resource_type=res.resource_type,
         resource_name=res.resource_name,
         configs=[],

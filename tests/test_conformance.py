@@ -1,0 +1,255 @@
+"""The conformance suite: its normalisation and comparison, its command, and kafkagen's
+broker against Apache Kafka 4.4.0, where every difference must be documented."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from broker_helpers import BrokerProcess
+from kafkagen.conformance import all_scenarios, load_documented, run_suite, summary
+from kafkagen.conformance.core import Result, Step, compare_runs
+from kafkagen.conformance.every_api import SERVED_APIS
+from kafkagen.conformance.normalise import Normaliser, first_difference
+from kafkagen.reference import KafkaReference
+from kafkagen.runtime.handlers import load_handlers
+from kafkagen.runtime.records import Record, build_batch
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
+#: The configs both brokers run with (the reference's defaults, made explicit here).
+CONFIGS = ("group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=false")
+
+
+# ---------------------------------------------------------------------- normalisation
+
+
+def test_node_ids_hosts_and_throttle_times_are_normalised_but_none_stays() -> None:
+    n = Normaliser()
+    got = n(
+        {
+            "throttleTimeMs": 30,
+            "brokers": [{"nodeId": 2, "host": "10.0.0.1", "port": 9093, "rack": None}],
+            "leaderId": -1,
+            "replicaNodes": [2, 0],
+        }
+    )
+    assert got == {
+        "throttleTimeMs": 0,
+        "brokers": [{"nodeId": "<node>", "host": "<host>", "port": "<port>", "rack": None}],
+        "leaderId": -1,
+        "replicaNodes": ["<node>", "<node>"],
+    }
+
+
+def test_ids_keep_their_identity_within_a_scenario() -> None:
+    n = Normaliser({"AAAAAAAAAAAAAAAAAAAAAQ": "orders"})
+    first = n({"producerId": 4000, "memberId": "m-x", "topicId": "AAAAAAAAAAAAAAAAAAAAAQ"})
+    again = n({"producerId": 4000, "memberId": "m-y", "topicId": "BBBBBBBBBBBBBBBBBBBBBB"})
+    assert first == {
+        "producerId": "<producer 1>",
+        "memberId": "<member 1>",
+        "topicId": "<id of orders>",
+    }
+    assert again == {
+        "producerId": "<producer 1>",
+        "memberId": "<member 2>",
+        "topicId": "<topic-id>",
+    }
+
+
+def test_error_text_is_compared_only_for_presence() -> None:
+    n = Normaliser()
+    assert n({"errorMessage": "The topic x is unknown"}) == {"errorMessage": "<message>"}
+    assert n({"errorMessage": None}) == {"errorMessage": None}
+    assert n({"errorMessage": ""}) == {"errorMessage": ""}
+
+
+def test_struct_arrays_compare_as_sets() -> None:
+    n = Normaliser()
+    a = n({"topics": [{"name": "b"}, {"name": "a"}]})
+    b = n({"topics": [{"name": "a"}, {"name": "b"}]})
+    assert first_difference(a, b) is None
+
+
+def test_record_batches_compare_field_by_field_without_the_producer_id() -> None:
+    def batch(pid: int) -> str:
+        records = [Record(timestamp=1000, key=b"k", value=b"v")]
+        raw = build_batch(records, producer_id=pid, producer_epoch=0, base_sequence=0)
+        return base64.b64encode(raw).decode()
+
+    a, b = Normaliser()({"records": batch(7)}), Normaliser()({"records": batch(9000)})
+    assert first_difference(a, b) is None
+    assert a["records"][0]["crcValid"] is True
+    c = Normaliser()({"records": base64.b64encode(b"\x00" * 5).decode()})
+    assert "unreadable" in c["records"][0]
+
+
+def test_first_difference_names_the_path_and_the_error() -> None:
+    a = {"topics": [{"name": "t", "errorCode": 0}]}
+    b = {"topics": [{"name": "t", "errorCode": 3}]}
+    assert first_difference(a, b) == "topics[0].errorCode: 0 NONE != 3 UNKNOWN_TOPIC_OR_PARTITION"
+    assert first_difference({"x": 1}, {}) == "x: only in the broker's answer"
+    assert first_difference([1], [1, 2]) == ": 1 items != 2 items"
+
+
+def test_a_closed_connection_against_an_answer_is_a_difference() -> None:
+    sc = all_scenarios()[0]
+    got = compare_runs(
+        sc, [Step("X v1", {"a": 1})], [Step("X v1", {"outcome": "connection closed"})]
+    )
+    assert got.status == "differ" and got.detail == "step 1 X v1: an answer != connection closed"
+    same = compare_runs(sc, [Step("X v1", {"a": 1})], [Step("X v1", {"a": 1})])
+    assert same.status == "agree"
+
+
+# ---------------------------------------------------------------------- the scenario set
+
+
+def test_there_are_scenarios_for_every_api_kafkagen_serves() -> None:
+    scenarios = all_scenarios()
+    assert len(scenarios) >= 150
+    assert sorted(SERVED_APIS) == sorted(load_handlers())
+    by_api: dict[str, int] = {}
+    for sc in scenarios:
+        by_api[sc.api] = by_api.get(sc.api, 0) + 1
+    assert len(by_api) == len(SERVED_APIS)
+    assert all(count >= 3 for count in by_api.values())
+
+
+def test_every_documented_difference_names_a_scenario() -> None:
+    documented = load_documented(DOC)
+    names = {sc.name for sc in all_scenarios()}
+    assert documented, f"{DOC} lists no differences"
+    assert sorted(set(documented) - names) == []
+
+
+@pytest.mark.slow
+def test_kafkagen_agrees_with_itself() -> None:
+    """Two kafkagen clusters answer the produce, fetch and group scenarios alike: the
+    suite's own variation (names, ids, timing) is normalised away."""
+    with BrokerProcess(*CONFIGS, brokers=2) as a, BrokerProcess(*CONFIGS, brokers=2) as b:
+        results = asyncio.run(
+            asyncio.wait_for(
+                run_suite(a.bootstrap, b.bootstrap, only=["Produce/", "Fetch/", "JoinGroup/"]),
+                300,
+            )
+        )
+    assert len(results) > 30
+    differ = [f"{r.scenario.name}: {r.detail}" for r in results if r.status == "differ"]
+    assert differ == []
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_table_and_the_summary() -> None:
+    with BrokerProcess(*CONFIGS) as a, BrokerProcess(*CONFIGS) as b:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kafkagen",
+                "conformance",
+                "--bootstrap",
+                a.bootstrap,
+                "--reference",
+                b.bootstrap,
+                "--only",
+                "Metadata/",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert any(line.startswith("Metadata/one-topic ") and " agree " in line for line in lines)
+    assert any(" skipped " in line for line in lines)  # Metadata/replicated-topic needs 3
+    assert lines[-1].startswith("conformance: ") and lines[-1].endswith(
+        "scenarios agree with the reference"
+    )
+    n, m = lines[-1].split()[1].split("/")
+    assert n == m and int(m) >= 8
+
+
+# ---------------------------------------------------------------------- against Kafka 4.4
+
+
+def _kafka_pids() -> set[int]:
+    """Reference Kafka JVMs on this machine (their config lives in a kafkagen-kafka- dir)."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"kafka.Kafka" in cmd and b"kafkagen-kafka-" in cmd:
+                pids.add(int(proc.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_the_command_starts_and_stops_its_own_reference(tmp_path: Path) -> None:
+    before = _kafka_pids()
+    with BrokerProcess(*CONFIGS) as broker:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kafkagen",
+                "conformance",
+                "--bootstrap",
+                broker.bootstrap,
+                "--only",
+                "Metadata/one-topic",
+                "--only",
+                "Produce/ordinary",
+                "--api-version",
+                "Produce=9",
+                "--json",
+                str(tmp_path / "results.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "starting Apache Kafka with 1 node(s)" in done.stdout
+    assert done.stdout.strip().endswith("conformance: 2/2 scenarios agree with the reference")
+    assert _kafka_pids() <= before
+    results = json.loads((tmp_path / "results.json").read_text())
+    labels = {step["label"] for r in results for side in r["steps"] for step in side}
+    assert "ProduceRequest v9" in labels  # the pinned version, on both sides
+
+
+@pytest.fixture(scope="module")
+def kafkagen_three() -> Iterator[BrokerProcess]:
+    with BrokerProcess(*CONFIGS, brokers=3) as broker:
+        yield broker
+
+
+@pytest.mark.slow
+def test_kafkagen_agrees_with_kafka_or_the_difference_is_documented(
+    kafka_reference: KafkaReference, kafkagen_three: BrokerProcess
+) -> None:
+    results: list[Result] = asyncio.run(
+        asyncio.wait_for(run_suite(kafkagen_three.bootstrap, kafka_reference.bootstrap), 900)
+    )
+    documented = load_documented(DOC)
+    print(summary(results, documented))
+    assert all(r.status != "skipped" for r in results)
+    undocumented = [
+        f"{r.scenario.name}: {r.detail}"
+        for r in results
+        if r.status == "differ" and r.scenario.name not in documented
+    ]
+    assert undocumented == [], "differences not in docs/conformance.md:\n" + "\n".join(undocumented)
+    stale = sorted(
+        r.scenario.name for r in results if r.status == "agree" and r.scenario.name in documented
+    )
+    assert stale == [], f"documented in docs/conformance.md but now agreeing: {stale}"

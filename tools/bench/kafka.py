@@ -1,0 +1,490 @@
+"""``kafkagen serve`` against Apache Kafka 4.4.0 in one run: start-up, produce, consume,
+latency and memory.
+
+Both servers run on this machine, one after the other, driven by the same clients:
+
+- start-up: from launching the server to its first Metadata answer, one broker each
+  (Kafka's time includes formatting its storage, which a new Kafka needs);
+- produce throughput: 1 KiB records to a topic of three partitions with three replicas on
+  a three-broker cluster, with acks=1 and with acks=all, sent by Kafka's own
+  ``org.apache.kafka.tools.ProducerPerformance`` and by confluent-kafka (librdkafka);
+- consume throughput: a confluent-kafka consumer reading everything produced, from the
+  start of the three partitions;
+- end-to-end latency: 1 KiB records produced one at a time (acks=all) until a consumer
+  has each, p50 and p99;
+- resident memory of the servers after the runs.
+
+Every figure is printed with the ratio kafkagen / Kafka (above 1 is kafkagen faster or,
+for start-up and memory, Kafka / kafkagen: above 1 is kafkagen quicker or smaller).
+Kafka runs with its distribution's JVM settings (1 GiB heap, G1). Record counts and every
+wait are bounded.
+
+Run: kafkagen bench kafka [--records N] [--latency-records N] [--skip-java]
+[--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafkagen.maven import classpath
+from kafkagen.reference import KAFKA_VERSION, KafkaReference, metadata_brokers
+
+__all__ = ["main"]
+
+#: Kafka's own start script's settings (KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS).
+KAFKA_JVM = ("-Xmx1g", "-Xms1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+RECORD_SIZE = 1024
+TOPIC = "bench-produce"
+#: Bounds on every wait of the benchmark (s).
+START_LIMIT_S = 180.0
+RUN_LIMIT_S = 600.0
+
+
+@dataclass
+class Figure:
+    what: str
+    kafkagen: float
+    kafka: float
+    unit: str
+    #: True when more is better (throughput); False for times and memory.
+    higher_is_better: bool
+
+    @property
+    def ratio(self) -> float:
+        if self.higher_is_better:
+            return self.kafkagen / self.kafka if self.kafka else float("inf")
+        return self.kafka / self.kafkagen if self.kafkagen else float("inf")
+
+
+# ---------------------------------------------------------------------- servers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def _kafkagen(brokers: int, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kafkagen.serve",
+            "--brokers",
+            str(brokers),
+            "--port",
+            str(port),
+            "--config",
+            "group.initial.rebalance.delay.ms=0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+def _wait_metadata(port: int, brokers: int, started: float, proc: subprocess.Popen[bytes]) -> float:
+    while metadata_brokers(port) != brokers:
+        if proc.poll() is not None:
+            raise RuntimeError(f"kafkagen serve exited with status {proc.returncode}")
+        if time.monotonic() - started > START_LIMIT_S:
+            raise RuntimeError("kafkagen serve did not answer Metadata in time")
+        time.sleep(0.005)
+    return time.monotonic() - started
+
+
+def startup_kafkagen(repeat: int) -> float:
+    """Median seconds from launching ``kafkagen serve`` to its first Metadata answer."""
+    times = []
+    for _ in range(repeat):
+        port = _free_port()
+        started = time.monotonic()
+        with _kafkagen(1, port) as proc:
+            times.append(_wait_metadata(port, 1, started, proc))
+    return statistics.median(times)
+
+
+def startup_kafka(repeat: int) -> tuple[float, float]:
+    """Median (seconds to the first Metadata answer, of which formatting storage)."""
+    KafkaReference(1, jvm_options=KAFKA_JVM).start(START_LIMIT_S).stop()  # resolve once
+    runs = []
+    for _ in range(repeat):
+        kafka = KafkaReference(1, jvm_options=KAFKA_JVM).start(START_LIMIT_S)
+        kafka.stop()
+        assert kafka.startup_s is not None and kafka.format_s is not None
+        runs.append((kafka.startup_s, kafka.format_s))
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def rss_mb(pids: Sequence[int]) -> float:
+    """Resident memory of the processes and their children, in MiB."""
+    total = 0
+    seen = set()
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            continue
+        m = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+        total += int(m.group(1)) if m else 0
+        todo.extend(int(c) for c in children)
+    return total / 1024
+
+
+# ---------------------------------------------------------------------- producers
+
+
+def _create_topic(bootstrap: str, name: str = TOPIC, partitions: int = 3) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, 3)], request_timeout=30)
+    futures[name].result(timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # every partition led before anything is timed
+        md = admin.list_topics(name, timeout=10)
+        parts = md.topics[name].partitions
+        if len(parts) == partitions and all(
+            p.leader >= 0 and len(p.isrs) == 3 for p in parts.values()
+        ):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{name} has no leaders with three in-sync replicas")
+
+
+def produce_confluent(bootstrap: str, records: int, acks: str) -> tuple[float, float]:
+    """(messages/s, MB/s) of a confluent-kafka producer sending ``records`` records."""
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "queue.buffering.max.messages": 200_000,
+            "enable.idempotence": False,
+        }
+    )
+    value = b"x" * RECORD_SIZE
+    failed = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            failed.append(err)
+
+    started = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                p.produce(TOPIC, value, partition=i % 3, on_delivery=delivered)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if time.monotonic() - started > RUN_LIMIT_S:
+            raise RuntimeError("confluent-kafka produce run did not finish in time")
+    left = p.flush(RUN_LIMIT_S)
+    took = time.monotonic() - started
+    if left or failed:
+        raise RuntimeError(
+            f"confluent-kafka: {left} undelivered, {len(failed)} failed ({failed[:1]})"
+        )
+    return records / took, records * RECORD_SIZE / took / 1e6
+
+
+def produce_java(bootstrap: str, records: int, acks: str, cp: str) -> tuple[float, float]:
+    """(messages/s, MB/s) reported by Kafka's ProducerPerformance."""
+    cmd = [
+        "java",
+        "-Xmx512m",
+        "-cp",
+        cp,
+        "org.apache.kafka.tools.ProducerPerformance",
+        "--topic",
+        TOPIC,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(RECORD_SIZE),
+        "--throughput",
+        "-1",
+        "--command-property",
+        f"bootstrap.servers={bootstrap}",
+        f"acks={acks}",
+        "linger.ms=5",
+        "batch.size=1048576",
+        "enable.idempotence=false",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT_S)
+    # Interim lines come every 5 s; the last line is the whole run's.
+    found = re.findall(
+        r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)", done.stdout, re.M
+    )
+    if done.returncode != 0 or not found or int(found[-1][0]) != records:
+        raise RuntimeError(f"ProducerPerformance failed: {(done.stdout + done.stderr)[-800:]}")
+    _, per_s, mib_per_s = found[-1]
+    return float(per_s), float(mib_per_s) * 1.048576  # it counts MiB
+
+
+def consume_confluent(bootstrap: str, expected: int) -> tuple[float, float]:
+    """(messages/s, MB/s) of a confluent-kafka consumer reading ``expected`` records of the
+    produce topic from the start (assigned partitions, no group)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-consume",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 50 << 20,
+        }
+    )
+    try:
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(3)])
+        count = size = 0
+        started = time.monotonic()
+        while count < expected:
+            if time.monotonic() - started > RUN_LIMIT_S:
+                raise RuntimeError(f"consumed {count} of {expected} records in time")
+            for m in c.consume(10_000, timeout=1.0):
+                if m.error() is None:
+                    count += 1
+                    size += len(m.value() or b"")
+        took = time.monotonic() - started
+    finally:
+        c.close()
+    return count / took, size / took / 1e6
+
+
+def latency_confluent(bootstrap: str, count: int) -> tuple[float, float]:
+    """(p50, p99) milliseconds from producing a 1 KiB record (acks=all, three replicas) to
+    a consumer receiving it, one record at a time."""
+    from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+
+    topic = "bench-latency"
+    _create_topic(bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency"})
+    value = b"x" * RECORD_SIZE
+    took: list[float] = []
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_END)])
+        started = time.monotonic()
+        # The consumer finds the end of the log on its own time: probe until it reads.
+        while True:
+            p.produce(topic, b"probe", key=b"probe")
+            p.flush(10)
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                break
+            if time.monotonic() - started > START_LIMIT_S:
+                raise RuntimeError("the latency consumer never started reading")
+        for i in range(-20, count):  # the first 20 warm up the consumer's fetch loop
+            key = str(i).encode()
+            sent = time.perf_counter()
+            p.produce(topic, value, key=key)
+            p.poll(0)
+            while True:
+                if time.monotonic() - started > RUN_LIMIT_S:
+                    raise RuntimeError("the latency run did not finish in time")
+                m = c.poll(1.0)
+                if m is not None and m.error() is None and m.key() == key:
+                    break
+            if i >= 0:
+                took.append((time.perf_counter() - sent) * 1000)
+        p.flush(30)
+    finally:
+        c.close()
+    took.sort()
+    return took[len(took) // 2], took[min(len(took) - 1, int(len(took) * 0.99))]
+
+
+@dataclass
+class ProduceRun:
+    tool: str
+    acks: str
+    msgs_per_s: float
+    mb_per_s: float
+
+
+def produce_all(bootstrap: str, records: int, java_cp: str | None) -> list[ProduceRun]:
+    _create_topic(bootstrap)
+    runs = []
+    for acks in ("1", "all"):
+        if java_cp is not None:
+            runs.append(
+                ProduceRun(
+                    "ProducerPerformance", acks, *produce_java(bootstrap, records, acks, java_cp)
+                )
+            )
+        runs.append(
+            ProduceRun("confluent-kafka", acks, *produce_confluent(bootstrap, records, acks))
+        )
+    return runs
+
+
+# ---------------------------------------------------------------------- the run
+
+
+def run(
+    records: int,
+    repeat: int,
+    java: bool,
+    say: Callable[[str], None],
+    latency_records: int = 1000,
+) -> list[Figure]:
+    figures: list[Figure] = []
+    java_cp = (
+        os.pathsep.join(
+            str(p) for p in classpath([f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}"])
+        )
+        if java
+        else None
+    )
+    say("start-up: kafkagen serve ...")
+    kg_start = startup_kafkagen(repeat)
+    say("start-up: Apache Kafka ...")
+    kafka_start, kafka_format = startup_kafka(repeat)
+    figures.append(Figure("start to first Metadata answer", kg_start, kafka_start, "s", False))
+    figures.append(
+        Figure(
+            "  Kafka without formatting storage", kg_start, kafka_start - kafka_format, "s", False
+        )
+    )
+
+    say(f"produce, consume, latency, three brokers: kafkagen serve ({records} records) ...")
+    port = _free_ports_from(3)
+    started = time.monotonic()
+    with _kafkagen(3, port) as proc:
+        _wait_metadata(port, 3, started, proc)
+        bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
+        kg_runs = produce_all(bootstrap, records, java_cp)
+        kg_consume = consume_confluent(bootstrap, records * len(kg_runs))
+        kg_latency = latency_confluent(bootstrap, latency_records)
+        kg_rss = rss_mb([proc.pid])
+    say(f"produce, consume, latency, three brokers: Apache Kafka ({records} records) ...")
+    with KafkaReference(3, jvm_options=KAFKA_JVM) as kafka:
+        kafka_runs = produce_all(kafka.bootstrap, records, java_cp)
+        kafka_consume = consume_confluent(kafka.bootstrap, records * len(kafka_runs))
+        kafka_latency = latency_confluent(kafka.bootstrap, latency_records)
+        kafka_rss = rss_mb(kafka.pids())
+    for a, b in zip(kg_runs, kafka_runs, strict=True):
+        figures.append(
+            Figure(f"produce acks={a.acks} {a.tool}", a.msgs_per_s, b.msgs_per_s, "msgs/s", True)
+        )
+        figures.append(
+            Figure(f"produce acks={a.acks} {a.tool}", a.mb_per_s, b.mb_per_s, "MB/s", True)
+        )
+    figures.append(
+        Figure("consume confluent-kafka", kg_consume[0], kafka_consume[0], "msgs/s", True)
+    )
+    figures.append(Figure("consume confluent-kafka", kg_consume[1], kafka_consume[1], "MB/s", True))
+    figures.append(
+        Figure("end-to-end latency p50 (acks=all)", kg_latency[0], kafka_latency[0], "ms", False)
+    )
+    figures.append(
+        Figure("end-to-end latency p99 (acks=all)", kg_latency[1], kafka_latency[1], "ms", False)
+    )
+    figures.append(
+        Figure("resident memory after the runs (3 brokers)", kg_rss, kafka_rss, "MiB", False)
+    )
+    return figures
+
+
+def _free_ports_from(n: int) -> int:
+    """A port P with P .. P+n-1 free (``kafkagen serve --port P`` takes them all)."""
+    for _ in range(50):
+        port = _free_port()
+        if port + n <= 65536 and all(_port_free(port + i) for i in range(n)):
+            return port
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def table(figures: list[Figure]) -> str:
+    lines = [f"{'':<46} {'kafkagen':>12} {'Kafka 4.4':>12}  {'unit':<7} ratio"]
+    for f in figures:
+        lines.append(
+            f"{f.what:<46} {f.kafkagen:>12,.2f} {f.kafka:>12,.2f}  {f.unit:<7} {f.ratio:.2f}x"
+        )
+    lines.append(
+        "ratio: kafkagen/Kafka for throughput, Kafka/kafkagen for time and memory "
+        "(above 1: kafkagen ahead)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kafkagen bench kafka",
+        description="kafkagen serve against Apache Kafka 4.4.0: start-up, produce, memory.",
+    )
+    parser.add_argument("--records", type=int, default=100_000, help="records per produce run")
+    parser.add_argument("--repeat", type=int, default=3, help="start-ups timed per server")
+    parser.add_argument(
+        "--latency-records", type=int, default=1000, help="records timed one by one end to end"
+    )
+    parser.add_argument("--skip-java", action="store_true", help="no ProducerPerformance runs")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    args = parser.parse_args(argv)
+    if min(args.records, args.repeat, args.latency_records) < 1:
+        parser.error("--records, --repeat and --latency-records must be at least 1")
+    # A terminated run still stops the servers it started (their finally blocks run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    figures = run(
+        args.records,
+        args.repeat,
+        not args.skip_java,
+        lambda m: print(m, file=sys.stderr, flush=True),
+        args.latency_records,
+    )
+    print(table(figures))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([asdict(f) | {"ratio": f.ratio} for f in figures], indent=1)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

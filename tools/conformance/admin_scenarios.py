@@ -1,0 +1,567 @@
+"""Topics, configs, the cluster, partitions and ACLs."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from kafkagen.generated.alter_configs import AlterConfigsRequest
+from kafkagen.generated.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kafkagen.generated.api_versions import ApiVersionsRequest
+from kafkagen.generated.create_acls import CreateAclsRequest
+from kafkagen.generated.create_partitions import CreatePartitionsRequest
+from kafkagen.generated.create_topics import CreateTopicsRequest
+from kafkagen.generated.delete_topics import DeleteTopicsRequest
+from kafkagen.generated.describe_acls import DescribeAclsRequest
+from kafkagen.generated.describe_cluster import DescribeClusterRequest
+from kafkagen.generated.describe_configs import DescribeConfigsRequest
+from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest
+from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest
+from kafkagen.generated.elect_leaders import ElectLeadersRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkagen.generated.list_partition_reassignments import ListPartitionReassignmentsRequest
+from kafkagen.generated.metadata import MetadataRequest
+
+from .core import Session, scenario
+
+TOPIC, BROKER = 2, 4  # config resource types
+
+# ---------------------------------------------------------------------- Metadata
+
+
+def _metadata(*topics: str) -> MetadataRequest:
+    M = MetadataRequest
+    return M(
+        topics=[M.MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=False
+    )
+
+
+@scenario("Metadata", "one-topic", "a topic of three partitions")
+async def metadata_topic(s: Session) -> None:
+    t = await s.create_topic(partitions=3)
+    await s.call(_metadata(t))
+
+
+@scenario("Metadata", "replicated-topic", "a topic with three replicas", brokers=3)
+async def metadata_rf3(s: Session) -> None:
+    t = await s.create_topic(partitions=2, replication=3)
+    await s.call(_metadata(t))
+
+
+@scenario("Metadata", "unknown-topic", "a topic that does not exist, auto-creation off")
+async def metadata_unknown(s: Session) -> None:
+    await s.call(_metadata(s.name("missing")))
+
+
+@scenario("Metadata", "invalid-topic-name", "a name topics may not have")
+async def metadata_invalid(s: Session) -> None:
+    await s.call(_metadata(s.name("bad/name")))
+
+
+@scenario("Metadata", "no-topics", "an empty topic list: brokers and controller only")
+async def metadata_none(s: Session) -> None:
+    await s.call(MetadataRequest(topics=[], allow_auto_topic_creation=False))
+
+
+@scenario("Metadata", "all-topics", "every topic (null list), trimmed to this scenario's")
+async def metadata_all(s: Session) -> None:
+    t = await s.create_topic()
+
+    def keep(data: Any) -> Any:
+        data["topics"] = [x for x in data["topics"] if x["name"] == t]
+        return data
+
+    await s.call(MetadataRequest(topics=None, allow_auto_topic_creation=False), keep=keep)
+
+
+@scenario("Metadata", "unknown-topic-id", "a topic named by an id nobody has (v10+)")
+async def metadata_unknown_id(s: Session) -> None:
+    M = MetadataRequest
+    req = M(topics=[M.MetadataRequestTopic(topic_id=uuid.UUID(int=99), name=None)])
+    await s.call(req)
+
+
+# ---------------------------------------------------------------------- CreateTopics
+
+
+def _create(
+    name: str,
+    partitions: int = 1,
+    replication: int = 1,
+    configs: dict[str, str] | None = None,
+    *,
+    validate_only: bool = False,
+    assignments: list[list[int]] | None = None,
+) -> CreateTopicsRequest:
+    C = CreateTopicsRequest
+    return C(
+        topics=[
+            C.CreatableTopic(
+                name=name,
+                num_partitions=-1 if assignments else partitions,
+                replication_factor=-1 if assignments else replication,
+                assignments=[
+                    C.CreatableReplicaAssignment(partition_index=i, broker_ids=ids)
+                    for i, ids in enumerate(assignments or [])
+                ],
+                configs=[
+                    C.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                ],
+            )
+        ],
+        timeout_ms=30000,
+        validate_only=validate_only,
+    )
+
+
+def _without_configs(data: Any) -> Any:
+    # CreateTopics v5+ lists every config of the new topic; DescribeConfigs compares them.
+    for t in data.get("topics", []):
+        t.pop("configs", None)
+    return data
+
+
+@scenario("CreateTopics", "ordinary", "three partitions, one replica")
+async def create_ordinary(s: Session) -> None:
+    await s.call(_create(s.name("t"), 3), keep=_without_configs)
+    await s.wait_for_leaders(s.name("t"), 3)
+
+
+@scenario("CreateTopics", "default-partitions", "-1 partitions and replicas: the broker's defaults")
+async def create_defaults(s: Session) -> None:
+    await s.call(_create(s.name("t"), -1, -1), keep=_without_configs)
+
+
+@scenario("CreateTopics", "already-exists", "a topic that exists")
+async def create_exists(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_create(t), keep=_without_configs)
+
+
+@scenario("CreateTopics", "invalid-name", "characters topics may not have")
+async def create_invalid_name(s: Session) -> None:
+    await s.call(_create(s.name("bad name")), keep=_without_configs)
+
+
+@scenario("CreateTopics", "name-too-long", "a 250-character name")
+async def create_long_name(s: Session) -> None:
+    await s.call(_create(s.name("x" * 240)), keep=_without_configs)
+
+
+@scenario("CreateTopics", "dot-name", "'.' is not a topic name")
+async def create_dot(s: Session) -> None:
+    await s.call(_create("."), keep=_without_configs)
+
+
+@scenario("CreateTopics", "zero-partitions", "0 partitions")
+async def create_zero_partitions(s: Session) -> None:
+    await s.call(_create(s.name("t"), 0), keep=_without_configs)
+
+
+@scenario("CreateTopics", "replication-too-large", "more replicas than brokers")
+async def create_rf_too_large(s: Session) -> None:
+    await s.call(_create(s.name("t"), 1, 7), keep=_without_configs)
+
+
+@scenario("CreateTopics", "invalid-config-value", "cleanup.policy=sometimes")
+async def create_bad_config(s: Session) -> None:
+    await s.call(
+        _create(s.name("t"), configs={"cleanup.policy": "sometimes"}), keep=_without_configs
+    )
+
+
+@scenario("CreateTopics", "unknown-config", "a config no topic has")
+async def create_unknown_config(s: Session) -> None:
+    await s.call(_create(s.name("t"), configs={"no.such.config": "1"}), keep=_without_configs)
+
+
+@scenario("CreateTopics", "validate-only", "validate_only: nothing is created")
+async def create_validate_only(s: Session) -> None:
+    await s.call(_create(s.name("t"), 2, validate_only=True), keep=_without_configs)
+    await s.call(_metadata(s.name("t")))
+
+
+@scenario("CreateTopics", "manual-assignment", "replicas placed by the request", brokers=2)
+async def create_assigned(s: Session) -> None:
+    nodes = s._node_order
+    await s.call(_create(s.name("t"), assignments=[[nodes[0]], [nodes[1]]]), keep=_without_configs)
+
+
+@scenario("CreateTopics", "assignment-unknown-broker", "a replica on broker 999")
+async def create_assigned_unknown(s: Session) -> None:
+    await s.call(_create(s.name("t"), assignments=[[999]]), keep=_without_configs)
+
+
+@scenario("CreateTopics", "duplicate-in-request", "the same name twice in one request")
+async def create_duplicate(s: Session) -> None:
+    req = _create(s.name("t"))
+    req.topics.append(_create(s.name("t")).topics[0])
+    await s.call(req, keep=_without_configs)
+
+
+# ---------------------------------------------------------------------- DeleteTopics
+
+
+def _delete(*names: str) -> DeleteTopicsRequest:
+    D = DeleteTopicsRequest
+    return D(
+        topics=[D.DeleteTopicState(name=n) for n in names],
+        topic_names=list(names),
+        timeout_ms=30000,
+    )
+
+
+@scenario("DeleteTopics", "ordinary", "delete a topic; Metadata no longer knows it")
+async def delete_ordinary(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_delete(t))
+    for _ in range(100):  # deletion reaches every broker's metadata in its own time
+        md = await s.metadata([t])
+        if md.topics[0].error_code != 0:
+            break
+        await asyncio.sleep(0.05)
+    await s.call(_metadata(t))
+
+
+@scenario("DeleteTopics", "unknown-topic", "a topic that does not exist")
+async def delete_unknown(s: Session) -> None:
+    await s.call(_delete(s.name("missing")))
+
+
+@scenario("DeleteTopics", "unknown-topic-id", "a topic id nobody has (v6)")
+async def delete_unknown_id(s: Session) -> None:
+    D = DeleteTopicsRequest
+    await s.call(
+        D(topics=[D.DeleteTopicState(name=None, topic_id=uuid.UUID(int=77))], timeout_ms=30000)
+    )
+
+
+# ---------------------------------------------------------------------- CreatePartitions
+
+
+def _partitions(name: str, count: int, validate_only: bool = False) -> CreatePartitionsRequest:
+    C = CreatePartitionsRequest
+    return C(
+        topics=[C.CreatePartitionsTopic(name=name, count=count, assignments=None)],
+        timeout_ms=30000,
+        validate_only=validate_only,
+    )
+
+
+@scenario("CreatePartitions", "ordinary", "one partition to three")
+async def partitions_ordinary(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_partitions(t, 3))
+    await s.wait_for_leaders(t, 3)
+    await s.call(_metadata(t))
+
+
+@scenario("CreatePartitions", "decrease", "three partitions to two")
+async def partitions_decrease(s: Session) -> None:
+    t = await s.create_topic(partitions=3)
+    await s.call(_partitions(t, 2))
+
+
+@scenario("CreatePartitions", "same-count", "one partition to one")
+async def partitions_same(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_partitions(t, 1))
+
+
+@scenario("CreatePartitions", "unknown-topic", "a topic that does not exist")
+async def partitions_unknown(s: Session) -> None:
+    await s.call(_partitions(s.name("missing"), 2))
+
+
+@scenario("CreatePartitions", "validate-only", "validate_only: the count stays")
+async def partitions_validate(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_partitions(t, 4, validate_only=True))
+    await s.call(_metadata(t))
+
+
+# ---------------------------------------------------------------------- configs
+
+
+def _describe_configs(rtype: int, name: str, *keys: str) -> DescribeConfigsRequest:
+    D = DescribeConfigsRequest
+    return D(
+        resources=[
+            D.DescribeConfigsResource(
+                resource_type=rtype, resource_name=name, configuration_keys=list(keys)
+            )
+        ]
+    )
+
+
+@scenario("DescribeConfigs", "topic-keys", "two configs of a topic, one of them set on creation")
+async def describe_topic_configs(s: Session) -> None:
+    t = await s.create_topic(configs={"retention.ms": "123456"})
+    await s.call(_describe_configs(TOPIC, t, "retention.ms", "cleanup.policy"))
+
+
+@scenario("DescribeConfigs", "unknown-topic", "a topic that does not exist")
+async def describe_configs_unknown(s: Session) -> None:
+    await s.call(_describe_configs(TOPIC, s.name("missing"), "retention.ms"))
+
+
+@scenario("DescribeConfigs", "broker-key", "one broker config left at its default")
+async def describe_broker_config(s: Session) -> None:
+    node = s._node_order[0]
+    await s.call(_describe_configs(BROKER, str(node), "message.max.bytes"), node=node)
+
+
+@scenario("DescribeConfigs", "unknown-broker", "broker 999")
+async def describe_configs_unknown_broker(s: Session) -> None:
+    await s.call(_describe_configs(BROKER, "999", "message.max.bytes"))
+
+
+@scenario("DescribeConfigs", "invalid-resource-type", "resource type 9")
+async def describe_configs_bad_type(s: Session) -> None:
+    await s.call(_describe_configs(9, "x", "retention.ms"))
+
+
+def _alter(name: str, configs: dict[str, str], validate_only: bool = False) -> AlterConfigsRequest:
+    A = AlterConfigsRequest
+    return A(
+        resources=[
+            A.AlterConfigsResource(
+                resource_type=TOPIC,
+                resource_name=name,
+                configs=[A.AlterableConfig(name=k, value=v) for k, v in configs.items()],
+            )
+        ],
+        validate_only=validate_only,
+    )
+
+
+@scenario("AlterConfigs", "ordinary", "set retention.ms, then describe it")
+async def alter_configs(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_alter(t, {"retention.ms": "60000"}))
+    await _config_settled(s, t, "retention.ms", True)
+    await s.call(_describe_configs(TOPIC, t, "retention.ms"))
+
+
+@scenario("AlterConfigs", "invalid-value", "retention.ms=soon")
+async def alter_configs_bad(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_alter(t, {"retention.ms": "soon"}))
+
+
+@scenario("AlterConfigs", "unknown-topic", "a topic that does not exist")
+async def alter_configs_unknown(s: Session) -> None:
+    await s.call(_alter(s.name("missing"), {"retention.ms": "60000"}))
+
+
+def _incremental(name: str, op: int, key: str, value: str | None) -> IncrementalAlterConfigsRequest:
+    Req = IncrementalAlterConfigsRequest
+    return Req(
+        resources=[
+            Req.AlterConfigsResource(
+                resource_type=TOPIC,
+                resource_name=name,
+                configs=[Req.AlterableConfig(name=key, config_operation=op, value=value)],
+            )
+        ]
+    )
+
+
+async def _config_settled(s: Session, topic: str, key: str, overridden: bool) -> None:
+    """Wait (set-up) until the topic's ``key`` is (or is no longer) set on the topic: an
+    accepted change reaches every broker in its own time."""
+    for _ in range(100):
+        r = await s.setup(_describe_configs(TOPIC, topic, key))
+        configs = r.results[0].configs
+        if configs and (configs[0].config_source == 1) == overridden:
+            return
+        await asyncio.sleep(0.05)
+
+
+@scenario("IncrementalAlterConfigs", "set-and-delete", "SET then DELETE retention.ms")
+async def incremental_set_delete(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_incremental(t, 0, "retention.ms", "70000"))
+    await _config_settled(s, t, "retention.ms", True)
+    await s.call(_describe_configs(TOPIC, t, "retention.ms"))
+    await s.call(_incremental(t, 1, "retention.ms", None))
+    await _config_settled(s, t, "retention.ms", False)
+    await s.call(_describe_configs(TOPIC, t, "retention.ms"))
+
+
+@scenario("IncrementalAlterConfigs", "append", "APPEND to cleanup.policy")
+async def incremental_append(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_incremental(t, 2, "cleanup.policy", "compact"))
+    await _config_settled(s, t, "cleanup.policy", True)
+    await s.call(_describe_configs(TOPIC, t, "cleanup.policy"))
+
+
+@scenario("IncrementalAlterConfigs", "unknown-config", "SET a config no topic has")
+async def incremental_unknown(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_incremental(t, 0, "no.such.config", "1"))
+
+
+@scenario("IncrementalAlterConfigs", "invalid-value", "SET max.message.bytes=-5")
+async def incremental_invalid(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_incremental(t, 0, "max.message.bytes", "-5"))
+
+
+@scenario("IncrementalAlterConfigs", "unknown-topic", "a topic that does not exist")
+async def incremental_unknown_topic(s: Session) -> None:
+    await s.call(_incremental(s.name("missing"), 0, "retention.ms", "1000"))
+
+
+# ---------------------------------------------------------------------- cluster and partitions
+
+
+@scenario("ApiVersions", "ordinary", "v3 with a client name: error code and ranges")
+async def api_versions(s: Session) -> None:
+    await s.call(
+        ApiVersionsRequest(client_software_name="kafkagen", client_software_version="1"), 3
+    )
+
+
+@scenario("ApiVersions", "invalid-client-name", "v3 with a client name Kafka's pattern refuses")
+async def api_versions_bad_name(s: Session) -> None:
+    req = ApiVersionsRequest(client_software_name="bad name!", client_software_version="1")
+    await s.call(req, 3)
+
+
+@scenario("DescribeCluster", "ordinary", "brokers and controller")
+async def describe_cluster(s: Session) -> None:
+    await s.call(DescribeClusterRequest())
+
+
+@scenario("DescribeTopicPartitions", "one-topic", "a topic of two partitions")
+async def describe_topic_partitions(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    D = DescribeTopicPartitionsRequest
+    await s.call(D(topics=[D.TopicRequest(name=t)], response_partition_limit=2000))
+
+
+@scenario("DescribeTopicPartitions", "unknown-topic", "a topic that does not exist")
+async def describe_topic_partitions_unknown(s: Session) -> None:
+    D = DescribeTopicPartitionsRequest
+    await s.call(D(topics=[D.TopicRequest(name=s.name("missing"))], response_partition_limit=2000))
+
+
+@scenario("DescribeLogDirs", "one-topic", "the log of a topic with three records")
+async def describe_log_dirs(s: Session) -> None:
+    from .messages import batch
+
+    t = await s.create_topic()
+    await s.produced(t, batch(3))
+    D = DescribeLogDirsRequest
+    await s.call(
+        D(topics=[D.DescribableLogDirTopic(topic=t, partitions=[0])]), node=await s.leader(t)
+    )
+
+
+def _elect(topic: str, election: int = 0) -> ElectLeadersRequest:
+    E = ElectLeadersRequest
+    return E(
+        election_type=election,
+        topic_partitions=[E.TopicPartitions(topic=topic, partitions=[0])],
+        timeout_ms=30000,
+    )
+
+
+@scenario("ElectLeaders", "preferred-not-needed", "the preferred replica already leads")
+async def elect_not_needed(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_elect(t))
+
+
+@scenario("ElectLeaders", "unknown-topic", "a topic that does not exist")
+async def elect_unknown(s: Session) -> None:
+    await s.call(_elect(s.name("missing")))
+
+
+@scenario("ElectLeaders", "unclean-not-needed", "an unclean election where a leader exists")
+async def elect_unclean(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_elect(t, 1))
+
+
+def _reassign(topic: str, replicas: list[int] | None) -> AlterPartitionReassignmentsRequest:
+    A = AlterPartitionReassignmentsRequest
+    return A(
+        timeout_ms=30000,
+        topics=[
+            A.ReassignableTopic(
+                name=topic,
+                partitions=[A.ReassignablePartition(partition_index=0, replicas=replicas)],
+            )
+        ],
+    )
+
+
+@scenario("AlterPartitionReassignments", "unknown-topic", "a topic that does not exist")
+async def reassign_unknown(s: Session) -> None:
+    await s.call(_reassign(s.name("missing"), [0]))
+
+
+@scenario("AlterPartitionReassignments", "cancel-none", "cancel where nothing is moving")
+async def reassign_cancel_none(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_reassign(t, None))
+
+
+@scenario("AlterPartitionReassignments", "unknown-broker", "move a replica to broker 999")
+async def reassign_unknown_broker(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_reassign(t, [999]))
+
+
+@scenario("ListPartitionReassignments", "none", "a topic with nothing moving")
+async def list_reassignments(s: Session) -> None:
+    t = await s.create_topic()
+    L = ListPartitionReassignmentsRequest
+    await s.call(
+        L(
+            timeout_ms=30000,
+            topics=[L.ListPartitionReassignmentsTopics(name=t, partition_indexes=[0])],
+        )
+    )
+
+
+# ---------------------------------------------------------------------- ACLs
+
+
+@scenario("CreateAcls", "topic-read", "allow User:alice to read a topic")
+async def create_acls(s: Session) -> None:
+    C = CreateAclsRequest
+    await s.call(
+        C(
+            creations=[
+                C.AclCreation(
+                    resource_type=2,
+                    resource_name=s.name("t"),
+                    resource_pattern_type=3,
+                    principal="User:alice",
+                    host="*",
+                    operation=3,
+                    permission_type=3,
+                )
+            ]
+        )
+    )
+
+
+@scenario("DescribeAcls", "any-topic", "every ACL on topics")
+async def describe_acls(s: Session) -> None:
+    await s.call(
+        DescribeAclsRequest(
+            resource_type_filter=2,
+            resource_name_filter=s.name("t"),
+            pattern_type_filter=1,
+            principal_filter=None,
+            host_filter=None,
+            operation=1,
+            permission_type=1,
+        )
+    )

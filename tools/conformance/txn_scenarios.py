@@ -1,0 +1,341 @@
+"""Transactions: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
+EndTxn, read_committed fetches, and the transaction listings."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
+from kafkagen.generated.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kafkagen.generated.describe_producers import DescribeProducersRequest
+from kafkagen.generated.describe_transactions import DescribeTransactionsRequest
+from kafkagen.generated.end_txn import EndTxnRequest
+from kafkagen.generated.init_producer_id import InitProducerIdRequest
+from kafkagen.generated.list_transactions import ListTransactionsRequest
+from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest
+
+from .core import Session, SetupError, scenario
+from .messages import batch, fetch, list_offsets, produce
+
+#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS.
+_RETRIABLE = (14, 15, 51)
+#: The versions of AddPartitionsToTxn clients use (v4+ is for brokers).
+ADD_PARTITIONS_CLIENT_VERSION = 3
+
+
+def _init(tid: str | None, timeout_ms: int = 60000) -> InitProducerIdRequest:
+    return InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout_ms)
+
+
+def _add_partitions(tid: str, pid: int, epoch: int, topic: str) -> AddPartitionsToTxnRequest:
+    A = AddPartitionsToTxnRequest
+    return A(
+        v3_and_below_transactional_id=tid,
+        v3_and_below_producer_id=pid,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[A.AddPartitionsToTxnTopic(name=topic, partitions=[0])],
+    )
+
+
+def _end(tid: str, pid: int, epoch: int, commit: bool) -> EndTxnRequest:
+    return EndTxnRequest(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit
+    )
+
+
+class _Txn:
+    """A transactional producer's ids on one broker, found by set-up."""
+
+    def __init__(self, s: Session, tid: str, node: int, pid: int, epoch: int) -> None:
+        self.s, self.tid, self.node, self.pid, self.epoch = s, tid, node, pid, epoch
+
+    async def add(self, topic: str, record: bool = True) -> Any:
+        req = _add_partitions(self.tid, self.pid, self.epoch, topic)
+        v = ADD_PARTITIONS_CLIENT_VERSION
+        if record:
+            return await self.s.call(req, v, node=self.node)
+        return await self.s.setup(req, v, node=self.node)
+
+    def batch(self, count: int = 2, seq: int = 0) -> bytes:
+        return batch(
+            count,
+            producer_id=self.pid,
+            producer_epoch=self.epoch,
+            base_sequence=seq,
+            transactional=True,
+        )
+
+
+async def _txn(s: Session, part: str = "tx") -> _Txn:
+    tid = s.name(part)
+    node = await s.coordinator(tid, 1)
+    for _ in range(100):  # bounded: a coordinator still loading its partition says so
+        r = await s.setup(_init(tid), node=node)
+        if r.error_code not in _RETRIABLE:
+            break
+        await asyncio.sleep(0.1)
+    if r.error_code != 0:
+        raise SetupError(f"InitProducerId {tid}: error {r.error_code}")
+    return _Txn(s, tid, node, int(r.producer_id), int(r.producer_epoch))
+
+
+async def _settled(s: Session, topic: str, node: int) -> None:
+    """Wait (set-up) until the transaction's markers are written: the read_committed end
+    of the log reaches the read_uncommitted one. EndTxn may answer before that."""
+    for _ in range(100):
+        committed = await s.setup(list_offsets(topic, -1, isolation=1), node=node)
+        latest = await s.setup(list_offsets(topic, -1), node=node)
+        if committed.topics[0].partitions[0].offset == latest.topics[0].partitions[0].offset:
+            return
+        await asyncio.sleep(0.05)
+    raise SetupError(f"{topic}: the transaction markers were not written in 5 s")
+
+
+# ---------------------------------------------------------------------- InitProducerId
+
+
+@scenario("InitProducerId", "idempotent", "a producer id for an idempotent producer")
+async def init_idempotent(s: Session) -> None:
+    await s.call(_init(None))
+
+
+@scenario("InitProducerId", "transactional-twice", "the same transactional id: the epoch bumps")
+async def init_twice(s: Session) -> None:
+    tid = s.name("tx")
+    node = await s.coordinator(tid, 1)
+    await s.call(_init(tid), node=node)
+    await s.call(_init(tid), node=node)
+
+
+@scenario("InitProducerId", "timeout-too-large", "a transaction timeout above the maximum")
+async def init_bad_timeout(s: Session) -> None:
+    tid = s.name("tx")
+    await s.call(_init(tid, 3_600_000), node=await s.coordinator(tid, 1))
+
+
+@scenario("InitProducerId", "not-coordinator", "to a broker that does not coordinate it", brokers=2)
+async def init_not_coordinator(s: Session) -> None:
+    tid = s.name("tx")
+    await s.call(_init(tid), node=s.other_node(await s.coordinator(tid, 1)))
+
+
+# ---------------------------------------------------------------------- a transaction
+
+
+@scenario("EndTxn", "commit", "add a partition, write two records, commit, read_committed")
+async def txn_commit(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t)
+    leader = await s.leader(t)
+    await s.call(produce(t, x.batch(), transactional_id=x.tid), node=leader)
+    await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+    await _settled(s, t, leader)
+    await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader)
+
+
+@scenario("EndTxn", "abort", "abort: read_committed lists the aborted transaction")
+async def txn_abort(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t, record=False)
+    leader = await s.leader(t)
+    await s.setup(produce(t, x.batch(), transactional_id=x.tid), node=leader)
+    await s.call(_end(x.tid, x.pid, x.epoch, False), node=x.node)
+    await _settled(s, t, leader)
+    await s.call(list_offsets(t, -1, isolation=1), node=leader)
+    await s.call(fetch(t, s.topic_uuids[t], isolation=1), node=leader)
+
+
+@scenario("EndTxn", "no-transaction", "commit with no transaction open")
+async def txn_end_idle(s: Session) -> None:
+    x = await _txn(s)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+
+
+@scenario("EndTxn", "wrong-epoch", "commit at an epoch below the producer's")
+async def txn_end_fenced(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t, record=False)
+    await s.call(_end(x.tid, x.pid, x.epoch + 3, True), node=x.node)
+
+
+@scenario("EndTxn", "unknown-producer-id", "a producer id the transactional id does not have")
+async def txn_end_unknown_pid(s: Session) -> None:
+    x = await _txn(s)
+    await s.call(_end(x.tid, x.pid + 1000, x.epoch, True), node=x.node)
+
+
+@scenario("EndTxn", "not-coordinator", "to a broker that does not coordinate it", brokers=2)
+async def txn_end_not_coordinator(s: Session) -> None:
+    x = await _txn(s)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=s.other_node(x.node))
+
+
+@scenario("AddPartitionsToTxn", "ordinary", "add a partition, then again (idempotent)")
+async def add_partitions(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t)
+    await x.add(t)
+
+
+@scenario("AddPartitionsToTxn", "unknown-topic", "a topic that does not exist")
+async def add_partitions_unknown(s: Session) -> None:
+    x = await _txn(s)
+    await x.add(s.name("missing"))
+
+
+@scenario("AddPartitionsToTxn", "fenced-epoch", "after a second InitProducerId bumped the epoch")
+async def add_partitions_fenced(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await s.setup(_init(x.tid), node=x.node)
+    await x.add(t)
+
+
+@scenario("AddPartitionsToTxn", "unknown-producer-id", "a producer id never issued")
+async def add_partitions_bad_pid(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    x.pid += 1000
+    await x.add(t)
+
+
+@scenario("AddPartitionsToTxn", "not-coordinator", "to another broker", brokers=2)
+async def add_partitions_not_coordinator(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    x.node = s.other_node(x.node)
+    await x.add(t)
+
+
+@scenario("Produce", "transactional-not-added", "a transactional batch to a partition not added")
+async def produce_txn_not_added(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await s.call(produce(t, x.batch(), transactional_id=x.tid), node=await s.leader(t))
+
+
+@scenario("Produce", "fenced-transactional", "a batch at the old epoch after a re-init")
+async def produce_txn_fenced(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t, record=False)
+    await s.setup(_init(x.tid), node=x.node)
+    await s.call(produce(t, x.batch(), transactional_id=x.tid), node=await s.leader(t))
+
+
+def _txn_offsets(x: _Txn, group: str, topic: str) -> TxnOffsetCommitRequest:
+    T = TxnOffsetCommitRequest
+    return T(
+        transactional_id=x.tid,
+        group_id=group,
+        producer_id=x.pid,
+        producer_epoch=x.epoch,
+        topics=[
+            T.TxnOffsetCommitRequestTopic(
+                name=topic,
+                partitions=[
+                    T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=4)
+                ],
+            )
+        ],
+    )
+
+
+@scenario("TxnOffsetCommit", "ordinary", "AddOffsetsToTxn, TxnOffsetCommit, commit")
+async def txn_offsets(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    x = await _txn(s)
+    await s.call(
+        AddOffsetsToTxnRequest(
+            transactional_id=x.tid, producer_id=x.pid, producer_epoch=x.epoch, group_id=g
+        ),
+        node=x.node,
+    )
+    await s.call(_txn_offsets(x, g, t), node=await s.coordinator(g))
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+
+
+@scenario("TxnOffsetCommit", "without-add-offsets", "offsets for a group not added")
+async def txn_offsets_not_added(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    x = await _txn(s)
+    await s.call(_txn_offsets(x, g, t), node=await s.coordinator(g))
+
+
+@scenario("TxnOffsetCommit", "not-coordinator", "to a broker not coordinating the group", brokers=2)
+async def txn_offsets_not_coordinator(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    x = await _txn(s)
+    await s.call(_txn_offsets(x, g, t), node=s.other_node(await s.coordinator(g)))
+
+
+@scenario("AddOffsetsToTxn", "fenced-epoch", "at an epoch below the producer's")
+async def add_offsets_fenced(s: Session) -> None:
+    x = await _txn(s)
+    await s.setup(_init(x.tid), node=x.node)
+    await s.call(
+        AddOffsetsToTxnRequest(
+            transactional_id=x.tid, producer_id=x.pid, producer_epoch=x.epoch, group_id=s.name("g")
+        ),
+        node=x.node,
+    )
+
+
+# ---------------------------------------------------------------------- listings
+
+
+@scenario("DescribeTransactions", "ongoing", "a transaction with one partition added")
+async def describe_txn(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t, record=False)
+    await s.call(DescribeTransactionsRequest(transactional_ids=[x.tid]), node=x.node)
+
+
+@scenario("DescribeTransactions", "unknown-id", "a transactional id never used")
+async def describe_txn_unknown(s: Session) -> None:
+    tid = s.name("tx")
+    await s.call(
+        DescribeTransactionsRequest(transactional_ids=[tid]), node=await s.coordinator(tid, 1)
+    )
+
+
+@scenario("ListTransactions", "mine", "this scenario's transactional ids among all")
+async def list_txns(s: Session) -> None:
+    x = await _txn(s)
+
+    def keep(data: Any) -> Any:
+        data["transactionStates"] = [
+            t for t in data["transactionStates"] if t["transactionalId"].startswith(s.prefix)
+        ]
+        return data
+
+    await s.call(ListTransactionsRequest(), node=x.node, keep=keep)
+
+
+@scenario("DescribeProducers", "idempotent", "the producer state after an idempotent write")
+async def describe_producers(s: Session) -> None:
+    t = await s.create_topic()
+    r = await s.setup(_init(None))
+    data = batch(2, producer_id=r.producer_id, producer_epoch=r.producer_epoch, base_sequence=0)
+    await s.produced(t, data)
+    D = DescribeProducersRequest
+    req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
+    await s.call(req, node=await s.leader(t))
+
+
+@scenario("DescribeProducers", "not-leader", "to a broker that is not the leader", brokers=2)
+async def describe_producers_not_leader(s: Session) -> None:
+    t = await s.create_topic()
+    D = DescribeProducersRequest
+    req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
+    await s.call(req, node=s.other_node(await s.leader(t)))
