@@ -11,6 +11,7 @@ from uuid import UUID
 from kafkagen.runtime.jsonform import (
     REQUIRED,
     as_object,
+    get_bool,
     get_int,
     get_list,
     get_str,
@@ -42,6 +43,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     write_struct_array,
     write_tags,
 )
@@ -52,6 +54,7 @@ __all__ = [
 ]
 
 # One precompiled big-endian struct per run of fixed-width fields.
+_S_o = _Struct(">?")
 _S_H = _Struct(">H")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
@@ -60,7 +63,7 @@ _S_ii = _Struct(">ii")
 
 
 class AddRaftVoterRequest(Message):
-    """AddRaftVoter request (API key 80): versions 0, flexible from v0."""
+    """AddRaftVoter request (API key 80): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "cluster_id",
@@ -68,13 +71,14 @@ class AddRaftVoterRequest(Message):
         "voter_id",
         "voter_directory_id",
         "listeners",
+        "ack_when_committed",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 80
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -120,6 +124,7 @@ class AddRaftVoterRequest(Message):
         voter_id: int = 0,
         voter_directory_id: UUID = ZERO_UUID,
         listeners: list[AddRaftVoterRequest.Listener] | Missing = MISSING,
+        ack_when_committed: bool = True,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.cluster_id = cluster_id
@@ -127,6 +132,7 @@ class AddRaftVoterRequest(Message):
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self.listeners = KeyedList() if listeners is MISSING else as_keyed(listeners)
+        self.ack_when_committed = ack_when_committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -138,6 +144,7 @@ class AddRaftVoterRequest(Message):
             and self.voter_id == other.voter_id
             and self.voter_directory_id == other.voter_directory_id
             and self.listeners == other.listeners
+            and self.ack_when_committed == other.ack_when_committed
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -146,7 +153,7 @@ _Listener = AddRaftVoterRequest.Listener
 
 
 class AddRaftVoterResponse(Message):
-    """AddRaftVoter response (API key 80): versions 0, flexible from v0."""
+    """AddRaftVoter response (API key 80): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -158,7 +165,7 @@ class AddRaftVoterResponse(Message):
     API_KEY: ClassVar[int | None] = 80
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -199,6 +206,7 @@ def _dec_AddRaftVoterRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[AddRaf
     o.listeners, pos = read_array(
         buf, pos, end, _dec_Listener_v0, True, False, "Listeners", KeyedList
     )
+    o.ack_when_committed = True
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -221,6 +229,48 @@ def _enc_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: Writer) -> None:
     write_struct_array(
         w, o.listeners, _enc_Listener_v0, True, False, "AddRaftVoterRequest.Listeners"
     )
+    if o.ack_when_committed != True:
+        raise unsupported("AddRaftVoterRequest.AckWhenCommitted", "non-default value")
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_AddRaftVoterRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[AddRaftVoterRequest, int]:
+    o = new_instance(AddRaftVoterRequest)
+    o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.timeout_ms, o.voter_id = _S_ii.unpack_from(buf, pos)
+    pos += 8
+    o.voter_directory_id, pos = read_uuid(buf, pos, end)
+    o.listeners, pos = read_array(
+        buf, pos, end, _dec_Listener_v0, True, False, "Listeners", KeyedList
+    )
+
+    o.ack_when_committed = _S_o.unpack_from(buf, pos)[0]
+    pos += 1
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, w: Writer) -> None:
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_ii.pack(o.timeout_ms, o.voter_id))
+    w(o.voter_directory_id.bytes)
+    write_struct_array(
+        w, o.listeners, _enc_Listener_v0, True, False, "AddRaftVoterRequest.Listeners"
+    )
+    w(_S_o.pack(o.ack_when_committed))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -235,6 +285,8 @@ def _tj_AddRaftVoterRequest(o: AddRaftVoterRequest, version: int) -> dict[str, A
     d["voterDirectoryId"] = uuid_to_json(v)
     v = o.listeners
     d["listeners"] = [_tj_Listener(x, version) for x in v]
+    if version >= 1:
+        d["ackWhenCommitted"] = o.ack_when_committed
     return d
 
 
@@ -248,6 +300,7 @@ def _fj_AddRaftVoterRequest(obj: dict[str, Any], version: int) -> AddRaftVoterRe
     o.voter_directory_id = get_uuid(obj, "voterDirectoryId", p, REQUIRED)
     v = get_list(obj, "listeners", p, REQUIRED)
     o.listeners = KeyedList([_fj_Listener(as_object(x, p), version) for x in v])
+    o.ack_when_committed = get_bool(obj, "ackWhenCommitted", p, REQUIRED) if version >= 1 else True
     o.unknown_tagged_fields = ()
     return o
 
@@ -259,6 +312,7 @@ def _rnd_AddRaftVoterRequest(g: Any, version: int) -> AddRaftVoterRequest:
     o.voter_id = g.int("int32")
     o.voter_directory_id = g.uuid()
     o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
+    o.ack_when_committed = (g.bool()) if version >= 1 else True
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -344,6 +398,21 @@ _N_AddRaftVoterRequest_v0 = (
         ("int32", "voter_id", 0),
         ("uuid", "voter_directory_id"),
         ("array", "listeners", True, False, _N_Listener_v0, True, "Listeners"),
+        ("absent", "ack_when_committed", ("value", True), False, "AckWhenCommitted"),
+    ),
+    (),
+    "AddRaftVoterRequest",
+)
+_N_AddRaftVoterRequest_v1 = (
+    AddRaftVoterRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "timeout_ms", 8),
+        ("int32", "voter_id", 0),
+        ("uuid", "voter_directory_id"),
+        ("array", "listeners", True, False, _N_Listener_v0, True, "Listeners"),
+        ("bool", "ack_when_committed", 1),
     ),
     (),
     "AddRaftVoterRequest",
@@ -366,6 +435,7 @@ _F_AddRaftVoterRequest = (
         ("voter_id", "voterId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
         ("listeners", "listeners", False, False, _F_Listener),
+        ("ack_when_committed", "ackWhenCommitted", False, False, None),
     ),
     0,
 )
@@ -377,23 +447,25 @@ bind_codecs(
     _fj_AddRaftVoterRequest,
     _rnd_AddRaftVoterRequest,
     (0, 0, _dec_AddRaftVoterRequest_v0, _enc_AddRaftVoterRequest_v0),
+    (1, 1, _dec_AddRaftVoterRequest_v1, _enc_AddRaftVoterRequest_v1),
 )
 bind_native(
     AddRaftVoterRequest,
     _F_AddRaftVoterRequest,
     (0, 0, _N_AddRaftVoterRequest_v0),
+    (1, 1, _N_AddRaftVoterRequest_v1),
 )
 bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
     _rnd_Listener,
-    (0, 0, _dec_Listener_v0, _enc_Listener_v0),
+    (0, 1, _dec_Listener_v0, _enc_Listener_v0),
 )
 bind_native(
     _Listener,
     _F_Listener,
-    (0, 0, _N_Listener_v0),
+    (0, 1, _N_Listener_v0),
 )
 
 # -------------------- AddRaftVoterResponse: decoders and encoders, one per distinct layout
@@ -488,10 +560,10 @@ bind_codecs(
     _tj_AddRaftVoterResponse,
     _fj_AddRaftVoterResponse,
     _rnd_AddRaftVoterResponse,
-    (0, 0, _dec_AddRaftVoterResponse_v0, _enc_AddRaftVoterResponse_v0),
+    (0, 1, _dec_AddRaftVoterResponse_v0, _enc_AddRaftVoterResponse_v0),
 )
 bind_native(
     AddRaftVoterResponse,
     _F_AddRaftVoterResponse,
-    (0, 0, _N_AddRaftVoterResponse_v0),
+    (0, 1, _N_AddRaftVoterResponse_v0),
 )

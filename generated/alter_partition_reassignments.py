@@ -12,6 +12,7 @@ from kafkagen.runtime.jsonform import (
     REQUIRED,
     as_int,
     as_object,
+    get_bool,
     get_int,
     get_list,
     get_str,
@@ -39,6 +40,7 @@ from kafkagen.runtime.wire import (
     read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
+    unsupported,
     write_struct_array,
     write_tags,
 )
@@ -49,8 +51,11 @@ __all__ = [
 ]
 
 # One precompiled big-endian struct per run of fixed-width fields.
+_S_o = _Struct(">?")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
+_S_io = _Struct(">i?")
+_S_ioh = _Struct(">i?h")
 _S_ih = _Struct(">ih")
 
 # One specialised reader and writer per kind of fixed-width array.
@@ -59,10 +64,11 @@ _write_i_c_n = fixed_array_writer("i", True, True)
 
 
 class AlterPartitionReassignmentsRequest(Message):
-    """AlterPartitionReassignments request (API key 45): versions 0, flexible from v0."""
+    """AlterPartitionReassignments request (API key 45): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "timeout_ms",
+        "allow_replication_factor_change",
         "topics",
         "unknown_tagged_fields",
     )
@@ -70,7 +76,7 @@ class AlterPartitionReassignmentsRequest(Message):
     API_KEY: ClassVar[int | None] = 45
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -138,10 +144,12 @@ class AlterPartitionReassignmentsRequest(Message):
         self,
         *,
         timeout_ms: int = 60000,
+        allow_replication_factor_change: bool = True,
         topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is MISSING else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -150,6 +158,7 @@ class AlterPartitionReassignmentsRequest(Message):
             return NotImplemented
         return (
             self.timeout_ms == other.timeout_ms
+            and self.allow_replication_factor_change == other.allow_replication_factor_change
             and self.topics == other.topics
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -160,10 +169,11 @@ _ReassignablePartition = AlterPartitionReassignmentsRequest.ReassignablePartitio
 
 
 class AlterPartitionReassignmentsResponse(Message):
-    """AlterPartitionReassignments response (API key 45): versions 0, flexible from v0."""
+    """AlterPartitionReassignments response (API key 45): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "throttle_time_ms",
+        "allow_replication_factor_change",
         "error_code",
         "error_message",
         "responses",
@@ -173,7 +183,7 @@ class AlterPartitionReassignmentsResponse(Message):
     API_KEY: ClassVar[int | None] = 45
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -247,6 +257,7 @@ class AlterPartitionReassignmentsResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
+        allow_replication_factor_change: bool = True,
         error_code: int = 0,
         error_message: str | None = "",
         responses: (
@@ -255,6 +266,7 @@ class AlterPartitionReassignmentsResponse(Message):
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is MISSING else responses
@@ -265,6 +277,7 @@ class AlterPartitionReassignmentsResponse(Message):
             return NotImplemented
         return (
             self.throttle_time_ms == other.throttle_time_ms
+            and self.allow_replication_factor_change == other.allow_replication_factor_change
             and self.error_code == other.error_code
             and self.error_message == other.error_message
             and self.responses == other.responses
@@ -286,6 +299,7 @@ def _dec_AlterPartitionReassignmentsRequest_v0(
 
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    o.allow_replication_factor_change = True
     o.topics, pos = read_array(buf, pos, end, _dec_ReassignableTopic_v0, True, False, "Topics")
 
     if pos < end and buf[pos] == 0:
@@ -300,6 +314,43 @@ def _enc_AlterPartitionReassignmentsRequest_v0(
     o: AlterPartitionReassignmentsRequest, w: Writer
 ) -> None:
     w(_S_i.pack(o.timeout_ms))
+    if o.allow_replication_factor_change != True:
+        raise unsupported(
+            "AlterPartitionReassignmentsRequest.AllowReplicationFactorChange", "non-default value"
+        )
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_ReassignableTopic_v0,
+        True,
+        False,
+        "AlterPartitionReassignmentsRequest.Topics",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_AlterPartitionReassignmentsRequest_v1(
+    buf: Buffer, pos: int, end: int
+) -> tuple[AlterPartitionReassignmentsRequest, int]:
+    o = new_instance(AlterPartitionReassignmentsRequest)
+
+    o.timeout_ms, o.allow_replication_factor_change = _S_io.unpack_from(buf, pos)
+    pos += 5
+    o.topics, pos = read_array(buf, pos, end, _dec_ReassignableTopic_v0, True, False, "Topics")
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_AlterPartitionReassignmentsRequest_v1(
+    o: AlterPartitionReassignmentsRequest, w: Writer
+) -> None:
+    w(_S_io.pack(o.timeout_ms, o.allow_replication_factor_change))
     write_struct_array(
         w,
         o.topics,
@@ -318,6 +369,8 @@ def _tj_AlterPartitionReassignmentsRequest(
     d: dict[str, Any] = {}
     v: Any
     d["timeoutMs"] = o.timeout_ms
+    if version >= 1:
+        d["allowReplicationFactorChange"] = o.allow_replication_factor_change
     v = o.topics
     d["topics"] = [_tj_ReassignableTopic(x, version) for x in v]
     return d
@@ -330,6 +383,9 @@ def _fj_AlterPartitionReassignmentsRequest(
     v: Any
     p = "AlterPartitionReassignmentsRequest"
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED)
+    o.allow_replication_factor_change = (
+        get_bool(obj, "allowReplicationFactorChange", p, REQUIRED) if version >= 1 else True
+    )
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_ReassignableTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -341,6 +397,7 @@ def _rnd_AlterPartitionReassignmentsRequest(
 ) -> AlterPartitionReassignmentsRequest:
     o = new_instance(AlterPartitionReassignmentsRequest)
     o.timeout_ms = g.int("int32")
+    o.allow_replication_factor_change = (g.bool()) if version >= 1 else True
     o.topics = [_rnd_ReassignableTopic(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
@@ -485,6 +542,18 @@ _N_AlterPartitionReassignmentsRequest_v0 = (
     True,
     (
         ("int32", "timeout_ms", 4),
+        ("absent", "allow_replication_factor_change", ("value", True), False, "AllowReplicationFactorChange"),
+        ("array", "topics", True, False, _N_ReassignableTopic_v0, False, "Topics"),
+    ),
+    (),
+    "AlterPartitionReassignmentsRequest",
+)
+_N_AlterPartitionReassignmentsRequest_v1 = (
+    AlterPartitionReassignmentsRequest,
+    True,
+    (
+        ("int32", "timeout_ms", 5),
+        ("bool", "allow_replication_factor_change", 0),
         ("array", "topics", True, False, _N_ReassignableTopic_v0, False, "Topics"),
     ),
     (),
@@ -511,6 +580,7 @@ _F_AlterPartitionReassignmentsRequest = (
     AlterPartitionReassignmentsRequest,
     (
         ("timeout_ms", "timeoutMs", False, False, None),
+        ("allow_replication_factor_change", "allowReplicationFactorChange", False, False, None),
         ("topics", "topics", False, False, _F_ReassignableTopic),
     ),
     0,
@@ -523,35 +593,37 @@ bind_codecs(
     _fj_AlterPartitionReassignmentsRequest,
     _rnd_AlterPartitionReassignmentsRequest,
     (0, 0, _dec_AlterPartitionReassignmentsRequest_v0, _enc_AlterPartitionReassignmentsRequest_v0),
+    (1, 1, _dec_AlterPartitionReassignmentsRequest_v1, _enc_AlterPartitionReassignmentsRequest_v1),
 )
 bind_native(
     AlterPartitionReassignmentsRequest,
     _F_AlterPartitionReassignmentsRequest,
     (0, 0, _N_AlterPartitionReassignmentsRequest_v0),
+    (1, 1, _N_AlterPartitionReassignmentsRequest_v1),
 )
 bind_codecs(
     _ReassignableTopic,
     _tj_ReassignableTopic,
     _fj_ReassignableTopic,
     _rnd_ReassignableTopic,
-    (0, 0, _dec_ReassignableTopic_v0, _enc_ReassignableTopic_v0),
+    (0, 1, _dec_ReassignableTopic_v0, _enc_ReassignableTopic_v0),
 )
 bind_native(
     _ReassignableTopic,
     _F_ReassignableTopic,
-    (0, 0, _N_ReassignableTopic_v0),
+    (0, 1, _N_ReassignableTopic_v0),
 )
 bind_codecs(
     _ReassignablePartition,
     _tj_ReassignablePartition,
     _fj_ReassignablePartition,
     _rnd_ReassignablePartition,
-    (0, 0, _dec_ReassignablePartition_v0, _enc_ReassignablePartition_v0),
+    (0, 1, _dec_ReassignablePartition_v0, _enc_ReassignablePartition_v0),
 )
 bind_native(
     _ReassignablePartition,
     _F_ReassignablePartition,
-    (0, 0, _N_ReassignablePartition_v0),
+    (0, 1, _N_ReassignablePartition_v0),
 )
 
 # -------------------- AlterPartitionReassignmentsResponse: decoders and encoders, one per distinct layout
@@ -562,8 +634,12 @@ def _dec_AlterPartitionReassignmentsResponse_v0(
 ) -> tuple[AlterPartitionReassignmentsResponse, int]:
     o = new_instance(AlterPartitionReassignmentsResponse)
 
-    o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
-    pos += 6
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.allow_replication_factor_change = True
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.responses, pos = read_array(
         buf, pos, end, _dec_ReassignableTopicResponse_v0, True, False, "Responses"
@@ -580,7 +656,53 @@ def _dec_AlterPartitionReassignmentsResponse_v0(
 def _enc_AlterPartitionReassignmentsResponse_v0(
     o: AlterPartitionReassignmentsResponse, w: Writer
 ) -> None:
-    w(_S_ih.pack(o.throttle_time_ms, o.error_code))
+    w(_S_i.pack(o.throttle_time_ms))
+    w(_S_h.pack(o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    write_struct_array(
+        w,
+        o.responses,
+        _enc_ReassignableTopicResponse_v0,
+        True,
+        False,
+        "AlterPartitionReassignmentsResponse.Responses",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_AlterPartitionReassignmentsResponse_v1(
+    buf: Buffer, pos: int, end: int
+) -> tuple[AlterPartitionReassignmentsResponse, int]:
+    o = new_instance(AlterPartitionReassignmentsResponse)
+
+    o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _S_ioh.unpack_from(
+        buf, pos
+    )
+    pos += 7
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+    o.responses, pos = read_array(
+        buf, pos, end, _dec_ReassignableTopicResponse_v0, True, False, "Responses"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_AlterPartitionReassignmentsResponse_v1(
+    o: AlterPartitionReassignmentsResponse, w: Writer
+) -> None:
+    w(_S_ioh.pack(o.throttle_time_ms, o.allow_replication_factor_change, o.error_code))
     s = o.error_message
     if s is None:
         w(NULL_COMPACT_LENGTH)
@@ -606,6 +728,8 @@ def _tj_AlterPartitionReassignmentsResponse(
     d: dict[str, Any] = {}
     v: Any
     d["throttleTimeMs"] = o.throttle_time_ms
+    if version >= 1:
+        d["allowReplicationFactorChange"] = o.allow_replication_factor_change
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     v = o.responses
@@ -620,6 +744,9 @@ def _fj_AlterPartitionReassignmentsResponse(
     v: Any
     p = "AlterPartitionReassignmentsResponse"
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
+    o.allow_replication_factor_change = (
+        get_bool(obj, "allowReplicationFactorChange", p, REQUIRED) if version >= 1 else True
+    )
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     v = get_list(obj, "responses", p, REQUIRED)
@@ -633,6 +760,7 @@ def _rnd_AlterPartitionReassignmentsResponse(
 ) -> AlterPartitionReassignmentsResponse:
     o = new_instance(AlterPartitionReassignmentsResponse)
     o.throttle_time_ms = g.int("int32")
+    o.allow_replication_factor_change = (g.bool()) if version >= 1 else True
     o.error_code = g.int("int16")
     o.error_message = None if g.is_null() else g.str()
     o.responses = [_rnd_ReassignableTopicResponse(g, version) for _ in range(g.count())]
@@ -792,7 +920,21 @@ _N_AlterPartitionReassignmentsResponse_v0 = (
     AlterPartitionReassignmentsResponse,
     True,
     (
-        ("int32", "throttle_time_ms", 6),
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "allow_replication_factor_change", ("value", True), True, "AllowReplicationFactorChange"),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("array", "responses", True, False, _N_ReassignableTopicResponse_v0, False, "Responses"),
+    ),
+    (),
+    "AlterPartitionReassignmentsResponse",
+)
+_N_AlterPartitionReassignmentsResponse_v1 = (
+    AlterPartitionReassignmentsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 7),
+        ("bool", "allow_replication_factor_change", 0),
         ("int16", "error_code", 0),
         ("string", "error_message", True, True, "ErrorMessage", False),
         ("array", "responses", True, False, _N_ReassignableTopicResponse_v0, False, "Responses"),
@@ -822,6 +964,7 @@ _F_AlterPartitionReassignmentsResponse = (
     AlterPartitionReassignmentsResponse,
     (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
+        ("allow_replication_factor_change", "allowReplicationFactorChange", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
         ("responses", "responses", False, False, _F_ReassignableTopicResponse),
@@ -841,33 +984,40 @@ bind_codecs(
         _dec_AlterPartitionReassignmentsResponse_v0,
         _enc_AlterPartitionReassignmentsResponse_v0,
     ),
+    (
+        1,
+        1,
+        _dec_AlterPartitionReassignmentsResponse_v1,
+        _enc_AlterPartitionReassignmentsResponse_v1,
+    ),
 )
 bind_native(
     AlterPartitionReassignmentsResponse,
     _F_AlterPartitionReassignmentsResponse,
     (0, 0, _N_AlterPartitionReassignmentsResponse_v0),
+    (1, 1, _N_AlterPartitionReassignmentsResponse_v1),
 )
 bind_codecs(
     _ReassignableTopicResponse,
     _tj_ReassignableTopicResponse,
     _fj_ReassignableTopicResponse,
     _rnd_ReassignableTopicResponse,
-    (0, 0, _dec_ReassignableTopicResponse_v0, _enc_ReassignableTopicResponse_v0),
+    (0, 1, _dec_ReassignableTopicResponse_v0, _enc_ReassignableTopicResponse_v0),
 )
 bind_native(
     _ReassignableTopicResponse,
     _F_ReassignableTopicResponse,
-    (0, 0, _N_ReassignableTopicResponse_v0),
+    (0, 1, _N_ReassignableTopicResponse_v0),
 )
 bind_codecs(
     _ReassignablePartitionResponse,
     _tj_ReassignablePartitionResponse,
     _fj_ReassignablePartitionResponse,
     _rnd_ReassignablePartitionResponse,
-    (0, 0, _dec_ReassignablePartitionResponse_v0, _enc_ReassignablePartitionResponse_v0),
+    (0, 1, _dec_ReassignablePartitionResponse_v0, _enc_ReassignablePartitionResponse_v0),
 )
 bind_native(
     _ReassignablePartitionResponse,
     _F_ReassignablePartitionResponse,
-    (0, 0, _N_ReassignablePartitionResponse_v0),
+    (0, 1, _N_ReassignablePartitionResponse_v0),
 )

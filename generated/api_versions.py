@@ -30,6 +30,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
@@ -37,6 +38,7 @@ from kafkagen.runtime.wire import (
     check_tag_end,
     compact_string_length,
     read_array,
+    read_compact_nullable_string,
     read_compact_string,
     read_tag_header,
     read_unknown_tags,
@@ -61,18 +63,20 @@ _S_q = _Struct(">q")
 
 
 class ApiVersionsRequest(Message):
-    """ApiVersions request (API key 18): versions 0-4, flexible from v3."""
+    """ApiVersions request (API key 18): versions 0-5, flexible from v3."""
 
     __slots__ = (
         "client_software_name",
         "client_software_version",
+        "cluster_id",
+        "node_id",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 18
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 4
+    HIGHEST_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 3
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -81,10 +85,14 @@ class ApiVersionsRequest(Message):
         *,
         client_software_name: str = "",
         client_software_version: str = "",
+        cluster_id: str | None = None,
+        node_id: int = -1,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -93,12 +101,14 @@ class ApiVersionsRequest(Message):
         return (
             self.client_software_name == other.client_software_name
             and self.client_software_version == other.client_software_version
+            and self.cluster_id == other.cluster_id
+            and self.node_id == other.node_id
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
 
 class ApiVersionsResponse(Message):
-    """ApiVersions response (API key 18): versions 0-4, flexible from v3."""
+    """ApiVersions response (API key 18): versions 0-5, flexible from v3."""
 
     __slots__ = (
         "error_code",
@@ -114,7 +124,7 @@ class ApiVersionsResponse(Message):
     API_KEY: ClassVar[int | None] = 18
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 4
+    HIGHEST_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 3
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -272,6 +282,8 @@ def _dec_ApiVersionsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
     o = new_instance(ApiVersionsRequest)
     o.client_software_name = ""
     o.client_software_version = ""
+    o.cluster_id = None
+    o.node_id = -1
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -287,6 +299,8 @@ def _dec_ApiVersionsRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
     o = new_instance(ApiVersionsRequest)
     o.client_software_name, pos = read_compact_string(buf, pos, end)
     o.client_software_version, pos = read_compact_string(buf, pos, end)
+    o.cluster_id = None
+    o.node_id = -1
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -309,6 +323,44 @@ def _enc_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_ApiVersionsRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[ApiVersionsRequest, int]:
+    o = new_instance(ApiVersionsRequest)
+    o.client_software_name, pos = read_compact_string(buf, pos, end)
+    o.client_software_version, pos = read_compact_string(buf, pos, end)
+    o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.node_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: Writer) -> None:
+
+    b = o.client_software_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.client_software_version.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.node_id))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_ApiVersionsRequest(o: ApiVersionsRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -316,6 +368,10 @@ def _tj_ApiVersionsRequest(o: ApiVersionsRequest, version: int) -> dict[str, Any
         d["clientSoftwareName"] = o.client_software_name
     if version >= 3:
         d["clientSoftwareVersion"] = o.client_software_version
+    if version >= 5:
+        d["clusterId"] = o.cluster_id
+    if version >= 5:
+        d["nodeId"] = o.node_id
     return d
 
 
@@ -327,6 +383,8 @@ def _fj_ApiVersionsRequest(obj: dict[str, Any], version: int) -> ApiVersionsRequ
     o.client_software_version = (
         get_str(obj, "clientSoftwareVersion", p, REQUIRED) if version >= 3 else ""
     )
+    o.cluster_id = get_str(obj, "clusterId", p, REQUIRED, True) if version >= 5 else None
+    o.node_id = get_int(obj, "nodeId", p, REQUIRED) if version >= 5 else -1
     o.unknown_tagged_fields = ()
     return o
 
@@ -335,6 +393,8 @@ def _rnd_ApiVersionsRequest(g: Any, version: int) -> ApiVersionsRequest:
     o = new_instance(ApiVersionsRequest)
     o.client_software_name = (g.str()) if version >= 3 else ""
     o.client_software_version = (g.str()) if version >= 3 else ""
+    o.cluster_id = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
+    o.node_id = (g.int("int32")) if version >= 5 else -1
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
@@ -347,6 +407,8 @@ _N_ApiVersionsRequest_v0 = (
     (
         ("absent", "client_software_name", ("value", ''), True, "ClientSoftwareName"),
         ("absent", "client_software_version", ("value", ''), True, "ClientSoftwareVersion"),
+        ("absent", "cluster_id", ("value", None), True, "ClusterId"),
+        ("absent", "node_id", ("value", -1), True, "NodeId"),
     ),
     (),
     "ApiVersionsRequest",
@@ -357,6 +419,20 @@ _N_ApiVersionsRequest_v3 = (
     (
         ("string", "client_software_name", True, False, "ClientSoftwareName", False),
         ("string", "client_software_version", True, False, "ClientSoftwareVersion", False),
+        ("absent", "cluster_id", ("value", None), True, "ClusterId"),
+        ("absent", "node_id", ("value", -1), True, "NodeId"),
+    ),
+    (),
+    "ApiVersionsRequest",
+)
+_N_ApiVersionsRequest_v5 = (
+    ApiVersionsRequest,
+    True,
+    (
+        ("string", "client_software_name", True, False, "ClientSoftwareName", False),
+        ("string", "client_software_version", True, False, "ClientSoftwareVersion", False),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "node_id", 4),
     ),
     (),
     "ApiVersionsRequest",
@@ -367,6 +443,8 @@ _F_ApiVersionsRequest = (
     (
         ("client_software_name", "clientSoftwareName", False, False, None),
         ("client_software_version", "clientSoftwareVersion", False, False, None),
+        ("cluster_id", "clusterId", False, True, None),
+        ("node_id", "nodeId", False, False, None),
     ),
     0,
 )
@@ -379,12 +457,14 @@ bind_codecs(
     _rnd_ApiVersionsRequest,
     (0, 2, _dec_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0),
     (3, 4, _dec_ApiVersionsRequest_v3, _enc_ApiVersionsRequest_v3),
+    (5, 5, _dec_ApiVersionsRequest_v5, _enc_ApiVersionsRequest_v5),
 )
 bind_native(
     ApiVersionsRequest,
     _F_ApiVersionsRequest,
     (0, 2, _N_ApiVersionsRequest_v0),
     (3, 4, _N_ApiVersionsRequest_v3),
+    (5, 5, _N_ApiVersionsRequest_v5),
 )
 
 # -------------------- ApiVersionsResponse: decoders and encoders, one per distinct layout
@@ -990,14 +1070,14 @@ bind_codecs(
     _rnd_ApiVersionsResponse,
     (0, 0, _dec_ApiVersionsResponse_v0, _enc_ApiVersionsResponse_v0),
     (1, 2, _dec_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v1),
-    (3, 4, _dec_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3),
+    (3, 5, _dec_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3),
 )
 bind_native(
     ApiVersionsResponse,
     _F_ApiVersionsResponse,
     (0, 0, _N_ApiVersionsResponse_v0),
     (1, 2, _N_ApiVersionsResponse_v1),
-    (3, 4, _N_ApiVersionsResponse_v3),
+    (3, 5, _N_ApiVersionsResponse_v3),
 )
 bind_codecs(
     _ApiVersion,
@@ -1005,35 +1085,35 @@ bind_codecs(
     _fj_ApiVersion,
     _rnd_ApiVersion,
     (0, 2, _dec_ApiVersion_v0, _enc_ApiVersion_v0),
-    (3, 4, _dec_ApiVersion_v3, _enc_ApiVersion_v3),
+    (3, 5, _dec_ApiVersion_v3, _enc_ApiVersion_v3),
 )
 bind_native(
     _ApiVersion,
     _F_ApiVersion,
     (0, 2, _N_ApiVersion_v0),
-    (3, 4, _N_ApiVersion_v3),
+    (3, 5, _N_ApiVersion_v3),
 )
 bind_codecs(
     _SupportedFeatureKey,
     _tj_SupportedFeatureKey,
     _fj_SupportedFeatureKey,
     _rnd_SupportedFeatureKey,
-    (3, 4, _dec_SupportedFeatureKey_v3, _enc_SupportedFeatureKey_v3),
+    (3, 5, _dec_SupportedFeatureKey_v3, _enc_SupportedFeatureKey_v3),
 )
 bind_native(
     _SupportedFeatureKey,
     _F_SupportedFeatureKey,
-    (3, 4, _N_SupportedFeatureKey_v3),
+    (3, 5, _N_SupportedFeatureKey_v3),
 )
 bind_codecs(
     _FinalizedFeatureKey,
     _tj_FinalizedFeatureKey,
     _fj_FinalizedFeatureKey,
     _rnd_FinalizedFeatureKey,
-    (3, 4, _dec_FinalizedFeatureKey_v3, _enc_FinalizedFeatureKey_v3),
+    (3, 5, _dec_FinalizedFeatureKey_v3, _enc_FinalizedFeatureKey_v3),
 )
 bind_native(
     _FinalizedFeatureKey,
     _F_FinalizedFeatureKey,
-    (3, 4, _N_FinalizedFeatureKey_v3),
+    (3, 5, _N_FinalizedFeatureKey_v3),
 )

@@ -57,7 +57,7 @@ _S_q = _Struct(">q")
 
 
 class BrokerHeartbeatRequest(Message):
-    """BrokerHeartbeat request (API key 63): versions 0-1, flexible from v0."""
+    """BrokerHeartbeat request (API key 63): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "broker_id",
@@ -66,13 +66,14 @@ class BrokerHeartbeatRequest(Message):
         "want_fence",
         "want_shut_down",
         "offline_log_dirs",
+        "cordoned_log_dirs",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 63
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -85,6 +86,7 @@ class BrokerHeartbeatRequest(Message):
         want_fence: bool = False,
         want_shut_down: bool = False,
         offline_log_dirs: list[UUID] | Missing = MISSING,
+        cordoned_log_dirs: list[UUID] | None = None,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.broker_id = broker_id
@@ -93,6 +95,7 @@ class BrokerHeartbeatRequest(Message):
         self.want_fence = want_fence
         self.want_shut_down = want_shut_down
         self.offline_log_dirs = [] if offline_log_dirs is MISSING else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -105,12 +108,13 @@ class BrokerHeartbeatRequest(Message):
             and self.want_fence == other.want_fence
             and self.want_shut_down == other.want_shut_down
             and self.offline_log_dirs == other.offline_log_dirs
+            and self.cordoned_log_dirs == other.cordoned_log_dirs
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
 
 class BrokerHeartbeatResponse(Message):
-    """BrokerHeartbeat response (API key 63): versions 0-1, flexible from v0."""
+    """BrokerHeartbeat response (API key 63): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -124,7 +128,7 @@ class BrokerHeartbeatResponse(Message):
     API_KEY: ClassVar[int | None] = 63
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -172,6 +176,7 @@ def _dec_BrokerHeartbeatRequest_v0(
     pos += 22
 
     o.offline_log_dirs = []
+    o.cordoned_log_dirs = None
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -190,6 +195,9 @@ def _enc_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, w: Writer) -> None
     if o.offline_log_dirs != []:
         raise unsupported("BrokerHeartbeatRequest.OfflineLogDirs", "non-default value")
 
+    if o.cordoned_log_dirs != None:
+        raise unsupported("BrokerHeartbeatRequest.CordonedLogDirs", "non-default value")
+
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -203,6 +211,7 @@ def _dec_BrokerHeartbeatRequest_v1(
     )
     pos += 22
 
+    o.cordoned_log_dirs = None
     o.offline_log_dirs = []
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -233,6 +242,9 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
         )
     )
 
+    if o.cordoned_log_dirs != None:
+        raise unsupported("BrokerHeartbeatRequest.CordonedLogDirs", "non-default value")
+
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.offline_log_dirs != []:
@@ -243,6 +255,82 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
         )
 
         tags.append((0, b"".join(value)))
+    if tags or o.unknown_tagged_fields:
+        write_tags(w, tags, o.unknown_tagged_fields)
+    else:
+        w(EMPTY_TAGS)
+
+
+def _dec_BrokerHeartbeatRequest_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[BrokerHeartbeatRequest, int]:
+    o = new_instance(BrokerHeartbeatRequest)
+
+    o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = (
+        _S_iqqoo.unpack_from(buf, pos)
+    )
+    pos += 22
+
+    o.offline_log_dirs = []
+    o.cordoned_log_dirs = None
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                o.offline_log_dirs, pos = read_array(
+                    buf, pos, tag_end, read_uuid, True, False, "OfflineLogDirs"
+                )
+
+                check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+                o.cordoned_log_dirs, pos = read_array(
+                    buf, pos, tag_end, read_uuid, True, True, "CordonedLogDirs"
+                )
+
+                check_tag_end(pos, tag_end, tag)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None:
+    w(
+        _S_iqqoo.pack(
+            o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down
+        )
+    )
+
+    tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
+    if o.offline_log_dirs != []:
+        value = []
+        tw = value.append
+        write_array(
+            tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
+        )
+
+        tags.append((0, b"".join(value)))
+    if o.cordoned_log_dirs != None:
+        value = []
+        tw = value.append
+        write_array(
+            tw,
+            o.cordoned_log_dirs,
+            uuid_bytes,
+            True,
+            True,
+            "BrokerHeartbeatRequest.CordonedLogDirs",
+        )
+
+        tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
     else:
@@ -261,6 +349,10 @@ def _tj_BrokerHeartbeatRequest(o: BrokerHeartbeatRequest, version: int) -> dict[
         v = o.offline_log_dirs
         if v != []:
             d["offlineLogDirs"] = [uuid_to_json(x) for x in v]
+    if version >= 2:
+        v = o.cordoned_log_dirs
+        if v != None:
+            d["cordonedLogDirs"] = None if v is None else [uuid_to_json(x) for x in v]
     return d
 
 
@@ -281,6 +373,16 @@ def _fj_BrokerHeartbeatRequest(obj: dict[str, Any], version: int) -> BrokerHeart
             o.offline_log_dirs = [as_uuid(x, p) for x in v]
     else:
         o.offline_log_dirs = []
+    if version >= 2:
+        v = get_list(obj, "cordonedLogDirs", p, MISSING, True)
+        if v is MISSING:
+            o.cordoned_log_dirs = None
+        elif v is None:
+            o.cordoned_log_dirs = None
+        else:
+            o.cordoned_log_dirs = [as_uuid(x, p) for x in v]
+    else:
+        o.cordoned_log_dirs = None
     o.unknown_tagged_fields = ()
     return o
 
@@ -295,7 +397,16 @@ def _rnd_BrokerHeartbeatRequest(g: Any, version: int) -> BrokerHeartbeatRequest:
     o.offline_log_dirs = (
         (([g.uuid() for _ in range(g.count())]) if g.present() else []) if version >= 1 else []
     )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
+    o.cordoned_log_dirs = (
+        (
+            (None if version >= 2 and g.is_null() else [g.uuid() for _ in range(g.count())])
+            if g.present()
+            else None
+        )
+        if version >= 2
+        else None
+    )
+    o.unknown_tagged_fields = g.unknown_tags(2) if version >= 0 else ()
     return o
 
 
@@ -311,6 +422,7 @@ _N_BrokerHeartbeatRequest_v0 = (
         ("bool", "want_fence", 0),
         ("bool", "want_shut_down", 0),
         ("absent", "offline_log_dirs", ("list",), False, "OfflineLogDirs"),
+        ("absent", "cordoned_log_dirs", ("value", None), False, "CordonedLogDirs"),
     ),
     (),
     "BrokerHeartbeatRequest",
@@ -324,9 +436,26 @@ _N_BrokerHeartbeatRequest_v1 = (
         ("int64", "current_metadata_offset", 0),
         ("bool", "want_fence", 0),
         ("bool", "want_shut_down", 0),
+        ("absent", "cordoned_log_dirs", ("value", None), False, "CordonedLogDirs"),
     ),
     (
         (0, ("array", "offline_log_dirs", True, False, "uuid", False, "OfflineLogDirs"), ("list",)),
+    ),
+    "BrokerHeartbeatRequest",
+)
+_N_BrokerHeartbeatRequest_v2 = (
+    BrokerHeartbeatRequest,
+    True,
+    (
+        ("int32", "broker_id", 22),
+        ("int64", "broker_epoch", 0),
+        ("int64", "current_metadata_offset", 0),
+        ("bool", "want_fence", 0),
+        ("bool", "want_shut_down", 0),
+    ),
+    (
+        (0, ("array", "offline_log_dirs", True, False, "uuid", False, "OfflineLogDirs"), ("list",)),
+        (1, ("array", "cordoned_log_dirs", True, True, "uuid", False, "CordonedLogDirs"), ("value", None)),
     ),
     "BrokerHeartbeatRequest",
 )
@@ -340,8 +469,9 @@ _F_BrokerHeartbeatRequest = (
         ("want_fence", "wantFence", False, False, None),
         ("want_shut_down", "wantShutDown", False, False, None),
         ("offline_log_dirs", "offlineLogDirs", True, False, None),
+        ("cordoned_log_dirs", "cordonedLogDirs", True, True, None),
     ),
-    1,
+    2,
 )
 # fmt: on
 
@@ -352,12 +482,14 @@ bind_codecs(
     _rnd_BrokerHeartbeatRequest,
     (0, 0, _dec_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v0),
     (1, 1, _dec_BrokerHeartbeatRequest_v1, _enc_BrokerHeartbeatRequest_v1),
+    (2, 2, _dec_BrokerHeartbeatRequest_v2, _enc_BrokerHeartbeatRequest_v2),
 )
 bind_native(
     BrokerHeartbeatRequest,
     _F_BrokerHeartbeatRequest,
     (0, 0, _N_BrokerHeartbeatRequest_v0),
     (1, 1, _N_BrokerHeartbeatRequest_v1),
+    (2, 2, _N_BrokerHeartbeatRequest_v2),
 )
 
 # -------------------- BrokerHeartbeatResponse: decoders and encoders, one per distinct layout
@@ -460,10 +592,10 @@ bind_codecs(
     _tj_BrokerHeartbeatResponse,
     _fj_BrokerHeartbeatResponse,
     _rnd_BrokerHeartbeatResponse,
-    (0, 1, _dec_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0),
+    (0, 2, _dec_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0),
 )
 bind_native(
     BrokerHeartbeatResponse,
     _F_BrokerHeartbeatResponse,
-    (0, 1, _N_BrokerHeartbeatResponse_v0),
+    (0, 2, _N_BrokerHeartbeatResponse_v0),
 )

@@ -63,6 +63,7 @@ __all__ = [
 # One precompiled big-endian struct per run of fixed-width fields.
 _S_o = _Struct(">?")
 _S_oi = _Struct(">?i")
+_S_b = _Struct(">b")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ii = _Struct(">ii")
@@ -73,7 +74,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class ConsumerGroupDescribeRequest(Message):
-    """ConsumerGroupDescribe request (API key 69): versions 0-1, flexible from v0, latest version unstable."""
+    """ConsumerGroupDescribe request (API key 69): versions 0-2, flexible from v0, latest version unstable."""
 
     __slots__ = (
         "group_ids",
@@ -86,12 +87,12 @@ class ConsumerGroupDescribeRequest(Message):
     API_KEY: ClassVar[int | None] = 69
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
     class GroupMemberCursor(Struct):
-        """An item of ConsumerGroupDescribeRequest.cursor (versions 1+)."""
+        """An item of ConsumerGroupDescribeRequest.cursor (versions 2+)."""
 
         __slots__ = (
             "group_id",
@@ -150,7 +151,7 @@ _ConsumerGroupDescribeRequest_GroupMemberCursor = ConsumerGroupDescribeRequest.G
 
 
 class ConsumerGroupDescribeResponse(Message):
-    """ConsumerGroupDescribe response (API key 69): versions 0-1, flexible from v0."""
+    """ConsumerGroupDescribe response (API key 69): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -162,7 +163,7 @@ class ConsumerGroupDescribeResponse(Message):
     API_KEY: ClassVar[int | None] = 69
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -237,6 +238,7 @@ class ConsumerGroupDescribeResponse(Message):
             "subscribed_topic_regex",
             "assignment",
             "target_assignment",
+            "member_type",
             "unknown_tagged_fields",
         )
 
@@ -253,6 +255,7 @@ class ConsumerGroupDescribeResponse(Message):
             subscribed_topic_regex: str | None = None,
             assignment: ConsumerGroupDescribeResponse.Assignment | Missing = MISSING,
             target_assignment: ConsumerGroupDescribeResponse.Assignment | Missing = MISSING,
+            member_type: int = -1,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.member_id = member_id
@@ -269,6 +272,7 @@ class ConsumerGroupDescribeResponse(Message):
             self.target_assignment = (
                 _Assignment() if target_assignment is MISSING else target_assignment
             )
+            self.member_type = member_type
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -285,6 +289,7 @@ class ConsumerGroupDescribeResponse(Message):
                 and self.subscribed_topic_regex == other.subscribed_topic_regex
                 and self.assignment == other.assignment
                 and self.target_assignment == other.target_assignment
+                and self.member_type == other.member_type
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -349,7 +354,7 @@ class ConsumerGroupDescribeResponse(Message):
             )
 
     class GroupMemberCursor(Struct):
-        """An item of ConsumerGroupDescribeResponse.next_cursor (versions 1+)."""
+        """An item of ConsumerGroupDescribeResponse.next_cursor (versions 2+)."""
 
         __slots__ = (
             "group_id",
@@ -441,7 +446,7 @@ def _enc_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, w: Wri
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_ConsumerGroupDescribeRequest_v1(
+def _dec_ConsumerGroupDescribeRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupDescribeRequest, int]:
     o = new_instance(ConsumerGroupDescribeRequest)
@@ -455,7 +460,7 @@ def _dec_ConsumerGroupDescribeRequest_v1(
         o.cursor = None
         pos += 1
     else:
-        o.cursor, pos = _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(buf, pos + 1, end)
+        o.cursor, pos = _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -465,7 +470,7 @@ def _dec_ConsumerGroupDescribeRequest_v1(
     return o, pos
 
 
-def _enc_ConsumerGroupDescribeRequest_v1(o: ConsumerGroupDescribeRequest, w: Writer) -> None:
+def _enc_ConsumerGroupDescribeRequest_v2(o: ConsumerGroupDescribeRequest, w: Writer) -> None:
     write_array(
         w, o.group_ids, write_compact_string, True, False, "ConsumerGroupDescribeRequest.GroupIds"
     )
@@ -474,7 +479,7 @@ def _enc_ConsumerGroupDescribeRequest_v1(o: ConsumerGroupDescribeRequest, w: Wri
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(o.cursor, w)
+        _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -487,9 +492,9 @@ def _tj_ConsumerGroupDescribeRequest(
     v = o.group_ids
     d["groupIds"] = [x for x in v]
     d["includeAuthorizedOperations"] = o.include_authorized_operations
-    if version >= 1:
+    if version >= 2:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 1:
+    if version >= 2:
         v = o.cursor
         d["cursor"] = (
             None if v is None else _tj_ConsumerGroupDescribeRequest_GroupMemberCursor(v, version)
@@ -507,9 +512,9 @@ def _fj_ConsumerGroupDescribeRequest(
     o.group_ids = [as_str(x, p) for x in v]
     o.include_authorized_operations = get_bool(obj, "includeAuthorizedOperations", p, REQUIRED)
     o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 1 else 2000
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 2 else 2000
     )
-    if version >= 1:
+    if version >= 2:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = (
             None
@@ -526,21 +531,21 @@ def _rnd_ConsumerGroupDescribeRequest(g: Any, version: int) -> ConsumerGroupDesc
     o = new_instance(ConsumerGroupDescribeRequest)
     o.group_ids = [g.str() for _ in range(g.count())]
     o.include_authorized_operations = g.bool()
-    o.response_pagination_limit = (g.int("int32")) if version >= 1 else 2000
+    o.response_pagination_limit = (g.int("int32")) if version >= 2 else 2000
     o.cursor = (
         (
             None
-            if version >= 1 and g.is_null()
+            if version >= 2 and g.is_null()
             else _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(g, version)
         )
-        if version >= 1
+        if version >= 2
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
-def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(
+def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupDescribeRequest_GroupMemberCursor, int]:
     o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
@@ -555,7 +560,7 @@ def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(
     return o, pos
 
 
-def _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v1(
+def _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(
     o: _ConsumerGroupDescribeRequest_GroupMemberCursor, w: Writer
 ) -> None:
 
@@ -575,9 +580,9 @@ def _tj_ConsumerGroupDescribeRequest_GroupMemberCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 1:
+    if version >= 2:
         d["groupId"] = o.group_id
-    if version >= 1:
+    if version >= 2:
         d["memberId"] = o.member_id
     return d
 
@@ -588,8 +593,8 @@ def _fj_ConsumerGroupDescribeRequest_GroupMemberCursor(
     o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
     v: Any
     p = "ConsumerGroupDescribeRequest.GroupMemberCursor"
-    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 1 else ""
-    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 1 else ""
+    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 2 else ""
+    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 2 else ""
     o.unknown_tagged_fields = ()
     return o
 
@@ -598,15 +603,15 @@ def _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(
     g: Any, version: int
 ) -> _ConsumerGroupDescribeRequest_GroupMemberCursor:
     o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 1 else ""
-    o.member_id = (g.str()) if version >= 1 else ""
+    o.group_id = (g.str()) if version >= 2 else ""
+    o.member_id = (g.str()) if version >= 2 else ""
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1 = (
+_N_ConsumerGroupDescribeRequest_GroupMemberCursor_v2 = (
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     True,
     (
@@ -628,14 +633,14 @@ _N_ConsumerGroupDescribeRequest_v0 = (
     (),
     "ConsumerGroupDescribeRequest",
 )
-_N_ConsumerGroupDescribeRequest_v1 = (
+_N_ConsumerGroupDescribeRequest_v2 = (
     ConsumerGroupDescribeRequest,
     True,
     (
         ("array", "group_ids", True, False, "string", False, "GroupIds"),
         ("bool", "include_authorized_operations", 5),
         ("int32", "response_pagination_limit", 0),
-        ("struct", "cursor", True, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1, "Cursor", False),
+        ("struct", "cursor", True, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v2, "Cursor", False),
     ),
     (),
     "ConsumerGroupDescribeRequest",
@@ -666,14 +671,14 @@ bind_codecs(
     _tj_ConsumerGroupDescribeRequest,
     _fj_ConsumerGroupDescribeRequest,
     _rnd_ConsumerGroupDescribeRequest,
-    (0, 0, _dec_ConsumerGroupDescribeRequest_v0, _enc_ConsumerGroupDescribeRequest_v0),
-    (1, 1, _dec_ConsumerGroupDescribeRequest_v1, _enc_ConsumerGroupDescribeRequest_v1),
+    (0, 1, _dec_ConsumerGroupDescribeRequest_v0, _enc_ConsumerGroupDescribeRequest_v0),
+    (2, 2, _dec_ConsumerGroupDescribeRequest_v2, _enc_ConsumerGroupDescribeRequest_v2),
 )
 bind_native(
     ConsumerGroupDescribeRequest,
     _F_ConsumerGroupDescribeRequest,
-    (0, 0, _N_ConsumerGroupDescribeRequest_v0),
-    (1, 1, _N_ConsumerGroupDescribeRequest_v1),
+    (0, 1, _N_ConsumerGroupDescribeRequest_v0),
+    (2, 2, _N_ConsumerGroupDescribeRequest_v2),
 )
 bind_codecs(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
@@ -681,16 +686,16 @@ bind_codecs(
     _fj_ConsumerGroupDescribeRequest_GroupMemberCursor,
     _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor,
     (
-        1,
-        1,
-        _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v1,
-        _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v1,
+        2,
+        2,
+        _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2,
+        _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v2,
     ),
 )
 bind_native(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     _F_ConsumerGroupDescribeRequest_GroupMemberCursor,
-    (1, 1, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v1),
+    (2, 2, _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v2),
 )
 
 # -------------------- ConsumerGroupDescribeResponse: decoders and encoders, one per distinct layout
@@ -730,16 +735,8 @@ def _dec_ConsumerGroupDescribeResponse_v1(
 
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v0, True, False, "Groups")
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.next_cursor = None
-        pos += 1
-    else:
-        o.next_cursor, pos = _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
-            buf, pos + 1, end
-        )
+    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
+    o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -752,13 +749,48 @@ def _dec_ConsumerGroupDescribeResponse_v1(
 def _enc_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, w: Writer) -> None:
     w(_S_i.pack(o.throttle_time_ms))
     write_struct_array(
-        w, o.groups, _enc_DescribedGroup_v0, True, False, "ConsumerGroupDescribeResponse.Groups"
+        w, o.groups, _enc_DescribedGroup_v1, True, False, "ConsumerGroupDescribeResponse.Groups"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_ConsumerGroupDescribeResponse_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[ConsumerGroupDescribeResponse, int]:
+    o = new_instance(ConsumerGroupDescribeResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.next_cursor = None
+        pos += 1
+    else:
+        o.next_cursor, pos = _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
+            buf, pos + 1, end
+        )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ConsumerGroupDescribeResponse_v2(o: ConsumerGroupDescribeResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    write_struct_array(
+        w, o.groups, _enc_DescribedGroup_v1, True, False, "ConsumerGroupDescribeResponse.Groups"
     )
     if o.next_cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(o.next_cursor, w)
+        _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -771,7 +803,7 @@ def _tj_ConsumerGroupDescribeResponse(
     d["throttleTimeMs"] = o.throttle_time_ms
     v = o.groups
     d["groups"] = [_tj_DescribedGroup(x, version) for x in v]
-    if version >= 1:
+    if version >= 2:
         v = o.next_cursor
         d["nextCursor"] = (
             None if v is None else _tj_ConsumerGroupDescribeResponse_GroupMemberCursor(v, version)
@@ -788,7 +820,7 @@ def _fj_ConsumerGroupDescribeResponse(
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     v = get_list(obj, "groups", p, REQUIRED)
     o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
-    if version >= 1:
+    if version >= 2:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = (
             None
@@ -808,10 +840,10 @@ def _rnd_ConsumerGroupDescribeResponse(g: Any, version: int) -> ConsumerGroupDes
     o.next_cursor = (
         (
             None
-            if version >= 1 and g.is_null()
+            if version >= 2 and g.is_null()
             else _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(g, version)
         )
-        if version >= 1
+        if version >= 2
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
@@ -869,6 +901,66 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
         w,
         o.members,
         _enc_Member_v0,
+        True,
+        False,
+        "ConsumerGroupDescribeResponse.DescribedGroup.Members",
+    )
+    w(_S_i.pack(o.authorized_operations))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
+    o = new_instance(_DescribedGroup)
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+    o.group_state, pos = read_compact_string(buf, pos, end)
+
+    o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
+    pos += 8
+    o.assignor_name, pos = read_compact_string(buf, pos, end)
+    o.members, pos = read_array(buf, pos, end, _dec_Member_v1, True, False, "Members")
+
+    o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
+    w(_S_h.pack(o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    w(_S_ii.pack(o.group_epoch, o.assignment_epoch))
+
+    b = o.assignor_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_struct_array(
+        w,
+        o.members,
+        _enc_Member_v1,
         True,
         False,
         "ConsumerGroupDescribeResponse.DescribedGroup.Members",
@@ -943,6 +1035,7 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos, end)
     o.assignment, pos = _dec_Assignment_v0(buf, pos, end)
     o.target_assignment, pos = _dec_Assignment_v0(buf, pos, end)
+    o.member_type = -1
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1001,6 +1094,84 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
+    o = new_instance(_Member)
+    o.member_id, pos = read_compact_string(buf, pos, end)
+    o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
+    o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.client_id, pos = read_compact_string(buf, pos, end)
+    o.client_host, pos = read_compact_string(buf, pos, end)
+    o.subscribed_topic_names, pos = read_array(
+        buf, pos, end, read_compact_string, True, False, "SubscribedTopicNames"
+    )
+    o.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos, end)
+    o.assignment, pos = _dec_Assignment_v0(buf, pos, end)
+    o.target_assignment, pos = _dec_Assignment_v0(buf, pos, end)
+
+    o.member_type = _S_b.unpack_from(buf, pos)[0]
+    pos += 1
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_Member_v1(o: _Member, w: Writer) -> None:
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    s = o.instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.rack_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.member_epoch))
+
+    b = o.client_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.client_host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_array(
+        w,
+        o.subscribed_topic_names,
+        write_compact_string,
+        True,
+        False,
+        "ConsumerGroupDescribeResponse.Member.SubscribedTopicNames",
+    )
+    s = o.subscribed_topic_regex
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    _enc_Assignment_v0(o.assignment, w)
+    _enc_Assignment_v0(o.target_assignment, w)
+    w(_S_b.pack(o.member_type))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_Member(o: _Member, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1017,6 +1188,8 @@ def _tj_Member(o: _Member, version: int) -> dict[str, Any]:
     d["assignment"] = _tj_Assignment(v, version)
     v = o.target_assignment
     d["targetAssignment"] = _tj_Assignment(v, version)
+    if version >= 1:
+        d["memberType"] = o.member_type
     return d
 
 
@@ -1037,6 +1210,7 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     o.assignment = _fj_Assignment(as_object(v, p), version)
     v = get_object(obj, "targetAssignment", p, REQUIRED)
     o.target_assignment = _fj_Assignment(as_object(v, p), version)
+    o.member_type = get_int(obj, "memberType", p, REQUIRED) if version >= 1 else -1
     o.unknown_tagged_fields = ()
     return o
 
@@ -1053,6 +1227,7 @@ def _rnd_Member(g: Any, version: int) -> _Member:
     o.subscribed_topic_regex = None if g.is_null() else g.str()
     o.assignment = _rnd_Assignment(g, version)
     o.target_assignment = _rnd_Assignment(g, version)
+    o.member_type = (g.int("int8")) if version >= 1 else -1
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -1166,7 +1341,7 @@ def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
     return o
 
 
-def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
+def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupDescribeResponse_GroupMemberCursor, int]:
     o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
@@ -1181,7 +1356,7 @@ def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
     return o, pos
 
 
-def _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v1(
+def _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
     o: _ConsumerGroupDescribeResponse_GroupMemberCursor, w: Writer
 ) -> None:
 
@@ -1201,9 +1376,9 @@ def _tj_ConsumerGroupDescribeResponse_GroupMemberCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 1:
+    if version >= 2:
         d["groupId"] = o.group_id
-    if version >= 1:
+    if version >= 2:
         d["memberId"] = o.member_id
     return d
 
@@ -1214,8 +1389,8 @@ def _fj_ConsumerGroupDescribeResponse_GroupMemberCursor(
     o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
     v: Any
     p = "ConsumerGroupDescribeResponse.GroupMemberCursor"
-    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 1 else ""
-    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 1 else ""
+    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 2 else ""
+    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 2 else ""
     o.unknown_tagged_fields = ()
     return o
 
@@ -1224,8 +1399,8 @@ def _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(
     g: Any, version: int
 ) -> _ConsumerGroupDescribeResponse_GroupMemberCursor:
     o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 1 else ""
-    o.member_id = (g.str()) if version >= 1 else ""
+    o.group_id = (g.str()) if version >= 2 else ""
+    o.member_id = (g.str()) if version >= 2 else ""
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -1266,6 +1441,26 @@ _N_Member_v0 = (
         ("string", "subscribed_topic_regex", True, True, "SubscribedTopicRegex", False),
         ("struct", "assignment", False, _N_Assignment_v0, "Assignment", False),
         ("struct", "target_assignment", False, _N_Assignment_v0, "TargetAssignment", False),
+        ("absent", "member_type", ("value", -1), True, "MemberType"),
+    ),
+    (),
+    "ConsumerGroupDescribeResponse.Member",
+)
+_N_Member_v1 = (
+    _Member,
+    True,
+    (
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "instance_id", True, True, "InstanceId", False),
+        ("string", "rack_id", True, True, "RackId", False),
+        ("int32", "member_epoch", 4),
+        ("string", "client_id", True, False, "ClientId", False),
+        ("string", "client_host", True, False, "ClientHost", False),
+        ("array", "subscribed_topic_names", True, False, "string", False, "SubscribedTopicNames"),
+        ("string", "subscribed_topic_regex", True, True, "SubscribedTopicRegex", False),
+        ("struct", "assignment", False, _N_Assignment_v0, "Assignment", False),
+        ("struct", "target_assignment", False, _N_Assignment_v0, "TargetAssignment", False),
+        ("int8", "member_type", 1),
     ),
     (),
     "ConsumerGroupDescribeResponse.Member",
@@ -1287,7 +1482,24 @@ _N_DescribedGroup_v0 = (
     (),
     "ConsumerGroupDescribeResponse.DescribedGroup",
 )
-_N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1 = (
+_N_DescribedGroup_v1 = (
+    _DescribedGroup,
+    True,
+    (
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "group_state", True, False, "GroupState", False),
+        ("int32", "group_epoch", 8),
+        ("int32", "assignment_epoch", 0),
+        ("string", "assignor_name", True, False, "AssignorName", False),
+        ("array", "members", True, False, _N_Member_v1, False, "Members"),
+        ("int32", "authorized_operations", 4),
+    ),
+    (),
+    "ConsumerGroupDescribeResponse.DescribedGroup",
+)
+_N_ConsumerGroupDescribeResponse_GroupMemberCursor_v2 = (
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     True,
     (
@@ -1313,8 +1525,19 @@ _N_ConsumerGroupDescribeResponse_v1 = (
     True,
     (
         ("int32", "throttle_time_ms", 4),
-        ("array", "groups", True, False, _N_DescribedGroup_v0, False, "Groups"),
-        ("struct", "next_cursor", True, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1, "NextCursor", False),
+        ("array", "groups", True, False, _N_DescribedGroup_v1, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
+    ),
+    (),
+    "ConsumerGroupDescribeResponse",
+)
+_N_ConsumerGroupDescribeResponse_v2 = (
+    ConsumerGroupDescribeResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("array", "groups", True, False, _N_DescribedGroup_v1, False, "Groups"),
+        ("struct", "next_cursor", True, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v2, "NextCursor", False),
     ),
     (),
     "ConsumerGroupDescribeResponse",
@@ -1349,6 +1572,7 @@ _F_Member = (
         ("subscribed_topic_regex", "subscribedTopicRegex", False, True, None),
         ("assignment", "assignment", False, False, _F_Assignment),
         ("target_assignment", "targetAssignment", False, False, _F_Assignment),
+        ("member_type", "memberType", False, False, None),
     ),
     0,
 )
@@ -1393,60 +1617,66 @@ bind_codecs(
     _rnd_ConsumerGroupDescribeResponse,
     (0, 0, _dec_ConsumerGroupDescribeResponse_v0, _enc_ConsumerGroupDescribeResponse_v0),
     (1, 1, _dec_ConsumerGroupDescribeResponse_v1, _enc_ConsumerGroupDescribeResponse_v1),
+    (2, 2, _dec_ConsumerGroupDescribeResponse_v2, _enc_ConsumerGroupDescribeResponse_v2),
 )
 bind_native(
     ConsumerGroupDescribeResponse,
     _F_ConsumerGroupDescribeResponse,
     (0, 0, _N_ConsumerGroupDescribeResponse_v0),
     (1, 1, _N_ConsumerGroupDescribeResponse_v1),
+    (2, 2, _N_ConsumerGroupDescribeResponse_v2),
 )
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
     _rnd_DescribedGroup,
-    (0, 1, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
+    (0, 0, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
+    (1, 2, _dec_DescribedGroup_v1, _enc_DescribedGroup_v1),
 )
 bind_native(
     _DescribedGroup,
     _F_DescribedGroup,
-    (0, 1, _N_DescribedGroup_v0),
+    (0, 0, _N_DescribedGroup_v0),
+    (1, 2, _N_DescribedGroup_v1),
 )
 bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
     _rnd_Member,
-    (0, 1, _dec_Member_v0, _enc_Member_v0),
+    (0, 0, _dec_Member_v0, _enc_Member_v0),
+    (1, 2, _dec_Member_v1, _enc_Member_v1),
 )
 bind_native(
     _Member,
     _F_Member,
-    (0, 1, _N_Member_v0),
+    (0, 0, _N_Member_v0),
+    (1, 2, _N_Member_v1),
 )
 bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
     _rnd_Assignment,
-    (0, 1, _dec_Assignment_v0, _enc_Assignment_v0),
+    (0, 2, _dec_Assignment_v0, _enc_Assignment_v0),
 )
 bind_native(
     _Assignment,
     _F_Assignment,
-    (0, 1, _N_Assignment_v0),
+    (0, 2, _N_Assignment_v0),
 )
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
     _rnd_TopicPartitions,
-    (0, 1, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
+    (0, 2, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
 )
 bind_native(
     _TopicPartitions,
     _F_TopicPartitions,
-    (0, 1, _N_TopicPartitions_v0),
+    (0, 2, _N_TopicPartitions_v0),
 )
 bind_codecs(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1454,14 +1684,14 @@ bind_codecs(
     _fj_ConsumerGroupDescribeResponse_GroupMemberCursor,
     _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor,
     (
-        1,
-        1,
-        _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v1,
-        _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v1,
+        2,
+        2,
+        _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v2,
+        _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v2,
     ),
 )
 bind_native(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     _F_ConsumerGroupDescribeResponse_GroupMemberCursor,
-    (1, 1, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v1),
+    (2, 2, _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v2),
 )

@@ -72,7 +72,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class ConsumerGroupHeartbeatRequest(Message):
-    """ConsumerGroupHeartbeat request (API key 68): versions 0-1, flexible from v0, latest version unstable."""
+    """ConsumerGroupHeartbeat request (API key 68): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "group_id",
@@ -93,7 +93,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class TopicPartitions(Struct):
         """An item of ConsumerGroupHeartbeatRequest.topic_partitions (versions 0+)."""

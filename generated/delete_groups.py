@@ -30,11 +30,13 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     RawTags,
     SMALL_UVARINTS,
     Writer,
     compact_string_length,
     read_array,
+    read_compact_nullable_string,
     read_compact_string,
     read_string,
     read_unknown_tags,
@@ -58,7 +60,7 @@ _S_i = _Struct(">i")
 
 
 class DeleteGroupsRequest(Message):
-    """DeleteGroups request (API key 42): versions 0-2, flexible from v2."""
+    """DeleteGroups request (API key 42): versions 0-3, flexible from v2."""
 
     __slots__ = (
         "groups_names",
@@ -68,7 +70,7 @@ class DeleteGroupsRequest(Message):
     API_KEY: ClassVar[int | None] = 42
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 2
+    HIGHEST_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 2
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -91,7 +93,7 @@ class DeleteGroupsRequest(Message):
 
 
 class DeleteGroupsResponse(Message):
-    """DeleteGroups response (API key 42): versions 0-2, flexible from v2."""
+    """DeleteGroups response (API key 42): versions 0-3, flexible from v2."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -102,7 +104,7 @@ class DeleteGroupsResponse(Message):
     API_KEY: ClassVar[int | None] = 42
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 2
+    HIGHEST_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 2
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -112,6 +114,7 @@ class DeleteGroupsResponse(Message):
         __slots__ = (
             "group_id",
             "error_code",
+            "error_message",
             "unknown_tagged_fields",
         )
         _map_key: ClassVar[tuple[str, ...]] = ("group_id",)
@@ -121,10 +124,12 @@ class DeleteGroupsResponse(Message):
             *,
             group_id: str = "",
             error_code: int = 0,
+            error_message: str | None = None,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.group_id = group_id
             self.error_code = error_code
+            self.error_message = error_message
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -133,6 +138,7 @@ class DeleteGroupsResponse(Message):
             return (
                 self.group_id == other.group_id
                 and self.error_code == other.error_code
+                and self.error_message == other.error_message
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -259,13 +265,13 @@ bind_codecs(
     _fj_DeleteGroupsRequest,
     _rnd_DeleteGroupsRequest,
     (0, 1, _dec_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v0),
-    (2, 2, _dec_DeleteGroupsRequest_v2, _enc_DeleteGroupsRequest_v2),
+    (2, 3, _dec_DeleteGroupsRequest_v2, _enc_DeleteGroupsRequest_v2),
 )
 bind_native(
     DeleteGroupsRequest,
     _F_DeleteGroupsRequest,
     (0, 1, _N_DeleteGroupsRequest_v0),
-    (2, 2, _N_DeleteGroupsRequest_v2),
+    (2, 3, _N_DeleteGroupsRequest_v2),
 )
 
 # -------------------- DeleteGroupsResponse: decoders and encoders, one per distinct layout
@@ -324,6 +330,34 @@ def _enc_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_DeleteGroupsResponse_v3(
+    buf: Buffer, pos: int, end: int
+) -> tuple[DeleteGroupsResponse, int]:
+    o = new_instance(DeleteGroupsResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.results, pos = read_array(
+        buf, pos, end, _dec_DeletableGroupResult_v3, True, False, "Results", KeyedList
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    write_struct_array(
+        w, o.results, _enc_DeletableGroupResult_v3, True, False, "DeleteGroupsResponse.Results"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_DeleteGroupsResponse(o: DeleteGroupsResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -360,6 +394,7 @@ def _dec_DeletableGroupResult_v0(
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    o.error_message = None
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -384,6 +419,7 @@ def _dec_DeletableGroupResult_v2(
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    o.error_message = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -403,11 +439,48 @@ def _enc_DeletableGroupResult_v2(o: _DeletableGroupResult, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_DeletableGroupResult_v3(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_DeletableGroupResult, int]:
+    o = new_instance(_DeletableGroupResult)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DeletableGroupResult_v3(o: _DeletableGroupResult, w: Writer) -> None:
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    w(_S_h.pack(o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_DeletableGroupResult(o: _DeletableGroupResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
     d["groupId"] = o.group_id
     d["errorCode"] = o.error_code
+    if version >= 3:
+        d["errorMessage"] = o.error_message
     return d
 
 
@@ -417,6 +490,7 @@ def _fj_DeletableGroupResult(obj: dict[str, Any], version: int) -> _DeletableGro
     p = "DeleteGroupsResponse.DeletableGroupResult"
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
+    o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True) if version >= 3 else None
     o.unknown_tagged_fields = ()
     return o
 
@@ -425,6 +499,7 @@ def _rnd_DeletableGroupResult(g: Any, version: int) -> _DeletableGroupResult:
     o = new_instance(_DeletableGroupResult)
     o.group_id = g.str()
     o.error_code = g.int("int16")
+    o.error_message = (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
@@ -437,6 +512,7 @@ _N_DeletableGroupResult_v0 = (
     (
         ("string", "group_id", False, False, "GroupId", False),
         ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
@@ -447,6 +523,18 @@ _N_DeletableGroupResult_v2 = (
     (
         ("string", "group_id", True, False, "GroupId", False),
         ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), True, "ErrorMessage"),
+    ),
+    (),
+    "DeleteGroupsResponse.DeletableGroupResult",
+)
+_N_DeletableGroupResult_v3 = (
+    _DeletableGroupResult,
+    True,
+    (
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
@@ -471,12 +559,23 @@ _N_DeleteGroupsResponse_v2 = (
     (),
     "DeleteGroupsResponse",
 )
+_N_DeleteGroupsResponse_v3 = (
+    DeleteGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("array", "results", True, False, _N_DeletableGroupResult_v3, True, "Results"),
+    ),
+    (),
+    "DeleteGroupsResponse",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_DeletableGroupResult = (
     _DeletableGroupResult,
     (
         ("group_id", "groupId", False, False, None),
         ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
     ),
     0,
 )
@@ -497,12 +596,14 @@ bind_codecs(
     _rnd_DeleteGroupsResponse,
     (0, 1, _dec_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v0),
     (2, 2, _dec_DeleteGroupsResponse_v2, _enc_DeleteGroupsResponse_v2),
+    (3, 3, _dec_DeleteGroupsResponse_v3, _enc_DeleteGroupsResponse_v3),
 )
 bind_native(
     DeleteGroupsResponse,
     _F_DeleteGroupsResponse,
     (0, 1, _N_DeleteGroupsResponse_v0),
     (2, 2, _N_DeleteGroupsResponse_v2),
+    (3, 3, _N_DeleteGroupsResponse_v3),
 )
 bind_codecs(
     _DeletableGroupResult,
@@ -511,10 +612,12 @@ bind_codecs(
     _rnd_DeletableGroupResult,
     (0, 1, _dec_DeletableGroupResult_v0, _enc_DeletableGroupResult_v0),
     (2, 2, _dec_DeletableGroupResult_v2, _enc_DeletableGroupResult_v2),
+    (3, 3, _dec_DeletableGroupResult_v3, _enc_DeletableGroupResult_v3),
 )
 bind_native(
     _DeletableGroupResult,
     _F_DeletableGroupResult,
     (0, 1, _N_DeletableGroupResult_v0),
     (2, 2, _N_DeletableGroupResult_v2),
+    (3, 3, _N_DeletableGroupResult_v3),
 )

@@ -56,7 +56,7 @@ _S_ih = _Struct(">ih")
 
 
 class DeleteShareGroupStateRequest(Message):
-    """DeleteShareGroupState request (API key 86): versions 0, flexible from v0, latest version unstable."""
+    """DeleteShareGroupState request (API key 86): versions 0, flexible from v0."""
 
     __slots__ = (
         "group_id",
@@ -69,7 +69,7 @@ class DeleteShareGroupStateRequest(Message):
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class DeleteStateData(Struct):
         """An item of DeleteShareGroupStateRequest.topics (versions 0+)."""

@@ -52,6 +52,7 @@ __all__ = [
 # One precompiled big-endian struct per run of fixed-width fields.
 _S_o = _Struct(">?")
 _S_ob = _Struct(">?b")
+_S_obo = _Struct(">?b?")
 _S_b = _Struct(">b")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
@@ -59,18 +60,19 @@ _S_ih = _Struct(">ih")
 
 
 class DescribeClusterRequest(Message):
-    """DescribeCluster request (API key 60): versions 0-1, flexible from v0."""
+    """DescribeCluster request (API key 60): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "include_cluster_authorized_operations",
         "endpoint_type",
+        "include_fenced_brokers",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 60
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -79,10 +81,12 @@ class DescribeClusterRequest(Message):
         *,
         include_cluster_authorized_operations: bool = False,
         endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -92,12 +96,13 @@ class DescribeClusterRequest(Message):
             self.include_cluster_authorized_operations
             == other.include_cluster_authorized_operations
             and self.endpoint_type == other.endpoint_type
+            and self.include_fenced_brokers == other.include_fenced_brokers
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
 
 class DescribeClusterResponse(Message):
-    """DescribeCluster response (API key 60): versions 0-1, flexible from v0."""
+    """DescribeCluster response (API key 60): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -114,7 +119,7 @@ class DescribeClusterResponse(Message):
     API_KEY: ClassVar[int | None] = 60
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -126,6 +131,7 @@ class DescribeClusterResponse(Message):
             "host",
             "port",
             "rack",
+            "is_fenced",
             "unknown_tagged_fields",
         )
         _map_key: ClassVar[tuple[str, ...]] = ("broker_id",)
@@ -137,12 +143,14 @@ class DescribeClusterResponse(Message):
             host: str = "",
             port: int = 0,
             rack: str | None = None,
+            is_fenced: bool = False,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.broker_id = broker_id
             self.host = host
             self.port = port
             self.rack = rack
+            self.is_fenced = is_fenced
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -153,6 +161,7 @@ class DescribeClusterResponse(Message):
                 and self.host == other.host
                 and self.port == other.port
                 and self.rack == other.rack
+                and self.is_fenced == other.is_fenced
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -209,6 +218,7 @@ def _dec_DescribeClusterRequest_v0(
     o.include_cluster_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.endpoint_type = 1
+    o.include_fenced_brokers = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -222,6 +232,8 @@ def _enc_DescribeClusterRequest_v0(o: DescribeClusterRequest, w: Writer) -> None
     w(_S_o.pack(o.include_cluster_authorized_operations))
     if o.endpoint_type != 1:
         raise unsupported("DescribeClusterRequest.EndpointType", "non-default value")
+    if o.include_fenced_brokers != False:
+        raise unsupported("DescribeClusterRequest.IncludeFencedBrokers", "non-default value")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -233,6 +245,7 @@ def _dec_DescribeClusterRequest_v1(
 
     o.include_cluster_authorized_operations, o.endpoint_type = _S_ob.unpack_from(buf, pos)
     pos += 2
+    o.include_fenced_brokers = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -244,6 +257,36 @@ def _dec_DescribeClusterRequest_v1(
 
 def _enc_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: Writer) -> None:
     w(_S_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type))
+    if o.include_fenced_brokers != False:
+        raise unsupported("DescribeClusterRequest.IncludeFencedBrokers", "non-default value")
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_DescribeClusterRequest_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[DescribeClusterRequest, int]:
+    o = new_instance(DescribeClusterRequest)
+
+    o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers = (
+        _S_obo.unpack_from(buf, pos)
+    )
+    pos += 3
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribeClusterRequest_v2(o: DescribeClusterRequest, w: Writer) -> None:
+    w(
+        _S_obo.pack(
+            o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers
+        )
+    )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -254,6 +297,8 @@ def _tj_DescribeClusterRequest(o: DescribeClusterRequest, version: int) -> dict[
     d["includeClusterAuthorizedOperations"] = o.include_cluster_authorized_operations
     if version >= 1:
         d["endpointType"] = o.endpoint_type
+    if version >= 2:
+        d["includeFencedBrokers"] = o.include_fenced_brokers
     return d
 
 
@@ -265,6 +310,9 @@ def _fj_DescribeClusterRequest(obj: dict[str, Any], version: int) -> DescribeClu
         obj, "includeClusterAuthorizedOperations", p, REQUIRED
     )
     o.endpoint_type = get_int(obj, "endpointType", p, REQUIRED) if version >= 1 else 1
+    o.include_fenced_brokers = (
+        get_bool(obj, "includeFencedBrokers", p, REQUIRED) if version >= 2 else False
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -273,6 +321,7 @@ def _rnd_DescribeClusterRequest(g: Any, version: int) -> DescribeClusterRequest:
     o = new_instance(DescribeClusterRequest)
     o.include_cluster_authorized_operations = g.bool()
     o.endpoint_type = (g.int("int8")) if version >= 1 else 1
+    o.include_fenced_brokers = (g.bool()) if version >= 2 else False
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -285,6 +334,7 @@ _N_DescribeClusterRequest_v0 = (
     (
         ("bool", "include_cluster_authorized_operations", 1),
         ("absent", "endpoint_type", ("value", 1), False, "EndpointType"),
+        ("absent", "include_fenced_brokers", ("value", False), False, "IncludeFencedBrokers"),
     ),
     (),
     "DescribeClusterRequest",
@@ -295,6 +345,18 @@ _N_DescribeClusterRequest_v1 = (
     (
         ("bool", "include_cluster_authorized_operations", 2),
         ("int8", "endpoint_type", 0),
+        ("absent", "include_fenced_brokers", ("value", False), False, "IncludeFencedBrokers"),
+    ),
+    (),
+    "DescribeClusterRequest",
+)
+_N_DescribeClusterRequest_v2 = (
+    DescribeClusterRequest,
+    True,
+    (
+        ("bool", "include_cluster_authorized_operations", 3),
+        ("int8", "endpoint_type", 0),
+        ("bool", "include_fenced_brokers", 0),
     ),
     (),
     "DescribeClusterRequest",
@@ -305,6 +367,7 @@ _F_DescribeClusterRequest = (
     (
         ("include_cluster_authorized_operations", "includeClusterAuthorizedOperations", False, False, None),
         ("endpoint_type", "endpointType", False, False, None),
+        ("include_fenced_brokers", "includeFencedBrokers", False, False, None),
     ),
     0,
 )
@@ -317,12 +380,14 @@ bind_codecs(
     _rnd_DescribeClusterRequest,
     (0, 0, _dec_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v0),
     (1, 1, _dec_DescribeClusterRequest_v1, _enc_DescribeClusterRequest_v1),
+    (2, 2, _dec_DescribeClusterRequest_v2, _enc_DescribeClusterRequest_v2),
 )
 bind_native(
     DescribeClusterRequest,
     _F_DescribeClusterRequest,
     (0, 0, _N_DescribeClusterRequest_v0),
     (1, 1, _N_DescribeClusterRequest_v1),
+    (2, 2, _N_DescribeClusterRequest_v2),
 )
 
 # -------------------- DescribeClusterResponse: decoders and encoders, one per distinct layout
@@ -433,6 +498,59 @@ def _enc_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Writer) -> No
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_DescribeClusterResponse_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[DescribeClusterResponse, int]:
+    o = new_instance(DescribeClusterResponse)
+
+    o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.endpoint_type = _S_b.unpack_from(buf, pos)[0]
+    pos += 1
+    o.cluster_id, pos = read_compact_string(buf, pos, end)
+
+    o.controller_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.brokers, pos = read_array(
+        buf, pos, end, _dec_DescribeClusterBroker_v2, True, False, "Brokers", KeyedList
+    )
+
+    o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: Writer) -> None:
+    w(_S_ih.pack(o.throttle_time_ms, o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_b.pack(o.endpoint_type))
+
+    b = o.cluster_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    w(_S_i.pack(o.controller_id))
+    write_struct_array(
+        w, o.brokers, _enc_DescribeClusterBroker_v2, True, False, "DescribeClusterResponse.Brokers"
+    )
+    w(_S_i.pack(o.cluster_authorized_operations))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_DescribeClusterResponse(o: DescribeClusterResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -492,6 +610,7 @@ def _dec_DescribeClusterBroker_v0(
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
+    o.is_fenced = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -515,6 +634,53 @@ def _enc_DescribeClusterBroker_v0(o: _DescribeClusterBroker, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
+    if o.is_fenced != False:
+        raise unsupported(
+            "DescribeClusterResponse.DescribeClusterBroker.IsFenced", "non-default value"
+        )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_DescribeClusterBroker_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_DescribeClusterBroker, int]:
+    o = new_instance(_DescribeClusterBroker)
+
+    o.broker_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.host, pos = read_compact_string(buf, pos, end)
+
+    o.port = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.rack, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.is_fenced = _S_o.unpack_from(buf, pos)[0]
+    pos += 1
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribeClusterBroker_v2(o: _DescribeClusterBroker, w: Writer) -> None:
+    w(_S_i.pack(o.broker_id))
+
+    b = o.host.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    w(_S_i.pack(o.port))
+    s = o.rack
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_o.pack(o.is_fenced))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -526,6 +692,8 @@ def _tj_DescribeClusterBroker(o: _DescribeClusterBroker, version: int) -> dict[s
     d["host"] = o.host
     d["port"] = o.port
     d["rack"] = o.rack
+    if version >= 2:
+        d["isFenced"] = o.is_fenced
     return d
 
 
@@ -537,6 +705,7 @@ def _fj_DescribeClusterBroker(obj: dict[str, Any], version: int) -> _DescribeClu
     o.host = get_str(obj, "host", p, REQUIRED)
     o.port = get_int(obj, "port", p, REQUIRED)
     o.rack = get_str(obj, "rack", p, REQUIRED, True)
+    o.is_fenced = get_bool(obj, "isFenced", p, REQUIRED) if version >= 2 else False
     o.unknown_tagged_fields = ()
     return o
 
@@ -547,6 +716,7 @@ def _rnd_DescribeClusterBroker(g: Any, version: int) -> _DescribeClusterBroker:
     o.host = g.str()
     o.port = g.int("int32")
     o.rack = None if g.is_null() else g.str()
+    o.is_fenced = (g.bool()) if version >= 2 else False
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -561,6 +731,20 @@ _N_DescribeClusterBroker_v0 = (
         ("string", "host", True, False, "Host", False),
         ("int32", "port", 4),
         ("string", "rack", True, True, "Rack", False),
+        ("absent", "is_fenced", ("value", False), False, "IsFenced"),
+    ),
+    (),
+    "DescribeClusterResponse.DescribeClusterBroker",
+)
+_N_DescribeClusterBroker_v2 = (
+    _DescribeClusterBroker,
+    True,
+    (
+        ("int32", "broker_id", 4),
+        ("string", "host", True, False, "Host", False),
+        ("int32", "port", 4),
+        ("string", "rack", True, True, "Rack", False),
+        ("bool", "is_fenced", 1),
     ),
     (),
     "DescribeClusterResponse.DescribeClusterBroker",
@@ -597,6 +781,22 @@ _N_DescribeClusterResponse_v1 = (
     (),
     "DescribeClusterResponse",
 )
+_N_DescribeClusterResponse_v2 = (
+    DescribeClusterResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int8", "endpoint_type", 1),
+        ("string", "cluster_id", True, False, "ClusterId", False),
+        ("int32", "controller_id", 4),
+        ("array", "brokers", True, False, _N_DescribeClusterBroker_v2, True, "Brokers"),
+        ("int32", "cluster_authorized_operations", 4),
+    ),
+    (),
+    "DescribeClusterResponse",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_DescribeClusterBroker = (
     _DescribeClusterBroker,
@@ -605,6 +805,7 @@ _F_DescribeClusterBroker = (
         ("host", "host", False, False, None),
         ("port", "port", False, False, None),
         ("rack", "rack", False, True, None),
+        ("is_fenced", "isFenced", False, False, None),
     ),
     0,
 )
@@ -631,12 +832,14 @@ bind_codecs(
     _rnd_DescribeClusterResponse,
     (0, 0, _dec_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v0),
     (1, 1, _dec_DescribeClusterResponse_v1, _enc_DescribeClusterResponse_v1),
+    (2, 2, _dec_DescribeClusterResponse_v2, _enc_DescribeClusterResponse_v2),
 )
 bind_native(
     DescribeClusterResponse,
     _F_DescribeClusterResponse,
     (0, 0, _N_DescribeClusterResponse_v0),
     (1, 1, _N_DescribeClusterResponse_v1),
+    (2, 2, _N_DescribeClusterResponse_v2),
 )
 bind_codecs(
     _DescribeClusterBroker,
@@ -644,9 +847,11 @@ bind_codecs(
     _fj_DescribeClusterBroker,
     _rnd_DescribeClusterBroker,
     (0, 1, _dec_DescribeClusterBroker_v0, _enc_DescribeClusterBroker_v0),
+    (2, 2, _dec_DescribeClusterBroker_v2, _enc_DescribeClusterBroker_v2),
 )
 bind_native(
     _DescribeClusterBroker,
     _F_DescribeClusterBroker,
     (0, 1, _N_DescribeClusterBroker_v0),
+    (2, 2, _N_DescribeClusterBroker_v2),
 )

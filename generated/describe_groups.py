@@ -73,7 +73,7 @@ _S_i = _Struct(">i")
 
 
 class DescribeGroupsRequest(Message):
-    """DescribeGroups request (API key 15): versions 0-6, flexible from v5, latest version unstable."""
+    """DescribeGroups request (API key 15): versions 0-7, flexible from v5, latest version unstable."""
 
     __slots__ = (
         "groups",
@@ -86,12 +86,12 @@ class DescribeGroupsRequest(Message):
     API_KEY: ClassVar[int | None] = 15
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 6
+    HIGHEST_VERSION: ClassVar[int] = 7
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 5
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
     class GroupMemberCursor(Struct):
-        """An item of DescribeGroupsRequest.cursor (versions 6+)."""
+        """An item of DescribeGroupsRequest.cursor (versions 7+)."""
 
         __slots__ = (
             "group_id",
@@ -150,7 +150,7 @@ _DescribeGroupsRequest_GroupMemberCursor = DescribeGroupsRequest.GroupMemberCurs
 
 
 class DescribeGroupsResponse(Message):
-    """DescribeGroups response (API key 15): versions 0-6, flexible from v5."""
+    """DescribeGroups response (API key 15): versions 0-7, flexible from v5."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -162,7 +162,7 @@ class DescribeGroupsResponse(Message):
     API_KEY: ClassVar[int | None] = 15
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 6
+    HIGHEST_VERSION: ClassVar[int] = 7
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 5
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -171,6 +171,7 @@ class DescribeGroupsResponse(Message):
 
         __slots__ = (
             "error_code",
+            "error_message",
             "group_id",
             "group_state",
             "protocol_type",
@@ -184,6 +185,7 @@ class DescribeGroupsResponse(Message):
             self,
             *,
             error_code: int = 0,
+            error_message: str | None = None,
             group_id: str = "",
             group_state: str = "",
             protocol_type: str = "",
@@ -193,6 +195,7 @@ class DescribeGroupsResponse(Message):
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.error_code = error_code
+            self.error_message = error_message
             self.group_id = group_id
             self.group_state = group_state
             self.protocol_type = protocol_type
@@ -206,6 +209,7 @@ class DescribeGroupsResponse(Message):
                 return NotImplemented
             return (
                 self.error_code == other.error_code
+                and self.error_message == other.error_message
                 and self.group_id == other.group_id
                 and self.group_state == other.group_state
                 and self.protocol_type == other.protocol_type
@@ -261,7 +265,7 @@ class DescribeGroupsResponse(Message):
             )
 
     class GroupMemberCursor(Struct):
-        """An item of DescribeGroupsResponse.next_cursor (versions 6+)."""
+        """An item of DescribeGroupsResponse.next_cursor (versions 7+)."""
 
         __slots__ = (
             "group_id",
@@ -392,7 +396,7 @@ def _enc_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_DescribeGroupsRequest_v6(
+def _dec_DescribeGroupsRequest_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsRequest, int]:
     o = new_instance(DescribeGroupsRequest)
@@ -406,7 +410,7 @@ def _dec_DescribeGroupsRequest_v6(
         o.cursor = None
         pos += 1
     else:
-        o.cursor, pos = _dec_DescribeGroupsRequest_GroupMemberCursor_v6(buf, pos + 1, end)
+        o.cursor, pos = _dec_DescribeGroupsRequest_GroupMemberCursor_v7(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -416,14 +420,14 @@ def _dec_DescribeGroupsRequest_v6(
     return o, pos
 
 
-def _enc_DescribeGroupsRequest_v6(o: DescribeGroupsRequest, w: Writer) -> None:
+def _enc_DescribeGroupsRequest_v7(o: DescribeGroupsRequest, w: Writer) -> None:
     write_array(w, o.groups, write_compact_string, True, False, "DescribeGroupsRequest.Groups")
     w(_S_oi.pack(o.include_authorized_operations, o.response_pagination_limit))
     if o.cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_DescribeGroupsRequest_GroupMemberCursor_v6(o.cursor, w)
+        _enc_DescribeGroupsRequest_GroupMemberCursor_v7(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -435,9 +439,9 @@ def _tj_DescribeGroupsRequest(o: DescribeGroupsRequest, version: int) -> dict[st
     d["groups"] = [x for x in v]
     if version >= 3:
         d["includeAuthorizedOperations"] = o.include_authorized_operations
-    if version >= 6:
+    if version >= 7:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 6:
+    if version >= 7:
         v = o.cursor
         d["cursor"] = None if v is None else _tj_DescribeGroupsRequest_GroupMemberCursor(v, version)
     return d
@@ -453,9 +457,9 @@ def _fj_DescribeGroupsRequest(obj: dict[str, Any], version: int) -> DescribeGrou
         get_bool(obj, "includeAuthorizedOperations", p, REQUIRED) if version >= 3 else False
     )
     o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 6 else 2000
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 7 else 2000
     )
-    if version >= 6:
+    if version >= 7:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = (
             None
@@ -472,21 +476,21 @@ def _rnd_DescribeGroupsRequest(g: Any, version: int) -> DescribeGroupsRequest:
     o = new_instance(DescribeGroupsRequest)
     o.groups = [g.str() for _ in range(g.count())]
     o.include_authorized_operations = (g.bool()) if version >= 3 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 6 else 2000
+    o.response_pagination_limit = (g.int("int32")) if version >= 7 else 2000
     o.cursor = (
         (
             None
-            if version >= 6 and g.is_null()
+            if version >= 7 and g.is_null()
             else _rnd_DescribeGroupsRequest_GroupMemberCursor(g, version)
         )
-        if version >= 6
+        if version >= 7
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
-def _dec_DescribeGroupsRequest_GroupMemberCursor_v6(
+def _dec_DescribeGroupsRequest_GroupMemberCursor_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeGroupsRequest_GroupMemberCursor, int]:
     o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
@@ -501,7 +505,7 @@ def _dec_DescribeGroupsRequest_GroupMemberCursor_v6(
     return o, pos
 
 
-def _enc_DescribeGroupsRequest_GroupMemberCursor_v6(
+def _enc_DescribeGroupsRequest_GroupMemberCursor_v7(
     o: _DescribeGroupsRequest_GroupMemberCursor, w: Writer
 ) -> None:
 
@@ -521,9 +525,9 @@ def _tj_DescribeGroupsRequest_GroupMemberCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 6:
+    if version >= 7:
         d["groupId"] = o.group_id
-    if version >= 6:
+    if version >= 7:
         d["memberId"] = o.member_id
     return d
 
@@ -534,8 +538,8 @@ def _fj_DescribeGroupsRequest_GroupMemberCursor(
     o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
     v: Any
     p = "DescribeGroupsRequest.GroupMemberCursor"
-    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
-    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 6 else ""
+    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 7 else ""
+    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 7 else ""
     o.unknown_tagged_fields = ()
     return o
 
@@ -544,15 +548,15 @@ def _rnd_DescribeGroupsRequest_GroupMemberCursor(
     g: Any, version: int
 ) -> _DescribeGroupsRequest_GroupMemberCursor:
     o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 6 else ""
-    o.member_id = (g.str()) if version >= 6 else ""
+    o.group_id = (g.str()) if version >= 7 else ""
+    o.member_id = (g.str()) if version >= 7 else ""
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_DescribeGroupsRequest_GroupMemberCursor_v6 = (
+_N_DescribeGroupsRequest_GroupMemberCursor_v7 = (
     _DescribeGroupsRequest_GroupMemberCursor,
     True,
     (
@@ -598,14 +602,14 @@ _N_DescribeGroupsRequest_v5 = (
     (),
     "DescribeGroupsRequest",
 )
-_N_DescribeGroupsRequest_v6 = (
+_N_DescribeGroupsRequest_v7 = (
     DescribeGroupsRequest,
     True,
     (
         ("array", "groups", True, False, "string", False, "Groups"),
         ("bool", "include_authorized_operations", 5),
         ("int32", "response_pagination_limit", 0),
-        ("struct", "cursor", True, _N_DescribeGroupsRequest_GroupMemberCursor_v6, "Cursor", False),
+        ("struct", "cursor", True, _N_DescribeGroupsRequest_GroupMemberCursor_v7, "Cursor", False),
     ),
     (),
     "DescribeGroupsRequest",
@@ -638,16 +642,16 @@ bind_codecs(
     _rnd_DescribeGroupsRequest,
     (0, 2, _dec_DescribeGroupsRequest_v0, _enc_DescribeGroupsRequest_v0),
     (3, 4, _dec_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v3),
-    (5, 5, _dec_DescribeGroupsRequest_v5, _enc_DescribeGroupsRequest_v5),
-    (6, 6, _dec_DescribeGroupsRequest_v6, _enc_DescribeGroupsRequest_v6),
+    (5, 6, _dec_DescribeGroupsRequest_v5, _enc_DescribeGroupsRequest_v5),
+    (7, 7, _dec_DescribeGroupsRequest_v7, _enc_DescribeGroupsRequest_v7),
 )
 bind_native(
     DescribeGroupsRequest,
     _F_DescribeGroupsRequest,
     (0, 2, _N_DescribeGroupsRequest_v0),
     (3, 4, _N_DescribeGroupsRequest_v3),
-    (5, 5, _N_DescribeGroupsRequest_v5),
-    (6, 6, _N_DescribeGroupsRequest_v6),
+    (5, 6, _N_DescribeGroupsRequest_v5),
+    (7, 7, _N_DescribeGroupsRequest_v7),
 )
 bind_codecs(
     _DescribeGroupsRequest_GroupMemberCursor,
@@ -655,16 +659,16 @@ bind_codecs(
     _fj_DescribeGroupsRequest_GroupMemberCursor,
     _rnd_DescribeGroupsRequest_GroupMemberCursor,
     (
-        6,
-        6,
-        _dec_DescribeGroupsRequest_GroupMemberCursor_v6,
-        _enc_DescribeGroupsRequest_GroupMemberCursor_v6,
+        7,
+        7,
+        _dec_DescribeGroupsRequest_GroupMemberCursor_v7,
+        _enc_DescribeGroupsRequest_GroupMemberCursor_v7,
     ),
 )
 bind_native(
     _DescribeGroupsRequest_GroupMemberCursor,
     _F_DescribeGroupsRequest_GroupMemberCursor,
-    (6, 6, _N_DescribeGroupsRequest_GroupMemberCursor_v6),
+    (7, 7, _N_DescribeGroupsRequest_GroupMemberCursor_v7),
 )
 
 # -------------------- DescribeGroupsResponse: decoders and encoders, one per distinct layout
@@ -797,14 +801,8 @@ def _dec_DescribeGroupsResponse_v6(
 
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v5, True, False, "Groups")
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.next_cursor = None
-        pos += 1
-    else:
-        o.next_cursor, pos = _dec_DescribeGroupsResponse_GroupMemberCursor_v6(buf, pos + 1, end)
+    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v6, True, False, "Groups")
+    o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -817,13 +815,46 @@ def _dec_DescribeGroupsResponse_v6(
 def _enc_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, w: Writer) -> None:
     w(_S_i.pack(o.throttle_time_ms))
     write_struct_array(
-        w, o.groups, _enc_DescribedGroup_v5, True, False, "DescribeGroupsResponse.Groups"
+        w, o.groups, _enc_DescribedGroup_v6, True, False, "DescribeGroupsResponse.Groups"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_DescribeGroupsResponse_v7(
+    buf: Buffer, pos: int, end: int
+) -> tuple[DescribeGroupsResponse, int]:
+    o = new_instance(DescribeGroupsResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v6, True, False, "Groups")
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.next_cursor = None
+        pos += 1
+    else:
+        o.next_cursor, pos = _dec_DescribeGroupsResponse_GroupMemberCursor_v7(buf, pos + 1, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribeGroupsResponse_v7(o: DescribeGroupsResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    write_struct_array(
+        w, o.groups, _enc_DescribedGroup_v6, True, False, "DescribeGroupsResponse.Groups"
     )
     if o.next_cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_DescribeGroupsResponse_GroupMemberCursor_v6(o.next_cursor, w)
+        _enc_DescribeGroupsResponse_GroupMemberCursor_v7(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -835,7 +866,7 @@ def _tj_DescribeGroupsResponse(o: DescribeGroupsResponse, version: int) -> dict[
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.groups
     d["groups"] = [_tj_DescribedGroup(x, version) for x in v]
-    if version >= 6:
+    if version >= 7:
         v = o.next_cursor
         d["nextCursor"] = (
             None if v is None else _tj_DescribeGroupsResponse_GroupMemberCursor(v, version)
@@ -850,7 +881,7 @@ def _fj_DescribeGroupsResponse(obj: dict[str, Any], version: int) -> DescribeGro
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 1 else 0
     v = get_list(obj, "groups", p, REQUIRED)
     o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
-    if version >= 6:
+    if version >= 7:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = (
             None
@@ -870,10 +901,10 @@ def _rnd_DescribeGroupsResponse(g: Any, version: int) -> DescribeGroupsResponse:
     o.next_cursor = (
         (
             None
-            if version >= 6 and g.is_null()
+            if version >= 7 and g.is_null()
             else _rnd_DescribeGroupsResponse_GroupMemberCursor(g, version)
         )
-        if version >= 6
+        if version >= 7
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
@@ -885,6 +916,7 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    o.error_message = None
     o.group_id, pos = read_string(buf, pos, end)
     o.group_state, pos = read_string(buf, pos, end)
     o.protocol_type, pos = read_string(buf, pos, end)
@@ -900,6 +932,8 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
+    if o.error_message != None:
+        raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
 
     b = o.group_id.encode()
     w(string_length(len(b)))
@@ -938,6 +972,7 @@ def _dec_DescribedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    o.error_message = None
     o.group_id, pos = read_string(buf, pos, end)
     o.group_state, pos = read_string(buf, pos, end)
     o.protocol_type, pos = read_string(buf, pos, end)
@@ -955,6 +990,8 @@ def _dec_DescribedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v3(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
+    if o.error_message != None:
+        raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
 
     b = o.group_id.encode()
     w(string_length(len(b)))
@@ -990,6 +1027,7 @@ def _dec_DescribedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    o.error_message = None
     o.group_id, pos = read_string(buf, pos, end)
     o.group_state, pos = read_string(buf, pos, end)
     o.protocol_type, pos = read_string(buf, pos, end)
@@ -1007,6 +1045,8 @@ def _dec_DescribedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v4(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
+    if o.error_message != None:
+        raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
 
     b = o.group_id.encode()
     w(string_length(len(b)))
@@ -1042,6 +1082,7 @@ def _dec_DescribedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    o.error_message = None
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
     o.protocol_type, pos = read_compact_string(buf, pos, end)
@@ -1061,6 +1102,69 @@ def _dec_DescribedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
 
 def _enc_DescribedGroup_v5(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
+    if o.error_message != None:
+        raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_state.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_type.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.protocol_data.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_struct_array(
+        w,
+        o.members,
+        _enc_DescribedGroupMember_v5,
+        True,
+        False,
+        "DescribeGroupsResponse.DescribedGroup.Members",
+    )
+    w(_S_i.pack(o.authorized_operations))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_DescribedGroup_v6(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
+    o = new_instance(_DescribedGroup)
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+    o.group_state, pos = read_compact_string(buf, pos, end)
+    o.protocol_type, pos = read_compact_string(buf, pos, end)
+    o.protocol_data, pos = read_compact_string(buf, pos, end)
+    o.members, pos = read_array(buf, pos, end, _dec_DescribedGroupMember_v5, True, False, "Members")
+
+    o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribedGroup_v6(o: _DescribedGroup, w: Writer) -> None:
+    w(_S_h.pack(o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
 
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -1094,6 +1198,8 @@ def _tj_DescribedGroup(o: _DescribedGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
     d["errorCode"] = o.error_code
+    if version >= 6:
+        d["errorMessage"] = o.error_message
     d["groupId"] = o.group_id
     d["groupState"] = o.group_state
     d["protocolType"] = o.protocol_type
@@ -1110,6 +1216,7 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     v: Any
     p = "DescribeGroupsResponse.DescribedGroup"
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
+    o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True) if version >= 6 else None
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.group_state = get_str(obj, "groupState", p, REQUIRED)
     o.protocol_type = get_str(obj, "protocolType", p, REQUIRED)
@@ -1126,6 +1233,7 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
 def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
     o = new_instance(_DescribedGroup)
     o.error_code = g.int("int16")
+    o.error_message = (None if version >= 6 and g.is_null() else g.str()) if version >= 6 else None
     o.group_id = g.str()
     o.group_state = g.str()
     o.protocol_type = g.str()
@@ -1303,7 +1411,7 @@ def _rnd_DescribedGroupMember(g: Any, version: int) -> _DescribedGroupMember:
     return o
 
 
-def _dec_DescribeGroupsResponse_GroupMemberCursor_v6(
+def _dec_DescribeGroupsResponse_GroupMemberCursor_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeGroupsResponse_GroupMemberCursor, int]:
     o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
@@ -1318,7 +1426,7 @@ def _dec_DescribeGroupsResponse_GroupMemberCursor_v6(
     return o, pos
 
 
-def _enc_DescribeGroupsResponse_GroupMemberCursor_v6(
+def _enc_DescribeGroupsResponse_GroupMemberCursor_v7(
     o: _DescribeGroupsResponse_GroupMemberCursor, w: Writer
 ) -> None:
 
@@ -1338,9 +1446,9 @@ def _tj_DescribeGroupsResponse_GroupMemberCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 6:
+    if version >= 7:
         d["groupId"] = o.group_id
-    if version >= 6:
+    if version >= 7:
         d["memberId"] = o.member_id
     return d
 
@@ -1351,8 +1459,8 @@ def _fj_DescribeGroupsResponse_GroupMemberCursor(
     o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
     v: Any
     p = "DescribeGroupsResponse.GroupMemberCursor"
-    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
-    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 6 else ""
+    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 7 else ""
+    o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 7 else ""
     o.unknown_tagged_fields = ()
     return o
 
@@ -1361,8 +1469,8 @@ def _rnd_DescribeGroupsResponse_GroupMemberCursor(
     g: Any, version: int
 ) -> _DescribeGroupsResponse_GroupMemberCursor:
     o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 6 else ""
-    o.member_id = (g.str()) if version >= 6 else ""
+    o.group_id = (g.str()) if version >= 7 else ""
+    o.member_id = (g.str()) if version >= 7 else ""
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
@@ -1416,6 +1524,7 @@ _N_DescribedGroup_v0 = (
     False,
     (
         ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), False, "ErrorMessage"),
         ("string", "group_id", False, False, "GroupId", False),
         ("string", "group_state", False, False, "GroupState", False),
         ("string", "protocol_type", False, False, "ProtocolType", False),
@@ -1431,6 +1540,7 @@ _N_DescribedGroup_v3 = (
     False,
     (
         ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), False, "ErrorMessage"),
         ("string", "group_id", False, False, "GroupId", False),
         ("string", "group_state", False, False, "GroupState", False),
         ("string", "protocol_type", False, False, "ProtocolType", False),
@@ -1446,6 +1556,7 @@ _N_DescribedGroup_v4 = (
     False,
     (
         ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), False, "ErrorMessage"),
         ("string", "group_id", False, False, "GroupId", False),
         ("string", "group_state", False, False, "GroupState", False),
         ("string", "protocol_type", False, False, "ProtocolType", False),
@@ -1461,6 +1572,7 @@ _N_DescribedGroup_v5 = (
     True,
     (
         ("int16", "error_code", 2),
+        ("absent", "error_message", ("value", None), False, "ErrorMessage"),
         ("string", "group_id", True, False, "GroupId", False),
         ("string", "group_state", True, False, "GroupState", False),
         ("string", "protocol_type", True, False, "ProtocolType", False),
@@ -1471,7 +1583,23 @@ _N_DescribedGroup_v5 = (
     (),
     "DescribeGroupsResponse.DescribedGroup",
 )
-_N_DescribeGroupsResponse_GroupMemberCursor_v6 = (
+_N_DescribedGroup_v6 = (
+    _DescribedGroup,
+    True,
+    (
+        ("int16", "error_code", 2),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "group_state", True, False, "GroupState", False),
+        ("string", "protocol_type", True, False, "ProtocolType", False),
+        ("string", "protocol_data", True, False, "ProtocolData", False),
+        ("array", "members", True, False, _N_DescribedGroupMember_v5, False, "Members"),
+        ("int32", "authorized_operations", 4),
+    ),
+    (),
+    "DescribeGroupsResponse.DescribedGroup",
+)
+_N_DescribeGroupsResponse_GroupMemberCursor_v7 = (
     _DescribeGroupsResponse_GroupMemberCursor,
     True,
     (
@@ -1541,8 +1669,19 @@ _N_DescribeGroupsResponse_v6 = (
     True,
     (
         ("int32", "throttle_time_ms", 4),
-        ("array", "groups", True, False, _N_DescribedGroup_v5, False, "Groups"),
-        ("struct", "next_cursor", True, _N_DescribeGroupsResponse_GroupMemberCursor_v6, "NextCursor", False),
+        ("array", "groups", True, False, _N_DescribedGroup_v6, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
+    ),
+    (),
+    "DescribeGroupsResponse",
+)
+_N_DescribeGroupsResponse_v7 = (
+    DescribeGroupsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("array", "groups", True, False, _N_DescribedGroup_v6, False, "Groups"),
+        ("struct", "next_cursor", True, _N_DescribeGroupsResponse_GroupMemberCursor_v7, "NextCursor", False),
     ),
     (),
     "DescribeGroupsResponse",
@@ -1564,6 +1703,7 @@ _F_DescribedGroup = (
     _DescribedGroup,
     (
         ("error_code", "errorCode", False, False, None),
+        ("error_message", "errorMessage", False, True, None),
         ("group_id", "groupId", False, False, None),
         ("group_state", "groupState", False, False, None),
         ("protocol_type", "protocolType", False, False, None),
@@ -1603,6 +1743,7 @@ bind_codecs(
     (4, 4, _dec_DescribeGroupsResponse_v4, _enc_DescribeGroupsResponse_v4),
     (5, 5, _dec_DescribeGroupsResponse_v5, _enc_DescribeGroupsResponse_v5),
     (6, 6, _dec_DescribeGroupsResponse_v6, _enc_DescribeGroupsResponse_v6),
+    (7, 7, _dec_DescribeGroupsResponse_v7, _enc_DescribeGroupsResponse_v7),
 )
 bind_native(
     DescribeGroupsResponse,
@@ -1613,6 +1754,7 @@ bind_native(
     (4, 4, _N_DescribeGroupsResponse_v4),
     (5, 5, _N_DescribeGroupsResponse_v5),
     (6, 6, _N_DescribeGroupsResponse_v6),
+    (7, 7, _N_DescribeGroupsResponse_v7),
 )
 bind_codecs(
     _DescribedGroup,
@@ -1622,7 +1764,8 @@ bind_codecs(
     (0, 2, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
     (3, 3, _dec_DescribedGroup_v3, _enc_DescribedGroup_v3),
     (4, 4, _dec_DescribedGroup_v4, _enc_DescribedGroup_v4),
-    (5, 6, _dec_DescribedGroup_v5, _enc_DescribedGroup_v5),
+    (5, 5, _dec_DescribedGroup_v5, _enc_DescribedGroup_v5),
+    (6, 7, _dec_DescribedGroup_v6, _enc_DescribedGroup_v6),
 )
 bind_native(
     _DescribedGroup,
@@ -1630,7 +1773,8 @@ bind_native(
     (0, 2, _N_DescribedGroup_v0),
     (3, 3, _N_DescribedGroup_v3),
     (4, 4, _N_DescribedGroup_v4),
-    (5, 6, _N_DescribedGroup_v5),
+    (5, 5, _N_DescribedGroup_v5),
+    (6, 7, _N_DescribedGroup_v6),
 )
 bind_codecs(
     _DescribedGroupMember,
@@ -1639,14 +1783,14 @@ bind_codecs(
     _rnd_DescribedGroupMember,
     (0, 3, _dec_DescribedGroupMember_v0, _enc_DescribedGroupMember_v0),
     (4, 4, _dec_DescribedGroupMember_v4, _enc_DescribedGroupMember_v4),
-    (5, 6, _dec_DescribedGroupMember_v5, _enc_DescribedGroupMember_v5),
+    (5, 7, _dec_DescribedGroupMember_v5, _enc_DescribedGroupMember_v5),
 )
 bind_native(
     _DescribedGroupMember,
     _F_DescribedGroupMember,
     (0, 3, _N_DescribedGroupMember_v0),
     (4, 4, _N_DescribedGroupMember_v4),
-    (5, 6, _N_DescribedGroupMember_v5),
+    (5, 7, _N_DescribedGroupMember_v5),
 )
 bind_codecs(
     _DescribeGroupsResponse_GroupMemberCursor,
@@ -1654,14 +1798,14 @@ bind_codecs(
     _fj_DescribeGroupsResponse_GroupMemberCursor,
     _rnd_DescribeGroupsResponse_GroupMemberCursor,
     (
-        6,
-        6,
-        _dec_DescribeGroupsResponse_GroupMemberCursor_v6,
-        _enc_DescribeGroupsResponse_GroupMemberCursor_v6,
+        7,
+        7,
+        _dec_DescribeGroupsResponse_GroupMemberCursor_v7,
+        _enc_DescribeGroupsResponse_GroupMemberCursor_v7,
     ),
 )
 bind_native(
     _DescribeGroupsResponse_GroupMemberCursor,
     _F_DescribeGroupsResponse_GroupMemberCursor,
-    (6, 6, _N_DescribeGroupsResponse_GroupMemberCursor_v6),
+    (7, 7, _N_DescribeGroupsResponse_GroupMemberCursor_v7),
 )

@@ -64,6 +64,7 @@ _S_ih = _Struct(">ih")
 _S_iqqo = _Struct(">iqq?")
 _S_q = _Struct(">q")
 _S_qq = _Struct(">qq")
+_S_qqo = _Struct(">qq?")
 
 # One specialised reader and writer per kind of fixed-width array.
 _read_i = fixed_array_reader("i", 4, False, False)
@@ -73,7 +74,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class DescribeLogDirsRequest(Message):
-    """DescribeLogDirs request (API key 35): versions 0-5, flexible from v2, latest version unstable."""
+    """DescribeLogDirs request (API key 35): versions 0-6, flexible from v2, latest version unstable."""
 
     __slots__ = (
         "topics",
@@ -85,7 +86,7 @@ class DescribeLogDirsRequest(Message):
     API_KEY: ClassVar[int | None] = 35
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 5
+    HIGHEST_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 2
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
@@ -120,7 +121,7 @@ class DescribeLogDirsRequest(Message):
             )
 
     class Cursor(Struct):
-        """An item of DescribeLogDirsRequest.cursor (versions 5+)."""
+        """An item of DescribeLogDirsRequest.cursor (versions 6+)."""
 
         __slots__ = (
             "topic_name",
@@ -183,7 +184,7 @@ _DescribeLogDirsRequest_Cursor = DescribeLogDirsRequest.Cursor
 
 
 class DescribeLogDirsResponse(Message):
-    """DescribeLogDirs response (API key 35): versions 0-5, flexible from v2."""
+    """DescribeLogDirs response (API key 35): versions 0-6, flexible from v2."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -196,7 +197,7 @@ class DescribeLogDirsResponse(Message):
     API_KEY: ClassVar[int | None] = 35
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 5
+    HIGHEST_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 2
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -209,6 +210,7 @@ class DescribeLogDirsResponse(Message):
             "topics",
             "total_bytes",
             "usable_bytes",
+            "is_cordoned",
             "unknown_tagged_fields",
         )
 
@@ -220,6 +222,7 @@ class DescribeLogDirsResponse(Message):
             topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] | Missing = MISSING,
             total_bytes: int = -1,
             usable_bytes: int = -1,
+            is_cordoned: bool = False,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.error_code = error_code
@@ -227,6 +230,7 @@ class DescribeLogDirsResponse(Message):
             self.topics = [] if topics is MISSING else topics
             self.total_bytes = total_bytes
             self.usable_bytes = usable_bytes
+            self.is_cordoned = is_cordoned
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -238,6 +242,7 @@ class DescribeLogDirsResponse(Message):
                 and self.topics == other.topics
                 and self.total_bytes == other.total_bytes
                 and self.usable_bytes == other.usable_bytes
+                and self.is_cordoned == other.is_cordoned
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -308,7 +313,7 @@ class DescribeLogDirsResponse(Message):
             )
 
     class Cursor(Struct):
-        """An item of DescribeLogDirsResponse.next_cursor (versions 5+)."""
+        """An item of DescribeLogDirsResponse.next_cursor (versions 6+)."""
 
         __slots__ = (
             "topic_name",
@@ -425,7 +430,7 @@ def _enc_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, w: Writer) -> None
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_DescribeLogDirsRequest_v5(
+def _dec_DescribeLogDirsRequest_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsRequest, int]:
     o = new_instance(DescribeLogDirsRequest)
@@ -441,7 +446,7 @@ def _dec_DescribeLogDirsRequest_v5(
         o.cursor = None
         pos += 1
     else:
-        o.cursor, pos = _dec_DescribeLogDirsRequest_Cursor_v5(buf, pos + 1, end)
+        o.cursor, pos = _dec_DescribeLogDirsRequest_Cursor_v6(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -451,7 +456,7 @@ def _dec_DescribeLogDirsRequest_v5(
     return o, pos
 
 
-def _enc_DescribeLogDirsRequest_v5(o: DescribeLogDirsRequest, w: Writer) -> None:
+def _enc_DescribeLogDirsRequest_v6(o: DescribeLogDirsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_DescribableLogDirTopic_v2, True, True, "DescribeLogDirsRequest.Topics"
     )
@@ -460,7 +465,7 @@ def _enc_DescribeLogDirsRequest_v5(o: DescribeLogDirsRequest, w: Writer) -> None
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_DescribeLogDirsRequest_Cursor_v5(o.cursor, w)
+        _enc_DescribeLogDirsRequest_Cursor_v6(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -470,9 +475,9 @@ def _tj_DescribeLogDirsRequest(o: DescribeLogDirsRequest, version: int) -> dict[
     v: Any
     v = o.topics
     d["topics"] = None if v is None else [_tj_DescribableLogDirTopic(x, version) for x in v]
-    if version >= 5:
+    if version >= 6:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 5:
+    if version >= 6:
         v = o.cursor
         d["cursor"] = None if v is None else _tj_DescribeLogDirsRequest_Cursor(v, version)
     return d
@@ -489,9 +494,9 @@ def _fj_DescribeLogDirsRequest(obj: dict[str, Any], version: int) -> DescribeLog
         else KeyedList([_fj_DescribableLogDirTopic(as_object(x, p), version) for x in v])
     )
     o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 5 else 2000
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 6 else 2000
     )
-    if version >= 5:
+    if version >= 6:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = (
             None if v is None else _fj_DescribeLogDirsRequest_Cursor(as_object(v, p), version)
@@ -509,10 +514,10 @@ def _rnd_DescribeLogDirsRequest(g: Any, version: int) -> DescribeLogDirsRequest:
         if g.is_null()
         else KeyedList([_rnd_DescribableLogDirTopic(g, version) for _ in range(g.count())])
     )
-    o.response_pagination_limit = (g.int("int32")) if version >= 5 else 2000
+    o.response_pagination_limit = (g.int("int32")) if version >= 6 else 2000
     o.cursor = (
-        (None if version >= 5 and g.is_null() else _rnd_DescribeLogDirsRequest_Cursor(g, version))
-        if version >= 5
+        (None if version >= 6 and g.is_null() else _rnd_DescribeLogDirsRequest_Cursor(g, version))
+        if version >= 6
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
@@ -594,7 +599,7 @@ def _rnd_DescribableLogDirTopic(g: Any, version: int) -> _DescribableLogDirTopic
     return o
 
 
-def _dec_DescribeLogDirsRequest_Cursor_v5(
+def _dec_DescribeLogDirsRequest_Cursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsRequest_Cursor, int]:
     o = new_instance(_DescribeLogDirsRequest_Cursor)
@@ -612,7 +617,7 @@ def _dec_DescribeLogDirsRequest_Cursor_v5(
     return o, pos
 
 
-def _enc_DescribeLogDirsRequest_Cursor_v5(o: _DescribeLogDirsRequest_Cursor, w: Writer) -> None:
+def _enc_DescribeLogDirsRequest_Cursor_v6(o: _DescribeLogDirsRequest_Cursor, w: Writer) -> None:
 
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -631,11 +636,11 @@ def _tj_DescribeLogDirsRequest_Cursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 5:
+    if version >= 6:
         d["topicName"] = o.topic_name
-    if version >= 5:
+    if version >= 6:
         d["partitionIndex"] = o.partition_index
-    if version >= 5:
+    if version >= 6:
         d["logDir"] = o.log_dir
     return d
 
@@ -646,18 +651,18 @@ def _fj_DescribeLogDirsRequest_Cursor(
     o = new_instance(_DescribeLogDirsRequest_Cursor)
     v: Any
     p = "DescribeLogDirsRequest.Cursor"
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 5 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 5 else 0
-    o.log_dir = get_str(obj, "logDir", p, REQUIRED) if version >= 5 else ""
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 6 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 6 else 0
+    o.log_dir = get_str(obj, "logDir", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
     return o
 
 
 def _rnd_DescribeLogDirsRequest_Cursor(g: Any, version: int) -> _DescribeLogDirsRequest_Cursor:
     o = new_instance(_DescribeLogDirsRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 5 else ""
-    o.partition_index = (g.int("int32")) if version >= 5 else 0
-    o.log_dir = (g.str()) if version >= 5 else ""
+    o.topic_name = (g.str()) if version >= 6 else ""
+    o.partition_index = (g.int("int32")) if version >= 6 else 0
+    o.log_dir = (g.str()) if version >= 6 else ""
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
@@ -684,7 +689,7 @@ _N_DescribableLogDirTopic_v2 = (
     (),
     "DescribeLogDirsRequest.DescribableLogDirTopic",
 )
-_N_DescribeLogDirsRequest_Cursor_v5 = (
+_N_DescribeLogDirsRequest_Cursor_v6 = (
     _DescribeLogDirsRequest_Cursor,
     True,
     (
@@ -717,13 +722,13 @@ _N_DescribeLogDirsRequest_v2 = (
     (),
     "DescribeLogDirsRequest",
 )
-_N_DescribeLogDirsRequest_v5 = (
+_N_DescribeLogDirsRequest_v6 = (
     DescribeLogDirsRequest,
     True,
     (
         ("array", "topics", True, True, _N_DescribableLogDirTopic_v2, True, "Topics"),
         ("int32", "response_pagination_limit", 4),
-        ("struct", "cursor", True, _N_DescribeLogDirsRequest_Cursor_v5, "Cursor", False),
+        ("struct", "cursor", True, _N_DescribeLogDirsRequest_Cursor_v6, "Cursor", False),
     ),
     (),
     "DescribeLogDirsRequest",
@@ -763,15 +768,15 @@ bind_codecs(
     _fj_DescribeLogDirsRequest,
     _rnd_DescribeLogDirsRequest,
     (0, 1, _dec_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v0),
-    (2, 4, _dec_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2),
-    (5, 5, _dec_DescribeLogDirsRequest_v5, _enc_DescribeLogDirsRequest_v5),
+    (2, 5, _dec_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2),
+    (6, 6, _dec_DescribeLogDirsRequest_v6, _enc_DescribeLogDirsRequest_v6),
 )
 bind_native(
     DescribeLogDirsRequest,
     _F_DescribeLogDirsRequest,
     (0, 1, _N_DescribeLogDirsRequest_v0),
-    (2, 4, _N_DescribeLogDirsRequest_v2),
-    (5, 5, _N_DescribeLogDirsRequest_v5),
+    (2, 5, _N_DescribeLogDirsRequest_v2),
+    (6, 6, _N_DescribeLogDirsRequest_v6),
 )
 bind_codecs(
     _DescribableLogDirTopic,
@@ -779,25 +784,25 @@ bind_codecs(
     _fj_DescribableLogDirTopic,
     _rnd_DescribableLogDirTopic,
     (0, 1, _dec_DescribableLogDirTopic_v0, _enc_DescribableLogDirTopic_v0),
-    (2, 5, _dec_DescribableLogDirTopic_v2, _enc_DescribableLogDirTopic_v2),
+    (2, 6, _dec_DescribableLogDirTopic_v2, _enc_DescribableLogDirTopic_v2),
 )
 bind_native(
     _DescribableLogDirTopic,
     _F_DescribableLogDirTopic,
     (0, 1, _N_DescribableLogDirTopic_v0),
-    (2, 5, _N_DescribableLogDirTopic_v2),
+    (2, 6, _N_DescribableLogDirTopic_v2),
 )
 bind_codecs(
     _DescribeLogDirsRequest_Cursor,
     _tj_DescribeLogDirsRequest_Cursor,
     _fj_DescribeLogDirsRequest_Cursor,
     _rnd_DescribeLogDirsRequest_Cursor,
-    (5, 5, _dec_DescribeLogDirsRequest_Cursor_v5, _enc_DescribeLogDirsRequest_Cursor_v5),
+    (6, 6, _dec_DescribeLogDirsRequest_Cursor_v6, _enc_DescribeLogDirsRequest_Cursor_v6),
 )
 bind_native(
     _DescribeLogDirsRequest_Cursor,
     _F_DescribeLogDirsRequest_Cursor,
-    (5, 5, _N_DescribeLogDirsRequest_Cursor_v5),
+    (6, 6, _N_DescribeLogDirsRequest_Cursor_v6),
 )
 
 # -------------------- DescribeLogDirsResponse: decoders and encoders, one per distinct layout
@@ -926,15 +931,9 @@ def _dec_DescribeLogDirsResponse_v5(
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.results, pos = read_array(
-        buf, pos, end, _dec_DescribeLogDirsResult_v4, True, False, "Results"
+        buf, pos, end, _dec_DescribeLogDirsResult_v5, True, False, "Results"
     )
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.next_cursor = None
-        pos += 1
-    else:
-        o.next_cursor, pos = _dec_DescribeLogDirsResponse_Cursor_v5(buf, pos + 1, end)
+    o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -947,13 +946,48 @@ def _dec_DescribeLogDirsResponse_v5(
 def _enc_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_struct_array(
-        w, o.results, _enc_DescribeLogDirsResult_v4, True, False, "DescribeLogDirsResponse.Results"
+        w, o.results, _enc_DescribeLogDirsResult_v5, True, False, "DescribeLogDirsResponse.Results"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_DescribeLogDirsResponse_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[DescribeLogDirsResponse, int]:
+    o = new_instance(DescribeLogDirsResponse)
+
+    o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    o.results, pos = read_array(
+        buf, pos, end, _dec_DescribeLogDirsResult_v5, True, False, "Results"
+    )
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.next_cursor = None
+        pos += 1
+    else:
+        o.next_cursor, pos = _dec_DescribeLogDirsResponse_Cursor_v6(buf, pos + 1, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribeLogDirsResponse_v6(o: DescribeLogDirsResponse, w: Writer) -> None:
+    w(_S_ih.pack(o.throttle_time_ms, o.error_code))
+    write_struct_array(
+        w, o.results, _enc_DescribeLogDirsResult_v5, True, False, "DescribeLogDirsResponse.Results"
     )
     if o.next_cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_DescribeLogDirsResponse_Cursor_v5(o.next_cursor, w)
+        _enc_DescribeLogDirsResponse_Cursor_v6(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -966,7 +1000,7 @@ def _tj_DescribeLogDirsResponse(o: DescribeLogDirsResponse, version: int) -> dic
         d["errorCode"] = o.error_code
     v = o.results
     d["results"] = [_tj_DescribeLogDirsResult(x, version) for x in v]
-    if version >= 5:
+    if version >= 6:
         v = o.next_cursor
         d["nextCursor"] = None if v is None else _tj_DescribeLogDirsResponse_Cursor(v, version)
     return d
@@ -980,7 +1014,7 @@ def _fj_DescribeLogDirsResponse(obj: dict[str, Any], version: int) -> DescribeLo
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 3 else 0
     v = get_list(obj, "results", p, REQUIRED)
     o.results = [_fj_DescribeLogDirsResult(as_object(x, p), version) for x in v]
-    if version >= 5:
+    if version >= 6:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = (
             None if v is None else _fj_DescribeLogDirsResponse_Cursor(as_object(v, p), version)
@@ -997,8 +1031,8 @@ def _rnd_DescribeLogDirsResponse(g: Any, version: int) -> DescribeLogDirsRespons
     o.error_code = (g.int("int16")) if version >= 3 else 0
     o.results = [_rnd_DescribeLogDirsResult(g, version) for _ in range(g.count())]
     o.next_cursor = (
-        (None if version >= 5 and g.is_null() else _rnd_DescribeLogDirsResponse_Cursor(g, version))
-        if version >= 5
+        (None if version >= 6 and g.is_null() else _rnd_DescribeLogDirsResponse_Cursor(g, version))
+        if version >= 6
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
@@ -1016,6 +1050,7 @@ def _dec_DescribeLogDirsResult_v0(
     o.topics, pos = read_array(buf, pos, end, _dec_DescribeLogDirsTopic_v0, False, False, "Topics")
     o.total_bytes = -1
     o.usable_bytes = -1
+    o.is_cordoned = False
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1051,6 +1086,7 @@ def _dec_DescribeLogDirsResult_v2(
     o.topics, pos = read_array(buf, pos, end, _dec_DescribeLogDirsTopic_v2, True, False, "Topics")
     o.total_bytes = -1
     o.usable_bytes = -1
+    o.is_cordoned = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1090,6 +1126,7 @@ def _dec_DescribeLogDirsResult_v4(
 
     o.total_bytes, o.usable_bytes = _S_qq.unpack_from(buf, pos)
     pos += 16
+    o.is_cordoned = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1118,6 +1155,46 @@ def _enc_DescribeLogDirsResult_v4(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_DescribeLogDirsResult_v5(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_DescribeLogDirsResult, int]:
+    o = new_instance(_DescribeLogDirsResult)
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    o.log_dir, pos = read_compact_string(buf, pos, end)
+    o.topics, pos = read_array(buf, pos, end, _dec_DescribeLogDirsTopic_v2, True, False, "Topics")
+
+    o.total_bytes, o.usable_bytes, o.is_cordoned = _S_qqo.unpack_from(buf, pos)
+    pos += 17
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_DescribeLogDirsResult_v5(o: _DescribeLogDirsResult, w: Writer) -> None:
+    w(_S_h.pack(o.error_code))
+
+    b = o.log_dir.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_DescribeLogDirsTopic_v2,
+        True,
+        False,
+        "DescribeLogDirsResponse.DescribeLogDirsResult.Topics",
+    )
+    w(_S_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_DescribeLogDirsResult(o: _DescribeLogDirsResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1129,6 +1206,8 @@ def _tj_DescribeLogDirsResult(o: _DescribeLogDirsResult, version: int) -> dict[s
         d["totalBytes"] = o.total_bytes
     if version >= 4:
         d["usableBytes"] = o.usable_bytes
+    if version >= 5:
+        d["isCordoned"] = o.is_cordoned
     return d
 
 
@@ -1142,6 +1221,7 @@ def _fj_DescribeLogDirsResult(obj: dict[str, Any], version: int) -> _DescribeLog
     o.topics = [_fj_DescribeLogDirsTopic(as_object(x, p), version) for x in v]
     o.total_bytes = get_int(obj, "totalBytes", p, REQUIRED) if version >= 4 else -1
     o.usable_bytes = get_int(obj, "usableBytes", p, REQUIRED) if version >= 4 else -1
+    o.is_cordoned = get_bool(obj, "isCordoned", p, REQUIRED) if version >= 5 else False
     o.unknown_tagged_fields = ()
     return o
 
@@ -1153,6 +1233,7 @@ def _rnd_DescribeLogDirsResult(g: Any, version: int) -> _DescribeLogDirsResult:
     o.topics = [_rnd_DescribeLogDirsTopic(g, version) for _ in range(g.count())]
     o.total_bytes = (g.int("int64")) if version >= 4 else -1
     o.usable_bytes = (g.int("int64")) if version >= 4 else -1
+    o.is_cordoned = (g.bool()) if version >= 5 else False
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
@@ -1329,7 +1410,7 @@ def _rnd_DescribeLogDirsPartition(g: Any, version: int) -> _DescribeLogDirsParti
     return o
 
 
-def _dec_DescribeLogDirsResponse_Cursor_v5(
+def _dec_DescribeLogDirsResponse_Cursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResponse_Cursor, int]:
     o = new_instance(_DescribeLogDirsResponse_Cursor)
@@ -1347,7 +1428,7 @@ def _dec_DescribeLogDirsResponse_Cursor_v5(
     return o, pos
 
 
-def _enc_DescribeLogDirsResponse_Cursor_v5(o: _DescribeLogDirsResponse_Cursor, w: Writer) -> None:
+def _enc_DescribeLogDirsResponse_Cursor_v6(o: _DescribeLogDirsResponse_Cursor, w: Writer) -> None:
 
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -1366,11 +1447,11 @@ def _tj_DescribeLogDirsResponse_Cursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 5:
+    if version >= 6:
         d["topicName"] = o.topic_name
-    if version >= 5:
+    if version >= 6:
         d["partitionIndex"] = o.partition_index
-    if version >= 5:
+    if version >= 6:
         d["logDir"] = o.log_dir
     return d
 
@@ -1381,18 +1462,18 @@ def _fj_DescribeLogDirsResponse_Cursor(
     o = new_instance(_DescribeLogDirsResponse_Cursor)
     v: Any
     p = "DescribeLogDirsResponse.Cursor"
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 5 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 5 else 0
-    o.log_dir = get_str(obj, "logDir", p, REQUIRED) if version >= 5 else ""
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 6 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 6 else 0
+    o.log_dir = get_str(obj, "logDir", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
     return o
 
 
 def _rnd_DescribeLogDirsResponse_Cursor(g: Any, version: int) -> _DescribeLogDirsResponse_Cursor:
     o = new_instance(_DescribeLogDirsResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 5 else ""
-    o.partition_index = (g.int("int32")) if version >= 5 else 0
-    o.log_dir = (g.str()) if version >= 5 else ""
+    o.topic_name = (g.str()) if version >= 6 else ""
+    o.partition_index = (g.int("int32")) if version >= 6 else 0
+    o.log_dir = (g.str()) if version >= 6 else ""
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
@@ -1452,6 +1533,7 @@ _N_DescribeLogDirsResult_v0 = (
         ("array", "topics", False, False, _N_DescribeLogDirsTopic_v0, False, "Topics"),
         ("absent", "total_bytes", ("value", -1), True, "TotalBytes"),
         ("absent", "usable_bytes", ("value", -1), True, "UsableBytes"),
+        ("absent", "is_cordoned", ("value", False), True, "IsCordoned"),
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
@@ -1465,6 +1547,7 @@ _N_DescribeLogDirsResult_v2 = (
         ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False, "Topics"),
         ("absent", "total_bytes", ("value", -1), True, "TotalBytes"),
         ("absent", "usable_bytes", ("value", -1), True, "UsableBytes"),
+        ("absent", "is_cordoned", ("value", False), True, "IsCordoned"),
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
@@ -1478,11 +1561,26 @@ _N_DescribeLogDirsResult_v4 = (
         ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False, "Topics"),
         ("int64", "total_bytes", 16),
         ("int64", "usable_bytes", 0),
+        ("absent", "is_cordoned", ("value", False), True, "IsCordoned"),
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
 )
-_N_DescribeLogDirsResponse_Cursor_v5 = (
+_N_DescribeLogDirsResult_v5 = (
+    _DescribeLogDirsResult,
+    True,
+    (
+        ("int16", "error_code", 2),
+        ("string", "log_dir", True, False, "LogDir", False),
+        ("array", "topics", True, False, _N_DescribeLogDirsTopic_v2, False, "Topics"),
+        ("int64", "total_bytes", 17),
+        ("int64", "usable_bytes", 0),
+        ("bool", "is_cordoned", 0),
+    ),
+    (),
+    "DescribeLogDirsResponse.DescribeLogDirsResult",
+)
+_N_DescribeLogDirsResponse_Cursor_v6 = (
     _DescribeLogDirsResponse_Cursor,
     True,
     (
@@ -1547,8 +1645,20 @@ _N_DescribeLogDirsResponse_v5 = (
     (
         ("int32", "throttle_time_ms", 6),
         ("int16", "error_code", 0),
-        ("array", "results", True, False, _N_DescribeLogDirsResult_v4, False, "Results"),
-        ("struct", "next_cursor", True, _N_DescribeLogDirsResponse_Cursor_v5, "NextCursor", False),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v5, False, "Results"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
+    ),
+    (),
+    "DescribeLogDirsResponse",
+)
+_N_DescribeLogDirsResponse_v6 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("array", "results", True, False, _N_DescribeLogDirsResult_v5, False, "Results"),
+        ("struct", "next_cursor", True, _N_DescribeLogDirsResponse_Cursor_v6, "NextCursor", False),
     ),
     (),
     "DescribeLogDirsResponse",
@@ -1580,6 +1690,7 @@ _F_DescribeLogDirsResult = (
         ("topics", "topics", False, False, _F_DescribeLogDirsTopic),
         ("total_bytes", "totalBytes", False, False, None),
         ("usable_bytes", "usableBytes", False, False, None),
+        ("is_cordoned", "isCordoned", False, False, None),
     ),
     0,
 )
@@ -1614,6 +1725,7 @@ bind_codecs(
     (3, 3, _dec_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v3),
     (4, 4, _dec_DescribeLogDirsResponse_v4, _enc_DescribeLogDirsResponse_v4),
     (5, 5, _dec_DescribeLogDirsResponse_v5, _enc_DescribeLogDirsResponse_v5),
+    (6, 6, _dec_DescribeLogDirsResponse_v6, _enc_DescribeLogDirsResponse_v6),
 )
 bind_native(
     DescribeLogDirsResponse,
@@ -1623,6 +1735,7 @@ bind_native(
     (3, 3, _N_DescribeLogDirsResponse_v3),
     (4, 4, _N_DescribeLogDirsResponse_v4),
     (5, 5, _N_DescribeLogDirsResponse_v5),
+    (6, 6, _N_DescribeLogDirsResponse_v6),
 )
 bind_codecs(
     _DescribeLogDirsResult,
@@ -1631,14 +1744,16 @@ bind_codecs(
     _rnd_DescribeLogDirsResult,
     (0, 1, _dec_DescribeLogDirsResult_v0, _enc_DescribeLogDirsResult_v0),
     (2, 3, _dec_DescribeLogDirsResult_v2, _enc_DescribeLogDirsResult_v2),
-    (4, 5, _dec_DescribeLogDirsResult_v4, _enc_DescribeLogDirsResult_v4),
+    (4, 4, _dec_DescribeLogDirsResult_v4, _enc_DescribeLogDirsResult_v4),
+    (5, 6, _dec_DescribeLogDirsResult_v5, _enc_DescribeLogDirsResult_v5),
 )
 bind_native(
     _DescribeLogDirsResult,
     _F_DescribeLogDirsResult,
     (0, 1, _N_DescribeLogDirsResult_v0),
     (2, 3, _N_DescribeLogDirsResult_v2),
-    (4, 5, _N_DescribeLogDirsResult_v4),
+    (4, 4, _N_DescribeLogDirsResult_v4),
+    (5, 6, _N_DescribeLogDirsResult_v5),
 )
 bind_codecs(
     _DescribeLogDirsTopic,
@@ -1646,13 +1761,13 @@ bind_codecs(
     _fj_DescribeLogDirsTopic,
     _rnd_DescribeLogDirsTopic,
     (0, 1, _dec_DescribeLogDirsTopic_v0, _enc_DescribeLogDirsTopic_v0),
-    (2, 5, _dec_DescribeLogDirsTopic_v2, _enc_DescribeLogDirsTopic_v2),
+    (2, 6, _dec_DescribeLogDirsTopic_v2, _enc_DescribeLogDirsTopic_v2),
 )
 bind_native(
     _DescribeLogDirsTopic,
     _F_DescribeLogDirsTopic,
     (0, 1, _N_DescribeLogDirsTopic_v0),
-    (2, 5, _N_DescribeLogDirsTopic_v2),
+    (2, 6, _N_DescribeLogDirsTopic_v2),
 )
 bind_codecs(
     _DescribeLogDirsPartition,
@@ -1660,23 +1775,23 @@ bind_codecs(
     _fj_DescribeLogDirsPartition,
     _rnd_DescribeLogDirsPartition,
     (0, 1, _dec_DescribeLogDirsPartition_v0, _enc_DescribeLogDirsPartition_v0),
-    (2, 5, _dec_DescribeLogDirsPartition_v2, _enc_DescribeLogDirsPartition_v2),
+    (2, 6, _dec_DescribeLogDirsPartition_v2, _enc_DescribeLogDirsPartition_v2),
 )
 bind_native(
     _DescribeLogDirsPartition,
     _F_DescribeLogDirsPartition,
     (0, 1, _N_DescribeLogDirsPartition_v0),
-    (2, 5, _N_DescribeLogDirsPartition_v2),
+    (2, 6, _N_DescribeLogDirsPartition_v2),
 )
 bind_codecs(
     _DescribeLogDirsResponse_Cursor,
     _tj_DescribeLogDirsResponse_Cursor,
     _fj_DescribeLogDirsResponse_Cursor,
     _rnd_DescribeLogDirsResponse_Cursor,
-    (5, 5, _dec_DescribeLogDirsResponse_Cursor_v5, _enc_DescribeLogDirsResponse_Cursor_v5),
+    (6, 6, _dec_DescribeLogDirsResponse_Cursor_v6, _enc_DescribeLogDirsResponse_Cursor_v6),
 )
 bind_native(
     _DescribeLogDirsResponse_Cursor,
     _F_DescribeLogDirsResponse_Cursor,
-    (5, 5, _N_DescribeLogDirsResponse_Cursor_v5),
+    (6, 6, _N_DescribeLogDirsResponse_Cursor_v6),
 )

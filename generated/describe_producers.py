@@ -18,10 +18,12 @@ from kafkagen.runtime.jsonform import (
     get_str,
 )
 from kafkagen.runtime.message import (
+    KeyedList,
     MISSING,
     Message,
     Missing,
     Struct,
+    as_keyed,
     bind_codecs,
     bind_native,
     new_instance,
@@ -90,6 +92,7 @@ class DescribeProducersRequest(Message):
             "partition_indexes",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("name",)
 
         def __init__(
             self,
@@ -152,7 +155,7 @@ class DescribeProducersRequest(Message):
         cursor: DescribeProducersRequest.ProducerStateCursor | None = None,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
-        self.topics = [] if topics is MISSING else topics
+        self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -370,7 +373,9 @@ def _dec_DescribeProducersRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeProducersRequest, int]:
     o = new_instance(DescribeProducersRequest)
-    o.topics, pos = read_array(buf, pos, end, _dec_TopicRequest_v0, True, False, "Topics")
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_TopicRequest_v0, True, False, "Topics", KeyedList
+    )
     o.response_pagination_limit = 2000
     o.cursor = None
 
@@ -394,7 +399,9 @@ def _dec_DescribeProducersRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeProducersRequest, int]:
     o = new_instance(DescribeProducersRequest)
-    o.topics, pos = read_array(buf, pos, end, _dec_TopicRequest_v0, True, False, "Topics")
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_TopicRequest_v0, True, False, "Topics", KeyedList
+    )
 
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -448,7 +455,7 @@ def _fj_DescribeProducersRequest(obj: dict[str, Any], version: int) -> DescribeP
     v: Any
     p = "DescribeProducersRequest"
     v = get_list(obj, "topics", p, REQUIRED)
-    o.topics = [_fj_TopicRequest(as_object(x, p), version) for x in v]
+    o.topics = KeyedList([_fj_TopicRequest(as_object(x, p), version) for x in v])
     o.response_pagination_limit = (
         get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 1 else 2000
     )
@@ -467,7 +474,7 @@ def _fj_DescribeProducersRequest(obj: dict[str, Any], version: int) -> DescribeP
 
 def _rnd_DescribeProducersRequest(g: Any, version: int) -> DescribeProducersRequest:
     o = new_instance(DescribeProducersRequest)
-    o.topics = [_rnd_TopicRequest(g, version) for _ in range(g.count())]
+    o.topics = KeyedList([_rnd_TopicRequest(g, version) for _ in range(g.count())])
     o.response_pagination_limit = (g.int("int32")) if version >= 1 else 2000
     o.cursor = (
         (
@@ -627,7 +634,7 @@ _N_DescribeProducersRequest_v0 = (
     DescribeProducersRequest,
     True,
     (
-        ("array", "topics", True, False, _N_TopicRequest_v0, False, "Topics"),
+        ("array", "topics", True, False, _N_TopicRequest_v0, True, "Topics"),
         ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
         ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
@@ -638,7 +645,7 @@ _N_DescribeProducersRequest_v1 = (
     DescribeProducersRequest,
     True,
     (
-        ("array", "topics", True, False, _N_TopicRequest_v0, False, "Topics"),
+        ("array", "topics", True, False, _N_TopicRequest_v0, True, "Topics"),
         ("int32", "response_pagination_limit", 4),
         ("struct", "cursor", True, _N_DescribeProducersRequest_ProducerStateCursor_v1, "Cursor", False),
     ),

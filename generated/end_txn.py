@@ -51,7 +51,7 @@ _S_qho = _Struct(">qh?")
 
 
 class EndTxnRequest(Message):
-    """EndTxn request (API key 26): versions 0-5, flexible from v3, latest version unstable."""
+    """EndTxn request (API key 26): versions 0-5, flexible from v3."""
 
     __slots__ = (
         "transactional_id",
@@ -66,7 +66,7 @@ class EndTxnRequest(Message):
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 5
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     def __init__(
         self,

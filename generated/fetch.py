@@ -97,7 +97,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class FetchRequest(Message):
-    """Fetch request (API key 1): versions 0-17, flexible from v12."""
+    """Fetch request (API key 1): versions 0-18, flexible from v12."""
 
     __slots__ = (
         "cluster_id",
@@ -118,7 +118,7 @@ class FetchRequest(Message):
     API_KEY: ClassVar[int | None] = 1
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 17
+    HIGHEST_VERSION: ClassVar[int] = 18
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 12
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -195,6 +195,7 @@ class FetchRequest(Message):
             "log_start_offset",
             "partition_max_bytes",
             "replica_directory_id",
+            "high_watermark",
             "unknown_tagged_fields",
         )
 
@@ -208,6 +209,7 @@ class FetchRequest(Message):
             log_start_offset: int = -1,
             partition_max_bytes: int = 0,
             replica_directory_id: UUID = ZERO_UUID,
+            high_watermark: int = 9223372036854775807,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.partition = partition
@@ -217,6 +219,7 @@ class FetchRequest(Message):
             self.log_start_offset = log_start_offset
             self.partition_max_bytes = partition_max_bytes
             self.replica_directory_id = replica_directory_id
+            self.high_watermark = high_watermark
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -230,6 +233,7 @@ class FetchRequest(Message):
                 and self.log_start_offset == other.log_start_offset
                 and self.partition_max_bytes == other.partition_max_bytes
                 and self.replica_directory_id == other.replica_directory_id
+                and self.high_watermark == other.high_watermark
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -328,7 +332,7 @@ _ReplicaState_DEFAULT = _ReplicaState()
 
 
 class FetchResponse(Message):
-    """Fetch response (API key 1): versions 0-17, flexible from v12."""
+    """Fetch response (API key 1): versions 0-18, flexible from v12."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -342,7 +346,7 @@ class FetchResponse(Message):
     API_KEY: ClassVar[int | None] = 1
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 17
+    HIGHEST_VERSION: ClassVar[int] = 18
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 12
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -1309,6 +1313,99 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
         w(EMPTY_TAGS)
 
 
+def _dec_FetchRequest_v18(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
+    o = new_instance(FetchRequest)
+    o.replica_id = -1
+
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = (
+        _S_iiibii.unpack_from(buf, pos)
+    )
+    pos += 21
+    o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v18, True, False, "Topics")
+    o.forgotten_topics_data, pos = read_array(
+        buf, pos, end, _dec_ForgottenTopic_v13, True, False, "ForgottenTopicsData"
+    )
+    o.rack_id, pos = read_compact_string(buf, pos, end)
+
+    o.cluster_id = None
+    o.replica_state = _ReplicaState()
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
+
+                check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+                o.replica_state, pos = _dec_ReplicaState_v15(buf, pos, tag_end)
+
+                check_tag_end(pos, tag_end, tag)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _enc_FetchRequest_v18(o: FetchRequest, w: Writer) -> None:
+    if o.replica_id != -1:
+        raise unsupported("FetchRequest.ReplicaId", "non-default value")
+    w(
+        _S_iiibii.pack(
+            o.max_wait_ms,
+            o.min_bytes,
+            o.max_bytes,
+            o.isolation_level,
+            o.session_id,
+            o.session_epoch,
+        )
+    )
+    write_struct_array(w, o.topics, _enc_FetchTopic_v18, True, False, "FetchRequest.Topics")
+    write_struct_array(
+        w,
+        o.forgotten_topics_data,
+        _enc_ForgottenTopic_v13,
+        True,
+        False,
+        "FetchRequest.ForgottenTopicsData",
+    )
+
+    b = o.rack_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
+    if o.cluster_id != None:
+        value = []
+        tw = value.append
+        s = o.cluster_id
+        if s is None:
+            tw(NULL_COMPACT_LENGTH)
+        else:
+            b = s.encode()
+            tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+            tw(b)
+
+        tags.append((0, b"".join(value)))
+    if o.replica_state != _ReplicaState_DEFAULT:
+        value = []
+        tw = value.append
+        _enc_ReplicaState_v15(o.replica_state, tw)
+
+        tags.append((1, b"".join(value)))
+    if tags or o.unknown_tagged_fields:
+        write_tags(w, tags, o.unknown_tagged_fields)
+    else:
+        w(EMPTY_TAGS)
+
+
 def _tj_FetchRequest(o: FetchRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1603,6 +1700,31 @@ def _enc_FetchTopic_v17(o: _FetchTopic, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_FetchTopic_v18(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, int]:
+    o = new_instance(_FetchTopic)
+    o.topic = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_FetchPartition_v18, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_FetchTopic_v18(o: _FetchTopic, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w, o.partitions, _enc_FetchPartition_v18, True, False, "FetchRequest.FetchTopic.Partitions"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_FetchTopic(o: _FetchTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1653,6 +1775,7 @@ def _dec_FetchPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchParti
     pos += 4
 
     o.replica_directory_id = ZERO_UUID
+    o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1683,6 +1806,7 @@ def _dec_FetchPartition_v5(buf: Buffer, pos: int, end: int) -> tuple[_FetchParti
     pos += 12
 
     o.replica_directory_id = ZERO_UUID
+    o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1709,6 +1833,7 @@ def _dec_FetchPartition_v9(buf: Buffer, pos: int, end: int) -> tuple[_FetchParti
     pos += 12
 
     o.replica_directory_id = ZERO_UUID
+    o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1737,6 +1862,7 @@ def _dec_FetchPartition_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
     pos += 32
 
     o.replica_directory_id = ZERO_UUID
+    o.high_watermark = 9223372036854775807
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1773,6 +1899,7 @@ def _dec_FetchPartition_v17(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
     ) = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
 
+    o.high_watermark = 9223372036854775807
     o.replica_directory_id = ZERO_UUID
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1820,6 +1947,79 @@ def _enc_FetchPartition_v17(o: _FetchPartition, w: Writer) -> None:
         w(EMPTY_TAGS)
 
 
+def _dec_FetchPartition_v18(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
+    o = new_instance(_FetchPartition)
+
+    (
+        o.partition,
+        o.current_leader_epoch,
+        o.fetch_offset,
+        o.last_fetched_epoch,
+        o.log_start_offset,
+        o.partition_max_bytes,
+    ) = _S_iiqiqi.unpack_from(buf, pos)
+    pos += 32
+
+    o.replica_directory_id = ZERO_UUID
+    o.high_watermark = 9223372036854775807
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                o.replica_directory_id, pos = read_uuid(buf, pos, tag_end)
+
+                check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+
+                o.high_watermark = _S_q.unpack_from(buf, pos)[0]
+                pos += 8
+
+                check_tag_end(pos, tag_end, tag)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _enc_FetchPartition_v18(o: _FetchPartition, w: Writer) -> None:
+    w(
+        _S_iiqiqi.pack(
+            o.partition,
+            o.current_leader_epoch,
+            o.fetch_offset,
+            o.last_fetched_epoch,
+            o.log_start_offset,
+            o.partition_max_bytes,
+        )
+    )
+
+    tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
+    if o.replica_directory_id != ZERO_UUID:
+        value = []
+        tw = value.append
+        tw(o.replica_directory_id.bytes)
+
+        tags.append((0, b"".join(value)))
+    if o.high_watermark != 9223372036854775807:
+        value = []
+        tw = value.append
+        tw(_S_q.pack(o.high_watermark))
+
+        tags.append((1, b"".join(value)))
+    if tags or o.unknown_tagged_fields:
+        write_tags(w, tags, o.unknown_tagged_fields)
+    else:
+        w(EMPTY_TAGS)
+
+
 def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1836,6 +2036,10 @@ def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
         v = o.replica_directory_id
         if v != ZERO_UUID:
             d["replicaDirectoryId"] = uuid_to_json(v)
+    if version >= 18:
+        v = o.high_watermark
+        if v != 9223372036854775807:
+            d["highWatermark"] = v
     return d
 
 
@@ -1852,6 +2056,11 @@ def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     o.replica_directory_id = (
         get_uuid(obj, "replicaDirectoryId", p, ZERO_UUID) if version >= 17 else ZERO_UUID
     )
+    o.high_watermark = (
+        get_int(obj, "highWatermark", p, 9223372036854775807)
+        if version >= 18
+        else 9223372036854775807
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -1867,7 +2076,12 @@ def _rnd_FetchPartition(g: Any, version: int) -> _FetchPartition:
     o.replica_directory_id = (
         ((g.uuid()) if g.present() else ZERO_UUID) if version >= 17 else ZERO_UUID
     )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 12 else ()
+    o.high_watermark = (
+        ((g.int("int64")) if g.present() else 9223372036854775807)
+        if version >= 18
+        else 9223372036854775807
+    )
+    o.unknown_tagged_fields = g.unknown_tags(2) if version >= 12 else ()
     return o
 
 
@@ -1998,6 +2212,7 @@ _N_FetchPartition_v0 = (
         ("absent", "log_start_offset", ("value", -1), True, "LogStartOffset"),
         ("int32", "partition_max_bytes", 4),
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True, "ReplicaDirectoryId"),
+        ("absent", "high_watermark", ("value", 9223372036854775807), True, "HighWatermark"),
     ),
     (),
     "FetchRequest.FetchPartition",
@@ -2013,6 +2228,7 @@ _N_FetchPartition_v5 = (
         ("int64", "log_start_offset", 12),
         ("int32", "partition_max_bytes", 0),
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True, "ReplicaDirectoryId"),
+        ("absent", "high_watermark", ("value", 9223372036854775807), True, "HighWatermark"),
     ),
     (),
     "FetchRequest.FetchPartition",
@@ -2028,6 +2244,7 @@ _N_FetchPartition_v9 = (
         ("int64", "log_start_offset", 12),
         ("int32", "partition_max_bytes", 0),
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True, "ReplicaDirectoryId"),
+        ("absent", "high_watermark", ("value", 9223372036854775807), True, "HighWatermark"),
     ),
     (),
     "FetchRequest.FetchPartition",
@@ -2043,6 +2260,7 @@ _N_FetchPartition_v12 = (
         ("int64", "log_start_offset", 0),
         ("int32", "partition_max_bytes", 0),
         ("absent", "replica_directory_id", ("value", ZERO_UUID), True, "ReplicaDirectoryId"),
+        ("absent", "high_watermark", ("value", 9223372036854775807), True, "HighWatermark"),
     ),
     (),
     "FetchRequest.FetchPartition",
@@ -2057,9 +2275,27 @@ _N_FetchPartition_v17 = (
         ("int32", "last_fetched_epoch", 0),
         ("int64", "log_start_offset", 0),
         ("int32", "partition_max_bytes", 0),
+        ("absent", "high_watermark", ("value", 9223372036854775807), True, "HighWatermark"),
     ),
     (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
+    ),
+    "FetchRequest.FetchPartition",
+)
+_N_FetchPartition_v18 = (
+    _FetchPartition,
+    True,
+    (
+        ("int32", "partition", 32),
+        ("int32", "current_leader_epoch", 0),
+        ("int64", "fetch_offset", 0),
+        ("int32", "last_fetched_epoch", 0),
+        ("int64", "log_start_offset", 0),
+        ("int32", "partition_max_bytes", 0),
+    ),
+    (
+        (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
+        (1, ("int64", "high_watermark", 8), ("value", 9223372036854775807)),
     ),
     "FetchRequest.FetchPartition",
 )
@@ -2125,6 +2361,17 @@ _N_FetchTopic_v17 = (
         ("absent", "topic", ("value", ''), True, "Topic"),
         ("uuid", "topic_id"),
         ("array", "partitions", True, False, _N_FetchPartition_v17, False, "Partitions"),
+    ),
+    (),
+    "FetchRequest.FetchTopic",
+)
+_N_FetchTopic_v18 = (
+    _FetchTopic,
+    True,
+    (
+        ("absent", "topic", ("value", ''), True, "Topic"),
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_FetchPartition_v18, False, "Partitions"),
     ),
     (),
     "FetchRequest.FetchTopic",
@@ -2386,6 +2633,27 @@ _N_FetchRequest_v17 = (
     ),
     "FetchRequest",
 )
+_N_FetchRequest_v18 = (
+    FetchRequest,
+    True,
+    (
+        ("absent", "replica_id", ("value", -1), False, "ReplicaId"),
+        ("int32", "max_wait_ms", 21),
+        ("int32", "min_bytes", 0),
+        ("int32", "max_bytes", 0),
+        ("int8", "isolation_level", 0),
+        ("int32", "session_id", 0),
+        ("int32", "session_epoch", 0),
+        ("array", "topics", True, False, _N_FetchTopic_v18, False, "Topics"),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v13, False, "ForgottenTopicsData"),
+        ("string", "rack_id", True, False, "RackId", False),
+    ),
+    (
+        (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
+        (1, ("struct", "replica_state", False, _N_ReplicaState_v15, "ReplicaState", False), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
+    ),
+    "FetchRequest",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_ReplicaState = (
     _ReplicaState,
@@ -2405,8 +2673,9 @@ _F_FetchPartition = (
         ("log_start_offset", "logStartOffset", False, False, None),
         ("partition_max_bytes", "partitionMaxBytes", False, False, None),
         ("replica_directory_id", "replicaDirectoryId", True, False, None),
+        ("high_watermark", "highWatermark", True, False, None),
     ),
-    1,
+    2,
 )
 _F_FetchTopic = (
     _FetchTopic,
@@ -2462,6 +2731,7 @@ bind_codecs(
     (13, 14, _dec_FetchRequest_v13, _enc_FetchRequest_v13),
     (15, 16, _dec_FetchRequest_v15, _enc_FetchRequest_v15),
     (17, 17, _dec_FetchRequest_v17, _enc_FetchRequest_v17),
+    (18, 18, _dec_FetchRequest_v18, _enc_FetchRequest_v18),
 )
 bind_native(
     FetchRequest,
@@ -2477,18 +2747,19 @@ bind_native(
     (13, 14, _N_FetchRequest_v13),
     (15, 16, _N_FetchRequest_v15),
     (17, 17, _N_FetchRequest_v17),
+    (18, 18, _N_FetchRequest_v18),
 )
 bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
     _fj_ReplicaState,
     _rnd_ReplicaState,
-    (15, 17, _dec_ReplicaState_v15, _enc_ReplicaState_v15),
+    (15, 18, _dec_ReplicaState_v15, _enc_ReplicaState_v15),
 )
 bind_native(
     _ReplicaState,
     _F_ReplicaState,
-    (15, 17, _N_ReplicaState_v15),
+    (15, 18, _N_ReplicaState_v15),
 )
 bind_codecs(
     _FetchTopic,
@@ -2501,6 +2772,7 @@ bind_codecs(
     (12, 12, _dec_FetchTopic_v12, _enc_FetchTopic_v12),
     (13, 16, _dec_FetchTopic_v13, _enc_FetchTopic_v13),
     (17, 17, _dec_FetchTopic_v17, _enc_FetchTopic_v17),
+    (18, 18, _dec_FetchTopic_v18, _enc_FetchTopic_v18),
 )
 bind_native(
     _FetchTopic,
@@ -2511,6 +2783,7 @@ bind_native(
     (12, 12, _N_FetchTopic_v12),
     (13, 16, _N_FetchTopic_v13),
     (17, 17, _N_FetchTopic_v17),
+    (18, 18, _N_FetchTopic_v18),
 )
 bind_codecs(
     _FetchPartition,
@@ -2522,6 +2795,7 @@ bind_codecs(
     (9, 11, _dec_FetchPartition_v9, _enc_FetchPartition_v9),
     (12, 16, _dec_FetchPartition_v12, _enc_FetchPartition_v12),
     (17, 17, _dec_FetchPartition_v17, _enc_FetchPartition_v17),
+    (18, 18, _dec_FetchPartition_v18, _enc_FetchPartition_v18),
 )
 bind_native(
     _FetchPartition,
@@ -2531,6 +2805,7 @@ bind_native(
     (9, 11, _N_FetchPartition_v9),
     (12, 16, _N_FetchPartition_v12),
     (17, 17, _N_FetchPartition_v17),
+    (18, 18, _N_FetchPartition_v18),
 )
 bind_codecs(
     _ForgottenTopic,
@@ -2539,14 +2814,14 @@ bind_codecs(
     _rnd_ForgottenTopic,
     (7, 11, _dec_ForgottenTopic_v7, _enc_ForgottenTopic_v7),
     (12, 12, _dec_ForgottenTopic_v12, _enc_ForgottenTopic_v12),
-    (13, 17, _dec_ForgottenTopic_v13, _enc_ForgottenTopic_v13),
+    (13, 18, _dec_ForgottenTopic_v13, _enc_ForgottenTopic_v13),
 )
 bind_native(
     _ForgottenTopic,
     _F_ForgottenTopic,
     (7, 11, _N_ForgottenTopic_v7),
     (12, 12, _N_ForgottenTopic_v12),
-    (13, 17, _N_ForgottenTopic_v13),
+    (13, 18, _N_ForgottenTopic_v13),
 )
 
 # -------------------- FetchResponse: decoders and encoders, one per distinct layout
@@ -4252,7 +4527,7 @@ bind_codecs(
     (11, 11, _dec_FetchResponse_v11, _enc_FetchResponse_v11),
     (12, 12, _dec_FetchResponse_v12, _enc_FetchResponse_v12),
     (13, 15, _dec_FetchResponse_v13, _enc_FetchResponse_v13),
-    (16, 17, _dec_FetchResponse_v16, _enc_FetchResponse_v16),
+    (16, 18, _dec_FetchResponse_v16, _enc_FetchResponse_v16),
 )
 bind_native(
     FetchResponse,
@@ -4265,7 +4540,7 @@ bind_native(
     (11, 11, _N_FetchResponse_v11),
     (12, 12, _N_FetchResponse_v12),
     (13, 15, _N_FetchResponse_v13),
-    (16, 17, _N_FetchResponse_v16),
+    (16, 18, _N_FetchResponse_v16),
 )
 bind_codecs(
     _FetchableTopicResponse,
@@ -4277,7 +4552,7 @@ bind_codecs(
     (5, 10, _dec_FetchableTopicResponse_v5, _enc_FetchableTopicResponse_v5),
     (11, 11, _dec_FetchableTopicResponse_v11, _enc_FetchableTopicResponse_v11),
     (12, 12, _dec_FetchableTopicResponse_v12, _enc_FetchableTopicResponse_v12),
-    (13, 17, _dec_FetchableTopicResponse_v13, _enc_FetchableTopicResponse_v13),
+    (13, 18, _dec_FetchableTopicResponse_v13, _enc_FetchableTopicResponse_v13),
 )
 bind_native(
     _FetchableTopicResponse,
@@ -4287,7 +4562,7 @@ bind_native(
     (5, 10, _N_FetchableTopicResponse_v5),
     (11, 11, _N_FetchableTopicResponse_v11),
     (12, 12, _N_FetchableTopicResponse_v12),
-    (13, 17, _N_FetchableTopicResponse_v13),
+    (13, 18, _N_FetchableTopicResponse_v13),
 )
 bind_codecs(
     _PartitionData,
@@ -4298,7 +4573,7 @@ bind_codecs(
     (4, 4, _dec_PartitionData_v4, _enc_PartitionData_v4),
     (5, 10, _dec_PartitionData_v5, _enc_PartitionData_v5),
     (11, 11, _dec_PartitionData_v11, _enc_PartitionData_v11),
-    (12, 17, _dec_PartitionData_v12, _enc_PartitionData_v12),
+    (12, 18, _dec_PartitionData_v12, _enc_PartitionData_v12),
 )
 bind_native(
     _PartitionData,
@@ -4307,43 +4582,43 @@ bind_native(
     (4, 4, _N_PartitionData_v4),
     (5, 10, _N_PartitionData_v5),
     (11, 11, _N_PartitionData_v11),
-    (12, 17, _N_PartitionData_v12),
+    (12, 18, _N_PartitionData_v12),
 )
 bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
     _fj_EpochEndOffset,
     _rnd_EpochEndOffset,
-    (12, 17, _dec_EpochEndOffset_v12, _enc_EpochEndOffset_v12),
+    (12, 18, _dec_EpochEndOffset_v12, _enc_EpochEndOffset_v12),
 )
 bind_native(
     _EpochEndOffset,
     _F_EpochEndOffset,
-    (12, 17, _N_EpochEndOffset_v12),
+    (12, 18, _N_EpochEndOffset_v12),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
     _rnd_LeaderIdAndEpoch,
-    (12, 17, _dec_LeaderIdAndEpoch_v12, _enc_LeaderIdAndEpoch_v12),
+    (12, 18, _dec_LeaderIdAndEpoch_v12, _enc_LeaderIdAndEpoch_v12),
 )
 bind_native(
     _LeaderIdAndEpoch,
     _F_LeaderIdAndEpoch,
-    (12, 17, _N_LeaderIdAndEpoch_v12),
+    (12, 18, _N_LeaderIdAndEpoch_v12),
 )
 bind_codecs(
     _SnapshotId,
     _tj_SnapshotId,
     _fj_SnapshotId,
     _rnd_SnapshotId,
-    (12, 17, _dec_SnapshotId_v12, _enc_SnapshotId_v12),
+    (12, 18, _dec_SnapshotId_v12, _enc_SnapshotId_v12),
 )
 bind_native(
     _SnapshotId,
     _F_SnapshotId,
-    (12, 17, _N_SnapshotId_v12),
+    (12, 18, _N_SnapshotId_v12),
 )
 bind_codecs(
     _AbortedTransaction,
@@ -4351,23 +4626,23 @@ bind_codecs(
     _fj_AbortedTransaction,
     _rnd_AbortedTransaction,
     (4, 11, _dec_AbortedTransaction_v4, _enc_AbortedTransaction_v4),
-    (12, 17, _dec_AbortedTransaction_v12, _enc_AbortedTransaction_v12),
+    (12, 18, _dec_AbortedTransaction_v12, _enc_AbortedTransaction_v12),
 )
 bind_native(
     _AbortedTransaction,
     _F_AbortedTransaction,
     (4, 11, _N_AbortedTransaction_v4),
-    (12, 17, _N_AbortedTransaction_v12),
+    (12, 18, _N_AbortedTransaction_v12),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
-    (16, 17, _dec_NodeEndpoint_v16, _enc_NodeEndpoint_v16),
+    (16, 18, _dec_NodeEndpoint_v16, _enc_NodeEndpoint_v16),
 )
 bind_native(
     _NodeEndpoint,
     _F_NodeEndpoint,
-    (16, 17, _N_NodeEndpoint_v16),
+    (16, 18, _N_NodeEndpoint_v16),
 )

@@ -137,6 +137,8 @@ def _dec_RequestHeader_v0(buf: Buffer, pos: int, end: int) -> tuple[RequestHeade
 
 def _enc_RequestHeader_v0(o: RequestHeader, w: Writer) -> None:
     w(_S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
+    if o.client_id != "":
+        raise unsupported("RequestHeader.ClientId", "non-default value")
 
     if o.unknown_tagged_fields:
         raise unsupported("RequestHeader", "unknown tagged fields")
@@ -237,7 +239,7 @@ _N_RequestHeader_v0 = (
         ("int16", "request_api_key", 8),
         ("int16", "request_api_version", 0),
         ("int32", "correlation_id", 0),
-        ("absent", "client_id", ("value", ''), True, "ClientId"),
+        ("absent", "client_id", ("value", ''), False, "ClientId"),
     ),
     (),
     "RequestHeader",

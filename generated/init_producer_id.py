@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from uuid import UUID
 from kafkagen.runtime.jsonform import (
     REQUIRED,
+    get_bool,
     get_int,
     get_str,
 )
@@ -42,30 +43,35 @@ __all__ = [
 ]
 
 # One precompiled big-endian struct per run of fixed-width fields.
+_S_o = _Struct(">?")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ihqh = _Struct(">ihqh")
+_S_ihqhqh = _Struct(">ihqhqh")
 _S_iqh = _Struct(">iqh")
+_S_iqhoo = _Struct(">iqh??")
 _S_q = _Struct(">q")
 
 
 class InitProducerIdRequest(Message):
-    """InitProducerId request (API key 22): versions 0-5, flexible from v2."""
+    """InitProducerId request (API key 22): versions 0-6, flexible from v2, latest version unstable."""
 
     __slots__ = (
         "transactional_id",
         "transaction_timeout_ms",
         "producer_id",
         "producer_epoch",
+        "enable2_pc",
+        "keep_prepared_txn",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 22
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 5
+    HIGHEST_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -74,12 +80,16 @@ class InitProducerIdRequest(Message):
         transaction_timeout_ms: int = 0,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        enable2_pc: bool = False,
+        keep_prepared_txn: bool = False,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -90,25 +100,29 @@ class InitProducerIdRequest(Message):
             and self.transaction_timeout_ms == other.transaction_timeout_ms
             and self.producer_id == other.producer_id
             and self.producer_epoch == other.producer_epoch
+            and self.enable2_pc == other.enable2_pc
+            and self.keep_prepared_txn == other.keep_prepared_txn
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
 
 class InitProducerIdResponse(Message):
-    """InitProducerId response (API key 22): versions 0-5, flexible from v2."""
+    """InitProducerId response (API key 22): versions 0-6, flexible from v2."""
 
     __slots__ = (
         "throttle_time_ms",
         "error_code",
         "producer_id",
         "producer_epoch",
+        "ongoing_txn_producer_id",
+        "ongoing_txn_producer_epoch",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 22
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 5
+    HIGHEST_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 2
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -119,12 +133,16 @@ class InitProducerIdResponse(Message):
         error_code: int = 0,
         producer_id: int = -1,
         producer_epoch: int = 0,
+        ongoing_txn_producer_id: int = -1,
+        ongoing_txn_producer_epoch: int = -1,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -135,6 +153,8 @@ class InitProducerIdResponse(Message):
             and self.error_code == other.error_code
             and self.producer_id == other.producer_id
             and self.producer_epoch == other.producer_epoch
+            and self.ongoing_txn_producer_id == other.ongoing_txn_producer_id
+            and self.ongoing_txn_producer_epoch == other.ongoing_txn_producer_epoch
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
 
@@ -152,6 +172,8 @@ def _dec_InitProducerIdRequest_v0(
     pos += 4
     o.producer_id = -1
     o.producer_epoch = -1
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -170,6 +192,10 @@ def _enc_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: Writer) -> None:
         raise unsupported("InitProducerIdRequest.ProducerId", "non-default value")
     if o.producer_epoch != -1:
         raise unsupported("InitProducerIdRequest.ProducerEpoch", "non-default value")
+    if o.enable2_pc != False:
+        raise unsupported("InitProducerIdRequest.Enable2Pc", "non-default value")
+    if o.keep_prepared_txn != False:
+        raise unsupported("InitProducerIdRequest.KeepPreparedTxn", "non-default value")
 
     if o.unknown_tagged_fields:
         raise unsupported("InitProducerIdRequest", "unknown tagged fields")
@@ -185,6 +211,8 @@ def _dec_InitProducerIdRequest_v2(
     pos += 4
     o.producer_id = -1
     o.producer_epoch = -1
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -207,6 +235,10 @@ def _enc_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: Writer) -> None:
         raise unsupported("InitProducerIdRequest.ProducerId", "non-default value")
     if o.producer_epoch != -1:
         raise unsupported("InitProducerIdRequest.ProducerEpoch", "non-default value")
+    if o.enable2_pc != False:
+        raise unsupported("InitProducerIdRequest.Enable2Pc", "non-default value")
+    if o.keep_prepared_txn != False:
+        raise unsupported("InitProducerIdRequest.KeepPreparedTxn", "non-default value")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -219,6 +251,8 @@ def _dec_InitProducerIdRequest_v3(
 
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_iqh.unpack_from(buf, pos)
     pos += 14
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -237,6 +271,50 @@ def _enc_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
+    if o.enable2_pc != False:
+        raise unsupported("InitProducerIdRequest.Enable2Pc", "non-default value")
+    if o.keep_prepared_txn != False:
+        raise unsupported("InitProducerIdRequest.KeepPreparedTxn", "non-default value")
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_InitProducerIdRequest_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[InitProducerIdRequest, int]:
+    o = new_instance(InitProducerIdRequest)
+    o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn = (
+        _S_iqhoo.unpack_from(buf, pos)
+    )
+    pos += 16
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_InitProducerIdRequest_v6(o: InitProducerIdRequest, w: Writer) -> None:
+    s = o.transactional_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(
+        _S_iqhoo.pack(
+            o.transaction_timeout_ms,
+            o.producer_id,
+            o.producer_epoch,
+            o.enable2_pc,
+            o.keep_prepared_txn,
+        )
+    )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -250,6 +328,10 @@ def _tj_InitProducerIdRequest(o: InitProducerIdRequest, version: int) -> dict[st
         d["producerId"] = o.producer_id
     if version >= 3:
         d["producerEpoch"] = o.producer_epoch
+    if version >= 6:
+        d["enable2Pc"] = o.enable2_pc
+    if version >= 6:
+        d["keepPreparedTxn"] = o.keep_prepared_txn
     return d
 
 
@@ -261,6 +343,8 @@ def _fj_InitProducerIdRequest(obj: dict[str, Any], version: int) -> InitProducer
     o.transaction_timeout_ms = get_int(obj, "transactionTimeoutMs", p, REQUIRED)
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 3 else -1
     o.producer_epoch = get_int(obj, "producerEpoch", p, REQUIRED) if version >= 3 else -1
+    o.enable2_pc = get_bool(obj, "enable2Pc", p, REQUIRED) if version >= 6 else False
+    o.keep_prepared_txn = get_bool(obj, "keepPreparedTxn", p, REQUIRED) if version >= 6 else False
     o.unknown_tagged_fields = ()
     return o
 
@@ -271,6 +355,8 @@ def _rnd_InitProducerIdRequest(g: Any, version: int) -> InitProducerIdRequest:
     o.transaction_timeout_ms = g.int("int32")
     o.producer_id = (g.int("int64")) if version >= 3 else -1
     o.producer_epoch = (g.int("int16")) if version >= 3 else -1
+    o.enable2_pc = (g.bool()) if version >= 6 else False
+    o.keep_prepared_txn = (g.bool()) if version >= 6 else False
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
@@ -285,6 +371,8 @@ _N_InitProducerIdRequest_v0 = (
         ("int32", "transaction_timeout_ms", 4),
         ("absent", "producer_id", ("value", -1), False, "ProducerId"),
         ("absent", "producer_epoch", ("value", -1), False, "ProducerEpoch"),
+        ("absent", "enable2_pc", ("value", False), False, "Enable2Pc"),
+        ("absent", "keep_prepared_txn", ("value", False), False, "KeepPreparedTxn"),
     ),
     (),
     "InitProducerIdRequest",
@@ -297,6 +385,8 @@ _N_InitProducerIdRequest_v2 = (
         ("int32", "transaction_timeout_ms", 4),
         ("absent", "producer_id", ("value", -1), False, "ProducerId"),
         ("absent", "producer_epoch", ("value", -1), False, "ProducerEpoch"),
+        ("absent", "enable2_pc", ("value", False), False, "Enable2Pc"),
+        ("absent", "keep_prepared_txn", ("value", False), False, "KeepPreparedTxn"),
     ),
     (),
     "InitProducerIdRequest",
@@ -309,6 +399,22 @@ _N_InitProducerIdRequest_v3 = (
         ("int32", "transaction_timeout_ms", 14),
         ("int64", "producer_id", 0),
         ("int16", "producer_epoch", 0),
+        ("absent", "enable2_pc", ("value", False), False, "Enable2Pc"),
+        ("absent", "keep_prepared_txn", ("value", False), False, "KeepPreparedTxn"),
+    ),
+    (),
+    "InitProducerIdRequest",
+)
+_N_InitProducerIdRequest_v6 = (
+    InitProducerIdRequest,
+    True,
+    (
+        ("string", "transactional_id", True, True, "TransactionalId", False),
+        ("int32", "transaction_timeout_ms", 16),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
+        ("bool", "enable2_pc", 0),
+        ("bool", "keep_prepared_txn", 0),
     ),
     (),
     "InitProducerIdRequest",
@@ -321,6 +427,8 @@ _F_InitProducerIdRequest = (
         ("transaction_timeout_ms", "transactionTimeoutMs", False, False, None),
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
+        ("enable2_pc", "enable2Pc", False, False, None),
+        ("keep_prepared_txn", "keepPreparedTxn", False, False, None),
     ),
     0,
 )
@@ -334,6 +442,7 @@ bind_codecs(
     (0, 1, _dec_InitProducerIdRequest_v0, _enc_InitProducerIdRequest_v0),
     (2, 2, _dec_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v2),
     (3, 5, _dec_InitProducerIdRequest_v3, _enc_InitProducerIdRequest_v3),
+    (6, 6, _dec_InitProducerIdRequest_v6, _enc_InitProducerIdRequest_v6),
 )
 bind_native(
     InitProducerIdRequest,
@@ -341,6 +450,7 @@ bind_native(
     (0, 1, _N_InitProducerIdRequest_v0),
     (2, 2, _N_InitProducerIdRequest_v2),
     (3, 5, _N_InitProducerIdRequest_v3),
+    (6, 6, _N_InitProducerIdRequest_v6),
 )
 
 # -------------------- InitProducerIdResponse: decoders and encoders, one per distinct layout
@@ -355,6 +465,8 @@ def _dec_InitProducerIdResponse_v0(
         buf, pos
     )
     pos += 16
+    o.ongoing_txn_producer_id = -1
+    o.ongoing_txn_producer_epoch = -1
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -362,6 +474,10 @@ def _dec_InitProducerIdResponse_v0(
 
 def _enc_InitProducerIdResponse_v0(o: InitProducerIdResponse, w: Writer) -> None:
     w(_S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
+    if o.ongoing_txn_producer_id != -1:
+        raise unsupported("InitProducerIdResponse.OngoingTxnProducerId", "non-default value")
+    if o.ongoing_txn_producer_epoch != -1:
+        raise unsupported("InitProducerIdResponse.OngoingTxnProducerEpoch", "non-default value")
 
     if o.unknown_tagged_fields:
         raise unsupported("InitProducerIdResponse", "unknown tagged fields")
@@ -376,6 +492,8 @@ def _dec_InitProducerIdResponse_v2(
         buf, pos
     )
     pos += 16
+    o.ongoing_txn_producer_id = -1
+    o.ongoing_txn_producer_epoch = -1
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -387,6 +505,48 @@ def _dec_InitProducerIdResponse_v2(
 
 def _enc_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: Writer) -> None:
     w(_S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
+    if o.ongoing_txn_producer_id != -1:
+        raise unsupported("InitProducerIdResponse.OngoingTxnProducerId", "non-default value")
+    if o.ongoing_txn_producer_epoch != -1:
+        raise unsupported("InitProducerIdResponse.OngoingTxnProducerEpoch", "non-default value")
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_InitProducerIdResponse_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[InitProducerIdResponse, int]:
+    o = new_instance(InitProducerIdResponse)
+
+    (
+        o.throttle_time_ms,
+        o.error_code,
+        o.producer_id,
+        o.producer_epoch,
+        o.ongoing_txn_producer_id,
+        o.ongoing_txn_producer_epoch,
+    ) = _S_ihqhqh.unpack_from(buf, pos)
+    pos += 26
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_InitProducerIdResponse_v6(o: InitProducerIdResponse, w: Writer) -> None:
+    w(
+        _S_ihqhqh.pack(
+            o.throttle_time_ms,
+            o.error_code,
+            o.producer_id,
+            o.producer_epoch,
+            o.ongoing_txn_producer_id,
+            o.ongoing_txn_producer_epoch,
+        )
+    )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -398,6 +558,10 @@ def _tj_InitProducerIdResponse(o: InitProducerIdResponse, version: int) -> dict[
     d["errorCode"] = o.error_code
     d["producerId"] = o.producer_id
     d["producerEpoch"] = o.producer_epoch
+    if version >= 6:
+        d["ongoingTxnProducerId"] = o.ongoing_txn_producer_id
+    if version >= 6:
+        d["ongoingTxnProducerEpoch"] = o.ongoing_txn_producer_epoch
     return d
 
 
@@ -409,6 +573,12 @@ def _fj_InitProducerIdResponse(obj: dict[str, Any], version: int) -> InitProduce
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     o.producer_epoch = get_int(obj, "producerEpoch", p, REQUIRED)
+    o.ongoing_txn_producer_id = (
+        get_int(obj, "ongoingTxnProducerId", p, REQUIRED) if version >= 6 else -1
+    )
+    o.ongoing_txn_producer_epoch = (
+        get_int(obj, "ongoingTxnProducerEpoch", p, REQUIRED) if version >= 6 else -1
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -419,6 +589,8 @@ def _rnd_InitProducerIdResponse(g: Any, version: int) -> InitProducerIdResponse:
     o.error_code = g.int("int16")
     o.producer_id = g.int("int64")
     o.producer_epoch = g.int("int16")
+    o.ongoing_txn_producer_id = (g.int("int64")) if version >= 6 else -1
+    o.ongoing_txn_producer_epoch = (g.int("int16")) if version >= 6 else -1
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
@@ -433,6 +605,8 @@ _N_InitProducerIdResponse_v0 = (
         ("int16", "error_code", 0),
         ("int64", "producer_id", 0),
         ("int16", "producer_epoch", 0),
+        ("absent", "ongoing_txn_producer_id", ("value", -1), False, "OngoingTxnProducerId"),
+        ("absent", "ongoing_txn_producer_epoch", ("value", -1), False, "OngoingTxnProducerEpoch"),
     ),
     (),
     "InitProducerIdResponse",
@@ -445,6 +619,22 @@ _N_InitProducerIdResponse_v2 = (
         ("int16", "error_code", 0),
         ("int64", "producer_id", 0),
         ("int16", "producer_epoch", 0),
+        ("absent", "ongoing_txn_producer_id", ("value", -1), False, "OngoingTxnProducerId"),
+        ("absent", "ongoing_txn_producer_epoch", ("value", -1), False, "OngoingTxnProducerEpoch"),
+    ),
+    (),
+    "InitProducerIdResponse",
+)
+_N_InitProducerIdResponse_v6 = (
+    InitProducerIdResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 26),
+        ("int16", "error_code", 0),
+        ("int64", "producer_id", 0),
+        ("int16", "producer_epoch", 0),
+        ("int64", "ongoing_txn_producer_id", 0),
+        ("int16", "ongoing_txn_producer_epoch", 0),
     ),
     (),
     "InitProducerIdResponse",
@@ -457,6 +647,8 @@ _F_InitProducerIdResponse = (
         ("error_code", "errorCode", False, False, None),
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
+        ("ongoing_txn_producer_id", "ongoingTxnProducerId", False, False, None),
+        ("ongoing_txn_producer_epoch", "ongoingTxnProducerEpoch", False, False, None),
     ),
     0,
 )
@@ -469,10 +661,12 @@ bind_codecs(
     _rnd_InitProducerIdResponse,
     (0, 1, _dec_InitProducerIdResponse_v0, _enc_InitProducerIdResponse_v0),
     (2, 5, _dec_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v2),
+    (6, 6, _dec_InitProducerIdResponse_v6, _enc_InitProducerIdResponse_v6),
 )
 bind_native(
     InitProducerIdResponse,
     _F_InitProducerIdResponse,
     (0, 1, _N_InitProducerIdResponse_v0),
     (2, 5, _N_InitProducerIdResponse_v2),
+    (6, 6, _N_InitProducerIdResponse_v6),
 )

@@ -58,7 +58,7 @@ _S_q = _Struct(">q")
 
 
 class InitializeShareGroupStateRequest(Message):
-    """InitializeShareGroupState request (API key 83): versions 0, flexible from v0, latest version unstable."""
+    """InitializeShareGroupState request (API key 83): versions 0, flexible from v0."""
 
     __slots__ = (
         "group_id",
@@ -71,7 +71,7 @@ class InitializeShareGroupStateRequest(Message):
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class InitializeStateData(Struct):
         """An item of InitializeShareGroupStateRequest.topics (versions 0+)."""

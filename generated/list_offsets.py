@@ -72,7 +72,7 @@ _write_q = fixed_array_writer("q", False, False)
 
 
 class ListOffsetsRequest(Message):
-    """ListOffsets request (API key 2): versions 0-11, flexible from v6, latest version unstable."""
+    """ListOffsets request (API key 2): versions 0-12, flexible from v6, latest version unstable."""
 
     __slots__ = (
         "replica_id",
@@ -87,7 +87,7 @@ class ListOffsetsRequest(Message):
     API_KEY: ClassVar[int | None] = 2
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 11
+    HIGHEST_VERSION: ClassVar[int] = 12
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 6
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
@@ -158,7 +158,7 @@ class ListOffsetsRequest(Message):
             )
 
     class Cursor(Struct):
-        """An item of ListOffsetsRequest.cursor (versions 11+)."""
+        """An item of ListOffsetsRequest.cursor (versions 12+)."""
 
         __slots__ = (
             "topic_name",
@@ -225,7 +225,7 @@ _ListOffsetsRequest_Cursor = ListOffsetsRequest.Cursor
 
 
 class ListOffsetsResponse(Message):
-    """ListOffsets response (API key 2): versions 0-11, flexible from v6."""
+    """ListOffsets response (API key 2): versions 0-12, flexible from v6."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -237,7 +237,7 @@ class ListOffsetsResponse(Message):
     API_KEY: ClassVar[int | None] = 2
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 11
+    HIGHEST_VERSION: ClassVar[int] = 12
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 6
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -316,7 +316,7 @@ class ListOffsetsResponse(Message):
             )
 
     class Cursor(Struct):
-        """An item of ListOffsetsResponse.next_cursor (versions 11+)."""
+        """An item of ListOffsetsResponse.next_cursor (versions 12+)."""
 
         __slots__ = (
             "topic_name",
@@ -535,7 +535,7 @@ def _enc_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_ListOffsetsRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
+def _dec_ListOffsetsRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
 
     o.replica_id, o.isolation_level = _S_ib.unpack_from(buf, pos)
@@ -550,7 +550,7 @@ def _dec_ListOffsetsRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[ListOf
         o.cursor = None
         pos += 1
     else:
-        o.cursor, pos = _dec_ListOffsetsRequest_Cursor_v11(buf, pos + 1, end)
+        o.cursor, pos = _dec_ListOffsetsRequest_Cursor_v12(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -560,7 +560,7 @@ def _dec_ListOffsetsRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[ListOf
     return o, pos
 
 
-def _enc_ListOffsetsRequest_v11(o: ListOffsetsRequest, w: Writer) -> None:
+def _enc_ListOffsetsRequest_v12(o: ListOffsetsRequest, w: Writer) -> None:
     w(_S_ib.pack(o.replica_id, o.isolation_level))
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopic_v6, True, False, "ListOffsetsRequest.Topics"
@@ -570,7 +570,7 @@ def _enc_ListOffsetsRequest_v11(o: ListOffsetsRequest, w: Writer) -> None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_ListOffsetsRequest_Cursor_v11(o.cursor, w)
+        _enc_ListOffsetsRequest_Cursor_v12(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -585,9 +585,9 @@ def _tj_ListOffsetsRequest(o: ListOffsetsRequest, version: int) -> dict[str, Any
     d["topics"] = [_tj_ListOffsetsTopic(x, version) for x in v]
     if version >= 10:
         d["timeoutMs"] = o.timeout_ms
-    if version >= 11:
+    if version >= 12:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 11:
+    if version >= 12:
         v = o.cursor
         d["cursor"] = None if v is None else _tj_ListOffsetsRequest_Cursor(v, version)
     return d
@@ -603,9 +603,9 @@ def _fj_ListOffsetsRequest(obj: dict[str, Any], version: int) -> ListOffsetsRequ
     o.topics = [_fj_ListOffsetsTopic(as_object(x, p), version) for x in v]
     o.timeout_ms = get_int(obj, "timeoutMs", p, REQUIRED) if version >= 10 else 0
     o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 11 else 2000
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 12 else 2000
     )
-    if version >= 11:
+    if version >= 12:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = None if v is None else _fj_ListOffsetsRequest_Cursor(as_object(v, p), version)
     else:
@@ -620,10 +620,10 @@ def _rnd_ListOffsetsRequest(g: Any, version: int) -> ListOffsetsRequest:
     o.isolation_level = (g.int("int8")) if version >= 2 else 0
     o.topics = [_rnd_ListOffsetsTopic(g, version) for _ in range(g.count())]
     o.timeout_ms = (g.int("int32")) if version >= 10 else 0
-    o.response_pagination_limit = (g.int("int32")) if version >= 11 else 2000
+    o.response_pagination_limit = (g.int("int32")) if version >= 12 else 2000
     o.cursor = (
-        (None if version >= 11 and g.is_null() else _rnd_ListOffsetsRequest_Cursor(g, version))
-        if version >= 11
+        (None if version >= 12 and g.is_null() else _rnd_ListOffsetsRequest_Cursor(g, version))
+        if version >= 12
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
@@ -915,7 +915,7 @@ def _rnd_ListOffsetsPartition(g: Any, version: int) -> _ListOffsetsPartition:
     return o
 
 
-def _dec_ListOffsetsRequest_Cursor_v11(
+def _dec_ListOffsetsRequest_Cursor_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsRequest_Cursor, int]:
     o = new_instance(_ListOffsetsRequest_Cursor)
@@ -932,7 +932,7 @@ def _dec_ListOffsetsRequest_Cursor_v11(
     return o, pos
 
 
-def _enc_ListOffsetsRequest_Cursor_v11(o: _ListOffsetsRequest_Cursor, w: Writer) -> None:
+def _enc_ListOffsetsRequest_Cursor_v12(o: _ListOffsetsRequest_Cursor, w: Writer) -> None:
 
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -945,9 +945,9 @@ def _enc_ListOffsetsRequest_Cursor_v11(o: _ListOffsetsRequest_Cursor, w: Writer)
 def _tj_ListOffsetsRequest_Cursor(o: _ListOffsetsRequest_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 11:
+    if version >= 12:
         d["topicName"] = o.topic_name
-    if version >= 11:
+    if version >= 12:
         d["partitionIndex"] = o.partition_index
     return d
 
@@ -956,16 +956,16 @@ def _fj_ListOffsetsRequest_Cursor(obj: dict[str, Any], version: int) -> _ListOff
     o = new_instance(_ListOffsetsRequest_Cursor)
     v: Any
     p = "ListOffsetsRequest.Cursor"
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 12 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 12 else 0
     o.unknown_tagged_fields = ()
     return o
 
 
 def _rnd_ListOffsetsRequest_Cursor(g: Any, version: int) -> _ListOffsetsRequest_Cursor:
     o = new_instance(_ListOffsetsRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 11 else ""
-    o.partition_index = (g.int("int32")) if version >= 11 else 0
+    o.topic_name = (g.str()) if version >= 12 else ""
+    o.partition_index = (g.int("int32")) if version >= 12 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
@@ -1060,7 +1060,7 @@ _N_ListOffsetsTopic_v6 = (
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
 )
-_N_ListOffsetsRequest_Cursor_v11 = (
+_N_ListOffsetsRequest_Cursor_v12 = (
     _ListOffsetsRequest_Cursor,
     True,
     (
@@ -1154,7 +1154,7 @@ _N_ListOffsetsRequest_v10 = (
     (),
     "ListOffsetsRequest",
 )
-_N_ListOffsetsRequest_v11 = (
+_N_ListOffsetsRequest_v12 = (
     ListOffsetsRequest,
     True,
     (
@@ -1163,7 +1163,7 @@ _N_ListOffsetsRequest_v11 = (
         ("array", "topics", True, False, _N_ListOffsetsTopic_v6, False, "Topics"),
         ("int32", "timeout_ms", 8),
         ("int32", "response_pagination_limit", 0),
-        ("struct", "cursor", True, _N_ListOffsetsRequest_Cursor_v11, "Cursor", False),
+        ("struct", "cursor", True, _N_ListOffsetsRequest_Cursor_v12, "Cursor", False),
     ),
     (),
     "ListOffsetsRequest",
@@ -1219,8 +1219,8 @@ bind_codecs(
     (2, 3, _dec_ListOffsetsRequest_v2, _enc_ListOffsetsRequest_v2),
     (4, 5, _dec_ListOffsetsRequest_v4, _enc_ListOffsetsRequest_v4),
     (6, 9, _dec_ListOffsetsRequest_v6, _enc_ListOffsetsRequest_v6),
-    (10, 10, _dec_ListOffsetsRequest_v10, _enc_ListOffsetsRequest_v10),
-    (11, 11, _dec_ListOffsetsRequest_v11, _enc_ListOffsetsRequest_v11),
+    (10, 11, _dec_ListOffsetsRequest_v10, _enc_ListOffsetsRequest_v10),
+    (12, 12, _dec_ListOffsetsRequest_v12, _enc_ListOffsetsRequest_v12),
 )
 bind_native(
     ListOffsetsRequest,
@@ -1230,8 +1230,8 @@ bind_native(
     (2, 3, _N_ListOffsetsRequest_v2),
     (4, 5, _N_ListOffsetsRequest_v4),
     (6, 9, _N_ListOffsetsRequest_v6),
-    (10, 10, _N_ListOffsetsRequest_v10),
-    (11, 11, _N_ListOffsetsRequest_v11),
+    (10, 11, _N_ListOffsetsRequest_v10),
+    (12, 12, _N_ListOffsetsRequest_v12),
 )
 bind_codecs(
     _ListOffsetsTopic,
@@ -1241,7 +1241,7 @@ bind_codecs(
     (0, 0, _dec_ListOffsetsTopic_v0, _enc_ListOffsetsTopic_v0),
     (1, 3, _dec_ListOffsetsTopic_v1, _enc_ListOffsetsTopic_v1),
     (4, 5, _dec_ListOffsetsTopic_v4, _enc_ListOffsetsTopic_v4),
-    (6, 11, _dec_ListOffsetsTopic_v6, _enc_ListOffsetsTopic_v6),
+    (6, 12, _dec_ListOffsetsTopic_v6, _enc_ListOffsetsTopic_v6),
 )
 bind_native(
     _ListOffsetsTopic,
@@ -1249,7 +1249,7 @@ bind_native(
     (0, 0, _N_ListOffsetsTopic_v0),
     (1, 3, _N_ListOffsetsTopic_v1),
     (4, 5, _N_ListOffsetsTopic_v4),
-    (6, 11, _N_ListOffsetsTopic_v6),
+    (6, 12, _N_ListOffsetsTopic_v6),
 )
 bind_codecs(
     _ListOffsetsPartition,
@@ -1259,7 +1259,7 @@ bind_codecs(
     (0, 0, _dec_ListOffsetsPartition_v0, _enc_ListOffsetsPartition_v0),
     (1, 3, _dec_ListOffsetsPartition_v1, _enc_ListOffsetsPartition_v1),
     (4, 5, _dec_ListOffsetsPartition_v4, _enc_ListOffsetsPartition_v4),
-    (6, 11, _dec_ListOffsetsPartition_v6, _enc_ListOffsetsPartition_v6),
+    (6, 12, _dec_ListOffsetsPartition_v6, _enc_ListOffsetsPartition_v6),
 )
 bind_native(
     _ListOffsetsPartition,
@@ -1267,19 +1267,19 @@ bind_native(
     (0, 0, _N_ListOffsetsPartition_v0),
     (1, 3, _N_ListOffsetsPartition_v1),
     (4, 5, _N_ListOffsetsPartition_v4),
-    (6, 11, _N_ListOffsetsPartition_v6),
+    (6, 12, _N_ListOffsetsPartition_v6),
 )
 bind_codecs(
     _ListOffsetsRequest_Cursor,
     _tj_ListOffsetsRequest_Cursor,
     _fj_ListOffsetsRequest_Cursor,
     _rnd_ListOffsetsRequest_Cursor,
-    (11, 11, _dec_ListOffsetsRequest_Cursor_v11, _enc_ListOffsetsRequest_Cursor_v11),
+    (12, 12, _dec_ListOffsetsRequest_Cursor_v12, _enc_ListOffsetsRequest_Cursor_v12),
 )
 bind_native(
     _ListOffsetsRequest_Cursor,
     _F_ListOffsetsRequest_Cursor,
-    (11, 11, _N_ListOffsetsRequest_Cursor_v11),
+    (12, 12, _N_ListOffsetsRequest_Cursor_v12),
 )
 
 # -------------------- ListOffsetsResponse: decoders and encoders, one per distinct layout
@@ -1402,7 +1402,7 @@ def _enc_ListOffsetsResponse_v6(o: ListOffsetsResponse, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_ListOffsetsResponse_v11(
+def _dec_ListOffsetsResponse_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListOffsetsResponse, int]:
     o = new_instance(ListOffsetsResponse)
@@ -1418,7 +1418,7 @@ def _dec_ListOffsetsResponse_v11(
         o.next_cursor = None
         pos += 1
     else:
-        o.next_cursor, pos = _dec_ListOffsetsResponse_Cursor_v11(buf, pos + 1, end)
+        o.next_cursor, pos = _dec_ListOffsetsResponse_Cursor_v12(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1428,7 +1428,7 @@ def _dec_ListOffsetsResponse_v11(
     return o, pos
 
 
-def _enc_ListOffsetsResponse_v11(o: ListOffsetsResponse, w: Writer) -> None:
+def _enc_ListOffsetsResponse_v12(o: ListOffsetsResponse, w: Writer) -> None:
     w(_S_i.pack(o.throttle_time_ms))
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopicResponse_v6, True, False, "ListOffsetsResponse.Topics"
@@ -1437,7 +1437,7 @@ def _enc_ListOffsetsResponse_v11(o: ListOffsetsResponse, w: Writer) -> None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_ListOffsetsResponse_Cursor_v11(o.next_cursor, w)
+        _enc_ListOffsetsResponse_Cursor_v12(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1449,7 +1449,7 @@ def _tj_ListOffsetsResponse(o: ListOffsetsResponse, version: int) -> dict[str, A
         d["throttleTimeMs"] = o.throttle_time_ms
     v = o.topics
     d["topics"] = [_tj_ListOffsetsTopicResponse(x, version) for x in v]
-    if version >= 11:
+    if version >= 12:
         v = o.next_cursor
         d["nextCursor"] = None if v is None else _tj_ListOffsetsResponse_Cursor(v, version)
     return d
@@ -1462,7 +1462,7 @@ def _fj_ListOffsetsResponse(obj: dict[str, Any], version: int) -> ListOffsetsRes
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED) if version >= 2 else 0
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_ListOffsetsTopicResponse(as_object(x, p), version) for x in v]
-    if version >= 11:
+    if version >= 12:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = (
             None if v is None else _fj_ListOffsetsResponse_Cursor(as_object(v, p), version)
@@ -1478,8 +1478,8 @@ def _rnd_ListOffsetsResponse(g: Any, version: int) -> ListOffsetsResponse:
     o.throttle_time_ms = (g.int("int32")) if version >= 2 else 0
     o.topics = [_rnd_ListOffsetsTopicResponse(g, version) for _ in range(g.count())]
     o.next_cursor = (
-        (None if version >= 11 and g.is_null() else _rnd_ListOffsetsResponse_Cursor(g, version))
-        if version >= 11
+        (None if version >= 12 and g.is_null() else _rnd_ListOffsetsResponse_Cursor(g, version))
+        if version >= 12
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
@@ -1828,7 +1828,7 @@ def _rnd_ListOffsetsPartitionResponse(g: Any, version: int) -> _ListOffsetsParti
     return o
 
 
-def _dec_ListOffsetsResponse_Cursor_v11(
+def _dec_ListOffsetsResponse_Cursor_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsResponse_Cursor, int]:
     o = new_instance(_ListOffsetsResponse_Cursor)
@@ -1845,7 +1845,7 @@ def _dec_ListOffsetsResponse_Cursor_v11(
     return o, pos
 
 
-def _enc_ListOffsetsResponse_Cursor_v11(o: _ListOffsetsResponse_Cursor, w: Writer) -> None:
+def _enc_ListOffsetsResponse_Cursor_v12(o: _ListOffsetsResponse_Cursor, w: Writer) -> None:
 
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -1858,9 +1858,9 @@ def _enc_ListOffsetsResponse_Cursor_v11(o: _ListOffsetsResponse_Cursor, w: Write
 def _tj_ListOffsetsResponse_Cursor(o: _ListOffsetsResponse_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 11:
+    if version >= 12:
         d["topicName"] = o.topic_name
-    if version >= 11:
+    if version >= 12:
         d["partitionIndex"] = o.partition_index
     return d
 
@@ -1871,16 +1871,16 @@ def _fj_ListOffsetsResponse_Cursor(
     o = new_instance(_ListOffsetsResponse_Cursor)
     v: Any
     p = "ListOffsetsResponse.Cursor"
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 12 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 12 else 0
     o.unknown_tagged_fields = ()
     return o
 
 
 def _rnd_ListOffsetsResponse_Cursor(g: Any, version: int) -> _ListOffsetsResponse_Cursor:
     o = new_instance(_ListOffsetsResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 11 else ""
-    o.partition_index = (g.int("int32")) if version >= 11 else 0
+    o.topic_name = (g.str()) if version >= 12 else ""
+    o.partition_index = (g.int("int32")) if version >= 12 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
@@ -1983,7 +1983,7 @@ _N_ListOffsetsTopicResponse_v6 = (
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
 )
-_N_ListOffsetsResponse_Cursor_v11 = (
+_N_ListOffsetsResponse_Cursor_v12 = (
     _ListOffsetsResponse_Cursor,
     True,
     (
@@ -2048,13 +2048,13 @@ _N_ListOffsetsResponse_v6 = (
     (),
     "ListOffsetsResponse",
 )
-_N_ListOffsetsResponse_v11 = (
+_N_ListOffsetsResponse_v12 = (
     ListOffsetsResponse,
     True,
     (
         ("int32", "throttle_time_ms", 4),
         ("array", "topics", True, False, _N_ListOffsetsTopicResponse_v6, False, "Topics"),
-        ("struct", "next_cursor", True, _N_ListOffsetsResponse_Cursor_v11, "NextCursor", False),
+        ("struct", "next_cursor", True, _N_ListOffsetsResponse_Cursor_v12, "NextCursor", False),
     ),
     (),
     "ListOffsetsResponse",
@@ -2108,8 +2108,8 @@ bind_codecs(
     (1, 1, _dec_ListOffsetsResponse_v1, _enc_ListOffsetsResponse_v1),
     (2, 3, _dec_ListOffsetsResponse_v2, _enc_ListOffsetsResponse_v2),
     (4, 5, _dec_ListOffsetsResponse_v4, _enc_ListOffsetsResponse_v4),
-    (6, 10, _dec_ListOffsetsResponse_v6, _enc_ListOffsetsResponse_v6),
-    (11, 11, _dec_ListOffsetsResponse_v11, _enc_ListOffsetsResponse_v11),
+    (6, 11, _dec_ListOffsetsResponse_v6, _enc_ListOffsetsResponse_v6),
+    (12, 12, _dec_ListOffsetsResponse_v12, _enc_ListOffsetsResponse_v12),
 )
 bind_native(
     ListOffsetsResponse,
@@ -2118,8 +2118,8 @@ bind_native(
     (1, 1, _N_ListOffsetsResponse_v1),
     (2, 3, _N_ListOffsetsResponse_v2),
     (4, 5, _N_ListOffsetsResponse_v4),
-    (6, 10, _N_ListOffsetsResponse_v6),
-    (11, 11, _N_ListOffsetsResponse_v11),
+    (6, 11, _N_ListOffsetsResponse_v6),
+    (12, 12, _N_ListOffsetsResponse_v12),
 )
 bind_codecs(
     _ListOffsetsTopicResponse,
@@ -2129,7 +2129,7 @@ bind_codecs(
     (0, 0, _dec_ListOffsetsTopicResponse_v0, _enc_ListOffsetsTopicResponse_v0),
     (1, 3, _dec_ListOffsetsTopicResponse_v1, _enc_ListOffsetsTopicResponse_v1),
     (4, 5, _dec_ListOffsetsTopicResponse_v4, _enc_ListOffsetsTopicResponse_v4),
-    (6, 11, _dec_ListOffsetsTopicResponse_v6, _enc_ListOffsetsTopicResponse_v6),
+    (6, 12, _dec_ListOffsetsTopicResponse_v6, _enc_ListOffsetsTopicResponse_v6),
 )
 bind_native(
     _ListOffsetsTopicResponse,
@@ -2137,7 +2137,7 @@ bind_native(
     (0, 0, _N_ListOffsetsTopicResponse_v0),
     (1, 3, _N_ListOffsetsTopicResponse_v1),
     (4, 5, _N_ListOffsetsTopicResponse_v4),
-    (6, 11, _N_ListOffsetsTopicResponse_v6),
+    (6, 12, _N_ListOffsetsTopicResponse_v6),
 )
 bind_codecs(
     _ListOffsetsPartitionResponse,
@@ -2147,7 +2147,7 @@ bind_codecs(
     (0, 0, _dec_ListOffsetsPartitionResponse_v0, _enc_ListOffsetsPartitionResponse_v0),
     (1, 3, _dec_ListOffsetsPartitionResponse_v1, _enc_ListOffsetsPartitionResponse_v1),
     (4, 5, _dec_ListOffsetsPartitionResponse_v4, _enc_ListOffsetsPartitionResponse_v4),
-    (6, 11, _dec_ListOffsetsPartitionResponse_v6, _enc_ListOffsetsPartitionResponse_v6),
+    (6, 12, _dec_ListOffsetsPartitionResponse_v6, _enc_ListOffsetsPartitionResponse_v6),
 )
 bind_native(
     _ListOffsetsPartitionResponse,
@@ -2155,17 +2155,17 @@ bind_native(
     (0, 0, _N_ListOffsetsPartitionResponse_v0),
     (1, 3, _N_ListOffsetsPartitionResponse_v1),
     (4, 5, _N_ListOffsetsPartitionResponse_v4),
-    (6, 11, _N_ListOffsetsPartitionResponse_v6),
+    (6, 12, _N_ListOffsetsPartitionResponse_v6),
 )
 bind_codecs(
     _ListOffsetsResponse_Cursor,
     _tj_ListOffsetsResponse_Cursor,
     _fj_ListOffsetsResponse_Cursor,
     _rnd_ListOffsetsResponse_Cursor,
-    (11, 11, _dec_ListOffsetsResponse_Cursor_v11, _enc_ListOffsetsResponse_Cursor_v11),
+    (12, 12, _dec_ListOffsetsResponse_Cursor_v12, _enc_ListOffsetsResponse_Cursor_v12),
 )
 bind_native(
     _ListOffsetsResponse_Cursor,
     _F_ListOffsetsResponse_Cursor,
-    (11, 11, _N_ListOffsetsResponse_Cursor_v11),
+    (12, 12, _N_ListOffsetsResponse_Cursor_v12),
 )

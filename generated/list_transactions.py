@@ -30,6 +30,7 @@ from kafkagen.runtime.message import (
 from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
+    NULL_COMPACT_LENGTH,
     NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
@@ -39,6 +40,7 @@ from kafkagen.runtime.wire import (
     fixed_array_reader,
     fixed_array_writer,
     read_array,
+    read_compact_nullable_string,
     read_compact_string,
     read_unknown_tags,
     truncated,
@@ -59,7 +61,6 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_q = _Struct(">q")
-_S_qi = _Struct(">qi")
 
 # One specialised reader and writer per kind of fixed-width array.
 _read_q_c = fixed_array_reader("q", 8, True, False)
@@ -67,12 +68,13 @@ _write_q_c = fixed_array_writer("q", True, False)
 
 
 class ListTransactionsRequest(Message):
-    """ListTransactions request (API key 66): versions 0-2, flexible from v0, latest version unstable."""
+    """ListTransactions request (API key 66): versions 0-3, flexible from v0, latest version unstable."""
 
     __slots__ = (
         "state_filters",
         "producer_id_filters",
         "duration_filter",
+        "transactional_id_pattern",
         "response_pagination_limit",
         "cursor",
         "unknown_tagged_fields",
@@ -81,12 +83,12 @@ class ListTransactionsRequest(Message):
     API_KEY: ClassVar[int | None] = 66
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 2
+    HIGHEST_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
     class TransactionalCursor(Struct):
-        """An item of ListTransactionsRequest.cursor (versions 2+)."""
+        """An item of ListTransactionsRequest.cursor (versions 3+)."""
 
         __slots__ = (
             "transactional_id",
@@ -120,6 +122,7 @@ class ListTransactionsRequest(Message):
         state_filters: list[str] | Missing = MISSING,
         producer_id_filters: list[int] | Missing = MISSING,
         duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
         response_pagination_limit: int = 2000,
         cursor: ListTransactionsRequest.TransactionalCursor | None = None,
         unknown_tagged_fields: RawTags = (),
@@ -127,6 +130,7 @@ class ListTransactionsRequest(Message):
         self.state_filters = [] if state_filters is MISSING else state_filters
         self.producer_id_filters = [] if producer_id_filters is MISSING else producer_id_filters
         self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
         self.response_pagination_limit = response_pagination_limit
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -138,6 +142,7 @@ class ListTransactionsRequest(Message):
             self.state_filters == other.state_filters
             and self.producer_id_filters == other.producer_id_filters
             and self.duration_filter == other.duration_filter
+            and self.transactional_id_pattern == other.transactional_id_pattern
             and self.response_pagination_limit == other.response_pagination_limit
             and self.cursor == other.cursor
             and self.unknown_tagged_fields == other.unknown_tagged_fields
@@ -148,7 +153,7 @@ _ListTransactionsRequest_TransactionalCursor = ListTransactionsRequest.Transacti
 
 
 class ListTransactionsResponse(Message):
-    """ListTransactions response (API key 66): versions 0-2, flexible from v0."""
+    """ListTransactions response (API key 66): versions 0-3, flexible from v0."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -162,7 +167,7 @@ class ListTransactionsResponse(Message):
     API_KEY: ClassVar[int | None] = 66
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 2
+    HIGHEST_VERSION: ClassVar[int] = 3
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -200,7 +205,7 @@ class ListTransactionsResponse(Message):
             )
 
     class TransactionalCursor(Struct):
-        """An item of ListTransactionsResponse.next_cursor (versions 2+)."""
+        """An item of ListTransactionsResponse.next_cursor (versions 3+)."""
 
         __slots__ = (
             "transactional_id",
@@ -276,6 +281,7 @@ def _dec_ListTransactionsRequest_v0(
     )
     o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
     o.duration_filter = -1
+    o.transactional_id_pattern = None
     o.response_pagination_limit = 2000
     o.cursor = None
 
@@ -299,6 +305,8 @@ def _enc_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: Writer) -> No
     _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
     if o.duration_filter != -1:
         raise unsupported("ListTransactionsRequest.DurationFilter", "non-default value")
+    if o.transactional_id_pattern != None:
+        raise unsupported("ListTransactionsRequest.TransactionalIdPattern", "non-default value")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -314,6 +322,7 @@ def _dec_ListTransactionsRequest_v1(
 
     o.duration_filter = _S_q.unpack_from(buf, pos)[0]
     pos += 8
+    o.transactional_id_pattern = None
     o.response_pagination_limit = 2000
     o.cursor = None
 
@@ -336,6 +345,8 @@ def _enc_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: Writer) -> No
     )
     _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
     w(_S_q.pack(o.duration_filter))
+    if o.transactional_id_pattern != None:
+        raise unsupported("ListTransactionsRequest.TransactionalIdPattern", "non-default value")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -349,15 +360,11 @@ def _dec_ListTransactionsRequest_v2(
     )
     o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
 
-    o.duration_filter, o.response_pagination_limit = _S_qi.unpack_from(buf, pos)
-    pos += 12
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.cursor = None
-        pos += 1
-    else:
-        o.cursor, pos = _dec_ListTransactionsRequest_TransactionalCursor_v2(buf, pos + 1, end)
+    o.duration_filter = _S_q.unpack_from(buf, pos)[0]
+    pos += 8
+    o.transactional_id_pattern, pos = read_compact_nullable_string(buf, pos, end)
+    o.response_pagination_limit = 2000
+    o.cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -377,12 +384,73 @@ def _enc_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: Writer) -> No
         "ListTransactionsRequest.StateFilters",
     )
     _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
-    w(_S_qi.pack(o.duration_filter, o.response_pagination_limit))
+    w(_S_q.pack(o.duration_filter))
+    s = o.transactional_id_pattern
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_ListTransactionsRequest_v3(
+    buf: Buffer, pos: int, end: int
+) -> tuple[ListTransactionsRequest, int]:
+    o = new_instance(ListTransactionsRequest)
+    o.state_filters, pos = read_array(
+        buf, pos, end, read_compact_string, True, False, "StateFilters"
+    )
+    o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
+
+    o.duration_filter = _S_q.unpack_from(buf, pos)[0]
+    pos += 8
+    o.transactional_id_pattern, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.cursor = None
+        pos += 1
+    else:
+        o.cursor, pos = _dec_ListTransactionsRequest_TransactionalCursor_v3(buf, pos + 1, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ListTransactionsRequest_v3(o: ListTransactionsRequest, w: Writer) -> None:
+    write_array(
+        w,
+        o.state_filters,
+        write_compact_string,
+        True,
+        False,
+        "ListTransactionsRequest.StateFilters",
+    )
+    _write_q_c(w, o.producer_id_filters, "ListTransactionsRequest.ProducerIdFilters")
+    w(_S_q.pack(o.duration_filter))
+    s = o.transactional_id_pattern
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.response_pagination_limit))
     if o.cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_ListTransactionsRequest_TransactionalCursor_v2(o.cursor, w)
+        _enc_ListTransactionsRequest_TransactionalCursor_v3(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -397,8 +465,10 @@ def _tj_ListTransactionsRequest(o: ListTransactionsRequest, version: int) -> dic
     if version >= 1:
         d["durationFilter"] = o.duration_filter
     if version >= 2:
+        d["transactionalIdPattern"] = o.transactional_id_pattern
+    if version >= 3:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 2:
+    if version >= 3:
         v = o.cursor
         d["cursor"] = (
             None if v is None else _tj_ListTransactionsRequest_TransactionalCursor(v, version)
@@ -415,10 +485,13 @@ def _fj_ListTransactionsRequest(obj: dict[str, Any], version: int) -> ListTransa
     v = get_list(obj, "producerIdFilters", p, REQUIRED)
     o.producer_id_filters = [as_int(x, p) for x in v]
     o.duration_filter = get_int(obj, "durationFilter", p, REQUIRED) if version >= 1 else -1
-    o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 2 else 2000
+    o.transactional_id_pattern = (
+        get_str(obj, "transactionalIdPattern", p, REQUIRED, True) if version >= 2 else None
     )
-    if version >= 2:
+    o.response_pagination_limit = (
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 3 else 2000
+    )
+    if version >= 3:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = (
             None
@@ -436,21 +509,24 @@ def _rnd_ListTransactionsRequest(g: Any, version: int) -> ListTransactionsReques
     o.state_filters = [g.str() for _ in range(g.count())]
     o.producer_id_filters = [g.int("int64") for _ in range(g.count())]
     o.duration_filter = (g.int("int64")) if version >= 1 else -1
-    o.response_pagination_limit = (g.int("int32")) if version >= 2 else 2000
+    o.transactional_id_pattern = (
+        (None if version >= 2 and g.is_null() else g.str()) if version >= 2 else None
+    )
+    o.response_pagination_limit = (g.int("int32")) if version >= 3 else 2000
     o.cursor = (
         (
             None
-            if version >= 2 and g.is_null()
+            if version >= 3 and g.is_null()
             else _rnd_ListTransactionsRequest_TransactionalCursor(g, version)
         )
-        if version >= 2
+        if version >= 3
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
-def _dec_ListTransactionsRequest_TransactionalCursor_v2(
+def _dec_ListTransactionsRequest_TransactionalCursor_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListTransactionsRequest_TransactionalCursor, int]:
     o = new_instance(_ListTransactionsRequest_TransactionalCursor)
@@ -467,7 +543,7 @@ def _dec_ListTransactionsRequest_TransactionalCursor_v2(
     return o, pos
 
 
-def _enc_ListTransactionsRequest_TransactionalCursor_v2(
+def _enc_ListTransactionsRequest_TransactionalCursor_v3(
     o: _ListTransactionsRequest_TransactionalCursor, w: Writer
 ) -> None:
 
@@ -484,9 +560,9 @@ def _tj_ListTransactionsRequest_TransactionalCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 2:
+    if version >= 3:
         d["transactionalId"] = o.transactional_id
-    if version >= 2:
+    if version >= 3:
         d["producerId"] = o.producer_id
     return d
 
@@ -497,8 +573,8 @@ def _fj_ListTransactionsRequest_TransactionalCursor(
     o = new_instance(_ListTransactionsRequest_TransactionalCursor)
     v: Any
     p = "ListTransactionsRequest.TransactionalCursor"
-    o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 2 else ""
-    o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 2 else 0
+    o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 3 else ""
+    o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 3 else 0
     o.unknown_tagged_fields = ()
     return o
 
@@ -507,15 +583,15 @@ def _rnd_ListTransactionsRequest_TransactionalCursor(
     g: Any, version: int
 ) -> _ListTransactionsRequest_TransactionalCursor:
     o = new_instance(_ListTransactionsRequest_TransactionalCursor)
-    o.transactional_id = (g.str()) if version >= 2 else ""
-    o.producer_id = (g.int("int64")) if version >= 2 else 0
+    o.transactional_id = (g.str()) if version >= 3 else ""
+    o.producer_id = (g.int("int64")) if version >= 3 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_ListTransactionsRequest_TransactionalCursor_v2 = (
+_N_ListTransactionsRequest_TransactionalCursor_v3 = (
     _ListTransactionsRequest_TransactionalCursor,
     True,
     (
@@ -532,6 +608,7 @@ _N_ListTransactionsRequest_v0 = (
         ("array", "state_filters", True, False, "string", False, "StateFilters"),
         ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
         ("absent", "duration_filter", ("value", -1), False, "DurationFilter"),
+        ("absent", "transactional_id_pattern", ("value", None), False, "TransactionalIdPattern"),
         ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
         ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
@@ -545,6 +622,7 @@ _N_ListTransactionsRequest_v1 = (
         ("array", "state_filters", True, False, "string", False, "StateFilters"),
         ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
         ("int64", "duration_filter", 8),
+        ("absent", "transactional_id_pattern", ("value", None), False, "TransactionalIdPattern"),
         ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
         ("absent", "cursor", ("value", None), True, "Cursor"),
     ),
@@ -557,9 +635,24 @@ _N_ListTransactionsRequest_v2 = (
     (
         ("array", "state_filters", True, False, "string", False, "StateFilters"),
         ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
-        ("int64", "duration_filter", 12),
-        ("int32", "response_pagination_limit", 0),
-        ("struct", "cursor", True, _N_ListTransactionsRequest_TransactionalCursor_v2, "Cursor", False),
+        ("int64", "duration_filter", 8),
+        ("string", "transactional_id_pattern", True, True, "TransactionalIdPattern", False),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
+    ),
+    (),
+    "ListTransactionsRequest",
+)
+_N_ListTransactionsRequest_v3 = (
+    ListTransactionsRequest,
+    True,
+    (
+        ("array", "state_filters", True, False, "string", False, "StateFilters"),
+        ("array", "producer_id_filters", True, False, "int64", False, "ProducerIdFilters"),
+        ("int64", "duration_filter", 8),
+        ("string", "transactional_id_pattern", True, True, "TransactionalIdPattern", False),
+        ("int32", "response_pagination_limit", 4),
+        ("struct", "cursor", True, _N_ListTransactionsRequest_TransactionalCursor_v3, "Cursor", False),
     ),
     (),
     "ListTransactionsRequest",
@@ -579,6 +672,7 @@ _F_ListTransactionsRequest = (
         ("state_filters", "stateFilters", False, False, None),
         ("producer_id_filters", "producerIdFilters", False, False, None),
         ("duration_filter", "durationFilter", False, False, None),
+        ("transactional_id_pattern", "transactionalIdPattern", False, True, None),
         ("response_pagination_limit", "responsePaginationLimit", False, False, None),
         ("cursor", "cursor", False, True, _F_ListTransactionsRequest_TransactionalCursor),
     ),
@@ -594,6 +688,7 @@ bind_codecs(
     (0, 0, _dec_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v0),
     (1, 1, _dec_ListTransactionsRequest_v1, _enc_ListTransactionsRequest_v1),
     (2, 2, _dec_ListTransactionsRequest_v2, _enc_ListTransactionsRequest_v2),
+    (3, 3, _dec_ListTransactionsRequest_v3, _enc_ListTransactionsRequest_v3),
 )
 bind_native(
     ListTransactionsRequest,
@@ -601,6 +696,7 @@ bind_native(
     (0, 0, _N_ListTransactionsRequest_v0),
     (1, 1, _N_ListTransactionsRequest_v1),
     (2, 2, _N_ListTransactionsRequest_v2),
+    (3, 3, _N_ListTransactionsRequest_v3),
 )
 bind_codecs(
     _ListTransactionsRequest_TransactionalCursor,
@@ -608,16 +704,16 @@ bind_codecs(
     _fj_ListTransactionsRequest_TransactionalCursor,
     _rnd_ListTransactionsRequest_TransactionalCursor,
     (
-        2,
-        2,
-        _dec_ListTransactionsRequest_TransactionalCursor_v2,
-        _enc_ListTransactionsRequest_TransactionalCursor_v2,
+        3,
+        3,
+        _dec_ListTransactionsRequest_TransactionalCursor_v3,
+        _enc_ListTransactionsRequest_TransactionalCursor_v3,
     ),
 )
 bind_native(
     _ListTransactionsRequest_TransactionalCursor,
     _F_ListTransactionsRequest_TransactionalCursor,
-    (2, 2, _N_ListTransactionsRequest_TransactionalCursor_v2),
+    (3, 3, _N_ListTransactionsRequest_TransactionalCursor_v3),
 )
 
 # -------------------- ListTransactionsResponse: decoders and encoders, one per distinct layout
@@ -668,7 +764,7 @@ def _enc_ListTransactionsResponse_v0(o: ListTransactionsResponse, w: Writer) -> 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_ListTransactionsResponse_v2(
+def _dec_ListTransactionsResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListTransactionsResponse, int]:
     o = new_instance(ListTransactionsResponse)
@@ -687,7 +783,7 @@ def _dec_ListTransactionsResponse_v2(
         o.next_cursor = None
         pos += 1
     else:
-        o.next_cursor, pos = _dec_ListTransactionsResponse_TransactionalCursor_v2(buf, pos + 1, end)
+        o.next_cursor, pos = _dec_ListTransactionsResponse_TransactionalCursor_v3(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -697,7 +793,7 @@ def _dec_ListTransactionsResponse_v2(
     return o, pos
 
 
-def _enc_ListTransactionsResponse_v2(o: ListTransactionsResponse, w: Writer) -> None:
+def _enc_ListTransactionsResponse_v3(o: ListTransactionsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_array(
         w,
@@ -719,7 +815,7 @@ def _enc_ListTransactionsResponse_v2(o: ListTransactionsResponse, w: Writer) -> 
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_ListTransactionsResponse_TransactionalCursor_v2(o.next_cursor, w)
+        _enc_ListTransactionsResponse_TransactionalCursor_v3(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -733,7 +829,7 @@ def _tj_ListTransactionsResponse(o: ListTransactionsResponse, version: int) -> d
     d["unknownStateFilters"] = [x for x in v]
     v = o.transaction_states
     d["transactionStates"] = [_tj_TransactionState(x, version) for x in v]
-    if version >= 2:
+    if version >= 3:
         v = o.next_cursor
         d["nextCursor"] = (
             None if v is None else _tj_ListTransactionsResponse_TransactionalCursor(v, version)
@@ -751,7 +847,7 @@ def _fj_ListTransactionsResponse(obj: dict[str, Any], version: int) -> ListTrans
     o.unknown_state_filters = [as_str(x, p) for x in v]
     v = get_list(obj, "transactionStates", p, REQUIRED)
     o.transaction_states = [_fj_TransactionState(as_object(x, p), version) for x in v]
-    if version >= 2:
+    if version >= 3:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = (
             None
@@ -773,10 +869,10 @@ def _rnd_ListTransactionsResponse(g: Any, version: int) -> ListTransactionsRespo
     o.next_cursor = (
         (
             None
-            if version >= 2 and g.is_null()
+            if version >= 3 and g.is_null()
             else _rnd_ListTransactionsResponse_TransactionalCursor(g, version)
         )
-        if version >= 2
+        if version >= 3
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
@@ -842,7 +938,7 @@ def _rnd_TransactionState(g: Any, version: int) -> _TransactionState:
     return o
 
 
-def _dec_ListTransactionsResponse_TransactionalCursor_v2(
+def _dec_ListTransactionsResponse_TransactionalCursor_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListTransactionsResponse_TransactionalCursor, int]:
     o = new_instance(_ListTransactionsResponse_TransactionalCursor)
@@ -859,7 +955,7 @@ def _dec_ListTransactionsResponse_TransactionalCursor_v2(
     return o, pos
 
 
-def _enc_ListTransactionsResponse_TransactionalCursor_v2(
+def _enc_ListTransactionsResponse_TransactionalCursor_v3(
     o: _ListTransactionsResponse_TransactionalCursor, w: Writer
 ) -> None:
 
@@ -876,9 +972,9 @@ def _tj_ListTransactionsResponse_TransactionalCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 2:
+    if version >= 3:
         d["transactionalId"] = o.transactional_id
-    if version >= 2:
+    if version >= 3:
         d["producerId"] = o.producer_id
     return d
 
@@ -889,8 +985,8 @@ def _fj_ListTransactionsResponse_TransactionalCursor(
     o = new_instance(_ListTransactionsResponse_TransactionalCursor)
     v: Any
     p = "ListTransactionsResponse.TransactionalCursor"
-    o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 2 else ""
-    o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 2 else 0
+    o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 3 else ""
+    o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 3 else 0
     o.unknown_tagged_fields = ()
     return o
 
@@ -899,8 +995,8 @@ def _rnd_ListTransactionsResponse_TransactionalCursor(
     g: Any, version: int
 ) -> _ListTransactionsResponse_TransactionalCursor:
     o = new_instance(_ListTransactionsResponse_TransactionalCursor)
-    o.transactional_id = (g.str()) if version >= 2 else ""
-    o.producer_id = (g.int("int64")) if version >= 2 else 0
+    o.transactional_id = (g.str()) if version >= 3 else ""
+    o.producer_id = (g.int("int64")) if version >= 3 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -918,7 +1014,7 @@ _N_TransactionState_v0 = (
     (),
     "ListTransactionsResponse.TransactionState",
 )
-_N_ListTransactionsResponse_TransactionalCursor_v2 = (
+_N_ListTransactionsResponse_TransactionalCursor_v3 = (
     _ListTransactionsResponse_TransactionalCursor,
     True,
     (
@@ -941,7 +1037,7 @@ _N_ListTransactionsResponse_v0 = (
     (),
     "ListTransactionsResponse",
 )
-_N_ListTransactionsResponse_v2 = (
+_N_ListTransactionsResponse_v3 = (
     ListTransactionsResponse,
     True,
     (
@@ -949,7 +1045,7 @@ _N_ListTransactionsResponse_v2 = (
         ("int16", "error_code", 0),
         ("array", "unknown_state_filters", True, False, "string", False, "UnknownStateFilters"),
         ("array", "transaction_states", True, False, _N_TransactionState_v0, False, "TransactionStates"),
-        ("struct", "next_cursor", True, _N_ListTransactionsResponse_TransactionalCursor_v2, "NextCursor", False),
+        ("struct", "next_cursor", True, _N_ListTransactionsResponse_TransactionalCursor_v3, "NextCursor", False),
     ),
     (),
     "ListTransactionsResponse",
@@ -990,26 +1086,26 @@ bind_codecs(
     _tj_ListTransactionsResponse,
     _fj_ListTransactionsResponse,
     _rnd_ListTransactionsResponse,
-    (0, 1, _dec_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0),
-    (2, 2, _dec_ListTransactionsResponse_v2, _enc_ListTransactionsResponse_v2),
+    (0, 2, _dec_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0),
+    (3, 3, _dec_ListTransactionsResponse_v3, _enc_ListTransactionsResponse_v3),
 )
 bind_native(
     ListTransactionsResponse,
     _F_ListTransactionsResponse,
-    (0, 1, _N_ListTransactionsResponse_v0),
-    (2, 2, _N_ListTransactionsResponse_v2),
+    (0, 2, _N_ListTransactionsResponse_v0),
+    (3, 3, _N_ListTransactionsResponse_v3),
 )
 bind_codecs(
     _TransactionState,
     _tj_TransactionState,
     _fj_TransactionState,
     _rnd_TransactionState,
-    (0, 2, _dec_TransactionState_v0, _enc_TransactionState_v0),
+    (0, 3, _dec_TransactionState_v0, _enc_TransactionState_v0),
 )
 bind_native(
     _TransactionState,
     _F_TransactionState,
-    (0, 2, _N_TransactionState_v0),
+    (0, 3, _N_TransactionState_v0),
 )
 bind_codecs(
     _ListTransactionsResponse_TransactionalCursor,
@@ -1017,14 +1113,14 @@ bind_codecs(
     _fj_ListTransactionsResponse_TransactionalCursor,
     _rnd_ListTransactionsResponse_TransactionalCursor,
     (
-        2,
-        2,
-        _dec_ListTransactionsResponse_TransactionalCursor_v2,
-        _enc_ListTransactionsResponse_TransactionalCursor_v2,
+        3,
+        3,
+        _dec_ListTransactionsResponse_TransactionalCursor_v3,
+        _enc_ListTransactionsResponse_TransactionalCursor_v3,
     ),
 )
 bind_native(
     _ListTransactionsResponse_TransactionalCursor,
     _F_ListTransactionsResponse_TransactionalCursor,
-    (2, 2, _N_ListTransactionsResponse_TransactionalCursor_v2),
+    (3, 3, _N_ListTransactionsResponse_TransactionalCursor_v3),
 )

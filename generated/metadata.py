@@ -81,7 +81,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class MetadataRequest(Message):
-    """Metadata request (API key 3): versions 0-13, flexible from v9, latest version unstable."""
+    """Metadata request (API key 3): versions 0-14, flexible from v9, latest version unstable."""
 
     __slots__ = (
         "topics",
@@ -96,7 +96,7 @@ class MetadataRequest(Message):
     API_KEY: ClassVar[int | None] = 3
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 13
+    HIGHEST_VERSION: ClassVar[int] = 14
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 9
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
@@ -130,7 +130,7 @@ class MetadataRequest(Message):
             )
 
     class Cursor(Struct):
-        """An item of MetadataRequest.cursor (versions 13+)."""
+        """An item of MetadataRequest.cursor (versions 14+)."""
 
         __slots__ = (
             "topic_name",
@@ -198,7 +198,7 @@ _MetadataRequest_Cursor = MetadataRequest.Cursor
 
 
 class MetadataResponse(Message):
-    """Metadata response (API key 3): versions 0-13, flexible from v9."""
+    """Metadata response (API key 3): versions 0-14, flexible from v9."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -207,6 +207,7 @@ class MetadataResponse(Message):
         "controller_id",
         "topics",
         "cluster_authorized_operations",
+        "error_code",
         "next_cursor",
         "unknown_tagged_fields",
     )
@@ -214,7 +215,7 @@ class MetadataResponse(Message):
     API_KEY: ClassVar[int | None] = 3
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 13
+    HIGHEST_VERSION: ClassVar[int] = 14
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 9
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -352,7 +353,7 @@ class MetadataResponse(Message):
             )
 
     class Cursor(Struct):
-        """An item of MetadataResponse.next_cursor (versions 13+)."""
+        """An item of MetadataResponse.next_cursor (versions 14+)."""
 
         __slots__ = (
             "topic_name",
@@ -389,6 +390,7 @@ class MetadataResponse(Message):
         controller_id: int = -1,
         topics: list[MetadataResponse.MetadataResponseTopic] | Missing = MISSING,
         cluster_authorized_operations: int = -2147483648,
+        error_code: int = 0,
         next_cursor: MetadataResponse.Cursor | None = None,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
@@ -398,6 +400,7 @@ class MetadataResponse(Message):
         self.controller_id = controller_id
         self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
         self.next_cursor = next_cursor
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -411,6 +414,7 @@ class MetadataResponse(Message):
             and self.controller_id == other.controller_id
             and self.topics == other.topics
             and self.cluster_authorized_operations == other.cluster_authorized_operations
+            and self.error_code == other.error_code
             and self.next_cursor == other.next_cursor
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -648,7 +652,7 @@ def _enc_MetadataRequest_v11(o: MetadataRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
-def _dec_MetadataRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
+def _dec_MetadataRequest_v14(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v10, True, True, "Topics")
 
@@ -664,7 +668,7 @@ def _dec_MetadataRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         o.cursor = None
         pos += 1
     else:
-        o.cursor, pos = _dec_MetadataRequest_Cursor_v13(buf, pos + 1, end)
+        o.cursor, pos = _dec_MetadataRequest_Cursor_v14(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -674,7 +678,7 @@ def _dec_MetadataRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     return o, pos
 
 
-def _enc_MetadataRequest_v13(o: MetadataRequest, w: Writer) -> None:
+def _enc_MetadataRequest_v14(o: MetadataRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_MetadataRequestTopic_v10, True, True, "MetadataRequest.Topics"
     )
@@ -686,7 +690,7 @@ def _enc_MetadataRequest_v13(o: MetadataRequest, w: Writer) -> None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_MetadataRequest_Cursor_v13(o.cursor, w)
+        _enc_MetadataRequest_Cursor_v14(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -702,9 +706,9 @@ def _tj_MetadataRequest(o: MetadataRequest, version: int) -> dict[str, Any]:
         d["includeClusterAuthorizedOperations"] = o.include_cluster_authorized_operations
     if version >= 8:
         d["includeTopicAuthorizedOperations"] = o.include_topic_authorized_operations
-    if version >= 13:
+    if version >= 14:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 13:
+    if version >= 14:
         v = o.cursor
         d["cursor"] = None if v is None else _tj_MetadataRequest_Cursor(v, version)
     return d
@@ -730,9 +734,9 @@ def _fj_MetadataRequest(obj: dict[str, Any], version: int) -> MetadataRequest:
         get_bool(obj, "includeTopicAuthorizedOperations", p, REQUIRED) if version >= 8 else False
     )
     o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 13 else 2000
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 14 else 2000
     )
-    if version >= 13:
+    if version >= 14:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = None if v is None else _fj_MetadataRequest_Cursor(as_object(v, p), version)
     else:
@@ -751,10 +755,10 @@ def _rnd_MetadataRequest(g: Any, version: int) -> MetadataRequest:
     o.allow_auto_topic_creation = (g.bool()) if version >= 4 else True
     o.include_cluster_authorized_operations = (g.bool()) if 8 <= version <= 10 else False
     o.include_topic_authorized_operations = (g.bool()) if version >= 8 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 13 else 2000
+    o.response_pagination_limit = (g.int("int32")) if version >= 14 else 2000
     o.cursor = (
-        (None if version >= 13 and g.is_null() else _rnd_MetadataRequest_Cursor(g, version))
-        if version >= 13
+        (None if version >= 14 and g.is_null() else _rnd_MetadataRequest_Cursor(g, version))
+        if version >= 14
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
@@ -866,7 +870,7 @@ def _rnd_MetadataRequestTopic(g: Any, version: int) -> _MetadataRequestTopic:
     return o
 
 
-def _dec_MetadataRequest_Cursor_v13(
+def _dec_MetadataRequest_Cursor_v14(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataRequest_Cursor, int]:
     o = new_instance(_MetadataRequest_Cursor)
@@ -883,7 +887,7 @@ def _dec_MetadataRequest_Cursor_v13(
     return o, pos
 
 
-def _enc_MetadataRequest_Cursor_v13(o: _MetadataRequest_Cursor, w: Writer) -> None:
+def _enc_MetadataRequest_Cursor_v14(o: _MetadataRequest_Cursor, w: Writer) -> None:
 
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -896,9 +900,9 @@ def _enc_MetadataRequest_Cursor_v13(o: _MetadataRequest_Cursor, w: Writer) -> No
 def _tj_MetadataRequest_Cursor(o: _MetadataRequest_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 13:
+    if version >= 14:
         d["topicName"] = o.topic_name
-    if version >= 13:
+    if version >= 14:
         d["partitionIndex"] = o.partition_index
     return d
 
@@ -907,16 +911,16 @@ def _fj_MetadataRequest_Cursor(obj: dict[str, Any], version: int) -> _MetadataRe
     o = new_instance(_MetadataRequest_Cursor)
     v: Any
     p = "MetadataRequest.Cursor"
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 13 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 13 else 0
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 14 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 14 else 0
     o.unknown_tagged_fields = ()
     return o
 
 
 def _rnd_MetadataRequest_Cursor(g: Any, version: int) -> _MetadataRequest_Cursor:
     o = new_instance(_MetadataRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 13 else ""
-    o.partition_index = (g.int("int32")) if version >= 13 else 0
+    o.topic_name = (g.str()) if version >= 14 else ""
+    o.partition_index = (g.int("int32")) if version >= 14 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
@@ -953,7 +957,7 @@ _N_MetadataRequestTopic_v10 = (
     (),
     "MetadataRequest.MetadataRequestTopic",
 )
-_N_MetadataRequest_Cursor_v13 = (
+_N_MetadataRequest_Cursor_v14 = (
     _MetadataRequest_Cursor,
     True,
     (
@@ -1061,7 +1065,7 @@ _N_MetadataRequest_v11 = (
     (),
     "MetadataRequest",
 )
-_N_MetadataRequest_v13 = (
+_N_MetadataRequest_v14 = (
     MetadataRequest,
     True,
     (
@@ -1070,7 +1074,7 @@ _N_MetadataRequest_v13 = (
         ("absent", "include_cluster_authorized_operations", ("value", False), False, "IncludeClusterAuthorizedOperations"),
         ("bool", "include_topic_authorized_operations", 5),
         ("int32", "response_pagination_limit", 0),
-        ("struct", "cursor", True, _N_MetadataRequest_Cursor_v13, "Cursor", False),
+        ("struct", "cursor", True, _N_MetadataRequest_Cursor_v14, "Cursor", False),
     ),
     (),
     "MetadataRequest",
@@ -1117,8 +1121,8 @@ bind_codecs(
     (8, 8, _dec_MetadataRequest_v8, _enc_MetadataRequest_v8),
     (9, 9, _dec_MetadataRequest_v9, _enc_MetadataRequest_v9),
     (10, 10, _dec_MetadataRequest_v10, _enc_MetadataRequest_v10),
-    (11, 12, _dec_MetadataRequest_v11, _enc_MetadataRequest_v11),
-    (13, 13, _dec_MetadataRequest_v13, _enc_MetadataRequest_v13),
+    (11, 13, _dec_MetadataRequest_v11, _enc_MetadataRequest_v11),
+    (14, 14, _dec_MetadataRequest_v14, _enc_MetadataRequest_v14),
 )
 bind_native(
     MetadataRequest,
@@ -1129,8 +1133,8 @@ bind_native(
     (8, 8, _N_MetadataRequest_v8),
     (9, 9, _N_MetadataRequest_v9),
     (10, 10, _N_MetadataRequest_v10),
-    (11, 12, _N_MetadataRequest_v11),
-    (13, 13, _N_MetadataRequest_v13),
+    (11, 13, _N_MetadataRequest_v11),
+    (14, 14, _N_MetadataRequest_v14),
 )
 bind_codecs(
     _MetadataRequestTopic,
@@ -1139,26 +1143,26 @@ bind_codecs(
     _rnd_MetadataRequestTopic,
     (0, 8, _dec_MetadataRequestTopic_v0, _enc_MetadataRequestTopic_v0),
     (9, 9, _dec_MetadataRequestTopic_v9, _enc_MetadataRequestTopic_v9),
-    (10, 13, _dec_MetadataRequestTopic_v10, _enc_MetadataRequestTopic_v10),
+    (10, 14, _dec_MetadataRequestTopic_v10, _enc_MetadataRequestTopic_v10),
 )
 bind_native(
     _MetadataRequestTopic,
     _F_MetadataRequestTopic,
     (0, 8, _N_MetadataRequestTopic_v0),
     (9, 9, _N_MetadataRequestTopic_v9),
-    (10, 13, _N_MetadataRequestTopic_v10),
+    (10, 14, _N_MetadataRequestTopic_v10),
 )
 bind_codecs(
     _MetadataRequest_Cursor,
     _tj_MetadataRequest_Cursor,
     _fj_MetadataRequest_Cursor,
     _rnd_MetadataRequest_Cursor,
-    (13, 13, _dec_MetadataRequest_Cursor_v13, _enc_MetadataRequest_Cursor_v13),
+    (14, 14, _dec_MetadataRequest_Cursor_v14, _enc_MetadataRequest_Cursor_v14),
 )
 bind_native(
     _MetadataRequest_Cursor,
     _F_MetadataRequest_Cursor,
-    (13, 13, _N_MetadataRequest_Cursor_v13),
+    (14, 14, _N_MetadataRequest_Cursor_v14),
 )
 
 # -------------------- MetadataResponse: decoders and encoders, one per distinct layout
@@ -1176,6 +1180,7 @@ def _dec_MetadataResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseTopic_v0, False, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1210,6 +1215,7 @@ def _dec_MetadataResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseTopic_v1, False, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1245,6 +1251,7 @@ def _dec_MetadataResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseTopic_v1, False, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1289,6 +1296,7 @@ def _dec_MetadataResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseTopic_v1, False, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1334,6 +1342,7 @@ def _dec_MetadataResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseTopic_v5, False, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1379,6 +1388,7 @@ def _dec_MetadataResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseTopic_v7, False, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1426,6 +1436,7 @@ def _dec_MetadataResponse_v8(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
 
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    o.error_code = 0
     o.next_cursor = None
 
     o.unknown_tagged_fields = ()
@@ -1472,6 +1483,7 @@ def _dec_MetadataResponse_v9(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
 
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    o.error_code = 0
     o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
@@ -1521,6 +1533,7 @@ def _dec_MetadataResponse_v10(buf: Buffer, pos: int, end: int) -> tuple[Metadata
 
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    o.error_code = 0
     o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
@@ -1568,6 +1581,7 @@ def _dec_MetadataResponse_v11(buf: Buffer, pos: int, end: int) -> tuple[Metadata
         buf, pos, end, _dec_MetadataResponseTopic_v10, True, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
@@ -1616,6 +1630,7 @@ def _dec_MetadataResponse_v12(buf: Buffer, pos: int, end: int) -> tuple[Metadata
         buf, pos, end, _dec_MetadataResponseTopic_v12, True, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
     o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
@@ -1664,13 +1679,10 @@ def _dec_MetadataResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[Metadata
         buf, pos, end, _dec_MetadataResponseTopic_v12, True, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.next_cursor = None
-        pos += 1
-    else:
-        o.next_cursor, pos = _dec_MetadataResponse_Cursor_v13(buf, pos + 1, end)
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1698,11 +1710,70 @@ def _enc_MetadataResponse_v13(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
+    w(_S_h.pack(o.error_code))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_MetadataResponse_v14(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
+    o = new_instance(MetadataResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.brokers, pos = read_array(
+        buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
+    )
+    o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.controller_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_MetadataResponseTopic_v12, True, False, "Topics", KeyedList
+    )
+    o.cluster_authorized_operations = -2147483648
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.next_cursor = None
+        pos += 1
+    else:
+        o.next_cursor, pos = _dec_MetadataResponse_Cursor_v14(buf, pos + 1, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_MetadataResponse_v14(o: MetadataResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    write_struct_array(
+        w, o.brokers, _enc_MetadataResponseBroker_v9, True, False, "MetadataResponse.Brokers"
+    )
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.controller_id))
+    write_struct_array(
+        w, o.topics, _enc_MetadataResponseTopic_v12, True, False, "MetadataResponse.Topics"
+    )
+    if o.cluster_authorized_operations != -2147483648:
+        raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
+    w(_S_h.pack(o.error_code))
     if o.next_cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_MetadataResponse_Cursor_v13(o.next_cursor, w)
+        _enc_MetadataResponse_Cursor_v14(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1723,6 +1794,8 @@ def _tj_MetadataResponse(o: MetadataResponse, version: int) -> dict[str, Any]:
     if 8 <= version <= 10:
         d["clusterAuthorizedOperations"] = o.cluster_authorized_operations
     if version >= 13:
+        d["errorCode"] = o.error_code
+    if version >= 14:
         v = o.next_cursor
         d["nextCursor"] = None if v is None else _tj_MetadataResponse_Cursor(v, version)
     return d
@@ -1744,7 +1817,8 @@ def _fj_MetadataResponse(obj: dict[str, Any], version: int) -> MetadataResponse:
         if 8 <= version <= 10
         else -2147483648
     )
-    if version >= 13:
+    o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 13 else 0
+    if version >= 14:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = None if v is None else _fj_MetadataResponse_Cursor(as_object(v, p), version)
     else:
@@ -1761,9 +1835,10 @@ def _rnd_MetadataResponse(g: Any, version: int) -> MetadataResponse:
     o.controller_id = (g.int("int32")) if version >= 1 else -1
     o.topics = KeyedList([_rnd_MetadataResponseTopic(g, version) for _ in range(g.count())])
     o.cluster_authorized_operations = (g.int("int32")) if 8 <= version <= 10 else -2147483648
+    o.error_code = (g.int("int16")) if version >= 13 else 0
     o.next_cursor = (
-        (None if version >= 13 and g.is_null() else _rnd_MetadataResponse_Cursor(g, version))
-        if version >= 13
+        (None if version >= 14 and g.is_null() else _rnd_MetadataResponse_Cursor(g, version))
+        if version >= 14
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
@@ -2490,7 +2565,7 @@ def _rnd_MetadataResponsePartition(g: Any, version: int) -> _MetadataResponsePar
     return o
 
 
-def _dec_MetadataResponse_Cursor_v13(
+def _dec_MetadataResponse_Cursor_v14(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponse_Cursor, int]:
     o = new_instance(_MetadataResponse_Cursor)
@@ -2507,7 +2582,7 @@ def _dec_MetadataResponse_Cursor_v13(
     return o, pos
 
 
-def _enc_MetadataResponse_Cursor_v13(o: _MetadataResponse_Cursor, w: Writer) -> None:
+def _enc_MetadataResponse_Cursor_v14(o: _MetadataResponse_Cursor, w: Writer) -> None:
 
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -2520,9 +2595,9 @@ def _enc_MetadataResponse_Cursor_v13(o: _MetadataResponse_Cursor, w: Writer) -> 
 def _tj_MetadataResponse_Cursor(o: _MetadataResponse_Cursor, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 13:
+    if version >= 14:
         d["topicName"] = o.topic_name
-    if version >= 13:
+    if version >= 14:
         d["partitionIndex"] = o.partition_index
     return d
 
@@ -2531,16 +2606,16 @@ def _fj_MetadataResponse_Cursor(obj: dict[str, Any], version: int) -> _MetadataR
     o = new_instance(_MetadataResponse_Cursor)
     v: Any
     p = "MetadataResponse.Cursor"
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 13 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 13 else 0
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 14 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 14 else 0
     o.unknown_tagged_fields = ()
     return o
 
 
 def _rnd_MetadataResponse_Cursor(g: Any, version: int) -> _MetadataResponse_Cursor:
     o = new_instance(_MetadataResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 13 else ""
-    o.partition_index = (g.int("int32")) if version >= 13 else 0
+    o.topic_name = (g.str()) if version >= 14 else ""
+    o.partition_index = (g.int("int32")) if version >= 14 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
@@ -2755,7 +2830,7 @@ _N_MetadataResponseTopic_v12 = (
     (),
     "MetadataResponse.MetadataResponseTopic",
 )
-_N_MetadataResponse_Cursor_v13 = (
+_N_MetadataResponse_Cursor_v14 = (
     _MetadataResponse_Cursor,
     True,
     (
@@ -2775,6 +2850,7 @@ _N_MetadataResponse_v0 = (
         ("absent", "controller_id", ("value", -1), True, "ControllerId"),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v0, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2790,6 +2866,7 @@ _N_MetadataResponse_v1 = (
         ("int32", "controller_id", 4),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v1, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2805,6 +2882,7 @@ _N_MetadataResponse_v2 = (
         ("int32", "controller_id", 4),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v1, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2820,6 +2898,7 @@ _N_MetadataResponse_v3 = (
         ("int32", "controller_id", 4),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v1, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2835,6 +2914,7 @@ _N_MetadataResponse_v5 = (
         ("int32", "controller_id", 4),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v5, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2850,6 +2930,7 @@ _N_MetadataResponse_v7 = (
         ("int32", "controller_id", 4),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v7, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2865,6 +2946,7 @@ _N_MetadataResponse_v8 = (
         ("int32", "controller_id", 4),
         ("array", "topics", False, False, _N_MetadataResponseTopic_v8, True, "Topics"),
         ("int32", "cluster_authorized_operations", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2880,6 +2962,7 @@ _N_MetadataResponse_v9 = (
         ("int32", "controller_id", 4),
         ("array", "topics", True, False, _N_MetadataResponseTopic_v9, True, "Topics"),
         ("int32", "cluster_authorized_operations", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2895,6 +2978,7 @@ _N_MetadataResponse_v10 = (
         ("int32", "controller_id", 4),
         ("array", "topics", True, False, _N_MetadataResponseTopic_v10, True, "Topics"),
         ("int32", "cluster_authorized_operations", 4),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2910,6 +2994,7 @@ _N_MetadataResponse_v11 = (
         ("int32", "controller_id", 4),
         ("array", "topics", True, False, _N_MetadataResponseTopic_v10, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2925,6 +3010,7 @@ _N_MetadataResponse_v12 = (
         ("int32", "controller_id", 4),
         ("array", "topics", True, False, _N_MetadataResponseTopic_v12, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
         ("absent", "next_cursor", ("value", None), True, "NextCursor"),
     ),
     (),
@@ -2940,7 +3026,24 @@ _N_MetadataResponse_v13 = (
         ("int32", "controller_id", 4),
         ("array", "topics", True, False, _N_MetadataResponseTopic_v12, True, "Topics"),
         ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
-        ("struct", "next_cursor", True, _N_MetadataResponse_Cursor_v13, "NextCursor", False),
+        ("int16", "error_code", 2),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
+    ),
+    (),
+    "MetadataResponse",
+)
+_N_MetadataResponse_v14 = (
+    MetadataResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("array", "brokers", True, False, _N_MetadataResponseBroker_v9, True, "Brokers"),
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "controller_id", 4),
+        ("array", "topics", True, False, _N_MetadataResponseTopic_v12, True, "Topics"),
+        ("absent", "cluster_authorized_operations", ("value", -2147483648), False, "ClusterAuthorizedOperations"),
+        ("int16", "error_code", 2),
+        ("struct", "next_cursor", True, _N_MetadataResponse_Cursor_v14, "NextCursor", False),
     ),
     (),
     "MetadataResponse",
@@ -2998,6 +3101,7 @@ _F_MetadataResponse = (
         ("controller_id", "controllerId", False, False, None),
         ("topics", "topics", False, False, _F_MetadataResponseTopic),
         ("cluster_authorized_operations", "clusterAuthorizedOperations", False, False, None),
+        ("error_code", "errorCode", False, False, None),
         ("next_cursor", "nextCursor", False, True, _F_MetadataResponse_Cursor),
     ),
     0,
@@ -3021,6 +3125,7 @@ bind_codecs(
     (11, 11, _dec_MetadataResponse_v11, _enc_MetadataResponse_v11),
     (12, 12, _dec_MetadataResponse_v12, _enc_MetadataResponse_v12),
     (13, 13, _dec_MetadataResponse_v13, _enc_MetadataResponse_v13),
+    (14, 14, _dec_MetadataResponse_v14, _enc_MetadataResponse_v14),
 )
 bind_native(
     MetadataResponse,
@@ -3037,6 +3142,7 @@ bind_native(
     (11, 11, _N_MetadataResponse_v11),
     (12, 12, _N_MetadataResponse_v12),
     (13, 13, _N_MetadataResponse_v13),
+    (14, 14, _N_MetadataResponse_v14),
 )
 bind_codecs(
     _MetadataResponseBroker,
@@ -3045,14 +3151,14 @@ bind_codecs(
     _rnd_MetadataResponseBroker,
     (0, 0, _dec_MetadataResponseBroker_v0, _enc_MetadataResponseBroker_v0),
     (1, 8, _dec_MetadataResponseBroker_v1, _enc_MetadataResponseBroker_v1),
-    (9, 13, _dec_MetadataResponseBroker_v9, _enc_MetadataResponseBroker_v9),
+    (9, 14, _dec_MetadataResponseBroker_v9, _enc_MetadataResponseBroker_v9),
 )
 bind_native(
     _MetadataResponseBroker,
     _F_MetadataResponseBroker,
     (0, 0, _N_MetadataResponseBroker_v0),
     (1, 8, _N_MetadataResponseBroker_v1),
-    (9, 13, _N_MetadataResponseBroker_v9),
+    (9, 14, _N_MetadataResponseBroker_v9),
 )
 bind_codecs(
     _MetadataResponseTopic,
@@ -3066,7 +3172,7 @@ bind_codecs(
     (8, 8, _dec_MetadataResponseTopic_v8, _enc_MetadataResponseTopic_v8),
     (9, 9, _dec_MetadataResponseTopic_v9, _enc_MetadataResponseTopic_v9),
     (10, 11, _dec_MetadataResponseTopic_v10, _enc_MetadataResponseTopic_v10),
-    (12, 13, _dec_MetadataResponseTopic_v12, _enc_MetadataResponseTopic_v12),
+    (12, 14, _dec_MetadataResponseTopic_v12, _enc_MetadataResponseTopic_v12),
 )
 bind_native(
     _MetadataResponseTopic,
@@ -3078,7 +3184,7 @@ bind_native(
     (8, 8, _N_MetadataResponseTopic_v8),
     (9, 9, _N_MetadataResponseTopic_v9),
     (10, 11, _N_MetadataResponseTopic_v10),
-    (12, 13, _N_MetadataResponseTopic_v12),
+    (12, 14, _N_MetadataResponseTopic_v12),
 )
 bind_codecs(
     _MetadataResponsePartition,
@@ -3088,7 +3194,7 @@ bind_codecs(
     (0, 4, _dec_MetadataResponsePartition_v0, _enc_MetadataResponsePartition_v0),
     (5, 6, _dec_MetadataResponsePartition_v5, _enc_MetadataResponsePartition_v5),
     (7, 8, _dec_MetadataResponsePartition_v7, _enc_MetadataResponsePartition_v7),
-    (9, 13, _dec_MetadataResponsePartition_v9, _enc_MetadataResponsePartition_v9),
+    (9, 14, _dec_MetadataResponsePartition_v9, _enc_MetadataResponsePartition_v9),
 )
 bind_native(
     _MetadataResponsePartition,
@@ -3096,17 +3202,17 @@ bind_native(
     (0, 4, _N_MetadataResponsePartition_v0),
     (5, 6, _N_MetadataResponsePartition_v5),
     (7, 8, _N_MetadataResponsePartition_v7),
-    (9, 13, _N_MetadataResponsePartition_v9),
+    (9, 14, _N_MetadataResponsePartition_v9),
 )
 bind_codecs(
     _MetadataResponse_Cursor,
     _tj_MetadataResponse_Cursor,
     _fj_MetadataResponse_Cursor,
     _rnd_MetadataResponse_Cursor,
-    (13, 13, _dec_MetadataResponse_Cursor_v13, _enc_MetadataResponse_Cursor_v13),
+    (14, 14, _dec_MetadataResponse_Cursor_v14, _enc_MetadataResponse_Cursor_v14),
 )
 bind_native(
     _MetadataResponse_Cursor,
     _F_MetadataResponse_Cursor,
-    (13, 13, _N_MetadataResponse_Cursor_v13),
+    (14, 14, _N_MetadataResponse_Cursor_v14),
 )

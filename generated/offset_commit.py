@@ -14,6 +14,8 @@ from kafkagen.runtime.jsonform import (
     get_int,
     get_list,
     get_str,
+    get_uuid,
+    uuid_to_json,
 )
 from kafkagen.runtime.message import (
     MISSING,
@@ -32,6 +34,7 @@ from kafkagen.runtime.wire import (
     RawTags,
     SMALL_UVARINTS,
     Writer,
+    ZERO_UUID,
     compact_string_length,
     read_array,
     read_compact_nullable_string,
@@ -39,6 +42,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    read_uuid,
     string_length,
     unsupported,
     write_struct_array,
@@ -60,7 +64,7 @@ _S_q = _Struct(">q")
 
 
 class OffsetCommitRequest(Message):
-    """OffsetCommit request (API key 8): versions 0-9, flexible from v8."""
+    """OffsetCommit request (API key 8): versions 0-10, flexible from v8."""
 
     __slots__ = (
         "group_id",
@@ -75,7 +79,7 @@ class OffsetCommitRequest(Message):
     API_KEY: ClassVar[int | None] = 8
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 9
+    HIGHEST_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 8
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -84,6 +88,7 @@ class OffsetCommitRequest(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partitions",
             "unknown_tagged_fields",
         )
@@ -92,10 +97,12 @@ class OffsetCommitRequest(Message):
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -104,6 +111,7 @@ class OffsetCommitRequest(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partitions == other.partitions
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -187,7 +195,7 @@ _OffsetCommitRequestPartition = OffsetCommitRequest.OffsetCommitRequestPartition
 
 
 class OffsetCommitResponse(Message):
-    """OffsetCommit response (API key 8): versions 0-9, flexible from v8."""
+    """OffsetCommit response (API key 8): versions 0-10, flexible from v8."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -198,7 +206,7 @@ class OffsetCommitResponse(Message):
     API_KEY: ClassVar[int | None] = 8
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 9
+    HIGHEST_VERSION: ClassVar[int] = 10
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 8
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -207,6 +215,7 @@ class OffsetCommitResponse(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partitions",
             "unknown_tagged_fields",
         )
@@ -215,12 +224,14 @@ class OffsetCommitResponse(Message):
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partitions: (
                 list[OffsetCommitResponse.OffsetCommitResponsePartition] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -229,6 +240,7 @@ class OffsetCommitResponse(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partitions == other.partitions
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -558,6 +570,53 @@ def _enc_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetCommitRequest_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[OffsetCommitRequest, int]:
+    o = new_instance(OffsetCommitRequest)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+
+    o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.member_id, pos = read_compact_string(buf, pos, end)
+    o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
+    o.retention_time_ms = -1
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_OffsetCommitRequestTopic_v10, True, False, "Topics"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: Writer) -> None:
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    w(_S_i.pack(o.generation_id_or_member_epoch))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    write_struct_array(
+        w, o.topics, _enc_OffsetCommitRequestTopic_v10, True, False, "OffsetCommitRequest.Topics"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetCommitRequest(o: OffsetCommitRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -613,6 +672,7 @@ def _dec_OffsetCommitRequestTopic_v0(
 ) -> tuple[_OffsetCommitRequestTopic, int]:
     o = new_instance(_OffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v0, False, False, "Partitions"
     )
@@ -644,6 +704,7 @@ def _dec_OffsetCommitRequestTopic_v1(
 ) -> tuple[_OffsetCommitRequestTopic, int]:
     o = new_instance(_OffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v1, False, False, "Partitions"
     )
@@ -675,6 +736,7 @@ def _dec_OffsetCommitRequestTopic_v6(
 ) -> tuple[_OffsetCommitRequestTopic, int]:
     o = new_instance(_OffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v6, False, False, "Partitions"
     )
@@ -706,6 +768,7 @@ def _dec_OffsetCommitRequestTopic_v8(
 ) -> tuple[_OffsetCommitRequestTopic, int]:
     o = new_instance(_OffsetCommitRequestTopic)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v8, True, False, "Partitions"
     )
@@ -735,10 +798,46 @@ def _enc_OffsetCommitRequestTopic_v8(o: _OffsetCommitRequestTopic, w: Writer) ->
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetCommitRequestTopic_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_OffsetCommitRequestTopic, int]:
+    o = new_instance(_OffsetCommitRequestTopic)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_OffsetCommitRequestPartition_v8, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetCommitRequestTopic_v10(o: _OffsetCommitRequestTopic, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_OffsetCommitRequestPartition_v8,
+        True,
+        False,
+        "OffsetCommitRequest.OffsetCommitRequestTopic.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetCommitRequestTopic(o: _OffsetCommitRequestTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    d["name"] = o.name
+    if version <= 9:
+        d["name"] = o.name
+    if version >= 10:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     v = o.partitions
     d["partitions"] = [_tj_OffsetCommitRequestPartition(x, version) for x in v]
     return d
@@ -748,7 +847,8 @@ def _fj_OffsetCommitRequestTopic(obj: dict[str, Any], version: int) -> _OffsetCo
     o = new_instance(_OffsetCommitRequestTopic)
     v: Any
     p = "OffsetCommitRequest.OffsetCommitRequestTopic"
-    o.name = get_str(obj, "name", p, REQUIRED)
+    o.name = get_str(obj, "name", p, REQUIRED) if version <= 9 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 10 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_OffsetCommitRequestPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -757,7 +857,8 @@ def _fj_OffsetCommitRequestTopic(obj: dict[str, Any], version: int) -> _OffsetCo
 
 def _rnd_OffsetCommitRequestTopic(g: Any, version: int) -> _OffsetCommitRequestTopic:
     o = new_instance(_OffsetCommitRequestTopic)
-    o.name = g.str()
+    o.name = (g.str()) if version <= 9 else ""
+    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
     o.partitions = [_rnd_OffsetCommitRequestPartition(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
     return o
@@ -1003,6 +1104,7 @@ _N_OffsetCommitRequestTopic_v0 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v0, False, "Partitions"),
     ),
     (),
@@ -1013,6 +1115,7 @@ _N_OffsetCommitRequestTopic_v1 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v1, False, "Partitions"),
     ),
     (),
@@ -1023,6 +1126,7 @@ _N_OffsetCommitRequestTopic_v6 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_OffsetCommitRequestPartition_v6, False, "Partitions"),
     ),
     (),
@@ -1033,6 +1137,18 @@ _N_OffsetCommitRequestTopic_v8 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_OffsetCommitRequestPartition_v8, False, "Partitions"),
+    ),
+    (),
+    "OffsetCommitRequest.OffsetCommitRequestTopic",
+)
+_N_OffsetCommitRequestTopic_v10 = (
+    _OffsetCommitRequestTopic,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partitions", True, False, _N_OffsetCommitRequestPartition_v8, False, "Partitions"),
     ),
     (),
@@ -1136,6 +1252,20 @@ _N_OffsetCommitRequest_v8 = (
     (),
     "OffsetCommitRequest",
 )
+_N_OffsetCommitRequest_v10 = (
+    OffsetCommitRequest,
+    True,
+    (
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int32", "generation_id_or_member_epoch", 4),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("absent", "retention_time_ms", ("value", -1), True, "RetentionTimeMs"),
+        ("array", "topics", True, False, _N_OffsetCommitRequestTopic_v10, False, "Topics"),
+    ),
+    (),
+    "OffsetCommitRequest",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_OffsetCommitRequestPartition = (
     _OffsetCommitRequestPartition,
@@ -1152,6 +1282,7 @@ _F_OffsetCommitRequestTopic = (
     _OffsetCommitRequestTopic,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, _F_OffsetCommitRequestPartition),
     ),
     0,
@@ -1182,6 +1313,7 @@ bind_codecs(
     (6, 6, _dec_OffsetCommitRequest_v6, _enc_OffsetCommitRequest_v6),
     (7, 7, _dec_OffsetCommitRequest_v7, _enc_OffsetCommitRequest_v7),
     (8, 9, _dec_OffsetCommitRequest_v8, _enc_OffsetCommitRequest_v8),
+    (10, 10, _dec_OffsetCommitRequest_v10, _enc_OffsetCommitRequest_v10),
 )
 bind_native(
     OffsetCommitRequest,
@@ -1193,6 +1325,7 @@ bind_native(
     (6, 6, _N_OffsetCommitRequest_v6),
     (7, 7, _N_OffsetCommitRequest_v7),
     (8, 9, _N_OffsetCommitRequest_v8),
+    (10, 10, _N_OffsetCommitRequest_v10),
 )
 bind_codecs(
     _OffsetCommitRequestTopic,
@@ -1204,6 +1337,7 @@ bind_codecs(
     (2, 5, _dec_OffsetCommitRequestTopic_v0, _enc_OffsetCommitRequestTopic_v0),
     (6, 7, _dec_OffsetCommitRequestTopic_v6, _enc_OffsetCommitRequestTopic_v6),
     (8, 9, _dec_OffsetCommitRequestTopic_v8, _enc_OffsetCommitRequestTopic_v8),
+    (10, 10, _dec_OffsetCommitRequestTopic_v10, _enc_OffsetCommitRequestTopic_v10),
 )
 bind_native(
     _OffsetCommitRequestTopic,
@@ -1213,6 +1347,7 @@ bind_native(
     (2, 5, _N_OffsetCommitRequestTopic_v0),
     (6, 7, _N_OffsetCommitRequestTopic_v6),
     (8, 9, _N_OffsetCommitRequestTopic_v8),
+    (10, 10, _N_OffsetCommitRequestTopic_v10),
 )
 bind_codecs(
     _OffsetCommitRequestPartition,
@@ -1223,7 +1358,7 @@ bind_codecs(
     (1, 1, _dec_OffsetCommitRequestPartition_v1, _enc_OffsetCommitRequestPartition_v1),
     (2, 5, _dec_OffsetCommitRequestPartition_v0, _enc_OffsetCommitRequestPartition_v0),
     (6, 7, _dec_OffsetCommitRequestPartition_v6, _enc_OffsetCommitRequestPartition_v6),
-    (8, 9, _dec_OffsetCommitRequestPartition_v8, _enc_OffsetCommitRequestPartition_v8),
+    (8, 10, _dec_OffsetCommitRequestPartition_v8, _enc_OffsetCommitRequestPartition_v8),
 )
 bind_native(
     _OffsetCommitRequestPartition,
@@ -1232,7 +1367,7 @@ bind_native(
     (1, 1, _N_OffsetCommitRequestPartition_v1),
     (2, 5, _N_OffsetCommitRequestPartition_v0),
     (6, 7, _N_OffsetCommitRequestPartition_v6),
-    (8, 9, _N_OffsetCommitRequestPartition_v8),
+    (8, 10, _N_OffsetCommitRequestPartition_v8),
 )
 
 # -------------------- OffsetCommitResponse: decoders and encoders, one per distinct layout
@@ -1313,6 +1448,34 @@ def _enc_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetCommitResponse_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[OffsetCommitResponse, int]:
+    o = new_instance(OffsetCommitResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_OffsetCommitResponseTopic_v10, True, False, "Topics"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetCommitResponse_v10(o: OffsetCommitResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    write_struct_array(
+        w, o.topics, _enc_OffsetCommitResponseTopic_v10, True, False, "OffsetCommitResponse.Topics"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetCommitResponse(o: OffsetCommitResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1347,6 +1510,7 @@ def _dec_OffsetCommitResponseTopic_v0(
 ) -> tuple[_OffsetCommitResponseTopic, int]:
     o = new_instance(_OffsetCommitResponseTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponsePartition_v0, False, False, "Partitions"
     )
@@ -1378,6 +1542,7 @@ def _dec_OffsetCommitResponseTopic_v8(
 ) -> tuple[_OffsetCommitResponseTopic, int]:
     o = new_instance(_OffsetCommitResponseTopic)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponsePartition_v8, True, False, "Partitions"
     )
@@ -1407,10 +1572,46 @@ def _enc_OffsetCommitResponseTopic_v8(o: _OffsetCommitResponseTopic, w: Writer) 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetCommitResponseTopic_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_OffsetCommitResponseTopic, int]:
+    o = new_instance(_OffsetCommitResponseTopic)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_OffsetCommitResponsePartition_v8, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetCommitResponseTopic_v10(o: _OffsetCommitResponseTopic, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_OffsetCommitResponsePartition_v8,
+        True,
+        False,
+        "OffsetCommitResponse.OffsetCommitResponseTopic.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetCommitResponseTopic(o: _OffsetCommitResponseTopic, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    d["name"] = o.name
+    if version <= 9:
+        d["name"] = o.name
+    if version >= 10:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     v = o.partitions
     d["partitions"] = [_tj_OffsetCommitResponsePartition(x, version) for x in v]
     return d
@@ -1420,7 +1621,8 @@ def _fj_OffsetCommitResponseTopic(obj: dict[str, Any], version: int) -> _OffsetC
     o = new_instance(_OffsetCommitResponseTopic)
     v: Any
     p = "OffsetCommitResponse.OffsetCommitResponseTopic"
-    o.name = get_str(obj, "name", p, REQUIRED)
+    o.name = get_str(obj, "name", p, REQUIRED) if version <= 9 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 10 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_OffsetCommitResponsePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -1429,7 +1631,8 @@ def _fj_OffsetCommitResponseTopic(obj: dict[str, Any], version: int) -> _OffsetC
 
 def _rnd_OffsetCommitResponseTopic(g: Any, version: int) -> _OffsetCommitResponseTopic:
     o = new_instance(_OffsetCommitResponseTopic)
-    o.name = g.str()
+    o.name = (g.str()) if version <= 9 else ""
+    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
     o.partitions = [_rnd_OffsetCommitResponsePartition(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
     return o
@@ -1535,6 +1738,7 @@ _N_OffsetCommitResponseTopic_v0 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_OffsetCommitResponsePartition_v0, False, "Partitions"),
     ),
     (),
@@ -1545,6 +1749,18 @@ _N_OffsetCommitResponseTopic_v8 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_OffsetCommitResponsePartition_v8, False, "Partitions"),
+    ),
+    (),
+    "OffsetCommitResponse.OffsetCommitResponseTopic",
+)
+_N_OffsetCommitResponseTopic_v10 = (
+    _OffsetCommitResponseTopic,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partitions", True, False, _N_OffsetCommitResponsePartition_v8, False, "Partitions"),
     ),
     (),
@@ -1580,6 +1796,16 @@ _N_OffsetCommitResponse_v8 = (
     (),
     "OffsetCommitResponse",
 )
+_N_OffsetCommitResponse_v10 = (
+    OffsetCommitResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_OffsetCommitResponseTopic_v10, False, "Topics"),
+    ),
+    (),
+    "OffsetCommitResponse",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_OffsetCommitResponsePartition = (
     _OffsetCommitResponsePartition,
@@ -1593,6 +1819,7 @@ _F_OffsetCommitResponseTopic = (
     _OffsetCommitResponseTopic,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, _F_OffsetCommitResponsePartition),
     ),
     0,
@@ -1615,6 +1842,7 @@ bind_codecs(
     (0, 2, _dec_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v0),
     (3, 7, _dec_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3),
     (8, 9, _dec_OffsetCommitResponse_v8, _enc_OffsetCommitResponse_v8),
+    (10, 10, _dec_OffsetCommitResponse_v10, _enc_OffsetCommitResponse_v10),
 )
 bind_native(
     OffsetCommitResponse,
@@ -1622,6 +1850,7 @@ bind_native(
     (0, 2, _N_OffsetCommitResponse_v0),
     (3, 7, _N_OffsetCommitResponse_v3),
     (8, 9, _N_OffsetCommitResponse_v8),
+    (10, 10, _N_OffsetCommitResponse_v10),
 )
 bind_codecs(
     _OffsetCommitResponseTopic,
@@ -1630,12 +1859,14 @@ bind_codecs(
     _rnd_OffsetCommitResponseTopic,
     (0, 7, _dec_OffsetCommitResponseTopic_v0, _enc_OffsetCommitResponseTopic_v0),
     (8, 9, _dec_OffsetCommitResponseTopic_v8, _enc_OffsetCommitResponseTopic_v8),
+    (10, 10, _dec_OffsetCommitResponseTopic_v10, _enc_OffsetCommitResponseTopic_v10),
 )
 bind_native(
     _OffsetCommitResponseTopic,
     _F_OffsetCommitResponseTopic,
     (0, 7, _N_OffsetCommitResponseTopic_v0),
     (8, 9, _N_OffsetCommitResponseTopic_v8),
+    (10, 10, _N_OffsetCommitResponseTopic_v10),
 )
 bind_codecs(
     _OffsetCommitResponsePartition,
@@ -1643,11 +1874,11 @@ bind_codecs(
     _fj_OffsetCommitResponsePartition,
     _rnd_OffsetCommitResponsePartition,
     (0, 7, _dec_OffsetCommitResponsePartition_v0, _enc_OffsetCommitResponsePartition_v0),
-    (8, 9, _dec_OffsetCommitResponsePartition_v8, _enc_OffsetCommitResponsePartition_v8),
+    (8, 10, _dec_OffsetCommitResponsePartition_v8, _enc_OffsetCommitResponsePartition_v8),
 )
 bind_native(
     _OffsetCommitResponsePartition,
     _F_OffsetCommitResponsePartition,
     (0, 7, _N_OffsetCommitResponsePartition_v0),
-    (8, 9, _N_OffsetCommitResponsePartition_v8),
+    (8, 10, _N_OffsetCommitResponsePartition_v8),
 )

@@ -17,6 +17,8 @@ from kafkagen.runtime.jsonform import (
     get_list,
     get_object,
     get_str,
+    get_uuid,
+    uuid_to_json,
 )
 from kafkagen.runtime.message import (
     MISSING,
@@ -37,6 +39,7 @@ from kafkagen.runtime.wire import (
     RawTags,
     SMALL_UVARINTS,
     Writer,
+    ZERO_UUID,
     compact_string_length,
     fixed_array_reader,
     fixed_array_writer,
@@ -46,6 +49,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    read_uuid,
     string_length,
     truncated,
     unsupported,
@@ -75,7 +79,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class OffsetFetchRequest(Message):
-    """OffsetFetch request (API key 9): versions 0-10, flexible from v6, latest version unstable."""
+    """OffsetFetch request (API key 9): versions 0-11, flexible from v6, latest version unstable."""
 
     __slots__ = (
         "group_id",
@@ -90,7 +94,7 @@ class OffsetFetchRequest(Message):
     API_KEY: ClassVar[int | None] = 9
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 10
+    HIGHEST_VERSION: ClassVar[int] = 11
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 6
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
 
@@ -165,6 +169,7 @@ class OffsetFetchRequest(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partition_indexes",
             "unknown_tagged_fields",
         )
@@ -173,10 +178,12 @@ class OffsetFetchRequest(Message):
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partition_indexes: list[int] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_indexes = [] if partition_indexes is MISSING else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -185,12 +192,13 @@ class OffsetFetchRequest(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partition_indexes == other.partition_indexes
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
     class OffsetFetchCursor(Struct):
-        """An item of OffsetFetchRequest.cursor (versions 10+)."""
+        """An item of OffsetFetchRequest.cursor (versions 11+)."""
 
         __slots__ = (
             "group_id",
@@ -262,7 +270,7 @@ _OffsetFetchRequest_OffsetFetchCursor = OffsetFetchRequest.OffsetFetchCursor
 
 
 class OffsetFetchResponse(Message):
-    """OffsetFetch response (API key 9): versions 0-10, flexible from v6."""
+    """OffsetFetch response (API key 9): versions 0-11, flexible from v6."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -276,7 +284,7 @@ class OffsetFetchResponse(Message):
     API_KEY: ClassVar[int | None] = 9
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 10
+    HIGHEST_VERSION: ClassVar[int] = 11
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 6
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -388,6 +396,7 @@ class OffsetFetchResponse(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partitions",
             "unknown_tagged_fields",
         )
@@ -396,10 +405,12 @@ class OffsetFetchResponse(Message):
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -408,6 +419,7 @@ class OffsetFetchResponse(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partitions == other.partitions
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -454,7 +466,7 @@ class OffsetFetchResponse(Message):
             )
 
     class OffsetFetchCursor(Struct):
-        """An item of OffsetFetchResponse.next_cursor (versions 10+)."""
+        """An item of OffsetFetchResponse.next_cursor (versions 11+)."""
 
         __slots__ = (
             "group_id",
@@ -731,18 +743,13 @@ def _dec_OffsetFetchRequest_v10(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.group_id = ""
     o.topics = []
     o.groups, pos = read_array(
-        buf, pos, end, _dec_OffsetFetchRequestGroup_v9, True, False, "Groups"
+        buf, pos, end, _dec_OffsetFetchRequestGroup_v10, True, False, "Groups"
     )
 
-    o.require_stable, o.response_pagination_limit = _S_oi.unpack_from(buf, pos)
-    pos += 5
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.cursor = None
-        pos += 1
-    else:
-        o.cursor, pos = _dec_OffsetFetchRequest_OffsetFetchCursor_v10(buf, pos + 1, end)
+    o.require_stable = _S_o.unpack_from(buf, pos)[0]
+    pos += 1
+    o.response_pagination_limit = 2000
+    o.cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -758,14 +765,53 @@ def _enc_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: Writer) -> None:
     if o.topics != []:
         raise unsupported("OffsetFetchRequest.Topics", "non-default value")
     write_struct_array(
-        w, o.groups, _enc_OffsetFetchRequestGroup_v9, True, False, "OffsetFetchRequest.Groups"
+        w, o.groups, _enc_OffsetFetchRequestGroup_v10, True, False, "OffsetFetchRequest.Groups"
+    )
+    w(_S_o.pack(o.require_stable))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_OffsetFetchRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[OffsetFetchRequest, int]:
+    o = new_instance(OffsetFetchRequest)
+    o.group_id = ""
+    o.topics = []
+    o.groups, pos = read_array(
+        buf, pos, end, _dec_OffsetFetchRequestGroup_v10, True, False, "Groups"
+    )
+
+    o.require_stable, o.response_pagination_limit = _S_oi.unpack_from(buf, pos)
+    pos += 5
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.cursor = None
+        pos += 1
+    else:
+        o.cursor, pos = _dec_OffsetFetchRequest_OffsetFetchCursor_v11(buf, pos + 1, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetFetchRequest_v11(o: OffsetFetchRequest, w: Writer) -> None:
+    if o.group_id != "":
+        raise unsupported("OffsetFetchRequest.GroupId", "non-default value")
+    if o.topics != []:
+        raise unsupported("OffsetFetchRequest.Topics", "non-default value")
+    write_struct_array(
+        w, o.groups, _enc_OffsetFetchRequestGroup_v10, True, False, "OffsetFetchRequest.Groups"
     )
     w(_S_oi.pack(o.require_stable, o.response_pagination_limit))
     if o.cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_OffsetFetchRequest_OffsetFetchCursor_v10(o.cursor, w)
+        _enc_OffsetFetchRequest_OffsetFetchCursor_v11(o.cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -783,9 +829,9 @@ def _tj_OffsetFetchRequest(o: OffsetFetchRequest, version: int) -> dict[str, Any
         d["groups"] = [_tj_OffsetFetchRequestGroup(x, version) for x in v]
     if version >= 7:
         d["requireStable"] = o.require_stable
-    if version >= 10:
+    if version >= 11:
         d["responsePaginationLimit"] = o.response_pagination_limit
-    if version >= 10:
+    if version >= 11:
         v = o.cursor
         d["cursor"] = None if v is None else _tj_OffsetFetchRequest_OffsetFetchCursor(v, version)
     return d
@@ -812,9 +858,9 @@ def _fj_OffsetFetchRequest(obj: dict[str, Any], version: int) -> OffsetFetchRequ
         o.groups = []
     o.require_stable = get_bool(obj, "requireStable", p, REQUIRED) if version >= 7 else False
     o.response_pagination_limit = (
-        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 10 else 2000
+        get_int(obj, "responsePaginationLimit", p, REQUIRED) if version >= 11 else 2000
     )
-    if version >= 10:
+    if version >= 11:
         v = get_object(obj, "cursor", p, REQUIRED, True)
         o.cursor = (
             None
@@ -845,14 +891,14 @@ def _rnd_OffsetFetchRequest(g: Any, version: int) -> OffsetFetchRequest:
         else []
     )
     o.require_stable = (g.bool()) if version >= 7 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 10 else 2000
+    o.response_pagination_limit = (g.int("int32")) if version >= 11 else 2000
     o.cursor = (
         (
             None
-            if version >= 10 and g.is_null()
+            if version >= 11 and g.is_null()
             else _rnd_OffsetFetchRequest_OffsetFetchCursor(g, version)
         )
-        if version >= 10
+        if version >= 11
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
@@ -1023,6 +1069,52 @@ def _enc_OffsetFetchRequestGroup_v9(o: _OffsetFetchRequestGroup, w: Writer) -> N
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetFetchRequestGroup_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_OffsetFetchRequestGroup, int]:
+    o = new_instance(_OffsetFetchRequestGroup)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+    o.member_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_OffsetFetchRequestTopics_v10, True, True, "Topics"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetFetchRequestGroup_v10(o: _OffsetFetchRequestGroup, w: Writer) -> None:
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.member_epoch))
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_OffsetFetchRequestTopics_v10,
+        True,
+        True,
+        "OffsetFetchRequest.OffsetFetchRequestGroup.Topics",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetFetchRequestGroup(o: _OffsetFetchRequestGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1081,6 +1173,7 @@ def _dec_OffsetFetchRequestTopics_v8(
 ) -> tuple[_OffsetFetchRequestTopics, int]:
     o = new_instance(_OffsetFetchRequestTopics)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
 
     if pos < end and buf[pos] == 0:
@@ -1103,11 +1196,39 @@ def _enc_OffsetFetchRequestTopics_v8(o: _OffsetFetchRequestTopics, w: Writer) ->
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetFetchRequestTopics_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_OffsetFetchRequestTopics, int]:
+    o = new_instance(_OffsetFetchRequestTopics)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetFetchRequestTopics_v10(o: _OffsetFetchRequestTopics, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    _write_i_c(
+        w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopics.PartitionIndexes"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetFetchRequestTopics(o: _OffsetFetchRequestTopics, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 8:
+    if 8 <= version <= 9:
         d["name"] = o.name
+    if version >= 10:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     if version >= 8:
         v = o.partition_indexes
         d["partitionIndexes"] = [x for x in v]
@@ -1118,7 +1239,8 @@ def _fj_OffsetFetchRequestTopics(obj: dict[str, Any], version: int) -> _OffsetFe
     o = new_instance(_OffsetFetchRequestTopics)
     v: Any
     p = "OffsetFetchRequest.OffsetFetchRequestTopics"
-    o.name = get_str(obj, "name", p, REQUIRED) if version >= 8 else ""
+    o.name = get_str(obj, "name", p, REQUIRED) if 8 <= version <= 9 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 10 else ZERO_UUID
     if version >= 8:
         v = get_list(obj, "partitionIndexes", p, REQUIRED)
         o.partition_indexes = [as_int(x, p) for x in v]
@@ -1130,13 +1252,14 @@ def _fj_OffsetFetchRequestTopics(obj: dict[str, Any], version: int) -> _OffsetFe
 
 def _rnd_OffsetFetchRequestTopics(g: Any, version: int) -> _OffsetFetchRequestTopics:
     o = new_instance(_OffsetFetchRequestTopics)
-    o.name = (g.str()) if version >= 8 else ""
+    o.name = (g.str()) if 8 <= version <= 9 else ""
+    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
     o.partition_indexes = ([g.int("int32") for _ in range(g.count())]) if version >= 8 else []
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
-def _dec_OffsetFetchRequest_OffsetFetchCursor_v10(
+def _dec_OffsetFetchRequest_OffsetFetchCursor_v11(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequest_OffsetFetchCursor, int]:
     o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
@@ -1154,7 +1277,7 @@ def _dec_OffsetFetchRequest_OffsetFetchCursor_v10(
     return o, pos
 
 
-def _enc_OffsetFetchRequest_OffsetFetchCursor_v10(
+def _enc_OffsetFetchRequest_OffsetFetchCursor_v11(
     o: _OffsetFetchRequest_OffsetFetchCursor, w: Writer
 ) -> None:
 
@@ -1175,11 +1298,11 @@ def _tj_OffsetFetchRequest_OffsetFetchCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 10:
+    if version >= 11:
         d["groupId"] = o.group_id
-    if version >= 10:
+    if version >= 11:
         d["topicName"] = o.topic_name
-    if version >= 10:
+    if version >= 11:
         d["partitionIndex"] = o.partition_index
     return d
 
@@ -1190,9 +1313,9 @@ def _fj_OffsetFetchRequest_OffsetFetchCursor(
     o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
     v: Any
     p = "OffsetFetchRequest.OffsetFetchCursor"
-    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 10 else ""
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 10 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 10 else 0
+    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 11 else ""
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
     o.unknown_tagged_fields = ()
     return o
 
@@ -1201,9 +1324,9 @@ def _rnd_OffsetFetchRequest_OffsetFetchCursor(
     g: Any, version: int
 ) -> _OffsetFetchRequest_OffsetFetchCursor:
     o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
-    o.group_id = (g.str()) if version >= 10 else ""
-    o.topic_name = (g.str()) if version >= 10 else ""
-    o.partition_index = (g.int("int32")) if version >= 10 else 0
+    o.group_id = (g.str()) if version >= 11 else ""
+    o.topic_name = (g.str()) if version >= 11 else ""
+    o.partition_index = (g.int("int32")) if version >= 11 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
@@ -1235,6 +1358,18 @@ _N_OffsetFetchRequestTopics_v8 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partition_indexes", True, False, "int32", False, "PartitionIndexes"),
+    ),
+    (),
+    "OffsetFetchRequest.OffsetFetchRequestTopics",
+)
+_N_OffsetFetchRequestTopics_v10 = (
+    _OffsetFetchRequestTopics,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partition_indexes", True, False, "int32", False, "PartitionIndexes"),
     ),
     (),
@@ -1264,7 +1399,19 @@ _N_OffsetFetchRequestGroup_v9 = (
     (),
     "OffsetFetchRequest.OffsetFetchRequestGroup",
 )
-_N_OffsetFetchRequest_OffsetFetchCursor_v10 = (
+_N_OffsetFetchRequestGroup_v10 = (
+    _OffsetFetchRequestGroup,
+    True,
+    (
+        ("string", "group_id", True, False, "GroupId", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "member_epoch", 4),
+        ("array", "topics", True, True, _N_OffsetFetchRequestTopics_v10, False, "Topics"),
+    ),
+    (),
+    "OffsetFetchRequest.OffsetFetchRequestGroup",
+)
+_N_OffsetFetchRequest_OffsetFetchCursor_v11 = (
     _OffsetFetchRequest_OffsetFetchCursor,
     True,
     (
@@ -1365,10 +1512,24 @@ _N_OffsetFetchRequest_v10 = (
     (
         ("absent", "group_id", ("value", ''), False, "GroupId"),
         ("absent", "topics", ("list",), False, "Topics"),
-        ("array", "groups", True, False, _N_OffsetFetchRequestGroup_v9, False, "Groups"),
+        ("array", "groups", True, False, _N_OffsetFetchRequestGroup_v10, False, "Groups"),
+        ("bool", "require_stable", 1),
+        ("absent", "response_pagination_limit", ("value", 2000), True, "ResponsePaginationLimit"),
+        ("absent", "cursor", ("value", None), True, "Cursor"),
+    ),
+    (),
+    "OffsetFetchRequest",
+)
+_N_OffsetFetchRequest_v11 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ("absent", "group_id", ("value", ''), False, "GroupId"),
+        ("absent", "topics", ("list",), False, "Topics"),
+        ("array", "groups", True, False, _N_OffsetFetchRequestGroup_v10, False, "Groups"),
         ("bool", "require_stable", 5),
         ("int32", "response_pagination_limit", 0),
-        ("struct", "cursor", True, _N_OffsetFetchRequest_OffsetFetchCursor_v10, "Cursor", False),
+        ("struct", "cursor", True, _N_OffsetFetchRequest_OffsetFetchCursor_v11, "Cursor", False),
     ),
     (),
     "OffsetFetchRequest",
@@ -1386,6 +1547,7 @@ _F_OffsetFetchRequestTopics = (
     _OffsetFetchRequestTopics,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partition_indexes", "partitionIndexes", False, False, None),
     ),
     0,
@@ -1435,6 +1597,7 @@ bind_codecs(
     (8, 8, _dec_OffsetFetchRequest_v8, _enc_OffsetFetchRequest_v8),
     (9, 9, _dec_OffsetFetchRequest_v9, _enc_OffsetFetchRequest_v9),
     (10, 10, _dec_OffsetFetchRequest_v10, _enc_OffsetFetchRequest_v10),
+    (11, 11, _dec_OffsetFetchRequest_v11, _enc_OffsetFetchRequest_v11),
 )
 bind_native(
     OffsetFetchRequest,
@@ -1446,6 +1609,7 @@ bind_native(
     (8, 8, _N_OffsetFetchRequest_v8),
     (9, 9, _N_OffsetFetchRequest_v9),
     (10, 10, _N_OffsetFetchRequest_v10),
+    (11, 11, _N_OffsetFetchRequest_v11),
 )
 bind_codecs(
     _OffsetFetchRequestTopic,
@@ -1467,25 +1631,29 @@ bind_codecs(
     _fj_OffsetFetchRequestGroup,
     _rnd_OffsetFetchRequestGroup,
     (8, 8, _dec_OffsetFetchRequestGroup_v8, _enc_OffsetFetchRequestGroup_v8),
-    (9, 10, _dec_OffsetFetchRequestGroup_v9, _enc_OffsetFetchRequestGroup_v9),
+    (9, 9, _dec_OffsetFetchRequestGroup_v9, _enc_OffsetFetchRequestGroup_v9),
+    (10, 11, _dec_OffsetFetchRequestGroup_v10, _enc_OffsetFetchRequestGroup_v10),
 )
 bind_native(
     _OffsetFetchRequestGroup,
     _F_OffsetFetchRequestGroup,
     (8, 8, _N_OffsetFetchRequestGroup_v8),
-    (9, 10, _N_OffsetFetchRequestGroup_v9),
+    (9, 9, _N_OffsetFetchRequestGroup_v9),
+    (10, 11, _N_OffsetFetchRequestGroup_v10),
 )
 bind_codecs(
     _OffsetFetchRequestTopics,
     _tj_OffsetFetchRequestTopics,
     _fj_OffsetFetchRequestTopics,
     _rnd_OffsetFetchRequestTopics,
-    (8, 10, _dec_OffsetFetchRequestTopics_v8, _enc_OffsetFetchRequestTopics_v8),
+    (8, 9, _dec_OffsetFetchRequestTopics_v8, _enc_OffsetFetchRequestTopics_v8),
+    (10, 11, _dec_OffsetFetchRequestTopics_v10, _enc_OffsetFetchRequestTopics_v10),
 )
 bind_native(
     _OffsetFetchRequestTopics,
     _F_OffsetFetchRequestTopics,
-    (8, 10, _N_OffsetFetchRequestTopics_v8),
+    (8, 9, _N_OffsetFetchRequestTopics_v8),
+    (10, 11, _N_OffsetFetchRequestTopics_v10),
 )
 bind_codecs(
     _OffsetFetchRequest_OffsetFetchCursor,
@@ -1493,16 +1661,16 @@ bind_codecs(
     _fj_OffsetFetchRequest_OffsetFetchCursor,
     _rnd_OffsetFetchRequest_OffsetFetchCursor,
     (
-        10,
-        10,
-        _dec_OffsetFetchRequest_OffsetFetchCursor_v10,
-        _enc_OffsetFetchRequest_OffsetFetchCursor_v10,
+        11,
+        11,
+        _dec_OffsetFetchRequest_OffsetFetchCursor_v11,
+        _enc_OffsetFetchRequest_OffsetFetchCursor_v11,
     ),
 )
 bind_native(
     _OffsetFetchRequest_OffsetFetchCursor,
     _F_OffsetFetchRequest_OffsetFetchCursor,
-    (10, 10, _N_OffsetFetchRequest_OffsetFetchCursor_v10),
+    (11, 11, _N_OffsetFetchRequest_OffsetFetchCursor_v11),
 )
 
 # -------------------- OffsetFetchResponse: decoders and encoders, one per distinct layout
@@ -1698,15 +1866,9 @@ def _dec_OffsetFetchResponse_v10(
     o.topics = []
     o.error_code = 0
     o.groups, pos = read_array(
-        buf, pos, end, _dec_OffsetFetchResponseGroup_v8, True, False, "Groups"
+        buf, pos, end, _dec_OffsetFetchResponseGroup_v10, True, False, "Groups"
     )
-    if pos >= end:
-        raise truncated(pos)
-    if buf[pos] > 127:
-        o.next_cursor = None
-        pos += 1
-    else:
-        o.next_cursor, pos = _dec_OffsetFetchResponse_OffsetFetchCursor_v10(buf, pos + 1, end)
+    o.next_cursor = None
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1721,13 +1883,52 @@ def _enc_OffsetFetchResponse_v10(o: OffsetFetchResponse, w: Writer) -> None:
     if o.topics != []:
         raise unsupported("OffsetFetchResponse.Topics", "non-default value")
     write_struct_array(
-        w, o.groups, _enc_OffsetFetchResponseGroup_v8, True, False, "OffsetFetchResponse.Groups"
+        w, o.groups, _enc_OffsetFetchResponseGroup_v10, True, False, "OffsetFetchResponse.Groups"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_OffsetFetchResponse_v11(
+    buf: Buffer, pos: int, end: int
+) -> tuple[OffsetFetchResponse, int]:
+    o = new_instance(OffsetFetchResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.topics = []
+    o.error_code = 0
+    o.groups, pos = read_array(
+        buf, pos, end, _dec_OffsetFetchResponseGroup_v10, True, False, "Groups"
+    )
+    if pos >= end:
+        raise truncated(pos)
+    if buf[pos] > 127:
+        o.next_cursor = None
+        pos += 1
+    else:
+        o.next_cursor, pos = _dec_OffsetFetchResponse_OffsetFetchCursor_v11(buf, pos + 1, end)
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetFetchResponse_v11(o: OffsetFetchResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    if o.topics != []:
+        raise unsupported("OffsetFetchResponse.Topics", "non-default value")
+    write_struct_array(
+        w, o.groups, _enc_OffsetFetchResponseGroup_v10, True, False, "OffsetFetchResponse.Groups"
     )
     if o.next_cursor is None:
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_OffsetFetchResponse_OffsetFetchCursor_v10(o.next_cursor, w)
+        _enc_OffsetFetchResponse_OffsetFetchCursor_v11(o.next_cursor, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1745,7 +1946,7 @@ def _tj_OffsetFetchResponse(o: OffsetFetchResponse, version: int) -> dict[str, A
     if version >= 8:
         v = o.groups
         d["groups"] = [_tj_OffsetFetchResponseGroup(x, version) for x in v]
-    if version >= 10:
+    if version >= 11:
         v = o.next_cursor
         d["nextCursor"] = (
             None if v is None else _tj_OffsetFetchResponse_OffsetFetchCursor(v, version)
@@ -1769,7 +1970,7 @@ def _fj_OffsetFetchResponse(obj: dict[str, Any], version: int) -> OffsetFetchRes
         o.groups = [_fj_OffsetFetchResponseGroup(as_object(x, p), version) for x in v]
     else:
         o.groups = []
-    if version >= 10:
+    if version >= 11:
         v = get_object(obj, "nextCursor", p, REQUIRED, True)
         o.next_cursor = (
             None
@@ -1799,10 +2000,10 @@ def _rnd_OffsetFetchResponse(g: Any, version: int) -> OffsetFetchResponse:
     o.next_cursor = (
         (
             None
-            if version >= 10 and g.is_null()
+            if version >= 11 and g.is_null()
             else _rnd_OffsetFetchResponse_OffsetFetchCursor(g, version)
         )
-        if version >= 10
+        if version >= 11
         else None
     )
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
@@ -2127,6 +2328,44 @@ def _enc_OffsetFetchResponseGroup_v8(o: _OffsetFetchResponseGroup, w: Writer) ->
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetFetchResponseGroup_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_OffsetFetchResponseGroup, int]:
+    o = new_instance(_OffsetFetchResponseGroup)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_OffsetFetchResponseTopics_v10, True, False, "Topics"
+    )
+
+    o.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetFetchResponseGroup_v10(o: _OffsetFetchResponseGroup, w: Writer) -> None:
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_OffsetFetchResponseTopics_v10,
+        True,
+        False,
+        "OffsetFetchResponse.OffsetFetchResponseGroup.Topics",
+    )
+    w(_S_h.pack(o.error_code))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetFetchResponseGroup(o: _OffsetFetchResponseGroup, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -2173,6 +2412,7 @@ def _dec_OffsetFetchResponseTopics_v8(
 ) -> tuple[_OffsetFetchResponseTopics, int]:
     o = new_instance(_OffsetFetchResponseTopics)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponsePartitions_v8, True, False, "Partitions"
     )
@@ -2202,11 +2442,46 @@ def _enc_OffsetFetchResponseTopics_v8(o: _OffsetFetchResponseTopics, w: Writer) 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_OffsetFetchResponseTopics_v10(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_OffsetFetchResponseTopics, int]:
+    o = new_instance(_OffsetFetchResponseTopics)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_OffsetFetchResponsePartitions_v8, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_OffsetFetchResponseTopics_v10(o: _OffsetFetchResponseTopics, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_OffsetFetchResponsePartitions_v8,
+        True,
+        False,
+        "OffsetFetchResponse.OffsetFetchResponseTopics.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_OffsetFetchResponseTopics(o: _OffsetFetchResponseTopics, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 8:
+    if 8 <= version <= 9:
         d["name"] = o.name
+    if version >= 10:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     if version >= 8:
         v = o.partitions
         d["partitions"] = [_tj_OffsetFetchResponsePartitions(x, version) for x in v]
@@ -2217,7 +2492,8 @@ def _fj_OffsetFetchResponseTopics(obj: dict[str, Any], version: int) -> _OffsetF
     o = new_instance(_OffsetFetchResponseTopics)
     v: Any
     p = "OffsetFetchResponse.OffsetFetchResponseTopics"
-    o.name = get_str(obj, "name", p, REQUIRED) if version >= 8 else ""
+    o.name = get_str(obj, "name", p, REQUIRED) if 8 <= version <= 9 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 10 else ZERO_UUID
     if version >= 8:
         v = get_list(obj, "partitions", p, REQUIRED)
         o.partitions = [_fj_OffsetFetchResponsePartitions(as_object(x, p), version) for x in v]
@@ -2229,7 +2505,8 @@ def _fj_OffsetFetchResponseTopics(obj: dict[str, Any], version: int) -> _OffsetF
 
 def _rnd_OffsetFetchResponseTopics(g: Any, version: int) -> _OffsetFetchResponseTopics:
     o = new_instance(_OffsetFetchResponseTopics)
-    o.name = (g.str()) if version >= 8 else ""
+    o.name = (g.str()) if 8 <= version <= 9 else ""
+    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
     o.partitions = (
         ([_rnd_OffsetFetchResponsePartitions(g, version) for _ in range(g.count())])
         if version >= 8
@@ -2319,7 +2596,7 @@ def _rnd_OffsetFetchResponsePartitions(g: Any, version: int) -> _OffsetFetchResp
     return o
 
 
-def _dec_OffsetFetchResponse_OffsetFetchCursor_v10(
+def _dec_OffsetFetchResponse_OffsetFetchCursor_v11(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponse_OffsetFetchCursor, int]:
     o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
@@ -2337,7 +2614,7 @@ def _dec_OffsetFetchResponse_OffsetFetchCursor_v10(
     return o, pos
 
 
-def _enc_OffsetFetchResponse_OffsetFetchCursor_v10(
+def _enc_OffsetFetchResponse_OffsetFetchCursor_v11(
     o: _OffsetFetchResponse_OffsetFetchCursor, w: Writer
 ) -> None:
 
@@ -2358,11 +2635,11 @@ def _tj_OffsetFetchResponse_OffsetFetchCursor(
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    if version >= 10:
+    if version >= 11:
         d["groupId"] = o.group_id
-    if version >= 10:
+    if version >= 11:
         d["topicName"] = o.topic_name
-    if version >= 10:
+    if version >= 11:
         d["partitionIndex"] = o.partition_index
     return d
 
@@ -2373,9 +2650,9 @@ def _fj_OffsetFetchResponse_OffsetFetchCursor(
     o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
     v: Any
     p = "OffsetFetchResponse.OffsetFetchCursor"
-    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 10 else ""
-    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 10 else ""
-    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 10 else 0
+    o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 11 else ""
+    o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
+    o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
     o.unknown_tagged_fields = ()
     return o
 
@@ -2384,9 +2661,9 @@ def _rnd_OffsetFetchResponse_OffsetFetchCursor(
     g: Any, version: int
 ) -> _OffsetFetchResponse_OffsetFetchCursor:
     o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
-    o.group_id = (g.str()) if version >= 10 else ""
-    o.topic_name = (g.str()) if version >= 10 else ""
-    o.partition_index = (g.int("int32")) if version >= 10 else 0
+    o.group_id = (g.str()) if version >= 11 else ""
+    o.topic_name = (g.str()) if version >= 11 else ""
+    o.partition_index = (g.int("int32")) if version >= 11 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
@@ -2480,6 +2757,18 @@ _N_OffsetFetchResponseTopics_v8 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_OffsetFetchResponsePartitions_v8, False, "Partitions"),
+    ),
+    (),
+    "OffsetFetchResponse.OffsetFetchResponseTopics",
+)
+_N_OffsetFetchResponseTopics_v10 = (
+    _OffsetFetchResponseTopics,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partitions", True, False, _N_OffsetFetchResponsePartitions_v8, False, "Partitions"),
     ),
     (),
@@ -2496,7 +2785,18 @@ _N_OffsetFetchResponseGroup_v8 = (
     (),
     "OffsetFetchResponse.OffsetFetchResponseGroup",
 )
-_N_OffsetFetchResponse_OffsetFetchCursor_v10 = (
+_N_OffsetFetchResponseGroup_v10 = (
+    _OffsetFetchResponseGroup,
+    True,
+    (
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_OffsetFetchResponseTopics_v10, False, "Topics"),
+        ("int16", "error_code", 2),
+    ),
+    (),
+    "OffsetFetchResponse.OffsetFetchResponseGroup",
+)
+_N_OffsetFetchResponse_OffsetFetchCursor_v11 = (
     _OffsetFetchResponse_OffsetFetchCursor,
     True,
     (
@@ -2592,8 +2892,21 @@ _N_OffsetFetchResponse_v10 = (
         ("int32", "throttle_time_ms", 4),
         ("absent", "topics", ("list",), False, "Topics"),
         ("absent", "error_code", ("value", 0), True, "ErrorCode"),
-        ("array", "groups", True, False, _N_OffsetFetchResponseGroup_v8, False, "Groups"),
-        ("struct", "next_cursor", True, _N_OffsetFetchResponse_OffsetFetchCursor_v10, "NextCursor", False),
+        ("array", "groups", True, False, _N_OffsetFetchResponseGroup_v10, False, "Groups"),
+        ("absent", "next_cursor", ("value", None), True, "NextCursor"),
+    ),
+    (),
+    "OffsetFetchResponse",
+)
+_N_OffsetFetchResponse_v11 = (
+    OffsetFetchResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("absent", "topics", ("list",), False, "Topics"),
+        ("absent", "error_code", ("value", 0), True, "ErrorCode"),
+        ("array", "groups", True, False, _N_OffsetFetchResponseGroup_v10, False, "Groups"),
+        ("struct", "next_cursor", True, _N_OffsetFetchResponse_OffsetFetchCursor_v11, "NextCursor", False),
     ),
     (),
     "OffsetFetchResponse",
@@ -2633,6 +2946,7 @@ _F_OffsetFetchResponseTopics = (
     _OffsetFetchResponseTopics,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, _F_OffsetFetchResponsePartitions),
     ),
     0,
@@ -2680,6 +2994,7 @@ bind_codecs(
     (6, 7, _dec_OffsetFetchResponse_v6, _enc_OffsetFetchResponse_v6),
     (8, 9, _dec_OffsetFetchResponse_v8, _enc_OffsetFetchResponse_v8),
     (10, 10, _dec_OffsetFetchResponse_v10, _enc_OffsetFetchResponse_v10),
+    (11, 11, _dec_OffsetFetchResponse_v11, _enc_OffsetFetchResponse_v11),
 )
 bind_native(
     OffsetFetchResponse,
@@ -2691,6 +3006,7 @@ bind_native(
     (6, 7, _N_OffsetFetchResponse_v6),
     (8, 9, _N_OffsetFetchResponse_v8),
     (10, 10, _N_OffsetFetchResponse_v10),
+    (11, 11, _N_OffsetFetchResponse_v11),
 )
 bind_codecs(
     _OffsetFetchResponseTopic,
@@ -2729,36 +3045,40 @@ bind_codecs(
     _tj_OffsetFetchResponseGroup,
     _fj_OffsetFetchResponseGroup,
     _rnd_OffsetFetchResponseGroup,
-    (8, 10, _dec_OffsetFetchResponseGroup_v8, _enc_OffsetFetchResponseGroup_v8),
+    (8, 9, _dec_OffsetFetchResponseGroup_v8, _enc_OffsetFetchResponseGroup_v8),
+    (10, 11, _dec_OffsetFetchResponseGroup_v10, _enc_OffsetFetchResponseGroup_v10),
 )
 bind_native(
     _OffsetFetchResponseGroup,
     _F_OffsetFetchResponseGroup,
-    (8, 10, _N_OffsetFetchResponseGroup_v8),
+    (8, 9, _N_OffsetFetchResponseGroup_v8),
+    (10, 11, _N_OffsetFetchResponseGroup_v10),
 )
 bind_codecs(
     _OffsetFetchResponseTopics,
     _tj_OffsetFetchResponseTopics,
     _fj_OffsetFetchResponseTopics,
     _rnd_OffsetFetchResponseTopics,
-    (8, 10, _dec_OffsetFetchResponseTopics_v8, _enc_OffsetFetchResponseTopics_v8),
+    (8, 9, _dec_OffsetFetchResponseTopics_v8, _enc_OffsetFetchResponseTopics_v8),
+    (10, 11, _dec_OffsetFetchResponseTopics_v10, _enc_OffsetFetchResponseTopics_v10),
 )
 bind_native(
     _OffsetFetchResponseTopics,
     _F_OffsetFetchResponseTopics,
-    (8, 10, _N_OffsetFetchResponseTopics_v8),
+    (8, 9, _N_OffsetFetchResponseTopics_v8),
+    (10, 11, _N_OffsetFetchResponseTopics_v10),
 )
 bind_codecs(
     _OffsetFetchResponsePartitions,
     _tj_OffsetFetchResponsePartitions,
     _fj_OffsetFetchResponsePartitions,
     _rnd_OffsetFetchResponsePartitions,
-    (8, 10, _dec_OffsetFetchResponsePartitions_v8, _enc_OffsetFetchResponsePartitions_v8),
+    (8, 11, _dec_OffsetFetchResponsePartitions_v8, _enc_OffsetFetchResponsePartitions_v8),
 )
 bind_native(
     _OffsetFetchResponsePartitions,
     _F_OffsetFetchResponsePartitions,
-    (8, 10, _N_OffsetFetchResponsePartitions_v8),
+    (8, 11, _N_OffsetFetchResponsePartitions_v8),
 )
 bind_codecs(
     _OffsetFetchResponse_OffsetFetchCursor,
@@ -2766,14 +3086,14 @@ bind_codecs(
     _fj_OffsetFetchResponse_OffsetFetchCursor,
     _rnd_OffsetFetchResponse_OffsetFetchCursor,
     (
-        10,
-        10,
-        _dec_OffsetFetchResponse_OffsetFetchCursor_v10,
-        _enc_OffsetFetchResponse_OffsetFetchCursor_v10,
+        11,
+        11,
+        _dec_OffsetFetchResponse_OffsetFetchCursor_v11,
+        _enc_OffsetFetchResponse_OffsetFetchCursor_v11,
     ),
 )
 bind_native(
     _OffsetFetchResponse_OffsetFetchCursor,
     _F_OffsetFetchResponse_OffsetFetchCursor,
-    (10, 10, _N_OffsetFetchResponse_OffsetFetchCursor_v10),
+    (11, 11, _N_OffsetFetchResponse_OffsetFetchCursor_v11),
 )

@@ -17,6 +17,8 @@ from kafkagen.runtime.jsonform import (
     get_list,
     get_object,
     get_str,
+    get_uuid,
+    uuid_to_json,
 )
 from kafkagen.runtime.message import (
     KeyedList,
@@ -37,6 +39,7 @@ from kafkagen.runtime.wire import (
     RawTags,
     SMALL_UVARINTS,
     Writer,
+    ZERO_UUID,
     check_nullable_count,
     check_tag_end,
     compact_string_length,
@@ -49,6 +52,7 @@ from kafkagen.runtime.wire import (
     read_string,
     read_tag_header,
     read_unknown_tags,
+    read_uuid,
     read_uvarint,
     string_length,
     unsupported,
@@ -75,7 +79,7 @@ _S_q = _Struct(">q")
 
 
 class ProduceRequest(Message):
-    """Produce request (API key 0): versions 0-11, flexible from v9."""
+    """Produce request (API key 0): versions 0-13, flexible from v9."""
 
     __slots__ = (
         "transactional_id",
@@ -88,7 +92,7 @@ class ProduceRequest(Message):
     API_KEY: ClassVar[int | None] = 0
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 11
+    HIGHEST_VERSION: ClassVar[int] = 13
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 9
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -97,19 +101,22 @@ class ProduceRequest(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partition_data",
             "unknown_tagged_fields",
         )
-        _map_key: ClassVar[tuple[str, ...]] = ("name",)
+        _map_key: ClassVar[tuple[str, ...]] = ("name", "topic_id")
 
         def __init__(
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partition_data: list[ProduceRequest.PartitionProduceData] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_data = [] if partition_data is MISSING else partition_data
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -118,6 +125,7 @@ class ProduceRequest(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partition_data == other.partition_data
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -183,7 +191,7 @@ _PartitionProduceData = ProduceRequest.PartitionProduceData
 
 
 class ProduceResponse(Message):
-    """Produce response (API key 0): versions 0-11, flexible from v9."""
+    """Produce response (API key 0): versions 0-13, flexible from v9."""
 
     __slots__ = (
         "responses",
@@ -195,7 +203,7 @@ class ProduceResponse(Message):
     API_KEY: ClassVar[int | None] = 0
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 11
+    HIGHEST_VERSION: ClassVar[int] = 13
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 9
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -204,19 +212,22 @@ class ProduceResponse(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partition_responses",
             "unknown_tagged_fields",
         )
-        _map_key: ClassVar[tuple[str, ...]] = ("name",)
+        _map_key: ClassVar[tuple[str, ...]] = ("name", "topic_id")
 
         def __init__(
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partition_responses: list[ProduceResponse.PartitionProduceResponse] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_responses = [] if partition_responses is MISSING else partition_responses
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -225,6 +236,7 @@ class ProduceResponse(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partition_responses == other.partition_responses
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -507,6 +519,40 @@ def _enc_ProduceRequest_v9(o: ProduceRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_ProduceRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequest, int]:
+    o = new_instance(ProduceRequest)
+    o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.acks, o.timeout_ms = _S_hi.unpack_from(buf, pos)
+    pos += 6
+    o.topic_data, pos = read_array(
+        buf, pos, end, _dec_TopicProduceData_v13, True, False, "TopicData", KeyedList
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ProduceRequest_v13(o: ProduceRequest, w: Writer) -> None:
+    s = o.transactional_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_hi.pack(o.acks, o.timeout_ms))
+    write_struct_array(
+        w, o.topic_data, _enc_TopicProduceData_v13, True, False, "ProduceRequest.TopicData"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_ProduceRequest(o: ProduceRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -549,6 +595,7 @@ def _rnd_ProduceRequest(g: Any, version: int) -> ProduceRequest:
 def _dec_TopicProduceData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicProduceData, int]:
     o = new_instance(_TopicProduceData)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_data, pos = read_array(
         buf, pos, end, _dec_PartitionProduceData_v0, False, False, "PartitionData"
     )
@@ -578,6 +625,7 @@ def _enc_TopicProduceData_v0(o: _TopicProduceData, w: Writer) -> None:
 def _dec_TopicProduceData_v9(buf: Buffer, pos: int, end: int) -> tuple[_TopicProduceData, int]:
     o = new_instance(_TopicProduceData)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_data, pos = read_array(
         buf, pos, end, _dec_PartitionProduceData_v9, True, False, "PartitionData"
     )
@@ -607,10 +655,44 @@ def _enc_TopicProduceData_v9(o: _TopicProduceData, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_TopicProduceData_v13(buf: Buffer, pos: int, end: int) -> tuple[_TopicProduceData, int]:
+    o = new_instance(_TopicProduceData)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partition_data, pos = read_array(
+        buf, pos, end, _dec_PartitionProduceData_v9, True, False, "PartitionData"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_TopicProduceData_v13(o: _TopicProduceData, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partition_data,
+        _enc_PartitionProduceData_v9,
+        True,
+        False,
+        "ProduceRequest.TopicProduceData.PartitionData",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_TopicProduceData(o: _TopicProduceData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    d["name"] = o.name
+    if version <= 12:
+        d["name"] = o.name
+    if version >= 13:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     v = o.partition_data
     d["partitionData"] = [_tj_PartitionProduceData(x, version) for x in v]
     return d
@@ -620,7 +702,8 @@ def _fj_TopicProduceData(obj: dict[str, Any], version: int) -> _TopicProduceData
     o = new_instance(_TopicProduceData)
     v: Any
     p = "ProduceRequest.TopicProduceData"
-    o.name = get_str(obj, "name", p, REQUIRED)
+    o.name = get_str(obj, "name", p, REQUIRED) if version <= 12 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 13 else ZERO_UUID
     v = get_list(obj, "partitionData", p, REQUIRED)
     o.partition_data = [_fj_PartitionProduceData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -629,7 +712,8 @@ def _fj_TopicProduceData(obj: dict[str, Any], version: int) -> _TopicProduceData
 
 def _rnd_TopicProduceData(g: Any, version: int) -> _TopicProduceData:
     o = new_instance(_TopicProduceData)
-    o.name = g.str()
+    o.name = (g.str()) if version <= 12 else ""
+    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
     o.partition_data = [_rnd_PartitionProduceData(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
@@ -734,6 +818,7 @@ _N_TopicProduceData_v0 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partition_data", False, False, _N_PartitionProduceData_v0, False, "PartitionData"),
     ),
     (),
@@ -744,6 +829,18 @@ _N_TopicProduceData_v9 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partition_data", True, False, _N_PartitionProduceData_v9, False, "PartitionData"),
+    ),
+    (),
+    "ProduceRequest.TopicProduceData",
+)
+_N_TopicProduceData_v13 = (
+    _TopicProduceData,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partition_data", True, False, _N_PartitionProduceData_v9, False, "PartitionData"),
     ),
     (),
@@ -785,6 +882,18 @@ _N_ProduceRequest_v9 = (
     (),
     "ProduceRequest",
 )
+_N_ProduceRequest_v13 = (
+    ProduceRequest,
+    True,
+    (
+        ("string", "transactional_id", True, True, "TransactionalId", False),
+        ("int16", "acks", 6),
+        ("int32", "timeout_ms", 0),
+        ("array", "topic_data", True, False, _N_TopicProduceData_v13, True, "TopicData"),
+    ),
+    (),
+    "ProduceRequest",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_PartitionProduceData = (
     _PartitionProduceData,
@@ -798,6 +907,7 @@ _F_TopicProduceData = (
     _TopicProduceData,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partition_data", "partitionData", False, False, _F_PartitionProduceData),
     ),
     0,
@@ -821,14 +931,16 @@ bind_codecs(
     _rnd_ProduceRequest,
     (0, 2, _dec_ProduceRequest_v0, _enc_ProduceRequest_v0),
     (3, 8, _dec_ProduceRequest_v3, _enc_ProduceRequest_v3),
-    (9, 11, _dec_ProduceRequest_v9, _enc_ProduceRequest_v9),
+    (9, 12, _dec_ProduceRequest_v9, _enc_ProduceRequest_v9),
+    (13, 13, _dec_ProduceRequest_v13, _enc_ProduceRequest_v13),
 )
 bind_native(
     ProduceRequest,
     _F_ProduceRequest,
     (0, 2, _N_ProduceRequest_v0),
     (3, 8, _N_ProduceRequest_v3),
-    (9, 11, _N_ProduceRequest_v9),
+    (9, 12, _N_ProduceRequest_v9),
+    (13, 13, _N_ProduceRequest_v13),
 )
 bind_codecs(
     _TopicProduceData,
@@ -836,13 +948,15 @@ bind_codecs(
     _fj_TopicProduceData,
     _rnd_TopicProduceData,
     (0, 8, _dec_TopicProduceData_v0, _enc_TopicProduceData_v0),
-    (9, 11, _dec_TopicProduceData_v9, _enc_TopicProduceData_v9),
+    (9, 12, _dec_TopicProduceData_v9, _enc_TopicProduceData_v9),
+    (13, 13, _dec_TopicProduceData_v13, _enc_TopicProduceData_v13),
 )
 bind_native(
     _TopicProduceData,
     _F_TopicProduceData,
     (0, 8, _N_TopicProduceData_v0),
-    (9, 11, _N_TopicProduceData_v9),
+    (9, 12, _N_TopicProduceData_v9),
+    (13, 13, _N_TopicProduceData_v13),
 )
 bind_codecs(
     _PartitionProduceData,
@@ -850,13 +964,13 @@ bind_codecs(
     _fj_PartitionProduceData,
     _rnd_PartitionProduceData,
     (0, 8, _dec_PartitionProduceData_v0, _enc_PartitionProduceData_v0),
-    (9, 11, _dec_PartitionProduceData_v9, _enc_PartitionProduceData_v9),
+    (9, 13, _dec_PartitionProduceData_v9, _enc_PartitionProduceData_v9),
 )
 bind_native(
     _PartitionProduceData,
     _F_PartitionProduceData,
     (0, 8, _N_PartitionProduceData_v0),
-    (9, 11, _N_PartitionProduceData_v9),
+    (9, 13, _N_PartitionProduceData_v9),
 )
 
 # -------------------- ProduceResponse: decoders and encoders, one per distinct layout
@@ -1090,6 +1204,72 @@ def _enc_ProduceResponse_v10(o: ProduceResponse, w: Writer) -> None:
         w(EMPTY_TAGS)
 
 
+def _dec_ProduceResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[ProduceResponse, int]:
+    o = new_instance(ProduceResponse)
+    o.responses, pos = read_array(
+        buf, pos, end, _dec_TopicProduceResponse_v13, True, False, "Responses", KeyedList
+    )
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+
+    o.node_endpoints = KeyedList()
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                o.node_endpoints, pos = read_array(
+                    buf,
+                    pos,
+                    tag_end,
+                    _dec_NodeEndpoint_v10,
+                    True,
+                    False,
+                    "NodeEndpoints",
+                    KeyedList,
+                )
+
+                check_tag_end(pos, tag_end, tag)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
+    return o, pos
+
+
+def _enc_ProduceResponse_v13(o: ProduceResponse, w: Writer) -> None:
+    write_struct_array(
+        w, o.responses, _enc_TopicProduceResponse_v13, True, False, "ProduceResponse.Responses"
+    )
+    w(_S_i.pack(o.throttle_time_ms))
+
+    tags: list[tuple[int, bytes]] = []
+    value: list[bytes]
+    if o.node_endpoints != KeyedList():
+        value = []
+        tw = value.append
+        write_struct_array(
+            tw,
+            o.node_endpoints,
+            _enc_NodeEndpoint_v10,
+            True,
+            False,
+            "ProduceResponse.NodeEndpoints",
+        )
+
+        tags.append((0, b"".join(value)))
+    if tags or o.unknown_tagged_fields:
+        write_tags(w, tags, o.unknown_tagged_fields)
+    else:
+        w(EMPTY_TAGS)
+
+
 def _tj_ProduceResponse(o: ProduceResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1145,6 +1325,7 @@ def _dec_TopicProduceResponse_v0(
 ) -> tuple[_TopicProduceResponse, int]:
     o = new_instance(_TopicProduceResponse)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v0, False, False, "PartitionResponses"
     )
@@ -1176,6 +1357,7 @@ def _dec_TopicProduceResponse_v2(
 ) -> tuple[_TopicProduceResponse, int]:
     o = new_instance(_TopicProduceResponse)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v2, False, False, "PartitionResponses"
     )
@@ -1207,6 +1389,7 @@ def _dec_TopicProduceResponse_v5(
 ) -> tuple[_TopicProduceResponse, int]:
     o = new_instance(_TopicProduceResponse)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v5, False, False, "PartitionResponses"
     )
@@ -1238,6 +1421,7 @@ def _dec_TopicProduceResponse_v8(
 ) -> tuple[_TopicProduceResponse, int]:
     o = new_instance(_TopicProduceResponse)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v8, False, False, "PartitionResponses"
     )
@@ -1269,6 +1453,7 @@ def _dec_TopicProduceResponse_v9(
 ) -> tuple[_TopicProduceResponse, int]:
     o = new_instance(_TopicProduceResponse)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v9, True, False, "PartitionResponses"
     )
@@ -1303,6 +1488,7 @@ def _dec_TopicProduceResponse_v10(
 ) -> tuple[_TopicProduceResponse, int]:
     o = new_instance(_TopicProduceResponse)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v10, True, False, "PartitionResponses"
     )
@@ -1332,10 +1518,46 @@ def _enc_TopicProduceResponse_v10(o: _TopicProduceResponse, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_TopicProduceResponse_v13(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_TopicProduceResponse, int]:
+    o = new_instance(_TopicProduceResponse)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partition_responses, pos = read_array(
+        buf, pos, end, _dec_PartitionProduceResponse_v10, True, False, "PartitionResponses"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_TopicProduceResponse_v13(o: _TopicProduceResponse, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partition_responses,
+        _enc_PartitionProduceResponse_v10,
+        True,
+        False,
+        "ProduceResponse.TopicProduceResponse.PartitionResponses",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_TopicProduceResponse(o: _TopicProduceResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    d["name"] = o.name
+    if version <= 12:
+        d["name"] = o.name
+    if version >= 13:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     v = o.partition_responses
     d["partitionResponses"] = [_tj_PartitionProduceResponse(x, version) for x in v]
     return d
@@ -1345,7 +1567,8 @@ def _fj_TopicProduceResponse(obj: dict[str, Any], version: int) -> _TopicProduce
     o = new_instance(_TopicProduceResponse)
     v: Any
     p = "ProduceResponse.TopicProduceResponse"
-    o.name = get_str(obj, "name", p, REQUIRED)
+    o.name = get_str(obj, "name", p, REQUIRED) if version <= 12 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 13 else ZERO_UUID
     v = get_list(obj, "partitionResponses", p, REQUIRED)
     o.partition_responses = [_fj_PartitionProduceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -1354,7 +1577,8 @@ def _fj_TopicProduceResponse(obj: dict[str, Any], version: int) -> _TopicProduce
 
 def _rnd_TopicProduceResponse(g: Any, version: int) -> _TopicProduceResponse:
     o = new_instance(_TopicProduceResponse)
-    o.name = g.str()
+    o.name = (g.str()) if version <= 12 else ""
+    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
     o.partition_responses = [_rnd_PartitionProduceResponse(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
@@ -2023,6 +2247,7 @@ _N_TopicProduceResponse_v0 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v0, False, "PartitionResponses"),
     ),
     (),
@@ -2033,6 +2258,7 @@ _N_TopicProduceResponse_v2 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v2, False, "PartitionResponses"),
     ),
     (),
@@ -2043,6 +2269,7 @@ _N_TopicProduceResponse_v5 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v5, False, "PartitionResponses"),
     ),
     (),
@@ -2053,6 +2280,7 @@ _N_TopicProduceResponse_v8 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partition_responses", False, False, _N_PartitionProduceResponse_v8, False, "PartitionResponses"),
     ),
     (),
@@ -2063,6 +2291,7 @@ _N_TopicProduceResponse_v9 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v9, False, "PartitionResponses"),
     ),
     (),
@@ -2073,6 +2302,18 @@ _N_TopicProduceResponse_v10 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v10, False, "PartitionResponses"),
+    ),
+    (),
+    "ProduceResponse.TopicProduceResponse",
+)
+_N_TopicProduceResponse_v13 = (
+    _TopicProduceResponse,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partition_responses", True, False, _N_PartitionProduceResponse_v10, False, "PartitionResponses"),
     ),
     (),
@@ -2168,6 +2409,18 @@ _N_ProduceResponse_v10 = (
     ),
     "ProduceResponse",
 )
+_N_ProduceResponse_v13 = (
+    ProduceResponse,
+    True,
+    (
+        ("array", "responses", True, False, _N_TopicProduceResponse_v13, True, "Responses"),
+        ("int32", "throttle_time_ms", 4),
+    ),
+    (
+        (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True, "NodeEndpoints"), ("keyed",)),
+    ),
+    "ProduceResponse",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_BatchIndexAndErrorMessage = (
     _BatchIndexAndErrorMessage,
@@ -2203,6 +2456,7 @@ _F_TopicProduceResponse = (
     _TopicProduceResponse,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partition_responses", "partitionResponses", False, False, _F_PartitionProduceResponse),
     ),
     0,
@@ -2239,7 +2493,8 @@ bind_codecs(
     (5, 7, _dec_ProduceResponse_v5, _enc_ProduceResponse_v5),
     (8, 8, _dec_ProduceResponse_v8, _enc_ProduceResponse_v8),
     (9, 9, _dec_ProduceResponse_v9, _enc_ProduceResponse_v9),
-    (10, 11, _dec_ProduceResponse_v10, _enc_ProduceResponse_v10),
+    (10, 12, _dec_ProduceResponse_v10, _enc_ProduceResponse_v10),
+    (13, 13, _dec_ProduceResponse_v13, _enc_ProduceResponse_v13),
 )
 bind_native(
     ProduceResponse,
@@ -2250,7 +2505,8 @@ bind_native(
     (5, 7, _N_ProduceResponse_v5),
     (8, 8, _N_ProduceResponse_v8),
     (9, 9, _N_ProduceResponse_v9),
-    (10, 11, _N_ProduceResponse_v10),
+    (10, 12, _N_ProduceResponse_v10),
+    (13, 13, _N_ProduceResponse_v13),
 )
 bind_codecs(
     _TopicProduceResponse,
@@ -2262,7 +2518,8 @@ bind_codecs(
     (5, 7, _dec_TopicProduceResponse_v5, _enc_TopicProduceResponse_v5),
     (8, 8, _dec_TopicProduceResponse_v8, _enc_TopicProduceResponse_v8),
     (9, 9, _dec_TopicProduceResponse_v9, _enc_TopicProduceResponse_v9),
-    (10, 11, _dec_TopicProduceResponse_v10, _enc_TopicProduceResponse_v10),
+    (10, 12, _dec_TopicProduceResponse_v10, _enc_TopicProduceResponse_v10),
+    (13, 13, _dec_TopicProduceResponse_v13, _enc_TopicProduceResponse_v13),
 )
 bind_native(
     _TopicProduceResponse,
@@ -2272,7 +2529,8 @@ bind_native(
     (5, 7, _N_TopicProduceResponse_v5),
     (8, 8, _N_TopicProduceResponse_v8),
     (9, 9, _N_TopicProduceResponse_v9),
-    (10, 11, _N_TopicProduceResponse_v10),
+    (10, 12, _N_TopicProduceResponse_v10),
+    (13, 13, _N_TopicProduceResponse_v13),
 )
 bind_codecs(
     _PartitionProduceResponse,
@@ -2284,7 +2542,7 @@ bind_codecs(
     (5, 7, _dec_PartitionProduceResponse_v5, _enc_PartitionProduceResponse_v5),
     (8, 8, _dec_PartitionProduceResponse_v8, _enc_PartitionProduceResponse_v8),
     (9, 9, _dec_PartitionProduceResponse_v9, _enc_PartitionProduceResponse_v9),
-    (10, 11, _dec_PartitionProduceResponse_v10, _enc_PartitionProduceResponse_v10),
+    (10, 13, _dec_PartitionProduceResponse_v10, _enc_PartitionProduceResponse_v10),
 )
 bind_native(
     _PartitionProduceResponse,
@@ -2294,7 +2552,7 @@ bind_native(
     (5, 7, _N_PartitionProduceResponse_v5),
     (8, 8, _N_PartitionProduceResponse_v8),
     (9, 9, _N_PartitionProduceResponse_v9),
-    (10, 11, _N_PartitionProduceResponse_v10),
+    (10, 13, _N_PartitionProduceResponse_v10),
 )
 bind_codecs(
     _BatchIndexAndErrorMessage,
@@ -2302,35 +2560,35 @@ bind_codecs(
     _fj_BatchIndexAndErrorMessage,
     _rnd_BatchIndexAndErrorMessage,
     (8, 8, _dec_BatchIndexAndErrorMessage_v8, _enc_BatchIndexAndErrorMessage_v8),
-    (9, 11, _dec_BatchIndexAndErrorMessage_v9, _enc_BatchIndexAndErrorMessage_v9),
+    (9, 13, _dec_BatchIndexAndErrorMessage_v9, _enc_BatchIndexAndErrorMessage_v9),
 )
 bind_native(
     _BatchIndexAndErrorMessage,
     _F_BatchIndexAndErrorMessage,
     (8, 8, _N_BatchIndexAndErrorMessage_v8),
-    (9, 11, _N_BatchIndexAndErrorMessage_v9),
+    (9, 13, _N_BatchIndexAndErrorMessage_v9),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
     _rnd_LeaderIdAndEpoch,
-    (10, 11, _dec_LeaderIdAndEpoch_v10, _enc_LeaderIdAndEpoch_v10),
+    (10, 13, _dec_LeaderIdAndEpoch_v10, _enc_LeaderIdAndEpoch_v10),
 )
 bind_native(
     _LeaderIdAndEpoch,
     _F_LeaderIdAndEpoch,
-    (10, 11, _N_LeaderIdAndEpoch_v10),
+    (10, 13, _N_LeaderIdAndEpoch_v10),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
-    (10, 11, _dec_NodeEndpoint_v10, _enc_NodeEndpoint_v10),
+    (10, 13, _dec_NodeEndpoint_v10, _enc_NodeEndpoint_v10),
 )
 bind_native(
     _NodeEndpoint,
     _F_NodeEndpoint,
-    (10, 11, _N_NodeEndpoint_v10),
+    (10, 13, _N_NodeEndpoint_v10),
 )

@@ -29,7 +29,7 @@ from kafkagen.runtime.wire import (
     RawTags,
     Writer,
     ZERO_UUID,
-    read_compact_bytes,
+    read_compact_records,
     read_unknown_tags,
     read_uuid,
     write_compact_bytes,
@@ -76,7 +76,7 @@ class PushTelemetryRequest(Message):
         subscription_id: int = 0,
         terminating: bool = False,
         compression_type: int = 0,
-        metrics: bytes = b"",
+        metrics: bytes | memoryview = b"",
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.client_instance_id = client_instance_id
@@ -147,7 +147,7 @@ def _dec_PushTelemetryRequest_v0(
 
     o.subscription_id, o.terminating, o.compression_type = _S_iob.unpack_from(buf, pos)
     pos += 6
-    o.metrics, pos = read_compact_bytes(buf, pos, end)
+    o.metrics, pos = read_compact_records(buf, pos, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -212,7 +212,7 @@ _N_PushTelemetryRequest_v0 = (
         ("int32", "subscription_id", 6),
         ("bool", "terminating", 0),
         ("int8", "compression_type", 0),
-        ("bytes", "metrics", True, False, False, "Metrics", False),
+        ("bytes", "metrics", True, False, True, "Metrics", False),
     ),
     (),
     "PushTelemetryRequest",

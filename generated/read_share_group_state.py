@@ -61,7 +61,7 @@ _S_qqbh = _Struct(">qqbh")
 
 
 class ReadShareGroupStateRequest(Message):
-    """ReadShareGroupState request (API key 84): versions 0, flexible from v0, latest version unstable."""
+    """ReadShareGroupState request (API key 84): versions 0, flexible from v0."""
 
     __slots__ = (
         "group_id",
@@ -74,7 +74,7 @@ class ReadShareGroupStateRequest(Message):
     LOWEST_VERSION: ClassVar[int] = 0
     HIGHEST_VERSION: ClassVar[int] = 0
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class ReadStateData(Struct):
         """An item of ReadShareGroupStateRequest.topics (versions 0+)."""

@@ -54,12 +54,13 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_ii = _Struct(">ii")
-_S_iq = _Struct(">iq")
+_S_iiq = _Struct(">iiq")
+_S_iiqi = _Struct(">iiqi")
 _S_q = _Struct(">q")
 
 
 class ReadShareGroupStateSummaryRequest(Message):
-    """ReadShareGroupStateSummary request (API key 87): versions 0, flexible from v0, latest version unstable."""
+    """ReadShareGroupStateSummary request (API key 87): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "group_id",
@@ -70,9 +71,9 @@ class ReadShareGroupStateSummaryRequest(Message):
     API_KEY: ClassVar[int | None] = 87
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class ReadStateSummaryData(Struct):
         """An item of ReadShareGroupStateSummaryRequest.topics (versions 0+)."""
@@ -158,7 +159,7 @@ _PartitionData = ReadShareGroupStateSummaryRequest.PartitionData
 
 
 class ReadShareGroupStateSummaryResponse(Message):
-    """ReadShareGroupStateSummary response (API key 87): versions 0, flexible from v0."""
+    """ReadShareGroupStateSummary response (API key 87): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "results",
@@ -168,7 +169,7 @@ class ReadShareGroupStateSummaryResponse(Message):
     API_KEY: ClassVar[int | None] = 87
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -211,7 +212,9 @@ class ReadShareGroupStateSummaryResponse(Message):
             "error_code",
             "error_message",
             "state_epoch",
+            "leader_epoch",
             "start_offset",
+            "delivery_complete_count",
             "unknown_tagged_fields",
         )
 
@@ -222,14 +225,18 @@ class ReadShareGroupStateSummaryResponse(Message):
             error_code: int = 0,
             error_message: str | None = None,
             state_epoch: int = 0,
+            leader_epoch: int = 0,
             start_offset: int = 0,
+            delivery_complete_count: int = -1,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
             self.state_epoch = state_epoch
+            self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -240,7 +247,9 @@ class ReadShareGroupStateSummaryResponse(Message):
                 and self.error_code == other.error_code
                 and self.error_message == other.error_message
                 and self.state_epoch == other.state_epoch
+                and self.leader_epoch == other.leader_epoch
                 and self.start_offset == other.start_offset
+                and self.delivery_complete_count == other.delivery_complete_count
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -507,36 +516,36 @@ bind_codecs(
     _tj_ReadShareGroupStateSummaryRequest,
     _fj_ReadShareGroupStateSummaryRequest,
     _rnd_ReadShareGroupStateSummaryRequest,
-    (0, 0, _dec_ReadShareGroupStateSummaryRequest_v0, _enc_ReadShareGroupStateSummaryRequest_v0),
+    (0, 1, _dec_ReadShareGroupStateSummaryRequest_v0, _enc_ReadShareGroupStateSummaryRequest_v0),
 )
 bind_native(
     ReadShareGroupStateSummaryRequest,
     _F_ReadShareGroupStateSummaryRequest,
-    (0, 0, _N_ReadShareGroupStateSummaryRequest_v0),
+    (0, 1, _N_ReadShareGroupStateSummaryRequest_v0),
 )
 bind_codecs(
     _ReadStateSummaryData,
     _tj_ReadStateSummaryData,
     _fj_ReadStateSummaryData,
     _rnd_ReadStateSummaryData,
-    (0, 0, _dec_ReadStateSummaryData_v0, _enc_ReadStateSummaryData_v0),
+    (0, 1, _dec_ReadStateSummaryData_v0, _enc_ReadStateSummaryData_v0),
 )
 bind_native(
     _ReadStateSummaryData,
     _F_ReadStateSummaryData,
-    (0, 0, _N_ReadStateSummaryData_v0),
+    (0, 1, _N_ReadStateSummaryData_v0),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
-    (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+    (0, 1, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_native(
     _PartitionData,
     _F_PartitionData,
-    (0, 0, _N_PartitionData_v0),
+    (0, 1, _N_PartitionData_v0),
 )
 
 # -------------------- ReadShareGroupStateSummaryResponse: decoders and encoders, one per distinct layout
@@ -565,6 +574,37 @@ def _enc_ReadShareGroupStateSummaryResponse_v0(
         w,
         o.results,
         _enc_ReadStateSummaryResult_v0,
+        True,
+        False,
+        "ReadShareGroupStateSummaryResponse.Results",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_ReadShareGroupStateSummaryResponse_v1(
+    buf: Buffer, pos: int, end: int
+) -> tuple[ReadShareGroupStateSummaryResponse, int]:
+    o = new_instance(ReadShareGroupStateSummaryResponse)
+    o.results, pos = read_array(
+        buf, pos, end, _dec_ReadStateSummaryResult_v1, True, False, "Results"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ReadShareGroupStateSummaryResponse_v1(
+    o: ReadShareGroupStateSummaryResponse, w: Writer
+) -> None:
+    write_struct_array(
+        w,
+        o.results,
+        _enc_ReadStateSummaryResult_v1,
         True,
         False,
         "ReadShareGroupStateSummaryResponse.Results",
@@ -635,6 +675,37 @@ def _enc_ReadStateSummaryResult_v0(o: _ReadStateSummaryResult, w: Writer) -> Non
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_ReadStateSummaryResult_v1(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_ReadStateSummaryResult, int]:
+    o = new_instance(_ReadStateSummaryResult)
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_PartitionResult_v1, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ReadStateSummaryResult_v1(o: _ReadStateSummaryResult, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_PartitionResult_v1,
+        True,
+        False,
+        "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_ReadStateSummaryResult(o: _ReadStateSummaryResult, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -671,8 +742,9 @@ def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_Partition
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
 
-    o.state_epoch, o.start_offset = _S_iq.unpack_from(buf, pos)
-    pos += 12
+    o.state_epoch, o.leader_epoch, o.start_offset = _S_iiq.unpack_from(buf, pos)
+    pos += 16
+    o.delivery_complete_count = -1
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -691,7 +763,41 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-    w(_S_iq.pack(o.state_epoch, o.start_offset))
+    w(_S_iiq.pack(o.state_epoch, o.leader_epoch, o.start_offset))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_PartitionResult_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
+    o = new_instance(_PartitionResult)
+
+    o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _S_iiqi.unpack_from(
+        buf, pos
+    )
+    pos += 20
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_PartitionResult_v1(o: _PartitionResult, w: Writer) -> None:
+    w(_S_ih.pack(o.partition, o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_iiqi.pack(o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -703,7 +809,10 @@ def _tj_PartitionResult(o: _PartitionResult, version: int) -> dict[str, Any]:
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
     d["stateEpoch"] = o.state_epoch
+    d["leaderEpoch"] = o.leader_epoch
     d["startOffset"] = o.start_offset
+    if version >= 1:
+        d["deliveryCompleteCount"] = o.delivery_complete_count
     return d
 
 
@@ -715,7 +824,11 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     o.state_epoch = get_int(obj, "stateEpoch", p, REQUIRED)
+    o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.start_offset = get_int(obj, "startOffset", p, REQUIRED)
+    o.delivery_complete_count = (
+        get_int(obj, "deliveryCompleteCount", p, REQUIRED) if version >= 1 else -1
+    )
     o.unknown_tagged_fields = ()
     return o
 
@@ -726,7 +839,9 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
     o.error_code = g.int("int16")
     o.error_message = None if g.is_null() else g.str()
     o.state_epoch = g.int("int32")
+    o.leader_epoch = g.int("int32")
     o.start_offset = g.int("int64")
+    o.delivery_complete_count = (g.int("int32")) if version >= 1 else -1
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -740,8 +855,25 @@ _N_PartitionResult_v0 = (
         ("int32", "partition", 6),
         ("int16", "error_code", 0),
         ("string", "error_message", True, True, "ErrorMessage", False),
-        ("int32", "state_epoch", 12),
+        ("int32", "state_epoch", 16),
+        ("int32", "leader_epoch", 0),
         ("int64", "start_offset", 0),
+        ("absent", "delivery_complete_count", ("value", -1), True, "DeliveryCompleteCount"),
+    ),
+    (),
+    "ReadShareGroupStateSummaryResponse.PartitionResult",
+)
+_N_PartitionResult_v1 = (
+    _PartitionResult,
+    True,
+    (
+        ("int32", "partition", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "state_epoch", 20),
+        ("int32", "leader_epoch", 0),
+        ("int64", "start_offset", 0),
+        ("int32", "delivery_complete_count", 0),
     ),
     (),
     "ReadShareGroupStateSummaryResponse.PartitionResult",
@@ -756,11 +888,30 @@ _N_ReadStateSummaryResult_v0 = (
     (),
     "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
 )
+_N_ReadStateSummaryResult_v1 = (
+    _ReadStateSummaryResult,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionResult_v1, False, "Partitions"),
+    ),
+    (),
+    "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
+)
 _N_ReadShareGroupStateSummaryResponse_v0 = (
     ReadShareGroupStateSummaryResponse,
     True,
     (
         ("array", "results", True, False, _N_ReadStateSummaryResult_v0, False, "Results"),
+    ),
+    (),
+    "ReadShareGroupStateSummaryResponse",
+)
+_N_ReadShareGroupStateSummaryResponse_v1 = (
+    ReadShareGroupStateSummaryResponse,
+    True,
+    (
+        ("array", "results", True, False, _N_ReadStateSummaryResult_v1, False, "Results"),
     ),
     (),
     "ReadShareGroupStateSummaryResponse",
@@ -773,7 +924,9 @@ _F_PartitionResult = (
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
         ("state_epoch", "stateEpoch", False, False, None),
+        ("leader_epoch", "leaderEpoch", False, False, None),
         ("start_offset", "startOffset", False, False, None),
+        ("delivery_complete_count", "deliveryCompleteCount", False, False, None),
     ),
     0,
 )
@@ -800,11 +953,13 @@ bind_codecs(
     _fj_ReadShareGroupStateSummaryResponse,
     _rnd_ReadShareGroupStateSummaryResponse,
     (0, 0, _dec_ReadShareGroupStateSummaryResponse_v0, _enc_ReadShareGroupStateSummaryResponse_v0),
+    (1, 1, _dec_ReadShareGroupStateSummaryResponse_v1, _enc_ReadShareGroupStateSummaryResponse_v1),
 )
 bind_native(
     ReadShareGroupStateSummaryResponse,
     _F_ReadShareGroupStateSummaryResponse,
     (0, 0, _N_ReadShareGroupStateSummaryResponse_v0),
+    (1, 1, _N_ReadShareGroupStateSummaryResponse_v1),
 )
 bind_codecs(
     _ReadStateSummaryResult,
@@ -812,11 +967,13 @@ bind_codecs(
     _fj_ReadStateSummaryResult,
     _rnd_ReadStateSummaryResult,
     (0, 0, _dec_ReadStateSummaryResult_v0, _enc_ReadStateSummaryResult_v0),
+    (1, 1, _dec_ReadStateSummaryResult_v1, _enc_ReadStateSummaryResult_v1),
 )
 bind_native(
     _ReadStateSummaryResult,
     _F_ReadStateSummaryResult,
     (0, 0, _N_ReadStateSummaryResult_v0),
+    (1, 1, _N_ReadStateSummaryResult_v1),
 )
 bind_codecs(
     _PartitionResult,
@@ -824,9 +981,11 @@ bind_codecs(
     _fj_PartitionResult,
     _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
+    (1, 1, _dec_PartitionResult_v1, _enc_PartitionResult_v1),
 )
 bind_native(
     _PartitionResult,
     _F_PartitionResult,
     (0, 0, _N_PartitionResult_v0),
+    (1, 1, _N_PartitionResult_v1),
 )

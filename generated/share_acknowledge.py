@@ -12,6 +12,7 @@ from kafkagen.runtime.jsonform import (
     REQUIRED,
     as_int,
     as_object,
+    get_bool,
     get_int,
     get_list,
     get_object,
@@ -46,6 +47,7 @@ from kafkagen.runtime.wire import (
     read_compact_string,
     read_unknown_tags,
     read_uuid,
+    unsupported,
     write_struct_array,
     write_tags,
 )
@@ -56,8 +58,10 @@ __all__ = [
 ]
 
 # One precompiled big-endian struct per run of fixed-width fields.
+_S_o = _Struct(">?")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
+_S_io = _Struct(">i?")
 _S_ih = _Struct(">ih")
 _S_ii = _Struct(">ii")
 _S_q = _Struct(">q")
@@ -69,22 +73,23 @@ _write_b_c = fixed_array_writer("b", True, False)
 
 
 class ShareAcknowledgeRequest(Message):
-    """ShareAcknowledge request (API key 79): versions 0, flexible from v0, latest version unstable."""
+    """ShareAcknowledge request (API key 79): versions 1-2, flexible from v1."""
 
     __slots__ = (
         "group_id",
         "member_id",
         "share_session_epoch",
+        "is_renew_ack",
         "topics",
         "unknown_tagged_fields",
     )
 
     API_KEY: ClassVar[int | None] = 79
     KIND: ClassVar[str] = "request"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class AcknowledgeTopic(Struct):
         """An item of ShareAcknowledgeRequest.topics (versions 0+)."""
@@ -94,6 +99,7 @@ class ShareAcknowledgeRequest(Message):
             "partitions",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("topic_id",)
 
         def __init__(
             self,
@@ -103,7 +109,7 @@ class ShareAcknowledgeRequest(Message):
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.topic_id = topic_id
-            self.partitions = [] if partitions is MISSING else partitions
+            self.partitions = KeyedList() if partitions is MISSING else as_keyed(partitions)
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -123,6 +129,7 @@ class ShareAcknowledgeRequest(Message):
             "acknowledgement_batches",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("partition_index",)
 
         def __init__(
             self,
@@ -187,13 +194,15 @@ class ShareAcknowledgeRequest(Message):
         group_id: str | None = None,
         member_id: str | None = "",
         share_session_epoch: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
     ) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
-        self.topics = [] if topics is MISSING else topics
+        self.is_renew_ack = is_renew_ack
+        self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.unknown_tagged_fields = unknown_tagged_fields
 
     def __eq__(self, other: object) -> bool:
@@ -203,6 +212,7 @@ class ShareAcknowledgeRequest(Message):
             self.group_id == other.group_id
             and self.member_id == other.member_id
             and self.share_session_epoch == other.share_session_epoch
+            and self.is_renew_ack == other.is_renew_ack
             and self.topics == other.topics
             and self.unknown_tagged_fields == other.unknown_tagged_fields
         )
@@ -214,12 +224,13 @@ _AcknowledgementBatch = ShareAcknowledgeRequest.AcknowledgementBatch
 
 
 class ShareAcknowledgeResponse(Message):
-    """ShareAcknowledge response (API key 79): versions 0, flexible from v0."""
+    """ShareAcknowledge response (API key 79): versions 1-2, flexible from v1."""
 
     __slots__ = (
         "throttle_time_ms",
         "error_code",
         "error_message",
+        "acquisition_lock_timeout_ms",
         "responses",
         "node_endpoints",
         "unknown_tagged_fields",
@@ -227,9 +238,9 @@ class ShareAcknowledgeResponse(Message):
 
     API_KEY: ClassVar[int | None] = 79
     KIND: ClassVar[str] = "response"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class ShareAcknowledgeTopicResponse(Struct):
@@ -240,6 +251,7 @@ class ShareAcknowledgeResponse(Message):
             "partitions",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("topic_id",)
 
         def __init__(
             self,
@@ -373,6 +385,7 @@ class ShareAcknowledgeResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] | Missing = MISSING,
         node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
@@ -380,7 +393,8 @@ class ShareAcknowledgeResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.responses = [] if responses is MISSING else responses
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = KeyedList() if responses is MISSING else as_keyed(responses)
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -391,6 +405,7 @@ class ShareAcknowledgeResponse(Message):
             self.throttle_time_ms == other.throttle_time_ms
             and self.error_code == other.error_code
             and self.error_message == other.error_message
+            and self.acquisition_lock_timeout_ms == other.acquisition_lock_timeout_ms
             and self.responses == other.responses
             and self.node_endpoints == other.node_endpoints
             and self.unknown_tagged_fields == other.unknown_tagged_fields
@@ -408,7 +423,7 @@ _LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 # -------------------- ShareAcknowledgeRequest: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareAcknowledgeRequest_v0(
+def _dec_ShareAcknowledgeRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareAcknowledgeRequest, int]:
     o = new_instance(ShareAcknowledgeRequest)
@@ -417,7 +432,10 @@ def _dec_ShareAcknowledgeRequest_v0(
 
     o.share_session_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.topics, pos = read_array(buf, pos, end, _dec_AcknowledgeTopic_v0, True, False, "Topics")
+    o.is_renew_ack = False
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_AcknowledgeTopic_v1, True, False, "Topics", KeyedList
+    )
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -427,7 +445,7 @@ def _dec_ShareAcknowledgeRequest_v0(
     return o, pos
 
 
-def _enc_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: Writer) -> None:
+def _enc_ShareAcknowledgeRequest_v1(o: ShareAcknowledgeRequest, w: Writer) -> None:
     s = o.group_id
     if s is None:
         w(NULL_COMPACT_LENGTH)
@@ -443,8 +461,54 @@ def _enc_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: Writer) -> No
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_i.pack(o.share_session_epoch))
+    if o.is_renew_ack != False:
+        raise unsupported("ShareAcknowledgeRequest.IsRenewAck", "non-default value")
     write_struct_array(
-        w, o.topics, _enc_AcknowledgeTopic_v0, True, False, "ShareAcknowledgeRequest.Topics"
+        w, o.topics, _enc_AcknowledgeTopic_v1, True, False, "ShareAcknowledgeRequest.Topics"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_ShareAcknowledgeRequest_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[ShareAcknowledgeRequest, int]:
+    o = new_instance(ShareAcknowledgeRequest)
+    o.group_id, pos = read_compact_nullable_string(buf, pos, end)
+    o.member_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.share_session_epoch, o.is_renew_ack = _S_io.unpack_from(buf, pos)
+    pos += 5
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_AcknowledgeTopic_v1, True, False, "Topics", KeyedList
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, w: Writer) -> None:
+    s = o.group_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_io.pack(o.share_session_epoch, o.is_renew_ack))
+    write_struct_array(
+        w, o.topics, _enc_AcknowledgeTopic_v1, True, False, "ShareAcknowledgeRequest.Topics"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -456,6 +520,8 @@ def _tj_ShareAcknowledgeRequest(o: ShareAcknowledgeRequest, version: int) -> dic
     d["groupId"] = o.group_id
     d["memberId"] = o.member_id
     d["shareSessionEpoch"] = o.share_session_epoch
+    if version >= 2:
+        d["isRenewAck"] = o.is_renew_ack
     v = o.topics
     d["topics"] = [_tj_AcknowledgeTopic(x, version) for x in v]
     return d
@@ -468,8 +534,9 @@ def _fj_ShareAcknowledgeRequest(obj: dict[str, Any], version: int) -> ShareAckno
     o.group_id = get_str(obj, "groupId", p, REQUIRED, True)
     o.member_id = get_str(obj, "memberId", p, REQUIRED, True)
     o.share_session_epoch = get_int(obj, "shareSessionEpoch", p, REQUIRED)
+    o.is_renew_ack = get_bool(obj, "isRenewAck", p, REQUIRED) if version >= 2 else False
     v = get_list(obj, "topics", p, REQUIRED)
-    o.topics = [_fj_AcknowledgeTopic(as_object(x, p), version) for x in v]
+    o.topics = KeyedList([_fj_AcknowledgeTopic(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -479,16 +546,17 @@ def _rnd_ShareAcknowledgeRequest(g: Any, version: int) -> ShareAcknowledgeReques
     o.group_id = None if g.is_null() else g.str()
     o.member_id = None if g.is_null() else g.str()
     o.share_session_epoch = g.int("int32")
-    o.topics = [_rnd_AcknowledgeTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.is_renew_ack = (g.bool()) if version >= 2 else False
+    o.topics = KeyedList([_rnd_AcknowledgeTopic(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_AcknowledgeTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_AcknowledgeTopic, int]:
+def _dec_AcknowledgeTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_AcknowledgeTopic, int]:
     o = new_instance(_AcknowledgeTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(
-        buf, pos, end, _dec_AcknowledgePartition_v0, True, False, "Partitions"
+        buf, pos, end, _dec_AcknowledgePartition_v1, True, False, "Partitions", KeyedList
     )
 
     if pos < end and buf[pos] == 0:
@@ -499,12 +567,12 @@ def _dec_AcknowledgeTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_Acknowle
     return o, pos
 
 
-def _enc_AcknowledgeTopic_v0(o: _AcknowledgeTopic, w: Writer) -> None:
+def _enc_AcknowledgeTopic_v1(o: _AcknowledgeTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
     write_struct_array(
         w,
         o.partitions,
-        _enc_AcknowledgePartition_v0,
+        _enc_AcknowledgePartition_v1,
         True,
         False,
         "ShareAcknowledgeRequest.AcknowledgeTopic.Partitions",
@@ -529,7 +597,7 @@ def _fj_AcknowledgeTopic(obj: dict[str, Any], version: int) -> _AcknowledgeTopic
     p = "ShareAcknowledgeRequest.AcknowledgeTopic"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    o.partitions = [_fj_AcknowledgePartition(as_object(x, p), version) for x in v]
+    o.partitions = KeyedList([_fj_AcknowledgePartition(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -537,12 +605,12 @@ def _fj_AcknowledgeTopic(obj: dict[str, Any], version: int) -> _AcknowledgeTopic
 def _rnd_AcknowledgeTopic(g: Any, version: int) -> _AcknowledgeTopic:
     o = new_instance(_AcknowledgeTopic)
     o.topic_id = g.uuid()
-    o.partitions = [_rnd_AcknowledgePartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.partitions = KeyedList([_rnd_AcknowledgePartition(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_AcknowledgePartition_v0(
+def _dec_AcknowledgePartition_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgePartition, int]:
     o = new_instance(_AcknowledgePartition)
@@ -550,7 +618,7 @@ def _dec_AcknowledgePartition_v0(
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.acknowledgement_batches, pos = read_array(
-        buf, pos, end, _dec_AcknowledgementBatch_v0, True, False, "AcknowledgementBatches"
+        buf, pos, end, _dec_AcknowledgementBatch_v1, True, False, "AcknowledgementBatches"
     )
 
     if pos < end and buf[pos] == 0:
@@ -561,12 +629,12 @@ def _dec_AcknowledgePartition_v0(
     return o, pos
 
 
-def _enc_AcknowledgePartition_v0(o: _AcknowledgePartition, w: Writer) -> None:
+def _enc_AcknowledgePartition_v1(o: _AcknowledgePartition, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
     write_struct_array(
         w,
         o.acknowledgement_batches,
-        _enc_AcknowledgementBatch_v0,
+        _enc_AcknowledgementBatch_v1,
         True,
         False,
         "ShareAcknowledgeRequest.AcknowledgePartition.AcknowledgementBatches",
@@ -599,11 +667,11 @@ def _rnd_AcknowledgePartition(g: Any, version: int) -> _AcknowledgePartition:
     o = new_instance(_AcknowledgePartition)
     o.partition_index = g.int("int32")
     o.acknowledgement_batches = [_rnd_AcknowledgementBatch(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_AcknowledgementBatch_v0(
+def _dec_AcknowledgementBatch_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgementBatch, int]:
     o = new_instance(_AcknowledgementBatch)
@@ -620,7 +688,7 @@ def _dec_AcknowledgementBatch_v0(
     return o, pos
 
 
-def _enc_AcknowledgementBatch_v0(o: _AcknowledgementBatch, w: Writer) -> None:
+def _enc_AcknowledgementBatch_v1(o: _AcknowledgementBatch, w: Writer) -> None:
     w(_S_qq.pack(o.first_offset, o.last_offset))
     _write_b_c(
         w, o.acknowledge_types, "ShareAcknowledgeRequest.AcknowledgementBatch.AcknowledgeTypes"
@@ -656,13 +724,13 @@ def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
     o.first_offset = g.int("int64")
     o.last_offset = g.int("int64")
     o.acknowledge_types = [g.int("int8") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_AcknowledgementBatch_v0 = (
+_N_AcknowledgementBatch_v1 = (
     _AcknowledgementBatch,
     True,
     (
@@ -673,34 +741,48 @@ _N_AcknowledgementBatch_v0 = (
     (),
     "ShareAcknowledgeRequest.AcknowledgementBatch",
 )
-_N_AcknowledgePartition_v0 = (
+_N_AcknowledgePartition_v1 = (
     _AcknowledgePartition,
     True,
     (
         ("int32", "partition_index", 4),
-        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False, "AcknowledgementBatches"),
+        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v1, False, "AcknowledgementBatches"),
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgePartition",
 )
-_N_AcknowledgeTopic_v0 = (
+_N_AcknowledgeTopic_v1 = (
     _AcknowledgeTopic,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_AcknowledgePartition_v0, False, "Partitions"),
+        ("array", "partitions", True, False, _N_AcknowledgePartition_v1, True, "Partitions"),
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgeTopic",
 )
-_N_ShareAcknowledgeRequest_v0 = (
+_N_ShareAcknowledgeRequest_v1 = (
     ShareAcknowledgeRequest,
     True,
     (
         ("string", "group_id", True, True, "GroupId", False),
         ("string", "member_id", True, True, "MemberId", False),
         ("int32", "share_session_epoch", 4),
-        ("array", "topics", True, False, _N_AcknowledgeTopic_v0, False, "Topics"),
+        ("absent", "is_renew_ack", ("value", False), False, "IsRenewAck"),
+        ("array", "topics", True, False, _N_AcknowledgeTopic_v1, True, "Topics"),
+    ),
+    (),
+    "ShareAcknowledgeRequest",
+)
+_N_ShareAcknowledgeRequest_v2 = (
+    ShareAcknowledgeRequest,
+    True,
+    (
+        ("string", "group_id", True, True, "GroupId", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "share_session_epoch", 5),
+        ("bool", "is_renew_ack", 0),
+        ("array", "topics", True, False, _N_AcknowledgeTopic_v1, True, "Topics"),
     ),
     (),
     "ShareAcknowledgeRequest",
@@ -737,6 +819,7 @@ _F_ShareAcknowledgeRequest = (
         ("group_id", "groupId", False, True, None),
         ("member_id", "memberId", False, True, None),
         ("share_session_epoch", "shareSessionEpoch", False, False, None),
+        ("is_renew_ack", "isRenewAck", False, False, None),
         ("topics", "topics", False, False, _F_AcknowledgeTopic),
     ),
     0,
@@ -748,54 +831,56 @@ bind_codecs(
     _tj_ShareAcknowledgeRequest,
     _fj_ShareAcknowledgeRequest,
     _rnd_ShareAcknowledgeRequest,
-    (0, 0, _dec_ShareAcknowledgeRequest_v0, _enc_ShareAcknowledgeRequest_v0),
+    (1, 1, _dec_ShareAcknowledgeRequest_v1, _enc_ShareAcknowledgeRequest_v1),
+    (2, 2, _dec_ShareAcknowledgeRequest_v2, _enc_ShareAcknowledgeRequest_v2),
 )
 bind_native(
     ShareAcknowledgeRequest,
     _F_ShareAcknowledgeRequest,
-    (0, 0, _N_ShareAcknowledgeRequest_v0),
+    (1, 1, _N_ShareAcknowledgeRequest_v1),
+    (2, 2, _N_ShareAcknowledgeRequest_v2),
 )
 bind_codecs(
     _AcknowledgeTopic,
     _tj_AcknowledgeTopic,
     _fj_AcknowledgeTopic,
     _rnd_AcknowledgeTopic,
-    (0, 0, _dec_AcknowledgeTopic_v0, _enc_AcknowledgeTopic_v0),
+    (1, 2, _dec_AcknowledgeTopic_v1, _enc_AcknowledgeTopic_v1),
 )
 bind_native(
     _AcknowledgeTopic,
     _F_AcknowledgeTopic,
-    (0, 0, _N_AcknowledgeTopic_v0),
+    (1, 2, _N_AcknowledgeTopic_v1),
 )
 bind_codecs(
     _AcknowledgePartition,
     _tj_AcknowledgePartition,
     _fj_AcknowledgePartition,
     _rnd_AcknowledgePartition,
-    (0, 0, _dec_AcknowledgePartition_v0, _enc_AcknowledgePartition_v0),
+    (1, 2, _dec_AcknowledgePartition_v1, _enc_AcknowledgePartition_v1),
 )
 bind_native(
     _AcknowledgePartition,
     _F_AcknowledgePartition,
-    (0, 0, _N_AcknowledgePartition_v0),
+    (1, 2, _N_AcknowledgePartition_v1),
 )
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
     _rnd_AcknowledgementBatch,
-    (0, 0, _dec_AcknowledgementBatch_v0, _enc_AcknowledgementBatch_v0),
+    (1, 2, _dec_AcknowledgementBatch_v1, _enc_AcknowledgementBatch_v1),
 )
 bind_native(
     _AcknowledgementBatch,
     _F_AcknowledgementBatch,
-    (0, 0, _N_AcknowledgementBatch_v0),
+    (1, 2, _N_AcknowledgementBatch_v1),
 )
 
 # -------------------- ShareAcknowledgeResponse: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareAcknowledgeResponse_v0(
+def _dec_ShareAcknowledgeResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareAcknowledgeResponse, int]:
     o = new_instance(ShareAcknowledgeResponse)
@@ -803,11 +888,12 @@ def _dec_ShareAcknowledgeResponse_v0(
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+    o.acquisition_lock_timeout_ms = 0
     o.responses, pos = read_array(
-        buf, pos, end, _dec_ShareAcknowledgeTopicResponse_v0, True, False, "Responses"
+        buf, pos, end, _dec_ShareAcknowledgeTopicResponse_v1, True, False, "Responses", KeyedList
     )
     o.node_endpoints, pos = read_array(
-        buf, pos, end, _dec_NodeEndpoint_v0, True, False, "NodeEndpoints", KeyedList
+        buf, pos, end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
     )
 
     if pos < end and buf[pos] == 0:
@@ -818,7 +904,7 @@ def _dec_ShareAcknowledgeResponse_v0(
     return o, pos
 
 
-def _enc_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: Writer) -> None:
+def _enc_ShareAcknowledgeResponse_v1(o: ShareAcknowledgeResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     s = o.error_message
     if s is None:
@@ -830,7 +916,7 @@ def _enc_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: Writer) -> 
     write_struct_array(
         w,
         o.responses,
-        _enc_ShareAcknowledgeTopicResponse_v0,
+        _enc_ShareAcknowledgeTopicResponse_v1,
         True,
         False,
         "ShareAcknowledgeResponse.Responses",
@@ -838,7 +924,63 @@ def _enc_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: Writer) -> 
     write_struct_array(
         w,
         o.node_endpoints,
-        _enc_NodeEndpoint_v0,
+        _enc_NodeEndpoint_v1,
+        True,
+        False,
+        "ShareAcknowledgeResponse.NodeEndpoints",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_ShareAcknowledgeResponse_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[ShareAcknowledgeResponse, int]:
+    o = new_instance(ShareAcknowledgeResponse)
+
+    o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.responses, pos = read_array(
+        buf, pos, end, _dec_ShareAcknowledgeTopicResponse_v1, True, False, "Responses", KeyedList
+    )
+    o.node_endpoints, pos = read_array(
+        buf, pos, end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, w: Writer) -> None:
+    w(_S_ih.pack(o.throttle_time_ms, o.error_code))
+    s = o.error_message
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.acquisition_lock_timeout_ms))
+    write_struct_array(
+        w,
+        o.responses,
+        _enc_ShareAcknowledgeTopicResponse_v1,
+        True,
+        False,
+        "ShareAcknowledgeResponse.Responses",
+    )
+    write_struct_array(
+        w,
+        o.node_endpoints,
+        _enc_NodeEndpoint_v1,
         True,
         False,
         "ShareAcknowledgeResponse.NodeEndpoints",
@@ -853,6 +995,8 @@ def _tj_ShareAcknowledgeResponse(o: ShareAcknowledgeResponse, version: int) -> d
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
+    if version >= 2:
+        d["acquisitionLockTimeoutMs"] = o.acquisition_lock_timeout_ms
     v = o.responses
     d["responses"] = [_tj_ShareAcknowledgeTopicResponse(x, version) for x in v]
     v = o.node_endpoints
@@ -867,8 +1011,13 @@ def _fj_ShareAcknowledgeResponse(obj: dict[str, Any], version: int) -> ShareAckn
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
+    o.acquisition_lock_timeout_ms = (
+        get_int(obj, "acquisitionLockTimeoutMs", p, REQUIRED) if version >= 2 else 0
+    )
     v = get_list(obj, "responses", p, REQUIRED)
-    o.responses = [_fj_ShareAcknowledgeTopicResponse(as_object(x, p), version) for x in v]
+    o.responses = KeyedList(
+        [_fj_ShareAcknowledgeTopicResponse(as_object(x, p), version) for x in v]
+    )
     v = get_list(obj, "nodeEndpoints", p, REQUIRED)
     o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
@@ -880,18 +1029,21 @@ def _rnd_ShareAcknowledgeResponse(g: Any, version: int) -> ShareAcknowledgeRespo
     o.throttle_time_ms = g.int("int32")
     o.error_code = g.int("int16")
     o.error_message = None if g.is_null() else g.str()
-    o.responses = [_rnd_ShareAcknowledgeTopicResponse(g, version) for _ in range(g.count())]
+    o.acquisition_lock_timeout_ms = (g.int("int32")) if version >= 2 else 0
+    o.responses = KeyedList(
+        [_rnd_ShareAcknowledgeTopicResponse(g, version) for _ in range(g.count())]
+    )
     o.node_endpoints = KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_ShareAcknowledgeTopicResponse_v0(
+def _dec_ShareAcknowledgeTopicResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ShareAcknowledgeTopicResponse, int]:
     o = new_instance(_ShareAcknowledgeTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
+    o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v1, True, False, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -901,12 +1053,12 @@ def _dec_ShareAcknowledgeTopicResponse_v0(
     return o, pos
 
 
-def _enc_ShareAcknowledgeTopicResponse_v0(o: _ShareAcknowledgeTopicResponse, w: Writer) -> None:
+def _enc_ShareAcknowledgeTopicResponse_v1(o: _ShareAcknowledgeTopicResponse, w: Writer) -> None:
     w(o.topic_id.bytes)
     write_struct_array(
         w,
         o.partitions,
-        _enc_PartitionData_v0,
+        _enc_PartitionData_v1,
         True,
         False,
         "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.Partitions",
@@ -944,17 +1096,17 @@ def _rnd_ShareAcknowledgeTopicResponse(g: Any, version: int) -> _ShareAcknowledg
     o = new_instance(_ShareAcknowledgeTopicResponse)
     o.topic_id = g.uuid()
     o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
+def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
 
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-    o.current_leader, pos = _dec_LeaderIdAndEpoch_v0(buf, pos, end)
+    o.current_leader, pos = _dec_LeaderIdAndEpoch_v1(buf, pos, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -964,7 +1116,7 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     return o, pos
 
 
-def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
+def _enc_PartitionData_v1(o: _PartitionData, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
     s = o.error_message
     if s is None:
@@ -973,7 +1125,7 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-    _enc_LeaderIdAndEpoch_v0(o.current_leader, w)
+    _enc_LeaderIdAndEpoch_v1(o.current_leader, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -1008,11 +1160,11 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     o.error_code = g.int("int16")
     o.error_message = None if g.is_null() else g.str()
     o.current_leader = _rnd_LeaderIdAndEpoch(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
+def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
 
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -1026,7 +1178,7 @@ def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderId
     return o, pos
 
 
-def _enc_LeaderIdAndEpoch_v0(o: _LeaderIdAndEpoch, w: Writer) -> None:
+def _enc_LeaderIdAndEpoch_v1(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1054,11 +1206,11 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
     o.leader_id = g.int("int32")
     o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_NodeEndpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
+def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
 
     o.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -1077,7 +1229,7 @@ def _dec_NodeEndpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
     return o, pos
 
 
-def _enc_NodeEndpoint_v0(o: _NodeEndpoint, w: Writer) -> None:
+def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
 
     b = o.host.encode()
@@ -1123,13 +1275,13 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     o.host = g.str()
     o.port = g.int("int32")
     o.rack = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_LeaderIdAndEpoch_v0 = (
+_N_LeaderIdAndEpoch_v1 = (
     _LeaderIdAndEpoch,
     True,
     (
@@ -1139,29 +1291,29 @@ _N_LeaderIdAndEpoch_v0 = (
     (),
     "ShareAcknowledgeResponse.LeaderIdAndEpoch",
 )
-_N_PartitionData_v0 = (
+_N_PartitionData_v1 = (
     _PartitionData,
     True,
     (
         ("int32", "partition_index", 6),
         ("int16", "error_code", 0),
         ("string", "error_message", True, True, "ErrorMessage", False),
-        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False),
+        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v1, "CurrentLeader", False),
     ),
     (),
     "ShareAcknowledgeResponse.PartitionData",
 )
-_N_ShareAcknowledgeTopicResponse_v0 = (
+_N_ShareAcknowledgeTopicResponse_v1 = (
     _ShareAcknowledgeTopicResponse,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
+        ("array", "partitions", True, False, _N_PartitionData_v1, False, "Partitions"),
     ),
     (),
     "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse",
 )
-_N_NodeEndpoint_v0 = (
+_N_NodeEndpoint_v1 = (
     _NodeEndpoint,
     True,
     (
@@ -1173,15 +1325,30 @@ _N_NodeEndpoint_v0 = (
     (),
     "ShareAcknowledgeResponse.NodeEndpoint",
 )
-_N_ShareAcknowledgeResponse_v0 = (
+_N_ShareAcknowledgeResponse_v1 = (
     ShareAcknowledgeResponse,
     True,
     (
         ("int32", "throttle_time_ms", 6),
         ("int16", "error_code", 0),
         ("string", "error_message", True, True, "ErrorMessage", False),
-        ("array", "responses", True, False, _N_ShareAcknowledgeTopicResponse_v0, False, "Responses"),
-        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True, "NodeEndpoints"),
+        ("absent", "acquisition_lock_timeout_ms", ("value", 0), True, "AcquisitionLockTimeoutMs"),
+        ("array", "responses", True, False, _N_ShareAcknowledgeTopicResponse_v1, True, "Responses"),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"),
+    ),
+    (),
+    "ShareAcknowledgeResponse",
+)
+_N_ShareAcknowledgeResponse_v2 = (
+    ShareAcknowledgeResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 6),
+        ("int16", "error_code", 0),
+        ("string", "error_message", True, True, "ErrorMessage", False),
+        ("int32", "acquisition_lock_timeout_ms", 4),
+        ("array", "responses", True, False, _N_ShareAcknowledgeTopicResponse_v1, True, "Responses"),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"),
     ),
     (),
     "ShareAcknowledgeResponse",
@@ -1229,6 +1396,7 @@ _F_ShareAcknowledgeResponse = (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
+        ("acquisition_lock_timeout_ms", "acquisitionLockTimeoutMs", False, False, None),
         ("responses", "responses", False, False, _F_ShareAcknowledgeTopicResponse),
         ("node_endpoints", "nodeEndpoints", False, False, _F_NodeEndpoint),
     ),
@@ -1241,58 +1409,60 @@ bind_codecs(
     _tj_ShareAcknowledgeResponse,
     _fj_ShareAcknowledgeResponse,
     _rnd_ShareAcknowledgeResponse,
-    (0, 0, _dec_ShareAcknowledgeResponse_v0, _enc_ShareAcknowledgeResponse_v0),
+    (1, 1, _dec_ShareAcknowledgeResponse_v1, _enc_ShareAcknowledgeResponse_v1),
+    (2, 2, _dec_ShareAcknowledgeResponse_v2, _enc_ShareAcknowledgeResponse_v2),
 )
 bind_native(
     ShareAcknowledgeResponse,
     _F_ShareAcknowledgeResponse,
-    (0, 0, _N_ShareAcknowledgeResponse_v0),
+    (1, 1, _N_ShareAcknowledgeResponse_v1),
+    (2, 2, _N_ShareAcknowledgeResponse_v2),
 )
 bind_codecs(
     _ShareAcknowledgeTopicResponse,
     _tj_ShareAcknowledgeTopicResponse,
     _fj_ShareAcknowledgeTopicResponse,
     _rnd_ShareAcknowledgeTopicResponse,
-    (0, 0, _dec_ShareAcknowledgeTopicResponse_v0, _enc_ShareAcknowledgeTopicResponse_v0),
+    (1, 2, _dec_ShareAcknowledgeTopicResponse_v1, _enc_ShareAcknowledgeTopicResponse_v1),
 )
 bind_native(
     _ShareAcknowledgeTopicResponse,
     _F_ShareAcknowledgeTopicResponse,
-    (0, 0, _N_ShareAcknowledgeTopicResponse_v0),
+    (1, 2, _N_ShareAcknowledgeTopicResponse_v1),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
-    (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+    (1, 2, _dec_PartitionData_v1, _enc_PartitionData_v1),
 )
 bind_native(
     _PartitionData,
     _F_PartitionData,
-    (0, 0, _N_PartitionData_v0),
+    (1, 2, _N_PartitionData_v1),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
     _rnd_LeaderIdAndEpoch,
-    (0, 0, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
+    (1, 2, _dec_LeaderIdAndEpoch_v1, _enc_LeaderIdAndEpoch_v1),
 )
 bind_native(
     _LeaderIdAndEpoch,
     _F_LeaderIdAndEpoch,
-    (0, 0, _N_LeaderIdAndEpoch_v0),
+    (1, 2, _N_LeaderIdAndEpoch_v1),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
-    (0, 0, _dec_NodeEndpoint_v0, _enc_NodeEndpoint_v0),
+    (1, 2, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(
     _NodeEndpoint,
     _F_NodeEndpoint,
-    (0, 0, _N_NodeEndpoint_v0),
+    (1, 2, _N_NodeEndpoint_v1),
 )

@@ -13,6 +13,7 @@ from kafkagen.runtime.jsonform import (
     as_int,
     as_object,
     bytes_to_json,
+    get_bool,
     get_bytes,
     get_int,
     get_list,
@@ -44,12 +45,13 @@ from kafkagen.runtime.wire import (
     fixed_array_reader,
     fixed_array_writer,
     read_array,
-    read_compact_nullable_records,
     read_compact_nullable_string,
+    read_compact_records,
     read_compact_string,
     read_unknown_tags,
     read_uuid,
-    write_compact_nullable_bytes,
+    unsupported,
+    write_compact_bytes,
     write_struct_array,
     write_tags,
 )
@@ -60,11 +62,14 @@ __all__ = [
 ]
 
 # One precompiled big-endian struct per run of fixed-width fields.
+_S_o = _Struct(">?")
+_S_b = _Struct(">b")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_ii = _Struct(">ii")
-_S_iiii = _Struct(">iiii")
+_S_iiiiii = _Struct(">iiiiii")
+_S_iiiiiibo = _Struct(">iiiiiib?")
 _S_q = _Struct(">q")
 _S_qq = _Struct(">qq")
 _S_qqh = _Struct(">qqh")
@@ -77,7 +82,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class ShareFetchRequest(Message):
-    """ShareFetch request (API key 78): versions 0, flexible from v0, latest version unstable."""
+    """ShareFetch request (API key 78): versions 1-2, flexible from v1."""
 
     __slots__ = (
         "group_id",
@@ -86,6 +91,10 @@ class ShareFetchRequest(Message):
         "max_wait_ms",
         "min_bytes",
         "max_bytes",
+        "max_records",
+        "batch_size",
+        "share_acquire_mode",
+        "is_renew_ack",
         "topics",
         "forgotten_topics_data",
         "unknown_tagged_fields",
@@ -93,10 +102,10 @@ class ShareFetchRequest(Message):
 
     API_KEY: ClassVar[int | None] = 78
     KIND: ClassVar[str] = "request"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class FetchTopic(Struct):
         """An item of ShareFetchRequest.topics (versions 0+)."""
@@ -106,6 +115,7 @@ class ShareFetchRequest(Message):
             "partitions",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("topic_id",)
 
         def __init__(
             self,
@@ -115,7 +125,7 @@ class ShareFetchRequest(Message):
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.topic_id = topic_id
-            self.partitions = [] if partitions is MISSING else partitions
+            self.partitions = KeyedList() if partitions is MISSING else as_keyed(partitions)
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -136,6 +146,7 @@ class ShareFetchRequest(Message):
             "acknowledgement_batches",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("partition_index",)
 
         def __init__(
             self,
@@ -235,6 +246,10 @@ class ShareFetchRequest(Message):
         max_wait_ms: int = 0,
         min_bytes: int = 0,
         max_bytes: int = 2147483647,
+        max_records: int = 0,
+        batch_size: int = 0,
+        share_acquire_mode: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareFetchRequest.FetchTopic] | Missing = MISSING,
         forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
@@ -245,7 +260,11 @@ class ShareFetchRequest(Message):
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
-        self.topics = [] if topics is MISSING else topics
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
+        self.topics = KeyedList() if topics is MISSING else as_keyed(topics)
         self.forgotten_topics_data = (
             [] if forgotten_topics_data is MISSING else forgotten_topics_data
         )
@@ -261,6 +280,10 @@ class ShareFetchRequest(Message):
             and self.max_wait_ms == other.max_wait_ms
             and self.min_bytes == other.min_bytes
             and self.max_bytes == other.max_bytes
+            and self.max_records == other.max_records
+            and self.batch_size == other.batch_size
+            and self.share_acquire_mode == other.share_acquire_mode
+            and self.is_renew_ack == other.is_renew_ack
             and self.topics == other.topics
             and self.forgotten_topics_data == other.forgotten_topics_data
             and self.unknown_tagged_fields == other.unknown_tagged_fields
@@ -274,12 +297,13 @@ _ForgottenTopic = ShareFetchRequest.ForgottenTopic
 
 
 class ShareFetchResponse(Message):
-    """ShareFetch response (API key 78): versions 0, flexible from v0."""
+    """ShareFetch response (API key 78): versions 1-2, flexible from v1."""
 
     __slots__ = (
         "throttle_time_ms",
         "error_code",
         "error_message",
+        "acquisition_lock_timeout_ms",
         "responses",
         "node_endpoints",
         "unknown_tagged_fields",
@@ -287,9 +311,9 @@ class ShareFetchResponse(Message):
 
     API_KEY: ClassVar[int | None] = 78
     KIND: ClassVar[str] = "response"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class ShareFetchableTopicResponse(Struct):
@@ -300,6 +324,7 @@ class ShareFetchResponse(Message):
             "partitions",
             "unknown_tagged_fields",
         )
+        _map_key: ClassVar[tuple[str, ...]] = ("topic_id",)
 
         def __init__(
             self,
@@ -482,6 +507,7 @@ class ShareFetchResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareFetchResponse.ShareFetchableTopicResponse] | Missing = MISSING,
         node_endpoints: list[ShareFetchResponse.NodeEndpoint] | Missing = MISSING,
         unknown_tagged_fields: RawTags = (),
@@ -489,7 +515,8 @@ class ShareFetchResponse(Message):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.responses = [] if responses is MISSING else responses
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = KeyedList() if responses is MISSING else as_keyed(responses)
         self.node_endpoints = KeyedList() if node_endpoints is MISSING else as_keyed(node_endpoints)
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -500,6 +527,7 @@ class ShareFetchResponse(Message):
             self.throttle_time_ms == other.throttle_time_ms
             and self.error_code == other.error_code
             and self.error_message == other.error_message
+            and self.acquisition_lock_timeout_ms == other.acquisition_lock_timeout_ms
             and self.responses == other.responses
             and self.node_endpoints == other.node_endpoints
             and self.unknown_tagged_fields == other.unknown_tagged_fields
@@ -518,16 +546,20 @@ _LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 # -------------------- ShareFetchRequest: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareFetchRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ShareFetchRequest, int]:
+def _dec_ShareFetchRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[ShareFetchRequest, int]:
     o = new_instance(ShareFetchRequest)
     o.group_id, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
 
-    o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes = _S_iiii.unpack_from(buf, pos)
-    pos += 16
-    o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v0, True, False, "Topics")
+    o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size = (
+        _S_iiiiii.unpack_from(buf, pos)
+    )
+    pos += 24
+    o.share_acquire_mode = 0
+    o.is_renew_ack = False
+    o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v1, True, False, "Topics", KeyedList)
     o.forgotten_topics_data, pos = read_array(
-        buf, pos, end, _dec_ForgottenTopic_v0, True, False, "ForgottenTopicsData"
+        buf, pos, end, _dec_ForgottenTopic_v1, True, False, "ForgottenTopicsData"
     )
 
     if pos < end and buf[pos] == 0:
@@ -538,7 +570,7 @@ def _dec_ShareFetchRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ShareFet
     return o, pos
 
 
-def _enc_ShareFetchRequest_v0(o: ShareFetchRequest, w: Writer) -> None:
+def _enc_ShareFetchRequest_v1(o: ShareFetchRequest, w: Writer) -> None:
     s = o.group_id
     if s is None:
         w(NULL_COMPACT_LENGTH)
@@ -553,12 +585,92 @@ def _enc_ShareFetchRequest_v0(o: ShareFetchRequest, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-    w(_S_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes))
-    write_struct_array(w, o.topics, _enc_FetchTopic_v0, True, False, "ShareFetchRequest.Topics")
+    w(
+        _S_iiiiii.pack(
+            o.share_session_epoch,
+            o.max_wait_ms,
+            o.min_bytes,
+            o.max_bytes,
+            o.max_records,
+            o.batch_size,
+        )
+    )
+    if o.is_renew_ack != False:
+        raise unsupported("ShareFetchRequest.IsRenewAck", "non-default value")
+    write_struct_array(w, o.topics, _enc_FetchTopic_v1, True, False, "ShareFetchRequest.Topics")
     write_struct_array(
         w,
         o.forgotten_topics_data,
-        _enc_ForgottenTopic_v0,
+        _enc_ForgottenTopic_v1,
+        True,
+        False,
+        "ShareFetchRequest.ForgottenTopicsData",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_ShareFetchRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[ShareFetchRequest, int]:
+    o = new_instance(ShareFetchRequest)
+    o.group_id, pos = read_compact_nullable_string(buf, pos, end)
+    o.member_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    (
+        o.share_session_epoch,
+        o.max_wait_ms,
+        o.min_bytes,
+        o.max_bytes,
+        o.max_records,
+        o.batch_size,
+        o.share_acquire_mode,
+        o.is_renew_ack,
+    ) = _S_iiiiiibo.unpack_from(buf, pos)
+    pos += 26
+    o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v1, True, False, "Topics", KeyedList)
+    o.forgotten_topics_data, pos = read_array(
+        buf, pos, end, _dec_ForgottenTopic_v1, True, False, "ForgottenTopicsData"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_ShareFetchRequest_v2(o: ShareFetchRequest, w: Writer) -> None:
+    s = o.group_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    s = o.member_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(
+        _S_iiiiiibo.pack(
+            o.share_session_epoch,
+            o.max_wait_ms,
+            o.min_bytes,
+            o.max_bytes,
+            o.max_records,
+            o.batch_size,
+            o.share_acquire_mode,
+            o.is_renew_ack,
+        )
+    )
+    write_struct_array(w, o.topics, _enc_FetchTopic_v1, True, False, "ShareFetchRequest.Topics")
+    write_struct_array(
+        w,
+        o.forgotten_topics_data,
+        _enc_ForgottenTopic_v1,
         True,
         False,
         "ShareFetchRequest.ForgottenTopicsData",
@@ -576,6 +688,12 @@ def _tj_ShareFetchRequest(o: ShareFetchRequest, version: int) -> dict[str, Any]:
     d["maxWaitMs"] = o.max_wait_ms
     d["minBytes"] = o.min_bytes
     d["maxBytes"] = o.max_bytes
+    d["maxRecords"] = o.max_records
+    d["batchSize"] = o.batch_size
+    if version >= 2:
+        d["shareAcquireMode"] = o.share_acquire_mode
+    if version >= 2:
+        d["isRenewAck"] = o.is_renew_ack
     v = o.topics
     d["topics"] = [_tj_FetchTopic(x, version) for x in v]
     v = o.forgotten_topics_data
@@ -593,8 +711,12 @@ def _fj_ShareFetchRequest(obj: dict[str, Any], version: int) -> ShareFetchReques
     o.max_wait_ms = get_int(obj, "maxWaitMs", p, REQUIRED)
     o.min_bytes = get_int(obj, "minBytes", p, REQUIRED)
     o.max_bytes = get_int(obj, "maxBytes", p, REQUIRED)
+    o.max_records = get_int(obj, "maxRecords", p, REQUIRED)
+    o.batch_size = get_int(obj, "batchSize", p, REQUIRED)
+    o.share_acquire_mode = get_int(obj, "shareAcquireMode", p, REQUIRED) if version >= 2 else 0
+    o.is_renew_ack = get_bool(obj, "isRenewAck", p, REQUIRED) if version >= 2 else False
     v = get_list(obj, "topics", p, REQUIRED)
-    o.topics = [_fj_FetchTopic(as_object(x, p), version) for x in v]
+    o.topics = KeyedList([_fj_FetchTopic(as_object(x, p), version) for x in v])
     v = get_list(obj, "forgottenTopicsData", p, REQUIRED)
     o.forgotten_topics_data = [_fj_ForgottenTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -609,16 +731,22 @@ def _rnd_ShareFetchRequest(g: Any, version: int) -> ShareFetchRequest:
     o.max_wait_ms = g.int("int32")
     o.min_bytes = g.int("int32")
     o.max_bytes = g.int("int32")
-    o.topics = [_rnd_FetchTopic(g, version) for _ in range(g.count())]
+    o.max_records = g.int("int32")
+    o.batch_size = g.int("int32")
+    o.share_acquire_mode = (g.int("int8")) if version >= 2 else 0
+    o.is_renew_ack = (g.bool()) if version >= 2 else False
+    o.topics = KeyedList([_rnd_FetchTopic(g, version) for _ in range(g.count())])
     o.forgotten_topics_data = [_rnd_ForgottenTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_FetchTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, int]:
+def _dec_FetchTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, int]:
     o = new_instance(_FetchTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_array(buf, pos, end, _dec_FetchPartition_v0, True, False, "Partitions")
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_FetchPartition_v1, True, False, "Partitions", KeyedList
+    )
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -628,12 +756,12 @@ def _dec_FetchTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
     return o, pos
 
 
-def _enc_FetchTopic_v0(o: _FetchTopic, w: Writer) -> None:
+def _enc_FetchTopic_v1(o: _FetchTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
     write_struct_array(
         w,
         o.partitions,
-        _enc_FetchPartition_v0,
+        _enc_FetchPartition_v1,
         True,
         False,
         "ShareFetchRequest.FetchTopic.Partitions",
@@ -658,7 +786,7 @@ def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
     p = "ShareFetchRequest.FetchTopic"
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED)
     v = get_list(obj, "partitions", p, REQUIRED)
-    o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
+    o.partitions = KeyedList([_fj_FetchPartition(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
     return o
 
@@ -666,18 +794,19 @@ def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
 def _rnd_FetchTopic(g: Any, version: int) -> _FetchTopic:
     o = new_instance(_FetchTopic)
     o.topic_id = g.uuid()
-    o.partitions = [_rnd_FetchPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.partitions = KeyedList([_rnd_FetchPartition(g, version) for _ in range(g.count())])
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_FetchPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
+def _dec_FetchPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
 
-    o.partition_index, o.partition_max_bytes = _S_ii.unpack_from(buf, pos)
-    pos += 8
+    o.partition_index = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.partition_max_bytes = 0
     o.acknowledgement_batches, pos = read_array(
-        buf, pos, end, _dec_AcknowledgementBatch_v0, True, False, "AcknowledgementBatches"
+        buf, pos, end, _dec_AcknowledgementBatch_v1, True, False, "AcknowledgementBatches"
     )
 
     if pos < end and buf[pos] == 0:
@@ -688,12 +817,14 @@ def _dec_FetchPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchParti
     return o, pos
 
 
-def _enc_FetchPartition_v0(o: _FetchPartition, w: Writer) -> None:
-    w(_S_ii.pack(o.partition_index, o.partition_max_bytes))
+def _enc_FetchPartition_v1(o: _FetchPartition, w: Writer) -> None:
+    w(_S_i.pack(o.partition_index))
+    if o.partition_max_bytes != 0:
+        raise unsupported("ShareFetchRequest.FetchPartition.PartitionMaxBytes", "non-default value")
     write_struct_array(
         w,
         o.acknowledgement_batches,
-        _enc_AcknowledgementBatch_v0,
+        _enc_AcknowledgementBatch_v1,
         True,
         False,
         "ShareFetchRequest.FetchPartition.AcknowledgementBatches",
@@ -706,7 +837,8 @@ def _tj_FetchPartition(o: _FetchPartition, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
     d["partitionIndex"] = o.partition_index
-    d["partitionMaxBytes"] = o.partition_max_bytes
+    if version <= 0:
+        d["partitionMaxBytes"] = o.partition_max_bytes
     v = o.acknowledgement_batches
     d["acknowledgementBatches"] = [_tj_AcknowledgementBatch(x, version) for x in v]
     return d
@@ -717,7 +849,7 @@ def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     v: Any
     p = "ShareFetchRequest.FetchPartition"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
-    o.partition_max_bytes = get_int(obj, "partitionMaxBytes", p, REQUIRED)
+    o.partition_max_bytes = get_int(obj, "partitionMaxBytes", p, REQUIRED) if version <= 0 else 0
     v = get_list(obj, "acknowledgementBatches", p, REQUIRED)
     o.acknowledgement_batches = [_fj_AcknowledgementBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -727,13 +859,13 @@ def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
 def _rnd_FetchPartition(g: Any, version: int) -> _FetchPartition:
     o = new_instance(_FetchPartition)
     o.partition_index = g.int("int32")
-    o.partition_max_bytes = g.int("int32")
+    o.partition_max_bytes = (g.int("int32")) if version <= 0 else 0
     o.acknowledgement_batches = [_rnd_AcknowledgementBatch(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_AcknowledgementBatch_v0(
+def _dec_AcknowledgementBatch_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgementBatch, int]:
     o = new_instance(_AcknowledgementBatch)
@@ -750,7 +882,7 @@ def _dec_AcknowledgementBatch_v0(
     return o, pos
 
 
-def _enc_AcknowledgementBatch_v0(o: _AcknowledgementBatch, w: Writer) -> None:
+def _enc_AcknowledgementBatch_v1(o: _AcknowledgementBatch, w: Writer) -> None:
     w(_S_qq.pack(o.first_offset, o.last_offset))
     _write_b_c(w, o.acknowledge_types, "ShareFetchRequest.AcknowledgementBatch.AcknowledgeTypes")
 
@@ -784,11 +916,11 @@ def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
     o.first_offset = g.int("int64")
     o.last_offset = g.int("int64")
     o.acknowledge_types = [g.int("int8") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_ForgottenTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenTopic, int]:
+def _dec_ForgottenTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenTopic, int]:
     o = new_instance(_ForgottenTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
@@ -801,7 +933,7 @@ def _dec_ForgottenTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
     return o, pos
 
 
-def _enc_ForgottenTopic_v0(o: _ForgottenTopic, w: Writer) -> None:
+def _enc_ForgottenTopic_v1(o: _ForgottenTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ShareFetchRequest.ForgottenTopic.Partitions")
 
@@ -833,13 +965,13 @@ def _rnd_ForgottenTopic(g: Any, version: int) -> _ForgottenTopic:
     o = new_instance(_ForgottenTopic)
     o.topic_id = g.uuid()
     o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_AcknowledgementBatch_v0 = (
+_N_AcknowledgementBatch_v1 = (
     _AcknowledgementBatch,
     True,
     (
@@ -850,28 +982,28 @@ _N_AcknowledgementBatch_v0 = (
     (),
     "ShareFetchRequest.AcknowledgementBatch",
 )
-_N_FetchPartition_v0 = (
+_N_FetchPartition_v1 = (
     _FetchPartition,
     True,
     (
-        ("int32", "partition_index", 8),
-        ("int32", "partition_max_bytes", 0),
-        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v0, False, "AcknowledgementBatches"),
+        ("int32", "partition_index", 4),
+        ("absent", "partition_max_bytes", ("value", 0), False, "PartitionMaxBytes"),
+        ("array", "acknowledgement_batches", True, False, _N_AcknowledgementBatch_v1, False, "AcknowledgementBatches"),
     ),
     (),
     "ShareFetchRequest.FetchPartition",
 )
-_N_FetchTopic_v0 = (
+_N_FetchTopic_v1 = (
     _FetchTopic,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_FetchPartition_v0, False, "Partitions"),
+        ("array", "partitions", True, False, _N_FetchPartition_v1, True, "Partitions"),
     ),
     (),
     "ShareFetchRequest.FetchTopic",
 )
-_N_ForgottenTopic_v0 = (
+_N_ForgottenTopic_v1 = (
     _ForgottenTopic,
     True,
     (
@@ -881,18 +1013,42 @@ _N_ForgottenTopic_v0 = (
     (),
     "ShareFetchRequest.ForgottenTopic",
 )
-_N_ShareFetchRequest_v0 = (
+_N_ShareFetchRequest_v1 = (
     ShareFetchRequest,
     True,
     (
         ("string", "group_id", True, True, "GroupId", False),
         ("string", "member_id", True, True, "MemberId", False),
-        ("int32", "share_session_epoch", 16),
+        ("int32", "share_session_epoch", 24),
         ("int32", "max_wait_ms", 0),
         ("int32", "min_bytes", 0),
         ("int32", "max_bytes", 0),
-        ("array", "topics", True, False, _N_FetchTopic_v0, False, "Topics"),
-        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v0, False, "ForgottenTopicsData"),
+        ("int32", "max_records", 0),
+        ("int32", "batch_size", 0),
+        ("absent", "share_acquire_mode", ("value", 0), True, "ShareAcquireMode"),
+        ("absent", "is_renew_ack", ("value", False), False, "IsRenewAck"),
+        ("array", "topics", True, False, _N_FetchTopic_v1, True, "Topics"),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v1, False, "ForgottenTopicsData"),
+    ),
+    (),
+    "ShareFetchRequest",
+)
+_N_ShareFetchRequest_v2 = (
+    ShareFetchRequest,
+    True,
+    (
+        ("string", "group_id", True, True, "GroupId", False),
+        ("string", "member_id", True, True, "MemberId", False),
+        ("int32", "share_session_epoch", 26),
+        ("int32", "max_wait_ms", 0),
+        ("int32", "min_bytes", 0),
+        ("int32", "max_bytes", 0),
+        ("int32", "max_records", 0),
+        ("int32", "batch_size", 0),
+        ("int8", "share_acquire_mode", 0),
+        ("bool", "is_renew_ack", 0),
+        ("array", "topics", True, False, _N_FetchTopic_v1, True, "Topics"),
+        ("array", "forgotten_topics_data", True, False, _N_ForgottenTopic_v1, False, "ForgottenTopicsData"),
     ),
     (),
     "ShareFetchRequest",
@@ -941,6 +1097,10 @@ _F_ShareFetchRequest = (
         ("max_wait_ms", "maxWaitMs", False, False, None),
         ("min_bytes", "minBytes", False, False, None),
         ("max_bytes", "maxBytes", False, False, None),
+        ("max_records", "maxRecords", False, False, None),
+        ("batch_size", "batchSize", False, False, None),
+        ("share_acquire_mode", "shareAcquireMode", False, False, None),
+        ("is_renew_ack", "isRenewAck", False, False, None),
         ("topics", "topics", False, False, _F_FetchTopic),
         ("forgotten_topics_data", "forgottenTopicsData", False, False, _F_ForgottenTopic),
     ),
@@ -953,76 +1113,81 @@ bind_codecs(
     _tj_ShareFetchRequest,
     _fj_ShareFetchRequest,
     _rnd_ShareFetchRequest,
-    (0, 0, _dec_ShareFetchRequest_v0, _enc_ShareFetchRequest_v0),
+    (1, 1, _dec_ShareFetchRequest_v1, _enc_ShareFetchRequest_v1),
+    (2, 2, _dec_ShareFetchRequest_v2, _enc_ShareFetchRequest_v2),
 )
 bind_native(
     ShareFetchRequest,
     _F_ShareFetchRequest,
-    (0, 0, _N_ShareFetchRequest_v0),
+    (1, 1, _N_ShareFetchRequest_v1),
+    (2, 2, _N_ShareFetchRequest_v2),
 )
 bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
     _fj_FetchTopic,
     _rnd_FetchTopic,
-    (0, 0, _dec_FetchTopic_v0, _enc_FetchTopic_v0),
+    (1, 2, _dec_FetchTopic_v1, _enc_FetchTopic_v1),
 )
 bind_native(
     _FetchTopic,
     _F_FetchTopic,
-    (0, 0, _N_FetchTopic_v0),
+    (1, 2, _N_FetchTopic_v1),
 )
 bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
     _fj_FetchPartition,
     _rnd_FetchPartition,
-    (0, 0, _dec_FetchPartition_v0, _enc_FetchPartition_v0),
+    (1, 2, _dec_FetchPartition_v1, _enc_FetchPartition_v1),
 )
 bind_native(
     _FetchPartition,
     _F_FetchPartition,
-    (0, 0, _N_FetchPartition_v0),
+    (1, 2, _N_FetchPartition_v1),
 )
 bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
     _rnd_AcknowledgementBatch,
-    (0, 0, _dec_AcknowledgementBatch_v0, _enc_AcknowledgementBatch_v0),
+    (1, 2, _dec_AcknowledgementBatch_v1, _enc_AcknowledgementBatch_v1),
 )
 bind_native(
     _AcknowledgementBatch,
     _F_AcknowledgementBatch,
-    (0, 0, _N_AcknowledgementBatch_v0),
+    (1, 2, _N_AcknowledgementBatch_v1),
 )
 bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
     _fj_ForgottenTopic,
     _rnd_ForgottenTopic,
-    (0, 0, _dec_ForgottenTopic_v0, _enc_ForgottenTopic_v0),
+    (1, 2, _dec_ForgottenTopic_v1, _enc_ForgottenTopic_v1),
 )
 bind_native(
     _ForgottenTopic,
     _F_ForgottenTopic,
-    (0, 0, _N_ForgottenTopic_v0),
+    (1, 2, _N_ForgottenTopic_v1),
 )
 
 # -------------------- ShareFetchResponse: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareFetchResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ShareFetchResponse, int]:
+def _dec_ShareFetchResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ShareFetchResponse, int]:
     o = new_instance(ShareFetchResponse)
 
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
     o.responses, pos = read_array(
-        buf, pos, end, _dec_ShareFetchableTopicResponse_v0, True, False, "Responses"
+        buf, pos, end, _dec_ShareFetchableTopicResponse_v1, True, False, "Responses", KeyedList
     )
     o.node_endpoints, pos = read_array(
-        buf, pos, end, _dec_NodeEndpoint_v0, True, False, "NodeEndpoints", KeyedList
+        buf, pos, end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
     )
 
     if pos < end and buf[pos] == 0:
@@ -1033,7 +1198,7 @@ def _dec_ShareFetchResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ShareFe
     return o, pos
 
 
-def _enc_ShareFetchResponse_v0(o: ShareFetchResponse, w: Writer) -> None:
+def _enc_ShareFetchResponse_v1(o: ShareFetchResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     s = o.error_message
     if s is None:
@@ -1042,16 +1207,17 @@ def _enc_ShareFetchResponse_v0(o: ShareFetchResponse, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
+    w(_S_i.pack(o.acquisition_lock_timeout_ms))
     write_struct_array(
         w,
         o.responses,
-        _enc_ShareFetchableTopicResponse_v0,
+        _enc_ShareFetchableTopicResponse_v1,
         True,
         False,
         "ShareFetchResponse.Responses",
     )
     write_struct_array(
-        w, o.node_endpoints, _enc_NodeEndpoint_v0, True, False, "ShareFetchResponse.NodeEndpoints"
+        w, o.node_endpoints, _enc_NodeEndpoint_v1, True, False, "ShareFetchResponse.NodeEndpoints"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1063,6 +1229,7 @@ def _tj_ShareFetchResponse(o: ShareFetchResponse, version: int) -> dict[str, Any
     d["throttleTimeMs"] = o.throttle_time_ms
     d["errorCode"] = o.error_code
     d["errorMessage"] = o.error_message
+    d["acquisitionLockTimeoutMs"] = o.acquisition_lock_timeout_ms
     v = o.responses
     d["responses"] = [_tj_ShareFetchableTopicResponse(x, version) for x in v]
     v = o.node_endpoints
@@ -1077,8 +1244,9 @@ def _fj_ShareFetchResponse(obj: dict[str, Any], version: int) -> ShareFetchRespo
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
+    o.acquisition_lock_timeout_ms = get_int(obj, "acquisitionLockTimeoutMs", p, REQUIRED)
     v = get_list(obj, "responses", p, REQUIRED)
-    o.responses = [_fj_ShareFetchableTopicResponse(as_object(x, p), version) for x in v]
+    o.responses = KeyedList([_fj_ShareFetchableTopicResponse(as_object(x, p), version) for x in v])
     v = get_list(obj, "nodeEndpoints", p, REQUIRED)
     o.node_endpoints = KeyedList([_fj_NodeEndpoint(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
@@ -1090,18 +1258,21 @@ def _rnd_ShareFetchResponse(g: Any, version: int) -> ShareFetchResponse:
     o.throttle_time_ms = g.int("int32")
     o.error_code = g.int("int16")
     o.error_message = None if g.is_null() else g.str()
-    o.responses = [_rnd_ShareFetchableTopicResponse(g, version) for _ in range(g.count())]
+    o.acquisition_lock_timeout_ms = g.int("int32")
+    o.responses = KeyedList(
+        [_rnd_ShareFetchableTopicResponse(g, version) for _ in range(g.count())]
+    )
     o.node_endpoints = KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_ShareFetchableTopicResponse_v0(
+def _dec_ShareFetchableTopicResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ShareFetchableTopicResponse, int]:
     o = new_instance(_ShareFetchableTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos, end)
-    o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
+    o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v1, True, False, "Partitions")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1111,12 +1282,12 @@ def _dec_ShareFetchableTopicResponse_v0(
     return o, pos
 
 
-def _enc_ShareFetchableTopicResponse_v0(o: _ShareFetchableTopicResponse, w: Writer) -> None:
+def _enc_ShareFetchableTopicResponse_v1(o: _ShareFetchableTopicResponse, w: Writer) -> None:
     w(o.topic_id.bytes)
     write_struct_array(
         w,
         o.partitions,
-        _enc_PartitionData_v0,
+        _enc_PartitionData_v1,
         True,
         False,
         "ShareFetchResponse.ShareFetchableTopicResponse.Partitions",
@@ -1154,11 +1325,11 @@ def _rnd_ShareFetchableTopicResponse(g: Any, version: int) -> _ShareFetchableTop
     o = new_instance(_ShareFetchableTopicResponse)
     o.topic_id = g.uuid()
     o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
+def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
 
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
@@ -1168,10 +1339,10 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     o.acknowledge_error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.acknowledge_error_message, pos = read_compact_nullable_string(buf, pos, end)
-    o.current_leader, pos = _dec_LeaderIdAndEpoch_v0(buf, pos, end)
-    o.records, pos = read_compact_nullable_records(buf, pos, end)
+    o.current_leader, pos = _dec_LeaderIdAndEpoch_v1(buf, pos, end)
+    o.records, pos = read_compact_records(buf, pos, end)
     o.acquired_records, pos = read_array(
-        buf, pos, end, _dec_AcquiredRecords_v0, True, False, "AcquiredRecords"
+        buf, pos, end, _dec_AcquiredRecords_v1, True, False, "AcquiredRecords"
     )
 
     if pos < end and buf[pos] == 0:
@@ -1182,7 +1353,7 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     return o, pos
 
 
-def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
+def _enc_PartitionData_v1(o: _PartitionData, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
     s = o.error_message
     if s is None:
@@ -1199,12 +1370,14 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-    _enc_LeaderIdAndEpoch_v0(o.current_leader, w)
-    write_compact_nullable_bytes(w, o.records)
+    _enc_LeaderIdAndEpoch_v1(o.current_leader, w)
+    if o.records is None:
+        raise unsupported("ShareFetchResponse.PartitionData.Records", "null value")
+    write_compact_bytes(w, o.records)
     write_struct_array(
         w,
         o.acquired_records,
-        _enc_AcquiredRecords_v0,
+        _enc_AcquiredRecords_v1,
         True,
         False,
         "ShareFetchResponse.PartitionData.AcquiredRecords",
@@ -1256,13 +1429,13 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     o.acknowledge_error_code = g.int("int16")
     o.acknowledge_error_message = None if g.is_null() else g.str()
     o.current_leader = _rnd_LeaderIdAndEpoch(g, version)
-    o.records = None if g.is_null() else g.records()
+    o.records = None if version <= 0 and g.is_null() else g.records()
     o.acquired_records = [_rnd_AcquiredRecords(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
+def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
 
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -1276,7 +1449,7 @@ def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderId
     return o, pos
 
 
-def _enc_LeaderIdAndEpoch_v0(o: _LeaderIdAndEpoch, w: Writer) -> None:
+def _enc_LeaderIdAndEpoch_v1(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1304,11 +1477,11 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
     o = new_instance(_LeaderIdAndEpoch)
     o.leader_id = g.int("int32")
     o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_AcquiredRecords_v0(buf: Buffer, pos: int, end: int) -> tuple[_AcquiredRecords, int]:
+def _dec_AcquiredRecords_v1(buf: Buffer, pos: int, end: int) -> tuple[_AcquiredRecords, int]:
     o = new_instance(_AcquiredRecords)
 
     o.first_offset, o.last_offset, o.delivery_count = _S_qqh.unpack_from(buf, pos)
@@ -1322,7 +1495,7 @@ def _dec_AcquiredRecords_v0(buf: Buffer, pos: int, end: int) -> tuple[_AcquiredR
     return o, pos
 
 
-def _enc_AcquiredRecords_v0(o: _AcquiredRecords, w: Writer) -> None:
+def _enc_AcquiredRecords_v1(o: _AcquiredRecords, w: Writer) -> None:
     w(_S_qqh.pack(o.first_offset, o.last_offset, o.delivery_count))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -1353,11 +1526,11 @@ def _rnd_AcquiredRecords(g: Any, version: int) -> _AcquiredRecords:
     o.first_offset = g.int("int64")
     o.last_offset = g.int("int64")
     o.delivery_count = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_NodeEndpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
+def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
 
     o.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -1376,7 +1549,7 @@ def _dec_NodeEndpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
     return o, pos
 
 
-def _enc_NodeEndpoint_v0(o: _NodeEndpoint, w: Writer) -> None:
+def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
 
     b = o.host.encode()
@@ -1422,13 +1595,13 @@ def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
     o.host = g.str()
     o.port = g.int("int32")
     o.rack = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_LeaderIdAndEpoch_v0 = (
+_N_LeaderIdAndEpoch_v1 = (
     _LeaderIdAndEpoch,
     True,
     (
@@ -1438,7 +1611,7 @@ _N_LeaderIdAndEpoch_v0 = (
     (),
     "ShareFetchResponse.LeaderIdAndEpoch",
 )
-_N_AcquiredRecords_v0 = (
+_N_AcquiredRecords_v1 = (
     _AcquiredRecords,
     True,
     (
@@ -1449,7 +1622,7 @@ _N_AcquiredRecords_v0 = (
     (),
     "ShareFetchResponse.AcquiredRecords",
 )
-_N_PartitionData_v0 = (
+_N_PartitionData_v1 = (
     _PartitionData,
     True,
     (
@@ -1458,24 +1631,24 @@ _N_PartitionData_v0 = (
         ("string", "error_message", True, True, "ErrorMessage", False),
         ("int16", "acknowledge_error_code", 2),
         ("string", "acknowledge_error_message", True, True, "AcknowledgeErrorMessage", False),
-        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False),
-        ("bytes", "records", True, True, True, "Records", False),
-        ("array", "acquired_records", True, False, _N_AcquiredRecords_v0, False, "AcquiredRecords"),
+        ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v1, "CurrentLeader", False),
+        ("bytes", "records", True, False, True, "Records", True),
+        ("array", "acquired_records", True, False, _N_AcquiredRecords_v1, False, "AcquiredRecords"),
     ),
     (),
     "ShareFetchResponse.PartitionData",
 )
-_N_ShareFetchableTopicResponse_v0 = (
+_N_ShareFetchableTopicResponse_v1 = (
     _ShareFetchableTopicResponse,
     True,
     (
         ("uuid", "topic_id"),
-        ("array", "partitions", True, False, _N_PartitionData_v0, False, "Partitions"),
+        ("array", "partitions", True, False, _N_PartitionData_v1, False, "Partitions"),
     ),
     (),
     "ShareFetchResponse.ShareFetchableTopicResponse",
 )
-_N_NodeEndpoint_v0 = (
+_N_NodeEndpoint_v1 = (
     _NodeEndpoint,
     True,
     (
@@ -1487,15 +1660,16 @@ _N_NodeEndpoint_v0 = (
     (),
     "ShareFetchResponse.NodeEndpoint",
 )
-_N_ShareFetchResponse_v0 = (
+_N_ShareFetchResponse_v1 = (
     ShareFetchResponse,
     True,
     (
         ("int32", "throttle_time_ms", 6),
         ("int16", "error_code", 0),
         ("string", "error_message", True, True, "ErrorMessage", False),
-        ("array", "responses", True, False, _N_ShareFetchableTopicResponse_v0, False, "Responses"),
-        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v0, True, "NodeEndpoints"),
+        ("int32", "acquisition_lock_timeout_ms", 4),
+        ("array", "responses", True, False, _N_ShareFetchableTopicResponse_v1, True, "Responses"),
+        ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"),
     ),
     (),
     "ShareFetchResponse",
@@ -1556,6 +1730,7 @@ _F_ShareFetchResponse = (
         ("throttle_time_ms", "throttleTimeMs", False, False, None),
         ("error_code", "errorCode", False, False, None),
         ("error_message", "errorMessage", False, True, None),
+        ("acquisition_lock_timeout_ms", "acquisitionLockTimeoutMs", False, False, None),
         ("responses", "responses", False, False, _F_ShareFetchableTopicResponse),
         ("node_endpoints", "nodeEndpoints", False, False, _F_NodeEndpoint),
     ),
@@ -1568,70 +1743,70 @@ bind_codecs(
     _tj_ShareFetchResponse,
     _fj_ShareFetchResponse,
     _rnd_ShareFetchResponse,
-    (0, 0, _dec_ShareFetchResponse_v0, _enc_ShareFetchResponse_v0),
+    (1, 2, _dec_ShareFetchResponse_v1, _enc_ShareFetchResponse_v1),
 )
 bind_native(
     ShareFetchResponse,
     _F_ShareFetchResponse,
-    (0, 0, _N_ShareFetchResponse_v0),
+    (1, 2, _N_ShareFetchResponse_v1),
 )
 bind_codecs(
     _ShareFetchableTopicResponse,
     _tj_ShareFetchableTopicResponse,
     _fj_ShareFetchableTopicResponse,
     _rnd_ShareFetchableTopicResponse,
-    (0, 0, _dec_ShareFetchableTopicResponse_v0, _enc_ShareFetchableTopicResponse_v0),
+    (1, 2, _dec_ShareFetchableTopicResponse_v1, _enc_ShareFetchableTopicResponse_v1),
 )
 bind_native(
     _ShareFetchableTopicResponse,
     _F_ShareFetchableTopicResponse,
-    (0, 0, _N_ShareFetchableTopicResponse_v0),
+    (1, 2, _N_ShareFetchableTopicResponse_v1),
 )
 bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
     _rnd_PartitionData,
-    (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+    (1, 2, _dec_PartitionData_v1, _enc_PartitionData_v1),
 )
 bind_native(
     _PartitionData,
     _F_PartitionData,
-    (0, 0, _N_PartitionData_v0),
+    (1, 2, _N_PartitionData_v1),
 )
 bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
     _rnd_LeaderIdAndEpoch,
-    (0, 0, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
+    (1, 2, _dec_LeaderIdAndEpoch_v1, _enc_LeaderIdAndEpoch_v1),
 )
 bind_native(
     _LeaderIdAndEpoch,
     _F_LeaderIdAndEpoch,
-    (0, 0, _N_LeaderIdAndEpoch_v0),
+    (1, 2, _N_LeaderIdAndEpoch_v1),
 )
 bind_codecs(
     _AcquiredRecords,
     _tj_AcquiredRecords,
     _fj_AcquiredRecords,
     _rnd_AcquiredRecords,
-    (0, 0, _dec_AcquiredRecords_v0, _enc_AcquiredRecords_v0),
+    (1, 2, _dec_AcquiredRecords_v1, _enc_AcquiredRecords_v1),
 )
 bind_native(
     _AcquiredRecords,
     _F_AcquiredRecords,
-    (0, 0, _N_AcquiredRecords_v0),
+    (1, 2, _N_AcquiredRecords_v1),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
-    (0, 0, _dec_NodeEndpoint_v0, _enc_NodeEndpoint_v0),
+    (1, 2, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(
     _NodeEndpoint,
     _F_NodeEndpoint,
-    (0, 0, _N_NodeEndpoint_v0),
+    (1, 2, _N_NodeEndpoint_v1),
 )

@@ -69,7 +69,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class ShareGroupDescribeRequest(Message):
-    """ShareGroupDescribe request (API key 77): versions 0, flexible from v0, latest version unstable."""
+    """ShareGroupDescribe request (API key 77): versions 1, flexible from v1."""
 
     __slots__ = (
         "group_ids",
@@ -79,10 +79,10 @@ class ShareGroupDescribeRequest(Message):
 
     API_KEY: ClassVar[int | None] = 77
     KIND: ClassVar[str] = "request"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 1
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -106,7 +106,7 @@ class ShareGroupDescribeRequest(Message):
 
 
 class ShareGroupDescribeResponse(Message):
-    """ShareGroupDescribe response (API key 77): versions 0, flexible from v0."""
+    """ShareGroupDescribe response (API key 77): versions 1, flexible from v1."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -116,9 +116,9 @@ class ShareGroupDescribeResponse(Message):
 
     API_KEY: ClassVar[int | None] = 77
     KIND: ClassVar[str] = "response"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 1
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class DescribedGroup(Struct):
@@ -319,7 +319,7 @@ _Assignment_DEFAULT = _Assignment()
 # -------------------- ShareGroupDescribeRequest: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareGroupDescribeRequest_v0(
+def _dec_ShareGroupDescribeRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupDescribeRequest, int]:
     o = new_instance(ShareGroupDescribeRequest)
@@ -336,7 +336,7 @@ def _dec_ShareGroupDescribeRequest_v0(
     return o, pos
 
 
-def _enc_ShareGroupDescribeRequest_v0(o: ShareGroupDescribeRequest, w: Writer) -> None:
+def _enc_ShareGroupDescribeRequest_v1(o: ShareGroupDescribeRequest, w: Writer) -> None:
     write_array(
         w, o.group_ids, write_compact_string, True, False, "ShareGroupDescribeRequest.GroupIds"
     )
@@ -369,13 +369,13 @@ def _rnd_ShareGroupDescribeRequest(g: Any, version: int) -> ShareGroupDescribeRe
     o = new_instance(ShareGroupDescribeRequest)
     o.group_ids = [g.str() for _ in range(g.count())]
     o.include_authorized_operations = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_ShareGroupDescribeRequest_v0 = (
+_N_ShareGroupDescribeRequest_v1 = (
     ShareGroupDescribeRequest,
     True,
     (
@@ -401,25 +401,25 @@ bind_codecs(
     _tj_ShareGroupDescribeRequest,
     _fj_ShareGroupDescribeRequest,
     _rnd_ShareGroupDescribeRequest,
-    (0, 0, _dec_ShareGroupDescribeRequest_v0, _enc_ShareGroupDescribeRequest_v0),
+    (1, 1, _dec_ShareGroupDescribeRequest_v1, _enc_ShareGroupDescribeRequest_v1),
 )
 bind_native(
     ShareGroupDescribeRequest,
     _F_ShareGroupDescribeRequest,
-    (0, 0, _N_ShareGroupDescribeRequest_v0),
+    (1, 1, _N_ShareGroupDescribeRequest_v1),
 )
 
 # -------------------- ShareGroupDescribeResponse: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareGroupDescribeResponse_v0(
+def _dec_ShareGroupDescribeResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupDescribeResponse, int]:
     o = new_instance(ShareGroupDescribeResponse)
 
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v0, True, False, "Groups")
+    o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -429,10 +429,10 @@ def _dec_ShareGroupDescribeResponse_v0(
     return o, pos
 
 
-def _enc_ShareGroupDescribeResponse_v0(o: ShareGroupDescribeResponse, w: Writer) -> None:
+def _enc_ShareGroupDescribeResponse_v1(o: ShareGroupDescribeResponse, w: Writer) -> None:
     w(_S_i.pack(o.throttle_time_ms))
     write_struct_array(
-        w, o.groups, _enc_DescribedGroup_v0, True, False, "ShareGroupDescribeResponse.Groups"
+        w, o.groups, _enc_DescribedGroup_v1, True, False, "ShareGroupDescribeResponse.Groups"
     )
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
@@ -462,11 +462,11 @@ def _rnd_ShareGroupDescribeResponse(g: Any, version: int) -> ShareGroupDescribeR
     o = new_instance(ShareGroupDescribeResponse)
     o.throttle_time_ms = g.int("int32")
     o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
+def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
 
     o.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -478,7 +478,7 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos, end)
-    o.members, pos = read_array(buf, pos, end, _dec_Member_v0, True, False, "Members")
+    o.members, pos = read_array(buf, pos, end, _dec_Member_v1, True, False, "Members")
 
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -491,7 +491,7 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     return o, pos
 
 
-def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
+def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     s = o.error_message
     if s is None:
@@ -516,7 +516,7 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
     write_struct_array(
         w,
         o.members,
-        _enc_Member_v0,
+        _enc_Member_v1,
         True,
         False,
         "ShareGroupDescribeResponse.DescribedGroup.Members",
@@ -571,11 +571,11 @@ def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
     o.assignor_name = g.str()
     o.members = [_rnd_Member(g, version) for _ in range(g.count())]
     o.authorized_operations = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
+def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o = new_instance(_Member)
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
@@ -587,7 +587,7 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o.subscribed_topic_names, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "SubscribedTopicNames"
     )
-    o.assignment, pos = _dec_Assignment_v0(buf, pos, end)
+    o.assignment, pos = _dec_Assignment_v1(buf, pos, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -597,7 +597,7 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     return o, pos
 
 
-def _enc_Member_v0(o: _Member, w: Writer) -> None:
+def _enc_Member_v1(o: _Member, w: Writer) -> None:
 
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -626,7 +626,7 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
         False,
         "ShareGroupDescribeResponse.Member.SubscribedTopicNames",
     )
-    _enc_Assignment_v0(o.assignment, w)
+    _enc_Assignment_v1(o.assignment, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -672,14 +672,14 @@ def _rnd_Member(g: Any, version: int) -> _Member:
     o.client_host = g.str()
     o.subscribed_topic_names = [g.str() for _ in range(g.count())]
     o.assignment = _rnd_Assignment(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
+def _dec_Assignment_v1(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
-        buf, pos, end, _dec_TopicPartitions_v0, True, False, "TopicPartitions"
+        buf, pos, end, _dec_TopicPartitions_v1, True, False, "TopicPartitions"
     )
 
     if pos < end and buf[pos] == 0:
@@ -690,11 +690,11 @@ def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
     return o, pos
 
 
-def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
+def _enc_Assignment_v1(o: _Assignment, w: Writer) -> None:
     write_struct_array(
         w,
         o.topic_partitions,
-        _enc_TopicPartitions_v0,
+        _enc_TopicPartitions_v1,
         True,
         False,
         "ShareGroupDescribeResponse.Assignment.TopicPartitions",
@@ -724,11 +724,11 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
 def _rnd_Assignment(g: Any, version: int) -> _Assignment:
     o = new_instance(_Assignment)
     o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
+def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
@@ -742,7 +742,7 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     return o, pos
 
 
-def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
+def _enc_TopicPartitions_v1(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
 
     b = o.topic_name.encode()
@@ -781,13 +781,13 @@ def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
     o.topic_id = g.uuid()
     o.topic_name = g.str()
     o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_TopicPartitions_v0 = (
+_N_TopicPartitions_v1 = (
     _TopicPartitions,
     True,
     (
@@ -798,16 +798,16 @@ _N_TopicPartitions_v0 = (
     (),
     "ShareGroupDescribeResponse.TopicPartitions",
 )
-_N_Assignment_v0 = (
+_N_Assignment_v1 = (
     _Assignment,
     True,
     (
-        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False, "TopicPartitions"),
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v1, False, "TopicPartitions"),
     ),
     (),
     "ShareGroupDescribeResponse.Assignment",
 )
-_N_Member_v0 = (
+_N_Member_v1 = (
     _Member,
     True,
     (
@@ -817,12 +817,12 @@ _N_Member_v0 = (
         ("string", "client_id", True, False, "ClientId", False),
         ("string", "client_host", True, False, "ClientHost", False),
         ("array", "subscribed_topic_names", True, False, "string", False, "SubscribedTopicNames"),
-        ("struct", "assignment", False, _N_Assignment_v0, "Assignment", False),
+        ("struct", "assignment", False, _N_Assignment_v1, "Assignment", False),
     ),
     (),
     "ShareGroupDescribeResponse.Member",
 )
-_N_DescribedGroup_v0 = (
+_N_DescribedGroup_v1 = (
     _DescribedGroup,
     True,
     (
@@ -833,18 +833,18 @@ _N_DescribedGroup_v0 = (
         ("int32", "group_epoch", 8),
         ("int32", "assignment_epoch", 0),
         ("string", "assignor_name", True, False, "AssignorName", False),
-        ("array", "members", True, False, _N_Member_v0, False, "Members"),
+        ("array", "members", True, False, _N_Member_v1, False, "Members"),
         ("int32", "authorized_operations", 4),
     ),
     (),
     "ShareGroupDescribeResponse.DescribedGroup",
 )
-_N_ShareGroupDescribeResponse_v0 = (
+_N_ShareGroupDescribeResponse_v1 = (
     ShareGroupDescribeResponse,
     True,
     (
         ("int32", "throttle_time_ms", 4),
-        ("array", "groups", True, False, _N_DescribedGroup_v0, False, "Groups"),
+        ("array", "groups", True, False, _N_DescribedGroup_v1, False, "Groups"),
     ),
     (),
     "ShareGroupDescribeResponse",
@@ -909,58 +909,58 @@ bind_codecs(
     _tj_ShareGroupDescribeResponse,
     _fj_ShareGroupDescribeResponse,
     _rnd_ShareGroupDescribeResponse,
-    (0, 0, _dec_ShareGroupDescribeResponse_v0, _enc_ShareGroupDescribeResponse_v0),
+    (1, 1, _dec_ShareGroupDescribeResponse_v1, _enc_ShareGroupDescribeResponse_v1),
 )
 bind_native(
     ShareGroupDescribeResponse,
     _F_ShareGroupDescribeResponse,
-    (0, 0, _N_ShareGroupDescribeResponse_v0),
+    (1, 1, _N_ShareGroupDescribeResponse_v1),
 )
 bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
     _rnd_DescribedGroup,
-    (0, 0, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
+    (1, 1, _dec_DescribedGroup_v1, _enc_DescribedGroup_v1),
 )
 bind_native(
     _DescribedGroup,
     _F_DescribedGroup,
-    (0, 0, _N_DescribedGroup_v0),
+    (1, 1, _N_DescribedGroup_v1),
 )
 bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
     _rnd_Member,
-    (0, 0, _dec_Member_v0, _enc_Member_v0),
+    (1, 1, _dec_Member_v1, _enc_Member_v1),
 )
 bind_native(
     _Member,
     _F_Member,
-    (0, 0, _N_Member_v0),
+    (1, 1, _N_Member_v1),
 )
 bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
     _rnd_Assignment,
-    (0, 0, _dec_Assignment_v0, _enc_Assignment_v0),
+    (1, 1, _dec_Assignment_v1, _enc_Assignment_v1),
 )
 bind_native(
     _Assignment,
     _F_Assignment,
-    (0, 0, _N_Assignment_v0),
+    (1, 1, _N_Assignment_v1),
 )
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
     _rnd_TopicPartitions,
-    (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
+    (1, 1, _dec_TopicPartitions_v1, _enc_TopicPartitions_v1),
 )
 bind_native(
     _TopicPartitions,
     _F_TopicPartitions,
-    (0, 0, _N_TopicPartitions_v0),
+    (1, 1, _N_TopicPartitions_v1),
 )

@@ -71,7 +71,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class ShareGroupHeartbeatRequest(Message):
-    """ShareGroupHeartbeat request (API key 76): versions 0, flexible from v0, latest version unstable."""
+    """ShareGroupHeartbeat request (API key 76): versions 1, flexible from v1."""
 
     __slots__ = (
         "group_id",
@@ -84,10 +84,10 @@ class ShareGroupHeartbeatRequest(Message):
 
     API_KEY: ClassVar[int | None] = 76
     KIND: ClassVar[str] = "request"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 1
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -120,7 +120,7 @@ class ShareGroupHeartbeatRequest(Message):
 
 
 class ShareGroupHeartbeatResponse(Message):
-    """ShareGroupHeartbeat response (API key 76): versions 0, flexible from v0."""
+    """ShareGroupHeartbeat response (API key 76): versions 1, flexible from v1."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -135,9 +135,9 @@ class ShareGroupHeartbeatResponse(Message):
 
     API_KEY: ClassVar[int | None] = 76
     KIND: ClassVar[str] = "response"
-    LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
-    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    LOWEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 1
+    FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class Assignment(Struct):
@@ -237,7 +237,7 @@ _TopicPartitions = ShareGroupHeartbeatResponse.TopicPartitions
 # -------------------- ShareGroupHeartbeatRequest: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareGroupHeartbeatRequest_v0(
+def _dec_ShareGroupHeartbeatRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupHeartbeatRequest, int]:
     o = new_instance(ShareGroupHeartbeatRequest)
@@ -259,7 +259,7 @@ def _dec_ShareGroupHeartbeatRequest_v0(
     return o, pos
 
 
-def _enc_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Writer) -> None:
+def _enc_ShareGroupHeartbeatRequest_v1(o: ShareGroupHeartbeatRequest, w: Writer) -> None:
 
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -321,13 +321,13 @@ def _rnd_ShareGroupHeartbeatRequest(g: Any, version: int) -> ShareGroupHeartbeat
     o.member_epoch = g.int("int32")
     o.rack_id = None if g.is_null() else g.str()
     o.subscribed_topic_names = None if g.is_null() else [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_ShareGroupHeartbeatRequest_v0 = (
+_N_ShareGroupHeartbeatRequest_v1 = (
     ShareGroupHeartbeatRequest,
     True,
     (
@@ -359,18 +359,18 @@ bind_codecs(
     _tj_ShareGroupHeartbeatRequest,
     _fj_ShareGroupHeartbeatRequest,
     _rnd_ShareGroupHeartbeatRequest,
-    (0, 0, _dec_ShareGroupHeartbeatRequest_v0, _enc_ShareGroupHeartbeatRequest_v0),
+    (1, 1, _dec_ShareGroupHeartbeatRequest_v1, _enc_ShareGroupHeartbeatRequest_v1),
 )
 bind_native(
     ShareGroupHeartbeatRequest,
     _F_ShareGroupHeartbeatRequest,
-    (0, 0, _N_ShareGroupHeartbeatRequest_v0),
+    (1, 1, _N_ShareGroupHeartbeatRequest_v1),
 )
 
 # -------------------- ShareGroupHeartbeatResponse: decoders and encoders, one per distinct layout
 
 
-def _dec_ShareGroupHeartbeatResponse_v0(
+def _dec_ShareGroupHeartbeatResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupHeartbeatResponse, int]:
     o = new_instance(ShareGroupHeartbeatResponse)
@@ -388,7 +388,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(
         o.assignment = None
         pos += 1
     else:
-        o.assignment, pos = _dec_Assignment_v0(buf, pos + 1, end)
+        o.assignment, pos = _dec_Assignment_v1(buf, pos + 1, end)
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -398,7 +398,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(
     return o, pos
 
 
-def _enc_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: Writer) -> None:
+def _enc_ShareGroupHeartbeatResponse_v1(o: ShareGroupHeartbeatResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     s = o.error_message
     if s is None:
@@ -419,7 +419,7 @@ def _enc_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: Write
         w(NULL_MARKER)
     else:
         w(PRESENT_MARKER)
-        _enc_Assignment_v0(o.assignment, w)
+        _enc_Assignment_v1(o.assignment, w)
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -465,14 +465,14 @@ def _rnd_ShareGroupHeartbeatResponse(g: Any, version: int) -> ShareGroupHeartbea
     o.member_epoch = g.int("int32")
     o.heartbeat_interval_ms = g.int("int32")
     o.assignment = None if g.is_null() else _rnd_Assignment(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
+def _dec_Assignment_v1(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
-        buf, pos, end, _dec_TopicPartitions_v0, True, False, "TopicPartitions"
+        buf, pos, end, _dec_TopicPartitions_v1, True, False, "TopicPartitions"
     )
 
     if pos < end and buf[pos] == 0:
@@ -483,11 +483,11 @@ def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
     return o, pos
 
 
-def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
+def _enc_Assignment_v1(o: _Assignment, w: Writer) -> None:
     write_struct_array(
         w,
         o.topic_partitions,
-        _enc_TopicPartitions_v0,
+        _enc_TopicPartitions_v1,
         True,
         False,
         "ShareGroupHeartbeatResponse.Assignment.TopicPartitions",
@@ -517,11 +517,11 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
 def _rnd_Assignment(g: Any, version: int) -> _Assignment:
     o = new_instance(_Assignment)
     o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
-def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
+def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
@@ -534,7 +534,7 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     return o, pos
 
 
-def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
+def _enc_TopicPartitions_v1(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ShareGroupHeartbeatResponse.TopicPartitions.Partitions")
 
@@ -566,13 +566,13 @@ def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
     o = new_instance(_TopicPartitions)
     o.topic_id = g.uuid()
     o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
+    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
-_N_TopicPartitions_v0 = (
+_N_TopicPartitions_v1 = (
     _TopicPartitions,
     True,
     (
@@ -582,16 +582,16 @@ _N_TopicPartitions_v0 = (
     (),
     "ShareGroupHeartbeatResponse.TopicPartitions",
 )
-_N_Assignment_v0 = (
+_N_Assignment_v1 = (
     _Assignment,
     True,
     (
-        ("array", "topic_partitions", True, False, _N_TopicPartitions_v0, False, "TopicPartitions"),
+        ("array", "topic_partitions", True, False, _N_TopicPartitions_v1, False, "TopicPartitions"),
     ),
     (),
     "ShareGroupHeartbeatResponse.Assignment",
 )
-_N_ShareGroupHeartbeatResponse_v0 = (
+_N_ShareGroupHeartbeatResponse_v1 = (
     ShareGroupHeartbeatResponse,
     True,
     (
@@ -601,7 +601,7 @@ _N_ShareGroupHeartbeatResponse_v0 = (
         ("string", "member_id", True, True, "MemberId", False),
         ("int32", "member_epoch", 8),
         ("int32", "heartbeat_interval_ms", 0),
-        ("struct", "assignment", True, _N_Assignment_v0, "Assignment", False),
+        ("struct", "assignment", True, _N_Assignment_v1, "Assignment", False),
     ),
     (),
     "ShareGroupHeartbeatResponse",
@@ -642,34 +642,34 @@ bind_codecs(
     _tj_ShareGroupHeartbeatResponse,
     _fj_ShareGroupHeartbeatResponse,
     _rnd_ShareGroupHeartbeatResponse,
-    (0, 0, _dec_ShareGroupHeartbeatResponse_v0, _enc_ShareGroupHeartbeatResponse_v0),
+    (1, 1, _dec_ShareGroupHeartbeatResponse_v1, _enc_ShareGroupHeartbeatResponse_v1),
 )
 bind_native(
     ShareGroupHeartbeatResponse,
     _F_ShareGroupHeartbeatResponse,
-    (0, 0, _N_ShareGroupHeartbeatResponse_v0),
+    (1, 1, _N_ShareGroupHeartbeatResponse_v1),
 )
 bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
     _rnd_Assignment,
-    (0, 0, _dec_Assignment_v0, _enc_Assignment_v0),
+    (1, 1, _dec_Assignment_v1, _enc_Assignment_v1),
 )
 bind_native(
     _Assignment,
     _F_Assignment,
-    (0, 0, _N_Assignment_v0),
+    (1, 1, _N_Assignment_v1),
 )
 bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
     _rnd_TopicPartitions,
-    (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
+    (1, 1, _dec_TopicPartitions_v1, _enc_TopicPartitions_v1),
 )
 bind_native(
     _TopicPartitions,
     _F_TopicPartitions,
-    (0, 0, _N_TopicPartitions_v0),
+    (1, 1, _N_TopicPartitions_v1),
 )

@@ -14,6 +14,8 @@ from kafkagen.runtime.jsonform import (
     get_int,
     get_list,
     get_str,
+    get_uuid,
+    uuid_to_json,
 )
 from kafkagen.runtime.message import (
     MISSING,
@@ -32,6 +34,7 @@ from kafkagen.runtime.wire import (
     RawTags,
     SMALL_UVARINTS,
     Writer,
+    ZERO_UUID,
     compact_string_length,
     read_array,
     read_compact_nullable_string,
@@ -39,6 +42,7 @@ from kafkagen.runtime.wire import (
     read_nullable_string,
     read_string,
     read_unknown_tags,
+    read_uuid,
     string_length,
     unsupported,
     write_struct_array,
@@ -62,14 +66,14 @@ _S_qhi = _Struct(">qhi")
 
 
 class TxnOffsetCommitRequest(Message):
-    """TxnOffsetCommit request (API key 28): versions 0-4, flexible from v3."""
+    """TxnOffsetCommit request (API key 28): versions 0-6, flexible from v3."""
 
     __slots__ = (
         "transactional_id",
         "group_id",
         "producer_id",
         "producer_epoch",
-        "generation_id",
+        "generation_id_or_member_epoch",
         "member_id",
         "group_instance_id",
         "topics",
@@ -79,7 +83,7 @@ class TxnOffsetCommitRequest(Message):
     API_KEY: ClassVar[int | None] = 28
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 4
+    HIGHEST_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 3
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -88,6 +92,7 @@ class TxnOffsetCommitRequest(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partitions",
             "unknown_tagged_fields",
         )
@@ -96,12 +101,14 @@ class TxnOffsetCommitRequest(Message):
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partitions: (
                 list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -110,6 +117,7 @@ class TxnOffsetCommitRequest(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partitions == other.partitions
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -158,7 +166,7 @@ class TxnOffsetCommitRequest(Message):
         group_id: str = "",
         producer_id: int = 0,
         producer_epoch: int = 0,
-        generation_id: int = -1,
+        generation_id_or_member_epoch: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
         topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] | Missing = MISSING,
@@ -168,7 +176,7 @@ class TxnOffsetCommitRequest(Message):
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is MISSING else topics
@@ -182,7 +190,7 @@ class TxnOffsetCommitRequest(Message):
             and self.group_id == other.group_id
             and self.producer_id == other.producer_id
             and self.producer_epoch == other.producer_epoch
-            and self.generation_id == other.generation_id
+            and self.generation_id_or_member_epoch == other.generation_id_or_member_epoch
             and self.member_id == other.member_id
             and self.group_instance_id == other.group_instance_id
             and self.topics == other.topics
@@ -195,7 +203,7 @@ _TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest.TxnOffsetCommitRequest
 
 
 class TxnOffsetCommitResponse(Message):
-    """TxnOffsetCommit response (API key 28): versions 0-4, flexible from v3."""
+    """TxnOffsetCommit response (API key 28): versions 0-6, flexible from v3."""
 
     __slots__ = (
         "throttle_time_ms",
@@ -206,7 +214,7 @@ class TxnOffsetCommitResponse(Message):
     API_KEY: ClassVar[int | None] = 28
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 4
+    HIGHEST_VERSION: ClassVar[int] = 6
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 3
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -215,6 +223,7 @@ class TxnOffsetCommitResponse(Message):
 
         __slots__ = (
             "name",
+            "topic_id",
             "partitions",
             "unknown_tagged_fields",
         )
@@ -223,12 +232,14 @@ class TxnOffsetCommitResponse(Message):
             self,
             *,
             name: str = "",
+            topic_id: UUID = ZERO_UUID,
             partitions: (
                 list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] | Missing
             ) = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -237,6 +248,7 @@ class TxnOffsetCommitResponse(Message):
                 return NotImplemented
             return (
                 self.name == other.name
+                and self.topic_id == other.topic_id
                 and self.partitions == other.partitions
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -307,7 +319,7 @@ def _dec_TxnOffsetCommitRequest_v0(
 
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
-    o.generation_id = -1
+    o.generation_id_or_member_epoch = -1
     o.member_id = ""
     o.group_instance_id = None
     o.topics, pos = read_array(
@@ -328,8 +340,8 @@ def _enc_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: Writer) -> None
     w(string_length(len(b)))
     w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
-    if o.generation_id != -1:
-        raise unsupported("TxnOffsetCommitRequest.GenerationId", "non-default value")
+    if o.generation_id_or_member_epoch != -1:
+        raise unsupported("TxnOffsetCommitRequest.GenerationIdOrMemberEpoch", "non-default value")
     if o.member_id != "":
         raise unsupported("TxnOffsetCommitRequest.MemberId", "non-default value")
     if o.group_instance_id != None:
@@ -356,7 +368,7 @@ def _dec_TxnOffsetCommitRequest_v2(
 
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
-    o.generation_id = -1
+    o.generation_id_or_member_epoch = -1
     o.member_id = ""
     o.group_instance_id = None
     o.topics, pos = read_array(
@@ -377,8 +389,8 @@ def _enc_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: Writer) -> None
     w(string_length(len(b)))
     w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
-    if o.generation_id != -1:
-        raise unsupported("TxnOffsetCommitRequest.GenerationId", "non-default value")
+    if o.generation_id_or_member_epoch != -1:
+        raise unsupported("TxnOffsetCommitRequest.GenerationIdOrMemberEpoch", "non-default value")
     if o.member_id != "":
         raise unsupported("TxnOffsetCommitRequest.MemberId", "non-default value")
     if o.group_instance_id != None:
@@ -403,7 +415,7 @@ def _dec_TxnOffsetCommitRequest_v3(
     o.transactional_id, pos = read_compact_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
 
-    o.producer_id, o.producer_epoch, o.generation_id = _S_qhi.unpack_from(buf, pos)
+    o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _S_qhi.unpack_from(buf, pos)
     pos += 14
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
@@ -428,7 +440,7 @@ def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-    w(_S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id))
+    w(_S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch))
 
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
@@ -452,6 +464,62 @@ def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_TxnOffsetCommitRequest_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[TxnOffsetCommitRequest, int]:
+    o = new_instance(TxnOffsetCommitRequest)
+    o.transactional_id, pos = read_compact_string(buf, pos, end)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+
+    o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _S_qhi.unpack_from(buf, pos)
+    pos += 14
+    o.member_id, pos = read_compact_string(buf, pos, end)
+    o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_TxnOffsetCommitRequestTopic_v6, True, False, "Topics"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: Writer) -> None:
+
+    b = o.transactional_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    w(_S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch))
+
+    b = o.member_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    s = o.group_instance_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_TxnOffsetCommitRequestTopic_v6,
+        True,
+        False,
+        "TxnOffsetCommitRequest.Topics",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_TxnOffsetCommitRequest(o: TxnOffsetCommitRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -460,7 +528,7 @@ def _tj_TxnOffsetCommitRequest(o: TxnOffsetCommitRequest, version: int) -> dict[
     d["producerId"] = o.producer_id
     d["producerEpoch"] = o.producer_epoch
     if version >= 3:
-        d["generationId"] = o.generation_id
+        d["generationIdOrMemberEpoch"] = o.generation_id_or_member_epoch
     if version >= 3:
         d["memberId"] = o.member_id
     if version >= 3:
@@ -478,7 +546,9 @@ def _fj_TxnOffsetCommitRequest(obj: dict[str, Any], version: int) -> TxnOffsetCo
     o.group_id = get_str(obj, "groupId", p, REQUIRED)
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     o.producer_epoch = get_int(obj, "producerEpoch", p, REQUIRED)
-    o.generation_id = get_int(obj, "generationId", p, REQUIRED) if version >= 3 else -1
+    o.generation_id_or_member_epoch = (
+        get_int(obj, "generationIdOrMemberEpoch", p, REQUIRED) if version >= 3 else -1
+    )
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 3 else ""
     o.group_instance_id = (
         get_str(obj, "groupInstanceId", p, REQUIRED, True) if version >= 3 else None
@@ -495,7 +565,7 @@ def _rnd_TxnOffsetCommitRequest(g: Any, version: int) -> TxnOffsetCommitRequest:
     o.group_id = g.str()
     o.producer_id = g.int("int64")
     o.producer_epoch = g.int("int16")
-    o.generation_id = (g.int("int32")) if version >= 3 else -1
+    o.generation_id_or_member_epoch = (g.int("int32")) if version >= 3 else -1
     o.member_id = (g.str()) if version >= 3 else ""
     o.group_instance_id = (
         (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
@@ -510,6 +580,7 @@ def _dec_TxnOffsetCommitRequestTopic_v0(
 ) -> tuple[_TxnOffsetCommitRequestTopic, int]:
     o = new_instance(_TxnOffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v0, False, False, "Partitions"
     )
@@ -543,6 +614,7 @@ def _dec_TxnOffsetCommitRequestTopic_v2(
 ) -> tuple[_TxnOffsetCommitRequestTopic, int]:
     o = new_instance(_TxnOffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v2, False, False, "Partitions"
     )
@@ -576,6 +648,7 @@ def _dec_TxnOffsetCommitRequestTopic_v3(
 ) -> tuple[_TxnOffsetCommitRequestTopic, int]:
     o = new_instance(_TxnOffsetCommitRequestTopic)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v3, True, False, "Partitions"
     )
@@ -605,12 +678,48 @@ def _enc_TxnOffsetCommitRequestTopic_v3(o: _TxnOffsetCommitRequestTopic, w: Writ
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_TxnOffsetCommitRequestTopic_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_TxnOffsetCommitRequestTopic, int]:
+    o = new_instance(_TxnOffsetCommitRequestTopic)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v3, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_TxnOffsetCommitRequestTopic_v6(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_TxnOffsetCommitRequestPartition_v3,
+        True,
+        False,
+        "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_TxnOffsetCommitRequestTopic(
     o: _TxnOffsetCommitRequestTopic, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    d["name"] = o.name
+    if version <= 5:
+        d["name"] = o.name
+    if version >= 6:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     v = o.partitions
     d["partitions"] = [_tj_TxnOffsetCommitRequestPartition(x, version) for x in v]
     return d
@@ -622,7 +731,8 @@ def _fj_TxnOffsetCommitRequestTopic(
     o = new_instance(_TxnOffsetCommitRequestTopic)
     v: Any
     p = "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic"
-    o.name = get_str(obj, "name", p, REQUIRED)
+    o.name = get_str(obj, "name", p, REQUIRED) if version <= 5 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 6 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_TxnOffsetCommitRequestPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -631,7 +741,8 @@ def _fj_TxnOffsetCommitRequestTopic(
 
 def _rnd_TxnOffsetCommitRequestTopic(g: Any, version: int) -> _TxnOffsetCommitRequestTopic:
     o = new_instance(_TxnOffsetCommitRequestTopic)
-    o.name = g.str()
+    o.name = (g.str()) if version <= 5 else ""
+    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
     o.partitions = [_rnd_TxnOffsetCommitRequestPartition(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
@@ -808,6 +919,7 @@ _N_TxnOffsetCommitRequestTopic_v0 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v0, False, "Partitions"),
     ),
     (),
@@ -818,6 +930,7 @@ _N_TxnOffsetCommitRequestTopic_v2 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_TxnOffsetCommitRequestPartition_v2, False, "Partitions"),
     ),
     (),
@@ -828,6 +941,18 @@ _N_TxnOffsetCommitRequestTopic_v3 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_TxnOffsetCommitRequestPartition_v3, False, "Partitions"),
+    ),
+    (),
+    "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
+)
+_N_TxnOffsetCommitRequestTopic_v6 = (
+    _TxnOffsetCommitRequestTopic,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partitions", True, False, _N_TxnOffsetCommitRequestPartition_v3, False, "Partitions"),
     ),
     (),
@@ -841,7 +966,7 @@ _N_TxnOffsetCommitRequest_v0 = (
         ("string", "group_id", False, False, "GroupId", False),
         ("int64", "producer_id", 10),
         ("int16", "producer_epoch", 0),
-        ("absent", "generation_id", ("value", -1), False, "GenerationId"),
+        ("absent", "generation_id_or_member_epoch", ("value", -1), False, "GenerationIdOrMemberEpoch"),
         ("absent", "member_id", ("value", ''), False, "MemberId"),
         ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
         ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v0, False, "Topics"),
@@ -857,7 +982,7 @@ _N_TxnOffsetCommitRequest_v2 = (
         ("string", "group_id", False, False, "GroupId", False),
         ("int64", "producer_id", 10),
         ("int16", "producer_epoch", 0),
-        ("absent", "generation_id", ("value", -1), False, "GenerationId"),
+        ("absent", "generation_id_or_member_epoch", ("value", -1), False, "GenerationIdOrMemberEpoch"),
         ("absent", "member_id", ("value", ''), False, "MemberId"),
         ("absent", "group_instance_id", ("value", None), False, "GroupInstanceId"),
         ("array", "topics", False, False, _N_TxnOffsetCommitRequestTopic_v2, False, "Topics"),
@@ -873,10 +998,26 @@ _N_TxnOffsetCommitRequest_v3 = (
         ("string", "group_id", True, False, "GroupId", False),
         ("int64", "producer_id", 14),
         ("int16", "producer_epoch", 0),
-        ("int32", "generation_id", 0),
+        ("int32", "generation_id_or_member_epoch", 0),
         ("string", "member_id", True, False, "MemberId", False),
         ("string", "group_instance_id", True, True, "GroupInstanceId", False),
         ("array", "topics", True, False, _N_TxnOffsetCommitRequestTopic_v3, False, "Topics"),
+    ),
+    (),
+    "TxnOffsetCommitRequest",
+)
+_N_TxnOffsetCommitRequest_v6 = (
+    TxnOffsetCommitRequest,
+    True,
+    (
+        ("string", "transactional_id", True, False, "TransactionalId", False),
+        ("string", "group_id", True, False, "GroupId", False),
+        ("int64", "producer_id", 14),
+        ("int16", "producer_epoch", 0),
+        ("int32", "generation_id_or_member_epoch", 0),
+        ("string", "member_id", True, False, "MemberId", False),
+        ("string", "group_instance_id", True, True, "GroupInstanceId", False),
+        ("array", "topics", True, False, _N_TxnOffsetCommitRequestTopic_v6, False, "Topics"),
     ),
     (),
     "TxnOffsetCommitRequest",
@@ -896,6 +1037,7 @@ _F_TxnOffsetCommitRequestTopic = (
     _TxnOffsetCommitRequestTopic,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, _F_TxnOffsetCommitRequestPartition),
     ),
     0,
@@ -907,7 +1049,7 @@ _F_TxnOffsetCommitRequest = (
         ("group_id", "groupId", False, False, None),
         ("producer_id", "producerId", False, False, None),
         ("producer_epoch", "producerEpoch", False, False, None),
-        ("generation_id", "generationId", False, False, None),
+        ("generation_id_or_member_epoch", "generationIdOrMemberEpoch", False, False, None),
         ("member_id", "memberId", False, False, None),
         ("group_instance_id", "groupInstanceId", False, True, None),
         ("topics", "topics", False, False, _F_TxnOffsetCommitRequestTopic),
@@ -923,14 +1065,16 @@ bind_codecs(
     _rnd_TxnOffsetCommitRequest,
     (0, 1, _dec_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v0),
     (2, 2, _dec_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v2),
-    (3, 4, _dec_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3),
+    (3, 5, _dec_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3),
+    (6, 6, _dec_TxnOffsetCommitRequest_v6, _enc_TxnOffsetCommitRequest_v6),
 )
 bind_native(
     TxnOffsetCommitRequest,
     _F_TxnOffsetCommitRequest,
     (0, 1, _N_TxnOffsetCommitRequest_v0),
     (2, 2, _N_TxnOffsetCommitRequest_v2),
-    (3, 4, _N_TxnOffsetCommitRequest_v3),
+    (3, 5, _N_TxnOffsetCommitRequest_v3),
+    (6, 6, _N_TxnOffsetCommitRequest_v6),
 )
 bind_codecs(
     _TxnOffsetCommitRequestTopic,
@@ -939,14 +1083,16 @@ bind_codecs(
     _rnd_TxnOffsetCommitRequestTopic,
     (0, 1, _dec_TxnOffsetCommitRequestTopic_v0, _enc_TxnOffsetCommitRequestTopic_v0),
     (2, 2, _dec_TxnOffsetCommitRequestTopic_v2, _enc_TxnOffsetCommitRequestTopic_v2),
-    (3, 4, _dec_TxnOffsetCommitRequestTopic_v3, _enc_TxnOffsetCommitRequestTopic_v3),
+    (3, 5, _dec_TxnOffsetCommitRequestTopic_v3, _enc_TxnOffsetCommitRequestTopic_v3),
+    (6, 6, _dec_TxnOffsetCommitRequestTopic_v6, _enc_TxnOffsetCommitRequestTopic_v6),
 )
 bind_native(
     _TxnOffsetCommitRequestTopic,
     _F_TxnOffsetCommitRequestTopic,
     (0, 1, _N_TxnOffsetCommitRequestTopic_v0),
     (2, 2, _N_TxnOffsetCommitRequestTopic_v2),
-    (3, 4, _N_TxnOffsetCommitRequestTopic_v3),
+    (3, 5, _N_TxnOffsetCommitRequestTopic_v3),
+    (6, 6, _N_TxnOffsetCommitRequestTopic_v6),
 )
 bind_codecs(
     _TxnOffsetCommitRequestPartition,
@@ -955,14 +1101,14 @@ bind_codecs(
     _rnd_TxnOffsetCommitRequestPartition,
     (0, 1, _dec_TxnOffsetCommitRequestPartition_v0, _enc_TxnOffsetCommitRequestPartition_v0),
     (2, 2, _dec_TxnOffsetCommitRequestPartition_v2, _enc_TxnOffsetCommitRequestPartition_v2),
-    (3, 4, _dec_TxnOffsetCommitRequestPartition_v3, _enc_TxnOffsetCommitRequestPartition_v3),
+    (3, 6, _dec_TxnOffsetCommitRequestPartition_v3, _enc_TxnOffsetCommitRequestPartition_v3),
 )
 bind_native(
     _TxnOffsetCommitRequestPartition,
     _F_TxnOffsetCommitRequestPartition,
     (0, 1, _N_TxnOffsetCommitRequestPartition_v0),
     (2, 2, _N_TxnOffsetCommitRequestPartition_v2),
-    (3, 4, _N_TxnOffsetCommitRequestPartition_v3),
+    (3, 6, _N_TxnOffsetCommitRequestPartition_v3),
 )
 
 # -------------------- TxnOffsetCommitResponse: decoders and encoders, one per distinct layout
@@ -1031,6 +1177,39 @@ def _enc_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, w: Writer) -> No
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_TxnOffsetCommitResponse_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[TxnOffsetCommitResponse, int]:
+    o = new_instance(TxnOffsetCommitResponse)
+
+    o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.topics, pos = read_array(
+        buf, pos, end, _dec_TxnOffsetCommitResponseTopic_v6, True, False, "Topics"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_TxnOffsetCommitResponse_v6(o: TxnOffsetCommitResponse, w: Writer) -> None:
+    w(_S_i.pack(o.throttle_time_ms))
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_TxnOffsetCommitResponseTopic_v6,
+        True,
+        False,
+        "TxnOffsetCommitResponse.Topics",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_TxnOffsetCommitResponse(o: TxnOffsetCommitResponse, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -1064,6 +1243,7 @@ def _dec_TxnOffsetCommitResponseTopic_v0(
 ) -> tuple[_TxnOffsetCommitResponseTopic, int]:
     o = new_instance(_TxnOffsetCommitResponseTopic)
     o.name, pos = read_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponsePartition_v0, False, False, "Partitions"
     )
@@ -1097,6 +1277,7 @@ def _dec_TxnOffsetCommitResponseTopic_v3(
 ) -> tuple[_TxnOffsetCommitResponseTopic, int]:
     o = new_instance(_TxnOffsetCommitResponseTopic)
     o.name, pos = read_compact_string(buf, pos, end)
+    o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponsePartition_v3, True, False, "Partitions"
     )
@@ -1126,12 +1307,48 @@ def _enc_TxnOffsetCommitResponseTopic_v3(o: _TxnOffsetCommitResponseTopic, w: Wr
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_TxnOffsetCommitResponseTopic_v6(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_TxnOffsetCommitResponseTopic, int]:
+    o = new_instance(_TxnOffsetCommitResponseTopic)
+    o.name = ""
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_TxnOffsetCommitResponsePartition_v3, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_TxnOffsetCommitResponseTopic_v6(o: _TxnOffsetCommitResponseTopic, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_TxnOffsetCommitResponsePartition_v3,
+        True,
+        False,
+        "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_TxnOffsetCommitResponseTopic(
     o: _TxnOffsetCommitResponseTopic, version: int
 ) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
-    d["name"] = o.name
+    if version <= 5:
+        d["name"] = o.name
+    if version >= 6:
+        v = o.topic_id
+        d["topicId"] = uuid_to_json(v)
     v = o.partitions
     d["partitions"] = [_tj_TxnOffsetCommitResponsePartition(x, version) for x in v]
     return d
@@ -1143,7 +1360,8 @@ def _fj_TxnOffsetCommitResponseTopic(
     o = new_instance(_TxnOffsetCommitResponseTopic)
     v: Any
     p = "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic"
-    o.name = get_str(obj, "name", p, REQUIRED)
+    o.name = get_str(obj, "name", p, REQUIRED) if version <= 5 else ""
+    o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 6 else ZERO_UUID
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_TxnOffsetCommitResponsePartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -1152,7 +1370,8 @@ def _fj_TxnOffsetCommitResponseTopic(
 
 def _rnd_TxnOffsetCommitResponseTopic(g: Any, version: int) -> _TxnOffsetCommitResponseTopic:
     o = new_instance(_TxnOffsetCommitResponseTopic)
-    o.name = g.str()
+    o.name = (g.str()) if version <= 5 else ""
+    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
     o.partitions = [_rnd_TxnOffsetCommitResponsePartition(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
@@ -1264,6 +1483,7 @@ _N_TxnOffsetCommitResponseTopic_v0 = (
     False,
     (
         ("string", "name", False, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
         ("array", "partitions", False, False, _N_TxnOffsetCommitResponsePartition_v0, False, "Partitions"),
     ),
     (),
@@ -1274,6 +1494,18 @@ _N_TxnOffsetCommitResponseTopic_v3 = (
     True,
     (
         ("string", "name", True, False, "Name", False),
+        ("absent", "topic_id", ("value", ZERO_UUID), True, "TopicId"),
+        ("array", "partitions", True, False, _N_TxnOffsetCommitResponsePartition_v3, False, "Partitions"),
+    ),
+    (),
+    "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
+)
+_N_TxnOffsetCommitResponseTopic_v6 = (
+    _TxnOffsetCommitResponseTopic,
+    True,
+    (
+        ("absent", "name", ("value", ''), True, "Name"),
+        ("uuid", "topic_id"),
         ("array", "partitions", True, False, _N_TxnOffsetCommitResponsePartition_v3, False, "Partitions"),
     ),
     (),
@@ -1299,6 +1531,16 @@ _N_TxnOffsetCommitResponse_v3 = (
     (),
     "TxnOffsetCommitResponse",
 )
+_N_TxnOffsetCommitResponse_v6 = (
+    TxnOffsetCommitResponse,
+    True,
+    (
+        ("int32", "throttle_time_ms", 4),
+        ("array", "topics", True, False, _N_TxnOffsetCommitResponseTopic_v6, False, "Topics"),
+    ),
+    (),
+    "TxnOffsetCommitResponse",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_TxnOffsetCommitResponsePartition = (
     _TxnOffsetCommitResponsePartition,
@@ -1312,6 +1554,7 @@ _F_TxnOffsetCommitResponseTopic = (
     _TxnOffsetCommitResponseTopic,
     (
         ("name", "name", False, False, None),
+        ("topic_id", "topicId", False, False, None),
         ("partitions", "partitions", False, False, _F_TxnOffsetCommitResponsePartition),
     ),
     0,
@@ -1332,13 +1575,15 @@ bind_codecs(
     _fj_TxnOffsetCommitResponse,
     _rnd_TxnOffsetCommitResponse,
     (0, 2, _dec_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0),
-    (3, 4, _dec_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3),
+    (3, 5, _dec_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3),
+    (6, 6, _dec_TxnOffsetCommitResponse_v6, _enc_TxnOffsetCommitResponse_v6),
 )
 bind_native(
     TxnOffsetCommitResponse,
     _F_TxnOffsetCommitResponse,
     (0, 2, _N_TxnOffsetCommitResponse_v0),
-    (3, 4, _N_TxnOffsetCommitResponse_v3),
+    (3, 5, _N_TxnOffsetCommitResponse_v3),
+    (6, 6, _N_TxnOffsetCommitResponse_v6),
 )
 bind_codecs(
     _TxnOffsetCommitResponseTopic,
@@ -1346,13 +1591,15 @@ bind_codecs(
     _fj_TxnOffsetCommitResponseTopic,
     _rnd_TxnOffsetCommitResponseTopic,
     (0, 2, _dec_TxnOffsetCommitResponseTopic_v0, _enc_TxnOffsetCommitResponseTopic_v0),
-    (3, 4, _dec_TxnOffsetCommitResponseTopic_v3, _enc_TxnOffsetCommitResponseTopic_v3),
+    (3, 5, _dec_TxnOffsetCommitResponseTopic_v3, _enc_TxnOffsetCommitResponseTopic_v3),
+    (6, 6, _dec_TxnOffsetCommitResponseTopic_v6, _enc_TxnOffsetCommitResponseTopic_v6),
 )
 bind_native(
     _TxnOffsetCommitResponseTopic,
     _F_TxnOffsetCommitResponseTopic,
     (0, 2, _N_TxnOffsetCommitResponseTopic_v0),
-    (3, 4, _N_TxnOffsetCommitResponseTopic_v3),
+    (3, 5, _N_TxnOffsetCommitResponseTopic_v3),
+    (6, 6, _N_TxnOffsetCommitResponseTopic_v6),
 )
 bind_codecs(
     _TxnOffsetCommitResponsePartition,
@@ -1360,11 +1607,11 @@ bind_codecs(
     _fj_TxnOffsetCommitResponsePartition,
     _rnd_TxnOffsetCommitResponsePartition,
     (0, 2, _dec_TxnOffsetCommitResponsePartition_v0, _enc_TxnOffsetCommitResponsePartition_v0),
-    (3, 4, _dec_TxnOffsetCommitResponsePartition_v3, _enc_TxnOffsetCommitResponsePartition_v3),
+    (3, 6, _dec_TxnOffsetCommitResponsePartition_v3, _enc_TxnOffsetCommitResponsePartition_v3),
 )
 bind_native(
     _TxnOffsetCommitResponsePartition,
     _F_TxnOffsetCommitResponsePartition,
     (0, 2, _N_TxnOffsetCommitResponsePartition_v0),
-    (3, 4, _N_TxnOffsetCommitResponsePartition_v3),
+    (3, 6, _N_TxnOffsetCommitResponsePartition_v3),
 )

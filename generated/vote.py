@@ -65,11 +65,12 @@ _S_i = _Struct(">i")
 _S_ihiio = _Struct(">ihii?")
 _S_iii = _Struct(">iii")
 _S_iq = _Struct(">iq")
+_S_iqo = _Struct(">iq?")
 _S_q = _Struct(">q")
 
 
 class VoteRequest(Message):
-    """Vote request (API key 52): versions 0-1, flexible from v0."""
+    """Vote request (API key 52): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "cluster_id",
@@ -81,7 +82,7 @@ class VoteRequest(Message):
     API_KEY: ClassVar[int | None] = 52
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -119,12 +120,13 @@ class VoteRequest(Message):
 
         __slots__ = (
             "partition_index",
-            "candidate_epoch",
-            "candidate_id",
-            "candidate_directory_id",
+            "replica_epoch",
+            "replica_id",
+            "replica_directory_id",
             "voter_directory_id",
             "last_offset_epoch",
             "last_offset",
+            "pre_vote",
             "unknown_tagged_fields",
         )
 
@@ -132,21 +134,23 @@ class VoteRequest(Message):
             self,
             *,
             partition_index: int = 0,
-            candidate_epoch: int = 0,
-            candidate_id: int = 0,
-            candidate_directory_id: UUID = ZERO_UUID,
+            replica_epoch: int = 0,
+            replica_id: int = 0,
+            replica_directory_id: UUID = ZERO_UUID,
             voter_directory_id: UUID = ZERO_UUID,
             last_offset_epoch: int = 0,
             last_offset: int = 0,
+            pre_vote: bool = False,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.partition_index = partition_index
-            self.candidate_epoch = candidate_epoch
-            self.candidate_id = candidate_id
-            self.candidate_directory_id = candidate_directory_id
+            self.replica_epoch = replica_epoch
+            self.replica_id = replica_id
+            self.replica_directory_id = replica_directory_id
             self.voter_directory_id = voter_directory_id
             self.last_offset_epoch = last_offset_epoch
             self.last_offset = last_offset
+            self.pre_vote = pre_vote
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -154,12 +158,13 @@ class VoteRequest(Message):
                 return NotImplemented
             return (
                 self.partition_index == other.partition_index
-                and self.candidate_epoch == other.candidate_epoch
-                and self.candidate_id == other.candidate_id
-                and self.candidate_directory_id == other.candidate_directory_id
+                and self.replica_epoch == other.replica_epoch
+                and self.replica_id == other.replica_id
+                and self.replica_directory_id == other.replica_directory_id
                 and self.voter_directory_id == other.voter_directory_id
                 and self.last_offset_epoch == other.last_offset_epoch
                 and self.last_offset == other.last_offset
+                and self.pre_vote == other.pre_vote
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -192,7 +197,7 @@ _VoteRequest_PartitionData = VoteRequest.PartitionData
 
 
 class VoteResponse(Message):
-    """Vote response (API key 52): versions 0-1, flexible from v0."""
+    """Vote response (API key 52): versions 0-2, flexible from v0."""
 
     __slots__ = (
         "error_code",
@@ -204,7 +209,7 @@ class VoteResponse(Message):
     API_KEY: ClassVar[int | None] = 52
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -405,6 +410,38 @@ def _enc_VoteRequest_v1(o: VoteRequest, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_VoteRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[VoteRequest, int]:
+    o = new_instance(VoteRequest)
+    o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
+
+    o.voter_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    o.topics, pos = read_array(buf, pos, end, _dec_VoteRequest_TopicData_v2, True, False, "Topics")
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_VoteRequest_v2(o: VoteRequest, w: Writer) -> None:
+    s = o.cluster_id
+    if s is None:
+        w(NULL_COMPACT_LENGTH)
+    else:
+        b = s.encode()
+        w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+        w(b)
+    w(_S_i.pack(o.voter_id))
+    write_struct_array(
+        w, o.topics, _enc_VoteRequest_TopicData_v2, True, False, "VoteRequest.Topics"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_VoteRequest(o: VoteRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -505,6 +542,40 @@ def _enc_VoteRequest_TopicData_v1(o: _VoteRequest_TopicData, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_VoteRequest_TopicData_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_VoteRequest_TopicData, int]:
+    o = new_instance(_VoteRequest_TopicData)
+    o.topic_name, pos = read_compact_string(buf, pos, end)
+    o.partitions, pos = read_array(
+        buf, pos, end, _dec_VoteRequest_PartitionData_v2, True, False, "Partitions"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_VoteRequest_TopicData_v2(o: _VoteRequest_TopicData, w: Writer) -> None:
+
+    b = o.topic_name.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_VoteRequest_PartitionData_v2,
+        True,
+        False,
+        "VoteRequest.TopicData.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_VoteRequest_TopicData(o: _VoteRequest_TopicData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -538,13 +609,14 @@ def _dec_VoteRequest_PartitionData_v0(
 ) -> tuple[_VoteRequest_PartitionData, int]:
     o = new_instance(_VoteRequest_PartitionData)
 
-    o.partition_index, o.candidate_epoch, o.candidate_id = _S_iii.unpack_from(buf, pos)
+    o.partition_index, o.replica_epoch, o.replica_id = _S_iii.unpack_from(buf, pos)
     pos += 12
-    o.candidate_directory_id = ZERO_UUID
+    o.replica_directory_id = ZERO_UUID
     o.voter_directory_id = ZERO_UUID
 
     o.last_offset_epoch, o.last_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
+    o.pre_vote = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -555,8 +627,10 @@ def _dec_VoteRequest_PartitionData_v0(
 
 
 def _enc_VoteRequest_PartitionData_v0(o: _VoteRequest_PartitionData, w: Writer) -> None:
-    w(_S_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id))
+    w(_S_iii.pack(o.partition_index, o.replica_epoch, o.replica_id))
     w(_S_iq.pack(o.last_offset_epoch, o.last_offset))
+    if o.pre_vote != False:
+        raise unsupported("VoteRequest.PartitionData.PreVote", "non-default value")
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -566,13 +640,14 @@ def _dec_VoteRequest_PartitionData_v1(
 ) -> tuple[_VoteRequest_PartitionData, int]:
     o = new_instance(_VoteRequest_PartitionData)
 
-    o.partition_index, o.candidate_epoch, o.candidate_id = _S_iii.unpack_from(buf, pos)
+    o.partition_index, o.replica_epoch, o.replica_id = _S_iii.unpack_from(buf, pos)
     pos += 12
-    o.candidate_directory_id, pos = read_uuid(buf, pos, end)
+    o.replica_directory_id, pos = read_uuid(buf, pos, end)
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
 
     o.last_offset_epoch, o.last_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
+    o.pre_vote = False
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -583,10 +658,42 @@ def _dec_VoteRequest_PartitionData_v1(
 
 
 def _enc_VoteRequest_PartitionData_v1(o: _VoteRequest_PartitionData, w: Writer) -> None:
-    w(_S_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id))
-    w(o.candidate_directory_id.bytes)
+    w(_S_iii.pack(o.partition_index, o.replica_epoch, o.replica_id))
+    w(o.replica_directory_id.bytes)
     w(o.voter_directory_id.bytes)
     w(_S_iq.pack(o.last_offset_epoch, o.last_offset))
+    if o.pre_vote != False:
+        raise unsupported("VoteRequest.PartitionData.PreVote", "non-default value")
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
+def _dec_VoteRequest_PartitionData_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[_VoteRequest_PartitionData, int]:
+    o = new_instance(_VoteRequest_PartitionData)
+
+    o.partition_index, o.replica_epoch, o.replica_id = _S_iii.unpack_from(buf, pos)
+    pos += 12
+    o.replica_directory_id, pos = read_uuid(buf, pos, end)
+    o.voter_directory_id, pos = read_uuid(buf, pos, end)
+
+    o.last_offset_epoch, o.last_offset, o.pre_vote = _S_iqo.unpack_from(buf, pos)
+    pos += 13
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_VoteRequest_PartitionData_v2(o: _VoteRequest_PartitionData, w: Writer) -> None:
+    w(_S_iii.pack(o.partition_index, o.replica_epoch, o.replica_id))
+    w(o.replica_directory_id.bytes)
+    w(o.voter_directory_id.bytes)
+    w(_S_iqo.pack(o.last_offset_epoch, o.last_offset, o.pre_vote))
 
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -595,16 +702,18 @@ def _tj_VoteRequest_PartitionData(o: _VoteRequest_PartitionData, version: int) -
     d: dict[str, Any] = {}
     v: Any
     d["partitionIndex"] = o.partition_index
-    d["candidateEpoch"] = o.candidate_epoch
-    d["candidateId"] = o.candidate_id
+    d["replicaEpoch"] = o.replica_epoch
+    d["replicaId"] = o.replica_id
     if version >= 1:
-        v = o.candidate_directory_id
-        d["candidateDirectoryId"] = uuid_to_json(v)
+        v = o.replica_directory_id
+        d["replicaDirectoryId"] = uuid_to_json(v)
     if version >= 1:
         v = o.voter_directory_id
         d["voterDirectoryId"] = uuid_to_json(v)
     d["lastOffsetEpoch"] = o.last_offset_epoch
     d["lastOffset"] = o.last_offset
+    if version >= 2:
+        d["preVote"] = o.pre_vote
     return d
 
 
@@ -613,16 +722,17 @@ def _fj_VoteRequest_PartitionData(obj: dict[str, Any], version: int) -> _VoteReq
     v: Any
     p = "VoteRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
-    o.candidate_epoch = get_int(obj, "candidateEpoch", p, REQUIRED)
-    o.candidate_id = get_int(obj, "candidateId", p, REQUIRED)
-    o.candidate_directory_id = (
-        get_uuid(obj, "candidateDirectoryId", p, REQUIRED) if version >= 1 else ZERO_UUID
+    o.replica_epoch = get_int(obj, "replicaEpoch", p, REQUIRED)
+    o.replica_id = get_int(obj, "replicaId", p, REQUIRED)
+    o.replica_directory_id = (
+        get_uuid(obj, "replicaDirectoryId", p, REQUIRED) if version >= 1 else ZERO_UUID
     )
     o.voter_directory_id = (
         get_uuid(obj, "voterDirectoryId", p, REQUIRED) if version >= 1 else ZERO_UUID
     )
     o.last_offset_epoch = get_int(obj, "lastOffsetEpoch", p, REQUIRED)
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
+    o.pre_vote = get_bool(obj, "preVote", p, REQUIRED) if version >= 2 else False
     o.unknown_tagged_fields = ()
     return o
 
@@ -630,12 +740,13 @@ def _fj_VoteRequest_PartitionData(obj: dict[str, Any], version: int) -> _VoteReq
 def _rnd_VoteRequest_PartitionData(g: Any, version: int) -> _VoteRequest_PartitionData:
     o = new_instance(_VoteRequest_PartitionData)
     o.partition_index = g.int("int32")
-    o.candidate_epoch = g.int("int32")
-    o.candidate_id = g.int("int32")
-    o.candidate_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
+    o.replica_epoch = g.int("int32")
+    o.replica_id = g.int("int32")
+    o.replica_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
     o.voter_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
     o.last_offset_epoch = g.int("int32")
     o.last_offset = g.int("int64")
+    o.pre_vote = (g.bool()) if version >= 2 else False
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
@@ -647,12 +758,13 @@ _N_VoteRequest_PartitionData_v0 = (
     True,
     (
         ("int32", "partition_index", 12),
-        ("int32", "candidate_epoch", 0),
-        ("int32", "candidate_id", 0),
-        ("absent", "candidate_directory_id", ("value", ZERO_UUID), True, "CandidateDirectoryId"),
+        ("int32", "replica_epoch", 0),
+        ("int32", "replica_id", 0),
+        ("absent", "replica_directory_id", ("value", ZERO_UUID), True, "ReplicaDirectoryId"),
         ("absent", "voter_directory_id", ("value", ZERO_UUID), True, "VoterDirectoryId"),
         ("int32", "last_offset_epoch", 12),
         ("int64", "last_offset", 0),
+        ("absent", "pre_vote", ("value", False), False, "PreVote"),
     ),
     (),
     "VoteRequest.PartitionData",
@@ -662,12 +774,29 @@ _N_VoteRequest_PartitionData_v1 = (
     True,
     (
         ("int32", "partition_index", 12),
-        ("int32", "candidate_epoch", 0),
-        ("int32", "candidate_id", 0),
-        ("uuid", "candidate_directory_id"),
+        ("int32", "replica_epoch", 0),
+        ("int32", "replica_id", 0),
+        ("uuid", "replica_directory_id"),
         ("uuid", "voter_directory_id"),
         ("int32", "last_offset_epoch", 12),
         ("int64", "last_offset", 0),
+        ("absent", "pre_vote", ("value", False), False, "PreVote"),
+    ),
+    (),
+    "VoteRequest.PartitionData",
+)
+_N_VoteRequest_PartitionData_v2 = (
+    _VoteRequest_PartitionData,
+    True,
+    (
+        ("int32", "partition_index", 12),
+        ("int32", "replica_epoch", 0),
+        ("int32", "replica_id", 0),
+        ("uuid", "replica_directory_id"),
+        ("uuid", "voter_directory_id"),
+        ("int32", "last_offset_epoch", 13),
+        ("int64", "last_offset", 0),
+        ("bool", "pre_vote", 0),
     ),
     (),
     "VoteRequest.PartitionData",
@@ -688,6 +817,16 @@ _N_VoteRequest_TopicData_v1 = (
     (
         ("string", "topic_name", True, False, "TopicName", False),
         ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v1, False, "Partitions"),
+    ),
+    (),
+    "VoteRequest.TopicData",
+)
+_N_VoteRequest_TopicData_v2 = (
+    _VoteRequest_TopicData,
+    True,
+    (
+        ("string", "topic_name", True, False, "TopicName", False),
+        ("array", "partitions", True, False, _N_VoteRequest_PartitionData_v2, False, "Partitions"),
     ),
     (),
     "VoteRequest.TopicData",
@@ -714,17 +853,29 @@ _N_VoteRequest_v1 = (
     (),
     "VoteRequest",
 )
+_N_VoteRequest_v2 = (
+    VoteRequest,
+    True,
+    (
+        ("string", "cluster_id", True, True, "ClusterId", False),
+        ("int32", "voter_id", 4),
+        ("array", "topics", True, False, _N_VoteRequest_TopicData_v2, False, "Topics"),
+    ),
+    (),
+    "VoteRequest",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_VoteRequest_PartitionData = (
     _VoteRequest_PartitionData,
     (
         ("partition_index", "partitionIndex", False, False, None),
-        ("candidate_epoch", "candidateEpoch", False, False, None),
-        ("candidate_id", "candidateId", False, False, None),
-        ("candidate_directory_id", "candidateDirectoryId", False, False, None),
+        ("replica_epoch", "replicaEpoch", False, False, None),
+        ("replica_id", "replicaId", False, False, None),
+        ("replica_directory_id", "replicaDirectoryId", False, False, None),
         ("voter_directory_id", "voterDirectoryId", False, False, None),
         ("last_offset_epoch", "lastOffsetEpoch", False, False, None),
         ("last_offset", "lastOffset", False, False, None),
+        ("pre_vote", "preVote", False, False, None),
     ),
     0,
 )
@@ -754,12 +905,14 @@ bind_codecs(
     _rnd_VoteRequest,
     (0, 0, _dec_VoteRequest_v0, _enc_VoteRequest_v0),
     (1, 1, _dec_VoteRequest_v1, _enc_VoteRequest_v1),
+    (2, 2, _dec_VoteRequest_v2, _enc_VoteRequest_v2),
 )
 bind_native(
     VoteRequest,
     _F_VoteRequest,
     (0, 0, _N_VoteRequest_v0),
     (1, 1, _N_VoteRequest_v1),
+    (2, 2, _N_VoteRequest_v2),
 )
 bind_codecs(
     _VoteRequest_TopicData,
@@ -768,12 +921,14 @@ bind_codecs(
     _rnd_VoteRequest_TopicData,
     (0, 0, _dec_VoteRequest_TopicData_v0, _enc_VoteRequest_TopicData_v0),
     (1, 1, _dec_VoteRequest_TopicData_v1, _enc_VoteRequest_TopicData_v1),
+    (2, 2, _dec_VoteRequest_TopicData_v2, _enc_VoteRequest_TopicData_v2),
 )
 bind_native(
     _VoteRequest_TopicData,
     _F_VoteRequest_TopicData,
     (0, 0, _N_VoteRequest_TopicData_v0),
     (1, 1, _N_VoteRequest_TopicData_v1),
+    (2, 2, _N_VoteRequest_TopicData_v2),
 )
 bind_codecs(
     _VoteRequest_PartitionData,
@@ -782,12 +937,14 @@ bind_codecs(
     _rnd_VoteRequest_PartitionData,
     (0, 0, _dec_VoteRequest_PartitionData_v0, _enc_VoteRequest_PartitionData_v0),
     (1, 1, _dec_VoteRequest_PartitionData_v1, _enc_VoteRequest_PartitionData_v1),
+    (2, 2, _dec_VoteRequest_PartitionData_v2, _enc_VoteRequest_PartitionData_v2),
 )
 bind_native(
     _VoteRequest_PartitionData,
     _F_VoteRequest_PartitionData,
     (0, 0, _N_VoteRequest_PartitionData_v0),
     (1, 1, _N_VoteRequest_PartitionData_v1),
+    (2, 2, _N_VoteRequest_PartitionData_v2),
 )
 
 # -------------------- VoteResponse: decoders and encoders, one per distinct layout
@@ -1211,47 +1368,47 @@ bind_codecs(
     _fj_VoteResponse,
     _rnd_VoteResponse,
     (0, 0, _dec_VoteResponse_v0, _enc_VoteResponse_v0),
-    (1, 1, _dec_VoteResponse_v1, _enc_VoteResponse_v1),
+    (1, 2, _dec_VoteResponse_v1, _enc_VoteResponse_v1),
 )
 bind_native(
     VoteResponse,
     _F_VoteResponse,
     (0, 0, _N_VoteResponse_v0),
-    (1, 1, _N_VoteResponse_v1),
+    (1, 2, _N_VoteResponse_v1),
 )
 bind_codecs(
     _VoteResponse_TopicData,
     _tj_VoteResponse_TopicData,
     _fj_VoteResponse_TopicData,
     _rnd_VoteResponse_TopicData,
-    (0, 1, _dec_VoteResponse_TopicData_v0, _enc_VoteResponse_TopicData_v0),
+    (0, 2, _dec_VoteResponse_TopicData_v0, _enc_VoteResponse_TopicData_v0),
 )
 bind_native(
     _VoteResponse_TopicData,
     _F_VoteResponse_TopicData,
-    (0, 1, _N_VoteResponse_TopicData_v0),
+    (0, 2, _N_VoteResponse_TopicData_v0),
 )
 bind_codecs(
     _VoteResponse_PartitionData,
     _tj_VoteResponse_PartitionData,
     _fj_VoteResponse_PartitionData,
     _rnd_VoteResponse_PartitionData,
-    (0, 1, _dec_VoteResponse_PartitionData_v0, _enc_VoteResponse_PartitionData_v0),
+    (0, 2, _dec_VoteResponse_PartitionData_v0, _enc_VoteResponse_PartitionData_v0),
 )
 bind_native(
     _VoteResponse_PartitionData,
     _F_VoteResponse_PartitionData,
-    (0, 1, _N_VoteResponse_PartitionData_v0),
+    (0, 2, _N_VoteResponse_PartitionData_v0),
 )
 bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
     _rnd_NodeEndpoint,
-    (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
+    (1, 2, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(
     _NodeEndpoint,
     _F_NodeEndpoint,
-    (1, 1, _N_NodeEndpoint_v1),
+    (1, 2, _N_NodeEndpoint_v1),
 )

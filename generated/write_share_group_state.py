@@ -55,12 +55,13 @@ _S_h = _Struct(">h")
 _S_i = _Struct(">i")
 _S_ih = _Struct(">ih")
 _S_iiiq = _Struct(">iiiq")
+_S_iiiqi = _Struct(">iiiqi")
 _S_q = _Struct(">q")
 _S_qqbh = _Struct(">qqbh")
 
 
 class WriteShareGroupStateRequest(Message):
-    """WriteShareGroupState request (API key 85): versions 0, flexible from v0, latest version unstable."""
+    """WriteShareGroupState request (API key 85): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "group_id",
@@ -71,9 +72,9 @@ class WriteShareGroupStateRequest(Message):
     API_KEY: ClassVar[int | None] = 85
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    LATEST_VERSION_UNSTABLE: ClassVar[bool] = True
+    LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
     class WriteStateData(Struct):
         """An item of WriteShareGroupStateRequest.topics (versions 0+)."""
@@ -112,6 +113,7 @@ class WriteShareGroupStateRequest(Message):
             "state_epoch",
             "leader_epoch",
             "start_offset",
+            "delivery_complete_count",
             "state_batches",
             "unknown_tagged_fields",
         )
@@ -123,6 +125,7 @@ class WriteShareGroupStateRequest(Message):
             state_epoch: int = 0,
             leader_epoch: int = 0,
             start_offset: int = 0,
+            delivery_complete_count: int = -1,
             state_batches: list[WriteShareGroupStateRequest.StateBatch] | Missing = MISSING,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
@@ -130,6 +133,7 @@ class WriteShareGroupStateRequest(Message):
             self.state_epoch = state_epoch
             self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
             self.state_batches = [] if state_batches is MISSING else state_batches
             self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -141,6 +145,7 @@ class WriteShareGroupStateRequest(Message):
                 and self.state_epoch == other.state_epoch
                 and self.leader_epoch == other.leader_epoch
                 and self.start_offset == other.start_offset
+                and self.delivery_complete_count == other.delivery_complete_count
                 and self.state_batches == other.state_batches
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
@@ -209,7 +214,7 @@ _StateBatch = WriteShareGroupStateRequest.StateBatch
 
 
 class WriteShareGroupStateResponse(Message):
-    """WriteShareGroupState response (API key 85): versions 0, flexible from v0."""
+    """WriteShareGroupState response (API key 85): versions 0-1, flexible from v0."""
 
     __slots__ = (
         "results",
@@ -219,7 +224,7 @@ class WriteShareGroupStateResponse(Message):
     API_KEY: ClassVar[int | None] = 85
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 0
+    HIGHEST_VERSION: ClassVar[int] = 1
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 0
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -337,6 +342,33 @@ def _enc_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: Write
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_WriteShareGroupStateRequest_v1(
+    buf: Buffer, pos: int, end: int
+) -> tuple[WriteShareGroupStateRequest, int]:
+    o = new_instance(WriteShareGroupStateRequest)
+    o.group_id, pos = read_compact_string(buf, pos, end)
+    o.topics, pos = read_array(buf, pos, end, _dec_WriteStateData_v1, True, False, "Topics")
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, w: Writer) -> None:
+
+    b = o.group_id.encode()
+    w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
+    w(b)
+    write_struct_array(
+        w, o.topics, _enc_WriteStateData_v1, True, False, "WriteShareGroupStateRequest.Topics"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_WriteShareGroupStateRequest(o: WriteShareGroupStateRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -394,6 +426,33 @@ def _enc_WriteStateData_v0(o: _WriteStateData, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_WriteStateData_v1(buf: Buffer, pos: int, end: int) -> tuple[_WriteStateData, int]:
+    o = new_instance(_WriteStateData)
+    o.topic_id, pos = read_uuid(buf, pos, end)
+    o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v1, True, False, "Partitions")
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_WriteStateData_v1(o: _WriteStateData, w: Writer) -> None:
+    w(o.topic_id.bytes)
+    write_struct_array(
+        w,
+        o.partitions,
+        _enc_PartitionData_v1,
+        True,
+        False,
+        "WriteShareGroupStateRequest.WriteStateData.Partitions",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_WriteStateData(o: _WriteStateData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -428,6 +487,7 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
 
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S_iiiq.unpack_from(buf, pos)
     pos += 20
+    o.delivery_complete_count = -1
     o.state_batches, pos = read_array(
         buf, pos, end, _dec_StateBatch_v0, True, False, "StateBatches"
     )
@@ -454,6 +514,43 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
+    o = new_instance(_PartitionData)
+
+    o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = (
+        _S_iiiqi.unpack_from(buf, pos)
+    )
+    pos += 24
+    o.state_batches, pos = read_array(
+        buf, pos, end, _dec_StateBatch_v0, True, False, "StateBatches"
+    )
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_PartitionData_v1(o: _PartitionData, w: Writer) -> None:
+    w(
+        _S_iiiqi.pack(
+            o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count
+        )
+    )
+    write_struct_array(
+        w,
+        o.state_batches,
+        _enc_StateBatch_v0,
+        True,
+        False,
+        "WriteShareGroupStateRequest.PartitionData.StateBatches",
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -461,6 +558,8 @@ def _tj_PartitionData(o: _PartitionData, version: int) -> dict[str, Any]:
     d["stateEpoch"] = o.state_epoch
     d["leaderEpoch"] = o.leader_epoch
     d["startOffset"] = o.start_offset
+    if version >= 1:
+        d["deliveryCompleteCount"] = o.delivery_complete_count
     v = o.state_batches
     d["stateBatches"] = [_tj_StateBatch(x, version) for x in v]
     return d
@@ -474,6 +573,9 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     o.state_epoch = get_int(obj, "stateEpoch", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.start_offset = get_int(obj, "startOffset", p, REQUIRED)
+    o.delivery_complete_count = (
+        get_int(obj, "deliveryCompleteCount", p, REQUIRED) if version >= 1 else -1
+    )
     v = get_list(obj, "stateBatches", p, REQUIRED)
     o.state_batches = [_fj_StateBatch(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
@@ -486,6 +588,7 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
     o.state_epoch = g.int("int32")
     o.leader_epoch = g.int("int32")
     o.start_offset = g.int("int64")
+    o.delivery_complete_count = (g.int("int32")) if version >= 1 else -1
     o.state_batches = [_rnd_StateBatch(g, version) for _ in range(g.count())]
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
@@ -567,6 +670,21 @@ _N_PartitionData_v0 = (
         ("int32", "state_epoch", 0),
         ("int32", "leader_epoch", 0),
         ("int64", "start_offset", 0),
+        ("absent", "delivery_complete_count", ("value", -1), True, "DeliveryCompleteCount"),
+        ("array", "state_batches", True, False, _N_StateBatch_v0, False, "StateBatches"),
+    ),
+    (),
+    "WriteShareGroupStateRequest.PartitionData",
+)
+_N_PartitionData_v1 = (
+    _PartitionData,
+    True,
+    (
+        ("int32", "partition", 24),
+        ("int32", "state_epoch", 0),
+        ("int32", "leader_epoch", 0),
+        ("int64", "start_offset", 0),
+        ("int32", "delivery_complete_count", 0),
         ("array", "state_batches", True, False, _N_StateBatch_v0, False, "StateBatches"),
     ),
     (),
@@ -582,12 +700,32 @@ _N_WriteStateData_v0 = (
     (),
     "WriteShareGroupStateRequest.WriteStateData",
 )
+_N_WriteStateData_v1 = (
+    _WriteStateData,
+    True,
+    (
+        ("uuid", "topic_id"),
+        ("array", "partitions", True, False, _N_PartitionData_v1, False, "Partitions"),
+    ),
+    (),
+    "WriteShareGroupStateRequest.WriteStateData",
+)
 _N_WriteShareGroupStateRequest_v0 = (
     WriteShareGroupStateRequest,
     True,
     (
         ("string", "group_id", True, False, "GroupId", False),
         ("array", "topics", True, False, _N_WriteStateData_v0, False, "Topics"),
+    ),
+    (),
+    "WriteShareGroupStateRequest",
+)
+_N_WriteShareGroupStateRequest_v1 = (
+    WriteShareGroupStateRequest,
+    True,
+    (
+        ("string", "group_id", True, False, "GroupId", False),
+        ("array", "topics", True, False, _N_WriteStateData_v1, False, "Topics"),
     ),
     (),
     "WriteShareGroupStateRequest",
@@ -610,6 +748,7 @@ _F_PartitionData = (
         ("state_epoch", "stateEpoch", False, False, None),
         ("leader_epoch", "leaderEpoch", False, False, None),
         ("start_offset", "startOffset", False, False, None),
+        ("delivery_complete_count", "deliveryCompleteCount", False, False, None),
         ("state_batches", "stateBatches", False, False, _F_StateBatch),
     ),
     0,
@@ -638,11 +777,13 @@ bind_codecs(
     _fj_WriteShareGroupStateRequest,
     _rnd_WriteShareGroupStateRequest,
     (0, 0, _dec_WriteShareGroupStateRequest_v0, _enc_WriteShareGroupStateRequest_v0),
+    (1, 1, _dec_WriteShareGroupStateRequest_v1, _enc_WriteShareGroupStateRequest_v1),
 )
 bind_native(
     WriteShareGroupStateRequest,
     _F_WriteShareGroupStateRequest,
     (0, 0, _N_WriteShareGroupStateRequest_v0),
+    (1, 1, _N_WriteShareGroupStateRequest_v1),
 )
 bind_codecs(
     _WriteStateData,
@@ -650,11 +791,13 @@ bind_codecs(
     _fj_WriteStateData,
     _rnd_WriteStateData,
     (0, 0, _dec_WriteStateData_v0, _enc_WriteStateData_v0),
+    (1, 1, _dec_WriteStateData_v1, _enc_WriteStateData_v1),
 )
 bind_native(
     _WriteStateData,
     _F_WriteStateData,
     (0, 0, _N_WriteStateData_v0),
+    (1, 1, _N_WriteStateData_v1),
 )
 bind_codecs(
     _PartitionData,
@@ -662,23 +805,25 @@ bind_codecs(
     _fj_PartitionData,
     _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
+    (1, 1, _dec_PartitionData_v1, _enc_PartitionData_v1),
 )
 bind_native(
     _PartitionData,
     _F_PartitionData,
     (0, 0, _N_PartitionData_v0),
+    (1, 1, _N_PartitionData_v1),
 )
 bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
     _rnd_StateBatch,
-    (0, 0, _dec_StateBatch_v0, _enc_StateBatch_v0),
+    (0, 1, _dec_StateBatch_v0, _enc_StateBatch_v0),
 )
 bind_native(
     _StateBatch,
     _F_StateBatch,
-    (0, 0, _N_StateBatch_v0),
+    (0, 1, _N_StateBatch_v0),
 )
 
 # -------------------- WriteShareGroupStateResponse: decoders and encoders, one per distinct layout
@@ -914,34 +1059,34 @@ bind_codecs(
     _tj_WriteShareGroupStateResponse,
     _fj_WriteShareGroupStateResponse,
     _rnd_WriteShareGroupStateResponse,
-    (0, 0, _dec_WriteShareGroupStateResponse_v0, _enc_WriteShareGroupStateResponse_v0),
+    (0, 1, _dec_WriteShareGroupStateResponse_v0, _enc_WriteShareGroupStateResponse_v0),
 )
 bind_native(
     WriteShareGroupStateResponse,
     _F_WriteShareGroupStateResponse,
-    (0, 0, _N_WriteShareGroupStateResponse_v0),
+    (0, 1, _N_WriteShareGroupStateResponse_v0),
 )
 bind_codecs(
     _WriteStateResult,
     _tj_WriteStateResult,
     _fj_WriteStateResult,
     _rnd_WriteStateResult,
-    (0, 0, _dec_WriteStateResult_v0, _enc_WriteStateResult_v0),
+    (0, 1, _dec_WriteStateResult_v0, _enc_WriteStateResult_v0),
 )
 bind_native(
     _WriteStateResult,
     _F_WriteStateResult,
-    (0, 0, _N_WriteStateResult_v0),
+    (0, 1, _N_WriteStateResult_v0),
 )
 bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
     _rnd_PartitionResult,
-    (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
+    (0, 1, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
 bind_native(
     _PartitionResult,
     _F_PartitionResult,
-    (0, 0, _N_PartitionResult_v0),
+    (0, 1, _N_PartitionResult_v0),
 )

@@ -52,8 +52,10 @@ __all__ = [
 
 # One precompiled big-endian struct per run of fixed-width fields.
 _S_o = _Struct(">?")
+_S_b = _Struct(">b")
 _S_h = _Struct(">h")
 _S_i = _Struct(">i")
+_S_ib = _Struct(">ib")
 _S_ih = _Struct(">ih")
 _S_q = _Struct(">q")
 _S_qho = _Struct(">qh?")
@@ -66,7 +68,7 @@ _write_i_c = fixed_array_writer("i", True, False)
 
 
 class WriteTxnMarkersRequest(Message):
-    """WriteTxnMarkers request (API key 27): versions 0-1, flexible from v1."""
+    """WriteTxnMarkers request (API key 27): versions 0-2, flexible from v1."""
 
     __slots__ = (
         "markers",
@@ -76,7 +78,7 @@ class WriteTxnMarkersRequest(Message):
     API_KEY: ClassVar[int | None] = 27
     KIND: ClassVar[str] = "request"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -89,6 +91,7 @@ class WriteTxnMarkersRequest(Message):
             "transaction_result",
             "topics",
             "coordinator_epoch",
+            "transaction_version",
             "unknown_tagged_fields",
         )
 
@@ -100,6 +103,7 @@ class WriteTxnMarkersRequest(Message):
             transaction_result: bool = False,
             topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] | Missing = MISSING,
             coordinator_epoch: int = 0,
+            transaction_version: int = 0,
             unknown_tagged_fields: RawTags = (),
         ) -> None:
             self.producer_id = producer_id
@@ -107,6 +111,7 @@ class WriteTxnMarkersRequest(Message):
             self.transaction_result = transaction_result
             self.topics = [] if topics is MISSING else topics
             self.coordinator_epoch = coordinator_epoch
+            self.transaction_version = transaction_version
             self.unknown_tagged_fields = unknown_tagged_fields
 
         def __eq__(self, other: object) -> bool:
@@ -118,6 +123,7 @@ class WriteTxnMarkersRequest(Message):
                 and self.transaction_result == other.transaction_result
                 and self.topics == other.topics
                 and self.coordinator_epoch == other.coordinator_epoch
+                and self.transaction_version == other.transaction_version
                 and self.unknown_tagged_fields == other.unknown_tagged_fields
             )
 
@@ -173,7 +179,7 @@ _WritableTxnMarkerTopic = WriteTxnMarkersRequest.WritableTxnMarkerTopic
 
 
 class WriteTxnMarkersResponse(Message):
-    """WriteTxnMarkers response (API key 27): versions 0-1, flexible from v1."""
+    """WriteTxnMarkers response (API key 27): versions 0-2, flexible from v1."""
 
     __slots__ = (
         "markers",
@@ -183,7 +189,7 @@ class WriteTxnMarkersResponse(Message):
     API_KEY: ClassVar[int | None] = 27
     KIND: ClassVar[str] = "response"
     LOWEST_VERSION: ClassVar[int] = 0
-    HIGHEST_VERSION: ClassVar[int] = 1
+    HIGHEST_VERSION: ClassVar[int] = 2
     FIRST_FLEXIBLE_VERSION: ClassVar[int | None] = 1
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
 
@@ -343,6 +349,28 @@ def _enc_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, w: Writer) -> None
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_WriteTxnMarkersRequest_v2(
+    buf: Buffer, pos: int, end: int
+) -> tuple[WriteTxnMarkersRequest, int]:
+    o = new_instance(WriteTxnMarkersRequest)
+    o.markers, pos = read_array(buf, pos, end, _dec_WritableTxnMarker_v2, True, False, "Markers")
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, w: Writer) -> None:
+    write_struct_array(
+        w, o.markers, _enc_WritableTxnMarker_v2, True, False, "WriteTxnMarkersRequest.Markers"
+    )
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_WriteTxnMarkersRequest(o: WriteTxnMarkersRequest, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -379,6 +407,7 @@ def _dec_WritableTxnMarker_v0(buf: Buffer, pos: int, end: int) -> tuple[_Writabl
 
     o.coordinator_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    o.transaction_version = 0
 
     o.unknown_tagged_fields = ()
     return o, pos
@@ -409,6 +438,7 @@ def _dec_WritableTxnMarker_v1(buf: Buffer, pos: int, end: int) -> tuple[_Writabl
 
     o.coordinator_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    o.transaction_version = 0
 
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -433,6 +463,39 @@ def _enc_WritableTxnMarker_v1(o: _WritableTxnMarker, w: Writer) -> None:
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
+def _dec_WritableTxnMarker_v2(buf: Buffer, pos: int, end: int) -> tuple[_WritableTxnMarker, int]:
+    o = new_instance(_WritableTxnMarker)
+
+    o.producer_id, o.producer_epoch, o.transaction_result = _S_qho.unpack_from(buf, pos)
+    pos += 11
+    o.topics, pos = read_array(buf, pos, end, _dec_WritableTxnMarkerTopic_v1, True, False, "Topics")
+
+    o.coordinator_epoch, o.transaction_version = _S_ib.unpack_from(buf, pos)
+    pos += 5
+
+    if pos < end and buf[pos] == 0:
+        o.unknown_tagged_fields = ()
+        pos += 1
+    else:
+        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+    return o, pos
+
+
+def _enc_WritableTxnMarker_v2(o: _WritableTxnMarker, w: Writer) -> None:
+    w(_S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result))
+    write_struct_array(
+        w,
+        o.topics,
+        _enc_WritableTxnMarkerTopic_v1,
+        True,
+        False,
+        "WriteTxnMarkersRequest.WritableTxnMarker.Topics",
+    )
+    w(_S_ib.pack(o.coordinator_epoch, o.transaction_version))
+
+    w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
+
+
 def _tj_WritableTxnMarker(o: _WritableTxnMarker, version: int) -> dict[str, Any]:
     d: dict[str, Any] = {}
     v: Any
@@ -442,6 +505,8 @@ def _tj_WritableTxnMarker(o: _WritableTxnMarker, version: int) -> dict[str, Any]
     v = o.topics
     d["topics"] = [_tj_WritableTxnMarkerTopic(x, version) for x in v]
     d["coordinatorEpoch"] = o.coordinator_epoch
+    if version >= 2:
+        d["transactionVersion"] = o.transaction_version
     return d
 
 
@@ -455,6 +520,7 @@ def _fj_WritableTxnMarker(obj: dict[str, Any], version: int) -> _WritableTxnMark
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_WritableTxnMarkerTopic(as_object(x, p), version) for x in v]
     o.coordinator_epoch = get_int(obj, "coordinatorEpoch", p, REQUIRED)
+    o.transaction_version = get_int(obj, "transactionVersion", p, REQUIRED) if version >= 2 else 0
     o.unknown_tagged_fields = ()
     return o
 
@@ -466,6 +532,7 @@ def _rnd_WritableTxnMarker(g: Any, version: int) -> _WritableTxnMarker:
     o.transaction_result = g.bool()
     o.topics = [_rnd_WritableTxnMarkerTopic(g, version) for _ in range(g.count())]
     o.coordinator_epoch = g.int("int32")
+    o.transaction_version = (g.int("int8")) if version >= 2 else 0
     o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
@@ -580,6 +647,7 @@ _N_WritableTxnMarker_v0 = (
         ("bool", "transaction_result", 0),
         ("array", "topics", False, False, _N_WritableTxnMarkerTopic_v0, False, "Topics"),
         ("int32", "coordinator_epoch", 4),
+        ("absent", "transaction_version", ("value", 0), True, "TransactionVersion"),
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
@@ -593,6 +661,21 @@ _N_WritableTxnMarker_v1 = (
         ("bool", "transaction_result", 0),
         ("array", "topics", True, False, _N_WritableTxnMarkerTopic_v1, False, "Topics"),
         ("int32", "coordinator_epoch", 4),
+        ("absent", "transaction_version", ("value", 0), True, "TransactionVersion"),
+    ),
+    (),
+    "WriteTxnMarkersRequest.WritableTxnMarker",
+)
+_N_WritableTxnMarker_v2 = (
+    _WritableTxnMarker,
+    True,
+    (
+        ("int64", "producer_id", 11),
+        ("int16", "producer_epoch", 0),
+        ("bool", "transaction_result", 0),
+        ("array", "topics", True, False, _N_WritableTxnMarkerTopic_v1, False, "Topics"),
+        ("int32", "coordinator_epoch", 5),
+        ("int8", "transaction_version", 0),
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
@@ -615,6 +698,15 @@ _N_WriteTxnMarkersRequest_v1 = (
     (),
     "WriteTxnMarkersRequest",
 )
+_N_WriteTxnMarkersRequest_v2 = (
+    WriteTxnMarkersRequest,
+    True,
+    (
+        ("array", "markers", True, False, _N_WritableTxnMarker_v2, False, "Markers"),
+    ),
+    (),
+    "WriteTxnMarkersRequest",
+)
 # Each struct's fields in spec order, for the accelerator's JSON form and random messages.
 _F_WritableTxnMarkerTopic = (
     _WritableTxnMarkerTopic,
@@ -632,6 +724,7 @@ _F_WritableTxnMarker = (
         ("transaction_result", "transactionResult", False, False, None),
         ("topics", "topics", False, False, _F_WritableTxnMarkerTopic),
         ("coordinator_epoch", "coordinatorEpoch", False, False, None),
+        ("transaction_version", "transactionVersion", False, False, None),
     ),
     0,
 )
@@ -651,12 +744,14 @@ bind_codecs(
     _rnd_WriteTxnMarkersRequest,
     (0, 0, _dec_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v0),
     (1, 1, _dec_WriteTxnMarkersRequest_v1, _enc_WriteTxnMarkersRequest_v1),
+    (2, 2, _dec_WriteTxnMarkersRequest_v2, _enc_WriteTxnMarkersRequest_v2),
 )
 bind_native(
     WriteTxnMarkersRequest,
     _F_WriteTxnMarkersRequest,
     (0, 0, _N_WriteTxnMarkersRequest_v0),
     (1, 1, _N_WriteTxnMarkersRequest_v1),
+    (2, 2, _N_WriteTxnMarkersRequest_v2),
 )
 bind_codecs(
     _WritableTxnMarker,
@@ -665,12 +760,14 @@ bind_codecs(
     _rnd_WritableTxnMarker,
     (0, 0, _dec_WritableTxnMarker_v0, _enc_WritableTxnMarker_v0),
     (1, 1, _dec_WritableTxnMarker_v1, _enc_WritableTxnMarker_v1),
+    (2, 2, _dec_WritableTxnMarker_v2, _enc_WritableTxnMarker_v2),
 )
 bind_native(
     _WritableTxnMarker,
     _F_WritableTxnMarker,
     (0, 0, _N_WritableTxnMarker_v0),
     (1, 1, _N_WritableTxnMarker_v1),
+    (2, 2, _N_WritableTxnMarker_v2),
 )
 bind_codecs(
     _WritableTxnMarkerTopic,
@@ -678,13 +775,13 @@ bind_codecs(
     _fj_WritableTxnMarkerTopic,
     _rnd_WritableTxnMarkerTopic,
     (0, 0, _dec_WritableTxnMarkerTopic_v0, _enc_WritableTxnMarkerTopic_v0),
-    (1, 1, _dec_WritableTxnMarkerTopic_v1, _enc_WritableTxnMarkerTopic_v1),
+    (1, 2, _dec_WritableTxnMarkerTopic_v1, _enc_WritableTxnMarkerTopic_v1),
 )
 bind_native(
     _WritableTxnMarkerTopic,
     _F_WritableTxnMarkerTopic,
     (0, 0, _N_WritableTxnMarkerTopic_v0),
-    (1, 1, _N_WritableTxnMarkerTopic_v1),
+    (1, 2, _N_WritableTxnMarkerTopic_v1),
 )
 
 # -------------------- WriteTxnMarkersResponse: decoders and encoders, one per distinct layout
@@ -1161,13 +1258,13 @@ bind_codecs(
     _fj_WriteTxnMarkersResponse,
     _rnd_WriteTxnMarkersResponse,
     (0, 0, _dec_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v0),
-    (1, 1, _dec_WriteTxnMarkersResponse_v1, _enc_WriteTxnMarkersResponse_v1),
+    (1, 2, _dec_WriteTxnMarkersResponse_v1, _enc_WriteTxnMarkersResponse_v1),
 )
 bind_native(
     WriteTxnMarkersResponse,
     _F_WriteTxnMarkersResponse,
     (0, 0, _N_WriteTxnMarkersResponse_v0),
-    (1, 1, _N_WriteTxnMarkersResponse_v1),
+    (1, 2, _N_WriteTxnMarkersResponse_v1),
 )
 bind_codecs(
     _WritableTxnMarkerResult,
@@ -1175,13 +1272,13 @@ bind_codecs(
     _fj_WritableTxnMarkerResult,
     _rnd_WritableTxnMarkerResult,
     (0, 0, _dec_WritableTxnMarkerResult_v0, _enc_WritableTxnMarkerResult_v0),
-    (1, 1, _dec_WritableTxnMarkerResult_v1, _enc_WritableTxnMarkerResult_v1),
+    (1, 2, _dec_WritableTxnMarkerResult_v1, _enc_WritableTxnMarkerResult_v1),
 )
 bind_native(
     _WritableTxnMarkerResult,
     _F_WritableTxnMarkerResult,
     (0, 0, _N_WritableTxnMarkerResult_v0),
-    (1, 1, _N_WritableTxnMarkerResult_v1),
+    (1, 2, _N_WritableTxnMarkerResult_v1),
 )
 bind_codecs(
     _WritableTxnMarkerTopicResult,
@@ -1189,13 +1286,13 @@ bind_codecs(
     _fj_WritableTxnMarkerTopicResult,
     _rnd_WritableTxnMarkerTopicResult,
     (0, 0, _dec_WritableTxnMarkerTopicResult_v0, _enc_WritableTxnMarkerTopicResult_v0),
-    (1, 1, _dec_WritableTxnMarkerTopicResult_v1, _enc_WritableTxnMarkerTopicResult_v1),
+    (1, 2, _dec_WritableTxnMarkerTopicResult_v1, _enc_WritableTxnMarkerTopicResult_v1),
 )
 bind_native(
     _WritableTxnMarkerTopicResult,
     _F_WritableTxnMarkerTopicResult,
     (0, 0, _N_WritableTxnMarkerTopicResult_v0),
-    (1, 1, _N_WritableTxnMarkerTopicResult_v1),
+    (1, 2, _N_WritableTxnMarkerTopicResult_v1),
 )
 bind_codecs(
     _WritableTxnMarkerPartitionResult,
@@ -1203,11 +1300,11 @@ bind_codecs(
     _fj_WritableTxnMarkerPartitionResult,
     _rnd_WritableTxnMarkerPartitionResult,
     (0, 0, _dec_WritableTxnMarkerPartitionResult_v0, _enc_WritableTxnMarkerPartitionResult_v0),
-    (1, 1, _dec_WritableTxnMarkerPartitionResult_v1, _enc_WritableTxnMarkerPartitionResult_v1),
+    (1, 2, _dec_WritableTxnMarkerPartitionResult_v1, _enc_WritableTxnMarkerPartitionResult_v1),
 )
 bind_native(
     _WritableTxnMarkerPartitionResult,
     _F_WritableTxnMarkerPartitionResult,
     (0, 0, _N_WritableTxnMarkerPartitionResult_v0),
-    (1, 1, _N_WritableTxnMarkerPartitionResult_v1),
+    (1, 2, _N_WritableTxnMarkerPartitionResult_v1),
 )

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class SpecError(Exception):
     """A spec breaks a rule: names the file, the path inside it, the rule and the value.
@@ -28,3 +33,31 @@ class SpecErrors(Exception):
     def __init__(self, errors: list[SpecError]) -> None:
         self.errors = errors
         super().__init__("\n".join(e.line() for e in errors))
+
+
+class SpecWarning(UserWarning):
+    """A spec uses a form an older Kafka generator accepted and today's refuses.
+
+    The spec still loads, read as that older generator read it; the text is one line like
+    :class:`SpecError`'s, naming the file, the path and the rule.
+    """
+
+
+def warn(file: str, path: str, rule: str, value: object = None) -> None:
+    """Issue a :class:`SpecWarning` worded like a :class:`SpecError`."""
+    warnings.warn(SpecError(file, path, rule, value).line(), SpecWarning, stacklevel=3)
+
+
+@contextmanager
+def report_spec_warnings() -> Iterator[None]:
+    """Print each :class:`SpecWarning` raised inside as one ``warning:`` line on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SpecWarning)
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, SpecWarning):
+                    print(f"warning: {w.message}", file=sys.stderr)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)

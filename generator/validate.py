@@ -23,7 +23,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 
-from .errors import SpecError, SpecErrors
+from .errors import SpecError, SpecErrors, warn
 from .loader import as_bool, normalize
 from .types import INT_RANGES, FieldType
 from .versions import NONE, Versions
@@ -203,9 +203,13 @@ class _Checker:
         # A spec without versions is a retired API: nothing of it is ever encoded.
         if not valid.empty:
             if "flexibleVersions" not in doc:
-                self.err(
+                # Kafka's generators up to 2.8 read a missing value as none, and files of
+                # those releases rely on it (OffsetDelete, SaslHandshake); 3.0+ require it.
+                warn(
+                    self.file,
                     name,
-                    "flexibleVersions is required (none, or N+ for the first flexible version)",
+                    "flexibleVersions is missing: read as none, as Kafka up to 2.8 did"
+                    " (Kafka 3.0+ requires none, or N+ for the first flexible version)",
                 )
             else:
                 flexible = self.versions(name, "flexibleVersions", doc["flexibleVersions"])
@@ -220,7 +224,7 @@ class _Checker:
 
         self.structs[name] = name  # a nested struct named like the message would clash
         self.check_common_structs(name)
-        self.check_struct(name, doc["fields"], valid, top=True)
+        self.check_struct(name, doc.get("fields", []), valid, top=True)
 
     def check_common_structs(self, name: str) -> None:
         declared: list[tuple[str, dict[str, Any], Versions | None]] = []
@@ -233,18 +237,11 @@ class _Checker:
             self.common[sname] = struct
             self.structs[sname] = path
             versions = self.versions(path, "versions", struct["versions"])
-            if versions is not None and versions.intersect(self.valid).empty:
-                self.err(
-                    path,
-                    f"versions share no version with validVersions {self.valid}",
-                    struct["versions"],
-                )
-                versions = None
             declared.append((path, struct, versions))
         # Fields after all names are known: common structs may use one another.
         for path, struct, versions in declared:
             if versions is not None:
-                self.check_struct(path, struct["fields"], versions.intersect(self.valid))
+                self.check_struct(path, struct["fields"], versions)
 
     # -- struct
 
@@ -280,13 +277,10 @@ class _Checker:
         versions = self.versions(path, "versions", f["versions"])
         if versions is None:
             return
+        # Kafka's generator never checks a field's versions against its parent's: after
+        # KIP-896 (4.0) dropped old versions, fields of those versions stayed in the files
+        # (ListOffsetsResponse...OldStyleOffsets in 0 under 1-11), simply never on the wire.
         effective = versions.intersect(parent)
-        if effective.empty:
-            self.err(
-                path,
-                f"versions share no version with the enclosing versions {parent}",
-                f["versions"],
-            )
 
         nullable = NONE
         if "nullableVersions" in f:

@@ -51,7 +51,7 @@ def txn_commit_offset(
             group_id=group,
             producer_id=pid,
             producer_epoch=epoch,
-            generation_id=-1,
+            generation_id_or_member_epoch=-1,
             member_id="",
             group_instance_id=None,
             topics=[

@@ -35,7 +35,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # One test per vector group: a failure names its group, and the run stays fast.
     if "vector_group" in metafunc.fixturenames:
-        groups = vector_groups()
+        from kafka_since import still_defined  # versions Kafka has dropped are not groups
+
+        groups = {name: g for name, g in vector_groups().items() if still_defined(g[0])}
         metafunc.parametrize("vector_group", list(groups.values()), ids=list(groups))
 
 

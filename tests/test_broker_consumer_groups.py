@@ -20,6 +20,7 @@ from kafkagen.generated.offset_commit import OffsetCommitRequest
 from kafkagen.generated.offset_fetch import OffsetFetchRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.pagination import paged_version
 
 pytestmark = pytest.mark.timeout(120)
 HB, DESCRIBE, JOIN, LIST, COMMIT, FETCH = 68, 69, 11, 16, 8, 9
@@ -528,6 +529,19 @@ def test_classic_and_consumer_groups_share_the_namespace(cluster: BackgroundClus
         assert [g.error_code for g in d.groups] == [ErrorCode.GROUP_ID_NOT_FOUND] * 2
 
 
+def test_describe_v1_says_each_member_speaks_the_consumer_protocol(
+    cluster: BackgroundCluster,
+) -> None:
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "typed", ["orders"], ids)
+        m.heartbeat()
+        old, new = (_describe(w, ["typed"], v).groups[0].members for v in (0, 1))
+        m.leave()
+    assert [x.member_id for x in old] == [x.member_id for x in new] == [m.member_id]
+    assert (old[0].member_type, new[0].member_type) == (-1, 1)  # v0 does not carry it
+
+
 def test_list_groups_shows_consumer_groups_by_type(cluster: BackgroundCluster) -> None:
     ids = _topic_ids(cluster)
     with WireClient(cluster.bootstrap) as w:
@@ -585,7 +599,7 @@ def test_describe_pages_a_200_member_group(roomy: BackgroundCluster) -> None:
                 r = _describe(
                     w,
                     ["page-small", "page-big", "missing"],
-                    1,
+                    paged_version(DESCRIBE),
                     response_pagination_limit=limit,
                     cursor=cursor,
                 )
@@ -603,7 +617,7 @@ def test_describe_pages_a_200_member_group(roomy: BackgroundCluster) -> None:
         bad = _describe(
             w,
             ["page-small"],
-            1,
+            paged_version(DESCRIBE),
             cursor=DescReq.GroupMemberCursor(group_id="page-big", member_id=""),
         )
         assert [g.error_code for g in bad.groups] == [ErrorCode.INVALID_REQUEST]

@@ -6,6 +6,7 @@ broker's max.request.pagination.size.limit caps what a request may ask for.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +15,8 @@ from broker_helpers import WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.records import Record, build_batch
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -78,7 +81,8 @@ def test_unstable_versions_are_served_when_enabled(cluster: BackgroundCluster) -
     with WireClient(cluster.bootstrap) as w:
         r = w.call(18, 3, Req(client_software_name="t", client_software_version="1"))
         top = {k.api_key: k.max_version for k in r.api_keys}
-    assert top[3] == 13 and top[16] == 6 and top[61] == 1 and top[9] == 10
+    # Seed 001's versions sit one above Kafka 4.4.0's latest: Metadata v13 is Kafka's own.
+    assert top[3] == 14 and top[16] == 6 and top[61] == 1 and top[9] == 11
 
 
 def test_metadata_pages_partitions(cluster: BackgroundCluster) -> None:
@@ -87,7 +91,7 @@ def test_metadata_pages_partitions(cluster: BackgroundCluster) -> None:
         got, pages = _walk(
             w,
             3,
-            13,
+            paged_version(3),
             lambda c: Req(
                 topics=None,
                 response_pagination_limit=2,
@@ -113,7 +117,7 @@ def test_list_groups_pages_by_group_id(cluster: BackgroundCluster) -> None:
         got, pages = _walk(
             w,
             16,
-            6,
+            paged_version(16),
             lambda c: Req(
                 response_pagination_limit=1, cursor=c and Req.GroupCursor(group_id=c.group_id)
             ),
@@ -130,7 +134,7 @@ def test_a_limit_below_one_counts_as_one(cluster: BackgroundCluster, limit: int)
         got, pages = _walk(
             w,
             16,
-            6,
+            paged_version(16),
             lambda c: Req(
                 response_pagination_limit=limit, cursor=c and Req.GroupCursor(group_id=c.group_id)
             ),
@@ -145,7 +149,7 @@ def test_broker_limit_caps_the_request(cluster: BackgroundCluster) -> None:
     with WireClient(cluster.bootstrap) as w:
         r = w.call(
             9,
-            10,
+            paged_version(9),
             Req(
                 groups=[Req.OffsetFetchRequestGroup(group_id=g, topics=None) for g in ("g1", "g2")],
                 response_pagination_limit=1000,
@@ -159,10 +163,13 @@ def test_offset_fetch_pages_over_groups(cluster: BackgroundCluster) -> None:
     Req = message_type(9, "request")
     groups = [Req.OffsetFetchRequestGroup(group_id=g, topics=None) for g in ("g1", "g2", "g3")]
     with WireClient(cluster.bootstrap) as w:
+        # The paged version sits above v10, where topics go by id.
+        md = w.call(3, 12, message_type(3, "request")(topics=None))
+        names = {t.topic_id: t.name for t in md.topics}
         got, _ = _walk(
             w,
             9,
-            10,
+            paged_version(9),
             lambda c: Req(
                 groups=groups,
                 response_pagination_limit=2,
@@ -172,14 +179,14 @@ def test_offset_fetch_pages_over_groups(cluster: BackgroundCluster) -> None:
                 ),
             ),
             lambda r: [
-                (g.group_id, t.name, p.partition_index, p.committed_offset)
+                (g.group_id, names[t.topic_id], t.name, p.partition_index, p.committed_offset)
                 for g in r.groups
                 for t in g.topics
                 for p in t.partitions
             ],
             lambda r: r.next_cursor,
         )
-    assert got == [(g, "a", i, i) for g in ("g1", "g2", "g3") for i in range(3)]
+    assert got == [(g, "a", "", i, i) for g in ("g1", "g2", "g3") for i in range(3)]
 
 
 def test_describe_producers_pages_newest_first(cluster: BackgroundCluster) -> None:
@@ -188,7 +195,7 @@ def test_describe_producers_pages_newest_first(cluster: BackgroundCluster) -> No
         got, pages = _walk(
             w,
             61,
-            1,
+            paged_version(61),
             lambda c: Req(
                 topics=[Req.TopicRequest(name="a", partition_indexes=[0, 1])],
                 response_pagination_limit=2,
@@ -225,7 +232,7 @@ def test_list_offsets_pages_partitions(cluster: BackgroundCluster) -> None:
         got, pages = _walk(
             w,
             2,
-            11,
+            paged_version(2),
             lambda c: Req(
                 topics=topics,
                 response_pagination_limit=2,
@@ -246,7 +253,7 @@ def test_describe_log_dirs_pages_partitions(cluster: BackgroundCluster) -> None:
         got, _ = _walk(
             w,
             35,
-            5,
+            paged_version(35),
             lambda c: Req(
                 topics=None,
                 response_pagination_limit=2,
@@ -283,7 +290,7 @@ def test_describe_configs_pages_whole_resources(cluster: BackgroundCluster) -> N
         got, pages = _walk(
             w,
             32,
-            5,
+            paged_version(32),
             lambda c: Req(
                 resources=resources,
                 response_pagination_limit=3,
@@ -310,7 +317,7 @@ def test_describe_acls_pages_resources(cluster: BackgroundCluster) -> None:
         got, pages = _walk(
             w,
             29,
-            4,
+            paged_version(29),
             lambda c: Req(
                 resource_type_filter=1,
                 resource_name_filter=None,
@@ -346,7 +353,7 @@ def test_a_partition_listed_twice_refuses_the_list_offsets_walk(cluster: Backgro
         )
     ]
     with WireClient(cluster.bootstrap) as w:
-        r = w.call(2, 11, Req(topics=topics, response_pagination_limit=2))
+        r = w.call(2, paged_version(2), Req(topics=topics, response_pagination_limit=2))
         unpaged = w.call(2, 10, Req(topics=topics))
     assert [p.error_code for t in r.topics for p in t.partitions] == [INVALID_REQUEST] * 3
     assert r.next_cursor is None
@@ -357,7 +364,7 @@ def test_a_partition_listed_twice_refuses_the_list_offsets_walk(cluster: Backgro
 def test_a_group_listed_twice_refuses_the_describe_groups_walk(cluster: BackgroundCluster) -> None:
     Req = message_type(15, "request")
     with WireClient(cluster.bootstrap) as w:
-        r = w.call(15, 6, Req(groups=["g1", "g1"], response_pagination_limit=3))
+        r = w.call(15, paged_version(15), Req(groups=["g1", "g1"], response_pagination_limit=3))
     assert [(g.group_id, g.error_code) for g in r.groups] == [("g1", INVALID_REQUEST)] * 2
     assert r.next_cursor is None
 
@@ -378,13 +385,65 @@ def test_a_log_dir_cursor_at_a_deleted_topic_resumes_at_the_next_named_one(
         ]
 
     with WireClient(cluster.bootstrap) as w:
-        first = w.call(35, 5, Req(topics=named, response_pagination_limit=3))
+        first = w.call(35, paged_version(35), Req(topics=named, response_pagination_limit=3))
         assert listed(first) == [("la", 0), ("la", 1), ("lb", 0)]
         c = first.next_cursor
         assert (c.topic_name, c.partition_index) == ("lb", 1)
         deleted = w.call(20, 5, message_type(20, "request")(topic_names=["lb"], timeout_ms=5000))
         assert deleted.responses[0].error_code == 0
         cursor = Req.Cursor(topic_name="lb", partition_index=1, log_dir=c.log_dir)
-        second = w.call(35, 5, Req(topics=named, response_pagination_limit=3, cursor=cursor))
+        second = w.call(
+            35, paged_version(35), Req(topics=named, response_pagination_limit=3, cursor=cursor)
+        )
     assert listed(second) == [("lc", 0), ("lc", 1)]
     assert second.next_cursor is None
+
+
+# --------------------------------------------------------------------------- Kafka's own
+# The versions Kafka 4.4.0 added below the paged ones are served too, with their meaning.
+
+
+def test_offset_fetch_v10_goes_by_topic_id_both_ways(cluster: BackgroundCluster) -> None:
+    Req = message_type(9, "request")
+    unknown = uuid.UUID(int=42)
+    with WireClient(cluster.bootstrap) as w:
+        md = w.call(3, 12, message_type(3, "request")(topics=None))
+        a = next(t.topic_id for t in md.topics if t.name == "a")
+        topics = [
+            Req.OffsetFetchRequestTopics(topic_id=a, partition_indexes=[2, 0]),
+            Req.OffsetFetchRequestTopics(topic_id=unknown, partition_indexes=[1]),
+        ]
+        r = w.call(9, 10, Req(groups=[Req.OffsetFetchRequestGroup(group_id="g2", topics=topics)]))
+        everything = w.call(
+            9, 10, Req(groups=[Req.OffsetFetchRequestGroup(group_id="g1", topics=None)])
+        )
+    [group] = r.groups
+    got = [
+        (t.topic_id, p.partition_index, p.committed_offset, p.error_code)
+        for t in group.topics
+        for p in t.partitions
+    ]
+    assert got == [(a, 2, 2, 0), (a, 0, 0, 0), (unknown, 1, -1, ErrorCode.UNKNOWN_TOPIC_ID)]
+    assert [
+        (t.topic_id, [p.partition_index for p in t.partitions]) for t in everything.groups[0].topics
+    ] == [(a, [0, 1, 2])]
+
+
+def test_describe_groups_v6_says_an_unknown_group_is_not_found(cluster: BackgroundCluster) -> None:
+    Req = message_type(15, "request")
+    with WireClient(cluster.bootstrap) as w:
+        old = w.call(15, 5, Req(groups=["nobody"])).groups[0]
+        new = w.call(15, 6, Req(groups=["nobody"])).groups[0]
+    assert (old.error_code, old.group_state) == (0, "Dead")
+    assert (new.error_code, new.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nobody not found.",
+    )
+
+
+def test_metadata_v13_answers_with_a_top_level_error_code(cluster: BackgroundCluster) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        r = w.call(3, 13, message_type(3, "request")(topics=None))
+    assert r.error_code == 0
+    assert {"a", "b"} <= {t.name for t in r.topics}
+    assert r.next_cursor is None  # v13 is Kafka's: it does not page

@@ -12,6 +12,7 @@ import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers import load_handlers, supported_versions
 
 ApiVersionsRequest = message_type(18, "request")
@@ -35,7 +36,7 @@ def _still_serves(bootstrap: str) -> None:
 def test_api_versions_lists_exactly_the_registered_handlers(cluster: BackgroundCluster) -> None:
     expected = supported_versions(False)
     with WireClient(cluster.bootstrap) as c:
-        for version in range(5):
+        for version in range(6):
             req = ApiVersionsRequest(client_software_name="t", client_software_version="1.0")
             r = c.call(18, version, req)
             got = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
@@ -237,6 +238,28 @@ def test_serve_rejects_bad_config() -> None:
     serve.add_arguments(parser)
     assert serve.run(parser.parse_args(["--config", "no.such.config=1", "--port", "0"])) == 2
     assert serve.run(parser.parse_args(["--config", "novalue", "--port", "0"])) == 2
+
+
+def test_api_versions_v5_asks_a_client_that_means_another_cluster_or_broker_to_rebootstrap(
+    cluster: BackgroundCluster,
+) -> None:
+    assert cluster.cluster is not None
+    cluster_id = cluster.cluster.metadata.cluster_id
+    node_id = cluster.cluster.brokers[0].node_id
+    with WireClient(cluster.bootstrap) as c:
+
+        def error(version: int, **kw: object) -> int:
+            req = ApiVersionsRequest(client_software_name="t", client_software_version="1", **kw)
+            return int(c.call(18, version, req).error_code)
+
+        assert error(5) == 0  # names neither
+        assert error(5, cluster_id=cluster_id, node_id=node_id) == 0
+        assert error(5, cluster_id="another-cluster") == ErrorCode.REBOOTSTRAP_REQUIRED
+        assert (
+            error(5, cluster_id=cluster_id, node_id=node_id + 7) == ErrorCode.REBOOTSTRAP_REQUIRED
+        )
+        # v4 has neither field on the wire: nothing to check.
+        assert error(4) == 0
 
 
 def test_api_versions_v3_rejects_invalid_client_software_name(cluster: BackgroundCluster) -> None:

@@ -24,6 +24,7 @@ from kafkagen.runtime.broker.transaction_coordinator import (
 )
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.records import Record, build_batch, iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -612,8 +613,26 @@ def many(cluster: BackgroundCluster) -> list[str]:
     return ids
 
 
-def _list(w: WireClient, version: int = 2, **kw: Any) -> Any:
+def _list(w: WireClient, version: int, **kw: Any) -> Any:
     return w.call(66, version, req(66, **kw))
+
+
+def test_list_transactions_v2_filters_by_a_pattern_of_the_whole_id(
+    w: WireClient, many: list[str]
+) -> None:
+    def listed(version: int, pattern: str) -> Any:
+        return _list(
+            w, version, state_filters=[], producer_id_filters=[], transactional_id_pattern=pattern
+        )
+
+    r = listed(2, "many-00[0-3][05]")
+    assert r.error_code == 0
+    want = [i for i in many if i[:7] == "many-00" and i[7] in "0123" and i[8] in "05"]
+    assert len(want) == 8
+    assert sorted(t.transactional_id for t in r.transaction_states) == want
+    assert listed(2, "many-000").transaction_states == []  # the whole id must match
+    bad = listed(2, "(")
+    assert (bad.error_code, bad.transaction_states) == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
 
 
 def test_list_transactions_filters(w: WireClient, many: list[str]) -> None:
@@ -641,7 +660,7 @@ def _walk_list(w: WireClient, limit: int) -> list[tuple[str, int]]:
     for _ in range(3000):
         r = _list(
             w,
-            2,
+            paged_version(66),
             state_filters=[],
             producer_id_filters=[],
             response_pagination_limit=limit,
@@ -677,14 +696,22 @@ def test_list_transactions_page_limits(
     cluster: BackgroundCluster, w: WireClient, many: list[str]
 ) -> None:
     # Zero or negative limits still make progress (at least one item).
-    r = _list(w, 2, state_filters=[], producer_id_filters=[], response_pagination_limit=0)
+    r = _list(
+        w, paged_version(66), state_filters=[], producer_id_filters=[], response_pagination_limit=0
+    )
     assert len(r.transaction_states) == 1 and r.next_cursor is not None
     # The broker's cap wins over a larger request.
     assert cluster.cluster is not None
     configs = cluster.cluster.configs
     cluster.call(lambda: configs.dynamic_default.update({"max.request.pagination.size.limit": "5"}))
     try:
-        r = _list(w, 2, state_filters=[], producer_id_filters=[], response_pagination_limit=100)
+        r = _list(
+            w,
+            paged_version(66),
+            state_filters=[],
+            producer_id_filters=[],
+            response_pagination_limit=100,
+        )
         assert len(r.transaction_states) == 5
     finally:
         cluster.call(lambda: configs.dynamic_default.pop("max.request.pagination.size.limit"))
@@ -693,7 +720,7 @@ def test_list_transactions_page_limits(
     assert len(r.transaction_states) >= 1000
     Req: Any = message_type(66, "request")
     bad = Req.TransactionalCursor(transactional_id="many-0001", producer_id=-5)
-    r = _list(w, 2, state_filters=[], producer_id_filters=[], cursor=bad)
+    r = _list(w, paged_version(66), state_filters=[], producer_id_filters=[], cursor=bad)
     assert r.error_code == ErrorCode.INVALID_REQUEST
 
 
@@ -754,7 +781,7 @@ def test_api_versions_advertise_the_transaction_apis(w: WireClient) -> None:
     assert ranges[26] == (0, 4)
     assert ranges[28] == (0, 4)
     assert ranges[65] == (0, 1)  # unstable versions are enabled in this cluster
-    assert ranges[66] == (0, 2)
+    assert ranges[66] == (0, 3)  # 2 is Kafka's (KIP-1152), 3 pages (seed 001)
 
 
 def test_add_partitions_v4_batches_transactions_and_verifies(w: WireClient) -> None:

@@ -248,7 +248,7 @@ def test_an_api_the_broker_lacks_is_named_with_its_ranges(cluster: BackgroundClu
                 await client.request(DescribeQuorumRequest())
             text = str(info.value)
             assert "does not support DescribeQuorum (API key 55)" in text
-            assert "FindCoordinator v0-6" in text and "ApiVersions v0-4" in text
+            assert "FindCoordinator v0-6" in text and "ApiVersions v0-5" in text
             assert not client.closed  # nothing was sent, the connection is fine
 
     asyncio.run(go())

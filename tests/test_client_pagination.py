@@ -55,6 +55,7 @@ from kafkagen.runtime.client import CoordinatorType, KafkaClient, admin, connect
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.records import Record, build_batch
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -547,10 +548,14 @@ def test_offset_fetch_walks_every_committed_partition_of_every_group(
     def order(x: Any) -> Any:
         return (groups.index(x[0]), x[1], x[2])
 
+    assert cluster.cluster is not None
+    md = cluster.cluster.metadata
+    names = cluster.call(lambda: dict(md.topic_names))
+
     def page_items(r: Any) -> list[Any]:
-        if r.groups:  # v8+
+        if r.groups:  # v8+ (topics go by id from v10, so in the paged version)
             return [
-                (g.group_id, t.name, p.partition_index, p.committed_offset)
+                (g.group_id, t.name or names[t.topic_id], p.partition_index, p.committed_offset)
                 for g in r.groups
                 for t in g.topics
                 for p in t.partitions
@@ -939,21 +944,24 @@ def test_a_cursor_past_the_end_gives_an_empty_last_page(
     cluster: BackgroundCluster, state: State
 ) -> None:
     lg = request_to(
-        cluster, 0, ListGroupsRequest(cursor=ListGroupsRequest.GroupCursor(group_id="~")), 6
+        cluster,
+        0,
+        ListGroupsRequest(cursor=ListGroupsRequest.GroupCursor(group_id="~")),
+        paged_version(16),
     )
     assert (lg.error_code, lg.groups, lg.next_cursor) == (0, [], None)
     md = request_to(
         cluster,
         0,
         MetadataRequest(topics=None, cursor=MetadataRequest.Cursor(topic_name="~")),
-        13,
+        paged_version(3),
     )
     assert (list(md.topics), md.next_cursor) == ([], None)
     ld = request_to(
         cluster,
         1,
         DescribeLogDirsRequest(topics=None, cursor=DescribeLogDirsRequest.Cursor(topic_name="~")),
-        5,
+        paged_version(35),
     )
     assert ld.error_code == 0 and ld.next_cursor is None
     assert [t for d in ld.results for t in d.topics] == []
@@ -967,7 +975,7 @@ def test_a_cursor_past_the_end_gives_an_empty_last_page(
             permission_type=1,
             cursor=DescribeAclsRequest.ResourceCursor(resource_name="", resource_type=127),
         ),
-        4,
+        paged_version(29),
     )
     assert (acl.error_code, acl.resources, acl.next_cursor) == (0, [], None)
 
@@ -991,7 +999,7 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
                     response_pagination_limit=1,
                     cursor=MetadataRequest.Cursor(topic_name=names[1], partition_index=1),
                 ),
-                13,
+                paged_version(3),
             )
             # Groups: an empty group (offsets only) is deleted.
             candidates = [f"gone-group-{i:02d}" for i in range(60)]
@@ -1011,7 +1019,7 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
                     response_pagination_limit=1,
                     cursor=ListGroupsRequest.GroupCursor(group_id=gone),
                 ),
-                6,
+                paged_version(16),
             )
             unpaged: Any = await other.request(ListGroupsRequest(states_filter=["Empty"]), 5)
             out["groups_after"] = min(g.group_id for g in unpaged.groups if g.group_id > gone)
@@ -1064,7 +1072,7 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
                         resource_name=acl_names[1], resource_type=2
                     ),
                 ),
-                4,
+                paged_version(29),
             )
             # Members: the middle one of three leaves.
             leavers = "leavers"
@@ -1087,7 +1095,7 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
                             group_id=leavers, member_id=members[1]
                         ),
                     ),
-                    6,
+                    paged_version(15),
                 ),
             )
             # Producers: a producer id that is not there (any more) resumes at the next older.
@@ -1112,7 +1120,7 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
                             topic_name="producers", partition_index=0, producer_id=in_p0[100] + 1
                         ),
                     ),
-                    1,
+                    paged_version(61),
                 ),
             )
         return out
@@ -1163,10 +1171,10 @@ def test_an_item_made_between_pages_appears_when_it_sorts_after_the_cursor(
             for g in (a, c):
                 committed: Any = await other.request(commit_request(g, state.topics[:1]))
                 assert committed.topics[0].partitions[0].error_code == 0
-            out["groups_before"] = await other.request(list_groups, 6)
+            out["groups_before"] = await other.request(list_groups, paged_version(16))
             committed = await other.request(commit_request(b, state.topics[:1]))
             assert committed.topics[0].partitions[0].error_code == 0
-            out["groups_after"] = await other.request(list_groups, 6)
+            out["groups_after"] = await other.request(list_groups, paged_version(16))
             out["groups"] = (a, b, c)
 
             # Offsets: partitions 0 and 2 of a topic, then 1.
@@ -1198,9 +1206,9 @@ def test_an_item_made_between_pages_appears_when_it_sorts_after_the_cursor(
                 ),
             )
             await commit(0, 2)
-            out["offsets_before"] = await other.request(fetch, 10)
+            out["offsets_before"] = await other.request(fetch, paged_version(9))
             await commit(1)
-            out["offsets_after"] = await other.request(fetch, 10)
+            out["offsets_after"] = await other.request(fetch, paged_version(9))
 
             # ACLs: resources a and c, then b.
             async def create(name: str) -> None:
@@ -1236,9 +1244,9 @@ def test_an_item_made_between_pages_appears_when_it_sorts_after_the_cursor(
             )
             for name in ("late-acl-a", "late-acl-c"):
                 await create(name)
-            out["acls_before"] = await client.request(describe, 4)
+            out["acls_before"] = await client.request(describe, paged_version(29))
             await create("late-acl-b")
-            out["acls_after"] = await client.request(describe, 4)
+            out["acls_after"] = await client.request(describe, paged_version(29))
         return out
 
     out = run(go())
@@ -1283,7 +1291,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
             ],
             cursor=ListOffsetsRequest.Cursor(topic_name=t1, partition_index=0),
         ),
-        11,
+        paged_version(2),
     )
     assert [p.error_code for t in lo.topics for p in t.partitions] == [INVALID_REQUEST] * 2
     assert lo.next_cursor is None
@@ -1294,7 +1302,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
             topics=[MetadataRequest.MetadataRequestTopic(name=t0)],
             cursor=MetadataRequest.Cursor(topic_name=t1, partition_index=0),
         ),
-        13,
+        paged_version(3),
     )
     assert [(t.name, t.error_code, len(t.partitions)) for t in md.topics] == [
         (t0, INVALID_REQUEST, 0)
@@ -1306,7 +1314,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
             groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id="offsets-c", topics=None)],
             cursor=OffsetFetchRequest.OffsetFetchCursor(group_id="offsets-d", topic_name=t0),
         ),
-        10,
+        paged_version(9),
     )
     assert [(g.group_id, g.error_code) for g in of.groups] == [("offsets-c", INVALID_REQUEST)]
     dg = request_to(
@@ -1316,7 +1324,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
             groups=[state.groups[0]],
             cursor=DescribeGroupsRequest.GroupMemberCursor(group_id=state.groups[1]),
         ),
-        6,
+        paged_version(15),
     )
     assert [(g.group_id, g.error_code) for g in dg.groups] == [(state.groups[0], INVALID_REQUEST)]
     dc = request_to(
@@ -1330,7 +1338,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
             ],
             cursor=DescribeConfigsRequest.ResourceCursor(resource_name=t1, resource_type=2),
         ),
-        5,
+        paged_version(32),
     )
     assert [(r.resource_name, r.error_code, r.configs) for r in dc.results] == [
         (t0, INVALID_REQUEST, [])
@@ -1344,7 +1352,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
                 topic_name="producers", partition_index=1
             ),
         ),
-        1,
+        paged_version(61),
     )
     assert [p.error_code for t in dp.topics for p in t.partitions] == [INVALID_REQUEST]
     ld = request_to(
@@ -1354,7 +1362,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request(
             topics=[DescribeLogDirsRequest.DescribableLogDirTopic(topic=t0, partitions=[0])],
             cursor=DescribeLogDirsRequest.Cursor(topic_name=t0, partition_index=1),
         ),
-        5,
+        paged_version(35),
     )
     assert (ld.error_code, ld.results) == (INVALID_REQUEST, [])
 
@@ -1371,7 +1379,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request_for_the_newer_apis
                 transactional_id=transactional_ids[5], producer_id=0
             ),
         ),
-        1,
+        paged_version(65),
     )
     assert [t.error_code for t in dt.transaction_states] == [INVALID_REQUEST] * 2
     assert dt.next_cursor is None
@@ -1384,7 +1392,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request_for_the_newer_apis
                 group_id="another-group", member_id=consumer_members[0]
             ),
         ),
-        1,
+        paged_version(69),
     )
     assert [g.error_code for g in cg.groups] == [INVALID_REQUEST]
     lt = request_to(
@@ -1395,7 +1403,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request_for_the_newer_apis
                 transactional_id=transactional_ids[0], producer_id=-1
             )
         ),
-        2,
+        paged_version(66),
     )
     assert lt.error_code == INVALID_REQUEST
     pr = request_to(
@@ -1411,7 +1419,7 @@ def test_a_cursor_outside_the_request_list_is_invalid_request_for_the_newer_apis
                 topic_name=topic_name(1), partition_index=0
             ),
         ),
-        1,
+        paged_version(46),
     )
     assert pr.error_code == INVALID_REQUEST
 
@@ -1426,7 +1434,7 @@ def test_a_negative_cursor_index_is_invalid_request(
         MetadataRequest(
             topics=None, cursor=MetadataRequest.Cursor(topic_name=t0, partition_index=-1)
         ),
-        13,
+        paged_version(3),
     )
     assert [(t.name, t.error_code, len(t.partitions)) for t in md.topics] == [
         (t0, INVALID_REQUEST, 0)
@@ -1438,7 +1446,7 @@ def test_a_negative_cursor_index_is_invalid_request(
         DescribeLogDirsRequest(
             topics=None, cursor=DescribeLogDirsRequest.Cursor(topic_name=t0, partition_index=-1)
         ),
-        5,
+        paged_version(35),
     )
     assert ld.error_code == INVALID_REQUEST
     lo = request_to(
@@ -1453,7 +1461,7 @@ def test_a_negative_cursor_index_is_invalid_request(
             ],
             cursor=ListOffsetsRequest.Cursor(topic_name=t0, partition_index=-1),
         ),
-        11,
+        paged_version(2),
     )
     assert [p.error_code for t in lo.topics for p in t.partitions] == [INVALID_REQUEST]
     of = request_to(
@@ -1465,7 +1473,7 @@ def test_a_negative_cursor_index_is_invalid_request(
                 group_id="offsets-c", topic_name=t0, partition_index=-1
             ),
         ),
-        10,
+        paged_version(9),
     )
     assert [g.error_code for g in of.groups] == [INVALID_REQUEST]
     dp = request_to(
@@ -1477,7 +1485,7 @@ def test_a_negative_cursor_index_is_invalid_request(
                 topic_name="producers", partition_index=-1
             ),
         ),
-        1,
+        paged_version(61),
     )
     assert [p.error_code for t in dp.topics for p in t.partitions] == [INVALID_REQUEST]
 
@@ -1487,10 +1495,12 @@ def test_a_limit_above_the_broker_limit_is_clamped(
 ) -> None:
     # Each broker coordinates well over 1,000 of the 5,000 groups.
     for broker in range(3):
-        r = request_to(cluster, broker, ListGroupsRequest(response_pagination_limit=100_000), 6)
+        r = request_to(
+            cluster, broker, ListGroupsRequest(response_pagination_limit=100_000), paged_version(16)
+        )
         assert len(r.groups) == BROKER_LIMIT and r.next_cursor is not None
     # A limit of 0 or below is taken as 1.
-    r = request_to(cluster, 0, ListGroupsRequest(response_pagination_limit=0), 6)
+    r = request_to(cluster, 0, ListGroupsRequest(response_pagination_limit=0), paged_version(16))
     assert len(r.groups) == 1 and r.next_cursor is not None
 
 
@@ -1580,11 +1590,11 @@ def test_a_broker_without_the_paged_versions_gets_one_unpaged_request() -> None:
             offsets,
         )
     assert [v for k, v in seen["old"] if k == 16] == [5]
-    assert [v for k, v in seen["new"] if k == 16] == [6] * 30
+    assert [v for k, v in seen["new"] if k == 16] == [paged_version(16)] * 30
     assert answers["old"][0] == answers["new"][0] == groups
     assert answers["old"][1] == answers["new"][1] == [("t", i) for i in range(4)]
     assert [v for k, v in seen["old"] if k == 9] == [9]
-    assert [v for k, v in seen["new"] if k == 9] == [10, 10, 10]
+    assert [v for k, v in seen["new"] if k == 9] == [paged_version(9)] * 3
     assert answers["old"][2] == answers["new"][2]
 
 

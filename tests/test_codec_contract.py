@@ -106,8 +106,8 @@ def non_default_value(field: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------- lookup
 
 
-def test_specs_define_88_apis() -> None:
-    assert API_KEYS == list(range(88))
+def test_specs_define_kafka_4_4s_95_apis() -> None:
+    assert API_KEYS == list(range(95))
     assert sorted(APIS) == API_KEYS
 
 
@@ -148,15 +148,15 @@ def test_class_attributes_state_the_spec_versions(cls: type[Message]) -> None:
 
 def test_unstable_latest_versions_are_flagged_on_the_request() -> None:
     unstable = {cls.__name__ for cls in all_classes() if cls.LATEST_VERSION_UNSTABLE}
-    # Kafka's own unstable versions, and the 13 pagination versions of seed 001.
-    assert {"EndTxnRequest", "ShareFetchRequest", "MetadataRequest"} <= unstable
+    # Kafka 4.4.0's own unstable versions, and the 13 pagination versions of seed 001.
+    assert {"InitProducerIdRequest", "MetadataRequest", "ConsumerGroupDescribeRequest"} <= unstable
     assert all(name.endswith("Request") for name in unstable)
 
 
 def test_metadata_request_attributes() -> None:
     assert MetadataRequest.API_KEY == 3
     assert MetadataRequest.LOWEST_VERSION == 0
-    assert MetadataRequest.HIGHEST_VERSION == 13
+    assert MetadataRequest.HIGHEST_VERSION == 14
     assert MetadataRequest.FIRST_FLEXIBLE_VERSION == 9
     assert MetadataRequest.LATEST_VERSION_UNSTABLE is True
 
@@ -316,8 +316,8 @@ def test_encoding_at_a_version_the_message_lacks_is_unsupported(version: int) ->
 
 
 def test_decoding_at_a_version_the_message_lacks_is_unsupported() -> None:
-    with pytest.raises(UnsupportedVersionError, match="no version 14"):
-        MetadataRequest.decode(MetadataRequest().encode(13), 14)
+    with pytest.raises(UnsupportedVersionError, match="no version 15"):
+        MetadataRequest.decode(MetadataRequest().encode(14), 15)
 
 
 # --------------------------------------------------------------------------- down-conversion
@@ -680,13 +680,13 @@ def test_paginated_response_version(row: tuple[int, int, str, list[tuple[str, st
     assert paged.encode(version - 1) == cls().encode(version - 1)
 
 
-def test_metadata_v13_round_trips_a_cursor_through_json() -> None:
+def test_metadata_v14_round_trips_a_cursor_through_json() -> None:
     m = MetadataRequest(
         response_pagination_limit=50,
         cursor=MetadataRequest.Cursor(topic_name="t", partition_index=3),
     )
-    assert m.to_json(13)["cursor"] == {"topicName": "t", "partitionIndex": 3}
-    assert MetadataRequest.from_json(m.to_json(13), 13) == m
+    assert m.to_json(14)["cursor"] == {"topicName": "t", "partitionIndex": 3}
+    assert MetadataRequest.from_json(m.to_json(14), 14) == m
 
 
 def test_decode_error_is_a_value_error_with_position() -> None:

@@ -125,10 +125,13 @@ def check_fragment(text: str, where: str) -> None:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kafkagen"):
             module = importlib.import_module(node.module or "")
             for alias in node.names:
-                submodule = importlib.util.find_spec(f"{node.module}.{alias.name}")
-                assert hasattr(module, alias.name) or submodule is not None, (
-                    f"{where}: {node.module} has no {alias.name}"
+                # A name the module lacks may still be a submodule, if the module is a
+                # package (asking a plain module for a submodule raises).
+                found = hasattr(module, alias.name) or (
+                    hasattr(module, "__path__")
+                    and importlib.util.find_spec(f"{node.module}.{alias.name}") is not None
                 )
+                assert found, f"{where}: {node.module} has no {alias.name}"
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("kafkagen"):

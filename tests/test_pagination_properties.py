@@ -31,6 +31,7 @@ on one core), the quick one ``QUICK_EXAMPLES`` (about 10 s).
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -45,6 +46,7 @@ from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.message import Message, Struct
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.records import Record, build_batch
 
 EXAMPLES = 100
@@ -114,7 +116,13 @@ class World:
         return answer
 
     def call(self, key: int, version: int, request: Message) -> Any:
-        """The decoded answer; the manual clock moves (bounded) while the handler waits."""
+        """The decoded answer; the manual clock moves (bounded) while the handler waits.
+
+        OffsetFetch from v10 goes by topic id: the machine's requests name topics, so they
+        get their ids here (an unknown name a made-up one) and the answer its names back,
+        as a client that looked the ids up would do.
+        """
+        by_id = self._offset_fetch_ids(request) if key == 9 and version >= 10 else {}
         answer = self.send(key, version, request)
         for _ in range(100):
             if answer.answered:
@@ -122,7 +130,20 @@ class World:
             self.harness.advance(100)
         assert answer.response is not None, f"API {key} v{version} did not answer"
         wire = answer.response.encode(version)
-        return message_type(key, "response").decode(wire, version)
+        decoded: Any = message_type(key, "response").decode(wire, version)
+        for g in decoded.groups if by_id else ():
+            for t in g.topics:
+                t.name = by_id[t.topic_id]
+        return decoded
+
+    def _offset_fetch_ids(self, request: Any) -> dict[uuid.UUID, str]:
+        ids = {name: info.topic_id for name, info in self.broker.metadata.topics.items()}
+        by_id = {topic_id: name for name, topic_id in ids.items()}
+        for g in request.groups:
+            for t in g.topics or ():
+                t.topic_id = ids.get(t.name) or uuid.uuid5(uuid.NAMESPACE_URL, t.name)
+                by_id[t.topic_id] = t.name
+        return by_id
 
     # ---- state through the real APIs
 
@@ -357,7 +378,7 @@ def _metadata_items(entries: Any, r: Any) -> list[tuple[Any, Any]]:
 
 METADATA = Api(
     3,
-    13,
+    paged_version(3),
     12,
     _seed_topics,
     lambda w, data: (
@@ -419,7 +440,7 @@ def _produce_some(w: World, data: st.DataObject) -> None:
 
 LIST_OFFSETS = Api(
     2,
-    11,
+    paged_version(2),
     10,
     _seed_offsets,
     lambda w, data: _topic_partitions(data),
@@ -531,8 +552,8 @@ def _delete_group(w: World, data: st.DataObject) -> None:
 
 OFFSET_FETCH = Api(
     9,
+    paged_version(9),
     10,
-    9,
     _seed_commits,
     _offset_fetch_entries,
     _offset_fetch_build,
@@ -578,7 +599,7 @@ def _describe_groups_items(entries: Any, r: Any) -> list[tuple[Any, Any]]:
 
 DESCRIBE_GROUPS = Api(
     15,
-    6,
+    paged_version(15),
     5,
     _seed_groups,
     lambda w, data: _names(data, [*GROUPS, "unknown-group"]),
@@ -593,7 +614,7 @@ DESCRIBE_GROUPS = Api(
 
 LIST_GROUPS = Api(
     16,
-    6,
+    paged_version(16),
     5,
     _seed_groups,
     _everything,
@@ -648,7 +669,7 @@ def _consumer_leave(w: World, data: st.DataObject) -> None:
 
 CONSUMER_GROUP_DESCRIBE = Api(
     69,
-    1,
+    paged_version(69),
     0,
     _seed_consumer_groups,
     lambda w, data: _names(data, [*CONSUMER_GROUPS, "unknown-group"]),
@@ -728,7 +749,7 @@ def _acl_items(e: Any, r: Any) -> list[tuple[Any, Any]]:
 
 DESCRIBE_ACLS = Api(
     29,
-    4,
+    paged_version(29),
     3,
     _seed_acls,
     _everything,
@@ -806,7 +827,7 @@ def _configs_build(entries: Any, limit: int, cursor: Any) -> Any:
 
 DESCRIBE_CONFIGS = Api(
     32,
-    5,
+    paged_version(32),
     4,
     _seed_topics,
     _configs_entries,
@@ -867,7 +888,7 @@ def _log_dirs_items(entries: Any, r: Any) -> list[tuple[Any, Any]]:
 
 DESCRIBE_LOG_DIRS = Api(
     35,
-    5,
+    paged_version(35),
     4,
     _seed_offsets,
     _all_or_partitions,
@@ -926,7 +947,7 @@ def _reassignment_build(entries: Any, limit: int, cursor: Any) -> Any:
 
 LIST_PARTITION_REASSIGNMENTS = Api(
     46,
-    1,
+    paged_version(46),
     0,
     _seed_reassignments,
     _all_or_partitions,
@@ -985,7 +1006,7 @@ def _producers_build(entries: Any, limit: int, cursor: Any) -> Any:
 
 DESCRIBE_PRODUCERS = Api(
     61,
-    1,
+    paged_version(61),
     0,
     _seed_producers,
     lambda w, data: _topic_partitions(data),
@@ -1018,7 +1039,7 @@ def _seed_txns(w: World, data: st.DataObject) -> None:
 
 DESCRIBE_TRANSACTIONS = Api(
     65,
-    1,
+    paged_version(65),
     0,
     _seed_txns,
     lambda w, data: _names(data, [*TXN_IDS, "unknown-id"], 7),
@@ -1042,7 +1063,7 @@ DESCRIBE_TRANSACTIONS = Api(
 
 LIST_TRANSACTIONS = Api(
     66,
-    2,
+    paged_version(66),
     1,
     _seed_txns,
     _everything,

@@ -5,15 +5,18 @@ Each rule gets a small bad spec and the exact one-line rejection it must produce
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from kafka_data import KAFKA_4_0_SNAPSHOT_SPECS
-from kafkagen.generator.errors import SpecError, SpecErrors
+from kafkagen.generator.errors import SpecError, SpecErrors, SpecWarning
 from kafkagen.generator.loader import load_spec, parse_spec_text, spec_files
+from kafkagen.generator.model import build_message
 from kafkagen.generator.validate import spec_schema, validate_directory, validate_document
+from kafkagen.generator.versions import NONE
 
 KAFKA_SPECS = KAFKA_4_0_SNAPSHOT_SPECS
 FILE = "DemoRequest.json"
@@ -221,11 +224,24 @@ def test_version_range_must_not_run_backwards() -> None:
     )
 
 
-def test_request_needs_flexible_versions() -> None:
-    assert rejection(spec(fld(), flexibleVersions=None)) == (
-        "DemoRequest.json: DemoRequest: flexibleVersions is required (none, or N+ for the "
-        "first flexible version)"
-    )
+def test_missing_flexible_versions_reads_as_none_with_a_warning() -> None:
+    # Kafka's generators up to 2.8 accepted it (2.4's OffsetDelete, 2.8's SaslHandshake).
+    with pytest.warns(SpecWarning) as caught:
+        doc = validate_document(spec(fld(), flexibleVersions=None), FILE)
+    assert [str(w.message) for w in caught] == [
+        "DemoRequest.json: DemoRequest: flexibleVersions is missing: read as none, as Kafka "
+        "up to 2.8 did (Kafka 3.0+ requires none, or N+ for the first flexible version)"
+    ]
+    assert build_message(doc, FILE).flexible == NONE
+
+
+def test_a_spec_without_versions_needs_no_fields() -> None:
+    # Kafka 4.x keeps the files of retired APIs (LeaderAndIsr) as name, key and "none".
+    doc = spec(validVersions="none", flexibleVersions=None)
+    del doc["fields"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert validate_document(doc, FILE)["validVersions"] == "none"
 
 
 def test_flexible_versions_must_be_open_ended() -> None:
@@ -395,14 +411,6 @@ def test_common_struct_names_are_capitalised() -> None:
     )
 
 
-def test_common_struct_must_share_a_version_with_the_message() -> None:
-    common = {"name": "Topic", "versions": "7+", "fields": [fld("Name", "string")]}
-    assert rejection(spec(fld(), commonStructs=[common])) == (
-        "DemoRequest.json: DemoRequest.Topic: versions share no version with validVersions 0-3 "
-        "(got '7+')"
-    )
-
-
 def test_only_struct_fields_can_have_fields() -> None:
     assert rejection(spec(fld("Ids", "[]int32", fields=[fld()]))) == (
         "DemoRequest.json: DemoRequest.Ids: only struct and struct-array fields can have "
@@ -410,19 +418,19 @@ def test_only_struct_fields_can_have_fields() -> None:
     )
 
 
-def test_field_must_share_a_version_with_the_message() -> None:
-    assert rejection(spec(fld(versions="4+"))) == (
-        "DemoRequest.json: DemoRequest.Value: versions share no version with the enclosing "
-        "versions 0-3 (got '4+')"
-    )
-
-
-def test_nested_field_must_share_a_version_with_its_parent() -> None:
-    topics = fld("Topics", "[]Topic", "0-1", fields=[fld("Name", "string", "2+")])
-    assert rejection(spec(topics)) == (
-        "DemoRequest.json: DemoRequest.Topics.Name: versions share no version with the "
-        "enclosing versions 0-1 (got '2+')"
-    )
+def test_a_field_outside_its_parents_versions_loads_and_is_never_on_the_wire() -> None:
+    # Kafka 4.x's ListOffsetsResponse keeps OldStyleOffsets ("0") under Partitions after
+    # validVersions became 1-11; Kafka's generator never compares the two ranges.
+    topics = fld("Topics", "[]Topic", "1+", fields=[fld("Name", "string", "0"), fld("Id")])
+    doc = validate_document(spec(topics, fld("Old", versions="0"), validVersions="1-3"), FILE)
+    message = build_message(doc, FILE)
+    assert list(message.versions) == [1, 2, 3]
+    for version in message.versions:
+        top = [f.name for f in message.root.fields if version in f.versions]
+        assert top == ["Topics"]
+        nested = message.root.fields[0].struct
+        assert nested is not None
+        assert [f.name for f in nested.fields if version in f.versions] == ["Id"]
 
 
 # ----------------------------------------------------------------------------- tagged fields
@@ -676,6 +684,17 @@ def test_repeated_key_with_a_different_value_is_rejected() -> None:
     assert info.value.line() == (
         "DemoRequest.json: invalid JSON (got \"key 'name' repeated with a different value\")"
     )
+
+
+def test_text_after_the_closing_brace_is_ignored_with_a_warning() -> None:
+    # Kafka reads the first JSON value only; 2.8's DescribeProducersRequest.json has a
+    # stray "]}" after it.
+    with pytest.warns(SpecWarning) as caught:
+        doc = parse_spec_text('{"name": "A",\n "type": "data"\n}\n  ]}\n', FILE)
+    assert doc == {"name": "A", "type": "data"}
+    assert [str(w.message) for w in caught] == [
+        "DemoRequest.json: line 3: text after the spec's closing brace is ignored, as Kafka does"
+    ]
 
 
 def test_string_api_key_becomes_an_int(dialect_doc: dict[str, Any]) -> None:

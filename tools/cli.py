@@ -15,7 +15,7 @@ from typing import Any, cast
 def _generate(args: argparse.Namespace) -> int:
     from kafkagen.generator import generate as gen
     from kafkagen.generator import output
-    from kafkagen.generator.errors import SpecError, SpecErrors
+    from kafkagen.generator.errors import SpecError, SpecErrors, report_spec_warnings
 
     specs = [Path(p) for p in args.specs] or [gen.BUILTIN_SPECS]
     out = Path(args.out) if args.out else gen.BUILTIN_OUT
@@ -23,7 +23,8 @@ def _generate(args: argparse.Namespace) -> int:
     try:
         if not args.check:
             output.check_output_folder(out)  # before the work, so a refusal is immediate
-        messages = gen.load_messages(specs)
+        with report_spec_warnings():
+            messages = gen.load_messages(specs)
         files = gen.render_package(messages)
         if args.check:
             return _report_drift(output.diff_package(files, out), out, len(messages), len(files))
@@ -169,9 +170,11 @@ COMMANDS = (
     Command(
         "import-specs",
         "kafkagen.import_specs",
-        "rebuild message_specs/ from an Apache Kafka spec folder",
-        run="main",
-        parsed=False,
+        "follow a Kafka release: import its spec files into message_specs/",
+        "Read a Kafka release's spec files (a release number fetched from Maven Central, a "
+        "kafka-clients jar or a folder), keep only wire facts, merge the versions older "
+        "releases had below it (--older), re-apply the project's extensions and write the "
+        "canonical files (nothing is written on error).",
     ),
     Command(
         "bench",

@@ -1,8 +1,12 @@
-"""Build the project's ``message_specs/`` from an Apache Kafka spec directory.
+"""Build the project's ``message_specs/`` from a Kafka release: a jar, a folder or a number.
 
-    kafkagen import-specs UPSTREAM_DIR OUT_DIR            # import, write
-    kafkagen import-specs --check UPSTREAM_DIR OUT_DIR    # would anything change?
-    kafkagen import-specs --verify UPSTREAM_DIR OUT_DIR   # no upstream wire fact lost?
+    kafkagen import-specs --kafka 4.4.0 --older 3.9.1 --prune    # import, write
+    kafkagen import-specs --kafka 4.4.0 --older 3.9.1 --check    # would anything change?
+    kafkagen import-specs --kafka 4.4.0 --older 3.9.1 --verify   # no upstream wire fact lost?
+
+A release number is fetched as ``org.apache.kafka:kafka-clients`` from Maven Central and its
+``common/message/*.json`` read from the jar; ``--from`` takes a jar or a folder. Older
+releases (``--older``) supply the versions the newest one dropped (:mod:`kafkagen.spec_merge`).
 
 Each upstream file is read in Kafka's dialect and written back as plain JSON holding only
 the wire facts: ``about`` texts are dropped and comments vanish because the document is
@@ -22,8 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +42,11 @@ from kafkagen.generator.loader import (
     default_text,
     load_spec,
     normalize,
+    parse_spec_text,
     spec_files,
 )
 from kafkagen.generator.versions import Versions
+from kafkagen.spec_merge import DROPPED_KEYS, differences, merge_releases, project, strip
 
 #: Top-level keys in the order Kafka's own files mostly use.
 MESSAGE_KEYS = (
@@ -68,12 +76,9 @@ FIELD_KEYS = (
 )
 #: Keys holding lists of objects; rendered one object per line.
 LIST_KEYS = ("fields", "commonStructs")
-#: Kafka's prose, never copied into the project.
-DROPPED_KEYS = frozenset({"about"})
 
 _INT_KEYS = frozenset({"apiKey", "tag"})
 _BOOL_KEYS = frozenset({"ignorable", "mapKey", "zeroCopy", "latestVersionUnstable"})
-_VERSION_KEYS = ("nullableVersions", "taggedVersions", "flexibleVersions")
 
 DEFAULT_EXTENSIONS = Path(__file__).with_name("spec_extensions.json")
 
@@ -355,16 +360,80 @@ def apply_patch(doc: dict[str, Any], patch: Patch) -> dict[str, Any]:
     return out
 
 
+# --- sources: a spec folder, a kafka-clients jar, or a Kafka release by number -------------
+
+#: Where a ``kafka-clients`` jar keeps the spec files.
+JAR_SPEC_DIR = "common/message/"
+
+
+def is_release(source: str) -> bool:
+    """Whether ``source`` names a Kafka release (``4.4.0``) rather than a path."""
+    return bool(re.fullmatch(r"\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.-]+)?", source))
+
+
+def resolve_source(source: str) -> Path:
+    """A folder or jar path as given, or a release number as its ``kafka-clients`` jar."""
+    if is_release(source) and not Path(source).exists():
+        from kafkagen.maven import MavenError, jar
+
+        try:
+            return jar(f"org.apache.kafka:kafka-clients:{source}")
+        except MavenError as e:
+            raise SpecError(
+                source, "", "cannot fetch kafka-clients from Maven Central", str(e)
+            ) from e
+    return Path(source)
+
+
+def read_specs(source: Path) -> dict[str, dict[str, Any]]:
+    """Every spec of a folder or of a jar's ``common/message/``, by file name, as loaded."""
+    if source.is_dir():
+        paths = spec_files(source)
+        if not paths:
+            raise SpecError(str(source), "", "no .json spec files in the upstream directory")
+        return {p.name: load_spec(p) for p in paths}
+    try:
+        with zipfile.ZipFile(source) as jar:
+            members = sorted(
+                n
+                for n in jar.namelist()
+                if n.startswith(JAR_SPEC_DIR) and n.endswith(".json") and n.count("/") == 2
+            )
+            texts = {n.removeprefix(JAR_SPEC_DIR): jar.read(n) for n in members}
+    except (OSError, zipfile.BadZipFile) as e:
+        raise SpecError(str(source), "", "not a spec folder or a readable jar", str(e)) from e
+    if not texts:
+        raise SpecError(str(source), "", f"the jar has no {JAR_SPEC_DIR}*.json spec files")
+    docs = {}
+    for name, data in texts.items():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SpecError(name, "", "cannot read spec file", str(e)) from e
+        docs[name] = parse_spec_text(text, name)
+    return docs
+
+
 # --- import -------------------------------------------------------------------------------
 
 
-def build_directory(src: Path, extensions: Path | None = DEFAULT_EXTENSIONS) -> dict[str, str]:
+def build_directory(
+    src: Path,
+    extensions: Path | None = DEFAULT_EXTENSIONS,
+    older: Sequence[Path] = (),
+) -> dict[str, str]:
     """Every output file's name and text, built in memory; raises SpecError on any problem."""
+    return build_specs(read_specs(src), [read_specs(o) for o in older], extensions)
+
+
+def build_specs(
+    newest: Mapping[str, dict[str, Any]],
+    older: Sequence[Mapping[str, dict[str, Any]]] = (),
+    extensions: Path | None = DEFAULT_EXTENSIONS,
+) -> dict[str, str]:
+    """The output files built from loaded releases (newest first, then older ones)."""
     ext = load_extensions(extensions) if extensions is not None else Extensions()
-    paths = spec_files(src)
-    if not paths:
-        raise SpecError(str(src), "", "no .json spec files in the upstream directory")
-    docs = {p.name: load_spec(p) for p in paths}
+    docs, _ = merge_releases(newest, older)
     for req in ext.requires:
         if req.file not in docs:
             raise SpecError(
@@ -427,30 +496,6 @@ def import_directory(
 # --- verification -------------------------------------------------------------------------
 
 
-def _strip(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in DROPPED_KEYS}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
-
-
-def _project(fields: Sequence[Mapping[str, Any]], version: int) -> list[dict[str, Any]]:
-    """The fields present in one version, with every *Versions key evaluated at it."""
-    out = []
-    for f in fields:
-        if version not in Versions.parse(f["versions"]):
-            continue
-        facts: dict[str, Any] = {
-            k: v for k, v in f.items() if k not in ("versions", "fields", *_VERSION_KEYS)
-        }
-        for key in _VERSION_KEYS:
-            facts[key] = version in Versions.parse(f[key]) if key in f else None
-        facts["fields"] = _project(f.get("fields", []), version)
-        out.append(facts)
-    return out
-
-
 def _without_new(fields: Sequence[Mapping[str, Any]], latest: int) -> list[dict[str, Any]]:
     """Fields minus those that only exist above upstream's latest version."""
     out = []
@@ -462,24 +507,6 @@ def _without_new(fields: Sequence[Mapping[str, Any]], latest: int) -> list[dict[
             g["fields"] = _without_new(f["fields"], latest)
         out.append(g)
     return out
-
-
-def _differences(a: Any, b: Any, path: str = "") -> Iterator[str]:
-    """Every place two JSON values differ, as readable paths."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(a.keys() | b.keys()):
-            if key not in a or key not in b:
-                yield f"{path}.{key}: only in {'upstream' if key in a else 'output'}"
-            else:
-                yield from _differences(a[key], b[key], f"{path}.{key}")
-    elif isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            label = x.get("name", i) if isinstance(x, dict) else i
-            yield from _differences(x, y, f"{path}[{label}]")
-        if len(a) != len(b):
-            yield f"{path}: {len(a)} items upstream, {len(b)} in output"
-    elif a != b:
-        yield f"{path}: upstream {a!r}, output {b!r}"
 
 
 def _compare(up: dict[str, Any], out: dict[str, Any]) -> list[str]:
@@ -498,7 +525,7 @@ def _compare(up: dict[str, Any], out: dict[str, Any]) -> list[str]:
             for s in up.get("commonStructs", [])
         ]
         for label, a, b in pairs:
-            for found in _differences(_project(a, version), _project(b, version), label):
+            for found in differences(project(a, version), project(b, version), label):
                 where.setdefault(found, []).append(version)
     for found, versions in where.items():
         contiguous = versions == list(range(versions[0], versions[-1] + 1))
@@ -513,13 +540,12 @@ def _compare(up: dict[str, Any], out: dict[str, Any]) -> list[str]:
         if extended:
             d.pop("latestVersionUnstable", None)  # now describes the new latest version
         trimmed.append(d)
-    problems.extend(_differences(trimmed[0], trimmed[1]))
+    problems.extend(differences(trimmed[0], trimmed[1]))
     return problems
 
 
-def verify_file(upstream_path: Path, output_path: Path) -> list[str]:
-    """Problems found comparing one output spec with its upstream file."""
-    name = upstream_path.name
+def verify_file(name: str, upstream: Mapping[str, Any], output_path: Path) -> list[str]:
+    """Problems found comparing one output spec with its upstream document."""
     try:
         text = output_path.read_text(encoding="utf-8")
         raw_out = json.loads(text)  # plain JSON: no comments, no dialect
@@ -527,9 +553,9 @@ def verify_file(upstream_path: Path, output_path: Path) -> list[str]:
         return [f"{name}: output unreadable as plain JSON: {e}"]
     problems = []
     try:
-        up = normalize(_strip(load_spec(upstream_path)))
+        up = normalize(strip(upstream))
         out = normalize(raw_out)
-        if out != _strip(out):
+        if out != strip(out):
             problems.append("output contains about text")
         if render(canonical(raw_out, name)) != text:
             problems.append("output is not in canonical layout")
@@ -539,35 +565,65 @@ def verify_file(upstream_path: Path, output_path: Path) -> list[str]:
     return [f"{name}: {p}" for p in problems]
 
 
-def verify_directory(src: Path, dst: Path) -> tuple[int, list[str]]:
-    """Check every upstream spec against its output; the number checked and the problems."""
+def verify_specs(
+    newest: Mapping[str, dict[str, Any]],
+    older: Sequence[Mapping[str, dict[str, Any]]],
+    dst: Path,
+) -> tuple[int, list[str]]:
+    """Check every upstream spec (older releases merged in) against its output.
+
+    The merge itself is checked version by version against each release it draws on, so
+    comparing the output with the merged document covers every release. Returns the number
+    of specs checked and the problems.
+    """
+    docs, _ = merge_releases(newest, older)
     problems: list[str] = []
-    paths = spec_files(src)
-    for path in paths:
-        target = dst / path.name
+    for name in sorted(docs):
+        target = dst / name
         if not target.is_file():
-            problems.append(f"{path.name}: missing from {dst}")
+            problems.append(f"{name}: missing from {dst}")
             continue
-        problems.extend(verify_file(path, target))
-    return len(paths), problems
+        problems.extend(verify_file(name, docs[name], target))
+    return len(docs), problems
 
 
 # --- command line -------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="kafkagen import-specs",
-        description="Import Kafka's message specs (wire facts only), then re-apply the"
-        " project's extensions.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "upstream",
-        type=Path,
-        metavar="UPSTREAM_DIR",
-        help="Kafka's clients/src/main/resources/common/message",
+        nargs="?",
+        metavar="SOURCE",
+        help="the newest release's specs: a spec folder (Kafka's"
+        " clients/src/main/resources/common/message), a kafka-clients jar, or a release"
+        " number such as 4.4.0 (its jar is fetched from Maven Central)",
     )
-    parser.add_argument("out", type=Path, metavar="OUT_DIR", help="the project's message_specs/")
+    parser.add_argument(
+        "out_dir",
+        nargs="?",
+        type=Path,
+        metavar="OUT_DIR",
+        help="where to write (default: the built-in message_specs/)",
+    )
+    parser.add_argument(
+        "--kafka", metavar="VERSION", help="the newest release by number (same as SOURCE)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_path",
+        metavar="PATH",
+        help="the newest release as a spec folder or jar (same as SOURCE)",
+    )
+    parser.add_argument(
+        "--older",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="an older release (number, folder or jar) supplying the versions the newest"
+        " one dropped; repeatable, newest first",
+    )
+    parser.add_argument("--out", type=Path, metavar="DIR", help="same as OUT_DIR")
     parser.add_argument(
         "--extensions",
         type=Path,
@@ -576,39 +632,56 @@ def main(argv: list[str] | None = None) -> int:
         help="extension patches to apply (default: spec_extensions.json next to this tool)",
     )
     parser.add_argument("--no-extensions", action="store_true", help="write upstream facts only")
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete spec files in the output folder that no release produced (renamed APIs)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if OUT_DIR would change"
+        "--check", action="store_true", help="write nothing; exit 1 if the output would change"
     )
     mode.add_argument(
         "--verify",
         action="store_true",
-        help="write nothing; check OUT_DIR keeps every upstream wire fact",
+        help="write nothing; check the output keeps every upstream wire fact",
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The import as the command line runs it; the exit status."""
+    from kafkagen.generator.errors import report_spec_warnings
+
+    sources = [x for x in (args.upstream, args.kafka, args.from_path) if x]
+    if len(sources) != 1:
+        print("error: give the newest release once: SOURCE, --kafka or --from", file=sys.stderr)
+        return 2
+    out: Path = args.out or args.out_dir or _builtin_specs()
     extensions = None if args.no_extensions else args.extensions
     try:
-        if args.verify:
-            count, problems = verify_directory(args.upstream, args.out)
-            for line in problems:
-                print(line, file=sys.stderr)
-            verdict = "FAILED" if problems else "ok"
-            print(f"verify {verdict}: {count} upstream specs checked, {len(problems)} problems")
-            return 1 if problems else 0
-        outputs = build_directory(args.upstream, extensions)
+        with report_spec_warnings():
+            newest = read_specs(resolve_source(sources[0]))
+            older = [read_specs(resolve_source(o)) for o in args.older]
+            if args.verify:
+                count, problems = verify_specs(newest, older, out)
+                for line in problems:
+                    print(line, file=sys.stderr)
+                verdict = "FAILED" if problems else "ok"
+                print(f"verify {verdict}: {count} upstream specs checked, {len(problems)} problems")
+                return 1 if problems else 0
+            outputs = build_specs(newest, older, extensions)
         if args.check:
             stale = [
                 n
                 for n, text in outputs.items()
-                if not (args.out / n).is_file()
-                or (args.out / n).read_text(encoding="utf-8") != text
+                if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != text
             ]
             for n in stale:
-                print(f"{args.out / n}: out of date", file=sys.stderr)
+                print(f"{out / n}: out of date", file=sys.stderr)
             verdict = "FAILED" if stale else "ok"
             print(f"check {verdict}: {len(outputs)} specs, {len(stale)} out of date")
             return 1 if stale else 0
-        written = write_files(args.out, outputs)
+        written = write_files(out, outputs)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -616,11 +689,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 1
     produced = {p.name for p in written}
-    for extra in spec_files(args.out):
-        if extra.name not in produced:
+    for extra in spec_files(out):
+        if extra.name in produced:
+            continue
+        if args.prune:
+            extra.unlink()
+            print(f"removed {extra}: no release has it", file=sys.stderr)
+        else:
             print(f"note: {extra} is not an upstream spec; left untouched", file=sys.stderr)
-    print(f"wrote {len(written)} specs to {args.out}")
+    print(f"wrote {len(written)} specs to {out}")
     return 0
+
+
+def _builtin_specs() -> Path:
+    from kafkagen.generator.generate import BUILTIN_SPECS
+
+    return BUILTIN_SPECS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kafkagen.import_specs",
+        description="Import Kafka's message specs (wire facts only) from a release, merge the"
+        " versions older releases had below it, then re-apply the project's extensions.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -698,8 +699,8 @@ class ReplicaManager:
             return offset, -1, log.epoch_at(offset)
         if timestamp == LATEST_TIMESTAMP:
             return upper, -1, log.epoch_at(upper - 1) if upper > 0 else partition.leader_epoch
-        if timestamp == LATEST_TIERED_TIMESTAMP:
-            return -1, -1, -1  # no tiered storage: nothing was ever uploaded
+        if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+            return -1, -1, -1  # no tiered storage: nothing uploaded, nothing waiting to be
         if timestamp == MAX_TIMESTAMP:
             found = log.max_timestamp(upper)
         else:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
@@ -64,6 +65,7 @@ from kafkagen.runtime.errors import (
     error_for_code,
 )
 from kafkagen.runtime.message import Message, Struct
+from kafkagen.runtime.pagination import PAGINATED_APIS, paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from .builders import (
@@ -120,20 +122,29 @@ class _Paging:
 
 
 _PAGING: dict[int, _Paging] = {
-    2: _Paging(11, "topics", (("name", "partitions"),)),
-    3: _Paging(13, "topics", (("name", "partitions"),)),
-    9: _Paging(10, "groups", (("group_id", "topics"), ("name", "partitions"))),
-    15: _Paging(6, "groups", (("group_id", "members"),)),
-    16: _Paging(6, "groups"),
-    29: _Paging(4, "resources"),
-    32: _Paging(5, "results"),
-    35: _Paging(5, "results", (("log_dir", "topics"), ("name", "partitions"))),
-    46: _Paging(1, "topics", (("name", "partitions"),)),
-    61: _Paging(1, "topics", (("name", "partitions"), ("partition_index", "active_producers"))),
-    65: _Paging(1, "transaction_states"),
-    66: _Paging(2, "transaction_states"),
-    69: _Paging(1, "groups", (("group_id", "members"),)),
+    2: _Paging(paged_version(2), "topics", (("name", "partitions"),)),
+    3: _Paging(paged_version(3), "topics", (("name", "partitions"),)),
+    # The paged version names topics by id (as OffsetFetch does from v10).
+    9: _Paging(paged_version(9), "groups", (("group_id", "topics"), ("topic_id", "partitions"))),
+    15: _Paging(paged_version(15), "groups", (("group_id", "members"),)),
+    16: _Paging(paged_version(16), "groups"),
+    29: _Paging(paged_version(29), "resources"),
+    32: _Paging(paged_version(32), "results"),
+    35: _Paging(paged_version(35), "results", (("log_dir", "topics"), ("name", "partitions"))),
+    46: _Paging(paged_version(46), "topics", (("name", "partitions"),)),
+    61: _Paging(
+        paged_version(61),
+        "topics",
+        (("name", "partitions"), ("partition_index", "active_producers")),
+    ),
+    65: _Paging(paged_version(65), "transaction_states"),
+    66: _Paging(paged_version(66), "transaction_states"),
+    69: _Paging(paged_version(69), "groups", (("group_id", "members"),)),
 }
+assert sorted(_PAGING) == sorted(PAGINATED_APIS)
+
+#: Topic id of a topic asked for by name only (below OffsetFetch v10).
+_NO_ID = uuid.UUID(int=0)
 
 #: API key -> the first version that pages its answer.
 PAGED_SINCE: dict[int, int] = {k: p.since for k, p in sorted(_PAGING.items())}
@@ -369,7 +380,7 @@ async def list_topics_all(
 ) -> MetadataResponse:
     """Metadata of every topic (``topics=None``) or of the ones named, all partitions.
 
-    Paged (v13) by partition, topics by name then partition index for a full listing and
+    Paged (v14) by partition, topics by name then partition index for a full listing and
     in request order for named topics. Never creates a topic.
     """
     names = None if topics is None else _keys(topics, "topic")
@@ -401,7 +412,7 @@ async def list_offsets_all(
     """Offsets of the partitions (a mapping gives each its own timestamp; otherwise
     ``timestamp``: -1 latest, -2 earliest, ...), asked of each partition's leader.
 
-    Paged (v11) by partition in request order. The merged answer lists the topics and
+    Paged (v12) by partition in request order. The merged answer lists the topics and
     partitions in the caller's order; a partition without a leader carries its error.
     """
     if isinstance(partitions, Mapping):
@@ -519,7 +530,7 @@ async def describe_log_dirs_all(
     """Each broker's log directories and the replicas in them: every replica
     (``topics=None``) or those of the partitions named. ``brokers``: which to ask (all).
 
-    Paged (v5) by partition, per broker: topics by name then partition for a full
+    Paged (v6) by partition, per broker: topics by name then partition for a full
     listing, request order otherwise. The result maps broker id to its merged answer.
     """
     md = await _metadata(client, [])
@@ -642,7 +653,7 @@ async def describe_groups_all(
 ) -> DescribeGroupsResponse:
     """Classic groups with all their members, asked of each group's coordinator.
 
-    Paged (v6) by member: groups in request order, members by member id within a group.
+    Paged (v7) by member: groups in request order, members by member id within a group.
     A group whose coordinator cannot be found is answered with that error.
     """
     ids = _keys(groups, "group")
@@ -679,7 +690,7 @@ async def consumer_group_describe_all(
 ) -> ConsumerGroupDescribeResponse:
     """Consumer-protocol groups with all their members, asked of each group's coordinator.
 
-    Paged (v1) by member: groups in request order, members by member id within a group.
+    Paged (v2) by member: groups in request order, members by member id within a group.
     """
     ids = _keys(groups, "group")
     by_node, errors = await _coordinators(client, ids, CoordinatorType.GROUP)
@@ -716,9 +727,9 @@ async def fetch_offsets_all(
     """Committed offsets of each group, asked of its coordinator; the result has the shape
     of `KafkaClient.fetch_offsets` (group -> its offsets or its error).
 
-    Paged (v10) by partition over all the groups of one request: groups in request order,
+    Paged (v11) by partition over all the groups of one request: groups in request order,
     partitions in request order (by topic then partition for a group's full listing).
-    Below v10 this is `KafkaClient.fetch_offsets` on each coordinator.
+    Below v11 this is `KafkaClient.fetch_offsets` on each coordinator.
     """
     if isinstance(groups, str | bytes):
         raise TypeError("pass a list of groups, not one string")
@@ -739,31 +750,43 @@ async def fetch_offsets_all(
                 {g: wanted[g] for g in mine}, require_stable=require_stable
             )
         version = _version(other, 9, paginate, VersionRange(8, ANY_VERSION))
-        request = OffsetFetchRequest(
-            groups=[
-                OffsetFetchRequest.OffsetFetchRequestGroup(
-                    group_id=g,
-                    topics=None
-                    if wanted[g] is None
-                    else [
+        # v10+ names topics by id both ways: look the ids up once. A name the cluster does
+        # not know has no id to ask by; its partitions get UNKNOWN_TOPIC_OR_PARTITION.
+        ids: dict[str, uuid.UUID] = {}
+        if version >= 10:
+            ids = {t.name: t.topic_id for t in (await _metadata(other, None)).topics if t.name}
+        unknown: dict[str, list[TopicPartition]] = {}
+        groups = []
+        for g in mine:
+            topics = None
+            if wanted[g] is not None:
+                topics = []
+                for name, indexes in _by_topic(wanted[g] or []):
+                    if version >= 10 and name not in ids:
+                        unknown.setdefault(g, []).extend(TopicPartition(name, i) for i in indexes)
+                        continue
+                    topics.append(
                         OffsetFetchRequest.OffsetFetchRequestTopics(
-                            name=name, partition_indexes=indexes
+                            name=name, topic_id=ids.get(name, _NO_ID), partition_indexes=indexes
                         )
-                        for name, indexes in _by_topic(wanted[g] or [])
-                    ],
-                )
-                for g in mine
-            ],
-            require_stable=require_stable,
-        )
+                    )
+            groups.append(OffsetFetchRequest.OffsetFetchRequestGroup(group_id=g, topics=topics))
+        request = OffsetFetchRequest(groups=groups, require_stable=require_stable)
         response: OffsetFetchResponse = await _walk(other, request, version, limit, on_page)
+        names = {topic_id: name for name, topic_id in ids.items()}
         out: dict[str, GroupOffsets | KafkaError] = {}
         for group in response.groups:
-            out[group.group_id] = (
-                response_error(group.error_code, None)
-                if group.error_code
-                else group_offsets(group.topics)
-            )
+            if version >= 10:
+                group.topics = [t for t in group.topics if t.topic_id in names]
+                for t in group.topics:
+                    t.name = names[t.topic_id]
+            if group.error_code:
+                out[group.group_id] = response_error(group.error_code, None)
+                continue
+            offsets = group_offsets(group.topics)
+            for tp in unknown.get(group.group_id, []):
+                offsets[tp] = UnknownTopicOrPartitionError(f"no topic {tp.topic!r} in the cluster")
+            out[group.group_id] = offsets
         for group_id in mine:
             out.setdefault(group_id, {})  # nothing committed and nothing asked for
         return out
@@ -790,7 +813,7 @@ async def list_transactions_all(
     """Every transaction of the cluster (each broker lists those it coordinates), filtered
     by state, producer id and (v1+) running for longer than ``duration_ms``.
 
-    Paged (v2) by transactional id; the merged answer is sorted by transactional id.
+    Paged (v3) by transactional id; the merged answer is sorted by transactional id.
     """
     state_list, pid_list = list(states), list(producer_ids)
     low = 1 if duration_ms >= 0 else 0

@@ -263,8 +263,8 @@ _PARTITION_ERRORS = frozenset(
     {UnknownTopicOrPartitionError.code, TopicAuthorizationFailedError.code}
 )
 
-#: v10 pages the answer with a cursor, which needs follow-up requests this builder does
-#: not make: stay below it.
+#: v10 names topics by id (a metadata lookup) and the paged version needs follow-up
+#: requests: this builder makes neither, so it stays below both.
 _OFFSET_FETCH_MAX = 9
 
 

@@ -2,11 +2,11 @@
 
 Special timestamps: -1 latest (the high watermark; the log end for a replica), -2 earliest,
 -3 the record with the largest timestamp (v7+), -4 earliest local (v8+), -5 latest tiered
-(v9+; there is no tiered storage, so never found). v11 (unstable, seed 001) pages the
-partitions in request order; NextCursor names the partition the next page starts at, and
-only the page's partitions are looked up. A request that lists a partition twice, or a
-cursor naming a partition not asked for or with a negative index, answers INVALID_REQUEST
-for every partition.
+(v9+) and -6 earliest pending upload (v11+, KIP-1023); there is no tiered storage, so the
+last two are never found. v12 (unstable, seed 001) pages the partitions in request order;
+NextCursor names the partition the next page starts at, and only the page's partitions are
+looked up. A request that lists a partition twice, or a cursor naming a partition not asked
+for or with a negative index, answers INVALID_REQUEST for every partition.
 """
 
 from __future__ import annotations
@@ -15,19 +15,21 @@ from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 2
+PAGED = paged_version(API_KEY)
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 # The first version that may ask for each special timestamp.
-_SINCE = {-3: 7, -4: 8, -5: 9}
+_SINCE = {-3: 7, -4: 8, -5: 9, -6: 11}
 
 
-@register(API_KEY, 0, 10, max_unstable_version=11)
+@register(API_KEY, 0, 10, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
-    if ctx.api_version >= 11:
+    if ctx.api_version >= PAGED:
         _page(ctx, request)
         return
     seen: set[TopicPartition] = set()
@@ -80,7 +82,7 @@ def _answer(
 
 
 def _page(ctx: RequestContext, request: ListOffsetsRequest) -> None:
-    """v11: the partitions in request order from the cursor's on; only the page's are
+    """v12: the partitions in request order from the cursor's on; only the page's are
     looked up."""
     c = request.cursor
     topics = request.topics

@@ -1,12 +1,12 @@
 """Metadata (key 3): brokers, and topics with their partitions' leaders and replicas.
 
 Unknown topics are created only when the broker allows it (``auto.create.topics.enable``,
-off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13
-(unstable, seed 001) pages the partitions: at most the pagination limit of them, by topic
-then partition for all topics and in request order for named ones, and NextCursor names
-the topic and partition the next page starts at. A topic named twice, a negative index, or
-a topic not asked for is INVALID_REQUEST on every named topic (on the cursor's topic for a
-full listing), and nothing is created.
+off by default) and the request does too (``allow_auto_topic_creation``, v4+). v13 adds a
+top-level error code (KIP-1102), always 0 here. v14 (unstable, seed 001) pages the
+partitions: at most the pagination limit of them, by topic then partition for all topics and
+in request order for named ones, and NextCursor names the topic and partition the next page
+starts at. A topic named twice, a negative index, or a topic not asked for is INVALID_REQUEST
+on every named topic (on the cursor's topic for a full listing), and nothing is created.
 """
 
 from __future__ import annotations
@@ -35,14 +35,16 @@ from kafkagen.runtime.handlers._util import (
     repeated,
 )
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 3
+PAGED = paged_version(API_KEY)
 Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 12, max_unstable_version=13)
+@register(API_KEY, 0, 12, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
     md = broker.metadata
@@ -55,14 +57,14 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     topics: KeyedList[Topic] = KeyedList()
     requested = request.topics
     all_topics = requested is None or (v == 0 and not requested)
-    if v >= 13:
+    if v >= PAGED:
         problem = _refusal(ctx, request, all_topics)
         if problem is not None:
             ctx.respond(_response(ctx, _refused(ctx, request, all_topics, problem)))
             return
     if requested is None or all_topics:
         infos = sorted(md.topics.values(), key=lambda t: t.name)
-        if v >= 13:
+        if v >= PAGED:
             infos = _window(ctx, request, infos)
         for info in infos:
             topics.append(_topic(ctx, info, topic_ops))
@@ -71,7 +73,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
             "auto.create.topics.enable"
         )
         room = -1
-        if v >= 13:
+        if v >= PAGED:
             # A page of named topics costs its own size: start at the cursor's topic (the
             # ones before it were answered by earlier pages) and stop once the limit plus
             # the partition naming the next cursor are covered.
@@ -111,7 +113,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                 ]
                 room = max(room - len(after), 0)
     response = _response(ctx, topics)
-    if v >= 13:
+    if v >= PAGED:
         _paginate(ctx, request, response, all_topics)
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)
@@ -198,7 +200,7 @@ def _window(
 
 
 def _refusal(ctx: RequestContext, request: MetadataRequest, all_topics: bool) -> str | None:
-    """Why a v13 request is INVALID_REQUEST: a topic named twice (by name or by id), or a
+    """Why a paged request is INVALID_REQUEST: a topic named twice (by name or by id), or a
     cursor with a negative index or outside the named topics. None when it is not."""
     c = request.cursor
     if not all_topics:

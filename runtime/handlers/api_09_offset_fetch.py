@@ -5,7 +5,11 @@ coordinator caches offsets only once they are durable; offsets an open transacti
 committed (TxnOffsetCommit) are not visible yet, and from v7 a request that requires stable
 offsets gets UNSTABLE_OFFSET_COMMIT for those partitions, so it retries after the
 transaction ends.
-v10 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
+From v10 (KIP-848) topics are named by id both ways: an id this cluster does not know
+answers UNKNOWN_TOPIC_ID for its partitions (in its place in the request, so pages count it
+like any topic, and a cursor names it by the id's text), and offsets of a topic that no
+longer exists are left out of a full listing.
+v11 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
 in request order, a group's full listing by topic then partition); NextCursor names the
 group, topic and partition the next page starts at. Only what the page reaches is looked up:
 a full listing starts with a bisect in the group's sorted offsets. A group or a group's
@@ -15,6 +19,7 @@ INVALID_REQUEST for every group.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
@@ -22,20 +27,23 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 9
+PAGED = paged_version(API_KEY)
 #: A NextCursor (topic, partition) meaning "this group's full listing from its start": the
 #: page before did not show the group, so the next one does even if its offsets are gone.
 _GROUP_START = ("", 0)
 R = OffsetFetchResponse
 
 
-@register(API_KEY, 0, 9, max_unstable_version=10)
+@register(API_KEY, 0, 9, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     v = ctx.api_version
-    if v >= 10:
-        _page(ctx, request)
+    unknown = _name_topics(ctx, request) if v >= 10 else {}
+    if v >= PAGED:
+        _page(ctx, request, unknown)
         return
     if v >= 8:
         groups = []
@@ -57,7 +65,10 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
                     group_id=g.group_id, topics=[] if error else topics, error_code=error
                 )
             )
-        ctx.respond(OffsetFetchResponse(groups=groups))
+        response = OffsetFetchResponse(groups=groups)
+        if v >= 10:
+            _identify_topics(ctx, response, unknown)
+        ctx.respond(response)
         return
     wanted = (
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
@@ -77,6 +88,46 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
             for p in t.partitions:
                 p.error_code = error
     ctx.respond(OffsetFetchResponse(topics=topics, error_code=error if v >= 2 else 0))
+
+
+def _name_topics(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, uuid.UUID]:
+    """v10+: give each topic asked for by id its name (in place), so that the rest works by
+    name. An id no topic has is named by its own text, which no offsets are stored under;
+    returns those names with their ids."""
+    names = ctx.broker.metadata.topic_names
+    unknown: dict[str, uuid.UUID] = {}
+    for g in request.groups:
+        for t in g.topics or ():
+            name = names.get(t.topic_id)
+            if name is None:
+                name = str(t.topic_id)
+                unknown[name] = t.topic_id
+            t.name = name
+    return unknown
+
+
+def _identify_topics(
+    ctx: RequestContext, response: OffsetFetchResponse, unknown: dict[str, uuid.UUID]
+) -> None:
+    """v10+: each answered topic gets its id. Topics asked for by an unknown id answer
+    UNKNOWN_TOPIC_ID on every partition; offsets of a topic that no longer exists, which
+    only a full listing finds, have no id to go by and are left out."""
+    topics = ctx.broker.metadata.topics
+    for g in response.groups:
+        kept = []
+        for t in g.topics:
+            info = topics.get(t.name)
+            if t.name in unknown:
+                t.topic_id = unknown[t.name]
+                for p in t.partitions:
+                    p.committed_offset, p.metadata = -1, ""
+                    p.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif info is not None:
+                t.topic_id = info.topic_id
+            else:
+                continue
+            kept.append(t)
+        g.topics = kept
 
 
 def _fetch(
@@ -139,8 +190,8 @@ def _partition(cls: Any, index: int, entry: OffsetEntry | None, v: int) -> Any:
     return out
 
 
-def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
-    """v10: groups from the cursor's on, each answered only as far as the page reaches; a
+def _page(ctx: RequestContext, request: OffsetFetchRequest, unknown: dict[str, uuid.UUID]) -> None:
+    """v11: groups from the cursor's on, each answered only as far as the page reaches; a
     full listing starts with a bisect in the group's sorted offsets."""
     c = request.cursor
     whole = False  # whether the cursor's group lists all its partitions (sorted)
@@ -230,6 +281,7 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest) -> None:
         response.next_cursor = R.OffsetFetchCursor(
             group_id=group_id, topic_name=topic, partition_index=index
         )
+    _identify_topics(ctx, response, unknown)
     ctx.respond(response)
 
 

@@ -1,7 +1,8 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
 Member metadata and assignments are shown only for a Stable group, as Kafka does; an
-unknown group is described as Dead with no members. v6 (unstable, seed 001) pages the
+unknown group is described as Dead with no members, and from v6 (KIP-1043) also answers
+GROUP_ID_NOT_FOUND with a message. v7 (unstable, seed 001) pages the
 members, sorted by id within each group (groups in request order); NextCursor names where
 the next page starts. A cursor at a member that has left resumes at the next member; a
 group listed twice, or a cursor whose group was not asked for, answers INVALID_REQUEST for
@@ -13,7 +14,7 @@ from __future__ import annotations
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.group_model import GroupState
-from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (
     GROUP_OPERATIONS,
     NOT_REQUESTED,
@@ -22,8 +23,10 @@ from kafkagen.runtime.handlers._util import (
     pagination_limit,
     repeated,
 )
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 15
+PAGED = paged_version(API_KEY)
 #: A NextCursor member id meaning "this group from its first member": the page before did
 #: not show the group, so the next one does even if its members have all left meanwhile.
 _GROUP_START = ""
@@ -31,7 +34,7 @@ Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
 
-@register(API_KEY, 0, 5, max_unstable_version=6)
+@register(API_KEY, 0, 5, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     gc = ctx.broker.group_coordinator
     ops = (
@@ -40,7 +43,7 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
         else NOT_REQUESTED
     )
     pager = None
-    if ctx.api_version >= 6:
+    if ctx.api_version >= PAGED:
         c = request.cursor
         problem = repeated(request.groups, "the group")
         if problem is None and c is not None and c.group_id not in request.groups:
@@ -80,7 +83,10 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             d.error_code = e.code
             out.append(d)
             continue
-        if group is not None:
+        if group is None and ctx.api_version >= 6:
+            d.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+            d.error_message = f"Group {group_id} not found."
+        elif group is not None:
             stable = group.state is GroupState.STABLE
             d.group_state = group.state.value
             d.protocol_type = group.protocol_type or ""

@@ -16,20 +16,22 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.consumer_group import ConsumerGroup
 from kafkagen.runtime.broker.group_model import Group
 from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 16
+PAGED = paged_version(API_KEY)
 CLASSIC = "classic"
 CONSUMER = "consumer"
 
 
-@register(API_KEY, 0, 5, max_unstable_version=6)
+@register(API_KEY, 0, 5, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     v = ctx.api_version
     states = {s.lower() for s in request.states_filter} if v >= 4 else set()
     types = {t.lower() for t in request.types_filter} if v >= 5 else set()
     gc = ctx.broker.group_coordinator
     response = ListGroupsResponse(error_code=0)
-    if v >= 6:
+    if v >= PAGED:
         # Groups come by id from the cursor on, so a page costs its own size.
         start = None if request.cursor is None else request.cursor.group_id
         wanted = (g for g in map(_listed, gc.groups_from(start)) if _kept(g, states, types))

@@ -1,9 +1,11 @@
 """ApiVersions (key 18): the versions this broker serves, exactly as registered and
 capped by ``kafkagen.api.version.max``.
 
-A request newer than v4 reaches this handler with no body (the server could not decode it)
+A request newer than v5 reaches this handler with no body (the server could not decode it)
 and at version 0: the answer is UNSUPPORTED_VERSION in the v0 layout, still listing the
-ranges, which is how clients find a version to retry with.
+ranges, which is how clients find a version to retry with. From v5 (KIP-1242) a client may
+name the cluster and broker it means to reach; when either differs from this broker's, the
+answer is REBOOTSTRAP_REQUIRED, so the client looks the cluster up afresh.
 """
 
 from __future__ import annotations
@@ -12,14 +14,18 @@ import re
 
 from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkagen.runtime.broker.api import RequestContext, register
-from kafkagen.runtime.errors import InvalidRequestError, UnsupportedVersionError
+from kafkagen.runtime.errors import (
+    InvalidRequestError,
+    RebootstrapRequiredError,
+    UnsupportedVersionError,
+)
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 18
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-@register(API_KEY, 0, 4)
+@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     versions = ctx.broker.apis.served_versions()
     keys = KeyedList(
@@ -34,5 +40,11 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
         and _SOFTWARE.fullmatch(request.client_software_version)
     ):
         ctx.respond(ApiVersionsResponse(error_code=InvalidRequestError.code))
+        return
+    if ctx.api_version >= 5 and (
+        (request.cluster_id is not None and request.cluster_id != ctx.broker.metadata.cluster_id)
+        or (request.node_id >= 0 and request.node_id != ctx.broker.node_id)
+    ):
+        ctx.respond(ApiVersionsResponse(error_code=RebootstrapRequiredError.code))
         return
     ctx.respond(ApiVersionsResponse(error_code=0, api_keys=keys))

@@ -56,7 +56,7 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
         request.group_id,
         request.producer_id,
         request.producer_epoch,
-        request.generation_id if v >= 3 else -1,
+        request.generation_id_or_member_epoch if v >= 3 else -1,
         request.member_id if v >= 3 else "",
         request.group_instance_id if v >= 3 else None,
         offsets,

@@ -13,13 +13,15 @@ from kafkagen.runtime.broker.acls import AclBinding, AclFilter, PatternType
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 29
+PAGED = paged_version(API_KEY)
 Resource = DescribeAclsResponse.DescribeAclsResource
 Description = DescribeAclsResponse.AclDescription
 
 
-@register(API_KEY, 0, 3, max_unstable_version=4)
+@register(API_KEY, 0, 3, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
     flt = AclFilter(
         request.resource_type_filter,
@@ -35,7 +37,7 @@ def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
     except KafkaError as e:
         ctx.respond(DescribeAclsResponse(error_code=e.code, error_message=e.message, resources=[]))
         return
-    if ctx.api_version >= 4:
+    if ctx.api_version >= PAGED:
         _page(ctx, request, flt)
         return
     grouped: dict[tuple[int, str, int], list[Description]] = {}

@@ -24,16 +24,18 @@ from kafkagen.runtime.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 32
+PAGED = paged_version(API_KEY)
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-@register(API_KEY, 0, 4, max_unstable_version=5)
+@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
-    if ctx.api_version >= 5:
+    if ctx.api_version >= PAGED:
         _page(ctx, request)
         return
     ctx.respond(

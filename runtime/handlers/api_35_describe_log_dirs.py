@@ -1,8 +1,8 @@
 """DescribeLogDirs (key 35): this broker's replicas and their sizes.
 
 Each broker reports one log directory: its folder under ``--log-dir`` when logs are kept
-on disk, else ``memory:broker-<id>``.
-v5 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
+on disk, else ``memory:broker-<id>``; none is ever cordoned (v5's IsCordoned stays false).
+v6 (unstable, seed 001) pages the partitions (by topic then partition for all of them, in
 request order for those named); NextCursor names where the next page starts, and a cursor at
 a partition deleted since resumes at the next one. A partition named twice, or a cursor
 naming a partition not asked for or with a negative index, answers INVALID_REQUEST.
@@ -18,15 +18,17 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 35
+PAGED = paged_version(API_KEY)
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
 Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@register(API_KEY, 0, 4, max_unstable_version=5)
+@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     rm = ctx.broker.replica_manager
     storage = rm.storage
@@ -44,7 +46,7 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
             named.setdefault(t.topic, []).extend(t.partitions)
         keys = [(name, index) for name, indexes in named.items() for index in indexes]
     next_cursor = None
-    if ctx.api_version >= 5:
+    if ctx.api_version >= PAGED:
         first, limit = 0, pagination_limit(ctx, request.response_pagination_limit)
         c = request.cursor
         problem = None if request.topics is None else repeated(keys, "the partition")

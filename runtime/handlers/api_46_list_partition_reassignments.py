@@ -17,13 +17,15 @@ from kafkagen.generated.list_partition_reassignments import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 46
+PAGED = paged_version(API_KEY)
 R = ListPartitionReassignmentsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=1)
+@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> None:
     ongoing = ctx.broker.metadata.reassignments.in_order()
     wanted: set[TopicPartition] | None = None
@@ -31,7 +33,7 @@ def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> N
         wanted = {TopicPartition(t.name, i) for t in request.topics for i in t.partition_indexes}
         ongoing = [(tp, step) for tp, step in ongoing if tp in wanted]
     pager = None
-    if ctx.api_version >= 1:
+    if ctx.api_version >= PAGED:
         c = request.cursor
         error = None
         if request.topics is not None:

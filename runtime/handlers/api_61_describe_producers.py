@@ -16,17 +16,19 @@ from kafkagen.generated.describe_producers import (
 from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 61
+PAGED = paged_version(API_KEY)
 PartitionResponse = DescribeProducersResponse.PartitionResponse
 ProducerState = DescribeProducersResponse.ProducerState
 
 
-@register(API_KEY, 0, 0, max_unstable_version=1)
+@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
     rm = ctx.broker.replica_manager
-    paged = ctx.api_version >= 1
+    paged = ctx.api_version >= PAGED
     budget = pagination_limit(ctx, request.response_pagination_limit) if paged else -1
     cursor = request.cursor if paged else None
     problem = None

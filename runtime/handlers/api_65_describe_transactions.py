@@ -18,18 +18,20 @@ from kafkagen.runtime.broker.api import RequestContext, register
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.message import KeyedList
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 65
+PAGED = paged_version(API_KEY)
 R = DescribeTransactionsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=1)
+@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
     v = ctx.api_version
     ids = list(request.transactional_ids)
-    cursor = request.cursor if v >= 1 else None
+    cursor = request.cursor if v >= PAGED else None
     start = 0
-    if v >= 1:
+    if v >= PAGED:
         problem = repeated(ids, "the transactional id")
         if problem is None and cursor is not None and cursor.transactional_id not in ids:
             problem = f"the cursor's id {cursor.transactional_id!r} was not asked for"
@@ -51,7 +53,7 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
         if cursor is not None:
             start = ids.index(cursor.transactional_id)
     end = len(ids)
-    if v >= 1:
+    if v >= PAGED:
         end = min(end, start + pagination_limit(ctx, request.response_pagination_limit))
     tc = ctx.broker.txn_coordinator
     states = []

@@ -2,11 +2,13 @@
 groups, each member with its current and target assignment.
 
 Groups come in request order; an unknown group, or one of the classic protocol, answers
-GROUP_ID_NOT_FOUND, as Kafka does. Members come sorted by member id. v1 (unstable, seed
-001) pages the members: at most max(min(broker limit, ResponsePaginationLimit), 1) of them,
-from the cursor (group, member) on; NextCursor names the first member left out (with an
-empty member id when the next page starts at a group's beginning). A group listed twice, or
-a cursor whose group is not in the request, is INVALID_REQUEST for every group.
+GROUP_ID_NOT_FOUND, as Kafka does. Members come sorted by member id; from v1 (KIP-1099) each
+says it speaks the consumer protocol (MemberType 1: a group here has no classic members). v2
+(unstable, seed 001) pages the members: at most max(min(broker limit,
+ResponsePaginationLimit), 1) of them, from the cursor (group, member) on; NextCursor names
+the first member left out (with an empty member id when the next page starts at a group's
+beginning). A group listed twice, or a cursor whose group is not in the request, is
+INVALID_REQUEST for every group.
 """
 
 from __future__ import annotations
@@ -28,14 +30,18 @@ from kafkagen.runtime.handlers._util import (
     pagination_limit,
     repeated,
 )
+from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 69
+PAGED = paged_version(API_KEY)
 R = ConsumerGroupDescribeResponse
 Described = ConsumerGroupDescribeResponse.DescribedGroup
 Member = ConsumerGroupDescribeResponse.Member
+#: MemberType of a member that joined with the consumer protocol (0 would be classic).
+CONSUMER_MEMBER = 1
 
 
-@register(API_KEY, 0, 0, max_unstable_version=1)
+@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
     ops = (
         authorized_operations(GROUP_OPERATIONS)
@@ -43,7 +49,7 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
         else NOT_REQUESTED
     )
     group_ids = list(request.group_ids)
-    paged = ctx.api_version >= 1
+    paged = ctx.api_version >= PAGED
     cursor = request.cursor if paged else None
     start = 0
     if paged:
@@ -115,6 +121,7 @@ def _describe(ctx: RequestContext, group_id: str, ops: int) -> Described:
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=_assignment(manager, m.assigned),
             target_assignment=_assignment(manager, group.target.get(m.member_id, {})),
+            member_type=CONSUMER_MEMBER,
         )
         for m in sorted(group.members.values(), key=lambda m: m.member_id)
     ]

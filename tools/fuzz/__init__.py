@@ -113,6 +113,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "reported apart from failures",
     )
     parser.add_argument(
+        "--oracle",
+        choices=["kafka"],
+        help="also have Kafka's own message classes (kafka-clients 4.4.0, in the executors' "
+        "JVMs) read every message, write its JSON form and read its corrupted copies; "
+        "any disagreement is a failure (needs Java 17 and Maven)",
+    )
+    parser.add_argument(
         "--tasks",
         type=int,
         metavar="N",
@@ -151,11 +158,14 @@ def run_fuzz(
     table: Table | None = None,
     progress: IO[str] | None = sys.stderr,
     spark: bool = True,
+    oracle: str | None = None,
 ) -> tuple[RunResult, Table]:
     """Plan and run a fuzz; ``spark=False`` runs the same tasks in this process."""
     table = table if table is not None else build_table()
     combos = plan_combos(table, select_apis(table, apis), messages)
-    options = FuzzOptions(seed=seed, cross=cross, mutations=mutations, differential=differential)
+    options = FuzzOptions(
+        seed=seed, cross=cross, mutations=mutations, differential=differential, oracle=oracle
+    )
     if spark:
         result = run_spark(table, combos, options, master, tasks, fault, progress)
     else:
@@ -170,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         from .replay import replay
 
         try:
-            return replay(args.replay, differential=args.differential)
+            return replay(args.replay, differential=args.differential, oracle=args.oracle)
         except ValueError as e:
             print(f"kafkagen fuzz: {e}", file=sys.stderr)
             return 2
@@ -192,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
             args.cross,
             args.mutations,
             args.tasks,
+            oracle=args.oracle,
         )
     except KeyboardInterrupt:
         print(

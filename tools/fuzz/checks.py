@@ -19,7 +19,9 @@ A *message* is one generated instance of an (API, kind, version) with all its ch
    disagreements are not failures;
 7. ``native``: where the compiled accelerator serves the message, the pure-Python codecs
    write the same bytes and read the same value, and agree on a corrupted copy (one
-   message in :data:`NATIVE_EVERY`).
+   message in :data:`NATIVE_EVERY`);
+8. ``kafka`` (``--oracle kafka``): Kafka's own classes read the bytes, write the JSON
+   form and read the corrupted copies, and must agree (:mod:`kafkagen.fuzz.kafka`).
 
 Messages come in chunks of :data:`CHUNK` consecutive indices of one (API, kind, version),
 each chunk with its own generator seeded from (run seed, API, kind, version, chunk): the
@@ -45,11 +47,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
+from kafkagen.oracle import KafkaOracle, RecordsPaths, records_paths
 from kafkagen.runtime import message as _message
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.randomgen import RandomGen
 
+from .kafka import BATCH_ITEMS, Pending, judge
 from .rules import MessageRules, Oracle, Plan, Table
 
 #: Messages per generator seed. Small, so a replay regenerates few messages; large enough
@@ -81,6 +85,7 @@ CHECKS = (
     "mutation",
     "native",
     "differential",
+    "kafka",
 )
 KIND_IDS = {"request": 0, "response": 1}
 #: One message in this many takes the JSON check through JSON text.
@@ -146,6 +151,8 @@ class FuzzOptions(NamedTuple):
     #: Sample one message in this many for the allocation guard (0: never): starting and
     #: stopping tracemalloc costs about as much as checking a few hundred messages.
     alloc_every: int = 1024
+    #: "kafka": Kafka's own classes judge every message too (see kafkagen.fuzz.kafka).
+    oracle: str | None = None
 
 
 def chunk_seed(seed: int, api: int, kind: str, version: int, chunk: int) -> int:
@@ -198,6 +205,11 @@ class ComboStats:
     mutations_decoded: int = 0
     peer_checks: int = 0
     native_checks: int = 0
+    #: Questions Kafka answered; of them, documented differences; and questions about
+    #: versions Kafka does not have (skipped, not passed).
+    kafka_checks: int = 0
+    kafka_known: int = 0
+    kafka_skipped: int = 0
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
     #: Failures and disagreements by check, all of them.
@@ -530,9 +542,19 @@ class Fuzzer:
         self.guard = _HangGuard()
         self.replaying = False
         self._pure: dict[tuple[Any, int], tuple[Any, Any] | None] = {}
+        # --oracle kafka: questions for Kafka, handed to ``kafka_sink`` a batch at a time
+        # (default: answered here by a Kafka oracle JVM of this process).
+        self._kafka: Pending | None = None
+        self._kafka_stats: ComboStats | None = None
+        self.kafka_sink: Callable[[Pending, ComboStats], None] = self._ask_kafka_here
+        self.records: RecordsPaths | None = None
+        self._kafka_jvm: KafkaOracle | None = None
 
     def close(self) -> None:
         self.guard.close()
+        if self._kafka_jvm is not None:
+            self._kafka_jvm.close()
+            self._kafka_jvm = None
 
     def _setup(self, api: int, kind: str) -> tuple[type[Message], MessageRules, Oracle]:
         rules = self.table[(api, kind)]
@@ -606,11 +628,55 @@ class Fuzzer:
         try:
             for index, m, bits, tagged in self._generate(api, kind, version, start, stop):
                 self.check_message(cls, rules, oracle, version, index, m, bits, stats, tagged)
+            self.flush_kafka()
         finally:
             if started:
                 self.guard.stop()
         stats.seconds += time.perf_counter() - began
         return stats
+
+    # -- Kafka's judgement -----------------------------------------------------------
+
+    def _queue_kafka(
+        self, stats: ComboStats, index: int, m: Message, v: int, data: bytes, bits: int
+    ) -> None:
+        pending = self._kafka
+        if pending is None or self._kafka_stats is not stats:
+            self.flush_kafka()
+            pending = self._kafka = Pending(stats.api, stats.kind, v)
+            self._kafka_stats = stats
+        count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
+        mutants = [mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF) for k in range(count)]
+        pending.add(index, data, m, mutants)
+        if len(pending.items) >= BATCH_ITEMS:
+            self.flush_kafka()
+
+    def flush_kafka(self) -> None:
+        """Hand the questions collected so far to ``kafka_sink``, with the stats of the
+        messages they are about."""
+        pending, stats = self._kafka, self._kafka_stats
+        self._kafka = self._kafka_stats = None
+        if pending is not None and stats is not None and pending.items:
+            self.kafka_sink(pending, stats)
+
+    def _ask_kafka_here(self, pending: Pending, stats: ComboStats) -> None:
+        if self._kafka_jvm is None:
+            self._kafka_jvm = KafkaOracle()
+            self._kafka_jvm.start()
+        self.judge_kafka(pending, self._kafka_jvm.call(pending.items), stats)
+
+    def judge_kafka(self, pending: Pending, answers: list[Any], stats: ComboStats) -> None:
+        """Count Kafka's answers to ``pending`` into ``stats``; failures as check "kafka"."""
+        if self.records is None:
+            self.records = records_paths()
+
+        def fail(index: int, why: str, data: bytes) -> None:
+            self._fail(stats, index, "kafka", why, data, False)
+
+        verdicts = judge(pending, answers, self.records, fail)
+        stats.kafka_checks += verdicts.checks
+        stats.kafka_known += verdicts.known
+        stats.kafka_skipped += verdicts.skipped
 
     # -- one message ---------------------------------------------------------------
 
@@ -692,6 +758,9 @@ class Fuzzer:
             if ((bits >> 304) & 0xFFFF) % NATIVE_EVERY == 0 and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
+            if self.options.oracle == "kafka":
+                check = "kafka"
+                self._queue_kafka(stats, index, m, v, data, bits >> 96)
             # kafka-python drops unknown tagged fields when it writes a message back, so
             # those messages would only show that known limitation.
             if self.peer is not None and not tagged:

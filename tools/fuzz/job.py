@@ -32,7 +32,26 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 from urllib.parse import urlparse
 
-from .checks import CHECKS, INJECT_ENV, ComboStats, FuzzOptions, apply_injection, clear_injection
+from kafkagen.oracle import (
+    UDF_CLASS,
+    RecordsPaths,
+    build,
+    decode_batch,
+    decode_results,
+    encode_batch,
+    records_paths,
+)
+
+from .checks import (
+    CHECKS,
+    INJECT_ENV,
+    ComboStats,
+    Fuzzer,
+    FuzzOptions,
+    apply_injection,
+    clear_injection,
+)
+from .kafka import Pending
 from .plan import Combo, default_tasks, run_task, task_size
 from .rules import Table
 
@@ -42,9 +61,10 @@ SCHEMA_DDL = (
     "messages bigint, bytes bigint, failures bigint, disagreements bigint, "
     "cross_checks bigint, cross_raised bigint, forward_checks bigint, mutations bigint, "
     "mutations_decoded bigint, peer_checks bigint, native_checks bigint, seconds double, "
+    "kafka_checks bigint, kafka_known bigint, kafka_skipped bigint, "
     + "".join(f"by_{c} bigint, " for c in CHECKS)
     + "id string, idx bigint, check_name string, error string, hex string, origin string, "
-    + "cpu_seconds double"
+    + "cpu_seconds double, batch binary, refs binary, answers binary"
 )
 STAT_FIELDS = (
     *(f"by_{c}" for c in CHECKS),
@@ -59,6 +79,9 @@ STAT_FIELDS = (
     "mutations_decoded",
     "peer_checks",
     "native_checks",
+    "kafka_checks",
+    "kafka_known",
+    "kafka_skipped",
 )
 #: Subpackages the executors need, zipped with the package root.
 SHIPPED = ("fuzz", "generated", "runtime", "generator")
@@ -87,7 +110,13 @@ logger.runner.level = fatal
 def _arrow_schema() -> Any:
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "double": pa.float64()}
+    types = {
+        "string": pa.string(),
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "double": pa.float64(),
+        "binary": pa.binary(),
+    }
     cols = [c.strip().split() for c in SCHEMA_DDL.split(",")]
     return pa.schema([(name, types[t]) for name, t in cols])
 
@@ -288,6 +317,11 @@ class JobConfig(NamedTuple):
     fault: Fault | None = None
     #: A codec bug to inject in the tasks (tests): see ``checks.INJECT_ENV``.
     inject: str | None = None
+    #: --oracle kafka: where the specs have records fields (Kafka renders them apart), and
+    #: whether the tasks hand their questions on as rows (Spark: the executors' JVMs
+    #: answer them) rather than asking a Kafka oracle JVM of their own.
+    records: RecordsPaths | None = None
+    kafka_rows: bool = False
 
 
 def _stat_row(st: ComboStats, task: int, attempt: int) -> dict[str, Any]:
@@ -340,15 +374,55 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
     began, cpu = time.perf_counter(), time.process_time()
     if config.inject:
         apply_injection(config.inject)
+    fuzzer = None
+    questions: list[Pending] = []
+    if config.options.oracle:
+        fuzzer = Fuzzer(config.table, config.options)
+        fuzzer.records = config.records
+        if config.kafka_rows:
+            fuzzer.kafka_sink = lambda pending, _stats: questions.append(pending)
     try:
         stats = run_task(
-            config.table, config.combos, config.options, config.tasks, task, progress, fault
+            config.table,
+            config.combos,
+            config.options,
+            config.tasks,
+            task,
+            progress,
+            fault,
+            fuzzer,
         )
     finally:
+        if fuzzer is not None:
+            fuzzer.close()
         if config.inject:
             clear_injection()  # Python workers are reused by later jobs
         if sock is not None:
             sock.close()
+    for pending in questions:
+        yield {
+            "rec": "kafka",
+            "task": task,
+            "attempt": attempt,
+            "api": pending.api,
+            "kind": pending.kind,
+            "version": pending.version,
+            "batch": encode_batch(pending.items),
+            "refs": pending.packed_refs(),
+        }
+    yield from _result_rows(stats, task, attempt)
+    yield {
+        "rec": "task",
+        "task": task,
+        "attempt": attempt,
+        "messages": sum(st.messages for st in stats),
+        "seconds": time.perf_counter() - began,
+        "cpu_seconds": time.process_time() - cpu,
+        "origin": f"{kafkagen.__file__} pid={os.getpid()} codecs={_codecs()}",
+    }
+
+
+def _result_rows(stats: Iterable[ComboStats], task: int, attempt: int) -> Iterator[dict[str, Any]]:
     for st in stats:
         yield _stat_row(st, task, attempt)
         for f in st.findings:
@@ -365,15 +439,52 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
                 "error": f.error,
                 "hex": f.hex,
             }
-    yield {
-        "rec": "task",
-        "task": task,
-        "attempt": attempt,
-        "messages": sum(st.messages for st in stats),
-        "seconds": time.perf_counter() - began,
-        "cpu_seconds": time.process_time() - cpu,
-        "origin": f"{kafkagen.__file__} pid={os.getpid()} codecs={_codecs()}",
-    }
+
+
+def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
+    """The mapInArrow function after Kafka answered in the JVM: rows of questions
+    ("kafka") with their ``answers`` become counts and failures, one stats row per task
+    and (API, kind, version) so findings are capped as in the task; other rows pass."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    schema = _arrow_schema()
+
+    def record_batch(rows: list[dict[str, Any]]) -> Any:
+        columns = [pa.array([r.get(f.name) for r in rows], type=f.type) for f in schema]
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    fuzzer: Fuzzer | None = None
+    judged: dict[tuple[int, int, str, int], ComboStats] = {}
+    try:
+        for batch in batches:
+            passed = []
+            for row in batch.to_pylist():
+                if row["rec"] != "kafka":
+                    row["answers"] = None
+                    passed.append(row)
+                    continue
+                if fuzzer is None:
+                    fuzzer = Fuzzer(config.table, config.options)
+                    fuzzer.records = config.records
+                pending = Pending(row["api"], row["kind"], row["version"])
+                pending.items = decode_batch(row["batch"])
+                pending.refs = Pending.unpack_refs(row["refs"])
+                key = (row["task"], pending.api, pending.kind, pending.version)
+                st = judged.get(key)
+                if st is None:
+                    st = judged[key] = ComboStats(pending.api, pending.kind, pending.version)
+                fuzzer.judge_kafka(pending, decode_results(row["answers"]), st)
+            if passed:
+                yield record_batch(passed)
+        rows = [r for (task, *_), st in judged.items() for r in _result_rows([st], task, attempt)]
+        if rows:
+            yield record_batch(rows)
+    finally:
+        if fuzzer is not None:
+            fuzzer.close()
 
 
 def arrow_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
@@ -549,6 +660,20 @@ def collect(rows: Iterable[dict[str, Any]], result: RunResult) -> RunResult:
     return result
 
 
+#: With --oracle kafka a message costs the tasks about this many times the memory until
+#: the task ends (its questions for Kafka), so tasks are that many times smaller.
+KAFKA_TASK_WEIGHT = 10
+
+
+def oracle_jars() -> list[Path]:
+    """What the executors need for --oracle kafka: the oracle with its Spark SQL function
+    (built against this PySpark's jars) and kafka-clients; Spark brings Jackson."""
+    import pyspark
+
+    jars = build(spark_jars=Path(pyspark.__file__).resolve().parent / "jars")
+    return [jars[0], *(j for j in jars[1:] if j.name.startswith("kafka-clients-"))]
+
+
 def run_spark(
     table: Table,
     combos: list[Combo],
@@ -562,13 +687,26 @@ def run_spark(
 ) -> RunResult:
     """Run the plan on Spark at ``master`` (or on the given session) and return the summed
     results. A codec bug named by ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
+    records = None
+    if options.oracle == "kafka":
+        from pyspark import SparkContext
+
+        if spark is not None or SparkContext._active_spark_context is not None:
+            raise ValueError(
+                "--oracle kafka starts a Spark session of its own (it adds Kafka's jars): "
+                "stop the running one first"
+            )
+        conf = {**(conf or {}), "spark.jars": ",".join(map(str, oracle_jars()))}
+        records = records_paths()
     with contextlib.ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(spark_session(master, conf))
         sc = spark.sparkContext
         ship(sc)
         total = sum(c.messages for c in combos)
-        n_tasks = tasks or default_tasks(sc.defaultParallelism, total)
+        # A task keeps its questions for Kafka until it ends: smaller tasks with the oracle.
+        weight = KAFKA_TASK_WEIGHT if records is not None else 1
+        n_tasks = tasks or default_tasks(sc.defaultParallelism, total * weight)
         host = os.environ.get("SPARK_LOCAL_IP") or sc.getConf().get("spark.driver.host")
         progress = Progress(total, sc, out, host or "127.0.0.1")
         config = JobConfig(
@@ -579,11 +717,17 @@ def run_spark(
             progress.address,
             fault,
             os.environ.get(INJECT_ENV) or None,
+            records,
+            records is not None,
         )
         began = time.perf_counter()
         progress.tasks = n_tasks
         progress.start()
         try:
+            if records is not None:
+                from pyspark.sql.types import BinaryType
+
+                spark.udf.registerJavaFunction("kafka_oracle", UDF_CLASS, BinaryType())
             tables, interrupted = _run_tasks(spark, config, progress)
         finally:
             progress.stop()
@@ -593,10 +737,20 @@ def run_spark(
 
 
 def _task_job(spark: Any, config: JobConfig, task: int) -> Any:
-    """One task as a Spark job of its own: its rows as an Arrow table."""
+    """One task as a Spark job of its own: its rows as an Arrow table. With --oracle
+    kafka its questions are answered in the executor's JVM (the SQL function
+    ``kafka_oracle``, registered by run_spark) and judged in a second Python stage."""
     df = spark.range(task, task + 1, 1, 1).mapInArrow(
         functools.partial(arrow_task, config), SCHEMA_DDL
     )
+    if config.kafka_rows:
+        from pyspark.sql.functions import expr
+
+        df = (
+            df.drop("answers")
+            .withColumn("answers", expr("kafka_oracle(batch)"))
+            .mapInArrow(functools.partial(judge_task, config), SCHEMA_DDL)
+        )
     return df.toArrow()
 
 
@@ -634,7 +788,8 @@ def _run_tasks(spark: Any, config: JobConfig, progress: Progress) -> tuple[list[
 
 def run_plain(table: Table, combos: list[Combo], options: FuzzOptions, tasks: int = 1) -> RunResult:
     """The same tasks in this process, one after another: no Spark (benchmarks, tests)."""
-    config = JobConfig(table, combos, options, tasks)
+    records = records_paths() if options.oracle == "kafka" else None
+    config = JobConfig(table, combos, options, tasks, records=records)
     began = time.perf_counter()
     rows = [r for t in range(tasks) for r in task_rows(config, t, 0)]
     result = RunResult("plain", tasks, options, combos, time.perf_counter() - began)

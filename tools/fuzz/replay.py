@@ -15,7 +15,10 @@ from .rules import Table, build_table
 
 
 def replay_findings(
-    failure: str, table: Table | None = None, differential: str | None = None
+    failure: str,
+    table: Table | None = None,
+    differential: str | None = None,
+    oracle: str | None = None,
 ) -> tuple[object, bytes, list[Finding]]:
     """(the message, its bytes at its version, what the checks find now)."""
     seed, api, kind, version, index = parse_failure_id(failure)
@@ -25,10 +28,11 @@ def replay_findings(
     rules = table[(api, kind)]
     if version not in rules.versions:
         raise ValueError(f"{rules.name} has no version {version}")
-    fz = Fuzzer(table, FuzzOptions(seed=seed, cross=0, differential=differential))
+    options = FuzzOptions(seed=seed, cross=0, differential=differential, oracle=oracle)
+    fz = Fuzzer(table, options)
     fz.replaying = True
     try:
-        cls, rules, oracle = fz._setup(api, kind)
+        cls, rules, spec_oracle = fz._setup(api, kind)
         stats = ComboStats(api, kind, version)
         data = b""
         message: object = None
@@ -39,7 +43,8 @@ def replay_findings(
                     data = m.encode(version)
                 except Exception:
                     data = b""
-            fz.check_message(cls, rules, oracle, version, idx, m, bits, stats)
+            fz.check_message(cls, rules, spec_oracle, version, idx, m, bits, stats)
+        fz.flush_kafka()  # with --oracle kafka: Kafka answers here, in its own JVM
     finally:
         fz.close()
     return message, data, stats.findings
@@ -50,10 +55,11 @@ def replay(
     out: IO[str] | None = None,
     table: Table | None = None,
     differential: str | None = None,
+    oracle: str | None = None,
 ) -> int:
     """Print what the checks find for one message; 1 when a failure reproduces."""
     out = out if out is not None else sys.stdout
-    message, data, findings = replay_findings(failure, table, differential)
+    message, data, findings = replay_findings(failure, table, differential, oracle)
     wanted = failure.strip().split(":")[5] if failure.count(":") >= 5 else None
     text = repr(message)
     out.write(f"message {failure}:\n  {text[:2000]}{' ...' if len(text) > 2000 else ''}\n")

@@ -176,12 +176,20 @@ def checks_text(result: RunResult) -> str:
         if not cross
         else f"{cross} other version(s) per message, rotating (a sampling run)"
     )
-    return (
+    text = (
         f"checks: round trip and JSON form of every message; written at {against}: "
         f"{total('cross_checks'):,} version checks, {total('cross_raised'):,} refused as the "
         f"spec demands; {total('forward_checks'):,} with unknown tagged fields added; "
         f"{total('mutations'):,} mutations ({total('mutations_decoded'):,} still decoded)"
     )
+    if result.options.oracle == "kafka":
+        text += (
+            f"\nKafka's own classes: {total('kafka_checks'):,} questions answered (bytes read, "
+            f"JSON forms written, corrupted copies read), {total('kafka_known'):,} of them "
+            f"documented differences (docs/kafka-differences.md); {total('kafka_skipped'):,} "
+            "skipped: versions Kafka does not have"
+        )
+    return text
 
 
 def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
@@ -238,7 +246,9 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
             lines.append(f"  {f['id']}  {f['check']}: {f['error'][:120]}")
         if len(result.failures) > limit:
             lines.append(f"  ... {len(result.failures) - limit} more in failures.parquet")
-        lines.append(f"  reproduce one: kafkagen fuzz --replay {result.failures[0]['id']}")
+        first = result.failures[0]
+        oracle = " --oracle kafka" if first["check"] == "kafka" else ""
+        lines.append(f"  reproduce one: kafkagen fuzz --replay {first['id']}{oracle}")
     else:
         lines.append("no failures")
     if result.disagreement_count:

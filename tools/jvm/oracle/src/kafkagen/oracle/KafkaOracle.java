@@ -1,0 +1,360 @@
+package kafkagen.oracle;
+
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.apache.kafka.common.message.ApiMessageType;
+import org.apache.kafka.common.message.RequestHeaderData;
+import org.apache.kafka.common.message.ResponseHeaderData;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.Message;
+import org.apache.kafka.common.protocol.ObjectSerializationCache;
+
+/**
+ * Kafka's own generated message classes behind one batch operation.
+ *
+ * <p>{@link #process} takes a batch of items and returns one result per item, in order. Every
+ * caller speaks this one format: the Python client through {@link #main} (length-prefixed frames
+ * on stdin and stdout), and Spark through a UDF over a binary column of batches.
+ *
+ * <p>A batch (big-endian): int32 count, then per item: int8 op, int16 api key, int8 kind (0
+ * request, 1 response, 2 request header, 3 response header), int16 version (for the header kinds
+ * the header version), int32 length and that many payload bytes. Ops: 1 READ (payload: wire
+ * bytes), 2 WRITE (payload: Kafka's JSON form as UTF-8), 3 VERSIONS (no payload).
+ *
+ * <p>A result: int8 status, int32 length + UTF-8 text, int32 length + bytes. Status 0 OK: the
+ * bytes are Kafka's encoding of the message ({@code write} at the same version) and, for a READ,
+ * the text is Kafka's JSON form of it ({@code *DataJsonConverter.write}; a WRITE leaves it empty:
+ * its JSON form is that of reading its bytes); for VERSIONS the text is the table of APIs and
+ * versions. Status 1 REJECTED, 2 UNSUPPORTED (no such API, kind or version here) and
+ * 3 UNWRITABLE (Kafka read the bytes but could not write the message back or render its JSON)
+ * carry the reason as text and no bytes.
+ *
+ * <p>Kafka accepts bytes when {@code read} returns and has consumed every byte: its request
+ * parsing ignores bytes left over after a body, but a codec that leaves bytes unread has not read
+ * that message, so trailing bytes are a rejection here.
+ */
+public final class KafkaOracle {
+    public static final byte READ = 1;
+    public static final byte WRITE = 2;
+    public static final byte VERSIONS = 3;
+
+    public static final byte OK = 0;
+    public static final byte REJECTED = 1;
+    public static final byte UNSUPPORTED = 2;
+    public static final byte UNWRITABLE = 3;
+
+    /** Written once on stdout when the server is ready: the client knows the JVM is up. */
+    private static final byte[] HELLO = "KGO1".getBytes(StandardCharsets.US_ASCII);
+
+    private static final String[] KINDS = {"request", "response", "request header", "response header"};
+
+    /**
+     * Kafka's converters put a float64 NaN or infinity in the tree as a number: written as the
+     * bare tokens NaN and Infinity (not Jackson's default, strings) and read back as numbers.
+     */
+    private static final ObjectMapper MAPPER = JsonMapper.builder()
+            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+            .disable(JsonWriteFeature.WRITE_NAN_AS_STRINGS)
+            .build();
+
+    /** One message class with its JSON converter and the versions its spec declares. */
+    private static final class Codec {
+        final MethodHandle make;
+        final MethodHandle fromJson;
+        final MethodHandle toJson;
+        final short lowest;
+        final short highest;
+
+        Codec(Class<? extends Message> type) throws ReflectiveOperationException {
+            MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+            Class<?> converter = Class.forName(type.getName() + "JsonConverter");
+            make = lookup.findConstructor(type, MethodType.methodType(void.class))
+                    .asType(MethodType.methodType(Message.class));
+            fromJson = lookup.findStatic(converter, "read",
+                            MethodType.methodType(type, JsonNode.class, short.class))
+                    .asType(MethodType.methodType(Message.class, JsonNode.class, short.class));
+            toJson = lookup.findStatic(converter, "write",
+                            MethodType.methodType(JsonNode.class, type, short.class))
+                    .asType(MethodType.methodType(JsonNode.class, Message.class, short.class));
+            Message sample = newMessage();
+            lowest = sample.lowestSupportedVersion();
+            highest = sample.highestSupportedVersion();
+        }
+
+        Message newMessage() {
+            try {
+                return (Message) make.invokeExact();
+            } catch (Throwable e) {
+                throw new IllegalStateException("cannot create a message", e);
+            }
+        }
+    }
+
+    /** Codecs by api key * 2 + (0 request, 1 response); the headers apart. */
+    private static final Codec[] CODECS;
+    private static final Codec REQUEST_HEADER;
+    private static final Codec RESPONSE_HEADER;
+
+    static {
+        try {
+            int maxKey = 0;
+            for (ApiMessageType type : ApiMessageType.values()) {
+                maxKey = Math.max(maxKey, type.apiKey());
+            }
+            CODECS = new Codec[2 * (maxKey + 1)];
+            for (ApiMessageType type : ApiMessageType.values()) {
+                if (!hasVersions(type)) {
+                    continue;
+                }
+                CODECS[2 * type.apiKey()] = new Codec(type.newRequest().getClass());
+                CODECS[2 * type.apiKey() + 1] = new Codec(type.newResponse().getClass());
+            }
+            REQUEST_HEADER = new Codec(RequestHeaderData.class);
+            RESPONSE_HEADER = new Codec(ResponseHeaderData.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private KafkaOracle() {}
+
+    /** Kafka 4 keeps the keys of the APIs it removed (LeaderAndIsr and others) without versions. */
+    private static boolean hasVersions(ApiMessageType type) {
+        return type.highestSupportedVersion(true) >= type.lowestSupportedVersion();
+    }
+
+    /** One result, before it is framed. */
+    private static final class Result {
+        final byte status;
+        final byte[] text;
+        final byte[] bytes;
+
+        Result(byte status, String text, byte[] bytes) {
+            this.status = status;
+            this.text = text.getBytes(StandardCharsets.UTF_8);
+            this.bytes = bytes;
+        }
+
+        static Result fail(byte status, String reason) {
+            return new Result(status, reason, new byte[0]);
+        }
+
+        int size() {
+            return 9 + text.length + bytes.length;
+        }
+    }
+
+    /** The results of one batch; thread-safe (Spark runs several tasks in one JVM). */
+    public static byte[] process(byte[] batch) {
+        ByteBuffer in = ByteBuffer.wrap(batch);
+        int count = in.getInt();
+        if (count < 0) {
+            throw new IllegalArgumentException("batch: negative item count " + count);
+        }
+        Result[] results = new Result[count];
+        int size = 4;
+        for (int i = 0; i < count; i++) {
+            byte op = in.get();
+            short apiKey = in.getShort();
+            byte kind = in.get();
+            short version = in.getShort();
+            int length = in.getInt();
+            if (length < 0 || length > in.remaining()) {
+                throw new IllegalArgumentException(
+                        "batch item " + i + ": payload of " + length + " bytes, "
+                                + in.remaining() + " left in the batch");
+            }
+            byte[] payload = new byte[length];
+            in.get(payload);
+            results[i] = one(op, apiKey, kind, version, payload);
+            size += results[i].size();
+        }
+        if (in.hasRemaining()) {
+            throw new IllegalArgumentException(
+                    "batch: " + in.remaining() + " bytes after its " + count + " items");
+        }
+        ByteBuffer out = ByteBuffer.allocate(size);
+        out.putInt(count);
+        for (Result r : results) {
+            out.put(r.status);
+            out.putInt(r.text.length);
+            out.put(r.text);
+            out.putInt(r.bytes.length);
+            out.put(r.bytes);
+        }
+        return out.array();
+    }
+
+    private static Result one(byte op, short apiKey, byte kind, short version, byte[] payload) {
+        if (op == VERSIONS) {
+            return new Result(OK, versions(), new byte[0]);
+        }
+        if (op != READ && op != WRITE) {
+            throw new IllegalArgumentException("batch: unknown op " + op);
+        }
+        Codec codec = codec(apiKey, kind);
+        if (codec == null) {
+            String what = kind >= 0 && kind < KINDS.length ? KINDS[kind] : "kind " + kind;
+            return Result.fail(UNSUPPORTED, "Kafka has no " + what + " for API key " + apiKey);
+        }
+        if (version < codec.lowest || version > codec.highest) {
+            return Result.fail(UNSUPPORTED, "Kafka has no version " + version + " of "
+                    + KINDS[kind] + " " + apiKey + " (it has " + codec.lowest + "-" + codec.highest + ")");
+        }
+        Message message;
+        try {
+            if (op == READ) {
+                message = codec.newMessage();
+                ByteBuffer buffer = ByteBuffer.wrap(payload);
+                message.read(new ByteBufferAccessor(buffer), version);
+                if (buffer.hasRemaining()) {
+                    return Result.fail(REJECTED, buffer.remaining() + " trailing bytes after byte "
+                            + buffer.position());
+                }
+            } else {
+                message = (Message) codec.fromJson.invokeExact(MAPPER.readTree(payload), version);
+            }
+        } catch (Throwable e) {
+            return Result.fail(REJECTED, describe(rethrowFatal(e)));
+        }
+        try {
+            byte[] bytes = encode(message, version);
+            if (op == WRITE) {
+                return new Result(OK, "", bytes);
+            }
+            JsonNode json = (JsonNode) codec.toJson.invokeExact(message, version);
+            return new Result(OK, MAPPER.writeValueAsString(json), bytes);
+        } catch (Throwable e) {
+            if (op == WRITE) {  // Kafka's own reader accepted what its writer refuses
+                return Result.fail(REJECTED, describe(rethrowFatal(e)));
+            }
+            return Result.fail(UNWRITABLE, describe(rethrowFatal(e)));
+        }
+    }
+
+    private static Codec codec(short apiKey, byte kind) {
+        if (kind == 2) {
+            return REQUEST_HEADER;
+        }
+        if (kind == 3) {
+            return RESPONSE_HEADER;
+        }
+        if ((kind != 0 && kind != 1) || apiKey < 0 || 2 * apiKey + kind >= CODECS.length) {
+            return null;
+        }
+        return CODECS[2 * apiKey + kind];
+    }
+
+    private static byte[] encode(Message message, short version) {
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        int size = message.size(cache, version);
+        ByteBuffer buffer = ByteBuffer.allocate(size);
+        message.write(new ByteBufferAccessor(buffer), cache, version);
+        if (buffer.hasRemaining()) {
+            throw new IllegalStateException("Kafka sized the message at " + size
+                    + " bytes but wrote " + buffer.position());
+        }
+        return buffer.array();
+    }
+
+    /** Errors that leave the JVM unusable are not a verdict on the bytes: let them end it. */
+    private static Throwable rethrowFatal(Throwable e) {
+        if (e instanceof VirtualMachineError && !(e instanceof StackOverflowError)
+                && !(e instanceof OutOfMemoryError)) {
+            throw (VirtualMachineError) e;
+        }
+        return e;
+    }
+
+    private static String describe(Throwable e) {
+        String message = e.getMessage();
+        return e.getClass().getName() + (message == null ? "" : ": " + message);
+    }
+
+    /** Every API with its versions and header versions, and the header versions there are. */
+    private static String versions() {
+        ObjectNode root = MAPPER.createObjectNode();
+        ArrayNode apis = root.putArray("apis");
+        for (ApiMessageType type : ApiMessageType.values()) {
+            if (!hasVersions(type)) {
+                continue;
+            }
+            ObjectNode api = apis.addObject();
+            api.put("api_key", type.apiKey());
+            api.put("name", type.name);
+            api.put("lowest", type.lowestSupportedVersion());
+            api.put("highest", type.highestSupportedVersion(true));
+            api.put("highest_stable", type.highestSupportedVersion(false));
+            api.put("request_lowest", CODECS[2 * type.apiKey()].lowest);
+            api.put("request_highest", CODECS[2 * type.apiKey()].highest);
+            api.put("response_lowest", CODECS[2 * type.apiKey() + 1].lowest);
+            api.put("response_highest", CODECS[2 * type.apiKey() + 1].highest);
+            ArrayNode requestHeaders = api.putArray("request_header_versions");
+            ArrayNode responseHeaders = api.putArray("response_header_versions");
+            for (short v = type.lowestSupportedVersion(); v <= type.highestSupportedVersion(true); v++) {
+                requestHeaders.add(type.requestHeaderVersion(v));
+                responseHeaders.add(type.responseHeaderVersion(v));
+            }
+        }
+        root.putArray("request_header").add(REQUEST_HEADER.lowest).add(REQUEST_HEADER.highest);
+        root.putArray("response_header").add(RESPONSE_HEADER.lowest).add(RESPONSE_HEADER.highest);
+        return root.toString();
+    }
+
+    /**
+     * The server: a length-prefixed batch on stdin, its length-prefixed results on stdout, until
+     * stdin ends. A batch that cannot be parsed gets length -1 and a length-prefixed reason.
+     */
+    public static void main(String[] args) throws IOException {
+        DataInputStream in = new DataInputStream(new BufferedInputStream(System.in, 1 << 16));
+        DataOutputStream out = new DataOutputStream(
+                new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16));
+        // Anything else printing to stdout would corrupt the frames: send it to stderr.
+        System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true));
+        out.write(HELLO);
+        out.flush();
+        while (true) {
+            int length;
+            try {
+                length = in.readInt();
+            } catch (EOFException e) {
+                return;
+            }
+            byte[] batch = new byte[length];
+            in.readFully(batch);
+            byte[] results;
+            try {
+                results = process(batch);
+            } catch (RuntimeException e) {
+                byte[] reason = describe(e).getBytes(StandardCharsets.UTF_8);
+                out.writeInt(-1);
+                out.writeInt(reason.length);
+                out.write(reason);
+                out.flush();
+                continue;
+            }
+            out.writeInt(results.length);
+            out.write(results);
+            out.flush();
+        }
+    }
+}
