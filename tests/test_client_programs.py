@@ -125,15 +125,12 @@ def test_java_client(cluster: Cluster, protocol: str, producer: str) -> None:
     check(summary, protocol, transactional=producer == "transactional")
 
 
-def test_franz_go(cluster: Cluster) -> None:
-    # kafkagen serves ConsumerGroupHeartbeat v1, which franz-go needs for the consumer
-    # protocol, only as unstable (docs/clients.md): there franz-go speaks classic only.
-    protocols = ["classic"] + (["consumer"] if cluster.broker == "kafka" else [])
-    for protocol in protocols:
-        cmd = ["franz", protocol, cluster.bootstrap, f"franz-{protocol}", str(N)]
-        summary = run_scenario(command("go") + cmd)
-        assert summary["version"].startswith("v1.22.")
-        check(summary, protocol)
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_franz_go(cluster: Cluster, protocol: str) -> None:
+    cmd = ["franz", protocol, cluster.bootstrap, f"franz-{protocol}", str(N)]
+    summary = run_scenario(command("go") + cmd)
+    assert summary["version"].startswith("v1.22.")
+    check(summary, protocol)
 
 
 def test_sarama(cluster: Cluster) -> None:
@@ -159,14 +156,18 @@ def test_python_client(cluster: Cluster, client: str) -> None:
 
 
 #: What franz-go's own tests skip against kafkagen, and why: features kafkagen does not
-#: serve (share groups, SASL) or serves only as unstable (ConsumerGroupHeartbeat v1).
+#: serve (share groups, SASL), and KIP-848 while ConsumerGroupHeartbeat is capped at v0.
 KGO_SKIPS = ("share groups", "KGO_TEST_SCRAM", "KGO_TEST_OAUTH", "KIP-848")
 
 
 def test_franz_go_own_suite() -> None:
     """franz-go's kgo integration tests (producing, consuming, groups, transactions) with
     kafkagen as their seed broker, on a cluster of their own."""
-    with BrokerProcess(*CONFIGS, brokers=3) as b:
+    # Capped at ConsumerGroupHeartbeat v0, so the suite keeps to classic groups: with v1 it
+    # also runs its KIP-848 variants, which do not finish against kafkagen within ten
+    # minutes yet (docs/clients.md).
+    cap = "kafkagen.api.version.max=ConsumerGroupHeartbeat:0"
+    with BrokerProcess(*CONFIGS, cap, brokers=3) as b:
         result = franz_go_suite(b.bootstrap)
         assert b.alive(), b.stderr_text()
     print(f"\nfranz-go kgo suite: {result['top_level']} top-level, {result['all']} in all")
