@@ -633,16 +633,12 @@ def test_librdkafka_consumers_with_group_protocol_consumer() -> None:
     """Three confluent-kafka consumers with group.protocol=consumer share six partitions and
     read each of 300 messages exactly once.
 
-    librdkafka speaks ConsumerGroupHeartbeat v1, which is unstable here, so unstable versions
-    are on; the APIs whose unstable versions are the seed-001 pagination extensions (which
-    librdkafka would read as Kafka's own later versions) are capped at their stable ones.
+    librdkafka speaks ConsumerGroupHeartbeat v1, which the broker serves as stable, as
+    Kafka 4.x does.
     """
     from confluent_kafka import Consumer, Producer
 
-    caps = "Metadata:12,ListOffsets:10,OffsetFetch:9,DescribeGroups:5,ListGroups:5"
     configs = {
-        "unstable.api.versions.enable": "true",
-        "kafkagen.api.version.max": caps,
         "offsets.topic.num.partitions": "1",
         "group.consumer.heartbeat.interval.ms": "500",
     }

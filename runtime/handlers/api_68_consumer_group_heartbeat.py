@@ -2,7 +2,7 @@
 consumer protocol. The coordinator's consumer-group manager does the work and answers once
 the group's new state is durable; errors come back in the response with their message, and
 the member id and epoch stay null and 0 then.
-v1 (unstable) adds SubscribedTopicRegex and expects the member to name itself.
+v1 adds SubscribedTopicRegex and expects the member to name itself.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ API_KEY = 68
 R = ConsumerGroupHeartbeatResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=1)
+@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
     owned: Assignment | None = None
     if request.topic_partitions is not None:
