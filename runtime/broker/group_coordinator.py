@@ -954,26 +954,26 @@ class GroupCoordinator:
         callback: Callable[[int], None],
         assignments: dict[str, bytes] | None = None,
     ) -> None:
-        members = tuple(
-            gr.MemberMetadataValue(
-                m.member_id,
-                m.group_instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.metadata_for(group.protocol_name),
-                (assignments or {}).get(m.member_id, m.assignment),
+        members = [
+            gr.GroupMetadataValue.MemberMetadata(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.metadata_for(group.protocol_name),
+                assignment=(assignments or {}).get(m.member_id, m.assignment),
             )
             for m in group.members.values()
-        )
+        ]
         value = gr.GroupMetadataValue(
-            group.protocol_type or "",
-            group.generation_id,
-            group.protocol_name,
-            group.leader_id,
-            group.state_timestamp,
-            members,
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id,
+            current_state_timestamp=group.state_timestamp,
+            members=members,
         )
         record = Record(-1, self._time_ms(), gr.group_key(group.group_id), gr.group_value(value))
         self.log.append(group.group_id, [record], callback)
