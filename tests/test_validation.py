@@ -277,8 +277,8 @@ def test_request_needs_an_api_key() -> None:
 
 def test_api_key_is_not_allowed_on_data_specs() -> None:
     assert rejection(spec(fld(), type="data", name="DemoData")) == (
-        "DemoRequest.json: DemoData: apiKey is only allowed on request, response, metadata and record "
-        "specs (got 99)"
+        "DemoRequest.json: DemoData: apiKey is only allowed on request, response, metadata "
+        "and record specs (got 99)"
     )
 
 
@@ -791,8 +791,8 @@ def test_api_key_only_on_request_and_response_across_files() -> None:
         "fields": [],
     }
     assert directory_rejections(header) == [
-        "DemoHeader.json: DemoHeader: apiKey is only allowed on request, response, metadata and record "
-        "specs (got 5)"
+        "DemoHeader.json: DemoHeader: apiKey is only allowed on request, response, metadata "
+        "and record specs (got 5)"
     ]
 
 
