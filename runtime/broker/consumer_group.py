@@ -968,7 +968,6 @@ def encode_member(group: ConsumerGroup, m: ConsumerMember) -> dict[bytes, bytes]
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
                     server_assignor=m.server_assignor,
-                    classic_member_metadata=None,
                 ),
             ),
             _record(
