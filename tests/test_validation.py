@@ -796,6 +796,16 @@ def test_api_key_only_on_request_and_response_across_files() -> None:
     ]
 
 
+def test_coordinator_records_pair_a_key_with_a_value_by_record_type() -> None:
+    key = api("DemoKey", "coordinator-key", key=3, valid="0")
+    value = api("DemoValue", "coordinator-value", key=3, valid="0-1")
+    validate_directory({"DemoKey.json": key, "DemoValue.json": value})
+    lone = api("LoneKey", "coordinator-key", key=4, valid="0")
+    assert directory_rejections(key, value, lone) == [
+        "LoneKey.json: LoneKey: no coordinator-value spec has this apiKey (got 4)"
+    ]
+
+
 def test_message_names_are_unique_across_files() -> None:
     data = api("DemoData", "data", key=None)
     with pytest.raises(SpecErrors) as info:
