@@ -1547,7 +1547,7 @@ def test_a_broker_that_repeats_its_cursor_is_stopped_with_a_clear_error(
 
     load_handlers()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(HANDLERS, 16, dataclasses.replace(HANDLERS[16], handle=stuck))
+        mp.setitem(HANDLERS, 16, dataclasses.replace(HANDLERS[16], load=lambda: stuck))
         with pytest.raises(admin.PaginationError, match=r"cursor \(group_id='same'\) a second"):
             run(go())
 

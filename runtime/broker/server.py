@@ -23,7 +23,7 @@ import struct
 from kafkagen.generated import header_version
 from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
-from kafkagen.runtime.handlers import load_handlers
+from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.message import Message
 
 from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
@@ -237,7 +237,7 @@ class BrokerServer:
     """The listener of one broker on 127.0.0.1."""
 
     def __init__(self, services: BrokerServices, host: str, port: int) -> None:
-        load_handlers()
+        declare_handlers()
         self.services = services
         self.node_id = services.node_id
         self.host = host

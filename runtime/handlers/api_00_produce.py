@@ -11,7 +11,7 @@ a partition outside the open transaction gets INVALID_TXN_STATE.
 from __future__ import annotations
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.replica_manager import ProduceResult
 from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError, error_for_code
 from kafkagen.runtime.message import KeyedList
@@ -26,7 +26,6 @@ TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
 
-@register(API_KEY, 3, 11)
 def handle(ctx: RequestContext, request: ProduceRequest) -> None:
     order: list[tuple[str, list[int]]] = []
     entries: dict[TopicPartition, bytes | memoryview] = {}

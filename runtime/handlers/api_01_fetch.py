@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.replica_manager import (
     READ_COMMITTED,
     FetchInfo,
@@ -43,7 +43,6 @@ class _Slot:
     result: FetchResult | None = None
 
 
-@register(API_KEY, 4, 17)
 def handle(ctx: RequestContext, request: FetchRequest) -> None:
     v = ctx.api_version
     if v >= 7:

@@ -12,7 +12,7 @@ for or with a negative index, answers INVALID_REQUEST for every partition.
 from __future__ import annotations
 
 from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
@@ -27,7 +27,6 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 _SINCE = {-3: 7, -4: 8, -5: 9, -6: 11}
 
 
-@register(API_KEY, 0, 10, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
     if ctx.api_version >= PAGED:
         _page(ctx, request)

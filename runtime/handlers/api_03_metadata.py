@@ -15,7 +15,7 @@ import bisect
 import uuid
 
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.metadata import validate_topic_name
 from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
@@ -44,7 +44,6 @@ Partition = MetadataResponse.MetadataResponsePartition
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 12, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
     md = broker.metadata

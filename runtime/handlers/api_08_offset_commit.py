@@ -4,14 +4,13 @@ offsets topic has them (acks=all)."""
 from __future__ import annotations
 
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 8
 
 
-@register(API_KEY, 0, 9)
 def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
     v = ctx.api_version
     now = ctx.broker.replica_manager.time_ms()

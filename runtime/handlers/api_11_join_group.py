@@ -7,13 +7,12 @@ v4+ members without an id first get MEMBER_ID_REQUIRED with one (KIP-394); stati
 from __future__ import annotations
 
 from kafkagen.generated.join_group import JoinGroupRequest, JoinGroupResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import JoinResult
 
 API_KEY = 11
 
 
-@register(API_KEY, 0, 9)
 def handle(ctx: RequestContext, request: JoinGroupRequest) -> None:
     v = ctx.api_version
 

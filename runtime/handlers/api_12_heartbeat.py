@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from kafkagen.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 
 API_KEY = 12
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: HeartbeatRequest) -> None:
     error = ctx.broker.group_coordinator.heartbeat(
         request.group_id,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from kafkagen.generated.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 
 API_KEY = 13
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: LeaveGroupRequest) -> None:
     gc = ctx.broker.group_coordinator
     if ctx.api_version < 3:

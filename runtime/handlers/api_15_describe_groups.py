@@ -12,7 +12,7 @@ every group.
 from __future__ import annotations
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import GroupState
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (
@@ -34,7 +34,6 @@ Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
 
-@register(API_KEY, 0, 5, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     gc = ctx.broker.group_coordinator
     ops = (

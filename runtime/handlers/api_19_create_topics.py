@@ -5,7 +5,7 @@ explicit replica assignment, and config overrides; ``validate_only`` checks with
 from __future__ import annotations
 
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.message import KeyedList
 
@@ -13,7 +13,6 @@ API_KEY = 19
 Result = CreateTopicsResponse.CreatableTopicResult
 
 
-@register(API_KEY, 0, 7)
 def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
     v = ctx.api_version
     md = ctx.broker.metadata

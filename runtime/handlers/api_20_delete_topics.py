@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from kafkagen.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     InvalidTopicExceptionError,
@@ -21,7 +21,6 @@ Result = DeleteTopicsResponse.DeletableTopicResult
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 6)
 def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> None:
     md = ctx.broker.metadata
     if ctx.api_version >= 6:

@@ -8,7 +8,7 @@ previous producer), after aborting a transaction that producer left open.
 from __future__ import annotations
 
 from kafkagen.generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 22
@@ -16,7 +16,6 @@ API_KEY = 22
 FENCED_SINCE = 4
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
     v = ctx.api_version
     if request.transactional_id is None:

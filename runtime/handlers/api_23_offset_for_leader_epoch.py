@@ -11,7 +11,7 @@ from kafkagen.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -21,7 +21,6 @@ TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> None:
     rm = ctx.broker.replica_manager
     v = ctx.api_version

@@ -4,7 +4,7 @@ that the producer can commit the group's offsets with it (TxnOffsetCommit)."""
 from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -14,7 +14,6 @@ API_KEY = 25
 FENCED_SINCE = 2
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> None:
     v = ctx.api_version
 

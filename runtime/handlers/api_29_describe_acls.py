@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kafkagen.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from kafkagen.runtime.broker.acls import AclBinding, AclFilter, PatternType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit
 from kafkagen.runtime.pagination import paged_version
@@ -21,7 +21,6 @@ Resource = DescribeAclsResponse.DescribeAclsResource
 Description = DescribeAclsResponse.AclDescription
 
 
-@register(API_KEY, 0, 3, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
     flt = AclFilter(
         request.resource_type_filter,

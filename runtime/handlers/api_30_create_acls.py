@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from kafkagen.generated.create_acls import CreateAclsRequest, CreateAclsResponse
 from kafkagen.runtime.broker.acls import AclBinding, PatternType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 
 API_KEY = 30
 
 
-@register(API_KEY, 0, 3)
 def handle(ctx: RequestContext, request: CreateAclsRequest) -> None:
     store = ctx.broker.metadata.acls
     results = []

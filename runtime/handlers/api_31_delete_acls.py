@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kafkagen.runtime.broker.acls import AclFilter, PatternType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 
 API_KEY = 31
@@ -12,7 +12,6 @@ FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 Matching = DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
-@register(API_KEY, 0, 3)
 def handle(ctx: RequestContext, request: DeleteAclsRequest) -> None:
     store = ctx.broker.metadata.acls
     results = []

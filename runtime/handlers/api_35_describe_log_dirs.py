@@ -14,7 +14,7 @@ import bisect
 import itertools
 
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
@@ -28,7 +28,6 @@ Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     rm = ctx.broker.replica_manager
     storage = rm.storage

@@ -6,14 +6,13 @@ from kafkagen.generated.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 
 API_KEY = 37
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-@register(API_KEY, 0, 3)
 def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> None:
     md = ctx.broker.metadata
     names = [t.name for t in request.topics]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from kafkagen.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 42
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> None:
     names = list(request.groups_names)
 

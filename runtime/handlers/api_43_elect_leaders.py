@@ -8,7 +8,7 @@ of what only the missing in-sync replicas had.
 from __future__ import annotations
 
 from kafkagen.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import (
     ElectionNotNeededError,
@@ -26,7 +26,6 @@ Result = ElectLeadersResponse.ReplicaElectionResult
 PartitionResult = ElectLeadersResponse.PartitionResult
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
     md = ctx.broker.metadata
     election = request.election_type if ctx.api_version >= 1 else PREFERRED

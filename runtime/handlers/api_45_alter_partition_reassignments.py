@@ -12,14 +12,13 @@ from kafkagen.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 
 API_KEY = 45
 R = AlterPartitionReassignmentsResponse
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> None:
     manager = ctx.broker.metadata.reassignments
     responses = []

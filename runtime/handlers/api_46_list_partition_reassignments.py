@@ -14,7 +14,7 @@ from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
@@ -25,7 +25,6 @@ PAGED = paged_version(API_KEY)
 R = ListPartitionReassignmentsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> None:
     ongoing = ctx.broker.metadata.reassignments.in_order()
     wanted: set[TopicPartition] | None = None

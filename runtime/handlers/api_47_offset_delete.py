@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 47
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> None:
     wanted = [
         TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import MismatchedEndpointTypeError
 from kafkagen.runtime.handlers._util import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
 from kafkagen.runtime.message import KeyedList
@@ -12,7 +12,6 @@ API_KEY = 60
 BROKERS_ENDPOINT = 1
 
 
-@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
     md = ctx.broker.metadata
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:

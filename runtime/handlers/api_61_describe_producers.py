@@ -13,7 +13,7 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
@@ -25,7 +25,6 @@ PartitionResponse = DescribeProducersResponse.PartitionResponse
 ProducerState = DescribeProducersResponse.ProducerState
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
     rm = ctx.broker.replica_manager
     paged = ctx.api_version >= PAGED

@@ -14,7 +14,7 @@ from kafkagen.generated.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.message import KeyedList
@@ -25,7 +25,6 @@ PAGED = paged_version(API_KEY)
 R = DescribeTransactionsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
     v = ctx.api_version
     ids = list(request.transactional_ids)

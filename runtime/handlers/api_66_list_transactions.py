@@ -19,7 +19,7 @@ from kafkagen.generated.list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.transaction_coordinator import TxnMetadata, TxnState
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit
@@ -31,7 +31,6 @@ R = ListTransactionsResponse
 _STATES = {s.value: s for s in TxnState}
 
 
-@register(API_KEY, 0, 1, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListTransactionsRequest) -> None:
     v = ctx.api_version
     cursor = request.cursor if v >= PAGED else None

@@ -19,7 +19,7 @@ from kafkagen.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.assignors import Assignment
 from kafkagen.runtime.broker.consumer_group import ConsumerGroupManager
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
@@ -41,7 +41,6 @@ Member = ConsumerGroupDescribeResponse.Member
 CONSUMER_MEMBER = 1
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
     ops = (
         authorized_operations(GROUP_OPERATIONS)
