@@ -501,6 +501,23 @@ def test_delete_groups_removes_only_empty_consumer_groups(cluster: BackgroundClu
         assert _fetch(w, "doomed", None, -1) == (0, -1)  # its offsets went with it
 
 
+def test_delete_groups_v3_says_why_a_group_stays(cluster: BackgroundCluster) -> None:
+    from kafkagen.generated.delete_groups import DeleteGroupsRequest
+
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "kept", ["orders"], ids)
+        m.heartbeat()
+        r = w.call(42, 3, DeleteGroupsRequest(groups_names=["kept", "never-made"]))
+        by_group = {x.group_id: (x.error_code, x.error_message) for x in r.results}
+        assert by_group["kept"][0] == ErrorCode.NON_EMPTY_GROUP
+        assert by_group["never-made"][0] == ErrorCode.GROUP_ID_NOT_FOUND
+        assert all(message for _, message in by_group.values())
+        m.leave()
+        r = w.call(42, 3, DeleteGroupsRequest(groups_names=["kept"]))
+        assert (r.results[0].error_code, r.results[0].error_message) == (0, None)
+
+
 def _classic_join(w: WireClient, group: str) -> Any:
     req = JoinGroupRequest(
         group_id=group,

@@ -50,7 +50,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     33: ("api_33_alter_configs", 0, 2, 2),
     35: ("api_35_describe_log_dirs", 0, 4, 6),
     37: ("api_37_create_partitions", 0, 3, 3),
-    42: ("api_42_delete_groups", 0, 2, 2),
+    42: ("api_42_delete_groups", 0, 3, 3),
     43: ("api_43_elect_leaders", 0, 2, 2),
     44: ("api_44_incremental_alter_configs", 0, 1, 1),
     45: ("api_45_alter_partition_reassignments", 0, 0, 0),
