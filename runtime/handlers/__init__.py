@@ -56,7 +56,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     45: ("api_45_alter_partition_reassignments", 0, 0, 0),
     46: ("api_46_list_partition_reassignments", 0, 0, 1),
     47: ("api_47_offset_delete", 0, 0, 0),
-    60: ("api_60_describe_cluster", 0, 1, 1),
+    60: ("api_60_describe_cluster", 0, 2, 2),
     61: ("api_61_describe_producers", 0, 0, 1),
     65: ("api_65_describe_transactions", 0, 0, 1),
     66: ("api_66_list_transactions", 0, 1, 3),

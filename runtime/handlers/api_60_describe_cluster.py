@@ -1,4 +1,8 @@
-"""DescribeCluster (key 60): the cluster id, the controller and the brokers."""
+"""DescribeCluster (key 60): the cluster id, the controller and the brokers.
+
+From v2 (KIP-1073) a client may ask for fenced brokers too: here the brokers that are
+stopped or paused, which stay registered, listed with IsFenced set.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from kafkagen.runtime.message import KeyedList
 
 API_KEY = 60
 BROKERS_ENDPOINT = 1
+FENCED_SINCE = 2
 
 
 def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
@@ -26,6 +31,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
             )
         )
         return
+    with_fenced = ctx.api_version >= FENCED_SINCE and request.include_fenced_brokers
     ops = (
         authorized_operations(CLUSTER_OPERATIONS)
         if request.include_cluster_authorized_operations
@@ -38,10 +44,14 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
             controller_id=md.controller_id,
             brokers=KeyedList(
                 DescribeClusterResponse.DescribeClusterBroker(
-                    broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+                    broker_id=b.node_id,
+                    host=b.host,
+                    port=b.port,
+                    rack=b.rack,
+                    is_fenced=not b.alive,
                 )
                 for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
-                if b.alive
+                if b.alive or with_fenced
             ),
             cluster_authorized_operations=ops,
         )
