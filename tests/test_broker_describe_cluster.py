@@ -11,8 +11,8 @@ pytestmark = pytest.mark.timeout(60)
 KEY = 60
 
 
-def _brokers(w: WireClient, version: int, **fields: bool) -> dict[int, bool]:
-    r = w.call(KEY, version, DescribeClusterRequest(**fields))
+def _brokers(w: WireClient, version: int, include_fenced: bool = False) -> dict[int, bool]:
+    r = w.call(KEY, version, DescribeClusterRequest(include_fenced_brokers=include_fenced))
     assert r.error_code == 0
     return {b.broker_id: b.is_fenced for b in r.brokers}
 
@@ -23,8 +23,8 @@ def test_a_paused_broker_is_listed_as_fenced_only_when_asked_for() -> None:
         cl = c.cluster
         first = cl.brokers[0].info
         with WireClient(f"{first.host}:{first.port}") as w:
-            assert _brokers(w, 2, include_fenced_brokers=True) == {0: False, 1: False, 2: False}
+            assert _brokers(w, 2, include_fenced=True) == {0: False, 1: False, 2: False}
             c.run(cl.pause_broker(2))
-            assert _brokers(w, 2, include_fenced_brokers=True) == {0: False, 1: False, 2: True}
-            assert _brokers(w, 2, include_fenced_brokers=False) == {0: False, 1: False}
+            assert _brokers(w, 2, include_fenced=True) == {0: False, 1: False, 2: True}
+            assert _brokers(w, 2, include_fenced=False) == {0: False, 1: False}
             assert _brokers(w, 1) == {0: False, 1: False}
