@@ -404,6 +404,41 @@ def _commit(w: WireClient, group: str, member_id: str, epoch: int, offset: int) 
     return code
 
 
+def test_offset_commit_v10_names_topics_by_id(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    orders = next(i for i, name in ids.items() if name == "orders")
+    unknown = uuid.uuid4()
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "by-id", ["orders"], ids)
+        m.heartbeat()
+        req = OffsetCommitRequest(
+            group_id="by-id",
+            generation_id_or_member_epoch=m.epoch,
+            member_id=m.member_id,
+            topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(
+                    topic_id=topic_id,
+                    partitions=[
+                        OffsetCommitRequest.OffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=17
+                        )
+                    ],
+                )
+                for topic_id in (orders, unknown)
+            ],
+        )
+        r = w.call(COMMIT, 10, req)
+        assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in r.topics] == [
+            (orders, [0]),
+            (unknown, [ErrorCode.UNKNOWN_TOPIC_ID]),
+        ]
+        assert _fetch(w, "by-id", m.member_id, m.epoch) == (0, 17)
+        req.topics = [req.topics[1]]  # only the unknown id: nothing to commit
+        r = w.call(COMMIT, 10, req)
+        assert r.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        m.leave()
+
+
 def _fetch(w: WireClient, group: str, member_id: str | None, epoch: int) -> tuple[int, int]:
     req = OffsetFetchRequest(
         groups=[

@@ -24,7 +24,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     1: ("api_01_fetch", 4, 17, 17),
     2: ("api_02_list_offsets", 0, 10, 12),
     3: ("api_03_metadata", 0, 12, 14),
-    8: ("api_08_offset_commit", 0, 9, 9),
+    8: ("api_08_offset_commit", 0, 10, 10),
     9: ("api_09_offset_fetch", 0, 9, 11),
     10: ("api_10_find_coordinator", 0, 6, 6),
     11: ("api_11_join_group", 0, 9, 9),
