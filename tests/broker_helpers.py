@@ -146,8 +146,12 @@ class WireClient:
 class BrokerProcess:
     """``python -m kafkagen.serve`` in a subprocess (real parallelism for client tests)."""
 
-    def __init__(self, *configs: str, brokers: int = 1, startup: float = 30.0) -> None:
+    def __init__(
+        self, *configs: str, brokers: int = 1, startup: float = 30.0, control: bool = False
+    ) -> None:
         args = [sys.executable, "-m", "kafkagen.serve", "--brokers", str(brokers), "--port", "0"]
+        if control:
+            args += ["--control-port", "0"]
         for c in configs:
             args += ["--config", c]
         # stderr goes to a file: a pipe nobody reads would block a chatty broker.
@@ -162,6 +166,8 @@ class BrokerProcess:
         deadline = time.monotonic() + startup
         assert self.proc.stdout is not None
         self.bootstrap = ""
+        #: The control API's base URL (with ``control=True``).
+        self.control_url = ""
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
             if not line:
@@ -169,8 +175,12 @@ class BrokerProcess:
             m = re.search(r"bootstrap servers?: (\S+)", line)
             if m:
                 self.bootstrap = m.group(1)
+            m = re.search(r"control API: (\S+)", line)
+            if m:
+                self.control_url = m.group(1)
+            if self.bootstrap and (self.control_url or not control):
                 break
-        if not self.bootstrap:
+        if not self.bootstrap or (control and not self.control_url):
             self.stop()
             raise RuntimeError(f"the broker did not start: {self.stderr_text()}")
 

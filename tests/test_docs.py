@@ -3,6 +3,8 @@
 The convention, by a fenced block's info string:
 
 - ``python``: a complete script; it runs in a fresh interpreter and must exit 0.
+- ``python pytest``: a complete pytest test module; it runs with pytest (and so with
+  kafkagen's pytest plugin) in a scratch folder, and every test in it must pass.
 - ``python not-run``: a fragment that needs what a script cannot bring (a Kafka broker, a
   JVM) or names values it does not define. It must compile as a module (so no top-level
   ``await``), and every name it imports from kafkagen must exist.
@@ -77,7 +79,7 @@ def env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-KINDS = (["python"], ["python", "not-run"], ["sh"], ["sh", "not-run"])
+KINDS = (["python"], ["python", "pytest"], ["python", "not-run"], ["sh"], ["sh", "not-run"])
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -115,6 +117,22 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0, f"{block.id}\n{block.text}\n{result.stderr[-3000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", of_kind("python", "pytest"), ids=lambda b: b.id)
+def test_pytest_block_passes(block: Block, tmp_path: Path) -> None:
+    (tmp_path / "test_from_docs.py").write_text(block.text, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_from_docs.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env(),
+        timeout=300,
+    )
+    assert result.returncode == 0, f"{block.id}\n{result.stdout[-3000:]}{result.stderr[-2000:]}"
+    assert " passed" in result.stdout and "failed" not in result.stdout
 
 
 def check_fragment(text: str, where: str) -> None:
@@ -187,7 +205,7 @@ def help_command(argv: list[str]) -> list[str]:
             return [sys.executable, "-m", "pytest", "--help"]
         return [str(BIN / "kafkagen"), "fuzz", "--help"]
     if argv[0] == "kafkagen":
-        depth = 3 if argv[1:2] == ["bench"] else 2
+        depth = 3 if argv[1:2] in (["bench"], ["control"]) else 2
         return [str(BIN / "kafkagen"), *argv[1:depth], "--help"]
     if argv[:2] == ["python", "-m"]:
         return [sys.executable, "-m", argv[2], "--help"]
@@ -203,6 +221,6 @@ def test_not_run_block_names_real_commands_and_options(block: Block) -> None:
         )
         assert result.returncode == 0, f"{block.id}: {command}\n{result.stderr[-2000:]}"
         for option in (a.split("=")[0] for a in argv if a.startswith("--")):
-            assert re.search(rf"(^|\s|\[){re.escape(option)}\b", result.stdout), (
-                f"{block.id}: {command}: {option} is not an option of {' '.join(argv[:3])}"
-            )
+            assert re.search(
+                rf"(^|\s|\[){re.escape(option)}\b", result.stdout
+            ), f"{block.id}: {command}: {option} is not an option of {' '.join(argv[:3])}"

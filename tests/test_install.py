@@ -46,7 +46,7 @@ def test_version_is_the_installed_distributions() -> None:
 def test_every_user_command_is_a_kafkagen_subcommand() -> None:
     listing = run(*KAFKAGEN, "--help").stdout
     commands = ("generate", "check-compat", "roundtrip", "fuzz", "serve", "import-specs")
-    for command in (*commands, "conformance"):
+    for command in (*commands, "conformance", "control"):
         assert f"\n    {command}" in listing, command
         result = run(*KAFKAGEN, command, "--help")
         assert result.returncode == 0 and f"usage: kafkagen {command}" in result.stdout

@@ -160,6 +160,13 @@ COMMANDS = (
         "bootstrap address and serve until interrupted.",
     ),
     Command(
+        "control",
+        "kafkagen.control",
+        "inject faults into, and control, a running kafkagen serve --control-port P",
+        run="main",
+        parsed=False,
+    ),
+    Command(
         "conformance",
         "kafkagen.conformance.command",
         "send the same requests to a broker and a reference Kafka, compare the answers",

@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(same as --config log.dirs=DIR; default: memory only)",
     )
     parser.add_argument(
+        "--control-port",
+        type=int,
+        metavar="P",
+        help="serve the control API (fault injection, broker controls; JSON over HTTP, "
+        "docs/control.md) on 127.0.0.1:P (0 picks a free port; default: off)",
+    )
+    parser.add_argument(
         "--log-level",
         default="warning",
         choices=["debug", "info", "warning", "error"],
@@ -82,13 +89,18 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return asyncio.run(_serve(args.brokers, args.port, configs))
+        return asyncio.run(
+            _serve(args.brokers, args.port, configs, getattr(args, "control_port", None))
+        )
     except KeyboardInterrupt:
         return 0
 
 
-async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
+async def _serve(
+    brokers: int, port: int, configs: dict[str, str], control_port: int | None = None
+) -> int:
     from kafkagen.runtime.broker.cluster import Cluster
+    from kafkagen.runtime.broker.control_http import ControlServer
     from kafkagen.runtime.broker.log_store import LogDirError
 
     try:
@@ -96,9 +108,13 @@ async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
     except (ConfigError, LogDirError) as e:
         print(f"kafkagen serve: {e}", file=sys.stderr)
         return 2
+    control = ControlServer(cluster.control, cluster.describe_brokers)
     try:
         await cluster.start()
+        if control_port is not None:
+            await control.start(control_port)
     except OSError as e:
+        await cluster.stop()
         print(f"kafkagen serve: cannot listen: {e}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
@@ -111,11 +127,14 @@ async def _serve(brokers: int, port: int, configs: dict[str, str]) -> int:
         f"{kept}bootstrap servers: {cluster.bootstrap}",
         flush=True,
     )
+    if control_port is not None:
+        print(f"kafkagen serve: control API: http://127.0.0.1:{control.port}/", flush=True)
     try:
         await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        await control.stop()
         await cluster.stop()
     print("kafkagen serve: stopped", flush=True)
     return 0

@@ -28,6 +28,7 @@ from .group_coordinator import GroupCoordinator
 from .metadata import ClusterMetadata
 from .replica_manager import ReplicaManager
 from .transaction_coordinator import TransactionCoordinator
+from .version_presets import PRESET_CONFIG, preset_caps
 
 __all__ = [
     "HANDLERS",
@@ -39,6 +40,7 @@ __all__ = [
     "RequestContext",
     "Responder",
     "ServedApis",
+    "combine_caps",
     "declare",
     "dispatch",
 ]
@@ -64,13 +66,18 @@ class Peers(Protocol):
 
 class ServedApis:
     """The API versions one broker serves: the registry, without the unstable versions
-    unless ``unstable.api.versions.enable``, capped by ``kafkagen.api.version.max``."""
+    unless ``unstable.api.versions.enable``, capped by a release preset
+    (``kafkagen.api.version.preset``) and by ``kafkagen.api.version.max``."""
 
     def __init__(self, configs: ConfigStore, node_id: int) -> None:
         self.unstable = configs.broker_bool("unstable.api.versions.enable")
         raw_caps = configs.broker_raw(API_VERSION_MAX, node_id)[0]
+        preset = configs.broker_raw(PRESET_CONFIG, node_id)[0]
         #: API key -> highest version served (an older broker played on purpose).
-        self.version_caps = parse_version_caps(raw_caps or "")
+        self.version_caps = combine_caps(
+            preset_caps(preset, list(HANDLERS)) if preset else {},
+            parse_version_caps(raw_caps or ""),
+        )
 
     def max_version(self, handler: ApiHandler) -> int:
         """The highest version of ``handler`` this broker serves (below its lowest: none)."""
@@ -86,6 +93,15 @@ class ServedApis:
             if top >= handler.min_version:
                 out[key] = (handler.min_version, top)
         return out
+
+
+def combine_caps(*caps: dict[int, int]) -> dict[int, int]:
+    """The lowest cap of each API over several sets of caps."""
+    out: dict[int, int] = {}
+    for one in caps:
+        for key, top in one.items():
+            out[key] = min(top, out.get(key, top))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

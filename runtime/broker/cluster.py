@@ -23,11 +23,13 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .api import BrokerServices, ServedApis
+from .api import BrokerServices, ServedApis, dispatch
 from .config import ConfigStore
+from .control import Control
 from .group_coordinator import GroupCoordinator
 from .log_store import ClusterStorage
 from .metadata import ClusterMetadata
@@ -91,6 +93,7 @@ class Broker(MetadataListener):
             running=lambda: self.running,
         )
         self.fetcher = ReplicaFetcher(rm, cluster)
+        declare_handlers()  # ServedApis caps what the registry holds (no handler imported)
         self.services = BrokerServices(
             node_id,
             self.configs,
@@ -251,6 +254,10 @@ class Cluster:
             Broker(self, i, host, port + i if port else 0, timer_factory, time_ms)
             for i in range(brokers)
         ]
+        #: Fault injection and broker controls, in front of every broker's handlers.
+        self.control = Control(self, dispatch)
+        for b in self.brokers:
+            b.server.dispatch = self.control.dispatch
         if self.storage is not None:
             self.storage.attach(self.metadata)
             for b in self.brokers:
@@ -268,6 +275,19 @@ class Cluster:
 
     def broker(self, node_id: int) -> Broker | None:
         return self.brokers[node_id] if 0 <= node_id < len(self.brokers) else None
+
+    def describe_brokers(self) -> list[dict[str, Any]]:
+        """Each broker's id, address and whether it is serving (for the control API)."""
+        return [
+            {"broker": b.node_id, "host": b.info.host, "port": b.info.port, "alive": b.running}
+            for b in self.brokers
+        ]
+
+    def served_apis(self, node_id: int) -> ServedApis:
+        b = self.broker(node_id)
+        if b is None:
+            raise ValueError(f"there is no broker {node_id}")
+        return b.services.apis
 
     def _serving(self, node_id: int) -> Broker | None:
         b = self.broker(node_id)
@@ -388,6 +408,11 @@ class BackgroundCluster:
     def bootstrap(self) -> str:
         assert self.cluster is not None
         return self.cluster.bootstrap
+
+    @property
+    def alive(self) -> bool:
+        """True while the cluster's thread runs."""
+        return self._thread is not None and self._thread.is_alive()
 
     def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
         """Run ``fn()`` on the cluster's loop and return its result."""

@@ -13,6 +13,8 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from .version_presets import PRESET_CONFIG, preset_ranges
+
 __all__ = [
     "BROKER_CONFIGS",
     "ConfigDef",
@@ -172,6 +174,11 @@ def _check_log_dirs(value: str) -> None:
 
 def _check_version_caps(value: str) -> None:
     parse_version_caps(value)
+
+
+def _check_preset(value: str) -> None:
+    if value:
+        preset_ranges(value)
 
 
 T = ConfigType
@@ -521,6 +528,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         "neither advertised nor accepted; a cap below the lowest version hides the API.",
         read_only=True,
         validator=_check_version_caps,
+    ),
+    ConfigDef(
+        PRESET_CONFIG,
+        T.STRING,
+        "",
+        "Play the broker of a Kafka release (any minor release, 2.4 to 4.4): advertise and "
+        "accept at most its versions of each API, and none of an API it did not have. "
+        "kafkagen.api.version.max caps further.",
+        read_only=True,
+        validator=_check_preset,
     ),
 )
 
