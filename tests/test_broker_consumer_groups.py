@@ -536,7 +536,8 @@ def test_delete_groups_removes_only_empty_consumer_groups(cluster: BackgroundClu
         assert _fetch(w, "doomed", None, -1) == (0, -1)  # its offsets went with it
 
 
-def test_delete_groups_v3_says_why_a_group_stays(cluster: BackgroundCluster) -> None:
+def test_delete_groups_v3_answers_as_v2_with_null_messages(cluster: BackgroundCluster) -> None:
+    # Kafka 4.4.0 leaves the v3 message null for a group that stays or does not exist.
     from kafkagen.generated.delete_groups import DeleteGroupsRequest
 
     ids = _topic_ids(cluster)
@@ -544,10 +545,10 @@ def test_delete_groups_v3_says_why_a_group_stays(cluster: BackgroundCluster) -> 
         m = Member(w, "kept", ["orders"], ids)
         m.heartbeat()
         r = w.call(42, 3, DeleteGroupsRequest(groups_names=["kept", "never-made"]))
-        by_group = {x.group_id: (x.error_code, x.error_message) for x in r.results}
-        assert by_group["kept"][0] == ErrorCode.NON_EMPTY_GROUP
-        assert by_group["never-made"][0] == ErrorCode.GROUP_ID_NOT_FOUND
-        assert all(message for _, message in by_group.values())
+        assert {x.group_id: (x.error_code, x.error_message) for x in r.results} == {
+            "kept": (ErrorCode.NON_EMPTY_GROUP, None),
+            "never-made": (ErrorCode.GROUP_ID_NOT_FOUND, None),
+        }
         m.leave()
         r = w.call(42, 3, DeleteGroupsRequest(groups_names=["kept"]))
         assert (r.results[0].error_code, r.results[0].error_message) == (0, None)
