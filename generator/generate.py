@@ -28,6 +28,11 @@ from .model import Message, build_message
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = PACKAGE_ROOT / "templates"
 BUILTIN_SPECS = PACKAGE_ROOT / "message_specs"
+#: The coordinators' records (``__consumer_offsets``, ``__transaction_state``), kept apart
+#: so importing a release's client specs never prunes them.
+BUILTIN_RECORD_SPECS = BUILTIN_SPECS / "records"
+#: What ``kafkagen generate`` reads by default.
+BUILTIN_SPEC_DIRS = (BUILTIN_SPECS, BUILTIN_RECORD_SPECS)
 BUILTIN_OUT = PACKAGE_ROOT / "generated"
 
 BLACK_MODE = black.mode.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})

@@ -107,7 +107,7 @@ class Struct:
 
 @dataclass(eq=False)
 class Message:
-    """One spec file: a request, response, header or data message."""
+    """One spec file: a request, response, header, data message or record."""
 
     file: str
     name: str

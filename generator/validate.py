@@ -117,8 +117,11 @@ ENTITY_TYPES = {
     "brokerId": "int32",
 }
 
-#: Kinds of spec that carry an apiKey: the API's messages and KRaft metadata records.
-KEYED_TYPES = ("request", "response", "metadata")
+#: Kinds of spec that carry an apiKey: the API's messages, KRaft metadata records and the
+#: coordinators' records (there the apiKey is the record type, the key's int16 prefix).
+KEYED_TYPES = ("request", "response", "metadata", "coordinator-key", "coordinator-value")
+#: A coordinator record's key spec and its value spec share the apiKey.
+_RECORD_PAIRS = {"coordinator-key": "coordinator-value", "coordinator-value": "coordinator-key"}
 
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _DECIMAL = re.compile(r"^[+-]?[0-9]+$")
@@ -184,7 +187,9 @@ class _Checker:
                 self.err(name, f"apiKey must be between 0 and {_VERSION_MAX}", api_key)
         elif api_key is not None:
             self.err(
-                name, "apiKey is only allowed on request, response and metadata specs", api_key
+                name,
+                "apiKey is only allowed on request, response, metadata and record specs",
+                api_key,
             )
         if doc.get("listeners") and kind != "request":
             self.err(name, "listeners are only allowed on requests", doc["listeners"])
@@ -509,7 +514,7 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
                 SpecError(
                     file,
                     name,
-                    "apiKey is only allowed on request, response and metadata specs",
+                    "apiKey is only allowed on request, response, metadata and record specs",
                     key,
                 )
             )
@@ -524,10 +529,18 @@ def validate_directory(docs: Mapping[str, Mapping[str, Any]]) -> None:
         keyed[kind, key] = file
 
     for (kind, key), file in sorted(keyed.items()):
+        doc = docs[file]
+        if kind in _RECORD_PAIRS:
+            if (_RECORD_PAIRS[kind], key) not in keyed:
+                errors.append(
+                    SpecError(
+                        file, doc["name"], f"no {_RECORD_PAIRS[kind]} spec has this apiKey", key
+                    )
+                )
+            continue
         if kind == "metadata":
             continue
         other_kind = "response" if kind == "request" else "request"
-        doc = docs[file]
         if (other_kind, key) not in keyed:
             errors.append(
                 SpecError(file, doc["name"], f"no {other_kind} spec has this apiKey", key)

@@ -686,16 +686,12 @@ def test_librdkafka_consumers_with_group_protocol_consumer() -> None:
     """Three confluent-kafka consumers with group.protocol=consumer share six partitions and
     read each of 300 messages exactly once.
 
-    librdkafka speaks ConsumerGroupHeartbeat v1, which is unstable here, so unstable versions
-    are on; the APIs whose unstable versions are the seed-001 pagination extensions (which
-    librdkafka would read as Kafka's own later versions) are capped at their stable ones.
+    librdkafka speaks ConsumerGroupHeartbeat v1, which the broker serves as stable, as
+    Kafka 4.x does.
     """
     from confluent_kafka import Consumer, Producer
 
-    caps = "Metadata:12,ListOffsets:10,OffsetFetch:9,DescribeGroups:5,ListGroups:5"
     configs = {
-        "unstable.api.versions.enable": "true",
-        "kafkagen.api.version.max": caps,
         "offsets.topic.num.partitions": "1",
         "group.consumer.heartbeat.interval.ms": "500",
     }
@@ -991,20 +987,24 @@ def test_state_records_round_trip() -> None:
     g.static_members["inst"] = "m-1"
     g.target["m-1"] = {t: {0, 1, 3}}
     records = encode_group(g)
-    by_member = {}
+    by_slot = {}
     for key, value in records.items():
         decoded = decode_state_key(key)
         assert decoded is not None and decoded[0] == "grp é"
-        by_member[decoded[1]] = value
-    assert set(by_member) == {"", "m-1"}
-    back = decode_group("grp é", by_member)
+        by_slot[decoded[1], decoded[2]] = value
+    # Kafka's record types: group, topics, target epoch; per member subscription, target,
+    # current assignment.
+    assert set(by_slot) == {("", 3), ("", 4), ("", 6), ("m-1", 5), ("m-1", 7), ("m-1", 8)}
+    back = decode_group("grp é", by_slot)
     assert encode_group(back) == records
     assert back.members["m-1"].state is MemberState.UNREVOKED_PARTITIONS
     assert back.members["m-1"].pending_revocation == {t: {2}}
     assert back.target == {"m-1": {t: {0, 1, 3}}} and back.static_members == {"inst": "m-1"}
+    assert back.subscription_metadata == {"orders": (t, 6)}
     assert decode_state_key(b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00") is None  # an offset key
-    with pytest.raises(ValueError, match="no state record"):
-        decode_group("grp é", {"": by_member[""]})
+    without_assignment = {k: v for k, v in by_slot.items() if k != ("m-1", 8)}
+    with pytest.raises(ValueError, match="'m-1' has no ConsumerGroupCurrentMemberAssignmentValue"):
+        decode_group("grp é", without_assignment)
 
 
 def test_groups_come_back_after_a_restart(tmp_path: Any) -> None:

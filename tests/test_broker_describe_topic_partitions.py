@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest as Req
+from kafkagen.runtime.broker.acls import ResourceType
+from kafkagen.runtime.broker.authorizer import OPERATIONS_BY_TYPE
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
-from kafkagen.runtime.handlers._util import TOPIC_OPERATIONS, authorized_operations
 
 pytestmark = pytest.mark.timeout(120)
 KEY = 75
@@ -159,7 +160,10 @@ def test_partition_facts_match_the_metadata(cluster: BackgroundCluster) -> None:
         r = w.call(KEY, 0, Req(topics=[Req.TopicRequest(name="m-some")]))
     t = r.topics[0]
     assert t.topic_id == topic.topic_id and not t.is_internal
-    assert t.topic_authorized_operations == authorized_operations(TOPIC_OPERATIONS)
+    # No authorizer: every operation a topic knows is allowed.
+    assert t.topic_authorized_operations == sum(
+        1 << op for op in OPERATIONS_BY_TYPE[ResourceType.TOPIC]
+    )
     assert len(t.partitions) == 400
     for p in t.partitions:
         info = topic.partitions[p.partition_index]

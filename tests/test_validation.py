@@ -277,8 +277,8 @@ def test_request_needs_an_api_key() -> None:
 
 def test_api_key_is_not_allowed_on_data_specs() -> None:
     assert rejection(spec(fld(), type="data", name="DemoData")) == (
-        "DemoRequest.json: DemoData: apiKey is only allowed on request, response and metadata "
-        "specs (got 99)"
+        "DemoRequest.json: DemoData: apiKey is only allowed on request, response, metadata "
+        "and record specs (got 99)"
     )
 
 
@@ -791,8 +791,18 @@ def test_api_key_only_on_request_and_response_across_files() -> None:
         "fields": [],
     }
     assert directory_rejections(header) == [
-        "DemoHeader.json: DemoHeader: apiKey is only allowed on request, response and metadata "
-        "specs (got 5)"
+        "DemoHeader.json: DemoHeader: apiKey is only allowed on request, response, metadata "
+        "and record specs (got 5)"
+    ]
+
+
+def test_coordinator_records_pair_a_key_with_a_value_by_record_type() -> None:
+    key = api("DemoKey", "coordinator-key", key=3, valid="0")
+    value = api("DemoValue", "coordinator-value", key=3, valid="0-1")
+    validate_directory({"DemoKey.json": key, "DemoValue.json": value})
+    lone = api("LoneKey", "coordinator-key", key=4, valid="0")
+    assert directory_rejections(key, value, lone) == [
+        "LoneKey.json: LoneKey: no coordinator-value spec has this apiKey (got 4)"
     ]
 
 

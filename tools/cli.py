@@ -17,7 +17,7 @@ def _generate(args: argparse.Namespace) -> int:
     from kafkagen.generator import output
     from kafkagen.generator.errors import SpecError, SpecErrors, report_spec_warnings
 
-    specs = [Path(p) for p in args.specs] or [gen.BUILTIN_SPECS]
+    specs = [Path(p) for p in args.specs] or list(gen.BUILTIN_SPEC_DIRS)
     out = Path(args.out) if args.out else gen.BUILTIN_OUT
     started = time.perf_counter()
     try:

@@ -45,6 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(same as --config log.dirs=DIR; default: memory only)",
     )
     parser.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a SASL user: PLAIN password and SCRAM credentials for every enabled SCRAM "
+        "mechanism (repeatable)",
+    )
+    parser.add_argument(
         "--control-port",
         type=int,
         metavar="P",
@@ -78,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         configs["log.dirs"] = log_dir
+    users: dict[str, str] = {}
+    for entry in getattr(args, "user", None) or ():
+        name, sep, password = entry.partition(":")
+        if not sep or not name or not password:
+            print(f"kafkagen serve: --user {entry!r} is not NAME:PASSWORD", file=sys.stderr)
+            return 2
+        users[name] = password
     if args.brokers < 1:
         print("kafkagen serve: --brokers must be at least 1", file=sys.stderr)
         return 2
@@ -90,21 +105,25 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         return asyncio.run(
-            _serve(args.brokers, args.port, configs, getattr(args, "control_port", None))
+            _serve(args.brokers, args.port, configs, getattr(args, "control_port", None), users)
         )
     except KeyboardInterrupt:
         return 0
 
 
 async def _serve(
-    brokers: int, port: int, configs: dict[str, str], control_port: int | None = None
+    brokers: int,
+    port: int,
+    configs: dict[str, str],
+    control_port: int | None = None,
+    users: dict[str, str] | None = None,
 ) -> int:
     from kafkagen.runtime.broker.cluster import Cluster
     from kafkagen.runtime.broker.control_http import ControlServer
     from kafkagen.runtime.broker.log_store import LogDirError
 
     try:
-        cluster = Cluster(brokers, port=port, configs=configs)
+        cluster = Cluster(brokers, port=port, configs=configs, users=users)
     except (ConfigError, LogDirError) as e:
         print(f"kafkagen serve: {e}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """Stored ACL bindings and Kafka's filter semantics (CreateAcls, DescribeAcls, DeleteAcls).
 
-The bindings are kept and described, never enforced: the broker authorizes everything.
+The bindings are enforced by `authorizer.Authorizer` once ``authorizer.class.name`` is set.
 """
 
 from __future__ import annotations
@@ -176,6 +176,9 @@ class AclStore:
         self._bindings[binding] = None
         key = (binding.resource_type, binding.resource_name, binding.pattern_type)
         self._by_resource.setdefault(key, {})[binding] = None
+
+    def all(self) -> list[AclBinding]:
+        return list(self._bindings)
 
     def find(self, flt: AclFilter) -> list[AclBinding]:
         return [b for b in self._bindings if flt.matches(b)]

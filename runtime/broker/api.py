@@ -15,6 +15,7 @@ stand in front of every handler (an interceptor that injects faults, an authoris
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,11 +24,15 @@ from typing import Any, Protocol
 from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.message import Message
 
+from .authorizer import Authorizer
 from .config import API_VERSION_MAX, ConfigStore, parse_version_caps
 from .group_coordinator import GroupCoordinator
+from .listeners import Session
 from .metadata import ClusterMetadata
 from .replica_manager import ReplicaManager
+from .sasl import Credentials
 from .transaction_coordinator import TransactionCoordinator
+from .types import BrokerInfo
 from .version_presets import PRESET_CONFIG, preset_caps
 
 __all__ = [
@@ -116,6 +121,9 @@ class BrokerServices:
     txn_coordinator: TransactionCoordinator
     apis: ServedApis
     peers: Peers
+    authorizer: Authorizer
+    #: PLAIN users and SCRAM credentials, shared by the cluster's brokers.
+    credentials: Credentials
 
 
 @dataclass(slots=True)
@@ -129,6 +137,32 @@ class RequestContext:
     client_id: str | None
     client_host: str
     responder: Responder
+    #: Who sent it (principal) and the connection's SASL state.
+    session: Session = dataclasses.field(default_factory=lambda: Session(None))
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal
+
+    def allowed(self, operation: int, resource_type: int, name: str) -> bool:
+        """Whether the sender may do ``operation`` on the resource (`Authorizer`)."""
+        return self.broker.authorizer.authorize(
+            self.session.principal, self.client_host, operation, resource_type, name
+        )
+
+    def advertised(self, broker: BrokerInfo) -> BrokerInfo:
+        """``broker`` with the host and port the sender reaches it at: those of the
+        listener this request came in on, as Kafka answers with the client's listener."""
+        listener = self.session.listener
+        if listener is None or listener.name not in broker.endpoints:
+            return broker
+        host, port = broker.endpoints[listener.name]
+        return dataclasses.replace(broker, host=host, port=port)
+
+    def authorized_operations(self, resource_type: int, name: str) -> int:
+        return self.broker.authorizer.authorized_operations(
+            self.session.principal, self.client_host, resource_type, name
+        )
 
     def respond(self, response: Message) -> None:
         """Send the response, encoded at the request's version (once)."""

@@ -28,13 +28,16 @@ from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from .api import BrokerServices, ServedApis, dispatch
+from .authorizer import Authorizer
 from .config import ConfigStore
 from .control import Control
 from .group_coordinator import GroupCoordinator
+from .listeners import Listener, enabled_mechanisms, parse_listeners
 from .log_store import ClusterStorage
 from .metadata import ClusterMetadata
 from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ProduceResult, ReplicaManager
+from .sasl import SCRAM_MECHANISMS, Credentials
 from .server import BrokerServer
 from .transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
 from .types import OFFSETS_TOPIC, BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
@@ -71,6 +74,7 @@ class Broker(MetadataListener):
         port: int,
         timer_factory: Callable[[], Timer],
         time_ms: Callable[[], int] | None = None,
+        listeners: list[Listener] | None = None,
     ) -> None:
         self.node_id = node_id
         self.metadata: ClusterMetadata = cluster.metadata
@@ -103,8 +107,10 @@ class Broker(MetadataListener):
             self.txn_coordinator,
             ServedApis(self.configs, node_id),
             cluster,
+            cluster.authorizer,
+            cluster.credentials,
         )
-        self.server = BrokerServer(self.services, host, port)
+        self.server = BrokerServer(self.services, host, port, listeners)
         md.listeners.append(self)
         #: False while paused or stopped: it serves no client and fetches nothing.
         self.running = False
@@ -118,6 +124,7 @@ class Broker(MetadataListener):
 
     async def start(self) -> None:
         self.info.port = await self.server.start()
+        self.info.endpoints = {lst.name: (lst.host, lst.port) for lst in self.server.listeners}
         self.running = True
         self.fetcher.start()
         self._schedule_isr_check()
@@ -230,12 +237,22 @@ class Cluster:
         cluster_id: str | None = None,
         timer_factory: Callable[[], Timer] | None = None,
         time_ms: Callable[[], int] | None = None,
+        users: Mapping[str, str] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         _check_loopback(host)
         self.configs = ConfigStore(configs)
         self.metadata = ClusterMetadata(self.configs, cluster_id)
+        # Security: the ``listeners`` config (its ports replace ``port``), users, ACLs.
+        listeners = parse_listeners(self.configs)
+        for lst in listeners or ():
+            _check_loopback(lst.host)
+        scram = [m for m in enabled_mechanisms(self.configs) if m in SCRAM_MECHANISMS]
+        self.credentials = Credentials()
+        for name, password in (users or {}).items():
+            self.credentials.add_user(name, password, scram)
+        self.authorizer = Authorizer(self.configs, lambda: self.metadata.acls)
         log_dir = self.configs.broker_raw("log.dirs")[0]
         self.storage = ClusterStorage(log_dir, brokers) if log_dir else None
         try:
@@ -250,10 +267,16 @@ class Cluster:
             def timer_factory() -> Timer:
                 return AsyncioTimer(loop)
 
-        self.brokers = [
-            Broker(self, i, host, port + i if port else 0, timer_factory, time_ms)
-            for i in range(brokers)
-        ]
+        def own(lst: Listener, i: int) -> Listener:
+            return Listener(lst.name, lst.protocol, lst.host, lst.port + i if lst.port else 0)
+
+        self.brokers = []
+        for i in range(brokers):
+            mine = [own(lst, i) for lst in listeners] if listeners else None
+            b_host, b_port = (
+                (mine[0].host, mine[0].port) if mine else (host, port + i if port else 0)
+            )
+            self.brokers.append(Broker(self, i, b_host, b_port, timer_factory, time_ms, mine))
         #: Fault injection and broker controls, in front of every broker's handlers.
         self.control = Control(self, dispatch)
         for b in self.brokers:

@@ -290,6 +290,111 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
 )
 
 
+#: Listeners, TLS, SASL, authorisation and connection limits (see `listeners`, `sasl`,
+#: `authorizer`). All read-only: they take effect when the brokers start.
+SECURITY_CONFIGS = (
+    ConfigDef(
+        "listeners",
+        T.LIST,
+        "",
+        "NAME://host:port,... of each listener; broker i listens on each port + i. Empty: "
+        "one PLAINTEXT listener on the cluster's port.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "listener.security.protocol.map",
+        T.LIST,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "Listener name to security protocol.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "sasl.enabled.mechanisms",
+        T.LIST,
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "SASL mechanisms SASL listeners accept (GSSAPI is not offered).",
+        read_only=True,
+    ),
+    ConfigDef("ssl.keystore.type", T.STRING, "PEM", "Only PEM is read.", read_only=True),
+    ConfigDef(
+        "ssl.keystore.location",
+        T.STRING,
+        None,
+        "PEM file with the broker's certificate chain and private key.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "ssl.key.password",
+        T.PASSWORD,
+        None,
+        "Password of an encrypted private key.",
+        read_only=True,
+        sensitive=True,
+    ),
+    ConfigDef("ssl.truststore.type", T.STRING, "PEM", "Only PEM is read.", read_only=True),
+    ConfigDef(
+        "ssl.truststore.location",
+        T.STRING,
+        None,
+        "PEM file of the CA certificates client certificates are checked against.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "ssl.client.auth",
+        T.STRING,
+        "none",
+        "Client certificates on SSL listeners: none, requested or required.",
+        read_only=True,
+        choices=("none", "requested", "required"),
+    ),
+    ConfigDef(
+        "authorizer.class.name",
+        T.STRING,
+        "",
+        "Any non-empty value enforces the ACLs with StandardAuthorizer semantics.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "super.users",
+        T.STRING,
+        "",
+        "Principals allowed everything, separated by semicolons (User:alice;User:bob).",
+        read_only=True,
+    ),
+    ConfigDef(
+        "allow.everyone.if.no.acl.found",
+        T.BOOLEAN,
+        "false",
+        "Allow a request on a resource no ACL applies to.",
+        read_only=True,
+    ),
+    ConfigDef(
+        "max.connections.per.ip",
+        T.INT,
+        str(INT32_MAX),
+        "Open connections one client address may hold; further ones are closed at once.",
+        read_only=True,
+        minimum=0,
+    ),
+    ConfigDef(
+        "queued.max.request.bytes",
+        T.LONG,
+        "-1",
+        "Bytes of requests being read, across a broker's connections, before it stops "
+        "reading them (-1: no bound).",
+        read_only=True,
+    ),
+    ConfigDef(
+        "connections.max.idle.ms",
+        T.LONG,
+        "600000",
+        "A connection with no request for this long is closed.",
+        read_only=True,
+        minimum=1,
+    ),
+)
+
+
 #: Broker configs. Those that are not topic synonyms are read-only unless marked otherwise.
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("broker.id", T.INT, "0", "This broker's id.", read_only=True),
@@ -539,6 +644,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         read_only=True,
         validator=_check_preset,
     ),
+    *SECURITY_CONFIGS,
 )
 
 # Broker-level names of the topic configs (their synonyms), with the topic default.

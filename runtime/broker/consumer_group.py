@@ -19,26 +19,53 @@ rebalance timeout is fenced.
 The group's state is written to its ``__consumer_offsets`` partition (acks=all) whenever it
 changes, and a heartbeat that changed it is answered once the write is durable; a broker
 that takes over the partition rebuilds the group from the last records, so members carry on
-with their epochs. Only what changed is written: one record for the group (epochs,
-assignor, topics, member ids) and one per member (its subscription, epochs, current and
-target assignment). The records are the project's own: key ``int16 GROUP_KEY_VERSION,
-string group id`` or ``int16 MEMBER_KEY_VERSION, string group id, string member id``
-(strings as int16 length and UTF-8); value ``int16 0`` then UTF-8 JSON, or null when the
-group or member is gone. Committed offsets use the records of classic groups.
+with their epochs. Only what changed is written. The records are Kafka's own
+(record types 3 to 8, the codecs generated from its specs): for the group its epoch, its
+subscribed topics and its assignment epoch; per member its subscription, its target
+assignment and its current one (epochs, state, owned and revoking partitions); null values
+when the group or member is gone. Committed offsets use the records of classic groups.
 """
 
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import re
-import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from kafkagen.generated.consumer_group_current_member_assignment_key import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+from kafkagen.generated.consumer_group_current_member_assignment_value import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+)
+from kafkagen.generated.consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
+from kafkagen.generated.consumer_group_member_metadata_value import (
+    ConsumerGroupMemberMetadataValue,
+)
+from kafkagen.generated.consumer_group_metadata_key import ConsumerGroupMetadataKey
+from kafkagen.generated.consumer_group_metadata_value import ConsumerGroupMetadataValue
+from kafkagen.generated.consumer_group_partition_metadata_key import (
+    ConsumerGroupPartitionMetadataKey,
+)
+from kafkagen.generated.consumer_group_partition_metadata_value import (
+    ConsumerGroupPartitionMetadataValue,
+)
+from kafkagen.generated.consumer_group_target_assignment_member_key import (
+    ConsumerGroupTargetAssignmentMemberKey,
+)
+from kafkagen.generated.consumer_group_target_assignment_member_value import (
+    ConsumerGroupTargetAssignmentMemberValue,
+)
+from kafkagen.generated.consumer_group_target_assignment_metadata_key import (
+    ConsumerGroupTargetAssignmentMetadataKey,
+)
+from kafkagen.generated.consumer_group_target_assignment_metadata_value import (
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from kafkagen.runtime.errors import (
     FencedInstanceIdError,
     FencedMemberEpochError,
@@ -52,11 +79,13 @@ from kafkagen.runtime.errors import (
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
+from kafkagen.runtime.message import Message
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
+from . import record_format
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
 from .coordinator_log import CoordinatorLog
 from .group_model import Group, OffsetEntry
@@ -75,10 +104,7 @@ _log = logging.getLogger("kafkagen.broker.groups")
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
-#: Key versions of the group and member state records, far above Kafka's own.
-GROUP_KEY_VERSION = 1000
-MEMBER_KEY_VERSION = 1001
-_VALUE_VERSION = 0
+M = TypeVar("M", bound=Message)
 
 
 class ConsumerGroupState(enum.Enum):
@@ -132,8 +158,8 @@ class ConsumerGroup:
         self.assignor_name = ""
         self.offsets: SortedKeysDict[TopicPartition, OffsetEntry] = SortedKeysDict()
         self.dead = False
-        #: The state records last written, by member id ("": the group's own).
-        self.persisted: dict[str, bytes] = {}
+        #: The state records last written (key -> value), by member id ("": the group's own).
+        self.persisted: dict[str, dict[bytes, bytes]] = {}
         #: Members whose records may have changed since the last write (None: all of them).
         self.dirty: set[str] | None = None
 
@@ -719,24 +745,25 @@ class ConsumerGroupManager:
                 self._cancel_timers(m)
             group.dead = True
             if persist:
-                # Member records left behind are ignored: loading starts from the group's.
-                tombstone = Record(-1, self._time_ms(), group_key(group_id), None)
-                self.log.append(group_id, [tombstone], _ignore)
+                now = self._time_ms()
+                keys = encode_group(group)  # every record the group may have left behind
+                tombstones = [Record(-1, now, key, None) for key in keys]
+                self.log.append(group_id, tombstones, _ignore)
         return group
 
     def unload(self, index: int) -> None:
         for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
             self.drop(group_id, persist=False)
 
-    def load(self, states: dict[str, dict[str, bytes]]) -> None:
+    def load(self, states: dict[str, StateRecords]) -> None:
         """Rebuild groups from their last state records (this broker took their partition).
 
-        ``states`` maps a group id to its records' values by member id ("" for the group's
-        own). Offsets were loaded into classic placeholders; they move to the consumer
-        groups. Every member gets a fresh session, as Kafka does on load.
+        ``states`` maps a group id to its records' values (`StateRecords`). Offsets were
+        loaded into classic placeholders; they move to the consumer groups. Every member
+        gets a fresh session, as Kafka does on load.
         """
         for group_id, records in states.items():
-            if "" not in records:
+            if ("", _GROUP_METADATA) not in records:
                 continue  # deleted, or taken over by a classic group
             try:
                 group = decode_group(group_id, records)
@@ -746,8 +773,10 @@ class ConsumerGroupManager:
             placeholder = self.classic_groups.pop(group_id, None)
             if placeholder is not None:
                 group.offsets = placeholder.offsets
+            # Kafka keeps no record of the assignor: the members' votes choose it again.
+            group.assignor_name = self._choose_assignor(group) if group.members else ""
             group.persisted = {
-                "": encode_group_record(group),
+                "": encode_group_records(group),
                 **{mid: encode_member(group, m) for mid, m in group.members.items()},
             }
             group.dirty = set()
@@ -770,20 +799,25 @@ class ConsumerGroupManager:
         dirty, group.dirty = group.dirty, set()
         if dirty is not None and touched is not None:
             dirty.add(touched)
-        wanted = {"": encode_group_record(group)}
+        wanted = {"": encode_group_records(group)}
         for mid in group.members if dirty is None else dirty:
             member = group.members.get(mid)
             if member is not None:
                 wanted[mid] = encode_member(group, member)
-        changed = [(mid, v) for mid, v in wanted.items() if group.persisted.get(mid) != v]
+        changed = [
+            (key, value)
+            for mid, records in wanted.items()
+            for key, value in records.items()
+            if group.persisted.get(mid, {}).get(key) != value
+        ]
         gone = [mid for mid in group.persisted if mid and mid not in group.members]
         if not changed and not gone:
             done(0)
             return
         now = self._time_ms()
+        records = [Record(-1, now, key, value) for key, value in changed]
+        records += [Record(-1, now, key, None) for mid in gone for key in group.persisted[mid]]
         gid = group.group_id
-        records = [Record(-1, now, _state_key(gid, mid), v) for mid, v in changed]
-        records += [Record(-1, now, _state_key(gid, mid), None) for mid in gone]
         persisted = {mid: v for mid, v in group.persisted.items() if mid not in gone}
         persisted.update(wanted)
         group.persisted = persisted
@@ -842,155 +876,194 @@ def _ignore(code: int) -> None:
     """Writes nobody waits for (timer-driven changes): a failure is retried next change."""
 
 
-# -- the group and member state records ---------------------------------------------------
+# -- the group and member state records (Kafka's, see the module's doc) -------------------
+
+#: Record types of KIP-848 groups in ``__consumer_offsets`` -> key struct.
+_GROUP_METADATA = 3
+_PARTITION_METADATA = 4
+_MEMBER_METADATA = 5
+_TARGET_ASSIGNMENT_METADATA = 6
+_TARGET_ASSIGNMENT_MEMBER = 7
+_CURRENT_MEMBER_ASSIGNMENT = 8
+_KEY_TYPES: dict[int, type[Message]] = {
+    _GROUP_METADATA: ConsumerGroupMetadataKey,
+    _PARTITION_METADATA: ConsumerGroupPartitionMetadataKey,
+    _MEMBER_METADATA: ConsumerGroupMemberMetadataKey,
+    _TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadataKey,
+    _TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberKey,
+    _CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignmentKey,
+}
+#: Kafka's ids of a member's reconciliation state.
+_MEMBER_STATE_IDS = {
+    MemberState.STABLE: 0,
+    MemberState.UNREVOKED_PARTITIONS: 1,
+    MemberState.UNRELEASED_PARTITIONS: 2,
+}
+_MEMBER_STATES = {v: k for k, v in _MEMBER_STATE_IDS.items()}
+
+#: (member id or "" for the group's records, record type) -> a record's value.
+StateRecords = dict[tuple[str, int], bytes]
 
 
-def _key_str(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return struct.pack(">h", len(raw)) + raw
-
-
-def group_key(group_id: str) -> bytes:
-    return struct.pack(">h", GROUP_KEY_VERSION) + _key_str(group_id)
-
-
-def member_key(group_id: str, member_id: str) -> bytes:
-    return struct.pack(">h", MEMBER_KEY_VERSION) + _key_str(group_id) + _key_str(member_id)
-
-
-def decode_state_key(key: bytes) -> tuple[str, str] | None:
-    """(group id, member id or "" for the group's record) of a state record key; None for
-    any other key."""
-    if len(key) < 4:
+def decode_state_key(key: bytes) -> tuple[str, str, int] | None:
+    """(group id, member id or "", record type) of a KIP-848 group's record key; None for
+    any other record type. Raises ValueError if the key does not decode."""
+    k = record_format.decode_key(key, _KEY_TYPES)
+    if k is None:
         return None
-    (version,) = struct.unpack_from(">h", key)
-    if version not in (GROUP_KEY_VERSION, MEMBER_KEY_VERSION):
-        return None
-    parts: list[str] = []
-    pos = 2
-    for _ in range(1 if version == GROUP_KEY_VERSION else 2):
-        if pos + 2 > len(key):
-            return None
-        (n,) = struct.unpack_from(">h", key, pos)
-        if n < 0 or pos + 2 + n > len(key):
-            return None
-        parts.append(key[pos + 2 : pos + 2 + n].decode("utf-8"))
-        pos += 2 + n
-    if pos != len(key):
-        return None
-    return parts[0], parts[1] if len(parts) == 2 else ""
+    assert k.API_KEY is not None
+    return k.group_id, getattr(k, "member_id", ""), k.API_KEY  # type: ignore[attr-defined]
 
 
-def _assignment_json(a: Assignment) -> dict[str, list[int]]:
-    return {str(t): sorted(ps) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps}
+def _partitions(a: Assignment) -> list[tuple[uuid.UUID, list[int]]]:
+    return [(t, sorted(ps)) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
 
 
-def _assignment_from(obj: dict[str, list[int]]) -> Assignment:
-    return {uuid.UUID(t): set(ps) for t, ps in obj.items()}
+def _record(key: Message, value: Message) -> tuple[bytes, bytes]:
+    return record_format.key_bytes(key), record_format.value_bytes(value, 0)
 
 
-def _value(state: object) -> bytes:
-    body = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    return struct.pack(">h", _VALUE_VERSION) + body
-
-
-def _state_key(group_id: str, member_id: str) -> bytes:
-    return member_key(group_id, member_id) if member_id else group_key(group_id)
-
-
-def encode_group_record(group: ConsumerGroup) -> bytes:
-    """The group's own record: epochs, assignor, subscribed topics and member ids."""
-    return _value(
-        {
-            "groupEpoch": group.group_epoch,
-            "assignmentEpoch": group.assignment_epoch,
-            "assignor": group.assignor_name,
-            "subscriptionMetadata": {
-                name: [str(tid), n]
-                for name, (tid, n) in sorted(group.subscription_metadata.items())
-            },
-            "members": sorted(group.members),
-        }
+def encode_group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
+    """The group's own records: its epoch, its subscribed topics, its assignment epoch."""
+    gid = group.group_id
+    topics = [
+        ConsumerGroupPartitionMetadataValue.TopicMetadata(
+            topic_id=tid, topic_name=name, num_partitions=n, partition_metadata=[]
+        )
+        for name, (tid, n) in sorted(group.subscription_metadata.items())
+    ]
+    return dict(
+        [
+            _record(
+                ConsumerGroupMetadataKey(group_id=gid),
+                ConsumerGroupMetadataValue(epoch=group.group_epoch),
+            ),
+            _record(
+                ConsumerGroupPartitionMetadataKey(group_id=gid),
+                ConsumerGroupPartitionMetadataValue(topics=topics),
+            ),
+            _record(
+                ConsumerGroupTargetAssignmentMetadataKey(group_id=gid),
+                ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=group.assignment_epoch),
+            ),
+        ]
     )
 
 
-def encode_member(group: ConsumerGroup, m: ConsumerMember) -> bytes:
-    """A member's record: subscription, epochs, current and target assignment."""
-    return _value(
-        {
-            "instanceId": m.instance_id,
-            "rackId": m.rack_id,
-            "clientId": m.client_id,
-            "clientHost": m.client_host,
-            "rebalanceTimeoutMs": m.rebalance_timeout_ms,
-            "topics": m.subscribed_topic_names,
-            "regex": m.subscribed_topic_regex,
-            "serverAssignor": m.server_assignor,
-            "memberEpoch": m.member_epoch,
-            "previousMemberEpoch": m.previous_member_epoch,
-            "state": m.state.value,
-            "assigned": _assignment_json(m.assigned),
-            "pendingRevocation": _assignment_json(m.pending_revocation),
-            "target": _assignment_json(group.target.get(m.member_id, {})),
-        }
+def encode_member(group: ConsumerGroup, m: ConsumerMember) -> dict[bytes, bytes]:
+    """A member's records: its subscription, its target assignment, its current one."""
+    gid, mid = group.group_id, m.member_id
+    current = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
+    target = ConsumerGroupTargetAssignmentMemberValue.TopicPartition
+    return dict(
+        [
+            _record(
+                ConsumerGroupMemberMetadataKey(group_id=gid, member_id=mid),
+                ConsumerGroupMemberMetadataValue(
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=list(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    server_assignor=m.server_assignor,
+                ),
+            ),
+            _record(
+                ConsumerGroupTargetAssignmentMemberKey(group_id=gid, member_id=mid),
+                ConsumerGroupTargetAssignmentMemberValue(
+                    topic_partitions=[
+                        target(topic_id=t, partitions=ps)
+                        for t, ps in _partitions(group.target.get(mid, {}))
+                    ]
+                ),
+            ),
+            _record(
+                ConsumerGroupCurrentMemberAssignmentKey(group_id=gid, member_id=mid),
+                ConsumerGroupCurrentMemberAssignmentValue(
+                    member_epoch=m.member_epoch,
+                    previous_member_epoch=m.previous_member_epoch,
+                    state=_MEMBER_STATE_IDS[m.state],
+                    assigned_partitions=[
+                        current(topic_id=t, partitions=ps) for t, ps in _partitions(m.assigned)
+                    ],
+                    partitions_pending_revocation=[
+                        current(topic_id=t, partitions=ps)
+                        for t, ps in _partitions(m.pending_revocation)
+                    ],
+                ),
+            ),
+        ]
     )
 
 
 def encode_group(group: ConsumerGroup) -> dict[bytes, bytes]:
     """All of the group's state records: key -> value."""
-    out = {group_key(group.group_id): encode_group_record(group)}
-    for mid, m in group.members.items():
-        out[member_key(group.group_id, mid)] = encode_member(group, m)
+    out = encode_group_records(group)
+    for m in group.members.values():
+        out.update(encode_member(group, m))
     return out
 
 
-def _state(group_id: str, data: bytes) -> dict[str, Any]:
-    if len(data) < 2:
-        raise ValueError(f"group {group_id!r}: state record of {len(data)} bytes")
-    (version,) = struct.unpack_from(">h", data)
-    if version != _VALUE_VERSION:
-        raise ValueError(f"group {group_id!r}: unknown state record version {version}")
-    state = json.loads(data[2:].decode("utf-8"))
-    if not isinstance(state, dict):
-        raise ValueError(f"group {group_id!r}: a state record is not a JSON object")
-    return state
+def _assignment(topics: Iterable[Any]) -> Assignment:
+    return {t.topic_id: set(t.partitions) for t in topics}
 
 
-def decode_group(group_id: str, records: dict[str, bytes]) -> ConsumerGroup:
-    """The group its state records describe (by member id, "" for the group's own).
+def decode_group(group_id: str, records: StateRecords) -> ConsumerGroup:
+    """The group its state records describe (see `StateRecords`).
 
-    Raises ValueError naming what is wrong (a listed member without its record, say).
+    Raises ValueError naming what is wrong (a member without its assignment, say).
     """
-    state = _state(group_id, records[""])
+
+    def value(member_id: str, record_type: int, cls: type[M]) -> M:
+        data = records.get((member_id, record_type))
+        if data is None:
+            who = f"member {member_id!r}" if member_id else "the group"
+            raise ValueError(f"group {group_id!r}: {who} has no {cls.__name__} record")
+        return record_format.decode_value(cls, data)
+
     group = ConsumerGroup(group_id)
-    group.group_epoch = int(state["groupEpoch"])
-    group.assignment_epoch = int(state["assignmentEpoch"])
-    group.assignor_name = str(state["assignor"])
-    group.subscription_metadata = {
-        name: (uuid.UUID(tid), int(n)) for name, (tid, n) in state["subscriptionMetadata"].items()
-    }
-    for member_id in state["members"]:
-        if member_id not in records:
-            raise ValueError(f"group {group_id!r}: member {member_id!r} has no state record")
-        m = _state(group_id, records[member_id])
+    group.group_epoch = value("", _GROUP_METADATA, ConsumerGroupMetadataValue).epoch
+    group.assignment_epoch = value(
+        "", _TARGET_ASSIGNMENT_METADATA, ConsumerGroupTargetAssignmentMetadataValue
+    ).assignment_epoch
+    if ("", _PARTITION_METADATA) in records:
+        topics = value("", _PARTITION_METADATA, ConsumerGroupPartitionMetadataValue).topics
+        group.subscription_metadata = {t.topic_name: (t.topic_id, t.num_partitions) for t in topics}
+    for member_id, record_type in sorted(records):
+        if record_type != _MEMBER_METADATA:
+            continue
+        meta = value(member_id, _MEMBER_METADATA, ConsumerGroupMemberMetadataValue)
+        now = value(
+            member_id, _CURRENT_MEMBER_ASSIGNMENT, ConsumerGroupCurrentMemberAssignmentValue
+        )
+        if now.state not in _MEMBER_STATES:
+            raise ValueError(
+                f"group {group_id!r}: member {member_id!r} in unknown state {now.state}"
+            )
         member = ConsumerMember(
             member_id,
-            m["instanceId"],
-            m["rackId"],
-            m["clientId"],
-            m["clientHost"],
-            int(m["rebalanceTimeoutMs"]),
-            list(m["topics"]),
-            m["regex"],
-            m["serverAssignor"],
-            member_epoch=int(m["memberEpoch"]),
-            previous_member_epoch=int(m["previousMemberEpoch"]),
-            state=MemberState(m["state"]),
-            assigned=_assignment_from(m["assigned"]),
-            pending_revocation=_assignment_from(m["pendingRevocation"]),
+            meta.instance_id,
+            meta.rack_id,
+            meta.client_id,
+            meta.client_host,
+            meta.rebalance_timeout_ms,
+            list(meta.subscribed_topic_names),
+            meta.subscribed_topic_regex,
+            meta.server_assignor,
+            member_epoch=now.member_epoch,
+            previous_member_epoch=now.previous_member_epoch,
+            state=_MEMBER_STATES[now.state],
+            assigned=_assignment(now.assigned_partitions),
+            pending_revocation=_assignment(now.partitions_pending_revocation),
         )
         group.members[member_id] = member
-        group.target[member_id] = _assignment_from(m["target"])
+        if (member_id, _TARGET_ASSIGNMENT_MEMBER) in records:
+            target = value(
+                member_id, _TARGET_ASSIGNMENT_MEMBER, ConsumerGroupTargetAssignmentMemberValue
+            )
+            group.target[member_id] = _assignment(target.topic_partitions)
         if member.instance_id is not None:
             group.static_members[member.instance_id] = member_id
     return group

@@ -36,7 +36,12 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 from . import group_records as gr
 from .config import ConfigStore
-from .consumer_group import ConsumerGroup, ConsumerGroupManager, decode_state_key
+from .consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupManager,
+    StateRecords,
+    decode_state_key,
+)
 from .coordinator_log import CoordinatorLog
 from .group_model import (
     Group,
@@ -227,8 +232,8 @@ class GroupCoordinator:
         index = partition.tp.partition
         offsets = self.offsets
         offsets.drop_pending(index)
-        # Consumer-protocol groups: their last state records, by member id ("": the group's).
-        states: dict[str, dict[str, bytes]] = {}
+        # Consumer-protocol groups: their last state records.
+        states: dict[str, StateRecords] = {}
         for b in partition.log.batches:
             for batch in iter_batches(b.data, verify_crc=False):
                 if batch.is_control:
@@ -243,15 +248,22 @@ class GroupCoordinator:
                 for r in batch:
                     if r.key is None:
                         continue
-                    state_of = decode_state_key(r.key)
-                    if state_of is not None:
-                        records = states.setdefault(state_of[0], {})
-                        if r.value is None:
-                            records.pop(state_of[1], None)
-                        else:
-                            records[state_of[1]] = bytes(r.value)
+                    try:
+                        state_of = decode_state_key(r.key)
+                        key = None if state_of is not None else gr.decode_key(r.key)
+                    except ValueError as e:
+                        _log.error(
+                            "%s batch at %d: record skipped: %s", partition.tp, b.base_offset, e
+                        )
                         continue
-                    key = gr.decode_key(r.key)
+                    if state_of is not None:
+                        state_group, member_id, record_type = state_of
+                        records = states.setdefault(state_group, {})
+                        if r.value is None:
+                            records.pop((member_id, record_type), None)
+                        else:
+                            records[member_id, record_type] = bytes(r.value)
+                        continue
                     if key is None:
                         continue
                     kind, group_id, topic, tp_index = key
@@ -954,26 +966,26 @@ class GroupCoordinator:
         callback: Callable[[int], None],
         assignments: dict[str, bytes] | None = None,
     ) -> None:
-        members = tuple(
-            gr.MemberMetadataValue(
-                m.member_id,
-                m.group_instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.metadata_for(group.protocol_name),
-                (assignments or {}).get(m.member_id, m.assignment),
+        members = [
+            gr.GroupMetadataValue.MemberMetadata(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.metadata_for(group.protocol_name),
+                assignment=(assignments or {}).get(m.member_id, m.assignment),
             )
             for m in group.members.values()
-        )
+        ]
         value = gr.GroupMetadataValue(
-            group.protocol_type or "",
-            group.generation_id,
-            group.protocol_name,
-            group.leader_id,
-            group.state_timestamp,
-            members,
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id,
+            current_state_timestamp=group.state_timestamp,
+            members=members,
         )
         record = Record(-1, self._time_ms(), gr.group_key(group.group_id), gr.group_value(value))
         self.log.append(group.group_id, [record], callback)

@@ -47,8 +47,11 @@ def offset_records(
         elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
             errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
         else:
-            value = gr.OffsetValue(
-                entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp
+            value = gr.OffsetCommitValue(
+                offset=entry.offset,
+                leader_epoch=entry.leader_epoch,
+                metadata=entry.metadata,
+                commit_timestamp=entry.commit_timestamp,
             )
             key = gr.offset_key(group_id, tp.topic, tp.partition)
             records.append(Record(-1, entry.commit_timestamp, key, gr.offset_value(value)))

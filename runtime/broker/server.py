@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
+import ssl
 import struct
 
 from kafkagen.generated import header_version
@@ -27,6 +29,17 @@ from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.message import Message
 
 from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
+from .limits import ConnectionQuotas, RequestMemory
+from .listeners import (
+    Listener,
+    SaslState,
+    SecurityProtocol,
+    Session,
+    certificate_principal,
+    enabled_mechanisms,
+    ssl_context,
+)
+from .sasl import AuthenticationFailed
 
 __all__ = ["BrokerServer", "ClientConnection"]
 
@@ -85,8 +98,10 @@ class ClientConnection:
         server: BrokerServer,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        session: Session | None = None,
     ) -> None:
         self.server = server
+        self.session = session or Session(None)
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername")
@@ -103,9 +118,12 @@ class ClientConnection:
     async def run(self) -> None:
         max_size = self.server.services.configs.broker_int("socket.request.max.bytes")
         reader = self.reader
+        idle_s = self.server.idle_ms / 1000
+        memory = self.server.request_memory
         try:
             while not self.closed:
-                prefix = await reader.readexactly(4)
+                async with asyncio.timeout(idle_s):
+                    prefix = await reader.readexactly(4)
                 (size,) = _SIZE.unpack(prefix)
                 if size < 0 or size > max_size:
                     # Checked before the body is read: a bogus prefix never allocates.
@@ -113,8 +131,16 @@ class ClientConnection:
                         f"frame size {size} outside 0..{max_size} (socket.request.max.bytes)"
                     )
                     return
-                body = await reader.readexactly(size)
-                self.dispatch(body)
+                if 0 <= memory.max_frame < size:
+                    self.close(
+                        f"frame size {size} exceeds what queued.max.request.bytes "
+                        f"({memory.bound}) lets one request hold ({memory.max_frame})"
+                    )
+                    return
+                async with memory.reserve(size):
+                    async with asyncio.timeout(idle_s):
+                        body = await reader.readexactly(size)
+                    self.dispatch(body)
                 if self.closed:
                     return
                 await self.writer.drain()
@@ -126,6 +152,8 @@ class ClientConnection:
                 _log.info("%s: connection closed inside a frame", self.peer)
         except (ConnectionError, OSError):
             pass
+        except TimeoutError:
+            self.close(f"idle for {self.server.idle_ms} ms (connections.max.idle.ms)")
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -135,6 +163,9 @@ class ClientConnection:
                 self.close(None)
 
     def dispatch(self, body: bytes) -> None:
+        if self.session.state is SaslState.RAW_TOKENS:
+            self._raw_token(body)
+            return
         if len(body) < _KEY_VERSION_CID.size:
             self.close(f"a {len(body)}-byte frame cannot hold a request header")
             return
@@ -142,6 +173,10 @@ class ClientConnection:
         handler = HANDLERS.get(api_key)
         if handler is None:
             self.close(f"unknown API key {api_key}")
+            return
+        refusal = self.session.refusal(api_key)
+        if refusal is not None:
+            self.close(refusal)
             return
         max_version = self.server.services.apis.max_version(handler)
         if not handler.min_version <= version <= max_version:
@@ -185,12 +220,26 @@ class ClientConnection:
             client_id,
             self.client_host,
             slot,
+            self.session,
         )
         try:
             self.server.dispatch(handler, ctx, request)
         except Exception:
             _log.exception("%s: handler of API %d v%d failed", self.peer, api_key, version)
             self.close("handler failed")
+
+    def _raw_token(self, token: bytes) -> None:
+        """A SASL token after SaslHandshake v0: answered by a bare size-prefixed token."""
+        try:
+            answer = self.session.authenticate(token)
+        except AuthenticationFailed as e:
+            self.close(f"SASL authentication failed: {e}")
+            return
+        slot = _Slot(self, -1, -1)
+        slot.payload = _SIZE.pack(len(answer)) + answer
+        slot.done = True
+        self.slots.append(slot)
+        self.flush()
 
     # -- writing ----------------------------------------------------------------------
 
@@ -217,7 +266,7 @@ class ClientConnection:
         self.closed = True
         self._room.set()
         self.writer.close()
-        self.server.connections.discard(self)
+        self.server.forget(self)
 
     async def finish(self, timeout: float) -> None:
         """Shutdown: flush what was answered, fail the rest by closing, within ``timeout``."""
@@ -236,29 +285,65 @@ class ClientConnection:
 class BrokerServer:
     """The listener of one broker on 127.0.0.1."""
 
-    def __init__(self, services: BrokerServices, host: str, port: int) -> None:
+    def __init__(
+        self,
+        services: BrokerServices,
+        host: str,
+        port: int,
+        listeners: list[Listener] | None = None,
+    ) -> None:
         declare_handlers()
         self.services = services
         self.node_id = services.node_id
         self.host = host
         self.port = port
+        #: This broker's listeners (ports already its own).
+        self.listeners = listeners or [
+            Listener("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port)
+        ]
         self.connections: set[ClientConnection] = set()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         cfg = services.configs
+        self.mechanisms = enabled_mechanisms(cfg)
+        self._tls = {lst.name: ssl_context(cfg, lst) for lst in self.listeners if lst.protocol.tls}
         self.queued_max_requests = cfg.broker_int("queued.max.requests")
         self.max_connections = cfg.broker_int("max.connections")
+        self.quotas = ConnectionQuotas(cfg)
+        self.idle_ms = cfg.broker_int("connections.max.idle.ms")
+        self.request_memory = RequestMemory(cfg.broker_int("queued.max.request.bytes"))
         #: What every decoded request goes through to its handler (see `api.dispatch`).
         self.dispatch: Dispatch = dispatch
         self._accepting = False
 
     async def start(self) -> int:
-        """Listen; return the bound port (useful when asked for port 0)."""
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        """Listen on every listener; return the first one's bound port (useful when asked
+        for port 0)."""
+        bound = []
+        for lst in self.listeners:
+            server = await asyncio.start_server(
+                functools.partial(self._accept, lst),
+                lst.host,
+                lst.port,
+                ssl=self._tls.get(lst.name),
+            )
+            self._servers.append(server)
+            bound.append(Listener(lst.name, lst.protocol, lst.host, _port_of(server)))
+        self.listeners = bound
+        self.port = bound[0].port
         self._accepting = True
         return self.port
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _session(self, listener: Listener, writer: asyncio.StreamWriter) -> Session:
+        principal = "User:ANONYMOUS"
+        if listener.protocol is SecurityProtocol.SSL:
+            ssl_object = writer.get_extra_info("ssl_object")
+            if isinstance(ssl_object, ssl.SSLObject):
+                principal = certificate_principal(ssl_object.getpeercert())
+        return Session(listener, self.services.credentials, self.mechanisms, principal)
+
+    async def _accept(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         if not self._accepting or len(self.connections) >= self.max_connections:
             _log.warning(
                 "broker %d: refusing a connection (%d open, max.connections %d)",
@@ -268,11 +353,21 @@ class BrokerServer:
             )
             writer.close()
             return
-        conn = ClientConnection(self, reader, writer)
+        conn = ClientConnection(self, reader, writer, self._session(listener, writer))
+        if not self.quotas.admit(conn.client_host):
+            _log.warning("broker %d: refusing %s (max.connections.per.ip)", self.node_id, conn.peer)
+            writer.close()
+            return
         self.connections.add(conn)
         # A task of our own: cancelling the one asyncio runs this callback in makes asyncio
         # log the cancellation as an error.
         conn.task = asyncio.create_task(conn.run())
+
+    def forget(self, conn: ClientConnection) -> None:
+        """A closed connection leaves the broker's counts."""
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self.quotas.release(conn.client_host)
 
     def pause(self) -> None:
         """Refuse new connections and drop the open ones (a broker that went away)."""
@@ -288,8 +383,8 @@ class BrokerServer:
     async def stop_accepting(self) -> None:
         """Close the listener and stop reading requests; answers still go out."""
         self._accepting = False
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             task = conn.task
             if task is not None and not task.done():
@@ -300,6 +395,11 @@ class BrokerServer:
         conns = list(self.connections)
         if conns:
             await asyncio.gather(*(c.finish(timeout) for c in conns))
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers = []
+
+
+def _port_of(server: asyncio.Server) -> int:
+    port: int = server.sockets[0].getsockname()[1]
+    return port

@@ -24,23 +24,25 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafkagen.generated.transaction_log_key import TransactionLogKey
+from kafkagen.generated.transaction_log_value import TransactionLogValue
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
     KafkaError,
     error_for_code,
 )
+from kafkagen.runtime.message import Message
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
-from kafkagen.runtime.wire import write_string
 
+from . import record_format
 from .config import ConfigStore
 from .coordinator_log import CoordinatorLog
 from .metadata import ClusterMetadata
@@ -157,71 +159,59 @@ class TxnMetadata:
         return out
 
 
-# -- the state log's records (Kafka's TransactionLog key and value, version 0) ------------
+# -- the state log's records (Kafka's TransactionLog key and value) -----------------------
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_VALUE_HEAD = struct.Struct(">hqhib")
-_TIMES = struct.Struct(">qq")
+#: The value version written: 0, the layout of Kafka's first transaction protocol.
+TXN_VALUE_VERSION = 0
+_KEY_TYPES: dict[int, type[Message]] = {0: TransactionLogKey}
 
 
 def txn_key(transactional_id: str) -> bytes:
-    return _I16.pack(0) + write_string(transactional_id)
+    return record_format.key_bytes(TransactionLogKey(transactional_id=transactional_id))
 
 
 def txn_value(s: TxnSnapshot) -> bytes:
-    out = bytearray(
-        _VALUE_HEAD.pack(0, s.producer_id, s.producer_epoch, s.timeout_ms, _STATE_IDS[s.state])
-    )
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(s.partitions):
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    out += _I32.pack(len(by_topic))
-    for topic, indexes in by_topic.items():
-        out += write_string(topic)
-        out += _I32.pack(len(indexes))
-        for i in indexes:
-            out += _I32.pack(i)
-    out += _TIMES.pack(s.update_ms, s.start_ms)
-    return bytes(out)
+    value = TransactionLogValue(
+        producer_id=s.producer_id,
+        producer_epoch=s.producer_epoch,
+        transaction_timeout_ms=s.timeout_ms,
+        transaction_status=_STATE_IDS[s.state],
+        transaction_partitions=[
+            TransactionLogValue.PartitionsSchema(topic=topic, partition_ids=indexes)
+            for topic, indexes in by_topic.items()
+        ],
+        transaction_last_update_timestamp_ms=s.update_ms,
+        transaction_start_timestamp_ms=s.start_ms,
+    )
+    return record_format.value_bytes(value, TXN_VALUE_VERSION)
 
 
 def decode_txn_key(data: bytes) -> str | None:
-    """The transactional id of a state-log key; None for a key of another kind."""
-    if len(data) < 4 or _I16.unpack_from(data)[0] != 0:
-        return None
-    n = _I16.unpack_from(data, 2)[0]
-    return data[4 : 4 + n].decode("utf-8")
+    """The transactional id of a state-log key; None for a key of another record type."""
+    key = record_format.decode_key(data, _KEY_TYPES)
+    return key.transactional_id if isinstance(key, TransactionLogKey) else None
 
 
 def decode_txn_value(data: bytes) -> TxnSnapshot:
-    version, pid, epoch, timeout, state = _VALUE_HEAD.unpack_from(data)
-    if version != 0:
-        raise ValueError(f"transaction log value version {version} is unknown")
-    pos = _VALUE_HEAD.size
-    partitions = set()
-    (topics,) = _I32.unpack_from(data, pos)
-    pos += 4
-    for _ in range(topics):
-        (n,) = _I16.unpack_from(data, pos)
-        topic = data[pos + 2 : pos + 2 + n].decode("utf-8")
-        pos += 2 + n
-        (count,) = _I32.unpack_from(data, pos)
-        pos += 4
-        for _ in range(count):
-            partitions.add(TopicPartition(topic, _I32.unpack_from(data, pos)[0]))
-            pos += 4
-    update_ms, start_ms = _TIMES.unpack_from(data, pos)
+    v = record_format.decode_value(TransactionLogValue, data)
+    if v.transaction_status not in _STATES_BY_ID:
+        raise ValueError(f"transaction log value: unknown status {v.transaction_status}")
+    partitions = frozenset(
+        TopicPartition(t.topic, i) for t in v.transaction_partitions or () for i in t.partition_ids
+    )
     return TxnSnapshot(
-        pid,
+        v.producer_id,
         NO_PRODUCER_ID,
-        epoch,
+        v.producer_epoch,
         NO_EPOCH,
-        timeout,
-        _STATES_BY_ID[state],
-        frozenset(partitions),
-        start_ms,
-        update_ms,
+        v.transaction_timeout_ms,
+        _STATES_BY_ID[v.transaction_status],
+        partitions,
+        v.transaction_start_timestamp_ms,
+        v.transaction_last_update_timestamp_ms,
     )
 
 

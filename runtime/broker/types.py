@@ -39,6 +39,8 @@ class BrokerInfo:
     rack: str | None = None
     #: False while a broker is stopped or paused (replication tests will flip it).
     alive: bool = True
+    #: Listener name -> (host, port) of each listener; ``host``/``port`` are the first's.
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

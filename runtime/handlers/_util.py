@@ -4,51 +4,72 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 
-from kafkagen.runtime.broker.acls import AclOperation
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.config import ConfigResourceType
+from kafkagen.runtime.errors import (
+    ClusterAuthorizationFailedError,
+    ErrorCode,
+    KafkaError,
+    TopicAuthorizationFailedError,
+)
+from kafkagen.runtime.topic_partition import TopicPartition
 
 __all__ = [
-    "CLUSTER_OPERATIONS",
     "Pager",
-    "GROUP_OPERATIONS",
-    "TOPIC_OPERATIONS",
-    "authorized_operations",
     "pagination_limit",
     "repeated",
+    "commit_denials",
+    "require_config_access",
+    "require",
 ]
-
-#: Nothing is enforced, so every operation a resource type knows is allowed.
-TOPIC_OPERATIONS = (
-    AclOperation.READ,
-    AclOperation.WRITE,
-    AclOperation.CREATE,
-    AclOperation.DELETE,
-    AclOperation.ALTER,
-    AclOperation.DESCRIBE,
-    AclOperation.DESCRIBE_CONFIGS,
-    AclOperation.ALTER_CONFIGS,
-)
-CLUSTER_OPERATIONS = (
-    AclOperation.CREATE,
-    AclOperation.ALTER,
-    AclOperation.DESCRIBE,
-    AclOperation.CLUSTER_ACTION,
-    AclOperation.DESCRIBE_CONFIGS,
-    AclOperation.ALTER_CONFIGS,
-    AclOperation.IDEMPOTENT_WRITE,
-)
-GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE)
 
 #: What a response says when the client did not ask for authorized operations.
 NOT_REQUESTED = -(2**31)
 
 
-def authorized_operations(ops: tuple[AclOperation, ...]) -> int:
-    """The bit field responses carry: bit ``op`` set for each allowed operation."""
-    bits = 0
-    for op in ops:
-        bits |= 1 << op
-    return bits
+def require(
+    ctx: RequestContext, operation: int, resource_type: int, name: str, error: type[KafkaError]
+) -> None:
+    """Raise ``error`` unless the sender may do ``operation`` on the resource."""
+    if not ctx.allowed(operation, resource_type, name):
+        raise error()
+
+
+def require_config_access(
+    ctx: RequestContext, resource_type: int, name: str, operation: int
+) -> None:
+    """DESCRIBE_CONFIGS or ALTER_CONFIGS on a config resource: the topic for a topic (29
+    otherwise), the cluster for a broker or its loggers (31 otherwise)."""
+    if resource_type == ConfigResourceType.TOPIC:
+        require(ctx, operation, ResourceType.TOPIC, name, TopicAuthorizationFailedError)
+    else:
+        require(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthorizationFailedError)
+
+
+def commit_denials(
+    ctx: RequestContext,
+    group_id: str,
+    order: list[tuple[str, list[int]]],
+    transactional_id: str | None = None,
+) -> dict[TopicPartition, int]:
+    """The partitions of an offset commit the sender may not commit, with their error:
+    every one when WRITE on the transactional id (53) or READ on the group (30) is
+    missing, else those of topics without READ (29)."""
+    every = [TopicPartition(name, i) for name, indexes in order for i in indexes]
+    if transactional_id is not None and not ctx.allowed(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return dict.fromkeys(every, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, group_id):
+        return dict.fromkeys(every, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return {
+        TopicPartition(name, i): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        for name, indexes in order
+        if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
+        for i in indexes
+    }
 
 
 def pagination_limit(ctx: RequestContext, requested: int) -> int:

@@ -11,9 +11,16 @@ a partition outside the open transaction gets INVALID_TXN_STATE.
 from __future__ import annotations
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.replica_manager import ProduceResult
-from kafkagen.runtime.errors import ErrorCode, InvalidTxnStateError, error_for_code
+from kafkagen.runtime.errors import (
+    ErrorCode,
+    InvalidTxnStateError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+    error_for_code,
+)
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -47,7 +54,14 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
             return
         ctx.respond(_response(ctx, order, results))
 
-    refused = _verify_transactional(ctx, request.transactional_id, entries)
+    refused = _unauthorized(ctx, request.transactional_id, entries)
+    refused.update(
+        _verify_transactional(
+            ctx,
+            request.transactional_id,
+            {tp: data for tp, data in entries.items() if tp not in refused},
+        )
+    )
     if refused:
         entries = {tp: data for tp, data in entries.items() if tp not in refused}
         if not entries:
@@ -64,6 +78,26 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
     ctx.broker.replica_manager.append_records(
         entries, acks, request.timeout_ms, done, produce_version=ctx.api_version
     )
+
+
+def _unauthorized(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    entries: dict[TopicPartition, bytes | memoryview],
+) -> dict[TopicPartition, ProduceResult]:
+    """Partitions the sender may not write: WRITE on the transactional id, then on the topic."""
+    if transactional_id is not None and not ctx.allowed(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return {tp: ProduceResult(TransactionalIdAuthorizationFailedError()) for tp in entries}
+    allowed: dict[str, bool] = {}
+    refused = {}
+    for tp in entries:
+        if tp.topic not in allowed:
+            allowed[tp.topic] = ctx.allowed(AclOperation.WRITE, ResourceType.TOPIC, tp.topic)
+        if not allowed[tp.topic]:
+            refused[tp] = ProduceResult(TopicAuthorizationFailedError())
+    return refused
 
 
 def _verify_transactional(
@@ -148,6 +182,6 @@ def _response(
         # KIP-951: tell the client where the leaders moved, saving it a metadata round trip.
         response.node_endpoints = KeyedList(
             ProduceResponse.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in (md.brokers[n] for n in sorted(leaders) if n in md.brokers)
+            for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
         )
     return response

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.replica_manager import (
     READ_COMMITTED,
@@ -23,6 +24,7 @@ from kafkagen.runtime.errors import (
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
     KafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
 )
 from kafkagen.runtime.message import KeyedList
@@ -60,6 +62,7 @@ def handle(ctx: RequestContext, request: FetchRequest) -> None:
     slots: list[_Slot] = []
     infos: list[tuple[TopicPartition, FetchInfo]] = []
     early_error = False
+    readable: dict[str, bool] = {}
     for t in request.topics:
         name = t.topic if v < 13 else md.topic_names.get(t.topic_id)
         for p in t.partitions:
@@ -67,6 +70,12 @@ def handle(ctx: RequestContext, request: FetchRequest) -> None:
             slots.append(slot)
             if name is None:
                 slot.error = UnknownTopicIdError(f"no topic has id {t.topic_id}")
+                early_error = True
+                continue
+            if not readable.setdefault(
+                name, ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
+            ):
+                slot.error = TopicAuthorizationFailedError()
                 early_error = True
                 continue
             infos.append(
@@ -170,6 +179,6 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
     if leaders and v >= 16:
         response.node_endpoints = KeyedList(
             FetchResponse.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in (md.brokers[n] for n in sorted(leaders) if n in md.brokers)
+            for b in (ctx.advertised(md.brokers[n]) for n in sorted(leaders) if n in md.brokers)
         )
     return response

@@ -12,9 +12,11 @@ for or with a negative index, answers INVALID_REQUEST for every partition.
 from __future__ import annotations
 
 from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
-from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -56,6 +58,7 @@ def _answer(
         if tp in seen:
             raise InvalidRequestError(f"{tp} is listed twice")
         seen.add(tp)
+        require(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic, TopicAuthFailed)
         if v < _SINCE.get(p.timestamp, 0):
             raise UnsupportedVersionError(
                 f"timestamp {p.timestamp} needs ListOffsets v{_SINCE[p.timestamp]}"

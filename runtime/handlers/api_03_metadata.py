@@ -15,22 +15,22 @@ import bisect
 import uuid
 
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.metadata import validate_topic_name
 from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     KafkaError,
     LeaderNotAvailableError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from kafkagen.runtime.handlers._util import (
-    CLUSTER_OPERATIONS,
     NOT_REQUESTED,
-    TOPIC_OPERATIONS,
     Pager,
-    authorized_operations,
     pagination_limit,
     repeated,
 )
@@ -48,11 +48,14 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
     md = broker.metadata
     v = ctx.api_version
-    topic_ops = (
-        authorized_operations(TOPIC_OPERATIONS)
-        if v >= 8 and request.include_topic_authorized_operations
-        else NOT_REQUESTED
-    )
+    want_ops = v >= 8 and request.include_topic_authorized_operations
+
+    def topic_ops(name: str) -> int:
+        return ctx.authorized_operations(ResourceType.TOPIC, name) if want_ops else NOT_REQUESTED
+
+    def describable(name: str) -> bool:
+        return ctx.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
     topics: KeyedList[Topic] = KeyedList()
     requested = request.topics
     all_topics = requested is None or (v == 0 and not requested)
@@ -62,11 +65,12 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
             ctx.respond(_response(ctx, _refused(ctx, request, all_topics, problem)))
             return
     if requested is None or all_topics:
-        infos = sorted(md.topics.values(), key=lambda t: t.name)
+        # Topics the sender may not describe are left out, as Kafka hides them.
+        infos = sorted((t for t in md.topics.values() if describable(t.name)), key=lambda t: t.name)
         if v >= PAGED:
             infos = _window(ctx, request, infos)
         for info in infos:
-            topics.append(_topic(ctx, info, topic_ops))
+            topics.append(_topic(ctx, info, topic_ops(info.name)))
     else:
         allow_create = (v < 4 or request.allow_auto_topic_creation) and broker.configs.broker_bool(
             "auto.create.topics.enable"
@@ -91,17 +95,29 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
                     topics.append(_error(UnknownTopicIdError(), unnamed, t.topic_id))
                     continue
                 name = found
+                if not describable(name):
+                    # Asked by id: the name is not revealed.
+                    topics.append(_error(TopicAuthorizationFailedError(), None, t.topic_id))
+                    continue
+            elif not describable(name):
+                topics.append(_error(TopicAuthorizationFailedError(), name, _ZERO))
+                continue
             existing = md.topic(name)
             if existing is None:
                 try:
                     validate_topic_name(name)
                     if not allow_create:
                         raise UnknownTopicOrPartitionError()
+                    if not (
+                        ctx.allowed(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                        or ctx.allowed(AclOperation.CREATE, ResourceType.TOPIC, name)
+                    ):
+                        raise TopicAuthorizationFailedError()
                     existing = md.create_topic(name)
                 except KafkaError as e:
                     topics.append(_error(e, name, _ZERO))
                     continue
-            topic = _topic(ctx, existing, topic_ops)
+            topic = _topic(ctx, existing, topic_ops(name))
             topics.append(topic)
             if room > 0:
                 c = request.cursor
@@ -115,7 +131,9 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     if v >= PAGED:
         _paginate(ctx, request, response, all_topics)
     if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = authorized_operations(CLUSTER_OPERATIONS)
+        response.cluster_authorized_operations = ctx.authorized_operations(
+            ResourceType.CLUSTER, CLUSTER_NAME
+        )
     ctx.respond(response)
 
 
@@ -126,7 +144,7 @@ def _response(ctx: RequestContext, topics: KeyedList[Topic]) -> MetadataResponse
         MetadataResponse.MetadataResponseBroker(
             node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
         )
-        for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+        for b in sorted(map(ctx.advertised, md.brokers.values()), key=lambda b: b.node_id)
         if b.alive
     )
     return MetadataResponse(

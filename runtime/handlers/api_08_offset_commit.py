@@ -11,6 +11,7 @@ from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitRe
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.handlers._util import commit_denials
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 8
@@ -44,7 +45,13 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             return ErrorCode.UNKNOWN_TOPIC_ID
         return errors[TopicPartition(name, index)]
 
+    # The group first (every partition fails with it), then READ on each topic.
+    named = [(name, indexes) for _, name, indexes in order if name is not None]
+    denied = commit_denials(ctx, request.group_id, named)
+    offsets = {tp: e for tp, e in offsets.items() if tp not in denied}
+
     def done(errors: dict[TopicPartition, int]) -> None:
+        errors = {**errors, **denied}
         ctx.respond(
             OffsetCommitResponse(
                 topics=[
@@ -63,6 +70,9 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> None:
             )
         )
 
+    if denied and not offsets:
+        done({})
+        return
     ctx.broker.group_coordinator.offsets.commit(
         request.group_id,
         request.generation_id_or_member_epoch if v >= 1 else -1,

@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
@@ -144,6 +145,19 @@ def _fetch(
     """A group's answer: (error code, topics). With ``window`` (start, count), a full
     listing holds only the first ``count`` offsets at or after ``start``."""
     gc = ctx.broker.group_coordinator
+    if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        denied = [] if wanted is None else [(n, idx, False) for n, idx in wanted]
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, _topics(topic_cls, partition_cls, denied, v)
+    describable: dict[str, bool] = {}
+
+    def visible(topic: str) -> bool:
+        if topic not in describable:
+            describable[topic] = ctx.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+        return describable[topic]
+
+    hidden = [] if wanted is None else [(n, idx) for n, idx in wanted if not visible(n)]
+    if hidden:
+        wanted = [(n, idx) for n, idx in wanted or () if visible(n)]
     tps = None if wanted is None else [TopicPartition(n, i) for n, idx in wanted for i in idx]
     # v9+: a member of a consumer-protocol group is checked against its epoch.
     member_id, member_epoch = (None, -1) if member is None else member
@@ -169,11 +183,31 @@ def _fetch(
     by_topic: dict[str, list[Any]] = {}
     offsets = ctx.broker.group_coordinator.offsets
     for tp, entry in items:
+        if tps is None and not visible(tp.topic):
+            continue  # a full listing leaves out topics the sender may not describe
         out = _partition(partition_cls, tp.partition, entry, v)
         if stable and offsets.has_pending(group_id, tp):
             out.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
         by_topic.setdefault(tp.topic, []).append(out)
-    return 0, [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
+    topics = [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
+    if hidden:
+        denied = [(n, idx, True) for n, idx in hidden]
+        topics += _topics(topic_cls, partition_cls, denied, v)
+    return 0, topics
+
+
+def _topics(
+    topic_cls: Any, partition_cls: Any, denied: list[tuple[str, list[int], bool]], v: int
+) -> list[Any]:
+    """Topics answered without offsets; ``True``: TOPIC_AUTHORIZATION_FAILED on each."""
+    out = []
+    for name, indexes, topic_denied in denied:
+        parts = [_partition(partition_cls, i, None, v) for i in indexes]
+        if topic_denied:
+            for p in parts:
+                p.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        out.append(topic_cls(name=name, partitions=parts))
+    return out
 
 
 def _partition(cls: Any, index: int, entry: OffsetEntry | None, v: int) -> Any:

@@ -9,11 +9,14 @@ that key type gets INVALID_REQUEST.
 from __future__ import annotations
 
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
     InvalidRequestError,
     KafkaError,
+    TransactionalIdAuthorizationFailedError,
 )
 
 API_KEY = 10
@@ -54,14 +57,19 @@ def _lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str, int
     if key_type == GROUP_KEY:
         if not key:
             raise InvalidRequestError("a group id cannot be empty")
+        if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            raise GroupAuthorizationFailedError()
         node = ctx.broker.group_coordinator.coordinator_for(key)
     elif key_type == TRANSACTION_KEY:
         if not key:
             raise InvalidRequestError("a transactional id cannot be empty")
+        if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            raise TransactionalIdAuthorizationFailedError()
         node = ctx.broker.txn_coordinator.coordinator_for(key)
     else:
         raise InvalidRequestError(f"coordinator key type {key_type} is not supported")
     broker = ctx.broker.metadata.brokers.get(node)
     if broker is None or not broker.alive:
         raise CoordinatorNotAvailableError(f"no broker coordinates {key!r} right now")
+    broker = ctx.advertised(broker)
     return broker.node_id, broker.host, broker.port

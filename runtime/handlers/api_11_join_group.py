@@ -7,14 +7,28 @@ v4+ members without an id first get MEMBER_ID_REQUIRED with one (KIP-394); stati
 from __future__ import annotations
 
 from kafkagen.generated.join_group import JoinGroupRequest, JoinGroupResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import JoinResult
+from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 11
 
 
 def handle(ctx: RequestContext, request: JoinGroupRequest) -> None:
     v = ctx.api_version
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        ctx.respond(
+            JoinGroupResponse(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                generation_id=-1,
+                protocol_name=None if v >= 7 else "",
+                leader="",
+                member_id=request.member_id,
+                members=[],
+            )
+        )
+        return
 
     def done(r: JoinResult) -> None:
         ctx.respond(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import SyncResult
 from kafkagen.runtime.errors import ErrorCode
@@ -12,6 +13,11 @@ API_KEY = 14
 
 def handle(ctx: RequestContext, request: SyncGroupRequest) -> None:
     v = ctx.api_version
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        ctx.respond(
+            SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
+        )
+        return
 
     def done(r: SyncResult) -> None:
         ctx.respond(

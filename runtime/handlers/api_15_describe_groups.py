@@ -12,14 +12,18 @@ every group.
 from __future__ import annotations
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import GroupState
-from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import (
+    ErrorCode,
+    GroupAuthorizationFailedError,
+    InvalidRequestError,
+    KafkaError,
+)
 from kafkagen.runtime.handlers._util import (
-    GROUP_OPERATIONS,
     NOT_REQUESTED,
     Pager,
-    authorized_operations,
     pagination_limit,
     repeated,
 )
@@ -36,11 +40,13 @@ Member = DescribeGroupsResponse.DescribedGroupMember
 
 def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     gc = ctx.broker.group_coordinator
-    ops = (
-        authorized_operations(GROUP_OPERATIONS)
-        if ctx.api_version >= 3 and request.include_authorized_operations
-        else NOT_REQUESTED
-    )
+    want_ops = ctx.api_version >= 3 and request.include_authorized_operations
+
+    def ops(group_id: str) -> int:
+        return (
+            ctx.authorized_operations(ResourceType.GROUP, group_id) if want_ops else NOT_REQUESTED
+        )
+
     pager = None
     if ctx.api_version >= PAGED:
         c = request.cursor
@@ -52,7 +58,7 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             ctx.respond(
                 DescribeGroupsResponse(
                     groups=[
-                        Described(error_code=error.code, group_id=g, authorized_operations=ops)
+                        Described(error_code=error.code, group_id=g, authorized_operations=ops(g))
                         for g in request.groups
                     ]
                 )
@@ -74,8 +80,12 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
             protocol_type="",
             protocol_data="",
             members=[],
-            authorized_operations=ops,
+            authorized_operations=ops(group_id),
         )
+        if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            d.error_code = GroupAuthorizationFailedError.code
+            out.append(d)
+            continue
         try:
             group = gc.describe_group(group_id)
         except KafkaError as e:

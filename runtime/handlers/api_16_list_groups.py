@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.consumer_group import ConsumerGroup
 from kafkagen.runtime.broker.group_model import Group
 from kafkagen.runtime.handlers._util import pagination_limit
@@ -43,6 +45,9 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
         listed = [_listed(g) for g in gc.list_groups()]
         listed += [_listed(g) for g in gc.consumer.owned_groups(gc.owned)]
         kept = [g for g in sorted(listed) if _kept(g, states, types)]
+    # Without DESCRIBE on the cluster, only the groups the sender may describe are listed.
+    if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        kept = [g for g in kept if ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, g[0])]
     response.groups = [
         ListGroupsResponse.ListedGroup(
             group_id=group_id,

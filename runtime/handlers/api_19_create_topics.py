@@ -5,8 +5,12 @@ explicit replica assignment, and config overrides; ``validate_only`` checks with
 from __future__ import annotations
 
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import require
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 19
@@ -30,6 +34,8 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
         try:
             if counts[t.name] > 1:
                 raise InvalidRequestError(f"topic {t.name!r} appears more than once")
+            if not ctx.allowed(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+                require(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name, TopicAuthFailed)
             configs = {c.name: c.value for c in t.configs}
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             info = md.create_topic(

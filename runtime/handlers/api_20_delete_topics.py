@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from kafkagen.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import (
     InvalidRequestError,
@@ -14,6 +15,8 @@ from kafkagen.runtime.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import require
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 20
@@ -39,6 +42,7 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> None:
                 name = result.name = found
             elif topic_id != _ZERO:
                 raise InvalidRequestError("give a topic's name or its id, not both")
+            require(ctx, AclOperation.DELETE, ResourceType.TOPIC, name, TopicAuthFailed)
             info = md.topic(name)
             if info is None:
                 raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from kafkagen.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import require
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -21,6 +24,7 @@ def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> None:
         for p in t.partitions:
             out = PartitionResult(partition_index=p.partition_index, low_watermark=-1)
             try:
+                require(ctx, AclOperation.DELETE, ResourceType.TOPIC, t.name, TopicAuthFailed)
                 out.low_watermark = rm.delete_records(
                     TopicPartition(t.name, p.partition_index), p.offset
                 )

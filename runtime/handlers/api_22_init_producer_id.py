@@ -8,7 +8,9 @@ previous producer), after aborting a transaction that producer left open.
 from __future__ import annotations
 
 from kafkagen.generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 22
@@ -18,6 +20,10 @@ FENCED_SINCE = 4
 
 def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
     v = ctx.api_version
+    error = _unauthorized(ctx, request.transactional_id)
+    if error:
+        ctx.respond(InitProducerIdResponse(error_code=error, producer_id=-1, producer_epoch=-1))
+        return
     if request.transactional_id is None:
         pid = ctx.broker.metadata.allocate_producer_id()
         ctx.respond(InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=0))
@@ -35,3 +41,18 @@ def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
         request.producer_epoch if v >= 3 else -1,
         done,
     )
+
+
+def _unauthorized(ctx: RequestContext, transactional_id: str | None) -> int:
+    """WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the cluster or
+    WRITE on some topic (as Kafka accepts an idempotent producer)."""
+    if transactional_id is not None:
+        if ctx.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return 0
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.allowed(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    authz = ctx.broker.authorizer
+    if authz.authorize_any(ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC):
+        return 0
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

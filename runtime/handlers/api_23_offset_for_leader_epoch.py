@@ -11,8 +11,11 @@ from kafkagen.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import require
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -30,6 +33,7 @@ def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> None:
         for p in t.partitions:
             out = EpochEndOffset(partition=p.partition, end_offset=-1)
             try:
+                require(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic, TopicAuthFailed)
                 epoch, end = rm.end_offset_for_epoch(
                     TopicPartition(t.topic, p.partition),
                     p.leader_epoch,

@@ -14,6 +14,7 @@ from kafkagen.generated.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
@@ -101,8 +102,33 @@ def _add(
             out.append(R.AddPartitionsToTxnTopicResult(name=name, results_by_partition=partitions))
         answer(out)
 
+    denied = _denials(ctx, transactional_id, order)
+    if denied:
+        done(denied)
+        return
     coordinator = ctx.broker.txn_coordinator
     if verify_only:
         done({tp: coordinator.verify_partition(transactional_id, pid, epoch, tp) for tp in tps})
         return
     coordinator.add_partitions(transactional_id, pid, epoch, tps, done)
+
+
+def _denials(
+    ctx: RequestContext, transactional_id: str, order: list[tuple[str, list[int]]]
+) -> dict[TopicPartition, int]:
+    """Errors for every partition when the sender may not add them all: 53 without WRITE on
+    the transactional id; else 29 for topics without WRITE, the others not attempted."""
+    every = [TopicPartition(name, i) for name, indexes in order for i in indexes]
+    if not ctx.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(every, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    refused = {n for n, _ in order if not ctx.allowed(AclOperation.WRITE, ResourceType.TOPIC, n)}
+    if not refused:
+        return {}
+    return {
+        tp: (
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if tp.topic in refused
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
+        )
+        for tp in every
+    }

@@ -4,6 +4,7 @@ that the producer can commit the group's offsets with it (TxnOffsetCommit)."""
 from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
@@ -27,6 +28,12 @@ def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> None:
         return
     if not request.group_id:
         answer(ErrorCode.INVALID_GROUP_ID)
+        return
+    if not ctx.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return
     gc = ctx.broker.group_coordinator
     if not gc.ensure_offsets_topic():

@@ -8,6 +8,7 @@ transaction) is not served.
 from __future__ import annotations
 
 from kafkagen.generated.end_txn import EndTxnRequest, EndTxnResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 
@@ -26,6 +27,9 @@ def handle(ctx: RequestContext, request: EndTxnRequest) -> None:
 
     if not request.transactional_id:
         answer(ErrorCode.INVALID_REQUEST)
+        return
+    if not ctx.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return
     ctx.broker.txn_coordinator.end_txn(
         request.transactional_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.handlers._util import commit_denials
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 28
@@ -33,7 +34,11 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
             indexes.append(p.partition_index)
         order.append((t.name, indexes))
 
+    denied = commit_denials(ctx, request.group_id, order, request.transactional_id)
+    offsets = {tp: e for tp, e in offsets.items() if tp not in denied}
+
     def done(errors: dict[TopicPartition, int]) -> None:
+        errors = {**errors, **denied}
         ctx.respond(
             R(
                 topics=[
@@ -51,6 +56,9 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
             )
         )
 
+    if denied and not offsets:
+        done({})
+        return
     ctx.broker.group_coordinator.offsets.commit_transactional(
         request.group_id,
         request.producer_id,

@@ -9,10 +9,18 @@ starts with a bisect in the ACL store's sorted resources, so it costs its own si
 from __future__ import annotations
 
 from kafkagen.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
-from kafkagen.runtime.broker.acls import AclBinding, AclFilter, PatternType
+from kafkagen.runtime.broker.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    PatternType,
+    ResourceType,
+)
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
-from kafkagen.runtime.handlers._util import pagination_limit
+from kafkagen.runtime.handlers._util import pagination_limit, require
 from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 29
@@ -32,6 +40,7 @@ def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
         request.permission_type,
     )
     try:
+        require(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed)
         flt.validate()
     except KafkaError as e:
         ctx.respond(DescribeAclsResponse(error_code=e.code, error_message=e.message, resources=[]))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from kafkagen.generated.create_acls import CreateAclsRequest, CreateAclsResponse
-from kafkagen.runtime.broker.acls import AclBinding, PatternType
+from kafkagen.runtime.broker.acls import AclBinding, AclOperation, PatternType, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.handlers._util import require
 
 API_KEY = 30
 
@@ -16,6 +19,7 @@ def handle(ctx: RequestContext, request: CreateAclsRequest) -> None:
     for c in request.creations:
         result = CreateAclsResponse.AclCreationResult(error_code=0, error_message=None)
         try:
+            require(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed)
             store.add(
                 AclBinding(
                     c.resource_type,

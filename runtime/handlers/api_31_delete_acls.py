@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from kafkagen.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
-from kafkagen.runtime.broker.acls import AclFilter, PatternType
+from kafkagen.runtime.broker.acls import AclFilter, AclOperation, PatternType, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.handlers._util import require
 
 API_KEY = 31
 FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
@@ -26,6 +29,7 @@ def handle(ctx: RequestContext, request: DeleteAclsRequest) -> None:
             f.permission_type,
         )
         try:
+            require(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed)
             flt.validate()
         except KafkaError as e:
             results.append(

@@ -15,18 +15,24 @@ import bisect
 import logging
 
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config import ConfigEntry, ConfigResourceType, ConfigSource, ConfigType
 from kafkagen.runtime.broker.config_changes import broker_resource
 from kafkagen.runtime.errors import (
+    ErrorCode,
     InvalidRequestError,
     KafkaError,
     UnknownTopicOrPartitionError,
 )
-from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.handlers._util import pagination_limit, repeated, require_config_access
 from kafkagen.runtime.pagination import paged_version
 
 API_KEY = 32
+_AUTHORIZATION_FAILURES = (
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+)
 PAGED = paged_version(API_KEY)
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -37,9 +43,10 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
     if ctx.api_version >= PAGED:
         _page(ctx, request)
         return
-    ctx.respond(
-        DescribeConfigsResponse(results=[_result(ctx, request, r) for r in request.resources])
-    )
+    results = [_result(ctx, request, r) for r in request.resources]
+    # As Kafka answers: the resources the sender may describe first, then the refused ones.
+    results.sort(key=lambda r: r.error_code in _AUTHORIZATION_FAILURES)
+    ctx.respond(DescribeConfigsResponse(results=results))
 
 
 def _result(
@@ -56,6 +63,9 @@ def _result(
         configs=[],
     )
     try:
+        require_config_access(
+            ctx, res.resource_type, res.resource_name, AclOperation.DESCRIBE_CONFIGS
+        )
         entries = describe(ctx, res.resource_type, res.resource_name, res.configuration_keys)
     except KafkaError as e:
         result.error_code = e.code

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from kafkagen.generated.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config import ConfigError
 from kafkagen.runtime.broker.config_changes import replace_configs
 from kafkagen.runtime.errors import InvalidConfigError, KafkaError
+from kafkagen.runtime.handlers._util import require_config_access
 
 API_KEY = 33
 Result = AlterConfigsResponse.AlterConfigsResourceResponse
@@ -19,6 +21,9 @@ def handle(ctx: RequestContext, request: AlterConfigsRequest) -> None:
             error_message=None, resource_type=res.resource_type, resource_name=res.resource_name
         )
         try:
+            require_config_access(
+                ctx, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS
+            )
             replace_configs(
                 ctx.broker.configs,
                 ctx.broker.metadata,

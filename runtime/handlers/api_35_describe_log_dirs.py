@@ -14,9 +14,11 @@ import bisect
 import itertools
 
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.partition import Partition
-from kafkagen.runtime.errors import InvalidRequestError
+from kafkagen.runtime.errors import ErrorCode, InvalidRequestError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -29,6 +31,11 @@ PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
+    if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        # Kafka answers an empty list; v3 and later also say why.
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED if ctx.api_version >= 3 else 0
+        ctx.respond(DescribeLogDirsResponse(error_code=code, results=[]))
+        return
     rm = ctx.broker.replica_manager
     storage = rm.storage
     log_dir = (

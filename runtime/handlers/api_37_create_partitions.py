@@ -6,8 +6,11 @@ from kafkagen.generated.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import require
 
 API_KEY = 37
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -22,6 +25,7 @@ def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> None:
         try:
             if names.count(t.name) > 1:
                 raise InvalidRequestError(f"topic {t.name!r} appears more than once")
+            require(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name, TopicAuthFailed)
             assignments = (
                 None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
             )

@@ -7,7 +7,9 @@ null for the errors a deletion meets here (a group that is not empty or does not
 from __future__ import annotations
 
 from kafkagen.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 42
@@ -26,4 +28,13 @@ def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> None:
             )
         )
 
-    ctx.broker.group_coordinator.delete_groups(list(dict.fromkeys(names)), done)
+    denied: dict[str, int] = {
+        g: ErrorCode.GROUP_AUTHORIZATION_FAILED
+        for g in dict.fromkeys(names)
+        if not ctx.allowed(AclOperation.DELETE, ResourceType.GROUP, g)
+    }
+    allowed = [g for g in dict.fromkeys(names) if g not in denied]
+    if not allowed:
+        done(denied)
+        return
+    ctx.broker.group_coordinator.delete_groups(allowed, lambda results: done({**results, **denied}))

@@ -8,8 +8,11 @@ of what only the missing in-sync replicas had.
 from __future__ import annotations
 
 from kafkagen.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.types import PartitionInfo
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import (
     ElectionNotNeededError,
     EligibleLeadersNotAvailableError,
@@ -18,6 +21,7 @@ from kafkagen.runtime.errors import (
     PreferredLeaderNotAvailableError,
     UnknownTopicOrPartitionError,
 )
+from kafkagen.runtime.handlers._util import require
 
 API_KEY = 43
 PREFERRED = 0
@@ -39,6 +43,9 @@ def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
         for index in indexes:
             out = PartitionResult(partition_id=index, error_code=0, error_message=None)
             try:
+                require(
+                    ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed
+                )
                 info = md.partition(topic, index)
                 if info is None:
                     raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")

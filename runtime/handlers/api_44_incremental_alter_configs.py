@@ -6,10 +6,12 @@ from kafkagen.generated.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config import ConfigError
 from kafkagen.runtime.broker.config_changes import incremental_alter
 from kafkagen.runtime.errors import InvalidConfigError, KafkaError
+from kafkagen.runtime.handlers._util import require_config_access
 
 API_KEY = 44
 Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
@@ -22,6 +24,9 @@ def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> None
             error_message=None, resource_type=res.resource_type, resource_name=res.resource_name
         )
         try:
+            require_config_access(
+                ctx, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS
+            )
             incremental_alter(
                 ctx.broker.configs,
                 ctx.broker.metadata,

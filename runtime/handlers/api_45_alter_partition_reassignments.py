@@ -12,8 +12,12 @@ from kafkagen.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.handlers._util import require
 
 API_KEY = 45
 R = AlterPartitionReassignmentsResponse
@@ -29,6 +33,9 @@ def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> 
                 partition_index=p.partition_index, error_code=0, error_message=None
             )
             try:
+                require(
+                    ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed
+                )
                 manager.alter(t.name, p.partition_index, p.replicas)
             except KafkaError as e:
                 out.error_code = e.code

@@ -14,8 +14,10 @@ from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.errors import InvalidRequestError
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError, InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -26,6 +28,10 @@ R = ListPartitionReassignmentsResponse
 
 
 def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> None:
+    if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        denied = ClusterAuthorizationFailedError()
+        ctx.respond(R(error_code=denied.code, error_message=denied.message, topics=[]))
+        return
     ongoing = ctx.broker.metadata.reassignments.in_order()
     wanted: set[TopicPartition] | None = None
     if request.topics is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -35,4 +37,17 @@ def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> None:
                 )
         ctx.respond(OffsetDeleteResponse(error_code=error, topics=topics))
 
-    ctx.broker.group_coordinator.offsets.delete(request.group_id, wanted, done)
+    if not ctx.allowed(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        ctx.respond(OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        return
+    readable = {
+        name: ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
+        for name in {tp.topic for tp in wanted}
+    }
+    denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in wanted if not readable[tp.topic]}
+
+    def merged(error: int, errors: dict[TopicPartition, int]) -> None:
+        done(error, {**errors, **denied})
+
+    allowed = [tp for tp in wanted if tp not in denied]
+    ctx.broker.group_coordinator.offsets.delete(request.group_id, allowed, merged)

@@ -7,9 +7,11 @@ stopped or paused, which stay registered, listed with IsFenced set.
 from __future__ import annotations
 
 from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafkagen.runtime.broker.acls import ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import MismatchedEndpointTypeError
-from kafkagen.runtime.handlers._util import CLUSTER_OPERATIONS, NOT_REQUESTED, authorized_operations
+from kafkagen.runtime.handlers._util import NOT_REQUESTED
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 60
@@ -33,7 +35,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
         return
     with_fenced = ctx.api_version >= FENCED_SINCE and request.include_fenced_brokers
     ops = (
-        authorized_operations(CLUSTER_OPERATIONS)
+        ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations
         else NOT_REQUESTED
     )
@@ -50,7 +52,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
                     rack=b.rack,
                     is_fenced=not b.alive,
                 )
-                for b in sorted(md.brokers.values(), key=lambda b: b.node_id)
+                for b in sorted(map(ctx.advertised, md.brokers.values()), key=lambda b: b.node_id)
                 if b.alive or with_fenced
             ),
             cluster_authorized_operations=ops,

@@ -13,9 +13,11 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
-from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
+from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -87,6 +89,7 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
                 floor = cursor.producer_id
             out = PartitionResponse(partition_index=index, error_code=0, active_producers=[])
             try:
+                require(ctx, AclOperation.READ, ResourceType.TOPIC, t.name, TopicAuthFailed)
                 partition = rm.leader_partition(TopicPartition(t.name, index))
             except KafkaError as e:
                 out.error_code = e.code

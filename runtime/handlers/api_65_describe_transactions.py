@@ -14,9 +14,10 @@ from kafkagen.generated.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.errors import ErrorCode, KafkaError
-from kafkagen.runtime.handlers._util import pagination_limit, repeated
+from kafkagen.runtime.errors import ErrorCode, KafkaError, TransactionalIdAuthorizationFailedError
+from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.pagination import paged_version
 
@@ -69,6 +70,13 @@ def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
             topics=KeyedList(),
         )
         try:
+            require(
+                ctx,
+                AclOperation.DESCRIBE,
+                ResourceType.TRANSACTIONAL_ID,
+                tid,
+                TransactionalIdAuthorizationFailedError,
+            )
             txn = tc.describe(tid)
         except KafkaError as e:
             out.error_code = e.code

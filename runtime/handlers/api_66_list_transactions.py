@@ -19,6 +19,7 @@ from kafkagen.generated.list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.transaction_coordinator import TxnMetadata, TxnState
 from kafkagen.runtime.errors import ErrorCode, KafkaError
@@ -74,6 +75,10 @@ def handle(ctx: RequestContext, request: ListTransactionsRequest) -> None:
             continue
         if pids and t.producer_id not in pids:
             continue
+        if not ctx.allowed(
+            AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id
+        ):
+            continue  # listed only to those who may describe it, as Kafka does
         if pattern is not None and pattern.fullmatch(t.transactional_id) is None:
             continue
         if duration >= 0 and now - t.start_ms <= duration:

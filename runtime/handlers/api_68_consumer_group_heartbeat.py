@@ -2,7 +2,7 @@
 consumer protocol. The coordinator's consumer-group manager does the work and answers once
 the group's new state is durable; errors come back in the response with their message, and
 the member id and epoch stay null and 0 then.
-v1 (unstable) adds SubscribedTopicRegex and expects the member to name itself.
+v1 adds SubscribedTopicRegex and expects the member to name itself.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.assignors import Assignment
 from kafkagen.runtime.broker.consumer_group import HeartbeatResult
-from kafkagen.runtime.errors import KafkaError
+from kafkagen.runtime.errors import ErrorCode, KafkaError
 
 API_KEY = 68
 R = ConsumerGroupHeartbeatResponse
@@ -52,6 +53,9 @@ def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
             )
         )
 
+    if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        respond(None, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return
     try:
         ctx.broker.group_coordinator.consumer.heartbeat(
             version=ctx.api_version,

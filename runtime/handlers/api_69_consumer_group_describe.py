@@ -19,14 +19,13 @@ from kafkagen.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.assignors import Assignment
 from kafkagen.runtime.broker.consumer_group import ConsumerGroupManager
-from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (
-    GROUP_OPERATIONS,
     NOT_REQUESTED,
-    authorized_operations,
     pagination_limit,
     repeated,
 )
@@ -42,11 +41,7 @@ CONSUMER_MEMBER = 1
 
 
 def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
-    ops = (
-        authorized_operations(GROUP_OPERATIONS)
-        if request.include_authorized_operations
-        else NOT_REQUESTED
-    )
+    ops = request.include_authorized_operations
     group_ids = list(request.group_ids)
     paged = ctx.api_version >= PAGED
     cursor = request.cursor if paged else None
@@ -95,9 +90,13 @@ def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
     ctx.respond(response)
 
 
-def _describe(ctx: RequestContext, group_id: str, ops: int) -> Described:
+def _describe(ctx: RequestContext, group_id: str, want_ops: bool) -> Described:
     manager = ctx.broker.group_coordinator.consumer
+    ops = ctx.authorized_operations(ResourceType.GROUP, group_id) if want_ops else NOT_REQUESTED
     d = Described(error_code=0, group_id=group_id, authorized_operations=ops)
+    if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        d.error_code = GroupAuthorizationFailedError.code
+        return d
     try:
         group = manager.describe(group_id)
     except KafkaError as e:

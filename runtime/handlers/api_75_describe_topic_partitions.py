@@ -17,14 +17,15 @@ from kafkagen.generated.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
 )
+from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     LeaderNotAvailableError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
-from kafkagen.runtime.handlers._util import TOPIC_OPERATIONS, authorized_operations
 
 API_KEY = 75
 R = DescribeTopicPartitionsResponse
@@ -61,7 +62,6 @@ def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None
         _refuse(ctx, request)
         return
     remaining = partition_limit(ctx, request.response_partition_limit)
-    ops = authorized_operations(TOPIC_OPERATIONS)
     alive = set(md.alive_brokers())
     topics: list[Topic] = []
     next_cursor = None
@@ -69,12 +69,19 @@ def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None
         if remaining <= 0:
             next_cursor = R.Cursor(topic_name=name, partition_index=0)
             break
+        ops = ctx.authorized_operations(ResourceType.TOPIC, name)
         info = md.topic(name)
-        if info is None:
+        # Refused without revealing whether it exists; either way left out of a full listing.
+        error = (
+            TopicAuthorizationFailedError
+            if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            else UnknownTopicOrPartitionError if info is None else None
+        )
+        if error is not None:
             if not fetch_all:
                 topics.append(
                     Topic(
-                        error_code=UnknownTopicOrPartitionError.code,
+                        error_code=error.code,
                         name=name,
                         topic_id=_ZERO,
                         partitions=[],
@@ -82,6 +89,7 @@ def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None
                     )
                 )
             continue
+        assert info is not None
         first = cursor.partition_index if cursor is not None and name == start_name else 0
         last = min(len(info.partitions), first + remaining)
         topics.append(_topic(info, first, last, alive, ops))

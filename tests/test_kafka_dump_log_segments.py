@@ -1,0 +1,180 @@
+"""Kafka's own tool reads the coordinators' state a kafkagen broker keeps on disk.
+
+A broker (``kafkagen serve`` with ``log.dirs``) takes a real client's transaction and a
+real client's consumer group with committed offsets, then stops; Kafka 4.4.0's
+``DumpLogSegments`` decodes the ``__consumer_offsets`` segment with ``--offsets-decoder``
+and the ``__transaction_state`` segment with ``--transaction-log-decoder``, which it can
+only do if the records are in Kafka's format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from broker_helpers import BrokerProcess
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+KAFKA = "4.4.0"
+TOPIC = "dumped"
+GROUP = "dump-group"
+NEW_GROUP = "dump-kip848"
+TXN_ID = "dump-txn"
+#: One line per record: ``| offset: N ... key: {json} payload: {json}``.
+_RECORD = re.compile(r"^\| offset: (\d+) .* key: (\{.*\}) payload: (.*)$")
+
+
+def dump(segment: Path, decoder: str) -> list[tuple[dict[str, Any], Any]]:
+    """(key, payload) of each record Kafka's DumpLogSegments prints for ``segment``."""
+    from kafkagen.maven import classpath
+
+    jars = classpath(
+        [f"org.apache.kafka:kafka-tools:{KAFKA}", f"org.apache.kafka:kafka_2.13:{KAFKA}"]
+    )
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no java on PATH")
+    out = subprocess.run(
+        [java, "-cp", os.pathsep.join(map(str, jars)), "org.apache.kafka.tools.DumpLogSegments"]
+        + [decoder, "--files", str(segment)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    unreadable = [line for line in out.splitlines() if "Error at offset" in line]
+    assert not unreadable, "Kafka could not read:\n" + "\n".join(unreadable)
+    records = []
+    for line in out.splitlines():
+        m = _RECORD.match(line)
+        if m:
+            payload = m.group(3)
+            records.append(
+                (json.loads(m.group(2)), None if payload == "<DELETE>" else json.loads(payload))
+            )
+    assert records, f"DumpLogSegments printed no record:\n{out}"
+    return records
+
+
+def consume_and_commit(bootstrap: str, group: str, **config: str) -> None:
+    """Read the transaction's three records in ``group`` and commit offset 3."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **config,
+        }
+    )
+    try:
+        consumer.subscribe([TOPIC])
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < 3 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen += 1
+        assert seen == 3, f"group {group} read {seen} of the transaction's 3 records"
+        consumer.commit(offsets=[TopicPartition(TOPIC, 0, 3)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def run_clients(bootstrap: str) -> None:
+    """A committed transaction of three records, then a classic group and a KIP-848 group
+    that each read them and commit offset 3."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": TXN_ID})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(TOPIC, b"v%d" % i, partition=0)
+    producer.commit_transaction(30)
+
+    consume_and_commit(bootstrap, GROUP)
+    consume_and_commit(bootstrap, NEW_GROUP, **{"group.protocol": "consumer"})
+
+
+def test_kafkas_dump_log_segments_decodes_the_coordinators_segments(tmp_path: Path) -> None:
+    with BrokerProcess(
+        "offsets.topic.num.partitions=1",
+        "transaction.state.log.num.partitions=1",
+        "group.initial.rebalance.delay.ms=0",
+        "group.consumer.heartbeat.interval.ms=500",
+        # librdkafka's KIP-848 consumer speaks ConsumerGroupHeartbeat v1, unstable here; the
+        # APIs whose unstable versions are the project's extensions stay at their stable ones.
+        "unstable.api.versions.enable=true",
+        "kafkagen.api.version.max=Metadata:12,ListOffsets:10,OffsetFetch:9,DescribeGroups:5,"
+        "ListGroups:5",
+        f"log.dirs={tmp_path}",
+    ) as broker:
+        run_clients(broker.bootstrap)
+        assert broker.alive(), broker.stderr_text()
+    segment = "00000000000000000000.log"
+    node = tmp_path / "broker-0"
+
+    offsets = dump(node / "__consumer_offsets-0" / segment, "--offsets-decoder")
+    commits = [
+        (key["data"], value) for key, value in offsets if key["type"] == "1" and value is not None
+    ]
+    assert ({"group": GROUP, "topic": TOPIC, "partition": 0}, "3") in [
+        (k, v["version"]) for k, v in commits
+    ]
+    assert commits[-1][1]["data"]["offset"] == 3
+    groups = [value for key, value in offsets if key == {"type": "2", "data": {"group": GROUP}}]
+    joined = [g for g in groups if g is not None and g["data"]["members"]]
+    assert joined, f"no group metadata with members in {groups}"
+    member = joined[0]["data"]["members"][0]
+    assert joined[0]["data"]["protocolType"] == "consumer"
+    # Kafka decodes the member's subscription and assignment with the consumer protocol.
+    assert member["subscription"]["topics"] == [TOPIC]
+    assert member["assignment"]["assignedPartitions"] == [{"topic": TOPIC, "partitions": [0]}]
+
+    # The KIP-848 group: its epoch, its member's subscription and assignment, its offsets.
+    def of_group(record_type: str) -> list[Any]:
+        return [
+            value["data"]
+            for key, value in offsets
+            if key["type"] == record_type and key["data"]["groupId"] == NEW_GROUP and value
+        ]
+
+    assert of_group("3") and of_group("3")[-1]["epoch"] >= 1
+    subscriptions = of_group("5")
+    assert subscriptions and subscriptions[-1]["subscribedTopicNames"] == [TOPIC]
+    current = of_group("8")
+    assert current[-1]["assignedPartitions"][0]["partitions"] == [0]
+    new_commits = [
+        value["data"]["offset"]
+        for key, value in offsets
+        if key["type"] == "1" and key["data"]["group"] == NEW_GROUP and value
+    ]
+    assert new_commits[-1] == 3
+
+    txns = dump(node / "__transaction_state-0" / segment, "--transaction-log-decoder")
+    states = [
+        value["data"]["transactionStatus"]
+        for key, value in txns
+        if key == {"type": "0", "data": {"transactionalId": TXN_ID}} and value is not None
+    ]
+    assert states[-3:] == ["Ongoing", "PrepareCommit", "CompleteCommit"], states
+    ongoing = next(
+        value["data"]
+        for _, value in txns
+        if value and value["data"]["transactionStatus"] == "Ongoing"
+    )
+    assert ongoing["transactionPartitions"] == [{"topic": TOPIC, "partitionIds": [0]}]
