@@ -8,14 +8,13 @@ after v1 in SaslAuthenticate requests (`kafkagen.runtime.broker.listeners.Sessio
 from __future__ import annotations
 
 from kafkagen.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.listeners import SaslState
 from kafkagen.runtime.errors import IllegalSaslStateError, UnsupportedSaslMechanismError
 
 API_KEY = 17
 
 
-@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> None:
     session = ctx.session
     enabled = session.mechanisms
