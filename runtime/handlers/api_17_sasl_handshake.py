@@ -20,10 +20,8 @@ def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> None:
     enabled = session.mechanisms
     if session.state is not SaslState.HANDSHAKE:
         # A plaintext listener, or a connection already authenticated: answered as
-        # Kafka's request handler answers it, and the connection stays.
-        ctx.respond(
-            SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=enabled)
-        )
+        # Kafka's request handler answers it (no mechanisms listed), and the connection stays.
+        ctx.respond(SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=[]))
         return
     if not session.handshake(request.mechanism, ctx.api_version):
         ctx.respond(

@@ -68,9 +68,6 @@ def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) ->
                 Info(mechanism=SCRAM_MECHANISMS[mech], iterations=cred.iterations)
                 for mech, cred in sorted(scram[name].items())
             ]
-            results.append(
-                Result(user=name, error_code=0, error_message=None, credential_infos=infos)
-            )
-    ctx.respond(
-        DescribeUserScramCredentialsResponse(error_code=0, error_message=None, results=results)
-    )
+            # Success leaves the error messages at their spec default, "", as Kafka does.
+            results.append(Result(user=name, error_code=0, credential_infos=infos))
+    ctx.respond(DescribeUserScramCredentialsResponse(error_code=0, results=results))
