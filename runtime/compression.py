@@ -19,24 +19,12 @@ Kafka's UNSUPPORTED_COMPRESSION_TYPE.
 from __future__ import annotations
 
 import enum
+import functools
 import gzip
 import struct
-from typing import TYPE_CHECKING
+from types import ModuleType
 
 from .errors import CorruptRecordError, UnsupportedCodecError
-
-if TYPE_CHECKING:
-    import cramjam
-
-    _HAVE_CRAMJAM = True
-else:
-    try:
-        import cramjam
-
-        _HAVE_CRAMJAM = True
-    except ImportError:  # optional dependency: gzip and uncompressed batches still work
-        cramjam = None
-        _HAVE_CRAMJAM = False
 
 Buffer = bytes | bytearray | memoryview
 
@@ -66,7 +54,7 @@ _DEFAULT_LEVEL = {CompressionType.GZIP: 6, CompressionType.LZ4: 9, CompressionTy
 def codec_available(codec: int) -> bool:
     """Whether this installation can compress and decompress ``codec``."""
     codec = _codec(codec)
-    return codec in (CompressionType.NONE, CompressionType.GZIP) or _HAVE_CRAMJAM
+    return codec in (CompressionType.NONE, CompressionType.GZIP) or _cramjam() is not None
 
 
 def compress(codec: int, data: Buffer, *, level: int | None = None) -> bytes:
@@ -79,9 +67,9 @@ def compress(codec: int, data: Buffer, *, level: int | None = None) -> bytes:
     if codec is CompressionType.GZIP:
         # mtime=0 keeps the output a function of the input alone.
         return gzip.compress(data, compresslevel=level, mtime=0)
-    _need_cramjam(codec)
+    cramjam = _need_cramjam(codec)
     if codec is CompressionType.SNAPPY:
-        return _xerial_encode(data)
+        return _xerial_encode(cramjam, data)
     if codec is CompressionType.LZ4:
         # Independent blocks and no content checksum: what Kafka's Java reader handles.
         lz4 = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
@@ -95,13 +83,15 @@ def decompress(codec: int, data: Buffer) -> bytes:
     codec = _codec(codec)
     if codec is CompressionType.NONE:
         return bytes(data)
-    if codec is not CompressionType.GZIP:
-        _need_cramjam(codec)
+    if codec is CompressionType.GZIP:
+        cramjam = None
+    else:
+        cramjam = _need_cramjam(codec)
     try:
-        if codec is CompressionType.GZIP:
+        if cramjam is None:
             return gzip.decompress(data)
         if codec is CompressionType.SNAPPY:
-            return _snappy_decode(data)
+            return _snappy_decode(cramjam, data)
         if codec is CompressionType.LZ4:
             return bytes(cramjam.lz4.decompress(data))
         return bytes(cramjam.zstd.decompress(data))
@@ -118,15 +108,28 @@ def _codec(codec: int) -> CompressionType:
         raise ValueError(f"unknown compression codec id {codec}") from None
 
 
-def _need_cramjam(codec: CompressionType) -> None:
-    if not _HAVE_CRAMJAM:
+@functools.cache
+def _cramjam() -> ModuleType | None:
+    """The optional cramjam package, imported on first use (a broker's start needs none of
+    it); None without it: gzip and uncompressed batches still work."""
+    try:
+        import cramjam
+    except ImportError:
+        return None
+    return cramjam
+
+
+def _need_cramjam(codec: CompressionType) -> ModuleType:
+    cramjam = _cramjam()
+    if cramjam is None:
         raise UnsupportedCodecError(
             f"{codec.name.lower()} compression needs the cramjam package "
             "(pip install 'kafkagen[compression]')"
         )
+    return cramjam
 
 
-def _xerial_encode(data: Buffer) -> bytes:
+def _xerial_encode(cramjam: ModuleType, data: Buffer) -> bytes:
     view = memoryview(data)
     out = [_XERIAL_HEADER]
     for start in range(0, len(view), _XERIAL_BLOCK):
@@ -136,7 +139,7 @@ def _xerial_encode(data: Buffer) -> bytes:
     return b"".join(out)
 
 
-def _snappy_decode(data: Buffer) -> bytes:
+def _snappy_decode(cramjam: ModuleType, data: Buffer) -> bytes:
     view = memoryview(data)
     if len(view) < len(_XERIAL_HEADER) or view[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
         # No snappy-java header: one raw snappy block, as librdkafka writes.

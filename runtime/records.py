@@ -25,13 +25,12 @@ CORRUPT_MESSAGE (2); records that break the format's rules are INVALID_RECORD (8
 
 from __future__ import annotations
 
+import functools
 import struct
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-
-from crc32c import crc32c
 
 from .compression import CompressionType, compress, decompress
 from .errors import (
@@ -67,6 +66,21 @@ __all__ = [
 ]
 
 Buffer = bytes | bytearray | memoryview
+
+
+def crc32c(data: Buffer, value: int = 0) -> int:
+    """CRC-32C of ``data`` continuing from ``value``: the crc32c package's, imported on the
+    first batch (importing it reads installed-package metadata, slow for a broker's start)."""
+    return _crc32c()(data, value)
+
+
+@functools.cache
+def _crc32c() -> Callable[[Buffer, int], int]:
+    from crc32c import crc32c as impl
+
+    return impl
+
+
 Header = tuple[str, bytes | None]
 
 HEADER_SIZE = 61

@@ -404,6 +404,41 @@ def _commit(w: WireClient, group: str, member_id: str, epoch: int, offset: int) 
     return code
 
 
+def test_offset_commit_v10_names_topics_by_id(cluster: BackgroundCluster) -> None:
+    ids = _topic_ids(cluster)
+    orders = next(i for i, name in ids.items() if name == "orders")
+    unknown = uuid.uuid4()
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "by-id", ["orders"], ids)
+        m.heartbeat()
+        req = OffsetCommitRequest(
+            group_id="by-id",
+            generation_id_or_member_epoch=m.epoch,
+            member_id=m.member_id,
+            topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(
+                    topic_id=topic_id,
+                    partitions=[
+                        OffsetCommitRequest.OffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=17
+                        )
+                    ],
+                )
+                for topic_id in (orders, unknown)
+            ],
+        )
+        r = w.call(COMMIT, 10, req)
+        assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in r.topics] == [
+            (orders, [0]),
+            (unknown, [ErrorCode.UNKNOWN_TOPIC_ID]),
+        ]
+        assert _fetch(w, "by-id", m.member_id, m.epoch) == (0, 17)
+        req.topics = [req.topics[1]]  # only the unknown id: nothing to commit
+        r = w.call(COMMIT, 10, req)
+        assert r.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        m.leave()
+
+
 def _fetch(w: WireClient, group: str, member_id: str | None, epoch: int) -> tuple[int, int]:
     req = OffsetFetchRequest(
         groups=[
@@ -499,6 +534,24 @@ def test_delete_groups_removes_only_empty_consumer_groups(cluster: BackgroundClu
         assert delete() == 0
         assert _describe(w, ["doomed"]).groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
         assert _fetch(w, "doomed", None, -1) == (0, -1)  # its offsets went with it
+
+
+def test_delete_groups_v3_answers_as_v2_with_null_messages(cluster: BackgroundCluster) -> None:
+    # Kafka 4.4.0 leaves the v3 message null for a group that stays or does not exist.
+    from kafkagen.generated.delete_groups import DeleteGroupsRequest
+
+    ids = _topic_ids(cluster)
+    with WireClient(cluster.bootstrap) as w:
+        m = Member(w, "kept", ["orders"], ids)
+        m.heartbeat()
+        r = w.call(42, 3, DeleteGroupsRequest(groups_names=["kept", "never-made"]))
+        assert {x.group_id: (x.error_code, x.error_message) for x in r.results} == {
+            "kept": (ErrorCode.NON_EMPTY_GROUP, None),
+            "never-made": (ErrorCode.GROUP_ID_NOT_FOUND, None),
+        }
+        m.leave()
+        r = w.call(42, 3, DeleteGroupsRequest(groups_names=["kept"]))
+        assert (r.results[0].error_code, r.results[0].error_message) == (0, None)
 
 
 def _classic_join(w: WireClient, group: str) -> Any:

@@ -163,6 +163,48 @@ def test_shutdown_answers_a_parked_fetch() -> None:
         c.stop()
 
 
+def test_fetch_v18_reads_as_v17_whatever_high_watermark_it_carries() -> None:
+    # v18's HighWatermark is a fetching replica's (KIP-1166); a consumer's fetch reads the same.
+    from kafkagen.runtime.records import Record, build_batch, iter_records
+
+    with BackgroundCluster() as c:
+        assert c.cluster is not None
+        topic = c.call(lambda: c.cluster.metadata.create_topic("v18", 1, 1))  # type: ignore[union-attr]
+        Produce = message_type(0, "request")
+        Fetch = message_type(1, "request")
+        with WireClient(c.bootstrap) as w:
+            records = [Record(-1, i, b"k", b"v%d" % i) for i in range(3)]
+            produce = Produce(
+                acks=1,
+                timeout_ms=1000,
+                topic_data=[
+                    Produce.TopicProduceData(
+                        name="v18",
+                        partition_data=[
+                            Produce.PartitionProduceData(index=0, records=build_batch(records))
+                        ],
+                    )
+                ],
+            )
+            assert w.call(0, 9, produce).responses[0].partition_responses[0].error_code == 0
+            answers = []
+            for version, high_watermark in ((17, None), (18, 1), (18, 2**63 - 1)):
+                partition = Fetch.FetchPartition(
+                    partition=0, fetch_offset=1, partition_max_bytes=1 << 20
+                )
+                if high_watermark is not None:
+                    partition.high_watermark = high_watermark
+                fetch = Fetch(
+                    max_wait_ms=0,
+                    min_bytes=1,
+                    topics=[Fetch.FetchTopic(topic_id=topic.topic_id, partitions=[partition])],
+                )
+                p = w.call(1, version, fetch).responses[0].partitions[0]
+                values = [r.value for r in iter_records(p.records)]
+                answers.append((p.error_code, p.high_watermark, values))
+            assert answers == [(0, 3, [b"v0", b"v1", b"v2"])] * 3  # the whole batch holding 1
+
+
 def test_acks_zero_failure_closes_the_connection(cluster: BackgroundCluster) -> None:
     Produce = message_type(0, "request")
     with WireClient(cluster.bootstrap) as w:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 from broker_helpers import WireClient
-from kafkagen.generated import message_type
+from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers import load_handlers, supported_versions
@@ -48,6 +50,44 @@ def test_every_registered_handler_serves_versions_its_codec_has() -> None:
     for key, h in load_handlers().items():
         assert h.request_type.LOWEST_VERSION <= h.min_version <= h.max_version
         assert h.max_unstable_version <= h.request_type.HIGHEST_VERSION, key
+
+
+def test_paged_handlers_serve_their_paged_version_as_unstable_top() -> None:
+    paged_apis = 0
+    for key, h in load_handlers().items():
+        paged = getattr(sys.modules[h.handle.__module__], "PAGED", None)
+        if paged is not None:
+            paged_apis += 1
+            assert h.max_version < paged == h.max_unstable_version, key
+    assert paged_apis == 13
+
+
+_FIRST_METADATA = """
+import sys
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.reference import metadata_brokers
+with BackgroundCluster() as c:
+    port = int(c.bootstrap.rpartition(":")[2])
+    assert metadata_brokers(port) == 1
+    print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_a_broker_imports_only_the_handlers_and_codecs_it_was_asked_for() -> None:
+    # Start-up speed: a fresh broker answering Metadata has loaded that handler alone.
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_METADATA],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    handlers = {m for m in out if m.startswith("kafkagen.runtime.handlers.api_")}
+    assert handlers == {"kafkagen.runtime.handlers.api_03_metadata"}
+    api_codecs = {f"kafkagen.generated.{module}" for module, _, _ in APIS.values()}
+    assert api_codecs & set(out) == {"kafkagen.generated.metadata"}
+    # Slow imports that wait for the first record batch or release preset.
+    assert not {"crc32c", "cramjam", "importlib.metadata", "importlib.resources"} & set(out)
 
 
 def test_too_new_api_versions_gets_v0_error_with_ranges_and_connection_stays(

@@ -300,7 +300,7 @@ async def commit(client: KafkaClient, group: str, offsets: Mapping[int, int]) ->
             )
         ],
     )
-    response = await client.request(request)
+    response = await client.request(request, 9)  # the last version naming topics by name
     assert isinstance(response, OffsetCommitResponse)
     assert [p.error_code for t in response.topics for p in t.partitions] == [0] * len(offsets)
 

@@ -215,11 +215,11 @@ async def build_state(cluster: BackgroundCluster) -> State:
         for other, mine in await by_coordinator(client, offset_groups):
             for g in mine:
                 chosen = topics if g == "offsets-all" else topics[:: 37 + len(g)]
-                commits.append(other.request(commit_request(g, chosen)))
+                commits.append(other.request(commit_request(g, chosen), COMMIT_BY_NAME))
         # 300 more groups that only committed an offset: Empty groups.
         empty_groups = [f"empty-{i:03d}" for i in range(300)]
         for other, mine in await by_coordinator(client, empty_groups):
-            commits += [other.request(commit_request(g, topics[:1])) for g in mine]
+            commits += [other.request(commit_request(g, topics[:1]), COMMIT_BY_NAME) for g in mine]
         for response in await asyncio.gather(*commits):
             assert {p.error_code for t in response.topics for p in t.partitions} == {0}
 
@@ -254,6 +254,10 @@ async def build_state(cluster: BackgroundCluster) -> State:
             [*offset_groups, *empty_groups],
             sorted(pids),
         )
+
+
+#: The last OffsetCommit version naming topics by name (v10 names them by id).
+COMMIT_BY_NAME = 9
 
 
 def commit_request(group: str, topics: Sequence[str]) -> OffsetCommitRequest:
@@ -1008,7 +1012,9 @@ def test_a_cursor_at_a_deleted_item_resumes_at_the_next_one(
             gone = same[1]  # three groups of one coordinator: the middle one goes
             other = await coordinator(client, gone)
             for g in same:
-                committed: Any = await other.request(commit_request(g, state.topics[:1]))
+                committed: Any = await other.request(
+                    commit_request(g, state.topics[:1]), COMMIT_BY_NAME
+                )
                 assert committed.topics[0].partitions[0].error_code == 0
             out["group_names"] = same
             answer: Any = await other.request(DeleteGroupsRequest(groups_names=[gone]))
@@ -1169,10 +1175,12 @@ def test_an_item_made_between_pages_appears_when_it_sorts_after_the_cursor(
                 cursor=ListGroupsRequest.GroupCursor(group_id=a),
             )
             for g in (a, c):
-                committed: Any = await other.request(commit_request(g, state.topics[:1]))
+                committed: Any = await other.request(
+                    commit_request(g, state.topics[:1]), COMMIT_BY_NAME
+                )
                 assert committed.topics[0].partitions[0].error_code == 0
             out["groups_before"] = await other.request(list_groups, paged_version(16))
-            committed = await other.request(commit_request(b, state.topics[:1]))
+            committed = await other.request(commit_request(b, state.topics[:1]), COMMIT_BY_NAME)
             assert committed.topics[0].partitions[0].error_code == 0
             out["groups_after"] = await other.request(list_groups, paged_version(16))
             out["groups"] = (a, b, c)
@@ -1195,7 +1203,7 @@ def test_an_item_made_between_pages_appears_when_it_sorts_after_the_cursor(
                         )
                     ],
                 )
-                response: Any = await other.request(request)
+                response: Any = await other.request(request, COMMIT_BY_NAME)
                 assert {p.error_code for t in response.topics for p in t.partitions} == {0}
 
             fetch = OffsetFetchRequest(
@@ -1547,7 +1555,7 @@ def test_a_broker_that_repeats_its_cursor_is_stopped_with_a_clear_error(
 
     load_handlers()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(HANDLERS, 16, dataclasses.replace(HANDLERS[16], handle=stuck))
+        mp.setitem(HANDLERS, 16, dataclasses.replace(HANDLERS[16], load=lambda: stuck))
         with pytest.raises(admin.PaginationError, match=r"cursor \(group_id='same'\) a second"):
             run(go())
 
@@ -1572,7 +1580,7 @@ def test_a_broker_without_the_paged_versions_gets_one_unpaged_request() -> None:
                 ) as client:
                     await create_topics(client, ["t"], 4)
                     await client.find_coordinators(groups)  # creates the offsets topic
-                    commits = [client.request(single_commit(g)) for g in groups]
+                    commits = [client.request(single_commit(g), COMMIT_BY_NAME) for g in groups]
                     for done in await asyncio.gather(*commits):
                         assert isinstance(done, OffsetCommitResponse)
                         assert done.topics[0].partitions[0].error_code == 0

@@ -1,12 +1,13 @@
 """The API layer: which handler serves which API key and versions, and what handlers see.
 
-Each module of ``kafkagen.runtime.handlers`` registers one handler with `register` at import.
+``kafkagen.runtime.handlers`` declares each served API with `declare`; its module is imported
+on the first request.
 A handler decodes nothing itself (the server hands it the decoded request), calls the
 replica manager or a coordinator with a callback, and answers through `RequestContext`,
 at once or later from that callback. ``ctx.broker`` is the broker as handlers know it,
 `BrokerServices`: the components they call, never the broker that wires them. What
 ApiVersions advertises is exactly this registry (filled by
-`kafkagen.runtime.handlers.load_handlers`), capped per broker by `ServedApis`.
+`kafkagen.runtime.handlers.declare_handlers`), capped per broker by `ServedApis`.
 
 The server calls handlers through `dispatch`: the one place where something may later
 stand in front of every handler (an interceptor that injects faults, an authoriser).
@@ -15,11 +16,12 @@ stand in front of every handler (an interceptor that injects faults, an authoris
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkagen.generated import message_type
+from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.message import Message
 
 from .authorizer import Authorizer
@@ -44,8 +46,8 @@ __all__ = [
     "Responder",
     "ServedApis",
     "combine_caps",
+    "declare",
     "dispatch",
-    "register",
 ]
 
 
@@ -179,8 +181,11 @@ HandlerFn = Callable[[RequestContext, Any], None]
 Dispatch = Callable[["ApiHandler", RequestContext, Message | None], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class ApiHandler:
+    """One served API: its versions, known at start, and its handler function and request
+    class, imported on first use (importing every codec would slow every start)."""
+
     api_key: int
     name: str
     min_version: int
@@ -188,49 +193,64 @@ class ApiHandler:
     max_version: int
     #: Highest version served when unstable versions are enabled (>= max_version).
     max_unstable_version: int
-    request_type: type[Message]
-    handle: HandlerFn
+    #: Imports the handler's module and returns its function.
+    load: Callable[[], HandlerFn]
+    _loaded: tuple[type[Message], HandlerFn] | None = field(default=None, init=False)
 
     def max_for(self, unstable: bool) -> int:
         return self.max_unstable_version if unstable else self.max_version
+
+    def resolve(self) -> tuple[type[Message], HandlerFn]:
+        """(request class, handler function), imported and checked on the first call."""
+        if self._loaded is None:
+            request_type = message_type(self.api_key, "request")
+            _check_versions(self, request_type)
+            self._loaded = (request_type, self.load())
+        return self._loaded
+
+    @property
+    def request_type(self) -> type[Message]:
+        return (self._loaded or self.resolve())[0]
+
+    @property
+    def handle(self) -> HandlerFn:
+        return (self._loaded or self.resolve())[1]
+
+
+def _check_versions(handler: ApiHandler, request_type: type[Message]) -> None:
+    key, low, high = handler.api_key, handler.min_version, handler.max_version
+    if not request_type.LOWEST_VERSION <= low <= high <= handler.max_unstable_version:
+        raise ValueError(f"API {key}: bad version range {low}-{high}")
+    if handler.max_unstable_version > request_type.HIGHEST_VERSION:
+        raise ValueError(f"API {key}: the codec stops at v{request_type.HIGHEST_VERSION}")
+    stable_top = request_type.HIGHEST_VERSION - (1 if request_type.LATEST_VERSION_UNSTABLE else 0)
+    if high > stable_top:
+        raise ValueError(f"API {key}: v{high} is unstable, pass it as unstable")
 
 
 HANDLERS: dict[int, ApiHandler] = {}
 
 
-def register(
+def declare(
     api_key: int,
+    module: str,
     min_version: int,
     max_version: int,
-    *,
-    max_unstable_version: int | None = None,
-) -> Callable[[HandlerFn], HandlerFn]:
-    """Register the decorated function as the handler of ``api_key`` for those versions."""
-    request_type = message_type(api_key, "request")
-    if not request_type.LOWEST_VERSION <= min_version <= max_version:
-        raise ValueError(f"API {api_key}: bad version range {min_version}-{max_version}")
-    top = max_version if max_unstable_version is None else max_unstable_version
-    if top > request_type.HIGHEST_VERSION:
-        raise ValueError(f"API {api_key}: the codec stops at v{request_type.HIGHEST_VERSION}")
-    stable_top = request_type.HIGHEST_VERSION - (1 if request_type.LATEST_VERSION_UNSTABLE else 0)
-    if max_version > stable_top:
-        raise ValueError(f"API {api_key}: v{max_version} is unstable, pass it as unstable")
-
-    def decorate(fn: HandlerFn) -> HandlerFn:
-        if api_key in HANDLERS and HANDLERS[api_key].handle is not fn:
-            raise RuntimeError(f"API {api_key} has two handlers")
-        HANDLERS[api_key] = ApiHandler(
-            api_key,
-            request_type.__name__.removesuffix("Request"),
-            min_version,
-            max_version,
-            top,
-            request_type,
-            fn,
-        )
-        return fn
-
-    return decorate
+    max_unstable_version: int,
+    loader: Callable[[str], HandlerFn],
+) -> None:
+    """Register the handler of ``api_key``, defined in ``module``, for those versions;
+    ``loader(module)`` imports it when the API is first used."""
+    if api_key in HANDLERS:
+        raise RuntimeError(f"API {api_key} has two handlers")
+    HANDLERS[api_key] = ApiHandler(
+        api_key,
+        APIS[api_key][1].removesuffix("Request"),
+        min_version,
+        max_version,
+        max_unstable_version,
+        functools.partial(loader, module),
+    )
 
 
 def dispatch(handler: ApiHandler, ctx: RequestContext, request: Message | None) -> None:

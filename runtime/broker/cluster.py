@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
@@ -96,6 +97,7 @@ class Broker(MetadataListener):
             running=lambda: self.running,
         )
         self.fetcher = ReplicaFetcher(rm, cluster)
+        declare_handlers()  # ServedApis caps what the registry holds (no handler imported)
         self.services = BrokerServices(
             node_id,
             self.configs,

@@ -25,7 +25,7 @@ import struct
 from kafkagen.generated import header_version
 from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
-from kafkagen.runtime.handlers import load_handlers
+from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.message import Message
 
 from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
@@ -292,7 +292,7 @@ class BrokerServer:
         port: int,
         listeners: list[Listener] | None = None,
     ) -> None:
-        load_handlers()
+        declare_handlers()
         self.services = services
         self.node_id = services.node_id
         self.host = host

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 __all__ = ["PRESET_CONFIG", "preset_caps", "preset_names", "preset_ranges"]
@@ -22,6 +21,9 @@ PRESET_CONFIG = "kafkagen.api.version.preset"
 
 @cache
 def _table() -> dict[str, Any]:
+    # Imported here: importlib.resources costs a broker's start more than the table does.
+    from importlib import resources
+
     text = resources.files(__package__).joinpath("version_presets.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data

@@ -1,7 +1,9 @@
-"""Request handlers, one module per API: ``api_<key>_<name>.py``.
+"""Request handlers, one module per API: ``api_<key>_<name>.py``, each defining ``handle``.
 
-Each module registers its handler and version range with
-`kafkagen.runtime.broker.api.register` when imported; `load_handlers` imports them all.
+`SERVED` is the one place that says which APIs and versions the broker serves.
+`declare_handlers` fills the registry of `kafkagen.runtime.broker.api` from it without
+importing a handler module or its codec: each is imported on the first request of its API,
+which keeps a broker's start short. `load_handlers` imports them all (tests, tooling).
 Handlers only translate between the wire messages and the broker's state objects: they
 call the replica manager or a coordinator and answer from the callback.
 """
@@ -9,27 +11,86 @@ call the replica manager or a coordinator and answer from the callback.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
-from kafkagen.runtime.broker.api import HANDLERS, ApiHandler
+from kafkagen.runtime.broker.api import HANDLERS, ApiHandler, HandlerFn, declare
 
-__all__ = ["load_handlers", "supported_versions"]
+__all__ = ["SERVED", "declare_handlers", "load_handlers", "supported_versions"]
 
-_loaded = False
+#: API key -> (module, lowest version, highest stable version, highest unstable version).
+#: The unstable tops are the paged versions (see `kafkagen.runtime.pagination`) or a newer
+#: protocol still gated in Kafka 4.4.0.
+SERVED: dict[int, tuple[str, int, int, int]] = {
+    0: ("api_00_produce", 3, 11, 11),
+    1: ("api_01_fetch", 4, 18, 18),
+    2: ("api_02_list_offsets", 0, 10, 12),
+    3: ("api_03_metadata", 0, 12, 14),
+    8: ("api_08_offset_commit", 0, 10, 10),
+    9: ("api_09_offset_fetch", 0, 9, 11),
+    10: ("api_10_find_coordinator", 0, 6, 6),
+    11: ("api_11_join_group", 0, 9, 9),
+    12: ("api_12_heartbeat", 0, 4, 4),
+    13: ("api_13_leave_group", 0, 5, 5),
+    14: ("api_14_sync_group", 0, 5, 5),
+    15: ("api_15_describe_groups", 0, 5, 7),
+    16: ("api_16_list_groups", 0, 5, 6),
+    17: ("api_17_sasl_handshake", 0, 1, 1),
+    18: ("api_18_api_versions", 0, 5, 5),
+    19: ("api_19_create_topics", 0, 7, 7),
+    20: ("api_20_delete_topics", 0, 6, 6),
+    21: ("api_21_delete_records", 0, 2, 2),
+    22: ("api_22_init_producer_id", 0, 5, 5),
+    23: ("api_23_offset_for_leader_epoch", 0, 4, 4),
+    24: ("api_24_add_partitions_to_txn", 0, 5, 5),
+    25: ("api_25_add_offsets_to_txn", 0, 4, 4),
+    26: ("api_26_end_txn", 0, 4, 4),
+    28: ("api_28_txn_offset_commit", 0, 4, 4),
+    29: ("api_29_describe_acls", 0, 3, 4),
+    30: ("api_30_create_acls", 0, 3, 3),
+    31: ("api_31_delete_acls", 0, 3, 3),
+    32: ("api_32_describe_configs", 0, 4, 5),
+    33: ("api_33_alter_configs", 0, 2, 2),
+    35: ("api_35_describe_log_dirs", 0, 4, 6),
+    36: ("api_36_sasl_authenticate", 0, 2, 2),
+    37: ("api_37_create_partitions", 0, 3, 3),
+    42: ("api_42_delete_groups", 0, 3, 3),
+    43: ("api_43_elect_leaders", 0, 2, 2),
+    44: ("api_44_incremental_alter_configs", 0, 1, 1),
+    45: ("api_45_alter_partition_reassignments", 0, 0, 0),
+    46: ("api_46_list_partition_reassignments", 0, 0, 1),
+    47: ("api_47_offset_delete", 0, 0, 0),
+    50: ("api_50_describe_user_scram_credentials", 0, 0, 0),
+    51: ("api_51_alter_user_scram_credentials", 0, 0, 0),
+    60: ("api_60_describe_cluster", 0, 2, 2),
+    61: ("api_61_describe_producers", 0, 0, 1),
+    65: ("api_65_describe_transactions", 0, 0, 1),
+    66: ("api_66_list_transactions", 0, 1, 3),
+    68: ("api_68_consumer_group_heartbeat", 0, 1, 1),
+    69: ("api_69_consumer_group_describe", 0, 0, 2),
+    75: ("api_75_describe_topic_partitions", 0, 0, 0),
+}
+
+
+def _loader(module: str) -> HandlerFn:
+    handle: HandlerFn = importlib.import_module(f"{__name__}.{module}").handle
+    return handle
+
+
+def declare_handlers() -> dict[int, ApiHandler]:
+    """The registry, filled from `SERVED` (once); no handler module is imported yet."""
+    for key, (module, low, high, unstable_high) in SERVED.items():
+        if key not in HANDLERS:
+            declare(key, module, low, high, unstable_high, _loader)
+    return HANDLERS
 
 
 def load_handlers() -> dict[int, ApiHandler]:
-    """Import every ``api_NN_*`` module of this package (once); the filled registry."""
-    global _loaded
-    if not _loaded:
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("api_"):
-                importlib.import_module(f"{__name__}.{info.name}")
-        _loaded = True
+    """The registry with every handler module imported and checked against its codec."""
+    for handler in declare_handlers().values():
+        handler.resolve()
     return HANDLERS
 
 
 def supported_versions(unstable: bool) -> dict[int, tuple[int, int]]:
     """API key -> (min, max) for every registered handler, as ApiVersions advertises it."""
-    load_handlers()
+    declare_handlers()
     return {k: (h.min_version, h.max_for(unstable)) for k, h in sorted(HANDLERS.items())}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.replica_manager import ProduceResult
 from kafkagen.runtime.errors import (
     ErrorCode,
@@ -33,7 +33,6 @@ TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
 
-@register(API_KEY, 3, 11)
 def handle(ctx: RequestContext, request: ProduceRequest) -> None:
     order: list[tuple[str, list[int]]] = []
     entries: dict[TopicPartition, bytes | memoryview] = {}

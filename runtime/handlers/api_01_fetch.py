@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.replica_manager import (
     READ_COMMITTED,
     FetchInfo,
@@ -45,7 +45,6 @@ class _Slot:
     result: FetchResult | None = None
 
 
-@register(API_KEY, 4, 17)
 def handle(ctx: RequestContext, request: FetchRequest) -> None:
     v = ctx.api_version
     if v >= 7:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
@@ -29,7 +29,6 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 _SINCE = {-3: 7, -4: 8, -5: 9, -6: 11}
 
 
-@register(API_KEY, 0, 10, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> None:
     if ctx.api_version >= PAGED:
         _page(ctx, request)

@@ -16,7 +16,7 @@ import uuid
 
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.metadata import validate_topic_name
 from kafkagen.runtime.broker.types import TopicInfo
@@ -44,7 +44,6 @@ Partition = MetadataResponse.MetadataResponsePartition
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 12, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: MetadataRequest) -> None:
     broker = ctx.broker
     md = broker.metadata

@@ -24,7 +24,7 @@ from typing import Any
 
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
@@ -39,7 +39,6 @@ _GROUP_START = ("", 0)
 R = OffsetFetchResponse
 
 
-@register(API_KEY, 0, 9, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: OffsetFetchRequest) -> None:
     v = ctx.api_version
     unknown = _name_topics(ctx, request) if v >= 10 else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
@@ -24,7 +24,6 @@ GROUP_KEY = 0
 TRANSACTION_KEY = 1
 
 
-@register(API_KEY, 0, 6)
 def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> None:
     v = ctx.api_version
     key_type = request.key_type if v >= 1 else GROUP_KEY

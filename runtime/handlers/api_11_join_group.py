@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from kafkagen.generated.join_group import JoinGroupRequest, JoinGroupResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import JoinResult
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 11
 
 
-@register(API_KEY, 0, 9)
 def handle(ctx: RequestContext, request: JoinGroupRequest) -> None:
     v = ctx.api_version
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from kafkagen.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 12
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: HeartbeatRequest) -> None:
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
         ctx.respond(HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED))

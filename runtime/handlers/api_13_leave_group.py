@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from kafkagen.generated.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 13
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: LeaveGroupRequest) -> None:
     gc = ctx.broker.group_coordinator
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):

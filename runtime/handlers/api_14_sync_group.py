@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import SyncResult
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 14
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: SyncGroupRequest) -> None:
     v = ctx.api_version
     if not ctx.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import GroupState
 from kafkagen.runtime.errors import (
     ErrorCode,
@@ -38,7 +38,6 @@ Described = DescribeGroupsResponse.DescribedGroup
 Member = DescribeGroupsResponse.DescribedGroupMember
 
 
-@register(API_KEY, 0, 5, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> None:
     gc = ctx.broker.group_coordinator
     want_ops = ctx.api_version >= 3 and request.include_authorized_operations

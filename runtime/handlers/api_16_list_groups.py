@@ -13,7 +13,7 @@ import itertools
 
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.consumer_group import ConsumerGroup
 from kafkagen.runtime.broker.group_model import Group
@@ -26,7 +26,6 @@ CLASSIC = "classic"
 CONSUMER = "consumer"
 
 
-@register(API_KEY, 0, 5, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListGroupsRequest) -> None:
     v = ctx.api_version
     states = {s.lower() for s in request.states_filter} if v >= 4 else set()

@@ -8,23 +8,20 @@ after v1 in SaslAuthenticate requests (`kafkagen.runtime.broker.listeners.Sessio
 from __future__ import annotations
 
 from kafkagen.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.listeners import SaslState
 from kafkagen.runtime.errors import IllegalSaslStateError, UnsupportedSaslMechanismError
 
 API_KEY = 17
 
 
-@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> None:
     session = ctx.session
     enabled = session.mechanisms
     if session.state is not SaslState.HANDSHAKE:
         # A plaintext listener, or a connection already authenticated: answered as
-        # Kafka's request handler answers it, and the connection stays.
-        ctx.respond(
-            SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=enabled)
-        )
+        # Kafka's request handler answers it (no mechanisms listed), and the connection stays.
+        ctx.respond(SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=[]))
         return
     if not session.handshake(request.mechanism, ctx.api_version):
         ctx.respond(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     RebootstrapRequiredError,
@@ -25,7 +25,6 @@ API_KEY = 18
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     versions = ctx.broker.apis.served_versions()
     keys = KeyedList(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
@@ -17,7 +17,6 @@ API_KEY = 19
 Result = CreateTopicsResponse.CreatableTopicResult
 
 
-@register(API_KEY, 0, 7)
 def handle(ctx: RequestContext, request: CreateTopicsRequest) -> None:
     v = ctx.api_version
     md = ctx.broker.metadata

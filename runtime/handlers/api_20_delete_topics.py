@@ -6,7 +6,7 @@ import uuid
 
 from kafkagen.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     InvalidTopicExceptionError,
@@ -24,7 +24,6 @@ Result = DeleteTopicsResponse.DeletableTopicResult
 _ZERO = uuid.UUID(int=0)
 
 
-@register(API_KEY, 0, 6)
 def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> None:
     md = ctx.broker.metadata
     if ctx.api_version >= 6:

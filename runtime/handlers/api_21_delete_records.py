@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require
@@ -16,7 +16,6 @@ TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 PartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> None:
     rm = ctx.broker.replica_manager
     topics: KeyedList[TopicResult] = KeyedList()

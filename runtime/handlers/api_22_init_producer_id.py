@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafkagen.generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ErrorCode
 
@@ -18,7 +18,6 @@ API_KEY = 22
 FENCED_SINCE = 4
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: InitProducerIdRequest) -> None:
     v = ctx.api_version
     error = _unauthorized(ctx, request.transactional_id)

@@ -12,7 +12,7 @@ from kafkagen.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require
@@ -24,7 +24,6 @@ TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> None:
     rm = ctx.broker.replica_manager
     v = ctx.api_version

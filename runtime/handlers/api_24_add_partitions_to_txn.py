@@ -15,7 +15,7 @@ from kafkagen.generated.add_partitions_to_txn import (
     AddPartitionsToTxnResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -28,7 +28,6 @@ FENCED_SINCE = 2
 Topics = Sequence[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
 
 
-@register(API_KEY, 0, 5)
 def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> None:
     v = ctx.api_version
     if v <= 3:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -15,7 +15,6 @@ API_KEY = 25
 FENCED_SINCE = 2
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> None:
     v = ctx.api_version
 

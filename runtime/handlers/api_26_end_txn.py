@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafkagen.generated.end_txn import EndTxnRequest, EndTxnResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 26
@@ -17,7 +17,6 @@ API_KEY = 26
 FENCED_SINCE = 2
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: EndTxnRequest) -> None:
     v = ctx.api_version
 

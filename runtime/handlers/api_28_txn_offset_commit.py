@@ -8,7 +8,7 @@ it aborts.
 from __future__ import annotations
 
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group_model import OffsetEntry
 from kafkagen.runtime.handlers._util import commit_denials
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -17,7 +17,6 @@ API_KEY = 28
 R = TxnOffsetCommitResponse
 
 
-@register(API_KEY, 0, 4)
 def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
     v = ctx.api_version
     now = ctx.broker.replica_manager.time_ms()

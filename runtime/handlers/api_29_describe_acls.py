@@ -16,7 +16,7 @@ from kafkagen.runtime.broker.acls import (
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
@@ -29,7 +29,6 @@ Resource = DescribeAclsResponse.DescribeAclsResource
 Description = DescribeAclsResponse.AclDescription
 
 
-@register(API_KEY, 0, 3, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeAclsRequest) -> None:
     flt = AclFilter(
         request.resource_type_filter,

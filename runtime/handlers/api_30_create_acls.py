@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.create_acls import CreateAclsRequest, CreateAclsResponse
 from kafkagen.runtime.broker.acls import AclBinding, AclOperation, PatternType, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
@@ -13,7 +13,6 @@ from kafkagen.runtime.handlers._util import require
 API_KEY = 30
 
 
-@register(API_KEY, 0, 3)
 def handle(ctx: RequestContext, request: CreateAclsRequest) -> None:
     store = ctx.broker.metadata.acls
     results = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kafkagen.runtime.broker.acls import AclFilter, AclOperation, PatternType, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
@@ -15,7 +15,6 @@ FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 Matching = DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
-@register(API_KEY, 0, 3)
 def handle(ctx: RequestContext, request: DeleteAclsRequest) -> None:
     store = ctx.broker.metadata.acls
     results = []

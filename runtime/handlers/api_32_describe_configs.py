@@ -16,7 +16,7 @@ import logging
 
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkagen.runtime.broker.acls import AclOperation
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config import ConfigEntry, ConfigResourceType, ConfigSource, ConfigType
 from kafkagen.runtime.broker.config_changes import broker_resource
 from kafkagen.runtime.errors import (
@@ -39,7 +39,6 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> None:
     if ctx.api_version >= PAGED:
         _page(ctx, request)

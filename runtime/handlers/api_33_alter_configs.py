@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kafkagen.runtime.broker.acls import AclOperation
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config import ConfigError
 from kafkagen.runtime.broker.config_changes import replace_configs
 from kafkagen.runtime.errors import InvalidConfigError, KafkaError
@@ -14,7 +14,6 @@ API_KEY = 33
 Result = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: AlterConfigsRequest) -> None:
     results = []
     for res in request.resources:

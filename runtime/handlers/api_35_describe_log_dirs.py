@@ -15,7 +15,7 @@ import itertools
 
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError
@@ -30,7 +30,6 @@ Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionOut = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@register(API_KEY, 0, 4, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         # Kafka answers an empty list; v3 and later also say why.

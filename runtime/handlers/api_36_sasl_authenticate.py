@@ -11,14 +11,13 @@ from kafkagen.generated.sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
 )
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.sasl import AuthenticationFailed
 from kafkagen.runtime.errors import IllegalSaslStateError, SaslAuthenticationFailedError
 
 API_KEY = 36
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> None:
     if ctx.session.authenticated:
         # A plaintext listener, or after authentication (sessions never need renewing).

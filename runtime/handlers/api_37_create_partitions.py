@@ -7,7 +7,7 @@ from kafkagen.generated.create_partitions import (
     CreatePartitionsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require
@@ -16,7 +16,6 @@ API_KEY = 37
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-@register(API_KEY, 0, 3)
 def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> None:
     md = ctx.broker.metadata
     names = [t.name for t in request.topics]

@@ -1,17 +1,20 @@
-"""DeleteGroups (key 42): empty groups and their offsets go (tombstones in the offsets topic)."""
+"""DeleteGroups (key 42): empty groups and their offsets go (tombstones in the offsets topic).
+
+v3 adds an error message to each group's result; like Kafka 4.4.0, the broker leaves it
+null for the errors a deletion meets here (a group that is not empty or does not exist).
+"""
 
 from __future__ import annotations
 
 from kafkagen.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 42
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> None:
     names = list(request.groups_names)
 

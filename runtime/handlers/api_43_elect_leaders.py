@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafkagen.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
@@ -30,7 +30,6 @@ Result = ElectLeadersResponse.ReplicaElectionResult
 PartitionResult = ElectLeadersResponse.PartitionResult
 
 
-@register(API_KEY, 0, 2)
 def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
     md = ctx.broker.metadata
     election = request.election_type if ctx.api_version >= 1 else PREFERRED

@@ -7,7 +7,7 @@ from kafkagen.generated.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.config import ConfigError
 from kafkagen.runtime.broker.config_changes import incremental_alter
 from kafkagen.runtime.errors import InvalidConfigError, KafkaError
@@ -17,7 +17,6 @@ API_KEY = 44
 Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 
-@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> None:
     results = []
     for res in request.resources:

@@ -13,7 +13,7 @@ from kafkagen.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
@@ -23,7 +23,6 @@ API_KEY = 45
 R = AlterPartitionReassignmentsResponse
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> None:
     manager = ctx.broker.metadata.reassignments
     responses = []

@@ -15,7 +15,7 @@ from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError, InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
@@ -27,7 +27,6 @@ PAGED = paged_version(API_KEY)
 R = ListPartitionReassignmentsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> None:
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         denied = ClusterAuthorizationFailedError()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -12,7 +12,6 @@ from kafkagen.runtime.topic_partition import TopicPartition
 API_KEY = 47
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> None:
     wanted = [
         TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions

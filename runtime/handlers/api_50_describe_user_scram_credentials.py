@@ -14,7 +14,7 @@ from kafkagen.generated.describe_user_scram_credentials import (
     DescribeUserScramCredentialsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.sasl import SCRAM_MECHANISMS
 from kafkagen.runtime.errors import (
@@ -28,7 +28,6 @@ Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 Info = DescribeUserScramCredentialsResponse.CredentialInfo
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> None:
     if not ctx.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         ctx.respond(
@@ -69,9 +68,6 @@ def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) ->
                 Info(mechanism=SCRAM_MECHANISMS[mech], iterations=cred.iterations)
                 for mech, cred in sorted(scram[name].items())
             ]
-            results.append(
-                Result(user=name, error_code=0, error_message=None, credential_infos=infos)
-            )
-    ctx.respond(
-        DescribeUserScramCredentialsResponse(error_code=0, error_message=None, results=results)
-    )
+            # Success leaves the error messages at their spec default, "", as Kafka does.
+            results.append(Result(user=name, error_code=0, credential_infos=infos))
+    ctx.respond(DescribeUserScramCredentialsResponse(error_code=0, results=results))

@@ -17,7 +17,7 @@ from kafkagen.generated.alter_user_scram_credentials import (
     AlterUserScramCredentialsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.sasl import (
     MAX_ITERATIONS,
@@ -40,7 +40,6 @@ Upsertion = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
 _MECHANISM_NAMES = {code: name for name, code in SCRAM_MECHANISMS.items()}
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> None:
     changes: dict[str, list[tuple[int, Upsertion | None]]] = {}
     for d in request.deletions:

@@ -1,10 +1,14 @@
-"""DescribeCluster (key 60): the cluster id, the controller and the brokers."""
+"""DescribeCluster (key 60): the cluster id, the controller and the brokers.
+
+From v2 (KIP-1073) a client may ask for fenced brokers too: here the brokers that are
+stopped or paused, which stay registered, listed with IsFenced set.
+"""
 
 from __future__ import annotations
 
 from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kafkagen.runtime.broker.acls import ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import MismatchedEndpointTypeError
 from kafkagen.runtime.handlers._util import NOT_REQUESTED
@@ -12,9 +16,9 @@ from kafkagen.runtime.message import KeyedList
 
 API_KEY = 60
 BROKERS_ENDPOINT = 1
+FENCED_SINCE = 2
 
 
-@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
     md = ctx.broker.metadata
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
@@ -29,6 +33,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
             )
         )
         return
+    with_fenced = ctx.api_version >= FENCED_SINCE and request.include_fenced_brokers
     ops = (
         ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
         if request.include_cluster_authorized_operations
@@ -41,10 +46,14 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> None:
             controller_id=md.controller_id,
             brokers=KeyedList(
                 DescribeClusterResponse.DescribeClusterBroker(
-                    broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+                    broker_id=b.node_id,
+                    host=b.host,
+                    port=b.port,
+                    rack=b.rack,
+                    is_fenced=not b.alive,
                 )
                 for b in sorted(map(ctx.advertised, md.brokers.values()), key=lambda b: b.node_id)
-                if b.alive
+                if b.alive or with_fenced
             ),
             cluster_authorized_operations=ops,
         )

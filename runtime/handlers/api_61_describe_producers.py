@@ -14,7 +14,7 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
@@ -27,7 +27,6 @@ PartitionResponse = DescribeProducersResponse.PartitionResponse
 ProducerState = DescribeProducersResponse.ProducerState
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
     rm = ctx.broker.replica_manager
     paged = ctx.api_version >= PAGED

@@ -15,7 +15,7 @@ from kafkagen.generated.describe_transactions import (
     DescribeTransactionsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.errors import ErrorCode, KafkaError, TransactionalIdAuthorizationFailedError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.message import KeyedList
@@ -26,7 +26,6 @@ PAGED = paged_version(API_KEY)
 R = DescribeTransactionsResponse
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> None:
     v = ctx.api_version
     ids = list(request.transactional_ids)

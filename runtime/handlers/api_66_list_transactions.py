@@ -20,7 +20,7 @@ from kafkagen.generated.list_transactions import (
     ListTransactionsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.transaction_coordinator import TxnMetadata, TxnState
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit
@@ -32,7 +32,6 @@ R = ListTransactionsResponse
 _STATES = {s.value: s for s in TxnState}
 
 
-@register(API_KEY, 0, 1, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ListTransactionsRequest) -> None:
     v = ctx.api_version
     cursor = request.cursor if v >= PAGED else None

@@ -12,7 +12,7 @@ from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.assignors import Assignment
 from kafkagen.runtime.broker.consumer_group import HeartbeatResult
 from kafkagen.runtime.errors import ErrorCode, KafkaError
@@ -21,7 +21,6 @@ API_KEY = 68
 R = ConsumerGroupHeartbeatResponse
 
 
-@register(API_KEY, 0, 1)
 def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> None:
     owned: Assignment | None = None
     if request.topic_partitions is not None:

@@ -20,7 +20,7 @@ from kafkagen.generated.consumer_group_describe import (
     ConsumerGroupDescribeResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.assignors import Assignment
 from kafkagen.runtime.broker.consumer_group import ConsumerGroupManager
 from kafkagen.runtime.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
@@ -40,7 +40,6 @@ Member = ConsumerGroupDescribeResponse.Member
 CONSUMER_MEMBER = 1
 
 
-@register(API_KEY, 0, 0, max_unstable_version=PAGED)
 def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> None:
     ops = request.include_authorized_operations
     group_ids = list(request.group_ids)

@@ -18,7 +18,7 @@ from kafkagen.generated.describe_topic_partitions import (
     DescribeTopicPartitionsResponse,
 )
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
-from kafkagen.runtime.broker.api import RequestContext, register
+from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,
@@ -46,7 +46,6 @@ def partition_limit(ctx: RequestContext, requested: int) -> int:
     return max(min(cap, requested), 1)
 
 
-@register(API_KEY, 0, 0)
 def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> None:
     md = ctx.broker.metadata
     cursor = request.cursor

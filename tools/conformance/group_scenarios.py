@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from kafkagen.generated.consumer_group_describe import ConsumerGroupDescribeRequest
 from kafkagen.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -24,6 +25,7 @@ from .messages import join_group
 
 
 def _commit(
+    s: Session,
     group: str,
     topic: str,
     offset: int = 5,
@@ -41,6 +43,8 @@ def _commit(
         topics=[
             Req.OffsetCommitRequestTopic(
                 name=topic,
+                # From v10 the topic goes by id: one no topic has where the session knows none.
+                topic_id=s.topic_uuids.get(topic, UUID(int=0)),
                 partitions=[
                     Req.OffsetCommitRequestPartition(
                         partition_index=partition,
@@ -281,7 +285,7 @@ async def list_groups(s: Session) -> None:
 async def list_groups_filter(s: Session) -> None:
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.setup(_commit(g, s.name("t")), node=node)
+    await s.setup(_commit(s, g, s.name("t")), node=node)
     await s.call(ListGroupsRequest(states_filter=["Empty"]), node=node, keep=_mine(s.prefix))
 
 
@@ -293,14 +297,14 @@ async def commit_standalone(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.call(_commit(g, t), node=node)
+    await s.call(_commit(s, g, t), node=node)
     await s.call(_fetch_offsets(g, t), node=node)
 
 
 @scenario("OffsetCommit", "unknown-topic", "an offset for a topic that does not exist")
 async def commit_unknown_topic(s: Session) -> None:
     g = s.name("g")
-    await s.call(_commit(g, s.name("missing")), node=await s.coordinator(g))
+    await s.call(_commit(s, g, s.name("missing")), node=await s.coordinator(g))
 
 
 @scenario("OffsetCommit", "member-of-generation", "a member's commit at its generation")
@@ -308,7 +312,7 @@ async def commit_member(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node, member, gen = await _stable(s, g)
-    await s.call(_commit(g, t, generation=gen, member=member), node=node)
+    await s.call(_commit(s, g, t, generation=gen, member=member), node=node)
 
 
 @scenario("OffsetCommit", "illegal-generation", "a member's commit at a wrong generation")
@@ -316,7 +320,7 @@ async def commit_bad_generation(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node, member, gen = await _stable(s, g)
-    await s.call(_commit(g, t, generation=gen + 3, member=member), node=node)
+    await s.call(_commit(s, g, t, generation=gen + 3, member=member), node=node)
 
 
 @scenario("OffsetCommit", "unknown-member", "a commit from a member the group lacks")
@@ -324,21 +328,21 @@ async def commit_unknown_member(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node, _, gen = await _stable(s, g)
-    await s.call(_commit(g, t, generation=gen, member="nobody-1"), node=node)
+    await s.call(_commit(s, g, t, generation=gen, member="nobody-1"), node=node)
 
 
 @scenario("OffsetCommit", "metadata-too-large", "5000 bytes of commit metadata")
 async def commit_big_metadata(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.call(_commit(g, t, metadata="x" * 5000), node=await s.coordinator(g))
+    await s.call(_commit(s, g, t, metadata="x" * 5000), node=await s.coordinator(g))
 
 
 @scenario("OffsetCommit", "not-coordinator", "to a broker that does not coordinate it", brokers=2)
 async def commit_not_coordinator(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
-    await s.call(_commit(g, t), node=s.other_node(await s.coordinator(g)))
+    await s.call(_commit(s, g, t), node=s.other_node(await s.coordinator(g)))
 
 
 @scenario("OffsetFetch", "unknown-group", "a group with no offsets: -1 per partition")
@@ -353,7 +357,7 @@ async def fetch_offsets_all(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.setup(_commit(g, t, 7), node=node)
+    await s.setup(_commit(s, g, t, 7), node=node)
     await s.call(_fetch_offsets(g, None), node=node)
 
 
@@ -380,7 +384,7 @@ async def offset_delete_ordinary(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.setup(_commit(g, t), node=node)
+    await s.setup(_commit(s, g, t), node=node)
     await s.call(_offset_delete(g, t), node=node)
     await s.call(_fetch_offsets(g, t), node=node)
 
@@ -396,7 +400,7 @@ async def delete_groups(s: Session) -> None:
     t = await s.create_topic()
     g = s.name("g")
     node = await s.coordinator(g)
-    await s.setup(_commit(g, t), node=node)
+    await s.setup(_commit(s, g, t), node=node)
     await s.call(DeleteGroupsRequest(groups_names=[g]), node=node)
     await s.call(DeleteGroupsRequest(groups_names=[g]), node=node)
 
