@@ -84,19 +84,16 @@ class AbortedTxn(Message):
 
 def _dec_AbortedTxn_v0(buf: Buffer, pos: int, end: int) -> tuple[AbortedTxn, int]:
     o = new_instance(AbortedTxn)
-
     o.producer_id, o.first_offset, o.last_offset, o.last_stable_offset = _S_qqqq.unpack_from(
         buf, pos
     )
     pos += 32
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AbortedTxn_v0(o: AbortedTxn, w: Writer) -> None:
     w(_S_qqqq.pack(o.producer_id, o.first_offset, o.last_offset, o.last_stable_offset))
-
     if o.unknown_tagged_fields:
         raise unsupported("AbortedTxn", "unknown tagged fields")
 

@@ -137,26 +137,21 @@ def _dec_AddOffsetsToTxnRequest_v0(
 ) -> tuple[AddOffsetsToTxnRequest, int]:
     o = new_instance(AddOffsetsToTxnRequest)
     o.transactional_id, pos = read_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("AddOffsetsToTxnRequest", "unknown tagged fields")
 
@@ -166,11 +161,9 @@ def _dec_AddOffsetsToTxnRequest_v3(
 ) -> tuple[AddOffsetsToTxnRequest, int]:
     o = new_instance(AddOffsetsToTxnRequest)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -180,16 +173,13 @@ def _dec_AddOffsetsToTxnRequest_v3(
 
 
 def _enc_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_qh.pack(o.producer_id, o.producer_epoch))
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -286,17 +276,14 @@ def _dec_AddOffsetsToTxnResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AddOffsetsToTxnResponse, int]:
     o = new_instance(AddOffsetsToTxnResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AddOffsetsToTxnResponse_v0(o: AddOffsetsToTxnResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("AddOffsetsToTxnResponse", "unknown tagged fields")
 
@@ -305,10 +292,8 @@ def _dec_AddOffsetsToTxnResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AddOffsetsToTxnResponse, int]:
     o = new_instance(AddOffsetsToTxnResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -319,7 +304,6 @@ def _dec_AddOffsetsToTxnResponse_v3(
 
 def _enc_AddOffsetsToTxnResponse_v3(o: AddOffsetsToTxnResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

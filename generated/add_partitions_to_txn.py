@@ -366,13 +366,11 @@ def _dec_AddPartitionsToTxnRequest_v0(
     o = new_instance(AddPartitionsToTxnRequest)
     o.transactions = KeyedList()
     o.v3_and_below_transactional_id, pos = read_string(buf, pos, end)
-
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     o.v3_and_below_topics, pos = read_array(
         buf, pos, end, _dec_AddPartitionsToTxnTopic_v0, False, False, "V3AndBelowTopics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -380,7 +378,6 @@ def _dec_AddPartitionsToTxnRequest_v0(
 def _enc_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: Writer) -> None:
     if o.transactions != KeyedList():
         raise unsupported("AddPartitionsToTxnRequest.Transactions", "non-default value")
-
     b = o.v3_and_below_transactional_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -393,7 +390,6 @@ def _enc_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: Writer) -
         False,
         "AddPartitionsToTxnRequest.V3AndBelowTopics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AddPartitionsToTxnRequest", "unknown tagged fields")
 
@@ -404,13 +400,11 @@ def _dec_AddPartitionsToTxnRequest_v3(
     o = new_instance(AddPartitionsToTxnRequest)
     o.transactions = KeyedList()
     o.v3_and_below_transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     o.v3_and_below_topics, pos = read_array(
         buf, pos, end, _dec_AddPartitionsToTxnTopic_v3, True, False, "V3AndBelowTopics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -422,7 +416,6 @@ def _dec_AddPartitionsToTxnRequest_v3(
 def _enc_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: Writer) -> None:
     if o.transactions != KeyedList():
         raise unsupported("AddPartitionsToTxnRequest.Transactions", "non-default value")
-
     b = o.v3_and_below_transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -435,7 +428,6 @@ def _enc_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: Writer) -
         False,
         "AddPartitionsToTxnRequest.V3AndBelowTopics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -450,7 +442,6 @@ def _dec_AddPartitionsToTxnRequest_v4(
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
     o.v3_and_below_topics = KeyedList()
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -478,7 +469,6 @@ def _enc_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, w: Writer) -
         raise unsupported("AddPartitionsToTxnRequest.V3AndBelowProducerEpoch", "non-default value")
     if o.v3_and_below_topics != KeyedList():
         raise unsupported("AddPartitionsToTxnRequest.V3AndBelowTopics", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -555,13 +545,11 @@ def _dec_AddPartitionsToTxnTransaction_v4(
 ) -> tuple[_AddPartitionsToTxnTransaction, int]:
     o = new_instance(_AddPartitionsToTxnTransaction)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch, o.verify_only = _S_qho.unpack_from(buf, pos)
     pos += 11
     o.topics, pos = read_array(
         buf, pos, end, _dec_AddPartitionsToTxnTopic_v3, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -571,7 +559,6 @@ def _dec_AddPartitionsToTxnTransaction_v4(
 
 
 def _enc_AddPartitionsToTxnTransaction_v4(o: _AddPartitionsToTxnTransaction, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -584,7 +571,6 @@ def _enc_AddPartitionsToTxnTransaction_v4(o: _AddPartitionsToTxnTransaction, w: 
         False,
         "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -647,18 +633,15 @@ def _dec_AddPartitionsToTxnTopic_v0(
     o = new_instance(_AddPartitionsToTxnTopic)
     o.name, pos = read_string(buf, pos, end)
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AddPartitionsToTxnTopic_v0(o: _AddPartitionsToTxnTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic", "unknown tagged fields"
@@ -671,7 +654,6 @@ def _dec_AddPartitionsToTxnTopic_v3(
     o = new_instance(_AddPartitionsToTxnTopic)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -681,12 +663,10 @@ def _dec_AddPartitionsToTxnTopic_v3(
 
 
 def _enc_AddPartitionsToTxnTopic_v3(o: _AddPartitionsToTxnTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -875,7 +855,6 @@ def _dec_AddPartitionsToTxnResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AddPartitionsToTxnResponse, int]:
     o = new_instance(AddPartitionsToTxnResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -890,7 +869,6 @@ def _dec_AddPartitionsToTxnResponse_v0(
         "ResultsByTopicV3AndBelow",
         KeyedList,
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -907,7 +885,6 @@ def _enc_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, w: Writer)
         False,
         "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AddPartitionsToTxnResponse", "unknown tagged fields")
 
@@ -916,7 +893,6 @@ def _dec_AddPartitionsToTxnResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AddPartitionsToTxnResponse, int]:
     o = new_instance(AddPartitionsToTxnResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -931,7 +907,6 @@ def _dec_AddPartitionsToTxnResponse_v3(
         "ResultsByTopicV3AndBelow",
         KeyedList,
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -952,7 +927,6 @@ def _enc_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, w: Writer)
         False,
         "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -960,7 +934,6 @@ def _dec_AddPartitionsToTxnResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AddPartitionsToTxnResponse, int]:
     o = new_instance(AddPartitionsToTxnResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.results_by_transaction, pos = read_array(
@@ -974,7 +947,6 @@ def _dec_AddPartitionsToTxnResponse_v4(
         KeyedList,
     )
     o.results_by_topic_v3_and_below = KeyedList()
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -997,7 +969,6 @@ def _enc_AddPartitionsToTxnResponse_v4(o: AddPartitionsToTxnResponse, w: Writer)
         raise unsupported(
             "AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow", "non-default value"
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1066,7 +1037,6 @@ def _dec_AddPartitionsToTxnResult_v4(
     o.topic_results, pos = read_array(
         buf, pos, end, _dec_AddPartitionsToTxnTopicResult_v3, True, False, "TopicResults", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1076,7 +1046,6 @@ def _dec_AddPartitionsToTxnResult_v4(
 
 
 def _enc_AddPartitionsToTxnResult_v4(o: _AddPartitionsToTxnResult, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1088,7 +1057,6 @@ def _enc_AddPartitionsToTxnResult_v4(o: _AddPartitionsToTxnResult, w: Writer) ->
         False,
         "AddPartitionsToTxnResponse.AddPartitionsToTxnResult.TopicResults",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1146,13 +1114,11 @@ def _dec_AddPartitionsToTxnTopicResult_v0(
         "ResultsByPartition",
         KeyedList,
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AddPartitionsToTxnTopicResult_v0(o: _AddPartitionsToTxnTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1164,7 +1130,6 @@ def _enc_AddPartitionsToTxnTopicResult_v0(o: _AddPartitionsToTxnTopicResult, w: 
         False,
         "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.ResultsByPartition",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult", "unknown tagged fields"
@@ -1186,7 +1151,6 @@ def _dec_AddPartitionsToTxnTopicResult_v3(
         "ResultsByPartition",
         KeyedList,
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1196,7 +1160,6 @@ def _dec_AddPartitionsToTxnTopicResult_v3(
 
 
 def _enc_AddPartitionsToTxnTopicResult_v3(o: _AddPartitionsToTxnTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1208,7 +1171,6 @@ def _enc_AddPartitionsToTxnTopicResult_v3(o: _AddPartitionsToTxnTopicResult, w: 
         False,
         "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.ResultsByPartition",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1252,10 +1214,8 @@ def _dec_AddPartitionsToTxnPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AddPartitionsToTxnPartitionResult, int]:
     o = new_instance(_AddPartitionsToTxnPartitionResult)
-
     o.partition_index, o.partition_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1264,7 +1224,6 @@ def _enc_AddPartitionsToTxnPartitionResult_v0(
     o: _AddPartitionsToTxnPartitionResult, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.partition_error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult", "unknown tagged fields"
@@ -1275,10 +1234,8 @@ def _dec_AddPartitionsToTxnPartitionResult_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AddPartitionsToTxnPartitionResult, int]:
     o = new_instance(_AddPartitionsToTxnPartitionResult)
-
     o.partition_index, o.partition_error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1291,7 +1248,6 @@ def _enc_AddPartitionsToTxnPartitionResult_v3(
     o: _AddPartitionsToTxnPartitionResult, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.partition_error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

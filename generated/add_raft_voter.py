@@ -199,7 +199,6 @@ class AddRaftVoterResponse(Message):
 def _dec_AddRaftVoterRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[AddRaftVoterRequest, int]:
     o = new_instance(AddRaftVoterRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.timeout_ms, o.voter_id = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
@@ -207,7 +206,6 @@ def _dec_AddRaftVoterRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[AddRaf
         buf, pos, end, _dec_Listener_v0, True, False, "Listeners", KeyedList
     )
     o.ack_when_committed = True
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -231,24 +229,20 @@ def _enc_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: Writer) -> None:
     )
     if o.ack_when_committed != True:
         raise unsupported("AddRaftVoterRequest.AckWhenCommitted", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_AddRaftVoterRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[AddRaftVoterRequest, int]:
     o = new_instance(AddRaftVoterRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.timeout_ms, o.voter_id = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
     o.listeners, pos = read_array(
         buf, pos, end, _dec_Listener_v0, True, False, "Listeners", KeyedList
     )
-
     o.ack_when_committed = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -271,7 +265,6 @@ def _enc_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, w: Writer) -> None:
         w, o.listeners, _enc_Listener_v0, True, False, "AddRaftVoterRequest.Listeners"
     )
     w(_S_o.pack(o.ack_when_committed))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -321,10 +314,8 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -334,16 +325,13 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -475,11 +463,9 @@ def _dec_AddRaftVoterResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AddRaftVoterResponse, int]:
     o = new_instance(AddRaftVoterResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -497,7 +483,6 @@ def _enc_AddRaftVoterResponse_v0(o: AddRaftVoterResponse, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

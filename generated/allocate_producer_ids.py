@@ -129,10 +129,8 @@ def _dec_AllocateProducerIdsRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AllocateProducerIdsRequest, int]:
     o = new_instance(AllocateProducerIdsRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -143,7 +141,6 @@ def _dec_AllocateProducerIdsRequest_v0(
 
 def _enc_AllocateProducerIdsRequest_v0(o: AllocateProducerIdsRequest, w: Writer) -> None:
     w(_S_iq.pack(o.broker_id, o.broker_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -216,12 +213,10 @@ def _dec_AllocateProducerIdsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AllocateProducerIdsResponse, int]:
     o = new_instance(AllocateProducerIdsResponse)
-
     o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len = _S_ihqi.unpack_from(
         buf, pos
     )
     pos += 18
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -232,7 +227,6 @@ def _dec_AllocateProducerIdsResponse_v0(
 
 def _enc_AllocateProducerIdsResponse_v0(o: AllocateProducerIdsResponse, w: Writer) -> None:
     w(_S_ihqi.pack(o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

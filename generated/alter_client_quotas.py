@@ -306,10 +306,8 @@ def _dec_AlterClientQuotasRequest_v0(
     o.entries, pos = read_array(
         buf, pos, end, _dec_AlterClientQuotasRequest_EntryData_v0, False, False, "Entries"
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -324,7 +322,6 @@ def _enc_AlterClientQuotasRequest_v0(o: AlterClientQuotasRequest, w: Writer) -> 
         "AlterClientQuotasRequest.Entries",
     )
     w(_S_o.pack(o.validate_only))
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasRequest", "unknown tagged fields")
 
@@ -336,10 +333,8 @@ def _dec_AlterClientQuotasRequest_v1(
     o.entries, pos = read_array(
         buf, pos, end, _dec_AlterClientQuotasRequest_EntryData_v1, True, False, "Entries"
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -358,7 +353,6 @@ def _enc_AlterClientQuotasRequest_v1(o: AlterClientQuotasRequest, w: Writer) -> 
         "AlterClientQuotasRequest.Entries",
     )
     w(_S_o.pack(o.validate_only))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -398,7 +392,6 @@ def _dec_AlterClientQuotasRequest_EntryData_v0(
         buf, pos, end, _dec_AlterClientQuotasRequest_EntityData_v0, False, False, "Entity"
     )
     o.ops, pos = read_array(buf, pos, end, _dec_OpData_v0, False, False, "Ops")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -417,7 +410,6 @@ def _enc_AlterClientQuotasRequest_EntryData_v0(
     write_struct_array(
         w, o.ops, _enc_OpData_v0, False, False, "AlterClientQuotasRequest.EntryData.Ops"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasRequest.EntryData", "unknown tagged fields")
 
@@ -430,7 +422,6 @@ def _dec_AlterClientQuotasRequest_EntryData_v1(
         buf, pos, end, _dec_AlterClientQuotasRequest_EntityData_v1, True, False, "Entity"
     )
     o.ops, pos = read_array(buf, pos, end, _dec_OpData_v1, True, False, "Ops")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -453,7 +444,6 @@ def _enc_AlterClientQuotasRequest_EntryData_v1(
     write_struct_array(
         w, o.ops, _enc_OpData_v1, True, False, "AlterClientQuotasRequest.EntryData.Ops"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -499,7 +489,6 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(
     o = new_instance(_AlterClientQuotasRequest_EntityData)
     o.entity_type, pos = read_string(buf, pos, end)
     o.entity_name, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -507,7 +496,6 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(
 def _enc_AlterClientQuotasRequest_EntityData_v0(
     o: _AlterClientQuotasRequest_EntityData, w: Writer
 ) -> None:
-
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -518,7 +506,6 @@ def _enc_AlterClientQuotasRequest_EntityData_v0(
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasRequest.EntityData", "unknown tagged fields")
 
@@ -529,7 +516,6 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(
     o = new_instance(_AlterClientQuotasRequest_EntityData)
     o.entity_type, pos = read_compact_string(buf, pos, end)
     o.entity_name, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -541,7 +527,6 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(
 def _enc_AlterClientQuotasRequest_EntityData_v1(
     o: _AlterClientQuotasRequest_EntityData, w: Writer
 ) -> None:
-
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -552,7 +537,6 @@ def _enc_AlterClientQuotasRequest_EntityData_v1(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -591,21 +575,17 @@ def _rnd_AlterClientQuotasRequest_EntityData(
 def _dec_OpData_v0(buf: Buffer, pos: int, end: int) -> tuple[_OpData, int]:
     o = new_instance(_OpData)
     o.key, pos = read_string(buf, pos, end)
-
     o.value, o.remove = _S_do.unpack_from(buf, pos)
     pos += 9
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OpData_v0(o: _OpData, w: Writer) -> None:
-
     b = o.key.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_do.pack(o.value, o.remove))
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasRequest.OpData", "unknown tagged fields")
 
@@ -613,10 +593,8 @@ def _enc_OpData_v0(o: _OpData, w: Writer) -> None:
 def _dec_OpData_v1(buf: Buffer, pos: int, end: int) -> tuple[_OpData, int]:
     o = new_instance(_OpData)
     o.key, pos = read_compact_string(buf, pos, end)
-
     o.value, o.remove = _S_do.unpack_from(buf, pos)
     pos += 9
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -626,12 +604,10 @@ def _dec_OpData_v1(buf: Buffer, pos: int, end: int) -> tuple[_OpData, int]:
 
 
 def _enc_OpData_v1(o: _OpData, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_do.pack(o.value, o.remove))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -858,13 +834,11 @@ def _dec_AlterClientQuotasResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterClientQuotasResponse, int]:
     o = new_instance(AlterClientQuotasResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.entries, pos = read_array(
         buf, pos, end, _dec_AlterClientQuotasResponse_EntryData_v0, False, False, "Entries"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -879,7 +853,6 @@ def _enc_AlterClientQuotasResponse_v0(o: AlterClientQuotasResponse, w: Writer) -
         False,
         "AlterClientQuotasResponse.Entries",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasResponse", "unknown tagged fields")
 
@@ -888,13 +861,11 @@ def _dec_AlterClientQuotasResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterClientQuotasResponse, int]:
     o = new_instance(AlterClientQuotasResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.entries, pos = read_array(
         buf, pos, end, _dec_AlterClientQuotasResponse_EntryData_v1, True, False, "Entries"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -913,7 +884,6 @@ def _enc_AlterClientQuotasResponse_v1(o: AlterClientQuotasResponse, w: Writer) -
         False,
         "AlterClientQuotasResponse.Entries",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -949,14 +919,12 @@ def _dec_AlterClientQuotasResponse_EntryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterClientQuotasResponse_EntryData, int]:
     o = new_instance(_AlterClientQuotasResponse_EntryData)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.entity, pos = read_array(
         buf, pos, end, _dec_AlterClientQuotasResponse_EntityData_v0, False, False, "Entity"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -980,7 +948,6 @@ def _enc_AlterClientQuotasResponse_EntryData_v0(
         False,
         "AlterClientQuotasResponse.EntryData.Entity",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasResponse.EntryData", "unknown tagged fields")
 
@@ -989,14 +956,12 @@ def _dec_AlterClientQuotasResponse_EntryData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterClientQuotasResponse_EntryData, int]:
     o = new_instance(_AlterClientQuotasResponse_EntryData)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.entity, pos = read_array(
         buf, pos, end, _dec_AlterClientQuotasResponse_EntityData_v1, True, False, "Entity"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1024,7 +989,6 @@ def _enc_AlterClientQuotasResponse_EntryData_v1(
         False,
         "AlterClientQuotasResponse.EntryData.Entity",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1071,7 +1035,6 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(
     o = new_instance(_AlterClientQuotasResponse_EntityData)
     o.entity_type, pos = read_string(buf, pos, end)
     o.entity_name, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1079,7 +1042,6 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(
 def _enc_AlterClientQuotasResponse_EntityData_v0(
     o: _AlterClientQuotasResponse_EntityData, w: Writer
 ) -> None:
-
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -1090,7 +1052,6 @@ def _enc_AlterClientQuotasResponse_EntityData_v0(
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterClientQuotasResponse.EntityData", "unknown tagged fields")
 
@@ -1101,7 +1062,6 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(
     o = new_instance(_AlterClientQuotasResponse_EntityData)
     o.entity_type, pos = read_compact_string(buf, pos, end)
     o.entity_name, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1113,7 +1073,6 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(
 def _enc_AlterClientQuotasResponse_EntityData_v1(
     o: _AlterClientQuotasResponse_EntityData, w: Writer
 ) -> None:
-
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1124,7 +1083,6 @@ def _enc_AlterClientQuotasResponse_EntityData_v1(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

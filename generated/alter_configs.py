@@ -250,10 +250,8 @@ def _dec_AlterConfigsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[AlterC
     o.resources, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResource_v0, False, False, "Resources", KeyedList
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -263,7 +261,6 @@ def _enc_AlterConfigsRequest_v0(o: AlterConfigsRequest, w: Writer) -> None:
         w, o.resources, _enc_AlterConfigsResource_v0, False, False, "AlterConfigsRequest.Resources"
     )
     w(_S_o.pack(o.validate_only))
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterConfigsRequest", "unknown tagged fields")
 
@@ -273,10 +270,8 @@ def _dec_AlterConfigsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[AlterC
     o.resources, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResource_v2, True, False, "Resources", KeyedList
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -290,7 +285,6 @@ def _enc_AlterConfigsRequest_v2(o: AlterConfigsRequest, w: Writer) -> None:
         w, o.resources, _enc_AlterConfigsResource_v2, True, False, "AlterConfigsRequest.Resources"
     )
     w(_S_o.pack(o.validate_only))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -326,21 +320,18 @@ def _dec_AlterConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
     o = new_instance(_AlterConfigsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_AlterableConfig_v0, False, False, "Configs", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterConfigsResource_v0(o: _AlterConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -352,7 +343,6 @@ def _enc_AlterConfigsResource_v0(o: _AlterConfigsResource, w: Writer) -> None:
         False,
         "AlterConfigsRequest.AlterConfigsResource.Configs",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterConfigsRequest.AlterConfigsResource", "unknown tagged fields")
 
@@ -361,14 +351,12 @@ def _dec_AlterConfigsResource_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
     o = new_instance(_AlterConfigsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_AlterableConfig_v2, True, False, "Configs", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -379,7 +367,6 @@ def _dec_AlterConfigsResource_v2(
 
 def _enc_AlterConfigsResource_v2(o: _AlterConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -391,7 +378,6 @@ def _enc_AlterConfigsResource_v2(o: _AlterConfigsResource, w: Writer) -> None:
         False,
         "AlterConfigsRequest.AlterConfigsResource.Configs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -430,13 +416,11 @@ def _dec_AlterableConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_Alterable
     o = new_instance(_AlterableConfig)
     o.name, pos = read_string(buf, pos, end)
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -447,7 +431,6 @@ def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterConfigsRequest.AlterableConfig", "unknown tagged fields")
 
@@ -456,7 +439,6 @@ def _dec_AlterableConfig_v2(buf: Buffer, pos: int, end: int) -> tuple[_Alterable
     o = new_instance(_AlterableConfig)
     o.name, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -466,7 +448,6 @@ def _dec_AlterableConfig_v2(buf: Buffer, pos: int, end: int) -> tuple[_Alterable
 
 
 def _enc_AlterableConfig_v2(o: _AlterableConfig, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -477,7 +458,6 @@ def _enc_AlterableConfig_v2(o: _AlterableConfig, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -649,13 +629,11 @@ def _dec_AlterConfigsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterConfigsResponse, int]:
     o = new_instance(AlterConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResourceResponse_v0, False, False, "Responses"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -670,7 +648,6 @@ def _enc_AlterConfigsResponse_v0(o: AlterConfigsResponse, w: Writer) -> None:
         False,
         "AlterConfigsResponse.Responses",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterConfigsResponse", "unknown tagged fields")
 
@@ -679,13 +656,11 @@ def _dec_AlterConfigsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterConfigsResponse, int]:
     o = new_instance(AlterConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResourceResponse_v2, True, False, "Responses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -704,7 +679,6 @@ def _enc_AlterConfigsResponse_v2(o: AlterConfigsResponse, w: Writer) -> None:
         False,
         "AlterConfigsResponse.Responses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -740,15 +714,12 @@ def _dec_AlterConfigsResourceResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResourceResponse, int]:
     o = new_instance(_AlterConfigsResourceResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -763,11 +734,9 @@ def _enc_AlterConfigsResourceResponse_v0(o: _AlterConfigsResourceResponse, w: Wr
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AlterConfigsResponse.AlterConfigsResourceResponse", "unknown tagged fields"
@@ -778,15 +747,12 @@ def _dec_AlterConfigsResourceResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResourceResponse, int]:
     o = new_instance(_AlterConfigsResourceResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -805,11 +771,9 @@ def _enc_AlterConfigsResourceResponse_v2(o: _AlterConfigsResourceResponse, w: Wr
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -354,13 +354,11 @@ def _dec_AlterPartitionRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionRequest, int]:
     o = new_instance(AlterPartitionRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_TopicData_v0, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -379,7 +377,6 @@ def _enc_AlterPartitionRequest_v0(o: AlterPartitionRequest, w: Writer) -> None:
         False,
         "AlterPartitionRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -387,13 +384,11 @@ def _dec_AlterPartitionRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionRequest, int]:
     o = new_instance(AlterPartitionRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_TopicData_v1, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -412,7 +407,6 @@ def _enc_AlterPartitionRequest_v1(o: AlterPartitionRequest, w: Writer) -> None:
         False,
         "AlterPartitionRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -420,13 +414,11 @@ def _dec_AlterPartitionRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionRequest, int]:
     o = new_instance(AlterPartitionRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_TopicData_v2, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -445,7 +437,6 @@ def _enc_AlterPartitionRequest_v2(o: AlterPartitionRequest, w: Writer) -> None:
         False,
         "AlterPartitionRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -453,13 +444,11 @@ def _dec_AlterPartitionRequest_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionRequest, int]:
     o = new_instance(AlterPartitionRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_TopicData_v3, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -478,7 +467,6 @@ def _enc_AlterPartitionRequest_v3(o: AlterPartitionRequest, w: Writer) -> None:
         False,
         "AlterPartitionRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -522,7 +510,6 @@ def _dec_AlterPartitionRequest_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -532,7 +519,6 @@ def _dec_AlterPartitionRequest_TopicData_v0(
 
 
 def _enc_AlterPartitionRequest_TopicData_v0(o: _AlterPartitionRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -544,7 +530,6 @@ def _enc_AlterPartitionRequest_TopicData_v0(o: _AlterPartitionRequest_TopicData,
         False,
         "AlterPartitionRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -557,7 +542,6 @@ def _dec_AlterPartitionRequest_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -567,7 +551,6 @@ def _dec_AlterPartitionRequest_TopicData_v1(
 
 
 def _enc_AlterPartitionRequest_TopicData_v1(o: _AlterPartitionRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -579,7 +562,6 @@ def _enc_AlterPartitionRequest_TopicData_v1(o: _AlterPartitionRequest_TopicData,
         False,
         "AlterPartitionRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -592,7 +574,6 @@ def _dec_AlterPartitionRequest_TopicData_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -611,7 +592,6 @@ def _enc_AlterPartitionRequest_TopicData_v2(o: _AlterPartitionRequest_TopicData,
         False,
         "AlterPartitionRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -624,7 +604,6 @@ def _dec_AlterPartitionRequest_TopicData_v3(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionRequest_PartitionData_v3, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -643,7 +622,6 @@ def _enc_AlterPartitionRequest_TopicData_v3(o: _AlterPartitionRequest_TopicData,
         False,
         "AlterPartitionRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -689,16 +667,13 @@ def _dec_AlterPartitionRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionRequest_PartitionData, int]:
     o = new_instance(_AlterPartitionRequest_PartitionData)
-
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.new_isr, pos = _read_i_c(buf, pos, end, "NewIsr")
     o.new_isr_with_epochs = []
     o.leader_recovery_state = 0
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -721,7 +696,6 @@ def _enc_AlterPartitionRequest_PartitionData_v0(
             "AlterPartitionRequest.PartitionData.LeaderRecoveryState", "non-default value"
         )
     w(_S_i.pack(o.partition_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -729,15 +703,12 @@ def _dec_AlterPartitionRequest_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionRequest_PartitionData, int]:
     o = new_instance(_AlterPartitionRequest_PartitionData)
-
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.new_isr, pos = _read_i_c(buf, pos, end, "NewIsr")
     o.new_isr_with_epochs = []
-
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -756,7 +727,6 @@ def _enc_AlterPartitionRequest_PartitionData_v1(
             "AlterPartitionRequest.PartitionData.NewIsrWithEpochs", "non-default value"
         )
     w(_S_bi.pack(o.leader_recovery_state, o.partition_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -764,17 +734,14 @@ def _dec_AlterPartitionRequest_PartitionData_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionRequest_PartitionData, int]:
     o = new_instance(_AlterPartitionRequest_PartitionData)
-
     o.partition_index, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.new_isr = []
     o.new_isr_with_epochs, pos = read_array(
         buf, pos, end, _dec_BrokerState_v3, True, False, "NewIsrWithEpochs"
     )
-
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -798,7 +765,6 @@ def _enc_AlterPartitionRequest_PartitionData_v3(
         "AlterPartitionRequest.PartitionData.NewIsrWithEpochs",
     )
     w(_S_bi.pack(o.leader_recovery_state, o.partition_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -865,10 +831,8 @@ def _rnd_AlterPartitionRequest_PartitionData(
 
 def _dec_BrokerState_v3(buf: Buffer, pos: int, end: int) -> tuple[_BrokerState, int]:
     o = new_instance(_BrokerState)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -879,7 +843,6 @@ def _dec_BrokerState_v3(buf: Buffer, pos: int, end: int) -> tuple[_BrokerState, 
 
 def _enc_BrokerState_v3(o: _BrokerState, w: Writer) -> None:
     w(_S_iq.pack(o.broker_id, o.broker_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1181,13 +1144,11 @@ def _dec_AlterPartitionResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionResponse, int]:
     o = new_instance(AlterPartitionResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionResponse_TopicData_v0, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1206,7 +1167,6 @@ def _enc_AlterPartitionResponse_v0(o: AlterPartitionResponse, w: Writer) -> None
         False,
         "AlterPartitionResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1214,13 +1174,11 @@ def _dec_AlterPartitionResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionResponse, int]:
     o = new_instance(AlterPartitionResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionResponse_TopicData_v1, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1239,7 +1197,6 @@ def _enc_AlterPartitionResponse_v1(o: AlterPartitionResponse, w: Writer) -> None
         False,
         "AlterPartitionResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1247,13 +1204,11 @@ def _dec_AlterPartitionResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionResponse, int]:
     o = new_instance(AlterPartitionResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterPartitionResponse_TopicData_v2, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1272,7 +1227,6 @@ def _enc_AlterPartitionResponse_v2(o: AlterPartitionResponse, w: Writer) -> None
         False,
         "AlterPartitionResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1316,7 +1270,6 @@ def _dec_AlterPartitionResponse_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionResponse_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1328,7 +1281,6 @@ def _dec_AlterPartitionResponse_TopicData_v0(
 def _enc_AlterPartitionResponse_TopicData_v0(
     o: _AlterPartitionResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1340,7 +1292,6 @@ def _enc_AlterPartitionResponse_TopicData_v0(
         False,
         "AlterPartitionResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1353,7 +1304,6 @@ def _dec_AlterPartitionResponse_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionResponse_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1365,7 +1315,6 @@ def _dec_AlterPartitionResponse_TopicData_v1(
 def _enc_AlterPartitionResponse_TopicData_v1(
     o: _AlterPartitionResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1377,7 +1326,6 @@ def _enc_AlterPartitionResponse_TopicData_v1(
         False,
         "AlterPartitionResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1390,7 +1338,6 @@ def _dec_AlterPartitionResponse_TopicData_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterPartitionResponse_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1411,7 +1358,6 @@ def _enc_AlterPartitionResponse_TopicData_v2(
         False,
         "AlterPartitionResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1459,15 +1405,12 @@ def _dec_AlterPartitionResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionResponse_PartitionData, int]:
     o = new_instance(_AlterPartitionResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
     o.isr, pos = _read_i_c(buf, pos, end, "Isr")
     o.leader_recovery_state = 0
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1482,7 +1425,6 @@ def _enc_AlterPartitionResponse_PartitionData_v0(
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
     _write_i_c(w, o.isr, "AlterPartitionResponse.PartitionData.Isr")
     w(_S_i.pack(o.partition_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1490,14 +1432,11 @@ def _dec_AlterPartitionResponse_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionResponse_PartitionData, int]:
     o = new_instance(_AlterPartitionResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
     o.isr, pos = _read_i_c(buf, pos, end, "Isr")
-
     o.leader_recovery_state, o.partition_epoch = _S_bi.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1512,7 +1451,6 @@ def _enc_AlterPartitionResponse_PartitionData_v1(
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
     _write_i_c(w, o.isr, "AlterPartitionResponse.PartitionData.Isr")
     w(_S_bi.pack(o.leader_recovery_state, o.partition_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

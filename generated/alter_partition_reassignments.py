@@ -296,12 +296,10 @@ def _dec_AlterPartitionReassignmentsRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionReassignmentsRequest, int]:
     o = new_instance(AlterPartitionReassignmentsRequest)
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.allow_replication_factor_change = True
     o.topics, pos = read_array(buf, pos, end, _dec_ReassignableTopic_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -326,7 +324,6 @@ def _enc_AlterPartitionReassignmentsRequest_v0(
         False,
         "AlterPartitionReassignmentsRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -334,11 +331,9 @@ def _dec_AlterPartitionReassignmentsRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionReassignmentsRequest, int]:
     o = new_instance(AlterPartitionReassignmentsRequest)
-
     o.timeout_ms, o.allow_replication_factor_change = _S_io.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(buf, pos, end, _dec_ReassignableTopic_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -359,7 +354,6 @@ def _enc_AlterPartitionReassignmentsRequest_v1(
         False,
         "AlterPartitionReassignmentsRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -409,7 +403,6 @@ def _dec_ReassignableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_Reassig
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ReassignablePartition_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -419,7 +412,6 @@ def _dec_ReassignableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_Reassig
 
 
 def _enc_ReassignableTopic_v0(o: _ReassignableTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -431,7 +423,6 @@ def _enc_ReassignableTopic_v0(o: _ReassignableTopic, w: Writer) -> None:
         False,
         "AlterPartitionReassignmentsRequest.ReassignableTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -467,11 +458,9 @@ def _dec_ReassignablePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReassignablePartition, int]:
     o = new_instance(_ReassignablePartition)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i_c_n(buf, pos, end, "Replicas")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -483,7 +472,6 @@ def _dec_ReassignablePartition_v0(
 def _enc_ReassignablePartition_v0(o: _ReassignablePartition, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
     _write_i_c_n(w, o.replicas, "AlterPartitionReassignmentsRequest.ReassignablePartition.Replicas")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -633,18 +621,15 @@ def _dec_AlterPartitionReassignmentsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionReassignmentsResponse, int]:
     o = new_instance(AlterPartitionReassignmentsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.allow_replication_factor_change = True
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.responses, pos = read_array(
         buf, pos, end, _dec_ReassignableTopicResponse_v0, True, False, "Responses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -673,7 +658,6 @@ def _enc_AlterPartitionReassignmentsResponse_v0(
         False,
         "AlterPartitionReassignmentsResponse.Responses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -681,7 +665,6 @@ def _dec_AlterPartitionReassignmentsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterPartitionReassignmentsResponse, int]:
     o = new_instance(AlterPartitionReassignmentsResponse)
-
     o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _S_ioh.unpack_from(
         buf, pos
     )
@@ -690,7 +673,6 @@ def _dec_AlterPartitionReassignmentsResponse_v1(
     o.responses, pos = read_array(
         buf, pos, end, _dec_ReassignableTopicResponse_v0, True, False, "Responses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -718,7 +700,6 @@ def _enc_AlterPartitionReassignmentsResponse_v1(
         False,
         "AlterPartitionReassignmentsResponse.Responses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -776,7 +757,6 @@ def _dec_ReassignableTopicResponse_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ReassignablePartitionResponse_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -786,7 +766,6 @@ def _dec_ReassignableTopicResponse_v0(
 
 
 def _enc_ReassignableTopicResponse_v0(o: _ReassignableTopicResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -798,7 +777,6 @@ def _enc_ReassignableTopicResponse_v0(o: _ReassignableTopicResponse, w: Writer) 
         False,
         "AlterPartitionReassignmentsResponse.ReassignableTopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -834,11 +812,9 @@ def _dec_ReassignablePartitionResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReassignablePartitionResponse, int]:
     o = new_instance(_ReassignablePartitionResponse)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -856,7 +832,6 @@ def _enc_ReassignablePartitionResponse_v0(o: _ReassignablePartitionResponse, w: 
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

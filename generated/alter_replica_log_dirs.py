@@ -270,7 +270,6 @@ def _dec_AlterReplicaLogDirsRequest_v0(
     o.dirs, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDir_v0, False, False, "Dirs", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -279,7 +278,6 @@ def _enc_AlterReplicaLogDirsRequest_v0(o: AlterReplicaLogDirsRequest, w: Writer)
     write_struct_array(
         w, o.dirs, _enc_AlterReplicaLogDir_v0, False, False, "AlterReplicaLogDirsRequest.Dirs"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterReplicaLogDirsRequest", "unknown tagged fields")
 
@@ -291,7 +289,6 @@ def _dec_AlterReplicaLogDirsRequest_v2(
     o.dirs, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDir_v2, True, False, "Dirs", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -304,7 +301,6 @@ def _enc_AlterReplicaLogDirsRequest_v2(o: AlterReplicaLogDirsRequest, w: Writer)
     write_struct_array(
         w, o.dirs, _enc_AlterReplicaLogDir_v2, True, False, "AlterReplicaLogDirsRequest.Dirs"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -339,13 +335,11 @@ def _dec_AlterReplicaLogDir_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterR
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDirTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterReplicaLogDir_v0(o: _AlterReplicaLogDir, w: Writer) -> None:
-
     b = o.path.encode()
     w(string_length(len(b)))
     w(b)
@@ -357,7 +351,6 @@ def _enc_AlterReplicaLogDir_v0(o: _AlterReplicaLogDir, w: Writer) -> None:
         False,
         "AlterReplicaLogDirsRequest.AlterReplicaLogDir.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterReplicaLogDirsRequest.AlterReplicaLogDir", "unknown tagged fields")
 
@@ -368,7 +361,6 @@ def _dec_AlterReplicaLogDir_v2(buf: Buffer, pos: int, end: int) -> tuple[_AlterR
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDirTopic_v2, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -378,7 +370,6 @@ def _dec_AlterReplicaLogDir_v2(buf: Buffer, pos: int, end: int) -> tuple[_AlterR
 
 
 def _enc_AlterReplicaLogDir_v2(o: _AlterReplicaLogDir, w: Writer) -> None:
-
     b = o.path.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -390,7 +381,6 @@ def _enc_AlterReplicaLogDir_v2(o: _AlterReplicaLogDir, w: Writer) -> None:
         False,
         "AlterReplicaLogDirsRequest.AlterReplicaLogDir.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -428,18 +418,15 @@ def _dec_AlterReplicaLogDirTopic_v0(
     o = new_instance(_AlterReplicaLogDirTopic)
     o.name, pos = read_string(buf, pos, end)
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterReplicaLogDirTopic_v0(o: _AlterReplicaLogDirTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic", "unknown tagged fields"
@@ -452,7 +439,6 @@ def _dec_AlterReplicaLogDirTopic_v2(
     o = new_instance(_AlterReplicaLogDirTopic)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -462,12 +448,10 @@ def _dec_AlterReplicaLogDirTopic_v2(
 
 
 def _enc_AlterReplicaLogDirTopic_v2(o: _AlterReplicaLogDirTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -635,13 +619,11 @@ def _dec_AlterReplicaLogDirsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterReplicaLogDirsResponse, int]:
     o = new_instance(AlterReplicaLogDirsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDirTopicResult_v0, False, False, "Results"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -656,7 +638,6 @@ def _enc_AlterReplicaLogDirsResponse_v0(o: AlterReplicaLogDirsResponse, w: Write
         False,
         "AlterReplicaLogDirsResponse.Results",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("AlterReplicaLogDirsResponse", "unknown tagged fields")
 
@@ -665,13 +646,11 @@ def _dec_AlterReplicaLogDirsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterReplicaLogDirsResponse, int]:
     o = new_instance(AlterReplicaLogDirsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDirTopicResult_v2, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -690,7 +669,6 @@ def _enc_AlterReplicaLogDirsResponse_v2(o: AlterReplicaLogDirsResponse, w: Write
         False,
         "AlterReplicaLogDirsResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -732,13 +710,11 @@ def _dec_AlterReplicaLogDirTopicResult_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDirPartitionResult_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterReplicaLogDirTopicResult_v0(o: _AlterReplicaLogDirTopicResult, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -750,7 +726,6 @@ def _enc_AlterReplicaLogDirTopicResult_v0(o: _AlterReplicaLogDirTopicResult, w: 
         False,
         "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult", "unknown tagged fields"
@@ -765,7 +740,6 @@ def _dec_AlterReplicaLogDirTopicResult_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterReplicaLogDirPartitionResult_v2, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -775,7 +749,6 @@ def _dec_AlterReplicaLogDirTopicResult_v2(
 
 
 def _enc_AlterReplicaLogDirTopicResult_v2(o: _AlterReplicaLogDirTopicResult, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -787,7 +760,6 @@ def _enc_AlterReplicaLogDirTopicResult_v2(o: _AlterReplicaLogDirTopicResult, w: 
         False,
         "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -827,10 +799,8 @@ def _dec_AlterReplicaLogDirPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirPartitionResult, int]:
     o = new_instance(_AlterReplicaLogDirPartitionResult)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -839,7 +809,6 @@ def _enc_AlterReplicaLogDirPartitionResult_v0(
     o: _AlterReplicaLogDirPartitionResult, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult", "unknown tagged fields"
@@ -850,10 +819,8 @@ def _dec_AlterReplicaLogDirPartitionResult_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirPartitionResult, int]:
     o = new_instance(_AlterReplicaLogDirPartitionResult)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -866,7 +833,6 @@ def _enc_AlterReplicaLogDirPartitionResult_v2(
     o: _AlterReplicaLogDirPartitionResult, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -311,7 +311,6 @@ def _dec_AlterShareGroupOffsetsRequest_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_AlterShareGroupOffsetsRequestTopic_v0, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -321,7 +320,6 @@ def _dec_AlterShareGroupOffsetsRequest_v0(
 
 
 def _enc_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -333,7 +331,6 @@ def _enc_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, w: W
         False,
         "AlterShareGroupOffsetsRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -381,7 +378,6 @@ def _dec_AlterShareGroupOffsetsRequestTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterShareGroupOffsetsRequestPartition_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -393,7 +389,6 @@ def _dec_AlterShareGroupOffsetsRequestTopic_v0(
 def _enc_AlterShareGroupOffsetsRequestTopic_v0(
     o: _AlterShareGroupOffsetsRequestTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -405,7 +400,6 @@ def _enc_AlterShareGroupOffsetsRequestTopic_v0(
         False,
         "AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -449,10 +443,8 @@ def _dec_AlterShareGroupOffsetsRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterShareGroupOffsetsRequestPartition, int]:
     o = new_instance(_AlterShareGroupOffsetsRequestPartition)
-
     o.partition_index, o.start_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -465,7 +457,6 @@ def _enc_AlterShareGroupOffsetsRequestPartition_v0(
     o: _AlterShareGroupOffsetsRequestPartition, w: Writer
 ) -> None:
     w(_S_iq.pack(o.partition_index, o.start_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -609,7 +600,6 @@ def _dec_AlterShareGroupOffsetsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterShareGroupOffsetsResponse, int]:
     o = new_instance(AlterShareGroupOffsetsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -623,7 +613,6 @@ def _dec_AlterShareGroupOffsetsResponse_v0(
         "Responses",
         KeyedList,
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -649,7 +638,6 @@ def _enc_AlterShareGroupOffsetsResponse_v0(o: AlterShareGroupOffsetsResponse, w:
         False,
         "AlterShareGroupOffsetsResponse.Responses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -704,7 +692,6 @@ def _dec_AlterShareGroupOffsetsResponseTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AlterShareGroupOffsetsResponsePartition_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -716,7 +703,6 @@ def _dec_AlterShareGroupOffsetsResponseTopic_v0(
 def _enc_AlterShareGroupOffsetsResponseTopic_v0(
     o: _AlterShareGroupOffsetsResponseTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -729,7 +715,6 @@ def _enc_AlterShareGroupOffsetsResponseTopic_v0(
         False,
         "AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -779,11 +764,9 @@ def _dec_AlterShareGroupOffsetsResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterShareGroupOffsetsResponsePartition, int]:
     o = new_instance(_AlterShareGroupOffsetsResponsePartition)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -803,7 +786,6 @@ def _enc_AlterShareGroupOffsetsResponsePartition_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

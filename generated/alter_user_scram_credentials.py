@@ -261,7 +261,6 @@ def _dec_AlterUserScramCredentialsRequest_v0(
     o.upsertions, pos = read_array(
         buf, pos, end, _dec_ScramCredentialUpsertion_v0, True, False, "Upsertions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -289,7 +288,6 @@ def _enc_AlterUserScramCredentialsRequest_v0(
         False,
         "AlterUserScramCredentialsRequest.Upsertions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -332,10 +330,8 @@ def _dec_ScramCredentialDeletion_v0(
 ) -> tuple[_ScramCredentialDeletion, int]:
     o = new_instance(_ScramCredentialDeletion)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.mechanism = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -345,12 +341,10 @@ def _dec_ScramCredentialDeletion_v0(
 
 
 def _enc_ScramCredentialDeletion_v0(o: _ScramCredentialDeletion, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.mechanism))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -385,12 +379,10 @@ def _dec_ScramCredentialUpsertion_v0(
 ) -> tuple[_ScramCredentialUpsertion, int]:
     o = new_instance(_ScramCredentialUpsertion)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.mechanism, o.iterations = _S_bi.unpack_from(buf, pos)
     pos += 5
     o.salt, pos = read_compact_bytes(buf, pos, end)
     o.salted_password, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -400,14 +392,12 @@ def _dec_ScramCredentialUpsertion_v0(
 
 
 def _enc_ScramCredentialUpsertion_v0(o: _ScramCredentialUpsertion, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_bi.pack(o.mechanism, o.iterations))
     write_compact_bytes(w, o.salt)
     write_compact_bytes(w, o.salted_password)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -557,13 +547,11 @@ def _dec_AlterUserScramCredentialsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AlterUserScramCredentialsResponse, int]:
     o = new_instance(AlterUserScramCredentialsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_AlterUserScramCredentialsResult_v0, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -584,7 +572,6 @@ def _enc_AlterUserScramCredentialsResponse_v0(
         False,
         "AlterUserScramCredentialsResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -627,11 +614,9 @@ def _dec_AlterUserScramCredentialsResult_v0(
 ) -> tuple[_AlterUserScramCredentialsResult, int]:
     o = new_instance(_AlterUserScramCredentialsResult)
     o.user, pos = read_compact_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -641,7 +626,6 @@ def _dec_AlterUserScramCredentialsResult_v0(
 
 
 def _enc_AlterUserScramCredentialsResult_v0(o: _AlterUserScramCredentialsResult, w: Writer) -> None:
-
     b = o.user.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -653,7 +637,6 @@ def _enc_AlterUserScramCredentialsResult_v0(o: _AlterUserScramCredentialsResult,
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

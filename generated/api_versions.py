@@ -284,13 +284,11 @@ def _dec_ApiVersionsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
     o.client_software_version = ""
     o.cluster_id = None
     o.node_id = -1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ApiVersionsRequest_v0(o: ApiVersionsRequest, w: Writer) -> None:
-
     if o.unknown_tagged_fields:
         raise unsupported("ApiVersionsRequest", "unknown tagged fields")
 
@@ -301,7 +299,6 @@ def _dec_ApiVersionsRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
     o.client_software_version, pos = read_compact_string(buf, pos, end)
     o.cluster_id = None
     o.node_id = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -311,15 +308,12 @@ def _dec_ApiVersionsRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
 
 
 def _enc_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: Writer) -> None:
-
     b = o.client_software_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_software_version.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -328,10 +322,8 @@ def _dec_ApiVersionsRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
     o.client_software_name, pos = read_compact_string(buf, pos, end)
     o.client_software_version, pos = read_compact_string(buf, pos, end)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -341,11 +333,9 @@ def _dec_ApiVersionsRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[ApiVers
 
 
 def _enc_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: Writer) -> None:
-
     b = o.client_software_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_software_version.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -357,7 +347,6 @@ def _enc_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_i.pack(o.node_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -472,14 +461,12 @@ bind_native(
 
 def _dec_ApiVersionsResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ApiVersionsResponse, int]:
     o = new_instance(ApiVersionsResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.api_keys, pos = read_array(
         buf, pos, end, _dec_ApiVersion_v0, False, False, "ApiKeys", KeyedList
     )
     o.throttle_time_ms = 0
-
     o.supported_features = KeyedList()
     o.finalized_features_epoch = -1
     o.finalized_features = KeyedList()
@@ -493,23 +480,19 @@ def _enc_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.api_keys, _enc_ApiVersion_v0, False, False, "ApiVersionsResponse.ApiKeys"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ApiVersionsResponse", "unknown tagged fields")
 
 
 def _dec_ApiVersionsResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ApiVersionsResponse, int]:
     o = new_instance(ApiVersionsResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.api_keys, pos = read_array(
         buf, pos, end, _dec_ApiVersion_v0, False, False, "ApiKeys", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.supported_features = KeyedList()
     o.finalized_features_epoch = -1
     o.finalized_features = KeyedList()
@@ -524,23 +507,19 @@ def _enc_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: Writer) -> None:
         w, o.api_keys, _enc_ApiVersion_v0, False, False, "ApiVersionsResponse.ApiKeys"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("ApiVersionsResponse", "unknown tagged fields")
 
 
 def _dec_ApiVersionsResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVersionsResponse, int]:
     o = new_instance(ApiVersionsResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.api_keys, pos = read_array(
         buf, pos, end, _dec_ApiVersion_v3, True, False, "ApiKeys", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.supported_features = KeyedList()
     o.finalized_features_epoch = -1
     o.finalized_features = KeyedList()
@@ -565,13 +544,10 @@ def _dec_ApiVersionsResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVer
                     "SupportedFeatures",
                     KeyedList,
                 )
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
-
                 o.finalized_features_epoch = _S_q.unpack_from(buf, pos)[0]
                 pos += 8
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 2:
                 o.finalized_features, pos = read_array(
@@ -584,13 +560,10 @@ def _dec_ApiVersionsResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[ApiVer
                     "FinalizedFeatures",
                     KeyedList,
                 )
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 3:
-
                 o.zk_migration_ready = _S_o.unpack_from(buf, pos)[0]
                 pos += 1
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -605,7 +578,6 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
         w, o.api_keys, _enc_ApiVersion_v3, True, False, "ApiVersionsResponse.ApiKeys"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.supported_features != KeyedList():
@@ -619,13 +591,11 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
             False,
             "ApiVersionsResponse.SupportedFeatures",
         )
-
         tags.append((0, b"".join(value)))
     if o.finalized_features_epoch != -1:
         value = []
         tw = value.append
         tw(_S_q.pack(o.finalized_features_epoch))
-
         tags.append((1, b"".join(value)))
     if o.finalized_features != KeyedList():
         value = []
@@ -638,13 +608,11 @@ def _enc_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Writer) -> None:
             False,
             "ApiVersionsResponse.FinalizedFeatures",
         )
-
         tags.append((2, b"".join(value)))
     if o.zk_migration_ready != False:
         value = []
         tw = value.append
         tw(_S_o.pack(o.zk_migration_ready))
-
         tags.append((3, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -746,27 +714,22 @@ def _rnd_ApiVersionsResponse(g: Any, version: int) -> ApiVersionsResponse:
 
 def _dec_ApiVersion_v0(buf: Buffer, pos: int, end: int) -> tuple[_ApiVersion, int]:
     o = new_instance(_ApiVersion)
-
     o.api_key, o.min_version, o.max_version = _S_hhh.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ApiVersion_v0(o: _ApiVersion, w: Writer) -> None:
     w(_S_hhh.pack(o.api_key, o.min_version, o.max_version))
-
     if o.unknown_tagged_fields:
         raise unsupported("ApiVersionsResponse.ApiVersion", "unknown tagged fields")
 
 
 def _dec_ApiVersion_v3(buf: Buffer, pos: int, end: int) -> tuple[_ApiVersion, int]:
     o = new_instance(_ApiVersion)
-
     o.api_key, o.min_version, o.max_version = _S_hhh.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -777,7 +740,6 @@ def _dec_ApiVersion_v3(buf: Buffer, pos: int, end: int) -> tuple[_ApiVersion, in
 
 def _enc_ApiVersion_v3(o: _ApiVersion, w: Writer) -> None:
     w(_S_hhh.pack(o.api_key, o.min_version, o.max_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -815,10 +777,8 @@ def _dec_SupportedFeatureKey_v3(
 ) -> tuple[_SupportedFeatureKey, int]:
     o = new_instance(_SupportedFeatureKey)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.min_version, o.max_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -828,12 +788,10 @@ def _dec_SupportedFeatureKey_v3(
 
 
 def _enc_SupportedFeatureKey_v3(o: _SupportedFeatureKey, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_hh.pack(o.min_version, o.max_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -874,10 +832,8 @@ def _dec_FinalizedFeatureKey_v3(
 ) -> tuple[_FinalizedFeatureKey, int]:
     o = new_instance(_FinalizedFeatureKey)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.max_version_level, o.min_version_level = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -887,12 +843,10 @@ def _dec_FinalizedFeatureKey_v3(
 
 
 def _enc_FinalizedFeatureKey_v3(o: _FinalizedFeatureKey, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_hh.pack(o.max_version_level, o.min_version_level))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -320,13 +320,11 @@ def _dec_AssignReplicasToDirsRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AssignReplicasToDirsRequest, int]:
     o = new_instance(AssignReplicasToDirsRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.directories, pos = read_array(
         buf, pos, end, _dec_AssignReplicasToDirsRequest_DirectoryData_v0, True, False, "Directories"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -345,7 +343,6 @@ def _enc_AssignReplicasToDirsRequest_v0(o: AssignReplicasToDirsRequest, w: Write
         False,
         "AssignReplicasToDirsRequest.Directories",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -394,7 +391,6 @@ def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_AssignReplicasToDirsRequest_TopicData_v0, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -415,7 +411,6 @@ def _enc_AssignReplicasToDirsRequest_DirectoryData_v0(
         False,
         "AssignReplicasToDirsRequest.DirectoryData.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -462,7 +457,6 @@ def _dec_AssignReplicasToDirsRequest_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AssignReplicasToDirsRequest_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -483,7 +477,6 @@ def _enc_AssignReplicasToDirsRequest_TopicData_v0(
         False,
         "AssignReplicasToDirsRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -530,10 +523,8 @@ def _dec_AssignReplicasToDirsRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsRequest_PartitionData, int]:
     o = new_instance(_AssignReplicasToDirsRequest_PartitionData)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -546,7 +537,6 @@ def _enc_AssignReplicasToDirsRequest_PartitionData_v0(
     o: _AssignReplicasToDirsRequest_PartitionData, w: Writer
 ) -> None:
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -727,7 +717,6 @@ def _dec_AssignReplicasToDirsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[AssignReplicasToDirsResponse, int]:
     o = new_instance(AssignReplicasToDirsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.directories, pos = read_array(
@@ -739,7 +728,6 @@ def _dec_AssignReplicasToDirsResponse_v0(
         False,
         "Directories",
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -758,7 +746,6 @@ def _enc_AssignReplicasToDirsResponse_v0(o: AssignReplicasToDirsResponse, w: Wri
         False,
         "AssignReplicasToDirsResponse.Directories",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -809,7 +796,6 @@ def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_AssignReplicasToDirsResponse_TopicData_v0, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -830,7 +816,6 @@ def _enc_AssignReplicasToDirsResponse_DirectoryData_v0(
         False,
         "AssignReplicasToDirsResponse.DirectoryData.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -877,7 +862,6 @@ def _dec_AssignReplicasToDirsResponse_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AssignReplicasToDirsResponse_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -898,7 +882,6 @@ def _enc_AssignReplicasToDirsResponse_TopicData_v0(
         False,
         "AssignReplicasToDirsResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -945,10 +928,8 @@ def _dec_AssignReplicasToDirsResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsResponse_PartitionData, int]:
     o = new_instance(_AssignReplicasToDirsResponse_PartitionData)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -961,7 +942,6 @@ def _enc_AssignReplicasToDirsResponse_PartitionData_v0(
     o: _AssignReplicasToDirsResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -379,7 +379,6 @@ def _dec_BeginQuorumEpochRequest_v0(
         buf, pos, end, _dec_BeginQuorumEpochRequest_TopicData_v0, False, False, "Topics"
     )
     o.leader_endpoints = KeyedList()
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -400,7 +399,6 @@ def _enc_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, w: Writer) -> No
         False,
         "BeginQuorumEpochRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("BeginQuorumEpochRequest", "unknown tagged fields")
 
@@ -410,7 +408,6 @@ def _dec_BeginQuorumEpochRequest_v1(
 ) -> tuple[BeginQuorumEpochRequest, int]:
     o = new_instance(BeginQuorumEpochRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -419,7 +416,6 @@ def _dec_BeginQuorumEpochRequest_v1(
     o.leader_endpoints, pos = read_array(
         buf, pos, end, _dec_LeaderEndpoint_v1, True, False, "LeaderEndpoints", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -453,7 +449,6 @@ def _enc_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: Writer) -> No
         False,
         "BeginQuorumEpochRequest.LeaderEndpoints",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -510,7 +505,6 @@ def _dec_BeginQuorumEpochRequest_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_BeginQuorumEpochRequest_PartitionData_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -518,7 +512,6 @@ def _dec_BeginQuorumEpochRequest_TopicData_v0(
 def _enc_BeginQuorumEpochRequest_TopicData_v0(
     o: _BeginQuorumEpochRequest_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -530,7 +523,6 @@ def _enc_BeginQuorumEpochRequest_TopicData_v0(
         False,
         "BeginQuorumEpochRequest.TopicData.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("BeginQuorumEpochRequest.TopicData", "unknown tagged fields")
 
@@ -543,7 +535,6 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_BeginQuorumEpochRequest_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -555,7 +546,6 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(
 def _enc_BeginQuorumEpochRequest_TopicData_v1(
     o: _BeginQuorumEpochRequest_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -567,7 +557,6 @@ def _enc_BeginQuorumEpochRequest_TopicData_v1(
         False,
         "BeginQuorumEpochRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -611,14 +600,11 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochRequest_PartitionData, int]:
     o = new_instance(_BeginQuorumEpochRequest_PartitionData)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.voter_directory_id = ZERO_UUID
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -628,7 +614,6 @@ def _enc_BeginQuorumEpochRequest_PartitionData_v0(
 ) -> None:
     w(_S_i.pack(o.partition_index))
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported("BeginQuorumEpochRequest.PartitionData", "unknown tagged fields")
 
@@ -637,14 +622,11 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochRequest_PartitionData, int]:
     o = new_instance(_BeginQuorumEpochRequest_PartitionData)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -659,7 +641,6 @@ def _enc_BeginQuorumEpochRequest_PartitionData_v1(
     w(_S_i.pack(o.partition_index))
     w(o.voter_directory_id.bytes)
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -709,10 +690,8 @@ def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndp
     o = new_instance(_LeaderEndpoint)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -722,16 +701,13 @@ def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndp
 
 
 def _enc_LeaderEndpoint_v1(o: _LeaderEndpoint, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -960,13 +936,11 @@ def _dec_BeginQuorumEpochResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BeginQuorumEpochResponse, int]:
     o = new_instance(BeginQuorumEpochResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.topics, pos = read_array(
         buf, pos, end, _dec_BeginQuorumEpochResponse_TopicData_v0, False, False, "Topics"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -982,10 +956,8 @@ def _enc_BeginQuorumEpochResponse_v0(o: BeginQuorumEpochResponse, w: Writer) -> 
         False,
         "BeginQuorumEpochResponse.Topics",
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("BeginQuorumEpochResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("BeginQuorumEpochResponse", "unknown tagged fields")
 
@@ -994,13 +966,11 @@ def _dec_BeginQuorumEpochResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BeginQuorumEpochResponse, int]:
     o = new_instance(BeginQuorumEpochResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.topics, pos = read_array(
         buf, pos, end, _dec_BeginQuorumEpochResponse_TopicData_v1, True, False, "Topics"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1015,7 +985,6 @@ def _dec_BeginQuorumEpochResponse_v1(
                 o.node_endpoints, pos = read_array(
                     buf, pos, tag_end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1034,7 +1003,6 @@ def _enc_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: Writer) -> 
         False,
         "BeginQuorumEpochResponse.Topics",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -1048,7 +1016,6 @@ def _enc_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: Writer) -> 
             False,
             "BeginQuorumEpochResponse.NodeEndpoints",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1113,7 +1080,6 @@ def _dec_BeginQuorumEpochResponse_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_BeginQuorumEpochResponse_PartitionData_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1121,7 +1087,6 @@ def _dec_BeginQuorumEpochResponse_TopicData_v0(
 def _enc_BeginQuorumEpochResponse_TopicData_v0(
     o: _BeginQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1133,7 +1098,6 @@ def _enc_BeginQuorumEpochResponse_TopicData_v0(
         False,
         "BeginQuorumEpochResponse.TopicData.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("BeginQuorumEpochResponse.TopicData", "unknown tagged fields")
 
@@ -1146,7 +1110,6 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_BeginQuorumEpochResponse_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1158,7 +1121,6 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(
 def _enc_BeginQuorumEpochResponse_TopicData_v1(
     o: _BeginQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1170,7 +1132,6 @@ def _enc_BeginQuorumEpochResponse_TopicData_v1(
         False,
         "BeginQuorumEpochResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1214,10 +1175,8 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochResponse_PartitionData, int]:
     o = new_instance(_BeginQuorumEpochResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1226,7 +1185,6 @@ def _enc_BeginQuorumEpochResponse_PartitionData_v0(
     o: _BeginQuorumEpochResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported("BeginQuorumEpochResponse.PartitionData", "unknown tagged fields")
 
@@ -1235,10 +1193,8 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochResponse_PartitionData, int]:
     o = new_instance(_BeginQuorumEpochResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1251,7 +1207,6 @@ def _enc_BeginQuorumEpochResponse_PartitionData_v1(
     o: _BeginQuorumEpochResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1295,14 +1250,11 @@ def _rnd_BeginQuorumEpochResponse_PartitionData(
 
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1313,12 +1265,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

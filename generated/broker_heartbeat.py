@@ -169,12 +169,10 @@ def _dec_BrokerHeartbeatRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerHeartbeatRequest, int]:
     o = new_instance(BrokerHeartbeatRequest)
-
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = (
         _S_iqqoo.unpack_from(buf, pos)
     )
     pos += 22
-
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     if pos < end and buf[pos] == 0:
@@ -191,13 +189,10 @@ def _enc_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, w: Writer) -> None
             o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down
         )
     )
-
     if o.offline_log_dirs != []:
         raise unsupported("BrokerHeartbeatRequest.OfflineLogDirs", "non-default value")
-
     if o.cordoned_log_dirs != None:
         raise unsupported("BrokerHeartbeatRequest.CordonedLogDirs", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -205,12 +200,10 @@ def _dec_BrokerHeartbeatRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerHeartbeatRequest, int]:
     o = new_instance(BrokerHeartbeatRequest)
-
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = (
         _S_iqqoo.unpack_from(buf, pos)
     )
     pos += 22
-
     o.cordoned_log_dirs = None
     o.offline_log_dirs = []
     if pos < end and buf[pos] == 0:
@@ -226,7 +219,6 @@ def _dec_BrokerHeartbeatRequest_v1(
                 o.offline_log_dirs, pos = read_array(
                     buf, pos, tag_end, read_uuid, True, False, "OfflineLogDirs"
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -241,10 +233,8 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
             o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down
         )
     )
-
     if o.cordoned_log_dirs != None:
         raise unsupported("BrokerHeartbeatRequest.CordonedLogDirs", "non-default value")
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.offline_log_dirs != []:
@@ -253,7 +243,6 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
         write_array(
             tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -265,12 +254,10 @@ def _dec_BrokerHeartbeatRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerHeartbeatRequest, int]:
     o = new_instance(BrokerHeartbeatRequest)
-
     o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = (
         _S_iqqoo.unpack_from(buf, pos)
     )
     pos += 22
-
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     if pos < end and buf[pos] == 0:
@@ -286,13 +273,11 @@ def _dec_BrokerHeartbeatRequest_v2(
                 o.offline_log_dirs, pos = read_array(
                     buf, pos, tag_end, read_uuid, True, False, "OfflineLogDirs"
                 )
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
                 o.cordoned_log_dirs, pos = read_array(
                     buf, pos, tag_end, read_uuid, True, True, "CordonedLogDirs"
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -307,7 +292,6 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
             o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down
         )
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.offline_log_dirs != []:
@@ -316,7 +300,6 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
         write_array(
             tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
-
         tags.append((0, b"".join(value)))
     if o.cordoned_log_dirs != None:
         value = []
@@ -329,7 +312,6 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
             True,
             "BrokerHeartbeatRequest.CordonedLogDirs",
         )
-
         tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -499,12 +481,10 @@ def _dec_BrokerHeartbeatResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerHeartbeatResponse, int]:
     o = new_instance(BrokerHeartbeatResponse)
-
     o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down = (
         _S_ihooo.unpack_from(buf, pos)
     )
     pos += 9
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -519,7 +499,6 @@ def _enc_BrokerHeartbeatResponse_v0(o: BrokerHeartbeatResponse, w: Writer) -> No
             o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

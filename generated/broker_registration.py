@@ -256,7 +256,6 @@ def _dec_BrokerRegistrationRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerRegistrationRequest, int]:
     o = new_instance(BrokerRegistrationRequest)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos, end)
@@ -269,7 +268,6 @@ def _dec_BrokerRegistrationRequest_v0(
     o.is_migrating_zk_broker = False
     o.log_dirs = []
     o.previous_broker_epoch = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -280,7 +278,6 @@ def _dec_BrokerRegistrationRequest_v0(
 
 def _enc_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -300,7 +297,6 @@ def _enc_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: Writer) -
         w(b)
     if o.is_migrating_zk_broker != False:
         raise unsupported("BrokerRegistrationRequest.IsMigratingZkBroker", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -308,7 +304,6 @@ def _dec_BrokerRegistrationRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerRegistrationRequest, int]:
     o = new_instance(BrokerRegistrationRequest)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos, end)
@@ -318,12 +313,10 @@ def _dec_BrokerRegistrationRequest_v1(
     )
     o.features, pos = read_array(buf, pos, end, _dec_Feature_v0, True, False, "Features", KeyedList)
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     o.is_migrating_zk_broker = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.log_dirs = []
     o.previous_broker_epoch = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -334,7 +327,6 @@ def _dec_BrokerRegistrationRequest_v1(
 
 def _enc_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -353,7 +345,6 @@ def _enc_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: Writer) -
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -361,7 +352,6 @@ def _dec_BrokerRegistrationRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerRegistrationRequest, int]:
     o = new_instance(BrokerRegistrationRequest)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos, end)
@@ -371,12 +361,10 @@ def _dec_BrokerRegistrationRequest_v2(
     )
     o.features, pos = read_array(buf, pos, end, _dec_Feature_v0, True, False, "Features", KeyedList)
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     o.is_migrating_zk_broker = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.log_dirs, pos = read_array(buf, pos, end, read_uuid, True, False, "LogDirs")
     o.previous_broker_epoch = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -387,7 +375,6 @@ def _dec_BrokerRegistrationRequest_v2(
 
 def _enc_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -407,7 +394,6 @@ def _enc_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: Writer) -
         w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
     write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -415,7 +401,6 @@ def _dec_BrokerRegistrationRequest_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerRegistrationRequest, int]:
     o = new_instance(BrokerRegistrationRequest)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos, end)
@@ -425,14 +410,11 @@ def _dec_BrokerRegistrationRequest_v3(
     )
     o.features, pos = read_array(buf, pos, end, _dec_Feature_v0, True, False, "Features", KeyedList)
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     o.is_migrating_zk_broker = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.log_dirs, pos = read_array(buf, pos, end, read_uuid, True, False, "LogDirs")
-
     o.previous_broker_epoch = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -443,7 +425,6 @@ def _dec_BrokerRegistrationRequest_v3(
 
 def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -464,7 +445,6 @@ def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -
     w(_S_o.pack(o.is_migrating_zk_broker))
     write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
     w(_S_q.pack(o.previous_broker_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -536,10 +516,8 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port, o.security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -549,16 +527,13 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_Hh.pack(o.port, o.security_protocol))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -597,10 +572,8 @@ def _rnd_Listener(g: Any, version: int) -> _Listener:
 def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
     o = new_instance(_Feature)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.min_supported_version, o.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -610,12 +583,10 @@ def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
 
 
 def _enc_Feature_v0(o: _Feature, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_hh.pack(o.min_supported_version, o.max_supported_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -828,10 +799,8 @@ def _dec_BrokerRegistrationResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[BrokerRegistrationResponse, int]:
     o = new_instance(BrokerRegistrationResponse)
-
     o.throttle_time_ms, o.error_code, o.broker_epoch = _S_ihq.unpack_from(buf, pos)
     pos += 14
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -842,7 +811,6 @@ def _dec_BrokerRegistrationResponse_v0(
 
 def _enc_BrokerRegistrationResponse_v0(o: BrokerRegistrationResponse, w: Writer) -> None:
     w(_S_ihq.pack(o.throttle_time_ms, o.error_code, o.broker_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

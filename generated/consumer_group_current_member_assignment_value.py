@@ -159,7 +159,6 @@ def _dec_ConsumerGroupCurrentMemberAssignmentValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupCurrentMemberAssignmentValue, int]:
     o = new_instance(ConsumerGroupCurrentMemberAssignmentValue)
-
     o.member_epoch, o.previous_member_epoch, o.state = _S_iib.unpack_from(buf, pos)
     pos += 9
     o.assigned_partitions, pos = read_array(
@@ -168,7 +167,6 @@ def _dec_ConsumerGroupCurrentMemberAssignmentValue_v0(
     o.partitions_pending_revocation, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v0, True, False, "PartitionsPendingRevocation"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -197,7 +195,6 @@ def _enc_ConsumerGroupCurrentMemberAssignmentValue_v0(
         False,
         "ConsumerGroupCurrentMemberAssignmentValue.PartitionsPendingRevocation",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -250,7 +247,6 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     o.assignment_epochs = []
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -263,7 +259,6 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.assignment_epochs, pos = _read_i_c_n(buf, pos, tag_end, "AssignmentEpochs")
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -277,7 +272,6 @@ def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     _write_i_c(
         w, o.partitions, "ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions.Partitions"
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.assignment_epochs != []:
@@ -288,7 +282,6 @@ def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
             o.assignment_epochs,
             "ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions.AssignmentEpochs",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)

@@ -423,12 +423,10 @@ def _dec_ConsumerGroupDescribeRequest_v0(
 ) -> tuple[ConsumerGroupDescribeRequest, int]:
     o = new_instance(ConsumerGroupDescribeRequest)
     o.group_ids, pos = read_array(buf, pos, end, read_compact_string, True, False, "GroupIds")
-
     o.include_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -442,7 +440,6 @@ def _enc_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, w: Wri
         w, o.group_ids, write_compact_string, True, False, "ConsumerGroupDescribeRequest.GroupIds"
     )
     w(_S_o.pack(o.include_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -451,7 +448,6 @@ def _dec_ConsumerGroupDescribeRequest_v2(
 ) -> tuple[ConsumerGroupDescribeRequest, int]:
     o = new_instance(ConsumerGroupDescribeRequest)
     o.group_ids, pos = read_array(buf, pos, end, read_compact_string, True, False, "GroupIds")
-
     o.include_authorized_operations, o.response_pagination_limit = _S_oi.unpack_from(buf, pos)
     pos += 5
     if pos >= end:
@@ -461,7 +457,6 @@ def _dec_ConsumerGroupDescribeRequest_v2(
         pos += 1
     else:
         o.cursor, pos = _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -480,7 +475,6 @@ def _enc_ConsumerGroupDescribeRequest_v2(o: ConsumerGroupDescribeRequest, w: Wri
     else:
         w(PRESENT_MARKER)
         _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -551,7 +545,6 @@ def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(
     o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -563,15 +556,12 @@ def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(
 def _enc_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(
     o: _ConsumerGroupDescribeRequest_GroupMemberCursor, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -705,12 +695,10 @@ def _dec_ConsumerGroupDescribeResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupDescribeResponse, int]:
     o = new_instance(ConsumerGroupDescribeResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v0, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -724,7 +712,6 @@ def _enc_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, w: W
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v0, True, False, "ConsumerGroupDescribeResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -732,12 +719,10 @@ def _dec_ConsumerGroupDescribeResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupDescribeResponse, int]:
     o = new_instance(ConsumerGroupDescribeResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -751,7 +736,6 @@ def _enc_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, w: W
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v1, True, False, "ConsumerGroupDescribeResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -759,7 +743,6 @@ def _dec_ConsumerGroupDescribeResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupDescribeResponse, int]:
     o = new_instance(ConsumerGroupDescribeResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
@@ -772,7 +755,6 @@ def _dec_ConsumerGroupDescribeResponse_v2(
         o.next_cursor, pos = _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
             buf, pos + 1, end
         )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -791,7 +773,6 @@ def _enc_ConsumerGroupDescribeResponse_v2(o: ConsumerGroupDescribeResponse, w: W
     else:
         w(PRESENT_MARKER)
         _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -852,21 +833,17 @@ def _rnd_ConsumerGroupDescribeResponse(g: Any, version: int) -> ConsumerGroupDes
 
 def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
-
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos, end)
     o.members, pos = read_array(buf, pos, end, _dec_Member_v0, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -884,16 +861,13 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.group_epoch, o.assignment_epoch))
-
     b = o.assignor_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -906,27 +880,22 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
         "ConsumerGroupDescribeResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
-
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos, end)
     o.members, pos = read_array(buf, pos, end, _dec_Member_v1, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -944,16 +913,13 @@ def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.group_epoch, o.assignment_epoch))
-
     b = o.assignor_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -966,7 +932,6 @@ def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
         "ConsumerGroupDescribeResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1024,7 +989,6 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.client_id, pos = read_compact_string(buf, pos, end)
@@ -1036,7 +1000,6 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o.assignment, pos = _dec_Assignment_v0(buf, pos, end)
     o.target_assignment, pos = _dec_Assignment_v0(buf, pos, end)
     o.member_type = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1046,7 +1009,6 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
 
 
 def _enc_Member_v0(o: _Member, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1065,11 +1027,9 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_i.pack(o.member_epoch))
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1090,7 +1050,6 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
         w(b)
     _enc_Assignment_v0(o.assignment, w)
     _enc_Assignment_v0(o.target_assignment, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1099,7 +1058,6 @@ def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.client_id, pos = read_compact_string(buf, pos, end)
@@ -1110,10 +1068,8 @@ def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos, end)
     o.assignment, pos = _dec_Assignment_v0(buf, pos, end)
     o.target_assignment, pos = _dec_Assignment_v0(buf, pos, end)
-
     o.member_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1123,7 +1079,6 @@ def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
 
 
 def _enc_Member_v1(o: _Member, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1142,11 +1097,9 @@ def _enc_Member_v1(o: _Member, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_i.pack(o.member_epoch))
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1168,7 +1121,6 @@ def _enc_Member_v1(o: _Member, w: Writer) -> None:
     _enc_Assignment_v0(o.assignment, w)
     _enc_Assignment_v0(o.target_assignment, w)
     w(_S_b.pack(o.member_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1237,7 +1189,6 @@ def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v0, True, False, "TopicPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1255,7 +1206,6 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
         False,
         "ConsumerGroupDescribeResponse.Assignment.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1289,7 +1239,6 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1300,12 +1249,10 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "ConsumerGroupDescribeResponse.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1347,7 +1294,6 @@ def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
     o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1359,15 +1305,12 @@ def _dec_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
 def _enc_ConsumerGroupDescribeResponse_GroupMemberCursor_v2(
     o: _ConsumerGroupDescribeResponse_GroupMemberCursor, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -298,12 +298,10 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(
     o = new_instance(ConsumerGroupHeartbeatRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.subscribed_topic_names, pos = read_array(
@@ -320,7 +318,6 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(
         True,
         "TopicPartitions",
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -330,11 +327,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(
 
 
 def _enc_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -379,7 +374,6 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: W
         True,
         "ConsumerGroupHeartbeatRequest.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -389,12 +383,10 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(
     o = new_instance(ConsumerGroupHeartbeatRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.subscribed_topic_names, pos = read_array(
@@ -411,7 +403,6 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(
         True,
         "TopicPartitions",
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -421,11 +412,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(
 
 
 def _enc_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -475,7 +464,6 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: W
         True,
         "ConsumerGroupHeartbeatRequest.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -564,7 +552,6 @@ def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(
     o = new_instance(_ConsumerGroupHeartbeatRequest_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -578,7 +565,6 @@ def _enc_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(
 ) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ConsumerGroupHeartbeatRequest.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -731,12 +717,10 @@ def _dec_ConsumerGroupHeartbeatResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupHeartbeatResponse, int]:
     o = new_instance(ConsumerGroupHeartbeatResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch, o.heartbeat_interval_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     if pos >= end:
@@ -746,7 +730,6 @@ def _dec_ConsumerGroupHeartbeatResponse_v0(
         pos += 1
     else:
         o.assignment, pos = _dec_Assignment_v0(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -777,7 +760,6 @@ def _enc_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse, w:
     else:
         w(PRESENT_MARKER)
         _enc_Assignment_v0(o.assignment, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -839,7 +821,6 @@ def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
         False,
         "TopicPartitions",
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -857,7 +838,6 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
         False,
         "ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -898,7 +878,6 @@ def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(
     o = new_instance(_ConsumerGroupHeartbeatResponse_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -912,7 +891,6 @@ def _enc_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(
 ) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ConsumerGroupHeartbeatResponse.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -217,11 +217,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(
         buf, pos, end, read_compact_string, True, False, "SubscribedTopicNames"
     )
     o.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos, end)
-
     o.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.server_assignor, pos = read_compact_nullable_string(buf, pos, end)
-
     o.classic_member_metadata = _ClassicMemberMetadata()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -242,7 +240,6 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(
                     o.classic_member_metadata, pos = _dec_ClassicMemberMetadata_v0(
                         buf, pos + 1, tag_end
                     )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -268,11 +265,9 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -299,7 +294,6 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.classic_member_metadata != _ClassicMemberMetadata_DEFAULT:
@@ -310,7 +304,6 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(
         else:
             tw(PRESENT_MARKER)
             _enc_ClassicMemberMetadata_v0(o.classic_member_metadata, tw)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -387,13 +380,11 @@ def _dec_ClassicMemberMetadata_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ClassicMemberMetadata, int]:
     o = new_instance(_ClassicMemberMetadata)
-
     o.session_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.supported_protocols, pos = read_array(
         buf, pos, end, _dec_ClassicProtocol_v0, True, False, "SupportedProtocols"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -412,7 +403,6 @@ def _enc_ClassicMemberMetadata_v0(o: _ClassicMemberMetadata, w: Writer) -> None:
         False,
         "ConsumerGroupMemberMetadataValue.ClassicMemberMetadata.SupportedProtocols",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -448,7 +438,6 @@ def _dec_ClassicProtocol_v0(buf: Buffer, pos: int, end: int) -> tuple[_ClassicPr
     o = new_instance(_ClassicProtocol)
     o.name, pos = read_compact_string(buf, pos, end)
     o.metadata, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -458,12 +447,10 @@ def _dec_ClassicProtocol_v0(buf: Buffer, pos: int, end: int) -> tuple[_ClassicPr
 
 
 def _enc_ClassicProtocol_v0(o: _ClassicProtocol, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_compact_bytes(w, o.metadata)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -75,17 +75,14 @@ def _dec_ConsumerGroupMetadataKey_v0(
 ) -> tuple[ConsumerGroupMetadataKey, int]:
     o = new_instance(ConsumerGroupMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ConsumerGroupMetadataKey_v0(o: ConsumerGroupMetadataKey, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerGroupMetadataKey", "unknown tagged fields")
 

@@ -83,10 +83,8 @@ def _dec_ConsumerGroupMetadataValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupMetadataValue, int]:
     o = new_instance(ConsumerGroupMetadataValue)
-
     o.epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.metadata_hash = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -98,10 +96,8 @@ def _dec_ConsumerGroupMetadataValue_v0(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.metadata_hash = _S_q.unpack_from(buf, pos)[0]
                 pos += 8
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -112,14 +108,12 @@ def _dec_ConsumerGroupMetadataValue_v0(
 
 def _enc_ConsumerGroupMetadataValue_v0(o: ConsumerGroupMetadataValue, w: Writer) -> None:
     w(_S_i.pack(o.epoch))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.metadata_hash != 0:
         value = []
         tw = value.append
         tw(_S_q.pack(o.metadata_hash))
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)

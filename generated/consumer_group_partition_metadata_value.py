@@ -166,7 +166,6 @@ def _dec_ConsumerGroupPartitionMetadataValue_v0(
 ) -> tuple[ConsumerGroupPartitionMetadataValue, int]:
     o = new_instance(ConsumerGroupPartitionMetadataValue)
     o.topics, pos = read_array(buf, pos, end, _dec_TopicMetadata_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -186,7 +185,6 @@ def _enc_ConsumerGroupPartitionMetadataValue_v0(
         False,
         "ConsumerGroupPartitionMetadataValue.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -225,13 +223,11 @@ def _dec_TopicMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicMetada
     o = new_instance(_TopicMetadata)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.num_partitions = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.partition_metadata, pos = read_array(
         buf, pos, end, _dec_PartitionMetadata_v0, True, False, "PartitionMetadata"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -242,7 +238,6 @@ def _dec_TopicMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicMetada
 
 def _enc_TopicMetadata_v0(o: _TopicMetadata, w: Writer) -> None:
     w(o.topic_id.bytes)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -255,7 +250,6 @@ def _enc_TopicMetadata_v0(o: _TopicMetadata, w: Writer) -> None:
         False,
         "ConsumerGroupPartitionMetadataValue.TopicMetadata.PartitionMetadata",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -296,11 +290,9 @@ def _rnd_TopicMetadata(g: Any, version: int) -> _TopicMetadata:
 
 def _dec_PartitionMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionMetadata, int]:
     o = new_instance(_PartitionMetadata)
-
     o.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.racks, pos = read_array(buf, pos, end, read_compact_string, True, False, "Racks")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -319,7 +311,6 @@ def _enc_PartitionMetadata_v0(o: _PartitionMetadata, w: Writer) -> None:
         False,
         "ConsumerGroupPartitionMetadataValue.PartitionMetadata.Racks",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -80,7 +80,6 @@ def _dec_ConsumerGroupRegularExpressionKey_v0(
     o = new_instance(ConsumerGroupRegularExpressionKey)
     o.group_id, pos = read_string(buf, pos, end)
     o.regular_expression, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -88,15 +87,12 @@ def _dec_ConsumerGroupRegularExpressionKey_v0(
 def _enc_ConsumerGroupRegularExpressionKey_v0(
     o: ConsumerGroupRegularExpressionKey, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.regular_expression.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerGroupRegularExpressionKey", "unknown tagged fields")
 

@@ -93,10 +93,8 @@ def _dec_ConsumerGroupRegularExpressionValue_v0(
 ) -> tuple[ConsumerGroupRegularExpressionValue, int]:
     o = new_instance(ConsumerGroupRegularExpressionValue)
     o.topics, pos = read_array(buf, pos, end, read_compact_string, True, False, "Topics")
-
     o.version, o.timestamp = _S_qq.unpack_from(buf, pos)
     pos += 16
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -112,7 +110,6 @@ def _enc_ConsumerGroupRegularExpressionValue_v0(
         w, o.topics, write_compact_string, True, False, "ConsumerGroupRegularExpressionValue.Topics"
     )
     w(_S_qq.pack(o.version, o.timestamp))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -128,7 +128,6 @@ def _dec_ConsumerGroupTargetAssignmentMemberValue_v0(
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v0, True, False, "TopicPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -148,7 +147,6 @@ def _enc_ConsumerGroupTargetAssignmentMemberValue_v0(
         False,
         "ConsumerGroupTargetAssignmentMemberValue.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -187,7 +185,6 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
     o = new_instance(_TopicPartition)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -201,7 +198,6 @@ def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
     _write_i_c(
         w, o.partitions, "ConsumerGroupTargetAssignmentMemberValue.TopicPartition.Partitions"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

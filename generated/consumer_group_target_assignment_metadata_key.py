@@ -75,7 +75,6 @@ def _dec_ConsumerGroupTargetAssignmentMetadataKey_v0(
 ) -> tuple[ConsumerGroupTargetAssignmentMetadataKey, int]:
     o = new_instance(ConsumerGroupTargetAssignmentMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -83,11 +82,9 @@ def _dec_ConsumerGroupTargetAssignmentMetadataKey_v0(
 def _enc_ConsumerGroupTargetAssignmentMetadataKey_v0(
     o: ConsumerGroupTargetAssignmentMetadataKey, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerGroupTargetAssignmentMetadataKey", "unknown tagged fields")
 

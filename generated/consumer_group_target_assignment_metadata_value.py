@@ -83,10 +83,8 @@ def _dec_ConsumerGroupTargetAssignmentMetadataValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ConsumerGroupTargetAssignmentMetadataValue, int]:
     o = new_instance(ConsumerGroupTargetAssignmentMetadataValue)
-
     o.assignment_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.assignment_timestamp = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -98,10 +96,8 @@ def _dec_ConsumerGroupTargetAssignmentMetadataValue_v0(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.assignment_timestamp = _S_q.unpack_from(buf, pos)[0]
                 pos += 8
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -114,14 +110,12 @@ def _enc_ConsumerGroupTargetAssignmentMetadataValue_v0(
     o: ConsumerGroupTargetAssignmentMetadataValue, w: Writer
 ) -> None:
     w(_S_i.pack(o.assignment_epoch))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.assignment_timestamp != 0:
         value = []
         tw = value.append
         tw(_S_q.pack(o.assignment_timestamp))
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)

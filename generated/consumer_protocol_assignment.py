@@ -137,7 +137,6 @@ def _dec_ConsumerProtocolAssignment_v0(
         buf, pos, end, _dec_TopicPartition_v0, False, False, "AssignedPartitions", KeyedList
     )
     o.user_data, pos = read_nullable_records(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -152,7 +151,6 @@ def _enc_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, w: Writer)
         "ConsumerProtocolAssignment.AssignedPartitions",
     )
     write_nullable_bytes(w, o.user_data)
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolAssignment", "unknown tagged fields")
 
@@ -190,18 +188,15 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
     o = new_instance(_TopicPartition)
     o.topic, pos = read_string(buf, pos, end)
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "ConsumerProtocolAssignment.TopicPartition.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolAssignment.TopicPartition", "unknown tagged fields")
 

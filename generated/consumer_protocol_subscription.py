@@ -157,7 +157,6 @@ def _dec_ConsumerProtocolSubscription_v0(
     o.owned_partitions = KeyedList()
     o.generation_id = -1
     o.rack_id = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -165,7 +164,6 @@ def _dec_ConsumerProtocolSubscription_v0(
 def _enc_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: Writer) -> None:
     write_array(w, o.topics, write_string, False, False, "ConsumerProtocolSubscription.Topics")
     write_nullable_bytes(w, o.user_data)
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription", "unknown tagged fields")
 
@@ -181,7 +179,6 @@ def _dec_ConsumerProtocolSubscription_v1(
     )
     o.generation_id = -1
     o.rack_id = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -197,7 +194,6 @@ def _enc_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: Wri
         False,
         "ConsumerProtocolSubscription.OwnedPartitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription", "unknown tagged fields")
 
@@ -211,11 +207,9 @@ def _dec_ConsumerProtocolSubscription_v2(
     o.owned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v1, False, False, "OwnedPartitions", KeyedList
     )
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack_id = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -232,7 +226,6 @@ def _enc_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: Wri
         "ConsumerProtocolSubscription.OwnedPartitions",
     )
     w(_S_i.pack(o.generation_id))
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription", "unknown tagged fields")
 
@@ -246,11 +239,9 @@ def _dec_ConsumerProtocolSubscription_v3(
     o.owned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v1, False, False, "OwnedPartitions", KeyedList
     )
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack_id, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -274,7 +265,6 @@ def _enc_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: Wri
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription", "unknown tagged fields")
 
@@ -337,18 +327,15 @@ def _dec_TopicPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
     o = new_instance(_TopicPartition)
     o.topic, pos = read_string(buf, pos, end)
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicPartition_v1(o: _TopicPartition, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "ConsumerProtocolSubscription.TopicPartition.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported("ConsumerProtocolSubscription.TopicPartition", "unknown tagged fields")
 

@@ -70,17 +70,14 @@ def _dec_ControlRecordTypeSchema_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControlRecordTypeSchema, int]:
     o = new_instance(ControlRecordTypeSchema)
-
     o.type = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ControlRecordTypeSchema_v0(o: ControlRecordTypeSchema, w: Writer) -> None:
     w(_S_h.pack(o.type))
-
     if o.unknown_tagged_fields:
         raise unsupported("ControlRecordTypeSchema", "unknown tagged fields")
 

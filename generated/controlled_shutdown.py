@@ -173,18 +173,15 @@ def _dec_ControlledShutdownRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControlledShutdownRequest, int]:
     o = new_instance(ControlledShutdownRequest)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ControlledShutdownRequest_v0(o: ControlledShutdownRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     if o.unknown_tagged_fields:
         raise unsupported("ControlledShutdownRequest", "unknown tagged fields")
 
@@ -193,17 +190,14 @@ def _dec_ControlledShutdownRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControlledShutdownRequest, int]:
     o = new_instance(ControlledShutdownRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ControlledShutdownRequest_v2(o: ControlledShutdownRequest, w: Writer) -> None:
     w(_S_iq.pack(o.broker_id, o.broker_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported("ControlledShutdownRequest", "unknown tagged fields")
 
@@ -212,10 +206,8 @@ def _dec_ControlledShutdownRequest_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControlledShutdownRequest, int]:
     o = new_instance(ControlledShutdownRequest)
-
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -226,7 +218,6 @@ def _dec_ControlledShutdownRequest_v3(
 
 def _enc_ControlledShutdownRequest_v3(o: ControlledShutdownRequest, w: Writer) -> None:
     w(_S_iq.pack(o.broker_id, o.broker_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -324,13 +315,11 @@ def _dec_ControlledShutdownResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControlledShutdownResponse, int]:
     o = new_instance(ControlledShutdownResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.remaining_partitions, pos = read_array(
         buf, pos, end, _dec_RemainingPartition_v0, False, False, "RemainingPartitions", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -345,7 +334,6 @@ def _enc_ControlledShutdownResponse_v0(o: ControlledShutdownResponse, w: Writer)
         False,
         "ControlledShutdownResponse.RemainingPartitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ControlledShutdownResponse", "unknown tagged fields")
 
@@ -354,13 +342,11 @@ def _dec_ControlledShutdownResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControlledShutdownResponse, int]:
     o = new_instance(ControlledShutdownResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.remaining_partitions, pos = read_array(
         buf, pos, end, _dec_RemainingPartition_v3, True, False, "RemainingPartitions", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -379,7 +365,6 @@ def _enc_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, w: Writer)
         False,
         "ControlledShutdownResponse.RemainingPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -418,21 +403,17 @@ def _rnd_ControlledShutdownResponse(g: Any, version: int) -> ControlledShutdownR
 def _dec_RemainingPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_RemainingPartition, int]:
     o = new_instance(_RemainingPartition)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_RemainingPartition_v0(o: _RemainingPartition, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     if o.unknown_tagged_fields:
         raise unsupported("ControlledShutdownResponse.RemainingPartition", "unknown tagged fields")
 
@@ -440,10 +421,8 @@ def _enc_RemainingPartition_v0(o: _RemainingPartition, w: Writer) -> None:
 def _dec_RemainingPartition_v3(buf: Buffer, pos: int, end: int) -> tuple[_RemainingPartition, int]:
     o = new_instance(_RemainingPartition)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -453,12 +432,10 @@ def _dec_RemainingPartition_v3(buf: Buffer, pos: int, end: int) -> tuple[_Remain
 
 
 def _enc_RemainingPartition_v3(o: _RemainingPartition, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -235,18 +235,15 @@ def _dec_ControllerRegistrationRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControllerRegistrationRequest, int]:
     o = new_instance(ControllerRegistrationRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.incarnation_id, pos = read_uuid(buf, pos, end)
-
     o.zk_migration_ready = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.listeners, pos = read_array(
         buf, pos, end, _dec_Listener_v0, True, False, "Listeners", KeyedList
     )
     o.features, pos = read_array(buf, pos, end, _dec_Feature_v0, True, False, "Features", KeyedList)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -265,7 +262,6 @@ def _enc_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, w: W
     write_struct_array(
         w, o.features, _enc_Feature_v0, True, False, "ControllerRegistrationRequest.Features"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -317,10 +313,8 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port, o.security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -330,16 +324,13 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_Hh.pack(o.port, o.security_protocol))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -378,10 +369,8 @@ def _rnd_Listener(g: Any, version: int) -> _Listener:
 def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
     o = new_instance(_Feature)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.min_supported_version, o.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -391,12 +380,10 @@ def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
 
 
 def _enc_Feature_v0(o: _Feature, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_hh.pack(o.min_supported_version, o.max_supported_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -544,11 +531,9 @@ def _dec_ControllerRegistrationResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ControllerRegistrationResponse, int]:
     o = new_instance(ControllerRegistrationResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -566,7 +551,6 @@ def _enc_ControllerRegistrationResponse_v0(o: ControllerRegistrationResponse, w:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

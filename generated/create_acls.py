@@ -217,7 +217,6 @@ _AclCreationResult = CreateAclsResponse.AclCreationResult
 def _dec_CreateAclsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[CreateAclsRequest, int]:
     o = new_instance(CreateAclsRequest)
     o.creations, pos = read_array(buf, pos, end, _dec_AclCreation_v0, False, False, "Creations")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -226,7 +225,6 @@ def _enc_CreateAclsRequest_v0(o: CreateAclsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.creations, _enc_AclCreation_v0, False, False, "CreateAclsRequest.Creations"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateAclsRequest", "unknown tagged fields")
 
@@ -234,7 +232,6 @@ def _enc_CreateAclsRequest_v0(o: CreateAclsRequest, w: Writer) -> None:
 def _dec_CreateAclsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[CreateAclsRequest, int]:
     o = new_instance(CreateAclsRequest)
     o.creations, pos = read_array(buf, pos, end, _dec_AclCreation_v1, False, False, "Creations")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -243,7 +240,6 @@ def _enc_CreateAclsRequest_v1(o: CreateAclsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.creations, _enc_AclCreation_v1, False, False, "CreateAclsRequest.Creations"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateAclsRequest", "unknown tagged fields")
 
@@ -251,7 +247,6 @@ def _enc_CreateAclsRequest_v1(o: CreateAclsRequest, w: Writer) -> None:
 def _dec_CreateAclsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[CreateAclsRequest, int]:
     o = new_instance(CreateAclsRequest)
     o.creations, pos = read_array(buf, pos, end, _dec_AclCreation_v2, True, False, "Creations")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -264,7 +259,6 @@ def _enc_CreateAclsRequest_v2(o: CreateAclsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.creations, _enc_AclCreation_v2, True, False, "CreateAclsRequest.Creations"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -295,98 +289,79 @@ def _rnd_CreateAclsRequest(g: Any, version: int) -> CreateAclsRequest:
 
 def _dec_AclCreation_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, int]:
     o = new_instance(_AclCreation)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.resource_pattern_type = 3
     o.principal, pos = read_string(buf, pos, end)
     o.host, pos = read_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AclCreation_v0(o: _AclCreation, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
     if o.resource_pattern_type != 3:
         raise unsupported("CreateAclsRequest.AclCreation.ResourcePatternType", "non-default value")
-
     b = o.principal.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateAclsRequest.AclCreation", "unknown tagged fields")
 
 
 def _dec_AclCreation_v1(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, int]:
     o = new_instance(_AclCreation)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
-
     o.resource_pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal, pos = read_string(buf, pos, end)
     o.host, pos = read_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AclCreation_v1(o: _AclCreation, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_pattern_type))
-
     b = o.principal.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateAclsRequest.AclCreation", "unknown tagged fields")
 
 
 def _dec_AclCreation_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, int]:
     o = new_instance(_AclCreation)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.resource_pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -397,21 +372,17 @@ def _dec_AclCreation_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, 
 
 def _enc_AclCreation_v2(o: _AclCreation, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_pattern_type))
-
     b = o.principal.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -594,11 +565,9 @@ bind_native(
 
 def _dec_CreateAclsResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[CreateAclsResponse, int]:
     o = new_instance(CreateAclsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(buf, pos, end, _dec_AclCreationResult_v0, False, False, "Results")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -608,18 +577,15 @@ def _enc_CreateAclsResponse_v0(o: CreateAclsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.results, _enc_AclCreationResult_v0, False, False, "CreateAclsResponse.Results"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateAclsResponse", "unknown tagged fields")
 
 
 def _dec_CreateAclsResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[CreateAclsResponse, int]:
     o = new_instance(CreateAclsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(buf, pos, end, _dec_AclCreationResult_v2, True, False, "Results")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -633,7 +599,6 @@ def _enc_CreateAclsResponse_v2(o: CreateAclsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.results, _enc_AclCreationResult_v2, True, False, "CreateAclsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -667,11 +632,9 @@ def _rnd_CreateAclsResponse(g: Any, version: int) -> CreateAclsResponse:
 
 def _dec_AclCreationResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclCreationResult, int]:
     o = new_instance(_AclCreationResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -685,18 +648,15 @@ def _enc_AclCreationResult_v0(o: _AclCreationResult, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateAclsResponse.AclCreationResult", "unknown tagged fields")
 
 
 def _dec_AclCreationResult_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclCreationResult, int]:
     o = new_instance(_AclCreationResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -714,7 +674,6 @@ def _enc_AclCreationResult_v2(o: _AclCreationResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

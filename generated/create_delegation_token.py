@@ -221,10 +221,8 @@ def _dec_CreateDelegationTokenRequest_v0(
     o.owner_principal_type = ""
     o.owner_principal_name = ""
     o.renewers, pos = read_array(buf, pos, end, _dec_CreatableRenewers_v0, False, False, "Renewers")
-
     o.max_lifetime_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -243,7 +241,6 @@ def _enc_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, w: Wri
         "CreateDelegationTokenRequest.Renewers",
     )
     w(_S_q.pack(o.max_lifetime_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateDelegationTokenRequest", "unknown tagged fields")
 
@@ -255,10 +252,8 @@ def _dec_CreateDelegationTokenRequest_v2(
     o.owner_principal_type = ""
     o.owner_principal_name = ""
     o.renewers, pos = read_array(buf, pos, end, _dec_CreatableRenewers_v2, True, False, "Renewers")
-
     o.max_lifetime_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -281,7 +276,6 @@ def _enc_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, w: Wri
         "CreateDelegationTokenRequest.Renewers",
     )
     w(_S_q.pack(o.max_lifetime_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -292,10 +286,8 @@ def _dec_CreateDelegationTokenRequest_v3(
     o.owner_principal_type, pos = read_compact_nullable_string(buf, pos, end)
     o.owner_principal_name, pos = read_compact_nullable_string(buf, pos, end)
     o.renewers, pos = read_array(buf, pos, end, _dec_CreatableRenewers_v2, True, False, "Renewers")
-
     o.max_lifetime_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -328,7 +320,6 @@ def _enc_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: Wri
         "CreateDelegationTokenRequest.Renewers",
     )
     w(_S_q.pack(o.max_lifetime_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -384,21 +375,17 @@ def _dec_CreatableRenewers_v0(buf: Buffer, pos: int, end: int) -> tuple[_Creatab
     o = new_instance(_CreatableRenewers)
     o.principal_type, pos = read_string(buf, pos, end)
     o.principal_name, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatableRenewers_v0(o: _CreatableRenewers, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateDelegationTokenRequest.CreatableRenewers", "unknown tagged fields")
 
@@ -407,7 +394,6 @@ def _dec_CreatableRenewers_v2(buf: Buffer, pos: int, end: int) -> tuple[_Creatab
     o = new_instance(_CreatableRenewers)
     o.principal_type, pos = read_compact_string(buf, pos, end)
     o.principal_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -417,15 +403,12 @@ def _dec_CreatableRenewers_v2(buf: Buffer, pos: int, end: int) -> tuple[_Creatab
 
 
 def _enc_CreatableRenewers_v2(o: _CreatableRenewers, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -572,33 +555,27 @@ def _dec_CreateDelegationTokenResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreateDelegationTokenResponse, int]:
     o = new_instance(CreateDelegationTokenResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.principal_type, pos = read_string(buf, pos, end)
     o.principal_name, pos = read_string(buf, pos, end)
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_qqq.unpack_from(buf, pos)
     pos += 24
     o.token_id, pos = read_string(buf, pos, end)
     o.hmac, pos = read_bytes(buf, pos, end)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.principal_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -611,13 +588,11 @@ def _enc_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w: W
             "CreateDelegationTokenResponse.TokenRequesterPrincipalName", "non-default value"
         )
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
-
     b = o.token_id.encode()
     w(string_length(len(b)))
     w(b)
     write_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateDelegationTokenResponse", "unknown tagged fields")
 
@@ -626,22 +601,18 @@ def _dec_CreateDelegationTokenResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreateDelegationTokenResponse, int]:
     o = new_instance(CreateDelegationTokenResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.principal_type, pos = read_compact_string(buf, pos, end)
     o.principal_name, pos = read_compact_string(buf, pos, end)
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_qqq.unpack_from(buf, pos)
     pos += 24
     o.token_id, pos = read_compact_string(buf, pos, end)
     o.hmac, pos = read_compact_bytes(buf, pos, end)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -652,11 +623,9 @@ def _dec_CreateDelegationTokenResponse_v2(
 
 def _enc_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -669,13 +638,11 @@ def _enc_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w: W
             "CreateDelegationTokenResponse.TokenRequesterPrincipalName", "non-default value"
         )
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
-
     b = o.token_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_compact_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -683,22 +650,18 @@ def _dec_CreateDelegationTokenResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreateDelegationTokenResponse, int]:
     o = new_instance(CreateDelegationTokenResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.principal_type, pos = read_compact_string(buf, pos, end)
     o.principal_name, pos = read_compact_string(buf, pos, end)
     o.token_requester_principal_type, pos = read_compact_string(buf, pos, end)
     o.token_requester_principal_name, pos = read_compact_string(buf, pos, end)
-
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_qqq.unpack_from(buf, pos)
     pos += 24
     o.token_id, pos = read_compact_string(buf, pos, end)
     o.hmac, pos = read_compact_bytes(buf, pos, end)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -709,30 +672,24 @@ def _dec_CreateDelegationTokenResponse_v3(
 
 def _enc_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.token_requester_principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.token_requester_principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
-
     b = o.token_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_compact_bytes(w, o.hmac)
     w(_S_i.pack(o.throttle_time_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

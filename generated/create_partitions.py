@@ -258,10 +258,8 @@ def _dec_CreatePartitionsRequest_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatePartitionsTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.timeout_ms, o.validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -271,7 +269,6 @@ def _enc_CreatePartitionsRequest_v0(o: CreatePartitionsRequest, w: Writer) -> No
         w, o.topics, _enc_CreatePartitionsTopic_v0, False, False, "CreatePartitionsRequest.Topics"
     )
     w(_S_io.pack(o.timeout_ms, o.validate_only))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreatePartitionsRequest", "unknown tagged fields")
 
@@ -283,10 +280,8 @@ def _dec_CreatePartitionsRequest_v2(
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatePartitionsTopic_v2, True, False, "Topics", KeyedList
     )
-
     o.timeout_ms, o.validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -300,7 +295,6 @@ def _enc_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, w: Writer) -> No
         w, o.topics, _enc_CreatePartitionsTopic_v2, True, False, "CreatePartitionsRequest.Topics"
     )
     w(_S_io.pack(o.timeout_ms, o.validate_only))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -340,19 +334,16 @@ def _dec_CreatePartitionsTopic_v0(
 ) -> tuple[_CreatePartitionsTopic, int]:
     o = new_instance(_CreatePartitionsTopic)
     o.name, pos = read_string(buf, pos, end)
-
     o.count = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.assignments, pos = read_array(
         buf, pos, end, _dec_CreatePartitionsAssignment_v0, False, True, "Assignments"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatePartitionsTopic_v0(o: _CreatePartitionsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -365,7 +356,6 @@ def _enc_CreatePartitionsTopic_v0(o: _CreatePartitionsTopic, w: Writer) -> None:
         True,
         "CreatePartitionsRequest.CreatePartitionsTopic.Assignments",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreatePartitionsRequest.CreatePartitionsTopic", "unknown tagged fields")
 
@@ -375,13 +365,11 @@ def _dec_CreatePartitionsTopic_v2(
 ) -> tuple[_CreatePartitionsTopic, int]:
     o = new_instance(_CreatePartitionsTopic)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.count = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.assignments, pos = read_array(
         buf, pos, end, _dec_CreatePartitionsAssignment_v2, True, True, "Assignments"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -391,7 +379,6 @@ def _dec_CreatePartitionsTopic_v2(
 
 
 def _enc_CreatePartitionsTopic_v2(o: _CreatePartitionsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -404,7 +391,6 @@ def _enc_CreatePartitionsTopic_v2(o: _CreatePartitionsTopic, w: Writer) -> None:
         True,
         "CreatePartitionsRequest.CreatePartitionsTopic.Assignments",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -454,14 +440,12 @@ def _dec_CreatePartitionsAssignment_v0(
 ) -> tuple[_CreatePartitionsAssignment, int]:
     o = new_instance(_CreatePartitionsAssignment)
     o.broker_ids, pos = _read_i(buf, pos, end, "BrokerIds")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatePartitionsAssignment_v0(o: _CreatePartitionsAssignment, w: Writer) -> None:
     _write_i(w, o.broker_ids, "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds")
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "CreatePartitionsRequest.CreatePartitionsAssignment", "unknown tagged fields"
@@ -473,7 +457,6 @@ def _dec_CreatePartitionsAssignment_v2(
 ) -> tuple[_CreatePartitionsAssignment, int]:
     o = new_instance(_CreatePartitionsAssignment)
     o.broker_ids, pos = _read_i_c(buf, pos, end, "BrokerIds")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -484,7 +467,6 @@ def _dec_CreatePartitionsAssignment_v2(
 
 def _enc_CreatePartitionsAssignment_v2(o: _CreatePartitionsAssignment, w: Writer) -> None:
     _write_i_c(w, o.broker_ids, "CreatePartitionsRequest.CreatePartitionsAssignment.BrokerIds")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -657,13 +639,11 @@ def _dec_CreatePartitionsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreatePartitionsResponse, int]:
     o = new_instance(CreatePartitionsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_CreatePartitionsTopicResult_v0, False, False, "Results"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -678,7 +658,6 @@ def _enc_CreatePartitionsResponse_v0(o: CreatePartitionsResponse, w: Writer) -> 
         False,
         "CreatePartitionsResponse.Results",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreatePartitionsResponse", "unknown tagged fields")
 
@@ -687,13 +666,11 @@ def _dec_CreatePartitionsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreatePartitionsResponse, int]:
     o = new_instance(CreatePartitionsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_CreatePartitionsTopicResult_v2, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -712,7 +689,6 @@ def _enc_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, w: Writer) -> 
         False,
         "CreatePartitionsResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -749,17 +725,14 @@ def _dec_CreatePartitionsTopicResult_v0(
 ) -> tuple[_CreatePartitionsTopicResult, int]:
     o = new_instance(_CreatePartitionsTopicResult)
     o.name, pos = read_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatePartitionsTopicResult_v0(o: _CreatePartitionsTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -771,7 +744,6 @@ def _enc_CreatePartitionsTopicResult_v0(o: _CreatePartitionsTopicResult, w: Writ
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "CreatePartitionsResponse.CreatePartitionsTopicResult", "unknown tagged fields"
@@ -783,11 +755,9 @@ def _dec_CreatePartitionsTopicResult_v2(
 ) -> tuple[_CreatePartitionsTopicResult, int]:
     o = new_instance(_CreatePartitionsTopicResult)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -797,7 +767,6 @@ def _dec_CreatePartitionsTopicResult_v2(
 
 
 def _enc_CreatePartitionsTopicResult_v2(o: _CreatePartitionsTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -809,7 +778,6 @@ def _enc_CreatePartitionsTopicResult_v2(o: _CreatePartitionsTopicResult, w: Writ
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -372,11 +372,9 @@ def _dec_CreateTopicsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Create
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.validate_only = False
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -388,7 +386,6 @@ def _enc_CreateTopicsRequest_v0(o: CreateTopicsRequest, w: Writer) -> None:
     w(_S_i.pack(o.timeout_ms))
     if o.validate_only != False:
         raise unsupported("CreateTopicsRequest.validateOnly", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest", "unknown tagged fields")
 
@@ -398,10 +395,8 @@ def _dec_CreateTopicsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[Create
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.timeout_ms, o.validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -411,7 +406,6 @@ def _enc_CreateTopicsRequest_v1(o: CreateTopicsRequest, w: Writer) -> None:
         w, o.topics, _enc_CreatableTopic_v0, False, False, "CreateTopicsRequest.Topics"
     )
     w(_S_io.pack(o.timeout_ms, o.validate_only))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest", "unknown tagged fields")
 
@@ -421,10 +415,8 @@ def _dec_CreateTopicsRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[Create
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopic_v5, True, False, "Topics", KeyedList
     )
-
     o.timeout_ms, o.validate_only = _S_io.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -438,7 +430,6 @@ def _enc_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: Writer) -> None:
         w, o.topics, _enc_CreatableTopic_v5, True, False, "CreateTopicsRequest.Topics"
     )
     w(_S_io.pack(o.timeout_ms, o.validate_only))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -477,7 +468,6 @@ def _rnd_CreateTopicsRequest(g: Any, version: int) -> CreateTopicsRequest:
 def _dec_CreatableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_CreatableTopic, int]:
     o = new_instance(_CreatableTopic)
     o.name, pos = read_string(buf, pos, end)
-
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.assignments, pos = read_array(
@@ -486,13 +476,11 @@ def _dec_CreatableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_CreatableT
     o.configs, pos = read_array(
         buf, pos, end, _dec_CreatableTopicConfig_v0, False, False, "Configs", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatableTopic_v0(o: _CreatableTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -513,7 +501,6 @@ def _enc_CreatableTopic_v0(o: _CreatableTopic, w: Writer) -> None:
         False,
         "CreateTopicsRequest.CreatableTopic.Configs",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest.CreatableTopic", "unknown tagged fields")
 
@@ -521,7 +508,6 @@ def _enc_CreatableTopic_v0(o: _CreatableTopic, w: Writer) -> None:
 def _dec_CreatableTopic_v5(buf: Buffer, pos: int, end: int) -> tuple[_CreatableTopic, int]:
     o = new_instance(_CreatableTopic)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.assignments, pos = read_array(
@@ -530,7 +516,6 @@ def _dec_CreatableTopic_v5(buf: Buffer, pos: int, end: int) -> tuple[_CreatableT
     o.configs, pos = read_array(
         buf, pos, end, _dec_CreatableTopicConfig_v5, True, False, "Configs", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -540,7 +525,6 @@ def _dec_CreatableTopic_v5(buf: Buffer, pos: int, end: int) -> tuple[_CreatableT
 
 
 def _enc_CreatableTopic_v5(o: _CreatableTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -561,7 +545,6 @@ def _enc_CreatableTopic_v5(o: _CreatableTopic, w: Writer) -> None:
         False,
         "CreateTopicsRequest.CreatableTopic.Configs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -610,11 +593,9 @@ def _dec_CreatableReplicaAssignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatableReplicaAssignment, int]:
     o = new_instance(_CreatableReplicaAssignment)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_ids, pos = _read_i(buf, pos, end, "BrokerIds")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -622,7 +603,6 @@ def _dec_CreatableReplicaAssignment_v0(
 def _enc_CreatableReplicaAssignment_v0(o: _CreatableReplicaAssignment, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
     _write_i(w, o.broker_ids, "CreateTopicsRequest.CreatableReplicaAssignment.BrokerIds")
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest.CreatableReplicaAssignment", "unknown tagged fields")
 
@@ -631,11 +611,9 @@ def _dec_CreatableReplicaAssignment_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatableReplicaAssignment, int]:
     o = new_instance(_CreatableReplicaAssignment)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_ids, pos = _read_i_c(buf, pos, end, "BrokerIds")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -647,7 +625,6 @@ def _dec_CreatableReplicaAssignment_v5(
 def _enc_CreatableReplicaAssignment_v5(o: _CreatableReplicaAssignment, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
     _write_i_c(w, o.broker_ids, "CreateTopicsRequest.CreatableReplicaAssignment.BrokerIds")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -687,13 +664,11 @@ def _dec_CreatableTopicConfig_v0(
     o = new_instance(_CreatableTopicConfig)
     o.name, pos = read_string(buf, pos, end)
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatableTopicConfig_v0(o: _CreatableTopicConfig, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -704,7 +679,6 @@ def _enc_CreatableTopicConfig_v0(o: _CreatableTopicConfig, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsRequest.CreatableTopicConfig", "unknown tagged fields")
 
@@ -715,7 +689,6 @@ def _dec_CreatableTopicConfig_v5(
     o = new_instance(_CreatableTopicConfig)
     o.name, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -725,7 +698,6 @@ def _dec_CreatableTopicConfig_v5(
 
 
 def _enc_CreatableTopicConfig_v5(o: _CreatableTopicConfig, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -736,7 +708,6 @@ def _enc_CreatableTopicConfig_v5(o: _CreatableTopicConfig, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -976,7 +947,6 @@ def _dec_CreateTopicsResponse_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopicResult_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -985,7 +955,6 @@ def _enc_CreateTopicsResponse_v0(o: CreateTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_CreatableTopicResult_v0, False, False, "CreateTopicsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsResponse", "unknown tagged fields")
 
@@ -998,7 +967,6 @@ def _dec_CreateTopicsResponse_v1(
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopicResult_v1, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1007,7 +975,6 @@ def _enc_CreateTopicsResponse_v1(o: CreateTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_CreatableTopicResult_v1, False, False, "CreateTopicsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsResponse", "unknown tagged fields")
 
@@ -1016,13 +983,11 @@ def _dec_CreateTopicsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreateTopicsResponse, int]:
     o = new_instance(CreateTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopicResult_v1, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1032,7 +997,6 @@ def _enc_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_CreatableTopicResult_v1, False, False, "CreateTopicsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsResponse", "unknown tagged fields")
 
@@ -1041,13 +1005,11 @@ def _dec_CreateTopicsResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreateTopicsResponse, int]:
     o = new_instance(CreateTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopicResult_v5, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1061,7 +1023,6 @@ def _enc_CreateTopicsResponse_v5(o: CreateTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_CreatableTopicResult_v5, True, False, "CreateTopicsResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1069,13 +1030,11 @@ def _dec_CreateTopicsResponse_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[CreateTopicsResponse, int]:
     o = new_instance(CreateTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_CreatableTopicResult_v7, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1089,7 +1048,6 @@ def _enc_CreateTopicsResponse_v7(o: CreateTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_CreatableTopicResult_v7, True, False, "CreateTopicsResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1128,26 +1086,22 @@ def _dec_CreatableTopicResult_v0(
     o = new_instance(_CreatableTopicResult)
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = ""
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
-
     o.topic_config_error_code = 0
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatableTopicResult_v0(o: _CreatableTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsResponse.CreatableTopicResult", "unknown tagged fields")
 
@@ -1158,21 +1112,18 @@ def _dec_CreatableTopicResult_v1(
     o = new_instance(_CreatableTopicResult)
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
-
     o.topic_config_error_code = 0
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_CreatableTopicResult_v1(o: _CreatableTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1184,7 +1135,6 @@ def _enc_CreatableTopicResult_v1(o: _CreatableTopicResult, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("CreateTopicsResponse.CreatableTopicResult", "unknown tagged fields")
 
@@ -1195,15 +1145,12 @@ def _dec_CreatableTopicResult_v5(
     o = new_instance(_CreatableTopicResult)
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.configs, pos = read_array(buf, pos, end, _dec_CreatableTopicConfigs_v5, True, True, "Configs")
-
     o.topic_config_error_code = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1215,10 +1162,8 @@ def _dec_CreatableTopicResult_v5(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.topic_config_error_code = _S_h.unpack_from(buf, pos)[0]
                 pos += 2
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1228,7 +1173,6 @@ def _dec_CreatableTopicResult_v5(
 
 
 def _enc_CreatableTopicResult_v5(o: _CreatableTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1249,14 +1193,12 @@ def _enc_CreatableTopicResult_v5(o: _CreatableTopicResult, w: Writer) -> None:
         True,
         "CreateTopicsResponse.CreatableTopicResult.Configs",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.topic_config_error_code != 0:
         value = []
         tw = value.append
         tw(_S_h.pack(o.topic_config_error_code))
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1270,15 +1212,12 @@ def _dec_CreatableTopicResult_v7(
     o = new_instance(_CreatableTopicResult)
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.num_partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.configs, pos = read_array(buf, pos, end, _dec_CreatableTopicConfigs_v5, True, True, "Configs")
-
     o.topic_config_error_code = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1290,10 +1229,8 @@ def _dec_CreatableTopicResult_v7(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.topic_config_error_code = _S_h.unpack_from(buf, pos)[0]
                 pos += 2
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1303,7 +1240,6 @@ def _dec_CreatableTopicResult_v7(
 
 
 def _enc_CreatableTopicResult_v7(o: _CreatableTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1325,14 +1261,12 @@ def _enc_CreatableTopicResult_v7(o: _CreatableTopicResult, w: Writer) -> None:
         True,
         "CreateTopicsResponse.CreatableTopicResult.Configs",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.topic_config_error_code != 0:
         value = []
         tw = value.append
         tw(_S_h.pack(o.topic_config_error_code))
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1416,10 +1350,8 @@ def _dec_CreatableTopicConfigs_v5(
     o = new_instance(_CreatableTopicConfigs)
     o.name, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_nullable_string(buf, pos, end)
-
     o.read_only, o.config_source, o.is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1429,7 +1361,6 @@ def _dec_CreatableTopicConfigs_v5(
 
 
 def _enc_CreatableTopicConfigs_v5(o: _CreatableTopicConfigs, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1441,7 +1372,6 @@ def _enc_CreatableTopicConfigs_v5(o: _CreatableTopicConfigs, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_obo.pack(o.read_only, o.config_source, o.is_sensitive))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

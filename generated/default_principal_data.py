@@ -89,10 +89,8 @@ def _dec_DefaultPrincipalData_v0(
     o = new_instance(DefaultPrincipalData)
     o.type, pos = read_compact_string(buf, pos, end)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.token_authenticated = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -102,16 +100,13 @@ def _dec_DefaultPrincipalData_v0(
 
 
 def _enc_DefaultPrincipalData_v0(o: DefaultPrincipalData, w: Writer) -> None:
-
     b = o.type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_o.pack(o.token_authenticated))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

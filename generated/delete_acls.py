@@ -279,7 +279,6 @@ _DeleteAclsMatchingAcl = DeleteAclsResponse.DeleteAclsMatchingAcl
 def _dec_DeleteAclsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[DeleteAclsRequest, int]:
     o = new_instance(DeleteAclsRequest)
     o.filters, pos = read_array(buf, pos, end, _dec_DeleteAclsFilter_v0, False, False, "Filters")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -288,7 +287,6 @@ def _enc_DeleteAclsRequest_v0(o: DeleteAclsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.filters, _enc_DeleteAclsFilter_v0, False, False, "DeleteAclsRequest.Filters"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsRequest", "unknown tagged fields")
 
@@ -296,7 +294,6 @@ def _enc_DeleteAclsRequest_v0(o: DeleteAclsRequest, w: Writer) -> None:
 def _dec_DeleteAclsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[DeleteAclsRequest, int]:
     o = new_instance(DeleteAclsRequest)
     o.filters, pos = read_array(buf, pos, end, _dec_DeleteAclsFilter_v1, False, False, "Filters")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -305,7 +302,6 @@ def _enc_DeleteAclsRequest_v1(o: DeleteAclsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.filters, _enc_DeleteAclsFilter_v1, False, False, "DeleteAclsRequest.Filters"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsRequest", "unknown tagged fields")
 
@@ -313,7 +309,6 @@ def _enc_DeleteAclsRequest_v1(o: DeleteAclsRequest, w: Writer) -> None:
 def _dec_DeleteAclsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[DeleteAclsRequest, int]:
     o = new_instance(DeleteAclsRequest)
     o.filters, pos = read_array(buf, pos, end, _dec_DeleteAclsFilter_v2, True, False, "Filters")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -326,7 +321,6 @@ def _enc_DeleteAclsRequest_v2(o: DeleteAclsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.filters, _enc_DeleteAclsFilter_v2, True, False, "DeleteAclsRequest.Filters"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -357,17 +351,14 @@ def _rnd_DeleteAclsRequest(g: Any, version: int) -> DeleteAclsRequest:
 
 def _dec_DeleteAclsFilter_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAclsFilter, int]:
     o = new_instance(_DeleteAclsFilter)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_nullable_string(buf, pos, end)
     o.pattern_type_filter = 3
     o.principal_filter, pos = read_nullable_string(buf, pos, end)
     o.host_filter, pos = read_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -400,26 +391,21 @@ def _enc_DeleteAclsFilter_v0(o: _DeleteAclsFilter, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsRequest.DeleteAclsFilter", "unknown tagged fields")
 
 
 def _dec_DeleteAclsFilter_v1(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAclsFilter, int]:
     o = new_instance(_DeleteAclsFilter)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_nullable_string(buf, pos, end)
-
     o.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal_filter, pos = read_nullable_string(buf, pos, end)
     o.host_filter, pos = read_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -449,26 +435,21 @@ def _enc_DeleteAclsFilter_v1(o: _DeleteAclsFilter, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsRequest.DeleteAclsFilter", "unknown tagged fields")
 
 
 def _dec_DeleteAclsFilter_v2(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAclsFilter, int]:
     o = new_instance(_DeleteAclsFilter)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_compact_nullable_string(buf, pos, end)
-
     o.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal_filter, pos = read_compact_nullable_string(buf, pos, end)
     o.host_filter, pos = read_compact_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -502,7 +483,6 @@ def _enc_DeleteAclsFilter_v2(o: _DeleteAclsFilter, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -683,13 +663,11 @@ bind_native(
 
 def _dec_DeleteAclsResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[DeleteAclsResponse, int]:
     o = new_instance(DeleteAclsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.filter_results, pos = read_array(
         buf, pos, end, _dec_DeleteAclsFilterResult_v0, False, False, "FilterResults"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -704,20 +682,17 @@ def _enc_DeleteAclsResponse_v0(o: DeleteAclsResponse, w: Writer) -> None:
         False,
         "DeleteAclsResponse.FilterResults",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsResponse", "unknown tagged fields")
 
 
 def _dec_DeleteAclsResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[DeleteAclsResponse, int]:
     o = new_instance(DeleteAclsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.filter_results, pos = read_array(
         buf, pos, end, _dec_DeleteAclsFilterResult_v1, False, False, "FilterResults"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -732,20 +707,17 @@ def _enc_DeleteAclsResponse_v1(o: DeleteAclsResponse, w: Writer) -> None:
         False,
         "DeleteAclsResponse.FilterResults",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsResponse", "unknown tagged fields")
 
 
 def _dec_DeleteAclsResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[DeleteAclsResponse, int]:
     o = new_instance(DeleteAclsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.filter_results, pos = read_array(
         buf, pos, end, _dec_DeleteAclsFilterResult_v2, True, False, "FilterResults"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -764,7 +736,6 @@ def _enc_DeleteAclsResponse_v2(o: DeleteAclsResponse, w: Writer) -> None:
         False,
         "DeleteAclsResponse.FilterResults",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -800,14 +771,12 @@ def _dec_DeleteAclsFilterResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteAclsFilterResult, int]:
     o = new_instance(_DeleteAclsFilterResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.matching_acls, pos = read_array(
         buf, pos, end, _dec_DeleteAclsMatchingAcl_v0, False, False, "MatchingAcls"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -829,7 +798,6 @@ def _enc_DeleteAclsFilterResult_v0(o: _DeleteAclsFilterResult, w: Writer) -> Non
         False,
         "DeleteAclsResponse.DeleteAclsFilterResult.MatchingAcls",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsResponse.DeleteAclsFilterResult", "unknown tagged fields")
 
@@ -838,14 +806,12 @@ def _dec_DeleteAclsFilterResult_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteAclsFilterResult, int]:
     o = new_instance(_DeleteAclsFilterResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.matching_acls, pos = read_array(
         buf, pos, end, _dec_DeleteAclsMatchingAcl_v1, False, False, "MatchingAcls"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -867,7 +833,6 @@ def _enc_DeleteAclsFilterResult_v1(o: _DeleteAclsFilterResult, w: Writer) -> Non
         False,
         "DeleteAclsResponse.DeleteAclsFilterResult.MatchingAcls",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsResponse.DeleteAclsFilterResult", "unknown tagged fields")
 
@@ -876,14 +841,12 @@ def _dec_DeleteAclsFilterResult_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteAclsFilterResult, int]:
     o = new_instance(_DeleteAclsFilterResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.matching_acls, pos = read_array(
         buf, pos, end, _dec_DeleteAclsMatchingAcl_v2, True, False, "MatchingAcls"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -909,7 +872,6 @@ def _enc_DeleteAclsFilterResult_v2(o: _DeleteAclsFilterResult, w: Writer) -> Non
         False,
         "DeleteAclsResponse.DeleteAclsFilterResult.MatchingAcls",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -948,21 +910,17 @@ def _dec_DeleteAclsMatchingAcl_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteAclsMatchingAcl, int]:
     o = new_instance(_DeleteAclsMatchingAcl)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.pattern_type = 3
     o.principal, pos = read_string(buf, pos, end)
     o.host, pos = read_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -977,7 +935,6 @@ def _enc_DeleteAclsMatchingAcl_v0(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -985,16 +942,13 @@ def _enc_DeleteAclsMatchingAcl_v0(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
         raise unsupported(
             "DeleteAclsResponse.DeleteAclsMatchingAcl.PatternType", "non-default value"
         )
-
     b = o.principal.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsResponse.DeleteAclsMatchingAcl", "unknown tagged fields")
 
@@ -1003,23 +957,18 @@ def _dec_DeleteAclsMatchingAcl_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteAclsMatchingAcl, int]:
     o = new_instance(_DeleteAclsMatchingAcl)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
-
     o.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal, pos = read_string(buf, pos, end)
     o.host, pos = read_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1034,21 +983,17 @@ def _enc_DeleteAclsMatchingAcl_v1(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_b.pack(o.pattern_type))
-
     b = o.principal.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteAclsResponse.DeleteAclsMatchingAcl", "unknown tagged fields")
 
@@ -1057,23 +1002,18 @@ def _dec_DeleteAclsMatchingAcl_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteAclsMatchingAcl, int]:
     o = new_instance(_DeleteAclsMatchingAcl)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1092,21 +1032,17 @@ def _enc_DeleteAclsMatchingAcl_v2(o: _DeleteAclsMatchingAcl, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.pattern_type))
-
     b = o.principal.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

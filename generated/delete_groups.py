@@ -172,14 +172,12 @@ _DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult
 def _dec_DeleteGroupsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[DeleteGroupsRequest, int]:
     o = new_instance(DeleteGroupsRequest)
     o.groups_names, pos = read_array(buf, pos, end, read_string, False, False, "GroupsNames")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: Writer) -> None:
     write_array(w, o.groups_names, write_string, False, False, "DeleteGroupsRequest.GroupsNames")
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteGroupsRequest", "unknown tagged fields")
 
@@ -187,7 +185,6 @@ def _enc_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: Writer) -> None:
 def _dec_DeleteGroupsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[DeleteGroupsRequest, int]:
     o = new_instance(DeleteGroupsRequest)
     o.groups_names, pos = read_array(buf, pos, end, read_compact_string, True, False, "GroupsNames")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -200,7 +197,6 @@ def _enc_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: Writer) -> None:
     write_array(
         w, o.groups_names, write_compact_string, True, False, "DeleteGroupsRequest.GroupsNames"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -281,13 +277,11 @@ def _dec_DeleteGroupsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteGroupsResponse, int]:
     o = new_instance(DeleteGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DeletableGroupResult_v0, False, False, "Results", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -297,7 +291,6 @@ def _enc_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.results, _enc_DeletableGroupResult_v0, False, False, "DeleteGroupsResponse.Results"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteGroupsResponse", "unknown tagged fields")
 
@@ -306,13 +299,11 @@ def _dec_DeleteGroupsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteGroupsResponse, int]:
     o = new_instance(DeleteGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DeletableGroupResult_v2, True, False, "Results", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -326,7 +317,6 @@ def _enc_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.results, _enc_DeletableGroupResult_v2, True, False, "DeleteGroupsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -334,13 +324,11 @@ def _dec_DeleteGroupsResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteGroupsResponse, int]:
     o = new_instance(DeleteGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DeletableGroupResult_v3, True, False, "Results", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -354,7 +342,6 @@ def _enc_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.results, _enc_DeletableGroupResult_v3, True, False, "DeleteGroupsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -391,22 +378,18 @@ def _dec_DeletableGroupResult_v0(
 ) -> tuple[_DeletableGroupResult, int]:
     o = new_instance(_DeletableGroupResult)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DeletableGroupResult_v0(o: _DeletableGroupResult, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteGroupsResponse.DeletableGroupResult", "unknown tagged fields")
 
@@ -416,11 +399,9 @@ def _dec_DeletableGroupResult_v2(
 ) -> tuple[_DeletableGroupResult, int]:
     o = new_instance(_DeletableGroupResult)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -430,12 +411,10 @@ def _dec_DeletableGroupResult_v2(
 
 
 def _enc_DeletableGroupResult_v2(o: _DeletableGroupResult, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -444,11 +423,9 @@ def _dec_DeletableGroupResult_v3(
 ) -> tuple[_DeletableGroupResult, int]:
     o = new_instance(_DeletableGroupResult)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -458,7 +435,6 @@ def _dec_DeletableGroupResult_v3(
 
 
 def _enc_DeletableGroupResult_v3(o: _DeletableGroupResult, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -470,7 +446,6 @@ def _enc_DeletableGroupResult_v3(o: _DeletableGroupResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

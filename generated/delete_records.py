@@ -270,10 +270,8 @@ def _dec_DeleteRecordsRequest_v0(
 ) -> tuple[DeleteRecordsRequest, int]:
     o = new_instance(DeleteRecordsRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_DeleteRecordsTopic_v0, False, False, "Topics")
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -283,7 +281,6 @@ def _enc_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, w: Writer) -> None:
         w, o.topics, _enc_DeleteRecordsTopic_v0, False, False, "DeleteRecordsRequest.Topics"
     )
     w(_S_i.pack(o.timeout_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteRecordsRequest", "unknown tagged fields")
 
@@ -293,10 +290,8 @@ def _dec_DeleteRecordsRequest_v2(
 ) -> tuple[DeleteRecordsRequest, int]:
     o = new_instance(DeleteRecordsRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_DeleteRecordsTopic_v2, True, False, "Topics")
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -310,7 +305,6 @@ def _enc_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, w: Writer) -> None:
         w, o.topics, _enc_DeleteRecordsTopic_v2, True, False, "DeleteRecordsRequest.Topics"
     )
     w(_S_i.pack(o.timeout_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -348,13 +342,11 @@ def _dec_DeleteRecordsTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_Delete
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DeleteRecordsPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DeleteRecordsTopic_v0(o: _DeleteRecordsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -366,7 +358,6 @@ def _enc_DeleteRecordsTopic_v0(o: _DeleteRecordsTopic, w: Writer) -> None:
         False,
         "DeleteRecordsRequest.DeleteRecordsTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteRecordsRequest.DeleteRecordsTopic", "unknown tagged fields")
 
@@ -377,7 +368,6 @@ def _dec_DeleteRecordsTopic_v2(buf: Buffer, pos: int, end: int) -> tuple[_Delete
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DeleteRecordsPartition_v2, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -387,7 +377,6 @@ def _dec_DeleteRecordsTopic_v2(buf: Buffer, pos: int, end: int) -> tuple[_Delete
 
 
 def _enc_DeleteRecordsTopic_v2(o: _DeleteRecordsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -399,7 +388,6 @@ def _enc_DeleteRecordsTopic_v2(o: _DeleteRecordsTopic, w: Writer) -> None:
         False,
         "DeleteRecordsRequest.DeleteRecordsTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -435,17 +423,14 @@ def _dec_DeleteRecordsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteRecordsPartition, int]:
     o = new_instance(_DeleteRecordsPartition)
-
     o.partition_index, o.offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DeleteRecordsPartition_v0(o: _DeleteRecordsPartition, w: Writer) -> None:
     w(_S_iq.pack(o.partition_index, o.offset))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteRecordsRequest.DeleteRecordsPartition", "unknown tagged fields")
 
@@ -454,10 +439,8 @@ def _dec_DeleteRecordsPartition_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteRecordsPartition, int]:
     o = new_instance(_DeleteRecordsPartition)
-
     o.partition_index, o.offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -468,7 +451,6 @@ def _dec_DeleteRecordsPartition_v2(
 
 def _enc_DeleteRecordsPartition_v2(o: _DeleteRecordsPartition, w: Writer) -> None:
     w(_S_iq.pack(o.partition_index, o.offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -637,13 +619,11 @@ def _dec_DeleteRecordsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteRecordsResponse, int]:
     o = new_instance(DeleteRecordsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_DeleteRecordsTopicResult_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -653,7 +633,6 @@ def _enc_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_DeleteRecordsTopicResult_v0, False, False, "DeleteRecordsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteRecordsResponse", "unknown tagged fields")
 
@@ -662,13 +641,11 @@ def _dec_DeleteRecordsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteRecordsResponse, int]:
     o = new_instance(DeleteRecordsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_DeleteRecordsTopicResult_v2, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -682,7 +659,6 @@ def _enc_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_DeleteRecordsTopicResult_v2, True, False, "DeleteRecordsResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -722,13 +698,11 @@ def _dec_DeleteRecordsTopicResult_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DeleteRecordsPartitionResult_v0, False, False, "Partitions", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DeleteRecordsTopicResult_v0(o: _DeleteRecordsTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -740,7 +714,6 @@ def _enc_DeleteRecordsTopicResult_v0(o: _DeleteRecordsTopicResult, w: Writer) ->
         False,
         "DeleteRecordsResponse.DeleteRecordsTopicResult.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteRecordsResponse.DeleteRecordsTopicResult", "unknown tagged fields")
 
@@ -753,7 +726,6 @@ def _dec_DeleteRecordsTopicResult_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DeleteRecordsPartitionResult_v2, True, False, "Partitions", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -763,7 +735,6 @@ def _dec_DeleteRecordsTopicResult_v2(
 
 
 def _enc_DeleteRecordsTopicResult_v2(o: _DeleteRecordsTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -775,7 +746,6 @@ def _enc_DeleteRecordsTopicResult_v2(o: _DeleteRecordsTopicResult, w: Writer) ->
         False,
         "DeleteRecordsResponse.DeleteRecordsTopicResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -815,17 +785,14 @@ def _dec_DeleteRecordsPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteRecordsPartitionResult, int]:
     o = new_instance(_DeleteRecordsPartitionResult)
-
     o.partition_index, o.low_watermark, o.error_code = _S_iqh.unpack_from(buf, pos)
     pos += 14
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DeleteRecordsPartitionResult_v0(o: _DeleteRecordsPartitionResult, w: Writer) -> None:
     w(_S_iqh.pack(o.partition_index, o.low_watermark, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DeleteRecordsResponse.DeleteRecordsPartitionResult", "unknown tagged fields"
@@ -836,10 +803,8 @@ def _dec_DeleteRecordsPartitionResult_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteRecordsPartitionResult, int]:
     o = new_instance(_DeleteRecordsPartitionResult)
-
     o.partition_index, o.low_watermark, o.error_code = _S_iqh.unpack_from(buf, pos)
     pos += 14
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -850,7 +815,6 @@ def _dec_DeleteRecordsPartitionResult_v2(
 
 def _enc_DeleteRecordsPartitionResult_v2(o: _DeleteRecordsPartitionResult, w: Writer) -> None:
     w(_S_iqh.pack(o.partition_index, o.low_watermark, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

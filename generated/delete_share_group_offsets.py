@@ -228,7 +228,6 @@ def _dec_DeleteShareGroupOffsetsRequest_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_DeleteShareGroupOffsetsRequestTopic_v0, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -238,7 +237,6 @@ def _dec_DeleteShareGroupOffsetsRequest_v0(
 
 
 def _enc_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -250,7 +248,6 @@ def _enc_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest, w:
         False,
         "DeleteShareGroupOffsetsRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -291,7 +288,6 @@ def _dec_DeleteShareGroupOffsetsRequestTopic_v0(
 ) -> tuple[_DeleteShareGroupOffsetsRequestTopic, int]:
     o = new_instance(_DeleteShareGroupOffsetsRequestTopic)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -303,11 +299,9 @@ def _dec_DeleteShareGroupOffsetsRequestTopic_v0(
 def _enc_DeleteShareGroupOffsetsRequestTopic_v0(
     o: _DeleteShareGroupOffsetsRequestTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -416,14 +410,12 @@ def _dec_DeleteShareGroupOffsetsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteShareGroupOffsetsResponse, int]:
     o = new_instance(DeleteShareGroupOffsetsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.responses, pos = read_array(
         buf, pos, end, _dec_DeleteShareGroupOffsetsResponseTopic_v0, True, False, "Responses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -449,7 +441,6 @@ def _enc_DeleteShareGroupOffsetsResponse_v0(o: DeleteShareGroupOffsetsResponse, 
         False,
         "DeleteShareGroupOffsetsResponse.Responses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -497,11 +488,9 @@ def _dec_DeleteShareGroupOffsetsResponseTopic_v0(
     o = new_instance(_DeleteShareGroupOffsetsResponseTopic)
     o.topic_name, pos = read_compact_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -513,7 +502,6 @@ def _dec_DeleteShareGroupOffsetsResponseTopic_v0(
 def _enc_DeleteShareGroupOffsetsResponseTopic_v0(
     o: _DeleteShareGroupOffsetsResponseTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -526,7 +514,6 @@ def _enc_DeleteShareGroupOffsetsResponseTopic_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -258,7 +258,6 @@ def _dec_DeleteShareGroupStateRequest_v0(
     o = new_instance(DeleteShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_DeleteStateData_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -268,14 +267,12 @@ def _dec_DeleteShareGroupStateRequest_v0(
 
 
 def _enc_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.topics, _enc_DeleteStateData_v0, True, False, "DeleteShareGroupStateRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -315,7 +312,6 @@ def _dec_DeleteStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteSta
     o = new_instance(_DeleteStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -334,7 +330,6 @@ def _enc_DeleteStateData_v0(o: _DeleteStateData, w: Writer) -> None:
         False,
         "DeleteShareGroupStateRequest.DeleteStateData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -369,10 +364,8 @@ def _rnd_DeleteStateData(g: Any, version: int) -> _DeleteStateData:
 
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -383,7 +376,6 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
 
 def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_i.pack(o.partition))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -512,7 +504,6 @@ def _dec_DeleteShareGroupStateResponse_v0(
 ) -> tuple[DeleteShareGroupStateResponse, int]:
     o = new_instance(DeleteShareGroupStateResponse)
     o.results, pos = read_array(buf, pos, end, _dec_DeleteStateResult_v0, True, False, "Results")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -530,7 +521,6 @@ def _enc_DeleteShareGroupStateResponse_v0(o: DeleteShareGroupStateResponse, w: W
         False,
         "DeleteShareGroupStateResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -569,7 +559,6 @@ def _dec_DeleteStateResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteS
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -588,7 +577,6 @@ def _enc_DeleteStateResult_v0(o: _DeleteStateResult, w: Writer) -> None:
         False,
         "DeleteShareGroupStateResponse.DeleteStateResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -623,11 +611,9 @@ def _rnd_DeleteStateResult(g: Any, version: int) -> _DeleteStateResult:
 
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -645,7 +631,6 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

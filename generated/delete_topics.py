@@ -221,10 +221,8 @@ def _dec_DeleteTopicsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Delete
     o = new_instance(DeleteTopicsRequest)
     o.topics = []
     o.topic_names, pos = read_array(buf, pos, end, read_string, False, False, "TopicNames")
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -234,7 +232,6 @@ def _enc_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, w: Writer) -> None:
         raise unsupported("DeleteTopicsRequest.Topics", "non-default value")
     write_array(w, o.topic_names, write_string, False, False, "DeleteTopicsRequest.TopicNames")
     w(_S_i.pack(o.timeout_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteTopicsRequest", "unknown tagged fields")
 
@@ -243,10 +240,8 @@ def _dec_DeleteTopicsRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[Delete
     o = new_instance(DeleteTopicsRequest)
     o.topics = []
     o.topic_names, pos = read_array(buf, pos, end, read_compact_string, True, False, "TopicNames")
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -262,7 +257,6 @@ def _enc_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, w: Writer) -> None:
         w, o.topic_names, write_compact_string, True, False, "DeleteTopicsRequest.TopicNames"
     )
     w(_S_i.pack(o.timeout_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -270,10 +264,8 @@ def _dec_DeleteTopicsRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[Delete
     o = new_instance(DeleteTopicsRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_DeleteTopicState_v6, True, False, "Topics")
     o.topic_names = []
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -287,7 +279,6 @@ def _enc_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: Writer) -> None:
         w, o.topics, _enc_DeleteTopicState_v6, True, False, "DeleteTopicsRequest.Topics"
     )
     w(_S_i.pack(o.timeout_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -338,7 +329,6 @@ def _dec_DeleteTopicState_v6(buf: Buffer, pos: int, end: int) -> tuple[_DeleteTo
     o = new_instance(_DeleteTopicState)
     o.name, pos = read_compact_nullable_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -356,7 +346,6 @@ def _enc_DeleteTopicState_v6(o: _DeleteTopicState, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(o.topic_id.bytes)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -494,7 +483,6 @@ def _dec_DeleteTopicsResponse_v0(
     o.responses, pos = read_array(
         buf, pos, end, _dec_DeletableTopicResult_v0, False, False, "Responses", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -503,7 +491,6 @@ def _enc_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_DeletableTopicResult_v0, False, False, "DeleteTopicsResponse.Responses"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteTopicsResponse", "unknown tagged fields")
 
@@ -512,13 +499,11 @@ def _dec_DeleteTopicsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteTopicsResponse, int]:
     o = new_instance(DeleteTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_DeletableTopicResult_v0, False, False, "Responses", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -528,7 +513,6 @@ def _enc_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_DeletableTopicResult_v0, False, False, "DeleteTopicsResponse.Responses"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteTopicsResponse", "unknown tagged fields")
 
@@ -537,13 +521,11 @@ def _dec_DeleteTopicsResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteTopicsResponse, int]:
     o = new_instance(DeleteTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_DeletableTopicResult_v4, True, False, "Responses", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -557,7 +539,6 @@ def _enc_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_DeletableTopicResult_v4, True, False, "DeleteTopicsResponse.Responses"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -565,13 +546,11 @@ def _dec_DeleteTopicsResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteTopicsResponse, int]:
     o = new_instance(DeleteTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_DeletableTopicResult_v5, True, False, "Responses", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -585,7 +564,6 @@ def _enc_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_DeletableTopicResult_v5, True, False, "DeleteTopicsResponse.Responses"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -593,13 +571,11 @@ def _dec_DeleteTopicsResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DeleteTopicsResponse, int]:
     o = new_instance(DeleteTopicsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_DeletableTopicResult_v6, True, False, "Responses", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -613,7 +589,6 @@ def _enc_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_DeletableTopicResult_v6, True, False, "DeleteTopicsResponse.Responses"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -652,11 +627,9 @@ def _dec_DeletableTopicResult_v0(
     o = new_instance(_DeletableTopicResult)
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -664,12 +637,10 @@ def _dec_DeletableTopicResult_v0(
 def _enc_DeletableTopicResult_v0(o: _DeletableTopicResult, w: Writer) -> None:
     if o.name is None:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult", "unknown tagged fields")
 
@@ -680,11 +651,9 @@ def _dec_DeletableTopicResult_v4(
     o = new_instance(_DeletableTopicResult)
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -696,12 +665,10 @@ def _dec_DeletableTopicResult_v4(
 def _enc_DeletableTopicResult_v4(o: _DeletableTopicResult, w: Writer) -> None:
     if o.name is None:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult.Name", "null value")
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -711,11 +678,9 @@ def _dec_DeletableTopicResult_v5(
     o = new_instance(_DeletableTopicResult)
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -727,7 +692,6 @@ def _dec_DeletableTopicResult_v5(
 def _enc_DeletableTopicResult_v5(o: _DeletableTopicResult, w: Writer) -> None:
     if o.name is None:
         raise unsupported("DeleteTopicsResponse.DeletableTopicResult.Name", "null value")
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -739,7 +703,6 @@ def _enc_DeletableTopicResult_v5(o: _DeletableTopicResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -749,11 +712,9 @@ def _dec_DeletableTopicResult_v6(
     o = new_instance(_DeletableTopicResult)
     o.name, pos = read_compact_nullable_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -779,7 +740,6 @@ def _enc_DeletableTopicResult_v6(o: _DeletableTopicResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

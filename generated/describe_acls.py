@@ -322,19 +322,16 @@ _DescribeAclsResponse_ResourceCursor = DescribeAclsResponse.ResourceCursor
 
 def _dec_DescribeAclsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[DescribeAclsRequest, int]:
     o = new_instance(DescribeAclsRequest)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_nullable_string(buf, pos, end)
     o.pattern_type_filter = 3
     o.principal_filter, pos = read_nullable_string(buf, pos, end)
     o.host_filter, pos = read_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -365,28 +362,23 @@ def _enc_DescribeAclsRequest_v0(o: DescribeAclsRequest, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsRequest", "unknown tagged fields")
 
 
 def _dec_DescribeAclsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[DescribeAclsRequest, int]:
     o = new_instance(DescribeAclsRequest)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_nullable_string(buf, pos, end)
-
     o.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal_filter, pos = read_nullable_string(buf, pos, end)
     o.host_filter, pos = read_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -416,28 +408,23 @@ def _enc_DescribeAclsRequest_v1(o: DescribeAclsRequest, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsRequest", "unknown tagged fields")
 
 
 def _dec_DescribeAclsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[DescribeAclsRequest, int]:
     o = new_instance(DescribeAclsRequest)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_compact_nullable_string(buf, pos, end)
-
     o.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal_filter, pos = read_compact_nullable_string(buf, pos, end)
     o.host_filter, pos = read_compact_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -471,22 +458,18 @@ def _enc_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_DescribeAclsRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[DescribeAclsRequest, int]:
     o = new_instance(DescribeAclsRequest)
-
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name_filter, pos = read_compact_nullable_string(buf, pos, end)
-
     o.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.principal_filter, pos = read_compact_nullable_string(buf, pos, end)
     o.host_filter, pos = read_compact_nullable_string(buf, pos, end)
-
     o.operation, o.permission_type, o.response_pagination_limit = _S_bbi.unpack_from(buf, pos)
     pos += 6
     if pos >= end:
@@ -496,7 +479,6 @@ def _dec_DescribeAclsRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[Descri
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeAclsRequest_ResourceCursor_v4(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -535,7 +517,6 @@ def _enc_DescribeAclsRequest_v4(o: DescribeAclsRequest, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_DescribeAclsRequest_ResourceCursor_v4(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -611,10 +592,8 @@ def _dec_DescribeAclsRequest_ResourceCursor_v4(
 ) -> tuple[_DescribeAclsRequest_ResourceCursor, int]:
     o = new_instance(_DescribeAclsRequest_ResourceCursor)
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -626,12 +605,10 @@ def _dec_DescribeAclsRequest_ResourceCursor_v4(
 def _enc_DescribeAclsRequest_ResourceCursor_v4(
     o: _DescribeAclsRequest_ResourceCursor, w: Writer
 ) -> None:
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -813,7 +790,6 @@ def _dec_DescribeAclsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeAclsResponse, int]:
     o = new_instance(DescribeAclsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos, end)
@@ -821,7 +797,6 @@ def _dec_DescribeAclsResponse_v0(
         buf, pos, end, _dec_DescribeAclsResource_v0, False, False, "Resources"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -838,7 +813,6 @@ def _enc_DescribeAclsResponse_v0(o: DescribeAclsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v0, False, False, "DescribeAclsResponse.Resources"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsResponse", "unknown tagged fields")
 
@@ -847,7 +821,6 @@ def _dec_DescribeAclsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeAclsResponse, int]:
     o = new_instance(DescribeAclsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos, end)
@@ -855,7 +828,6 @@ def _dec_DescribeAclsResponse_v1(
         buf, pos, end, _dec_DescribeAclsResource_v1, False, False, "Resources"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -872,7 +844,6 @@ def _enc_DescribeAclsResponse_v1(o: DescribeAclsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v1, False, False, "DescribeAclsResponse.Resources"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsResponse", "unknown tagged fields")
 
@@ -881,7 +852,6 @@ def _dec_DescribeAclsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeAclsResponse, int]:
     o = new_instance(DescribeAclsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -889,7 +859,6 @@ def _dec_DescribeAclsResponse_v2(
         buf, pos, end, _dec_DescribeAclsResource_v2, True, False, "Resources"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -910,7 +879,6 @@ def _enc_DescribeAclsResponse_v2(o: DescribeAclsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.resources, _enc_DescribeAclsResource_v2, True, False, "DescribeAclsResponse.Resources"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -918,7 +886,6 @@ def _dec_DescribeAclsResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeAclsResponse, int]:
     o = new_instance(DescribeAclsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -932,7 +899,6 @@ def _dec_DescribeAclsResponse_v4(
         pos += 1
     else:
         o.next_cursor, pos = _dec_DescribeAclsResponse_ResourceCursor_v4(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -958,7 +924,6 @@ def _enc_DescribeAclsResponse_v4(o: DescribeAclsResponse, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_DescribeAclsResponse_ResourceCursor_v4(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1019,20 +984,17 @@ def _dec_DescribeAclsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeAclsResource, int]:
     o = new_instance(_DescribeAclsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.pattern_type = 3
     o.acls, pos = read_array(buf, pos, end, _dec_AclDescription_v0, False, False, "Acls")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeAclsResource_v0(o: _DescribeAclsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1048,7 +1010,6 @@ def _enc_DescribeAclsResource_v0(o: _DescribeAclsResource, w: Writer) -> None:
         False,
         "DescribeAclsResponse.DescribeAclsResource.Acls",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsResponse.DescribeAclsResource", "unknown tagged fields")
 
@@ -1057,22 +1018,18 @@ def _dec_DescribeAclsResource_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeAclsResource, int]:
     o = new_instance(_DescribeAclsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
-
     o.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.acls, pos = read_array(buf, pos, end, _dec_AclDescription_v0, False, False, "Acls")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeAclsResource_v1(o: _DescribeAclsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1085,7 +1042,6 @@ def _enc_DescribeAclsResource_v1(o: _DescribeAclsResource, w: Writer) -> None:
         False,
         "DescribeAclsResponse.DescribeAclsResource.Acls",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsResponse.DescribeAclsResource", "unknown tagged fields")
 
@@ -1094,15 +1050,12 @@ def _dec_DescribeAclsResource_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeAclsResource, int]:
     o = new_instance(_DescribeAclsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.acls, pos = read_array(buf, pos, end, _dec_AclDescription_v2, True, False, "Acls")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1113,7 +1066,6 @@ def _dec_DescribeAclsResource_v2(
 
 def _enc_DescribeAclsResource_v2(o: _DescribeAclsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1126,7 +1078,6 @@ def _enc_DescribeAclsResource_v2(o: _DescribeAclsResource, w: Writer) -> None:
         False,
         "DescribeAclsResponse.DescribeAclsResource.Acls",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1169,25 +1120,20 @@ def _dec_AclDescription_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclDescrip
     o = new_instance(_AclDescription)
     o.principal, pos = read_string(buf, pos, end)
     o.host, pos = read_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AclDescription_v0(o: _AclDescription, w: Writer) -> None:
-
     b = o.principal.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeAclsResponse.AclDescription", "unknown tagged fields")
 
@@ -1196,10 +1142,8 @@ def _dec_AclDescription_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclDescrip
     o = new_instance(_AclDescription)
     o.principal, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.operation, o.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1209,16 +1153,13 @@ def _dec_AclDescription_v2(buf: Buffer, pos: int, end: int) -> tuple[_AclDescrip
 
 
 def _enc_AclDescription_v2(o: _AclDescription, w: Writer) -> None:
-
     b = o.principal.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_bb.pack(o.operation, o.permission_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1259,10 +1200,8 @@ def _dec_DescribeAclsResponse_ResourceCursor_v4(
 ) -> tuple[_DescribeAclsResponse_ResourceCursor, int]:
     o = new_instance(_DescribeAclsResponse_ResourceCursor)
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1274,12 +1213,10 @@ def _dec_DescribeAclsResponse_ResourceCursor_v4(
 def _enc_DescribeAclsResponse_ResourceCursor_v4(
     o: _DescribeAclsResponse_ResourceCursor, w: Writer
 ) -> None:
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -279,10 +279,8 @@ def _dec_DescribeClientQuotasRequest_v0(
 ) -> tuple[DescribeClientQuotasRequest, int]:
     o = new_instance(DescribeClientQuotasRequest)
     o.components, pos = read_array(buf, pos, end, _dec_ComponentData_v0, False, False, "Components")
-
     o.strict = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -297,7 +295,6 @@ def _enc_DescribeClientQuotasRequest_v0(o: DescribeClientQuotasRequest, w: Write
         "DescribeClientQuotasRequest.Components",
     )
     w(_S_o.pack(o.strict))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasRequest", "unknown tagged fields")
 
@@ -307,10 +304,8 @@ def _dec_DescribeClientQuotasRequest_v1(
 ) -> tuple[DescribeClientQuotasRequest, int]:
     o = new_instance(DescribeClientQuotasRequest)
     o.components, pos = read_array(buf, pos, end, _dec_ComponentData_v1, True, False, "Components")
-
     o.strict = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -329,7 +324,6 @@ def _enc_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, w: Write
         "DescribeClientQuotasRequest.Components",
     )
     w(_S_o.pack(o.strict))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -366,17 +360,14 @@ def _rnd_DescribeClientQuotasRequest(g: Any, version: int) -> DescribeClientQuot
 def _dec_ComponentData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ComponentData, int]:
     o = new_instance(_ComponentData)
     o.entity_type, pos = read_string(buf, pos, end)
-
     o.match_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.match, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ComponentData_v0(o: _ComponentData, w: Writer) -> None:
-
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -388,7 +379,6 @@ def _enc_ComponentData_v0(o: _ComponentData, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasRequest.ComponentData", "unknown tagged fields")
 
@@ -396,11 +386,9 @@ def _enc_ComponentData_v0(o: _ComponentData, w: Writer) -> None:
 def _dec_ComponentData_v1(buf: Buffer, pos: int, end: int) -> tuple[_ComponentData, int]:
     o = new_instance(_ComponentData)
     o.entity_type, pos = read_compact_string(buf, pos, end)
-
     o.match_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.match, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -410,7 +398,6 @@ def _dec_ComponentData_v1(buf: Buffer, pos: int, end: int) -> tuple[_ComponentDa
 
 
 def _enc_ComponentData_v1(o: _ComponentData, w: Writer) -> None:
-
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -422,7 +409,6 @@ def _enc_ComponentData_v1(o: _ComponentData, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -555,12 +541,10 @@ def _dec_DescribeClientQuotasResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClientQuotasResponse, int]:
     o = new_instance(DescribeClientQuotasResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.entries, pos = read_array(buf, pos, end, _dec_EntryData_v0, False, True, "Entries")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -577,7 +561,6 @@ def _enc_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, w: Wri
     write_struct_array(
         w, o.entries, _enc_EntryData_v0, False, True, "DescribeClientQuotasResponse.Entries"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasResponse", "unknown tagged fields")
 
@@ -586,12 +569,10 @@ def _dec_DescribeClientQuotasResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClientQuotasResponse, int]:
     o = new_instance(DescribeClientQuotasResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.entries, pos = read_array(buf, pos, end, _dec_EntryData_v1, True, True, "Entries")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -612,7 +593,6 @@ def _enc_DescribeClientQuotasResponse_v1(o: DescribeClientQuotasResponse, w: Wri
     write_struct_array(
         w, o.entries, _enc_EntryData_v1, True, True, "DescribeClientQuotasResponse.Entries"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -658,7 +638,6 @@ def _dec_EntryData_v0(buf: Buffer, pos: int, end: int) -> tuple[_EntryData, int]
     o = new_instance(_EntryData)
     o.entity, pos = read_array(buf, pos, end, _dec_EntityData_v0, False, False, "Entity")
     o.values, pos = read_array(buf, pos, end, _dec_ValueData_v0, False, False, "Values")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -680,7 +659,6 @@ def _enc_EntryData_v0(o: _EntryData, w: Writer) -> None:
         False,
         "DescribeClientQuotasResponse.EntryData.Values",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasResponse.EntryData", "unknown tagged fields")
 
@@ -689,7 +667,6 @@ def _dec_EntryData_v1(buf: Buffer, pos: int, end: int) -> tuple[_EntryData, int]
     o = new_instance(_EntryData)
     o.entity, pos = read_array(buf, pos, end, _dec_EntityData_v1, True, False, "Entity")
     o.values, pos = read_array(buf, pos, end, _dec_ValueData_v1, True, False, "Values")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -710,7 +687,6 @@ def _enc_EntryData_v1(o: _EntryData, w: Writer) -> None:
     write_struct_array(
         w, o.values, _enc_ValueData_v1, True, False, "DescribeClientQuotasResponse.EntryData.Values"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -748,13 +724,11 @@ def _dec_EntityData_v0(buf: Buffer, pos: int, end: int) -> tuple[_EntityData, in
     o = new_instance(_EntityData)
     o.entity_type, pos = read_string(buf, pos, end)
     o.entity_name, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_EntityData_v0(o: _EntityData, w: Writer) -> None:
-
     b = o.entity_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -765,7 +739,6 @@ def _enc_EntityData_v0(o: _EntityData, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasResponse.EntityData", "unknown tagged fields")
 
@@ -774,7 +747,6 @@ def _dec_EntityData_v1(buf: Buffer, pos: int, end: int) -> tuple[_EntityData, in
     o = new_instance(_EntityData)
     o.entity_type, pos = read_compact_string(buf, pos, end)
     o.entity_name, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -784,7 +756,6 @@ def _dec_EntityData_v1(buf: Buffer, pos: int, end: int) -> tuple[_EntityData, in
 
 
 def _enc_EntityData_v1(o: _EntityData, w: Writer) -> None:
-
     b = o.entity_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -795,7 +766,6 @@ def _enc_EntityData_v1(o: _EntityData, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -828,21 +798,17 @@ def _rnd_EntityData(g: Any, version: int) -> _EntityData:
 def _dec_ValueData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ValueData, int]:
     o = new_instance(_ValueData)
     o.key, pos = read_string(buf, pos, end)
-
     o.value = _S_d.unpack_from(buf, pos)[0]
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ValueData_v0(o: _ValueData, w: Writer) -> None:
-
     b = o.key.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_d.pack(o.value))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeClientQuotasResponse.ValueData", "unknown tagged fields")
 
@@ -850,10 +816,8 @@ def _enc_ValueData_v0(o: _ValueData, w: Writer) -> None:
 def _dec_ValueData_v1(buf: Buffer, pos: int, end: int) -> tuple[_ValueData, int]:
     o = new_instance(_ValueData)
     o.key, pos = read_compact_string(buf, pos, end)
-
     o.value = _S_d.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -863,12 +827,10 @@ def _dec_ValueData_v1(buf: Buffer, pos: int, end: int) -> tuple[_ValueData, int]
 
 
 def _enc_ValueData_v1(o: _ValueData, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_d.pack(o.value))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -214,12 +214,10 @@ def _dec_DescribeClusterRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClusterRequest, int]:
     o = new_instance(DescribeClusterRequest)
-
     o.include_cluster_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.endpoint_type = 1
     o.include_fenced_brokers = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -234,7 +232,6 @@ def _enc_DescribeClusterRequest_v0(o: DescribeClusterRequest, w: Writer) -> None
         raise unsupported("DescribeClusterRequest.EndpointType", "non-default value")
     if o.include_fenced_brokers != False:
         raise unsupported("DescribeClusterRequest.IncludeFencedBrokers", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -242,11 +239,9 @@ def _dec_DescribeClusterRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClusterRequest, int]:
     o = new_instance(DescribeClusterRequest)
-
     o.include_cluster_authorized_operations, o.endpoint_type = _S_ob.unpack_from(buf, pos)
     pos += 2
     o.include_fenced_brokers = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -259,7 +254,6 @@ def _enc_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: Writer) -> None
     w(_S_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type))
     if o.include_fenced_brokers != False:
         raise unsupported("DescribeClusterRequest.IncludeFencedBrokers", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -267,12 +261,10 @@ def _dec_DescribeClusterRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClusterRequest, int]:
     o = new_instance(DescribeClusterRequest)
-
     o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers = (
         _S_obo.unpack_from(buf, pos)
     )
     pos += 3
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -287,7 +279,6 @@ def _enc_DescribeClusterRequest_v2(o: DescribeClusterRequest, w: Writer) -> None
             o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -397,22 +388,18 @@ def _dec_DescribeClusterResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClusterResponse, int]:
     o = new_instance(DescribeClusterResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.endpoint_type = 1
     o.cluster_id, pos = read_compact_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_DescribeClusterBroker_v0, True, False, "Brokers", KeyedList
     )
-
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -432,7 +419,6 @@ def _enc_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Writer) -> No
         w(b)
     if o.endpoint_type != 1:
         raise unsupported("DescribeClusterResponse.EndpointType", "non-default value")
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -441,7 +427,6 @@ def _enc_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Writer) -> No
         w, o.brokers, _enc_DescribeClusterBroker_v0, True, False, "DescribeClusterResponse.Brokers"
     )
     w(_S_i.pack(o.cluster_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -449,24 +434,19 @@ def _dec_DescribeClusterResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClusterResponse, int]:
     o = new_instance(DescribeClusterResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.endpoint_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.cluster_id, pos = read_compact_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_DescribeClusterBroker_v0, True, False, "Brokers", KeyedList
     )
-
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -485,7 +465,6 @@ def _enc_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Writer) -> No
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.endpoint_type))
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -494,7 +473,6 @@ def _enc_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Writer) -> No
         w, o.brokers, _enc_DescribeClusterBroker_v0, True, False, "DescribeClusterResponse.Brokers"
     )
     w(_S_i.pack(o.cluster_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -502,24 +480,19 @@ def _dec_DescribeClusterResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeClusterResponse, int]:
     o = new_instance(DescribeClusterResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.endpoint_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.cluster_id, pos = read_compact_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_DescribeClusterBroker_v2, True, False, "Brokers", KeyedList
     )
-
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -538,7 +511,6 @@ def _enc_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: Writer) -> No
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.endpoint_type))
-
     b = o.cluster_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -547,7 +519,6 @@ def _enc_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: Writer) -> No
         w, o.brokers, _enc_DescribeClusterBroker_v2, True, False, "DescribeClusterResponse.Brokers"
     )
     w(_S_i.pack(o.cluster_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -602,16 +573,13 @@ def _dec_DescribeClusterBroker_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeClusterBroker, int]:
     o = new_instance(_DescribeClusterBroker)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
     o.is_fenced = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -622,7 +590,6 @@ def _dec_DescribeClusterBroker_v0(
 
 def _enc_DescribeClusterBroker_v0(o: _DescribeClusterBroker, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -638,7 +605,6 @@ def _enc_DescribeClusterBroker_v0(o: _DescribeClusterBroker, w: Writer) -> None:
         raise unsupported(
             "DescribeClusterResponse.DescribeClusterBroker.IsFenced", "non-default value"
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -646,18 +612,14 @@ def _dec_DescribeClusterBroker_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeClusterBroker, int]:
     o = new_instance(_DescribeClusterBroker)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     o.is_fenced = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -668,7 +630,6 @@ def _dec_DescribeClusterBroker_v2(
 
 def _enc_DescribeClusterBroker_v2(o: _DescribeClusterBroker, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -681,7 +642,6 @@ def _enc_DescribeClusterBroker_v2(o: _DescribeClusterBroker, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_o.pack(o.is_fenced))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

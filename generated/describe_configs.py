@@ -407,7 +407,6 @@ def _dec_DescribeConfigsRequest_v0(
     o.include_documentation = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -425,7 +424,6 @@ def _enc_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, w: Writer) -> None
         raise unsupported("DescribeConfigsRequest.IncludeSynonyms", "non-default value")
     if o.include_documentation != False:
         raise unsupported("DescribeConfigsRequest.IncludeDocumentation", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsRequest", "unknown tagged fields")
 
@@ -437,13 +435,11 @@ def _dec_DescribeConfigsRequest_v1(
     o.resources, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResource_v0, False, False, "Resources"
     )
-
     o.include_synonyms = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.include_documentation = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -460,7 +456,6 @@ def _enc_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, w: Writer) -> None
     w(_S_o.pack(o.include_synonyms))
     if o.include_documentation != False:
         raise unsupported("DescribeConfigsRequest.IncludeDocumentation", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsRequest", "unknown tagged fields")
 
@@ -472,12 +467,10 @@ def _dec_DescribeConfigsRequest_v3(
     o.resources, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResource_v0, False, False, "Resources"
     )
-
     o.include_synonyms, o.include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -492,7 +485,6 @@ def _enc_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, w: Writer) -> None
         "DescribeConfigsRequest.Resources",
     )
     w(_S_oo.pack(o.include_synonyms, o.include_documentation))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsRequest", "unknown tagged fields")
 
@@ -504,12 +496,10 @@ def _dec_DescribeConfigsRequest_v4(
     o.resources, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResource_v4, True, False, "Resources"
     )
-
     o.include_synonyms, o.include_documentation = _S_oo.unpack_from(buf, pos)
     pos += 2
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -528,7 +518,6 @@ def _enc_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, w: Writer) -> None
         "DescribeConfigsRequest.Resources",
     )
     w(_S_oo.pack(o.include_synonyms, o.include_documentation))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -539,7 +528,6 @@ def _dec_DescribeConfigsRequest_v5(
     o.resources, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResource_v4, True, False, "Resources"
     )
-
     o.include_synonyms, o.include_documentation, o.response_pagination_limit = _S_ooi.unpack_from(
         buf, pos
     )
@@ -551,7 +539,6 @@ def _dec_DescribeConfigsRequest_v5(
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeConfigsRequest_ResourceCursor_v5(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -575,7 +562,6 @@ def _enc_DescribeConfigsRequest_v5(o: DescribeConfigsRequest, w: Writer) -> None
     else:
         w(PRESENT_MARKER)
         _enc_DescribeConfigsRequest_ResourceCursor_v5(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -645,21 +631,18 @@ def _dec_DescribeConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResource, int]:
     o = new_instance(_DescribeConfigsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.configuration_keys, pos = read_array(
         buf, pos, end, read_string, False, True, "ConfigurationKeys"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeConfigsResource_v0(o: _DescribeConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -671,7 +654,6 @@ def _enc_DescribeConfigsResource_v0(o: _DescribeConfigsResource, w: Writer) -> N
         True,
         "DescribeConfigsRequest.DescribeConfigsResource.ConfigurationKeys",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsRequest.DescribeConfigsResource", "unknown tagged fields")
 
@@ -680,14 +662,12 @@ def _dec_DescribeConfigsResource_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResource, int]:
     o = new_instance(_DescribeConfigsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
     o.configuration_keys, pos = read_array(
         buf, pos, end, read_compact_string, True, True, "ConfigurationKeys"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -698,7 +678,6 @@ def _dec_DescribeConfigsResource_v4(
 
 def _enc_DescribeConfigsResource_v4(o: _DescribeConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -710,7 +689,6 @@ def _enc_DescribeConfigsResource_v4(o: _DescribeConfigsResource, w: Writer) -> N
         True,
         "DescribeConfigsRequest.DescribeConfigsResource.ConfigurationKeys",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -750,10 +728,8 @@ def _dec_DescribeConfigsRequest_ResourceCursor_v5(
 ) -> tuple[_DescribeConfigsRequest_ResourceCursor, int]:
     o = new_instance(_DescribeConfigsRequest_ResourceCursor)
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -765,12 +741,10 @@ def _dec_DescribeConfigsRequest_ResourceCursor_v5(
 def _enc_DescribeConfigsRequest_ResourceCursor_v5(
     o: _DescribeConfigsRequest_ResourceCursor, w: Writer
 ) -> None:
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -997,14 +971,12 @@ def _dec_DescribeConfigsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeConfigsResponse, int]:
     o = new_instance(DescribeConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResult_v0, False, False, "Results"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1014,7 +986,6 @@ def _enc_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeConfigsResult_v0, False, False, "DescribeConfigsResponse.Results"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse", "unknown tagged fields")
 
@@ -1023,14 +994,12 @@ def _dec_DescribeConfigsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeConfigsResponse, int]:
     o = new_instance(DescribeConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResult_v1, False, False, "Results"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1040,7 +1009,6 @@ def _enc_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeConfigsResult_v1, False, False, "DescribeConfigsResponse.Results"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse", "unknown tagged fields")
 
@@ -1049,14 +1017,12 @@ def _dec_DescribeConfigsResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeConfigsResponse, int]:
     o = new_instance(DescribeConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResult_v3, False, False, "Results"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1066,7 +1032,6 @@ def _enc_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeConfigsResult_v3, False, False, "DescribeConfigsResponse.Results"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse", "unknown tagged fields")
 
@@ -1075,14 +1040,12 @@ def _dec_DescribeConfigsResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeConfigsResponse, int]:
     o = new_instance(DescribeConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResult_v4, True, False, "Results"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1096,7 +1059,6 @@ def _enc_DescribeConfigsResponse_v4(o: DescribeConfigsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeConfigsResult_v4, True, False, "DescribeConfigsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1104,7 +1066,6 @@ def _dec_DescribeConfigsResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeConfigsResponse, int]:
     o = new_instance(DescribeConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.results, pos = read_array(
@@ -1117,7 +1078,6 @@ def _dec_DescribeConfigsResponse_v5(
         pos += 1
     else:
         o.next_cursor, pos = _dec_DescribeConfigsResponse_ResourceCursor_v5(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1136,7 +1096,6 @@ def _enc_DescribeConfigsResponse_v5(o: DescribeConfigsResponse, w: Writer) -> No
     else:
         w(PRESENT_MARKER)
         _enc_DescribeConfigsResponse_ResourceCursor_v5(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1195,18 +1154,15 @@ def _dec_DescribeConfigsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResult, int]:
     o = new_instance(_DescribeConfigsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResourceResult_v0, False, False, "Configs"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1221,7 +1177,6 @@ def _enc_DescribeConfigsResult_v0(o: _DescribeConfigsResult, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1233,7 +1188,6 @@ def _enc_DescribeConfigsResult_v0(o: _DescribeConfigsResult, w: Writer) -> None:
         False,
         "DescribeConfigsResponse.DescribeConfigsResult.Configs",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse.DescribeConfigsResult", "unknown tagged fields")
 
@@ -1242,18 +1196,15 @@ def _dec_DescribeConfigsResult_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResult, int]:
     o = new_instance(_DescribeConfigsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResourceResult_v1, False, False, "Configs"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1268,7 +1219,6 @@ def _enc_DescribeConfigsResult_v1(o: _DescribeConfigsResult, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1280,7 +1230,6 @@ def _enc_DescribeConfigsResult_v1(o: _DescribeConfigsResult, w: Writer) -> None:
         False,
         "DescribeConfigsResponse.DescribeConfigsResult.Configs",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse.DescribeConfigsResult", "unknown tagged fields")
 
@@ -1289,18 +1238,15 @@ def _dec_DescribeConfigsResult_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResult, int]:
     o = new_instance(_DescribeConfigsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResourceResult_v3, False, False, "Configs"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1315,7 +1261,6 @@ def _enc_DescribeConfigsResult_v3(o: _DescribeConfigsResult, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1327,7 +1272,6 @@ def _enc_DescribeConfigsResult_v3(o: _DescribeConfigsResult, w: Writer) -> None:
         False,
         "DescribeConfigsResponse.DescribeConfigsResult.Configs",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse.DescribeConfigsResult", "unknown tagged fields")
 
@@ -1336,18 +1280,15 @@ def _dec_DescribeConfigsResult_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResult, int]:
     o = new_instance(_DescribeConfigsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsResourceResult_v4, True, False, "Configs"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1366,7 +1307,6 @@ def _enc_DescribeConfigsResult_v4(o: _DescribeConfigsResult, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1378,7 +1318,6 @@ def _enc_DescribeConfigsResult_v4(o: _DescribeConfigsResult, w: Writer) -> None:
         False,
         "DescribeConfigsResponse.DescribeConfigsResult.Configs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1425,23 +1364,19 @@ def _dec_DescribeConfigsResourceResult_v0(
     o = new_instance(_DescribeConfigsResourceResult)
     o.name, pos = read_string(buf, pos, end)
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.read_only, o.is_default = _S_oo.unpack_from(buf, pos)
     pos += 2
     o.config_source = -1
-
     o.is_sensitive = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.synonyms = []
     o.config_type = 0
     o.documentation = ""
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeConfigsResourceResult_v0(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1454,7 +1389,6 @@ def _enc_DescribeConfigsResourceResult_v0(o: _DescribeConfigsResourceResult, w: 
         w(b)
     w(_S_oo.pack(o.read_only, o.is_default))
     w(_S_o.pack(o.is_sensitive))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeConfigsResponse.DescribeConfigsResourceResult", "unknown tagged fields"
@@ -1467,11 +1401,9 @@ def _dec_DescribeConfigsResourceResult_v1(
     o = new_instance(_DescribeConfigsResourceResult)
     o.name, pos = read_string(buf, pos, end)
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.read_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.is_default = False
-
     o.config_source, o.is_sensitive = _S_bo.unpack_from(buf, pos)
     pos += 2
     o.synonyms, pos = read_array(
@@ -1479,13 +1411,11 @@ def _dec_DescribeConfigsResourceResult_v1(
     )
     o.config_type = 0
     o.documentation = ""
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeConfigsResourceResult_v1(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1510,7 +1440,6 @@ def _enc_DescribeConfigsResourceResult_v1(o: _DescribeConfigsResourceResult, w: 
         False,
         "DescribeConfigsResponse.DescribeConfigsResourceResult.Synonyms",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeConfigsResponse.DescribeConfigsResourceResult", "unknown tagged fields"
@@ -1523,27 +1452,22 @@ def _dec_DescribeConfigsResourceResult_v3(
     o = new_instance(_DescribeConfigsResourceResult)
     o.name, pos = read_string(buf, pos, end)
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.read_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.is_default = False
-
     o.config_source, o.is_sensitive = _S_bo.unpack_from(buf, pos)
     pos += 2
     o.synonyms, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsSynonym_v1, False, False, "Synonyms"
     )
-
     o.config_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.documentation, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeConfigsResourceResult_v3(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1576,7 +1500,6 @@ def _enc_DescribeConfigsResourceResult_v3(o: _DescribeConfigsResourceResult, w: 
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeConfigsResponse.DescribeConfigsResourceResult", "unknown tagged fields"
@@ -1589,21 +1512,17 @@ def _dec_DescribeConfigsResourceResult_v4(
     o = new_instance(_DescribeConfigsResourceResult)
     o.name, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_nullable_string(buf, pos, end)
-
     o.read_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.is_default = False
-
     o.config_source, o.is_sensitive = _S_bo.unpack_from(buf, pos)
     pos += 2
     o.synonyms, pos = read_array(
         buf, pos, end, _dec_DescribeConfigsSynonym_v4, True, False, "Synonyms"
     )
-
     o.config_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.documentation, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1613,7 +1532,6 @@ def _dec_DescribeConfigsResourceResult_v4(
 
 
 def _enc_DescribeConfigsResourceResult_v4(o: _DescribeConfigsResourceResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1646,7 +1564,6 @@ def _enc_DescribeConfigsResourceResult_v4(o: _DescribeConfigsResourceResult, w: 
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1721,16 +1638,13 @@ def _dec_DescribeConfigsSynonym_v1(
     o = new_instance(_DescribeConfigsSynonym)
     o.name, pos = read_string(buf, pos, end)
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.source = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeConfigsSynonym_v1(o: _DescribeConfigsSynonym, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1742,7 +1656,6 @@ def _enc_DescribeConfigsSynonym_v1(o: _DescribeConfigsSynonym, w: Writer) -> Non
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.source))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeConfigsResponse.DescribeConfigsSynonym", "unknown tagged fields")
 
@@ -1753,10 +1666,8 @@ def _dec_DescribeConfigsSynonym_v4(
     o = new_instance(_DescribeConfigsSynonym)
     o.name, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_nullable_string(buf, pos, end)
-
     o.source = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1766,7 +1677,6 @@ def _dec_DescribeConfigsSynonym_v4(
 
 
 def _enc_DescribeConfigsSynonym_v4(o: _DescribeConfigsSynonym, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1778,7 +1688,6 @@ def _enc_DescribeConfigsSynonym_v4(o: _DescribeConfigsSynonym, w: Writer) -> Non
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.source))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1819,10 +1728,8 @@ def _dec_DescribeConfigsResponse_ResourceCursor_v5(
 ) -> tuple[_DescribeConfigsResponse_ResourceCursor, int]:
     o = new_instance(_DescribeConfigsResponse_ResourceCursor)
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1834,12 +1741,10 @@ def _dec_DescribeConfigsResponse_ResourceCursor_v5(
 def _enc_DescribeConfigsResponse_ResourceCursor_v5(
     o: _DescribeConfigsResponse_ResourceCursor, w: Writer
 ) -> None:
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -275,7 +275,6 @@ def _dec_DescribeDelegationTokenRequest_v0(
     o.owners, pos = read_array(
         buf, pos, end, _dec_DescribeDelegationTokenOwner_v0, False, True, "Owners"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -289,7 +288,6 @@ def _enc_DescribeDelegationTokenRequest_v0(o: DescribeDelegationTokenRequest, w:
         True,
         "DescribeDelegationTokenRequest.Owners",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeDelegationTokenRequest", "unknown tagged fields")
 
@@ -301,7 +299,6 @@ def _dec_DescribeDelegationTokenRequest_v2(
     o.owners, pos = read_array(
         buf, pos, end, _dec_DescribeDelegationTokenOwner_v2, True, True, "Owners"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -319,7 +316,6 @@ def _enc_DescribeDelegationTokenRequest_v2(o: DescribeDelegationTokenRequest, w:
         True,
         "DescribeDelegationTokenRequest.Owners",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -366,21 +362,17 @@ def _dec_DescribeDelegationTokenOwner_v0(
     o = new_instance(_DescribeDelegationTokenOwner)
     o.principal_type, pos = read_string(buf, pos, end)
     o.principal_name, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeDelegationTokenOwner_v0(o: _DescribeDelegationTokenOwner, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner", "unknown tagged fields"
@@ -393,7 +385,6 @@ def _dec_DescribeDelegationTokenOwner_v2(
     o = new_instance(_DescribeDelegationTokenOwner)
     o.principal_type, pos = read_compact_string(buf, pos, end)
     o.principal_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -403,15 +394,12 @@ def _dec_DescribeDelegationTokenOwner_v2(
 
 
 def _enc_DescribeDelegationTokenOwner_v2(o: _DescribeDelegationTokenOwner, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -539,16 +527,13 @@ def _dec_DescribeDelegationTokenResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeDelegationTokenResponse, int]:
     o = new_instance(DescribeDelegationTokenResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.tokens, pos = read_array(
         buf, pos, end, _dec_DescribedDelegationToken_v0, False, False, "Tokens"
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -564,7 +549,6 @@ def _enc_DescribeDelegationTokenResponse_v0(o: DescribeDelegationTokenResponse, 
         "DescribeDelegationTokenResponse.Tokens",
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeDelegationTokenResponse", "unknown tagged fields")
 
@@ -573,16 +557,13 @@ def _dec_DescribeDelegationTokenResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeDelegationTokenResponse, int]:
     o = new_instance(DescribeDelegationTokenResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.tokens, pos = read_array(
         buf, pos, end, _dec_DescribedDelegationToken_v2, True, False, "Tokens"
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -602,7 +583,6 @@ def _enc_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenResponse, 
         "DescribeDelegationTokenResponse.Tokens",
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -610,16 +590,13 @@ def _dec_DescribeDelegationTokenResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeDelegationTokenResponse, int]:
     o = new_instance(DescribeDelegationTokenResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.tokens, pos = read_array(
         buf, pos, end, _dec_DescribedDelegationToken_v3, True, False, "Tokens"
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -639,7 +616,6 @@ def _enc_DescribeDelegationTokenResponse_v3(o: DescribeDelegationTokenResponse, 
         "DescribeDelegationTokenResponse.Tokens",
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -686,7 +662,6 @@ def _dec_DescribedDelegationToken_v0(
     o.principal_name, pos = read_string(buf, pos, end)
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
     o.token_id, pos = read_string(buf, pos, end)
@@ -694,17 +669,14 @@ def _dec_DescribedDelegationToken_v0(
     o.renewers, pos = read_array(
         buf, pos, end, _dec_DescribedDelegationTokenRenewer_v0, False, False, "Renewers"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribedDelegationToken_v0(o: _DescribedDelegationToken, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -719,7 +691,6 @@ def _enc_DescribedDelegationToken_v0(o: _DescribedDelegationToken, w: Writer) ->
             "non-default value",
         )
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
-
     b = o.token_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -732,7 +703,6 @@ def _enc_DescribedDelegationToken_v0(o: _DescribedDelegationToken, w: Writer) ->
         False,
         "DescribeDelegationTokenResponse.DescribedDelegationToken.Renewers",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeDelegationTokenResponse.DescribedDelegationToken", "unknown tagged fields"
@@ -747,7 +717,6 @@ def _dec_DescribedDelegationToken_v2(
     o.principal_name, pos = read_compact_string(buf, pos, end)
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
     o.token_id, pos = read_compact_string(buf, pos, end)
@@ -755,7 +724,6 @@ def _dec_DescribedDelegationToken_v2(
     o.renewers, pos = read_array(
         buf, pos, end, _dec_DescribedDelegationTokenRenewer_v2, True, False, "Renewers"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -765,11 +733,9 @@ def _dec_DescribedDelegationToken_v2(
 
 
 def _enc_DescribedDelegationToken_v2(o: _DescribedDelegationToken, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -784,7 +750,6 @@ def _enc_DescribedDelegationToken_v2(o: _DescribedDelegationToken, w: Writer) ->
             "non-default value",
         )
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
-
     b = o.token_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -797,7 +762,6 @@ def _enc_DescribedDelegationToken_v2(o: _DescribedDelegationToken, w: Writer) ->
         False,
         "DescribeDelegationTokenResponse.DescribedDelegationToken.Renewers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -809,7 +773,6 @@ def _dec_DescribedDelegationToken_v3(
     o.principal_name, pos = read_compact_string(buf, pos, end)
     o.token_requester_principal_type, pos = read_compact_string(buf, pos, end)
     o.token_requester_principal_name, pos = read_compact_string(buf, pos, end)
-
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
     o.token_id, pos = read_compact_string(buf, pos, end)
@@ -817,7 +780,6 @@ def _dec_DescribedDelegationToken_v3(
     o.renewers, pos = read_array(
         buf, pos, end, _dec_DescribedDelegationTokenRenewer_v2, True, False, "Renewers"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -827,24 +789,19 @@ def _dec_DescribedDelegationToken_v3(
 
 
 def _enc_DescribedDelegationToken_v3(o: _DescribedDelegationToken, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.token_requester_principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.token_requester_principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
-
     b = o.token_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -857,7 +814,6 @@ def _enc_DescribedDelegationToken_v3(o: _DescribedDelegationToken, w: Writer) ->
         False,
         "DescribeDelegationTokenResponse.DescribedDelegationToken.Renewers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -926,21 +882,17 @@ def _dec_DescribedDelegationTokenRenewer_v0(
     o = new_instance(_DescribedDelegationTokenRenewer)
     o.principal_type, pos = read_string(buf, pos, end)
     o.principal_name, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribedDelegationTokenRenewer_v0(o: _DescribedDelegationTokenRenewer, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
@@ -954,7 +906,6 @@ def _dec_DescribedDelegationTokenRenewer_v2(
     o = new_instance(_DescribedDelegationTokenRenewer)
     o.principal_type, pos = read_compact_string(buf, pos, end)
     o.principal_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -964,15 +915,12 @@ def _dec_DescribedDelegationTokenRenewer_v2(
 
 
 def _enc_DescribedDelegationTokenRenewer_v2(o: _DescribedDelegationTokenRenewer, w: Writer) -> None:
-
     b = o.principal_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.principal_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -333,7 +333,6 @@ def _dec_DescribeGroupsRequest_v0(
     o.include_authorized_operations = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -342,7 +341,6 @@ def _enc_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, w: Writer) -> None:
     write_array(w, o.groups, write_string, False, False, "DescribeGroupsRequest.Groups")
     if o.include_authorized_operations != False:
         raise unsupported("DescribeGroupsRequest.IncludeAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsRequest", "unknown tagged fields")
 
@@ -352,12 +350,10 @@ def _dec_DescribeGroupsRequest_v3(
 ) -> tuple[DescribeGroupsRequest, int]:
     o = new_instance(DescribeGroupsRequest)
     o.groups, pos = read_array(buf, pos, end, read_string, False, False, "Groups")
-
     o.include_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -365,7 +361,6 @@ def _dec_DescribeGroupsRequest_v3(
 def _enc_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, w: Writer) -> None:
     write_array(w, o.groups, write_string, False, False, "DescribeGroupsRequest.Groups")
     w(_S_o.pack(o.include_authorized_operations))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsRequest", "unknown tagged fields")
 
@@ -375,12 +370,10 @@ def _dec_DescribeGroupsRequest_v5(
 ) -> tuple[DescribeGroupsRequest, int]:
     o = new_instance(DescribeGroupsRequest)
     o.groups, pos = read_array(buf, pos, end, read_compact_string, True, False, "Groups")
-
     o.include_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -392,7 +385,6 @@ def _dec_DescribeGroupsRequest_v5(
 def _enc_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, w: Writer) -> None:
     write_array(w, o.groups, write_compact_string, True, False, "DescribeGroupsRequest.Groups")
     w(_S_o.pack(o.include_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -401,7 +393,6 @@ def _dec_DescribeGroupsRequest_v7(
 ) -> tuple[DescribeGroupsRequest, int]:
     o = new_instance(DescribeGroupsRequest)
     o.groups, pos = read_array(buf, pos, end, read_compact_string, True, False, "Groups")
-
     o.include_authorized_operations, o.response_pagination_limit = _S_oi.unpack_from(buf, pos)
     pos += 5
     if pos >= end:
@@ -411,7 +402,6 @@ def _dec_DescribeGroupsRequest_v7(
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeGroupsRequest_GroupMemberCursor_v7(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -428,7 +418,6 @@ def _enc_DescribeGroupsRequest_v7(o: DescribeGroupsRequest, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_DescribeGroupsRequest_GroupMemberCursor_v7(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -496,7 +485,6 @@ def _dec_DescribeGroupsRequest_GroupMemberCursor_v7(
     o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -508,15 +496,12 @@ def _dec_DescribeGroupsRequest_GroupMemberCursor_v7(
 def _enc_DescribeGroupsRequest_GroupMemberCursor_v7(
     o: _DescribeGroupsRequest_GroupMemberCursor, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -681,7 +666,6 @@ def _dec_DescribeGroupsResponse_v0(
     o.throttle_time_ms = 0
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v0, False, False, "Groups")
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -690,7 +674,6 @@ def _enc_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, w: Writer) -> None
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v0, False, False, "DescribeGroupsResponse.Groups"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse", "unknown tagged fields")
 
@@ -699,12 +682,10 @@ def _dec_DescribeGroupsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsResponse, int]:
     o = new_instance(DescribeGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v0, False, False, "Groups")
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -714,7 +695,6 @@ def _enc_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, w: Writer) -> None
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v0, False, False, "DescribeGroupsResponse.Groups"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse", "unknown tagged fields")
 
@@ -723,12 +703,10 @@ def _dec_DescribeGroupsResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsResponse, int]:
     o = new_instance(DescribeGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v3, False, False, "Groups")
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -738,7 +716,6 @@ def _enc_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, w: Writer) -> None
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v3, False, False, "DescribeGroupsResponse.Groups"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse", "unknown tagged fields")
 
@@ -747,12 +724,10 @@ def _dec_DescribeGroupsResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsResponse, int]:
     o = new_instance(DescribeGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v4, False, False, "Groups")
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -762,7 +737,6 @@ def _enc_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, w: Writer) -> None
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v4, False, False, "DescribeGroupsResponse.Groups"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse", "unknown tagged fields")
 
@@ -771,12 +745,10 @@ def _dec_DescribeGroupsResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsResponse, int]:
     o = new_instance(DescribeGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v5, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -790,7 +762,6 @@ def _enc_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, w: Writer) -> None
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v5, True, False, "DescribeGroupsResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -798,12 +769,10 @@ def _dec_DescribeGroupsResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsResponse, int]:
     o = new_instance(DescribeGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v6, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -817,7 +786,6 @@ def _enc_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, w: Writer) -> None
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v6, True, False, "DescribeGroupsResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -825,7 +793,6 @@ def _dec_DescribeGroupsResponse_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeGroupsResponse, int]:
     o = new_instance(DescribeGroupsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v6, True, False, "Groups")
@@ -836,7 +803,6 @@ def _dec_DescribeGroupsResponse_v7(
         pos += 1
     else:
         o.next_cursor, pos = _dec_DescribeGroupsResponse_GroupMemberCursor_v7(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -855,7 +821,6 @@ def _enc_DescribeGroupsResponse_v7(o: DescribeGroupsResponse, w: Writer) -> None
     else:
         w(PRESENT_MARKER)
         _enc_DescribeGroupsResponse_GroupMemberCursor_v7(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -913,7 +878,6 @@ def _rnd_DescribeGroupsResponse(g: Any, version: int) -> DescribeGroupsResponse:
 
 def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
@@ -925,7 +889,6 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
         buf, pos, end, _dec_DescribedGroupMember_v0, False, False, "Members"
     )
     o.authorized_operations = -2147483648
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -934,19 +897,15 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.error_message != None:
         raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_data.encode()
     w(string_length(len(b)))
     w(b)
@@ -962,14 +921,12 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
         raise unsupported(
             "DescribeGroupsResponse.DescribedGroup.AuthorizedOperations", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroup", "unknown tagged fields")
 
 
 def _dec_DescribedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
@@ -980,10 +937,8 @@ def _dec_DescribedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     o.members, pos = read_array(
         buf, pos, end, _dec_DescribedGroupMember_v0, False, False, "Members"
     )
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -992,19 +947,15 @@ def _enc_DescribedGroup_v3(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.error_message != None:
         raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_data.encode()
     w(string_length(len(b)))
     w(b)
@@ -1017,14 +968,12 @@ def _enc_DescribedGroup_v3(o: _DescribedGroup, w: Writer) -> None:
         "DescribeGroupsResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroup", "unknown tagged fields")
 
 
 def _dec_DescribedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
@@ -1035,10 +984,8 @@ def _dec_DescribedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     o.members, pos = read_array(
         buf, pos, end, _dec_DescribedGroupMember_v4, False, False, "Members"
     )
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1047,19 +994,15 @@ def _enc_DescribedGroup_v4(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.error_message != None:
         raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_data.encode()
     w(string_length(len(b)))
     w(b)
@@ -1072,14 +1015,12 @@ def _enc_DescribedGroup_v4(o: _DescribedGroup, w: Writer) -> None:
         "DescribeGroupsResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroup", "unknown tagged fields")
 
 
 def _dec_DescribedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = None
@@ -1088,10 +1029,8 @@ def _dec_DescribedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     o.protocol_type, pos = read_compact_string(buf, pos, end)
     o.protocol_data, pos = read_compact_string(buf, pos, end)
     o.members, pos = read_array(buf, pos, end, _dec_DescribedGroupMember_v5, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1104,19 +1043,15 @@ def _enc_DescribedGroup_v5(o: _DescribedGroup, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.error_message != None:
         raise unsupported("DescribeGroupsResponse.DescribedGroup.ErrorMessage", "non-default value")
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_data.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1129,13 +1064,11 @@ def _enc_DescribedGroup_v5(o: _DescribedGroup, w: Writer) -> None:
         "DescribeGroupsResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_DescribedGroup_v6(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -1144,10 +1077,8 @@ def _dec_DescribedGroup_v6(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     o.protocol_type, pos = read_compact_string(buf, pos, end)
     o.protocol_data, pos = read_compact_string(buf, pos, end)
     o.members, pos = read_array(buf, pos, end, _dec_DescribedGroupMember_v5, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1165,19 +1096,15 @@ def _enc_DescribedGroup_v6(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_data.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1190,7 +1117,6 @@ def _enc_DescribedGroup_v6(o: _DescribedGroup, w: Writer) -> None:
         "DescribeGroupsResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1254,27 +1180,22 @@ def _dec_DescribedGroupMember_v0(
     o.client_host, pos = read_string(buf, pos, end)
     o.member_metadata, pos = read_bytes(buf, pos, end)
     o.member_assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribedGroupMember_v0(o: _DescribedGroupMember, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(string_length(len(b)))
     w(b)
     write_bytes(w, o.member_metadata)
     write_bytes(w, o.member_assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroupMember", "unknown tagged fields")
 
@@ -1289,13 +1210,11 @@ def _dec_DescribedGroupMember_v4(
     o.client_host, pos = read_string(buf, pos, end)
     o.member_metadata, pos = read_bytes(buf, pos, end)
     o.member_assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribedGroupMember_v4(o: _DescribedGroupMember, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -1306,17 +1225,14 @@ def _enc_DescribedGroupMember_v4(o: _DescribedGroupMember, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(string_length(len(b)))
     w(b)
     write_bytes(w, o.member_metadata)
     write_bytes(w, o.member_assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeGroupsResponse.DescribedGroupMember", "unknown tagged fields")
 
@@ -1331,7 +1247,6 @@ def _dec_DescribedGroupMember_v5(
     o.client_host, pos = read_compact_string(buf, pos, end)
     o.member_metadata, pos = read_compact_bytes(buf, pos, end)
     o.member_assignment, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1341,7 +1256,6 @@ def _dec_DescribedGroupMember_v5(
 
 
 def _enc_DescribedGroupMember_v5(o: _DescribedGroupMember, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1352,17 +1266,14 @@ def _enc_DescribedGroupMember_v5(o: _DescribedGroupMember, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_compact_bytes(w, o.member_metadata)
     write_compact_bytes(w, o.member_assignment)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1417,7 +1328,6 @@ def _dec_DescribeGroupsResponse_GroupMemberCursor_v7(
     o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1429,15 +1339,12 @@ def _dec_DescribeGroupsResponse_GroupMemberCursor_v7(
 def _enc_DescribeGroupsResponse_GroupMemberCursor_v7(
     o: _DescribeGroupsResponse_GroupMemberCursor, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -390,7 +390,6 @@ def _dec_DescribeLogDirsRequest_v0(
     )
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -399,7 +398,6 @@ def _enc_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, w: Writer) -> None
     write_struct_array(
         w, o.topics, _enc_DescribableLogDirTopic_v0, False, True, "DescribeLogDirsRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeLogDirsRequest", "unknown tagged fields")
 
@@ -413,7 +411,6 @@ def _dec_DescribeLogDirsRequest_v2(
     )
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -426,7 +423,6 @@ def _enc_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, w: Writer) -> None
     write_struct_array(
         w, o.topics, _enc_DescribableLogDirTopic_v2, True, True, "DescribeLogDirsRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -437,7 +433,6 @@ def _dec_DescribeLogDirsRequest_v6(
     o.topics, pos = read_array(
         buf, pos, end, _dec_DescribableLogDirTopic_v2, True, True, "Topics", KeyedList
     )
-
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -447,7 +442,6 @@ def _dec_DescribeLogDirsRequest_v6(
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeLogDirsRequest_Cursor_v6(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -466,7 +460,6 @@ def _enc_DescribeLogDirsRequest_v6(o: DescribeLogDirsRequest, w: Writer) -> None
     else:
         w(PRESENT_MARKER)
         _enc_DescribeLogDirsRequest_Cursor_v6(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -530,18 +523,15 @@ def _dec_DescribableLogDirTopic_v0(
     o = new_instance(_DescribableLogDirTopic)
     o.topic, pos = read_string(buf, pos, end)
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribableLogDirTopic_v0(o: _DescribableLogDirTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeLogDirsRequest.DescribableLogDirTopic", "unknown tagged fields")
 
@@ -552,7 +542,6 @@ def _dec_DescribableLogDirTopic_v2(
     o = new_instance(_DescribableLogDirTopic)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -562,12 +551,10 @@ def _dec_DescribableLogDirTopic_v2(
 
 
 def _enc_DescribableLogDirTopic_v2(o: _DescribableLogDirTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "DescribeLogDirsRequest.DescribableLogDirTopic.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -604,11 +591,9 @@ def _dec_DescribeLogDirsRequest_Cursor_v6(
 ) -> tuple[_DescribeLogDirsRequest_Cursor, int]:
     o = new_instance(_DescribeLogDirsRequest_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.log_dir, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -618,16 +603,13 @@ def _dec_DescribeLogDirsRequest_Cursor_v6(
 
 
 def _enc_DescribeLogDirsRequest_Cursor_v6(o: _DescribeLogDirsRequest_Cursor, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     b = o.log_dir.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -812,7 +794,6 @@ def _dec_DescribeLogDirsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsResponse, int]:
     o = new_instance(DescribeLogDirsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -820,7 +801,6 @@ def _dec_DescribeLogDirsResponse_v0(
         buf, pos, end, _dec_DescribeLogDirsResult_v0, False, False, "Results"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -830,7 +810,6 @@ def _enc_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeLogDirsResult_v0, False, False, "DescribeLogDirsResponse.Results"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeLogDirsResponse", "unknown tagged fields")
 
@@ -839,7 +818,6 @@ def _dec_DescribeLogDirsResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsResponse, int]:
     o = new_instance(DescribeLogDirsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -847,7 +825,6 @@ def _dec_DescribeLogDirsResponse_v2(
         buf, pos, end, _dec_DescribeLogDirsResult_v2, True, False, "Results"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -861,7 +838,6 @@ def _enc_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeLogDirsResult_v2, True, False, "DescribeLogDirsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -869,14 +845,12 @@ def _dec_DescribeLogDirsResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsResponse, int]:
     o = new_instance(DescribeLogDirsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeLogDirsResult_v2, True, False, "Results"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -890,7 +864,6 @@ def _enc_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeLogDirsResult_v2, True, False, "DescribeLogDirsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -898,14 +871,12 @@ def _dec_DescribeLogDirsResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsResponse, int]:
     o = new_instance(DescribeLogDirsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeLogDirsResult_v4, True, False, "Results"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -919,7 +890,6 @@ def _enc_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeLogDirsResult_v4, True, False, "DescribeLogDirsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -927,14 +897,12 @@ def _dec_DescribeLogDirsResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsResponse, int]:
     o = new_instance(DescribeLogDirsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeLogDirsResult_v5, True, False, "Results"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -948,7 +916,6 @@ def _enc_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, w: Writer) -> No
     write_struct_array(
         w, o.results, _enc_DescribeLogDirsResult_v5, True, False, "DescribeLogDirsResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -956,7 +923,6 @@ def _dec_DescribeLogDirsResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeLogDirsResponse, int]:
     o = new_instance(DescribeLogDirsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.results, pos = read_array(
@@ -969,7 +935,6 @@ def _dec_DescribeLogDirsResponse_v6(
         pos += 1
     else:
         o.next_cursor, pos = _dec_DescribeLogDirsResponse_Cursor_v6(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -988,7 +953,6 @@ def _enc_DescribeLogDirsResponse_v6(o: DescribeLogDirsResponse, w: Writer) -> No
     else:
         w(PRESENT_MARKER)
         _enc_DescribeLogDirsResponse_Cursor_v6(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1043,7 +1007,6 @@ def _dec_DescribeLogDirsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResult, int]:
     o = new_instance(_DescribeLogDirsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.log_dir, pos = read_string(buf, pos, end)
@@ -1051,14 +1014,12 @@ def _dec_DescribeLogDirsResult_v0(
     o.total_bytes = -1
     o.usable_bytes = -1
     o.is_cordoned = False
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeLogDirsResult_v0(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.log_dir.encode()
     w(string_length(len(b)))
     w(b)
@@ -1070,7 +1031,6 @@ def _enc_DescribeLogDirsResult_v0(o: _DescribeLogDirsResult, w: Writer) -> None:
         False,
         "DescribeLogDirsResponse.DescribeLogDirsResult.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeLogDirsResponse.DescribeLogDirsResult", "unknown tagged fields")
 
@@ -1079,7 +1039,6 @@ def _dec_DescribeLogDirsResult_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResult, int]:
     o = new_instance(_DescribeLogDirsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.log_dir, pos = read_compact_string(buf, pos, end)
@@ -1087,7 +1046,6 @@ def _dec_DescribeLogDirsResult_v2(
     o.total_bytes = -1
     o.usable_bytes = -1
     o.is_cordoned = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1098,7 +1056,6 @@ def _dec_DescribeLogDirsResult_v2(
 
 def _enc_DescribeLogDirsResult_v2(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.log_dir.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1110,7 +1067,6 @@ def _enc_DescribeLogDirsResult_v2(o: _DescribeLogDirsResult, w: Writer) -> None:
         False,
         "DescribeLogDirsResponse.DescribeLogDirsResult.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1118,16 +1074,13 @@ def _dec_DescribeLogDirsResult_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResult, int]:
     o = new_instance(_DescribeLogDirsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.log_dir, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_DescribeLogDirsTopic_v2, True, False, "Topics")
-
     o.total_bytes, o.usable_bytes = _S_qq.unpack_from(buf, pos)
     pos += 16
     o.is_cordoned = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1138,7 +1091,6 @@ def _dec_DescribeLogDirsResult_v4(
 
 def _enc_DescribeLogDirsResult_v4(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.log_dir.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1151,7 +1103,6 @@ def _enc_DescribeLogDirsResult_v4(o: _DescribeLogDirsResult, w: Writer) -> None:
         "DescribeLogDirsResponse.DescribeLogDirsResult.Topics",
     )
     w(_S_qq.pack(o.total_bytes, o.usable_bytes))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1159,15 +1110,12 @@ def _dec_DescribeLogDirsResult_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResult, int]:
     o = new_instance(_DescribeLogDirsResult)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.log_dir, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_DescribeLogDirsTopic_v2, True, False, "Topics")
-
     o.total_bytes, o.usable_bytes, o.is_cordoned = _S_qqo.unpack_from(buf, pos)
     pos += 17
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1178,7 +1126,6 @@ def _dec_DescribeLogDirsResult_v5(
 
 def _enc_DescribeLogDirsResult_v5(o: _DescribeLogDirsResult, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.log_dir.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1191,7 +1138,6 @@ def _enc_DescribeLogDirsResult_v5(o: _DescribeLogDirsResult, w: Writer) -> None:
         "DescribeLogDirsResponse.DescribeLogDirsResult.Topics",
     )
     w(_S_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1246,13 +1192,11 @@ def _dec_DescribeLogDirsTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeLogDirsPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeLogDirsTopic_v0(o: _DescribeLogDirsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1264,7 +1208,6 @@ def _enc_DescribeLogDirsTopic_v0(o: _DescribeLogDirsTopic, w: Writer) -> None:
         False,
         "DescribeLogDirsResponse.DescribeLogDirsTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("DescribeLogDirsResponse.DescribeLogDirsTopic", "unknown tagged fields")
 
@@ -1277,7 +1220,6 @@ def _dec_DescribeLogDirsTopic_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeLogDirsPartition_v2, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1287,7 +1229,6 @@ def _dec_DescribeLogDirsTopic_v2(
 
 
 def _enc_DescribeLogDirsTopic_v2(o: _DescribeLogDirsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1299,7 +1240,6 @@ def _enc_DescribeLogDirsTopic_v2(o: _DescribeLogDirsTopic, w: Writer) -> None:
         False,
         "DescribeLogDirsResponse.DescribeLogDirsTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1335,19 +1275,16 @@ def _dec_DescribeLogDirsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsPartition, int]:
     o = new_instance(_DescribeLogDirsPartition)
-
     o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_iqqo.unpack_from(
         buf, pos
     )
     pos += 21
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_DescribeLogDirsPartition_v0(o: _DescribeLogDirsPartition, w: Writer) -> None:
     w(_S_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "DescribeLogDirsResponse.DescribeLogDirsPartition", "unknown tagged fields"
@@ -1358,12 +1295,10 @@ def _dec_DescribeLogDirsPartition_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsPartition, int]:
     o = new_instance(_DescribeLogDirsPartition)
-
     o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_iqqo.unpack_from(
         buf, pos
     )
     pos += 21
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1374,7 +1309,6 @@ def _dec_DescribeLogDirsPartition_v2(
 
 def _enc_DescribeLogDirsPartition_v2(o: _DescribeLogDirsPartition, w: Writer) -> None:
     w(_S_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1415,11 +1349,9 @@ def _dec_DescribeLogDirsResponse_Cursor_v6(
 ) -> tuple[_DescribeLogDirsResponse_Cursor, int]:
     o = new_instance(_DescribeLogDirsResponse_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.log_dir, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1429,16 +1361,13 @@ def _dec_DescribeLogDirsResponse_Cursor_v6(
 
 
 def _enc_DescribeLogDirsResponse_Cursor_v6(o: _DescribeLogDirsResponse_Cursor, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     b = o.log_dir.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -378,7 +378,6 @@ def _dec_DescribeProducersRequest_v0(
     )
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -391,7 +390,6 @@ def _enc_DescribeProducersRequest_v0(o: DescribeProducersRequest, w: Writer) -> 
     write_struct_array(
         w, o.topics, _enc_TopicRequest_v0, True, False, "DescribeProducersRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -402,7 +400,6 @@ def _dec_DescribeProducersRequest_v1(
     o.topics, pos = read_array(
         buf, pos, end, _dec_TopicRequest_v0, True, False, "Topics", KeyedList
     )
-
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -412,7 +409,6 @@ def _dec_DescribeProducersRequest_v1(
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeProducersRequest_ProducerStateCursor_v1(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -431,7 +427,6 @@ def _enc_DescribeProducersRequest_v1(o: DescribeProducersRequest, w: Writer) -> 
     else:
         w(PRESENT_MARKER)
         _enc_DescribeProducersRequest_ProducerStateCursor_v1(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -493,7 +488,6 @@ def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest
     o = new_instance(_TopicRequest)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -503,12 +497,10 @@ def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest
 
 
 def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partition_indexes, "DescribeProducersRequest.TopicRequest.PartitionIndexes")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -545,10 +537,8 @@ def _dec_DescribeProducersRequest_ProducerStateCursor_v1(
 ) -> tuple[_DescribeProducersRequest_ProducerStateCursor, int]:
     o = new_instance(_DescribeProducersRequest_ProducerStateCursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index, o.producer_id = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -560,12 +550,10 @@ def _dec_DescribeProducersRequest_ProducerStateCursor_v1(
 def _enc_DescribeProducersRequest_ProducerStateCursor_v1(
     o: _DescribeProducersRequest_ProducerStateCursor, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_iq.pack(o.partition_index, o.producer_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -732,12 +720,10 @@ def _dec_DescribeProducersResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeProducersResponse, int]:
     o = new_instance(DescribeProducersResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(buf, pos, end, _dec_TopicResponse_v0, True, False, "Topics")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -751,7 +737,6 @@ def _enc_DescribeProducersResponse_v0(o: DescribeProducersResponse, w: Writer) -
     write_struct_array(
         w, o.topics, _enc_TopicResponse_v0, True, False, "DescribeProducersResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -759,7 +744,6 @@ def _dec_DescribeProducersResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeProducersResponse, int]:
     o = new_instance(DescribeProducersResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(buf, pos, end, _dec_TopicResponse_v0, True, False, "Topics")
@@ -772,7 +756,6 @@ def _dec_DescribeProducersResponse_v1(
         o.next_cursor, pos = _dec_DescribeProducersResponse_ProducerStateCursor_v1(
             buf, pos + 1, end
         )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -791,7 +774,6 @@ def _enc_DescribeProducersResponse_v1(o: DescribeProducersResponse, w: Writer) -
     else:
         w(PRESENT_MARKER)
         _enc_DescribeProducersResponse_ProducerStateCursor_v1(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -852,7 +834,6 @@ def _dec_TopicResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRespon
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResponse_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -862,7 +843,6 @@ def _dec_TopicResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRespon
 
 
 def _enc_TopicResponse_v0(o: _TopicResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -874,7 +854,6 @@ def _enc_TopicResponse_v0(o: _TopicResponse, w: Writer) -> None:
         False,
         "DescribeProducersResponse.TopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -908,14 +887,12 @@ def _rnd_TopicResponse(g: Any, version: int) -> _TopicResponse:
 
 def _dec_PartitionResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResponse, int]:
     o = new_instance(_PartitionResponse)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.active_producers, pos = read_array(
         buf, pos, end, _dec_ProducerState_v0, True, False, "ActiveProducers"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -941,7 +918,6 @@ def _enc_PartitionResponse_v0(o: _PartitionResponse, w: Writer) -> None:
         False,
         "DescribeProducersResponse.PartitionResponse.ActiveProducers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -981,7 +957,6 @@ def _rnd_PartitionResponse(g: Any, version: int) -> _PartitionResponse:
 
 def _dec_ProducerState_v0(buf: Buffer, pos: int, end: int) -> tuple[_ProducerState, int]:
     o = new_instance(_ProducerState)
-
     (
         o.producer_id,
         o.producer_epoch,
@@ -991,7 +966,6 @@ def _dec_ProducerState_v0(buf: Buffer, pos: int, end: int) -> tuple[_ProducerSta
         o.current_txn_start_offset,
     ) = _S_qiiqiq.unpack_from(buf, pos)
     pos += 36
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1011,7 +985,6 @@ def _enc_ProducerState_v0(o: _ProducerState, w: Writer) -> None:
             o.current_txn_start_offset,
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1058,10 +1031,8 @@ def _dec_DescribeProducersResponse_ProducerStateCursor_v1(
 ) -> tuple[_DescribeProducersResponse_ProducerStateCursor, int]:
     o = new_instance(_DescribeProducersResponse_ProducerStateCursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index, o.producer_id = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1073,12 +1044,10 @@ def _dec_DescribeProducersResponse_ProducerStateCursor_v1(
 def _enc_DescribeProducersResponse_ProducerStateCursor_v1(
     o: _DescribeProducersResponse_ProducerStateCursor, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_iq.pack(o.partition_index, o.producer_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -402,7 +402,6 @@ def _dec_DescribeQuorumRequest_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_DescribeQuorumRequest_TopicData_v0, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -420,7 +419,6 @@ def _enc_DescribeQuorumRequest_v0(o: DescribeQuorumRequest, w: Writer) -> None:
         False,
         "DescribeQuorumRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -457,7 +455,6 @@ def _dec_DescribeQuorumRequest_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeQuorumRequest_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -467,7 +464,6 @@ def _dec_DescribeQuorumRequest_TopicData_v0(
 
 
 def _enc_DescribeQuorumRequest_TopicData_v0(o: _DescribeQuorumRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -479,7 +475,6 @@ def _enc_DescribeQuorumRequest_TopicData_v0(o: _DescribeQuorumRequest_TopicData,
         False,
         "DescribeQuorumRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -519,10 +514,8 @@ def _dec_DescribeQuorumRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumRequest_PartitionData, int]:
     o = new_instance(_DescribeQuorumRequest_PartitionData)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -535,7 +528,6 @@ def _enc_DescribeQuorumRequest_PartitionData_v0(
     o: _DescribeQuorumRequest_PartitionData, w: Writer
 ) -> None:
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -672,7 +664,6 @@ def _dec_DescribeQuorumResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeQuorumResponse, int]:
     o = new_instance(DescribeQuorumResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = ""
@@ -680,7 +671,6 @@ def _dec_DescribeQuorumResponse_v0(
         buf, pos, end, _dec_DescribeQuorumResponse_TopicData_v0, True, False, "Topics"
     )
     o.nodes = KeyedList()
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -701,7 +691,6 @@ def _enc_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, w: Writer) -> None
     )
     if o.nodes != KeyedList():
         raise unsupported("DescribeQuorumResponse.Nodes", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -709,7 +698,6 @@ def _dec_DescribeQuorumResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeQuorumResponse, int]:
     o = new_instance(DescribeQuorumResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = ""
@@ -717,7 +705,6 @@ def _dec_DescribeQuorumResponse_v1(
         buf, pos, end, _dec_DescribeQuorumResponse_TopicData_v1, True, False, "Topics"
     )
     o.nodes = KeyedList()
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -738,7 +725,6 @@ def _enc_DescribeQuorumResponse_v1(o: DescribeQuorumResponse, w: Writer) -> None
     )
     if o.nodes != KeyedList():
         raise unsupported("DescribeQuorumResponse.Nodes", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -746,7 +732,6 @@ def _dec_DescribeQuorumResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeQuorumResponse, int]:
     o = new_instance(DescribeQuorumResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -754,7 +739,6 @@ def _dec_DescribeQuorumResponse_v2(
         buf, pos, end, _dec_DescribeQuorumResponse_TopicData_v2, True, False, "Topics"
     )
     o.nodes, pos = read_array(buf, pos, end, _dec_Node_v2, True, False, "Nodes", KeyedList)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -781,7 +765,6 @@ def _enc_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, w: Writer) -> None
         "DescribeQuorumResponse.Topics",
     )
     write_struct_array(w, o.nodes, _enc_Node_v2, True, False, "DescribeQuorumResponse.Nodes")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -838,7 +821,6 @@ def _dec_DescribeQuorumResponse_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeQuorumResponse_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -850,7 +832,6 @@ def _dec_DescribeQuorumResponse_TopicData_v0(
 def _enc_DescribeQuorumResponse_TopicData_v0(
     o: _DescribeQuorumResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -862,7 +843,6 @@ def _enc_DescribeQuorumResponse_TopicData_v0(
         False,
         "DescribeQuorumResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -874,7 +854,6 @@ def _dec_DescribeQuorumResponse_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeQuorumResponse_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -886,7 +865,6 @@ def _dec_DescribeQuorumResponse_TopicData_v1(
 def _enc_DescribeQuorumResponse_TopicData_v1(
     o: _DescribeQuorumResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -898,7 +876,6 @@ def _enc_DescribeQuorumResponse_TopicData_v1(
         False,
         "DescribeQuorumResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -910,7 +887,6 @@ def _dec_DescribeQuorumResponse_TopicData_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeQuorumResponse_PartitionData_v2, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -922,7 +898,6 @@ def _dec_DescribeQuorumResponse_TopicData_v2(
 def _enc_DescribeQuorumResponse_TopicData_v2(
     o: _DescribeQuorumResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -934,7 +909,6 @@ def _enc_DescribeQuorumResponse_TopicData_v2(
         False,
         "DescribeQuorumResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -976,18 +950,15 @@ def _dec_DescribeQuorumResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumResponse_PartitionData, int]:
     o = new_instance(_DescribeQuorumResponse_PartitionData)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message = ""
-
     o.leader_id, o.leader_epoch, o.high_watermark = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.current_voters, pos = read_array(
         buf, pos, end, _dec_ReplicaState_v0, True, False, "CurrentVoters"
     )
     o.observers, pos = read_array(buf, pos, end, _dec_ReplicaState_v0, True, False, "Observers")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1017,7 +988,6 @@ def _enc_DescribeQuorumResponse_PartitionData_v0(
         False,
         "DescribeQuorumResponse.PartitionData.Observers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1025,18 +995,15 @@ def _dec_DescribeQuorumResponse_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumResponse_PartitionData, int]:
     o = new_instance(_DescribeQuorumResponse_PartitionData)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message = ""
-
     o.leader_id, o.leader_epoch, o.high_watermark = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.current_voters, pos = read_array(
         buf, pos, end, _dec_ReplicaState_v1, True, False, "CurrentVoters"
     )
     o.observers, pos = read_array(buf, pos, end, _dec_ReplicaState_v1, True, False, "Observers")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1066,7 +1033,6 @@ def _enc_DescribeQuorumResponse_PartitionData_v1(
         False,
         "DescribeQuorumResponse.PartitionData.Observers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1074,18 +1040,15 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumResponse_PartitionData, int]:
     o = new_instance(_DescribeQuorumResponse_PartitionData)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.leader_id, o.leader_epoch, o.high_watermark = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.current_voters, pos = read_array(
         buf, pos, end, _dec_ReplicaState_v2, True, False, "CurrentVoters"
     )
     o.observers, pos = read_array(buf, pos, end, _dec_ReplicaState_v2, True, False, "Observers")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1122,7 +1085,6 @@ def _enc_DescribeQuorumResponse_PartitionData_v2(
         False,
         "DescribeQuorumResponse.PartitionData.Observers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1183,16 +1145,13 @@ def _rnd_DescribeQuorumResponse_PartitionData(
 
 def _dec_ReplicaState_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaState, int]:
     o = new_instance(_ReplicaState)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replica_directory_id = ZERO_UUID
-
     o.log_end_offset = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.last_fetch_timestamp = -1
     o.last_caught_up_timestamp = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1208,22 +1167,18 @@ def _enc_ReplicaState_v0(o: _ReplicaState, w: Writer) -> None:
             "DescribeQuorumResponse.ReplicaState.ReplicaDirectoryId", "non-default value"
         )
     w(_S_q.pack(o.log_end_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ReplicaState_v1(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaState, int]:
     o = new_instance(_ReplicaState)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replica_directory_id = ZERO_UUID
-
     o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S_qqq.unpack_from(
         buf, pos
     )
     pos += 24
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1239,22 +1194,18 @@ def _enc_ReplicaState_v1(o: _ReplicaState, w: Writer) -> None:
             "DescribeQuorumResponse.ReplicaState.ReplicaDirectoryId", "non-default value"
         )
     w(_S_qqq.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ReplicaState_v2(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaState, int]:
     o = new_instance(_ReplicaState)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replica_directory_id, pos = read_uuid(buf, pos, end)
-
     o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S_qqq.unpack_from(
         buf, pos
     )
     pos += 24
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1267,7 +1218,6 @@ def _enc_ReplicaState_v2(o: _ReplicaState, w: Writer) -> None:
     w(_S_i.pack(o.replica_id))
     w(o.replica_directory_id.bytes)
     w(_S_qqq.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1316,13 +1266,11 @@ def _rnd_ReplicaState(g: Any, version: int) -> _ReplicaState:
 
 def _dec_Node_v2(buf: Buffer, pos: int, end: int) -> tuple[_Node, int]:
     o = new_instance(_Node)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.listeners, pos = read_array(
         buf, pos, end, _dec_Listener_v2, True, False, "Listeners", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1336,7 +1284,6 @@ def _enc_Node_v2(o: _Node, w: Writer) -> None:
     write_struct_array(
         w, o.listeners, _enc_Listener_v2, True, False, "DescribeQuorumResponse.Node.Listeners"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1381,10 +1328,8 @@ def _dec_Listener_v2(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1394,16 +1339,13 @@ def _dec_Listener_v2(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v2(o: _Listener, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

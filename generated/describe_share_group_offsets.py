@@ -360,7 +360,6 @@ def _dec_DescribeShareGroupOffsetsRequest_v0(
     o.groups, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsRequestGroup_v0, True, False, "Groups"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -380,7 +379,6 @@ def _enc_DescribeShareGroupOffsetsRequest_v0(
         False,
         "DescribeShareGroupOffsetsRequest.Groups",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -421,7 +419,6 @@ def _dec_DescribeShareGroupOffsetsRequestGroup_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsRequestTopic_v0, True, True, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -433,7 +430,6 @@ def _dec_DescribeShareGroupOffsetsRequestGroup_v0(
 def _enc_DescribeShareGroupOffsetsRequestGroup_v0(
     o: _DescribeShareGroupOffsetsRequestGroup, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -445,7 +441,6 @@ def _enc_DescribeShareGroupOffsetsRequestGroup_v0(
         True,
         "DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -499,7 +494,6 @@ def _dec_DescribeShareGroupOffsetsRequestTopic_v0(
     o = new_instance(_DescribeShareGroupOffsetsRequestTopic)
     o.topic_name, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -511,7 +505,6 @@ def _dec_DescribeShareGroupOffsetsRequestTopic_v0(
 def _enc_DescribeShareGroupOffsetsRequestTopic_v0(
     o: _DescribeShareGroupOffsetsRequestTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -520,7 +513,6 @@ def _enc_DescribeShareGroupOffsetsRequestTopic_v0(
         o.partitions,
         "DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -669,13 +661,11 @@ def _dec_DescribeShareGroupOffsetsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeShareGroupOffsetsResponse, int]:
     o = new_instance(DescribeShareGroupOffsetsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsResponseGroup_v0, True, False, "Groups"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -696,7 +686,6 @@ def _enc_DescribeShareGroupOffsetsResponse_v0(
         False,
         "DescribeShareGroupOffsetsResponse.Groups",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -704,13 +693,11 @@ def _dec_DescribeShareGroupOffsetsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeShareGroupOffsetsResponse, int]:
     o = new_instance(DescribeShareGroupOffsetsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsResponseGroup_v1, True, False, "Groups"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -731,7 +718,6 @@ def _enc_DescribeShareGroupOffsetsResponse_v1(
         False,
         "DescribeShareGroupOffsetsResponse.Groups",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -777,11 +763,9 @@ def _dec_DescribeShareGroupOffsetsResponseGroup_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsResponseTopic_v0, True, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -793,7 +777,6 @@ def _dec_DescribeShareGroupOffsetsResponseGroup_v0(
 def _enc_DescribeShareGroupOffsetsResponseGroup_v0(
     o: _DescribeShareGroupOffsetsResponseGroup, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -813,7 +796,6 @@ def _enc_DescribeShareGroupOffsetsResponseGroup_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -825,11 +807,9 @@ def _dec_DescribeShareGroupOffsetsResponseGroup_v1(
     o.topics, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsResponseTopic_v1, True, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -841,7 +821,6 @@ def _dec_DescribeShareGroupOffsetsResponseGroup_v1(
 def _enc_DescribeShareGroupOffsetsResponseGroup_v1(
     o: _DescribeShareGroupOffsetsResponseGroup, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -861,7 +840,6 @@ def _enc_DescribeShareGroupOffsetsResponseGroup_v1(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -914,7 +892,6 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsResponsePartition_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -926,7 +903,6 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v0(
 def _enc_DescribeShareGroupOffsetsResponseTopic_v0(
     o: _DescribeShareGroupOffsetsResponseTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -939,7 +915,6 @@ def _enc_DescribeShareGroupOffsetsResponseTopic_v0(
         False,
         "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -952,7 +927,6 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeShareGroupOffsetsResponsePartition_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -964,7 +938,6 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v1(
 def _enc_DescribeShareGroupOffsetsResponseTopic_v1(
     o: _DescribeShareGroupOffsetsResponseTopic, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -977,7 +950,6 @@ def _enc_DescribeShareGroupOffsetsResponseTopic_v1(
         False,
         "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1027,15 +999,12 @@ def _dec_DescribeShareGroupOffsetsResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeShareGroupOffsetsResponsePartition, int]:
     o = new_instance(_DescribeShareGroupOffsetsResponsePartition)
-
     o.partition_index, o.start_offset, o.leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.lag = -1
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1056,7 +1025,6 @@ def _enc_DescribeShareGroupOffsetsResponsePartition_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1064,13 +1032,11 @@ def _dec_DescribeShareGroupOffsetsResponsePartition_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeShareGroupOffsetsResponsePartition, int]:
     o = new_instance(_DescribeShareGroupOffsetsResponsePartition)
-
     o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code = _S_iqiqh.unpack_from(
         buf, pos
     )
     pos += 26
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1090,7 +1056,6 @@ def _enc_DescribeShareGroupOffsetsResponsePartition_v1(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -370,7 +370,6 @@ def _dec_DescribeTopicPartitionsRequest_v0(
 ) -> tuple[DescribeTopicPartitionsRequest, int]:
     o = new_instance(DescribeTopicPartitionsRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_TopicRequest_v0, True, False, "Topics")
-
     o.response_partition_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -380,7 +379,6 @@ def _dec_DescribeTopicPartitionsRequest_v0(
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -399,7 +397,6 @@ def _enc_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest, w:
     else:
         w(PRESENT_MARKER)
         _enc_DescribeTopicPartitionsRequest_Cursor_v0(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -445,7 +442,6 @@ def _rnd_DescribeTopicPartitionsRequest(g: Any, version: int) -> DescribeTopicPa
 def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest, int]:
     o = new_instance(_TopicRequest)
     o.name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -455,11 +451,9 @@ def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest
 
 
 def _enc_TopicRequest_v0(o: _TopicRequest, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -491,10 +485,8 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(
 ) -> tuple[_DescribeTopicPartitionsRequest_Cursor, int]:
     o = new_instance(_DescribeTopicPartitionsRequest_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -506,12 +498,10 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(
 def _enc_DescribeTopicPartitionsRequest_Cursor_v0(
     o: _DescribeTopicPartitionsRequest_Cursor, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -655,7 +645,6 @@ def _dec_DescribeTopicPartitionsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeTopicPartitionsResponse, int]:
     o = new_instance(DescribeTopicPartitionsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -675,7 +664,6 @@ def _dec_DescribeTopicPartitionsResponse_v0(
         pos += 1
     else:
         o.next_cursor, pos = _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -699,7 +687,6 @@ def _enc_DescribeTopicPartitionsResponse_v0(o: DescribeTopicPartitionsResponse, 
     else:
         w(PRESENT_MARKER)
         _enc_DescribeTopicPartitionsResponse_Cursor_v0(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -750,21 +737,17 @@ def _dec_DescribeTopicPartitionsResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeTopicPartitionsResponseTopic, int]:
     o = new_instance(_DescribeTopicPartitionsResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_compact_nullable_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_DescribeTopicPartitionsResponsePartition_v0, True, False, "Partitions"
     )
-
     o.topic_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -795,7 +778,6 @@ def _enc_DescribeTopicPartitionsResponseTopic_v0(
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic.Partitions",
     )
     w(_S_i.pack(o.topic_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -854,7 +836,6 @@ def _dec_DescribeTopicPartitionsResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeTopicPartitionsResponsePartition, int]:
     o = new_instance(_DescribeTopicPartitionsResponsePartition)
-
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     o.replica_nodes, pos = _read_i_c(buf, pos, end, "ReplicaNodes")
@@ -862,7 +843,6 @@ def _dec_DescribeTopicPartitionsResponsePartition_v0(
     o.eligible_leader_replicas, pos = _read_i_c_n(buf, pos, end, "EligibleLeaderReplicas")
     o.last_known_elr, pos = _read_i_c_n(buf, pos, end, "LastKnownElr")
     o.offline_replicas, pos = _read_i_c(buf, pos, end, "OfflineReplicas")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -900,7 +880,6 @@ def _enc_DescribeTopicPartitionsResponsePartition_v0(
         o.offline_replicas,
         "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition.OfflineReplicas",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -972,10 +951,8 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(
 ) -> tuple[_DescribeTopicPartitionsResponse_Cursor, int]:
     o = new_instance(_DescribeTopicPartitionsResponse_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -987,12 +964,10 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(
 def _enc_DescribeTopicPartitionsResponse_Cursor_v0(
     o: _DescribeTopicPartitionsResponse_Cursor, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

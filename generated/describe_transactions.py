@@ -309,7 +309,6 @@ def _dec_DescribeTransactionsRequest_v0(
     )
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -327,7 +326,6 @@ def _enc_DescribeTransactionsRequest_v0(o: DescribeTransactionsRequest, w: Write
         False,
         "DescribeTransactionsRequest.TransactionalIds",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -338,7 +336,6 @@ def _dec_DescribeTransactionsRequest_v1(
     o.transactional_ids, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "TransactionalIds"
     )
-
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -348,7 +345,6 @@ def _dec_DescribeTransactionsRequest_v1(
         pos += 1
     else:
         o.cursor, pos = _dec_DescribeTransactionsRequest_TransactionalCursor_v1(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -372,7 +368,6 @@ def _enc_DescribeTransactionsRequest_v1(o: DescribeTransactionsRequest, w: Write
     else:
         w(PRESENT_MARKER)
         _enc_DescribeTransactionsRequest_TransactionalCursor_v1(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -437,10 +432,8 @@ def _dec_DescribeTransactionsRequest_TransactionalCursor_v1(
 ) -> tuple[_DescribeTransactionsRequest_TransactionalCursor, int]:
     o = new_instance(_DescribeTransactionsRequest_TransactionalCursor)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -452,12 +445,10 @@ def _dec_DescribeTransactionsRequest_TransactionalCursor_v1(
 def _enc_DescribeTransactionsRequest_TransactionalCursor_v1(
     o: _DescribeTransactionsRequest_TransactionalCursor, w: Writer
 ) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_q.pack(o.producer_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -588,14 +579,12 @@ def _dec_DescribeTransactionsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeTransactionsResponse, int]:
     o = new_instance(DescribeTransactionsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.transaction_states, pos = read_array(
         buf, pos, end, _dec_TransactionState_v0, True, False, "TransactionStates"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -614,7 +603,6 @@ def _enc_DescribeTransactionsResponse_v0(o: DescribeTransactionsResponse, w: Wri
         False,
         "DescribeTransactionsResponse.TransactionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -622,7 +610,6 @@ def _dec_DescribeTransactionsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeTransactionsResponse, int]:
     o = new_instance(DescribeTransactionsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.transaction_states, pos = read_array(
@@ -637,7 +624,6 @@ def _dec_DescribeTransactionsResponse_v1(
         o.next_cursor, pos = _dec_DescribeTransactionsResponse_TransactionalCursor_v1(
             buf, pos + 1, end
         )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -661,7 +647,6 @@ def _enc_DescribeTransactionsResponse_v1(o: DescribeTransactionsResponse, w: Wri
     else:
         w(PRESENT_MARKER)
         _enc_DescribeTransactionsResponse_TransactionalCursor_v1(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -722,18 +707,15 @@ def _rnd_DescribeTransactionsResponse(g: Any, version: int) -> DescribeTransacti
 
 def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_TransactionState, int]:
     o = new_instance(_TransactionState)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.transactional_id, pos = read_compact_string(buf, pos, end)
     o.transaction_state, pos = read_compact_string(buf, pos, end)
-
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = (
         _S_iqqh.unpack_from(buf, pos)
     )
     pos += 22
     o.topics, pos = read_array(buf, pos, end, _dec_TopicData_v0, True, False, "Topics", KeyedList)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -744,11 +726,9 @@ def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_Transact
 
 def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.transaction_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -765,7 +745,6 @@ def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
         False,
         "DescribeTransactionsResponse.TransactionState.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -819,7 +798,6 @@ def _dec_TopicData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicData, int]
     o = new_instance(_TopicData)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -829,12 +807,10 @@ def _dec_TopicData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicData, int]
 
 
 def _enc_TopicData_v0(o: _TopicData, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "DescribeTransactionsResponse.TopicData.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -871,10 +847,8 @@ def _dec_DescribeTransactionsResponse_TransactionalCursor_v1(
 ) -> tuple[_DescribeTransactionsResponse_TransactionalCursor, int]:
     o = new_instance(_DescribeTransactionsResponse_TransactionalCursor)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -886,12 +860,10 @@ def _dec_DescribeTransactionsResponse_TransactionalCursor_v1(
 def _enc_DescribeTransactionsResponse_TransactionalCursor_v1(
     o: _DescribeTransactionsResponse_TransactionalCursor, w: Writer
 ) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_q.pack(o.producer_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

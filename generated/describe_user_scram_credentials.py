@@ -244,7 +244,6 @@ def _dec_DescribeUserScramCredentialsRequest_v0(
 ) -> tuple[DescribeUserScramCredentialsRequest, int]:
     o = new_instance(DescribeUserScramCredentialsRequest)
     o.users, pos = read_array(buf, pos, end, _dec_UserName_v0, True, True, "Users")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -259,7 +258,6 @@ def _enc_DescribeUserScramCredentialsRequest_v0(
     write_struct_array(
         w, o.users, _enc_UserName_v0, True, True, "DescribeUserScramCredentialsRequest.Users"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -297,7 +295,6 @@ def _rnd_DescribeUserScramCredentialsRequest(
 def _dec_UserName_v0(buf: Buffer, pos: int, end: int) -> tuple[_UserName, int]:
     o = new_instance(_UserName)
     o.name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -307,11 +304,9 @@ def _dec_UserName_v0(buf: Buffer, pos: int, end: int) -> tuple[_UserName, int]:
 
 
 def _enc_UserName_v0(o: _UserName, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -412,14 +407,12 @@ def _dec_DescribeUserScramCredentialsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[DescribeUserScramCredentialsResponse, int]:
     o = new_instance(DescribeUserScramCredentialsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.results, pos = read_array(
         buf, pos, end, _dec_DescribeUserScramCredentialsResult_v0, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -447,7 +440,6 @@ def _enc_DescribeUserScramCredentialsResponse_v0(
         False,
         "DescribeUserScramCredentialsResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -496,14 +488,12 @@ def _dec_DescribeUserScramCredentialsResult_v0(
 ) -> tuple[_DescribeUserScramCredentialsResult, int]:
     o = new_instance(_DescribeUserScramCredentialsResult)
     o.user, pos = read_compact_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.credential_infos, pos = read_array(
         buf, pos, end, _dec_CredentialInfo_v0, True, False, "CredentialInfos"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -515,7 +505,6 @@ def _dec_DescribeUserScramCredentialsResult_v0(
 def _enc_DescribeUserScramCredentialsResult_v0(
     o: _DescribeUserScramCredentialsResult, w: Writer
 ) -> None:
-
     b = o.user.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -535,7 +524,6 @@ def _enc_DescribeUserScramCredentialsResult_v0(
         False,
         "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult.CredentialInfos",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -581,10 +569,8 @@ def _rnd_DescribeUserScramCredentialsResult(
 
 def _dec_CredentialInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_CredentialInfo, int]:
     o = new_instance(_CredentialInfo)
-
     o.mechanism, o.iterations = _S_bi.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -595,7 +581,6 @@ def _dec_CredentialInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_Credential
 
 def _enc_CredentialInfo_v0(o: _CredentialInfo, w: Writer) -> None:
     w(_S_bi.pack(o.mechanism, o.iterations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -266,10 +266,8 @@ def _dec_ElectLeadersRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ElectL
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v0, False, True, "TopicPartitions", KeyedList
     )
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -286,23 +284,19 @@ def _enc_ElectLeadersRequest_v0(o: ElectLeadersRequest, w: Writer) -> None:
         "ElectLeadersRequest.TopicPartitions",
     )
     w(_S_i.pack(o.timeout_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersRequest", "unknown tagged fields")
 
 
 def _dec_ElectLeadersRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[ElectLeadersRequest, int]:
     o = new_instance(ElectLeadersRequest)
-
     o.election_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v0, False, True, "TopicPartitions", KeyedList
     )
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -318,23 +312,19 @@ def _enc_ElectLeadersRequest_v1(o: ElectLeadersRequest, w: Writer) -> None:
         "ElectLeadersRequest.TopicPartitions",
     )
     w(_S_i.pack(o.timeout_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersRequest", "unknown tagged fields")
 
 
 def _dec_ElectLeadersRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[ElectLeadersRequest, int]:
     o = new_instance(ElectLeadersRequest)
-
     o.election_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v2, True, True, "TopicPartitions", KeyedList
     )
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -354,7 +344,6 @@ def _enc_ElectLeadersRequest_v2(o: ElectLeadersRequest, w: Writer) -> None:
         "ElectLeadersRequest.TopicPartitions",
     )
     w(_S_i.pack(o.timeout_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -400,18 +389,15 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o = new_instance(_TopicPartitions)
     o.topic, pos = read_string(buf, pos, end)
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "ElectLeadersRequest.TopicPartitions.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersRequest.TopicPartitions", "unknown tagged fields")
 
@@ -420,7 +406,6 @@ def _dec_TopicPartitions_v2(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o = new_instance(_TopicPartitions)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -430,12 +415,10 @@ def _dec_TopicPartitions_v2(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 
 def _enc_TopicPartitions_v2(o: _TopicPartitions, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "ElectLeadersRequest.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -580,14 +563,12 @@ def _dec_ElectLeadersResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ElectLeadersResponse, int]:
     o = new_instance(ElectLeadersResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
     o.replica_election_results, pos = read_array(
         buf, pos, end, _dec_ReplicaElectionResult_v0, False, False, "ReplicaElectionResults"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -604,7 +585,6 @@ def _enc_ElectLeadersResponse_v0(o: ElectLeadersResponse, w: Writer) -> None:
         False,
         "ElectLeadersResponse.ReplicaElectionResults",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersResponse", "unknown tagged fields")
 
@@ -613,13 +593,11 @@ def _dec_ElectLeadersResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ElectLeadersResponse, int]:
     o = new_instance(ElectLeadersResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.replica_election_results, pos = read_array(
         buf, pos, end, _dec_ReplicaElectionResult_v0, False, False, "ReplicaElectionResults"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -634,7 +612,6 @@ def _enc_ElectLeadersResponse_v1(o: ElectLeadersResponse, w: Writer) -> None:
         False,
         "ElectLeadersResponse.ReplicaElectionResults",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersResponse", "unknown tagged fields")
 
@@ -643,13 +620,11 @@ def _dec_ElectLeadersResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ElectLeadersResponse, int]:
     o = new_instance(ElectLeadersResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.replica_election_results, pos = read_array(
         buf, pos, end, _dec_ReplicaElectionResult_v2, True, False, "ReplicaElectionResults"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -668,7 +643,6 @@ def _enc_ElectLeadersResponse_v2(o: ElectLeadersResponse, w: Writer) -> None:
         False,
         "ElectLeadersResponse.ReplicaElectionResults",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -712,13 +686,11 @@ def _dec_ReplicaElectionResult_v0(
     o.partition_result, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v0, False, False, "PartitionResult"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ReplicaElectionResult_v0(o: _ReplicaElectionResult, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -730,7 +702,6 @@ def _enc_ReplicaElectionResult_v0(o: _ReplicaElectionResult, w: Writer) -> None:
         False,
         "ElectLeadersResponse.ReplicaElectionResult.PartitionResult",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersResponse.ReplicaElectionResult", "unknown tagged fields")
 
@@ -743,7 +714,6 @@ def _dec_ReplicaElectionResult_v2(
     o.partition_result, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v2, True, False, "PartitionResult"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -753,7 +723,6 @@ def _dec_ReplicaElectionResult_v2(
 
 
 def _enc_ReplicaElectionResult_v2(o: _ReplicaElectionResult, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -765,7 +734,6 @@ def _enc_ReplicaElectionResult_v2(o: _ReplicaElectionResult, w: Writer) -> None:
         False,
         "ElectLeadersResponse.ReplicaElectionResult.PartitionResult",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -799,11 +767,9 @@ def _rnd_ReplicaElectionResult(g: Any, version: int) -> _ReplicaElectionResult:
 
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition_id, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -817,18 +783,15 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ElectLeadersResponse.PartitionResult", "unknown tagged fields")
 
 
 def _dec_PartitionResult_v2(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition_id, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -846,7 +809,6 @@ def _enc_PartitionResult_v2(o: _PartitionResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

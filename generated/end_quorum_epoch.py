@@ -419,7 +419,6 @@ def _dec_EndQuorumEpochRequest_v0(
         buf, pos, end, _dec_EndQuorumEpochRequest_TopicData_v0, False, False, "Topics"
     )
     o.leader_endpoints = KeyedList()
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -440,7 +439,6 @@ def _enc_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, w: Writer) -> None:
         False,
         "EndQuorumEpochRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochRequest", "unknown tagged fields")
 
@@ -456,7 +454,6 @@ def _dec_EndQuorumEpochRequest_v1(
     o.leader_endpoints, pos = read_array(
         buf, pos, end, _dec_LeaderEndpoint_v1, True, False, "LeaderEndpoints", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -489,7 +486,6 @@ def _enc_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: Writer) -> None:
         False,
         "EndQuorumEpochRequest.LeaderEndpoints",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -542,13 +538,11 @@ def _dec_EndQuorumEpochRequest_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_EndQuorumEpochRequest_PartitionData_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_EndQuorumEpochRequest_TopicData_v0(o: _EndQuorumEpochRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -560,7 +554,6 @@ def _enc_EndQuorumEpochRequest_TopicData_v0(o: _EndQuorumEpochRequest_TopicData,
         False,
         "EndQuorumEpochRequest.TopicData.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochRequest.TopicData", "unknown tagged fields")
 
@@ -573,7 +566,6 @@ def _dec_EndQuorumEpochRequest_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_EndQuorumEpochRequest_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -583,7 +575,6 @@ def _dec_EndQuorumEpochRequest_TopicData_v1(
 
 
 def _enc_EndQuorumEpochRequest_TopicData_v1(o: _EndQuorumEpochRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -595,7 +586,6 @@ def _enc_EndQuorumEpochRequest_TopicData_v1(o: _EndQuorumEpochRequest_TopicData,
         False,
         "EndQuorumEpochRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -635,12 +625,10 @@ def _dec_EndQuorumEpochRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochRequest_PartitionData, int]:
     o = new_instance(_EndQuorumEpochRequest_PartitionData)
-
     o.partition_index, o.leader_id, o.leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
     o.preferred_successors, pos = _read_i(buf, pos, end, "PreferredSuccessors")
     o.preferred_candidates = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -650,7 +638,6 @@ def _enc_EndQuorumEpochRequest_PartitionData_v0(
 ) -> None:
     w(_S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch))
     _write_i(w, o.preferred_successors, "EndQuorumEpochRequest.PartitionData.PreferredSuccessors")
-
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochRequest.PartitionData", "unknown tagged fields")
 
@@ -659,14 +646,12 @@ def _dec_EndQuorumEpochRequest_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochRequest_PartitionData, int]:
     o = new_instance(_EndQuorumEpochRequest_PartitionData)
-
     o.partition_index, o.leader_id, o.leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
     o.preferred_successors = []
     o.preferred_candidates, pos = read_array(
         buf, pos, end, _dec_ReplicaInfo_v1, True, False, "PreferredCandidates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -687,7 +672,6 @@ def _enc_EndQuorumEpochRequest_PartitionData_v1(
         False,
         "EndQuorumEpochRequest.PartitionData.PreferredCandidates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -748,11 +732,9 @@ def _rnd_EndQuorumEpochRequest_PartitionData(
 
 def _dec_ReplicaInfo_v1(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaInfo, int]:
     o = new_instance(_ReplicaInfo)
-
     o.candidate_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.candidate_directory_id, pos = read_uuid(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -764,7 +746,6 @@ def _dec_ReplicaInfo_v1(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaInfo, 
 def _enc_ReplicaInfo_v1(o: _ReplicaInfo, w: Writer) -> None:
     w(_S_i.pack(o.candidate_id))
     w(o.candidate_directory_id.bytes)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -803,10 +784,8 @@ def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndp
     o = new_instance(_LeaderEndpoint)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -816,16 +795,13 @@ def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndp
 
 
 def _enc_LeaderEndpoint_v1(o: _LeaderEndpoint, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1084,13 +1060,11 @@ def _dec_EndQuorumEpochResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[EndQuorumEpochResponse, int]:
     o = new_instance(EndQuorumEpochResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.topics, pos = read_array(
         buf, pos, end, _dec_EndQuorumEpochResponse_TopicData_v0, False, False, "Topics"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1106,10 +1080,8 @@ def _enc_EndQuorumEpochResponse_v0(o: EndQuorumEpochResponse, w: Writer) -> None
         False,
         "EndQuorumEpochResponse.Topics",
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("EndQuorumEpochResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochResponse", "unknown tagged fields")
 
@@ -1118,13 +1090,11 @@ def _dec_EndQuorumEpochResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[EndQuorumEpochResponse, int]:
     o = new_instance(EndQuorumEpochResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.topics, pos = read_array(
         buf, pos, end, _dec_EndQuorumEpochResponse_TopicData_v1, True, False, "Topics"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1139,7 +1109,6 @@ def _dec_EndQuorumEpochResponse_v1(
                 o.node_endpoints, pos = read_array(
                     buf, pos, tag_end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1158,7 +1127,6 @@ def _enc_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: Writer) -> None
         False,
         "EndQuorumEpochResponse.Topics",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -1172,7 +1140,6 @@ def _enc_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: Writer) -> None
             False,
             "EndQuorumEpochResponse.NodeEndpoints",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1237,7 +1204,6 @@ def _dec_EndQuorumEpochResponse_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_EndQuorumEpochResponse_PartitionData_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1245,7 +1211,6 @@ def _dec_EndQuorumEpochResponse_TopicData_v0(
 def _enc_EndQuorumEpochResponse_TopicData_v0(
     o: _EndQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1257,7 +1222,6 @@ def _enc_EndQuorumEpochResponse_TopicData_v0(
         False,
         "EndQuorumEpochResponse.TopicData.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochResponse.TopicData", "unknown tagged fields")
 
@@ -1270,7 +1234,6 @@ def _dec_EndQuorumEpochResponse_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_EndQuorumEpochResponse_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1282,7 +1245,6 @@ def _dec_EndQuorumEpochResponse_TopicData_v1(
 def _enc_EndQuorumEpochResponse_TopicData_v1(
     o: _EndQuorumEpochResponse_TopicData, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1294,7 +1256,6 @@ def _enc_EndQuorumEpochResponse_TopicData_v1(
         False,
         "EndQuorumEpochResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1336,10 +1297,8 @@ def _dec_EndQuorumEpochResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochResponse_PartitionData, int]:
     o = new_instance(_EndQuorumEpochResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1348,7 +1307,6 @@ def _enc_EndQuorumEpochResponse_PartitionData_v0(
     o: _EndQuorumEpochResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported("EndQuorumEpochResponse.PartitionData", "unknown tagged fields")
 
@@ -1357,10 +1315,8 @@ def _dec_EndQuorumEpochResponse_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochResponse_PartitionData, int]:
     o = new_instance(_EndQuorumEpochResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _S_ihii.unpack_from(buf, pos)
     pos += 14
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1373,7 +1329,6 @@ def _enc_EndQuorumEpochResponse_PartitionData_v1(
     o: _EndQuorumEpochResponse_PartitionData, w: Writer
 ) -> None:
     w(_S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1417,14 +1372,11 @@ def _rnd_EndQuorumEpochResponse_PartitionData(
 
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1435,12 +1387,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

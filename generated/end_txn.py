@@ -146,21 +146,17 @@ class EndTxnResponse(Message):
 def _dec_EndTxnRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[EndTxnRequest, int]:
     o = new_instance(EndTxnRequest)
     o.transactional_id, pos = read_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch, o.committed = _S_qho.unpack_from(buf, pos)
     pos += 11
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_EndTxnRequest_v0(o: EndTxnRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_qho.pack(o.producer_id, o.producer_epoch, o.committed))
-
     if o.unknown_tagged_fields:
         raise unsupported("EndTxnRequest", "unknown tagged fields")
 
@@ -168,10 +164,8 @@ def _enc_EndTxnRequest_v0(o: EndTxnRequest, w: Writer) -> None:
 def _dec_EndTxnRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[EndTxnRequest, int]:
     o = new_instance(EndTxnRequest)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch, o.committed = _S_qho.unpack_from(buf, pos)
     pos += 11
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -181,12 +175,10 @@ def _dec_EndTxnRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[EndTxnReques
 
 
 def _enc_EndTxnRequest_v3(o: EndTxnRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_qho.pack(o.producer_id, o.producer_epoch, o.committed))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -281,31 +273,26 @@ bind_native(
 
 def _dec_EndTxnResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[EndTxnResponse, int]:
     o = new_instance(EndTxnResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.producer_id = -1
     o.producer_epoch = -1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_EndTxnResponse_v0(o: EndTxnResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("EndTxnResponse", "unknown tagged fields")
 
 
 def _dec_EndTxnResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[EndTxnResponse, int]:
     o = new_instance(EndTxnResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.producer_id = -1
     o.producer_epoch = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -316,18 +303,15 @@ def _dec_EndTxnResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[EndTxnRespo
 
 def _enc_EndTxnResponse_v3(o: EndTxnResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_EndTxnResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[EndTxnResponse, int]:
     o = new_instance(EndTxnResponse)
-
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_ihqh.unpack_from(
         buf, pos
     )
     pos += 16
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -338,7 +322,6 @@ def _dec_EndTxnResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[EndTxnRespo
 
 def _enc_EndTxnResponse_v5(o: EndTxnResponse, w: Writer) -> None:
     w(_S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

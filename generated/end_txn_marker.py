@@ -71,17 +71,14 @@ class EndTxnMarker(Message):
 
 def _dec_EndTxnMarker_v0(buf: Buffer, pos: int, end: int) -> tuple[EndTxnMarker, int]:
     o = new_instance(EndTxnMarker)
-
     o.coordinator_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_EndTxnMarker_v0(o: EndTxnMarker, w: Writer) -> None:
     w(_S_i.pack(o.coordinator_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported("EndTxnMarker", "unknown tagged fields")
 

@@ -130,7 +130,6 @@ def _dec_EnvelopeRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeRe
     o.request_data, pos = read_compact_records(buf, pos, end)
     o.request_principal, pos = read_compact_nullable_bytes(buf, pos, end)
     o.client_host_address, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -143,7 +142,6 @@ def _enc_EnvelopeRequest_v0(o: EnvelopeRequest, w: Writer) -> None:
     write_compact_bytes(w, o.request_data)
     write_compact_nullable_bytes(w, o.request_principal)
     write_compact_bytes(w, o.client_host_address)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -223,10 +221,8 @@ bind_native(
 def _dec_EnvelopeResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeResponse, int]:
     o = new_instance(EnvelopeResponse)
     o.response_data, pos = read_compact_nullable_records(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -238,7 +234,6 @@ def _dec_EnvelopeResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[EnvelopeR
 def _enc_EnvelopeResponse_v0(o: EnvelopeResponse, w: Writer) -> None:
     write_compact_nullable_bytes(w, o.response_data)
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

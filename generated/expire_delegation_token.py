@@ -132,10 +132,8 @@ def _dec_ExpireDelegationTokenRequest_v0(
 ) -> tuple[ExpireDelegationTokenRequest, int]:
     o = new_instance(ExpireDelegationTokenRequest)
     o.hmac, pos = read_bytes(buf, pos, end)
-
     o.expiry_time_period_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -143,7 +141,6 @@ def _dec_ExpireDelegationTokenRequest_v0(
 def _enc_ExpireDelegationTokenRequest_v0(o: ExpireDelegationTokenRequest, w: Writer) -> None:
     write_bytes(w, o.hmac)
     w(_S_q.pack(o.expiry_time_period_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("ExpireDelegationTokenRequest", "unknown tagged fields")
 
@@ -153,10 +150,8 @@ def _dec_ExpireDelegationTokenRequest_v2(
 ) -> tuple[ExpireDelegationTokenRequest, int]:
     o = new_instance(ExpireDelegationTokenRequest)
     o.hmac, pos = read_compact_bytes(buf, pos, end)
-
     o.expiry_time_period_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -168,7 +163,6 @@ def _dec_ExpireDelegationTokenRequest_v2(
 def _enc_ExpireDelegationTokenRequest_v2(o: ExpireDelegationTokenRequest, w: Writer) -> None:
     write_compact_bytes(w, o.hmac)
     w(_S_q.pack(o.expiry_time_period_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -258,17 +252,14 @@ def _dec_ExpireDelegationTokenResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ExpireDelegationTokenResponse, int]:
     o = new_instance(ExpireDelegationTokenResponse)
-
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ExpireDelegationTokenResponse_v0(o: ExpireDelegationTokenResponse, w: Writer) -> None:
     w(_S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("ExpireDelegationTokenResponse", "unknown tagged fields")
 
@@ -277,10 +268,8 @@ def _dec_ExpireDelegationTokenResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ExpireDelegationTokenResponse, int]:
     o = new_instance(ExpireDelegationTokenResponse)
-
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -291,7 +280,6 @@ def _dec_ExpireDelegationTokenResponse_v2(
 
 def _enc_ExpireDelegationTokenResponse_v2(o: ExpireDelegationTokenResponse, w: Writer) -> None:
     w(_S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

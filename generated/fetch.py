@@ -656,7 +656,6 @@ _SnapshotId_DEFAULT = _SnapshotId()
 
 def _dec_FetchRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     o.replica_id, o.max_wait_ms, o.min_bytes = _S_iii.unpack_from(buf, pos)
     pos += 12
     o.max_bytes = 2147483647
@@ -666,7 +665,6 @@ def _dec_FetchRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest,
     o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v0, False, False, "Topics")
     o.forgotten_topics_data = []
     o.rack_id = ""
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -678,17 +676,14 @@ def _enc_FetchRequest_v0(o: FetchRequest, w: Writer) -> None:
     write_struct_array(w, o.topics, _enc_FetchTopic_v0, False, False, "FetchRequest.Topics")
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isolation_level = 0
@@ -697,7 +692,6 @@ def _dec_FetchRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest,
     o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v0, False, False, "Topics")
     o.forgotten_topics_data = []
     o.rack_id = ""
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -709,17 +703,14 @@ def _enc_FetchRequest_v3(o: FetchRequest, w: Writer) -> None:
     write_struct_array(w, o.topics, _enc_FetchTopic_v0, False, False, "FetchRequest.Topics")
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_iiiib.unpack_from(
         buf, pos
     )
@@ -729,7 +720,6 @@ def _dec_FetchRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest,
     o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v0, False, False, "Topics")
     o.forgotten_topics_data = []
     o.rack_id = ""
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -741,17 +731,14 @@ def _enc_FetchRequest_v4(o: FetchRequest, w: Writer) -> None:
     write_struct_array(w, o.topics, _enc_FetchTopic_v0, False, False, "FetchRequest.Topics")
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_iiiib.unpack_from(
         buf, pos
     )
@@ -761,7 +748,6 @@ def _dec_FetchRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest,
     o.topics, pos = read_array(buf, pos, end, _dec_FetchTopic_v5, False, False, "Topics")
     o.forgotten_topics_data = []
     o.rack_id = ""
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -773,17 +759,14 @@ def _enc_FetchRequest_v5(o: FetchRequest, w: Writer) -> None:
     write_struct_array(w, o.topics, _enc_FetchTopic_v5, False, False, "FetchRequest.Topics")
     if o.forgotten_topics_data != []:
         raise unsupported("FetchRequest.ForgottenTopicsData", "non-default value")
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     (
         o.replica_id,
         o.max_wait_ms,
@@ -799,7 +782,6 @@ def _dec_FetchRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest,
         buf, pos, end, _dec_ForgottenTopic_v7, False, False, "ForgottenTopicsData"
     )
     o.rack_id = ""
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -827,17 +809,14 @@ def _enc_FetchRequest_v7(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     (
         o.replica_id,
         o.max_wait_ms,
@@ -853,7 +832,6 @@ def _dec_FetchRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest,
         buf, pos, end, _dec_ForgottenTopic_v7, False, False, "ForgottenTopicsData"
     )
     o.rack_id = ""
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -881,17 +859,14 @@ def _enc_FetchRequest_v9(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     (
         o.replica_id,
         o.max_wait_ms,
@@ -907,7 +882,6 @@ def _dec_FetchRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         buf, pos, end, _dec_ForgottenTopic_v7, False, False, "ForgottenTopicsData"
     )
     o.rack_id, pos = read_string(buf, pos, end)
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     o.unknown_tagged_fields = ()
@@ -935,21 +909,17 @@ def _enc_FetchRequest_v11(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     b = o.rack_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest", "unknown tagged fields")
 
 
 def _dec_FetchRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     (
         o.replica_id,
         o.max_wait_ms,
@@ -965,7 +935,6 @@ def _dec_FetchRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         buf, pos, end, _dec_ForgottenTopic_v12, True, False, "ForgottenTopicsData"
     )
     o.rack_id, pos = read_compact_string(buf, pos, end)
-
     o.replica_state = _ReplicaState()
     o.cluster_id = None
     if pos < end and buf[pos] == 0:
@@ -979,7 +948,6 @@ def _dec_FetchRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1009,14 +977,11 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     b = o.rack_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -1029,7 +994,6 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1039,7 +1003,6 @@ def _enc_FetchRequest_v12(o: FetchRequest, w: Writer) -> None:
 
 def _dec_FetchRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
-
     (
         o.replica_id,
         o.max_wait_ms,
@@ -1055,7 +1018,6 @@ def _dec_FetchRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         buf, pos, end, _dec_ForgottenTopic_v13, True, False, "ForgottenTopicsData"
     )
     o.rack_id, pos = read_compact_string(buf, pos, end)
-
     o.replica_state = _ReplicaState()
     o.cluster_id = None
     if pos < end and buf[pos] == 0:
@@ -1069,7 +1031,6 @@ def _dec_FetchRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1099,14 +1060,11 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     b = o.rack_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     if o.replica_state != _ReplicaState_DEFAULT:
         raise unsupported("FetchRequest.ReplicaState", "non-default value")
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -1119,7 +1077,6 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1130,7 +1087,6 @@ def _enc_FetchRequest_v13(o: FetchRequest, w: Writer) -> None:
 def _dec_FetchRequest_v15(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
     o.replica_id = -1
-
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = (
         _S_iiibii.unpack_from(buf, pos)
     )
@@ -1140,7 +1096,6 @@ def _dec_FetchRequest_v15(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         buf, pos, end, _dec_ForgottenTopic_v13, True, False, "ForgottenTopicsData"
     )
     o.rack_id, pos = read_compact_string(buf, pos, end)
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     if pos < end and buf[pos] == 0:
@@ -1154,11 +1109,9 @@ def _dec_FetchRequest_v15(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
                 o.replica_state, pos = _dec_ReplicaState_v15(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1189,11 +1142,9 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     b = o.rack_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -1206,13 +1157,11 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState_DEFAULT:
         value = []
         tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
-
         tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1223,7 +1172,6 @@ def _enc_FetchRequest_v15(o: FetchRequest, w: Writer) -> None:
 def _dec_FetchRequest_v17(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
     o.replica_id = -1
-
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = (
         _S_iiibii.unpack_from(buf, pos)
     )
@@ -1233,7 +1181,6 @@ def _dec_FetchRequest_v17(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         buf, pos, end, _dec_ForgottenTopic_v13, True, False, "ForgottenTopicsData"
     )
     o.rack_id, pos = read_compact_string(buf, pos, end)
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     if pos < end and buf[pos] == 0:
@@ -1247,11 +1194,9 @@ def _dec_FetchRequest_v17(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
                 o.replica_state, pos = _dec_ReplicaState_v15(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1282,11 +1227,9 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     b = o.rack_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -1299,13 +1242,11 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState_DEFAULT:
         value = []
         tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
-
         tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1316,7 +1257,6 @@ def _enc_FetchRequest_v17(o: FetchRequest, w: Writer) -> None:
 def _dec_FetchRequest_v18(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest, int]:
     o = new_instance(FetchRequest)
     o.replica_id = -1
-
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = (
         _S_iiibii.unpack_from(buf, pos)
     )
@@ -1326,7 +1266,6 @@ def _dec_FetchRequest_v18(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         buf, pos, end, _dec_ForgottenTopic_v13, True, False, "ForgottenTopicsData"
     )
     o.rack_id, pos = read_compact_string(buf, pos, end)
-
     o.cluster_id = None
     o.replica_state = _ReplicaState()
     if pos < end and buf[pos] == 0:
@@ -1340,11 +1279,9 @@ def _dec_FetchRequest_v18(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
                 o.replica_state, pos = _dec_ReplicaState_v15(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1375,11 +1312,9 @@ def _enc_FetchRequest_v18(o: FetchRequest, w: Writer) -> None:
         False,
         "FetchRequest.ForgottenTopicsData",
     )
-
     b = o.rack_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -1392,13 +1327,11 @@ def _enc_FetchRequest_v18(o: FetchRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if o.replica_state != _ReplicaState_DEFAULT:
         value = []
         tw = value.append
         _enc_ReplicaState_v15(o.replica_state, tw)
-
         tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1501,10 +1434,8 @@ def _rnd_FetchRequest(g: Any, version: int) -> FetchRequest:
 
 def _dec_ReplicaState_v15(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaState, int]:
     o = new_instance(_ReplicaState)
-
     o.replica_id, o.replica_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1515,7 +1446,6 @@ def _dec_ReplicaState_v15(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaStat
 
 def _enc_ReplicaState_v15(o: _ReplicaState, w: Writer) -> None:
     w(_S_iq.pack(o.replica_id, o.replica_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1554,20 +1484,17 @@ def _dec_FetchTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchTopic_v0(o: _FetchTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v0, False, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.FetchTopic", "unknown tagged fields")
 
@@ -1579,20 +1506,17 @@ def _dec_FetchTopic_v5(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v5, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchTopic_v5(o: _FetchTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v5, False, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.FetchTopic", "unknown tagged fields")
 
@@ -1604,20 +1528,17 @@ def _dec_FetchTopic_v9(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v9, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchTopic_v9(o: _FetchTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v9, False, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.FetchTopic", "unknown tagged fields")
 
@@ -1629,7 +1550,6 @@ def _dec_FetchTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, i
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v12, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1639,14 +1559,12 @@ def _dec_FetchTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, i
 
 
 def _enc_FetchTopic_v12(o: _FetchTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v12, True, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1657,7 +1575,6 @@ def _dec_FetchTopic_v13(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, i
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v12, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1671,7 +1588,6 @@ def _enc_FetchTopic_v13(o: _FetchTopic, w: Writer) -> None:
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v12, True, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1682,7 +1598,6 @@ def _dec_FetchTopic_v17(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, i
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v17, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1696,7 +1611,6 @@ def _enc_FetchTopic_v17(o: _FetchTopic, w: Writer) -> None:
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v17, True, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1707,7 +1621,6 @@ def _dec_FetchTopic_v18(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, i
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v18, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1721,7 +1634,6 @@ def _enc_FetchTopic_v18(o: _FetchTopic, w: Writer) -> None:
     write_struct_array(
         w, o.partitions, _enc_FetchPartition_v18, True, False, "FetchRequest.FetchTopic.Partitions"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1761,19 +1673,15 @@ def _rnd_FetchTopic(g: Any, version: int) -> _FetchTopic:
 
 def _dec_FetchPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     o.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.current_leader_epoch = -1
-
     o.fetch_offset = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.last_fetched_epoch = -1
     o.log_start_offset = -1
-
     o.partition_max_bytes = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = ()
@@ -1786,25 +1694,20 @@ def _enc_FetchPartition_v0(o: _FetchPartition, w: Writer) -> None:
     if o.last_fetched_epoch != -1:
         raise unsupported("FetchRequest.FetchPartition.LastFetchedEpoch", "non-default value")
     w(_S_i.pack(o.partition_max_bytes))
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.FetchPartition", "unknown tagged fields")
 
 
 def _dec_FetchPartition_v5(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     o.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.current_leader_epoch = -1
-
     o.fetch_offset = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.last_fetched_epoch = -1
-
     o.log_start_offset, o.partition_max_bytes = _S_qi.unpack_from(buf, pos)
     pos += 12
-
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = ()
@@ -1817,21 +1720,17 @@ def _enc_FetchPartition_v5(o: _FetchPartition, w: Writer) -> None:
     if o.last_fetched_epoch != -1:
         raise unsupported("FetchRequest.FetchPartition.LastFetchedEpoch", "non-default value")
     w(_S_qi.pack(o.log_start_offset, o.partition_max_bytes))
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.FetchPartition", "unknown tagged fields")
 
 
 def _dec_FetchPartition_v9(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     o.partition, o.current_leader_epoch, o.fetch_offset = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.last_fetched_epoch = -1
-
     o.log_start_offset, o.partition_max_bytes = _S_qi.unpack_from(buf, pos)
     pos += 12
-
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = ()
@@ -1843,14 +1742,12 @@ def _enc_FetchPartition_v9(o: _FetchPartition, w: Writer) -> None:
     if o.last_fetched_epoch != -1:
         raise unsupported("FetchRequest.FetchPartition.LastFetchedEpoch", "non-default value")
     w(_S_qi.pack(o.log_start_offset, o.partition_max_bytes))
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.FetchPartition", "unknown tagged fields")
 
 
 def _dec_FetchPartition_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     (
         o.partition,
         o.current_leader_epoch,
@@ -1860,7 +1757,6 @@ def _dec_FetchPartition_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
         o.partition_max_bytes,
     ) = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
-
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     if pos < end and buf[pos] == 0:
@@ -1882,13 +1778,11 @@ def _enc_FetchPartition_v12(o: _FetchPartition, w: Writer) -> None:
             o.partition_max_bytes,
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_FetchPartition_v17(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     (
         o.partition,
         o.current_leader_epoch,
@@ -1898,7 +1792,6 @@ def _dec_FetchPartition_v17(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
         o.partition_max_bytes,
     ) = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
-
     o.high_watermark = 9223372036854775807
     o.replica_directory_id = ZERO_UUID
     if pos < end and buf[pos] == 0:
@@ -1912,7 +1805,6 @@ def _dec_FetchPartition_v17(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.replica_directory_id, pos = read_uuid(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1932,14 +1824,12 @@ def _enc_FetchPartition_v17(o: _FetchPartition, w: Writer) -> None:
             o.partition_max_bytes,
         )
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.replica_directory_id != ZERO_UUID:
         value = []
         tw = value.append
         tw(o.replica_directory_id.bytes)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1949,7 +1839,6 @@ def _enc_FetchPartition_v17(o: _FetchPartition, w: Writer) -> None:
 
 def _dec_FetchPartition_v18(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     (
         o.partition,
         o.current_leader_epoch,
@@ -1959,7 +1848,6 @@ def _dec_FetchPartition_v18(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
         o.partition_max_bytes,
     ) = _S_iiqiqi.unpack_from(buf, pos)
     pos += 32
-
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     if pos < end and buf[pos] == 0:
@@ -1973,13 +1861,10 @@ def _dec_FetchPartition_v18(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.replica_directory_id, pos = read_uuid(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
-
                 o.high_watermark = _S_q.unpack_from(buf, pos)[0]
                 pos += 8
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1999,20 +1884,17 @@ def _enc_FetchPartition_v18(o: _FetchPartition, w: Writer) -> None:
             o.partition_max_bytes,
         )
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.replica_directory_id != ZERO_UUID:
         value = []
         tw = value.append
         tw(o.replica_directory_id.bytes)
-
         tags.append((0, b"".join(value)))
     if o.high_watermark != 9223372036854775807:
         value = []
         tw = value.append
         tw(_S_q.pack(o.high_watermark))
-
         tags.append((1, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -2090,18 +1972,15 @@ def _dec_ForgottenTopic_v7(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
     o.topic, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partitions, pos = _read_i(buf, pos, end, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ForgottenTopic_v7(o: _ForgottenTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchRequest.ForgottenTopic", "unknown tagged fields")
 
@@ -2111,7 +1990,6 @@ def _dec_ForgottenTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
     o.topic, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2121,12 +1999,10 @@ def _dec_ForgottenTopic_v12(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
 
 
 def _enc_ForgottenTopic_v12(o: _ForgottenTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2135,7 +2011,6 @@ def _dec_ForgottenTopic_v13(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
     o.topic = ""
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2147,7 +2022,6 @@ def _dec_ForgottenTopic_v13(buf: Buffer, pos: int, end: int) -> tuple[_Forgotten
 def _enc_ForgottenTopic_v13(o: _ForgottenTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "FetchRequest.ForgottenTopic.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2835,7 +2709,6 @@ def _dec_FetchResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[FetchRespons
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v0, False, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2847,17 +2720,14 @@ def _enc_FetchResponse_v0(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v0, False, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse", "unknown tagged fields")
 
 
 def _dec_FetchResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -2865,7 +2735,6 @@ def _dec_FetchResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[FetchRespons
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v0, False, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2878,17 +2747,14 @@ def _enc_FetchResponse_v1(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v0, False, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse", "unknown tagged fields")
 
 
 def _dec_FetchResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -2896,7 +2762,6 @@ def _dec_FetchResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[FetchRespons
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v4, False, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2909,17 +2774,14 @@ def _enc_FetchResponse_v4(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v4, False, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse", "unknown tagged fields")
 
 
 def _dec_FetchResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -2927,7 +2789,6 @@ def _dec_FetchResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[FetchRespons
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v5, False, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2940,23 +2801,19 @@ def _enc_FetchResponse_v5(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v5, False, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse", "unknown tagged fields")
 
 
 def _dec_FetchResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v5, False, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2967,23 +2824,19 @@ def _enc_FetchResponse_v7(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v5, False, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse", "unknown tagged fields")
 
 
 def _dec_FetchResponse_v11(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v11, False, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -2994,23 +2847,19 @@ def _enc_FetchResponse_v11(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v11, False, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse", "unknown tagged fields")
 
 
 def _dec_FetchResponse_v12(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v12, True, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -3025,22 +2874,18 @@ def _enc_FetchResponse_v12(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v12, True, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_FetchResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v13, True, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -3055,22 +2900,18 @@ def _enc_FetchResponse_v13(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v13, True, False, "FetchResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchResponse.NodeEndpoints", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_FetchResponse_v16(buf: Buffer, pos: int, end: int) -> tuple[FetchResponse, int]:
     o = new_instance(FetchResponse)
-
     o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.responses, pos = read_array(
         buf, pos, end, _dec_FetchableTopicResponse_v13, True, False, "Responses"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -3092,7 +2933,6 @@ def _dec_FetchResponse_v16(buf: Buffer, pos: int, end: int) -> tuple[FetchRespon
                     "NodeEndpoints",
                     KeyedList,
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -3106,7 +2946,6 @@ def _enc_FetchResponse_v16(o: FetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_FetchableTopicResponse_v13, True, False, "FetchResponse.Responses"
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -3115,7 +2954,6 @@ def _enc_FetchResponse_v16(o: FetchResponse, w: Writer) -> None:
         write_struct_array(
             tw, o.node_endpoints, _enc_NodeEndpoint_v16, True, False, "FetchResponse.NodeEndpoints"
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -3188,13 +3026,11 @@ def _dec_FetchableTopicResponse_v0(
     o.topic, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, False, False, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchableTopicResponse_v0(o: _FetchableTopicResponse, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -3206,7 +3042,6 @@ def _enc_FetchableTopicResponse_v0(o: _FetchableTopicResponse, w: Writer) -> Non
         False,
         "FetchResponse.FetchableTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.FetchableTopicResponse", "unknown tagged fields")
 
@@ -3218,13 +3053,11 @@ def _dec_FetchableTopicResponse_v4(
     o.topic, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v4, False, False, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchableTopicResponse_v4(o: _FetchableTopicResponse, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -3236,7 +3069,6 @@ def _enc_FetchableTopicResponse_v4(o: _FetchableTopicResponse, w: Writer) -> Non
         False,
         "FetchResponse.FetchableTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.FetchableTopicResponse", "unknown tagged fields")
 
@@ -3248,13 +3080,11 @@ def _dec_FetchableTopicResponse_v5(
     o.topic, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v5, False, False, "Partitions")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchableTopicResponse_v5(o: _FetchableTopicResponse, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -3266,7 +3096,6 @@ def _enc_FetchableTopicResponse_v5(o: _FetchableTopicResponse, w: Writer) -> Non
         False,
         "FetchResponse.FetchableTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.FetchableTopicResponse", "unknown tagged fields")
 
@@ -3280,13 +3109,11 @@ def _dec_FetchableTopicResponse_v11(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionData_v11, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FetchableTopicResponse_v11(o: _FetchableTopicResponse, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -3298,7 +3125,6 @@ def _enc_FetchableTopicResponse_v11(o: _FetchableTopicResponse, w: Writer) -> No
         False,
         "FetchResponse.FetchableTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.FetchableTopicResponse", "unknown tagged fields")
 
@@ -3310,7 +3136,6 @@ def _dec_FetchableTopicResponse_v12(
     o.topic, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v12, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -3320,7 +3145,6 @@ def _dec_FetchableTopicResponse_v12(
 
 
 def _enc_FetchableTopicResponse_v12(o: _FetchableTopicResponse, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -3332,7 +3156,6 @@ def _enc_FetchableTopicResponse_v12(o: _FetchableTopicResponse, w: Writer) -> No
         False,
         "FetchResponse.FetchableTopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -3343,7 +3166,6 @@ def _dec_FetchableTopicResponse_v13(
     o.topic = ""
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v12, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -3362,7 +3184,6 @@ def _enc_FetchableTopicResponse_v13(o: _FetchableTopicResponse, w: Writer) -> No
         False,
         "FetchResponse.FetchableTopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -3402,7 +3223,6 @@ def _rnd_FetchableTopicResponse(g: Any, version: int) -> _FetchableTopicResponse
 
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code, o.high_watermark = _S_ihq.unpack_from(buf, pos)
     pos += 14
     o.last_stable_offset = -1
@@ -3410,7 +3230,6 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     o.aborted_transactions = []
     o.preferred_read_replica = -1
     o.records, pos = read_nullable_records(buf, pos, end)
-
     o.diverging_epoch = _EpochEndOffset()
     o.current_leader = _LeaderIdAndEpoch()
     o.snapshot_id = _SnapshotId()
@@ -3423,23 +3242,18 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     if o.preferred_read_replica != -1:
         raise unsupported("FetchResponse.PartitionData.PreferredReadReplica", "non-default value")
     write_nullable_bytes(w, o.records)
-
     if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
-
     if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.PartitionData", "unknown tagged fields")
 
 
 def _dec_PartitionData_v4(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = _S_ihqq.unpack_from(
         buf, pos
     )
@@ -3450,7 +3264,6 @@ def _dec_PartitionData_v4(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     )
     o.preferred_read_replica = -1
     o.records, pos = read_nullable_records(buf, pos, end)
-
     o.diverging_epoch = _EpochEndOffset()
     o.current_leader = _LeaderIdAndEpoch()
     o.snapshot_id = _SnapshotId()
@@ -3471,23 +3284,18 @@ def _enc_PartitionData_v4(o: _PartitionData, w: Writer) -> None:
     if o.preferred_read_replica != -1:
         raise unsupported("FetchResponse.PartitionData.PreferredReadReplica", "non-default value")
     write_nullable_bytes(w, o.records)
-
     if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
-
     if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.PartitionData", "unknown tagged fields")
 
 
 def _dec_PartitionData_v5(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
@@ -3497,7 +3305,6 @@ def _dec_PartitionData_v5(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     )
     o.preferred_read_replica = -1
     o.records, pos = read_nullable_records(buf, pos, end)
-
     o.diverging_epoch = _EpochEndOffset()
     o.current_leader = _LeaderIdAndEpoch()
     o.snapshot_id = _SnapshotId()
@@ -3526,23 +3333,18 @@ def _enc_PartitionData_v5(o: _PartitionData, w: Writer) -> None:
     if o.preferred_read_replica != -1:
         raise unsupported("FetchResponse.PartitionData.PreferredReadReplica", "non-default value")
     write_nullable_bytes(w, o.records)
-
     if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
-
     if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.PartitionData", "unknown tagged fields")
 
 
 def _dec_PartitionData_v11(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
@@ -3550,11 +3352,9 @@ def _dec_PartitionData_v11(buf: Buffer, pos: int, end: int) -> tuple[_PartitionD
     o.aborted_transactions, pos = read_array(
         buf, pos, end, _dec_AbortedTransaction_v4, False, True, "AbortedTransactions"
     )
-
     o.preferred_read_replica = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.records, pos = read_nullable_records(buf, pos, end)
-
     o.diverging_epoch = _EpochEndOffset()
     o.current_leader = _LeaderIdAndEpoch()
     o.snapshot_id = _SnapshotId()
@@ -3582,23 +3382,18 @@ def _enc_PartitionData_v11(o: _PartitionData, w: Writer) -> None:
     )
     w(_S_i.pack(o.preferred_read_replica))
     write_nullable_bytes(w, o.records)
-
     if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.DivergingEpoch", "non-default value")
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.CurrentLeader", "non-default value")
-
     if o.snapshot_id != _SnapshotId_DEFAULT:
         raise unsupported("FetchResponse.PartitionData.SnapshotId", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.PartitionData", "unknown tagged fields")
 
 
 def _dec_PartitionData_v12(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
@@ -3606,11 +3401,9 @@ def _dec_PartitionData_v12(buf: Buffer, pos: int, end: int) -> tuple[_PartitionD
     o.aborted_transactions, pos = read_array(
         buf, pos, end, _dec_AbortedTransaction_v12, True, True, "AbortedTransactions"
     )
-
     o.preferred_read_replica = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.records, pos = read_compact_nullable_records(buf, pos, end)
-
     o.diverging_epoch = _EpochEndOffset()
     o.current_leader = _LeaderIdAndEpoch()
     o.snapshot_id = _SnapshotId()
@@ -3625,15 +3418,12 @@ def _dec_PartitionData_v12(buf: Buffer, pos: int, end: int) -> tuple[_PartitionD
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.diverging_epoch, pos = _dec_EpochEndOffset_v12(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
                 o.current_leader, pos = _dec_LeaderIdAndEpoch_v12(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 2:
                 o.snapshot_id, pos = _dec_SnapshotId_v12(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -3662,26 +3452,22 @@ def _enc_PartitionData_v12(o: _PartitionData, w: Writer) -> None:
     )
     w(_S_i.pack(o.preferred_read_replica))
     write_compact_nullable_bytes(w, o.records)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.diverging_epoch != _EpochEndOffset_DEFAULT:
         value = []
         tw = value.append
         _enc_EpochEndOffset_v12(o.diverging_epoch, tw)
-
         tags.append((0, b"".join(value)))
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         value = []
         tw = value.append
         _enc_LeaderIdAndEpoch_v12(o.current_leader, tw)
-
         tags.append((1, b"".join(value)))
     if o.snapshot_id != _SnapshotId_DEFAULT:
         value = []
         tw = value.append
         _enc_SnapshotId_v12(o.snapshot_id, tw)
-
         tags.append((2, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -3810,10 +3596,8 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
 
 def _dec_EpochEndOffset_v12(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
-
     o.epoch, o.end_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -3824,7 +3608,6 @@ def _dec_EpochEndOffset_v12(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndO
 
 def _enc_EpochEndOffset_v12(o: _EpochEndOffset, w: Writer) -> None:
     w(_S_iq.pack(o.epoch, o.end_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -3858,10 +3641,8 @@ def _rnd_EpochEndOffset(g: Any, version: int) -> _EpochEndOffset:
 
 def _dec_LeaderIdAndEpoch_v12(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -3872,7 +3653,6 @@ def _dec_LeaderIdAndEpoch_v12(buf: Buffer, pos: int, end: int) -> tuple[_LeaderI
 
 def _enc_LeaderIdAndEpoch_v12(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -3906,10 +3686,8 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
 
 def _dec_SnapshotId_v12(buf: Buffer, pos: int, end: int) -> tuple[_SnapshotId, int]:
     o = new_instance(_SnapshotId)
-
     o.end_offset, o.epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -3920,7 +3698,6 @@ def _dec_SnapshotId_v12(buf: Buffer, pos: int, end: int) -> tuple[_SnapshotId, i
 
 def _enc_SnapshotId_v12(o: _SnapshotId, w: Writer) -> None:
     w(_S_qi.pack(o.end_offset, o.epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -3952,27 +3729,22 @@ def _rnd_SnapshotId(g: Any, version: int) -> _SnapshotId:
 
 def _dec_AbortedTransaction_v4(buf: Buffer, pos: int, end: int) -> tuple[_AbortedTransaction, int]:
     o = new_instance(_AbortedTransaction)
-
     o.producer_id, o.first_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AbortedTransaction_v4(o: _AbortedTransaction, w: Writer) -> None:
     w(_S_qq.pack(o.producer_id, o.first_offset))
-
     if o.unknown_tagged_fields:
         raise unsupported("FetchResponse.AbortedTransaction", "unknown tagged fields")
 
 
 def _dec_AbortedTransaction_v12(buf: Buffer, pos: int, end: int) -> tuple[_AbortedTransaction, int]:
     o = new_instance(_AbortedTransaction)
-
     o.producer_id, o.first_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -3983,7 +3755,6 @@ def _dec_AbortedTransaction_v12(buf: Buffer, pos: int, end: int) -> tuple[_Abort
 
 def _enc_AbortedTransaction_v12(o: _AbortedTransaction, w: Writer) -> None:
     w(_S_qq.pack(o.producer_id, o.first_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -4017,15 +3788,12 @@ def _rnd_AbortedTransaction(g: Any, version: int) -> _AbortedTransaction:
 
 def _dec_NodeEndpoint_v16(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -4036,7 +3804,6 @@ def _dec_NodeEndpoint_v16(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoin
 
 def _enc_NodeEndpoint_v16(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -4048,7 +3815,6 @@ def _enc_NodeEndpoint_v16(o: _NodeEndpoint, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -461,13 +461,11 @@ def _dec_FetchSnapshotRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FetchSnapshotRequest, int]:
     o = new_instance(FetchSnapshotRequest)
-
     o.replica_id, o.max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.topics, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotRequest_TopicSnapshot_v0, True, False, "Topics"
     )
-
     o.cluster_id = None
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -480,7 +478,6 @@ def _dec_FetchSnapshotRequest_v0(
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -499,7 +496,6 @@ def _enc_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: Writer) -> None:
         False,
         "FetchSnapshotRequest.Topics",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -512,7 +508,6 @@ def _enc_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -524,13 +519,11 @@ def _dec_FetchSnapshotRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FetchSnapshotRequest, int]:
     o = new_instance(FetchSnapshotRequest)
-
     o.replica_id, o.max_bytes = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.topics, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotRequest_TopicSnapshot_v1, True, False, "Topics"
     )
-
     o.cluster_id = None
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -543,7 +536,6 @@ def _dec_FetchSnapshotRequest_v1(
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -562,7 +554,6 @@ def _enc_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: Writer) -> None:
         False,
         "FetchSnapshotRequest.Topics",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.cluster_id != None:
@@ -575,7 +566,6 @@ def _enc_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: Writer) -> None:
             b = s.encode()
             tw(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
             tw(b)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -627,7 +617,6 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotRequest_PartitionSnapshot_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -639,7 +628,6 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(
 def _enc_FetchSnapshotRequest_TopicSnapshot_v0(
     o: _FetchSnapshotRequest_TopicSnapshot, w: Writer
 ) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -651,7 +639,6 @@ def _enc_FetchSnapshotRequest_TopicSnapshot_v0(
         False,
         "FetchSnapshotRequest.TopicSnapshot.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -663,7 +650,6 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotRequest_PartitionSnapshot_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -675,7 +661,6 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(
 def _enc_FetchSnapshotRequest_TopicSnapshot_v1(
     o: _FetchSnapshotRequest_TopicSnapshot, w: Writer
 ) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -687,7 +672,6 @@ def _enc_FetchSnapshotRequest_TopicSnapshot_v1(
         False,
         "FetchSnapshotRequest.TopicSnapshot.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -731,14 +715,11 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_PartitionSnapshot, int]:
     o = new_instance(_FetchSnapshotRequest_PartitionSnapshot)
-
     o.partition, o.current_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.snapshot_id, pos = _dec_FetchSnapshotRequest_SnapshotId_v0(buf, pos, end)
-
     o.position = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.replica_directory_id = ZERO_UUID
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -754,7 +735,6 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v0(
     w(_S_ii.pack(o.partition, o.current_leader_epoch))
     _enc_FetchSnapshotRequest_SnapshotId_v0(o.snapshot_id, w)
     w(_S_q.pack(o.position))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -762,14 +742,11 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_PartitionSnapshot, int]:
     o = new_instance(_FetchSnapshotRequest_PartitionSnapshot)
-
     o.partition, o.current_leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.snapshot_id, pos = _dec_FetchSnapshotRequest_SnapshotId_v0(buf, pos, end)
-
     o.position = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.replica_directory_id = ZERO_UUID
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -782,7 +759,6 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.replica_directory_id, pos = read_uuid(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -797,14 +773,12 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(
     w(_S_ii.pack(o.partition, o.current_leader_epoch))
     _enc_FetchSnapshotRequest_SnapshotId_v0(o.snapshot_id, w)
     w(_S_q.pack(o.position))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.replica_directory_id != ZERO_UUID:
         value = []
         tw = value.append
         tw(o.replica_directory_id.bytes)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -866,10 +840,8 @@ def _dec_FetchSnapshotRequest_SnapshotId_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_SnapshotId, int]:
     o = new_instance(_FetchSnapshotRequest_SnapshotId)
-
     o.end_offset, o.epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -880,7 +852,6 @@ def _dec_FetchSnapshotRequest_SnapshotId_v0(
 
 def _enc_FetchSnapshotRequest_SnapshotId_v0(o: _FetchSnapshotRequest_SnapshotId, w: Writer) -> None:
     w(_S_qi.pack(o.end_offset, o.epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1111,13 +1082,11 @@ def _dec_FetchSnapshotResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FetchSnapshotResponse, int]:
     o = new_instance(FetchSnapshotResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topics, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotResponse_TopicSnapshot_v0, True, False, "Topics"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1137,10 +1106,8 @@ def _enc_FetchSnapshotResponse_v0(o: FetchSnapshotResponse, w: Writer) -> None:
         False,
         "FetchSnapshotResponse.Topics",
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("FetchSnapshotResponse.NodeEndpoints", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1148,13 +1115,11 @@ def _dec_FetchSnapshotResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FetchSnapshotResponse, int]:
     o = new_instance(FetchSnapshotResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topics, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotResponse_TopicSnapshot_v0, True, False, "Topics"
     )
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1169,7 +1134,6 @@ def _dec_FetchSnapshotResponse_v1(
                 o.node_endpoints, pos = read_array(
                     buf, pos, tag_end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1188,7 +1152,6 @@ def _enc_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: Writer) -> None:
         False,
         "FetchSnapshotResponse.Topics",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -1202,7 +1165,6 @@ def _enc_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: Writer) -> None:
             False,
             "FetchSnapshotResponse.NodeEndpoints",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1270,7 +1232,6 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchSnapshotResponse_PartitionSnapshot_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1282,7 +1243,6 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(
 def _enc_FetchSnapshotResponse_TopicSnapshot_v0(
     o: _FetchSnapshotResponse_TopicSnapshot, w: Writer
 ) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1294,7 +1254,6 @@ def _enc_FetchSnapshotResponse_TopicSnapshot_v0(
         False,
         "FetchSnapshotResponse.TopicSnapshot.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1340,15 +1299,12 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotResponse_PartitionSnapshot, int]:
     o = new_instance(_FetchSnapshotResponse_PartitionSnapshot)
-
     o.index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.snapshot_id, pos = _dec_FetchSnapshotResponse_SnapshotId_v0(buf, pos, end)
-
     o.size, o.position = _S_qq.unpack_from(buf, pos)
     pos += 16
     o.unaligned_records, pos = read_compact_records(buf, pos, end)
-
     o.current_leader = _LeaderIdAndEpoch()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1361,7 +1317,6 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0(
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.current_leader, pos = _dec_LeaderIdAndEpoch_v0(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1377,14 +1332,12 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(
     _enc_FetchSnapshotResponse_SnapshotId_v0(o.snapshot_id, w)
     w(_S_qq.pack(o.size, o.position))
     write_compact_bytes(w, o.unaligned_records)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         value = []
         tw = value.append
         _enc_LeaderIdAndEpoch_v0(o.current_leader, tw)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1452,10 +1405,8 @@ def _dec_FetchSnapshotResponse_SnapshotId_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotResponse_SnapshotId, int]:
     o = new_instance(_FetchSnapshotResponse_SnapshotId)
-
     o.end_offset, o.epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1468,7 +1419,6 @@ def _enc_FetchSnapshotResponse_SnapshotId_v0(
     o: _FetchSnapshotResponse_SnapshotId, w: Writer
 ) -> None:
     w(_S_qi.pack(o.end_offset, o.epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1506,10 +1456,8 @@ def _rnd_FetchSnapshotResponse_SnapshotId(
 
 def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1520,7 +1468,6 @@ def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderId
 
 def _enc_LeaderIdAndEpoch_v0(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1552,14 +1499,11 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
 
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1570,12 +1514,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

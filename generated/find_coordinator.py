@@ -216,13 +216,11 @@ def _dec_FindCoordinatorRequest_v0(
     o.key, pos = read_string(buf, pos, end)
     o.key_type = 0
     o.coordinator_keys = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: Writer) -> None:
-
     b = o.key.encode()
     w(string_length(len(b)))
     w(b)
@@ -230,7 +228,6 @@ def _enc_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: Writer) -> None
         raise unsupported("FindCoordinatorRequest.KeyType", "non-default value")
     if o.coordinator_keys != []:
         raise unsupported("FindCoordinatorRequest.CoordinatorKeys", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FindCoordinatorRequest", "unknown tagged fields")
 
@@ -240,24 +237,20 @@ def _dec_FindCoordinatorRequest_v1(
 ) -> tuple[FindCoordinatorRequest, int]:
     o = new_instance(FindCoordinatorRequest)
     o.key, pos = read_string(buf, pos, end)
-
     o.key_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.coordinator_keys = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: Writer) -> None:
-
     b = o.key.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_b.pack(o.key_type))
     if o.coordinator_keys != []:
         raise unsupported("FindCoordinatorRequest.CoordinatorKeys", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FindCoordinatorRequest", "unknown tagged fields")
 
@@ -267,11 +260,9 @@ def _dec_FindCoordinatorRequest_v3(
 ) -> tuple[FindCoordinatorRequest, int]:
     o = new_instance(FindCoordinatorRequest)
     o.key, pos = read_compact_string(buf, pos, end)
-
     o.key_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.coordinator_keys = []
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -281,14 +272,12 @@ def _dec_FindCoordinatorRequest_v3(
 
 
 def _enc_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.key_type))
     if o.coordinator_keys != []:
         raise unsupported("FindCoordinatorRequest.CoordinatorKeys", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -297,13 +286,11 @@ def _dec_FindCoordinatorRequest_v4(
 ) -> tuple[FindCoordinatorRequest, int]:
     o = new_instance(FindCoordinatorRequest)
     o.key = ""
-
     o.key_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.coordinator_keys, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "CoordinatorKeys"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -324,7 +311,6 @@ def _enc_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: Writer) -> None
         False,
         "FindCoordinatorRequest.CoordinatorKeys",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -450,19 +436,15 @@ def _dec_FindCoordinatorResponse_v0(
 ) -> tuple[FindCoordinatorResponse, int]:
     o = new_instance(FindCoordinatorResponse)
     o.throttle_time_ms = 0
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message = ""
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.coordinators = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -470,14 +452,12 @@ def _dec_FindCoordinatorResponse_v0(
 def _enc_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
     if o.coordinators != []:
         raise unsupported("FindCoordinatorResponse.Coordinators", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FindCoordinatorResponse", "unknown tagged fields")
 
@@ -486,19 +466,15 @@ def _dec_FindCoordinatorResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FindCoordinatorResponse, int]:
     o = new_instance(FindCoordinatorResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.coordinators = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -513,14 +489,12 @@ def _enc_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Writer) -> No
         w(string_length(len(b)))
         w(b)
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
     if o.coordinators != []:
         raise unsupported("FindCoordinatorResponse.Coordinators", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("FindCoordinatorResponse", "unknown tagged fields")
 
@@ -529,19 +503,15 @@ def _dec_FindCoordinatorResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FindCoordinatorResponse, int]:
     o = new_instance(FindCoordinatorResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.coordinators = []
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -560,14 +530,12 @@ def _enc_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Writer) -> No
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
     if o.coordinators != []:
         raise unsupported("FindCoordinatorResponse.Coordinators", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -575,7 +543,6 @@ def _dec_FindCoordinatorResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[FindCoordinatorResponse, int]:
     o = new_instance(FindCoordinatorResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
@@ -586,7 +553,6 @@ def _dec_FindCoordinatorResponse_v4(
     o.coordinators, pos = read_array(
         buf, pos, end, _dec_Coordinator_v4, True, False, "Coordinators"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -608,7 +574,6 @@ def _enc_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, w: Writer) -> No
     write_struct_array(
         w, o.coordinators, _enc_Coordinator_v4, True, False, "FindCoordinatorResponse.Coordinators"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -672,15 +637,12 @@ def _rnd_FindCoordinatorResponse(g: Any, version: int) -> FindCoordinatorRespons
 def _dec_Coordinator_v4(buf: Buffer, pos: int, end: int) -> tuple[_Coordinator, int]:
     o = new_instance(_Coordinator)
     o.key, pos = read_compact_string(buf, pos, end)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -690,12 +652,10 @@ def _dec_Coordinator_v4(buf: Buffer, pos: int, end: int) -> tuple[_Coordinator, 
 
 
 def _enc_Coordinator_v4(o: _Coordinator, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -707,7 +667,6 @@ def _enc_Coordinator_v4(o: _Coordinator, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

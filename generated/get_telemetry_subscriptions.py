@@ -168,7 +168,6 @@ def _dec_GetTelemetrySubscriptionsRequest_v0(
 ) -> tuple[GetTelemetrySubscriptionsRequest, int]:
     o = new_instance(GetTelemetrySubscriptionsRequest)
     o.client_instance_id, pos = read_uuid(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -181,7 +180,6 @@ def _enc_GetTelemetrySubscriptionsRequest_v0(
     o: GetTelemetrySubscriptionsRequest, w: Writer
 ) -> None:
     w(o.client_instance_id.bytes)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -254,21 +252,17 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[GetTelemetrySubscriptionsResponse, int]:
     o = new_instance(GetTelemetrySubscriptionsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.client_instance_id, pos = read_uuid(buf, pos, end)
-
     o.subscription_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.accepted_compression_types, pos = _read_b_c(buf, pos, end, "AcceptedCompressionTypes")
-
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S_iio.unpack_from(buf, pos)
     pos += 9
     o.requested_metrics, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "RequestedMetrics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -297,7 +291,6 @@ def _enc_GetTelemetrySubscriptionsResponse_v0(
         False,
         "GetTelemetrySubscriptionsResponse.RequestedMetrics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

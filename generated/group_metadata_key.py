@@ -72,17 +72,14 @@ class GroupMetadataKey(Message):
 def _dec_GroupMetadataKey_v0(buf: Buffer, pos: int, end: int) -> tuple[GroupMetadataKey, int]:
     o = new_instance(GroupMetadataKey)
     o.group, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_GroupMetadataKey_v0(o: GroupMetadataKey, w: Writer) -> None:
-
     b = o.group.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataKey", "unknown tagged fields")
 

@@ -176,20 +176,17 @@ _MemberMetadata = GroupMetadataValue.MemberMetadata
 def _dec_GroupMetadataValue_v0(buf: Buffer, pos: int, end: int) -> tuple[GroupMetadataValue, int]:
     o = new_instance(GroupMetadataValue)
     o.protocol_type, pos = read_string(buf, pos, end)
-
     o.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.protocol, pos = read_nullable_string(buf, pos, end)
     o.leader, pos = read_nullable_string(buf, pos, end)
     o.current_state_timestamp = -1
     o.members, pos = read_array(buf, pos, end, _dec_MemberMetadata_v0, False, False, "members")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_GroupMetadataValue_v0(o: GroupMetadataValue, w: Writer) -> None:
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -211,7 +208,6 @@ def _enc_GroupMetadataValue_v0(o: GroupMetadataValue, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberMetadata_v0, False, False, "GroupMetadataValue.members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue", "unknown tagged fields")
 
@@ -219,20 +215,17 @@ def _enc_GroupMetadataValue_v0(o: GroupMetadataValue, w: Writer) -> None:
 def _dec_GroupMetadataValue_v1(buf: Buffer, pos: int, end: int) -> tuple[GroupMetadataValue, int]:
     o = new_instance(GroupMetadataValue)
     o.protocol_type, pos = read_string(buf, pos, end)
-
     o.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.protocol, pos = read_nullable_string(buf, pos, end)
     o.leader, pos = read_nullable_string(buf, pos, end)
     o.current_state_timestamp = -1
     o.members, pos = read_array(buf, pos, end, _dec_MemberMetadata_v1, False, False, "members")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_GroupMetadataValue_v1(o: GroupMetadataValue, w: Writer) -> None:
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -254,7 +247,6 @@ def _enc_GroupMetadataValue_v1(o: GroupMetadataValue, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberMetadata_v1, False, False, "GroupMetadataValue.members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue", "unknown tagged fields")
 
@@ -262,22 +254,18 @@ def _enc_GroupMetadataValue_v1(o: GroupMetadataValue, w: Writer) -> None:
 def _dec_GroupMetadataValue_v2(buf: Buffer, pos: int, end: int) -> tuple[GroupMetadataValue, int]:
     o = new_instance(GroupMetadataValue)
     o.protocol_type, pos = read_string(buf, pos, end)
-
     o.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.protocol, pos = read_nullable_string(buf, pos, end)
     o.leader, pos = read_nullable_string(buf, pos, end)
-
     o.current_state_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.members, pos = read_array(buf, pos, end, _dec_MemberMetadata_v1, False, False, "members")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_GroupMetadataValue_v2(o: GroupMetadataValue, w: Writer) -> None:
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -300,7 +288,6 @@ def _enc_GroupMetadataValue_v2(o: GroupMetadataValue, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberMetadata_v1, False, False, "GroupMetadataValue.members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue", "unknown tagged fields")
 
@@ -308,22 +295,18 @@ def _enc_GroupMetadataValue_v2(o: GroupMetadataValue, w: Writer) -> None:
 def _dec_GroupMetadataValue_v3(buf: Buffer, pos: int, end: int) -> tuple[GroupMetadataValue, int]:
     o = new_instance(GroupMetadataValue)
     o.protocol_type, pos = read_string(buf, pos, end)
-
     o.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.protocol, pos = read_nullable_string(buf, pos, end)
     o.leader, pos = read_nullable_string(buf, pos, end)
-
     o.current_state_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.members, pos = read_array(buf, pos, end, _dec_MemberMetadata_v3, False, False, "members")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_GroupMetadataValue_v3(o: GroupMetadataValue, w: Writer) -> None:
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
@@ -346,7 +329,6 @@ def _enc_GroupMetadataValue_v3(o: GroupMetadataValue, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberMetadata_v3, False, False, "GroupMetadataValue.members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue", "unknown tagged fields")
 
@@ -354,16 +336,13 @@ def _enc_GroupMetadataValue_v3(o: GroupMetadataValue, w: Writer) -> None:
 def _dec_GroupMetadataValue_v4(buf: Buffer, pos: int, end: int) -> tuple[GroupMetadataValue, int]:
     o = new_instance(GroupMetadataValue)
     o.protocol_type, pos = read_compact_string(buf, pos, end)
-
     o.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.protocol, pos = read_compact_nullable_string(buf, pos, end)
     o.leader, pos = read_compact_nullable_string(buf, pos, end)
-
     o.current_state_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.members, pos = read_array(buf, pos, end, _dec_MemberMetadata_v4, True, False, "members")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -373,7 +352,6 @@ def _dec_GroupMetadataValue_v4(buf: Buffer, pos: int, end: int) -> tuple[GroupMe
 
 
 def _enc_GroupMetadataValue_v4(o: GroupMetadataValue, w: Writer) -> None:
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -396,7 +374,6 @@ def _enc_GroupMetadataValue_v4(o: GroupMetadataValue, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberMetadata_v4, True, False, "GroupMetadataValue.members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -450,33 +427,27 @@ def _dec_MemberMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_MemberMeta
     o.client_id, pos = read_string(buf, pos, end)
     o.client_host, pos = read_string(buf, pos, end)
     o.rebalance_timeout = -1
-
     o.session_timeout = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.subscription, pos = read_bytes(buf, pos, end)
     o.assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MemberMetadata_v0(o: _MemberMetadata, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.session_timeout))
     write_bytes(w, o.subscription)
     write_bytes(w, o.assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue.MemberMetadata", "unknown tagged fields")
 
@@ -487,33 +458,27 @@ def _dec_MemberMetadata_v1(buf: Buffer, pos: int, end: int) -> tuple[_MemberMeta
     o.group_instance_id = None
     o.client_id, pos = read_string(buf, pos, end)
     o.client_host, pos = read_string(buf, pos, end)
-
     o.rebalance_timeout, o.session_timeout = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.subscription, pos = read_bytes(buf, pos, end)
     o.assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MemberMetadata_v1(o: _MemberMetadata, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.rebalance_timeout, o.session_timeout))
     write_bytes(w, o.subscription)
     write_bytes(w, o.assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue.MemberMetadata", "unknown tagged fields")
 
@@ -524,18 +489,15 @@ def _dec_MemberMetadata_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberMeta
     o.group_instance_id, pos = read_nullable_string(buf, pos, end)
     o.client_id, pos = read_string(buf, pos, end)
     o.client_host, pos = read_string(buf, pos, end)
-
     o.rebalance_timeout, o.session_timeout = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.subscription, pos = read_bytes(buf, pos, end)
     o.assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MemberMetadata_v3(o: _MemberMetadata, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -546,18 +508,15 @@ def _enc_MemberMetadata_v3(o: _MemberMetadata, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.rebalance_timeout, o.session_timeout))
     write_bytes(w, o.subscription)
     write_bytes(w, o.assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("GroupMetadataValue.MemberMetadata", "unknown tagged fields")
 
@@ -568,12 +527,10 @@ def _dec_MemberMetadata_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberMeta
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.client_id, pos = read_compact_string(buf, pos, end)
     o.client_host, pos = read_compact_string(buf, pos, end)
-
     o.rebalance_timeout, o.session_timeout = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.subscription, pos = read_compact_bytes(buf, pos, end)
     o.assignment, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -583,7 +540,6 @@ def _dec_MemberMetadata_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberMeta
 
 
 def _enc_MemberMetadata_v4(o: _MemberMetadata, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -594,18 +550,15 @@ def _enc_MemberMetadata_v4(o: _MemberMetadata, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.rebalance_timeout, o.session_timeout))
     write_compact_bytes(w, o.subscription)
     write_compact_bytes(w, o.assignment)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -126,11 +126,9 @@ class ResponseHeader(Message):
 
 def _dec_RequestHeader_v0(buf: Buffer, pos: int, end: int) -> tuple[RequestHeader, int]:
     o = new_instance(RequestHeader)
-
     o.request_api_key, o.request_api_version, o.correlation_id = _S_hhi.unpack_from(buf, pos)
     pos += 8
     o.client_id = ""
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -139,18 +137,15 @@ def _enc_RequestHeader_v0(o: RequestHeader, w: Writer) -> None:
     w(_S_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
     if o.client_id != "":
         raise unsupported("RequestHeader.ClientId", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("RequestHeader", "unknown tagged fields")
 
 
 def _dec_RequestHeader_v1(buf: Buffer, pos: int, end: int) -> tuple[RequestHeader, int]:
     o = new_instance(RequestHeader)
-
     o.request_api_key, o.request_api_version, o.correlation_id = _S_hhi.unpack_from(buf, pos)
     pos += 8
     o.client_id, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -164,18 +159,15 @@ def _enc_RequestHeader_v1(o: RequestHeader, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("RequestHeader", "unknown tagged fields")
 
 
 def _dec_RequestHeader_v2(buf: Buffer, pos: int, end: int) -> tuple[RequestHeader, int]:
     o = new_instance(RequestHeader)
-
     o.request_api_key, o.request_api_version, o.correlation_id = _S_hhi.unpack_from(buf, pos)
     pos += 8
     o.client_id, pos = read_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -193,7 +185,6 @@ def _enc_RequestHeader_v2(o: RequestHeader, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -303,27 +294,22 @@ bind_native(
 
 def _dec_ResponseHeader_v0(buf: Buffer, pos: int, end: int) -> tuple[ResponseHeader, int]:
     o = new_instance(ResponseHeader)
-
     o.correlation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ResponseHeader_v0(o: ResponseHeader, w: Writer) -> None:
     w(_S_i.pack(o.correlation_id))
-
     if o.unknown_tagged_fields:
         raise unsupported("ResponseHeader", "unknown tagged fields")
 
 
 def _dec_ResponseHeader_v1(buf: Buffer, pos: int, end: int) -> tuple[ResponseHeader, int]:
     o = new_instance(ResponseHeader)
-
     o.correlation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -334,7 +320,6 @@ def _dec_ResponseHeader_v1(buf: Buffer, pos: int, end: int) -> tuple[ResponseHea
 
 def _enc_ResponseHeader_v1(o: ResponseHeader, w: Writer) -> None:
     w(_S_i.pack(o.correlation_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -137,29 +137,24 @@ class HeartbeatResponse(Message):
 def _dec_HeartbeatRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[HeartbeatRequest, int]:
     o = new_instance(HeartbeatRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_HeartbeatRequest_v0(o: HeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     if o.group_instance_id != None:
         raise unsupported("HeartbeatRequest.GroupInstanceId", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("HeartbeatRequest", "unknown tagged fields")
 
@@ -167,23 +162,19 @@ def _enc_HeartbeatRequest_v0(o: HeartbeatRequest, w: Writer) -> None:
 def _dec_HeartbeatRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[HeartbeatRequest, int]:
     o = new_instance(HeartbeatRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_HeartbeatRequest_v3(o: HeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -194,7 +185,6 @@ def _enc_HeartbeatRequest_v3(o: HeartbeatRequest, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("HeartbeatRequest", "unknown tagged fields")
 
@@ -202,12 +192,10 @@ def _enc_HeartbeatRequest_v3(o: HeartbeatRequest, w: Writer) -> None:
 def _dec_HeartbeatRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[HeartbeatRequest, int]:
     o = new_instance(HeartbeatRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -217,12 +205,10 @@ def _dec_HeartbeatRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[Heartbeat
 
 
 def _enc_HeartbeatRequest_v4(o: HeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -233,7 +219,6 @@ def _enc_HeartbeatRequest_v4(o: HeartbeatRequest, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -348,44 +333,36 @@ bind_native(
 def _dec_HeartbeatResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[HeartbeatResponse, int]:
     o = new_instance(HeartbeatResponse)
     o.throttle_time_ms = 0
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_HeartbeatResponse_v0(o: HeartbeatResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("HeartbeatResponse", "unknown tagged fields")
 
 
 def _dec_HeartbeatResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[HeartbeatResponse, int]:
     o = new_instance(HeartbeatResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_HeartbeatResponse_v1(o: HeartbeatResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("HeartbeatResponse", "unknown tagged fields")
 
 
 def _dec_HeartbeatResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[HeartbeatResponse, int]:
     o = new_instance(HeartbeatResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -396,7 +373,6 @@ def _dec_HeartbeatResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[Heartbea
 
 def _enc_HeartbeatResponse_v4(o: HeartbeatResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

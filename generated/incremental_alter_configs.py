@@ -258,10 +258,8 @@ def _dec_IncrementalAlterConfigsRequest_v0(
     o.resources, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResource_v0, False, False, "Resources", KeyedList
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -276,7 +274,6 @@ def _enc_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest, w:
         "IncrementalAlterConfigsRequest.Resources",
     )
     w(_S_o.pack(o.validate_only))
-
     if o.unknown_tagged_fields:
         raise unsupported("IncrementalAlterConfigsRequest", "unknown tagged fields")
 
@@ -288,10 +285,8 @@ def _dec_IncrementalAlterConfigsRequest_v1(
     o.resources, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResource_v1, True, False, "Resources", KeyedList
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -310,7 +305,6 @@ def _enc_IncrementalAlterConfigsRequest_v1(o: IncrementalAlterConfigsRequest, w:
         "IncrementalAlterConfigsRequest.Resources",
     )
     w(_S_o.pack(o.validate_only))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -350,21 +344,18 @@ def _dec_AlterConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
     o = new_instance(_AlterConfigsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_AlterableConfig_v0, False, False, "Configs", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterConfigsResource_v0(o: _AlterConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -376,7 +367,6 @@ def _enc_AlterConfigsResource_v0(o: _AlterConfigsResource, w: Writer) -> None:
         False,
         "IncrementalAlterConfigsRequest.AlterConfigsResource.Configs",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "IncrementalAlterConfigsRequest.AlterConfigsResource", "unknown tagged fields"
@@ -387,14 +377,12 @@ def _dec_AlterConfigsResource_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
     o = new_instance(_AlterConfigsResource)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
     o.configs, pos = read_array(
         buf, pos, end, _dec_AlterableConfig_v1, True, False, "Configs", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -405,7 +393,6 @@ def _dec_AlterConfigsResource_v1(
 
 def _enc_AlterConfigsResource_v1(o: _AlterConfigsResource, w: Writer) -> None:
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -417,7 +404,6 @@ def _enc_AlterConfigsResource_v1(o: _AlterConfigsResource, w: Writer) -> None:
         False,
         "IncrementalAlterConfigsRequest.AlterConfigsResource.Configs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -455,17 +441,14 @@ def _rnd_AlterConfigsResource(g: Any, version: int) -> _AlterConfigsResource:
 def _dec_AlterableConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterableConfig, int]:
     o = new_instance(_AlterableConfig)
     o.name, pos = read_string(buf, pos, end)
-
     o.config_operation = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.value, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -477,7 +460,6 @@ def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("IncrementalAlterConfigsRequest.AlterableConfig", "unknown tagged fields")
 
@@ -485,11 +467,9 @@ def _enc_AlterableConfig_v0(o: _AlterableConfig, w: Writer) -> None:
 def _dec_AlterableConfig_v1(buf: Buffer, pos: int, end: int) -> tuple[_AlterableConfig, int]:
     o = new_instance(_AlterableConfig)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.config_operation = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.value, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -499,7 +479,6 @@ def _dec_AlterableConfig_v1(buf: Buffer, pos: int, end: int) -> tuple[_Alterable
 
 
 def _enc_AlterableConfig_v1(o: _AlterableConfig, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -511,7 +490,6 @@ def _enc_AlterableConfig_v1(o: _AlterableConfig, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -689,13 +667,11 @@ def _dec_IncrementalAlterConfigsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[IncrementalAlterConfigsResponse, int]:
     o = new_instance(IncrementalAlterConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResourceResponse_v0, False, False, "Responses"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -710,7 +686,6 @@ def _enc_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsResponse, 
         False,
         "IncrementalAlterConfigsResponse.Responses",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("IncrementalAlterConfigsResponse", "unknown tagged fields")
 
@@ -719,13 +694,11 @@ def _dec_IncrementalAlterConfigsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[IncrementalAlterConfigsResponse, int]:
     o = new_instance(IncrementalAlterConfigsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
         buf, pos, end, _dec_AlterConfigsResourceResponse_v1, True, False, "Responses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -744,7 +717,6 @@ def _enc_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsResponse, 
         False,
         "IncrementalAlterConfigsResponse.Responses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -784,15 +756,12 @@ def _dec_AlterConfigsResourceResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResourceResponse, int]:
     o = new_instance(_AlterConfigsResourceResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -807,11 +776,9 @@ def _enc_AlterConfigsResourceResponse_v0(o: _AlterConfigsResourceResponse, w: Wr
         w(string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse", "unknown tagged fields"
@@ -822,15 +789,12 @@ def _dec_AlterConfigsResourceResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResourceResponse, int]:
     o = new_instance(_AlterConfigsResourceResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -849,11 +813,9 @@ def _enc_AlterConfigsResourceResponse_v1(o: _AlterConfigsResourceResponse, w: Wr
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_b.pack(o.resource_type))
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

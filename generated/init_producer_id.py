@@ -167,14 +167,12 @@ def _dec_InitProducerIdRequest_v0(
 ) -> tuple[InitProducerIdRequest, int]:
     o = new_instance(InitProducerIdRequest)
     o.transactional_id, pos = read_nullable_string(buf, pos, end)
-
     o.transaction_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
     o.keep_prepared_txn = False
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -196,7 +194,6 @@ def _enc_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: Writer) -> None:
         raise unsupported("InitProducerIdRequest.Enable2Pc", "non-default value")
     if o.keep_prepared_txn != False:
         raise unsupported("InitProducerIdRequest.KeepPreparedTxn", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("InitProducerIdRequest", "unknown tagged fields")
 
@@ -206,14 +203,12 @@ def _dec_InitProducerIdRequest_v2(
 ) -> tuple[InitProducerIdRequest, int]:
     o = new_instance(InitProducerIdRequest)
     o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.transaction_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
     o.keep_prepared_txn = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -239,7 +234,6 @@ def _enc_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: Writer) -> None:
         raise unsupported("InitProducerIdRequest.Enable2Pc", "non-default value")
     if o.keep_prepared_txn != False:
         raise unsupported("InitProducerIdRequest.KeepPreparedTxn", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -248,12 +242,10 @@ def _dec_InitProducerIdRequest_v3(
 ) -> tuple[InitProducerIdRequest, int]:
     o = new_instance(InitProducerIdRequest)
     o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_iqh.unpack_from(buf, pos)
     pos += 14
     o.enable2_pc = False
     o.keep_prepared_txn = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -275,7 +267,6 @@ def _enc_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Writer) -> None:
         raise unsupported("InitProducerIdRequest.Enable2Pc", "non-default value")
     if o.keep_prepared_txn != False:
         raise unsupported("InitProducerIdRequest.KeepPreparedTxn", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -284,12 +275,10 @@ def _dec_InitProducerIdRequest_v6(
 ) -> tuple[InitProducerIdRequest, int]:
     o = new_instance(InitProducerIdRequest)
     o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn = (
         _S_iqhoo.unpack_from(buf, pos)
     )
     pos += 16
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -315,7 +304,6 @@ def _enc_InitProducerIdRequest_v6(o: InitProducerIdRequest, w: Writer) -> None:
             o.keep_prepared_txn,
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -460,14 +448,12 @@ def _dec_InitProducerIdResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[InitProducerIdResponse, int]:
     o = new_instance(InitProducerIdResponse)
-
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_ihqh.unpack_from(
         buf, pos
     )
     pos += 16
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -478,7 +464,6 @@ def _enc_InitProducerIdResponse_v0(o: InitProducerIdResponse, w: Writer) -> None
         raise unsupported("InitProducerIdResponse.OngoingTxnProducerId", "non-default value")
     if o.ongoing_txn_producer_epoch != -1:
         raise unsupported("InitProducerIdResponse.OngoingTxnProducerEpoch", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("InitProducerIdResponse", "unknown tagged fields")
 
@@ -487,14 +472,12 @@ def _dec_InitProducerIdResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[InitProducerIdResponse, int]:
     o = new_instance(InitProducerIdResponse)
-
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_ihqh.unpack_from(
         buf, pos
     )
     pos += 16
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -509,7 +492,6 @@ def _enc_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: Writer) -> None
         raise unsupported("InitProducerIdResponse.OngoingTxnProducerId", "non-default value")
     if o.ongoing_txn_producer_epoch != -1:
         raise unsupported("InitProducerIdResponse.OngoingTxnProducerEpoch", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -517,7 +499,6 @@ def _dec_InitProducerIdResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[InitProducerIdResponse, int]:
     o = new_instance(InitProducerIdResponse)
-
     (
         o.throttle_time_ms,
         o.error_code,
@@ -527,7 +508,6 @@ def _dec_InitProducerIdResponse_v6(
         o.ongoing_txn_producer_epoch,
     ) = _S_ihqhqh.unpack_from(buf, pos)
     pos += 26
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -547,7 +527,6 @@ def _enc_InitProducerIdResponse_v6(o: InitProducerIdResponse, w: Writer) -> None
             o.ongoing_txn_producer_epoch,
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -268,7 +268,6 @@ def _dec_InitializeShareGroupStateRequest_v0(
     o = new_instance(InitializeShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_InitializeStateData_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -280,7 +279,6 @@ def _dec_InitializeShareGroupStateRequest_v0(
 def _enc_InitializeShareGroupStateRequest_v0(
     o: InitializeShareGroupStateRequest, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -292,7 +290,6 @@ def _enc_InitializeShareGroupStateRequest_v0(
         False,
         "InitializeShareGroupStateRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -334,7 +331,6 @@ def _dec_InitializeStateData_v0(
     o = new_instance(_InitializeStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -353,7 +349,6 @@ def _enc_InitializeStateData_v0(o: _InitializeStateData, w: Writer) -> None:
         False,
         "InitializeShareGroupStateRequest.InitializeStateData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -388,10 +383,8 @@ def _rnd_InitializeStateData(g: Any, version: int) -> _InitializeStateData:
 
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition, o.state_epoch, o.start_offset = _S_iiq.unpack_from(buf, pos)
     pos += 16
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -402,7 +395,6 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
 
 def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_iiq.pack(o.partition, o.state_epoch, o.start_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -543,7 +535,6 @@ def _dec_InitializeShareGroupStateResponse_v0(
     o.results, pos = read_array(
         buf, pos, end, _dec_InitializeStateResult_v0, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -563,7 +554,6 @@ def _enc_InitializeShareGroupStateResponse_v0(
         False,
         "InitializeShareGroupStateResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -606,7 +596,6 @@ def _dec_InitializeStateResult_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -625,7 +614,6 @@ def _enc_InitializeStateResult_v0(o: _InitializeStateResult, w: Writer) -> None:
         False,
         "InitializeShareGroupStateResponse.InitializeStateResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -660,11 +648,9 @@ def _rnd_InitializeStateResult(g: Any, version: int) -> _InitializeStateResult:
 
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -682,7 +668,6 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -269,7 +269,6 @@ _JoinGroupResponseMember = JoinGroupResponse.JoinGroupResponseMember
 def _dec_JoinGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupRequest, int]:
     o = new_instance(JoinGroupRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.session_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rebalance_timeout_ms = -1
@@ -280,31 +279,26 @@ def _dec_JoinGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
         buf, pos, end, _dec_JoinGroupRequestProtocol_v0, False, False, "Protocols", KeyedList
     )
     o.reason = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_JoinGroupRequest_v0(o: JoinGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.session_timeout_ms))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     if o.group_instance_id != None:
         raise unsupported("JoinGroupRequest.GroupInstanceId", "non-default value")
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v0, False, False, "JoinGroupRequest.Protocols"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupRequest", "unknown tagged fields")
 
@@ -312,7 +306,6 @@ def _enc_JoinGroupRequest_v0(o: JoinGroupRequest, w: Writer) -> None:
 def _dec_JoinGroupRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupRequest, int]:
     o = new_instance(JoinGroupRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.member_id, pos = read_string(buf, pos, end)
@@ -322,31 +315,26 @@ def _dec_JoinGroupRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
         buf, pos, end, _dec_JoinGroupRequestProtocol_v0, False, False, "Protocols", KeyedList
     )
     o.reason = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_JoinGroupRequest_v1(o: JoinGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     if o.group_instance_id != None:
         raise unsupported("JoinGroupRequest.GroupInstanceId", "non-default value")
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v0, False, False, "JoinGroupRequest.Protocols"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupRequest", "unknown tagged fields")
 
@@ -354,7 +342,6 @@ def _enc_JoinGroupRequest_v1(o: JoinGroupRequest, w: Writer) -> None:
 def _dec_JoinGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupRequest, int]:
     o = new_instance(JoinGroupRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.member_id, pos = read_string(buf, pos, end)
@@ -364,18 +351,15 @@ def _dec_JoinGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
         buf, pos, end, _dec_JoinGroupRequestProtocol_v0, False, False, "Protocols", KeyedList
     )
     o.reason = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_JoinGroupRequest_v5(o: JoinGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -386,14 +370,12 @@ def _enc_JoinGroupRequest_v5(o: JoinGroupRequest, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v0, False, False, "JoinGroupRequest.Protocols"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupRequest", "unknown tagged fields")
 
@@ -401,7 +383,6 @@ def _enc_JoinGroupRequest_v5(o: JoinGroupRequest, w: Writer) -> None:
 def _dec_JoinGroupRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupRequest, int]:
     o = new_instance(JoinGroupRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -411,7 +392,6 @@ def _dec_JoinGroupRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
         buf, pos, end, _dec_JoinGroupRequestProtocol_v6, True, False, "Protocols", KeyedList
     )
     o.reason = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -421,12 +401,10 @@ def _dec_JoinGroupRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v6(o: JoinGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -437,21 +415,18 @@ def _enc_JoinGroupRequest_v6(o: JoinGroupRequest, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.protocols, _enc_JoinGroupRequestProtocol_v6, True, False, "JoinGroupRequest.Protocols"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_JoinGroupRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupRequest, int]:
     o = new_instance(JoinGroupRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -461,7 +436,6 @@ def _dec_JoinGroupRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
         buf, pos, end, _dec_JoinGroupRequestProtocol_v6, True, False, "Protocols", KeyedList
     )
     o.reason, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -471,12 +445,10 @@ def _dec_JoinGroupRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[JoinGroup
 
 
 def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -487,7 +459,6 @@ def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -501,7 +472,6 @@ def _enc_JoinGroupRequest_v8(o: JoinGroupRequest, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -564,18 +534,15 @@ def _dec_JoinGroupRequestProtocol_v0(
     o = new_instance(_JoinGroupRequestProtocol)
     o.name, pos = read_string(buf, pos, end)
     o.metadata, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_JoinGroupRequestProtocol_v0(o: _JoinGroupRequestProtocol, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     write_bytes(w, o.metadata)
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupRequest.JoinGroupRequestProtocol", "unknown tagged fields")
 
@@ -586,7 +553,6 @@ def _dec_JoinGroupRequestProtocol_v6(
     o = new_instance(_JoinGroupRequestProtocol)
     o.name, pos = read_compact_string(buf, pos, end)
     o.metadata, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -596,12 +562,10 @@ def _dec_JoinGroupRequestProtocol_v6(
 
 
 def _enc_JoinGroupRequestProtocol_v6(o: _JoinGroupRequestProtocol, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_compact_bytes(w, o.metadata)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -800,7 +764,6 @@ bind_native(
 def _dec_JoinGroupResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupResponse, int]:
     o = new_instance(JoinGroupResponse)
     o.throttle_time_ms = 0
-
     o.error_code, o.generation_id = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.protocol_type = None
@@ -811,7 +774,6 @@ def _dec_JoinGroupResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
     o.members, pos = read_array(
         buf, pos, end, _dec_JoinGroupResponseMember_v0, False, False, "Members"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -820,31 +782,26 @@ def _enc_JoinGroupResponse_v0(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_hi.pack(o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-
     b = o.protocol_name.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.leader.encode()
     w(string_length(len(b)))
     w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v0, False, False, "JoinGroupResponse.Members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse", "unknown tagged fields")
 
 
 def _dec_JoinGroupResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupResponse, int]:
     o = new_instance(JoinGroupResponse)
-
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.protocol_type = None
@@ -855,7 +812,6 @@ def _dec_JoinGroupResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
     o.members, pos = read_array(
         buf, pos, end, _dec_JoinGroupResponseMember_v0, False, False, "Members"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -864,31 +820,26 @@ def _enc_JoinGroupResponse_v2(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-
     b = o.protocol_name.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.leader.encode()
     w(string_length(len(b)))
     w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v0, False, False, "JoinGroupResponse.Members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse", "unknown tagged fields")
 
 
 def _dec_JoinGroupResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupResponse, int]:
     o = new_instance(JoinGroupResponse)
-
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.protocol_type = None
@@ -899,7 +850,6 @@ def _dec_JoinGroupResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
     o.members, pos = read_array(
         buf, pos, end, _dec_JoinGroupResponseMember_v5, False, False, "Members"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -908,31 +858,26 @@ def _enc_JoinGroupResponse_v5(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-
     b = o.protocol_name.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.leader.encode()
     w(string_length(len(b)))
     w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v5, False, False, "JoinGroupResponse.Members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse", "unknown tagged fields")
 
 
 def _dec_JoinGroupResponse_v6(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupResponse, int]:
     o = new_instance(JoinGroupResponse)
-
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.protocol_type = None
@@ -943,7 +888,6 @@ def _dec_JoinGroupResponse_v6(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
     o.members, pos = read_array(
         buf, pos, end, _dec_JoinGroupResponseMember_v6, True, False, "Members"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -956,30 +900,25 @@ def _enc_JoinGroupResponse_v6(o: JoinGroupResponse, w: Writer) -> None:
     w(_S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     if o.protocol_name is None:
         raise unsupported("JoinGroupResponse.ProtocolName", "null value")
-
     b = o.protocol_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.leader.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v6, True, False, "JoinGroupResponse.Members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_JoinGroupResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupResponse, int]:
     o = new_instance(JoinGroupResponse)
-
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.protocol_type, pos = read_compact_nullable_string(buf, pos, end)
@@ -990,7 +929,6 @@ def _dec_JoinGroupResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[JoinGrou
     o.members, pos = read_array(
         buf, pos, end, _dec_JoinGroupResponseMember_v6, True, False, "Members"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1015,39 +953,33 @@ def _enc_JoinGroupResponse_v7(o: JoinGroupResponse, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.leader.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     if o.skip_assignment != False:
         raise unsupported("JoinGroupResponse.SkipAssignment", "non-default value")
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v6, True, False, "JoinGroupResponse.Members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_JoinGroupResponse_v9(buf: Buffer, pos: int, end: int) -> tuple[JoinGroupResponse, int]:
     o = new_instance(JoinGroupResponse)
-
     o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(buf, pos)
     pos += 10
     o.protocol_type, pos = read_compact_nullable_string(buf, pos, end)
     o.protocol_name, pos = read_compact_nullable_string(buf, pos, end)
     o.leader, pos = read_compact_string(buf, pos, end)
-
     o.skip_assignment = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.members, pos = read_array(
         buf, pos, end, _dec_JoinGroupResponseMember_v6, True, False, "Members"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1072,19 +1004,16 @@ def _enc_JoinGroupResponse_v9(o: JoinGroupResponse, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.leader.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_o.pack(o.skip_assignment))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.members, _enc_JoinGroupResponseMember_v6, True, False, "JoinGroupResponse.Members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1147,18 +1076,15 @@ def _dec_JoinGroupResponseMember_v0(
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id = None
     o.metadata, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_JoinGroupResponseMember_v0(o: _JoinGroupResponseMember, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     write_bytes(w, o.metadata)
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse.JoinGroupResponseMember", "unknown tagged fields")
 
@@ -1170,13 +1096,11 @@ def _dec_JoinGroupResponseMember_v5(
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id, pos = read_nullable_string(buf, pos, end)
     o.metadata, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_JoinGroupResponseMember_v5(o: _JoinGroupResponseMember, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -1188,7 +1112,6 @@ def _enc_JoinGroupResponseMember_v5(o: _JoinGroupResponseMember, w: Writer) -> N
         w(string_length(len(b)))
         w(b)
     write_bytes(w, o.metadata)
-
     if o.unknown_tagged_fields:
         raise unsupported("JoinGroupResponse.JoinGroupResponseMember", "unknown tagged fields")
 
@@ -1200,7 +1123,6 @@ def _dec_JoinGroupResponseMember_v6(
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.metadata, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1210,7 +1132,6 @@ def _dec_JoinGroupResponseMember_v6(
 
 
 def _enc_JoinGroupResponseMember_v6(o: _JoinGroupResponseMember, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1222,7 +1143,6 @@ def _enc_JoinGroupResponseMember_v6(o: _JoinGroupResponseMember, w: Writer) -> N
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     write_compact_bytes(w, o.metadata)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

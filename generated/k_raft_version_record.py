@@ -78,10 +78,8 @@ class KRaftVersionRecord(Message):
 
 def _dec_KRaftVersionRecord_v0(buf: Buffer, pos: int, end: int) -> tuple[KRaftVersionRecord, int]:
     o = new_instance(KRaftVersionRecord)
-
     o.version, o.k_raft_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -92,7 +90,6 @@ def _dec_KRaftVersionRecord_v0(buf: Buffer, pos: int, end: int) -> tuple[KRaftVe
 
 def _enc_KRaftVersionRecord_v0(o: KRaftVersionRecord, w: Writer) -> None:
     w(_S_hh.pack(o.version, o.k_raft_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

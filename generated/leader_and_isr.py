@@ -398,11 +398,9 @@ _LeaderAndIsrTopicError = LeaderAndIsrResponse.LeaderAndIsrTopicError
 
 def _dec_LeaderAndIsrRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -414,7 +412,6 @@ def _dec_LeaderAndIsrRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v0, False, False, "LiveLeaders"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -444,18 +441,15 @@ def _enc_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest", "unknown tagged fields")
 
 
 def _dec_LeaderAndIsrRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -467,7 +461,6 @@ def _dec_LeaderAndIsrRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v0, False, False, "LiveLeaders"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -497,18 +490,15 @@ def _enc_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest", "unknown tagged fields")
 
 
 def _dec_LeaderAndIsrRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.type = 0
@@ -519,7 +509,6 @@ def _dec_LeaderAndIsrRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v0, False, False, "LiveLeaders"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -549,18 +538,15 @@ def _enc_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest", "unknown tagged fields")
 
 
 def _dec_LeaderAndIsrRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.type = 0
@@ -571,7 +557,6 @@ def _dec_LeaderAndIsrRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v0, False, False, "LiveLeaders"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -601,18 +586,15 @@ def _enc_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest", "unknown tagged fields")
 
 
 def _dec_LeaderAndIsrRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.type = 0
@@ -623,7 +605,6 @@ def _dec_LeaderAndIsrRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v4, True, False, "LiveLeaders"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -657,17 +638,14 @@ def _enc_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_LeaderAndIsrRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch, o.type = _S_iqb.unpack_from(buf, pos)
     pos += 13
     o.ungrouped_partition_states = []
@@ -677,7 +655,6 @@ def _dec_LeaderAndIsrRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v4, True, False, "LiveLeaders"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -709,17 +686,14 @@ def _enc_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_LeaderAndIsrRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch, o.type = _S_iqb.unpack_from(buf, pos)
     pos += 13
     o.ungrouped_partition_states = []
@@ -729,7 +703,6 @@ def _dec_LeaderAndIsrRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v4, True, False, "LiveLeaders"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -761,13 +734,11 @@ def _enc_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_LeaderAndIsrRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[LeaderAndIsrRequest, int]:
     o = new_instance(LeaderAndIsrRequest)
-
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = (
         _S_ioiqb.unpack_from(buf, pos)
     )
@@ -779,7 +750,6 @@ def _dec_LeaderAndIsrRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[Leader
     o.live_leaders, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrLiveLeader_v4, True, False, "LiveLeaders"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -812,7 +782,6 @@ def _enc_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, w: Writer) -> None:
         False,
         "LeaderAndIsrRequest.LiveLeaders",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -894,11 +863,9 @@ def _dec_LeaderAndIsrPartitionState_v0(
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
     o = new_instance(_LeaderAndIsrPartitionState)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
@@ -906,13 +873,11 @@ def _dec_LeaderAndIsrPartitionState_v0(
     o.removing_replicas = []
     o.is_new = False
     o.leader_recovery_state = 0
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaderAndIsrPartitionState_v0(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -925,7 +890,6 @@ def _enc_LeaderAndIsrPartitionState_v0(o: _LeaderAndIsrPartitionState, w: Writer
             "LeaderAndIsrRequest.LeaderAndIsrPartitionState.LeaderRecoveryState",
             "non-default value",
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrPartitionState", "unknown tagged fields")
 
@@ -935,27 +899,22 @@ def _dec_LeaderAndIsrPartitionState_v1(
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
     o = new_instance(_LeaderAndIsrPartitionState)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.adding_replicas = []
     o.removing_replicas = []
-
     o.is_new = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.leader_recovery_state = 0
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaderAndIsrPartitionState_v1(o: _LeaderAndIsrPartitionState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -969,7 +928,6 @@ def _enc_LeaderAndIsrPartitionState_v1(o: _LeaderAndIsrPartitionState, w: Writer
             "LeaderAndIsrRequest.LeaderAndIsrPartitionState.LeaderRecoveryState",
             "non-default value",
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrPartitionState", "unknown tagged fields")
 
@@ -979,21 +937,17 @@ def _dec_LeaderAndIsrPartitionState_v2(
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
     o = new_instance(_LeaderAndIsrPartitionState)
     o.topic_name = ""
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.adding_replicas = []
     o.removing_replicas = []
-
     o.is_new = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.leader_recovery_state = 0
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1009,7 +963,6 @@ def _enc_LeaderAndIsrPartitionState_v2(o: _LeaderAndIsrPartitionState, w: Writer
             "LeaderAndIsrRequest.LeaderAndIsrPartitionState.LeaderRecoveryState",
             "non-default value",
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrPartitionState", "unknown tagged fields")
 
@@ -1019,21 +972,17 @@ def _dec_LeaderAndIsrPartitionState_v3(
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
     o = new_instance(_LeaderAndIsrPartitionState)
     o.topic_name = ""
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.adding_replicas, pos = _read_i(buf, pos, end, "AddingReplicas")
     o.removing_replicas, pos = _read_i(buf, pos, end, "RemovingReplicas")
-
     o.is_new = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.leader_recovery_state = 0
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1053,7 +1002,6 @@ def _enc_LeaderAndIsrPartitionState_v3(o: _LeaderAndIsrPartitionState, w: Writer
             "LeaderAndIsrRequest.LeaderAndIsrPartitionState.LeaderRecoveryState",
             "non-default value",
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrPartitionState", "unknown tagged fields")
 
@@ -1063,21 +1011,17 @@ def _dec_LeaderAndIsrPartitionState_v4(
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
     o = new_instance(_LeaderAndIsrPartitionState)
     o.topic_name = ""
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i_c(buf, pos, end, "Isr")
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
     o.adding_replicas, pos = _read_i_c(buf, pos, end, "AddingReplicas")
     o.removing_replicas, pos = _read_i_c(buf, pos, end, "RemovingReplicas")
-
     o.is_new = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.leader_recovery_state = 0
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1103,7 +1047,6 @@ def _enc_LeaderAndIsrPartitionState_v4(o: _LeaderAndIsrPartitionState, w: Writer
             "LeaderAndIsrRequest.LeaderAndIsrPartitionState.LeaderRecoveryState",
             "non-default value",
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1112,20 +1055,16 @@ def _dec_LeaderAndIsrPartitionState_v6(
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
     o = new_instance(_LeaderAndIsrPartitionState)
     o.topic_name = ""
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i_c(buf, pos, end, "Isr")
-
     o.partition_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
     o.adding_replicas, pos = _read_i_c(buf, pos, end, "AddingReplicas")
     o.removing_replicas, pos = _read_i_c(buf, pos, end, "RemovingReplicas")
-
     o.is_new, o.leader_recovery_state = _S_ob.unpack_from(buf, pos)
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1146,7 +1085,6 @@ def _enc_LeaderAndIsrPartitionState_v6(o: _LeaderAndIsrPartitionState, w: Writer
         w, o.removing_replicas, "LeaderAndIsrRequest.LeaderAndIsrPartitionState.RemovingReplicas"
     )
     w(_S_ob.pack(o.is_new, o.leader_recovery_state))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1238,13 +1176,11 @@ def _dec_LeaderAndIsrTopicState_v2(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionState_v2, False, False, "PartitionStates"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaderAndIsrTopicState_v2(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1256,7 +1192,6 @@ def _enc_LeaderAndIsrTopicState_v2(o: _LeaderAndIsrTopicState, w: Writer) -> Non
         False,
         "LeaderAndIsrRequest.LeaderAndIsrTopicState.PartitionStates",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrTopicState", "unknown tagged fields")
 
@@ -1270,13 +1205,11 @@ def _dec_LeaderAndIsrTopicState_v3(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionState_v3, False, False, "PartitionStates"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaderAndIsrTopicState_v3(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1288,7 +1221,6 @@ def _enc_LeaderAndIsrTopicState_v3(o: _LeaderAndIsrTopicState, w: Writer) -> Non
         False,
         "LeaderAndIsrRequest.LeaderAndIsrTopicState.PartitionStates",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrTopicState", "unknown tagged fields")
 
@@ -1302,7 +1234,6 @@ def _dec_LeaderAndIsrTopicState_v4(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionState_v4, True, False, "PartitionStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1312,7 +1243,6 @@ def _dec_LeaderAndIsrTopicState_v4(
 
 
 def _enc_LeaderAndIsrTopicState_v4(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1324,7 +1254,6 @@ def _enc_LeaderAndIsrTopicState_v4(o: _LeaderAndIsrTopicState, w: Writer) -> Non
         False,
         "LeaderAndIsrRequest.LeaderAndIsrTopicState.PartitionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1337,7 +1266,6 @@ def _dec_LeaderAndIsrTopicState_v5(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionState_v4, True, False, "PartitionStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1347,7 +1275,6 @@ def _dec_LeaderAndIsrTopicState_v5(
 
 
 def _enc_LeaderAndIsrTopicState_v5(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1360,7 +1287,6 @@ def _enc_LeaderAndIsrTopicState_v5(o: _LeaderAndIsrTopicState, w: Writer) -> Non
         False,
         "LeaderAndIsrRequest.LeaderAndIsrTopicState.PartitionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1373,7 +1299,6 @@ def _dec_LeaderAndIsrTopicState_v6(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionState_v6, True, False, "PartitionStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1383,7 +1308,6 @@ def _dec_LeaderAndIsrTopicState_v6(
 
 
 def _enc_LeaderAndIsrTopicState_v6(o: _LeaderAndIsrTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1396,7 +1320,6 @@ def _enc_LeaderAndIsrTopicState_v6(o: _LeaderAndIsrTopicState, w: Writer) -> Non
         False,
         "LeaderAndIsrRequest.LeaderAndIsrTopicState.PartitionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1446,26 +1369,21 @@ def _dec_LeaderAndIsrLiveLeader_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrLiveLeader, int]:
     o = new_instance(_LeaderAndIsrLiveLeader)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host_name, pos = read_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaderAndIsrLiveLeader_v0(o: _LeaderAndIsrLiveLeader, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.host_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrRequest.LeaderAndIsrLiveLeader", "unknown tagged fields")
 
@@ -1474,14 +1392,11 @@ def _dec_LeaderAndIsrLiveLeader_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrLiveLeader, int]:
     o = new_instance(_LeaderAndIsrLiveLeader)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host_name, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1492,12 +1407,10 @@ def _dec_LeaderAndIsrLiveLeader_v4(
 
 def _enc_LeaderAndIsrLiveLeader_v4(o: _LeaderAndIsrLiveLeader, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     b = o.host_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2000,14 +1913,12 @@ def _dec_LeaderAndIsrResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[LeaderAndIsrResponse, int]:
     o = new_instance(LeaderAndIsrResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.partition_errors, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionError_v0, False, False, "PartitionErrors"
     )
     o.topics = KeyedList()
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2024,7 +1935,6 @@ def _enc_LeaderAndIsrResponse_v0(o: LeaderAndIsrResponse, w: Writer) -> None:
     )
     if o.topics != KeyedList():
         raise unsupported("LeaderAndIsrResponse.Topics", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaderAndIsrResponse", "unknown tagged fields")
 
@@ -2033,14 +1943,12 @@ def _dec_LeaderAndIsrResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[LeaderAndIsrResponse, int]:
     o = new_instance(LeaderAndIsrResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.partition_errors, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionError_v4, True, False, "PartitionErrors"
     )
     o.topics = KeyedList()
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2061,7 +1969,6 @@ def _enc_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, w: Writer) -> None:
     )
     if o.topics != KeyedList():
         raise unsupported("LeaderAndIsrResponse.Topics", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2069,14 +1976,12 @@ def _dec_LeaderAndIsrResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[LeaderAndIsrResponse, int]:
     o = new_instance(LeaderAndIsrResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.partition_errors = []
     o.topics, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrTopicError_v5, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2092,7 +1997,6 @@ def _enc_LeaderAndIsrResponse_v5(o: LeaderAndIsrResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_LeaderAndIsrTopicError_v5, True, False, "LeaderAndIsrResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2150,21 +2054,17 @@ def _dec_LeaderAndIsrPartitionError_v0(
 ) -> tuple[_LeaderAndIsrPartitionError, int]:
     o = new_instance(_LeaderAndIsrPartitionError)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaderAndIsrPartitionError_v0(o: _LeaderAndIsrPartitionError, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "LeaderAndIsrResponse.LeaderAndIsrPartitionError", "unknown tagged fields"
@@ -2176,10 +2076,8 @@ def _dec_LeaderAndIsrPartitionError_v4(
 ) -> tuple[_LeaderAndIsrPartitionError, int]:
     o = new_instance(_LeaderAndIsrPartitionError)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2189,12 +2087,10 @@ def _dec_LeaderAndIsrPartitionError_v4(
 
 
 def _enc_LeaderAndIsrPartitionError_v4(o: _LeaderAndIsrPartitionError, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2203,10 +2099,8 @@ def _dec_LeaderAndIsrPartitionError_v5(
 ) -> tuple[_LeaderAndIsrPartitionError, int]:
     o = new_instance(_LeaderAndIsrPartitionError)
     o.topic_name = ""
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2217,7 +2111,6 @@ def _dec_LeaderAndIsrPartitionError_v5(
 
 def _enc_LeaderAndIsrPartitionError_v5(o: _LeaderAndIsrPartitionError, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2261,7 +2154,6 @@ def _dec_LeaderAndIsrTopicError_v5(
     o.partition_errors, pos = read_array(
         buf, pos, end, _dec_LeaderAndIsrPartitionError_v5, True, False, "PartitionErrors"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2280,7 +2172,6 @@ def _enc_LeaderAndIsrTopicError_v5(o: _LeaderAndIsrTopicError, w: Writer) -> Non
         False,
         "LeaderAndIsrResponse.LeaderAndIsrTopicError.PartitionErrors",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -131,12 +131,10 @@ _Voter = LeaderChangeMessage.Voter
 
 def _dec_LeaderChangeMessage_v0(buf: Buffer, pos: int, end: int) -> tuple[LeaderChangeMessage, int]:
     o = new_instance(LeaderChangeMessage)
-
     o.version, o.leader_id = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.voters, pos = read_array(buf, pos, end, _dec_Voter_v0, True, False, "Voters")
     o.granting_voters, pos = read_array(buf, pos, end, _dec_Voter_v0, True, False, "GrantingVoters")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -151,18 +149,15 @@ def _enc_LeaderChangeMessage_v0(o: LeaderChangeMessage, w: Writer) -> None:
     write_struct_array(
         w, o.granting_voters, _enc_Voter_v0, True, False, "LeaderChangeMessage.GrantingVoters"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_LeaderChangeMessage_v1(buf: Buffer, pos: int, end: int) -> tuple[LeaderChangeMessage, int]:
     o = new_instance(LeaderChangeMessage)
-
     o.version, o.leader_id = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.voters, pos = read_array(buf, pos, end, _dec_Voter_v1, True, False, "Voters")
     o.granting_voters, pos = read_array(buf, pos, end, _dec_Voter_v1, True, False, "GrantingVoters")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -177,7 +172,6 @@ def _enc_LeaderChangeMessage_v1(o: LeaderChangeMessage, w: Writer) -> None:
     write_struct_array(
         w, o.granting_voters, _enc_Voter_v1, True, False, "LeaderChangeMessage.GrantingVoters"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -219,11 +213,9 @@ def _rnd_LeaderChangeMessage(g: Any, version: int) -> LeaderChangeMessage:
 
 def _dec_Voter_v0(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
     o = new_instance(_Voter)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.voter_directory_id = ZERO_UUID
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -236,17 +228,14 @@ def _enc_Voter_v0(o: _Voter, w: Writer) -> None:
     w(_S_i.pack(o.voter_id))
     if o.voter_directory_id != ZERO_UUID:
         raise unsupported("LeaderChangeMessage.Voter.VoterDirectoryId", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_Voter_v1(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
     o = new_instance(_Voter)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -258,7 +247,6 @@ def _dec_Voter_v1(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
 def _enc_Voter_v1(o: _Voter, w: Writer) -> None:
     w(_S_i.pack(o.voter_id))
     w(o.voter_directory_id.bytes)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -218,23 +218,19 @@ def _dec_LeaveGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
     o.group_id, pos = read_string(buf, pos, end)
     o.member_id, pos = read_string(buf, pos, end)
     o.members = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     if o.members != []:
         raise unsupported("LeaveGroupRequest.Members", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupRequest", "unknown tagged fields")
 
@@ -244,13 +240,11 @@ def _dec_LeaveGroupRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
     o.group_id, pos = read_string(buf, pos, end)
     o.member_id = ""
     o.members, pos = read_array(buf, pos, end, _dec_MemberIdentity_v3, False, False, "Members")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -259,7 +253,6 @@ def _enc_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberIdentity_v3, False, False, "LeaveGroupRequest.Members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupRequest", "unknown tagged fields")
 
@@ -269,7 +262,6 @@ def _dec_LeaveGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id = ""
     o.members, pos = read_array(buf, pos, end, _dec_MemberIdentity_v4, True, False, "Members")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -279,7 +271,6 @@ def _dec_LeaveGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
 
 
 def _enc_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -288,7 +279,6 @@ def _enc_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberIdentity_v4, True, False, "LeaveGroupRequest.Members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -297,7 +287,6 @@ def _dec_LeaveGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id = ""
     o.members, pos = read_array(buf, pos, end, _dec_MemberIdentity_v5, True, False, "Members")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -307,7 +296,6 @@ def _dec_LeaveGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[LeaveGro
 
 
 def _enc_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -316,7 +304,6 @@ def _enc_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberIdentity_v5, True, False, "LeaveGroupRequest.Members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -363,13 +350,11 @@ def _dec_MemberIdentity_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id, pos = read_nullable_string(buf, pos, end)
     o.reason = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MemberIdentity_v3(o: _MemberIdentity, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -380,7 +365,6 @@ def _enc_MemberIdentity_v3(o: _MemberIdentity, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupRequest.MemberIdentity", "unknown tagged fields")
 
@@ -390,7 +374,6 @@ def _dec_MemberIdentity_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.reason = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -400,7 +383,6 @@ def _dec_MemberIdentity_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
 
 
 def _enc_MemberIdentity_v4(o: _MemberIdentity, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -411,7 +393,6 @@ def _enc_MemberIdentity_v4(o: _MemberIdentity, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -420,7 +401,6 @@ def _dec_MemberIdentity_v5(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.reason, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -430,7 +410,6 @@ def _dec_MemberIdentity_v5(buf: Buffer, pos: int, end: int) -> tuple[_MemberIden
 
 
 def _enc_MemberIdentity_v5(o: _MemberIdentity, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -448,7 +427,6 @@ def _enc_MemberIdentity_v5(o: _MemberIdentity, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -629,11 +607,9 @@ bind_native(
 def _dec_LeaveGroupResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[LeaveGroupResponse, int]:
     o = new_instance(LeaveGroupResponse)
     o.throttle_time_ms = 0
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.members = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -642,18 +618,15 @@ def _enc_LeaveGroupResponse_v0(o: LeaveGroupResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.members != []:
         raise unsupported("LeaveGroupResponse.Members", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupResponse", "unknown tagged fields")
 
 
 def _dec_LeaveGroupResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[LeaveGroupResponse, int]:
     o = new_instance(LeaveGroupResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.members = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -662,18 +635,15 @@ def _enc_LeaveGroupResponse_v1(o: LeaveGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     if o.members != []:
         raise unsupported("LeaveGroupResponse.Members", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupResponse", "unknown tagged fields")
 
 
 def _dec_LeaveGroupResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[LeaveGroupResponse, int]:
     o = new_instance(LeaveGroupResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.members, pos = read_array(buf, pos, end, _dec_MemberResponse_v3, False, False, "Members")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -683,18 +653,15 @@ def _enc_LeaveGroupResponse_v3(o: LeaveGroupResponse, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberResponse_v3, False, False, "LeaveGroupResponse.Members"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupResponse", "unknown tagged fields")
 
 
 def _dec_LeaveGroupResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[LeaveGroupResponse, int]:
     o = new_instance(LeaveGroupResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.members, pos = read_array(buf, pos, end, _dec_MemberResponse_v4, True, False, "Members")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -708,7 +675,6 @@ def _enc_LeaveGroupResponse_v4(o: LeaveGroupResponse, w: Writer) -> None:
     write_struct_array(
         w, o.members, _enc_MemberResponse_v4, True, False, "LeaveGroupResponse.Members"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -754,16 +720,13 @@ def _dec_MemberResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberResp
     o = new_instance(_MemberResponse)
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id, pos = read_nullable_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MemberResponse_v3(o: _MemberResponse, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -775,7 +738,6 @@ def _enc_MemberResponse_v3(o: _MemberResponse, w: Writer) -> None:
         w(string_length(len(b)))
         w(b)
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("LeaveGroupResponse.MemberResponse", "unknown tagged fields")
 
@@ -784,10 +746,8 @@ def _dec_MemberResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberResp
     o = new_instance(_MemberResponse)
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -797,7 +757,6 @@ def _dec_MemberResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[_MemberResp
 
 
 def _enc_MemberResponse_v4(o: _MemberResponse, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -809,7 +768,6 @@ def _enc_MemberResponse_v4(o: _MemberResponse, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

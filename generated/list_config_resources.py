@@ -172,7 +172,6 @@ def _dec_ListConfigResourcesRequest_v0(
 ) -> tuple[ListConfigResourcesRequest, int]:
     o = new_instance(ListConfigResourcesRequest)
     o.resource_types = []
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -184,7 +183,6 @@ def _dec_ListConfigResourcesRequest_v0(
 def _enc_ListConfigResourcesRequest_v0(o: ListConfigResourcesRequest, w: Writer) -> None:
     if o.resource_types != []:
         raise unsupported("ListConfigResourcesRequest.ResourceTypes", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -193,7 +191,6 @@ def _dec_ListConfigResourcesRequest_v1(
 ) -> tuple[ListConfigResourcesRequest, int]:
     o = new_instance(ListConfigResourcesRequest)
     o.resource_types, pos = _read_b_c(buf, pos, end, "ResourceTypes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -204,7 +201,6 @@ def _dec_ListConfigResourcesRequest_v1(
 
 def _enc_ListConfigResourcesRequest_v1(o: ListConfigResourcesRequest, w: Writer) -> None:
     _write_b_c(w, o.resource_types, "ListConfigResourcesRequest.ResourceTypes")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -289,13 +285,11 @@ def _dec_ListConfigResourcesResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListConfigResourcesResponse, int]:
     o = new_instance(ListConfigResourcesResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.config_resources, pos = read_array(
         buf, pos, end, _dec_ConfigResource_v0, True, False, "ConfigResources"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -314,7 +308,6 @@ def _enc_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, w: Write
         False,
         "ListConfigResourcesResponse.ConfigResources",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -322,13 +315,11 @@ def _dec_ListConfigResourcesResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListConfigResourcesResponse, int]:
     o = new_instance(ListConfigResourcesResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.config_resources, pos = read_array(
         buf, pos, end, _dec_ConfigResource_v1, True, False, "ConfigResources"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -347,7 +338,6 @@ def _enc_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, w: Write
         False,
         "ListConfigResourcesResponse.ConfigResources",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -388,7 +378,6 @@ def _dec_ConfigResource_v0(buf: Buffer, pos: int, end: int) -> tuple[_ConfigReso
     o = new_instance(_ConfigResource)
     o.resource_name, pos = read_compact_string(buf, pos, end)
     o.resource_type = 16
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -398,21 +387,17 @@ def _dec_ConfigResource_v0(buf: Buffer, pos: int, end: int) -> tuple[_ConfigReso
 
 
 def _enc_ConfigResource_v0(o: _ConfigResource, w: Writer) -> None:
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ConfigResource_v1(buf: Buffer, pos: int, end: int) -> tuple[_ConfigResource, int]:
     o = new_instance(_ConfigResource)
     o.resource_name, pos = read_compact_string(buf, pos, end)
-
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -422,12 +407,10 @@ def _dec_ConfigResource_v1(buf: Buffer, pos: int, end: int) -> tuple[_ConfigReso
 
 
 def _enc_ConfigResource_v1(o: _ConfigResource, w: Writer) -> None:
-
     b = o.resource_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_b.pack(o.resource_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

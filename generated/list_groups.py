@@ -252,7 +252,6 @@ def _dec_ListGroupsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ListGrou
     o.types_filter = []
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -262,7 +261,6 @@ def _enc_ListGroupsRequest_v0(o: ListGroupsRequest, w: Writer) -> None:
         raise unsupported("ListGroupsRequest.StatesFilter", "non-default value")
     if o.types_filter != []:
         raise unsupported("ListGroupsRequest.TypesFilter", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("ListGroupsRequest", "unknown tagged fields")
 
@@ -273,7 +271,6 @@ def _dec_ListGroupsRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ListGrou
     o.types_filter = []
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -287,7 +284,6 @@ def _enc_ListGroupsRequest_v3(o: ListGroupsRequest, w: Writer) -> None:
         raise unsupported("ListGroupsRequest.StatesFilter", "non-default value")
     if o.types_filter != []:
         raise unsupported("ListGroupsRequest.TypesFilter", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -299,7 +295,6 @@ def _dec_ListGroupsRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[ListGrou
     o.types_filter = []
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -314,7 +309,6 @@ def _enc_ListGroupsRequest_v4(o: ListGroupsRequest, w: Writer) -> None:
     )
     if o.types_filter != []:
         raise unsupported("ListGroupsRequest.TypesFilter", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -326,7 +320,6 @@ def _dec_ListGroupsRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[ListGrou
     o.types_filter, pos = read_array(buf, pos, end, read_compact_string, True, False, "TypesFilter")
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -342,7 +335,6 @@ def _enc_ListGroupsRequest_v5(o: ListGroupsRequest, w: Writer) -> None:
     write_array(
         w, o.types_filter, write_compact_string, True, False, "ListGroupsRequest.TypesFilter"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -352,7 +344,6 @@ def _dec_ListGroupsRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[ListGrou
         buf, pos, end, read_compact_string, True, False, "StatesFilter"
     )
     o.types_filter, pos = read_array(buf, pos, end, read_compact_string, True, False, "TypesFilter")
-
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -362,7 +353,6 @@ def _dec_ListGroupsRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[ListGrou
         pos += 1
     else:
         o.cursor, pos = _dec_ListGroupsRequest_GroupCursor_v6(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -384,7 +374,6 @@ def _enc_ListGroupsRequest_v6(o: ListGroupsRequest, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_ListGroupsRequest_GroupCursor_v6(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -452,7 +441,6 @@ def _dec_ListGroupsRequest_GroupCursor_v6(
 ) -> tuple[_ListGroupsRequest_GroupCursor, int]:
     o = new_instance(_ListGroupsRequest_GroupCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -462,11 +450,9 @@ def _dec_ListGroupsRequest_GroupCursor_v6(
 
 
 def _enc_ListGroupsRequest_GroupCursor_v6(o: _ListGroupsRequest_GroupCursor, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -628,12 +614,10 @@ bind_native(
 def _dec_ListGroupsResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ListGroupsResponse, int]:
     o = new_instance(ListGroupsResponse)
     o.throttle_time_ms = 0
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.groups, pos = read_array(buf, pos, end, _dec_ListedGroup_v0, False, False, "Groups")
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -641,19 +625,16 @@ def _dec_ListGroupsResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ListGro
 def _enc_ListGroupsResponse_v0(o: ListGroupsResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     write_struct_array(w, o.groups, _enc_ListedGroup_v0, False, False, "ListGroupsResponse.Groups")
-
     if o.unknown_tagged_fields:
         raise unsupported("ListGroupsResponse", "unknown tagged fields")
 
 
 def _dec_ListGroupsResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ListGroupsResponse, int]:
     o = new_instance(ListGroupsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.groups, pos = read_array(buf, pos, end, _dec_ListedGroup_v0, False, False, "Groups")
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -661,19 +642,16 @@ def _dec_ListGroupsResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ListGro
 def _enc_ListGroupsResponse_v1(o: ListGroupsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_struct_array(w, o.groups, _enc_ListedGroup_v0, False, False, "ListGroupsResponse.Groups")
-
     if o.unknown_tagged_fields:
         raise unsupported("ListGroupsResponse", "unknown tagged fields")
 
 
 def _dec_ListGroupsResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[ListGroupsResponse, int]:
     o = new_instance(ListGroupsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.groups, pos = read_array(buf, pos, end, _dec_ListedGroup_v3, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -685,18 +663,15 @@ def _dec_ListGroupsResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[ListGro
 def _enc_ListGroupsResponse_v3(o: ListGroupsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_struct_array(w, o.groups, _enc_ListedGroup_v3, True, False, "ListGroupsResponse.Groups")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ListGroupsResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[ListGroupsResponse, int]:
     o = new_instance(ListGroupsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.groups, pos = read_array(buf, pos, end, _dec_ListedGroup_v4, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -708,18 +683,15 @@ def _dec_ListGroupsResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[ListGro
 def _enc_ListGroupsResponse_v4(o: ListGroupsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_struct_array(w, o.groups, _enc_ListedGroup_v4, True, False, "ListGroupsResponse.Groups")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ListGroupsResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[ListGroupsResponse, int]:
     o = new_instance(ListGroupsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.groups, pos = read_array(buf, pos, end, _dec_ListedGroup_v5, True, False, "Groups")
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -731,13 +703,11 @@ def _dec_ListGroupsResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[ListGro
 def _enc_ListGroupsResponse_v5(o: ListGroupsResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_struct_array(w, o.groups, _enc_ListedGroup_v5, True, False, "ListGroupsResponse.Groups")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ListGroupsResponse_v6(buf: Buffer, pos: int, end: int) -> tuple[ListGroupsResponse, int]:
     o = new_instance(ListGroupsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.groups, pos = read_array(buf, pos, end, _dec_ListedGroup_v5, True, False, "Groups")
@@ -748,7 +718,6 @@ def _dec_ListGroupsResponse_v6(buf: Buffer, pos: int, end: int) -> tuple[ListGro
         pos += 1
     else:
         o.next_cursor, pos = _dec_ListGroupsResponse_GroupCursor_v6(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -765,7 +734,6 @@ def _enc_ListGroupsResponse_v6(o: ListGroupsResponse, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_ListGroupsResponse_GroupCursor_v6(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -822,21 +790,17 @@ def _dec_ListedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
     o.protocol_type, pos = read_string(buf, pos, end)
     o.group_state = ""
     o.group_type = ""
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListedGroup_v0(o: _ListedGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ListGroupsResponse.ListedGroup", "unknown tagged fields")
 
@@ -847,7 +811,6 @@ def _dec_ListedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
     o.protocol_type, pos = read_compact_string(buf, pos, end)
     o.group_state = ""
     o.group_type = ""
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -857,15 +820,12 @@ def _dec_ListedGroup_v3(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v3(o: _ListedGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -875,7 +835,6 @@ def _dec_ListedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
     o.protocol_type, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
     o.group_type = ""
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -885,19 +844,15 @@ def _dec_ListedGroup_v4(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v4(o: _ListedGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -907,7 +862,6 @@ def _dec_ListedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
     o.protocol_type, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
     o.group_type, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -917,23 +871,18 @@ def _dec_ListedGroup_v5(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, 
 
 
 def _enc_ListedGroup_v5(o: _ListedGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.protocol_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_type.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -976,7 +925,6 @@ def _dec_ListGroupsResponse_GroupCursor_v6(
 ) -> tuple[_ListGroupsResponse_GroupCursor, int]:
     o = new_instance(_ListGroupsResponse_GroupCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -986,11 +934,9 @@ def _dec_ListGroupsResponse_GroupCursor_v6(
 
 
 def _enc_ListGroupsResponse_GroupCursor_v6(o: _ListGroupsResponse_GroupCursor, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

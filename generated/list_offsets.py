@@ -378,7 +378,6 @@ _ListOffsetsResponse_Cursor = ListOffsetsResponse.Cursor
 
 def _dec_ListOffsetsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.isolation_level = 0
@@ -386,7 +385,6 @@ def _dec_ListOffsetsRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ListOff
     o.timeout_ms = 0
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -398,14 +396,12 @@ def _enc_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopic_v0, False, False, "ListOffsetsRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest", "unknown tagged fields")
 
 
 def _dec_ListOffsetsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.isolation_level = 0
@@ -413,7 +409,6 @@ def _dec_ListOffsetsRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[ListOff
     o.timeout_ms = 0
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -425,21 +420,18 @@ def _enc_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopic_v1, False, False, "ListOffsetsRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest", "unknown tagged fields")
 
 
 def _dec_ListOffsetsRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id, o.isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(buf, pos, end, _dec_ListOffsetsTopic_v1, False, False, "Topics")
     o.timeout_ms = 0
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -449,21 +441,18 @@ def _enc_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopic_v1, False, False, "ListOffsetsRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest", "unknown tagged fields")
 
 
 def _dec_ListOffsetsRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id, o.isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(buf, pos, end, _dec_ListOffsetsTopic_v4, False, False, "Topics")
     o.timeout_ms = 0
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -473,21 +462,18 @@ def _enc_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopic_v4, False, False, "ListOffsetsRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest", "unknown tagged fields")
 
 
 def _dec_ListOffsetsRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id, o.isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(buf, pos, end, _dec_ListOffsetsTopic_v6, True, False, "Topics")
     o.timeout_ms = 0
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -501,22 +487,18 @@ def _enc_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopic_v6, True, False, "ListOffsetsRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ListOffsetsRequest_v10(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id, o.isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(buf, pos, end, _dec_ListOffsetsTopic_v6, True, False, "Topics")
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -531,17 +513,14 @@ def _enc_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: Writer) -> None:
         w, o.topics, _enc_ListOffsetsTopic_v6, True, False, "ListOffsetsRequest.Topics"
     )
     w(_S_i.pack(o.timeout_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ListOffsetsRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsRequest, int]:
     o = new_instance(ListOffsetsRequest)
-
     o.replica_id, o.isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(buf, pos, end, _dec_ListOffsetsTopic_v6, True, False, "Topics")
-
     o.timeout_ms, o.response_pagination_limit = _S_ii.unpack_from(buf, pos)
     pos += 8
     if pos >= end:
@@ -551,7 +530,6 @@ def _dec_ListOffsetsRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[ListOf
         pos += 1
     else:
         o.cursor, pos = _dec_ListOffsetsRequest_Cursor_v12(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -571,7 +549,6 @@ def _enc_ListOffsetsRequest_v12(o: ListOffsetsRequest, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_ListOffsetsRequest_Cursor_v12(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -636,13 +613,11 @@ def _dec_ListOffsetsTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListOffsetsTopic_v0(o: _ListOffsetsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -654,7 +629,6 @@ def _enc_ListOffsetsTopic_v0(o: _ListOffsetsTopic, w: Writer) -> None:
         False,
         "ListOffsetsRequest.ListOffsetsTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest.ListOffsetsTopic", "unknown tagged fields")
 
@@ -665,13 +639,11 @@ def _dec_ListOffsetsTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartition_v1, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListOffsetsTopic_v1(o: _ListOffsetsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -683,7 +655,6 @@ def _enc_ListOffsetsTopic_v1(o: _ListOffsetsTopic, w: Writer) -> None:
         False,
         "ListOffsetsRequest.ListOffsetsTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest.ListOffsetsTopic", "unknown tagged fields")
 
@@ -694,13 +665,11 @@ def _dec_ListOffsetsTopic_v4(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartition_v4, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListOffsetsTopic_v4(o: _ListOffsetsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -712,7 +681,6 @@ def _enc_ListOffsetsTopic_v4(o: _ListOffsetsTopic, w: Writer) -> None:
         False,
         "ListOffsetsRequest.ListOffsetsTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest.ListOffsetsTopic", "unknown tagged fields")
 
@@ -723,7 +691,6 @@ def _dec_ListOffsetsTopic_v6(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartition_v6, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -733,7 +700,6 @@ def _dec_ListOffsetsTopic_v6(buf: Buffer, pos: int, end: int) -> tuple[_ListOffs
 
 
 def _enc_ListOffsetsTopic_v6(o: _ListOffsetsTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -745,7 +711,6 @@ def _enc_ListOffsetsTopic_v6(o: _ListOffsetsTopic, w: Writer) -> None:
         False,
         "ListOffsetsRequest.ListOffsetsTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -781,14 +746,11 @@ def _dec_ListOffsetsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartition, int]:
     o = new_instance(_ListOffsetsPartition)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.current_leader_epoch = -1
-
     o.timestamp, o.max_num_offsets = _S_qi.unpack_from(buf, pos)
     pos += 12
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -796,7 +758,6 @@ def _dec_ListOffsetsPartition_v0(
 def _enc_ListOffsetsPartition_v0(o: _ListOffsetsPartition, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
     w(_S_qi.pack(o.timestamp, o.max_num_offsets))
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest.ListOffsetsPartition", "unknown tagged fields")
 
@@ -805,15 +766,12 @@ def _dec_ListOffsetsPartition_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartition, int]:
     o = new_instance(_ListOffsetsPartition)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.current_leader_epoch = -1
-
     o.timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.max_num_offsets = 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -825,7 +783,6 @@ def _enc_ListOffsetsPartition_v1(o: _ListOffsetsPartition, w: Writer) -> None:
         raise unsupported(
             "ListOffsetsRequest.ListOffsetsPartition.MaxNumOffsets", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest.ListOffsetsPartition", "unknown tagged fields")
 
@@ -834,11 +791,9 @@ def _dec_ListOffsetsPartition_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartition, int]:
     o = new_instance(_ListOffsetsPartition)
-
     o.partition_index, o.current_leader_epoch, o.timestamp = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.max_num_offsets = 1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -849,7 +804,6 @@ def _enc_ListOffsetsPartition_v4(o: _ListOffsetsPartition, w: Writer) -> None:
         raise unsupported(
             "ListOffsetsRequest.ListOffsetsPartition.MaxNumOffsets", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsRequest.ListOffsetsPartition", "unknown tagged fields")
 
@@ -858,11 +812,9 @@ def _dec_ListOffsetsPartition_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartition, int]:
     o = new_instance(_ListOffsetsPartition)
-
     o.partition_index, o.current_leader_epoch, o.timestamp = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.max_num_offsets = 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -877,7 +829,6 @@ def _enc_ListOffsetsPartition_v6(o: _ListOffsetsPartition, w: Writer) -> None:
         raise unsupported(
             "ListOffsetsRequest.ListOffsetsPartition.MaxNumOffsets", "non-default value"
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -920,10 +871,8 @@ def _dec_ListOffsetsRequest_Cursor_v12(
 ) -> tuple[_ListOffsetsRequest_Cursor, int]:
     o = new_instance(_ListOffsetsRequest_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -933,12 +882,10 @@ def _dec_ListOffsetsRequest_Cursor_v12(
 
 
 def _enc_ListOffsetsRequest_Cursor_v12(o: _ListOffsetsRequest_Cursor, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1292,7 +1239,6 @@ def _dec_ListOffsetsResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ListOf
         buf, pos, end, _dec_ListOffsetsTopicResponse_v0, False, False, "Topics"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1301,7 +1247,6 @@ def _enc_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopicResponse_v0, False, False, "ListOffsetsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse", "unknown tagged fields")
 
@@ -1313,7 +1258,6 @@ def _dec_ListOffsetsResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ListOf
         buf, pos, end, _dec_ListOffsetsTopicResponse_v1, False, False, "Topics"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1322,21 +1266,18 @@ def _enc_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopicResponse_v1, False, False, "ListOffsetsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse", "unknown tagged fields")
 
 
 def _dec_ListOffsetsResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsResponse, int]:
     o = new_instance(ListOffsetsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_ListOffsetsTopicResponse_v1, False, False, "Topics"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1346,21 +1287,18 @@ def _enc_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopicResponse_v1, False, False, "ListOffsetsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse", "unknown tagged fields")
 
 
 def _dec_ListOffsetsResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsResponse, int]:
     o = new_instance(ListOffsetsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_ListOffsetsTopicResponse_v4, False, False, "Topics"
     )
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1370,21 +1308,18 @@ def _enc_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopicResponse_v4, False, False, "ListOffsetsResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse", "unknown tagged fields")
 
 
 def _dec_ListOffsetsResponse_v6(buf: Buffer, pos: int, end: int) -> tuple[ListOffsetsResponse, int]:
     o = new_instance(ListOffsetsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_ListOffsetsTopicResponse_v6, True, False, "Topics"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1398,7 +1333,6 @@ def _enc_ListOffsetsResponse_v6(o: ListOffsetsResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_ListOffsetsTopicResponse_v6, True, False, "ListOffsetsResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1406,7 +1340,6 @@ def _dec_ListOffsetsResponse_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListOffsetsResponse, int]:
     o = new_instance(ListOffsetsResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1419,7 +1352,6 @@ def _dec_ListOffsetsResponse_v12(
         pos += 1
     else:
         o.next_cursor, pos = _dec_ListOffsetsResponse_Cursor_v12(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1438,7 +1370,6 @@ def _enc_ListOffsetsResponse_v12(o: ListOffsetsResponse, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_ListOffsetsResponse_Cursor_v12(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1494,13 +1425,11 @@ def _dec_ListOffsetsTopicResponse_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartitionResponse_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListOffsetsTopicResponse_v0(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1512,7 +1441,6 @@ def _enc_ListOffsetsTopicResponse_v0(o: _ListOffsetsTopicResponse, w: Writer) ->
         False,
         "ListOffsetsResponse.ListOffsetsTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse.ListOffsetsTopicResponse", "unknown tagged fields")
 
@@ -1525,13 +1453,11 @@ def _dec_ListOffsetsTopicResponse_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartitionResponse_v1, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListOffsetsTopicResponse_v1(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1543,7 +1469,6 @@ def _enc_ListOffsetsTopicResponse_v1(o: _ListOffsetsTopicResponse, w: Writer) ->
         False,
         "ListOffsetsResponse.ListOffsetsTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse.ListOffsetsTopicResponse", "unknown tagged fields")
 
@@ -1556,13 +1481,11 @@ def _dec_ListOffsetsTopicResponse_v4(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartitionResponse_v4, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ListOffsetsTopicResponse_v4(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1574,7 +1497,6 @@ def _enc_ListOffsetsTopicResponse_v4(o: _ListOffsetsTopicResponse, w: Writer) ->
         False,
         "ListOffsetsResponse.ListOffsetsTopicResponse.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ListOffsetsResponse.ListOffsetsTopicResponse", "unknown tagged fields")
 
@@ -1587,7 +1509,6 @@ def _dec_ListOffsetsTopicResponse_v6(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_ListOffsetsPartitionResponse_v6, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1597,7 +1518,6 @@ def _dec_ListOffsetsTopicResponse_v6(
 
 
 def _enc_ListOffsetsTopicResponse_v6(o: _ListOffsetsTopicResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1609,7 +1529,6 @@ def _enc_ListOffsetsTopicResponse_v6(o: _ListOffsetsTopicResponse, w: Writer) ->
         False,
         "ListOffsetsResponse.ListOffsetsTopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1645,14 +1564,12 @@ def _dec_ListOffsetsPartitionResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartitionResponse, int]:
     o = new_instance(_ListOffsetsPartitionResponse)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.old_style_offsets, pos = _read_q(buf, pos, end, "OldStyleOffsets")
     o.timestamp = -1
     o.offset = -1
     o.leader_epoch = -1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1674,7 +1591,6 @@ def _enc_ListOffsetsPartitionResponse_v0(o: _ListOffsetsPartitionResponse, w: Wr
         raise unsupported(
             "ListOffsetsResponse.ListOffsetsPartitionResponse.LeaderEpoch", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "ListOffsetsResponse.ListOffsetsPartitionResponse", "unknown tagged fields"
@@ -1685,15 +1601,12 @@ def _dec_ListOffsetsPartitionResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartitionResponse, int]:
     o = new_instance(_ListOffsetsPartitionResponse)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.old_style_offsets = []
-
     o.timestamp, o.offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     o.leader_epoch = -1
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1709,7 +1622,6 @@ def _enc_ListOffsetsPartitionResponse_v1(o: _ListOffsetsPartitionResponse, w: Wr
         raise unsupported(
             "ListOffsetsResponse.ListOffsetsPartitionResponse.LeaderEpoch", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "ListOffsetsResponse.ListOffsetsPartitionResponse", "unknown tagged fields"
@@ -1720,14 +1632,11 @@ def _dec_ListOffsetsPartitionResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartitionResponse, int]:
     o = new_instance(_ListOffsetsPartitionResponse)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.old_style_offsets = []
-
     o.timestamp, o.offset, o.leader_epoch = _S_qqi.unpack_from(buf, pos)
     pos += 20
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1739,7 +1648,6 @@ def _enc_ListOffsetsPartitionResponse_v4(o: _ListOffsetsPartitionResponse, w: Wr
             "ListOffsetsResponse.ListOffsetsPartitionResponse.OldStyleOffsets", "non-default value"
         )
     w(_S_qqi.pack(o.timestamp, o.offset, o.leader_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "ListOffsetsResponse.ListOffsetsPartitionResponse", "unknown tagged fields"
@@ -1750,14 +1658,11 @@ def _dec_ListOffsetsPartitionResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartitionResponse, int]:
     o = new_instance(_ListOffsetsPartitionResponse)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.old_style_offsets = []
-
     o.timestamp, o.offset, o.leader_epoch = _S_qqi.unpack_from(buf, pos)
     pos += 20
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1773,7 +1678,6 @@ def _enc_ListOffsetsPartitionResponse_v6(o: _ListOffsetsPartitionResponse, w: Wr
             "ListOffsetsResponse.ListOffsetsPartitionResponse.OldStyleOffsets", "non-default value"
         )
     w(_S_qqi.pack(o.timestamp, o.offset, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1833,10 +1737,8 @@ def _dec_ListOffsetsResponse_Cursor_v12(
 ) -> tuple[_ListOffsetsResponse_Cursor, int]:
     o = new_instance(_ListOffsetsResponse_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1846,12 +1748,10 @@ def _dec_ListOffsetsResponse_Cursor_v12(
 
 
 def _enc_ListOffsetsResponse_Cursor_v12(o: _ListOffsetsResponse_Cursor, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

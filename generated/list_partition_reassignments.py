@@ -337,7 +337,6 @@ def _dec_ListPartitionReassignmentsRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListPartitionReassignmentsRequest, int]:
     o = new_instance(ListPartitionReassignmentsRequest)
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -345,7 +344,6 @@ def _dec_ListPartitionReassignmentsRequest_v0(
     )
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -366,7 +364,6 @@ def _enc_ListPartitionReassignmentsRequest_v0(
         True,
         "ListPartitionReassignmentsRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -374,13 +371,11 @@ def _dec_ListPartitionReassignmentsRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListPartitionReassignmentsRequest, int]:
     o = new_instance(ListPartitionReassignmentsRequest)
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_ListPartitionReassignmentsTopics_v0, True, True, "Topics"
     )
-
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -390,7 +385,6 @@ def _dec_ListPartitionReassignmentsRequest_v1(
         pos += 1
     else:
         o.cursor, pos = _dec_ListPartitionReassignmentsRequest_Cursor_v1(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -417,7 +411,6 @@ def _enc_ListPartitionReassignmentsRequest_v1(
     else:
         w(PRESENT_MARKER)
         _enc_ListPartitionReassignmentsRequest_Cursor_v1(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -500,7 +493,6 @@ def _dec_ListPartitionReassignmentsTopics_v0(
     o = new_instance(_ListPartitionReassignmentsTopics)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -512,7 +504,6 @@ def _dec_ListPartitionReassignmentsTopics_v0(
 def _enc_ListPartitionReassignmentsTopics_v0(
     o: _ListPartitionReassignmentsTopics, w: Writer
 ) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -521,7 +512,6 @@ def _enc_ListPartitionReassignmentsTopics_v0(
         o.partition_indexes,
         "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics.PartitionIndexes",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -564,10 +554,8 @@ def _dec_ListPartitionReassignmentsRequest_Cursor_v1(
 ) -> tuple[_ListPartitionReassignmentsRequest_Cursor, int]:
     o = new_instance(_ListPartitionReassignmentsRequest_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -579,12 +567,10 @@ def _dec_ListPartitionReassignmentsRequest_Cursor_v1(
 def _enc_ListPartitionReassignmentsRequest_Cursor_v1(
     o: _ListPartitionReassignmentsRequest_Cursor, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -748,7 +734,6 @@ def _dec_ListPartitionReassignmentsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListPartitionReassignmentsResponse, int]:
     o = new_instance(ListPartitionReassignmentsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -756,7 +741,6 @@ def _dec_ListPartitionReassignmentsResponse_v0(
         buf, pos, end, _dec_OngoingTopicReassignment_v0, True, False, "Topics"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -784,7 +768,6 @@ def _enc_ListPartitionReassignmentsResponse_v0(
         False,
         "ListPartitionReassignmentsResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -792,7 +775,6 @@ def _dec_ListPartitionReassignmentsResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListPartitionReassignmentsResponse, int]:
     o = new_instance(ListPartitionReassignmentsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -806,7 +788,6 @@ def _dec_ListPartitionReassignmentsResponse_v1(
         pos += 1
     else:
         o.next_cursor, pos = _dec_ListPartitionReassignmentsResponse_Cursor_v1(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -839,7 +820,6 @@ def _enc_ListPartitionReassignmentsResponse_v1(
     else:
         w(PRESENT_MARKER)
         _enc_ListPartitionReassignmentsResponse_Cursor_v1(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -914,7 +894,6 @@ def _dec_OngoingTopicReassignment_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OngoingPartitionReassignment_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -924,7 +903,6 @@ def _dec_OngoingTopicReassignment_v0(
 
 
 def _enc_OngoingTopicReassignment_v0(o: _OngoingTopicReassignment, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -936,7 +914,6 @@ def _enc_OngoingTopicReassignment_v0(o: _OngoingTopicReassignment, w: Writer) ->
         False,
         "ListPartitionReassignmentsResponse.OngoingTopicReassignment.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -972,13 +949,11 @@ def _dec_OngoingPartitionReassignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OngoingPartitionReassignment, int]:
     o = new_instance(_OngoingPartitionReassignment)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
     o.adding_replicas, pos = _read_i_c(buf, pos, end, "AddingReplicas")
     o.removing_replicas, pos = _read_i_c(buf, pos, end, "RemovingReplicas")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1002,7 +977,6 @@ def _enc_OngoingPartitionReassignment_v0(o: _OngoingPartitionReassignment, w: Wr
         o.removing_replicas,
         "ListPartitionReassignmentsResponse.OngoingPartitionReassignment.RemovingReplicas",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1053,10 +1027,8 @@ def _dec_ListPartitionReassignmentsResponse_Cursor_v1(
 ) -> tuple[_ListPartitionReassignmentsResponse_Cursor, int]:
     o = new_instance(_ListPartitionReassignmentsResponse_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1068,12 +1040,10 @@ def _dec_ListPartitionReassignmentsResponse_Cursor_v1(
 def _enc_ListPartitionReassignmentsResponse_Cursor_v1(
     o: _ListPartitionReassignmentsResponse_Cursor, w: Writer
 ) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

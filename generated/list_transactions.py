@@ -284,7 +284,6 @@ def _dec_ListTransactionsRequest_v0(
     o.transactional_id_pattern = None
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -307,7 +306,6 @@ def _enc_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: Writer) -> No
         raise unsupported("ListTransactionsRequest.DurationFilter", "non-default value")
     if o.transactional_id_pattern != None:
         raise unsupported("ListTransactionsRequest.TransactionalIdPattern", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -319,13 +317,11 @@ def _dec_ListTransactionsRequest_v1(
         buf, pos, end, read_compact_string, True, False, "StateFilters"
     )
     o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
-
     o.duration_filter = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.transactional_id_pattern = None
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -347,7 +343,6 @@ def _enc_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: Writer) -> No
     w(_S_q.pack(o.duration_filter))
     if o.transactional_id_pattern != None:
         raise unsupported("ListTransactionsRequest.TransactionalIdPattern", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -359,13 +354,11 @@ def _dec_ListTransactionsRequest_v2(
         buf, pos, end, read_compact_string, True, False, "StateFilters"
     )
     o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
-
     o.duration_filter = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.transactional_id_pattern, pos = read_compact_nullable_string(buf, pos, end)
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -392,7 +385,6 @@ def _enc_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: Writer) -> No
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -404,11 +396,9 @@ def _dec_ListTransactionsRequest_v3(
         buf, pos, end, read_compact_string, True, False, "StateFilters"
     )
     o.producer_id_filters, pos = _read_q_c(buf, pos, end, "ProducerIdFilters")
-
     o.duration_filter = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.transactional_id_pattern, pos = read_compact_nullable_string(buf, pos, end)
-
     o.response_pagination_limit = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -418,7 +408,6 @@ def _dec_ListTransactionsRequest_v3(
         pos += 1
     else:
         o.cursor, pos = _dec_ListTransactionsRequest_TransactionalCursor_v3(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -451,7 +440,6 @@ def _enc_ListTransactionsRequest_v3(o: ListTransactionsRequest, w: Writer) -> No
     else:
         w(PRESENT_MARKER)
         _enc_ListTransactionsRequest_TransactionalCursor_v3(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -531,10 +519,8 @@ def _dec_ListTransactionsRequest_TransactionalCursor_v3(
 ) -> tuple[_ListTransactionsRequest_TransactionalCursor, int]:
     o = new_instance(_ListTransactionsRequest_TransactionalCursor)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -546,12 +532,10 @@ def _dec_ListTransactionsRequest_TransactionalCursor_v3(
 def _enc_ListTransactionsRequest_TransactionalCursor_v3(
     o: _ListTransactionsRequest_TransactionalCursor, w: Writer
 ) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_q.pack(o.producer_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -723,7 +707,6 @@ def _dec_ListTransactionsResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListTransactionsResponse, int]:
     o = new_instance(ListTransactionsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.unknown_state_filters, pos = read_array(
@@ -733,7 +716,6 @@ def _dec_ListTransactionsResponse_v0(
         buf, pos, end, _dec_TransactionState_v0, True, False, "TransactionStates"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -760,7 +742,6 @@ def _enc_ListTransactionsResponse_v0(o: ListTransactionsResponse, w: Writer) -> 
         False,
         "ListTransactionsResponse.TransactionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -768,7 +749,6 @@ def _dec_ListTransactionsResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ListTransactionsResponse, int]:
     o = new_instance(ListTransactionsResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.unknown_state_filters, pos = read_array(
@@ -784,7 +764,6 @@ def _dec_ListTransactionsResponse_v3(
         pos += 1
     else:
         o.next_cursor, pos = _dec_ListTransactionsResponse_TransactionalCursor_v3(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -816,7 +795,6 @@ def _enc_ListTransactionsResponse_v3(o: ListTransactionsResponse, w: Writer) -> 
     else:
         w(PRESENT_MARKER)
         _enc_ListTransactionsResponse_TransactionalCursor_v3(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -882,11 +860,9 @@ def _rnd_ListTransactionsResponse(g: Any, version: int) -> ListTransactionsRespo
 def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_TransactionState, int]:
     o = new_instance(_TransactionState)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.transaction_state, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -896,16 +872,13 @@ def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_Transact
 
 
 def _enc_TransactionState_v0(o: _TransactionState, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_q.pack(o.producer_id))
-
     b = o.transaction_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -943,10 +916,8 @@ def _dec_ListTransactionsResponse_TransactionalCursor_v3(
 ) -> tuple[_ListTransactionsResponse_TransactionalCursor, int]:
     o = new_instance(_ListTransactionsResponse_TransactionalCursor)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -958,12 +929,10 @@ def _dec_ListTransactionsResponse_TransactionalCursor_v3(
 def _enc_ListTransactionsResponse_TransactionalCursor_v3(
     o: _ListTransactionsResponse_TransactionalCursor, w: Writer
 ) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_q.pack(o.producer_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

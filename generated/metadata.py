@@ -437,7 +437,6 @@ def _dec_MetadataRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[MetadataRe
     o.include_topic_authorized_operations = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -452,7 +451,6 @@ def _enc_MetadataRequest_v0(o: MetadataRequest, w: Writer) -> None:
         raise unsupported("MetadataRequest.IncludeClusterAuthorizedOperations", "non-default value")
     if o.include_topic_authorized_operations != False:
         raise unsupported("MetadataRequest.IncludeTopicAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataRequest", "unknown tagged fields")
 
@@ -465,7 +463,6 @@ def _dec_MetadataRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[MetadataRe
     o.include_topic_authorized_operations = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -480,7 +477,6 @@ def _enc_MetadataRequest_v1(o: MetadataRequest, w: Writer) -> None:
         raise unsupported("MetadataRequest.IncludeClusterAuthorizedOperations", "non-default value")
     if o.include_topic_authorized_operations != False:
         raise unsupported("MetadataRequest.IncludeTopicAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataRequest", "unknown tagged fields")
 
@@ -488,14 +484,12 @@ def _enc_MetadataRequest_v1(o: MetadataRequest, w: Writer) -> None:
 def _dec_MetadataRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v0, False, True, "Topics")
-
     o.allow_auto_topic_creation = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -509,7 +503,6 @@ def _enc_MetadataRequest_v4(o: MetadataRequest, w: Writer) -> None:
         raise unsupported("MetadataRequest.IncludeClusterAuthorizedOperations", "non-default value")
     if o.include_topic_authorized_operations != False:
         raise unsupported("MetadataRequest.IncludeTopicAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataRequest", "unknown tagged fields")
 
@@ -517,7 +510,6 @@ def _enc_MetadataRequest_v4(o: MetadataRequest, w: Writer) -> None:
 def _dec_MetadataRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v0, False, True, "Topics")
-
     (
         o.allow_auto_topic_creation,
         o.include_cluster_authorized_operations,
@@ -526,7 +518,6 @@ def _dec_MetadataRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[MetadataRe
     pos += 3
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -542,7 +533,6 @@ def _enc_MetadataRequest_v8(o: MetadataRequest, w: Writer) -> None:
             o.include_topic_authorized_operations,
         )
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataRequest", "unknown tagged fields")
 
@@ -550,7 +540,6 @@ def _enc_MetadataRequest_v8(o: MetadataRequest, w: Writer) -> None:
 def _dec_MetadataRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v9, True, True, "Topics")
-
     (
         o.allow_auto_topic_creation,
         o.include_cluster_authorized_operations,
@@ -559,7 +548,6 @@ def _dec_MetadataRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[MetadataRe
     pos += 3
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -579,14 +567,12 @@ def _enc_MetadataRequest_v9(o: MetadataRequest, w: Writer) -> None:
             o.include_topic_authorized_operations,
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataRequest_v10(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v10, True, True, "Topics")
-
     (
         o.allow_auto_topic_creation,
         o.include_cluster_authorized_operations,
@@ -595,7 +581,6 @@ def _dec_MetadataRequest_v10(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     pos += 3
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -615,23 +600,19 @@ def _enc_MetadataRequest_v10(o: MetadataRequest, w: Writer) -> None:
             o.include_topic_authorized_operations,
         )
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v10, True, True, "Topics")
-
     o.allow_auto_topic_creation = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.include_cluster_authorized_operations = False
-
     o.include_topic_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -648,18 +629,15 @@ def _enc_MetadataRequest_v11(o: MetadataRequest, w: Writer) -> None:
     if o.include_cluster_authorized_operations != False:
         raise unsupported("MetadataRequest.IncludeClusterAuthorizedOperations", "non-default value")
     w(_S_o.pack(o.include_topic_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataRequest_v14(buf: Buffer, pos: int, end: int) -> tuple[MetadataRequest, int]:
     o = new_instance(MetadataRequest)
     o.topics, pos = read_array(buf, pos, end, _dec_MetadataRequestTopic_v10, True, True, "Topics")
-
     o.allow_auto_topic_creation = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.include_cluster_authorized_operations = False
-
     o.include_topic_authorized_operations, o.response_pagination_limit = _S_oi.unpack_from(buf, pos)
     pos += 5
     if pos >= end:
@@ -669,7 +647,6 @@ def _dec_MetadataRequest_v14(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         pos += 1
     else:
         o.cursor, pos = _dec_MetadataRequest_Cursor_v14(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -691,7 +668,6 @@ def _enc_MetadataRequest_v14(o: MetadataRequest, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_MetadataRequest_Cursor_v14(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -771,7 +747,6 @@ def _dec_MetadataRequestTopic_v0(
     o = new_instance(_MetadataRequestTopic)
     o.topic_id = ZERO_UUID
     o.name, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -779,11 +754,9 @@ def _dec_MetadataRequestTopic_v0(
 def _enc_MetadataRequestTopic_v0(o: _MetadataRequestTopic, w: Writer) -> None:
     if o.name is None:
         raise unsupported("MetadataRequest.MetadataRequestTopic.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataRequest.MetadataRequestTopic", "unknown tagged fields")
 
@@ -794,7 +767,6 @@ def _dec_MetadataRequestTopic_v9(
     o = new_instance(_MetadataRequestTopic)
     o.topic_id = ZERO_UUID
     o.name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -806,11 +778,9 @@ def _dec_MetadataRequestTopic_v9(
 def _enc_MetadataRequestTopic_v9(o: _MetadataRequestTopic, w: Writer) -> None:
     if o.name is None:
         raise unsupported("MetadataRequest.MetadataRequestTopic.Name", "null value")
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -820,7 +790,6 @@ def _dec_MetadataRequestTopic_v10(
     o = new_instance(_MetadataRequestTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.name, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -838,7 +807,6 @@ def _enc_MetadataRequestTopic_v10(o: _MetadataRequestTopic, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -875,10 +843,8 @@ def _dec_MetadataRequest_Cursor_v14(
 ) -> tuple[_MetadataRequest_Cursor, int]:
     o = new_instance(_MetadataRequest_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -888,12 +854,10 @@ def _dec_MetadataRequest_Cursor_v14(
 
 
 def _enc_MetadataRequest_Cursor_v14(o: _MetadataRequest_Cursor, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1182,7 +1146,6 @@ def _dec_MetadataResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1196,7 +1159,6 @@ def _enc_MetadataResponse_v0(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
@@ -1208,7 +1170,6 @@ def _dec_MetadataResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseBroker_v1, False, False, "Brokers", KeyedList
     )
     o.cluster_id = None
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1217,7 +1178,6 @@ def _dec_MetadataResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1232,7 +1192,6 @@ def _enc_MetadataResponse_v1(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
@@ -1244,7 +1203,6 @@ def _dec_MetadataResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
         buf, pos, end, _dec_MetadataResponseBroker_v1, False, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1253,7 +1211,6 @@ def _dec_MetadataResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1275,21 +1232,18 @@ def _enc_MetadataResponse_v2(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
 
 def _dec_MetadataResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v1, False, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1298,7 +1252,6 @@ def _dec_MetadataResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1321,21 +1274,18 @@ def _enc_MetadataResponse_v3(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
 
 def _dec_MetadataResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v1, False, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1344,7 +1294,6 @@ def _dec_MetadataResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1367,21 +1316,18 @@ def _enc_MetadataResponse_v5(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
 
 def _dec_MetadataResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v1, False, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1390,7 +1336,6 @@ def _dec_MetadataResponse_v7(buf: Buffer, pos: int, end: int) -> tuple[MetadataR
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1413,32 +1358,27 @@ def _enc_MetadataResponse_v7(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
 
 def _dec_MetadataResponse_v8(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v1, False, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_MetadataResponseTopic_v8, False, False, "Topics", KeyedList
     )
-
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1460,32 +1400,27 @@ def _enc_MetadataResponse_v8(o: MetadataResponse, w: Writer) -> None:
         w, o.topics, _enc_MetadataResponseTopic_v8, False, False, "MetadataResponse.Topics"
     )
     w(_S_i.pack(o.cluster_authorized_operations))
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse", "unknown tagged fields")
 
 
 def _dec_MetadataResponse_v9(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_MetadataResponseTopic_v9, True, False, "Topics", KeyedList
     )
-
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1511,31 +1446,26 @@ def _enc_MetadataResponse_v9(o: MetadataResponse, w: Writer) -> None:
         w, o.topics, _enc_MetadataResponseTopic_v9, True, False, "MetadataResponse.Topics"
     )
     w(_S_i.pack(o.cluster_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataResponse_v10(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_MetadataResponseTopic_v10, True, False, "Topics", KeyedList
     )
-
     o.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.error_code = 0
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1561,20 +1491,17 @@ def _enc_MetadataResponse_v10(o: MetadataResponse, w: Writer) -> None:
         w, o.topics, _enc_MetadataResponseTopic_v10, True, False, "MetadataResponse.Topics"
     )
     w(_S_i.pack(o.cluster_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataResponse_v11(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1583,7 +1510,6 @@ def _dec_MetadataResponse_v11(buf: Buffer, pos: int, end: int) -> tuple[Metadata
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1610,20 +1536,17 @@ def _enc_MetadataResponse_v11(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataResponse_v12(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
@@ -1632,7 +1555,6 @@ def _dec_MetadataResponse_v12(buf: Buffer, pos: int, end: int) -> tuple[Metadata
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1659,31 +1581,26 @@ def _enc_MetadataResponse_v12(o: MetadataResponse, w: Writer) -> None:
     )
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_MetadataResponseTopic_v12, True, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1711,27 +1628,23 @@ def _enc_MetadataResponse_v13(o: MetadataResponse, w: Writer) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise unsupported("MetadataResponse.ClusterAuthorizedOperations", "non-default value")
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_MetadataResponse_v14(buf: Buffer, pos: int, end: int) -> tuple[MetadataResponse, int]:
     o = new_instance(MetadataResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.brokers, pos = read_array(
         buf, pos, end, _dec_MetadataResponseBroker_v9, True, False, "Brokers", KeyedList
     )
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_MetadataResponseTopic_v12, True, False, "Topics", KeyedList
     )
     o.cluster_authorized_operations = -2147483648
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     if pos >= end:
@@ -1741,7 +1654,6 @@ def _dec_MetadataResponse_v14(buf: Buffer, pos: int, end: int) -> tuple[Metadata
         pos += 1
     else:
         o.next_cursor, pos = _dec_MetadataResponse_Cursor_v14(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1774,7 +1686,6 @@ def _enc_MetadataResponse_v14(o: MetadataResponse, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_MetadataResponse_Cursor_v14(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1849,27 +1760,22 @@ def _dec_MetadataResponseBroker_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseBroker, int]:
     o = new_instance(_MetadataResponseBroker)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MetadataResponseBroker_v0(o: _MetadataResponseBroker, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseBroker", "unknown tagged fields")
 
@@ -1878,22 +1784,18 @@ def _dec_MetadataResponseBroker_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseBroker, int]:
     o = new_instance(_MetadataResponseBroker)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_MetadataResponseBroker_v1(o: _MetadataResponseBroker, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
@@ -1905,7 +1807,6 @@ def _enc_MetadataResponseBroker_v1(o: _MetadataResponseBroker, w: Writer) -> Non
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseBroker", "unknown tagged fields")
 
@@ -1914,15 +1815,12 @@ def _dec_MetadataResponseBroker_v9(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseBroker, int]:
     o = new_instance(_MetadataResponseBroker)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1933,7 +1831,6 @@ def _dec_MetadataResponseBroker_v9(
 
 def _enc_MetadataResponseBroker_v9(o: _MetadataResponseBroker, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1945,7 +1842,6 @@ def _enc_MetadataResponseBroker_v9(o: _MetadataResponseBroker, w: Writer) -> Non
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1986,7 +1882,6 @@ def _dec_MetadataResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_string(buf, pos, end)
@@ -1996,7 +1891,6 @@ def _dec_MetadataResponseTopic_v0(
         buf, pos, end, _dec_MetadataResponsePartition_v0, False, False, "Partitions"
     )
     o.topic_authorized_operations = -2147483648
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2005,7 +1899,6 @@ def _enc_MetadataResponseTopic_v0(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2021,7 +1914,6 @@ def _enc_MetadataResponseTopic_v0(o: _MetadataResponseTopic, w: Writer) -> None:
         raise unsupported(
             "MetadataResponse.MetadataResponseTopic.TopicAuthorizedOperations", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseTopic", "unknown tagged fields")
 
@@ -2030,19 +1922,16 @@ def _dec_MetadataResponseTopic_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v0, False, False, "Partitions"
     )
     o.topic_authorized_operations = -2147483648
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2051,7 +1940,6 @@ def _enc_MetadataResponseTopic_v1(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2068,7 +1956,6 @@ def _enc_MetadataResponseTopic_v1(o: _MetadataResponseTopic, w: Writer) -> None:
         raise unsupported(
             "MetadataResponse.MetadataResponseTopic.TopicAuthorizedOperations", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseTopic", "unknown tagged fields")
 
@@ -2077,19 +1964,16 @@ def _dec_MetadataResponseTopic_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v5, False, False, "Partitions"
     )
     o.topic_authorized_operations = -2147483648
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2098,7 +1982,6 @@ def _enc_MetadataResponseTopic_v5(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2115,7 +1998,6 @@ def _enc_MetadataResponseTopic_v5(o: _MetadataResponseTopic, w: Writer) -> None:
         raise unsupported(
             "MetadataResponse.MetadataResponseTopic.TopicAuthorizedOperations", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseTopic", "unknown tagged fields")
 
@@ -2124,19 +2006,16 @@ def _dec_MetadataResponseTopic_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v7, False, False, "Partitions"
     )
     o.topic_authorized_operations = -2147483648
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2145,7 +2024,6 @@ def _enc_MetadataResponseTopic_v7(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2162,7 +2040,6 @@ def _enc_MetadataResponseTopic_v7(o: _MetadataResponseTopic, w: Writer) -> None:
         raise unsupported(
             "MetadataResponse.MetadataResponseTopic.TopicAuthorizedOperations", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseTopic", "unknown tagged fields")
 
@@ -2171,21 +2048,17 @@ def _dec_MetadataResponseTopic_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v7, False, False, "Partitions"
     )
-
     o.topic_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2194,7 +2067,6 @@ def _enc_MetadataResponseTopic_v8(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2208,7 +2080,6 @@ def _enc_MetadataResponseTopic_v8(o: _MetadataResponseTopic, w: Writer) -> None:
         "MetadataResponse.MetadataResponseTopic.Partitions",
     )
     w(_S_i.pack(o.topic_authorized_operations))
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponseTopic", "unknown tagged fields")
 
@@ -2217,21 +2088,17 @@ def _dec_MetadataResponseTopic_v9(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v9, True, False, "Partitions"
     )
-
     o.topic_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2244,7 +2111,6 @@ def _enc_MetadataResponseTopic_v9(o: _MetadataResponseTopic, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2258,7 +2124,6 @@ def _enc_MetadataResponseTopic_v9(o: _MetadataResponseTopic, w: Writer) -> None:
         "MetadataResponse.MetadataResponseTopic.Partitions",
     )
     w(_S_i.pack(o.topic_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2266,21 +2131,17 @@ def _dec_MetadataResponseTopic_v10(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v9, True, False, "Partitions"
     )
-
     o.topic_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2293,7 +2154,6 @@ def _enc_MetadataResponseTopic_v10(o: _MetadataResponseTopic, w: Writer) -> None
     w(_S_h.pack(o.error_code))
     if o.name is None:
         raise unsupported("MetadataResponse.MetadataResponseTopic.Name", "null value")
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2308,7 +2168,6 @@ def _enc_MetadataResponseTopic_v10(o: _MetadataResponseTopic, w: Writer) -> None
         "MetadataResponse.MetadataResponseTopic.Partitions",
     )
     w(_S_i.pack(o.topic_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2316,21 +2175,17 @@ def _dec_MetadataResponseTopic_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseTopic, int]:
     o = new_instance(_MetadataResponseTopic)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.name, pos = read_compact_nullable_string(buf, pos, end)
     o.topic_id, pos = read_uuid(buf, pos, end)
-
     o.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.partitions, pos = read_array(
         buf, pos, end, _dec_MetadataResponsePartition_v9, True, False, "Partitions"
     )
-
     o.topic_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2359,7 +2214,6 @@ def _enc_MetadataResponseTopic_v12(o: _MetadataResponseTopic, w: Writer) -> None
         "MetadataResponse.MetadataResponseTopic.Partitions",
     )
     w(_S_i.pack(o.topic_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2413,14 +2267,12 @@ def _dec_MetadataResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponsePartition, int]:
     o = new_instance(_MetadataResponsePartition)
-
     o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
     o.leader_epoch = -1
     o.replica_nodes, pos = _read_i(buf, pos, end, "ReplicaNodes")
     o.isr_nodes, pos = _read_i(buf, pos, end, "IsrNodes")
     o.offline_replicas = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2429,7 +2281,6 @@ def _enc_MetadataResponsePartition_v0(o: _MetadataResponsePartition, w: Writer) 
     w(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
     _write_i(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
     _write_i(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponsePartition", "unknown tagged fields")
 
@@ -2438,14 +2289,12 @@ def _dec_MetadataResponsePartition_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponsePartition, int]:
     o = new_instance(_MetadataResponsePartition)
-
     o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(buf, pos)
     pos += 10
     o.leader_epoch = -1
     o.replica_nodes, pos = _read_i(buf, pos, end, "ReplicaNodes")
     o.isr_nodes, pos = _read_i(buf, pos, end, "IsrNodes")
     o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2455,7 +2304,6 @@ def _enc_MetadataResponsePartition_v5(o: _MetadataResponsePartition, w: Writer) 
     _write_i(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
     _write_i(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
     _write_i(w, o.offline_replicas, "MetadataResponse.MetadataResponsePartition.OfflineReplicas")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponsePartition", "unknown tagged fields")
 
@@ -2464,13 +2312,11 @@ def _dec_MetadataResponsePartition_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponsePartition, int]:
     o = new_instance(_MetadataResponsePartition)
-
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     o.replica_nodes, pos = _read_i(buf, pos, end, "ReplicaNodes")
     o.isr_nodes, pos = _read_i(buf, pos, end, "IsrNodes")
     o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2480,7 +2326,6 @@ def _enc_MetadataResponsePartition_v7(o: _MetadataResponsePartition, w: Writer) 
     _write_i(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
     _write_i(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
     _write_i(w, o.offline_replicas, "MetadataResponse.MetadataResponsePartition.OfflineReplicas")
-
     if o.unknown_tagged_fields:
         raise unsupported("MetadataResponse.MetadataResponsePartition", "unknown tagged fields")
 
@@ -2489,13 +2334,11 @@ def _dec_MetadataResponsePartition_v9(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponsePartition, int]:
     o = new_instance(_MetadataResponsePartition)
-
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(buf, pos)
     pos += 14
     o.replica_nodes, pos = _read_i_c(buf, pos, end, "ReplicaNodes")
     o.isr_nodes, pos = _read_i_c(buf, pos, end, "IsrNodes")
     o.offline_replicas, pos = _read_i_c(buf, pos, end, "OfflineReplicas")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2509,7 +2352,6 @@ def _enc_MetadataResponsePartition_v9(o: _MetadataResponsePartition, w: Writer) 
     _write_i_c(w, o.replica_nodes, "MetadataResponse.MetadataResponsePartition.ReplicaNodes")
     _write_i_c(w, o.isr_nodes, "MetadataResponse.MetadataResponsePartition.IsrNodes")
     _write_i_c(w, o.offline_replicas, "MetadataResponse.MetadataResponsePartition.OfflineReplicas")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2570,10 +2412,8 @@ def _dec_MetadataResponse_Cursor_v14(
 ) -> tuple[_MetadataResponse_Cursor, int]:
     o = new_instance(_MetadataResponse_Cursor)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2583,12 +2423,10 @@ def _dec_MetadataResponse_Cursor_v14(
 
 
 def _enc_MetadataResponse_Cursor_v14(o: _MetadataResponse_Cursor, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

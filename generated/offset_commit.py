@@ -312,13 +312,11 @@ def _dec_OffsetCommitRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -327,7 +325,6 @@ def _enc_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v0, False, False, "OffsetCommitRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest", "unknown tagged fields")
 
@@ -335,7 +332,6 @@ def _enc_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: Writer) -> None:
 def _dec_OffsetCommitRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
@@ -344,18 +340,15 @@ def _dec_OffsetCommitRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v1, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -364,7 +357,6 @@ def _enc_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v1, False, False, "OffsetCommitRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest", "unknown tagged fields")
 
@@ -372,29 +364,24 @@ def _enc_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Writer) -> None:
 def _dec_OffsetCommitRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
     o.group_instance_id = None
-
     o.retention_time_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -404,7 +391,6 @@ def _enc_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v0, False, False, "OffsetCommitRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest", "unknown tagged fields")
 
@@ -412,7 +398,6 @@ def _enc_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Writer) -> None:
 def _dec_OffsetCommitRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
@@ -421,18 +406,15 @@ def _dec_OffsetCommitRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -441,7 +423,6 @@ def _enc_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v0, False, False, "OffsetCommitRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest", "unknown tagged fields")
 
@@ -449,7 +430,6 @@ def _enc_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: Writer) -> None:
 def _dec_OffsetCommitRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
@@ -458,18 +438,15 @@ def _dec_OffsetCommitRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v6, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -478,7 +455,6 @@ def _enc_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v6, False, False, "OffsetCommitRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest", "unknown tagged fields")
 
@@ -486,7 +462,6 @@ def _enc_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Writer) -> None:
 def _dec_OffsetCommitRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
@@ -495,18 +470,15 @@ def _dec_OffsetCommitRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v6, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -520,7 +492,6 @@ def _enc_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v6, False, False, "OffsetCommitRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest", "unknown tagged fields")
 
@@ -528,7 +499,6 @@ def _enc_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Writer) -> None:
 def _dec_OffsetCommitRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -537,7 +507,6 @@ def _dec_OffsetCommitRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v8, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -547,12 +516,10 @@ def _dec_OffsetCommitRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[Offset
 
 
 def _enc_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -566,7 +533,6 @@ def _enc_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v8, True, False, "OffsetCommitRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -575,7 +541,6 @@ def _dec_OffsetCommitRequest_v10(
 ) -> tuple[OffsetCommitRequest, int]:
     o = new_instance(OffsetCommitRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -584,7 +549,6 @@ def _dec_OffsetCommitRequest_v10(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestTopic_v10, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -594,12 +558,10 @@ def _dec_OffsetCommitRequest_v10(
 
 
 def _enc_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -613,7 +575,6 @@ def _enc_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitRequestTopic_v10, True, False, "OffsetCommitRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -676,13 +637,11 @@ def _dec_OffsetCommitRequestTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequestTopic_v0(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -694,7 +653,6 @@ def _enc_OffsetCommitRequestTopic_v0(o: _OffsetCommitRequestTopic, w: Writer) ->
         False,
         "OffsetCommitRequest.OffsetCommitRequestTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest.OffsetCommitRequestTopic", "unknown tagged fields")
 
@@ -708,13 +666,11 @@ def _dec_OffsetCommitRequestTopic_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v1, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequestTopic_v1(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -726,7 +682,6 @@ def _enc_OffsetCommitRequestTopic_v1(o: _OffsetCommitRequestTopic, w: Writer) ->
         False,
         "OffsetCommitRequest.OffsetCommitRequestTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest.OffsetCommitRequestTopic", "unknown tagged fields")
 
@@ -740,13 +695,11 @@ def _dec_OffsetCommitRequestTopic_v6(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v6, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitRequestTopic_v6(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -758,7 +711,6 @@ def _enc_OffsetCommitRequestTopic_v6(o: _OffsetCommitRequestTopic, w: Writer) ->
         False,
         "OffsetCommitRequest.OffsetCommitRequestTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitRequest.OffsetCommitRequestTopic", "unknown tagged fields")
 
@@ -772,7 +724,6 @@ def _dec_OffsetCommitRequestTopic_v8(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v8, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -782,7 +733,6 @@ def _dec_OffsetCommitRequestTopic_v8(
 
 
 def _enc_OffsetCommitRequestTopic_v8(o: _OffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -794,7 +744,6 @@ def _enc_OffsetCommitRequestTopic_v8(o: _OffsetCommitRequestTopic, w: Writer) ->
         False,
         "OffsetCommitRequest.OffsetCommitRequestTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -807,7 +756,6 @@ def _dec_OffsetCommitRequestTopic_v10(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitRequestPartition_v8, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -826,7 +774,6 @@ def _enc_OffsetCommitRequestTopic_v10(o: _OffsetCommitRequestTopic, w: Writer) -
         False,
         "OffsetCommitRequest.OffsetCommitRequestTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -868,13 +815,11 @@ def _dec_OffsetCommitRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitRequestPartition, int]:
     o = new_instance(_OffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.committed_leader_epoch = -1
     o.commit_timestamp = -1
     o.committed_metadata, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -892,7 +837,6 @@ def _enc_OffsetCommitRequestPartition_v0(o: _OffsetCommitRequestPartition, w: Wr
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetCommitRequest.OffsetCommitRequestPartition", "unknown tagged fields"
@@ -903,15 +847,12 @@ def _dec_OffsetCommitRequestPartition_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitRequestPartition, int]:
     o = new_instance(_OffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.committed_leader_epoch = -1
-
     o.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.committed_metadata, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -926,7 +867,6 @@ def _enc_OffsetCommitRequestPartition_v1(o: _OffsetCommitRequestPartition, w: Wr
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetCommitRequest.OffsetCommitRequestPartition", "unknown tagged fields"
@@ -937,12 +877,10 @@ def _dec_OffsetCommitRequestPartition_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitRequestPartition, int]:
     o = new_instance(_OffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.commit_timestamp = -1
     o.committed_metadata, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -960,7 +898,6 @@ def _enc_OffsetCommitRequestPartition_v6(o: _OffsetCommitRequestPartition, w: Wr
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetCommitRequest.OffsetCommitRequestPartition", "unknown tagged fields"
@@ -971,12 +908,10 @@ def _dec_OffsetCommitRequestPartition_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitRequestPartition, int]:
     o = new_instance(_OffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.commit_timestamp = -1
     o.committed_metadata, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -998,7 +933,6 @@ def _enc_OffsetCommitRequestPartition_v8(o: _OffsetCommitRequestPartition, w: Wr
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1381,7 +1315,6 @@ def _dec_OffsetCommitResponse_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponseTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1390,7 +1323,6 @@ def _enc_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitResponseTopic_v0, False, False, "OffsetCommitResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitResponse", "unknown tagged fields")
 
@@ -1399,13 +1331,11 @@ def _dec_OffsetCommitResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetCommitResponse, int]:
     o = new_instance(OffsetCommitResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponseTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1415,7 +1345,6 @@ def _enc_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitResponseTopic_v0, False, False, "OffsetCommitResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitResponse", "unknown tagged fields")
 
@@ -1424,13 +1353,11 @@ def _dec_OffsetCommitResponse_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetCommitResponse, int]:
     o = new_instance(OffsetCommitResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponseTopic_v8, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1444,7 +1371,6 @@ def _enc_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitResponseTopic_v8, True, False, "OffsetCommitResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1452,13 +1378,11 @@ def _dec_OffsetCommitResponse_v10(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetCommitResponse, int]:
     o = new_instance(OffsetCommitResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponseTopic_v10, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1472,7 +1396,6 @@ def _enc_OffsetCommitResponse_v10(o: OffsetCommitResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetCommitResponseTopic_v10, True, False, "OffsetCommitResponse.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1514,13 +1437,11 @@ def _dec_OffsetCommitResponseTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponsePartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitResponseTopic_v0(o: _OffsetCommitResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1532,7 +1453,6 @@ def _enc_OffsetCommitResponseTopic_v0(o: _OffsetCommitResponseTopic, w: Writer) 
         False,
         "OffsetCommitResponse.OffsetCommitResponseTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitResponse.OffsetCommitResponseTopic", "unknown tagged fields")
 
@@ -1546,7 +1466,6 @@ def _dec_OffsetCommitResponseTopic_v8(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponsePartition_v8, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1556,7 +1475,6 @@ def _dec_OffsetCommitResponseTopic_v8(
 
 
 def _enc_OffsetCommitResponseTopic_v8(o: _OffsetCommitResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1568,7 +1486,6 @@ def _enc_OffsetCommitResponseTopic_v8(o: _OffsetCommitResponseTopic, w: Writer) 
         False,
         "OffsetCommitResponse.OffsetCommitResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1581,7 +1498,6 @@ def _dec_OffsetCommitResponseTopic_v10(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetCommitResponsePartition_v8, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1600,7 +1516,6 @@ def _enc_OffsetCommitResponseTopic_v10(o: _OffsetCommitResponseTopic, w: Writer)
         False,
         "OffsetCommitResponse.OffsetCommitResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1642,17 +1557,14 @@ def _dec_OffsetCommitResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitResponsePartition, int]:
     o = new_instance(_OffsetCommitResponsePartition)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitResponsePartition_v0(o: _OffsetCommitResponsePartition, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetCommitResponse.OffsetCommitResponsePartition", "unknown tagged fields"
@@ -1663,10 +1575,8 @@ def _dec_OffsetCommitResponsePartition_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitResponsePartition, int]:
     o = new_instance(_OffsetCommitResponsePartition)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1677,7 +1587,6 @@ def _dec_OffsetCommitResponsePartition_v8(
 
 def _enc_OffsetCommitResponsePartition_v8(o: _OffsetCommitResponsePartition, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

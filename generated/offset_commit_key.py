@@ -84,25 +84,20 @@ def _dec_OffsetCommitKey_v0(buf: Buffer, pos: int, end: int) -> tuple[OffsetComm
     o = new_instance(OffsetCommitKey)
     o.group, pos = read_string(buf, pos, end)
     o.topic, pos = read_string(buf, pos, end)
-
     o.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetCommitKey_v0(o: OffsetCommitKey, w: Writer) -> None:
-
     b = o.group.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition))
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitKey", "unknown tagged fields")
 

@@ -110,16 +110,13 @@ class OffsetCommitValue(Message):
 
 def _dec_OffsetCommitValue_v0(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitValue, int]:
     o = new_instance(OffsetCommitValue)
-
     o.offset = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.leader_epoch = -1
     o.metadata, pos = read_string(buf, pos, end)
-
     o.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.expire_timestamp = -1
-
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = ()
     return o, pos
@@ -127,27 +124,22 @@ def _dec_OffsetCommitValue_v0(buf: Buffer, pos: int, end: int) -> tuple[OffsetCo
 
 def _enc_OffsetCommitValue_v0(o: OffsetCommitValue, w: Writer) -> None:
     w(_S_q.pack(o.offset))
-
     b = o.metadata.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_q.pack(o.commit_timestamp))
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitValue", "unknown tagged fields")
 
 
 def _dec_OffsetCommitValue_v1(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitValue, int]:
     o = new_instance(OffsetCommitValue)
-
     o.offset = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.leader_epoch = -1
     o.metadata, pos = read_string(buf, pos, end)
-
     o.commit_timestamp, o.expire_timestamp = _S_qq.unpack_from(buf, pos)
     pos += 16
-
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = ()
     return o, pos
@@ -155,27 +147,22 @@ def _dec_OffsetCommitValue_v1(buf: Buffer, pos: int, end: int) -> tuple[OffsetCo
 
 def _enc_OffsetCommitValue_v1(o: OffsetCommitValue, w: Writer) -> None:
     w(_S_q.pack(o.offset))
-
     b = o.metadata.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_qq.pack(o.commit_timestamp, o.expire_timestamp))
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitValue", "unknown tagged fields")
 
 
 def _dec_OffsetCommitValue_v3(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitValue, int]:
     o = new_instance(OffsetCommitValue)
-
     o.offset, o.leader_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
     o.metadata, pos = read_string(buf, pos, end)
-
     o.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.expire_timestamp = -1
-
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = ()
     return o, pos
@@ -183,27 +170,22 @@ def _dec_OffsetCommitValue_v3(buf: Buffer, pos: int, end: int) -> tuple[OffsetCo
 
 def _enc_OffsetCommitValue_v3(o: OffsetCommitValue, w: Writer) -> None:
     w(_S_qi.pack(o.offset, o.leader_epoch))
-
     b = o.metadata.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_q.pack(o.commit_timestamp))
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetCommitValue", "unknown tagged fields")
 
 
 def _dec_OffsetCommitValue_v4(buf: Buffer, pos: int, end: int) -> tuple[OffsetCommitValue, int]:
     o = new_instance(OffsetCommitValue)
-
     o.offset, o.leader_epoch = _S_qi.unpack_from(buf, pos)
     pos += 12
     o.metadata, pos = read_compact_string(buf, pos, end)
-
     o.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.expire_timestamp = -1
-
     o.topic_id = ZERO_UUID
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -216,7 +198,6 @@ def _dec_OffsetCommitValue_v4(buf: Buffer, pos: int, end: int) -> tuple[OffsetCo
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.topic_id, pos = read_uuid(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -227,19 +208,16 @@ def _dec_OffsetCommitValue_v4(buf: Buffer, pos: int, end: int) -> tuple[OffsetCo
 
 def _enc_OffsetCommitValue_v4(o: OffsetCommitValue, w: Writer) -> None:
     w(_S_qi.pack(o.offset, o.leader_epoch))
-
     b = o.metadata.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_q.pack(o.commit_timestamp))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.topic_id != ZERO_UUID:
         value = []
         tw = value.append
         tw(o.topic_id.bytes)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)

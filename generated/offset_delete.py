@@ -261,20 +261,17 @@ def _dec_OffsetDeleteRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetDeleteRequestTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.topics, _enc_OffsetDeleteRequestTopic_v0, False, False, "OffsetDeleteRequest.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetDeleteRequest", "unknown tagged fields")
 
@@ -315,13 +312,11 @@ def _dec_OffsetDeleteRequestTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetDeleteRequestPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetDeleteRequestTopic_v0(o: _OffsetDeleteRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -333,7 +328,6 @@ def _enc_OffsetDeleteRequestTopic_v0(o: _OffsetDeleteRequestTopic, w: Writer) ->
         False,
         "OffsetDeleteRequest.OffsetDeleteRequestTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetDeleteRequest.OffsetDeleteRequestTopic", "unknown tagged fields")
 
@@ -370,17 +364,14 @@ def _dec_OffsetDeleteRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetDeleteRequestPartition, int]:
     o = new_instance(_OffsetDeleteRequestPartition)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetDeleteRequestPartition_v0(o: _OffsetDeleteRequestPartition, w: Writer) -> None:
     w(_S_i.pack(o.partition_index))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetDeleteRequest.OffsetDeleteRequestPartition", "unknown tagged fields"
@@ -515,13 +506,11 @@ def _dec_OffsetDeleteResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetDeleteResponse, int]:
     o = new_instance(OffsetDeleteResponse)
-
     o.error_code, o.throttle_time_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetDeleteResponseTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -531,7 +520,6 @@ def _enc_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_OffsetDeleteResponseTopic_v0, False, False, "OffsetDeleteResponse.Topics"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetDeleteResponse", "unknown tagged fields")
 
@@ -575,13 +563,11 @@ def _dec_OffsetDeleteResponseTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetDeleteResponsePartition_v0, False, False, "Partitions", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetDeleteResponseTopic_v0(o: _OffsetDeleteResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -593,7 +579,6 @@ def _enc_OffsetDeleteResponseTopic_v0(o: _OffsetDeleteResponseTopic, w: Writer) 
         False,
         "OffsetDeleteResponse.OffsetDeleteResponseTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetDeleteResponse.OffsetDeleteResponseTopic", "unknown tagged fields")
 
@@ -634,17 +619,14 @@ def _dec_OffsetDeleteResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetDeleteResponsePartition, int]:
     o = new_instance(_OffsetDeleteResponsePartition)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetDeleteResponsePartition_v0(o: _OffsetDeleteResponsePartition, w: Writer) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetDeleteResponse.OffsetDeleteResponsePartition", "unknown tagged fields"

@@ -549,13 +549,11 @@ def _dec_OffsetFetchRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
     o.require_stable = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -566,7 +564,6 @@ def _enc_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Writer) -> None:
         raise unsupported("OffsetFetchRequest.Groups", "non-default value")
     if o.require_stable != False:
         raise unsupported("OffsetFetchRequest.RequireStable", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchRequest", "unknown tagged fields")
 
@@ -581,13 +578,11 @@ def _dec_OffsetFetchRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
     o.require_stable = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -598,7 +593,6 @@ def _enc_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: Writer) -> None:
         raise unsupported("OffsetFetchRequest.Groups", "non-default value")
     if o.require_stable != False:
         raise unsupported("OffsetFetchRequest.RequireStable", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchRequest", "unknown tagged fields")
 
@@ -611,7 +605,6 @@ def _dec_OffsetFetchRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
     o.require_stable = False
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -621,7 +614,6 @@ def _dec_OffsetFetchRequest_v6(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
 
 
 def _enc_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -632,7 +624,6 @@ def _enc_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: Writer) -> None:
         raise unsupported("OffsetFetchRequest.Groups", "non-default value")
     if o.require_stable != False:
         raise unsupported("OffsetFetchRequest.RequireStable", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -641,12 +632,10 @@ def _dec_OffsetFetchRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_OffsetFetchRequestTopic_v6, True, True, "Topics")
     o.groups = []
-
     o.require_stable = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -656,7 +645,6 @@ def _dec_OffsetFetchRequest_v7(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
 
 
 def _enc_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -666,7 +654,6 @@ def _enc_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: Writer) -> None:
     if o.groups != []:
         raise unsupported("OffsetFetchRequest.Groups", "non-default value")
     w(_S_o.pack(o.require_stable))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -677,12 +664,10 @@ def _dec_OffsetFetchRequest_v8(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
     o.groups, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestGroup_v8, True, False, "Groups"
     )
-
     o.require_stable = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -700,7 +685,6 @@ def _enc_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: Writer) -> None:
         w, o.groups, _enc_OffsetFetchRequestGroup_v8, True, False, "OffsetFetchRequest.Groups"
     )
     w(_S_o.pack(o.require_stable))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -711,12 +695,10 @@ def _dec_OffsetFetchRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[OffsetF
     o.groups, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestGroup_v9, True, False, "Groups"
     )
-
     o.require_stable = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -734,7 +716,6 @@ def _enc_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: Writer) -> None:
         w, o.groups, _enc_OffsetFetchRequestGroup_v9, True, False, "OffsetFetchRequest.Groups"
     )
     w(_S_o.pack(o.require_stable))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -745,12 +726,10 @@ def _dec_OffsetFetchRequest_v10(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.groups, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestGroup_v10, True, False, "Groups"
     )
-
     o.require_stable = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.response_pagination_limit = 2000
     o.cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -768,7 +747,6 @@ def _enc_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: Writer) -> None:
         w, o.groups, _enc_OffsetFetchRequestGroup_v10, True, False, "OffsetFetchRequest.Groups"
     )
     w(_S_o.pack(o.require_stable))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -779,7 +757,6 @@ def _dec_OffsetFetchRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.groups, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestGroup_v10, True, False, "Groups"
     )
-
     o.require_stable, o.response_pagination_limit = _S_oi.unpack_from(buf, pos)
     pos += 5
     if pos >= end:
@@ -789,7 +766,6 @@ def _dec_OffsetFetchRequest_v11(buf: Buffer, pos: int, end: int) -> tuple[Offset
         pos += 1
     else:
         o.cursor, pos = _dec_OffsetFetchRequest_OffsetFetchCursor_v11(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -812,7 +788,6 @@ def _enc_OffsetFetchRequest_v11(o: OffsetFetchRequest, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_OffsetFetchRequest_OffsetFetchCursor_v11(o.cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -911,18 +886,15 @@ def _dec_OffsetFetchRequestTopic_v0(
     o = new_instance(_OffsetFetchRequestTopic)
     o.name, pos = read_string(buf, pos, end)
     o.partition_indexes, pos = _read_i(buf, pos, end, "PartitionIndexes")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetFetchRequestTopic_v0(o: _OffsetFetchRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchRequest.OffsetFetchRequestTopic", "unknown tagged fields")
 
@@ -933,7 +905,6 @@ def _dec_OffsetFetchRequestTopic_v6(
     o = new_instance(_OffsetFetchRequestTopic)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -943,14 +914,12 @@ def _dec_OffsetFetchRequestTopic_v6(
 
 
 def _enc_OffsetFetchRequestTopic_v6(o: _OffsetFetchRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(
         w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopic.PartitionIndexes"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -997,7 +966,6 @@ def _dec_OffsetFetchRequestGroup_v8(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestTopics_v8, True, True, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1007,7 +975,6 @@ def _dec_OffsetFetchRequestGroup_v8(
 
 
 def _enc_OffsetFetchRequestGroup_v8(o: _OffsetFetchRequestGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1019,7 +986,6 @@ def _enc_OffsetFetchRequestGroup_v8(o: _OffsetFetchRequestGroup, w: Writer) -> N
         True,
         "OffsetFetchRequest.OffsetFetchRequestGroup.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1029,13 +995,11 @@ def _dec_OffsetFetchRequestGroup_v9(
     o = new_instance(_OffsetFetchRequestGroup)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestTopics_v8, True, True, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1045,7 +1009,6 @@ def _dec_OffsetFetchRequestGroup_v9(
 
 
 def _enc_OffsetFetchRequestGroup_v9(o: _OffsetFetchRequestGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1065,7 +1028,6 @@ def _enc_OffsetFetchRequestGroup_v9(o: _OffsetFetchRequestGroup, w: Writer) -> N
         True,
         "OffsetFetchRequest.OffsetFetchRequestGroup.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1075,13 +1037,11 @@ def _dec_OffsetFetchRequestGroup_v10(
     o = new_instance(_OffsetFetchRequestGroup)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchRequestTopics_v10, True, True, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1091,7 +1051,6 @@ def _dec_OffsetFetchRequestGroup_v10(
 
 
 def _enc_OffsetFetchRequestGroup_v10(o: _OffsetFetchRequestGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1111,7 +1070,6 @@ def _enc_OffsetFetchRequestGroup_v10(o: _OffsetFetchRequestGroup, w: Writer) -> 
         True,
         "OffsetFetchRequest.OffsetFetchRequestGroup.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1175,7 +1133,6 @@ def _dec_OffsetFetchRequestTopics_v8(
     o.name, pos = read_compact_string(buf, pos, end)
     o.topic_id = ZERO_UUID
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1185,14 +1142,12 @@ def _dec_OffsetFetchRequestTopics_v8(
 
 
 def _enc_OffsetFetchRequestTopics_v8(o: _OffsetFetchRequestTopics, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(
         w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopics.PartitionIndexes"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1203,7 +1158,6 @@ def _dec_OffsetFetchRequestTopics_v10(
     o.name = ""
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1217,7 +1171,6 @@ def _enc_OffsetFetchRequestTopics_v10(o: _OffsetFetchRequestTopics, w: Writer) -
     _write_i_c(
         w, o.partition_indexes, "OffsetFetchRequest.OffsetFetchRequestTopics.PartitionIndexes"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1265,10 +1218,8 @@ def _dec_OffsetFetchRequest_OffsetFetchCursor_v11(
     o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1280,16 +1231,13 @@ def _dec_OffsetFetchRequest_OffsetFetchCursor_v11(
 def _enc_OffsetFetchRequest_OffsetFetchCursor_v11(
     o: _OffsetFetchRequest_OffsetFetchCursor, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1685,7 +1633,6 @@ def _dec_OffsetFetchResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.error_code = 0
     o.groups = []
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1696,7 +1643,6 @@ def _enc_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: Writer) -> None:
     )
     if o.groups != []:
         raise unsupported("OffsetFetchResponse.Groups", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchResponse", "unknown tagged fields")
 
@@ -1707,12 +1653,10 @@ def _dec_OffsetFetchResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[Offset
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponseTopic_v0, False, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.groups = []
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1724,25 +1668,21 @@ def _enc_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.groups != []:
         raise unsupported("OffsetFetchResponse.Groups", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchResponse", "unknown tagged fields")
 
 
 def _dec_OffsetFetchResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[OffsetFetchResponse, int]:
     o = new_instance(OffsetFetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponseTopic_v0, False, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.groups = []
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1755,25 +1695,21 @@ def _enc_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.groups != []:
         raise unsupported("OffsetFetchResponse.Groups", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchResponse", "unknown tagged fields")
 
 
 def _dec_OffsetFetchResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[OffsetFetchResponse, int]:
     o = new_instance(OffsetFetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponseTopic_v5, False, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.groups = []
     o.next_cursor = None
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1786,25 +1722,21 @@ def _enc_OffsetFetchResponse_v5(o: OffsetFetchResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.groups != []:
         raise unsupported("OffsetFetchResponse.Groups", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchResponse", "unknown tagged fields")
 
 
 def _dec_OffsetFetchResponse_v6(buf: Buffer, pos: int, end: int) -> tuple[OffsetFetchResponse, int]:
     o = new_instance(OffsetFetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponseTopic_v6, True, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.groups = []
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1821,13 +1753,11 @@ def _enc_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     if o.groups != []:
         raise unsupported("OffsetFetchResponse.Groups", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_OffsetFetchResponse_v8(buf: Buffer, pos: int, end: int) -> tuple[OffsetFetchResponse, int]:
     o = new_instance(OffsetFetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics = []
@@ -1836,7 +1766,6 @@ def _dec_OffsetFetchResponse_v8(buf: Buffer, pos: int, end: int) -> tuple[Offset
         buf, pos, end, _dec_OffsetFetchResponseGroup_v8, True, False, "Groups"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1852,7 +1781,6 @@ def _enc_OffsetFetchResponse_v8(o: OffsetFetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.groups, _enc_OffsetFetchResponseGroup_v8, True, False, "OffsetFetchResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1860,7 +1788,6 @@ def _dec_OffsetFetchResponse_v10(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetFetchResponse, int]:
     o = new_instance(OffsetFetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics = []
@@ -1869,7 +1796,6 @@ def _dec_OffsetFetchResponse_v10(
         buf, pos, end, _dec_OffsetFetchResponseGroup_v10, True, False, "Groups"
     )
     o.next_cursor = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1885,7 +1811,6 @@ def _enc_OffsetFetchResponse_v10(o: OffsetFetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.groups, _enc_OffsetFetchResponseGroup_v10, True, False, "OffsetFetchResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1893,7 +1818,6 @@ def _dec_OffsetFetchResponse_v11(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetFetchResponse, int]:
     o = new_instance(OffsetFetchResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics = []
@@ -1908,7 +1832,6 @@ def _dec_OffsetFetchResponse_v11(
         pos += 1
     else:
         o.next_cursor, pos = _dec_OffsetFetchResponse_OffsetFetchCursor_v11(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1929,7 +1852,6 @@ def _enc_OffsetFetchResponse_v11(o: OffsetFetchResponse, w: Writer) -> None:
     else:
         w(PRESENT_MARKER)
         _enc_OffsetFetchResponse_OffsetFetchCursor_v11(o.next_cursor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2018,13 +1940,11 @@ def _dec_OffsetFetchResponseTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponsePartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetFetchResponseTopic_v0(o: _OffsetFetchResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2036,7 +1956,6 @@ def _enc_OffsetFetchResponseTopic_v0(o: _OffsetFetchResponseTopic, w: Writer) ->
         False,
         "OffsetFetchResponse.OffsetFetchResponseTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchResponse.OffsetFetchResponseTopic", "unknown tagged fields")
 
@@ -2049,13 +1968,11 @@ def _dec_OffsetFetchResponseTopic_v5(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponsePartition_v5, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetFetchResponseTopic_v5(o: _OffsetFetchResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -2067,7 +1984,6 @@ def _enc_OffsetFetchResponseTopic_v5(o: _OffsetFetchResponseTopic, w: Writer) ->
         False,
         "OffsetFetchResponse.OffsetFetchResponseTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetFetchResponse.OffsetFetchResponseTopic", "unknown tagged fields")
 
@@ -2080,7 +1996,6 @@ def _dec_OffsetFetchResponseTopic_v6(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponsePartition_v6, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2090,7 +2005,6 @@ def _dec_OffsetFetchResponseTopic_v6(
 
 
 def _enc_OffsetFetchResponseTopic_v6(o: _OffsetFetchResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2102,7 +2016,6 @@ def _enc_OffsetFetchResponseTopic_v6(o: _OffsetFetchResponseTopic, w: Writer) ->
         False,
         "OffsetFetchResponse.OffsetFetchResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2147,15 +2060,12 @@ def _dec_OffsetFetchResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponsePartition, int]:
     o = new_instance(_OffsetFetchResponsePartition)
-
     o.partition_index, o.committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.committed_leader_epoch = -1
     o.metadata, pos = read_nullable_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2170,7 +2080,6 @@ def _enc_OffsetFetchResponsePartition_v0(o: _OffsetFetchResponsePartition, w: Wr
         w(string_length(len(b)))
         w(b)
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetFetchResponse.OffsetFetchResponsePartition", "unknown tagged fields"
@@ -2181,14 +2090,11 @@ def _dec_OffsetFetchResponsePartition_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponsePartition, int]:
     o = new_instance(_OffsetFetchResponsePartition)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.metadata, pos = read_nullable_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -2203,7 +2109,6 @@ def _enc_OffsetFetchResponsePartition_v5(o: _OffsetFetchResponsePartition, w: Wr
         w(string_length(len(b)))
         w(b)
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetFetchResponse.OffsetFetchResponsePartition", "unknown tagged fields"
@@ -2214,14 +2119,11 @@ def _dec_OffsetFetchResponsePartition_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponsePartition, int]:
     o = new_instance(_OffsetFetchResponsePartition)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.metadata, pos = read_compact_nullable_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2240,7 +2142,6 @@ def _enc_OffsetFetchResponsePartition_v6(o: _OffsetFetchResponsePartition, w: Wr
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2298,10 +2199,8 @@ def _dec_OffsetFetchResponseGroup_v8(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponseTopics_v8, True, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2311,7 +2210,6 @@ def _dec_OffsetFetchResponseGroup_v8(
 
 
 def _enc_OffsetFetchResponseGroup_v8(o: _OffsetFetchResponseGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2324,7 +2222,6 @@ def _enc_OffsetFetchResponseGroup_v8(o: _OffsetFetchResponseGroup, w: Writer) ->
         "OffsetFetchResponse.OffsetFetchResponseGroup.Topics",
     )
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2336,10 +2233,8 @@ def _dec_OffsetFetchResponseGroup_v10(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponseTopics_v10, True, False, "Topics"
     )
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2349,7 +2244,6 @@ def _dec_OffsetFetchResponseGroup_v10(
 
 
 def _enc_OffsetFetchResponseGroup_v10(o: _OffsetFetchResponseGroup, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2362,7 +2256,6 @@ def _enc_OffsetFetchResponseGroup_v10(o: _OffsetFetchResponseGroup, w: Writer) -
         "OffsetFetchResponse.OffsetFetchResponseGroup.Topics",
     )
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2416,7 +2309,6 @@ def _dec_OffsetFetchResponseTopics_v8(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponsePartitions_v8, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2426,7 +2318,6 @@ def _dec_OffsetFetchResponseTopics_v8(
 
 
 def _enc_OffsetFetchResponseTopics_v8(o: _OffsetFetchResponseTopics, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2438,7 +2329,6 @@ def _enc_OffsetFetchResponseTopics_v8(o: _OffsetFetchResponseTopics, w: Writer) 
         False,
         "OffsetFetchResponse.OffsetFetchResponseTopics.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2451,7 +2341,6 @@ def _dec_OffsetFetchResponseTopics_v10(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetFetchResponsePartitions_v8, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2470,7 +2359,6 @@ def _enc_OffsetFetchResponseTopics_v10(o: _OffsetFetchResponseTopics, w: Writer)
         False,
         "OffsetFetchResponse.OffsetFetchResponseTopics.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2520,14 +2408,11 @@ def _dec_OffsetFetchResponsePartitions_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponsePartitions, int]:
     o = new_instance(_OffsetFetchResponsePartitions)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.metadata, pos = read_compact_nullable_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2546,7 +2431,6 @@ def _enc_OffsetFetchResponsePartitions_v8(o: _OffsetFetchResponsePartitions, w: 
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2602,10 +2486,8 @@ def _dec_OffsetFetchResponse_OffsetFetchCursor_v11(
     o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2617,16 +2499,13 @@ def _dec_OffsetFetchResponse_OffsetFetchCursor_v11(
 def _enc_OffsetFetchResponse_OffsetFetchCursor_v11(
     o: _OffsetFetchResponse_OffsetFetchCursor, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -282,7 +282,6 @@ def _dec_OffsetForLeaderEpochRequest_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopic_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -296,7 +295,6 @@ def _enc_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, w: Write
         False,
         "OffsetForLeaderEpochRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochRequest", "unknown tagged fields")
 
@@ -309,7 +307,6 @@ def _dec_OffsetForLeaderEpochRequest_v2(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopic_v2, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -323,7 +320,6 @@ def _enc_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, w: Write
         False,
         "OffsetForLeaderEpochRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochRequest", "unknown tagged fields")
 
@@ -332,13 +328,11 @@ def _dec_OffsetForLeaderEpochRequest_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetForLeaderEpochRequest, int]:
     o = new_instance(OffsetForLeaderEpochRequest)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopic_v2, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -353,7 +347,6 @@ def _enc_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, w: Write
         False,
         "OffsetForLeaderEpochRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochRequest", "unknown tagged fields")
 
@@ -362,13 +355,11 @@ def _dec_OffsetForLeaderEpochRequest_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetForLeaderEpochRequest, int]:
     o = new_instance(OffsetForLeaderEpochRequest)
-
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopic_v4, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -382,7 +373,6 @@ def _enc_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, w: Write
     write_struct_array(
         w, o.topics, _enc_OffsetForLeaderTopic_v4, True, False, "OffsetForLeaderEpochRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -425,13 +415,11 @@ def _dec_OffsetForLeaderTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetForLeaderTopic_v0(o: _OffsetForLeaderTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -443,7 +431,6 @@ def _enc_OffsetForLeaderTopic_v0(o: _OffsetForLeaderTopic, w: Writer) -> None:
         False,
         "OffsetForLeaderEpochRequest.OffsetForLeaderTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetForLeaderEpochRequest.OffsetForLeaderTopic", "unknown tagged fields"
@@ -458,13 +445,11 @@ def _dec_OffsetForLeaderTopic_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderPartition_v2, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetForLeaderTopic_v2(o: _OffsetForLeaderTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -476,7 +461,6 @@ def _enc_OffsetForLeaderTopic_v2(o: _OffsetForLeaderTopic, w: Writer) -> None:
         False,
         "OffsetForLeaderEpochRequest.OffsetForLeaderTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetForLeaderEpochRequest.OffsetForLeaderTopic", "unknown tagged fields"
@@ -491,7 +475,6 @@ def _dec_OffsetForLeaderTopic_v4(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderPartition_v4, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -501,7 +484,6 @@ def _dec_OffsetForLeaderTopic_v4(
 
 
 def _enc_OffsetForLeaderTopic_v4(o: _OffsetForLeaderTopic, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -513,7 +495,6 @@ def _enc_OffsetForLeaderTopic_v4(o: _OffsetForLeaderTopic, w: Writer) -> None:
         False,
         "OffsetForLeaderEpochRequest.OffsetForLeaderTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -549,14 +530,11 @@ def _dec_OffsetForLeaderPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderPartition, int]:
     o = new_instance(_OffsetForLeaderPartition)
-
     o.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.current_leader_epoch = -1
-
     o.leader_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -564,7 +542,6 @@ def _dec_OffsetForLeaderPartition_v0(
 def _enc_OffsetForLeaderPartition_v0(o: _OffsetForLeaderPartition, w: Writer) -> None:
     w(_S_i.pack(o.partition))
     w(_S_i.pack(o.leader_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetForLeaderEpochRequest.OffsetForLeaderPartition", "unknown tagged fields"
@@ -575,17 +552,14 @@ def _dec_OffsetForLeaderPartition_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderPartition, int]:
     o = new_instance(_OffsetForLeaderPartition)
-
     o.partition, o.current_leader_epoch, o.leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetForLeaderPartition_v2(o: _OffsetForLeaderPartition, w: Writer) -> None:
     w(_S_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetForLeaderEpochRequest.OffsetForLeaderPartition", "unknown tagged fields"
@@ -596,10 +570,8 @@ def _dec_OffsetForLeaderPartition_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderPartition, int]:
     o = new_instance(_OffsetForLeaderPartition)
-
     o.partition, o.current_leader_epoch, o.leader_epoch = _S_iii.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -610,7 +582,6 @@ def _dec_OffsetForLeaderPartition_v4(
 
 def _enc_OffsetForLeaderPartition_v4(o: _OffsetForLeaderPartition, w: Writer) -> None:
     w(_S_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -839,7 +810,6 @@ def _dec_OffsetForLeaderEpochResponse_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopicResult_v0, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -853,7 +823,6 @@ def _enc_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, w: Wri
         False,
         "OffsetForLeaderEpochResponse.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochResponse", "unknown tagged fields")
 
@@ -866,7 +835,6 @@ def _dec_OffsetForLeaderEpochResponse_v1(
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopicResult_v1, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -880,7 +848,6 @@ def _enc_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, w: Wri
         False,
         "OffsetForLeaderEpochResponse.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochResponse", "unknown tagged fields")
 
@@ -889,13 +856,11 @@ def _dec_OffsetForLeaderEpochResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetForLeaderEpochResponse, int]:
     o = new_instance(OffsetForLeaderEpochResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopicResult_v1, False, False, "Topics", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -910,7 +875,6 @@ def _enc_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, w: Wri
         False,
         "OffsetForLeaderEpochResponse.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochResponse", "unknown tagged fields")
 
@@ -919,13 +883,11 @@ def _dec_OffsetForLeaderEpochResponse_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[OffsetForLeaderEpochResponse, int]:
     o = new_instance(OffsetForLeaderEpochResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_OffsetForLeaderTopicResult_v4, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -944,7 +906,6 @@ def _enc_OffsetForLeaderEpochResponse_v4(o: OffsetForLeaderEpochResponse, w: Wri
         False,
         "OffsetForLeaderEpochResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -989,13 +950,11 @@ def _dec_OffsetForLeaderTopicResult_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_EpochEndOffset_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetForLeaderTopicResult_v0(o: _OffsetForLeaderTopicResult, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -1007,7 +966,6 @@ def _enc_OffsetForLeaderTopicResult_v0(o: _OffsetForLeaderTopicResult, w: Writer
         False,
         "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult", "unknown tagged fields"
@@ -1022,13 +980,11 @@ def _dec_OffsetForLeaderTopicResult_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_EpochEndOffset_v1, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_OffsetForLeaderTopicResult_v1(o: _OffsetForLeaderTopicResult, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
@@ -1040,7 +996,6 @@ def _enc_OffsetForLeaderTopicResult_v1(o: _OffsetForLeaderTopicResult, w: Writer
         False,
         "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult", "unknown tagged fields"
@@ -1053,7 +1008,6 @@ def _dec_OffsetForLeaderTopicResult_v4(
     o = new_instance(_OffsetForLeaderTopicResult)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_EpochEndOffset_v4, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1063,7 +1017,6 @@ def _dec_OffsetForLeaderTopicResult_v4(
 
 
 def _enc_OffsetForLeaderTopicResult_v4(o: _OffsetForLeaderTopicResult, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1075,7 +1028,6 @@ def _enc_OffsetForLeaderTopicResult_v4(o: _OffsetForLeaderTopicResult, w: Writer
         False,
         "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1111,14 +1063,11 @@ def _rnd_OffsetForLeaderTopicResult(g: Any, version: int) -> _OffsetForLeaderTop
 
 def _dec_EpochEndOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
-
     o.error_code, o.partition = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.leader_epoch = -1
-
     o.end_offset = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1126,34 +1075,28 @@ def _dec_EpochEndOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOf
 def _enc_EpochEndOffset_v0(o: _EpochEndOffset, w: Writer) -> None:
     w(_S_hi.pack(o.error_code, o.partition))
     w(_S_q.pack(o.end_offset))
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochResponse.EpochEndOffset", "unknown tagged fields")
 
 
 def _dec_EpochEndOffset_v1(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
-
     o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_hiiq.unpack_from(buf, pos)
     pos += 18
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_EpochEndOffset_v1(o: _EpochEndOffset, w: Writer) -> None:
     w(_S_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
-
     if o.unknown_tagged_fields:
         raise unsupported("OffsetForLeaderEpochResponse.EpochEndOffset", "unknown tagged fields")
 
 
 def _dec_EpochEndOffset_v4(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
-
     o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_hiiq.unpack_from(buf, pos)
     pos += 18
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1164,7 +1107,6 @@ def _dec_EpochEndOffset_v4(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOf
 
 def _enc_EpochEndOffset_v4(o: _EpochEndOffset, w: Writer) -> None:
     w(_S_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

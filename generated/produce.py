@@ -431,13 +431,11 @@ _LeaderIdAndEpoch_DEFAULT = _LeaderIdAndEpoch()
 def _dec_ProduceRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequest, int]:
     o = new_instance(ProduceRequest)
     o.transactional_id = None
-
     o.acks, o.timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.topic_data, pos = read_array(
         buf, pos, end, _dec_TopicProduceData_v0, False, False, "TopicData", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -449,7 +447,6 @@ def _enc_ProduceRequest_v0(o: ProduceRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topic_data, _enc_TopicProduceData_v0, False, False, "ProduceRequest.TopicData"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceRequest", "unknown tagged fields")
 
@@ -457,13 +454,11 @@ def _enc_ProduceRequest_v0(o: ProduceRequest, w: Writer) -> None:
 def _dec_ProduceRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequest, int]:
     o = new_instance(ProduceRequest)
     o.transactional_id, pos = read_nullable_string(buf, pos, end)
-
     o.acks, o.timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.topic_data, pos = read_array(
         buf, pos, end, _dec_TopicProduceData_v0, False, False, "TopicData", KeyedList
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -480,7 +475,6 @@ def _enc_ProduceRequest_v3(o: ProduceRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topic_data, _enc_TopicProduceData_v0, False, False, "ProduceRequest.TopicData"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceRequest", "unknown tagged fields")
 
@@ -488,13 +482,11 @@ def _enc_ProduceRequest_v3(o: ProduceRequest, w: Writer) -> None:
 def _dec_ProduceRequest_v9(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequest, int]:
     o = new_instance(ProduceRequest)
     o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.acks, o.timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.topic_data, pos = read_array(
         buf, pos, end, _dec_TopicProduceData_v9, True, False, "TopicData", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -515,20 +507,17 @@ def _enc_ProduceRequest_v9(o: ProduceRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topic_data, _enc_TopicProduceData_v9, True, False, "ProduceRequest.TopicData"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_ProduceRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[ProduceRequest, int]:
     o = new_instance(ProduceRequest)
     o.transactional_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.acks, o.timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
     o.topic_data, pos = read_array(
         buf, pos, end, _dec_TopicProduceData_v13, True, False, "TopicData", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -549,7 +538,6 @@ def _enc_ProduceRequest_v13(o: ProduceRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topic_data, _enc_TopicProduceData_v13, True, False, "ProduceRequest.TopicData"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -599,13 +587,11 @@ def _dec_TopicProduceData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPro
     o.partition_data, pos = read_array(
         buf, pos, end, _dec_PartitionProduceData_v0, False, False, "PartitionData"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicProduceData_v0(o: _TopicProduceData, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -617,7 +603,6 @@ def _enc_TopicProduceData_v0(o: _TopicProduceData, w: Writer) -> None:
         False,
         "ProduceRequest.TopicProduceData.PartitionData",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceRequest.TopicProduceData", "unknown tagged fields")
 
@@ -629,7 +614,6 @@ def _dec_TopicProduceData_v9(buf: Buffer, pos: int, end: int) -> tuple[_TopicPro
     o.partition_data, pos = read_array(
         buf, pos, end, _dec_PartitionProduceData_v9, True, False, "PartitionData"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -639,7 +623,6 @@ def _dec_TopicProduceData_v9(buf: Buffer, pos: int, end: int) -> tuple[_TopicPro
 
 
 def _enc_TopicProduceData_v9(o: _TopicProduceData, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -651,7 +634,6 @@ def _enc_TopicProduceData_v9(o: _TopicProduceData, w: Writer) -> None:
         False,
         "ProduceRequest.TopicProduceData.PartitionData",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -662,7 +644,6 @@ def _dec_TopicProduceData_v13(buf: Buffer, pos: int, end: int) -> tuple[_TopicPr
     o.partition_data, pos = read_array(
         buf, pos, end, _dec_PartitionProduceData_v9, True, False, "PartitionData"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -681,7 +662,6 @@ def _enc_TopicProduceData_v13(o: _TopicProduceData, w: Writer) -> None:
         False,
         "ProduceRequest.TopicProduceData.PartitionData",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -723,11 +703,9 @@ def _dec_PartitionProduceData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceData, int]:
     o = new_instance(_PartitionProduceData)
-
     o.index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.records, pos = read_nullable_records(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -735,7 +713,6 @@ def _dec_PartitionProduceData_v0(
 def _enc_PartitionProduceData_v0(o: _PartitionProduceData, w: Writer) -> None:
     w(_S_i.pack(o.index))
     write_nullable_bytes(w, o.records)
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceRequest.PartitionProduceData", "unknown tagged fields")
 
@@ -744,11 +721,9 @@ def _dec_PartitionProduceData_v9(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceData, int]:
     o = new_instance(_PartitionProduceData)
-
     o.index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.records, pos = read_compact_nullable_records(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -760,7 +735,6 @@ def _dec_PartitionProduceData_v9(
 def _enc_PartitionProduceData_v9(o: _PartitionProduceData, w: Writer) -> None:
     w(_S_i.pack(o.index))
     write_compact_nullable_bytes(w, o.records)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -982,7 +956,6 @@ def _dec_ProduceResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
         buf, pos, end, _dec_TopicProduceResponse_v0, False, False, "Responses", KeyedList
     )
     o.throttle_time_ms = 0
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -992,10 +965,8 @@ def _enc_ProduceResponse_v0(o: ProduceResponse, w: Writer) -> None:
     write_struct_array(
         w, o.responses, _enc_TopicProduceResponse_v0, False, False, "ProduceResponse.Responses"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("ProduceResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse", "unknown tagged fields")
 
@@ -1005,10 +976,8 @@ def _dec_ProduceResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v0, False, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1019,10 +988,8 @@ def _enc_ProduceResponse_v1(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v0, False, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.node_endpoints != KeyedList():
         raise unsupported("ProduceResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse", "unknown tagged fields")
 
@@ -1032,10 +999,8 @@ def _dec_ProduceResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v2, False, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1046,10 +1011,8 @@ def _enc_ProduceResponse_v2(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v2, False, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.node_endpoints != KeyedList():
         raise unsupported("ProduceResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse", "unknown tagged fields")
 
@@ -1059,10 +1022,8 @@ def _dec_ProduceResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v5, False, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1073,10 +1034,8 @@ def _enc_ProduceResponse_v5(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v5, False, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.node_endpoints != KeyedList():
         raise unsupported("ProduceResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse", "unknown tagged fields")
 
@@ -1086,10 +1045,8 @@ def _dec_ProduceResponse_v8(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v8, False, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1100,10 +1057,8 @@ def _enc_ProduceResponse_v8(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v8, False, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.node_endpoints != KeyedList():
         raise unsupported("ProduceResponse.NodeEndpoints", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse", "unknown tagged fields")
 
@@ -1113,10 +1068,8 @@ def _dec_ProduceResponse_v9(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v9, True, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1131,10 +1084,8 @@ def _enc_ProduceResponse_v9(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v9, True, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     if o.node_endpoints != KeyedList():
         raise unsupported("ProduceResponse.NodeEndpoints", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1143,10 +1094,8 @@ def _dec_ProduceResponse_v10(buf: Buffer, pos: int, end: int) -> tuple[ProduceRe
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v10, True, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1168,7 +1117,6 @@ def _dec_ProduceResponse_v10(buf: Buffer, pos: int, end: int) -> tuple[ProduceRe
                     "NodeEndpoints",
                     KeyedList,
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1182,7 +1130,6 @@ def _enc_ProduceResponse_v10(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v10, True, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -1196,7 +1143,6 @@ def _enc_ProduceResponse_v10(o: ProduceResponse, w: Writer) -> None:
             False,
             "ProduceResponse.NodeEndpoints",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1209,10 +1155,8 @@ def _dec_ProduceResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[ProduceRe
     o.responses, pos = read_array(
         buf, pos, end, _dec_TopicProduceResponse_v13, True, False, "Responses", KeyedList
     )
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1234,7 +1178,6 @@ def _dec_ProduceResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[ProduceRe
                     "NodeEndpoints",
                     KeyedList,
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1248,7 +1191,6 @@ def _enc_ProduceResponse_v13(o: ProduceResponse, w: Writer) -> None:
         w, o.responses, _enc_TopicProduceResponse_v13, True, False, "ProduceResponse.Responses"
     )
     w(_S_i.pack(o.throttle_time_ms))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -1262,7 +1204,6 @@ def _enc_ProduceResponse_v13(o: ProduceResponse, w: Writer) -> None:
             False,
             "ProduceResponse.NodeEndpoints",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1329,13 +1270,11 @@ def _dec_TopicProduceResponse_v0(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v0, False, False, "PartitionResponses"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicProduceResponse_v0(o: _TopicProduceResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1347,7 +1286,6 @@ def _enc_TopicProduceResponse_v0(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.TopicProduceResponse", "unknown tagged fields")
 
@@ -1361,13 +1299,11 @@ def _dec_TopicProduceResponse_v2(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v2, False, False, "PartitionResponses"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicProduceResponse_v2(o: _TopicProduceResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1379,7 +1315,6 @@ def _enc_TopicProduceResponse_v2(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.TopicProduceResponse", "unknown tagged fields")
 
@@ -1393,13 +1328,11 @@ def _dec_TopicProduceResponse_v5(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v5, False, False, "PartitionResponses"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicProduceResponse_v5(o: _TopicProduceResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1411,7 +1344,6 @@ def _enc_TopicProduceResponse_v5(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.TopicProduceResponse", "unknown tagged fields")
 
@@ -1425,13 +1357,11 @@ def _dec_TopicProduceResponse_v8(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v8, False, False, "PartitionResponses"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TopicProduceResponse_v8(o: _TopicProduceResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1443,7 +1373,6 @@ def _enc_TopicProduceResponse_v8(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.TopicProduceResponse", "unknown tagged fields")
 
@@ -1457,7 +1386,6 @@ def _dec_TopicProduceResponse_v9(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v9, True, False, "PartitionResponses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1467,7 +1395,6 @@ def _dec_TopicProduceResponse_v9(
 
 
 def _enc_TopicProduceResponse_v9(o: _TopicProduceResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1479,7 +1406,6 @@ def _enc_TopicProduceResponse_v9(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1492,7 +1418,6 @@ def _dec_TopicProduceResponse_v10(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v10, True, False, "PartitionResponses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1502,7 +1427,6 @@ def _dec_TopicProduceResponse_v10(
 
 
 def _enc_TopicProduceResponse_v10(o: _TopicProduceResponse, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1514,7 +1438,6 @@ def _enc_TopicProduceResponse_v10(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1527,7 +1450,6 @@ def _dec_TopicProduceResponse_v13(
     o.partition_responses, pos = read_array(
         buf, pos, end, _dec_PartitionProduceResponse_v10, True, False, "PartitionResponses"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1546,7 +1468,6 @@ def _enc_TopicProduceResponse_v13(o: _TopicProduceResponse, w: Writer) -> None:
         False,
         "ProduceResponse.TopicProduceResponse.PartitionResponses",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1588,14 +1509,12 @@ def _dec_PartitionProduceResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceResponse, int]:
     o = new_instance(_PartitionProduceResponse)
-
     o.index, o.error_code, o.base_offset = _S_ihq.unpack_from(buf, pos)
     pos += 14
     o.log_append_time_ms = -1
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-
     o.current_leader = _LeaderIdAndEpoch()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1603,12 +1522,10 @@ def _dec_PartitionProduceResponse_v0(
 
 def _enc_PartitionProduceResponse_v0(o: _PartitionProduceResponse, w: Writer) -> None:
     w(_S_ihq.pack(o.index, o.error_code, o.base_offset))
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.PartitionProduceResponse", "unknown tagged fields")
 
@@ -1617,13 +1534,11 @@ def _dec_PartitionProduceResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceResponse, int]:
     o = new_instance(_PartitionProduceResponse)
-
     o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S_ihqq.unpack_from(buf, pos)
     pos += 22
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-
     o.current_leader = _LeaderIdAndEpoch()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1631,12 +1546,10 @@ def _dec_PartitionProduceResponse_v2(
 
 def _enc_PartitionProduceResponse_v2(o: _PartitionProduceResponse, w: Writer) -> None:
     w(_S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms))
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.PartitionProduceResponse", "unknown tagged fields")
 
@@ -1645,14 +1558,12 @@ def _dec_PartitionProduceResponse_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceResponse, int]:
     o = new_instance(_PartitionProduceResponse)
-
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
     pos += 30
     o.record_errors = []
     o.error_message = None
-
     o.current_leader = _LeaderIdAndEpoch()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1660,12 +1571,10 @@ def _dec_PartitionProduceResponse_v5(
 
 def _enc_PartitionProduceResponse_v5(o: _PartitionProduceResponse, w: Writer) -> None:
     w(_S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.PartitionProduceResponse", "unknown tagged fields")
 
@@ -1674,7 +1583,6 @@ def _dec_PartitionProduceResponse_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceResponse, int]:
     o = new_instance(_PartitionProduceResponse)
-
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
@@ -1683,7 +1591,6 @@ def _dec_PartitionProduceResponse_v8(
         buf, pos, end, _dec_BatchIndexAndErrorMessage_v8, False, False, "RecordErrors"
     )
     o.error_message, pos = read_nullable_string(buf, pos, end)
-
     o.current_leader = _LeaderIdAndEpoch()
     o.unknown_tagged_fields = ()
     return o, pos
@@ -1706,12 +1613,10 @@ def _enc_PartitionProduceResponse_v8(o: _PartitionProduceResponse, w: Writer) ->
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.PartitionProduceResponse", "unknown tagged fields")
 
@@ -1720,7 +1625,6 @@ def _dec_PartitionProduceResponse_v9(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceResponse, int]:
     o = new_instance(_PartitionProduceResponse)
-
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
@@ -1729,7 +1633,6 @@ def _dec_PartitionProduceResponse_v9(
         buf, pos, end, _dec_BatchIndexAndErrorMessage_v9, True, False, "RecordErrors"
     )
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.current_leader = _LeaderIdAndEpoch()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1756,12 +1659,10 @@ def _enc_PartitionProduceResponse_v9(o: _PartitionProduceResponse, w: Writer) ->
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         raise unsupported(
             "ProduceResponse.PartitionProduceResponse.CurrentLeader", "non-default value"
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1769,7 +1670,6 @@ def _dec_PartitionProduceResponse_v10(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceResponse, int]:
     o = new_instance(_PartitionProduceResponse)
-
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = (
         _S_ihqqq.unpack_from(buf, pos)
     )
@@ -1778,7 +1678,6 @@ def _dec_PartitionProduceResponse_v10(
         buf, pos, end, _dec_BatchIndexAndErrorMessage_v9, True, False, "RecordErrors"
     )
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.current_leader = _LeaderIdAndEpoch()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -1791,7 +1690,6 @@ def _dec_PartitionProduceResponse_v10(
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.current_leader, pos = _dec_LeaderIdAndEpoch_v10(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1817,14 +1715,12 @@ def _enc_PartitionProduceResponse_v10(o: _PartitionProduceResponse, w: Writer) -
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.current_leader != _LeaderIdAndEpoch_DEFAULT:
         value = []
         tw = value.append
         _enc_LeaderIdAndEpoch_v10(o.current_leader, tw)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1907,11 +1803,9 @@ def _dec_BatchIndexAndErrorMessage_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BatchIndexAndErrorMessage, int]:
     o = new_instance(_BatchIndexAndErrorMessage)
-
     o.batch_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.batch_index_error_message, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1925,7 +1819,6 @@ def _enc_BatchIndexAndErrorMessage_v8(o: _BatchIndexAndErrorMessage, w: Writer) 
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ProduceResponse.BatchIndexAndErrorMessage", "unknown tagged fields")
 
@@ -1934,11 +1827,9 @@ def _dec_BatchIndexAndErrorMessage_v9(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BatchIndexAndErrorMessage, int]:
     o = new_instance(_BatchIndexAndErrorMessage)
-
     o.batch_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.batch_index_error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1956,7 +1847,6 @@ def _enc_BatchIndexAndErrorMessage_v9(o: _BatchIndexAndErrorMessage, w: Writer) 
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1994,10 +1884,8 @@ def _rnd_BatchIndexAndErrorMessage(g: Any, version: int) -> _BatchIndexAndErrorM
 
 def _dec_LeaderIdAndEpoch_v10(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2008,7 +1896,6 @@ def _dec_LeaderIdAndEpoch_v10(buf: Buffer, pos: int, end: int) -> tuple[_LeaderI
 
 def _enc_LeaderIdAndEpoch_v10(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2042,15 +1929,12 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
 
 def _dec_NodeEndpoint_v10(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2061,7 +1945,6 @@ def _dec_NodeEndpoint_v10(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoin
 
 def _enc_NodeEndpoint_v10(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2073,7 +1956,6 @@ def _enc_NodeEndpoint_v10(o: _NodeEndpoint, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

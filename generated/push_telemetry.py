@@ -144,11 +144,9 @@ def _dec_PushTelemetryRequest_v0(
 ) -> tuple[PushTelemetryRequest, int]:
     o = new_instance(PushTelemetryRequest)
     o.client_instance_id, pos = read_uuid(buf, pos, end)
-
     o.subscription_id, o.terminating, o.compression_type = _S_iob.unpack_from(buf, pos)
     pos += 6
     o.metrics, pos = read_compact_records(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -161,7 +159,6 @@ def _enc_PushTelemetryRequest_v0(o: PushTelemetryRequest, w: Writer) -> None:
     w(o.client_instance_id.bytes)
     w(_S_iob.pack(o.subscription_id, o.terminating, o.compression_type))
     write_compact_bytes(w, o.metrics)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -251,10 +248,8 @@ def _dec_PushTelemetryResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[PushTelemetryResponse, int]:
     o = new_instance(PushTelemetryResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -265,7 +260,6 @@ def _dec_PushTelemetryResponse_v0(
 
 def _enc_PushTelemetryResponse_v0(o: PushTelemetryResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -317,7 +317,6 @@ def _dec_ReadShareGroupStateRequest_v0(
     o = new_instance(ReadShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_ReadStateData_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -327,14 +326,12 @@ def _dec_ReadShareGroupStateRequest_v0(
 
 
 def _enc_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.topics, _enc_ReadStateData_v0, True, False, "ReadShareGroupStateRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -370,7 +367,6 @@ def _dec_ReadStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReadStateDa
     o = new_instance(_ReadStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -389,7 +385,6 @@ def _enc_ReadStateData_v0(o: _ReadStateData, w: Writer) -> None:
         False,
         "ReadShareGroupStateRequest.ReadStateData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -424,10 +419,8 @@ def _rnd_ReadStateData(g: Any, version: int) -> _ReadStateData:
 
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -438,7 +431,6 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
 
 def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_ii.pack(o.partition, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -572,7 +564,6 @@ def _dec_ReadShareGroupStateResponse_v0(
 ) -> tuple[ReadShareGroupStateResponse, int]:
     o = new_instance(ReadShareGroupStateResponse)
     o.results, pos = read_array(buf, pos, end, _dec_ReadStateResult_v0, True, False, "Results")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -585,7 +576,6 @@ def _enc_ReadShareGroupStateResponse_v0(o: ReadShareGroupStateResponse, w: Write
     write_struct_array(
         w, o.results, _enc_ReadStateResult_v0, True, False, "ReadShareGroupStateResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -622,7 +612,6 @@ def _dec_ReadStateResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReadState
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -641,7 +630,6 @@ def _enc_ReadStateResult_v0(o: _ReadStateResult, w: Writer) -> None:
         False,
         "ReadShareGroupStateResponse.ReadStateResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -676,17 +664,14 @@ def _rnd_ReadStateResult(g: Any, version: int) -> _ReadStateResult:
 
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.state_epoch, o.start_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.state_batches, pos = read_array(
         buf, pos, end, _dec_StateBatch_v0, True, False, "StateBatches"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -713,7 +698,6 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         False,
         "ReadShareGroupStateResponse.PartitionResult.StateBatches",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -759,12 +743,10 @@ def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
 
 def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, int]:
     o = new_instance(_StateBatch)
-
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_qqbh.unpack_from(
         buf, pos
     )
     pos += 19
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -775,7 +757,6 @@ def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, in
 
 def _enc_StateBatch_v0(o: _StateBatch, w: Writer) -> None:
     w(_S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

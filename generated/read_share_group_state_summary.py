@@ -286,7 +286,6 @@ def _dec_ReadShareGroupStateSummaryRequest_v0(
     o = new_instance(ReadShareGroupStateSummaryRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_ReadStateSummaryData_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -298,7 +297,6 @@ def _dec_ReadShareGroupStateSummaryRequest_v0(
 def _enc_ReadShareGroupStateSummaryRequest_v0(
     o: ReadShareGroupStateSummaryRequest, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -310,7 +308,6 @@ def _enc_ReadShareGroupStateSummaryRequest_v0(
         False,
         "ReadShareGroupStateSummaryRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -354,7 +351,6 @@ def _dec_ReadStateSummaryData_v0(
     o = new_instance(_ReadStateSummaryData)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -373,7 +369,6 @@ def _enc_ReadStateSummaryData_v0(o: _ReadStateSummaryData, w: Writer) -> None:
         False,
         "ReadShareGroupStateSummaryRequest.ReadStateSummaryData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -408,10 +403,8 @@ def _rnd_ReadStateSummaryData(g: Any, version: int) -> _ReadStateSummaryData:
 
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -422,7 +415,6 @@ def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
 
 def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
     w(_S_ii.pack(o.partition, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -558,7 +550,6 @@ def _dec_ReadShareGroupStateSummaryResponse_v0(
     o.results, pos = read_array(
         buf, pos, end, _dec_ReadStateSummaryResult_v0, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -578,7 +569,6 @@ def _enc_ReadShareGroupStateSummaryResponse_v0(
         False,
         "ReadShareGroupStateSummaryResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -589,7 +579,6 @@ def _dec_ReadShareGroupStateSummaryResponse_v1(
     o.results, pos = read_array(
         buf, pos, end, _dec_ReadStateSummaryResult_v1, True, False, "Results"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -609,7 +598,6 @@ def _enc_ReadShareGroupStateSummaryResponse_v1(
         False,
         "ReadShareGroupStateSummaryResponse.Results",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -652,7 +640,6 @@ def _dec_ReadStateSummaryResult_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -671,7 +658,6 @@ def _enc_ReadStateSummaryResult_v0(o: _ReadStateSummaryResult, w: Writer) -> Non
         False,
         "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -683,7 +669,6 @@ def _dec_ReadStateSummaryResult_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -702,7 +687,6 @@ def _enc_ReadStateSummaryResult_v1(o: _ReadStateSummaryResult, w: Writer) -> Non
         False,
         "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -737,15 +721,12 @@ def _rnd_ReadStateSummaryResult(g: Any, version: int) -> _ReadStateSummaryResult
 
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.state_epoch, o.leader_epoch, o.start_offset = _S_iiq.unpack_from(buf, pos)
     pos += 16
     o.delivery_complete_count = -1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -764,22 +745,18 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_iiq.pack(o.state_epoch, o.leader_epoch, o.start_offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_PartitionResult_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _S_iiqi.unpack_from(
         buf, pos
     )
     pos += 20
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -798,7 +775,6 @@ def _enc_PartitionResult_v1(o: _PartitionResult, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_iiqi.pack(o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

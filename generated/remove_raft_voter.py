@@ -137,11 +137,9 @@ def _dec_RemoveRaftVoterRequest_v0(
 ) -> tuple[RemoveRaftVoterRequest, int]:
     o = new_instance(RemoveRaftVoterRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -160,7 +158,6 @@ def _enc_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, w: Writer) -> None
         w(b)
     w(_S_i.pack(o.voter_id))
     w(o.voter_directory_id.bytes)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -239,11 +236,9 @@ def _dec_RemoveRaftVoterResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[RemoveRaftVoterResponse, int]:
     o = new_instance(RemoveRaftVoterResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -261,7 +256,6 @@ def _enc_RemoveRaftVoterResponse_v0(o: RemoveRaftVoterResponse, w: Writer) -> No
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

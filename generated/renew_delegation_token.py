@@ -132,10 +132,8 @@ def _dec_RenewDelegationTokenRequest_v0(
 ) -> tuple[RenewDelegationTokenRequest, int]:
     o = new_instance(RenewDelegationTokenRequest)
     o.hmac, pos = read_bytes(buf, pos, end)
-
     o.renew_period_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -143,7 +141,6 @@ def _dec_RenewDelegationTokenRequest_v0(
 def _enc_RenewDelegationTokenRequest_v0(o: RenewDelegationTokenRequest, w: Writer) -> None:
     write_bytes(w, o.hmac)
     w(_S_q.pack(o.renew_period_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("RenewDelegationTokenRequest", "unknown tagged fields")
 
@@ -153,10 +150,8 @@ def _dec_RenewDelegationTokenRequest_v2(
 ) -> tuple[RenewDelegationTokenRequest, int]:
     o = new_instance(RenewDelegationTokenRequest)
     o.hmac, pos = read_compact_bytes(buf, pos, end)
-
     o.renew_period_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -168,7 +163,6 @@ def _dec_RenewDelegationTokenRequest_v2(
 def _enc_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, w: Writer) -> None:
     write_compact_bytes(w, o.hmac)
     w(_S_q.pack(o.renew_period_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -256,17 +250,14 @@ def _dec_RenewDelegationTokenResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[RenewDelegationTokenResponse, int]:
     o = new_instance(RenewDelegationTokenResponse)
-
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_RenewDelegationTokenResponse_v0(o: RenewDelegationTokenResponse, w: Writer) -> None:
     w(_S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("RenewDelegationTokenResponse", "unknown tagged fields")
 
@@ -275,10 +266,8 @@ def _dec_RenewDelegationTokenResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[RenewDelegationTokenResponse, int]:
     o = new_instance(RenewDelegationTokenResponse)
-
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -289,7 +278,6 @@ def _dec_RenewDelegationTokenResponse_v2(
 
 def _enc_RenewDelegationTokenResponse_v2(o: RenewDelegationTokenResponse, w: Writer) -> None:
     w(_S_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -138,14 +138,12 @@ def _dec_SaslAuthenticateRequest_v0(
 ) -> tuple[SaslAuthenticateRequest, int]:
     o = new_instance(SaslAuthenticateRequest)
     o.auth_bytes, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: Writer) -> None:
     write_bytes(w, o.auth_bytes)
-
     if o.unknown_tagged_fields:
         raise unsupported("SaslAuthenticateRequest", "unknown tagged fields")
 
@@ -155,7 +153,6 @@ def _dec_SaslAuthenticateRequest_v2(
 ) -> tuple[SaslAuthenticateRequest, int]:
     o = new_instance(SaslAuthenticateRequest)
     o.auth_bytes, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -166,7 +163,6 @@ def _dec_SaslAuthenticateRequest_v2(
 
 def _enc_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: Writer) -> None:
     write_compact_bytes(w, o.auth_bytes)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -246,13 +242,11 @@ def _dec_SaslAuthenticateResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[SaslAuthenticateResponse, int]:
     o = new_instance(SaslAuthenticateResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.auth_bytes, pos = read_bytes(buf, pos, end)
     o.session_lifetime_ms = 0
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -267,7 +261,6 @@ def _enc_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Writer) -> 
         w(string_length(len(b)))
         w(b)
     write_bytes(w, o.auth_bytes)
-
     if o.unknown_tagged_fields:
         raise unsupported("SaslAuthenticateResponse", "unknown tagged fields")
 
@@ -276,15 +269,12 @@ def _dec_SaslAuthenticateResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[SaslAuthenticateResponse, int]:
     o = new_instance(SaslAuthenticateResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos, end)
     o.auth_bytes, pos = read_bytes(buf, pos, end)
-
     o.session_lifetime_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -300,7 +290,6 @@ def _enc_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Writer) -> 
         w(b)
     write_bytes(w, o.auth_bytes)
     w(_S_q.pack(o.session_lifetime_ms))
-
     if o.unknown_tagged_fields:
         raise unsupported("SaslAuthenticateResponse", "unknown tagged fields")
 
@@ -309,15 +298,12 @@ def _dec_SaslAuthenticateResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[SaslAuthenticateResponse, int]:
     o = new_instance(SaslAuthenticateResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.auth_bytes, pos = read_compact_bytes(buf, pos, end)
-
     o.session_lifetime_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -337,7 +323,6 @@ def _enc_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Writer) -> 
         w(b)
     write_compact_bytes(w, o.auth_bytes)
     w(_S_q.pack(o.session_lifetime_ms))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

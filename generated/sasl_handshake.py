@@ -122,17 +122,14 @@ def _dec_SaslHandshakeRequest_v0(
 ) -> tuple[SaslHandshakeRequest, int]:
     o = new_instance(SaslHandshakeRequest)
     o.mechanism, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: Writer) -> None:
-
     b = o.mechanism.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("SaslHandshakeRequest", "unknown tagged fields")
 
@@ -201,11 +198,9 @@ def _dec_SaslHandshakeResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[SaslHandshakeResponse, int]:
     o = new_instance(SaslHandshakeResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.mechanisms, pos = read_array(buf, pos, end, read_string, False, False, "Mechanisms")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -213,7 +208,6 @@ def _dec_SaslHandshakeResponse_v0(
 def _enc_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     write_array(w, o.mechanisms, write_string, False, False, "SaslHandshakeResponse.Mechanisms")
-
     if o.unknown_tagged_fields:
         raise unsupported("SaslHandshakeResponse", "unknown tagged fields")
 

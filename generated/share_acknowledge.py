@@ -429,14 +429,12 @@ def _dec_ShareAcknowledgeRequest_v1(
     o = new_instance(ShareAcknowledgeRequest)
     o.group_id, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.share_session_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_renew_ack = False
     o.topics, pos = read_array(
         buf, pos, end, _dec_AcknowledgeTopic_v1, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -466,7 +464,6 @@ def _enc_ShareAcknowledgeRequest_v1(o: ShareAcknowledgeRequest, w: Writer) -> No
     write_struct_array(
         w, o.topics, _enc_AcknowledgeTopic_v1, True, False, "ShareAcknowledgeRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -476,13 +473,11 @@ def _dec_ShareAcknowledgeRequest_v2(
     o = new_instance(ShareAcknowledgeRequest)
     o.group_id, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.share_session_epoch, o.is_renew_ack = _S_io.unpack_from(buf, pos)
     pos += 5
     o.topics, pos = read_array(
         buf, pos, end, _dec_AcknowledgeTopic_v1, True, False, "Topics", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -510,7 +505,6 @@ def _enc_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, w: Writer) -> No
     write_struct_array(
         w, o.topics, _enc_AcknowledgeTopic_v1, True, False, "ShareAcknowledgeRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -558,7 +552,6 @@ def _dec_AcknowledgeTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_Acknowle
     o.partitions, pos = read_array(
         buf, pos, end, _dec_AcknowledgePartition_v1, True, False, "Partitions", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -577,7 +570,6 @@ def _enc_AcknowledgeTopic_v1(o: _AcknowledgeTopic, w: Writer) -> None:
         False,
         "ShareAcknowledgeRequest.AcknowledgeTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -614,13 +606,11 @@ def _dec_AcknowledgePartition_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgePartition, int]:
     o = new_instance(_AcknowledgePartition)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.acknowledgement_batches, pos = read_array(
         buf, pos, end, _dec_AcknowledgementBatch_v1, True, False, "AcknowledgementBatches"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -639,7 +629,6 @@ def _enc_AcknowledgePartition_v1(o: _AcknowledgePartition, w: Writer) -> None:
         False,
         "ShareAcknowledgeRequest.AcknowledgePartition.AcknowledgementBatches",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -675,11 +664,9 @@ def _dec_AcknowledgementBatch_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgementBatch, int]:
     o = new_instance(_AcknowledgementBatch)
-
     o.first_offset, o.last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     o.acknowledge_types, pos = _read_b_c(buf, pos, end, "AcknowledgeTypes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -693,7 +680,6 @@ def _enc_AcknowledgementBatch_v1(o: _AcknowledgementBatch, w: Writer) -> None:
     _write_b_c(
         w, o.acknowledge_types, "ShareAcknowledgeRequest.AcknowledgementBatch.AcknowledgeTypes"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -884,7 +870,6 @@ def _dec_ShareAcknowledgeResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareAcknowledgeResponse, int]:
     o = new_instance(ShareAcknowledgeResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -895,7 +880,6 @@ def _dec_ShareAcknowledgeResponse_v1(
     o.node_endpoints, pos = read_array(
         buf, pos, end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -929,7 +913,6 @@ def _enc_ShareAcknowledgeResponse_v1(o: ShareAcknowledgeResponse, w: Writer) -> 
         False,
         "ShareAcknowledgeResponse.NodeEndpoints",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -937,11 +920,9 @@ def _dec_ShareAcknowledgeResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareAcknowledgeResponse, int]:
     o = new_instance(ShareAcknowledgeResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
@@ -950,7 +931,6 @@ def _dec_ShareAcknowledgeResponse_v2(
     o.node_endpoints, pos = read_array(
         buf, pos, end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -985,7 +965,6 @@ def _enc_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, w: Writer) -> 
         False,
         "ShareAcknowledgeResponse.NodeEndpoints",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1044,7 +1023,6 @@ def _dec_ShareAcknowledgeTopicResponse_v1(
     o = new_instance(_ShareAcknowledgeTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v1, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1063,7 +1041,6 @@ def _enc_ShareAcknowledgeTopicResponse_v1(o: _ShareAcknowledgeTopicResponse, w: 
         False,
         "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1102,12 +1079,10 @@ def _rnd_ShareAcknowledgeTopicResponse(g: Any, version: int) -> _ShareAcknowledg
 
 def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.current_leader, pos = _dec_LeaderIdAndEpoch_v1(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1126,7 +1101,6 @@ def _enc_PartitionData_v1(o: _PartitionData, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     _enc_LeaderIdAndEpoch_v1(o.current_leader, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1166,10 +1140,8 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
 
 def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1180,7 +1152,6 @@ def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderId
 
 def _enc_LeaderIdAndEpoch_v1(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1212,15 +1183,12 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
 
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1231,7 +1199,6 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1243,7 +1210,6 @@ def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -550,7 +550,6 @@ def _dec_ShareFetchRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[ShareFet
     o = new_instance(ShareFetchRequest)
     o.group_id, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size = (
         _S_iiiiii.unpack_from(buf, pos)
     )
@@ -561,7 +560,6 @@ def _dec_ShareFetchRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[ShareFet
     o.forgotten_topics_data, pos = read_array(
         buf, pos, end, _dec_ForgottenTopic_v1, True, False, "ForgottenTopicsData"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -606,7 +604,6 @@ def _enc_ShareFetchRequest_v1(o: ShareFetchRequest, w: Writer) -> None:
         False,
         "ShareFetchRequest.ForgottenTopicsData",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -614,7 +611,6 @@ def _dec_ShareFetchRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[ShareFet
     o = new_instance(ShareFetchRequest)
     o.group_id, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     (
         o.share_session_epoch,
         o.max_wait_ms,
@@ -630,7 +626,6 @@ def _dec_ShareFetchRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[ShareFet
     o.forgotten_topics_data, pos = read_array(
         buf, pos, end, _dec_ForgottenTopic_v1, True, False, "ForgottenTopicsData"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -675,7 +670,6 @@ def _enc_ShareFetchRequest_v2(o: ShareFetchRequest, w: Writer) -> None:
         False,
         "ShareFetchRequest.ForgottenTopicsData",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -747,7 +741,6 @@ def _dec_FetchTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, in
     o.partitions, pos = read_array(
         buf, pos, end, _dec_FetchPartition_v1, True, False, "Partitions", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -766,7 +759,6 @@ def _enc_FetchTopic_v1(o: _FetchTopic, w: Writer) -> None:
         False,
         "ShareFetchRequest.FetchTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -801,14 +793,12 @@ def _rnd_FetchTopic(g: Any, version: int) -> _FetchTopic:
 
 def _dec_FetchPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_FetchPartition, int]:
     o = new_instance(_FetchPartition)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.partition_max_bytes = 0
     o.acknowledgement_batches, pos = read_array(
         buf, pos, end, _dec_AcknowledgementBatch_v1, True, False, "AcknowledgementBatches"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -829,7 +819,6 @@ def _enc_FetchPartition_v1(o: _FetchPartition, w: Writer) -> None:
         False,
         "ShareFetchRequest.FetchPartition.AcknowledgementBatches",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -869,11 +858,9 @@ def _dec_AcknowledgementBatch_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgementBatch, int]:
     o = new_instance(_AcknowledgementBatch)
-
     o.first_offset, o.last_offset = _S_qq.unpack_from(buf, pos)
     pos += 16
     o.acknowledge_types, pos = _read_b_c(buf, pos, end, "AcknowledgeTypes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -885,7 +872,6 @@ def _dec_AcknowledgementBatch_v1(
 def _enc_AcknowledgementBatch_v1(o: _AcknowledgementBatch, w: Writer) -> None:
     w(_S_qq.pack(o.first_offset, o.last_offset))
     _write_b_c(w, o.acknowledge_types, "ShareFetchRequest.AcknowledgementBatch.AcknowledgeTypes")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -924,7 +910,6 @@ def _dec_ForgottenTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
     o = new_instance(_ForgottenTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -936,7 +921,6 @@ def _dec_ForgottenTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenT
 def _enc_ForgottenTopic_v1(o: _ForgottenTopic, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ShareFetchRequest.ForgottenTopic.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1176,11 +1160,9 @@ bind_native(
 
 def _dec_ShareFetchResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ShareFetchResponse, int]:
     o = new_instance(ShareFetchResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.responses, pos = read_array(
@@ -1189,7 +1171,6 @@ def _dec_ShareFetchResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[ShareFe
     o.node_endpoints, pos = read_array(
         buf, pos, end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1219,7 +1200,6 @@ def _enc_ShareFetchResponse_v1(o: ShareFetchResponse, w: Writer) -> None:
     write_struct_array(
         w, o.node_endpoints, _enc_NodeEndpoint_v1, True, False, "ShareFetchResponse.NodeEndpoints"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1273,7 +1253,6 @@ def _dec_ShareFetchableTopicResponse_v1(
     o = new_instance(_ShareFetchableTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v1, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1292,7 +1271,6 @@ def _enc_ShareFetchableTopicResponse_v1(o: _ShareFetchableTopicResponse, w: Writ
         False,
         "ShareFetchResponse.ShareFetchableTopicResponse.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1331,11 +1309,9 @@ def _rnd_ShareFetchableTopicResponse(g: Any, version: int) -> _ShareFetchableTop
 
 def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     o.acknowledge_error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.acknowledge_error_message, pos = read_compact_nullable_string(buf, pos, end)
@@ -1344,7 +1320,6 @@ def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     o.acquired_records, pos = read_array(
         buf, pos, end, _dec_AcquiredRecords_v1, True, False, "AcquiredRecords"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1382,7 +1357,6 @@ def _enc_PartitionData_v1(o: _PartitionData, w: Writer) -> None:
         False,
         "ShareFetchResponse.PartitionData.AcquiredRecords",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1437,10 +1411,8 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
 
 def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1451,7 +1423,6 @@ def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderId
 
 def _enc_LeaderIdAndEpoch_v1(o: _LeaderIdAndEpoch, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1483,10 +1454,8 @@ def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
 
 def _dec_AcquiredRecords_v1(buf: Buffer, pos: int, end: int) -> tuple[_AcquiredRecords, int]:
     o = new_instance(_AcquiredRecords)
-
     o.first_offset, o.last_offset, o.delivery_count = _S_qqh.unpack_from(buf, pos)
     pos += 18
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1497,7 +1466,6 @@ def _dec_AcquiredRecords_v1(buf: Buffer, pos: int, end: int) -> tuple[_AcquiredR
 
 def _enc_AcquiredRecords_v1(o: _AcquiredRecords, w: Writer) -> None:
     w(_S_qqh.pack(o.first_offset, o.last_offset, o.delivery_count))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1532,15 +1500,12 @@ def _rnd_AcquiredRecords(g: Any, version: int) -> _AcquiredRecords:
 
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1551,7 +1516,6 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1563,7 +1527,6 @@ def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

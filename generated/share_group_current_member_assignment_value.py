@@ -141,13 +141,11 @@ def _dec_ShareGroupCurrentMemberAssignmentValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupCurrentMemberAssignmentValue, int]:
     o = new_instance(ShareGroupCurrentMemberAssignmentValue)
-
     o.member_epoch, o.previous_member_epoch, o.state = _S_iib.unpack_from(buf, pos)
     pos += 9
     o.assigned_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v0, True, False, "AssignedPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -168,7 +166,6 @@ def _enc_ShareGroupCurrentMemberAssignmentValue_v0(
         False,
         "ShareGroupCurrentMemberAssignmentValue.AssignedPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -216,7 +213,6 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -228,7 +224,6 @@ def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 def _enc_TopicPartitions_v0(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ShareGroupCurrentMemberAssignmentValue.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -324,10 +324,8 @@ def _dec_ShareGroupDescribeRequest_v1(
 ) -> tuple[ShareGroupDescribeRequest, int]:
     o = new_instance(ShareGroupDescribeRequest)
     o.group_ids, pos = read_array(buf, pos, end, read_compact_string, True, False, "GroupIds")
-
     o.include_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -341,7 +339,6 @@ def _enc_ShareGroupDescribeRequest_v1(o: ShareGroupDescribeRequest, w: Writer) -
         w, o.group_ids, write_compact_string, True, False, "ShareGroupDescribeRequest.GroupIds"
     )
     w(_S_o.pack(o.include_authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -416,11 +413,9 @@ def _dec_ShareGroupDescribeResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupDescribeResponse, int]:
     o = new_instance(ShareGroupDescribeResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -434,7 +429,6 @@ def _enc_ShareGroupDescribeResponse_v1(o: ShareGroupDescribeResponse, w: Writer)
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v1, True, False, "ShareGroupDescribeResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -468,21 +462,17 @@ def _rnd_ShareGroupDescribeResponse(g: Any, version: int) -> ShareGroupDescribeR
 
 def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
-
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos, end)
     o.members, pos = read_array(buf, pos, end, _dec_Member_v1, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -500,16 +490,13 @@ def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.group_epoch, o.assignment_epoch))
-
     b = o.assignor_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -522,7 +509,6 @@ def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
         "ShareGroupDescribeResponse.DescribedGroup.Members",
     )
     w(_S_i.pack(o.authorized_operations))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -579,7 +565,6 @@ def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o = new_instance(_Member)
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.client_id, pos = read_compact_string(buf, pos, end)
@@ -588,7 +573,6 @@ def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
         buf, pos, end, read_compact_string, True, False, "SubscribedTopicNames"
     )
     o.assignment, pos = _dec_Assignment_v1(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -598,7 +582,6 @@ def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
 
 
 def _enc_Member_v1(o: _Member, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -610,11 +593,9 @@ def _enc_Member_v1(o: _Member, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_i.pack(o.member_epoch))
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -627,7 +608,6 @@ def _enc_Member_v1(o: _Member, w: Writer) -> None:
         "ShareGroupDescribeResponse.Member.SubscribedTopicNames",
     )
     _enc_Assignment_v1(o.assignment, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -681,7 +661,6 @@ def _dec_Assignment_v1(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v1, True, False, "TopicPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -699,7 +678,6 @@ def _enc_Assignment_v1(o: _Assignment, w: Writer) -> None:
         False,
         "ShareGroupDescribeResponse.Assignment.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -733,7 +711,6 @@ def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -744,12 +721,10 @@ def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 
 def _enc_TopicPartitions_v1(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "ShareGroupDescribeResponse.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -243,14 +243,12 @@ def _dec_ShareGroupHeartbeatRequest_v1(
     o = new_instance(ShareGroupHeartbeatRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
     o.subscribed_topic_names, pos = read_array(
         buf, pos, end, read_compact_string, True, True, "SubscribedTopicNames"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -260,11 +258,9 @@ def _dec_ShareGroupHeartbeatRequest_v1(
 
 
 def _enc_ShareGroupHeartbeatRequest_v1(o: ShareGroupHeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -284,7 +280,6 @@ def _enc_ShareGroupHeartbeatRequest_v1(o: ShareGroupHeartbeatRequest, w: Writer)
         True,
         "ShareGroupHeartbeatRequest.SubscribedTopicNames",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -374,12 +369,10 @@ def _dec_ShareGroupHeartbeatResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupHeartbeatResponse, int]:
     o = new_instance(ShareGroupHeartbeatResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.member_epoch, o.heartbeat_interval_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     if pos >= end:
@@ -389,7 +382,6 @@ def _dec_ShareGroupHeartbeatResponse_v1(
         pos += 1
     else:
         o.assignment, pos = _dec_Assignment_v1(buf, pos + 1, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -420,7 +412,6 @@ def _enc_ShareGroupHeartbeatResponse_v1(o: ShareGroupHeartbeatResponse, w: Write
     else:
         w(PRESENT_MARKER)
         _enc_Assignment_v1(o.assignment, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -474,7 +465,6 @@ def _dec_Assignment_v1(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartitions_v1, True, False, "TopicPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -492,7 +482,6 @@ def _enc_Assignment_v1(o: _Assignment, w: Writer) -> None:
         False,
         "ShareGroupHeartbeatResponse.Assignment.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -525,7 +514,6 @@ def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -537,7 +525,6 @@ def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPart
 def _enc_TopicPartitions_v1(o: _TopicPartitions, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ShareGroupHeartbeatResponse.TopicPartitions.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -106,7 +106,6 @@ def _dec_ShareGroupMemberMetadataValue_v0(
     o.subscribed_topic_names, pos = read_array(
         buf, pos, end, read_compact_string, True, False, "SubscribedTopicNames"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -123,11 +122,9 @@ def _enc_ShareGroupMemberMetadataValue_v0(o: ShareGroupMemberMetadataValue, w: W
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -139,7 +136,6 @@ def _enc_ShareGroupMemberMetadataValue_v0(o: ShareGroupMemberMetadataValue, w: W
         False,
         "ShareGroupMemberMetadataValue.SubscribedTopicNames",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

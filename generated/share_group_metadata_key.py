@@ -75,17 +75,14 @@ def _dec_ShareGroupMetadataKey_v0(
 ) -> tuple[ShareGroupMetadataKey, int]:
     o = new_instance(ShareGroupMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_ShareGroupMetadataKey_v0(o: ShareGroupMetadataKey, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ShareGroupMetadataKey", "unknown tagged fields")
 

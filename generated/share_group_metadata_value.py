@@ -81,10 +81,8 @@ def _dec_ShareGroupMetadataValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[ShareGroupMetadataValue, int]:
     o = new_instance(ShareGroupMetadataValue)
-
     o.epoch, o.metadata_hash = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -95,7 +93,6 @@ def _dec_ShareGroupMetadataValue_v0(
 
 def _enc_ShareGroupMetadataValue_v0(o: ShareGroupMetadataValue, w: Writer) -> None:
     w(_S_iq.pack(o.epoch, o.metadata_hash))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

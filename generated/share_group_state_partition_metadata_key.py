@@ -75,7 +75,6 @@ def _dec_ShareGroupStatePartitionMetadataKey_v0(
 ) -> tuple[ShareGroupStatePartitionMetadataKey, int]:
     o = new_instance(ShareGroupStatePartitionMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -83,11 +82,9 @@ def _dec_ShareGroupStatePartitionMetadataKey_v0(
 def _enc_ShareGroupStatePartitionMetadataKey_v0(
     o: ShareGroupStatePartitionMetadataKey, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ShareGroupStatePartitionMetadataKey", "unknown tagged fields")
 

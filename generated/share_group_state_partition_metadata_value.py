@@ -182,7 +182,6 @@ def _dec_ShareGroupStatePartitionMetadataValue_v0(
     o.deleting_topics, pos = read_array(
         buf, pos, end, _dec_TopicInfo_v0, True, False, "DeletingTopics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -218,7 +217,6 @@ def _enc_ShareGroupStatePartitionMetadataValue_v0(
         False,
         "ShareGroupStatePartitionMetadataValue.DeletingTopics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -270,7 +268,6 @@ def _dec_TopicPartitionsInfo_v0(
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -281,14 +278,12 @@ def _dec_TopicPartitionsInfo_v0(
 
 def _enc_TopicPartitionsInfo_v0(o: _TopicPartitionsInfo, w: Writer) -> None:
     w(o.topic_id.bytes)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(
         w, o.partitions, "ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo.Partitions"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -328,7 +323,6 @@ def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]
     o = new_instance(_TopicInfo)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -339,11 +333,9 @@ def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]
 
 def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
     w(o.topic_id.bytes)
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -80,7 +80,6 @@ def _dec_ShareGroupTargetAssignmentMemberKey_v0(
     o = new_instance(ShareGroupTargetAssignmentMemberKey)
     o.group_id, pos = read_string(buf, pos, end)
     o.member_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -88,15 +87,12 @@ def _dec_ShareGroupTargetAssignmentMemberKey_v0(
 def _enc_ShareGroupTargetAssignmentMemberKey_v0(
     o: ShareGroupTargetAssignmentMemberKey, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ShareGroupTargetAssignmentMemberKey", "unknown tagged fields")
 

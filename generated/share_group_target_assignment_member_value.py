@@ -128,7 +128,6 @@ def _dec_ShareGroupTargetAssignmentMemberValue_v0(
     o.topic_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v0, True, False, "TopicPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -148,7 +147,6 @@ def _enc_ShareGroupTargetAssignmentMemberValue_v0(
         False,
         "ShareGroupTargetAssignmentMemberValue.TopicPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -187,7 +185,6 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
     o = new_instance(_TopicPartition)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -199,7 +196,6 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
 def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
     w(o.topic_id.bytes)
     _write_i_c(w, o.partitions, "ShareGroupTargetAssignmentMemberValue.TopicPartition.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

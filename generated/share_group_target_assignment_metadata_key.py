@@ -75,7 +75,6 @@ def _dec_ShareGroupTargetAssignmentMetadataKey_v0(
 ) -> tuple[ShareGroupTargetAssignmentMetadataKey, int]:
     o = new_instance(ShareGroupTargetAssignmentMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -83,11 +82,9 @@ def _dec_ShareGroupTargetAssignmentMetadataKey_v0(
 def _enc_ShareGroupTargetAssignmentMetadataKey_v0(
     o: ShareGroupTargetAssignmentMetadataKey, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("ShareGroupTargetAssignmentMetadataKey", "unknown tagged fields")
 

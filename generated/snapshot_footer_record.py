@@ -75,10 +75,8 @@ def _dec_SnapshotFooterRecord_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[SnapshotFooterRecord, int]:
     o = new_instance(SnapshotFooterRecord)
-
     o.version = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -89,7 +87,6 @@ def _dec_SnapshotFooterRecord_v0(
 
 def _enc_SnapshotFooterRecord_v0(o: SnapshotFooterRecord, w: Writer) -> None:
     w(_S_h.pack(o.version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

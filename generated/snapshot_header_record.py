@@ -81,10 +81,8 @@ def _dec_SnapshotHeaderRecord_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[SnapshotHeaderRecord, int]:
     o = new_instance(SnapshotHeaderRecord)
-
     o.version, o.last_contained_log_timestamp = _S_hq.unpack_from(buf, pos)
     pos += 10
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -95,7 +93,6 @@ def _dec_SnapshotHeaderRecord_v0(
 
 def _enc_SnapshotHeaderRecord_v0(o: SnapshotHeaderRecord, w: Writer) -> None:
     w(_S_hq.pack(o.version, o.last_contained_log_timestamp))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -335,15 +335,12 @@ _StopReplicaPartitionError = StopReplicaResponse.StopReplicaPartitionError
 
 def _dec_StopReplicaRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaRequest, int]:
     o = new_instance(StopReplicaRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
-
     o.delete_partitions = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.ungrouped_partitions, pos = read_array(
@@ -351,7 +348,6 @@ def _dec_StopReplicaRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[StopRep
     )
     o.topics = []
     o.topic_states = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -374,24 +370,20 @@ def _enc_StopReplicaRequest_v0(o: StopReplicaRequest, w: Writer) -> None:
         raise unsupported("StopReplicaRequest.Topics", "non-default value")
     if o.topic_states != []:
         raise unsupported("StopReplicaRequest.TopicStates", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaRequest", "unknown tagged fields")
 
 
 def _dec_StopReplicaRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaRequest, int]:
     o = new_instance(StopReplicaRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch, o.delete_partitions = _S_iqo.unpack_from(buf, pos)
     pos += 13
     o.ungrouped_partitions = []
     o.topics, pos = read_array(buf, pos, end, _dec_StopReplicaTopicV1_v1, False, False, "Topics")
     o.topic_states = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -408,24 +400,20 @@ def _enc_StopReplicaRequest_v1(o: StopReplicaRequest, w: Writer) -> None:
     )
     if o.topic_states != []:
         raise unsupported("StopReplicaRequest.TopicStates", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaRequest", "unknown tagged fields")
 
 
 def _dec_StopReplicaRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaRequest, int]:
     o = new_instance(StopReplicaRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch, o.delete_partitions = _S_iqo.unpack_from(buf, pos)
     pos += 13
     o.ungrouped_partitions = []
     o.topics, pos = read_array(buf, pos, end, _dec_StopReplicaTopicV1_v2, True, False, "Topics")
     o.topic_states = []
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -446,17 +434,14 @@ def _enc_StopReplicaRequest_v2(o: StopReplicaRequest, w: Writer) -> None:
     )
     if o.topic_states != []:
         raise unsupported("StopReplicaRequest.TopicStates", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_StopReplicaRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaRequest, int]:
     o = new_instance(StopReplicaRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.delete_partitions = False
@@ -465,7 +450,6 @@ def _dec_StopReplicaRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[StopRep
     o.topic_states, pos = read_array(
         buf, pos, end, _dec_StopReplicaTopicState_v3, True, False, "TopicStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -493,13 +477,11 @@ def _enc_StopReplicaRequest_v3(o: StopReplicaRequest, w: Writer) -> None:
         False,
         "StopReplicaRequest.TopicStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_StopReplicaRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaRequest, int]:
     o = new_instance(StopReplicaRequest)
-
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = (
         _S_ioiq.unpack_from(buf, pos)
     )
@@ -510,7 +492,6 @@ def _dec_StopReplicaRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[StopRep
     o.topic_states, pos = read_array(
         buf, pos, end, _dec_StopReplicaTopicState_v3, True, False, "TopicStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -535,7 +516,6 @@ def _enc_StopReplicaRequest_v4(o: StopReplicaRequest, w: Writer) -> None:
         False,
         "StopReplicaRequest.TopicStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -621,21 +601,17 @@ def _dec_StopReplicaPartitionV0_v0(
 ) -> tuple[_StopReplicaPartitionV0, int]:
     o = new_instance(_StopReplicaPartitionV0)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_StopReplicaPartitionV0_v0(o: _StopReplicaPartitionV0, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.partition_index))
-
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaRequest.StopReplicaPartitionV0", "unknown tagged fields")
 
@@ -672,18 +648,15 @@ def _dec_StopReplicaTopicV1_v1(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
     o = new_instance(_StopReplicaTopicV1)
     o.name, pos = read_string(buf, pos, end)
     o.partition_indexes, pos = _read_i(buf, pos, end, "PartitionIndexes")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_StopReplicaTopicV1_v1(o: _StopReplicaTopicV1, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partition_indexes, "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes")
-
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaRequest.StopReplicaTopicV1", "unknown tagged fields")
 
@@ -692,7 +665,6 @@ def _dec_StopReplicaTopicV1_v2(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
     o = new_instance(_StopReplicaTopicV1)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -702,12 +674,10 @@ def _dec_StopReplicaTopicV1_v2(buf: Buffer, pos: int, end: int) -> tuple[_StopRe
 
 
 def _enc_StopReplicaTopicV1_v2(o: _StopReplicaTopicV1, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partition_indexes, "StopReplicaRequest.StopReplicaTopicV1.PartitionIndexes")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -752,7 +722,6 @@ def _dec_StopReplicaTopicState_v3(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_StopReplicaPartitionState_v3, True, False, "PartitionStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -762,7 +731,6 @@ def _dec_StopReplicaTopicState_v3(
 
 
 def _enc_StopReplicaTopicState_v3(o: _StopReplicaTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -774,7 +742,6 @@ def _enc_StopReplicaTopicState_v3(o: _StopReplicaTopicState, w: Writer) -> None:
         False,
         "StopReplicaRequest.StopReplicaTopicState.PartitionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -819,10 +786,8 @@ def _dec_StopReplicaPartitionState_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StopReplicaPartitionState, int]:
     o = new_instance(_StopReplicaPartitionState)
-
     o.partition_index, o.leader_epoch, o.delete_partition = _S_iio.unpack_from(buf, pos)
     pos += 9
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -833,7 +798,6 @@ def _dec_StopReplicaPartitionState_v3(
 
 def _enc_StopReplicaPartitionState_v3(o: _StopReplicaPartitionState, w: Writer) -> None:
     w(_S_iio.pack(o.partition_index, o.leader_epoch, o.delete_partition))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1128,13 +1092,11 @@ bind_native(
 
 def _dec_StopReplicaResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaResponse, int]:
     o = new_instance(StopReplicaResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.partition_errors, pos = read_array(
         buf, pos, end, _dec_StopReplicaPartitionError_v0, False, False, "PartitionErrors"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1149,20 +1111,17 @@ def _enc_StopReplicaResponse_v0(o: StopReplicaResponse, w: Writer) -> None:
         False,
         "StopReplicaResponse.PartitionErrors",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaResponse", "unknown tagged fields")
 
 
 def _dec_StopReplicaResponse_v2(buf: Buffer, pos: int, end: int) -> tuple[StopReplicaResponse, int]:
     o = new_instance(StopReplicaResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.partition_errors, pos = read_array(
         buf, pos, end, _dec_StopReplicaPartitionError_v2, True, False, "PartitionErrors"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1181,7 +1140,6 @@ def _enc_StopReplicaResponse_v2(o: StopReplicaResponse, w: Writer) -> None:
         False,
         "StopReplicaResponse.PartitionErrors",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1218,21 +1176,17 @@ def _dec_StopReplicaPartitionError_v0(
 ) -> tuple[_StopReplicaPartitionError, int]:
     o = new_instance(_StopReplicaPartitionError)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_StopReplicaPartitionError_v0(o: _StopReplicaPartitionError, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("StopReplicaResponse.StopReplicaPartitionError", "unknown tagged fields")
 
@@ -1242,10 +1196,8 @@ def _dec_StopReplicaPartitionError_v2(
 ) -> tuple[_StopReplicaPartitionError, int]:
     o = new_instance(_StopReplicaPartitionError)
     o.topic_name, pos = read_compact_string(buf, pos, end)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1255,12 +1207,10 @@ def _dec_StopReplicaPartitionError_v2(
 
 
 def _enc_StopReplicaPartitionError_v2(o: _StopReplicaPartitionError, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -181,7 +181,6 @@ def _dec_StreamsGroupCurrentMemberAssignmentValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupCurrentMemberAssignmentValue, int]:
     o = new_instance(StreamsGroupCurrentMemberAssignmentValue)
-
     o.member_epoch, o.previous_member_epoch, o.state = _S_iib.unpack_from(buf, pos)
     pos += 9
     o.active_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "ActiveTasks")
@@ -196,7 +195,6 @@ def _dec_StreamsGroupCurrentMemberAssignmentValue_v0(
     o.warmup_tasks_pending_revocation, pos = read_array(
         buf, pos, end, _dec_TaskIds_v0, True, False, "WarmupTasksPendingRevocation"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -257,7 +255,6 @@ def _enc_StreamsGroupCurrentMemberAssignmentValue_v0(
         False,
         "StreamsGroupCurrentMemberAssignmentValue.WarmupTasksPendingRevocation",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -330,7 +327,6 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
     o = new_instance(_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     o.assignment_epochs = []
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -343,7 +339,6 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.assignment_epochs, pos = _read_i_c_n(buf, pos, tag_end, "AssignmentEpochs")
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -353,12 +348,10 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
 
 
 def _enc_TaskIds_v0(o: _TaskIds, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "StreamsGroupCurrentMemberAssignmentValue.TaskIds.Partitions")
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.assignment_epochs != []:
@@ -369,7 +362,6 @@ def _enc_TaskIds_v0(o: _TaskIds, w: Writer) -> None:
             o.assignment_epochs,
             "StreamsGroupCurrentMemberAssignmentValue.TaskIds.AssignmentEpochs",
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)

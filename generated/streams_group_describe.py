@@ -737,11 +737,9 @@ def _dec_StreamsGroupDescribeRequest_v0(
 ) -> tuple[StreamsGroupDescribeRequest, int]:
     o = new_instance(StreamsGroupDescribeRequest)
     o.group_ids, pos = read_array(buf, pos, end, read_compact_string, True, False, "GroupIds")
-
     o.include_authorized_operations = _S_o.unpack_from(buf, pos)[0]
     pos += 1
     o.include_topology_description = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -759,7 +757,6 @@ def _enc_StreamsGroupDescribeRequest_v0(o: StreamsGroupDescribeRequest, w: Write
         raise unsupported(
             "StreamsGroupDescribeRequest.IncludeTopologyDescription", "non-default value"
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -768,10 +765,8 @@ def _dec_StreamsGroupDescribeRequest_v1(
 ) -> tuple[StreamsGroupDescribeRequest, int]:
     o = new_instance(StreamsGroupDescribeRequest)
     o.group_ids, pos = read_array(buf, pos, end, read_compact_string, True, False, "GroupIds")
-
     o.include_authorized_operations, o.include_topology_description = _S_oo.unpack_from(buf, pos)
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -785,7 +780,6 @@ def _enc_StreamsGroupDescribeRequest_v1(o: StreamsGroupDescribeRequest, w: Write
         w, o.group_ids, write_compact_string, True, False, "StreamsGroupDescribeRequest.GroupIds"
     )
     w(_S_oo.pack(o.include_authorized_operations, o.include_topology_description))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -883,11 +877,9 @@ def _dec_StreamsGroupDescribeResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupDescribeResponse, int]:
     o = new_instance(StreamsGroupDescribeResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v0, True, False, "Groups")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -901,7 +893,6 @@ def _enc_StreamsGroupDescribeResponse_v0(o: StreamsGroupDescribeResponse, w: Wri
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v0, True, False, "StreamsGroupDescribeResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -909,11 +900,9 @@ def _dec_StreamsGroupDescribeResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupDescribeResponse, int]:
     o = new_instance(StreamsGroupDescribeResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.groups, pos = read_array(buf, pos, end, _dec_DescribedGroup_v1, True, False, "Groups")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -927,7 +916,6 @@ def _enc_StreamsGroupDescribeResponse_v1(o: StreamsGroupDescribeResponse, w: Wri
     write_struct_array(
         w, o.groups, _enc_DescribedGroup_v1, True, False, "StreamsGroupDescribeResponse.Groups"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -965,13 +953,11 @@ def _rnd_StreamsGroupDescribeResponse(g: Any, version: int) -> StreamsGroupDescr
 
 def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
-
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     if pos >= end:
@@ -982,13 +968,11 @@ def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     else:
         o.topology, pos = _dec_Topology_v0(buf, pos + 1, end)
     o.members, pos = read_array(buf, pos, end, _dec_Member_v0, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topology_description = None
     o.topology_description_status = 0
     o.assignor_name = None
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1006,11 +990,9 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1038,19 +1020,16 @@ def _enc_DescribedGroup_v0(o: _DescribedGroup, w: Writer) -> None:
             "StreamsGroupDescribeResponse.DescribedGroup.TopologyDescriptionStatus",
             "non-default value",
         )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.group_state, pos = read_compact_string(buf, pos, end)
-
     o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     if pos >= end:
@@ -1061,7 +1040,6 @@ def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
     else:
         o.topology, pos = _dec_Topology_v0(buf, pos + 1, end)
     o.members, pos = read_array(buf, pos, end, _dec_Member_v0, True, False, "Members")
-
     o.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -1071,11 +1049,9 @@ def _dec_DescribedGroup_v1(buf: Buffer, pos: int, end: int) -> tuple[_DescribedG
         pos += 1
     else:
         o.topology_description, pos = _dec_TopologyDescription_v1(buf, pos + 1, end)
-
     o.topology_description_status = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.assignor_name, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1093,11 +1069,9 @@ def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_state.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1129,7 +1103,6 @@ def _enc_DescribedGroup_v1(o: _DescribedGroup, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1211,13 +1184,11 @@ def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
 
 def _dec_Topology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Topology, int]:
     o = new_instance(_Topology)
-
     o.epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.subtopologies, pos = read_array(
         buf, pos, end, _dec_Subtopology_v0, True, True, "Subtopologies"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1236,7 +1207,6 @@ def _enc_Topology_v0(o: _Topology, w: Writer) -> None:
         True,
         "StreamsGroupDescribeResponse.Topology.Subtopologies",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1287,7 +1257,6 @@ def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, 
     o.repartition_source_topics, pos = read_array(
         buf, pos, end, _dec_TopicInfo_v0, True, False, "RepartitionSourceTopics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1297,7 +1266,6 @@ def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, 
 
 
 def _enc_Subtopology_v0(o: _Subtopology, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1333,7 +1301,6 @@ def _enc_Subtopology_v0(o: _Subtopology, w: Writer) -> None:
         False,
         "StreamsGroupDescribeResponse.Subtopology.RepartitionSourceTopics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1383,11 +1350,9 @@ def _rnd_Subtopology(g: Any, version: int) -> _Subtopology:
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topic_configs, pos = read_array(buf, pos, end, _dec_KeyValue_v0, True, False, "TopicConfigs")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1397,7 +1362,6 @@ def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]
 
 
 def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1410,7 +1374,6 @@ def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
         False,
         "StreamsGroupDescribeResponse.TopicInfo.TopicConfigs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1452,7 +1415,6 @@ def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
     o = new_instance(_KeyValue)
     o.key, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1462,15 +1424,12 @@ def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
 
 
 def _enc_KeyValue_v0(o: _KeyValue, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.value.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1503,14 +1462,12 @@ def _rnd_KeyValue(g: Any, version: int) -> _KeyValue:
 def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o = new_instance(_Member)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
     o.client_id, pos = read_compact_string(buf, pos, end)
     o.client_host, pos = read_compact_string(buf, pos, end)
-
     o.topology_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.process_id, pos = read_compact_string(buf, pos, end)
@@ -1528,10 +1485,8 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     )
     o.assignment, pos = _dec_Assignment_v0(buf, pos, end)
     o.target_assignment, pos = _dec_Assignment_v0(buf, pos, end)
-
     o.is_classic = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1541,7 +1496,6 @@ def _dec_Member_v0(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
 
 
 def _enc_Member_v0(o: _Member, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1560,16 +1514,13 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.topology_epoch))
-
     b = o.process_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1605,7 +1556,6 @@ def _enc_Member_v0(o: _Member, w: Writer) -> None:
     _enc_Assignment_v0(o.assignment, w)
     _enc_Assignment_v0(o.target_assignment, w)
     w(_S_o.pack(o.is_classic))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1689,10 +1639,8 @@ def _rnd_Member(g: Any, version: int) -> _Member:
 def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
     o = new_instance(_Endpoint)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1702,12 +1650,10 @@ def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
 
 
 def _enc_Endpoint_v0(o: _Endpoint, w: Writer) -> None:
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1740,10 +1686,8 @@ def _rnd_Endpoint(g: Any, version: int) -> _Endpoint:
 def _dec_TaskOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskOffset, int]:
     o = new_instance(_TaskOffset)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
-
     o.partition, o.offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1753,12 +1697,10 @@ def _dec_TaskOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskOffset, in
 
 
 def _enc_TaskOffset_v0(o: _TaskOffset, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_iq.pack(o.partition, o.offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1796,7 +1738,6 @@ def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, in
     o.active_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "ActiveTasks")
     o.standby_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "StandbyTasks")
     o.warmup_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "WarmupTasks")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1830,7 +1771,6 @@ def _enc_Assignment_v0(o: _Assignment, w: Writer) -> None:
         False,
         "StreamsGroupDescribeResponse.Assignment.WarmupTasks",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1873,7 +1813,6 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
     o = new_instance(_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1883,12 +1822,10 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
 
 
 def _enc_TaskIds_v0(o: _TaskIds, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "StreamsGroupDescribeResponse.TaskIds.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1930,7 +1867,6 @@ def _dec_TopologyDescription_v1(
     o.global_stores, pos = read_array(
         buf, pos, end, _dec_TopologyDescriptionGlobalStore_v1, True, False, "GlobalStores"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1956,7 +1892,6 @@ def _enc_TopologyDescription_v1(o: _TopologyDescription, w: Writer) -> None:
         False,
         "StreamsGroupDescribeResponse.TopologyDescription.GlobalStores",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2012,7 +1947,6 @@ def _dec_TopologyDescriptionSubtopology_v1(
     o = new_instance(_TopologyDescriptionSubtopology)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.nodes, pos = read_array(buf, pos, end, _dec_TopologyDescriptionNode_v1, True, False, "Nodes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2022,7 +1956,6 @@ def _dec_TopologyDescriptionSubtopology_v1(
 
 
 def _enc_TopologyDescriptionSubtopology_v1(o: _TopologyDescriptionSubtopology, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2034,7 +1967,6 @@ def _enc_TopologyDescriptionSubtopology_v1(o: _TopologyDescriptionSubtopology, w
         False,
         "StreamsGroupDescribeResponse.TopologyDescriptionSubtopology.Nodes",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2084,7 +2016,6 @@ def _dec_TopologyDescriptionNode_v1(
 ) -> tuple[_TopologyDescriptionNode, int]:
     o = new_instance(_TopologyDescriptionNode)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.node_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.source_topics, pos = read_array(
@@ -2093,7 +2024,6 @@ def _dec_TopologyDescriptionNode_v1(
     o.sink_topic, pos = read_compact_nullable_string(buf, pos, end)
     o.stores, pos = read_array(buf, pos, end, read_compact_string, True, False, "Stores")
     o.successors, pos = read_array(buf, pos, end, read_compact_string, True, False, "Successors")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2103,7 +2033,6 @@ def _dec_TopologyDescriptionNode_v1(
 
 
 def _enc_TopologyDescriptionNode_v1(o: _TopologyDescriptionNode, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2139,7 +2068,6 @@ def _enc_TopologyDescriptionNode_v1(o: _TopologyDescriptionNode, w: Writer) -> N
         False,
         "StreamsGroupDescribeResponse.TopologyDescriptionNode.Successors",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2208,7 +2136,6 @@ def _dec_TopologyDescriptionGlobalStore_v1(
     o = new_instance(_TopologyDescriptionGlobalStore)
     o.source, pos = _dec_TopologyDescriptionNode_v1(buf, pos, end)
     o.processor, pos = _dec_TopologyDescriptionNode_v1(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2220,7 +2147,6 @@ def _dec_TopologyDescriptionGlobalStore_v1(
 def _enc_TopologyDescriptionGlobalStore_v1(o: _TopologyDescriptionGlobalStore, w: Writer) -> None:
     _enc_TopologyDescriptionNode_v1(o.source, w)
     _enc_TopologyDescriptionNode_v1(o.processor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -736,12 +736,10 @@ def _dec_StreamsGroupHeartbeatRequest_v0(
     o = new_instance(StreamsGroupHeartbeatRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.member_epoch, o.endpoint_information_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.instance_id, pos = read_compact_nullable_string(buf, pos, end)
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if pos >= end:
@@ -773,10 +771,8 @@ def _dec_StreamsGroupHeartbeatRequest_v0(
     o.task_end_offsets, pos = read_array(
         buf, pos, end, _dec_TaskOffset_v0, True, True, "TaskEndOffsets"
     )
-
     o.shutdown_application = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -786,11 +782,9 @@ def _dec_StreamsGroupHeartbeatRequest_v0(
 
 
 def _enc_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -871,7 +865,6 @@ def _enc_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: Wri
         "StreamsGroupHeartbeatRequest.TaskEndOffsets",
     )
     w(_S_o.pack(o.shutdown_application))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1008,13 +1001,11 @@ def _rnd_StreamsGroupHeartbeatRequest(g: Any, version: int) -> StreamsGroupHeart
 
 def _dec_Topology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Topology, int]:
     o = new_instance(_Topology)
-
     o.epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.subtopologies, pos = read_array(
         buf, pos, end, _dec_Subtopology_v0, True, False, "Subtopologies"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1033,7 +1024,6 @@ def _enc_Topology_v0(o: _Topology, w: Writer) -> None:
         False,
         "StreamsGroupHeartbeatRequest.Topology.Subtopologies",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1086,7 +1076,6 @@ def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, 
     o.copartition_groups, pos = read_array(
         buf, pos, end, _dec_CopartitionGroup_v0, True, False, "CopartitionGroups"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1096,7 +1085,6 @@ def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, 
 
 
 def _enc_Subtopology_v0(o: _Subtopology, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1148,7 +1136,6 @@ def _enc_Subtopology_v0(o: _Subtopology, w: Writer) -> None:
         False,
         "StreamsGroupHeartbeatRequest.Subtopology.CopartitionGroups",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1208,11 +1195,9 @@ def _rnd_Subtopology(g: Any, version: int) -> _Subtopology:
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topic_configs, pos = read_array(buf, pos, end, _dec_KeyValue_v0, True, False, "TopicConfigs")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1222,7 +1207,6 @@ def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]
 
 
 def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1235,7 +1219,6 @@ def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
         False,
         "StreamsGroupHeartbeatRequest.TopicInfo.TopicConfigs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1277,7 +1260,6 @@ def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
     o = new_instance(_KeyValue)
     o.key, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1287,15 +1269,12 @@ def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
 
 
 def _enc_KeyValue_v0(o: _KeyValue, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.value.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1330,7 +1309,6 @@ def _dec_CopartitionGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_Copartit
     o.source_topics, pos = _read_h_c(buf, pos, end, "SourceTopics")
     o.source_topic_regex, pos = _read_h_c(buf, pos, end, "SourceTopicRegex")
     o.repartition_source_topics, pos = _read_h_c(buf, pos, end, "RepartitionSourceTopics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1349,7 +1327,6 @@ def _enc_CopartitionGroup_v0(o: _CopartitionGroup, w: Writer) -> None:
         o.repartition_source_topics,
         "StreamsGroupHeartbeatRequest.CopartitionGroup.RepartitionSourceTopics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1394,7 +1371,6 @@ def _dec_StreamsGroupHeartbeatRequest_TaskIds_v0(
     o = new_instance(_StreamsGroupHeartbeatRequest_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1406,12 +1382,10 @@ def _dec_StreamsGroupHeartbeatRequest_TaskIds_v0(
 def _enc_StreamsGroupHeartbeatRequest_TaskIds_v0(
     o: _StreamsGroupHeartbeatRequest_TaskIds, w: Writer
 ) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "StreamsGroupHeartbeatRequest.TaskIds.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1454,10 +1428,8 @@ def _dec_StreamsGroupHeartbeatRequest_Endpoint_v0(
 ) -> tuple[_StreamsGroupHeartbeatRequest_Endpoint, int]:
     o = new_instance(_StreamsGroupHeartbeatRequest_Endpoint)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1469,12 +1441,10 @@ def _dec_StreamsGroupHeartbeatRequest_Endpoint_v0(
 def _enc_StreamsGroupHeartbeatRequest_Endpoint_v0(
     o: _StreamsGroupHeartbeatRequest_Endpoint, w: Writer
 ) -> None:
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1513,10 +1483,8 @@ def _rnd_StreamsGroupHeartbeatRequest_Endpoint(
 def _dec_TaskOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskOffset, int]:
     o = new_instance(_TaskOffset)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
-
     o.partition, o.offset = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1526,12 +1494,10 @@ def _dec_TaskOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskOffset, in
 
 
 def _enc_TaskOffset_v0(o: _TaskOffset, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_iq.pack(o.partition, o.offset))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1905,12 +1871,10 @@ def _dec_StreamsGroupHeartbeatResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupHeartbeatResponse, int]:
     o = new_instance(StreamsGroupHeartbeatResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     (
         o.member_epoch,
         o.heartbeat_interval_ms,
@@ -1930,13 +1894,11 @@ def _dec_StreamsGroupHeartbeatResponse_v0(
         buf, pos, end, _dec_StreamsGroupHeartbeatResponse_TaskIds_v0, True, True, "WarmupTasks"
     )
     o.topology_description_required = False
-
     o.endpoint_information_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.partitions_by_user_endpoint, pos = read_array(
         buf, pos, end, _dec_EndpointToPartitions_v0, True, True, "PartitionsByUserEndpoint"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1954,7 +1916,6 @@ def _enc_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w: W
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2006,7 +1967,6 @@ def _enc_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w: W
         True,
         "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2014,16 +1974,13 @@ def _dec_StreamsGroupHeartbeatResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupHeartbeatResponse, int]:
     o = new_instance(StreamsGroupHeartbeatResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.member_epoch, o.heartbeat_interval_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.acceptable_recovery_lag_legacy = 0
-
     o.task_offset_interval_ms, o.acceptable_recovery_lag = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.status, pos = read_array(buf, pos, end, _dec_Status_v0, True, True, "Status")
@@ -2036,13 +1993,11 @@ def _dec_StreamsGroupHeartbeatResponse_v1(
     o.warmup_tasks, pos = read_array(
         buf, pos, end, _dec_StreamsGroupHeartbeatResponse_TaskIds_v0, True, True, "WarmupTasks"
     )
-
     o.topology_description_required, o.endpoint_information_epoch = _S_oi.unpack_from(buf, pos)
     pos += 5
     o.partitions_by_user_endpoint, pos = read_array(
         buf, pos, end, _dec_EndpointToPartitions_v0, True, True, "PartitionsByUserEndpoint"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2060,7 +2015,6 @@ def _enc_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w: W
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -2106,7 +2060,6 @@ def _enc_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w: W
         True,
         "StreamsGroupHeartbeatResponse.PartitionsByUserEndpoint",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2239,11 +2192,9 @@ def _rnd_StreamsGroupHeartbeatResponse(g: Any, version: int) -> StreamsGroupHear
 
 def _dec_Status_v0(buf: Buffer, pos: int, end: int) -> tuple[_Status, int]:
     o = new_instance(_Status)
-
     o.status_code = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.status_detail, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2254,11 +2205,9 @@ def _dec_Status_v0(buf: Buffer, pos: int, end: int) -> tuple[_Status, int]:
 
 def _enc_Status_v0(o: _Status, w: Writer) -> None:
     w(_S_b.pack(o.status_code))
-
     b = o.status_detail.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2294,7 +2243,6 @@ def _dec_StreamsGroupHeartbeatResponse_TaskIds_v0(
     o = new_instance(_StreamsGroupHeartbeatResponse_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2306,12 +2254,10 @@ def _dec_StreamsGroupHeartbeatResponse_TaskIds_v0(
 def _enc_StreamsGroupHeartbeatResponse_TaskIds_v0(
     o: _StreamsGroupHeartbeatResponse_TaskIds, w: Writer
 ) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "StreamsGroupHeartbeatResponse.TaskIds.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2360,7 +2306,6 @@ def _dec_EndpointToPartitions_v0(
     o.standby_partitions, pos = read_array(
         buf, pos, end, _dec_TopicPartition_v0, True, False, "StandbyPartitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2387,7 +2332,6 @@ def _enc_EndpointToPartitions_v0(o: _EndpointToPartitions, w: Writer) -> None:
         False,
         "StreamsGroupHeartbeatResponse.EndpointToPartitions.StandbyPartitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2431,10 +2375,8 @@ def _dec_StreamsGroupHeartbeatResponse_Endpoint_v0(
 ) -> tuple[_StreamsGroupHeartbeatResponse_Endpoint, int]:
     o = new_instance(_StreamsGroupHeartbeatResponse_Endpoint)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2446,12 +2388,10 @@ def _dec_StreamsGroupHeartbeatResponse_Endpoint_v0(
 def _enc_StreamsGroupHeartbeatResponse_Endpoint_v0(
     o: _StreamsGroupHeartbeatResponse_Endpoint, w: Writer
 ) -> None:
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2491,7 +2431,6 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
     o = new_instance(_TopicPartition)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2501,12 +2440,10 @@ def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicParti
 
 
 def _enc_TopicPartition_v0(o: _TopicPartition, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "StreamsGroupHeartbeatResponse.TopicPartition.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -80,21 +80,17 @@ def _dec_StreamsGroupMemberMetadataKey_v0(
     o = new_instance(StreamsGroupMemberMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
     o.member_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_StreamsGroupMemberMetadataKey_v0(o: StreamsGroupMemberMetadataKey, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("StreamsGroupMemberMetadataKey", "unknown tagged fields")
 

@@ -192,7 +192,6 @@ def _dec_StreamsGroupMemberMetadataValue_v0(
     o.rack_id, pos = read_compact_nullable_string(buf, pos, end)
     o.client_id, pos = read_compact_string(buf, pos, end)
     o.client_host, pos = read_compact_string(buf, pos, end)
-
     o.rebalance_timeout_ms, o.topology_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.process_id, pos = read_compact_string(buf, pos, end)
@@ -204,7 +203,6 @@ def _dec_StreamsGroupMemberMetadataValue_v0(
     else:
         o.user_endpoint, pos = _dec_Endpoint_v0(buf, pos + 1, end)
     o.client_tags, pos = read_array(buf, pos, end, _dec_KeyValue_v0, True, False, "ClientTags")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -228,16 +226,13 @@ def _enc_StreamsGroupMemberMetadataValue_v0(o: StreamsGroupMemberMetadataValue, 
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     b = o.client_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.client_host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ii.pack(o.rebalance_timeout_ms, o.topology_epoch))
-
     b = o.process_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -254,7 +249,6 @@ def _enc_StreamsGroupMemberMetadataValue_v0(o: StreamsGroupMemberMetadataValue, 
         False,
         "StreamsGroupMemberMetadataValue.ClientTags",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -316,10 +310,8 @@ def _rnd_StreamsGroupMemberMetadataValue(g: Any, version: int) -> StreamsGroupMe
 def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
     o = new_instance(_Endpoint)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -329,12 +321,10 @@ def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
 
 
 def _enc_Endpoint_v0(o: _Endpoint, w: Writer) -> None:
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -368,7 +358,6 @@ def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
     o = new_instance(_KeyValue)
     o.key, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -378,15 +367,12 @@ def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
 
 
 def _enc_KeyValue_v0(o: _KeyValue, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.value.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -75,17 +75,14 @@ def _dec_StreamsGroupMetadataKey_v0(
 ) -> tuple[StreamsGroupMetadataKey, int]:
     o = new_instance(StreamsGroupMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_StreamsGroupMetadataKey_v0(o: StreamsGroupMetadataKey, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("StreamsGroupMetadataKey", "unknown tagged fields")
 

@@ -148,10 +148,8 @@ def _dec_StreamsGroupMetadataValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupMetadataValue, int]:
     o = new_instance(StreamsGroupMetadataValue)
-
     o.epoch, o.metadata_hash = _S_iq.unpack_from(buf, pos)
     pos += 12
-
     o.validated_topology_epoch = -1
     o.last_assignment_configs = []
     o.stored_description_topology_epoch = -1
@@ -166,10 +164,8 @@ def _dec_StreamsGroupMetadataValue_v0(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.validated_topology_epoch = _S_i.unpack_from(buf, pos)[0]
                 pos += 4
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
                 o.last_assignment_configs, pos = read_array(
@@ -181,19 +177,14 @@ def _dec_StreamsGroupMetadataValue_v0(
                     True,
                     "LastAssignmentConfigs",
                 )
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 2:
-
                 o.stored_description_topology_epoch = _S_i.unpack_from(buf, pos)[0]
                 pos += 4
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 3:
-
                 o.failed_description_topology_epoch = _S_i.unpack_from(buf, pos)[0]
                 pos += 4
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -204,14 +195,12 @@ def _dec_StreamsGroupMetadataValue_v0(
 
 def _enc_StreamsGroupMetadataValue_v0(o: StreamsGroupMetadataValue, w: Writer) -> None:
     w(_S_iq.pack(o.epoch, o.metadata_hash))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.validated_topology_epoch != -1:
         value = []
         tw = value.append
         tw(_S_i.pack(o.validated_topology_epoch))
-
         tags.append((0, b"".join(value)))
     if o.last_assignment_configs != []:
         value = []
@@ -224,19 +213,16 @@ def _enc_StreamsGroupMetadataValue_v0(o: StreamsGroupMetadataValue, w: Writer) -
             True,
             "StreamsGroupMetadataValue.LastAssignmentConfigs",
         )
-
         tags.append((1, b"".join(value)))
     if o.stored_description_topology_epoch != -1:
         value = []
         tw = value.append
         tw(_S_i.pack(o.stored_description_topology_epoch))
-
         tags.append((2, b"".join(value)))
     if o.failed_description_topology_epoch != -1:
         value = []
         tw = value.append
         tw(_S_i.pack(o.failed_description_topology_epoch))
-
         tags.append((3, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -308,7 +294,6 @@ def _dec_LastAssignmentConfig_v0(
     o = new_instance(_LastAssignmentConfig)
     o.key, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -318,15 +303,12 @@ def _dec_LastAssignmentConfig_v0(
 
 
 def _enc_LastAssignmentConfig_v0(o: _LastAssignmentConfig, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.value.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

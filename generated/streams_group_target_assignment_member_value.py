@@ -134,7 +134,6 @@ def _dec_StreamsGroupTargetAssignmentMemberValue_v0(
     o.active_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "ActiveTasks")
     o.standby_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "StandbyTasks")
     o.warmup_tasks, pos = read_array(buf, pos, end, _dec_TaskIds_v0, True, False, "WarmupTasks")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -170,7 +169,6 @@ def _enc_StreamsGroupTargetAssignmentMemberValue_v0(
         False,
         "StreamsGroupTargetAssignmentMemberValue.WarmupTasks",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -219,7 +217,6 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
     o = new_instance(_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.partitions, pos = _read_i_c(buf, pos, end, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -229,12 +226,10 @@ def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
 
 
 def _enc_TaskIds_v0(o: _TaskIds, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partitions, "StreamsGroupTargetAssignmentMemberValue.TaskIds.Partitions")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -75,7 +75,6 @@ def _dec_StreamsGroupTargetAssignmentMetadataKey_v0(
 ) -> tuple[StreamsGroupTargetAssignmentMetadataKey, int]:
     o = new_instance(StreamsGroupTargetAssignmentMetadataKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -83,11 +82,9 @@ def _dec_StreamsGroupTargetAssignmentMetadataKey_v0(
 def _enc_StreamsGroupTargetAssignmentMetadataKey_v0(
     o: StreamsGroupTargetAssignmentMetadataKey, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("StreamsGroupTargetAssignmentMetadataKey", "unknown tagged fields")
 

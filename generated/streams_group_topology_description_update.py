@@ -320,11 +320,9 @@ def _dec_StreamsGroupTopologyDescriptionUpdateRequest_v0(
     o = new_instance(StreamsGroupTopologyDescriptionUpdateRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.member_id, pos = read_compact_string(buf, pos, end)
-
     o.topology_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topology_description, pos = _dec_TopologyDescription_v0(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -336,17 +334,14 @@ def _dec_StreamsGroupTopologyDescriptionUpdateRequest_v0(
 def _enc_StreamsGroupTopologyDescriptionUpdateRequest_v0(
     o: StreamsGroupTopologyDescriptionUpdateRequest, w: Writer
 ) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.topology_epoch))
     _enc_TopologyDescription_v0(o.topology_description, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -400,7 +395,6 @@ def _dec_TopologyDescription_v0(
     o.global_stores, pos = read_array(
         buf, pos, end, _dec_TopologyDescriptionGlobalStore_v0, True, False, "GlobalStores"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -426,7 +420,6 @@ def _enc_TopologyDescription_v0(o: _TopologyDescription, w: Writer) -> None:
         False,
         "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription.GlobalStores",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -466,7 +459,6 @@ def _dec_TopologyDescriptionSubtopology_v0(
     o = new_instance(_TopologyDescriptionSubtopology)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
     o.nodes, pos = read_array(buf, pos, end, _dec_TopologyDescriptionNode_v0, True, False, "Nodes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -476,7 +468,6 @@ def _dec_TopologyDescriptionSubtopology_v0(
 
 
 def _enc_TopologyDescriptionSubtopology_v0(o: _TopologyDescriptionSubtopology, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -488,7 +479,6 @@ def _enc_TopologyDescriptionSubtopology_v0(o: _TopologyDescriptionSubtopology, w
         False,
         "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology.Nodes",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -529,7 +519,6 @@ def _dec_TopologyDescriptionNode_v0(
 ) -> tuple[_TopologyDescriptionNode, int]:
     o = new_instance(_TopologyDescriptionNode)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.node_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
     o.source_topics, pos = read_array(
@@ -538,7 +527,6 @@ def _dec_TopologyDescriptionNode_v0(
     o.sink_topic, pos = read_compact_nullable_string(buf, pos, end)
     o.stores, pos = read_array(buf, pos, end, read_compact_string, True, False, "Stores")
     o.successors, pos = read_array(buf, pos, end, read_compact_string, True, False, "Successors")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -548,7 +536,6 @@ def _dec_TopologyDescriptionNode_v0(
 
 
 def _enc_TopologyDescriptionNode_v0(o: _TopologyDescriptionNode, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -584,7 +571,6 @@ def _enc_TopologyDescriptionNode_v0(o: _TopologyDescriptionNode, w: Writer) -> N
         False,
         "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode.Successors",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -638,7 +624,6 @@ def _dec_TopologyDescriptionGlobalStore_v0(
     o = new_instance(_TopologyDescriptionGlobalStore)
     o.source, pos = _dec_TopologyDescriptionNode_v0(buf, pos, end)
     o.processor, pos = _dec_TopologyDescriptionNode_v0(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -650,7 +635,6 @@ def _dec_TopologyDescriptionGlobalStore_v0(
 def _enc_TopologyDescriptionGlobalStore_v0(o: _TopologyDescriptionGlobalStore, w: Writer) -> None:
     _enc_TopologyDescriptionNode_v0(o.source, w)
     _enc_TopologyDescriptionNode_v0(o.processor, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -868,11 +852,9 @@ def _dec_StreamsGroupTopologyDescriptionUpdateResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupTopologyDescriptionUpdateResponse, int]:
     o = new_instance(StreamsGroupTopologyDescriptionUpdateResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -892,7 +874,6 @@ def _enc_StreamsGroupTopologyDescriptionUpdateResponse_v0(
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

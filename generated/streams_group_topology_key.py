@@ -75,17 +75,14 @@ def _dec_StreamsGroupTopologyKey_v0(
 ) -> tuple[StreamsGroupTopologyKey, int]:
     o = new_instance(StreamsGroupTopologyKey)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_StreamsGroupTopologyKey_v0(o: StreamsGroupTopologyKey, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("StreamsGroupTopologyKey", "unknown tagged fields")
 

@@ -268,13 +268,11 @@ def _dec_StreamsGroupTopologyValue_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[StreamsGroupTopologyValue, int]:
     o = new_instance(StreamsGroupTopologyValue)
-
     o.epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.subtopologies, pos = read_array(
         buf, pos, end, _dec_Subtopology_v0, True, False, "Subtopologies"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -293,7 +291,6 @@ def _enc_StreamsGroupTopologyValue_v0(o: StreamsGroupTopologyValue, w: Writer) -
         False,
         "StreamsGroupTopologyValue.Subtopologies",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -346,7 +343,6 @@ def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, 
     o.copartition_groups, pos = read_array(
         buf, pos, end, _dec_CopartitionGroup_v0, True, False, "CopartitionGroups"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -356,7 +352,6 @@ def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, 
 
 
 def _enc_Subtopology_v0(o: _Subtopology, w: Writer) -> None:
-
     b = o.subtopology_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -408,7 +403,6 @@ def _enc_Subtopology_v0(o: _Subtopology, w: Writer) -> None:
         False,
         "StreamsGroupTopologyValue.Subtopology.CopartitionGroups",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -468,13 +462,11 @@ def _rnd_Subtopology(g: Any, version: int) -> _Subtopology:
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.name, pos = read_compact_string(buf, pos, end)
-
     o.partitions, o.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.topic_configs, pos = read_array(
         buf, pos, end, _dec_TopicConfig_v0, True, False, "TopicConfigs"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -484,7 +476,6 @@ def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]
 
 
 def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -497,7 +488,6 @@ def _enc_TopicInfo_v0(o: _TopicInfo, w: Writer) -> None:
         False,
         "StreamsGroupTopologyValue.TopicInfo.TopicConfigs",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -539,7 +529,6 @@ def _dec_TopicConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicConfig, 
     o = new_instance(_TopicConfig)
     o.key, pos = read_compact_string(buf, pos, end)
     o.value, pos = read_compact_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -549,15 +538,12 @@ def _dec_TopicConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicConfig, 
 
 
 def _enc_TopicConfig_v0(o: _TopicConfig, w: Writer) -> None:
-
     b = o.key.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.value.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -592,7 +578,6 @@ def _dec_CopartitionGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_Copartit
     o.source_topics, pos = _read_h_c(buf, pos, end, "SourceTopics")
     o.source_topic_regex, pos = _read_h_c(buf, pos, end, "SourceTopicRegex")
     o.repartition_source_topics, pos = _read_h_c(buf, pos, end, "RepartitionSourceTopics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -611,7 +596,6 @@ def _enc_CopartitionGroup_v0(o: _CopartitionGroup, w: Writer) -> None:
         o.repartition_source_topics,
         "StreamsGroupTopologyValue.CopartitionGroup.RepartitionSourceTopics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -206,7 +206,6 @@ class SyncGroupResponse(Message):
 def _dec_SyncGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupRequest, int]:
     o = new_instance(SyncGroupRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
@@ -216,18 +215,15 @@ def _dec_SyncGroupRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
     o.assignments, pos = read_array(
         buf, pos, end, _dec_SyncGroupRequestAssignment_v0, False, False, "Assignments"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_SyncGroupRequest_v0(o: SyncGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -241,7 +237,6 @@ def _enc_SyncGroupRequest_v0(o: SyncGroupRequest, w: Writer) -> None:
         False,
         "SyncGroupRequest.Assignments",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupRequest", "unknown tagged fields")
 
@@ -249,7 +244,6 @@ def _enc_SyncGroupRequest_v0(o: SyncGroupRequest, w: Writer) -> None:
 def _dec_SyncGroupRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupRequest, int]:
     o = new_instance(SyncGroupRequest)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_string(buf, pos, end)
@@ -259,18 +253,15 @@ def _dec_SyncGroupRequest_v3(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
     o.assignments, pos = read_array(
         buf, pos, end, _dec_SyncGroupRequestAssignment_v0, False, False, "Assignments"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_SyncGroupRequest_v3(o: SyncGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -289,7 +280,6 @@ def _enc_SyncGroupRequest_v3(o: SyncGroupRequest, w: Writer) -> None:
         False,
         "SyncGroupRequest.Assignments",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupRequest", "unknown tagged fields")
 
@@ -297,7 +287,6 @@ def _enc_SyncGroupRequest_v3(o: SyncGroupRequest, w: Writer) -> None:
 def _dec_SyncGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupRequest, int]:
     o = new_instance(SyncGroupRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -307,7 +296,6 @@ def _dec_SyncGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
     o.assignments, pos = read_array(
         buf, pos, end, _dec_SyncGroupRequestAssignment_v4, True, False, "Assignments"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -317,12 +305,10 @@ def _dec_SyncGroupRequest_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
 
 
 def _enc_SyncGroupRequest_v4(o: SyncGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -341,14 +327,12 @@ def _enc_SyncGroupRequest_v4(o: SyncGroupRequest, w: Writer) -> None:
         False,
         "SyncGroupRequest.Assignments",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_SyncGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupRequest, int]:
     o = new_instance(SyncGroupRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -358,7 +342,6 @@ def _dec_SyncGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
     o.assignments, pos = read_array(
         buf, pos, end, _dec_SyncGroupRequestAssignment_v4, True, False, "Assignments"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -368,12 +351,10 @@ def _dec_SyncGroupRequest_v5(buf: Buffer, pos: int, end: int) -> tuple[SyncGroup
 
 
 def _enc_SyncGroupRequest_v5(o: SyncGroupRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.generation_id))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -406,7 +387,6 @@ def _enc_SyncGroupRequest_v5(o: SyncGroupRequest, w: Writer) -> None:
         False,
         "SyncGroupRequest.Assignments",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -466,18 +446,15 @@ def _dec_SyncGroupRequestAssignment_v0(
     o = new_instance(_SyncGroupRequestAssignment)
     o.member_id, pos = read_string(buf, pos, end)
     o.assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_SyncGroupRequestAssignment_v0(o: _SyncGroupRequestAssignment, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(string_length(len(b)))
     w(b)
     write_bytes(w, o.assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupRequest.SyncGroupRequestAssignment", "unknown tagged fields")
 
@@ -488,7 +465,6 @@ def _dec_SyncGroupRequestAssignment_v4(
     o = new_instance(_SyncGroupRequestAssignment)
     o.member_id, pos = read_compact_string(buf, pos, end)
     o.assignment, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -498,12 +474,10 @@ def _dec_SyncGroupRequestAssignment_v4(
 
 
 def _enc_SyncGroupRequestAssignment_v4(o: _SyncGroupRequestAssignment, w: Writer) -> None:
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_compact_bytes(w, o.assignment)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -681,13 +655,11 @@ bind_native(
 def _dec_SyncGroupResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupResponse, int]:
     o = new_instance(SyncGroupResponse)
     o.throttle_time_ms = 0
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.protocol_type = None
     o.protocol_name = None
     o.assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -695,20 +667,17 @@ def _dec_SyncGroupResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 def _enc_SyncGroupResponse_v0(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
     write_bytes(w, o.assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupResponse", "unknown tagged fields")
 
 
 def _dec_SyncGroupResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupResponse, int]:
     o = new_instance(SyncGroupResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.protocol_type = None
     o.protocol_name = None
     o.assignment, pos = read_bytes(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -716,20 +685,17 @@ def _dec_SyncGroupResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 def _enc_SyncGroupResponse_v1(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_bytes(w, o.assignment)
-
     if o.unknown_tagged_fields:
         raise unsupported("SyncGroupResponse", "unknown tagged fields")
 
 
 def _dec_SyncGroupResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupResponse, int]:
     o = new_instance(SyncGroupResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.protocol_type = None
     o.protocol_name = None
     o.assignment, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -741,19 +707,16 @@ def _dec_SyncGroupResponse_v4(buf: Buffer, pos: int, end: int) -> tuple[SyncGrou
 def _enc_SyncGroupResponse_v4(o: SyncGroupResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
     write_compact_bytes(w, o.assignment)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_SyncGroupResponse_v5(buf: Buffer, pos: int, end: int) -> tuple[SyncGroupResponse, int]:
     o = new_instance(SyncGroupResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.protocol_type, pos = read_compact_nullable_string(buf, pos, end)
     o.protocol_name, pos = read_compact_nullable_string(buf, pos, end)
     o.assignment, pos = read_compact_bytes(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -779,7 +742,6 @@ def _enc_SyncGroupResponse_v5(o: SyncGroupResponse, w: Writer) -> None:
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     write_compact_bytes(w, o.assignment)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -73,17 +73,14 @@ class TransactionLogKey(Message):
 def _dec_TransactionLogKey_v0(buf: Buffer, pos: int, end: int) -> tuple[TransactionLogKey, int]:
     o = new_instance(TransactionLogKey)
     o.transactional_id, pos = read_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TransactionLogKey_v0(o: TransactionLogKey, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(string_length(len(b)))
     w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("TransactionLogKey", "unknown tagged fields")
 

@@ -182,7 +182,6 @@ _PartitionsSchema = TransactionLogValue.PartitionsSchema
 
 def _dec_TransactionLogValue_v0(buf: Buffer, pos: int, end: int) -> tuple[TransactionLogValue, int]:
     o = new_instance(TransactionLogValue)
-
     o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = (
         _S_qhib.unpack_from(buf, pos)
     )
@@ -190,12 +189,10 @@ def _dec_TransactionLogValue_v0(buf: Buffer, pos: int, end: int) -> tuple[Transa
     o.transaction_partitions, pos = read_array(
         buf, pos, end, _dec_PartitionsSchema_v0, False, True, "TransactionPartitions"
     )
-
     o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S_qq.unpack_from(
         buf, pos
     )
     pos += 16
-
     o.previous_producer_id = -1
     o.next_producer_id = -1
     o.next_producer_epoch = -1
@@ -215,26 +212,20 @@ def _enc_TransactionLogValue_v0(o: TransactionLogValue, w: Writer) -> None:
         "TransactionLogValue.TransactionPartitions",
     )
     w(_S_qq.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms))
-
     if o.previous_producer_id != -1:
         raise unsupported("TransactionLogValue.PreviousProducerId", "non-default value")
-
     if o.next_producer_id != -1:
         raise unsupported("TransactionLogValue.NextProducerId", "non-default value")
-
     if o.next_producer_epoch != -1:
         raise unsupported("TransactionLogValue.NextProducerEpoch", "non-default value")
-
     if o.client_transaction_version != 0:
         raise unsupported("TransactionLogValue.ClientTransactionVersion", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("TransactionLogValue", "unknown tagged fields")
 
 
 def _dec_TransactionLogValue_v1(buf: Buffer, pos: int, end: int) -> tuple[TransactionLogValue, int]:
     o = new_instance(TransactionLogValue)
-
     o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = (
         _S_qhib.unpack_from(buf, pos)
     )
@@ -242,12 +233,10 @@ def _dec_TransactionLogValue_v1(buf: Buffer, pos: int, end: int) -> tuple[Transa
     o.transaction_partitions, pos = read_array(
         buf, pos, end, _dec_PartitionsSchema_v1, True, True, "TransactionPartitions"
     )
-
     o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S_qq.unpack_from(
         buf, pos
     )
     pos += 16
-
     o.previous_producer_id = -1
     o.next_producer_id = -1
     o.client_transaction_version = 0
@@ -262,28 +251,20 @@ def _dec_TransactionLogValue_v1(buf: Buffer, pos: int, end: int) -> tuple[Transa
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.previous_producer_id = _S_q.unpack_from(buf, pos)[0]
                 pos += 8
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 1:
-
                 o.next_producer_id = _S_q.unpack_from(buf, pos)[0]
                 pos += 8
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 2:
-
                 o.client_transaction_version = _S_h.unpack_from(buf, pos)[0]
                 pos += 2
-
                 check_tag_end(pos, tag_end, tag)
             elif tag == 3:
-
                 o.next_producer_epoch = _S_h.unpack_from(buf, pos)[0]
                 pos += 2
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -303,32 +284,27 @@ def _enc_TransactionLogValue_v1(o: TransactionLogValue, w: Writer) -> None:
         "TransactionLogValue.TransactionPartitions",
     )
     w(_S_qq.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.previous_producer_id != -1:
         value = []
         tw = value.append
         tw(_S_q.pack(o.previous_producer_id))
-
         tags.append((0, b"".join(value)))
     if o.next_producer_id != -1:
         value = []
         tw = value.append
         tw(_S_q.pack(o.next_producer_id))
-
         tags.append((1, b"".join(value)))
     if o.client_transaction_version != 0:
         value = []
         tw = value.append
         tw(_S_h.pack(o.client_transaction_version))
-
         tags.append((2, b"".join(value)))
     if o.next_producer_epoch != -1:
         value = []
         tw = value.append
         tw(_S_h.pack(o.next_producer_epoch))
-
         tags.append((3, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -417,18 +393,15 @@ def _dec_PartitionsSchema_v0(buf: Buffer, pos: int, end: int) -> tuple[_Partitio
     o = new_instance(_PartitionsSchema)
     o.topic, pos = read_string(buf, pos, end)
     o.partition_ids, pos = _read_i(buf, pos, end, "PartitionIds")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_PartitionsSchema_v0(o: _PartitionsSchema, w: Writer) -> None:
-
     b = o.topic.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(w, o.partition_ids, "TransactionLogValue.PartitionsSchema.PartitionIds")
-
     if o.unknown_tagged_fields:
         raise unsupported("TransactionLogValue.PartitionsSchema", "unknown tagged fields")
 
@@ -437,7 +410,6 @@ def _dec_PartitionsSchema_v1(buf: Buffer, pos: int, end: int) -> tuple[_Partitio
     o = new_instance(_PartitionsSchema)
     o.topic, pos = read_compact_string(buf, pos, end)
     o.partition_ids, pos = _read_i_c(buf, pos, end, "PartitionIds")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -447,12 +419,10 @@ def _dec_PartitionsSchema_v1(buf: Buffer, pos: int, end: int) -> tuple[_Partitio
 
 
 def _enc_PartitionsSchema_v1(o: _PartitionsSchema, w: Writer) -> None:
-
     b = o.topic.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(w, o.partition_ids, "TransactionLogValue.PartitionsSchema.PartitionIds")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

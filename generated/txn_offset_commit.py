@@ -316,7 +316,6 @@ def _dec_TxnOffsetCommitRequest_v0(
     o = new_instance(TxnOffsetCommitRequest)
     o.transactional_id, pos = read_string(buf, pos, end)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     o.generation_id_or_member_epoch = -1
@@ -325,17 +324,14 @@ def _dec_TxnOffsetCommitRequest_v0(
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -354,7 +350,6 @@ def _enc_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: Writer) -> None
         False,
         "TxnOffsetCommitRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("TxnOffsetCommitRequest", "unknown tagged fields")
 
@@ -365,7 +360,6 @@ def _dec_TxnOffsetCommitRequest_v2(
     o = new_instance(TxnOffsetCommitRequest)
     o.transactional_id, pos = read_string(buf, pos, end)
     o.group_id, pos = read_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
     o.generation_id_or_member_epoch = -1
@@ -374,17 +368,14 @@ def _dec_TxnOffsetCommitRequest_v2(
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestTopic_v2, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.group_id.encode()
     w(string_length(len(b)))
     w(b)
@@ -403,7 +394,6 @@ def _enc_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: Writer) -> None
         False,
         "TxnOffsetCommitRequest.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("TxnOffsetCommitRequest", "unknown tagged fields")
 
@@ -414,7 +404,6 @@ def _dec_TxnOffsetCommitRequest_v3(
     o = new_instance(TxnOffsetCommitRequest)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _S_qhi.unpack_from(buf, pos)
     pos += 14
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -422,7 +411,6 @@ def _dec_TxnOffsetCommitRequest_v3(
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestTopic_v3, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -432,16 +420,13 @@ def _dec_TxnOffsetCommitRequest_v3(
 
 
 def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -460,7 +445,6 @@ def _enc_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Writer) -> None
         False,
         "TxnOffsetCommitRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -470,7 +454,6 @@ def _dec_TxnOffsetCommitRequest_v6(
     o = new_instance(TxnOffsetCommitRequest)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
     o.group_id, pos = read_compact_string(buf, pos, end)
-
     o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _S_qhi.unpack_from(buf, pos)
     pos += 14
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -478,7 +461,6 @@ def _dec_TxnOffsetCommitRequest_v6(
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestTopic_v6, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -488,16 +470,13 @@ def _dec_TxnOffsetCommitRequest_v6(
 
 
 def _enc_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: Writer) -> None:
-
     b = o.transactional_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch))
-
     b = o.member_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -516,7 +495,6 @@ def _enc_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: Writer) -> None
         False,
         "TxnOffsetCommitRequest.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -584,13 +562,11 @@ def _dec_TxnOffsetCommitRequestTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TxnOffsetCommitRequestTopic_v0(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -602,7 +578,6 @@ def _enc_TxnOffsetCommitRequestTopic_v0(o: _TxnOffsetCommitRequestTopic, w: Writ
         False,
         "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic", "unknown tagged fields"
@@ -618,13 +593,11 @@ def _dec_TxnOffsetCommitRequestTopic_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v2, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TxnOffsetCommitRequestTopic_v2(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -636,7 +609,6 @@ def _enc_TxnOffsetCommitRequestTopic_v2(o: _TxnOffsetCommitRequestTopic, w: Writ
         False,
         "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic", "unknown tagged fields"
@@ -652,7 +624,6 @@ def _dec_TxnOffsetCommitRequestTopic_v3(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v3, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -662,7 +633,6 @@ def _dec_TxnOffsetCommitRequestTopic_v3(
 
 
 def _enc_TxnOffsetCommitRequestTopic_v3(o: _TxnOffsetCommitRequestTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -674,7 +644,6 @@ def _enc_TxnOffsetCommitRequestTopic_v3(o: _TxnOffsetCommitRequestTopic, w: Writ
         False,
         "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -687,7 +656,6 @@ def _dec_TxnOffsetCommitRequestTopic_v6(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitRequestPartition_v3, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -706,7 +674,6 @@ def _enc_TxnOffsetCommitRequestTopic_v6(o: _TxnOffsetCommitRequestTopic, w: Writ
         False,
         "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -752,12 +719,10 @@ def _dec_TxnOffsetCommitRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestPartition, int]:
     o = new_instance(_TxnOffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.committed_leader_epoch = -1
     o.committed_metadata, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -771,7 +736,6 @@ def _enc_TxnOffsetCommitRequestPartition_v0(o: _TxnOffsetCommitRequestPartition,
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition", "unknown tagged fields"
@@ -782,11 +746,9 @@ def _dec_TxnOffsetCommitRequestPartition_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestPartition, int]:
     o = new_instance(_TxnOffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.committed_metadata, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -800,7 +762,6 @@ def _enc_TxnOffsetCommitRequestPartition_v2(o: _TxnOffsetCommitRequestPartition,
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition", "unknown tagged fields"
@@ -811,11 +772,9 @@ def _dec_TxnOffsetCommitRequestPartition_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestPartition, int]:
     o = new_instance(_TxnOffsetCommitRequestPartition)
-
     o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(buf, pos)
     pos += 16
     o.committed_metadata, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -833,7 +792,6 @@ def _enc_TxnOffsetCommitRequestPartition_v3(o: _TxnOffsetCommitRequestPartition,
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1118,13 +1076,11 @@ def _dec_TxnOffsetCommitResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[TxnOffsetCommitResponse, int]:
     o = new_instance(TxnOffsetCommitResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponseTopic_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1139,7 +1095,6 @@ def _enc_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, w: Writer) -> No
         False,
         "TxnOffsetCommitResponse.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("TxnOffsetCommitResponse", "unknown tagged fields")
 
@@ -1148,13 +1103,11 @@ def _dec_TxnOffsetCommitResponse_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[TxnOffsetCommitResponse, int]:
     o = new_instance(TxnOffsetCommitResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponseTopic_v3, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1173,7 +1126,6 @@ def _enc_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, w: Writer) -> No
         False,
         "TxnOffsetCommitResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1181,13 +1133,11 @@ def _dec_TxnOffsetCommitResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[TxnOffsetCommitResponse, int]:
     o = new_instance(TxnOffsetCommitResponse)
-
     o.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponseTopic_v6, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1206,7 +1156,6 @@ def _enc_TxnOffsetCommitResponse_v6(o: TxnOffsetCommitResponse, w: Writer) -> No
         False,
         "TxnOffsetCommitResponse.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1247,13 +1196,11 @@ def _dec_TxnOffsetCommitResponseTopic_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponsePartition_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_TxnOffsetCommitResponseTopic_v0(o: _TxnOffsetCommitResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1265,7 +1212,6 @@ def _enc_TxnOffsetCommitResponseTopic_v0(o: _TxnOffsetCommitResponseTopic, w: Wr
         False,
         "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic", "unknown tagged fields"
@@ -1281,7 +1227,6 @@ def _dec_TxnOffsetCommitResponseTopic_v3(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponsePartition_v3, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1291,7 +1236,6 @@ def _dec_TxnOffsetCommitResponseTopic_v3(
 
 
 def _enc_TxnOffsetCommitResponseTopic_v3(o: _TxnOffsetCommitResponseTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1303,7 +1247,6 @@ def _enc_TxnOffsetCommitResponseTopic_v3(o: _TxnOffsetCommitResponseTopic, w: Wr
         False,
         "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1316,7 +1259,6 @@ def _dec_TxnOffsetCommitResponseTopic_v6(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_TxnOffsetCommitResponsePartition_v3, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1335,7 +1277,6 @@ def _enc_TxnOffsetCommitResponseTopic_v6(o: _TxnOffsetCommitResponseTopic, w: Wr
         False,
         "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1381,10 +1322,8 @@ def _dec_TxnOffsetCommitResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitResponsePartition, int]:
     o = new_instance(_TxnOffsetCommitResponsePartition)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1393,7 +1332,6 @@ def _enc_TxnOffsetCommitResponsePartition_v0(
     o: _TxnOffsetCommitResponsePartition, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition", "unknown tagged fields"
@@ -1404,10 +1342,8 @@ def _dec_TxnOffsetCommitResponsePartition_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitResponsePartition, int]:
     o = new_instance(_TxnOffsetCommitResponsePartition)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1420,7 +1356,6 @@ def _enc_TxnOffsetCommitResponsePartition_v3(
     o: _TxnOffsetCommitResponsePartition, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

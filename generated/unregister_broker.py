@@ -124,10 +124,8 @@ def _dec_UnregisterBrokerRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UnregisterBrokerRequest, int]:
     o = new_instance(UnregisterBrokerRequest)
-
     o.broker_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -138,7 +136,6 @@ def _dec_UnregisterBrokerRequest_v0(
 
 def _enc_UnregisterBrokerRequest_v0(o: UnregisterBrokerRequest, w: Writer) -> None:
     w(_S_i.pack(o.broker_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -206,11 +203,9 @@ def _dec_UnregisterBrokerResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UnregisterBrokerResponse, int]:
     o = new_instance(UnregisterBrokerResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -228,7 +223,6 @@ def _enc_UnregisterBrokerResponse_v0(o: UnregisterBrokerResponse, w: Writer) -> 
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -124,10 +124,8 @@ def _dec_UnregisterControllerRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UnregisterControllerRequest, int]:
     o = new_instance(UnregisterControllerRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -138,7 +136,6 @@ def _dec_UnregisterControllerRequest_v0(
 
 def _enc_UnregisterControllerRequest_v0(o: UnregisterControllerRequest, w: Writer) -> None:
     w(_S_i.pack(o.controller_id))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -208,11 +205,9 @@ def _dec_UnregisterControllerResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UnregisterControllerResponse, int]:
     o = new_instance(UnregisterControllerResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -230,7 +225,6 @@ def _enc_UnregisterControllerResponse_v0(o: UnregisterControllerResponse, w: Wri
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -231,14 +231,12 @@ def _dec_UpdateFeaturesRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateFeaturesRequest, int]:
     o = new_instance(UpdateFeaturesRequest)
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.feature_updates, pos = read_array(
         buf, pos, end, _dec_FeatureUpdateKey_v0, True, False, "FeatureUpdates", KeyedList
     )
     o.validate_only = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -259,7 +257,6 @@ def _enc_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, w: Writer) -> None:
     )
     if o.validate_only != False:
         raise unsupported("UpdateFeaturesRequest.ValidateOnly", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -267,16 +264,13 @@ def _dec_UpdateFeaturesRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateFeaturesRequest, int]:
     o = new_instance(UpdateFeaturesRequest)
-
     o.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.feature_updates, pos = read_array(
         buf, pos, end, _dec_FeatureUpdateKey_v1, True, False, "FeatureUpdates", KeyedList
     )
-
     o.validate_only = _S_o.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -296,7 +290,6 @@ def _enc_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, w: Writer) -> None:
         "UpdateFeaturesRequest.FeatureUpdates",
     )
     w(_S_o.pack(o.validate_only))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -335,11 +328,9 @@ def _rnd_UpdateFeaturesRequest(g: Any, version: int) -> UpdateFeaturesRequest:
 def _dec_FeatureUpdateKey_v0(buf: Buffer, pos: int, end: int) -> tuple[_FeatureUpdateKey, int]:
     o = new_instance(_FeatureUpdateKey)
     o.feature, pos = read_compact_string(buf, pos, end)
-
     o.max_version_level, o.allow_downgrade = _S_ho.unpack_from(buf, pos)
     pos += 3
     o.upgrade_type = 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -349,28 +340,23 @@ def _dec_FeatureUpdateKey_v0(buf: Buffer, pos: int, end: int) -> tuple[_FeatureU
 
 
 def _enc_FeatureUpdateKey_v0(o: _FeatureUpdateKey, w: Writer) -> None:
-
     b = o.feature.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_ho.pack(o.max_version_level, o.allow_downgrade))
     if o.upgrade_type != 1:
         raise unsupported("UpdateFeaturesRequest.FeatureUpdateKey.UpgradeType", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_FeatureUpdateKey_v1(buf: Buffer, pos: int, end: int) -> tuple[_FeatureUpdateKey, int]:
     o = new_instance(_FeatureUpdateKey)
     o.feature, pos = read_compact_string(buf, pos, end)
-
     o.max_version_level = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.allow_downgrade = False
-
     o.upgrade_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -380,7 +366,6 @@ def _dec_FeatureUpdateKey_v1(buf: Buffer, pos: int, end: int) -> tuple[_FeatureU
 
 
 def _enc_FeatureUpdateKey_v1(o: _FeatureUpdateKey, w: Writer) -> None:
-
     b = o.feature.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -390,7 +375,6 @@ def _enc_FeatureUpdateKey_v1(o: _FeatureUpdateKey, w: Writer) -> None:
             "UpdateFeaturesRequest.FeatureUpdateKey.AllowDowngrade", "non-default value"
         )
     w(_S_b.pack(o.upgrade_type))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -534,14 +518,12 @@ def _dec_UpdateFeaturesResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateFeaturesResponse, int]:
     o = new_instance(UpdateFeaturesResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.results, pos = read_array(
         buf, pos, end, _dec_UpdatableFeatureResult_v0, True, False, "Results", KeyedList
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -562,7 +544,6 @@ def _enc_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, w: Writer) -> None
     write_struct_array(
         w, o.results, _enc_UpdatableFeatureResult_v0, True, False, "UpdateFeaturesResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -570,12 +551,10 @@ def _dec_UpdateFeaturesResponse_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateFeaturesResponse, int]:
     o = new_instance(UpdateFeaturesResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
     o.results = KeyedList()
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -593,7 +572,6 @@ def _enc_UpdateFeaturesResponse_v2(o: UpdateFeaturesResponse, w: Writer) -> None
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -644,11 +622,9 @@ def _dec_UpdatableFeatureResult_v0(
 ) -> tuple[_UpdatableFeatureResult, int]:
     o = new_instance(_UpdatableFeatureResult)
     o.feature, pos = read_compact_string(buf, pos, end)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -658,7 +634,6 @@ def _dec_UpdatableFeatureResult_v0(
 
 
 def _enc_UpdatableFeatureResult_v0(o: _UpdatableFeatureResult, w: Writer) -> None:
-
     b = o.feature.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -670,7 +645,6 @@ def _enc_UpdatableFeatureResult_v0(o: _UpdatableFeatureResult, w: Writer) -> Non
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -360,11 +360,9 @@ def _dec_UpdateMetadataRequest_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -381,7 +379,6 @@ def _dec_UpdateMetadataRequest_v0(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v0, False, False, "LiveBrokers"
     )
-
     o.type = 0
     o.unknown_tagged_fields = ()
     return o, pos
@@ -410,10 +407,8 @@ def _enc_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest", "unknown tagged fields")
 
@@ -422,11 +417,9 @@ def _dec_UpdateMetadataRequest_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -443,7 +436,6 @@ def _dec_UpdateMetadataRequest_v1(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v1, False, False, "LiveBrokers"
     )
-
     o.type = 0
     o.unknown_tagged_fields = ()
     return o, pos
@@ -472,10 +464,8 @@ def _enc_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest", "unknown tagged fields")
 
@@ -484,11 +474,9 @@ def _dec_UpdateMetadataRequest_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -505,7 +493,6 @@ def _dec_UpdateMetadataRequest_v2(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v2, False, False, "LiveBrokers"
     )
-
     o.type = 0
     o.unknown_tagged_fields = ()
     return o, pos
@@ -534,10 +521,8 @@ def _enc_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest", "unknown tagged fields")
 
@@ -546,11 +531,9 @@ def _dec_UpdateMetadataRequest_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -567,7 +550,6 @@ def _dec_UpdateMetadataRequest_v3(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v3, False, False, "LiveBrokers"
     )
-
     o.type = 0
     o.unknown_tagged_fields = ()
     return o, pos
@@ -596,10 +578,8 @@ def _enc_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest", "unknown tagged fields")
 
@@ -608,11 +588,9 @@ def _dec_UpdateMetadataRequest_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.broker_epoch = -1
@@ -629,7 +607,6 @@ def _dec_UpdateMetadataRequest_v4(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v3, False, False, "LiveBrokers"
     )
-
     o.type = 0
     o.unknown_tagged_fields = ()
     return o, pos
@@ -658,10 +635,8 @@ def _enc_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest", "unknown tagged fields")
 
@@ -670,11 +645,9 @@ def _dec_UpdateMetadataRequest_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.ungrouped_partition_states = []
@@ -684,7 +657,6 @@ def _dec_UpdateMetadataRequest_v5(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v3, False, False, "LiveBrokers"
     )
-
     o.type = 0
     o.unknown_tagged_fields = ()
     return o, pos
@@ -713,10 +685,8 @@ def _enc_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest", "unknown tagged fields")
 
@@ -725,11 +695,9 @@ def _dec_UpdateMetadataRequest_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.ungrouped_partition_states = []
@@ -739,7 +707,6 @@ def _dec_UpdateMetadataRequest_v6(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v6, True, False, "LiveBrokers"
     )
-
     o.type = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -772,10 +739,8 @@ def _enc_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -783,11 +748,9 @@ def _dec_UpdateMetadataRequest_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.is_k_raft_controller = False
-
     o.controller_epoch, o.broker_epoch = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.ungrouped_partition_states = []
@@ -797,7 +760,6 @@ def _dec_UpdateMetadataRequest_v7(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v6, True, False, "LiveBrokers"
     )
-
     o.type = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -830,10 +792,8 @@ def _enc_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     if o.type != 0:
         raise unsupported("UpdateMetadataRequest.Type", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -841,7 +801,6 @@ def _dec_UpdateMetadataRequest_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataRequest, int]:
     o = new_instance(UpdateMetadataRequest)
-
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = (
         _S_ioiq.unpack_from(buf, pos)
     )
@@ -853,7 +812,6 @@ def _dec_UpdateMetadataRequest_v8(
     o.live_brokers, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataBroker_v6, True, False, "LiveBrokers"
     )
-
     o.type = 0
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -865,10 +823,8 @@ def _dec_UpdateMetadataRequest_v8(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-
                 o.type = _S_b.unpack_from(buf, pos)[0]
                 pos += 1
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -897,14 +853,12 @@ def _enc_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.LiveBrokers",
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.type != 0:
         value = []
         tw = value.append
         tw(_S_b.pack(o.type))
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -992,22 +946,18 @@ def _dec_UpdateMetadataPartitionState_v0(
 ) -> tuple[_UpdateMetadataPartitionState, int]:
     o = new_instance(_UpdateMetadataPartitionState)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.offline_replicas = []
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataPartitionState_v0(o: _UpdateMetadataPartitionState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1015,7 +965,6 @@ def _enc_UpdateMetadataPartitionState_v0(o: _UpdateMetadataPartitionState, w: Wr
     _write_i(w, o.isr, "UpdateMetadataRequest.UpdateMetadataPartitionState.Isr")
     w(_S_i.pack(o.zk_version))
     _write_i(w, o.replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.Replicas")
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "UpdateMetadataRequest.UpdateMetadataPartitionState", "unknown tagged fields"
@@ -1027,22 +976,18 @@ def _dec_UpdateMetadataPartitionState_v4(
 ) -> tuple[_UpdateMetadataPartitionState, int]:
     o = new_instance(_UpdateMetadataPartitionState)
     o.topic_name, pos = read_string(buf, pos, end)
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataPartitionState_v4(o: _UpdateMetadataPartitionState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1053,7 +998,6 @@ def _enc_UpdateMetadataPartitionState_v4(o: _UpdateMetadataPartitionState, w: Wr
     _write_i(
         w, o.offline_replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "UpdateMetadataRequest.UpdateMetadataPartitionState", "unknown tagged fields"
@@ -1065,16 +1009,13 @@ def _dec_UpdateMetadataPartitionState_v5(
 ) -> tuple[_UpdateMetadataPartitionState, int]:
     o = new_instance(_UpdateMetadataPartitionState)
     o.topic_name = ""
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i(buf, pos, end, "Isr")
-
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i(buf, pos, end, "Replicas")
     o.offline_replicas, pos = _read_i(buf, pos, end, "OfflineReplicas")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1087,7 +1028,6 @@ def _enc_UpdateMetadataPartitionState_v5(o: _UpdateMetadataPartitionState, w: Wr
     _write_i(
         w, o.offline_replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "UpdateMetadataRequest.UpdateMetadataPartitionState", "unknown tagged fields"
@@ -1099,16 +1039,13 @@ def _dec_UpdateMetadataPartitionState_v6(
 ) -> tuple[_UpdateMetadataPartitionState, int]:
     o = new_instance(_UpdateMetadataPartitionState)
     o.topic_name = ""
-
     o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
     o.isr, pos = _read_i_c(buf, pos, end, "Isr")
-
     o.zk_version = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.replicas, pos = _read_i_c(buf, pos, end, "Replicas")
     o.offline_replicas, pos = _read_i_c(buf, pos, end, "OfflineReplicas")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1125,7 +1062,6 @@ def _enc_UpdateMetadataPartitionState_v6(o: _UpdateMetadataPartitionState, w: Wr
     _write_i_c(
         w, o.offline_replicas, "UpdateMetadataRequest.UpdateMetadataPartitionState.OfflineReplicas"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1200,13 +1136,11 @@ def _dec_UpdateMetadataTopicState_v5(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataPartitionState_v5, False, False, "PartitionStates"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataTopicState_v5(o: _UpdateMetadataTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(string_length(len(b)))
     w(b)
@@ -1218,7 +1152,6 @@ def _enc_UpdateMetadataTopicState_v5(o: _UpdateMetadataTopicState, w: Writer) ->
         False,
         "UpdateMetadataRequest.UpdateMetadataTopicState.PartitionStates",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataTopicState", "unknown tagged fields")
 
@@ -1232,7 +1165,6 @@ def _dec_UpdateMetadataTopicState_v6(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataPartitionState_v6, True, False, "PartitionStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1242,7 +1174,6 @@ def _dec_UpdateMetadataTopicState_v6(
 
 
 def _enc_UpdateMetadataTopicState_v6(o: _UpdateMetadataTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1254,7 +1185,6 @@ def _enc_UpdateMetadataTopicState_v6(o: _UpdateMetadataTopicState, w: Writer) ->
         False,
         "UpdateMetadataRequest.UpdateMetadataTopicState.PartitionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1267,7 +1197,6 @@ def _dec_UpdateMetadataTopicState_v7(
     o.partition_states, pos = read_array(
         buf, pos, end, _dec_UpdateMetadataPartitionState_v6, True, False, "PartitionStates"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1277,7 +1206,6 @@ def _dec_UpdateMetadataTopicState_v7(
 
 
 def _enc_UpdateMetadataTopicState_v7(o: _UpdateMetadataTopicState, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1290,7 +1218,6 @@ def _enc_UpdateMetadataTopicState_v7(o: _UpdateMetadataTopicState, w: Writer) ->
         False,
         "UpdateMetadataRequest.UpdateMetadataTopicState.PartitionStates",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1340,28 +1267,23 @@ def _dec_UpdateMetadataBroker_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataBroker, int]:
     o = new_instance(_UpdateMetadataBroker)
-
     o.id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.v0_host, pos = read_string(buf, pos, end)
-
     o.v0_port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.endpoints = []
     o.rack = ""
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataBroker_v0(o: _UpdateMetadataBroker, w: Writer) -> None:
     w(_S_i.pack(o.id))
-
     b = o.v0_host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_i.pack(o.v0_port))
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataBroker", "unknown tagged fields")
 
@@ -1370,7 +1292,6 @@ def _dec_UpdateMetadataBroker_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataBroker, int]:
     o = new_instance(_UpdateMetadataBroker)
-
     o.id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.v0_host = ""
@@ -1379,7 +1300,6 @@ def _dec_UpdateMetadataBroker_v1(
         buf, pos, end, _dec_UpdateMetadataEndpoint_v1, False, False, "Endpoints"
     )
     o.rack = ""
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1394,7 +1314,6 @@ def _enc_UpdateMetadataBroker_v1(o: _UpdateMetadataBroker, w: Writer) -> None:
         False,
         "UpdateMetadataRequest.UpdateMetadataBroker.Endpoints",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataBroker", "unknown tagged fields")
 
@@ -1403,7 +1322,6 @@ def _dec_UpdateMetadataBroker_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataBroker, int]:
     o = new_instance(_UpdateMetadataBroker)
-
     o.id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.v0_host = ""
@@ -1412,7 +1330,6 @@ def _dec_UpdateMetadataBroker_v2(
         buf, pos, end, _dec_UpdateMetadataEndpoint_v1, False, False, "Endpoints"
     )
     o.rack, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1434,7 +1351,6 @@ def _enc_UpdateMetadataBroker_v2(o: _UpdateMetadataBroker, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataBroker", "unknown tagged fields")
 
@@ -1443,7 +1359,6 @@ def _dec_UpdateMetadataBroker_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataBroker, int]:
     o = new_instance(_UpdateMetadataBroker)
-
     o.id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.v0_host = ""
@@ -1452,7 +1367,6 @@ def _dec_UpdateMetadataBroker_v3(
         buf, pos, end, _dec_UpdateMetadataEndpoint_v3, False, False, "Endpoints"
     )
     o.rack, pos = read_nullable_string(buf, pos, end)
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1474,7 +1388,6 @@ def _enc_UpdateMetadataBroker_v3(o: _UpdateMetadataBroker, w: Writer) -> None:
         b = s.encode()
         w(string_length(len(b)))
         w(b)
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataBroker", "unknown tagged fields")
 
@@ -1483,7 +1396,6 @@ def _dec_UpdateMetadataBroker_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataBroker, int]:
     o = new_instance(_UpdateMetadataBroker)
-
     o.id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.v0_host = ""
@@ -1492,7 +1404,6 @@ def _dec_UpdateMetadataBroker_v6(
         buf, pos, end, _dec_UpdateMetadataEndpoint_v6, True, False, "Endpoints"
     )
     o.rack, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1518,7 +1429,6 @@ def _enc_UpdateMetadataBroker_v6(o: _UpdateMetadataBroker, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1574,27 +1484,22 @@ def _dec_UpdateMetadataEndpoint_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataEndpoint, int]:
     o = new_instance(_UpdateMetadataEndpoint)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_string(buf, pos, end)
     o.listener = ""
-
     o.security_protocol = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataEndpoint_v1(o: _UpdateMetadataEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.port))
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_h.pack(o.security_protocol))
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataEndpoint", "unknown tagged fields")
 
@@ -1603,31 +1508,25 @@ def _dec_UpdateMetadataEndpoint_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataEndpoint, int]:
     o = new_instance(_UpdateMetadataEndpoint)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_string(buf, pos, end)
     o.listener, pos = read_string(buf, pos, end)
-
     o.security_protocol = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataEndpoint_v3(o: _UpdateMetadataEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.port))
-
     b = o.host.encode()
     w(string_length(len(b)))
     w(b)
-
     b = o.listener.encode()
     w(string_length(len(b)))
     w(b)
     w(_S_h.pack(o.security_protocol))
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataRequest.UpdateMetadataEndpoint", "unknown tagged fields")
 
@@ -1636,15 +1535,12 @@ def _dec_UpdateMetadataEndpoint_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataEndpoint, int]:
     o = new_instance(_UpdateMetadataEndpoint)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
     o.listener, pos = read_compact_string(buf, pos, end)
-
     o.security_protocol = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1655,16 +1551,13 @@ def _dec_UpdateMetadataEndpoint_v6(
 
 def _enc_UpdateMetadataEndpoint_v6(o: _UpdateMetadataEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.port))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.listener.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_h.pack(o.security_protocol))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -2221,17 +2114,14 @@ def _dec_UpdateMetadataResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataResponse, int]:
     o = new_instance(UpdateMetadataResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_UpdateMetadataResponse_v0(o: UpdateMetadataResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported("UpdateMetadataResponse", "unknown tagged fields")
 
@@ -2240,10 +2130,8 @@ def _dec_UpdateMetadataResponse_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateMetadataResponse, int]:
     o = new_instance(UpdateMetadataResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -2254,7 +2142,6 @@ def _dec_UpdateMetadataResponse_v6(
 
 def _enc_UpdateMetadataResponse_v6(o: UpdateMetadataResponse, w: Writer) -> None:
     w(_S_h.pack(o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

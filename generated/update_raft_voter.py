@@ -280,7 +280,6 @@ def _dec_UpdateRaftVoterRequest_v0(
 ) -> tuple[UpdateRaftVoterRequest, int]:
     o = new_instance(UpdateRaftVoterRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.current_leader_epoch, o.voter_id = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
@@ -288,7 +287,6 @@ def _dec_UpdateRaftVoterRequest_v0(
         buf, pos, end, _dec_Listener_v0, True, False, "Listeners", KeyedList
     )
     o.k_raft_version_feature, pos = _dec_KRaftVersionFeature_v0(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -311,7 +309,6 @@ def _enc_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, w: Writer) -> None
         w, o.listeners, _enc_Listener_v0, True, False, "UpdateRaftVoterRequest.Listeners"
     )
     _enc_KRaftVersionFeature_v0(o.k_raft_version_feature, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -362,10 +359,8 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -375,16 +370,13 @@ def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
 
 
 def _enc_Listener_v0(o: _Listener, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -421,10 +413,8 @@ def _dec_KRaftVersionFeature_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_KRaftVersionFeature, int]:
     o = new_instance(_KRaftVersionFeature)
-
     o.min_supported_version, o.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -435,7 +425,6 @@ def _dec_KRaftVersionFeature_v0(
 
 def _enc_KRaftVersionFeature_v0(o: _KRaftVersionFeature, w: Writer) -> None:
     w(_S_hh.pack(o.min_supported_version, o.max_supported_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -578,10 +567,8 @@ def _dec_UpdateRaftVoterResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[UpdateRaftVoterResponse, int]:
     o = new_instance(UpdateRaftVoterResponse)
-
     o.throttle_time_ms, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.current_leader = _CurrentLeader()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -594,7 +581,6 @@ def _dec_UpdateRaftVoterResponse_v0(
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.current_leader, pos = _dec_CurrentLeader_v0(buf, pos, tag_end)
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -605,14 +591,12 @@ def _dec_UpdateRaftVoterResponse_v0(
 
 def _enc_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, w: Writer) -> None:
     w(_S_ih.pack(o.throttle_time_ms, o.error_code))
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.current_leader != _CurrentLeader_DEFAULT:
         value = []
         tw = value.append
         _enc_CurrentLeader_v0(o.current_leader, tw)
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -657,14 +641,11 @@ def _rnd_UpdateRaftVoterResponse(g: Any, version: int) -> UpdateRaftVoterRespons
 
 def _dec_CurrentLeader_v0(buf: Buffer, pos: int, end: int) -> tuple[_CurrentLeader, int]:
     o = new_instance(_CurrentLeader)
-
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -675,12 +656,10 @@ def _dec_CurrentLeader_v0(buf: Buffer, pos: int, end: int) -> tuple[_CurrentLead
 
 def _enc_CurrentLeader_v0(o: _CurrentLeader, w: Writer) -> None:
     w(_S_ii.pack(o.leader_id, o.leader_epoch))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_i.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -354,7 +354,6 @@ def _dec_VoteRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[VoteRequest, i
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
     o.voter_id = -1
     o.topics, pos = read_array(buf, pos, end, _dec_VoteRequest_TopicData_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -374,18 +373,15 @@ def _enc_VoteRequest_v0(o: VoteRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_VoteRequest_TopicData_v0, True, False, "VoteRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_VoteRequest_v1(buf: Buffer, pos: int, end: int) -> tuple[VoteRequest, int]:
     o = new_instance(VoteRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(buf, pos, end, _dec_VoteRequest_TopicData_v1, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -406,18 +402,15 @@ def _enc_VoteRequest_v1(o: VoteRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_VoteRequest_TopicData_v1, True, False, "VoteRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_VoteRequest_v2(buf: Buffer, pos: int, end: int) -> tuple[VoteRequest, int]:
     o = new_instance(VoteRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos, end)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.topics, pos = read_array(buf, pos, end, _dec_VoteRequest_TopicData_v2, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -438,7 +431,6 @@ def _enc_VoteRequest_v2(o: VoteRequest, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_VoteRequest_TopicData_v2, True, False, "VoteRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -482,7 +474,6 @@ def _dec_VoteRequest_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_VoteRequest_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -492,7 +483,6 @@ def _dec_VoteRequest_TopicData_v0(
 
 
 def _enc_VoteRequest_TopicData_v0(o: _VoteRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -504,7 +494,6 @@ def _enc_VoteRequest_TopicData_v0(o: _VoteRequest_TopicData, w: Writer) -> None:
         False,
         "VoteRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -516,7 +505,6 @@ def _dec_VoteRequest_TopicData_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_VoteRequest_PartitionData_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -526,7 +514,6 @@ def _dec_VoteRequest_TopicData_v1(
 
 
 def _enc_VoteRequest_TopicData_v1(o: _VoteRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -538,7 +525,6 @@ def _enc_VoteRequest_TopicData_v1(o: _VoteRequest_TopicData, w: Writer) -> None:
         False,
         "VoteRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -550,7 +536,6 @@ def _dec_VoteRequest_TopicData_v2(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_VoteRequest_PartitionData_v2, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -560,7 +545,6 @@ def _dec_VoteRequest_TopicData_v2(
 
 
 def _enc_VoteRequest_TopicData_v2(o: _VoteRequest_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -572,7 +556,6 @@ def _enc_VoteRequest_TopicData_v2(o: _VoteRequest_TopicData, w: Writer) -> None:
         False,
         "VoteRequest.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -608,16 +591,13 @@ def _dec_VoteRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteRequest_PartitionData, int]:
     o = new_instance(_VoteRequest_PartitionData)
-
     o.partition_index, o.replica_epoch, o.replica_id = _S_iii.unpack_from(buf, pos)
     pos += 12
     o.replica_directory_id = ZERO_UUID
     o.voter_directory_id = ZERO_UUID
-
     o.last_offset_epoch, o.last_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.pre_vote = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -631,7 +611,6 @@ def _enc_VoteRequest_PartitionData_v0(o: _VoteRequest_PartitionData, w: Writer) 
     w(_S_iq.pack(o.last_offset_epoch, o.last_offset))
     if o.pre_vote != False:
         raise unsupported("VoteRequest.PartitionData.PreVote", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -639,16 +618,13 @@ def _dec_VoteRequest_PartitionData_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteRequest_PartitionData, int]:
     o = new_instance(_VoteRequest_PartitionData)
-
     o.partition_index, o.replica_epoch, o.replica_id = _S_iii.unpack_from(buf, pos)
     pos += 12
     o.replica_directory_id, pos = read_uuid(buf, pos, end)
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
-
     o.last_offset_epoch, o.last_offset = _S_iq.unpack_from(buf, pos)
     pos += 12
     o.pre_vote = False
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -664,7 +640,6 @@ def _enc_VoteRequest_PartitionData_v1(o: _VoteRequest_PartitionData, w: Writer) 
     w(_S_iq.pack(o.last_offset_epoch, o.last_offset))
     if o.pre_vote != False:
         raise unsupported("VoteRequest.PartitionData.PreVote", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -672,15 +647,12 @@ def _dec_VoteRequest_PartitionData_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteRequest_PartitionData, int]:
     o = new_instance(_VoteRequest_PartitionData)
-
     o.partition_index, o.replica_epoch, o.replica_id = _S_iii.unpack_from(buf, pos)
     pos += 12
     o.replica_directory_id, pos = read_uuid(buf, pos, end)
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
-
     o.last_offset_epoch, o.last_offset, o.pre_vote = _S_iqo.unpack_from(buf, pos)
     pos += 13
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -694,7 +666,6 @@ def _enc_VoteRequest_PartitionData_v2(o: _VoteRequest_PartitionData, w: Writer) 
     w(o.replica_directory_id.bytes)
     w(o.voter_directory_id.bytes)
     w(_S_iqo.pack(o.last_offset_epoch, o.last_offset, o.pre_vote))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -952,11 +923,9 @@ bind_native(
 
 def _dec_VoteResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[VoteResponse, int]:
     o = new_instance(VoteResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.topics, pos = read_array(buf, pos, end, _dec_VoteResponse_TopicData_v0, True, False, "Topics")
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -971,20 +940,16 @@ def _enc_VoteResponse_v0(o: VoteResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_VoteResponse_TopicData_v0, True, False, "VoteResponse.Topics"
     )
-
     if o.node_endpoints != KeyedList():
         raise unsupported("VoteResponse.NodeEndpoints", "non-default value")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_VoteResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[VoteResponse, int]:
     o = new_instance(VoteResponse)
-
     o.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.topics, pos = read_array(buf, pos, end, _dec_VoteResponse_TopicData_v0, True, False, "Topics")
-
     o.node_endpoints = KeyedList()
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
@@ -999,7 +964,6 @@ def _dec_VoteResponse_v1(buf: Buffer, pos: int, end: int) -> tuple[VoteResponse,
                 o.node_endpoints, pos = read_array(
                     buf, pos, tag_end, _dec_NodeEndpoint_v1, True, False, "NodeEndpoints", KeyedList
                 )
-
                 check_tag_end(pos, tag_end, tag)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
@@ -1013,7 +977,6 @@ def _enc_VoteResponse_v1(o: VoteResponse, w: Writer) -> None:
     write_struct_array(
         w, o.topics, _enc_VoteResponse_TopicData_v0, True, False, "VoteResponse.Topics"
     )
-
     tags: list[tuple[int, bytes]] = []
     value: list[bytes]
     if o.node_endpoints != KeyedList():
@@ -1022,7 +985,6 @@ def _enc_VoteResponse_v1(o: VoteResponse, w: Writer) -> None:
         write_struct_array(
             tw, o.node_endpoints, _enc_NodeEndpoint_v1, True, False, "VoteResponse.NodeEndpoints"
         )
-
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
         write_tags(w, tags, o.unknown_tagged_fields)
@@ -1087,7 +1049,6 @@ def _dec_VoteResponse_TopicData_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_VoteResponse_PartitionData_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1097,7 +1058,6 @@ def _dec_VoteResponse_TopicData_v0(
 
 
 def _enc_VoteResponse_TopicData_v0(o: _VoteResponse_TopicData, w: Writer) -> None:
-
     b = o.topic_name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1109,7 +1069,6 @@ def _enc_VoteResponse_TopicData_v0(o: _VoteResponse_TopicData, w: Writer) -> Non
         False,
         "VoteResponse.TopicData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1145,12 +1104,10 @@ def _dec_VoteResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteResponse_PartitionData, int]:
     o = new_instance(_VoteResponse_PartitionData)
-
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted = (
         _S_ihiio.unpack_from(buf, pos)
     )
     pos += 15
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1161,7 +1118,6 @@ def _dec_VoteResponse_PartitionData_v0(
 
 def _enc_VoteResponse_PartitionData_v0(o: _VoteResponse_PartitionData, w: Writer) -> None:
     w(_S_ihiio.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1204,14 +1160,11 @@ def _rnd_VoteResponse_PartitionData(g: Any, version: int) -> _VoteResponse_Parti
 
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
-
     o.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1222,12 +1175,10 @@ def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint
 
 def _enc_NodeEndpoint_v1(o: _NodeEndpoint, w: Writer) -> None:
     w(_S_i.pack(o.node_id))
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -209,11 +209,9 @@ _KRaftVersionFeature_DEFAULT = _KRaftVersionFeature()
 
 def _dec_VotersRecord_v0(buf: Buffer, pos: int, end: int) -> tuple[VotersRecord, int]:
     o = new_instance(VotersRecord)
-
     o.version = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     o.voters, pos = read_array(buf, pos, end, _dec_Voter_v0, True, False, "Voters")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -225,7 +223,6 @@ def _dec_VotersRecord_v0(buf: Buffer, pos: int, end: int) -> tuple[VotersRecord,
 def _enc_VotersRecord_v0(o: VotersRecord, w: Writer) -> None:
     w(_S_h.pack(o.version))
     write_struct_array(w, o.voters, _enc_Voter_v0, True, False, "VotersRecord.Voters")
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -259,7 +256,6 @@ def _rnd_VotersRecord(g: Any, version: int) -> VotersRecord:
 
 def _dec_Voter_v0(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
     o = new_instance(_Voter)
-
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.voter_directory_id, pos = read_uuid(buf, pos, end)
@@ -267,7 +263,6 @@ def _dec_Voter_v0(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
         buf, pos, end, _dec_Endpoint_v0, True, False, "Endpoints", KeyedList
     )
     o.k_raft_version_feature, pos = _dec_KRaftVersionFeature_v0(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -283,7 +278,6 @@ def _enc_Voter_v0(o: _Voter, w: Writer) -> None:
         w, o.endpoints, _enc_Endpoint_v0, True, False, "VotersRecord.Voter.Endpoints"
     )
     _enc_KRaftVersionFeature_v0(o.k_raft_version_feature, w)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -328,10 +322,8 @@ def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
     o = new_instance(_Endpoint)
     o.name, pos = read_compact_string(buf, pos, end)
     o.host, pos = read_compact_string(buf, pos, end)
-
     o.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -341,16 +333,13 @@ def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
 
 
 def _enc_Endpoint_v0(o: _Endpoint, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
-
     b = o.host.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     w(_S_H.pack(o.port))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -387,10 +376,8 @@ def _dec_KRaftVersionFeature_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_KRaftVersionFeature, int]:
     o = new_instance(_KRaftVersionFeature)
-
     o.min_supported_version, o.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -401,7 +388,6 @@ def _dec_KRaftVersionFeature_v0(
 
 def _enc_KRaftVersionFeature_v0(o: _KRaftVersionFeature, w: Writer) -> None:
     w(_S_hh.pack(o.min_supported_version, o.max_supported_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

@@ -321,7 +321,6 @@ def _dec_WriteShareGroupStateRequest_v0(
     o = new_instance(WriteShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_WriteStateData_v0, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -331,14 +330,12 @@ def _dec_WriteShareGroupStateRequest_v0(
 
 
 def _enc_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.topics, _enc_WriteStateData_v0, True, False, "WriteShareGroupStateRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -348,7 +345,6 @@ def _dec_WriteShareGroupStateRequest_v1(
     o = new_instance(WriteShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos, end)
     o.topics, pos = read_array(buf, pos, end, _dec_WriteStateData_v1, True, False, "Topics")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -358,14 +354,12 @@ def _dec_WriteShareGroupStateRequest_v1(
 
 
 def _enc_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, w: Writer) -> None:
-
     b = o.group_id.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     write_struct_array(
         w, o.topics, _enc_WriteStateData_v1, True, False, "WriteShareGroupStateRequest.Topics"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -403,7 +397,6 @@ def _dec_WriteStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_WriteState
     o = new_instance(_WriteStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v0, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -422,7 +415,6 @@ def _enc_WriteStateData_v0(o: _WriteStateData, w: Writer) -> None:
         False,
         "WriteShareGroupStateRequest.WriteStateData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -430,7 +422,6 @@ def _dec_WriteStateData_v1(buf: Buffer, pos: int, end: int) -> tuple[_WriteState
     o = new_instance(_WriteStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
     o.partitions, pos = read_array(buf, pos, end, _dec_PartitionData_v1, True, False, "Partitions")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -449,7 +440,6 @@ def _enc_WriteStateData_v1(o: _WriteStateData, w: Writer) -> None:
         False,
         "WriteShareGroupStateRequest.WriteStateData.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -484,14 +474,12 @@ def _rnd_WriteStateData(g: Any, version: int) -> _WriteStateData:
 
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S_iiiq.unpack_from(buf, pos)
     pos += 20
     o.delivery_complete_count = -1
     o.state_batches, pos = read_array(
         buf, pos, end, _dec_StateBatch_v0, True, False, "StateBatches"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -510,13 +498,11 @@ def _enc_PartitionData_v0(o: _PartitionData, w: Writer) -> None:
         False,
         "WriteShareGroupStateRequest.PartitionData.StateBatches",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
-
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = (
         _S_iiiqi.unpack_from(buf, pos)
     )
@@ -524,7 +510,6 @@ def _dec_PartitionData_v1(buf: Buffer, pos: int, end: int) -> tuple[_PartitionDa
     o.state_batches, pos = read_array(
         buf, pos, end, _dec_StateBatch_v0, True, False, "StateBatches"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -547,7 +532,6 @@ def _enc_PartitionData_v1(o: _PartitionData, w: Writer) -> None:
         False,
         "WriteShareGroupStateRequest.PartitionData.StateBatches",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -596,12 +580,10 @@ def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
 
 def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, int]:
     o = new_instance(_StateBatch)
-
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_qqbh.unpack_from(
         buf, pos
     )
     pos += 19
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -612,7 +594,6 @@ def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, in
 
 def _enc_StateBatch_v0(o: _StateBatch, w: Writer) -> None:
     w(_S_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -834,7 +815,6 @@ def _dec_WriteShareGroupStateResponse_v0(
 ) -> tuple[WriteShareGroupStateResponse, int]:
     o = new_instance(WriteShareGroupStateResponse)
     o.results, pos = read_array(buf, pos, end, _dec_WriteStateResult_v0, True, False, "Results")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -847,7 +827,6 @@ def _enc_WriteShareGroupStateResponse_v0(o: WriteShareGroupStateResponse, w: Wri
     write_struct_array(
         w, o.results, _enc_WriteStateResult_v0, True, False, "WriteShareGroupStateResponse.Results"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -886,7 +865,6 @@ def _dec_WriteStateResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_WriteSta
     o.partitions, pos = read_array(
         buf, pos, end, _dec_PartitionResult_v0, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -905,7 +883,6 @@ def _enc_WriteStateResult_v0(o: _WriteStateResult, w: Writer) -> None:
         False,
         "WriteShareGroupStateResponse.WriteStateResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -940,11 +917,9 @@ def _rnd_WriteStateResult(g: Any, version: int) -> _WriteStateResult:
 
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
-
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos, end)
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -962,7 +937,6 @@ def _enc_PartitionResult_v0(o: _PartitionResult, w: Writer) -> None:
         b = s.encode()
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 

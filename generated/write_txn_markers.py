@@ -313,7 +313,6 @@ def _dec_WriteTxnMarkersRequest_v0(
 ) -> tuple[WriteTxnMarkersRequest, int]:
     o = new_instance(WriteTxnMarkersRequest)
     o.markers, pos = read_array(buf, pos, end, _dec_WritableTxnMarker_v0, False, False, "Markers")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -322,7 +321,6 @@ def _enc_WriteTxnMarkersRequest_v0(o: WriteTxnMarkersRequest, w: Writer) -> None
     write_struct_array(
         w, o.markers, _enc_WritableTxnMarker_v0, False, False, "WriteTxnMarkersRequest.Markers"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("WriteTxnMarkersRequest", "unknown tagged fields")
 
@@ -332,7 +330,6 @@ def _dec_WriteTxnMarkersRequest_v1(
 ) -> tuple[WriteTxnMarkersRequest, int]:
     o = new_instance(WriteTxnMarkersRequest)
     o.markers, pos = read_array(buf, pos, end, _dec_WritableTxnMarker_v1, True, False, "Markers")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -345,7 +342,6 @@ def _enc_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, w: Writer) -> None
     write_struct_array(
         w, o.markers, _enc_WritableTxnMarker_v1, True, False, "WriteTxnMarkersRequest.Markers"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -354,7 +350,6 @@ def _dec_WriteTxnMarkersRequest_v2(
 ) -> tuple[WriteTxnMarkersRequest, int]:
     o = new_instance(WriteTxnMarkersRequest)
     o.markers, pos = read_array(buf, pos, end, _dec_WritableTxnMarker_v2, True, False, "Markers")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -367,7 +362,6 @@ def _enc_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, w: Writer) -> None
     write_struct_array(
         w, o.markers, _enc_WritableTxnMarker_v2, True, False, "WriteTxnMarkersRequest.Markers"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -398,17 +392,14 @@ def _rnd_WriteTxnMarkersRequest(g: Any, version: int) -> WriteTxnMarkersRequest:
 
 def _dec_WritableTxnMarker_v0(buf: Buffer, pos: int, end: int) -> tuple[_WritableTxnMarker, int]:
     o = new_instance(_WritableTxnMarker)
-
     o.producer_id, o.producer_epoch, o.transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
     o.topics, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerTopic_v0, False, False, "Topics"
     )
-
     o.coordinator_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.transaction_version = 0
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -424,22 +415,18 @@ def _enc_WritableTxnMarker_v0(o: _WritableTxnMarker, w: Writer) -> None:
         "WriteTxnMarkersRequest.WritableTxnMarker.Topics",
     )
     w(_S_i.pack(o.coordinator_epoch))
-
     if o.unknown_tagged_fields:
         raise unsupported("WriteTxnMarkersRequest.WritableTxnMarker", "unknown tagged fields")
 
 
 def _dec_WritableTxnMarker_v1(buf: Buffer, pos: int, end: int) -> tuple[_WritableTxnMarker, int]:
     o = new_instance(_WritableTxnMarker)
-
     o.producer_id, o.producer_epoch, o.transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
     o.topics, pos = read_array(buf, pos, end, _dec_WritableTxnMarkerTopic_v1, True, False, "Topics")
-
     o.coordinator_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     o.transaction_version = 0
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -459,20 +446,16 @@ def _enc_WritableTxnMarker_v1(o: _WritableTxnMarker, w: Writer) -> None:
         "WriteTxnMarkersRequest.WritableTxnMarker.Topics",
     )
     w(_S_i.pack(o.coordinator_epoch))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
 def _dec_WritableTxnMarker_v2(buf: Buffer, pos: int, end: int) -> tuple[_WritableTxnMarker, int]:
     o = new_instance(_WritableTxnMarker)
-
     o.producer_id, o.producer_epoch, o.transaction_result = _S_qho.unpack_from(buf, pos)
     pos += 11
     o.topics, pos = read_array(buf, pos, end, _dec_WritableTxnMarkerTopic_v1, True, False, "Topics")
-
     o.coordinator_epoch, o.transaction_version = _S_ib.unpack_from(buf, pos)
     pos += 5
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -492,7 +475,6 @@ def _enc_WritableTxnMarker_v2(o: _WritableTxnMarker, w: Writer) -> None:
         "WriteTxnMarkersRequest.WritableTxnMarker.Topics",
     )
     w(_S_ib.pack(o.coordinator_epoch, o.transaction_version))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -543,20 +525,17 @@ def _dec_WritableTxnMarkerTopic_v0(
     o = new_instance(_WritableTxnMarkerTopic)
     o.name, pos = read_string(buf, pos, end)
     o.partition_indexes, pos = _read_i(buf, pos, end, "PartitionIndexes")
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_WritableTxnMarkerTopic_v0(o: _WritableTxnMarkerTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
     _write_i(
         w, o.partition_indexes, "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes"
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("WriteTxnMarkersRequest.WritableTxnMarkerTopic", "unknown tagged fields")
 
@@ -567,7 +546,6 @@ def _dec_WritableTxnMarkerTopic_v1(
     o = new_instance(_WritableTxnMarkerTopic)
     o.name, pos = read_compact_string(buf, pos, end)
     o.partition_indexes, pos = _read_i_c(buf, pos, end, "PartitionIndexes")
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -577,14 +555,12 @@ def _dec_WritableTxnMarkerTopic_v1(
 
 
 def _enc_WritableTxnMarkerTopic_v1(o: _WritableTxnMarkerTopic, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
     _write_i_c(
         w, o.partition_indexes, "WriteTxnMarkersRequest.WritableTxnMarkerTopic.PartitionIndexes"
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -794,7 +770,6 @@ def _dec_WriteTxnMarkersResponse_v0(
     o.markers, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerResult_v0, False, False, "Markers"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -808,7 +783,6 @@ def _enc_WriteTxnMarkersResponse_v0(o: WriteTxnMarkersResponse, w: Writer) -> No
         False,
         "WriteTxnMarkersResponse.Markers",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported("WriteTxnMarkersResponse", "unknown tagged fields")
 
@@ -820,7 +794,6 @@ def _dec_WriteTxnMarkersResponse_v1(
     o.markers, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerResult_v1, True, False, "Markers"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -838,7 +811,6 @@ def _enc_WriteTxnMarkersResponse_v1(o: WriteTxnMarkersResponse, w: Writer) -> No
         False,
         "WriteTxnMarkersResponse.Markers",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -871,13 +843,11 @@ def _dec_WritableTxnMarkerResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerResult, int]:
     o = new_instance(_WritableTxnMarkerResult)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.topics, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerTopicResult_v0, False, False, "Topics"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -892,7 +862,6 @@ def _enc_WritableTxnMarkerResult_v0(o: _WritableTxnMarkerResult, w: Writer) -> N
         False,
         "WriteTxnMarkersResponse.WritableTxnMarkerResult.Topics",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "WriteTxnMarkersResponse.WritableTxnMarkerResult", "unknown tagged fields"
@@ -903,13 +872,11 @@ def _dec_WritableTxnMarkerResult_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerResult, int]:
     o = new_instance(_WritableTxnMarkerResult)
-
     o.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     o.topics, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerTopicResult_v1, True, False, "Topics"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -928,7 +895,6 @@ def _enc_WritableTxnMarkerResult_v1(o: _WritableTxnMarkerResult, w: Writer) -> N
         False,
         "WriteTxnMarkersResponse.WritableTxnMarkerResult.Topics",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -968,13 +934,11 @@ def _dec_WritableTxnMarkerTopicResult_v0(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerPartitionResult_v0, False, False, "Partitions"
     )
-
     o.unknown_tagged_fields = ()
     return o, pos
 
 
 def _enc_WritableTxnMarkerTopicResult_v0(o: _WritableTxnMarkerTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(string_length(len(b)))
     w(b)
@@ -986,7 +950,6 @@ def _enc_WritableTxnMarkerTopicResult_v0(o: _WritableTxnMarkerTopicResult, w: Wr
         False,
         "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult.Partitions",
     )
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult", "unknown tagged fields"
@@ -1001,7 +964,6 @@ def _dec_WritableTxnMarkerTopicResult_v1(
     o.partitions, pos = read_array(
         buf, pos, end, _dec_WritableTxnMarkerPartitionResult_v1, True, False, "Partitions"
     )
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1011,7 +973,6 @@ def _dec_WritableTxnMarkerTopicResult_v1(
 
 
 def _enc_WritableTxnMarkerTopicResult_v1(o: _WritableTxnMarkerTopicResult, w: Writer) -> None:
-
     b = o.name.encode()
     w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
     w(b)
@@ -1023,7 +984,6 @@ def _enc_WritableTxnMarkerTopicResult_v1(o: _WritableTxnMarkerTopicResult, w: Wr
         False,
         "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult.Partitions",
     )
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -1063,10 +1023,8 @@ def _dec_WritableTxnMarkerPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerPartitionResult, int]:
     o = new_instance(_WritableTxnMarkerPartitionResult)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     o.unknown_tagged_fields = ()
     return o, pos
 
@@ -1075,7 +1033,6 @@ def _enc_WritableTxnMarkerPartitionResult_v0(
     o: _WritableTxnMarkerPartitionResult, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     if o.unknown_tagged_fields:
         raise unsupported(
             "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult", "unknown tagged fields"
@@ -1086,10 +1043,8 @@ def _dec_WritableTxnMarkerPartitionResult_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerPartitionResult, int]:
     o = new_instance(_WritableTxnMarkerPartitionResult)
-
     o.partition_index, o.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
-
     if pos < end and buf[pos] == 0:
         o.unknown_tagged_fields = ()
         pos += 1
@@ -1102,7 +1057,6 @@ def _enc_WritableTxnMarkerPartitionResult_v1(
     o: _WritableTxnMarkerPartitionResult, w: Writer
 ) -> None:
     w(_S_ih.pack(o.partition_index, o.error_code))
-
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
