@@ -249,7 +249,13 @@ def test_kafkagen_agrees_with_kafka_or_the_difference_is_documented(
         if r.status == "differ" and r.scenario.name not in documented
     ]
     assert undocumented == [], "differences not in docs/conformance.md:\n" + "\n".join(undocumented)
+    # A row whose reason starts "varies between runs" (Kafka's answer depends on timing or
+    # placement) may agree; any other documented row that agrees is stale.
     stale = sorted(
-        r.scenario.name for r in results if r.status == "agree" and r.scenario.name in documented
+        r.scenario.name
+        for r in results
+        if r.status == "agree"
+        and r.scenario.name in documented
+        and not documented[r.scenario.name].startswith("varies between runs")
     )
     assert stale == [], f"documented in docs/conformance.md but now agreeing: {stale}"
