@@ -118,6 +118,11 @@ class CoordinatorLog:
             return e.code
         return 0
 
+    def group_error(self, group_id: str) -> int:
+        """INVALID_GROUP_ID for an empty group id, else `owner_error`: the first check of
+        every group request, in Kafka's order."""
+        return ErrorCode.INVALID_GROUP_ID if not group_id else self.owner_error(group_id)
+
     def _on_role_change(self, partition: Partition, leader: bool) -> None:
         if partition.tp.topic != self.topic:
             return

@@ -325,7 +325,7 @@ class GroupCoordinator:
         def fail(code: int) -> None:
             callback(JoinResult(error=code, member_id=member_id))
 
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             fail(error)
             return
@@ -704,7 +704,7 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         callback: SyncCallback,
     ) -> None:
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             callback(SyncResult(error=error))
             return
@@ -775,7 +775,7 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             return error
         group = self.groups.get(group_id)
@@ -800,7 +800,7 @@ class GroupCoordinator:
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """(top-level error, one error per leaving member)."""
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             return error, [error] * len(members)
         group = self.groups.get(group_id)

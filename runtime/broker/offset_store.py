@@ -104,7 +104,7 @@ class OffsetStore:
         def fail(code: int) -> None:
             callback(dict.fromkeys(offsets, code))
 
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             fail(error)
             return
@@ -221,7 +221,7 @@ class OffsetStore:
     ) -> None:
         """OffsetDelete: refused for a non-empty group unless it is of the consumer type
         and the partitions' topics are not subscribed to."""
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             callback(error, {})
             return
@@ -300,7 +300,7 @@ class OffsetStore:
         def fail(code: int) -> None:
             callback(dict.fromkeys(offsets, code))
 
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.log.owner_error(group_id)
+        error = self.log.group_error(group_id)
         if error:
             fail(error)
             return
