@@ -53,14 +53,16 @@ def test_uses_the_cluster(kafka_cluster, kafka_topic, n):
 """
 
 
-def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) -> None:
-    (tmp_path / "pytest.ini").write_text("[pytest]\nkafka_brokers = 2\n")
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(SUITE_CONFTEST))
-    (tmp_path / "test_suite.py").write_text(textwrap.dedent(SUITE_TEST))
-    out = tmp_path / "out"
-    out.mkdir()
+def _run_suite(
+    tmp_path: Path, brokers: int, conftest: str, test: str, out: Path, *args: str
+) -> str:
+    """Run a user's suite (its conftest and one test module) in a pytest process of its
+    own, which writes what it noted to ``out`` (SUITE_OUT); pytest's output."""
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\nkafka_brokers = {brokers}\n")
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(conftest))
+    (tmp_path / "test_suite.py").write_text(textwrap.dedent(test))
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "."],
+        [sys.executable, "-m", "pytest", "-q", *args, "-p", "no:cacheprovider", "."],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -68,7 +70,14 @@ def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) ->
         env={**os.environ, "SUITE_OUT": str(out)},
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "6 passed" in r.stdout
+    return r.stdout
+
+
+def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    stdout = _run_suite(tmp_path, 2, SUITE_CONFTEST, SUITE_TEST, out, "-n", "2")
+    assert "6 passed" in stdout
     reports = [json.loads(p.read_text()) for p in sorted(out.glob("gw*.json"))]
     assert [w["worker"] for w in reports] == ["gw0", "gw1"]
     assert reports[0]["pid"] != reports[1]["pid"]
@@ -154,26 +163,10 @@ def test_first_metadata(kafka_cluster):
 """
 
 
-def _first_start(tmp_path: Path) -> dict[str, Any]:
-    (tmp_path / "pytest.ini").write_text("[pytest]\nkafka_brokers = 3\n")
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(FIRST_START_CONFTEST))
-    (tmp_path / "test_first.py").write_text(textwrap.dedent(FIRST_START_TEST))
-    out = tmp_path / "marks.json"
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "."],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "SUITE_OUT": str(out)},
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    marks: dict[str, Any] = json.loads(out.read_text())
-    return marks
-
-
 def test_first_start_in_a_process_loads_only_what_it_uses(tmp_path: Path) -> None:
-    marks = _first_start(tmp_path)
+    out = tmp_path / "marks.json"
+    _run_suite(tmp_path, 3, FIRST_START_CONFTEST, FIRST_START_TEST, out)
+    marks: dict[str, Any] = json.loads(out.read_text())
     # The plugin alone brings nothing of the broker, the fuzz job or the benchmarks.
     assert marks["plugin_modules"] == ["kafkagen", "kafkagen.pytest_plugin"]
     # A test will use a cluster: collection loaded the broker, but no request handler or
