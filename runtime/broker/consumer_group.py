@@ -71,6 +71,7 @@ from kafkagen.runtime.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
     InvalidRegularExpressionError,
     InvalidRequestError,
     StaleMemberEpochError,
@@ -701,6 +702,22 @@ class ConsumerGroupManager:
             )
         if member_epoch != member.member_epoch:
             raise StaleMemberEpochError(
+                f"member epoch {member_epoch} is not the current {member.member_epoch}"
+            )
+
+    def validate_txn_offset_commit(
+        self, group: ConsumerGroup, member_id: str, member_epoch: int
+    ) -> None:
+        """Raise what Kafka answers to a transactional commit (TxnOffsetCommit) into a
+        consumer-protocol group: as `validate_offset_commit`, but a stale epoch is
+        ILLEGAL_GENERATION, the error transactional producers abort on."""
+        if member_epoch < 0 and (not group.members or not member_id):
+            return  # a producer outside the group (TxnOffsetCommit before v3 names none)
+        member = group.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"{member_id!r} is not a member of group {group.group_id!r}")
+        if member_epoch != member.member_epoch:
+            raise IllegalGenerationError(
                 f"member epoch {member_epoch} is not the current {member.member_epoch}"
             )
 
