@@ -217,6 +217,12 @@ def decode_txn_value(data: bytes) -> TxnSnapshot:
 
 # -- results ------------------------------------------------------------------------------
 
+#: EndTxn's answer in a Prepare state: the same outcome again is still being written.
+_PREPARED_ANSWER: dict[tuple[TxnState, bool], int] = {
+    (TxnState.PREPARE_COMMIT, True): ErrorCode.CONCURRENT_TRANSACTIONS,
+    (TxnState.PREPARE_ABORT, False): ErrorCode.CONCURRENT_TRANSACTIONS,
+}
+
 InitCallback = Callable[[int, int, int], None]
 """(error code, producer id, producer epoch)."""
 ErrorCallback = Callable[[int], None]
@@ -553,42 +559,112 @@ class TransactionCoordinator:
     # -- EndTxn -----------------------------------------------------------------------
 
     def end_txn(
-        self, transactional_id: str, pid: int, epoch: int, commit: bool, callback: ErrorCallback
+        self,
+        transactional_id: str,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        callback: InitCallback,
+        *,
+        bump_epoch: bool = False,
     ) -> None:
         """Commit or abort: answered once the Prepare state is durable; the markers and
-        the Complete state follow."""
+        the Complete state follow. ``callback(error, producer id, epoch)`` gives the
+        identity the producer goes on with.
+
+        ``bump_epoch`` is transactions v2 (KIP-890, EndTxn v5): every transaction ends
+        under the next epoch, which the answer returns; a retry names the epoch before
+        the bump; an abort is accepted with no transaction open, and still bumps."""
         error = self.log.owner_error(transactional_id)
         if error:
-            callback(error)
+            callback(error, NO_PRODUCER_ID, NO_EPOCH)
             return
         txn = self.txns.get(transactional_id)
+        if bump_epoch:
+            code = self._end_txn_v2(txn, pid, epoch, commit, callback)
+        else:
+            code = self._end_txn_v1(txn, pid, epoch, commit, callback)
+        if code is None:
+            return  # preparing: the callback follows
+        if code or txn is None:
+            callback(code, NO_PRODUCER_ID, NO_EPOCH)
+        else:
+            callback(0, txn.producer_id, txn.producer_epoch)
+
+    def _end_txn_v1(
+        self, txn: TxnMetadata | None, pid: int, epoch: int, commit: bool, callback: InitCallback
+    ) -> int | None:
+        """The error code of an EndTxn before v5 (0: already done), None once preparing."""
         if txn is None or txn.producer_id != pid:
-            callback(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            return
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if txn.producer_epoch != epoch:
-            callback(ErrorCode.PRODUCER_FENCED)
-            return
+            return ErrorCode.PRODUCER_FENCED
         if txn.pending is not None:
-            callback(ErrorCode.CONCURRENT_TRANSACTIONS)
-            return
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         state = txn.state
         if state is TxnState.ONGOING:
             self._prepare(txn, commit, txn.producer_epoch, callback)
-            return
+            return None
         if state is TxnState.COMPLETE_COMMIT:
-            callback(0 if commit else ErrorCode.INVALID_TXN_STATE)
-        elif state is TxnState.COMPLETE_ABORT:
-            callback(ErrorCode.INVALID_TXN_STATE if commit else 0)
-        elif state is TxnState.PREPARE_COMMIT:
-            callback(ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE)
-        elif state is TxnState.PREPARE_ABORT:
-            callback(ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.CONCURRENT_TRANSACTIONS)
+            return 0 if commit else ErrorCode.INVALID_TXN_STATE
+        if state is TxnState.COMPLETE_ABORT:
+            return ErrorCode.INVALID_TXN_STATE if commit else 0
+        return _PREPARED_ANSWER.get((state, commit), ErrorCode.INVALID_TXN_STATE)
+
+    def _end_txn_v2(
+        self, txn: TxnMetadata | None, pid: int, epoch: int, commit: bool, callback: InitCallback
+    ) -> int | None:
+        """The error code of an EndTxn v5+ (0: a retry of the one that ended it), None once
+        preparing."""
+        if txn is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        state = txn.state
+        # A retry names the identity before the bump: the epoch below, or the previous
+        # producer id at its last epoch once the epochs ran out.
+        retry_after_bump = txn.producer_id == pid and txn.producer_epoch == epoch + 1
+        retry_after_new_id = (
+            txn.last_producer_id == pid
+            and txn.last_producer_epoch == epoch
+            and txn.producer_epoch == 0
+        )
+        if txn.producer_id != pid and not retry_after_new_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        retry = retry_after_bump or retry_after_new_id
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid = retry
+        elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry or epoch == txn.producer_epoch
         else:
-            callback(ErrorCode.INVALID_TXN_STATE)
+            valid = epoch == txn.producer_epoch
+        if not valid:
+            return ErrorCode.PRODUCER_FENCED
+        if txn.pending is not None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if state is TxnState.ONGOING:
+            self._bump_and_prepare(txn, commit, callback)
+            return None
+        if state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT, TxnState.EMPTY):
+            done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+            if retry:
+                return 0 if state is done else ErrorCode.INVALID_TXN_STATE
+            if commit:
+                return ErrorCode.INVALID_TXN_STATE
+            # An abort with nothing open: the producer may have written nothing, or not
+            # know whether its first write added a partition; it still gets a new epoch.
+            self._bump_and_prepare(txn, False, callback)
+            return None
+        return _PREPARED_ANSWER.get((state, commit), ErrorCode.INVALID_TXN_STATE)
 
     def _prepare(
-        self, txn: TxnMetadata, commit: bool, epoch: int, callback: ErrorCallback | None
+        self,
+        txn: TxnMetadata,
+        commit: bool,
+        epoch: int,
+        callback: InitCallback | None,
+        next_pid: int = NO_PRODUCER_ID,
     ) -> None:
+        """Write PrepareCommit/PrepareAbort under ``epoch``, then the markers; with
+        ``next_pid`` the id moves to that producer id (epoch 0) once complete."""
         target = txn.snapshot(
             state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             producer_epoch=epoch,
@@ -597,12 +673,24 @@ class TransactionCoordinator:
 
         def written(error: int) -> None:
             if callback is not None:
-                callback(error)
+                if error:
+                    callback(error, NO_PRODUCER_ID, NO_EPOCH)
+                elif next_pid != NO_PRODUCER_ID:
+                    callback(0, next_pid, 0)
+                else:
+                    callback(0, txn.producer_id, txn.producer_epoch)
             if not error:
                 self._timeouts.check_and_complete(txn.transactional_id)
-                self._complete(txn, commit)
+                self._complete(txn, commit, next_pid)
 
         self._transit(txn, target, written)
+
+    def _bump_and_prepare(self, txn: TxnMetadata, commit: bool, callback: InitCallback) -> None:
+        """Transactions v2: end under the next epoch; when that is the last one, the id
+        goes on with a new producer id (the answer names it, so the producer uses it)."""
+        exhausted = txn.producer_epoch >= _MAX_EPOCH
+        next_pid = self.metadata.allocate_producer_id() if exhausted else NO_PRODUCER_ID
+        self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid)
 
     def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
         """Abort an open transaction under a bumped epoch, fencing its producer."""
@@ -623,11 +711,20 @@ class TransactionCoordinator:
 
     # -- markers ----------------------------------------------------------------------
 
-    def _complete(self, txn: TxnMetadata, commit: bool) -> None:
-        """Write the markers, then the Complete state."""
+    def _complete(self, txn: TxnMetadata, commit: bool, next_pid: int = NO_PRODUCER_ID) -> None:
+        """Write the markers, then the Complete state (under ``next_pid`` at epoch 0 when
+        the epochs ran out)."""
         remaining = set(txn.partitions)
         pid, epoch = txn.producer_id, txn.producer_epoch
         coordinator_epoch = self._coordinator_epoch(txn.transactional_id)
+        rotated: dict[str, object] = {}
+        if next_pid != NO_PRODUCER_ID:
+            rotated = {
+                "producer_id": next_pid,
+                "producer_epoch": 0,
+                "last_producer_id": pid,
+                "last_producer_epoch": epoch - 1,  # what a retry of the EndTxn names
+            }
 
         def all_written() -> None:
             if self.txns.get(txn.transactional_id) is not txn:
@@ -636,6 +733,7 @@ class TransactionCoordinator:
                 state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                 partitions=frozenset(),
                 update_ms=self._time_ms(),
+                **rotated,
             )
 
             def written(error: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
@@ -21,6 +21,7 @@ __all__ = [
     "pagination_limit",
     "repeated",
     "commit_denials",
+    "in_transaction",
     "require_config_access",
     "require",
 ]
@@ -70,6 +71,49 @@ def commit_denials(
         if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
         for i in indexes
     }
+
+
+def in_transaction(
+    ctx: RequestContext,
+    transactional_id: str,
+    producers: dict[tuple[int, int], list[TopicPartition]],
+    add: bool,
+    then: Callable[[dict[TopicPartition, int]], None],
+) -> None:
+    """Ask the transaction coordinator of ``transactional_id`` about the partitions each
+    (producer id, epoch) writes to: whether its open transaction has them, or with ``add``
+    (transactions v2) to add them, opening a transaction if none is open. ``then(codes)``
+    gets the coordinator's error codes of the partitions it refused (NOT_ENOUGH_REPLICAS
+    when no coordinator is serving)."""
+    node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
+    coordinator = ctx.broker.peers.txn_coordinator_of(node)
+    refused: dict[TopicPartition, int] = {}
+    if coordinator is None or not add:
+        for (pid, epoch), tps in producers.items():
+            for tp in tps:
+                code = (
+                    ErrorCode.NOT_ENOUGH_REPLICAS
+                    if coordinator is None
+                    else coordinator.verify_partition(transactional_id, pid, epoch, tp)
+                )
+                if code:
+                    refused[tp] = code
+        then(refused)
+        return
+    waiting = len(producers)
+
+    def added(codes: dict[TopicPartition, int]) -> None:
+        nonlocal waiting
+        refused.update((tp, code) for tp, code in codes.items() if code)
+        waiting -= 1
+        if waiting == 0:
+            then(refused)
+
+    if not producers:
+        then(refused)
+        return
+    for (pid, epoch), tps in producers.items():
+        coordinator.add_partitions(transactional_id, pid, epoch, tps, added)
 
 
 def pagination_limit(ctx: RequestContext, requested: int) -> int:
