@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import pytest
+from kafkagen.runtime.broker.version_presets import preset_ranges
+from kafkagen.runtime.handlers import supported_versions
 from kafkagen.version_presets import TABLE, render, table
 
 
 @pytest.mark.slow
 def test_committed_presets_match_a_fresh_derivation() -> None:
     assert TABLE.read_text("utf-8") == render(table())
+
+
+def test_stable_versions_reach_every_version_kafka_4_4_serves() -> None:
+    """With unstable versions off, each API kafkagen implements goes as high as Kafka
+    4.4.0's broker (its release preset) and no lower than it."""
+    served = supported_versions(unstable=False)
+    kafka = preset_ranges("4.4")
+    short = {
+        key: (served[key], kafka[key])
+        for key in served
+        if key in kafka and (served[key][1] < kafka[key][1] or served[key][0] > kafka[key][0])
+    }
+    assert short == {}
