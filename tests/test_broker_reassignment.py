@@ -94,6 +94,8 @@ def _alter(
     )
     r = w.call(ALTER, version, req)
     assert r.error_code == 0
+    # v1 echoes whether the replication factor may change (true when not asked).
+    assert r.allow_replication_factor_change == kw.get("allow_replication_factor_change", True)
     return {(t.name, p.partition_index): p.error_code for t in r.responses for p in t.partitions}
 
 

@@ -665,10 +665,13 @@ class TransactionCoordinator:
     ) -> None:
         """Write PrepareCommit/PrepareAbort under ``epoch``, then the markers; with
         ``next_pid`` the id moves to that producer id (epoch 0) once complete."""
+        now = self._time_ms()
         target = txn.snapshot(
             state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             producer_epoch=epoch,
-            update_ms=self._time_ms(),
+            # An abort with nothing open (transactions v2) starts and ends a transaction.
+            start_ms=txn.start_ms if txn.state is TxnState.ONGOING else now,
+            update_ms=now,
         )
 
         def written(error: int) -> None:

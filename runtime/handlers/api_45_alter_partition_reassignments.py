@@ -3,9 +3,9 @@
 Each partition succeeds or fails on its own (UNKNOWN_TOPIC_OR_PARTITION,
 INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS, and from v1
 INVALID_REPLICATION_FACTOR when the request does not allow the replication factor to
-change, KIP-860); the controller's reassignment manager does the work. The answer comes
-once the new replica sets are in the metadata; the copying goes on in the background, as
-in Kafka.
+change, KIP-860, which the answer echoes); the controller's reassignment manager does the
+work. The answer comes once the new replica sets are in the metadata; the copying goes on
+in the background, as in Kafka.
 """
 
 from __future__ import annotations
@@ -49,4 +49,12 @@ def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> 
                 out.error_message = e.message
             partitions.append(out)
         responses.append(R.ReassignableTopicResponse(name=t.name, partitions=partitions))
-    ctx.respond(R(error_code=0, error_message=None, responses=responses))
+    ctx.respond(
+        R(
+            error_code=0,
+            error_message=None,
+            responses=responses,
+            # Echoed, so the client knows the broker honoured it (an older one ignores it).
+            allow_replication_factor_change=request.allow_replication_factor_change,
+        )
+    )

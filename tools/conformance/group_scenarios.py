@@ -73,9 +73,11 @@ def _sync(group: str, generation: int, member: str, assign: bool = True) -> Sync
         member_id=member,
         protocol_type="consumer",
         protocol_name="range",
-        assignments=[S.SyncGroupRequestAssignment(member_id=member, assignment=b"\x00\x01")]
-        if assign
-        else [],
+        assignments=(
+            [S.SyncGroupRequestAssignment(member_id=member, assignment=b"\x00\x01")]
+            if assign
+            else []
+        ),
     )
 
 
@@ -268,7 +270,7 @@ async def describe_stable(s: Session) -> None:
     await s.call(DescribeGroupsRequest(groups=[g]), node=node)
 
 
-@scenario("DescribeGroups", "unknown-group", "a group nobody joined: Dead, no members")
+@scenario("DescribeGroups", "unknown-group", "a group nobody joined: not found (v6; Dead before)")
 async def describe_unknown(s: Session) -> None:
     g = s.name("g")
     await s.call(DescribeGroupsRequest(groups=[g]), node=await s.coordinator(g))
