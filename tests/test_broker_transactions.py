@@ -122,23 +122,7 @@ def batch(pid: int, epoch: int, seq: int, values: list[bytes], transactional: bo
 
 
 def produce(w: WireClient, tid: str | None, partition: int, data: bytes) -> Any:
-    Req: Any = message_type(0, "request")
-    r = w.call(
-        0,
-        9,
-        Req(
-            transactional_id=tid,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                Req.TopicProduceData(
-                    name=TOPIC,
-                    partition_data=[Req.PartitionProduceData(index=partition, records=data)],
-                )
-            ],
-        ),
-    )
-    return r.responses[0].partition_responses[0]
+    return produce_v(w, 9, tid, partition, data).partition_responses[0]
 
 
 def fetch(w: WireClient, partition: int, offset: int, isolation: int) -> Any:
@@ -810,12 +794,21 @@ def test_capping_a_transactions_v2_version_finalizes_transactions_v1() -> None:
 
 
 def produce_v(
-    w: WireClient, version: int, tid: str | None, partition: int, data: bytes, topic: str = TOPIC
+    w: WireClient,
+    version: int,
+    tid: str | None,
+    partition: int,
+    data: bytes,
+    topic_id: uuid.UUID | None = None,
 ) -> Any:
-    """A Produce at ``version`` (from v13 naming the topic by its id)."""
+    """The answer for TOPIC of a Produce at ``version`` (from v13 naming the topic by its id,
+    or by ``topic_id``)."""
     Req: Any = message_type(0, "request")
-    topic_id = topic_ids(w)[topic] if version >= 13 and topic in topic_ids(w) else None
-    named = {"topic_id": topic_id} if version >= 13 else {"name": topic}
+    named: dict[str, Any]
+    if version < 13:
+        named = {"name": TOPIC}
+    else:
+        named = {"topic_id": topic_id or topic_ids(w)[TOPIC]}
     r = w.call(
         0,
         version,
@@ -1013,24 +1006,7 @@ def test_txn_offset_commit_v6_and_produce_v13_name_topics_by_id(w: WireClient) -
     assert {t for t, _ in partitions_of(w, tid)} == {TOPIC, OFFSETS_TOPIC}
     assert end_txn_v5(w, tid, pid, epoch, True)[0] == 0
     assert wait_for(lambda: _committed(w, group) == 7)
-    Req: Any = message_type(0, "request")
-    r = w.call(
-        0,
-        13,
-        Req(
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                Req.TopicProduceData(
-                    topic_id=unknown,
-                    partition_data=[
-                        Req.PartitionProduceData(index=0, records=batch(-1, -1, -1, [b"x"], False))
-                    ],
-                )
-            ],
-        ),
-    )
-    [t] = r.responses
+    t = produce_v(w, 13, None, 0, batch(-1, -1, -1, [b"x"], False), topic_id=unknown)
     assert (t.topic_id, t.partition_responses[0].error_code) == (
         unknown,
         ErrorCode.UNKNOWN_TOPIC_ID,

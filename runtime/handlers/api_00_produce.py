@@ -42,15 +42,6 @@ ABORTABLE_SINCE = 11
 ADDS_PARTITIONS_SINCE = 12
 #: Topics are named by id.
 TOPIC_IDS_SINCE = 13
-#: What a refusal of the coordinator's becomes in a Produce answer: the coordinator being
-#: busy or moving is retriable for the producer; a fenced epoch is the epoch error.
-_COORDINATOR_TO_PRODUCE: dict[int, int] = {
-    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
-}
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 Results = dict[TopicPartition, ProduceResult]
@@ -165,17 +156,22 @@ def _check_transactional(
     version = ctx.api_version
 
     def checked(codes: dict[TopicPartition, int]) -> None:
-        refused.update((tp, _refusal(code, tp, version)) for tp, code in codes.items())
+        refused.update((tp, _refusal(code, tp)) for tp, code in codes.items())
         then(refused)
 
-    in_transaction(ctx, transactional_id, producers, version >= ADDS_PARTITIONS_SINCE, checked)
+    in_transaction(
+        ctx,
+        transactional_id,
+        producers,
+        version >= ADDS_PARTITIONS_SINCE,
+        checked,
+        retriable=ErrorCode.NOT_ENOUGH_REPLICAS,
+        abortable=version >= ABORTABLE_SINCE,
+    )
 
 
-def _refusal(code: int, tp: TopicPartition, version: int) -> ProduceResult:
-    """A transactional batch refused with the coordinator's ``code``, as Produce says it."""
-    code = _COORDINATOR_TO_PRODUCE.get(code, code)
-    if code == ErrorCode.INVALID_TXN_STATE and version >= ABORTABLE_SINCE:
-        code = ErrorCode.TRANSACTION_ABORTABLE
+def _refusal(code: int, tp: TopicPartition) -> ProduceResult:
+    """A transactional batch refused with ``code``."""
     if code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTION_ABORTABLE):
         return ProduceResult(error_for_code(code)(f"{tp} is not part of the open transaction"))
     return ProduceResult(error_for_code(code)())

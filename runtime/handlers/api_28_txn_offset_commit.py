@@ -28,15 +28,6 @@ ABORTABLE_SINCE = 4
 #: Transactions v2: the broker adds the offsets partition to the transaction.
 ADDS_PARTITION_SINCE = 5
 TOPIC_IDS_SINCE = 6
-#: What a refusal of the transaction coordinator's becomes here: the coordinator being
-#: busy or moving is retriable for the producer; a fenced epoch is the epoch error.
-_FROM_TXN_COORDINATOR: dict[int, int] = {
-    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
-}
 
 
 def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
@@ -97,9 +88,6 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
     def commit(refused: dict[TopicPartition, int]) -> None:
         if refused:
             [code] = refused.values()
-            code = _FROM_TXN_COORDINATOR.get(code, code)
-            if code == ErrorCode.INVALID_TXN_STATE and v >= ABORTABLE_SINCE:
-                code = ErrorCode.TRANSACTION_ABORTABLE
             done(dict.fromkeys(offsets, code))
             return
         ctx.broker.group_coordinator.offsets.commit_transactional(
@@ -124,4 +112,6 @@ def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> None:
         {(request.producer_id, request.producer_epoch): [offsets_partition]},
         v >= ADDS_PARTITION_SINCE,
         commit,
+        retriable=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        abortable=v >= ABORTABLE_SINCE,
     )
