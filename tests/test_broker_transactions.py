@@ -1,6 +1,8 @@
 """Transactions over real sockets with the generated codecs: the coordinator's state machine
 and errors, markers, the last stable offset, read_committed fetches, transactional offset
-commits, fencing, timeouts, and ListTransactions / DescribeTransactions with pagination."""
+commits, fencing, timeouts, transactions v2 (KIP-890: Produce v12+ and TxnOffsetCommit v5+
+add to the transaction, EndTxn v5 bumps the epoch), and ListTransactions /
+DescribeTransactions with pagination."""
 
 from __future__ import annotations
 

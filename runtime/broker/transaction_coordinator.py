@@ -690,7 +690,9 @@ class TransactionCoordinator:
 
     def _bump_and_prepare(self, txn: TxnMetadata, commit: bool, callback: InitCallback) -> None:
         """Transactions v2: end under the next epoch; when that is the last one, the id
-        goes on with a new producer id (the answer names it, so the producer uses it)."""
+        goes on with a new producer id. The answer names the new id at epoch 0, so the
+        producer's next transaction finds it (Kafka answers the last epoch of the old id
+        and holds the new one back until the transaction completes)."""
         exhausted = txn.producer_epoch >= _MAX_EPOCH
         next_pid = self.metadata.allocate_producer_id() if exhausted else NO_PRODUCER_ID
         self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid)
