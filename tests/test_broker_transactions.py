@@ -894,6 +894,23 @@ def test_produce_v12_refusals_are_produce_errors(w: WireClient) -> None:
     assert v11.error_code == ErrorCode.TRANSACTION_ABORTABLE
 
 
+def test_a_transactions_v2_producer_past_its_timeout_is_fenced(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid, timeout=200)
+    assert (
+        produce_v(w, 12, tid, 1, batch(pid, epoch, 0, [b"slow"])).partition_responses[0].error_code
+        == 0
+    )
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort", timeout=5)
+    # Two epochs on: the one its EndTxn would have ended under is not taken for a retry.
+    [s] = describe(w, [tid]).transaction_states
+    assert s.producer_epoch == epoch + 2
+    assert end_txn_v5(w, tid, pid, epoch, False)[0] == ErrorCode.PRODUCER_FENCED
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.PRODUCER_FENCED
+    late = produce_v(w, 12, tid, 1, batch(pid, epoch, 1, [b"late"])).partition_responses[0]
+    assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
 def test_end_txn_v5_state_rules_and_retries(w: WireClient) -> None:
     tid = new_id()
     pid, epoch = init_ok(w, tid)

@@ -124,6 +124,9 @@ class TxnMetadata:
     version: int = 0
     #: The state-log partition the id hashes onto.
     log_partition: int = -1
+    #: The open transaction is a transactions v2 one (its partitions were added by the
+    #: broker): its end bumps the epoch, so a fence bumps it twice (kept in memory only).
+    ends_with_bump: bool = False
 
     def snapshot(self, **changes: object) -> TxnSnapshot:
         values: dict[str, object] = {
@@ -496,8 +499,11 @@ class TransactionCoordinator:
         epoch: int,
         partitions: Iterable[TopicPartition],
         callback: PartitionsCallback,
+        *,
+        ends_with_bump: bool = False,
     ) -> None:
-        """Add partitions to the open transaction (opening it); per-partition errors."""
+        """Add partitions to the open transaction (opening it); per-partition errors.
+        ``ends_with_bump``: the broker adds them for a transactions v2 producer."""
         wanted = list(dict.fromkeys(partitions))
         md = self.metadata
         unknown = {tp for tp in wanted if md.partition(tp.topic, tp.partition) is None}
@@ -532,8 +538,10 @@ class TransactionCoordinator:
         )
 
         def written(error: int) -> None:
-            if not error and opening:
-                self._watch_timeout(txn)
+            if not error:
+                txn.ends_with_bump = ends_with_bump or (txn.ends_with_bump and not opening)
+                if opening:
+                    self._watch_timeout(txn)
             callback(dict.fromkeys(wanted, error))
 
         self._transit(txn, target, written)
@@ -698,8 +706,11 @@ class TransactionCoordinator:
         self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid)
 
     def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
-        """Abort an open transaction under a bumped epoch, fencing its producer."""
-        epoch = txn.producer_epoch + 1 if txn.producer_epoch < _MAX_EPOCH else txn.producer_epoch
+        """Abort an open transaction under a bumped epoch, fencing its producer. A
+        transactions v2 producer ends under the epoch after its own, so its fence is the
+        one after that: its EndTxn is then fenced, not taken for a retry (as in Kafka)."""
+        step = 2 if txn.ends_with_bump else 1
+        epoch = min(txn.producer_epoch + step, _MAX_EPOCH + step - 1)
         self._prepare(txn, False, epoch, None)
 
     def _abort_timed_out(self, txn: TxnMetadata) -> None:

@@ -131,7 +131,7 @@ def in_transaction(
         then(refused)
         return
     for (pid, epoch), tps in producers.items():
-        coordinator.add_partitions(transactional_id, pid, epoch, tps, added)
+        coordinator.add_partitions(transactional_id, pid, epoch, tps, added, ends_with_bump=True)
 
 
 #: The transaction coordinator's answers that mean "not now": busy, loading or moving.
