@@ -6,6 +6,7 @@ DescribeTransactions with pagination."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import uuid
@@ -212,6 +213,16 @@ def test_state_log_record_round_trips() -> None:
     )
     assert decode_txn_key(txn_key("my-id")) == "my-id"
     assert decode_txn_value(txn_value(snap)) == snap
+    # Transactions v2 records (value version 1) keep the producer ids the id moves between.
+    v2 = dataclasses.replace(
+        snap,
+        state=TxnState.PREPARE_COMMIT,
+        last_producer_id=5,
+        ends_with_bump=True,
+        next_producer_id=9,
+    )
+    assert decode_txn_value(txn_value(v2)) == v2
+    assert txn_value(v2)[:2] == b"\x00\x01" and txn_value(snap)[:2] == b"\x00\x00"
 
 
 # -- FindCoordinator and InitProducerId -------------------------------------------------------

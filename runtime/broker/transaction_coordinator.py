@@ -101,6 +101,10 @@ class TxnSnapshot:
     partitions: frozenset[TopicPartition]
     start_ms: int
     update_ms: int
+    #: Transactions v2: the transaction ends under the next epoch.
+    ends_with_bump: bool = False
+    #: In a Prepare state: the producer id the id moves to once complete (-1: none).
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 @dataclass(eq=False, slots=True)
@@ -124,8 +128,8 @@ class TxnMetadata:
     version: int = 0
     #: The state-log partition the id hashes onto.
     log_partition: int = -1
-    #: The open transaction is a transactions v2 one (its partitions were added by the
-    #: broker): its end bumps the epoch, so a fence bumps it twice (kept in memory only).
+    #: The transaction is a transactions v2 one (its partitions were added by the broker,
+    #: or EndTxn v5 ended it): its end bumps the epoch, so a fence bumps it twice.
     ends_with_bump: bool = False
 
     def snapshot(self, **changes: object) -> TxnSnapshot:
@@ -139,6 +143,7 @@ class TxnMetadata:
             "partitions": self.partitions,
             "start_ms": self.start_ms,
             "update_ms": self.update_ms,
+            "ends_with_bump": self.ends_with_bump,
         }
         values.update(changes)
         return TxnSnapshot(**values)  # type: ignore[arg-type]
@@ -153,6 +158,7 @@ class TxnMetadata:
         self.partitions = s.partitions
         self.start_ms = s.start_ms
         self.update_ms = s.update_ms
+        self.ends_with_bump = s.ends_with_bump
         self.version += 1
 
     def topics(self) -> dict[str, list[int]]:
@@ -164,8 +170,12 @@ class TxnMetadata:
 
 # -- the state log's records (Kafka's TransactionLog key and value) -----------------------
 
-#: The value version written: 0, the layout of Kafka's first transaction protocol.
-TXN_VALUE_VERSION = 0
+#: The value versions written: 0, the layout of Kafka's first transaction protocol, and 1
+#: for transactions v2 (the client's transaction version and the producer ids it moves
+#: between, as tagged fields), as Kafka writes them.
+TXN_VALUE_VERSION, TXN_V2_VALUE_VERSION = 0, 1
+#: ClientTransactionVersion of a transactions v2 record.
+_TRANSACTIONS_V2 = 2
 _KEY_TYPES: dict[int, type[Message]] = {0: TransactionLogKey}
 
 
@@ -189,7 +199,12 @@ def txn_value(s: TxnSnapshot) -> bytes:
         transaction_last_update_timestamp_ms=s.update_ms,
         transaction_start_timestamp_ms=s.start_ms,
     )
-    return record_format.value_bytes(value, TXN_VALUE_VERSION)
+    if not s.ends_with_bump:
+        return record_format.value_bytes(value, TXN_VALUE_VERSION)
+    value.previous_producer_id = s.last_producer_id
+    value.next_producer_id = s.next_producer_id
+    value.client_transaction_version = _TRANSACTIONS_V2
+    return record_format.value_bytes(value, TXN_V2_VALUE_VERSION)
 
 
 def decode_txn_key(data: bytes) -> str | None:
@@ -207,7 +222,7 @@ def decode_txn_value(data: bytes) -> TxnSnapshot:
     )
     return TxnSnapshot(
         v.producer_id,
-        NO_PRODUCER_ID,
+        v.previous_producer_id,
         v.producer_epoch,
         NO_EPOCH,
         v.transaction_timeout_ms,
@@ -215,6 +230,8 @@ def decode_txn_value(data: bytes) -> TxnSnapshot:
         partitions,
         v.transaction_start_timestamp_ms,
         v.transaction_last_update_timestamp_ms,
+        v.client_transaction_version >= _TRANSACTIONS_V2,
+        v.next_producer_id,
     )
 
 
@@ -363,7 +380,7 @@ class TransactionCoordinator:
             txn.apply(snap)
             self.txns[tid] = txn
             if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                self._complete(txn, txn.state is TxnState.PREPARE_COMMIT)
+                self._complete(txn, txn.state is TxnState.PREPARE_COMMIT, snap.next_producer_id)
             elif txn.state is TxnState.ONGOING:
                 self._watch_timeout(txn)
         self._schedule_expiry()
@@ -467,6 +484,7 @@ class TransactionCoordinator:
             partitions=frozenset(),
             start_ms=-1,
             update_ms=self._time_ms(),
+            ends_with_bump=False,
         )
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------
@@ -535,13 +553,12 @@ class TransactionCoordinator:
             partitions=txn.partitions | frozenset(wanted),
             start_ms=now if opening else txn.start_ms,
             update_ms=now,
+            ends_with_bump=ends_with_bump or (txn.ends_with_bump and not opening),
         )
 
         def written(error: int) -> None:
-            if not error:
-                txn.ends_with_bump = ends_with_bump or (txn.ends_with_bump and not opening)
-                if opening:
-                    self._watch_timeout(txn)
+            if not error and opening:
+                self._watch_timeout(txn)
             callback(dict.fromkeys(wanted, error))
 
         self._transit(txn, target, written)
@@ -670,6 +687,8 @@ class TransactionCoordinator:
         epoch: int,
         callback: InitCallback | None,
         next_pid: int = NO_PRODUCER_ID,
+        *,
+        ends_with_bump: bool | None = None,
     ) -> None:
         """Write PrepareCommit/PrepareAbort under ``epoch``, then the markers; with
         ``next_pid`` the id moves to that producer id (epoch 0) once complete."""
@@ -680,6 +699,8 @@ class TransactionCoordinator:
             # An abort with nothing open (transactions v2) starts and ends a transaction.
             start_ms=txn.start_ms if txn.state is TxnState.ONGOING else now,
             update_ms=now,
+            ends_with_bump=txn.ends_with_bump if ends_with_bump is None else ends_with_bump,
+            next_producer_id=next_pid,
         )
 
         def written(error: int) -> None:
@@ -703,7 +724,7 @@ class TransactionCoordinator:
         and holds the new one back until the transaction completes)."""
         exhausted = txn.producer_epoch >= _MAX_EPOCH
         next_pid = self.metadata.allocate_producer_id() if exhausted else NO_PRODUCER_ID
-        self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid)
+        self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid, ends_with_bump=True)
 
     def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
         """Abort an open transaction under a bumped epoch, fencing its producer. A
