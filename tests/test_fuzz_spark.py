@@ -1,16 +1,14 @@
-"""The fuzz on Spark: local mode, retried tasks, a standalone cluster, and an injected
-codec bug found on the executors and replayed without Spark."""
+"""The fuzz on Spark: local mode, retried tasks, a standalone cluster of two workers, and
+an injected codec bug found on the executors and replayed without Spark."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,10 @@ pytest.importorskip("pyarrow")
 
 from kafkagen.fuzz import run_fuzz  # noqa: E402
 from kafkagen.fuzz.checks import INJECT_ENV, FuzzOptions  # noqa: E402
-from kafkagen.fuzz.job import LOG4J2, Fault, run_plain, run_spark, spark_session  # noqa: E402
+from kafkagen.fuzz.job import Fault, run_plain, run_spark, spark_session  # noqa: E402
 from kafkagen.fuzz.plan import plan_combos, select_apis  # noqa: E402
 from kafkagen.fuzz.rules import Table, build_table  # noqa: E402
+from spark_cluster import standalone_cluster  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -235,121 +234,11 @@ class TestOnRetryingLocalSpark:
 # ---------------------------------------------------------------- a standalone cluster
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(ready: Any, what: str, procs: list[subprocess.Popen[bytes]], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{what}: a Spark process exited with {p.returncode}")
-        try:
-            if ready():
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{what}: not ready after {seconds:.0f} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process group this test started (the JVM and any executor it launched)."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark master and worker on 127.0.0.1, started from the pip-installed pyspark."""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    base = tmp_path_factory.mktemp("standalone")
-    (base / "conf").mkdir()
-    (base / "conf" / "log4j2.properties").write_text(LOG4J2)
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(home),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_CONF_DIR": str(base / "conf"),
-        "SPARK_WORKER_DIR": str(base / "work"),
-        "SPARK_LOG_DIR": str(base / "logs"),
-    }
-    port, ui, worker_port, worker_ui = (_free_port() for _ in range(4))
-    url = f"spark://127.0.0.1:{port}"
-    spark_class = str(home / "bin" / "spark-class")
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        with open(base / "master.log", "wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.master.Master",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(port),
-                        "--webui-port",
-                        str(ui),
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-
-        def listening() -> bool:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return True
-
-        _wait(listening, "master", procs, 120)
-        with open(base / "worker.log", "wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.worker.Worker",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(worker_port),
-                        "--webui-port",
-                        str(worker_ui),
-                        "--cores",
-                        "2",
-                        "--memory",
-                        "2g",
-                        url,
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-
-        def worker_alive() -> bool:
-            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
-                return int(json.load(r).get("aliveworkers", 0)) >= 1
-
-        _wait(worker_alive, "worker", procs, 120)
-        yield url
-    finally:
-        for p in reversed(procs):
-            _stop(p)
+    """A Spark master and two workers on 127.0.0.1, started from the pip-installed pyspark."""
+    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as cluster:
+        yield cluster.url
 
 
 def test_standalone_cluster_runs_the_same_fuzz(
