@@ -189,7 +189,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def stats(report: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     rows: list[dict[str, Any]] = pq.read_table(report / "stats.parquet").to_pylist()
     return rows
