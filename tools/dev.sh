@@ -34,9 +34,9 @@ browser() {
     command -v chromium >/dev/null && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing chromium (for the report test) ..." >&2
-        apt-get update -qq >&2 &&
+        { apt-get update -qq >&2 &&
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-                chromium >/dev/null
+                chromium >/dev/null; } || echo "tools/dev.sh: apt-get could not install chromium" >&2
     fi
     if ! command -v chromium >/dev/null; then
         if [ -n "${CI:-}" ]; then
