@@ -4,6 +4,7 @@ have their rows, and the screenshot shows the heat map's colours."""
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import struct
@@ -160,14 +161,40 @@ def test_peer_findings_are_read_by_field_name(plain_run: Any, tmp_path: Path) ->
     from kafkagen.fuzz.report import write_html
 
     result, table = plain_run
-    result.peer_findings = [
-        {"peer": "kio", "api": 12, "kind": "request", "version": 4, "count": 3, "extra": "x<y"}
+    peer = copy.copy(result)
+    peer.peer_groups = [
+        {"peer": "kio", "api": 12, "kind": "request", "version": 4, "findings": 3, "extra": "<"}
     ]
-    page = write_html(result, table, tmp_path / "report.html").read_text()
-    del result.peer_findings
-    head = "<tr><th>peer</th><th>api</th><th>kind</th><th>version</th><th>count</th>"
+    page = write_html(peer, table, tmp_path / "report.html").read_text()
+    head = "<tr><th>peer</th><th>api</th><th>kind</th><th>version</th><th>findings</th>"
     assert head + "<th>extra</th></tr>" in page
-    assert "<td>kio</td><td>12</td><td>request</td><td>4</td><td>3</td><td>x&lt;y</td>" in page
+    assert "<td>kio</td><td>12</td><td>request</td><td>4</td><td>3</td><td>&lt;</td>" in page
+
+
+def test_a_peer_with_its_counters_gets_a_heat_map(plain_run: Any, tmp_path: Path) -> None:
+    from kafkagen.fuzz.report import write_html
+
+    result, table = plain_run
+    peer = copy.copy(result)
+    peer.stats = [
+        {**s, "kio_agree": 2, "kio_disagree": int(s["version"] == 1), "kio_skipped": 0}
+        for s in result.stats
+    ]
+    dom = Dom()
+    dom.feed(write_html(peer, table, tmp_path / "report.html").read_text())
+    cells = {(a, v): c for (j, a, v), c in dom.cells.items() if j == "kio"}
+    assert set(cells) == {(12, v) for v in range(5)}  # Heartbeat v0-4
+    # Passed: agreed; failed: disagreed; request and response summed.
+    assert [(c["data-passed"], c["data-failed"]) for _, c in sorted(cells.items())] == [
+        ("4", "0"),
+        ("4", "2"),
+        ("4", "0"),
+        ("4", "0"),
+        ("4", "0"),
+    ]  # fmt: skip
+    assert (
+        "<h3>kio agrees with kafkagen</h3>" in dom.texts or "kio agrees with kafkagen" in dom.texts
+    )
 
 
 # ---------------------------------------------------------------- a real run in Chromium

@@ -340,17 +340,19 @@ OWN_CHECKS = ("cross_checks", "forward_checks", "mutations", "native_checks")
 
 
 def judges(stats: Sequence[dict[str, Any]]) -> list[str]:
-    """Oracles that judged this run: those whose ``X_checks`` and ``X_skipped`` counters
-    are in the results (``kafka``, and any peer oracle recorded the same way) and count
-    something (the columns exist whether or not the oracle ran)."""
+    """Oracles that judged this run, by their counters in the results: ``X_skipped`` with
+    ``X_checks`` (Kafka's classes: questions answered, failures in ``by_X``) or with
+    ``X_agree`` and ``X_disagree`` (a peer codec), and counting something (the columns
+    exist whether or not the oracle ran). Kafka first."""
     fields = set().union(*(s.keys() for s in stats)) if stats else set()
-    found = {n[: -len("_checks")] for n in fields if n.endswith("_checks")}
-    return sorted(
-        o
-        for o in found
-        if f"{o}_skipped" in fields
-        and any(s.get(f"{o}_checks") or s.get(f"{o}_skipped") for s in stats)
-    )
+    ran = []
+    for name in fields:
+        oracle = name.removesuffix("_skipped")
+        counters = [f"{oracle}_{what}" for what in ("checks", "agree", "disagree", "skipped")]
+        if oracle != name and fields & set(counters[:2]):
+            if any(s.get(c) for s in stats for c in counters):
+                ran.append(oracle)
+    return sorted(ran, key=lambda o: (o != "kafka", o))
 
 
 def _own(s: dict[str, Any], oracles: Sequence[str]) -> Cell:
@@ -360,11 +362,11 @@ def _own(s: dict[str, Any], oracles: Sequence[str]) -> Cell:
 
 
 def _oracle(s: dict[str, Any], oracle: str) -> Cell:
-    return Cell(
-        int(s.get(f"{oracle}_checks") or 0),
-        int(s.get(f"by_{oracle}") or 0),
-        int(s.get(f"{oracle}_skipped") or 0),
-    )
+    skipped = int(s.get(f"{oracle}_skipped") or 0)
+    if f"{oracle}_agree" in s:  # a peer: its disagreements are the cell's failures
+        disagree = int(s.get(f"{oracle}_disagree") or 0)
+        return Cell(int(s[f"{oracle}_agree"] or 0) + disagree, disagree, skipped)
+    return Cell(int(s.get(f"{oracle}_checks") or 0), int(s.get(f"by_{oracle}") or 0), skipped)
 
 
 def heat_cells(result: RunResult, judge: str | None) -> dict[tuple[int, int], Cell]:
@@ -472,20 +474,24 @@ def heat_maps(result: RunResult, table: Table) -> str:
         heat_map(result, table, None, "kafkagen's checks per API and version"),
     ]
     for oracle in judges(result.stats):
-        name = "Kafka's own classes" if oracle == "kafka" else oracle
-        parts.append(f"<h3>{esc_text(name)} agree with kafkagen</h3>")
+        name = "Kafka's own classes" if oracle == "kafka" else oracle.replace("_", "-")
+        parts.append(f"<h3>{esc_text(name)} agrees with kafkagen</h3>")
         parts.append(heat_map(result, table, oracle, f"{name} per API and version"))
     return "\n".join(parts)
 
 
 #: Columns of the peers' findings shown first, when present; any others follow.
-PEER_COLUMNS = ("oracle", "peer", "api", "api_name", "kind", "version", "difference", "count")
+PEER_COLUMNS = (
+    "oracle", "peer", "api", "api_name", "kind", "version", "check", "difference", "count",
+    "findings", "unjudged",
+)  # fmt: skip
 
 
 def peer_findings(result: RunResult) -> str:
     """The findings of peer oracles (other codecs judged against Kafka), read by field
     name from the results; a run without peers says so."""
-    items: list[dict[str, Any]] = list(getattr(result, "peer_findings", None) or [])
+    found = getattr(result, "peer_groups", None) or getattr(result, "peer_findings", None)
+    items: list[dict[str, Any]] = list(found or [])
     if not items:
         return "<h2>Peers' findings</h2>\n<p>no peer oracle ran</p>"
     keys: list[str] = [k for k in PEER_COLUMNS if any(k in f for f in items)]
