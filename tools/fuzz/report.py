@@ -475,7 +475,7 @@ def heat_maps(result: RunResult, table: Table) -> str:
     ]
     for oracle in judges(result.stats):
         name = "Kafka's own classes" if oracle == "kafka" else oracle.replace("_", "-")
-        parts.append(f"<h3>{esc_text(name)} agrees with kafkagen</h3>")
+        parts.append(f"<h3>{esc_text(name)}: agreement with kafkagen</h3>")
         parts.append(heat_map(result, table, oracle, f"{name} per API and version"))
     return "\n".join(parts)
 
