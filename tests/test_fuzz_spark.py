@@ -1,5 +1,5 @@
-"""The fuzz on Spark: local mode, retried tasks, a standalone cluster of two workers, and
-an injected codec bug found on the executors and replayed without Spark."""
+"""The fuzz on Spark: local mode, retried tasks, and an injected codec bug found on the
+executors and replayed without Spark (the standalone cluster: test_fuzz_cluster.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,10 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from kafkagen.fuzz import run_fuzz  # noqa: E402
 from kafkagen.fuzz.checks import INJECT_ENV, FuzzOptions  # noqa: E402
 from kafkagen.fuzz.job import Fault, run_plain, run_spark, spark_session  # noqa: E402
 from kafkagen.fuzz.plan import plan_combos, select_apis  # noqa: E402
 from kafkagen.fuzz.rules import Table, build_table  # noqa: E402
-from spark_cluster import standalone_cluster  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +39,7 @@ def counts(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_stats(folder: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     rows = pq.read_table(folder / "stats.parquet").to_pylist()
     return [{k: v for k, v in r.items() if k != "api_name"} for r in rows]
@@ -193,7 +191,7 @@ def spark() -> Iterator[Any]:
 
 
 class TestOnRetryingLocalSpark:
-    """One local[2,4] session for these tests, stopped before the cluster test starts."""
+    """One local[2,4] session for these tests, stopped when they end."""
 
     @pytest.mark.parametrize("mode", ["raise", "exit"])
     def test_a_task_that_dies_is_retried_and_counted_once(
@@ -229,25 +227,3 @@ class TestOnRetryingLocalSpark:
         env.pop(INJECT_ENV)
         proc = subprocess.run(replay, capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0 and "no failure" in proc.stdout
-
-
-# ---------------------------------------------------------------- a standalone cluster
-
-
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark master and two workers on 127.0.0.1, started from the pip-installed pyspark."""
-    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as cluster:
-        yield cluster.url
-
-
-def test_standalone_cluster_runs_the_same_fuzz(
-    standalone: str, table: Table, local_run: tuple[int, Path, str, str]
-) -> None:
-    result, _ = run_fuzz(SMALL, master=standalone, table=table, progress=None)
-    assert result.master == standalone
-    assert result.messages == SMALL
-    # Same seed, same messages: the cluster finds exactly what local mode found.
-    assert counts(result.stats) == counts(read_stats(local_run[1]))
-    origins = [t["origin"] for t in result.task_info]
-    assert origins and all("kafkagen.zip" in o for o in origins)  # shipped, not installed
