@@ -20,8 +20,8 @@ __all__ = ["SERVED", "declare_handlers", "load_handlers", "supported_versions"]
 #: The unstable tops are the paged versions (see `kafkagen.runtime.pagination`) or a newer
 #: protocol still gated in Kafka 4.4.0.
 SERVED: dict[int, tuple[str, int, int, int]] = {
-    0: ("api_00_produce", 3, 11, 11),
-    1: ("api_01_fetch", 4, 18, 18),
+    0: ("api_00_produce", 0, 11, 11),
+    1: ("api_01_fetch", 0, 18, 18),
     2: ("api_02_list_offsets", 0, 10, 12),
     3: ("api_03_metadata", 0, 12, 14),
     8: ("api_08_offset_commit", 0, 10, 10),
