@@ -131,3 +131,13 @@ def test_control_cli_answer_names_the_unadvertised_apis() -> None:
         assert client.call("GET", "/versions/0") == answer
         client.call("POST", "/reset")
         assert "preset" not in client.call("GET", "/versions/0")
+
+
+def test_unserved_report_lists_each_presets_gaps() -> None:
+    from kafkagen.version_presets import unserved
+
+    lines = dict(line.split(": ", 1) for line in unserved().splitlines())
+    assert list(lines) == preset_names()
+    assert lines["2.4"].startswith("LeaderAndIsr (4) v0-4, ")
+    assert "Produce (0)" not in lines["3.9"] and "DescribeClientQuotas" not in lines["3.9"]
+    assert "Produce (0) v12" in lines["4.0"]  # newer than kafkagen serves
