@@ -176,3 +176,33 @@ def test_token_requests_over_sasl_find_token_auth_disabled() -> None:
             # No authorizer: every operation is allowed, so only token support is missing.
             assert r.error_code == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
             assert r.principal_name == "bob"
+
+
+# -- client metrics resources -------------------------------------------------------------
+
+CLIENT_METRICS = 16
+
+
+def test_no_client_metrics_resource_exists_to_list(cluster: BackgroundCluster) -> None:
+    IncAlter: Any = message_type(44, "request")
+    with WireClient(cluster.bootstrap) as w:
+        r = w.call(
+            44,
+            1,
+            IncAlter(
+                resources=[
+                    IncAlter.AlterConfigsResource(
+                        resource_type=CLIENT_METRICS,
+                        resource_name="metrics",
+                        configs=[
+                            IncAlter.AlterableConfig(
+                                name="interval.ms", config_operation=0, value="1"
+                            )
+                        ],
+                    )
+                ]
+            ),
+        )
+        assert r.responses[0].error_code != 0  # such a resource cannot be made here
+        listed = w.call(74, 0, req(74))
+        assert (listed.error_code, listed.config_resources) == (0, [])
