@@ -211,3 +211,52 @@ def test_old_fetchers_get_unsupported_compression_for_zstd(cluster: BackgroundCl
         part = w.call(FETCH, 3, fetch(3, "zstd", 0)).responses[0].partitions[0]
         assert part.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
         assert w.call(FETCH, 10, fetch(10, "zstd", 0)).responses[0].partitions[0].error_code == 0
+
+
+def test_fetch_v3_max_bytes_bounds_the_response(cluster: BackgroundCluster) -> None:
+    F: Any = message_type(FETCH, "request")
+
+    def fetch_both(version: int, max_bytes: int) -> list[int]:
+        r = w.call(
+            FETCH,
+            version,
+            F(
+                replica_id=-1,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=max_bytes,
+                topics=[
+                    F.FetchTopic(
+                        topic="bounded",
+                        partitions=[
+                            F.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=4096)
+                            for p in (0, 1)
+                        ],
+                    )
+                ],
+            ),
+        )
+        return [len(list(iter_legacy_records(bytes(p.records)))) for p in r.responses[0].partitions]
+
+    with WireClient(cluster.bootstrap) as w:
+        Create: Any = message_type(19, "request")
+        topic = Create.CreatableTopic(name="bounded", num_partitions=2, replication_factor=1)
+        assert w.call(19, 4, Create(topics=[topic], timeout_ms=5000)).topics[0].error_code == 0
+        for p in (0, 1):
+            P: Any = message_type(PRODUCE, "request")
+            data = build_message_set(records(5), 1)
+            request = P(
+                acks=1,
+                timeout_ms=5000,
+                topic_data=[
+                    P.TopicProduceData(
+                        name="bounded",
+                        partition_data=[P.PartitionProduceData(index=p, records=data)],
+                    )
+                ],
+            )
+            assert w.call(PRODUCE, 2, request).responses[0].partition_responses[0].error_code == 0
+        assert fetch_both(2, 1) == [5, 5]  # v2 has no response limit: max_bytes is ignored
+        # v3: the first partition still returns its first batch, the second nothing.
+        assert fetch_both(3, 1) == [5, 0]
+        assert fetch_both(3, 1 << 20) == [5, 5]
