@@ -157,3 +157,34 @@ def test_kafka_python_sees_the_preset_release(release: str) -> None:
         finally:
             admin.close()
     assert seen == CLIENT_VIEW.get(release, release_tuple(release))
+
+
+def test_a_message_over_an_old_fetchers_limit_is_reported_too_large(
+    kafka_cluster: KafkaCluster, kafka_topic: str
+) -> None:
+    from kafka.consumer.fetcher import RecordTooLargeError
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    producer = KafkaProducer(bootstrap_servers=bootstrap, api_version=OLD["0.10.0"])
+    try:
+        producer.send(kafka_topic, value=b"x" * 2000, partition=0).get(10)
+    finally:
+        producer.close(5)
+    for fetch_size, fits in ((1000, False), (100_000, True)):
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            api_version=OLD["0.10.0"],
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=3000,
+            max_partition_fetch_bytes=fetch_size,
+        )
+        try:
+            consumer.assign([TopicPartition(kafka_topic, 0)])
+            if fits:
+                assert [len(m.value) for m in consumer] == [2000]
+            else:
+                # Fetch v2's limit is hard: the message arrives partial, as from Kafka.
+                with pytest.raises(RecordTooLargeError):
+                    list(consumer)
+        finally:
+            consumer.close()

@@ -260,3 +260,22 @@ def test_fetch_v3_max_bytes_bounds_the_response(cluster: BackgroundCluster) -> N
         # v3: the first partition still returns its first batch, the second nothing.
         assert fetch_both(3, 1) == [5, 0]
         assert fetch_both(3, 1 << 20) == [5, 5]
+
+
+def test_fetch_v2_cuts_at_the_partition_limit_and_v3_returns_the_first_message_whole(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        w.call(3, 1, req(3, topics=[req(3).MetadataRequestTopic(name="large")]))
+        big = build_message_set([Record(0, T0, None, b"x" * 500)], 1)
+        assert w.call(PRODUCE, 2, produce(2, "large", big)).responses[0].partition_responses[
+            0
+        ].error_code == 0  # fmt: skip
+        for version, whole in ((2, False), (3, True)):
+            request = fetch(version, "large", 0)
+            request.topics[0].partitions[0].partition_max_bytes = 100
+            data = bytes(w.call(FETCH, version, request).responses[0].partitions[0].records)
+            if whole:
+                assert [len(r.value or b"") for r in iter_legacy_records(data)] == [500]
+            else:
+                assert len(data) == 100 and list(iter_messages(data)) == []  # a partial message

@@ -36,6 +36,9 @@ from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 1
+#: The last version whose partition byte limit is hard (KIP-74 made the first message
+#: exempt from v3).
+HARD_LIMIT_UNTIL = 2
 PartitionData = FetchResponse.PartitionData
 
 
@@ -47,6 +50,7 @@ class _Slot:
     topic_id: uuid.UUID
     index: int
     fetch_offset: int = 0
+    max_bytes: int = 0
     error: KafkaError | None = None
     result: FetchResult | None = None
 
@@ -72,7 +76,7 @@ def handle(ctx: RequestContext, request: FetchRequest) -> None:
     for t in request.topics:
         name = t.topic if v < 13 else md.topic_names.get(t.topic_id)
         for p in t.partitions:
-            slot = _Slot(name, t.topic_id, p.partition, p.fetch_offset)
+            slot = _Slot(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes)
             slots.append(slot)
             if name is None:
                 slot.error = UnknownTopicIdError(f"no topic has id {t.topic_id}")
@@ -127,14 +131,22 @@ def _clear(pd: FetchResponse.PartitionData) -> None:
     pd.aborted_transactions = [] if unknown else None
 
 
-def _readable(r: FetchResult, fetch_offset: int, magic: int) -> KafkaError | None:
-    """Down-convert ``r``'s records in place for a fetcher of an older ``magic``; the
-    error to answer instead when they have no such form."""
+def _readable(r: FetchResult, slot: _Slot, version: int) -> KafkaError | None:
+    """Down-convert ``r``'s records in place for a fetcher of an older magic; the error to
+    answer instead when they have no such form.
+
+    Up to v2 the partition's byte limit is hard, as in Kafka: the messages are cut at it,
+    and a message larger than the limit arrives partial, which tells the consumer its
+    fetch size is too small (from v3 a first message over the limit comes whole).
+    """
+    magic = fetch_magic(version)
     if magic < 2 and r.records:
         try:
-            r.records = downconvert(r.records, magic, fetch_offset)
+            r.records = downconvert(r.records, magic, slot.fetch_offset)
         except RecordSetError as e:
             return e
+        if version <= HARD_LIMIT_UNTIL and len(r.records) > slot.max_bytes:
+            r.records = r.records[: max(slot.max_bytes, 0)]
     return None
 
 
@@ -173,7 +185,7 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
                         leader_id=leader, leader_epoch=epoch
                     )
                     leaders.add(leader)
-        elif (error := _readable(r, slot.fetch_offset, fetch_magic(v))) is not None:
+        elif (error := _readable(r, slot, v)) is not None:
             pd.error_code = error.code
             _clear(pd)
         else:
