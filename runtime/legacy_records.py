@@ -106,16 +106,16 @@ def is_legacy(data: Buffer) -> bool:
     return len(data) > _MAGIC_AT and data[_MAGIC_AT] in (0, 1)
 
 
-def iter_messages(data: Buffer, *, index_base: int = 0) -> Iterator[LegacyMessage]:
+def iter_messages(data: Buffer) -> Iterator[LegacyMessage]:
     """The complete messages of a message set, CRC checked; a cut-short last entry is
     dropped, as Kafka drops it from a produced set. Framing and CRC problems raise
     CorruptRecordError naming the entry."""
     view = memoryview(data).cast("B") if isinstance(data, memoryview) else memoryview(data)
     total = len(view)
     pos = 0
-    index = index_base
+    index = 0
     while total - pos >= _LOG_OVERHEAD:
-        offset, size = struct.unpack_from(">qi", view, pos)
+        (size,) = _I32.unpack_from(view, pos + 8)
         if total - pos <= _MAGIC_AT:
             break
         magic = view[pos + _MAGIC_AT]
@@ -130,7 +130,7 @@ def iter_messages(data: Buffer, *, index_base: int = 0) -> Iterator[LegacyMessag
         end = pos + _LOG_OVERHEAD + size
         if end > total:
             break
-        _, _, crc, _, attributes = _ENTRY.unpack_from(view, pos)
+        offset, _, crc, _, attributes = _ENTRY.unpack_from(view, pos)
         body = view[pos + _MAGIC_AT : end]
         if zlib.crc32(body) != crc:
             raise CorruptRecordError(
