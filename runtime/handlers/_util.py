@@ -21,6 +21,7 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 __all__ = [
     "Pager",
+    "log_dir",
     "token_request_error",
     "pagination_limit",
     "repeated",
@@ -28,6 +29,15 @@ __all__ = [
     "require_config_access",
     "require",
 ]
+
+
+def log_dir(ctx: RequestContext) -> str:
+    """The one log directory of this broker: its folder under ``--log-dir`` when logs are
+    kept on disk, else ``memory:broker-<id>``."""
+    storage = ctx.broker.replica_manager.storage
+    if storage is None:
+        return f"memory:broker-{ctx.broker.node_id}"
+    return str(storage.path.resolve())
 
 
 def token_request_error(ctx: RequestContext) -> int:

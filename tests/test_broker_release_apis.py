@@ -1,5 +1,7 @@
-"""Client quotas (DescribeClientQuotas 48, AlterClientQuotas 49) and the delegation token
-APIs (38-41), over real sockets, answered as Kafka answers them."""
+"""APIs older Kafka releases advertised that kafkagen now serves, over real sockets and
+answered as Kafka answers them: client quotas (DescribeClientQuotas 48, AlterClientQuotas
+49), the delegation token APIs (38-41), ListClientMetricsResources (74 v0) and
+AlterReplicaLogDirs (34)."""
 
 from __future__ import annotations
 
@@ -206,3 +208,38 @@ def test_no_client_metrics_resource_exists_to_list(cluster: BackgroundCluster) -
         assert r.responses[0].error_code != 0  # such a resource cannot be made here
         listed = w.call(74, 0, req(74))
         assert (listed.error_code, listed.config_resources) == (0, [])
+
+
+# -- replica log directories --------------------------------------------------------------
+
+
+def test_alter_replica_log_dirs_knows_the_one_directory(cluster: BackgroundCluster) -> None:
+    AlterDirs: Any = message_type(34, "request")
+    with WireClient(cluster.bootstrap) as w:
+        Create: Any = message_type(19, "request")
+        topic = Create.CreatableTopic(name="dirs", num_partitions=1, replication_factor=1)
+        assert w.call(19, 4, Create(topics=[topic], timeout_ms=5000)).topics[0].error_code == 0
+        described = w.call(35, 4, req(35, topics=None))
+        here = described.results[0].log_dir
+
+        def move(path: str, partitions: list[int]) -> list[int]:
+            r = w.call(
+                34,
+                2,
+                AlterDirs(
+                    dirs=[
+                        AlterDirs.AlterReplicaLogDir(
+                            path=path,
+                            topics=[
+                                AlterDirs.AlterReplicaLogDirTopic(
+                                    name="dirs", partitions=partitions
+                                )
+                            ],
+                        )
+                    ]
+                ),
+            )
+            return [p.error_code for t in r.results for p in t.partitions]
+
+        assert move(here, [0, 7]) == [0, ErrorCode.REPLICA_NOT_AVAILABLE]
+        assert move("/elsewhere", [0]) == [ErrorCode.LOG_DIR_NOT_FOUND]
