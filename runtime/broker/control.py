@@ -356,8 +356,7 @@ class Control:
         self.max_records = 10_000
         self._ids = itertools.count(1)
         self._held: list[_Held] = []
-        #: Brokers' version caps before the first `set_versions`, for `reset`.
-        #: Broker -> (preset, caps, floors) before the first `set_versions`.
+        #: Broker -> its (preset, caps, floors) before the first `set_versions`, for `reset`.
         self._original_caps: dict[int, tuple[str | None, dict[int, int], dict[int, int]]] = {}
         self._stopped: set[int] = set()
 
