@@ -36,7 +36,9 @@ def entry(entity: dict[str, str | None], **ops: float | None) -> Any:
     )
 
 
-def alter(w: WireClient, *entries: Any, validate_only: bool = False) -> list[tuple[int, str]]:
+def alter(
+    w: WireClient, *entries: Any, validate_only: bool = False
+) -> list[tuple[int, str | None]]:
     r = w.call(ALTER, 1, Alter(entries=list(entries), validate_only=validate_only))
     return [(e.error_code, e.error_message) for e in r.entries]
 
@@ -129,7 +131,7 @@ def test_bad_alterations_get_kafkas_errors_and_write_nothing(cluster: Background
 
 def test_bad_filters_are_refused_with_kafkas_messages(cluster: BackgroundCluster) -> None:
     with WireClient(cluster.bootstrap) as w:
-        cases = [
+        cases: list[tuple[list[tuple[str, int, str | None]], int, str]] = [
             ([("user", EXACT, None)], ErrorCode.INVALID_REQUEST, "MATCH_TYPE_EXACT"),
             ([("user", DEFAULT, "x")], ErrorCode.INVALID_REQUEST, "MATCH_TYPE_DEFAULT"),
             ([("user", 7, None)], ErrorCode.INVALID_REQUEST, "Unknown match type 7"),

@@ -6,6 +6,7 @@ pinned to old protocol versions are in ``test_legacy_clients.py``.
 
 from __future__ import annotations
 
+import gzip
 import struct
 import zlib
 from typing import Any
@@ -74,14 +75,18 @@ def test_upconvert_refuses_a_bad_crc_and_mixed_or_nested_sets() -> None:
     with pytest.raises(InvalidRecordSetError, match="message 1 has magic 1, the first one 0"):
         upconvert(mixed)
     inner = build_message_set(records(2), 1, CompressionType.GZIP)
-    nested = build_message_set([Record(0, T0, None, inner)], 1)
-    nested = bytearray(nested)
-    nested[17] = CompressionType.GZIP  # the outer attributes now claim gzip around raw bytes
-    with pytest.raises(CorruptRecordError):
-        upconvert(bytes(nested))
+    nested = magic_1_message(1, CompressionType.GZIP, gzip.compress(inner))
+    with pytest.raises(InvalidRecordSetError, match="may not hold another compressed"):
+        upconvert(nested)
     two_wrappers = inner + build_message_set(records(1, first=2), 1, CompressionType.GZIP)
     with pytest.raises(InvalidRecordSetError, match="one wrapper message, not 2"):
         upconvert(two_wrappers)
+
+
+def magic_1_message(offset: int, attributes: int, value: bytes) -> bytes:
+    """A magic 1 message with no key, laid out by hand."""
+    body = bytes([1, attributes]) + struct.pack(">qii", T0, -1, len(value)) + value
+    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
 
 
 def test_downconvert_writes_the_fetch_versions_magic() -> None:
