@@ -123,7 +123,8 @@ def render_module(env: jinja2.Environment, mod: Module) -> str:
         for name in {s.name for s in m.structs} | {m.name}:
             seen[name] = seen.get(name, 0) + 1
     shared = frozenset(n for n, count in seen.items() if count > 1)
-    contexts = [Emitter(m, shared).context() for m in mod.messages]
+    rt = RuntimeImports()
+    contexts = [Emitter(m, shared, rt).context() for m in mod.messages]
     formats = sorted(set().union(*(c["formats"] for c in contexts)))
     arrays = sorted(set().union(*(c["arrays"] for c in contexts)))
     first = mod.messages[0]
@@ -132,41 +133,57 @@ def render_module(env: jinja2.Environment, mod: Module) -> str:
         title = f"{base} (API key {first.api_key}): request and response codecs."
     else:
         title = f"{', '.join(m.name for m in mod.messages)} codecs."
-    template = env.get_template("module.py.jinja")
-    args = dict(
+    # One render: the template writes the module's body first and its imports last, from
+    # the names ``rt`` recorded as the body used them.
+    return env.get_template("module.py.jinja").render(
+        rt=rt,
         title=title,
         sources=[m.file for m in mod.messages],
         messages=contexts,
         formats=formats,
         arrays=arrays,
     )
-    # Two passes: the first finds which runtime names the code uses, the second imports
-    # exactly those (a module importing all of them would be 80 lines longer).
-    draft = template.render(imports=[(m, names) for m, names in RUNTIME_IMPORTS], **args)
-    body = draft[draft.index("__all__") :]
-    used = set(_IDENTIFIER.findall(body))
-    imports = [(m, [n for n in names if n in used]) for m, names in RUNTIME_IMPORTS]
-    return template.render(imports=[(m, ns) for m, ns in imports if ns], **args)
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _public_names(module: Any) -> list[str]:
-    return sorted(module.__all__)
-
-
-def _runtime_imports() -> list[tuple[str, list[str]]]:
+def _importable() -> dict[str, str]:
+    """Each name generated code may import -> its module: every public name of the runtime
+    modules it uses, and the standard library's it needs only sometimes (``typing.Any``
+    and ``ClassVar`` serve every module and are always imported)."""
     from kafkagen.runtime import jsonform, message, wire
 
-    return [
-        ("kafkagen.runtime.jsonform", _public_names(jsonform)),
-        ("kafkagen.runtime.message", _public_names(message)),
-        ("kafkagen.runtime.wire", _public_names(wire)),
-    ]
+    names = {"_Struct": "struct", "UUID": "uuid"}
+    for module in (jsonform, message, wire):
+        names.update((name, module.__name__) for name in module.__all__)
+    return names
 
 
-RUNTIME_IMPORTS = _runtime_imports()
+IMPORTABLE = _importable()
+
+
+class RuntimeImports:
+    """The names one generated module imports, recorded where the templates and the emitter
+    write them: ``rt("read_string")`` returns the name and notes its import."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        if name not in IMPORTABLE:
+            raise jinja2.TemplateRuntimeError(f"generated code cannot import {name!r}")
+        self.used.add(name)
+        return name
+
+    def uses(self, name: str) -> bool:
+        return name in self.used
+
+    def imports(self) -> list[tuple[str, list[str]]]:
+        """(module, sorted names) for each kafkagen module the recorded names come from."""
+        by_module: dict[str, list[str]] = {}
+        for name in sorted(self.used):
+            module = IMPORTABLE[name]
+            if module.startswith("kafkagen."):
+                by_module.setdefault(module, []).append(name)
+        return sorted(by_module.items())
 
 
 def render_package(messages: list[Message]) -> dict[str, str]:
