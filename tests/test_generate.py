@@ -251,7 +251,8 @@ def every_kind_specs(folder: Path) -> Path:
     """One API (key 97) whose fields use every kind of code the templates write, the kinds
     the built-in specs lack included: arrays of bool, float64, bytes and uuid, bytes that
     are nullable before flexible versions, records, a uuid with a non-zero default, tagged
-    structs, uuids and keyed arrays, fields that appear and disappear."""
+    structs, uuids and keyed arrays, fields that appear and disappear, and a name long
+    enough to make black split the statements that use it."""
     uuid_default = "AAAAAAAAAAAAAAAAAAAAAQ"  # base64 of uuid 00000000-...-0001
     write_spec(
         folder,
@@ -270,6 +271,12 @@ def every_kind_specs(folder: Path) -> Path:
                 {"name": "Batch", "type": "records", "versions": "0+"},
                 {"name": "Owner", "type": "uuid", "versions": "1-2", "default": uuid_default},
                 {"name": "Note", "type": "string", "versions": "0-1", "ignorable": True},
+                {  # a name that makes most statements about it longer than a line
+                    "name": "PartitionsWhoseLeaderEpochMustBeCheckedBeforeTheOffsetMayMoveOn",
+                    "type": "[]int64",
+                    "versions": "1+",
+                    "nullableVersions": "3+",
+                },
                 {
                     "name": "Extra",
                     "type": "Extra",
@@ -327,13 +334,20 @@ def test_the_generated_package_imports_exactly_the_names_it_uses() -> None:
     assert unused_and_undefined_names(GENERATED) == []
 
 
-def test_code_of_every_kind_imports_exactly_the_names_it_uses(tmp_path: Path) -> None:
-    """Every runtime name a template writes is recorded for the module's imports: a name
-    written without ``rt(...)`` is undefined here, one recorded but not written unused."""
+def test_code_of_every_kind_is_black_formatted_and_imports_exactly_what_it_uses(
+    tmp_path: Path,
+) -> None:
+    """Every runtime name a template writes is recorded for the module's imports (a name
+    written without ``rt(...)`` is undefined here, one recorded but not written unused),
+    and the code the templates write, with black laying out only the statements longer
+    than a line, is what black makes of the whole module."""
     out = tmp_path / "everypkg"
     result = kafkagen("generate", "--specs", every_kind_specs(tmp_path / "specs"), "--out", out)
     assert result.returncode == 0, result.stderr
     assert unused_and_undefined_names(out) == []
+    for module in out.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert black.format_str(text, mode=BLACK_MODE) == text, module.name
     script = textwrap.dedent(f"""
         import sys, uuid
         sys.path.insert(0, {str(tmp_path)!r})
