@@ -306,6 +306,8 @@ class KafkaOracle:
     Start it with ``with KafkaOracle() as kafka:`` (or :meth:`start` and :meth:`close`);
     it builds the oracle first when needed. ``version`` is the Kafka release (default
     :func:`kafka_version`); ``started_in`` is how long the JVM took to answer (seconds).
+    ``coordinator_records`` puts the group coordinator's jar of the same release on the
+    classpath, for the kinds ``coordinator-key`` and ``coordinator-value``.
     """
 
     def __init__(
