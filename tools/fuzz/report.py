@@ -4,8 +4,13 @@ Files under the output folder:
 
 - ``stats.parquet``: one row per (API, kind, version): messages, bytes, failures (also by
   check), disagreements, checks run, task seconds;
-- ``failures.parquet`` / ``disagreements.parquet``: each kept finding with its replay id
-  (``kafkagen fuzz --replay ID``), check, error and the bytes in hex;
+- ``failures.parquet``: each kept failure with its replay id (``kafkagen fuzz --replay
+  ID``), check, error and the bytes in hex;
+- with ``--oracle``: ``oracles.parquet``, one row per oracle and (API, kind, version):
+  questions agreed on, disagreed on and skipped, and the oracle's seconds; and
+  ``peer_findings.parquet``, the peers' disagreements grouped by (peer, API, kind,
+  version, question, kind of difference), with counts of findings (Kafka agreed with
+  kafkagen) and unjudged ones, and a minimal reproducer (hex and kafkagen's JSON form);
 - ``tasks.parquet``: each task's messages, seconds and where its package came from;
 - ``run.json``: the run's parameters and totals; ``report.html``: the summary with a chart
   of throughput and failures per API (inline SVG).
@@ -25,7 +30,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from .checks import CHECKS
-from .job import STAT_FIELDS, RunResult
+from .job import SECONDS_FIELDS, STAT_FIELDS, RunResult
+from .peers import ORACLES, PEERS, column
 from .rules import Table
 
 
@@ -91,6 +97,7 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         ]
         + [(n, pa.int64()) for n in STAT_FIELDS]
         + [("seconds", pa.float64())]
+        + [(n, pa.float64()) for n in SECONDS_FIELDS]
     )
     finding_schema = pa.schema(
         [
@@ -117,6 +124,35 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         ]
     )
 
+    oracle_schema = pa.schema(
+        [
+            ("oracle", pa.string()),
+            ("api", pa.int16()),
+            ("api_name", pa.string()),
+            ("kind", pa.string()),
+            ("version", pa.int16()),
+            *((n, pa.int64()) for n in ORACLE_COUNTS),
+            ("seconds", pa.float64()),
+        ]
+    )
+    peer_schema = pa.schema(
+        [
+            ("peer", pa.string()),
+            ("api", pa.int16()),
+            ("api_name", pa.string()),
+            ("kind", pa.string()),
+            ("version", pa.int16()),
+            ("check", pa.string()),
+            ("difference", pa.string()),
+            ("findings", pa.int64()),
+            ("unjudged", pa.int64()),
+            ("id", pa.string()),
+            ("detail", pa.string()),
+            ("hex", pa.string()),
+            ("json", pa.string()),
+        ]
+    )
+
     def named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seed = result.options.seed
         return [{**r, "seed": seed, "api_name": names.get(int(r["api"]), "")} for r in rows]
@@ -124,8 +160,9 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
     files = {
         "stats.parquet": pa.Table.from_pylist(named(result.stats), schema=stats_schema),
         "failures.parquet": pa.Table.from_pylist(named(result.failures), schema=finding_schema),
-        "disagreements.parquet": pa.Table.from_pylist(
-            named(result.disagreements), schema=finding_schema
+        "oracles.parquet": pa.Table.from_pylist(named(oracle_rows(result)), schema=oracle_schema),
+        "peer_findings.parquet": pa.Table.from_pylist(
+            named(result.peer_groups), schema=peer_schema
         ),
         "tasks.parquet": pa.Table.from_pylist(result.task_info, schema=task_schema),
     }
@@ -144,6 +181,12 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         "messages": result.messages,
         "failures": result.failure_count,
         "disagreements": result.disagreement_count,
+        "oracle_seconds": {
+            o: round(sum(float(r[column(o, "seconds")]) for r in result.stats), 3)
+            for o in result.options.oracles
+        },
+        "peer_findings": sum(int(g["findings"]) for g in result.peer_groups),
+        "peer_unjudged": sum(int(g["unjudged"]) for g in result.peer_groups),
         "wall_seconds": round(result.wall_seconds, 3),
         "options": result.options._asdict(),
         "combos": len(result.combos),
@@ -182,13 +225,29 @@ def checks_text(result: RunResult) -> str:
         f"spec demands; {total('forward_checks'):,} with unknown tagged fields added; "
         f"{total('mutations'):,} mutations ({total('mutations_decoded'):,} still decoded)"
     )
-    if result.options.oracle == "kafka":
+    if "kafka" in result.options.oracles:
         text += (
             f"\nKafka's own classes: {total('kafka_checks'):,} questions answered (bytes read, "
             f"JSON forms written, corrupted copies read), {total('kafka_known'):,} of them "
             f"documented differences (docs/kafka-differences.md); {total('kafka_skipped'):,} "
             "skipped: versions Kafka does not have"
         )
+    for peer in PEERS:
+        if peer in result.options.oracles:
+            t = {w: total(column(peer, w)) for w in ("agree", "disagree", "skipped")}
+            judged = {w: total(column(peer, w)) for w in ("findings", "unjudged")}
+            text += (
+                f"\n{peer}: {t['agree']:,} questions agreed on, {t['disagree']:,} disagreed on "
+                f"({judged['findings']:,} the peer's findings: Kafka agrees with kafkagen; "
+                f"{judged['unjudged']:,} unjudged), {t['skipped']:,} skipped: APIs and "
+                "versions it lacks"
+            )
+    seconds = [
+        f"{o} {sum(float(s.get(column(o, 'seconds')) or 0.0) for s in result.stats):,.1f} s"
+        for o in result.options.oracles
+    ]
+    if seconds:
+        text += "\noracle time in the tasks: " + ", ".join(seconds)
     return text
 
 
@@ -247,15 +306,29 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
         if len(result.failures) > limit:
             lines.append(f"  ... {len(result.failures) - limit} more in failures.parquet")
         first = result.failures[0]
-        oracle = " --oracle kafka" if first["check"] == "kafka" else ""
+        oracle = " --oracle kafka" if first["check"] == "kafka" else ""  # what replays it
         lines.append(f"  reproduce one: kafkagen fuzz --replay {first['id']}{oracle}")
     else:
         lines.append("no failures")
-    if result.disagreement_count:
+    if result.peer_groups:
+        lines.append(peers_text(result))
+    return "\n".join(lines)
+
+
+def peers_text(result: RunResult, limit: int = 12) -> str:
+    """The peers' disagreements (not failures), the largest groups first."""
+    groups = sorted(result.peer_groups, key=lambda g: -(g["findings"] + g["unjudged"]))
+    lines = [
+        f"{result.disagreement_count:,} disagreement(s) of peer codecs, not failures, in "
+        f"{len(groups)} groups (peer_findings.parquet, report.html):"
+    ]
+    for g in groups[:limit]:
         lines.append(
-            f"{result.disagreement_count} disagreement(s) with the peer codec (not failures; "
-            "see disagreements.parquet)"
+            f"  {g['peer']} {g['api']}:{g['kind']}:v{g['version']} {g['check']}: "
+            f"{g['difference']}: {g['findings']} finding(s), {g['unjudged']} unjudged"
         )
+    if len(groups) > limit:
+        lines.append(f"  ... {len(groups) - limit} more groups")
     return "\n".join(lines)
 
 
@@ -353,13 +426,13 @@ table {{ border-collapse: collapse; font-size: 13px; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }}
 td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 .bad {{ color: #c0392b; font-weight: bold; }} .ok {{ color: #27ae60; font-weight: bold; }}
+table.oracle td.skip {{ color: #999; }} table.oracle td {{ text-align: center; }}
 </style></head><body>
 <h1>{title}</h1>
 {status}
 <p>{result.messages:,} messages over {len(result.combos)} (API, kind, version) combinations,
 seed {result.options.seed}, in {result.wall_seconds:.1f} s on <code>{esc(result.master)}</code>
-({result.tasks} tasks, {rate:,.0f} msg/s); {result.disagreement_count} disagreement(s) with
-the peer codec.</p>
+({result.tasks} tasks, {rate:,.0f} msg/s).</p>
 <p>{esc(checks_text(result))}.</p>
 <h2>Throughput and failures per API</h2>
 {_bars(rows)}
@@ -369,7 +442,7 @@ the peer codec.</p>
 {table_rows}
 </table>
 {findings(result.failures, "Failures")}
-{findings(result.disagreements, "Disagreements with the peer codec")}
+{oracles_html(result, table)}
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -377,9 +450,123 @@ the peer codec.</p>
     return path
 
 
+# ---------------------------------------------------------------- oracles
+
+
+#: What ``oracles.parquet`` counts per oracle and (API, kind, version): questions the
+#: oracle agreed on with kafkagen, disagreed on, skipped (versions it lacks); for Kafka,
+#: of the disagreements those that are failures and those documented; for a peer, those
+#: that are its findings (Kafka agreed with kafkagen) and those unjudged.
+ORACLE_COUNTS = ("agree", "disagree", "skipped", "failures", "documented", "findings", "unjudged")
+
+
+def oracle_rows(result: RunResult) -> list[dict[str, Any]]:
+    """One row per oracle of the run and (API, kind, version) it was asked about."""
+    rows = []
+    for s in result.stats:
+        for o in (o for o in ORACLES if o in result.options.oracles):
+            row: dict[str, Any] = {k: s[k] for k in ("api", "kind", "version")}
+            row["oracle"] = o
+            row["seconds"] = float(s.get(column(o, "seconds")) or 0.0)
+            counts = dict.fromkeys(ORACLE_COUNTS, 0)
+            if o == "kafka":
+                failed, known = int(s["by_kafka"]), int(s["kafka_known"])
+                counts.update(
+                    agree=int(s["kafka_checks"]) - failed - known,
+                    disagree=failed + known,
+                    skipped=int(s["kafka_skipped"]),
+                    failures=failed,
+                    documented=known,
+                )
+            else:
+                for what in ("agree", "disagree", "skipped", "findings", "unjudged"):
+                    counts[what] = int(s[column(o, what)])
+            rows.append({**row, **counts})
+    return rows
+
+
+def _cell(r: dict[str, Any]) -> str:
+    agree, disagree, skipped = r["agree"], r["disagree"], r["skipped"]
+    if disagree:
+        css = "bad"
+    elif agree:
+        css = "ok"
+    else:
+        css = "skip"
+    tip = (
+        f"agree {agree:,}, disagree {disagree:,} (failures {r['failures']}, documented "
+        f"{r['documented']}, findings {r['findings']}, unjudged {r['unjudged']}), "
+        f"skipped {skipped:,}"
+    )
+    text = f"{disagree:,}" if disagree else ("&#10003;" if agree else "-")
+    return f'<td class="{css}" title="{html.escape(tip)}">{text}</td>'
+
+
+def oracles_html(result: RunResult, table: Table, limit: int = 300) -> str:
+    """The oracles' section of report.html: an agreement table per oracle (rows API and
+    kind, columns versions; a cell shows the disagreements, its title all the counts) and
+    the peers' findings with their minimal reproducers."""
+    if not result.options.oracles:
+        return ""
+    esc = html.escape
+    rows = oracle_rows(result)
+    parts = [
+        "<h2>Oracles: agreement per API and version</h2>",
+        "<p>A cell counts the questions the oracle disagreed on (&#10003;: it agreed on all; "
+        "-: it lacks that version, skipped); hover for agree, disagree and skipped counts. "
+        "A peer's disagreement is its <em>finding</em> where Kafka answered the same "
+        "question as kafkagen, and <em>unjudged</em> otherwise.</p>",
+    ]
+    top = max((int(r["version"]) for r in rows), default=0)
+    for o in (o for o in ORACLES if o in result.options.oracles):
+        mine = [r for r in rows if r["oracle"] == o]
+        totals = {k: sum(int(r[k]) for r in mine) for k in ORACLE_COUNTS}
+        seconds = sum(float(r["seconds"]) for r in mine)
+        parts.append(
+            f"<h3>{esc(o)}</h3><p>agree {totals['agree']:,}, disagree {totals['disagree']:,}, "
+            f"skipped {totals['skipped']:,}; {seconds:,.1f} s in the tasks.</p>"
+        )
+        by_row: dict[tuple[int, str], dict[int, dict[str, Any]]] = {}
+        for r in mine:
+            by_row.setdefault((int(r["api"]), r["kind"]), {})[int(r["version"])] = r
+        head = "".join(f"<th>v{v}</th>" for v in range(top + 1))
+        body = []
+        for (api, kind), cells in sorted(by_row.items()):
+            tds = "".join(_cell(cells[v]) if v in cells else "<td></td>" for v in range(top + 1))
+            body.append(f"<tr><td>{api}</td><td>{esc(api_name(table, api))} {kind}</td>{tds}</tr>")
+        parts.append(
+            f'<table class="oracle" data-oracle="{esc(o)}"><tr><th>key</th><th>API</th>{head}'
+            f"</tr>{''.join(body)}</table>"
+        )
+    groups = sorted(result.peer_groups, key=lambda g: -(g["findings"] + g["unjudged"]))
+    if groups:
+        items = "\n".join(
+            f"<tr><td>{esc(g['peer'])}</td><td>{esc(api_name(table, int(g['api'])))} "
+            f"{g['kind']} v{g['version']}</td><td>{esc(g['check'])}</td>"
+            f"<td>{esc(g['difference'])}</td><td>{g['findings']:,}</td><td>{g['unjudged']:,}</td>"
+            f"<td>{esc(g['detail'] or '')}<br><code>{esc((g['hex'] or '')[:160])}</code>"
+            f"<br><code>{esc((g['json'] or '')[:400])}</code></td></tr>"
+            for g in groups[:limit]
+        )
+        more = f"<p>{len(groups) - limit} more groups in peer_findings.parquet.</p>"
+        parts.append(
+            "<h2>The peers' disagreements</h2><p>Grouped by peer, message, question and "
+            "kind of difference, with a minimal reproducer: its bytes in hex and kafkagen's "
+            "JSON form of it (Kafka's converter form).</p><table><tr><th>peer</th>"
+            "<th>message</th><th>question</th><th>difference</th><th>findings</th>"
+            f"<th>unjudged</th><th>reproducer</th></tr>{items}</table>"
+            + (more if len(groups) > limit else "")
+        )
+    return "\n".join(parts)
+
+
 __all__ = [
+    "ORACLE_COUNTS",
     "ApiRow",
     "checks_text",
+    "oracle_rows",
+    "oracles_html",
+    "peers_text",
     "partial_text",
     "per_api",
     "print_summary",
