@@ -53,7 +53,7 @@ from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.randomgen import RandomGen
 
-from .kafka import BATCH_ITEMS, READ, WRITE, Pending, judge
+from .kafka import BATCH_ITEMS, READ, WRITE, PeerEntry, Pending, judge
 from .peers import NOT_ASKED, PEERS, Difference, ask, ask_mutant, column, shrink
 from .rules import MessageRules, Oracle, Plan, Table
 
@@ -691,7 +691,7 @@ class Fuzzer:
         self._queued, self._peer_batch, self._kafka = None, [], None
         if stats is None:
             return
-        entries: list[tuple[str, int, int, str, str]] = []
+        entries: list[PeerEntry] = []
         if batch:
             for peer in self.peers:
                 entries += self._ask_peer(peer, batch, stats)
@@ -988,7 +988,7 @@ class Fuzzer:
 
     def _ask_peer(
         self, peer: Any, batch: list[tuple[Any, ...]], stats: ComboStats
-    ) -> list[tuple[str, int, int, str, str]]:
+    ) -> list[PeerEntry]:
         """The peer's questions about a batch of messages, counted into ``stats``; returns
         its disagreements. A peer that may kill the process reads the batch's bytes (its
         own and the corrupted copies) in its sandbox first (see ``peers.Sandbox``)."""
@@ -1010,8 +1010,8 @@ class Fuzzer:
 
     def _peer_answers(
         self, peer: Any, batch: list[tuple[Any, ...]], stats: ComboStats
-    ) -> list[tuple[str, int, int, str, str]]:
-        entries: list[tuple[str, int, int, str, str]] = []
+    ) -> list[PeerEntry]:
+        entries: list[PeerEntry] = []
         for cls, rules, m, v, data, bits, index in batch:
             entries += self._check_peer(peer, cls, rules, m, v, data, bits, index, stats)
         return entries
@@ -1027,10 +1027,10 @@ class Fuzzer:
         bits: int,
         index: int,
         stats: ComboStats,
-    ) -> list[tuple[str, int, int, str, str]]:
+    ) -> list[PeerEntry]:
         """The peer's read, write and corrupted-copy questions about one message, counted
         into ``stats``; returns its disagreements, which wait for Kafka's answers."""
-        found: list[tuple[str, int, int, str, str]] = []
+        found: list[PeerEntry] = []
         counts = stats.oracle
         mutants = self._mutants(data, bits)
         theirs = peer.message_class(rules.api_key, rules.kind, v)
@@ -1117,7 +1117,7 @@ class Fuzzer:
     def _judge_peers(
         self,
         stats: ComboStats,
-        entries: list[tuple[str, int, int, str, str]],
+        entries: list[PeerEntry],
         doubted: set[tuple[int, int]],
         kafka: bool,
     ) -> None:

@@ -42,6 +42,9 @@ READ, WRITE = -1, -2
 _REF = struct.Struct(">qb")
 #: Questions per batch: a Spark row, or one call to the JVM.
 BATCH_ITEMS = 2048
+#: A peer's disagreement waiting for Kafka's answer to the same question: (peer, message
+#: index, READ / WRITE / mutant number, question, kind of difference).
+PeerEntry = tuple[str, int, int, str, str]
 
 
 @dataclass
@@ -54,9 +57,8 @@ class Pending:
     version: int
     items: list[Item] = field(default_factory=list)
     refs: list[tuple[int, int]] = field(default_factory=list)
-    #: The peers' disagreements about these messages, waiting for Kafka's answer to the
-    #: same question: (peer, message index, READ / WRITE / mutant, check, difference).
-    peers: list[tuple[str, int, int, str, str]] = field(default_factory=list)
+    #: The peers' disagreements about these messages.
+    peers: list[PeerEntry] = field(default_factory=list)
 
     def add(self, index: int, data: bytes, message: Message, mutants: list[bytes]) -> None:
         api, kind, v = self.api, self.kind, self.version
@@ -79,7 +81,7 @@ class Pending:
         return json.dumps(self.peers).encode()
 
     @staticmethod
-    def unpack_peers(data: bytes | None) -> list[tuple[str, int, int, str, str]]:
+    def unpack_peers(data: bytes | None) -> list[PeerEntry]:
         return [(p, int(i), int(r), c, k) for p, i, r, c, k in json.loads(data or b"[]")]
 
 
@@ -144,4 +146,4 @@ def _judge_write(cls: type[Message], v: int, obj: Any, theirs: Outcome) -> str |
     return None
 
 
-__all__ = ["BATCH_ITEMS", "READ", "WRITE", "Pending", "Verdicts", "judge"]
+__all__ = ["BATCH_ITEMS", "PeerEntry", "READ", "WRITE", "Pending", "Verdicts", "judge"]
