@@ -190,6 +190,10 @@ class Peer:
         """The unknown tagged fields the peer kept, or None when it has no such notion."""
         return None
 
+    def absent_struct(self, tag: int | None, ours: Any, theirs: Any) -> bool:
+        """Whether the peer's None for a struct stands for kafkagen's value."""
+        return False
+
     # -- comparing ---------------------------------------------------------------
 
     def compare(
@@ -213,6 +217,8 @@ class Peer:
                 if a is None and b is None:
                     continue
                 if not f.array and f.child < 0 and self.same(a, b):
+                    continue
+                if self.absent_struct(f.tag, a, b):
                     continue
                 return Difference(
                     f"field {_generic(here)}", f"{here}: {b!r:.80}, kafkagen {a!r:.80}"
@@ -304,6 +310,10 @@ class KafkaPython(Peer):
         if theirs is None and ours == _INT32_MIN:  # a bitfield's "not asked for"
             return ours
         return super().value(ours, theirs)
+
+    def absent_struct(self, tag: int | None, ours: Any, theirs: Any) -> bool:
+        # A tagged struct at its defaults is not on the wire; kafka-python reads it as None.
+        return tag is not None and theirs is None and ours is not None and ours == type(ours)()
 
     def unknown_tags(self, theirs: Any) -> tuple[tuple[int, bytes], ...] | None:
         tags = getattr(theirs, "unknown_tags", None) or {}
