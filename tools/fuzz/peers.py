@@ -248,7 +248,8 @@ class Peer:
                     f"field {_generic(here)}", f"{here}: {b!r:.80}, kafkagen {a!r:.80}"
                 )
         tags = self.unknown_tags(theirs)
-        if tags is not None and tags != tuple(ours.unknown_tagged_fields):
+        # Their order on the wire is no part of the message: compared sorted.
+        if tags is not None and tags != tuple(sorted(ours.unknown_tagged_fields)):
             here = f"{path}.unknown_tagged_fields" if path else "unknown_tagged_fields"
             return Difference(
                 f"field {_generic(here)}",
@@ -354,7 +355,7 @@ class Kio(Peer):
     """kio: frozen dataclasses per API, version and kind (``kio.schema.<api>.v<N>``),
     read by its compiled parser and written by its Python serializer. Time fields drop
     kafkagen's ``_ms`` suffix and hold ``timedelta`` or ``datetime``; error codes are an
-    enum; a zero UUID reads as None."""
+    enum; a zero UUID and a timestamp of -1 read as None."""
 
     name = "kio"
     #: Its compiled reader aborts the process on some corrupted lengths (it allocates
@@ -418,6 +419,8 @@ class Kio(Peer):
             return theirs // _MS
         if isinstance(theirs, datetime.datetime):
             return (theirs - _EPOCH) // _MS
+        if theirs is None and ours == -1:  # a timestamp's "none"
+            return -1
         return super().value(ours, theirs)
 
 
