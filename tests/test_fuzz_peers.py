@@ -12,6 +12,7 @@ import io
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from kafkagen.fuzz.peers import (
     parse_oracles,
 )
 from kafkagen.fuzz.replay import replay
+from kafkagen.fuzz.report import write_html, write_parquet
 from kafkagen.fuzz.rules import Table, build_table
 from kafkagen.generated import message_type
 
@@ -191,6 +193,36 @@ def test_a_planted_peer_bug_is_a_peer_disagreement_with_a_minimal_reproducer(
     total = sum(g["findings"] + g["unjudged"] for g in result.peer_groups)
     assert total == result.disagreement_count
     assert sum(int(s["kafka_python_disagree"]) for s in result.stats) == total
+
+
+def test_the_results_keep_per_oracle_agreement_and_the_reproducers(
+    table: Table, shouting_kafka_python: None, tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    result, _ = run_fuzz(
+        120, apis=["Heartbeat"], spark=False, oracle="kafka-python,kio", progress=None, table=table
+    )
+    write_parquet(result, table, tmp_path)
+    write_html(result, table, tmp_path / "report.html")
+    rows = pq.read_table(tmp_path / "oracles.parquet").to_pylist()
+    assert {r["oracle"] for r in rows} == set(PEERS)
+    assert len(rows) == 2 * len(result.stats)  # one per oracle and (API, kind, version)
+    for r in rows:
+        assert r["agree"] + r["disagree"] + r["skipped"] > 0
+        assert r["disagree"] == r["findings"] + r["unjudged"]
+    groups = pq.read_table(tmp_path / "peer_findings.parquet").to_pylist()
+    assert len(groups) == len(result.peer_groups) > 0
+    planted = next(
+        g for g in groups if (g["peer"], g["version"], g["check"]) == ("kafka-python", 0, "write")
+    )
+    assert planted["api_name"] == "Heartbeat" and planted["difference"] == "writes other bytes"
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["options"]["oracles"] == list(PEERS)
+    assert set(run["oracle_seconds"]) == set(PEERS) and run["peer_unjudged"] > 0
+    page = (tmp_path / "report.html").read_text()
+    assert page.count('<table class="oracle"') == 2 and "The peers' disagreements" in page
+    assert planted["hex"][:160] in page
 
 
 def test_replay_shows_the_peer_disagreement(

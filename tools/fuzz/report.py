@@ -427,6 +427,7 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }}
 td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 .bad {{ color: #c0392b; font-weight: bold; }} .ok {{ color: #27ae60; font-weight: bold; }}
 table.oracle td.skip {{ color: #999; }} table.oracle td {{ text-align: center; }}
+table.oracle td.differ {{ color: #b9770e; }}
 </style></head><body>
 <h1>{title}</h1>
 {status}
@@ -487,8 +488,10 @@ def oracle_rows(result: RunResult) -> list[dict[str, Any]]:
 
 def _cell(r: dict[str, Any]) -> str:
     agree, disagree, skipped = r["agree"], r["disagree"], r["skipped"]
-    if disagree:
-        css = "bad"
+    if r["failures"]:
+        css = "bad"  # kafkagen's failures, as Kafka judged
+    elif disagree:
+        css = "differ"  # documented differences, or a peer's findings and unjudged ones
     elif agree:
         css = "ok"
     else:
@@ -514,8 +517,9 @@ def oracles_html(result: RunResult, table: Table, limit: int = 300) -> str:
         "<h2>Oracles: agreement per API and version</h2>",
         "<p>A cell counts the questions the oracle disagreed on (&#10003;: it agreed on all; "
         "-: it lacks that version, skipped); hover for agree, disagree and skipped counts. "
-        "A peer's disagreement is its <em>finding</em> where Kafka answered the same "
-        "question as kafkagen, and <em>unjudged</em> otherwise.</p>",
+        "Red: kafkagen failures; amber: Kafka's documented differences, or a peer's "
+        "disagreements: its <em>findings</em> where Kafka answered the same question as "
+        "kafkagen, <em>unjudged</em> otherwise.</p>",
     ]
     top = max((int(r["version"]) for r in rows), default=0)
     for o in (o for o in ORACLES if o in result.options.oracles):
