@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.config import ConfigResourceType
+from kafkagen.runtime.broker.listeners import ANONYMOUS, SecurityProtocol
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
+    DelegationTokenAuthDisabledError,
+    DelegationTokenRequestNotAllowedError,
     ErrorCode,
     KafkaError,
     TopicAuthorizationFailedError,
@@ -18,12 +21,39 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 __all__ = [
     "Pager",
+    "log_dir",
+    "token_request_error",
     "pagination_limit",
     "repeated",
     "commit_denials",
+    "in_transaction",
     "require_config_access",
     "require",
 ]
+
+
+def log_dir(ctx: RequestContext) -> str:
+    """The one log directory of this broker: its folder under ``--log-dir`` when logs are
+    kept on disk, else ``memory:broker-<id>``."""
+    storage = ctx.broker.replica_manager.storage
+    if storage is None:
+        return f"memory:broker-{ctx.broker.node_id}"
+    return str(storage.path.resolve())
+
+
+def token_request_error(ctx: RequestContext) -> int:
+    """What a delegation token request gets: kafkagen keeps no token secret, so, as Kafka
+    without ``delegation.token.secret.key``, DELEGATION_TOKEN_AUTH_DISABLED, except on a
+    connection Kafka never lets ask (plaintext, or TLS without a client certificate):
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED."""
+    listener = ctx.session.listener
+    protocol = SecurityProtocol.PLAINTEXT if listener is None else listener.protocol
+    if protocol is SecurityProtocol.PLAINTEXT or (
+        protocol is SecurityProtocol.SSL and ctx.session.principal == ANONYMOUS
+    ):
+        return DelegationTokenRequestNotAllowedError.code
+    return DelegationTokenAuthDisabledError.code
+
 
 #: What a response says when the client did not ask for authorized operations.
 NOT_REQUESTED = -(2**31)
@@ -70,6 +100,79 @@ def commit_denials(
         if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
         for i in indexes
     }
+
+
+def in_transaction(
+    ctx: RequestContext,
+    transactional_id: str,
+    producers: dict[tuple[int, int], list[TopicPartition]],
+    add: bool,
+    then: Callable[[dict[TopicPartition, int]], None],
+    *,
+    retriable: int,
+    abortable: bool,
+) -> None:
+    """Ask the transaction coordinator of ``transactional_id`` about the partitions each
+    (producer id, epoch) writes to: whether its open transaction has them, or with ``add``
+    (transactions v2) to add them, opening a transaction if none is open.
+
+    ``then(codes)`` gets the partitions refused, with the error the writing request answers
+    (Produce, TxnOffsetCommit): the coordinator being busy, moving or not serving is
+    ``retriable``, a fenced epoch INVALID_PRODUCER_EPOCH, and a partition outside the
+    transaction TRANSACTION_ABORTABLE when the request's version knows it (``abortable``),
+    else INVALID_TXN_STATE.
+    """
+
+    def answer(code: int) -> int:
+        if code in _COORDINATOR_BUSY:
+            return retriable
+        if code == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if code == ErrorCode.INVALID_TXN_STATE and abortable:
+            return ErrorCode.TRANSACTION_ABORTABLE
+        return code
+
+    node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
+    coordinator = ctx.broker.peers.txn_coordinator_of(node)
+    refused: dict[TopicPartition, int] = {}
+    if coordinator is None or not add:
+        for (pid, epoch), tps in producers.items():
+            for tp in tps:
+                code = (
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    if coordinator is None
+                    else coordinator.verify_partition(transactional_id, pid, epoch, tp)
+                )
+                if code:
+                    refused[tp] = answer(code)
+        then(refused)
+        return
+    waiting = len(producers)
+
+    def added(codes: dict[TopicPartition, int]) -> None:
+        nonlocal waiting
+        refused.update((tp, answer(code)) for tp, code in codes.items() if code)
+        waiting -= 1
+        if waiting == 0:
+            then(refused)
+
+    if not producers:
+        then(refused)
+        return
+    for (pid, epoch), tps in producers.items():
+        coordinator.add_partitions(transactional_id, pid, epoch, tps, added, ends_with_bump=True)
+
+
+#: The transaction coordinator's answers that mean "not now": busy, loading or moving.
+_COORDINATOR_BUSY = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+    }
+)
 
 
 def pagination_limit(ctx: RequestContext, requested: int) -> int:
