@@ -555,6 +555,17 @@ def test_txn_offset_commit_with_a_stale_epoch_is_refused(w: WireClient) -> None:
     assert txn_commit_offset(w, tid, group, pid, epoch, 3) == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+def _txn_with_offsets(w: WireClient, group: str) -> tuple[str, int, int]:
+    """A transaction begun with AddOffsetsToTxn for ``group``: (id, producer id, epoch)."""
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    added = w.call(
+        25, 3, req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+    )
+    assert added.error_code == 0
+    return tid, pid, epoch
+
+
 def test_txn_offset_commits_of_a_consumer_protocol_member_reach_its_group(w: WireClient) -> None:
     """A KIP-848 member's transactional commits land in its group, where OffsetFetch reads
     them, and its next transaction may commit again; a stale member epoch is refused."""
@@ -577,18 +588,12 @@ def test_txn_offset_commits_of_a_consumer_protocol_member_reach_its_group(w: Wir
     assert hb.error_code == 0 and hb.member_epoch > 0
     member = (hb.member_id, hb.member_epoch)
     for offset in (5, 9):  # the second transaction commits after the first one's marker
-        tid = new_id()
-        pid, epoch = init_ok(w, tid)
-        added = w.call(
-            25,
-            3,
-            req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group),
-        )
-        assert added.error_code == 0
+        tid, pid, epoch = _txn_with_offsets(w, group)
         assert txn_commit_offset(w, tid, group, pid, epoch, offset, TOPIC, member) == 0
         assert end_txn(w, tid, pid, epoch, True) == 0
         assert wait_for(functools.partial(_completed, w, tid))
         assert _committed(w, group) == offset
+    tid, pid, epoch = _txn_with_offsets(w, group)
     stale = (hb.member_id, hb.member_epoch + 1)
     assert txn_commit_offset(w, tid, group, pid, epoch, 11, TOPIC, stale) == (
         ErrorCode.ILLEGAL_GENERATION
@@ -596,6 +601,7 @@ def test_txn_offset_commits_of_a_consumer_protocol_member_reach_its_group(w: Wir
     assert txn_commit_offset(w, tid, group, pid, epoch, 11, TOPIC, ("stranger", 1)) == (
         ErrorCode.UNKNOWN_MEMBER_ID
     )
+    assert end_txn(w, tid, pid, epoch, False) == 0
 
 
 # -- several brokers ----------------------------------------------------------------------------
