@@ -308,14 +308,6 @@ def _fj_AlterConfigsRequest(obj: dict[str, Any], version: int) -> AlterConfigsRe
     return o
 
 
-def _rnd_AlterConfigsRequest(g: Any, version: int) -> AlterConfigsRequest:
-    o = new_instance(AlterConfigsRequest)
-    o.resources = KeyedList([_rnd_AlterConfigsResource(g, version) for _ in range(g.count())])
-    o.validate_only = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
@@ -403,15 +395,6 @@ def _fj_AlterConfigsResource(obj: dict[str, Any], version: int) -> _AlterConfigs
     return o
 
 
-def _rnd_AlterConfigsResource(g: Any, version: int) -> _AlterConfigsResource:
-    o = new_instance(_AlterConfigsResource)
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.configs = KeyedList([_rnd_AlterableConfig(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterableConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterableConfig, int]:
     o = new_instance(_AlterableConfig)
     o.name, pos = read_string(buf, pos, end)
@@ -479,14 +462,6 @@ def _fj_AlterableConfig(obj: dict[str, Any], version: int) -> _AlterableConfig:
     return o
 
 
-def _rnd_AlterableConfig(g: Any, version: int) -> _AlterableConfig:
-    o = new_instance(_AlterableConfig)
-    o.name = g.str()
-    o.value = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterableConfig_v0 = (
@@ -551,7 +526,7 @@ _N_AlterConfigsRequest_v2 = (
     (),
     "AlterConfigsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterableConfig = (
     _AlterableConfig,
     (
@@ -583,7 +558,6 @@ bind_codecs(
     AlterConfigsRequest,
     _tj_AlterConfigsRequest,
     _fj_AlterConfigsRequest,
-    _rnd_AlterConfigsRequest,
     (0, 1, _dec_AlterConfigsRequest_v0, _enc_AlterConfigsRequest_v0),
     (2, 2, _dec_AlterConfigsRequest_v2, _enc_AlterConfigsRequest_v2),
 )
@@ -597,7 +571,6 @@ bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
     _fj_AlterConfigsResource,
-    _rnd_AlterConfigsResource,
     (0, 1, _dec_AlterConfigsResource_v0, _enc_AlterConfigsResource_v0),
     (2, 2, _dec_AlterConfigsResource_v2, _enc_AlterConfigsResource_v2),
 )
@@ -611,7 +584,6 @@ bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
     _fj_AlterableConfig,
-    _rnd_AlterableConfig,
     (0, 1, _dec_AlterableConfig_v0, _enc_AlterableConfig_v0),
     (2, 2, _dec_AlterableConfig_v2, _enc_AlterableConfig_v2),
 )
@@ -699,14 +671,6 @@ def _fj_AlterConfigsResponse(obj: dict[str, Any], version: int) -> AlterConfigsR
     v = get_list(obj, "responses", p, REQUIRED)
     o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AlterConfigsResponse(g: Any, version: int) -> AlterConfigsResponse:
-    o = new_instance(AlterConfigsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.responses = [_rnd_AlterConfigsResourceResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -803,16 +767,6 @@ def _fj_AlterConfigsResourceResponse(
     return o
 
 
-def _rnd_AlterConfigsResourceResponse(g: Any, version: int) -> _AlterConfigsResourceResponse:
-    o = new_instance(_AlterConfigsResourceResponse)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterConfigsResourceResponse_v0 = (
@@ -859,7 +813,7 @@ _N_AlterConfigsResponse_v2 = (
     (),
     "AlterConfigsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterConfigsResourceResponse = (
     _AlterConfigsResourceResponse,
     (
@@ -884,7 +838,6 @@ bind_codecs(
     AlterConfigsResponse,
     _tj_AlterConfigsResponse,
     _fj_AlterConfigsResponse,
-    _rnd_AlterConfigsResponse,
     (0, 1, _dec_AlterConfigsResponse_v0, _enc_AlterConfigsResponse_v0),
     (2, 2, _dec_AlterConfigsResponse_v2, _enc_AlterConfigsResponse_v2),
 )
@@ -898,7 +851,6 @@ bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
     _fj_AlterConfigsResourceResponse,
-    _rnd_AlterConfigsResourceResponse,
     (0, 1, _dec_AlterConfigsResourceResponse_v0, _enc_AlterConfigsResourceResponse_v0),
     (2, 2, _dec_AlterConfigsResourceResponse_v2, _enc_AlterConfigsResourceResponse_v2),
 )

@@ -100,13 +100,6 @@ def _fj_GroupMetadataKey(obj: dict[str, Any], version: int) -> GroupMetadataKey:
     return o
 
 
-def _rnd_GroupMetadataKey(g: Any, version: int) -> GroupMetadataKey:
-    o = new_instance(GroupMetadataKey)
-    o.group = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_GroupMetadataKey_v0 = (
@@ -118,7 +111,7 @@ _N_GroupMetadataKey_v0 = (
     (),
     "GroupMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GroupMetadataKey = (
     GroupMetadataKey,
     (
@@ -132,7 +125,6 @@ bind_codecs(
     GroupMetadataKey,
     _tj_GroupMetadataKey,
     _fj_GroupMetadataKey,
-    _rnd_GroupMetadataKey,
     (0, 0, _dec_GroupMetadataKey_v0, _enc_GroupMetadataKey_v0),
 )
 bind_native(
