@@ -37,9 +37,9 @@ from kafkagen.runtime.wire import (
     read_uuid,
     read_uvarint,
     unsupported,
-    uuid_bytes,
     write_array,
     write_tags,
+    write_uuid,
 )
 
 __all__ = [
@@ -241,7 +241,7 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
         value = []
         tw = value.append
         write_array(
-            tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
+            tw, o.offline_log_dirs, write_uuid, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
@@ -298,7 +298,7 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
         value = []
         tw = value.append
         write_array(
-            tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
+            tw, o.offline_log_dirs, write_uuid, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
         tags.append((0, b"".join(value)))
     if o.cordoned_log_dirs != None:
@@ -307,7 +307,7 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
         write_array(
             tw,
             o.cordoned_log_dirs,
-            uuid_bytes,
+            write_uuid,
             True,
             True,
             "BrokerHeartbeatRequest.CordonedLogDirs",

@@ -45,10 +45,10 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     unsupported,
-    uuid_bytes,
     write_array,
     write_struct_array,
     write_tags,
+    write_uuid,
 )
 
 __all__ = [
@@ -393,7 +393,7 @@ def _enc_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: Writer) -
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
-    write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
+    write_array(w, o.log_dirs, write_uuid, True, False, "BrokerRegistrationRequest.LogDirs")
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -443,7 +443,7 @@ def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
-    write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
+    write_array(w, o.log_dirs, write_uuid, True, False, "BrokerRegistrationRequest.LogDirs")
     w(_S_q.pack(o.previous_broker_epoch))
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 

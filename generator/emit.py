@@ -227,8 +227,8 @@ class Emitter:
             )
         # arrays of strings or bytes: elements are never null
         r, w = _string_rw(compact, False, el.name)
-        if el.name != "string":  # items are returned as bytes, unlike bytes fields
-            w = f"bytes_writer({compact}, False)"
+        if el.name != "string":  # read as bytes, unlike bytes fields; a None item is null
+            w = _string_rw(compact, True, "bytes")[1]
         return Op(
             "array",
             f.attr,

@@ -1070,7 +1070,7 @@ static int enc_array(Out *o, Op *op, PyObject *v) {
         else if (el == K_STRUCT) r = enc_struct(o, op->sub, item);
         else if (el == K_UUID) r = enc_uuid(o, item);
         else if (el == K_STRING) r = enc_string(o, item, op->compact, 0, NULL);
-        else r = enc_bytes(o, item, op->compact, 1, NULL); /* as bytes_writer: None is null */
+        else r = enc_bytes(o, item, op->compact, 1, NULL); /* as write_nullable_bytes: None is null */
         Py_DECREF(item);
         if (r < 0) return r;
     }
