@@ -50,20 +50,25 @@ def _load_shipped_native() -> None:
 
 
 def _load_extension(name: str, root: str) -> bool:
-    """Load extension ``name`` from its file in ``root``; whether it loaded."""
+    """Load extension ``name`` from its file in ``root``, as an import would (an attribute
+    of its package too, where the builders' capsule import looks for the accelerator);
+    whether it loaded."""
+    package_name, leaf = name.rsplit(".", 1)
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(root, name.rsplit(".", 1)[1] + suffix)
+        path = os.path.join(root, leaf + suffix)
         if not os.path.isfile(path):
             continue
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             return False
         try:
+            package = importlib.import_module(package_name)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         except Exception:
             return False
         sys.modules[name] = module
+        setattr(package, leaf, module)
         return True
     return False
 

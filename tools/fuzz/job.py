@@ -357,6 +357,13 @@ def _codecs() -> str:
     return "native" if getattr(message, "native", None) is not None else "python"
 
 
+def _builders() -> str:
+    """Which random builders this process runs: "compiled" or "python"."""
+    from . import builders
+
+    return "compiled" if builders.compiled is not None else "python"
+
+
 def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, Any]]:
     """Run one task and describe it as output rows (also used without Spark)."""
     import kafkagen
@@ -429,7 +436,8 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
         "messages": sum(st.messages for st in stats),
         "seconds": time.perf_counter() - began,
         "cpu_seconds": time.process_time() - cpu,
-        "origin": f"{kafkagen.__file__} pid={os.getpid()} codecs={_codecs()}",
+        "origin": f"{kafkagen.__file__} pid={os.getpid()} "
+        f"codecs={_codecs()} builders={_builders()}",
     }
 
 
