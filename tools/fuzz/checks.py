@@ -43,17 +43,26 @@ import threading
 import time
 import traceback
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
-from kafkagen.oracle import KafkaOracle, RecordsPaths, records_paths
+from kafkagen.oracle import (
+    EXPECT_REJECTED,
+    EXPECT_UNWRITABLE,
+    NO_EXPECTATION,
+    KafkaOracle,
+    RecordsPaths,
+    as_kafka_renders,
+    expect_read,
+    records_paths,
+)
 from kafkagen.runtime import message as _message
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.randomgen import RandomGen
 
-from .kafka import BATCH_ITEMS, Pending, judge
+from .kafka import BATCH_ITEMS, Pending, json_text, judge
 from .rules import MessageRules, Oracle, Plan, Table
 
 #: Messages per generator seed. Small, so a replay regenerates few messages; large enough
@@ -519,6 +528,47 @@ def cross_groups(
 # ---------------------------------------------------------------- the fuzzer
 
 
+#: What the mutation check made of a corrupted copy, when it did not read it: refused it
+#: with a DecodeError, or failed otherwise.
+REFUSED, FAILED = "refused", "failed"
+
+
+def _written_from_json(cls: type[Message], obj: Any, v: int) -> bytes | None:
+    """What kafkagen writes from the JSON form ``obj`` when it reads those bytes back to
+    the same message (Kafka's bytes, if equal, then read back alike); else None."""
+    try:
+        message = cls.from_json(obj, v)
+        written = message.encode(v)
+        return written if cls.decode(written, v) == message else None
+    except Exception:
+        return None
+
+
+def _expect(
+    cls: type[Message], v: int, bad: bytes, got: Any, paths: Sequence[tuple[str, ...]]
+) -> bytes:
+    """kafkagen's expectation for Kafka's read of a corrupted copy, from what the mutation
+    check made of it (``got``: :data:`REFUSED`, :data:`FAILED`, or the message read and its
+    re-encoding, None when that raised), the outcome
+    :func:`kafkagen.oracle.kafkagen_read` would give."""
+    if got is REFUSED:
+        return EXPECT_REJECTED
+    if got is FAILED:
+        return NO_EXPECTATION  # kafkagen failed otherwise: always a disagreement
+    d, written = got
+    try:
+        obj = as_kafka_renders(d.to_json(v), paths)
+    except Exception:
+        return EXPECT_UNWRITABLE
+    if written is None:
+        return EXPECT_UNWRITABLE
+    try:
+        text = json_text(obj)
+    except (TypeError, ValueError):
+        return NO_EXPECTATION
+    return expect_read(text, None if written == bad else written)
+
+
 _ORACLES: dict[tuple[int, str], Oracle] = {}
 
 
@@ -638,16 +688,46 @@ class Fuzzer:
     # -- Kafka's judgement -----------------------------------------------------------
 
     def _queue_kafka(
-        self, stats: ComboStats, index: int, m: Message, v: int, data: bytes, bits: int
+        self,
+        stats: ComboStats,
+        index: int,
+        cls: type[Message],
+        m: Message,
+        v: int,
+        data: bytes,
+        exact: bool,
+        json_exact: bool,
+        mutants: list[tuple[bytes, Any]],
     ) -> None:
+        """Queue the message for Kafka with kafkagen's side of each question, taken from
+        the checks that just ran: ``exact`` when m read back as m and its bytes,
+        ``json_exact`` when its JSON form read back as m and its bytes, ``mutants`` what
+        the mutation check made of each corrupted copy. Where those checks failed, Kafka's
+        answer comes back to be judged here (no expectation)."""
         pending = self._kafka
         if pending is None or self._kafka_stats is not stats:
             self.flush_kafka()
             pending = self._kafka = Pending(stats.api, stats.kind, v)
             self._kafka_stats = stats
-        count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
-        mutants = [mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF) for k in range(count)]
-        pending.add(index, data, m, mutants)
+        if self.records is None:
+            self.records = records_paths()
+        paths = self.records.get((stats.api, stats.kind), ())
+        try:
+            obj = m.to_json(v)
+            text = json_text(obj)
+        except Exception as e:
+            why = f"kafkagen has no JSON form to give Kafka: {_describe(e)}"
+            self._fail(stats, index, "kafka", why, data, False)
+            return
+        written: bytes | None = data if exact and json_exact else None
+        if written is None and exact:
+            written = _written_from_json(cls, obj, v)
+        read = NO_EXPECTATION
+        if exact:
+            rendered = json_text(as_kafka_renders(obj, paths)) if paths else None
+            read = expect_read(rendered, None)
+        asked = [(bad, _expect(cls, v, bad, got, paths)) for bad, got in mutants]
+        pending.add(index, data, text, read, written, asked)
         if len(pending.items) >= BATCH_ITEMS:
             self.flush_kafka()
 
@@ -731,6 +811,7 @@ class Fuzzer:
                 self._fail(stats, index, check, "encode: " + _describe(e), b"", False)
                 return
             stats.bytes += len(data)
+            exact = False  # decoded to m, and m's bytes again
             try:
                 d = cls.decode(data, v)
                 if d != m:
@@ -738,6 +819,8 @@ class Fuzzer:
                     self._fail(stats, index, check, why, data, False)
                 elif d.encode(v) != data:
                     self._fail(stats, index, check, "re-encoding differs", data, False)
+                else:
+                    exact = True
             except Exception as e:
                 self._fail(stats, index, check, _describe(e), data, False)
                 return  # the other checks would only repeat this failure
@@ -745,7 +828,7 @@ class Fuzzer:
             if tagged is None:
                 tagged = has_unknown_tags(m)
             check = "json"
-            self._check_json(cls, m, v, data, index, stats, tagged)
+            json_exact = self._check_json(cls, m, v, data, index, stats, tagged)
             check = "cross_version"
             self._check_cross(cls, oracle, m, v, bits, index, stats)
             if rules.flexible(v):
@@ -754,13 +837,14 @@ class Fuzzer:
             check = "mutation"
             every = self.options.alloc_every
             traced = every > 0 and ((bits >> 288) & 0xFFFF) % every == 0  # sampled(bits, every, 0)
-            self._check_mutations(cls, v, data, bits >> 96, index, stats, traced)
+            kafka = self.options.oracle == "kafka"
+            mutants = self._check_mutations(cls, v, data, bits >> 96, index, stats, traced, kafka)
             if ((bits >> 304) & 0xFFFF) % NATIVE_EVERY == 0 and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
-            if self.options.oracle == "kafka":
+            if kafka:
                 check = "kafka"
-                self._queue_kafka(stats, index, m, v, data, bits >> 96)
+                self._queue_kafka(stats, index, cls, m, v, data, exact, json_exact, mutants)
             # kafka-python drops unknown tagged fields when it writes a message back, so
             # those messages would only show that known limitation.
             if self.peer is not None and not tagged:
@@ -788,7 +872,8 @@ class Fuzzer:
         index: int,
         stats: ComboStats,
         tagged: bool,
-    ) -> None:
+    ) -> bool:
+        """Returns whether from_json(to_json(m)) gave back m and m's bytes exactly."""
         try:
             j = m.to_json(v)
             if index % JSON_TEXT_EVERY == 0:
@@ -806,7 +891,9 @@ class Fuzzer:
                     self._fail(stats, index, "json", why, data, False)
                 elif m3.encode(v) != data:
                     self._fail(stats, index, "json", "from_json encodes differently", data, False)
-                return
+                else:
+                    return True
+                return False
             # JSON does not carry unknown tagged fields: compare the JSON forms instead.
             j3 = m3.to_json(v)
             if j3 != j:
@@ -818,6 +905,7 @@ class Fuzzer:
                     self._fail(stats, index, "json", why, data, False)
         except Exception as e:
             self._fail(stats, index, "json", _describe(e), data, False)
+        return False
 
     def _cross_groups(
         self, cls: type[Message], oracle: Oracle, v: int, bits: int
@@ -1016,9 +1104,14 @@ class Fuzzer:
         index: int,
         stats: ComboStats,
         traced: bool = False,
-    ) -> None:
+        keep: bool = False,
+    ) -> list[tuple[bytes, Any]]:
+        """With ``keep``, returns each corrupted copy with what kafkagen made of it: see
+        :func:`_expect`. (No exception is kept: its traceback would hold these frames in a
+        cycle, and cycles by the million cost more in collection than all the checks.)"""
         traced = traced and not tracemalloc.is_tracing()
         count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
+        kept: list[tuple[bytes, Any]] = []
         for k in range(count):
             bad = mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF)
             stats.mutations += 1
@@ -1029,15 +1122,22 @@ class Fuzzer:
                 try:
                     d = cls.decode(bad, v)
                 except DecodeError:
+                    if keep:
+                        kept.append((bad, REFUSED))
                     continue
                 except Exception as e:
+                    if keep:
+                        kept.append((bad, FAILED))
                     self._fail(stats, index, "mutation", "decode: " + _describe(e), bad, False)
                     continue
                 stats.mutations_decoded += 1
+                written: bytes | None = None
                 try:
-                    d.encode(v)  # what a codec accepts, it must be able to write back
+                    written = d.encode(v)  # what a codec accepts, it must be able to write back
                 except Exception as e:
                     self._fail(stats, index, "mutation", "re-encode: " + _describe(e), bad, False)
+                if keep:
+                    kept.append((bad, (d, written)))
             finally:
                 took = time.perf_counter() - began
                 if traced:
@@ -1054,6 +1154,7 @@ class Fuzzer:
                         )
                 if took > SLOW_SECONDS:
                     self._fail(stats, index, "mutation", f"took {took:.2f} s", bad, False)
+        return kept
 
 
 __all__ = [

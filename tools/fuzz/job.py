@@ -36,7 +36,6 @@ from kafkagen.oracle import (
     UDF_CLASS,
     RecordsPaths,
     build,
-    decode_batch,
     decode_results,
     encode_batch,
     records_paths,
@@ -442,9 +441,10 @@ def _result_rows(stats: Iterable[ComboStats], task: int, attempt: int) -> Iterat
 
 
 def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
-    """The mapInArrow function after Kafka answered in the JVM: rows of questions
-    ("kafka") with their ``answers`` become counts and failures, one stats row per task
-    and (API, kind, version) so findings are capped as in the task; other rows pass."""
+    """The mapInArrow function after Kafka judged in the JVM: rows of messages ("kafka")
+    with Kafka's ``answers`` (what it did not agree on) become counts and failures, one
+    stats row per task and (API, kind, version) so findings are capped as in the task;
+    other rows pass."""
     import pyarrow as pa
     from pyspark import TaskContext
 
@@ -470,7 +470,6 @@ def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
                     fuzzer = Fuzzer(config.table, config.options)
                     fuzzer.records = config.records
                 pending = Pending(row["api"], row["kind"], row["version"])
-                pending.items = decode_batch(row["batch"])
                 pending.refs = Pending.unpack_refs(row["refs"])
                 key = (row["task"], pending.api, pending.kind, pending.version)
                 st = judged.get(key)
@@ -738,17 +737,19 @@ def run_spark(
 
 def _task_job(spark: Any, config: JobConfig, task: int) -> Any:
     """One task as a Spark job of its own: its rows as an Arrow table. With --oracle
-    kafka its questions are answered in the executor's JVM (the SQL function
-    ``kafka_oracle``, registered by run_spark) and judged in a second Python stage."""
+    kafka Kafka judges its messages in the executor's JVM (the SQL function
+    ``kafka_oracle``, registered by run_spark), and a second Python stage decides what
+    Kafka did not agree on; the messages themselves do not go back to Python."""
     df = spark.range(task, task + 1, 1, 1).mapInArrow(
         functools.partial(arrow_task, config), SCHEMA_DDL
     )
     if config.kafka_rows:
-        from pyspark.sql.functions import expr
+        from pyspark.sql.functions import expr, lit
 
         df = (
             df.drop("answers")
             .withColumn("answers", expr("kafka_oracle(batch)"))
+            .withColumn("batch", lit(None).cast("binary"))
             .mapInArrow(functools.partial(judge_task, config), SCHEMA_DDL)
         )
     return df.toArrow()
