@@ -673,6 +673,13 @@ def oracle_jars() -> list[Path]:
     return [jars[0], *(j for j in jars[1:] if j.name.startswith("kafka-clients-"))]
 
 
+def oracle_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
+    """``conf`` plus what a Spark session needs for --oracle kafka (see
+    :func:`oracle_jars`): pass it to :func:`spark_session` to run several oracle jobs on
+    one session."""
+    return {**(conf or {}), "spark.jars": ",".join(map(str, oracle_jars()))}
+
+
 def run_spark(
     table: Table,
     combos: list[Combo],
@@ -690,12 +697,16 @@ def run_spark(
     if options.oracle == "kafka":
         from pyspark import SparkContext
 
-        if spark is not None or SparkContext._active_spark_context is not None:
-            raise ValueError(
-                "--oracle kafka starts a Spark session of its own (it adds Kafka's jars): "
-                "stop the running one first"
-            )
-        conf = {**(conf or {}), "spark.jars": ",".join(map(str, oracle_jars()))}
+        active = SparkContext._active_spark_context if spark is None else spark.sparkContext
+        if active is not None:
+            jars = oracle_conf()["spark.jars"]
+            if jars not in (active.getConf().get("spark.jars") or ""):
+                raise ValueError(
+                    "--oracle kafka needs Kafka's jars in the Spark session: stop the "
+                    "running one, or start it with oracle_conf()"
+                )
+        else:
+            conf = oracle_conf(conf)
         records = records_paths()
     with contextlib.ExitStack() as stack:
         if spark is None:
@@ -803,6 +814,7 @@ __all__ = [
     "Progress",
     "RunResult",
     "build_zip",
+    "oracle_conf",
     "package_dirs",
     "run_plain",
     "run_spark",
