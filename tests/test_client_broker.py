@@ -153,16 +153,17 @@ def test_the_capped_broker_advertises_and_accepts_only_up_to_the_cap(
 
 
 def test_a_cap_below_the_lowest_version_hides_the_api() -> None:
-    # Produce is served from v3: capped at v2 nothing is left, so it is not advertised and
-    # a request at any version closes the connection like an unknown API.
-    with BackgroundCluster(configs={"kafkagen.api.version.max": "Produce:2,19:0"}) as c:
+    # Kafka 4.0 serves Produce from v3: capped at v2 nothing is left, so it is not
+    # advertised and a request at any version closes the connection like an unknown API.
+    configs = {"kafkagen.api.version.preset": "4.0", "kafkagen.api.version.max": "Produce:2,19:2"}
+    with BackgroundCluster(configs=configs) as c:
         with WireClient(c.bootstrap) as w:
             r = w.call(API_VERSIONS, 2, ApiVersionsRequest())
             ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
             w.send(0, 3, ProduceRequest(acks=1, timeout_ms=1000, topic_data=[]))
             assert w.is_closed()
     assert 0 not in ranges
-    assert ranges[19] == (0, 0)  # CreateTopics: only v0 left
+    assert ranges[19] == (2, 2)  # CreateTopics: 4.0 starts at v2, capped there
 
 
 @pytest.mark.parametrize(

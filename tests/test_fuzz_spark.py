@@ -1,16 +1,14 @@
-"""The fuzz on Spark: local mode, retried tasks, a standalone cluster, and an injected
-codec bug found on the executors and replayed without Spark."""
+"""The fuzz on Spark: local mode, retried tasks, and an injected codec bug found on the
+executors and replayed without Spark (the standalone cluster: test_fuzz_cluster.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,8 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from kafkagen.fuzz import run_fuzz  # noqa: E402
 from kafkagen.fuzz.checks import INJECT_ENV, FuzzOptions  # noqa: E402
-from kafkagen.fuzz.job import LOG4J2, Fault, run_plain, run_spark, spark_session  # noqa: E402
+from kafkagen.fuzz.job import Fault, run_plain, run_spark, spark_session  # noqa: E402
 from kafkagen.fuzz.plan import plan_combos, select_apis  # noqa: E402
 from kafkagen.fuzz.rules import Table, build_table  # noqa: E402
 
@@ -42,7 +39,7 @@ def counts(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_stats(folder: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     rows = pq.read_table(folder / "stats.parquet").to_pylist()
     return [{k: v for k, v in r.items() if k != "api_name"} for r in rows]
@@ -194,7 +191,7 @@ def spark() -> Iterator[Any]:
 
 
 class TestOnRetryingLocalSpark:
-    """One local[2,4] session for these tests, stopped before the cluster test starts."""
+    """One local[2,4] session for these tests, stopped when they end."""
 
     @pytest.mark.parametrize("mode", ["raise", "exit"])
     def test_a_task_that_dies_is_retried_and_counted_once(
@@ -230,135 +227,3 @@ class TestOnRetryingLocalSpark:
         env.pop(INJECT_ENV)
         proc = subprocess.run(replay, capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0 and "no failure" in proc.stdout
-
-
-# ---------------------------------------------------------------- a standalone cluster
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(ready: Any, what: str, procs: list[subprocess.Popen[bytes]], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{what}: a Spark process exited with {p.returncode}")
-        try:
-            if ready():
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{what}: not ready after {seconds:.0f} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process group this test started (the JVM and any executor it launched)."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark master and worker on 127.0.0.1, started from the pip-installed pyspark."""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    base = tmp_path_factory.mktemp("standalone")
-    (base / "conf").mkdir()
-    (base / "conf" / "log4j2.properties").write_text(LOG4J2)
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(home),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_CONF_DIR": str(base / "conf"),
-        "SPARK_WORKER_DIR": str(base / "work"),
-        "SPARK_LOG_DIR": str(base / "logs"),
-    }
-    port, ui, worker_port, worker_ui = (_free_port() for _ in range(4))
-    url = f"spark://127.0.0.1:{port}"
-    spark_class = str(home / "bin" / "spark-class")
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        with open(base / "master.log", "wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.master.Master",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(port),
-                        "--webui-port",
-                        str(ui),
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-
-        def listening() -> bool:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return True
-
-        _wait(listening, "master", procs, 120)
-        with open(base / "worker.log", "wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.worker.Worker",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(worker_port),
-                        "--webui-port",
-                        str(worker_ui),
-                        "--cores",
-                        "2",
-                        "--memory",
-                        "2g",
-                        url,
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            )
-
-        def worker_alive() -> bool:
-            with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
-                return int(json.load(r).get("aliveworkers", 0)) >= 1
-
-        _wait(worker_alive, "worker", procs, 120)
-        yield url
-    finally:
-        for p in reversed(procs):
-            _stop(p)
-
-
-def test_standalone_cluster_runs_the_same_fuzz(
-    standalone: str, table: Table, local_run: tuple[int, Path, str, str]
-) -> None:
-    result, _ = run_fuzz(SMALL, master=standalone, table=table, progress=None)
-    assert result.master == standalone
-    assert result.messages == SMALL
-    # Same seed, same messages: the cluster finds exactly what local mode found.
-    assert counts(result.stats) == counts(read_stats(local_run[1]))
-    origins = [t["origin"] for t in result.task_info]
-    assert origins and all("kafkagen.zip" in o for o in origins)  # shipped, not installed

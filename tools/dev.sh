@@ -27,6 +27,26 @@ setup() {
     typing_links
 }
 
+# The report test renders report.html in headless Chromium (Debian's package). Installed
+# with apt where we may (root, as in CI); elsewhere the test skips and says why. In CI a
+# missing browser is an error, not a skip.
+browser() {
+    command -v chromium >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing chromium (for the report test) ..." >&2
+        { apt-get update -qq >&2 &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                chromium >/dev/null; } || echo "tools/dev.sh: apt-get could not install chromium" >&2
+    fi
+    if ! command -v chromium >/dev/null; then
+        if [ -n "${CI:-}" ]; then
+            echo "tools/dev.sh: chromium is missing and could not be installed with apt-get" >&2
+            exit 1
+        fi
+        echo "tools/dev.sh: no chromium (install Debian's 'chromium'); the report test skips" >&2
+    fi
+}
+
 # mypy cannot follow setuptools' editable import hook, so it would not find kafkagen from
 # code outside the repository. Give it the installed layout as a PEP 561 stub package of
 # links to the sources (site-packages/kafkagen-stubs), which Python itself never imports.
@@ -61,6 +81,7 @@ case "$cmd" in
         ;;
     test)
         setup
+        browser
         cd "$root"
         set +e
         "$venv/bin/python" -m pytest "$@"

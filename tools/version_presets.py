@@ -2,8 +2,9 @@
 
 ``python -m kafkagen.version_presets [VERSION ...]`` reads the request specs in each
 release's ``kafka-clients`` jar (fetched from Maven Central through `kafkagen.maven`,
-cached) and writes the table; ``--check`` only compares. See
-`kafkagen.runtime.broker.version_presets` for what a preset holds.
+cached) and writes the table; ``--check`` only compares; ``--unserved`` prints, per
+preset, the versions of its release that kafkagen does not serve (so cannot advertise).
+See `kafkagen.runtime.broker.version_presets` for what a preset holds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from kafkagen.runtime.broker import version_presets as _presets_module
 
-__all__ = ["RELEASES", "derive", "main", "table"]
+__all__ = ["RELEASES", "derive", "main", "table", "unserved"]
 
 #: The releases with a preset, named by their minor release: each from 2.4, the first
 #: whose jar holds a spec for every API it served (API versions do not change in patches).
@@ -98,11 +99,32 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def unserved() -> str:
+    """One line per preset: the release's API versions kafkagen's handlers do not serve."""
+    from kafkagen.runtime.broker.api import describe_gaps
+    from kafkagen.runtime.broker.version_presets import preset_gaps, preset_names
+    from kafkagen.runtime.handlers import SERVED
+
+    served = {key: (low, high) for key, (_, low, high, _) in SERVED.items()}
+    return "\n".join(
+        f"{release}: {describe_gaps(preset_gaps(release, served)) or 'none'}"
+        for release in preset_names()
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kafkagen.version_presets", description=__doc__)
     p.add_argument("versions", nargs="*", default=list(RELEASES), help="kafka-clients versions")
     p.add_argument("--check", action="store_true", help="exit 1 if the table is stale")
+    p.add_argument(
+        "--unserved",
+        action="store_true",
+        help="print what each preset cannot advertise (reads no jar)",
+    )
     args = p.parse_args(argv)
+    if args.unserved:
+        print(unserved())
+        return 0
     text = render(table(args.versions))
     if args.check:
         if TABLE.read_text("utf-8") != text:

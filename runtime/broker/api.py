@@ -33,7 +33,7 @@ from .replica_manager import ReplicaManager
 from .sasl import Credentials
 from .transaction_coordinator import TransactionCoordinator
 from .types import BrokerInfo
-from .version_presets import PRESET_CONFIG, preset_caps
+from .version_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_gaps
 
 __all__ = [
     "HANDLERS",
@@ -47,6 +47,7 @@ __all__ = [
     "ServedApis",
     "combine_caps",
     "declare",
+    "describe_gaps",
     "dispatch",
 ]
 
@@ -71,18 +72,32 @@ class Peers(Protocol):
 
 class ServedApis:
     """The API versions one broker serves: the registry, without the unstable versions
-    unless ``unstable.api.versions.enable``, capped by a release preset
-    (``kafkagen.api.version.preset``) and by ``kafkagen.api.version.max``."""
+    unless ``unstable.api.versions.enable``, narrowed to a release's ranges by a preset
+    (``kafkagen.api.version.preset``) and capped by ``kafkagen.api.version.max``."""
 
     def __init__(self, configs: ConfigStore, node_id: int) -> None:
         self.unstable = configs.broker_bool("unstable.api.versions.enable")
         raw_caps = configs.broker_raw(API_VERSION_MAX, node_id)[0]
-        preset = configs.broker_raw(PRESET_CONFIG, node_id)[0]
+        #: The Kafka release played (None: this broker's own ranges).
+        self.preset: str | None = configs.broker_raw(PRESET_CONFIG, node_id)[0] or None
         #: API key -> highest version served (an older broker played on purpose).
         self.version_caps = combine_caps(
-            preset_caps(preset, list(HANDLERS)) if preset else {},
+            preset_caps(self.preset, list(HANDLERS)) if self.preset else {},
             parse_version_caps(raw_caps or ""),
         )
+        #: API key -> lowest version served, where a preset's release started higher.
+        self.version_floors = preset_floors(self.preset, HANDLERS) if self.preset else {}
+
+    def play(self, preset: str | None, caps: dict[int, int]) -> None:
+        """Serve ``preset``'s ranges (None: the registry's), below ``caps``."""
+        played = preset_caps(preset, list(HANDLERS)) if preset else {}
+        floors = preset_floors(preset, HANDLERS) if preset else {}
+        self.preset, self.version_caps = preset, combine_caps(played, caps)
+        self.version_floors = floors
+
+    def min_version(self, handler: ApiHandler) -> int:
+        """The lowest version of ``handler`` this broker serves."""
+        return max(handler.min_version, self.version_floors.get(handler.api_key, 0))
 
     def max_version(self, handler: ApiHandler) -> int:
         """The highest version of ``handler`` this broker serves (below its lowest: none)."""
@@ -94,10 +109,27 @@ class ServedApis:
         """API key -> (min, max) served, as ApiVersions advertises it."""
         out = {}
         for key, handler in sorted(HANDLERS.items()):
-            top = self.max_version(handler)
-            if top >= handler.min_version:
-                out[key] = (handler.min_version, top)
+            low, top = self.min_version(handler), self.max_version(handler)
+            if top >= low:
+                out[key] = (low, top)
         return out
+
+    def unadvertised(self) -> dict[int, list[tuple[int, int]]]:
+        """API key -> the version ranges the played release advertised that this broker
+        does not (an API kafkagen does not implement, or versions beyond its own)."""
+        if self.preset is None:
+            return {}
+        registry = {k: (h.min_version, h.max_for(self.unstable)) for k, h in HANDLERS.items()}
+        return preset_gaps(self.preset, registry)
+
+
+def describe_gaps(gaps: dict[int, list[tuple[int, int]]]) -> str:
+    """``"WriteTxnMarkers (27) v0-1, ..."``: what `ServedApis.unadvertised` found."""
+    return ", ".join(
+        f"{APIS[k][1].removesuffix('Request')} ({k}) "
+        + " ".join(f"v{lo}" if lo == hi else f"v{lo}-{hi}" for lo, hi in ranges)
+        for k, ranges in gaps.items()
+    )
 
 
 def combine_caps(*caps: dict[int, int]) -> dict[int, int]:

@@ -27,7 +27,7 @@ from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .api import BrokerServices, ServedApis, dispatch
+from .api import BrokerServices, ServedApis, describe_gaps, dispatch
 from .authorizer import Authorizer
 from .config import ConfigStore
 from .control import Control
@@ -110,6 +110,14 @@ class Broker(MetadataListener):
             cluster.authorizer,
             cluster.credentials,
         )
+        gaps = self.services.apis.unadvertised()
+        if gaps:
+            _log.warning(
+                "broker %d plays Kafka %s but cannot advertise: %s",
+                node_id,
+                self.services.apis.preset,
+                describe_gaps(gaps),
+            )
         self.server = BrokerServer(self.services, host, port, listeners)
         md.listeners.append(self)
         #: False while paused or stopped: it serves no client and fetches nothing.

@@ -42,12 +42,11 @@ from .api import (
     RequestContext,
     Responder,
     ServedApis,
-    combine_caps,
 )
 from .config import parse_version_caps
 from .metadata import ClusterMetadata
 from .types import OFFSETS_TOPIC, partition_for
-from .version_presets import preset_caps
+from .version_presets import preset_ranges
 
 __all__ = [
     "ClusterOps",
@@ -357,8 +356,8 @@ class Control:
         self.max_records = 10_000
         self._ids = itertools.count(1)
         self._held: list[_Held] = []
-        #: Brokers' version caps before the first `set_versions`, for `reset`.
-        self._original_caps: dict[int, dict[int, int]] = {}
+        #: Broker -> its (preset, caps, floors) before the first `set_versions`, for `reset`.
+        self._original_caps: dict[int, tuple[str | None, dict[int, int], dict[int, int]]] = {}
         self._stopped: set[int] = set()
 
     # -- rules ------------------------------------------------------------------------
@@ -658,8 +657,9 @@ class Control:
         self.clear()
         self.records.clear()
         self.recording = False
-        for node_id, caps in self._original_caps.items():
-            self._ops.served_apis(node_id).version_caps = caps
+        for node_id, (preset, caps, floors) in self._original_caps.items():
+            apis = self._ops.served_apis(node_id)
+            apis.preset, apis.version_caps, apis.version_floors = preset, caps, floors
         self._original_caps.clear()
         for node_id in sorted(self._stopped):
             await self.start_broker(node_id)
@@ -695,7 +695,8 @@ class Control:
     ) -> None:
         """Set what broker ``node_id`` advertises and accepts (nothing given: no caps).
 
-        ``preset`` plays a Kafka release (``"2.8"``: `version_presets`); ``caps`` maps APIs
+        ``preset`` plays a Kafka release (``"2.8"``: `version_presets`): exactly its range
+        of every API served, none of an API it lacked; ``caps`` maps APIs
         (key or name) to their highest version, or is the text form of
         ``kafkagen.api.version.max`` (``"Metadata:12,Fetch:11"``); given both, the lower
         cap wins. Clients see the change on their next ApiVersions, so usually on a new
@@ -707,15 +708,24 @@ class Control:
                 explicit = parse_version_caps(caps)
             else:
                 explicit = {api_key_of(k): int(v) for k, v in (caps or {}).items()}
-            played = {} if preset is None else preset_caps(preset, list(HANDLERS))
+            if preset is not None:
+                preset_ranges(preset)  # names a release there is a preset for
         except ValueError as e:
             raise ControlError(str(e)) from e
-        self._original_caps.setdefault(node_id, dict(apis.version_caps))
-        apis.version_caps = combine_caps(played, explicit)
+        self._original_caps.setdefault(
+            node_id, (apis.preset, dict(apis.version_caps), dict(apis.version_floors))
+        )
+        apis.play(preset, explicit)
 
     def versions(self, node_id: int) -> dict[int, tuple[int, int]]:
         """API key -> (min, max) broker ``node_id`` advertises now."""
         return self._ops.served_apis(node_id).served_versions()
+
+    def played(self, node_id: int) -> tuple[str | None, dict[int, list[tuple[int, int]]]]:
+        """(release broker ``node_id`` plays or None, API key -> the version ranges of
+        that release it cannot advertise)."""
+        apis = self._ops.served_apis(node_id)
+        return apis.preset, apis.unadvertised()
 
 
 def _outcome(rule: Rule | None) -> str:

@@ -34,6 +34,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kafkagen.generated import APIS
 from kafkagen.runtime.errors import KafkaError
 
 from .api import HANDLERS
@@ -251,14 +252,19 @@ class ControlServer:
         return _versions_json(self.control, int(m.group(1)))
 
     async def _set_versions(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
-        b = _object(body, "caps")
-        caps = b["caps"]
+        b = _object(body)
+        extra = set(b) - {"caps", "preset"}
+        if extra:
+            raise ControlError(f"unknown field(s) {sorted(extra)}; known: caps, preset")
+        caps, preset = b.get("caps"), b.get("preset")
         if caps is not None and not isinstance(caps, dict | str):
             raise ControlError(
                 'caps is {"API": max version, ...}, a "Metadata:12,..." text or null'
             )
+        if preset is not None and not isinstance(preset, str):
+            raise ControlError(f'preset is a release such as "2.8", not {preset!r}')
         node = int(m.group(1))
-        self.control.set_versions(node, caps)
+        self.control.set_versions(node, caps, preset=preset)
         return _versions_json(self.control, node)
 
     async def _reset(self, m: re.Match[str], body: Any, q: dict[str, str]) -> Any:
@@ -267,10 +273,24 @@ class ControlServer:
 
 
 def _versions_json(control: Control, node: int) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         HANDLERS[k].name: {"api_key": k, "min": lo, "max": hi}
         for k, (lo, hi) in control.versions(node).items()
     }
+    release, gaps = control.played(node)
+    if release is not None:
+        # Not an API name: what the played release advertised that this broker cannot.
+        out["preset"] = {
+            "release": release,
+            "unadvertised": {
+                APIS[k][1].removesuffix("Request"): {
+                    "api_key": k,
+                    "versions": [[lo, hi] for lo, hi in ranges],
+                }
+                for k, ranges in gaps.items()
+            },
+        }
+    return out
 
 
 def _object(body: Any, *keys: str) -> dict[str, Any]:

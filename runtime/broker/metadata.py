@@ -37,6 +37,7 @@ from .acls import (
     PatternType,
     ResourceType,
 )
+from .client_quotas import ClientQuotas
 from .config import ConfigError, ConfigStore
 from .reassignment import ReassignmentManager
 from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
@@ -79,6 +80,7 @@ class ClusterMetadata:
     ) -> None:
         self.configs = configs
         self.acls = AclStore()
+        self.client_quotas = ClientQuotas()
         self.cluster_id = cluster_id or _cluster_id()
         self.controller_id = controller_id
         self.brokers: dict[int, BrokerInfo] = {}

@@ -178,15 +178,14 @@ class ClientConnection:
         if refusal is not None:
             self.close(refusal)
             return
-        max_version = self.server.services.apis.max_version(handler)
-        if not handler.min_version <= version <= max_version:
+        apis = self.server.services.apis
+        min_version, max_version = apis.min_version(handler), apis.max_version(handler)
+        if not min_version <= version <= max_version:
             if api_key == API_VERSIONS_KEY and version > max_version:
                 # Answered in the v0 layout, which every client can read.
                 self._handle(handler, 0, correlation_id, None, None)
                 return
-            self.close(
-                f"{handler.name} v{version} is not served ({handler.min_version}-{max_version})"
-            )
+            self.close(f"{handler.name} v{version} is not served ({min_version}-{max_version})")
             return
         try:
             header, pos = RequestHeader.decode_prefix(

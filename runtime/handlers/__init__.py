@@ -20,8 +20,8 @@ __all__ = ["SERVED", "declare_handlers", "load_handlers", "supported_versions"]
 #: The unstable tops are the paged versions (see `kafkagen.runtime.pagination`) or a newer
 #: protocol still gated in Kafka 4.4.0.
 SERVED: dict[int, tuple[str, int, int, int]] = {
-    0: ("api_00_produce", 3, 11, 11),
-    1: ("api_01_fetch", 4, 18, 18),
+    0: ("api_00_produce", 0, 11, 11),
+    1: ("api_01_fetch", 0, 18, 18),
     2: ("api_02_list_offsets", 0, 10, 12),
     3: ("api_03_metadata", 0, 12, 14),
     8: ("api_08_offset_commit", 0, 10, 10),
@@ -49,15 +49,22 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     31: ("api_31_delete_acls", 0, 3, 3),
     32: ("api_32_describe_configs", 0, 4, 5),
     33: ("api_33_alter_configs", 0, 2, 2),
+    34: ("api_34_alter_replica_log_dirs", 0, 2, 2),
     35: ("api_35_describe_log_dirs", 0, 4, 6),
     36: ("api_36_sasl_authenticate", 0, 2, 2),
     37: ("api_37_create_partitions", 0, 3, 3),
+    38: ("api_38_create_delegation_token", 0, 3, 3),
+    39: ("api_39_renew_delegation_token", 0, 2, 2),
+    40: ("api_40_expire_delegation_token", 0, 2, 2),
+    41: ("api_41_describe_delegation_token", 0, 3, 3),
     42: ("api_42_delete_groups", 0, 3, 3),
     43: ("api_43_elect_leaders", 0, 2, 2),
     44: ("api_44_incremental_alter_configs", 0, 1, 1),
     45: ("api_45_alter_partition_reassignments", 0, 0, 0),
     46: ("api_46_list_partition_reassignments", 0, 0, 1),
     47: ("api_47_offset_delete", 0, 0, 0),
+    48: ("api_48_describe_client_quotas", 0, 1, 1),
+    49: ("api_49_alter_client_quotas", 0, 1, 1),
     50: ("api_50_describe_user_scram_credentials", 0, 0, 0),
     51: ("api_51_alter_user_scram_credentials", 0, 0, 0),
     60: ("api_60_describe_cluster", 0, 2, 2),
@@ -66,6 +73,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     66: ("api_66_list_transactions", 0, 1, 3),
     68: ("api_68_consumer_group_heartbeat", 0, 1, 1),
     69: ("api_69_consumer_group_describe", 0, 0, 2),
+    74: ("api_74_list_config_resources", 0, 0, 0),
     75: ("api_75_describe_topic_partitions", 0, 0, 0),
 }
 

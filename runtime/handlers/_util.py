@@ -8,8 +8,11 @@ from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.config import ConfigResourceType
+from kafkagen.runtime.broker.listeners import ANONYMOUS, SecurityProtocol
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
+    DelegationTokenAuthDisabledError,
+    DelegationTokenRequestNotAllowedError,
     ErrorCode,
     KafkaError,
     TopicAuthorizationFailedError,
@@ -18,12 +21,38 @@ from kafkagen.runtime.topic_partition import TopicPartition
 
 __all__ = [
     "Pager",
+    "log_dir",
+    "token_request_error",
     "pagination_limit",
     "repeated",
     "commit_denials",
     "require_config_access",
     "require",
 ]
+
+
+def log_dir(ctx: RequestContext) -> str:
+    """The one log directory of this broker: its folder under ``--log-dir`` when logs are
+    kept on disk, else ``memory:broker-<id>``."""
+    storage = ctx.broker.replica_manager.storage
+    if storage is None:
+        return f"memory:broker-{ctx.broker.node_id}"
+    return str(storage.path.resolve())
+
+
+def token_request_error(ctx: RequestContext) -> int:
+    """What a delegation token request gets: kafkagen keeps no token secret, so, as Kafka
+    without ``delegation.token.secret.key``, DELEGATION_TOKEN_AUTH_DISABLED, except on a
+    connection Kafka never lets ask (plaintext, or TLS without a client certificate):
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED."""
+    listener = ctx.session.listener
+    protocol = SecurityProtocol.PLAINTEXT if listener is None else listener.protocol
+    if protocol is SecurityProtocol.PLAINTEXT or (
+        protocol is SecurityProtocol.SSL and ctx.session.principal == ANONYMOUS
+    ):
+        return DelegationTokenRequestNotAllowedError.code
+    return DelegationTokenAuthDisabledError.code
+
 
 #: What a response says when the client did not ask for authorized operations.
 NOT_REQUESTED = -(2**31)

@@ -1,6 +1,8 @@
-"""Produce (key 0): one v2 batch per partition, appended through the replica manager.
+"""Produce (key 0): one batch per partition, appended through the replica manager.
 
-v3+ only, the versions that carry v2 record batches. acks=0 has no response; if such a
+v3+ carry one v2 record batch per partition; v0-2 carry magic 0/1 message sets, which
+become one v2 batch each before anything else looks at them, as Kafka 3.x keeps only v2
+in its log (`kafkagen.runtime.legacy_records`). acks=0 has no response; if such a
 write fails the connection is closed, which is how Kafka tells a fire-and-forget producer.
 
 Transactional batches are written only to partitions their transaction has added: the
@@ -17,10 +19,12 @@ from kafkagen.runtime.broker.replica_manager import ProduceResult
 from kafkagen.runtime.errors import (
     ErrorCode,
     InvalidTxnStateError,
+    RecordSetError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
     error_for_code,
 )
+from kafkagen.runtime.legacy_records import is_legacy, upconvert
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -29,6 +33,8 @@ API_KEY = 0
 #: From v11 a batch outside the open transaction is TRANSACTION_ABORTABLE (KIP-890), as
 #: Kafka 4.4 answers; older clients get INVALID_TXN_STATE.
 ABORTABLE_SINCE = 11
+#: The first version whose record sets are v2 batches only.
+V2_BATCHES_SINCE = 3
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -55,6 +61,8 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
         ctx.respond(_response(ctx, order, results))
 
     refused = _unauthorized(ctx, request.transactional_id, entries)
+    if ctx.api_version < V2_BATCHES_SINCE:
+        refused.update(_upconvert_legacy(entries, refused))
     refused.update(
         _verify_transactional(
             ctx,
@@ -98,6 +106,23 @@ def _unauthorized(
         if not allowed[tp.topic]:
             refused[tp] = ProduceResult(TopicAuthorizationFailedError())
     return refused
+
+
+def _upconvert_legacy(
+    entries: dict[TopicPartition, bytes | memoryview],
+    refused: dict[TopicPartition, ProduceResult],
+) -> dict[TopicPartition, ProduceResult]:
+    """Replace each magic 0/1 message set in ``entries`` by its v2 batch; the partitions
+    whose set does not convert (CRC, framing, codec) are returned with their error."""
+    failed: dict[TopicPartition, ProduceResult] = {}
+    for tp, data in entries.items():
+        if tp in refused or not is_legacy(data):
+            continue
+        try:
+            entries[tp] = upconvert(data)
+        except RecordSetError as e:
+            failed[tp] = ProduceResult(e, record_errors=list(e.record_errors))
+    return failed
 
 
 def _verify_transactional(

@@ -1,8 +1,11 @@
 """Fetch (key 1): records from partition leaders, waiting in the purgatory for min_bytes.
 
-v4+ only (v2 batches). Fetch sessions (v7+) are answered the simple way Kafka allows: no
-session is ever created (session id 0), so every request is a full fetch; a request naming
-a session id gets FETCH_SESSION_ID_NOT_FOUND and the client starts over with a full one.
+v4+ read the log's v2 batches as they are; v0-3 read magic 0 (v0-1) or magic 1 (v2-3)
+messages, which the log's batches are down-converted to, as Kafka does for old fetchers
+(zstd batches then answer UNSUPPORTED_COMPRESSION_TYPE). Fetch sessions (v7+) are
+answered the simple way Kafka allows: no session is ever created (session id 0), so every
+request is a full fetch; a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND and
+the client starts over with a full one.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ from kafkagen.runtime.errors import (
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
     KafkaError,
+    RecordSetError,
     TopicAuthorizationFailedError,
     UnknownTopicIdError,
 )
+from kafkagen.runtime.legacy_records import downconvert, fetch_magic
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition
 
 API_KEY = 1
+#: The last version whose partition byte limit is hard (KIP-74 made the first message
+#: exempt from v3).
+HARD_LIMIT_UNTIL = 2
 PartitionData = FetchResponse.PartitionData
 
 
@@ -41,6 +49,8 @@ class _Slot:
     name: str | None
     topic_id: uuid.UUID
     index: int
+    fetch_offset: int = 0
+    max_bytes: int = 0
     error: KafkaError | None = None
     result: FetchResult | None = None
 
@@ -66,7 +76,7 @@ def handle(ctx: RequestContext, request: FetchRequest) -> None:
     for t in request.topics:
         name = t.topic if v < 13 else md.topic_names.get(t.topic_id)
         for p in t.partitions:
-            slot = _Slot(name, t.topic_id, p.partition)
+            slot = _Slot(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes)
             slots.append(slot)
             if name is None:
                 slot.error = UnknownTopicIdError(f"no topic has id {t.topic_id}")
@@ -121,6 +131,25 @@ def _clear(pd: FetchResponse.PartitionData) -> None:
     pd.aborted_transactions = [] if unknown else None
 
 
+def _readable(r: FetchResult, slot: _Slot, version: int) -> KafkaError | None:
+    """Down-convert ``r``'s records in place for a fetcher of an older magic; the error to
+    answer instead when they have no such form.
+
+    Up to v2 the partition's byte limit is hard, as in Kafka: the messages are cut at it,
+    and a message larger than the limit arrives partial, which tells the consumer its
+    fetch size is too small (from v3 a first message over the limit comes whole).
+    """
+    magic = fetch_magic(version)
+    if magic < 2 and r.records:
+        try:
+            r.records = downconvert(r.records, magic, slot.fetch_offset)
+        except RecordSetError as e:
+            return e
+        if version <= HARD_LIMIT_UNTIL and len(r.records) > slot.max_bytes:
+            r.records = r.records[: max(slot.max_bytes, 0)]
+    return None
+
+
 def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> FetchResponse:
     v = ctx.api_version
     md = ctx.broker.metadata
@@ -156,6 +185,9 @@ def _response(ctx: RequestContext, slots: list[_Slot], params: FetchParams) -> F
                         leader_id=leader, leader_epoch=epoch
                     )
                     leaders.add(leader)
+        elif (error := _readable(r, slot, v)) is not None:
+            pd.error_code = error.code
+            _clear(pd)
         else:
             pd.error_code = r.error_code
             pd.high_watermark = r.high_watermark

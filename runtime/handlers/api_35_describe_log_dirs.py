@@ -19,6 +19,7 @@ from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.partition import Partition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError
+from kafkagen.runtime.handlers._util import log_dir as log_dir_of
 from kafkagen.runtime.handlers._util import pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -37,10 +38,7 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> None:
         ctx.respond(DescribeLogDirsResponse(error_code=code, results=[]))
         return
     rm = ctx.broker.replica_manager
-    storage = rm.storage
-    log_dir = (
-        f"memory:broker-{ctx.broker.node_id}" if storage is None else str(storage.path.resolve())
-    )
+    log_dir = log_dir_of(ctx)
     # What is asked, in answer order: all replicas by topic then partition, or the named
     # partitions in request order, a topic's partitions together where it is first named.
     keys: list[tuple[str, int]]

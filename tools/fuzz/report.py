@@ -7,8 +7,10 @@ Files under the output folder:
 - ``failures.parquet`` / ``disagreements.parquet``: each kept finding with its replay id
   (``kafkagen fuzz --replay ID``), check, error and the bytes in hex;
 - ``tasks.parquet``: each task's messages, seconds and where its package came from;
-- ``run.json``: the run's parameters and totals; ``report.html``: the summary with a chart
-  of throughput and failures per API (inline SVG).
+- ``run.json``: the run's parameters and totals; ``report.html``: self-contained (inline
+  SVG and CSS): heat maps of API x version coloured by agreement, for kafkagen's own
+  checks and for each oracle that judged the run, the failures with their replay ids,
+  the peers' findings, and throughput per API.
 
 A run stopped by Ctrl-C writes the tasks that finished, marked as partial everywhere:
 ``"complete": false`` in run.json, ``kafkagen.complete=false`` in each Parquet file's
@@ -309,6 +311,203 @@ def _bars(rows: list[ApiRow]) -> str:
     return "\n".join(parts)
 
 
+def esc_text(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+@dataclass
+class Cell:
+    """Checks of one (API, version), both kinds, by one judge (kafkagen's checks or an
+    oracle): ``checks`` asked, ``failed`` of them, ``skipped`` (a version the judge
+    lacks: not passed, not failed)."""
+
+    checks: int = 0
+    failed: int = 0
+    skipped: int = 0
+    detail: str = ""
+
+    @property
+    def passed(self) -> int:
+        return self.checks - self.failed
+
+    @property
+    def agreement(self) -> float | None:
+        return self.passed / self.checks if self.checks else None
+
+
+#: Counters that are kafkagen's own checks (round trip and JSON form once per message).
+OWN_CHECKS = ("cross_checks", "forward_checks", "mutations", "native_checks")
+
+
+def judges(stats: Sequence[dict[str, Any]]) -> list[str]:
+    """Oracles that judged this run, by their counters in the results: ``X_skipped`` with
+    ``X_checks`` (Kafka's classes: questions answered, failures in ``by_X``) or with
+    ``X_agree`` and ``X_disagree`` (a peer codec), and counting something (the columns
+    exist whether or not the oracle ran). Kafka first."""
+    fields = set().union(*(s.keys() for s in stats)) if stats else set()
+    ran = []
+    for name in fields:
+        oracle = name.removesuffix("_skipped")
+        counters = [f"{oracle}_{what}" for what in ("checks", "agree", "disagree", "skipped")]
+        if oracle != name and fields & set(counters[:2]):
+            if any(s.get(c) for s in stats for c in counters):
+                ran.append(oracle)
+    return sorted(ran, key=lambda o: (o != "kafka", o))
+
+
+def _own(s: dict[str, Any], oracles: Sequence[str]) -> Cell:
+    failed = int(s["failures"]) - sum(int(s.get(f"by_{o}") or 0) for o in oracles)
+    checks = 2 * int(s["messages"]) + sum(int(s.get(n) or 0) for n in OWN_CHECKS)
+    return Cell(checks, failed, 0)
+
+
+def _oracle(s: dict[str, Any], oracle: str) -> Cell:
+    skipped = int(s.get(f"{oracle}_skipped") or 0)
+    if f"{oracle}_agree" in s:  # a peer: its disagreements are the cell's failures
+        disagree = int(s.get(f"{oracle}_disagree") or 0)
+        return Cell(int(s[f"{oracle}_agree"] or 0) + disagree, disagree, skipped)
+    return Cell(int(s.get(f"{oracle}_checks") or 0), int(s.get(f"by_{oracle}") or 0), skipped)
+
+
+def heat_cells(result: RunResult, judge: str | None) -> dict[tuple[int, int], Cell]:
+    """(API, version) -> the cell of ``judge`` (None: kafkagen's own checks), request
+    and response summed, each kind's counts kept for the tooltip."""
+    oracles = judges(result.stats)
+    cells: dict[tuple[int, int], Cell] = {}
+    for s in result.stats:
+        one = _own(s, oracles) if judge is None else _oracle(s, judge)
+        cell = cells.setdefault((int(s["api"]), int(s["version"])), Cell())
+        cell.checks += one.checks
+        cell.failed += one.failed
+        cell.skipped += one.skipped
+        cell.detail += (
+            f"\n{s['kind']}: {int(s['messages']):,} messages, {one.passed:,} passed, "
+            f"{one.failed:,} failed, {one.skipped:,} skipped"
+        )
+    return cells
+
+
+#: Agreement colours: every check passed, some failed (shading to all failed), and a
+#: cell whose checks were all skipped.
+GREEN, ORANGE, RED, SKIPPED = (46, 157, 79), (243, 156, 18), (192, 57, 43), "#c8c8c8"
+
+
+def cell_colour(cell: Cell) -> str:
+    agreement = cell.agreement
+    if agreement is None:
+        return SKIPPED
+    if cell.failed == 0:
+        return _hex(GREEN)
+    # Any failure is at least orange: failures are rare, so a linear scale would hide them.
+    t = 0.35 + 0.65 * (1 - agreement)
+    return _hex(tuple(round(a + (b - a) * t) for a, b in zip(ORANGE, RED, strict=True)))
+
+
+def _hex(rgb: Sequence[int]) -> str:
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+def heat_map(result: RunResult, table: Table, judge: str | None, title: str) -> str:
+    """One heat map of API (rows) x version (columns) as inline SVG; each cell is
+    coloured by agreement, says its failures (or a tick), and its tooltip gives the
+    counts per kind."""
+    cells = heat_cells(result, judge)
+    if not cells:
+        return ""
+    apis = sorted({a for a, _ in cells})
+    top = max(v for _, v in cells)
+    row_h, col_w, label_w, head = 16, 30, 230, 32
+    width, height = label_w + col_w * (top + 1) + 10, head + row_h * len(apis) + 4
+    esc = html.escape
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="{width}" '
+        f'height="{height}" font-family="sans-serif" font-size="10" role="img" '
+        f'aria-label="{esc(title)}" data-judge="{esc(judge or "kafkagen")}">',
+        f'<text x="{label_w}" y="12" font-weight="bold">version</text>',
+    ]
+    for v in range(top + 1):
+        x = label_w + v * col_w + col_w / 2
+        parts.append(f'<text x="{x:.0f}" y="{head - 6}" text-anchor="middle">{v}</text>')
+    for i, api in enumerate(apis):
+        y = head + i * row_h
+        label = esc(f"{api} {api_name(table, api)}")
+        parts.append(f'<text x="{label_w - 6}" y="{y + 11}" text-anchor="end">{label}</text>')
+        for v in range(top + 1):
+            cell = cells.get((api, v))
+            if cell is None:
+                continue
+            x = label_w + v * col_w
+            text = "skip" if cell.agreement is None else (f"{cell.failed}" if cell.failed else "✓")
+            tip = esc(
+                f"{api_name(table, api)} v{v}: {cell.passed:,} passed, {cell.failed:,} "
+                f"failed, {cell.skipped:,} skipped{cell.detail}"
+            )
+            parts.append(
+                f'<g class="cell" data-api="{api}" data-version="{v}" '
+                f'data-passed="{cell.passed}" data-failed="{cell.failed}" '
+                f'data-skipped="{cell.skipped}"><title>{tip}</title>'
+                f'<rect x="{x + 1}" y="{y + 1}" width="{col_w - 2}" height="{row_h - 2}" '
+                f'fill="{cell_colour(cell)}"/>'
+                f'<text x="{x + col_w / 2:.0f}" y="{y + 11}" text-anchor="middle" '
+                f'fill="{"#333" if cell.agreement is None else "#fff"}">{text}</text></g>'
+            )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+LEGEND = (
+    f'<p class="legend"><span style="background:{_hex(GREEN)}"></span> every check passed '
+    f'<span style="background:{_hex(ORANGE)}"></span><span style="background:{_hex(RED)}">'
+    "</span> some failed (the cell gives how many; redder: a larger share) "
+    f'<span style="background:{SKIPPED}"></span> skipped: a version the judge does not '
+    "have. Hover a cell for its counts per kind.</p>"
+)
+
+
+def heat_maps(result: RunResult, table: Table) -> str:
+    """kafkagen's own checks, then one map per oracle that judged the run."""
+    parts = [
+        "<h2>Agreement per API and version</h2>",
+        LEGEND,
+        "<h3>kafkagen's checks (round trip, JSON form, other versions, unknown tagged "
+        "fields, mutations)</h3>",
+        heat_map(result, table, None, "kafkagen's checks per API and version"),
+    ]
+    for oracle in judges(result.stats):
+        name = "Kafka's own classes" if oracle == "kafka" else oracle.replace("_", "-")
+        parts.append(f"<h3>{esc_text(name)}: agreement with kafkagen</h3>")
+        parts.append(heat_map(result, table, oracle, f"{name} per API and version"))
+    return "\n".join(parts)
+
+
+#: Columns of the peers' findings shown first, when present; any others follow.
+PEER_COLUMNS = (
+    "oracle", "peer", "api", "api_name", "kind", "version", "check", "difference", "count",
+    "findings", "unjudged",
+)  # fmt: skip
+
+
+def peer_findings(result: RunResult) -> str:
+    """The findings of peer oracles (other codecs judged against Kafka), read by field
+    name from the results; a run without peers says so."""
+    found = getattr(result, "peer_groups", None) or getattr(result, "peer_findings", None)
+    items: list[dict[str, Any]] = list(found or [])
+    if not items:
+        return "<h2>Peers' findings</h2>\n<p>no peer oracle ran</p>"
+    keys: list[str] = [k for k in PEER_COLUMNS if any(k in f for f in items)]
+    keys += sorted({k for f in items for k in f} - set(keys))
+    head = "".join(f"<th>{esc_text(k)}</th>" for k in keys)
+
+    def cell(value: Any) -> str:
+        text = esc_text(str(value if value is not None else ""))
+        if len(text) > 40:  # hex and JSON forms
+            return f'<td><code class="hex">{text[:200]}</code></td>'
+        return f"<td>{text}</td>"
+
+    body = "\n".join("<tr>" + "".join(cell(f.get(k)) for k in keys) + "</tr>" for f in items)
+    return f'<h2>Peers\' findings</h2>\n<table class="peers"><tr>{head}</tr>\n{body}</table>'
+
+
 def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) -> Path:
     rows = per_api(result, table)
     esc = html.escape
@@ -326,13 +525,16 @@ def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) ->
         f"<td>{r.failures}</td><td>{r.disagreements}</td></tr>"
         for r in rows
     )
+    names = {r.api: r.name for r in rows}
 
-    def findings(items: list[dict[str, Any]], title: str) -> str:
+    def findings(items: list[dict[str, Any]], title: str, css: str, empty: str | None) -> str:
         if not items:
-            return ""
+            return f"<h2>{title}</h2>\n<p>{empty}</p>" if empty else ""
         body = "\n".join(
-            f"<tr><td><code>{esc(f['id'])}</code></td><td>{esc(f['check'])}</td>"
-            f"<td>{esc(f['error'])}</td><td><code>{esc(f['hex'][:96])}</code></td></tr>"
+            f"<tr><td><code>{esc(f['id'])}</code></td><td>{esc(names.get(f['api'], ''))}</td>"
+            f"<td>{esc(f['kind'])}</td><td>{f['version']}</td><td>{esc(f['check'])}</td>"
+            f"<td>{esc(f['error'])}</td>"
+            f"<td><code class='hex'>{esc(f['hex'][:64])}</code></td></tr>"
             for f in items[:limit]
         )
         more = (
@@ -340,10 +542,17 @@ def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) ->
         )
         return (
             f"<h2>{title}</h2><p>Reproduce one with <code>kafkagen fuzz --replay ID</code>."
-            f"</p><table><tr><th>id</th><th>check</th><th>error</th><th>bytes</th></tr>"
+            f'</p><table class="{css}"><tr><th>replay id</th><th>API</th><th>kind</th>'
+            f"<th>version</th><th>check</th><th>error</th><th>bytes</th></tr>"
             f"{body}</table>{more}"
         )
 
+    differential = findings(
+        result.disagreements,
+        "Disagreements with the peer codec",
+        "differential",
+        "none" if result.options.differential else None,
+    )
     rate = result.messages / result.wall_seconds if result.wall_seconds else 0.0
     doc = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} report</title>
@@ -353,6 +562,11 @@ table {{ border-collapse: collapse; font-size: 13px; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }}
 td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 .bad {{ color: #c0392b; font-weight: bold; }} .ok {{ color: #27ae60; font-weight: bold; }}
+.legend span {{ display: inline-block; width: 1em; height: 1em; vertical-align: middle; }}
+.heatmap .cell:hover rect {{ stroke: #222; stroke-width: 2; }}
+.failures td, .differential td, .peers td, .failures th, .differential th, .peers th
+  {{ text-align: left; vertical-align: top; }}
+code.hex {{ word-break: break-all; }} td:first-child code {{ white-space: nowrap; }}
 </style></head><body>
 <h1>{title}</h1>
 {status}
@@ -361,15 +575,17 @@ seed {result.options.seed}, in {result.wall_seconds:.1f} s on <code>{esc(result.
 ({result.tasks} tasks, {rate:,.0f} msg/s); {result.disagreement_count} disagreement(s) with
 the peer codec.</p>
 <p>{esc(checks_text(result))}.</p>
+{heat_maps(result, table)}
+{findings(result.failures, "Disagreements: failures", "failures", "no failures")}
+{differential}
+{peer_findings(result)}
 <h2>Throughput and failures per API</h2>
 {_bars(rows)}
 <h2>Per API</h2>
-<table><tr><th>key</th><th>API</th><th>versions</th><th>messages</th><th>bytes</th>
-<th>msg/s/core</th><th>failures</th><th>disagreements</th></tr>
+<table class="per-api"><tr><th>key</th><th>API</th><th>versions</th><th>messages</th>
+<th>bytes</th><th>msg/s/core</th><th>failures</th><th>disagreements</th></tr>
 {table_rows}
 </table>
-{findings(result.failures, "Failures")}
-{findings(result.disagreements, "Disagreements with the peer codec")}
 </body></html>
 """
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -379,6 +595,9 @@ the peer codec.</p>
 
 __all__ = [
     "ApiRow",
+    "Cell",
+    "heat_cells",
+    "judges",
     "checks_text",
     "partial_text",
     "per_api",
