@@ -175,8 +175,9 @@ def oracle_table(table: Table, n: int, seed: int) -> None:
     for label, oracles in runs:
         options = FuzzOptions(seed=seed, oracle=",".join(oracles) or None)
         began = time.perf_counter()
-        conf = oracle_conf() if oracles else None
-        with spark_session("local[2]", conf) as session:
+        # Kafka's jars on every session: the driver's JVM, started by the first, keeps
+        # the class path it started with.
+        with spark_session("local[2]", oracle_conf()) as session:
             warm = plan_combos(table, select_apis(table, None), warm_n)
             run_spark(table, warm, options, out=None, spark=session)
             warm_seconds = time.perf_counter() - began
