@@ -200,5 +200,5 @@ def test_api_versions_advertises_v0(cluster: BackgroundCluster) -> None:
         )
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert keys[KEY] == (0, 0)
-    assert keys[45] == (0, 0)
+    assert keys[45] == (0, 1)  # v1 (KIP-860) is Kafka 4.4's
     assert keys[46] == (0, 0)  # v1 is unstable and not enabled here

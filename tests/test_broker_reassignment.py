@@ -76,7 +76,12 @@ def _address(c: BackgroundCluster, node: int) -> str:
     return f"{b.host}:{b.port}"
 
 
-def _alter(w: WireClient, moves: dict[tuple[str, int], list[int] | None]) -> dict[Any, int]:
+def _alter(
+    w: WireClient,
+    moves: dict[tuple[str, int], list[int] | None],
+    version: int = 0,
+    **kw: Any,
+) -> dict[Any, int]:
     topics: dict[str, list[AlterReq.ReassignablePartition]] = {}
     for (topic, index), replicas in moves.items():
         topics.setdefault(topic, []).append(
@@ -85,9 +90,12 @@ def _alter(w: WireClient, moves: dict[tuple[str, int], list[int] | None]) -> dic
     req = AlterReq(
         timeout_ms=10_000,
         topics=[AlterReq.ReassignableTopic(name=n, partitions=ps) for n, ps in topics.items()],
+        **kw,
     )
-    r = w.call(ALTER, 0, req)
+    r = w.call(ALTER, version, req)
     assert r.error_code == 0
+    # v1 echoes whether the replication factor may change (true when not asked).
+    assert r.allow_replication_factor_change == kw.get("allow_replication_factor_change", True)
     return {(t.name, p.partition_index): p.error_code for t in r.responses for p in t.partitions}
 
 
@@ -331,6 +339,22 @@ def test_errors_are_per_partition(five: BackgroundCluster) -> None:
         assert _alter(w, {("err", 0): None}) == {("err", 0): ErrorCode.NO_REASSIGNMENT_IN_PROGRESS}
         assert not _list(w).topics
     assert _info(five, "err").replicas == [0]
+
+
+def test_v1_may_forbid_changing_the_replication_factor(five: BackgroundCluster) -> None:
+    md = _cl(five).metadata
+    five.call(lambda: md.create_topic("fixed-rf", assignments={0: [0, 1], 1: [1, 2]}))
+    with WireClient(five.bootstrap) as w:
+        fixed = {"allow_replication_factor_change": False}
+        got = _alter(w, {("fixed-rf", 0): [2], ("fixed-rf", 1): [3, 4]}, 1, **fixed)
+        assert got == {
+            ("fixed-rf", 0): ErrorCode.INVALID_REPLICATION_FACTOR,
+            ("fixed-rf", 1): 0,  # same factor, other brokers: allowed
+        }
+        assert _info(five, "fixed-rf").replicas == [0, 1]
+        # Allowed (v1's default, and always at v0), the same move goes ahead.
+        assert _alter(w, {("fixed-rf", 0): [2]}, 1) == {("fixed-rf", 0): 0}
+    _wait(lambda: _info(five, "fixed-rf").replicas == [2], what="the move to broker 2")
 
 
 def test_list_pages_by_topic_then_partition(five: BackgroundCluster) -> None:

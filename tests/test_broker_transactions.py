@@ -1,11 +1,15 @@
 """Transactions over real sockets with the generated codecs: the coordinator's state machine
 and errors, markers, the last stable offset, read_committed fetches, transactional offset
-commits, fencing, timeouts, and ListTransactions / DescribeTransactions with pagination."""
+commits, fencing, timeouts, transactions v2 (KIP-890: Produce v12+ and TxnOffsetCommit v5+
+add to the transaction, EndTxn v5 bumps the epoch), and ListTransactions /
+DescribeTransactions with pagination."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -121,23 +125,7 @@ def batch(pid: int, epoch: int, seq: int, values: list[bytes], transactional: bo
 
 
 def produce(w: WireClient, tid: str | None, partition: int, data: bytes) -> Any:
-    Req: Any = message_type(0, "request")
-    r = w.call(
-        0,
-        9,
-        Req(
-            transactional_id=tid,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                Req.TopicProduceData(
-                    name=TOPIC,
-                    partition_data=[Req.PartitionProduceData(index=partition, records=data)],
-                )
-            ],
-        ),
-    )
-    return r.responses[0].partition_responses[0]
+    return produce_v(w, 9, tid, partition, data).partition_responses[0]
 
 
 def fetch(w: WireClient, partition: int, offset: int, isolation: int) -> Any:
@@ -225,6 +213,16 @@ def test_state_log_record_round_trips() -> None:
     )
     assert decode_txn_key(txn_key("my-id")) == "my-id"
     assert decode_txn_value(txn_value(snap)) == snap
+    # Transactions v2 records (value version 1) keep the producer ids the id moves between.
+    v2 = dataclasses.replace(
+        snap,
+        state=TxnState.PREPARE_COMMIT,
+        last_producer_id=5,
+        ends_with_bump=True,
+        next_producer_id=9,
+    )
+    assert decode_txn_value(txn_value(v2)) == v2
+    assert txn_value(v2)[:2] == b"\x00\x01" and txn_value(snap)[:2] == b"\x00\x00"
 
 
 # -- FindCoordinator and InitProducerId -------------------------------------------------------
@@ -550,6 +548,9 @@ def test_txn_offset_commit_with_a_stale_epoch_is_refused(w: WireClient) -> None:
     assert end_txn(w, tid, pid, epoch, True) == 0
     assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
     pid, epoch2 = init_ok(w, tid)
+    w.call(
+        25, 3, req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch2, group_id=group)
+    )
     assert txn_commit_offset(w, tid, group, pid, epoch2, 2) == 0
     assert txn_commit_offset(w, tid, group, pid, epoch, 3) == ErrorCode.INVALID_PRODUCER_EPOCH
 
@@ -772,16 +773,274 @@ def test_describe_transactions_contents_and_bad_cursors(w: WireClient, many: lis
     assert r.next_cursor.transactional_id == many[3]
 
 
+def _features(r: Any) -> dict[str, tuple[int, int]]:
+    return {f.name: (f.min_version_level, f.max_version_level) for f in r.finalized_features}
+
+
 def test_api_versions_advertise_the_transaction_apis(w: WireClient) -> None:
     r = w.call(18, 3, req(18, client_software_name="t", client_software_version="1"))
     ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert ranges[0] == (0, 13)
     assert ranges[22] == (0, 5)
     assert ranges[24] == (0, 5)
     assert ranges[25] == (0, 4)
-    assert ranges[26] == (0, 4)
-    assert ranges[28] == (0, 4)
+    assert ranges[26] == (0, 5)
+    assert ranges[28] == (0, 6)
     assert ranges[65] == (0, 1)  # unstable versions are enabled in this cluster
     assert ranges[66] == (0, 3)  # 2 is Kafka's (KIP-1152), 3 pages (seed 001)
+    # Transactions v2 is on, as the finalized feature Kafka's Java client reads.
+    assert _features(r) == {"transaction.version": (2, 2)}
+    assert r.finalized_features_epoch >= 0
+    assert {f.name: f.max_version for f in r.supported_features} == {"transaction.version": 2}
+
+
+def test_capping_a_transactions_v2_version_finalizes_transactions_v1() -> None:
+    configs = {**CONFIGS, "kafkagen.api.version.max": "EndTxn:4"}
+    with BackgroundCluster(configs=configs) as c, WireClient(c.bootstrap) as w:
+        r = w.call(18, 3, req(18, client_software_name="t", client_software_version="1"))
+        ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+        assert ranges[26] == (0, 4)
+        assert _features(r) == {"transaction.version": (1, 1)}
+
+
+# -- transactions v2 (KIP-890): Produce v12+, EndTxn v5, TxnOffsetCommit v5+ -----------------
+
+
+def produce_v(
+    w: WireClient,
+    version: int,
+    tid: str | None,
+    partition: int,
+    data: bytes,
+    topic_id: uuid.UUID | None = None,
+) -> Any:
+    """The answer for TOPIC of a Produce at ``version`` (from v13 naming the topic by its id,
+    or by ``topic_id``)."""
+    Req: Any = message_type(0, "request")
+    named: dict[str, Any]
+    if version < 13:
+        named = {"name": TOPIC}
+    else:
+        named = {"topic_id": topic_id or topic_ids(w)[TOPIC]}
+    r = w.call(
+        0,
+        version,
+        Req(
+            transactional_id=tid,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                Req.TopicProduceData(
+                    **named,
+                    partition_data=[Req.PartitionProduceData(index=partition, records=data)],
+                )
+            ],
+        ),
+    )
+    [topic_response] = r.responses
+    return topic_response
+
+
+def topic_ids(w: WireClient) -> dict[str, Any]:
+    r = w.call(3, 12, req(3, topics=None))
+    return {t.name: t.topic_id for t in r.topics}
+
+
+def end_txn_v5(w: WireClient, tid: str, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
+    """EndTxn v5: (error code, producer id, producer epoch)."""
+    r = w.call(
+        26,
+        5,
+        req(26, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit),
+    )
+    return int(r.error_code), int(r.producer_id), int(r.producer_epoch)
+
+
+def partitions_of(w: WireClient, tid: str) -> set[tuple[str, int]]:
+    [s] = describe(w, [tid]).transaction_states
+    return {(t.topic, p) for t in s.topics for p in t.partitions}
+
+
+def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    start = log_end(w, 1)
+    # No AddPartitionsToTxn: the broker adds the partition itself.
+    p = produce_v(w, 12, tid, 1, batch(pid, epoch, 0, [b"kept"])).partition_responses[0]
+    assert p.error_code == 0, p
+    assert state_of(w, tid) == "Ongoing"
+    assert partitions_of(w, tid) == {(TOPIC, 1)}
+    # The commit ends under the next epoch, which the answer gives the producer.
+    assert end_txn_v5(w, tid, pid, epoch, True) == (0, pid, epoch + 1)
+    assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+    r = fetch(w, 1, start, 1)
+    assert values_of(r.records) == [b"kept"]
+    markers = [b for b in iter_batches(r.records or b"") if b.is_control]
+    assert [(m.producer_id, m.producer_epoch) for m in markers] == [(pid, epoch + 1)]
+    # The next transaction uses the new epoch from sequence 0; this one is aborted.
+    p = produce_v(w, 12, tid, 1, batch(pid, epoch + 1, 0, [b"dropped"])).partition_responses[0]
+    assert p.error_code == 0, p
+    assert end_txn_v5(w, tid, pid, epoch + 1, False) == (0, pid, epoch + 2)
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort")
+    r = fetch(w, 1, start, 1)
+    # The aborted record is served with the aborted transaction listed; clients drop it.
+    assert values_of(r.records) == [b"kept", b"dropped"]
+    assert [a.producer_id for a in r.aborted_transactions] == [pid]
+    assert control_kinds(r.records) == [COMMIT_MARKER, ABORT_MARKER]
+
+
+def test_produce_v12_refusals_are_produce_errors(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert end_txn_v5(w, tid, pid, epoch, False) == (0, pid, epoch + 1)  # nothing open
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort")
+    # The epoch before the bump is fenced; a producer id the id does not have is unknown.
+    stale = produce_v(w, 12, tid, 0, batch(pid, epoch, 0, [b"x"])).partition_responses[0]
+    assert stale.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    other = produce_v(w, 12, tid, 0, batch(pid + 1000, epoch + 1, 0, [b"x"]))
+    assert other.partition_responses[0].error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert state_of(w, tid) == "CompleteAbort"  # neither opened a transaction
+    # Before v12 the broker still only checks: not added is TRANSACTION_ABORTABLE.
+    v11 = produce_v(w, 11, tid, 0, batch(pid, epoch + 1, 0, [b"x"])).partition_responses[0]
+    assert v11.error_code == ErrorCode.TRANSACTION_ABORTABLE
+
+
+def test_a_transactions_v2_producer_past_its_timeout_is_fenced(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid, timeout=200)
+    assert (
+        produce_v(w, 12, tid, 1, batch(pid, epoch, 0, [b"slow"])).partition_responses[0].error_code
+        == 0
+    )
+    assert wait_for(lambda: state_of(w, tid) == "CompleteAbort", timeout=5)
+    # Two epochs on: the one its EndTxn would have ended under is not taken for a retry.
+    [s] = describe(w, [tid]).transaction_states
+    assert s.producer_epoch == epoch + 2
+    assert end_txn_v5(w, tid, pid, epoch, False)[0] == ErrorCode.PRODUCER_FENCED
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.PRODUCER_FENCED
+    late = produce_v(w, 12, tid, 1, batch(pid, epoch, 1, [b"late"])).partition_responses[0]
+    assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_end_txn_v5_state_rules_and_retries(w: WireClient) -> None:
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == ErrorCode.INVALID_TXN_STATE  # Empty
+    assert end_txn_v5(w, tid, pid, epoch + 1, False)[0] == ErrorCode.PRODUCER_FENCED
+    assert end_txn_v5(w, tid, pid + 1000, epoch, False)[0] == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert (
+        produce_v(w, 12, tid, 0, batch(pid, epoch, 0, [b"a"])).partition_responses[0].error_code
+        == 0
+    )
+    assert end_txn_v5(w, tid, pid, epoch, True) == (0, pid, epoch + 1)
+    assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+    # A retry names the epoch before the bump: the same outcome is done, the other is not.
+    assert end_txn_v5(w, tid, pid, epoch, True) == (0, pid, epoch + 1)
+    assert end_txn_v5(w, tid, pid, epoch, False)[0] == ErrorCode.INVALID_TXN_STATE
+    # At the current epoch a commit has nothing to commit; an abort bumps again.
+    assert end_txn_v5(w, tid, pid, epoch + 1, True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert end_txn_v5(w, tid, pid, epoch + 1, False) == (0, pid, epoch + 2)
+    # Below v5 nothing is bumped: the old rules hold.
+    assert end_txn(w, tid, pid, epoch + 2, False, version=4) == 0  # CompleteAbort, abort
+
+
+def test_end_txn_v5_moves_to_a_new_producer_id_when_the_epochs_run_out(
+    cluster: BackgroundCluster, w: WireClient
+) -> None:
+    tid = new_id()
+    pid, _ = init_ok(w, tid)
+    last = 2**15 - 2  # the highest epoch a producer id is given
+
+    def exhaust() -> None:
+        assert cluster.cluster is not None
+        for broker in cluster.cluster.brokers:
+            txn = broker.txn_coordinator.txns.get(tid)
+            if txn is not None:
+                txn.producer_epoch = last
+
+    cluster.call(exhaust)
+    assert (
+        produce_v(w, 12, tid, 0, batch(pid, last, 0, [b"a"])).partition_responses[0].error_code == 0
+    )
+    code, new_pid, new_epoch = end_txn_v5(w, tid, pid, last, True)
+    assert (code, new_epoch) == (0, 0) and new_pid != pid
+    assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+    # The retry of that EndTxn names the old producer id and epoch.
+    assert end_txn_v5(w, tid, pid, last, True) == (0, new_pid, 0)
+    assert (
+        produce_v(w, 12, tid, 0, batch(new_pid, 0, 0, [b"b"])).partition_responses[0].error_code
+        == 0
+    )
+    assert end_txn_v5(w, tid, new_pid, 0, False) == (0, new_pid, 1)
+
+
+def txn_commit_offset_v(
+    w: WireClient, version: int, tid: str, group: str, pid: int, epoch: int, topic: Any
+) -> int:
+    """TxnOffsetCommit at ``version`` of offset 7 for partition 0 of ``topic`` (a name, or
+    from v6 a topic id)."""
+    Req: Any = message_type(28, "request")
+    named = {"topic_id": topic} if version >= 6 else {"name": topic}
+    r = w.call(
+        28,
+        version,
+        Req(
+            transactional_id=tid,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            topics=[
+                Req.TxnOffsetCommitRequestTopic(
+                    **named,
+                    partitions=[
+                        Req.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7)
+                    ],
+                )
+            ],
+        ),
+    )
+    [t] = r.topics
+    if version >= 6:
+        assert t.topic_id == topic
+    return int(t.partitions[0].error_code)
+
+
+def test_txn_offset_commit_outside_the_transaction_per_version(w: WireClient) -> None:
+    tid, group = new_id(), new_id("group")
+    pid, epoch = init_ok(w, tid)
+    # Not added by AddOffsetsToTxn: refused before v5, INVALID_TXN_STATE before v4.
+    assert txn_commit_offset_v(w, 3, tid, group, pid, epoch, TOPIC) == ErrorCode.INVALID_TXN_STATE
+    abortable = ErrorCode.TRANSACTION_ABORTABLE
+    assert txn_commit_offset_v(w, 4, tid, group, pid, epoch, TOPIC) == abortable
+    assert state_of(w, tid) == "Empty"
+    # From v5 the broker adds the group's offsets partition to the transaction.
+    assert txn_commit_offset_v(w, 5, tid, group, pid, epoch, TOPIC) == 0
+    assert [t for t, _ in partitions_of(w, tid)] == [OFFSETS_TOPIC]
+    assert _committed(w, group) == -1
+    assert end_txn_v5(w, tid, pid, epoch, True) == (0, pid, epoch + 1)
+    assert wait_for(lambda: _committed(w, group) == 7)
+    # A fenced epoch stays the epoch error.
+    code = txn_commit_offset_v(w, 5, tid, group, pid, epoch, TOPIC)
+    assert code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_txn_offset_commit_v6_and_produce_v13_name_topics_by_id(w: WireClient) -> None:
+    tid, group = new_id(), new_id("group")
+    pid, epoch = init_ok(w, tid)
+    topic_id = topic_ids(w)[TOPIC]
+    unknown = uuid.uuid4()
+    r = produce_v(w, 13, tid, 0, batch(pid, epoch, 0, [b"by-id"]))
+    assert (r.topic_id, r.partition_responses[0].error_code) == (topic_id, 0)
+    assert txn_commit_offset_v(w, 6, tid, group, pid, epoch, topic_id) == 0
+    assert txn_commit_offset_v(w, 6, tid, group, pid, epoch, unknown) == ErrorCode.UNKNOWN_TOPIC_ID
+    assert {t for t, _ in partitions_of(w, tid)} == {TOPIC, OFFSETS_TOPIC}
+    assert end_txn_v5(w, tid, pid, epoch, True)[0] == 0
+    assert wait_for(lambda: _committed(w, group) == 7)
+    t = produce_v(w, 13, None, 0, batch(-1, -1, -1, [b"x"], False), topic_id=unknown)
+    assert (t.topic_id, t.partition_responses[0].error_code) == (
+        unknown,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+    )
 
 
 def test_add_partitions_v4_batches_transactions_and_verifies(w: WireClient) -> None:

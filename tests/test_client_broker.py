@@ -138,7 +138,7 @@ def test_the_capped_broker_advertises_and_accepts_only_up_to_the_cap(
         tops[name] = {k.api_key: k.max_version for k in r.api_keys}
     assert tops["old"][FIND_COORDINATOR] == 3 and tops["old"][OFFSET_FETCH] == 7
     assert tops["old"][API_VERSIONS] == 2
-    assert tops["new"][FIND_COORDINATOR] == 6 and tops["new"][OFFSET_FETCH] == 9
+    assert tops["new"][FIND_COORDINATOR] == 6 and tops["new"][OFFSET_FETCH] == 10
     # Uncapped APIs are advertised as before.
     assert {k: v for k, v in tops["old"].items() if k not in (9, 10, 18)} == {
         k: v for k, v in tops["new"].items() if k not in (9, 10, 18)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import uuid
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -241,7 +242,9 @@ async def build_state(cluster: BackgroundCluster) -> State:
             batch = build_batch(
                 [Record(-1, 1, b"k", b"v")], producer_id=pid, producer_epoch=0, base_sequence=0
             )
-            produces.append(leader.request(produce_request(partition, batch)))
+            produces.append(
+                leader.request(produce_request(md.topics[0].topic_id, partition, batch))
+            )
         for response in await asyncio.gather(*produces):
             assert response.responses[0].partition_responses[0].error_code == 0
 
@@ -279,13 +282,15 @@ def commit_request(group: str, topics: Sequence[str]) -> OffsetCommitRequest:
     )
 
 
-def produce_request(partition: int, batch: bytes) -> ProduceRequest:
+def produce_request(topic_id: uuid.UUID, partition: int, batch: bytes) -> ProduceRequest:
+    """A Produce to "producers", named by name and by id (Produce v13 names it by id)."""
     return ProduceRequest(
         acks=1,
         timeout_ms=10_000,
         topic_data=[
             ProduceRequest.TopicProduceData(
                 name="producers",
+                topic_id=topic_id,
                 partition_data=[
                     ProduceRequest.PartitionProduceData(index=partition, records=batch)
                 ],
@@ -429,9 +434,9 @@ def check_walks(
             if counted:
                 assert max(count(p) for p in answered) <= effective
                 total = sum(count(p) for p in answered)
-                assert len(answered) == max(1, -(-total // effective)), (
-                    f"limit {limit}: {len(answered)} pages for {total} items from {broker}"
-                )
+                assert len(answered) == max(
+                    1, -(-total // effective)
+                ), f"limit {limit}: {len(answered)} pages for {total} items from {broker}"
         got = result_items(merged)
         assert len(got) == len(expected), f"limit {limit}: {len(got)} items, {len(expected)}"
         if same_order:

@@ -26,6 +26,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 N = 2000
 ABORTED = 100  # the Java transactional run aborts one transaction of this many messages
+#: The Java transactional run's transactions: commit, abort, commit, then one of only a
+#: group's offsets (TxnOffsetCommit), committed at this offset.
+JAVA_TRANSACTIONS = 4
+TXN_OFFSET = 42
 
 
 CONFIGS = (
@@ -123,6 +127,14 @@ def test_java_client(cluster: Cluster, protocol: str, producer: str) -> None:
     summary = run_scenario(command("java") + [cluster.bootstrap, topic, protocol, producer, str(N)])
     assert summary["version"] == "4.4.0"
     check(summary, protocol, transactional=producer == "transactional")
+    if producer == "transactional":
+        # Transactions v2 (KIP-890), which both brokers finalize: the client adds partitions
+        # and the offsets' group through Produce and TxnOffsetCommit, and every EndTxn ends
+        # its transaction under the next epoch (under v1 the epoch would stay 0).
+        txn = summary["transaction"]
+        assert txn["state"].lower().replace("_", "") == "completecommit", txn
+        assert txn["producer_epoch"] == JAVA_TRANSACTIONS, txn
+        assert txn["offsets"] == {"0": TXN_OFFSET}, txn
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])

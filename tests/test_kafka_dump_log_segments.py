@@ -1,7 +1,8 @@
 """Kafka's own tool reads the coordinators' state a kafkagen broker keeps on disk.
 
-A broker (``kafkagen serve`` with ``log.dirs``) takes a real client's transaction and a
-real client's consumer group with committed offsets, then stops; Kafka 4.4.0's
+A broker (``kafkagen serve`` with ``log.dirs``) takes a real client's transaction, one of
+transactions v2 (Produce v12, EndTxn v5), and a real client's consumer group with committed
+offsets, then stops; Kafka 4.4.0's
 ``DumpLogSegments`` decodes the ``__consumer_offsets`` segment with ``--offsets-decoder``
 and the ``__transaction_state`` segment with ``--transaction-log-decoder``, which it can
 only do if the records are in Kafka's format.
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_helpers import BrokerProcess
+from broker_helpers import BrokerProcess, WireClient, req
+from kafkagen.generated import message_type
+from kafkagen.runtime.records import Record, build_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -28,6 +31,7 @@ TOPIC = "dumped"
 GROUP = "dump-group"
 NEW_GROUP = "dump-kip848"
 TXN_ID = "dump-txn"
+TXN_V2_ID = "dump-txn-v2"
 #: One line per record: ``| offset: N ... key: {json} payload: {json}``.
 _RECORD = re.compile(r"^\| offset: (\d+) .* key: (\{.*\}) payload: (.*)$")
 
@@ -108,6 +112,51 @@ def run_clients(bootstrap: str) -> None:
 
     consume_and_commit(bootstrap, GROUP)
     consume_and_commit(bootstrap, NEW_GROUP, **{"group.protocol": "consumer"})
+    transaction_v2(bootstrap)
+
+
+def transaction_v2(bootstrap: str) -> None:
+    """A committed transactions v2 transaction of one record: the broker adds the
+    partition (Produce v12) and EndTxn v5 ends it under the next epoch."""
+    P: Any = message_type(0, "request")
+    with WireClient(bootstrap.split(",")[0]) as w:
+        assert w.call(10, 3, req(10, key=TXN_V2_ID, key_type=1)).error_code == 0
+        for _ in range(100):  # bounded: the state partition may still be loading
+            init = w.call(22, 5, req(22, transactional_id=TXN_V2_ID, transaction_timeout_ms=60000))
+            if init.error_code == 0:
+                break
+            time.sleep(0.05)
+        assert init.error_code == 0, init
+        records = build_batch(
+            [Record(-1, int(time.time() * 1000), None, b"v2")],
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+            base_sequence=0,
+            transactional=True,
+        )
+        topic = P.TopicProduceData(
+            name=TOPIC, partition_data=[P.PartitionProduceData(index=0, records=records)]
+        )
+        produced = w.call(
+            0, 12, P(transactional_id=TXN_V2_ID, acks=-1, timeout_ms=5000, topic_data=[topic])
+        )
+        assert produced.responses[0].partition_responses[0].error_code == 0, produced
+        end = req(
+            26,
+            transactional_id=TXN_V2_ID,
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+            committed=True,
+        )
+        ended = w.call(26, 5, end)
+        assert (ended.error_code, ended.producer_epoch) == (0, init.producer_epoch + 1)
+        Describe: Any = message_type(65, "request")
+        for _ in range(100):  # bounded: the Complete state follows the markers
+            [state] = w.call(65, 0, Describe(transactional_ids=[TXN_V2_ID])).transaction_states
+            if state.transaction_state == "CompleteCommit":
+                break
+            time.sleep(0.05)
+        assert state.transaction_state == "CompleteCommit"
 
 
 def test_kafkas_dump_log_segments_decodes_the_coordinators_segments(tmp_path: Path) -> None:
@@ -156,6 +205,8 @@ def test_kafkas_dump_log_segments_decodes_the_coordinators_segments(tmp_path: Pa
     assert of_group("3") and of_group("3")[-1]["epoch"] >= 1
     subscriptions = of_group("5")
     assert subscriptions and subscriptions[-1]["subscribedTopicNames"] == [TOPIC]
+    # Not a classic member: a null ClassicMemberMetadata, in Kafka's tagged-field form.
+    assert subscriptions[-1]["classicMemberMetadata"] is None
     current = of_group("8")
     assert current[-1]["assignedPartitions"][0]["partitions"] == [0]
     new_commits = [
@@ -178,3 +229,18 @@ def test_kafkas_dump_log_segments_decodes_the_coordinators_segments(tmp_path: Pa
         if value and value["data"]["transactionStatus"] == "Ongoing"
     )
     assert ongoing["transactionPartitions"] == [{"topic": TOPIC, "partitionIds": [0]}]
+    # Transactions v2: value version 1, the client's transaction version, the bumped epoch.
+    v2 = [
+        value
+        for key, value in txns
+        if key == {"type": "0", "data": {"transactionalId": TXN_V2_ID}} and value is not None
+    ]
+    assert [v["data"]["transactionStatus"] for v in v2[-3:]] == [
+        "Ongoing",
+        "PrepareCommit",
+        "CompleteCommit",
+    ], v2
+    ongoing_v2, _, complete_v2 = v2[-3:]
+    assert {v["version"] for v in v2[-3:]} == {"1"}
+    assert complete_v2["data"]["clientTransactionVersion"] == 2
+    assert complete_v2["data"]["producerEpoch"] == ongoing_v2["data"]["producerEpoch"] + 1

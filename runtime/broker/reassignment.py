@@ -18,6 +18,7 @@ from typing import Protocol
 
 from kafkagen.runtime.errors import (
     InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
     NoReassignmentInProgressError,
     UnknownTopicOrPartitionError,
 )
@@ -72,11 +73,18 @@ class ReassignmentManager(MetadataListener):
 
     # -- requests ---------------------------------------------------------------------
 
-    def alter(self, topic: str, index: int, target: Sequence[int] | None) -> None:
+    def alter(
+        self,
+        topic: str,
+        index: int,
+        target: Sequence[int] | None,
+        allow_replication_factor_change: bool = True,
+    ) -> None:
         """Start, replace (``target``) or cancel (None) one partition's reassignment.
 
-        Raises UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT or
-        NO_REASSIGNMENT_IN_PROGRESS naming the partition.
+        Raises UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
+        NO_REASSIGNMENT_IN_PROGRESS or, when the replication factor may not change
+        (KIP-860) and ``target`` changes it, INVALID_REPLICATION_FACTOR, naming the partition.
         """
         md = self.metadata
         info = md.partition(topic, index)
@@ -104,6 +112,11 @@ class ReassignmentManager(MetadataListener):
                 f"{tp}: the target replicas name unknown broker(s) {unknown}"
             )
         original = ongoing.original if ongoing is not None else list(info.replicas)
+        if not allow_replication_factor_change and len(replicas) != len(original):
+            raise InvalidReplicationFactorError(
+                f"{tp}: the target replicas {replicas} would change the replication factor "
+                f"from {len(original)} to {len(replicas)}, which the request does not allow"
+            )
         step = OngoingReassignment(list(original), replicas)
         if not step.adding and not step.removing:
             # Same brokers (perhaps reordered): nothing to copy, done at once.

@@ -101,6 +101,10 @@ class TxnSnapshot:
     partitions: frozenset[TopicPartition]
     start_ms: int
     update_ms: int
+    #: Transactions v2: the transaction ends under the next epoch.
+    ends_with_bump: bool = False
+    #: In a Prepare state: the producer id the id moves to once complete (-1: none).
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 @dataclass(eq=False, slots=True)
@@ -124,6 +128,9 @@ class TxnMetadata:
     version: int = 0
     #: The state-log partition the id hashes onto.
     log_partition: int = -1
+    #: The transaction is a transactions v2 one (its partitions were added by the broker,
+    #: or EndTxn v5 ended it): its end bumps the epoch, so a fence bumps it twice.
+    ends_with_bump: bool = False
 
     def snapshot(self, **changes: object) -> TxnSnapshot:
         values: dict[str, object] = {
@@ -136,6 +143,7 @@ class TxnMetadata:
             "partitions": self.partitions,
             "start_ms": self.start_ms,
             "update_ms": self.update_ms,
+            "ends_with_bump": self.ends_with_bump,
         }
         values.update(changes)
         return TxnSnapshot(**values)  # type: ignore[arg-type]
@@ -150,6 +158,7 @@ class TxnMetadata:
         self.partitions = s.partitions
         self.start_ms = s.start_ms
         self.update_ms = s.update_ms
+        self.ends_with_bump = s.ends_with_bump
         self.version += 1
 
     def topics(self) -> dict[str, list[int]]:
@@ -161,8 +170,12 @@ class TxnMetadata:
 
 # -- the state log's records (Kafka's TransactionLog key and value) -----------------------
 
-#: The value version written: 0, the layout of Kafka's first transaction protocol.
-TXN_VALUE_VERSION = 0
+#: The value versions written: 0, the layout of Kafka's first transaction protocol, and 1
+#: for transactions v2 (the client's transaction version and the producer ids it moves
+#: between, as tagged fields), as Kafka writes them.
+TXN_VALUE_VERSION, TXN_V2_VALUE_VERSION = 0, 1
+#: ClientTransactionVersion of a transactions v2 record.
+_TRANSACTIONS_V2 = 2
 _KEY_TYPES: dict[int, type[Message]] = {0: TransactionLogKey}
 
 
@@ -186,7 +199,12 @@ def txn_value(s: TxnSnapshot) -> bytes:
         transaction_last_update_timestamp_ms=s.update_ms,
         transaction_start_timestamp_ms=s.start_ms,
     )
-    return record_format.value_bytes(value, TXN_VALUE_VERSION)
+    if not s.ends_with_bump:
+        return record_format.value_bytes(value, TXN_VALUE_VERSION)
+    value.previous_producer_id = s.last_producer_id
+    value.next_producer_id = s.next_producer_id
+    value.client_transaction_version = _TRANSACTIONS_V2
+    return record_format.value_bytes(value, TXN_V2_VALUE_VERSION)
 
 
 def decode_txn_key(data: bytes) -> str | None:
@@ -204,7 +222,7 @@ def decode_txn_value(data: bytes) -> TxnSnapshot:
     )
     return TxnSnapshot(
         v.producer_id,
-        NO_PRODUCER_ID,
+        v.previous_producer_id,
         v.producer_epoch,
         NO_EPOCH,
         v.transaction_timeout_ms,
@@ -212,10 +230,18 @@ def decode_txn_value(data: bytes) -> TxnSnapshot:
         partitions,
         v.transaction_start_timestamp_ms,
         v.transaction_last_update_timestamp_ms,
+        v.client_transaction_version >= _TRANSACTIONS_V2,
+        v.next_producer_id,
     )
 
 
 # -- results ------------------------------------------------------------------------------
+
+#: EndTxn's answer in a Prepare state: the same outcome again is still being written.
+_PREPARED_ANSWER: dict[tuple[TxnState, bool], int] = {
+    (TxnState.PREPARE_COMMIT, True): ErrorCode.CONCURRENT_TRANSACTIONS,
+    (TxnState.PREPARE_ABORT, False): ErrorCode.CONCURRENT_TRANSACTIONS,
+}
 
 InitCallback = Callable[[int, int, int], None]
 """(error code, producer id, producer epoch)."""
@@ -354,7 +380,7 @@ class TransactionCoordinator:
             txn.apply(snap)
             self.txns[tid] = txn
             if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                self._complete(txn, txn.state is TxnState.PREPARE_COMMIT)
+                self._complete(txn, txn.state is TxnState.PREPARE_COMMIT, snap.next_producer_id)
             elif txn.state is TxnState.ONGOING:
                 self._watch_timeout(txn)
         self._schedule_expiry()
@@ -458,6 +484,7 @@ class TransactionCoordinator:
             partitions=frozenset(),
             start_ms=-1,
             update_ms=self._time_ms(),
+            ends_with_bump=False,
         )
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------
@@ -490,8 +517,11 @@ class TransactionCoordinator:
         epoch: int,
         partitions: Iterable[TopicPartition],
         callback: PartitionsCallback,
+        *,
+        ends_with_bump: bool = False,
     ) -> None:
-        """Add partitions to the open transaction (opening it); per-partition errors."""
+        """Add partitions to the open transaction (opening it); per-partition errors.
+        ``ends_with_bump``: the broker adds them for a transactions v2 producer."""
         wanted = list(dict.fromkeys(partitions))
         md = self.metadata
         unknown = {tp for tp in wanted if md.partition(tp.topic, tp.partition) is None}
@@ -523,6 +553,7 @@ class TransactionCoordinator:
             partitions=txn.partitions | frozenset(wanted),
             start_ms=now if opening else txn.start_ms,
             update_ms=now,
+            ends_with_bump=ends_with_bump or (txn.ends_with_bump and not opening),
         )
 
         def written(error: int) -> None:
@@ -553,60 +584,154 @@ class TransactionCoordinator:
     # -- EndTxn -----------------------------------------------------------------------
 
     def end_txn(
-        self, transactional_id: str, pid: int, epoch: int, commit: bool, callback: ErrorCallback
+        self,
+        transactional_id: str,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        callback: InitCallback,
+        *,
+        bump_epoch: bool = False,
     ) -> None:
         """Commit or abort: answered once the Prepare state is durable; the markers and
-        the Complete state follow."""
+        the Complete state follow. ``callback(error, producer id, epoch)`` gives the
+        identity the producer goes on with.
+
+        ``bump_epoch`` is transactions v2 (KIP-890, EndTxn v5): every transaction ends
+        under the next epoch, which the answer returns; a retry names the epoch before
+        the bump; an abort is accepted with no transaction open, and still bumps."""
         error = self.log.owner_error(transactional_id)
         if error:
-            callback(error)
+            callback(error, NO_PRODUCER_ID, NO_EPOCH)
             return
         txn = self.txns.get(transactional_id)
+        if bump_epoch:
+            code = self._end_txn_v2(txn, pid, epoch, commit, callback)
+        else:
+            code = self._end_txn_v1(txn, pid, epoch, commit, callback)
+        if code is None:
+            return  # preparing: the callback follows
+        if code or txn is None:
+            callback(code, NO_PRODUCER_ID, NO_EPOCH)
+        else:
+            callback(0, txn.producer_id, txn.producer_epoch)
+
+    def _end_txn_v1(
+        self, txn: TxnMetadata | None, pid: int, epoch: int, commit: bool, callback: InitCallback
+    ) -> int | None:
+        """The error code of an EndTxn before v5 (0: already done), None once preparing."""
         if txn is None or txn.producer_id != pid:
-            callback(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            return
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if txn.producer_epoch != epoch:
-            callback(ErrorCode.PRODUCER_FENCED)
-            return
+            return ErrorCode.PRODUCER_FENCED
         if txn.pending is not None:
-            callback(ErrorCode.CONCURRENT_TRANSACTIONS)
-            return
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         state = txn.state
         if state is TxnState.ONGOING:
             self._prepare(txn, commit, txn.producer_epoch, callback)
-            return
+            return None
         if state is TxnState.COMPLETE_COMMIT:
-            callback(0 if commit else ErrorCode.INVALID_TXN_STATE)
-        elif state is TxnState.COMPLETE_ABORT:
-            callback(ErrorCode.INVALID_TXN_STATE if commit else 0)
-        elif state is TxnState.PREPARE_COMMIT:
-            callback(ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE)
-        elif state is TxnState.PREPARE_ABORT:
-            callback(ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.CONCURRENT_TRANSACTIONS)
+            return 0 if commit else ErrorCode.INVALID_TXN_STATE
+        if state is TxnState.COMPLETE_ABORT:
+            return ErrorCode.INVALID_TXN_STATE if commit else 0
+        return _PREPARED_ANSWER.get((state, commit), ErrorCode.INVALID_TXN_STATE)
+
+    def _end_txn_v2(
+        self, txn: TxnMetadata | None, pid: int, epoch: int, commit: bool, callback: InitCallback
+    ) -> int | None:
+        """The error code of an EndTxn v5+ (0: a retry of the one that ended it), None once
+        preparing."""
+        if txn is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        state = txn.state
+        # A retry names the identity before the bump: the epoch below, or the previous
+        # producer id at its last epoch once the epochs ran out.
+        retry_after_bump = txn.producer_id == pid and txn.producer_epoch == epoch + 1
+        retry_after_new_id = (
+            txn.last_producer_id == pid
+            and txn.last_producer_epoch == epoch
+            and txn.producer_epoch == 0
+        )
+        if txn.producer_id != pid and not retry_after_new_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        retry = retry_after_bump or retry_after_new_id
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid = retry
+        elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry or epoch == txn.producer_epoch
         else:
-            callback(ErrorCode.INVALID_TXN_STATE)
+            valid = epoch == txn.producer_epoch
+        if not valid:
+            return ErrorCode.PRODUCER_FENCED
+        if txn.pending is not None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if state is TxnState.ONGOING:
+            self._bump_and_prepare(txn, commit, callback)
+            return None
+        if state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT, TxnState.EMPTY):
+            done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+            if retry:
+                return 0 if state is done else ErrorCode.INVALID_TXN_STATE
+            if commit:
+                return ErrorCode.INVALID_TXN_STATE
+            # An abort with nothing open: the producer may have written nothing, or not
+            # know whether its first write added a partition; it still gets a new epoch.
+            self._bump_and_prepare(txn, False, callback)
+            return None
+        return _PREPARED_ANSWER.get((state, commit), ErrorCode.INVALID_TXN_STATE)
 
     def _prepare(
-        self, txn: TxnMetadata, commit: bool, epoch: int, callback: ErrorCallback | None
+        self,
+        txn: TxnMetadata,
+        commit: bool,
+        epoch: int,
+        callback: InitCallback | None,
+        next_pid: int = NO_PRODUCER_ID,
+        *,
+        ends_with_bump: bool | None = None,
     ) -> None:
+        """Write PrepareCommit/PrepareAbort under ``epoch``, then the markers; with
+        ``next_pid`` the id moves to that producer id (epoch 0) once complete."""
+        now = self._time_ms()
         target = txn.snapshot(
             state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             producer_epoch=epoch,
-            update_ms=self._time_ms(),
+            # An abort with nothing open (transactions v2) starts and ends a transaction.
+            start_ms=txn.start_ms if txn.state is TxnState.ONGOING else now,
+            update_ms=now,
+            ends_with_bump=txn.ends_with_bump if ends_with_bump is None else ends_with_bump,
+            next_producer_id=next_pid,
         )
 
         def written(error: int) -> None:
             if callback is not None:
-                callback(error)
+                if error:
+                    callback(error, NO_PRODUCER_ID, NO_EPOCH)
+                elif next_pid != NO_PRODUCER_ID:
+                    callback(0, next_pid, 0)
+                else:
+                    callback(0, txn.producer_id, txn.producer_epoch)
             if not error:
                 self._timeouts.check_and_complete(txn.transactional_id)
-                self._complete(txn, commit)
+                self._complete(txn, commit, next_pid)
 
         self._transit(txn, target, written)
 
+    def _bump_and_prepare(self, txn: TxnMetadata, commit: bool, callback: InitCallback) -> None:
+        """Transactions v2: end under the next epoch; when that is the last one, the id
+        goes on with a new producer id. The answer names the new id at epoch 0, so the
+        producer's next transaction finds it (Kafka answers the last epoch of the old id
+        and holds the new one back until the transaction completes)."""
+        exhausted = txn.producer_epoch >= _MAX_EPOCH
+        next_pid = self.metadata.allocate_producer_id() if exhausted else NO_PRODUCER_ID
+        self._prepare(txn, commit, txn.producer_epoch + 1, callback, next_pid, ends_with_bump=True)
+
     def _abort_with_new_epoch(self, txn: TxnMetadata) -> None:
-        """Abort an open transaction under a bumped epoch, fencing its producer."""
-        epoch = txn.producer_epoch + 1 if txn.producer_epoch < _MAX_EPOCH else txn.producer_epoch
+        """Abort an open transaction under a bumped epoch, fencing its producer. A
+        transactions v2 producer ends under the epoch after its own, so its fence is the
+        one after that: its EndTxn is then fenced, not taken for a retry (as in Kafka)."""
+        step = 2 if txn.ends_with_bump else 1
+        epoch = min(txn.producer_epoch + step, _MAX_EPOCH + step - 1)
         self._prepare(txn, False, epoch, None)
 
     def _abort_timed_out(self, txn: TxnMetadata) -> None:
@@ -623,11 +748,20 @@ class TransactionCoordinator:
 
     # -- markers ----------------------------------------------------------------------
 
-    def _complete(self, txn: TxnMetadata, commit: bool) -> None:
-        """Write the markers, then the Complete state."""
+    def _complete(self, txn: TxnMetadata, commit: bool, next_pid: int = NO_PRODUCER_ID) -> None:
+        """Write the markers, then the Complete state (under ``next_pid`` at epoch 0 when
+        the epochs ran out)."""
         remaining = set(txn.partitions)
         pid, epoch = txn.producer_id, txn.producer_epoch
         coordinator_epoch = self._coordinator_epoch(txn.transactional_id)
+        rotated: dict[str, object] = {}
+        if next_pid != NO_PRODUCER_ID:
+            rotated = {
+                "producer_id": next_pid,
+                "producer_epoch": 0,
+                "last_producer_id": pid,
+                "last_producer_epoch": epoch - 1,  # what a retry of the EndTxn names
+            }
 
         def all_written() -> None:
             if self.txns.get(txn.transactional_id) is not txn:
@@ -636,6 +770,7 @@ class TransactionCoordinator:
                 state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                 partitions=frozenset(),
                 update_ms=self._time_ms(),
+                **rotated,
             )
 
             def written(error: int) -> None:

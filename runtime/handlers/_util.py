@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
@@ -26,6 +26,7 @@ __all__ = [
     "pagination_limit",
     "repeated",
     "commit_denials",
+    "in_transaction",
     "require_config_access",
     "require",
 ]
@@ -99,6 +100,79 @@ def commit_denials(
         if not ctx.allowed(AclOperation.READ, ResourceType.TOPIC, name)
         for i in indexes
     }
+
+
+def in_transaction(
+    ctx: RequestContext,
+    transactional_id: str,
+    producers: dict[tuple[int, int], list[TopicPartition]],
+    add: bool,
+    then: Callable[[dict[TopicPartition, int]], None],
+    *,
+    retriable: int,
+    abortable: bool,
+) -> None:
+    """Ask the transaction coordinator of ``transactional_id`` about the partitions each
+    (producer id, epoch) writes to: whether its open transaction has them, or with ``add``
+    (transactions v2) to add them, opening a transaction if none is open.
+
+    ``then(codes)`` gets the partitions refused, with the error the writing request answers
+    (Produce, TxnOffsetCommit): the coordinator being busy, moving or not serving is
+    ``retriable``, a fenced epoch INVALID_PRODUCER_EPOCH, and a partition outside the
+    transaction TRANSACTION_ABORTABLE when the request's version knows it (``abortable``),
+    else INVALID_TXN_STATE.
+    """
+
+    def answer(code: int) -> int:
+        if code in _COORDINATOR_BUSY:
+            return retriable
+        if code == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if code == ErrorCode.INVALID_TXN_STATE and abortable:
+            return ErrorCode.TRANSACTION_ABORTABLE
+        return code
+
+    node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
+    coordinator = ctx.broker.peers.txn_coordinator_of(node)
+    refused: dict[TopicPartition, int] = {}
+    if coordinator is None or not add:
+        for (pid, epoch), tps in producers.items():
+            for tp in tps:
+                code = (
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    if coordinator is None
+                    else coordinator.verify_partition(transactional_id, pid, epoch, tp)
+                )
+                if code:
+                    refused[tp] = answer(code)
+        then(refused)
+        return
+    waiting = len(producers)
+
+    def added(codes: dict[TopicPartition, int]) -> None:
+        nonlocal waiting
+        refused.update((tp, answer(code)) for tp, code in codes.items() if code)
+        waiting -= 1
+        if waiting == 0:
+            then(refused)
+
+    if not producers:
+        then(refused)
+        return
+    for (pid, epoch), tps in producers.items():
+        coordinator.add_partitions(transactional_id, pid, epoch, tps, added, ends_with_bump=True)
+
+
+#: The transaction coordinator's answers that mean "not now": busy, loading or moving.
+_COORDINATOR_BUSY = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+    }
+)
 
 
 def pagination_limit(ctx: RequestContext, requested: int) -> int:

@@ -4,13 +4,20 @@ v3+ carry one v2 record batch per partition; v0-2 carry magic 0/1 message sets, 
 become one v2 batch each before anything else looks at them, as Kafka 3.x keeps only v2
 in its log (`kafkagen.runtime.legacy_records`). acks=0 has no response; if such a
 write fails the connection is closed, which is how Kafka tells a fire-and-forget producer.
+v13 names topics by id (an unknown id is UNKNOWN_TOPIC_ID).
 
-Transactional batches are written only to partitions their transaction has added: the
-transaction coordinator is asked first (as a broker verifies with AddPartitionsToTxn), and
-a partition outside the open transaction gets INVALID_TXN_STATE.
+Transactional batches are written only to partitions of their open transaction. Before
+v12 the transaction coordinator is asked whether the partition was added (as a broker
+verifies with AddPartitionsToTxn), and a partition outside the open transaction gets
+INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11). From v12 (transactions v2, KIP-890)
+the broker adds the partitions to the transaction itself before writing, opening one if
+none is open; the coordinator's refusals become errors a producer knows from Produce.
 """
 
 from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
@@ -22,8 +29,10 @@ from kafkagen.runtime.errors import (
     RecordSetError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownTopicIdError,
     error_for_code,
 )
+from kafkagen.runtime.handlers._util import in_transaction
 from kafkagen.runtime.legacy_records import is_legacy, upconvert
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.records import iter_batches
@@ -35,24 +44,37 @@ API_KEY = 0
 ABORTABLE_SINCE = 11
 #: The first version whose record sets are v2 batches only.
 V2_BATCHES_SINCE = 3
+#: Transactions v2: the broker adds a transactional batch's partition to its transaction.
+ADDS_PARTITIONS_SINCE = 12
+#: Topics are named by id.
+TOPIC_IDS_SINCE = 13
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
+Results = dict[TopicPartition, ProduceResult]
+#: A topic of the request: its name (None for an unknown id), its id, its partitions.
+Named = tuple[str | None, uuid.UUID, list[int]]
 
 
 def handle(ctx: RequestContext, request: ProduceRequest) -> None:
-    order: list[tuple[str, list[int]]] = []
+    order: list[Named] = []
     entries: dict[TopicPartition, bytes | memoryview] = {}
+    names = ctx.broker.metadata.topic_names
+    by_id = ctx.api_version >= TOPIC_IDS_SINCE
     for topic in request.topic_data:
-        indexes = []
+        name = names.get(topic.topic_id) if by_id else topic.name
+        indexes = [p.index for p in topic.partition_data]
+        order.append((name, topic.topic_id, indexes))
+        if name is None:
+            continue  # answered UNKNOWN_TOPIC_ID
         for p in topic.partition_data:
-            entries[TopicPartition(topic.name, p.index)] = b"" if p.records is None else p.records
-            indexes.append(p.index)
-        order.append((topic.name, indexes))
+            entries[TopicPartition(name, p.index)] = b"" if p.records is None else p.records
     acks = request.acks
 
-    def done(results: dict[TopicPartition, ProduceResult]) -> None:
+    def done(results: Results) -> None:
         if acks == 0:
             failed = [f"{tp}: {r.error}" for tp, r in results.items() if r.error is not None]
+            if any(name is None for name, _, _ in order):
+                failed.append("unknown topic id")
             if failed:
                 ctx.close_connection("acks=0 produce failed: " + "; ".join(failed))
             else:
@@ -63,28 +85,31 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> None:
     refused = _unauthorized(ctx, request.transactional_id, entries)
     if ctx.api_version < V2_BATCHES_SINCE:
         refused.update(_upconvert_legacy(entries, refused))
-    refused.update(
-        _verify_transactional(
-            ctx,
-            request.transactional_id,
-            {tp: data for tp, data in entries.items() if tp not in refused},
-        )
-    )
-    if refused:
-        entries = {tp: data for tp, data in entries.items() if tp not in refused}
-        if not entries:
+
+    def append(txn_refused: Results) -> None:
+        refused.update(txn_refused)
+        writable = {tp: data for tp, data in entries.items() if tp not in refused}
+        if not writable:
             done(refused)
             return
+        if refused:
 
-        def merged(results: dict[TopicPartition, ProduceResult]) -> None:
-            done({**results, **refused})
+            def merged(results: Results) -> None:
+                done({**results, **refused})
 
+            ctx.broker.replica_manager.append_records(
+                writable, acks, request.timeout_ms, merged, produce_version=ctx.api_version
+            )
+            return
         ctx.broker.replica_manager.append_records(
-            entries, acks, request.timeout_ms, merged, produce_version=ctx.api_version
+            writable, acks, request.timeout_ms, done, produce_version=ctx.api_version
         )
-        return
-    ctx.broker.replica_manager.append_records(
-        entries, acks, request.timeout_ms, done, produce_version=ctx.api_version
+
+    _check_transactional(
+        ctx,
+        request.transactional_id,
+        {tp: data for tp, data in entries.items() if tp not in refused},
+        append,
     )
 
 
@@ -125,14 +150,18 @@ def _upconvert_legacy(
     return failed
 
 
-def _verify_transactional(
+def _check_transactional(
     ctx: RequestContext,
     transactional_id: str | None,
     entries: dict[TopicPartition, bytes | memoryview],
-) -> dict[TopicPartition, ProduceResult]:
-    """Partitions whose transactional batch is not part of an open transaction."""
-    refused: dict[TopicPartition, ProduceResult] = {}
-    coordinator = None
+    then: Callable[[Results], None],
+) -> None:
+    """``then(refused)``: the partitions whose transactional batch may not be written,
+    after adding the others to their transaction (v12+) or checking they were added."""
+    refused: Results = {}
+    md = ctx.broker.metadata
+    # (producer id, epoch) -> the partitions its transactional batches go to.
+    producers: dict[tuple[int, int], list[TopicPartition]] = {}
     for tp, data in entries.items():
         try:
             batch = next(iter_batches(data, verify_crc=False), None)
@@ -144,40 +173,44 @@ def _verify_transactional(
             refused[tp] = ProduceResult(
                 InvalidTxnStateError("a transactional batch needs the transactional id")
             )
-            continue
-        if coordinator is None:
-            node = ctx.broker.txn_coordinator.coordinator_for(transactional_id)
-            coordinator = ctx.broker.peers.txn_coordinator_of(node)
-        code = (
-            ErrorCode.NOT_ENOUGH_REPLICAS
-            if coordinator is None
-            else coordinator.verify_partition(
-                transactional_id, batch.producer_id, batch.producer_epoch, tp
-            )
-        )
-        if code == ErrorCode.INVALID_TXN_STATE and ctx.api_version >= ABORTABLE_SINCE:
-            code = ErrorCode.TRANSACTION_ABORTABLE
-        if code:
-            refused[tp] = ProduceResult(
-                error_for_code(code)(f"{tp} is not part of the open transaction")
-                if code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTION_ABORTABLE)
-                else error_for_code(code)()
-            )
-    return refused
+        elif md.partition(tp.topic, tp.partition) is not None:  # else the append says so
+            producers.setdefault((batch.producer_id, batch.producer_epoch), []).append(tp)
+    if not producers or transactional_id is None:
+        then(refused)
+        return
+    version = ctx.api_version
+
+    def checked(codes: dict[TopicPartition, int]) -> None:
+        refused.update((tp, _refusal(code, tp)) for tp, code in codes.items())
+        then(refused)
+
+    in_transaction(
+        ctx,
+        transactional_id,
+        producers,
+        version >= ADDS_PARTITIONS_SINCE,
+        checked,
+        retriable=ErrorCode.NOT_ENOUGH_REPLICAS,
+        abortable=version >= ABORTABLE_SINCE,
+    )
 
 
-def _response(
-    ctx: RequestContext,
-    order: list[tuple[str, list[int]]],
-    results: dict[TopicPartition, ProduceResult],
-) -> ProduceResponse:
+def _refusal(code: int, tp: TopicPartition) -> ProduceResult:
+    """A transactional batch refused with ``code``."""
+    if code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.TRANSACTION_ABORTABLE):
+        return ProduceResult(error_for_code(code)(f"{tp} is not part of the open transaction"))
+    return ProduceResult(error_for_code(code)())
+
+
+def _response(ctx: RequestContext, order: list[Named], results: Results) -> ProduceResponse:
     md = ctx.broker.metadata
     responses: KeyedList[TopicResponse] = KeyedList()
     leaders: set[int] = set()
-    for name, indexes in order:
+    unknown_id = ProduceResult(UnknownTopicIdError())
+    for name, topic_id, indexes in order:
         partitions = []
         for index in indexes:
-            r = results[TopicPartition(name, index)]
+            r = unknown_id if name is None else results[TopicPartition(name, index)]
             pr = PartitionResponse(
                 index=index,
                 error_code=r.error_code,
@@ -193,7 +226,11 @@ def _response(
                 # Kafka sends a message only with record errors; the code says the rest.
                 error_message=r.error_message if r.record_errors else None,
             )
-            if r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
+            if (
+                name is not None
+                and r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                and ctx.api_version >= 10
+            ):
                 info = md.partition(name, index)
                 if info is not None:
                     pr.current_leader = ProduceResponse.LeaderIdAndEpoch(
@@ -201,7 +238,9 @@ def _response(
                     )
                     leaders.add(info.leader)
             partitions.append(pr)
-        responses.append(TopicResponse(name=name, partition_responses=partitions))
+        responses.append(
+            TopicResponse(name=name or "", topic_id=topic_id, partition_responses=partitions)
+        )
     response = ProduceResponse(responses=responses)
     if leaders and ctx.api_version >= 10:
         # KIP-951: tell the client where the leaders moved, saving it a metadata round trip.

@@ -6,6 +6,12 @@ and at version 0: the answer is UNSUPPORTED_VERSION in the v0 layout, still list
 ranges, which is how clients find a version to retry with. From v5 (KIP-1242) a client may
 name the cluster and broker it means to reach; when either differs from this broker's, the
 answer is REBOOTSTRAP_REQUIRED, so the client looks the cluster up afresh.
+
+From v3 the answer also lists the cluster's features. kafkagen has one, Kafka's
+``transaction.version``: finalized at 2 (transactions v2, KIP-890) when the broker serves
+the versions that protocol uses (Produce 12, EndTxn 5, TxnOffsetCommit 5), else at 1, so
+a preset or ``kafkagen.api.version.max`` that caps them turns it off. Kafka's Java client
+uses transactions v2 only when the feature says so.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 18
+TRANSACTION_VERSION = "transaction.version"
+#: API key -> the first version of transactions v2.
+_TRANSACTIONS_V2 = {0: 12, 26: 5, 28: 5}
+#: The features never change while a broker runs: one epoch.
+_FEATURES_EPOCH = 0
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -34,6 +45,7 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     if request is None:
         ctx.respond(ApiVersionsResponse(error_code=UnsupportedVersionError.code, api_keys=keys))
         return
+    R = ApiVersionsResponse
     if ctx.api_version >= 3 and not (
         _SOFTWARE.fullmatch(request.client_software_name)
         and _SOFTWARE.fullmatch(request.client_software_version)
@@ -46,4 +58,29 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     ):
         ctx.respond(ApiVersionsResponse(error_code=RebootstrapRequiredError.code))
         return
-    ctx.respond(ApiVersionsResponse(error_code=0, api_keys=keys))
+    ctx.respond(
+        R(
+            error_code=0,
+            api_keys=keys,
+            supported_features=KeyedList(
+                [R.SupportedFeatureKey(name=TRANSACTION_VERSION, min_version=0, max_version=2)]
+            ),
+            finalized_features_epoch=_FEATURES_EPOCH,
+            finalized_features=KeyedList(
+                [
+                    R.FinalizedFeatureKey(
+                        name=TRANSACTION_VERSION,
+                        min_version_level=level,
+                        max_version_level=level,
+                    )
+                    for level in [transaction_version(versions)]
+                ]
+            ),
+        )
+    )
+
+
+def transaction_version(versions: dict[int, tuple[int, int]]) -> int:
+    """2 when ``versions`` (API key -> served range) reach transactions v2, else 1."""
+    v2 = all(versions.get(key, (0, -1))[1] >= first for key, first in _TRANSACTIONS_V2.items())
+    return 2 if v2 else 1

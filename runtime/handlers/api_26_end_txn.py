@@ -1,8 +1,9 @@
 """EndTxn (key 26): commit or abort the producer's transaction.
 
 Answered once the coordinator has durably prepared the outcome; the COMMIT or ABORT
-markers then go to every partition of the transaction. v5 (a new epoch after every
-transaction) is not served.
+markers then go to every partition of the transaction. From v5 (transactions v2,
+KIP-890) every transaction ends under the next epoch, and the answer gives the producer id
+and epoch to go on with (a new producer id at epoch 0 once the epochs run out).
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ from kafkagen.runtime.errors import ErrorCode
 API_KEY = 26
 #: PRODUCER_FENCED exists from v2; older clients get INVALID_PRODUCER_EPOCH instead.
 FENCED_SINCE = 2
+#: Transactions v2: the epoch is bumped at the end of every transaction.
+EPOCH_BUMP_SINCE = 5
 
 
 def handle(ctx: RequestContext, request: EndTxnRequest) -> None:
     v = ctx.api_version
 
-    def answer(code: int) -> None:
+    def answer(code: int, pid: int = -1, epoch: int = -1) -> None:
         if code == ErrorCode.PRODUCER_FENCED and v < FENCED_SINCE:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
-        ctx.respond(EndTxnResponse(error_code=code))
+        ctx.respond(EndTxnResponse(error_code=code, producer_id=pid, producer_epoch=epoch))
 
     if not request.transactional_id:
         answer(ErrorCode.INVALID_REQUEST)
@@ -37,4 +40,5 @@ def handle(ctx: RequestContext, request: EndTxnRequest) -> None:
         request.producer_epoch,
         request.committed,
         answer,
+        bump_epoch=v >= EPOCH_BUMP_SINCE,
     )

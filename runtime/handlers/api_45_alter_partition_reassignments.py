@@ -1,9 +1,11 @@
 """AlterPartitionReassignments (key 45): start, replace or cancel partition reassignments.
 
 Each partition succeeds or fails on its own (UNKNOWN_TOPIC_OR_PARTITION,
-INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS); the controller's reassignment
-manager does the work. The answer comes once the new replica sets are in the metadata;
-the copying goes on in the background, as in Kafka.
+INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS, and from v1
+INVALID_REPLICATION_FACTOR when the request does not allow the replication factor to
+change, KIP-860, which the answer echoes); the controller's reassignment manager does the
+work. The answer comes once the new replica sets are in the metadata; the copying goes on
+in the background, as in Kafka.
 """
 
 from __future__ import annotations
@@ -36,10 +38,23 @@ def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> 
                 require(
                     ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, ClusterAuthFailed
                 )
-                manager.alter(t.name, p.partition_index, p.replicas)
+                manager.alter(
+                    t.name,
+                    p.partition_index,
+                    p.replicas,
+                    allow_replication_factor_change=request.allow_replication_factor_change,
+                )
             except KafkaError as e:
                 out.error_code = e.code
                 out.error_message = e.message
             partitions.append(out)
         responses.append(R.ReassignableTopicResponse(name=t.name, partitions=partitions))
-    ctx.respond(R(error_code=0, error_message=None, responses=responses))
+    ctx.respond(
+        R(
+            error_code=0,
+            error_message=None,
+            responses=responses,
+            # Echoed, so the client knows the broker honoured it (an older one ignores it).
+            allow_replication_factor_change=request.allow_replication_factor_change,
+        )
+    )

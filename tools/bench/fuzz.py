@@ -49,7 +49,7 @@ from kafkagen.fuzz.job import (
     run_spark,
     spark_session,
 )
-from kafkagen.fuzz.kafka import ORACLES
+from kafkagen.fuzz.peers import ORACLES
 from kafkagen.fuzz.plan import plan_combos, run_task, select_apis
 from kafkagen.fuzz.rules import Table, build_table
 
@@ -173,7 +173,7 @@ def oracle_table(table: Table, n: int, seed: int) -> None:
     )
     kafka_rate = fixed = 0.0
     for label, oracles in runs:
-        options = FuzzOptions(seed=seed, oracle=",".join(oracles) or None)
+        options = FuzzOptions(seed=seed, oracles=oracles)
         began = time.perf_counter()
         # Kafka's jars and JVM options on every session: the driver's JVM, started by
         # the first, keeps the class path and options it started with.

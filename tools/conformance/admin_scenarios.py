@@ -487,10 +487,13 @@ async def elect_unclean(s: Session) -> None:
     await s.call(_elect(t, 1))
 
 
-def _reassign(topic: str, replicas: list[int] | None) -> AlterPartitionReassignmentsRequest:
+def _reassign(
+    topic: str, replicas: list[int] | None, allow_replication_factor_change: bool = True
+) -> AlterPartitionReassignmentsRequest:
     A = AlterPartitionReassignmentsRequest
     return A(
         timeout_ms=30000,
+        allow_replication_factor_change=allow_replication_factor_change,
         topics=[
             A.ReassignableTopic(
                 name=topic,
@@ -515,6 +518,17 @@ async def reassign_cancel_none(s: Session) -> None:
 async def reassign_unknown_broker(s: Session) -> None:
     t = await s.create_topic()
     await s.call(_reassign(t, [999]))
+
+
+@scenario(
+    "AlterPartitionReassignments",
+    "keep-replication-factor",
+    "v1: from one replica to two where the factor may not change",
+    brokers=2,
+)
+async def reassign_keep_factor(s: Session) -> None:
+    t = await s.create_topic()
+    await s.call(_reassign(t, sorted(s.target.nodes)[:2], allow_replication_factor_change=False))
 
 
 @scenario("ListPartitionReassignments", "none", "a topic with nothing moving")

@@ -30,6 +30,7 @@ from kafkagen.generated.api_versions import ApiVersionsResponse
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkagen.generated.headers import RequestHeader
 from kafkagen.generated.metadata import MetadataRequest
+from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.client.client import handshake
 from kafkagen.runtime.client.connection import Connection
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
@@ -200,6 +201,7 @@ class Session:
         assert api_key is not None
         v = self.version(api_key) if version is None else version
         label = f"{type(request).__name__} v{v}"
+        await self._name_topics_by_id(request, v, node)
         try:
             response = await self._send(request, v, node, expect_answer)
         except ConnectionError:
@@ -296,11 +298,28 @@ class Session:
         api_key = type(request).API_KEY
         assert api_key is not None
         v = self.version(api_key) if version is None else version
-        conn = await self.target.connection(kw.pop("node", None))
+        node = kw.pop("node", None)
+        await self._name_topics_by_id(request, v, node)
+        conn = await self.target.connection(node)
         try:
             return await conn.request(request, v, timeout=REQUEST_TIMEOUT_S)
         except (ConnectionError, TimeoutError) as e:
             raise SetupError(f"set-up {type(request).__name__} v{v}: {e}") from e
+
+    async def _name_topics_by_id(self, request: Message, version: int, node: int | None) -> None:
+        """Produce from v13 names topics by id: fill in each topic's id as a client does,
+        from the metadata (the zero id for a topic the broker does not know)."""
+        if not isinstance(request, ProduceRequest) or version < PRODUCE_TOPIC_IDS_SINCE:
+            return
+        for t in request.topic_data:
+            if t.topic_id != _NO_TOPIC_ID or not t.name:
+                continue
+            if t.name not in self.topic_uuids:
+                md = await self.metadata([t.name], node)
+                if md.topics and md.topics[0].topic_id != _NO_TOPIC_ID:
+                    self.topic_ids[_uuid_text(md.topics[0].topic_id)] = t.name
+                    self.topic_uuids[t.name] = md.topics[0].topic_id
+            t.topic_id = self.topic_uuids.get(t.name, _NO_TOPIC_ID)
 
     async def metadata(self, topics: Sequence[str], node: int | None = None) -> Any:
         Req = MetadataRequest
@@ -423,6 +442,11 @@ class Session:
             if time.monotonic() > deadline:
                 raise SetupError(f"no coordinator for {key!r}: error {c.error_code}")
             await asyncio.sleep(0.1)
+
+
+#: Produce names topics by id from this version.
+PRODUCE_TOPIC_IDS_SINCE = 13
+_NO_TOPIC_ID = UUID(int=0)
 
 
 def _uuid_text(value: UUID) -> str:

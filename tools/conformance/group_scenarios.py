@@ -268,7 +268,7 @@ async def describe_stable(s: Session) -> None:
     await s.call(DescribeGroupsRequest(groups=[g]), node=node)
 
 
-@scenario("DescribeGroups", "unknown-group", "a group nobody joined: Dead, no members")
+@scenario("DescribeGroups", "unknown-group", "a group nobody joined: not found (v6; Dead before)")
 async def describe_unknown(s: Session) -> None:
     g = s.name("g")
     await s.call(DescribeGroupsRequest(groups=[g]), node=await s.coordinator(g))

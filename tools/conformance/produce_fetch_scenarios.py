@@ -268,6 +268,14 @@ async def list_offsets_max(s: Session) -> None:
     await s.call(list_offsets(t, -3), node=node)
 
 
+@scenario("ListOffsets", "tiered", "v11: latest tiered (-5) and earliest pending upload (-6)")
+async def list_offsets_tiered(s: Session) -> None:
+    t, node = await _topic_with(s)
+    await s.call(list_offsets(t, -5), node=node)
+    await s.call(list_offsets(t, -6), node=node)
+    await s.call(list_offsets(t, -6), 10, node=node)
+
+
 @scenario("ListOffsets", "empty-log", "earliest and latest of an empty partition")
 async def list_offsets_empty(s: Session) -> None:
     t = await s.create_topic()

@@ -22,6 +22,9 @@ from .messages import batch, fetch, list_offsets, produce
 _RETRIABLE = (14, 15, 51)
 #: The versions of AddPartitionsToTxn clients use (v4+ is for brokers).
 ADD_PARTITIONS_CLIENT_VERSION = 3
+#: The last versions of transactions v1, where the client adds partitions and offsets
+#: itself and the epoch stays for the producer's life: Produce, EndTxn, TxnOffsetCommit.
+PRODUCE_V1, END_TXN_V1, TXN_OFFSET_COMMIT_V1 = 11, 4, 4
 
 
 def _init(tid: str | None, timeout_ms: int = 60000) -> InitProducerIdRequest:
@@ -90,6 +93,17 @@ async def _settled(s: Session, topic: str, node: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise SetupError(f"{topic}: the transaction markers were not written in 5 s")
+
+
+async def _completed(s: Session, x: _Txn) -> None:
+    """Wait (set-up) until the coordinator has written the transaction's Complete state,
+    which follows the markers."""
+    for _ in range(100):
+        r = await s.setup(DescribeTransactionsRequest(transactional_ids=[x.tid]), node=x.node)
+        if r.transaction_states[0].transaction_state.startswith("Complete"):
+            return
+        await asyncio.sleep(0.05)
+    raise SetupError(f"{x.tid}: the transaction did not complete in 5 s")
 
 
 # ---------------------------------------------------------------------- InitProducerId
@@ -175,6 +189,38 @@ async def txn_end_not_coordinator(s: Session) -> None:
     await s.call(_end(x.tid, x.pid, x.epoch, True), node=s.other_node(x.node))
 
 
+@scenario("EndTxn", "abort-nothing-open", "v5+: an abort with no transaction open")
+async def txn_end_abort_idle(s: Session) -> None:
+    x = await _txn(s)
+    await s.call(_end(x.tid, x.pid, x.epoch, False), node=x.node)
+    await _completed(s, x)
+    await s.call(DescribeTransactionsRequest(transactional_ids=[x.tid]), node=x.node)
+
+
+@scenario("EndTxn", "retry", "v5+: the same commit again after it completed, then at the new epoch")
+async def txn_end_retry(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    leader = await s.leader(t)
+    await s.setup(produce(t, x.batch(), transactional_id=x.tid), node=leader)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+    await _completed(s, x)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+    await s.call(_end(x.tid, x.pid, x.epoch + 1, True), node=x.node)
+
+
+@scenario("EndTxn", "v4-commit", "v4: add, write, commit: the epoch stays")
+async def txn_end_v4(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    await x.add(t, record=False)
+    leader = await s.leader(t)
+    await s.setup(produce(t, x.batch(), transactional_id=x.tid), PRODUCE_V1, node=leader)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), END_TXN_V1, node=x.node)
+    await _completed(s, x)
+    await s.call(DescribeTransactionsRequest(transactional_ids=[x.tid]), node=x.node)
+
+
 @scenario("AddPartitionsToTxn", "ordinary", "add a partition, then again (idempotent)")
 async def add_partitions(s: Session) -> None:
     t = await s.create_topic()
@@ -213,11 +259,28 @@ async def add_partitions_not_coordinator(s: Session) -> None:
     await x.add(t)
 
 
-@scenario("Produce", "transactional-not-added", "a transactional batch to a partition not added")
+@scenario(
+    "Produce", "transactional-not-added", "v11: a transactional batch to a partition not added"
+)
 async def produce_txn_not_added(s: Session) -> None:
     t = await s.create_topic()
     x = await _txn(s)
-    await s.call(produce(t, x.batch(), transactional_id=x.tid), node=await s.leader(t))
+    req = produce(t, x.batch(), transactional_id=x.tid)
+    await s.call(req, PRODUCE_V1, node=await s.leader(t))
+
+
+@scenario(
+    "Produce", "transactional-adds-partition", "v12+: the broker adds the partition, then commit"
+)
+async def produce_txn_adds(s: Session) -> None:
+    t = await s.create_topic()
+    x = await _txn(s)
+    leader = await s.leader(t)
+    await s.call(produce(t, x.batch(), transactional_id=x.tid), node=leader)
+    await s.call(DescribeTransactionsRequest(transactional_ids=[x.tid]), node=x.node)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+    await _settled(s, t, leader)
+    await s.call(list_offsets(t, -1, isolation=1), node=leader)
 
 
 @scenario("Produce", "fenced-transactional", "a batch at the old epoch after a re-init")
@@ -239,6 +302,7 @@ def _txn_offsets(x: _Txn, group: str, topic: str) -> TxnOffsetCommitRequest:
         topics=[
             T.TxnOffsetCommitRequestTopic(
                 name=topic,
+                topic_id=x.s.topic_uuids[topic],
                 partitions=[
                     T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=4)
                 ],
@@ -268,6 +332,24 @@ async def txn_offsets_not_added(s: Session) -> None:
     g = s.name("g")
     x = await _txn(s)
     await s.call(_txn_offsets(x, g, t), node=await s.coordinator(g))
+
+
+@scenario("TxnOffsetCommit", "without-add-offsets-v4", "v4: offsets for a group not added")
+async def txn_offsets_not_added_v4(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    x = await _txn(s)
+    await s.call(_txn_offsets(x, g, t), TXN_OFFSET_COMMIT_V1, node=await s.coordinator(g))
+
+
+@scenario("TxnOffsetCommit", "adds-offsets", "v5+: the broker adds the group, then commit")
+async def txn_offsets_adds(s: Session) -> None:
+    t = await s.create_topic()
+    g = s.name("g")
+    x = await _txn(s)
+    await s.call(_txn_offsets(x, g, t), node=await s.coordinator(g))
+    await s.call(DescribeTransactionsRequest(transactional_ids=[x.tid]), node=x.node)
+    await s.call(_end(x.tid, x.pid, x.epoch, True), node=x.node)
 
 
 @scenario("TxnOffsetCommit", "not-coordinator", "to a broker not coordinating the group", brokers=2)

@@ -47,10 +47,15 @@ from kafkagen.oracle import (
 )
 from kafkagen.runtime.message import Message
 
-ORACLES = ("kafka",)
+#: What a question asks, besides a mutant's number (0, 1, ...): as a judged message's
+#: answer names them.
+READ, WRITE = JUDGED_READ, JUDGED_WRITE
 _REF = struct.Struct(">qb")
 #: Messages per batch: a Spark row, or one call to the JVM (each about three questions).
 BATCH_ITEMS = 1024
+#: A peer's disagreement waiting for Kafka's answer to the same question: (peer, message
+#: index, READ / WRITE / mutant number, question, kind of difference).
+PeerEntry = tuple[str, int, int, str, str]
 
 
 # kafkagen's JSON form as text for Kafka: the C encoder built once (json.dumps builds one
@@ -89,6 +94,8 @@ class Pending:
     version: int
     items: list[Item] = field(default_factory=list)
     refs: list[tuple[int, int]] = field(default_factory=list)
+    #: The peers' disagreements about these messages.
+    peers: list[PeerEntry] = field(default_factory=list)
 
     def add(
         self,
@@ -111,6 +118,13 @@ class Pending:
     def unpack_refs(data: bytes) -> list[tuple[int, int]]:
         return [(i, n) for i, n in _REF.iter_unpack(data)]
 
+    def packed_peers(self) -> bytes:
+        return json.dumps(self.peers).encode()
+
+    @staticmethod
+    def unpack_peers(data: bytes | None) -> list[PeerEntry]:
+        return [(p, int(i), int(r), c, k) for p, i, r, c, k in json.loads(data or b"[]")]
+
 
 #: What judge reports per failure: (message index, what went wrong, the bytes asked about).
 Fail = Callable[[int, str, bytes], None]
@@ -119,11 +133,14 @@ Fail = Callable[[int, str, bytes], None]
 @dataclass
 class Verdicts:
     """Counts of one batch: questions Kafka answered, of them documented differences, and
-    questions about versions Kafka does not have."""
+    questions about versions Kafka does not have; and the questions (message index,
+    role) where Kafka did not plainly agree with kafkagen (skipped, documented or failed),
+    on which a peer's disagreement cannot be judged."""
 
     checks: int = 0
     known: int = 0
     skipped: int = 0
+    doubted: set[tuple[int, int]] = field(default_factory=set)
 
 
 def judge(pending: Pending, answers: list[Outcome], records: RecordsPaths, fail: Fail) -> Verdicts:
@@ -136,24 +153,25 @@ def judge(pending: Pending, answers: list[Outcome], records: RecordsPaths, fail:
     for (index, questions), theirs in zip(pending.refs, answers, strict=True):
         if theirs.status == "unsupported":
             out.skipped += questions
+            out.doubted.update((index, role) for role in (READ, WRITE, *range(questions - 2)))
             continue
         out.checks += questions
         for role, kafka, asked in disagreements(theirs):
-            if role == JUDGED_WRITE:
+            if role == WRITE:
                 why = _judge_write(cls, v, json.loads(asked), kafka)
                 if why:
+                    out.doubted.add((index, role))
                     fail(index, f"Kafka writes kafkagen's JSON form: {why}", kafka.data)
                 continue
             ours = kafkagen_read(cls, v, asked, paths)
             difference = compare(ours, kafka)
             if difference is None:
                 continue
+            out.doubted.add((index, role))
             if role >= 0 and explain(cls, v, asked, ours, kafka, paths) is not None:
                 out.known += 1
                 continue
-            what = (
-                "reads kafkagen's bytes" if role == JUDGED_READ else f"reads corrupted copy {role}"
-            )
+            what = "reads kafkagen's bytes" if role == READ else f"reads corrupted copy {role}"
             fail(index, f"Kafka {what}: {difference}", asked)
     return out
 
@@ -170,4 +188,13 @@ def _judge_write(cls: type[Message], v: int, obj: Any, theirs: Outcome) -> str |
     return None
 
 
-__all__ = ["BATCH_ITEMS", "ORACLES", "Pending", "Verdicts", "json_text", "judge"]
+__all__ = [
+    "BATCH_ITEMS",
+    "PeerEntry",
+    "READ",
+    "WRITE",
+    "Pending",
+    "Verdicts",
+    "json_text",
+    "judge",
+]

@@ -19,8 +19,10 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -36,9 +38,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The client scenario with Kafka's Java client: create a topic, produce with acks=all
- * (idempotent, or in transactions with one aborted among them), consume in a group of three
- * that commits after every poll while one member leaves half-way, then list and describe the
- * group and the topic. Prints one JSON object on stdout; the test decides what is right.
+ * (idempotent, or in transactions with one aborted among them, then one transaction of only
+ * another group's offsets), consume in a group of three that commits after every poll while
+ * one member leaves half-way, then list and describe the group and the topic (and the
+ * transactional id). Prints one JSON object on stdout; the test decides what is right.
  *
  * <p>Arguments: BOOTSTRAP TOPIC PROTOCOL(classic|consumer) PRODUCER(idempotent|transactional) N;
  * the group is TOPIC-group.
@@ -46,6 +49,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
 public final class ClientScenario {
     static final int PARTITIONS = 3;
     static final long DEADLINE_MS = 90_000;
+    /** The offset the transactional run commits for its transaction's group. */
+    static final long TXN_OFFSET = 42;
 
     final String bootstrap;
     final String protocol;
@@ -53,6 +58,8 @@ public final class ClientScenario {
     final int n;
     final String topic;
     final String group;
+    /** The group whose offsets the transactional run commits inside a transaction. */
+    final String txnGroup;
     final long started = System.nanoTime();
     final Map<String, Long> timings = new TreeMap<>();
     final List<String> produced = new ArrayList<>();
@@ -70,6 +77,7 @@ public final class ClientScenario {
         this.n = n;
         this.topic = topic;
         this.group = topic + "-group";
+        this.txnGroup = topic + "-txn-group";
     }
 
     void mark(String what) {
@@ -202,6 +210,25 @@ public final class ClientScenario {
         return producer;
     }
 
+    /** A transaction of only a group's offsets (TxnOffsetCommit), committed. */
+    void commitOffsetsInTransaction(KafkaProducer<String, String> producer) {
+        producer.beginTransaction();
+        producer.sendOffsetsToTransaction(
+                Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(TXN_OFFSET)),
+                new ConsumerGroupMetadata(txnGroup));
+        producer.commitTransaction();
+    }
+
+    /** The transactional id as the admin client describes it, and the offsets it committed. */
+    String transaction(Admin admin) throws Exception {
+        String id = topic + "-txn";
+        TransactionDescription d = admin.describeTransactions(List.of(id)).description(id)
+                .get(30, TimeUnit.SECONDS);
+        return "{\"state\":" + q(d.state().toString())
+                + ",\"producer_epoch\":" + d.producerEpoch()
+                + ",\"offsets\":" + committed(admin, txnGroup) + "}";
+    }
+
     /** Messages [from, to) with acks=all; in a transaction (committed) when transactional. */
     void produce(KafkaProducer<String, String> producer, int from, int to, boolean abort)
             throws Exception {
@@ -253,6 +280,9 @@ public final class ClientScenario {
                 await("two members sharing the partitions", () -> shared(2));
                 mark("rebalanced_to_two");
                 produce(producer, half, n, false);
+                if (transactional) {
+                    commitOffsetsInTransaction(producer);
+                }
                 mark("second_half_produced");
                 await("every message consumed", () -> consumed.size() >= n);
                 mark("all_consumed");
@@ -278,7 +308,8 @@ public final class ClientScenario {
                     .append("],\"assignments\":").append(assignments.get())
                     .append(",\"stale_epoch_commits\":").append(staleEpochCommits.get())
                     .append(",\"group_description\":").append(groupJson)
-                    .append(",\"committed\":").append(committed(admin))
+                    .append(",\"committed\":").append(committed(admin, group))
+                    .append(",\"transaction\":").append(transactional ? transaction(admin) : "null")
                     .append(",\"topics\":").append(describeTopic(admin))
                     .append(",\"errors\":[")
                     .append(errors.stream().map(ClientScenario::q).collect(Collectors.joining(",")))
@@ -312,8 +343,8 @@ public final class ClientScenario {
         return true;
     }
 
-    String committed(Admin admin) throws Exception {
-        Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(group)
+    String committed(Admin admin, String groupId) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(groupId)
                 .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
         return "{" + offsets.entrySet().stream()
                 .map(e -> q(String.valueOf(e.getKey().partition())) + ":" + e.getValue().offset())
