@@ -1,7 +1,7 @@
 """APIs older Kafka releases advertised that kafkagen now serves, over real sockets and
 answered as Kafka answers them: client quotas (DescribeClientQuotas 48, AlterClientQuotas
-49), the delegation token APIs (38-41), ListClientMetricsResources (74 v0) and
-AlterReplicaLogDirs (34)."""
+49), the delegation token APIs (38-41), ListConfigResources (74: client metrics in v0,
+every config resource type in v1) and AlterReplicaLogDirs (34)."""
 
 from __future__ import annotations
 
@@ -210,6 +210,53 @@ def test_no_client_metrics_resource_exists_to_list(cluster: BackgroundCluster) -
         assert r.responses[0].error_code != 0  # such a resource cannot be made here
         listed = w.call(74, 0, req(74))
         assert (listed.error_code, listed.config_resources) == (0, [])
+
+
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+
+
+def listed(w: WireClient, *types: int) -> tuple[int, list[tuple[int, str]]]:
+    r = w.call(74, 1, req(74, resource_types=list(types)))
+    return r.error_code, [(c.resource_type, c.resource_name) for c in r.config_resources]
+
+
+def test_v1_lists_brokers_loggers_and_topics_as_they_come_and_go() -> None:
+    Create: Any = message_type(19, "request")
+    Delete: Any = message_type(20, "request")
+    with BackgroundCluster(brokers=2) as c, WireClient(c.bootstrap) as w:
+        assert listed(w, TOPIC) == (0, [])
+        created = w.call(
+            19,
+            7,
+            Create(
+                topics=[
+                    Create.CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                    for n in ("orders", "audit")
+                ],
+                timeout_ms=5000,
+            ),
+        )
+        assert [t.error_code for t in created.topics] == [0, 0]
+        assert listed(w, TOPIC) == (0, [(TOPIC, "audit"), (TOPIC, "orders")])
+        # Nothing named: every type v1 knows, in Kafka's order; groups have no configs here.
+        assert listed(w) == (
+            0,
+            [(BROKER_LOGGER, "0"), (BROKER_LOGGER, "1"), (BROKER, "0"), (BROKER, "1")]
+            + [(TOPIC, "audit"), (TOPIC, "orders")],
+        )
+        assert listed(w, GROUP, CLIENT_METRICS) == (0, [])
+        deleted = w.call(20, 6, Delete(topics=[Delete.DeleteTopicState(name="orders")]))
+        assert deleted.responses[0].error_code == 0
+        assert listed(w, BROKER, TOPIC) == (0, [(BROKER, "0"), (BROKER, "1"), (TOPIC, "audit")])
+
+
+def test_v1_refuses_the_whole_request_when_one_type_is_not_listed(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        # 3 is a group in the ACL numbering, not a config resource type: the whole list fails.
+        assert listed(w, TOPIC, 3) == (ErrorCode.UNSUPPORTED_VERSION, [])
+        assert listed(w, TOPIC, BROKER) == (0, [(BROKER, "0")])
 
 
 # -- replica log directories --------------------------------------------------------------

@@ -73,7 +73,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     66: ("api_66_list_transactions", 0, 2, 3),
     68: ("api_68_consumer_group_heartbeat", 0, 1, 1),
     69: ("api_69_consumer_group_describe", 0, 1, 2),
-    74: ("api_74_list_config_resources", 0, 0, 0),
+    74: ("api_74_list_config_resources", 0, 1, 1),
     75: ("api_75_describe_topic_partitions", 0, 0, 0),
 }
 
