@@ -18,6 +18,7 @@ from kafkagen.generated.describe_acls import DescribeAclsRequest
 from kafkagen.generated.describe_cluster import DescribeClusterRequest
 from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest
+from kafkagen.generated.describe_quorum import DescribeQuorumRequest
 from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kafkagen.generated.elect_leaders import ElectLeadersRequest
 from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
@@ -469,6 +470,32 @@ async def list_config_resources_unconfigured(s: Session) -> None:
 @scenario("ListConfigResources", "unknown-type", "type 3, which no version lists: refused whole")
 async def list_config_resources_unknown(s: Session) -> None:
     await s.call(_list_config_resources(TOPIC, 3))
+
+
+@scenario("DescribeQuorum", "metadata-partition", "partition 0 of __cluster_metadata")
+async def describe_quorum(s: Session) -> None:
+    Q = DescribeQuorumRequest
+    await s.call(
+        Q(
+            topics=[
+                Q.TopicData(
+                    topic_name="__cluster_metadata", partitions=[Q.PartitionData(partition_index=0)]
+                )
+            ]
+        )
+    )
+
+
+@scenario("DescribeQuorum", "other-partition", "a partition the quorum does not have")
+async def describe_quorum_other(s: Session) -> None:
+    Q = DescribeQuorumRequest
+    await s.call(
+        Q(
+            topics=[
+                Q.TopicData(topic_name=s.name(), partitions=[Q.PartitionData(partition_index=0)])
+            ]
+        )
+    )
 
 
 # ---------------------------------------------------------------------- cluster and partitions
