@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 from typing import Any, ClassVar
-from uuid import UUID
 from kafkagen.runtime.jsonform import (
     REQUIRED,
     as_object,
@@ -32,7 +31,6 @@ from kafkagen.runtime.wire import (
     Buffer,
     EMPTY_TAGS,
     NULL_COMPACT_LENGTH,
-    NULL_MARKER,
     PRESENT_MARKER,
     RawTags,
     SMALL_UVARINTS,
@@ -47,7 +45,6 @@ from kafkagen.runtime.wire import (
     read_tag_header,
     read_unknown_tags,
     read_uvarint,
-    truncated,
     write_array,
     write_compact_bytes,
     write_compact_string,
@@ -231,14 +228,12 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(
         for _ in range(count):
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
-                if pos >= tag_end:
-                    raise truncated(pos)
-                if buf[pos] > 127:
+                marker, pos = read_uvarint(buf, pos, tag_end)
+                if marker == 0:
                     o.classic_member_metadata = None
-                    pos += 1
                 else:
                     o.classic_member_metadata, pos = _dec_ClassicMemberMetadata_v0(
-                        buf, pos + 1, tag_end
+                        buf, pos, tag_end
                     )
                 check_tag_end(pos, tag_end, tag)
             else:
@@ -300,7 +295,7 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(
         value = []
         tw = value.append
         if o.classic_member_metadata is None:
-            tw(NULL_MARKER)
+            tw(SMALL_UVARINTS[0])
         else:
             tw(PRESENT_MARKER)
             _enc_ClassicMemberMetadata_v0(o.classic_member_metadata, tw)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 from typing import Any, ClassVar
-from uuid import UUID
 from kafkagen.runtime.jsonform import (
     REQUIRED,
     get_int,

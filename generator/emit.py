@@ -8,6 +8,7 @@ gets 4 decoders and 4 encoders, each straight-line: no version test runs at run 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,10 +130,17 @@ def _string_rw(compact: bool, nullable: bool, base: str) -> tuple[str, str]:
 class Emitter:
     """Builds the template context of one message."""
 
-    def __init__(self, msg: Message, shared_names: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        msg: Message,
+        shared_names: frozenset[str],
+        rt: Callable[[str], str],
+    ) -> None:
         """``shared_names``: struct names that another message of the same module also uses,
-        which get the message name as a prefix to stay unique in the module."""
+        which get the message name as a prefix to stay unique in the module. ``rt``
+        records each runtime name the code this emitter writes uses, and returns it."""
         self.msg = msg
+        self.rt = rt
         self.formats: set[str] = set()
         #: (code, size, compact, nullable) of every fixed-width array kind used
         self.arrays: set[tuple[str, int, bool, bool]] = set()
@@ -225,10 +233,13 @@ class Emitter:
                 code=code,
                 size=size,
             )
-        # arrays of strings or bytes: elements are never null
+        # arrays of strings or bytes: elements are never null. The element writer is code
+        # every encoder of the array writes, so its names are recorded here.
         r, w = _string_rw(compact, False, el.name)
-        if el.name != "string":  # items are returned as bytes, unlike bytes fields
-            w = f"bytes_writer({compact}, False)"
+        if el.name == "string":
+            w = self.rt(w)
+        else:  # items are returned as bytes, unlike bytes fields
+            w = f"{self.rt('bytes_writer')}({compact}, False)"
         return Op(
             "array",
             f.attr,
@@ -312,10 +323,8 @@ class Emitter:
             "name": f.name,
             "json_key": f.json_key,
             "default": self.default_key(f),
-            "py_type": self.py_type(f),
-            # mapKey arrays are KeyedLists once built, but any list is accepted
-            "param_type": self.py_type(f).replace("KeyedList[", "list[", 1),
-            "mutable_default": (t.is_array or t.is_struct) and not f.default_is_null,
+            "annotation": self.param_type(f),
+            "mutable_default": mutable_default(f),
             "keyed": is_keyed(f),
             "jtype": self.json_type(f),
             "elem_jtype": self.json_type_name(el.name)
@@ -348,25 +357,29 @@ class Emitter:
             return "struct"
         return self.json_type_name(t.name)
 
-    def py_type(self, f: Field) -> str:
+    def param_type(self, f: Field) -> str:
+        """The type of ``f``'s parameter of ``__init__``, which every class writes (so its
+        names are recorded here). mapKey arrays are KeyedLists once built, but a parameter
+        with a default to build accepts any list."""
         t = f.type
 
         def scalar(name: str) -> str:
+            if name == "uuid":
+                return self.rt("UUID")
             return {
                 "bool": "bool",
                 "float64": "float",
                 "string": "str",
                 "bytes": "bytes | memoryview" if f.zero_copy else "bytes",
                 "records": "bytes | memoryview",
-                "uuid": "UUID",
             }.get(name, "int")
 
         if t.is_array:
             assert t.element is not None
             inner = self.plans[f.struct.name].qualname if f.struct else scalar(t.element.name)
             base = f"list[{inner}]"
-            if is_keyed(f):
-                base = f"KeyedList[{inner}]"
+            if is_keyed(f) and not mutable_default(f):
+                base = f"{self.rt('KeyedList')}[{inner}]"
         elif t.is_struct:
             assert f.struct is not None
             base = self.plans[f.struct.name].qualname
@@ -383,10 +396,15 @@ class Emitter:
             return f'("{kind}",)'
         if kind == "struct":
             return f'("struct", {d["alias"]}, {d["alias"]}_DEFAULT)'
-        value = {"none": "None", "zero_uuid": "ZERO_UUID"}.get(kind)
-        if kind == "uuid":
-            value = f"uuid_from_bytes({d['value']!r})"
-        return f'("value", {value if value is not None else repr(d["value"])})'
+        if kind == "none":
+            value = "None"
+        elif kind == "zero_uuid":
+            value = self.rt("ZERO_UUID")
+        elif kind == "uuid":
+            value = f"{self.rt('uuid_from_bytes')}({d['value']!r})"
+        else:
+            value = repr(d["value"])
+        return f'("value", {value})'
 
     def native_ops(self, p: StructPlan, op: Op | FixedRun) -> list[str]:
         """The accelerator's ops for one plan op. Besides the layout they carry what its
@@ -554,6 +572,11 @@ NATIVE_FIXED = {
     "d": "float64",
     "?": "bool",
 }
+
+
+def mutable_default(f: Field) -> bool:
+    """Whether ``f``'s default is a new list or struct per instance (built in ``__init__``)."""
+    return (f.type.is_array or f.type.is_struct) and not f.default_is_null
 
 
 def is_keyed(f: Field) -> bool:

@@ -7,9 +7,11 @@ half-written package.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import functools
 import os
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +37,16 @@ BUILTIN_RECORD_SPECS = BUILTIN_SPECS / "records"
 BUILTIN_SPEC_DIRS = (BUILTIN_SPECS, BUILTIN_RECORD_SPECS)
 BUILTIN_OUT = PACKAGE_ROOT / "generated"
 
-BLACK_MODE = black.mode.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
+BLACK_MODE = black.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
 
 
 def _pyrepr(value: Any) -> str:
-    """A Python literal, with strings double-quoted as black writes them."""
+    """A Python literal, with strings and bytes double-quoted as black writes them."""
     text = repr(value)
-    if isinstance(value, str) and text.startswith("'") and '"' not in value:
-        text = '"' + text[1:-1].replace("\\'", "'") + '"'
+    prefix = "b" if isinstance(value, bytes) else ""
+    body = text[len(prefix) + 1 : -1]
+    if isinstance(value, str | bytes) and text[len(prefix)] == "'" and '"' not in body:
+        text = prefix + '"' + body.replace("\\'", "'") + '"'
     return text
 
 
@@ -123,7 +127,8 @@ def render_module(env: jinja2.Environment, mod: Module) -> str:
         for name in {s.name for s in m.structs} | {m.name}:
             seen[name] = seen.get(name, 0) + 1
     shared = frozenset(n for n, count in seen.items() if count > 1)
-    contexts = [Emitter(m, shared).context() for m in mod.messages]
+    rt = RuntimeImports()
+    contexts = [Emitter(m, shared, rt).context() for m in mod.messages]
     formats = sorted(set().union(*(c["formats"] for c in contexts)))
     arrays = sorted(set().union(*(c["arrays"] for c in contexts)))
     first = mod.messages[0]
@@ -132,41 +137,57 @@ def render_module(env: jinja2.Environment, mod: Module) -> str:
         title = f"{base} (API key {first.api_key}): request and response codecs."
     else:
         title = f"{', '.join(m.name for m in mod.messages)} codecs."
-    template = env.get_template("module.py.jinja")
-    args = dict(
+    # One render: the template writes the module's body first and its imports last, from
+    # the names ``rt`` recorded as the body used them.
+    return env.get_template("module.py.jinja").render(
+        rt=rt,
         title=title,
         sources=[m.file for m in mod.messages],
         messages=contexts,
         formats=formats,
         arrays=arrays,
     )
-    # Two passes: the first finds which runtime names the code uses, the second imports
-    # exactly those (a module importing all of them would be 80 lines longer).
-    draft = template.render(imports=[(m, names) for m, names in RUNTIME_IMPORTS], **args)
-    body = draft[draft.index("__all__") :]
-    used = set(_IDENTIFIER.findall(body))
-    imports = [(m, [n for n in names if n in used]) for m, names in RUNTIME_IMPORTS]
-    return template.render(imports=[(m, ns) for m, ns in imports if ns], **args)
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _public_names(module: Any) -> list[str]:
-    return sorted(module.__all__)
-
-
-def _runtime_imports() -> list[tuple[str, list[str]]]:
+def _importable() -> dict[str, str]:
+    """Each name generated code may import -> its module: every public name of the runtime
+    modules it uses, and the standard library's it needs only sometimes (``typing.Any``
+    and ``ClassVar`` serve every module and are always imported)."""
     from kafkagen.runtime import jsonform, message, wire
 
-    return [
-        ("kafkagen.runtime.jsonform", _public_names(jsonform)),
-        ("kafkagen.runtime.message", _public_names(message)),
-        ("kafkagen.runtime.wire", _public_names(wire)),
-    ]
+    names = {"_Struct": "struct", "UUID": "uuid"}
+    for module in (jsonform, message, wire):
+        names.update((name, module.__name__) for name in module.__all__)
+    return names
 
 
-RUNTIME_IMPORTS = _runtime_imports()
+IMPORTABLE = _importable()
+
+
+class RuntimeImports:
+    """The names one generated module imports, recorded where the templates and the emitter
+    write them: ``rt("read_string")`` returns the name and notes its import."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        if name not in IMPORTABLE:
+            raise jinja2.TemplateRuntimeError(f"generated code cannot import {name!r}")
+        self.used.add(name)
+        return name
+
+    def uses(self, name: str) -> bool:
+        return name in self.used
+
+    def imports(self) -> list[tuple[str, list[str]]]:
+        """(module, sorted names) for each kafkagen module the recorded names come from."""
+        by_module: dict[str, list[str]] = {}
+        for name in sorted(self.used):
+            module = IMPORTABLE[name]
+            if module.startswith("kafkagen."):
+                by_module.setdefault(module, []).append(name)
+        return sorted(by_module.items())
 
 
 def render_package(messages: list[Message]) -> dict[str, str]:
@@ -189,28 +210,85 @@ def render_package(messages: list[Message]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-# black.format_str formats twice whenever the first pass changed anything (a guard for
-# rare trailing-comma interplay), doubling the cost for template output. One pass is
-# enough for our code; test_generated_is_black_stable proves it on every module.
-_format_once = getattr(black, "_format_str_once", black.format_str)
-
-
-#: The accelerator's plans: literal data the template already lays out as black would
-#: keep it (between fmt: off/on), set aside while black runs, which then parses a third less.
-_PLAN_BLOCK = re.compile(r"^# fmt: off\n.*?^# fmt: on\n", re.DOTALL | re.MULTILINE)
-
-
 def _format(name: str, text: str) -> str:
-    """black over one generated module (runs in a worker process)."""
-    blocks = _PLAN_BLOCK.findall(text)
-    parts = _PLAN_BLOCK.split(text)
-    text = "".join(
-        part + (f"# native plans {i}\n" if i < len(blocks) else "") for i, part in enumerate(parts)
-    )
+    """One generated module as black formats it (runs in a worker process).
+
+    The templates write code black leaves as it is, each statement on one line, except
+    that they leave statements longer than a line to black: those, and only those, go
+    through ``black.format_str`` one by one, at the width their indentation leaves. Black
+    lays out a statement by itself whatever surrounds it, so the module comes out as black
+    would write it (tests/test_generate.py checks that black leaves every module as it is),
+    and black never passes over the whole module; ``format_str`` passes twice over any
+    text it changes, which for whole modules doubled the cost of generating.
+    """
     try:
-        text = _format_once(text, mode=BLACK_MODE)
-    except black.parsing.InvalidInput as e:  # a template bug: say where
+        tree = ast.parse(text, name)
+    except SyntaxError as e:  # a template bug: say where
         raise RuntimeError(f"generated {name} is not valid Python: {e}") from e
-    for i, block in enumerate(blocks):
-        text = text.replace(f"# native plans {i}\n", block, 1)
-    return text
+    lines = text.splitlines(keepends=True)
+    width = BLACK_MODE.line_length
+    long = {i + 1 for i, line in enumerate(lines) if len(line.rstrip("\n")) > width}
+    long -= _unformatted_lines(lines)
+    if not long:
+        return text
+    out: list[str] = []
+    done = 0  # lines[:done] are in out
+    for first, last in _statements(tree.body):
+        if done < first and long.intersection(range(first, last + 1)):
+            out.extend(lines[done : first - 1])
+            out.append(_format_statement(name, first, lines[first - 1 : last]))
+            done = last
+    out.extend(lines[done:])
+    return "".join(out)
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[tuple[int, int]]:
+    """(first, last) line of each simple statement and of each compound statement's
+    header, in order; docstrings (black does not split strings) left out."""
+    for node in body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        inner = [getattr(node, f, None) or [] for f in ("body", "handlers", "orelse", "finalbody")]
+        if not any(inner):
+            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+                assert node.end_lineno is not None
+                yield first, node.end_lineno
+            continue
+        yield first, inner[0][0].lineno - 1
+        for part in inner:
+            yield from _statements(part)
+
+
+def _unformatted_lines(lines: list[str]) -> set[int]:
+    """The line numbers between ``# fmt: off`` and ``# fmt: on``: data the template lays
+    out itself, which black leaves alone."""
+    out: set[int] = set()
+    start = 0
+    for i, line in enumerate(lines, 1):
+        if line == "# fmt: off\n":
+            start = i
+        elif line == "# fmt: on\n" and start:
+            out.update(range(start, i + 1))
+            start = 0
+    return out
+
+
+@functools.cache
+def _mode(indent: int) -> black.Mode:
+    return dataclasses.replace(BLACK_MODE, line_length=BLACK_MODE.line_length - indent)
+
+
+def _format_statement(name: str, line: int, statement: list[str]) -> str:
+    """One statement (or a compound statement's header) as black lays it out in place."""
+    indent = len(statement[0]) - len(statement[0].lstrip(" "))
+    source = "".join(s[indent:] for s in statement)
+    header = source.rstrip().endswith(":")
+    if header:  # black wants a whole statement: give the header a body, then drop it
+        source += "    pass\n"
+    try:
+        text = black.format_str(source, mode=_mode(indent))
+    except black.parsing.InvalidInput as e:
+        raise RuntimeError(f"generated {name} line {line}: black cannot format it: {e}") from e
+    if header:
+        text = text.removesuffix("    pass\n")
+    pad = " " * indent
+    return "".join(pad + s if s.strip() else s for s in text.splitlines(keepends=True))

@@ -853,6 +853,17 @@ static PyObject *dec_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
     }
 }
 
+/* A tagged field's value. A nullable struct there starts with an unsigned varint, as
+ * Kafka writes it: 0 for null, anything else for a struct (not the byte -1 or 1 it has
+ * outside tagged fields). */
+static PyObject *dec_tagged_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t end) {
+    if (op->kind != K_STRUCT || !op->nullable) return dec_value(c, op, pos, end);
+    uint64_t marker = 0;
+    if (read_uvarint(c, pos, end, &marker) < 0) return NULL;
+    if (marker == 0) return Py_NewRef(Py_None);
+    return dec_struct(c, op->sub, pos, end);
+}
+
 /* A tagged-field section (its first byte is not 0): known tags into their slots, the others
  * kept raw. The checks of the generated decoders' loop and of wire.read_unknown_tags. */
 static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ssize_t end) {
@@ -878,7 +889,7 @@ static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ss
         for (Py_ssize_t j = 0; j < p->n_tags; j++)
             if (p->tags[j].tag == tag) { op = &p->tags[j]; break; }
         if (op != NULL) {
-            PyObject *v = dec_value(c, op, &pos, tag_end);
+            PyObject *v = dec_tagged_value(c, op, &pos, tag_end);
             if (v == NULL) goto fail;
             set_slot(o, op->off, v);
             if (pos != tag_end) {
@@ -1188,7 +1199,13 @@ static int enc_tags(Out *o, Prog *p, PyObject *obj, PyObject *unknown) {
         int d = differs(v, op->dcmp);
         if (d > 0) {
             Py_ssize_t start = scratch.len;
-            int r = enc_value(&scratch, op, v);
+            int r;
+            if (op->kind == K_STRUCT && op->nullable) { /* the marker dec_tagged_value reads */
+                r = put_be(&scratch, v == Py_None ? 0 : 1, 1);
+                if (r >= 0 && v != Py_None) r = enc_struct(&scratch, op->sub, v);
+            } else {
+                r = enc_value(&scratch, op, v);
+            }
             if (r < 0) d = r;
             known[n_known].tag = op->tag;
             known[n_known].start = start;

@@ -24,7 +24,6 @@ from kafkagen.fuzz.checks import (
 )
 from kafkagen.fuzz.plan import plan_combos, select_apis, task_slices
 from kafkagen.fuzz.replay import replay, replay_findings
-from kafkagen.fuzz.report import summary_text
 from kafkagen.fuzz.rules import Oracle, Table, build_table
 from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
@@ -457,34 +456,3 @@ def test_replay_prints_the_failure_and_exits_1(
     assert replay(fid, table=table) == 1
     out = capsys.readouterr().out
     assert f"message {fid}" in out and "FAILURE in " in out and "injected bug" in out
-
-
-# ---------------------------------------------------------------- the differential check
-
-
-def test_kafka_python_reads_and_writes_back_the_same_bytes(table: Table) -> None:
-    pytest.importorskip("kafka")
-    stats = run(table, 18, "request", 1, n=40, differential="kafka-python")
-    assert stats.peer_checks == 40 and stats.disagreements == 0 and stats.failures == 0
-
-
-def test_disagreements_are_reported_apart_from_failures(
-    table: Table, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from kafkagen.fuzz import differential
-
-    def peer(api: int, kind: str, version: int, data: bytes) -> str | None:
-        return "the peer writes it otherwise" if api == 18 else None
-
-    monkeypatch.setattr(differential, "load_peer", lambda name: peer)
-    result, _ = run_fuzz(
-        400,
-        apis=["ApiVersions", "FindCoordinator"],
-        differential="kafka-python",
-        table=table,
-        spark=False,
-    )
-    assert result.failure_count == 0 and result.failures == []
-    assert 0 < result.disagreement_count == sum(int(s["peer_checks"]) for s in result.stats)
-    assert {(d["api"], d["check"]) for d in result.disagreements} == {(18, "differential")}
-    assert "disagreement(s) with the peer codec" in summary_text(result, table)

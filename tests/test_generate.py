@@ -51,6 +51,21 @@ def write_spec(folder: Path, doc: dict[str, Any]) -> None:
     (folder / f"{doc['name']}.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
 
 
+def error_code_response(folder: Path, key: int, name: str, valid: str, flexible: str) -> None:
+    """A response spec holding only an error code."""
+    write_spec(
+        folder,
+        {
+            "apiKey": key,
+            "type": "response",
+            "name": name,
+            "validVersions": valid,
+            "flexibleVersions": flexible,
+            "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"}],
+        },
+    )
+
+
 def demo_specs(folder: Path) -> Path:
     """A small valid spec set: one API (key 99) with a mapKey array, a nullable tagged field
     and a nullable field that appears at v2."""
@@ -93,17 +108,7 @@ def demo_specs(folder: Path) -> Path:
             ],
         },
     )
-    write_spec(
-        folder,
-        {
-            "apiKey": 99,
-            "type": "response",
-            "name": "DemoResponse",
-            "validVersions": "0-2",
-            "flexibleVersions": "1+",
-            "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"}],
-        },
-    )
+    error_code_response(folder, 99, "DemoResponse", "0-2", "1+")
     return folder
 
 
@@ -242,6 +247,125 @@ def test_user_specs_make_a_self_contained_importable_package(tmp_path: Path) -> 
     assert run.stdout.split() == ["ok", "2"]
 
 
+def every_kind_specs(folder: Path) -> Path:
+    """One API (key 97) whose fields use every kind of code the templates write, the kinds
+    the built-in specs lack included: arrays of bool, float64, bytes and uuid, bytes that
+    are nullable before flexible versions, records, a uuid with a non-zero default, tagged
+    structs, uuids and keyed arrays, fields that appear and disappear, and a name long
+    enough to make black split the statements that use it."""
+    uuid_default = "AAAAAAAAAAAAAAAAAAAAAQ"  # base64 of uuid 00000000-...-0001
+    write_spec(
+        folder,
+        {
+            "apiKey": 97,
+            "type": "request",
+            "name": "EveryRequest",
+            "validVersions": "0-3",
+            "flexibleVersions": "2+",
+            "fields": [
+                {"name": "Flags", "type": "[]bool", "versions": "0+"},
+                {"name": "Ratios", "type": "[]float64", "versions": "1+"},
+                {"name": "Blobs", "type": "[]bytes", "versions": "0+"},
+                {"name": "Ids", "type": "[]uuid", "versions": "0+", "nullableVersions": "1+"},
+                {"name": "Maybe", "type": "bytes", "versions": "0+", "nullableVersions": "0+"},
+                {"name": "Batch", "type": "records", "versions": "0+"},
+                {"name": "Owner", "type": "uuid", "versions": "1-2", "default": uuid_default},
+                {"name": "Note", "type": "string", "versions": "0-1", "ignorable": True},
+                {  # a name that makes most statements about it longer than a line
+                    "name": "PartitionsWhoseLeaderEpochMustBeCheckedBeforeTheOffsetMayMoveOn",
+                    "type": "[]int64",
+                    "versions": "1+",
+                    "nullableVersions": "3+",
+                },
+                {
+                    "name": "Extra",
+                    "type": "Extra",
+                    "versions": "2+",
+                    "taggedVersions": "2+",
+                    "tag": 0,
+                },
+                {
+                    "name": "Others",
+                    "type": "[]Extra",
+                    "versions": "2+",
+                    "taggedVersions": "2+",
+                    "tag": 1,
+                },
+                {
+                    "name": "Origin",
+                    "type": "uuid",
+                    "versions": "3+",
+                    "taggedVersions": "3+",
+                    "tag": 2,
+                    "default": uuid_default,
+                },
+            ],
+            "commonStructs": [
+                {
+                    "name": "Extra",
+                    "versions": "2+",
+                    "fields": [
+                        {"name": "Key", "type": "string", "versions": "2+", "mapKey": True},
+                        {"name": "Weight", "type": "float64", "versions": "2+"},
+                    ],
+                }
+            ],
+        },
+    )
+    error_code_response(folder, 97, "EveryResponse", "0-3", "2+")
+    return folder
+
+
+def unused_and_undefined_names(package: Path) -> list[str]:
+    """pyflakes' findings (through ruff) on a generated package: an import it never uses
+    (F401) or a name it uses but neither defines nor imports (F821)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--output-format", "concise"]
+        + ["--select", "F401,F811,F821", "--target-version", "py311", str(package)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return [line for line in result.stdout.splitlines() if ": F" in line]
+
+
+def test_the_generated_package_imports_exactly_the_names_it_uses() -> None:
+    assert unused_and_undefined_names(GENERATED) == []
+
+
+def test_code_of_every_kind_is_black_formatted_and_imports_exactly_what_it_uses(
+    tmp_path: Path,
+) -> None:
+    """Every runtime name a template writes is recorded for the module's imports (a name
+    written without ``rt(...)`` is undefined here, one recorded but not written unused),
+    and the code the templates write, with black laying out only the statements longer
+    than a line, is what black makes of the whole module."""
+    out = tmp_path / "everypkg"
+    result = kafkagen("generate", "--specs", every_kind_specs(tmp_path / "specs"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert unused_and_undefined_names(out) == []
+    for module in out.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert black.format_str(text, mode=BLACK_MODE) == text, module.name
+    script = textwrap.dedent(f"""
+        import sys, uuid
+        sys.path.insert(0, {str(tmp_path)!r})
+        from everypkg.every import EveryRequest
+        extra = EveryRequest.Extra(key="k", weight=0.5)
+        m = EveryRequest(flags=[True], blobs=[b"x"], ids=[uuid.uuid4()], maybe=None,
+                         batch=b"r", extra=extra, others=[extra])
+        assert m.owner == m.origin == uuid.UUID(int=1), m.owner
+        for version in (2, 3):
+            assert EveryRequest.decode(m.encode(version), version) == m, version
+            assert EveryRequest.from_json(m.to_json(version), version) == m, version
+        print("ok")
+        """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["ok"]
+
+
 # --------------------------------------------------------------------------- the output folder
 
 
@@ -258,17 +382,7 @@ def other_spec(folder: Path) -> Path:
             "fields": [{"name": "Id", "type": "int32", "versions": "0+"}],
         },
     )
-    write_spec(
-        folder,
-        {
-            "apiKey": 98,
-            "type": "response",
-            "name": "OtherResponse",
-            "validVersions": "0",
-            "flexibleVersions": "none",
-            "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"}],
-        },
-    )
+    error_code_response(folder, 98, "OtherResponse", "0", "none")
     return folder
 
 

@@ -205,6 +205,8 @@ def test_kafkas_dump_log_segments_decodes_the_coordinators_segments(tmp_path: Pa
     assert of_group("3") and of_group("3")[-1]["epoch"] >= 1
     subscriptions = of_group("5")
     assert subscriptions and subscriptions[-1]["subscribedTopicNames"] == [TOPIC]
+    # Not a classic member: a null ClassicMemberMetadata, in Kafka's tagged-field form.
+    assert subscriptions[-1]["classicMemberMetadata"] is None
     current = of_group("8")
     assert current[-1]["assignedPartitions"][0]["partitions"] == [0]
     new_commits = [

@@ -69,7 +69,16 @@ MAIN_CLASS = "kafkagen.oracle.KafkaOracle"
 #: a small machine; a batch allocates little that survives it).
 JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-Xss4m", "-XX:TieredStopAtLevel=1")
 
-KINDS = ("request", "response", "request_header", "response_header")
+#: The last two are the group coordinator's records (API key: the record type), which the
+#: oracle has when started with ``coordinator_records=True``.
+KINDS = (
+    "request",
+    "response",
+    "request_header",
+    "response_header",
+    "coordinator-key",
+    "coordinator-value",
+)
 _KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
 _READ, _WRITE, _VERSIONS = 1, 2, 3
 _STATUSES = ("ok", "rejected", "unsupported", "unwritable")
@@ -297,10 +306,15 @@ class KafkaOracle:
     Start it with ``with KafkaOracle() as kafka:`` (or :meth:`start` and :meth:`close`);
     it builds the oracle first when needed. ``version`` is the Kafka release (default
     :func:`kafka_version`); ``started_in`` is how long the JVM took to answer (seconds).
+    ``coordinator_records`` puts the group coordinator's jar of the same release on the
+    classpath, for the kinds ``coordinator-key`` and ``coordinator-value``.
     """
 
-    def __init__(self, version: str | None = None, java: str | None = None) -> None:
+    def __init__(
+        self, version: str | None = None, java: str | None = None, coordinator_records: bool = False
+    ) -> None:
         self.version = version or kafka_version()
+        self.coordinator_records = coordinator_records
         self._java = java or shutil.which("java") or "java"
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
@@ -318,7 +332,14 @@ class KafkaOracle:
     def start(self) -> None:
         if self._proc is not None:
             return
-        cp = os.pathsep.join(map(str, build(self.version)))
+        jars = build(self.version)
+        if self.coordinator_records:
+            coords = [f"org.apache.kafka:kafka-group-coordinator:{self.version}"]
+            try:
+                jars += maven.classpath(coords)
+            except maven.MavenError as e:
+                raise OracleError(f"the group coordinator's jars: {e}") from e
+        cp = os.pathsep.join(map(str, jars))
         self._stderr = tempfile.TemporaryFile(prefix="kafkagen-oracle-")
         began = time.perf_counter()
         self._proc = subprocess.Popen(

@@ -968,6 +968,9 @@ def encode_member(group: ConsumerGroup, m: ConsumerMember) -> dict[bytes, bytes]
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
                     server_assignor=m.server_assignor,
+                    # Null, as Kafka writes it for a member of the consumer protocol (an
+                    # empty struct, the field's default, would make it a classic member).
+                    classic_member_metadata=None,
                 ),
             ),
             _record(

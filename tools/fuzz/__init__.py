@@ -60,6 +60,7 @@ _load_shipped_native()
 
 from .checks import MAX_MUTATIONS, FuzzOptions  # noqa: E402
 from .job import Fault, RunResult, keep_jvm_log, run_plain, run_spark  # noqa: E402
+from .peers import parse_oracles  # noqa: E402
 from .plan import plan_combos, select_apis  # noqa: E402
 from .rules import Table, build_table  # noqa: E402
 
@@ -107,17 +108,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="re-run the checks of one failure (id from the report) in this process, without Spark",
     )
     parser.add_argument(
-        "--differential",
-        choices=["kafka-python"],
-        help="also compare bytes with another codec; disagreements are "
-        "reported apart from failures",
-    )
-    parser.add_argument(
         "--oracle",
-        choices=["kafka"],
-        help="also have Kafka's own message classes (kafka-clients 4.4.0, in the executors' "
-        "JVMs) read every message, write its JSON form and read its corrupted copies; "
-        "any disagreement is a failure (needs Java 17 and Maven)",
+        type=_oracles,
+        default=(),
+        metavar="NAME[,NAME...]",
+        help="others that judge every message too, a comma list of: kafka (Kafka's own "
+        "message classes, kafka-clients 4.4.0, in the executors' JVMs; any disagreement "
+        "is a failure; needs Java 17 and Maven), kafka-python, kio (peer codecs: they read "
+        "the bytes, write them back and read the corrupted copies; a disagreement is the "
+        "peer's finding where Kafka agrees with kafkagen, unjudged without Kafka)",
     )
     parser.add_argument(
         "--tasks",
@@ -145,12 +144,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _oracles(text: str) -> tuple[str, ...]:
+    try:
+        return parse_oracles(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--oracle: ")) from None
+
+
 def run_fuzz(
     messages: int,
     master: str = "local[*]",
     seed: int = 1,
     apis: Sequence[str] | None = None,
-    differential: str | None = None,
     cross: int = FuzzOptions().cross,
     mutations: int = FuzzOptions().mutations,
     tasks: int | None = None,
@@ -158,13 +163,14 @@ def run_fuzz(
     table: Table | None = None,
     progress: IO[str] | None = sys.stderr,
     spark: bool = True,
-    oracle: str | None = None,
+    oracle: str | Sequence[str] | None = None,
 ) -> tuple[RunResult, Table]:
-    """Plan and run a fuzz; ``spark=False`` runs the same tasks in this process."""
+    """Plan and run a fuzz; ``spark=False`` runs the same tasks in this process.
+    ``oracle``: "kafka,kio" or a sequence of names (``peers.ORACLES``)."""
     table = table if table is not None else build_table()
     combos = plan_combos(table, select_apis(table, apis), messages)
     options = FuzzOptions(
-        seed=seed, cross=cross, mutations=mutations, differential=differential, oracle=oracle
+        seed=seed, cross=cross, mutations=mutations, oracles=parse_oracles(oracle)
     )
     if spark:
         result = run_spark(table, combos, options, master, tasks, fault, progress)
@@ -180,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         from .replay import replay
 
         try:
-            return replay(args.replay, differential=args.differential, oracle=args.oracle)
+            return replay(args.replay, oracle=args.oracle)
         except ValueError as e:
             print(f"kafkagen fuzz: {e}", file=sys.stderr)
             return 2
@@ -198,7 +204,6 @@ def run(args: argparse.Namespace) -> int:
             args.master,
             args.seed,
             args.apis,
-            args.differential,
             args.cross,
             args.mutations,
             args.tasks,

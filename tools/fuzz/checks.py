@@ -14,9 +14,9 @@ A *message* is one generated instance of an (API, kind, version) with all its ch
    survive decoding and re-encode byte-identically;
 5. ``mutation``: corrupted encodings decode or raise DecodeError, in bounded time and
    memory (a sample runs under tracemalloc), and what decodes can be written back;
-6. ``differential`` (optional): a peer codec (kafka-python) reads the bytes and writes
-   the same bytes back (messages without unknown tagged fields, which the peer drops);
-   disagreements are not failures;
+6. peers (``--oracle kafka-python,kio``): other codecs read the bytes, write them back
+   and read the corrupted copies (:mod:`kafkagen.fuzz.peers`); their disagreements are
+   not failures but findings of the peer (Kafka agrees with kafkagen) or unjudged;
 7. ``native``: where the compiled accelerator serves the message, the pure-Python codecs
    write the same bytes and read the same value, and agree on a corrupted copy (one
    message in :data:`NATIVE_EVERY`);
@@ -53,7 +53,8 @@ from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 from kafkagen.runtime.randomgen import RandomGen
 
-from .kafka import BATCH_ITEMS, Pending, judge
+from .kafka import BATCH_ITEMS, READ, WRITE, PeerEntry, Pending, judge
+from .peers import NOT_ASKED, PEERS, Difference, ask, ask_mutant, column, shrink
 from .rules import MessageRules, Oracle, Plan, Table
 
 #: Messages per generator seed. Small, so a replay regenerates few messages; large enough
@@ -84,7 +85,6 @@ CHECKS = (
     "forward_compat",
     "mutation",
     "native",
-    "differential",
     "kafka",
 )
 KIND_IDS = {"request": 0, "response": 1}
@@ -146,13 +146,12 @@ class FuzzOptions(NamedTuple):
     #: millions of messages give millions of mutations of every kind anyway.
     mutations: int = 1
     keep: int = KEEP
-    #: Peer codec for the differential check ("kafka-python") or None.
-    differential: str | None = None
     #: Sample one message in this many for the allocation guard (0: never): starting and
     #: stopping tracemalloc costs about as much as checking a few hundred messages.
     alloc_every: int = 1024
-    #: "kafka": Kafka's own classes judge every message too (see kafkagen.fuzz.kafka).
-    oracle: str | None = None
+    #: Oracles that answer about every message too (``peers.ORACLES``): "kafka", Kafka's
+    #: own classes (kafkagen.fuzz.kafka); "kafka-python" and "kio" (kafkagen.fuzz.peers).
+    oracles: tuple[str, ...] = ()
 
 
 def chunk_seed(seed: int, api: int, kind: str, version: int, chunk: int) -> int:
@@ -175,7 +174,7 @@ def parse_failure_id(text: str) -> tuple[int, int, str, int, int]:
 
 @dataclass
 class Finding:
-    """A failure (the codec broke a rule) or a disagreement (a peer codec differs)."""
+    """A failure: the codec broke a rule."""
 
     id: str
     api: int
@@ -203,7 +202,6 @@ class ComboStats:
     forward_checks: int = 0
     mutations: int = 0
     mutations_decoded: int = 0
-    peer_checks: int = 0
     native_checks: int = 0
     #: Questions Kafka answered; of them, documented differences; and questions about
     #: versions Kafka does not have (skipped, not passed).
@@ -211,11 +209,30 @@ class ComboStats:
     kafka_known: int = 0
     kafka_skipped: int = 0
     seconds: float = 0.0
+    #: Per oracle: peers' counts (``peers.column(peer, PEER_COUNTS[i])``) and the seconds
+    #: each oracle took (``kafka_seconds``, ``kio_seconds``, ...).
+    oracle: dict[str, float] = field(default_factory=dict)
+    #: Peer disagreements by (peer, check, kind of difference): [findings, unjudged].
+    peer_groups: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    #: A minimal reproducer of each group (see :class:`PeerRepro`), made in the task.
+    peer_repros: dict[tuple[str, str, str], PeerRepro] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     #: Failures and disagreements by check, all of them.
     by_check: dict[str, int] = field(default_factory=dict)
     #: Findings kept by check (at most ``FuzzOptions.keep`` each).
     kept: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class PeerRepro:
+    """The smallest message showing a peer's disagreement: its replay id, what differs,
+    its bytes and kafkagen's JSON form of it (Kafka's converter form; None for a
+    corrupted copy kafkagen refuses)."""
+
+    id: str
+    detail: str
+    hex: str
+    json: str | None
 
 
 class CheckTimeout(BaseException):
@@ -516,6 +533,10 @@ def cross_groups(
     return tuple(groups)
 
 
+#: Messages whose peer questions are asked together.
+PEER_BATCH = 256
+
+
 # ---------------------------------------------------------------- the fuzzer
 
 
@@ -534,24 +555,27 @@ class Fuzzer:
         self._message_type = message_type
         self._oracles: dict[tuple[int, str], Oracle] = {}
         self._groups: dict[tuple[Any, ...], tuple[_CrossGroup, ...]] = {}
-        self.peer: Any = None
-        if options.differential:
-            from .differential import load_peer
+        from .peers import load_peer
 
-            self.peer = load_peer(options.differential)
+        self.peers = [load_peer(p) for p in PEERS if p in options.oracles]
+        #: Messages waiting for the peers' questions, and the stats of the messages
+        #: queued for the peers and Kafka (one (API, kind, version) at a time).
+        self._peer_batch: list[tuple[Any, ...]] = []
+        self._queued: ComboStats | None = None
         self.guard = _HangGuard()
         self.replaying = False
         self._pure: dict[tuple[Any, int], tuple[Any, Any] | None] = {}
         # --oracle kafka: questions for Kafka, handed to ``kafka_sink`` a batch at a time
         # (default: answered here by a Kafka oracle JVM of this process).
         self._kafka: Pending | None = None
-        self._kafka_stats: ComboStats | None = None
         self.kafka_sink: Callable[[Pending, ComboStats], None] = self._ask_kafka_here
         self.records: RecordsPaths | None = None
         self._kafka_jvm: KafkaOracle | None = None
 
     def close(self) -> None:
         self.guard.close()
+        for peer in self.peers:
+            peer.close()
         if self._kafka_jvm is not None:
             self._kafka_jvm.close()
             self._kafka_jvm = None
@@ -628,7 +652,7 @@ class Fuzzer:
         try:
             for index, m, bits, tagged in self._generate(api, kind, version, start, stop):
                 self.check_message(cls, rules, oracle, version, index, m, bits, stats, tagged)
-            self.flush_kafka()
+            self.flush()
         finally:
             if started:
                 self.guard.stop()
@@ -637,33 +661,56 @@ class Fuzzer:
 
     # -- Kafka's judgement -----------------------------------------------------------
 
-    def _queue_kafka(
-        self, stats: ComboStats, index: int, m: Message, v: int, data: bytes, bits: int
+    def _queue(
+        self,
+        stats: ComboStats,
+        item: tuple[Any, ...],
     ) -> None:
-        pending = self._kafka
-        if pending is None or self._kafka_stats is not stats:
-            self.flush_kafka()
-            pending = self._kafka = Pending(stats.api, stats.kind, v)
-            self._kafka_stats = stats
-        count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
-        mutants = [mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF) for k in range(count)]
-        pending.add(index, data, m, mutants)
-        if len(pending.items) >= BATCH_ITEMS:
-            self.flush_kafka()
+        """Queue a message's questions for the peers and Kafka, which are asked a batch
+        at a time: Kafka's answers to a batch judge the peers' about the same messages."""
+        cls, rules, m, v, data, bits, index = item
+        if self._queued is not stats:
+            self.flush()
+            self._queued = stats
+        if self.peers:
+            self._peer_batch.append(item)
+        if "kafka" in self.options.oracles:
+            if self._kafka is None:
+                self._kafka = Pending(stats.api, stats.kind, v)
+            self._kafka.add(index, data, m, self._mutants(data, bits))
+        if len(self._peer_batch) >= PEER_BATCH or (
+            self._kafka is not None and len(self._kafka.items) >= BATCH_ITEMS
+        ):
+            self.flush()
 
-    def flush_kafka(self) -> None:
-        """Hand the questions collected so far to ``kafka_sink``, with the stats of the
-        messages they are about."""
-        pending, stats = self._kafka, self._kafka_stats
-        self._kafka = self._kafka_stats = None
-        if pending is not None and stats is not None and pending.items:
+    def flush(self) -> None:
+        """Ask the peers the questions queued so far, then hand Kafka's to ``kafka_sink``
+        with the peers' disagreements about the same messages (or, without Kafka, count
+        those as unjudged)."""
+        stats, batch, pending = self._queued, self._peer_batch, self._kafka
+        self._queued, self._peer_batch, self._kafka = None, [], None
+        if stats is None:
+            return
+        entries: list[PeerEntry] = []
+        if batch:
+            for peer in self.peers:
+                entries += self._ask_peer(peer, batch, stats)
+        if pending is not None and pending.items:
+            pending.peers.extend(entries)
             self.kafka_sink(pending, stats)
+        else:
+            self._judge_peers(stats, entries, set(), kafka=False)
 
     def _ask_kafka_here(self, pending: Pending, stats: ComboStats) -> None:
+        began = time.perf_counter()
         if self._kafka_jvm is None:
             self._kafka_jvm = KafkaOracle()
             self._kafka_jvm.start()
-        self.judge_kafka(pending, self._kafka_jvm.call(pending.items), stats)
+        answers = self._kafka_jvm.call(pending.items)
+        stats.oracle["kafka_seconds"] = (
+            stats.oracle.get("kafka_seconds", 0.0) + time.perf_counter() - began
+        )
+        self.judge_kafka(pending, answers, stats)
 
     def judge_kafka(self, pending: Pending, answers: list[Any], stats: ComboStats) -> None:
         """Count Kafka's answers to ``pending`` into ``stats``; failures as check "kafka"."""
@@ -671,22 +718,22 @@ class Fuzzer:
             self.records = records_paths()
 
         def fail(index: int, why: str, data: bytes) -> None:
-            self._fail(stats, index, "kafka", why, data, False)
+            self._fail(stats, index, "kafka", why, data)
 
+        began = time.perf_counter()
         verdicts = judge(pending, answers, self.records, fail)
         stats.kafka_checks += verdicts.checks
         stats.kafka_known += verdicts.known
         stats.kafka_skipped += verdicts.skipped
+        self._judge_peers(stats, pending.peers, verdicts.doubted, kafka=True)
+        stats.oracle["kafka_seconds"] = (
+            stats.oracle.get("kafka_seconds", 0.0) + time.perf_counter() - began
+        )
 
     # -- one message ---------------------------------------------------------------
 
-    def _fail(
-        self, stats: ComboStats, index: int, check: str, error: str, data: bytes, peer: bool
-    ) -> None:
-        if peer:
-            stats.disagreements += 1
-        else:
-            stats.failures += 1
+    def _fail(self, stats: ComboStats, index: int, check: str, error: str, data: bytes) -> None:
+        stats.failures += 1
         stats.by_check[check] = stats.by_check.get(check, 0) + 1
         kept = stats.kept.get(check, 0)
         if kept >= self.options.keep and not self.replaying:
@@ -715,7 +762,7 @@ class Fuzzer:
         anywhere (None: look)."""
         stats.messages += 1
         if isinstance(m, BaseException):
-            self._fail(stats, index, "generate", _describe(m), b"", False)
+            self._fail(stats, index, "generate", _describe(m), b"")
             return
         guard = self.guard
         guard.seq += 1
@@ -728,18 +775,18 @@ class Fuzzer:
             try:
                 data = m.encode(v)
             except Exception as e:
-                self._fail(stats, index, check, "encode: " + _describe(e), b"", False)
+                self._fail(stats, index, check, "encode: " + _describe(e), b"")
                 return
             stats.bytes += len(data)
             try:
                 d = cls.decode(data, v)
                 if d != m:
                     why = "decoded value differs: " + difference(d, m)
-                    self._fail(stats, index, check, why, data, False)
+                    self._fail(stats, index, check, why, data)
                 elif d.encode(v) != data:
-                    self._fail(stats, index, check, "re-encoding differs", data, False)
+                    self._fail(stats, index, check, "re-encoding differs", data)
             except Exception as e:
-                self._fail(stats, index, check, _describe(e), data, False)
+                self._fail(stats, index, check, _describe(e), data)
                 return  # the other checks would only repeat this failure
 
             if tagged is None:
@@ -758,22 +805,13 @@ class Fuzzer:
             if ((bits >> 304) & 0xFFFF) % NATIVE_EVERY == 0 and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
-            if self.options.oracle == "kafka":
-                check = "kafka"
-                self._queue_kafka(stats, index, m, v, data, bits >> 96)
-            # kafka-python drops unknown tagged fields when it writes a message back, so
-            # those messages would only show that known limitation.
-            if self.peer is not None and not tagged:
-                check = "differential"
-                why = self.peer(rules.api_key, rules.kind, v, data)
-                if why is not None:  # None: the peer does not know this API or version
-                    stats.peer_checks += 1
-                    if why:
-                        self._fail(stats, index, "differential", why, data, True)
+            if self.peers or "kafka" in self.options.oracles:
+                check = "oracles"
+                self._queue(stats, (cls, rules, m, v, data, bits >> 96, index))
         except CheckTimeout as e:
-            self._fail(stats, index, check, f"hang: {e}", data, False)
+            self._fail(stats, index, check, f"hang: {e}", data)
         except MemoryError as e:
-            self._fail(stats, index, check, f"huge allocation: {_describe(e)}", data, False)
+            self._fail(stats, index, check, f"huge allocation: {_describe(e)}", data)
         finally:
             guard.busy = False
             if started:
@@ -803,9 +841,9 @@ class Fuzzer:
                 # still differ on the wire (-0.0, or a float where an int belongs).
                 if m3 != m:
                     why = "from_json(to_json(m)) != m: " + difference(m3, m)
-                    self._fail(stats, index, "json", why, data, False)
+                    self._fail(stats, index, "json", why, data)
                 elif m3.encode(v) != data:
-                    self._fail(stats, index, "json", "from_json encodes differently", data, False)
+                    self._fail(stats, index, "json", "from_json encodes differently", data)
                 return
             # JSON does not carry unknown tagged fields: compare the JSON forms instead.
             j3 = m3.to_json(v)
@@ -815,9 +853,9 @@ class Fuzzer:
                 # default. Then from_json(j) must be m without them.
                 if m3 != without_unknown_tags(m):
                     why = "to_json(from_json(j)) != j: " + json_difference(j3, j)
-                    self._fail(stats, index, "json", why, data, False)
+                    self._fail(stats, index, "json", why, data)
         except Exception as e:
-            self._fail(stats, index, "json", _describe(e), data, False)
+            self._fail(stats, index, "json", _describe(e), data)
 
     def _cross_groups(
         self, cls: type[Message], oracle: Oracle, v: int, bits: int
@@ -868,17 +906,17 @@ class Fuzzer:
             except UnsupportedVersionError as e:
                 if why is None:
                     why = f"{g.label}: raised but must not: {e}"
-                    self._fail(stats, index, "cross_version", why, b"", False)
+                    self._fail(stats, index, "cross_version", why, b"")
                 else:
                     stats.cross_raised += n
                 continue
             except Exception as e:
-                self._fail(stats, index, "cross_version", f"{g.label}: {_describe(e)}", b"", False)
+                self._fail(stats, index, "cross_version", f"{g.label}: {_describe(e)}", b"")
                 continue
             data_w = b"".join(out)
             if why is not None:
                 why = f"{g.label}: wrote but must raise UnsupportedVersionError: {why}"
-                self._fail(stats, index, "cross_version", why, data_w, False)
+                self._fail(stats, index, "cross_version", why, data_w)
                 continue
             try:
                 d, end = g.decoder(data_w, 0, len(data_w))
@@ -890,10 +928,10 @@ class Fuzzer:
                     bad = oracle.mismatch(d, m, g.expect)
                 if bad is not None:
                     why = f"{g.label}: decodes to another value: {bad}"
-                    self._fail(stats, index, "cross_version", why, data_w, False)
+                    self._fail(stats, index, "cross_version", why, data_w)
             except Exception as e:
                 why = f"{g.label}: {_describe(e)}"
-                self._fail(stats, index, "cross_version", why, data_w, False)
+                self._fail(stats, index, "cross_version", why, data_w)
 
     def _check_forward(
         self,
@@ -929,19 +967,173 @@ class Fuzzer:
             d, end = dec(data, 0, len(data))
             if end != len(data):
                 why = f"read {end} of {len(data)} bytes"
-                self._fail(stats, index, "forward_compat", why, data, False)
+                self._fail(stats, index, "forward_compat", why, data)
             elif d.unknown_tagged_fields != tags:
                 why = f"tags {d.unknown_tagged_fields!r} != {tags!r}"
-                self._fail(stats, index, "forward_compat", why, data, False)
+                self._fail(stats, index, "forward_compat", why, data)
             else:
                 out = []
                 enc(d, out.append)
                 if b"".join(out) != data:
-                    self._fail(stats, index, "forward_compat", "re-encoding differs", data, False)
+                    self._fail(stats, index, "forward_compat", "re-encoding differs", data)
         except Exception as e:
-            self._fail(stats, index, "forward_compat", _describe(e), data, False)
+            self._fail(stats, index, "forward_compat", _describe(e), data)
         finally:
             target.unknown_tagged_fields = kept
+
+    def _mutants(self, data: bytes, bits: int) -> list[bytes]:
+        """The corrupted copies of the mutation check, which Kafka and the peers read too."""
+        count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
+        return [mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF) for k in range(count)]
+
+    def _ask_peer(
+        self, peer: Any, batch: list[tuple[Any, ...]], stats: ComboStats
+    ) -> list[PeerEntry]:
+        """The peer's questions about a batch of messages, counted into ``stats``; returns
+        its disagreements. A peer that may kill the process reads the batch's bytes (its
+        own and the corrupted copies) in its sandbox first (see ``peers.Sandbox``)."""
+        began = time.perf_counter()
+        if peer.fragile:
+            questions = []
+            for _cls, rules, _m, v, data, bits, _index in batch:
+                theirs = peer.message_class(rules.api_key, rules.kind, v)
+                if theirs is not None:
+                    questions += [(theirs, v, b) for b in (data, *self._mutants(data, bits))]
+            peer.read_ahead(questions)
+        try:
+            entries = self._peer_answers(peer, batch, stats)
+        finally:
+            peer.read_ahead([])
+        name = column(peer.name, "seconds")
+        stats.oracle[name] = stats.oracle.get(name, 0.0) + time.perf_counter() - began
+        return entries
+
+    def _peer_answers(
+        self, peer: Any, batch: list[tuple[Any, ...]], stats: ComboStats
+    ) -> list[PeerEntry]:
+        entries: list[PeerEntry] = []
+        for cls, rules, m, v, data, bits, index in batch:
+            entries += self._check_peer(peer, cls, rules, m, v, data, bits, index, stats)
+        return entries
+
+    def _check_peer(
+        self,
+        peer: Any,
+        cls: type[Message],
+        rules: MessageRules,
+        m: Message,
+        v: int,
+        data: bytes,
+        bits: int,
+        index: int,
+        stats: ComboStats,
+    ) -> list[PeerEntry]:
+        """The peer's read, write and corrupted-copy questions about one message, counted
+        into ``stats``; returns its disagreements, which wait for Kafka's answers."""
+        found: list[PeerEntry] = []
+        counts = stats.oracle
+        mutants = self._mutants(data, bits)
+        theirs = peer.message_class(rules.api_key, rules.kind, v)
+        if theirs is None:
+            name = column(peer.name, "skipped")
+            counts[name] = counts.get(name, 0) + 2 + len(mutants)
+        else:
+            read, write = ask(peer, rules, theirs, v, m, data)
+            answers: list[tuple[int, Difference | None]] = [(READ, read), (WRITE, write)]
+            for k, bad in enumerate(mutants):
+                try:
+                    ours: Any = cls.decode(bad, v)
+                except Exception:
+                    ours = None
+                answers.append((k, ask_mutant(peer, rules, theirs, v, ours, bad)))
+            for role, difference in answers:
+                if difference is None:
+                    what = "agree"
+                elif difference is NOT_ASKED:
+                    what = "skipped"
+                else:
+                    what = "disagree"
+                    check = "read" if role == READ else "write" if role == WRITE else "mutant"
+                    found.append((peer.name, index, role, check, difference.kind))
+                    key = (peer.name, check, difference.kind)
+                    if key not in stats.peer_repros:
+                        stats.peer_repros[key] = self._reproduce(
+                            peer,
+                            cls,
+                            rules,
+                            theirs,
+                            m,
+                            v,
+                            index,
+                            stats,
+                            role,
+                            difference,
+                            mutants,
+                        )
+                name = column(peer.name, what)
+                counts[name] = counts.get(name, 0) + 1
+        return found
+
+    def _reproduce(
+        self,
+        peer: Any,
+        cls: type[Message],
+        rules: MessageRules,
+        theirs: Any,
+        m: Message,
+        v: int,
+        index: int,
+        stats: ComboStats,
+        role: int,
+        difference: Difference,
+        mutants: list[bytes],
+    ) -> PeerRepro:
+        """A minimal reproducer of a peer's disagreement: the message shrunk while the
+        same kind of difference shows (a corrupted copy is kept as it is)."""
+        fid = failure_id(self.options.seed, stats.api, stats.kind, stats.version, index)
+        if role >= 0:
+            bad = mutants[role]
+            try:
+                read: Any = cls.decode(bad, v).to_json(v)
+            except Exception:
+                read = None
+            return PeerRepro(
+                fid, difference.detail, bad.hex(), None if read is None else _json_text(read)
+            )
+
+        def still(small: Message) -> bool:
+            found = ask(peer, rules, theirs, v, small, small.encode(v))[0 if role == READ else 1]
+            return found is not None and found.kind == difference.kind
+
+        small = shrink(m, v, still)
+        detail = ask(peer, rules, theirs, v, small, small.encode(v))[0 if role == READ else 1]
+        return PeerRepro(
+            fid,
+            (detail or difference).detail,
+            small.encode(v).hex(),
+            _json_text(small.to_json(v)),
+        )
+
+    def _judge_peers(
+        self,
+        stats: ComboStats,
+        entries: list[PeerEntry],
+        doubted: set[tuple[int, int]],
+        kafka: bool,
+    ) -> None:
+        """Count peer disagreements: the peer's finding where Kafka answered the same
+        question as kafkagen did, unjudged where Kafka was not asked or did not agree."""
+        for peer, index, role, check, kind in entries:
+            # A peer writes back what it read: Kafka's counterpart is its reading and
+            # writing back of the same bytes (the read question) and its writing of the
+            # message's JSON form (the write question).
+            asked = [(index, READ), (index, WRITE)] if role == WRITE else [(index, role)]
+            finding = kafka and not any(q in doubted for q in asked)
+            group = stats.peer_groups.setdefault((peer, check, kind), [0, 0])
+            group[0 if finding else 1] += 1
+            name = column(peer, "findings" if finding else "unjudged")
+            stats.oracle[name] = stats.oracle.get(name, 0) + 1
+            stats.disagreements += 1
 
     def _pure_codecs(self, cls: type[Message], v: int) -> tuple[Any, Any] | None:
         """The generated pure-Python decoder and encoder of ``cls`` at ``v``, behind the
@@ -978,17 +1170,17 @@ class Fuzzer:
             out: list[bytes] = []
             enc(m, out.append)
             if b"".join(out) != data:
-                self._fail(stats, index, "native", "pure-Python encoding differs", data, False)
+                self._fail(stats, index, "native", "pure-Python encoding differs", data)
                 return
             d, end = dec(data, 0, len(data))
             if end != len(data) or d != m:
                 why = "pure-Python decoding differs: " + (
                     difference(d, m) if end == len(data) else f"read {end} of {len(data)}"
                 )
-                self._fail(stats, index, "native", why, data, False)
+                self._fail(stats, index, "native", why, data)
                 return
         except Exception as e:
-            self._fail(stats, index, "native", "pure-Python codec: " + _describe(e), data, False)
+            self._fail(stats, index, "native", "pure-Python codec: " + _describe(e), data)
             return
         bad = mutate(data, bits & 0xFFFFFFFFFFFF)
         try:
@@ -1005,7 +1197,7 @@ class Fuzzer:
             slow = e
         if fast is not slow and fast != slow:
             why = f"a corrupted copy: compiled {_verdict(fast)}, pure-Python {_verdict(slow)}"
-            self._fail(stats, index, "native", why, bad, False)
+            self._fail(stats, index, "native", why, bad)
 
     def _check_mutations(
         self,
@@ -1031,29 +1223,22 @@ class Fuzzer:
                 except DecodeError:
                     continue
                 except Exception as e:
-                    self._fail(stats, index, "mutation", "decode: " + _describe(e), bad, False)
+                    self._fail(stats, index, "mutation", "decode: " + _describe(e), bad)
                     continue
                 stats.mutations_decoded += 1
                 try:
                     d.encode(v)  # what a codec accepts, it must be able to write back
                 except Exception as e:
-                    self._fail(stats, index, "mutation", "re-encode: " + _describe(e), bad, False)
+                    self._fail(stats, index, "mutation", "re-encode: " + _describe(e), bad)
             finally:
                 took = time.perf_counter() - began
                 if traced:
                     peak = tracemalloc.get_traced_memory()[1]
                     tracemalloc.stop()
                     if peak > ALLOC_BASE + ALLOC_PER_BYTE * len(bad):
-                        self._fail(
-                            stats,
-                            index,
-                            "mutation",
-                            f"allocated {peak} bytes at peak",
-                            bad,
-                            False,
-                        )
+                        self._fail(stats, index, "mutation", f"allocated {peak} bytes at peak", bad)
                 if took > SLOW_SECONDS:
-                    self._fail(stats, index, "mutation", f"took {took:.2f} s", bad, False)
+                    self._fail(stats, index, "mutation", f"took {took:.2f} s", bad)
 
 
 __all__ = [

@@ -52,19 +52,26 @@ from .checks import (
     clear_injection,
 )
 from .kafka import Pending
+from .peers import ORACLES, PEER_COUNTS, PEERS, column
 from .plan import Combo, default_tasks, run_task, task_size
 from .rules import Table
 
+#: Per-peer counts (``kafka_python_agree``, ...) and each oracle's seconds in stats rows.
+PEER_FIELDS = tuple(column(p, what) for p in PEERS for what in PEER_COUNTS)
+SECONDS_FIELDS = tuple(column(o, "seconds") for o in ORACLES)
 #: Output rows of a task: ``rec`` says which columns mean something.
 SCHEMA_DDL = (
     "rec string, task int, attempt int, api int, kind string, version int, "
     "messages bigint, bytes bigint, failures bigint, disagreements bigint, "
     "cross_checks bigint, cross_raised bigint, forward_checks bigint, mutations bigint, "
-    "mutations_decoded bigint, peer_checks bigint, native_checks bigint, seconds double, "
+    "mutations_decoded bigint, native_checks bigint, seconds double, "
     "kafka_checks bigint, kafka_known bigint, kafka_skipped bigint, "
     + "".join(f"by_{c} bigint, " for c in CHECKS)
+    + "".join(f"{c} bigint, " for c in PEER_FIELDS)
+    + "".join(f"{c} double, " for c in SECONDS_FIELDS)
     + "id string, idx bigint, check_name string, error string, hex string, origin string, "
-    + "cpu_seconds double, batch binary, refs binary, answers binary"
+    + "oracle string, diff string, json string, peer_findings bigint, peer_unjudged bigint, "
+    + "cpu_seconds double, batch binary, refs binary, peers binary, answers binary"
 )
 STAT_FIELDS = (
     *(f"by_{c}" for c in CHECKS),
@@ -77,11 +84,11 @@ STAT_FIELDS = (
     "forward_checks",
     "mutations",
     "mutations_decoded",
-    "peer_checks",
     "native_checks",
     "kafka_checks",
     "kafka_known",
     "kafka_skipped",
+    *PEER_FIELDS,
 )
 #: Subpackages the executors need, zipped with the package root.
 SHIPPED = ("fuzz", "generated", "runtime", "generator")
@@ -335,7 +342,14 @@ def _stat_row(st: ComboStats, task: int, attempt: int) -> dict[str, Any]:
         "seconds": st.seconds,
     }
     for name in STAT_FIELDS:
-        row[name] = st.by_check.get(name[3:], 0) if name.startswith("by_") else getattr(st, name)
+        if name.startswith("by_"):
+            row[name] = st.by_check.get(name[3:], 0)
+        elif name in st.oracle or name in PEER_FIELDS:
+            row[name] = int(st.oracle.get(name, 0))
+        else:
+            row[name] = getattr(st, name)
+    for name in SECONDS_FIELDS:
+        row[name] = st.oracle.get(name, 0.0)
     return row
 
 
@@ -376,7 +390,7 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
         apply_injection(config.inject)
     fuzzer = None
     questions: list[Pending] = []
-    if config.options.oracle:
+    if "kafka" in config.options.oracles:
         fuzzer = Fuzzer(config.table, config.options)
         fuzzer.records = config.records
         if config.kafka_rows:
@@ -409,6 +423,7 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
             "version": pending.version,
             "batch": encode_batch(pending.items),
             "refs": pending.packed_refs(),
+            "peers": pending.packed_peers(),
         }
     yield from _result_rows(stats, task, attempt)
     yield {
@@ -425,9 +440,31 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
 def _result_rows(stats: Iterable[ComboStats], task: int, attempt: int) -> Iterator[dict[str, Any]]:
     for st in stats:
         yield _stat_row(st, task, attempt)
+        # Peer disagreements by group: counts once judged, a reproducer where it was made.
+        for key in {**st.peer_groups, **st.peer_repros}:
+            peer, check, kind = key
+            findings, unjudged = st.peer_groups.get(key, (0, 0))
+            repro = st.peer_repros.get(key)
+            yield {
+                "rec": "peer",
+                "task": task,
+                "attempt": attempt,
+                "api": st.api,
+                "kind": st.kind,
+                "version": st.version,
+                "oracle": peer,
+                "check_name": check,
+                "diff": kind,
+                "peer_findings": findings,
+                "peer_unjudged": unjudged,
+                "id": repro.id if repro else None,
+                "error": repro.detail if repro else None,
+                "hex": repro.hex if repro else None,
+                "json": repro.json if repro else None,
+            }
         for f in st.findings:
             yield {
-                "rec": "disagreement" if f.check == "differential" else "failure",
+                "rec": "failure",
                 "task": task,
                 "attempt": attempt,
                 "api": f.api,
@@ -472,6 +509,7 @@ def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
                 pending = Pending(row["api"], row["kind"], row["version"])
                 pending.items = decode_batch(row["batch"])
                 pending.refs = Pending.unpack_refs(row["refs"])
+                pending.peers = Pending.unpack_peers(row["peers"])
                 key = (row["task"], pending.api, pending.kind, pending.version)
                 st = judged.get(key)
                 if st is None:
@@ -604,7 +642,9 @@ class RunResult:
     wall_seconds: float
     stats: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
-    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    #: Peer disagreements grouped by (peer, API, kind, version, check, kind of difference):
+    #: counts of findings (Kafka agreed with kafkagen) and unjudged, and a reproducer.
+    peer_groups: list[dict[str, Any]] = field(default_factory=list)
     task_info: list[dict[str, Any]] = field(default_factory=list)
     #: Stopped by Ctrl-C: only the tasks that finished are in the results.
     interrupted: bool = False
@@ -625,6 +665,7 @@ class RunResult:
 def collect(rows: Iterable[dict[str, Any]], result: RunResult) -> RunResult:
     """Sum the per-task stats rows by (API, kind, version) and sort the findings out."""
     totals: dict[tuple[int, str, int], dict[str, Any]] = {}
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
         rec = r["rec"]
         if rec == "stats":
@@ -637,15 +678,40 @@ def collect(rows: Iterable[dict[str, Any]], result: RunResult) -> RunResult:
                     "version": r["version"],
                     "seconds": 0.0,
                     **{n: 0 for n in STAT_FIELDS},
+                    **{n: 0.0 for n in SECONDS_FIELDS},
                 }
             for n in STAT_FIELDS:
                 t[n] += int(r[n])
-            t["seconds"] += float(r["seconds"])
-        elif rec in ("failure", "disagreement"):
+            for n in ("seconds", *SECONDS_FIELDS):
+                t[n] += float(r[n] or 0.0)
+        elif rec == "peer":
+            gkey = (r["oracle"], r["api"], r["kind"], r["version"], r["check_name"], r["diff"])
+            g = groups.get(gkey)
+            if g is None:
+                g = groups[gkey] = {
+                    "peer": r["oracle"],
+                    "api": r["api"],
+                    "kind": r["kind"],
+                    "version": r["version"],
+                    "check": r["check_name"],
+                    "difference": r["diff"],
+                    "findings": 0,
+                    "unjudged": 0,
+                    "id": None,
+                    "detail": None,
+                    "hex": None,
+                    "json": None,
+                }
+            g["findings"] += int(r["peer_findings"] or 0)
+            g["unjudged"] += int(r["peer_unjudged"] or 0)
+            # The smallest reproducer any task made.
+            if r["hex"] is not None and (g["hex"] is None or len(r["hex"]) < len(g["hex"])):
+                g.update(id=r["id"], detail=r["error"], hex=r["hex"], json=r["json"])
+        elif rec == "failure":
             item = {k: r[k] for k in ("id", "api", "kind", "version", "error", "hex")}
             item["index"] = r["idx"]
             item["check"] = r["check_name"]
-            (result.failures if rec == "failure" else result.disagreements).append(item)
+            result.failures.append(item)
         elif rec == "task":
             result.task_info.append(
                 {
@@ -655,7 +721,7 @@ def collect(rows: Iterable[dict[str, Any]], result: RunResult) -> RunResult:
             )
     result.stats = [totals[k] for k in sorted(totals)]
     result.failures.sort(key=lambda f: (f["api"], f["kind"], f["version"], f["index"]))
-    result.disagreements.sort(key=lambda f: (f["api"], f["kind"], f["version"], f["index"]))
+    result.peer_groups = [groups[k] for k in sorted(groups)]
     result.task_info.sort(key=lambda t: t["task"])
     return result
 
@@ -688,7 +754,7 @@ def run_spark(
     """Run the plan on Spark at ``master`` (or on the given session) and return the summed
     results. A codec bug named by ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
     records = None
-    if options.oracle == "kafka":
+    if "kafka" in options.oracles:
         from pyspark import SparkContext
 
         if spark is not None or SparkContext._active_spark_context is not None:
@@ -788,7 +854,7 @@ def _run_tasks(spark: Any, config: JobConfig, progress: Progress) -> tuple[list[
 
 def run_plain(table: Table, combos: list[Combo], options: FuzzOptions, tasks: int = 1) -> RunResult:
     """The same tasks in this process, one after another: no Spark (benchmarks, tests)."""
-    records = records_paths() if options.oracle == "kafka" else None
+    records = records_paths() if "kafka" in options.oracles else None
     config = JobConfig(table, combos, options, tasks, records=records)
     began = time.perf_counter()
     rows = [r for t in range(tasks) for r in task_rows(config, t, 0)]

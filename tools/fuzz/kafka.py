@@ -37,12 +37,14 @@ from kafkagen.oracle import (
 )
 from kafkagen.runtime.message import Message
 
-ORACLES = ("kafka",)
 #: What a question asks, besides a mutant's number (0, 1, ...).
 READ, WRITE = -1, -2
 _REF = struct.Struct(">qb")
 #: Questions per batch: a Spark row, or one call to the JVM.
 BATCH_ITEMS = 2048
+#: A peer's disagreement waiting for Kafka's answer to the same question: (peer, message
+#: index, READ / WRITE / mutant number, question, kind of difference).
+PeerEntry = tuple[str, int, int, str, str]
 
 
 @dataclass
@@ -55,6 +57,8 @@ class Pending:
     version: int
     items: list[Item] = field(default_factory=list)
     refs: list[tuple[int, int]] = field(default_factory=list)
+    #: The peers' disagreements about these messages.
+    peers: list[PeerEntry] = field(default_factory=list)
 
     def add(self, index: int, data: bytes, message: Message, mutants: list[bytes]) -> None:
         api, kind, v = self.api, self.kind, self.version
@@ -73,6 +77,13 @@ class Pending:
     def unpack_refs(data: bytes) -> list[tuple[int, int]]:
         return [(i, r) for i, r in _REF.iter_unpack(data)]
 
+    def packed_peers(self) -> bytes:
+        return json.dumps(self.peers).encode()
+
+    @staticmethod
+    def unpack_peers(data: bytes | None) -> list[PeerEntry]:
+        return [(p, int(i), int(r), c, k) for p, i, r, c, k in json.loads(data or b"[]")]
+
 
 #: What judge reports per failure: (message index, what went wrong, the bytes asked about).
 Fail = Callable[[int, str, bytes], None]
@@ -81,11 +92,14 @@ Fail = Callable[[int, str, bytes], None]
 @dataclass
 class Verdicts:
     """Counts of one batch: questions Kafka answered, of them documented differences, and
-    questions about versions Kafka does not have."""
+    questions about versions Kafka does not have; and the questions (message index,
+    role) where Kafka did not plainly agree with kafkagen (skipped, documented or failed),
+    on which a peer's disagreement cannot be judged."""
 
     checks: int = 0
     known: int = 0
     skipped: int = 0
+    doubted: set[tuple[int, int]] = field(default_factory=set)
 
 
 def judge(pending: Pending, answers: list[Outcome], records: RecordsPaths, fail: Fail) -> Verdicts:
@@ -97,18 +111,21 @@ def judge(pending: Pending, answers: list[Outcome], records: RecordsPaths, fail:
     for (index, role), item, theirs in zip(pending.refs, pending.items, answers, strict=True):
         if theirs.status == "unsupported":
             out.skipped += 1
+            out.doubted.add((index, role))
             continue
         out.checks += 1
         data = item.payload
         if role == WRITE:
             why = _judge_write(cls, v, json.loads(data), theirs)
             if why:
+                out.doubted.add((index, role))
                 fail(index, f"Kafka writes kafkagen's JSON form: {why}", theirs.data)
             continue
         ours = kafkagen_read(cls, v, data, paths)
         difference = compare(ours, theirs)
         if difference is None:
             continue
+        out.doubted.add((index, role))
         if role >= 0 and explain(cls, v, data, ours, theirs, paths) is not None:
             out.known += 1
             continue
@@ -129,4 +146,4 @@ def _judge_write(cls: type[Message], v: int, obj: Any, theirs: Outcome) -> str |
     return None
 
 
-__all__ = ["BATCH_ITEMS", "ORACLES", "READ", "WRITE", "Pending", "Verdicts", "judge"]
+__all__ = ["BATCH_ITEMS", "PeerEntry", "READ", "WRITE", "Pending", "Verdicts", "judge"]

@@ -4,8 +4,13 @@ Files under the output folder:
 
 - ``stats.parquet``: one row per (API, kind, version): messages, bytes, failures (also by
   check), disagreements, checks run, task seconds;
-- ``failures.parquet`` / ``disagreements.parquet``: each kept finding with its replay id
-  (``kafkagen fuzz --replay ID``), check, error and the bytes in hex;
+- ``failures.parquet``: each kept failure with its replay id (``kafkagen fuzz --replay
+  ID``), check, error and the bytes in hex;
+- with ``--oracle``: ``oracles.parquet``, one row per oracle and (API, kind, version):
+  questions agreed on, disagreed on and skipped, and the oracle's seconds; and
+  ``peer_findings.parquet``, the peers' disagreements grouped by (peer, API, kind,
+  version, question, kind of difference), with counts of findings (Kafka agreed with
+  kafkagen) and unjudged ones, and a minimal reproducer (hex and kafkagen's JSON form);
 - ``tasks.parquet``: each task's messages, seconds and where its package came from;
 - ``run.json``: the run's parameters and totals; ``report.html``: self-contained (inline
   SVG and CSS): heat maps of API x version coloured by agreement, for kafkagen's own
@@ -27,7 +32,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from .checks import CHECKS
-from .job import STAT_FIELDS, RunResult
+from .job import SECONDS_FIELDS, STAT_FIELDS, RunResult
+from .peers import ORACLES, PEERS, column
 from .rules import Table
 
 
@@ -93,6 +99,7 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         ]
         + [(n, pa.int64()) for n in STAT_FIELDS]
         + [("seconds", pa.float64())]
+        + [(n, pa.float64()) for n in SECONDS_FIELDS]
     )
     finding_schema = pa.schema(
         [
@@ -119,6 +126,35 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         ]
     )
 
+    oracle_schema = pa.schema(
+        [
+            ("oracle", pa.string()),
+            ("api", pa.int16()),
+            ("api_name", pa.string()),
+            ("kind", pa.string()),
+            ("version", pa.int16()),
+            *((n, pa.int64()) for n in ORACLE_COUNTS),
+            ("seconds", pa.float64()),
+        ]
+    )
+    peer_schema = pa.schema(
+        [
+            ("peer", pa.string()),
+            ("api", pa.int16()),
+            ("api_name", pa.string()),
+            ("kind", pa.string()),
+            ("version", pa.int16()),
+            ("check", pa.string()),
+            ("difference", pa.string()),
+            ("findings", pa.int64()),
+            ("unjudged", pa.int64()),
+            ("id", pa.string()),
+            ("detail", pa.string()),
+            ("hex", pa.string()),
+            ("json", pa.string()),
+        ]
+    )
+
     def named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seed = result.options.seed
         return [{**r, "seed": seed, "api_name": names.get(int(r["api"]), "")} for r in rows]
@@ -126,8 +162,9 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
     files = {
         "stats.parquet": pa.Table.from_pylist(named(result.stats), schema=stats_schema),
         "failures.parquet": pa.Table.from_pylist(named(result.failures), schema=finding_schema),
-        "disagreements.parquet": pa.Table.from_pylist(
-            named(result.disagreements), schema=finding_schema
+        "oracles.parquet": pa.Table.from_pylist(named(oracle_rows(result)), schema=oracle_schema),
+        "peer_findings.parquet": pa.Table.from_pylist(
+            named(result.peer_groups), schema=peer_schema
         ),
         "tasks.parquet": pa.Table.from_pylist(result.task_info, schema=task_schema),
     }
@@ -146,6 +183,12 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         "messages": result.messages,
         "failures": result.failure_count,
         "disagreements": result.disagreement_count,
+        "oracle_seconds": {
+            o: round(sum(float(r[column(o, "seconds")]) for r in result.stats), 3)
+            for o in result.options.oracles
+        },
+        "peer_findings": sum(int(g["findings"]) for g in result.peer_groups),
+        "peer_unjudged": sum(int(g["unjudged"]) for g in result.peer_groups),
         "wall_seconds": round(result.wall_seconds, 3),
         "options": result.options._asdict(),
         "combos": len(result.combos),
@@ -184,13 +227,29 @@ def checks_text(result: RunResult) -> str:
         f"spec demands; {total('forward_checks'):,} with unknown tagged fields added; "
         f"{total('mutations'):,} mutations ({total('mutations_decoded'):,} still decoded)"
     )
-    if result.options.oracle == "kafka":
+    if "kafka" in result.options.oracles:
         text += (
             f"\nKafka's own classes: {total('kafka_checks'):,} questions answered (bytes read, "
             f"JSON forms written, corrupted copies read), {total('kafka_known'):,} of them "
             f"documented differences (docs/kafka-differences.md); {total('kafka_skipped'):,} "
             "skipped: versions Kafka does not have"
         )
+    for peer in PEERS:
+        if peer in result.options.oracles:
+            t = {w: total(column(peer, w)) for w in ("agree", "disagree", "skipped")}
+            judged = {w: total(column(peer, w)) for w in ("findings", "unjudged")}
+            text += (
+                f"\n{peer}: {t['agree']:,} questions agreed on, {t['disagree']:,} disagreed on "
+                f"({judged['findings']:,} the peer's findings: Kafka agrees with kafkagen; "
+                f"{judged['unjudged']:,} unjudged), {t['skipped']:,} skipped: APIs and "
+                "versions it lacks"
+            )
+    seconds = [
+        f"{o} {sum(float(s.get(column(o, 'seconds')) or 0.0) for s in result.stats):,.1f} s"
+        for o in result.options.oracles
+    ]
+    if seconds:
+        text += "\noracle time in the tasks: " + ", ".join(seconds)
     return text
 
 
@@ -242,22 +301,36 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
         lines.append(partial_text(result))
     by_check = {c: sum(int(s.get(f"by_{c}", 0)) for s in result.stats) for c in CHECKS}
     if result.failure_count:
-        parts = ", ".join(f"{c} {n}" for c, n in by_check.items() if n and c != "differential")
+        parts = ", ".join(f"{c} {n}" for c, n in by_check.items() if n)
         lines.append(f"FAILED: {result.failure_count} failure(s): {parts}")
         for f in result.failures[:limit]:
             lines.append(f"  {f['id']}  {f['check']}: {f['error'][:120]}")
         if len(result.failures) > limit:
             lines.append(f"  ... {len(result.failures) - limit} more in failures.parquet")
         first = result.failures[0]
-        oracle = " --oracle kafka" if first["check"] == "kafka" else ""
+        oracle = " --oracle kafka" if first["check"] == "kafka" else ""  # what replays it
         lines.append(f"  reproduce one: kafkagen fuzz --replay {first['id']}{oracle}")
     else:
         lines.append("no failures")
-    if result.disagreement_count:
+    if result.peer_groups:
+        lines.append(peers_text(result))
+    return "\n".join(lines)
+
+
+def peers_text(result: RunResult, limit: int = 12) -> str:
+    """The peers' disagreements (not failures), the largest groups first."""
+    groups = sorted(result.peer_groups, key=lambda g: -(g["findings"] + g["unjudged"]))
+    lines = [
+        f"{result.disagreement_count:,} disagreement(s) of peer codecs, not failures, in "
+        f"{len(groups)} groups (peer_findings.parquet, report.html):"
+    ]
+    for g in groups[:limit]:
         lines.append(
-            f"{result.disagreement_count} disagreement(s) with the peer codec (not failures; "
-            "see disagreements.parquet)"
+            f"  {g['peer']} {g['api']}:{g['kind']}:v{g['version']} {g['check']}: "
+            f"{g['difference']}: {g['findings']} finding(s), {g['unjudged']} unjudged"
         )
+    if len(groups) > limit:
+        lines.append(f"  ... {len(groups) - limit} more groups")
     return "\n".join(lines)
 
 
@@ -547,12 +620,6 @@ def write_html(result: RunResult, table: Table, path: Path, limit: int = 200) ->
             f"{body}</table>{more}"
         )
 
-    differential = findings(
-        result.disagreements,
-        "Disagreements with the peer codec",
-        "differential",
-        "none" if result.options.differential else None,
-    )
     rate = result.messages / result.wall_seconds if result.wall_seconds else 0.0
     doc = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} report</title>
@@ -564,7 +631,7 @@ td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 .bad {{ color: #c0392b; font-weight: bold; }} .ok {{ color: #27ae60; font-weight: bold; }}
 .legend span {{ display: inline-block; width: 1em; height: 1em; vertical-align: middle; }}
 .heatmap .cell:hover rect {{ stroke: #222; stroke-width: 2; }}
-.failures td, .differential td, .peers td, .failures th, .differential th, .peers th
+.failures td, .peers td, .failures th, .peers th
   {{ text-align: left; vertical-align: top; }}
 code.hex {{ word-break: break-all; }} td:first-child code {{ white-space: nowrap; }}
 </style></head><body>
@@ -572,12 +639,10 @@ code.hex {{ word-break: break-all; }} td:first-child code {{ white-space: nowrap
 {status}
 <p>{result.messages:,} messages over {len(result.combos)} (API, kind, version) combinations,
 seed {result.options.seed}, in {result.wall_seconds:.1f} s on <code>{esc(result.master)}</code>
-({result.tasks} tasks, {rate:,.0f} msg/s); {result.disagreement_count} disagreement(s) with
-the peer codec.</p>
+({result.tasks} tasks, {rate:,.0f} msg/s).</p>
 <p>{esc(checks_text(result))}.</p>
 {heat_maps(result, table)}
 {findings(result.failures, "Disagreements: failures", "failures", "no failures")}
-{differential}
 {peer_findings(result)}
 <h2>Throughput and failures per API</h2>
 {_bars(rows)}
@@ -593,12 +658,50 @@ the peer codec.</p>
     return path
 
 
+# ---------------------------------------------------------------- oracles
+
+
+#: What ``oracles.parquet`` counts per oracle and (API, kind, version): questions the
+#: oracle agreed on with kafkagen, disagreed on, skipped (versions it lacks); for Kafka,
+#: of the disagreements those that are failures and those documented; for a peer, those
+#: that are its findings (Kafka agreed with kafkagen) and those unjudged.
+ORACLE_COUNTS = ("agree", "disagree", "skipped", "failures", "documented", "findings", "unjudged")
+
+
+def oracle_rows(result: RunResult) -> list[dict[str, Any]]:
+    """One row per oracle of the run and (API, kind, version) it was asked about."""
+    rows = []
+    for s in result.stats:
+        for o in (o for o in ORACLES if o in result.options.oracles):
+            row: dict[str, Any] = {k: s[k] for k in ("api", "kind", "version")}
+            row["oracle"] = o
+            row["seconds"] = float(s.get(column(o, "seconds")) or 0.0)
+            counts = dict.fromkeys(ORACLE_COUNTS, 0)
+            if o == "kafka":
+                failed, known = int(s["by_kafka"]), int(s["kafka_known"])
+                counts.update(
+                    agree=int(s["kafka_checks"]) - failed - known,
+                    disagree=failed + known,
+                    skipped=int(s["kafka_skipped"]),
+                    failures=failed,
+                    documented=known,
+                )
+            else:
+                for what in ("agree", "disagree", "skipped", "findings", "unjudged"):
+                    counts[what] = int(s[column(o, what)])
+            rows.append({**row, **counts})
+    return rows
+
+
 __all__ = [
+    "ORACLE_COUNTS",
     "ApiRow",
     "Cell",
     "heat_cells",
     "judges",
     "checks_text",
+    "oracle_rows",
+    "peers_text",
     "partial_text",
     "per_api",
     "print_summary",

@@ -21,6 +21,8 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.message.ApiMessageType;
 import org.apache.kafka.common.message.RequestHeaderData;
 import org.apache.kafka.common.message.ResponseHeaderData;
@@ -36,8 +38,9 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * on stdin and stdout), and Spark through a UDF over a binary column of batches.
  *
  * <p>A batch (big-endian): int32 count, then per item: int8 op, int16 api key, int8 kind (0
- * request, 1 response, 2 request header, 3 response header), int16 version (for the header kinds
- * the header version), int32 length and that many payload bytes. Ops: 1 READ (payload: wire
+ * request, 1 response, 2 request header, 3 response header, 4 coordinator key and 5 coordinator
+ * value, whose api key is the record type), int16 version (for the header kinds the header
+ * version), int32 length and that many payload bytes. Ops: 1 READ (payload: wire
  * bytes), 2 WRITE (payload: Kafka's JSON form as UTF-8), 3 VERSIONS (no payload).
  *
  * <p>A result: int8 status, int32 length + UTF-8 text, int32 length + bytes. Status 0 OK: the
@@ -65,7 +68,8 @@ public final class KafkaOracle {
     /** Written once on stdout when the server is ready: the client knows the JVM is up. */
     private static final byte[] HELLO = "KGO1".getBytes(StandardCharsets.US_ASCII);
 
-    private static final String[] KINDS = {"request", "response", "request header", "response header"};
+    private static final String[] KINDS = {"request", "response", "request header", "response header",
+            "coordinator key", "coordinator value"};
 
     /**
      * Kafka's converters put a float64 NaN or infinity in the tree as a number: written as the
@@ -252,6 +256,9 @@ public final class KafkaOracle {
     }
 
     private static Codec codec(short apiKey, byte kind) {
+        if (kind == 4 || kind == 5) {
+            return recordCodec(apiKey, kind == 4);
+        }
         if (kind == 2) {
             return REQUEST_HEADER;
         }
@@ -262,6 +269,32 @@ public final class KafkaOracle {
             return null;
         }
         return CODECS[2 * apiKey + kind];
+    }
+
+    /** Where the group coordinator's record classes are, when it is on the classpath. */
+    private static final String RECORD_TYPES =
+            "org.apache.kafka.coordinator.group.generated.CoordinatorRecordType";
+
+    /** Codecs of the coordinator's records by record type * 2 + (0 key, 1 value). */
+    private static final Map<Integer, Codec> RECORD_CODECS = new ConcurrentHashMap<>();
+
+    /**
+     * The group coordinator's key or value class of a record type (the API key of kinds 4 and
+     * 5), looked up by name: only callers that put kafka-group-coordinator on the classpath
+     * ask for them. Null when it is absent or has no such record type.
+     */
+    private static Codec recordCodec(short type, boolean key) {
+        return RECORD_CODECS.computeIfAbsent(2 * type + (key ? 0 : 1), k -> {
+            try {
+                Class<?> types = Class.forName(RECORD_TYPES);
+                Object recordType = types.getMethod("fromId", short.class).invoke(null, type);
+                Object sample = types.getMethod(key ? "newRecordKey" : "newRecordValue")
+                        .invoke(recordType);
+                return new Codec(sample.getClass().asSubclass(Message.class));
+            } catch (ReflectiveOperationException e) {
+                return null;
+            }
+        });
     }
 
     private static byte[] encode(Message message, short version) {
