@@ -87,7 +87,13 @@ def init_ok(w: WireClient, tid: str, timeout: int = 60000) -> tuple[int, int]:
 
 
 def add_partitions(
-    w: WireClient, tid: str, pid: int, epoch: int, partitions: list[int], version: int = 3
+    w: WireClient,
+    tid: str,
+    pid: int,
+    epoch: int,
+    partitions: list[int],
+    version: int = 3,
+    topic: str = TOPIC,
 ) -> dict[int, int]:
     Req: Any = message_type(24, "request")
     r = w.call(
@@ -97,7 +103,7 @@ def add_partitions(
             v3_and_below_transactional_id=tid,
             v3_and_below_producer_id=pid,
             v3_and_below_producer_epoch=epoch,
-            v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name=TOPIC, partitions=partitions)],
+            v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name=topic, partitions=partitions)],
         ),
     )
     [topic] = r.results_by_topic_v3_and_below
@@ -329,20 +335,7 @@ def test_requests_during_prepare_get_concurrent_transactions(cluster: Background
         b = md.brokers[coordinator]
         with WireClient(f"{b.host}:{b.port}") as w:
             pid, epoch = init_ok(w, tid)
-            Req: Any = message_type(24, "request")
-            r = w.call(
-                24,
-                3,
-                Req(
-                    v3_and_below_transactional_id=tid,
-                    v3_and_below_producer_id=pid,
-                    v3_and_below_producer_epoch=epoch,
-                    v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name="held", partitions=[0])],
-                ),
-            )
-            assert (
-                r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
-            )
+            assert add_partitions(w, tid, pid, epoch, [0], topic="held") == {0: 0}
             c2.run(c2.cluster.pause_broker(leader))
             assert end_txn(w, tid, pid, epoch, True) == 0
             assert state_of(w, tid) == "PrepareCommit"
@@ -383,20 +376,7 @@ def test_a_complete_state_the_log_refused_is_written_again_once_it_can_be() -> N
         b = md.brokers[coordinator]
         with WireClient(f"{b.host}:{b.port}") as w:
             pid, epoch = init_ok(w, tid)
-            Req: Any = message_type(24, "request")
-            r = w.call(
-                24,
-                3,
-                Req(
-                    v3_and_below_transactional_id=tid,
-                    v3_and_below_producer_id=pid,
-                    v3_and_below_producer_epoch=epoch,
-                    v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name="held", partitions=[0])],
-                ),
-            )
-            assert (
-                r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
-            )
+            assert add_partitions(w, tid, pid, epoch, [0], topic="held") == {0: 0}
             c.run(c.cluster.pause_broker(data_leader))  # no marker can be written yet
             assert end_txn(w, tid, pid, epoch, True) == 0
             c.run(c.cluster.pause_broker(follower))  # the state log now refuses appends
