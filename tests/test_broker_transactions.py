@@ -598,6 +598,55 @@ def test_txn_offset_commit_with_a_stale_epoch_is_refused(w: WireClient) -> None:
     assert txn_commit_offset(w, tid, group, pid, epoch, 3) == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+def _txn_with_offsets(w: WireClient, group: str) -> tuple[str, int, int]:
+    """A transaction begun with AddOffsetsToTxn for ``group``: (id, producer id, epoch)."""
+    tid = new_id()
+    pid, epoch = init_ok(w, tid)
+    added = w.call(
+        25, 3, req(25, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+    )
+    assert added.error_code == 0
+    return tid, pid, epoch
+
+
+def test_txn_offset_commits_of_a_consumer_protocol_member_reach_its_group(w: WireClient) -> None:
+    """A KIP-848 member's transactional commits land in its group, where OffsetFetch reads
+    them, and its next transaction may commit again; a stale member epoch is refused."""
+    group = new_id("consumer-group")
+    # Clients look the coordinator up first; that creates __consumer_offsets.
+    assert w.call(10, 3, req(10, key=group, key_type=0)).error_code == 0
+    hb = w.call(
+        68,
+        0,
+        req(
+            68,
+            group_id=group,
+            member_id="",
+            member_epoch=0,
+            rebalance_timeout_ms=60000,
+            subscribed_topic_names=[TOPIC],
+            topic_partitions=[],
+        ),
+    )
+    assert hb.error_code == 0 and hb.member_epoch > 0
+    member = (hb.member_id, hb.member_epoch)
+    for offset in (5, 9):  # the second transaction commits after the first one's marker
+        tid, pid, epoch = _txn_with_offsets(w, group)
+        assert txn_commit_offset(w, tid, group, pid, epoch, offset, TOPIC, member) == 0
+        assert end_txn(w, tid, pid, epoch, True) == 0
+        assert wait_for(functools.partial(_completed, w, tid))
+        assert _committed(w, group) == offset
+    tid, pid, epoch = _txn_with_offsets(w, group)
+    stale = (hb.member_id, hb.member_epoch + 1)
+    assert txn_commit_offset(w, tid, group, pid, epoch, 11, TOPIC, stale) == (
+        ErrorCode.ILLEGAL_GENERATION
+    )
+    assert txn_commit_offset(w, tid, group, pid, epoch, 11, TOPIC, ("stranger", 1)) == (
+        ErrorCode.UNKNOWN_MEMBER_ID
+    )
+    assert end_txn(w, tid, pid, epoch, False) == 0
+
+
 # -- several brokers ----------------------------------------------------------------------------
 
 
