@@ -119,16 +119,6 @@ def _fj_AbortedTxn(obj: dict[str, Any], version: int) -> AbortedTxn:
     return o
 
 
-def _rnd_AbortedTxn(g: Any, version: int) -> AbortedTxn:
-    o = new_instance(AbortedTxn)
-    o.producer_id = g.int("int64")
-    o.first_offset = g.int("int64")
-    o.last_offset = g.int("int64")
-    o.last_stable_offset = g.int("int64")
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AbortedTxn_v0 = (
@@ -143,7 +133,7 @@ _N_AbortedTxn_v0 = (
     (),
     "AbortedTxn",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AbortedTxn = (
     AbortedTxn,
     (
@@ -160,7 +150,6 @@ bind_codecs(
     AbortedTxn,
     _tj_AbortedTxn,
     _fj_AbortedTxn,
-    _rnd_AbortedTxn,
     (0, 0, _dec_AbortedTxn_v0, _enc_AbortedTxn_v0),
 )
 bind_native(

@@ -204,16 +204,6 @@ def _fj_AddOffsetsToTxnRequest(obj: dict[str, Any], version: int) -> AddOffsetsT
     return o
 
 
-def _rnd_AddOffsetsToTxnRequest(g: Any, version: int) -> AddOffsetsToTxnRequest:
-    o = new_instance(AddOffsetsToTxnRequest)
-    o.transactional_id = g.str()
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int16")
-    o.group_id = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AddOffsetsToTxnRequest_v0 = (
@@ -240,7 +230,7 @@ _N_AddOffsetsToTxnRequest_v3 = (
     (),
     "AddOffsetsToTxnRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddOffsetsToTxnRequest = (
     AddOffsetsToTxnRequest,
     (
@@ -257,7 +247,6 @@ bind_codecs(
     AddOffsetsToTxnRequest,
     _tj_AddOffsetsToTxnRequest,
     _fj_AddOffsetsToTxnRequest,
-    _rnd_AddOffsetsToTxnRequest,
     (0, 2, _dec_AddOffsetsToTxnRequest_v0, _enc_AddOffsetsToTxnRequest_v0),
     (3, 4, _dec_AddOffsetsToTxnRequest_v3, _enc_AddOffsetsToTxnRequest_v3),
 )
@@ -324,14 +313,6 @@ def _fj_AddOffsetsToTxnResponse(obj: dict[str, Any], version: int) -> AddOffsets
     return o
 
 
-def _rnd_AddOffsetsToTxnResponse(g: Any, version: int) -> AddOffsetsToTxnResponse:
-    o = new_instance(AddOffsetsToTxnResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AddOffsetsToTxnResponse_v0 = (
@@ -354,7 +335,7 @@ _N_AddOffsetsToTxnResponse_v3 = (
     (),
     "AddOffsetsToTxnResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddOffsetsToTxnResponse = (
     AddOffsetsToTxnResponse,
     (
@@ -369,7 +350,6 @@ bind_codecs(
     AddOffsetsToTxnResponse,
     _tj_AddOffsetsToTxnResponse,
     _fj_AddOffsetsToTxnResponse,
-    _rnd_AddOffsetsToTxnResponse,
     (0, 2, _dec_AddOffsetsToTxnResponse_v0, _enc_AddOffsetsToTxnResponse_v0),
     (3, 4, _dec_AddOffsetsToTxnResponse_v3, _enc_AddOffsetsToTxnResponse_v3),
 )

@@ -520,25 +520,6 @@ def _fj_AddPartitionsToTxnRequest(obj: dict[str, Any], version: int) -> AddParti
     return o
 
 
-def _rnd_AddPartitionsToTxnRequest(g: Any, version: int) -> AddPartitionsToTxnRequest:
-    o = new_instance(AddPartitionsToTxnRequest)
-    o.transactions = (
-        (KeyedList([_rnd_AddPartitionsToTxnTransaction(g, version) for _ in range(g.count())]))
-        if version >= 4
-        else KeyedList()
-    )
-    o.v3_and_below_transactional_id = (g.str()) if version <= 3 else ""
-    o.v3_and_below_producer_id = (g.int("int64")) if version <= 3 else 0
-    o.v3_and_below_producer_epoch = (g.int("int16")) if version <= 3 else 0
-    o.v3_and_below_topics = (
-        (KeyedList([_rnd_AddPartitionsToTxnTopic(g, version) for _ in range(g.count())]))
-        if version <= 3
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_AddPartitionsToTxnTransaction_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AddPartitionsToTxnTransaction, int]:
@@ -611,21 +592,6 @@ def _fj_AddPartitionsToTxnTransaction(
     return o
 
 
-def _rnd_AddPartitionsToTxnTransaction(g: Any, version: int) -> _AddPartitionsToTxnTransaction:
-    o = new_instance(_AddPartitionsToTxnTransaction)
-    o.transactional_id = (g.str()) if version >= 4 else ""
-    o.producer_id = (g.int("int64")) if version >= 4 else 0
-    o.producer_epoch = (g.int("int16")) if version >= 4 else 0
-    o.verify_only = (g.bool()) if version >= 4 else False
-    o.topics = (
-        (KeyedList([_rnd_AddPartitionsToTxnTopic(g, version) for _ in range(g.count())]))
-        if version >= 4
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_AddPartitionsToTxnTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AddPartitionsToTxnTopic, int]:
@@ -686,14 +652,6 @@ def _fj_AddPartitionsToTxnTopic(obj: dict[str, Any], version: int) -> _AddPartit
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AddPartitionsToTxnTopic(g: Any, version: int) -> _AddPartitionsToTxnTopic:
-    o = new_instance(_AddPartitionsToTxnTopic)
-    o.name = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -771,7 +729,7 @@ _N_AddPartitionsToTxnRequest_v4 = (
     (),
     "AddPartitionsToTxnRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddPartitionsToTxnTopic = (
     _AddPartitionsToTxnTopic,
     (
@@ -808,7 +766,6 @@ bind_codecs(
     AddPartitionsToTxnRequest,
     _tj_AddPartitionsToTxnRequest,
     _fj_AddPartitionsToTxnRequest,
-    _rnd_AddPartitionsToTxnRequest,
     (0, 2, _dec_AddPartitionsToTxnRequest_v0, _enc_AddPartitionsToTxnRequest_v0),
     (3, 3, _dec_AddPartitionsToTxnRequest_v3, _enc_AddPartitionsToTxnRequest_v3),
     (4, 5, _dec_AddPartitionsToTxnRequest_v4, _enc_AddPartitionsToTxnRequest_v4),
@@ -824,7 +781,6 @@ bind_codecs(
     _AddPartitionsToTxnTransaction,
     _tj_AddPartitionsToTxnTransaction,
     _fj_AddPartitionsToTxnTransaction,
-    _rnd_AddPartitionsToTxnTransaction,
     (4, 5, _dec_AddPartitionsToTxnTransaction_v4, _enc_AddPartitionsToTxnTransaction_v4),
 )
 bind_native(
@@ -836,7 +792,6 @@ bind_codecs(
     _AddPartitionsToTxnTopic,
     _tj_AddPartitionsToTxnTopic,
     _fj_AddPartitionsToTxnTopic,
-    _rnd_AddPartitionsToTxnTopic,
     (0, 2, _dec_AddPartitionsToTxnTopic_v0, _enc_AddPartitionsToTxnTopic_v0),
     (3, 5, _dec_AddPartitionsToTxnTopic_v3, _enc_AddPartitionsToTxnTopic_v3),
 )
@@ -1010,24 +965,6 @@ def _fj_AddPartitionsToTxnResponse(obj: dict[str, Any], version: int) -> AddPart
     return o
 
 
-def _rnd_AddPartitionsToTxnResponse(g: Any, version: int) -> AddPartitionsToTxnResponse:
-    o = new_instance(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = (g.int("int16")) if version >= 4 else 0
-    o.results_by_transaction = (
-        (KeyedList([_rnd_AddPartitionsToTxnResult(g, version) for _ in range(g.count())]))
-        if version >= 4
-        else KeyedList()
-    )
-    o.results_by_topic_v3_and_below = (
-        (KeyedList([_rnd_AddPartitionsToTxnTopicResult(g, version) for _ in range(g.count())]))
-        if version <= 3
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_AddPartitionsToTxnResult_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AddPartitionsToTxnResult, int]:
@@ -1083,18 +1020,6 @@ def _fj_AddPartitionsToTxnResult(obj: dict[str, Any], version: int) -> _AddParti
     else:
         o.topic_results = KeyedList()
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AddPartitionsToTxnResult(g: Any, version: int) -> _AddPartitionsToTxnResult:
-    o = new_instance(_AddPartitionsToTxnResult)
-    o.transactional_id = (g.str()) if version >= 4 else ""
-    o.topic_results = (
-        (KeyedList([_rnd_AddPartitionsToTxnTopicResult(g, version) for _ in range(g.count())]))
-        if version >= 4
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -1199,16 +1124,6 @@ def _fj_AddPartitionsToTxnTopicResult(
     return o
 
 
-def _rnd_AddPartitionsToTxnTopicResult(g: Any, version: int) -> _AddPartitionsToTxnTopicResult:
-    o = new_instance(_AddPartitionsToTxnTopicResult)
-    o.name = g.str()
-    o.results_by_partition = KeyedList(
-        [_rnd_AddPartitionsToTxnPartitionResult(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_AddPartitionsToTxnPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AddPartitionsToTxnPartitionResult, int]:
@@ -1269,16 +1184,6 @@ def _fj_AddPartitionsToTxnPartitionResult(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.partition_error_code = get_int(obj, "partitionErrorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AddPartitionsToTxnPartitionResult(
-    g: Any, version: int
-) -> _AddPartitionsToTxnPartitionResult:
-    o = new_instance(_AddPartitionsToTxnPartitionResult)
-    o.partition_index = g.int("int32")
-    o.partition_error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -1370,7 +1275,7 @@ _N_AddPartitionsToTxnResponse_v4 = (
     (),
     "AddPartitionsToTxnResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddPartitionsToTxnPartitionResult = (
     _AddPartitionsToTxnPartitionResult,
     (
@@ -1411,7 +1316,6 @@ bind_codecs(
     AddPartitionsToTxnResponse,
     _tj_AddPartitionsToTxnResponse,
     _fj_AddPartitionsToTxnResponse,
-    _rnd_AddPartitionsToTxnResponse,
     (0, 2, _dec_AddPartitionsToTxnResponse_v0, _enc_AddPartitionsToTxnResponse_v0),
     (3, 3, _dec_AddPartitionsToTxnResponse_v3, _enc_AddPartitionsToTxnResponse_v3),
     (4, 5, _dec_AddPartitionsToTxnResponse_v4, _enc_AddPartitionsToTxnResponse_v4),
@@ -1427,7 +1331,6 @@ bind_codecs(
     _AddPartitionsToTxnResult,
     _tj_AddPartitionsToTxnResult,
     _fj_AddPartitionsToTxnResult,
-    _rnd_AddPartitionsToTxnResult,
     (4, 5, _dec_AddPartitionsToTxnResult_v4, _enc_AddPartitionsToTxnResult_v4),
 )
 bind_native(
@@ -1439,7 +1342,6 @@ bind_codecs(
     _AddPartitionsToTxnTopicResult,
     _tj_AddPartitionsToTxnTopicResult,
     _fj_AddPartitionsToTxnTopicResult,
-    _rnd_AddPartitionsToTxnTopicResult,
     (0, 2, _dec_AddPartitionsToTxnTopicResult_v0, _enc_AddPartitionsToTxnTopicResult_v0),
     (3, 5, _dec_AddPartitionsToTxnTopicResult_v3, _enc_AddPartitionsToTxnTopicResult_v3),
 )
@@ -1453,7 +1355,6 @@ bind_codecs(
     _AddPartitionsToTxnPartitionResult,
     _tj_AddPartitionsToTxnPartitionResult,
     _fj_AddPartitionsToTxnPartitionResult,
-    _rnd_AddPartitionsToTxnPartitionResult,
     (0, 2, _dec_AddPartitionsToTxnPartitionResult_v0, _enc_AddPartitionsToTxnPartitionResult_v0),
     (3, 5, _dec_AddPartitionsToTxnPartitionResult_v3, _enc_AddPartitionsToTxnPartitionResult_v3),
 )

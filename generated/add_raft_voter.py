@@ -298,18 +298,6 @@ def _fj_AddRaftVoterRequest(obj: dict[str, Any], version: int) -> AddRaftVoterRe
     return o
 
 
-def _rnd_AddRaftVoterRequest(g: Any, version: int) -> AddRaftVoterRequest:
-    o = new_instance(AddRaftVoterRequest)
-    o.cluster_id = None if g.is_null() else g.str()
-    o.timeout_ms = g.int("int32")
-    o.voter_id = g.int("int32")
-    o.voter_directory_id = g.uuid()
-    o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
-    o.ack_when_committed = (g.bool()) if version >= 1 else True
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -355,15 +343,6 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     return o
 
 
-def _rnd_Listener(g: Any, version: int) -> _Listener:
-    o = new_instance(_Listener)
-    o.name = g.str()
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_Listener_v0 = (
@@ -405,7 +384,7 @@ _N_AddRaftVoterRequest_v1 = (
     (),
     "AddRaftVoterRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
     _Listener,
     (
@@ -433,7 +412,6 @@ bind_codecs(
     AddRaftVoterRequest,
     _tj_AddRaftVoterRequest,
     _fj_AddRaftVoterRequest,
-    _rnd_AddRaftVoterRequest,
     (0, 0, _dec_AddRaftVoterRequest_v0, _enc_AddRaftVoterRequest_v0),
     (1, 1, _dec_AddRaftVoterRequest_v1, _enc_AddRaftVoterRequest_v1),
 )
@@ -447,7 +425,6 @@ bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
-    _rnd_Listener,
     (0, 1, _dec_Listener_v0, _enc_Listener_v0),
 )
 bind_native(
@@ -506,15 +483,6 @@ def _fj_AddRaftVoterResponse(obj: dict[str, Any], version: int) -> AddRaftVoterR
     return o
 
 
-def _rnd_AddRaftVoterResponse(g: Any, version: int) -> AddRaftVoterResponse:
-    o = new_instance(AddRaftVoterResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AddRaftVoterResponse_v0 = (
@@ -528,7 +496,7 @@ _N_AddRaftVoterResponse_v0 = (
     (),
     "AddRaftVoterResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddRaftVoterResponse = (
     AddRaftVoterResponse,
     (
@@ -544,7 +512,6 @@ bind_codecs(
     AddRaftVoterResponse,
     _tj_AddRaftVoterResponse,
     _fj_AddRaftVoterResponse,
-    _rnd_AddRaftVoterResponse,
     (0, 1, _dec_AddRaftVoterResponse_v0, _enc_AddRaftVoterResponse_v0),
 )
 bind_native(

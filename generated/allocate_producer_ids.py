@@ -161,14 +161,6 @@ def _fj_AllocateProducerIdsRequest(obj: dict[str, Any], version: int) -> Allocat
     return o
 
 
-def _rnd_AllocateProducerIdsRequest(g: Any, version: int) -> AllocateProducerIdsRequest:
-    o = new_instance(AllocateProducerIdsRequest)
-    o.broker_id = g.int("int32")
-    o.broker_epoch = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AllocateProducerIdsRequest_v0 = (
@@ -181,7 +173,7 @@ _N_AllocateProducerIdsRequest_v0 = (
     (),
     "AllocateProducerIdsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AllocateProducerIdsRequest = (
     AllocateProducerIdsRequest,
     (
@@ -196,7 +188,6 @@ bind_codecs(
     AllocateProducerIdsRequest,
     _tj_AllocateProducerIdsRequest,
     _fj_AllocateProducerIdsRequest,
-    _rnd_AllocateProducerIdsRequest,
     (0, 0, _dec_AllocateProducerIdsRequest_v0, _enc_AllocateProducerIdsRequest_v0),
 )
 bind_native(
@@ -253,16 +244,6 @@ def _fj_AllocateProducerIdsResponse(
     return o
 
 
-def _rnd_AllocateProducerIdsResponse(g: Any, version: int) -> AllocateProducerIdsResponse:
-    o = new_instance(AllocateProducerIdsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.producer_id_start = g.int("int64")
-    o.producer_id_len = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AllocateProducerIdsResponse_v0 = (
@@ -277,7 +258,7 @@ _N_AllocateProducerIdsResponse_v0 = (
     (),
     "AllocateProducerIdsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AllocateProducerIdsResponse = (
     AllocateProducerIdsResponse,
     (
@@ -294,7 +275,6 @@ bind_codecs(
     AllocateProducerIdsResponse,
     _tj_AllocateProducerIdsResponse,
     _fj_AllocateProducerIdsResponse,
-    _rnd_AllocateProducerIdsResponse,
     (0, 0, _dec_AllocateProducerIdsResponse_v0, _enc_AllocateProducerIdsResponse_v0),
 )
 bind_native(

@@ -375,14 +375,6 @@ def _fj_AlterClientQuotasRequest(obj: dict[str, Any], version: int) -> AlterClie
     return o
 
 
-def _rnd_AlterClientQuotasRequest(g: Any, version: int) -> AlterClientQuotasRequest:
-    o = new_instance(AlterClientQuotasRequest)
-    o.entries = [_rnd_AlterClientQuotasRequest_EntryData(g, version) for _ in range(g.count())]
-    o.validate_only = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AlterClientQuotasRequest_EntryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterClientQuotasRequest_EntryData, int]:
@@ -472,16 +464,6 @@ def _fj_AlterClientQuotasRequest_EntryData(
     return o
 
 
-def _rnd_AlterClientQuotasRequest_EntryData(
-    g: Any, version: int
-) -> _AlterClientQuotasRequest_EntryData:
-    o = new_instance(_AlterClientQuotasRequest_EntryData)
-    o.entity = [_rnd_AlterClientQuotasRequest_EntityData(g, version) for _ in range(g.count())]
-    o.ops = [_rnd_OpData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AlterClientQuotasRequest_EntityData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterClientQuotasRequest_EntityData, int]:
@@ -561,16 +543,6 @@ def _fj_AlterClientQuotasRequest_EntityData(
     return o
 
 
-def _rnd_AlterClientQuotasRequest_EntityData(
-    g: Any, version: int
-) -> _AlterClientQuotasRequest_EntityData:
-    o = new_instance(_AlterClientQuotasRequest_EntityData)
-    o.entity_type = g.str()
-    o.entity_name = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_OpData_v0(buf: Buffer, pos: int, end: int) -> tuple[_OpData, int]:
     o = new_instance(_OpData)
     o.key, pos = read_string(buf, pos, end)
@@ -627,15 +599,6 @@ def _fj_OpData(obj: dict[str, Any], version: int) -> _OpData:
     o.value = get_float(obj, "value", p, REQUIRED)
     o.remove = get_bool(obj, "remove", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OpData(g: Any, version: int) -> _OpData:
-    o = new_instance(_OpData)
-    o.key = g.str()
-    o.value = g.float()
-    o.remove = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -723,7 +686,7 @@ _N_AlterClientQuotasRequest_v1 = (
     (),
     "AlterClientQuotasRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterClientQuotasRequest_EntityData = (
     _AlterClientQuotasRequest_EntityData,
     (
@@ -763,7 +726,6 @@ bind_codecs(
     AlterClientQuotasRequest,
     _tj_AlterClientQuotasRequest,
     _fj_AlterClientQuotasRequest,
-    _rnd_AlterClientQuotasRequest,
     (0, 0, _dec_AlterClientQuotasRequest_v0, _enc_AlterClientQuotasRequest_v0),
     (1, 1, _dec_AlterClientQuotasRequest_v1, _enc_AlterClientQuotasRequest_v1),
 )
@@ -777,7 +739,6 @@ bind_codecs(
     _AlterClientQuotasRequest_EntryData,
     _tj_AlterClientQuotasRequest_EntryData,
     _fj_AlterClientQuotasRequest_EntryData,
-    _rnd_AlterClientQuotasRequest_EntryData,
     (0, 0, _dec_AlterClientQuotasRequest_EntryData_v0, _enc_AlterClientQuotasRequest_EntryData_v0),
     (1, 1, _dec_AlterClientQuotasRequest_EntryData_v1, _enc_AlterClientQuotasRequest_EntryData_v1),
 )
@@ -791,7 +752,6 @@ bind_codecs(
     _AlterClientQuotasRequest_EntityData,
     _tj_AlterClientQuotasRequest_EntityData,
     _fj_AlterClientQuotasRequest_EntityData,
-    _rnd_AlterClientQuotasRequest_EntityData,
     (
         0,
         0,
@@ -815,7 +775,6 @@ bind_codecs(
     _OpData,
     _tj_OpData,
     _fj_OpData,
-    _rnd_OpData,
     (0, 0, _dec_OpData_v0, _enc_OpData_v0),
     (1, 1, _dec_OpData_v1, _enc_OpData_v1),
 )
@@ -903,14 +862,6 @@ def _fj_AlterClientQuotasResponse(obj: dict[str, Any], version: int) -> AlterCli
     v = get_list(obj, "entries", p, REQUIRED)
     o.entries = [_fj_AlterClientQuotasResponse_EntryData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AlterClientQuotasResponse(g: Any, version: int) -> AlterClientQuotasResponse:
-    o = new_instance(AlterClientQuotasResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.entries = [_rnd_AlterClientQuotasResponse_EntryData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1017,17 +968,6 @@ def _fj_AlterClientQuotasResponse_EntryData(
     return o
 
 
-def _rnd_AlterClientQuotasResponse_EntryData(
-    g: Any, version: int
-) -> _AlterClientQuotasResponse_EntryData:
-    o = new_instance(_AlterClientQuotasResponse_EntryData)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.entity = [_rnd_AlterClientQuotasResponse_EntityData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AlterClientQuotasResponse_EntityData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterClientQuotasResponse_EntityData, int]:
@@ -1107,16 +1047,6 @@ def _fj_AlterClientQuotasResponse_EntityData(
     return o
 
 
-def _rnd_AlterClientQuotasResponse_EntityData(
-    g: Any, version: int
-) -> _AlterClientQuotasResponse_EntityData:
-    o = new_instance(_AlterClientQuotasResponse_EntityData)
-    o.entity_type = g.str()
-    o.entity_name = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterClientQuotasResponse_EntityData_v0 = (
@@ -1181,7 +1111,7 @@ _N_AlterClientQuotasResponse_v1 = (
     (),
     "AlterClientQuotasResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterClientQuotasResponse_EntityData = (
     _AlterClientQuotasResponse_EntityData,
     (
@@ -1213,7 +1143,6 @@ bind_codecs(
     AlterClientQuotasResponse,
     _tj_AlterClientQuotasResponse,
     _fj_AlterClientQuotasResponse,
-    _rnd_AlterClientQuotasResponse,
     (0, 0, _dec_AlterClientQuotasResponse_v0, _enc_AlterClientQuotasResponse_v0),
     (1, 1, _dec_AlterClientQuotasResponse_v1, _enc_AlterClientQuotasResponse_v1),
 )
@@ -1227,7 +1156,6 @@ bind_codecs(
     _AlterClientQuotasResponse_EntryData,
     _tj_AlterClientQuotasResponse_EntryData,
     _fj_AlterClientQuotasResponse_EntryData,
-    _rnd_AlterClientQuotasResponse_EntryData,
     (
         0,
         0,
@@ -1251,7 +1179,6 @@ bind_codecs(
     _AlterClientQuotasResponse_EntityData,
     _tj_AlterClientQuotasResponse_EntityData,
     _fj_AlterClientQuotasResponse_EntityData,
-    _rnd_AlterClientQuotasResponse_EntityData,
     (
         0,
         0,

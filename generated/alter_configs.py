@@ -307,14 +307,6 @@ def _fj_AlterConfigsRequest(obj: dict[str, Any], version: int) -> AlterConfigsRe
     return o
 
 
-def _rnd_AlterConfigsRequest(g: Any, version: int) -> AlterConfigsRequest:
-    o = new_instance(AlterConfigsRequest)
-    o.resources = KeyedList([_rnd_AlterConfigsResource(g, version) for _ in range(g.count())])
-    o.validate_only = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
@@ -402,15 +394,6 @@ def _fj_AlterConfigsResource(obj: dict[str, Any], version: int) -> _AlterConfigs
     return o
 
 
-def _rnd_AlterConfigsResource(g: Any, version: int) -> _AlterConfigsResource:
-    o = new_instance(_AlterConfigsResource)
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.configs = KeyedList([_rnd_AlterableConfig(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterableConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterableConfig, int]:
     o = new_instance(_AlterableConfig)
     o.name, pos = read_string(buf, pos, end)
@@ -478,14 +461,6 @@ def _fj_AlterableConfig(obj: dict[str, Any], version: int) -> _AlterableConfig:
     return o
 
 
-def _rnd_AlterableConfig(g: Any, version: int) -> _AlterableConfig:
-    o = new_instance(_AlterableConfig)
-    o.name = g.str()
-    o.value = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterableConfig_v0 = (
@@ -550,7 +525,7 @@ _N_AlterConfigsRequest_v2 = (
     (),
     "AlterConfigsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterableConfig = (
     _AlterableConfig,
     (
@@ -582,7 +557,6 @@ bind_codecs(
     AlterConfigsRequest,
     _tj_AlterConfigsRequest,
     _fj_AlterConfigsRequest,
-    _rnd_AlterConfigsRequest,
     (0, 1, _dec_AlterConfigsRequest_v0, _enc_AlterConfigsRequest_v0),
     (2, 2, _dec_AlterConfigsRequest_v2, _enc_AlterConfigsRequest_v2),
 )
@@ -596,7 +570,6 @@ bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
     _fj_AlterConfigsResource,
-    _rnd_AlterConfigsResource,
     (0, 1, _dec_AlterConfigsResource_v0, _enc_AlterConfigsResource_v0),
     (2, 2, _dec_AlterConfigsResource_v2, _enc_AlterConfigsResource_v2),
 )
@@ -610,7 +583,6 @@ bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
     _fj_AlterableConfig,
-    _rnd_AlterableConfig,
     (0, 1, _dec_AlterableConfig_v0, _enc_AlterableConfig_v0),
     (2, 2, _dec_AlterableConfig_v2, _enc_AlterableConfig_v2),
 )
@@ -698,14 +670,6 @@ def _fj_AlterConfigsResponse(obj: dict[str, Any], version: int) -> AlterConfigsR
     v = get_list(obj, "responses", p, REQUIRED)
     o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AlterConfigsResponse(g: Any, version: int) -> AlterConfigsResponse:
-    o = new_instance(AlterConfigsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.responses = [_rnd_AlterConfigsResourceResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -802,16 +766,6 @@ def _fj_AlterConfigsResourceResponse(
     return o
 
 
-def _rnd_AlterConfigsResourceResponse(g: Any, version: int) -> _AlterConfigsResourceResponse:
-    o = new_instance(_AlterConfigsResourceResponse)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterConfigsResourceResponse_v0 = (
@@ -858,7 +812,7 @@ _N_AlterConfigsResponse_v2 = (
     (),
     "AlterConfigsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterConfigsResourceResponse = (
     _AlterConfigsResourceResponse,
     (
@@ -883,7 +837,6 @@ bind_codecs(
     AlterConfigsResponse,
     _tj_AlterConfigsResponse,
     _fj_AlterConfigsResponse,
-    _rnd_AlterConfigsResponse,
     (0, 1, _dec_AlterConfigsResponse_v0, _enc_AlterConfigsResponse_v0),
     (2, 2, _dec_AlterConfigsResponse_v2, _enc_AlterConfigsResponse_v2),
 )
@@ -897,7 +850,6 @@ bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
     _fj_AlterConfigsResourceResponse,
-    _rnd_AlterConfigsResourceResponse,
     (0, 1, _dec_AlterConfigsResourceResponse_v0, _enc_AlterConfigsResourceResponse_v0),
     (2, 2, _dec_AlterConfigsResourceResponse_v2, _enc_AlterConfigsResourceResponse_v2),
 )

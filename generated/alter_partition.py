@@ -492,15 +492,6 @@ def _fj_AlterPartitionRequest(obj: dict[str, Any], version: int) -> AlterPartiti
     return o
 
 
-def _rnd_AlterPartitionRequest(g: Any, version: int) -> AlterPartitionRequest:
-    o = new_instance(AlterPartitionRequest)
-    o.broker_id = g.int("int32")
-    o.broker_epoch = g.int("int64")
-    o.topics = [_rnd_AlterPartitionRequest_TopicData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterPartitionRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionRequest_TopicData, int]:
@@ -654,15 +645,6 @@ def _fj_AlterPartitionRequest_TopicData(
     return o
 
 
-def _rnd_AlterPartitionRequest_TopicData(g: Any, version: int) -> _AlterPartitionRequest_TopicData:
-    o = new_instance(_AlterPartitionRequest_TopicData)
-    o.topic_name = (g.str()) if version <= 1 else ""
-    o.topic_id = (g.uuid()) if version >= 2 else ZERO_UUID
-    o.partitions = [_rnd_AlterPartitionRequest_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterPartitionRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionRequest_PartitionData, int]:
@@ -813,22 +795,6 @@ def _fj_AlterPartitionRequest_PartitionData(
     return o
 
 
-def _rnd_AlterPartitionRequest_PartitionData(
-    g: Any, version: int
-) -> _AlterPartitionRequest_PartitionData:
-    o = new_instance(_AlterPartitionRequest_PartitionData)
-    o.partition_index = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.new_isr = ([g.int("int32") for _ in range(g.count())]) if version <= 2 else []
-    o.new_isr_with_epochs = (
-        ([_rnd_BrokerState(g, version) for _ in range(g.count())]) if version >= 3 else []
-    )
-    o.leader_recovery_state = (g.int("int8")) if version >= 1 else 0
-    o.partition_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_BrokerState_v3(buf: Buffer, pos: int, end: int) -> tuple[_BrokerState, int]:
     o = new_instance(_BrokerState)
     o.broker_id, o.broker_epoch = _S_iq.unpack_from(buf, pos)
@@ -863,14 +829,6 @@ def _fj_BrokerState(obj: dict[str, Any], version: int) -> _BrokerState:
     o.broker_id = get_int(obj, "brokerId", p, REQUIRED) if version >= 3 else 0
     o.broker_epoch = get_int(obj, "brokerEpoch", p, REQUIRED) if version >= 3 else -1
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_BrokerState(g: Any, version: int) -> _BrokerState:
-    o = new_instance(_BrokerState)
-    o.broker_id = (g.int("int32")) if version >= 3 else 0
-    o.broker_epoch = (g.int("int64")) if version >= 3 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1016,7 +974,7 @@ _N_AlterPartitionRequest_v3 = (
     (),
     "AlterPartitionRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerState = (
     _BrokerState,
     (
@@ -1061,7 +1019,6 @@ bind_codecs(
     AlterPartitionRequest,
     _tj_AlterPartitionRequest,
     _fj_AlterPartitionRequest,
-    _rnd_AlterPartitionRequest,
     (0, 0, _dec_AlterPartitionRequest_v0, _enc_AlterPartitionRequest_v0),
     (1, 1, _dec_AlterPartitionRequest_v1, _enc_AlterPartitionRequest_v1),
     (2, 2, _dec_AlterPartitionRequest_v2, _enc_AlterPartitionRequest_v2),
@@ -1079,7 +1036,6 @@ bind_codecs(
     _AlterPartitionRequest_TopicData,
     _tj_AlterPartitionRequest_TopicData,
     _fj_AlterPartitionRequest_TopicData,
-    _rnd_AlterPartitionRequest_TopicData,
     (0, 0, _dec_AlterPartitionRequest_TopicData_v0, _enc_AlterPartitionRequest_TopicData_v0),
     (1, 1, _dec_AlterPartitionRequest_TopicData_v1, _enc_AlterPartitionRequest_TopicData_v1),
     (2, 2, _dec_AlterPartitionRequest_TopicData_v2, _enc_AlterPartitionRequest_TopicData_v2),
@@ -1097,7 +1053,6 @@ bind_codecs(
     _AlterPartitionRequest_PartitionData,
     _tj_AlterPartitionRequest_PartitionData,
     _fj_AlterPartitionRequest_PartitionData,
-    _rnd_AlterPartitionRequest_PartitionData,
     (
         0,
         0,
@@ -1128,7 +1083,6 @@ bind_codecs(
     _BrokerState,
     _tj_BrokerState,
     _fj_BrokerState,
-    _rnd_BrokerState,
     (3, 3, _dec_BrokerState_v3, _enc_BrokerState_v3),
 )
 bind_native(
@@ -1249,15 +1203,6 @@ def _fj_AlterPartitionResponse(obj: dict[str, Any], version: int) -> AlterPartit
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_AlterPartitionResponse_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AlterPartitionResponse(g: Any, version: int) -> AlterPartitionResponse:
-    o = new_instance(AlterPartitionResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.topics = [_rnd_AlterPartitionResponse_TopicData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1390,17 +1335,6 @@ def _fj_AlterPartitionResponse_TopicData(
     return o
 
 
-def _rnd_AlterPartitionResponse_TopicData(
-    g: Any, version: int
-) -> _AlterPartitionResponse_TopicData:
-    o = new_instance(_AlterPartitionResponse_TopicData)
-    o.topic_name = (g.str()) if version <= 1 else ""
-    o.topic_id = (g.uuid()) if version >= 2 else ZERO_UUID
-    o.partitions = [_rnd_AlterPartitionResponse_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterPartitionResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterPartitionResponse_PartitionData, int]:
@@ -1488,21 +1422,6 @@ def _fj_AlterPartitionResponse_PartitionData(
     )
     o.partition_epoch = get_int(obj, "partitionEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AlterPartitionResponse_PartitionData(
-    g: Any, version: int
-) -> _AlterPartitionResponse_PartitionData:
-    o = new_instance(_AlterPartitionResponse_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.isr = [g.int("int32") for _ in range(g.count())]
-    o.leader_recovery_state = (g.int("int8")) if version >= 1 else 0
-    o.partition_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1604,7 +1523,7 @@ _N_AlterPartitionResponse_v2 = (
     (),
     "AlterPartitionResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterPartitionResponse_PartitionData = (
     _AlterPartitionResponse_PartitionData,
     (
@@ -1642,7 +1561,6 @@ bind_codecs(
     AlterPartitionResponse,
     _tj_AlterPartitionResponse,
     _fj_AlterPartitionResponse,
-    _rnd_AlterPartitionResponse,
     (0, 0, _dec_AlterPartitionResponse_v0, _enc_AlterPartitionResponse_v0),
     (1, 1, _dec_AlterPartitionResponse_v1, _enc_AlterPartitionResponse_v1),
     (2, 3, _dec_AlterPartitionResponse_v2, _enc_AlterPartitionResponse_v2),
@@ -1658,7 +1576,6 @@ bind_codecs(
     _AlterPartitionResponse_TopicData,
     _tj_AlterPartitionResponse_TopicData,
     _fj_AlterPartitionResponse_TopicData,
-    _rnd_AlterPartitionResponse_TopicData,
     (0, 0, _dec_AlterPartitionResponse_TopicData_v0, _enc_AlterPartitionResponse_TopicData_v0),
     (1, 1, _dec_AlterPartitionResponse_TopicData_v1, _enc_AlterPartitionResponse_TopicData_v1),
     (2, 3, _dec_AlterPartitionResponse_TopicData_v2, _enc_AlterPartitionResponse_TopicData_v2),
@@ -1674,7 +1591,6 @@ bind_codecs(
     _AlterPartitionResponse_PartitionData,
     _tj_AlterPartitionResponse_PartitionData,
     _fj_AlterPartitionResponse_PartitionData,
-    _rnd_AlterPartitionResponse_PartitionData,
     (
         0,
         0,

@@ -385,17 +385,6 @@ def _fj_AlterPartitionReassignmentsRequest(
     return o
 
 
-def _rnd_AlterPartitionReassignmentsRequest(
-    g: Any, version: int
-) -> AlterPartitionReassignmentsRequest:
-    o = new_instance(AlterPartitionReassignmentsRequest)
-    o.timeout_ms = g.int("int32")
-    o.allow_replication_factor_change = (g.bool()) if version >= 1 else True
-    o.topics = [_rnd_ReassignableTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReassignableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReassignableTopic, int]:
     o = new_instance(_ReassignableTopic)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -445,14 +434,6 @@ def _fj_ReassignableTopic(obj: dict[str, Any], version: int) -> _ReassignableTop
     return o
 
 
-def _rnd_ReassignableTopic(g: Any, version: int) -> _ReassignableTopic:
-    o = new_instance(_ReassignableTopic)
-    o.name = g.str()
-    o.partitions = [_rnd_ReassignablePartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReassignablePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReassignablePartition, int]:
@@ -491,14 +472,6 @@ def _fj_ReassignablePartition(obj: dict[str, Any], version: int) -> _Reassignabl
     v = get_list(obj, "replicas", p, REQUIRED, True)
     o.replicas = None if v is None else ([as_int(x, p) for x in v])
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ReassignablePartition(g: Any, version: int) -> _ReassignablePartition:
-    o = new_instance(_ReassignablePartition)
-    o.partition_index = g.int("int32")
-    o.replicas = None if g.is_null() else [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -546,7 +519,7 @@ _N_AlterPartitionReassignmentsRequest_v1 = (
     (),
     "AlterPartitionReassignmentsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReassignablePartition = (
     _ReassignablePartition,
     (
@@ -578,7 +551,6 @@ bind_codecs(
     AlterPartitionReassignmentsRequest,
     _tj_AlterPartitionReassignmentsRequest,
     _fj_AlterPartitionReassignmentsRequest,
-    _rnd_AlterPartitionReassignmentsRequest,
     (0, 0, _dec_AlterPartitionReassignmentsRequest_v0, _enc_AlterPartitionReassignmentsRequest_v0),
     (1, 1, _dec_AlterPartitionReassignmentsRequest_v1, _enc_AlterPartitionReassignmentsRequest_v1),
 )
@@ -592,7 +564,6 @@ bind_codecs(
     _ReassignableTopic,
     _tj_ReassignableTopic,
     _fj_ReassignableTopic,
-    _rnd_ReassignableTopic,
     (0, 1, _dec_ReassignableTopic_v0, _enc_ReassignableTopic_v0),
 )
 bind_native(
@@ -604,7 +575,6 @@ bind_codecs(
     _ReassignablePartition,
     _tj_ReassignablePartition,
     _fj_ReassignablePartition,
-    _rnd_ReassignablePartition,
     (0, 1, _dec_ReassignablePartition_v0, _enc_ReassignablePartition_v0),
 )
 bind_native(
@@ -735,19 +705,6 @@ def _fj_AlterPartitionReassignmentsResponse(
     return o
 
 
-def _rnd_AlterPartitionReassignmentsResponse(
-    g: Any, version: int
-) -> AlterPartitionReassignmentsResponse:
-    o = new_instance(AlterPartitionReassignmentsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.allow_replication_factor_change = (g.bool()) if version >= 1 else True
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.responses = [_rnd_ReassignableTopicResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReassignableTopicResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReassignableTopicResponse, int]:
@@ -796,14 +753,6 @@ def _fj_ReassignableTopicResponse(obj: dict[str, Any], version: int) -> _Reassig
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_ReassignablePartitionResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ReassignableTopicResponse(g: Any, version: int) -> _ReassignableTopicResponse:
-    o = new_instance(_ReassignableTopicResponse)
-    o.name = g.str()
-    o.partitions = [_rnd_ReassignablePartitionResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -858,15 +807,6 @@ def _fj_ReassignablePartitionResponse(
     return o
 
 
-def _rnd_ReassignablePartitionResponse(g: Any, version: int) -> _ReassignablePartitionResponse:
-    o = new_instance(_ReassignablePartitionResponse)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ReassignablePartitionResponse_v0 = (
@@ -916,7 +856,7 @@ _N_AlterPartitionReassignmentsResponse_v1 = (
     (),
     "AlterPartitionReassignmentsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReassignablePartitionResponse = (
     _ReassignablePartitionResponse,
     (
@@ -951,7 +891,6 @@ bind_codecs(
     AlterPartitionReassignmentsResponse,
     _tj_AlterPartitionReassignmentsResponse,
     _fj_AlterPartitionReassignmentsResponse,
-    _rnd_AlterPartitionReassignmentsResponse,
     (
         0,
         0,
@@ -975,7 +914,6 @@ bind_codecs(
     _ReassignableTopicResponse,
     _tj_ReassignableTopicResponse,
     _fj_ReassignableTopicResponse,
-    _rnd_ReassignableTopicResponse,
     (0, 1, _dec_ReassignableTopicResponse_v0, _enc_ReassignableTopicResponse_v0),
 )
 bind_native(
@@ -987,7 +925,6 @@ bind_codecs(
     _ReassignablePartitionResponse,
     _tj_ReassignablePartitionResponse,
     _fj_ReassignablePartitionResponse,
-    _rnd_ReassignablePartitionResponse,
     (0, 1, _dec_ReassignablePartitionResponse_v0, _enc_ReassignablePartitionResponse_v0),
 )
 bind_native(

@@ -321,13 +321,6 @@ def _fj_AlterReplicaLogDirsRequest(obj: dict[str, Any], version: int) -> AlterRe
     return o
 
 
-def _rnd_AlterReplicaLogDirsRequest(g: Any, version: int) -> AlterReplicaLogDirsRequest:
-    o = new_instance(AlterReplicaLogDirsRequest)
-    o.dirs = KeyedList([_rnd_AlterReplicaLogDir(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterReplicaLogDir_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterReplicaLogDir, int]:
     o = new_instance(_AlterReplicaLogDir)
     o.path, pos = read_string(buf, pos, end)
@@ -403,14 +396,6 @@ def _fj_AlterReplicaLogDir(obj: dict[str, Any], version: int) -> _AlterReplicaLo
     return o
 
 
-def _rnd_AlterReplicaLogDir(g: Any, version: int) -> _AlterReplicaLogDir:
-    o = new_instance(_AlterReplicaLogDir)
-    o.path = g.str()
-    o.topics = KeyedList([_rnd_AlterReplicaLogDirTopic(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterReplicaLogDirTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirTopic, int]:
@@ -474,14 +459,6 @@ def _fj_AlterReplicaLogDirTopic(obj: dict[str, Any], version: int) -> _AlterRepl
     return o
 
 
-def _rnd_AlterReplicaLogDirTopic(g: Any, version: int) -> _AlterReplicaLogDirTopic:
-    o = new_instance(_AlterReplicaLogDirTopic)
-    o.name = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterReplicaLogDirTopic_v0 = (
@@ -542,7 +519,7 @@ _N_AlterReplicaLogDirsRequest_v2 = (
     (),
     "AlterReplicaLogDirsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterReplicaLogDirTopic = (
     _AlterReplicaLogDirTopic,
     (
@@ -572,7 +549,6 @@ bind_codecs(
     AlterReplicaLogDirsRequest,
     _tj_AlterReplicaLogDirsRequest,
     _fj_AlterReplicaLogDirsRequest,
-    _rnd_AlterReplicaLogDirsRequest,
     (0, 1, _dec_AlterReplicaLogDirsRequest_v0, _enc_AlterReplicaLogDirsRequest_v0),
     (2, 2, _dec_AlterReplicaLogDirsRequest_v2, _enc_AlterReplicaLogDirsRequest_v2),
 )
@@ -586,7 +562,6 @@ bind_codecs(
     _AlterReplicaLogDir,
     _tj_AlterReplicaLogDir,
     _fj_AlterReplicaLogDir,
-    _rnd_AlterReplicaLogDir,
     (0, 1, _dec_AlterReplicaLogDir_v0, _enc_AlterReplicaLogDir_v0),
     (2, 2, _dec_AlterReplicaLogDir_v2, _enc_AlterReplicaLogDir_v2),
 )
@@ -600,7 +575,6 @@ bind_codecs(
     _AlterReplicaLogDirTopic,
     _tj_AlterReplicaLogDirTopic,
     _fj_AlterReplicaLogDirTopic,
-    _rnd_AlterReplicaLogDirTopic,
     (0, 1, _dec_AlterReplicaLogDirTopic_v0, _enc_AlterReplicaLogDirTopic_v0),
     (2, 2, _dec_AlterReplicaLogDirTopic_v2, _enc_AlterReplicaLogDirTopic_v2),
 )
@@ -693,14 +667,6 @@ def _fj_AlterReplicaLogDirsResponse(
     return o
 
 
-def _rnd_AlterReplicaLogDirsResponse(g: Any, version: int) -> AlterReplicaLogDirsResponse:
-    o = new_instance(AlterReplicaLogDirsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.results = [_rnd_AlterReplicaLogDirTopicResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterReplicaLogDirTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirTopicResult, int]:
@@ -786,14 +752,6 @@ def _fj_AlterReplicaLogDirTopicResult(
     return o
 
 
-def _rnd_AlterReplicaLogDirTopicResult(g: Any, version: int) -> _AlterReplicaLogDirTopicResult:
-    o = new_instance(_AlterReplicaLogDirTopicResult)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_AlterReplicaLogDirPartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AlterReplicaLogDirPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterReplicaLogDirPartitionResult, int]:
@@ -854,16 +812,6 @@ def _fj_AlterReplicaLogDirPartitionResult(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AlterReplicaLogDirPartitionResult(
-    g: Any, version: int
-) -> _AlterReplicaLogDirPartitionResult:
-    o = new_instance(_AlterReplicaLogDirPartitionResult)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -929,7 +877,7 @@ _N_AlterReplicaLogDirsResponse_v2 = (
     (),
     "AlterReplicaLogDirsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterReplicaLogDirPartitionResult = (
     _AlterReplicaLogDirPartitionResult,
     (
@@ -960,7 +908,6 @@ bind_codecs(
     AlterReplicaLogDirsResponse,
     _tj_AlterReplicaLogDirsResponse,
     _fj_AlterReplicaLogDirsResponse,
-    _rnd_AlterReplicaLogDirsResponse,
     (0, 1, _dec_AlterReplicaLogDirsResponse_v0, _enc_AlterReplicaLogDirsResponse_v0),
     (2, 2, _dec_AlterReplicaLogDirsResponse_v2, _enc_AlterReplicaLogDirsResponse_v2),
 )
@@ -974,7 +921,6 @@ bind_codecs(
     _AlterReplicaLogDirTopicResult,
     _tj_AlterReplicaLogDirTopicResult,
     _fj_AlterReplicaLogDirTopicResult,
-    _rnd_AlterReplicaLogDirTopicResult,
     (0, 1, _dec_AlterReplicaLogDirTopicResult_v0, _enc_AlterReplicaLogDirTopicResult_v0),
     (2, 2, _dec_AlterReplicaLogDirTopicResult_v2, _enc_AlterReplicaLogDirTopicResult_v2),
 )
@@ -988,7 +934,6 @@ bind_codecs(
     _AlterReplicaLogDirPartitionResult,
     _tj_AlterReplicaLogDirPartitionResult,
     _fj_AlterReplicaLogDirPartitionResult,
-    _rnd_AlterReplicaLogDirPartitionResult,
     (0, 1, _dec_AlterReplicaLogDirPartitionResult_v0, _enc_AlterReplicaLogDirPartitionResult_v0),
     (2, 2, _dec_AlterReplicaLogDirPartitionResult_v2, _enc_AlterReplicaLogDirPartitionResult_v2),
 )

@@ -360,16 +360,6 @@ def _fj_AlterShareGroupOffsetsRequest(
     return o
 
 
-def _rnd_AlterShareGroupOffsetsRequest(g: Any, version: int) -> AlterShareGroupOffsetsRequest:
-    o = new_instance(AlterShareGroupOffsetsRequest)
-    o.group_id = g.str()
-    o.topics = KeyedList(
-        [_rnd_AlterShareGroupOffsetsRequestTopic(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterShareGroupOffsetsRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterShareGroupOffsetsRequestTopic, int]:
@@ -427,18 +417,6 @@ def _fj_AlterShareGroupOffsetsRequestTopic(
     return o
 
 
-def _rnd_AlterShareGroupOffsetsRequestTopic(
-    g: Any, version: int
-) -> _AlterShareGroupOffsetsRequestTopic:
-    o = new_instance(_AlterShareGroupOffsetsRequestTopic)
-    o.topic_name = g.str()
-    o.partitions = [
-        _rnd_AlterShareGroupOffsetsRequestPartition(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterShareGroupOffsetsRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterShareGroupOffsetsRequestPartition, int]:
@@ -482,16 +460,6 @@ def _fj_AlterShareGroupOffsetsRequestPartition(
     return o
 
 
-def _rnd_AlterShareGroupOffsetsRequestPartition(
-    g: Any, version: int
-) -> _AlterShareGroupOffsetsRequestPartition:
-    o = new_instance(_AlterShareGroupOffsetsRequestPartition)
-    o.partition_index = g.int("int32")
-    o.start_offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterShareGroupOffsetsRequestPartition_v0 = (
@@ -524,7 +492,7 @@ _N_AlterShareGroupOffsetsRequest_v0 = (
     (),
     "AlterShareGroupOffsetsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterShareGroupOffsetsRequestPartition = (
     _AlterShareGroupOffsetsRequestPartition,
     (
@@ -555,7 +523,6 @@ bind_codecs(
     AlterShareGroupOffsetsRequest,
     _tj_AlterShareGroupOffsetsRequest,
     _fj_AlterShareGroupOffsetsRequest,
-    _rnd_AlterShareGroupOffsetsRequest,
     (0, 0, _dec_AlterShareGroupOffsetsRequest_v0, _enc_AlterShareGroupOffsetsRequest_v0),
 )
 bind_native(
@@ -567,7 +534,6 @@ bind_codecs(
     _AlterShareGroupOffsetsRequestTopic,
     _tj_AlterShareGroupOffsetsRequestTopic,
     _fj_AlterShareGroupOffsetsRequestTopic,
-    _rnd_AlterShareGroupOffsetsRequestTopic,
     (0, 0, _dec_AlterShareGroupOffsetsRequestTopic_v0, _enc_AlterShareGroupOffsetsRequestTopic_v0),
 )
 bind_native(
@@ -579,7 +545,6 @@ bind_codecs(
     _AlterShareGroupOffsetsRequestPartition,
     _tj_AlterShareGroupOffsetsRequestPartition,
     _fj_AlterShareGroupOffsetsRequestPartition,
-    _rnd_AlterShareGroupOffsetsRequestPartition,
     (
         0,
         0,
@@ -671,18 +636,6 @@ def _fj_AlterShareGroupOffsetsResponse(
     return o
 
 
-def _rnd_AlterShareGroupOffsetsResponse(g: Any, version: int) -> AlterShareGroupOffsetsResponse:
-    o = new_instance(AlterShareGroupOffsetsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.responses = KeyedList(
-        [_rnd_AlterShareGroupOffsetsResponseTopic(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterShareGroupOffsetsResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterShareGroupOffsetsResponseTopic, int]:
@@ -747,19 +700,6 @@ def _fj_AlterShareGroupOffsetsResponseTopic(
     return o
 
 
-def _rnd_AlterShareGroupOffsetsResponseTopic(
-    g: Any, version: int
-) -> _AlterShareGroupOffsetsResponseTopic:
-    o = new_instance(_AlterShareGroupOffsetsResponseTopic)
-    o.topic_name = g.str()
-    o.topic_id = g.uuid()
-    o.partitions = [
-        _rnd_AlterShareGroupOffsetsResponsePartition(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterShareGroupOffsetsResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterShareGroupOffsetsResponsePartition, int]:
@@ -813,17 +753,6 @@ def _fj_AlterShareGroupOffsetsResponsePartition(
     return o
 
 
-def _rnd_AlterShareGroupOffsetsResponsePartition(
-    g: Any, version: int
-) -> _AlterShareGroupOffsetsResponsePartition:
-    o = new_instance(_AlterShareGroupOffsetsResponsePartition)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterShareGroupOffsetsResponsePartition_v0 = (
@@ -860,7 +789,7 @@ _N_AlterShareGroupOffsetsResponse_v0 = (
     (),
     "AlterShareGroupOffsetsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterShareGroupOffsetsResponsePartition = (
     _AlterShareGroupOffsetsResponsePartition,
     (
@@ -895,7 +824,6 @@ bind_codecs(
     AlterShareGroupOffsetsResponse,
     _tj_AlterShareGroupOffsetsResponse,
     _fj_AlterShareGroupOffsetsResponse,
-    _rnd_AlterShareGroupOffsetsResponse,
     (0, 0, _dec_AlterShareGroupOffsetsResponse_v0, _enc_AlterShareGroupOffsetsResponse_v0),
 )
 bind_native(
@@ -907,7 +835,6 @@ bind_codecs(
     _AlterShareGroupOffsetsResponseTopic,
     _tj_AlterShareGroupOffsetsResponseTopic,
     _fj_AlterShareGroupOffsetsResponseTopic,
-    _rnd_AlterShareGroupOffsetsResponseTopic,
     (
         0,
         0,
@@ -924,7 +851,6 @@ bind_codecs(
     _AlterShareGroupOffsetsResponsePartition,
     _tj_AlterShareGroupOffsetsResponsePartition,
     _fj_AlterShareGroupOffsetsResponsePartition,
-    _rnd_AlterShareGroupOffsetsResponsePartition,
     (
         0,
         0,

@@ -316,14 +316,6 @@ def _fj_AlterUserScramCredentialsRequest(
     return o
 
 
-def _rnd_AlterUserScramCredentialsRequest(g: Any, version: int) -> AlterUserScramCredentialsRequest:
-    o = new_instance(AlterUserScramCredentialsRequest)
-    o.deletions = [_rnd_ScramCredentialDeletion(g, version) for _ in range(g.count())]
-    o.upsertions = [_rnd_ScramCredentialUpsertion(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ScramCredentialDeletion_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ScramCredentialDeletion, int]:
@@ -362,14 +354,6 @@ def _fj_ScramCredentialDeletion(obj: dict[str, Any], version: int) -> _ScramCred
     o.name = get_str(obj, "name", p, REQUIRED)
     o.mechanism = get_int(obj, "mechanism", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ScramCredentialDeletion(g: Any, version: int) -> _ScramCredentialDeletion:
-    o = new_instance(_ScramCredentialDeletion)
-    o.name = g.str()
-    o.mechanism = g.int("int8")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -426,17 +410,6 @@ def _fj_ScramCredentialUpsertion(obj: dict[str, Any], version: int) -> _ScramCre
     return o
 
 
-def _rnd_ScramCredentialUpsertion(g: Any, version: int) -> _ScramCredentialUpsertion:
-    o = new_instance(_ScramCredentialUpsertion)
-    o.name = g.str()
-    o.mechanism = g.int("int8")
-    o.iterations = g.int("int32")
-    o.salt = g.bytes()
-    o.salted_password = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ScramCredentialDeletion_v0 = (
@@ -472,7 +445,7 @@ _N_AlterUserScramCredentialsRequest_v0 = (
     (),
     "AlterUserScramCredentialsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ScramCredentialDeletion = (
     _ScramCredentialDeletion,
     (
@@ -506,7 +479,6 @@ bind_codecs(
     AlterUserScramCredentialsRequest,
     _tj_AlterUserScramCredentialsRequest,
     _fj_AlterUserScramCredentialsRequest,
-    _rnd_AlterUserScramCredentialsRequest,
     (0, 0, _dec_AlterUserScramCredentialsRequest_v0, _enc_AlterUserScramCredentialsRequest_v0),
 )
 bind_native(
@@ -518,7 +490,6 @@ bind_codecs(
     _ScramCredentialDeletion,
     _tj_ScramCredentialDeletion,
     _fj_ScramCredentialDeletion,
-    _rnd_ScramCredentialDeletion,
     (0, 0, _dec_ScramCredentialDeletion_v0, _enc_ScramCredentialDeletion_v0),
 )
 bind_native(
@@ -530,7 +501,6 @@ bind_codecs(
     _ScramCredentialUpsertion,
     _tj_ScramCredentialUpsertion,
     _fj_ScramCredentialUpsertion,
-    _rnd_ScramCredentialUpsertion,
     (0, 0, _dec_ScramCredentialUpsertion_v0, _enc_ScramCredentialUpsertion_v0),
 )
 bind_native(
@@ -598,16 +568,6 @@ def _fj_AlterUserScramCredentialsResponse(
     return o
 
 
-def _rnd_AlterUserScramCredentialsResponse(
-    g: Any, version: int
-) -> AlterUserScramCredentialsResponse:
-    o = new_instance(AlterUserScramCredentialsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.results = [_rnd_AlterUserScramCredentialsResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AlterUserScramCredentialsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterUserScramCredentialsResult, int]:
@@ -663,15 +623,6 @@ def _fj_AlterUserScramCredentialsResult(
     return o
 
 
-def _rnd_AlterUserScramCredentialsResult(g: Any, version: int) -> _AlterUserScramCredentialsResult:
-    o = new_instance(_AlterUserScramCredentialsResult)
-    o.user = g.str()
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterUserScramCredentialsResult_v0 = (
@@ -695,7 +646,7 @@ _N_AlterUserScramCredentialsResponse_v0 = (
     (),
     "AlterUserScramCredentialsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterUserScramCredentialsResult = (
     _AlterUserScramCredentialsResult,
     (
@@ -719,7 +670,6 @@ bind_codecs(
     AlterUserScramCredentialsResponse,
     _tj_AlterUserScramCredentialsResponse,
     _fj_AlterUserScramCredentialsResponse,
-    _rnd_AlterUserScramCredentialsResponse,
     (0, 0, _dec_AlterUserScramCredentialsResponse_v0, _enc_AlterUserScramCredentialsResponse_v0),
 )
 bind_native(
@@ -731,7 +681,6 @@ bind_codecs(
     _AlterUserScramCredentialsResult,
     _tj_AlterUserScramCredentialsResult,
     _fj_AlterUserScramCredentialsResult,
-    _rnd_AlterUserScramCredentialsResult,
     (0, 0, _dec_AlterUserScramCredentialsResult_v0, _enc_AlterUserScramCredentialsResult_v0),
 )
 bind_native(

@@ -377,16 +377,6 @@ def _fj_ApiVersionsRequest(obj: dict[str, Any], version: int) -> ApiVersionsRequ
     return o
 
 
-def _rnd_ApiVersionsRequest(g: Any, version: int) -> ApiVersionsRequest:
-    o = new_instance(ApiVersionsRequest)
-    o.client_software_name = (g.str()) if version >= 3 else ""
-    o.client_software_version = (g.str()) if version >= 3 else ""
-    o.cluster_id = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.node_id = (g.int("int32")) if version >= 5 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ApiVersionsRequest_v0 = (
@@ -425,7 +415,7 @@ _N_ApiVersionsRequest_v5 = (
     (),
     "ApiVersionsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ApiVersionsRequest = (
     ApiVersionsRequest,
     (
@@ -442,7 +432,6 @@ bind_codecs(
     ApiVersionsRequest,
     _tj_ApiVersionsRequest,
     _fj_ApiVersionsRequest,
-    _rnd_ApiVersionsRequest,
     (0, 2, _dec_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0),
     (3, 4, _dec_ApiVersionsRequest_v3, _enc_ApiVersionsRequest_v3),
     (5, 5, _dec_ApiVersionsRequest_v5, _enc_ApiVersionsRequest_v5),
@@ -682,35 +671,6 @@ def _fj_ApiVersionsResponse(obj: dict[str, Any], version: int) -> ApiVersionsRes
     return o
 
 
-def _rnd_ApiVersionsResponse(g: Any, version: int) -> ApiVersionsResponse:
-    o = new_instance(ApiVersionsResponse)
-    o.error_code = g.int("int16")
-    o.api_keys = KeyedList([_rnd_ApiVersion(g, version) for _ in range(g.count())])
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.supported_features = (
-        (
-            (KeyedList([_rnd_SupportedFeatureKey(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 3
-        else KeyedList()
-    )
-    o.finalized_features_epoch = ((g.int("int64")) if g.present() else -1) if version >= 3 else -1
-    o.finalized_features = (
-        (
-            (KeyedList([_rnd_FinalizedFeatureKey(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 3
-        else KeyedList()
-    )
-    o.zk_migration_ready = ((g.bool()) if g.present() else False) if version >= 3 else False
-    o.unknown_tagged_fields = g.unknown_tags(4) if version >= 3 else ()
-    return o
-
-
 def _dec_ApiVersion_v0(buf: Buffer, pos: int, end: int) -> tuple[_ApiVersion, int]:
     o = new_instance(_ApiVersion)
     o.api_key, o.min_version, o.max_version = _S_hhh.unpack_from(buf, pos)
@@ -762,15 +722,6 @@ def _fj_ApiVersion(obj: dict[str, Any], version: int) -> _ApiVersion:
     return o
 
 
-def _rnd_ApiVersion(g: Any, version: int) -> _ApiVersion:
-    o = new_instance(_ApiVersion)
-    o.api_key = g.int("int16")
-    o.min_version = g.int("int16")
-    o.max_version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_SupportedFeatureKey_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_SupportedFeatureKey, int]:
@@ -817,15 +768,6 @@ def _fj_SupportedFeatureKey(obj: dict[str, Any], version: int) -> _SupportedFeat
     return o
 
 
-def _rnd_SupportedFeatureKey(g: Any, version: int) -> _SupportedFeatureKey:
-    o = new_instance(_SupportedFeatureKey)
-    o.name = (g.str()) if version >= 3 else ""
-    o.min_version = (g.int("int16")) if version >= 3 else 0
-    o.max_version = (g.int("int16")) if version >= 3 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_FinalizedFeatureKey_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FinalizedFeatureKey, int]:
@@ -869,15 +811,6 @@ def _fj_FinalizedFeatureKey(obj: dict[str, Any], version: int) -> _FinalizedFeat
     o.max_version_level = get_int(obj, "maxVersionLevel", p, REQUIRED) if version >= 3 else 0
     o.min_version_level = get_int(obj, "minVersionLevel", p, REQUIRED) if version >= 3 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FinalizedFeatureKey(g: Any, version: int) -> _FinalizedFeatureKey:
-    o = new_instance(_FinalizedFeatureKey)
-    o.name = (g.str()) if version >= 3 else ""
-    o.max_version_level = (g.int("int16")) if version >= 3 else 0
-    o.min_version_level = (g.int("int16")) if version >= 3 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -973,7 +906,7 @@ _N_ApiVersionsResponse_v3 = (
     ),
     "ApiVersionsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ApiVersion = (
     _ApiVersion,
     (
@@ -1020,7 +953,6 @@ bind_codecs(
     ApiVersionsResponse,
     _tj_ApiVersionsResponse,
     _fj_ApiVersionsResponse,
-    _rnd_ApiVersionsResponse,
     (0, 0, _dec_ApiVersionsResponse_v0, _enc_ApiVersionsResponse_v0),
     (1, 2, _dec_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v1),
     (3, 5, _dec_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3),
@@ -1036,7 +968,6 @@ bind_codecs(
     _ApiVersion,
     _tj_ApiVersion,
     _fj_ApiVersion,
-    _rnd_ApiVersion,
     (0, 2, _dec_ApiVersion_v0, _enc_ApiVersion_v0),
     (3, 5, _dec_ApiVersion_v3, _enc_ApiVersion_v3),
 )
@@ -1050,7 +981,6 @@ bind_codecs(
     _SupportedFeatureKey,
     _tj_SupportedFeatureKey,
     _fj_SupportedFeatureKey,
-    _rnd_SupportedFeatureKey,
     (3, 5, _dec_SupportedFeatureKey_v3, _enc_SupportedFeatureKey_v3),
 )
 bind_native(
@@ -1062,7 +992,6 @@ bind_codecs(
     _FinalizedFeatureKey,
     _tj_FinalizedFeatureKey,
     _fj_FinalizedFeatureKey,
-    _rnd_FinalizedFeatureKey,
     (3, 5, _dec_FinalizedFeatureKey_v3, _enc_FinalizedFeatureKey_v3),
 )
 bind_native(

@@ -372,17 +372,6 @@ def _fj_AssignReplicasToDirsRequest(
     return o
 
 
-def _rnd_AssignReplicasToDirsRequest(g: Any, version: int) -> AssignReplicasToDirsRequest:
-    o = new_instance(AssignReplicasToDirsRequest)
-    o.broker_id = g.int("int32")
-    o.broker_epoch = g.int("int64")
-    o.directories = [
-        _rnd_AssignReplicasToDirsRequest_DirectoryData(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AssignReplicasToDirsRequest_DirectoryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsRequest_DirectoryData, int]:
@@ -436,16 +425,6 @@ def _fj_AssignReplicasToDirsRequest_DirectoryData(
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_AssignReplicasToDirsRequest_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AssignReplicasToDirsRequest_DirectoryData(
-    g: Any, version: int
-) -> _AssignReplicasToDirsRequest_DirectoryData:
-    o = new_instance(_AssignReplicasToDirsRequest_DirectoryData)
-    o.id = g.uuid()
-    o.topics = [_rnd_AssignReplicasToDirsRequest_TopicData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -507,18 +486,6 @@ def _fj_AssignReplicasToDirsRequest_TopicData(
     return o
 
 
-def _rnd_AssignReplicasToDirsRequest_TopicData(
-    g: Any, version: int
-) -> _AssignReplicasToDirsRequest_TopicData:
-    o = new_instance(_AssignReplicasToDirsRequest_TopicData)
-    o.topic_id = g.uuid()
-    o.partitions = [
-        _rnd_AssignReplicasToDirsRequest_PartitionData(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AssignReplicasToDirsRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsRequest_PartitionData, int]:
@@ -557,15 +524,6 @@ def _fj_AssignReplicasToDirsRequest_PartitionData(
     p = "AssignReplicasToDirsRequest.PartitionData"
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AssignReplicasToDirsRequest_PartitionData(
-    g: Any, version: int
-) -> _AssignReplicasToDirsRequest_PartitionData:
-    o = new_instance(_AssignReplicasToDirsRequest_PartitionData)
-    o.partition_index = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -611,7 +569,7 @@ _N_AssignReplicasToDirsRequest_v0 = (
     (),
     "AssignReplicasToDirsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AssignReplicasToDirsRequest_PartitionData = (
     _AssignReplicasToDirsRequest_PartitionData,
     (
@@ -650,7 +608,6 @@ bind_codecs(
     AssignReplicasToDirsRequest,
     _tj_AssignReplicasToDirsRequest,
     _fj_AssignReplicasToDirsRequest,
-    _rnd_AssignReplicasToDirsRequest,
     (0, 0, _dec_AssignReplicasToDirsRequest_v0, _enc_AssignReplicasToDirsRequest_v0),
 )
 bind_native(
@@ -662,7 +619,6 @@ bind_codecs(
     _AssignReplicasToDirsRequest_DirectoryData,
     _tj_AssignReplicasToDirsRequest_DirectoryData,
     _fj_AssignReplicasToDirsRequest_DirectoryData,
-    _rnd_AssignReplicasToDirsRequest_DirectoryData,
     (
         0,
         0,
@@ -679,7 +635,6 @@ bind_codecs(
     _AssignReplicasToDirsRequest_TopicData,
     _tj_AssignReplicasToDirsRequest_TopicData,
     _fj_AssignReplicasToDirsRequest_TopicData,
-    _rnd_AssignReplicasToDirsRequest_TopicData,
     (
         0,
         0,
@@ -696,7 +651,6 @@ bind_codecs(
     _AssignReplicasToDirsRequest_PartitionData,
     _tj_AssignReplicasToDirsRequest_PartitionData,
     _fj_AssignReplicasToDirsRequest_PartitionData,
-    _rnd_AssignReplicasToDirsRequest_PartitionData,
     (
         0,
         0,
@@ -777,17 +731,6 @@ def _fj_AssignReplicasToDirsResponse(
     return o
 
 
-def _rnd_AssignReplicasToDirsResponse(g: Any, version: int) -> AssignReplicasToDirsResponse:
-    o = new_instance(AssignReplicasToDirsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.directories = [
-        _rnd_AssignReplicasToDirsResponse_DirectoryData(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AssignReplicasToDirsResponse_DirectoryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsResponse_DirectoryData, int]:
@@ -841,16 +784,6 @@ def _fj_AssignReplicasToDirsResponse_DirectoryData(
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_AssignReplicasToDirsResponse_TopicData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AssignReplicasToDirsResponse_DirectoryData(
-    g: Any, version: int
-) -> _AssignReplicasToDirsResponse_DirectoryData:
-    o = new_instance(_AssignReplicasToDirsResponse_DirectoryData)
-    o.id = g.uuid()
-    o.topics = [_rnd_AssignReplicasToDirsResponse_TopicData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -912,18 +845,6 @@ def _fj_AssignReplicasToDirsResponse_TopicData(
     return o
 
 
-def _rnd_AssignReplicasToDirsResponse_TopicData(
-    g: Any, version: int
-) -> _AssignReplicasToDirsResponse_TopicData:
-    o = new_instance(_AssignReplicasToDirsResponse_TopicData)
-    o.topic_id = g.uuid()
-    o.partitions = [
-        _rnd_AssignReplicasToDirsResponse_PartitionData(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_AssignReplicasToDirsResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AssignReplicasToDirsResponse_PartitionData, int]:
@@ -964,16 +885,6 @@ def _fj_AssignReplicasToDirsResponse_PartitionData(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AssignReplicasToDirsResponse_PartitionData(
-    g: Any, version: int
-) -> _AssignReplicasToDirsResponse_PartitionData:
-    o = new_instance(_AssignReplicasToDirsResponse_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1020,7 +931,7 @@ _N_AssignReplicasToDirsResponse_v0 = (
     (),
     "AssignReplicasToDirsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AssignReplicasToDirsResponse_PartitionData = (
     _AssignReplicasToDirsResponse_PartitionData,
     (
@@ -1060,7 +971,6 @@ bind_codecs(
     AssignReplicasToDirsResponse,
     _tj_AssignReplicasToDirsResponse,
     _fj_AssignReplicasToDirsResponse,
-    _rnd_AssignReplicasToDirsResponse,
     (0, 0, _dec_AssignReplicasToDirsResponse_v0, _enc_AssignReplicasToDirsResponse_v0),
 )
 bind_native(
@@ -1072,7 +982,6 @@ bind_codecs(
     _AssignReplicasToDirsResponse_DirectoryData,
     _tj_AssignReplicasToDirsResponse_DirectoryData,
     _fj_AssignReplicasToDirsResponse_DirectoryData,
-    _rnd_AssignReplicasToDirsResponse_DirectoryData,
     (
         0,
         0,
@@ -1089,7 +998,6 @@ bind_codecs(
     _AssignReplicasToDirsResponse_TopicData,
     _tj_AssignReplicasToDirsResponse_TopicData,
     _fj_AssignReplicasToDirsResponse_TopicData,
-    _rnd_AssignReplicasToDirsResponse_TopicData,
     (
         0,
         0,
@@ -1106,7 +1014,6 @@ bind_codecs(
     _AssignReplicasToDirsResponse_PartitionData,
     _tj_AssignReplicasToDirsResponse_PartitionData,
     _fj_AssignReplicasToDirsResponse_PartitionData,
-    _rnd_AssignReplicasToDirsResponse_PartitionData,
     (
         0,
         0,

@@ -483,20 +483,6 @@ def _fj_BeginQuorumEpochRequest(obj: dict[str, Any], version: int) -> BeginQuoru
     return o
 
 
-def _rnd_BeginQuorumEpochRequest(g: Any, version: int) -> BeginQuorumEpochRequest:
-    o = new_instance(BeginQuorumEpochRequest)
-    o.cluster_id = None if g.is_null() else g.str()
-    o.voter_id = (g.int("int32")) if version >= 1 else -1
-    o.topics = [_rnd_BeginQuorumEpochRequest_TopicData(g, version) for _ in range(g.count())]
-    o.leader_endpoints = (
-        (KeyedList([_rnd_LeaderEndpoint(g, version) for _ in range(g.count())]))
-        if version >= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_BeginQuorumEpochRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochRequest_TopicData, int]:
@@ -584,18 +570,6 @@ def _fj_BeginQuorumEpochRequest_TopicData(
     return o
 
 
-def _rnd_BeginQuorumEpochRequest_TopicData(
-    g: Any, version: int
-) -> _BeginQuorumEpochRequest_TopicData:
-    o = new_instance(_BeginQuorumEpochRequest_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [
-        _rnd_BeginQuorumEpochRequest_PartitionData(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_BeginQuorumEpochRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochRequest_PartitionData, int]:
@@ -674,18 +648,6 @@ def _fj_BeginQuorumEpochRequest_PartitionData(
     return o
 
 
-def _rnd_BeginQuorumEpochRequest_PartitionData(
-    g: Any, version: int
-) -> _BeginQuorumEpochRequest_PartitionData:
-    o = new_instance(_BeginQuorumEpochRequest_PartitionData)
-    o.partition_index = g.int("int32")
-    o.voter_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_LeaderEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderEndpoint, int]:
     o = new_instance(_LeaderEndpoint)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -731,15 +693,6 @@ def _fj_LeaderEndpoint(obj: dict[str, Any], version: int) -> _LeaderEndpoint:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderEndpoint(g: Any, version: int) -> _LeaderEndpoint:
-    o = new_instance(_LeaderEndpoint)
-    o.name = (g.str()) if version >= 1 else ""
-    o.host = (g.str()) if version >= 1 else ""
-    o.port = (g.int("uint16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -824,7 +777,7 @@ _N_BeginQuorumEpochRequest_v1 = (
     (),
     "BeginQuorumEpochRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BeginQuorumEpochRequest_PartitionData = (
     _BeginQuorumEpochRequest_PartitionData,
     (
@@ -868,7 +821,6 @@ bind_codecs(
     BeginQuorumEpochRequest,
     _tj_BeginQuorumEpochRequest,
     _fj_BeginQuorumEpochRequest,
-    _rnd_BeginQuorumEpochRequest,
     (0, 0, _dec_BeginQuorumEpochRequest_v0, _enc_BeginQuorumEpochRequest_v0),
     (1, 1, _dec_BeginQuorumEpochRequest_v1, _enc_BeginQuorumEpochRequest_v1),
 )
@@ -882,7 +834,6 @@ bind_codecs(
     _BeginQuorumEpochRequest_TopicData,
     _tj_BeginQuorumEpochRequest_TopicData,
     _fj_BeginQuorumEpochRequest_TopicData,
-    _rnd_BeginQuorumEpochRequest_TopicData,
     (0, 0, _dec_BeginQuorumEpochRequest_TopicData_v0, _enc_BeginQuorumEpochRequest_TopicData_v0),
     (1, 1, _dec_BeginQuorumEpochRequest_TopicData_v1, _enc_BeginQuorumEpochRequest_TopicData_v1),
 )
@@ -896,7 +847,6 @@ bind_codecs(
     _BeginQuorumEpochRequest_PartitionData,
     _tj_BeginQuorumEpochRequest_PartitionData,
     _fj_BeginQuorumEpochRequest_PartitionData,
-    _rnd_BeginQuorumEpochRequest_PartitionData,
     (
         0,
         0,
@@ -920,7 +870,6 @@ bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
     _fj_LeaderEndpoint,
-    _rnd_LeaderEndpoint,
     (1, 1, _dec_LeaderEndpoint_v1, _enc_LeaderEndpoint_v1),
 )
 bind_native(
@@ -1055,23 +1004,6 @@ def _fj_BeginQuorumEpochResponse(obj: dict[str, Any], version: int) -> BeginQuor
     return o
 
 
-def _rnd_BeginQuorumEpochResponse(g: Any, version: int) -> BeginQuorumEpochResponse:
-    o = new_instance(BeginQuorumEpochResponse)
-    o.error_code = g.int("int16")
-    o.topics = [_rnd_BeginQuorumEpochResponse_TopicData(g, version) for _ in range(g.count())]
-    o.node_endpoints = (
-        (
-            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 1 else ()
-    return o
-
-
 def _dec_BeginQuorumEpochResponse_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochResponse_TopicData, int]:
@@ -1159,18 +1091,6 @@ def _fj_BeginQuorumEpochResponse_TopicData(
     return o
 
 
-def _rnd_BeginQuorumEpochResponse_TopicData(
-    g: Any, version: int
-) -> _BeginQuorumEpochResponse_TopicData:
-    o = new_instance(_BeginQuorumEpochResponse_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [
-        _rnd_BeginQuorumEpochResponse_PartitionData(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_BeginQuorumEpochResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BeginQuorumEpochResponse_PartitionData, int]:
@@ -1236,18 +1156,6 @@ def _fj_BeginQuorumEpochResponse_PartitionData(
     return o
 
 
-def _rnd_BeginQuorumEpochResponse_PartitionData(
-    g: Any, version: int
-) -> _BeginQuorumEpochResponse_PartitionData:
-    o = new_instance(_BeginQuorumEpochResponse_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
     o.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -1292,15 +1200,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = (g.int("int32")) if version >= 1 else 0
-    o.host = (g.str()) if version >= 1 else ""
-    o.port = (g.int("uint16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1384,7 +1283,7 @@ _N_BeginQuorumEpochResponse_v1 = (
     ),
     "BeginQuorumEpochResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BeginQuorumEpochResponse_PartitionData = (
     _BeginQuorumEpochResponse_PartitionData,
     (
@@ -1427,7 +1326,6 @@ bind_codecs(
     BeginQuorumEpochResponse,
     _tj_BeginQuorumEpochResponse,
     _fj_BeginQuorumEpochResponse,
-    _rnd_BeginQuorumEpochResponse,
     (0, 0, _dec_BeginQuorumEpochResponse_v0, _enc_BeginQuorumEpochResponse_v0),
     (1, 1, _dec_BeginQuorumEpochResponse_v1, _enc_BeginQuorumEpochResponse_v1),
 )
@@ -1441,7 +1339,6 @@ bind_codecs(
     _BeginQuorumEpochResponse_TopicData,
     _tj_BeginQuorumEpochResponse_TopicData,
     _fj_BeginQuorumEpochResponse_TopicData,
-    _rnd_BeginQuorumEpochResponse_TopicData,
     (0, 0, _dec_BeginQuorumEpochResponse_TopicData_v0, _enc_BeginQuorumEpochResponse_TopicData_v0),
     (1, 1, _dec_BeginQuorumEpochResponse_TopicData_v1, _enc_BeginQuorumEpochResponse_TopicData_v1),
 )
@@ -1455,7 +1352,6 @@ bind_codecs(
     _BeginQuorumEpochResponse_PartitionData,
     _tj_BeginQuorumEpochResponse_PartitionData,
     _fj_BeginQuorumEpochResponse_PartitionData,
-    _rnd_BeginQuorumEpochResponse_PartitionData,
     (
         0,
         0,
@@ -1479,7 +1375,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(

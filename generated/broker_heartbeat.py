@@ -37,9 +37,9 @@ from kafkagen.runtime.wire import (
     read_uuid,
     read_uvarint,
     unsupported,
-    uuid_bytes,
     write_array,
     write_tags,
+    write_uuid,
 )
 
 __all__ = [
@@ -241,7 +241,7 @@ def _enc_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: Writer) -> None
         value = []
         tw = value.append
         write_array(
-            tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
+            tw, o.offline_log_dirs, write_uuid, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
         tags.append((0, b"".join(value)))
     if tags or o.unknown_tagged_fields:
@@ -298,7 +298,7 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
         value = []
         tw = value.append
         write_array(
-            tw, o.offline_log_dirs, uuid_bytes, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
+            tw, o.offline_log_dirs, write_uuid, True, False, "BrokerHeartbeatRequest.OfflineLogDirs"
         )
         tags.append((0, b"".join(value)))
     if o.cordoned_log_dirs != None:
@@ -307,7 +307,7 @@ def _enc_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: Writer) -> None
         write_array(
             tw,
             o.cordoned_log_dirs,
-            uuid_bytes,
+            write_uuid,
             True,
             True,
             "BrokerHeartbeatRequest.CordonedLogDirs",
@@ -369,29 +369,6 @@ def _fj_BrokerHeartbeatRequest(obj: dict[str, Any], version: int) -> BrokerHeart
     return o
 
 
-def _rnd_BrokerHeartbeatRequest(g: Any, version: int) -> BrokerHeartbeatRequest:
-    o = new_instance(BrokerHeartbeatRequest)
-    o.broker_id = g.int("int32")
-    o.broker_epoch = g.int("int64")
-    o.current_metadata_offset = g.int("int64")
-    o.want_fence = g.bool()
-    o.want_shut_down = g.bool()
-    o.offline_log_dirs = (
-        (([g.uuid() for _ in range(g.count())]) if g.present() else []) if version >= 1 else []
-    )
-    o.cordoned_log_dirs = (
-        (
-            (None if version >= 2 and g.is_null() else [g.uuid() for _ in range(g.count())])
-            if g.present()
-            else None
-        )
-        if version >= 2
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(2) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_BrokerHeartbeatRequest_v0 = (
@@ -441,7 +418,7 @@ _N_BrokerHeartbeatRequest_v2 = (
     ),
     "BrokerHeartbeatRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerHeartbeatRequest = (
     BrokerHeartbeatRequest,
     (
@@ -461,7 +438,6 @@ bind_codecs(
     BrokerHeartbeatRequest,
     _tj_BrokerHeartbeatRequest,
     _fj_BrokerHeartbeatRequest,
-    _rnd_BrokerHeartbeatRequest,
     (0, 0, _dec_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v0),
     (1, 1, _dec_BrokerHeartbeatRequest_v1, _enc_BrokerHeartbeatRequest_v1),
     (2, 2, _dec_BrokerHeartbeatRequest_v2, _enc_BrokerHeartbeatRequest_v2),
@@ -526,17 +502,6 @@ def _fj_BrokerHeartbeatResponse(obj: dict[str, Any], version: int) -> BrokerHear
     return o
 
 
-def _rnd_BrokerHeartbeatResponse(g: Any, version: int) -> BrokerHeartbeatResponse:
-    o = new_instance(BrokerHeartbeatResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.is_caught_up = g.bool()
-    o.is_fenced = g.bool()
-    o.should_shut_down = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_BrokerHeartbeatResponse_v0 = (
@@ -552,7 +517,7 @@ _N_BrokerHeartbeatResponse_v0 = (
     (),
     "BrokerHeartbeatResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerHeartbeatResponse = (
     BrokerHeartbeatResponse,
     (
@@ -570,7 +535,6 @@ bind_codecs(
     BrokerHeartbeatResponse,
     _tj_BrokerHeartbeatResponse,
     _fj_BrokerHeartbeatResponse,
-    _rnd_BrokerHeartbeatResponse,
     (0, 2, _dec_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0),
 )
 bind_native(

@@ -45,10 +45,10 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     unsupported,
-    uuid_bytes,
     write_array,
     write_struct_array,
     write_tags,
+    write_uuid,
 )
 
 __all__ = [
@@ -393,7 +393,7 @@ def _enc_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: Writer) -
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
-    write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
+    write_array(w, o.log_dirs, write_uuid, True, False, "BrokerRegistrationRequest.LogDirs")
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
 
@@ -443,7 +443,7 @@ def _enc_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: Writer) -
         w(SMALL_UVARINTS[len(b) + 1] if len(b) < 127 else compact_string_length(len(b)))
         w(b)
     w(_S_o.pack(o.is_migrating_zk_broker))
-    write_array(w, o.log_dirs, uuid_bytes, True, False, "BrokerRegistrationRequest.LogDirs")
+    write_array(w, o.log_dirs, write_uuid, True, False, "BrokerRegistrationRequest.LogDirs")
     w(_S_q.pack(o.previous_broker_epoch))
     w(EMPTY_TAGS) if not o.unknown_tagged_fields else write_tags(w, [], o.unknown_tagged_fields)
 
@@ -497,21 +497,6 @@ def _fj_BrokerRegistrationRequest(obj: dict[str, Any], version: int) -> BrokerRe
     return o
 
 
-def _rnd_BrokerRegistrationRequest(g: Any, version: int) -> BrokerRegistrationRequest:
-    o = new_instance(BrokerRegistrationRequest)
-    o.broker_id = g.int("int32")
-    o.cluster_id = g.str()
-    o.incarnation_id = g.uuid()
-    o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
-    o.features = KeyedList([_rnd_Feature(g, version) for _ in range(g.count())])
-    o.rack = None if g.is_null() else g.str()
-    o.is_migrating_zk_broker = (g.bool()) if version >= 1 else False
-    o.log_dirs = ([g.uuid() for _ in range(g.count())]) if version >= 2 else []
-    o.previous_broker_epoch = (g.int("int64")) if version >= 3 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -559,16 +544,6 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     return o
 
 
-def _rnd_Listener(g: Any, version: int) -> _Listener:
-    o = new_instance(_Listener)
-    o.name = g.str()
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.security_protocol = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
     o = new_instance(_Feature)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -607,15 +582,6 @@ def _fj_Feature(obj: dict[str, Any], version: int) -> _Feature:
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
     o.max_supported_version = get_int(obj, "maxSupportedVersion", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Feature(g: Any, version: int) -> _Feature:
-    o = new_instance(_Feature)
-    o.name = g.str()
-    o.min_supported_version = g.int("int16")
-    o.max_supported_version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -712,7 +678,7 @@ _N_BrokerRegistrationRequest_v3 = (
     (),
     "BrokerRegistrationRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
     _Listener,
     (
@@ -753,7 +719,6 @@ bind_codecs(
     BrokerRegistrationRequest,
     _tj_BrokerRegistrationRequest,
     _fj_BrokerRegistrationRequest,
-    _rnd_BrokerRegistrationRequest,
     (0, 0, _dec_BrokerRegistrationRequest_v0, _enc_BrokerRegistrationRequest_v0),
     (1, 1, _dec_BrokerRegistrationRequest_v1, _enc_BrokerRegistrationRequest_v1),
     (2, 2, _dec_BrokerRegistrationRequest_v2, _enc_BrokerRegistrationRequest_v2),
@@ -771,7 +736,6 @@ bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
-    _rnd_Listener,
     (0, 4, _dec_Listener_v0, _enc_Listener_v0),
 )
 bind_native(
@@ -783,7 +747,6 @@ bind_codecs(
     _Feature,
     _tj_Feature,
     _fj_Feature,
-    _rnd_Feature,
     (0, 4, _dec_Feature_v0, _enc_Feature_v0),
 )
 bind_native(
@@ -834,15 +797,6 @@ def _fj_BrokerRegistrationResponse(obj: dict[str, Any], version: int) -> BrokerR
     return o
 
 
-def _rnd_BrokerRegistrationResponse(g: Any, version: int) -> BrokerRegistrationResponse:
-    o = new_instance(BrokerRegistrationResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.broker_epoch = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_BrokerRegistrationResponse_v0 = (
@@ -856,7 +810,7 @@ _N_BrokerRegistrationResponse_v0 = (
     (),
     "BrokerRegistrationResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerRegistrationResponse = (
     BrokerRegistrationResponse,
     (
@@ -872,7 +826,6 @@ bind_codecs(
     BrokerRegistrationResponse,
     _tj_BrokerRegistrationResponse,
     _fj_BrokerRegistrationResponse,
-    _rnd_BrokerRegistrationResponse,
     (0, 4, _dec_BrokerRegistrationResponse_v0, _enc_BrokerRegistrationResponse_v0),
 )
 bind_native(

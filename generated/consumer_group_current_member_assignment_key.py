@@ -117,16 +117,6 @@ def _fj_ConsumerGroupCurrentMemberAssignmentKey(
     return o
 
 
-def _rnd_ConsumerGroupCurrentMemberAssignmentKey(
-    g: Any, version: int
-) -> ConsumerGroupCurrentMemberAssignmentKey:
-    o = new_instance(ConsumerGroupCurrentMemberAssignmentKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupCurrentMemberAssignmentKey_v0 = (
@@ -139,7 +129,7 @@ _N_ConsumerGroupCurrentMemberAssignmentKey_v0 = (
     (),
     "ConsumerGroupCurrentMemberAssignmentKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupCurrentMemberAssignmentKey = (
     ConsumerGroupCurrentMemberAssignmentKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     ConsumerGroupCurrentMemberAssignmentKey,
     _tj_ConsumerGroupCurrentMemberAssignmentKey,
     _fj_ConsumerGroupCurrentMemberAssignmentKey,
-    _rnd_ConsumerGroupCurrentMemberAssignmentKey,
     (
         0,
         0,

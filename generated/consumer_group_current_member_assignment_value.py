@@ -230,19 +230,6 @@ def _fj_ConsumerGroupCurrentMemberAssignmentValue(
     return o
 
 
-def _rnd_ConsumerGroupCurrentMemberAssignmentValue(
-    g: Any, version: int
-) -> ConsumerGroupCurrentMemberAssignmentValue:
-    o = new_instance(ConsumerGroupCurrentMemberAssignmentValue)
-    o.member_epoch = g.int("int32")
-    o.previous_member_epoch = g.int("int32")
-    o.state = g.int("int8")
-    o.assigned_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.partitions_pending_revocation = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -320,17 +307,6 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     return o
 
 
-def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
-    o = new_instance(_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.assignment_epochs = (
-        (None if g.is_null() else [g.int("int32") for _ in range(g.count())]) if g.present() else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicPartitions_v0 = (
@@ -358,7 +334,7 @@ _N_ConsumerGroupCurrentMemberAssignmentValue_v0 = (
     (),
     "ConsumerGroupCurrentMemberAssignmentValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
     _TopicPartitions,
     (
@@ -385,7 +361,6 @@ bind_codecs(
     ConsumerGroupCurrentMemberAssignmentValue,
     _tj_ConsumerGroupCurrentMemberAssignmentValue,
     _fj_ConsumerGroupCurrentMemberAssignmentValue,
-    _rnd_ConsumerGroupCurrentMemberAssignmentValue,
     (
         0,
         0,
@@ -402,7 +377,6 @@ bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
-    _rnd_TopicPartitions,
     (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
 )
 bind_native(

@@ -521,24 +521,6 @@ def _fj_ConsumerGroupDescribeRequest(
     return o
 
 
-def _rnd_ConsumerGroupDescribeRequest(g: Any, version: int) -> ConsumerGroupDescribeRequest:
-    o = new_instance(ConsumerGroupDescribeRequest)
-    o.group_ids = [g.str() for _ in range(g.count())]
-    o.include_authorized_operations = g.bool()
-    o.response_pagination_limit = (g.int("int32")) if version >= 2 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 2 and g.is_null()
-            else _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(g, version)
-        )
-        if version >= 2
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ConsumerGroupDescribeRequest_GroupMemberCursor_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupDescribeRequest_GroupMemberCursor, int]:
@@ -589,16 +571,6 @@ def _fj_ConsumerGroupDescribeRequest_GroupMemberCursor(
     return o
 
 
-def _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor(
-    g: Any, version: int
-) -> _ConsumerGroupDescribeRequest_GroupMemberCursor:
-    o = new_instance(_ConsumerGroupDescribeRequest_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 2 else ""
-    o.member_id = (g.str()) if version >= 2 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v2 = (
@@ -635,7 +607,7 @@ _N_ConsumerGroupDescribeRequest_v2 = (
     (),
     "ConsumerGroupDescribeRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupDescribeRequest_GroupMemberCursor = (
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     (
@@ -660,7 +632,6 @@ bind_codecs(
     ConsumerGroupDescribeRequest,
     _tj_ConsumerGroupDescribeRequest,
     _fj_ConsumerGroupDescribeRequest,
-    _rnd_ConsumerGroupDescribeRequest,
     (0, 1, _dec_ConsumerGroupDescribeRequest_v0, _enc_ConsumerGroupDescribeRequest_v0),
     (2, 2, _dec_ConsumerGroupDescribeRequest_v2, _enc_ConsumerGroupDescribeRequest_v2),
 )
@@ -674,7 +645,6 @@ bind_codecs(
     _ConsumerGroupDescribeRequest_GroupMemberCursor,
     _tj_ConsumerGroupDescribeRequest_GroupMemberCursor,
     _fj_ConsumerGroupDescribeRequest_GroupMemberCursor,
-    _rnd_ConsumerGroupDescribeRequest_GroupMemberCursor,
     (
         2,
         2,
@@ -814,23 +784,6 @@ def _fj_ConsumerGroupDescribeResponse(
     return o
 
 
-def _rnd_ConsumerGroupDescribeResponse(g: Any, version: int) -> ConsumerGroupDescribeResponse:
-    o = new_instance(ConsumerGroupDescribeResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 2 and g.is_null()
-            else _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(g, version)
-        )
-        if version >= 2
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_DescribedGroup, int]:
     o = new_instance(_DescribedGroup)
     o.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -966,21 +919,6 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     o.members = [_fj_Member(as_object(x, p), version) for x in v]
     o.authorized_operations = get_int(obj, "authorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
-    o = new_instance(_DescribedGroup)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.group_id = g.str()
-    o.group_state = g.str()
-    o.group_epoch = g.int("int32")
-    o.assignment_epoch = g.int("int32")
-    o.assignor_name = g.str()
-    o.members = [_rnd_Member(g, version) for _ in range(g.count())]
-    o.authorized_operations = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1167,23 +1105,6 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     return o
 
 
-def _rnd_Member(g: Any, version: int) -> _Member:
-    o = new_instance(_Member)
-    o.member_id = g.str()
-    o.instance_id = None if g.is_null() else g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.member_epoch = g.int("int32")
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.subscribed_topic_names = [g.str() for _ in range(g.count())]
-    o.subscribed_topic_regex = None if g.is_null() else g.str()
-    o.assignment = _rnd_Assignment(g, version)
-    o.target_assignment = _rnd_Assignment(g, version)
-    o.member_type = (g.int("int8")) if version >= 1 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
@@ -1224,13 +1145,6 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     v = get_list(obj, "topicPartitions", p, REQUIRED)
     o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Assignment(g: Any, version: int) -> _Assignment:
-    o = new_instance(_Assignment)
-    o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1276,15 +1190,6 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
-    o = new_instance(_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.topic_name = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1335,16 +1240,6 @@ def _fj_ConsumerGroupDescribeResponse_GroupMemberCursor(
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 2 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 2 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor(
-    g: Any, version: int
-) -> _ConsumerGroupDescribeResponse_GroupMemberCursor:
-    o = new_instance(_ConsumerGroupDescribeResponse_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 2 else ""
-    o.member_id = (g.str()) if version >= 2 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1485,7 +1380,7 @@ _N_ConsumerGroupDescribeResponse_v2 = (
     (),
     "ConsumerGroupDescribeResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
     _TopicPartitions,
     (
@@ -1557,7 +1452,6 @@ bind_codecs(
     ConsumerGroupDescribeResponse,
     _tj_ConsumerGroupDescribeResponse,
     _fj_ConsumerGroupDescribeResponse,
-    _rnd_ConsumerGroupDescribeResponse,
     (0, 0, _dec_ConsumerGroupDescribeResponse_v0, _enc_ConsumerGroupDescribeResponse_v0),
     (1, 1, _dec_ConsumerGroupDescribeResponse_v1, _enc_ConsumerGroupDescribeResponse_v1),
     (2, 2, _dec_ConsumerGroupDescribeResponse_v2, _enc_ConsumerGroupDescribeResponse_v2),
@@ -1573,7 +1467,6 @@ bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
-    _rnd_DescribedGroup,
     (0, 0, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
     (1, 2, _dec_DescribedGroup_v1, _enc_DescribedGroup_v1),
 )
@@ -1587,7 +1480,6 @@ bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
-    _rnd_Member,
     (0, 0, _dec_Member_v0, _enc_Member_v0),
     (1, 2, _dec_Member_v1, _enc_Member_v1),
 )
@@ -1601,7 +1493,6 @@ bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
-    _rnd_Assignment,
     (0, 2, _dec_Assignment_v0, _enc_Assignment_v0),
 )
 bind_native(
@@ -1613,7 +1504,6 @@ bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
-    _rnd_TopicPartitions,
     (0, 2, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
 )
 bind_native(
@@ -1625,7 +1515,6 @@ bind_codecs(
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
     _tj_ConsumerGroupDescribeResponse_GroupMemberCursor,
     _fj_ConsumerGroupDescribeResponse_GroupMemberCursor,
-    _rnd_ConsumerGroupDescribeResponse_GroupMemberCursor,
     (
         2,
         2,

@@ -522,30 +522,6 @@ def _fj_ConsumerGroupHeartbeatRequest(
     return o
 
 
-def _rnd_ConsumerGroupHeartbeatRequest(g: Any, version: int) -> ConsumerGroupHeartbeatRequest:
-    o = new_instance(ConsumerGroupHeartbeatRequest)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.member_epoch = g.int("int32")
-    o.instance_id = None if g.is_null() else g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.rebalance_timeout_ms = g.int("int32")
-    o.subscribed_topic_names = None if g.is_null() else [g.str() for _ in range(g.count())]
-    o.subscribed_topic_regex = (
-        (None if version >= 1 and g.is_null() else g.str()) if version >= 1 else None
-    )
-    o.server_assignor = None if g.is_null() else g.str()
-    o.topic_partitions = (
-        None
-        if g.is_null()
-        else [
-            _rnd_ConsumerGroupHeartbeatRequest_TopicPartitions(g, version) for _ in range(g.count())
-        ]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupHeartbeatRequest_TopicPartitions, int]:
@@ -590,16 +566,6 @@ def _fj_ConsumerGroupHeartbeatRequest_TopicPartitions(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ConsumerGroupHeartbeatRequest_TopicPartitions(
-    g: Any, version: int
-) -> _ConsumerGroupHeartbeatRequest_TopicPartitions:
-    o = new_instance(_ConsumerGroupHeartbeatRequest_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -651,7 +617,7 @@ _N_ConsumerGroupHeartbeatRequest_v1 = (
     (),
     "ConsumerGroupHeartbeatRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupHeartbeatRequest_TopicPartitions = (
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
     (
@@ -682,7 +648,6 @@ bind_codecs(
     ConsumerGroupHeartbeatRequest,
     _tj_ConsumerGroupHeartbeatRequest,
     _fj_ConsumerGroupHeartbeatRequest,
-    _rnd_ConsumerGroupHeartbeatRequest,
     (0, 0, _dec_ConsumerGroupHeartbeatRequest_v0, _enc_ConsumerGroupHeartbeatRequest_v0),
     (1, 1, _dec_ConsumerGroupHeartbeatRequest_v1, _enc_ConsumerGroupHeartbeatRequest_v1),
 )
@@ -696,7 +661,6 @@ bind_codecs(
     _ConsumerGroupHeartbeatRequest_TopicPartitions,
     _tj_ConsumerGroupHeartbeatRequest_TopicPartitions,
     _fj_ConsumerGroupHeartbeatRequest_TopicPartitions,
-    _rnd_ConsumerGroupHeartbeatRequest_TopicPartitions,
     (
         0,
         1,
@@ -797,19 +761,6 @@ def _fj_ConsumerGroupHeartbeatResponse(
     return o
 
 
-def _rnd_ConsumerGroupHeartbeatResponse(g: Any, version: int) -> ConsumerGroupHeartbeatResponse:
-    o = new_instance(ConsumerGroupHeartbeatResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.member_id = None if g.is_null() else g.str()
-    o.member_epoch = g.int("int32")
-    o.heartbeat_interval_ms = g.int("int32")
-    o.assignment = None if g.is_null() else _rnd_Assignment(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Assignment_v0(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
@@ -863,15 +814,6 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     return o
 
 
-def _rnd_Assignment(g: Any, version: int) -> _Assignment:
-    o = new_instance(_Assignment)
-    o.topic_partitions = [
-        _rnd_ConsumerGroupHeartbeatResponse_TopicPartitions(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ConsumerGroupHeartbeatResponse_TopicPartitions, int]:
@@ -919,16 +861,6 @@ def _fj_ConsumerGroupHeartbeatResponse_TopicPartitions(
     return o
 
 
-def _rnd_ConsumerGroupHeartbeatResponse_TopicPartitions(
-    g: Any, version: int
-) -> _ConsumerGroupHeartbeatResponse_TopicPartitions:
-    o = new_instance(_ConsumerGroupHeartbeatResponse_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0 = (
@@ -965,7 +897,7 @@ _N_ConsumerGroupHeartbeatResponse_v0 = (
     (),
     "ConsumerGroupHeartbeatResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupHeartbeatResponse_TopicPartitions = (
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
     (
@@ -1000,7 +932,6 @@ bind_codecs(
     ConsumerGroupHeartbeatResponse,
     _tj_ConsumerGroupHeartbeatResponse,
     _fj_ConsumerGroupHeartbeatResponse,
-    _rnd_ConsumerGroupHeartbeatResponse,
     (0, 1, _dec_ConsumerGroupHeartbeatResponse_v0, _enc_ConsumerGroupHeartbeatResponse_v0),
 )
 bind_native(
@@ -1012,7 +943,6 @@ bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
-    _rnd_Assignment,
     (0, 1, _dec_Assignment_v0, _enc_Assignment_v0),
 )
 bind_native(
@@ -1024,7 +954,6 @@ bind_codecs(
     _ConsumerGroupHeartbeatResponse_TopicPartitions,
     _tj_ConsumerGroupHeartbeatResponse_TopicPartitions,
     _fj_ConsumerGroupHeartbeatResponse_TopicPartitions,
-    _rnd_ConsumerGroupHeartbeatResponse_TopicPartitions,
     (
         0,
         1,

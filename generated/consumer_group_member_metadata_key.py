@@ -115,14 +115,6 @@ def _fj_ConsumerGroupMemberMetadataKey(
     return o
 
 
-def _rnd_ConsumerGroupMemberMetadataKey(g: Any, version: int) -> ConsumerGroupMemberMetadataKey:
-    o = new_instance(ConsumerGroupMemberMetadataKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupMemberMetadataKey_v0 = (
@@ -135,7 +127,7 @@ _N_ConsumerGroupMemberMetadataKey_v0 = (
     (),
     "ConsumerGroupMemberMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupMemberMetadataKey = (
     ConsumerGroupMemberMetadataKey,
     (
@@ -150,7 +142,6 @@ bind_codecs(
     ConsumerGroupMemberMetadataKey,
     _tj_ConsumerGroupMemberMetadataKey,
     _fj_ConsumerGroupMemberMetadataKey,
-    _rnd_ConsumerGroupMemberMetadataKey,
     (0, 0, _dec_ConsumerGroupMemberMetadataKey_v0, _enc_ConsumerGroupMemberMetadataKey_v0),
 )
 bind_native(

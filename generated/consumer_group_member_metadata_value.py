@@ -352,25 +352,6 @@ def _fj_ConsumerGroupMemberMetadataValue(
     return o
 
 
-def _rnd_ConsumerGroupMemberMetadataValue(g: Any, version: int) -> ConsumerGroupMemberMetadataValue:
-    o = new_instance(ConsumerGroupMemberMetadataValue)
-    o.instance_id = None if g.is_null() else g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.subscribed_topic_names = [g.str() for _ in range(g.count())]
-    o.subscribed_topic_regex = None if g.is_null() else g.str()
-    o.rebalance_timeout_ms = g.int("int32")
-    o.server_assignor = None if g.is_null() else g.str()
-    o.classic_member_metadata = (
-        (None if g.is_null() else _rnd_ClassicMemberMetadata(g, version))
-        if g.present()
-        else _ClassicMemberMetadata()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_ClassicMemberMetadata_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ClassicMemberMetadata, int]:
@@ -421,14 +402,6 @@ def _fj_ClassicMemberMetadata(obj: dict[str, Any], version: int) -> _ClassicMemb
     return o
 
 
-def _rnd_ClassicMemberMetadata(g: Any, version: int) -> _ClassicMemberMetadata:
-    o = new_instance(_ClassicMemberMetadata)
-    o.session_timeout_ms = g.int("int32")
-    o.supported_protocols = [_rnd_ClassicProtocol(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ClassicProtocol_v0(buf: Buffer, pos: int, end: int) -> tuple[_ClassicProtocol, int]:
     o = new_instance(_ClassicProtocol)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -465,14 +438,6 @@ def _fj_ClassicProtocol(obj: dict[str, Any], version: int) -> _ClassicProtocol:
     o.name = get_str(obj, "name", p, REQUIRED)
     o.metadata = get_bytes(obj, "metadata", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ClassicProtocol(g: Any, version: int) -> _ClassicProtocol:
-    o = new_instance(_ClassicProtocol)
-    o.name = g.str()
-    o.metadata = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -516,7 +481,7 @@ _N_ConsumerGroupMemberMetadataValue_v0 = (
     ),
     "ConsumerGroupMemberMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ClassicProtocol = (
     _ClassicProtocol,
     (
@@ -554,7 +519,6 @@ bind_codecs(
     ConsumerGroupMemberMetadataValue,
     _tj_ConsumerGroupMemberMetadataValue,
     _fj_ConsumerGroupMemberMetadataValue,
-    _rnd_ConsumerGroupMemberMetadataValue,
     (0, 0, _dec_ConsumerGroupMemberMetadataValue_v0, _enc_ConsumerGroupMemberMetadataValue_v0),
 )
 bind_native(
@@ -566,7 +530,6 @@ bind_codecs(
     _ClassicMemberMetadata,
     _tj_ClassicMemberMetadata,
     _fj_ClassicMemberMetadata,
-    _rnd_ClassicMemberMetadata,
     (0, 0, _dec_ClassicMemberMetadata_v0, _enc_ClassicMemberMetadata_v0),
 )
 bind_native(
@@ -578,7 +541,6 @@ bind_codecs(
     _ClassicProtocol,
     _tj_ClassicProtocol,
     _fj_ClassicProtocol,
-    _rnd_ClassicProtocol,
     (0, 0, _dec_ClassicProtocol_v0, _enc_ClassicProtocol_v0),
 )
 bind_native(

@@ -101,13 +101,6 @@ def _fj_ConsumerGroupMetadataKey(obj: dict[str, Any], version: int) -> ConsumerG
     return o
 
 
-def _rnd_ConsumerGroupMetadataKey(g: Any, version: int) -> ConsumerGroupMetadataKey:
-    o = new_instance(ConsumerGroupMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupMetadataKey_v0 = (
@@ -119,7 +112,7 @@ _N_ConsumerGroupMetadataKey_v0 = (
     (),
     "ConsumerGroupMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupMetadataKey = (
     ConsumerGroupMetadataKey,
     (
@@ -133,7 +126,6 @@ bind_codecs(
     ConsumerGroupMetadataKey,
     _tj_ConsumerGroupMetadataKey,
     _fj_ConsumerGroupMetadataKey,
-    _rnd_ConsumerGroupMetadataKey,
     (0, 0, _dec_ConsumerGroupMetadataKey_v0, _enc_ConsumerGroupMetadataKey_v0),
 )
 bind_native(

@@ -140,14 +140,6 @@ def _fj_ConsumerGroupMetadataValue(obj: dict[str, Any], version: int) -> Consume
     return o
 
 
-def _rnd_ConsumerGroupMetadataValue(g: Any, version: int) -> ConsumerGroupMetadataValue:
-    o = new_instance(ConsumerGroupMetadataValue)
-    o.epoch = g.int("int32")
-    o.metadata_hash = (g.int("int64")) if g.present() else 0
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupMetadataValue_v0 = (
@@ -161,7 +153,7 @@ _N_ConsumerGroupMetadataValue_v0 = (
     ),
     "ConsumerGroupMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupMetadataValue = (
     ConsumerGroupMetadataValue,
     (
@@ -176,7 +168,6 @@ bind_codecs(
     ConsumerGroupMetadataValue,
     _tj_ConsumerGroupMetadataValue,
     _fj_ConsumerGroupMetadataValue,
-    _rnd_ConsumerGroupMetadataValue,
     (0, 0, _dec_ConsumerGroupMetadataValue_v0, _enc_ConsumerGroupMetadataValue_v0),
 )
 bind_native(

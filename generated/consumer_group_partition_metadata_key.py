@@ -107,15 +107,6 @@ def _fj_ConsumerGroupPartitionMetadataKey(
     return o
 
 
-def _rnd_ConsumerGroupPartitionMetadataKey(
-    g: Any, version: int
-) -> ConsumerGroupPartitionMetadataKey:
-    o = new_instance(ConsumerGroupPartitionMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupPartitionMetadataKey_v0 = (
@@ -127,7 +118,7 @@ _N_ConsumerGroupPartitionMetadataKey_v0 = (
     (),
     "ConsumerGroupPartitionMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupPartitionMetadataKey = (
     ConsumerGroupPartitionMetadataKey,
     (
@@ -141,7 +132,6 @@ bind_codecs(
     ConsumerGroupPartitionMetadataKey,
     _tj_ConsumerGroupPartitionMetadataKey,
     _fj_ConsumerGroupPartitionMetadataKey,
-    _rnd_ConsumerGroupPartitionMetadataKey,
     (0, 0, _dec_ConsumerGroupPartitionMetadataKey_v0, _enc_ConsumerGroupPartitionMetadataKey_v0),
 )
 bind_native(

@@ -210,15 +210,6 @@ def _fj_ConsumerGroupPartitionMetadataValue(
     return o
 
 
-def _rnd_ConsumerGroupPartitionMetadataValue(
-    g: Any, version: int
-) -> ConsumerGroupPartitionMetadataValue:
-    o = new_instance(ConsumerGroupPartitionMetadataValue)
-    o.topics = [_rnd_TopicMetadata(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicMetadata, int]:
     o = new_instance(_TopicMetadata)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -278,16 +269,6 @@ def _fj_TopicMetadata(obj: dict[str, Any], version: int) -> _TopicMetadata:
     return o
 
 
-def _rnd_TopicMetadata(g: Any, version: int) -> _TopicMetadata:
-    o = new_instance(_TopicMetadata)
-    o.topic_id = g.uuid()
-    o.topic_name = g.str()
-    o.num_partitions = g.int("int32")
-    o.partition_metadata = [_rnd_PartitionMetadata(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionMetadata, int]:
     o = new_instance(_PartitionMetadata)
     o.partition = _S_i.unpack_from(buf, pos)[0]
@@ -334,14 +315,6 @@ def _fj_PartitionMetadata(obj: dict[str, Any], version: int) -> _PartitionMetada
     return o
 
 
-def _rnd_PartitionMetadata(g: Any, version: int) -> _PartitionMetadata:
-    o = new_instance(_PartitionMetadata)
-    o.partition = g.int("int32")
-    o.racks = [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionMetadata_v0 = (
@@ -375,7 +348,7 @@ _N_ConsumerGroupPartitionMetadataValue_v0 = (
     (),
     "ConsumerGroupPartitionMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionMetadata = (
     _PartitionMetadata,
     (
@@ -407,7 +380,6 @@ bind_codecs(
     ConsumerGroupPartitionMetadataValue,
     _tj_ConsumerGroupPartitionMetadataValue,
     _fj_ConsumerGroupPartitionMetadataValue,
-    _rnd_ConsumerGroupPartitionMetadataValue,
     (
         0,
         0,
@@ -424,7 +396,6 @@ bind_codecs(
     _TopicMetadata,
     _tj_TopicMetadata,
     _fj_TopicMetadata,
-    _rnd_TopicMetadata,
     (0, 0, _dec_TopicMetadata_v0, _enc_TopicMetadata_v0),
 )
 bind_native(
@@ -436,7 +407,6 @@ bind_codecs(
     _PartitionMetadata,
     _tj_PartitionMetadata,
     _fj_PartitionMetadata,
-    _rnd_PartitionMetadata,
     (0, 0, _dec_PartitionMetadata_v0, _enc_PartitionMetadata_v0),
 )
 bind_native(

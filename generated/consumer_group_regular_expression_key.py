@@ -117,16 +117,6 @@ def _fj_ConsumerGroupRegularExpressionKey(
     return o
 
 
-def _rnd_ConsumerGroupRegularExpressionKey(
-    g: Any, version: int
-) -> ConsumerGroupRegularExpressionKey:
-    o = new_instance(ConsumerGroupRegularExpressionKey)
-    o.group_id = g.str()
-    o.regular_expression = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupRegularExpressionKey_v0 = (
@@ -139,7 +129,7 @@ _N_ConsumerGroupRegularExpressionKey_v0 = (
     (),
     "ConsumerGroupRegularExpressionKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupRegularExpressionKey = (
     ConsumerGroupRegularExpressionKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     ConsumerGroupRegularExpressionKey,
     _tj_ConsumerGroupRegularExpressionKey,
     _fj_ConsumerGroupRegularExpressionKey,
-    _rnd_ConsumerGroupRegularExpressionKey,
     (0, 0, _dec_ConsumerGroupRegularExpressionKey_v0, _enc_ConsumerGroupRegularExpressionKey_v0),
 )
 bind_native(

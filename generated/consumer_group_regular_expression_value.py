@@ -138,17 +138,6 @@ def _fj_ConsumerGroupRegularExpressionValue(
     return o
 
 
-def _rnd_ConsumerGroupRegularExpressionValue(
-    g: Any, version: int
-) -> ConsumerGroupRegularExpressionValue:
-    o = new_instance(ConsumerGroupRegularExpressionValue)
-    o.topics = [g.str() for _ in range(g.count())]
-    o.version = g.int("int64")
-    o.timestamp = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupRegularExpressionValue_v0 = (
@@ -162,7 +151,7 @@ _N_ConsumerGroupRegularExpressionValue_v0 = (
     (),
     "ConsumerGroupRegularExpressionValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupRegularExpressionValue = (
     ConsumerGroupRegularExpressionValue,
     (
@@ -178,7 +167,6 @@ bind_codecs(
     ConsumerGroupRegularExpressionValue,
     _tj_ConsumerGroupRegularExpressionValue,
     _fj_ConsumerGroupRegularExpressionValue,
-    _rnd_ConsumerGroupRegularExpressionValue,
     (
         0,
         0,

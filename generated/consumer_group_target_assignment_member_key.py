@@ -117,16 +117,6 @@ def _fj_ConsumerGroupTargetAssignmentMemberKey(
     return o
 
 
-def _rnd_ConsumerGroupTargetAssignmentMemberKey(
-    g: Any, version: int
-) -> ConsumerGroupTargetAssignmentMemberKey:
-    o = new_instance(ConsumerGroupTargetAssignmentMemberKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupTargetAssignmentMemberKey_v0 = (
@@ -139,7 +129,7 @@ _N_ConsumerGroupTargetAssignmentMemberKey_v0 = (
     (),
     "ConsumerGroupTargetAssignmentMemberKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupTargetAssignmentMemberKey = (
     ConsumerGroupTargetAssignmentMemberKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     ConsumerGroupTargetAssignmentMemberKey,
     _tj_ConsumerGroupTargetAssignmentMemberKey,
     _fj_ConsumerGroupTargetAssignmentMemberKey,
-    _rnd_ConsumerGroupTargetAssignmentMemberKey,
     (
         0,
         0,

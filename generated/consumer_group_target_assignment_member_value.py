@@ -171,15 +171,6 @@ def _fj_ConsumerGroupTargetAssignmentMemberValue(
     return o
 
 
-def _rnd_ConsumerGroupTargetAssignmentMemberValue(
-    g: Any, version: int
-) -> ConsumerGroupTargetAssignmentMemberValue:
-    o = new_instance(ConsumerGroupTargetAssignmentMemberValue)
-    o.topic_partitions = [_rnd_TopicPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartition, int]:
     o = new_instance(_TopicPartition)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -221,14 +212,6 @@ def _fj_TopicPartition(obj: dict[str, Any], version: int) -> _TopicPartition:
     return o
 
 
-def _rnd_TopicPartition(g: Any, version: int) -> _TopicPartition:
-    o = new_instance(_TopicPartition)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicPartition_v0 = (
@@ -250,7 +233,7 @@ _N_ConsumerGroupTargetAssignmentMemberValue_v0 = (
     (),
     "ConsumerGroupTargetAssignmentMemberValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (
     _TopicPartition,
     (
@@ -272,7 +255,6 @@ bind_codecs(
     ConsumerGroupTargetAssignmentMemberValue,
     _tj_ConsumerGroupTargetAssignmentMemberValue,
     _fj_ConsumerGroupTargetAssignmentMemberValue,
-    _rnd_ConsumerGroupTargetAssignmentMemberValue,
     (
         0,
         0,
@@ -289,7 +271,6 @@ bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
     _fj_TopicPartition,
-    _rnd_TopicPartition,
     (0, 0, _dec_TopicPartition_v0, _enc_TopicPartition_v0),
 )
 bind_native(

@@ -107,15 +107,6 @@ def _fj_ConsumerGroupTargetAssignmentMetadataKey(
     return o
 
 
-def _rnd_ConsumerGroupTargetAssignmentMetadataKey(
-    g: Any, version: int
-) -> ConsumerGroupTargetAssignmentMetadataKey:
-    o = new_instance(ConsumerGroupTargetAssignmentMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupTargetAssignmentMetadataKey_v0 = (
@@ -127,7 +118,7 @@ _N_ConsumerGroupTargetAssignmentMetadataKey_v0 = (
     (),
     "ConsumerGroupTargetAssignmentMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupTargetAssignmentMetadataKey = (
     ConsumerGroupTargetAssignmentMetadataKey,
     (
@@ -141,7 +132,6 @@ bind_codecs(
     ConsumerGroupTargetAssignmentMetadataKey,
     _tj_ConsumerGroupTargetAssignmentMetadataKey,
     _fj_ConsumerGroupTargetAssignmentMetadataKey,
-    _rnd_ConsumerGroupTargetAssignmentMetadataKey,
     (
         0,
         0,

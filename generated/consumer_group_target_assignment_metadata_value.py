@@ -146,16 +146,6 @@ def _fj_ConsumerGroupTargetAssignmentMetadataValue(
     return o
 
 
-def _rnd_ConsumerGroupTargetAssignmentMetadataValue(
-    g: Any, version: int
-) -> ConsumerGroupTargetAssignmentMetadataValue:
-    o = new_instance(ConsumerGroupTargetAssignmentMetadataValue)
-    o.assignment_epoch = g.int("int32")
-    o.assignment_timestamp = (g.int("int64")) if g.present() else 0
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConsumerGroupTargetAssignmentMetadataValue_v0 = (
@@ -169,7 +159,7 @@ _N_ConsumerGroupTargetAssignmentMetadataValue_v0 = (
     ),
     "ConsumerGroupTargetAssignmentMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupTargetAssignmentMetadataValue = (
     ConsumerGroupTargetAssignmentMetadataValue,
     (
@@ -184,7 +174,6 @@ bind_codecs(
     ConsumerGroupTargetAssignmentMetadataValue,
     _tj_ConsumerGroupTargetAssignmentMetadataValue,
     _fj_ConsumerGroupTargetAssignmentMetadataValue,
-    _rnd_ConsumerGroupTargetAssignmentMetadataValue,
     (
         0,
         0,

@@ -174,14 +174,6 @@ def _fj_ConsumerProtocolAssignment(obj: dict[str, Any], version: int) -> Consume
     return o
 
 
-def _rnd_ConsumerProtocolAssignment(g: Any, version: int) -> ConsumerProtocolAssignment:
-    o = new_instance(ConsumerProtocolAssignment)
-    o.assigned_partitions = KeyedList([_rnd_TopicPartition(g, version) for _ in range(g.count())])
-    o.user_data = None if g.is_null() else g.bytes()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartition, int]:
     o = new_instance(_TopicPartition)
     o.topic, pos = read_string(buf, pos, end)
@@ -219,14 +211,6 @@ def _fj_TopicPartition(obj: dict[str, Any], version: int) -> _TopicPartition:
     return o
 
 
-def _rnd_TopicPartition(g: Any, version: int) -> _TopicPartition:
-    o = new_instance(_TopicPartition)
-    o.topic = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicPartition_v0 = (
@@ -249,7 +233,7 @@ _N_ConsumerProtocolAssignment_v0 = (
     (),
     "ConsumerProtocolAssignment",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (
     _TopicPartition,
     (
@@ -272,7 +256,6 @@ bind_codecs(
     ConsumerProtocolAssignment,
     _tj_ConsumerProtocolAssignment,
     _fj_ConsumerProtocolAssignment,
-    _rnd_ConsumerProtocolAssignment,
     (0, 3, _dec_ConsumerProtocolAssignment_v0, _enc_ConsumerProtocolAssignment_v0),
 )
 bind_native(
@@ -284,7 +267,6 @@ bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
     _fj_TopicPartition,
-    _rnd_TopicPartition,
     (0, 3, _dec_TopicPartition_v0, _enc_TopicPartition_v0),
 )
 bind_native(

@@ -307,21 +307,6 @@ def _fj_ConsumerProtocolSubscription(
     return o
 
 
-def _rnd_ConsumerProtocolSubscription(g: Any, version: int) -> ConsumerProtocolSubscription:
-    o = new_instance(ConsumerProtocolSubscription)
-    o.topics = [g.str() for _ in range(g.count())]
-    o.user_data = None if g.is_null() else g.bytes()
-    o.owned_partitions = (
-        (KeyedList([_rnd_TopicPartition(g, version) for _ in range(g.count())]))
-        if version >= 1
-        else KeyedList()
-    )
-    o.generation_id = (g.int("int32")) if version >= 2 else -1
-    o.rack_id = (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    o.unknown_tagged_fields = ()
-    return o
-
-
 def _dec_TopicPartition_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartition, int]:
     o = new_instance(_TopicPartition)
     o.topic, pos = read_string(buf, pos, end)
@@ -360,14 +345,6 @@ def _fj_TopicPartition(obj: dict[str, Any], version: int) -> _TopicPartition:
         o.partitions = [as_int(x, p) for x in v]
     else:
         o.partitions = []
-    o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicPartition(g: Any, version: int) -> _TopicPartition:
-    o = new_instance(_TopicPartition)
-    o.topic = (g.str()) if version >= 1 else ""
-    o.partitions = ([g.int("int32") for _ in range(g.count())]) if version >= 1 else []
     o.unknown_tagged_fields = ()
     return o
 
@@ -436,7 +413,7 @@ _N_ConsumerProtocolSubscription_v3 = (
     (),
     "ConsumerProtocolSubscription",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (
     _TopicPartition,
     (
@@ -462,7 +439,6 @@ bind_codecs(
     ConsumerProtocolSubscription,
     _tj_ConsumerProtocolSubscription,
     _fj_ConsumerProtocolSubscription,
-    _rnd_ConsumerProtocolSubscription,
     (0, 0, _dec_ConsumerProtocolSubscription_v0, _enc_ConsumerProtocolSubscription_v0),
     (1, 1, _dec_ConsumerProtocolSubscription_v1, _enc_ConsumerProtocolSubscription_v1),
     (2, 2, _dec_ConsumerProtocolSubscription_v2, _enc_ConsumerProtocolSubscription_v2),
@@ -480,7 +456,6 @@ bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
     _fj_TopicPartition,
-    _rnd_TopicPartition,
     (1, 3, _dec_TopicPartition_v1, _enc_TopicPartition_v1),
 )
 bind_native(

@@ -97,13 +97,6 @@ def _fj_ControlRecordTypeSchema(obj: dict[str, Any], version: int) -> ControlRec
     return o
 
 
-def _rnd_ControlRecordTypeSchema(g: Any, version: int) -> ControlRecordTypeSchema:
-    o = new_instance(ControlRecordTypeSchema)
-    o.type = g.int("int16")
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ControlRecordTypeSchema_v0 = (
@@ -115,7 +108,7 @@ _N_ControlRecordTypeSchema_v0 = (
     (),
     "ControlRecordTypeSchema",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ControlRecordTypeSchema = (
     ControlRecordTypeSchema,
     (
@@ -129,7 +122,6 @@ bind_codecs(
     ControlRecordTypeSchema,
     _tj_ControlRecordTypeSchema,
     _fj_ControlRecordTypeSchema,
-    _rnd_ControlRecordTypeSchema,
     (0, 0, _dec_ControlRecordTypeSchema_v0, _enc_ControlRecordTypeSchema_v0),
 )
 bind_native(

@@ -239,14 +239,6 @@ def _fj_ControlledShutdownRequest(obj: dict[str, Any], version: int) -> Controll
     return o
 
 
-def _rnd_ControlledShutdownRequest(g: Any, version: int) -> ControlledShutdownRequest:
-    o = new_instance(ControlledShutdownRequest)
-    o.broker_id = g.int("int32")
-    o.broker_epoch = (g.int("int64")) if version >= 2 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ControlledShutdownRequest_v0 = (
@@ -279,7 +271,7 @@ _N_ControlledShutdownRequest_v3 = (
     (),
     "ControlledShutdownRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ControlledShutdownRequest = (
     ControlledShutdownRequest,
     (
@@ -294,7 +286,6 @@ bind_codecs(
     ControlledShutdownRequest,
     _tj_ControlledShutdownRequest,
     _fj_ControlledShutdownRequest,
-    _rnd_ControlledShutdownRequest,
     (0, 1, _dec_ControlledShutdownRequest_v0, _enc_ControlledShutdownRequest_v0),
     (2, 2, _dec_ControlledShutdownRequest_v2, _enc_ControlledShutdownRequest_v2),
     (3, 3, _dec_ControlledShutdownRequest_v3, _enc_ControlledShutdownRequest_v3),
@@ -389,16 +380,6 @@ def _fj_ControlledShutdownResponse(obj: dict[str, Any], version: int) -> Control
     return o
 
 
-def _rnd_ControlledShutdownResponse(g: Any, version: int) -> ControlledShutdownResponse:
-    o = new_instance(ControlledShutdownResponse)
-    o.error_code = g.int("int16")
-    o.remaining_partitions = KeyedList(
-        [_rnd_RemainingPartition(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_RemainingPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_RemainingPartition, int]:
     o = new_instance(_RemainingPartition)
     o.topic_name, pos = read_string(buf, pos, end)
@@ -456,14 +437,6 @@ def _fj_RemainingPartition(obj: dict[str, Any], version: int) -> _RemainingParti
     return o
 
 
-def _rnd_RemainingPartition(g: Any, version: int) -> _RemainingPartition:
-    o = new_instance(_RemainingPartition)
-    o.topic_name = g.str()
-    o.partition_index = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_RemainingPartition_v0 = (
@@ -506,7 +479,7 @@ _N_ControlledShutdownResponse_v3 = (
     (),
     "ControlledShutdownResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RemainingPartition = (
     _RemainingPartition,
     (
@@ -529,7 +502,6 @@ bind_codecs(
     ControlledShutdownResponse,
     _tj_ControlledShutdownResponse,
     _fj_ControlledShutdownResponse,
-    _rnd_ControlledShutdownResponse,
     (0, 2, _dec_ControlledShutdownResponse_v0, _enc_ControlledShutdownResponse_v0),
     (3, 3, _dec_ControlledShutdownResponse_v3, _enc_ControlledShutdownResponse_v3),
 )
@@ -543,7 +515,6 @@ bind_codecs(
     _RemainingPartition,
     _tj_RemainingPartition,
     _fj_RemainingPartition,
-    _rnd_RemainingPartition,
     (0, 2, _dec_RemainingPartition_v0, _enc_RemainingPartition_v0),
     (3, 3, _dec_RemainingPartition_v3, _enc_RemainingPartition_v3),
 )

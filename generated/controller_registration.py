@@ -298,17 +298,6 @@ def _fj_ControllerRegistrationRequest(
     return o
 
 
-def _rnd_ControllerRegistrationRequest(g: Any, version: int) -> ControllerRegistrationRequest:
-    o = new_instance(ControllerRegistrationRequest)
-    o.controller_id = g.int("int32")
-    o.incarnation_id = g.uuid()
-    o.zk_migration_ready = g.bool()
-    o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
-    o.features = KeyedList([_rnd_Feature(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -356,16 +345,6 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     return o
 
 
-def _rnd_Listener(g: Any, version: int) -> _Listener:
-    o = new_instance(_Listener)
-    o.name = g.str()
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.security_protocol = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Feature_v0(buf: Buffer, pos: int, end: int) -> tuple[_Feature, int]:
     o = new_instance(_Feature)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -407,15 +386,6 @@ def _fj_Feature(obj: dict[str, Any], version: int) -> _Feature:
     return o
 
 
-def _rnd_Feature(g: Any, version: int) -> _Feature:
-    o = new_instance(_Feature)
-    o.name = g.str()
-    o.min_supported_version = g.int("int16")
-    o.max_supported_version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_Listener_v0 = (
@@ -454,7 +424,7 @@ _N_ControllerRegistrationRequest_v0 = (
     (),
     "ControllerRegistrationRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
     _Listener,
     (
@@ -491,7 +461,6 @@ bind_codecs(
     ControllerRegistrationRequest,
     _tj_ControllerRegistrationRequest,
     _fj_ControllerRegistrationRequest,
-    _rnd_ControllerRegistrationRequest,
     (0, 0, _dec_ControllerRegistrationRequest_v0, _enc_ControllerRegistrationRequest_v0),
 )
 bind_native(
@@ -503,7 +472,6 @@ bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
-    _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
 )
 bind_native(
@@ -515,7 +483,6 @@ bind_codecs(
     _Feature,
     _tj_Feature,
     _fj_Feature,
-    _rnd_Feature,
     (0, 0, _dec_Feature_v0, _enc_Feature_v0),
 )
 bind_native(
@@ -578,15 +545,6 @@ def _fj_ControllerRegistrationResponse(
     return o
 
 
-def _rnd_ControllerRegistrationResponse(g: Any, version: int) -> ControllerRegistrationResponse:
-    o = new_instance(ControllerRegistrationResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ControllerRegistrationResponse_v0 = (
@@ -600,7 +558,7 @@ _N_ControllerRegistrationResponse_v0 = (
     (),
     "ControllerRegistrationResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ControllerRegistrationResponse = (
     ControllerRegistrationResponse,
     (
@@ -616,7 +574,6 @@ bind_codecs(
     ControllerRegistrationResponse,
     _tj_ControllerRegistrationResponse,
     _fj_ControllerRegistrationResponse,
-    _rnd_ControllerRegistrationResponse,
     (0, 0, _dec_ControllerRegistrationResponse_v0, _enc_ControllerRegistrationResponse_v0),
 )
 bind_native(

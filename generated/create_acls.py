@@ -279,13 +279,6 @@ def _fj_CreateAclsRequest(obj: dict[str, Any], version: int) -> CreateAclsReques
     return o
 
 
-def _rnd_CreateAclsRequest(g: Any, version: int) -> CreateAclsRequest:
-    o = new_instance(CreateAclsRequest)
-    o.creations = [_rnd_AclCreation(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AclCreation_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclCreation, int]:
     o = new_instance(_AclCreation)
     o.resource_type = _S_b.unpack_from(buf, pos)[0]
@@ -416,19 +409,6 @@ def _fj_AclCreation(obj: dict[str, Any], version: int) -> _AclCreation:
     return o
 
 
-def _rnd_AclCreation(g: Any, version: int) -> _AclCreation:
-    o = new_instance(_AclCreation)
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.resource_pattern_type = (g.int("int8")) if version >= 1 else 3
-    o.principal = g.str()
-    o.host = g.str()
-    o.operation = g.int("int8")
-    o.permission_type = g.int("int8")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AclCreation_v0 = (
@@ -503,7 +483,7 @@ _N_CreateAclsRequest_v2 = (
     (),
     "CreateAclsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AclCreation = (
     _AclCreation,
     (
@@ -530,7 +510,6 @@ bind_codecs(
     CreateAclsRequest,
     _tj_CreateAclsRequest,
     _fj_CreateAclsRequest,
-    _rnd_CreateAclsRequest,
     (0, 0, _dec_CreateAclsRequest_v0, _enc_CreateAclsRequest_v0),
     (1, 1, _dec_CreateAclsRequest_v1, _enc_CreateAclsRequest_v1),
     (2, 3, _dec_CreateAclsRequest_v2, _enc_CreateAclsRequest_v2),
@@ -546,7 +525,6 @@ bind_codecs(
     _AclCreation,
     _tj_AclCreation,
     _fj_AclCreation,
-    _rnd_AclCreation,
     (0, 0, _dec_AclCreation_v0, _enc_AclCreation_v0),
     (1, 1, _dec_AclCreation_v1, _enc_AclCreation_v1),
     (2, 3, _dec_AclCreation_v2, _enc_AclCreation_v2),
@@ -621,14 +599,6 @@ def _fj_CreateAclsResponse(obj: dict[str, Any], version: int) -> CreateAclsRespo
     return o
 
 
-def _rnd_CreateAclsResponse(g: Any, version: int) -> CreateAclsResponse:
-    o = new_instance(CreateAclsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.results = [_rnd_AclCreationResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AclCreationResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclCreationResult, int]:
     o = new_instance(_AclCreationResult)
     o.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -694,14 +664,6 @@ def _fj_AclCreationResult(obj: dict[str, Any], version: int) -> _AclCreationResu
     return o
 
 
-def _rnd_AclCreationResult(g: Any, version: int) -> _AclCreationResult:
-    o = new_instance(_AclCreationResult)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AclCreationResult_v0 = (
@@ -744,7 +706,7 @@ _N_CreateAclsResponse_v2 = (
     (),
     "CreateAclsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AclCreationResult = (
     _AclCreationResult,
     (
@@ -767,7 +729,6 @@ bind_codecs(
     CreateAclsResponse,
     _tj_CreateAclsResponse,
     _fj_CreateAclsResponse,
-    _rnd_CreateAclsResponse,
     (0, 1, _dec_CreateAclsResponse_v0, _enc_CreateAclsResponse_v0),
     (2, 3, _dec_CreateAclsResponse_v2, _enc_CreateAclsResponse_v2),
 )
@@ -781,7 +742,6 @@ bind_codecs(
     _AclCreationResult,
     _tj_AclCreationResult,
     _fj_AclCreationResult,
-    _rnd_AclCreationResult,
     (0, 1, _dec_AclCreationResult_v0, _enc_AclCreationResult_v0),
     (2, 3, _dec_AclCreationResult_v2, _enc_AclCreationResult_v2),
 )

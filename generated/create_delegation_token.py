@@ -356,20 +356,6 @@ def _fj_CreateDelegationTokenRequest(
     return o
 
 
-def _rnd_CreateDelegationTokenRequest(g: Any, version: int) -> CreateDelegationTokenRequest:
-    o = new_instance(CreateDelegationTokenRequest)
-    o.owner_principal_type = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else ""
-    )
-    o.owner_principal_name = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else ""
-    )
-    o.renewers = [_rnd_CreatableRenewers(g, version) for _ in range(g.count())]
-    o.max_lifetime_ms = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_CreatableRenewers_v0(buf: Buffer, pos: int, end: int) -> tuple[_CreatableRenewers, int]:
     o = new_instance(_CreatableRenewers)
     o.principal_type, pos = read_string(buf, pos, end)
@@ -426,14 +412,6 @@ def _fj_CreatableRenewers(obj: dict[str, Any], version: int) -> _CreatableRenewe
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)
     o.principal_name = get_str(obj, "principalName", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CreatableRenewers(g: Any, version: int) -> _CreatableRenewers:
-    o = new_instance(_CreatableRenewers)
-    o.principal_type = g.str()
-    o.principal_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -495,7 +473,7 @@ _N_CreateDelegationTokenRequest_v3 = (
     (),
     "CreateDelegationTokenRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatableRenewers = (
     _CreatableRenewers,
     (
@@ -520,7 +498,6 @@ bind_codecs(
     CreateDelegationTokenRequest,
     _tj_CreateDelegationTokenRequest,
     _fj_CreateDelegationTokenRequest,
-    _rnd_CreateDelegationTokenRequest,
     (0, 1, _dec_CreateDelegationTokenRequest_v0, _enc_CreateDelegationTokenRequest_v0),
     (2, 2, _dec_CreateDelegationTokenRequest_v2, _enc_CreateDelegationTokenRequest_v2),
     (3, 3, _dec_CreateDelegationTokenRequest_v3, _enc_CreateDelegationTokenRequest_v3),
@@ -536,7 +513,6 @@ bind_codecs(
     _CreatableRenewers,
     _tj_CreatableRenewers,
     _fj_CreatableRenewers,
-    _rnd_CreatableRenewers,
     (0, 1, _dec_CreatableRenewers_v0, _enc_CreatableRenewers_v0),
     (2, 3, _dec_CreatableRenewers_v2, _enc_CreatableRenewers_v2),
 )
@@ -739,23 +715,6 @@ def _fj_CreateDelegationTokenResponse(
     return o
 
 
-def _rnd_CreateDelegationTokenResponse(g: Any, version: int) -> CreateDelegationTokenResponse:
-    o = new_instance(CreateDelegationTokenResponse)
-    o.error_code = g.int("int16")
-    o.principal_type = g.str()
-    o.principal_name = g.str()
-    o.token_requester_principal_type = (g.str()) if version >= 3 else ""
-    o.token_requester_principal_name = (g.str()) if version >= 3 else ""
-    o.issue_timestamp_ms = g.int("int64")
-    o.expiry_timestamp_ms = g.int("int64")
-    o.max_timestamp_ms = g.int("int64")
-    o.token_id = g.str()
-    o.hmac = g.bytes()
-    o.throttle_time_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_CreateDelegationTokenResponse_v0 = (
@@ -815,7 +774,7 @@ _N_CreateDelegationTokenResponse_v3 = (
     (),
     "CreateDelegationTokenResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreateDelegationTokenResponse = (
     CreateDelegationTokenResponse,
     (
@@ -839,7 +798,6 @@ bind_codecs(
     CreateDelegationTokenResponse,
     _tj_CreateDelegationTokenResponse,
     _fj_CreateDelegationTokenResponse,
-    _rnd_CreateDelegationTokenResponse,
     (0, 1, _dec_CreateDelegationTokenResponse_v0, _enc_CreateDelegationTokenResponse_v0),
     (2, 2, _dec_CreateDelegationTokenResponse_v2, _enc_CreateDelegationTokenResponse_v2),
     (3, 3, _dec_CreateDelegationTokenResponse_v3, _enc_CreateDelegationTokenResponse_v3),

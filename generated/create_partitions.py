@@ -319,15 +319,6 @@ def _fj_CreatePartitionsRequest(obj: dict[str, Any], version: int) -> CreatePart
     return o
 
 
-def _rnd_CreatePartitionsRequest(g: Any, version: int) -> CreatePartitionsRequest:
-    o = new_instance(CreatePartitionsRequest)
-    o.topics = KeyedList([_rnd_CreatePartitionsTopic(g, version) for _ in range(g.count())])
-    o.timeout_ms = g.int("int32")
-    o.validate_only = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_CreatePartitionsTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatePartitionsTopic, int]:
@@ -421,19 +412,6 @@ def _fj_CreatePartitionsTopic(obj: dict[str, Any], version: int) -> _CreateParti
     return o
 
 
-def _rnd_CreatePartitionsTopic(g: Any, version: int) -> _CreatePartitionsTopic:
-    o = new_instance(_CreatePartitionsTopic)
-    o.name = g.str()
-    o.count = g.int("int32")
-    o.assignments = (
-        None
-        if g.is_null()
-        else [_rnd_CreatePartitionsAssignment(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_CreatePartitionsAssignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatePartitionsAssignment, int]:
@@ -486,13 +464,6 @@ def _fj_CreatePartitionsAssignment(
     v = get_list(obj, "brokerIds", p, REQUIRED)
     o.broker_ids = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CreatePartitionsAssignment(g: Any, version: int) -> _CreatePartitionsAssignment:
-    o = new_instance(_CreatePartitionsAssignment)
-    o.broker_ids = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -560,7 +531,7 @@ _N_CreatePartitionsRequest_v2 = (
     (),
     "CreatePartitionsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatePartitionsAssignment = (
     _CreatePartitionsAssignment,
     (
@@ -592,7 +563,6 @@ bind_codecs(
     CreatePartitionsRequest,
     _tj_CreatePartitionsRequest,
     _fj_CreatePartitionsRequest,
-    _rnd_CreatePartitionsRequest,
     (0, 1, _dec_CreatePartitionsRequest_v0, _enc_CreatePartitionsRequest_v0),
     (2, 3, _dec_CreatePartitionsRequest_v2, _enc_CreatePartitionsRequest_v2),
 )
@@ -606,7 +576,6 @@ bind_codecs(
     _CreatePartitionsTopic,
     _tj_CreatePartitionsTopic,
     _fj_CreatePartitionsTopic,
-    _rnd_CreatePartitionsTopic,
     (0, 1, _dec_CreatePartitionsTopic_v0, _enc_CreatePartitionsTopic_v0),
     (2, 3, _dec_CreatePartitionsTopic_v2, _enc_CreatePartitionsTopic_v2),
 )
@@ -620,7 +589,6 @@ bind_codecs(
     _CreatePartitionsAssignment,
     _tj_CreatePartitionsAssignment,
     _fj_CreatePartitionsAssignment,
-    _rnd_CreatePartitionsAssignment,
     (0, 1, _dec_CreatePartitionsAssignment_v0, _enc_CreatePartitionsAssignment_v0),
     (2, 3, _dec_CreatePartitionsAssignment_v2, _enc_CreatePartitionsAssignment_v2),
 )
@@ -711,14 +679,6 @@ def _fj_CreatePartitionsResponse(obj: dict[str, Any], version: int) -> CreatePar
     return o
 
 
-def _rnd_CreatePartitionsResponse(g: Any, version: int) -> CreatePartitionsResponse:
-    o = new_instance(CreatePartitionsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.results = [_rnd_CreatePartitionsTopicResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_CreatePartitionsTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatePartitionsTopicResult, int]:
@@ -804,15 +764,6 @@ def _fj_CreatePartitionsTopicResult(
     return o
 
 
-def _rnd_CreatePartitionsTopicResult(g: Any, version: int) -> _CreatePartitionsTopicResult:
-    o = new_instance(_CreatePartitionsTopicResult)
-    o.name = g.str()
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_CreatePartitionsTopicResult_v0 = (
@@ -857,7 +808,7 @@ _N_CreatePartitionsResponse_v2 = (
     (),
     "CreatePartitionsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatePartitionsTopicResult = (
     _CreatePartitionsTopicResult,
     (
@@ -881,7 +832,6 @@ bind_codecs(
     CreatePartitionsResponse,
     _tj_CreatePartitionsResponse,
     _fj_CreatePartitionsResponse,
-    _rnd_CreatePartitionsResponse,
     (0, 1, _dec_CreatePartitionsResponse_v0, _enc_CreatePartitionsResponse_v0),
     (2, 3, _dec_CreatePartitionsResponse_v2, _enc_CreatePartitionsResponse_v2),
 )
@@ -895,7 +845,6 @@ bind_codecs(
     _CreatePartitionsTopicResult,
     _tj_CreatePartitionsTopicResult,
     _fj_CreatePartitionsTopicResult,
-    _rnd_CreatePartitionsTopicResult,
     (0, 1, _dec_CreatePartitionsTopicResult_v0, _enc_CreatePartitionsTopicResult_v0),
     (2, 3, _dec_CreatePartitionsTopicResult_v2, _enc_CreatePartitionsTopicResult_v2),
 )

@@ -456,15 +456,6 @@ def _fj_CreateTopicsRequest(obj: dict[str, Any], version: int) -> CreateTopicsRe
     return o
 
 
-def _rnd_CreateTopicsRequest(g: Any, version: int) -> CreateTopicsRequest:
-    o = new_instance(CreateTopicsRequest)
-    o.topics = KeyedList([_rnd_CreatableTopic(g, version) for _ in range(g.count())])
-    o.timeout_ms = g.int("int32")
-    o.validate_only = (g.bool()) if version >= 1 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
-    return o
-
-
 def _dec_CreatableTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_CreatableTopic, int]:
     o = new_instance(_CreatableTopic)
     o.name, pos = read_string(buf, pos, end)
@@ -576,19 +567,6 @@ def _fj_CreatableTopic(obj: dict[str, Any], version: int) -> _CreatableTopic:
     return o
 
 
-def _rnd_CreatableTopic(g: Any, version: int) -> _CreatableTopic:
-    o = new_instance(_CreatableTopic)
-    o.name = g.str()
-    o.num_partitions = g.int("int32")
-    o.replication_factor = g.int("int16")
-    o.assignments = KeyedList(
-        [_rnd_CreatableReplicaAssignment(g, version) for _ in range(g.count())]
-    )
-    o.configs = KeyedList([_rnd_CreatableTopicConfig(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
-    return o
-
-
 def _dec_CreatableReplicaAssignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatableReplicaAssignment, int]:
@@ -647,14 +625,6 @@ def _fj_CreatableReplicaAssignment(
     v = get_list(obj, "brokerIds", p, REQUIRED)
     o.broker_ids = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CreatableReplicaAssignment(g: Any, version: int) -> _CreatableReplicaAssignment:
-    o = new_instance(_CreatableReplicaAssignment)
-    o.partition_index = g.int("int32")
-    o.broker_ids = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -726,14 +696,6 @@ def _fj_CreatableTopicConfig(obj: dict[str, Any], version: int) -> _CreatableTop
     o.name = get_str(obj, "name", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CreatableTopicConfig(g: Any, version: int) -> _CreatableTopicConfig:
-    o = new_instance(_CreatableTopicConfig)
-    o.name = g.str()
-    o.value = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -838,7 +800,7 @@ _N_CreateTopicsRequest_v5 = (
     (),
     "CreateTopicsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatableReplicaAssignment = (
     _CreatableReplicaAssignment,
     (
@@ -881,7 +843,6 @@ bind_codecs(
     CreateTopicsRequest,
     _tj_CreateTopicsRequest,
     _fj_CreateTopicsRequest,
-    _rnd_CreateTopicsRequest,
     (0, 0, _dec_CreateTopicsRequest_v0, _enc_CreateTopicsRequest_v0),
     (1, 4, _dec_CreateTopicsRequest_v1, _enc_CreateTopicsRequest_v1),
     (5, 7, _dec_CreateTopicsRequest_v5, _enc_CreateTopicsRequest_v5),
@@ -897,7 +858,6 @@ bind_codecs(
     _CreatableTopic,
     _tj_CreatableTopic,
     _fj_CreatableTopic,
-    _rnd_CreatableTopic,
     (0, 4, _dec_CreatableTopic_v0, _enc_CreatableTopic_v0),
     (5, 7, _dec_CreatableTopic_v5, _enc_CreatableTopic_v5),
 )
@@ -911,7 +871,6 @@ bind_codecs(
     _CreatableReplicaAssignment,
     _tj_CreatableReplicaAssignment,
     _fj_CreatableReplicaAssignment,
-    _rnd_CreatableReplicaAssignment,
     (0, 4, _dec_CreatableReplicaAssignment_v0, _enc_CreatableReplicaAssignment_v0),
     (5, 7, _dec_CreatableReplicaAssignment_v5, _enc_CreatableReplicaAssignment_v5),
 )
@@ -925,7 +884,6 @@ bind_codecs(
     _CreatableTopicConfig,
     _tj_CreatableTopicConfig,
     _fj_CreatableTopicConfig,
-    _rnd_CreatableTopicConfig,
     (0, 4, _dec_CreatableTopicConfig_v0, _enc_CreatableTopicConfig_v0),
     (5, 7, _dec_CreatableTopicConfig_v5, _enc_CreatableTopicConfig_v5),
 )
@@ -1069,14 +1027,6 @@ def _fj_CreateTopicsResponse(obj: dict[str, Any], version: int) -> CreateTopicsR
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = KeyedList([_fj_CreatableTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CreateTopicsResponse(g: Any, version: int) -> CreateTopicsResponse:
-    o = new_instance(CreateTopicsResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 2 else 0
-    o.topics = KeyedList([_rnd_CreatableTopicResult(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -1322,28 +1272,6 @@ def _fj_CreatableTopicResult(obj: dict[str, Any], version: int) -> _CreatableTop
     return o
 
 
-def _rnd_CreatableTopicResult(g: Any, version: int) -> _CreatableTopicResult:
-    o = new_instance(_CreatableTopicResult)
-    o.name = g.str()
-    o.topic_id = (g.uuid()) if version >= 7 else ZERO_UUID
-    o.error_code = g.int("int16")
-    o.error_message = (None if g.is_null() else g.str()) if version >= 1 else ""
-    o.topic_config_error_code = ((g.int("int16")) if g.present() else 0) if version >= 5 else 0
-    o.num_partitions = (g.int("int32")) if version >= 5 else -1
-    o.replication_factor = (g.int("int16")) if version >= 5 else -1
-    o.configs = (
-        (
-            None
-            if version >= 5 and g.is_null()
-            else [_rnd_CreatableTopicConfigs(g, version) for _ in range(g.count())]
-        )
-        if version >= 5
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 5 else ()
-    return o
-
-
 def _dec_CreatableTopicConfigs_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_CreatableTopicConfigs, int]:
@@ -1401,17 +1329,6 @@ def _fj_CreatableTopicConfigs(obj: dict[str, Any], version: int) -> _CreatableTo
     o.config_source = get_int(obj, "configSource", p, REQUIRED) if version >= 5 else -1
     o.is_sensitive = get_bool(obj, "isSensitive", p, REQUIRED) if version >= 5 else False
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CreatableTopicConfigs(g: Any, version: int) -> _CreatableTopicConfigs:
-    o = new_instance(_CreatableTopicConfigs)
-    o.name = (g.str()) if version >= 5 else ""
-    o.value = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else ""
-    o.read_only = (g.bool()) if version >= 5 else False
-    o.config_source = (g.int("int8")) if version >= 5 else -1
-    o.is_sensitive = (g.bool()) if version >= 5 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -1546,7 +1463,7 @@ _N_CreateTopicsResponse_v7 = (
     (),
     "CreateTopicsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatableTopicConfigs = (
     _CreatableTopicConfigs,
     (
@@ -1586,7 +1503,6 @@ bind_codecs(
     CreateTopicsResponse,
     _tj_CreateTopicsResponse,
     _fj_CreateTopicsResponse,
-    _rnd_CreateTopicsResponse,
     (0, 0, _dec_CreateTopicsResponse_v0, _enc_CreateTopicsResponse_v0),
     (1, 1, _dec_CreateTopicsResponse_v1, _enc_CreateTopicsResponse_v1),
     (2, 4, _dec_CreateTopicsResponse_v2, _enc_CreateTopicsResponse_v2),
@@ -1606,7 +1522,6 @@ bind_codecs(
     _CreatableTopicResult,
     _tj_CreatableTopicResult,
     _fj_CreatableTopicResult,
-    _rnd_CreatableTopicResult,
     (0, 0, _dec_CreatableTopicResult_v0, _enc_CreatableTopicResult_v0),
     (1, 4, _dec_CreatableTopicResult_v1, _enc_CreatableTopicResult_v1),
     (5, 6, _dec_CreatableTopicResult_v5, _enc_CreatableTopicResult_v5),
@@ -1624,7 +1539,6 @@ bind_codecs(
     _CreatableTopicConfigs,
     _tj_CreatableTopicConfigs,
     _fj_CreatableTopicConfigs,
-    _rnd_CreatableTopicConfigs,
     (5, 7, _dec_CreatableTopicConfigs_v5, _enc_CreatableTopicConfigs_v5),
 )
 bind_native(

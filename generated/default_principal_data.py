@@ -129,15 +129,6 @@ def _fj_DefaultPrincipalData(obj: dict[str, Any], version: int) -> DefaultPrinci
     return o
 
 
-def _rnd_DefaultPrincipalData(g: Any, version: int) -> DefaultPrincipalData:
-    o = new_instance(DefaultPrincipalData)
-    o.type = g.str()
-    o.name = g.str()
-    o.token_authenticated = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DefaultPrincipalData_v0 = (
@@ -151,7 +142,7 @@ _N_DefaultPrincipalData_v0 = (
     (),
     "DefaultPrincipalData",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DefaultPrincipalData = (
     DefaultPrincipalData,
     (
@@ -167,7 +158,6 @@ bind_codecs(
     DefaultPrincipalData,
     _tj_DefaultPrincipalData,
     _fj_DefaultPrincipalData,
-    _rnd_DefaultPrincipalData,
     (0, 0, _dec_DefaultPrincipalData_v0, _enc_DefaultPrincipalData_v0),
 )
 bind_native(

@@ -341,13 +341,6 @@ def _fj_DeleteAclsRequest(obj: dict[str, Any], version: int) -> DeleteAclsReques
     return o
 
 
-def _rnd_DeleteAclsRequest(g: Any, version: int) -> DeleteAclsRequest:
-    o = new_instance(DeleteAclsRequest)
-    o.filters = [_rnd_DeleteAclsFilter(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DeleteAclsFilter_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteAclsFilter, int]:
     o = new_instance(_DeleteAclsFilter)
     o.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
@@ -514,19 +507,6 @@ def _fj_DeleteAclsFilter(obj: dict[str, Any], version: int) -> _DeleteAclsFilter
     return o
 
 
-def _rnd_DeleteAclsFilter(g: Any, version: int) -> _DeleteAclsFilter:
-    o = new_instance(_DeleteAclsFilter)
-    o.resource_type_filter = g.int("int8")
-    o.resource_name_filter = None if g.is_null() else g.str()
-    o.pattern_type_filter = (g.int("int8")) if version >= 1 else 3
-    o.principal_filter = None if g.is_null() else g.str()
-    o.host_filter = None if g.is_null() else g.str()
-    o.operation = g.int("int8")
-    o.permission_type = g.int("int8")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeleteAclsFilter_v0 = (
@@ -601,7 +581,7 @@ _N_DeleteAclsRequest_v2 = (
     (),
     "DeleteAclsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteAclsFilter = (
     _DeleteAclsFilter,
     (
@@ -628,7 +608,6 @@ bind_codecs(
     DeleteAclsRequest,
     _tj_DeleteAclsRequest,
     _fj_DeleteAclsRequest,
-    _rnd_DeleteAclsRequest,
     (0, 0, _dec_DeleteAclsRequest_v0, _enc_DeleteAclsRequest_v0),
     (1, 1, _dec_DeleteAclsRequest_v1, _enc_DeleteAclsRequest_v1),
     (2, 3, _dec_DeleteAclsRequest_v2, _enc_DeleteAclsRequest_v2),
@@ -644,7 +623,6 @@ bind_codecs(
     _DeleteAclsFilter,
     _tj_DeleteAclsFilter,
     _fj_DeleteAclsFilter,
-    _rnd_DeleteAclsFilter,
     (0, 0, _dec_DeleteAclsFilter_v0, _enc_DeleteAclsFilter_v0),
     (1, 1, _dec_DeleteAclsFilter_v1, _enc_DeleteAclsFilter_v1),
     (2, 3, _dec_DeleteAclsFilter_v2, _enc_DeleteAclsFilter_v2),
@@ -755,14 +733,6 @@ def _fj_DeleteAclsResponse(obj: dict[str, Any], version: int) -> DeleteAclsRespo
     v = get_list(obj, "filterResults", p, REQUIRED)
     o.filter_results = [_fj_DeleteAclsFilterResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteAclsResponse(g: Any, version: int) -> DeleteAclsResponse:
-    o = new_instance(DeleteAclsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.filter_results = [_rnd_DeleteAclsFilterResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -893,15 +863,6 @@ def _fj_DeleteAclsFilterResult(obj: dict[str, Any], version: int) -> _DeleteAcls
     v = get_list(obj, "matchingAcls", p, REQUIRED)
     o.matching_acls = [_fj_DeleteAclsMatchingAcl(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteAclsFilterResult(g: Any, version: int) -> _DeleteAclsFilterResult:
-    o = new_instance(_DeleteAclsFilterResult)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.matching_acls = [_rnd_DeleteAclsMatchingAcl(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -1078,21 +1039,6 @@ def _fj_DeleteAclsMatchingAcl(obj: dict[str, Any], version: int) -> _DeleteAclsM
     return o
 
 
-def _rnd_DeleteAclsMatchingAcl(g: Any, version: int) -> _DeleteAclsMatchingAcl:
-    o = new_instance(_DeleteAclsMatchingAcl)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.pattern_type = (g.int("int8")) if version >= 1 else 3
-    o.principal = g.str()
-    o.host = g.str()
-    o.operation = g.int("int8")
-    o.permission_type = g.int("int8")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeleteAclsMatchingAcl_v0 = (
@@ -1209,7 +1155,7 @@ _N_DeleteAclsResponse_v2 = (
     (),
     "DeleteAclsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteAclsMatchingAcl = (
     _DeleteAclsMatchingAcl,
     (
@@ -1248,7 +1194,6 @@ bind_codecs(
     DeleteAclsResponse,
     _tj_DeleteAclsResponse,
     _fj_DeleteAclsResponse,
-    _rnd_DeleteAclsResponse,
     (0, 0, _dec_DeleteAclsResponse_v0, _enc_DeleteAclsResponse_v0),
     (1, 1, _dec_DeleteAclsResponse_v1, _enc_DeleteAclsResponse_v1),
     (2, 3, _dec_DeleteAclsResponse_v2, _enc_DeleteAclsResponse_v2),
@@ -1264,7 +1209,6 @@ bind_codecs(
     _DeleteAclsFilterResult,
     _tj_DeleteAclsFilterResult,
     _fj_DeleteAclsFilterResult,
-    _rnd_DeleteAclsFilterResult,
     (0, 0, _dec_DeleteAclsFilterResult_v0, _enc_DeleteAclsFilterResult_v0),
     (1, 1, _dec_DeleteAclsFilterResult_v1, _enc_DeleteAclsFilterResult_v1),
     (2, 3, _dec_DeleteAclsFilterResult_v2, _enc_DeleteAclsFilterResult_v2),
@@ -1280,7 +1224,6 @@ bind_codecs(
     _DeleteAclsMatchingAcl,
     _tj_DeleteAclsMatchingAcl,
     _fj_DeleteAclsMatchingAcl,
-    _rnd_DeleteAclsMatchingAcl,
     (0, 0, _dec_DeleteAclsMatchingAcl_v0, _enc_DeleteAclsMatchingAcl_v0),
     (1, 1, _dec_DeleteAclsMatchingAcl_v1, _enc_DeleteAclsMatchingAcl_v1),
     (2, 3, _dec_DeleteAclsMatchingAcl_v2, _enc_DeleteAclsMatchingAcl_v2),

@@ -217,13 +217,6 @@ def _fj_DeleteGroupsRequest(obj: dict[str, Any], version: int) -> DeleteGroupsRe
     return o
 
 
-def _rnd_DeleteGroupsRequest(g: Any, version: int) -> DeleteGroupsRequest:
-    o = new_instance(DeleteGroupsRequest)
-    o.groups_names = [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeleteGroupsRequest_v0 = (
@@ -244,7 +237,7 @@ _N_DeleteGroupsRequest_v2 = (
     (),
     "DeleteGroupsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteGroupsRequest = (
     DeleteGroupsRequest,
     (
@@ -258,7 +251,6 @@ bind_codecs(
     DeleteGroupsRequest,
     _tj_DeleteGroupsRequest,
     _fj_DeleteGroupsRequest,
-    _rnd_DeleteGroupsRequest,
     (0, 1, _dec_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v0),
     (2, 3, _dec_DeleteGroupsRequest_v2, _enc_DeleteGroupsRequest_v2),
 )
@@ -364,14 +356,6 @@ def _fj_DeleteGroupsResponse(obj: dict[str, Any], version: int) -> DeleteGroupsR
     return o
 
 
-def _rnd_DeleteGroupsResponse(g: Any, version: int) -> DeleteGroupsResponse:
-    o = new_instance(DeleteGroupsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.results = KeyedList([_rnd_DeletableGroupResult(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DeletableGroupResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeletableGroupResult, int]:
@@ -469,15 +453,6 @@ def _fj_DeletableGroupResult(obj: dict[str, Any], version: int) -> _DeletableGro
     return o
 
 
-def _rnd_DeletableGroupResult(g: Any, version: int) -> _DeletableGroupResult:
-    o = new_instance(_DeletableGroupResult)
-    o.group_id = g.str()
-    o.error_code = g.int("int16")
-    o.error_message = (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeletableGroupResult_v0 = (
@@ -543,7 +518,7 @@ _N_DeleteGroupsResponse_v3 = (
     (),
     "DeleteGroupsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeletableGroupResult = (
     _DeletableGroupResult,
     (
@@ -567,7 +542,6 @@ bind_codecs(
     DeleteGroupsResponse,
     _tj_DeleteGroupsResponse,
     _fj_DeleteGroupsResponse,
-    _rnd_DeleteGroupsResponse,
     (0, 1, _dec_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v0),
     (2, 2, _dec_DeleteGroupsResponse_v2, _enc_DeleteGroupsResponse_v2),
     (3, 3, _dec_DeleteGroupsResponse_v3, _enc_DeleteGroupsResponse_v3),
@@ -583,7 +557,6 @@ bind_codecs(
     _DeletableGroupResult,
     _tj_DeletableGroupResult,
     _fj_DeletableGroupResult,
-    _rnd_DeletableGroupResult,
     (0, 1, _dec_DeletableGroupResult_v0, _enc_DeletableGroupResult_v0),
     (2, 2, _dec_DeletableGroupResult_v2, _enc_DeletableGroupResult_v2),
     (3, 3, _dec_DeletableGroupResult_v3, _enc_DeletableGroupResult_v3),

@@ -327,14 +327,6 @@ def _fj_DeleteRecordsRequest(obj: dict[str, Any], version: int) -> DeleteRecords
     return o
 
 
-def _rnd_DeleteRecordsRequest(g: Any, version: int) -> DeleteRecordsRequest:
-    o = new_instance(DeleteRecordsRequest)
-    o.topics = [_rnd_DeleteRecordsTopic(g, version) for _ in range(g.count())]
-    o.timeout_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DeleteRecordsTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteRecordsTopic, int]:
     o = new_instance(_DeleteRecordsTopic)
     o.name, pos = read_string(buf, pos, end)
@@ -410,14 +402,6 @@ def _fj_DeleteRecordsTopic(obj: dict[str, Any], version: int) -> _DeleteRecordsT
     return o
 
 
-def _rnd_DeleteRecordsTopic(g: Any, version: int) -> _DeleteRecordsTopic:
-    o = new_instance(_DeleteRecordsTopic)
-    o.name = g.str()
-    o.partitions = [_rnd_DeleteRecordsPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DeleteRecordsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteRecordsPartition, int]:
@@ -468,14 +452,6 @@ def _fj_DeleteRecordsPartition(obj: dict[str, Any], version: int) -> _DeleteReco
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.offset = get_int(obj, "offset", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteRecordsPartition(g: Any, version: int) -> _DeleteRecordsPartition:
-    o = new_instance(_DeleteRecordsPartition)
-    o.partition_index = g.int("int32")
-    o.offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -541,7 +517,7 @@ _N_DeleteRecordsRequest_v2 = (
     (),
     "DeleteRecordsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteRecordsPartition = (
     _DeleteRecordsPartition,
     (
@@ -572,7 +548,6 @@ bind_codecs(
     DeleteRecordsRequest,
     _tj_DeleteRecordsRequest,
     _fj_DeleteRecordsRequest,
-    _rnd_DeleteRecordsRequest,
     (0, 1, _dec_DeleteRecordsRequest_v0, _enc_DeleteRecordsRequest_v0),
     (2, 2, _dec_DeleteRecordsRequest_v2, _enc_DeleteRecordsRequest_v2),
 )
@@ -586,7 +561,6 @@ bind_codecs(
     _DeleteRecordsTopic,
     _tj_DeleteRecordsTopic,
     _fj_DeleteRecordsTopic,
-    _rnd_DeleteRecordsTopic,
     (0, 1, _dec_DeleteRecordsTopic_v0, _enc_DeleteRecordsTopic_v0),
     (2, 2, _dec_DeleteRecordsTopic_v2, _enc_DeleteRecordsTopic_v2),
 )
@@ -600,7 +574,6 @@ bind_codecs(
     _DeleteRecordsPartition,
     _tj_DeleteRecordsPartition,
     _fj_DeleteRecordsPartition,
-    _rnd_DeleteRecordsPartition,
     (0, 1, _dec_DeleteRecordsPartition_v0, _enc_DeleteRecordsPartition_v0),
     (2, 2, _dec_DeleteRecordsPartition_v2, _enc_DeleteRecordsPartition_v2),
 )
@@ -678,14 +651,6 @@ def _fj_DeleteRecordsResponse(obj: dict[str, Any], version: int) -> DeleteRecord
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = KeyedList([_fj_DeleteRecordsTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteRecordsResponse(g: Any, version: int) -> DeleteRecordsResponse:
-    o = new_instance(DeleteRecordsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.topics = KeyedList([_rnd_DeleteRecordsTopicResult(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -770,16 +735,6 @@ def _fj_DeleteRecordsTopicResult(obj: dict[str, Any], version: int) -> _DeleteRe
     return o
 
 
-def _rnd_DeleteRecordsTopicResult(g: Any, version: int) -> _DeleteRecordsTopicResult:
-    o = new_instance(_DeleteRecordsTopicResult)
-    o.name = g.str()
-    o.partitions = KeyedList(
-        [_rnd_DeleteRecordsPartitionResult(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DeleteRecordsPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteRecordsPartitionResult, int]:
@@ -838,15 +793,6 @@ def _fj_DeleteRecordsPartitionResult(
     o.low_watermark = get_int(obj, "lowWatermark", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteRecordsPartitionResult(g: Any, version: int) -> _DeleteRecordsPartitionResult:
-    o = new_instance(_DeleteRecordsPartitionResult)
-    o.partition_index = g.int("int32")
-    o.low_watermark = g.int("int64")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -914,7 +860,7 @@ _N_DeleteRecordsResponse_v2 = (
     (),
     "DeleteRecordsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteRecordsPartitionResult = (
     _DeleteRecordsPartitionResult,
     (
@@ -946,7 +892,6 @@ bind_codecs(
     DeleteRecordsResponse,
     _tj_DeleteRecordsResponse,
     _fj_DeleteRecordsResponse,
-    _rnd_DeleteRecordsResponse,
     (0, 1, _dec_DeleteRecordsResponse_v0, _enc_DeleteRecordsResponse_v0),
     (2, 2, _dec_DeleteRecordsResponse_v2, _enc_DeleteRecordsResponse_v2),
 )
@@ -960,7 +905,6 @@ bind_codecs(
     _DeleteRecordsTopicResult,
     _tj_DeleteRecordsTopicResult,
     _fj_DeleteRecordsTopicResult,
-    _rnd_DeleteRecordsTopicResult,
     (0, 1, _dec_DeleteRecordsTopicResult_v0, _enc_DeleteRecordsTopicResult_v0),
     (2, 2, _dec_DeleteRecordsTopicResult_v2, _enc_DeleteRecordsTopicResult_v2),
 )
@@ -974,7 +918,6 @@ bind_codecs(
     _DeleteRecordsPartitionResult,
     _tj_DeleteRecordsPartitionResult,
     _fj_DeleteRecordsPartitionResult,
-    _rnd_DeleteRecordsPartitionResult,
     (0, 1, _dec_DeleteRecordsPartitionResult_v0, _enc_DeleteRecordsPartitionResult_v0),
     (2, 2, _dec_DeleteRecordsPartitionResult_v2, _enc_DeleteRecordsPartitionResult_v2),
 )

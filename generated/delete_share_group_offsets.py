@@ -275,14 +275,6 @@ def _fj_DeleteShareGroupOffsetsRequest(
     return o
 
 
-def _rnd_DeleteShareGroupOffsetsRequest(g: Any, version: int) -> DeleteShareGroupOffsetsRequest:
-    o = new_instance(DeleteShareGroupOffsetsRequest)
-    o.group_id = g.str()
-    o.topics = [_rnd_DeleteShareGroupOffsetsRequestTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DeleteShareGroupOffsetsRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteShareGroupOffsetsRequestTopic, int]:
@@ -325,15 +317,6 @@ def _fj_DeleteShareGroupOffsetsRequestTopic(
     return o
 
 
-def _rnd_DeleteShareGroupOffsetsRequestTopic(
-    g: Any, version: int
-) -> _DeleteShareGroupOffsetsRequestTopic:
-    o = new_instance(_DeleteShareGroupOffsetsRequestTopic)
-    o.topic_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeleteShareGroupOffsetsRequestTopic_v0 = (
@@ -355,7 +338,7 @@ _N_DeleteShareGroupOffsetsRequest_v0 = (
     (),
     "DeleteShareGroupOffsetsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteShareGroupOffsetsRequestTopic = (
     _DeleteShareGroupOffsetsRequestTopic,
     (
@@ -377,7 +360,6 @@ bind_codecs(
     DeleteShareGroupOffsetsRequest,
     _tj_DeleteShareGroupOffsetsRequest,
     _fj_DeleteShareGroupOffsetsRequest,
-    _rnd_DeleteShareGroupOffsetsRequest,
     (0, 0, _dec_DeleteShareGroupOffsetsRequest_v0, _enc_DeleteShareGroupOffsetsRequest_v0),
 )
 bind_native(
@@ -389,7 +371,6 @@ bind_codecs(
     _DeleteShareGroupOffsetsRequestTopic,
     _tj_DeleteShareGroupOffsetsRequestTopic,
     _fj_DeleteShareGroupOffsetsRequestTopic,
-    _rnd_DeleteShareGroupOffsetsRequestTopic,
     (
         0,
         0,
@@ -472,16 +453,6 @@ def _fj_DeleteShareGroupOffsetsResponse(
     return o
 
 
-def _rnd_DeleteShareGroupOffsetsResponse(g: Any, version: int) -> DeleteShareGroupOffsetsResponse:
-    o = new_instance(DeleteShareGroupOffsetsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.responses = [_rnd_DeleteShareGroupOffsetsResponseTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DeleteShareGroupOffsetsResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DeleteShareGroupOffsetsResponseTopic, int]:
@@ -544,18 +515,6 @@ def _fj_DeleteShareGroupOffsetsResponseTopic(
     return o
 
 
-def _rnd_DeleteShareGroupOffsetsResponseTopic(
-    g: Any, version: int
-) -> _DeleteShareGroupOffsetsResponseTopic:
-    o = new_instance(_DeleteShareGroupOffsetsResponseTopic)
-    o.topic_name = g.str()
-    o.topic_id = g.uuid()
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeleteShareGroupOffsetsResponseTopic_v0 = (
@@ -582,7 +541,7 @@ _N_DeleteShareGroupOffsetsResponse_v0 = (
     (),
     "DeleteShareGroupOffsetsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteShareGroupOffsetsResponseTopic = (
     _DeleteShareGroupOffsetsResponseTopic,
     (
@@ -609,7 +568,6 @@ bind_codecs(
     DeleteShareGroupOffsetsResponse,
     _tj_DeleteShareGroupOffsetsResponse,
     _fj_DeleteShareGroupOffsetsResponse,
-    _rnd_DeleteShareGroupOffsetsResponse,
     (0, 0, _dec_DeleteShareGroupOffsetsResponse_v0, _enc_DeleteShareGroupOffsetsResponse_v0),
 )
 bind_native(
@@ -621,7 +579,6 @@ bind_codecs(
     _DeleteShareGroupOffsetsResponseTopic,
     _tj_DeleteShareGroupOffsetsResponseTopic,
     _fj_DeleteShareGroupOffsetsResponseTopic,
-    _rnd_DeleteShareGroupOffsetsResponseTopic,
     (
         0,
         0,

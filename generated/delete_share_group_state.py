@@ -300,14 +300,6 @@ def _fj_DeleteShareGroupStateRequest(
     return o
 
 
-def _rnd_DeleteShareGroupStateRequest(g: Any, version: int) -> DeleteShareGroupStateRequest:
-    o = new_instance(DeleteShareGroupStateRequest)
-    o.group_id = g.str()
-    o.topics = [_rnd_DeleteStateData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DeleteStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteStateData, int]:
     o = new_instance(_DeleteStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -354,14 +346,6 @@ def _fj_DeleteStateData(obj: dict[str, Any], version: int) -> _DeleteStateData:
     return o
 
 
-def _rnd_DeleteStateData(g: Any, version: int) -> _DeleteStateData:
-    o = new_instance(_DeleteStateData)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
     o.partition = _S_i.unpack_from(buf, pos)[0]
@@ -392,13 +376,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     p = "DeleteShareGroupStateRequest.PartitionData"
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -433,7 +410,7 @@ _N_DeleteShareGroupStateRequest_v0 = (
     (),
     "DeleteShareGroupStateRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
     _PartitionData,
     (
@@ -463,7 +440,6 @@ bind_codecs(
     DeleteShareGroupStateRequest,
     _tj_DeleteShareGroupStateRequest,
     _fj_DeleteShareGroupStateRequest,
-    _rnd_DeleteShareGroupStateRequest,
     (0, 0, _dec_DeleteShareGroupStateRequest_v0, _enc_DeleteShareGroupStateRequest_v0),
 )
 bind_native(
@@ -475,7 +451,6 @@ bind_codecs(
     _DeleteStateData,
     _tj_DeleteStateData,
     _fj_DeleteStateData,
-    _rnd_DeleteStateData,
     (0, 0, _dec_DeleteStateData_v0, _enc_DeleteStateData_v0),
 )
 bind_native(
@@ -487,7 +462,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_native(
@@ -546,13 +520,6 @@ def _fj_DeleteShareGroupStateResponse(
     return o
 
 
-def _rnd_DeleteShareGroupStateResponse(g: Any, version: int) -> DeleteShareGroupStateResponse:
-    o = new_instance(DeleteShareGroupStateResponse)
-    o.results = [_rnd_DeleteStateResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DeleteStateResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_DeleteStateResult, int]:
     o = new_instance(_DeleteStateResult)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -601,14 +568,6 @@ def _fj_DeleteStateResult(obj: dict[str, Any], version: int) -> _DeleteStateResu
     return o
 
 
-def _rnd_DeleteStateResult(g: Any, version: int) -> _DeleteStateResult:
-    o = new_instance(_DeleteStateResult)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
@@ -654,15 +613,6 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
-def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
-    o = new_instance(_PartitionResult)
-    o.partition = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionResult_v0 = (
@@ -695,7 +645,7 @@ _N_DeleteShareGroupStateResponse_v0 = (
     (),
     "DeleteShareGroupStateResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (
     _PartitionResult,
     (
@@ -726,7 +676,6 @@ bind_codecs(
     DeleteShareGroupStateResponse,
     _tj_DeleteShareGroupStateResponse,
     _fj_DeleteShareGroupStateResponse,
-    _rnd_DeleteShareGroupStateResponse,
     (0, 0, _dec_DeleteShareGroupStateResponse_v0, _enc_DeleteShareGroupStateResponse_v0),
 )
 bind_native(
@@ -738,7 +687,6 @@ bind_codecs(
     _DeleteStateResult,
     _tj_DeleteStateResult,
     _fj_DeleteStateResult,
-    _rnd_DeleteStateResult,
     (0, 0, _dec_DeleteStateResult_v0, _enc_DeleteStateResult_v0),
 )
 bind_native(
@@ -750,7 +698,6 @@ bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
-    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
 bind_native(

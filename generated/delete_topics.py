@@ -314,17 +314,6 @@ def _fj_DeleteTopicsRequest(obj: dict[str, Any], version: int) -> DeleteTopicsRe
     return o
 
 
-def _rnd_DeleteTopicsRequest(g: Any, version: int) -> DeleteTopicsRequest:
-    o = new_instance(DeleteTopicsRequest)
-    o.topics = (
-        ([_rnd_DeleteTopicState(g, version) for _ in range(g.count())]) if version >= 6 else []
-    )
-    o.topic_names = ([g.str() for _ in range(g.count())]) if version <= 5 else []
-    o.timeout_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_DeleteTopicState_v6(buf: Buffer, pos: int, end: int) -> tuple[_DeleteTopicState, int]:
     o = new_instance(_DeleteTopicState)
     o.name, pos = read_compact_nullable_string(buf, pos, end)
@@ -367,14 +356,6 @@ def _fj_DeleteTopicState(obj: dict[str, Any], version: int) -> _DeleteTopicState
     o.name = get_str(obj, "name", p, REQUIRED, True) if version >= 6 else None
     o.topic_id = get_uuid(obj, "topicId", p, REQUIRED) if version >= 6 else ZERO_UUID
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteTopicState(g: Any, version: int) -> _DeleteTopicState:
-    o = new_instance(_DeleteTopicState)
-    o.name = (None if version >= 6 and g.is_null() else g.str()) if version >= 6 else None
-    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -423,7 +404,7 @@ _N_DeleteTopicsRequest_v6 = (
     (),
     "DeleteTopicsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteTopicState = (
     _DeleteTopicState,
     (
@@ -447,7 +428,6 @@ bind_codecs(
     DeleteTopicsRequest,
     _tj_DeleteTopicsRequest,
     _fj_DeleteTopicsRequest,
-    _rnd_DeleteTopicsRequest,
     (0, 3, _dec_DeleteTopicsRequest_v0, _enc_DeleteTopicsRequest_v0),
     (4, 5, _dec_DeleteTopicsRequest_v4, _enc_DeleteTopicsRequest_v4),
     (6, 6, _dec_DeleteTopicsRequest_v6, _enc_DeleteTopicsRequest_v6),
@@ -463,7 +443,6 @@ bind_codecs(
     _DeleteTopicState,
     _tj_DeleteTopicState,
     _fj_DeleteTopicState,
-    _rnd_DeleteTopicState,
     (6, 6, _dec_DeleteTopicState_v6, _enc_DeleteTopicState_v6),
 )
 bind_native(
@@ -610,14 +589,6 @@ def _fj_DeleteTopicsResponse(obj: dict[str, Any], version: int) -> DeleteTopicsR
     v = get_list(obj, "responses", p, REQUIRED)
     o.responses = KeyedList([_fj_DeletableTopicResult(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DeleteTopicsResponse(g: Any, version: int) -> DeleteTopicsResponse:
-    o = new_instance(DeleteTopicsResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.responses = KeyedList([_rnd_DeletableTopicResult(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -768,16 +739,6 @@ def _fj_DeletableTopicResult(obj: dict[str, Any], version: int) -> _DeletableTop
     return o
 
 
-def _rnd_DeletableTopicResult(g: Any, version: int) -> _DeletableTopicResult:
-    o = new_instance(_DeletableTopicResult)
-    o.name = None if version >= 6 and g.is_null() else g.str()
-    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
-    o.error_code = g.int("int16")
-    o.error_message = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DeletableTopicResult_v0 = (
@@ -878,7 +839,7 @@ _N_DeleteTopicsResponse_v6 = (
     (),
     "DeleteTopicsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeletableTopicResult = (
     _DeletableTopicResult,
     (
@@ -903,7 +864,6 @@ bind_codecs(
     DeleteTopicsResponse,
     _tj_DeleteTopicsResponse,
     _fj_DeleteTopicsResponse,
-    _rnd_DeleteTopicsResponse,
     (0, 0, _dec_DeleteTopicsResponse_v0, _enc_DeleteTopicsResponse_v0),
     (1, 3, _dec_DeleteTopicsResponse_v1, _enc_DeleteTopicsResponse_v1),
     (4, 4, _dec_DeleteTopicsResponse_v4, _enc_DeleteTopicsResponse_v4),
@@ -923,7 +883,6 @@ bind_codecs(
     _DeletableTopicResult,
     _tj_DeletableTopicResult,
     _fj_DeletableTopicResult,
-    _rnd_DeletableTopicResult,
     (0, 3, _dec_DeletableTopicResult_v0, _enc_DeletableTopicResult_v0),
     (4, 4, _dec_DeletableTopicResult_v4, _enc_DeletableTopicResult_v4),
     (5, 5, _dec_DeletableTopicResult_v5, _enc_DeletableTopicResult_v5),

@@ -563,29 +563,6 @@ def _fj_DescribeAclsRequest(obj: dict[str, Any], version: int) -> DescribeAclsRe
     return o
 
 
-def _rnd_DescribeAclsRequest(g: Any, version: int) -> DescribeAclsRequest:
-    o = new_instance(DescribeAclsRequest)
-    o.resource_type_filter = g.int("int8")
-    o.resource_name_filter = None if g.is_null() else g.str()
-    o.pattern_type_filter = (g.int("int8")) if version >= 1 else 3
-    o.principal_filter = None if g.is_null() else g.str()
-    o.host_filter = None if g.is_null() else g.str()
-    o.operation = g.int("int8")
-    o.permission_type = g.int("int8")
-    o.response_pagination_limit = (g.int("int32")) if version >= 4 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 4 and g.is_null()
-            else _rnd_DescribeAclsRequest_ResourceCursor(g, version)
-        )
-        if version >= 4
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeAclsRequest_ResourceCursor_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeAclsRequest_ResourceCursor, int]:
@@ -632,16 +609,6 @@ def _fj_DescribeAclsRequest_ResourceCursor(
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 4 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 4 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeAclsRequest_ResourceCursor(
-    g: Any, version: int
-) -> _DescribeAclsRequest_ResourceCursor:
-    o = new_instance(_DescribeAclsRequest_ResourceCursor)
-    o.resource_name = (g.str()) if version >= 4 else ""
-    o.resource_type = (g.int("int8")) if version >= 4 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -725,7 +692,7 @@ _N_DescribeAclsRequest_v4 = (
     (),
     "DescribeAclsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeAclsRequest_ResourceCursor = (
     _DescribeAclsRequest_ResourceCursor,
     (
@@ -755,7 +722,6 @@ bind_codecs(
     DescribeAclsRequest,
     _tj_DescribeAclsRequest,
     _fj_DescribeAclsRequest,
-    _rnd_DescribeAclsRequest,
     (0, 0, _dec_DescribeAclsRequest_v0, _enc_DescribeAclsRequest_v0),
     (1, 1, _dec_DescribeAclsRequest_v1, _enc_DescribeAclsRequest_v1),
     (2, 3, _dec_DescribeAclsRequest_v2, _enc_DescribeAclsRequest_v2),
@@ -773,7 +739,6 @@ bind_codecs(
     _DescribeAclsRequest_ResourceCursor,
     _tj_DescribeAclsRequest_ResourceCursor,
     _fj_DescribeAclsRequest_ResourceCursor,
-    _rnd_DescribeAclsRequest_ResourceCursor,
     (4, 4, _dec_DescribeAclsRequest_ResourceCursor_v4, _enc_DescribeAclsRequest_ResourceCursor_v4),
 )
 bind_native(
@@ -960,25 +925,6 @@ def _fj_DescribeAclsResponse(obj: dict[str, Any], version: int) -> DescribeAclsR
     return o
 
 
-def _rnd_DescribeAclsResponse(g: Any, version: int) -> DescribeAclsResponse:
-    o = new_instance(DescribeAclsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.resources = [_rnd_DescribeAclsResource(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 4 and g.is_null()
-            else _rnd_DescribeAclsResponse_ResourceCursor(g, version)
-        )
-        if version >= 4
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeAclsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeAclsResource, int]:
@@ -1105,16 +1051,6 @@ def _fj_DescribeAclsResource(obj: dict[str, Any], version: int) -> _DescribeAcls
     return o
 
 
-def _rnd_DescribeAclsResource(g: Any, version: int) -> _DescribeAclsResource:
-    o = new_instance(_DescribeAclsResource)
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.pattern_type = (g.int("int8")) if version >= 1 else 3
-    o.acls = [_rnd_AclDescription(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_AclDescription_v0(buf: Buffer, pos: int, end: int) -> tuple[_AclDescription, int]:
     o = new_instance(_AclDescription)
     o.principal, pos = read_string(buf, pos, end)
@@ -1184,16 +1120,6 @@ def _fj_AclDescription(obj: dict[str, Any], version: int) -> _AclDescription:
     return o
 
 
-def _rnd_AclDescription(g: Any, version: int) -> _AclDescription:
-    o = new_instance(_AclDescription)
-    o.principal = g.str()
-    o.host = g.str()
-    o.operation = g.int("int8")
-    o.permission_type = g.int("int8")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeAclsResponse_ResourceCursor_v4(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeAclsResponse_ResourceCursor, int]:
@@ -1240,16 +1166,6 @@ def _fj_DescribeAclsResponse_ResourceCursor(
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 4 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 4 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeAclsResponse_ResourceCursor(
-    g: Any, version: int
-) -> _DescribeAclsResponse_ResourceCursor:
-    o = new_instance(_DescribeAclsResponse_ResourceCursor)
-    o.resource_name = (g.str()) if version >= 4 else ""
-    o.resource_type = (g.int("int8")) if version >= 4 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -1377,7 +1293,7 @@ _N_DescribeAclsResponse_v4 = (
     (),
     "DescribeAclsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AclDescription = (
     _AclDescription,
     (
@@ -1423,7 +1339,6 @@ bind_codecs(
     DescribeAclsResponse,
     _tj_DescribeAclsResponse,
     _fj_DescribeAclsResponse,
-    _rnd_DescribeAclsResponse,
     (0, 0, _dec_DescribeAclsResponse_v0, _enc_DescribeAclsResponse_v0),
     (1, 1, _dec_DescribeAclsResponse_v1, _enc_DescribeAclsResponse_v1),
     (2, 3, _dec_DescribeAclsResponse_v2, _enc_DescribeAclsResponse_v2),
@@ -1441,7 +1356,6 @@ bind_codecs(
     _DescribeAclsResource,
     _tj_DescribeAclsResource,
     _fj_DescribeAclsResource,
-    _rnd_DescribeAclsResource,
     (0, 0, _dec_DescribeAclsResource_v0, _enc_DescribeAclsResource_v0),
     (1, 1, _dec_DescribeAclsResource_v1, _enc_DescribeAclsResource_v1),
     (2, 4, _dec_DescribeAclsResource_v2, _enc_DescribeAclsResource_v2),
@@ -1457,7 +1371,6 @@ bind_codecs(
     _AclDescription,
     _tj_AclDescription,
     _fj_AclDescription,
-    _rnd_AclDescription,
     (0, 1, _dec_AclDescription_v0, _enc_AclDescription_v0),
     (2, 4, _dec_AclDescription_v2, _enc_AclDescription_v2),
 )
@@ -1471,7 +1384,6 @@ bind_codecs(
     _DescribeAclsResponse_ResourceCursor,
     _tj_DescribeAclsResponse_ResourceCursor,
     _fj_DescribeAclsResponse_ResourceCursor,
-    _rnd_DescribeAclsResponse_ResourceCursor,
     (
         4,
         4,

@@ -348,14 +348,6 @@ def _fj_DescribeClientQuotasRequest(
     return o
 
 
-def _rnd_DescribeClientQuotasRequest(g: Any, version: int) -> DescribeClientQuotasRequest:
-    o = new_instance(DescribeClientQuotasRequest)
-    o.components = [_rnd_ComponentData(g, version) for _ in range(g.count())]
-    o.strict = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_ComponentData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ComponentData, int]:
     o = new_instance(_ComponentData)
     o.entity_type, pos = read_string(buf, pos, end)
@@ -431,15 +423,6 @@ def _fj_ComponentData(obj: dict[str, Any], version: int) -> _ComponentData:
     return o
 
 
-def _rnd_ComponentData(g: Any, version: int) -> _ComponentData:
-    o = new_instance(_ComponentData)
-    o.entity_type = g.str()
-    o.match_type = g.int("int8")
-    o.match = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ComponentData_v0 = (
@@ -484,7 +467,7 @@ _N_DescribeClientQuotasRequest_v1 = (
     (),
     "DescribeClientQuotasRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ComponentData = (
     _ComponentData,
     (
@@ -508,7 +491,6 @@ bind_codecs(
     DescribeClientQuotasRequest,
     _tj_DescribeClientQuotasRequest,
     _fj_DescribeClientQuotasRequest,
-    _rnd_DescribeClientQuotasRequest,
     (0, 0, _dec_DescribeClientQuotasRequest_v0, _enc_DescribeClientQuotasRequest_v0),
     (1, 1, _dec_DescribeClientQuotasRequest_v1, _enc_DescribeClientQuotasRequest_v1),
 )
@@ -522,7 +504,6 @@ bind_codecs(
     _ComponentData,
     _tj_ComponentData,
     _fj_ComponentData,
-    _rnd_ComponentData,
     (0, 0, _dec_ComponentData_v0, _enc_ComponentData_v0),
     (1, 1, _dec_ComponentData_v1, _enc_ComponentData_v1),
 )
@@ -623,16 +604,6 @@ def _fj_DescribeClientQuotasResponse(
     return o
 
 
-def _rnd_DescribeClientQuotasResponse(g: Any, version: int) -> DescribeClientQuotasResponse:
-    o = new_instance(DescribeClientQuotasResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.entries = None if g.is_null() else [_rnd_EntryData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_EntryData_v0(buf: Buffer, pos: int, end: int) -> tuple[_EntryData, int]:
     o = new_instance(_EntryData)
     o.entity, pos = read_array(buf, pos, end, _dec_EntityData_v0, False, False, "Entity")
@@ -711,14 +682,6 @@ def _fj_EntryData(obj: dict[str, Any], version: int) -> _EntryData:
     return o
 
 
-def _rnd_EntryData(g: Any, version: int) -> _EntryData:
-    o = new_instance(_EntryData)
-    o.entity = [_rnd_EntityData(g, version) for _ in range(g.count())]
-    o.values = [_rnd_ValueData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_EntityData_v0(buf: Buffer, pos: int, end: int) -> tuple[_EntityData, int]:
     o = new_instance(_EntityData)
     o.entity_type, pos = read_string(buf, pos, end)
@@ -786,14 +749,6 @@ def _fj_EntityData(obj: dict[str, Any], version: int) -> _EntityData:
     return o
 
 
-def _rnd_EntityData(g: Any, version: int) -> _EntityData:
-    o = new_instance(_EntityData)
-    o.entity_type = g.str()
-    o.entity_name = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_ValueData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ValueData, int]:
     o = new_instance(_ValueData)
     o.key, pos = read_string(buf, pos, end)
@@ -848,14 +803,6 @@ def _fj_ValueData(obj: dict[str, Any], version: int) -> _ValueData:
     o.key = get_str(obj, "key", p, REQUIRED)
     o.value = get_float(obj, "value", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ValueData(g: Any, version: int) -> _ValueData:
-    o = new_instance(_ValueData)
-    o.key = g.str()
-    o.value = g.float()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -945,7 +892,7 @@ _N_DescribeClientQuotasResponse_v1 = (
     (),
     "DescribeClientQuotasResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EntityData = (
     _EntityData,
     (
@@ -986,7 +933,6 @@ bind_codecs(
     DescribeClientQuotasResponse,
     _tj_DescribeClientQuotasResponse,
     _fj_DescribeClientQuotasResponse,
-    _rnd_DescribeClientQuotasResponse,
     (0, 0, _dec_DescribeClientQuotasResponse_v0, _enc_DescribeClientQuotasResponse_v0),
     (1, 1, _dec_DescribeClientQuotasResponse_v1, _enc_DescribeClientQuotasResponse_v1),
 )
@@ -1000,7 +946,6 @@ bind_codecs(
     _EntryData,
     _tj_EntryData,
     _fj_EntryData,
-    _rnd_EntryData,
     (0, 0, _dec_EntryData_v0, _enc_EntryData_v0),
     (1, 1, _dec_EntryData_v1, _enc_EntryData_v1),
 )
@@ -1014,7 +959,6 @@ bind_codecs(
     _EntityData,
     _tj_EntityData,
     _fj_EntityData,
-    _rnd_EntityData,
     (0, 0, _dec_EntityData_v0, _enc_EntityData_v0),
     (1, 1, _dec_EntityData_v1, _enc_EntityData_v1),
 )
@@ -1028,7 +972,6 @@ bind_codecs(
     _ValueData,
     _tj_ValueData,
     _fj_ValueData,
-    _rnd_ValueData,
     (0, 0, _dec_ValueData_v0, _enc_ValueData_v0),
     (1, 1, _dec_ValueData_v1, _enc_ValueData_v1),
 )

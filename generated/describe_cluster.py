@@ -307,15 +307,6 @@ def _fj_DescribeClusterRequest(obj: dict[str, Any], version: int) -> DescribeClu
     return o
 
 
-def _rnd_DescribeClusterRequest(g: Any, version: int) -> DescribeClusterRequest:
-    o = new_instance(DescribeClusterRequest)
-    o.include_cluster_authorized_operations = g.bool()
-    o.endpoint_type = (g.int("int8")) if version >= 1 else 1
-    o.include_fenced_brokers = (g.bool()) if version >= 2 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DescribeClusterRequest_v0 = (
@@ -351,7 +342,7 @@ _N_DescribeClusterRequest_v2 = (
     (),
     "DescribeClusterRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeClusterRequest = (
     DescribeClusterRequest,
     (
@@ -367,7 +358,6 @@ bind_codecs(
     DescribeClusterRequest,
     _tj_DescribeClusterRequest,
     _fj_DescribeClusterRequest,
-    _rnd_DescribeClusterRequest,
     (0, 0, _dec_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v0),
     (1, 1, _dec_DescribeClusterRequest_v1, _enc_DescribeClusterRequest_v1),
     (2, 2, _dec_DescribeClusterRequest_v2, _enc_DescribeClusterRequest_v2),
@@ -554,20 +544,6 @@ def _fj_DescribeClusterResponse(obj: dict[str, Any], version: int) -> DescribeCl
     return o
 
 
-def _rnd_DescribeClusterResponse(g: Any, version: int) -> DescribeClusterResponse:
-    o = new_instance(DescribeClusterResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.endpoint_type = (g.int("int8")) if version >= 1 else 1
-    o.cluster_id = g.str()
-    o.controller_id = g.int("int32")
-    o.brokers = KeyedList([_rnd_DescribeClusterBroker(g, version) for _ in range(g.count())])
-    o.cluster_authorized_operations = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeClusterBroker_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeClusterBroker, int]:
@@ -669,17 +645,6 @@ def _fj_DescribeClusterBroker(obj: dict[str, Any], version: int) -> _DescribeClu
     return o
 
 
-def _rnd_DescribeClusterBroker(g: Any, version: int) -> _DescribeClusterBroker:
-    o = new_instance(_DescribeClusterBroker)
-    o.broker_id = g.int("int32")
-    o.host = g.str()
-    o.port = g.int("int32")
-    o.rack = None if g.is_null() else g.str()
-    o.is_fenced = (g.bool()) if version >= 2 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DescribeClusterBroker_v0 = (
@@ -756,7 +721,7 @@ _N_DescribeClusterResponse_v2 = (
     (),
     "DescribeClusterResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeClusterBroker = (
     _DescribeClusterBroker,
     (
@@ -788,7 +753,6 @@ bind_codecs(
     DescribeClusterResponse,
     _tj_DescribeClusterResponse,
     _fj_DescribeClusterResponse,
-    _rnd_DescribeClusterResponse,
     (0, 0, _dec_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v0),
     (1, 1, _dec_DescribeClusterResponse_v1, _enc_DescribeClusterResponse_v1),
     (2, 2, _dec_DescribeClusterResponse_v2, _enc_DescribeClusterResponse_v2),
@@ -804,7 +768,6 @@ bind_codecs(
     _DescribeClusterBroker,
     _tj_DescribeClusterBroker,
     _fj_DescribeClusterBroker,
-    _rnd_DescribeClusterBroker,
     (0, 1, _dec_DescribeClusterBroker_v0, _enc_DescribeClusterBroker_v0),
     (2, 2, _dec_DescribeClusterBroker_v2, _enc_DescribeClusterBroker_v2),
 )

@@ -607,25 +607,6 @@ def _fj_DescribeConfigsRequest(obj: dict[str, Any], version: int) -> DescribeCon
     return o
 
 
-def _rnd_DescribeConfigsRequest(g: Any, version: int) -> DescribeConfigsRequest:
-    o = new_instance(DescribeConfigsRequest)
-    o.resources = [_rnd_DescribeConfigsResource(g, version) for _ in range(g.count())]
-    o.include_synonyms = (g.bool()) if version >= 1 else False
-    o.include_documentation = (g.bool()) if version >= 3 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 5 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 5 and g.is_null()
-            else _rnd_DescribeConfigsRequest_ResourceCursor(g, version)
-        )
-        if version >= 5
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_DescribeConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResource, int]:
@@ -713,15 +694,6 @@ def _fj_DescribeConfigsResource(obj: dict[str, Any], version: int) -> _DescribeC
     return o
 
 
-def _rnd_DescribeConfigsResource(g: Any, version: int) -> _DescribeConfigsResource:
-    o = new_instance(_DescribeConfigsResource)
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.configuration_keys = None if g.is_null() else [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_DescribeConfigsRequest_ResourceCursor_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsRequest_ResourceCursor, int]:
@@ -768,16 +740,6 @@ def _fj_DescribeConfigsRequest_ResourceCursor(
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 5 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 5 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeConfigsRequest_ResourceCursor(
-    g: Any, version: int
-) -> _DescribeConfigsRequest_ResourceCursor:
-    o = new_instance(_DescribeConfigsRequest_ResourceCursor)
-    o.resource_name = (g.str()) if version >= 5 else ""
-    o.resource_type = (g.int("int8")) if version >= 5 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -880,7 +842,7 @@ _N_DescribeConfigsRequest_v5 = (
     (),
     "DescribeConfigsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeConfigsResource = (
     _DescribeConfigsResource,
     (
@@ -915,7 +877,6 @@ bind_codecs(
     DescribeConfigsRequest,
     _tj_DescribeConfigsRequest,
     _fj_DescribeConfigsRequest,
-    _rnd_DescribeConfigsRequest,
     (0, 0, _dec_DescribeConfigsRequest_v0, _enc_DescribeConfigsRequest_v0),
     (1, 2, _dec_DescribeConfigsRequest_v1, _enc_DescribeConfigsRequest_v1),
     (3, 3, _dec_DescribeConfigsRequest_v3, _enc_DescribeConfigsRequest_v3),
@@ -935,7 +896,6 @@ bind_codecs(
     _DescribeConfigsResource,
     _tj_DescribeConfigsResource,
     _fj_DescribeConfigsResource,
-    _rnd_DescribeConfigsResource,
     (0, 3, _dec_DescribeConfigsResource_v0, _enc_DescribeConfigsResource_v0),
     (4, 5, _dec_DescribeConfigsResource_v4, _enc_DescribeConfigsResource_v4),
 )
@@ -949,7 +909,6 @@ bind_codecs(
     _DescribeConfigsRequest_ResourceCursor,
     _tj_DescribeConfigsRequest_ResourceCursor,
     _fj_DescribeConfigsRequest_ResourceCursor,
-    _rnd_DescribeConfigsRequest_ResourceCursor,
     (
         5,
         5,
@@ -1129,23 +1088,6 @@ def _fj_DescribeConfigsResponse(obj: dict[str, Any], version: int) -> DescribeCo
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeConfigsResponse(g: Any, version: int) -> DescribeConfigsResponse:
-    o = new_instance(DescribeConfigsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.results = [_rnd_DescribeConfigsResult(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 5 and g.is_null()
-            else _rnd_DescribeConfigsResponse_ResourceCursor(g, version)
-        )
-        if version >= 5
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -1343,17 +1285,6 @@ def _fj_DescribeConfigsResult(obj: dict[str, Any], version: int) -> _DescribeCon
     v = get_list(obj, "configs", p, REQUIRED)
     o.configs = [_fj_DescribeConfigsResourceResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeConfigsResult(g: Any, version: int) -> _DescribeConfigsResult:
-    o = new_instance(_DescribeConfigsResult)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.configs = [_rnd_DescribeConfigsResourceResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -1612,25 +1543,6 @@ def _fj_DescribeConfigsResourceResult(
     return o
 
 
-def _rnd_DescribeConfigsResourceResult(g: Any, version: int) -> _DescribeConfigsResourceResult:
-    o = new_instance(_DescribeConfigsResourceResult)
-    o.name = g.str()
-    o.value = None if g.is_null() else g.str()
-    o.read_only = g.bool()
-    o.is_default = (g.bool()) if version <= 0 else False
-    o.config_source = (g.int("int8")) if version >= 1 else -1
-    o.is_sensitive = g.bool()
-    o.synonyms = (
-        ([_rnd_DescribeConfigsSynonym(g, version) for _ in range(g.count())])
-        if version >= 1
-        else []
-    )
-    o.config_type = (g.int("int8")) if version >= 3 else 0
-    o.documentation = (None if g.is_null() else g.str()) if version >= 3 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_DescribeConfigsSynonym_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsSynonym, int]:
@@ -1713,15 +1625,6 @@ def _fj_DescribeConfigsSynonym(obj: dict[str, Any], version: int) -> _DescribeCo
     return o
 
 
-def _rnd_DescribeConfigsSynonym(g: Any, version: int) -> _DescribeConfigsSynonym:
-    o = new_instance(_DescribeConfigsSynonym)
-    o.name = (g.str()) if version >= 1 else ""
-    o.value = (None if g.is_null() else g.str()) if version >= 1 else ""
-    o.source = (g.int("int8")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_DescribeConfigsResponse_ResourceCursor_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeConfigsResponse_ResourceCursor, int]:
@@ -1768,16 +1671,6 @@ def _fj_DescribeConfigsResponse_ResourceCursor(
     o.resource_name = get_str(obj, "resourceName", p, REQUIRED) if version >= 5 else ""
     o.resource_type = get_int(obj, "resourceType", p, REQUIRED) if version >= 5 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeConfigsResponse_ResourceCursor(
-    g: Any, version: int
-) -> _DescribeConfigsResponse_ResourceCursor:
-    o = new_instance(_DescribeConfigsResponse_ResourceCursor)
-    o.resource_name = (g.str()) if version >= 5 else ""
-    o.resource_type = (g.int("int8")) if version >= 5 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -1990,7 +1883,7 @@ _N_DescribeConfigsResponse_v5 = (
     (),
     "DescribeConfigsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeConfigsSynonym = (
     _DescribeConfigsSynonym,
     (
@@ -2049,7 +1942,6 @@ bind_codecs(
     DescribeConfigsResponse,
     _tj_DescribeConfigsResponse,
     _fj_DescribeConfigsResponse,
-    _rnd_DescribeConfigsResponse,
     (0, 0, _dec_DescribeConfigsResponse_v0, _enc_DescribeConfigsResponse_v0),
     (1, 2, _dec_DescribeConfigsResponse_v1, _enc_DescribeConfigsResponse_v1),
     (3, 3, _dec_DescribeConfigsResponse_v3, _enc_DescribeConfigsResponse_v3),
@@ -2069,7 +1961,6 @@ bind_codecs(
     _DescribeConfigsResult,
     _tj_DescribeConfigsResult,
     _fj_DescribeConfigsResult,
-    _rnd_DescribeConfigsResult,
     (0, 0, _dec_DescribeConfigsResult_v0, _enc_DescribeConfigsResult_v0),
     (1, 2, _dec_DescribeConfigsResult_v1, _enc_DescribeConfigsResult_v1),
     (3, 3, _dec_DescribeConfigsResult_v3, _enc_DescribeConfigsResult_v3),
@@ -2087,7 +1978,6 @@ bind_codecs(
     _DescribeConfigsResourceResult,
     _tj_DescribeConfigsResourceResult,
     _fj_DescribeConfigsResourceResult,
-    _rnd_DescribeConfigsResourceResult,
     (0, 0, _dec_DescribeConfigsResourceResult_v0, _enc_DescribeConfigsResourceResult_v0),
     (1, 2, _dec_DescribeConfigsResourceResult_v1, _enc_DescribeConfigsResourceResult_v1),
     (3, 3, _dec_DescribeConfigsResourceResult_v3, _enc_DescribeConfigsResourceResult_v3),
@@ -2105,7 +1995,6 @@ bind_codecs(
     _DescribeConfigsSynonym,
     _tj_DescribeConfigsSynonym,
     _fj_DescribeConfigsSynonym,
-    _rnd_DescribeConfigsSynonym,
     (1, 3, _dec_DescribeConfigsSynonym_v1, _enc_DescribeConfigsSynonym_v1),
     (4, 5, _dec_DescribeConfigsSynonym_v4, _enc_DescribeConfigsSynonym_v4),
 )
@@ -2119,7 +2008,6 @@ bind_codecs(
     _DescribeConfigsResponse_ResourceCursor,
     _tj_DescribeConfigsResponse_ResourceCursor,
     _fj_DescribeConfigsResponse_ResourceCursor,
-    _rnd_DescribeConfigsResponse_ResourceCursor,
     (
         5,
         5,

@@ -344,17 +344,6 @@ def _fj_DescribeDelegationTokenRequest(
     return o
 
 
-def _rnd_DescribeDelegationTokenRequest(g: Any, version: int) -> DescribeDelegationTokenRequest:
-    o = new_instance(DescribeDelegationTokenRequest)
-    o.owners = (
-        None
-        if g.is_null()
-        else [_rnd_DescribeDelegationTokenOwner(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeDelegationTokenOwner_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeDelegationTokenOwner, int]:
@@ -424,14 +413,6 @@ def _fj_DescribeDelegationTokenOwner(
     return o
 
 
-def _rnd_DescribeDelegationTokenOwner(g: Any, version: int) -> _DescribeDelegationTokenOwner:
-    o = new_instance(_DescribeDelegationTokenOwner)
-    o.principal_type = g.str()
-    o.principal_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DescribeDelegationTokenOwner_v0 = (
@@ -472,7 +453,7 @@ _N_DescribeDelegationTokenRequest_v2 = (
     (),
     "DescribeDelegationTokenRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeDelegationTokenOwner = (
     _DescribeDelegationTokenOwner,
     (
@@ -494,7 +475,6 @@ bind_codecs(
     DescribeDelegationTokenRequest,
     _tj_DescribeDelegationTokenRequest,
     _fj_DescribeDelegationTokenRequest,
-    _rnd_DescribeDelegationTokenRequest,
     (0, 1, _dec_DescribeDelegationTokenRequest_v0, _enc_DescribeDelegationTokenRequest_v0),
     (2, 3, _dec_DescribeDelegationTokenRequest_v2, _enc_DescribeDelegationTokenRequest_v2),
 )
@@ -508,7 +488,6 @@ bind_codecs(
     _DescribeDelegationTokenOwner,
     _tj_DescribeDelegationTokenOwner,
     _fj_DescribeDelegationTokenOwner,
-    _rnd_DescribeDelegationTokenOwner,
     (0, 1, _dec_DescribeDelegationTokenOwner_v0, _enc_DescribeDelegationTokenOwner_v0),
     (2, 3, _dec_DescribeDelegationTokenOwner_v2, _enc_DescribeDelegationTokenOwner_v2),
 )
@@ -641,15 +620,6 @@ def _fj_DescribeDelegationTokenResponse(
     o.tokens = [_fj_DescribedDelegationToken(as_object(x, p), version) for x in v]
     o.throttle_time_ms = get_int(obj, "throttleTimeMs", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeDelegationTokenResponse(g: Any, version: int) -> DescribeDelegationTokenResponse:
-    o = new_instance(DescribeDelegationTokenResponse)
-    o.error_code = g.int("int16")
-    o.tokens = [_rnd_DescribedDelegationToken(g, version) for _ in range(g.count())]
-    o.throttle_time_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -859,22 +829,6 @@ def _fj_DescribedDelegationToken(obj: dict[str, Any], version: int) -> _Describe
     return o
 
 
-def _rnd_DescribedDelegationToken(g: Any, version: int) -> _DescribedDelegationToken:
-    o = new_instance(_DescribedDelegationToken)
-    o.principal_type = g.str()
-    o.principal_name = g.str()
-    o.token_requester_principal_type = (g.str()) if version >= 3 else ""
-    o.token_requester_principal_name = (g.str()) if version >= 3 else ""
-    o.issue_timestamp = g.int("int64")
-    o.expiry_timestamp = g.int("int64")
-    o.max_timestamp = g.int("int64")
-    o.token_id = g.str()
-    o.hmac = g.bytes()
-    o.renewers = [_rnd_DescribedDelegationTokenRenewer(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribedDelegationTokenRenewer_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribedDelegationTokenRenewer, int]:
@@ -942,14 +896,6 @@ def _fj_DescribedDelegationTokenRenewer(
     o.principal_type = get_str(obj, "principalType", p, REQUIRED)
     o.principal_name = get_str(obj, "principalName", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribedDelegationTokenRenewer(g: Any, version: int) -> _DescribedDelegationTokenRenewer:
-    o = new_instance(_DescribedDelegationTokenRenewer)
-    o.principal_type = g.str()
-    o.principal_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -1062,7 +1008,7 @@ _N_DescribeDelegationTokenResponse_v3 = (
     (),
     "DescribeDelegationTokenResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribedDelegationTokenRenewer = (
     _DescribedDelegationTokenRenewer,
     (
@@ -1102,7 +1048,6 @@ bind_codecs(
     DescribeDelegationTokenResponse,
     _tj_DescribeDelegationTokenResponse,
     _fj_DescribeDelegationTokenResponse,
-    _rnd_DescribeDelegationTokenResponse,
     (0, 1, _dec_DescribeDelegationTokenResponse_v0, _enc_DescribeDelegationTokenResponse_v0),
     (2, 2, _dec_DescribeDelegationTokenResponse_v2, _enc_DescribeDelegationTokenResponse_v2),
     (3, 3, _dec_DescribeDelegationTokenResponse_v3, _enc_DescribeDelegationTokenResponse_v3),
@@ -1118,7 +1063,6 @@ bind_codecs(
     _DescribedDelegationToken,
     _tj_DescribedDelegationToken,
     _fj_DescribedDelegationToken,
-    _rnd_DescribedDelegationToken,
     (0, 1, _dec_DescribedDelegationToken_v0, _enc_DescribedDelegationToken_v0),
     (2, 2, _dec_DescribedDelegationToken_v2, _enc_DescribedDelegationToken_v2),
     (3, 3, _dec_DescribedDelegationToken_v3, _enc_DescribedDelegationToken_v3),
@@ -1134,7 +1078,6 @@ bind_codecs(
     _DescribedDelegationTokenRenewer,
     _tj_DescribedDelegationTokenRenewer,
     _fj_DescribedDelegationTokenRenewer,
-    _rnd_DescribedDelegationTokenRenewer,
     (0, 1, _dec_DescribedDelegationTokenRenewer_v0, _enc_DescribedDelegationTokenRenewer_v0),
     (2, 3, _dec_DescribedDelegationTokenRenewer_v2, _enc_DescribedDelegationTokenRenewer_v2),
 )

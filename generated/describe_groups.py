@@ -460,24 +460,6 @@ def _fj_DescribeGroupsRequest(obj: dict[str, Any], version: int) -> DescribeGrou
     return o
 
 
-def _rnd_DescribeGroupsRequest(g: Any, version: int) -> DescribeGroupsRequest:
-    o = new_instance(DescribeGroupsRequest)
-    o.groups = [g.str() for _ in range(g.count())]
-    o.include_authorized_operations = (g.bool()) if version >= 3 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 7 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 7 and g.is_null()
-            else _rnd_DescribeGroupsRequest_GroupMemberCursor(g, version)
-        )
-        if version >= 7
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
-    return o
-
-
 def _dec_DescribeGroupsRequest_GroupMemberCursor_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeGroupsRequest_GroupMemberCursor, int]:
@@ -525,16 +507,6 @@ def _fj_DescribeGroupsRequest_GroupMemberCursor(
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 7 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 7 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeGroupsRequest_GroupMemberCursor(
-    g: Any, version: int
-) -> _DescribeGroupsRequest_GroupMemberCursor:
-    o = new_instance(_DescribeGroupsRequest_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 7 else ""
-    o.member_id = (g.str()) if version >= 7 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -598,7 +570,7 @@ _N_DescribeGroupsRequest_v7 = (
     (),
     "DescribeGroupsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeGroupsRequest_GroupMemberCursor = (
     _DescribeGroupsRequest_GroupMemberCursor,
     (
@@ -623,7 +595,6 @@ bind_codecs(
     DescribeGroupsRequest,
     _tj_DescribeGroupsRequest,
     _fj_DescribeGroupsRequest,
-    _rnd_DescribeGroupsRequest,
     (0, 2, _dec_DescribeGroupsRequest_v0, _enc_DescribeGroupsRequest_v0),
     (3, 4, _dec_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v3),
     (5, 6, _dec_DescribeGroupsRequest_v5, _enc_DescribeGroupsRequest_v5),
@@ -641,7 +612,6 @@ bind_codecs(
     _DescribeGroupsRequest_GroupMemberCursor,
     _tj_DescribeGroupsRequest_GroupMemberCursor,
     _fj_DescribeGroupsRequest_GroupMemberCursor,
-    _rnd_DescribeGroupsRequest_GroupMemberCursor,
     (
         7,
         7,
@@ -855,23 +825,6 @@ def _fj_DescribeGroupsResponse(obj: dict[str, Any], version: int) -> DescribeGro
     else:
         o.next_cursor = None
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeGroupsResponse(g: Any, version: int) -> DescribeGroupsResponse:
-    o = new_instance(DescribeGroupsResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 7 and g.is_null()
-            else _rnd_DescribeGroupsResponse_GroupMemberCursor(g, version)
-        )
-        if version >= 7
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -1155,20 +1108,6 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     return o
 
 
-def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
-    o = new_instance(_DescribedGroup)
-    o.error_code = g.int("int16")
-    o.error_message = (None if version >= 6 and g.is_null() else g.str()) if version >= 6 else None
-    o.group_id = g.str()
-    o.group_state = g.str()
-    o.protocol_type = g.str()
-    o.protocol_data = g.str()
-    o.members = [_rnd_DescribedGroupMember(g, version) for _ in range(g.count())]
-    o.authorized_operations = (g.int("int32")) if version >= 3 else -2147483648
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
-    return o
-
-
 def _dec_DescribedGroupMember_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribedGroupMember, int]:
@@ -1307,20 +1246,6 @@ def _fj_DescribedGroupMember(obj: dict[str, Any], version: int) -> _DescribedGro
     return o
 
 
-def _rnd_DescribedGroupMember(g: Any, version: int) -> _DescribedGroupMember:
-    o = new_instance(_DescribedGroupMember)
-    o.member_id = g.str()
-    o.group_instance_id = (
-        (None if version >= 4 and g.is_null() else g.str()) if version >= 4 else None
-    )
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.member_metadata = g.bytes()
-    o.member_assignment = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
-    return o
-
-
 def _dec_DescribeGroupsResponse_GroupMemberCursor_v7(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeGroupsResponse_GroupMemberCursor, int]:
@@ -1368,16 +1293,6 @@ def _fj_DescribeGroupsResponse_GroupMemberCursor(
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 7 else ""
     o.member_id = get_str(obj, "memberId", p, REQUIRED) if version >= 7 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeGroupsResponse_GroupMemberCursor(
-    g: Any, version: int
-) -> _DescribeGroupsResponse_GroupMemberCursor:
-    o = new_instance(_DescribeGroupsResponse_GroupMemberCursor)
-    o.group_id = (g.str()) if version >= 7 else ""
-    o.member_id = (g.str()) if version >= 7 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 5 else ()
     return o
 
 
@@ -1592,7 +1507,7 @@ _N_DescribeGroupsResponse_v7 = (
     (),
     "DescribeGroupsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribedGroupMember = (
     _DescribedGroupMember,
     (
@@ -1642,7 +1557,6 @@ bind_codecs(
     DescribeGroupsResponse,
     _tj_DescribeGroupsResponse,
     _fj_DescribeGroupsResponse,
-    _rnd_DescribeGroupsResponse,
     (0, 0, _dec_DescribeGroupsResponse_v0, _enc_DescribeGroupsResponse_v0),
     (1, 2, _dec_DescribeGroupsResponse_v1, _enc_DescribeGroupsResponse_v1),
     (3, 3, _dec_DescribeGroupsResponse_v3, _enc_DescribeGroupsResponse_v3),
@@ -1666,7 +1580,6 @@ bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
-    _rnd_DescribedGroup,
     (0, 2, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
     (3, 3, _dec_DescribedGroup_v3, _enc_DescribedGroup_v3),
     (4, 4, _dec_DescribedGroup_v4, _enc_DescribedGroup_v4),
@@ -1686,7 +1599,6 @@ bind_codecs(
     _DescribedGroupMember,
     _tj_DescribedGroupMember,
     _fj_DescribedGroupMember,
-    _rnd_DescribedGroupMember,
     (0, 3, _dec_DescribedGroupMember_v0, _enc_DescribedGroupMember_v0),
     (4, 4, _dec_DescribedGroupMember_v4, _enc_DescribedGroupMember_v4),
     (5, 7, _dec_DescribedGroupMember_v5, _enc_DescribedGroupMember_v5),
@@ -1702,7 +1614,6 @@ bind_codecs(
     _DescribeGroupsResponse_GroupMemberCursor,
     _tj_DescribeGroupsResponse_GroupMemberCursor,
     _fj_DescribeGroupsResponse_GroupMemberCursor,
-    _rnd_DescribeGroupsResponse_GroupMemberCursor,
     (
         7,
         7,

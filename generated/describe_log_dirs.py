@@ -499,23 +499,6 @@ def _fj_DescribeLogDirsRequest(obj: dict[str, Any], version: int) -> DescribeLog
     return o
 
 
-def _rnd_DescribeLogDirsRequest(g: Any, version: int) -> DescribeLogDirsRequest:
-    o = new_instance(DescribeLogDirsRequest)
-    o.topics = (
-        None
-        if g.is_null()
-        else KeyedList([_rnd_DescribableLogDirTopic(g, version) for _ in range(g.count())])
-    )
-    o.response_pagination_limit = (g.int("int32")) if version >= 6 else 2000
-    o.cursor = (
-        (None if version >= 6 and g.is_null() else _rnd_DescribeLogDirsRequest_Cursor(g, version))
-        if version >= 6
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribableLogDirTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribableLogDirTopic, int]:
@@ -577,14 +560,6 @@ def _fj_DescribableLogDirTopic(obj: dict[str, Any], version: int) -> _Describabl
     return o
 
 
-def _rnd_DescribableLogDirTopic(g: Any, version: int) -> _DescribableLogDirTopic:
-    o = new_instance(_DescribableLogDirTopic)
-    o.topic = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeLogDirsRequest_Cursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsRequest_Cursor, int]:
@@ -636,15 +611,6 @@ def _fj_DescribeLogDirsRequest_Cursor(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 6 else 0
     o.log_dir = get_str(obj, "logDir", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeLogDirsRequest_Cursor(g: Any, version: int) -> _DescribeLogDirsRequest_Cursor:
-    o = new_instance(_DescribeLogDirsRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 6 else ""
-    o.partition_index = (g.int("int32")) if version >= 6 else 0
-    o.log_dir = (g.str()) if version >= 6 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -714,7 +680,7 @@ _N_DescribeLogDirsRequest_v6 = (
     (),
     "DescribeLogDirsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribableLogDirTopic = (
     _DescribableLogDirTopic,
     (
@@ -747,7 +713,6 @@ bind_codecs(
     DescribeLogDirsRequest,
     _tj_DescribeLogDirsRequest,
     _fj_DescribeLogDirsRequest,
-    _rnd_DescribeLogDirsRequest,
     (0, 1, _dec_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v0),
     (2, 5, _dec_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2),
     (6, 6, _dec_DescribeLogDirsRequest_v6, _enc_DescribeLogDirsRequest_v6),
@@ -763,7 +728,6 @@ bind_codecs(
     _DescribableLogDirTopic,
     _tj_DescribableLogDirTopic,
     _fj_DescribableLogDirTopic,
-    _rnd_DescribableLogDirTopic,
     (0, 1, _dec_DescribableLogDirTopic_v0, _enc_DescribableLogDirTopic_v0),
     (2, 6, _dec_DescribableLogDirTopic_v2, _enc_DescribableLogDirTopic_v2),
 )
@@ -777,7 +741,6 @@ bind_codecs(
     _DescribeLogDirsRequest_Cursor,
     _tj_DescribeLogDirsRequest_Cursor,
     _fj_DescribeLogDirsRequest_Cursor,
-    _rnd_DescribeLogDirsRequest_Cursor,
     (6, 6, _dec_DescribeLogDirsRequest_Cursor_v6, _enc_DescribeLogDirsRequest_Cursor_v6),
 )
 bind_native(
@@ -988,20 +951,6 @@ def _fj_DescribeLogDirsResponse(obj: dict[str, Any], version: int) -> DescribeLo
     return o
 
 
-def _rnd_DescribeLogDirsResponse(g: Any, version: int) -> DescribeLogDirsResponse:
-    o = new_instance(DescribeLogDirsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = (g.int("int16")) if version >= 3 else 0
-    o.results = [_rnd_DescribeLogDirsResult(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (None if version >= 6 and g.is_null() else _rnd_DescribeLogDirsResponse_Cursor(g, version))
-        if version >= 6
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeLogDirsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResult, int]:
@@ -1171,18 +1120,6 @@ def _fj_DescribeLogDirsResult(obj: dict[str, Any], version: int) -> _DescribeLog
     return o
 
 
-def _rnd_DescribeLogDirsResult(g: Any, version: int) -> _DescribeLogDirsResult:
-    o = new_instance(_DescribeLogDirsResult)
-    o.error_code = g.int("int16")
-    o.log_dir = g.str()
-    o.topics = [_rnd_DescribeLogDirsTopic(g, version) for _ in range(g.count())]
-    o.total_bytes = (g.int("int64")) if version >= 4 else -1
-    o.usable_bytes = (g.int("int64")) if version >= 4 else -1
-    o.is_cordoned = (g.bool()) if version >= 5 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeLogDirsTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsTopic, int]:
@@ -1262,14 +1199,6 @@ def _fj_DescribeLogDirsTopic(obj: dict[str, Any], version: int) -> _DescribeLogD
     return o
 
 
-def _rnd_DescribeLogDirsTopic(g: Any, version: int) -> _DescribeLogDirsTopic:
-    o = new_instance(_DescribeLogDirsTopic)
-    o.name = g.str()
-    o.partitions = [_rnd_DescribeLogDirsPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeLogDirsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsPartition, int]:
@@ -1333,16 +1262,6 @@ def _fj_DescribeLogDirsPartition(obj: dict[str, Any], version: int) -> _Describe
     return o
 
 
-def _rnd_DescribeLogDirsPartition(g: Any, version: int) -> _DescribeLogDirsPartition:
-    o = new_instance(_DescribeLogDirsPartition)
-    o.partition_index = g.int("int32")
-    o.partition_size = g.int("int64")
-    o.offset_lag = g.int("int64")
-    o.is_future_key = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_DescribeLogDirsResponse_Cursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeLogDirsResponse_Cursor, int]:
@@ -1394,15 +1313,6 @@ def _fj_DescribeLogDirsResponse_Cursor(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 6 else 0
     o.log_dir = get_str(obj, "logDir", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeLogDirsResponse_Cursor(g: Any, version: int) -> _DescribeLogDirsResponse_Cursor:
-    o = new_instance(_DescribeLogDirsResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 6 else ""
-    o.partition_index = (g.int("int32")) if version >= 6 else 0
-    o.log_dir = (g.str()) if version >= 6 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -1591,7 +1501,7 @@ _N_DescribeLogDirsResponse_v6 = (
     (),
     "DescribeLogDirsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeLogDirsPartition = (
     _DescribeLogDirsPartition,
     (
@@ -1647,7 +1557,6 @@ bind_codecs(
     DescribeLogDirsResponse,
     _tj_DescribeLogDirsResponse,
     _fj_DescribeLogDirsResponse,
-    _rnd_DescribeLogDirsResponse,
     (0, 1, _dec_DescribeLogDirsResponse_v0, _enc_DescribeLogDirsResponse_v0),
     (2, 2, _dec_DescribeLogDirsResponse_v2, _enc_DescribeLogDirsResponse_v2),
     (3, 3, _dec_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v3),
@@ -1669,7 +1578,6 @@ bind_codecs(
     _DescribeLogDirsResult,
     _tj_DescribeLogDirsResult,
     _fj_DescribeLogDirsResult,
-    _rnd_DescribeLogDirsResult,
     (0, 1, _dec_DescribeLogDirsResult_v0, _enc_DescribeLogDirsResult_v0),
     (2, 3, _dec_DescribeLogDirsResult_v2, _enc_DescribeLogDirsResult_v2),
     (4, 4, _dec_DescribeLogDirsResult_v4, _enc_DescribeLogDirsResult_v4),
@@ -1687,7 +1595,6 @@ bind_codecs(
     _DescribeLogDirsTopic,
     _tj_DescribeLogDirsTopic,
     _fj_DescribeLogDirsTopic,
-    _rnd_DescribeLogDirsTopic,
     (0, 1, _dec_DescribeLogDirsTopic_v0, _enc_DescribeLogDirsTopic_v0),
     (2, 6, _dec_DescribeLogDirsTopic_v2, _enc_DescribeLogDirsTopic_v2),
 )
@@ -1701,7 +1608,6 @@ bind_codecs(
     _DescribeLogDirsPartition,
     _tj_DescribeLogDirsPartition,
     _fj_DescribeLogDirsPartition,
-    _rnd_DescribeLogDirsPartition,
     (0, 1, _dec_DescribeLogDirsPartition_v0, _enc_DescribeLogDirsPartition_v0),
     (2, 6, _dec_DescribeLogDirsPartition_v2, _enc_DescribeLogDirsPartition_v2),
 )
@@ -1715,7 +1621,6 @@ bind_codecs(
     _DescribeLogDirsResponse_Cursor,
     _tj_DescribeLogDirsResponse_Cursor,
     _fj_DescribeLogDirsResponse_Cursor,
-    _rnd_DescribeLogDirsResponse_Cursor,
     (6, 6, _dec_DescribeLogDirsResponse_Cursor_v6, _enc_DescribeLogDirsResponse_Cursor_v6),
 )
 bind_native(

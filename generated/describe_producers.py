@@ -466,23 +466,6 @@ def _fj_DescribeProducersRequest(obj: dict[str, Any], version: int) -> DescribeP
     return o
 
 
-def _rnd_DescribeProducersRequest(g: Any, version: int) -> DescribeProducersRequest:
-    o = new_instance(DescribeProducersRequest)
-    o.topics = KeyedList([_rnd_TopicRequest(g, version) for _ in range(g.count())])
-    o.response_pagination_limit = (g.int("int32")) if version >= 1 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 1 and g.is_null()
-            else _rnd_DescribeProducersRequest_ProducerStateCursor(g, version)
-        )
-        if version >= 1
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest, int]:
     o = new_instance(_TopicRequest)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -520,14 +503,6 @@ def _fj_TopicRequest(obj: dict[str, Any], version: int) -> _TopicRequest:
     v = get_list(obj, "partitionIndexes", p, REQUIRED)
     o.partition_indexes = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicRequest(g: Any, version: int) -> _TopicRequest:
-    o = new_instance(_TopicRequest)
-    o.name = g.str()
-    o.partition_indexes = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -583,17 +558,6 @@ def _fj_DescribeProducersRequest_ProducerStateCursor(
     return o
 
 
-def _rnd_DescribeProducersRequest_ProducerStateCursor(
-    g: Any, version: int
-) -> _DescribeProducersRequest_ProducerStateCursor:
-    o = new_instance(_DescribeProducersRequest_ProducerStateCursor)
-    o.topic_name = (g.str()) if version >= 1 else ""
-    o.partition_index = (g.int("int32")) if version >= 1 else 0
-    o.producer_id = (g.int("int64")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicRequest_v0 = (
@@ -639,7 +603,7 @@ _N_DescribeProducersRequest_v1 = (
     (),
     "DescribeProducersRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicRequest = (
     _TopicRequest,
     (
@@ -672,7 +636,6 @@ bind_codecs(
     DescribeProducersRequest,
     _tj_DescribeProducersRequest,
     _fj_DescribeProducersRequest,
-    _rnd_DescribeProducersRequest,
     (0, 0, _dec_DescribeProducersRequest_v0, _enc_DescribeProducersRequest_v0),
     (1, 1, _dec_DescribeProducersRequest_v1, _enc_DescribeProducersRequest_v1),
 )
@@ -686,7 +649,6 @@ bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
     _fj_TopicRequest,
-    _rnd_TopicRequest,
     (0, 1, _dec_TopicRequest_v0, _enc_TopicRequest_v0),
 )
 bind_native(
@@ -698,7 +660,6 @@ bind_codecs(
     _DescribeProducersRequest_ProducerStateCursor,
     _tj_DescribeProducersRequest_ProducerStateCursor,
     _fj_DescribeProducersRequest_ProducerStateCursor,
-    _rnd_DescribeProducersRequest_ProducerStateCursor,
     (
         1,
         1,
@@ -810,23 +771,6 @@ def _fj_DescribeProducersResponse(obj: dict[str, Any], version: int) -> Describe
     return o
 
 
-def _rnd_DescribeProducersResponse(g: Any, version: int) -> DescribeProducersResponse:
-    o = new_instance(DescribeProducersResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.topics = [_rnd_TopicResponse(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 1 and g.is_null()
-            else _rnd_DescribeProducersResponse_ProducerStateCursor(g, version)
-        )
-        if version >= 1
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicResponse, int]:
     o = new_instance(_TopicResponse)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -873,14 +817,6 @@ def _fj_TopicResponse(obj: dict[str, Any], version: int) -> _TopicResponse:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicResponse(g: Any, version: int) -> _TopicResponse:
-    o = new_instance(_TopicResponse)
-    o.name = g.str()
-    o.partitions = [_rnd_PartitionResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -944,16 +880,6 @@ def _fj_PartitionResponse(obj: dict[str, Any], version: int) -> _PartitionRespon
     return o
 
 
-def _rnd_PartitionResponse(g: Any, version: int) -> _PartitionResponse:
-    o = new_instance(_PartitionResponse)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.active_producers = [_rnd_ProducerState(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ProducerState_v0(buf: Buffer, pos: int, end: int) -> tuple[_ProducerState, int]:
     o = new_instance(_ProducerState)
     (
@@ -1013,18 +939,6 @@ def _fj_ProducerState(obj: dict[str, Any], version: int) -> _ProducerState:
     return o
 
 
-def _rnd_ProducerState(g: Any, version: int) -> _ProducerState:
-    o = new_instance(_ProducerState)
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int32")
-    o.last_sequence = g.int("int32")
-    o.last_timestamp = g.int("int64")
-    o.coordinator_epoch = g.int("int32")
-    o.current_txn_start_offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeProducersResponse_ProducerStateCursor_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeProducersResponse_ProducerStateCursor, int]:
@@ -1074,17 +988,6 @@ def _fj_DescribeProducersResponse_ProducerStateCursor(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 1 else 0
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeProducersResponse_ProducerStateCursor(
-    g: Any, version: int
-) -> _DescribeProducersResponse_ProducerStateCursor:
-    o = new_instance(_DescribeProducersResponse_ProducerStateCursor)
-    o.topic_name = (g.str()) if version >= 1 else ""
-    o.partition_index = (g.int("int32")) if version >= 1 else 0
-    o.producer_id = (g.int("int64")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1159,7 +1062,7 @@ _N_DescribeProducersResponse_v1 = (
     (),
     "DescribeProducersResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ProducerState = (
     _ProducerState,
     (
@@ -1214,7 +1117,6 @@ bind_codecs(
     DescribeProducersResponse,
     _tj_DescribeProducersResponse,
     _fj_DescribeProducersResponse,
-    _rnd_DescribeProducersResponse,
     (0, 0, _dec_DescribeProducersResponse_v0, _enc_DescribeProducersResponse_v0),
     (1, 1, _dec_DescribeProducersResponse_v1, _enc_DescribeProducersResponse_v1),
 )
@@ -1228,7 +1130,6 @@ bind_codecs(
     _TopicResponse,
     _tj_TopicResponse,
     _fj_TopicResponse,
-    _rnd_TopicResponse,
     (0, 1, _dec_TopicResponse_v0, _enc_TopicResponse_v0),
 )
 bind_native(
@@ -1240,7 +1141,6 @@ bind_codecs(
     _PartitionResponse,
     _tj_PartitionResponse,
     _fj_PartitionResponse,
-    _rnd_PartitionResponse,
     (0, 1, _dec_PartitionResponse_v0, _enc_PartitionResponse_v0),
 )
 bind_native(
@@ -1252,7 +1152,6 @@ bind_codecs(
     _ProducerState,
     _tj_ProducerState,
     _fj_ProducerState,
-    _rnd_ProducerState,
     (0, 1, _dec_ProducerState_v0, _enc_ProducerState_v0),
 )
 bind_native(
@@ -1264,7 +1163,6 @@ bind_codecs(
     _DescribeProducersResponse_ProducerStateCursor,
     _tj_DescribeProducersResponse_ProducerStateCursor,
     _fj_DescribeProducersResponse_ProducerStateCursor,
-    _rnd_DescribeProducersResponse_ProducerStateCursor,
     (
         1,
         1,

@@ -440,13 +440,6 @@ def _fj_DescribeQuorumRequest(obj: dict[str, Any], version: int) -> DescribeQuor
     return o
 
 
-def _rnd_DescribeQuorumRequest(g: Any, version: int) -> DescribeQuorumRequest:
-    o = new_instance(DescribeQuorumRequest)
-    o.topics = [_rnd_DescribeQuorumRequest_TopicData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeQuorumRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumRequest_TopicData, int]:
@@ -502,14 +495,6 @@ def _fj_DescribeQuorumRequest_TopicData(
     return o
 
 
-def _rnd_DescribeQuorumRequest_TopicData(g: Any, version: int) -> _DescribeQuorumRequest_TopicData:
-    o = new_instance(_DescribeQuorumRequest_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_DescribeQuorumRequest_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeQuorumRequest_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumRequest_PartitionData, int]:
@@ -551,15 +536,6 @@ def _fj_DescribeQuorumRequest_PartitionData(
     return o
 
 
-def _rnd_DescribeQuorumRequest_PartitionData(
-    g: Any, version: int
-) -> _DescribeQuorumRequest_PartitionData:
-    o = new_instance(_DescribeQuorumRequest_PartitionData)
-    o.partition_index = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DescribeQuorumRequest_PartitionData_v0 = (
@@ -590,7 +566,7 @@ _N_DescribeQuorumRequest_v0 = (
     (),
     "DescribeQuorumRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeQuorumRequest_PartitionData = (
     _DescribeQuorumRequest_PartitionData,
     (
@@ -619,7 +595,6 @@ bind_codecs(
     DescribeQuorumRequest,
     _tj_DescribeQuorumRequest,
     _fj_DescribeQuorumRequest,
-    _rnd_DescribeQuorumRequest,
     (0, 2, _dec_DescribeQuorumRequest_v0, _enc_DescribeQuorumRequest_v0),
 )
 bind_native(
@@ -631,7 +606,6 @@ bind_codecs(
     _DescribeQuorumRequest_TopicData,
     _tj_DescribeQuorumRequest_TopicData,
     _fj_DescribeQuorumRequest_TopicData,
-    _rnd_DescribeQuorumRequest_TopicData,
     (0, 2, _dec_DescribeQuorumRequest_TopicData_v0, _enc_DescribeQuorumRequest_TopicData_v0),
 )
 bind_native(
@@ -643,7 +617,6 @@ bind_codecs(
     _DescribeQuorumRequest_PartitionData,
     _tj_DescribeQuorumRequest_PartitionData,
     _fj_DescribeQuorumRequest_PartitionData,
-    _rnd_DescribeQuorumRequest_PartitionData,
     (
         0,
         2,
@@ -799,20 +772,6 @@ def _fj_DescribeQuorumResponse(obj: dict[str, Any], version: int) -> DescribeQuo
     return o
 
 
-def _rnd_DescribeQuorumResponse(g: Any, version: int) -> DescribeQuorumResponse:
-    o = new_instance(DescribeQuorumResponse)
-    o.error_code = g.int("int16")
-    o.error_message = (None if version >= 2 and g.is_null() else g.str()) if version >= 2 else ""
-    o.topics = [_rnd_DescribeQuorumResponse_TopicData(g, version) for _ in range(g.count())]
-    o.nodes = (
-        (KeyedList([_rnd_Node(g, version) for _ in range(g.count())]))
-        if version >= 2
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeQuorumResponse_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeQuorumResponse_TopicData, int]:
@@ -933,16 +892,6 @@ def _fj_DescribeQuorumResponse_TopicData(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_DescribeQuorumResponse_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeQuorumResponse_TopicData(
-    g: Any, version: int
-) -> _DescribeQuorumResponse_TopicData:
-    o = new_instance(_DescribeQuorumResponse_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_DescribeQuorumResponse_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1127,22 +1076,6 @@ def _fj_DescribeQuorumResponse_PartitionData(
     return o
 
 
-def _rnd_DescribeQuorumResponse_PartitionData(
-    g: Any, version: int
-) -> _DescribeQuorumResponse_PartitionData:
-    o = new_instance(_DescribeQuorumResponse_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = (None if version >= 2 and g.is_null() else g.str()) if version >= 2 else ""
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.high_watermark = g.int("int64")
-    o.current_voters = [_rnd_ReplicaState(g, version) for _ in range(g.count())]
-    o.observers = [_rnd_ReplicaState(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReplicaState_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaState, int]:
     o = new_instance(_ReplicaState)
     o.replica_id = _S_i.unpack_from(buf, pos)[0]
@@ -1253,17 +1186,6 @@ def _fj_ReplicaState(obj: dict[str, Any], version: int) -> _ReplicaState:
     return o
 
 
-def _rnd_ReplicaState(g: Any, version: int) -> _ReplicaState:
-    o = new_instance(_ReplicaState)
-    o.replica_id = g.int("int32")
-    o.replica_directory_id = (g.uuid()) if version >= 2 else ZERO_UUID
-    o.log_end_offset = g.int("int64")
-    o.last_fetch_timestamp = (g.int("int64")) if version >= 1 else -1
-    o.last_caught_up_timestamp = (g.int("int64")) if version >= 1 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Node_v2(buf: Buffer, pos: int, end: int) -> tuple[_Node, int]:
     o = new_instance(_Node)
     o.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -1312,18 +1234,6 @@ def _fj_Node(obj: dict[str, Any], version: int) -> _Node:
     return o
 
 
-def _rnd_Node(g: Any, version: int) -> _Node:
-    o = new_instance(_Node)
-    o.node_id = (g.int("int32")) if version >= 2 else 0
-    o.listeners = (
-        (KeyedList([_rnd_Listener(g, version) for _ in range(g.count())]))
-        if version >= 2
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Listener_v2(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -1369,15 +1279,6 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 2 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 2 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Listener(g: Any, version: int) -> _Listener:
-    o = new_instance(_Listener)
-    o.name = (g.str()) if version >= 2 else ""
-    o.host = (g.str()) if version >= 2 else ""
-    o.port = (g.int("uint16")) if version >= 2 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1557,7 +1458,7 @@ _N_DescribeQuorumResponse_v2 = (
     (),
     "DescribeQuorumResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReplicaState = (
     _ReplicaState,
     (
@@ -1624,7 +1525,6 @@ bind_codecs(
     DescribeQuorumResponse,
     _tj_DescribeQuorumResponse,
     _fj_DescribeQuorumResponse,
-    _rnd_DescribeQuorumResponse,
     (0, 0, _dec_DescribeQuorumResponse_v0, _enc_DescribeQuorumResponse_v0),
     (1, 1, _dec_DescribeQuorumResponse_v1, _enc_DescribeQuorumResponse_v1),
     (2, 2, _dec_DescribeQuorumResponse_v2, _enc_DescribeQuorumResponse_v2),
@@ -1640,7 +1540,6 @@ bind_codecs(
     _DescribeQuorumResponse_TopicData,
     _tj_DescribeQuorumResponse_TopicData,
     _fj_DescribeQuorumResponse_TopicData,
-    _rnd_DescribeQuorumResponse_TopicData,
     (0, 0, _dec_DescribeQuorumResponse_TopicData_v0, _enc_DescribeQuorumResponse_TopicData_v0),
     (1, 1, _dec_DescribeQuorumResponse_TopicData_v1, _enc_DescribeQuorumResponse_TopicData_v1),
     (2, 2, _dec_DescribeQuorumResponse_TopicData_v2, _enc_DescribeQuorumResponse_TopicData_v2),
@@ -1656,7 +1555,6 @@ bind_codecs(
     _DescribeQuorumResponse_PartitionData,
     _tj_DescribeQuorumResponse_PartitionData,
     _fj_DescribeQuorumResponse_PartitionData,
-    _rnd_DescribeQuorumResponse_PartitionData,
     (
         0,
         0,
@@ -1687,7 +1585,6 @@ bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
     _fj_ReplicaState,
-    _rnd_ReplicaState,
     (0, 0, _dec_ReplicaState_v0, _enc_ReplicaState_v0),
     (1, 1, _dec_ReplicaState_v1, _enc_ReplicaState_v1),
     (2, 2, _dec_ReplicaState_v2, _enc_ReplicaState_v2),
@@ -1703,7 +1600,6 @@ bind_codecs(
     _Node,
     _tj_Node,
     _fj_Node,
-    _rnd_Node,
     (2, 2, _dec_Node_v2, _enc_Node_v2),
 )
 bind_native(
@@ -1715,7 +1611,6 @@ bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
-    _rnd_Listener,
     (2, 2, _dec_Listener_v2, _enc_Listener_v2),
 )
 bind_native(

@@ -404,13 +404,6 @@ def _fj_DescribeShareGroupOffsetsRequest(
     return o
 
 
-def _rnd_DescribeShareGroupOffsetsRequest(g: Any, version: int) -> DescribeShareGroupOffsetsRequest:
-    o = new_instance(DescribeShareGroupOffsetsRequest)
-    o.groups = [_rnd_DescribeShareGroupOffsetsRequestGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeShareGroupOffsetsRequestGroup_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeShareGroupOffsetsRequestGroup, int]:
@@ -474,20 +467,6 @@ def _fj_DescribeShareGroupOffsetsRequestGroup(
     return o
 
 
-def _rnd_DescribeShareGroupOffsetsRequestGroup(
-    g: Any, version: int
-) -> _DescribeShareGroupOffsetsRequestGroup:
-    o = new_instance(_DescribeShareGroupOffsetsRequestGroup)
-    o.group_id = g.str()
-    o.topics = (
-        None
-        if g.is_null()
-        else [_rnd_DescribeShareGroupOffsetsRequestTopic(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeShareGroupOffsetsRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeShareGroupOffsetsRequestTopic, int]:
@@ -540,16 +519,6 @@ def _fj_DescribeShareGroupOffsetsRequestTopic(
     return o
 
 
-def _rnd_DescribeShareGroupOffsetsRequestTopic(
-    g: Any, version: int
-) -> _DescribeShareGroupOffsetsRequestTopic:
-    o = new_instance(_DescribeShareGroupOffsetsRequestTopic)
-    o.topic_name = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DescribeShareGroupOffsetsRequestTopic_v0 = (
@@ -581,7 +550,7 @@ _N_DescribeShareGroupOffsetsRequest_v0 = (
     (),
     "DescribeShareGroupOffsetsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeShareGroupOffsetsRequestTopic = (
     _DescribeShareGroupOffsetsRequestTopic,
     (
@@ -611,7 +580,6 @@ bind_codecs(
     DescribeShareGroupOffsetsRequest,
     _tj_DescribeShareGroupOffsetsRequest,
     _fj_DescribeShareGroupOffsetsRequest,
-    _rnd_DescribeShareGroupOffsetsRequest,
     (0, 1, _dec_DescribeShareGroupOffsetsRequest_v0, _enc_DescribeShareGroupOffsetsRequest_v0),
 )
 bind_native(
@@ -623,7 +591,6 @@ bind_codecs(
     _DescribeShareGroupOffsetsRequestGroup,
     _tj_DescribeShareGroupOffsetsRequestGroup,
     _fj_DescribeShareGroupOffsetsRequestGroup,
-    _rnd_DescribeShareGroupOffsetsRequestGroup,
     (
         0,
         1,
@@ -640,7 +607,6 @@ bind_codecs(
     _DescribeShareGroupOffsetsRequestTopic,
     _tj_DescribeShareGroupOffsetsRequestTopic,
     _fj_DescribeShareGroupOffsetsRequestTopic,
-    _rnd_DescribeShareGroupOffsetsRequestTopic,
     (
         0,
         1,
@@ -742,16 +708,6 @@ def _fj_DescribeShareGroupOffsetsResponse(
     v = get_list(obj, "groups", p, REQUIRED)
     o.groups = [_fj_DescribeShareGroupOffsetsResponseGroup(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeShareGroupOffsetsResponse(
-    g: Any, version: int
-) -> DescribeShareGroupOffsetsResponse:
-    o = new_instance(DescribeShareGroupOffsetsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.groups = [_rnd_DescribeShareGroupOffsetsResponseGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -871,18 +827,6 @@ def _fj_DescribeShareGroupOffsetsResponseGroup(
     return o
 
 
-def _rnd_DescribeShareGroupOffsetsResponseGroup(
-    g: Any, version: int
-) -> _DescribeShareGroupOffsetsResponseGroup:
-    o = new_instance(_DescribeShareGroupOffsetsResponseGroup)
-    o.group_id = g.str()
-    o.topics = [_rnd_DescribeShareGroupOffsetsResponseTopic(g, version) for _ in range(g.count())]
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeShareGroupOffsetsResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeShareGroupOffsetsResponseTopic, int]:
@@ -982,19 +926,6 @@ def _fj_DescribeShareGroupOffsetsResponseTopic(
     return o
 
 
-def _rnd_DescribeShareGroupOffsetsResponseTopic(
-    g: Any, version: int
-) -> _DescribeShareGroupOffsetsResponseTopic:
-    o = new_instance(_DescribeShareGroupOffsetsResponseTopic)
-    o.topic_name = g.str()
-    o.topic_id = g.uuid()
-    o.partitions = [
-        _rnd_DescribeShareGroupOffsetsResponsePartition(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeShareGroupOffsetsResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeShareGroupOffsetsResponsePartition, int]:
@@ -1087,20 +1018,6 @@ def _fj_DescribeShareGroupOffsetsResponsePartition(
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeShareGroupOffsetsResponsePartition(
-    g: Any, version: int
-) -> _DescribeShareGroupOffsetsResponsePartition:
-    o = new_instance(_DescribeShareGroupOffsetsResponsePartition)
-    o.partition_index = g.int("int32")
-    o.start_offset = g.int("int64")
-    o.leader_epoch = g.int("int32")
-    o.lag = (g.int("int64")) if version >= 1 else -1
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1200,7 +1117,7 @@ _N_DescribeShareGroupOffsetsResponse_v1 = (
     (),
     "DescribeShareGroupOffsetsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeShareGroupOffsetsResponsePartition = (
     _DescribeShareGroupOffsetsResponsePartition,
     (
@@ -1246,7 +1163,6 @@ bind_codecs(
     DescribeShareGroupOffsetsResponse,
     _tj_DescribeShareGroupOffsetsResponse,
     _fj_DescribeShareGroupOffsetsResponse,
-    _rnd_DescribeShareGroupOffsetsResponse,
     (0, 0, _dec_DescribeShareGroupOffsetsResponse_v0, _enc_DescribeShareGroupOffsetsResponse_v0),
     (1, 1, _dec_DescribeShareGroupOffsetsResponse_v1, _enc_DescribeShareGroupOffsetsResponse_v1),
 )
@@ -1260,7 +1176,6 @@ bind_codecs(
     _DescribeShareGroupOffsetsResponseGroup,
     _tj_DescribeShareGroupOffsetsResponseGroup,
     _fj_DescribeShareGroupOffsetsResponseGroup,
-    _rnd_DescribeShareGroupOffsetsResponseGroup,
     (
         0,
         0,
@@ -1284,7 +1199,6 @@ bind_codecs(
     _DescribeShareGroupOffsetsResponseTopic,
     _tj_DescribeShareGroupOffsetsResponseTopic,
     _fj_DescribeShareGroupOffsetsResponseTopic,
-    _rnd_DescribeShareGroupOffsetsResponseTopic,
     (
         0,
         0,
@@ -1308,7 +1222,6 @@ bind_codecs(
     _DescribeShareGroupOffsetsResponsePartition,
     _tj_DescribeShareGroupOffsetsResponsePartition,
     _fj_DescribeShareGroupOffsetsResponsePartition,
-    _rnd_DescribeShareGroupOffsetsResponsePartition,
     (
         0,
         0,

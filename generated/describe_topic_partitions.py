@@ -430,15 +430,6 @@ def _fj_DescribeTopicPartitionsRequest(
     return o
 
 
-def _rnd_DescribeTopicPartitionsRequest(g: Any, version: int) -> DescribeTopicPartitionsRequest:
-    o = new_instance(DescribeTopicPartitionsRequest)
-    o.topics = [_rnd_TopicRequest(g, version) for _ in range(g.count())]
-    o.response_partition_limit = g.int("int32")
-    o.cursor = None if g.is_null() else _rnd_DescribeTopicPartitionsRequest_Cursor(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicRequest_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicRequest, int]:
     o = new_instance(_TopicRequest)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -470,13 +461,6 @@ def _fj_TopicRequest(obj: dict[str, Any], version: int) -> _TopicRequest:
     p = "DescribeTopicPartitionsRequest.TopicRequest"
     o.name = get_str(obj, "name", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicRequest(g: Any, version: int) -> _TopicRequest:
-    o = new_instance(_TopicRequest)
-    o.name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -527,16 +511,6 @@ def _fj_DescribeTopicPartitionsRequest_Cursor(
     return o
 
 
-def _rnd_DescribeTopicPartitionsRequest_Cursor(
-    g: Any, version: int
-) -> _DescribeTopicPartitionsRequest_Cursor:
-    o = new_instance(_DescribeTopicPartitionsRequest_Cursor)
-    o.topic_name = g.str()
-    o.partition_index = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicRequest_v0 = (
@@ -569,7 +543,7 @@ _N_DescribeTopicPartitionsRequest_v0 = (
     (),
     "DescribeTopicPartitionsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicRequest = (
     _TopicRequest,
     (
@@ -600,7 +574,6 @@ bind_codecs(
     DescribeTopicPartitionsRequest,
     _tj_DescribeTopicPartitionsRequest,
     _fj_DescribeTopicPartitionsRequest,
-    _rnd_DescribeTopicPartitionsRequest,
     (0, 0, _dec_DescribeTopicPartitionsRequest_v0, _enc_DescribeTopicPartitionsRequest_v0),
 )
 bind_native(
@@ -612,7 +585,6 @@ bind_codecs(
     _TopicRequest,
     _tj_TopicRequest,
     _fj_TopicRequest,
-    _rnd_TopicRequest,
     (0, 0, _dec_TopicRequest_v0, _enc_TopicRequest_v0),
 )
 bind_native(
@@ -624,7 +596,6 @@ bind_codecs(
     _DescribeTopicPartitionsRequest_Cursor,
     _tj_DescribeTopicPartitionsRequest_Cursor,
     _fj_DescribeTopicPartitionsRequest_Cursor,
-    _rnd_DescribeTopicPartitionsRequest_Cursor,
     (
         0,
         0,
@@ -722,17 +693,6 @@ def _fj_DescribeTopicPartitionsResponse(
     return o
 
 
-def _rnd_DescribeTopicPartitionsResponse(g: Any, version: int) -> DescribeTopicPartitionsResponse:
-    o = new_instance(DescribeTopicPartitionsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.topics = KeyedList(
-        [_rnd_DescribeTopicPartitionsResponseTopic(g, version) for _ in range(g.count())]
-    )
-    o.next_cursor = None if g.is_null() else _rnd_DescribeTopicPartitionsResponse_Cursor(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeTopicPartitionsResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeTopicPartitionsResponseTopic, int]:
@@ -813,22 +773,6 @@ def _fj_DescribeTopicPartitionsResponseTopic(
     ]
     o.topic_authorized_operations = get_int(obj, "topicAuthorizedOperations", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeTopicPartitionsResponseTopic(
-    g: Any, version: int
-) -> _DescribeTopicPartitionsResponseTopic:
-    o = new_instance(_DescribeTopicPartitionsResponseTopic)
-    o.error_code = g.int("int16")
-    o.name = None if g.is_null() else g.str()
-    o.topic_id = g.uuid()
-    o.is_internal = g.bool()
-    o.partitions = [
-        _rnd_DescribeTopicPartitionsResponsePartition(g, version) for _ in range(g.count())
-    ]
-    o.topic_authorized_operations = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -929,23 +873,6 @@ def _fj_DescribeTopicPartitionsResponsePartition(
     return o
 
 
-def _rnd_DescribeTopicPartitionsResponsePartition(
-    g: Any, version: int
-) -> _DescribeTopicPartitionsResponsePartition:
-    o = new_instance(_DescribeTopicPartitionsResponsePartition)
-    o.error_code = g.int("int16")
-    o.partition_index = g.int("int32")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.replica_nodes = [g.int("int32") for _ in range(g.count())]
-    o.isr_nodes = [g.int("int32") for _ in range(g.count())]
-    o.eligible_leader_replicas = None if g.is_null() else [g.int("int32") for _ in range(g.count())]
-    o.last_known_elr = None if g.is_null() else [g.int("int32") for _ in range(g.count())]
-    o.offline_replicas = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeTopicPartitionsResponse_Cursor_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeTopicPartitionsResponse_Cursor, int]:
@@ -990,16 +917,6 @@ def _fj_DescribeTopicPartitionsResponse_Cursor(
     o.topic_name = get_str(obj, "topicName", p, REQUIRED)
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeTopicPartitionsResponse_Cursor(
-    g: Any, version: int
-) -> _DescribeTopicPartitionsResponse_Cursor:
-    o = new_instance(_DescribeTopicPartitionsResponse_Cursor)
-    o.topic_name = g.str()
-    o.partition_index = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1057,7 +974,7 @@ _N_DescribeTopicPartitionsResponse_v0 = (
     (),
     "DescribeTopicPartitionsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeTopicPartitionsResponsePartition = (
     _DescribeTopicPartitionsResponsePartition,
     (
@@ -1108,7 +1025,6 @@ bind_codecs(
     DescribeTopicPartitionsResponse,
     _tj_DescribeTopicPartitionsResponse,
     _fj_DescribeTopicPartitionsResponse,
-    _rnd_DescribeTopicPartitionsResponse,
     (0, 0, _dec_DescribeTopicPartitionsResponse_v0, _enc_DescribeTopicPartitionsResponse_v0),
 )
 bind_native(
@@ -1120,7 +1036,6 @@ bind_codecs(
     _DescribeTopicPartitionsResponseTopic,
     _tj_DescribeTopicPartitionsResponseTopic,
     _fj_DescribeTopicPartitionsResponseTopic,
-    _rnd_DescribeTopicPartitionsResponseTopic,
     (
         0,
         0,
@@ -1137,7 +1052,6 @@ bind_codecs(
     _DescribeTopicPartitionsResponsePartition,
     _tj_DescribeTopicPartitionsResponsePartition,
     _fj_DescribeTopicPartitionsResponsePartition,
-    _rnd_DescribeTopicPartitionsResponsePartition,
     (
         0,
         0,
@@ -1154,7 +1068,6 @@ bind_codecs(
     _DescribeTopicPartitionsResponse_Cursor,
     _tj_DescribeTopicPartitionsResponse_Cursor,
     _fj_DescribeTopicPartitionsResponse_Cursor,
-    _rnd_DescribeTopicPartitionsResponse_Cursor,
     (
         0,
         0,

@@ -409,23 +409,6 @@ def _fj_DescribeTransactionsRequest(
     return o
 
 
-def _rnd_DescribeTransactionsRequest(g: Any, version: int) -> DescribeTransactionsRequest:
-    o = new_instance(DescribeTransactionsRequest)
-    o.transactional_ids = [g.str() for _ in range(g.count())]
-    o.response_pagination_limit = (g.int("int32")) if version >= 1 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 1 and g.is_null()
-            else _rnd_DescribeTransactionsRequest_TransactionalCursor(g, version)
-        )
-        if version >= 1
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeTransactionsRequest_TransactionalCursor_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeTransactionsRequest_TransactionalCursor, int]:
@@ -475,16 +458,6 @@ def _fj_DescribeTransactionsRequest_TransactionalCursor(
     return o
 
 
-def _rnd_DescribeTransactionsRequest_TransactionalCursor(
-    g: Any, version: int
-) -> _DescribeTransactionsRequest_TransactionalCursor:
-    o = new_instance(_DescribeTransactionsRequest_TransactionalCursor)
-    o.transactional_id = (g.str()) if version >= 1 else ""
-    o.producer_id = (g.int("int64")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_DescribeTransactionsRequest_TransactionalCursor_v1 = (
@@ -519,7 +492,7 @@ _N_DescribeTransactionsRequest_v1 = (
     (),
     "DescribeTransactionsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeTransactionsRequest_TransactionalCursor = (
     _DescribeTransactionsRequest_TransactionalCursor,
     (
@@ -543,7 +516,6 @@ bind_codecs(
     DescribeTransactionsRequest,
     _tj_DescribeTransactionsRequest,
     _fj_DescribeTransactionsRequest,
-    _rnd_DescribeTransactionsRequest,
     (0, 0, _dec_DescribeTransactionsRequest_v0, _enc_DescribeTransactionsRequest_v0),
     (1, 1, _dec_DescribeTransactionsRequest_v1, _enc_DescribeTransactionsRequest_v1),
 )
@@ -557,7 +529,6 @@ bind_codecs(
     _DescribeTransactionsRequest_TransactionalCursor,
     _tj_DescribeTransactionsRequest_TransactionalCursor,
     _fj_DescribeTransactionsRequest_TransactionalCursor,
-    _rnd_DescribeTransactionsRequest_TransactionalCursor,
     (
         1,
         1,
@@ -687,23 +658,6 @@ def _fj_DescribeTransactionsResponse(
     return o
 
 
-def _rnd_DescribeTransactionsResponse(g: Any, version: int) -> DescribeTransactionsResponse:
-    o = new_instance(DescribeTransactionsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.transaction_states = [_rnd_TransactionState(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 1 and g.is_null()
-            else _rnd_DescribeTransactionsResponse_TransactionalCursor(g, version)
-        )
-        if version >= 1
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_TransactionState, int]:
     o = new_instance(_TransactionState)
     o.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -779,20 +733,6 @@ def _fj_TransactionState(obj: dict[str, Any], version: int) -> _TransactionState
     return o
 
 
-def _rnd_TransactionState(g: Any, version: int) -> _TransactionState:
-    o = new_instance(_TransactionState)
-    o.error_code = g.int("int16")
-    o.transactional_id = g.str()
-    o.transaction_state = g.str()
-    o.transaction_timeout_ms = g.int("int32")
-    o.transaction_start_time_ms = g.int("int64")
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int16")
-    o.topics = KeyedList([_rnd_TopicData(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicData, int]:
     o = new_instance(_TopicData)
     o.topic, pos = read_compact_string(buf, pos, end)
@@ -830,14 +770,6 @@ def _fj_TopicData(obj: dict[str, Any], version: int) -> _TopicData:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicData(g: Any, version: int) -> _TopicData:
-    o = new_instance(_TopicData)
-    o.topic = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -887,16 +819,6 @@ def _fj_DescribeTransactionsResponse_TransactionalCursor(
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 1 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_DescribeTransactionsResponse_TransactionalCursor(
-    g: Any, version: int
-) -> _DescribeTransactionsResponse_TransactionalCursor:
-    o = new_instance(_DescribeTransactionsResponse_TransactionalCursor)
-    o.transactional_id = (g.str()) if version >= 1 else ""
-    o.producer_id = (g.int("int64")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -960,7 +882,7 @@ _N_DescribeTransactionsResponse_v1 = (
     (),
     "DescribeTransactionsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicData = (
     _TopicData,
     (
@@ -1006,7 +928,6 @@ bind_codecs(
     DescribeTransactionsResponse,
     _tj_DescribeTransactionsResponse,
     _fj_DescribeTransactionsResponse,
-    _rnd_DescribeTransactionsResponse,
     (0, 0, _dec_DescribeTransactionsResponse_v0, _enc_DescribeTransactionsResponse_v0),
     (1, 1, _dec_DescribeTransactionsResponse_v1, _enc_DescribeTransactionsResponse_v1),
 )
@@ -1020,7 +941,6 @@ bind_codecs(
     _TransactionState,
     _tj_TransactionState,
     _fj_TransactionState,
-    _rnd_TransactionState,
     (0, 1, _dec_TransactionState_v0, _enc_TransactionState_v0),
 )
 bind_native(
@@ -1032,7 +952,6 @@ bind_codecs(
     _TopicData,
     _tj_TopicData,
     _fj_TopicData,
-    _rnd_TopicData,
     (0, 1, _dec_TopicData_v0, _enc_TopicData_v0),
 )
 bind_native(
@@ -1044,7 +963,6 @@ bind_codecs(
     _DescribeTransactionsResponse_TransactionalCursor,
     _tj_DescribeTransactionsResponse_TransactionalCursor,
     _fj_DescribeTransactionsResponse_TransactionalCursor,
-    _rnd_DescribeTransactionsResponse_TransactionalCursor,
     (
         1,
         1,

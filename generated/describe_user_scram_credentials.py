@@ -282,15 +282,6 @@ def _fj_DescribeUserScramCredentialsRequest(
     return o
 
 
-def _rnd_DescribeUserScramCredentialsRequest(
-    g: Any, version: int
-) -> DescribeUserScramCredentialsRequest:
-    o = new_instance(DescribeUserScramCredentialsRequest)
-    o.users = None if g.is_null() else [_rnd_UserName(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_UserName_v0(buf: Buffer, pos: int, end: int) -> tuple[_UserName, int]:
     o = new_instance(_UserName)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -325,13 +316,6 @@ def _fj_UserName(obj: dict[str, Any], version: int) -> _UserName:
     return o
 
 
-def _rnd_UserName(g: Any, version: int) -> _UserName:
-    o = new_instance(_UserName)
-    o.name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UserName_v0 = (
@@ -352,7 +336,7 @@ _N_DescribeUserScramCredentialsRequest_v0 = (
     (),
     "DescribeUserScramCredentialsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UserName = (
     _UserName,
     (
@@ -373,7 +357,6 @@ bind_codecs(
     DescribeUserScramCredentialsRequest,
     _tj_DescribeUserScramCredentialsRequest,
     _fj_DescribeUserScramCredentialsRequest,
-    _rnd_DescribeUserScramCredentialsRequest,
     (
         0,
         0,
@@ -390,7 +373,6 @@ bind_codecs(
     _UserName,
     _tj_UserName,
     _fj_UserName,
-    _rnd_UserName,
     (0, 0, _dec_UserName_v0, _enc_UserName_v0),
 )
 bind_native(
@@ -470,18 +452,6 @@ def _fj_DescribeUserScramCredentialsResponse(
     return o
 
 
-def _rnd_DescribeUserScramCredentialsResponse(
-    g: Any, version: int
-) -> DescribeUserScramCredentialsResponse:
-    o = new_instance(DescribeUserScramCredentialsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.results = [_rnd_DescribeUserScramCredentialsResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_DescribeUserScramCredentialsResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_DescribeUserScramCredentialsResult, int]:
@@ -554,18 +524,6 @@ def _fj_DescribeUserScramCredentialsResult(
     return o
 
 
-def _rnd_DescribeUserScramCredentialsResult(
-    g: Any, version: int
-) -> _DescribeUserScramCredentialsResult:
-    o = new_instance(_DescribeUserScramCredentialsResult)
-    o.user = g.str()
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.credential_infos = [_rnd_CredentialInfo(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_CredentialInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_CredentialInfo, int]:
     o = new_instance(_CredentialInfo)
     o.mechanism, o.iterations = _S_bi.unpack_from(buf, pos)
@@ -598,14 +556,6 @@ def _fj_CredentialInfo(obj: dict[str, Any], version: int) -> _CredentialInfo:
     o.mechanism = get_int(obj, "mechanism", p, REQUIRED)
     o.iterations = get_int(obj, "iterations", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CredentialInfo(g: Any, version: int) -> _CredentialInfo:
-    o = new_instance(_CredentialInfo)
-    o.mechanism = g.int("int8")
-    o.iterations = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -645,7 +595,7 @@ _N_DescribeUserScramCredentialsResponse_v0 = (
     (),
     "DescribeUserScramCredentialsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CredentialInfo = (
     _CredentialInfo,
     (
@@ -680,7 +630,6 @@ bind_codecs(
     DescribeUserScramCredentialsResponse,
     _tj_DescribeUserScramCredentialsResponse,
     _fj_DescribeUserScramCredentialsResponse,
-    _rnd_DescribeUserScramCredentialsResponse,
     (
         0,
         0,
@@ -697,7 +646,6 @@ bind_codecs(
     _DescribeUserScramCredentialsResult,
     _tj_DescribeUserScramCredentialsResult,
     _fj_DescribeUserScramCredentialsResult,
-    _rnd_DescribeUserScramCredentialsResult,
     (0, 0, _dec_DescribeUserScramCredentialsResult_v0, _enc_DescribeUserScramCredentialsResult_v0),
 )
 bind_native(
@@ -709,7 +657,6 @@ bind_codecs(
     _CredentialInfo,
     _tj_CredentialInfo,
     _fj_CredentialInfo,
-    _rnd_CredentialInfo,
     (0, 0, _dec_CredentialInfo_v0, _enc_CredentialInfo_v0),
 )
 bind_native(

@@ -371,19 +371,6 @@ def _fj_ElectLeadersRequest(obj: dict[str, Any], version: int) -> ElectLeadersRe
     return o
 
 
-def _rnd_ElectLeadersRequest(g: Any, version: int) -> ElectLeadersRequest:
-    o = new_instance(ElectLeadersRequest)
-    o.election_type = (g.int("int8")) if version >= 1 else 0
-    o.topic_partitions = (
-        None
-        if g.is_null()
-        else KeyedList([_rnd_TopicPartitions(g, version) for _ in range(g.count())])
-    )
-    o.timeout_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic, pos = read_string(buf, pos, end)
@@ -438,14 +425,6 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
-    o = new_instance(_TopicPartitions)
-    o.topic = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -504,7 +483,7 @@ _N_ElectLeadersRequest_v2 = (
     (),
     "ElectLeadersRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
     _TopicPartitions,
     (
@@ -528,7 +507,6 @@ bind_codecs(
     ElectLeadersRequest,
     _tj_ElectLeadersRequest,
     _fj_ElectLeadersRequest,
-    _rnd_ElectLeadersRequest,
     (0, 0, _dec_ElectLeadersRequest_v0, _enc_ElectLeadersRequest_v0),
     (1, 1, _dec_ElectLeadersRequest_v1, _enc_ElectLeadersRequest_v1),
     (2, 2, _dec_ElectLeadersRequest_v2, _enc_ElectLeadersRequest_v2),
@@ -544,7 +522,6 @@ bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
-    _rnd_TopicPartitions,
     (0, 1, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
     (2, 2, _dec_TopicPartitions_v2, _enc_TopicPartitions_v2),
 )
@@ -668,15 +645,6 @@ def _fj_ElectLeadersResponse(obj: dict[str, Any], version: int) -> ElectLeadersR
     return o
 
 
-def _rnd_ElectLeadersResponse(g: Any, version: int) -> ElectLeadersResponse:
-    o = new_instance(ElectLeadersResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = (g.int("int16")) if version >= 1 else 0
-    o.replica_election_results = [_rnd_ReplicaElectionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_ReplicaElectionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReplicaElectionResult, int]:
@@ -756,14 +724,6 @@ def _fj_ReplicaElectionResult(obj: dict[str, Any], version: int) -> _ReplicaElec
     return o
 
 
-def _rnd_ReplicaElectionResult(g: Any, version: int) -> _ReplicaElectionResult:
-    o = new_instance(_ReplicaElectionResult)
-    o.topic = g.str()
-    o.partition_result = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
     o.partition_id, o.error_code = _S_ih.unpack_from(buf, pos)
@@ -828,15 +788,6 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
-    o = new_instance(_PartitionResult)
-    o.partition_id = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -917,7 +868,7 @@ _N_ElectLeadersResponse_v2 = (
     (),
     "ElectLeadersResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (
     _PartitionResult,
     (
@@ -950,7 +901,6 @@ bind_codecs(
     ElectLeadersResponse,
     _tj_ElectLeadersResponse,
     _fj_ElectLeadersResponse,
-    _rnd_ElectLeadersResponse,
     (0, 0, _dec_ElectLeadersResponse_v0, _enc_ElectLeadersResponse_v0),
     (1, 1, _dec_ElectLeadersResponse_v1, _enc_ElectLeadersResponse_v1),
     (2, 2, _dec_ElectLeadersResponse_v2, _enc_ElectLeadersResponse_v2),
@@ -966,7 +916,6 @@ bind_codecs(
     _ReplicaElectionResult,
     _tj_ReplicaElectionResult,
     _fj_ReplicaElectionResult,
-    _rnd_ReplicaElectionResult,
     (0, 1, _dec_ReplicaElectionResult_v0, _enc_ReplicaElectionResult_v0),
     (2, 2, _dec_ReplicaElectionResult_v2, _enc_ReplicaElectionResult_v2),
 )
@@ -980,7 +929,6 @@ bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
-    _rnd_PartitionResult,
     (0, 1, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
     (2, 2, _dec_PartitionResult_v2, _enc_PartitionResult_v2),
 )

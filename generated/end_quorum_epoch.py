@@ -517,19 +517,6 @@ def _fj_EndQuorumEpochRequest(obj: dict[str, Any], version: int) -> EndQuorumEpo
     return o
 
 
-def _rnd_EndQuorumEpochRequest(g: Any, version: int) -> EndQuorumEpochRequest:
-    o = new_instance(EndQuorumEpochRequest)
-    o.cluster_id = None if g.is_null() else g.str()
-    o.topics = [_rnd_EndQuorumEpochRequest_TopicData(g, version) for _ in range(g.count())]
-    o.leader_endpoints = (
-        (KeyedList([_rnd_LeaderEndpoint(g, version) for _ in range(g.count())]))
-        if version >= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_EndQuorumEpochRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochRequest_TopicData, int]:
@@ -610,14 +597,6 @@ def _fj_EndQuorumEpochRequest_TopicData(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_EndQuorumEpochRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_EndQuorumEpochRequest_TopicData(g: Any, version: int) -> _EndQuorumEpochRequest_TopicData:
-    o = new_instance(_EndQuorumEpochRequest_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_EndQuorumEpochRequest_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -715,21 +694,6 @@ def _fj_EndQuorumEpochRequest_PartitionData(
     return o
 
 
-def _rnd_EndQuorumEpochRequest_PartitionData(
-    g: Any, version: int
-) -> _EndQuorumEpochRequest_PartitionData:
-    o = new_instance(_EndQuorumEpochRequest_PartitionData)
-    o.partition_index = g.int("int32")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.preferred_successors = ([g.int("int32") for _ in range(g.count())]) if version <= 0 else []
-    o.preferred_candidates = (
-        ([_rnd_ReplicaInfo(g, version) for _ in range(g.count())]) if version >= 1 else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_ReplicaInfo_v1(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaInfo, int]:
     o = new_instance(_ReplicaInfo)
     o.candidate_id = _S_i.unpack_from(buf, pos)[0]
@@ -769,14 +733,6 @@ def _fj_ReplicaInfo(obj: dict[str, Any], version: int) -> _ReplicaInfo:
         get_uuid(obj, "candidateDirectoryId", p, REQUIRED) if version >= 1 else ZERO_UUID
     )
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ReplicaInfo(g: Any, version: int) -> _ReplicaInfo:
-    o = new_instance(_ReplicaInfo)
-    o.candidate_id = (g.int("int32")) if version >= 1 else 0
-    o.candidate_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -825,15 +781,6 @@ def _fj_LeaderEndpoint(obj: dict[str, Any], version: int) -> _LeaderEndpoint:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderEndpoint(g: Any, version: int) -> _LeaderEndpoint:
-    o = new_instance(_LeaderEndpoint)
-    o.name = (g.str()) if version >= 1 else ""
-    o.host = (g.str()) if version >= 1 else ""
-    o.port = (g.int("uint16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -928,7 +875,7 @@ _N_EndQuorumEpochRequest_v1 = (
     (),
     "EndQuorumEpochRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReplicaInfo = (
     _ReplicaInfo,
     (
@@ -980,7 +927,6 @@ bind_codecs(
     EndQuorumEpochRequest,
     _tj_EndQuorumEpochRequest,
     _fj_EndQuorumEpochRequest,
-    _rnd_EndQuorumEpochRequest,
     (0, 0, _dec_EndQuorumEpochRequest_v0, _enc_EndQuorumEpochRequest_v0),
     (1, 1, _dec_EndQuorumEpochRequest_v1, _enc_EndQuorumEpochRequest_v1),
 )
@@ -994,7 +940,6 @@ bind_codecs(
     _EndQuorumEpochRequest_TopicData,
     _tj_EndQuorumEpochRequest_TopicData,
     _fj_EndQuorumEpochRequest_TopicData,
-    _rnd_EndQuorumEpochRequest_TopicData,
     (0, 0, _dec_EndQuorumEpochRequest_TopicData_v0, _enc_EndQuorumEpochRequest_TopicData_v0),
     (1, 1, _dec_EndQuorumEpochRequest_TopicData_v1, _enc_EndQuorumEpochRequest_TopicData_v1),
 )
@@ -1008,7 +953,6 @@ bind_codecs(
     _EndQuorumEpochRequest_PartitionData,
     _tj_EndQuorumEpochRequest_PartitionData,
     _fj_EndQuorumEpochRequest_PartitionData,
-    _rnd_EndQuorumEpochRequest_PartitionData,
     (
         0,
         0,
@@ -1032,7 +976,6 @@ bind_codecs(
     _ReplicaInfo,
     _tj_ReplicaInfo,
     _fj_ReplicaInfo,
-    _rnd_ReplicaInfo,
     (1, 1, _dec_ReplicaInfo_v1, _enc_ReplicaInfo_v1),
 )
 bind_native(
@@ -1044,7 +987,6 @@ bind_codecs(
     _LeaderEndpoint,
     _tj_LeaderEndpoint,
     _fj_LeaderEndpoint,
-    _rnd_LeaderEndpoint,
     (1, 1, _dec_LeaderEndpoint_v1, _enc_LeaderEndpoint_v1),
 )
 bind_native(
@@ -1179,23 +1121,6 @@ def _fj_EndQuorumEpochResponse(obj: dict[str, Any], version: int) -> EndQuorumEp
     return o
 
 
-def _rnd_EndQuorumEpochResponse(g: Any, version: int) -> EndQuorumEpochResponse:
-    o = new_instance(EndQuorumEpochResponse)
-    o.error_code = g.int("int16")
-    o.topics = [_rnd_EndQuorumEpochResponse_TopicData(g, version) for _ in range(g.count())]
-    o.node_endpoints = (
-        (
-            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 1 else ()
-    return o
-
-
 def _dec_EndQuorumEpochResponse_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochResponse_TopicData, int]:
@@ -1283,16 +1208,6 @@ def _fj_EndQuorumEpochResponse_TopicData(
     return o
 
 
-def _rnd_EndQuorumEpochResponse_TopicData(
-    g: Any, version: int
-) -> _EndQuorumEpochResponse_TopicData:
-    o = new_instance(_EndQuorumEpochResponse_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_EndQuorumEpochResponse_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_EndQuorumEpochResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_EndQuorumEpochResponse_PartitionData, int]:
@@ -1358,18 +1273,6 @@ def _fj_EndQuorumEpochResponse_PartitionData(
     return o
 
 
-def _rnd_EndQuorumEpochResponse_PartitionData(
-    g: Any, version: int
-) -> _EndQuorumEpochResponse_PartitionData:
-    o = new_instance(_EndQuorumEpochResponse_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
     o.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -1414,15 +1317,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = (g.int("int32")) if version >= 1 else 0
-    o.host = (g.str()) if version >= 1 else ""
-    o.port = (g.int("uint16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1506,7 +1400,7 @@ _N_EndQuorumEpochResponse_v1 = (
     ),
     "EndQuorumEpochResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndQuorumEpochResponse_PartitionData = (
     _EndQuorumEpochResponse_PartitionData,
     (
@@ -1549,7 +1443,6 @@ bind_codecs(
     EndQuorumEpochResponse,
     _tj_EndQuorumEpochResponse,
     _fj_EndQuorumEpochResponse,
-    _rnd_EndQuorumEpochResponse,
     (0, 0, _dec_EndQuorumEpochResponse_v0, _enc_EndQuorumEpochResponse_v0),
     (1, 1, _dec_EndQuorumEpochResponse_v1, _enc_EndQuorumEpochResponse_v1),
 )
@@ -1563,7 +1456,6 @@ bind_codecs(
     _EndQuorumEpochResponse_TopicData,
     _tj_EndQuorumEpochResponse_TopicData,
     _fj_EndQuorumEpochResponse_TopicData,
-    _rnd_EndQuorumEpochResponse_TopicData,
     (0, 0, _dec_EndQuorumEpochResponse_TopicData_v0, _enc_EndQuorumEpochResponse_TopicData_v0),
     (1, 1, _dec_EndQuorumEpochResponse_TopicData_v1, _enc_EndQuorumEpochResponse_TopicData_v1),
 )
@@ -1577,7 +1469,6 @@ bind_codecs(
     _EndQuorumEpochResponse_PartitionData,
     _tj_EndQuorumEpochResponse_PartitionData,
     _fj_EndQuorumEpochResponse_PartitionData,
-    _rnd_EndQuorumEpochResponse_PartitionData,
     (
         0,
         0,
@@ -1601,7 +1492,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(

@@ -203,16 +203,6 @@ def _fj_EndTxnRequest(obj: dict[str, Any], version: int) -> EndTxnRequest:
     return o
 
 
-def _rnd_EndTxnRequest(g: Any, version: int) -> EndTxnRequest:
-    o = new_instance(EndTxnRequest)
-    o.transactional_id = g.str()
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int16")
-    o.committed = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_EndTxnRequest_v0 = (
@@ -239,7 +229,7 @@ _N_EndTxnRequest_v3 = (
     (),
     "EndTxnRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndTxnRequest = (
     EndTxnRequest,
     (
@@ -256,7 +246,6 @@ bind_codecs(
     EndTxnRequest,
     _tj_EndTxnRequest,
     _fj_EndTxnRequest,
-    _rnd_EndTxnRequest,
     (0, 2, _dec_EndTxnRequest_v0, _enc_EndTxnRequest_v0),
     (3, 5, _dec_EndTxnRequest_v3, _enc_EndTxnRequest_v3),
 )
@@ -348,16 +337,6 @@ def _fj_EndTxnResponse(obj: dict[str, Any], version: int) -> EndTxnResponse:
     return o
 
 
-def _rnd_EndTxnResponse(g: Any, version: int) -> EndTxnResponse:
-    o = new_instance(EndTxnResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.producer_id = (g.int("int64")) if version >= 5 else -1
-    o.producer_epoch = (g.int("int16")) if version >= 5 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_EndTxnResponse_v0 = (
@@ -396,7 +375,7 @@ _N_EndTxnResponse_v5 = (
     (),
     "EndTxnResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndTxnResponse = (
     EndTxnResponse,
     (
@@ -413,7 +392,6 @@ bind_codecs(
     EndTxnResponse,
     _tj_EndTxnResponse,
     _fj_EndTxnResponse,
-    _rnd_EndTxnResponse,
     (0, 2, _dec_EndTxnResponse_v0, _enc_EndTxnResponse_v0),
     (3, 4, _dec_EndTxnResponse_v3, _enc_EndTxnResponse_v3),
     (5, 5, _dec_EndTxnResponse_v5, _enc_EndTxnResponse_v5),

@@ -98,13 +98,6 @@ def _fj_EndTxnMarker(obj: dict[str, Any], version: int) -> EndTxnMarker:
     return o
 
 
-def _rnd_EndTxnMarker(g: Any, version: int) -> EndTxnMarker:
-    o = new_instance(EndTxnMarker)
-    o.coordinator_epoch = g.int("int32")
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_EndTxnMarker_v0 = (
@@ -116,7 +109,7 @@ _N_EndTxnMarker_v0 = (
     (),
     "EndTxnMarker",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndTxnMarker = (
     EndTxnMarker,
     (
@@ -130,7 +123,6 @@ bind_codecs(
     EndTxnMarker,
     _tj_EndTxnMarker,
     _fj_EndTxnMarker,
-    _rnd_EndTxnMarker,
     (0, 0, _dec_EndTxnMarker_v0, _enc_EndTxnMarker_v0),
 )
 bind_native(

@@ -167,15 +167,6 @@ def _fj_EnvelopeRequest(obj: dict[str, Any], version: int) -> EnvelopeRequest:
     return o
 
 
-def _rnd_EnvelopeRequest(g: Any, version: int) -> EnvelopeRequest:
-    o = new_instance(EnvelopeRequest)
-    o.request_data = g.bytes()
-    o.request_principal = None if g.is_null() else g.bytes()
-    o.client_host_address = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_EnvelopeRequest_v0 = (
@@ -189,7 +180,7 @@ _N_EnvelopeRequest_v0 = (
     (),
     "EnvelopeRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EnvelopeRequest = (
     EnvelopeRequest,
     (
@@ -205,7 +196,6 @@ bind_codecs(
     EnvelopeRequest,
     _tj_EnvelopeRequest,
     _fj_EnvelopeRequest,
-    _rnd_EnvelopeRequest,
     (0, 0, _dec_EnvelopeRequest_v0, _enc_EnvelopeRequest_v0),
 )
 bind_native(
@@ -255,14 +245,6 @@ def _fj_EnvelopeResponse(obj: dict[str, Any], version: int) -> EnvelopeResponse:
     return o
 
 
-def _rnd_EnvelopeResponse(g: Any, version: int) -> EnvelopeResponse:
-    o = new_instance(EnvelopeResponse)
-    o.response_data = None if g.is_null() else g.bytes()
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_EnvelopeResponse_v0 = (
@@ -275,7 +257,7 @@ _N_EnvelopeResponse_v0 = (
     (),
     "EnvelopeResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EnvelopeResponse = (
     EnvelopeResponse,
     (
@@ -290,7 +272,6 @@ bind_codecs(
     EnvelopeResponse,
     _tj_EnvelopeResponse,
     _fj_EnvelopeResponse,
-    _rnd_EnvelopeResponse,
     (0, 0, _dec_EnvelopeResponse_v0, _enc_EnvelopeResponse_v0),
 )
 bind_native(

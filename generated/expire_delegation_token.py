@@ -188,14 +188,6 @@ def _fj_ExpireDelegationTokenRequest(
     return o
 
 
-def _rnd_ExpireDelegationTokenRequest(g: Any, version: int) -> ExpireDelegationTokenRequest:
-    o = new_instance(ExpireDelegationTokenRequest)
-    o.hmac = g.bytes()
-    o.expiry_time_period_ms = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ExpireDelegationTokenRequest_v0 = (
@@ -218,7 +210,7 @@ _N_ExpireDelegationTokenRequest_v2 = (
     (),
     "ExpireDelegationTokenRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ExpireDelegationTokenRequest = (
     ExpireDelegationTokenRequest,
     (
@@ -233,7 +225,6 @@ bind_codecs(
     ExpireDelegationTokenRequest,
     _tj_ExpireDelegationTokenRequest,
     _fj_ExpireDelegationTokenRequest,
-    _rnd_ExpireDelegationTokenRequest,
     (0, 1, _dec_ExpireDelegationTokenRequest_v0, _enc_ExpireDelegationTokenRequest_v0),
     (2, 2, _dec_ExpireDelegationTokenRequest_v2, _enc_ExpireDelegationTokenRequest_v2),
 )
@@ -306,15 +297,6 @@ def _fj_ExpireDelegationTokenResponse(
     return o
 
 
-def _rnd_ExpireDelegationTokenResponse(g: Any, version: int) -> ExpireDelegationTokenResponse:
-    o = new_instance(ExpireDelegationTokenResponse)
-    o.error_code = g.int("int16")
-    o.expiry_timestamp_ms = g.int("int64")
-    o.throttle_time_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ExpireDelegationTokenResponse_v0 = (
@@ -339,7 +321,7 @@ _N_ExpireDelegationTokenResponse_v2 = (
     (),
     "ExpireDelegationTokenResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ExpireDelegationTokenResponse = (
     ExpireDelegationTokenResponse,
     (
@@ -355,7 +337,6 @@ bind_codecs(
     ExpireDelegationTokenResponse,
     _tj_ExpireDelegationTokenResponse,
     _fj_ExpireDelegationTokenResponse,
-    _rnd_ExpireDelegationTokenResponse,
     (0, 1, _dec_ExpireDelegationTokenResponse_v0, _enc_ExpireDelegationTokenResponse_v0),
     (2, 2, _dec_ExpireDelegationTokenResponse_v2, _enc_ExpireDelegationTokenResponse_v2),
 )

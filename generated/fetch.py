@@ -1404,34 +1404,6 @@ def _fj_FetchRequest(obj: dict[str, Any], version: int) -> FetchRequest:
     return o
 
 
-def _rnd_FetchRequest(g: Any, version: int) -> FetchRequest:
-    o = new_instance(FetchRequest)
-    o.cluster_id = (
-        ((None if version >= 12 and g.is_null() else g.str()) if g.present() else None)
-        if version >= 12
-        else None
-    )
-    o.replica_id = (g.int("int32")) if version <= 14 else -1
-    o.replica_state = (
-        ((_rnd_ReplicaState(g, version)) if g.present() else _ReplicaState())
-        if version >= 15
-        else _ReplicaState()
-    )
-    o.max_wait_ms = g.int("int32")
-    o.min_bytes = g.int("int32")
-    o.max_bytes = (g.int("int32")) if version >= 3 else 2147483647
-    o.isolation_level = (g.int("int8")) if version >= 4 else 0
-    o.session_id = (g.int("int32")) if version >= 7 else 0
-    o.session_epoch = (g.int("int32")) if version >= 7 else -1
-    o.topics = [_rnd_FetchTopic(g, version) for _ in range(g.count())]
-    o.forgotten_topics_data = (
-        ([_rnd_ForgottenTopic(g, version) for _ in range(g.count())]) if version >= 7 else []
-    )
-    o.rack_id = (g.str()) if version >= 11 else ""
-    o.unknown_tagged_fields = g.unknown_tags(2) if version >= 12 else ()
-    return o
-
-
 def _dec_ReplicaState_v15(buf: Buffer, pos: int, end: int) -> tuple[_ReplicaState, int]:
     o = new_instance(_ReplicaState)
     o.replica_id, o.replica_epoch = _S_iq.unpack_from(buf, pos)
@@ -1466,14 +1438,6 @@ def _fj_ReplicaState(obj: dict[str, Any], version: int) -> _ReplicaState:
     o.replica_id = get_int(obj, "replicaId", p, REQUIRED) if version >= 15 else -1
     o.replica_epoch = get_int(obj, "replicaEpoch", p, REQUIRED) if version >= 15 else -1
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ReplicaState(g: Any, version: int) -> _ReplicaState:
-    o = new_instance(_ReplicaState)
-    o.replica_id = (g.int("int32")) if version >= 15 else -1
-    o.replica_epoch = (g.int("int64")) if version >= 15 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -1659,15 +1623,6 @@ def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_FetchPartition(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FetchTopic(g: Any, version: int) -> _FetchTopic:
-    o = new_instance(_FetchTopic)
-    o.topic = (g.str()) if version <= 12 else ""
-    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
-    o.partitions = [_rnd_FetchPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -1947,26 +1902,6 @@ def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     return o
 
 
-def _rnd_FetchPartition(g: Any, version: int) -> _FetchPartition:
-    o = new_instance(_FetchPartition)
-    o.partition = g.int("int32")
-    o.current_leader_epoch = (g.int("int32")) if version >= 9 else -1
-    o.fetch_offset = g.int("int64")
-    o.last_fetched_epoch = (g.int("int32")) if version >= 12 else -1
-    o.log_start_offset = (g.int("int64")) if version >= 5 else -1
-    o.partition_max_bytes = g.int("int32")
-    o.replica_directory_id = (
-        ((g.uuid()) if g.present() else ZERO_UUID) if version >= 17 else ZERO_UUID
-    )
-    o.high_watermark = (
-        ((g.int("int64")) if g.present() else 9223372036854775807)
-        if version >= 18
-        else 9223372036854775807
-    )
-    o.unknown_tagged_fields = g.unknown_tags(2) if version >= 12 else ()
-    return o
-
-
 def _dec_ForgottenTopic_v7(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenTopic, int]:
     o = new_instance(_ForgottenTopic)
     o.topic, pos = read_string(buf, pos, end)
@@ -2051,15 +1986,6 @@ def _fj_ForgottenTopic(obj: dict[str, Any], version: int) -> _ForgottenTopic:
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ForgottenTopic(g: Any, version: int) -> _ForgottenTopic:
-    o = new_instance(_ForgottenTopic)
-    o.topic = (g.str()) if 7 <= version <= 12 else ""
-    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
-    o.partitions = ([g.int("int32") for _ in range(g.count())]) if version >= 7 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -2528,7 +2454,7 @@ _N_FetchRequest_v18 = (
     ),
     "FetchRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReplicaState = (
     _ReplicaState,
     (
@@ -2593,7 +2519,6 @@ bind_codecs(
     FetchRequest,
     _tj_FetchRequest,
     _fj_FetchRequest,
-    _rnd_FetchRequest,
     (0, 2, _dec_FetchRequest_v0, _enc_FetchRequest_v0),
     (3, 3, _dec_FetchRequest_v3, _enc_FetchRequest_v3),
     (4, 4, _dec_FetchRequest_v4, _enc_FetchRequest_v4),
@@ -2627,7 +2552,6 @@ bind_codecs(
     _ReplicaState,
     _tj_ReplicaState,
     _fj_ReplicaState,
-    _rnd_ReplicaState,
     (15, 18, _dec_ReplicaState_v15, _enc_ReplicaState_v15),
 )
 bind_native(
@@ -2639,7 +2563,6 @@ bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
     _fj_FetchTopic,
-    _rnd_FetchTopic,
     (0, 4, _dec_FetchTopic_v0, _enc_FetchTopic_v0),
     (5, 8, _dec_FetchTopic_v5, _enc_FetchTopic_v5),
     (9, 11, _dec_FetchTopic_v9, _enc_FetchTopic_v9),
@@ -2663,7 +2586,6 @@ bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
     _fj_FetchPartition,
-    _rnd_FetchPartition,
     (0, 4, _dec_FetchPartition_v0, _enc_FetchPartition_v0),
     (5, 8, _dec_FetchPartition_v5, _enc_FetchPartition_v5),
     (9, 11, _dec_FetchPartition_v9, _enc_FetchPartition_v9),
@@ -2685,7 +2607,6 @@ bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
     _fj_ForgottenTopic,
-    _rnd_ForgottenTopic,
     (7, 11, _dec_ForgottenTopic_v7, _enc_ForgottenTopic_v7),
     (12, 12, _dec_ForgottenTopic_v12, _enc_ForgottenTopic_v12),
     (13, 18, _dec_ForgottenTopic_v13, _enc_ForgottenTopic_v13),
@@ -3000,25 +2921,6 @@ def _fj_FetchResponse(obj: dict[str, Any], version: int) -> FetchResponse:
     return o
 
 
-def _rnd_FetchResponse(g: Any, version: int) -> FetchResponse:
-    o = new_instance(FetchResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.error_code = (g.int("int16")) if version >= 7 else 0
-    o.session_id = (g.int("int32")) if version >= 7 else 0
-    o.responses = [_rnd_FetchableTopicResponse(g, version) for _ in range(g.count())]
-    o.node_endpoints = (
-        (
-            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 16
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 12 else ()
-    return o
-
-
 def _dec_FetchableTopicResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchableTopicResponse, int]:
@@ -3209,15 +3111,6 @@ def _fj_FetchableTopicResponse(obj: dict[str, Any], version: int) -> _FetchableT
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FetchableTopicResponse(g: Any, version: int) -> _FetchableTopicResponse:
-    o = new_instance(_FetchableTopicResponse)
-    o.topic = (g.str()) if version <= 12 else ""
-    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -3557,43 +3450,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.high_watermark = g.int("int64")
-    o.last_stable_offset = (g.int("int64")) if version >= 4 else -1
-    o.log_start_offset = (g.int("int64")) if version >= 5 else -1
-    o.diverging_epoch = (
-        ((_rnd_EpochEndOffset(g, version)) if g.present() else _EpochEndOffset())
-        if version >= 12
-        else _EpochEndOffset()
-    )
-    o.current_leader = (
-        ((_rnd_LeaderIdAndEpoch(g, version)) if g.present() else _LeaderIdAndEpoch())
-        if version >= 12
-        else _LeaderIdAndEpoch()
-    )
-    o.snapshot_id = (
-        ((_rnd_SnapshotId(g, version)) if g.present() else _SnapshotId())
-        if version >= 12
-        else _SnapshotId()
-    )
-    o.aborted_transactions = (
-        (
-            None
-            if version >= 4 and g.is_null()
-            else [_rnd_AbortedTransaction(g, version) for _ in range(g.count())]
-        )
-        if version >= 4
-        else []
-    )
-    o.preferred_read_replica = (g.int("int32")) if version >= 11 else -1
-    o.records = None if g.is_null() else g.records()
-    o.unknown_tagged_fields = g.unknown_tags(3) if version >= 12 else ()
-    return o
-
-
 def _dec_EpochEndOffset_v12(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
     o.epoch, o.end_offset = _S_iq.unpack_from(buf, pos)
@@ -3628,14 +3484,6 @@ def _fj_EpochEndOffset(obj: dict[str, Any], version: int) -> _EpochEndOffset:
     o.epoch = get_int(obj, "epoch", p, REQUIRED) if version >= 12 else -1
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED) if version >= 12 else -1
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_EpochEndOffset(g: Any, version: int) -> _EpochEndOffset:
-    o = new_instance(_EpochEndOffset)
-    o.epoch = (g.int("int32")) if version >= 12 else -1
-    o.end_offset = (g.int("int64")) if version >= 12 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -3676,14 +3524,6 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     return o
 
 
-def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
-    o = new_instance(_LeaderIdAndEpoch)
-    o.leader_id = (g.int("int32")) if version >= 12 else -1
-    o.leader_epoch = (g.int("int32")) if version >= 12 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
-    return o
-
-
 def _dec_SnapshotId_v12(buf: Buffer, pos: int, end: int) -> tuple[_SnapshotId, int]:
     o = new_instance(_SnapshotId)
     o.end_offset, o.epoch = _S_qi.unpack_from(buf, pos)
@@ -3716,14 +3556,6 @@ def _fj_SnapshotId(obj: dict[str, Any], version: int) -> _SnapshotId:
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED)
     o.epoch = get_int(obj, "epoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_SnapshotId(g: Any, version: int) -> _SnapshotId:
-    o = new_instance(_SnapshotId)
-    o.end_offset = g.int("int64")
-    o.epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -3775,14 +3607,6 @@ def _fj_AbortedTransaction(obj: dict[str, Any], version: int) -> _AbortedTransac
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 4 else 0
     o.first_offset = get_int(obj, "firstOffset", p, REQUIRED) if version >= 4 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AbortedTransaction(g: Any, version: int) -> _AbortedTransaction:
-    o = new_instance(_AbortedTransaction)
-    o.producer_id = (g.int("int64")) if version >= 4 else 0
-    o.first_offset = (g.int("int64")) if version >= 4 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -3841,16 +3665,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 16 else 0
     o.rack = get_str(obj, "rack", p, REQUIRED, True) if version >= 16 else None
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = (g.int("int32")) if version >= 16 else 0
-    o.host = (g.str()) if version >= 16 else ""
-    o.port = (g.int("int32")) if version >= 16 else 0
-    o.rack = (None if version >= 16 and g.is_null() else g.str()) if version >= 16 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 12 else ()
     return o
 
 
@@ -4198,7 +4012,7 @@ _N_FetchResponse_v16 = (
     ),
     "FetchResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EpochEndOffset = (
     _EpochEndOffset,
     (
@@ -4284,7 +4098,6 @@ bind_codecs(
     FetchResponse,
     _tj_FetchResponse,
     _fj_FetchResponse,
-    _rnd_FetchResponse,
     (0, 0, _dec_FetchResponse_v0, _enc_FetchResponse_v0),
     (1, 3, _dec_FetchResponse_v1, _enc_FetchResponse_v1),
     (4, 4, _dec_FetchResponse_v4, _enc_FetchResponse_v4),
@@ -4312,7 +4125,6 @@ bind_codecs(
     _FetchableTopicResponse,
     _tj_FetchableTopicResponse,
     _fj_FetchableTopicResponse,
-    _rnd_FetchableTopicResponse,
     (0, 3, _dec_FetchableTopicResponse_v0, _enc_FetchableTopicResponse_v0),
     (4, 4, _dec_FetchableTopicResponse_v4, _enc_FetchableTopicResponse_v4),
     (5, 10, _dec_FetchableTopicResponse_v5, _enc_FetchableTopicResponse_v5),
@@ -4334,7 +4146,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (0, 3, _dec_PartitionData_v0, _enc_PartitionData_v0),
     (4, 4, _dec_PartitionData_v4, _enc_PartitionData_v4),
     (5, 10, _dec_PartitionData_v5, _enc_PartitionData_v5),
@@ -4354,7 +4165,6 @@ bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
     _fj_EpochEndOffset,
-    _rnd_EpochEndOffset,
     (12, 18, _dec_EpochEndOffset_v12, _enc_EpochEndOffset_v12),
 )
 bind_native(
@@ -4366,7 +4176,6 @@ bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
-    _rnd_LeaderIdAndEpoch,
     (12, 18, _dec_LeaderIdAndEpoch_v12, _enc_LeaderIdAndEpoch_v12),
 )
 bind_native(
@@ -4378,7 +4187,6 @@ bind_codecs(
     _SnapshotId,
     _tj_SnapshotId,
     _fj_SnapshotId,
-    _rnd_SnapshotId,
     (12, 18, _dec_SnapshotId_v12, _enc_SnapshotId_v12),
 )
 bind_native(
@@ -4390,7 +4198,6 @@ bind_codecs(
     _AbortedTransaction,
     _tj_AbortedTransaction,
     _fj_AbortedTransaction,
-    _rnd_AbortedTransaction,
     (4, 11, _dec_AbortedTransaction_v4, _enc_AbortedTransaction_v4),
     (12, 18, _dec_AbortedTransaction_v12, _enc_AbortedTransaction_v12),
 )
@@ -4404,7 +4211,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (16, 18, _dec_NodeEndpoint_v16, _enc_NodeEndpoint_v16),
 )
 bind_native(

@@ -599,16 +599,6 @@ def _fj_FetchSnapshotRequest(obj: dict[str, Any], version: int) -> FetchSnapshot
     return o
 
 
-def _rnd_FetchSnapshotRequest(g: Any, version: int) -> FetchSnapshotRequest:
-    o = new_instance(FetchSnapshotRequest)
-    o.cluster_id = (None if g.is_null() else g.str()) if g.present() else None
-    o.replica_id = g.int("int32")
-    o.max_bytes = g.int("int32")
-    o.topics = [_rnd_FetchSnapshotRequest_TopicSnapshot(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_FetchSnapshotRequest_TopicSnapshot_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_TopicSnapshot, int]:
@@ -696,18 +686,6 @@ def _fj_FetchSnapshotRequest_TopicSnapshot(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_FetchSnapshotRequest_PartitionSnapshot(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FetchSnapshotRequest_TopicSnapshot(
-    g: Any, version: int
-) -> _FetchSnapshotRequest_TopicSnapshot:
-    o = new_instance(_FetchSnapshotRequest_TopicSnapshot)
-    o.name = g.str()
-    o.partitions = [
-        _rnd_FetchSnapshotRequest_PartitionSnapshot(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -821,21 +799,6 @@ def _fj_FetchSnapshotRequest_PartitionSnapshot(
     return o
 
 
-def _rnd_FetchSnapshotRequest_PartitionSnapshot(
-    g: Any, version: int
-) -> _FetchSnapshotRequest_PartitionSnapshot:
-    o = new_instance(_FetchSnapshotRequest_PartitionSnapshot)
-    o.partition = g.int("int32")
-    o.current_leader_epoch = g.int("int32")
-    o.snapshot_id = _rnd_FetchSnapshotRequest_SnapshotId(g, version)
-    o.position = g.int("int64")
-    o.replica_directory_id = (
-        ((g.uuid()) if g.present() else ZERO_UUID) if version >= 1 else ZERO_UUID
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_FetchSnapshotRequest_SnapshotId_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotRequest_SnapshotId, int]:
@@ -874,14 +837,6 @@ def _fj_FetchSnapshotRequest_SnapshotId(
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED)
     o.epoch = get_int(obj, "epoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FetchSnapshotRequest_SnapshotId(g: Any, version: int) -> _FetchSnapshotRequest_SnapshotId:
-    o = new_instance(_FetchSnapshotRequest_SnapshotId)
-    o.end_offset = g.int("int64")
-    o.epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -970,7 +925,7 @@ _N_FetchSnapshotRequest_v1 = (
     ),
     "FetchSnapshotRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FetchSnapshotRequest_SnapshotId = (
     _FetchSnapshotRequest_SnapshotId,
     (
@@ -1014,7 +969,6 @@ bind_codecs(
     FetchSnapshotRequest,
     _tj_FetchSnapshotRequest,
     _fj_FetchSnapshotRequest,
-    _rnd_FetchSnapshotRequest,
     (0, 0, _dec_FetchSnapshotRequest_v0, _enc_FetchSnapshotRequest_v0),
     (1, 1, _dec_FetchSnapshotRequest_v1, _enc_FetchSnapshotRequest_v1),
 )
@@ -1028,7 +982,6 @@ bind_codecs(
     _FetchSnapshotRequest_TopicSnapshot,
     _tj_FetchSnapshotRequest_TopicSnapshot,
     _fj_FetchSnapshotRequest_TopicSnapshot,
-    _rnd_FetchSnapshotRequest_TopicSnapshot,
     (0, 0, _dec_FetchSnapshotRequest_TopicSnapshot_v0, _enc_FetchSnapshotRequest_TopicSnapshot_v0),
     (1, 1, _dec_FetchSnapshotRequest_TopicSnapshot_v1, _enc_FetchSnapshotRequest_TopicSnapshot_v1),
 )
@@ -1042,7 +995,6 @@ bind_codecs(
     _FetchSnapshotRequest_PartitionSnapshot,
     _tj_FetchSnapshotRequest_PartitionSnapshot,
     _fj_FetchSnapshotRequest_PartitionSnapshot,
-    _rnd_FetchSnapshotRequest_PartitionSnapshot,
     (
         0,
         0,
@@ -1066,7 +1018,6 @@ bind_codecs(
     _FetchSnapshotRequest_SnapshotId,
     _tj_FetchSnapshotRequest_SnapshotId,
     _fj_FetchSnapshotRequest_SnapshotId,
-    _rnd_FetchSnapshotRequest_SnapshotId,
     (0, 1, _dec_FetchSnapshotRequest_SnapshotId_v0, _enc_FetchSnapshotRequest_SnapshotId_v0),
 )
 bind_native(
@@ -1206,24 +1157,6 @@ def _fj_FetchSnapshotResponse(obj: dict[str, Any], version: int) -> FetchSnapsho
     return o
 
 
-def _rnd_FetchSnapshotResponse(g: Any, version: int) -> FetchSnapshotResponse:
-    o = new_instance(FetchSnapshotResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.topics = [_rnd_FetchSnapshotResponse_TopicSnapshot(g, version) for _ in range(g.count())]
-    o.node_endpoints = (
-        (
-            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_FetchSnapshotResponse_TopicSnapshot_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotResponse_TopicSnapshot, int]:
@@ -1280,18 +1213,6 @@ def _fj_FetchSnapshotResponse_TopicSnapshot(
         _fj_FetchSnapshotResponse_PartitionSnapshot(as_object(x, p), version) for x in v
     ]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FetchSnapshotResponse_TopicSnapshot(
-    g: Any, version: int
-) -> _FetchSnapshotResponse_TopicSnapshot:
-    o = new_instance(_FetchSnapshotResponse_TopicSnapshot)
-    o.name = g.str()
-    o.partitions = [
-        _rnd_FetchSnapshotResponse_PartitionSnapshot(g, version) for _ in range(g.count())
-    ]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1386,21 +1307,6 @@ def _fj_FetchSnapshotResponse_PartitionSnapshot(
     return o
 
 
-def _rnd_FetchSnapshotResponse_PartitionSnapshot(
-    g: Any, version: int
-) -> _FetchSnapshotResponse_PartitionSnapshot:
-    o = new_instance(_FetchSnapshotResponse_PartitionSnapshot)
-    o.index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.snapshot_id = _rnd_FetchSnapshotResponse_SnapshotId(g, version)
-    o.current_leader = (_rnd_LeaderIdAndEpoch(g, version)) if g.present() else _LeaderIdAndEpoch()
-    o.size = g.int("int64")
-    o.position = g.int("int64")
-    o.unaligned_records = g.records()
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_FetchSnapshotResponse_SnapshotId_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_FetchSnapshotResponse_SnapshotId, int]:
@@ -1444,16 +1350,6 @@ def _fj_FetchSnapshotResponse_SnapshotId(
     return o
 
 
-def _rnd_FetchSnapshotResponse_SnapshotId(
-    g: Any, version: int
-) -> _FetchSnapshotResponse_SnapshotId:
-    o = new_instance(_FetchSnapshotResponse_SnapshotId)
-    o.end_offset = g.int("int64")
-    o.epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_LeaderIdAndEpoch_v0(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -1486,14 +1382,6 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
-    o = new_instance(_LeaderIdAndEpoch)
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1541,15 +1429,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = (g.int("int32")) if version >= 1 else 0
-    o.host = (g.str()) if version >= 1 else ""
-    o.port = (g.int("uint16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1637,7 +1516,7 @@ _N_FetchSnapshotResponse_v1 = (
     ),
     "FetchSnapshotResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FetchSnapshotResponse_SnapshotId = (
     _FetchSnapshotResponse_SnapshotId,
     (
@@ -1700,7 +1579,6 @@ bind_codecs(
     FetchSnapshotResponse,
     _tj_FetchSnapshotResponse,
     _fj_FetchSnapshotResponse,
-    _rnd_FetchSnapshotResponse,
     (0, 0, _dec_FetchSnapshotResponse_v0, _enc_FetchSnapshotResponse_v0),
     (1, 1, _dec_FetchSnapshotResponse_v1, _enc_FetchSnapshotResponse_v1),
 )
@@ -1714,7 +1592,6 @@ bind_codecs(
     _FetchSnapshotResponse_TopicSnapshot,
     _tj_FetchSnapshotResponse_TopicSnapshot,
     _fj_FetchSnapshotResponse_TopicSnapshot,
-    _rnd_FetchSnapshotResponse_TopicSnapshot,
     (
         0,
         1,
@@ -1731,7 +1608,6 @@ bind_codecs(
     _FetchSnapshotResponse_PartitionSnapshot,
     _tj_FetchSnapshotResponse_PartitionSnapshot,
     _fj_FetchSnapshotResponse_PartitionSnapshot,
-    _rnd_FetchSnapshotResponse_PartitionSnapshot,
     (
         0,
         1,
@@ -1748,7 +1624,6 @@ bind_codecs(
     _FetchSnapshotResponse_SnapshotId,
     _tj_FetchSnapshotResponse_SnapshotId,
     _fj_FetchSnapshotResponse_SnapshotId,
-    _rnd_FetchSnapshotResponse_SnapshotId,
     (0, 1, _dec_FetchSnapshotResponse_SnapshotId_v0, _enc_FetchSnapshotResponse_SnapshotId_v0),
 )
 bind_native(
@@ -1760,7 +1635,6 @@ bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
-    _rnd_LeaderIdAndEpoch,
     (0, 1, _dec_LeaderIdAndEpoch_v0, _enc_LeaderIdAndEpoch_v0),
 )
 bind_native(
@@ -1772,7 +1646,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (1, 1, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(

@@ -341,15 +341,6 @@ def _fj_FindCoordinatorRequest(obj: dict[str, Any], version: int) -> FindCoordin
     return o
 
 
-def _rnd_FindCoordinatorRequest(g: Any, version: int) -> FindCoordinatorRequest:
-    o = new_instance(FindCoordinatorRequest)
-    o.key = (g.str()) if version <= 3 else ""
-    o.key_type = (g.int("int8")) if version >= 1 else 0
-    o.coordinator_keys = ([g.str() for _ in range(g.count())]) if version >= 4 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_FindCoordinatorRequest_v0 = (
@@ -396,7 +387,7 @@ _N_FindCoordinatorRequest_v4 = (
     (),
     "FindCoordinatorRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FindCoordinatorRequest = (
     FindCoordinatorRequest,
     (
@@ -412,7 +403,6 @@ bind_codecs(
     FindCoordinatorRequest,
     _tj_FindCoordinatorRequest,
     _fj_FindCoordinatorRequest,
-    _rnd_FindCoordinatorRequest,
     (0, 0, _dec_FindCoordinatorRequest_v0, _enc_FindCoordinatorRequest_v0),
     (1, 2, _dec_FindCoordinatorRequest_v1, _enc_FindCoordinatorRequest_v1),
     (3, 3, _dec_FindCoordinatorRequest_v3, _enc_FindCoordinatorRequest_v3),
@@ -616,23 +606,6 @@ def _fj_FindCoordinatorResponse(obj: dict[str, Any], version: int) -> FindCoordi
     return o
 
 
-def _rnd_FindCoordinatorResponse(g: Any, version: int) -> FindCoordinatorResponse:
-    o = new_instance(FindCoordinatorResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.error_code = (g.int("int16")) if version <= 3 else 0
-    o.error_message = (
-        (None if 1 <= version <= 3 and g.is_null() else g.str()) if 1 <= version <= 3 else ""
-    )
-    o.node_id = (g.int("int32")) if version <= 3 else 0
-    o.host = (g.str()) if version <= 3 else ""
-    o.port = (g.int("int32")) if version <= 3 else 0
-    o.coordinators = (
-        ([_rnd_Coordinator(g, version) for _ in range(g.count())]) if version >= 4 else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_Coordinator_v4(buf: Buffer, pos: int, end: int) -> tuple[_Coordinator, int]:
     o = new_instance(_Coordinator)
     o.key, pos = read_compact_string(buf, pos, end)
@@ -698,18 +671,6 @@ def _fj_Coordinator(obj: dict[str, Any], version: int) -> _Coordinator:
     o.error_code = get_int(obj, "errorCode", p, REQUIRED) if version >= 4 else 0
     o.error_message = get_str(obj, "errorMessage", p, REQUIRED, True) if version >= 4 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Coordinator(g: Any, version: int) -> _Coordinator:
-    o = new_instance(_Coordinator)
-    o.key = (g.str()) if version >= 4 else ""
-    o.node_id = (g.int("int32")) if version >= 4 else 0
-    o.host = (g.str()) if version >= 4 else ""
-    o.port = (g.int("int32")) if version >= 4 else 0
-    o.error_code = (g.int("int16")) if version >= 4 else 0
-    o.error_message = (None if version >= 4 and g.is_null() else g.str()) if version >= 4 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -789,7 +750,7 @@ _N_FindCoordinatorResponse_v4 = (
     (),
     "FindCoordinatorResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Coordinator = (
     _Coordinator,
     (
@@ -821,7 +782,6 @@ bind_codecs(
     FindCoordinatorResponse,
     _tj_FindCoordinatorResponse,
     _fj_FindCoordinatorResponse,
-    _rnd_FindCoordinatorResponse,
     (0, 0, _dec_FindCoordinatorResponse_v0, _enc_FindCoordinatorResponse_v0),
     (1, 2, _dec_FindCoordinatorResponse_v1, _enc_FindCoordinatorResponse_v1),
     (3, 3, _dec_FindCoordinatorResponse_v3, _enc_FindCoordinatorResponse_v3),
@@ -839,7 +799,6 @@ bind_codecs(
     _Coordinator,
     _tj_Coordinator,
     _fj_Coordinator,
-    _rnd_Coordinator,
     (4, 6, _dec_Coordinator_v4, _enc_Coordinator_v4),
 )
 bind_native(

@@ -204,13 +204,6 @@ def _fj_GetTelemetrySubscriptionsRequest(
     return o
 
 
-def _rnd_GetTelemetrySubscriptionsRequest(g: Any, version: int) -> GetTelemetrySubscriptionsRequest:
-    o = new_instance(GetTelemetrySubscriptionsRequest)
-    o.client_instance_id = g.uuid()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_GetTelemetrySubscriptionsRequest_v0 = (
@@ -222,7 +215,7 @@ _N_GetTelemetrySubscriptionsRequest_v0 = (
     (),
     "GetTelemetrySubscriptionsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GetTelemetrySubscriptionsRequest = (
     GetTelemetrySubscriptionsRequest,
     (
@@ -236,7 +229,6 @@ bind_codecs(
     GetTelemetrySubscriptionsRequest,
     _tj_GetTelemetrySubscriptionsRequest,
     _fj_GetTelemetrySubscriptionsRequest,
-    _rnd_GetTelemetrySubscriptionsRequest,
     (0, 0, _dec_GetTelemetrySubscriptionsRequest_v0, _enc_GetTelemetrySubscriptionsRequest_v0),
 )
 bind_native(
@@ -335,23 +327,6 @@ def _fj_GetTelemetrySubscriptionsResponse(
     return o
 
 
-def _rnd_GetTelemetrySubscriptionsResponse(
-    g: Any, version: int
-) -> GetTelemetrySubscriptionsResponse:
-    o = new_instance(GetTelemetrySubscriptionsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.client_instance_id = g.uuid()
-    o.subscription_id = g.int("int32")
-    o.accepted_compression_types = [g.int("int8") for _ in range(g.count())]
-    o.push_interval_ms = g.int("int32")
-    o.telemetry_max_bytes = g.int("int32")
-    o.delta_temporality = g.bool()
-    o.requested_metrics = [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_GetTelemetrySubscriptionsResponse_v0 = (
@@ -371,7 +346,7 @@ _N_GetTelemetrySubscriptionsResponse_v0 = (
     (),
     "GetTelemetrySubscriptionsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GetTelemetrySubscriptionsResponse = (
     GetTelemetrySubscriptionsResponse,
     (
@@ -393,7 +368,6 @@ bind_codecs(
     GetTelemetrySubscriptionsResponse,
     _tj_GetTelemetrySubscriptionsResponse,
     _fj_GetTelemetrySubscriptionsResponse,
-    _rnd_GetTelemetrySubscriptionsResponse,
     (0, 0, _dec_GetTelemetrySubscriptionsResponse_v0, _enc_GetTelemetrySubscriptionsResponse_v0),
 )
 bind_native(

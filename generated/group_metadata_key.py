@@ -98,13 +98,6 @@ def _fj_GroupMetadataKey(obj: dict[str, Any], version: int) -> GroupMetadataKey:
     return o
 
 
-def _rnd_GroupMetadataKey(g: Any, version: int) -> GroupMetadataKey:
-    o = new_instance(GroupMetadataKey)
-    o.group = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_GroupMetadataKey_v0 = (
@@ -116,7 +109,7 @@ _N_GroupMetadataKey_v0 = (
     (),
     "GroupMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GroupMetadataKey = (
     GroupMetadataKey,
     (
@@ -130,7 +123,6 @@ bind_codecs(
     GroupMetadataKey,
     _tj_GroupMetadataKey,
     _fj_GroupMetadataKey,
-    _rnd_GroupMetadataKey,
     (0, 0, _dec_GroupMetadataKey_v0, _enc_GroupMetadataKey_v0),
 )
 bind_native(

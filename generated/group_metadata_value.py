@@ -407,18 +407,6 @@ def _fj_GroupMetadataValue(obj: dict[str, Any], version: int) -> GroupMetadataVa
     return o
 
 
-def _rnd_GroupMetadataValue(g: Any, version: int) -> GroupMetadataValue:
-    o = new_instance(GroupMetadataValue)
-    o.protocol_type = g.str()
-    o.generation = g.int("int32")
-    o.protocol = None if g.is_null() else g.str()
-    o.leader = None if g.is_null() else g.str()
-    o.current_state_timestamp = (g.int("int64")) if version >= 2 else -1
-    o.members = [_rnd_MemberMetadata(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_MemberMetadata_v0(buf: Buffer, pos: int, end: int) -> tuple[_MemberMetadata, int]:
     o = new_instance(_MemberMetadata)
     o.member_id, pos = read_string(buf, pos, end)
@@ -597,22 +585,6 @@ def _fj_MemberMetadata(obj: dict[str, Any], version: int) -> _MemberMetadata:
     return o
 
 
-def _rnd_MemberMetadata(g: Any, version: int) -> _MemberMetadata:
-    o = new_instance(_MemberMetadata)
-    o.member_id = g.str()
-    o.group_instance_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    )
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.rebalance_timeout = (g.int("int32")) if version >= 1 else -1
-    o.session_timeout = g.int("int32")
-    o.subscription = g.bytes()
-    o.assignment = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_MemberMetadata_v0 = (
@@ -749,7 +721,7 @@ _N_GroupMetadataValue_v4 = (
     (),
     "GroupMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MemberMetadata = (
     _MemberMetadata,
     (
@@ -782,7 +754,6 @@ bind_codecs(
     GroupMetadataValue,
     _tj_GroupMetadataValue,
     _fj_GroupMetadataValue,
-    _rnd_GroupMetadataValue,
     (0, 0, _dec_GroupMetadataValue_v0, _enc_GroupMetadataValue_v0),
     (1, 1, _dec_GroupMetadataValue_v1, _enc_GroupMetadataValue_v1),
     (2, 2, _dec_GroupMetadataValue_v2, _enc_GroupMetadataValue_v2),
@@ -802,7 +773,6 @@ bind_codecs(
     _MemberMetadata,
     _tj_MemberMetadata,
     _fj_MemberMetadata,
-    _rnd_MemberMetadata,
     (0, 0, _dec_MemberMetadata_v0, _enc_MemberMetadata_v0),
     (1, 2, _dec_MemberMetadata_v1, _enc_MemberMetadata_v1),
     (3, 3, _dec_MemberMetadata_v3, _enc_MemberMetadata_v3),

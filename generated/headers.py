@@ -210,16 +210,6 @@ def _fj_RequestHeader(obj: dict[str, Any], version: int) -> RequestHeader:
     return o
 
 
-def _rnd_RequestHeader(g: Any, version: int) -> RequestHeader:
-    o = new_instance(RequestHeader)
-    o.request_api_key = g.int("int16")
-    o.request_api_version = g.int("int16")
-    o.correlation_id = g.int("int32")
-    o.client_id = (None if version >= 1 and g.is_null() else g.str()) if version >= 1 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_RequestHeader_v0 = (
@@ -258,7 +248,7 @@ _N_RequestHeader_v2 = (
     (),
     "RequestHeader",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RequestHeader = (
     RequestHeader,
     (
@@ -275,7 +265,6 @@ bind_codecs(
     RequestHeader,
     _tj_RequestHeader,
     _fj_RequestHeader,
-    _rnd_RequestHeader,
     (0, 0, _dec_RequestHeader_v0, _enc_RequestHeader_v0),
     (1, 1, _dec_RequestHeader_v1, _enc_RequestHeader_v1),
     (2, 2, _dec_RequestHeader_v2, _enc_RequestHeader_v2),
@@ -338,13 +327,6 @@ def _fj_ResponseHeader(obj: dict[str, Any], version: int) -> ResponseHeader:
     return o
 
 
-def _rnd_ResponseHeader(g: Any, version: int) -> ResponseHeader:
-    o = new_instance(ResponseHeader)
-    o.correlation_id = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ResponseHeader_v0 = (
@@ -365,7 +347,7 @@ _N_ResponseHeader_v1 = (
     (),
     "ResponseHeader",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ResponseHeader = (
     ResponseHeader,
     (
@@ -379,7 +361,6 @@ bind_codecs(
     ResponseHeader,
     _tj_ResponseHeader,
     _fj_ResponseHeader,
-    _rnd_ResponseHeader,
     (0, 0, _dec_ResponseHeader_v0, _enc_ResponseHeader_v0),
     (1, 1, _dec_ResponseHeader_v1, _enc_ResponseHeader_v1),
 )

@@ -246,18 +246,6 @@ def _fj_HeartbeatRequest(obj: dict[str, Any], version: int) -> HeartbeatRequest:
     return o
 
 
-def _rnd_HeartbeatRequest(g: Any, version: int) -> HeartbeatRequest:
-    o = new_instance(HeartbeatRequest)
-    o.group_id = g.str()
-    o.generation_id = g.int("int32")
-    o.member_id = g.str()
-    o.group_instance_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_HeartbeatRequest_v0 = (
@@ -296,7 +284,7 @@ _N_HeartbeatRequest_v4 = (
     (),
     "HeartbeatRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_HeartbeatRequest = (
     HeartbeatRequest,
     (
@@ -313,7 +301,6 @@ bind_codecs(
     HeartbeatRequest,
     _tj_HeartbeatRequest,
     _fj_HeartbeatRequest,
-    _rnd_HeartbeatRequest,
     (0, 2, _dec_HeartbeatRequest_v0, _enc_HeartbeatRequest_v0),
     (3, 3, _dec_HeartbeatRequest_v3, _enc_HeartbeatRequest_v3),
     (4, 4, _dec_HeartbeatRequest_v4, _enc_HeartbeatRequest_v4),
@@ -394,14 +381,6 @@ def _fj_HeartbeatResponse(obj: dict[str, Any], version: int) -> HeartbeatRespons
     return o
 
 
-def _rnd_HeartbeatResponse(g: Any, version: int) -> HeartbeatResponse:
-    o = new_instance(HeartbeatResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_HeartbeatResponse_v0 = (
@@ -434,7 +413,7 @@ _N_HeartbeatResponse_v4 = (
     (),
     "HeartbeatResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_HeartbeatResponse = (
     HeartbeatResponse,
     (
@@ -449,7 +428,6 @@ bind_codecs(
     HeartbeatResponse,
     _tj_HeartbeatResponse,
     _fj_HeartbeatResponse,
-    _rnd_HeartbeatResponse,
     (0, 0, _dec_HeartbeatResponse_v0, _enc_HeartbeatResponse_v0),
     (1, 3, _dec_HeartbeatResponse_v1, _enc_HeartbeatResponse_v1),
     (4, 4, _dec_HeartbeatResponse_v4, _enc_HeartbeatResponse_v4),

@@ -331,14 +331,6 @@ def _fj_IncrementalAlterConfigsRequest(
     return o
 
 
-def _rnd_IncrementalAlterConfigsRequest(g: Any, version: int) -> IncrementalAlterConfigsRequest:
-    o = new_instance(IncrementalAlterConfigsRequest)
-    o.resources = KeyedList([_rnd_AlterConfigsResource(g, version) for _ in range(g.count())])
-    o.validate_only = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AlterConfigsResource_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AlterConfigsResource, int]:
@@ -428,15 +420,6 @@ def _fj_AlterConfigsResource(obj: dict[str, Any], version: int) -> _AlterConfigs
     return o
 
 
-def _rnd_AlterConfigsResource(g: Any, version: int) -> _AlterConfigsResource:
-    o = new_instance(_AlterConfigsResource)
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.configs = KeyedList([_rnd_AlterableConfig(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AlterableConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_AlterableConfig, int]:
     o = new_instance(_AlterableConfig)
     o.name, pos = read_string(buf, pos, end)
@@ -512,15 +495,6 @@ def _fj_AlterableConfig(obj: dict[str, Any], version: int) -> _AlterableConfig:
     return o
 
 
-def _rnd_AlterableConfig(g: Any, version: int) -> _AlterableConfig:
-    o = new_instance(_AlterableConfig)
-    o.name = g.str()
-    o.config_operation = g.int("int8")
-    o.value = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterableConfig_v0 = (
@@ -587,7 +561,7 @@ _N_IncrementalAlterConfigsRequest_v1 = (
     (),
     "IncrementalAlterConfigsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterableConfig = (
     _AlterableConfig,
     (
@@ -620,7 +594,6 @@ bind_codecs(
     IncrementalAlterConfigsRequest,
     _tj_IncrementalAlterConfigsRequest,
     _fj_IncrementalAlterConfigsRequest,
-    _rnd_IncrementalAlterConfigsRequest,
     (0, 0, _dec_IncrementalAlterConfigsRequest_v0, _enc_IncrementalAlterConfigsRequest_v0),
     (1, 1, _dec_IncrementalAlterConfigsRequest_v1, _enc_IncrementalAlterConfigsRequest_v1),
 )
@@ -634,7 +607,6 @@ bind_codecs(
     _AlterConfigsResource,
     _tj_AlterConfigsResource,
     _fj_AlterConfigsResource,
-    _rnd_AlterConfigsResource,
     (0, 0, _dec_AlterConfigsResource_v0, _enc_AlterConfigsResource_v0),
     (1, 1, _dec_AlterConfigsResource_v1, _enc_AlterConfigsResource_v1),
 )
@@ -648,7 +620,6 @@ bind_codecs(
     _AlterableConfig,
     _tj_AlterableConfig,
     _fj_AlterableConfig,
-    _rnd_AlterableConfig,
     (0, 0, _dec_AlterableConfig_v0, _enc_AlterableConfig_v0),
     (1, 1, _dec_AlterableConfig_v1, _enc_AlterableConfig_v1),
 )
@@ -740,14 +711,6 @@ def _fj_IncrementalAlterConfigsResponse(
     v = get_list(obj, "responses", p, REQUIRED)
     o.responses = [_fj_AlterConfigsResourceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_IncrementalAlterConfigsResponse(g: Any, version: int) -> IncrementalAlterConfigsResponse:
-    o = new_instance(IncrementalAlterConfigsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.responses = [_rnd_AlterConfigsResourceResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -844,16 +807,6 @@ def _fj_AlterConfigsResourceResponse(
     return o
 
 
-def _rnd_AlterConfigsResourceResponse(g: Any, version: int) -> _AlterConfigsResourceResponse:
-    o = new_instance(_AlterConfigsResourceResponse)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.resource_type = g.int("int8")
-    o.resource_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_AlterConfigsResourceResponse_v0 = (
@@ -900,7 +853,7 @@ _N_IncrementalAlterConfigsResponse_v1 = (
     (),
     "IncrementalAlterConfigsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterConfigsResourceResponse = (
     _AlterConfigsResourceResponse,
     (
@@ -925,7 +878,6 @@ bind_codecs(
     IncrementalAlterConfigsResponse,
     _tj_IncrementalAlterConfigsResponse,
     _fj_IncrementalAlterConfigsResponse,
-    _rnd_IncrementalAlterConfigsResponse,
     (0, 0, _dec_IncrementalAlterConfigsResponse_v0, _enc_IncrementalAlterConfigsResponse_v0),
     (1, 1, _dec_IncrementalAlterConfigsResponse_v1, _enc_IncrementalAlterConfigsResponse_v1),
 )
@@ -939,7 +891,6 @@ bind_codecs(
     _AlterConfigsResourceResponse,
     _tj_AlterConfigsResourceResponse,
     _fj_AlterConfigsResourceResponse,
-    _rnd_AlterConfigsResourceResponse,
     (0, 0, _dec_AlterConfigsResourceResponse_v0, _enc_AlterConfigsResourceResponse_v0),
     (1, 1, _dec_AlterConfigsResourceResponse_v1, _enc_AlterConfigsResourceResponse_v1),
 )

@@ -336,18 +336,6 @@ def _fj_InitProducerIdRequest(obj: dict[str, Any], version: int) -> InitProducer
     return o
 
 
-def _rnd_InitProducerIdRequest(g: Any, version: int) -> InitProducerIdRequest:
-    o = new_instance(InitProducerIdRequest)
-    o.transactional_id = None if g.is_null() else g.str()
-    o.transaction_timeout_ms = g.int("int32")
-    o.producer_id = (g.int("int64")) if version >= 3 else -1
-    o.producer_epoch = (g.int("int16")) if version >= 3 else -1
-    o.enable2_pc = (g.bool()) if version >= 6 else False
-    o.keep_prepared_txn = (g.bool()) if version >= 6 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_InitProducerIdRequest_v0 = (
@@ -406,7 +394,7 @@ _N_InitProducerIdRequest_v6 = (
     (),
     "InitProducerIdRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_InitProducerIdRequest = (
     InitProducerIdRequest,
     (
@@ -425,7 +413,6 @@ bind_codecs(
     InitProducerIdRequest,
     _tj_InitProducerIdRequest,
     _fj_InitProducerIdRequest,
-    _rnd_InitProducerIdRequest,
     (0, 1, _dec_InitProducerIdRequest_v0, _enc_InitProducerIdRequest_v0),
     (2, 2, _dec_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v2),
     (3, 5, _dec_InitProducerIdRequest_v3, _enc_InitProducerIdRequest_v3),
@@ -561,18 +548,6 @@ def _fj_InitProducerIdResponse(obj: dict[str, Any], version: int) -> InitProduce
     return o
 
 
-def _rnd_InitProducerIdResponse(g: Any, version: int) -> InitProducerIdResponse:
-    o = new_instance(InitProducerIdResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int16")
-    o.ongoing_txn_producer_id = (g.int("int64")) if version >= 6 else -1
-    o.ongoing_txn_producer_epoch = (g.int("int16")) if version >= 6 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_InitProducerIdResponse_v0 = (
@@ -617,7 +592,7 @@ _N_InitProducerIdResponse_v6 = (
     (),
     "InitProducerIdResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_InitProducerIdResponse = (
     InitProducerIdResponse,
     (
@@ -636,7 +611,6 @@ bind_codecs(
     InitProducerIdResponse,
     _tj_InitProducerIdResponse,
     _fj_InitProducerIdResponse,
-    _rnd_InitProducerIdResponse,
     (0, 1, _dec_InitProducerIdResponse_v0, _enc_InitProducerIdResponse_v0),
     (2, 5, _dec_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v2),
     (6, 6, _dec_InitProducerIdResponse_v6, _enc_InitProducerIdResponse_v6),

@@ -317,14 +317,6 @@ def _fj_InitializeShareGroupStateRequest(
     return o
 
 
-def _rnd_InitializeShareGroupStateRequest(g: Any, version: int) -> InitializeShareGroupStateRequest:
-    o = new_instance(InitializeShareGroupStateRequest)
-    o.group_id = g.str()
-    o.topics = [_rnd_InitializeStateData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_InitializeStateData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_InitializeStateData, int]:
@@ -373,14 +365,6 @@ def _fj_InitializeStateData(obj: dict[str, Any], version: int) -> _InitializeSta
     return o
 
 
-def _rnd_InitializeStateData(g: Any, version: int) -> _InitializeStateData:
-    o = new_instance(_InitializeStateData)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
     o.partition, o.state_epoch, o.start_offset = _S_iiq.unpack_from(buf, pos)
@@ -418,15 +402,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition = g.int("int32")
-    o.state_epoch = g.int("int32")
-    o.start_offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionData_v0 = (
@@ -460,7 +435,7 @@ _N_InitializeShareGroupStateRequest_v0 = (
     (),
     "InitializeShareGroupStateRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
     _PartitionData,
     (
@@ -492,7 +467,6 @@ bind_codecs(
     InitializeShareGroupStateRequest,
     _tj_InitializeShareGroupStateRequest,
     _fj_InitializeShareGroupStateRequest,
-    _rnd_InitializeShareGroupStateRequest,
     (0, 0, _dec_InitializeShareGroupStateRequest_v0, _enc_InitializeShareGroupStateRequest_v0),
 )
 bind_native(
@@ -504,7 +478,6 @@ bind_codecs(
     _InitializeStateData,
     _tj_InitializeStateData,
     _fj_InitializeStateData,
-    _rnd_InitializeStateData,
     (0, 0, _dec_InitializeStateData_v0, _enc_InitializeStateData_v0),
 )
 bind_native(
@@ -516,7 +489,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_native(
@@ -579,15 +551,6 @@ def _fj_InitializeShareGroupStateResponse(
     return o
 
 
-def _rnd_InitializeShareGroupStateResponse(
-    g: Any, version: int
-) -> InitializeShareGroupStateResponse:
-    o = new_instance(InitializeShareGroupStateResponse)
-    o.results = [_rnd_InitializeStateResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_InitializeStateResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_InitializeStateResult, int]:
@@ -638,14 +601,6 @@ def _fj_InitializeStateResult(obj: dict[str, Any], version: int) -> _InitializeS
     return o
 
 
-def _rnd_InitializeStateResult(g: Any, version: int) -> _InitializeStateResult:
-    o = new_instance(_InitializeStateResult)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
@@ -691,15 +646,6 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
-def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
-    o = new_instance(_PartitionResult)
-    o.partition = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionResult_v0 = (
@@ -732,7 +678,7 @@ _N_InitializeShareGroupStateResponse_v0 = (
     (),
     "InitializeShareGroupStateResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (
     _PartitionResult,
     (
@@ -763,7 +709,6 @@ bind_codecs(
     InitializeShareGroupStateResponse,
     _tj_InitializeShareGroupStateResponse,
     _fj_InitializeShareGroupStateResponse,
-    _rnd_InitializeShareGroupStateResponse,
     (0, 0, _dec_InitializeShareGroupStateResponse_v0, _enc_InitializeShareGroupStateResponse_v0),
 )
 bind_native(
@@ -775,7 +720,6 @@ bind_codecs(
     _InitializeStateResult,
     _tj_InitializeStateResult,
     _fj_InitializeStateResult,
-    _rnd_InitializeStateResult,
     (0, 0, _dec_InitializeStateResult_v0, _enc_InitializeStateResult_v0),
 )
 bind_native(
@@ -787,7 +731,6 @@ bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
-    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
 bind_native(

@@ -511,22 +511,6 @@ def _fj_JoinGroupRequest(obj: dict[str, Any], version: int) -> JoinGroupRequest:
     return o
 
 
-def _rnd_JoinGroupRequest(g: Any, version: int) -> JoinGroupRequest:
-    o = new_instance(JoinGroupRequest)
-    o.group_id = g.str()
-    o.session_timeout_ms = g.int("int32")
-    o.rebalance_timeout_ms = (g.int("int32")) if version >= 1 else -1
-    o.member_id = g.str()
-    o.group_instance_id = (
-        (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    )
-    o.protocol_type = g.str()
-    o.protocols = KeyedList([_rnd_JoinGroupRequestProtocol(g, version) for _ in range(g.count())])
-    o.reason = (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_JoinGroupRequestProtocol_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_JoinGroupRequestProtocol, int]:
@@ -584,14 +568,6 @@ def _fj_JoinGroupRequestProtocol(obj: dict[str, Any], version: int) -> _JoinGrou
     o.name = get_str(obj, "name", p, REQUIRED)
     o.metadata = get_bytes(obj, "metadata", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_JoinGroupRequestProtocol(g: Any, version: int) -> _JoinGroupRequestProtocol:
-    o = new_instance(_JoinGroupRequestProtocol)
-    o.name = g.str()
-    o.metadata = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -697,7 +673,7 @@ _N_JoinGroupRequest_v8 = (
     (),
     "JoinGroupRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_JoinGroupRequestProtocol = (
     _JoinGroupRequestProtocol,
     (
@@ -726,7 +702,6 @@ bind_codecs(
     JoinGroupRequest,
     _tj_JoinGroupRequest,
     _fj_JoinGroupRequest,
-    _rnd_JoinGroupRequest,
     (0, 0, _dec_JoinGroupRequest_v0, _enc_JoinGroupRequest_v0),
     (1, 4, _dec_JoinGroupRequest_v1, _enc_JoinGroupRequest_v1),
     (5, 5, _dec_JoinGroupRequest_v5, _enc_JoinGroupRequest_v5),
@@ -746,7 +721,6 @@ bind_codecs(
     _JoinGroupRequestProtocol,
     _tj_JoinGroupRequestProtocol,
     _fj_JoinGroupRequestProtocol,
-    _rnd_JoinGroupRequestProtocol,
     (0, 5, _dec_JoinGroupRequestProtocol_v0, _enc_JoinGroupRequestProtocol_v0),
     (6, 9, _dec_JoinGroupRequestProtocol_v6, _enc_JoinGroupRequestProtocol_v6),
 )
@@ -1053,21 +1027,6 @@ def _fj_JoinGroupResponse(obj: dict[str, Any], version: int) -> JoinGroupRespons
     return o
 
 
-def _rnd_JoinGroupResponse(g: Any, version: int) -> JoinGroupResponse:
-    o = new_instance(JoinGroupResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 2 else 0
-    o.error_code = g.int("int16")
-    o.generation_id = g.int("int32")
-    o.protocol_type = (None if version >= 7 and g.is_null() else g.str()) if version >= 7 else None
-    o.protocol_name = None if version >= 7 and g.is_null() else g.str()
-    o.leader = g.str()
-    o.skip_assignment = (g.bool()) if version >= 9 else False
-    o.member_id = g.str()
-    o.members = [_rnd_JoinGroupResponseMember(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_JoinGroupResponseMember_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_JoinGroupResponseMember, int]:
@@ -1166,17 +1125,6 @@ def _fj_JoinGroupResponseMember(obj: dict[str, Any], version: int) -> _JoinGroup
     )
     o.metadata = get_bytes(obj, "metadata", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_JoinGroupResponseMember(g: Any, version: int) -> _JoinGroupResponseMember:
-    o = new_instance(_JoinGroupResponseMember)
-    o.member_id = g.str()
-    o.group_instance_id = (
-        (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    )
-    o.metadata = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1317,7 +1265,7 @@ _N_JoinGroupResponse_v9 = (
     (),
     "JoinGroupResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_JoinGroupResponseMember = (
     _JoinGroupResponseMember,
     (
@@ -1348,7 +1296,6 @@ bind_codecs(
     JoinGroupResponse,
     _tj_JoinGroupResponse,
     _fj_JoinGroupResponse,
-    _rnd_JoinGroupResponse,
     (0, 1, _dec_JoinGroupResponse_v0, _enc_JoinGroupResponse_v0),
     (2, 4, _dec_JoinGroupResponse_v2, _enc_JoinGroupResponse_v2),
     (5, 5, _dec_JoinGroupResponse_v5, _enc_JoinGroupResponse_v5),
@@ -1370,7 +1317,6 @@ bind_codecs(
     _JoinGroupResponseMember,
     _tj_JoinGroupResponseMember,
     _fj_JoinGroupResponseMember,
-    _rnd_JoinGroupResponseMember,
     (0, 4, _dec_JoinGroupResponseMember_v0, _enc_JoinGroupResponseMember_v0),
     (5, 5, _dec_JoinGroupResponseMember_v5, _enc_JoinGroupResponseMember_v5),
     (6, 9, _dec_JoinGroupResponseMember_v6, _enc_JoinGroupResponseMember_v6),

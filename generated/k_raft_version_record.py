@@ -110,14 +110,6 @@ def _fj_KRaftVersionRecord(obj: dict[str, Any], version: int) -> KRaftVersionRec
     return o
 
 
-def _rnd_KRaftVersionRecord(g: Any, version: int) -> KRaftVersionRecord:
-    o = new_instance(KRaftVersionRecord)
-    o.version = g.int("int16")
-    o.k_raft_version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_KRaftVersionRecord_v0 = (
@@ -130,7 +122,7 @@ _N_KRaftVersionRecord_v0 = (
     (),
     "KRaftVersionRecord",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_KRaftVersionRecord = (
     KRaftVersionRecord,
     (
@@ -145,7 +137,6 @@ bind_codecs(
     KRaftVersionRecord,
     _tj_KRaftVersionRecord,
     _fj_KRaftVersionRecord,
-    _rnd_KRaftVersionRecord,
     (0, 0, _dec_KRaftVersionRecord_v0, _enc_KRaftVersionRecord_v0),
 )
 bind_native(

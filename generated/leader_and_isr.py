@@ -836,28 +836,6 @@ def _fj_LeaderAndIsrRequest(obj: dict[str, Any], version: int) -> LeaderAndIsrRe
     return o
 
 
-def _rnd_LeaderAndIsrRequest(g: Any, version: int) -> LeaderAndIsrRequest:
-    o = new_instance(LeaderAndIsrRequest)
-    o.controller_id = g.int("int32")
-    o.is_k_raft_controller = (g.bool()) if version >= 7 else False
-    o.controller_epoch = g.int("int32")
-    o.broker_epoch = (g.int("int64")) if version >= 2 else -1
-    o.type = (g.int("int8")) if version >= 5 else 0
-    o.ungrouped_partition_states = (
-        ([_rnd_LeaderAndIsrPartitionState(g, version) for _ in range(g.count())])
-        if version <= 1
-        else []
-    )
-    o.topic_states = (
-        ([_rnd_LeaderAndIsrTopicState(g, version) for _ in range(g.count())])
-        if version >= 2
-        else []
-    )
-    o.live_leaders = [_rnd_LeaderAndIsrLiveLeader(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_LeaderAndIsrPartitionState_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrPartitionState, int]:
@@ -1149,24 +1127,6 @@ def _fj_LeaderAndIsrPartitionState(
     return o
 
 
-def _rnd_LeaderAndIsrPartitionState(g: Any, version: int) -> _LeaderAndIsrPartitionState:
-    o = new_instance(_LeaderAndIsrPartitionState)
-    o.topic_name = (g.str()) if version <= 1 else ""
-    o.partition_index = g.int("int32")
-    o.controller_epoch = g.int("int32")
-    o.leader = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.isr = [g.int("int32") for _ in range(g.count())]
-    o.partition_epoch = g.int("int32")
-    o.replicas = [g.int("int32") for _ in range(g.count())]
-    o.adding_replicas = ([g.int("int32") for _ in range(g.count())]) if version >= 3 else []
-    o.removing_replicas = ([g.int("int32") for _ in range(g.count())]) if version >= 3 else []
-    o.is_new = (g.bool()) if version >= 1 else False
-    o.leader_recovery_state = (g.int("int8")) if version >= 6 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_LeaderAndIsrTopicState_v2(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrTopicState, int]:
@@ -1352,19 +1312,6 @@ def _fj_LeaderAndIsrTopicState(obj: dict[str, Any], version: int) -> _LeaderAndI
     return o
 
 
-def _rnd_LeaderAndIsrTopicState(g: Any, version: int) -> _LeaderAndIsrTopicState:
-    o = new_instance(_LeaderAndIsrTopicState)
-    o.topic_name = (g.str()) if version >= 2 else ""
-    o.topic_id = (g.uuid()) if version >= 5 else ZERO_UUID
-    o.partition_states = (
-        ([_rnd_LeaderAndIsrPartitionState(g, version) for _ in range(g.count())])
-        if version >= 2
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_LeaderAndIsrLiveLeader_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrLiveLeader, int]:
@@ -1431,15 +1378,6 @@ def _fj_LeaderAndIsrLiveLeader(obj: dict[str, Any], version: int) -> _LeaderAndI
     o.host_name = get_str(obj, "hostName", p, REQUIRED)
     o.port = get_int(obj, "port", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderAndIsrLiveLeader(g: Any, version: int) -> _LeaderAndIsrLiveLeader:
-    o = new_instance(_LeaderAndIsrLiveLeader)
-    o.broker_id = g.int("int32")
-    o.host_name = g.str()
-    o.port = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -1770,7 +1708,7 @@ _N_LeaderAndIsrRequest_v7 = (
     (),
     "LeaderAndIsrRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderAndIsrPartitionState = (
     _LeaderAndIsrPartitionState,
     (
@@ -1827,7 +1765,6 @@ bind_codecs(
     LeaderAndIsrRequest,
     _tj_LeaderAndIsrRequest,
     _fj_LeaderAndIsrRequest,
-    _rnd_LeaderAndIsrRequest,
     (0, 0, _dec_LeaderAndIsrRequest_v0, _enc_LeaderAndIsrRequest_v0),
     (1, 1, _dec_LeaderAndIsrRequest_v1, _enc_LeaderAndIsrRequest_v1),
     (2, 2, _dec_LeaderAndIsrRequest_v2, _enc_LeaderAndIsrRequest_v2),
@@ -1853,7 +1790,6 @@ bind_codecs(
     _LeaderAndIsrPartitionState,
     _tj_LeaderAndIsrPartitionState,
     _fj_LeaderAndIsrPartitionState,
-    _rnd_LeaderAndIsrPartitionState,
     (0, 0, _dec_LeaderAndIsrPartitionState_v0, _enc_LeaderAndIsrPartitionState_v0),
     (1, 1, _dec_LeaderAndIsrPartitionState_v1, _enc_LeaderAndIsrPartitionState_v1),
     (2, 2, _dec_LeaderAndIsrPartitionState_v2, _enc_LeaderAndIsrPartitionState_v2),
@@ -1875,7 +1811,6 @@ bind_codecs(
     _LeaderAndIsrTopicState,
     _tj_LeaderAndIsrTopicState,
     _fj_LeaderAndIsrTopicState,
-    _rnd_LeaderAndIsrTopicState,
     (2, 2, _dec_LeaderAndIsrTopicState_v2, _enc_LeaderAndIsrTopicState_v2),
     (3, 3, _dec_LeaderAndIsrTopicState_v3, _enc_LeaderAndIsrTopicState_v3),
     (4, 4, _dec_LeaderAndIsrTopicState_v4, _enc_LeaderAndIsrTopicState_v4),
@@ -1895,7 +1830,6 @@ bind_codecs(
     _LeaderAndIsrLiveLeader,
     _tj_LeaderAndIsrLiveLeader,
     _fj_LeaderAndIsrLiveLeader,
-    _rnd_LeaderAndIsrLiveLeader,
     (0, 3, _dec_LeaderAndIsrLiveLeader_v0, _enc_LeaderAndIsrLiveLeader_v0),
     (4, 7, _dec_LeaderAndIsrLiveLeader_v4, _enc_LeaderAndIsrLiveLeader_v4),
 )
@@ -2032,23 +1966,6 @@ def _fj_LeaderAndIsrResponse(obj: dict[str, Any], version: int) -> LeaderAndIsrR
     return o
 
 
-def _rnd_LeaderAndIsrResponse(g: Any, version: int) -> LeaderAndIsrResponse:
-    o = new_instance(LeaderAndIsrResponse)
-    o.error_code = g.int("int16")
-    o.partition_errors = (
-        ([_rnd_LeaderAndIsrPartitionError(g, version) for _ in range(g.count())])
-        if version <= 4
-        else []
-    )
-    o.topics = (
-        (KeyedList([_rnd_LeaderAndIsrTopicError(g, version) for _ in range(g.count())]))
-        if version >= 5
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_LeaderAndIsrPartitionError_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrPartitionError, int]:
@@ -2137,15 +2054,6 @@ def _fj_LeaderAndIsrPartitionError(
     return o
 
 
-def _rnd_LeaderAndIsrPartitionError(g: Any, version: int) -> _LeaderAndIsrPartitionError:
-    o = new_instance(_LeaderAndIsrPartitionError)
-    o.topic_name = (g.str()) if version <= 4 else ""
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_LeaderAndIsrTopicError_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LeaderAndIsrTopicError, int]:
@@ -2198,18 +2106,6 @@ def _fj_LeaderAndIsrTopicError(obj: dict[str, Any], version: int) -> _LeaderAndI
     else:
         o.partition_errors = []
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderAndIsrTopicError(g: Any, version: int) -> _LeaderAndIsrTopicError:
-    o = new_instance(_LeaderAndIsrTopicError)
-    o.topic_id = (g.uuid()) if version >= 5 else ZERO_UUID
-    o.partition_errors = (
-        ([_rnd_LeaderAndIsrPartitionError(g, version) for _ in range(g.count())])
-        if version >= 5
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -2291,7 +2187,7 @@ _N_LeaderAndIsrResponse_v5 = (
     (),
     "LeaderAndIsrResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderAndIsrPartitionError = (
     _LeaderAndIsrPartitionError,
     (
@@ -2324,7 +2220,6 @@ bind_codecs(
     LeaderAndIsrResponse,
     _tj_LeaderAndIsrResponse,
     _fj_LeaderAndIsrResponse,
-    _rnd_LeaderAndIsrResponse,
     (0, 3, _dec_LeaderAndIsrResponse_v0, _enc_LeaderAndIsrResponse_v0),
     (4, 4, _dec_LeaderAndIsrResponse_v4, _enc_LeaderAndIsrResponse_v4),
     (5, 7, _dec_LeaderAndIsrResponse_v5, _enc_LeaderAndIsrResponse_v5),
@@ -2340,7 +2235,6 @@ bind_codecs(
     _LeaderAndIsrPartitionError,
     _tj_LeaderAndIsrPartitionError,
     _fj_LeaderAndIsrPartitionError,
-    _rnd_LeaderAndIsrPartitionError,
     (0, 3, _dec_LeaderAndIsrPartitionError_v0, _enc_LeaderAndIsrPartitionError_v0),
     (4, 4, _dec_LeaderAndIsrPartitionError_v4, _enc_LeaderAndIsrPartitionError_v4),
     (5, 7, _dec_LeaderAndIsrPartitionError_v5, _enc_LeaderAndIsrPartitionError_v5),
@@ -2356,7 +2250,6 @@ bind_codecs(
     _LeaderAndIsrTopicError,
     _tj_LeaderAndIsrTopicError,
     _fj_LeaderAndIsrTopicError,
-    _rnd_LeaderAndIsrTopicError,
     (5, 7, _dec_LeaderAndIsrTopicError_v5, _enc_LeaderAndIsrTopicError_v5),
 )
 bind_native(

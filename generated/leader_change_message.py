@@ -201,16 +201,6 @@ def _fj_LeaderChangeMessage(obj: dict[str, Any], version: int) -> LeaderChangeMe
     return o
 
 
-def _rnd_LeaderChangeMessage(g: Any, version: int) -> LeaderChangeMessage:
-    o = new_instance(LeaderChangeMessage)
-    o.version = g.int("int16")
-    o.leader_id = g.int("int32")
-    o.voters = [_rnd_Voter(g, version) for _ in range(g.count())]
-    o.granting_voters = [_rnd_Voter(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Voter_v0(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
     o = new_instance(_Voter)
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
@@ -272,14 +262,6 @@ def _fj_Voter(obj: dict[str, Any], version: int) -> _Voter:
     return o
 
 
-def _rnd_Voter(g: Any, version: int) -> _Voter:
-    o = new_instance(_Voter)
-    o.voter_id = g.int("int32")
-    o.voter_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_Voter_v0 = (
@@ -326,7 +308,7 @@ _N_LeaderChangeMessage_v1 = (
     (),
     "LeaderChangeMessage",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Voter = (
     _Voter,
     (
@@ -351,7 +333,6 @@ bind_codecs(
     LeaderChangeMessage,
     _tj_LeaderChangeMessage,
     _fj_LeaderChangeMessage,
-    _rnd_LeaderChangeMessage,
     (0, 0, _dec_LeaderChangeMessage_v0, _enc_LeaderChangeMessage_v0),
     (1, 1, _dec_LeaderChangeMessage_v1, _enc_LeaderChangeMessage_v1),
 )
@@ -365,7 +346,6 @@ bind_codecs(
     _Voter,
     _tj_Voter,
     _fj_Voter,
-    _rnd_Voter,
     (0, 0, _dec_Voter_v0, _enc_Voter_v0),
     (1, 1, _dec_Voter_v1, _enc_Voter_v1),
 )

@@ -333,17 +333,6 @@ def _fj_LeaveGroupRequest(obj: dict[str, Any], version: int) -> LeaveGroupReques
     return o
 
 
-def _rnd_LeaveGroupRequest(g: Any, version: int) -> LeaveGroupRequest:
-    o = new_instance(LeaveGroupRequest)
-    o.group_id = g.str()
-    o.member_id = (g.str()) if version <= 2 else ""
-    o.members = (
-        ([_rnd_MemberIdentity(g, version) for _ in range(g.count())]) if version >= 3 else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_MemberIdentity_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberIdentity, int]:
     o = new_instance(_MemberIdentity)
     o.member_id, pos = read_string(buf, pos, end)
@@ -454,17 +443,6 @@ def _fj_MemberIdentity(obj: dict[str, Any], version: int) -> _MemberIdentity:
     return o
 
 
-def _rnd_MemberIdentity(g: Any, version: int) -> _MemberIdentity:
-    o = new_instance(_MemberIdentity)
-    o.member_id = (g.str()) if version >= 3 else ""
-    o.group_instance_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    )
-    o.reason = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_MemberIdentity_v3 = (
@@ -544,7 +522,7 @@ _N_LeaveGroupRequest_v5 = (
     (),
     "LeaveGroupRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MemberIdentity = (
     _MemberIdentity,
     (
@@ -569,7 +547,6 @@ bind_codecs(
     LeaveGroupRequest,
     _tj_LeaveGroupRequest,
     _fj_LeaveGroupRequest,
-    _rnd_LeaveGroupRequest,
     (0, 2, _dec_LeaveGroupRequest_v0, _enc_LeaveGroupRequest_v0),
     (3, 3, _dec_LeaveGroupRequest_v3, _enc_LeaveGroupRequest_v3),
     (4, 4, _dec_LeaveGroupRequest_v4, _enc_LeaveGroupRequest_v4),
@@ -587,7 +564,6 @@ bind_codecs(
     _MemberIdentity,
     _tj_MemberIdentity,
     _fj_MemberIdentity,
-    _rnd_MemberIdentity,
     (3, 3, _dec_MemberIdentity_v3, _enc_MemberIdentity_v3),
     (4, 4, _dec_MemberIdentity_v4, _enc_MemberIdentity_v4),
     (5, 5, _dec_MemberIdentity_v5, _enc_MemberIdentity_v5),
@@ -704,17 +680,6 @@ def _fj_LeaveGroupResponse(obj: dict[str, Any], version: int) -> LeaveGroupRespo
     return o
 
 
-def _rnd_LeaveGroupResponse(g: Any, version: int) -> LeaveGroupResponse:
-    o = new_instance(LeaveGroupResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.error_code = g.int("int16")
-    o.members = (
-        ([_rnd_MemberResponse(g, version) for _ in range(g.count())]) if version >= 3 else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_MemberResponse_v3(buf: Buffer, pos: int, end: int) -> tuple[_MemberResponse, int]:
     o = new_instance(_MemberResponse)
     o.member_id, pos = read_string(buf, pos, end)
@@ -793,17 +758,6 @@ def _fj_MemberResponse(obj: dict[str, Any], version: int) -> _MemberResponse:
     return o
 
 
-def _rnd_MemberResponse(g: Any, version: int) -> _MemberResponse:
-    o = new_instance(_MemberResponse)
-    o.member_id = (g.str()) if version >= 3 else ""
-    o.group_instance_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else ""
-    )
-    o.error_code = (g.int("int16")) if version >= 3 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_MemberResponse_v3 = (
@@ -872,7 +826,7 @@ _N_LeaveGroupResponse_v4 = (
     (),
     "LeaveGroupResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MemberResponse = (
     _MemberResponse,
     (
@@ -897,7 +851,6 @@ bind_codecs(
     LeaveGroupResponse,
     _tj_LeaveGroupResponse,
     _fj_LeaveGroupResponse,
-    _rnd_LeaveGroupResponse,
     (0, 0, _dec_LeaveGroupResponse_v0, _enc_LeaveGroupResponse_v0),
     (1, 2, _dec_LeaveGroupResponse_v1, _enc_LeaveGroupResponse_v1),
     (3, 3, _dec_LeaveGroupResponse_v3, _enc_LeaveGroupResponse_v3),
@@ -915,7 +868,6 @@ bind_codecs(
     _MemberResponse,
     _tj_MemberResponse,
     _fj_MemberResponse,
-    _rnd_MemberResponse,
     (3, 3, _dec_MemberResponse_v3, _enc_MemberResponse_v3),
     (4, 5, _dec_MemberResponse_v4, _enc_MemberResponse_v4),
 )

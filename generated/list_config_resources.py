@@ -225,13 +225,6 @@ def _fj_ListConfigResourcesRequest(obj: dict[str, Any], version: int) -> ListCon
     return o
 
 
-def _rnd_ListConfigResourcesRequest(g: Any, version: int) -> ListConfigResourcesRequest:
-    o = new_instance(ListConfigResourcesRequest)
-    o.resource_types = ([g.int("int8") for _ in range(g.count())]) if version >= 1 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ListConfigResourcesRequest_v0 = (
@@ -252,7 +245,7 @@ _N_ListConfigResourcesRequest_v1 = (
     (),
     "ListConfigResourcesRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListConfigResourcesRequest = (
     ListConfigResourcesRequest,
     (
@@ -266,7 +259,6 @@ bind_codecs(
     ListConfigResourcesRequest,
     _tj_ListConfigResourcesRequest,
     _fj_ListConfigResourcesRequest,
-    _rnd_ListConfigResourcesRequest,
     (0, 0, _dec_ListConfigResourcesRequest_v0, _enc_ListConfigResourcesRequest_v0),
     (1, 1, _dec_ListConfigResourcesRequest_v1, _enc_ListConfigResourcesRequest_v1),
 )
@@ -364,15 +356,6 @@ def _fj_ListConfigResourcesResponse(
     return o
 
 
-def _rnd_ListConfigResourcesResponse(g: Any, version: int) -> ListConfigResourcesResponse:
-    o = new_instance(ListConfigResourcesResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.config_resources = [_rnd_ConfigResource(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ConfigResource_v0(buf: Buffer, pos: int, end: int) -> tuple[_ConfigResource, int]:
     o = new_instance(_ConfigResource)
     o.resource_name, pos = read_compact_string(buf, pos, end)
@@ -432,14 +415,6 @@ def _fj_ConfigResource(obj: dict[str, Any], version: int) -> _ConfigResource:
     return o
 
 
-def _rnd_ConfigResource(g: Any, version: int) -> _ConfigResource:
-    o = new_instance(_ConfigResource)
-    o.resource_name = g.str()
-    o.resource_type = (g.int("int8")) if version >= 1 else 16
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ConfigResource_v0 = (
@@ -484,7 +459,7 @@ _N_ListConfigResourcesResponse_v1 = (
     (),
     "ListConfigResourcesResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConfigResource = (
     _ConfigResource,
     (
@@ -508,7 +483,6 @@ bind_codecs(
     ListConfigResourcesResponse,
     _tj_ListConfigResourcesResponse,
     _fj_ListConfigResourcesResponse,
-    _rnd_ListConfigResourcesResponse,
     (0, 0, _dec_ListConfigResourcesResponse_v0, _enc_ListConfigResourcesResponse_v0),
     (1, 1, _dec_ListConfigResourcesResponse_v1, _enc_ListConfigResourcesResponse_v1),
 )
@@ -522,7 +496,6 @@ bind_codecs(
     _ConfigResource,
     _tj_ConfigResource,
     _fj_ConfigResource,
-    _rnd_ConfigResource,
     (0, 0, _dec_ConfigResource_v0, _enc_ConfigResource_v0),
     (1, 1, _dec_ConfigResource_v1, _enc_ConfigResource_v1),
 )

@@ -421,20 +421,6 @@ def _fj_ListGroupsRequest(obj: dict[str, Any], version: int) -> ListGroupsReques
     return o
 
 
-def _rnd_ListGroupsRequest(g: Any, version: int) -> ListGroupsRequest:
-    o = new_instance(ListGroupsRequest)
-    o.states_filter = ([g.str() for _ in range(g.count())]) if version >= 4 else []
-    o.types_filter = ([g.str() for _ in range(g.count())]) if version >= 5 else []
-    o.response_pagination_limit = (g.int("int32")) if version >= 6 else 2000
-    o.cursor = (
-        (None if version >= 6 and g.is_null() else _rnd_ListGroupsRequest_GroupCursor(g, version))
-        if version >= 6
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_ListGroupsRequest_GroupCursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListGroupsRequest_GroupCursor, int]:
@@ -473,13 +459,6 @@ def _fj_ListGroupsRequest_GroupCursor(
     p = "ListGroupsRequest.GroupCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListGroupsRequest_GroupCursor(g: Any, version: int) -> _ListGroupsRequest_GroupCursor:
-    o = new_instance(_ListGroupsRequest_GroupCursor)
-    o.group_id = (g.str()) if version >= 6 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -554,7 +533,7 @@ _N_ListGroupsRequest_v6 = (
     (),
     "ListGroupsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListGroupsRequest_GroupCursor = (
     _ListGroupsRequest_GroupCursor,
     (
@@ -578,7 +557,6 @@ bind_codecs(
     ListGroupsRequest,
     _tj_ListGroupsRequest,
     _fj_ListGroupsRequest,
-    _rnd_ListGroupsRequest,
     (0, 2, _dec_ListGroupsRequest_v0, _enc_ListGroupsRequest_v0),
     (3, 3, _dec_ListGroupsRequest_v3, _enc_ListGroupsRequest_v3),
     (4, 4, _dec_ListGroupsRequest_v4, _enc_ListGroupsRequest_v4),
@@ -598,7 +576,6 @@ bind_codecs(
     _ListGroupsRequest_GroupCursor,
     _tj_ListGroupsRequest_GroupCursor,
     _fj_ListGroupsRequest_GroupCursor,
-    _rnd_ListGroupsRequest_GroupCursor,
     (6, 6, _dec_ListGroupsRequest_GroupCursor_v6, _enc_ListGroupsRequest_GroupCursor_v6),
 )
 bind_native(
@@ -769,20 +746,6 @@ def _fj_ListGroupsResponse(obj: dict[str, Any], version: int) -> ListGroupsRespo
     return o
 
 
-def _rnd_ListGroupsResponse(g: Any, version: int) -> ListGroupsResponse:
-    o = new_instance(ListGroupsResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.error_code = g.int("int16")
-    o.groups = [_rnd_ListedGroup(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (None if version >= 6 and g.is_null() else _rnd_ListGroupsResponse_GroupCursor(g, version))
-        if version >= 6
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_ListedGroup_v0(buf: Buffer, pos: int, end: int) -> tuple[_ListedGroup, int]:
     o = new_instance(_ListedGroup)
     o.group_id, pos = read_string(buf, pos, end)
@@ -909,16 +872,6 @@ def _fj_ListedGroup(obj: dict[str, Any], version: int) -> _ListedGroup:
     return o
 
 
-def _rnd_ListedGroup(g: Any, version: int) -> _ListedGroup:
-    o = new_instance(_ListedGroup)
-    o.group_id = g.str()
-    o.protocol_type = g.str()
-    o.group_state = (g.str()) if version >= 4 else ""
-    o.group_type = (g.str()) if version >= 5 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_ListGroupsResponse_GroupCursor_v6(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListGroupsResponse_GroupCursor, int]:
@@ -957,13 +910,6 @@ def _fj_ListGroupsResponse_GroupCursor(
     p = "ListGroupsResponse.GroupCursor"
     o.group_id = get_str(obj, "groupId", p, REQUIRED) if version >= 6 else ""
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListGroupsResponse_GroupCursor(g: Any, version: int) -> _ListGroupsResponse_GroupCursor:
-    o = new_instance(_ListGroupsResponse_GroupCursor)
-    o.group_id = (g.str()) if version >= 6 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -1098,7 +1044,7 @@ _N_ListGroupsResponse_v6 = (
     (),
     "ListGroupsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListedGroup = (
     _ListedGroup,
     (
@@ -1132,7 +1078,6 @@ bind_codecs(
     ListGroupsResponse,
     _tj_ListGroupsResponse,
     _fj_ListGroupsResponse,
-    _rnd_ListGroupsResponse,
     (0, 0, _dec_ListGroupsResponse_v0, _enc_ListGroupsResponse_v0),
     (1, 2, _dec_ListGroupsResponse_v1, _enc_ListGroupsResponse_v1),
     (3, 3, _dec_ListGroupsResponse_v3, _enc_ListGroupsResponse_v3),
@@ -1154,7 +1099,6 @@ bind_codecs(
     _ListedGroup,
     _tj_ListedGroup,
     _fj_ListedGroup,
-    _rnd_ListedGroup,
     (0, 2, _dec_ListedGroup_v0, _enc_ListedGroup_v0),
     (3, 3, _dec_ListedGroup_v3, _enc_ListedGroup_v3),
     (4, 4, _dec_ListedGroup_v4, _enc_ListedGroup_v4),
@@ -1172,7 +1116,6 @@ bind_codecs(
     _ListGroupsResponse_GroupCursor,
     _tj_ListGroupsResponse_GroupCursor,
     _fj_ListGroupsResponse_GroupCursor,
-    _rnd_ListGroupsResponse_GroupCursor,
     (6, 6, _dec_ListGroupsResponse_GroupCursor_v6, _enc_ListGroupsResponse_GroupCursor_v6),
 )
 bind_native(

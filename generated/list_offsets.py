@@ -590,22 +590,6 @@ def _fj_ListOffsetsRequest(obj: dict[str, Any], version: int) -> ListOffsetsRequ
     return o
 
 
-def _rnd_ListOffsetsRequest(g: Any, version: int) -> ListOffsetsRequest:
-    o = new_instance(ListOffsetsRequest)
-    o.replica_id = g.int("int32")
-    o.isolation_level = (g.int("int8")) if version >= 2 else 0
-    o.topics = [_rnd_ListOffsetsTopic(g, version) for _ in range(g.count())]
-    o.timeout_ms = (g.int("int32")) if version >= 10 else 0
-    o.response_pagination_limit = (g.int("int32")) if version >= 12 else 2000
-    o.cursor = (
-        (None if version >= 12 and g.is_null() else _rnd_ListOffsetsRequest_Cursor(g, version))
-        if version >= 12
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_ListOffsetsTopic_v0(buf: Buffer, pos: int, end: int) -> tuple[_ListOffsetsTopic, int]:
     o = new_instance(_ListOffsetsTopic)
     o.name, pos = read_string(buf, pos, end)
@@ -733,14 +717,6 @@ def _fj_ListOffsetsTopic(obj: dict[str, Any], version: int) -> _ListOffsetsTopic
     return o
 
 
-def _rnd_ListOffsetsTopic(g: Any, version: int) -> _ListOffsetsTopic:
-    o = new_instance(_ListOffsetsTopic)
-    o.name = g.str()
-    o.partitions = [_rnd_ListOffsetsPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_ListOffsetsPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsPartition, int]:
@@ -855,16 +831,6 @@ def _fj_ListOffsetsPartition(obj: dict[str, Any], version: int) -> _ListOffsetsP
     return o
 
 
-def _rnd_ListOffsetsPartition(g: Any, version: int) -> _ListOffsetsPartition:
-    o = new_instance(_ListOffsetsPartition)
-    o.partition_index = g.int("int32")
-    o.current_leader_epoch = (g.int("int32")) if version >= 4 else -1
-    o.timestamp = g.int("int64")
-    o.max_num_offsets = (g.int("int32")) if version <= 0 else 1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_ListOffsetsRequest_Cursor_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsRequest_Cursor, int]:
@@ -905,14 +871,6 @@ def _fj_ListOffsetsRequest_Cursor(obj: dict[str, Any], version: int) -> _ListOff
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 12 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 12 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListOffsetsRequest_Cursor(g: Any, version: int) -> _ListOffsetsRequest_Cursor:
-    o = new_instance(_ListOffsetsRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 12 else ""
-    o.partition_index = (g.int("int32")) if version >= 12 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1114,7 +1072,7 @@ _N_ListOffsetsRequest_v12 = (
     (),
     "ListOffsetsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListOffsetsPartition = (
     _ListOffsetsPartition,
     (
@@ -1159,7 +1117,6 @@ bind_codecs(
     ListOffsetsRequest,
     _tj_ListOffsetsRequest,
     _fj_ListOffsetsRequest,
-    _rnd_ListOffsetsRequest,
     (0, 0, _dec_ListOffsetsRequest_v0, _enc_ListOffsetsRequest_v0),
     (1, 1, _dec_ListOffsetsRequest_v1, _enc_ListOffsetsRequest_v1),
     (2, 3, _dec_ListOffsetsRequest_v2, _enc_ListOffsetsRequest_v2),
@@ -1183,7 +1140,6 @@ bind_codecs(
     _ListOffsetsTopic,
     _tj_ListOffsetsTopic,
     _fj_ListOffsetsTopic,
-    _rnd_ListOffsetsTopic,
     (0, 0, _dec_ListOffsetsTopic_v0, _enc_ListOffsetsTopic_v0),
     (1, 3, _dec_ListOffsetsTopic_v1, _enc_ListOffsetsTopic_v1),
     (4, 5, _dec_ListOffsetsTopic_v4, _enc_ListOffsetsTopic_v4),
@@ -1201,7 +1157,6 @@ bind_codecs(
     _ListOffsetsPartition,
     _tj_ListOffsetsPartition,
     _fj_ListOffsetsPartition,
-    _rnd_ListOffsetsPartition,
     (0, 0, _dec_ListOffsetsPartition_v0, _enc_ListOffsetsPartition_v0),
     (1, 3, _dec_ListOffsetsPartition_v1, _enc_ListOffsetsPartition_v1),
     (4, 5, _dec_ListOffsetsPartition_v4, _enc_ListOffsetsPartition_v4),
@@ -1219,7 +1174,6 @@ bind_codecs(
     _ListOffsetsRequest_Cursor,
     _tj_ListOffsetsRequest_Cursor,
     _fj_ListOffsetsRequest_Cursor,
-    _rnd_ListOffsetsRequest_Cursor,
     (12, 12, _dec_ListOffsetsRequest_Cursor_v12, _enc_ListOffsetsRequest_Cursor_v12),
 )
 bind_native(
@@ -1403,19 +1357,6 @@ def _fj_ListOffsetsResponse(obj: dict[str, Any], version: int) -> ListOffsetsRes
     return o
 
 
-def _rnd_ListOffsetsResponse(g: Any, version: int) -> ListOffsetsResponse:
-    o = new_instance(ListOffsetsResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 2 else 0
-    o.topics = [_rnd_ListOffsetsTopicResponse(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (None if version >= 12 and g.is_null() else _rnd_ListOffsetsResponse_Cursor(g, version))
-        if version >= 12
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_ListOffsetsTopicResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsTopicResponse, int]:
@@ -1548,14 +1489,6 @@ def _fj_ListOffsetsTopicResponse(obj: dict[str, Any], version: int) -> _ListOffs
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_ListOffsetsPartitionResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListOffsetsTopicResponse(g: Any, version: int) -> _ListOffsetsTopicResponse:
-    o = new_instance(_ListOffsetsTopicResponse)
-    o.name = g.str()
-    o.partitions = [_rnd_ListOffsetsPartitionResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1719,18 +1652,6 @@ def _fj_ListOffsetsPartitionResponse(
     return o
 
 
-def _rnd_ListOffsetsPartitionResponse(g: Any, version: int) -> _ListOffsetsPartitionResponse:
-    o = new_instance(_ListOffsetsPartitionResponse)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.old_style_offsets = ([g.int("int64") for _ in range(g.count())]) if version <= 0 else []
-    o.timestamp = (g.int("int64")) if version >= 1 else -1
-    o.offset = (g.int("int64")) if version >= 1 else -1
-    o.leader_epoch = (g.int("int32")) if version >= 4 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_ListOffsetsResponse_Cursor_v12(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListOffsetsResponse_Cursor, int]:
@@ -1773,14 +1694,6 @@ def _fj_ListOffsetsResponse_Cursor(
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 12 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 12 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListOffsetsResponse_Cursor(g: Any, version: int) -> _ListOffsetsResponse_Cursor:
-    o = new_instance(_ListOffsetsResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 12 else ""
-    o.partition_index = (g.int("int32")) if version >= 12 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1958,7 +1871,7 @@ _N_ListOffsetsResponse_v12 = (
     (),
     "ListOffsetsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListOffsetsPartitionResponse = (
     _ListOffsetsPartitionResponse,
     (
@@ -2002,7 +1915,6 @@ bind_codecs(
     ListOffsetsResponse,
     _tj_ListOffsetsResponse,
     _fj_ListOffsetsResponse,
-    _rnd_ListOffsetsResponse,
     (0, 0, _dec_ListOffsetsResponse_v0, _enc_ListOffsetsResponse_v0),
     (1, 1, _dec_ListOffsetsResponse_v1, _enc_ListOffsetsResponse_v1),
     (2, 3, _dec_ListOffsetsResponse_v2, _enc_ListOffsetsResponse_v2),
@@ -2024,7 +1936,6 @@ bind_codecs(
     _ListOffsetsTopicResponse,
     _tj_ListOffsetsTopicResponse,
     _fj_ListOffsetsTopicResponse,
-    _rnd_ListOffsetsTopicResponse,
     (0, 0, _dec_ListOffsetsTopicResponse_v0, _enc_ListOffsetsTopicResponse_v0),
     (1, 3, _dec_ListOffsetsTopicResponse_v1, _enc_ListOffsetsTopicResponse_v1),
     (4, 5, _dec_ListOffsetsTopicResponse_v4, _enc_ListOffsetsTopicResponse_v4),
@@ -2042,7 +1953,6 @@ bind_codecs(
     _ListOffsetsPartitionResponse,
     _tj_ListOffsetsPartitionResponse,
     _fj_ListOffsetsPartitionResponse,
-    _rnd_ListOffsetsPartitionResponse,
     (0, 0, _dec_ListOffsetsPartitionResponse_v0, _enc_ListOffsetsPartitionResponse_v0),
     (1, 3, _dec_ListOffsetsPartitionResponse_v1, _enc_ListOffsetsPartitionResponse_v1),
     (4, 5, _dec_ListOffsetsPartitionResponse_v4, _enc_ListOffsetsPartitionResponse_v4),
@@ -2060,7 +1970,6 @@ bind_codecs(
     _ListOffsetsResponse_Cursor,
     _tj_ListOffsetsResponse_Cursor,
     _fj_ListOffsetsResponse_Cursor,
-    _rnd_ListOffsetsResponse_Cursor,
     (12, 12, _dec_ListOffsetsResponse_Cursor_v12, _enc_ListOffsetsResponse_Cursor_v12),
 )
 bind_native(

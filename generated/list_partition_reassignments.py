@@ -462,30 +462,6 @@ def _fj_ListPartitionReassignmentsRequest(
     return o
 
 
-def _rnd_ListPartitionReassignmentsRequest(
-    g: Any, version: int
-) -> ListPartitionReassignmentsRequest:
-    o = new_instance(ListPartitionReassignmentsRequest)
-    o.timeout_ms = g.int("int32")
-    o.topics = (
-        None
-        if g.is_null()
-        else [_rnd_ListPartitionReassignmentsTopics(g, version) for _ in range(g.count())]
-    )
-    o.response_pagination_limit = (g.int("int32")) if version >= 1 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 1 and g.is_null()
-            else _rnd_ListPartitionReassignmentsRequest_Cursor(g, version)
-        )
-        if version >= 1
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ListPartitionReassignmentsTopics_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListPartitionReassignmentsTopics, int]:
@@ -538,16 +514,6 @@ def _fj_ListPartitionReassignmentsTopics(
     return o
 
 
-def _rnd_ListPartitionReassignmentsTopics(
-    g: Any, version: int
-) -> _ListPartitionReassignmentsTopics:
-    o = new_instance(_ListPartitionReassignmentsTopics)
-    o.name = g.str()
-    o.partition_indexes = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ListPartitionReassignmentsRequest_Cursor_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListPartitionReassignmentsRequest_Cursor, int]:
@@ -597,16 +563,6 @@ def _fj_ListPartitionReassignmentsRequest_Cursor(
     return o
 
 
-def _rnd_ListPartitionReassignmentsRequest_Cursor(
-    g: Any, version: int
-) -> _ListPartitionReassignmentsRequest_Cursor:
-    o = new_instance(_ListPartitionReassignmentsRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 1 else ""
-    o.partition_index = (g.int("int32")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ListPartitionReassignmentsTopics_v0 = (
@@ -653,7 +609,7 @@ _N_ListPartitionReassignmentsRequest_v1 = (
     (),
     "ListPartitionReassignmentsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListPartitionReassignmentsTopics = (
     _ListPartitionReassignmentsTopics,
     (
@@ -686,7 +642,6 @@ bind_codecs(
     ListPartitionReassignmentsRequest,
     _tj_ListPartitionReassignmentsRequest,
     _fj_ListPartitionReassignmentsRequest,
-    _rnd_ListPartitionReassignmentsRequest,
     (0, 0, _dec_ListPartitionReassignmentsRequest_v0, _enc_ListPartitionReassignmentsRequest_v0),
     (1, 1, _dec_ListPartitionReassignmentsRequest_v1, _enc_ListPartitionReassignmentsRequest_v1),
 )
@@ -700,7 +655,6 @@ bind_codecs(
     _ListPartitionReassignmentsTopics,
     _tj_ListPartitionReassignmentsTopics,
     _fj_ListPartitionReassignmentsTopics,
-    _rnd_ListPartitionReassignmentsTopics,
     (0, 1, _dec_ListPartitionReassignmentsTopics_v0, _enc_ListPartitionReassignmentsTopics_v0),
 )
 bind_native(
@@ -712,7 +666,6 @@ bind_codecs(
     _ListPartitionReassignmentsRequest_Cursor,
     _tj_ListPartitionReassignmentsRequest_Cursor,
     _fj_ListPartitionReassignmentsRequest_Cursor,
-    _rnd_ListPartitionReassignmentsRequest_Cursor,
     (
         1,
         1,
@@ -864,27 +817,6 @@ def _fj_ListPartitionReassignmentsResponse(
     return o
 
 
-def _rnd_ListPartitionReassignmentsResponse(
-    g: Any, version: int
-) -> ListPartitionReassignmentsResponse:
-    o = new_instance(ListPartitionReassignmentsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.topics = [_rnd_OngoingTopicReassignment(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 1 and g.is_null()
-            else _rnd_ListPartitionReassignmentsResponse_Cursor(g, version)
-        )
-        if version >= 1
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_OngoingTopicReassignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OngoingTopicReassignment, int]:
@@ -933,14 +865,6 @@ def _fj_OngoingTopicReassignment(obj: dict[str, Any], version: int) -> _OngoingT
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_OngoingPartitionReassignment(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OngoingTopicReassignment(g: Any, version: int) -> _OngoingTopicReassignment:
-    o = new_instance(_OngoingTopicReassignment)
-    o.name = g.str()
-    o.partitions = [_rnd_OngoingPartitionReassignment(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1011,16 +935,6 @@ def _fj_OngoingPartitionReassignment(
     return o
 
 
-def _rnd_OngoingPartitionReassignment(g: Any, version: int) -> _OngoingPartitionReassignment:
-    o = new_instance(_OngoingPartitionReassignment)
-    o.partition_index = g.int("int32")
-    o.replicas = [g.int("int32") for _ in range(g.count())]
-    o.adding_replicas = [g.int("int32") for _ in range(g.count())]
-    o.removing_replicas = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ListPartitionReassignmentsResponse_Cursor_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListPartitionReassignmentsResponse_Cursor, int]:
@@ -1067,16 +981,6 @@ def _fj_ListPartitionReassignmentsResponse_Cursor(
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 1 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListPartitionReassignmentsResponse_Cursor(
-    g: Any, version: int
-) -> _ListPartitionReassignmentsResponse_Cursor:
-    o = new_instance(_ListPartitionReassignmentsResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 1 else ""
-    o.partition_index = (g.int("int32")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1140,7 +1044,7 @@ _N_ListPartitionReassignmentsResponse_v1 = (
     (),
     "ListPartitionReassignmentsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OngoingPartitionReassignment = (
     _OngoingPartitionReassignment,
     (
@@ -1184,7 +1088,6 @@ bind_codecs(
     ListPartitionReassignmentsResponse,
     _tj_ListPartitionReassignmentsResponse,
     _fj_ListPartitionReassignmentsResponse,
-    _rnd_ListPartitionReassignmentsResponse,
     (0, 0, _dec_ListPartitionReassignmentsResponse_v0, _enc_ListPartitionReassignmentsResponse_v0),
     (1, 1, _dec_ListPartitionReassignmentsResponse_v1, _enc_ListPartitionReassignmentsResponse_v1),
 )
@@ -1198,7 +1101,6 @@ bind_codecs(
     _OngoingTopicReassignment,
     _tj_OngoingTopicReassignment,
     _fj_OngoingTopicReassignment,
-    _rnd_OngoingTopicReassignment,
     (0, 1, _dec_OngoingTopicReassignment_v0, _enc_OngoingTopicReassignment_v0),
 )
 bind_native(
@@ -1210,7 +1112,6 @@ bind_codecs(
     _OngoingPartitionReassignment,
     _tj_OngoingPartitionReassignment,
     _fj_OngoingPartitionReassignment,
-    _rnd_OngoingPartitionReassignment,
     (0, 1, _dec_OngoingPartitionReassignment_v0, _enc_OngoingPartitionReassignment_v0),
 )
 bind_native(
@@ -1222,7 +1123,6 @@ bind_codecs(
     _ListPartitionReassignmentsResponse_Cursor,
     _tj_ListPartitionReassignmentsResponse_Cursor,
     _fj_ListPartitionReassignmentsResponse_Cursor,
-    _rnd_ListPartitionReassignmentsResponse_Cursor,
     (
         1,
         1,

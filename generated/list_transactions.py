@@ -491,28 +491,6 @@ def _fj_ListTransactionsRequest(obj: dict[str, Any], version: int) -> ListTransa
     return o
 
 
-def _rnd_ListTransactionsRequest(g: Any, version: int) -> ListTransactionsRequest:
-    o = new_instance(ListTransactionsRequest)
-    o.state_filters = [g.str() for _ in range(g.count())]
-    o.producer_id_filters = [g.int("int64") for _ in range(g.count())]
-    o.duration_filter = (g.int("int64")) if version >= 1 else -1
-    o.transactional_id_pattern = (
-        (None if version >= 2 and g.is_null() else g.str()) if version >= 2 else None
-    )
-    o.response_pagination_limit = (g.int("int32")) if version >= 3 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 3 and g.is_null()
-            else _rnd_ListTransactionsRequest_TransactionalCursor(g, version)
-        )
-        if version >= 3
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ListTransactionsRequest_TransactionalCursor_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ListTransactionsRequest_TransactionalCursor, int]:
@@ -559,16 +537,6 @@ def _fj_ListTransactionsRequest_TransactionalCursor(
     o.transactional_id = get_str(obj, "transactionalId", p, REQUIRED) if version >= 3 else ""
     o.producer_id = get_int(obj, "producerId", p, REQUIRED) if version >= 3 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ListTransactionsRequest_TransactionalCursor(
-    g: Any, version: int
-) -> _ListTransactionsRequest_TransactionalCursor:
-    o = new_instance(_ListTransactionsRequest_TransactionalCursor)
-    o.transactional_id = (g.str()) if version >= 3 else ""
-    o.producer_id = (g.int("int64")) if version >= 3 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -640,7 +608,7 @@ _N_ListTransactionsRequest_v3 = (
     (),
     "ListTransactionsRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListTransactionsRequest_TransactionalCursor = (
     _ListTransactionsRequest_TransactionalCursor,
     (
@@ -667,7 +635,6 @@ bind_codecs(
     ListTransactionsRequest,
     _tj_ListTransactionsRequest,
     _fj_ListTransactionsRequest,
-    _rnd_ListTransactionsRequest,
     (0, 0, _dec_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v0),
     (1, 1, _dec_ListTransactionsRequest_v1, _enc_ListTransactionsRequest_v1),
     (2, 2, _dec_ListTransactionsRequest_v2, _enc_ListTransactionsRequest_v2),
@@ -685,7 +652,6 @@ bind_codecs(
     _ListTransactionsRequest_TransactionalCursor,
     _tj_ListTransactionsRequest_TransactionalCursor,
     _fj_ListTransactionsRequest_TransactionalCursor,
-    _rnd_ListTransactionsRequest_TransactionalCursor,
     (
         3,
         3,
@@ -837,25 +803,6 @@ def _fj_ListTransactionsResponse(obj: dict[str, Any], version: int) -> ListTrans
     return o
 
 
-def _rnd_ListTransactionsResponse(g: Any, version: int) -> ListTransactionsResponse:
-    o = new_instance(ListTransactionsResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_state_filters = [g.str() for _ in range(g.count())]
-    o.transaction_states = [_rnd_TransactionState(g, version) for _ in range(g.count())]
-    o.next_cursor = (
-        (
-            None
-            if version >= 3 and g.is_null()
-            else _rnd_ListTransactionsResponse_TransactionalCursor(g, version)
-        )
-        if version >= 3
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TransactionState_v0(buf: Buffer, pos: int, end: int) -> tuple[_TransactionState, int]:
     o = new_instance(_TransactionState)
     o.transactional_id, pos = read_compact_string(buf, pos, end)
@@ -898,15 +845,6 @@ def _fj_TransactionState(obj: dict[str, Any], version: int) -> _TransactionState
     o.producer_id = get_int(obj, "producerId", p, REQUIRED)
     o.transaction_state = get_str(obj, "transactionState", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TransactionState(g: Any, version: int) -> _TransactionState:
-    o = new_instance(_TransactionState)
-    o.transactional_id = g.str()
-    o.producer_id = g.int("int64")
-    o.transaction_state = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -959,16 +897,6 @@ def _fj_ListTransactionsResponse_TransactionalCursor(
     return o
 
 
-def _rnd_ListTransactionsResponse_TransactionalCursor(
-    g: Any, version: int
-) -> _ListTransactionsResponse_TransactionalCursor:
-    o = new_instance(_ListTransactionsResponse_TransactionalCursor)
-    o.transactional_id = (g.str()) if version >= 3 else ""
-    o.producer_id = (g.int("int64")) if version >= 3 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TransactionState_v0 = (
@@ -1018,7 +946,7 @@ _N_ListTransactionsResponse_v3 = (
     (),
     "ListTransactionsResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TransactionState = (
     _TransactionState,
     (
@@ -1053,7 +981,6 @@ bind_codecs(
     ListTransactionsResponse,
     _tj_ListTransactionsResponse,
     _fj_ListTransactionsResponse,
-    _rnd_ListTransactionsResponse,
     (0, 2, _dec_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0),
     (3, 3, _dec_ListTransactionsResponse_v3, _enc_ListTransactionsResponse_v3),
 )
@@ -1067,7 +994,6 @@ bind_codecs(
     _TransactionState,
     _tj_TransactionState,
     _fj_TransactionState,
-    _rnd_TransactionState,
     (0, 3, _dec_TransactionState_v0, _enc_TransactionState_v0),
 )
 bind_native(
@@ -1079,7 +1005,6 @@ bind_codecs(
     _ListTransactionsResponse_TransactionalCursor,
     _tj_ListTransactionsResponse_TransactionalCursor,
     _fj_ListTransactionsResponse_TransactionalCursor,
-    _rnd_ListTransactionsResponse_TransactionalCursor,
     (
         3,
         3,

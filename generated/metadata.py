@@ -721,26 +721,6 @@ def _fj_MetadataRequest(obj: dict[str, Any], version: int) -> MetadataRequest:
     return o
 
 
-def _rnd_MetadataRequest(g: Any, version: int) -> MetadataRequest:
-    o = new_instance(MetadataRequest)
-    o.topics = (
-        None
-        if version >= 1 and g.is_null()
-        else [_rnd_MetadataRequestTopic(g, version) for _ in range(g.count())]
-    )
-    o.allow_auto_topic_creation = (g.bool()) if version >= 4 else True
-    o.include_cluster_authorized_operations = (g.bool()) if 8 <= version <= 10 else False
-    o.include_topic_authorized_operations = (g.bool()) if version >= 8 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 14 else 2000
-    o.cursor = (
-        (None if version >= 14 and g.is_null() else _rnd_MetadataRequest_Cursor(g, version))
-        if version >= 14
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_MetadataRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataRequestTopic, int]:
@@ -830,14 +810,6 @@ def _fj_MetadataRequestTopic(obj: dict[str, Any], version: int) -> _MetadataRequ
     return o
 
 
-def _rnd_MetadataRequestTopic(g: Any, version: int) -> _MetadataRequestTopic:
-    o = new_instance(_MetadataRequestTopic)
-    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
-    o.name = None if version >= 10 and g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_MetadataRequest_Cursor_v14(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataRequest_Cursor, int]:
@@ -878,14 +850,6 @@ def _fj_MetadataRequest_Cursor(obj: dict[str, Any], version: int) -> _MetadataRe
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 14 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 14 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_MetadataRequest_Cursor(g: Any, version: int) -> _MetadataRequest_Cursor:
-    o = new_instance(_MetadataRequest_Cursor)
-    o.topic_name = (g.str()) if version >= 14 else ""
-    o.partition_index = (g.int("int32")) if version >= 14 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -1043,7 +1007,7 @@ _N_MetadataRequest_v14 = (
     (),
     "MetadataRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MetadataRequestTopic = (
     _MetadataRequestTopic,
     (
@@ -1078,7 +1042,6 @@ bind_codecs(
     MetadataRequest,
     _tj_MetadataRequest,
     _fj_MetadataRequest,
-    _rnd_MetadataRequest,
     (0, 0, _dec_MetadataRequest_v0, _enc_MetadataRequest_v0),
     (1, 3, _dec_MetadataRequest_v1, _enc_MetadataRequest_v1),
     (4, 7, _dec_MetadataRequest_v4, _enc_MetadataRequest_v4),
@@ -1104,7 +1067,6 @@ bind_codecs(
     _MetadataRequestTopic,
     _tj_MetadataRequestTopic,
     _fj_MetadataRequestTopic,
-    _rnd_MetadataRequestTopic,
     (0, 8, _dec_MetadataRequestTopic_v0, _enc_MetadataRequestTopic_v0),
     (9, 9, _dec_MetadataRequestTopic_v9, _enc_MetadataRequestTopic_v9),
     (10, 14, _dec_MetadataRequestTopic_v10, _enc_MetadataRequestTopic_v10),
@@ -1120,7 +1082,6 @@ bind_codecs(
     _MetadataRequest_Cursor,
     _tj_MetadataRequest_Cursor,
     _fj_MetadataRequest_Cursor,
-    _rnd_MetadataRequest_Cursor,
     (14, 14, _dec_MetadataRequest_Cursor_v14, _enc_MetadataRequest_Cursor_v14),
 )
 bind_native(
@@ -1738,24 +1699,6 @@ def _fj_MetadataResponse(obj: dict[str, Any], version: int) -> MetadataResponse:
     return o
 
 
-def _rnd_MetadataResponse(g: Any, version: int) -> MetadataResponse:
-    o = new_instance(MetadataResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 3 else 0
-    o.brokers = KeyedList([_rnd_MetadataResponseBroker(g, version) for _ in range(g.count())])
-    o.cluster_id = (None if version >= 2 and g.is_null() else g.str()) if version >= 2 else None
-    o.controller_id = (g.int("int32")) if version >= 1 else -1
-    o.topics = KeyedList([_rnd_MetadataResponseTopic(g, version) for _ in range(g.count())])
-    o.cluster_authorized_operations = (g.int("int32")) if 8 <= version <= 10 else -2147483648
-    o.error_code = (g.int("int16")) if version >= 13 else 0
-    o.next_cursor = (
-        (None if version >= 14 and g.is_null() else _rnd_MetadataResponse_Cursor(g, version))
-        if version >= 14
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_MetadataResponseBroker_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponseBroker, int]:
@@ -1865,16 +1808,6 @@ def _fj_MetadataResponseBroker(obj: dict[str, Any], version: int) -> _MetadataRe
     o.port = get_int(obj, "port", p, REQUIRED)
     o.rack = get_str(obj, "rack", p, REQUIRED, True) if version >= 1 else None
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_MetadataResponseBroker(g: Any, version: int) -> _MetadataResponseBroker:
-    o = new_instance(_MetadataResponseBroker)
-    o.node_id = g.int("int32")
-    o.host = g.str()
-    o.port = g.int("int32")
-    o.rack = (None if version >= 1 and g.is_null() else g.str()) if version >= 1 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -2251,18 +2184,6 @@ def _fj_MetadataResponseTopic(obj: dict[str, Any], version: int) -> _MetadataRes
     return o
 
 
-def _rnd_MetadataResponseTopic(g: Any, version: int) -> _MetadataResponseTopic:
-    o = new_instance(_MetadataResponseTopic)
-    o.error_code = g.int("int16")
-    o.name = None if version >= 12 and g.is_null() else g.str()
-    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
-    o.is_internal = (g.bool()) if version >= 1 else False
-    o.partitions = [_rnd_MetadataResponsePartition(g, version) for _ in range(g.count())]
-    o.topic_authorized_operations = (g.int("int32")) if version >= 8 else -2147483648
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_MetadataResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponsePartition, int]:
@@ -2394,19 +2315,6 @@ def _fj_MetadataResponsePartition(obj: dict[str, Any], version: int) -> _Metadat
     return o
 
 
-def _rnd_MetadataResponsePartition(g: Any, version: int) -> _MetadataResponsePartition:
-    o = new_instance(_MetadataResponsePartition)
-    o.error_code = g.int("int16")
-    o.partition_index = g.int("int32")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = (g.int("int32")) if version >= 7 else -1
-    o.replica_nodes = [g.int("int32") for _ in range(g.count())]
-    o.isr_nodes = [g.int("int32") for _ in range(g.count())]
-    o.offline_replicas = ([g.int("int32") for _ in range(g.count())]) if version >= 5 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_MetadataResponse_Cursor_v14(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_MetadataResponse_Cursor, int]:
@@ -2447,14 +2355,6 @@ def _fj_MetadataResponse_Cursor(obj: dict[str, Any], version: int) -> _MetadataR
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 14 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 14 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_MetadataResponse_Cursor(g: Any, version: int) -> _MetadataResponse_Cursor:
-    o = new_instance(_MetadataResponse_Cursor)
-    o.topic_name = (g.str()) if version >= 14 else ""
-    o.partition_index = (g.int("int32")) if version >= 14 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -2886,7 +2786,7 @@ _N_MetadataResponse_v14 = (
     (),
     "MetadataResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MetadataResponseBroker = (
     _MetadataResponseBroker,
     (
@@ -2950,7 +2850,6 @@ bind_codecs(
     MetadataResponse,
     _tj_MetadataResponse,
     _fj_MetadataResponse,
-    _rnd_MetadataResponse,
     (0, 0, _dec_MetadataResponse_v0, _enc_MetadataResponse_v0),
     (1, 1, _dec_MetadataResponse_v1, _enc_MetadataResponse_v1),
     (2, 2, _dec_MetadataResponse_v2, _enc_MetadataResponse_v2),
@@ -2986,7 +2885,6 @@ bind_codecs(
     _MetadataResponseBroker,
     _tj_MetadataResponseBroker,
     _fj_MetadataResponseBroker,
-    _rnd_MetadataResponseBroker,
     (0, 0, _dec_MetadataResponseBroker_v0, _enc_MetadataResponseBroker_v0),
     (1, 8, _dec_MetadataResponseBroker_v1, _enc_MetadataResponseBroker_v1),
     (9, 14, _dec_MetadataResponseBroker_v9, _enc_MetadataResponseBroker_v9),
@@ -3002,7 +2900,6 @@ bind_codecs(
     _MetadataResponseTopic,
     _tj_MetadataResponseTopic,
     _fj_MetadataResponseTopic,
-    _rnd_MetadataResponseTopic,
     (0, 0, _dec_MetadataResponseTopic_v0, _enc_MetadataResponseTopic_v0),
     (1, 4, _dec_MetadataResponseTopic_v1, _enc_MetadataResponseTopic_v1),
     (5, 6, _dec_MetadataResponseTopic_v5, _enc_MetadataResponseTopic_v5),
@@ -3028,7 +2925,6 @@ bind_codecs(
     _MetadataResponsePartition,
     _tj_MetadataResponsePartition,
     _fj_MetadataResponsePartition,
-    _rnd_MetadataResponsePartition,
     (0, 4, _dec_MetadataResponsePartition_v0, _enc_MetadataResponsePartition_v0),
     (5, 6, _dec_MetadataResponsePartition_v5, _enc_MetadataResponsePartition_v5),
     (7, 8, _dec_MetadataResponsePartition_v7, _enc_MetadataResponsePartition_v7),
@@ -3046,7 +2942,6 @@ bind_codecs(
     _MetadataResponse_Cursor,
     _tj_MetadataResponse_Cursor,
     _fj_MetadataResponse_Cursor,
-    _rnd_MetadataResponse_Cursor,
     (14, 14, _dec_MetadataResponse_Cursor_v14, _enc_MetadataResponse_Cursor_v14),
 )
 bind_native(

@@ -614,20 +614,6 @@ def _fj_OffsetCommitRequest(obj: dict[str, Any], version: int) -> OffsetCommitRe
     return o
 
 
-def _rnd_OffsetCommitRequest(g: Any, version: int) -> OffsetCommitRequest:
-    o = new_instance(OffsetCommitRequest)
-    o.group_id = g.str()
-    o.generation_id_or_member_epoch = (g.int("int32")) if version >= 1 else -1
-    o.member_id = (g.str()) if version >= 1 else ""
-    o.group_instance_id = (
-        (None if version >= 7 and g.is_null() else g.str()) if version >= 7 else None
-    )
-    o.retention_time_ms = (g.int("int64")) if 2 <= version <= 4 else -1
-    o.topics = [_rnd_OffsetCommitRequestTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
-    return o
-
-
 def _dec_OffsetCommitRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitRequestTopic, int]:
@@ -802,15 +788,6 @@ def _fj_OffsetCommitRequestTopic(obj: dict[str, Any], version: int) -> _OffsetCo
     return o
 
 
-def _rnd_OffsetCommitRequestTopic(g: Any, version: int) -> _OffsetCommitRequestTopic:
-    o = new_instance(_OffsetCommitRequestTopic)
-    o.name = (g.str()) if version <= 9 else ""
-    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
-    o.partitions = [_rnd_OffsetCommitRequestPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
-    return o
-
-
 def _dec_OffsetCommitRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitRequestPartition, int]:
@@ -965,17 +942,6 @@ def _fj_OffsetCommitRequestPartition(
     o.commit_timestamp = get_int(obj, "commitTimestamp", p, REQUIRED) if 1 <= version <= 1 else -1
     o.committed_metadata = get_str(obj, "committedMetadata", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetCommitRequestPartition(g: Any, version: int) -> _OffsetCommitRequestPartition:
-    o = new_instance(_OffsetCommitRequestPartition)
-    o.partition_index = g.int("int32")
-    o.committed_offset = g.int("int64")
-    o.committed_leader_epoch = (g.int("int32")) if version >= 6 else -1
-    o.commit_timestamp = (g.int("int64")) if 1 <= version <= 1 else -1
-    o.committed_metadata = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
     return o
 
 
@@ -1200,7 +1166,7 @@ _N_OffsetCommitRequest_v10 = (
     (),
     "OffsetCommitRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitRequestPartition = (
     _OffsetCommitRequestPartition,
     (
@@ -1239,7 +1205,6 @@ bind_codecs(
     OffsetCommitRequest,
     _tj_OffsetCommitRequest,
     _fj_OffsetCommitRequest,
-    _rnd_OffsetCommitRequest,
     (0, 0, _dec_OffsetCommitRequest_v0, _enc_OffsetCommitRequest_v0),
     (1, 1, _dec_OffsetCommitRequest_v1, _enc_OffsetCommitRequest_v1),
     (2, 4, _dec_OffsetCommitRequest_v2, _enc_OffsetCommitRequest_v2),
@@ -1265,7 +1230,6 @@ bind_codecs(
     _OffsetCommitRequestTopic,
     _tj_OffsetCommitRequestTopic,
     _fj_OffsetCommitRequestTopic,
-    _rnd_OffsetCommitRequestTopic,
     (0, 0, _dec_OffsetCommitRequestTopic_v0, _enc_OffsetCommitRequestTopic_v0),
     (1, 1, _dec_OffsetCommitRequestTopic_v1, _enc_OffsetCommitRequestTopic_v1),
     (2, 5, _dec_OffsetCommitRequestTopic_v0, _enc_OffsetCommitRequestTopic_v0),
@@ -1287,7 +1251,6 @@ bind_codecs(
     _OffsetCommitRequestPartition,
     _tj_OffsetCommitRequestPartition,
     _fj_OffsetCommitRequestPartition,
-    _rnd_OffsetCommitRequestPartition,
     (0, 0, _dec_OffsetCommitRequestPartition_v0, _enc_OffsetCommitRequestPartition_v0),
     (1, 1, _dec_OffsetCommitRequestPartition_v1, _enc_OffsetCommitRequestPartition_v1),
     (2, 5, _dec_OffsetCommitRequestPartition_v0, _enc_OffsetCommitRequestPartition_v0),
@@ -1420,14 +1383,6 @@ def _fj_OffsetCommitResponse(obj: dict[str, Any], version: int) -> OffsetCommitR
     return o
 
 
-def _rnd_OffsetCommitResponse(g: Any, version: int) -> OffsetCommitResponse:
-    o = new_instance(OffsetCommitResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 3 else 0
-    o.topics = [_rnd_OffsetCommitResponseTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
-    return o
-
-
 def _dec_OffsetCommitResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitResponseTopic, int]:
@@ -1544,15 +1499,6 @@ def _fj_OffsetCommitResponseTopic(obj: dict[str, Any], version: int) -> _OffsetC
     return o
 
 
-def _rnd_OffsetCommitResponseTopic(g: Any, version: int) -> _OffsetCommitResponseTopic:
-    o = new_instance(_OffsetCommitResponseTopic)
-    o.name = (g.str()) if version <= 9 else ""
-    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
-    o.partitions = [_rnd_OffsetCommitResponsePartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
-    return o
-
-
 def _dec_OffsetCommitResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetCommitResponsePartition, int]:
@@ -1609,14 +1555,6 @@ def _fj_OffsetCommitResponsePartition(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetCommitResponsePartition(g: Any, version: int) -> _OffsetCommitResponsePartition:
-    o = new_instance(_OffsetCommitResponsePartition)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 8 else ()
     return o
 
 
@@ -1715,7 +1653,7 @@ _N_OffsetCommitResponse_v10 = (
     (),
     "OffsetCommitResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitResponsePartition = (
     _OffsetCommitResponsePartition,
     (
@@ -1747,7 +1685,6 @@ bind_codecs(
     OffsetCommitResponse,
     _tj_OffsetCommitResponse,
     _fj_OffsetCommitResponse,
-    _rnd_OffsetCommitResponse,
     (0, 2, _dec_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v0),
     (3, 7, _dec_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3),
     (8, 9, _dec_OffsetCommitResponse_v8, _enc_OffsetCommitResponse_v8),
@@ -1765,7 +1702,6 @@ bind_codecs(
     _OffsetCommitResponseTopic,
     _tj_OffsetCommitResponseTopic,
     _fj_OffsetCommitResponseTopic,
-    _rnd_OffsetCommitResponseTopic,
     (0, 7, _dec_OffsetCommitResponseTopic_v0, _enc_OffsetCommitResponseTopic_v0),
     (8, 9, _dec_OffsetCommitResponseTopic_v8, _enc_OffsetCommitResponseTopic_v8),
     (10, 10, _dec_OffsetCommitResponseTopic_v10, _enc_OffsetCommitResponseTopic_v10),
@@ -1781,7 +1717,6 @@ bind_codecs(
     _OffsetCommitResponsePartition,
     _tj_OffsetCommitResponsePartition,
     _fj_OffsetCommitResponsePartition,
-    _rnd_OffsetCommitResponsePartition,
     (0, 7, _dec_OffsetCommitResponsePartition_v0, _enc_OffsetCommitResponsePartition_v0),
     (8, 10, _dec_OffsetCommitResponsePartition_v8, _enc_OffsetCommitResponsePartition_v8),
 )

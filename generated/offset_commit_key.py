@@ -121,15 +121,6 @@ def _fj_OffsetCommitKey(obj: dict[str, Any], version: int) -> OffsetCommitKey:
     return o
 
 
-def _rnd_OffsetCommitKey(g: Any, version: int) -> OffsetCommitKey:
-    o = new_instance(OffsetCommitKey)
-    o.group = g.str()
-    o.topic = g.str()
-    o.partition = g.int("int32")
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_OffsetCommitKey_v0 = (
@@ -143,7 +134,7 @@ _N_OffsetCommitKey_v0 = (
     (),
     "OffsetCommitKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitKey = (
     OffsetCommitKey,
     (
@@ -159,7 +150,6 @@ bind_codecs(
     OffsetCommitKey,
     _tj_OffsetCommitKey,
     _fj_OffsetCommitKey,
-    _rnd_OffsetCommitKey,
     (0, 0, _dec_OffsetCommitKey_v0, _enc_OffsetCommitKey_v0),
 )
 bind_native(

@@ -256,18 +256,6 @@ def _fj_OffsetCommitValue(obj: dict[str, Any], version: int) -> OffsetCommitValu
     return o
 
 
-def _rnd_OffsetCommitValue(g: Any, version: int) -> OffsetCommitValue:
-    o = new_instance(OffsetCommitValue)
-    o.offset = g.int("int64")
-    o.leader_epoch = (g.int("int32")) if version >= 3 else -1
-    o.metadata = g.str()
-    o.commit_timestamp = g.int("int64")
-    o.expire_timestamp = (g.int("int64")) if 1 <= version <= 1 else -1
-    o.topic_id = ((g.uuid()) if g.present() else ZERO_UUID) if version >= 4 else ZERO_UUID
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_OffsetCommitValue_v0 = (
@@ -327,7 +315,7 @@ _N_OffsetCommitValue_v4 = (
     ),
     "OffsetCommitValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitValue = (
     OffsetCommitValue,
     (
@@ -346,7 +334,6 @@ bind_codecs(
     OffsetCommitValue,
     _tj_OffsetCommitValue,
     _fj_OffsetCommitValue,
-    _rnd_OffsetCommitValue,
     (0, 0, _dec_OffsetCommitValue_v0, _enc_OffsetCommitValue_v0),
     (1, 1, _dec_OffsetCommitValue_v1, _enc_OffsetCommitValue_v1),
     (2, 2, _dec_OffsetCommitValue_v0, _enc_OffsetCommitValue_v0),

@@ -295,14 +295,6 @@ def _fj_OffsetDeleteRequest(obj: dict[str, Any], version: int) -> OffsetDeleteRe
     return o
 
 
-def _rnd_OffsetDeleteRequest(g: Any, version: int) -> OffsetDeleteRequest:
-    o = new_instance(OffsetDeleteRequest)
-    o.group_id = g.str()
-    o.topics = KeyedList([_rnd_OffsetDeleteRequestTopic(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = ()
-    return o
-
-
 def _dec_OffsetDeleteRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetDeleteRequestTopic, int]:
@@ -351,14 +343,6 @@ def _fj_OffsetDeleteRequestTopic(obj: dict[str, Any], version: int) -> _OffsetDe
     return o
 
 
-def _rnd_OffsetDeleteRequestTopic(g: Any, version: int) -> _OffsetDeleteRequestTopic:
-    o = new_instance(_OffsetDeleteRequestTopic)
-    o.name = g.str()
-    o.partitions = [_rnd_OffsetDeleteRequestPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = ()
-    return o
-
-
 def _dec_OffsetDeleteRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetDeleteRequestPartition, int]:
@@ -397,13 +381,6 @@ def _fj_OffsetDeleteRequestPartition(
     return o
 
 
-def _rnd_OffsetDeleteRequestPartition(g: Any, version: int) -> _OffsetDeleteRequestPartition:
-    o = new_instance(_OffsetDeleteRequestPartition)
-    o.partition_index = g.int("int32")
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_OffsetDeleteRequestPartition_v0 = (
@@ -435,7 +412,7 @@ _N_OffsetDeleteRequest_v0 = (
     (),
     "OffsetDeleteRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetDeleteRequestPartition = (
     _OffsetDeleteRequestPartition,
     (
@@ -465,7 +442,6 @@ bind_codecs(
     OffsetDeleteRequest,
     _tj_OffsetDeleteRequest,
     _fj_OffsetDeleteRequest,
-    _rnd_OffsetDeleteRequest,
     (0, 0, _dec_OffsetDeleteRequest_v0, _enc_OffsetDeleteRequest_v0),
 )
 bind_native(
@@ -477,7 +453,6 @@ bind_codecs(
     _OffsetDeleteRequestTopic,
     _tj_OffsetDeleteRequestTopic,
     _fj_OffsetDeleteRequestTopic,
-    _rnd_OffsetDeleteRequestTopic,
     (0, 0, _dec_OffsetDeleteRequestTopic_v0, _enc_OffsetDeleteRequestTopic_v0),
 )
 bind_native(
@@ -489,7 +464,6 @@ bind_codecs(
     _OffsetDeleteRequestPartition,
     _tj_OffsetDeleteRequestPartition,
     _fj_OffsetDeleteRequestPartition,
-    _rnd_OffsetDeleteRequestPartition,
     (0, 0, _dec_OffsetDeleteRequestPartition_v0, _enc_OffsetDeleteRequestPartition_v0),
 )
 bind_native(
@@ -545,15 +519,6 @@ def _fj_OffsetDeleteResponse(obj: dict[str, Any], version: int) -> OffsetDeleteR
     return o
 
 
-def _rnd_OffsetDeleteResponse(g: Any, version: int) -> OffsetDeleteResponse:
-    o = new_instance(OffsetDeleteResponse)
-    o.error_code = g.int("int16")
-    o.throttle_time_ms = g.int("int32")
-    o.topics = KeyedList([_rnd_OffsetDeleteResponseTopic(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = ()
-    return o
-
-
 def _dec_OffsetDeleteResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetDeleteResponseTopic, int]:
@@ -604,16 +569,6 @@ def _fj_OffsetDeleteResponseTopic(obj: dict[str, Any], version: int) -> _OffsetD
     return o
 
 
-def _rnd_OffsetDeleteResponseTopic(g: Any, version: int) -> _OffsetDeleteResponseTopic:
-    o = new_instance(_OffsetDeleteResponseTopic)
-    o.name = g.str()
-    o.partitions = KeyedList(
-        [_rnd_OffsetDeleteResponsePartition(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = ()
-    return o
-
-
 def _dec_OffsetDeleteResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetDeleteResponsePartition, int]:
@@ -654,14 +609,6 @@ def _fj_OffsetDeleteResponsePartition(
     return o
 
 
-def _rnd_OffsetDeleteResponsePartition(g: Any, version: int) -> _OffsetDeleteResponsePartition:
-    o = new_instance(_OffsetDeleteResponsePartition)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_OffsetDeleteResponsePartition_v0 = (
@@ -695,7 +642,7 @@ _N_OffsetDeleteResponse_v0 = (
     (),
     "OffsetDeleteResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetDeleteResponsePartition = (
     _OffsetDeleteResponsePartition,
     (
@@ -727,7 +674,6 @@ bind_codecs(
     OffsetDeleteResponse,
     _tj_OffsetDeleteResponse,
     _fj_OffsetDeleteResponse,
-    _rnd_OffsetDeleteResponse,
     (0, 0, _dec_OffsetDeleteResponse_v0, _enc_OffsetDeleteResponse_v0),
 )
 bind_native(
@@ -739,7 +685,6 @@ bind_codecs(
     _OffsetDeleteResponseTopic,
     _tj_OffsetDeleteResponseTopic,
     _fj_OffsetDeleteResponseTopic,
-    _rnd_OffsetDeleteResponseTopic,
     (0, 0, _dec_OffsetDeleteResponseTopic_v0, _enc_OffsetDeleteResponseTopic_v0),
 )
 bind_native(
@@ -751,7 +696,6 @@ bind_codecs(
     _OffsetDeleteResponsePartition,
     _tj_OffsetDeleteResponsePartition,
     _fj_OffsetDeleteResponsePartition,
-    _rnd_OffsetDeleteResponsePartition,
     (0, 0, _dec_OffsetDeleteResponsePartition_v0, _enc_OffsetDeleteResponsePartition_v0),
 )
 bind_native(

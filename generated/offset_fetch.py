@@ -848,38 +848,6 @@ def _fj_OffsetFetchRequest(obj: dict[str, Any], version: int) -> OffsetFetchRequ
     return o
 
 
-def _rnd_OffsetFetchRequest(g: Any, version: int) -> OffsetFetchRequest:
-    o = new_instance(OffsetFetchRequest)
-    o.group_id = (g.str()) if version <= 7 else ""
-    o.topics = (
-        (
-            None
-            if 2 <= version <= 7 and g.is_null()
-            else [_rnd_OffsetFetchRequestTopic(g, version) for _ in range(g.count())]
-        )
-        if version <= 7
-        else []
-    )
-    o.groups = (
-        ([_rnd_OffsetFetchRequestGroup(g, version) for _ in range(g.count())])
-        if version >= 8
-        else []
-    )
-    o.require_stable = (g.bool()) if version >= 7 else False
-    o.response_pagination_limit = (g.int("int32")) if version >= 11 else 2000
-    o.cursor = (
-        (
-            None
-            if version >= 11 and g.is_null()
-            else _rnd_OffsetFetchRequest_OffsetFetchCursor(g, version)
-        )
-        if version >= 11
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequestTopic, int]:
@@ -945,14 +913,6 @@ def _fj_OffsetFetchRequestTopic(obj: dict[str, Any], version: int) -> _OffsetFet
     else:
         o.partition_indexes = []
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetFetchRequestTopic(g: Any, version: int) -> _OffsetFetchRequestTopic:
-    o = new_instance(_OffsetFetchRequestTopic)
-    o.name = (g.str()) if version <= 7 else ""
-    o.partition_indexes = ([g.int("int32") for _ in range(g.count())]) if version <= 7 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1108,24 +1068,6 @@ def _fj_OffsetFetchRequestGroup(obj: dict[str, Any], version: int) -> _OffsetFet
     return o
 
 
-def _rnd_OffsetFetchRequestGroup(g: Any, version: int) -> _OffsetFetchRequestGroup:
-    o = new_instance(_OffsetFetchRequestGroup)
-    o.group_id = (g.str()) if version >= 8 else ""
-    o.member_id = (None if version >= 9 and g.is_null() else g.str()) if version >= 9 else None
-    o.member_epoch = (g.int("int32")) if version >= 9 else -1
-    o.topics = (
-        (
-            None
-            if version >= 8 and g.is_null()
-            else [_rnd_OffsetFetchRequestTopics(g, version) for _ in range(g.count())]
-        )
-        if version >= 8
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchRequestTopics_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequestTopics, int]:
@@ -1203,15 +1145,6 @@ def _fj_OffsetFetchRequestTopics(obj: dict[str, Any], version: int) -> _OffsetFe
     return o
 
 
-def _rnd_OffsetFetchRequestTopics(g: Any, version: int) -> _OffsetFetchRequestTopics:
-    o = new_instance(_OffsetFetchRequestTopics)
-    o.name = (g.str()) if 8 <= version <= 9 else ""
-    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
-    o.partition_indexes = ([g.int("int32") for _ in range(g.count())]) if version >= 8 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchRequest_OffsetFetchCursor_v11(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchRequest_OffsetFetchCursor, int]:
@@ -1265,17 +1198,6 @@ def _fj_OffsetFetchRequest_OffsetFetchCursor(
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetFetchRequest_OffsetFetchCursor(
-    g: Any, version: int
-) -> _OffsetFetchRequest_OffsetFetchCursor:
-    o = new_instance(_OffsetFetchRequest_OffsetFetchCursor)
-    o.group_id = (g.str()) if version >= 11 else ""
-    o.topic_name = (g.str()) if version >= 11 else ""
-    o.partition_index = (g.int("int32")) if version >= 11 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1482,7 +1404,7 @@ _N_OffsetFetchRequest_v11 = (
     (),
     "OffsetFetchRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetFetchRequestTopic = (
     _OffsetFetchRequestTopic,
     (
@@ -1537,7 +1459,6 @@ bind_codecs(
     OffsetFetchRequest,
     _tj_OffsetFetchRequest,
     _fj_OffsetFetchRequest,
-    _rnd_OffsetFetchRequest,
     (0, 1, _dec_OffsetFetchRequest_v0, _enc_OffsetFetchRequest_v0),
     (2, 5, _dec_OffsetFetchRequest_v2, _enc_OffsetFetchRequest_v2),
     (6, 6, _dec_OffsetFetchRequest_v6, _enc_OffsetFetchRequest_v6),
@@ -1563,7 +1484,6 @@ bind_codecs(
     _OffsetFetchRequestTopic,
     _tj_OffsetFetchRequestTopic,
     _fj_OffsetFetchRequestTopic,
-    _rnd_OffsetFetchRequestTopic,
     (0, 5, _dec_OffsetFetchRequestTopic_v0, _enc_OffsetFetchRequestTopic_v0),
     (6, 7, _dec_OffsetFetchRequestTopic_v6, _enc_OffsetFetchRequestTopic_v6),
 )
@@ -1577,7 +1497,6 @@ bind_codecs(
     _OffsetFetchRequestGroup,
     _tj_OffsetFetchRequestGroup,
     _fj_OffsetFetchRequestGroup,
-    _rnd_OffsetFetchRequestGroup,
     (8, 8, _dec_OffsetFetchRequestGroup_v8, _enc_OffsetFetchRequestGroup_v8),
     (9, 9, _dec_OffsetFetchRequestGroup_v9, _enc_OffsetFetchRequestGroup_v9),
     (10, 11, _dec_OffsetFetchRequestGroup_v10, _enc_OffsetFetchRequestGroup_v10),
@@ -1593,7 +1512,6 @@ bind_codecs(
     _OffsetFetchRequestTopics,
     _tj_OffsetFetchRequestTopics,
     _fj_OffsetFetchRequestTopics,
-    _rnd_OffsetFetchRequestTopics,
     (8, 9, _dec_OffsetFetchRequestTopics_v8, _enc_OffsetFetchRequestTopics_v8),
     (10, 11, _dec_OffsetFetchRequestTopics_v10, _enc_OffsetFetchRequestTopics_v10),
 )
@@ -1607,7 +1525,6 @@ bind_codecs(
     _OffsetFetchRequest_OffsetFetchCursor,
     _tj_OffsetFetchRequest_OffsetFetchCursor,
     _fj_OffsetFetchRequest_OffsetFetchCursor,
-    _rnd_OffsetFetchRequest_OffsetFetchCursor,
     (
         11,
         11,
@@ -1905,33 +1822,6 @@ def _fj_OffsetFetchResponse(obj: dict[str, Any], version: int) -> OffsetFetchRes
     return o
 
 
-def _rnd_OffsetFetchResponse(g: Any, version: int) -> OffsetFetchResponse:
-    o = new_instance(OffsetFetchResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 3 else 0
-    o.topics = (
-        ([_rnd_OffsetFetchResponseTopic(g, version) for _ in range(g.count())])
-        if version <= 7
-        else []
-    )
-    o.error_code = (g.int("int16")) if 2 <= version <= 7 else 0
-    o.groups = (
-        ([_rnd_OffsetFetchResponseGroup(g, version) for _ in range(g.count())])
-        if version >= 8
-        else []
-    )
-    o.next_cursor = (
-        (
-            None
-            if version >= 11 and g.is_null()
-            else _rnd_OffsetFetchResponse_OffsetFetchCursor(g, version)
-        )
-        if version >= 11
-        else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchResponseTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponseTopic, int]:
@@ -2041,18 +1931,6 @@ def _fj_OffsetFetchResponseTopic(obj: dict[str, Any], version: int) -> _OffsetFe
     else:
         o.partitions = []
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetFetchResponseTopic(g: Any, version: int) -> _OffsetFetchResponseTopic:
-    o = new_instance(_OffsetFetchResponseTopic)
-    o.name = (g.str()) if version <= 7 else ""
-    o.partitions = (
-        ([_rnd_OffsetFetchResponsePartition(g, version) for _ in range(g.count())])
-        if version <= 7
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -2180,17 +2058,6 @@ def _fj_OffsetFetchResponsePartition(
     return o
 
 
-def _rnd_OffsetFetchResponsePartition(g: Any, version: int) -> _OffsetFetchResponsePartition:
-    o = new_instance(_OffsetFetchResponsePartition)
-    o.partition_index = (g.int("int32")) if version <= 7 else 0
-    o.committed_offset = (g.int("int64")) if version <= 7 else 0
-    o.committed_leader_epoch = (g.int("int32")) if 5 <= version <= 7 else -1
-    o.metadata = (None if version <= 7 and g.is_null() else g.str()) if version <= 7 else ""
-    o.error_code = (g.int("int16")) if version <= 7 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchResponseGroup_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponseGroup, int]:
@@ -2287,19 +2154,6 @@ def _fj_OffsetFetchResponseGroup(obj: dict[str, Any], version: int) -> _OffsetFe
     return o
 
 
-def _rnd_OffsetFetchResponseGroup(g: Any, version: int) -> _OffsetFetchResponseGroup:
-    o = new_instance(_OffsetFetchResponseGroup)
-    o.group_id = (g.str()) if version >= 8 else ""
-    o.topics = (
-        ([_rnd_OffsetFetchResponseTopics(g, version) for _ in range(g.count())])
-        if version >= 8
-        else []
-    )
-    o.error_code = (g.int("int16")) if version >= 8 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchResponseTopics_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponseTopics, int]:
@@ -2391,19 +2245,6 @@ def _fj_OffsetFetchResponseTopics(obj: dict[str, Any], version: int) -> _OffsetF
     return o
 
 
-def _rnd_OffsetFetchResponseTopics(g: Any, version: int) -> _OffsetFetchResponseTopics:
-    o = new_instance(_OffsetFetchResponseTopics)
-    o.name = (g.str()) if 8 <= version <= 9 else ""
-    o.topic_id = (g.uuid()) if version >= 10 else ZERO_UUID
-    o.partitions = (
-        ([_rnd_OffsetFetchResponsePartitions(g, version) for _ in range(g.count())])
-        if version >= 8
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchResponsePartitions_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponsePartitions, int]:
@@ -2469,17 +2310,6 @@ def _fj_OffsetFetchResponsePartitions(
     return o
 
 
-def _rnd_OffsetFetchResponsePartitions(g: Any, version: int) -> _OffsetFetchResponsePartitions:
-    o = new_instance(_OffsetFetchResponsePartitions)
-    o.partition_index = (g.int("int32")) if version >= 8 else 0
-    o.committed_offset = (g.int("int64")) if version >= 8 else 0
-    o.committed_leader_epoch = (g.int("int32")) if version >= 8 else -1
-    o.metadata = (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else ""
-    o.error_code = (g.int("int16")) if version >= 8 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_OffsetFetchResponse_OffsetFetchCursor_v11(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetFetchResponse_OffsetFetchCursor, int]:
@@ -2533,17 +2363,6 @@ def _fj_OffsetFetchResponse_OffsetFetchCursor(
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version >= 11 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version >= 11 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetFetchResponse_OffsetFetchCursor(
-    g: Any, version: int
-) -> _OffsetFetchResponse_OffsetFetchCursor:
-    o = new_instance(_OffsetFetchResponse_OffsetFetchCursor)
-    o.group_id = (g.str()) if version >= 11 else ""
-    o.topic_name = (g.str()) if version >= 11 else ""
-    o.partition_index = (g.int("int32")) if version >= 11 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -2790,7 +2609,7 @@ _N_OffsetFetchResponse_v11 = (
     (),
     "OffsetFetchResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetFetchResponsePartition = (
     _OffsetFetchResponsePartition,
     (
@@ -2865,7 +2684,6 @@ bind_codecs(
     OffsetFetchResponse,
     _tj_OffsetFetchResponse,
     _fj_OffsetFetchResponse,
-    _rnd_OffsetFetchResponse,
     (0, 1, _dec_OffsetFetchResponse_v0, _enc_OffsetFetchResponse_v0),
     (2, 2, _dec_OffsetFetchResponse_v2, _enc_OffsetFetchResponse_v2),
     (3, 4, _dec_OffsetFetchResponse_v3, _enc_OffsetFetchResponse_v3),
@@ -2891,7 +2709,6 @@ bind_codecs(
     _OffsetFetchResponseTopic,
     _tj_OffsetFetchResponseTopic,
     _fj_OffsetFetchResponseTopic,
-    _rnd_OffsetFetchResponseTopic,
     (0, 4, _dec_OffsetFetchResponseTopic_v0, _enc_OffsetFetchResponseTopic_v0),
     (5, 5, _dec_OffsetFetchResponseTopic_v5, _enc_OffsetFetchResponseTopic_v5),
     (6, 7, _dec_OffsetFetchResponseTopic_v6, _enc_OffsetFetchResponseTopic_v6),
@@ -2907,7 +2724,6 @@ bind_codecs(
     _OffsetFetchResponsePartition,
     _tj_OffsetFetchResponsePartition,
     _fj_OffsetFetchResponsePartition,
-    _rnd_OffsetFetchResponsePartition,
     (0, 4, _dec_OffsetFetchResponsePartition_v0, _enc_OffsetFetchResponsePartition_v0),
     (5, 5, _dec_OffsetFetchResponsePartition_v5, _enc_OffsetFetchResponsePartition_v5),
     (6, 7, _dec_OffsetFetchResponsePartition_v6, _enc_OffsetFetchResponsePartition_v6),
@@ -2923,7 +2739,6 @@ bind_codecs(
     _OffsetFetchResponseGroup,
     _tj_OffsetFetchResponseGroup,
     _fj_OffsetFetchResponseGroup,
-    _rnd_OffsetFetchResponseGroup,
     (8, 9, _dec_OffsetFetchResponseGroup_v8, _enc_OffsetFetchResponseGroup_v8),
     (10, 11, _dec_OffsetFetchResponseGroup_v10, _enc_OffsetFetchResponseGroup_v10),
 )
@@ -2937,7 +2752,6 @@ bind_codecs(
     _OffsetFetchResponseTopics,
     _tj_OffsetFetchResponseTopics,
     _fj_OffsetFetchResponseTopics,
-    _rnd_OffsetFetchResponseTopics,
     (8, 9, _dec_OffsetFetchResponseTopics_v8, _enc_OffsetFetchResponseTopics_v8),
     (10, 11, _dec_OffsetFetchResponseTopics_v10, _enc_OffsetFetchResponseTopics_v10),
 )
@@ -2951,7 +2765,6 @@ bind_codecs(
     _OffsetFetchResponsePartitions,
     _tj_OffsetFetchResponsePartitions,
     _fj_OffsetFetchResponsePartitions,
-    _rnd_OffsetFetchResponsePartitions,
     (8, 11, _dec_OffsetFetchResponsePartitions_v8, _enc_OffsetFetchResponsePartitions_v8),
 )
 bind_native(
@@ -2963,7 +2776,6 @@ bind_codecs(
     _OffsetFetchResponse_OffsetFetchCursor,
     _tj_OffsetFetchResponse_OffsetFetchCursor,
     _fj_OffsetFetchResponse_OffsetFetchCursor,
-    _rnd_OffsetFetchResponse_OffsetFetchCursor,
     (
         11,
         11,

@@ -398,14 +398,6 @@ def _fj_OffsetForLeaderEpochRequest(
     return o
 
 
-def _rnd_OffsetForLeaderEpochRequest(g: Any, version: int) -> OffsetForLeaderEpochRequest:
-    o = new_instance(OffsetForLeaderEpochRequest)
-    o.replica_id = (g.int("int32")) if version >= 3 else -2
-    o.topics = KeyedList([_rnd_OffsetForLeaderTopic(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_OffsetForLeaderTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderTopic, int]:
@@ -517,14 +509,6 @@ def _fj_OffsetForLeaderTopic(obj: dict[str, Any], version: int) -> _OffsetForLea
     return o
 
 
-def _rnd_OffsetForLeaderTopic(g: Any, version: int) -> _OffsetForLeaderTopic:
-    o = new_instance(_OffsetForLeaderTopic)
-    o.topic = g.str()
-    o.partitions = [_rnd_OffsetForLeaderPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_OffsetForLeaderPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderPartition, int]:
@@ -602,15 +586,6 @@ def _fj_OffsetForLeaderPartition(obj: dict[str, Any], version: int) -> _OffsetFo
     o.current_leader_epoch = get_int(obj, "currentLeaderEpoch", p, REQUIRED) if version >= 2 else -1
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_OffsetForLeaderPartition(g: Any, version: int) -> _OffsetForLeaderPartition:
-    o = new_instance(_OffsetForLeaderPartition)
-    o.partition = g.int("int32")
-    o.current_leader_epoch = (g.int("int32")) if version >= 2 else -1
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -719,7 +694,7 @@ _N_OffsetForLeaderEpochRequest_v4 = (
     (),
     "OffsetForLeaderEpochRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetForLeaderPartition = (
     _OffsetForLeaderPartition,
     (
@@ -751,7 +726,6 @@ bind_codecs(
     OffsetForLeaderEpochRequest,
     _tj_OffsetForLeaderEpochRequest,
     _fj_OffsetForLeaderEpochRequest,
-    _rnd_OffsetForLeaderEpochRequest,
     (0, 1, _dec_OffsetForLeaderEpochRequest_v0, _enc_OffsetForLeaderEpochRequest_v0),
     (2, 2, _dec_OffsetForLeaderEpochRequest_v2, _enc_OffsetForLeaderEpochRequest_v2),
     (3, 3, _dec_OffsetForLeaderEpochRequest_v3, _enc_OffsetForLeaderEpochRequest_v3),
@@ -769,7 +743,6 @@ bind_codecs(
     _OffsetForLeaderTopic,
     _tj_OffsetForLeaderTopic,
     _fj_OffsetForLeaderTopic,
-    _rnd_OffsetForLeaderTopic,
     (0, 1, _dec_OffsetForLeaderTopic_v0, _enc_OffsetForLeaderTopic_v0),
     (2, 3, _dec_OffsetForLeaderTopic_v2, _enc_OffsetForLeaderTopic_v2),
     (4, 4, _dec_OffsetForLeaderTopic_v4, _enc_OffsetForLeaderTopic_v4),
@@ -785,7 +758,6 @@ bind_codecs(
     _OffsetForLeaderPartition,
     _tj_OffsetForLeaderPartition,
     _fj_OffsetForLeaderPartition,
-    _rnd_OffsetForLeaderPartition,
     (0, 1, _dec_OffsetForLeaderPartition_v0, _enc_OffsetForLeaderPartition_v0),
     (2, 3, _dec_OffsetForLeaderPartition_v2, _enc_OffsetForLeaderPartition_v2),
     (4, 4, _dec_OffsetForLeaderPartition_v4, _enc_OffsetForLeaderPartition_v4),
@@ -933,14 +905,6 @@ def _fj_OffsetForLeaderEpochResponse(
     return o
 
 
-def _rnd_OffsetForLeaderEpochResponse(g: Any, version: int) -> OffsetForLeaderEpochResponse:
-    o = new_instance(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 2 else 0
-    o.topics = KeyedList([_rnd_OffsetForLeaderTopicResult(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_OffsetForLeaderTopicResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_OffsetForLeaderTopicResult, int]:
@@ -1052,14 +1016,6 @@ def _fj_OffsetForLeaderTopicResult(
     return o
 
 
-def _rnd_OffsetForLeaderTopicResult(g: Any, version: int) -> _OffsetForLeaderTopicResult:
-    o = new_instance(_OffsetForLeaderTopicResult)
-    o.topic = g.str()
-    o.partitions = [_rnd_EpochEndOffset(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_EpochEndOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_EpochEndOffset, int]:
     o = new_instance(_EpochEndOffset)
     o.error_code, o.partition = _S_hi.unpack_from(buf, pos)
@@ -1129,16 +1085,6 @@ def _fj_EpochEndOffset(obj: dict[str, Any], version: int) -> _EpochEndOffset:
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 1 else -1
     o.end_offset = get_int(obj, "endOffset", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_EpochEndOffset(g: Any, version: int) -> _EpochEndOffset:
-    o = new_instance(_EpochEndOffset)
-    o.error_code = g.int("int16")
-    o.partition = g.int("int32")
-    o.leader_epoch = (g.int("int32")) if version >= 1 else -1
-    o.end_offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -1250,7 +1196,7 @@ _N_OffsetForLeaderEpochResponse_v4 = (
     (),
     "OffsetForLeaderEpochResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EpochEndOffset = (
     _EpochEndOffset,
     (
@@ -1283,7 +1229,6 @@ bind_codecs(
     OffsetForLeaderEpochResponse,
     _tj_OffsetForLeaderEpochResponse,
     _fj_OffsetForLeaderEpochResponse,
-    _rnd_OffsetForLeaderEpochResponse,
     (0, 0, _dec_OffsetForLeaderEpochResponse_v0, _enc_OffsetForLeaderEpochResponse_v0),
     (1, 1, _dec_OffsetForLeaderEpochResponse_v1, _enc_OffsetForLeaderEpochResponse_v1),
     (2, 3, _dec_OffsetForLeaderEpochResponse_v2, _enc_OffsetForLeaderEpochResponse_v2),
@@ -1301,7 +1246,6 @@ bind_codecs(
     _OffsetForLeaderTopicResult,
     _tj_OffsetForLeaderTopicResult,
     _fj_OffsetForLeaderTopicResult,
-    _rnd_OffsetForLeaderTopicResult,
     (0, 0, _dec_OffsetForLeaderTopicResult_v0, _enc_OffsetForLeaderTopicResult_v0),
     (1, 3, _dec_OffsetForLeaderTopicResult_v1, _enc_OffsetForLeaderTopicResult_v1),
     (4, 4, _dec_OffsetForLeaderTopicResult_v4, _enc_OffsetForLeaderTopicResult_v4),
@@ -1317,7 +1261,6 @@ bind_codecs(
     _EpochEndOffset,
     _tj_EpochEndOffset,
     _fj_EpochEndOffset,
-    _rnd_EpochEndOffset,
     (0, 0, _dec_EpochEndOffset_v0, _enc_EpochEndOffset_v0),
     (1, 3, _dec_EpochEndOffset_v1, _enc_EpochEndOffset_v1),
     (4, 4, _dec_EpochEndOffset_v4, _enc_EpochEndOffset_v4),

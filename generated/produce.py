@@ -568,18 +568,6 @@ def _fj_ProduceRequest(obj: dict[str, Any], version: int) -> ProduceRequest:
     return o
 
 
-def _rnd_ProduceRequest(g: Any, version: int) -> ProduceRequest:
-    o = new_instance(ProduceRequest)
-    o.transactional_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    )
-    o.acks = g.int("int16")
-    o.timeout_ms = g.int("int32")
-    o.topic_data = KeyedList([_rnd_TopicProduceData(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_TopicProduceData_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicProduceData, int]:
     o = new_instance(_TopicProduceData)
     o.name, pos = read_string(buf, pos, end)
@@ -690,15 +678,6 @@ def _fj_TopicProduceData(obj: dict[str, Any], version: int) -> _TopicProduceData
     return o
 
 
-def _rnd_TopicProduceData(g: Any, version: int) -> _TopicProduceData:
-    o = new_instance(_TopicProduceData)
-    o.name = (g.str()) if version <= 12 else ""
-    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
-    o.partition_data = [_rnd_PartitionProduceData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_PartitionProduceData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_PartitionProduceData, int]:
@@ -754,14 +733,6 @@ def _fj_PartitionProduceData(obj: dict[str, Any], version: int) -> _PartitionPro
     o.index = get_int(obj, "index", p, REQUIRED)
     o.records = get_bytes(obj, "records", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_PartitionProduceData(g: Any, version: int) -> _PartitionProduceData:
-    o = new_instance(_PartitionProduceData)
-    o.index = g.int("int32")
-    o.records = None if g.is_null() else g.records()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -868,7 +839,7 @@ _N_ProduceRequest_v13 = (
     (),
     "ProduceRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionProduceData = (
     _PartitionProduceData,
     (
@@ -902,7 +873,6 @@ bind_codecs(
     ProduceRequest,
     _tj_ProduceRequest,
     _fj_ProduceRequest,
-    _rnd_ProduceRequest,
     (0, 2, _dec_ProduceRequest_v0, _enc_ProduceRequest_v0),
     (3, 8, _dec_ProduceRequest_v3, _enc_ProduceRequest_v3),
     (9, 12, _dec_ProduceRequest_v9, _enc_ProduceRequest_v9),
@@ -920,7 +890,6 @@ bind_codecs(
     _TopicProduceData,
     _tj_TopicProduceData,
     _fj_TopicProduceData,
-    _rnd_TopicProduceData,
     (0, 8, _dec_TopicProduceData_v0, _enc_TopicProduceData_v0),
     (9, 12, _dec_TopicProduceData_v9, _enc_TopicProduceData_v9),
     (13, 13, _dec_TopicProduceData_v13, _enc_TopicProduceData_v13),
@@ -936,7 +905,6 @@ bind_codecs(
     _PartitionProduceData,
     _tj_PartitionProduceData,
     _fj_PartitionProduceData,
-    _rnd_PartitionProduceData,
     (0, 8, _dec_PartitionProduceData_v0, _enc_PartitionProduceData_v0),
     (9, 13, _dec_PartitionProduceData_v9, _enc_PartitionProduceData_v9),
 )
@@ -1244,23 +1212,6 @@ def _fj_ProduceResponse(obj: dict[str, Any], version: int) -> ProduceResponse:
     return o
 
 
-def _rnd_ProduceResponse(g: Any, version: int) -> ProduceResponse:
-    o = new_instance(ProduceResponse)
-    o.responses = KeyedList([_rnd_TopicProduceResponse(g, version) for _ in range(g.count())])
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.node_endpoints = (
-        (
-            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 10
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 9 else ()
-    return o
-
-
 def _dec_TopicProduceResponse_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopicProduceResponse, int]:
@@ -1493,15 +1444,6 @@ def _fj_TopicProduceResponse(obj: dict[str, Any], version: int) -> _TopicProduce
     v = get_list(obj, "partitionResponses", p, REQUIRED)
     o.partition_responses = [_fj_PartitionProduceResponse(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicProduceResponse(g: Any, version: int) -> _TopicProduceResponse:
-    o = new_instance(_TopicProduceResponse)
-    o.name = (g.str()) if version <= 12 else ""
-    o.topic_id = (g.uuid()) if version >= 13 else ZERO_UUID
-    o.partition_responses = [_rnd_PartitionProduceResponse(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -1777,28 +1719,6 @@ def _fj_PartitionProduceResponse(obj: dict[str, Any], version: int) -> _Partitio
     return o
 
 
-def _rnd_PartitionProduceResponse(g: Any, version: int) -> _PartitionProduceResponse:
-    o = new_instance(_PartitionProduceResponse)
-    o.index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.base_offset = g.int("int64")
-    o.log_append_time_ms = (g.int("int64")) if version >= 2 else -1
-    o.log_start_offset = (g.int("int64")) if version >= 5 else -1
-    o.record_errors = (
-        ([_rnd_BatchIndexAndErrorMessage(g, version) for _ in range(g.count())])
-        if version >= 8
-        else []
-    )
-    o.error_message = (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else None
-    o.current_leader = (
-        ((_rnd_LeaderIdAndEpoch(g, version)) if g.present() else _LeaderIdAndEpoch())
-        if version >= 10
-        else _LeaderIdAndEpoch()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 9 else ()
-    return o
-
-
 def _dec_BatchIndexAndErrorMessage_v8(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_BatchIndexAndErrorMessage, int]:
@@ -1872,16 +1792,6 @@ def _fj_BatchIndexAndErrorMessage(obj: dict[str, Any], version: int) -> _BatchIn
     return o
 
 
-def _rnd_BatchIndexAndErrorMessage(g: Any, version: int) -> _BatchIndexAndErrorMessage:
-    o = new_instance(_BatchIndexAndErrorMessage)
-    o.batch_index = (g.int("int32")) if version >= 8 else 0
-    o.batch_index_error_message = (
-        (None if version >= 8 and g.is_null() else g.str()) if version >= 8 else None
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
-    return o
-
-
 def _dec_LeaderIdAndEpoch_v10(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -1916,14 +1826,6 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED) if version >= 10 else -1
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 10 else -1
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
-    o = new_instance(_LeaderIdAndEpoch)
-    o.leader_id = (g.int("int32")) if version >= 10 else -1
-    o.leader_epoch = (g.int("int32")) if version >= 10 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -1982,16 +1884,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 10 else 0
     o.rack = get_str(obj, "rack", p, REQUIRED, True) if version >= 10 else None
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = (g.int("int32")) if version >= 10 else 0
-    o.host = (g.str()) if version >= 10 else ""
-    o.port = (g.int("int32")) if version >= 10 else 0
-    o.rack = (None if version >= 10 and g.is_null() else g.str()) if version >= 10 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 9 else ()
     return o
 
 
@@ -2303,7 +2195,7 @@ _N_ProduceResponse_v13 = (
     ),
     "ProduceResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BatchIndexAndErrorMessage = (
     _BatchIndexAndErrorMessage,
     (
@@ -2368,7 +2260,6 @@ bind_codecs(
     ProduceResponse,
     _tj_ProduceResponse,
     _fj_ProduceResponse,
-    _rnd_ProduceResponse,
     (0, 0, _dec_ProduceResponse_v0, _enc_ProduceResponse_v0),
     (1, 1, _dec_ProduceResponse_v1, _enc_ProduceResponse_v1),
     (2, 4, _dec_ProduceResponse_v2, _enc_ProduceResponse_v2),
@@ -2394,7 +2285,6 @@ bind_codecs(
     _TopicProduceResponse,
     _tj_TopicProduceResponse,
     _fj_TopicProduceResponse,
-    _rnd_TopicProduceResponse,
     (0, 1, _dec_TopicProduceResponse_v0, _enc_TopicProduceResponse_v0),
     (2, 4, _dec_TopicProduceResponse_v2, _enc_TopicProduceResponse_v2),
     (5, 7, _dec_TopicProduceResponse_v5, _enc_TopicProduceResponse_v5),
@@ -2418,7 +2308,6 @@ bind_codecs(
     _PartitionProduceResponse,
     _tj_PartitionProduceResponse,
     _fj_PartitionProduceResponse,
-    _rnd_PartitionProduceResponse,
     (0, 1, _dec_PartitionProduceResponse_v0, _enc_PartitionProduceResponse_v0),
     (2, 4, _dec_PartitionProduceResponse_v2, _enc_PartitionProduceResponse_v2),
     (5, 7, _dec_PartitionProduceResponse_v5, _enc_PartitionProduceResponse_v5),
@@ -2440,7 +2329,6 @@ bind_codecs(
     _BatchIndexAndErrorMessage,
     _tj_BatchIndexAndErrorMessage,
     _fj_BatchIndexAndErrorMessage,
-    _rnd_BatchIndexAndErrorMessage,
     (8, 8, _dec_BatchIndexAndErrorMessage_v8, _enc_BatchIndexAndErrorMessage_v8),
     (9, 13, _dec_BatchIndexAndErrorMessage_v9, _enc_BatchIndexAndErrorMessage_v9),
 )
@@ -2454,7 +2342,6 @@ bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
-    _rnd_LeaderIdAndEpoch,
     (10, 13, _dec_LeaderIdAndEpoch_v10, _enc_LeaderIdAndEpoch_v10),
 )
 bind_native(
@@ -2466,7 +2353,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (10, 13, _dec_NodeEndpoint_v10, _enc_NodeEndpoint_v10),
 )
 bind_native(

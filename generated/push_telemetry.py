@@ -188,17 +188,6 @@ def _fj_PushTelemetryRequest(obj: dict[str, Any], version: int) -> PushTelemetry
     return o
 
 
-def _rnd_PushTelemetryRequest(g: Any, version: int) -> PushTelemetryRequest:
-    o = new_instance(PushTelemetryRequest)
-    o.client_instance_id = g.uuid()
-    o.subscription_id = g.int("int32")
-    o.terminating = g.bool()
-    o.compression_type = g.int("int8")
-    o.metrics = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PushTelemetryRequest_v0 = (
@@ -214,7 +203,7 @@ _N_PushTelemetryRequest_v0 = (
     (),
     "PushTelemetryRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PushTelemetryRequest = (
     PushTelemetryRequest,
     (
@@ -232,7 +221,6 @@ bind_codecs(
     PushTelemetryRequest,
     _tj_PushTelemetryRequest,
     _fj_PushTelemetryRequest,
-    _rnd_PushTelemetryRequest,
     (0, 0, _dec_PushTelemetryRequest_v0, _enc_PushTelemetryRequest_v0),
 )
 bind_native(
@@ -281,14 +269,6 @@ def _fj_PushTelemetryResponse(obj: dict[str, Any], version: int) -> PushTelemetr
     return o
 
 
-def _rnd_PushTelemetryResponse(g: Any, version: int) -> PushTelemetryResponse:
-    o = new_instance(PushTelemetryResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PushTelemetryResponse_v0 = (
@@ -301,7 +281,7 @@ _N_PushTelemetryResponse_v0 = (
     (),
     "PushTelemetryResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PushTelemetryResponse = (
     PushTelemetryResponse,
     (
@@ -316,7 +296,6 @@ bind_codecs(
     PushTelemetryResponse,
     _tj_PushTelemetryResponse,
     _fj_PushTelemetryResponse,
-    _rnd_PushTelemetryResponse,
     (0, 0, _dec_PushTelemetryResponse_v0, _enc_PushTelemetryResponse_v0),
 )
 bind_native(

@@ -355,14 +355,6 @@ def _fj_ReadShareGroupStateRequest(obj: dict[str, Any], version: int) -> ReadSha
     return o
 
 
-def _rnd_ReadShareGroupStateRequest(g: Any, version: int) -> ReadShareGroupStateRequest:
-    o = new_instance(ReadShareGroupStateRequest)
-    o.group_id = g.str()
-    o.topics = [_rnd_ReadStateData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReadStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReadStateData, int]:
     o = new_instance(_ReadStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -409,14 +401,6 @@ def _fj_ReadStateData(obj: dict[str, Any], version: int) -> _ReadStateData:
     return o
 
 
-def _rnd_ReadStateData(g: Any, version: int) -> _ReadStateData:
-    o = new_instance(_ReadStateData)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
     o.partition, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -452,14 +436,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionData_v0 = (
@@ -492,7 +468,7 @@ _N_ReadShareGroupStateRequest_v0 = (
     (),
     "ReadShareGroupStateRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
     _PartitionData,
     (
@@ -523,7 +499,6 @@ bind_codecs(
     ReadShareGroupStateRequest,
     _tj_ReadShareGroupStateRequest,
     _fj_ReadShareGroupStateRequest,
-    _rnd_ReadShareGroupStateRequest,
     (0, 0, _dec_ReadShareGroupStateRequest_v0, _enc_ReadShareGroupStateRequest_v0),
 )
 bind_native(
@@ -535,7 +510,6 @@ bind_codecs(
     _ReadStateData,
     _tj_ReadStateData,
     _fj_ReadStateData,
-    _rnd_ReadStateData,
     (0, 0, _dec_ReadStateData_v0, _enc_ReadStateData_v0),
 )
 bind_native(
@@ -547,7 +521,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_native(
@@ -599,13 +572,6 @@ def _fj_ReadShareGroupStateResponse(
     return o
 
 
-def _rnd_ReadShareGroupStateResponse(g: Any, version: int) -> ReadShareGroupStateResponse:
-    o = new_instance(ReadShareGroupStateResponse)
-    o.results = [_rnd_ReadStateResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReadStateResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_ReadStateResult, int]:
     o = new_instance(_ReadStateResult)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -651,14 +617,6 @@ def _fj_ReadStateResult(obj: dict[str, Any], version: int) -> _ReadStateResult:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ReadStateResult(g: Any, version: int) -> _ReadStateResult:
-    o = new_instance(_ReadStateResult)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -729,18 +687,6 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
-def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
-    o = new_instance(_PartitionResult)
-    o.partition = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.state_epoch = g.int("int32")
-    o.start_offset = g.int("int64")
-    o.state_batches = [_rnd_StateBatch(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, int]:
     o = new_instance(_StateBatch)
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_qqbh.unpack_from(
@@ -779,16 +725,6 @@ def _fj_StateBatch(obj: dict[str, Any], version: int) -> _StateBatch:
     o.delivery_state = get_int(obj, "deliveryState", p, REQUIRED)
     o.delivery_count = get_int(obj, "deliveryCount", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StateBatch(g: Any, version: int) -> _StateBatch:
-    o = new_instance(_StateBatch)
-    o.first_offset = g.int("int64")
-    o.last_offset = g.int("int64")
-    o.delivery_state = g.int("int8")
-    o.delivery_count = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -839,7 +775,7 @@ _N_ReadShareGroupStateResponse_v0 = (
     (),
     "ReadShareGroupStateResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StateBatch = (
     _StateBatch,
     (
@@ -883,7 +819,6 @@ bind_codecs(
     ReadShareGroupStateResponse,
     _tj_ReadShareGroupStateResponse,
     _fj_ReadShareGroupStateResponse,
-    _rnd_ReadShareGroupStateResponse,
     (0, 0, _dec_ReadShareGroupStateResponse_v0, _enc_ReadShareGroupStateResponse_v0),
 )
 bind_native(
@@ -895,7 +830,6 @@ bind_codecs(
     _ReadStateResult,
     _tj_ReadStateResult,
     _fj_ReadStateResult,
-    _rnd_ReadStateResult,
     (0, 0, _dec_ReadStateResult_v0, _enc_ReadStateResult_v0),
 )
 bind_native(
@@ -907,7 +841,6 @@ bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
-    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
 bind_native(
@@ -919,7 +852,6 @@ bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
-    _rnd_StateBatch,
     (0, 0, _dec_StateBatch_v0, _enc_StateBatch_v0),
 )
 bind_native(

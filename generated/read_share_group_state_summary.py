@@ -335,16 +335,6 @@ def _fj_ReadShareGroupStateSummaryRequest(
     return o
 
 
-def _rnd_ReadShareGroupStateSummaryRequest(
-    g: Any, version: int
-) -> ReadShareGroupStateSummaryRequest:
-    o = new_instance(ReadShareGroupStateSummaryRequest)
-    o.group_id = g.str()
-    o.topics = [_rnd_ReadStateSummaryData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReadStateSummaryData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReadStateSummaryData, int]:
@@ -393,14 +383,6 @@ def _fj_ReadStateSummaryData(obj: dict[str, Any], version: int) -> _ReadStateSum
     return o
 
 
-def _rnd_ReadStateSummaryData(g: Any, version: int) -> _ReadStateSummaryData:
-    o = new_instance(_ReadStateSummaryData)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionData_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionData, int]:
     o = new_instance(_PartitionData)
     o.partition, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -436,14 +418,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionData_v0 = (
@@ -476,7 +450,7 @@ _N_ReadShareGroupStateSummaryRequest_v0 = (
     (),
     "ReadShareGroupStateSummaryRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
     _PartitionData,
     (
@@ -507,7 +481,6 @@ bind_codecs(
     ReadShareGroupStateSummaryRequest,
     _tj_ReadShareGroupStateSummaryRequest,
     _fj_ReadShareGroupStateSummaryRequest,
-    _rnd_ReadShareGroupStateSummaryRequest,
     (0, 1, _dec_ReadShareGroupStateSummaryRequest_v0, _enc_ReadShareGroupStateSummaryRequest_v0),
 )
 bind_native(
@@ -519,7 +492,6 @@ bind_codecs(
     _ReadStateSummaryData,
     _tj_ReadStateSummaryData,
     _fj_ReadStateSummaryData,
-    _rnd_ReadStateSummaryData,
     (0, 1, _dec_ReadStateSummaryData_v0, _enc_ReadStateSummaryData_v0),
 )
 bind_native(
@@ -531,7 +503,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (0, 1, _dec_PartitionData_v0, _enc_PartitionData_v0),
 )
 bind_native(
@@ -623,15 +594,6 @@ def _fj_ReadShareGroupStateSummaryResponse(
     return o
 
 
-def _rnd_ReadShareGroupStateSummaryResponse(
-    g: Any, version: int
-) -> ReadShareGroupStateSummaryResponse:
-    o = new_instance(ReadShareGroupStateSummaryResponse)
-    o.results = [_rnd_ReadStateSummaryResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_ReadStateSummaryResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ReadStateSummaryResult, int]:
@@ -708,14 +670,6 @@ def _fj_ReadStateSummaryResult(obj: dict[str, Any], version: int) -> _ReadStateS
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ReadStateSummaryResult(g: Any, version: int) -> _ReadStateSummaryResult:
-    o = new_instance(_ReadStateSummaryResult)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -809,19 +763,6 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
-def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
-    o = new_instance(_PartitionResult)
-    o.partition = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.state_epoch = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.start_offset = g.int("int64")
-    o.delivery_complete_count = (g.int("int32")) if version >= 1 else -1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionResult_v0 = (
@@ -892,7 +833,7 @@ _N_ReadShareGroupStateSummaryResponse_v1 = (
     (),
     "ReadShareGroupStateSummaryResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (
     _PartitionResult,
     (
@@ -927,7 +868,6 @@ bind_codecs(
     ReadShareGroupStateSummaryResponse,
     _tj_ReadShareGroupStateSummaryResponse,
     _fj_ReadShareGroupStateSummaryResponse,
-    _rnd_ReadShareGroupStateSummaryResponse,
     (0, 0, _dec_ReadShareGroupStateSummaryResponse_v0, _enc_ReadShareGroupStateSummaryResponse_v0),
     (1, 1, _dec_ReadShareGroupStateSummaryResponse_v1, _enc_ReadShareGroupStateSummaryResponse_v1),
 )
@@ -941,7 +881,6 @@ bind_codecs(
     _ReadStateSummaryResult,
     _tj_ReadStateSummaryResult,
     _fj_ReadStateSummaryResult,
-    _rnd_ReadStateSummaryResult,
     (0, 0, _dec_ReadStateSummaryResult_v0, _enc_ReadStateSummaryResult_v0),
     (1, 1, _dec_ReadStateSummaryResult_v1, _enc_ReadStateSummaryResult_v1),
 )
@@ -955,7 +894,6 @@ bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
-    _rnd_PartitionResult,
     (0, 0, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
     (1, 1, _dec_PartitionResult_v1, _enc_PartitionResult_v1),
 )

@@ -182,15 +182,6 @@ def _fj_RemoveRaftVoterRequest(obj: dict[str, Any], version: int) -> RemoveRaftV
     return o
 
 
-def _rnd_RemoveRaftVoterRequest(g: Any, version: int) -> RemoveRaftVoterRequest:
-    o = new_instance(RemoveRaftVoterRequest)
-    o.cluster_id = None if g.is_null() else g.str()
-    o.voter_id = g.int("int32")
-    o.voter_directory_id = g.uuid()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_RemoveRaftVoterRequest_v0 = (
@@ -204,7 +195,7 @@ _N_RemoveRaftVoterRequest_v0 = (
     (),
     "RemoveRaftVoterRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RemoveRaftVoterRequest = (
     RemoveRaftVoterRequest,
     (
@@ -220,7 +211,6 @@ bind_codecs(
     RemoveRaftVoterRequest,
     _tj_RemoveRaftVoterRequest,
     _fj_RemoveRaftVoterRequest,
-    _rnd_RemoveRaftVoterRequest,
     (0, 0, _dec_RemoveRaftVoterRequest_v0, _enc_RemoveRaftVoterRequest_v0),
 )
 bind_native(
@@ -279,15 +269,6 @@ def _fj_RemoveRaftVoterResponse(obj: dict[str, Any], version: int) -> RemoveRaft
     return o
 
 
-def _rnd_RemoveRaftVoterResponse(g: Any, version: int) -> RemoveRaftVoterResponse:
-    o = new_instance(RemoveRaftVoterResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_RemoveRaftVoterResponse_v0 = (
@@ -301,7 +282,7 @@ _N_RemoveRaftVoterResponse_v0 = (
     (),
     "RemoveRaftVoterResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RemoveRaftVoterResponse = (
     RemoveRaftVoterResponse,
     (
@@ -317,7 +298,6 @@ bind_codecs(
     RemoveRaftVoterResponse,
     _tj_RemoveRaftVoterResponse,
     _fj_RemoveRaftVoterResponse,
-    _rnd_RemoveRaftVoterResponse,
     (0, 0, _dec_RemoveRaftVoterResponse_v0, _enc_RemoveRaftVoterResponse_v0),
 )
 bind_native(

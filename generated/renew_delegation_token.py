@@ -186,14 +186,6 @@ def _fj_RenewDelegationTokenRequest(
     return o
 
 
-def _rnd_RenewDelegationTokenRequest(g: Any, version: int) -> RenewDelegationTokenRequest:
-    o = new_instance(RenewDelegationTokenRequest)
-    o.hmac = g.bytes()
-    o.renew_period_ms = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_RenewDelegationTokenRequest_v0 = (
@@ -216,7 +208,7 @@ _N_RenewDelegationTokenRequest_v2 = (
     (),
     "RenewDelegationTokenRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RenewDelegationTokenRequest = (
     RenewDelegationTokenRequest,
     (
@@ -231,7 +223,6 @@ bind_codecs(
     RenewDelegationTokenRequest,
     _tj_RenewDelegationTokenRequest,
     _fj_RenewDelegationTokenRequest,
-    _rnd_RenewDelegationTokenRequest,
     (0, 1, _dec_RenewDelegationTokenRequest_v0, _enc_RenewDelegationTokenRequest_v0),
     (2, 2, _dec_RenewDelegationTokenRequest_v2, _enc_RenewDelegationTokenRequest_v2),
 )
@@ -304,15 +295,6 @@ def _fj_RenewDelegationTokenResponse(
     return o
 
 
-def _rnd_RenewDelegationTokenResponse(g: Any, version: int) -> RenewDelegationTokenResponse:
-    o = new_instance(RenewDelegationTokenResponse)
-    o.error_code = g.int("int16")
-    o.expiry_timestamp_ms = g.int("int64")
-    o.throttle_time_ms = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_RenewDelegationTokenResponse_v0 = (
@@ -337,7 +319,7 @@ _N_RenewDelegationTokenResponse_v2 = (
     (),
     "RenewDelegationTokenResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RenewDelegationTokenResponse = (
     RenewDelegationTokenResponse,
     (
@@ -353,7 +335,6 @@ bind_codecs(
     RenewDelegationTokenResponse,
     _tj_RenewDelegationTokenResponse,
     _fj_RenewDelegationTokenResponse,
-    _rnd_RenewDelegationTokenResponse,
     (0, 1, _dec_RenewDelegationTokenResponse_v0, _enc_RenewDelegationTokenResponse_v0),
     (2, 2, _dec_RenewDelegationTokenResponse_v2, _enc_RenewDelegationTokenResponse_v2),
 )

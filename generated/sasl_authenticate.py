@@ -182,13 +182,6 @@ def _fj_SaslAuthenticateRequest(obj: dict[str, Any], version: int) -> SaslAuthen
     return o
 
 
-def _rnd_SaslAuthenticateRequest(g: Any, version: int) -> SaslAuthenticateRequest:
-    o = new_instance(SaslAuthenticateRequest)
-    o.auth_bytes = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SaslAuthenticateRequest_v0 = (
@@ -209,7 +202,7 @@ _N_SaslAuthenticateRequest_v2 = (
     (),
     "SaslAuthenticateRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslAuthenticateRequest = (
     SaslAuthenticateRequest,
     (
@@ -223,7 +216,6 @@ bind_codecs(
     SaslAuthenticateRequest,
     _tj_SaslAuthenticateRequest,
     _fj_SaslAuthenticateRequest,
-    _rnd_SaslAuthenticateRequest,
     (0, 1, _dec_SaslAuthenticateRequest_v0, _enc_SaslAuthenticateRequest_v0),
     (2, 2, _dec_SaslAuthenticateRequest_v2, _enc_SaslAuthenticateRequest_v2),
 )
@@ -349,16 +341,6 @@ def _fj_SaslAuthenticateResponse(obj: dict[str, Any], version: int) -> SaslAuthe
     return o
 
 
-def _rnd_SaslAuthenticateResponse(g: Any, version: int) -> SaslAuthenticateResponse:
-    o = new_instance(SaslAuthenticateResponse)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.auth_bytes = g.bytes()
-    o.session_lifetime_ms = (g.int("int64")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SaslAuthenticateResponse_v0 = (
@@ -397,7 +379,7 @@ _N_SaslAuthenticateResponse_v2 = (
     (),
     "SaslAuthenticateResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslAuthenticateResponse = (
     SaslAuthenticateResponse,
     (
@@ -414,7 +396,6 @@ bind_codecs(
     SaslAuthenticateResponse,
     _tj_SaslAuthenticateResponse,
     _fj_SaslAuthenticateResponse,
-    _rnd_SaslAuthenticateResponse,
     (0, 0, _dec_SaslAuthenticateResponse_v0, _enc_SaslAuthenticateResponse_v0),
     (1, 1, _dec_SaslAuthenticateResponse_v1, _enc_SaslAuthenticateResponse_v1),
     (2, 2, _dec_SaslAuthenticateResponse_v2, _enc_SaslAuthenticateResponse_v2),

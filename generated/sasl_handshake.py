@@ -149,13 +149,6 @@ def _fj_SaslHandshakeRequest(obj: dict[str, Any], version: int) -> SaslHandshake
     return o
 
 
-def _rnd_SaslHandshakeRequest(g: Any, version: int) -> SaslHandshakeRequest:
-    o = new_instance(SaslHandshakeRequest)
-    o.mechanism = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SaslHandshakeRequest_v0 = (
@@ -167,7 +160,7 @@ _N_SaslHandshakeRequest_v0 = (
     (),
     "SaslHandshakeRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslHandshakeRequest = (
     SaslHandshakeRequest,
     (
@@ -181,7 +174,6 @@ bind_codecs(
     SaslHandshakeRequest,
     _tj_SaslHandshakeRequest,
     _fj_SaslHandshakeRequest,
-    _rnd_SaslHandshakeRequest,
     (0, 1, _dec_SaslHandshakeRequest_v0, _enc_SaslHandshakeRequest_v0),
 )
 bind_native(
@@ -231,14 +223,6 @@ def _fj_SaslHandshakeResponse(obj: dict[str, Any], version: int) -> SaslHandshak
     return o
 
 
-def _rnd_SaslHandshakeResponse(g: Any, version: int) -> SaslHandshakeResponse:
-    o = new_instance(SaslHandshakeResponse)
-    o.error_code = g.int("int16")
-    o.mechanisms = [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SaslHandshakeResponse_v0 = (
@@ -251,7 +235,7 @@ _N_SaslHandshakeResponse_v0 = (
     (),
     "SaslHandshakeResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslHandshakeResponse = (
     SaslHandshakeResponse,
     (
@@ -266,7 +250,6 @@ bind_codecs(
     SaslHandshakeResponse,
     _tj_SaslHandshakeResponse,
     _fj_SaslHandshakeResponse,
-    _rnd_SaslHandshakeResponse,
     (0, 1, _dec_SaslHandshakeResponse_v0, _enc_SaslHandshakeResponse_v0),
 )
 bind_native(

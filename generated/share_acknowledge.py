@@ -535,17 +535,6 @@ def _fj_ShareAcknowledgeRequest(obj: dict[str, Any], version: int) -> ShareAckno
     return o
 
 
-def _rnd_ShareAcknowledgeRequest(g: Any, version: int) -> ShareAcknowledgeRequest:
-    o = new_instance(ShareAcknowledgeRequest)
-    o.group_id = None if g.is_null() else g.str()
-    o.member_id = None if g.is_null() else g.str()
-    o.share_session_epoch = g.int("int32")
-    o.is_renew_ack = (g.bool()) if version >= 2 else False
-    o.topics = KeyedList([_rnd_AcknowledgeTopic(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AcknowledgeTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_AcknowledgeTopic, int]:
     o = new_instance(_AcknowledgeTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -591,14 +580,6 @@ def _fj_AcknowledgeTopic(obj: dict[str, Any], version: int) -> _AcknowledgeTopic
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = KeyedList([_fj_AcknowledgePartition(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AcknowledgeTopic(g: Any, version: int) -> _AcknowledgeTopic:
-    o = new_instance(_AcknowledgeTopic)
-    o.topic_id = g.uuid()
-    o.partitions = KeyedList([_rnd_AcknowledgePartition(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -652,14 +633,6 @@ def _fj_AcknowledgePartition(obj: dict[str, Any], version: int) -> _AcknowledgeP
     return o
 
 
-def _rnd_AcknowledgePartition(g: Any, version: int) -> _AcknowledgePartition:
-    o = new_instance(_AcknowledgePartition)
-    o.partition_index = g.int("int32")
-    o.acknowledgement_batches = [_rnd_AcknowledgementBatch(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AcknowledgementBatch_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgementBatch, int]:
@@ -702,15 +675,6 @@ def _fj_AcknowledgementBatch(obj: dict[str, Any], version: int) -> _Acknowledgem
     v = get_list(obj, "acknowledgeTypes", p, REQUIRED)
     o.acknowledge_types = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
-    o = new_instance(_AcknowledgementBatch)
-    o.first_offset = g.int("int64")
-    o.last_offset = g.int("int64")
-    o.acknowledge_types = [g.int("int8") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -773,7 +737,7 @@ _N_ShareAcknowledgeRequest_v2 = (
     (),
     "ShareAcknowledgeRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AcknowledgementBatch = (
     _AcknowledgementBatch,
     (
@@ -816,7 +780,6 @@ bind_codecs(
     ShareAcknowledgeRequest,
     _tj_ShareAcknowledgeRequest,
     _fj_ShareAcknowledgeRequest,
-    _rnd_ShareAcknowledgeRequest,
     (1, 1, _dec_ShareAcknowledgeRequest_v1, _enc_ShareAcknowledgeRequest_v1),
     (2, 2, _dec_ShareAcknowledgeRequest_v2, _enc_ShareAcknowledgeRequest_v2),
 )
@@ -830,7 +793,6 @@ bind_codecs(
     _AcknowledgeTopic,
     _tj_AcknowledgeTopic,
     _fj_AcknowledgeTopic,
-    _rnd_AcknowledgeTopic,
     (1, 2, _dec_AcknowledgeTopic_v1, _enc_AcknowledgeTopic_v1),
 )
 bind_native(
@@ -842,7 +804,6 @@ bind_codecs(
     _AcknowledgePartition,
     _tj_AcknowledgePartition,
     _fj_AcknowledgePartition,
-    _rnd_AcknowledgePartition,
     (1, 2, _dec_AcknowledgePartition_v1, _enc_AcknowledgePartition_v1),
 )
 bind_native(
@@ -854,7 +815,6 @@ bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
-    _rnd_AcknowledgementBatch,
     (1, 2, _dec_AcknowledgementBatch_v1, _enc_AcknowledgementBatch_v1),
 )
 bind_native(
@@ -1003,20 +963,6 @@ def _fj_ShareAcknowledgeResponse(obj: dict[str, Any], version: int) -> ShareAckn
     return o
 
 
-def _rnd_ShareAcknowledgeResponse(g: Any, version: int) -> ShareAcknowledgeResponse:
-    o = new_instance(ShareAcknowledgeResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.acquisition_lock_timeout_ms = (g.int("int32")) if version >= 2 else 0
-    o.responses = KeyedList(
-        [_rnd_ShareAcknowledgeTopicResponse(g, version) for _ in range(g.count())]
-    )
-    o.node_endpoints = KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_ShareAcknowledgeTopicResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ShareAcknowledgeTopicResponse, int]:
@@ -1066,14 +1012,6 @@ def _fj_ShareAcknowledgeTopicResponse(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ShareAcknowledgeTopicResponse(g: Any, version: int) -> _ShareAcknowledgeTopicResponse:
-    o = new_instance(_ShareAcknowledgeTopicResponse)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1128,16 +1066,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.current_leader = _rnd_LeaderIdAndEpoch(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -1170,14 +1098,6 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
-    o = new_instance(_LeaderIdAndEpoch)
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1232,16 +1152,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.port = get_int(obj, "port", p, REQUIRED)
     o.rack = get_str(obj, "rack", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = g.int("int32")
-    o.host = g.str()
-    o.port = g.int("int32")
-    o.rack = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1319,7 +1229,7 @@ _N_ShareAcknowledgeResponse_v2 = (
     (),
     "ShareAcknowledgeResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
@@ -1374,7 +1284,6 @@ bind_codecs(
     ShareAcknowledgeResponse,
     _tj_ShareAcknowledgeResponse,
     _fj_ShareAcknowledgeResponse,
-    _rnd_ShareAcknowledgeResponse,
     (1, 1, _dec_ShareAcknowledgeResponse_v1, _enc_ShareAcknowledgeResponse_v1),
     (2, 2, _dec_ShareAcknowledgeResponse_v2, _enc_ShareAcknowledgeResponse_v2),
 )
@@ -1388,7 +1297,6 @@ bind_codecs(
     _ShareAcknowledgeTopicResponse,
     _tj_ShareAcknowledgeTopicResponse,
     _fj_ShareAcknowledgeTopicResponse,
-    _rnd_ShareAcknowledgeTopicResponse,
     (1, 2, _dec_ShareAcknowledgeTopicResponse_v1, _enc_ShareAcknowledgeTopicResponse_v1),
 )
 bind_native(
@@ -1400,7 +1308,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (1, 2, _dec_PartitionData_v1, _enc_PartitionData_v1),
 )
 bind_native(
@@ -1412,7 +1319,6 @@ bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
-    _rnd_LeaderIdAndEpoch,
     (1, 2, _dec_LeaderIdAndEpoch_v1, _enc_LeaderIdAndEpoch_v1),
 )
 bind_native(
@@ -1424,7 +1330,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (1, 2, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(

@@ -717,24 +717,6 @@ def _fj_ShareFetchRequest(obj: dict[str, Any], version: int) -> ShareFetchReques
     return o
 
 
-def _rnd_ShareFetchRequest(g: Any, version: int) -> ShareFetchRequest:
-    o = new_instance(ShareFetchRequest)
-    o.group_id = None if g.is_null() else g.str()
-    o.member_id = None if g.is_null() else g.str()
-    o.share_session_epoch = g.int("int32")
-    o.max_wait_ms = g.int("int32")
-    o.min_bytes = g.int("int32")
-    o.max_bytes = g.int("int32")
-    o.max_records = g.int("int32")
-    o.batch_size = g.int("int32")
-    o.share_acquire_mode = (g.int("int8")) if version >= 2 else 0
-    o.is_renew_ack = (g.bool()) if version >= 2 else False
-    o.topics = KeyedList([_rnd_FetchTopic(g, version) for _ in range(g.count())])
-    o.forgotten_topics_data = [_rnd_ForgottenTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_FetchTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_FetchTopic, int]:
     o = new_instance(_FetchTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -780,14 +762,6 @@ def _fj_FetchTopic(obj: dict[str, Any], version: int) -> _FetchTopic:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = KeyedList([_fj_FetchPartition(as_object(x, p), version) for x in v])
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_FetchTopic(g: Any, version: int) -> _FetchTopic:
-    o = new_instance(_FetchTopic)
-    o.topic_id = g.uuid()
-    o.partitions = KeyedList([_rnd_FetchPartition(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -845,15 +819,6 @@ def _fj_FetchPartition(obj: dict[str, Any], version: int) -> _FetchPartition:
     return o
 
 
-def _rnd_FetchPartition(g: Any, version: int) -> _FetchPartition:
-    o = new_instance(_FetchPartition)
-    o.partition_index = g.int("int32")
-    o.partition_max_bytes = (g.int("int32")) if version <= 0 else 0
-    o.acknowledgement_batches = [_rnd_AcknowledgementBatch(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_AcknowledgementBatch_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_AcknowledgementBatch, int]:
@@ -897,15 +862,6 @@ def _fj_AcknowledgementBatch(obj: dict[str, Any], version: int) -> _Acknowledgem
     return o
 
 
-def _rnd_AcknowledgementBatch(g: Any, version: int) -> _AcknowledgementBatch:
-    o = new_instance(_AcknowledgementBatch)
-    o.first_offset = g.int("int64")
-    o.last_offset = g.int("int64")
-    o.acknowledge_types = [g.int("int8") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_ForgottenTopic_v1(buf: Buffer, pos: int, end: int) -> tuple[_ForgottenTopic, int]:
     o = new_instance(_ForgottenTopic)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -942,14 +898,6 @@ def _fj_ForgottenTopic(obj: dict[str, Any], version: int) -> _ForgottenTopic:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ForgottenTopic(g: Any, version: int) -> _ForgottenTopic:
-    o = new_instance(_ForgottenTopic)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1037,7 +985,7 @@ _N_ShareFetchRequest_v2 = (
     (),
     "ShareFetchRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AcknowledgementBatch = (
     _AcknowledgementBatch,
     (
@@ -1096,7 +1044,6 @@ bind_codecs(
     ShareFetchRequest,
     _tj_ShareFetchRequest,
     _fj_ShareFetchRequest,
-    _rnd_ShareFetchRequest,
     (1, 1, _dec_ShareFetchRequest_v1, _enc_ShareFetchRequest_v1),
     (2, 2, _dec_ShareFetchRequest_v2, _enc_ShareFetchRequest_v2),
 )
@@ -1110,7 +1057,6 @@ bind_codecs(
     _FetchTopic,
     _tj_FetchTopic,
     _fj_FetchTopic,
-    _rnd_FetchTopic,
     (1, 2, _dec_FetchTopic_v1, _enc_FetchTopic_v1),
 )
 bind_native(
@@ -1122,7 +1068,6 @@ bind_codecs(
     _FetchPartition,
     _tj_FetchPartition,
     _fj_FetchPartition,
-    _rnd_FetchPartition,
     (1, 2, _dec_FetchPartition_v1, _enc_FetchPartition_v1),
 )
 bind_native(
@@ -1134,7 +1079,6 @@ bind_codecs(
     _AcknowledgementBatch,
     _tj_AcknowledgementBatch,
     _fj_AcknowledgementBatch,
-    _rnd_AcknowledgementBatch,
     (1, 2, _dec_AcknowledgementBatch_v1, _enc_AcknowledgementBatch_v1),
 )
 bind_native(
@@ -1146,7 +1090,6 @@ bind_codecs(
     _ForgottenTopic,
     _tj_ForgottenTopic,
     _fj_ForgottenTopic,
-    _rnd_ForgottenTopic,
     (1, 2, _dec_ForgottenTopic_v1, _enc_ForgottenTopic_v1),
 )
 bind_native(
@@ -1233,20 +1176,6 @@ def _fj_ShareFetchResponse(obj: dict[str, Any], version: int) -> ShareFetchRespo
     return o
 
 
-def _rnd_ShareFetchResponse(g: Any, version: int) -> ShareFetchResponse:
-    o = new_instance(ShareFetchResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.acquisition_lock_timeout_ms = g.int("int32")
-    o.responses = KeyedList(
-        [_rnd_ShareFetchableTopicResponse(g, version) for _ in range(g.count())]
-    )
-    o.node_endpoints = KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())])
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_ShareFetchableTopicResponse_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_ShareFetchableTopicResponse, int]:
@@ -1296,14 +1225,6 @@ def _fj_ShareFetchableTopicResponse(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ShareFetchableTopicResponse(g: Any, version: int) -> _ShareFetchableTopicResponse:
-    o = new_instance(_ShareFetchableTopicResponse)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1395,20 +1316,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.acknowledge_error_code = g.int("int16")
-    o.acknowledge_error_message = None if g.is_null() else g.str()
-    o.current_leader = _rnd_LeaderIdAndEpoch(g, version)
-    o.records = None if version <= 0 and g.is_null() else g.records()
-    o.acquired_records = [_rnd_AcquiredRecords(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_LeaderIdAndEpoch_v1(buf: Buffer, pos: int, end: int) -> tuple[_LeaderIdAndEpoch, int]:
     o = new_instance(_LeaderIdAndEpoch)
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -1441,14 +1348,6 @@ def _fj_LeaderIdAndEpoch(obj: dict[str, Any], version: int) -> _LeaderIdAndEpoch
     o.leader_id = get_int(obj, "leaderId", p, REQUIRED)
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_LeaderIdAndEpoch(g: Any, version: int) -> _LeaderIdAndEpoch:
-    o = new_instance(_LeaderIdAndEpoch)
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1486,15 +1385,6 @@ def _fj_AcquiredRecords(obj: dict[str, Any], version: int) -> _AcquiredRecords:
     o.last_offset = get_int(obj, "lastOffset", p, REQUIRED)
     o.delivery_count = get_int(obj, "deliveryCount", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_AcquiredRecords(g: Any, version: int) -> _AcquiredRecords:
-    o = new_instance(_AcquiredRecords)
-    o.first_offset = g.int("int64")
-    o.last_offset = g.int("int64")
-    o.delivery_count = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1549,16 +1439,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.port = get_int(obj, "port", p, REQUIRED)
     o.rack = get_str(obj, "rack", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = g.int("int32")
-    o.host = g.str()
-    o.port = g.int("int32")
-    o.rack = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1637,7 +1517,7 @@ _N_ShareFetchResponse_v1 = (
     (),
     "ShareFetchResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderIdAndEpoch = (
     _LeaderIdAndEpoch,
     (
@@ -1705,7 +1585,6 @@ bind_codecs(
     ShareFetchResponse,
     _tj_ShareFetchResponse,
     _fj_ShareFetchResponse,
-    _rnd_ShareFetchResponse,
     (1, 2, _dec_ShareFetchResponse_v1, _enc_ShareFetchResponse_v1),
 )
 bind_native(
@@ -1717,7 +1596,6 @@ bind_codecs(
     _ShareFetchableTopicResponse,
     _tj_ShareFetchableTopicResponse,
     _fj_ShareFetchableTopicResponse,
-    _rnd_ShareFetchableTopicResponse,
     (1, 2, _dec_ShareFetchableTopicResponse_v1, _enc_ShareFetchableTopicResponse_v1),
 )
 bind_native(
@@ -1729,7 +1607,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (1, 2, _dec_PartitionData_v1, _enc_PartitionData_v1),
 )
 bind_native(
@@ -1741,7 +1618,6 @@ bind_codecs(
     _LeaderIdAndEpoch,
     _tj_LeaderIdAndEpoch,
     _fj_LeaderIdAndEpoch,
-    _rnd_LeaderIdAndEpoch,
     (1, 2, _dec_LeaderIdAndEpoch_v1, _enc_LeaderIdAndEpoch_v1),
 )
 bind_native(
@@ -1753,7 +1629,6 @@ bind_codecs(
     _AcquiredRecords,
     _tj_AcquiredRecords,
     _fj_AcquiredRecords,
-    _rnd_AcquiredRecords,
     (1, 2, _dec_AcquiredRecords_v1, _enc_AcquiredRecords_v1),
 )
 bind_native(
@@ -1765,7 +1640,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (1, 2, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(

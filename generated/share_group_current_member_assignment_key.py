@@ -117,16 +117,6 @@ def _fj_ShareGroupCurrentMemberAssignmentKey(
     return o
 
 
-def _rnd_ShareGroupCurrentMemberAssignmentKey(
-    g: Any, version: int
-) -> ShareGroupCurrentMemberAssignmentKey:
-    o = new_instance(ShareGroupCurrentMemberAssignmentKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupCurrentMemberAssignmentKey_v0 = (
@@ -139,7 +129,7 @@ _N_ShareGroupCurrentMemberAssignmentKey_v0 = (
     (),
     "ShareGroupCurrentMemberAssignmentKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupCurrentMemberAssignmentKey = (
     ShareGroupCurrentMemberAssignmentKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     ShareGroupCurrentMemberAssignmentKey,
     _tj_ShareGroupCurrentMemberAssignmentKey,
     _fj_ShareGroupCurrentMemberAssignmentKey,
-    _rnd_ShareGroupCurrentMemberAssignmentKey,
     (
         0,
         0,

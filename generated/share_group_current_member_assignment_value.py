@@ -197,18 +197,6 @@ def _fj_ShareGroupCurrentMemberAssignmentValue(
     return o
 
 
-def _rnd_ShareGroupCurrentMemberAssignmentValue(
-    g: Any, version: int
-) -> ShareGroupCurrentMemberAssignmentValue:
-    o = new_instance(ShareGroupCurrentMemberAssignmentValue)
-    o.member_epoch = g.int("int32")
-    o.previous_member_epoch = g.int("int32")
-    o.state = g.int("int8")
-    o.assigned_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicPartitions_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -248,14 +236,6 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     return o
 
 
-def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
-    o = new_instance(_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicPartitions_v0 = (
@@ -280,7 +260,7 @@ _N_ShareGroupCurrentMemberAssignmentValue_v0 = (
     (),
     "ShareGroupCurrentMemberAssignmentValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
     _TopicPartitions,
     (
@@ -305,7 +285,6 @@ bind_codecs(
     ShareGroupCurrentMemberAssignmentValue,
     _tj_ShareGroupCurrentMemberAssignmentValue,
     _fj_ShareGroupCurrentMemberAssignmentValue,
-    _rnd_ShareGroupCurrentMemberAssignmentValue,
     (
         0,
         0,
@@ -322,7 +301,6 @@ bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
-    _rnd_TopicPartitions,
     (0, 0, _dec_TopicPartitions_v0, _enc_TopicPartitions_v0),
 )
 bind_native(

@@ -362,14 +362,6 @@ def _fj_ShareGroupDescribeRequest(obj: dict[str, Any], version: int) -> ShareGro
     return o
 
 
-def _rnd_ShareGroupDescribeRequest(g: Any, version: int) -> ShareGroupDescribeRequest:
-    o = new_instance(ShareGroupDescribeRequest)
-    o.group_ids = [g.str() for _ in range(g.count())]
-    o.include_authorized_operations = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupDescribeRequest_v1 = (
@@ -382,7 +374,7 @@ _N_ShareGroupDescribeRequest_v1 = (
     (),
     "ShareGroupDescribeRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupDescribeRequest = (
     ShareGroupDescribeRequest,
     (
@@ -397,7 +389,6 @@ bind_codecs(
     ShareGroupDescribeRequest,
     _tj_ShareGroupDescribeRequest,
     _fj_ShareGroupDescribeRequest,
-    _rnd_ShareGroupDescribeRequest,
     (1, 1, _dec_ShareGroupDescribeRequest_v1, _enc_ShareGroupDescribeRequest_v1),
 )
 bind_native(
@@ -449,14 +440,6 @@ def _fj_ShareGroupDescribeResponse(obj: dict[str, Any], version: int) -> ShareGr
     v = get_list(obj, "groups", p, REQUIRED)
     o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_ShareGroupDescribeResponse(g: Any, version: int) -> ShareGroupDescribeResponse:
-    o = new_instance(ShareGroupDescribeResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -546,21 +529,6 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     return o
 
 
-def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
-    o = new_instance(_DescribedGroup)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.group_id = g.str()
-    o.group_state = g.str()
-    o.group_epoch = g.int("int32")
-    o.assignment_epoch = g.int("int32")
-    o.assignor_name = g.str()
-    o.members = [_rnd_Member(g, version) for _ in range(g.count())]
-    o.authorized_operations = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_Member_v1(buf: Buffer, pos: int, end: int) -> tuple[_Member, int]:
     o = new_instance(_Member)
     o.member_id, pos = read_compact_string(buf, pos, end)
@@ -643,19 +611,6 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     return o
 
 
-def _rnd_Member(g: Any, version: int) -> _Member:
-    o = new_instance(_Member)
-    o.member_id = g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.member_epoch = g.int("int32")
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.subscribed_topic_names = [g.str() for _ in range(g.count())]
-    o.assignment = _rnd_Assignment(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_Assignment_v1(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
@@ -696,13 +651,6 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     v = get_list(obj, "topicPartitions", p, REQUIRED)
     o.topic_partitions = [_fj_TopicPartitions(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Assignment(g: Any, version: int) -> _Assignment:
-    o = new_instance(_Assignment)
-    o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -748,15 +696,6 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
-    o = new_instance(_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.topic_name = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -824,7 +763,7 @@ _N_ShareGroupDescribeResponse_v1 = (
     (),
     "ShareGroupDescribeResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
     _TopicPartitions,
     (
@@ -883,7 +822,6 @@ bind_codecs(
     ShareGroupDescribeResponse,
     _tj_ShareGroupDescribeResponse,
     _fj_ShareGroupDescribeResponse,
-    _rnd_ShareGroupDescribeResponse,
     (1, 1, _dec_ShareGroupDescribeResponse_v1, _enc_ShareGroupDescribeResponse_v1),
 )
 bind_native(
@@ -895,7 +833,6 @@ bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
-    _rnd_DescribedGroup,
     (1, 1, _dec_DescribedGroup_v1, _enc_DescribedGroup_v1),
 )
 bind_native(
@@ -907,7 +844,6 @@ bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
-    _rnd_Member,
     (1, 1, _dec_Member_v1, _enc_Member_v1),
 )
 bind_native(
@@ -919,7 +855,6 @@ bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
-    _rnd_Assignment,
     (1, 1, _dec_Assignment_v1, _enc_Assignment_v1),
 )
 bind_native(
@@ -931,7 +866,6 @@ bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
-    _rnd_TopicPartitions,
     (1, 1, _dec_TopicPartitions_v1, _enc_TopicPartitions_v1),
 )
 bind_native(

@@ -309,17 +309,6 @@ def _fj_ShareGroupHeartbeatRequest(obj: dict[str, Any], version: int) -> ShareGr
     return o
 
 
-def _rnd_ShareGroupHeartbeatRequest(g: Any, version: int) -> ShareGroupHeartbeatRequest:
-    o = new_instance(ShareGroupHeartbeatRequest)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.member_epoch = g.int("int32")
-    o.rack_id = None if g.is_null() else g.str()
-    o.subscribed_topic_names = None if g.is_null() else [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupHeartbeatRequest_v1 = (
@@ -335,7 +324,7 @@ _N_ShareGroupHeartbeatRequest_v1 = (
     (),
     "ShareGroupHeartbeatRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupHeartbeatRequest = (
     ShareGroupHeartbeatRequest,
     (
@@ -353,7 +342,6 @@ bind_codecs(
     ShareGroupHeartbeatRequest,
     _tj_ShareGroupHeartbeatRequest,
     _fj_ShareGroupHeartbeatRequest,
-    _rnd_ShareGroupHeartbeatRequest,
     (1, 1, _dec_ShareGroupHeartbeatRequest_v1, _enc_ShareGroupHeartbeatRequest_v1),
 )
 bind_native(
@@ -447,19 +435,6 @@ def _fj_ShareGroupHeartbeatResponse(
     return o
 
 
-def _rnd_ShareGroupHeartbeatResponse(g: Any, version: int) -> ShareGroupHeartbeatResponse:
-    o = new_instance(ShareGroupHeartbeatResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.member_id = None if g.is_null() else g.str()
-    o.member_epoch = g.int("int32")
-    o.heartbeat_interval_ms = g.int("int32")
-    o.assignment = None if g.is_null() else _rnd_Assignment(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_Assignment_v1(buf: Buffer, pos: int, end: int) -> tuple[_Assignment, int]:
     o = new_instance(_Assignment)
     o.topic_partitions, pos = read_array(
@@ -503,13 +478,6 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     return o
 
 
-def _rnd_Assignment(g: Any, version: int) -> _Assignment:
-    o = new_instance(_Assignment)
-    o.topic_partitions = [_rnd_TopicPartitions(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_TopicPartitions_v1(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartitions, int]:
     o = new_instance(_TopicPartitions)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -549,14 +517,6 @@ def _fj_TopicPartitions(obj: dict[str, Any], version: int) -> _TopicPartitions:
     return o
 
 
-def _rnd_TopicPartitions(g: Any, version: int) -> _TopicPartitions:
-    o = new_instance(_TopicPartitions)
-    o.topic_id = g.uuid()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicPartitions_v1 = (
@@ -593,7 +553,7 @@ _N_ShareGroupHeartbeatResponse_v1 = (
     (),
     "ShareGroupHeartbeatResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
     _TopicPartitions,
     (
@@ -628,7 +588,6 @@ bind_codecs(
     ShareGroupHeartbeatResponse,
     _tj_ShareGroupHeartbeatResponse,
     _fj_ShareGroupHeartbeatResponse,
-    _rnd_ShareGroupHeartbeatResponse,
     (1, 1, _dec_ShareGroupHeartbeatResponse_v1, _enc_ShareGroupHeartbeatResponse_v1),
 )
 bind_native(
@@ -640,7 +599,6 @@ bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
-    _rnd_Assignment,
     (1, 1, _dec_Assignment_v1, _enc_Assignment_v1),
 )
 bind_native(
@@ -652,7 +610,6 @@ bind_codecs(
     _TopicPartitions,
     _tj_TopicPartitions,
     _fj_TopicPartitions,
-    _rnd_TopicPartitions,
     (1, 1, _dec_TopicPartitions_v1, _enc_TopicPartitions_v1),
 )
 bind_native(

@@ -113,14 +113,6 @@ def _fj_ShareGroupMemberMetadataKey(
     return o
 
 
-def _rnd_ShareGroupMemberMetadataKey(g: Any, version: int) -> ShareGroupMemberMetadataKey:
-    o = new_instance(ShareGroupMemberMetadataKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupMemberMetadataKey_v0 = (
@@ -133,7 +125,7 @@ _N_ShareGroupMemberMetadataKey_v0 = (
     (),
     "ShareGroupMemberMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMemberMetadataKey = (
     ShareGroupMemberMetadataKey,
     (
@@ -148,7 +140,6 @@ bind_codecs(
     ShareGroupMemberMetadataKey,
     _tj_ShareGroupMemberMetadataKey,
     _fj_ShareGroupMemberMetadataKey,
-    _rnd_ShareGroupMemberMetadataKey,
     (0, 0, _dec_ShareGroupMemberMetadataKey_v0, _enc_ShareGroupMemberMetadataKey_v0),
 )
 bind_native(

@@ -165,16 +165,6 @@ def _fj_ShareGroupMemberMetadataValue(
     return o
 
 
-def _rnd_ShareGroupMemberMetadataValue(g: Any, version: int) -> ShareGroupMemberMetadataValue:
-    o = new_instance(ShareGroupMemberMetadataValue)
-    o.rack_id = None if g.is_null() else g.str()
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.subscribed_topic_names = [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupMemberMetadataValue_v0 = (
@@ -189,7 +179,7 @@ _N_ShareGroupMemberMetadataValue_v0 = (
     (),
     "ShareGroupMemberMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMemberMetadataValue = (
     ShareGroupMemberMetadataValue,
     (
@@ -206,7 +196,6 @@ bind_codecs(
     ShareGroupMemberMetadataValue,
     _tj_ShareGroupMemberMetadataValue,
     _fj_ShareGroupMemberMetadataValue,
-    _rnd_ShareGroupMemberMetadataValue,
     (0, 0, _dec_ShareGroupMemberMetadataValue_v0, _enc_ShareGroupMemberMetadataValue_v0),
 )
 bind_native(

@@ -101,13 +101,6 @@ def _fj_ShareGroupMetadataKey(obj: dict[str, Any], version: int) -> ShareGroupMe
     return o
 
 
-def _rnd_ShareGroupMetadataKey(g: Any, version: int) -> ShareGroupMetadataKey:
-    o = new_instance(ShareGroupMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupMetadataKey_v0 = (
@@ -119,7 +112,7 @@ _N_ShareGroupMetadataKey_v0 = (
     (),
     "ShareGroupMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMetadataKey = (
     ShareGroupMetadataKey,
     (
@@ -133,7 +126,6 @@ bind_codecs(
     ShareGroupMetadataKey,
     _tj_ShareGroupMetadataKey,
     _fj_ShareGroupMetadataKey,
-    _rnd_ShareGroupMetadataKey,
     (0, 0, _dec_ShareGroupMetadataKey_v0, _enc_ShareGroupMetadataKey_v0),
 )
 bind_native(

@@ -113,14 +113,6 @@ def _fj_ShareGroupMetadataValue(obj: dict[str, Any], version: int) -> ShareGroup
     return o
 
 
-def _rnd_ShareGroupMetadataValue(g: Any, version: int) -> ShareGroupMetadataValue:
-    o = new_instance(ShareGroupMetadataValue)
-    o.epoch = g.int("int32")
-    o.metadata_hash = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupMetadataValue_v0 = (
@@ -133,7 +125,7 @@ _N_ShareGroupMetadataValue_v0 = (
     (),
     "ShareGroupMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMetadataValue = (
     ShareGroupMetadataValue,
     (
@@ -148,7 +140,6 @@ bind_codecs(
     ShareGroupMetadataValue,
     _tj_ShareGroupMetadataValue,
     _fj_ShareGroupMetadataValue,
-    _rnd_ShareGroupMetadataValue,
     (0, 0, _dec_ShareGroupMetadataValue_v0, _enc_ShareGroupMetadataValue_v0),
 )
 bind_native(

@@ -107,15 +107,6 @@ def _fj_ShareGroupStatePartitionMetadataKey(
     return o
 
 
-def _rnd_ShareGroupStatePartitionMetadataKey(
-    g: Any, version: int
-) -> ShareGroupStatePartitionMetadataKey:
-    o = new_instance(ShareGroupStatePartitionMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupStatePartitionMetadataKey_v0 = (
@@ -127,7 +118,7 @@ _N_ShareGroupStatePartitionMetadataKey_v0 = (
     (),
     "ShareGroupStatePartitionMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupStatePartitionMetadataKey = (
     ShareGroupStatePartitionMetadataKey,
     (
@@ -141,7 +132,6 @@ bind_codecs(
     ShareGroupStatePartitionMetadataKey,
     _tj_ShareGroupStatePartitionMetadataKey,
     _fj_ShareGroupStatePartitionMetadataKey,
-    _rnd_ShareGroupStatePartitionMetadataKey,
     (
         0,
         0,

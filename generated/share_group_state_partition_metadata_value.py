@@ -249,17 +249,6 @@ def _fj_ShareGroupStatePartitionMetadataValue(
     return o
 
 
-def _rnd_ShareGroupStatePartitionMetadataValue(
-    g: Any, version: int
-) -> ShareGroupStatePartitionMetadataValue:
-    o = new_instance(ShareGroupStatePartitionMetadataValue)
-    o.initializing_topics = [_rnd_TopicPartitionsInfo(g, version) for _ in range(g.count())]
-    o.initialized_topics = [_rnd_TopicPartitionsInfo(g, version) for _ in range(g.count())]
-    o.deleting_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicPartitionsInfo_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopicPartitionsInfo, int]:
@@ -309,15 +298,6 @@ def _fj_TopicPartitionsInfo(obj: dict[str, Any], version: int) -> _TopicPartitio
     return o
 
 
-def _rnd_TopicPartitionsInfo(g: Any, version: int) -> _TopicPartitionsInfo:
-    o = new_instance(_TopicPartitionsInfo)
-    o.topic_id = g.uuid()
-    o.topic_name = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -357,14 +337,6 @@ def _fj_TopicInfo(obj: dict[str, Any], version: int) -> _TopicInfo:
     return o
 
 
-def _rnd_TopicInfo(g: Any, version: int) -> _TopicInfo:
-    o = new_instance(_TopicInfo)
-    o.topic_id = g.uuid()
-    o.topic_name = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TopicPartitionsInfo_v0 = (
@@ -399,7 +371,7 @@ _N_ShareGroupStatePartitionMetadataValue_v0 = (
     (),
     "ShareGroupStatePartitionMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitionsInfo = (
     _TopicPartitionsInfo,
     (
@@ -432,7 +404,6 @@ bind_codecs(
     ShareGroupStatePartitionMetadataValue,
     _tj_ShareGroupStatePartitionMetadataValue,
     _fj_ShareGroupStatePartitionMetadataValue,
-    _rnd_ShareGroupStatePartitionMetadataValue,
     (
         0,
         0,
@@ -449,7 +420,6 @@ bind_codecs(
     _TopicPartitionsInfo,
     _tj_TopicPartitionsInfo,
     _fj_TopicPartitionsInfo,
-    _rnd_TopicPartitionsInfo,
     (0, 0, _dec_TopicPartitionsInfo_v0, _enc_TopicPartitionsInfo_v0),
 )
 bind_native(
@@ -461,7 +431,6 @@ bind_codecs(
     _TopicInfo,
     _tj_TopicInfo,
     _fj_TopicInfo,
-    _rnd_TopicInfo,
     (0, 0, _dec_TopicInfo_v0, _enc_TopicInfo_v0),
 )
 bind_native(

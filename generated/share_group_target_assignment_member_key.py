@@ -117,16 +117,6 @@ def _fj_ShareGroupTargetAssignmentMemberKey(
     return o
 
 
-def _rnd_ShareGroupTargetAssignmentMemberKey(
-    g: Any, version: int
-) -> ShareGroupTargetAssignmentMemberKey:
-    o = new_instance(ShareGroupTargetAssignmentMemberKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupTargetAssignmentMemberKey_v0 = (
@@ -139,7 +129,7 @@ _N_ShareGroupTargetAssignmentMemberKey_v0 = (
     (),
     "ShareGroupTargetAssignmentMemberKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupTargetAssignmentMemberKey = (
     ShareGroupTargetAssignmentMemberKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     ShareGroupTargetAssignmentMemberKey,
     _tj_ShareGroupTargetAssignmentMemberKey,
     _fj_ShareGroupTargetAssignmentMemberKey,
-    _rnd_ShareGroupTargetAssignmentMemberKey,
     (
         0,
         0,

@@ -107,15 +107,6 @@ def _fj_ShareGroupTargetAssignmentMetadataKey(
     return o
 
 
-def _rnd_ShareGroupTargetAssignmentMetadataKey(
-    g: Any, version: int
-) -> ShareGroupTargetAssignmentMetadataKey:
-    o = new_instance(ShareGroupTargetAssignmentMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupTargetAssignmentMetadataKey_v0 = (
@@ -127,7 +118,7 @@ _N_ShareGroupTargetAssignmentMetadataKey_v0 = (
     (),
     "ShareGroupTargetAssignmentMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupTargetAssignmentMetadataKey = (
     ShareGroupTargetAssignmentMetadataKey,
     (
@@ -141,7 +132,6 @@ bind_codecs(
     ShareGroupTargetAssignmentMetadataKey,
     _tj_ShareGroupTargetAssignmentMetadataKey,
     _fj_ShareGroupTargetAssignmentMetadataKey,
-    _rnd_ShareGroupTargetAssignmentMetadataKey,
     (
         0,
         0,

@@ -146,16 +146,6 @@ def _fj_ShareGroupTargetAssignmentMetadataValue(
     return o
 
 
-def _rnd_ShareGroupTargetAssignmentMetadataValue(
-    g: Any, version: int
-) -> ShareGroupTargetAssignmentMetadataValue:
-    o = new_instance(ShareGroupTargetAssignmentMetadataValue)
-    o.assignment_epoch = g.int("int32")
-    o.assignment_timestamp = (g.int("int64")) if g.present() else 0
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_ShareGroupTargetAssignmentMetadataValue_v0 = (
@@ -169,7 +159,7 @@ _N_ShareGroupTargetAssignmentMetadataValue_v0 = (
     ),
     "ShareGroupTargetAssignmentMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupTargetAssignmentMetadataValue = (
     ShareGroupTargetAssignmentMetadataValue,
     (
@@ -184,7 +174,6 @@ bind_codecs(
     ShareGroupTargetAssignmentMetadataValue,
     _tj_ShareGroupTargetAssignmentMetadataValue,
     _fj_ShareGroupTargetAssignmentMetadataValue,
-    _rnd_ShareGroupTargetAssignmentMetadataValue,
     (
         0,
         0,

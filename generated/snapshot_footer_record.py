@@ -105,13 +105,6 @@ def _fj_SnapshotFooterRecord(obj: dict[str, Any], version: int) -> SnapshotFoote
     return o
 
 
-def _rnd_SnapshotFooterRecord(g: Any, version: int) -> SnapshotFooterRecord:
-    o = new_instance(SnapshotFooterRecord)
-    o.version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SnapshotFooterRecord_v0 = (
@@ -123,7 +116,7 @@ _N_SnapshotFooterRecord_v0 = (
     (),
     "SnapshotFooterRecord",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SnapshotFooterRecord = (
     SnapshotFooterRecord,
     (
@@ -137,7 +130,6 @@ bind_codecs(
     SnapshotFooterRecord,
     _tj_SnapshotFooterRecord,
     _fj_SnapshotFooterRecord,
-    _rnd_SnapshotFooterRecord,
     (0, 0, _dec_SnapshotFooterRecord_v0, _enc_SnapshotFooterRecord_v0),
 )
 bind_native(

@@ -113,14 +113,6 @@ def _fj_SnapshotHeaderRecord(obj: dict[str, Any], version: int) -> SnapshotHeade
     return o
 
 
-def _rnd_SnapshotHeaderRecord(g: Any, version: int) -> SnapshotHeaderRecord:
-    o = new_instance(SnapshotHeaderRecord)
-    o.version = g.int("int16")
-    o.last_contained_log_timestamp = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SnapshotHeaderRecord_v0 = (
@@ -133,7 +125,7 @@ _N_SnapshotHeaderRecord_v0 = (
     (),
     "SnapshotHeaderRecord",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SnapshotHeaderRecord = (
     SnapshotHeaderRecord,
     (
@@ -148,7 +140,6 @@ bind_codecs(
     SnapshotHeaderRecord,
     _tj_SnapshotHeaderRecord,
     _fj_SnapshotHeaderRecord,
-    _rnd_SnapshotHeaderRecord,
     (0, 0, _dec_SnapshotHeaderRecord_v0, _enc_SnapshotHeaderRecord_v0),
 )
 bind_native(

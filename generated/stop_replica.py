@@ -571,30 +571,6 @@ def _fj_StopReplicaRequest(obj: dict[str, Any], version: int) -> StopReplicaRequ
     return o
 
 
-def _rnd_StopReplicaRequest(g: Any, version: int) -> StopReplicaRequest:
-    o = new_instance(StopReplicaRequest)
-    o.controller_id = g.int("int32")
-    o.is_k_raft_controller = (g.bool()) if version >= 4 else False
-    o.controller_epoch = g.int("int32")
-    o.broker_epoch = (g.int("int64")) if version >= 1 else -1
-    o.delete_partitions = (g.bool()) if version <= 2 else False
-    o.ungrouped_partitions = (
-        ([_rnd_StopReplicaPartitionV0(g, version) for _ in range(g.count())])
-        if version <= 0
-        else []
-    )
-    o.topics = (
-        ([_rnd_StopReplicaTopicV1(g, version) for _ in range(g.count())])
-        if 1 <= version <= 2
-        else []
-    )
-    o.topic_states = (
-        ([_rnd_StopReplicaTopicState(g, version) for _ in range(g.count())]) if version >= 3 else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_StopReplicaPartitionV0_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StopReplicaPartitionV0, int]:
@@ -632,14 +608,6 @@ def _fj_StopReplicaPartitionV0(obj: dict[str, Any], version: int) -> _StopReplic
     o.topic_name = get_str(obj, "topicName", p, REQUIRED) if version <= 0 else ""
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED) if version <= 0 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StopReplicaPartitionV0(g: Any, version: int) -> _StopReplicaPartitionV0:
-    o = new_instance(_StopReplicaPartitionV0)
-    o.topic_name = (g.str()) if version <= 0 else ""
-    o.partition_index = (g.int("int32")) if version <= 0 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -705,14 +673,6 @@ def _fj_StopReplicaTopicV1(obj: dict[str, Any], version: int) -> _StopReplicaTop
     return o
 
 
-def _rnd_StopReplicaTopicV1(g: Any, version: int) -> _StopReplicaTopicV1:
-    o = new_instance(_StopReplicaTopicV1)
-    o.name = (g.str()) if 1 <= version <= 2 else ""
-    o.partition_indexes = ([g.int("int32") for _ in range(g.count())]) if 1 <= version <= 2 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_StopReplicaTopicState_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StopReplicaTopicState, int]:
@@ -769,18 +729,6 @@ def _fj_StopReplicaTopicState(obj: dict[str, Any], version: int) -> _StopReplica
     return o
 
 
-def _rnd_StopReplicaTopicState(g: Any, version: int) -> _StopReplicaTopicState:
-    o = new_instance(_StopReplicaTopicState)
-    o.topic_name = (g.str()) if version >= 3 else ""
-    o.partition_states = (
-        ([_rnd_StopReplicaPartitionState(g, version) for _ in range(g.count())])
-        if version >= 3
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_StopReplicaPartitionState_v3(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StopReplicaPartitionState, int]:
@@ -820,15 +768,6 @@ def _fj_StopReplicaPartitionState(obj: dict[str, Any], version: int) -> _StopRep
     o.leader_epoch = get_int(obj, "leaderEpoch", p, REQUIRED) if version >= 3 else -1
     o.delete_partition = get_bool(obj, "deletePartition", p, REQUIRED) if version >= 3 else False
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StopReplicaPartitionState(g: Any, version: int) -> _StopReplicaPartitionState:
-    o = new_instance(_StopReplicaPartitionState)
-    o.partition_index = (g.int("int32")) if version >= 3 else 0
-    o.leader_epoch = (g.int("int32")) if version >= 3 else -1
-    o.delete_partition = (g.bool()) if version >= 3 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
     return o
 
 
@@ -965,7 +904,7 @@ _N_StopReplicaRequest_v4 = (
     (),
     "StopReplicaRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StopReplicaPartitionV0 = (
     _StopReplicaPartitionV0,
     (
@@ -1019,7 +958,6 @@ bind_codecs(
     StopReplicaRequest,
     _tj_StopReplicaRequest,
     _fj_StopReplicaRequest,
-    _rnd_StopReplicaRequest,
     (0, 0, _dec_StopReplicaRequest_v0, _enc_StopReplicaRequest_v0),
     (1, 1, _dec_StopReplicaRequest_v1, _enc_StopReplicaRequest_v1),
     (2, 2, _dec_StopReplicaRequest_v2, _enc_StopReplicaRequest_v2),
@@ -1039,7 +977,6 @@ bind_codecs(
     _StopReplicaPartitionV0,
     _tj_StopReplicaPartitionV0,
     _fj_StopReplicaPartitionV0,
-    _rnd_StopReplicaPartitionV0,
     (0, 0, _dec_StopReplicaPartitionV0_v0, _enc_StopReplicaPartitionV0_v0),
 )
 bind_native(
@@ -1051,7 +988,6 @@ bind_codecs(
     _StopReplicaTopicV1,
     _tj_StopReplicaTopicV1,
     _fj_StopReplicaTopicV1,
-    _rnd_StopReplicaTopicV1,
     (1, 1, _dec_StopReplicaTopicV1_v1, _enc_StopReplicaTopicV1_v1),
     (2, 2, _dec_StopReplicaTopicV1_v2, _enc_StopReplicaTopicV1_v2),
 )
@@ -1065,7 +1001,6 @@ bind_codecs(
     _StopReplicaTopicState,
     _tj_StopReplicaTopicState,
     _fj_StopReplicaTopicState,
-    _rnd_StopReplicaTopicState,
     (3, 4, _dec_StopReplicaTopicState_v3, _enc_StopReplicaTopicState_v3),
 )
 bind_native(
@@ -1077,7 +1012,6 @@ bind_codecs(
     _StopReplicaPartitionState,
     _tj_StopReplicaPartitionState,
     _fj_StopReplicaPartitionState,
-    _rnd_StopReplicaPartitionState,
     (3, 4, _dec_StopReplicaPartitionState_v3, _enc_StopReplicaPartitionState_v3),
 )
 bind_native(
@@ -1162,14 +1096,6 @@ def _fj_StopReplicaResponse(obj: dict[str, Any], version: int) -> StopReplicaRes
     return o
 
 
-def _rnd_StopReplicaResponse(g: Any, version: int) -> StopReplicaResponse:
-    o = new_instance(StopReplicaResponse)
-    o.error_code = g.int("int16")
-    o.partition_errors = [_rnd_StopReplicaPartitionError(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 def _dec_StopReplicaPartitionError_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StopReplicaPartitionError, int]:
@@ -1233,15 +1159,6 @@ def _fj_StopReplicaPartitionError(obj: dict[str, Any], version: int) -> _StopRep
     return o
 
 
-def _rnd_StopReplicaPartitionError(g: Any, version: int) -> _StopReplicaPartitionError:
-    o = new_instance(_StopReplicaPartitionError)
-    o.topic_name = g.str()
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 2 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StopReplicaPartitionError_v0 = (
@@ -1286,7 +1203,7 @@ _N_StopReplicaResponse_v2 = (
     (),
     "StopReplicaResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StopReplicaPartitionError = (
     _StopReplicaPartitionError,
     (
@@ -1310,7 +1227,6 @@ bind_codecs(
     StopReplicaResponse,
     _tj_StopReplicaResponse,
     _fj_StopReplicaResponse,
-    _rnd_StopReplicaResponse,
     (0, 1, _dec_StopReplicaResponse_v0, _enc_StopReplicaResponse_v0),
     (2, 4, _dec_StopReplicaResponse_v2, _enc_StopReplicaResponse_v2),
 )
@@ -1324,7 +1240,6 @@ bind_codecs(
     _StopReplicaPartitionError,
     _tj_StopReplicaPartitionError,
     _fj_StopReplicaPartitionError,
-    _rnd_StopReplicaPartitionError,
     (0, 1, _dec_StopReplicaPartitionError_v0, _enc_StopReplicaPartitionError_v0),
     (2, 4, _dec_StopReplicaPartitionError_v2, _enc_StopReplicaPartitionError_v2),
 )

@@ -117,16 +117,6 @@ def _fj_StreamsGroupCurrentMemberAssignmentKey(
     return o
 
 
-def _rnd_StreamsGroupCurrentMemberAssignmentKey(
-    g: Any, version: int
-) -> StreamsGroupCurrentMemberAssignmentKey:
-    o = new_instance(StreamsGroupCurrentMemberAssignmentKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupCurrentMemberAssignmentKey_v0 = (
@@ -139,7 +129,7 @@ _N_StreamsGroupCurrentMemberAssignmentKey_v0 = (
     (),
     "StreamsGroupCurrentMemberAssignmentKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupCurrentMemberAssignmentKey = (
     StreamsGroupCurrentMemberAssignmentKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     StreamsGroupCurrentMemberAssignmentKey,
     _tj_StreamsGroupCurrentMemberAssignmentKey,
     _fj_StreamsGroupCurrentMemberAssignmentKey,
-    _rnd_StreamsGroupCurrentMemberAssignmentKey,
     (
         0,
         0,

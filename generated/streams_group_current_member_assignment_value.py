@@ -305,23 +305,6 @@ def _fj_StreamsGroupCurrentMemberAssignmentValue(
     return o
 
 
-def _rnd_StreamsGroupCurrentMemberAssignmentValue(
-    g: Any, version: int
-) -> StreamsGroupCurrentMemberAssignmentValue:
-    o = new_instance(StreamsGroupCurrentMemberAssignmentValue)
-    o.member_epoch = g.int("int32")
-    o.previous_member_epoch = g.int("int32")
-    o.state = g.int("int8")
-    o.active_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.standby_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.warmup_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.active_tasks_pending_revocation = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.standby_tasks_pending_revocation = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.warmup_tasks_pending_revocation = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
     o = new_instance(_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
@@ -398,17 +381,6 @@ def _fj_TaskIds(obj: dict[str, Any], version: int) -> _TaskIds:
     return o
 
 
-def _rnd_TaskIds(g: Any, version: int) -> _TaskIds:
-    o = new_instance(_TaskIds)
-    o.subtopology_id = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.assignment_epochs = (
-        (None if g.is_null() else [g.int("int32") for _ in range(g.count())]) if g.present() else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TaskIds_v0 = (
@@ -440,7 +412,7 @@ _N_StreamsGroupCurrentMemberAssignmentValue_v0 = (
     (),
     "StreamsGroupCurrentMemberAssignmentValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TaskIds = (
     _TaskIds,
     (
@@ -471,7 +443,6 @@ bind_codecs(
     StreamsGroupCurrentMemberAssignmentValue,
     _tj_StreamsGroupCurrentMemberAssignmentValue,
     _fj_StreamsGroupCurrentMemberAssignmentValue,
-    _rnd_StreamsGroupCurrentMemberAssignmentValue,
     (
         0,
         0,
@@ -488,7 +459,6 @@ bind_codecs(
     _TaskIds,
     _tj_TaskIds,
     _fj_TaskIds,
-    _rnd_TaskIds,
     (0, 0, _dec_TaskIds_v0, _enc_TaskIds_v0),
 )
 bind_native(

@@ -809,15 +809,6 @@ def _fj_StreamsGroupDescribeRequest(
     return o
 
 
-def _rnd_StreamsGroupDescribeRequest(g: Any, version: int) -> StreamsGroupDescribeRequest:
-    o = new_instance(StreamsGroupDescribeRequest)
-    o.group_ids = [g.str() for _ in range(g.count())]
-    o.include_authorized_operations = g.bool()
-    o.include_topology_description = (g.bool()) if version >= 1 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupDescribeRequest_v0 = (
@@ -842,7 +833,7 @@ _N_StreamsGroupDescribeRequest_v1 = (
     (),
     "StreamsGroupDescribeRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupDescribeRequest = (
     StreamsGroupDescribeRequest,
     (
@@ -858,7 +849,6 @@ bind_codecs(
     StreamsGroupDescribeRequest,
     _tj_StreamsGroupDescribeRequest,
     _fj_StreamsGroupDescribeRequest,
-    _rnd_StreamsGroupDescribeRequest,
     (0, 0, _dec_StreamsGroupDescribeRequest_v0, _enc_StreamsGroupDescribeRequest_v0),
     (1, 1, _dec_StreamsGroupDescribeRequest_v1, _enc_StreamsGroupDescribeRequest_v1),
 )
@@ -939,14 +929,6 @@ def _fj_StreamsGroupDescribeResponse(
     v = get_list(obj, "groups", p, REQUIRED)
     o.groups = [_fj_DescribedGroup(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StreamsGroupDescribeResponse(g: Any, version: int) -> StreamsGroupDescribeResponse:
-    o = new_instance(StreamsGroupDescribeResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.groups = [_rnd_DescribedGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1159,28 +1141,6 @@ def _fj_DescribedGroup(obj: dict[str, Any], version: int) -> _DescribedGroup:
     return o
 
 
-def _rnd_DescribedGroup(g: Any, version: int) -> _DescribedGroup:
-    o = new_instance(_DescribedGroup)
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.group_id = g.str()
-    o.group_state = g.str()
-    o.group_epoch = g.int("int32")
-    o.assignment_epoch = g.int("int32")
-    o.topology = None if g.is_null() else _rnd_Topology(g, version)
-    o.members = [_rnd_Member(g, version) for _ in range(g.count())]
-    o.authorized_operations = g.int("int32")
-    o.topology_description = (
-        (None if version >= 1 and g.is_null() else _rnd_TopologyDescription(g, version))
-        if version >= 1
-        else None
-    )
-    o.topology_description_status = (g.int("int8")) if version >= 1 else 0
-    o.assignor_name = (None if version >= 1 and g.is_null() else g.str()) if version >= 1 else None
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Topology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Topology, int]:
     o = new_instance(_Topology)
     o.epoch = _S_i.unpack_from(buf, pos)[0]
@@ -1228,16 +1188,6 @@ def _fj_Topology(obj: dict[str, Any], version: int) -> _Topology:
         None if v is None else ([_fj_Subtopology(as_object(x, p), version) for x in v])
     )
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Topology(g: Any, version: int) -> _Topology:
-    o = new_instance(_Topology)
-    o.epoch = g.int("int32")
-    o.subtopologies = (
-        None if g.is_null() else [_rnd_Subtopology(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1335,17 +1285,6 @@ def _fj_Subtopology(obj: dict[str, Any], version: int) -> _Subtopology:
     return o
 
 
-def _rnd_Subtopology(g: Any, version: int) -> _Subtopology:
-    o = new_instance(_Subtopology)
-    o.subtopology_id = g.str()
-    o.source_topics = [g.str() for _ in range(g.count())]
-    o.repartition_sink_topics = [g.str() for _ in range(g.count())]
-    o.state_changelog_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.repartition_source_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -1400,16 +1339,6 @@ def _fj_TopicInfo(obj: dict[str, Any], version: int) -> _TopicInfo:
     return o
 
 
-def _rnd_TopicInfo(g: Any, version: int) -> _TopicInfo:
-    o = new_instance(_TopicInfo)
-    o.name = g.str()
-    o.partitions = g.int("int32")
-    o.replication_factor = g.int("int16")
-    o.topic_configs = [_rnd_KeyValue(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
     o = new_instance(_KeyValue)
     o.key, pos = read_compact_string(buf, pos, end)
@@ -1447,14 +1376,6 @@ def _fj_KeyValue(obj: dict[str, Any], version: int) -> _KeyValue:
     o.key = get_str(obj, "key", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_KeyValue(g: Any, version: int) -> _KeyValue:
-    o = new_instance(_KeyValue)
-    o.key = g.str()
-    o.value = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1614,27 +1535,6 @@ def _fj_Member(obj: dict[str, Any], version: int) -> _Member:
     return o
 
 
-def _rnd_Member(g: Any, version: int) -> _Member:
-    o = new_instance(_Member)
-    o.member_id = g.str()
-    o.member_epoch = g.int("int32")
-    o.instance_id = None if g.is_null() else g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.topology_epoch = g.int("int32")
-    o.process_id = g.str()
-    o.user_endpoint = None if g.is_null() else _rnd_Endpoint(g, version)
-    o.client_tags = [_rnd_KeyValue(g, version) for _ in range(g.count())]
-    o.task_offsets = [_rnd_TaskOffset(g, version) for _ in range(g.count())]
-    o.task_end_offsets = [_rnd_TaskOffset(g, version) for _ in range(g.count())]
-    o.assignment = _rnd_Assignment(g, version)
-    o.target_assignment = _rnd_Assignment(g, version)
-    o.is_classic = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
     o = new_instance(_Endpoint)
     o.host, pos = read_compact_string(buf, pos, end)
@@ -1671,14 +1571,6 @@ def _fj_Endpoint(obj: dict[str, Any], version: int) -> _Endpoint:
     o.host = get_str(obj, "host", p, REQUIRED)
     o.port = get_int(obj, "port", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Endpoint(g: Any, version: int) -> _Endpoint:
-    o = new_instance(_Endpoint)
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1720,15 +1612,6 @@ def _fj_TaskOffset(obj: dict[str, Any], version: int) -> _TaskOffset:
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.offset = get_int(obj, "offset", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TaskOffset(g: Any, version: int) -> _TaskOffset:
-    o = new_instance(_TaskOffset)
-    o.subtopology_id = g.str()
-    o.partition = g.int("int32")
-    o.offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1799,15 +1682,6 @@ def _fj_Assignment(obj: dict[str, Any], version: int) -> _Assignment:
     return o
 
 
-def _rnd_Assignment(g: Any, version: int) -> _Assignment:
-    o = new_instance(_Assignment)
-    o.active_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.standby_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.warmup_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
     o = new_instance(_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
@@ -1845,14 +1719,6 @@ def _fj_TaskIds(obj: dict[str, Any], version: int) -> _TaskIds:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TaskIds(g: Any, version: int) -> _TaskIds:
-    o = new_instance(_TaskIds)
-    o.subtopology_id = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1924,22 +1790,6 @@ def _fj_TopologyDescription(obj: dict[str, Any], version: int) -> _TopologyDescr
     return o
 
 
-def _rnd_TopologyDescription(g: Any, version: int) -> _TopologyDescription:
-    o = new_instance(_TopologyDescription)
-    o.subtopologies = (
-        ([_rnd_TopologyDescriptionSubtopology(g, version) for _ in range(g.count())])
-        if version >= 1
-        else []
-    )
-    o.global_stores = (
-        ([_rnd_TopologyDescriptionGlobalStore(g, version) for _ in range(g.count())])
-        if version >= 1
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopologyDescriptionSubtopology_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopologyDescriptionSubtopology, int]:
@@ -1995,18 +1845,6 @@ def _fj_TopologyDescriptionSubtopology(
     else:
         o.nodes = []
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopologyDescriptionSubtopology(g: Any, version: int) -> _TopologyDescriptionSubtopology:
-    o = new_instance(_TopologyDescriptionSubtopology)
-    o.subtopology_id = (g.str()) if version >= 1 else ""
-    o.nodes = (
-        ([_rnd_TopologyDescriptionNode(g, version) for _ in range(g.count())])
-        if version >= 1
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -2117,18 +1955,6 @@ def _fj_TopologyDescriptionNode(obj: dict[str, Any], version: int) -> _TopologyD
     return o
 
 
-def _rnd_TopologyDescriptionNode(g: Any, version: int) -> _TopologyDescriptionNode:
-    o = new_instance(_TopologyDescriptionNode)
-    o.name = (g.str()) if version >= 1 else ""
-    o.node_type = (g.int("int8")) if version >= 1 else 0
-    o.source_topics = ([g.str() for _ in range(g.count())]) if version >= 1 else []
-    o.sink_topic = (None if version >= 1 and g.is_null() else g.str()) if version >= 1 else None
-    o.stores = ([g.str() for _ in range(g.count())]) if version >= 1 else []
-    o.successors = ([g.str() for _ in range(g.count())]) if version >= 1 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopologyDescriptionGlobalStore_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopologyDescriptionGlobalStore, int]:
@@ -2180,18 +2006,6 @@ def _fj_TopologyDescriptionGlobalStore(
     else:
         o.processor = _TopologyDescriptionNode()
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopologyDescriptionGlobalStore(g: Any, version: int) -> _TopologyDescriptionGlobalStore:
-    o = new_instance(_TopologyDescriptionGlobalStore)
-    o.source = (
-        (_rnd_TopologyDescriptionNode(g, version)) if version >= 1 else _TopologyDescriptionNode()
-    )
-    o.processor = (
-        (_rnd_TopologyDescriptionNode(g, version)) if version >= 1 else _TopologyDescriptionNode()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -2411,7 +2225,7 @@ _N_StreamsGroupDescribeResponse_v1 = (
     (),
     "StreamsGroupDescribeResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_KeyValue = (
     _KeyValue,
     (
@@ -2572,7 +2386,6 @@ bind_codecs(
     StreamsGroupDescribeResponse,
     _tj_StreamsGroupDescribeResponse,
     _fj_StreamsGroupDescribeResponse,
-    _rnd_StreamsGroupDescribeResponse,
     (0, 0, _dec_StreamsGroupDescribeResponse_v0, _enc_StreamsGroupDescribeResponse_v0),
     (1, 1, _dec_StreamsGroupDescribeResponse_v1, _enc_StreamsGroupDescribeResponse_v1),
 )
@@ -2586,7 +2399,6 @@ bind_codecs(
     _DescribedGroup,
     _tj_DescribedGroup,
     _fj_DescribedGroup,
-    _rnd_DescribedGroup,
     (0, 0, _dec_DescribedGroup_v0, _enc_DescribedGroup_v0),
     (1, 1, _dec_DescribedGroup_v1, _enc_DescribedGroup_v1),
 )
@@ -2600,7 +2412,6 @@ bind_codecs(
     _Topology,
     _tj_Topology,
     _fj_Topology,
-    _rnd_Topology,
     (0, 1, _dec_Topology_v0, _enc_Topology_v0),
 )
 bind_native(
@@ -2612,7 +2423,6 @@ bind_codecs(
     _Subtopology,
     _tj_Subtopology,
     _fj_Subtopology,
-    _rnd_Subtopology,
     (0, 1, _dec_Subtopology_v0, _enc_Subtopology_v0),
 )
 bind_native(
@@ -2624,7 +2434,6 @@ bind_codecs(
     _TopicInfo,
     _tj_TopicInfo,
     _fj_TopicInfo,
-    _rnd_TopicInfo,
     (0, 1, _dec_TopicInfo_v0, _enc_TopicInfo_v0),
 )
 bind_native(
@@ -2636,7 +2445,6 @@ bind_codecs(
     _KeyValue,
     _tj_KeyValue,
     _fj_KeyValue,
-    _rnd_KeyValue,
     (0, 1, _dec_KeyValue_v0, _enc_KeyValue_v0),
 )
 bind_native(
@@ -2648,7 +2456,6 @@ bind_codecs(
     _Member,
     _tj_Member,
     _fj_Member,
-    _rnd_Member,
     (0, 1, _dec_Member_v0, _enc_Member_v0),
 )
 bind_native(
@@ -2660,7 +2467,6 @@ bind_codecs(
     _Endpoint,
     _tj_Endpoint,
     _fj_Endpoint,
-    _rnd_Endpoint,
     (0, 1, _dec_Endpoint_v0, _enc_Endpoint_v0),
 )
 bind_native(
@@ -2672,7 +2478,6 @@ bind_codecs(
     _TaskOffset,
     _tj_TaskOffset,
     _fj_TaskOffset,
-    _rnd_TaskOffset,
     (0, 1, _dec_TaskOffset_v0, _enc_TaskOffset_v0),
 )
 bind_native(
@@ -2684,7 +2489,6 @@ bind_codecs(
     _Assignment,
     _tj_Assignment,
     _fj_Assignment,
-    _rnd_Assignment,
     (0, 1, _dec_Assignment_v0, _enc_Assignment_v0),
 )
 bind_native(
@@ -2696,7 +2500,6 @@ bind_codecs(
     _TaskIds,
     _tj_TaskIds,
     _fj_TaskIds,
-    _rnd_TaskIds,
     (0, 1, _dec_TaskIds_v0, _enc_TaskIds_v0),
 )
 bind_native(
@@ -2708,7 +2511,6 @@ bind_codecs(
     _TopologyDescription,
     _tj_TopologyDescription,
     _fj_TopologyDescription,
-    _rnd_TopologyDescription,
     (1, 1, _dec_TopologyDescription_v1, _enc_TopologyDescription_v1),
 )
 bind_native(
@@ -2720,7 +2522,6 @@ bind_codecs(
     _TopologyDescriptionSubtopology,
     _tj_TopologyDescriptionSubtopology,
     _fj_TopologyDescriptionSubtopology,
-    _rnd_TopologyDescriptionSubtopology,
     (1, 1, _dec_TopologyDescriptionSubtopology_v1, _enc_TopologyDescriptionSubtopology_v1),
 )
 bind_native(
@@ -2732,7 +2533,6 @@ bind_codecs(
     _TopologyDescriptionNode,
     _tj_TopologyDescriptionNode,
     _fj_TopologyDescriptionNode,
-    _rnd_TopologyDescriptionNode,
     (1, 1, _dec_TopologyDescriptionNode_v1, _enc_TopologyDescriptionNode_v1),
 )
 bind_native(
@@ -2744,7 +2544,6 @@ bind_codecs(
     _TopologyDescriptionGlobalStore,
     _tj_TopologyDescriptionGlobalStore,
     _fj_TopologyDescriptionGlobalStore,
-    _rnd_TopologyDescriptionGlobalStore,
     (1, 1, _dec_TopologyDescriptionGlobalStore_v1, _enc_TopologyDescriptionGlobalStore_v1),
 )
 bind_native(

@@ -957,47 +957,6 @@ def _fj_StreamsGroupHeartbeatRequest(
     return o
 
 
-def _rnd_StreamsGroupHeartbeatRequest(g: Any, version: int) -> StreamsGroupHeartbeatRequest:
-    o = new_instance(StreamsGroupHeartbeatRequest)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.member_epoch = g.int("int32")
-    o.endpoint_information_epoch = g.int("int32")
-    o.instance_id = None if g.is_null() else g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.rebalance_timeout_ms = g.int("int32")
-    o.topology = None if g.is_null() else _rnd_Topology(g, version)
-    o.active_tasks = (
-        None
-        if g.is_null()
-        else [_rnd_StreamsGroupHeartbeatRequest_TaskIds(g, version) for _ in range(g.count())]
-    )
-    o.standby_tasks = (
-        None
-        if g.is_null()
-        else [_rnd_StreamsGroupHeartbeatRequest_TaskIds(g, version) for _ in range(g.count())]
-    )
-    o.warmup_tasks = (
-        None
-        if g.is_null()
-        else [_rnd_StreamsGroupHeartbeatRequest_TaskIds(g, version) for _ in range(g.count())]
-    )
-    o.process_id = None if g.is_null() else g.str()
-    o.user_endpoint = (
-        None if g.is_null() else _rnd_StreamsGroupHeartbeatRequest_Endpoint(g, version)
-    )
-    o.client_tags = None if g.is_null() else [_rnd_KeyValue(g, version) for _ in range(g.count())]
-    o.task_offsets = (
-        None if g.is_null() else [_rnd_TaskOffset(g, version) for _ in range(g.count())]
-    )
-    o.task_end_offsets = (
-        None if g.is_null() else [_rnd_TaskOffset(g, version) for _ in range(g.count())]
-    )
-    o.shutdown_application = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Topology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Topology, int]:
     o = new_instance(_Topology)
     o.epoch = _S_i.unpack_from(buf, pos)[0]
@@ -1043,14 +1002,6 @@ def _fj_Topology(obj: dict[str, Any], version: int) -> _Topology:
     v = get_list(obj, "subtopologies", p, REQUIRED)
     o.subtopologies = [_fj_Subtopology(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Topology(g: Any, version: int) -> _Topology:
-    o = new_instance(_Topology)
-    o.epoch = g.int("int32")
-    o.subtopologies = [_rnd_Subtopology(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1178,19 +1129,6 @@ def _fj_Subtopology(obj: dict[str, Any], version: int) -> _Subtopology:
     return o
 
 
-def _rnd_Subtopology(g: Any, version: int) -> _Subtopology:
-    o = new_instance(_Subtopology)
-    o.subtopology_id = g.str()
-    o.source_topics = [g.str() for _ in range(g.count())]
-    o.source_topic_regex = [g.str() for _ in range(g.count())]
-    o.state_changelog_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.repartition_sink_topics = [g.str() for _ in range(g.count())]
-    o.repartition_source_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.copartition_groups = [_rnd_CopartitionGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -1245,16 +1183,6 @@ def _fj_TopicInfo(obj: dict[str, Any], version: int) -> _TopicInfo:
     return o
 
 
-def _rnd_TopicInfo(g: Any, version: int) -> _TopicInfo:
-    o = new_instance(_TopicInfo)
-    o.name = g.str()
-    o.partitions = g.int("int32")
-    o.replication_factor = g.int("int16")
-    o.topic_configs = [_rnd_KeyValue(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_KeyValue_v0(buf: Buffer, pos: int, end: int) -> tuple[_KeyValue, int]:
     o = new_instance(_KeyValue)
     o.key, pos = read_compact_string(buf, pos, end)
@@ -1292,14 +1220,6 @@ def _fj_KeyValue(obj: dict[str, Any], version: int) -> _KeyValue:
     o.key = get_str(obj, "key", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_KeyValue(g: Any, version: int) -> _KeyValue:
-    o = new_instance(_KeyValue)
-    o.key = g.str()
-    o.value = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1355,15 +1275,6 @@ def _fj_CopartitionGroup(obj: dict[str, Any], version: int) -> _CopartitionGroup
     return o
 
 
-def _rnd_CopartitionGroup(g: Any, version: int) -> _CopartitionGroup:
-    o = new_instance(_CopartitionGroup)
-    o.source_topics = [g.int("int16") for _ in range(g.count())]
-    o.source_topic_regex = [g.int("int16") for _ in range(g.count())]
-    o.repartition_source_topics = [g.int("int16") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_StreamsGroupHeartbeatRequest_TaskIds_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StreamsGroupHeartbeatRequest_TaskIds, int]:
@@ -1409,16 +1320,6 @@ def _fj_StreamsGroupHeartbeatRequest_TaskIds(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StreamsGroupHeartbeatRequest_TaskIds(
-    g: Any, version: int
-) -> _StreamsGroupHeartbeatRequest_TaskIds:
-    o = new_instance(_StreamsGroupHeartbeatRequest_TaskIds)
-    o.subtopology_id = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1469,16 +1370,6 @@ def _fj_StreamsGroupHeartbeatRequest_Endpoint(
     return o
 
 
-def _rnd_StreamsGroupHeartbeatRequest_Endpoint(
-    g: Any, version: int
-) -> _StreamsGroupHeartbeatRequest_Endpoint:
-    o = new_instance(_StreamsGroupHeartbeatRequest_Endpoint)
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TaskOffset_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskOffset, int]:
     o = new_instance(_TaskOffset)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
@@ -1517,15 +1408,6 @@ def _fj_TaskOffset(obj: dict[str, Any], version: int) -> _TaskOffset:
     o.partition = get_int(obj, "partition", p, REQUIRED)
     o.offset = get_int(obj, "offset", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TaskOffset(g: Any, version: int) -> _TaskOffset:
-    o = new_instance(_TaskOffset)
-    o.subtopology_id = g.str()
-    o.partition = g.int("int32")
-    o.offset = g.int("int64")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1645,7 +1527,7 @@ _N_StreamsGroupHeartbeatRequest_v0 = (
     (),
     "StreamsGroupHeartbeatRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_KeyValue = (
     _KeyValue,
     (
@@ -1748,7 +1630,6 @@ bind_codecs(
     StreamsGroupHeartbeatRequest,
     _tj_StreamsGroupHeartbeatRequest,
     _fj_StreamsGroupHeartbeatRequest,
-    _rnd_StreamsGroupHeartbeatRequest,
     (0, 1, _dec_StreamsGroupHeartbeatRequest_v0, _enc_StreamsGroupHeartbeatRequest_v0),
 )
 bind_native(
@@ -1760,7 +1641,6 @@ bind_codecs(
     _Topology,
     _tj_Topology,
     _fj_Topology,
-    _rnd_Topology,
     (0, 1, _dec_Topology_v0, _enc_Topology_v0),
 )
 bind_native(
@@ -1772,7 +1652,6 @@ bind_codecs(
     _Subtopology,
     _tj_Subtopology,
     _fj_Subtopology,
-    _rnd_Subtopology,
     (0, 1, _dec_Subtopology_v0, _enc_Subtopology_v0),
 )
 bind_native(
@@ -1784,7 +1663,6 @@ bind_codecs(
     _TopicInfo,
     _tj_TopicInfo,
     _fj_TopicInfo,
-    _rnd_TopicInfo,
     (0, 1, _dec_TopicInfo_v0, _enc_TopicInfo_v0),
 )
 bind_native(
@@ -1796,7 +1674,6 @@ bind_codecs(
     _KeyValue,
     _tj_KeyValue,
     _fj_KeyValue,
-    _rnd_KeyValue,
     (0, 1, _dec_KeyValue_v0, _enc_KeyValue_v0),
 )
 bind_native(
@@ -1808,7 +1685,6 @@ bind_codecs(
     _CopartitionGroup,
     _tj_CopartitionGroup,
     _fj_CopartitionGroup,
-    _rnd_CopartitionGroup,
     (0, 1, _dec_CopartitionGroup_v0, _enc_CopartitionGroup_v0),
 )
 bind_native(
@@ -1820,7 +1696,6 @@ bind_codecs(
     _StreamsGroupHeartbeatRequest_TaskIds,
     _tj_StreamsGroupHeartbeatRequest_TaskIds,
     _fj_StreamsGroupHeartbeatRequest_TaskIds,
-    _rnd_StreamsGroupHeartbeatRequest_TaskIds,
     (
         0,
         1,
@@ -1837,7 +1712,6 @@ bind_codecs(
     _StreamsGroupHeartbeatRequest_Endpoint,
     _tj_StreamsGroupHeartbeatRequest_Endpoint,
     _fj_StreamsGroupHeartbeatRequest_Endpoint,
-    _rnd_StreamsGroupHeartbeatRequest_Endpoint,
     (
         0,
         1,
@@ -1854,7 +1728,6 @@ bind_codecs(
     _TaskOffset,
     _tj_TaskOffset,
     _fj_TaskOffset,
-    _rnd_TaskOffset,
     (0, 1, _dec_TaskOffset_v0, _enc_TaskOffset_v0),
 )
 bind_native(
@@ -2153,42 +2026,6 @@ def _fj_StreamsGroupHeartbeatResponse(
     return o
 
 
-def _rnd_StreamsGroupHeartbeatResponse(g: Any, version: int) -> StreamsGroupHeartbeatResponse:
-    o = new_instance(StreamsGroupHeartbeatResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.member_id = g.str()
-    o.member_epoch = g.int("int32")
-    o.heartbeat_interval_ms = g.int("int32")
-    o.acceptable_recovery_lag_legacy = (g.int("int32")) if version <= 0 else 0
-    o.task_offset_interval_ms = g.int("int32")
-    o.acceptable_recovery_lag = (g.int("int64")) if version >= 1 else -1
-    o.status = None if g.is_null() else [_rnd_Status(g, version) for _ in range(g.count())]
-    o.active_tasks = (
-        None
-        if g.is_null()
-        else [_rnd_StreamsGroupHeartbeatResponse_TaskIds(g, version) for _ in range(g.count())]
-    )
-    o.standby_tasks = (
-        None
-        if g.is_null()
-        else [_rnd_StreamsGroupHeartbeatResponse_TaskIds(g, version) for _ in range(g.count())]
-    )
-    o.warmup_tasks = (
-        None
-        if g.is_null()
-        else [_rnd_StreamsGroupHeartbeatResponse_TaskIds(g, version) for _ in range(g.count())]
-    )
-    o.topology_description_required = (g.bool()) if version >= 1 else False
-    o.endpoint_information_epoch = g.int("int32")
-    o.partitions_by_user_endpoint = (
-        None if g.is_null() else [_rnd_EndpointToPartitions(g, version) for _ in range(g.count())]
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Status_v0(buf: Buffer, pos: int, end: int) -> tuple[_Status, int]:
     o = new_instance(_Status)
     o.status_code = _S_b.unpack_from(buf, pos)[0]
@@ -2225,14 +2062,6 @@ def _fj_Status(obj: dict[str, Any], version: int) -> _Status:
     o.status_code = get_int(obj, "statusCode", p, REQUIRED)
     o.status_detail = get_str(obj, "statusDetail", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Status(g: Any, version: int) -> _Status:
-    o = new_instance(_Status)
-    o.status_code = g.int("int8")
-    o.status_detail = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -2281,16 +2110,6 @@ def _fj_StreamsGroupHeartbeatResponse_TaskIds(
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StreamsGroupHeartbeatResponse_TaskIds(
-    g: Any, version: int
-) -> _StreamsGroupHeartbeatResponse_TaskIds:
-    o = new_instance(_StreamsGroupHeartbeatResponse_TaskIds)
-    o.subtopology_id = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -2360,15 +2179,6 @@ def _fj_EndpointToPartitions(obj: dict[str, Any], version: int) -> _EndpointToPa
     return o
 
 
-def _rnd_EndpointToPartitions(g: Any, version: int) -> _EndpointToPartitions:
-    o = new_instance(_EndpointToPartitions)
-    o.user_endpoint = _rnd_StreamsGroupHeartbeatResponse_Endpoint(g, version)
-    o.active_partitions = [_rnd_TopicPartition(g, version) for _ in range(g.count())]
-    o.standby_partitions = [_rnd_TopicPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_StreamsGroupHeartbeatResponse_Endpoint_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_StreamsGroupHeartbeatResponse_Endpoint, int]:
@@ -2416,16 +2226,6 @@ def _fj_StreamsGroupHeartbeatResponse_Endpoint(
     return o
 
 
-def _rnd_StreamsGroupHeartbeatResponse_Endpoint(
-    g: Any, version: int
-) -> _StreamsGroupHeartbeatResponse_Endpoint:
-    o = new_instance(_StreamsGroupHeartbeatResponse_Endpoint)
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicPartition_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicPartition, int]:
     o = new_instance(_TopicPartition)
     o.topic, pos = read_compact_string(buf, pos, end)
@@ -2463,14 +2263,6 @@ def _fj_TopicPartition(obj: dict[str, Any], version: int) -> _TopicPartition:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicPartition(g: Any, version: int) -> _TopicPartition:
-    o = new_instance(_TopicPartition)
-    o.topic = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -2575,7 +2367,7 @@ _N_StreamsGroupHeartbeatResponse_v1 = (
     (),
     "StreamsGroupHeartbeatResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Status = (
     _Status,
     (
@@ -2645,7 +2437,6 @@ bind_codecs(
     StreamsGroupHeartbeatResponse,
     _tj_StreamsGroupHeartbeatResponse,
     _fj_StreamsGroupHeartbeatResponse,
-    _rnd_StreamsGroupHeartbeatResponse,
     (0, 0, _dec_StreamsGroupHeartbeatResponse_v0, _enc_StreamsGroupHeartbeatResponse_v0),
     (1, 1, _dec_StreamsGroupHeartbeatResponse_v1, _enc_StreamsGroupHeartbeatResponse_v1),
 )
@@ -2659,7 +2450,6 @@ bind_codecs(
     _Status,
     _tj_Status,
     _fj_Status,
-    _rnd_Status,
     (0, 1, _dec_Status_v0, _enc_Status_v0),
 )
 bind_native(
@@ -2671,7 +2461,6 @@ bind_codecs(
     _StreamsGroupHeartbeatResponse_TaskIds,
     _tj_StreamsGroupHeartbeatResponse_TaskIds,
     _fj_StreamsGroupHeartbeatResponse_TaskIds,
-    _rnd_StreamsGroupHeartbeatResponse_TaskIds,
     (
         0,
         1,
@@ -2688,7 +2477,6 @@ bind_codecs(
     _EndpointToPartitions,
     _tj_EndpointToPartitions,
     _fj_EndpointToPartitions,
-    _rnd_EndpointToPartitions,
     (0, 1, _dec_EndpointToPartitions_v0, _enc_EndpointToPartitions_v0),
 )
 bind_native(
@@ -2700,7 +2488,6 @@ bind_codecs(
     _StreamsGroupHeartbeatResponse_Endpoint,
     _tj_StreamsGroupHeartbeatResponse_Endpoint,
     _fj_StreamsGroupHeartbeatResponse_Endpoint,
-    _rnd_StreamsGroupHeartbeatResponse_Endpoint,
     (
         0,
         1,
@@ -2717,7 +2504,6 @@ bind_codecs(
     _TopicPartition,
     _tj_TopicPartition,
     _fj_TopicPartition,
-    _rnd_TopicPartition,
     (0, 1, _dec_TopicPartition_v0, _enc_TopicPartition_v0),
 )
 bind_native(

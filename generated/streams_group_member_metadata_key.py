@@ -115,14 +115,6 @@ def _fj_StreamsGroupMemberMetadataKey(
     return o
 
 
-def _rnd_StreamsGroupMemberMetadataKey(g: Any, version: int) -> StreamsGroupMemberMetadataKey:
-    o = new_instance(StreamsGroupMemberMetadataKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupMemberMetadataKey_v0 = (
@@ -135,7 +127,7 @@ _N_StreamsGroupMemberMetadataKey_v0 = (
     (),
     "StreamsGroupMemberMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupMemberMetadataKey = (
     StreamsGroupMemberMetadataKey,
     (
@@ -150,7 +142,6 @@ bind_codecs(
     StreamsGroupMemberMetadataKey,
     _tj_StreamsGroupMemberMetadataKey,
     _fj_StreamsGroupMemberMetadataKey,
-    _rnd_StreamsGroupMemberMetadataKey,
     (0, 0, _dec_StreamsGroupMemberMetadataKey_v0, _enc_StreamsGroupMemberMetadataKey_v0),
 )
 bind_native(

@@ -291,21 +291,6 @@ def _fj_StreamsGroupMemberMetadataValue(
     return o
 
 
-def _rnd_StreamsGroupMemberMetadataValue(g: Any, version: int) -> StreamsGroupMemberMetadataValue:
-    o = new_instance(StreamsGroupMemberMetadataValue)
-    o.instance_id = None if g.is_null() else g.str()
-    o.rack_id = None if g.is_null() else g.str()
-    o.client_id = g.str()
-    o.client_host = g.str()
-    o.rebalance_timeout_ms = g.int("int32")
-    o.topology_epoch = g.int("int32")
-    o.process_id = g.str()
-    o.user_endpoint = None if g.is_null() else _rnd_Endpoint(g, version)
-    o.client_tags = [_rnd_KeyValue(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
     o = new_instance(_Endpoint)
     o.host, pos = read_compact_string(buf, pos, end)
@@ -342,14 +327,6 @@ def _fj_Endpoint(obj: dict[str, Any], version: int) -> _Endpoint:
     o.host = get_str(obj, "host", p, REQUIRED)
     o.port = get_int(obj, "port", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_Endpoint(g: Any, version: int) -> _Endpoint:
-    o = new_instance(_Endpoint)
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -393,14 +370,6 @@ def _fj_KeyValue(obj: dict[str, Any], version: int) -> _KeyValue:
     return o
 
 
-def _rnd_KeyValue(g: Any, version: int) -> _KeyValue:
-    o = new_instance(_KeyValue)
-    o.key = g.str()
-    o.value = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_Endpoint_v0 = (
@@ -440,7 +409,7 @@ _N_StreamsGroupMemberMetadataValue_v0 = (
     (),
     "StreamsGroupMemberMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Endpoint = (
     _Endpoint,
     (
@@ -478,7 +447,6 @@ bind_codecs(
     StreamsGroupMemberMetadataValue,
     _tj_StreamsGroupMemberMetadataValue,
     _fj_StreamsGroupMemberMetadataValue,
-    _rnd_StreamsGroupMemberMetadataValue,
     (0, 0, _dec_StreamsGroupMemberMetadataValue_v0, _enc_StreamsGroupMemberMetadataValue_v0),
 )
 bind_native(
@@ -490,7 +458,6 @@ bind_codecs(
     _Endpoint,
     _tj_Endpoint,
     _fj_Endpoint,
-    _rnd_Endpoint,
     (0, 0, _dec_Endpoint_v0, _enc_Endpoint_v0),
 )
 bind_native(
@@ -502,7 +469,6 @@ bind_codecs(
     _KeyValue,
     _tj_KeyValue,
     _fj_KeyValue,
-    _rnd_KeyValue,
     (0, 0, _dec_KeyValue_v0, _enc_KeyValue_v0),
 )
 bind_native(

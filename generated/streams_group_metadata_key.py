@@ -101,13 +101,6 @@ def _fj_StreamsGroupMetadataKey(obj: dict[str, Any], version: int) -> StreamsGro
     return o
 
 
-def _rnd_StreamsGroupMetadataKey(g: Any, version: int) -> StreamsGroupMetadataKey:
-    o = new_instance(StreamsGroupMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupMetadataKey_v0 = (
@@ -119,7 +112,7 @@ _N_StreamsGroupMetadataKey_v0 = (
     (),
     "StreamsGroupMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupMetadataKey = (
     StreamsGroupMetadataKey,
     (
@@ -133,7 +126,6 @@ bind_codecs(
     StreamsGroupMetadataKey,
     _tj_StreamsGroupMetadataKey,
     _fj_StreamsGroupMetadataKey,
-    _rnd_StreamsGroupMetadataKey,
     (0, 0, _dec_StreamsGroupMetadataKey_v0, _enc_StreamsGroupMetadataKey_v0),
 )
 bind_native(

@@ -271,22 +271,6 @@ def _fj_StreamsGroupMetadataValue(obj: dict[str, Any], version: int) -> StreamsG
     return o
 
 
-def _rnd_StreamsGroupMetadataValue(g: Any, version: int) -> StreamsGroupMetadataValue:
-    o = new_instance(StreamsGroupMetadataValue)
-    o.epoch = g.int("int32")
-    o.metadata_hash = g.int("int64")
-    o.validated_topology_epoch = (g.int("int32")) if g.present() else -1
-    o.last_assignment_configs = (
-        (None if g.is_null() else [_rnd_LastAssignmentConfig(g, version) for _ in range(g.count())])
-        if g.present()
-        else []
-    )
-    o.stored_description_topology_epoch = (g.int("int32")) if g.present() else -1
-    o.failed_description_topology_epoch = (g.int("int32")) if g.present() else -1
-    o.unknown_tagged_fields = g.unknown_tags(4) if version >= 0 else ()
-    return o
-
-
 def _dec_LastAssignmentConfig_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_LastAssignmentConfig, int]:
@@ -329,14 +313,6 @@ def _fj_LastAssignmentConfig(obj: dict[str, Any], version: int) -> _LastAssignme
     return o
 
 
-def _rnd_LastAssignmentConfig(g: Any, version: int) -> _LastAssignmentConfig:
-    o = new_instance(_LastAssignmentConfig)
-    o.key = g.str()
-    o.value = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_LastAssignmentConfig_v0 = (
@@ -364,7 +340,7 @@ _N_StreamsGroupMetadataValue_v0 = (
     ),
     "StreamsGroupMetadataValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LastAssignmentConfig = (
     _LastAssignmentConfig,
     (
@@ -391,7 +367,6 @@ bind_codecs(
     StreamsGroupMetadataValue,
     _tj_StreamsGroupMetadataValue,
     _fj_StreamsGroupMetadataValue,
-    _rnd_StreamsGroupMetadataValue,
     (0, 0, _dec_StreamsGroupMetadataValue_v0, _enc_StreamsGroupMetadataValue_v0),
 )
 bind_native(
@@ -403,7 +378,6 @@ bind_codecs(
     _LastAssignmentConfig,
     _tj_LastAssignmentConfig,
     _fj_LastAssignmentConfig,
-    _rnd_LastAssignmentConfig,
     (0, 0, _dec_LastAssignmentConfig_v0, _enc_LastAssignmentConfig_v0),
 )
 bind_native(

@@ -117,16 +117,6 @@ def _fj_StreamsGroupTargetAssignmentMemberKey(
     return o
 
 
-def _rnd_StreamsGroupTargetAssignmentMemberKey(
-    g: Any, version: int
-) -> StreamsGroupTargetAssignmentMemberKey:
-    o = new_instance(StreamsGroupTargetAssignmentMemberKey)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupTargetAssignmentMemberKey_v0 = (
@@ -139,7 +129,7 @@ _N_StreamsGroupTargetAssignmentMemberKey_v0 = (
     (),
     "StreamsGroupTargetAssignmentMemberKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTargetAssignmentMemberKey = (
     StreamsGroupTargetAssignmentMemberKey,
     (
@@ -154,7 +144,6 @@ bind_codecs(
     StreamsGroupTargetAssignmentMemberKey,
     _tj_StreamsGroupTargetAssignmentMemberKey,
     _fj_StreamsGroupTargetAssignmentMemberKey,
-    _rnd_StreamsGroupTargetAssignmentMemberKey,
     (
         0,
         0,

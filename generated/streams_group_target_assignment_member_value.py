@@ -200,17 +200,6 @@ def _fj_StreamsGroupTargetAssignmentMemberValue(
     return o
 
 
-def _rnd_StreamsGroupTargetAssignmentMemberValue(
-    g: Any, version: int
-) -> StreamsGroupTargetAssignmentMemberValue:
-    o = new_instance(StreamsGroupTargetAssignmentMemberValue)
-    o.active_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.standby_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.warmup_tasks = [_rnd_TaskIds(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TaskIds_v0(buf: Buffer, pos: int, end: int) -> tuple[_TaskIds, int]:
     o = new_instance(_TaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
@@ -251,14 +240,6 @@ def _fj_TaskIds(obj: dict[str, Any], version: int) -> _TaskIds:
     return o
 
 
-def _rnd_TaskIds(g: Any, version: int) -> _TaskIds:
-    o = new_instance(_TaskIds)
-    o.subtopology_id = g.str()
-    o.partitions = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TaskIds_v0 = (
@@ -282,7 +263,7 @@ _N_StreamsGroupTargetAssignmentMemberValue_v0 = (
     (),
     "StreamsGroupTargetAssignmentMemberValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TaskIds = (
     _TaskIds,
     (
@@ -306,7 +287,6 @@ bind_codecs(
     StreamsGroupTargetAssignmentMemberValue,
     _tj_StreamsGroupTargetAssignmentMemberValue,
     _fj_StreamsGroupTargetAssignmentMemberValue,
-    _rnd_StreamsGroupTargetAssignmentMemberValue,
     (
         0,
         0,
@@ -323,7 +303,6 @@ bind_codecs(
     _TaskIds,
     _tj_TaskIds,
     _fj_TaskIds,
-    _rnd_TaskIds,
     (0, 0, _dec_TaskIds_v0, _enc_TaskIds_v0),
 )
 bind_native(

@@ -107,15 +107,6 @@ def _fj_StreamsGroupTargetAssignmentMetadataKey(
     return o
 
 
-def _rnd_StreamsGroupTargetAssignmentMetadataKey(
-    g: Any, version: int
-) -> StreamsGroupTargetAssignmentMetadataKey:
-    o = new_instance(StreamsGroupTargetAssignmentMetadataKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupTargetAssignmentMetadataKey_v0 = (
@@ -127,7 +118,7 @@ _N_StreamsGroupTargetAssignmentMetadataKey_v0 = (
     (),
     "StreamsGroupTargetAssignmentMetadataKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTargetAssignmentMetadataKey = (
     StreamsGroupTargetAssignmentMetadataKey,
     (
@@ -141,7 +132,6 @@ bind_codecs(
     StreamsGroupTargetAssignmentMetadataKey,
     _tj_StreamsGroupTargetAssignmentMetadataKey,
     _fj_StreamsGroupTargetAssignmentMetadataKey,
-    _rnd_StreamsGroupTargetAssignmentMetadataKey,
     (
         0,
         0,

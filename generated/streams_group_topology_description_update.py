@@ -372,18 +372,6 @@ def _fj_StreamsGroupTopologyDescriptionUpdateRequest(
     return o
 
 
-def _rnd_StreamsGroupTopologyDescriptionUpdateRequest(
-    g: Any, version: int
-) -> StreamsGroupTopologyDescriptionUpdateRequest:
-    o = new_instance(StreamsGroupTopologyDescriptionUpdateRequest)
-    o.group_id = g.str()
-    o.member_id = g.str()
-    o.topology_epoch = g.int("int32")
-    o.topology_description = _rnd_TopologyDescription(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopologyDescription_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopologyDescription, int]:
@@ -444,14 +432,6 @@ def _fj_TopologyDescription(obj: dict[str, Any], version: int) -> _TopologyDescr
     return o
 
 
-def _rnd_TopologyDescription(g: Any, version: int) -> _TopologyDescription:
-    o = new_instance(_TopologyDescription)
-    o.subtopologies = [_rnd_TopologyDescriptionSubtopology(g, version) for _ in range(g.count())]
-    o.global_stores = [_rnd_TopologyDescriptionGlobalStore(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopologyDescriptionSubtopology_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopologyDescriptionSubtopology, int]:
@@ -502,14 +482,6 @@ def _fj_TopologyDescriptionSubtopology(
     v = get_list(obj, "nodes", p, REQUIRED)
     o.nodes = [_fj_TopologyDescriptionNode(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopologyDescriptionSubtopology(g: Any, version: int) -> _TopologyDescriptionSubtopology:
-    o = new_instance(_TopologyDescriptionSubtopology)
-    o.subtopology_id = g.str()
-    o.nodes = [_rnd_TopologyDescriptionNode(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -605,18 +577,6 @@ def _fj_TopologyDescriptionNode(obj: dict[str, Any], version: int) -> _TopologyD
     return o
 
 
-def _rnd_TopologyDescriptionNode(g: Any, version: int) -> _TopologyDescriptionNode:
-    o = new_instance(_TopologyDescriptionNode)
-    o.name = g.str()
-    o.node_type = g.int("int8")
-    o.source_topics = [g.str() for _ in range(g.count())]
-    o.sink_topic = None if g.is_null() else g.str()
-    o.stores = [g.str() for _ in range(g.count())]
-    o.successors = [g.str() for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopologyDescriptionGlobalStore_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TopologyDescriptionGlobalStore, int]:
@@ -660,14 +620,6 @@ def _fj_TopologyDescriptionGlobalStore(
     v = get_object(obj, "processor", p, REQUIRED)
     o.processor = _fj_TopologyDescriptionNode(as_object(v, p), version)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopologyDescriptionGlobalStore(g: Any, version: int) -> _TopologyDescriptionGlobalStore:
-    o = new_instance(_TopologyDescriptionGlobalStore)
-    o.source = _rnd_TopologyDescriptionNode(g, version)
-    o.processor = _rnd_TopologyDescriptionNode(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -729,7 +681,7 @@ _N_StreamsGroupTopologyDescriptionUpdateRequest_v0 = (
     (),
     "StreamsGroupTopologyDescriptionUpdateRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopologyDescriptionNode = (
     _TopologyDescriptionNode,
     (
@@ -782,7 +734,6 @@ bind_codecs(
     StreamsGroupTopologyDescriptionUpdateRequest,
     _tj_StreamsGroupTopologyDescriptionUpdateRequest,
     _fj_StreamsGroupTopologyDescriptionUpdateRequest,
-    _rnd_StreamsGroupTopologyDescriptionUpdateRequest,
     (
         0,
         0,
@@ -799,7 +750,6 @@ bind_codecs(
     _TopologyDescription,
     _tj_TopologyDescription,
     _fj_TopologyDescription,
-    _rnd_TopologyDescription,
     (0, 0, _dec_TopologyDescription_v0, _enc_TopologyDescription_v0),
 )
 bind_native(
@@ -811,7 +761,6 @@ bind_codecs(
     _TopologyDescriptionSubtopology,
     _tj_TopologyDescriptionSubtopology,
     _fj_TopologyDescriptionSubtopology,
-    _rnd_TopologyDescriptionSubtopology,
     (0, 0, _dec_TopologyDescriptionSubtopology_v0, _enc_TopologyDescriptionSubtopology_v0),
 )
 bind_native(
@@ -823,7 +772,6 @@ bind_codecs(
     _TopologyDescriptionNode,
     _tj_TopologyDescriptionNode,
     _fj_TopologyDescriptionNode,
-    _rnd_TopologyDescriptionNode,
     (0, 0, _dec_TopologyDescriptionNode_v0, _enc_TopologyDescriptionNode_v0),
 )
 bind_native(
@@ -835,7 +783,6 @@ bind_codecs(
     _TopologyDescriptionGlobalStore,
     _tj_TopologyDescriptionGlobalStore,
     _fj_TopologyDescriptionGlobalStore,
-    _rnd_TopologyDescriptionGlobalStore,
     (0, 0, _dec_TopologyDescriptionGlobalStore_v0, _enc_TopologyDescriptionGlobalStore_v0),
 )
 bind_native(
@@ -900,17 +847,6 @@ def _fj_StreamsGroupTopologyDescriptionUpdateResponse(
     return o
 
 
-def _rnd_StreamsGroupTopologyDescriptionUpdateResponse(
-    g: Any, version: int
-) -> StreamsGroupTopologyDescriptionUpdateResponse:
-    o = new_instance(StreamsGroupTopologyDescriptionUpdateResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupTopologyDescriptionUpdateResponse_v0 = (
@@ -924,7 +860,7 @@ _N_StreamsGroupTopologyDescriptionUpdateResponse_v0 = (
     (),
     "StreamsGroupTopologyDescriptionUpdateResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTopologyDescriptionUpdateResponse = (
     StreamsGroupTopologyDescriptionUpdateResponse,
     (
@@ -940,7 +876,6 @@ bind_codecs(
     StreamsGroupTopologyDescriptionUpdateResponse,
     _tj_StreamsGroupTopologyDescriptionUpdateResponse,
     _fj_StreamsGroupTopologyDescriptionUpdateResponse,
-    _rnd_StreamsGroupTopologyDescriptionUpdateResponse,
     (
         0,
         0,

@@ -101,13 +101,6 @@ def _fj_StreamsGroupTopologyKey(obj: dict[str, Any], version: int) -> StreamsGro
     return o
 
 
-def _rnd_StreamsGroupTopologyKey(g: Any, version: int) -> StreamsGroupTopologyKey:
-    o = new_instance(StreamsGroupTopologyKey)
-    o.group_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_StreamsGroupTopologyKey_v0 = (
@@ -119,7 +112,7 @@ _N_StreamsGroupTopologyKey_v0 = (
     (),
     "StreamsGroupTopologyKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTopologyKey = (
     StreamsGroupTopologyKey,
     (
@@ -133,7 +126,6 @@ bind_codecs(
     StreamsGroupTopologyKey,
     _tj_StreamsGroupTopologyKey,
     _fj_StreamsGroupTopologyKey,
-    _rnd_StreamsGroupTopologyKey,
     (0, 0, _dec_StreamsGroupTopologyKey_v0, _enc_StreamsGroupTopologyKey_v0),
 )
 bind_native(

@@ -313,14 +313,6 @@ def _fj_StreamsGroupTopologyValue(obj: dict[str, Any], version: int) -> StreamsG
     return o
 
 
-def _rnd_StreamsGroupTopologyValue(g: Any, version: int) -> StreamsGroupTopologyValue:
-    o = new_instance(StreamsGroupTopologyValue)
-    o.epoch = g.int("int32")
-    o.subtopologies = [_rnd_Subtopology(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Subtopology_v0(buf: Buffer, pos: int, end: int) -> tuple[_Subtopology, int]:
     o = new_instance(_Subtopology)
     o.subtopology_id, pos = read_compact_string(buf, pos, end)
@@ -445,19 +437,6 @@ def _fj_Subtopology(obj: dict[str, Any], version: int) -> _Subtopology:
     return o
 
 
-def _rnd_Subtopology(g: Any, version: int) -> _Subtopology:
-    o = new_instance(_Subtopology)
-    o.subtopology_id = g.str()
-    o.source_topics = [g.str() for _ in range(g.count())]
-    o.source_topic_regex = [g.str() for _ in range(g.count())]
-    o.state_changelog_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.repartition_sink_topics = [g.str() for _ in range(g.count())]
-    o.repartition_source_topics = [_rnd_TopicInfo(g, version) for _ in range(g.count())]
-    o.copartition_groups = [_rnd_CopartitionGroup(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicInfo_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicInfo, int]:
     o = new_instance(_TopicInfo)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -514,16 +493,6 @@ def _fj_TopicInfo(obj: dict[str, Any], version: int) -> _TopicInfo:
     return o
 
 
-def _rnd_TopicInfo(g: Any, version: int) -> _TopicInfo:
-    o = new_instance(_TopicInfo)
-    o.name = g.str()
-    o.partitions = g.int("int32")
-    o.replication_factor = g.int("int16")
-    o.topic_configs = [_rnd_TopicConfig(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_TopicConfig_v0(buf: Buffer, pos: int, end: int) -> tuple[_TopicConfig, int]:
     o = new_instance(_TopicConfig)
     o.key, pos = read_compact_string(buf, pos, end)
@@ -561,14 +530,6 @@ def _fj_TopicConfig(obj: dict[str, Any], version: int) -> _TopicConfig:
     o.key = get_str(obj, "key", p, REQUIRED)
     o.value = get_str(obj, "value", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TopicConfig(g: Any, version: int) -> _TopicConfig:
-    o = new_instance(_TopicConfig)
-    o.key = g.str()
-    o.value = g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -621,15 +582,6 @@ def _fj_CopartitionGroup(obj: dict[str, Any], version: int) -> _CopartitionGroup
     v = get_list(obj, "repartitionSourceTopics", p, REQUIRED)
     o.repartition_source_topics = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_CopartitionGroup(g: Any, version: int) -> _CopartitionGroup:
-    o = new_instance(_CopartitionGroup)
-    o.source_topics = [g.int("int16") for _ in range(g.count())]
-    o.source_topic_regex = [g.int("int16") for _ in range(g.count())]
-    o.repartition_source_topics = [g.int("int16") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -693,7 +645,7 @@ _N_StreamsGroupTopologyValue_v0 = (
     (),
     "StreamsGroupTopologyValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicConfig = (
     _TopicConfig,
     (
@@ -748,7 +700,6 @@ bind_codecs(
     StreamsGroupTopologyValue,
     _tj_StreamsGroupTopologyValue,
     _fj_StreamsGroupTopologyValue,
-    _rnd_StreamsGroupTopologyValue,
     (0, 0, _dec_StreamsGroupTopologyValue_v0, _enc_StreamsGroupTopologyValue_v0),
 )
 bind_native(
@@ -760,7 +711,6 @@ bind_codecs(
     _Subtopology,
     _tj_Subtopology,
     _fj_Subtopology,
-    _rnd_Subtopology,
     (0, 0, _dec_Subtopology_v0, _enc_Subtopology_v0),
 )
 bind_native(
@@ -772,7 +722,6 @@ bind_codecs(
     _TopicInfo,
     _tj_TopicInfo,
     _fj_TopicInfo,
-    _rnd_TopicInfo,
     (0, 0, _dec_TopicInfo_v0, _enc_TopicInfo_v0),
 )
 bind_native(
@@ -784,7 +733,6 @@ bind_codecs(
     _TopicConfig,
     _tj_TopicConfig,
     _fj_TopicConfig,
-    _rnd_TopicConfig,
     (0, 0, _dec_TopicConfig_v0, _enc_TopicConfig_v0),
 )
 bind_native(
@@ -796,7 +744,6 @@ bind_codecs(
     _CopartitionGroup,
     _tj_CopartitionGroup,
     _fj_CopartitionGroup,
-    _rnd_CopartitionGroup,
     (0, 0, _dec_CopartitionGroup_v0, _enc_CopartitionGroup_v0),
 )
 bind_native(

@@ -424,21 +424,6 @@ def _fj_SyncGroupRequest(obj: dict[str, Any], version: int) -> SyncGroupRequest:
     return o
 
 
-def _rnd_SyncGroupRequest(g: Any, version: int) -> SyncGroupRequest:
-    o = new_instance(SyncGroupRequest)
-    o.group_id = g.str()
-    o.generation_id = g.int("int32")
-    o.member_id = g.str()
-    o.group_instance_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    )
-    o.protocol_type = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.protocol_name = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.assignments = [_rnd_SyncGroupRequestAssignment(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 def _dec_SyncGroupRequestAssignment_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_SyncGroupRequestAssignment, int]:
@@ -498,14 +483,6 @@ def _fj_SyncGroupRequestAssignment(
     o.member_id = get_str(obj, "memberId", p, REQUIRED)
     o.assignment = get_bytes(obj, "assignment", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_SyncGroupRequestAssignment(g: Any, version: int) -> _SyncGroupRequestAssignment:
-    o = new_instance(_SyncGroupRequestAssignment)
-    o.member_id = g.str()
-    o.assignment = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
     return o
 
 
@@ -591,7 +568,7 @@ _N_SyncGroupRequest_v5 = (
     (),
     "SyncGroupRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SyncGroupRequestAssignment = (
     _SyncGroupRequestAssignment,
     (
@@ -619,7 +596,6 @@ bind_codecs(
     SyncGroupRequest,
     _tj_SyncGroupRequest,
     _fj_SyncGroupRequest,
-    _rnd_SyncGroupRequest,
     (0, 2, _dec_SyncGroupRequest_v0, _enc_SyncGroupRequest_v0),
     (3, 3, _dec_SyncGroupRequest_v3, _enc_SyncGroupRequest_v3),
     (4, 4, _dec_SyncGroupRequest_v4, _enc_SyncGroupRequest_v4),
@@ -637,7 +613,6 @@ bind_codecs(
     _SyncGroupRequestAssignment,
     _tj_SyncGroupRequestAssignment,
     _fj_SyncGroupRequestAssignment,
-    _rnd_SyncGroupRequestAssignment,
     (0, 3, _dec_SyncGroupRequestAssignment_v0, _enc_SyncGroupRequestAssignment_v0),
     (4, 5, _dec_SyncGroupRequestAssignment_v4, _enc_SyncGroupRequestAssignment_v4),
 )
@@ -772,17 +747,6 @@ def _fj_SyncGroupResponse(obj: dict[str, Any], version: int) -> SyncGroupRespons
     return o
 
 
-def _rnd_SyncGroupResponse(g: Any, version: int) -> SyncGroupResponse:
-    o = new_instance(SyncGroupResponse)
-    o.throttle_time_ms = (g.int("int32")) if version >= 1 else 0
-    o.error_code = g.int("int16")
-    o.protocol_type = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.protocol_name = (None if version >= 5 and g.is_null() else g.str()) if version >= 5 else None
-    o.assignment = g.bytes()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 4 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_SyncGroupResponse_v0 = (
@@ -837,7 +801,7 @@ _N_SyncGroupResponse_v5 = (
     (),
     "SyncGroupResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SyncGroupResponse = (
     SyncGroupResponse,
     (
@@ -855,7 +819,6 @@ bind_codecs(
     SyncGroupResponse,
     _tj_SyncGroupResponse,
     _fj_SyncGroupResponse,
-    _rnd_SyncGroupResponse,
     (0, 0, _dec_SyncGroupResponse_v0, _enc_SyncGroupResponse_v0),
     (1, 3, _dec_SyncGroupResponse_v1, _enc_SyncGroupResponse_v1),
     (4, 4, _dec_SyncGroupResponse_v4, _enc_SyncGroupResponse_v4),

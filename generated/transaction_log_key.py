@@ -99,13 +99,6 @@ def _fj_TransactionLogKey(obj: dict[str, Any], version: int) -> TransactionLogKe
     return o
 
 
-def _rnd_TransactionLogKey(g: Any, version: int) -> TransactionLogKey:
-    o = new_instance(TransactionLogKey)
-    o.transactional_id = g.str()
-    o.unknown_tagged_fields = ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_TransactionLogKey_v0 = (
@@ -117,7 +110,7 @@ _N_TransactionLogKey_v0 = (
     (),
     "TransactionLogKey",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TransactionLogKey = (
     TransactionLogKey,
     (
@@ -131,7 +124,6 @@ bind_codecs(
     TransactionLogKey,
     _tj_TransactionLogKey,
     _fj_TransactionLogKey,
-    _rnd_TransactionLogKey,
     (0, 0, _dec_TransactionLogKey_v0, _enc_TransactionLogKey_v0),
 )
 bind_native(

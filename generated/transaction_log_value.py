@@ -369,25 +369,6 @@ def _fj_TransactionLogValue(obj: dict[str, Any], version: int) -> TransactionLog
     return o
 
 
-def _rnd_TransactionLogValue(g: Any, version: int) -> TransactionLogValue:
-    o = new_instance(TransactionLogValue)
-    o.producer_id = g.int("int64")
-    o.previous_producer_id = ((g.int("int64")) if g.present() else -1) if version >= 1 else -1
-    o.next_producer_id = ((g.int("int64")) if g.present() else -1) if version >= 1 else -1
-    o.producer_epoch = g.int("int16")
-    o.next_producer_epoch = ((g.int("int16")) if g.present() else -1) if version >= 1 else -1
-    o.transaction_timeout_ms = g.int("int32")
-    o.transaction_status = g.int("int8")
-    o.transaction_partitions = (
-        None if g.is_null() else [_rnd_PartitionsSchema(g, version) for _ in range(g.count())]
-    )
-    o.transaction_last_update_timestamp_ms = g.int("int64")
-    o.transaction_start_timestamp_ms = g.int("int64")
-    o.client_transaction_version = ((g.int("int16")) if g.present() else 0) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(4) if version >= 1 else ()
-    return o
-
-
 def _dec_PartitionsSchema_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionsSchema, int]:
     o = new_instance(_PartitionsSchema)
     o.topic, pos = read_string(buf, pos, end)
@@ -442,14 +423,6 @@ def _fj_PartitionsSchema(obj: dict[str, Any], version: int) -> _PartitionsSchema
     v = get_list(obj, "partitionIds", p, REQUIRED)
     o.partition_ids = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_PartitionsSchema(g: Any, version: int) -> _PartitionsSchema:
-    o = new_instance(_PartitionsSchema)
-    o.topic = g.str()
-    o.partition_ids = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -514,7 +487,7 @@ _N_TransactionLogValue_v1 = (
     ),
     "TransactionLogValue",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionsSchema = (
     _PartitionsSchema,
     (
@@ -546,7 +519,6 @@ bind_codecs(
     TransactionLogValue,
     _tj_TransactionLogValue,
     _fj_TransactionLogValue,
-    _rnd_TransactionLogValue,
     (0, 0, _dec_TransactionLogValue_v0, _enc_TransactionLogValue_v0),
     (1, 1, _dec_TransactionLogValue_v1, _enc_TransactionLogValue_v1),
 )
@@ -560,7 +532,6 @@ bind_codecs(
     _PartitionsSchema,
     _tj_PartitionsSchema,
     _fj_PartitionsSchema,
-    _rnd_PartitionsSchema,
     (0, 0, _dec_PartitionsSchema_v0, _enc_PartitionsSchema_v0),
     (1, 1, _dec_PartitionsSchema_v1, _enc_PartitionsSchema_v1),
 )

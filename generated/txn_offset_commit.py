@@ -537,22 +537,6 @@ def _fj_TxnOffsetCommitRequest(obj: dict[str, Any], version: int) -> TxnOffsetCo
     return o
 
 
-def _rnd_TxnOffsetCommitRequest(g: Any, version: int) -> TxnOffsetCommitRequest:
-    o = new_instance(TxnOffsetCommitRequest)
-    o.transactional_id = g.str()
-    o.group_id = g.str()
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int16")
-    o.generation_id_or_member_epoch = (g.int("int32")) if version >= 3 else -1
-    o.member_id = (g.str()) if version >= 3 else ""
-    o.group_instance_id = (
-        (None if version >= 3 and g.is_null() else g.str()) if version >= 3 else None
-    )
-    o.topics = [_rnd_TxnOffsetCommitRequestTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_TxnOffsetCommitRequestTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestTopic, int]:
@@ -706,15 +690,6 @@ def _fj_TxnOffsetCommitRequestTopic(
     return o
 
 
-def _rnd_TxnOffsetCommitRequestTopic(g: Any, version: int) -> _TxnOffsetCommitRequestTopic:
-    o = new_instance(_TxnOffsetCommitRequestTopic)
-    o.name = (g.str()) if version <= 5 else ""
-    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
-    o.partitions = [_rnd_TxnOffsetCommitRequestPartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_TxnOffsetCommitRequestPartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitRequestPartition, int]:
@@ -821,16 +796,6 @@ def _fj_TxnOffsetCommitRequestPartition(
     )
     o.committed_metadata = get_str(obj, "committedMetadata", p, REQUIRED, True)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TxnOffsetCommitRequestPartition(g: Any, version: int) -> _TxnOffsetCommitRequestPartition:
-    o = new_instance(_TxnOffsetCommitRequestPartition)
-    o.partition_index = g.int("int32")
-    o.committed_offset = g.int("int64")
-    o.committed_leader_epoch = (g.int("int32")) if version >= 2 else -1
-    o.committed_metadata = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -980,7 +945,7 @@ _N_TxnOffsetCommitRequest_v6 = (
     (),
     "TxnOffsetCommitRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TxnOffsetCommitRequestPartition = (
     _TxnOffsetCommitRequestPartition,
     (
@@ -1020,7 +985,6 @@ bind_codecs(
     TxnOffsetCommitRequest,
     _tj_TxnOffsetCommitRequest,
     _fj_TxnOffsetCommitRequest,
-    _rnd_TxnOffsetCommitRequest,
     (0, 1, _dec_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v0),
     (2, 2, _dec_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v2),
     (3, 5, _dec_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3),
@@ -1038,7 +1002,6 @@ bind_codecs(
     _TxnOffsetCommitRequestTopic,
     _tj_TxnOffsetCommitRequestTopic,
     _fj_TxnOffsetCommitRequestTopic,
-    _rnd_TxnOffsetCommitRequestTopic,
     (0, 1, _dec_TxnOffsetCommitRequestTopic_v0, _enc_TxnOffsetCommitRequestTopic_v0),
     (2, 2, _dec_TxnOffsetCommitRequestTopic_v2, _enc_TxnOffsetCommitRequestTopic_v2),
     (3, 5, _dec_TxnOffsetCommitRequestTopic_v3, _enc_TxnOffsetCommitRequestTopic_v3),
@@ -1056,7 +1019,6 @@ bind_codecs(
     _TxnOffsetCommitRequestPartition,
     _tj_TxnOffsetCommitRequestPartition,
     _fj_TxnOffsetCommitRequestPartition,
-    _rnd_TxnOffsetCommitRequestPartition,
     (0, 1, _dec_TxnOffsetCommitRequestPartition_v0, _enc_TxnOffsetCommitRequestPartition_v0),
     (2, 2, _dec_TxnOffsetCommitRequestPartition_v2, _enc_TxnOffsetCommitRequestPartition_v2),
     (3, 6, _dec_TxnOffsetCommitRequestPartition_v3, _enc_TxnOffsetCommitRequestPartition_v3),
@@ -1176,14 +1138,6 @@ def _fj_TxnOffsetCommitResponse(obj: dict[str, Any], version: int) -> TxnOffsetC
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_TxnOffsetCommitResponseTopic(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TxnOffsetCommitResponse(g: Any, version: int) -> TxnOffsetCommitResponse:
-    o = new_instance(TxnOffsetCommitResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.topics = [_rnd_TxnOffsetCommitResponseTopic(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -1309,15 +1263,6 @@ def _fj_TxnOffsetCommitResponseTopic(
     return o
 
 
-def _rnd_TxnOffsetCommitResponseTopic(g: Any, version: int) -> _TxnOffsetCommitResponseTopic:
-    o = new_instance(_TxnOffsetCommitResponseTopic)
-    o.name = (g.str()) if version <= 5 else ""
-    o.topic_id = (g.uuid()) if version >= 6 else ZERO_UUID
-    o.partitions = [_rnd_TxnOffsetCommitResponsePartition(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
-    return o
-
-
 def _dec_TxnOffsetCommitResponsePartition_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_TxnOffsetCommitResponsePartition, int]:
@@ -1378,16 +1323,6 @@ def _fj_TxnOffsetCommitResponsePartition(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_TxnOffsetCommitResponsePartition(
-    g: Any, version: int
-) -> _TxnOffsetCommitResponsePartition:
-    o = new_instance(_TxnOffsetCommitResponsePartition)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 3 else ()
     return o
 
 
@@ -1476,7 +1411,7 @@ _N_TxnOffsetCommitResponse_v6 = (
     (),
     "TxnOffsetCommitResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TxnOffsetCommitResponsePartition = (
     _TxnOffsetCommitResponsePartition,
     (
@@ -1508,7 +1443,6 @@ bind_codecs(
     TxnOffsetCommitResponse,
     _tj_TxnOffsetCommitResponse,
     _fj_TxnOffsetCommitResponse,
-    _rnd_TxnOffsetCommitResponse,
     (0, 2, _dec_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0),
     (3, 5, _dec_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3),
     (6, 6, _dec_TxnOffsetCommitResponse_v6, _enc_TxnOffsetCommitResponse_v6),
@@ -1524,7 +1458,6 @@ bind_codecs(
     _TxnOffsetCommitResponseTopic,
     _tj_TxnOffsetCommitResponseTopic,
     _fj_TxnOffsetCommitResponseTopic,
-    _rnd_TxnOffsetCommitResponseTopic,
     (0, 2, _dec_TxnOffsetCommitResponseTopic_v0, _enc_TxnOffsetCommitResponseTopic_v0),
     (3, 5, _dec_TxnOffsetCommitResponseTopic_v3, _enc_TxnOffsetCommitResponseTopic_v3),
     (6, 6, _dec_TxnOffsetCommitResponseTopic_v6, _enc_TxnOffsetCommitResponseTopic_v6),
@@ -1540,7 +1473,6 @@ bind_codecs(
     _TxnOffsetCommitResponsePartition,
     _tj_TxnOffsetCommitResponsePartition,
     _fj_TxnOffsetCommitResponsePartition,
-    _rnd_TxnOffsetCommitResponsePartition,
     (0, 2, _dec_TxnOffsetCommitResponsePartition_v0, _enc_TxnOffsetCommitResponsePartition_v0),
     (3, 6, _dec_TxnOffsetCommitResponsePartition_v3, _enc_TxnOffsetCommitResponsePartition_v3),
 )

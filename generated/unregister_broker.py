@@ -154,13 +154,6 @@ def _fj_UnregisterBrokerRequest(obj: dict[str, Any], version: int) -> Unregister
     return o
 
 
-def _rnd_UnregisterBrokerRequest(g: Any, version: int) -> UnregisterBrokerRequest:
-    o = new_instance(UnregisterBrokerRequest)
-    o.broker_id = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UnregisterBrokerRequest_v0 = (
@@ -172,7 +165,7 @@ _N_UnregisterBrokerRequest_v0 = (
     (),
     "UnregisterBrokerRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterBrokerRequest = (
     UnregisterBrokerRequest,
     (
@@ -186,7 +179,6 @@ bind_codecs(
     UnregisterBrokerRequest,
     _tj_UnregisterBrokerRequest,
     _fj_UnregisterBrokerRequest,
-    _rnd_UnregisterBrokerRequest,
     (0, 0, _dec_UnregisterBrokerRequest_v0, _enc_UnregisterBrokerRequest_v0),
 )
 bind_native(
@@ -245,15 +237,6 @@ def _fj_UnregisterBrokerResponse(obj: dict[str, Any], version: int) -> Unregiste
     return o
 
 
-def _rnd_UnregisterBrokerResponse(g: Any, version: int) -> UnregisterBrokerResponse:
-    o = new_instance(UnregisterBrokerResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UnregisterBrokerResponse_v0 = (
@@ -267,7 +250,7 @@ _N_UnregisterBrokerResponse_v0 = (
     (),
     "UnregisterBrokerResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterBrokerResponse = (
     UnregisterBrokerResponse,
     (
@@ -283,7 +266,6 @@ bind_codecs(
     UnregisterBrokerResponse,
     _tj_UnregisterBrokerResponse,
     _fj_UnregisterBrokerResponse,
-    _rnd_UnregisterBrokerResponse,
     (0, 0, _dec_UnregisterBrokerResponse_v0, _enc_UnregisterBrokerResponse_v0),
 )
 bind_native(

@@ -156,13 +156,6 @@ def _fj_UnregisterControllerRequest(
     return o
 
 
-def _rnd_UnregisterControllerRequest(g: Any, version: int) -> UnregisterControllerRequest:
-    o = new_instance(UnregisterControllerRequest)
-    o.controller_id = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UnregisterControllerRequest_v0 = (
@@ -174,7 +167,7 @@ _N_UnregisterControllerRequest_v0 = (
     (),
     "UnregisterControllerRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterControllerRequest = (
     UnregisterControllerRequest,
     (
@@ -188,7 +181,6 @@ bind_codecs(
     UnregisterControllerRequest,
     _tj_UnregisterControllerRequest,
     _fj_UnregisterControllerRequest,
-    _rnd_UnregisterControllerRequest,
     (0, 0, _dec_UnregisterControllerRequest_v0, _enc_UnregisterControllerRequest_v0),
 )
 bind_native(
@@ -251,15 +243,6 @@ def _fj_UnregisterControllerResponse(
     return o
 
 
-def _rnd_UnregisterControllerResponse(g: Any, version: int) -> UnregisterControllerResponse:
-    o = new_instance(UnregisterControllerResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UnregisterControllerResponse_v0 = (
@@ -273,7 +256,7 @@ _N_UnregisterControllerResponse_v0 = (
     (),
     "UnregisterControllerResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterControllerResponse = (
     UnregisterControllerResponse,
     (
@@ -289,7 +272,6 @@ bind_codecs(
     UnregisterControllerResponse,
     _tj_UnregisterControllerResponse,
     _fj_UnregisterControllerResponse,
-    _rnd_UnregisterControllerResponse,
     (0, 0, _dec_UnregisterControllerResponse_v0, _enc_UnregisterControllerResponse_v0),
 )
 bind_native(

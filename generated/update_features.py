@@ -315,15 +315,6 @@ def _fj_UpdateFeaturesRequest(obj: dict[str, Any], version: int) -> UpdateFeatur
     return o
 
 
-def _rnd_UpdateFeaturesRequest(g: Any, version: int) -> UpdateFeaturesRequest:
-    o = new_instance(UpdateFeaturesRequest)
-    o.timeout_ms = g.int("int32")
-    o.feature_updates = KeyedList([_rnd_FeatureUpdateKey(g, version) for _ in range(g.count())])
-    o.validate_only = (g.bool()) if version >= 1 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_FeatureUpdateKey_v0(buf: Buffer, pos: int, end: int) -> tuple[_FeatureUpdateKey, int]:
     o = new_instance(_FeatureUpdateKey)
     o.feature, pos = read_compact_string(buf, pos, end)
@@ -401,16 +392,6 @@ def _fj_FeatureUpdateKey(obj: dict[str, Any], version: int) -> _FeatureUpdateKey
     return o
 
 
-def _rnd_FeatureUpdateKey(g: Any, version: int) -> _FeatureUpdateKey:
-    o = new_instance(_FeatureUpdateKey)
-    o.feature = g.str()
-    o.max_version_level = g.int("int16")
-    o.allow_downgrade = (g.bool()) if version <= 0 else False
-    o.upgrade_type = (g.int("int8")) if version >= 1 else 1
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_FeatureUpdateKey_v0 = (
@@ -459,7 +440,7 @@ _N_UpdateFeaturesRequest_v1 = (
     (),
     "UpdateFeaturesRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FeatureUpdateKey = (
     _FeatureUpdateKey,
     (
@@ -485,7 +466,6 @@ bind_codecs(
     UpdateFeaturesRequest,
     _tj_UpdateFeaturesRequest,
     _fj_UpdateFeaturesRequest,
-    _rnd_UpdateFeaturesRequest,
     (0, 0, _dec_UpdateFeaturesRequest_v0, _enc_UpdateFeaturesRequest_v0),
     (1, 2, _dec_UpdateFeaturesRequest_v1, _enc_UpdateFeaturesRequest_v1),
 )
@@ -499,7 +479,6 @@ bind_codecs(
     _FeatureUpdateKey,
     _tj_FeatureUpdateKey,
     _fj_FeatureUpdateKey,
-    _rnd_FeatureUpdateKey,
     (0, 0, _dec_FeatureUpdateKey_v0, _enc_FeatureUpdateKey_v0),
     (1, 2, _dec_FeatureUpdateKey_v1, _enc_FeatureUpdateKey_v1),
 )
@@ -602,20 +581,6 @@ def _fj_UpdateFeaturesResponse(obj: dict[str, Any], version: int) -> UpdateFeatu
     return o
 
 
-def _rnd_UpdateFeaturesResponse(g: Any, version: int) -> UpdateFeaturesResponse:
-    o = new_instance(UpdateFeaturesResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.results = (
-        (KeyedList([_rnd_UpdatableFeatureResult(g, version) for _ in range(g.count())]))
-        if version <= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_UpdatableFeatureResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdatableFeatureResult, int]:
@@ -667,15 +632,6 @@ def _fj_UpdatableFeatureResult(obj: dict[str, Any], version: int) -> _UpdatableF
     return o
 
 
-def _rnd_UpdatableFeatureResult(g: Any, version: int) -> _UpdatableFeatureResult:
-    o = new_instance(_UpdatableFeatureResult)
-    o.feature = g.str()
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UpdatableFeatureResult_v0 = (
@@ -713,7 +669,7 @@ _N_UpdateFeaturesResponse_v2 = (
     (),
     "UpdateFeaturesResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UpdatableFeatureResult = (
     _UpdatableFeatureResult,
     (
@@ -739,7 +695,6 @@ bind_codecs(
     UpdateFeaturesResponse,
     _tj_UpdateFeaturesResponse,
     _fj_UpdateFeaturesResponse,
-    _rnd_UpdateFeaturesResponse,
     (0, 1, _dec_UpdateFeaturesResponse_v0, _enc_UpdateFeaturesResponse_v0),
     (2, 2, _dec_UpdateFeaturesResponse_v2, _enc_UpdateFeaturesResponse_v2),
 )
@@ -753,7 +708,6 @@ bind_codecs(
     _UpdatableFeatureResult,
     _tj_UpdatableFeatureResult,
     _fj_UpdatableFeatureResult,
-    _rnd_UpdatableFeatureResult,
     (0, 1, _dec_UpdatableFeatureResult_v0, _enc_UpdatableFeatureResult_v0),
 )
 bind_native(

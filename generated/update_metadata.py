@@ -919,28 +919,6 @@ def _fj_UpdateMetadataRequest(obj: dict[str, Any], version: int) -> UpdateMetada
     return o
 
 
-def _rnd_UpdateMetadataRequest(g: Any, version: int) -> UpdateMetadataRequest:
-    o = new_instance(UpdateMetadataRequest)
-    o.controller_id = g.int("int32")
-    o.is_k_raft_controller = (g.bool()) if version >= 8 else False
-    o.type = ((g.int("int8")) if g.present() else 0) if version >= 8 else 0
-    o.controller_epoch = g.int("int32")
-    o.broker_epoch = (g.int("int64")) if version >= 5 else -1
-    o.ungrouped_partition_states = (
-        ([_rnd_UpdateMetadataPartitionState(g, version) for _ in range(g.count())])
-        if version <= 4
-        else []
-    )
-    o.topic_states = (
-        ([_rnd_UpdateMetadataTopicState(g, version) for _ in range(g.count())])
-        if version >= 5
-        else []
-    )
-    o.live_brokers = [_rnd_UpdateMetadataBroker(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 6 else ()
-    return o
-
-
 def _dec_UpdateMetadataPartitionState_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataPartitionState, int]:
@@ -1112,21 +1090,6 @@ def _fj_UpdateMetadataPartitionState(
     return o
 
 
-def _rnd_UpdateMetadataPartitionState(g: Any, version: int) -> _UpdateMetadataPartitionState:
-    o = new_instance(_UpdateMetadataPartitionState)
-    o.topic_name = (g.str()) if version <= 4 else ""
-    o.partition_index = g.int("int32")
-    o.controller_epoch = g.int("int32")
-    o.leader = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.isr = [g.int("int32") for _ in range(g.count())]
-    o.zk_version = g.int("int32")
-    o.replicas = [g.int("int32") for _ in range(g.count())]
-    o.offline_replicas = ([g.int("int32") for _ in range(g.count())]) if version >= 4 else []
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_UpdateMetadataTopicState_v5(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataTopicState, int]:
@@ -1247,19 +1210,6 @@ def _fj_UpdateMetadataTopicState(obj: dict[str, Any], version: int) -> _UpdateMe
     else:
         o.partition_states = []
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_UpdateMetadataTopicState(g: Any, version: int) -> _UpdateMetadataTopicState:
-    o = new_instance(_UpdateMetadataTopicState)
-    o.topic_name = (g.str()) if version >= 5 else ""
-    o.topic_id = (g.uuid()) if version >= 7 else ZERO_UUID
-    o.partition_states = (
-        ([_rnd_UpdateMetadataPartitionState(g, version) for _ in range(g.count())])
-        if version >= 5
-        else []
-    )
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1465,21 +1415,6 @@ def _fj_UpdateMetadataBroker(obj: dict[str, Any], version: int) -> _UpdateMetada
     return o
 
 
-def _rnd_UpdateMetadataBroker(g: Any, version: int) -> _UpdateMetadataBroker:
-    o = new_instance(_UpdateMetadataBroker)
-    o.id = g.int("int32")
-    o.v0_host = (g.str()) if version <= 0 else ""
-    o.v0_port = (g.int("int32")) if version <= 0 else 0
-    o.endpoints = (
-        ([_rnd_UpdateMetadataEndpoint(g, version) for _ in range(g.count())])
-        if version >= 1
-        else []
-    )
-    o.rack = (None if g.is_null() else g.str()) if version >= 2 else ""
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 def _dec_UpdateMetadataEndpoint_v1(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_UpdateMetadataEndpoint, int]:
@@ -1584,16 +1519,6 @@ def _fj_UpdateMetadataEndpoint(obj: dict[str, Any], version: int) -> _UpdateMeta
     o.listener = get_str(obj, "listener", p, REQUIRED) if version >= 3 else ""
     o.security_protocol = get_int(obj, "securityProtocol", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_UpdateMetadataEndpoint(g: Any, version: int) -> _UpdateMetadataEndpoint:
-    o = new_instance(_UpdateMetadataEndpoint)
-    o.port = (g.int("int32")) if version >= 1 else 0
-    o.host = (g.str()) if version >= 1 else ""
-    o.listener = (g.str()) if version >= 3 else ""
-    o.security_protocol = (g.int("int16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
     return o
 
 
@@ -1946,7 +1871,7 @@ _N_UpdateMetadataRequest_v8 = (
     ),
     "UpdateMetadataRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UpdateMetadataPartitionState = (
     _UpdateMetadataPartitionState,
     (
@@ -2012,7 +1937,6 @@ bind_codecs(
     UpdateMetadataRequest,
     _tj_UpdateMetadataRequest,
     _fj_UpdateMetadataRequest,
-    _rnd_UpdateMetadataRequest,
     (0, 0, _dec_UpdateMetadataRequest_v0, _enc_UpdateMetadataRequest_v0),
     (1, 1, _dec_UpdateMetadataRequest_v1, _enc_UpdateMetadataRequest_v1),
     (2, 2, _dec_UpdateMetadataRequest_v2, _enc_UpdateMetadataRequest_v2),
@@ -2040,7 +1964,6 @@ bind_codecs(
     _UpdateMetadataPartitionState,
     _tj_UpdateMetadataPartitionState,
     _fj_UpdateMetadataPartitionState,
-    _rnd_UpdateMetadataPartitionState,
     (0, 3, _dec_UpdateMetadataPartitionState_v0, _enc_UpdateMetadataPartitionState_v0),
     (4, 4, _dec_UpdateMetadataPartitionState_v4, _enc_UpdateMetadataPartitionState_v4),
     (5, 5, _dec_UpdateMetadataPartitionState_v5, _enc_UpdateMetadataPartitionState_v5),
@@ -2058,7 +1981,6 @@ bind_codecs(
     _UpdateMetadataTopicState,
     _tj_UpdateMetadataTopicState,
     _fj_UpdateMetadataTopicState,
-    _rnd_UpdateMetadataTopicState,
     (5, 5, _dec_UpdateMetadataTopicState_v5, _enc_UpdateMetadataTopicState_v5),
     (6, 6, _dec_UpdateMetadataTopicState_v6, _enc_UpdateMetadataTopicState_v6),
     (7, 8, _dec_UpdateMetadataTopicState_v7, _enc_UpdateMetadataTopicState_v7),
@@ -2074,7 +1996,6 @@ bind_codecs(
     _UpdateMetadataBroker,
     _tj_UpdateMetadataBroker,
     _fj_UpdateMetadataBroker,
-    _rnd_UpdateMetadataBroker,
     (0, 0, _dec_UpdateMetadataBroker_v0, _enc_UpdateMetadataBroker_v0),
     (1, 1, _dec_UpdateMetadataBroker_v1, _enc_UpdateMetadataBroker_v1),
     (2, 2, _dec_UpdateMetadataBroker_v2, _enc_UpdateMetadataBroker_v2),
@@ -2094,7 +2015,6 @@ bind_codecs(
     _UpdateMetadataEndpoint,
     _tj_UpdateMetadataEndpoint,
     _fj_UpdateMetadataEndpoint,
-    _rnd_UpdateMetadataEndpoint,
     (1, 2, _dec_UpdateMetadataEndpoint_v1, _enc_UpdateMetadataEndpoint_v1),
     (3, 5, _dec_UpdateMetadataEndpoint_v3, _enc_UpdateMetadataEndpoint_v3),
     (6, 8, _dec_UpdateMetadataEndpoint_v6, _enc_UpdateMetadataEndpoint_v6),
@@ -2161,13 +2081,6 @@ def _fj_UpdateMetadataResponse(obj: dict[str, Any], version: int) -> UpdateMetad
     return o
 
 
-def _rnd_UpdateMetadataResponse(g: Any, version: int) -> UpdateMetadataResponse:
-    o = new_instance(UpdateMetadataResponse)
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 6 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_UpdateMetadataResponse_v0 = (
@@ -2188,7 +2101,7 @@ _N_UpdateMetadataResponse_v6 = (
     (),
     "UpdateMetadataResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UpdateMetadataResponse = (
     UpdateMetadataResponse,
     (
@@ -2202,7 +2115,6 @@ bind_codecs(
     UpdateMetadataResponse,
     _tj_UpdateMetadataResponse,
     _fj_UpdateMetadataResponse,
-    _rnd_UpdateMetadataResponse,
     (0, 5, _dec_UpdateMetadataResponse_v0, _enc_UpdateMetadataResponse_v0),
     (6, 8, _dec_UpdateMetadataResponse_v6, _enc_UpdateMetadataResponse_v6),
 )

@@ -343,18 +343,6 @@ def _fj_UpdateRaftVoterRequest(obj: dict[str, Any], version: int) -> UpdateRaftV
     return o
 
 
-def _rnd_UpdateRaftVoterRequest(g: Any, version: int) -> UpdateRaftVoterRequest:
-    o = new_instance(UpdateRaftVoterRequest)
-    o.cluster_id = None if g.is_null() else g.str()
-    o.current_leader_epoch = g.int("int32")
-    o.voter_id = g.int("int32")
-    o.voter_directory_id = g.uuid()
-    o.listeners = KeyedList([_rnd_Listener(g, version) for _ in range(g.count())])
-    o.k_raft_version_feature = _rnd_KRaftVersionFeature(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Listener_v0(buf: Buffer, pos: int, end: int) -> tuple[_Listener, int]:
     o = new_instance(_Listener)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -400,15 +388,6 @@ def _fj_Listener(obj: dict[str, Any], version: int) -> _Listener:
     return o
 
 
-def _rnd_Listener(g: Any, version: int) -> _Listener:
-    o = new_instance(_Listener)
-    o.name = g.str()
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_KRaftVersionFeature_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_KRaftVersionFeature, int]:
@@ -443,14 +422,6 @@ def _fj_KRaftVersionFeature(obj: dict[str, Any], version: int) -> _KRaftVersionF
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
     o.max_supported_version = get_int(obj, "maxSupportedVersion", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_KRaftVersionFeature(g: Any, version: int) -> _KRaftVersionFeature:
-    o = new_instance(_KRaftVersionFeature)
-    o.min_supported_version = g.int("int16")
-    o.max_supported_version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -491,7 +462,7 @@ _N_UpdateRaftVoterRequest_v0 = (
     (),
     "UpdateRaftVoterRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
     _Listener,
     (
@@ -527,7 +498,6 @@ bind_codecs(
     UpdateRaftVoterRequest,
     _tj_UpdateRaftVoterRequest,
     _fj_UpdateRaftVoterRequest,
-    _rnd_UpdateRaftVoterRequest,
     (0, 0, _dec_UpdateRaftVoterRequest_v0, _enc_UpdateRaftVoterRequest_v0),
 )
 bind_native(
@@ -539,7 +509,6 @@ bind_codecs(
     _Listener,
     _tj_Listener,
     _fj_Listener,
-    _rnd_Listener,
     (0, 0, _dec_Listener_v0, _enc_Listener_v0),
 )
 bind_native(
@@ -551,7 +520,6 @@ bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
     _fj_KRaftVersionFeature,
-    _rnd_KRaftVersionFeature,
     (0, 0, _dec_KRaftVersionFeature_v0, _enc_KRaftVersionFeature_v0),
 )
 bind_native(
@@ -630,15 +598,6 @@ def _fj_UpdateRaftVoterResponse(obj: dict[str, Any], version: int) -> UpdateRaft
     return o
 
 
-def _rnd_UpdateRaftVoterResponse(g: Any, version: int) -> UpdateRaftVoterResponse:
-    o = new_instance(UpdateRaftVoterResponse)
-    o.throttle_time_ms = g.int("int32")
-    o.error_code = g.int("int16")
-    o.current_leader = (_rnd_CurrentLeader(g, version)) if g.present() else _CurrentLeader()
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_CurrentLeader_v0(buf: Buffer, pos: int, end: int) -> tuple[_CurrentLeader, int]:
     o = new_instance(_CurrentLeader)
     o.leader_id, o.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -685,16 +644,6 @@ def _fj_CurrentLeader(obj: dict[str, Any], version: int) -> _CurrentLeader:
     return o
 
 
-def _rnd_CurrentLeader(g: Any, version: int) -> _CurrentLeader:
-    o = new_instance(_CurrentLeader)
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.host = g.str()
-    o.port = g.int("int32")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_CurrentLeader_v0 = (
@@ -721,7 +670,7 @@ _N_UpdateRaftVoterResponse_v0 = (
     ),
     "UpdateRaftVoterResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CurrentLeader = (
     _CurrentLeader,
     (
@@ -747,7 +696,6 @@ bind_codecs(
     UpdateRaftVoterResponse,
     _tj_UpdateRaftVoterResponse,
     _fj_UpdateRaftVoterResponse,
-    _rnd_UpdateRaftVoterResponse,
     (0, 0, _dec_UpdateRaftVoterResponse_v0, _enc_UpdateRaftVoterResponse_v0),
 )
 bind_native(
@@ -759,7 +707,6 @@ bind_codecs(
     _CurrentLeader,
     _tj_CurrentLeader,
     _fj_CurrentLeader,
-    _rnd_CurrentLeader,
     (0, 0, _dec_CurrentLeader_v0, _enc_CurrentLeader_v0),
 )
 bind_native(

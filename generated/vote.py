@@ -457,15 +457,6 @@ def _fj_VoteRequest(obj: dict[str, Any], version: int) -> VoteRequest:
     return o
 
 
-def _rnd_VoteRequest(g: Any, version: int) -> VoteRequest:
-    o = new_instance(VoteRequest)
-    o.cluster_id = None if g.is_null() else g.str()
-    o.voter_id = (g.int("int32")) if version >= 1 else -1
-    o.topics = [_rnd_VoteRequest_TopicData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_VoteRequest_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteRequest_TopicData, int]:
@@ -576,14 +567,6 @@ def _fj_VoteRequest_TopicData(obj: dict[str, Any], version: int) -> _VoteRequest
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_VoteRequest_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_VoteRequest_TopicData(g: Any, version: int) -> _VoteRequest_TopicData:
-    o = new_instance(_VoteRequest_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_VoteRequest_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -708,20 +691,6 @@ def _fj_VoteRequest_PartitionData(obj: dict[str, Any], version: int) -> _VoteReq
     return o
 
 
-def _rnd_VoteRequest_PartitionData(g: Any, version: int) -> _VoteRequest_PartitionData:
-    o = new_instance(_VoteRequest_PartitionData)
-    o.partition_index = g.int("int32")
-    o.replica_epoch = g.int("int32")
-    o.replica_id = g.int("int32")
-    o.replica_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
-    o.voter_directory_id = (g.uuid()) if version >= 1 else ZERO_UUID
-    o.last_offset_epoch = g.int("int32")
-    o.last_offset = g.int("int64")
-    o.pre_vote = (g.bool()) if version >= 2 else False
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_VoteRequest_PartitionData_v0 = (
@@ -835,7 +804,7 @@ _N_VoteRequest_v2 = (
     (),
     "VoteRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_VoteRequest_PartitionData = (
     _VoteRequest_PartitionData,
     (
@@ -873,7 +842,6 @@ bind_codecs(
     VoteRequest,
     _tj_VoteRequest,
     _fj_VoteRequest,
-    _rnd_VoteRequest,
     (0, 0, _dec_VoteRequest_v0, _enc_VoteRequest_v0),
     (1, 1, _dec_VoteRequest_v1, _enc_VoteRequest_v1),
     (2, 2, _dec_VoteRequest_v2, _enc_VoteRequest_v2),
@@ -889,7 +857,6 @@ bind_codecs(
     _VoteRequest_TopicData,
     _tj_VoteRequest_TopicData,
     _fj_VoteRequest_TopicData,
-    _rnd_VoteRequest_TopicData,
     (0, 0, _dec_VoteRequest_TopicData_v0, _enc_VoteRequest_TopicData_v0),
     (1, 1, _dec_VoteRequest_TopicData_v1, _enc_VoteRequest_TopicData_v1),
     (2, 2, _dec_VoteRequest_TopicData_v2, _enc_VoteRequest_TopicData_v2),
@@ -905,7 +872,6 @@ bind_codecs(
     _VoteRequest_PartitionData,
     _tj_VoteRequest_PartitionData,
     _fj_VoteRequest_PartitionData,
-    _rnd_VoteRequest_PartitionData,
     (0, 0, _dec_VoteRequest_PartitionData_v0, _enc_VoteRequest_PartitionData_v0),
     (1, 1, _dec_VoteRequest_PartitionData_v1, _enc_VoteRequest_PartitionData_v1),
     (2, 2, _dec_VoteRequest_PartitionData_v2, _enc_VoteRequest_PartitionData_v2),
@@ -1024,23 +990,6 @@ def _fj_VoteResponse(obj: dict[str, Any], version: int) -> VoteResponse:
     return o
 
 
-def _rnd_VoteResponse(g: Any, version: int) -> VoteResponse:
-    o = new_instance(VoteResponse)
-    o.error_code = g.int("int16")
-    o.topics = [_rnd_VoteResponse_TopicData(g, version) for _ in range(g.count())]
-    o.node_endpoints = (
-        (
-            (KeyedList([_rnd_NodeEndpoint(g, version) for _ in range(g.count())]))
-            if g.present()
-            else KeyedList()
-        )
-        if version >= 1
-        else KeyedList()
-    )
-    o.unknown_tagged_fields = g.unknown_tags(1) if version >= 0 else ()
-    return o
-
-
 def _dec_VoteResponse_TopicData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteResponse_TopicData, int]:
@@ -1092,14 +1041,6 @@ def _fj_VoteResponse_TopicData(obj: dict[str, Any], version: int) -> _VoteRespon
     return o
 
 
-def _rnd_VoteResponse_TopicData(g: Any, version: int) -> _VoteResponse_TopicData:
-    o = new_instance(_VoteResponse_TopicData)
-    o.topic_name = g.str()
-    o.partitions = [_rnd_VoteResponse_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_VoteResponse_PartitionData_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_VoteResponse_PartitionData, int]:
@@ -1147,17 +1088,6 @@ def _fj_VoteResponse_PartitionData(
     return o
 
 
-def _rnd_VoteResponse_PartitionData(g: Any, version: int) -> _VoteResponse_PartitionData:
-    o = new_instance(_VoteResponse_PartitionData)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.leader_id = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.vote_granted = g.bool()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_NodeEndpoint_v1(buf: Buffer, pos: int, end: int) -> tuple[_NodeEndpoint, int]:
     o = new_instance(_NodeEndpoint)
     o.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -1202,15 +1132,6 @@ def _fj_NodeEndpoint(obj: dict[str, Any], version: int) -> _NodeEndpoint:
     o.host = get_str(obj, "host", p, REQUIRED) if version >= 1 else ""
     o.port = get_int(obj, "port", p, REQUIRED) if version >= 1 else 0
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_NodeEndpoint(g: Any, version: int) -> _NodeEndpoint:
-    o = new_instance(_NodeEndpoint)
-    o.node_id = (g.int("int32")) if version >= 1 else 0
-    o.host = (g.str()) if version >= 1 else ""
-    o.port = (g.int("uint16")) if version >= 1 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -1273,7 +1194,7 @@ _N_VoteResponse_v1 = (
     ),
     "VoteResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_VoteResponse_PartitionData = (
     _VoteResponse_PartitionData,
     (
@@ -1317,7 +1238,6 @@ bind_codecs(
     VoteResponse,
     _tj_VoteResponse,
     _fj_VoteResponse,
-    _rnd_VoteResponse,
     (0, 0, _dec_VoteResponse_v0, _enc_VoteResponse_v0),
     (1, 2, _dec_VoteResponse_v1, _enc_VoteResponse_v1),
 )
@@ -1331,7 +1251,6 @@ bind_codecs(
     _VoteResponse_TopicData,
     _tj_VoteResponse_TopicData,
     _fj_VoteResponse_TopicData,
-    _rnd_VoteResponse_TopicData,
     (0, 2, _dec_VoteResponse_TopicData_v0, _enc_VoteResponse_TopicData_v0),
 )
 bind_native(
@@ -1343,7 +1262,6 @@ bind_codecs(
     _VoteResponse_PartitionData,
     _tj_VoteResponse_PartitionData,
     _fj_VoteResponse_PartitionData,
-    _rnd_VoteResponse_PartitionData,
     (0, 2, _dec_VoteResponse_PartitionData_v0, _enc_VoteResponse_PartitionData_v0),
 )
 bind_native(
@@ -1355,7 +1273,6 @@ bind_codecs(
     _NodeEndpoint,
     _tj_NodeEndpoint,
     _fj_NodeEndpoint,
-    _rnd_NodeEndpoint,
     (1, 2, _dec_NodeEndpoint_v1, _enc_NodeEndpoint_v1),
 )
 bind_native(

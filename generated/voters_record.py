@@ -246,14 +246,6 @@ def _fj_VotersRecord(obj: dict[str, Any], version: int) -> VotersRecord:
     return o
 
 
-def _rnd_VotersRecord(g: Any, version: int) -> VotersRecord:
-    o = new_instance(VotersRecord)
-    o.version = g.int("int16")
-    o.voters = [_rnd_Voter(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Voter_v0(buf: Buffer, pos: int, end: int) -> tuple[_Voter, int]:
     o = new_instance(_Voter)
     o.voter_id = _S_i.unpack_from(buf, pos)[0]
@@ -308,16 +300,6 @@ def _fj_Voter(obj: dict[str, Any], version: int) -> _Voter:
     return o
 
 
-def _rnd_Voter(g: Any, version: int) -> _Voter:
-    o = new_instance(_Voter)
-    o.voter_id = g.int("int32")
-    o.voter_directory_id = g.uuid()
-    o.endpoints = KeyedList([_rnd_Endpoint(g, version) for _ in range(g.count())])
-    o.k_raft_version_feature = _rnd_KRaftVersionFeature(g, version)
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_Endpoint_v0(buf: Buffer, pos: int, end: int) -> tuple[_Endpoint, int]:
     o = new_instance(_Endpoint)
     o.name, pos = read_compact_string(buf, pos, end)
@@ -363,15 +345,6 @@ def _fj_Endpoint(obj: dict[str, Any], version: int) -> _Endpoint:
     return o
 
 
-def _rnd_Endpoint(g: Any, version: int) -> _Endpoint:
-    o = new_instance(_Endpoint)
-    o.name = g.str()
-    o.host = g.str()
-    o.port = g.int("uint16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_KRaftVersionFeature_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_KRaftVersionFeature, int]:
@@ -406,14 +379,6 @@ def _fj_KRaftVersionFeature(obj: dict[str, Any], version: int) -> _KRaftVersionF
     o.min_supported_version = get_int(obj, "minSupportedVersion", p, REQUIRED)
     o.max_supported_version = get_int(obj, "maxSupportedVersion", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_KRaftVersionFeature(g: Any, version: int) -> _KRaftVersionFeature:
-    o = new_instance(_KRaftVersionFeature)
-    o.min_supported_version = g.int("int16")
-    o.max_supported_version = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -462,7 +427,7 @@ _N_VotersRecord_v0 = (
     (),
     "VotersRecord",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Endpoint = (
     _Endpoint,
     (
@@ -504,7 +469,6 @@ bind_codecs(
     VotersRecord,
     _tj_VotersRecord,
     _fj_VotersRecord,
-    _rnd_VotersRecord,
     (0, 0, _dec_VotersRecord_v0, _enc_VotersRecord_v0),
 )
 bind_native(
@@ -516,7 +480,6 @@ bind_codecs(
     _Voter,
     _tj_Voter,
     _fj_Voter,
-    _rnd_Voter,
     (0, 0, _dec_Voter_v0, _enc_Voter_v0),
 )
 bind_native(
@@ -528,7 +491,6 @@ bind_codecs(
     _Endpoint,
     _tj_Endpoint,
     _fj_Endpoint,
-    _rnd_Endpoint,
     (0, 0, _dec_Endpoint_v0, _enc_Endpoint_v0),
 )
 bind_native(
@@ -540,7 +502,6 @@ bind_codecs(
     _KRaftVersionFeature,
     _tj_KRaftVersionFeature,
     _fj_KRaftVersionFeature,
-    _rnd_KRaftVersionFeature,
     (0, 0, _dec_KRaftVersionFeature_v0, _enc_KRaftVersionFeature_v0),
 )
 bind_native(

@@ -385,14 +385,6 @@ def _fj_WriteShareGroupStateRequest(
     return o
 
 
-def _rnd_WriteShareGroupStateRequest(g: Any, version: int) -> WriteShareGroupStateRequest:
-    o = new_instance(WriteShareGroupStateRequest)
-    o.group_id = g.str()
-    o.topics = [_rnd_WriteStateData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_WriteStateData_v0(buf: Buffer, pos: int, end: int) -> tuple[_WriteStateData, int]:
     o = new_instance(_WriteStateData)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -461,14 +453,6 @@ def _fj_WriteStateData(obj: dict[str, Any], version: int) -> _WriteStateData:
     v = get_list(obj, "partitions", p, REQUIRED)
     o.partitions = [_fj_PartitionData(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_WriteStateData(g: Any, version: int) -> _WriteStateData:
-    o = new_instance(_WriteStateData)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionData(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -566,18 +550,6 @@ def _fj_PartitionData(obj: dict[str, Any], version: int) -> _PartitionData:
     return o
 
 
-def _rnd_PartitionData(g: Any, version: int) -> _PartitionData:
-    o = new_instance(_PartitionData)
-    o.partition = g.int("int32")
-    o.state_epoch = g.int("int32")
-    o.leader_epoch = g.int("int32")
-    o.start_offset = g.int("int64")
-    o.delivery_complete_count = (g.int("int32")) if version >= 1 else -1
-    o.state_batches = [_rnd_StateBatch(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_StateBatch_v0(buf: Buffer, pos: int, end: int) -> tuple[_StateBatch, int]:
     o = new_instance(_StateBatch)
     o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_qqbh.unpack_from(
@@ -616,16 +588,6 @@ def _fj_StateBatch(obj: dict[str, Any], version: int) -> _StateBatch:
     o.delivery_state = get_int(obj, "deliveryState", p, REQUIRED)
     o.delivery_count = get_int(obj, "deliveryCount", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_StateBatch(g: Any, version: int) -> _StateBatch:
-    o = new_instance(_StateBatch)
-    o.first_offset = g.int("int64")
-    o.last_offset = g.int("int64")
-    o.delivery_state = g.int("int8")
-    o.delivery_count = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
     return o
 
 
@@ -711,7 +673,7 @@ _N_WriteShareGroupStateRequest_v1 = (
     (),
     "WriteShareGroupStateRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StateBatch = (
     _StateBatch,
     (
@@ -756,7 +718,6 @@ bind_codecs(
     WriteShareGroupStateRequest,
     _tj_WriteShareGroupStateRequest,
     _fj_WriteShareGroupStateRequest,
-    _rnd_WriteShareGroupStateRequest,
     (0, 0, _dec_WriteShareGroupStateRequest_v0, _enc_WriteShareGroupStateRequest_v0),
     (1, 1, _dec_WriteShareGroupStateRequest_v1, _enc_WriteShareGroupStateRequest_v1),
 )
@@ -770,7 +731,6 @@ bind_codecs(
     _WriteStateData,
     _tj_WriteStateData,
     _fj_WriteStateData,
-    _rnd_WriteStateData,
     (0, 0, _dec_WriteStateData_v0, _enc_WriteStateData_v0),
     (1, 1, _dec_WriteStateData_v1, _enc_WriteStateData_v1),
 )
@@ -784,7 +744,6 @@ bind_codecs(
     _PartitionData,
     _tj_PartitionData,
     _fj_PartitionData,
-    _rnd_PartitionData,
     (0, 0, _dec_PartitionData_v0, _enc_PartitionData_v0),
     (1, 1, _dec_PartitionData_v1, _enc_PartitionData_v1),
 )
@@ -798,7 +757,6 @@ bind_codecs(
     _StateBatch,
     _tj_StateBatch,
     _fj_StateBatch,
-    _rnd_StateBatch,
     (0, 1, _dec_StateBatch_v0, _enc_StateBatch_v0),
 )
 bind_native(
@@ -852,13 +810,6 @@ def _fj_WriteShareGroupStateResponse(
     return o
 
 
-def _rnd_WriteShareGroupStateResponse(g: Any, version: int) -> WriteShareGroupStateResponse:
-    o = new_instance(WriteShareGroupStateResponse)
-    o.results = [_rnd_WriteStateResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_WriteStateResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_WriteStateResult, int]:
     o = new_instance(_WriteStateResult)
     o.topic_id, pos = read_uuid(buf, pos, end)
@@ -907,14 +858,6 @@ def _fj_WriteStateResult(obj: dict[str, Any], version: int) -> _WriteStateResult
     return o
 
 
-def _rnd_WriteStateResult(g: Any, version: int) -> _WriteStateResult:
-    o = new_instance(_WriteStateResult)
-    o.topic_id = g.uuid()
-    o.partitions = [_rnd_PartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 def _dec_PartitionResult_v0(buf: Buffer, pos: int, end: int) -> tuple[_PartitionResult, int]:
     o = new_instance(_PartitionResult)
     o.partition, o.error_code = _S_ih.unpack_from(buf, pos)
@@ -960,15 +903,6 @@ def _fj_PartitionResult(obj: dict[str, Any], version: int) -> _PartitionResult:
     return o
 
 
-def _rnd_PartitionResult(g: Any, version: int) -> _PartitionResult:
-    o = new_instance(_PartitionResult)
-    o.partition = g.int("int32")
-    o.error_code = g.int("int16")
-    o.error_message = None if g.is_null() else g.str()
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 0 else ()
-    return o
-
-
 # The same layouts as data, for the native accelerator (runtime/_native.c).
 # fmt: off
 _N_PartitionResult_v0 = (
@@ -1001,7 +935,7 @@ _N_WriteShareGroupStateResponse_v0 = (
     (),
     "WriteShareGroupStateResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (
     _PartitionResult,
     (
@@ -1032,7 +966,6 @@ bind_codecs(
     WriteShareGroupStateResponse,
     _tj_WriteShareGroupStateResponse,
     _fj_WriteShareGroupStateResponse,
-    _rnd_WriteShareGroupStateResponse,
     (0, 1, _dec_WriteShareGroupStateResponse_v0, _enc_WriteShareGroupStateResponse_v0),
 )
 bind_native(
@@ -1044,7 +977,6 @@ bind_codecs(
     _WriteStateResult,
     _tj_WriteStateResult,
     _fj_WriteStateResult,
-    _rnd_WriteStateResult,
     (0, 1, _dec_WriteStateResult_v0, _enc_WriteStateResult_v0),
 )
 bind_native(
@@ -1056,7 +988,6 @@ bind_codecs(
     _PartitionResult,
     _tj_PartitionResult,
     _fj_PartitionResult,
-    _rnd_PartitionResult,
     (0, 1, _dec_PartitionResult_v0, _enc_PartitionResult_v0),
 )
 bind_native(

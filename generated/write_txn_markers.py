@@ -382,13 +382,6 @@ def _fj_WriteTxnMarkersRequest(obj: dict[str, Any], version: int) -> WriteTxnMar
     return o
 
 
-def _rnd_WriteTxnMarkersRequest(g: Any, version: int) -> WriteTxnMarkersRequest:
-    o = new_instance(WriteTxnMarkersRequest)
-    o.markers = [_rnd_WritableTxnMarker(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_WritableTxnMarker_v0(buf: Buffer, pos: int, end: int) -> tuple[_WritableTxnMarker, int]:
     o = new_instance(_WritableTxnMarker)
     o.producer_id, o.producer_epoch, o.transaction_result = _S_qho.unpack_from(buf, pos)
@@ -506,18 +499,6 @@ def _fj_WritableTxnMarker(obj: dict[str, Any], version: int) -> _WritableTxnMark
     return o
 
 
-def _rnd_WritableTxnMarker(g: Any, version: int) -> _WritableTxnMarker:
-    o = new_instance(_WritableTxnMarker)
-    o.producer_id = g.int("int64")
-    o.producer_epoch = g.int("int16")
-    o.transaction_result = g.bool()
-    o.topics = [_rnd_WritableTxnMarkerTopic(g, version) for _ in range(g.count())]
-    o.coordinator_epoch = g.int("int32")
-    o.transaction_version = (g.int("int8")) if version >= 2 else 0
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_WritableTxnMarkerTopic_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerTopic, int]:
@@ -580,14 +561,6 @@ def _fj_WritableTxnMarkerTopic(obj: dict[str, Any], version: int) -> _WritableTx
     v = get_list(obj, "partitionIndexes", p, REQUIRED)
     o.partition_indexes = [as_int(x, p) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_WritableTxnMarkerTopic(g: Any, version: int) -> _WritableTxnMarkerTopic:
-    o = new_instance(_WritableTxnMarkerTopic)
-    o.name = g.str()
-    o.partition_indexes = [g.int("int32") for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -682,7 +655,7 @@ _N_WriteTxnMarkersRequest_v2 = (
     (),
     "WriteTxnMarkersRequest",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_WritableTxnMarkerTopic = (
     _WritableTxnMarkerTopic,
     (
@@ -716,7 +689,6 @@ bind_codecs(
     WriteTxnMarkersRequest,
     _tj_WriteTxnMarkersRequest,
     _fj_WriteTxnMarkersRequest,
-    _rnd_WriteTxnMarkersRequest,
     (0, 0, _dec_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v0),
     (1, 1, _dec_WriteTxnMarkersRequest_v1, _enc_WriteTxnMarkersRequest_v1),
     (2, 2, _dec_WriteTxnMarkersRequest_v2, _enc_WriteTxnMarkersRequest_v2),
@@ -732,7 +704,6 @@ bind_codecs(
     _WritableTxnMarker,
     _tj_WritableTxnMarker,
     _fj_WritableTxnMarker,
-    _rnd_WritableTxnMarker,
     (0, 0, _dec_WritableTxnMarker_v0, _enc_WritableTxnMarker_v0),
     (1, 1, _dec_WritableTxnMarker_v1, _enc_WritableTxnMarker_v1),
     (2, 2, _dec_WritableTxnMarker_v2, _enc_WritableTxnMarker_v2),
@@ -748,7 +719,6 @@ bind_codecs(
     _WritableTxnMarkerTopic,
     _tj_WritableTxnMarkerTopic,
     _fj_WritableTxnMarkerTopic,
-    _rnd_WritableTxnMarkerTopic,
     (0, 0, _dec_WritableTxnMarkerTopic_v0, _enc_WritableTxnMarkerTopic_v0),
     (1, 2, _dec_WritableTxnMarkerTopic_v1, _enc_WritableTxnMarkerTopic_v1),
 )
@@ -831,13 +801,6 @@ def _fj_WriteTxnMarkersResponse(obj: dict[str, Any], version: int) -> WriteTxnMa
     return o
 
 
-def _rnd_WriteTxnMarkersResponse(g: Any, version: int) -> WriteTxnMarkersResponse:
-    o = new_instance(WriteTxnMarkersResponse)
-    o.markers = [_rnd_WritableTxnMarkerResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_WritableTxnMarkerResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerResult, int]:
@@ -914,14 +877,6 @@ def _fj_WritableTxnMarkerResult(obj: dict[str, Any], version: int) -> _WritableT
     v = get_list(obj, "topics", p, REQUIRED)
     o.topics = [_fj_WritableTxnMarkerTopicResult(as_object(x, p), version) for x in v]
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_WritableTxnMarkerResult(g: Any, version: int) -> _WritableTxnMarkerResult:
-    o = new_instance(_WritableTxnMarkerResult)
-    o.producer_id = g.int("int64")
-    o.topics = [_rnd_WritableTxnMarkerTopicResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1010,14 +965,6 @@ def _fj_WritableTxnMarkerTopicResult(
     return o
 
 
-def _rnd_WritableTxnMarkerTopicResult(g: Any, version: int) -> _WritableTxnMarkerTopicResult:
-    o = new_instance(_WritableTxnMarkerTopicResult)
-    o.name = g.str()
-    o.partitions = [_rnd_WritableTxnMarkerPartitionResult(g, version) for _ in range(g.count())]
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
-    return o
-
-
 def _dec_WritableTxnMarkerPartitionResult_v0(
     buf: Buffer, pos: int, end: int
 ) -> tuple[_WritableTxnMarkerPartitionResult, int]:
@@ -1078,16 +1025,6 @@ def _fj_WritableTxnMarkerPartitionResult(
     o.partition_index = get_int(obj, "partitionIndex", p, REQUIRED)
     o.error_code = get_int(obj, "errorCode", p, REQUIRED)
     o.unknown_tagged_fields = ()
-    return o
-
-
-def _rnd_WritableTxnMarkerPartitionResult(
-    g: Any, version: int
-) -> _WritableTxnMarkerPartitionResult:
-    o = new_instance(_WritableTxnMarkerPartitionResult)
-    o.partition_index = g.int("int32")
-    o.error_code = g.int("int16")
-    o.unknown_tagged_fields = g.unknown_tags(0) if version >= 1 else ()
     return o
 
 
@@ -1171,7 +1108,7 @@ _N_WriteTxnMarkersResponse_v1 = (
     (),
     "WriteTxnMarkersResponse",
 )
-# Each struct's fields in spec order, for the accelerator's JSON form and random messages.
+# Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_WritableTxnMarkerPartitionResult = (
     _WritableTxnMarkerPartitionResult,
     (
@@ -1209,7 +1146,6 @@ bind_codecs(
     WriteTxnMarkersResponse,
     _tj_WriteTxnMarkersResponse,
     _fj_WriteTxnMarkersResponse,
-    _rnd_WriteTxnMarkersResponse,
     (0, 0, _dec_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v0),
     (1, 2, _dec_WriteTxnMarkersResponse_v1, _enc_WriteTxnMarkersResponse_v1),
 )
@@ -1223,7 +1159,6 @@ bind_codecs(
     _WritableTxnMarkerResult,
     _tj_WritableTxnMarkerResult,
     _fj_WritableTxnMarkerResult,
-    _rnd_WritableTxnMarkerResult,
     (0, 0, _dec_WritableTxnMarkerResult_v0, _enc_WritableTxnMarkerResult_v0),
     (1, 2, _dec_WritableTxnMarkerResult_v1, _enc_WritableTxnMarkerResult_v1),
 )
@@ -1237,7 +1172,6 @@ bind_codecs(
     _WritableTxnMarkerTopicResult,
     _tj_WritableTxnMarkerTopicResult,
     _fj_WritableTxnMarkerTopicResult,
-    _rnd_WritableTxnMarkerTopicResult,
     (0, 0, _dec_WritableTxnMarkerTopicResult_v0, _enc_WritableTxnMarkerTopicResult_v0),
     (1, 2, _dec_WritableTxnMarkerTopicResult_v1, _enc_WritableTxnMarkerTopicResult_v1),
 )
@@ -1251,7 +1185,6 @@ bind_codecs(
     _WritableTxnMarkerPartitionResult,
     _tj_WritableTxnMarkerPartitionResult,
     _fj_WritableTxnMarkerPartitionResult,
-    _rnd_WritableTxnMarkerPartitionResult,
     (0, 0, _dec_WritableTxnMarkerPartitionResult_v0, _enc_WritableTxnMarkerPartitionResult_v0),
     (1, 2, _dec_WritableTxnMarkerPartitionResult_v1, _enc_WritableTxnMarkerPartitionResult_v1),
 )

@@ -238,8 +238,8 @@ class Emitter:
         r, w = _string_rw(compact, False, el.name)
         if el.name == "string":
             w = self.rt(w)
-        else:  # items are returned as bytes, unlike bytes fields
-            w = f"{self.rt('bytes_writer')}({compact}, False)"
+        else:  # read as bytes, unlike bytes fields; a None item is null
+            w = self.rt(_string_rw(compact, True, "bytes")[1])
         return Op(
             "array",
             f.attr,
@@ -485,9 +485,9 @@ class Emitter:
         """(name, table text) of every struct's fields, nested structs first.
 
         A table is (class, fields, first free tag); the fields in spec order as (attribute,
-        JSON key, tagged, ever nullable, nested table). The accelerator pairs it with each
-        layout's plan, which says which fields the version has and how to read and write
-        them, for Kafka's JSON form and for random messages (drawn in spec order, unknown
+        JSON key, tagged, ever nullable, nested table). Paired with each layout's plan, which
+        says which fields the version has and how to read and write them, it serves the
+        accelerator's JSON form and the fuzz's random messages (drawn in spec order, unknown
         tagged fields from the first free tag on).
         """
         out: list[tuple[str, str]] = []

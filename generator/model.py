@@ -22,7 +22,7 @@ _CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 #: Names a field must not take in Python because the generated class uses them.
 RESERVED_ATTRS = frozenset(
-    {"encode", "decode", "to_json", "from_json", "unknown_tagged_fields", "random"}
+    {"encode", "decode", "to_json", "from_json", "unknown_tagged_fields"}
 )
 
 

@@ -23,6 +23,12 @@ _GC_PAUSE_BYTES = 4096
 
 Decoder = Callable[[Buffer, int, int], tuple[Any, int]]
 Encoder = Callable[[Any, Writer], None]
+#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, the struct's
+#: name in errors), plain data the generator emits next to the Python codecs of the layout.
+Plan = tuple[Any, ...]
+#: A struct's fields: (class, ((attribute, JSON key, tagged, ever nullable, nested table),
+#: ...) in spec order, first free tag).
+FieldTable = tuple[Any, ...]
 
 
 class Struct:
@@ -30,7 +36,9 @@ class Struct:
 
     Subclasses set ``__slots__`` to their fields plus ``unknown_tagged_fields``, and the
     generator fills ``_decoders`` / ``_encoders`` with one straight-line function per
-    version, and ``_to_json`` / ``_from_json``.
+    version, and ``_to_json`` / ``_from_json``. ``_field_table`` and ``_plans`` describe
+    the fields and each version's layout as data (for the accelerator, and for tools that
+    walk messages generically, such as the fuzz's random builders).
     """
 
     __slots__ = ()
@@ -40,6 +48,8 @@ class Struct:
     _fields: ClassVar[tuple[str, ...]] = ()
     #: For elements of mapKey arrays: the attribute names forming the key.
     _map_key: ClassVar[tuple[str, ...]] = ()
+    _field_table: ClassVar[FieldTable | None] = None
+    _plans: ClassVar[dict[int, Plan]] = {}
     unknown_tagged_fields: RawTags
 
     def __eq__(self, other: object) -> bool:
@@ -73,22 +83,6 @@ class Struct:
     @staticmethod
     def _from_json(obj: Any, version: int) -> Any:  # replaced by generated code
         raise NotImplementedError
-
-    @staticmethod
-    def _random(gen: Any, version: int) -> Any:  # replaced by generated code
-        raise NotImplementedError
-
-    @classmethod
-    def random(cls: type[T], version: int, gen: Any = None) -> T:
-        """A random instance valid at ``version``: every field present at that version set.
-
-        ``gen`` is a seed or a :class:`kafkagen.runtime.randomgen.RandomGen` (default: seed 0).
-        """
-        from .randomgen import RandomGen
-
-        if not isinstance(gen, RandomGen):
-            gen = RandomGen(0 if gen is None else gen)
-        return cast(T, cls._random(gen, version))
 
 
 class Message(Struct):
@@ -257,7 +251,6 @@ def bind_codecs(
     cls: type[Struct],
     to_json: Callable[[Any, int], Any],
     from_json: Callable[[Any, int], Any],
-    random: Callable[[Any, int], Any],
     *layouts: tuple[int, int, Decoder, Encoder],
 ) -> None:
     """Attach a generated struct's codecs: each layout serves versions first..last."""
@@ -265,24 +258,29 @@ def bind_codecs(
     cls._encoders = {v: enc for first, last, _, enc in layouts for v in range(first, last + 1)}
     cls._to_json = staticmethod(to_json)  # type: ignore[method-assign, assignment]
     cls._from_json = staticmethod(from_json)  # type: ignore[method-assign, assignment]
-    cls._random = staticmethod(random)  # type: ignore[method-assign, assignment]
     cls._fields = tuple(cls.__slots__)[:-1]  # every slot but unknown_tagged_fields
 
 
-def stale_native(module: ModuleType) -> str | None:
-    """Why the compiled accelerator must not be used, or None when it may.
+def stale_native(module: ModuleType, sources: list[str] | None = None) -> str | None:
+    """Why a compiled extension must not be used, or None when it may.
 
-    It carries the SHA-256 of the ``_native.c`` it was compiled from. Where that source sits
-    beside it (a checkout, an editable install) and has changed since, the build is stale:
-    its codecs would disagree with the generated plans they are driven by.
+    It carries the SHA-256 of the C ``sources`` it was compiled from (default: the
+    accelerator's ``_native.c`` and ``_native.h``). Where they sit beside it (a checkout,
+    an editable install) and have changed since, the build is stale: its code would
+    disagree with the generated plans it is driven by.
     """
-    source = os.path.join(os.path.dirname(__file__), "_native.c")
-    if not os.path.isfile(source):
+    here = os.path.dirname(__file__)
+    if sources is None:
+        sources = [os.path.join(here, "_native.c"), os.path.join(here, "_native.h")]
+    if not all(os.path.isfile(s) for s in sources):
         return None  # an installed wheel: the build is the one shipped with this code
-    with open(source, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if getattr(module, "SOURCE_SHA256", "") == digest:
+    digest = hashlib.sha256()
+    for source in sources:
+        with open(source, "rb") as f:
+            digest.update(f.read())
+    if getattr(module, "SOURCE_SHA256", "") == digest.hexdigest():
         return None
+    source = sources[0]
     return (
         f"kafkagen: {module.__file__} was built from another version of {source}; "
         "using the pure-Python codecs. Rebuild it with 'bash tools/dev.sh test' or "
@@ -304,43 +302,27 @@ def _load_native() -> ModuleType | None:
         warnings.warn(refusal, RuntimeWarning, stacklevel=2)
         return None
     _native.configure(KeyedList, Struct, DecodeError, unsupported)
-    from . import randomgen
-
-    try:
-        _native.configure_random(randomgen)
-    except NotImplementedError:
-        pass  # RandomGen's tables changed shape: every builder stays in Python
     return cast(ModuleType, _native)
 
 
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
 
-#: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, the struct's
-#: name in errors), plain data the generator emits next to the Python codecs of the layout.
-Plan = tuple[Any, ...]
-#: A struct's fields for the accelerator: (class, ((attribute, JSON key, tagged, ever
-#: nullable, nested table), ...) in spec order, first free tag).
-FieldTable = tuple[Any, ...]
-
-
 def bind_native(
     cls: type[Struct], table: FieldTable | None, *layouts: tuple[int, int, Plan]
 ) -> None:
-    """Put compiled codecs in front of the Python ones bound by :func:`bind_codecs`.
+    """Keep the struct's field ``table`` and each version's plan on ``cls``, and put compiled
+    codecs in front of the Python ones bound by :func:`bind_codecs`.
 
     Each layout's native decoder and encoder take the same arguments as the Python pair
     and hand any input or value they do not take to it, so errors stay the Python ones.
     A plan the accelerator cannot compile keeps that struct on its Python codecs.
 
-    With the struct's field ``table``, the versions whose layout compiled also get:
-
-    - compiled JSON converters, which hand anything irregular to the generated ones;
-    - a compiled ``cls._random``, which makes the very objects the Python builder makes
-      from a :class:`RandomGen` over ``random.Random`` (same draws in the same spec order,
-      same generator state after) and hands any other generator, such as the Hypothesis
-      one, to the Python builder.
+    With the struct's field ``table``, the versions whose layout compiled also get compiled
+    JSON converters, which hand anything irregular to the generated ones.
     """
+    cls._field_table = table
+    cls._plans = {v: plan for first, last, plan in layouts for v in range(first, last + 1)}
     if native is None:
         return
     decoders = dict(cls._decoders)
@@ -372,11 +354,6 @@ def bind_native(
     else:
         cls._to_json = staticmethod(form.to_json)  # type: ignore[method-assign]
         cls._from_json = staticmethod(form.from_json)  # type: ignore[method-assign]
-    try:
-        builder = native.RandomBuilder(cls, cls._random, table, codecs)
-    except NotImplementedError:
-        return
-    cls._random = staticmethod(builder)  # type: ignore[method-assign]
 
 
 def uses_native_json(cls: type[Struct], version: int) -> bool:
@@ -416,20 +393,6 @@ def python_codecs(cls: type[Struct]) -> tuple[dict[int, Decoder], dict[int, Enco
     )
 
 
-def python_random(cls: type[Struct]) -> Callable[[Any, int], Any]:
-    """``cls``'s generated Python random builder, with or without the compiled one in
-    front of it (for comparisons and benchmarks)."""
-    fn = cls._random
-    if native is not None and isinstance(fn, native.RandomBuilder):
-        return cast(Callable[[Any, int], Any], fn.python_random)
-    return fn
-
-
-def uses_native_random(cls: type[Struct]) -> bool:
-    """Whether ``cls._random`` is the compiled builder."""
-    return native is not None and isinstance(cls._random, native.RandomBuilder)
-
-
 def as_keyed(items: Iterable[T]) -> KeyedList[T]:
     return items if isinstance(items, KeyedList) else KeyedList(items)
 
@@ -446,6 +409,4 @@ __all__ = [
     "as_keyed",
     "bind_codecs",
     "bind_native",
-    "python_random",
-    "uses_native_random",
 ]

@@ -5,10 +5,12 @@ against ``end`` before slicing, so a corrupt length prefix never allocates more 
 remains. They raise :class:`DecodeError` with the byte offset; the message and version are
 filled in by :meth:`kafkagen.runtime.message.Message.decode`.
 
-Writers have two shapes today: ``f(value) -> bytes`` for small pieces (varints, lengths,
-strings, uuids; these also serve as `write_array`'s item writers), and
-``f(w, value) -> None`` for what may be large (bytes, records, arrays, tagged fields),
-handing pieces to ``w`` so that nothing is copied before the final join.
+Writers have one shape: ``write_x(w, value) -> None`` hands the value's wire bytes to the
+writer ``w`` (the ``append`` of the list that is joined once at the end), in one or
+more pieces, so that nothing large is copied before the final join; any writer of one
+value serves as an item writer of ``write_array``. The helpers that compute a small piece
+for the caller to hand on (``uvarint``, ``string_length``, ``compact_string_length``)
+are named for what they compute, not ``write_``.
 """
 
 from __future__ import annotations
@@ -241,29 +243,40 @@ def compact_string_length(n: int) -> bytes:
     return uvarint(n + 1)
 
 
-def write_string(s: str) -> bytes:
+# A string is written as one piece, its length and text joined: strings are small, and one
+# call to ``w`` costs more than the copy.
+
+
+def write_string(w: Writer, s: str) -> None:
     b = s.encode()
     if len(b) > 0x7FFF:
         raise ValueError(f"string of {len(b)} bytes is longer than 32767")
-    return _pack_i16(len(b)) + b
+    w(_pack_i16(len(b)) + b)
 
 
-def write_nullable_string(s: str | None) -> bytes:
-    return NULL_I16 if s is None else write_string(s)
+def write_nullable_string(w: Writer, s: str | None) -> None:
+    if s is None:
+        w(NULL_I16)
+    else:
+        write_string(w, s)
 
 
-def write_compact_string(s: str) -> bytes:
+def write_compact_string(w: Writer, s: str) -> None:
     b = s.encode()
     n = len(b) + 1
     if n < 128:
-        return SMALL_UVARINTS[n] + b
-    if n > 0x8000:  # Kafka caps every string at 32767 bytes, compact or not
+        w(SMALL_UVARINTS[n] + b)
+    elif n > 0x8000:  # Kafka caps every string at 32767 bytes, compact or not
         raise ValueError(f"string of {n - 1} bytes is longer than 32767")
-    return uvarint(n) + b
+    else:
+        w(uvarint(n) + b)
 
 
-def write_compact_nullable_string(s: str | None) -> bytes:
-    return SMALL_UVARINTS[0] if s is None else write_compact_string(s)
+def write_compact_nullable_string(w: Writer, s: str | None) -> None:
+    if s is None:
+        w(SMALL_UVARINTS[0])
+    else:
+        write_compact_string(w, s)
 
 
 def _slow_bytes(buf: Buffer, pos: int, end: int, compact: bool, nullable: bool) -> Any:
@@ -387,17 +400,6 @@ def write_compact_nullable_bytes(w: Writer, b: Buffer | None) -> None:
         n = len(b) + 1
         w(SMALL_UVARINTS[n] if n < 128 else uvarint(n))
         w(b)
-
-
-def bytes_writer(compact: bool, nullable: bool) -> Callable[[Buffer | None], bytes]:
-    """bytes -> wire bytes for one array item (arrays of bytes are rare)."""
-
-    def write(b: Buffer | None) -> bytes:
-        out: list[Any] = []
-        (write_compact_nullable_bytes if compact else write_nullable_bytes)(out.append, b)
-        return b"".join(out)
-
-    return write
 
 
 # ---------------------------------------------------------------- uuid and fixed arrays
@@ -533,17 +535,17 @@ def write_struct_array(
 def write_array(
     w: Writer,
     items: Sequence[Any] | None,
-    item: Callable[[Any], bytes],
+    item: Callable[[Writer, Any], None],
     compact: bool,
     nullable: bool,
     name: str,
 ) -> None:
-    """Length, then each string, bytes or uuid value as ``item(value)`` makes it."""
+    """Length, then each string, bytes or uuid value through its writer ``item(w, value)``."""
     if items is None:
         return _null_array(w, compact, nullable, name)
     w(uvarint(len(items) + 1) if compact else _pack_i32(len(items)))
     for value in items:
-        w(item(value))
+        item(w, value)
 
 
 def write_fixed_array(
@@ -625,8 +627,8 @@ def fixed_array_writer(code: str, compact: bool, nullable: bool) -> FixedArrayWr
     return write
 
 
-def uuid_bytes(u: UUID) -> bytes:
-    return u.bytes
+def write_uuid(w: Writer, u: UUID) -> None:
+    w(u.bytes)
 
 
 # ---------------------------------------------------------------- tagged fields
@@ -727,8 +729,7 @@ __all__ = [
     "read_array",
     "write_array",
     "write_struct_array",
-    "uuid_bytes",
-    "bytes_writer",
+    "write_uuid",
     "write_nullable_bytes",
     "write_nullable_string",
     "write_string",

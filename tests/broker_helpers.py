@@ -39,9 +39,17 @@ def req(api_key: int, **fields: Any) -> Any:
 
 
 def txn_commit_offset(
-    w: WireClient, tid: str, group: str, pid: int, epoch: int, offset: int, topic: str = "t"
+    w: WireClient,
+    tid: str,
+    group: str,
+    pid: int,
+    epoch: int,
+    offset: int,
+    topic: str = "t",
+    member: tuple[str, int] = ("", -1),
 ) -> int:
-    """TxnOffsetCommit (v3) of one offset for partition 0 of ``topic``; its error code."""
+    """TxnOffsetCommit (v3) of one offset for partition 0 of ``topic``, by a producer outside
+    the group or as ``member`` (member id, generation or member epoch); its error code."""
     Req: Any = message_type(28, "request")
     r = w.call(
         28,
@@ -51,8 +59,8 @@ def txn_commit_offset(
             group_id=group,
             producer_id=pid,
             producer_epoch=epoch,
-            generation_id_or_member_epoch=-1,
-            member_id="",
+            generation_id_or_member_epoch=member[1],
+            member_id=member[0],
             group_instance_id=None,
             topics=[
                 Req.TxnOffsetCommitRequestTopic(

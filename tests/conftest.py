@@ -1,32 +1,19 @@
-"""Shared fixtures: Kafka's golden vectors (see ``kafka_data``), Hypothesis profiles, and
-the reference Apache Kafka."""
+"""Shared fixtures: Kafka's golden vectors (see ``kafka_data``), Hypothesis profiles and
+seeds (``hypothesis_seed``), and the reference Apache Kafka."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from kafka_data import VECTORS_FILE, load_vectors, require_data, vector_groups
 
 if TYPE_CHECKING:
     from kafkagen.reference import KafkaReference
 
-# --------------------------------------------------------------------------- Hypothesis
-#
-# "dev" explores new examples on every run; "ci" (chosen when the CI environment variable
-# is set) is derandomized so a CI run is reproducible, and keeps no example database.
-# Tests choose their own max_examples; the profile sets only how examples are found.
-_COMMON: dict[str, Any] = dict(
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
-settings.register_profile("dev", **_COMMON)
-settings.register_profile("ci", derandomize=True, database=None, **_COMMON)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# Hypothesis' profiles and the run's seed (printed; --hypothesis-seed=N reproduces a run).
+pytest_plugins = ["hypothesis_seed"]
 
 
 # --------------------------------------------------------------------------- Kafka's data

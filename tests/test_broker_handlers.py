@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from broker_helpers import WireClient
+from kafkagen.fuzz.builders import random_message
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.errors import ErrorCode
@@ -51,7 +52,7 @@ def test_random_requests_get_decodable_answers(
     cls = message_type(api_key, "request")
     with WireClient(cluster.bootstrap, timeout=10) as w:
         for seed in range(SEEDS):
-            req = cls.random(version, seed)
+            req = random_message(cls, version, seed)
             if api_key == 1:
                 req.max_wait_ms = 50  # type: ignore[attr-defined]  # no long polls here
             if api_key == 0 and req.acks == 0:  # type: ignore[attr-defined]

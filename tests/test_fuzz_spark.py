@@ -106,10 +106,12 @@ def test_shipped_tasks_use_the_accelerator_when_the_driver_does(
     local_run: tuple[int, Path, str, str],
 ) -> None:
     import pyarrow.parquet as pq
+    from kafkagen.fuzz.builders import compiled
     from kafkagen.fuzz.job import native_file
 
     tasks = pq.read_table(local_run[1] / "tasks.parquet").to_pylist()
     want = "codecs=native" if native_file() is not None else "codecs=python"
+    want += " builders=compiled" if compiled is not None else " builders=python"
     assert tasks and all(want in t["origin"] for t in tasks), [t["origin"] for t in tasks]
 
 

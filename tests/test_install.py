@@ -175,6 +175,7 @@ def test_the_wheel_installs_and_runs_every_documented_command(tmp_path: Path) ->
     assert "kafkagen/bench/codecs.py" in entries
     assert not [e for e in entries if e.startswith("kafkagen/bench_")]
     assert any(e.startswith("kafkagen/runtime/_native.") and e.endswith(".so") for e in entries)
+    assert any(e.startswith("kafkagen/fuzz/_builders.") and e.endswith(".so") for e in entries)
 
     venv = tmp_path / "venv"
     assert run(sys.executable, "-m", "venv", venv).returncode == 0

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import pytest
 from kafkagen import oracle
+from kafkagen.fuzz.builders import random_message
 from kafkagen.fuzz.checks import mutate, without_unknown_tags
+from kafkagen.fuzz.randomgen import RandomGen
 from kafkagen.generated import header_version, message_type
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.consumer_group_member_metadata_value import (
@@ -37,7 +39,6 @@ from kafkagen.oracle import (
 )
 from kafkagen.runtime.errors import UnsupportedVersionError
 from kafkagen.runtime.message import Message
-from kafkagen.runtime.randomgen import RandomGen
 
 #: Random messages per (API, kind, version), per header version, and corrupted copies of
 #: each: sized so the module runs in a minute or two.
@@ -139,7 +140,7 @@ def samples(plan: Plan) -> list[Sample]:
         count = HEADER_MESSAGES if kind.endswith("_header") else MESSAGES
         for i in range(count):
             gen.reset()
-            m = cls.random(version, gen)
+            m = random_message(cls, version, gen)
             out.append(Sample(api, kind, version, i, cls, m, m.encode(version)))
     return out
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kafkagen.fuzz.builders import random_message
 from kafkagen.generated.alter_client_quotas import AlterClientQuotasRequest
 from kafkagen.generated.describe_cluster import DescribeClusterResponse
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
@@ -154,7 +155,7 @@ def tiny_struct(name: str) -> type[Message]:
         return o
 
     cls = type(name, (Message,), {"__slots__": ("a", "unknown_tagged_fields")})
-    runtime.bind_codecs(cls, to_json, from_json, to_json, (0, 0, dec, enc))
+    runtime.bind_codecs(cls, to_json, from_json, (0, 0, dec, enc))
     return cls
 
 
@@ -190,7 +191,7 @@ def test_random_messages_convert_alike_at_every_version(cls: type[Message]) -> N
     py_to, py_from = converters(cls)
     for version in versions(cls):
         for seed in range(6):
-            m = cls.random(version, seed)
+            m = random_message(cls, version, seed)
             before = fallbacks()
             j = m.to_json(version)
             found = json_difference(j, py_to(m, version))
@@ -210,7 +211,7 @@ def test_many_random_messages_convert_alike() -> None:
         py_to, py_from = converters(cls)
         for version in versions(cls):
             for seed in range(6, 40):
-                m = cls.random(version, seed)
+                m = random_message(cls, version, seed)
                 j = m.to_json(version)
                 assert json_difference(j, py_to(m, version)) is None, (cls, version, seed)
                 found = difference(cls.from_json(j, version), py_from(j, version))
@@ -236,7 +237,7 @@ def test_from_json_builds_fresh_lists_and_structs(cls: type[Message]) -> None:
     """Defaults of absent and missing fields included: no two results share a list or a
     struct, as with the Python converter."""
     for version in versions(cls):
-        j = cls.random(version, 2).to_json(version)
+        j = random_message(cls, version, 2).to_json(version)
         first, second = cls.from_json(j, version), cls.from_json(j, version)
         shared = {id(p) for p in mutable_parts(first)} & {id(p) for p in mutable_parts(second)}
         assert not shared, f"v{version}: {len(shared)} lists or structs shared"
@@ -385,7 +386,7 @@ def test_malformed_json_raises_the_python_converters_errors(
     cls: type[Message], version: int
 ) -> None:
     """Each kind of irregular value at every place of the form, at every depth."""
-    j = cls.random(version, 5).to_json(version)
+    j = random_message(cls, version, 5).to_json(version)
     depths: set[int] = set()
     ok = errors = 0
     for container, key, depth in list(sites(j)):
@@ -408,13 +409,13 @@ def test_malformed_json_raises_the_python_converters_errors(
 def test_irregular_top_level_input_and_versions_behave_alike(
     cls: type[Message], version: int
 ) -> None:
-    j = cls.random(version, 1).to_json(version)
+    j = random_message(cls, version, 1).to_json(version)
     odd: list[Any] = [None, [], "x", 3, DictSub(j), list(j.items()), {}]
     for obj in odd:
         both_from_json(cls, obj, version)
     for v in (-1, cls.HIGHEST_VERSION + 1, 10**30, True):
         both_from_json(cls, j, v)
-        both_to_json(cls, cls.random(version, 1), v)
+        both_to_json(cls, random_message(cls, version, 1), v)
 
 
 def wrong_json_values() -> list[Any]:
@@ -454,7 +455,7 @@ def structs_of(m: Any) -> Iterator[Any]:
 def test_wrong_values_in_structs_convert_or_fail_alike(cls: type[Message], version: int) -> None:
     """to_json of a struct holding wrong values, at every depth: the same dict or the
     same error as the Python converter."""
-    m = cls.random(version, 5)
+    m = random_message(cls, version, 5)
     for target in list(structs_of(m))[:12]:
         for slot in type(target).__slots__:
             saved = getattr(target, slot)
@@ -466,7 +467,7 @@ def test_wrong_values_in_structs_convert_or_fail_alike(cls: type[Message], versi
             setattr(target, slot, saved)
     huge = uuid.UUID(int=1)
     object.__setattr__(huge, "int", 2**130)  # no 16-byte form: uuid_to_json raises
-    fetch = FetchRequest.random(13, 0)
+    fetch = random_message(FetchRequest, 13, 0)
     assert fetch.topics
     fetch.topics[-1].topic_id = huge
     both_to_json(FetchRequest, fetch, 13)
@@ -508,7 +509,7 @@ def all_refcounts(v: Any) -> list[tuple[str, int]]:
 def test_conversions_hold_exactly_the_python_converters_references(
     cls: type[Message], version: int
 ) -> None:
-    m = cls.random(version, 3)
+    m = random_message(cls, version, 3)
     py_to, py_from = converters(cls)
     j = m.to_json(version)
     before_m, before_j = all_refcounts(m), all_refcounts(j)
@@ -531,11 +532,11 @@ def test_conversions_hold_exactly_the_python_converters_references(
 
 @native_only
 def test_repeated_failing_and_succeeding_conversions_do_not_grow_memory() -> None:
-    m = MetadataResponse.random(12, 3)
+    m = random_message(MetadataResponse, 12, 3)
     j = m.to_json(12)
     broken = copy.deepcopy(j)
     broken["topics"][0]["topicId"] = "A" * 21
-    wrong = MetadataResponse.random(12, 4)
+    wrong = random_message(MetadataResponse, 12, 4)
     wrong.topics[0].topic_id = "not a uuid"  # type: ignore[assignment]
 
     def run() -> None:
@@ -564,7 +565,7 @@ def test_repeated_failing_and_succeeding_conversions_do_not_grow_memory() -> Non
 def test_floats_and_uuids_convert_bit_for_bit() -> None:
     """Special floats keep their bits, an int where a float belongs reads as a float, and
     uuids are Kafka's unpadded base64url text (read back from '+' and '/' too)."""
-    m = AlterClientQuotasRequest.random(1, 0)
+    m = random_message(AlterClientQuotasRequest, 1, 0)
     ops = [op for entry in m.entries for op in entry.ops]
     assert ops
     for value in (0.0, -0.0, math.inf, -math.inf, float("nan"), 5e-324, 2**60, -3):
@@ -576,7 +577,7 @@ def test_floats_and_uuids_convert_bit_for_bit() -> None:
         back = AlterClientQuotasRequest.from_json(j, 1).entries[0].ops[0].value
         assert type(back) is float
         assert struct.pack(">d", back) == struct.pack(">d", float(value))
-    f = FetchRequest.random(13, 0)
+    f = random_message(FetchRequest, 13, 0)
     assert f.topics
     for topic in f.topics:
         topic.topic_id = uuid.UUID("ffffffff-0000-4000-8000-00000000003e")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafkagen.pytest_plugin import ClusterSettings, KafkaCluster
@@ -52,14 +53,16 @@ def test_uses_the_cluster(kafka_cluster, kafka_topic, n):
 """
 
 
-def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) -> None:
-    (tmp_path / "pytest.ini").write_text("[pytest]\nkafka_brokers = 2\n")
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(SUITE_CONFTEST))
-    (tmp_path / "test_suite.py").write_text(textwrap.dedent(SUITE_TEST))
-    out = tmp_path / "out"
-    out.mkdir()
+def _run_suite(
+    tmp_path: Path, brokers: int, conftest: str, test: str, out: Path, *args: str
+) -> str:
+    """Run a user's suite (its conftest and one test module) in a pytest process of its
+    own, which writes what it noted to ``out`` (SUITE_OUT); pytest's output."""
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\nkafka_brokers = {brokers}\n")
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(conftest))
+    (tmp_path / "test_suite.py").write_text(textwrap.dedent(test))
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "."],
+        [sys.executable, "-m", "pytest", "-q", *args, "-p", "no:cacheprovider", "."],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -67,7 +70,14 @@ def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) ->
         env={**os.environ, "SUITE_OUT": str(out)},
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "6 passed" in r.stdout
+    return r.stdout
+
+
+def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    stdout = _run_suite(tmp_path, 2, SUITE_CONFTEST, SUITE_TEST, out, "-n", "2")
+    assert "6 passed" in stdout
     reports = [json.loads(p.read_text()) for p in sorted(out.glob("gw*.json"))]
     assert [w["worker"] for w in reports] == ["gw0", "gw1"]
     assert reports[0]["pid"] != reports[1]["pid"]
@@ -83,9 +93,8 @@ def test_one_cluster_per_xdist_worker_and_nothing_left_behind(tmp_path: Path) ->
 
 
 def test_start_up_is_under_200_ms() -> None:
-    from kafkagen.runtime.handlers import load_handlers
+    import kafkagen.runtime.broker.cluster  # noqa: F401  # once per process, at collection
 
-    load_handlers()  # once per process; the plugin does it at collection
     cluster = KafkaCluster(ClusterSettings.of(3))
     try:
         print(f"3-broker kafka_cluster started in {cluster.start_seconds * 1000:.1f} ms")
@@ -96,6 +105,91 @@ def test_start_up_is_under_200_ms() -> None:
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0
     assert not cluster.alive  # its thread has ended
+
+
+# A user's first test in a fresh process: when its fixture is set up, what has been
+# imported, and how long until a client has its first Metadata answer (Metadata v1 for all
+# topics, written by hand so that the client side loads no codec).
+FIRST_START_CONFTEST = """
+import json, os, sys, time
+import pytest
+
+MARKS = {}
+
+def mark(name):
+    MARKS[name] = (time.perf_counter(), time.process_time())
+
+def kafkagen_modules():
+    return sorted(m for m in sys.modules if m.startswith("kafkagen"))
+
+def pytest_sessionstart(session):
+    MARKS["plugin_modules"] = kafkagen_modules()
+    mark("session")
+
+def pytest_collection_finish(session):
+    mark("collected")
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    mark("setup")
+
+def pytest_sessionfinish(session):
+    MARKS["foreign"] = sorted(
+        m for m in sys.modules if m.split(".")[0] in ("pyspark", "hypothesis", "confluent_kafka")
+    )
+    with open(os.environ["SUITE_OUT"], "w") as f:
+        json.dump(MARKS, f)
+"""
+
+FIRST_START_TEST = """
+import socket, struct
+from conftest import MARKS, kafkagen_modules, mark
+
+def test_first_metadata(kafka_cluster):
+    mark("fixture")
+    MARKS["before_request"] = kafkagen_modules()
+    host, port = kafka_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    body = struct.pack(">hhih", 3, 1, 7, 1) + b"m" + struct.pack(">i", -1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        answer = b""
+        while len(answer) < 4 or len(answer) < 4 + struct.unpack(">i", answer[:4])[0]:
+            chunk = s.recv(65536)
+            assert chunk, "the broker closed the connection"
+            answer += chunk
+    mark("answered")
+    MARKS["after_request"] = kafkagen_modules()
+    assert struct.unpack(">i", answer[4:8])[0] == 7  # our correlation id
+"""
+
+
+def test_first_start_in_a_process_loads_only_what_it_uses(tmp_path: Path) -> None:
+    out = tmp_path / "marks.json"
+    _run_suite(tmp_path, 3, FIRST_START_CONFTEST, FIRST_START_TEST, out)
+    marks: dict[str, Any] = json.loads(out.read_text())
+    # The plugin alone brings nothing of the broker, the fuzz job or the benchmarks.
+    assert marks["plugin_modules"] == ["kafkagen", "kafkagen.pytest_plugin"]
+    # A test will use a cluster: collection loaded the broker, but no request handler or
+    # request codec, and nothing of Spark, Hypothesis or a client library.
+    before = marks["before_request"]
+    assert "kafkagen.runtime.broker.cluster" in before
+    assert not [m for m in before if m.startswith("kafkagen.runtime.handlers.api_")], before
+    assert not [m for m in before if m.split(".")[1:2] in (["fuzz"], ["bench"], ["oracle"])]
+    assert marks["foreign"] == []
+    # The first Metadata request loads the Metadata handler, and no other.
+    loaded = [m for m in marks["after_request"] if m.startswith("kafkagen.runtime.handlers.api_")]
+    assert loaded == ["kafkagen.runtime.handlers.api_03_metadata"]
+
+    def span(a: str, b: str) -> str:
+        (wall_a, cpu_a), (wall_b, cpu_b) = marks[a], marks[b]
+        return f"{(wall_b - wall_a) * 1000:.0f} ms ({(cpu_b - cpu_a) * 1000:.0f} ms CPU)"
+
+    print(
+        "first kafka_cluster in a fresh process (3 brokers):"
+        f" collection with the broker's import {span('session', 'collected')};"
+        f" fixture set-up {span('setup', 'fixture')};"
+        f" fixture request to the first Metadata answer {span('setup', 'answered')}"
+    )
 
 
 def test_control_over_http_from_an_in_process_cluster() -> None:

@@ -22,9 +22,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from kafkagen.fuzz.builders import random_message
+from kafkagen.fuzz.randomgen import RandomGen
 from kafkagen.generated import message_type, other_type
 from kafkagen.maven import jar
-from kafkagen.runtime.randomgen import RandomGen
 
 pytestmark = pytest.mark.slow
 
@@ -153,7 +154,7 @@ def round_trip(pkg: Any) -> tuple[int, int, list[str]]:
         for version in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
             for seed in range(SEEDS):
                 gen = RandomGen(seed)
-                m = cls.random(version, gen)
+                m = random_message(cls, version, gen)
                 wire = m.encode(version)
                 if cls.decode(wire, version) != m:
                     problems.append(f"{cls.__name__} v{version} seed {seed}: round trip differs")

@@ -4,7 +4,7 @@
 #   bash tools/dev.sh test [ARGS]   the test suite (pytest ARGS, run from the repository)
 # The first run creates .venv and installs kafkagen with its dev extras; later runs
 # reinstall whenever what the install is built from changed: pyproject.toml, setup.py or
-# the accelerator's C source (a stale compiled accelerator is otherwise refused at import).
+# the compiled extensions' C sources (a stale compiled accelerator is otherwise refused at import).
 # The job runs where you stand: `--out myout` is ./myout there.
 set -euo pipefail
 
@@ -17,7 +17,7 @@ setup() {
     if [ ! -x "$venv/bin/python" ]; then
         "$python" -m venv "$venv"
     fi
-    want=$(cd "$root" && cat pyproject.toml setup.py runtime/_native.c | sha256sum | cut -d' ' -f1)
+    want=$(cd "$root" && cat pyproject.toml setup.py runtime/_native.c runtime/_native.h tools/fuzz/_builders.c | sha256sum | cut -d' ' -f1)
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "installing kafkagen and its dev extras into .venv ..." >&2
         (cd "$root" && "$venv/bin/python" -m pip install --quiet --upgrade pip &&

@@ -796,7 +796,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     random messages of every API, kind and version both sides have."""
     import argparse
 
-    from kafkagen.runtime.randomgen import RandomGen
+    from kafkagen.fuzz.builders import RandomGen, random_message
 
     parser = argparse.ArgumentParser(
         prog="python -m kafkagen.oracle",
@@ -833,7 +833,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         gen = RandomGen(api.api_key * 1000 + v)
                         for _ in range(args.per_version):
                             gen.reset()
-                            samples.append((cls, api.api_key, kind, v, cls.random(v, gen)))
+                            samples.append((cls, api.api_key, kind, v, random_message(cls, v, gen)))
         wire = [(key, kind, v, m.encode(v)) for _, key, kind, v, m in samples]
         size = sum(len(w[3]) for w in wire) / max(len(wire), 1)
         print(f"{len(wire):,} messages, {size:,.0f} bytes on average")

@@ -10,15 +10,15 @@ import argparse
 import time
 import traceback
 
+from kafkagen.fuzz.builders import RandomGen, random_message
 from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.message import Message
-from kafkagen.runtime.randomgen import RandomGen
 
 
 def check_one(cls: type[Message], version: int, gen: RandomGen) -> str | None:
     """None when the message survives encode, decode, re-encode and JSON; else the reason."""
     gen.reset()
-    msg = cls._random(gen, version)
+    msg = random_message(cls, version, gen)
     try:
         data = msg.encode(version)
         back = cls.decode(data, version)

@@ -71,8 +71,10 @@ from kafkagen.runtime.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
     InvalidRegularExpressionError,
     InvalidRequestError,
+    KafkaError,
     StaleMemberEpochError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
@@ -692,30 +694,29 @@ class ConsumerGroupManager:
         """Raise what Kafka answers to a commit into a consumer-protocol group."""
         if member_epoch < 0 and not group.members:
             return  # an admin or a consumer outside group management, on an empty group
-        member = group.members.get(member_id)
-        if member is None:
-            raise UnknownMemberIdError(f"{member_id!r} is not a member of group {group.group_id!r}")
+        member = _member(group, member_id)
         if api_version < 9:
             raise UnsupportedVersionError(
                 "members of a consumer-protocol group commit with OffsetCommit v9 or later"
             )
-        if member_epoch != member.member_epoch:
-            raise StaleMemberEpochError(
-                f"member epoch {member_epoch} is not the current {member.member_epoch}"
-            )
+        _check_epoch(member, member_epoch, StaleMemberEpochError)
+
+    def validate_txn_offset_commit(
+        self, group: ConsumerGroup, member_id: str, member_epoch: int
+    ) -> None:
+        """Raise what Kafka answers to a transactional commit (TxnOffsetCommit) into a
+        consumer-protocol group: as `validate_offset_commit`, but a stale epoch is
+        ILLEGAL_GENERATION, the error transactional producers abort on."""
+        if member_epoch < 0 and (not group.members or not member_id):
+            return  # a producer outside the group (TxnOffsetCommit before v3 names none)
+        _check_epoch(_member(group, member_id), member_epoch, IllegalGenerationError)
 
     def validate_offset_fetch(
         self, group: ConsumerGroup, member_id: str, member_epoch: int
     ) -> None:
         if member_epoch == -1:
             return  # an admin client
-        member = group.members.get(member_id)
-        if member is None:
-            raise UnknownMemberIdError(f"{member_id!r} is not a member of group {group.group_id!r}")
-        if member_epoch != member.member_epoch:
-            raise StaleMemberEpochError(
-                f"member epoch {member_epoch} is not the current {member.member_epoch}"
-            )
+        _check_epoch(_member(group, member_id), member_epoch, StaleMemberEpochError)
 
     # -- describe, list, lifecycle ----------------------------------------------------
 
@@ -877,6 +878,19 @@ def _ignore(code: int) -> None:
 
 
 # -- the group and member state records (Kafka's, see the module's doc) -------------------
+
+
+def _member(group: ConsumerGroup, member_id: str) -> ConsumerMember:
+    member = group.members.get(member_id)
+    if member is None:
+        raise UnknownMemberIdError(f"{member_id!r} is not a member of group {group.group_id!r}")
+    return member
+
+
+def _check_epoch(member: ConsumerMember, epoch: int, stale: type[KafkaError]) -> None:
+    if epoch != member.member_epoch:
+        raise stale(f"member epoch {epoch} is not the current {member.member_epoch}")
+
 
 #: Record types of KIP-848 groups in ``__consumer_offsets`` -> key struct.
 _GROUP_METADATA = 3

@@ -304,8 +304,15 @@ class OffsetStore:
         if error:
             fail(error)
             return
+        consumer_group = self.consumer.groups.get(group_id)
         group = self.groups.get(group_id)
-        if group is not None:
+        if consumer_group is not None:
+            try:
+                self.consumer.validate_txn_offset_commit(consumer_group, member_id, generation_id)
+            except KafkaError as e:
+                fail(e.code)
+                return
+        elif group is not None:
             if group.state is GroupState.DEAD:
                 fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 return
@@ -340,6 +347,12 @@ class OffsetStore:
             return
         now = self.log.now_ms()
         for group_id, entries in pending.groups.items():
+            # A consumer-protocol group keeps its offsets itself: a classic group made here
+            # would hide them from its members and refuse their next transactional commits.
+            consumer_group = self.consumer.groups.get(group_id)
+            if consumer_group is not None:
+                consumer_group.offsets.update(entries)
+                continue
             group = self.groups.get(group_id)
             if group is None:
                 group = self.groups[group_id] = Group(group_id, now)

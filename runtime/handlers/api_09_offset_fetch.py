@@ -11,8 +11,11 @@ like any topic, and a cursor names it by the id's text), and offsets of a topic 
 longer exists are left out of a full listing.
 v11 (unstable, seed 001) pages the partitions over all groups (groups and listed partitions
 in request order, a group's full listing by topic then partition); NextCursor names the
-group, topic and partition the next page starts at. Only what the page reaches is looked up:
-a full listing starts with a bisect in the group's sorted offsets. A group or a group's
+group, topic and partition the next page starts at. A listed partition's topic is named as
+the request names it, by its id (as text): a topic deleted between two pages keeps its id
+in the resent request but loses its name, and the cursor must still find its place. A full
+listing goes by topic name, its order. Only what the page reaches is looked up: a full
+listing starts with a bisect in the group's sorted offsets. A group or a group's
 partition listed twice, or a cursor outside the request or with a negative index, answers
 INVALID_REQUEST for every group.
 """
@@ -227,6 +230,9 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest, unknown: dict[str, u
     """v11: groups from the cursor's on, each answered only as far as the page reaches; a
     full listing starts with a bisect in the group's sorted offsets."""
     c = request.cursor
+    # Listed partitions are keyed by their topic's id text (the request's own identity for
+    # them, stable when the topic goes away); a full listing's offsets by topic name.
+    id_text = {t.name: str(t.topic_id) for g in request.groups for t in g.topics or ()}
     whole = False  # whether the cursor's group lists all its partitions (sorted)
     first = 0  # the groups before the cursor's have been answered by earlier pages
     problem = _repeat(request)
@@ -238,7 +244,7 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest, unknown: dict[str, u
         elif c.partition_index < 0:
             problem = f"the cursor's partition index {c.partition_index} is negative"
         elif group.topics is not None and not any(
-            t.name == c.topic_name and c.partition_index in t.partition_indexes
+            str(t.topic_id) == c.topic_name and c.partition_index in t.partition_indexes
             for t in group.topics
         ):
             problem = f"the cursor {c.topic_name}-{c.partition_index} was not asked for"
@@ -295,8 +301,9 @@ def _page(ctx: RequestContext, request: OffsetFetchRequest, unknown: dict[str, u
             continue
         kept = []
         for t in topics:
+            topic = t.name if g.topics is None else id_text[t.name]
             t.partitions = [
-                p for p in t.partitions if pager.take((g.group_id, t.name, p.partition_index))
+                p for p in t.partitions if pager.take((g.group_id, topic, p.partition_index))
             ]
             if t.partitions:
                 kept.append(t)

@@ -21,18 +21,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+#: The compiled extensions the driver ships beside the zip, in load order: the codec
+#: accelerator, then the random builders that walk its tables.
+SHIPPED_EXTENSIONS = ("kafkagen.runtime._native", "kafkagen.fuzz._builders")
+
 
 def _load_shipped_native() -> None:
-    """In a Spark worker running the shipped zip, load the codec accelerator shipped
-    beside it (before anything imports the codecs, which look for it once).
+    """In a Spark worker running the shipped zip, load the compiled extensions shipped
+    beside it (before anything imports the codecs, which look for them once).
 
     Python cannot import an extension module from a zip, so the driver ships the
-    compiled file with ``addFile``; it lands in the worker's SparkFiles folder. Built
-    for another interpreter or platform, it is not there under this interpreter's
-    suffixes, or fails to load: the codecs then run in pure Python, as without it.
+    compiled files with ``addFile``; they land in the worker's SparkFiles folder. Built
+    for another interpreter or platform, one is not there under this interpreter's
+    suffixes, or fails to load: the codecs, or the random builders, then run in pure
+    Python, as without it.
     """
-    name = "kafkagen.runtime._native"
-    if name in sys.modules or ".zip" not in (__file__ or ""):
+    if ".zip" not in (__file__ or ""):
         return
     try:
         from pyspark import SparkFiles
@@ -40,20 +44,33 @@ def _load_shipped_native() -> None:
         root = SparkFiles.getRootDirectory()
     except Exception:
         return
+    for name in SHIPPED_EXTENSIONS:
+        if name not in sys.modules and not _load_extension(name, root):
+            return  # the builders need the accelerator loaded first
+
+
+def _load_extension(name: str, root: str) -> bool:
+    """Load extension ``name`` from its file in ``root``, as an import would (an attribute
+    of its package too, where the builders' capsule import looks for the accelerator);
+    whether it loaded."""
+    package_name, leaf = name.rsplit(".", 1)
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(root, "_native" + suffix)
+        path = os.path.join(root, leaf + suffix)
         if not os.path.isfile(path):
             continue
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
-            return
+            return False
         try:
+            package = importlib.import_module(package_name)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         except Exception:
-            return
+            return False
         sys.modules[name] = module
-        return
+        setattr(package, leaf, module)
+        return True
+    return False
 
 
 _load_shipped_native()

@@ -60,10 +60,11 @@ from kafkagen.oracle import (
 from kafkagen.runtime import message as _message
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
-from kafkagen.runtime.randomgen import RandomGen
 
+from .builders import builder
 from .kafka import BATCH_ITEMS, READ, WRITE, PeerEntry, Pending, json_text, judge
 from .peers import NOT_ASKED, PEERS, Difference, ask, ask_mutant, column, shrink
+from .randomgen import RandomGen
 from .rules import MessageRules, Oracle, Plan, Table
 
 #: Messages per generator seed. Small, so a replay regenerates few messages; large enough
@@ -658,7 +659,7 @@ class Fuzzer:
         """:meth:`messages` plus whether each message carries unknown tagged fields (the
         generator counts them, which spares a walk over the message)."""
         cls = self._message_type(api, kind)  # type: ignore[arg-type]
-        build = cls._random
+        build = builder(cls)
         seed = self.options.seed
         index = start - start % CHUNK
         while index < stop:

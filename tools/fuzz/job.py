@@ -188,10 +188,9 @@ def ship(sc: Any) -> Path:
         atexit.register(shutil.rmtree, folder, True)
         path = build_zip(folder / "kafkagen.zip")
         sc.addPyFile(str(path))
-        native = native_file()
-        if native is not None:
-            # Not importable from the zip: kafkagen.fuzz loads it from SparkFiles.
-            sc.addFile(str(native))
+        for compiled in compiled_files():
+            # Not importable from the zip: kafkagen.fuzz loads them from SparkFiles.
+            sc.addFile(str(compiled))
         _shipped[key] = path
     return _shipped[key]
 
@@ -200,7 +199,19 @@ def native_file() -> Path | None:
     """The compiled codec accelerator this process uses, or None (pure Python)."""
     from kafkagen.runtime import message
 
-    module = getattr(message, "native", None)
+    return _file_of(getattr(message, "native", None))
+
+
+def compiled_files() -> list[Path]:
+    """The compiled extensions this process uses: the accelerator and, over it, the
+    random builders (none in pure Python)."""
+    from . import builders
+
+    found = (native_file(), _file_of(builders.compiled))
+    return [path for path in found if path is not None]
+
+
+def _file_of(module: Any) -> Path | None:
     where = getattr(module, "__file__", None)
     return Path(where) if where and Path(where).is_file() else None
 
@@ -359,6 +370,13 @@ def _codecs() -> str:
     return "native" if getattr(message, "native", None) is not None else "python"
 
 
+def _builders() -> str:
+    """Which random builders this process runs: "compiled" or "python"."""
+    from . import builders
+
+    return "compiled" if builders.compiled is not None else "python"
+
+
 def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, Any]]:
     """Run one task and describe it as output rows (also used without Spark)."""
     import kafkagen
@@ -432,7 +450,8 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
         "messages": sum(st.messages for st in stats),
         "seconds": time.perf_counter() - began,
         "cpu_seconds": time.process_time() - cpu,
-        "origin": f"{kafkagen.__file__} pid={os.getpid()} codecs={_codecs()}",
+        "origin": f"{kafkagen.__file__} pid={os.getpid()} "
+        f"codecs={_codecs()} builders={_builders()}",
     }
 
 

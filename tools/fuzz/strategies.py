@@ -1,7 +1,7 @@
 """Hypothesis strategies for every generated message and version.
 
-The generated ``_random(gen, version)`` builders ask a generator object for one value per
-field (see :mod:`kafkagen.runtime.randomgen`). :class:`HypothesisGen` answers those calls
+The fuzz's random builders (:mod:`kafkagen.fuzz.builders`) ask a generator object for one
+value per field (see :mod:`kafkagen.fuzz.randomgen`). :class:`HypothesisGen` answers those calls
 with ``draw``\\ s from Hypothesis strategies instead of a seeded PRNG, so the same builders
 produce Hypothesis examples, and a failing example shrinks field by field: integers toward
 0, strings and arrays toward empty, nullable values toward present, tagged fields toward
@@ -34,8 +34,10 @@ from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn, SearchStrategy
 from kafkagen.runtime.errors import UnsupportedVersionError
 from kafkagen.runtime.message import Message
-from kafkagen.runtime.randomgen import INT_RANGES
 from kafkagen.runtime.wire import RawTags, uuid_from_bytes
+
+from .builders import builder
+from .randomgen import INT_RANGES
 
 M = TypeVar("M", bound=Message)
 
@@ -101,7 +103,7 @@ def _binaries(max_size: int) -> SearchStrategy[bytes]:
 
 
 class HypothesisGen:
-    """The generator interface of :class:`kafkagen.runtime.randomgen.RandomGen`, answered
+    """The generator interface of :class:`kafkagen.fuzz.randomgen.RandomGen`, answered
     from Hypothesis draws.
 
     ``budget`` caps the array items one message may hold in all (nested arrays included);
@@ -163,9 +165,6 @@ class HypothesisGen:
     def bytes(self) -> builtins.bytes:
         return self.draw(self._bytes)
 
-    def records(self) -> builtins.bytes:
-        return self.draw(self._bytes)
-
     def uuid(self) -> UUID:
         return self.draw(_UUIDS)
 
@@ -191,9 +190,6 @@ class HypothesisGen:
         if self._max_unknown_tags <= 0 or self.draw(_QUARTER) != 3:
             return ()
         return self.draw(_unknown_tags(first_free, 1, self._max_unknown_tags))
-
-    def items(self, make: Any) -> list[Any]:
-        return [make() for _ in range(self.count())]
 
 
 def _check_version(cls: type[Message], version: int) -> None:
@@ -244,7 +240,7 @@ def message_strategy(
             max_unknown_tags=max_unknown_tags,
             min_unknown_tags=min_unknown_tags,
         )
-        built: M = cls._random(gen, version)
+        built: M = builder(cls)(gen, version)
         return built
 
     strategy: SearchStrategy[M] = build()

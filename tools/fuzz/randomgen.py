@@ -1,9 +1,10 @@
 """Seeded random values for every wire type, biased toward the edges that break codecs.
 
-The generated ``random(version, gen)`` builders call one method per field; a
+The fuzz's random builders (:mod:`kafkagen.fuzz.builders`) call one method per field; a
 :class:`RandomGen` answers from a seeded PRNG (the same seed gives the same messages on
 any machine), and ``kafkagen.fuzz.strategies`` answers the same calls from Hypothesis
-draws, so both share the builders.
+draws, so both share the builders. The compiled builders (``_builders.c``) mirror these
+methods draw for draw and read their tables from this module.
 
 Volume fuzzing calls these methods tens of millions of times, so each draws as little as
 it can: one ``random()`` both picks the branch and, rescaled, the value inside it; strings
@@ -16,19 +17,10 @@ from __future__ import annotations
 
 import builtins
 import random as _random
-from typing import Any
 from uuid import UUID
 
-from .wire import RawTags, uuid_from_bytes
-
-INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+from kafkagen.generator.types import INT_RANGES
+from kafkagen.runtime.wire import RawTags, uuid_from_bytes
 
 # Text that exercises the UTF-8 paths: 2-, 3- and 4-byte characters, controls, NUL.
 _ALPHABETS = (
@@ -195,12 +187,6 @@ class RandomGen:
             n = _trunc(rng.random() * 21)
             out.append((first_free + t, rng.getrandbits(8 * n).to_bytes(n, "little")))
         return tuple(out)
-
-    def records(self) -> builtins.bytes:
-        return self.bytes()
-
-    def items(self, make: Any) -> list[Any]:
-        return [make() for _ in range(self.count())]
 
 
 __all__ = ["INT_RANGES", "RandomGen"]

@@ -1,31 +1,37 @@
-"""The accelerator's random builders against the generated Python ones.
+"""The fuzz's compiled random builders against its Python ones.
 
-For a :class:`RandomGen` over ``random.Random``, ``cls._random`` is the compiled builder
-(``_native.RandomBuilder``); it must build exactly the object the generated Python
-builder builds from the same generator state, and leave the PRNG, the array budget and
-the unknown-tag count exactly as the Python builder leaves them, since fuzz replays
-regenerate messages from seeds in either mode.
+For a :class:`RandomGen` over ``random.Random``, ``builder(cls)`` is the compiled builder
+(``kafkagen.fuzz._builders.RandomBuilder``); it must build exactly the object the Python
+walk of the same field tables builds from the same generator state, and leave the PRNG,
+the array budget and the unknown-tag count exactly as the Python builder leaves them,
+since fuzz replays regenerate messages from seeds in either mode.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import subprocess
 import sys
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+from kafkagen.fuzz import randomgen
+from kafkagen.fuzz.builders import builder, compiled, python_builder, uses_compiled_builder
+from kafkagen.fuzz.randomgen import RandomGen
 from kafkagen.generated.alter_client_quotas import AlterClientQuotasRequest
 from kafkagen.generated.describe_client_quotas import DescribeClientQuotasResponse
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
 from kafkagen.generated.metadata import MetadataResponse
-from kafkagen.runtime import randomgen
-from kafkagen.runtime.message import Message, Struct, python_random, uses_native_random
-from kafkagen.runtime.randomgen import RandomGen
-from test_native import CLASSES, IDS, PURE, difference, native_only, reference_counts, versions
+from kafkagen.runtime.errors import UnsupportedVersionError
+from kafkagen.runtime.message import Message, Struct
+from test_native import CLASSES, IDS, PURE, difference, reference_counts, versions
+
+native_only = pytest.mark.skipif(compiled is None, reason="needs the compiled builders")
 
 #: Budgets cycled through per message: none, the fuzzer's usual ones, and a large one.
 BUDGETS = (0, 6, 24, 400, 6, 200)
@@ -66,19 +72,20 @@ def census(value: Any, seen: Counter[str]) -> None:
 
 @native_only
 def test_every_generated_class_builds_through_the_accelerator() -> None:
-    assert all(uses_native_random(cls) for cls in CLASSES)
+    assert compiled is not None
+    assert all(uses_compiled_builder(cls) for cls in CLASSES)
     nested = FetchResponse.PartitionData
-    assert uses_native_random(nested)
+    assert uses_compiled_builder(nested)
     for cls in (FetchResponse, nested):
-        builder = python_random(cls)
-        assert builder.__name__.startswith("_rnd_")  # the generated Python function
-        assert cls._random is not builder
+        python = python_builder(cls)
+        assert not isinstance(python, compiled.RandomBuilder)
+        assert builder(cls) is not python
 
 
 @pytest.mark.skipif(not PURE, reason="checks the KAFKAGEN_PURE_PYTHON=1 mode")
 def test_the_pure_python_mode_builds_with_the_python_builders() -> None:
-    assert not any(uses_native_random(cls) for cls in CLASSES)
-    assert python_random(FetchResponse) is FetchResponse._random
+    assert not any(uses_compiled_builder(cls) for cls in CLASSES)
+    assert python_builder(FetchResponse) is builder(FetchResponse)
 
 
 # --------------------------------------------------------------------------- agreement
@@ -89,7 +96,7 @@ def test_the_pure_python_mode_builds_with_the_python_builders() -> None:
 def test_native_and_python_builders_build_the_same_messages(cls: type[Message]) -> None:
     """Message after message from one generator, so any drift in the PRNG, the budget or
     the unknown-tag count shows up in the messages that follow, not only in the state."""
-    build, python = cls._random, python_random(cls)
+    build, python = builder(cls), python_builder(cls)
     for version in versions(cls):
         seed = hash((cls.__name__, version)) & 0xFFFFFFFF
         a, b = RandomGen(seed), RandomGen(seed)
@@ -115,8 +122,8 @@ def test_the_comparisons_reach_the_rare_branches() -> None:
             budget = 400 if i % 2 else 0
             a.reset(budget)
             b.reset(budget)
-            m = cls._random(a, cls.HIGHEST_VERSION)
-            assert difference(m, python_random(cls)(b, cls.HIGHEST_VERSION)) is None
+            m = builder(cls)(a, cls.HIGHEST_VERSION)
+            assert difference(m, python_builder(cls)(b, cls.HIGHEST_VERSION)) is None
             assert same_state(a, b)
             census(m, seen)
     wanted = ["unknown tags", "127+ items", "non-ASCII text", "4-byte characters"]
@@ -134,8 +141,8 @@ def test_float_fields_agree_through_edges_and_uniform_draws(cls: type[Message]) 
         for _ in range(100):
             a.reset(24)
             b.reset(24)
-            m = cls._random(a, version)
-            assert difference(m, python_random(cls)(b, version)) is None
+            m = builder(cls)(a, version)
+            assert difference(m, python_builder(cls)(b, version)) is None
             assert same_state(a, b)
             for value in floats(m):
                 kinds["edge" if value in randomgen._EDGE_FLOATS else "uniform"] += 1
@@ -153,11 +160,13 @@ def floats(value: Any) -> list[float]:
 
 
 @native_only
-def test_versions_without_a_layout_use_the_python_builder() -> None:
+def test_versions_without_a_layout_are_refused_by_both_builders() -> None:
     cls = FetchResponse
     for version in (cls.HIGHEST_VERSION + 1, 10**6, -1):
         a, b = RandomGen(3), RandomGen(3)
-        assert difference(cls._random(a, version), python_random(cls)(b, version)) is None
+        for gen, build in ((a, builder(cls)), (b, python_builder(cls))):
+            with pytest.raises(UnsupportedVersionError, match=f"no version {version}"):
+                build(gen, version)
         assert same_state(a, b)
 
 
@@ -193,18 +202,18 @@ def test_other_generators_and_prngs_get_the_python_builder() -> None:
     cls, version = FetchResponse, 12
     gen = CountingGen(1)
     for _ in range(20):
-        cls._random(gen, version)
+        builder(cls)(gen, version)
     assert gen.calls > 0
     a, b = RandomGen(CountingRandom(4)), RandomGen(CountingRandom(4))
-    m = cls._random(a, version)
-    assert difference(m, python_random(cls)(b, version)) is None
+    m = builder(cls)(a, version)
+    assert difference(m, python_builder(cls)(b, version)) is None
     assert isinstance(a.rng, CountingRandom) and isinstance(b.rng, CountingRandom)
     assert a.rng.calls == b.rng.calls > 0
     # budgets past a C long long, or not a plain int: Python decides what they mean
     for budget in (2**70, True):
         a, b = RandomGen(2), RandomGen(2)
         a.budget = b.budget = budget
-        assert difference(cls._random(a, version), python_random(cls)(b, version)) is None
+        assert difference(builder(cls)(a, version), python_builder(cls)(b, version)) is None
         assert same_state(a, b) and type(a.budget) is type(b.budget)
 
 
@@ -259,7 +268,7 @@ def test_an_error_in_a_draw_propagates_and_leaves_the_python_state(name: str) ->
         calls_a = failing_after(a.rng, name, n)
         calls_b = failing_after(b.rng, name, n)
         outcomes: list[str | None] = []
-        for gen, build in ((a, cls._random), (b, python_random(cls))):
+        for gen, build in ((a, builder(cls)), (b, python_builder(cls))):
             try:
                 for _ in range(50):
                     build(gen, version)
@@ -280,7 +289,7 @@ def test_built_objects_hold_exactly_the_python_builders_references(
     cls: type[Message], version: int
 ) -> None:
     a, b = RandomGen(21, 400), RandomGen(21, 400)
-    native, python = cls._random(a, version), python_random(cls)(b, version)
+    native, python = builder(cls)(a, version), python_builder(cls)(b, version)
     native_counts, python_counts = reference_counts(native), reference_counts(python)
     assert len(native_counts) > 10
     assert native_counts == python_counts
@@ -296,12 +305,16 @@ def test_shared_values_keep_their_reference_counts() -> None:
     def run() -> None:
         for _ in range(300):
             gen.reset(400)
-            FetchResponse._random(gen, 16)
-            MetadataResponse._random(gen, 12)
+            builder(FetchResponse)(gen, 16)
+            builder(MetadataResponse)(gen, 12)
 
     run()  # warm caches
+    # Instances of a class hold a reference to it: collect what earlier tests left behind
+    # before each count, or their collection shows as a change.
+    gc.collect()
     before = [sys.getrefcount(x) for x in things]
     run()
+    gc.collect()
     assert [sys.getrefcount(x) for x in things] == before
 
 
@@ -314,10 +327,10 @@ def test_repeated_builds_and_failures_do_not_grow_memory() -> None:
     def run() -> None:
         for _ in range(30):
             gen.reset(400)
-            FetchResponse._random(gen, 16)
-            MetadataResponse._random(gen, 12)
+            builder(FetchResponse)(gen, 16)
+            builder(MetadataResponse)(gen, 12)
             try:
-                FetchResponse._random(broken, 16)
+                builder(FetchResponse)(broken, 16)
             except Broken:
                 pass
 
@@ -339,7 +352,7 @@ def test_repeated_builds_and_failures_do_not_grow_memory() -> None:
 DIGEST = """
 import hashlib, sys
 from kafkagen.generated import APIS, message_type
-from kafkagen.runtime.randomgen import RandomGen
+from kafkagen.fuzz.builders import RandomGen, builder
 h = hashlib.sha256()
 for key in sorted(APIS):
     for kind in ("request", "response"):
@@ -348,7 +361,7 @@ for key in sorted(APIS):
             gen = RandomGen(key * 100 + v)
             for i in range(8):
                 gen.reset((0, 6, 400)[i % 3])
-                h.update(repr(cls._random(gen, v)).encode())
+                h.update(repr(builder(cls)(gen, v)).encode())
             h.update(repr(gen.rng.getstate()).encode())
 print(h.hexdigest())
 """
@@ -365,3 +378,58 @@ def test_the_same_seeds_give_the_same_messages_in_pure_python_mode() -> None:
         return out.stdout.strip()
 
     assert digest(pure=False) == digest(pure=True)
+
+
+# --------------------------------------------------------------------------- what users import
+
+USER_CODE = """
+import sys
+from kafkagen.generated import header_type, message_type
+MetadataResponse = message_type(3, "response")
+m = MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(name="orders")])
+for version in (0, 9, 12):
+    wire = m.encode(version)
+    assert MetadataResponse.decode(wire, version) == m
+    assert MetadataResponse.from_json(m.to_json(version), version) == m
+header_type("request").decode(b"\\x00\\x03\\x00\\x0c\\x00\\x00\\x00\\x01\\x00\\x00\\x00", 2)
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["accelerator", "pure-python"])
+def test_using_a_generated_package_imports_nothing_random(pure: bool) -> None:
+    env = {**os.environ, "KAFKAGEN_PURE_PYTHON": "1" if pure else "0"}
+    out = subprocess.run(
+        [sys.executable, "-c", USER_CODE], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    modules = out.stdout.split()
+    assert "kafkagen.runtime.message" in modules and "kafkagen.generated.metadata" in modules
+    if pure:
+        assert "kafkagen.runtime._native" not in modules
+    unwanted = [
+        m
+        for m in modules
+        if "random" in m or m.startswith(("kafkagen.fuzz", "hypothesis", "_hypothesis"))
+    ]
+    assert unwanted == []
+
+
+def test_the_generated_package_and_the_runtime_hold_no_random_builder() -> None:
+    import kafkagen.generated
+    import kafkagen.runtime
+    from kafkagen.runtime import message
+
+    for package in (kafkagen.generated, kafkagen.runtime):
+        for folder in package.__path__:
+            sources = [p for p in Path(folder).rglob("*") if p.suffix in (".py", ".c", ".h")]
+            assert len(sources) > 5
+            for path in sources:
+                text = path.read_text(encoding="utf-8")
+                assert "_rnd_" not in text and "RandomGen" not in text, path
+                if package is kafkagen.generated:
+                    assert "random" not in text.lower(), path
+    assert not hasattr(message.Struct, "random") and not hasattr(message.Struct, "_random")
+    if message.native is not None:
+        assert not hasattr(message.native, "RandomBuilder")
+        assert not hasattr(message.native, "configure_random")
