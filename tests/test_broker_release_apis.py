@@ -1,7 +1,7 @@
 """APIs older Kafka releases advertised that kafkagen now serves, over real sockets and
 answered as Kafka answers them: client quotas (DescribeClientQuotas 48, AlterClientQuotas
-49), the delegation token APIs (38-41), ListClientMetricsResources (74 v0) and
-AlterReplicaLogDirs (34)."""
+49), the delegation token APIs (38-41), ListConfigResources (74: client metrics in v0,
+every config resource type in v1), DescribeQuorum (55) and AlterReplicaLogDirs (34)."""
 
 from __future__ import annotations
 
@@ -210,6 +210,104 @@ def test_no_client_metrics_resource_exists_to_list(cluster: BackgroundCluster) -
         assert r.responses[0].error_code != 0  # such a resource cannot be made here
         listed = w.call(74, 0, req(74))
         assert (listed.error_code, listed.config_resources) == (0, [])
+
+
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+
+
+def listed(w: WireClient, *types: int) -> tuple[int, list[tuple[int, str]]]:
+    r = w.call(74, 1, req(74, resource_types=list(types)))
+    return r.error_code, [(c.resource_type, c.resource_name) for c in r.config_resources]
+
+
+def test_v1_lists_brokers_loggers_and_topics_as_they_come_and_go() -> None:
+    Create: Any = message_type(19, "request")
+    Delete: Any = message_type(20, "request")
+    with BackgroundCluster(brokers=2) as c, WireClient(c.bootstrap) as w:
+        assert listed(w, TOPIC) == (0, [])
+        created = w.call(
+            19,
+            7,
+            Create(
+                topics=[
+                    Create.CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                    for n in ("orders", "audit")
+                ],
+                timeout_ms=5000,
+            ),
+        )
+        assert [t.error_code for t in created.topics] == [0, 0]
+        assert listed(w, TOPIC) == (0, [(TOPIC, "audit"), (TOPIC, "orders")])
+        # Nothing named: every type v1 knows, in Kafka's order; groups have no configs here.
+        assert listed(w) == (
+            0,
+            [(BROKER_LOGGER, "0"), (BROKER_LOGGER, "1"), (BROKER, "0"), (BROKER, "1")]
+            + [(TOPIC, "audit"), (TOPIC, "orders")],
+        )
+        assert listed(w, GROUP, CLIENT_METRICS) == (0, [])
+        deleted = w.call(20, 6, Delete(topics=[Delete.DeleteTopicState(name="orders")]))
+        assert deleted.responses[0].error_code == 0
+        assert listed(w, BROKER, TOPIC) == (0, [(BROKER, "0"), (BROKER, "1"), (TOPIC, "audit")])
+
+
+def test_v1_refuses_the_whole_request_when_one_type_is_not_listed(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        # 3 is a group in the ACL numbering, not a config resource type: the whole list fails.
+        assert listed(w, TOPIC, 3) == (ErrorCode.UNSUPPORTED_VERSION, [])
+        assert listed(w, TOPIC, BROKER) == (0, [(BROKER, "0")])
+
+
+# -- the metadata quorum ------------------------------------------------------------------
+
+
+def quorum(w: WireClient, *partitions: tuple[str, int], version: int = 2) -> Any:
+    Q: Any = message_type(55, "request")
+    topics = [
+        Q.TopicData(topic_name=t, partitions=[Q.PartitionData(partition_index=p)])
+        for t, p in partitions
+    ]
+    return w.call(55, version, Q(topics=topics))
+
+
+def test_the_quorum_is_the_controller_with_the_brokers_observing_its_changes() -> None:
+    Create: Any = message_type(19, "request")
+    with BackgroundCluster(brokers=3) as c, WireClient(c.bootstrap) as w:
+        before = quorum(w, ("__cluster_metadata", 0))
+        w.call(
+            19,
+            7,
+            Create(
+                topics=[Create.CreatableTopic(name="t", num_partitions=1, replication_factor=3)],
+                timeout_ms=5000,
+            ),
+        )
+        after = quorum(w, ("__cluster_metadata", 0))
+        assert (after.error_code, after.topics[0].topic_name) == (0, "__cluster_metadata")
+        p = after.topics[0].partitions[0]
+        assert (p.error_code, p.leader_id, p.leader_epoch) == (0, 0, 1)
+        assert [v.replica_id for v in p.current_voters] == [0]
+        assert [o.replica_id for o in p.observers] == [1, 2]
+        first = before.topics[0].partitions[0].high_watermark
+        assert p.high_watermark > first  # the topic was a change of the image
+        assert {r.log_end_offset for r in p.current_voters + p.observers} == {p.high_watermark}
+        assert all(r.last_fetch_timestamp > 0 for r in p.current_voters + p.observers)
+        [node] = after.nodes
+        first_port = int(c.bootstrap.split(",")[0].rsplit(":", 1)[1])
+        assert node.node_id == 0 and [lst.port for lst in node.listeners] == [first_port]
+
+
+def test_a_quorum_request_for_another_partition_is_unknown_on_each_one(
+    cluster: BackgroundCluster,
+) -> None:
+    with WireClient(cluster.bootstrap) as w:
+        r = quorum(w, ("__cluster_metadata", 1), ("orders", 0), version=0)
+        assert r.error_code == 0
+        assert [(t.topic_name, t.partitions[0].error_code) for t in r.topics] == [
+            ("__cluster_metadata", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+            ("orders", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ]
 
 
 # -- replica log directories --------------------------------------------------------------

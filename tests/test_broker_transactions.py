@@ -26,7 +26,7 @@ from kafkagen.runtime.broker.transaction_coordinator import (
     txn_key,
     txn_value,
 )
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.records import Record, build_batch, iter_batches
@@ -87,7 +87,13 @@ def init_ok(w: WireClient, tid: str, timeout: int = 60000) -> tuple[int, int]:
 
 
 def add_partitions(
-    w: WireClient, tid: str, pid: int, epoch: int, partitions: list[int], version: int = 3
+    w: WireClient,
+    tid: str,
+    pid: int,
+    epoch: int,
+    partitions: list[int],
+    version: int = 3,
+    topic: str = TOPIC,
 ) -> dict[int, int]:
     Req: Any = message_type(24, "request")
     r = w.call(
@@ -97,7 +103,7 @@ def add_partitions(
             v3_and_below_transactional_id=tid,
             v3_and_below_producer_id=pid,
             v3_and_below_producer_epoch=epoch,
-            v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name=TOPIC, partitions=partitions)],
+            v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name=topic, partitions=partitions)],
         ),
     )
     [topic] = r.results_by_topic_v3_and_below
@@ -329,20 +335,7 @@ def test_requests_during_prepare_get_concurrent_transactions(cluster: Background
         b = md.brokers[coordinator]
         with WireClient(f"{b.host}:{b.port}") as w:
             pid, epoch = init_ok(w, tid)
-            Req: Any = message_type(24, "request")
-            r = w.call(
-                24,
-                3,
-                Req(
-                    v3_and_below_transactional_id=tid,
-                    v3_and_below_producer_id=pid,
-                    v3_and_below_producer_epoch=epoch,
-                    v3_and_below_topics=[Req.AddPartitionsToTxnTopic(name="held", partitions=[0])],
-                ),
-            )
-            assert (
-                r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
-            )
+            assert add_partitions(w, tid, pid, epoch, [0], topic="held") == {0: 0}
             c2.run(c2.cluster.pause_broker(leader))
             assert end_txn(w, tid, pid, epoch, True) == 0
             assert state_of(w, tid) == "PrepareCommit"
@@ -351,6 +344,56 @@ def test_requests_during_prepare_get_concurrent_transactions(cluster: Background
             assert init(w, tid).error_code == ErrorCode.CONCURRENT_TRANSACTIONS
             c2.run(c2.cluster.resume_broker(leader))
             assert wait_for(lambda: state_of(w, tid) == "CompleteCommit")
+
+
+def test_a_complete_state_the_log_refused_is_written_again_once_it_can_be() -> None:
+    """The markers are written but the state log cannot take the Complete record (its
+    follower is away and min.insync.replicas is 2): the coordinator retries it, as Kafka's
+    marker channel does, rather than leave the id in PrepareCommit for good (every later
+    request of its producer would get CONCURRENT_TRANSACTIONS)."""
+    configs = {
+        **CONFIGS,
+        "transaction.state.log.replication.factor": "2",
+        "min.insync.replicas": "2",
+    }
+    with BackgroundCluster(3, configs=configs) as c:
+        assert c.cluster is not None
+        md = c.cluster.metadata
+        with WireClient(c.bootstrap) as w0:
+            assert w0.call(10, 3, req(10, key="any", key_type=1)).error_code == 0
+        tc = c.cluster.brokers[0].txn_coordinator
+        tid = "complete-retried"
+        state = md.partition(TXN_STATE_TOPIC, c.call(functools.partial(tc.partition_of, tid)))
+        assert state is not None
+        coordinator = state.leader
+        follower = next(r for r in state.replicas if r != coordinator)
+        data_leader = next(b for b in md.brokers if b not in (coordinator, follower))
+        c.call(
+            lambda: md.create_topic(
+                "held", assignments={0: [data_leader]}, configs={"min.insync.replicas": "1"}
+            )
+        )
+        b = md.brokers[coordinator]
+        with WireClient(f"{b.host}:{b.port}") as w:
+            pid, epoch = init_ok(w, tid)
+            assert add_partitions(w, tid, pid, epoch, [0], topic="held") == {0: 0}
+            c.run(c.cluster.pause_broker(data_leader))  # no marker can be written yet
+            assert end_txn(w, tid, pid, epoch, True) == 0
+            c.run(c.cluster.pause_broker(follower))  # the state log now refuses appends
+            c.run(c.cluster.resume_broker(data_leader))
+            held = c.call(lambda: md.partition("held", 0))
+            # The marker goes in; the Complete record cannot.
+            assert wait_for(lambda: log_end_of(c, data_leader, "held") > 0)
+            time.sleep(0.5)
+            assert state_of(w, tid) == "PrepareCommit", held
+            c.run(c.cluster.resume_broker(follower))
+            assert wait_for(lambda: state_of(w, tid) == "CompleteCommit", timeout=15.0)
+
+
+def log_end_of(c: BackgroundCluster, node: int, topic: str) -> int:
+    assert c.cluster is not None
+    rm = c.cluster.brokers[node].replica_manager
+    return int(c.call(lambda: rm.leader_partition(TopicPartition(topic, 0)).log.log_end_offset))
 
 
 # -- markers, LSO, read_committed -------------------------------------------------------------

@@ -17,10 +17,10 @@ import pytest
 from broker_helpers import BrokerProcess, WireClient
 from kafkagen.generated.api_versions import ApiVersionsRequest
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from kafkagen.generated.describe_quorum import DescribeQuorumRequest
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.generated.produce import ProduceRequest
+from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.config import ConfigError, ConfigStore
 from kafkagen.runtime.client import (
@@ -246,9 +246,9 @@ def test_an_api_the_broker_lacks_is_named_with_its_ranges(cluster: BackgroundClu
     async def go() -> None:
         async with await connect(*address(cluster)) as client:
             with pytest.raises(VersionMismatchError) as info:
-                await client.request(DescribeQuorumRequest())
+                await client.request(UpdateFeaturesRequest())
             text = str(info.value)
-            assert "does not support DescribeQuorum (API key 55)" in text
+            assert "does not support UpdateFeatures (API key 57)" in text
             assert "FindCoordinator v0-6" in text and "ApiVersions v0-5" in text
             assert not client.closed  # nothing was sent, the connection is fine
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from broker_helpers import BrokerProcess
-from kafkagen.client_programs import command, franz_go_suite, run_scenario
+from kafkagen.client_programs import command, franz_go_suite, java_program, run_scenario
 from kafkagen.reference import KafkaReference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -135,6 +135,22 @@ def test_java_client(cluster: Cluster, protocol: str, producer: str) -> None:
         assert txn["state"].lower().replace("_", "") == "completecommit", txn
         assert txn["producer_epoch"] == JAVA_TRANSACTIONS, txn
         assert txn["offsets"] == {"0": TXN_OFFSET}, txn
+
+
+def test_java_admin_describes_the_metadata_quorum(cluster: Cluster) -> None:
+    """Admin.describeMetadataQuorum after a topic was created: a leader among the voters,
+    caught up to a high watermark the change moved, every replica's fetch times set, and
+    a node with endpoints for each voter. kafkagen's quorum is its controller (broker 0)
+    with the other brokers observing (docs/control.md)."""
+    q = run_scenario(java_program("QuorumScenario") + [cluster.bootstrap, "java-quorum"])
+    voters = {v["id"]: v for v in q["voters"]}
+    assert q["leader"] in voters and q["epoch"] >= 1, q
+    assert voters[q["leader"]]["logEndOffset"] >= q["highWatermark"] > 0, q
+    assert all(r["fetched"] and r["caughtUp"] for r in q["voters"] + q["observers"]), q
+    assert {n["id"] for n in q["nodes"]} == set(voters), q
+    assert all(n["endpoints"] >= 1 for n in q["nodes"]), q
+    if cluster.broker == "kafkagen":
+        assert (list(voters), sorted(o["id"] for o in q["observers"])) == ([0], [1, 2]), q
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])

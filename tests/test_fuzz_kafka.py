@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from kafkagen.fuzz import run_fuzz
+from kafkagen.fuzz.checks import Fuzzer, FuzzOptions, failure_id
 from kafkagen.fuzz.replay import replay
+from kafkagen.fuzz.rules import build_table
 from kafkagen.generated.heartbeat import HeartbeatRequest
 
 pytestmark = pytest.mark.slow
@@ -101,3 +103,77 @@ def test_kafka_catches_what_kafkagen_agrees_with_itself_on(misnamed_json: None) 
     assert replay(first["id"], out=out, oracle="kafka") == 1
     assert "FAILURE in kafka" in out.getvalue()
     assert replay(first["id"], out=io.StringIO()) == 0  # without Kafka, nothing to see
+
+
+#: What the planted bug XORs into HeartbeatRequest v4's generationId on the wire.
+SKEW = 0x5A5A
+
+
+@pytest.fixture()
+def skewed_generation_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HeartbeatRequest v4's codec writes generationId XORed with SKEW and reads it back
+    the same way: kafkagen agrees with itself, on the wire Kafka sees another value."""
+    encode, decode = HeartbeatRequest._encoders[4], HeartbeatRequest._decoders[4]
+
+    def skewed_encode(m: Any, write: Any) -> None:
+        real = m.generation_id
+        m.generation_id = real ^ SKEW
+        try:
+            encode(m, write)
+        finally:
+            m.generation_id = real
+
+    def skewed_decode(data: Any, pos: int, end: int) -> Any:
+        obj, pos = decode(data, pos, end)
+        obj.generation_id ^= SKEW
+        return obj, pos
+
+    monkeypatch.setitem(HeartbeatRequest._encoders, 4, skewed_encode)
+    monkeypatch.setitem(HeartbeatRequest._decoders, 4, skewed_decode)
+
+
+def test_a_planted_disagreement_is_a_failure_row_naming_both_sides(
+    skewed_generation_id: None,
+) -> None:
+    """Kafka judges in its JVM; what it does not agree on comes back and becomes a
+    failure row: api, kind, version, seed index and id, and for each question the first
+    differing field (reading the bytes) or byte (writing the JSON form), both sides'
+    values in it."""
+    result, _ = run_fuzz(
+        200, apis=["Heartbeat"], spark=False, oracle="kafka", progress=None, mutations=0
+    )
+    failures = result.failures
+    assert failures, "Kafka did not notice the skewed generationId"
+    assert {(f["check"], f["api"], f["kind"], f["version"]) for f in failures} == {
+        ("kafka", 12, "request", 4)
+    }
+    fuzzer = Fuzzer(build_table(), FuzzOptions())
+    reads = [f for f in failures if f["error"].startswith("Kafka reads kafkagen's bytes")]
+    writes = [f for f in failures if f["error"].startswith("Kafka writes kafkagen's JSON")]
+    assert reads and writes and len(reads) + len(writes) == len(failures)
+    for f in failures:
+        assert f["id"] == failure_id(1, 12, "request", 4, f["index"])
+        [(_, m, _)] = fuzzer.messages(12, "request", 4, f["index"], f["index"] + 1)
+        assert isinstance(m, HeartbeatRequest)
+        ours, kafkas = m.generation_id, m.generation_id ^ SKEW
+        if f in reads:
+            assert (
+                f"json differs at $.generationId: {ours} (int) != Kafka's {kafkas} (int)"
+                in (f["error"])
+            )
+            assert bytes.fromhex(f["hex"]) == m.encode(4)
+        else:
+            # Kafka writes the real value where kafkagen wrote the skewed one, right after
+            # the group id (a compact string: its length + 1 as a varint, then it); SKEW
+            # leaves the value's first two bytes alone.
+            n = len(m.group_id.encode())
+            field = ((n + 1).bit_length() + 6) // 7 + n
+            skewed = m.encode(4)
+            real = skewed[:field] + ours.to_bytes(4, "big", signed=True) + skewed[field + 4 :]
+            assert bytes.fromhex(f["hex"]) == real  # what Kafka wrote
+            at = field + 2
+            assert (
+                f"bytes differs at byte {at}: kafkagen {len(skewed)} bytes, "
+                f"{skewed[at : at + 16].hex()} from there; Kafka {len(real)} bytes, "
+                f"{real[at : at + 16].hex()} from there"
+            ) in f["error"]

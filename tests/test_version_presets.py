@@ -13,9 +13,8 @@ def test_committed_presets_match_a_fresh_derivation() -> None:
     assert TABLE.read_text("utf-8") == render(table())
 
 
-#: APIs kafkagen serves below Kafka 4.4.0's top, and why. ListConfigResources v1 (KIP-1142:
-#: config resources of every type, not only client metrics) is not served yet.
-NOT_YET_AT_KAFKAS_TOP = {74: ((0, 0), (0, 1))}
+#: APIs kafkagen serves below Kafka 4.4.0's top, and why (none now).
+NOT_YET_AT_KAFKAS_TOP: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}
 
 
 def test_stable_versions_reach_every_version_kafka_4_4_serves() -> None:

@@ -99,7 +99,7 @@ def _run_build(cmd: Sequence[str], cwd: Path, what: str, env: dict[str, str] | N
         raise ClientProgramError(f"{what} failed (exit {proc.returncode}):\n" + "\n".join(tail))
 
 
-def _java() -> list[str]:
+def _java(main: str = "ClientScenario") -> list[str]:
     java, javac = _tool("java", "java"), _tool("javac", "java")
     jars = os.pathsep.join(str(p) for p in classpath([KAFKA_CLIENTS]))
 
@@ -109,7 +109,7 @@ def _java() -> list[str]:
         _run_build(cmd, SOURCES / "java", "compiling the Java client program")
 
     out = _build("java", build)
-    return [java, "-cp", f"{out}{os.pathsep}{jars}", "ClientScenario"]
+    return [java, "-cp", f"{out}{os.pathsep}{jars}", main]
 
 
 def _go() -> list[str]:
@@ -145,6 +145,11 @@ _BUILDERS: dict[str, Callable[[], list[str]]] = {
     "node": _node,
     "python": _python,
 }
+
+
+def java_program(main_class: str) -> list[str]:
+    """The command line of another program of the Java sources (e.g. ``QuorumScenario``)."""
+    return _java(main_class)
 
 
 def command(language: str) -> list[str]:

@@ -9,7 +9,11 @@ one result each out. Items are
   its re-encoding, or its exception;
 - **write**: (API key, kind, version, Kafka's JSON form) -> Kafka's encoding, or its
   exception (no JSON form: that of reading the encoding is the one to compare);
-- **versions**: every API Kafka has, its versions and header versions (``ApiMessageType``).
+- **versions**: every API Kafka has, its versions and header versions (``ApiMessageType``);
+- **judge**: one message with kafkagen's own results for it (:func:`judge_item`): Kafka
+  reads its bytes and corrupted copies and writes its JSON form, compares, and sends back
+  only what it does not agree on (:func:`disagreements`), so the common case costs the
+  caller nothing.
 
 Kinds are ``request``, ``response``, ``request_header`` and ``response_header``; for the
 header kinds the version is the header version. Kafka *accepts* bytes when its ``read``
@@ -80,7 +84,7 @@ KINDS = (
     "coordinator-value",
 )
 _KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
-_READ, _WRITE, _VERSIONS = 1, 2, 3
+_READ, _WRITE, _VERSIONS, _JUDGE = 1, 2, 3, 4
 _STATUSES = ("ok", "rejected", "unsupported", "unwritable")
 _HELLO = b"KGO1"
 #: A frame holds at most this many items or payload bytes; bigger calls are split.
@@ -92,6 +96,7 @@ START_TIMEOUT_S = 60.0
 
 _ITEM = struct.Struct(">bhbhi")
 _COUNT = struct.Struct(">i")
+_ROLES = struct.Struct(">h")
 
 
 class OracleError(RuntimeError):
@@ -198,6 +203,76 @@ def write_item(api_key: int, kind: str, version: int, obj: Any) -> Item:
     return Item(_WRITE, api_key, kind, version, text)
 
 
+#: kafkagen's expectation for a read in a judge item: it refuses the bytes, it reads them but
+#: cannot write them back, or none given (Kafka's answer comes back to be judged here).
+EXPECT_REJECTED = b"\x01"
+EXPECT_UNWRITABLE = b"\x03"
+NO_EXPECTATION = b"\xff"
+#: A length in a judge item standing for the message's own JSON form or the question's bytes.
+_SAME = _COUNT.pack(-1)
+_LENGTH = _COUNT.pack
+
+
+def expect_read(json_text: bytes | None, data: bytes | None) -> bytes:
+    """kafkagen reads the bytes to the JSON form ``json_text`` (None: the message's own, as
+    given to :func:`judge_item`) and writes them back as ``data`` (None: the bytes read)."""
+    parts = [b"\x00"]
+    parts += (_SAME,) if json_text is None else (_LENGTH(len(json_text)), json_text)
+    parts += (_SAME,) if data is None else (_LENGTH(len(data)), data)
+    return b"".join(parts)
+
+
+def judge_item(
+    api_key: int,
+    kind: str,
+    version: int,
+    data: bytes,
+    json_text: bytes,
+    read: bytes,
+    written: bytes | None,
+    mutants: Sequence[tuple[bytes, bytes]] = (),
+) -> Item:
+    """One message for Kafka to judge: its bytes ``data``, kafkagen's JSON form of it
+    (``json_text``, which Kafka also writes), kafkagen's expectation for reading the bytes
+    (:func:`expect_read`, :data:`EXPECT_REJECTED`, ...), the bytes kafkagen writes from the
+    JSON form (``data`` itself when it is the same object; None: no expectation) and the
+    corrupted copies, each with kafkagen's expectation for reading it."""
+    parts = [_LENGTH(len(data)), data, _LENGTH(len(json_text)), json_text, read]
+    if written is None:
+        parts.append(NO_EXPECTATION)
+    else:
+        parts += (b"\x00", _SAME) if written is data else (b"\x00", _LENGTH(len(written)), written)
+    parts.append(bytes((len(mutants),)))
+    for bad, expect in mutants:
+        parts += (_LENGTH(len(bad)), bad, expect)
+    return Item(_JUDGE, api_key, kind, version, b"".join(parts))
+
+
+#: A question of a judge item: the read of its bytes, the write of its JSON form, or the
+#: read of corrupted copy k (k = 0, 1, ...).
+JUDGED_READ, JUDGED_WRITE = -1, -2
+
+
+def disagreements(answer: Outcome) -> list[tuple[int, Outcome, bytes]]:
+    """What Kafka did not agree on in a judged message: (the question: :data:`JUDGED_READ`,
+    :data:`JUDGED_WRITE` or a corrupted copy's number; Kafka's outcome; the bytes or JSON
+    text asked about)."""
+    if not answer.ok:
+        raise OracleError(f"a judge item's answer is {answer.status}: {answer.reason[:300]}")
+    view = memoryview(answer.data)
+    (count,) = _ROLES.unpack_from(view, 0)
+    pos, out = 2, []
+    for _ in range(count):
+        role = struct.unpack_from(">b", view, pos)[0]
+        theirs, pos = _result(view, pos + 1)
+        (n,) = _COUNT.unpack_from(view, pos)
+        out.append((role, theirs, bytes(view[pos + 4 : pos + 4 + n])))
+        pos += 4 + n
+    if pos != len(view):
+        raise OracleError(f"a judge item's answer has {len(view) - pos} bytes after its end")
+    return out
+
+
 def encode_batch(items: Sequence[Item]) -> bytes:
     """The items as one batch, the form the Java side reads."""
     parts = [_COUNT.pack(len(items))]
@@ -252,20 +327,25 @@ def decode_results(frame: bytes | memoryview) -> list[Outcome]:
     pos = 4
     out = []
     for _ in range(count):
-        status = _STATUSES[view[pos]]
-        (n,) = _COUNT.unpack_from(view, pos + 1)
-        text = bytes(view[pos + 5 : pos + 5 + n]).decode()
-        pos += 5 + n
-        (n,) = _COUNT.unpack_from(view, pos)
-        data = bytes(view[pos + 4 : pos + 4 + n])
-        pos += 4 + n
-        if status == "ok":
-            out.append(Outcome("ok", json.loads(text) if text else None, data))
-        else:
-            out.append(Outcome(status, reason=text))
+        outcome, pos = _result(view, pos)
+        out.append(outcome)
     if pos != len(view):
         raise OracleError(f"oracle results: {len(view) - pos} bytes after {count} results")
     return out
+
+
+def _result(view: memoryview, pos: int) -> tuple[Outcome, int]:
+    """The result at ``pos`` and where the next one starts."""
+    status = _STATUSES[view[pos]]
+    (n,) = _COUNT.unpack_from(view, pos + 1)
+    text = bytes(view[pos + 5 : pos + 5 + n]).decode()
+    pos += 5 + n
+    (n,) = _COUNT.unpack_from(view, pos)
+    data = bytes(view[pos + 4 : pos + 4 + n])
+    pos += 4 + n
+    if status == "ok":
+        return Outcome("ok", json.loads(text) if text else None, data), pos
+    return Outcome(status, reason=text), pos
 
 
 def _split(items: Sequence[Item]) -> Iterable[Sequence[Item]]:

@@ -97,6 +97,9 @@ class ClusterMetadata:
         self._next_start = 0
         #: Called after every change of topics, partitions, configs or producer-id blocks.
         self.on_change: Callable[[], None] | None = None
+        #: How many changes the image has had since the process started: the offset of the
+        #: metadata log kafkagen does not keep (DescribeQuorum reports it).
+        self.change_count = 0
 
     # -- brokers ----------------------------------------------------------------------
 
@@ -462,6 +465,7 @@ class ClusterMetadata:
 
     def changed(self) -> None:
         """Tell ``on_change`` that the image changed (it saves it, with a log directory)."""
+        self.change_count += 1
         if self.on_change is not None:
             self.on_change()
 

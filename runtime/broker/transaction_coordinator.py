@@ -764,7 +764,7 @@ class TransactionCoordinator:
             }
 
         def all_written() -> None:
-            if self.txns.get(txn.transactional_id) is not txn:
+            if self.log.shut_down or self.txns.get(txn.transactional_id) is not txn:
                 return  # this broker no longer coordinates it; the new one finishes
             target = txn.snapshot(
                 state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
@@ -774,7 +774,13 @@ class TransactionCoordinator:
             )
 
             def written(error: int) -> None:
-                if error:
+                if error == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+                    # The state log could not take it now (too few in-sync replicas, a
+                    # timeout): write it again, as Kafka does, or the id would stay
+                    # prepared for good and every later request of its producer would get
+                    # CONCURRENT_TRANSACTIONS.
+                    self._retry(all_written)
+                elif error:
                     _log.warning(
                         "cannot complete the transaction of %r: error %d",
                         txn.transactional_id,

@@ -67,13 +67,14 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     49: ("api_49_alter_client_quotas", 0, 1, 1),
     50: ("api_50_describe_user_scram_credentials", 0, 0, 0),
     51: ("api_51_alter_user_scram_credentials", 0, 0, 0),
+    55: ("api_55_describe_quorum", 0, 2, 2),
     60: ("api_60_describe_cluster", 0, 2, 2),
     61: ("api_61_describe_producers", 0, 0, 1),
     65: ("api_65_describe_transactions", 0, 0, 1),
     66: ("api_66_list_transactions", 0, 2, 3),
     68: ("api_68_consumer_group_heartbeat", 0, 1, 1),
     69: ("api_69_consumer_group_describe", 0, 1, 2),
-    74: ("api_74_list_config_resources", 0, 0, 0),
+    74: ("api_74_list_config_resources", 0, 1, 1),
     75: ("api_75_describe_topic_partitions", 0, 0, 0),
 }
 

@@ -1,12 +1,20 @@
-"""ListConfigResources (key 74; ListClientMetricsResources until 4.1): v0 only.
+"""ListConfigResources (key 74; ListClientMetricsResources until 4.1): what configs are about.
 
-v0 lists the client metrics config resources. kafkagen's configs have no such resource
-type (IncrementalAlterConfigs refuses it), so there is never one to list: the answer is
-empty, as a Kafka broker's with none configured. Needs DESCRIBE_CONFIGS on the cluster.
-v1 (KIP-1142: every config resource type) is not served.
+v0 lists the client metrics config resources only. v1 (KIP-1142) takes a list of config
+resource types (empty: every type the version knows, topic, broker, broker logger, client
+metrics and group) and answers the resources of those types, in Kafka's order: groups,
+client metrics, broker loggers, brokers (one of each per live broker, named by its id),
+then topics (internal ones included). A type the version does not know fails the whole
+request with UNSUPPORTED_VERSION, as Kafka does.
+
+kafkagen has no client metrics or group configs (IncrementalAlterConfigs refuses both), so
+those two types never list anything: a Kafka broker with none configured answers the
+same. Needs DESCRIBE_CONFIGS on the cluster.
 """
 
 from __future__ import annotations
+
+import enum
 
 from kafkagen.generated.list_config_resources import (
     ListConfigResourcesRequest,
@@ -15,14 +23,49 @@ from kafkagen.generated.list_config_resources import (
 from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.errors import ClusterAuthorizationFailedError
+from kafkagen.runtime.errors import ClusterAuthorizationFailedError, UnsupportedVersionError
 
 API_KEY = 74
+Resource = ListConfigResourcesResponse.ConfigResource
+
+
+class ListedType(enum.IntEnum):
+    """Config resource types as this API numbers them (Kafka's ConfigResource.Type)."""
+
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+#: The types each version lists (a request naming another is refused).
+KNOWN_TYPES = {0: frozenset({ListedType.CLIENT_METRICS}), 1: frozenset(ListedType)}
 
 
 def handle(ctx: RequestContext, request: ListConfigResourcesRequest) -> None:
     if not ctx.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-        code = ClusterAuthorizationFailedError.code
-    else:
-        code = 0
+        _fail(ctx, ClusterAuthorizationFailedError.code)
+        return
+    known = KNOWN_TYPES[min(ctx.api_version, max(KNOWN_TYPES))]
+    asked = set(request.resource_types) if ctx.api_version >= 1 else set()
+    if asked - known:
+        _fail(ctx, UnsupportedVersionError.code)
+        return
+    wanted = asked or known
+    md = ctx.broker.metadata
+    brokers = [str(node) for node in md.alive_brokers()]
+    resources: list[Resource] = []
+    # Groups and client metrics have no configs in kafkagen: nothing to list for them.
+    for rtype, names in (
+        (ListedType.BROKER_LOGGER, brokers),
+        (ListedType.BROKER, brokers),
+        (ListedType.TOPIC, sorted(md.topics)),
+    ):
+        if rtype in wanted:
+            resources.extend(Resource(resource_name=n, resource_type=rtype) for n in names)
+    ctx.respond(ListConfigResourcesResponse(error_code=0, config_resources=resources))
+
+
+def _fail(ctx: RequestContext, code: int) -> None:
     ctx.respond(ListConfigResourcesResponse(error_code=code, config_resources=[]))

@@ -16,6 +16,12 @@ Prints, for the same checks on the same messages:
 - with ``--profile N``: where the plain loop's time goes, check by check (timers), then
   by function and by file (cProfile), so the hot spots are visible.
 
+``kafkagen bench fuzz --oracles N`` instead prints, in one run, N messages on ``local[2]``
+without an oracle, with ``--oracle kafka`` and with every oracle the fuzz knows: job
+messages/s, the CPU seconds the whole run took per message (driver, Spark's JVM with
+Kafka's classes, Python workers: the figure that holds on a loaded machine) and messages
+per CPU second, and the time 10,000,000 messages with ``--oracle kafka`` would take.
+
 Wall-clock figures depend on what else the machine runs; the CPU figures much less.
 """
 
@@ -24,15 +30,26 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
+import resource
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kafkagen.fuzz.checks import Fuzzer, FuzzOptions
-from kafkagen.fuzz.job import RunResult, native_file, run_plain, run_spark, spark_session
+from kafkagen.fuzz.job import (
+    RunResult,
+    native_file,
+    oracle_conf,
+    run_plain,
+    run_spark,
+    spark_session,
+)
+from kafkagen.fuzz.peers import ORACLES
 from kafkagen.fuzz.plan import plan_combos, run_task, select_apis
 from kafkagen.fuzz.rules import Table, build_table
 
@@ -106,6 +123,85 @@ def spark(table: Table, n: int, master: str, options: FuzzOptions) -> tuple[floa
         f"and first job {fixed:.0f} s)  failures {result.failure_count}"
     )
     return wall_rate, cpu_rate, fixed
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds this process and every process under it (Spark's JVM, its Python
+    workers) have used so far, those that ended included; from /proc where there is one,
+    else only this process and its children that ended."""
+    proc = Path("/proc")
+    me = os.getpid()
+    if not (proc / str(me) / "stat").is_file():
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
+    children: dict[int, list[int]] = defaultdict(list)
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        pid = int(entry.name)
+        children[int(fields[1])].append(pid)
+        # utime, stime, and those of its children that ended and were waited for
+        times[pid] = sum(int(f) for f in fields[11:15]) / tick
+    total, todo = 0.0, [me]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total
+
+
+def oracle_table(table: Table, n: int, seed: int) -> None:
+    """N messages on local[2] without an oracle, with Kafka's, and with every oracle the
+    fuzz knows; each on a session of its own, after a first job that warms it up."""
+    every = tuple(ORACLES)
+    runs: list[tuple[str, tuple[str, ...]]] = [("no oracle", ()), ("--oracle kafka", ("kafka",))]
+    if every != ("kafka",):
+        runs.append((f"--oracle {','.join(every)}", every))
+    warm_n = max(n // 10, 20_000)
+    print(
+        f"{n:,} messages on local[2] each, after a first job of {warm_n:,} that starts the "
+        "session and warms the JVM up (one JVM, set up for --oracle kafka); CPU: the whole "
+        "process tree (driver, Spark's JVM, Python workers)"
+    )
+    kafka_rate = fixed = 0.0
+    for label, oracles in runs:
+        options = FuzzOptions(seed=seed, oracles=oracles)
+        began = time.perf_counter()
+        # Kafka's jars and JVM options on every session: the driver's JVM, started by
+        # the first, keeps the class path and options it started with.
+        with spark_session("local[2]", oracle_conf()) as session:
+            warm = plan_combos(table, select_apis(table, None), warm_n)
+            run_spark(table, warm, options, out=None, spark=session)
+            warm_seconds = time.perf_counter() - began
+            combos = plan_combos(table, select_apis(table, None), n)
+            cpu = tree_cpu_seconds()
+            result = run_spark(table, combos, options, out=None, spark=session)
+            cpu = tree_cpu_seconds() - cpu
+        rate = result.messages / result.wall_seconds
+        checks = sum(int(st["kafka_checks"]) for st in result.stats)
+        print(
+            f"{label:<16} {rate:8,.0f} msg/s  {cpu / result.messages * 1e6:6.0f} us CPU/msg  "
+            f"{result.messages / cpu:8,.0f} msg/CPU-s  ({result.wall_seconds:.1f} s, "
+            f"{cpu:.0f} CPU-s, load {os.getloadavg()[0]:.1f}; Kafka's answers {checks:,}; "
+            f"failures {result.failure_count})"
+        )
+        if oracles == ("kafka",):
+            kafka_rate, fixed = rate, warm_seconds
+    if every == ("kafka",):
+        print("every oracle     = --oracle kafka (the only oracle the fuzz knows)")
+    minutes = (TARGET / kafka_rate + fixed) / 60
+    print(
+        f"10,000,000 messages with --oracle kafka on local[2] at this rate: {minutes:.1f} min "
+        f"including {fixed:.0f} s of session start and first job (target <= 10 min)"
+    )
 
 
 #: The check methods timed by :func:`breakdown`, with the names it prints.
@@ -212,10 +308,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="profile the plain loop on N messages"
     )
+    parser.add_argument(
+        "--oracles",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: N messages on local[2] without an oracle, with --oracle kafka and "
+        "with every oracle, in one run (wall and CPU rates, 10M extrapolated)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
 
     table = build_table()
+    if args.oracles:
+        oracle_table(table, args.oracles, args.seed)
+        return 0
     options = FuzzOptions(seed=args.seed)
     n_combos = len(plan_combos(table, select_apis(table, None), 1))
     against = "every other version" if not options.cross else f"{options.cross} other version(s)"

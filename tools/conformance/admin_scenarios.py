@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kafkagen.generated.alter_configs import AlterConfigsRequest
@@ -17,15 +18,17 @@ from kafkagen.generated.describe_acls import DescribeAclsRequest
 from kafkagen.generated.describe_cluster import DescribeClusterRequest
 from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest
+from kafkagen.generated.describe_quorum import DescribeQuorumRequest
 from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kafkagen.generated.elect_leaders import ElectLeadersRequest
 from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkagen.generated.list_config_resources import ListConfigResourcesRequest
 from kafkagen.generated.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafkagen.generated.metadata import MetadataRequest
 
 from .core import Session, scenario
 
-TOPIC, BROKER = 2, 4  # config resource types
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP_CONFIGS = 2, 4, 8, 16, 32  # config resources
 
 # ---------------------------------------------------------------------- Metadata
 
@@ -413,6 +416,86 @@ async def incremental_invalid(s: Session) -> None:
 @scenario("IncrementalAlterConfigs", "unknown-topic", "a topic that does not exist")
 async def incremental_unknown_topic(s: Session) -> None:
     await s.call(_incremental(s.name("missing"), 0, "retention.ms", "1000"))
+
+
+def _list_config_resources(*types: int) -> ListConfigResourcesRequest:
+    return ListConfigResourcesRequest(resource_types=list(types))
+
+
+def _own_config_resources(s: Session) -> Callable[[Any], Any]:
+    """Keeps this scenario's own resources; brokers and broker loggers (named by node ids,
+    which are a placement choice) become one entry per type saying how many."""
+
+    def keep(data: Any) -> Any:
+        listed = data["configResources"]
+        per_node: dict[int, int] = {}
+        own = []
+        for r in listed:
+            if r["resourceType"] in (BROKER, BROKER_LOGGER):
+                per_node[r["resourceType"]] = per_node.get(r["resourceType"], 0) + 1
+            elif r["resourceName"].startswith(s.prefix):
+                own.append(r)
+        own += [{"resourceName": f"<{n} nodes>", "resourceType": t} for t, n in per_node.items()]
+        data["configResources"] = own
+        return data
+
+    return keep
+
+
+@scenario("ListConfigResources", "topics", "the topic type: this scenario's two topics")
+async def list_config_resources_topics(s: Session) -> None:
+    await s.create_topic("a")
+    await s.create_topic("b")
+    await s.call(_list_config_resources(TOPIC), keep=_own_config_resources(s))
+
+
+@scenario("ListConfigResources", "brokers", "the broker and broker logger types: one per node")
+async def list_config_resources_brokers(s: Session) -> None:
+    await s.call(_list_config_resources(BROKER, BROKER_LOGGER), keep=_own_config_resources(s))
+
+
+@scenario("ListConfigResources", "every-type", "no type named: every type v1 knows")
+async def list_config_resources_all(s: Session) -> None:
+    await s.create_topic()
+    await s.call(_list_config_resources(), keep=_own_config_resources(s))
+
+
+@scenario("ListConfigResources", "groups-and-client-metrics", "types with nothing configured")
+async def list_config_resources_unconfigured(s: Session) -> None:
+    await s.call(
+        _list_config_resources(CLIENT_METRICS, GROUP_CONFIGS), keep=_own_config_resources(s)
+    )
+
+
+@scenario("ListConfigResources", "unknown-type", "type 3, which no version lists: refused whole")
+async def list_config_resources_unknown(s: Session) -> None:
+    await s.call(_list_config_resources(TOPIC, 3))
+
+
+@scenario("DescribeQuorum", "metadata-partition", "partition 0 of __cluster_metadata")
+async def describe_quorum(s: Session) -> None:
+    Q = DescribeQuorumRequest
+    await s.call(
+        Q(
+            topics=[
+                Q.TopicData(
+                    topic_name="__cluster_metadata", partitions=[Q.PartitionData(partition_index=0)]
+                )
+            ]
+        )
+    )
+
+
+@scenario("DescribeQuorum", "other-partition", "a partition the quorum does not have")
+async def describe_quorum_other(s: Session) -> None:
+    Q = DescribeQuorumRequest
+    await s.call(
+        Q(
+            topics=[
+                Q.TopicData(topic_name=s.name(), partitions=[Q.PartitionData(partition_index=0)])
+            ]
+        )
+    )
 
 
 # ---------------------------------------------------------------------- cluster and partitions

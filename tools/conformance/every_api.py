@@ -26,7 +26,7 @@ def _default_request(api_key: int) -> Any:
     return request
 
 
-_NAME_KEYS = ("name", "topic", "groupId", "transactionalId")
+_NAME_KEYS = ("name", "topic", "groupId", "transactionalId", "resourceName")
 
 
 def _internal_only(data: Any) -> Any:

@@ -43,17 +43,26 @@ import threading
 import time
 import traceback
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
-from kafkagen.oracle import KafkaOracle, RecordsPaths, records_paths
+from kafkagen.oracle import (
+    EXPECT_REJECTED,
+    EXPECT_UNWRITABLE,
+    NO_EXPECTATION,
+    KafkaOracle,
+    RecordsPaths,
+    as_kafka_renders,
+    expect_read,
+    records_paths,
+)
 from kafkagen.runtime import message as _message
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
 
 from .builders import builder
-from .kafka import BATCH_ITEMS, READ, WRITE, PeerEntry, Pending, judge
+from .kafka import BATCH_ITEMS, READ, WRITE, PeerEntry, Pending, json_text, judge
 from .peers import NOT_ASKED, PEERS, Difference, ask, ask_mutant, column, shrink
 from .randomgen import RandomGen
 from .rules import MessageRules, Oracle, Plan, Table
@@ -541,6 +550,47 @@ PEER_BATCH = 256
 # ---------------------------------------------------------------- the fuzzer
 
 
+#: What the mutation check made of a corrupted copy, when it did not read it: refused it
+#: with a DecodeError, or failed otherwise.
+REFUSED, FAILED = "refused", "failed"
+
+
+def _written_from_json(cls: type[Message], obj: Any, v: int) -> bytes | None:
+    """What kafkagen writes from the JSON form ``obj`` when it reads those bytes back to
+    the same message (Kafka's bytes, if equal, then read back alike); else None."""
+    try:
+        message = cls.from_json(obj, v)
+        written = message.encode(v)
+        return written if cls.decode(written, v) == message else None
+    except Exception:
+        return None
+
+
+def _expect(
+    cls: type[Message], v: int, bad: bytes, got: Any, paths: Sequence[tuple[str, ...]]
+) -> bytes:
+    """kafkagen's expectation for Kafka's read of a corrupted copy, from what the mutation
+    check made of it (``got``: :data:`REFUSED`, :data:`FAILED`, or the message read and its
+    re-encoding, None when that raised), the outcome
+    :func:`kafkagen.oracle.kafkagen_read` would give."""
+    if got is REFUSED:
+        return EXPECT_REJECTED
+    if got is FAILED:
+        return NO_EXPECTATION  # kafkagen failed otherwise: always a disagreement
+    d, written = got
+    try:
+        obj = as_kafka_renders(d.to_json(v), paths)
+    except Exception:
+        return EXPECT_UNWRITABLE
+    if written is None:
+        return EXPECT_UNWRITABLE
+    try:
+        text = json_text(obj)
+    except (TypeError, ValueError):
+        return NO_EXPECTATION
+    return expect_read(text, None if written == bad else written)
+
+
 _ORACLES: dict[tuple[int, str], Oracle] = {}
 
 
@@ -666,23 +716,63 @@ class Fuzzer:
         self,
         stats: ComboStats,
         item: tuple[Any, ...],
+        kafka: tuple[bool, bool, list[tuple[bytes, Any]]] | None,
     ) -> None:
         """Queue a message's questions for the peers and Kafka, which are asked a batch
-        at a time: Kafka's answers to a batch judge the peers' about the same messages."""
+        at a time: Kafka's answers to a batch judge the peers' about the same messages.
+        ``kafka``: kafkagen's side for Kafka, see :meth:`_kafka_item`."""
         cls, rules, m, v, data, bits, index = item
         if self._queued is not stats:
             self.flush()
             self._queued = stats
         if self.peers:
             self._peer_batch.append(item)
-        if "kafka" in self.options.oracles:
+        if kafka is not None:
             if self._kafka is None:
                 self._kafka = Pending(stats.api, stats.kind, v)
-            self._kafka.add(index, data, m, self._mutants(data, bits))
+            self._kafka_item(self._kafka, stats, index, cls, m, v, data, *kafka)
         if len(self._peer_batch) >= PEER_BATCH or (
             self._kafka is not None and len(self._kafka.items) >= BATCH_ITEMS
         ):
             self.flush()
+
+    def _kafka_item(
+        self,
+        pending: Pending,
+        stats: ComboStats,
+        index: int,
+        cls: type[Message],
+        m: Message,
+        v: int,
+        data: bytes,
+        exact: bool,
+        json_exact: bool,
+        mutants: list[tuple[bytes, Any]],
+    ) -> None:
+        """Add the message for Kafka with kafkagen's side of each question, taken from the
+        checks that just ran: ``exact`` when m read back as m and its bytes,
+        ``json_exact`` when its JSON form read back as m and its bytes, ``mutants`` what
+        the mutation check made of each corrupted copy. Where those checks failed, Kafka's
+        answer comes back to be judged here (no expectation)."""
+        if self.records is None:
+            self.records = records_paths()
+        paths = self.records.get((stats.api, stats.kind), ())
+        try:
+            obj = m.to_json(v)
+            text = json_text(obj)
+        except Exception as e:
+            why = f"kafkagen has no JSON form to give Kafka: {_describe(e)}"
+            self._fail(stats, index, "kafka", why, data)
+            return
+        written: bytes | None = data if exact and json_exact else None
+        if written is None and exact:
+            written = _written_from_json(cls, obj, v)
+        read = NO_EXPECTATION
+        if exact:
+            rendered = json_text(as_kafka_renders(obj, paths)) if paths else None
+            read = expect_read(rendered, None)
+        asked = [(bad, _expect(cls, v, bad, got, paths)) for bad, got in mutants]
+        pending.add(index, data, text, read, written, asked)
 
     def flush(self) -> None:
         """Ask the peers the questions queued so far, then hand Kafka's to ``kafka_sink``
@@ -779,6 +869,7 @@ class Fuzzer:
                 self._fail(stats, index, check, "encode: " + _describe(e), b"")
                 return
             stats.bytes += len(data)
+            exact = False  # decoded to m, and m's bytes again
             try:
                 d = cls.decode(data, v)
                 if d != m:
@@ -786,6 +877,8 @@ class Fuzzer:
                     self._fail(stats, index, check, why, data)
                 elif d.encode(v) != data:
                     self._fail(stats, index, check, "re-encoding differs", data)
+                else:
+                    exact = True
             except Exception as e:
                 self._fail(stats, index, check, _describe(e), data)
                 return  # the other checks would only repeat this failure
@@ -793,7 +886,7 @@ class Fuzzer:
             if tagged is None:
                 tagged = has_unknown_tags(m)
             check = "json"
-            self._check_json(cls, m, v, data, index, stats, tagged)
+            json_exact = self._check_json(cls, m, v, data, index, stats, tagged)
             check = "cross_version"
             self._check_cross(cls, oracle, m, v, bits, index, stats)
             if rules.flexible(v):
@@ -802,13 +895,15 @@ class Fuzzer:
             check = "mutation"
             every = self.options.alloc_every
             traced = every > 0 and ((bits >> 288) & 0xFFFF) % every == 0  # sampled(bits, every, 0)
-            self._check_mutations(cls, v, data, bits >> 96, index, stats, traced)
+            kafka = "kafka" in self.options.oracles
+            mutants = self._check_mutations(cls, v, data, bits >> 96, index, stats, traced, kafka)
             if ((bits >> 304) & 0xFFFF) % NATIVE_EVERY == 0 and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
-            if self.peers or "kafka" in self.options.oracles:
+            if self.peers or kafka:
                 check = "oracles"
-                self._queue(stats, (cls, rules, m, v, data, bits >> 96, index))
+                ours = (exact, json_exact, mutants) if kafka else None
+                self._queue(stats, (cls, rules, m, v, data, bits >> 96, index), ours)
         except CheckTimeout as e:
             self._fail(stats, index, check, f"hang: {e}", data)
         except MemoryError as e:
@@ -827,7 +922,8 @@ class Fuzzer:
         index: int,
         stats: ComboStats,
         tagged: bool,
-    ) -> None:
+    ) -> bool:
+        """Returns whether from_json(to_json(m)) gave back m and m's bytes exactly."""
         try:
             j = m.to_json(v)
             if index % JSON_TEXT_EVERY == 0:
@@ -845,7 +941,9 @@ class Fuzzer:
                     self._fail(stats, index, "json", why, data)
                 elif m3.encode(v) != data:
                     self._fail(stats, index, "json", "from_json encodes differently", data)
-                return
+                else:
+                    return True
+                return False
             # JSON does not carry unknown tagged fields: compare the JSON forms instead.
             j3 = m3.to_json(v)
             if j3 != j:
@@ -857,6 +955,7 @@ class Fuzzer:
                     self._fail(stats, index, "json", why, data)
         except Exception as e:
             self._fail(stats, index, "json", _describe(e), data)
+        return False
 
     def _cross_groups(
         self, cls: type[Message], oracle: Oracle, v: int, bits: int
@@ -1209,9 +1308,14 @@ class Fuzzer:
         index: int,
         stats: ComboStats,
         traced: bool = False,
-    ) -> None:
+        keep: bool = False,
+    ) -> list[tuple[bytes, Any]]:
+        """With ``keep``, returns each corrupted copy with what kafkagen made of it: see
+        :func:`_expect`. (No exception is kept: its traceback would hold these frames in a
+        cycle, and cycles by the million cost more in collection than all the checks.)"""
         traced = traced and not tracemalloc.is_tracing()
         count = MAX_MUTATIONS if self.replaying else min(self.options.mutations, MAX_MUTATIONS)
+        kept: list[tuple[bytes, Any]] = []
         for k in range(count):
             bad = mutate(data, (bits >> (48 * k)) & 0xFFFFFFFFFFFF)
             stats.mutations += 1
@@ -1222,15 +1326,22 @@ class Fuzzer:
                 try:
                     d = cls.decode(bad, v)
                 except DecodeError:
+                    if keep:
+                        kept.append((bad, REFUSED))
                     continue
                 except Exception as e:
+                    if keep:
+                        kept.append((bad, FAILED))
                     self._fail(stats, index, "mutation", "decode: " + _describe(e), bad)
                     continue
                 stats.mutations_decoded += 1
+                written: bytes | None = None
                 try:
-                    d.encode(v)  # what a codec accepts, it must be able to write back
+                    written = d.encode(v)  # what a codec accepts, it must be able to write back
                 except Exception as e:
                     self._fail(stats, index, "mutation", "re-encode: " + _describe(e), bad)
+                if keep:
+                    kept.append((bad, (d, written)))
             finally:
                 took = time.perf_counter() - began
                 if traced:
@@ -1240,6 +1351,7 @@ class Fuzzer:
                         self._fail(stats, index, "mutation", f"allocated {peak} bytes at peak", bad)
                 if took > SLOW_SECONDS:
                     self._fail(stats, index, "mutation", f"took {took:.2f} s", bad)
+        return kept
 
 
 __all__ = [

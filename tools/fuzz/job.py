@@ -36,7 +36,6 @@ from kafkagen.oracle import (
     UDF_CLASS,
     RecordsPaths,
     build,
-    decode_batch,
     decode_results,
     encode_batch,
     records_paths,
@@ -498,9 +497,10 @@ def _result_rows(stats: Iterable[ComboStats], task: int, attempt: int) -> Iterat
 
 
 def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
-    """The mapInArrow function after Kafka answered in the JVM: rows of questions
-    ("kafka") with their ``answers`` become counts and failures, one stats row per task
-    and (API, kind, version) so findings are capped as in the task; other rows pass."""
+    """The mapInArrow function after Kafka judged in the JVM: rows of messages ("kafka")
+    with Kafka's ``answers`` (what it did not agree on) become counts and failures, one
+    stats row per task and (API, kind, version) so findings are capped as in the task;
+    other rows pass."""
     import pyarrow as pa
     from pyspark import TaskContext
 
@@ -526,7 +526,6 @@ def judge_task(config: JobConfig, batches: Iterable[Any]) -> Iterator[Any]:
                     fuzzer = Fuzzer(config.table, config.options)
                     fuzzer.records = config.records
                 pending = Pending(row["api"], row["kind"], row["version"])
-                pending.items = decode_batch(row["batch"])
                 pending.refs = Pending.unpack_refs(row["refs"])
                 pending.peers = Pending.unpack_peers(row["peers"])
                 key = (row["task"], pending.api, pending.kind, pending.version)
@@ -759,6 +758,26 @@ def oracle_jars() -> list[Path]:
     return [jars[0], *(j for j in jars[1:] if j.name.startswith("kafka-clients-"))]
 
 
+#: The JVMs' just-in-time compiler for --oracle kafka: C1 only. Kafka's classes are
+#: hundreds of message types, each hot for a while: on 200,000 messages on local[2] the
+#: tiered C2 compiler spent 20 CPU-s compiling them against 3 for C1 alone, and the
+#: answers took the same CPU either way (7.4 and 7.2 s), so C2 never paid off.
+ORACLE_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def oracle_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
+    """``conf`` plus what a Spark session needs for --oracle kafka (see
+    :func:`oracle_jars`, :data:`ORACLE_JVM_OPTIONS`): pass it to :func:`spark_session` to
+    run several oracle jobs on one session. JVM options given in ``conf`` are kept."""
+    out = {
+        "spark.driver.extraJavaOptions": ORACLE_JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": ORACLE_JVM_OPTIONS,
+        **(conf or {}),
+    }
+    out["spark.jars"] = ",".join(map(str, oracle_jars()))
+    return out
+
+
 def run_spark(
     table: Table,
     combos: list[Combo],
@@ -776,12 +795,16 @@ def run_spark(
     if "kafka" in options.oracles:
         from pyspark import SparkContext
 
-        if spark is not None or SparkContext._active_spark_context is not None:
-            raise ValueError(
-                "--oracle kafka starts a Spark session of its own (it adds Kafka's jars): "
-                "stop the running one first"
-            )
-        conf = {**(conf or {}), "spark.jars": ",".join(map(str, oracle_jars()))}
+        active = SparkContext._active_spark_context if spark is None else spark.sparkContext
+        if active is not None:
+            jars = oracle_conf()["spark.jars"]
+            if jars not in (active.getConf().get("spark.jars") or ""):
+                raise ValueError(
+                    "--oracle kafka needs Kafka's jars in the Spark session: stop the "
+                    "running one, or start it with oracle_conf()"
+                )
+        else:
+            conf = oracle_conf(conf)
         records = records_paths()
     with contextlib.ExitStack() as stack:
         if spark is None:
@@ -823,17 +846,19 @@ def run_spark(
 
 def _task_job(spark: Any, config: JobConfig, task: int) -> Any:
     """One task as a Spark job of its own: its rows as an Arrow table. With --oracle
-    kafka its questions are answered in the executor's JVM (the SQL function
-    ``kafka_oracle``, registered by run_spark) and judged in a second Python stage."""
+    kafka Kafka judges its messages in the executor's JVM (the SQL function
+    ``kafka_oracle``, registered by run_spark), and a second Python stage decides what
+    Kafka did not agree on; the messages themselves do not go back to Python."""
     df = spark.range(task, task + 1, 1, 1).mapInArrow(
         functools.partial(arrow_task, config), SCHEMA_DDL
     )
     if config.kafka_rows:
-        from pyspark.sql.functions import expr
+        from pyspark.sql.functions import expr, lit
 
         df = (
             df.drop("answers")
             .withColumn("answers", expr("kafka_oracle(batch)"))
+            .withColumn("batch", lit(None).cast("binary"))
             .mapInArrow(functools.partial(judge_task, config), SCHEMA_DDL)
         )
     return df.toArrow()
@@ -887,6 +912,7 @@ __all__ = [
     "Progress",
     "RunResult",
     "build_zip",
+    "oracle_conf",
     "package_dirs",
     "run_plain",
     "run_spark",

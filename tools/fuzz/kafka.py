@@ -1,7 +1,7 @@
 """The ``kafka`` check (``kafkagen fuzz --oracle kafka``): Kafka's own classes judge.
 
 For each message at its version three questions go to Kafka's generated classes
-(:mod:`kafkagen.oracle`), many per batch:
+(:mod:`kafkagen.oracle`), many messages per batch:
 
 - *read* its bytes: Kafka's JSON form and re-encoding must be kafkagen's;
 - *write* its JSON form: Kafka must write what kafkagen writes from that JSON, and
@@ -9,48 +9,85 @@ For each message at its version three questions go to Kafka's generated classes
 - *read* each corrupted copy of the mutation check: both refuse it, or both read it alike
   (the differences of ``docs/kafka-differences.md`` are counted apart, not failed).
 
-The fuzzer collects the questions per (API, kind, version) into :class:`Pending` batches.
+The fuzzer has kafkagen's side of all three already (its own checks decoded, encoded and
+converted the same bytes), so it sends it along (:func:`kafkagen.oracle.judge_item`) and
+Kafka compares where both values are: an agreement comes back as nothing. What Kafka does
+not agree on comes back with Kafka's outcome, and :func:`judge` decides it here with
+kafkagen's full comparison (which names the first differing field or byte, and knows the
+documented differences). Where the fuzzer has no cheap exact expectation (a message its
+own checks already failed), Kafka's answer always comes back to be judged here.
+
+The fuzzer collects the messages per (API, kind, version) into :class:`Pending` batches.
 Their answers come from a :class:`~kafkagen.oracle.KafkaOracle` in this process (runs
-without Spark, replays) or from the same Java class in the Spark executors' JVMs; either
-way :func:`judge` compares them with kafkagen's own results and counts. Versions Kafka
-does not have are counted as skipped, never as passed.
+without Spark, replays) or from the same Java class in the Spark executors' JVMs. Versions
+Kafka does not have are counted as skipped, never as passed.
 """
 
 from __future__ import annotations
 
 import json
+import json.encoder
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkagen.oracle import (
+    JUDGED_READ,
+    JUDGED_WRITE,
     Item,
     Outcome,
     RecordsPaths,
     compare,
+    disagreements,
     explain,
+    judge_item,
     kafkagen_class,
     kafkagen_read,
-    read_item,
-    write_item,
 )
 from kafkagen.runtime.message import Message
 
-#: What a question asks, besides a mutant's number (0, 1, ...).
-READ, WRITE = -1, -2
+#: What a question asks, besides a mutant's number (0, 1, ...): as a judged message's
+#: answer names them.
+READ, WRITE = JUDGED_READ, JUDGED_WRITE
 _REF = struct.Struct(">qb")
-#: Questions per batch: a Spark row, or one call to the JVM.
-BATCH_ITEMS = 2048
+#: Messages per batch: a Spark row, or one call to the JVM (each about three questions).
+BATCH_ITEMS = 1024
 #: A peer's disagreement waiting for Kafka's answer to the same question: (peer, message
 #: index, READ / WRITE / mutant number, question, kind of difference).
 PeerEntry = tuple[str, int, int, str, str]
 
 
+# kafkagen's JSON form as text for Kafka: the C encoder built once (json.dumps builds one
+# per call), NaN and infinities as the bare tokens Kafka's JSON reader takes.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _no_default(o: Any) -> Any:
+    raise TypeError(f"{type(o).__name__} is not a JSON value")
+
+
+_encode: Any = (
+    _c_make_encoder(
+        None, _no_default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def json_text(obj: Any) -> bytes:
+    """``obj`` as compact UTF-8 JSON text (``json.dumps(obj, ensure_ascii=False)`` without
+    the spaces)."""
+    if _encode is None:
+        return json.dumps(obj, ensure_ascii=False, default=_no_default).encode()
+    return "".join(_encode(obj, 0)).encode()
+
+
 @dataclass
 class Pending:
-    """Questions about messages of one (API, kind, version): ``refs[i]`` is (message
-    index, READ / WRITE / mutant number) of ``items[i]``."""
+    """Messages of one (API, kind, version) for Kafka to judge: ``refs[i]`` is (message
+    index, questions asked) of ``items[i]``."""
 
     api: int
     kind: str
@@ -60,22 +97,26 @@ class Pending:
     #: The peers' disagreements about these messages.
     peers: list[PeerEntry] = field(default_factory=list)
 
-    def add(self, index: int, data: bytes, message: Message, mutants: list[bytes]) -> None:
+    def add(
+        self,
+        index: int,
+        data: bytes,
+        text: bytes,
+        read: bytes,
+        written: bytes | None,
+        mutants: list[tuple[bytes, bytes]],
+    ) -> None:
+        """One message: see :func:`kafkagen.oracle.judge_item`."""
         api, kind, v = self.api, self.kind, self.version
-        self.items.append(read_item(api, kind, v, data))
-        self.refs.append((index, READ))
-        self.items.append(write_item(api, kind, v, message.to_json(v)))
-        self.refs.append((index, WRITE))
-        for k, bad in enumerate(mutants):
-            self.items.append(read_item(api, kind, v, bad))
-            self.refs.append((index, k))
+        self.items.append(judge_item(api, kind, v, data, text, read, written, mutants))
+        self.refs.append((index, 2 + len(mutants)))
 
     def packed_refs(self) -> bytes:
-        return b"".join(_REF.pack(i, r) for i, r in self.refs)
+        return b"".join(_REF.pack(i, n) for i, n in self.refs)
 
     @staticmethod
     def unpack_refs(data: bytes) -> list[tuple[int, int]]:
-        return [(i, r) for i, r in _REF.iter_unpack(data)]
+        return [(i, n) for i, n in _REF.iter_unpack(data)]
 
     def packed_peers(self) -> bytes:
         return json.dumps(self.peers).encode()
@@ -103,34 +144,35 @@ class Verdicts:
 
 
 def judge(pending: Pending, answers: list[Outcome], records: RecordsPaths, fail: Fail) -> Verdicts:
-    """Compare Kafka's ``answers`` with kafkagen's results on the same questions."""
+    """Count Kafka's judgement of ``pending`` and decide what it did not agree on by
+    comparing its outcome with kafkagen's, as computed here."""
     cls = kafkagen_class(pending.api, pending.kind)
     paths = records.get((pending.api, pending.kind), ())
     v = pending.version
     out = Verdicts()
-    for (index, role), item, theirs in zip(pending.refs, pending.items, answers, strict=True):
+    for (index, questions), theirs in zip(pending.refs, answers, strict=True):
         if theirs.status == "unsupported":
-            out.skipped += 1
+            out.skipped += questions
+            out.doubted.update((index, role) for role in (READ, WRITE, *range(questions - 2)))
+            continue
+        out.checks += questions
+        for role, kafka, asked in disagreements(theirs):
+            if role == WRITE:
+                why = _judge_write(cls, v, json.loads(asked), kafka)
+                if why:
+                    out.doubted.add((index, role))
+                    fail(index, f"Kafka writes kafkagen's JSON form: {why}", kafka.data)
+                continue
+            ours = kafkagen_read(cls, v, asked, paths)
+            difference = compare(ours, kafka)
+            if difference is None:
+                continue
             out.doubted.add((index, role))
-            continue
-        out.checks += 1
-        data = item.payload
-        if role == WRITE:
-            why = _judge_write(cls, v, json.loads(data), theirs)
-            if why:
-                out.doubted.add((index, role))
-                fail(index, f"Kafka writes kafkagen's JSON form: {why}", theirs.data)
-            continue
-        ours = kafkagen_read(cls, v, data, paths)
-        difference = compare(ours, theirs)
-        if difference is None:
-            continue
-        out.doubted.add((index, role))
-        if role >= 0 and explain(cls, v, data, ours, theirs, paths) is not None:
-            out.known += 1
-            continue
-        what = "reads kafkagen's bytes" if role == READ else f"reads corrupted copy {role}"
-        fail(index, f"Kafka {what}: {difference}", data)
+            if role >= 0 and explain(cls, v, asked, ours, kafka, paths) is not None:
+                out.known += 1
+                continue
+            what = "reads kafkagen's bytes" if role == READ else f"reads corrupted copy {role}"
+            fail(index, f"Kafka {what}: {difference}", asked)
     return out
 
 
@@ -146,4 +188,13 @@ def _judge_write(cls: type[Message], v: int, obj: Any, theirs: Outcome) -> str |
     return None
 
 
-__all__ = ["BATCH_ITEMS", "PeerEntry", "READ", "WRITE", "Pending", "Verdicts", "judge"]
+__all__ = [
+    "BATCH_ITEMS",
+    "PeerEntry",
+    "READ",
+    "WRITE",
+    "Pending",
+    "Verdicts",
+    "json_text",
+    "judge",
+]

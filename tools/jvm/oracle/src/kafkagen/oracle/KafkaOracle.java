@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeType;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -21,6 +22,11 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.message.ApiMessageType;
@@ -41,7 +47,8 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * request, 1 response, 2 request header, 3 response header, 4 coordinator key and 5 coordinator
  * value, whose api key is the record type), int16 version (for the header kinds the header
  * version), int32 length and that many payload bytes. Ops: 1 READ (payload: wire
- * bytes), 2 WRITE (payload: Kafka's JSON form as UTF-8), 3 VERSIONS (no payload).
+ * bytes), 2 WRITE (payload: Kafka's JSON form as UTF-8), 3 VERSIONS (no payload), 4 JUDGE (one
+ * message with kafkagen's own results: see {@link #judge}).
  *
  * <p>A result: int8 status, int32 length + UTF-8 text, int32 length + bytes. Status 0 OK: the
  * bytes are Kafka's encoding of the message ({@code write} at the same version) and, for a READ,
@@ -49,7 +56,8 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * its JSON form is that of reading its bytes); for VERSIONS the text is the table of APIs and
  * versions. Status 1 REJECTED, 2 UNSUPPORTED (no such API, kind or version here) and
  * 3 UNWRITABLE (Kafka read the bytes but could not write the message back or render its JSON)
- * carry the reason as text and no bytes.
+ * carry the reason as text and no bytes. A JUDGE result is OK with the disagreements as its
+ * bytes, or UNSUPPORTED.
  *
  * <p>Kafka accepts bytes when {@code read} returns and has consumed every byte: its request
  * parsing ignores bytes left over after a body, but a codec that leaves bytes unread has not read
@@ -59,11 +67,18 @@ public final class KafkaOracle {
     public static final byte READ = 1;
     public static final byte WRITE = 2;
     public static final byte VERSIONS = 3;
+    public static final byte JUDGE = 4;
 
     public static final byte OK = 0;
     public static final byte REJECTED = 1;
     public static final byte UNSUPPORTED = 2;
     public static final byte UNWRITABLE = 3;
+    /** A JUDGE expectation: kafkagen failed otherwise than by refusing the bytes. */
+    public static final byte FAILED = 4;
+    /** A JUDGE expectation: none given, every answer goes back to be judged by the caller. */
+    public static final byte NO_EXPECTATION = -1;
+    /** A JUDGE length that stands for the message's own JSON form or the question's bytes. */
+    private static final int SAME = -1;
 
     /** Written once on stdout when the server is ready: the client knows the JVM is up. */
     private static final byte[] HELLO = "KGO1".getBytes(StandardCharsets.US_ASCII);
@@ -212,7 +227,7 @@ public final class KafkaOracle {
         if (op == VERSIONS) {
             return new Result(OK, versions(), new byte[0]);
         }
-        if (op != READ && op != WRITE) {
+        if (op != READ && op != WRITE && op != JUDGE) {
             throw new IllegalArgumentException("batch: unknown op " + op);
         }
         Codec codec = codec(apiKey, kind);
@@ -224,35 +239,274 @@ public final class KafkaOracle {
             return Result.fail(UNSUPPORTED, "Kafka has no version " + version + " of "
                     + KINDS[kind] + " " + apiKey + " (it has " + codec.lowest + "-" + codec.highest + ")");
         }
-        Message message;
+        if (op == JUDGE) {
+            return judge(codec, version, ByteBuffer.wrap(payload));
+        }
+        if (op == READ) {
+            return read(codec, version, payload).result();
+        }
+        JsonNode tree;
         try {
-            if (op == READ) {
-                message = codec.newMessage();
-                ByteBuffer buffer = ByteBuffer.wrap(payload);
-                message.read(new ByteBufferAccessor(buffer), version);
-                if (buffer.hasRemaining()) {
-                    return Result.fail(REJECTED, buffer.remaining() + " trailing bytes after byte "
-                            + buffer.position());
-                }
-            } else {
-                message = (Message) codec.fromJson.invokeExact(MAPPER.readTree(payload), version);
-            }
+            tree = MAPPER.readTree(payload);
         } catch (Throwable e) {
             return Result.fail(REJECTED, describe(rethrowFatal(e)));
         }
+        return write(codec, version, tree).result();
+    }
+
+    /** Kafka's outcome of one question, before it is framed: the JSON form as a tree. */
+    private static final class Answer {
+        final byte status;
+        final JsonNode json;
+        final byte[] bytes;
+        final String reason;
+
+        Answer(byte status, JsonNode json, byte[] bytes, String reason) {
+            this.status = status;
+            this.json = json;
+            this.bytes = bytes;
+            this.reason = reason;
+        }
+
+        static Answer fail(byte status, Throwable e) {
+            return new Answer(status, null, null, describe(rethrowFatal(e)));
+        }
+
+        Result result() {
+            if (status != OK) {
+                return Result.fail(status, reason);
+            }
+            try {
+                return new Result(OK, json == null ? "" : MAPPER.writeValueAsString(json), bytes);
+            } catch (IOException e) {
+                return Result.fail(UNWRITABLE, describe(e));
+            }
+        }
+    }
+
+    /** Kafka reads the bytes, then writes them back and renders its JSON form. */
+    private static Answer read(Codec codec, short version, byte[] payload) {
+        Message message = codec.newMessage();
+        try {
+            ByteBuffer buffer = ByteBuffer.wrap(payload);
+            message.read(new ByteBufferAccessor(buffer), version);
+            if (buffer.hasRemaining()) {
+                return new Answer(REJECTED, null, null, buffer.remaining()
+                        + " trailing bytes after byte " + buffer.position());
+            }
+        } catch (Throwable e) {
+            return Answer.fail(REJECTED, e);
+        }
         try {
             byte[] bytes = encode(message, version);
-            if (op == WRITE) {
-                return new Result(OK, "", bytes);
-            }
             JsonNode json = (JsonNode) codec.toJson.invokeExact(message, version);
-            return new Result(OK, MAPPER.writeValueAsString(json), bytes);
+            return new Answer(OK, json, bytes, "");
         } catch (Throwable e) {
-            if (op == WRITE) {  // Kafka's own reader accepted what its writer refuses
-                return Result.fail(REJECTED, describe(rethrowFatal(e)));
-            }
-            return Result.fail(UNWRITABLE, describe(rethrowFatal(e)));
+            return Answer.fail(UNWRITABLE, e);
         }
+    }
+
+    /** Kafka reads the JSON form and writes the message (no JSON form of its own). */
+    private static Answer write(Codec codec, short version, JsonNode tree) {
+        try {
+            Message message = (Message) codec.fromJson.invokeExact(tree, version);
+            // Kafka's own reader may accept what its writer refuses: a rejection either way.
+            return new Answer(OK, null, encode(message, version), "");
+        } catch (Throwable e) {
+            return Answer.fail(REJECTED, e);
+        }
+    }
+
+    /**
+     * Kafka judges one message against kafkagen's own results for it, so that agreement, the
+     * common case, costs no transfer and no work on the caller's side. The payload (big-endian):
+     * int32 length + the message's bytes; int32 length + kafkagen's JSON form of it (UTF-8); the
+     * expectation for reading the bytes; for writing the JSON form int8 0 and int32 length + the
+     * bytes kafkagen writes from it (or int8 -1: none); int8 count of corrupted copies, each an
+     * int32 length + its bytes and the expectation for reading it.
+     *
+     * <p>An expectation is kafkagen's own outcome: int8 status (0 OK, 1 REJECTED, 3 UNWRITABLE,
+     * 4 FAILED, -1 none given); for OK an int32 length + its JSON form (-1: the message's JSON
+     * form) and an int32 length + its re-encoding (-1: the bytes read). Kafka agrees when both
+     * refuse the bytes, both cannot write them back, or both read them to JSON forms that are equal
+     * (see {@link #sameJson}) and write them back as equal bytes; writing, when it writes the same
+     * bytes.
+     *
+     * <p>The result's bytes: int16 count of the questions Kafka did not agree on, each int8 role
+     * (-1 the read, -2 the write, k the corrupted copy k), Kafka's outcome framed as a READ's or
+     * WRITE's result is, and int32 length + the question's payload (bytes, or the JSON form), for
+     * the caller to name the difference.
+     */
+    private static Result judge(Codec codec, short version, ByteBuffer in) {
+        byte[] data = bytes(in);
+        byte[] jsonText = bytes(in);
+        JsonNode tree = null;
+        String unreadable = null;
+        try {
+            tree = MAPPER.readTree(jsonText);
+        } catch (Throwable e) {
+            unreadable = describe(rethrowFatal(e));
+        }
+        List<byte[]> disagreements = new ArrayList<>(2);
+        // The read: Kafka's JSON form and bytes against kafkagen's.
+        Answer read = read(codec, version, data);
+        if (!agrees(in, read, data, tree)) {
+            disagreements.add(frame(-1, read, data));
+        }
+        // The write of kafkagen's JSON form.
+        byte writeExpect = in.get();
+        byte[] written = writeExpect == OK ? bytes(in, data) : null;
+        Answer write = tree == null ? new Answer(REJECTED, null, null, unreadable)
+                : write(codec, version, tree);
+        if (written == null || write.status != OK || !Arrays.equals(written, write.bytes)) {
+            disagreements.add(frame(-2, write, jsonText));
+        }
+        int mutants = in.get();
+        for (int k = 0; k < mutants; k++) {
+            byte[] bad = bytes(in);
+            Answer answer = read(codec, version, bad);
+            if (!agrees(in, answer, bad, tree)) {
+                disagreements.add(frame(k, answer, bad));
+            }
+        }
+        if (in.hasRemaining()) {
+            throw new IllegalArgumentException("judge: " + in.remaining() + " bytes after the questions");
+        }
+        int size = 2;
+        for (byte[] d : disagreements) {
+            size += d.length;
+        }
+        ByteBuffer out = ByteBuffer.allocate(size);
+        out.putShort((short) disagreements.size());
+        for (byte[] d : disagreements) {
+            out.put(d);
+        }
+        return new Result(OK, "", out.array());
+    }
+
+    /** Reads kafkagen's expectation for a read from {@code in} and compares Kafka's answer. */
+    private static boolean agrees(ByteBuffer in, Answer kafka, byte[] question, JsonNode messageJson) {
+        byte status = in.get();
+        if (status != OK) {
+            return (status == REJECTED || status == UNWRITABLE) && status == kafka.status;
+        }
+        int jsonLength = in.getInt();
+        JsonNode ours = messageJson;
+        boolean parsed = true;
+        if (jsonLength != SAME) {
+            byte[] text = take(in, jsonLength);
+            try {
+                ours = MAPPER.readTree(text);
+            } catch (Throwable e) {
+                rethrowFatal(e);
+                parsed = false;
+            }
+        }
+        byte[] bytes = bytes(in, question);
+        return parsed && ours != null && kafka.status == OK && Arrays.equals(bytes, kafka.bytes)
+                && sameJson(kafka.json, ours);
+    }
+
+    /**
+     * Whether kafkagen's JSON form (parsed from its text) equals Kafka's tree: the same keys in
+     * the same order, integers equal to integers, floating-point numbers to floating-point
+     * numbers (by value: NaN equals NaN, -0.0 equals 0.0; the bytes tell the sign), strings to
+     * strings, Kafka's bytes to their base64 text, booleans and nulls to themselves. Anything
+     * else counts as a difference, which the caller then names.
+     */
+    static boolean sameJson(JsonNode kafka, JsonNode ours) {
+        JsonNodeType type = kafka.getNodeType();
+        switch (type) {
+            case OBJECT: {
+                if (!ours.isObject() || ours.size() != kafka.size()) {
+                    return false;
+                }
+                Iterator<Map.Entry<String, JsonNode>> theirs = kafka.fields();
+                Iterator<Map.Entry<String, JsonNode>> mine = ours.fields();
+                while (theirs.hasNext()) {
+                    Map.Entry<String, JsonNode> a = theirs.next();
+                    Map.Entry<String, JsonNode> b = mine.next();
+                    if (!a.getKey().equals(b.getKey()) || !sameJson(a.getValue(), b.getValue())) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+            case ARRAY: {
+                int n = kafka.size();
+                if (!ours.isArray() || ours.size() != n) {
+                    return false;
+                }
+                for (int i = 0; i < n; i++) {
+                    if (!sameJson(kafka.get(i), ours.get(i))) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+            case NUMBER:
+                if (kafka.isIntegralNumber()) {
+                    return ours.isIntegralNumber() && (kafka.canConvertToLong() && ours.canConvertToLong()
+                            ? kafka.longValue() == ours.longValue()
+                            : kafka.bigIntegerValue().equals(ours.bigIntegerValue()));
+                }
+                if (!kafka.isDouble() || !ours.isDouble()) {
+                    return false;
+                }
+                double a = kafka.doubleValue();
+                double b = ours.doubleValue();
+                return a == b || (Double.isNaN(a) && Double.isNaN(b));
+            case STRING:
+                return ours.isTextual() && kafka.textValue().equals(ours.textValue());
+            case BINARY:
+                try {
+                    return ours.isTextual()
+                            && Base64.getEncoder().encodeToString(kafka.binaryValue()).equals(ours.textValue());
+                } catch (IOException e) {
+                    return false;
+                }
+            case BOOLEAN:
+                return ours.isBoolean() && kafka.booleanValue() == ours.booleanValue();
+            case NULL:
+                return ours.isNull();
+            default:
+                return false;
+        }
+    }
+
+    /** A disagreement as the JUDGE result carries it. */
+    private static byte[] frame(int role, Answer kafka, byte[] question) {
+        Result r = kafka.result();
+        ByteBuffer out = ByteBuffer.allocate(1 + r.size() + 4 + question.length);
+        out.put((byte) role);
+        out.put(r.status);
+        out.putInt(r.text.length);
+        out.put(r.text);
+        out.putInt(r.bytes.length);
+        out.put(r.bytes);
+        out.putInt(question.length);
+        out.put(question);
+        return out.array();
+    }
+
+    private static byte[] bytes(ByteBuffer in) {
+        return take(in, in.getInt());
+    }
+
+    /** Length-prefixed bytes, where the length {@link #SAME} stands for {@code same}. */
+    private static byte[] bytes(ByteBuffer in, byte[] same) {
+        int length = in.getInt();
+        return length == SAME ? same : take(in, length);
+    }
+
+    private static byte[] take(ByteBuffer in, int length) {
+        if (length < 0 || length > in.remaining()) {
+            throw new IllegalArgumentException("judge: a field of " + length + " bytes, "
+                    + in.remaining() + " left");
+        }
+        byte[] out = new byte[length];
+        in.get(out);
+        return out;
     }
 
     private static Codec codec(short apiKey, byte kind) {
