@@ -348,6 +348,33 @@ def test_v1_members_name_themselves_and_may_subscribe_by_regex(cluster: Backgrou
         assert w.call(HB, 1, leave).member_epoch == -1
 
 
+def test_a_regex_takes_in_internal_topics(cluster: BackgroundCluster) -> None:
+    # Kafka 4.4.0 assigns __consumer_offsets to a regex that matches it (measured with
+    # franz-go's Test848RegexBrokerResolves), so kafkagen does too.
+    ids = _topic_ids(cluster)
+    assert "__consumer_offsets" in ids.values()
+    with WireClient(cluster.bootstrap) as w:
+        req = HbReq(
+            group_id="regex-internal",
+            member_id="internal-reader",
+            member_epoch=0,
+            rebalance_timeout_ms=10_000,
+            subscribed_topic_regex="__consumer_offsets|ev.*",
+            topic_partitions=[],
+        )
+        r = w.call(HB, 1, req)
+        assert r.error_code == 0 and r.member_epoch == 1
+        assert _owned(r, ids) == {("__consumer_offsets", 0)} | {("events", i) for i in range(3)}
+        described = w.call(DESCRIBE, 0, DescReq(group_ids=["regex-internal"])).groups[0]
+        assert [m.member_id for m in described.members] == ["internal-reader"]
+        assert {ids[t.topic_id] for t in described.members[0].assignment.topic_partitions} == {
+            "__consumer_offsets",
+            "events",
+        }
+        leave = HbReq(group_id="regex-internal", member_id="internal-reader", member_epoch=-1)
+        assert w.call(HB, 1, leave).member_epoch == -1
+
+
 def test_bad_heartbeats_get_kafka_errors(cluster: BackgroundCluster) -> None:
     ids = _topic_ids(cluster)
     with WireClient(cluster.bootstrap) as w:

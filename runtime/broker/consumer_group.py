@@ -550,8 +550,10 @@ class ConsumerGroupManager:
         topics = self.log.metadata.topics
         names = {n for n in member.subscribed_topic_names if n in topics}
         if member.subscribed_topic_regex:
+            # Internal topics match too, as in Kafka 4.4: its coordinator resolves a regex
+            # against every topic name, `__consumer_offsets` included.
             pattern = re.compile(member.subscribed_topic_regex)
-            names.update(n for n, t in topics.items() if not t.internal and pattern.fullmatch(n))
+            names.update(n for n in topics if pattern.fullmatch(n))
         return frozenset(names)
 
     def subscribed_topics(self, group: ConsumerGroup) -> set[str]:

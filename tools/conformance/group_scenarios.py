@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from uuid import UUID
 
@@ -481,6 +482,22 @@ async def cg_describe(s: Session) -> None:
     g = s.name("g")
     node = await s.coordinator(g)
     await s.setup(_heartbeat(g, t), node=node)
+    await s.call(ConsumerGroupDescribeRequest(group_ids=[g]), node=node)
+
+
+@scenario("ConsumerGroupDescribe", "regex-internal", "a regex that matches __consumer_offsets")
+async def cg_describe_regex_internal(s: Session) -> None:
+    t = await s.create_topic(partitions=2)
+    g = s.name("g")
+    node = await s.coordinator(g)  # __consumer_offsets exists from here on
+    join = _heartbeat(g, None, s.name("m"), subscribed_topic_regex=f"__consumer_offsets|{t}")
+    r = await s.setup(join, node=node)
+    # A broker may resolve the regex after the join; heartbeat until the member is assigned.
+    for _ in range(40):
+        if r.error_code or (r.assignment is not None and r.assignment.topic_partitions):
+            break
+        await asyncio.sleep(0.25)
+        r = await s.setup(_heartbeat(g, None, r.member_id, r.member_epoch), node=node)
     await s.call(ConsumerGroupDescribeRequest(group_ids=[g]), node=node)
 
 
