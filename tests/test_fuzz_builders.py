@@ -14,7 +14,6 @@ import os
 import random
 import subprocess
 import sys
-import tracemalloc
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from kafkagen.generated.fetch import FetchRequest, FetchResponse
 from kafkagen.generated.metadata import MetadataResponse
 from kafkagen.runtime.errors import UnsupportedVersionError
 from kafkagen.runtime.message import Message, Struct
+from memory import growth
 from test_native import CLASSES, IDS, PURE, difference, reference_counts, versions
 
 native_only = pytest.mark.skipif(compiled is None, reason="needs the compiled builders")
@@ -334,16 +334,7 @@ def test_repeated_builds_and_failures_do_not_grow_memory() -> None:
             except Broken:
                 pass
 
-    run()  # warm caches
-    tracemalloc.start()
-    try:
-        run()
-        first = tracemalloc.get_traced_memory()[0]
-        for _ in range(10):
-            run()
-        grown = tracemalloc.get_traced_memory()[0] - first
-    finally:
-        tracemalloc.stop()
+    grown = growth(run, 10)
     assert grown < 64 * 1024, f"memory grew by {grown} bytes over 10 rounds"
 
 

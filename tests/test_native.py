@@ -36,6 +36,7 @@ from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime import message as runtime
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import KeyedList, Message, Struct, uses_native
+from memory import growth
 
 REPO = Path(__file__).resolve().parents[1]
 PURE = os.environ.get("KAFKAGEN_PURE_PYTHON", "") not in ("", "0")
@@ -691,16 +692,7 @@ def test_repeated_failing_and_succeeding_decodes_do_not_grow_memory() -> None:
         except ValueError:
             pass
 
-    run()  # warm caches
-    tracemalloc.start()
-    try:
-        run()
-        first = tracemalloc.get_traced_memory()[0]
-        for _ in range(20):
-            run()
-        grown = tracemalloc.get_traced_memory()[0] - first
-    finally:
-        tracemalloc.stop()
+    grown = growth(run, 20)
     assert grown < 64 * 1024, f"memory grew by {grown} bytes over 20 rounds"
 
 

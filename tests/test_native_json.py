@@ -17,7 +17,6 @@ import os
 import struct
 import subprocess
 import sys
-import tracemalloc
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,6 +30,7 @@ from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime import message as runtime
 from kafkagen.runtime.message import Message, Struct, python_json, uses_native_json
+from memory import growth
 from test_native import CLASSES, IDS, PURE, difference, native_only, outcome, versions
 
 # --------------------------------------------------------------------------- comparisons
@@ -548,16 +548,7 @@ def test_repeated_failing_and_succeeding_conversions_do_not_grow_memory() -> Non
                 with pytest.raises(AttributeError):
                     bad_out.to_json(12)
 
-    run()  # warm caches
-    tracemalloc.start()
-    try:
-        run()
-        first = tracemalloc.get_traced_memory()[0]
-        for _ in range(20):
-            run()
-        grown = tracemalloc.get_traced_memory()[0] - first
-    finally:
-        tracemalloc.stop()
+    grown = growth(run, 20)
     assert grown < 64 * 1024, f"memory grew by {grown} bytes over 20 rounds"
 
 
