@@ -77,10 +77,12 @@ def test_every_page_of_the_nav_is_built(site: Path) -> None:
 # ---------------------------------------------------------------- --strict catches mistakes
 
 
-def planted_copy(tmp_path: Path) -> tuple[Path, Path]:
-    """The site's config and a copy of docs/ to plant mistakes in; hooks and snippets
-    still come from the repository."""
-    docs = tmp_path / "docs"
+@pytest.fixture(scope="module")
+def docs_copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The site's config over a copy of docs/ to plant mistakes in (hooks and snippets
+    still come from the repository); the copy as it is builds."""
+    root = tmp_path_factory.mktemp("planted")
+    docs = root / "docs"
     shutil.copytree(REPO / "docs", docs, ignore=shutil.ignore_patterns("hooks"))
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     config["docs_dir"] = str(docs)
@@ -88,8 +90,10 @@ def planted_copy(tmp_path: Path) -> tuple[Path, Path]:
     for extension in config["markdown_extensions"]:
         if isinstance(extension, dict) and "pymdownx.snippets" in extension:
             extension["pymdownx.snippets"]["base_path"] = [str(REPO)]
-    path = tmp_path / "mkdocs.yml"
+    path = root / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = build(path, root / "clean")
+    assert result.returncode == 0, result.stderr[-3000:]
     return path, docs
 
 
@@ -105,13 +109,16 @@ MISTAKES = {
 
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
-def test_strict_fails_on(mistake: str, tmp_path: Path) -> None:
+def test_strict_fails_on(mistake: str, docs_copy: tuple[Path, Path], tmp_path: Path) -> None:
     planted, named = MISTAKES[mistake]
-    config, docs = planted_copy(tmp_path)
-    assert build(config, tmp_path / "clean").returncode == 0, "the copy must build as is"
+    config, docs = docs_copy
     home = docs / "index.md"
-    home.write_text(home.read_text(encoding="utf-8") + f"\n\n{planted}\n", encoding="utf-8")
-    result = build(config, tmp_path / "planted")
+    clean = home.read_text(encoding="utf-8")
+    home.write_text(f"{clean}\n\n{planted}\n", encoding="utf-8")
+    try:
+        result = build(config, tmp_path / "site")
+    finally:
+        home.write_text(clean, encoding="utf-8")
     assert result.returncode != 0
     assert named in result.stderr, result.stderr[-3000:]
 

@@ -16,7 +16,7 @@ from mkdocs.exceptions import PluginError
 
 MARKER = "<!-- kafkagen: cli-reference -->"
 #: argparse wraps to the terminal's width: fix it, so the page is the same everywhere.
-WIDTH = "96"
+WIDTH = "80"
 
 
 def command_paths() -> list[list[str]]:

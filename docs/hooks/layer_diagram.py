@@ -40,7 +40,7 @@ def layers_figure(contract: dict[str, Any]) -> str:
         f'<figure class="layer-diagram"><figcaption>{html.escape(contract["name"])}'
         f"{inside}: each row imports only rows below it; modules in one row do not "
         "import each other.</figcaption>"
-        + '<div class="layer-arrow">imports point down ▼</div>'.join(rows)
+        + '<div class="layer-arrow">▼</div>'.join(rows)
         + "</figure>"
     )
 
