@@ -51,6 +51,7 @@ from .checks import (
     clear_injection,
 )
 from .kafka import Pending
+from .packages import Package, load_shipped, zip_package
 from .peers import ORACLES, PEER_COUNTS, PEERS, column
 from .plan import Combo, default_tasks, run_task, task_size
 from .rules import Table
@@ -177,22 +178,34 @@ def build_zip(dest: Path) -> Path:
 
 
 _shipped: dict[int, Path] = {}
+#: (SparkContext, package name) of the generated packages shipped.
+_shipped_packages: set[tuple[int, str]] = set()
 
 
-def ship(sc: Any) -> Path:
-    """Zip the package and add it to ``sc`` once per SparkContext. The zip stays until the
-    process exits: executors that join later fetch it from the driver."""
+def ship(sc: Any, package: Package | None = None) -> Path:
+    """Zip the package and add it to ``sc`` once per SparkContext, and with it a generated
+    ``package`` other than the built-in (once per package). The zips stay until the
+    process exits: executors that join later fetch them from the driver."""
     key = id(sc._jsc)
     if key not in _shipped:
-        folder = Path(tempfile.mkdtemp(prefix="kafkagen-fuzz-"))
-        atexit.register(shutil.rmtree, folder, True)
-        path = build_zip(folder / "kafkagen.zip")
+        path = build_zip(_scratch() / "kafkagen.zip")
         sc.addPyFile(str(path))
         for compiled in compiled_files():
             # Not importable from the zip: kafkagen.fuzz loads them from SparkFiles.
             sc.addFile(str(compiled))
         _shipped[key] = path
+    if package is not None and (key, package.name) not in _shipped_packages:
+        extra = zip_package(package, _scratch())
+        if extra is not None:
+            sc.addPyFile(str(extra))
+        _shipped_packages.add((key, package.name))
     return _shipped[key]
+
+
+def _scratch() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="kafkagen-fuzz-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def native_file() -> Path | None:
@@ -404,7 +417,7 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
 
     began, cpu = time.perf_counter(), time.process_time()
     if config.inject:
-        apply_injection(config.inject)
+        apply_injection(config.inject, config.options.package)
     fuzzer = None
     questions: list[Pending] = []
     if "kafka" in config.options.oracles:
@@ -451,7 +464,8 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
         "seconds": time.perf_counter() - began,
         "cpu_seconds": time.process_time() - cpu,
         "origin": f"{kafkagen.__file__} pid={os.getpid()} "
-        f"codecs={_codecs()} builders={_builders()}",
+        f"codecs={_codecs()} builders={_builders()} "
+        f"package={load_shipped(config.options.package).__file__}",
     }
 
 
@@ -666,6 +680,8 @@ class RunResult:
     task_info: list[dict[str, Any]] = field(default_factory=list)
     #: Stopped by Ctrl-C: only the tasks that finished are in the results.
     interrupted: bool = False
+    #: The package under test, as run.json records it (``Package.describe``).
+    package: dict[str, Any] = field(default_factory=dict)
 
     @property
     def messages(self) -> int:
@@ -788,9 +804,12 @@ def run_spark(
     out: IO[str] | None = sys.stderr,
     conf: dict[str, str] | None = None,
     spark: Any = None,
+    package: Package | None = None,
 ) -> RunResult:
     """Run the plan on Spark at ``master`` (or on the given session) and return the summed
-    results. A codec bug named by ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
+    results; ``package``: the generated package ``options.package`` names, shipped to the
+    executors when it is not the built-in. A codec bug named by
+    ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
     records = None
     if "kafka" in options.oracles:
         from pyspark import SparkContext
@@ -810,7 +829,7 @@ def run_spark(
         if spark is None:
             spark = stack.enter_context(spark_session(master, conf))
         sc = spark.sparkContext
-        ship(sc)
+        ship(sc, package)
         total = sum(c.messages for c in combos)
         # A task keeps its questions for Kafka until it ends: smaller tasks with the oracle.
         weight = KAFKA_TASK_WEIGHT if records is not None else 1
