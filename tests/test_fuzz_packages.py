@@ -229,3 +229,105 @@ def test_kafka_judges_only_the_versions_whose_schema_is_kafkas(tmp_path: Path) -
         assert by[("request", v)]["kafka_checks"] == 0, v
         assert by[("request", v)]["kafka_skipped"] == 3 * by[("request", v)]["messages"], v
     assert all(by[("response", v)]["kafka_checks"] > 0 for v in range(0, 7))
+
+
+# --------------------------------------------------------------------------- --against
+
+
+def add_field(spec: Path, field: dict[str, object]) -> None:
+    doc = json.loads(spec.read_text())
+    doc["fields"].append(field)
+    spec.write_text(json.dumps(doc, indent=2))
+
+
+def against(
+    tmp_path: Path, new: Path, old: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, object], list[dict[str, object]]]:
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    proc = kafkagen(
+        "fuzz",
+        "--specs",
+        str(new),
+        "--against",
+        str(old),
+        "--messages",
+        "3000",
+        "--master",
+        "local[2]",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    if not (out / "run.json").exists():
+        return proc, {}, []
+    run = json.loads((out / "run.json").read_text())
+    return proc, run, pq.read_table(out / "differences.parquet").to_pylist()
+
+
+@pytest.mark.slow
+def test_a_narrowed_field_is_a_failure_with_a_reproducer_and_a_rename_a_note(
+    tmp_path: Path,
+) -> None:
+    old = small_specs(tmp_path / "old")
+    new = small_specs(tmp_path / "new")
+    doc = json.loads((new / "FindCoordinatorResponse.json").read_text())
+    for f in doc["fields"]:
+        if f["name"] == "Port":
+            f["type"] = "int16"
+        if f["name"] == "ThrottleTimeMs":
+            f["name"] = "ThrottleMs"
+    (new / "FindCoordinatorResponse.json").write_text(json.dumps(doc))
+    proc, run, differences = against(tmp_path, new, old)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    failing = [d for d in differences if d["what"] == "failure"]
+    # Port is a top-level field of v0-3 (v4+ moved it into the Coordinators array).
+    assert {(d["kind"], d["version"]) for d in failing} == {("response", v) for v in range(4)}
+    for d in failing:
+        assert d["api"] == 10 and d["field"] == "FindCoordinatorResponse.port"
+        assert "type int16 in new, int32 in old" in d["detail"]
+        assert bytes.fromhex(d["hex"]) and json.loads(d["writer_json"]), d
+        assert json.loads(d["reader_json"]), d
+    assert (
+        "INCOMPATIBLE" in proc.stdout
+        and "10:response:v0 FindCoordinatorResponse.port" in proc.stdout
+    )
+    renames = [d for d in differences if d["what"] == "rename"]
+    assert {d["version"] for d in renames} == set(range(1, 7))
+    assert all("new throttle_ms is old throttle_time_ms" == d["detail"] for d in renames)
+    assert run["failures"] > 0 and run["renames"] == 6
+
+
+@pytest.mark.slow
+def test_a_new_tagged_field_travels_as_an_unknown_tag_and_is_compatible(tmp_path: Path) -> None:
+    old = small_specs(tmp_path / "old")
+    new = small_specs(tmp_path / "new")
+    add_field(
+        new / "FindCoordinatorRequest.json",
+        {"name": "Hint", "type": "string", "versions": "3+", "taggedVersions": "3+", "tag": 0},
+    )
+    proc, run, differences = against(tmp_path, new, old)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "compatible: every message read alike by both sides" in proc.stdout
+    assert not [d for d in differences if d["what"] == "failure"]
+    tags = [d for d in differences if d["what"] == "unknown-tag"]
+    assert {d["version"] for d in tags} == set(range(3, 7))
+    assert all(d["field"] == "FindCoordinatorRequest.hint" for d in tags)
+    assert run["unknown_tag_round_trips"] > 0
+
+
+def test_two_generations_with_no_api_in_common_is_one_line_exit_2(tmp_path: Path) -> None:
+    one = tmp_path / "one"
+    other = tmp_path / "other"
+    one.mkdir()
+    other.mkdir()
+    for kind in ("Request", "Response"):
+        shutil.copy(BUILTIN_SPECS / f"FindCoordinator{kind}.json", one)
+        shutil.copy(BUILTIN_SPECS / f"ApiVersions{kind}.json", other)
+    proc = kafkagen("fuzz", "--specs", "one", "--against", "other", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "kafkagen fuzz: one and other have no API in common"
+    ]
+    assert not (tmp_path / "out").exists()

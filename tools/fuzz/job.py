@@ -114,7 +114,8 @@ logger.runner.level = fatal
 """
 
 
-def _arrow_schema() -> Any:
+def _arrow_schema(ddl: str = SCHEMA_DDL) -> Any:
+    """The Arrow schema of a Spark DDL of plain columns (the tasks' output rows)."""
     import pyarrow as pa  # type: ignore[import-untyped]
 
     types = {
@@ -124,7 +125,7 @@ def _arrow_schema() -> Any:
         "double": pa.float64(),
         "binary": pa.binary(),
     }
-    cols = [c.strip().split() for c in SCHEMA_DDL.split(",")]
+    cols = [c.strip().split() for c in ddl.split(",")]
     return pa.schema([(name, types[t]) for name, t in cols])
 
 
