@@ -51,7 +51,7 @@ from .checks import (
     clear_injection,
 )
 from .kafka import Pending
-from .packages import Package, load_shipped, zip_package
+from .packages import Package, load_shipped
 from .peers import ORACLES, PEER_COUNTS, PEERS, column
 from .plan import Combo, default_tasks, run_task, task_size
 from .rules import Table
@@ -149,12 +149,21 @@ def package_dirs() -> dict[str, Path]:
     return dirs
 
 
-def build_zip(dest: Path) -> Path:
-    """Zip the package's Python files, each with a bytecode file compiled here so the
-    executors do not compile the generated codecs again in every worker process."""
+def _add_module(z: zipfile.ZipFile, name: str, source: bytes) -> None:
+    """A Python file and a bytecode file compiled here, so the executors do not compile
+    the generated codecs again in every worker process (zipimport cannot cache them)."""
     import importlib.util as iu
     import marshal
 
+    z.writestr(name, source)
+    code = compile(source, name, "exec", dont_inherit=True)
+    # Unchecked hash-based pyc (PEP 552): valid wherever the magic number matches.
+    flags = (1).to_bytes(4, "little")
+    z.writestr(name + "c", iu.MAGIC_NUMBER + flags + iu.source_hash(source) + marshal.dumps(code))
+
+
+def build_zip(dest: Path) -> Path:
+    """Zip the package's Python files, each with its bytecode (see :func:`_add_module`)."""
     dirs = package_dirs()
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
         for arc, src in dirs.items():
@@ -164,14 +173,7 @@ def build_zip(dest: Path) -> Path:
                     continue
                 if arc == "kafkagen" and len(rel.parts) > 1 and rel.parts[0] in SHIPPED:
                     continue  # zipped from its own folder
-                name = f"{arc}/{rel.as_posix()}"
-                source = path.read_bytes()
-                z.writestr(name, source)
-                code = compile(source, name, "exec", dont_inherit=True)
-                # Unchecked hash-based pyc (PEP 552): valid wherever the magic number matches.
-                flags = (1).to_bytes(4, "little")
-                pyc = iu.MAGIC_NUMBER + flags + iu.source_hash(source) + marshal.dumps(code)
-                z.writestr(name + "c", pyc)
+                _add_module(z, f"{arc}/{rel.as_posix()}", path.read_bytes())
             for data in ("py.typed",):
                 if (src / data).exists():
                     z.write(src / data, f"{arc}/{data}")
@@ -195,12 +197,21 @@ def ship(sc: Any, package: Package | None = None) -> Path:
             # Not importable from the zip: kafkagen.fuzz loads them from SparkFiles.
             sc.addFile(str(compiled))
         _shipped[key] = path
-    if package is not None and (key, package.name) not in _shipped_packages:
-        extra = zip_package(package, _scratch())
-        if extra is not None:
-            sc.addPyFile(str(extra))
-        _shipped_packages.add((key, package.name))
+    if package is not None and package.folder is not None:
+        if (key, package.name) not in _shipped_packages:
+            sc.addPyFile(str(zip_package(package, _scratch())))
+            _shipped_packages.add((key, package.name))
     return _shipped[key]
+
+
+def zip_package(package: Package, dest_dir: Path) -> Path:
+    """A generated package's folder zipped under its import name, with bytecode."""
+    assert package.folder is not None
+    dest = dest_dir / f"{package.name}.zip"
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(package.folder.glob("*.py")):
+            _add_module(z, f"{package.name}/{path.name}", path.read_bytes())
+    return dest
 
 
 def _scratch() -> Path:

@@ -13,7 +13,7 @@ Whatever the source, the package is loaded under an import name derived from its
 (``kafkagen_pkg_<digest>``), so two packages of the same folder name, or a package
 changed between two runs on one Spark session, never meet in one Python process. Generated
 modules import their siblings relatively, so the name is free to choose. The package folder
-is zipped and shipped to the executors beside the kafkagen zip.
+is zipped and shipped to the executors beside the kafkagen zip (kafkagen.fuzz.job.ship).
 
 The fuzz's rules (:mod:`kafkagen.fuzz.rules`) come from the specs when there are any, and
 otherwise from the package's own field tables and layouts (:func:`table_of`), which carry
@@ -32,7 +32,6 @@ import importlib.util
 import shutil
 import sys
 import tempfile
-import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -294,19 +293,6 @@ def load_shipped(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
-def zip_package(package: Package, dest_dir: Path) -> Path | None:
-    """The package folder zipped under its import name, for ``addPyFile``; None for the
-    built-in (it travels inside kafkagen's own zip)."""
-    if package.folder is None:
-        return None
-    dest = dest_dir / f"{package.name}.zip"
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in sorted(package.folder.iterdir()):
-            if path.is_file() and (path.suffix == ".py" or path.name in (MARKER, "py.typed")):
-                z.write(path, f"{package.name}/{path.name}")
-    return dest
-
-
 # ---------------------------------------------------------------- what a package says
 
 
@@ -478,5 +464,4 @@ __all__ = [
     "opened",
     "resolve",
     "table_of",
-    "zip_package",
 ]
