@@ -298,6 +298,24 @@ def test_a_narrowed_field_is_a_failure_with_a_reproducer_and_a_rename_a_note(
     assert all("new throttle_ms is old throttle_time_ms" == d["detail"] for d in renames)
     assert run["failures"] > 0 and run["renames"] == 6
 
+    # A difference replays from its id, with the same two sides, in this process.
+    shown = failing[0]
+    assert shown["id"].startswith(f"{shown['writer']}:1:10:response:{shown['version']}:")
+    replay = kafkagen(
+        "fuzz", "--specs", str(new), "--against", str(old), "--replay", shown["id"], cwd=tmp_path
+    )
+    assert replay.returncode == 1, replay.stderr
+    assert f"bytes {shown['hex']}\n" in replay.stdout
+    assert f"'s JSON: {shown['writer_json']}\n" in replay.stdout
+    assert "layout failure: FindCoordinatorResponse.port: type int16" in replay.stdout
+    assert "INCOMPATIBLE: the reader refuses the bytes" in replay.stdout
+    swapped = kafkagen(
+        "fuzz", "--specs", str(old), "--against", str(new), "--replay", shown["id"], cwd=tmp_path
+    )
+    assert swapped.returncode == 2
+    [line] = swapped.stderr.strip().splitlines()
+    assert f"difference {shown['id']} was found on sides of spec digests" in line
+
 
 @pytest.mark.slow
 def test_a_new_tagged_field_travels_as_an_unknown_tag_and_is_compatible(tmp_path: Path) -> None:
