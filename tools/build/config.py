@@ -70,8 +70,10 @@ def load_settings(root: Path) -> Settings:
     table = read_table(root)
     if table is None:
         raise BuildError(f"{PYPROJECT}: no {TABLE} table: it names the spec folders and 'out'")
-    errors = jsonschema.Draft202012Validator(SCHEMA).iter_errors(table)
-    error = jsonschema.exceptions.best_match(errors)
+    errors = list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(table))
+    # a misspelt key first: it explains the "missing" one that usually comes with it
+    unknown = [e for e in errors if e.validator == "additionalProperties"]
+    error = unknown[0] if unknown else jsonschema.exceptions.best_match(errors)
     if error is not None:
         raise BuildError(f"{PYPROJECT}: {TABLE} {_describe(error)}")
     root = root.resolve()
