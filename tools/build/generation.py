@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import kafkagen
-from kafkagen.generator import generate as gen
+import kafkagen.generator
+import kafkagen.templates
 from kafkagen.generator import output
 from kafkagen.generator.errors import SpecError, SpecErrors, report_spec_warnings
 from kafkagen.generator.loader import spec_files
@@ -23,8 +24,17 @@ from .config import PYPROJECT, TABLE, BuildError, Settings
 
 
 def _generator_sources() -> list[Path]:
-    here = Path(gen.__file__).parent
-    return sorted([*here.glob("*.py"), *here.glob("*.json"), *gen.TEMPLATES.glob("*.jinja")])
+    # found without importing the generator itself (black, Jinja2): a build that finds its
+    # package current costs a digest, not an import of the formatter
+    (generator,) = kafkagen.generator.__path__
+    (templates,) = kafkagen.templates.__path__
+    return sorted(
+        [
+            *Path(generator).glob("*.py"),
+            *Path(generator).glob("*.json"),
+            *Path(templates).glob("*.jinja"),
+        ]
+    )
 
 
 def stamp_text(settings: Settings) -> str:
@@ -57,6 +67,8 @@ def ensure_generated(settings: Settings) -> str:
     stamp = stamp_text(settings)
     if is_current(settings, stamp):
         return f"kafkagen: {shown} is up to date (specs and kafkagen unchanged)"
+    from kafkagen.generator import generate as gen
+
     try:
         output.check_output_folder(settings.out)
         with report_spec_warnings():
