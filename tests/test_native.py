@@ -188,13 +188,13 @@ def tiny_class(name: str) -> type[Message]:
 @native_only
 def test_a_plan_the_accelerator_cannot_run_keeps_that_struct_on_python_codecs() -> None:
     good, odd, parent, unslotted = (tiny_class(n) for n in ("Good", "Odd", "Parent", "NoSlot"))
-    good_plan = (good, False, (("int32", "a", 4),), (), "Good")
-    odd_plan = (odd, False, (("complex128", "a"),), (), "Odd")  # a kind the C side lacks
+    good_plan = (good, False, (("int32", "a", 4),), (), "Good", ())
+    odd_plan = (odd, False, (("complex128", "a"),), (), "Odd", ())  # a kind the C side lacks
     runtime.bind_native(good, None, (0, 0, good_plan))
     runtime.bind_native(odd, None, (0, 0, odd_plan))
     struct_op = ("struct", "a", False, odd_plan, "A", False)
-    runtime.bind_native(parent, None, (0, 0, (parent, False, (struct_op,), (), "Parent")))
-    unslotted_plan = (unslotted, False, (("int32", "b", 4),), (), "NoSlot")
+    runtime.bind_native(parent, None, (0, 0, (parent, False, (struct_op,), (), "Parent", ())))
+    unslotted_plan = (unslotted, False, (("int32", "b", 4),), (), "NoSlot", ())
     runtime.bind_native(unslotted, None, (0, 0, unslotted_plan))
     assert uses_native(good, 0)
     assert not uses_native(odd, 0) and not uses_native(parent, 0)
