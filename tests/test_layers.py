@@ -117,21 +117,22 @@ def test_an_upward_import_breaks_a_layer_even_under_type_checking_or_in_a_functi
         types.read_text()
         + "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
         + "    from .cluster import Cluster\n\n\n"
-        + "def _store() -> object:\n    from .offset_store import OffsetStore\n\n"
+        + "def _store() -> object:\n    from .group._offset_store import OffsetStore\n\n"
         + "    return OffsetStore\n"
     )
     result = lint_imports(layout)
     assert result.returncode != 0
     out = " ".join(result.stdout.split())
     broker = "kafkagen.runtime.broker"
-    for upper in ("cluster", "offset_store"):
+    for upper in ("cluster", "group._offset_store"):
         assert f"{broker}.types is not allowed to import {broker}.{upper}" in out
     _, cycles = import_cycles(layout)
     tied = [c for c in cycles if "kafkagen.runtime.broker.types" in c]
     assert len(tied) == 1
-    assert {"kafkagen.runtime.broker.cluster", "kafkagen.runtime.broker.offset_store"} <= set(
-        tied[0]
-    )
+    assert {
+        "kafkagen.runtime.broker.cluster",
+        "kafkagen.runtime.broker.group._offset_store",
+    } <= set(tied[0])
 
 
 def _private(name: str) -> bool:

@@ -87,11 +87,11 @@ from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from . import record_format
+from ..coordinator import record_format
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..sorted_keys import SortedKeysDict
 from .assignors import ASSIGNORS, Assignment, AssignmentSpec, TopicSpec
-from .coordinator_log import CoordinatorLog
 from .group_model import Group, OffsetEntry
-from .sorted_keys import SortedKeysDict
 
 __all__ = [
     "ConsumerGroup",

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from .version_presets import PRESET_CONFIG, preset_ranges
+from ..release_presets import PRESET_CONFIG, preset_ranges
 
 __all__ = [
     "BROKER_CONFIGS",

@@ -3,7 +3,7 @@
 A broker coordinates the groups that hash onto the ``__consumer_offsets`` partitions it
 leads (`CoordinatorLog`). `GroupCoordinator` runs the classic protocol over the group model
 of `group_model`, holds the consumer-protocol groups (`consumer_group`) and the committed
-offsets (`offset_store`), and loads all three from a partition when it takes it over.
+offsets (`_offset_store`), and loads all three from a partition when it takes it over.
 Group metadata is written to that partition with acks=all.
 
 Waiting uses three purgatories on the broker's timer:
@@ -34,15 +34,27 @@ from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from . import group_records as gr
-from .config import ConfigStore
+from ..config.definitions import ConfigStore
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..sorted_keys import SortedKeysDict
+from ..storage.partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
+from ..storage.replica_manager import ReplicaManager
+from ..types import OFFSETS_TOPIC
+from ._group_records import (
+    GroupMetadataValue,
+    decode_key,
+    decode_offset_value,
+    group_key,
+    group_value,
+)
+from ._offset_store import OffsetStore
 from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupManager,
     StateRecords,
     decode_state_key,
 )
-from .coordinator_log import CoordinatorLog
 from .group_model import (
     Group,
     GroupState,
@@ -53,12 +65,6 @@ from .group_model import (
     SyncCallback,
     SyncResult,
 )
-from .metadata import ClusterMetadata
-from .offset_store import OffsetStore
-from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
-from .replica_manager import ReplicaManager
-from .sorted_keys import SortedKeysDict
-from .types import OFFSETS_TOPIC
 
 __all__ = ["GroupCoordinator"]
 
@@ -250,7 +256,7 @@ class GroupCoordinator:
                         continue
                     try:
                         state_of = decode_state_key(r.key)
-                        key = None if state_of is not None else gr.decode_key(r.key)
+                        key = None if state_of is not None else decode_key(r.key)
                     except ValueError as e:
                         _log.error(
                             "%s batch at %d: record skipped: %s", partition.tp, b.base_offset, e
@@ -278,7 +284,7 @@ class GroupCoordinator:
                     tp = TopicPartition(topic, tp_index)
                     if txn_pid is not None:
                         if r.value is not None:
-                            v = gr.decode_offset_value(r.value)
+                            v = decode_offset_value(r.value)
                             entry = OffsetEntry(
                                 v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                             )
@@ -290,7 +296,7 @@ class GroupCoordinator:
                         continue
                     if group is None:
                         group = self.groups[group_id] = Group(group_id, self._time_ms())
-                    v = gr.decode_offset_value(r.value)
+                    v = decode_offset_value(r.value)
                     group.offsets[tp] = OffsetEntry(
                         v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
                     )
@@ -951,7 +957,7 @@ class GroupCoordinator:
             group = self.groups[group_id]
             now = self._time_ms()
             records = self.offsets.tombstones(group, now)
-            records.append(Record(-1, now, gr.group_key(group_id), None))
+            records.append(Record(-1, now, group_key(group_id), None))
             self.log.append(group_id, records, functools.partial(one_done, group_id, group))
 
     def on_topic_deleted(self, topic: str) -> None:
@@ -967,7 +973,7 @@ class GroupCoordinator:
         assignments: dict[str, bytes] | None = None,
     ) -> None:
         members = [
-            gr.GroupMetadataValue.MemberMetadata(
+            GroupMetadataValue.MemberMetadata(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
@@ -979,7 +985,7 @@ class GroupCoordinator:
             )
             for m in group.members.values()
         ]
-        value = gr.GroupMetadataValue(
+        value = GroupMetadataValue(
             protocol_type=group.protocol_type or "",
             generation=group.generation_id,
             protocol=group.protocol_name,
@@ -987,7 +993,7 @@ class GroupCoordinator:
             current_state_timestamp=group.state_timestamp,
             members=members,
         )
-        record = Record(-1, self._time_ms(), gr.group_key(group.group_id), gr.group_value(value))
+        record = Record(-1, self._time_ms(), group_key(group.group_id), group_value(value))
         self.log.append(group.group_id, [record], callback)
 
     # -- lifecycle --------------------------------------------------------------------

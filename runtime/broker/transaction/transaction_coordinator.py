@@ -42,13 +42,13 @@ from kafkagen.runtime.records import Record, iter_batches
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from . import record_format
-from .config import ConfigStore
-from .coordinator_log import CoordinatorLog
-from .metadata import ClusterMetadata
-from .partition import Partition
-from .replica_manager import ProduceResult, ReplicaManager
-from .types import TXN_STATE_TOPIC
+from ..config.definitions import ConfigStore
+from ..coordinator import record_format
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..storage.partition import Partition
+from ..storage.replica_manager import ProduceResult, ReplicaManager
+from ..types import TXN_STATE_TOPIC
 
 __all__ = [
     "MarkerWriter",

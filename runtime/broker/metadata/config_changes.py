@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
-from .config import (
+from ..config.definitions import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
     ConfigDef,
@@ -24,7 +24,7 @@ from .config import (
     ConfigStore,
     ConfigType,
 )
-from .metadata import ClusterMetadata
+from .cluster_metadata import ClusterMetadata
 
 __all__ = ["ConfigOp", "broker_resource", "incremental_alter", "replace_configs"]
 
