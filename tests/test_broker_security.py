@@ -19,7 +19,8 @@ import pytest
 from broker_helpers import WireClient, req
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.config.definitions import ConfigError, ConfigStore
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.store import ConfigStore
 from kafkagen.runtime.broker.security.acls import (
     AclBinding,
     AclOperation,

@@ -15,7 +15,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from kafkagen.runtime.broker.config.definitions import ConfigError, parse_assignments
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.store import parse_assignments
 
 __all__ = ["add_arguments", "main", "run"]
 

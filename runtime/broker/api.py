@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.message import Message
 
-from .config.definitions import API_VERSION_MAX, ConfigStore, parse_version_caps
+from .config.definitions import API_VERSION_MAX, parse_version_caps
+from .config.store import ConfigStore
 from .group.group_coordinator import GroupCoordinator
 from .metadata.cluster_metadata import ClusterMetadata
 from .release_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_gaps

@@ -28,7 +28,7 @@ from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from .api import BrokerServices, ServedApis, describe_gaps, dispatch
-from .config.definitions import ConfigStore
+from .config.store import ConfigStore
 from .control.interceptor import Control
 from .group.group_coordinator import GroupCoordinator
 from .metadata.cluster_metadata import ClusterMetadata

@@ -21,7 +21,7 @@ from kafkagen.generated.consumer_group_describe import (
 )
 from kafkagen.runtime.broker.api import RequestContext
 from kafkagen.runtime.broker.group.assignors import Assignment
-from kafkagen.runtime.broker.group.consumer_group import ConsumerGroupManager
+from kafkagen.runtime.broker.group.consumer_group_manager import ConsumerGroupManager
 from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (

@@ -1,5 +1,6 @@
-"""The broker's configuration: every key it knows (`definitions`: type, default, checks,
-which are dynamic) and the layered values of brokers and topics (static, dynamic, default).
+"""The broker's configuration: every key it knows, with its type, default, checks and
+whether it is dynamic (`definitions`), and the layered values of brokers and topics
+(`store`: static, dynamic per broker, dynamic default, per topic).
 
 The bottom room of the broker: it imports only the release presets beside it.
 """

@@ -21,7 +21,7 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.records import Record, build_batch
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from ..config.definitions import ConfigStore
+from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..storage.partition import Partition
 from ..storage.replica_manager import ProduceResult, ReplicaManager

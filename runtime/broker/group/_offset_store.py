@@ -22,7 +22,8 @@ from ..coordinator.coordinator_log import CoordinatorLog
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..sorted_keys import SortedKeysDict
 from ._group_records import OffsetCommitValue, offset_key, offset_value
-from .consumer_group import ConsumerGroup, ConsumerGroupManager
+from .consumer_group import ConsumerGroup
+from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
 
 __all__ = ["MAX_METADATA", "OffsetStore", "offset_records"]

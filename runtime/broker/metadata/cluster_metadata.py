@@ -28,7 +28,8 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from ..config.definitions import ConfigError, ConfigStore
+from ..config.definitions import ConfigError
+from ..config.store import ConfigStore
 from ..security.acls import (
     AclBinding,
     AclFilter,

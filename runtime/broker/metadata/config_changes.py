@@ -21,9 +21,9 @@ from ..config.definitions import (
     ConfigDef,
     ConfigError,
     ConfigResourceType,
-    ConfigStore,
     ConfigType,
 )
+from ..config.store import ConfigStore
 from .cluster_metadata import ClusterMetadata
 
 __all__ = ["ConfigOp", "broker_resource", "incremental_alter", "replace_configs"]

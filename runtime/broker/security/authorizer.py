@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config.definitions import ConfigStore
+from ..config.store import ConfigStore
 from .acls import WILDCARD, AclBinding, AclOperation, AclPermission, AclStore, PatternType
 from .acls import ResourceType as RT
 

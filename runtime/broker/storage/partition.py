@@ -38,7 +38,7 @@ from kafkagen.runtime.records import (
 )
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from ..config.definitions import TopicConfig
+from ..config.store import TopicConfig
 from ..types import PartitionInfo
 from ._log import Log, LogBatch
 from ._producer_state import AbortedTxn, ProducerStateManager

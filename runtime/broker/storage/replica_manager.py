@@ -41,7 +41,7 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from ..config.definitions import ConfigStore
+from ..config.store import ConfigStore
 from ..metadata.cluster_metadata import ClusterMetadata
 from ..types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 from .partition import Partition
