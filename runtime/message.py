@@ -309,6 +309,7 @@ def _load_native() -> ModuleType | None:
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
 
+
 def bind_native(
     cls: type[Struct], table: FieldTable | None, *layouts: tuple[int, int, Plan]
 ) -> None:

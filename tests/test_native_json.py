@@ -343,9 +343,7 @@ def site_path(root: Any, target: Any) -> list[Any] | None:
     items = (
         root.items()
         if isinstance(root, dict)
-        else enumerate(root)
-        if isinstance(root, list)
-        else ()
+        else enumerate(root) if isinstance(root, list) else ()
     )
     for k, v in items:
         if isinstance(v, dict | list):

@@ -21,7 +21,7 @@ import collections
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from .config import ConfigStore
+from ..config.store import ConfigStore
 
 __all__ = ["ConnectionQuotas", "RequestMemory"]
 

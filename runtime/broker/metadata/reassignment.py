@@ -24,7 +24,7 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
+from ..types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 __all__ = ["ControllerImage", "OngoingReassignment", "ReassignmentManager"]
 

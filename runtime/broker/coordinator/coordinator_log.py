@@ -21,11 +21,11 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.records import Record, build_batch
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .config import ConfigStore
-from .metadata import ClusterMetadata
-from .partition import Partition
-from .replica_manager import ProduceResult, ReplicaManager
-from .types import partition_for
+from ..config.store import ConfigStore
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..storage.partition import Partition
+from ..storage.replica_manager import ProduceResult, ReplicaManager
+from ..types import partition_for
 
 __all__ = ["CoordinatorLog", "coordinator_error"]
 

@@ -18,12 +18,13 @@ from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.records import Record
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from . import group_records as gr
-from .consumer_group import ConsumerGroup, ConsumerGroupManager
-from .coordinator_log import CoordinatorLog
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..sorted_keys import SortedKeysDict
+from ._group_records import OffsetCommitValue, offset_key, offset_value
+from .consumer_group import ConsumerGroup
+from .consumer_group_manager import ConsumerGroupManager
 from .group_model import Group, GroupState, Member, OffsetEntry
-from .metadata import ClusterMetadata
-from .sorted_keys import SortedKeysDict
 
 __all__ = ["MAX_METADATA", "OffsetStore", "offset_records"]
 
@@ -47,14 +48,14 @@ def offset_records(
         elif len(entry.metadata.encode("utf-8")) > MAX_METADATA:
             errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
         else:
-            value = gr.OffsetCommitValue(
+            value = OffsetCommitValue(
                 offset=entry.offset,
                 leader_epoch=entry.leader_epoch,
                 metadata=entry.metadata,
                 commit_timestamp=entry.commit_timestamp,
             )
-            key = gr.offset_key(group_id, tp.topic, tp.partition)
-            records.append(Record(-1, entry.commit_timestamp, key, gr.offset_value(value)))
+            key = offset_key(group_id, tp.topic, tp.partition)
+            records.append(Record(-1, entry.commit_timestamp, key, offset_value(value)))
     return records, errors
 
 
@@ -250,7 +251,7 @@ class OffsetStore:
         deletable = [tp for tp in partitions if tp not in errors]
         now = self.log.now_ms()
         records = [
-            Record(-1, now, gr.offset_key(group_id, tp.topic, tp.partition), None)
+            Record(-1, now, offset_key(group_id, tp.topic, tp.partition), None)
             for tp in deletable
             if tp in owner.offsets
         ]
@@ -269,7 +270,7 @@ class OffsetStore:
     def tombstones(self, group: Group, now_ms: int) -> list[Record]:
         """The records that delete every committed offset of ``group``."""
         return [
-            Record(-1, now_ms, gr.offset_key(group.group_id, tp.topic, tp.partition), None)
+            Record(-1, now_ms, offset_key(group.group_id, tp.topic, tp.partition), None)
             for tp in group.offsets
         ]
 

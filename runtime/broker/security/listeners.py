@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ConfigError, ConfigStore
+from ..config.definitions import ConfigError
+from ..config.store import ConfigStore
 from .sasl import MECHANISMS, AuthenticationFailed, Credentials, SaslMechanism, new_mechanism
 
 __all__ = [

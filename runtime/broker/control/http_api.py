@@ -37,8 +37,8 @@ from typing import Any
 from kafkagen.generated import APIS
 from kafkagen.runtime.errors import KafkaError
 
-from .api import HANDLERS
-from .control import Control, ControlError, Rule, error_code_of, match_from_json
+from ..api import HANDLERS
+from .interceptor import Control, ControlError, Rule, error_code_of, match_from_json
 
 __all__ = ["ControlServer", "rule_from_json"]
 

@@ -1,12 +1,6 @@
-"""The group coordinator: the classic join/sync/heartbeat protocol, and the coordinator's life.
+"""The classic group protocol: JoinGroup, SyncGroup, Heartbeat and LeaveGroup.
 
-A broker coordinates the groups that hash onto the ``__consumer_offsets`` partitions it
-leads (`CoordinatorLog`). `GroupCoordinator` runs the classic protocol over the group model
-of `group_model`, holds the consumer-protocol groups (`consumer_group`) and the committed
-offsets (`offset_store`), and loads all three from a partition when it takes it over.
-Group metadata is written to that partition with acks=all.
-
-Waiting uses three purgatories on the broker's timer:
+Waiting uses two purgatories on the broker's timer:
 
 - heartbeats, one operation per member keyed by (group, member): it expires after the
   session timeout unless a heartbeat, join or sync replaced it first;
@@ -16,51 +10,37 @@ Waiting uses three purgatories on the broker's timer:
   members, extended while new ones keep arriving, up to the rebalance timeout.
 
 Every join and sync callback is answered exactly once, whatever happens to the member:
-a parked request must not block its connection's later responses.
+a parked request must not block its connection's later responses. Group metadata is
+written to the group's ``__consumer_offsets`` partition with acks=all.
 """
 
 from __future__ import annotations
 
-import functools
-import heapq
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkagen.runtime.records import Record, iter_batches
+from kafkagen.runtime.records import Record
 from kafkagen.runtime.timer import Timer
-from kafkagen.runtime.topic_partition import TopicPartition
 
-from . import group_records as gr
-from .config import ConfigStore
-from .consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupManager,
-    StateRecords,
-    decode_state_key,
-)
-from .coordinator_log import CoordinatorLog
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..sorted_keys import SortedKeysDict
+from ._group_records import GroupMetadataValue, group_key, group_value
+from .consumer_group_manager import ConsumerGroupManager
 from .group_model import (
     Group,
     GroupState,
     JoinCallback,
     JoinResult,
     Member,
-    OffsetEntry,
     SyncCallback,
     SyncResult,
 )
-from .metadata import ClusterMetadata
-from .offset_store import OffsetStore
-from .partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
-from .replica_manager import ReplicaManager
-from .sorted_keys import SortedKeysDict
-from .types import OFFSETS_TOPIC
 
-__all__ = ["GroupCoordinator"]
+__all__ = ["ClassicProtocol"]
 
 _log = logging.getLogger("kafkagen.broker.groups")
 
@@ -96,7 +76,7 @@ class DelayedHeartbeat(DelayedOperation):
     __slots__ = ("_coordinator", "_group", "_member_id")
 
     def __init__(
-        self, coordinator: GroupCoordinator, group: Group, member_id: str, delay_ms: int
+        self, coordinator: ClassicProtocol, group: Group, member_id: str, delay_ms: int
     ) -> None:
         super().__init__(delay_ms)
         self._coordinator = coordinator
@@ -116,7 +96,7 @@ class DelayedJoin(DelayedOperation):
 
     __slots__ = ("_coordinator", "_group")
 
-    def __init__(self, coordinator: GroupCoordinator, group: Group, delay_ms: int) -> None:
+    def __init__(self, coordinator: ClassicProtocol, group: Group, delay_ms: int) -> None:
         super().__init__(delay_ms)
         self._coordinator = coordinator
         self._group = group
@@ -137,7 +117,7 @@ class InitialDelayedJoin(DelayedOperation):
 
     def __init__(
         self,
-        coordinator: GroupCoordinator,
+        coordinator: ClassicProtocol,
         group: Group,
         delay_ms: int,
         remaining_ms: int,
@@ -169,31 +149,22 @@ class InitialDelayedJoin(DelayedOperation):
             self._coordinator._complete_join(group, self)
 
 
-class GroupCoordinator:
-    """The classic groups whose offsets-topic partitions this broker leads."""
+class ClassicProtocol:
+    """The classic protocol over the groups of one group coordinator (`GroupCoordinator`
+    is one: it adds the offsets partitions' ownership, the committed offsets and listing)."""
 
     def __init__(
         self,
-        node_id: int,
-        configs: ConfigStore,
-        metadata: ClusterMetadata,
-        replica_manager: ReplicaManager,
+        log: CoordinatorLog,
+        groups: SortedKeysDict[str, Group],
+        consumer: ConsumerGroupManager,
         timer_factory: Callable[[], Timer],
     ) -> None:
-        self.log = CoordinatorLog(
-            OFFSETS_TOPIC,
-            node_id,
-            configs,
-            metadata,
-            replica_manager,
-            partitions_config="offsets.topic.num.partitions",
-            replication_config="offsets.topic.replication.factor",
-            write_timeout_ms=lambda: configs.broker_int("offsets.commit.timeout.ms", node_id),
-            on_load=self._load,
-            on_unload=self._unload,
-        )
+        self.log = log
         #: Sorted by id too, so ListGroups pages start with a bisect.
-        self.groups: SortedKeysDict[str, Group] = SortedKeysDict()
+        self.groups = groups
+        #: Groups of the consumer protocol (KIP-848); they share the group-id namespace.
+        self.consumer = consumer
         self._heartbeats: DelayedOperationPurgatory[DelayedHeartbeat] = DelayedOperationPurgatory(
             "Heartbeat", timer_factory()
         )
@@ -202,107 +173,6 @@ class GroupCoordinator:
         )
         self._time_ms = self.log.now_ms
         self._cfg = self.log.cfg
-        #: Groups of the consumer protocol (KIP-848); they share the group-id namespace.
-        self.consumer = ConsumerGroupManager(self.log, self.groups, timer_factory)
-        #: Committed offsets of the groups of both protocols.
-        self.offsets = OffsetStore(self.log, self.groups, self.consumer, self._schedule_heartbeat)
-
-    # -- ownership --------------------------------------------------------------------
-
-    @property
-    def owned(self) -> Mapping[int, int]:
-        """Offsets-topic partitions this broker leads, hence coordinates (-> leader epoch)."""
-        return self.log.owned
-
-    def ensure_offsets_topic(self) -> bool:
-        """Create ``__consumer_offsets`` on first use, as Kafka does; False if impossible."""
-        return self.log.ensure_topic()
-
-    def coordinator_for(self, group_id: str) -> int:
-        """The broker id coordinating ``group_id`` (-1 if none is available)."""
-        return self.log.coordinator_for(group_id)
-
-    def _load(self, partition: Partition) -> None:
-        """Rebuild groups' committed offsets from the partition (leadership moved here).
-
-        Transactional offset commits are replayed as the previous leader saw them: kept
-        aside until their transaction's marker, which applies (COMMIT) or drops (ABORT)
-        them; those of transactions still open stay pending.
-        """
-        index = partition.tp.partition
-        offsets = self.offsets
-        offsets.drop_pending(index)
-        # Consumer-protocol groups: their last state records.
-        states: dict[str, StateRecords] = {}
-        for b in partition.log.batches:
-            for batch in iter_batches(b.data, verify_crc=False):
-                if batch.is_control:
-                    for r in batch:
-                        marker = parse_control_key(r.key)
-                        if marker in (ABORT_MARKER, COMMIT_MARKER):
-                            offsets.complete_transaction(
-                                batch.producer_id, index, marker == COMMIT_MARKER
-                            )
-                    continue
-                txn_pid = batch.producer_id if batch.is_transactional else None
-                for r in batch:
-                    if r.key is None:
-                        continue
-                    try:
-                        state_of = decode_state_key(r.key)
-                        key = None if state_of is not None else gr.decode_key(r.key)
-                    except ValueError as e:
-                        _log.error(
-                            "%s batch at %d: record skipped: %s", partition.tp, b.base_offset, e
-                        )
-                        continue
-                    if state_of is not None:
-                        state_group, member_id, record_type = state_of
-                        records = states.setdefault(state_group, {})
-                        if r.value is None:
-                            records.pop((member_id, record_type), None)
-                        else:
-                            records[member_id, record_type] = bytes(r.value)
-                        continue
-                    if key is None:
-                        continue
-                    kind, group_id, topic, tp_index = key
-                    group = self.groups.get(group_id)
-                    if kind == "group":
-                        states.pop(group_id, None)  # the id went to a classic group
-                        if r.value is None:
-                            self.groups.pop(group_id, None)
-                        elif group is None:
-                            self.groups[group_id] = Group(group_id, self._time_ms())
-                        continue
-                    tp = TopicPartition(topic, tp_index)
-                    if txn_pid is not None:
-                        if r.value is not None:
-                            v = gr.decode_offset_value(r.value)
-                            entry = OffsetEntry(
-                                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
-                            )
-                            offsets.add_pending(txn_pid, index, group_id, tp, entry)
-                        continue
-                    if r.value is None:
-                        if group is not None:
-                            group.offsets.pop(tp, None)
-                        continue
-                    if group is None:
-                        group = self.groups[group_id] = Group(group_id, self._time_ms())
-                    v = gr.decode_offset_value(r.value)
-                    group.offsets[tp] = OffsetEntry(
-                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
-                    )
-        self.consumer.load(states)
-
-    def _unload(self, index: int) -> None:
-        for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
-            group = self.groups.pop(group_id)
-            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
-        self.consumer.unload(index)
-        # The next leader replays them; kept here they would go stale.
-        self.offsets.drop_pending(index)
 
     # -- JoinGroup --------------------------------------------------------------------
 
@@ -872,92 +742,6 @@ class GroupCoordinator:
             old.force_complete()
         self._heartbeats.try_complete_else_watch(op, [(group.group_id, member.member_id)])
 
-    # -- listing, describing, deleting ------------------------------------------------
-
-    def list_groups(self) -> list[Group]:
-        return [
-            g
-            for g in self.groups.values()
-            if g.state is not GroupState.DEAD and self.log.owns(g.group_id)
-        ]
-
-    def groups_from(self, start: str | None) -> Iterator[Group | ConsumerGroup]:
-        """The live groups of both protocols this broker coordinates, by group id from the
-        first at or after ``start``: ListGroups pages cost their own size, not every group's.
-        """
-        owns = self.log.owns
-        classic = (
-            g
-            for g in map(self.groups.__getitem__, self.groups.keys_from(start))
-            if g.state is not GroupState.DEAD and owns(g.group_id)
-        )
-        consumer = self.consumer.groups
-        modern = (
-            g
-            for g in map(consumer.__getitem__, consumer.keys_from(start))
-            if not g.dead and owns(g.group_id)
-        )
-        return heapq.merge(classic, modern, key=lambda g: g.group_id)
-
-    def describe_group(self, group_id: str) -> Group | None:
-        """The group, or None if unknown; raises NOT_COORDINATOR and the like."""
-        self.log.check_owner(group_id)
-        return self.groups.get(group_id)
-
-    def delete_groups(
-        self, group_ids: Sequence[str], callback: Callable[[dict[str, int]], None]
-    ) -> None:
-        results: dict[str, int] = {}
-        waiting: list[str] = []
-        for group_id in group_ids:
-            error = self.log.owner_error(group_id)
-            if error:
-                results[group_id] = error
-                continue
-            consumer_group = self.consumer.groups.get(group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
-                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
-                else:
-                    # Its offsets move to a classic placeholder, deleted below like any.
-                    self.consumer.drop(group_id)
-                    placeholder = self.groups[group_id] = Group(group_id, self._time_ms())
-                    placeholder.offsets = consumer_group.offsets
-                    waiting.append(group_id)
-                continue
-            group = self.groups.get(group_id)
-            if group is None or group.state is GroupState.DEAD:
-                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-            elif group.state is not GroupState.EMPTY:
-                results[group_id] = ErrorCode.NON_EMPTY_GROUP
-            else:
-                waiting.append(group_id)
-        if not waiting:
-            callback(results)
-            return
-        remaining = len(waiting)
-
-        def one_done(group_id: str, group: Group, error: int) -> None:
-            nonlocal remaining
-            if not error and self.groups.get(group_id) is group:
-                group.transition(GroupState.DEAD, self._time_ms())
-                del self.groups[group_id]
-            results[group_id] = error
-            remaining -= 1
-            if remaining == 0:
-                callback(results)
-
-        for group_id in waiting:
-            group = self.groups[group_id]
-            now = self._time_ms()
-            records = self.offsets.tombstones(group, now)
-            records.append(Record(-1, now, gr.group_key(group_id), None))
-            self.log.append(group_id, records, functools.partial(one_done, group_id, group))
-
-    def on_topic_deleted(self, topic: str) -> None:
-        """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
-        self.offsets.on_topic_deleted(topic)
-
     # -- writing to the offsets topic -------------------------------------------------
 
     def _store_group(
@@ -967,7 +751,7 @@ class GroupCoordinator:
         assignments: dict[str, bytes] | None = None,
     ) -> None:
         members = [
-            gr.GroupMetadataValue.MemberMetadata(
+            GroupMetadataValue.MemberMetadata(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
@@ -979,7 +763,7 @@ class GroupCoordinator:
             )
             for m in group.members.values()
         ]
-        value = gr.GroupMetadataValue(
+        value = GroupMetadataValue(
             protocol_type=group.protocol_type or "",
             generation=group.generation_id,
             protocol=group.protocol_name,
@@ -987,7 +771,7 @@ class GroupCoordinator:
             current_state_timestamp=group.state_timestamp,
             members=members,
         )
-        record = Record(-1, self._time_ms(), gr.group_key(group.group_id), gr.group_value(value))
+        record = Record(-1, self._time_ms(), group_key(group.group_id), group_value(value))
         self.log.append(group.group_id, [record], callback)
 
     # -- lifecycle --------------------------------------------------------------------
@@ -1004,12 +788,7 @@ class GroupCoordinator:
                 pending.force_complete()
         group.pending_members.clear()
 
-    def shutdown(self) -> None:
-        """Answer every parked join and sync; stop the purgatories."""
-        self.log.shut_down = True
-        for group in self.groups.values():
-            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
-        self.consumer.shutdown()
+    def _stop_purgatories(self) -> None:
         for purgatory in (self._heartbeats, self._join_purgatory):
             purgatory.shutdown()
             purgatory.timer.close()

@@ -41,10 +41,10 @@ from kafkagen.runtime.purgatory import DelayedOperation, DelayedOperationPurgato
 from kafkagen.runtime.timer import Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .config import ConfigStore
-from .metadata import ClusterMetadata
+from ..config.store import ConfigStore
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 from .partition import Partition
-from .types import OFFSETS_TOPIC, TXN_STATE_TOPIC, PartitionInfo, TopicInfo
 
 if TYPE_CHECKING:
     from .log_store import BrokerStorage

@@ -20,7 +20,7 @@ from kafkagen.generated.offset_commit_key import OffsetCommitKey
 from kafkagen.generated.offset_commit_value import OffsetCommitValue
 from kafkagen.runtime.message import Message
 
-from . import record_format
+from ..coordinator import record_format
 
 __all__ = [
     "GroupMetadataValue",

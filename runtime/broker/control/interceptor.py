@@ -35,7 +35,7 @@ from kafkagen.generated import message_type
 from kafkagen.runtime.errors import ERRORS
 from kafkagen.runtime.message import Message
 
-from .api import (
+from ..api import (
     HANDLERS,
     ApiHandler,
     Dispatch,
@@ -43,10 +43,10 @@ from .api import (
     Responder,
     ServedApis,
 )
-from .config import parse_version_caps
-from .metadata import ClusterMetadata
-from .types import OFFSETS_TOPIC, partition_for
-from .version_presets import preset_ranges
+from ..config.definitions import parse_version_caps
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..release_presets import preset_ranges
+from ..types import OFFSETS_TOPIC, partition_for
 
 __all__ = [
     "ClusterOps",
@@ -695,7 +695,7 @@ class Control:
     ) -> None:
         """Set what broker ``node_id`` advertises and accepts (nothing given: no caps).
 
-        ``preset`` plays a Kafka release (``"2.8"``: `version_presets`): exactly its range
+        ``preset`` plays a Kafka release (``"2.8"``: `release_presets`): exactly its range
         of every API served, none of an API it lacked; ``caps`` maps APIs
         (key or name) to their highest version, or is the text form of
         ``kafkagen.api.version.max`` (``"Metadata:12,Fetch:11"``); given both, the lower

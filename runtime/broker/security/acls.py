@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidRequestError
 
-from .sorted_keys import SortedKeysDict
+from ..sorted_keys import SortedKeysDict
 
 __all__ = [
     "AclBinding",

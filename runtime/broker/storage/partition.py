@@ -38,10 +38,10 @@ from kafkagen.runtime.records import (
 )
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .config import TopicConfig
-from .log import Log, LogBatch
-from .producer_state import AbortedTxn, ProducerStateManager
-from .types import PartitionInfo
+from ..config.store import TopicConfig
+from ..types import PartitionInfo
+from ._log import Log, LogBatch
+from ._producer_state import AbortedTxn, ProducerStateManager
 
 __all__ = ["AppendResult", "FollowerState", "Partition", "control_key", "parse_control_key"]
 

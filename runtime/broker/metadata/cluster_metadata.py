@@ -28,7 +28,9 @@ from kafkagen.runtime.errors import (
 )
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .acls import (
+from ..config.definitions import ConfigError
+from ..config.store import ConfigStore
+from ..security.acls import (
     AclBinding,
     AclFilter,
     AclOperation,
@@ -37,10 +39,9 @@ from .acls import (
     PatternType,
     ResourceType,
 )
+from ..types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 from .client_quotas import ClientQuotas
-from .config import ConfigError, ConfigStore
 from .reassignment import ReassignmentManager
-from .types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 __all__ = ["ClusterMetadata", "validate_topic_name"]
 

@@ -4,7 +4,7 @@ A classic group moves between Kafka's five states (`GroupState`); `Group.transit
 exactly the moves Kafka's ``GroupState`` allows, from the states each one may be entered
 from, and refuses any other naming both states. The join/sync/heartbeat protocol that
 drives the moves is in `group_coordinator`; committed offsets are kept in
-`Group.offsets` and written by `offset_store`.
+`Group.offsets` and written by `_offset_store`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.purgatory import DelayedOperation
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .sorted_keys import SortedKeysDict
+from ..sorted_keys import SortedKeysDict
 
 __all__ = [
     "ENTERED_FROM",

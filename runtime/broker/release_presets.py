@@ -1,6 +1,6 @@
 """Release presets: the API versions a given Kafka release's broker advertised.
 
-The table (``version_presets.json`` beside this module) is derived from each release's
+The table (``release_presets.json`` beside this module) is derived from each release's
 own spec files, the ``common/message/*Request.json`` of its ``kafka-clients`` jar, by
 ``python -m kafkagen.version_presets`` (which a test re-runs): an API is in a release when
 its request spec lists a broker listener (or, before listeners were written down, lists
@@ -32,7 +32,7 @@ def _table() -> dict[str, Any]:
     # Imported here: importlib.resources costs a broker's start more than the table does.
     from importlib import resources
 
-    text = resources.files(__package__).joinpath("version_presets.json").read_text("utf-8")
+    text = resources.files(__package__).joinpath("release_presets.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

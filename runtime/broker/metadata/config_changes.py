@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
-from .config import (
+from ..config.definitions import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
     ConfigDef,
     ConfigError,
     ConfigResourceType,
-    ConfigStore,
     ConfigType,
 )
-from .metadata import ClusterMetadata
+from ..config.store import ConfigStore
+from .cluster_metadata import ClusterMetadata
 
 __all__ = ["ConfigOp", "broker_resource", "incremental_alter", "replace_configs"]
 

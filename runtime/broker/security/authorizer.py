@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..config.store import ConfigStore
 from .acls import WILDCARD, AclBinding, AclOperation, AclPermission, AclStore, PatternType
 from .acls import ResourceType as RT
-from .config import ConfigStore
 
 __all__ = ["CLUSTER_NAME", "Authorizer", "OPERATIONS_BY_TYPE"]
 

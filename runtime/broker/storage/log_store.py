@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 from kafkagen.runtime.records import HEADER_SIZE, NO_TIMESTAMP, RecordBatch, TimestampType
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .acls import AclBinding, AclFilter, AclStore
-from .log import LogBatch
-from .metadata import ClusterMetadata
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..security.acls import AclBinding, AclFilter, AclStore
+from ._log import LogBatch
 
 if TYPE_CHECKING:
     from .partition import Partition
@@ -557,7 +557,7 @@ class ClusterStorage:
 
 
 def _any_filter() -> AclFilter:
-    from .acls import AclOperation, AclPermission, PatternType, ResourceType
+    from ..security.acls import AclOperation, AclPermission, PatternType, ResourceType
 
     return AclFilter(
         ResourceType.ANY, None, PatternType.ANY, None, None, AclOperation.ANY, AclPermission.ANY
