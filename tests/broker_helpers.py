@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkagen.generated import header_type, header_version, message_type
 from kafkagen.runtime.broker.cluster import Cluster
-from kafkagen.runtime.broker.replica_manager import (
+from kafkagen.runtime.broker.storage.replica_manager import (
     FetchInfo,
     FetchParams,
     FetchResult,

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 import pytest
 from broker_helpers import BrokerProcess, WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.acls import (
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.security.acls import (
     AclBinding,
     AclFilter,
     AclOperation,
@@ -27,9 +28,8 @@ from kafkagen.runtime.broker.acls import (
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.log_store import PartitionFiles
-from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.broker.storage.log_store import PartitionFiles
+from kafkagen.runtime.broker.storage.partition import Partition
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches

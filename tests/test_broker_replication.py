@@ -10,7 +10,7 @@ import pytest
 from broker_helpers import Harness, WireClient
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster, Cluster
-from kafkagen.runtime.broker.replica_manager import FetchInfo, FetchParams, ProduceResult
+from kafkagen.runtime.broker.storage.replica_manager import FetchInfo, FetchParams, ProduceResult
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_records
 from kafkagen.runtime.topic_partition import TopicPartition

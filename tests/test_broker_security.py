@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 from broker_helpers import WireClient, req
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.acls import (
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.store import ConfigStore
+from kafkagen.runtime.broker.security.acls import (
     AclBinding,
     AclOperation,
     AclPermission,
@@ -26,9 +29,7 @@ from kafkagen.runtime.broker.acls import (
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.authorizer import Authorizer
-from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.config import ConfigError, ConfigStore
+from kafkagen.runtime.broker.security.authorizer import Authorizer
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch
 

@@ -37,7 +37,7 @@ import pytest
 from test_generate import demo_specs
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 BIN = Path(sys.executable).parent
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 
@@ -207,6 +207,8 @@ def help_command(argv: list[str]) -> list[str]:
     if argv[0] == "kafkagen":
         depth = 3 if argv[1:2] in (["bench"], ["control"]) else 2
         return [str(BIN / "kafkagen"), *argv[1:depth], "--help"]
+    if argv[:3] == ["python", "-m", "mkdocs"]:  # its options are per subcommand
+        return [sys.executable, "-m", "mkdocs", *argv[3:4], "--help"]
     if argv[:2] == ["python", "-m"]:
         return [sys.executable, "-m", argv[2], "--help"]
     raise AssertionError(f"not a command the docs may name: {argv}")

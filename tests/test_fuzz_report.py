@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import HEADLESS, chromium
 
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -30,23 +30,11 @@ MESSAGES = 1500
 BUG = "3:response:5"
 
 
-def chromium() -> str:
-    found = shutil.which("chromium")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("chromium is missing in CI: tools/dev.sh test installs Debian's 'chromium'")
-    pytest.skip("no chromium on PATH (Debian: apt-get install chromium; tools/dev.sh does it)")
-
-
 def browse(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Headless Chromium on a local file, no network needed (the report is
     self-contained); root in CI needs --no-sandbox."""
     profile = page.parent / "chromium-profile"
-    command = [
-        chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args, page.as_uri(),
-    ]  # fmt: skip
+    command = [chromium(), *HEADLESS, f"--user-data-dir={profile}", *args, page.as_uri()]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc

@@ -164,6 +164,12 @@ def test_the_wheel_installs_and_runs_every_documented_command(
     entries = wheel_entries(wheel)
     assert "kafkagen/spec_extensions.json" in entries and "kafkagen/py.typed" in entries
     assert "kafkagen/bench/codecs.py" in entries
+    # Every runtime module, in every room of the broker: a sub-package pyproject.toml does
+    # not list would be left out of the wheel without a word.
+    runtime = REPO / "runtime"
+    modules = {f"kafkagen/runtime/{p.relative_to(runtime)}" for p in runtime.rglob("*.py")}
+    assert modules <= entries, sorted(modules - entries)
+    assert "kafkagen/runtime/broker/release_presets.json" in entries
     assert not [e for e in entries if e.startswith("kafkagen/bench_")]
     assert any(e.startswith("kafkagen/runtime/_native.") and e.endswith(".so") for e in entries)
     assert any(e.startswith("kafkagen/fuzz/_builders.") and e.endswith(".so") for e in entries)

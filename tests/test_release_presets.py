@@ -20,7 +20,7 @@ from broker_helpers import BrokerProcess, WireClient, req
 from kafkagen.control import ControlClient
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.version_presets import preset_gaps, preset_names, preset_ranges
+from kafkagen.runtime.broker.release_presets import preset_gaps, preset_names, preset_ranges
 from kafkagen.runtime.handlers import SERVED
 
 API_VERSIONS, PRODUCE, FETCH = 18, 0, 1

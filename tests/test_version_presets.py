@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kafkagen.runtime.broker.version_presets import preset_ranges
+from kafkagen.runtime.broker.release_presets import preset_ranges
 from kafkagen.runtime.handlers import supported_versions
 from kafkagen.version_presets import TABLE, render, table
 

@@ -15,7 +15,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from kafkagen.runtime.broker.config import ConfigError, parse_assignments
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.store import parse_assignments
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -119,8 +120,8 @@ async def _serve(
     users: dict[str, str] | None = None,
 ) -> int:
     from kafkagen.runtime.broker.cluster import Cluster
-    from kafkagen.runtime.broker.control_http import ControlServer
-    from kafkagen.runtime.broker.log_store import LogDirError
+    from kafkagen.runtime.broker.control.http_api import ControlServer
+    from kafkagen.runtime.broker.storage.log_store import LogDirError
 
     try:
         cluster = Cluster(brokers, port=port, configs=configs, users=users)

@@ -1,10 +1,10 @@
-"""Derive the release presets (``runtime/broker/version_presets.json``) from Kafka's jars.
+"""Derive the release presets (``runtime/broker/release_presets.json``) from Kafka's jars.
 
 ``python -m kafkagen.version_presets [VERSION ...]`` reads the request specs in each
 release's ``kafka-clients`` jar (fetched from Maven Central through `kafkagen.maven`,
 cached) and writes the table; ``--check`` only compares; ``--unserved`` prints, per
 preset, the versions of its release that kafkagen does not serve (so cannot advertise).
-See `kafkagen.runtime.broker.version_presets` for what a preset holds.
+See `kafkagen.runtime.broker.release_presets` for what a preset holds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kafkagen.runtime.broker import version_presets as _presets_module
+from kafkagen.runtime.broker import release_presets as _presets_module
 
 __all__ = ["RELEASES", "derive", "main", "table", "unserved"]
 
@@ -102,7 +102,7 @@ def render(data: dict[str, Any]) -> str:
 def unserved() -> str:
     """One line per preset: the release's API versions kafkagen's handlers do not serve."""
     from kafkagen.runtime.broker.api import describe_gaps
-    from kafkagen.runtime.broker.version_presets import preset_gaps, preset_names
+    from kafkagen.runtime.broker.release_presets import preset_gaps, preset_names
     from kafkagen.runtime.handlers import SERVED
 
     served = {key: (low, high) for key, (_, low, high, _) in SERVED.items()}

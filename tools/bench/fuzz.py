@@ -22,6 +22,11 @@ messages/s, the CPU seconds the whole run took per message (driver, Spark's JVM 
 Kafka's classes, Python workers: the figure that holds on a loaded machine) and messages
 per CPU second, and the time 10,000,000 messages with ``--oracle kafka`` would take.
 
+``kafkagen bench fuzz --package NAME_OR_DIR N`` (or ``--specs DIR``) runs N messages of
+the built-in package and N of that package on one ``local[2]`` session, one after the
+other, and prints both rates and their ratio: a package generated from the same specs
+must fuzz at the built-in's rate.
+
 Wall-clock figures depend on what else the machine runs; the CPU figures much less.
 """
 
@@ -49,6 +54,7 @@ from kafkagen.fuzz.job import (
     run_spark,
     spark_session,
 )
+from kafkagen.fuzz.packages import Package, PackageError, builtin, resolve
 from kafkagen.fuzz.peers import ORACLES
 from kafkagen.fuzz.plan import plan_combos, run_task, select_apis
 from kafkagen.fuzz.rules import Table, build_table
@@ -284,6 +290,32 @@ def profile(table: Table, n: int, options: FuzzOptions, top: int = 30) -> None:
         print(f"  {100 * tt / total:5.1f}%  {key}")
 
 
+def package_table(package: Package, n: int, seed: int) -> None:
+    """N messages of the built-in package, then N of ``package``, on one local[2] session:
+    job msg/s and task CPU per message side by side, with the ratio."""
+    rates = []
+    with spark_session("local[2]") as session:
+        for pkg in (builtin(), package):
+            table = pkg.table
+            options = FuzzOptions(seed=seed, package=pkg.name, digest=pkg.id_digest)
+            warm = plan_combos(table, select_apis(table, None), 680)
+            run_spark(table, warm, options, out=None, spark=session, package=pkg)
+            combos = plan_combos(table, select_apis(table, None), n)
+            result = run_spark(table, combos, options, out=None, spark=session, package=pkg)
+            wall_rate, cpu_rate = _rates(result)
+            rates.append((wall_rate, cpu_rate))
+            print(
+                f"{pkg.label:<40} {n:>9,} messages  {result.wall_seconds:6.1f} s  "
+                f"{wall_rate:8,.0f} msg/s  {1e6 / cpu_rate:6.1f} us task CPU/message  "
+                f"failures {result.failure_count}"
+            )
+    (base_wall, base_cpu), (wall, cpu) = rates
+    print(
+        f"ratio package/built-in: {wall / base_wall:.2f}x msg/s, "
+        f"{base_cpu / cpu:.2f}x CPU per message (load average {os.getloadavg()[0]:.1f})"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="kafkagen bench fuzz",
@@ -316,8 +348,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="instead: N messages on local[2] without an oracle, with --oracle kafka and "
         "with every oracle, in one run (wall and CPU rates, 10M extrapolated)",
     )
+    parser.add_argument(
+        "--package",
+        metavar="NAME_OR_DIR",
+        help="instead: the built-in package and this generated package side by side on "
+        "local[2], --spark N messages each",
+    )
+    parser.add_argument(
+        "--specs", action="append", default=[], metavar="DIR", help="as --package, generated"
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.package or args.specs:
+        try:
+            package = resolve(args.specs or args.package)
+        except PackageError as e:
+            print(f"kafkagen bench fuzz: {e}", file=sys.stderr)
+            return 2
+        try:
+            package_table(package, args.spark, args.seed)
+        finally:
+            package.close()
+        return 0
 
     table = build_table()
     if args.oracles:

@@ -77,6 +77,7 @@ _load_shipped_native()
 
 from .checks import MAX_MUTATIONS, FuzzOptions  # noqa: E402
 from .job import Fault, RunResult, keep_jvm_log, run_plain, run_spark  # noqa: E402
+from .packages import Package, PackageError, builtin, resolve  # noqa: E402
 from .peers import parse_oracles  # noqa: E402
 from .plan import plan_combos, select_apis  # noqa: E402
 from .rules import Table, build_table  # noqa: E402
@@ -123,6 +124,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--replay",
         metavar="ID",
         help="re-run the checks of one failure (id from the report) in this process, without Spark",
+    )
+    parser.add_argument(
+        "--package",
+        metavar="NAME_OR_DIR",
+        help="the generated package to fuzz: an importable module or a folder written by "
+        "'kafkagen generate --out' (default: the built-in kafkagen.generated); it is "
+        "shipped to the executors",
+    )
+    parser.add_argument(
+        "--specs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="spec folder(s) to generate into a temporary package and fuzz (repeatable, "
+        "as for 'kafkagen generate'); the package is removed afterwards",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="OLD",
+        help="a compatibility run instead: messages of each side are written by it and read "
+        "by the other, for every API, kind and version both know (see docs/compatibility.md). "
+        "OLD, like --package, is a package name or folder, a spec folder, or a Kafka "
+        "release number such as 3.9.1 (its spec files from Maven Central)",
     )
     parser.add_argument(
         "--oracle",
@@ -181,40 +205,66 @@ def run_fuzz(
     progress: IO[str] | None = sys.stderr,
     spark: bool = True,
     oracle: str | Sequence[str] | None = None,
+    package: Package | None = None,
 ) -> tuple[RunResult, Table]:
-    """Plan and run a fuzz; ``spark=False`` runs the same tasks in this process.
-    ``oracle``: "kafka,kio" or a sequence of names (``peers.ORACLES``)."""
-    table = table if table is not None else build_table()
+    """Plan and run a fuzz of ``package`` (default: the built-in one); ``spark=False``
+    runs the same tasks in this process. ``oracle``: "kafka,kio" or a sequence of names
+    (``peers.ORACLES``)."""
+    if table is None:
+        table = package.table if package is not None else build_table()
     combos = plan_combos(table, select_apis(table, apis), messages)
     options = FuzzOptions(
         seed=seed, cross=cross, mutations=mutations, oracles=parse_oracles(oracle)
     )
+    if package is not None:
+        options = options._replace(package=package.name, digest=package.id_digest)
     if spark:
-        result = run_spark(table, combos, options, master, tasks, fault, progress)
+        result = run_spark(table, combos, options, master, tasks, fault, progress, package=package)
     else:
         result = run_plain(table, combos, options, tasks or 1)
+    result.package = (package or builtin()).describe()
     return result, table
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.package and args.specs:
+        print("kafkagen fuzz: give --package or --specs, not both", file=sys.stderr)
+        return 2
+    if args.messages < 1:
+        print("kafkagen fuzz: --messages must be at least 1", file=sys.stderr)
+        return 2
+    if not args.replay:
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            print("kafkagen fuzz needs PySpark: pip install 'kafkagen[spark]'", file=sys.stderr)
+            return 2
+    if args.against:
+        from .compat import run_against
+
+        return run_against(args)
+    try:
+        package = resolve(args.specs or args.package)
+    except PackageError as e:
+        print(f"kafkagen fuzz: {e}", file=sys.stderr)
+        return 2
+    try:
+        return _run_package(args, package)
+    finally:
+        package.close()
+
+
+def _run_package(args: argparse.Namespace, package: Package) -> int:
     from .report import print_summary, write_html, write_parquet
 
     if args.replay:
         from .replay import replay
 
         try:
-            return replay(args.replay, oracle=args.oracle)
+            return replay(args.replay, oracle=args.oracle, package=package)
         except ValueError as e:
             print(f"kafkagen fuzz: {e}", file=sys.stderr)
             return 2
-    if args.messages < 1:
-        print("kafkagen fuzz: --messages must be at least 1", file=sys.stderr)
-        return 2
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        print("kafkagen fuzz needs PySpark: pip install 'kafkagen[spark]'", file=sys.stderr)
-        return 2
     try:
         result, table = run_fuzz(
             args.messages,
@@ -225,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
             args.mutations,
             args.tasks,
             oracle=args.oracle,
+            package=package,
         )
     except KeyboardInterrupt:
         print(

@@ -162,6 +162,11 @@ class FuzzOptions(NamedTuple):
     #: Oracles that answer about every message too (``peers.ORACLES``): "kafka", Kafka's
     #: own classes (kafkagen.fuzz.kafka); "kafka-python" and "kio" (kafkagen.fuzz.peers).
     oracles: tuple[str, ...] = ()
+    #: The generated package under test, by import name (see kafkagen.fuzz.packages), and
+    #: the start of its spec digest, which the failure ids of a package other than the
+    #: built-in carry (empty for the built-in).
+    package: str = "kafkagen.generated"
+    digest: str = ""
 
 
 def chunk_seed(seed: int, api: int, kind: str, version: int, chunk: int) -> int:
@@ -170,16 +175,24 @@ def chunk_seed(seed: int, api: int, kind: str, version: int, chunk: int) -> int:
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
 
 
-def failure_id(seed: int, api: int, kind: str, version: int, index: int) -> str:
-    """What ``kafkagen fuzz --replay`` takes: enough to regenerate the message."""
-    return f"{seed}:{api}:{kind}:{version}:{index}"
+def failure_id(seed: int, api: int, kind: str, version: int, index: int, digest: str = "") -> str:
+    """What ``kafkagen fuzz --replay`` takes: enough to regenerate the message, and for a
+    package other than the built-in, ``@`` and the start of its spec digest."""
+    return f"{seed}:{api}:{kind}:{version}:{index}" + (f"@{digest}" if digest else "")
 
 
 def parse_failure_id(text: str) -> tuple[int, int, str, int, int]:
     parts = text.strip().split(":")
     if len(parts) < 5 or parts[2] not in KIND_IDS:
         raise ValueError(f"not a failure id (SEED:API:KIND:VERSION:INDEX): {text!r}")
-    return int(parts[0]), int(parts[1]), parts[2], int(parts[3]), int(parts[4])
+    index = parts[4].partition("@")[0]
+    return int(parts[0]), int(parts[1]), parts[2], int(parts[3]), int(index)
+
+
+def failure_digest(text: str) -> str:
+    """The spec digest part of a failure id ("" for the built-in package)."""
+    parts = text.strip().split(":")
+    return parts[4].partition("@")[2] if len(parts) >= 5 else ""
 
 
 @dataclass
@@ -254,16 +267,16 @@ class CheckTimeout(BaseException):
 _injected: dict[str, tuple[type[Message], int, Any]] = {}
 
 
-def apply_injection(spec: str | None = None) -> None:
-    """Break one decoder as ``spec`` (default: ``$KAFKAGEN_FUZZ_INJECT``) says, so tests can
-    prove the fuzz finds a codec bug; :func:`clear_injection` undoes it."""
+def apply_injection(spec: str | None = None, package: str = "kafkagen.generated") -> None:
+    """Break one decoder of ``package`` as ``spec`` (default: ``$KAFKAGEN_FUZZ_INJECT``)
+    says, so tests can prove the fuzz finds a codec bug; :func:`clear_injection` undoes it."""
     spec = spec if spec is not None else os.environ.get(INJECT_ENV, "")
     if not spec or spec in _injected:
         return
-    from kafkagen.generated import message_type
+    from .packages import load_shipped
 
     api, kind, version = spec.split(":")
-    cls = message_type(int(api), kind)  # type: ignore[arg-type]
+    cls = load_shipped(package).message_type(int(api), kind)
     v = int(version)
     original = cls._decoders[v]
 
@@ -598,12 +611,12 @@ class Fuzzer:
     """Runs every check on generated messages; one per process (or per Spark task)."""
 
     def __init__(self, table: Table, options: FuzzOptions) -> None:
-        from kafkagen.generated import message_type
+        from .packages import load_shipped
 
-        apply_injection()
+        apply_injection(package=options.package)
         self.table = table
         self.options = options
-        self._message_type = message_type
+        self._message_type = load_shipped(options.package).message_type
         self._oracles: dict[tuple[int, str], Oracle] = {}
         self._groups: dict[tuple[Any, ...], tuple[_CrossGroup, ...]] = {}
         from .peers import load_peer
@@ -812,7 +825,8 @@ class Fuzzer:
             self._fail(stats, index, "kafka", why, data)
 
         began = time.perf_counter()
-        verdicts = judge(pending, answers, self.records, fail)
+        cls = self._message_type(pending.api, pending.kind)
+        verdicts = judge(pending, answers, self.records, fail, cls)
         stats.kafka_checks += verdicts.checks
         stats.kafka_known += verdicts.known
         stats.kafka_skipped += verdicts.skipped
@@ -832,7 +846,8 @@ class Fuzzer:
         stats.kept[check] = kept + 1
         if self.replaying and sys.exc_info()[1] is not None:
             error += "\n" + traceback.format_exc().rstrip()
-        fid = failure_id(self.options.seed, stats.api, stats.kind, stats.version, index)
+        o = self.options
+        fid = failure_id(o.seed, stats.api, stats.kind, stats.version, index, o.digest)
         stats.findings.append(
             Finding(fid, stats.api, stats.kind, stats.version, index, check, error, data.hex())
         )
@@ -896,11 +911,15 @@ class Fuzzer:
             every = self.options.alloc_every
             traced = every > 0 and ((bits >> 288) & 0xFFFF) % every == 0  # sampled(bits, every, 0)
             kafka = "kafka" in self.options.oracles
-            mutants = self._check_mutations(cls, v, data, bits >> 96, index, stats, traced, kafka)
+            judged = rules.judged(v)
+            keep = kafka and judged
+            mutants = self._check_mutations(cls, v, data, bits >> 96, index, stats, traced, keep)
             if ((bits >> 304) & 0xFFFF) % NATIVE_EVERY == 0 and _uses_native(cls, v):
                 check = "native"
                 self._check_native(cls, m, v, data, bits >> 96, index, stats)
-            if self.peers or kafka:
+            if (self.peers or kafka) and not judged:
+                self._skip_oracles(stats, kafka)
+            elif self.peers or kafka:
                 check = "oracles"
                 ours = (exact, json_exact, mutants) if kafka else None
                 self._queue(stats, (cls, rules, m, v, data, bits >> 96, index), ours)
@@ -912,6 +931,17 @@ class Fuzzer:
             guard.busy = False
             if started:
                 guard.stop()
+
+    def _skip_oracles(self, stats: ComboStats, kafka: bool) -> None:
+        """Count the questions the oracles are not asked: the package's schema of this
+        version is not Kafka's (see kafkagen.fuzz.packages)."""
+        mutations = MAX_MUTATIONS if self.replaying else self.options.mutations
+        questions = 2 + min(mutations, MAX_MUTATIONS)
+        if kafka:
+            stats.kafka_skipped += questions
+        for peer in self.peers:
+            name = column(peer.name, "skipped")
+            stats.oracle[name] = stats.oracle.get(name, 0) + questions
 
     def _check_json(
         self,
@@ -1190,7 +1220,8 @@ class Fuzzer:
     ) -> PeerRepro:
         """A minimal reproducer of a peer's disagreement: the message shrunk while the
         same kind of difference shows (a corrupted copy is kept as it is)."""
-        fid = failure_id(self.options.seed, stats.api, stats.kind, stats.version, index)
+        o = self.options
+        fid = failure_id(o.seed, stats.api, stats.kind, stats.version, index, o.digest)
         if role >= 0:
             bad = mutants[role]
             try:
@@ -1365,6 +1396,7 @@ __all__ = [
     "clear_injection",
     "chunk_seed",
     "cross_groups",
+    "failure_digest",
     "failure_id",
     "has_unknown_tags",
     "mutate",

@@ -51,6 +51,7 @@ from .checks import (
     clear_injection,
 )
 from .kafka import Pending
+from .packages import Package, load_shipped
 from .peers import ORACLES, PEER_COUNTS, PEERS, column
 from .plan import Combo, default_tasks, run_task, task_size
 from .rules import Table
@@ -113,7 +114,8 @@ logger.runner.level = fatal
 """
 
 
-def _arrow_schema() -> Any:
+def _arrow_schema(ddl: str = SCHEMA_DDL) -> Any:
+    """The Arrow schema of a Spark DDL of plain columns (the tasks' output rows)."""
     import pyarrow as pa  # type: ignore[import-untyped]
 
     types = {
@@ -123,7 +125,7 @@ def _arrow_schema() -> Any:
         "double": pa.float64(),
         "binary": pa.binary(),
     }
-    cols = [c.strip().split() for c in SCHEMA_DDL.split(",")]
+    cols = [c.strip().split() for c in ddl.split(",")]
     return pa.schema([(name, types[t]) for name, t in cols])
 
 
@@ -147,12 +149,21 @@ def package_dirs() -> dict[str, Path]:
     return dirs
 
 
-def build_zip(dest: Path) -> Path:
-    """Zip the package's Python files, each with a bytecode file compiled here so the
-    executors do not compile the generated codecs again in every worker process."""
+def _add_module(z: zipfile.ZipFile, name: str, source: bytes) -> None:
+    """A Python file and a bytecode file compiled here, so the executors do not compile
+    the generated codecs again in every worker process (zipimport cannot cache them)."""
     import importlib.util as iu
     import marshal
 
+    z.writestr(name, source)
+    code = compile(source, name, "exec", dont_inherit=True)
+    # Unchecked hash-based pyc (PEP 552): valid wherever the magic number matches.
+    flags = (1).to_bytes(4, "little")
+    z.writestr(name + "c", iu.MAGIC_NUMBER + flags + iu.source_hash(source) + marshal.dumps(code))
+
+
+def build_zip(dest: Path) -> Path:
+    """Zip the package's Python files, each with its bytecode (see :func:`_add_module`)."""
     dirs = package_dirs()
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
         for arc, src in dirs.items():
@@ -162,14 +173,7 @@ def build_zip(dest: Path) -> Path:
                     continue
                 if arc == "kafkagen" and len(rel.parts) > 1 and rel.parts[0] in SHIPPED:
                     continue  # zipped from its own folder
-                name = f"{arc}/{rel.as_posix()}"
-                source = path.read_bytes()
-                z.writestr(name, source)
-                code = compile(source, name, "exec", dont_inherit=True)
-                # Unchecked hash-based pyc (PEP 552): valid wherever the magic number matches.
-                flags = (1).to_bytes(4, "little")
-                pyc = iu.MAGIC_NUMBER + flags + iu.source_hash(source) + marshal.dumps(code)
-                z.writestr(name + "c", pyc)
+                _add_module(z, f"{arc}/{rel.as_posix()}", path.read_bytes())
             for data in ("py.typed",):
                 if (src / data).exists():
                     z.write(src / data, f"{arc}/{data}")
@@ -177,22 +181,43 @@ def build_zip(dest: Path) -> Path:
 
 
 _shipped: dict[int, Path] = {}
+#: (SparkContext, package name) of the generated packages shipped.
+_shipped_packages: set[tuple[int, str]] = set()
 
 
-def ship(sc: Any) -> Path:
-    """Zip the package and add it to ``sc`` once per SparkContext. The zip stays until the
-    process exits: executors that join later fetch it from the driver."""
+def ship(sc: Any, package: Package | None = None) -> Path:
+    """Zip the package and add it to ``sc`` once per SparkContext, and with it a generated
+    ``package`` other than the built-in (once per package). The zips stay until the
+    process exits: executors that join later fetch them from the driver."""
     key = id(sc._jsc)
     if key not in _shipped:
-        folder = Path(tempfile.mkdtemp(prefix="kafkagen-fuzz-"))
-        atexit.register(shutil.rmtree, folder, True)
-        path = build_zip(folder / "kafkagen.zip")
+        path = build_zip(_scratch() / "kafkagen.zip")
         sc.addPyFile(str(path))
         for compiled in compiled_files():
             # Not importable from the zip: kafkagen.fuzz loads them from SparkFiles.
             sc.addFile(str(compiled))
         _shipped[key] = path
+    if package is not None and package.folder is not None:
+        if (key, package.name) not in _shipped_packages:
+            sc.addPyFile(str(zip_package(package, _scratch())))
+            _shipped_packages.add((key, package.name))
     return _shipped[key]
+
+
+def zip_package(package: Package, dest_dir: Path) -> Path:
+    """A generated package's folder zipped under its import name, with bytecode."""
+    assert package.folder is not None
+    dest = dest_dir / f"{package.name}.zip"
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(package.folder.glob("*.py")):
+            _add_module(z, f"{package.name}/{path.name}", path.read_bytes())
+    return dest
+
+
+def _scratch() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="kafkagen-fuzz-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def native_file() -> Path | None:
@@ -404,7 +429,7 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
 
     began, cpu = time.perf_counter(), time.process_time()
     if config.inject:
-        apply_injection(config.inject)
+        apply_injection(config.inject, config.options.package)
     fuzzer = None
     questions: list[Pending] = []
     if "kafka" in config.options.oracles:
@@ -451,7 +476,8 @@ def task_rows(config: JobConfig, task: int, attempt: int) -> Iterator[dict[str, 
         "seconds": time.perf_counter() - began,
         "cpu_seconds": time.process_time() - cpu,
         "origin": f"{kafkagen.__file__} pid={os.getpid()} "
-        f"codecs={_codecs()} builders={_builders()}",
+        f"codecs={_codecs()} builders={_builders()} "
+        f"package={load_shipped(config.options.package).__file__}",
     }
 
 
@@ -666,6 +692,8 @@ class RunResult:
     task_info: list[dict[str, Any]] = field(default_factory=list)
     #: Stopped by Ctrl-C: only the tasks that finished are in the results.
     interrupted: bool = False
+    #: The package under test, as run.json records it (``Package.describe``).
+    package: dict[str, Any] = field(default_factory=dict)
 
     @property
     def messages(self) -> int:
@@ -788,9 +816,12 @@ def run_spark(
     out: IO[str] | None = sys.stderr,
     conf: dict[str, str] | None = None,
     spark: Any = None,
+    package: Package | None = None,
 ) -> RunResult:
     """Run the plan on Spark at ``master`` (or on the given session) and return the summed
-    results. A codec bug named by ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
+    results; ``package``: the generated package ``options.package`` names, shipped to the
+    executors when it is not the built-in. A codec bug named by
+    ``$KAFKAGEN_FUZZ_INJECT`` reaches the tasks too."""
     records = None
     if "kafka" in options.oracles:
         from pyspark import SparkContext
@@ -810,7 +841,7 @@ def run_spark(
         if spark is None:
             spark = stack.enter_context(spark_session(master, conf))
         sc = spark.sparkContext
-        ship(sc)
+        ship(sc, package)
         total = sum(c.messages for c in combos)
         # A task keeps its questions for Kafka until it ends: smaller tasks with the oracle.
         weight = KAFKA_TASK_WEIGHT if records is not None else 1

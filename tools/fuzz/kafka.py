@@ -143,10 +143,17 @@ class Verdicts:
     doubted: set[tuple[int, int]] = field(default_factory=set)
 
 
-def judge(pending: Pending, answers: list[Outcome], records: RecordsPaths, fail: Fail) -> Verdicts:
+def judge(
+    pending: Pending,
+    answers: list[Outcome],
+    records: RecordsPaths,
+    fail: Fail,
+    cls: type[Message] | None = None,
+) -> Verdicts:
     """Count Kafka's judgement of ``pending`` and decide what it did not agree on by
-    comparing its outcome with kafkagen's, as computed here."""
-    cls = kafkagen_class(pending.api, pending.kind)
+    comparing its outcome with kafkagen's (``cls``: the class under test, default the
+    built-in package's), as computed here."""
+    cls = cls or kafkagen_class(pending.api, pending.kind)
     paths = records.get((pending.api, pending.kind), ())
     v = pending.version
     out = Verdicts()

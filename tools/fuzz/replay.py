@@ -11,36 +11,61 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
-from .checks import ComboStats, Finding, Fuzzer, FuzzOptions, parse_failure_id
+from .checks import ComboStats, Finding, Fuzzer, FuzzOptions, failure_digest, parse_failure_id
+from .packages import Package, builtin
 from .peers import parse_oracles
-from .rules import Table, build_table
+from .rules import Table
 
 
 def replay_findings(
     failure: str,
     table: Table | None = None,
     oracle: str | Sequence[str] | None = None,
+    package: Package | None = None,
 ) -> tuple[object, bytes, list[Finding]]:
     """(the message, its bytes at its version, the failures the checks find now)."""
-    message, data, stats = _replay(failure, table, oracle)
+    message, data, stats = _replay(failure, table, oracle, package)
     return message, data, stats.findings
+
+
+def same_package(failure: str, package: Package) -> None:
+    """Raise ValueError, saying what to give instead, when ``failure`` was found on
+    another package than ``package`` (its id carries the package's digest)."""
+    made_on = failure_digest(failure)
+    if made_on == package.id_digest:
+        return
+    given = f"{package.label} (spec digest {package.digest[:12]})"
+    origin = "the built-in package" if not made_on else f"a package of spec digest {made_on}"
+    raise ValueError(
+        f"failure {failure.strip()} was found on {origin}, not on {given}: replay it with "
+        "the --package or --specs of its run (its run.json names them)"
+    )
 
 
 def _replay(
     failure: str,
     table: Table | None,
     oracle: str | Sequence[str] | None,
+    package: Package | None = None,
 ) -> tuple[object, bytes, ComboStats]:
     """(the message, its bytes at its version, what the checks count and find now, the
     peers' disagreements too when ``oracle`` names peers)."""
     seed, api, kind, version, index = parse_failure_id(failure)
-    table = table if table is not None else build_table()
+    package = package or builtin()
+    same_package(failure, package)
+    table = table if table is not None else package.table
     if (api, kind) not in table:
         raise ValueError(f"no {kind} for API key {api} in the specs")
     rules = table[(api, kind)]
     if version not in rules.versions:
         raise ValueError(f"{rules.name} has no version {version}")
-    options = FuzzOptions(seed=seed, cross=0, oracles=parse_oracles(oracle))
+    options = FuzzOptions(
+        seed=seed,
+        cross=0,
+        oracles=parse_oracles(oracle),
+        package=package.name,
+        digest=package.id_digest,
+    )
     fz = Fuzzer(table, options)
     fz.replaying = True
     try:
@@ -67,10 +92,11 @@ def replay(
     out: IO[str] | None = None,
     table: Table | None = None,
     oracle: str | Sequence[str] | None = None,
+    package: Package | None = None,
 ) -> int:
     """Print what the checks find for one message; 1 when a failure reproduces."""
     out = out if out is not None else sys.stdout
-    message, data, stats = _replay(failure, table, oracle)
+    message, data, stats = _replay(failure, table, oracle, package)
     failures = stats.findings
     wanted = failure.strip().split(":")[5] if failure.count(":") >= 5 else None
     text = repr(message)

@@ -191,6 +191,7 @@ def write_parquet(result: RunResult, table: Table, out: Path) -> list[Path]:
         "peer_unjudged": sum(int(g["unjudged"]) for g in result.peer_groups),
         "wall_seconds": round(result.wall_seconds, 3),
         "options": result.options._asdict(),
+        "package": result.package,
         "combos": len(result.combos),
     }
     (out / "run.json").write_text(json.dumps(run, indent=2) + "\n")
@@ -309,7 +310,9 @@ def summary_text(result: RunResult, table: Table, limit: int = 10) -> str:
             lines.append(f"  ... {len(result.failures) - limit} more in failures.parquet")
         first = result.failures[0]
         oracle = " --oracle kafka" if first["check"] == "kafka" else ""  # what replays it
-        lines.append(f"  reproduce one: kafkagen fuzz --replay {first['id']}{oracle}")
+        package = result.package.get("argument") or ""
+        package = f" {package}" if package else ""
+        lines.append(f"  reproduce one: kafkagen fuzz --replay {first['id']}{package}{oracle}")
     else:
         lines.append("no failures")
     if result.peer_groups:

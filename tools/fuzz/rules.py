@@ -52,6 +52,13 @@ class MessageRules(NamedTuple):
     flex_low: int | None
     flex_high: int | None
     structs: tuple[StructRules, ...]  # index 0 is the message itself
+    #: The versions Kafka's own classes (and the peers modelled on Kafka) may judge: None
+    #: for every version Kafka has; for another package than the built-in, those whose
+    #: schema is the built-in's (kafkagen.fuzz.packages).
+    kafka_versions: tuple[int, ...] | None = None
+
+    def judged(self, version: int) -> bool:
+        return self.kafka_versions is None or version in self.kafka_versions
 
     def flexible(self, version: int) -> bool:
         return self.flex_low is not None and self.flex_low <= version <= (self.flex_high or 0)
