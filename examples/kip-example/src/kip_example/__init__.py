@@ -4,6 +4,8 @@ example, next to Kafka's own ApiVersions, whose codecs are generated at build ti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kip_example.protocol import message_type
 from kip_example.protocol.api_versions import ApiVersionsResponse
 from kip_example.protocol.describe_topic_labels import (
@@ -23,7 +25,8 @@ def labels_request(
 
 
 def labels_response(
-    labels: dict[str, Labels], defaults: Labels | None = None
+    labels: Mapping[str, Mapping[str, str | None]],
+    defaults: Mapping[str, str | None] | None = None,
 ) -> DescribeTopicLabelsResponse:
     """A broker's answer: each topic's labels, then the cluster defaults it does not set
     itself (marked as defaults, which versions before 1 cannot tell apart)."""
