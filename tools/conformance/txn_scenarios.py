@@ -421,3 +421,60 @@ async def describe_producers_not_leader(s: Session) -> None:
     D = DescribeProducersRequest
     req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
     await s.call(req, node=s.other_node(await s.leader(t)))
+
+
+@scenario("DescribeProducers", "unknown-topic", "a topic that does not exist")
+async def describe_producers_unknown(s: Session) -> None:
+    D = DescribeProducersRequest
+    await s.call(D(topics=[D.TopicRequest(name=s.name("missing"), partition_indexes=[0])]))
+
+
+async def _roles(s: Session, topic: str) -> tuple[int, int, int]:
+    """The leader, the follower and a broker without a replica of ``topic``-0 (two
+    replicas on three brokers)."""
+    md = await s.metadata([topic])
+    p = md.topics[0].partitions[0]
+    follower = next(r for r in p.replica_nodes if r != p.leader_id)
+    outside = next(n for n in sorted(s.target.nodes) if n not in p.replica_nodes)
+    return int(p.leader_id), int(follower), outside
+
+
+async def _describe_producers_everywhere(s: Session, topic: str) -> None:
+    leader, follower, outside = await _roles(s, topic)
+    D = DescribeProducersRequest
+    req = D(topics=[D.TopicRequest(name=topic, partition_indexes=[0])])
+    for node in (leader, follower, outside):
+        await s.call(req, node=node)
+
+
+@scenario(
+    "DescribeProducers",
+    "every-replica",
+    "an idempotent write (acks=-1) seen from the leader, the follower and a non-replica",
+    brokers=3,
+)
+async def describe_producers_every_replica(s: Session) -> None:
+    t = await s.create_topic(replication=2)
+    r = await s.setup(_init(None))
+    data = batch(2, producer_id=r.producer_id, producer_epoch=r.producer_epoch, base_sequence=0)
+    await s.produced(t, data, acks=-1)
+    await _describe_producers_everywhere(s, t)
+
+
+@scenario(
+    "DescribeProducers",
+    "follower-transaction",
+    "an open transaction, then its commit, seen from every broker",
+    brokers=3,
+)
+async def describe_producers_follower_txn(s: Session) -> None:
+    t = await s.create_topic(replication=2)
+    x = await _txn(s)
+    await x.add(t, record=False)
+    leader = await s.leader(t)
+    await s.setup(produce(t, x.batch(), transactional_id=x.tid, acks=-1), node=leader)
+    await _describe_producers_everywhere(s, t)
+    await s.setup(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+    # Settled on the leader: the high watermark is past the marker, so the follower has it.
+    await _settled(s, t, leader)
+    await _describe_producers_everywhere(s, t)
