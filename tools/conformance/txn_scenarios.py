@@ -4,6 +4,7 @@ EndTxn, read_committed fetches, and the transaction listings."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -60,9 +61,10 @@ class _Txn:
             return await self.s.call(req, v, node=self.node)
         return await self.s.setup(req, v, node=self.node)
 
-    def batch(self, count: int = 2, seq: int = 0) -> bytes:
+    def batch(self, count: int = 2, seq: int = 0, **kw: Any) -> bytes:
         return batch(
             count,
+            **kw,
             producer_id=self.pid,
             producer_epoch=self.epoch,
             base_sequence=seq,
@@ -404,11 +406,24 @@ async def list_txns(s: Session) -> None:
     await s.call(ListTransactionsRequest(), node=x.node, keep=keep)
 
 
+def _now_ms() -> int:
+    """A create time for batches whose producer state a scenario reads: Kafka expires a
+    producer whose last batch was created a day before its periodic check (every ten
+    minutes), so the suite's fixed 2023 timestamps would let that check empty the answer."""
+    return int(time.time() * 1000)
+
+
 @scenario("DescribeProducers", "idempotent", "the producer state after an idempotent write")
 async def describe_producers(s: Session) -> None:
     t = await s.create_topic()
     r = await s.setup(_init(None))
-    data = batch(2, producer_id=r.producer_id, producer_epoch=r.producer_epoch, base_sequence=0)
+    data = batch(
+        2,
+        producer_id=r.producer_id,
+        producer_epoch=r.producer_epoch,
+        base_sequence=0,
+        timestamp=_now_ms(),
+    )
     await s.produced(t, data)
     D = DescribeProducersRequest
     req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
@@ -456,7 +471,13 @@ async def _describe_producers_everywhere(s: Session, topic: str) -> None:
 async def describe_producers_every_replica(s: Session) -> None:
     t = await s.create_topic(replication=2)
     r = await s.setup(_init(None))
-    data = batch(2, producer_id=r.producer_id, producer_epoch=r.producer_epoch, base_sequence=0)
+    data = batch(
+        2,
+        producer_id=r.producer_id,
+        producer_epoch=r.producer_epoch,
+        base_sequence=0,
+        timestamp=_now_ms(),
+    )
     await s.produced(t, data, acks=-1)
     await _describe_producers_everywhere(s, t)
 
@@ -472,7 +493,8 @@ async def describe_producers_follower_txn(s: Session) -> None:
     x = await _txn(s)
     await x.add(t, record=False)
     leader = await s.leader(t)
-    await s.setup(produce(t, x.batch(), transactional_id=x.tid, acks=-1), node=leader)
+    txn_batch = x.batch(timestamp=_now_ms())
+    await s.setup(produce(t, txn_batch, transactional_id=x.tid, acks=-1), node=leader)
     await _describe_producers_everywhere(s, t)
     await s.setup(_end(x.tid, x.pid, x.epoch, True), node=x.node)
     # Settled on the leader: the high watermark is past the marker, so the follower has it.
