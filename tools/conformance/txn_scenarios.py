@@ -413,17 +413,22 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@scenario("DescribeProducers", "idempotent", "the producer state after an idempotent write")
-async def describe_producers(s: Session) -> None:
-    t = await s.create_topic()
+async def _idempotent_batch(s: Session) -> bytes:
+    """Two records of a new idempotent producer (set-up), created now."""
     r = await s.setup(_init(None))
-    data = batch(
+    return batch(
         2,
         producer_id=r.producer_id,
         producer_epoch=r.producer_epoch,
         base_sequence=0,
         timestamp=_now_ms(),
     )
+
+
+@scenario("DescribeProducers", "idempotent", "the producer state after an idempotent write")
+async def describe_producers(s: Session) -> None:
+    t = await s.create_topic()
+    data = await _idempotent_batch(s)
     await s.produced(t, data)
     D = DescribeProducersRequest
     req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
@@ -470,14 +475,7 @@ async def _describe_producers_everywhere(s: Session, topic: str) -> None:
 )
 async def describe_producers_every_replica(s: Session) -> None:
     t = await s.create_topic(replication=2)
-    r = await s.setup(_init(None))
-    data = batch(
-        2,
-        producer_id=r.producer_id,
-        producer_epoch=r.producer_epoch,
-        base_sequence=0,
-        timestamp=_now_ms(),
-    )
+    data = await _idempotent_batch(s)
     await s.produced(t, data, acks=-1)
     await _describe_producers_everywhere(s, t)
 
