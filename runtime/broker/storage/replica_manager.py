@@ -335,12 +335,17 @@ class ReplicaManager:
                 listener(partition, False)
         self._on_progress(tp)
 
-    def leader_partition(self, tp: TopicPartition) -> Partition:
+    def replica_partition(self, tp: TopicPartition) -> Partition:
+        """This broker's replica of ``tp``, leader or follower."""
         partition = self.partitions.get(tp)
         if partition is None:
             if self.metadata.partition(tp.topic, tp.partition) is None:
                 raise UnknownTopicOrPartitionError(f"{tp} does not exist")
             raise NotLeaderOrFollowerError(f"broker {self.broker_id} has no replica of {tp}")
+        return partition
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.replica_partition(tp)
         partition.require_leader()
         return partition
 
