@@ -608,7 +608,7 @@ def test_without_a_log_dir_nothing_is_written(tmp_path: Path) -> None:
 
 def _serve_fails(*args: str) -> tuple[int, str]:
     r = subprocess.run(
-        [sys.executable, "-m", "kafkagen.serve", "--port", "0", *args],
+        [sys.executable, "-m", "kafkagen.cli.serve", "--port", "0", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -741,7 +741,7 @@ def test_serve_with_users_as_the_readme_shows() -> None:
     import subprocess
     import sys
 
-    base = [sys.executable, "-m", "kafkagen.serve", "--brokers", "2"]
+    base = [sys.executable, "-m", "kafkagen.cli.serve", "--brokers", "2"]
     configs = [
         "listeners=SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms=SCRAM-SHA-512",

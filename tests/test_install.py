@@ -76,7 +76,7 @@ def test_generate_loads_neither_the_fuzz_nor_the_benchmarks_nor_the_broker(
         for name in imported
         if name.split(".")[0] == "pyspark"
         or name.startswith(("kafkagen.fuzz", "kafkagen.bench", "kafkagen.runtime.broker"))
-        or name in ("kafkagen.serve", "kafkagen.import_specs")
+        or name in ("kafkagen.cli.serve", "kafkagen.cli.import_specs")
     )
     assert loaded == []
 
@@ -162,7 +162,7 @@ def test_the_wheel_installs_and_runs_every_documented_command(
 ) -> None:
     (wheel,) = kafkagen_dist.glob("kafkagen-*.whl")
     entries = wheel_entries(wheel)
-    assert "kafkagen/spec_extensions.json" in entries and "kafkagen/py.typed" in entries
+    assert "kafkagen/cli/spec_extensions.json" in entries and "kafkagen/py.typed" in entries
     assert "kafkagen/bench/codecs.py" in entries
     # Every runtime module, in every room of the broker: a sub-package pyproject.toml does
     # not list would be left out of the wheel without a word.
@@ -198,7 +198,9 @@ def test_the_wheel_installs_and_runs_every_documented_command(
     ok(cli, "check-compat", "specs", "specs")
     # The spec import tool runs, and finds its extensions in the installed package.
     assert "wrote 2 specs" in ok(cli, "import-specs", "--no-extensions", "specs", "imported")
-    has_extensions = "from kafkagen import import_specs as t; print(t.DEFAULT_EXTENSIONS.is_file())"
+    has_extensions = (
+        "from kafkagen.cli import import_specs as t; print(t.DEFAULT_EXTENSIONS.is_file())"
+    )
     assert ok(py, "-c", has_extensions) == "True\n"
     assert "kafkagen.generated" in ok(py, "-c", "import kafkagen.generated as g; print(g.__name__)")
     native = ok(py, "-c", "from kafkagen.runtime import message; print(message.native is not None)")

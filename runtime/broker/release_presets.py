@@ -2,7 +2,7 @@
 
 The table (``release_presets.json`` beside this module) is derived from each release's
 own spec files, the ``common/message/*Request.json`` of its ``kafka-clients`` jar, by
-``python -m kafkagen.version_presets`` (which a test re-runs): an API is in a release when
+``python -m kafkagen.presets_from_jars`` (which a test re-runs): an API is in a release when
 its request spec lists a broker listener (or, before listeners were written down, lists
 none), from its lowest valid version to its highest stable one.
 """

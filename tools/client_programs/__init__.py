@@ -1,6 +1,6 @@
 """The client scenario programs in other languages, built from source on first use.
 
-``tools/clients/`` holds one small program per ecosystem: Kafka's Java client
+``tools/client_programs/`` holds one small program per ecosystem: Kafka's Java client
 (``java/``, compiled against ``kafka-clients`` from Maven Central), franz-go and IBM
 Sarama (``go/``, a Go module), kafkajs (``node/``, an npm package with its lock file) and
 the Python clients kafkagen's dev extras install (``python/``).
@@ -33,7 +33,7 @@ KAFKA_CLIENTS = "org.apache.kafka:kafka-clients:4.4.0"
 #: How long one build may take (a cold Go module download is the slowest).
 BUILD_TIMEOUT_S = 900
 
-SOURCES = Path(__file__).resolve().parent / "clients"
+SOURCES = Path(__file__).resolve().parent
 
 
 class ClientProgramError(RuntimeError):
@@ -44,7 +44,8 @@ def _tool(name: str, language: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise ClientProgramError(
-            f"the {language} client programs need '{name}' on PATH (tools/clients/{language})"
+            f"the {language} client programs need '{name}' on PATH "
+            f"(tools/client_programs/{language})"
         )
     return path
 

@@ -1,98 +1,19 @@
-"""The ``kafkagen`` command: one entry point, one subcommand per job."""
+"""The ``kafkagen`` command: one entry point, one subcommand per job.
+
+This package holds the command table and the subcommands' own modules: ``generate``
+(generate, check-compat), ``roundtrip``, ``serve``, ``control`` and ``import_specs`` (with
+``spec_merge`` and the project's ``spec_extensions.json``). The larger jobs are packages of
+their own: ``kafkagen.fuzz``, ``kafkagen.conformance`` and ``kafkagen.bench``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
-
-
-def _generate(args: argparse.Namespace) -> int:
-    from kafkagen.generator import generate as gen
-    from kafkagen.generator import output
-    from kafkagen.generator.errors import SpecError, SpecErrors, report_spec_warnings
-
-    specs = [Path(p) for p in args.specs] or list(gen.BUILTIN_SPEC_DIRS)
-    out = Path(args.out) if args.out else gen.BUILTIN_OUT
-    started = time.perf_counter()
-    try:
-        if not args.check:
-            output.check_output_folder(out)  # before the work, so a refusal is immediate
-        with report_spec_warnings():
-            messages = gen.load_messages(specs)
-        files = gen.render_package(messages)
-        if args.check:
-            return _report_drift(output.diff_package(files, out), out, len(messages), len(files))
-        output.write_package(files, out)
-    except SpecErrors as e:
-        for err in e.errors:
-            print(err.line(), file=sys.stderr)
-        print(f"kafkagen generate: {len(e.errors)} spec error(s); nothing written", file=sys.stderr)
-        return 1
-    except SpecError as e:
-        print(e.line(), file=sys.stderr)
-        return 1
-    except output.OutputRefused as e:
-        print(f"kafkagen generate: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:  # the output folder cannot be made or written
-        print(f"kafkagen generate: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    took = time.perf_counter() - started
-    print(f"wrote {out.resolve()} ({len(messages)} specs, {len(files)} files) in {took:.1f}s")
-    return 0
-
-
-def _report_drift(drift: list[str], out: Path, specs: int, files: int) -> int:
-    if drift:
-        for name in drift:
-            print(f"{out / name}: differs from what the generator writes", file=sys.stderr)
-        print(
-            "kafkagen generate --check: run 'kafkagen generate' and commit the result",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"{out}: up to date ({specs} specs, {files} files)")
-    return 0
-
-
-def _check_compat(args: argparse.Namespace) -> int:
-    from kafkagen.generator.compat import run_check_compat
-
-    return run_check_compat(Path(args.old), Path(args.new))
-
-
-def _add_generate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--specs",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a spec folder (repeatable; default: the built-in message_specs)",
-    )
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        help="the package folder to write; its name is the package's name (default: the "
-        "built-in kafkagen.generated). It is replaced as a whole, so it must be new, empty or "
-        "a package kafkagen generated (marked by its GENERATED_BY_KAFKAGEN file): a folder "
-        "holding anything else is refused and left untouched",
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 if the output folder differs from what would be written",
-    )
-
-
-def _add_check_compat_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("old", metavar="OLD_DIR")
-    parser.add_argument("new", metavar="NEW_DIR")
 
 
 @dataclass(frozen=True)
@@ -120,7 +41,7 @@ class Command:
 COMMANDS = (
     Command(
         "generate",
-        "kafkagen.cli",
+        "kafkagen.cli.generate",
         "generate the Python codec package from specs",
         "Read spec folders, check every rule, and write a formatted Python package of codecs "
         "(nothing is written on error, and an output folder holding files kafkagen did not "
@@ -130,7 +51,7 @@ COMMANDS = (
     ),
     Command(
         "check-compat",
-        "kafkagen.cli",
+        "kafkagen.cli.generate",
         "check that a spec change keeps wire compatibility",
         "Apply Kafka's evolution rules between two revisions of a spec folder: exit 0 when "
         "compatible, 1 with one line per problem.",
@@ -139,7 +60,7 @@ COMMANDS = (
     ),
     Command(
         "roundtrip",
-        "kafkagen.roundtrip",
+        "kafkagen.cli.roundtrip",
         "round-trip every API and version once (a smoke run)",
         "Build a message for every API, kind and version, encode, decode and compare, and "
         "print a summary table.",
@@ -154,14 +75,14 @@ COMMANDS = (
     ),
     Command(
         "serve",
-        "kafkagen.serve",
+        "kafkagen.cli.serve",
         "run a broker cluster on 127.0.0.1 that real Kafka clients can use",
         "Start N brokers in this process, each with its own listener on 127.0.0.1, print the "
         "bootstrap address and serve until interrupted.",
     ),
     Command(
         "control",
-        "kafkagen.control",
+        "kafkagen.cli.control",
         "inject faults into, and control, a running kafkagen serve --control-port P",
         run="main",
         parsed=False,
@@ -176,7 +97,7 @@ COMMANDS = (
     ),
     Command(
         "import-specs",
-        "kafkagen.import_specs",
+        "kafkagen.cli.import_specs",
         "follow a Kafka release: import its spec files into message_specs/",
         "Read a Kafka release's spec files (a release number fetched from Maven Central, a "
         "kafka-clients jar or a folder), keep only wire facts, merge the versions older "

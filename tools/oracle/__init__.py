@@ -1,6 +1,6 @@
 """Kafka 4.4.0's own message classes as an oracle for kafkagen's codecs.
 
-A small Java program (``jvm/oracle/``, built from source on first use against
+A small Java program (``java/`` beside this module, built from source on first use against
 ``kafka-clients`` from Maven Central and cached outside the tree) puts Kafka's generated
 ``*Data`` and ``*DataJsonConverter`` classes behind one batch operation: many items in,
 one result each out. Items are
@@ -64,7 +64,7 @@ KAFKA_VERSION = "4.4.0"
 #: kafka-clients leaves Jackson, which its JSON converters use, to the application; this
 #: is the version Kafka 4.4.0 itself ships with.
 JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.7"
-SOURCES = Path(__file__).resolve().parent / "jvm" / "oracle" / "src"
+SOURCES = Path(__file__).resolve().parent / "java" / "src"
 #: The Spark SQL function over batches, built only for Spark (it needs Spark's jars).
 SPARK_SOURCES = SOURCES.parent / "spark"
 UDF_CLASS = "kafkagen.oracle.KafkaOracleUdf"

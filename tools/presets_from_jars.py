@@ -1,6 +1,6 @@
 """Derive the release presets (``runtime/broker/release_presets.json``) from Kafka's jars.
 
-``python -m kafkagen.version_presets [VERSION ...]`` reads the request specs in each
+``python -m kafkagen.presets_from_jars [VERSION ...]`` reads the request specs in each
 release's ``kafka-clients`` jar (fetched from Maven Central through `kafkagen.maven`,
 cached) and writes the table; ``--check`` only compares; ``--unserved`` prints, per
 preset, the versions of its release that kafkagen does not serve (so cannot advertise).
@@ -74,7 +74,7 @@ def table(releases: Sequence[str] = RELEASES) -> dict[str, Any]:
     from kafkagen.maven import jar
 
     out: dict[str, Any] = {
-        "derived_by": "python -m kafkagen.version_presets",
+        "derived_by": "python -m kafkagen.presets_from_jars",
         "releases": {},
     }
     for version in releases:
@@ -113,7 +113,7 @@ def unserved() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kafkagen.version_presets", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m kafkagen.presets_from_jars", description=__doc__)
     p.add_argument("versions", nargs="*", default=list(RELEASES), help="kafka-clients versions")
     p.add_argument("--check", action="store_true", help="exit 1 if the table is stale")
     p.add_argument(
@@ -128,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(table(args.versions))
     if args.check:
         if TABLE.read_text("utf-8") != text:
-            print(f"{TABLE.name} is stale: run python -m kafkagen.version_presets", file=sys.stderr)
+            print(
+                f"{TABLE.name} is stale: run python -m kafkagen.presets_from_jars", file=sys.stderr
+            )
             return 1
         return 0
     TABLE.write_text(text, "utf-8")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from kafkagen.presets_from_jars import TABLE, render, table
 from kafkagen.runtime.broker.release_presets import preset_ranges
 from kafkagen.runtime.handlers import supported_versions
-from kafkagen.version_presets import TABLE, render, table
 
 
 @pytest.mark.slow

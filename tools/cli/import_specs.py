@@ -6,7 +6,7 @@
 
 A release number is fetched as ``org.apache.kafka:kafka-clients`` from Maven Central and its
 ``common/message/*.json`` read from the jar; ``--from`` takes a jar or a folder. Older
-releases (``--older``) supply the versions the newest one dropped (:mod:`kafkagen.spec_merge`).
+releases (``--older``) supply the versions the newest one dropped (:mod:`kafkagen.cli.spec_merge`).
 
 Each upstream file is read in Kafka's dialect and written back as plain JSON holding only
 the wire facts: ``about`` texts are dropped and comments vanish because the document is
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkagen.cli.spec_merge import DROPPED_KEYS, differences, merge_releases, project, strip
 from kafkagen.generator.errors import SpecError
 from kafkagen.generator.loader import (
     as_bool,
@@ -46,7 +47,6 @@ from kafkagen.generator.loader import (
     spec_files,
 )
 from kafkagen.generator.versions import Versions
-from kafkagen.spec_merge import DROPPED_KEYS, differences, merge_releases, project, strip
 
 #: Top-level keys in the order Kafka's own files mostly use.
 MESSAGE_KEYS = (
@@ -709,7 +709,7 @@ def _builtin_specs() -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafkagen.import_specs",
+        prog="python -m kafkagen.cli.import_specs",
         description="Import Kafka's message specs (wire facts only) from a release, merge the"
         " versions older releases had below it, then re-apply the project's extensions.",
     )
