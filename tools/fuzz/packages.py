@@ -151,7 +151,7 @@ def resolve(source: str | Sequence[str] | None = None) -> Package:
 
 
 def _resolve_one(source: str) -> Package:
-    from kafkagen.import_specs import is_release
+    from kafkagen.cli.import_specs import is_release
 
     path = Path(source)
     if path.is_dir():
@@ -257,7 +257,7 @@ def from_specs(spec_dirs: Sequence[Path], label: str | None = None) -> Package:
 def from_release(version: str) -> Package:
     """Kafka's own spec files of a release, generated (the jar is cached by Maven)."""
     from kafkagen.generator.errors import SpecError
-    from kafkagen.import_specs import build_specs, read_specs, resolve_source, write_files
+    from kafkagen.cli.import_specs import build_specs, read_specs, resolve_source, write_files
 
     try:
         texts = build_specs(read_specs(resolve_source(version)), extensions=None)
