@@ -132,6 +132,7 @@ _N_AbortedTxn_v0 = (
     ),
     (),
     "AbortedTxn",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AbortedTxn = (

@@ -217,6 +217,7 @@ _N_AddOffsetsToTxnRequest_v0 = (
     ),
     (),
     "AddOffsetsToTxnRequest",
+    (),
 )
 _N_AddOffsetsToTxnRequest_v3 = (
     AddOffsetsToTxnRequest,
@@ -229,6 +230,7 @@ _N_AddOffsetsToTxnRequest_v3 = (
     ),
     (),
     "AddOffsetsToTxnRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddOffsetsToTxnRequest = (
@@ -324,6 +326,7 @@ _N_AddOffsetsToTxnResponse_v0 = (
     ),
     (),
     "AddOffsetsToTxnResponse",
+    (),
 )
 _N_AddOffsetsToTxnResponse_v3 = (
     AddOffsetsToTxnResponse,
@@ -334,6 +337,7 @@ _N_AddOffsetsToTxnResponse_v3 = (
     ),
     (),
     "AddOffsetsToTxnResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddOffsetsToTxnResponse = (

@@ -666,6 +666,7 @@ _N_AddPartitionsToTxnTopic_v0 = (
     ),
     (),
     "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic",
+    (),
 )
 _N_AddPartitionsToTxnTopic_v3 = (
     _AddPartitionsToTxnTopic,
@@ -676,6 +677,7 @@ _N_AddPartitionsToTxnTopic_v3 = (
     ),
     (),
     "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic",
+    (),
 )
 _N_AddPartitionsToTxnTransaction_v4 = (
     _AddPartitionsToTxnTransaction,
@@ -689,6 +691,7 @@ _N_AddPartitionsToTxnTransaction_v4 = (
     ),
     (),
     "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction",
+    (),
 )
 _N_AddPartitionsToTxnRequest_v0 = (
     AddPartitionsToTxnRequest,
@@ -702,6 +705,7 @@ _N_AddPartitionsToTxnRequest_v0 = (
     ),
     (),
     "AddPartitionsToTxnRequest",
+    (),
 )
 _N_AddPartitionsToTxnRequest_v3 = (
     AddPartitionsToTxnRequest,
@@ -715,6 +719,7 @@ _N_AddPartitionsToTxnRequest_v3 = (
     ),
     (),
     "AddPartitionsToTxnRequest",
+    (),
 )
 _N_AddPartitionsToTxnRequest_v4 = (
     AddPartitionsToTxnRequest,
@@ -728,6 +733,7 @@ _N_AddPartitionsToTxnRequest_v4 = (
     ),
     (),
     "AddPartitionsToTxnRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddPartitionsToTxnTopic = (
@@ -1198,6 +1204,7 @@ _N_AddPartitionsToTxnPartitionResult_v0 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult",
+    (),
 )
 _N_AddPartitionsToTxnPartitionResult_v3 = (
     _AddPartitionsToTxnPartitionResult,
@@ -1208,6 +1215,7 @@ _N_AddPartitionsToTxnPartitionResult_v3 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult",
+    (),
 )
 _N_AddPartitionsToTxnTopicResult_v0 = (
     _AddPartitionsToTxnTopicResult,
@@ -1218,6 +1226,7 @@ _N_AddPartitionsToTxnTopicResult_v0 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult",
+    (),
 )
 _N_AddPartitionsToTxnTopicResult_v3 = (
     _AddPartitionsToTxnTopicResult,
@@ -1228,6 +1237,7 @@ _N_AddPartitionsToTxnTopicResult_v3 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult",
+    (),
 )
 _N_AddPartitionsToTxnResult_v4 = (
     _AddPartitionsToTxnResult,
@@ -1238,6 +1248,7 @@ _N_AddPartitionsToTxnResult_v4 = (
     ),
     (),
     "AddPartitionsToTxnResponse.AddPartitionsToTxnResult",
+    (),
 )
 _N_AddPartitionsToTxnResponse_v0 = (
     AddPartitionsToTxnResponse,
@@ -1250,6 +1261,7 @@ _N_AddPartitionsToTxnResponse_v0 = (
     ),
     (),
     "AddPartitionsToTxnResponse",
+    (),
 )
 _N_AddPartitionsToTxnResponse_v3 = (
     AddPartitionsToTxnResponse,
@@ -1262,6 +1274,7 @@ _N_AddPartitionsToTxnResponse_v3 = (
     ),
     (),
     "AddPartitionsToTxnResponse",
+    (),
 )
 _N_AddPartitionsToTxnResponse_v4 = (
     AddPartitionsToTxnResponse,
@@ -1274,6 +1287,7 @@ _N_AddPartitionsToTxnResponse_v4 = (
     ),
     (),
     "AddPartitionsToTxnResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddPartitionsToTxnPartitionResult = (

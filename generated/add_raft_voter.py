@@ -355,6 +355,7 @@ _N_Listener_v0 = (
     ),
     (),
     "AddRaftVoterRequest.Listener",
+    (),
 )
 _N_AddRaftVoterRequest_v0 = (
     AddRaftVoterRequest,
@@ -369,6 +370,7 @@ _N_AddRaftVoterRequest_v0 = (
     ),
     (),
     "AddRaftVoterRequest",
+    (),
 )
 _N_AddRaftVoterRequest_v1 = (
     AddRaftVoterRequest,
@@ -383,6 +385,7 @@ _N_AddRaftVoterRequest_v1 = (
     ),
     (),
     "AddRaftVoterRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
@@ -495,6 +498,7 @@ _N_AddRaftVoterResponse_v0 = (
     ),
     (),
     "AddRaftVoterResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AddRaftVoterResponse = (

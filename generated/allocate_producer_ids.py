@@ -172,6 +172,7 @@ _N_AllocateProducerIdsRequest_v0 = (
     ),
     (),
     "AllocateProducerIdsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AllocateProducerIdsRequest = (
@@ -257,6 +258,7 @@ _N_AllocateProducerIdsResponse_v0 = (
     ),
     (),
     "AllocateProducerIdsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AllocateProducerIdsResponse = (

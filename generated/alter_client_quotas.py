@@ -613,6 +613,7 @@ _N_AlterClientQuotasRequest_EntityData_v0 = (
     ),
     (),
     "AlterClientQuotasRequest.EntityData",
+    (),
 )
 _N_AlterClientQuotasRequest_EntityData_v1 = (
     _AlterClientQuotasRequest_EntityData,
@@ -623,6 +624,7 @@ _N_AlterClientQuotasRequest_EntityData_v1 = (
     ),
     (),
     "AlterClientQuotasRequest.EntityData",
+    (),
 )
 _N_OpData_v0 = (
     _OpData,
@@ -634,6 +636,7 @@ _N_OpData_v0 = (
     ),
     (),
     "AlterClientQuotasRequest.OpData",
+    (),
 )
 _N_OpData_v1 = (
     _OpData,
@@ -645,6 +648,7 @@ _N_OpData_v1 = (
     ),
     (),
     "AlterClientQuotasRequest.OpData",
+    (),
 )
 _N_AlterClientQuotasRequest_EntryData_v0 = (
     _AlterClientQuotasRequest_EntryData,
@@ -655,6 +659,7 @@ _N_AlterClientQuotasRequest_EntryData_v0 = (
     ),
     (),
     "AlterClientQuotasRequest.EntryData",
+    (),
 )
 _N_AlterClientQuotasRequest_EntryData_v1 = (
     _AlterClientQuotasRequest_EntryData,
@@ -665,6 +670,7 @@ _N_AlterClientQuotasRequest_EntryData_v1 = (
     ),
     (),
     "AlterClientQuotasRequest.EntryData",
+    (),
 )
 _N_AlterClientQuotasRequest_v0 = (
     AlterClientQuotasRequest,
@@ -675,6 +681,7 @@ _N_AlterClientQuotasRequest_v0 = (
     ),
     (),
     "AlterClientQuotasRequest",
+    (),
 )
 _N_AlterClientQuotasRequest_v1 = (
     AlterClientQuotasRequest,
@@ -685,6 +692,7 @@ _N_AlterClientQuotasRequest_v1 = (
     ),
     (),
     "AlterClientQuotasRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterClientQuotasRequest_EntityData = (
@@ -1058,6 +1066,7 @@ _N_AlterClientQuotasResponse_EntityData_v0 = (
     ),
     (),
     "AlterClientQuotasResponse.EntityData",
+    (),
 )
 _N_AlterClientQuotasResponse_EntityData_v1 = (
     _AlterClientQuotasResponse_EntityData,
@@ -1068,6 +1077,7 @@ _N_AlterClientQuotasResponse_EntityData_v1 = (
     ),
     (),
     "AlterClientQuotasResponse.EntityData",
+    (),
 )
 _N_AlterClientQuotasResponse_EntryData_v0 = (
     _AlterClientQuotasResponse_EntryData,
@@ -1079,6 +1089,7 @@ _N_AlterClientQuotasResponse_EntryData_v0 = (
     ),
     (),
     "AlterClientQuotasResponse.EntryData",
+    (),
 )
 _N_AlterClientQuotasResponse_EntryData_v1 = (
     _AlterClientQuotasResponse_EntryData,
@@ -1090,6 +1101,7 @@ _N_AlterClientQuotasResponse_EntryData_v1 = (
     ),
     (),
     "AlterClientQuotasResponse.EntryData",
+    (),
 )
 _N_AlterClientQuotasResponse_v0 = (
     AlterClientQuotasResponse,
@@ -1100,6 +1112,7 @@ _N_AlterClientQuotasResponse_v0 = (
     ),
     (),
     "AlterClientQuotasResponse",
+    (),
 )
 _N_AlterClientQuotasResponse_v1 = (
     AlterClientQuotasResponse,
@@ -1110,6 +1123,7 @@ _N_AlterClientQuotasResponse_v1 = (
     ),
     (),
     "AlterClientQuotasResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterClientQuotasResponse_EntityData = (

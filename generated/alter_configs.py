@@ -472,6 +472,7 @@ _N_AlterableConfig_v0 = (
     ),
     (),
     "AlterConfigsRequest.AlterableConfig",
+    (),
 )
 _N_AlterableConfig_v2 = (
     _AlterableConfig,
@@ -482,6 +483,7 @@ _N_AlterableConfig_v2 = (
     ),
     (),
     "AlterConfigsRequest.AlterableConfig",
+    (),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
@@ -493,6 +495,7 @@ _N_AlterConfigsResource_v0 = (
     ),
     (),
     "AlterConfigsRequest.AlterConfigsResource",
+    (),
 )
 _N_AlterConfigsResource_v2 = (
     _AlterConfigsResource,
@@ -504,6 +507,7 @@ _N_AlterConfigsResource_v2 = (
     ),
     (),
     "AlterConfigsRequest.AlterConfigsResource",
+    (),
 )
 _N_AlterConfigsRequest_v0 = (
     AlterConfigsRequest,
@@ -514,6 +518,7 @@ _N_AlterConfigsRequest_v0 = (
     ),
     (),
     "AlterConfigsRequest",
+    (),
 )
 _N_AlterConfigsRequest_v2 = (
     AlterConfigsRequest,
@@ -524,6 +529,7 @@ _N_AlterConfigsRequest_v2 = (
     ),
     (),
     "AlterConfigsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterableConfig = (
@@ -779,6 +785,7 @@ _N_AlterConfigsResourceResponse_v0 = (
     ),
     (),
     "AlterConfigsResponse.AlterConfigsResourceResponse",
+    (),
 )
 _N_AlterConfigsResourceResponse_v2 = (
     _AlterConfigsResourceResponse,
@@ -791,6 +798,7 @@ _N_AlterConfigsResourceResponse_v2 = (
     ),
     (),
     "AlterConfigsResponse.AlterConfigsResourceResponse",
+    (),
 )
 _N_AlterConfigsResponse_v0 = (
     AlterConfigsResponse,
@@ -801,6 +809,7 @@ _N_AlterConfigsResponse_v0 = (
     ),
     (),
     "AlterConfigsResponse",
+    (),
 )
 _N_AlterConfigsResponse_v2 = (
     AlterConfigsResponse,
@@ -811,6 +820,7 @@ _N_AlterConfigsResponse_v2 = (
     ),
     (),
     "AlterConfigsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterConfigsResourceResponse = (

@@ -843,6 +843,7 @@ _N_BrokerState_v3 = (
     ),
     (),
     "AlterPartitionRequest.BrokerState",
+    (),
 )
 _N_AlterPartitionRequest_PartitionData_v0 = (
     _AlterPartitionRequest_PartitionData,
@@ -857,6 +858,7 @@ _N_AlterPartitionRequest_PartitionData_v0 = (
     ),
     (),
     "AlterPartitionRequest.PartitionData",
+    (),
 )
 _N_AlterPartitionRequest_PartitionData_v1 = (
     _AlterPartitionRequest_PartitionData,
@@ -871,6 +873,7 @@ _N_AlterPartitionRequest_PartitionData_v1 = (
     ),
     (),
     "AlterPartitionRequest.PartitionData",
+    (),
 )
 _N_AlterPartitionRequest_PartitionData_v3 = (
     _AlterPartitionRequest_PartitionData,
@@ -885,6 +888,7 @@ _N_AlterPartitionRequest_PartitionData_v3 = (
     ),
     (),
     "AlterPartitionRequest.PartitionData",
+    (),
 )
 _N_AlterPartitionRequest_TopicData_v0 = (
     _AlterPartitionRequest_TopicData,
@@ -896,6 +900,7 @@ _N_AlterPartitionRequest_TopicData_v0 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
+    (),
 )
 _N_AlterPartitionRequest_TopicData_v1 = (
     _AlterPartitionRequest_TopicData,
@@ -907,6 +912,7 @@ _N_AlterPartitionRequest_TopicData_v1 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
+    (),
 )
 _N_AlterPartitionRequest_TopicData_v2 = (
     _AlterPartitionRequest_TopicData,
@@ -918,6 +924,7 @@ _N_AlterPartitionRequest_TopicData_v2 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
+    (),
 )
 _N_AlterPartitionRequest_TopicData_v3 = (
     _AlterPartitionRequest_TopicData,
@@ -929,6 +936,7 @@ _N_AlterPartitionRequest_TopicData_v3 = (
     ),
     (),
     "AlterPartitionRequest.TopicData",
+    (),
 )
 _N_AlterPartitionRequest_v0 = (
     AlterPartitionRequest,
@@ -940,6 +948,7 @@ _N_AlterPartitionRequest_v0 = (
     ),
     (),
     "AlterPartitionRequest",
+    (),
 )
 _N_AlterPartitionRequest_v1 = (
     AlterPartitionRequest,
@@ -951,6 +960,7 @@ _N_AlterPartitionRequest_v1 = (
     ),
     (),
     "AlterPartitionRequest",
+    (),
 )
 _N_AlterPartitionRequest_v2 = (
     AlterPartitionRequest,
@@ -962,6 +972,7 @@ _N_AlterPartitionRequest_v2 = (
     ),
     (),
     "AlterPartitionRequest",
+    (),
 )
 _N_AlterPartitionRequest_v3 = (
     AlterPartitionRequest,
@@ -973,6 +984,7 @@ _N_AlterPartitionRequest_v3 = (
     ),
     (),
     "AlterPartitionRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerState = (
@@ -1441,6 +1453,7 @@ _N_AlterPartitionResponse_PartitionData_v0 = (
     ),
     (),
     "AlterPartitionResponse.PartitionData",
+    (),
 )
 _N_AlterPartitionResponse_PartitionData_v1 = (
     _AlterPartitionResponse_PartitionData,
@@ -1456,6 +1469,7 @@ _N_AlterPartitionResponse_PartitionData_v1 = (
     ),
     (),
     "AlterPartitionResponse.PartitionData",
+    (),
 )
 _N_AlterPartitionResponse_TopicData_v0 = (
     _AlterPartitionResponse_TopicData,
@@ -1467,6 +1481,7 @@ _N_AlterPartitionResponse_TopicData_v0 = (
     ),
     (),
     "AlterPartitionResponse.TopicData",
+    (),
 )
 _N_AlterPartitionResponse_TopicData_v1 = (
     _AlterPartitionResponse_TopicData,
@@ -1478,6 +1493,7 @@ _N_AlterPartitionResponse_TopicData_v1 = (
     ),
     (),
     "AlterPartitionResponse.TopicData",
+    (),
 )
 _N_AlterPartitionResponse_TopicData_v2 = (
     _AlterPartitionResponse_TopicData,
@@ -1489,6 +1505,7 @@ _N_AlterPartitionResponse_TopicData_v2 = (
     ),
     (),
     "AlterPartitionResponse.TopicData",
+    (),
 )
 _N_AlterPartitionResponse_v0 = (
     AlterPartitionResponse,
@@ -1500,6 +1517,7 @@ _N_AlterPartitionResponse_v0 = (
     ),
     (),
     "AlterPartitionResponse",
+    (),
 )
 _N_AlterPartitionResponse_v1 = (
     AlterPartitionResponse,
@@ -1511,6 +1529,7 @@ _N_AlterPartitionResponse_v1 = (
     ),
     (),
     "AlterPartitionResponse",
+    (),
 )
 _N_AlterPartitionResponse_v2 = (
     AlterPartitionResponse,
@@ -1522,6 +1541,7 @@ _N_AlterPartitionResponse_v2 = (
     ),
     (),
     "AlterPartitionResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterPartitionResponse_PartitionData = (

@@ -486,6 +486,7 @@ _N_ReassignablePartition_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest.ReassignablePartition",
+    (),
 )
 _N_ReassignableTopic_v0 = (
     _ReassignableTopic,
@@ -496,6 +497,7 @@ _N_ReassignableTopic_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest.ReassignableTopic",
+    (),
 )
 _N_AlterPartitionReassignmentsRequest_v0 = (
     AlterPartitionReassignmentsRequest,
@@ -507,6 +509,7 @@ _N_AlterPartitionReassignmentsRequest_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest",
+    (),
 )
 _N_AlterPartitionReassignmentsRequest_v1 = (
     AlterPartitionReassignmentsRequest,
@@ -518,6 +521,7 @@ _N_AlterPartitionReassignmentsRequest_v1 = (
     ),
     (),
     "AlterPartitionReassignmentsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReassignablePartition = (
@@ -819,6 +823,7 @@ _N_ReassignablePartitionResponse_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse",
+    (),
 )
 _N_ReassignableTopicResponse_v0 = (
     _ReassignableTopicResponse,
@@ -829,6 +834,7 @@ _N_ReassignableTopicResponse_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse.ReassignableTopicResponse",
+    (),
 )
 _N_AlterPartitionReassignmentsResponse_v0 = (
     AlterPartitionReassignmentsResponse,
@@ -842,6 +848,7 @@ _N_AlterPartitionReassignmentsResponse_v0 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse",
+    (),
 )
 _N_AlterPartitionReassignmentsResponse_v1 = (
     AlterPartitionReassignmentsResponse,
@@ -855,6 +862,7 @@ _N_AlterPartitionReassignmentsResponse_v1 = (
     ),
     (),
     "AlterPartitionReassignmentsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReassignablePartitionResponse = (

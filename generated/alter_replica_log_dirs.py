@@ -470,6 +470,7 @@ _N_AlterReplicaLogDirTopic_v0 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic",
+    (),
 )
 _N_AlterReplicaLogDirTopic_v2 = (
     _AlterReplicaLogDirTopic,
@@ -480,6 +481,7 @@ _N_AlterReplicaLogDirTopic_v2 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic",
+    (),
 )
 _N_AlterReplicaLogDir_v0 = (
     _AlterReplicaLogDir,
@@ -490,6 +492,7 @@ _N_AlterReplicaLogDir_v0 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDir",
+    (),
 )
 _N_AlterReplicaLogDir_v2 = (
     _AlterReplicaLogDir,
@@ -500,6 +503,7 @@ _N_AlterReplicaLogDir_v2 = (
     ),
     (),
     "AlterReplicaLogDirsRequest.AlterReplicaLogDir",
+    (),
 )
 _N_AlterReplicaLogDirsRequest_v0 = (
     AlterReplicaLogDirsRequest,
@@ -509,6 +513,7 @@ _N_AlterReplicaLogDirsRequest_v0 = (
     ),
     (),
     "AlterReplicaLogDirsRequest",
+    (),
 )
 _N_AlterReplicaLogDirsRequest_v2 = (
     AlterReplicaLogDirsRequest,
@@ -518,6 +523,7 @@ _N_AlterReplicaLogDirsRequest_v2 = (
     ),
     (),
     "AlterReplicaLogDirsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterReplicaLogDirTopic = (
@@ -826,6 +832,7 @@ _N_AlterReplicaLogDirPartitionResult_v0 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult",
+    (),
 )
 _N_AlterReplicaLogDirPartitionResult_v2 = (
     _AlterReplicaLogDirPartitionResult,
@@ -836,6 +843,7 @@ _N_AlterReplicaLogDirPartitionResult_v2 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult",
+    (),
 )
 _N_AlterReplicaLogDirTopicResult_v0 = (
     _AlterReplicaLogDirTopicResult,
@@ -846,6 +854,7 @@ _N_AlterReplicaLogDirTopicResult_v0 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult",
+    (),
 )
 _N_AlterReplicaLogDirTopicResult_v2 = (
     _AlterReplicaLogDirTopicResult,
@@ -856,6 +865,7 @@ _N_AlterReplicaLogDirTopicResult_v2 = (
     ),
     (),
     "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult",
+    (),
 )
 _N_AlterReplicaLogDirsResponse_v0 = (
     AlterReplicaLogDirsResponse,
@@ -866,6 +876,7 @@ _N_AlterReplicaLogDirsResponse_v0 = (
     ),
     (),
     "AlterReplicaLogDirsResponse",
+    (),
 )
 _N_AlterReplicaLogDirsResponse_v2 = (
     AlterReplicaLogDirsResponse,
@@ -876,6 +887,7 @@ _N_AlterReplicaLogDirsResponse_v2 = (
     ),
     (),
     "AlterReplicaLogDirsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterReplicaLogDirPartitionResult = (

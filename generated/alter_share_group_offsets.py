@@ -471,6 +471,7 @@ _N_AlterShareGroupOffsetsRequestPartition_v0 = (
     ),
     (),
     "AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition",
+    (),
 )
 _N_AlterShareGroupOffsetsRequestTopic_v0 = (
     _AlterShareGroupOffsetsRequestTopic,
@@ -481,6 +482,7 @@ _N_AlterShareGroupOffsetsRequestTopic_v0 = (
     ),
     (),
     "AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic",
+    (),
 )
 _N_AlterShareGroupOffsetsRequest_v0 = (
     AlterShareGroupOffsetsRequest,
@@ -491,6 +493,7 @@ _N_AlterShareGroupOffsetsRequest_v0 = (
     ),
     (),
     "AlterShareGroupOffsetsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterShareGroupOffsetsRequestPartition = (
@@ -765,6 +768,7 @@ _N_AlterShareGroupOffsetsResponsePartition_v0 = (
     ),
     (),
     "AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition",
+    (),
 )
 _N_AlterShareGroupOffsetsResponseTopic_v0 = (
     _AlterShareGroupOffsetsResponseTopic,
@@ -776,6 +780,7 @@ _N_AlterShareGroupOffsetsResponseTopic_v0 = (
     ),
     (),
     "AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic",
+    (),
 )
 _N_AlterShareGroupOffsetsResponse_v0 = (
     AlterShareGroupOffsetsResponse,
@@ -788,6 +793,7 @@ _N_AlterShareGroupOffsetsResponse_v0 = (
     ),
     (),
     "AlterShareGroupOffsetsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterShareGroupOffsetsResponsePartition = (

@@ -421,6 +421,7 @@ _N_ScramCredentialDeletion_v0 = (
     ),
     (),
     "AlterUserScramCredentialsRequest.ScramCredentialDeletion",
+    (),
 )
 _N_ScramCredentialUpsertion_v0 = (
     _ScramCredentialUpsertion,
@@ -434,6 +435,7 @@ _N_ScramCredentialUpsertion_v0 = (
     ),
     (),
     "AlterUserScramCredentialsRequest.ScramCredentialUpsertion",
+    (),
 )
 _N_AlterUserScramCredentialsRequest_v0 = (
     AlterUserScramCredentialsRequest,
@@ -444,6 +446,7 @@ _N_AlterUserScramCredentialsRequest_v0 = (
     ),
     (),
     "AlterUserScramCredentialsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ScramCredentialDeletion = (
@@ -635,6 +638,7 @@ _N_AlterUserScramCredentialsResult_v0 = (
     ),
     (),
     "AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult",
+    (),
 )
 _N_AlterUserScramCredentialsResponse_v0 = (
     AlterUserScramCredentialsResponse,
@@ -645,6 +649,7 @@ _N_AlterUserScramCredentialsResponse_v0 = (
     ),
     (),
     "AlterUserScramCredentialsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterUserScramCredentialsResult = (

@@ -390,6 +390,7 @@ _N_ApiVersionsRequest_v0 = (
     ),
     (),
     "ApiVersionsRequest",
+    (),
 )
 _N_ApiVersionsRequest_v3 = (
     ApiVersionsRequest,
@@ -402,6 +403,7 @@ _N_ApiVersionsRequest_v3 = (
     ),
     (),
     "ApiVersionsRequest",
+    (),
 )
 _N_ApiVersionsRequest_v5 = (
     ApiVersionsRequest,
@@ -414,6 +416,7 @@ _N_ApiVersionsRequest_v5 = (
     ),
     (),
     "ApiVersionsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ApiVersionsRequest = (
@@ -826,6 +829,7 @@ _N_ApiVersion_v0 = (
     ),
     (),
     "ApiVersionsResponse.ApiVersion",
+    (),
 )
 _N_ApiVersion_v3 = (
     _ApiVersion,
@@ -837,6 +841,7 @@ _N_ApiVersion_v3 = (
     ),
     (),
     "ApiVersionsResponse.ApiVersion",
+    (),
 )
 _N_SupportedFeatureKey_v3 = (
     _SupportedFeatureKey,
@@ -848,6 +853,7 @@ _N_SupportedFeatureKey_v3 = (
     ),
     (),
     "ApiVersionsResponse.SupportedFeatureKey",
+    (),
 )
 _N_FinalizedFeatureKey_v3 = (
     _FinalizedFeatureKey,
@@ -859,6 +865,7 @@ _N_FinalizedFeatureKey_v3 = (
     ),
     (),
     "ApiVersionsResponse.FinalizedFeatureKey",
+    (),
 )
 _N_ApiVersionsResponse_v0 = (
     ApiVersionsResponse,
@@ -874,6 +881,7 @@ _N_ApiVersionsResponse_v0 = (
     ),
     (),
     "ApiVersionsResponse",
+    (),
 )
 _N_ApiVersionsResponse_v1 = (
     ApiVersionsResponse,
@@ -889,6 +897,7 @@ _N_ApiVersionsResponse_v1 = (
     ),
     (),
     "ApiVersionsResponse",
+    (),
 )
 _N_ApiVersionsResponse_v3 = (
     ApiVersionsResponse,
@@ -905,6 +914,7 @@ _N_ApiVersionsResponse_v3 = (
         (3, ("bool", "zk_migration_ready", 1), ("value", False)),
     ),
     "ApiVersionsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ApiVersion = (

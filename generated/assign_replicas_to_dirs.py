@@ -537,6 +537,7 @@ _N_AssignReplicasToDirsRequest_PartitionData_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest.PartitionData",
+    (),
 )
 _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     _AssignReplicasToDirsRequest_TopicData,
@@ -547,6 +548,7 @@ _N_AssignReplicasToDirsRequest_TopicData_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest.TopicData",
+    (),
 )
 _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     _AssignReplicasToDirsRequest_DirectoryData,
@@ -557,6 +559,7 @@ _N_AssignReplicasToDirsRequest_DirectoryData_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest.DirectoryData",
+    (),
 )
 _N_AssignReplicasToDirsRequest_v0 = (
     AssignReplicasToDirsRequest,
@@ -568,6 +571,7 @@ _N_AssignReplicasToDirsRequest_v0 = (
     ),
     (),
     "AssignReplicasToDirsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AssignReplicasToDirsRequest_PartitionData = (
@@ -899,6 +903,7 @@ _N_AssignReplicasToDirsResponse_PartitionData_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse.PartitionData",
+    (),
 )
 _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     _AssignReplicasToDirsResponse_TopicData,
@@ -909,6 +914,7 @@ _N_AssignReplicasToDirsResponse_TopicData_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse.TopicData",
+    (),
 )
 _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     _AssignReplicasToDirsResponse_DirectoryData,
@@ -919,6 +925,7 @@ _N_AssignReplicasToDirsResponse_DirectoryData_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse.DirectoryData",
+    (),
 )
 _N_AssignReplicasToDirsResponse_v0 = (
     AssignReplicasToDirsResponse,
@@ -930,6 +937,7 @@ _N_AssignReplicasToDirsResponse_v0 = (
     ),
     (),
     "AssignReplicasToDirsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AssignReplicasToDirsResponse_PartitionData = (

@@ -709,6 +709,7 @@ _N_BeginQuorumEpochRequest_PartitionData_v0 = (
     ),
     (),
     "BeginQuorumEpochRequest.PartitionData",
+    (),
 )
 _N_BeginQuorumEpochRequest_PartitionData_v1 = (
     _BeginQuorumEpochRequest_PartitionData,
@@ -721,6 +722,7 @@ _N_BeginQuorumEpochRequest_PartitionData_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest.PartitionData",
+    (),
 )
 _N_BeginQuorumEpochRequest_TopicData_v0 = (
     _BeginQuorumEpochRequest_TopicData,
@@ -731,6 +733,7 @@ _N_BeginQuorumEpochRequest_TopicData_v0 = (
     ),
     (),
     "BeginQuorumEpochRequest.TopicData",
+    (),
 )
 _N_BeginQuorumEpochRequest_TopicData_v1 = (
     _BeginQuorumEpochRequest_TopicData,
@@ -741,6 +744,7 @@ _N_BeginQuorumEpochRequest_TopicData_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest.TopicData",
+    (),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
@@ -752,6 +756,7 @@ _N_LeaderEndpoint_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest.LeaderEndpoint",
+    (),
 )
 _N_BeginQuorumEpochRequest_v0 = (
     BeginQuorumEpochRequest,
@@ -764,6 +769,7 @@ _N_BeginQuorumEpochRequest_v0 = (
     ),
     (),
     "BeginQuorumEpochRequest",
+    (),
 )
 _N_BeginQuorumEpochRequest_v1 = (
     BeginQuorumEpochRequest,
@@ -776,6 +782,7 @@ _N_BeginQuorumEpochRequest_v1 = (
     ),
     (),
     "BeginQuorumEpochRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BeginQuorumEpochRequest_PartitionData = (
@@ -1216,6 +1223,7 @@ _N_BeginQuorumEpochResponse_PartitionData_v0 = (
     ),
     (),
     "BeginQuorumEpochResponse.PartitionData",
+    (),
 )
 _N_BeginQuorumEpochResponse_PartitionData_v1 = (
     _BeginQuorumEpochResponse_PartitionData,
@@ -1228,6 +1236,7 @@ _N_BeginQuorumEpochResponse_PartitionData_v1 = (
     ),
     (),
     "BeginQuorumEpochResponse.PartitionData",
+    (),
 )
 _N_BeginQuorumEpochResponse_TopicData_v0 = (
     _BeginQuorumEpochResponse_TopicData,
@@ -1238,6 +1247,7 @@ _N_BeginQuorumEpochResponse_TopicData_v0 = (
     ),
     (),
     "BeginQuorumEpochResponse.TopicData",
+    (),
 )
 _N_BeginQuorumEpochResponse_TopicData_v1 = (
     _BeginQuorumEpochResponse_TopicData,
@@ -1248,6 +1258,7 @@ _N_BeginQuorumEpochResponse_TopicData_v1 = (
     ),
     (),
     "BeginQuorumEpochResponse.TopicData",
+    (),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1259,6 +1270,7 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "BeginQuorumEpochResponse.NodeEndpoint",
+    (),
 )
 _N_BeginQuorumEpochResponse_v0 = (
     BeginQuorumEpochResponse,
@@ -1270,6 +1282,7 @@ _N_BeginQuorumEpochResponse_v0 = (
     ),
     (),
     "BeginQuorumEpochResponse",
+    (),
 )
 _N_BeginQuorumEpochResponse_v1 = (
     BeginQuorumEpochResponse,
@@ -1282,6 +1295,7 @@ _N_BeginQuorumEpochResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "BeginQuorumEpochResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BeginQuorumEpochResponse_PartitionData = (

@@ -36,6 +36,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    tag_of_other_version,
     unsupported,
     write_array,
     write_tags,
@@ -179,7 +180,20 @@ def _dec_BrokerHeartbeatRequest_v0(
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "BrokerHeartbeatRequest.OfflineLogDirs", "1+", at)
+            elif tag == 1:
+                raise tag_of_other_version(1, "BrokerHeartbeatRequest.CordonedLogDirs", "2+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -214,12 +228,15 @@ def _dec_BrokerHeartbeatRequest_v1(
         check_nullable_count(count, pos, end, "tagged fields")
         unknown: list[tuple[int, bytes]] = []
         for _ in range(count):
+            at = pos
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.offline_log_dirs, pos = read_array(
                     buf, pos, tag_end, read_uuid, True, False, "OfflineLogDirs"
                 )
                 check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+                raise tag_of_other_version(1, "BrokerHeartbeatRequest.CordonedLogDirs", "2+", at)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
                 pos = tag_end
@@ -385,6 +402,10 @@ _N_BrokerHeartbeatRequest_v0 = (
     ),
     (),
     "BrokerHeartbeatRequest",
+    (
+        (0, "BrokerHeartbeatRequest.OfflineLogDirs", "1+"),
+        (1, "BrokerHeartbeatRequest.CordonedLogDirs", "2+"),
+    ),
 )
 _N_BrokerHeartbeatRequest_v1 = (
     BrokerHeartbeatRequest,
@@ -401,6 +422,9 @@ _N_BrokerHeartbeatRequest_v1 = (
         (0, ("array", "offline_log_dirs", True, False, "uuid", False, "OfflineLogDirs"), ("list",)),
     ),
     "BrokerHeartbeatRequest",
+    (
+        (1, "BrokerHeartbeatRequest.CordonedLogDirs", "2+"),
+    ),
 )
 _N_BrokerHeartbeatRequest_v2 = (
     BrokerHeartbeatRequest,
@@ -417,6 +441,7 @@ _N_BrokerHeartbeatRequest_v2 = (
         (1, ("array", "cordoned_log_dirs", True, True, "uuid", False, "CordonedLogDirs"), ("value", None)),
     ),
     "BrokerHeartbeatRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerHeartbeatRequest = (
@@ -516,6 +541,7 @@ _N_BrokerHeartbeatResponse_v0 = (
     ),
     (),
     "BrokerHeartbeatResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerHeartbeatResponse = (

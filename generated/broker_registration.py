@@ -598,6 +598,7 @@ _N_Listener_v0 = (
     ),
     (),
     "BrokerRegistrationRequest.Listener",
+    (),
 )
 _N_Feature_v0 = (
     _Feature,
@@ -609,6 +610,7 @@ _N_Feature_v0 = (
     ),
     (),
     "BrokerRegistrationRequest.Feature",
+    (),
 )
 _N_BrokerRegistrationRequest_v0 = (
     BrokerRegistrationRequest,
@@ -626,6 +628,7 @@ _N_BrokerRegistrationRequest_v0 = (
     ),
     (),
     "BrokerRegistrationRequest",
+    (),
 )
 _N_BrokerRegistrationRequest_v1 = (
     BrokerRegistrationRequest,
@@ -643,6 +646,7 @@ _N_BrokerRegistrationRequest_v1 = (
     ),
     (),
     "BrokerRegistrationRequest",
+    (),
 )
 _N_BrokerRegistrationRequest_v2 = (
     BrokerRegistrationRequest,
@@ -660,6 +664,7 @@ _N_BrokerRegistrationRequest_v2 = (
     ),
     (),
     "BrokerRegistrationRequest",
+    (),
 )
 _N_BrokerRegistrationRequest_v3 = (
     BrokerRegistrationRequest,
@@ -677,6 +682,7 @@ _N_BrokerRegistrationRequest_v3 = (
     ),
     (),
     "BrokerRegistrationRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
@@ -809,6 +815,7 @@ _N_BrokerRegistrationResponse_v0 = (
     ),
     (),
     "BrokerRegistrationResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BrokerRegistrationResponse = (

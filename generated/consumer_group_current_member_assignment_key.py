@@ -128,6 +128,7 @@ _N_ConsumerGroupCurrentMemberAssignmentKey_v0 = (
     ),
     (),
     "ConsumerGroupCurrentMemberAssignmentKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupCurrentMemberAssignmentKey = (

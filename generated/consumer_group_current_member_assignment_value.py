@@ -320,6 +320,7 @@ _N_TopicPartitions_v0 = (
         (0, ("array", "assignment_epochs", True, True, "int32", False, "AssignmentEpochs"), ("list",)),
     ),
     "ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions",
+    (),
 )
 _N_ConsumerGroupCurrentMemberAssignmentValue_v0 = (
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -333,6 +334,7 @@ _N_ConsumerGroupCurrentMemberAssignmentValue_v0 = (
     ),
     (),
     "ConsumerGroupCurrentMemberAssignmentValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (

@@ -582,6 +582,7 @@ _N_ConsumerGroupDescribeRequest_GroupMemberCursor_v2 = (
     ),
     (),
     "ConsumerGroupDescribeRequest.GroupMemberCursor",
+    (),
 )
 _N_ConsumerGroupDescribeRequest_v0 = (
     ConsumerGroupDescribeRequest,
@@ -594,6 +595,7 @@ _N_ConsumerGroupDescribeRequest_v0 = (
     ),
     (),
     "ConsumerGroupDescribeRequest",
+    (),
 )
 _N_ConsumerGroupDescribeRequest_v2 = (
     ConsumerGroupDescribeRequest,
@@ -606,6 +608,7 @@ _N_ConsumerGroupDescribeRequest_v2 = (
     ),
     (),
     "ConsumerGroupDescribeRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupDescribeRequest_GroupMemberCursor = (
@@ -1255,6 +1258,7 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.TopicPartitions",
+    (),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -1264,6 +1268,7 @@ _N_Assignment_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.Assignment",
+    (),
 )
 _N_Member_v0 = (
     _Member,
@@ -1283,6 +1288,7 @@ _N_Member_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.Member",
+    (),
 )
 _N_Member_v1 = (
     _Member,
@@ -1302,6 +1308,7 @@ _N_Member_v1 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.Member",
+    (),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -1319,6 +1326,7 @@ _N_DescribedGroup_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.DescribedGroup",
+    (),
 )
 _N_DescribedGroup_v1 = (
     _DescribedGroup,
@@ -1336,6 +1344,7 @@ _N_DescribedGroup_v1 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.DescribedGroup",
+    (),
 )
 _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v2 = (
     _ConsumerGroupDescribeResponse_GroupMemberCursor,
@@ -1346,6 +1355,7 @@ _N_ConsumerGroupDescribeResponse_GroupMemberCursor_v2 = (
     ),
     (),
     "ConsumerGroupDescribeResponse.GroupMemberCursor",
+    (),
 )
 _N_ConsumerGroupDescribeResponse_v0 = (
     ConsumerGroupDescribeResponse,
@@ -1357,6 +1367,7 @@ _N_ConsumerGroupDescribeResponse_v0 = (
     ),
     (),
     "ConsumerGroupDescribeResponse",
+    (),
 )
 _N_ConsumerGroupDescribeResponse_v1 = (
     ConsumerGroupDescribeResponse,
@@ -1368,6 +1379,7 @@ _N_ConsumerGroupDescribeResponse_v1 = (
     ),
     (),
     "ConsumerGroupDescribeResponse",
+    (),
 )
 _N_ConsumerGroupDescribeResponse_v2 = (
     ConsumerGroupDescribeResponse,
@@ -1379,6 +1391,7 @@ _N_ConsumerGroupDescribeResponse_v2 = (
     ),
     (),
     "ConsumerGroupDescribeResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (

@@ -580,6 +580,7 @@ _N_ConsumerGroupHeartbeatRequest_TopicPartitions_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatRequest.TopicPartitions",
+    (),
 )
 _N_ConsumerGroupHeartbeatRequest_v0 = (
     ConsumerGroupHeartbeatRequest,
@@ -598,6 +599,7 @@ _N_ConsumerGroupHeartbeatRequest_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatRequest",
+    (),
 )
 _N_ConsumerGroupHeartbeatRequest_v1 = (
     ConsumerGroupHeartbeatRequest,
@@ -616,6 +618,7 @@ _N_ConsumerGroupHeartbeatRequest_v1 = (
     ),
     (),
     "ConsumerGroupHeartbeatRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupHeartbeatRequest_TopicPartitions = (
@@ -872,6 +875,7 @@ _N_ConsumerGroupHeartbeatResponse_TopicPartitions_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatResponse.TopicPartitions",
+    (),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -881,6 +885,7 @@ _N_Assignment_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatResponse.Assignment",
+    (),
 )
 _N_ConsumerGroupHeartbeatResponse_v0 = (
     ConsumerGroupHeartbeatResponse,
@@ -896,6 +901,7 @@ _N_ConsumerGroupHeartbeatResponse_v0 = (
     ),
     (),
     "ConsumerGroupHeartbeatResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupHeartbeatResponse_TopicPartitions = (

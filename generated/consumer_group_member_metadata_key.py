@@ -126,6 +126,7 @@ _N_ConsumerGroupMemberMetadataKey_v0 = (
     ),
     (),
     "ConsumerGroupMemberMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupMemberMetadataKey = (

@@ -452,6 +452,7 @@ _N_ClassicProtocol_v0 = (
     ),
     (),
     "ConsumerGroupMemberMetadataValue.ClassicProtocol",
+    (),
 )
 _N_ClassicMemberMetadata_v0 = (
     _ClassicMemberMetadata,
@@ -462,6 +463,7 @@ _N_ClassicMemberMetadata_v0 = (
     ),
     (),
     "ConsumerGroupMemberMetadataValue.ClassicMemberMetadata",
+    (),
 )
 _N_ConsumerGroupMemberMetadataValue_v0 = (
     ConsumerGroupMemberMetadataValue,
@@ -480,6 +482,7 @@ _N_ConsumerGroupMemberMetadataValue_v0 = (
         (0, ("struct", "classic_member_metadata", True, _N_ClassicMemberMetadata_v0, "ClassicMemberMetadata", False), ("struct", _ClassicMemberMetadata, _ClassicMemberMetadata_DEFAULT)),
     ),
     "ConsumerGroupMemberMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ClassicProtocol = (

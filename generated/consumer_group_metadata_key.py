@@ -111,6 +111,7 @@ _N_ConsumerGroupMetadataKey_v0 = (
     ),
     (),
     "ConsumerGroupMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupMetadataKey = (

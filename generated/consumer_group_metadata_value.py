@@ -152,6 +152,7 @@ _N_ConsumerGroupMetadataValue_v0 = (
         (0, ("int64", "metadata_hash", 8), ("value", 0)),
     ),
     "ConsumerGroupMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupMetadataValue = (

@@ -117,6 +117,7 @@ _N_ConsumerGroupPartitionMetadataKey_v0 = (
     ),
     (),
     "ConsumerGroupPartitionMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupPartitionMetadataKey = (

@@ -326,6 +326,7 @@ _N_PartitionMetadata_v0 = (
     ),
     (),
     "ConsumerGroupPartitionMetadataValue.PartitionMetadata",
+    (),
 )
 _N_TopicMetadata_v0 = (
     _TopicMetadata,
@@ -338,6 +339,7 @@ _N_TopicMetadata_v0 = (
     ),
     (),
     "ConsumerGroupPartitionMetadataValue.TopicMetadata",
+    (),
 )
 _N_ConsumerGroupPartitionMetadataValue_v0 = (
     ConsumerGroupPartitionMetadataValue,
@@ -347,6 +349,7 @@ _N_ConsumerGroupPartitionMetadataValue_v0 = (
     ),
     (),
     "ConsumerGroupPartitionMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionMetadata = (

@@ -128,6 +128,7 @@ _N_ConsumerGroupRegularExpressionKey_v0 = (
     ),
     (),
     "ConsumerGroupRegularExpressionKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupRegularExpressionKey = (

@@ -150,6 +150,7 @@ _N_ConsumerGroupRegularExpressionValue_v0 = (
     ),
     (),
     "ConsumerGroupRegularExpressionValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupRegularExpressionValue = (

@@ -128,6 +128,7 @@ _N_ConsumerGroupTargetAssignmentMemberKey_v0 = (
     ),
     (),
     "ConsumerGroupTargetAssignmentMemberKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupTargetAssignmentMemberKey = (

@@ -223,6 +223,7 @@ _N_TopicPartition_v0 = (
     ),
     (),
     "ConsumerGroupTargetAssignmentMemberValue.TopicPartition",
+    (),
 )
 _N_ConsumerGroupTargetAssignmentMemberValue_v0 = (
     ConsumerGroupTargetAssignmentMemberValue,
@@ -232,6 +233,7 @@ _N_ConsumerGroupTargetAssignmentMemberValue_v0 = (
     ),
     (),
     "ConsumerGroupTargetAssignmentMemberValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (

@@ -117,6 +117,7 @@ _N_ConsumerGroupTargetAssignmentMetadataKey_v0 = (
     ),
     (),
     "ConsumerGroupTargetAssignmentMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConsumerGroupTargetAssignmentMetadataKey = (

@@ -222,6 +222,7 @@ _N_TopicPartition_v0 = (
     ),
     (),
     "ConsumerProtocolAssignment.TopicPartition",
+    (),
 )
 _N_ConsumerProtocolAssignment_v0 = (
     ConsumerProtocolAssignment,
@@ -232,6 +233,7 @@ _N_ConsumerProtocolAssignment_v0 = (
     ),
     (),
     "ConsumerProtocolAssignment",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (

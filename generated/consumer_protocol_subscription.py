@@ -360,6 +360,7 @@ _N_TopicPartition_v1 = (
     ),
     (),
     "ConsumerProtocolSubscription.TopicPartition",
+    (),
 )
 _N_ConsumerProtocolSubscription_v0 = (
     ConsumerProtocolSubscription,
@@ -373,6 +374,7 @@ _N_ConsumerProtocolSubscription_v0 = (
     ),
     (),
     "ConsumerProtocolSubscription",
+    (),
 )
 _N_ConsumerProtocolSubscription_v1 = (
     ConsumerProtocolSubscription,
@@ -386,6 +388,7 @@ _N_ConsumerProtocolSubscription_v1 = (
     ),
     (),
     "ConsumerProtocolSubscription",
+    (),
 )
 _N_ConsumerProtocolSubscription_v2 = (
     ConsumerProtocolSubscription,
@@ -399,6 +402,7 @@ _N_ConsumerProtocolSubscription_v2 = (
     ),
     (),
     "ConsumerProtocolSubscription",
+    (),
 )
 _N_ConsumerProtocolSubscription_v3 = (
     ConsumerProtocolSubscription,
@@ -412,6 +416,7 @@ _N_ConsumerProtocolSubscription_v3 = (
     ),
     (),
     "ConsumerProtocolSubscription",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (

@@ -107,6 +107,7 @@ _N_ControlRecordTypeSchema_v0 = (
     ),
     (),
     "ControlRecordTypeSchema",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ControlRecordTypeSchema = (

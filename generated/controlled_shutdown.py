@@ -250,6 +250,7 @@ _N_ControlledShutdownRequest_v0 = (
     ),
     (),
     "ControlledShutdownRequest",
+    (),
 )
 _N_ControlledShutdownRequest_v2 = (
     ControlledShutdownRequest,
@@ -260,6 +261,7 @@ _N_ControlledShutdownRequest_v2 = (
     ),
     (),
     "ControlledShutdownRequest",
+    (),
 )
 _N_ControlledShutdownRequest_v3 = (
     ControlledShutdownRequest,
@@ -270,6 +272,7 @@ _N_ControlledShutdownRequest_v3 = (
     ),
     (),
     "ControlledShutdownRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ControlledShutdownRequest = (
@@ -448,6 +451,7 @@ _N_RemainingPartition_v0 = (
     ),
     (),
     "ControlledShutdownResponse.RemainingPartition",
+    (),
 )
 _N_RemainingPartition_v3 = (
     _RemainingPartition,
@@ -458,6 +462,7 @@ _N_RemainingPartition_v3 = (
     ),
     (),
     "ControlledShutdownResponse.RemainingPartition",
+    (),
 )
 _N_ControlledShutdownResponse_v0 = (
     ControlledShutdownResponse,
@@ -468,6 +473,7 @@ _N_ControlledShutdownResponse_v0 = (
     ),
     (),
     "ControlledShutdownResponse",
+    (),
 )
 _N_ControlledShutdownResponse_v3 = (
     ControlledShutdownResponse,
@@ -478,6 +484,7 @@ _N_ControlledShutdownResponse_v3 = (
     ),
     (),
     "ControlledShutdownResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RemainingPartition = (

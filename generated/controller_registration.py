@@ -399,6 +399,7 @@ _N_Listener_v0 = (
     ),
     (),
     "ControllerRegistrationRequest.Listener",
+    (),
 )
 _N_Feature_v0 = (
     _Feature,
@@ -410,6 +411,7 @@ _N_Feature_v0 = (
     ),
     (),
     "ControllerRegistrationRequest.Feature",
+    (),
 )
 _N_ControllerRegistrationRequest_v0 = (
     ControllerRegistrationRequest,
@@ -423,6 +425,7 @@ _N_ControllerRegistrationRequest_v0 = (
     ),
     (),
     "ControllerRegistrationRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
@@ -557,6 +560,7 @@ _N_ControllerRegistrationResponse_v0 = (
     ),
     (),
     "ControllerRegistrationResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ControllerRegistrationResponse = (

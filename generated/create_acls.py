@@ -425,6 +425,7 @@ _N_AclCreation_v0 = (
     ),
     (),
     "CreateAclsRequest.AclCreation",
+    (),
 )
 _N_AclCreation_v1 = (
     _AclCreation,
@@ -440,6 +441,7 @@ _N_AclCreation_v1 = (
     ),
     (),
     "CreateAclsRequest.AclCreation",
+    (),
 )
 _N_AclCreation_v2 = (
     _AclCreation,
@@ -455,6 +457,7 @@ _N_AclCreation_v2 = (
     ),
     (),
     "CreateAclsRequest.AclCreation",
+    (),
 )
 _N_CreateAclsRequest_v0 = (
     CreateAclsRequest,
@@ -464,6 +467,7 @@ _N_CreateAclsRequest_v0 = (
     ),
     (),
     "CreateAclsRequest",
+    (),
 )
 _N_CreateAclsRequest_v1 = (
     CreateAclsRequest,
@@ -473,6 +477,7 @@ _N_CreateAclsRequest_v1 = (
     ),
     (),
     "CreateAclsRequest",
+    (),
 )
 _N_CreateAclsRequest_v2 = (
     CreateAclsRequest,
@@ -482,6 +487,7 @@ _N_CreateAclsRequest_v2 = (
     ),
     (),
     "CreateAclsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AclCreation = (
@@ -675,6 +681,7 @@ _N_AclCreationResult_v0 = (
     ),
     (),
     "CreateAclsResponse.AclCreationResult",
+    (),
 )
 _N_AclCreationResult_v2 = (
     _AclCreationResult,
@@ -685,6 +692,7 @@ _N_AclCreationResult_v2 = (
     ),
     (),
     "CreateAclsResponse.AclCreationResult",
+    (),
 )
 _N_CreateAclsResponse_v0 = (
     CreateAclsResponse,
@@ -695,6 +703,7 @@ _N_CreateAclsResponse_v0 = (
     ),
     (),
     "CreateAclsResponse",
+    (),
 )
 _N_CreateAclsResponse_v2 = (
     CreateAclsResponse,
@@ -705,6 +714,7 @@ _N_CreateAclsResponse_v2 = (
     ),
     (),
     "CreateAclsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AclCreationResult = (

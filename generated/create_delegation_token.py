@@ -426,6 +426,7 @@ _N_CreatableRenewers_v0 = (
     ),
     (),
     "CreateDelegationTokenRequest.CreatableRenewers",
+    (),
 )
 _N_CreatableRenewers_v2 = (
     _CreatableRenewers,
@@ -436,6 +437,7 @@ _N_CreatableRenewers_v2 = (
     ),
     (),
     "CreateDelegationTokenRequest.CreatableRenewers",
+    (),
 )
 _N_CreateDelegationTokenRequest_v0 = (
     CreateDelegationTokenRequest,
@@ -448,6 +450,7 @@ _N_CreateDelegationTokenRequest_v0 = (
     ),
     (),
     "CreateDelegationTokenRequest",
+    (),
 )
 _N_CreateDelegationTokenRequest_v2 = (
     CreateDelegationTokenRequest,
@@ -460,6 +463,7 @@ _N_CreateDelegationTokenRequest_v2 = (
     ),
     (),
     "CreateDelegationTokenRequest",
+    (),
 )
 _N_CreateDelegationTokenRequest_v3 = (
     CreateDelegationTokenRequest,
@@ -472,6 +476,7 @@ _N_CreateDelegationTokenRequest_v3 = (
     ),
     (),
     "CreateDelegationTokenRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatableRenewers = (
@@ -735,6 +740,7 @@ _N_CreateDelegationTokenResponse_v0 = (
     ),
     (),
     "CreateDelegationTokenResponse",
+    (),
 )
 _N_CreateDelegationTokenResponse_v2 = (
     CreateDelegationTokenResponse,
@@ -754,6 +760,7 @@ _N_CreateDelegationTokenResponse_v2 = (
     ),
     (),
     "CreateDelegationTokenResponse",
+    (),
 )
 _N_CreateDelegationTokenResponse_v3 = (
     CreateDelegationTokenResponse,
@@ -773,6 +780,7 @@ _N_CreateDelegationTokenResponse_v3 = (
     ),
     (),
     "CreateDelegationTokenResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreateDelegationTokenResponse = (

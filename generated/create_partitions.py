@@ -477,6 +477,7 @@ _N_CreatePartitionsAssignment_v0 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsAssignment",
+    (),
 )
 _N_CreatePartitionsAssignment_v2 = (
     _CreatePartitionsAssignment,
@@ -486,6 +487,7 @@ _N_CreatePartitionsAssignment_v2 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsAssignment",
+    (),
 )
 _N_CreatePartitionsTopic_v0 = (
     _CreatePartitionsTopic,
@@ -497,6 +499,7 @@ _N_CreatePartitionsTopic_v0 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsTopic",
+    (),
 )
 _N_CreatePartitionsTopic_v2 = (
     _CreatePartitionsTopic,
@@ -508,6 +511,7 @@ _N_CreatePartitionsTopic_v2 = (
     ),
     (),
     "CreatePartitionsRequest.CreatePartitionsTopic",
+    (),
 )
 _N_CreatePartitionsRequest_v0 = (
     CreatePartitionsRequest,
@@ -519,6 +523,7 @@ _N_CreatePartitionsRequest_v0 = (
     ),
     (),
     "CreatePartitionsRequest",
+    (),
 )
 _N_CreatePartitionsRequest_v2 = (
     CreatePartitionsRequest,
@@ -530,6 +535,7 @@ _N_CreatePartitionsRequest_v2 = (
     ),
     (),
     "CreatePartitionsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatePartitionsAssignment = (
@@ -776,6 +782,7 @@ _N_CreatePartitionsTopicResult_v0 = (
     ),
     (),
     "CreatePartitionsResponse.CreatePartitionsTopicResult",
+    (),
 )
 _N_CreatePartitionsTopicResult_v2 = (
     _CreatePartitionsTopicResult,
@@ -787,6 +794,7 @@ _N_CreatePartitionsTopicResult_v2 = (
     ),
     (),
     "CreatePartitionsResponse.CreatePartitionsTopicResult",
+    (),
 )
 _N_CreatePartitionsResponse_v0 = (
     CreatePartitionsResponse,
@@ -797,6 +805,7 @@ _N_CreatePartitionsResponse_v0 = (
     ),
     (),
     "CreatePartitionsResponse",
+    (),
 )
 _N_CreatePartitionsResponse_v2 = (
     CreatePartitionsResponse,
@@ -807,6 +816,7 @@ _N_CreatePartitionsResponse_v2 = (
     ),
     (),
     "CreatePartitionsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatePartitionsTopicResult = (

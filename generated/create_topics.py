@@ -710,6 +710,7 @@ _N_CreatableReplicaAssignment_v0 = (
     ),
     (),
     "CreateTopicsRequest.CreatableReplicaAssignment",
+    (),
 )
 _N_CreatableReplicaAssignment_v5 = (
     _CreatableReplicaAssignment,
@@ -720,6 +721,7 @@ _N_CreatableReplicaAssignment_v5 = (
     ),
     (),
     "CreateTopicsRequest.CreatableReplicaAssignment",
+    (),
 )
 _N_CreatableTopicConfig_v0 = (
     _CreatableTopicConfig,
@@ -730,6 +732,7 @@ _N_CreatableTopicConfig_v0 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopicConfig",
+    (),
 )
 _N_CreatableTopicConfig_v5 = (
     _CreatableTopicConfig,
@@ -740,6 +743,7 @@ _N_CreatableTopicConfig_v5 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopicConfig",
+    (),
 )
 _N_CreatableTopic_v0 = (
     _CreatableTopic,
@@ -753,6 +757,7 @@ _N_CreatableTopic_v0 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopic",
+    (),
 )
 _N_CreatableTopic_v5 = (
     _CreatableTopic,
@@ -766,6 +771,7 @@ _N_CreatableTopic_v5 = (
     ),
     (),
     "CreateTopicsRequest.CreatableTopic",
+    (),
 )
 _N_CreateTopicsRequest_v0 = (
     CreateTopicsRequest,
@@ -777,6 +783,7 @@ _N_CreateTopicsRequest_v0 = (
     ),
     (),
     "CreateTopicsRequest",
+    (),
 )
 _N_CreateTopicsRequest_v1 = (
     CreateTopicsRequest,
@@ -788,6 +795,7 @@ _N_CreateTopicsRequest_v1 = (
     ),
     (),
     "CreateTopicsRequest",
+    (),
 )
 _N_CreateTopicsRequest_v5 = (
     CreateTopicsRequest,
@@ -799,6 +807,7 @@ _N_CreateTopicsRequest_v5 = (
     ),
     (),
     "CreateTopicsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatableReplicaAssignment = (
@@ -1346,6 +1355,7 @@ _N_CreatableTopicConfigs_v5 = (
     ),
     (),
     "CreateTopicsResponse.CreatableTopicConfigs",
+    (),
 )
 _N_CreatableTopicResult_v0 = (
     _CreatableTopicResult,
@@ -1362,6 +1372,7 @@ _N_CreatableTopicResult_v0 = (
     ),
     (),
     "CreateTopicsResponse.CreatableTopicResult",
+    (),
 )
 _N_CreatableTopicResult_v1 = (
     _CreatableTopicResult,
@@ -1378,6 +1389,7 @@ _N_CreatableTopicResult_v1 = (
     ),
     (),
     "CreateTopicsResponse.CreatableTopicResult",
+    (),
 )
 _N_CreatableTopicResult_v5 = (
     _CreatableTopicResult,
@@ -1395,6 +1407,7 @@ _N_CreatableTopicResult_v5 = (
         (0, ("int16", "topic_config_error_code", 2), ("value", 0)),
     ),
     "CreateTopicsResponse.CreatableTopicResult",
+    (),
 )
 _N_CreatableTopicResult_v7 = (
     _CreatableTopicResult,
@@ -1412,6 +1425,7 @@ _N_CreatableTopicResult_v7 = (
         (0, ("int16", "topic_config_error_code", 2), ("value", 0)),
     ),
     "CreateTopicsResponse.CreatableTopicResult",
+    (),
 )
 _N_CreateTopicsResponse_v0 = (
     CreateTopicsResponse,
@@ -1422,6 +1436,7 @@ _N_CreateTopicsResponse_v0 = (
     ),
     (),
     "CreateTopicsResponse",
+    (),
 )
 _N_CreateTopicsResponse_v1 = (
     CreateTopicsResponse,
@@ -1432,6 +1447,7 @@ _N_CreateTopicsResponse_v1 = (
     ),
     (),
     "CreateTopicsResponse",
+    (),
 )
 _N_CreateTopicsResponse_v2 = (
     CreateTopicsResponse,
@@ -1442,6 +1458,7 @@ _N_CreateTopicsResponse_v2 = (
     ),
     (),
     "CreateTopicsResponse",
+    (),
 )
 _N_CreateTopicsResponse_v5 = (
     CreateTopicsResponse,
@@ -1452,6 +1469,7 @@ _N_CreateTopicsResponse_v5 = (
     ),
     (),
     "CreateTopicsResponse",
+    (),
 )
 _N_CreateTopicsResponse_v7 = (
     CreateTopicsResponse,
@@ -1462,6 +1480,7 @@ _N_CreateTopicsResponse_v7 = (
     ),
     (),
     "CreateTopicsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CreatableTopicConfigs = (

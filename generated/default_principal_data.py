@@ -141,6 +141,7 @@ _N_DefaultPrincipalData_v0 = (
     ),
     (),
     "DefaultPrincipalData",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DefaultPrincipalData = (

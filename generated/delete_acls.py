@@ -523,6 +523,7 @@ _N_DeleteAclsFilter_v0 = (
     ),
     (),
     "DeleteAclsRequest.DeleteAclsFilter",
+    (),
 )
 _N_DeleteAclsFilter_v1 = (
     _DeleteAclsFilter,
@@ -538,6 +539,7 @@ _N_DeleteAclsFilter_v1 = (
     ),
     (),
     "DeleteAclsRequest.DeleteAclsFilter",
+    (),
 )
 _N_DeleteAclsFilter_v2 = (
     _DeleteAclsFilter,
@@ -553,6 +555,7 @@ _N_DeleteAclsFilter_v2 = (
     ),
     (),
     "DeleteAclsRequest.DeleteAclsFilter",
+    (),
 )
 _N_DeleteAclsRequest_v0 = (
     DeleteAclsRequest,
@@ -562,6 +565,7 @@ _N_DeleteAclsRequest_v0 = (
     ),
     (),
     "DeleteAclsRequest",
+    (),
 )
 _N_DeleteAclsRequest_v1 = (
     DeleteAclsRequest,
@@ -571,6 +575,7 @@ _N_DeleteAclsRequest_v1 = (
     ),
     (),
     "DeleteAclsRequest",
+    (),
 )
 _N_DeleteAclsRequest_v2 = (
     DeleteAclsRequest,
@@ -580,6 +585,7 @@ _N_DeleteAclsRequest_v2 = (
     ),
     (),
     "DeleteAclsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteAclsFilter = (
@@ -1057,6 +1063,7 @@ _N_DeleteAclsMatchingAcl_v0 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsMatchingAcl",
+    (),
 )
 _N_DeleteAclsMatchingAcl_v1 = (
     _DeleteAclsMatchingAcl,
@@ -1074,6 +1081,7 @@ _N_DeleteAclsMatchingAcl_v1 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsMatchingAcl",
+    (),
 )
 _N_DeleteAclsMatchingAcl_v2 = (
     _DeleteAclsMatchingAcl,
@@ -1091,6 +1099,7 @@ _N_DeleteAclsMatchingAcl_v2 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsMatchingAcl",
+    (),
 )
 _N_DeleteAclsFilterResult_v0 = (
     _DeleteAclsFilterResult,
@@ -1102,6 +1111,7 @@ _N_DeleteAclsFilterResult_v0 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsFilterResult",
+    (),
 )
 _N_DeleteAclsFilterResult_v1 = (
     _DeleteAclsFilterResult,
@@ -1113,6 +1123,7 @@ _N_DeleteAclsFilterResult_v1 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsFilterResult",
+    (),
 )
 _N_DeleteAclsFilterResult_v2 = (
     _DeleteAclsFilterResult,
@@ -1124,6 +1135,7 @@ _N_DeleteAclsFilterResult_v2 = (
     ),
     (),
     "DeleteAclsResponse.DeleteAclsFilterResult",
+    (),
 )
 _N_DeleteAclsResponse_v0 = (
     DeleteAclsResponse,
@@ -1134,6 +1146,7 @@ _N_DeleteAclsResponse_v0 = (
     ),
     (),
     "DeleteAclsResponse",
+    (),
 )
 _N_DeleteAclsResponse_v1 = (
     DeleteAclsResponse,
@@ -1144,6 +1157,7 @@ _N_DeleteAclsResponse_v1 = (
     ),
     (),
     "DeleteAclsResponse",
+    (),
 )
 _N_DeleteAclsResponse_v2 = (
     DeleteAclsResponse,
@@ -1154,6 +1168,7 @@ _N_DeleteAclsResponse_v2 = (
     ),
     (),
     "DeleteAclsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteAclsMatchingAcl = (

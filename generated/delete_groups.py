@@ -227,6 +227,7 @@ _N_DeleteGroupsRequest_v0 = (
     ),
     (),
     "DeleteGroupsRequest",
+    (),
 )
 _N_DeleteGroupsRequest_v2 = (
     DeleteGroupsRequest,
@@ -236,6 +237,7 @@ _N_DeleteGroupsRequest_v2 = (
     ),
     (),
     "DeleteGroupsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteGroupsRequest = (
@@ -465,6 +467,7 @@ _N_DeletableGroupResult_v0 = (
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
+    (),
 )
 _N_DeletableGroupResult_v2 = (
     _DeletableGroupResult,
@@ -476,6 +479,7 @@ _N_DeletableGroupResult_v2 = (
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
+    (),
 )
 _N_DeletableGroupResult_v3 = (
     _DeletableGroupResult,
@@ -487,6 +491,7 @@ _N_DeletableGroupResult_v3 = (
     ),
     (),
     "DeleteGroupsResponse.DeletableGroupResult",
+    (),
 )
 _N_DeleteGroupsResponse_v0 = (
     DeleteGroupsResponse,
@@ -497,6 +502,7 @@ _N_DeleteGroupsResponse_v0 = (
     ),
     (),
     "DeleteGroupsResponse",
+    (),
 )
 _N_DeleteGroupsResponse_v2 = (
     DeleteGroupsResponse,
@@ -507,6 +513,7 @@ _N_DeleteGroupsResponse_v2 = (
     ),
     (),
     "DeleteGroupsResponse",
+    (),
 )
 _N_DeleteGroupsResponse_v3 = (
     DeleteGroupsResponse,
@@ -517,6 +524,7 @@ _N_DeleteGroupsResponse_v3 = (
     ),
     (),
     "DeleteGroupsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeletableGroupResult = (

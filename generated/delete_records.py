@@ -466,6 +466,7 @@ _N_DeleteRecordsPartition_v0 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsPartition",
+    (),
 )
 _N_DeleteRecordsPartition_v2 = (
     _DeleteRecordsPartition,
@@ -476,6 +477,7 @@ _N_DeleteRecordsPartition_v2 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsPartition",
+    (),
 )
 _N_DeleteRecordsTopic_v0 = (
     _DeleteRecordsTopic,
@@ -486,6 +488,7 @@ _N_DeleteRecordsTopic_v0 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsTopic",
+    (),
 )
 _N_DeleteRecordsTopic_v2 = (
     _DeleteRecordsTopic,
@@ -496,6 +499,7 @@ _N_DeleteRecordsTopic_v2 = (
     ),
     (),
     "DeleteRecordsRequest.DeleteRecordsTopic",
+    (),
 )
 _N_DeleteRecordsRequest_v0 = (
     DeleteRecordsRequest,
@@ -506,6 +510,7 @@ _N_DeleteRecordsRequest_v0 = (
     ),
     (),
     "DeleteRecordsRequest",
+    (),
 )
 _N_DeleteRecordsRequest_v2 = (
     DeleteRecordsRequest,
@@ -516,6 +521,7 @@ _N_DeleteRecordsRequest_v2 = (
     ),
     (),
     "DeleteRecordsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteRecordsPartition = (
@@ -808,6 +814,7 @@ _N_DeleteRecordsPartitionResult_v0 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsPartitionResult",
+    (),
 )
 _N_DeleteRecordsPartitionResult_v2 = (
     _DeleteRecordsPartitionResult,
@@ -819,6 +826,7 @@ _N_DeleteRecordsPartitionResult_v2 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsPartitionResult",
+    (),
 )
 _N_DeleteRecordsTopicResult_v0 = (
     _DeleteRecordsTopicResult,
@@ -829,6 +837,7 @@ _N_DeleteRecordsTopicResult_v0 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsTopicResult",
+    (),
 )
 _N_DeleteRecordsTopicResult_v2 = (
     _DeleteRecordsTopicResult,
@@ -839,6 +848,7 @@ _N_DeleteRecordsTopicResult_v2 = (
     ),
     (),
     "DeleteRecordsResponse.DeleteRecordsTopicResult",
+    (),
 )
 _N_DeleteRecordsResponse_v0 = (
     DeleteRecordsResponse,
@@ -849,6 +859,7 @@ _N_DeleteRecordsResponse_v0 = (
     ),
     (),
     "DeleteRecordsResponse",
+    (),
 )
 _N_DeleteRecordsResponse_v2 = (
     DeleteRecordsResponse,
@@ -859,6 +870,7 @@ _N_DeleteRecordsResponse_v2 = (
     ),
     (),
     "DeleteRecordsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteRecordsPartitionResult = (

@@ -327,6 +327,7 @@ _N_DeleteShareGroupOffsetsRequestTopic_v0 = (
     ),
     (),
     "DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic",
+    (),
 )
 _N_DeleteShareGroupOffsetsRequest_v0 = (
     DeleteShareGroupOffsetsRequest,
@@ -337,6 +338,7 @@ _N_DeleteShareGroupOffsetsRequest_v0 = (
     ),
     (),
     "DeleteShareGroupOffsetsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteShareGroupOffsetsRequestTopic = (
@@ -528,6 +530,7 @@ _N_DeleteShareGroupOffsetsResponseTopic_v0 = (
     ),
     (),
     "DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic",
+    (),
 )
 _N_DeleteShareGroupOffsetsResponse_v0 = (
     DeleteShareGroupOffsetsResponse,
@@ -540,6 +543,7 @@ _N_DeleteShareGroupOffsetsResponse_v0 = (
     ),
     (),
     "DeleteShareGroupOffsetsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteShareGroupOffsetsResponseTopic = (

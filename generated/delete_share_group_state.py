@@ -389,6 +389,7 @@ _N_PartitionData_v0 = (
     ),
     (),
     "DeleteShareGroupStateRequest.PartitionData",
+    (),
 )
 _N_DeleteStateData_v0 = (
     _DeleteStateData,
@@ -399,6 +400,7 @@ _N_DeleteStateData_v0 = (
     ),
     (),
     "DeleteShareGroupStateRequest.DeleteStateData",
+    (),
 )
 _N_DeleteShareGroupStateRequest_v0 = (
     DeleteShareGroupStateRequest,
@@ -409,6 +411,7 @@ _N_DeleteShareGroupStateRequest_v0 = (
     ),
     (),
     "DeleteShareGroupStateRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
@@ -625,6 +628,7 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "DeleteShareGroupStateResponse.PartitionResult",
+    (),
 )
 _N_DeleteStateResult_v0 = (
     _DeleteStateResult,
@@ -635,6 +639,7 @@ _N_DeleteStateResult_v0 = (
     ),
     (),
     "DeleteShareGroupStateResponse.DeleteStateResult",
+    (),
 )
 _N_DeleteShareGroupStateResponse_v0 = (
     DeleteShareGroupStateResponse,
@@ -644,6 +649,7 @@ _N_DeleteShareGroupStateResponse_v0 = (
     ),
     (),
     "DeleteShareGroupStateResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (

@@ -370,6 +370,7 @@ _N_DeleteTopicState_v6 = (
     ),
     (),
     "DeleteTopicsRequest.DeleteTopicState",
+    (),
 )
 _N_DeleteTopicsRequest_v0 = (
     DeleteTopicsRequest,
@@ -381,6 +382,7 @@ _N_DeleteTopicsRequest_v0 = (
     ),
     (),
     "DeleteTopicsRequest",
+    (),
 )
 _N_DeleteTopicsRequest_v4 = (
     DeleteTopicsRequest,
@@ -392,6 +394,7 @@ _N_DeleteTopicsRequest_v4 = (
     ),
     (),
     "DeleteTopicsRequest",
+    (),
 )
 _N_DeleteTopicsRequest_v6 = (
     DeleteTopicsRequest,
@@ -403,6 +406,7 @@ _N_DeleteTopicsRequest_v6 = (
     ),
     (),
     "DeleteTopicsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeleteTopicState = (
@@ -752,6 +756,7 @@ _N_DeletableTopicResult_v0 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
+    (),
 )
 _N_DeletableTopicResult_v4 = (
     _DeletableTopicResult,
@@ -764,6 +769,7 @@ _N_DeletableTopicResult_v4 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
+    (),
 )
 _N_DeletableTopicResult_v5 = (
     _DeletableTopicResult,
@@ -776,6 +782,7 @@ _N_DeletableTopicResult_v5 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
+    (),
 )
 _N_DeletableTopicResult_v6 = (
     _DeletableTopicResult,
@@ -788,6 +795,7 @@ _N_DeletableTopicResult_v6 = (
     ),
     (),
     "DeleteTopicsResponse.DeletableTopicResult",
+    (),
 )
 _N_DeleteTopicsResponse_v0 = (
     DeleteTopicsResponse,
@@ -798,6 +806,7 @@ _N_DeleteTopicsResponse_v0 = (
     ),
     (),
     "DeleteTopicsResponse",
+    (),
 )
 _N_DeleteTopicsResponse_v1 = (
     DeleteTopicsResponse,
@@ -808,6 +817,7 @@ _N_DeleteTopicsResponse_v1 = (
     ),
     (),
     "DeleteTopicsResponse",
+    (),
 )
 _N_DeleteTopicsResponse_v4 = (
     DeleteTopicsResponse,
@@ -818,6 +828,7 @@ _N_DeleteTopicsResponse_v4 = (
     ),
     (),
     "DeleteTopicsResponse",
+    (),
 )
 _N_DeleteTopicsResponse_v5 = (
     DeleteTopicsResponse,
@@ -828,6 +839,7 @@ _N_DeleteTopicsResponse_v5 = (
     ),
     (),
     "DeleteTopicsResponse",
+    (),
 )
 _N_DeleteTopicsResponse_v6 = (
     DeleteTopicsResponse,
@@ -838,6 +850,7 @@ _N_DeleteTopicsResponse_v6 = (
     ),
     (),
     "DeleteTopicsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DeletableTopicResult = (

@@ -623,6 +623,7 @@ _N_DescribeAclsRequest_ResourceCursor_v4 = (
     ),
     (),
     "DescribeAclsRequest.ResourceCursor",
+    (),
 )
 _N_DescribeAclsRequest_v0 = (
     DescribeAclsRequest,
@@ -640,6 +641,7 @@ _N_DescribeAclsRequest_v0 = (
     ),
     (),
     "DescribeAclsRequest",
+    (),
 )
 _N_DescribeAclsRequest_v1 = (
     DescribeAclsRequest,
@@ -657,6 +659,7 @@ _N_DescribeAclsRequest_v1 = (
     ),
     (),
     "DescribeAclsRequest",
+    (),
 )
 _N_DescribeAclsRequest_v2 = (
     DescribeAclsRequest,
@@ -674,6 +677,7 @@ _N_DescribeAclsRequest_v2 = (
     ),
     (),
     "DescribeAclsRequest",
+    (),
 )
 _N_DescribeAclsRequest_v4 = (
     DescribeAclsRequest,
@@ -691,6 +695,7 @@ _N_DescribeAclsRequest_v4 = (
     ),
     (),
     "DescribeAclsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeAclsRequest_ResourceCursor = (
@@ -1182,6 +1187,7 @@ _N_AclDescription_v0 = (
     ),
     (),
     "DescribeAclsResponse.AclDescription",
+    (),
 )
 _N_AclDescription_v2 = (
     _AclDescription,
@@ -1194,6 +1200,7 @@ _N_AclDescription_v2 = (
     ),
     (),
     "DescribeAclsResponse.AclDescription",
+    (),
 )
 _N_DescribeAclsResource_v0 = (
     _DescribeAclsResource,
@@ -1206,6 +1213,7 @@ _N_DescribeAclsResource_v0 = (
     ),
     (),
     "DescribeAclsResponse.DescribeAclsResource",
+    (),
 )
 _N_DescribeAclsResource_v1 = (
     _DescribeAclsResource,
@@ -1218,6 +1226,7 @@ _N_DescribeAclsResource_v1 = (
     ),
     (),
     "DescribeAclsResponse.DescribeAclsResource",
+    (),
 )
 _N_DescribeAclsResource_v2 = (
     _DescribeAclsResource,
@@ -1230,6 +1239,7 @@ _N_DescribeAclsResource_v2 = (
     ),
     (),
     "DescribeAclsResponse.DescribeAclsResource",
+    (),
 )
 _N_DescribeAclsResponse_ResourceCursor_v4 = (
     _DescribeAclsResponse_ResourceCursor,
@@ -1240,6 +1250,7 @@ _N_DescribeAclsResponse_ResourceCursor_v4 = (
     ),
     (),
     "DescribeAclsResponse.ResourceCursor",
+    (),
 )
 _N_DescribeAclsResponse_v0 = (
     DescribeAclsResponse,
@@ -1253,6 +1264,7 @@ _N_DescribeAclsResponse_v0 = (
     ),
     (),
     "DescribeAclsResponse",
+    (),
 )
 _N_DescribeAclsResponse_v1 = (
     DescribeAclsResponse,
@@ -1266,6 +1278,7 @@ _N_DescribeAclsResponse_v1 = (
     ),
     (),
     "DescribeAclsResponse",
+    (),
 )
 _N_DescribeAclsResponse_v2 = (
     DescribeAclsResponse,
@@ -1279,6 +1292,7 @@ _N_DescribeAclsResponse_v2 = (
     ),
     (),
     "DescribeAclsResponse",
+    (),
 )
 _N_DescribeAclsResponse_v4 = (
     DescribeAclsResponse,
@@ -1292,6 +1306,7 @@ _N_DescribeAclsResponse_v4 = (
     ),
     (),
     "DescribeAclsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AclDescription = (

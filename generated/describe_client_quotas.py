@@ -435,6 +435,7 @@ _N_ComponentData_v0 = (
     ),
     (),
     "DescribeClientQuotasRequest.ComponentData",
+    (),
 )
 _N_ComponentData_v1 = (
     _ComponentData,
@@ -446,6 +447,7 @@ _N_ComponentData_v1 = (
     ),
     (),
     "DescribeClientQuotasRequest.ComponentData",
+    (),
 )
 _N_DescribeClientQuotasRequest_v0 = (
     DescribeClientQuotasRequest,
@@ -456,6 +458,7 @@ _N_DescribeClientQuotasRequest_v0 = (
     ),
     (),
     "DescribeClientQuotasRequest",
+    (),
 )
 _N_DescribeClientQuotasRequest_v1 = (
     DescribeClientQuotasRequest,
@@ -466,6 +469,7 @@ _N_DescribeClientQuotasRequest_v1 = (
     ),
     (),
     "DescribeClientQuotasRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ComponentData = (
@@ -817,6 +821,7 @@ _N_EntityData_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntityData",
+    (),
 )
 _N_EntityData_v1 = (
     _EntityData,
@@ -827,6 +832,7 @@ _N_EntityData_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntityData",
+    (),
 )
 _N_ValueData_v0 = (
     _ValueData,
@@ -837,6 +843,7 @@ _N_ValueData_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse.ValueData",
+    (),
 )
 _N_ValueData_v1 = (
     _ValueData,
@@ -847,6 +854,7 @@ _N_ValueData_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse.ValueData",
+    (),
 )
 _N_EntryData_v0 = (
     _EntryData,
@@ -857,6 +865,7 @@ _N_EntryData_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntryData",
+    (),
 )
 _N_EntryData_v1 = (
     _EntryData,
@@ -867,6 +876,7 @@ _N_EntryData_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse.EntryData",
+    (),
 )
 _N_DescribeClientQuotasResponse_v0 = (
     DescribeClientQuotasResponse,
@@ -879,6 +889,7 @@ _N_DescribeClientQuotasResponse_v0 = (
     ),
     (),
     "DescribeClientQuotasResponse",
+    (),
 )
 _N_DescribeClientQuotasResponse_v1 = (
     DescribeClientQuotasResponse,
@@ -891,6 +902,7 @@ _N_DescribeClientQuotasResponse_v1 = (
     ),
     (),
     "DescribeClientQuotasResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EntityData = (

@@ -319,6 +319,7 @@ _N_DescribeClusterRequest_v0 = (
     ),
     (),
     "DescribeClusterRequest",
+    (),
 )
 _N_DescribeClusterRequest_v1 = (
     DescribeClusterRequest,
@@ -330,6 +331,7 @@ _N_DescribeClusterRequest_v1 = (
     ),
     (),
     "DescribeClusterRequest",
+    (),
 )
 _N_DescribeClusterRequest_v2 = (
     DescribeClusterRequest,
@@ -341,6 +343,7 @@ _N_DescribeClusterRequest_v2 = (
     ),
     (),
     "DescribeClusterRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeClusterRequest = (
@@ -659,6 +662,7 @@ _N_DescribeClusterBroker_v0 = (
     ),
     (),
     "DescribeClusterResponse.DescribeClusterBroker",
+    (),
 )
 _N_DescribeClusterBroker_v2 = (
     _DescribeClusterBroker,
@@ -672,6 +676,7 @@ _N_DescribeClusterBroker_v2 = (
     ),
     (),
     "DescribeClusterResponse.DescribeClusterBroker",
+    (),
 )
 _N_DescribeClusterResponse_v0 = (
     DescribeClusterResponse,
@@ -688,6 +693,7 @@ _N_DescribeClusterResponse_v0 = (
     ),
     (),
     "DescribeClusterResponse",
+    (),
 )
 _N_DescribeClusterResponse_v1 = (
     DescribeClusterResponse,
@@ -704,6 +710,7 @@ _N_DescribeClusterResponse_v1 = (
     ),
     (),
     "DescribeClusterResponse",
+    (),
 )
 _N_DescribeClusterResponse_v2 = (
     DescribeClusterResponse,
@@ -720,6 +727,7 @@ _N_DescribeClusterResponse_v2 = (
     ),
     (),
     "DescribeClusterResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeClusterBroker = (

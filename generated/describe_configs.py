@@ -755,6 +755,7 @@ _N_DescribeConfigsResource_v0 = (
     ),
     (),
     "DescribeConfigsRequest.DescribeConfigsResource",
+    (),
 )
 _N_DescribeConfigsResource_v4 = (
     _DescribeConfigsResource,
@@ -766,6 +767,7 @@ _N_DescribeConfigsResource_v4 = (
     ),
     (),
     "DescribeConfigsRequest.DescribeConfigsResource",
+    (),
 )
 _N_DescribeConfigsRequest_ResourceCursor_v5 = (
     _DescribeConfigsRequest_ResourceCursor,
@@ -776,6 +778,7 @@ _N_DescribeConfigsRequest_ResourceCursor_v5 = (
     ),
     (),
     "DescribeConfigsRequest.ResourceCursor",
+    (),
 )
 _N_DescribeConfigsRequest_v0 = (
     DescribeConfigsRequest,
@@ -789,6 +792,7 @@ _N_DescribeConfigsRequest_v0 = (
     ),
     (),
     "DescribeConfigsRequest",
+    (),
 )
 _N_DescribeConfigsRequest_v1 = (
     DescribeConfigsRequest,
@@ -802,6 +806,7 @@ _N_DescribeConfigsRequest_v1 = (
     ),
     (),
     "DescribeConfigsRequest",
+    (),
 )
 _N_DescribeConfigsRequest_v3 = (
     DescribeConfigsRequest,
@@ -815,6 +820,7 @@ _N_DescribeConfigsRequest_v3 = (
     ),
     (),
     "DescribeConfigsRequest",
+    (),
 )
 _N_DescribeConfigsRequest_v4 = (
     DescribeConfigsRequest,
@@ -828,6 +834,7 @@ _N_DescribeConfigsRequest_v4 = (
     ),
     (),
     "DescribeConfigsRequest",
+    (),
 )
 _N_DescribeConfigsRequest_v5 = (
     DescribeConfigsRequest,
@@ -841,6 +848,7 @@ _N_DescribeConfigsRequest_v5 = (
     ),
     (),
     "DescribeConfigsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeConfigsResource = (
@@ -1686,6 +1694,7 @@ _N_DescribeConfigsSynonym_v1 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsSynonym",
+    (),
 )
 _N_DescribeConfigsSynonym_v4 = (
     _DescribeConfigsSynonym,
@@ -1697,6 +1706,7 @@ _N_DescribeConfigsSynonym_v4 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsSynonym",
+    (),
 )
 _N_DescribeConfigsResourceResult_v0 = (
     _DescribeConfigsResourceResult,
@@ -1714,6 +1724,7 @@ _N_DescribeConfigsResourceResult_v0 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
+    (),
 )
 _N_DescribeConfigsResourceResult_v1 = (
     _DescribeConfigsResourceResult,
@@ -1731,6 +1742,7 @@ _N_DescribeConfigsResourceResult_v1 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
+    (),
 )
 _N_DescribeConfigsResourceResult_v3 = (
     _DescribeConfigsResourceResult,
@@ -1748,6 +1760,7 @@ _N_DescribeConfigsResourceResult_v3 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
+    (),
 )
 _N_DescribeConfigsResourceResult_v4 = (
     _DescribeConfigsResourceResult,
@@ -1765,6 +1778,7 @@ _N_DescribeConfigsResourceResult_v4 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResourceResult",
+    (),
 )
 _N_DescribeConfigsResult_v0 = (
     _DescribeConfigsResult,
@@ -1778,6 +1792,7 @@ _N_DescribeConfigsResult_v0 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
+    (),
 )
 _N_DescribeConfigsResult_v1 = (
     _DescribeConfigsResult,
@@ -1791,6 +1806,7 @@ _N_DescribeConfigsResult_v1 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
+    (),
 )
 _N_DescribeConfigsResult_v3 = (
     _DescribeConfigsResult,
@@ -1804,6 +1820,7 @@ _N_DescribeConfigsResult_v3 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
+    (),
 )
 _N_DescribeConfigsResult_v4 = (
     _DescribeConfigsResult,
@@ -1817,6 +1834,7 @@ _N_DescribeConfigsResult_v4 = (
     ),
     (),
     "DescribeConfigsResponse.DescribeConfigsResult",
+    (),
 )
 _N_DescribeConfigsResponse_ResourceCursor_v5 = (
     _DescribeConfigsResponse_ResourceCursor,
@@ -1827,6 +1845,7 @@ _N_DescribeConfigsResponse_ResourceCursor_v5 = (
     ),
     (),
     "DescribeConfigsResponse.ResourceCursor",
+    (),
 )
 _N_DescribeConfigsResponse_v0 = (
     DescribeConfigsResponse,
@@ -1838,6 +1857,7 @@ _N_DescribeConfigsResponse_v0 = (
     ),
     (),
     "DescribeConfigsResponse",
+    (),
 )
 _N_DescribeConfigsResponse_v1 = (
     DescribeConfigsResponse,
@@ -1849,6 +1869,7 @@ _N_DescribeConfigsResponse_v1 = (
     ),
     (),
     "DescribeConfigsResponse",
+    (),
 )
 _N_DescribeConfigsResponse_v3 = (
     DescribeConfigsResponse,
@@ -1860,6 +1881,7 @@ _N_DescribeConfigsResponse_v3 = (
     ),
     (),
     "DescribeConfigsResponse",
+    (),
 )
 _N_DescribeConfigsResponse_v4 = (
     DescribeConfigsResponse,
@@ -1871,6 +1893,7 @@ _N_DescribeConfigsResponse_v4 = (
     ),
     (),
     "DescribeConfigsResponse",
+    (),
 )
 _N_DescribeConfigsResponse_v5 = (
     DescribeConfigsResponse,
@@ -1882,6 +1905,7 @@ _N_DescribeConfigsResponse_v5 = (
     ),
     (),
     "DescribeConfigsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeConfigsSynonym = (

@@ -424,6 +424,7 @@ _N_DescribeDelegationTokenOwner_v0 = (
     ),
     (),
     "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner",
+    (),
 )
 _N_DescribeDelegationTokenOwner_v2 = (
     _DescribeDelegationTokenOwner,
@@ -434,6 +435,7 @@ _N_DescribeDelegationTokenOwner_v2 = (
     ),
     (),
     "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner",
+    (),
 )
 _N_DescribeDelegationTokenRequest_v0 = (
     DescribeDelegationTokenRequest,
@@ -443,6 +445,7 @@ _N_DescribeDelegationTokenRequest_v0 = (
     ),
     (),
     "DescribeDelegationTokenRequest",
+    (),
 )
 _N_DescribeDelegationTokenRequest_v2 = (
     DescribeDelegationTokenRequest,
@@ -452,6 +455,7 @@ _N_DescribeDelegationTokenRequest_v2 = (
     ),
     (),
     "DescribeDelegationTokenRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeDelegationTokenOwner = (
@@ -910,6 +914,7 @@ _N_DescribedDelegationTokenRenewer_v0 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
+    (),
 )
 _N_DescribedDelegationTokenRenewer_v2 = (
     _DescribedDelegationTokenRenewer,
@@ -920,6 +925,7 @@ _N_DescribedDelegationTokenRenewer_v2 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer",
+    (),
 )
 _N_DescribedDelegationToken_v0 = (
     _DescribedDelegationToken,
@@ -938,6 +944,7 @@ _N_DescribedDelegationToken_v0 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationToken",
+    (),
 )
 _N_DescribedDelegationToken_v2 = (
     _DescribedDelegationToken,
@@ -956,6 +963,7 @@ _N_DescribedDelegationToken_v2 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationToken",
+    (),
 )
 _N_DescribedDelegationToken_v3 = (
     _DescribedDelegationToken,
@@ -974,6 +982,7 @@ _N_DescribedDelegationToken_v3 = (
     ),
     (),
     "DescribeDelegationTokenResponse.DescribedDelegationToken",
+    (),
 )
 _N_DescribeDelegationTokenResponse_v0 = (
     DescribeDelegationTokenResponse,
@@ -985,6 +994,7 @@ _N_DescribeDelegationTokenResponse_v0 = (
     ),
     (),
     "DescribeDelegationTokenResponse",
+    (),
 )
 _N_DescribeDelegationTokenResponse_v2 = (
     DescribeDelegationTokenResponse,
@@ -996,6 +1006,7 @@ _N_DescribeDelegationTokenResponse_v2 = (
     ),
     (),
     "DescribeDelegationTokenResponse",
+    (),
 )
 _N_DescribeDelegationTokenResponse_v3 = (
     DescribeDelegationTokenResponse,
@@ -1007,6 +1018,7 @@ _N_DescribeDelegationTokenResponse_v3 = (
     ),
     (),
     "DescribeDelegationTokenResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribedDelegationTokenRenewer = (

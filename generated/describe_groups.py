@@ -521,6 +521,7 @@ _N_DescribeGroupsRequest_GroupMemberCursor_v7 = (
     ),
     (),
     "DescribeGroupsRequest.GroupMemberCursor",
+    (),
 )
 _N_DescribeGroupsRequest_v0 = (
     DescribeGroupsRequest,
@@ -533,6 +534,7 @@ _N_DescribeGroupsRequest_v0 = (
     ),
     (),
     "DescribeGroupsRequest",
+    (),
 )
 _N_DescribeGroupsRequest_v3 = (
     DescribeGroupsRequest,
@@ -545,6 +547,7 @@ _N_DescribeGroupsRequest_v3 = (
     ),
     (),
     "DescribeGroupsRequest",
+    (),
 )
 _N_DescribeGroupsRequest_v5 = (
     DescribeGroupsRequest,
@@ -557,6 +560,7 @@ _N_DescribeGroupsRequest_v5 = (
     ),
     (),
     "DescribeGroupsRequest",
+    (),
 )
 _N_DescribeGroupsRequest_v7 = (
     DescribeGroupsRequest,
@@ -569,6 +573,7 @@ _N_DescribeGroupsRequest_v7 = (
     ),
     (),
     "DescribeGroupsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeGroupsRequest_GroupMemberCursor = (
@@ -1311,6 +1316,7 @@ _N_DescribedGroupMember_v0 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroupMember",
+    (),
 )
 _N_DescribedGroupMember_v4 = (
     _DescribedGroupMember,
@@ -1325,6 +1331,7 @@ _N_DescribedGroupMember_v4 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroupMember",
+    (),
 )
 _N_DescribedGroupMember_v5 = (
     _DescribedGroupMember,
@@ -1339,6 +1346,7 @@ _N_DescribedGroupMember_v5 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroupMember",
+    (),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -1355,6 +1363,7 @@ _N_DescribedGroup_v0 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
+    (),
 )
 _N_DescribedGroup_v3 = (
     _DescribedGroup,
@@ -1371,6 +1380,7 @@ _N_DescribedGroup_v3 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
+    (),
 )
 _N_DescribedGroup_v4 = (
     _DescribedGroup,
@@ -1387,6 +1397,7 @@ _N_DescribedGroup_v4 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
+    (),
 )
 _N_DescribedGroup_v5 = (
     _DescribedGroup,
@@ -1403,6 +1414,7 @@ _N_DescribedGroup_v5 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
+    (),
 )
 _N_DescribedGroup_v6 = (
     _DescribedGroup,
@@ -1419,6 +1431,7 @@ _N_DescribedGroup_v6 = (
     ),
     (),
     "DescribeGroupsResponse.DescribedGroup",
+    (),
 )
 _N_DescribeGroupsResponse_GroupMemberCursor_v7 = (
     _DescribeGroupsResponse_GroupMemberCursor,
@@ -1429,6 +1442,7 @@ _N_DescribeGroupsResponse_GroupMemberCursor_v7 = (
     ),
     (),
     "DescribeGroupsResponse.GroupMemberCursor",
+    (),
 )
 _N_DescribeGroupsResponse_v0 = (
     DescribeGroupsResponse,
@@ -1440,6 +1454,7 @@ _N_DescribeGroupsResponse_v0 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 _N_DescribeGroupsResponse_v1 = (
     DescribeGroupsResponse,
@@ -1451,6 +1466,7 @@ _N_DescribeGroupsResponse_v1 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 _N_DescribeGroupsResponse_v3 = (
     DescribeGroupsResponse,
@@ -1462,6 +1478,7 @@ _N_DescribeGroupsResponse_v3 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 _N_DescribeGroupsResponse_v4 = (
     DescribeGroupsResponse,
@@ -1473,6 +1490,7 @@ _N_DescribeGroupsResponse_v4 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 _N_DescribeGroupsResponse_v5 = (
     DescribeGroupsResponse,
@@ -1484,6 +1502,7 @@ _N_DescribeGroupsResponse_v5 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 _N_DescribeGroupsResponse_v6 = (
     DescribeGroupsResponse,
@@ -1495,6 +1514,7 @@ _N_DescribeGroupsResponse_v6 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 _N_DescribeGroupsResponse_v7 = (
     DescribeGroupsResponse,
@@ -1506,6 +1526,7 @@ _N_DescribeGroupsResponse_v7 = (
     ),
     (),
     "DescribeGroupsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribedGroupMember = (

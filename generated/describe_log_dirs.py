@@ -625,6 +625,7 @@ _N_DescribableLogDirTopic_v0 = (
     ),
     (),
     "DescribeLogDirsRequest.DescribableLogDirTopic",
+    (),
 )
 _N_DescribableLogDirTopic_v2 = (
     _DescribableLogDirTopic,
@@ -635,6 +636,7 @@ _N_DescribableLogDirTopic_v2 = (
     ),
     (),
     "DescribeLogDirsRequest.DescribableLogDirTopic",
+    (),
 )
 _N_DescribeLogDirsRequest_Cursor_v6 = (
     _DescribeLogDirsRequest_Cursor,
@@ -646,6 +648,7 @@ _N_DescribeLogDirsRequest_Cursor_v6 = (
     ),
     (),
     "DescribeLogDirsRequest.Cursor",
+    (),
 )
 _N_DescribeLogDirsRequest_v0 = (
     DescribeLogDirsRequest,
@@ -657,6 +660,7 @@ _N_DescribeLogDirsRequest_v0 = (
     ),
     (),
     "DescribeLogDirsRequest",
+    (),
 )
 _N_DescribeLogDirsRequest_v2 = (
     DescribeLogDirsRequest,
@@ -668,6 +672,7 @@ _N_DescribeLogDirsRequest_v2 = (
     ),
     (),
     "DescribeLogDirsRequest",
+    (),
 )
 _N_DescribeLogDirsRequest_v6 = (
     DescribeLogDirsRequest,
@@ -679,6 +684,7 @@ _N_DescribeLogDirsRequest_v6 = (
     ),
     (),
     "DescribeLogDirsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribableLogDirTopic = (
@@ -1329,6 +1335,7 @@ _N_DescribeLogDirsPartition_v0 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsPartition",
+    (),
 )
 _N_DescribeLogDirsPartition_v2 = (
     _DescribeLogDirsPartition,
@@ -1341,6 +1348,7 @@ _N_DescribeLogDirsPartition_v2 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsPartition",
+    (),
 )
 _N_DescribeLogDirsTopic_v0 = (
     _DescribeLogDirsTopic,
@@ -1351,6 +1359,7 @@ _N_DescribeLogDirsTopic_v0 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsTopic",
+    (),
 )
 _N_DescribeLogDirsTopic_v2 = (
     _DescribeLogDirsTopic,
@@ -1361,6 +1370,7 @@ _N_DescribeLogDirsTopic_v2 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsTopic",
+    (),
 )
 _N_DescribeLogDirsResult_v0 = (
     _DescribeLogDirsResult,
@@ -1375,6 +1385,7 @@ _N_DescribeLogDirsResult_v0 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
+    (),
 )
 _N_DescribeLogDirsResult_v2 = (
     _DescribeLogDirsResult,
@@ -1389,6 +1400,7 @@ _N_DescribeLogDirsResult_v2 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
+    (),
 )
 _N_DescribeLogDirsResult_v4 = (
     _DescribeLogDirsResult,
@@ -1403,6 +1415,7 @@ _N_DescribeLogDirsResult_v4 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
+    (),
 )
 _N_DescribeLogDirsResult_v5 = (
     _DescribeLogDirsResult,
@@ -1417,6 +1430,7 @@ _N_DescribeLogDirsResult_v5 = (
     ),
     (),
     "DescribeLogDirsResponse.DescribeLogDirsResult",
+    (),
 )
 _N_DescribeLogDirsResponse_Cursor_v6 = (
     _DescribeLogDirsResponse_Cursor,
@@ -1428,6 +1442,7 @@ _N_DescribeLogDirsResponse_Cursor_v6 = (
     ),
     (),
     "DescribeLogDirsResponse.Cursor",
+    (),
 )
 _N_DescribeLogDirsResponse_v0 = (
     DescribeLogDirsResponse,
@@ -1440,6 +1455,7 @@ _N_DescribeLogDirsResponse_v0 = (
     ),
     (),
     "DescribeLogDirsResponse",
+    (),
 )
 _N_DescribeLogDirsResponse_v2 = (
     DescribeLogDirsResponse,
@@ -1452,6 +1468,7 @@ _N_DescribeLogDirsResponse_v2 = (
     ),
     (),
     "DescribeLogDirsResponse",
+    (),
 )
 _N_DescribeLogDirsResponse_v3 = (
     DescribeLogDirsResponse,
@@ -1464,6 +1481,7 @@ _N_DescribeLogDirsResponse_v3 = (
     ),
     (),
     "DescribeLogDirsResponse",
+    (),
 )
 _N_DescribeLogDirsResponse_v4 = (
     DescribeLogDirsResponse,
@@ -1476,6 +1494,7 @@ _N_DescribeLogDirsResponse_v4 = (
     ),
     (),
     "DescribeLogDirsResponse",
+    (),
 )
 _N_DescribeLogDirsResponse_v5 = (
     DescribeLogDirsResponse,
@@ -1488,6 +1507,7 @@ _N_DescribeLogDirsResponse_v5 = (
     ),
     (),
     "DescribeLogDirsResponse",
+    (),
 )
 _N_DescribeLogDirsResponse_v6 = (
     DescribeLogDirsResponse,
@@ -1500,6 +1520,7 @@ _N_DescribeLogDirsResponse_v6 = (
     ),
     (),
     "DescribeLogDirsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeLogDirsPartition = (

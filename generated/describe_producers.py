@@ -569,6 +569,7 @@ _N_TopicRequest_v0 = (
     ),
     (),
     "DescribeProducersRequest.TopicRequest",
+    (),
 )
 _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
     _DescribeProducersRequest_ProducerStateCursor,
@@ -580,6 +581,7 @@ _N_DescribeProducersRequest_ProducerStateCursor_v1 = (
     ),
     (),
     "DescribeProducersRequest.ProducerStateCursor",
+    (),
 )
 _N_DescribeProducersRequest_v0 = (
     DescribeProducersRequest,
@@ -591,6 +593,7 @@ _N_DescribeProducersRequest_v0 = (
     ),
     (),
     "DescribeProducersRequest",
+    (),
 )
 _N_DescribeProducersRequest_v1 = (
     DescribeProducersRequest,
@@ -602,6 +605,7 @@ _N_DescribeProducersRequest_v1 = (
     ),
     (),
     "DescribeProducersRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicRequest = (
@@ -1006,6 +1010,7 @@ _N_ProducerState_v0 = (
     ),
     (),
     "DescribeProducersResponse.ProducerState",
+    (),
 )
 _N_PartitionResponse_v0 = (
     _PartitionResponse,
@@ -1018,6 +1023,7 @@ _N_PartitionResponse_v0 = (
     ),
     (),
     "DescribeProducersResponse.PartitionResponse",
+    (),
 )
 _N_TopicResponse_v0 = (
     _TopicResponse,
@@ -1028,6 +1034,7 @@ _N_TopicResponse_v0 = (
     ),
     (),
     "DescribeProducersResponse.TopicResponse",
+    (),
 )
 _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
     _DescribeProducersResponse_ProducerStateCursor,
@@ -1039,6 +1046,7 @@ _N_DescribeProducersResponse_ProducerStateCursor_v1 = (
     ),
     (),
     "DescribeProducersResponse.ProducerStateCursor",
+    (),
 )
 _N_DescribeProducersResponse_v0 = (
     DescribeProducersResponse,
@@ -1050,6 +1058,7 @@ _N_DescribeProducersResponse_v0 = (
     ),
     (),
     "DescribeProducersResponse",
+    (),
 )
 _N_DescribeProducersResponse_v1 = (
     DescribeProducersResponse,
@@ -1061,6 +1070,7 @@ _N_DescribeProducersResponse_v1 = (
     ),
     (),
     "DescribeProducersResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ProducerState = (

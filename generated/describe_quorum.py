@@ -546,6 +546,7 @@ _N_DescribeQuorumRequest_PartitionData_v0 = (
     ),
     (),
     "DescribeQuorumRequest.PartitionData",
+    (),
 )
 _N_DescribeQuorumRequest_TopicData_v0 = (
     _DescribeQuorumRequest_TopicData,
@@ -556,6 +557,7 @@ _N_DescribeQuorumRequest_TopicData_v0 = (
     ),
     (),
     "DescribeQuorumRequest.TopicData",
+    (),
 )
 _N_DescribeQuorumRequest_v0 = (
     DescribeQuorumRequest,
@@ -565,6 +567,7 @@ _N_DescribeQuorumRequest_v0 = (
     ),
     (),
     "DescribeQuorumRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeQuorumRequest_PartitionData = (
@@ -1296,6 +1299,7 @@ _N_ReplicaState_v0 = (
     ),
     (),
     "DescribeQuorumResponse.ReplicaState",
+    (),
 )
 _N_ReplicaState_v1 = (
     _ReplicaState,
@@ -1309,6 +1313,7 @@ _N_ReplicaState_v1 = (
     ),
     (),
     "DescribeQuorumResponse.ReplicaState",
+    (),
 )
 _N_ReplicaState_v2 = (
     _ReplicaState,
@@ -1322,6 +1327,7 @@ _N_ReplicaState_v2 = (
     ),
     (),
     "DescribeQuorumResponse.ReplicaState",
+    (),
 )
 _N_DescribeQuorumResponse_PartitionData_v0 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1338,6 +1344,7 @@ _N_DescribeQuorumResponse_PartitionData_v0 = (
     ),
     (),
     "DescribeQuorumResponse.PartitionData",
+    (),
 )
 _N_DescribeQuorumResponse_PartitionData_v1 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1354,6 +1361,7 @@ _N_DescribeQuorumResponse_PartitionData_v1 = (
     ),
     (),
     "DescribeQuorumResponse.PartitionData",
+    (),
 )
 _N_DescribeQuorumResponse_PartitionData_v2 = (
     _DescribeQuorumResponse_PartitionData,
@@ -1370,6 +1378,7 @@ _N_DescribeQuorumResponse_PartitionData_v2 = (
     ),
     (),
     "DescribeQuorumResponse.PartitionData",
+    (),
 )
 _N_DescribeQuorumResponse_TopicData_v0 = (
     _DescribeQuorumResponse_TopicData,
@@ -1380,6 +1389,7 @@ _N_DescribeQuorumResponse_TopicData_v0 = (
     ),
     (),
     "DescribeQuorumResponse.TopicData",
+    (),
 )
 _N_DescribeQuorumResponse_TopicData_v1 = (
     _DescribeQuorumResponse_TopicData,
@@ -1390,6 +1400,7 @@ _N_DescribeQuorumResponse_TopicData_v1 = (
     ),
     (),
     "DescribeQuorumResponse.TopicData",
+    (),
 )
 _N_DescribeQuorumResponse_TopicData_v2 = (
     _DescribeQuorumResponse_TopicData,
@@ -1400,6 +1411,7 @@ _N_DescribeQuorumResponse_TopicData_v2 = (
     ),
     (),
     "DescribeQuorumResponse.TopicData",
+    (),
 )
 _N_Listener_v2 = (
     _Listener,
@@ -1411,6 +1423,7 @@ _N_Listener_v2 = (
     ),
     (),
     "DescribeQuorumResponse.Listener",
+    (),
 )
 _N_Node_v2 = (
     _Node,
@@ -1421,6 +1434,7 @@ _N_Node_v2 = (
     ),
     (),
     "DescribeQuorumResponse.Node",
+    (),
 )
 _N_DescribeQuorumResponse_v0 = (
     DescribeQuorumResponse,
@@ -1433,6 +1447,7 @@ _N_DescribeQuorumResponse_v0 = (
     ),
     (),
     "DescribeQuorumResponse",
+    (),
 )
 _N_DescribeQuorumResponse_v1 = (
     DescribeQuorumResponse,
@@ -1445,6 +1460,7 @@ _N_DescribeQuorumResponse_v1 = (
     ),
     (),
     "DescribeQuorumResponse",
+    (),
 )
 _N_DescribeQuorumResponse_v2 = (
     DescribeQuorumResponse,
@@ -1457,6 +1473,7 @@ _N_DescribeQuorumResponse_v2 = (
     ),
     (),
     "DescribeQuorumResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReplicaState = (

@@ -530,6 +530,7 @@ _N_DescribeShareGroupOffsetsRequestTopic_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic",
+    (),
 )
 _N_DescribeShareGroupOffsetsRequestGroup_v0 = (
     _DescribeShareGroupOffsetsRequestGroup,
@@ -540,6 +541,7 @@ _N_DescribeShareGroupOffsetsRequestGroup_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup",
+    (),
 )
 _N_DescribeShareGroupOffsetsRequest_v0 = (
     DescribeShareGroupOffsetsRequest,
@@ -549,6 +551,7 @@ _N_DescribeShareGroupOffsetsRequest_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeShareGroupOffsetsRequestTopic = (
@@ -1036,6 +1039,7 @@ _N_DescribeShareGroupOffsetsResponsePartition_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponsePartition_v1 = (
     _DescribeShareGroupOffsetsResponsePartition,
@@ -1050,6 +1054,7 @@ _N_DescribeShareGroupOffsetsResponsePartition_v1 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponseTopic_v0 = (
     _DescribeShareGroupOffsetsResponseTopic,
@@ -1061,6 +1066,7 @@ _N_DescribeShareGroupOffsetsResponseTopic_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponseTopic_v1 = (
     _DescribeShareGroupOffsetsResponseTopic,
@@ -1072,6 +1078,7 @@ _N_DescribeShareGroupOffsetsResponseTopic_v1 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponseGroup_v0 = (
     _DescribeShareGroupOffsetsResponseGroup,
@@ -1084,6 +1091,7 @@ _N_DescribeShareGroupOffsetsResponseGroup_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponseGroup_v1 = (
     _DescribeShareGroupOffsetsResponseGroup,
@@ -1096,6 +1104,7 @@ _N_DescribeShareGroupOffsetsResponseGroup_v1 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponse_v0 = (
     DescribeShareGroupOffsetsResponse,
@@ -1106,6 +1115,7 @@ _N_DescribeShareGroupOffsetsResponse_v0 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse",
+    (),
 )
 _N_DescribeShareGroupOffsetsResponse_v1 = (
     DescribeShareGroupOffsetsResponse,
@@ -1116,6 +1126,7 @@ _N_DescribeShareGroupOffsetsResponse_v1 = (
     ),
     (),
     "DescribeShareGroupOffsetsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeShareGroupOffsetsResponsePartition = (

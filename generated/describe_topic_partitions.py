@@ -521,6 +521,7 @@ _N_TopicRequest_v0 = (
     ),
     (),
     "DescribeTopicPartitionsRequest.TopicRequest",
+    (),
 )
 _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
     _DescribeTopicPartitionsRequest_Cursor,
@@ -531,6 +532,7 @@ _N_DescribeTopicPartitionsRequest_Cursor_v0 = (
     ),
     (),
     "DescribeTopicPartitionsRequest.Cursor",
+    (),
 )
 _N_DescribeTopicPartitionsRequest_v0 = (
     DescribeTopicPartitionsRequest,
@@ -542,6 +544,7 @@ _N_DescribeTopicPartitionsRequest_v0 = (
     ),
     (),
     "DescribeTopicPartitionsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicRequest = (
@@ -938,6 +941,7 @@ _N_DescribeTopicPartitionsResponsePartition_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition",
+    (),
 )
 _N_DescribeTopicPartitionsResponseTopic_v0 = (
     _DescribeTopicPartitionsResponseTopic,
@@ -952,6 +956,7 @@ _N_DescribeTopicPartitionsResponseTopic_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic",
+    (),
 )
 _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
     _DescribeTopicPartitionsResponse_Cursor,
@@ -962,6 +967,7 @@ _N_DescribeTopicPartitionsResponse_Cursor_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse.Cursor",
+    (),
 )
 _N_DescribeTopicPartitionsResponse_v0 = (
     DescribeTopicPartitionsResponse,
@@ -973,6 +979,7 @@ _N_DescribeTopicPartitionsResponse_v0 = (
     ),
     (),
     "DescribeTopicPartitionsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeTopicPartitionsResponsePartition = (

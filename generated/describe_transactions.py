@@ -469,6 +469,7 @@ _N_DescribeTransactionsRequest_TransactionalCursor_v1 = (
     ),
     (),
     "DescribeTransactionsRequest.TransactionalCursor",
+    (),
 )
 _N_DescribeTransactionsRequest_v0 = (
     DescribeTransactionsRequest,
@@ -480,6 +481,7 @@ _N_DescribeTransactionsRequest_v0 = (
     ),
     (),
     "DescribeTransactionsRequest",
+    (),
 )
 _N_DescribeTransactionsRequest_v1 = (
     DescribeTransactionsRequest,
@@ -491,6 +493,7 @@ _N_DescribeTransactionsRequest_v1 = (
     ),
     (),
     "DescribeTransactionsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_DescribeTransactionsRequest_TransactionalCursor = (
@@ -833,6 +836,7 @@ _N_TopicData_v0 = (
     ),
     (),
     "DescribeTransactionsResponse.TopicData",
+    (),
 )
 _N_TransactionState_v0 = (
     _TransactionState,
@@ -849,6 +853,7 @@ _N_TransactionState_v0 = (
     ),
     (),
     "DescribeTransactionsResponse.TransactionState",
+    (),
 )
 _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
     _DescribeTransactionsResponse_TransactionalCursor,
@@ -859,6 +864,7 @@ _N_DescribeTransactionsResponse_TransactionalCursor_v1 = (
     ),
     (),
     "DescribeTransactionsResponse.TransactionalCursor",
+    (),
 )
 _N_DescribeTransactionsResponse_v0 = (
     DescribeTransactionsResponse,
@@ -870,6 +876,7 @@ _N_DescribeTransactionsResponse_v0 = (
     ),
     (),
     "DescribeTransactionsResponse",
+    (),
 )
 _N_DescribeTransactionsResponse_v1 = (
     DescribeTransactionsResponse,
@@ -881,6 +888,7 @@ _N_DescribeTransactionsResponse_v1 = (
     ),
     (),
     "DescribeTransactionsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicData = (

@@ -326,6 +326,7 @@ _N_UserName_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsRequest.UserName",
+    (),
 )
 _N_DescribeUserScramCredentialsRequest_v0 = (
     DescribeUserScramCredentialsRequest,
@@ -335,6 +336,7 @@ _N_DescribeUserScramCredentialsRequest_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UserName = (
@@ -570,6 +572,7 @@ _N_CredentialInfo_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsResponse.CredentialInfo",
+    (),
 )
 _N_DescribeUserScramCredentialsResult_v0 = (
     _DescribeUserScramCredentialsResult,
@@ -582,6 +585,7 @@ _N_DescribeUserScramCredentialsResult_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult",
+    (),
 )
 _N_DescribeUserScramCredentialsResponse_v0 = (
     DescribeUserScramCredentialsResponse,
@@ -594,6 +598,7 @@ _N_DescribeUserScramCredentialsResponse_v0 = (
     ),
     (),
     "DescribeUserScramCredentialsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CredentialInfo = (

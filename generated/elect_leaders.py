@@ -439,6 +439,7 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ElectLeadersRequest.TopicPartitions",
+    (),
 )
 _N_TopicPartitions_v2 = (
     _TopicPartitions,
@@ -449,6 +450,7 @@ _N_TopicPartitions_v2 = (
     ),
     (),
     "ElectLeadersRequest.TopicPartitions",
+    (),
 )
 _N_ElectLeadersRequest_v0 = (
     ElectLeadersRequest,
@@ -460,6 +462,7 @@ _N_ElectLeadersRequest_v0 = (
     ),
     (),
     "ElectLeadersRequest",
+    (),
 )
 _N_ElectLeadersRequest_v1 = (
     ElectLeadersRequest,
@@ -471,6 +474,7 @@ _N_ElectLeadersRequest_v1 = (
     ),
     (),
     "ElectLeadersRequest",
+    (),
 )
 _N_ElectLeadersRequest_v2 = (
     ElectLeadersRequest,
@@ -482,6 +486,7 @@ _N_ElectLeadersRequest_v2 = (
     ),
     (),
     "ElectLeadersRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (
@@ -803,6 +808,7 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "ElectLeadersResponse.PartitionResult",
+    (),
 )
 _N_PartitionResult_v2 = (
     _PartitionResult,
@@ -814,6 +820,7 @@ _N_PartitionResult_v2 = (
     ),
     (),
     "ElectLeadersResponse.PartitionResult",
+    (),
 )
 _N_ReplicaElectionResult_v0 = (
     _ReplicaElectionResult,
@@ -824,6 +831,7 @@ _N_ReplicaElectionResult_v0 = (
     ),
     (),
     "ElectLeadersResponse.ReplicaElectionResult",
+    (),
 )
 _N_ReplicaElectionResult_v2 = (
     _ReplicaElectionResult,
@@ -834,6 +842,7 @@ _N_ReplicaElectionResult_v2 = (
     ),
     (),
     "ElectLeadersResponse.ReplicaElectionResult",
+    (),
 )
 _N_ElectLeadersResponse_v0 = (
     ElectLeadersResponse,
@@ -845,6 +854,7 @@ _N_ElectLeadersResponse_v0 = (
     ),
     (),
     "ElectLeadersResponse",
+    (),
 )
 _N_ElectLeadersResponse_v1 = (
     ElectLeadersResponse,
@@ -856,6 +866,7 @@ _N_ElectLeadersResponse_v1 = (
     ),
     (),
     "ElectLeadersResponse",
+    (),
 )
 _N_ElectLeadersResponse_v2 = (
     ElectLeadersResponse,
@@ -867,6 +878,7 @@ _N_ElectLeadersResponse_v2 = (
     ),
     (),
     "ElectLeadersResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (

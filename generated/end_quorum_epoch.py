@@ -795,6 +795,7 @@ _N_ReplicaInfo_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.ReplicaInfo",
+    (),
 )
 _N_EndQuorumEpochRequest_PartitionData_v0 = (
     _EndQuorumEpochRequest_PartitionData,
@@ -808,6 +809,7 @@ _N_EndQuorumEpochRequest_PartitionData_v0 = (
     ),
     (),
     "EndQuorumEpochRequest.PartitionData",
+    (),
 )
 _N_EndQuorumEpochRequest_PartitionData_v1 = (
     _EndQuorumEpochRequest_PartitionData,
@@ -821,6 +823,7 @@ _N_EndQuorumEpochRequest_PartitionData_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.PartitionData",
+    (),
 )
 _N_EndQuorumEpochRequest_TopicData_v0 = (
     _EndQuorumEpochRequest_TopicData,
@@ -831,6 +834,7 @@ _N_EndQuorumEpochRequest_TopicData_v0 = (
     ),
     (),
     "EndQuorumEpochRequest.TopicData",
+    (),
 )
 _N_EndQuorumEpochRequest_TopicData_v1 = (
     _EndQuorumEpochRequest_TopicData,
@@ -841,6 +845,7 @@ _N_EndQuorumEpochRequest_TopicData_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.TopicData",
+    (),
 )
 _N_LeaderEndpoint_v1 = (
     _LeaderEndpoint,
@@ -852,6 +857,7 @@ _N_LeaderEndpoint_v1 = (
     ),
     (),
     "EndQuorumEpochRequest.LeaderEndpoint",
+    (),
 )
 _N_EndQuorumEpochRequest_v0 = (
     EndQuorumEpochRequest,
@@ -863,6 +869,7 @@ _N_EndQuorumEpochRequest_v0 = (
     ),
     (),
     "EndQuorumEpochRequest",
+    (),
 )
 _N_EndQuorumEpochRequest_v1 = (
     EndQuorumEpochRequest,
@@ -874,6 +881,7 @@ _N_EndQuorumEpochRequest_v1 = (
     ),
     (),
     "EndQuorumEpochRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReplicaInfo = (
@@ -1333,6 +1341,7 @@ _N_EndQuorumEpochResponse_PartitionData_v0 = (
     ),
     (),
     "EndQuorumEpochResponse.PartitionData",
+    (),
 )
 _N_EndQuorumEpochResponse_PartitionData_v1 = (
     _EndQuorumEpochResponse_PartitionData,
@@ -1345,6 +1354,7 @@ _N_EndQuorumEpochResponse_PartitionData_v1 = (
     ),
     (),
     "EndQuorumEpochResponse.PartitionData",
+    (),
 )
 _N_EndQuorumEpochResponse_TopicData_v0 = (
     _EndQuorumEpochResponse_TopicData,
@@ -1355,6 +1365,7 @@ _N_EndQuorumEpochResponse_TopicData_v0 = (
     ),
     (),
     "EndQuorumEpochResponse.TopicData",
+    (),
 )
 _N_EndQuorumEpochResponse_TopicData_v1 = (
     _EndQuorumEpochResponse_TopicData,
@@ -1365,6 +1376,7 @@ _N_EndQuorumEpochResponse_TopicData_v1 = (
     ),
     (),
     "EndQuorumEpochResponse.TopicData",
+    (),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1376,6 +1388,7 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "EndQuorumEpochResponse.NodeEndpoint",
+    (),
 )
 _N_EndQuorumEpochResponse_v0 = (
     EndQuorumEpochResponse,
@@ -1387,6 +1400,7 @@ _N_EndQuorumEpochResponse_v0 = (
     ),
     (),
     "EndQuorumEpochResponse",
+    (),
 )
 _N_EndQuorumEpochResponse_v1 = (
     EndQuorumEpochResponse,
@@ -1399,6 +1413,7 @@ _N_EndQuorumEpochResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "EndQuorumEpochResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndQuorumEpochResponse_PartitionData = (

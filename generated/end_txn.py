@@ -216,6 +216,7 @@ _N_EndTxnRequest_v0 = (
     ),
     (),
     "EndTxnRequest",
+    (),
 )
 _N_EndTxnRequest_v3 = (
     EndTxnRequest,
@@ -228,6 +229,7 @@ _N_EndTxnRequest_v3 = (
     ),
     (),
     "EndTxnRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndTxnRequest = (
@@ -350,6 +352,7 @@ _N_EndTxnResponse_v0 = (
     ),
     (),
     "EndTxnResponse",
+    (),
 )
 _N_EndTxnResponse_v3 = (
     EndTxnResponse,
@@ -362,6 +365,7 @@ _N_EndTxnResponse_v3 = (
     ),
     (),
     "EndTxnResponse",
+    (),
 )
 _N_EndTxnResponse_v5 = (
     EndTxnResponse,
@@ -374,6 +378,7 @@ _N_EndTxnResponse_v5 = (
     ),
     (),
     "EndTxnResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndTxnResponse = (

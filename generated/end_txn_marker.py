@@ -108,6 +108,7 @@ _N_EndTxnMarker_v0 = (
     ),
     (),
     "EndTxnMarker",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EndTxnMarker = (

@@ -179,6 +179,7 @@ _N_EnvelopeRequest_v0 = (
     ),
     (),
     "EnvelopeRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EnvelopeRequest = (
@@ -256,6 +257,7 @@ _N_EnvelopeResponse_v0 = (
     ),
     (),
     "EnvelopeResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EnvelopeResponse = (

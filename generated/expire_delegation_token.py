@@ -199,6 +199,7 @@ _N_ExpireDelegationTokenRequest_v0 = (
     ),
     (),
     "ExpireDelegationTokenRequest",
+    (),
 )
 _N_ExpireDelegationTokenRequest_v2 = (
     ExpireDelegationTokenRequest,
@@ -209,6 +210,7 @@ _N_ExpireDelegationTokenRequest_v2 = (
     ),
     (),
     "ExpireDelegationTokenRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ExpireDelegationTokenRequest = (
@@ -309,6 +311,7 @@ _N_ExpireDelegationTokenResponse_v0 = (
     ),
     (),
     "ExpireDelegationTokenResponse",
+    (),
 )
 _N_ExpireDelegationTokenResponse_v2 = (
     ExpireDelegationTokenResponse,
@@ -320,6 +323,7 @@ _N_ExpireDelegationTokenResponse_v2 = (
     ),
     (),
     "ExpireDelegationTokenResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ExpireDelegationTokenResponse = (

@@ -56,6 +56,7 @@ from kafkagen.runtime.wire import (
     read_uuid,
     read_uvarint,
     string_length,
+    tag_of_other_version,
     unsupported,
     write_compact_nullable_bytes,
     write_nullable_bytes,
@@ -945,10 +946,13 @@ def _dec_FetchRequest_v12(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         check_nullable_count(count, pos, end, "tagged fields")
         unknown: list[tuple[int, bytes]] = []
         for _ in range(count):
+            at = pos
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
                 check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+                raise tag_of_other_version(1, "FetchRequest.ReplicaState", "15+", at)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
                 pos = tag_end
@@ -1028,10 +1032,13 @@ def _dec_FetchRequest_v13(buf: Buffer, pos: int, end: int) -> tuple[FetchRequest
         check_nullable_count(count, pos, end, "tagged fields")
         unknown: list[tuple[int, bytes]] = []
         for _ in range(count):
+            at = pos
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.cluster_id, pos = read_compact_nullable_string(buf, pos, tag_end)
                 check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+                raise tag_of_other_version(1, "FetchRequest.ReplicaState", "15+", at)
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
                 pos = tag_end
@@ -1718,7 +1725,24 @@ def _dec_FetchPartition_v12(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(
+                    0, "FetchRequest.FetchPartition.ReplicaDirectoryId", "17+", at
+                )
+            elif tag == 1:
+                raise tag_of_other_version(
+                    1, "FetchRequest.FetchPartition.HighWatermark", "18+", at
+                )
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -1757,10 +1781,15 @@ def _dec_FetchPartition_v17(buf: Buffer, pos: int, end: int) -> tuple[_FetchPart
         check_nullable_count(count, pos, end, "tagged fields")
         unknown: list[tuple[int, bytes]] = []
         for _ in range(count):
+            at = pos
             tag, tag_end, pos = read_tag_header(buf, pos, end)
             if tag == 0:
                 o.replica_directory_id, pos = read_uuid(buf, pos, tag_end)
                 check_tag_end(pos, tag_end, tag)
+            elif tag == 1:
+                raise tag_of_other_version(
+                    1, "FetchRequest.FetchPartition.HighWatermark", "18+", at
+                )
             else:
                 unknown.append((tag, bytes(buf[pos:tag_end])))
                 pos = tag_end
@@ -2000,6 +2029,7 @@ _N_ReplicaState_v15 = (
     ),
     (),
     "FetchRequest.ReplicaState",
+    (),
 )
 _N_FetchPartition_v0 = (
     _FetchPartition,
@@ -2016,6 +2046,7 @@ _N_FetchPartition_v0 = (
     ),
     (),
     "FetchRequest.FetchPartition",
+    (),
 )
 _N_FetchPartition_v5 = (
     _FetchPartition,
@@ -2032,6 +2063,7 @@ _N_FetchPartition_v5 = (
     ),
     (),
     "FetchRequest.FetchPartition",
+    (),
 )
 _N_FetchPartition_v9 = (
     _FetchPartition,
@@ -2048,6 +2080,7 @@ _N_FetchPartition_v9 = (
     ),
     (),
     "FetchRequest.FetchPartition",
+    (),
 )
 _N_FetchPartition_v12 = (
     _FetchPartition,
@@ -2064,6 +2097,10 @@ _N_FetchPartition_v12 = (
     ),
     (),
     "FetchRequest.FetchPartition",
+    (
+        (0, "FetchRequest.FetchPartition.ReplicaDirectoryId", "17+"),
+        (1, "FetchRequest.FetchPartition.HighWatermark", "18+"),
+    ),
 )
 _N_FetchPartition_v17 = (
     _FetchPartition,
@@ -2081,6 +2118,9 @@ _N_FetchPartition_v17 = (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
     "FetchRequest.FetchPartition",
+    (
+        (1, "FetchRequest.FetchPartition.HighWatermark", "18+"),
+    ),
 )
 _N_FetchPartition_v18 = (
     _FetchPartition,
@@ -2098,6 +2138,7 @@ _N_FetchPartition_v18 = (
         (1, ("int64", "high_watermark", 8), ("value", 9223372036854775807)),
     ),
     "FetchRequest.FetchPartition",
+    (),
 )
 _N_FetchTopic_v0 = (
     _FetchTopic,
@@ -2109,6 +2150,7 @@ _N_FetchTopic_v0 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_FetchTopic_v5 = (
     _FetchTopic,
@@ -2120,6 +2162,7 @@ _N_FetchTopic_v5 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_FetchTopic_v9 = (
     _FetchTopic,
@@ -2131,6 +2174,7 @@ _N_FetchTopic_v9 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_FetchTopic_v12 = (
     _FetchTopic,
@@ -2142,6 +2186,7 @@ _N_FetchTopic_v12 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_FetchTopic_v13 = (
     _FetchTopic,
@@ -2153,6 +2198,7 @@ _N_FetchTopic_v13 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_FetchTopic_v17 = (
     _FetchTopic,
@@ -2164,6 +2210,7 @@ _N_FetchTopic_v17 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_FetchTopic_v18 = (
     _FetchTopic,
@@ -2175,6 +2222,7 @@ _N_FetchTopic_v18 = (
     ),
     (),
     "FetchRequest.FetchTopic",
+    (),
 )
 _N_ForgottenTopic_v7 = (
     _ForgottenTopic,
@@ -2186,6 +2234,7 @@ _N_ForgottenTopic_v7 = (
     ),
     (),
     "FetchRequest.ForgottenTopic",
+    (),
 )
 _N_ForgottenTopic_v12 = (
     _ForgottenTopic,
@@ -2197,6 +2246,7 @@ _N_ForgottenTopic_v12 = (
     ),
     (),
     "FetchRequest.ForgottenTopic",
+    (),
 )
 _N_ForgottenTopic_v13 = (
     _ForgottenTopic,
@@ -2208,6 +2258,7 @@ _N_ForgottenTopic_v13 = (
     ),
     (),
     "FetchRequest.ForgottenTopic",
+    (),
 )
 _N_FetchRequest_v0 = (
     FetchRequest,
@@ -2228,6 +2279,7 @@ _N_FetchRequest_v0 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v3 = (
     FetchRequest,
@@ -2248,6 +2300,7 @@ _N_FetchRequest_v3 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v4 = (
     FetchRequest,
@@ -2268,6 +2321,7 @@ _N_FetchRequest_v4 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v5 = (
     FetchRequest,
@@ -2288,6 +2342,7 @@ _N_FetchRequest_v5 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v7 = (
     FetchRequest,
@@ -2308,6 +2363,7 @@ _N_FetchRequest_v7 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v9 = (
     FetchRequest,
@@ -2328,6 +2384,7 @@ _N_FetchRequest_v9 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v11 = (
     FetchRequest,
@@ -2348,6 +2405,7 @@ _N_FetchRequest_v11 = (
     ),
     (),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v12 = (
     FetchRequest,
@@ -2369,6 +2427,9 @@ _N_FetchRequest_v12 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchRequest",
+    (
+        (1, "FetchRequest.ReplicaState", "15+"),
+    ),
 )
 _N_FetchRequest_v13 = (
     FetchRequest,
@@ -2390,6 +2451,9 @@ _N_FetchRequest_v13 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchRequest",
+    (
+        (1, "FetchRequest.ReplicaState", "15+"),
+    ),
 )
 _N_FetchRequest_v15 = (
     FetchRequest,
@@ -2411,6 +2475,7 @@ _N_FetchRequest_v15 = (
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15, "ReplicaState", False), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v17 = (
     FetchRequest,
@@ -2432,6 +2497,7 @@ _N_FetchRequest_v17 = (
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15, "ReplicaState", False), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
     "FetchRequest",
+    (),
 )
 _N_FetchRequest_v18 = (
     FetchRequest,
@@ -2453,6 +2519,7 @@ _N_FetchRequest_v18 = (
         (1, ("struct", "replica_state", False, _N_ReplicaState_v15, "ReplicaState", False), ("struct", _ReplicaState, _ReplicaState_DEFAULT)),
     ),
     "FetchRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ReplicaState = (
@@ -2786,7 +2853,18 @@ def _dec_FetchResponse_v12(buf: Buffer, pos: int, end: int) -> tuple[FetchRespon
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "FetchResponse.NodeEndpoints", "16+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -2812,7 +2890,18 @@ def _dec_FetchResponse_v13(buf: Buffer, pos: int, end: int) -> tuple[FetchRespon
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "FetchResponse.NodeEndpoints", "16+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -3679,6 +3768,7 @@ _N_EpochEndOffset_v12 = (
     ),
     (),
     "FetchResponse.EpochEndOffset",
+    (),
 )
 _N_LeaderIdAndEpoch_v12 = (
     _LeaderIdAndEpoch,
@@ -3689,6 +3779,7 @@ _N_LeaderIdAndEpoch_v12 = (
     ),
     (),
     "FetchResponse.LeaderIdAndEpoch",
+    (),
 )
 _N_SnapshotId_v12 = (
     _SnapshotId,
@@ -3699,6 +3790,7 @@ _N_SnapshotId_v12 = (
     ),
     (),
     "FetchResponse.SnapshotId",
+    (),
 )
 _N_AbortedTransaction_v4 = (
     _AbortedTransaction,
@@ -3709,6 +3801,7 @@ _N_AbortedTransaction_v4 = (
     ),
     (),
     "FetchResponse.AbortedTransaction",
+    (),
 )
 _N_AbortedTransaction_v12 = (
     _AbortedTransaction,
@@ -3719,6 +3812,7 @@ _N_AbortedTransaction_v12 = (
     ),
     (),
     "FetchResponse.AbortedTransaction",
+    (),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -3738,6 +3832,7 @@ _N_PartitionData_v0 = (
     ),
     (),
     "FetchResponse.PartitionData",
+    (),
 )
 _N_PartitionData_v4 = (
     _PartitionData,
@@ -3757,6 +3852,7 @@ _N_PartitionData_v4 = (
     ),
     (),
     "FetchResponse.PartitionData",
+    (),
 )
 _N_PartitionData_v5 = (
     _PartitionData,
@@ -3776,6 +3872,7 @@ _N_PartitionData_v5 = (
     ),
     (),
     "FetchResponse.PartitionData",
+    (),
 )
 _N_PartitionData_v11 = (
     _PartitionData,
@@ -3795,6 +3892,7 @@ _N_PartitionData_v11 = (
     ),
     (),
     "FetchResponse.PartitionData",
+    (),
 )
 _N_PartitionData_v12 = (
     _PartitionData,
@@ -3815,6 +3913,7 @@ _N_PartitionData_v12 = (
         (2, ("struct", "snapshot_id", False, _N_SnapshotId_v12, "SnapshotId", False), ("struct", _SnapshotId, _SnapshotId_DEFAULT)),
     ),
     "FetchResponse.PartitionData",
+    (),
 )
 _N_FetchableTopicResponse_v0 = (
     _FetchableTopicResponse,
@@ -3826,6 +3925,7 @@ _N_FetchableTopicResponse_v0 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
+    (),
 )
 _N_FetchableTopicResponse_v4 = (
     _FetchableTopicResponse,
@@ -3837,6 +3937,7 @@ _N_FetchableTopicResponse_v4 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
+    (),
 )
 _N_FetchableTopicResponse_v5 = (
     _FetchableTopicResponse,
@@ -3848,6 +3949,7 @@ _N_FetchableTopicResponse_v5 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
+    (),
 )
 _N_FetchableTopicResponse_v11 = (
     _FetchableTopicResponse,
@@ -3859,6 +3961,7 @@ _N_FetchableTopicResponse_v11 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
+    (),
 )
 _N_FetchableTopicResponse_v12 = (
     _FetchableTopicResponse,
@@ -3870,6 +3973,7 @@ _N_FetchableTopicResponse_v12 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
+    (),
 )
 _N_FetchableTopicResponse_v13 = (
     _FetchableTopicResponse,
@@ -3881,6 +3985,7 @@ _N_FetchableTopicResponse_v13 = (
     ),
     (),
     "FetchResponse.FetchableTopicResponse",
+    (),
 )
 _N_NodeEndpoint_v16 = (
     _NodeEndpoint,
@@ -3893,6 +3998,7 @@ _N_NodeEndpoint_v16 = (
     ),
     (),
     "FetchResponse.NodeEndpoint",
+    (),
 )
 _N_FetchResponse_v0 = (
     FetchResponse,
@@ -3906,6 +4012,7 @@ _N_FetchResponse_v0 = (
     ),
     (),
     "FetchResponse",
+    (),
 )
 _N_FetchResponse_v1 = (
     FetchResponse,
@@ -3919,6 +4026,7 @@ _N_FetchResponse_v1 = (
     ),
     (),
     "FetchResponse",
+    (),
 )
 _N_FetchResponse_v4 = (
     FetchResponse,
@@ -3932,6 +4040,7 @@ _N_FetchResponse_v4 = (
     ),
     (),
     "FetchResponse",
+    (),
 )
 _N_FetchResponse_v5 = (
     FetchResponse,
@@ -3945,6 +4054,7 @@ _N_FetchResponse_v5 = (
     ),
     (),
     "FetchResponse",
+    (),
 )
 _N_FetchResponse_v7 = (
     FetchResponse,
@@ -3958,6 +4068,7 @@ _N_FetchResponse_v7 = (
     ),
     (),
     "FetchResponse",
+    (),
 )
 _N_FetchResponse_v11 = (
     FetchResponse,
@@ -3971,6 +4082,7 @@ _N_FetchResponse_v11 = (
     ),
     (),
     "FetchResponse",
+    (),
 )
 _N_FetchResponse_v12 = (
     FetchResponse,
@@ -3984,6 +4096,9 @@ _N_FetchResponse_v12 = (
     ),
     (),
     "FetchResponse",
+    (
+        (0, "FetchResponse.NodeEndpoints", "16+"),
+    ),
 )
 _N_FetchResponse_v13 = (
     FetchResponse,
@@ -3997,6 +4112,9 @@ _N_FetchResponse_v13 = (
     ),
     (),
     "FetchResponse",
+    (
+        (0, "FetchResponse.NodeEndpoints", "16+"),
+    ),
 )
 _N_FetchResponse_v16 = (
     FetchResponse,
@@ -4011,6 +4129,7 @@ _N_FetchResponse_v16 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v16, True, "NodeEndpoints"), ("keyed",)),
     ),
     "FetchResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EpochEndOffset = (

@@ -50,6 +50,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    tag_of_other_version,
     unsupported,
     write_compact_bytes,
     write_struct_array,
@@ -703,7 +704,20 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(
+                    0, "FetchSnapshotRequest.PartitionSnapshot.ReplicaDirectoryId", "1+", at
+                )
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -851,6 +865,7 @@ _N_FetchSnapshotRequest_SnapshotId_v0 = (
     ),
     (),
     "FetchSnapshotRequest.SnapshotId",
+    (),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -864,6 +879,9 @@ _N_FetchSnapshotRequest_PartitionSnapshot_v0 = (
     ),
     (),
     "FetchSnapshotRequest.PartitionSnapshot",
+    (
+        (0, "FetchSnapshotRequest.PartitionSnapshot.ReplicaDirectoryId", "1+"),
+    ),
 )
 _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
     _FetchSnapshotRequest_PartitionSnapshot,
@@ -878,6 +896,7 @@ _N_FetchSnapshotRequest_PartitionSnapshot_v1 = (
         (0, ("uuid", "replica_directory_id"), ("value", ZERO_UUID)),
     ),
     "FetchSnapshotRequest.PartitionSnapshot",
+    (),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
     _FetchSnapshotRequest_TopicSnapshot,
@@ -888,6 +907,7 @@ _N_FetchSnapshotRequest_TopicSnapshot_v0 = (
     ),
     (),
     "FetchSnapshotRequest.TopicSnapshot",
+    (),
 )
 _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
     _FetchSnapshotRequest_TopicSnapshot,
@@ -898,6 +918,7 @@ _N_FetchSnapshotRequest_TopicSnapshot_v1 = (
     ),
     (),
     "FetchSnapshotRequest.TopicSnapshot",
+    (),
 )
 _N_FetchSnapshotRequest_v0 = (
     FetchSnapshotRequest,
@@ -911,6 +932,7 @@ _N_FetchSnapshotRequest_v0 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchSnapshotRequest",
+    (),
 )
 _N_FetchSnapshotRequest_v1 = (
     FetchSnapshotRequest,
@@ -924,6 +946,7 @@ _N_FetchSnapshotRequest_v1 = (
         (0, ("string", "cluster_id", True, True, "ClusterId", False), ("value", None)),
     ),
     "FetchSnapshotRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FetchSnapshotRequest_SnapshotId = (
@@ -1043,7 +1066,18 @@ def _dec_FetchSnapshotResponse_v0(
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "FetchSnapshotResponse.NodeEndpoints", "1+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -1443,6 +1477,7 @@ _N_FetchSnapshotResponse_SnapshotId_v0 = (
     ),
     (),
     "FetchSnapshotResponse.SnapshotId",
+    (),
 )
 _N_LeaderIdAndEpoch_v0 = (
     _LeaderIdAndEpoch,
@@ -1453,6 +1488,7 @@ _N_LeaderIdAndEpoch_v0 = (
     ),
     (),
     "FetchSnapshotResponse.LeaderIdAndEpoch",
+    (),
 )
 _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
     _FetchSnapshotResponse_PartitionSnapshot,
@@ -1469,6 +1505,7 @@ _N_FetchSnapshotResponse_PartitionSnapshot_v0 = (
         (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v0, "CurrentLeader", False), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
     "FetchSnapshotResponse.PartitionSnapshot",
+    (),
 )
 _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
     _FetchSnapshotResponse_TopicSnapshot,
@@ -1479,6 +1516,7 @@ _N_FetchSnapshotResponse_TopicSnapshot_v0 = (
     ),
     (),
     "FetchSnapshotResponse.TopicSnapshot",
+    (),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1490,6 +1528,7 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "FetchSnapshotResponse.NodeEndpoint",
+    (),
 )
 _N_FetchSnapshotResponse_v0 = (
     FetchSnapshotResponse,
@@ -1502,6 +1541,9 @@ _N_FetchSnapshotResponse_v0 = (
     ),
     (),
     "FetchSnapshotResponse",
+    (
+        (0, "FetchSnapshotResponse.NodeEndpoints", "1+"),
+    ),
 )
 _N_FetchSnapshotResponse_v1 = (
     FetchSnapshotResponse,
@@ -1515,6 +1557,7 @@ _N_FetchSnapshotResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "FetchSnapshotResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FetchSnapshotResponse_SnapshotId = (

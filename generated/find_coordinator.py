@@ -353,6 +353,7 @@ _N_FindCoordinatorRequest_v0 = (
     ),
     (),
     "FindCoordinatorRequest",
+    (),
 )
 _N_FindCoordinatorRequest_v1 = (
     FindCoordinatorRequest,
@@ -364,6 +365,7 @@ _N_FindCoordinatorRequest_v1 = (
     ),
     (),
     "FindCoordinatorRequest",
+    (),
 )
 _N_FindCoordinatorRequest_v3 = (
     FindCoordinatorRequest,
@@ -375,6 +377,7 @@ _N_FindCoordinatorRequest_v3 = (
     ),
     (),
     "FindCoordinatorRequest",
+    (),
 )
 _N_FindCoordinatorRequest_v4 = (
     FindCoordinatorRequest,
@@ -386,6 +389,7 @@ _N_FindCoordinatorRequest_v4 = (
     ),
     (),
     "FindCoordinatorRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FindCoordinatorRequest = (
@@ -689,6 +693,7 @@ _N_Coordinator_v4 = (
     ),
     (),
     "FindCoordinatorResponse.Coordinator",
+    (),
 )
 _N_FindCoordinatorResponse_v0 = (
     FindCoordinatorResponse,
@@ -704,6 +709,7 @@ _N_FindCoordinatorResponse_v0 = (
     ),
     (),
     "FindCoordinatorResponse",
+    (),
 )
 _N_FindCoordinatorResponse_v1 = (
     FindCoordinatorResponse,
@@ -719,6 +725,7 @@ _N_FindCoordinatorResponse_v1 = (
     ),
     (),
     "FindCoordinatorResponse",
+    (),
 )
 _N_FindCoordinatorResponse_v3 = (
     FindCoordinatorResponse,
@@ -734,6 +741,7 @@ _N_FindCoordinatorResponse_v3 = (
     ),
     (),
     "FindCoordinatorResponse",
+    (),
 )
 _N_FindCoordinatorResponse_v4 = (
     FindCoordinatorResponse,
@@ -749,6 +757,7 @@ _N_FindCoordinatorResponse_v4 = (
     ),
     (),
     "FindCoordinatorResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Coordinator = (

@@ -214,6 +214,7 @@ _N_GetTelemetrySubscriptionsRequest_v0 = (
     ),
     (),
     "GetTelemetrySubscriptionsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GetTelemetrySubscriptionsRequest = (
@@ -345,6 +346,7 @@ _N_GetTelemetrySubscriptionsResponse_v0 = (
     ),
     (),
     "GetTelemetrySubscriptionsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GetTelemetrySubscriptionsResponse = (

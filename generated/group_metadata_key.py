@@ -108,6 +108,7 @@ _N_GroupMetadataKey_v0 = (
     ),
     (),
     "GroupMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_GroupMetadataKey = (

@@ -602,6 +602,7 @@ _N_MemberMetadata_v0 = (
     ),
     (),
     "GroupMetadataValue.MemberMetadata",
+    (),
 )
 _N_MemberMetadata_v1 = (
     _MemberMetadata,
@@ -618,6 +619,7 @@ _N_MemberMetadata_v1 = (
     ),
     (),
     "GroupMetadataValue.MemberMetadata",
+    (),
 )
 _N_MemberMetadata_v3 = (
     _MemberMetadata,
@@ -634,6 +636,7 @@ _N_MemberMetadata_v3 = (
     ),
     (),
     "GroupMetadataValue.MemberMetadata",
+    (),
 )
 _N_MemberMetadata_v4 = (
     _MemberMetadata,
@@ -650,6 +653,7 @@ _N_MemberMetadata_v4 = (
     ),
     (),
     "GroupMetadataValue.MemberMetadata",
+    (),
 )
 _N_GroupMetadataValue_v0 = (
     GroupMetadataValue,
@@ -664,6 +668,7 @@ _N_GroupMetadataValue_v0 = (
     ),
     (),
     "GroupMetadataValue",
+    (),
 )
 _N_GroupMetadataValue_v1 = (
     GroupMetadataValue,
@@ -678,6 +683,7 @@ _N_GroupMetadataValue_v1 = (
     ),
     (),
     "GroupMetadataValue",
+    (),
 )
 _N_GroupMetadataValue_v2 = (
     GroupMetadataValue,
@@ -692,6 +698,7 @@ _N_GroupMetadataValue_v2 = (
     ),
     (),
     "GroupMetadataValue",
+    (),
 )
 _N_GroupMetadataValue_v3 = (
     GroupMetadataValue,
@@ -706,6 +713,7 @@ _N_GroupMetadataValue_v3 = (
     ),
     (),
     "GroupMetadataValue",
+    (),
 )
 _N_GroupMetadataValue_v4 = (
     GroupMetadataValue,
@@ -720,6 +728,7 @@ _N_GroupMetadataValue_v4 = (
     ),
     (),
     "GroupMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MemberMetadata = (

@@ -223,6 +223,7 @@ _N_RequestHeader_v0 = (
     ),
     (),
     "RequestHeader",
+    (),
 )
 _N_RequestHeader_v1 = (
     RequestHeader,
@@ -235,6 +236,7 @@ _N_RequestHeader_v1 = (
     ),
     (),
     "RequestHeader",
+    (),
 )
 _N_RequestHeader_v2 = (
     RequestHeader,
@@ -247,6 +249,7 @@ _N_RequestHeader_v2 = (
     ),
     (),
     "RequestHeader",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RequestHeader = (
@@ -337,6 +340,7 @@ _N_ResponseHeader_v0 = (
     ),
     (),
     "ResponseHeader",
+    (),
 )
 _N_ResponseHeader_v1 = (
     ResponseHeader,
@@ -346,6 +350,7 @@ _N_ResponseHeader_v1 = (
     ),
     (),
     "ResponseHeader",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ResponseHeader = (

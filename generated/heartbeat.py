@@ -259,6 +259,7 @@ _N_HeartbeatRequest_v0 = (
     ),
     (),
     "HeartbeatRequest",
+    (),
 )
 _N_HeartbeatRequest_v3 = (
     HeartbeatRequest,
@@ -271,6 +272,7 @@ _N_HeartbeatRequest_v3 = (
     ),
     (),
     "HeartbeatRequest",
+    (),
 )
 _N_HeartbeatRequest_v4 = (
     HeartbeatRequest,
@@ -283,6 +285,7 @@ _N_HeartbeatRequest_v4 = (
     ),
     (),
     "HeartbeatRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_HeartbeatRequest = (
@@ -392,6 +395,7 @@ _N_HeartbeatResponse_v0 = (
     ),
     (),
     "HeartbeatResponse",
+    (),
 )
 _N_HeartbeatResponse_v1 = (
     HeartbeatResponse,
@@ -402,6 +406,7 @@ _N_HeartbeatResponse_v1 = (
     ),
     (),
     "HeartbeatResponse",
+    (),
 )
 _N_HeartbeatResponse_v4 = (
     HeartbeatResponse,
@@ -412,6 +417,7 @@ _N_HeartbeatResponse_v4 = (
     ),
     (),
     "HeartbeatResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_HeartbeatResponse = (

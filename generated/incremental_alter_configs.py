@@ -507,6 +507,7 @@ _N_AlterableConfig_v0 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterableConfig",
+    (),
 )
 _N_AlterableConfig_v1 = (
     _AlterableConfig,
@@ -518,6 +519,7 @@ _N_AlterableConfig_v1 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterableConfig",
+    (),
 )
 _N_AlterConfigsResource_v0 = (
     _AlterConfigsResource,
@@ -529,6 +531,7 @@ _N_AlterConfigsResource_v0 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterConfigsResource",
+    (),
 )
 _N_AlterConfigsResource_v1 = (
     _AlterConfigsResource,
@@ -540,6 +543,7 @@ _N_AlterConfigsResource_v1 = (
     ),
     (),
     "IncrementalAlterConfigsRequest.AlterConfigsResource",
+    (),
 )
 _N_IncrementalAlterConfigsRequest_v0 = (
     IncrementalAlterConfigsRequest,
@@ -550,6 +554,7 @@ _N_IncrementalAlterConfigsRequest_v0 = (
     ),
     (),
     "IncrementalAlterConfigsRequest",
+    (),
 )
 _N_IncrementalAlterConfigsRequest_v1 = (
     IncrementalAlterConfigsRequest,
@@ -560,6 +565,7 @@ _N_IncrementalAlterConfigsRequest_v1 = (
     ),
     (),
     "IncrementalAlterConfigsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterableConfig = (
@@ -820,6 +826,7 @@ _N_AlterConfigsResourceResponse_v0 = (
     ),
     (),
     "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse",
+    (),
 )
 _N_AlterConfigsResourceResponse_v1 = (
     _AlterConfigsResourceResponse,
@@ -832,6 +839,7 @@ _N_AlterConfigsResourceResponse_v1 = (
     ),
     (),
     "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse",
+    (),
 )
 _N_IncrementalAlterConfigsResponse_v0 = (
     IncrementalAlterConfigsResponse,
@@ -842,6 +850,7 @@ _N_IncrementalAlterConfigsResponse_v0 = (
     ),
     (),
     "IncrementalAlterConfigsResponse",
+    (),
 )
 _N_IncrementalAlterConfigsResponse_v1 = (
     IncrementalAlterConfigsResponse,
@@ -852,6 +861,7 @@ _N_IncrementalAlterConfigsResponse_v1 = (
     ),
     (),
     "IncrementalAlterConfigsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AlterConfigsResourceResponse = (

@@ -351,6 +351,7 @@ _N_InitProducerIdRequest_v0 = (
     ),
     (),
     "InitProducerIdRequest",
+    (),
 )
 _N_InitProducerIdRequest_v2 = (
     InitProducerIdRequest,
@@ -365,6 +366,7 @@ _N_InitProducerIdRequest_v2 = (
     ),
     (),
     "InitProducerIdRequest",
+    (),
 )
 _N_InitProducerIdRequest_v3 = (
     InitProducerIdRequest,
@@ -379,6 +381,7 @@ _N_InitProducerIdRequest_v3 = (
     ),
     (),
     "InitProducerIdRequest",
+    (),
 )
 _N_InitProducerIdRequest_v6 = (
     InitProducerIdRequest,
@@ -393,6 +396,7 @@ _N_InitProducerIdRequest_v6 = (
     ),
     (),
     "InitProducerIdRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_InitProducerIdRequest = (
@@ -563,6 +567,7 @@ _N_InitProducerIdResponse_v0 = (
     ),
     (),
     "InitProducerIdResponse",
+    (),
 )
 _N_InitProducerIdResponse_v2 = (
     InitProducerIdResponse,
@@ -577,6 +582,7 @@ _N_InitProducerIdResponse_v2 = (
     ),
     (),
     "InitProducerIdResponse",
+    (),
 )
 _N_InitProducerIdResponse_v6 = (
     InitProducerIdResponse,
@@ -591,6 +597,7 @@ _N_InitProducerIdResponse_v6 = (
     ),
     (),
     "InitProducerIdResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_InitProducerIdResponse = (

@@ -414,6 +414,7 @@ _N_PartitionData_v0 = (
     ),
     (),
     "InitializeShareGroupStateRequest.PartitionData",
+    (),
 )
 _N_InitializeStateData_v0 = (
     _InitializeStateData,
@@ -424,6 +425,7 @@ _N_InitializeStateData_v0 = (
     ),
     (),
     "InitializeShareGroupStateRequest.InitializeStateData",
+    (),
 )
 _N_InitializeShareGroupStateRequest_v0 = (
     InitializeShareGroupStateRequest,
@@ -434,6 +436,7 @@ _N_InitializeShareGroupStateRequest_v0 = (
     ),
     (),
     "InitializeShareGroupStateRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
@@ -658,6 +661,7 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "InitializeShareGroupStateResponse.PartitionResult",
+    (),
 )
 _N_InitializeStateResult_v0 = (
     _InitializeStateResult,
@@ -668,6 +672,7 @@ _N_InitializeStateResult_v0 = (
     ),
     (),
     "InitializeShareGroupStateResponse.InitializeStateResult",
+    (),
 )
 _N_InitializeShareGroupStateResponse_v0 = (
     InitializeShareGroupStateResponse,
@@ -677,6 +682,7 @@ _N_InitializeShareGroupStateResponse_v0 = (
     ),
     (),
     "InitializeShareGroupStateResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (

@@ -582,6 +582,7 @@ _N_JoinGroupRequestProtocol_v0 = (
     ),
     (),
     "JoinGroupRequest.JoinGroupRequestProtocol",
+    (),
 )
 _N_JoinGroupRequestProtocol_v6 = (
     _JoinGroupRequestProtocol,
@@ -592,6 +593,7 @@ _N_JoinGroupRequestProtocol_v6 = (
     ),
     (),
     "JoinGroupRequest.JoinGroupRequestProtocol",
+    (),
 )
 _N_JoinGroupRequest_v0 = (
     JoinGroupRequest,
@@ -608,6 +610,7 @@ _N_JoinGroupRequest_v0 = (
     ),
     (),
     "JoinGroupRequest",
+    (),
 )
 _N_JoinGroupRequest_v1 = (
     JoinGroupRequest,
@@ -624,6 +627,7 @@ _N_JoinGroupRequest_v1 = (
     ),
     (),
     "JoinGroupRequest",
+    (),
 )
 _N_JoinGroupRequest_v5 = (
     JoinGroupRequest,
@@ -640,6 +644,7 @@ _N_JoinGroupRequest_v5 = (
     ),
     (),
     "JoinGroupRequest",
+    (),
 )
 _N_JoinGroupRequest_v6 = (
     JoinGroupRequest,
@@ -656,6 +661,7 @@ _N_JoinGroupRequest_v6 = (
     ),
     (),
     "JoinGroupRequest",
+    (),
 )
 _N_JoinGroupRequest_v8 = (
     JoinGroupRequest,
@@ -672,6 +678,7 @@ _N_JoinGroupRequest_v8 = (
     ),
     (),
     "JoinGroupRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_JoinGroupRequestProtocol = (
@@ -1140,6 +1147,7 @@ _N_JoinGroupResponseMember_v0 = (
     ),
     (),
     "JoinGroupResponse.JoinGroupResponseMember",
+    (),
 )
 _N_JoinGroupResponseMember_v5 = (
     _JoinGroupResponseMember,
@@ -1151,6 +1159,7 @@ _N_JoinGroupResponseMember_v5 = (
     ),
     (),
     "JoinGroupResponse.JoinGroupResponseMember",
+    (),
 )
 _N_JoinGroupResponseMember_v6 = (
     _JoinGroupResponseMember,
@@ -1162,6 +1171,7 @@ _N_JoinGroupResponseMember_v6 = (
     ),
     (),
     "JoinGroupResponse.JoinGroupResponseMember",
+    (),
 )
 _N_JoinGroupResponse_v0 = (
     JoinGroupResponse,
@@ -1179,6 +1189,7 @@ _N_JoinGroupResponse_v0 = (
     ),
     (),
     "JoinGroupResponse",
+    (),
 )
 _N_JoinGroupResponse_v2 = (
     JoinGroupResponse,
@@ -1196,6 +1207,7 @@ _N_JoinGroupResponse_v2 = (
     ),
     (),
     "JoinGroupResponse",
+    (),
 )
 _N_JoinGroupResponse_v5 = (
     JoinGroupResponse,
@@ -1213,6 +1225,7 @@ _N_JoinGroupResponse_v5 = (
     ),
     (),
     "JoinGroupResponse",
+    (),
 )
 _N_JoinGroupResponse_v6 = (
     JoinGroupResponse,
@@ -1230,6 +1243,7 @@ _N_JoinGroupResponse_v6 = (
     ),
     (),
     "JoinGroupResponse",
+    (),
 )
 _N_JoinGroupResponse_v7 = (
     JoinGroupResponse,
@@ -1247,6 +1261,7 @@ _N_JoinGroupResponse_v7 = (
     ),
     (),
     "JoinGroupResponse",
+    (),
 )
 _N_JoinGroupResponse_v9 = (
     JoinGroupResponse,
@@ -1264,6 +1279,7 @@ _N_JoinGroupResponse_v9 = (
     ),
     (),
     "JoinGroupResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_JoinGroupResponseMember = (

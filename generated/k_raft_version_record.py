@@ -121,6 +121,7 @@ _N_KRaftVersionRecord_v0 = (
     ),
     (),
     "KRaftVersionRecord",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_KRaftVersionRecord = (

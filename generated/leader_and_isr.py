@@ -1402,6 +1402,7 @@ _N_LeaderAndIsrPartitionState_v0 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
+    (),
 )
 _N_LeaderAndIsrPartitionState_v1 = (
     _LeaderAndIsrPartitionState,
@@ -1422,6 +1423,7 @@ _N_LeaderAndIsrPartitionState_v1 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
+    (),
 )
 _N_LeaderAndIsrPartitionState_v2 = (
     _LeaderAndIsrPartitionState,
@@ -1442,6 +1444,7 @@ _N_LeaderAndIsrPartitionState_v2 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
+    (),
 )
 _N_LeaderAndIsrPartitionState_v3 = (
     _LeaderAndIsrPartitionState,
@@ -1462,6 +1465,7 @@ _N_LeaderAndIsrPartitionState_v3 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
+    (),
 )
 _N_LeaderAndIsrPartitionState_v4 = (
     _LeaderAndIsrPartitionState,
@@ -1482,6 +1486,7 @@ _N_LeaderAndIsrPartitionState_v4 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
+    (),
 )
 _N_LeaderAndIsrPartitionState_v6 = (
     _LeaderAndIsrPartitionState,
@@ -1502,6 +1507,7 @@ _N_LeaderAndIsrPartitionState_v6 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrPartitionState",
+    (),
 )
 _N_LeaderAndIsrTopicState_v2 = (
     _LeaderAndIsrTopicState,
@@ -1513,6 +1519,7 @@ _N_LeaderAndIsrTopicState_v2 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
+    (),
 )
 _N_LeaderAndIsrTopicState_v3 = (
     _LeaderAndIsrTopicState,
@@ -1524,6 +1531,7 @@ _N_LeaderAndIsrTopicState_v3 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
+    (),
 )
 _N_LeaderAndIsrTopicState_v4 = (
     _LeaderAndIsrTopicState,
@@ -1535,6 +1543,7 @@ _N_LeaderAndIsrTopicState_v4 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
+    (),
 )
 _N_LeaderAndIsrTopicState_v5 = (
     _LeaderAndIsrTopicState,
@@ -1546,6 +1555,7 @@ _N_LeaderAndIsrTopicState_v5 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
+    (),
 )
 _N_LeaderAndIsrTopicState_v6 = (
     _LeaderAndIsrTopicState,
@@ -1557,6 +1567,7 @@ _N_LeaderAndIsrTopicState_v6 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrTopicState",
+    (),
 )
 _N_LeaderAndIsrLiveLeader_v0 = (
     _LeaderAndIsrLiveLeader,
@@ -1568,6 +1579,7 @@ _N_LeaderAndIsrLiveLeader_v0 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrLiveLeader",
+    (),
 )
 _N_LeaderAndIsrLiveLeader_v4 = (
     _LeaderAndIsrLiveLeader,
@@ -1579,6 +1591,7 @@ _N_LeaderAndIsrLiveLeader_v4 = (
     ),
     (),
     "LeaderAndIsrRequest.LeaderAndIsrLiveLeader",
+    (),
 )
 _N_LeaderAndIsrRequest_v0 = (
     LeaderAndIsrRequest,
@@ -1595,6 +1608,7 @@ _N_LeaderAndIsrRequest_v0 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v1 = (
     LeaderAndIsrRequest,
@@ -1611,6 +1625,7 @@ _N_LeaderAndIsrRequest_v1 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v2 = (
     LeaderAndIsrRequest,
@@ -1627,6 +1642,7 @@ _N_LeaderAndIsrRequest_v2 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v3 = (
     LeaderAndIsrRequest,
@@ -1643,6 +1659,7 @@ _N_LeaderAndIsrRequest_v3 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v4 = (
     LeaderAndIsrRequest,
@@ -1659,6 +1676,7 @@ _N_LeaderAndIsrRequest_v4 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v5 = (
     LeaderAndIsrRequest,
@@ -1675,6 +1693,7 @@ _N_LeaderAndIsrRequest_v5 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v6 = (
     LeaderAndIsrRequest,
@@ -1691,6 +1710,7 @@ _N_LeaderAndIsrRequest_v6 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 _N_LeaderAndIsrRequest_v7 = (
     LeaderAndIsrRequest,
@@ -1707,6 +1727,7 @@ _N_LeaderAndIsrRequest_v7 = (
     ),
     (),
     "LeaderAndIsrRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderAndIsrPartitionState = (
@@ -2121,6 +2142,7 @@ _N_LeaderAndIsrPartitionError_v0 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrPartitionError",
+    (),
 )
 _N_LeaderAndIsrPartitionError_v4 = (
     _LeaderAndIsrPartitionError,
@@ -2132,6 +2154,7 @@ _N_LeaderAndIsrPartitionError_v4 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrPartitionError",
+    (),
 )
 _N_LeaderAndIsrPartitionError_v5 = (
     _LeaderAndIsrPartitionError,
@@ -2143,6 +2166,7 @@ _N_LeaderAndIsrPartitionError_v5 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrPartitionError",
+    (),
 )
 _N_LeaderAndIsrTopicError_v5 = (
     _LeaderAndIsrTopicError,
@@ -2153,6 +2177,7 @@ _N_LeaderAndIsrTopicError_v5 = (
     ),
     (),
     "LeaderAndIsrResponse.LeaderAndIsrTopicError",
+    (),
 )
 _N_LeaderAndIsrResponse_v0 = (
     LeaderAndIsrResponse,
@@ -2164,6 +2189,7 @@ _N_LeaderAndIsrResponse_v0 = (
     ),
     (),
     "LeaderAndIsrResponse",
+    (),
 )
 _N_LeaderAndIsrResponse_v4 = (
     LeaderAndIsrResponse,
@@ -2175,6 +2201,7 @@ _N_LeaderAndIsrResponse_v4 = (
     ),
     (),
     "LeaderAndIsrResponse",
+    (),
 )
 _N_LeaderAndIsrResponse_v5 = (
     LeaderAndIsrResponse,
@@ -2186,6 +2213,7 @@ _N_LeaderAndIsrResponse_v5 = (
     ),
     (),
     "LeaderAndIsrResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderAndIsrPartitionError = (

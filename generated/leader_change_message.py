@@ -273,6 +273,7 @@ _N_Voter_v0 = (
     ),
     (),
     "LeaderChangeMessage.Voter",
+    (),
 )
 _N_Voter_v1 = (
     _Voter,
@@ -283,6 +284,7 @@ _N_Voter_v1 = (
     ),
     (),
     "LeaderChangeMessage.Voter",
+    (),
 )
 _N_LeaderChangeMessage_v0 = (
     LeaderChangeMessage,
@@ -295,6 +297,7 @@ _N_LeaderChangeMessage_v0 = (
     ),
     (),
     "LeaderChangeMessage",
+    (),
 )
 _N_LeaderChangeMessage_v1 = (
     LeaderChangeMessage,
@@ -307,6 +310,7 @@ _N_LeaderChangeMessage_v1 = (
     ),
     (),
     "LeaderChangeMessage",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Voter = (

@@ -455,6 +455,7 @@ _N_MemberIdentity_v3 = (
     ),
     (),
     "LeaveGroupRequest.MemberIdentity",
+    (),
 )
 _N_MemberIdentity_v4 = (
     _MemberIdentity,
@@ -466,6 +467,7 @@ _N_MemberIdentity_v4 = (
     ),
     (),
     "LeaveGroupRequest.MemberIdentity",
+    (),
 )
 _N_MemberIdentity_v5 = (
     _MemberIdentity,
@@ -477,6 +479,7 @@ _N_MemberIdentity_v5 = (
     ),
     (),
     "LeaveGroupRequest.MemberIdentity",
+    (),
 )
 _N_LeaveGroupRequest_v0 = (
     LeaveGroupRequest,
@@ -488,6 +491,7 @@ _N_LeaveGroupRequest_v0 = (
     ),
     (),
     "LeaveGroupRequest",
+    (),
 )
 _N_LeaveGroupRequest_v3 = (
     LeaveGroupRequest,
@@ -499,6 +503,7 @@ _N_LeaveGroupRequest_v3 = (
     ),
     (),
     "LeaveGroupRequest",
+    (),
 )
 _N_LeaveGroupRequest_v4 = (
     LeaveGroupRequest,
@@ -510,6 +515,7 @@ _N_LeaveGroupRequest_v4 = (
     ),
     (),
     "LeaveGroupRequest",
+    (),
 )
 _N_LeaveGroupRequest_v5 = (
     LeaveGroupRequest,
@@ -521,6 +527,7 @@ _N_LeaveGroupRequest_v5 = (
     ),
     (),
     "LeaveGroupRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MemberIdentity = (
@@ -770,6 +777,7 @@ _N_MemberResponse_v3 = (
     ),
     (),
     "LeaveGroupResponse.MemberResponse",
+    (),
 )
 _N_MemberResponse_v4 = (
     _MemberResponse,
@@ -781,6 +789,7 @@ _N_MemberResponse_v4 = (
     ),
     (),
     "LeaveGroupResponse.MemberResponse",
+    (),
 )
 _N_LeaveGroupResponse_v0 = (
     LeaveGroupResponse,
@@ -792,6 +801,7 @@ _N_LeaveGroupResponse_v0 = (
     ),
     (),
     "LeaveGroupResponse",
+    (),
 )
 _N_LeaveGroupResponse_v1 = (
     LeaveGroupResponse,
@@ -803,6 +813,7 @@ _N_LeaveGroupResponse_v1 = (
     ),
     (),
     "LeaveGroupResponse",
+    (),
 )
 _N_LeaveGroupResponse_v3 = (
     LeaveGroupResponse,
@@ -814,6 +825,7 @@ _N_LeaveGroupResponse_v3 = (
     ),
     (),
     "LeaveGroupResponse",
+    (),
 )
 _N_LeaveGroupResponse_v4 = (
     LeaveGroupResponse,
@@ -825,6 +837,7 @@ _N_LeaveGroupResponse_v4 = (
     ),
     (),
     "LeaveGroupResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MemberResponse = (

@@ -235,6 +235,7 @@ _N_ListConfigResourcesRequest_v0 = (
     ),
     (),
     "ListConfigResourcesRequest",
+    (),
 )
 _N_ListConfigResourcesRequest_v1 = (
     ListConfigResourcesRequest,
@@ -244,6 +245,7 @@ _N_ListConfigResourcesRequest_v1 = (
     ),
     (),
     "ListConfigResourcesRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListConfigResourcesRequest = (
@@ -426,6 +428,7 @@ _N_ConfigResource_v0 = (
     ),
     (),
     "ListConfigResourcesResponse.ConfigResource",
+    (),
 )
 _N_ConfigResource_v1 = (
     _ConfigResource,
@@ -436,6 +439,7 @@ _N_ConfigResource_v1 = (
     ),
     (),
     "ListConfigResourcesResponse.ConfigResource",
+    (),
 )
 _N_ListConfigResourcesResponse_v0 = (
     ListConfigResourcesResponse,
@@ -447,6 +451,7 @@ _N_ListConfigResourcesResponse_v0 = (
     ),
     (),
     "ListConfigResourcesResponse",
+    (),
 )
 _N_ListConfigResourcesResponse_v1 = (
     ListConfigResourcesResponse,
@@ -458,6 +463,7 @@ _N_ListConfigResourcesResponse_v1 = (
     ),
     (),
     "ListConfigResourcesResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ConfigResource = (

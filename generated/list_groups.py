@@ -472,6 +472,7 @@ _N_ListGroupsRequest_GroupCursor_v6 = (
     ),
     (),
     "ListGroupsRequest.GroupCursor",
+    (),
 )
 _N_ListGroupsRequest_v0 = (
     ListGroupsRequest,
@@ -484,6 +485,7 @@ _N_ListGroupsRequest_v0 = (
     ),
     (),
     "ListGroupsRequest",
+    (),
 )
 _N_ListGroupsRequest_v3 = (
     ListGroupsRequest,
@@ -496,6 +498,7 @@ _N_ListGroupsRequest_v3 = (
     ),
     (),
     "ListGroupsRequest",
+    (),
 )
 _N_ListGroupsRequest_v4 = (
     ListGroupsRequest,
@@ -508,6 +511,7 @@ _N_ListGroupsRequest_v4 = (
     ),
     (),
     "ListGroupsRequest",
+    (),
 )
 _N_ListGroupsRequest_v5 = (
     ListGroupsRequest,
@@ -520,6 +524,7 @@ _N_ListGroupsRequest_v5 = (
     ),
     (),
     "ListGroupsRequest",
+    (),
 )
 _N_ListGroupsRequest_v6 = (
     ListGroupsRequest,
@@ -532,6 +537,7 @@ _N_ListGroupsRequest_v6 = (
     ),
     (),
     "ListGroupsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListGroupsRequest_GroupCursor = (
@@ -926,6 +932,7 @@ _N_ListedGroup_v0 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
+    (),
 )
 _N_ListedGroup_v3 = (
     _ListedGroup,
@@ -938,6 +945,7 @@ _N_ListedGroup_v3 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
+    (),
 )
 _N_ListedGroup_v4 = (
     _ListedGroup,
@@ -950,6 +958,7 @@ _N_ListedGroup_v4 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
+    (),
 )
 _N_ListedGroup_v5 = (
     _ListedGroup,
@@ -962,6 +971,7 @@ _N_ListedGroup_v5 = (
     ),
     (),
     "ListGroupsResponse.ListedGroup",
+    (),
 )
 _N_ListGroupsResponse_GroupCursor_v6 = (
     _ListGroupsResponse_GroupCursor,
@@ -971,6 +981,7 @@ _N_ListGroupsResponse_GroupCursor_v6 = (
     ),
     (),
     "ListGroupsResponse.GroupCursor",
+    (),
 )
 _N_ListGroupsResponse_v0 = (
     ListGroupsResponse,
@@ -983,6 +994,7 @@ _N_ListGroupsResponse_v0 = (
     ),
     (),
     "ListGroupsResponse",
+    (),
 )
 _N_ListGroupsResponse_v1 = (
     ListGroupsResponse,
@@ -995,6 +1007,7 @@ _N_ListGroupsResponse_v1 = (
     ),
     (),
     "ListGroupsResponse",
+    (),
 )
 _N_ListGroupsResponse_v3 = (
     ListGroupsResponse,
@@ -1007,6 +1020,7 @@ _N_ListGroupsResponse_v3 = (
     ),
     (),
     "ListGroupsResponse",
+    (),
 )
 _N_ListGroupsResponse_v4 = (
     ListGroupsResponse,
@@ -1019,6 +1033,7 @@ _N_ListGroupsResponse_v4 = (
     ),
     (),
     "ListGroupsResponse",
+    (),
 )
 _N_ListGroupsResponse_v5 = (
     ListGroupsResponse,
@@ -1031,6 +1046,7 @@ _N_ListGroupsResponse_v5 = (
     ),
     (),
     "ListGroupsResponse",
+    (),
 )
 _N_ListGroupsResponse_v6 = (
     ListGroupsResponse,
@@ -1043,6 +1059,7 @@ _N_ListGroupsResponse_v6 = (
     ),
     (),
     "ListGroupsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListedGroup = (

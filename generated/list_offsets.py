@@ -887,6 +887,7 @@ _N_ListOffsetsPartition_v0 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
+    (),
 )
 _N_ListOffsetsPartition_v1 = (
     _ListOffsetsPartition,
@@ -899,6 +900,7 @@ _N_ListOffsetsPartition_v1 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
+    (),
 )
 _N_ListOffsetsPartition_v4 = (
     _ListOffsetsPartition,
@@ -911,6 +913,7 @@ _N_ListOffsetsPartition_v4 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
+    (),
 )
 _N_ListOffsetsPartition_v6 = (
     _ListOffsetsPartition,
@@ -923,6 +926,7 @@ _N_ListOffsetsPartition_v6 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsPartition",
+    (),
 )
 _N_ListOffsetsTopic_v0 = (
     _ListOffsetsTopic,
@@ -933,6 +937,7 @@ _N_ListOffsetsTopic_v0 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
+    (),
 )
 _N_ListOffsetsTopic_v1 = (
     _ListOffsetsTopic,
@@ -943,6 +948,7 @@ _N_ListOffsetsTopic_v1 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
+    (),
 )
 _N_ListOffsetsTopic_v4 = (
     _ListOffsetsTopic,
@@ -953,6 +959,7 @@ _N_ListOffsetsTopic_v4 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
+    (),
 )
 _N_ListOffsetsTopic_v6 = (
     _ListOffsetsTopic,
@@ -963,6 +970,7 @@ _N_ListOffsetsTopic_v6 = (
     ),
     (),
     "ListOffsetsRequest.ListOffsetsTopic",
+    (),
 )
 _N_ListOffsetsRequest_Cursor_v12 = (
     _ListOffsetsRequest_Cursor,
@@ -973,6 +981,7 @@ _N_ListOffsetsRequest_Cursor_v12 = (
     ),
     (),
     "ListOffsetsRequest.Cursor",
+    (),
 )
 _N_ListOffsetsRequest_v0 = (
     ListOffsetsRequest,
@@ -987,6 +996,7 @@ _N_ListOffsetsRequest_v0 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 _N_ListOffsetsRequest_v1 = (
     ListOffsetsRequest,
@@ -1001,6 +1011,7 @@ _N_ListOffsetsRequest_v1 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 _N_ListOffsetsRequest_v2 = (
     ListOffsetsRequest,
@@ -1015,6 +1026,7 @@ _N_ListOffsetsRequest_v2 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 _N_ListOffsetsRequest_v4 = (
     ListOffsetsRequest,
@@ -1029,6 +1041,7 @@ _N_ListOffsetsRequest_v4 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 _N_ListOffsetsRequest_v6 = (
     ListOffsetsRequest,
@@ -1043,6 +1056,7 @@ _N_ListOffsetsRequest_v6 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 _N_ListOffsetsRequest_v10 = (
     ListOffsetsRequest,
@@ -1057,6 +1071,7 @@ _N_ListOffsetsRequest_v10 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 _N_ListOffsetsRequest_v12 = (
     ListOffsetsRequest,
@@ -1071,6 +1086,7 @@ _N_ListOffsetsRequest_v12 = (
     ),
     (),
     "ListOffsetsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListOffsetsPartition = (
@@ -1712,6 +1728,7 @@ _N_ListOffsetsPartitionResponse_v0 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
+    (),
 )
 _N_ListOffsetsPartitionResponse_v1 = (
     _ListOffsetsPartitionResponse,
@@ -1726,6 +1743,7 @@ _N_ListOffsetsPartitionResponse_v1 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
+    (),
 )
 _N_ListOffsetsPartitionResponse_v4 = (
     _ListOffsetsPartitionResponse,
@@ -1740,6 +1758,7 @@ _N_ListOffsetsPartitionResponse_v4 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
+    (),
 )
 _N_ListOffsetsPartitionResponse_v6 = (
     _ListOffsetsPartitionResponse,
@@ -1754,6 +1773,7 @@ _N_ListOffsetsPartitionResponse_v6 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsPartitionResponse",
+    (),
 )
 _N_ListOffsetsTopicResponse_v0 = (
     _ListOffsetsTopicResponse,
@@ -1764,6 +1784,7 @@ _N_ListOffsetsTopicResponse_v0 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
+    (),
 )
 _N_ListOffsetsTopicResponse_v1 = (
     _ListOffsetsTopicResponse,
@@ -1774,6 +1795,7 @@ _N_ListOffsetsTopicResponse_v1 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
+    (),
 )
 _N_ListOffsetsTopicResponse_v4 = (
     _ListOffsetsTopicResponse,
@@ -1784,6 +1806,7 @@ _N_ListOffsetsTopicResponse_v4 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
+    (),
 )
 _N_ListOffsetsTopicResponse_v6 = (
     _ListOffsetsTopicResponse,
@@ -1794,6 +1817,7 @@ _N_ListOffsetsTopicResponse_v6 = (
     ),
     (),
     "ListOffsetsResponse.ListOffsetsTopicResponse",
+    (),
 )
 _N_ListOffsetsResponse_Cursor_v12 = (
     _ListOffsetsResponse_Cursor,
@@ -1804,6 +1828,7 @@ _N_ListOffsetsResponse_Cursor_v12 = (
     ),
     (),
     "ListOffsetsResponse.Cursor",
+    (),
 )
 _N_ListOffsetsResponse_v0 = (
     ListOffsetsResponse,
@@ -1815,6 +1840,7 @@ _N_ListOffsetsResponse_v0 = (
     ),
     (),
     "ListOffsetsResponse",
+    (),
 )
 _N_ListOffsetsResponse_v1 = (
     ListOffsetsResponse,
@@ -1826,6 +1852,7 @@ _N_ListOffsetsResponse_v1 = (
     ),
     (),
     "ListOffsetsResponse",
+    (),
 )
 _N_ListOffsetsResponse_v2 = (
     ListOffsetsResponse,
@@ -1837,6 +1864,7 @@ _N_ListOffsetsResponse_v2 = (
     ),
     (),
     "ListOffsetsResponse",
+    (),
 )
 _N_ListOffsetsResponse_v4 = (
     ListOffsetsResponse,
@@ -1848,6 +1876,7 @@ _N_ListOffsetsResponse_v4 = (
     ),
     (),
     "ListOffsetsResponse",
+    (),
 )
 _N_ListOffsetsResponse_v6 = (
     ListOffsetsResponse,
@@ -1859,6 +1888,7 @@ _N_ListOffsetsResponse_v6 = (
     ),
     (),
     "ListOffsetsResponse",
+    (),
 )
 _N_ListOffsetsResponse_v12 = (
     ListOffsetsResponse,
@@ -1870,6 +1900,7 @@ _N_ListOffsetsResponse_v12 = (
     ),
     (),
     "ListOffsetsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListOffsetsPartitionResponse = (

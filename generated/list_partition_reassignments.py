@@ -574,6 +574,7 @@ _N_ListPartitionReassignmentsTopics_v0 = (
     ),
     (),
     "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics",
+    (),
 )
 _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
     _ListPartitionReassignmentsRequest_Cursor,
@@ -584,6 +585,7 @@ _N_ListPartitionReassignmentsRequest_Cursor_v1 = (
     ),
     (),
     "ListPartitionReassignmentsRequest.Cursor",
+    (),
 )
 _N_ListPartitionReassignmentsRequest_v0 = (
     ListPartitionReassignmentsRequest,
@@ -596,6 +598,7 @@ _N_ListPartitionReassignmentsRequest_v0 = (
     ),
     (),
     "ListPartitionReassignmentsRequest",
+    (),
 )
 _N_ListPartitionReassignmentsRequest_v1 = (
     ListPartitionReassignmentsRequest,
@@ -608,6 +611,7 @@ _N_ListPartitionReassignmentsRequest_v1 = (
     ),
     (),
     "ListPartitionReassignmentsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListPartitionReassignmentsTopics = (
@@ -997,6 +1001,7 @@ _N_OngoingPartitionReassignment_v0 = (
     ),
     (),
     "ListPartitionReassignmentsResponse.OngoingPartitionReassignment",
+    (),
 )
 _N_OngoingTopicReassignment_v0 = (
     _OngoingTopicReassignment,
@@ -1007,6 +1012,7 @@ _N_OngoingTopicReassignment_v0 = (
     ),
     (),
     "ListPartitionReassignmentsResponse.OngoingTopicReassignment",
+    (),
 )
 _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
     _ListPartitionReassignmentsResponse_Cursor,
@@ -1017,6 +1023,7 @@ _N_ListPartitionReassignmentsResponse_Cursor_v1 = (
     ),
     (),
     "ListPartitionReassignmentsResponse.Cursor",
+    (),
 )
 _N_ListPartitionReassignmentsResponse_v0 = (
     ListPartitionReassignmentsResponse,
@@ -1030,6 +1037,7 @@ _N_ListPartitionReassignmentsResponse_v0 = (
     ),
     (),
     "ListPartitionReassignmentsResponse",
+    (),
 )
 _N_ListPartitionReassignmentsResponse_v1 = (
     ListPartitionReassignmentsResponse,
@@ -1043,6 +1051,7 @@ _N_ListPartitionReassignmentsResponse_v1 = (
     ),
     (),
     "ListPartitionReassignmentsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OngoingPartitionReassignment = (

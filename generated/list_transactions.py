@@ -551,6 +551,7 @@ _N_ListTransactionsRequest_TransactionalCursor_v3 = (
     ),
     (),
     "ListTransactionsRequest.TransactionalCursor",
+    (),
 )
 _N_ListTransactionsRequest_v0 = (
     ListTransactionsRequest,
@@ -565,6 +566,7 @@ _N_ListTransactionsRequest_v0 = (
     ),
     (),
     "ListTransactionsRequest",
+    (),
 )
 _N_ListTransactionsRequest_v1 = (
     ListTransactionsRequest,
@@ -579,6 +581,7 @@ _N_ListTransactionsRequest_v1 = (
     ),
     (),
     "ListTransactionsRequest",
+    (),
 )
 _N_ListTransactionsRequest_v2 = (
     ListTransactionsRequest,
@@ -593,6 +596,7 @@ _N_ListTransactionsRequest_v2 = (
     ),
     (),
     "ListTransactionsRequest",
+    (),
 )
 _N_ListTransactionsRequest_v3 = (
     ListTransactionsRequest,
@@ -607,6 +611,7 @@ _N_ListTransactionsRequest_v3 = (
     ),
     (),
     "ListTransactionsRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ListTransactionsRequest_TransactionalCursor = (
@@ -909,6 +914,7 @@ _N_TransactionState_v0 = (
     ),
     (),
     "ListTransactionsResponse.TransactionState",
+    (),
 )
 _N_ListTransactionsResponse_TransactionalCursor_v3 = (
     _ListTransactionsResponse_TransactionalCursor,
@@ -919,6 +925,7 @@ _N_ListTransactionsResponse_TransactionalCursor_v3 = (
     ),
     (),
     "ListTransactionsResponse.TransactionalCursor",
+    (),
 )
 _N_ListTransactionsResponse_v0 = (
     ListTransactionsResponse,
@@ -932,6 +939,7 @@ _N_ListTransactionsResponse_v0 = (
     ),
     (),
     "ListTransactionsResponse",
+    (),
 )
 _N_ListTransactionsResponse_v3 = (
     ListTransactionsResponse,
@@ -945,6 +953,7 @@ _N_ListTransactionsResponse_v3 = (
     ),
     (),
     "ListTransactionsResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TransactionState = (

@@ -864,6 +864,7 @@ _N_MetadataRequestTopic_v0 = (
     ),
     (),
     "MetadataRequest.MetadataRequestTopic",
+    (),
 )
 _N_MetadataRequestTopic_v9 = (
     _MetadataRequestTopic,
@@ -874,6 +875,7 @@ _N_MetadataRequestTopic_v9 = (
     ),
     (),
     "MetadataRequest.MetadataRequestTopic",
+    (),
 )
 _N_MetadataRequestTopic_v10 = (
     _MetadataRequestTopic,
@@ -884,6 +886,7 @@ _N_MetadataRequestTopic_v10 = (
     ),
     (),
     "MetadataRequest.MetadataRequestTopic",
+    (),
 )
 _N_MetadataRequest_Cursor_v14 = (
     _MetadataRequest_Cursor,
@@ -894,6 +897,7 @@ _N_MetadataRequest_Cursor_v14 = (
     ),
     (),
     "MetadataRequest.Cursor",
+    (),
 )
 _N_MetadataRequest_v0 = (
     MetadataRequest,
@@ -908,6 +912,7 @@ _N_MetadataRequest_v0 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v1 = (
     MetadataRequest,
@@ -922,6 +927,7 @@ _N_MetadataRequest_v1 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v4 = (
     MetadataRequest,
@@ -936,6 +942,7 @@ _N_MetadataRequest_v4 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v8 = (
     MetadataRequest,
@@ -950,6 +957,7 @@ _N_MetadataRequest_v8 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v9 = (
     MetadataRequest,
@@ -964,6 +972,7 @@ _N_MetadataRequest_v9 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v10 = (
     MetadataRequest,
@@ -978,6 +987,7 @@ _N_MetadataRequest_v10 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v11 = (
     MetadataRequest,
@@ -992,6 +1002,7 @@ _N_MetadataRequest_v11 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 _N_MetadataRequest_v14 = (
     MetadataRequest,
@@ -1006,6 +1017,7 @@ _N_MetadataRequest_v14 = (
     ),
     (),
     "MetadataRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MetadataRequestTopic = (
@@ -2371,6 +2383,7 @@ _N_MetadataResponseBroker_v0 = (
     ),
     (),
     "MetadataResponse.MetadataResponseBroker",
+    (),
 )
 _N_MetadataResponseBroker_v1 = (
     _MetadataResponseBroker,
@@ -2383,6 +2396,7 @@ _N_MetadataResponseBroker_v1 = (
     ),
     (),
     "MetadataResponse.MetadataResponseBroker",
+    (),
 )
 _N_MetadataResponseBroker_v9 = (
     _MetadataResponseBroker,
@@ -2395,6 +2409,7 @@ _N_MetadataResponseBroker_v9 = (
     ),
     (),
     "MetadataResponse.MetadataResponseBroker",
+    (),
 )
 _N_MetadataResponsePartition_v0 = (
     _MetadataResponsePartition,
@@ -2410,6 +2425,7 @@ _N_MetadataResponsePartition_v0 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
+    (),
 )
 _N_MetadataResponsePartition_v5 = (
     _MetadataResponsePartition,
@@ -2425,6 +2441,7 @@ _N_MetadataResponsePartition_v5 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
+    (),
 )
 _N_MetadataResponsePartition_v7 = (
     _MetadataResponsePartition,
@@ -2440,6 +2457,7 @@ _N_MetadataResponsePartition_v7 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
+    (),
 )
 _N_MetadataResponsePartition_v9 = (
     _MetadataResponsePartition,
@@ -2455,6 +2473,7 @@ _N_MetadataResponsePartition_v9 = (
     ),
     (),
     "MetadataResponse.MetadataResponsePartition",
+    (),
 )
 _N_MetadataResponseTopic_v0 = (
     _MetadataResponseTopic,
@@ -2469,6 +2488,7 @@ _N_MetadataResponseTopic_v0 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v1 = (
     _MetadataResponseTopic,
@@ -2483,6 +2503,7 @@ _N_MetadataResponseTopic_v1 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v5 = (
     _MetadataResponseTopic,
@@ -2497,6 +2518,7 @@ _N_MetadataResponseTopic_v5 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v7 = (
     _MetadataResponseTopic,
@@ -2511,6 +2533,7 @@ _N_MetadataResponseTopic_v7 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v8 = (
     _MetadataResponseTopic,
@@ -2525,6 +2548,7 @@ _N_MetadataResponseTopic_v8 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v9 = (
     _MetadataResponseTopic,
@@ -2539,6 +2563,7 @@ _N_MetadataResponseTopic_v9 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v10 = (
     _MetadataResponseTopic,
@@ -2553,6 +2578,7 @@ _N_MetadataResponseTopic_v10 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponseTopic_v12 = (
     _MetadataResponseTopic,
@@ -2567,6 +2593,7 @@ _N_MetadataResponseTopic_v12 = (
     ),
     (),
     "MetadataResponse.MetadataResponseTopic",
+    (),
 )
 _N_MetadataResponse_Cursor_v14 = (
     _MetadataResponse_Cursor,
@@ -2577,6 +2604,7 @@ _N_MetadataResponse_Cursor_v14 = (
     ),
     (),
     "MetadataResponse.Cursor",
+    (),
 )
 _N_MetadataResponse_v0 = (
     MetadataResponse,
@@ -2593,6 +2621,7 @@ _N_MetadataResponse_v0 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v1 = (
     MetadataResponse,
@@ -2609,6 +2638,7 @@ _N_MetadataResponse_v1 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v2 = (
     MetadataResponse,
@@ -2625,6 +2655,7 @@ _N_MetadataResponse_v2 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v3 = (
     MetadataResponse,
@@ -2641,6 +2672,7 @@ _N_MetadataResponse_v3 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v5 = (
     MetadataResponse,
@@ -2657,6 +2689,7 @@ _N_MetadataResponse_v5 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v7 = (
     MetadataResponse,
@@ -2673,6 +2706,7 @@ _N_MetadataResponse_v7 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v8 = (
     MetadataResponse,
@@ -2689,6 +2723,7 @@ _N_MetadataResponse_v8 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v9 = (
     MetadataResponse,
@@ -2705,6 +2740,7 @@ _N_MetadataResponse_v9 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v10 = (
     MetadataResponse,
@@ -2721,6 +2757,7 @@ _N_MetadataResponse_v10 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v11 = (
     MetadataResponse,
@@ -2737,6 +2774,7 @@ _N_MetadataResponse_v11 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v12 = (
     MetadataResponse,
@@ -2753,6 +2791,7 @@ _N_MetadataResponse_v12 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v13 = (
     MetadataResponse,
@@ -2769,6 +2808,7 @@ _N_MetadataResponse_v13 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 _N_MetadataResponse_v14 = (
     MetadataResponse,
@@ -2785,6 +2825,7 @@ _N_MetadataResponse_v14 = (
     ),
     (),
     "MetadataResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_MetadataResponseBroker = (

@@ -959,6 +959,7 @@ _N_OffsetCommitRequestPartition_v0 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
+    (),
 )
 _N_OffsetCommitRequestPartition_v1 = (
     _OffsetCommitRequestPartition,
@@ -972,6 +973,7 @@ _N_OffsetCommitRequestPartition_v1 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
+    (),
 )
 _N_OffsetCommitRequestPartition_v6 = (
     _OffsetCommitRequestPartition,
@@ -985,6 +987,7 @@ _N_OffsetCommitRequestPartition_v6 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
+    (),
 )
 _N_OffsetCommitRequestPartition_v8 = (
     _OffsetCommitRequestPartition,
@@ -998,6 +1001,7 @@ _N_OffsetCommitRequestPartition_v8 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestPartition",
+    (),
 )
 _N_OffsetCommitRequestTopic_v0 = (
     _OffsetCommitRequestTopic,
@@ -1009,6 +1013,7 @@ _N_OffsetCommitRequestTopic_v0 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
+    (),
 )
 _N_OffsetCommitRequestTopic_v1 = (
     _OffsetCommitRequestTopic,
@@ -1020,6 +1025,7 @@ _N_OffsetCommitRequestTopic_v1 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
+    (),
 )
 _N_OffsetCommitRequestTopic_v6 = (
     _OffsetCommitRequestTopic,
@@ -1031,6 +1037,7 @@ _N_OffsetCommitRequestTopic_v6 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
+    (),
 )
 _N_OffsetCommitRequestTopic_v8 = (
     _OffsetCommitRequestTopic,
@@ -1042,6 +1049,7 @@ _N_OffsetCommitRequestTopic_v8 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
+    (),
 )
 _N_OffsetCommitRequestTopic_v10 = (
     _OffsetCommitRequestTopic,
@@ -1053,6 +1061,7 @@ _N_OffsetCommitRequestTopic_v10 = (
     ),
     (),
     "OffsetCommitRequest.OffsetCommitRequestTopic",
+    (),
 )
 _N_OffsetCommitRequest_v0 = (
     OffsetCommitRequest,
@@ -1067,6 +1076,7 @@ _N_OffsetCommitRequest_v0 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v1 = (
     OffsetCommitRequest,
@@ -1081,6 +1091,7 @@ _N_OffsetCommitRequest_v1 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v2 = (
     OffsetCommitRequest,
@@ -1095,6 +1106,7 @@ _N_OffsetCommitRequest_v2 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v5 = (
     OffsetCommitRequest,
@@ -1109,6 +1121,7 @@ _N_OffsetCommitRequest_v5 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v6 = (
     OffsetCommitRequest,
@@ -1123,6 +1136,7 @@ _N_OffsetCommitRequest_v6 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v7 = (
     OffsetCommitRequest,
@@ -1137,6 +1151,7 @@ _N_OffsetCommitRequest_v7 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v8 = (
     OffsetCommitRequest,
@@ -1151,6 +1166,7 @@ _N_OffsetCommitRequest_v8 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 _N_OffsetCommitRequest_v10 = (
     OffsetCommitRequest,
@@ -1165,6 +1181,7 @@ _N_OffsetCommitRequest_v10 = (
     ),
     (),
     "OffsetCommitRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitRequestPartition = (
@@ -1569,6 +1586,7 @@ _N_OffsetCommitResponsePartition_v0 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponsePartition",
+    (),
 )
 _N_OffsetCommitResponsePartition_v8 = (
     _OffsetCommitResponsePartition,
@@ -1579,6 +1597,7 @@ _N_OffsetCommitResponsePartition_v8 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponsePartition",
+    (),
 )
 _N_OffsetCommitResponseTopic_v0 = (
     _OffsetCommitResponseTopic,
@@ -1590,6 +1609,7 @@ _N_OffsetCommitResponseTopic_v0 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponseTopic",
+    (),
 )
 _N_OffsetCommitResponseTopic_v8 = (
     _OffsetCommitResponseTopic,
@@ -1601,6 +1621,7 @@ _N_OffsetCommitResponseTopic_v8 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponseTopic",
+    (),
 )
 _N_OffsetCommitResponseTopic_v10 = (
     _OffsetCommitResponseTopic,
@@ -1612,6 +1633,7 @@ _N_OffsetCommitResponseTopic_v10 = (
     ),
     (),
     "OffsetCommitResponse.OffsetCommitResponseTopic",
+    (),
 )
 _N_OffsetCommitResponse_v0 = (
     OffsetCommitResponse,
@@ -1622,6 +1644,7 @@ _N_OffsetCommitResponse_v0 = (
     ),
     (),
     "OffsetCommitResponse",
+    (),
 )
 _N_OffsetCommitResponse_v3 = (
     OffsetCommitResponse,
@@ -1632,6 +1655,7 @@ _N_OffsetCommitResponse_v3 = (
     ),
     (),
     "OffsetCommitResponse",
+    (),
 )
 _N_OffsetCommitResponse_v8 = (
     OffsetCommitResponse,
@@ -1642,6 +1666,7 @@ _N_OffsetCommitResponse_v8 = (
     ),
     (),
     "OffsetCommitResponse",
+    (),
 )
 _N_OffsetCommitResponse_v10 = (
     OffsetCommitResponse,
@@ -1652,6 +1677,7 @@ _N_OffsetCommitResponse_v10 = (
     ),
     (),
     "OffsetCommitResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitResponsePartition = (

@@ -133,6 +133,7 @@ _N_OffsetCommitKey_v0 = (
     ),
     (),
     "OffsetCommitKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitKey = (

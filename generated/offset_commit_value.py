@@ -271,6 +271,7 @@ _N_OffsetCommitValue_v0 = (
     ),
     (),
     "OffsetCommitValue",
+    (),
 )
 _N_OffsetCommitValue_v1 = (
     OffsetCommitValue,
@@ -285,6 +286,7 @@ _N_OffsetCommitValue_v1 = (
     ),
     (),
     "OffsetCommitValue",
+    (),
 )
 _N_OffsetCommitValue_v3 = (
     OffsetCommitValue,
@@ -299,6 +301,7 @@ _N_OffsetCommitValue_v3 = (
     ),
     (),
     "OffsetCommitValue",
+    (),
 )
 _N_OffsetCommitValue_v4 = (
     OffsetCommitValue,
@@ -314,6 +317,7 @@ _N_OffsetCommitValue_v4 = (
         (0, ("uuid", "topic_id"), ("value", ZERO_UUID)),
     ),
     "OffsetCommitValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetCommitValue = (

@@ -391,6 +391,7 @@ _N_OffsetDeleteRequestPartition_v0 = (
     ),
     (),
     "OffsetDeleteRequest.OffsetDeleteRequestPartition",
+    (),
 )
 _N_OffsetDeleteRequestTopic_v0 = (
     _OffsetDeleteRequestTopic,
@@ -401,6 +402,7 @@ _N_OffsetDeleteRequestTopic_v0 = (
     ),
     (),
     "OffsetDeleteRequest.OffsetDeleteRequestTopic",
+    (),
 )
 _N_OffsetDeleteRequest_v0 = (
     OffsetDeleteRequest,
@@ -411,6 +413,7 @@ _N_OffsetDeleteRequest_v0 = (
     ),
     (),
     "OffsetDeleteRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetDeleteRequestPartition = (
@@ -620,6 +623,7 @@ _N_OffsetDeleteResponsePartition_v0 = (
     ),
     (),
     "OffsetDeleteResponse.OffsetDeleteResponsePartition",
+    (),
 )
 _N_OffsetDeleteResponseTopic_v0 = (
     _OffsetDeleteResponseTopic,
@@ -630,6 +634,7 @@ _N_OffsetDeleteResponseTopic_v0 = (
     ),
     (),
     "OffsetDeleteResponse.OffsetDeleteResponseTopic",
+    (),
 )
 _N_OffsetDeleteResponse_v0 = (
     OffsetDeleteResponse,
@@ -641,6 +646,7 @@ _N_OffsetDeleteResponse_v0 = (
     ),
     (),
     "OffsetDeleteResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetDeleteResponsePartition = (

@@ -1212,6 +1212,7 @@ _N_OffsetFetchRequestTopic_v0 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopic",
+    (),
 )
 _N_OffsetFetchRequestTopic_v6 = (
     _OffsetFetchRequestTopic,
@@ -1222,6 +1223,7 @@ _N_OffsetFetchRequestTopic_v6 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopic",
+    (),
 )
 _N_OffsetFetchRequestTopics_v8 = (
     _OffsetFetchRequestTopics,
@@ -1233,6 +1235,7 @@ _N_OffsetFetchRequestTopics_v8 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopics",
+    (),
 )
 _N_OffsetFetchRequestTopics_v10 = (
     _OffsetFetchRequestTopics,
@@ -1244,6 +1247,7 @@ _N_OffsetFetchRequestTopics_v10 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestTopics",
+    (),
 )
 _N_OffsetFetchRequestGroup_v8 = (
     _OffsetFetchRequestGroup,
@@ -1256,6 +1260,7 @@ _N_OffsetFetchRequestGroup_v8 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestGroup",
+    (),
 )
 _N_OffsetFetchRequestGroup_v9 = (
     _OffsetFetchRequestGroup,
@@ -1268,6 +1273,7 @@ _N_OffsetFetchRequestGroup_v9 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestGroup",
+    (),
 )
 _N_OffsetFetchRequestGroup_v10 = (
     _OffsetFetchRequestGroup,
@@ -1280,6 +1286,7 @@ _N_OffsetFetchRequestGroup_v10 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchRequestGroup",
+    (),
 )
 _N_OffsetFetchRequest_OffsetFetchCursor_v11 = (
     _OffsetFetchRequest_OffsetFetchCursor,
@@ -1291,6 +1298,7 @@ _N_OffsetFetchRequest_OffsetFetchCursor_v11 = (
     ),
     (),
     "OffsetFetchRequest.OffsetFetchCursor",
+    (),
 )
 _N_OffsetFetchRequest_v0 = (
     OffsetFetchRequest,
@@ -1305,6 +1313,7 @@ _N_OffsetFetchRequest_v0 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v2 = (
     OffsetFetchRequest,
@@ -1319,6 +1328,7 @@ _N_OffsetFetchRequest_v2 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v6 = (
     OffsetFetchRequest,
@@ -1333,6 +1343,7 @@ _N_OffsetFetchRequest_v6 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v7 = (
     OffsetFetchRequest,
@@ -1347,6 +1358,7 @@ _N_OffsetFetchRequest_v7 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v8 = (
     OffsetFetchRequest,
@@ -1361,6 +1373,7 @@ _N_OffsetFetchRequest_v8 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v9 = (
     OffsetFetchRequest,
@@ -1375,6 +1388,7 @@ _N_OffsetFetchRequest_v9 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v10 = (
     OffsetFetchRequest,
@@ -1389,6 +1403,7 @@ _N_OffsetFetchRequest_v10 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 _N_OffsetFetchRequest_v11 = (
     OffsetFetchRequest,
@@ -1403,6 +1418,7 @@ _N_OffsetFetchRequest_v11 = (
     ),
     (),
     "OffsetFetchRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetFetchRequestTopic = (
@@ -2380,6 +2396,7 @@ _N_OffsetFetchResponsePartition_v0 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartition",
+    (),
 )
 _N_OffsetFetchResponsePartition_v5 = (
     _OffsetFetchResponsePartition,
@@ -2393,6 +2410,7 @@ _N_OffsetFetchResponsePartition_v5 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartition",
+    (),
 )
 _N_OffsetFetchResponsePartition_v6 = (
     _OffsetFetchResponsePartition,
@@ -2406,6 +2424,7 @@ _N_OffsetFetchResponsePartition_v6 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartition",
+    (),
 )
 _N_OffsetFetchResponseTopic_v0 = (
     _OffsetFetchResponseTopic,
@@ -2416,6 +2435,7 @@ _N_OffsetFetchResponseTopic_v0 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopic",
+    (),
 )
 _N_OffsetFetchResponseTopic_v5 = (
     _OffsetFetchResponseTopic,
@@ -2426,6 +2446,7 @@ _N_OffsetFetchResponseTopic_v5 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopic",
+    (),
 )
 _N_OffsetFetchResponseTopic_v6 = (
     _OffsetFetchResponseTopic,
@@ -2436,6 +2457,7 @@ _N_OffsetFetchResponseTopic_v6 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopic",
+    (),
 )
 _N_OffsetFetchResponsePartitions_v8 = (
     _OffsetFetchResponsePartitions,
@@ -2449,6 +2471,7 @@ _N_OffsetFetchResponsePartitions_v8 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponsePartitions",
+    (),
 )
 _N_OffsetFetchResponseTopics_v8 = (
     _OffsetFetchResponseTopics,
@@ -2460,6 +2483,7 @@ _N_OffsetFetchResponseTopics_v8 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopics",
+    (),
 )
 _N_OffsetFetchResponseTopics_v10 = (
     _OffsetFetchResponseTopics,
@@ -2471,6 +2495,7 @@ _N_OffsetFetchResponseTopics_v10 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseTopics",
+    (),
 )
 _N_OffsetFetchResponseGroup_v8 = (
     _OffsetFetchResponseGroup,
@@ -2482,6 +2507,7 @@ _N_OffsetFetchResponseGroup_v8 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseGroup",
+    (),
 )
 _N_OffsetFetchResponseGroup_v10 = (
     _OffsetFetchResponseGroup,
@@ -2493,6 +2519,7 @@ _N_OffsetFetchResponseGroup_v10 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchResponseGroup",
+    (),
 )
 _N_OffsetFetchResponse_OffsetFetchCursor_v11 = (
     _OffsetFetchResponse_OffsetFetchCursor,
@@ -2504,6 +2531,7 @@ _N_OffsetFetchResponse_OffsetFetchCursor_v11 = (
     ),
     (),
     "OffsetFetchResponse.OffsetFetchCursor",
+    (),
 )
 _N_OffsetFetchResponse_v0 = (
     OffsetFetchResponse,
@@ -2517,6 +2545,7 @@ _N_OffsetFetchResponse_v0 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v2 = (
     OffsetFetchResponse,
@@ -2530,6 +2559,7 @@ _N_OffsetFetchResponse_v2 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v3 = (
     OffsetFetchResponse,
@@ -2543,6 +2573,7 @@ _N_OffsetFetchResponse_v3 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v5 = (
     OffsetFetchResponse,
@@ -2556,6 +2587,7 @@ _N_OffsetFetchResponse_v5 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v6 = (
     OffsetFetchResponse,
@@ -2569,6 +2601,7 @@ _N_OffsetFetchResponse_v6 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v8 = (
     OffsetFetchResponse,
@@ -2582,6 +2615,7 @@ _N_OffsetFetchResponse_v8 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v10 = (
     OffsetFetchResponse,
@@ -2595,6 +2629,7 @@ _N_OffsetFetchResponse_v10 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 _N_OffsetFetchResponse_v11 = (
     OffsetFetchResponse,
@@ -2608,6 +2643,7 @@ _N_OffsetFetchResponse_v11 = (
     ),
     (),
     "OffsetFetchResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetFetchResponsePartition = (

@@ -601,6 +601,7 @@ _N_OffsetForLeaderPartition_v0 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
+    (),
 )
 _N_OffsetForLeaderPartition_v2 = (
     _OffsetForLeaderPartition,
@@ -612,6 +613,7 @@ _N_OffsetForLeaderPartition_v2 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
+    (),
 )
 _N_OffsetForLeaderPartition_v4 = (
     _OffsetForLeaderPartition,
@@ -623,6 +625,7 @@ _N_OffsetForLeaderPartition_v4 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderPartition",
+    (),
 )
 _N_OffsetForLeaderTopic_v0 = (
     _OffsetForLeaderTopic,
@@ -633,6 +636,7 @@ _N_OffsetForLeaderTopic_v0 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
+    (),
 )
 _N_OffsetForLeaderTopic_v2 = (
     _OffsetForLeaderTopic,
@@ -643,6 +647,7 @@ _N_OffsetForLeaderTopic_v2 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
+    (),
 )
 _N_OffsetForLeaderTopic_v4 = (
     _OffsetForLeaderTopic,
@@ -653,6 +658,7 @@ _N_OffsetForLeaderTopic_v4 = (
     ),
     (),
     "OffsetForLeaderEpochRequest.OffsetForLeaderTopic",
+    (),
 )
 _N_OffsetForLeaderEpochRequest_v0 = (
     OffsetForLeaderEpochRequest,
@@ -663,6 +669,7 @@ _N_OffsetForLeaderEpochRequest_v0 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
+    (),
 )
 _N_OffsetForLeaderEpochRequest_v2 = (
     OffsetForLeaderEpochRequest,
@@ -673,6 +680,7 @@ _N_OffsetForLeaderEpochRequest_v2 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
+    (),
 )
 _N_OffsetForLeaderEpochRequest_v3 = (
     OffsetForLeaderEpochRequest,
@@ -683,6 +691,7 @@ _N_OffsetForLeaderEpochRequest_v3 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
+    (),
 )
 _N_OffsetForLeaderEpochRequest_v4 = (
     OffsetForLeaderEpochRequest,
@@ -693,6 +702,7 @@ _N_OffsetForLeaderEpochRequest_v4 = (
     ),
     (),
     "OffsetForLeaderEpochRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_OffsetForLeaderPartition = (
@@ -1101,6 +1111,7 @@ _N_EpochEndOffset_v0 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.EpochEndOffset",
+    (),
 )
 _N_EpochEndOffset_v1 = (
     _EpochEndOffset,
@@ -1113,6 +1124,7 @@ _N_EpochEndOffset_v1 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.EpochEndOffset",
+    (),
 )
 _N_EpochEndOffset_v4 = (
     _EpochEndOffset,
@@ -1125,6 +1137,7 @@ _N_EpochEndOffset_v4 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.EpochEndOffset",
+    (),
 )
 _N_OffsetForLeaderTopicResult_v0 = (
     _OffsetForLeaderTopicResult,
@@ -1135,6 +1148,7 @@ _N_OffsetForLeaderTopicResult_v0 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
+    (),
 )
 _N_OffsetForLeaderTopicResult_v1 = (
     _OffsetForLeaderTopicResult,
@@ -1145,6 +1159,7 @@ _N_OffsetForLeaderTopicResult_v1 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
+    (),
 )
 _N_OffsetForLeaderTopicResult_v4 = (
     _OffsetForLeaderTopicResult,
@@ -1155,6 +1170,7 @@ _N_OffsetForLeaderTopicResult_v4 = (
     ),
     (),
     "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult",
+    (),
 )
 _N_OffsetForLeaderEpochResponse_v0 = (
     OffsetForLeaderEpochResponse,
@@ -1165,6 +1181,7 @@ _N_OffsetForLeaderEpochResponse_v0 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
+    (),
 )
 _N_OffsetForLeaderEpochResponse_v1 = (
     OffsetForLeaderEpochResponse,
@@ -1175,6 +1192,7 @@ _N_OffsetForLeaderEpochResponse_v1 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
+    (),
 )
 _N_OffsetForLeaderEpochResponse_v2 = (
     OffsetForLeaderEpochResponse,
@@ -1185,6 +1203,7 @@ _N_OffsetForLeaderEpochResponse_v2 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
+    (),
 )
 _N_OffsetForLeaderEpochResponse_v4 = (
     OffsetForLeaderEpochResponse,
@@ -1195,6 +1214,7 @@ _N_OffsetForLeaderEpochResponse_v4 = (
     ),
     (),
     "OffsetForLeaderEpochResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_EpochEndOffset = (

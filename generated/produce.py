@@ -55,6 +55,7 @@ from kafkagen.runtime.wire import (
     read_uuid,
     read_uvarint,
     string_length,
+    tag_of_other_version,
     unsupported,
     write_compact_nullable_bytes,
     write_nullable_bytes,
@@ -747,6 +748,7 @@ _N_PartitionProduceData_v0 = (
     ),
     (),
     "ProduceRequest.PartitionProduceData",
+    (),
 )
 _N_PartitionProduceData_v9 = (
     _PartitionProduceData,
@@ -757,6 +759,7 @@ _N_PartitionProduceData_v9 = (
     ),
     (),
     "ProduceRequest.PartitionProduceData",
+    (),
 )
 _N_TopicProduceData_v0 = (
     _TopicProduceData,
@@ -768,6 +771,7 @@ _N_TopicProduceData_v0 = (
     ),
     (),
     "ProduceRequest.TopicProduceData",
+    (),
 )
 _N_TopicProduceData_v9 = (
     _TopicProduceData,
@@ -779,6 +783,7 @@ _N_TopicProduceData_v9 = (
     ),
     (),
     "ProduceRequest.TopicProduceData",
+    (),
 )
 _N_TopicProduceData_v13 = (
     _TopicProduceData,
@@ -790,6 +795,7 @@ _N_TopicProduceData_v13 = (
     ),
     (),
     "ProduceRequest.TopicProduceData",
+    (),
 )
 _N_ProduceRequest_v0 = (
     ProduceRequest,
@@ -802,6 +808,7 @@ _N_ProduceRequest_v0 = (
     ),
     (),
     "ProduceRequest",
+    (),
 )
 _N_ProduceRequest_v3 = (
     ProduceRequest,
@@ -814,6 +821,7 @@ _N_ProduceRequest_v3 = (
     ),
     (),
     "ProduceRequest",
+    (),
 )
 _N_ProduceRequest_v9 = (
     ProduceRequest,
@@ -826,6 +834,7 @@ _N_ProduceRequest_v9 = (
     ),
     (),
     "ProduceRequest",
+    (),
 )
 _N_ProduceRequest_v13 = (
     ProduceRequest,
@@ -838,6 +847,7 @@ _N_ProduceRequest_v13 = (
     ),
     (),
     "ProduceRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionProduceData = (
@@ -1043,7 +1053,18 @@ def _dec_ProduceResponse_v9(buf: Buffer, pos: int, end: int) -> tuple[ProduceRes
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "ProduceResponse.NodeEndpoints", "10+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -1580,7 +1601,20 @@ def _dec_PartitionProduceResponse_v9(
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(
+                    0, "ProduceResponse.PartitionProduceResponse.CurrentLeader", "10+", at
+                )
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -1898,6 +1932,7 @@ _N_BatchIndexAndErrorMessage_v8 = (
     ),
     (),
     "ProduceResponse.BatchIndexAndErrorMessage",
+    (),
 )
 _N_BatchIndexAndErrorMessage_v9 = (
     _BatchIndexAndErrorMessage,
@@ -1908,6 +1943,7 @@ _N_BatchIndexAndErrorMessage_v9 = (
     ),
     (),
     "ProduceResponse.BatchIndexAndErrorMessage",
+    (),
 )
 _N_LeaderIdAndEpoch_v10 = (
     _LeaderIdAndEpoch,
@@ -1918,6 +1954,7 @@ _N_LeaderIdAndEpoch_v10 = (
     ),
     (),
     "ProduceResponse.LeaderIdAndEpoch",
+    (),
 )
 _N_PartitionProduceResponse_v0 = (
     _PartitionProduceResponse,
@@ -1934,6 +1971,7 @@ _N_PartitionProduceResponse_v0 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
+    (),
 )
 _N_PartitionProduceResponse_v2 = (
     _PartitionProduceResponse,
@@ -1950,6 +1988,7 @@ _N_PartitionProduceResponse_v2 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
+    (),
 )
 _N_PartitionProduceResponse_v5 = (
     _PartitionProduceResponse,
@@ -1966,6 +2005,7 @@ _N_PartitionProduceResponse_v5 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
+    (),
 )
 _N_PartitionProduceResponse_v8 = (
     _PartitionProduceResponse,
@@ -1982,6 +2022,7 @@ _N_PartitionProduceResponse_v8 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
+    (),
 )
 _N_PartitionProduceResponse_v9 = (
     _PartitionProduceResponse,
@@ -1998,6 +2039,9 @@ _N_PartitionProduceResponse_v9 = (
     ),
     (),
     "ProduceResponse.PartitionProduceResponse",
+    (
+        (0, "ProduceResponse.PartitionProduceResponse.CurrentLeader", "10+"),
+    ),
 )
 _N_PartitionProduceResponse_v10 = (
     _PartitionProduceResponse,
@@ -2015,6 +2059,7 @@ _N_PartitionProduceResponse_v10 = (
         (0, ("struct", "current_leader", False, _N_LeaderIdAndEpoch_v10, "CurrentLeader", False), ("struct", _LeaderIdAndEpoch, _LeaderIdAndEpoch_DEFAULT)),
     ),
     "ProduceResponse.PartitionProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v0 = (
     _TopicProduceResponse,
@@ -2026,6 +2071,7 @@ _N_TopicProduceResponse_v0 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v2 = (
     _TopicProduceResponse,
@@ -2037,6 +2083,7 @@ _N_TopicProduceResponse_v2 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v5 = (
     _TopicProduceResponse,
@@ -2048,6 +2095,7 @@ _N_TopicProduceResponse_v5 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v8 = (
     _TopicProduceResponse,
@@ -2059,6 +2107,7 @@ _N_TopicProduceResponse_v8 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v9 = (
     _TopicProduceResponse,
@@ -2070,6 +2119,7 @@ _N_TopicProduceResponse_v9 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v10 = (
     _TopicProduceResponse,
@@ -2081,6 +2131,7 @@ _N_TopicProduceResponse_v10 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_TopicProduceResponse_v13 = (
     _TopicProduceResponse,
@@ -2092,6 +2143,7 @@ _N_TopicProduceResponse_v13 = (
     ),
     (),
     "ProduceResponse.TopicProduceResponse",
+    (),
 )
 _N_NodeEndpoint_v10 = (
     _NodeEndpoint,
@@ -2104,6 +2156,7 @@ _N_NodeEndpoint_v10 = (
     ),
     (),
     "ProduceResponse.NodeEndpoint",
+    (),
 )
 _N_ProduceResponse_v0 = (
     ProduceResponse,
@@ -2115,6 +2168,7 @@ _N_ProduceResponse_v0 = (
     ),
     (),
     "ProduceResponse",
+    (),
 )
 _N_ProduceResponse_v1 = (
     ProduceResponse,
@@ -2126,6 +2180,7 @@ _N_ProduceResponse_v1 = (
     ),
     (),
     "ProduceResponse",
+    (),
 )
 _N_ProduceResponse_v2 = (
     ProduceResponse,
@@ -2137,6 +2192,7 @@ _N_ProduceResponse_v2 = (
     ),
     (),
     "ProduceResponse",
+    (),
 )
 _N_ProduceResponse_v5 = (
     ProduceResponse,
@@ -2148,6 +2204,7 @@ _N_ProduceResponse_v5 = (
     ),
     (),
     "ProduceResponse",
+    (),
 )
 _N_ProduceResponse_v8 = (
     ProduceResponse,
@@ -2159,6 +2216,7 @@ _N_ProduceResponse_v8 = (
     ),
     (),
     "ProduceResponse",
+    (),
 )
 _N_ProduceResponse_v9 = (
     ProduceResponse,
@@ -2170,6 +2228,9 @@ _N_ProduceResponse_v9 = (
     ),
     (),
     "ProduceResponse",
+    (
+        (0, "ProduceResponse.NodeEndpoints", "10+"),
+    ),
 )
 _N_ProduceResponse_v10 = (
     ProduceResponse,
@@ -2182,6 +2243,7 @@ _N_ProduceResponse_v10 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True, "NodeEndpoints"), ("keyed",)),
     ),
     "ProduceResponse",
+    (),
 )
 _N_ProduceResponse_v13 = (
     ProduceResponse,
@@ -2194,6 +2256,7 @@ _N_ProduceResponse_v13 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v10, True, "NodeEndpoints"), ("keyed",)),
     ),
     "ProduceResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_BatchIndexAndErrorMessage = (

@@ -202,6 +202,7 @@ _N_PushTelemetryRequest_v0 = (
     ),
     (),
     "PushTelemetryRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PushTelemetryRequest = (
@@ -280,6 +281,7 @@ _N_PushTelemetryResponse_v0 = (
     ),
     (),
     "PushTelemetryResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PushTelemetryResponse = (

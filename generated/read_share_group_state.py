@@ -447,6 +447,7 @@ _N_PartitionData_v0 = (
     ),
     (),
     "ReadShareGroupStateRequest.PartitionData",
+    (),
 )
 _N_ReadStateData_v0 = (
     _ReadStateData,
@@ -457,6 +458,7 @@ _N_ReadStateData_v0 = (
     ),
     (),
     "ReadShareGroupStateRequest.ReadStateData",
+    (),
 )
 _N_ReadShareGroupStateRequest_v0 = (
     ReadShareGroupStateRequest,
@@ -467,6 +469,7 @@ _N_ReadShareGroupStateRequest_v0 = (
     ),
     (),
     "ReadShareGroupStateRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
@@ -741,6 +744,7 @@ _N_StateBatch_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse.StateBatch",
+    (),
 )
 _N_PartitionResult_v0 = (
     _PartitionResult,
@@ -755,6 +759,7 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse.PartitionResult",
+    (),
 )
 _N_ReadStateResult_v0 = (
     _ReadStateResult,
@@ -765,6 +770,7 @@ _N_ReadStateResult_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse.ReadStateResult",
+    (),
 )
 _N_ReadShareGroupStateResponse_v0 = (
     ReadShareGroupStateResponse,
@@ -774,6 +780,7 @@ _N_ReadShareGroupStateResponse_v0 = (
     ),
     (),
     "ReadShareGroupStateResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StateBatch = (

@@ -429,6 +429,7 @@ _N_PartitionData_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryRequest.PartitionData",
+    (),
 )
 _N_ReadStateSummaryData_v0 = (
     _ReadStateSummaryData,
@@ -439,6 +440,7 @@ _N_ReadStateSummaryData_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryRequest.ReadStateSummaryData",
+    (),
 )
 _N_ReadShareGroupStateSummaryRequest_v0 = (
     ReadShareGroupStateSummaryRequest,
@@ -449,6 +451,7 @@ _N_ReadShareGroupStateSummaryRequest_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionData = (
@@ -779,6 +782,7 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse.PartitionResult",
+    (),
 )
 _N_PartitionResult_v1 = (
     _PartitionResult,
@@ -794,6 +798,7 @@ _N_PartitionResult_v1 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse.PartitionResult",
+    (),
 )
 _N_ReadStateSummaryResult_v0 = (
     _ReadStateSummaryResult,
@@ -804,6 +809,7 @@ _N_ReadStateSummaryResult_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
+    (),
 )
 _N_ReadStateSummaryResult_v1 = (
     _ReadStateSummaryResult,
@@ -814,6 +820,7 @@ _N_ReadStateSummaryResult_v1 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult",
+    (),
 )
 _N_ReadShareGroupStateSummaryResponse_v0 = (
     ReadShareGroupStateSummaryResponse,
@@ -823,6 +830,7 @@ _N_ReadShareGroupStateSummaryResponse_v0 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse",
+    (),
 )
 _N_ReadShareGroupStateSummaryResponse_v1 = (
     ReadShareGroupStateSummaryResponse,
@@ -832,6 +840,7 @@ _N_ReadShareGroupStateSummaryResponse_v1 = (
     ),
     (),
     "ReadShareGroupStateSummaryResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (

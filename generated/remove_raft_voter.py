@@ -194,6 +194,7 @@ _N_RemoveRaftVoterRequest_v0 = (
     ),
     (),
     "RemoveRaftVoterRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RemoveRaftVoterRequest = (
@@ -281,6 +282,7 @@ _N_RemoveRaftVoterResponse_v0 = (
     ),
     (),
     "RemoveRaftVoterResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RemoveRaftVoterResponse = (

@@ -197,6 +197,7 @@ _N_RenewDelegationTokenRequest_v0 = (
     ),
     (),
     "RenewDelegationTokenRequest",
+    (),
 )
 _N_RenewDelegationTokenRequest_v2 = (
     RenewDelegationTokenRequest,
@@ -207,6 +208,7 @@ _N_RenewDelegationTokenRequest_v2 = (
     ),
     (),
     "RenewDelegationTokenRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RenewDelegationTokenRequest = (
@@ -307,6 +309,7 @@ _N_RenewDelegationTokenResponse_v0 = (
     ),
     (),
     "RenewDelegationTokenResponse",
+    (),
 )
 _N_RenewDelegationTokenResponse_v2 = (
     RenewDelegationTokenResponse,
@@ -318,6 +321,7 @@ _N_RenewDelegationTokenResponse_v2 = (
     ),
     (),
     "RenewDelegationTokenResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_RenewDelegationTokenResponse = (

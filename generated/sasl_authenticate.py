@@ -192,6 +192,7 @@ _N_SaslAuthenticateRequest_v0 = (
     ),
     (),
     "SaslAuthenticateRequest",
+    (),
 )
 _N_SaslAuthenticateRequest_v2 = (
     SaslAuthenticateRequest,
@@ -201,6 +202,7 @@ _N_SaslAuthenticateRequest_v2 = (
     ),
     (),
     "SaslAuthenticateRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslAuthenticateRequest = (
@@ -354,6 +356,7 @@ _N_SaslAuthenticateResponse_v0 = (
     ),
     (),
     "SaslAuthenticateResponse",
+    (),
 )
 _N_SaslAuthenticateResponse_v1 = (
     SaslAuthenticateResponse,
@@ -366,6 +369,7 @@ _N_SaslAuthenticateResponse_v1 = (
     ),
     (),
     "SaslAuthenticateResponse",
+    (),
 )
 _N_SaslAuthenticateResponse_v2 = (
     SaslAuthenticateResponse,
@@ -378,6 +382,7 @@ _N_SaslAuthenticateResponse_v2 = (
     ),
     (),
     "SaslAuthenticateResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslAuthenticateResponse = (

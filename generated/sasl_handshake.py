@@ -159,6 +159,7 @@ _N_SaslHandshakeRequest_v0 = (
     ),
     (),
     "SaslHandshakeRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslHandshakeRequest = (
@@ -234,6 +235,7 @@ _N_SaslHandshakeResponse_v0 = (
     ),
     (),
     "SaslHandshakeResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SaslHandshakeResponse = (

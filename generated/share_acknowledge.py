@@ -690,6 +690,7 @@ _N_AcknowledgementBatch_v1 = (
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgementBatch",
+    (),
 )
 _N_AcknowledgePartition_v1 = (
     _AcknowledgePartition,
@@ -700,6 +701,7 @@ _N_AcknowledgePartition_v1 = (
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgePartition",
+    (),
 )
 _N_AcknowledgeTopic_v1 = (
     _AcknowledgeTopic,
@@ -710,6 +712,7 @@ _N_AcknowledgeTopic_v1 = (
     ),
     (),
     "ShareAcknowledgeRequest.AcknowledgeTopic",
+    (),
 )
 _N_ShareAcknowledgeRequest_v1 = (
     ShareAcknowledgeRequest,
@@ -723,6 +726,7 @@ _N_ShareAcknowledgeRequest_v1 = (
     ),
     (),
     "ShareAcknowledgeRequest",
+    (),
 )
 _N_ShareAcknowledgeRequest_v2 = (
     ShareAcknowledgeRequest,
@@ -736,6 +740,7 @@ _N_ShareAcknowledgeRequest_v2 = (
     ),
     (),
     "ShareAcknowledgeRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AcknowledgementBatch = (
@@ -1166,6 +1171,7 @@ _N_LeaderIdAndEpoch_v1 = (
     ),
     (),
     "ShareAcknowledgeResponse.LeaderIdAndEpoch",
+    (),
 )
 _N_PartitionData_v1 = (
     _PartitionData,
@@ -1178,6 +1184,7 @@ _N_PartitionData_v1 = (
     ),
     (),
     "ShareAcknowledgeResponse.PartitionData",
+    (),
 )
 _N_ShareAcknowledgeTopicResponse_v1 = (
     _ShareAcknowledgeTopicResponse,
@@ -1188,6 +1195,7 @@ _N_ShareAcknowledgeTopicResponse_v1 = (
     ),
     (),
     "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse",
+    (),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1200,6 +1208,7 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "ShareAcknowledgeResponse.NodeEndpoint",
+    (),
 )
 _N_ShareAcknowledgeResponse_v1 = (
     ShareAcknowledgeResponse,
@@ -1214,6 +1223,7 @@ _N_ShareAcknowledgeResponse_v1 = (
     ),
     (),
     "ShareAcknowledgeResponse",
+    (),
 )
 _N_ShareAcknowledgeResponse_v2 = (
     ShareAcknowledgeResponse,
@@ -1228,6 +1238,7 @@ _N_ShareAcknowledgeResponse_v2 = (
     ),
     (),
     "ShareAcknowledgeResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderIdAndEpoch = (

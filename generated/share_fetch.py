@@ -913,6 +913,7 @@ _N_AcknowledgementBatch_v1 = (
     ),
     (),
     "ShareFetchRequest.AcknowledgementBatch",
+    (),
 )
 _N_FetchPartition_v1 = (
     _FetchPartition,
@@ -924,6 +925,7 @@ _N_FetchPartition_v1 = (
     ),
     (),
     "ShareFetchRequest.FetchPartition",
+    (),
 )
 _N_FetchTopic_v1 = (
     _FetchTopic,
@@ -934,6 +936,7 @@ _N_FetchTopic_v1 = (
     ),
     (),
     "ShareFetchRequest.FetchTopic",
+    (),
 )
 _N_ForgottenTopic_v1 = (
     _ForgottenTopic,
@@ -944,6 +947,7 @@ _N_ForgottenTopic_v1 = (
     ),
     (),
     "ShareFetchRequest.ForgottenTopic",
+    (),
 )
 _N_ShareFetchRequest_v1 = (
     ShareFetchRequest,
@@ -964,6 +968,7 @@ _N_ShareFetchRequest_v1 = (
     ),
     (),
     "ShareFetchRequest",
+    (),
 )
 _N_ShareFetchRequest_v2 = (
     ShareFetchRequest,
@@ -984,6 +989,7 @@ _N_ShareFetchRequest_v2 = (
     ),
     (),
     "ShareFetchRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_AcknowledgementBatch = (
@@ -1453,6 +1459,7 @@ _N_LeaderIdAndEpoch_v1 = (
     ),
     (),
     "ShareFetchResponse.LeaderIdAndEpoch",
+    (),
 )
 _N_AcquiredRecords_v1 = (
     _AcquiredRecords,
@@ -1464,6 +1471,7 @@ _N_AcquiredRecords_v1 = (
     ),
     (),
     "ShareFetchResponse.AcquiredRecords",
+    (),
 )
 _N_PartitionData_v1 = (
     _PartitionData,
@@ -1480,6 +1488,7 @@ _N_PartitionData_v1 = (
     ),
     (),
     "ShareFetchResponse.PartitionData",
+    (),
 )
 _N_ShareFetchableTopicResponse_v1 = (
     _ShareFetchableTopicResponse,
@@ -1490,6 +1499,7 @@ _N_ShareFetchableTopicResponse_v1 = (
     ),
     (),
     "ShareFetchResponse.ShareFetchableTopicResponse",
+    (),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1502,6 +1512,7 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "ShareFetchResponse.NodeEndpoint",
+    (),
 )
 _N_ShareFetchResponse_v1 = (
     ShareFetchResponse,
@@ -1516,6 +1527,7 @@ _N_ShareFetchResponse_v1 = (
     ),
     (),
     "ShareFetchResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LeaderIdAndEpoch = (

@@ -128,6 +128,7 @@ _N_ShareGroupCurrentMemberAssignmentKey_v0 = (
     ),
     (),
     "ShareGroupCurrentMemberAssignmentKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupCurrentMemberAssignmentKey = (

@@ -247,6 +247,7 @@ _N_TopicPartitions_v0 = (
     ),
     (),
     "ShareGroupCurrentMemberAssignmentValue.TopicPartitions",
+    (),
 )
 _N_ShareGroupCurrentMemberAssignmentValue_v0 = (
     ShareGroupCurrentMemberAssignmentValue,
@@ -259,6 +260,7 @@ _N_ShareGroupCurrentMemberAssignmentValue_v0 = (
     ),
     (),
     "ShareGroupCurrentMemberAssignmentValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (

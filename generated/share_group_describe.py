@@ -373,6 +373,7 @@ _N_ShareGroupDescribeRequest_v1 = (
     ),
     (),
     "ShareGroupDescribeRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupDescribeRequest = (
@@ -711,6 +712,7 @@ _N_TopicPartitions_v1 = (
     ),
     (),
     "ShareGroupDescribeResponse.TopicPartitions",
+    (),
 )
 _N_Assignment_v1 = (
     _Assignment,
@@ -720,6 +722,7 @@ _N_Assignment_v1 = (
     ),
     (),
     "ShareGroupDescribeResponse.Assignment",
+    (),
 )
 _N_Member_v1 = (
     _Member,
@@ -735,6 +738,7 @@ _N_Member_v1 = (
     ),
     (),
     "ShareGroupDescribeResponse.Member",
+    (),
 )
 _N_DescribedGroup_v1 = (
     _DescribedGroup,
@@ -752,6 +756,7 @@ _N_DescribedGroup_v1 = (
     ),
     (),
     "ShareGroupDescribeResponse.DescribedGroup",
+    (),
 )
 _N_ShareGroupDescribeResponse_v1 = (
     ShareGroupDescribeResponse,
@@ -762,6 +767,7 @@ _N_ShareGroupDescribeResponse_v1 = (
     ),
     (),
     "ShareGroupDescribeResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (

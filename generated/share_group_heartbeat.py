@@ -323,6 +323,7 @@ _N_ShareGroupHeartbeatRequest_v1 = (
     ),
     (),
     "ShareGroupHeartbeatRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupHeartbeatRequest = (
@@ -528,6 +529,7 @@ _N_TopicPartitions_v1 = (
     ),
     (),
     "ShareGroupHeartbeatResponse.TopicPartitions",
+    (),
 )
 _N_Assignment_v1 = (
     _Assignment,
@@ -537,6 +539,7 @@ _N_Assignment_v1 = (
     ),
     (),
     "ShareGroupHeartbeatResponse.Assignment",
+    (),
 )
 _N_ShareGroupHeartbeatResponse_v1 = (
     ShareGroupHeartbeatResponse,
@@ -552,6 +555,7 @@ _N_ShareGroupHeartbeatResponse_v1 = (
     ),
     (),
     "ShareGroupHeartbeatResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitions = (

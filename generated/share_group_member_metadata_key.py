@@ -124,6 +124,7 @@ _N_ShareGroupMemberMetadataKey_v0 = (
     ),
     (),
     "ShareGroupMemberMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMemberMetadataKey = (

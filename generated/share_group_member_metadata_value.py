@@ -178,6 +178,7 @@ _N_ShareGroupMemberMetadataValue_v0 = (
     ),
     (),
     "ShareGroupMemberMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMemberMetadataValue = (

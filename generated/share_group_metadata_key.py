@@ -111,6 +111,7 @@ _N_ShareGroupMetadataKey_v0 = (
     ),
     (),
     "ShareGroupMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMetadataKey = (

@@ -124,6 +124,7 @@ _N_ShareGroupMetadataValue_v0 = (
     ),
     (),
     "ShareGroupMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupMetadataValue = (

@@ -117,6 +117,7 @@ _N_ShareGroupStatePartitionMetadataKey_v0 = (
     ),
     (),
     "ShareGroupStatePartitionMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupStatePartitionMetadataKey = (

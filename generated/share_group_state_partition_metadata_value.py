@@ -349,6 +349,7 @@ _N_TopicPartitionsInfo_v0 = (
     ),
     (),
     "ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo",
+    (),
 )
 _N_TopicInfo_v0 = (
     _TopicInfo,
@@ -359,6 +360,7 @@ _N_TopicInfo_v0 = (
     ),
     (),
     "ShareGroupStatePartitionMetadataValue.TopicInfo",
+    (),
 )
 _N_ShareGroupStatePartitionMetadataValue_v0 = (
     ShareGroupStatePartitionMetadataValue,
@@ -370,6 +372,7 @@ _N_ShareGroupStatePartitionMetadataValue_v0 = (
     ),
     (),
     "ShareGroupStatePartitionMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartitionsInfo = (

@@ -128,6 +128,7 @@ _N_ShareGroupTargetAssignmentMemberKey_v0 = (
     ),
     (),
     "ShareGroupTargetAssignmentMemberKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupTargetAssignmentMemberKey = (

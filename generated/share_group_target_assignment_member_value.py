@@ -221,6 +221,7 @@ _N_TopicPartition_v0 = (
     ),
     (),
     "ShareGroupTargetAssignmentMemberValue.TopicPartition",
+    (),
 )
 _N_ShareGroupTargetAssignmentMemberValue_v0 = (
     ShareGroupTargetAssignmentMemberValue,
@@ -230,6 +231,7 @@ _N_ShareGroupTargetAssignmentMemberValue_v0 = (
     ),
     (),
     "ShareGroupTargetAssignmentMemberValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicPartition = (

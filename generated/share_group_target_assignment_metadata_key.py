@@ -117,6 +117,7 @@ _N_ShareGroupTargetAssignmentMetadataKey_v0 = (
     ),
     (),
     "ShareGroupTargetAssignmentMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_ShareGroupTargetAssignmentMetadataKey = (

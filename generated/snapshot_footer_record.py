@@ -115,6 +115,7 @@ _N_SnapshotFooterRecord_v0 = (
     ),
     (),
     "SnapshotFooterRecord",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SnapshotFooterRecord = (

@@ -124,6 +124,7 @@ _N_SnapshotHeaderRecord_v0 = (
     ),
     (),
     "SnapshotHeaderRecord",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SnapshotHeaderRecord = (

@@ -782,6 +782,7 @@ _N_StopReplicaPartitionV0_v0 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaPartitionV0",
+    (),
 )
 _N_StopReplicaTopicV1_v1 = (
     _StopReplicaTopicV1,
@@ -792,6 +793,7 @@ _N_StopReplicaTopicV1_v1 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaTopicV1",
+    (),
 )
 _N_StopReplicaTopicV1_v2 = (
     _StopReplicaTopicV1,
@@ -802,6 +804,7 @@ _N_StopReplicaTopicV1_v2 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaTopicV1",
+    (),
 )
 _N_StopReplicaPartitionState_v3 = (
     _StopReplicaPartitionState,
@@ -813,6 +816,7 @@ _N_StopReplicaPartitionState_v3 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaPartitionState",
+    (),
 )
 _N_StopReplicaTopicState_v3 = (
     _StopReplicaTopicState,
@@ -823,6 +827,7 @@ _N_StopReplicaTopicState_v3 = (
     ),
     (),
     "StopReplicaRequest.StopReplicaTopicState",
+    (),
 )
 _N_StopReplicaRequest_v0 = (
     StopReplicaRequest,
@@ -839,6 +844,7 @@ _N_StopReplicaRequest_v0 = (
     ),
     (),
     "StopReplicaRequest",
+    (),
 )
 _N_StopReplicaRequest_v1 = (
     StopReplicaRequest,
@@ -855,6 +861,7 @@ _N_StopReplicaRequest_v1 = (
     ),
     (),
     "StopReplicaRequest",
+    (),
 )
 _N_StopReplicaRequest_v2 = (
     StopReplicaRequest,
@@ -871,6 +878,7 @@ _N_StopReplicaRequest_v2 = (
     ),
     (),
     "StopReplicaRequest",
+    (),
 )
 _N_StopReplicaRequest_v3 = (
     StopReplicaRequest,
@@ -887,6 +895,7 @@ _N_StopReplicaRequest_v3 = (
     ),
     (),
     "StopReplicaRequest",
+    (),
 )
 _N_StopReplicaRequest_v4 = (
     StopReplicaRequest,
@@ -903,6 +912,7 @@ _N_StopReplicaRequest_v4 = (
     ),
     (),
     "StopReplicaRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StopReplicaPartitionV0 = (
@@ -1171,6 +1181,7 @@ _N_StopReplicaPartitionError_v0 = (
     ),
     (),
     "StopReplicaResponse.StopReplicaPartitionError",
+    (),
 )
 _N_StopReplicaPartitionError_v2 = (
     _StopReplicaPartitionError,
@@ -1182,6 +1193,7 @@ _N_StopReplicaPartitionError_v2 = (
     ),
     (),
     "StopReplicaResponse.StopReplicaPartitionError",
+    (),
 )
 _N_StopReplicaResponse_v0 = (
     StopReplicaResponse,
@@ -1192,6 +1204,7 @@ _N_StopReplicaResponse_v0 = (
     ),
     (),
     "StopReplicaResponse",
+    (),
 )
 _N_StopReplicaResponse_v2 = (
     StopReplicaResponse,
@@ -1202,6 +1215,7 @@ _N_StopReplicaResponse_v2 = (
     ),
     (),
     "StopReplicaResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StopReplicaPartitionError = (

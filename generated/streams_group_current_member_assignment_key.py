@@ -128,6 +128,7 @@ _N_StreamsGroupCurrentMemberAssignmentKey_v0 = (
     ),
     (),
     "StreamsGroupCurrentMemberAssignmentKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupCurrentMemberAssignmentKey = (

@@ -394,6 +394,7 @@ _N_TaskIds_v0 = (
         (0, ("array", "assignment_epochs", True, True, "int32", False, "AssignmentEpochs"), ("list",)),
     ),
     "StreamsGroupCurrentMemberAssignmentValue.TaskIds",
+    (),
 )
 _N_StreamsGroupCurrentMemberAssignmentValue_v0 = (
     StreamsGroupCurrentMemberAssignmentValue,
@@ -411,6 +412,7 @@ _N_StreamsGroupCurrentMemberAssignmentValue_v0 = (
     ),
     (),
     "StreamsGroupCurrentMemberAssignmentValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TaskIds = (

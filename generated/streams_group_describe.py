@@ -821,6 +821,7 @@ _N_StreamsGroupDescribeRequest_v0 = (
     ),
     (),
     "StreamsGroupDescribeRequest",
+    (),
 )
 _N_StreamsGroupDescribeRequest_v1 = (
     StreamsGroupDescribeRequest,
@@ -832,6 +833,7 @@ _N_StreamsGroupDescribeRequest_v1 = (
     ),
     (),
     "StreamsGroupDescribeRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupDescribeRequest = (
@@ -2020,6 +2022,7 @@ _N_KeyValue_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.KeyValue",
+    (),
 )
 _N_TopicInfo_v0 = (
     _TopicInfo,
@@ -2032,6 +2035,7 @@ _N_TopicInfo_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TopicInfo",
+    (),
 )
 _N_Subtopology_v0 = (
     _Subtopology,
@@ -2045,6 +2049,7 @@ _N_Subtopology_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.Subtopology",
+    (),
 )
 _N_Topology_v0 = (
     _Topology,
@@ -2055,6 +2060,7 @@ _N_Topology_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.Topology",
+    (),
 )
 _N_Endpoint_v0 = (
     _Endpoint,
@@ -2065,6 +2071,7 @@ _N_Endpoint_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.Endpoint",
+    (),
 )
 _N_TaskOffset_v0 = (
     _TaskOffset,
@@ -2076,6 +2083,7 @@ _N_TaskOffset_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TaskOffset",
+    (),
 )
 _N_TaskIds_v0 = (
     _TaskIds,
@@ -2086,6 +2094,7 @@ _N_TaskIds_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TaskIds",
+    (),
 )
 _N_Assignment_v0 = (
     _Assignment,
@@ -2097,6 +2106,7 @@ _N_Assignment_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.Assignment",
+    (),
 )
 _N_Member_v0 = (
     _Member,
@@ -2120,6 +2130,7 @@ _N_Member_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.Member",
+    (),
 )
 _N_TopologyDescriptionNode_v1 = (
     _TopologyDescriptionNode,
@@ -2134,6 +2145,7 @@ _N_TopologyDescriptionNode_v1 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TopologyDescriptionNode",
+    (),
 )
 _N_TopologyDescriptionSubtopology_v1 = (
     _TopologyDescriptionSubtopology,
@@ -2144,6 +2156,7 @@ _N_TopologyDescriptionSubtopology_v1 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TopologyDescriptionSubtopology",
+    (),
 )
 _N_TopologyDescriptionGlobalStore_v1 = (
     _TopologyDescriptionGlobalStore,
@@ -2154,6 +2167,7 @@ _N_TopologyDescriptionGlobalStore_v1 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore",
+    (),
 )
 _N_TopologyDescription_v1 = (
     _TopologyDescription,
@@ -2164,6 +2178,7 @@ _N_TopologyDescription_v1 = (
     ),
     (),
     "StreamsGroupDescribeResponse.TopologyDescription",
+    (),
 )
 _N_DescribedGroup_v0 = (
     _DescribedGroup,
@@ -2184,6 +2199,7 @@ _N_DescribedGroup_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse.DescribedGroup",
+    (),
 )
 _N_DescribedGroup_v1 = (
     _DescribedGroup,
@@ -2204,6 +2220,7 @@ _N_DescribedGroup_v1 = (
     ),
     (),
     "StreamsGroupDescribeResponse.DescribedGroup",
+    (),
 )
 _N_StreamsGroupDescribeResponse_v0 = (
     StreamsGroupDescribeResponse,
@@ -2214,6 +2231,7 @@ _N_StreamsGroupDescribeResponse_v0 = (
     ),
     (),
     "StreamsGroupDescribeResponse",
+    (),
 )
 _N_StreamsGroupDescribeResponse_v1 = (
     StreamsGroupDescribeResponse,
@@ -2224,6 +2242,7 @@ _N_StreamsGroupDescribeResponse_v1 = (
     ),
     (),
     "StreamsGroupDescribeResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_KeyValue = (

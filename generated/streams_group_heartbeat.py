@@ -1422,6 +1422,7 @@ _N_KeyValue_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.KeyValue",
+    (),
 )
 _N_TopicInfo_v0 = (
     _TopicInfo,
@@ -1434,6 +1435,7 @@ _N_TopicInfo_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.TopicInfo",
+    (),
 )
 _N_CopartitionGroup_v0 = (
     _CopartitionGroup,
@@ -1445,6 +1447,7 @@ _N_CopartitionGroup_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.CopartitionGroup",
+    (),
 )
 _N_Subtopology_v0 = (
     _Subtopology,
@@ -1460,6 +1463,7 @@ _N_Subtopology_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.Subtopology",
+    (),
 )
 _N_Topology_v0 = (
     _Topology,
@@ -1470,6 +1474,7 @@ _N_Topology_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.Topology",
+    (),
 )
 _N_StreamsGroupHeartbeatRequest_TaskIds_v0 = (
     _StreamsGroupHeartbeatRequest_TaskIds,
@@ -1480,6 +1485,7 @@ _N_StreamsGroupHeartbeatRequest_TaskIds_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.TaskIds",
+    (),
 )
 _N_StreamsGroupHeartbeatRequest_Endpoint_v0 = (
     _StreamsGroupHeartbeatRequest_Endpoint,
@@ -1490,6 +1496,7 @@ _N_StreamsGroupHeartbeatRequest_Endpoint_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.Endpoint",
+    (),
 )
 _N_TaskOffset_v0 = (
     _TaskOffset,
@@ -1501,6 +1508,7 @@ _N_TaskOffset_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest.TaskOffset",
+    (),
 )
 _N_StreamsGroupHeartbeatRequest_v0 = (
     StreamsGroupHeartbeatRequest,
@@ -1526,6 +1534,7 @@ _N_StreamsGroupHeartbeatRequest_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_KeyValue = (
@@ -2277,6 +2286,7 @@ _N_Status_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse.Status",
+    (),
 )
 _N_StreamsGroupHeartbeatResponse_TaskIds_v0 = (
     _StreamsGroupHeartbeatResponse_TaskIds,
@@ -2287,6 +2297,7 @@ _N_StreamsGroupHeartbeatResponse_TaskIds_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse.TaskIds",
+    (),
 )
 _N_StreamsGroupHeartbeatResponse_Endpoint_v0 = (
     _StreamsGroupHeartbeatResponse_Endpoint,
@@ -2297,6 +2308,7 @@ _N_StreamsGroupHeartbeatResponse_Endpoint_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse.Endpoint",
+    (),
 )
 _N_TopicPartition_v0 = (
     _TopicPartition,
@@ -2307,6 +2319,7 @@ _N_TopicPartition_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse.TopicPartition",
+    (),
 )
 _N_EndpointToPartitions_v0 = (
     _EndpointToPartitions,
@@ -2318,6 +2331,7 @@ _N_EndpointToPartitions_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse.EndpointToPartitions",
+    (),
 )
 _N_StreamsGroupHeartbeatResponse_v0 = (
     StreamsGroupHeartbeatResponse,
@@ -2342,6 +2356,7 @@ _N_StreamsGroupHeartbeatResponse_v0 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse",
+    (),
 )
 _N_StreamsGroupHeartbeatResponse_v1 = (
     StreamsGroupHeartbeatResponse,
@@ -2366,6 +2381,7 @@ _N_StreamsGroupHeartbeatResponse_v1 = (
     ),
     (),
     "StreamsGroupHeartbeatResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Status = (

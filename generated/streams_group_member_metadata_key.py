@@ -126,6 +126,7 @@ _N_StreamsGroupMemberMetadataKey_v0 = (
     ),
     (),
     "StreamsGroupMemberMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupMemberMetadataKey = (

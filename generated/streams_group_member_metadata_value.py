@@ -381,6 +381,7 @@ _N_Endpoint_v0 = (
     ),
     (),
     "StreamsGroupMemberMetadataValue.Endpoint",
+    (),
 )
 _N_KeyValue_v0 = (
     _KeyValue,
@@ -391,6 +392,7 @@ _N_KeyValue_v0 = (
     ),
     (),
     "StreamsGroupMemberMetadataValue.KeyValue",
+    (),
 )
 _N_StreamsGroupMemberMetadataValue_v0 = (
     StreamsGroupMemberMetadataValue,
@@ -408,6 +410,7 @@ _N_StreamsGroupMemberMetadataValue_v0 = (
     ),
     (),
     "StreamsGroupMemberMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Endpoint = (

@@ -111,6 +111,7 @@ _N_StreamsGroupMetadataKey_v0 = (
     ),
     (),
     "StreamsGroupMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupMetadataKey = (

@@ -324,6 +324,7 @@ _N_LastAssignmentConfig_v0 = (
     ),
     (),
     "StreamsGroupMetadataValue.LastAssignmentConfig",
+    (),
 )
 _N_StreamsGroupMetadataValue_v0 = (
     StreamsGroupMetadataValue,
@@ -339,6 +340,7 @@ _N_StreamsGroupMetadataValue_v0 = (
         (3, ("int32", "failed_description_topology_epoch", 4), ("value", -1)),
     ),
     "StreamsGroupMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_LastAssignmentConfig = (

@@ -128,6 +128,7 @@ _N_StreamsGroupTargetAssignmentMemberKey_v0 = (
     ),
     (),
     "StreamsGroupTargetAssignmentMemberKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTargetAssignmentMemberKey = (

@@ -251,6 +251,7 @@ _N_TaskIds_v0 = (
     ),
     (),
     "StreamsGroupTargetAssignmentMemberValue.TaskIds",
+    (),
 )
 _N_StreamsGroupTargetAssignmentMemberValue_v0 = (
     StreamsGroupTargetAssignmentMemberValue,
@@ -262,6 +263,7 @@ _N_StreamsGroupTargetAssignmentMemberValue_v0 = (
     ),
     (),
     "StreamsGroupTargetAssignmentMemberValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TaskIds = (

@@ -117,6 +117,7 @@ _N_StreamsGroupTargetAssignmentMetadataKey_v0 = (
     ),
     (),
     "StreamsGroupTargetAssignmentMetadataKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTargetAssignmentMetadataKey = (

@@ -158,6 +158,7 @@ _N_StreamsGroupTargetAssignmentMetadataValue_v0 = (
         (0, ("int64", "assignment_timestamp", 8), ("value", 0)),
     ),
     "StreamsGroupTargetAssignmentMetadataValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTargetAssignmentMetadataValue = (

@@ -638,6 +638,7 @@ _N_TopologyDescriptionNode_v0 = (
     ),
     (),
     "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode",
+    (),
 )
 _N_TopologyDescriptionSubtopology_v0 = (
     _TopologyDescriptionSubtopology,
@@ -648,6 +649,7 @@ _N_TopologyDescriptionSubtopology_v0 = (
     ),
     (),
     "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology",
+    (),
 )
 _N_TopologyDescriptionGlobalStore_v0 = (
     _TopologyDescriptionGlobalStore,
@@ -658,6 +660,7 @@ _N_TopologyDescriptionGlobalStore_v0 = (
     ),
     (),
     "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore",
+    (),
 )
 _N_TopologyDescription_v0 = (
     _TopologyDescription,
@@ -668,6 +671,7 @@ _N_TopologyDescription_v0 = (
     ),
     (),
     "StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription",
+    (),
 )
 _N_StreamsGroupTopologyDescriptionUpdateRequest_v0 = (
     StreamsGroupTopologyDescriptionUpdateRequest,
@@ -680,6 +684,7 @@ _N_StreamsGroupTopologyDescriptionUpdateRequest_v0 = (
     ),
     (),
     "StreamsGroupTopologyDescriptionUpdateRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopologyDescriptionNode = (
@@ -859,6 +864,7 @@ _N_StreamsGroupTopologyDescriptionUpdateResponse_v0 = (
     ),
     (),
     "StreamsGroupTopologyDescriptionUpdateResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTopologyDescriptionUpdateResponse = (

@@ -111,6 +111,7 @@ _N_StreamsGroupTopologyKey_v0 = (
     ),
     (),
     "StreamsGroupTopologyKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StreamsGroupTopologyKey = (

@@ -596,6 +596,7 @@ _N_TopicConfig_v0 = (
     ),
     (),
     "StreamsGroupTopologyValue.TopicConfig",
+    (),
 )
 _N_TopicInfo_v0 = (
     _TopicInfo,
@@ -608,6 +609,7 @@ _N_TopicInfo_v0 = (
     ),
     (),
     "StreamsGroupTopologyValue.TopicInfo",
+    (),
 )
 _N_CopartitionGroup_v0 = (
     _CopartitionGroup,
@@ -619,6 +621,7 @@ _N_CopartitionGroup_v0 = (
     ),
     (),
     "StreamsGroupTopologyValue.CopartitionGroup",
+    (),
 )
 _N_Subtopology_v0 = (
     _Subtopology,
@@ -634,6 +637,7 @@ _N_Subtopology_v0 = (
     ),
     (),
     "StreamsGroupTopologyValue.Subtopology",
+    (),
 )
 _N_StreamsGroupTopologyValue_v0 = (
     StreamsGroupTopologyValue,
@@ -644,6 +648,7 @@ _N_StreamsGroupTopologyValue_v0 = (
     ),
     (),
     "StreamsGroupTopologyValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TopicConfig = (

@@ -497,6 +497,7 @@ _N_SyncGroupRequestAssignment_v0 = (
     ),
     (),
     "SyncGroupRequest.SyncGroupRequestAssignment",
+    (),
 )
 _N_SyncGroupRequestAssignment_v4 = (
     _SyncGroupRequestAssignment,
@@ -507,6 +508,7 @@ _N_SyncGroupRequestAssignment_v4 = (
     ),
     (),
     "SyncGroupRequest.SyncGroupRequestAssignment",
+    (),
 )
 _N_SyncGroupRequest_v0 = (
     SyncGroupRequest,
@@ -522,6 +524,7 @@ _N_SyncGroupRequest_v0 = (
     ),
     (),
     "SyncGroupRequest",
+    (),
 )
 _N_SyncGroupRequest_v3 = (
     SyncGroupRequest,
@@ -537,6 +540,7 @@ _N_SyncGroupRequest_v3 = (
     ),
     (),
     "SyncGroupRequest",
+    (),
 )
 _N_SyncGroupRequest_v4 = (
     SyncGroupRequest,
@@ -552,6 +556,7 @@ _N_SyncGroupRequest_v4 = (
     ),
     (),
     "SyncGroupRequest",
+    (),
 )
 _N_SyncGroupRequest_v5 = (
     SyncGroupRequest,
@@ -567,6 +572,7 @@ _N_SyncGroupRequest_v5 = (
     ),
     (),
     "SyncGroupRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SyncGroupRequestAssignment = (
@@ -761,6 +767,7 @@ _N_SyncGroupResponse_v0 = (
     ),
     (),
     "SyncGroupResponse",
+    (),
 )
 _N_SyncGroupResponse_v1 = (
     SyncGroupResponse,
@@ -774,6 +781,7 @@ _N_SyncGroupResponse_v1 = (
     ),
     (),
     "SyncGroupResponse",
+    (),
 )
 _N_SyncGroupResponse_v4 = (
     SyncGroupResponse,
@@ -787,6 +795,7 @@ _N_SyncGroupResponse_v4 = (
     ),
     (),
     "SyncGroupResponse",
+    (),
 )
 _N_SyncGroupResponse_v5 = (
     SyncGroupResponse,
@@ -800,6 +809,7 @@ _N_SyncGroupResponse_v5 = (
     ),
     (),
     "SyncGroupResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_SyncGroupResponse = (

@@ -109,6 +109,7 @@ _N_TransactionLogKey_v0 = (
     ),
     (),
     "TransactionLogKey",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TransactionLogKey = (

@@ -437,6 +437,7 @@ _N_PartitionsSchema_v0 = (
     ),
     (),
     "TransactionLogValue.PartitionsSchema",
+    (),
 )
 _N_PartitionsSchema_v1 = (
     _PartitionsSchema,
@@ -447,6 +448,7 @@ _N_PartitionsSchema_v1 = (
     ),
     (),
     "TransactionLogValue.PartitionsSchema",
+    (),
 )
 _N_TransactionLogValue_v0 = (
     TransactionLogValue,
@@ -466,6 +468,7 @@ _N_TransactionLogValue_v0 = (
     ),
     (),
     "TransactionLogValue",
+    (),
 )
 _N_TransactionLogValue_v1 = (
     TransactionLogValue,
@@ -486,6 +489,7 @@ _N_TransactionLogValue_v1 = (
         (3, ("int16", "next_producer_epoch", 2), ("value", -1)),
     ),
     "TransactionLogValue",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionsSchema = (

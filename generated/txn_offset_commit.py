@@ -812,6 +812,7 @@ _N_TxnOffsetCommitRequestPartition_v0 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
+    (),
 )
 _N_TxnOffsetCommitRequestPartition_v2 = (
     _TxnOffsetCommitRequestPartition,
@@ -824,6 +825,7 @@ _N_TxnOffsetCommitRequestPartition_v2 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
+    (),
 )
 _N_TxnOffsetCommitRequestPartition_v3 = (
     _TxnOffsetCommitRequestPartition,
@@ -836,6 +838,7 @@ _N_TxnOffsetCommitRequestPartition_v3 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition",
+    (),
 )
 _N_TxnOffsetCommitRequestTopic_v0 = (
     _TxnOffsetCommitRequestTopic,
@@ -847,6 +850,7 @@ _N_TxnOffsetCommitRequestTopic_v0 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
+    (),
 )
 _N_TxnOffsetCommitRequestTopic_v2 = (
     _TxnOffsetCommitRequestTopic,
@@ -858,6 +862,7 @@ _N_TxnOffsetCommitRequestTopic_v2 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
+    (),
 )
 _N_TxnOffsetCommitRequestTopic_v3 = (
     _TxnOffsetCommitRequestTopic,
@@ -869,6 +874,7 @@ _N_TxnOffsetCommitRequestTopic_v3 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
+    (),
 )
 _N_TxnOffsetCommitRequestTopic_v6 = (
     _TxnOffsetCommitRequestTopic,
@@ -880,6 +886,7 @@ _N_TxnOffsetCommitRequestTopic_v6 = (
     ),
     (),
     "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic",
+    (),
 )
 _N_TxnOffsetCommitRequest_v0 = (
     TxnOffsetCommitRequest,
@@ -896,6 +903,7 @@ _N_TxnOffsetCommitRequest_v0 = (
     ),
     (),
     "TxnOffsetCommitRequest",
+    (),
 )
 _N_TxnOffsetCommitRequest_v2 = (
     TxnOffsetCommitRequest,
@@ -912,6 +920,7 @@ _N_TxnOffsetCommitRequest_v2 = (
     ),
     (),
     "TxnOffsetCommitRequest",
+    (),
 )
 _N_TxnOffsetCommitRequest_v3 = (
     TxnOffsetCommitRequest,
@@ -928,6 +937,7 @@ _N_TxnOffsetCommitRequest_v3 = (
     ),
     (),
     "TxnOffsetCommitRequest",
+    (),
 )
 _N_TxnOffsetCommitRequest_v6 = (
     TxnOffsetCommitRequest,
@@ -944,6 +954,7 @@ _N_TxnOffsetCommitRequest_v6 = (
     ),
     (),
     "TxnOffsetCommitRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TxnOffsetCommitRequestPartition = (
@@ -1337,6 +1348,7 @@ _N_TxnOffsetCommitResponsePartition_v0 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition",
+    (),
 )
 _N_TxnOffsetCommitResponsePartition_v3 = (
     _TxnOffsetCommitResponsePartition,
@@ -1347,6 +1359,7 @@ _N_TxnOffsetCommitResponsePartition_v3 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition",
+    (),
 )
 _N_TxnOffsetCommitResponseTopic_v0 = (
     _TxnOffsetCommitResponseTopic,
@@ -1358,6 +1371,7 @@ _N_TxnOffsetCommitResponseTopic_v0 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
+    (),
 )
 _N_TxnOffsetCommitResponseTopic_v3 = (
     _TxnOffsetCommitResponseTopic,
@@ -1369,6 +1383,7 @@ _N_TxnOffsetCommitResponseTopic_v3 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
+    (),
 )
 _N_TxnOffsetCommitResponseTopic_v6 = (
     _TxnOffsetCommitResponseTopic,
@@ -1380,6 +1395,7 @@ _N_TxnOffsetCommitResponseTopic_v6 = (
     ),
     (),
     "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic",
+    (),
 )
 _N_TxnOffsetCommitResponse_v0 = (
     TxnOffsetCommitResponse,
@@ -1390,6 +1406,7 @@ _N_TxnOffsetCommitResponse_v0 = (
     ),
     (),
     "TxnOffsetCommitResponse",
+    (),
 )
 _N_TxnOffsetCommitResponse_v3 = (
     TxnOffsetCommitResponse,
@@ -1400,6 +1417,7 @@ _N_TxnOffsetCommitResponse_v3 = (
     ),
     (),
     "TxnOffsetCommitResponse",
+    (),
 )
 _N_TxnOffsetCommitResponse_v6 = (
     TxnOffsetCommitResponse,
@@ -1410,6 +1428,7 @@ _N_TxnOffsetCommitResponse_v6 = (
     ),
     (),
     "TxnOffsetCommitResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_TxnOffsetCommitResponsePartition = (

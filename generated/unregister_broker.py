@@ -164,6 +164,7 @@ _N_UnregisterBrokerRequest_v0 = (
     ),
     (),
     "UnregisterBrokerRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterBrokerRequest = (
@@ -249,6 +250,7 @@ _N_UnregisterBrokerResponse_v0 = (
     ),
     (),
     "UnregisterBrokerResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterBrokerResponse = (

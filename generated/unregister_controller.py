@@ -166,6 +166,7 @@ _N_UnregisterControllerRequest_v0 = (
     ),
     (),
     "UnregisterControllerRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterControllerRequest = (
@@ -255,6 +256,7 @@ _N_UnregisterControllerResponse_v0 = (
     ),
     (),
     "UnregisterControllerResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UnregisterControllerResponse = (

@@ -405,6 +405,7 @@ _N_FeatureUpdateKey_v0 = (
     ),
     (),
     "UpdateFeaturesRequest.FeatureUpdateKey",
+    (),
 )
 _N_FeatureUpdateKey_v1 = (
     _FeatureUpdateKey,
@@ -417,6 +418,7 @@ _N_FeatureUpdateKey_v1 = (
     ),
     (),
     "UpdateFeaturesRequest.FeatureUpdateKey",
+    (),
 )
 _N_UpdateFeaturesRequest_v0 = (
     UpdateFeaturesRequest,
@@ -428,6 +430,7 @@ _N_UpdateFeaturesRequest_v0 = (
     ),
     (),
     "UpdateFeaturesRequest",
+    (),
 )
 _N_UpdateFeaturesRequest_v1 = (
     UpdateFeaturesRequest,
@@ -439,6 +442,7 @@ _N_UpdateFeaturesRequest_v1 = (
     ),
     (),
     "UpdateFeaturesRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_FeatureUpdateKey = (
@@ -644,6 +648,7 @@ _N_UpdatableFeatureResult_v0 = (
     ),
     (),
     "UpdateFeaturesResponse.UpdatableFeatureResult",
+    (),
 )
 _N_UpdateFeaturesResponse_v0 = (
     UpdateFeaturesResponse,
@@ -656,6 +661,7 @@ _N_UpdateFeaturesResponse_v0 = (
     ),
     (),
     "UpdateFeaturesResponse",
+    (),
 )
 _N_UpdateFeaturesResponse_v2 = (
     UpdateFeaturesResponse,
@@ -668,6 +674,7 @@ _N_UpdateFeaturesResponse_v2 = (
     ),
     (),
     "UpdateFeaturesResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UpdatableFeatureResult = (

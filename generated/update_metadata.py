@@ -52,6 +52,7 @@ from kafkagen.runtime.wire import (
     read_uuid,
     read_uvarint,
     string_length,
+    tag_of_other_version,
     unsupported,
     write_struct_array,
     write_tags,
@@ -712,7 +713,18 @@ def _dec_UpdateMetadataRequest_v6(
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "UpdateMetadataRequest.Type", "8+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -765,7 +777,18 @@ def _dec_UpdateMetadataRequest_v7(
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "UpdateMetadataRequest.Type", "8+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -1540,6 +1563,7 @@ _N_UpdateMetadataPartitionState_v0 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
+    (),
 )
 _N_UpdateMetadataPartitionState_v4 = (
     _UpdateMetadataPartitionState,
@@ -1557,6 +1581,7 @@ _N_UpdateMetadataPartitionState_v4 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
+    (),
 )
 _N_UpdateMetadataPartitionState_v5 = (
     _UpdateMetadataPartitionState,
@@ -1574,6 +1599,7 @@ _N_UpdateMetadataPartitionState_v5 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
+    (),
 )
 _N_UpdateMetadataPartitionState_v6 = (
     _UpdateMetadataPartitionState,
@@ -1591,6 +1617,7 @@ _N_UpdateMetadataPartitionState_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataPartitionState",
+    (),
 )
 _N_UpdateMetadataTopicState_v5 = (
     _UpdateMetadataTopicState,
@@ -1602,6 +1629,7 @@ _N_UpdateMetadataTopicState_v5 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataTopicState",
+    (),
 )
 _N_UpdateMetadataTopicState_v6 = (
     _UpdateMetadataTopicState,
@@ -1613,6 +1641,7 @@ _N_UpdateMetadataTopicState_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataTopicState",
+    (),
 )
 _N_UpdateMetadataTopicState_v7 = (
     _UpdateMetadataTopicState,
@@ -1624,6 +1653,7 @@ _N_UpdateMetadataTopicState_v7 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataTopicState",
+    (),
 )
 _N_UpdateMetadataEndpoint_v1 = (
     _UpdateMetadataEndpoint,
@@ -1636,6 +1666,7 @@ _N_UpdateMetadataEndpoint_v1 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataEndpoint",
+    (),
 )
 _N_UpdateMetadataEndpoint_v3 = (
     _UpdateMetadataEndpoint,
@@ -1648,6 +1679,7 @@ _N_UpdateMetadataEndpoint_v3 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataEndpoint",
+    (),
 )
 _N_UpdateMetadataEndpoint_v6 = (
     _UpdateMetadataEndpoint,
@@ -1660,6 +1692,7 @@ _N_UpdateMetadataEndpoint_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataEndpoint",
+    (),
 )
 _N_UpdateMetadataBroker_v0 = (
     _UpdateMetadataBroker,
@@ -1673,6 +1706,7 @@ _N_UpdateMetadataBroker_v0 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
+    (),
 )
 _N_UpdateMetadataBroker_v1 = (
     _UpdateMetadataBroker,
@@ -1686,6 +1720,7 @@ _N_UpdateMetadataBroker_v1 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
+    (),
 )
 _N_UpdateMetadataBroker_v2 = (
     _UpdateMetadataBroker,
@@ -1699,6 +1734,7 @@ _N_UpdateMetadataBroker_v2 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
+    (),
 )
 _N_UpdateMetadataBroker_v3 = (
     _UpdateMetadataBroker,
@@ -1712,6 +1748,7 @@ _N_UpdateMetadataBroker_v3 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
+    (),
 )
 _N_UpdateMetadataBroker_v6 = (
     _UpdateMetadataBroker,
@@ -1725,6 +1762,7 @@ _N_UpdateMetadataBroker_v6 = (
     ),
     (),
     "UpdateMetadataRequest.UpdateMetadataBroker",
+    (),
 )
 _N_UpdateMetadataRequest_v0 = (
     UpdateMetadataRequest,
@@ -1741,6 +1779,7 @@ _N_UpdateMetadataRequest_v0 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (),
 )
 _N_UpdateMetadataRequest_v1 = (
     UpdateMetadataRequest,
@@ -1757,6 +1796,7 @@ _N_UpdateMetadataRequest_v1 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (),
 )
 _N_UpdateMetadataRequest_v2 = (
     UpdateMetadataRequest,
@@ -1773,6 +1813,7 @@ _N_UpdateMetadataRequest_v2 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (),
 )
 _N_UpdateMetadataRequest_v3 = (
     UpdateMetadataRequest,
@@ -1789,6 +1830,7 @@ _N_UpdateMetadataRequest_v3 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (),
 )
 _N_UpdateMetadataRequest_v4 = (
     UpdateMetadataRequest,
@@ -1805,6 +1847,7 @@ _N_UpdateMetadataRequest_v4 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (),
 )
 _N_UpdateMetadataRequest_v5 = (
     UpdateMetadataRequest,
@@ -1821,6 +1864,7 @@ _N_UpdateMetadataRequest_v5 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (),
 )
 _N_UpdateMetadataRequest_v6 = (
     UpdateMetadataRequest,
@@ -1837,6 +1881,9 @@ _N_UpdateMetadataRequest_v6 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (
+        (0, "UpdateMetadataRequest.Type", "8+"),
+    ),
 )
 _N_UpdateMetadataRequest_v7 = (
     UpdateMetadataRequest,
@@ -1853,6 +1900,9 @@ _N_UpdateMetadataRequest_v7 = (
     ),
     (),
     "UpdateMetadataRequest",
+    (
+        (0, "UpdateMetadataRequest.Type", "8+"),
+    ),
 )
 _N_UpdateMetadataRequest_v8 = (
     UpdateMetadataRequest,
@@ -1870,6 +1920,7 @@ _N_UpdateMetadataRequest_v8 = (
         (0, ("int8", "type", 1), ("value", 0)),
     ),
     "UpdateMetadataRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UpdateMetadataPartitionState = (
@@ -2091,6 +2142,7 @@ _N_UpdateMetadataResponse_v0 = (
     ),
     (),
     "UpdateMetadataResponse",
+    (),
 )
 _N_UpdateMetadataResponse_v6 = (
     UpdateMetadataResponse,
@@ -2100,6 +2152,7 @@ _N_UpdateMetadataResponse_v6 = (
     ),
     (),
     "UpdateMetadataResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_UpdateMetadataResponse = (

@@ -437,6 +437,7 @@ _N_Listener_v0 = (
     ),
     (),
     "UpdateRaftVoterRequest.Listener",
+    (),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
@@ -447,6 +448,7 @@ _N_KRaftVersionFeature_v0 = (
     ),
     (),
     "UpdateRaftVoterRequest.KRaftVersionFeature",
+    (),
 )
 _N_UpdateRaftVoterRequest_v0 = (
     UpdateRaftVoterRequest,
@@ -461,6 +463,7 @@ _N_UpdateRaftVoterRequest_v0 = (
     ),
     (),
     "UpdateRaftVoterRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Listener = (
@@ -657,6 +660,7 @@ _N_CurrentLeader_v0 = (
     ),
     (),
     "UpdateRaftVoterResponse.CurrentLeader",
+    (),
 )
 _N_UpdateRaftVoterResponse_v0 = (
     UpdateRaftVoterResponse,
@@ -669,6 +673,7 @@ _N_UpdateRaftVoterResponse_v0 = (
         (0, ("struct", "current_leader", False, _N_CurrentLeader_v0, "CurrentLeader", False), ("struct", _CurrentLeader, _CurrentLeader_DEFAULT)),
     ),
     "UpdateRaftVoterResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_CurrentLeader = (

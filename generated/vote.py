@@ -47,6 +47,7 @@ from kafkagen.runtime.wire import (
     read_unknown_tags,
     read_uuid,
     read_uvarint,
+    tag_of_other_version,
     unsupported,
     write_struct_array,
     write_tags,
@@ -708,6 +709,7 @@ _N_VoteRequest_PartitionData_v0 = (
     ),
     (),
     "VoteRequest.PartitionData",
+    (),
 )
 _N_VoteRequest_PartitionData_v1 = (
     _VoteRequest_PartitionData,
@@ -724,6 +726,7 @@ _N_VoteRequest_PartitionData_v1 = (
     ),
     (),
     "VoteRequest.PartitionData",
+    (),
 )
 _N_VoteRequest_PartitionData_v2 = (
     _VoteRequest_PartitionData,
@@ -740,6 +743,7 @@ _N_VoteRequest_PartitionData_v2 = (
     ),
     (),
     "VoteRequest.PartitionData",
+    (),
 )
 _N_VoteRequest_TopicData_v0 = (
     _VoteRequest_TopicData,
@@ -750,6 +754,7 @@ _N_VoteRequest_TopicData_v0 = (
     ),
     (),
     "VoteRequest.TopicData",
+    (),
 )
 _N_VoteRequest_TopicData_v1 = (
     _VoteRequest_TopicData,
@@ -760,6 +765,7 @@ _N_VoteRequest_TopicData_v1 = (
     ),
     (),
     "VoteRequest.TopicData",
+    (),
 )
 _N_VoteRequest_TopicData_v2 = (
     _VoteRequest_TopicData,
@@ -770,6 +776,7 @@ _N_VoteRequest_TopicData_v2 = (
     ),
     (),
     "VoteRequest.TopicData",
+    (),
 )
 _N_VoteRequest_v0 = (
     VoteRequest,
@@ -781,6 +788,7 @@ _N_VoteRequest_v0 = (
     ),
     (),
     "VoteRequest",
+    (),
 )
 _N_VoteRequest_v1 = (
     VoteRequest,
@@ -792,6 +800,7 @@ _N_VoteRequest_v1 = (
     ),
     (),
     "VoteRequest",
+    (),
 )
 _N_VoteRequest_v2 = (
     VoteRequest,
@@ -803,6 +812,7 @@ _N_VoteRequest_v2 = (
     ),
     (),
     "VoteRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_VoteRequest_PartitionData = (
@@ -897,7 +907,18 @@ def _dec_VoteResponse_v0(buf: Buffer, pos: int, end: int) -> tuple[VoteResponse,
         o.unknown_tagged_fields = ()
         pos += 1
     else:
-        o.unknown_tagged_fields, pos = read_unknown_tags(buf, pos, end)
+        count, pos = read_uvarint(buf, pos, end)
+        check_nullable_count(count, pos, end, "tagged fields")
+        unknown: list[tuple[int, bytes]] = []
+        for _ in range(count):
+            at = pos
+            tag, tag_end, pos = read_tag_header(buf, pos, end)
+            if tag == 0:
+                raise tag_of_other_version(0, "VoteResponse.NodeEndpoints", "1+", at)
+            else:
+                unknown.append((tag, bytes(buf[pos:tag_end])))
+                pos = tag_end
+        o.unknown_tagged_fields = tuple(unknown)
     return o, pos
 
 
@@ -1149,6 +1170,7 @@ _N_VoteResponse_PartitionData_v0 = (
     ),
     (),
     "VoteResponse.PartitionData",
+    (),
 )
 _N_VoteResponse_TopicData_v0 = (
     _VoteResponse_TopicData,
@@ -1159,6 +1181,7 @@ _N_VoteResponse_TopicData_v0 = (
     ),
     (),
     "VoteResponse.TopicData",
+    (),
 )
 _N_NodeEndpoint_v1 = (
     _NodeEndpoint,
@@ -1170,6 +1193,7 @@ _N_NodeEndpoint_v1 = (
     ),
     (),
     "VoteResponse.NodeEndpoint",
+    (),
 )
 _N_VoteResponse_v0 = (
     VoteResponse,
@@ -1181,6 +1205,9 @@ _N_VoteResponse_v0 = (
     ),
     (),
     "VoteResponse",
+    (
+        (0, "VoteResponse.NodeEndpoints", "1+"),
+    ),
 )
 _N_VoteResponse_v1 = (
     VoteResponse,
@@ -1193,6 +1220,7 @@ _N_VoteResponse_v1 = (
         (0, ("array", "node_endpoints", True, False, _N_NodeEndpoint_v1, True, "NodeEndpoints"), ("keyed",)),
     ),
     "VoteResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_VoteResponse_PartitionData = (

@@ -394,6 +394,7 @@ _N_Endpoint_v0 = (
     ),
     (),
     "VotersRecord.Endpoint",
+    (),
 )
 _N_KRaftVersionFeature_v0 = (
     _KRaftVersionFeature,
@@ -404,6 +405,7 @@ _N_KRaftVersionFeature_v0 = (
     ),
     (),
     "VotersRecord.KRaftVersionFeature",
+    (),
 )
 _N_Voter_v0 = (
     _Voter,
@@ -416,6 +418,7 @@ _N_Voter_v0 = (
     ),
     (),
     "VotersRecord.Voter",
+    (),
 )
 _N_VotersRecord_v0 = (
     VotersRecord,
@@ -426,6 +429,7 @@ _N_VotersRecord_v0 = (
     ),
     (),
     "VotersRecord",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_Endpoint = (

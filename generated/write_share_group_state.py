@@ -604,6 +604,7 @@ _N_StateBatch_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest.StateBatch",
+    (),
 )
 _N_PartitionData_v0 = (
     _PartitionData,
@@ -618,6 +619,7 @@ _N_PartitionData_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest.PartitionData",
+    (),
 )
 _N_PartitionData_v1 = (
     _PartitionData,
@@ -632,6 +634,7 @@ _N_PartitionData_v1 = (
     ),
     (),
     "WriteShareGroupStateRequest.PartitionData",
+    (),
 )
 _N_WriteStateData_v0 = (
     _WriteStateData,
@@ -642,6 +645,7 @@ _N_WriteStateData_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest.WriteStateData",
+    (),
 )
 _N_WriteStateData_v1 = (
     _WriteStateData,
@@ -652,6 +656,7 @@ _N_WriteStateData_v1 = (
     ),
     (),
     "WriteShareGroupStateRequest.WriteStateData",
+    (),
 )
 _N_WriteShareGroupStateRequest_v0 = (
     WriteShareGroupStateRequest,
@@ -662,6 +667,7 @@ _N_WriteShareGroupStateRequest_v0 = (
     ),
     (),
     "WriteShareGroupStateRequest",
+    (),
 )
 _N_WriteShareGroupStateRequest_v1 = (
     WriteShareGroupStateRequest,
@@ -672,6 +678,7 @@ _N_WriteShareGroupStateRequest_v1 = (
     ),
     (),
     "WriteShareGroupStateRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_StateBatch = (
@@ -915,6 +922,7 @@ _N_PartitionResult_v0 = (
     ),
     (),
     "WriteShareGroupStateResponse.PartitionResult",
+    (),
 )
 _N_WriteStateResult_v0 = (
     _WriteStateResult,
@@ -925,6 +933,7 @@ _N_WriteStateResult_v0 = (
     ),
     (),
     "WriteShareGroupStateResponse.WriteStateResult",
+    (),
 )
 _N_WriteShareGroupStateResponse_v0 = (
     WriteShareGroupStateResponse,
@@ -934,6 +943,7 @@ _N_WriteShareGroupStateResponse_v0 = (
     ),
     (),
     "WriteShareGroupStateResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_PartitionResult = (

@@ -575,6 +575,7 @@ _N_WritableTxnMarkerTopic_v0 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarkerTopic",
+    (),
 )
 _N_WritableTxnMarkerTopic_v1 = (
     _WritableTxnMarkerTopic,
@@ -585,6 +586,7 @@ _N_WritableTxnMarkerTopic_v1 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarkerTopic",
+    (),
 )
 _N_WritableTxnMarker_v0 = (
     _WritableTxnMarker,
@@ -599,6 +601,7 @@ _N_WritableTxnMarker_v0 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
+    (),
 )
 _N_WritableTxnMarker_v1 = (
     _WritableTxnMarker,
@@ -613,6 +616,7 @@ _N_WritableTxnMarker_v1 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
+    (),
 )
 _N_WritableTxnMarker_v2 = (
     _WritableTxnMarker,
@@ -627,6 +631,7 @@ _N_WritableTxnMarker_v2 = (
     ),
     (),
     "WriteTxnMarkersRequest.WritableTxnMarker",
+    (),
 )
 _N_WriteTxnMarkersRequest_v0 = (
     WriteTxnMarkersRequest,
@@ -636,6 +641,7 @@ _N_WriteTxnMarkersRequest_v0 = (
     ),
     (),
     "WriteTxnMarkersRequest",
+    (),
 )
 _N_WriteTxnMarkersRequest_v1 = (
     WriteTxnMarkersRequest,
@@ -645,6 +651,7 @@ _N_WriteTxnMarkersRequest_v1 = (
     ),
     (),
     "WriteTxnMarkersRequest",
+    (),
 )
 _N_WriteTxnMarkersRequest_v2 = (
     WriteTxnMarkersRequest,
@@ -654,6 +661,7 @@ _N_WriteTxnMarkersRequest_v2 = (
     ),
     (),
     "WriteTxnMarkersRequest",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_WritableTxnMarkerTopic = (
@@ -1039,6 +1047,7 @@ _N_WritableTxnMarkerPartitionResult_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult",
+    (),
 )
 _N_WritableTxnMarkerPartitionResult_v1 = (
     _WritableTxnMarkerPartitionResult,
@@ -1049,6 +1058,7 @@ _N_WritableTxnMarkerPartitionResult_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult",
+    (),
 )
 _N_WritableTxnMarkerTopicResult_v0 = (
     _WritableTxnMarkerTopicResult,
@@ -1059,6 +1069,7 @@ _N_WritableTxnMarkerTopicResult_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult",
+    (),
 )
 _N_WritableTxnMarkerTopicResult_v1 = (
     _WritableTxnMarkerTopicResult,
@@ -1069,6 +1080,7 @@ _N_WritableTxnMarkerTopicResult_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult",
+    (),
 )
 _N_WritableTxnMarkerResult_v0 = (
     _WritableTxnMarkerResult,
@@ -1079,6 +1091,7 @@ _N_WritableTxnMarkerResult_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerResult",
+    (),
 )
 _N_WritableTxnMarkerResult_v1 = (
     _WritableTxnMarkerResult,
@@ -1089,6 +1102,7 @@ _N_WritableTxnMarkerResult_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse.WritableTxnMarkerResult",
+    (),
 )
 _N_WriteTxnMarkersResponse_v0 = (
     WriteTxnMarkersResponse,
@@ -1098,6 +1112,7 @@ _N_WriteTxnMarkersResponse_v0 = (
     ),
     (),
     "WriteTxnMarkersResponse",
+    (),
 )
 _N_WriteTxnMarkersResponse_v1 = (
     WriteTxnMarkersResponse,
@@ -1107,6 +1122,7 @@ _N_WriteTxnMarkersResponse_v1 = (
     ),
     (),
     "WriteTxnMarkersResponse",
+    (),
 )
 # Each struct's fields in spec order, for the accelerator's JSON form and generic walks.
 _F_WritableTxnMarkerPartitionResult = (

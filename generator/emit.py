@@ -76,12 +76,24 @@ class TaggedOp:
 
 
 @dataclass(frozen=True)
+class OtherTag:
+    """A tag that a field of the struct has at other versions only. Kafka's readers refuse
+    it at this version rather than keep it as an unknown tagged field; so do kafkagen's."""
+
+    tag: int
+    path: str  # "Message.Struct.Field", in the error
+    versions: str  # where the tag is valid, in the error
+
+
+@dataclass(frozen=True)
 class VersionPlan:
     ops: tuple[Op | FixedRun, ...]
     flexible: bool
     tagged: tuple[TaggedOp, ...]
     #: Tagged fields that exist in the struct but not at this version (set to default).
     absent_tagged: tuple[Op, ...] = ()
+    #: At a flexible version, the tags of ``absent_tagged``, refused when read.
+    other_tags: tuple[OtherTag, ...] = ()
 
 
 @dataclass
@@ -276,17 +288,26 @@ class Emitter:
             else:
                 ops.append(op)
         tagged: list[TaggedOp] = []
+        other_tags: list[OtherTag] = []
         if flexible:
             for f in s.tagged_fields_in(version):
                 assert f.tag is not None
                 tagged.append(TaggedOp(f.tag, self.field_op(f, version), f.attr))
+            qualname = self.plans[s.name].qualname
+            for f in s.fields:
+                valid = f.versions.intersect(f.tagged)  # Kafka's condition, exactly
+                if f.tag is not None and not valid.empty and version not in valid:
+                    other_tags.append(OtherTag(f.tag, f"{qualname}.{f.name}", str(valid)))
         for op in ops:
             if isinstance(op, FixedRun):
                 self.formats.add(op.fmt)
         for t in tagged:
             if isinstance(t.op, FixedRun):
                 self.formats.add(t.op.fmt)
-        return VersionPlan(tuple(ops), flexible, tuple(tagged), tuple(absent_tagged))
+        other_tags.sort(key=lambda t: t.tag)
+        return VersionPlan(
+            tuple(ops), flexible, tuple(tagged), tuple(absent_tagged), tuple(other_tags)
+        )
 
     # -- per struct -----------------------------------------------------------------
 
@@ -451,13 +472,14 @@ class Emitter:
         for t in vp.tagged:
             (text,) = self.native_ops(p, t.op)  # a tagged field is one op
             tags.append(f"({t.tag}, {text}, {self.native_default(p, t.attr)})")
+        others = [f'({o.tag}, "{o.path}", "{o.versions}")' for o in vp.other_tags]
 
         def block(items: list[str]) -> str:
             lines = "".join(f"        {i},\n" for i in items)
             return f"(\n{lines}    )" if items else "()"
 
         head = f"{p.alias},\n    {vp.flexible},\n    {block(ops)},\n    {block(tags)}"
-        return f'(\n    {head},\n    "{p.qualname}",\n)'
+        return f'(\n    {head},\n    "{p.qualname}",\n    {block(others)},\n)'
 
     def native_plans(self, structs: list[Struct]) -> list[tuple[str, str]]:
         """(name, plan text) of every layout, nested structs before the structs using them."""

@@ -268,8 +268,10 @@ static int compile_op(PyTypeObject *cls, Op *op, PyObject *t, PyObject *qualname
     return 0;
 }
 
-/* plan = (cls, flexible, ops, tags, qualname); tags = ((tag, op, default), ...) sorted by
- * tag; qualname names the struct in errors ("Message" or "Message.Struct"). */
+/* plan = (cls, flexible, ops, tags, qualname, other); tags = ((tag, op, default), ...)
+ * sorted by tag; qualname names the struct in errors ("Message" or "Message.Struct");
+ * other = ((tag, field path, versions), ...): the tags its fields have only at other
+ * versions, which a read refuses. */
 static Prog *compile_plan(PyObject *plan) {
     PyObject *key = PyLong_FromVoidPtr(plan);
     if (key == NULL) return NULL;
@@ -279,14 +281,16 @@ static Prog *compile_plan(PyObject *plan) {
         return (Prog *)PyCapsule_GetPointer(PyTuple_GET_ITEM(known, 1), NULL);
     }
     if (PyErr_Occurred()) goto error_key;
-    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 5 ||
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 6 ||
         !PyType_Check(PyTuple_GET_ITEM(plan, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(plan, 2)) ||
-        !PyTuple_Check(PyTuple_GET_ITEM(plan, 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(plan, 4))) {
+        !PyTuple_Check(PyTuple_GET_ITEM(plan, 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(plan, 4)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(plan, 5))) {
         unsupported_plan("a malformed plan");
         goto error_key;
     }
     PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(plan, 0);
     PyObject *ops = PyTuple_GET_ITEM(plan, 2), *tags = PyTuple_GET_ITEM(plan, 3);
+    PyObject *other = PyTuple_GET_ITEM(plan, 5);
     /* Programs live as long as the process, like the generated modules that own them. */
     Prog *p = PyMem_Calloc(1, sizeof(Prog));
     if (p == NULL) { PyErr_NoMemory(); goto error_key; }
@@ -295,9 +299,14 @@ static Prog *compile_plan(PyObject *plan) {
     p->flexible = flag(plan, 1);
     p->n_ops = PyTuple_GET_SIZE(ops);
     p->n_tags = PyTuple_GET_SIZE(tags);
+    p->n_other = PyTuple_GET_SIZE(other);
     p->ops = PyMem_Calloc(p->n_ops + 1, sizeof(Op));
     p->tags = PyMem_Calloc(p->n_tags + 1, sizeof(Op));
-    if (p->ops == NULL || p->tags == NULL) { PyErr_NoMemory(); goto error_key; }
+    p->other = PyMem_Calloc(p->n_other + 1, sizeof(OtherTag));
+    if (p->ops == NULL || p->tags == NULL || p->other == NULL) {
+        PyErr_NoMemory();
+        goto error_key;
+    }
     PyObject *unk = PyUnicode_FromString("unknown_tagged_fields");
     if (unk == NULL) goto error_key;
     p->unknown_off = slot_offset(cls, unk);
@@ -322,6 +331,25 @@ static Prog *compile_plan(PyObject *plan) {
         }
         op->tag = (uint32_t)tag;
         if (compile_default(op, PyTuple_GET_ITEM(t, 2)) < 0) goto error_key;
+    }
+    for (Py_ssize_t i = 0; i < p->n_other; i++) {
+        PyObject *t = PyTuple_GET_ITEM(other, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)) || !PyUnicode_Check(PyTuple_GET_ITEM(t, 2))) {
+            unsupported_plan("a malformed tag of other versions");
+            goto error_key;
+        }
+        unsigned long tag = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, 0));
+        if (PyErr_Occurred() || tag > 0xFFFFFFFFUL) {
+            PyErr_Clear();
+            unsupported_plan("a tag of other versions out of range");
+            goto error_key;
+        }
+        p->other[i].tag = (uint32_t)tag;
+        p->other[i].reason = PyUnicode_FromFormat(
+            "tagged field %lu (%U) exists only at versions %U", tag, PyTuple_GET_ITEM(t, 1),
+            PyTuple_GET_ITEM(t, 2));
+        if (p->other[i].reason == NULL) goto error_key;
     }
     if (add_plan_class(cls) < 0) goto error_key;
     PyObject *cap = PyCapsule_New(p, NULL, NULL);
@@ -802,7 +830,8 @@ static PyObject *dec_tagged_value(DCtx *c, Op *op, Py_ssize_t *pos, Py_ssize_t e
 }
 
 /* A tagged-field section (its first byte is not 0): known tags into their slots, the others
- * kept raw. The checks of the generated decoders' loop and of wire.read_unknown_tags. */
+ * kept raw, those of other versions refused. The checks of the generated decoders' loop and
+ * of wire.read_unknown_tags. */
 static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ssize_t end) {
     const unsigned char *b = c->buf;
     Py_ssize_t pos = *ppos;
@@ -815,6 +844,7 @@ static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ss
     PyObject *unknown = NULL;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t tag = 0, size = 0;
+        Py_ssize_t at = pos;
         if (read_uvarint(c, &pos, end, &tag) < 0 || read_uvarint(c, &pos, end, &size) < 0)
             goto fail;
         if ((Py_ssize_t)size > end - pos) {
@@ -835,6 +865,11 @@ static PyObject *dec_tags(DCtx *c, Prog *p, PyObject *o, Py_ssize_t *ppos, Py_ss
                 goto fail;
             }
         } else {
+            for (Py_ssize_t j = 0; j < p->n_other; j++)
+                if (p->other[j].tag == tag) {
+                    dec_fail(c, at, "%U", p->other[j].reason);
+                    goto fail;
+                }
             if (unknown == NULL && (unknown = PyList_New(0)) == NULL) goto fail;
             PyObject *item = Py_BuildValue("(Ky#)", (unsigned long long)tag,
                                            (const char *)b + pos, (Py_ssize_t)size);

@@ -55,12 +55,19 @@ typedef struct {
     PyObject *path;     /* "Struct.Field", in FieldUnsupported */
 } Op;
 
+/* A tag that a field of the struct has only at other versions: refused when read. */
+typedef struct {
+    uint32_t tag;
+    PyObject *reason;   /* the DecodeError's reason, as wire.tag_of_other_version words it */
+} OtherTag;
+
 struct Prog {
     PyTypeObject *cls;
     int flexible;
-    Py_ssize_t n_ops, n_tags;
+    Py_ssize_t n_ops, n_tags, n_other;
     Op *ops;
     Op *tags;           /* sorted by tag */
+    OtherTag *other;
     Py_ssize_t unknown_off;
     PyObject *qualname; /* the struct's name in FieldUnsupported */
 };

@@ -24,7 +24,8 @@ _GC_PAUSE_BYTES = 4096
 Decoder = Callable[[Buffer, int, int], tuple[Any, int]]
 Encoder = Callable[[Any, Writer], None]
 #: A wire layout's plan for the accelerator: (class, flexible, ops, tagged ops, the struct's
-#: name in errors), plain data the generator emits next to the Python codecs of the layout.
+#: name in errors, the tags its fields have only at other versions), plain data the
+#: generator emits next to the Python codecs of the layout.
 Plan = tuple[Any, ...]
 #: A struct's fields: (class, ((attribute, JSON key, tagged, ever nullable, nested table),
 #: ...) in spec order, first free tag).
@@ -307,6 +308,7 @@ def _load_native() -> ModuleType | None:
 
 #: The compiled accelerator module, or None when every codec runs in pure Python.
 native: Final = _load_native()
+
 
 def bind_native(
     cls: type[Struct], table: FieldTable | None, *layouts: tuple[int, int, Plan]

@@ -650,6 +650,13 @@ def check_tag_end(pos: int, tag_end: int, tag: int) -> None:
         )
 
 
+def tag_of_other_version(tag: int, path: str, versions: str, pos: int) -> DecodeError:
+    """A tag that a field of the struct has only at other versions, read at ``pos``: Kafka
+    refuses the message (it is no unknown tagged field), so kafkagen does too."""
+    reason = f"tagged field {tag} ({path}) exists only at versions {versions}"
+    return DecodeError(reason, offset=pos)
+
+
 def write_tags(w: Writer, known: list[tuple[int, bytes]], unknown: RawTags) -> None:
     """The tagged-field section: count, then each (tag, size, value) in tag order."""
     tags = known + list(unknown) if unknown else known
@@ -715,6 +722,7 @@ __all__ = [
     "read_unknown_tags",
     "read_uuid",
     "read_uvarint",
+    "tag_of_other_version",
     "truncated",
     "uuid_from_bytes",
     "uvarint",

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkagen.generated import header_type, header_version, message_type
 from kafkagen.runtime.broker.cluster import Cluster
-from kafkagen.runtime.broker.replica_manager import (
+from kafkagen.runtime.broker.storage.replica_manager import (
     FetchInfo,
     FetchParams,
     FetchResult,
@@ -152,12 +152,20 @@ class WireClient:
 
 
 class BrokerProcess:
-    """``python -m kafkagen.serve`` in a subprocess (real parallelism for client tests)."""
+    """``python -m kafkagen.cli.serve`` in a subprocess (real parallelism for client tests)."""
 
     def __init__(
         self, *configs: str, brokers: int = 1, startup: float = 30.0, control: bool = False
     ) -> None:
-        args = [sys.executable, "-m", "kafkagen.serve", "--brokers", str(brokers), "--port", "0"]
+        args = [
+            sys.executable,
+            "-m",
+            "kafkagen.cli.serve",
+            "--brokers",
+            str(brokers),
+            "--port",
+            "0",
+        ]
         if control:
             args += ["--control-port", "0"]
         for c in configs:

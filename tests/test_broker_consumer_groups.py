@@ -783,7 +783,7 @@ def _spec(
     counts: dict[str, int],
     current: dict[str, dict[uuid.UUID, set[int]]] | None = None,
 ) -> tuple[Any, dict[str, uuid.UUID]]:
-    from kafkagen.runtime.broker.assignors import AssignmentSpec, TopicSpec
+    from kafkagen.runtime.broker.group.assignors import AssignmentSpec, TopicSpec
 
     tids = {n: uuid.uuid5(uuid.NAMESPACE_DNS, n) for n in counts}
     spec = AssignmentSpec(
@@ -795,7 +795,7 @@ def _spec(
 
 
 def test_uniform_assignor_is_balanced_and_sticky() -> None:
-    from kafkagen.runtime.broker.assignors import UniformAssignor
+    from kafkagen.runtime.broker.group.assignors import UniformAssignor
 
     counts = {"a": 7, "b": 10}
     subs = {f"m{i}": {"a", "b"} for i in range(4)}
@@ -816,7 +816,7 @@ def test_uniform_assignor_is_balanced_and_sticky() -> None:
 
 
 def test_uniform_assignor_respects_mixed_subscriptions() -> None:
-    from kafkagen.runtime.broker.assignors import UniformAssignor
+    from kafkagen.runtime.broker.group.assignors import UniformAssignor
 
     subs = {"x": {"a"}, "y": {"a", "b"}, "z": {"b"}}
     spec, tids = _spec(subs, {"a": 6, "b": 6})
@@ -829,7 +829,7 @@ def test_uniform_assignor_respects_mixed_subscriptions() -> None:
 
 
 def test_range_assignor_gives_consecutive_ranges_per_topic() -> None:
-    from kafkagen.runtime.broker.assignors import RangeAssignor
+    from kafkagen.runtime.broker.group.assignors import RangeAssignor
 
     subs = {"m1": {"a", "b"}, "m2": {"a", "b"}, "m3": {"a"}}
     spec, tids = _spec(subs, {"a": 7, "b": 3})
@@ -981,7 +981,7 @@ def test_librdkafka_consumers_survive_a_coordinator_failover() -> None:
 
 
 def test_state_records_round_trip() -> None:
-    from kafkagen.runtime.broker.consumer_group import (
+    from kafkagen.runtime.broker.group.consumer_group import (
         ConsumerGroup,
         ConsumerMember,
         MemberState,

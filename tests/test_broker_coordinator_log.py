@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from broker_helpers import Harness
-from kafkagen.runtime.broker.coordinator_log import CoordinatorLog, coordinator_error
+from kafkagen.runtime.broker.coordinator.coordinator_log import CoordinatorLog, coordinator_error
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TXN_STATE_TOPIC, partition_for
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,

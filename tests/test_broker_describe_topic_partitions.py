@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest as Req
-from kafkagen.runtime.broker.acls import ResourceType
-from kafkagen.runtime.broker.authorizer import OPERATIONS_BY_TYPE
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.security.acls import ResourceType
+from kafkagen.runtime.broker.security.authorizer import OPERATIONS_BY_TYPE
 from kafkagen.runtime.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)

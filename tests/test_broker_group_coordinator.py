@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 from broker_helpers import Harness
 from kafkagen.generated import other_type
-from kafkagen.runtime.broker.group_coordinator import GroupCoordinator
-from kafkagen.runtime.broker.group_model import GroupState, JoinResult, OffsetEntry, SyncResult
+from kafkagen.runtime.broker.group.group_coordinator import GroupCoordinator
+from kafkagen.runtime.broker.group.group_model import (
+    GroupState,
+    JoinResult,
+    OffsetEntry,
+    SyncResult,
+)
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC, java_hash, partition_for
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -347,7 +352,7 @@ def test_member_commits_are_checked_against_the_generation(g: Groups) -> None:
 
 
 def test_offsets_are_written_to_the_offsets_topic_in_kafkas_layout(g: Groups) -> None:
-    from kafkagen.runtime.broker import group_records as gr
+    from kafkagen.runtime.broker.group import _group_records as gr
     from kafkagen.runtime.records import iter_records
 
     g.commit({T0: 99})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from kafkagen.runtime.broker.group_model import (
+from kafkagen.runtime.broker.group.group_model import (
     ENTERED_FROM,
     Group,
     GroupState,

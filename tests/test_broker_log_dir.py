@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 import pytest
 from broker_helpers import BrokerProcess, WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.acls import (
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.security.acls import (
     AclBinding,
     AclFilter,
     AclOperation,
@@ -27,9 +28,8 @@ from kafkagen.runtime.broker.acls import (
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.log_store import PartitionFiles
-from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.broker.storage.log_store import PartitionFiles
+from kafkagen.runtime.broker.storage.partition import Partition
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_batches
@@ -608,7 +608,7 @@ def test_without_a_log_dir_nothing_is_written(tmp_path: Path) -> None:
 
 def _serve_fails(*args: str) -> tuple[int, str]:
     r = subprocess.run(
-        [sys.executable, "-m", "kafkagen.serve", "--port", "0", *args],
+        [sys.executable, "-m", "kafkagen.cli.serve", "--port", "0", *args],
         capture_output=True,
         text=True,
         timeout=60,

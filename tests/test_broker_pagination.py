@@ -14,7 +14,7 @@ import pytest
 from broker_helpers import WireClient
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.broker.group.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.pagination import paged_version
 from kafkagen.runtime.records import Record, build_batch
@@ -306,7 +306,7 @@ def test_describe_configs_pages_whole_resources(cluster: BackgroundCluster) -> N
 
 
 def test_describe_acls_pages_resources(cluster: BackgroundCluster) -> None:
-    from kafkagen.runtime.broker.acls import AclBinding
+    from kafkagen.runtime.broker.security.acls import AclBinding
 
     assert cluster.cluster is not None
     store = cluster.cluster.metadata.acls

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from broker_helpers import NOW, Harness
-from kafkagen.runtime.broker.replica_manager import (
+from kafkagen.runtime.broker.storage.replica_manager import (
     FetchResult,
 )
 from kafkagen.runtime.errors import ErrorCode

@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from broker_helpers import Harness, WireClient
+from kafkagen.generated import message_type
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster, Cluster
-from kafkagen.runtime.broker.replica_manager import FetchInfo, FetchParams, ProduceResult
+from kafkagen.runtime.broker.storage.replica_manager import FetchInfo, FetchParams, ProduceResult
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch, iter_records
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -398,3 +400,112 @@ def test_produce_to_a_follower_answers_not_leader_at_every_version(version: int)
         assert [n.node_id for n in r.node_endpoints] == [0]
     else:
         assert r.node_endpoints == []
+
+
+# ------------------------------------------------------------------ producer state on followers
+
+
+def _producer_rows(h: Harness, broker: int) -> dict[int, tuple[int, int, int, int, int]]:
+    """What DescribeProducers reports of each producer of ``r``-0 on ``broker``."""
+    producers = h.rm(broker).partitions[R].producers.producers
+    return {
+        pid: (
+            e.epoch,
+            e.last_seq,
+            e.last_timestamp,
+            e.coordinator_epoch,
+            e.current_txn_first_offset,
+        )
+        for pid, e in producers.items()
+    }
+
+
+def test_a_follower_keeps_the_leaders_producer_state_through_a_transaction() -> None:
+    h = Harness(brokers=2)
+    h.md.create_topic("r", assignments={0: [0, 1]})
+    records = [Record(-1, 1000 + i, b"k", b"v") for i in range(3)]
+    h.produce(R, build_batch(records, producer_id=7, producer_epoch=0, base_sequence=0))
+    txn = build_batch(records, producer_id=8, producer_epoch=2, base_sequence=0, transactional=True)
+    h.produce(R, txn)
+    follower_round(h, 1, 0)
+    open_txn = _producer_rows(h, 0)
+    assert open_txn == {7: (0, 2, 1002, -1, -1), 8: (2, 2, 1002, -1, 3)}
+    assert _producer_rows(h, 1) == open_txn
+    h.rm(0).append_markers({R: (8, 2, True, 5)}, 1000, lambda _: None)
+    follower_round(h, 1, 0)
+    committed = _producer_rows(h, 0)
+    assert committed[8] == (2, 2, 1002, 5, -1)  # the marker's coordinator epoch, no open txn
+    assert _producer_rows(h, 1) == committed
+
+
+def _ask(c: BackgroundCluster, node: int, api_key: int, version: int, request: object) -> Any:
+    with WireClient(f"127.0.0.1:{_cluster(c).brokers[node].info.port}") as w:
+        return w.call(api_key, version, request)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(60)
+def test_describe_producers_is_answered_by_every_replica(three: BackgroundCluster) -> None:
+    cl = _cluster(three)
+    three.call(lambda: cl.metadata.create_topic("r", assignments={0: [0, 1]}))
+    data = build_batch(
+        [Record(-1, 1000, b"k", b"v")], producer_id=42, producer_epoch=3, base_sequence=0
+    )
+    assert _produce(three, data).error is None  # acks=-1: the follower has the batch
+    Req = message_type(61, "request")
+    ask = Req(
+        topics=[
+            Req.TopicRequest(name="r", partition_indexes=[0]),
+            Req.TopicRequest(name="missing", partition_indexes=[0]),
+        ]
+    )
+    got = {}
+    for node in (0, 1, 2):  # the leader, the follower, a broker without a replica
+        r = _ask(three, node, 61, 0, ask)
+        got[node] = [
+            (
+                p.error_code,
+                p.error_message,
+                [
+                    (s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp)
+                    for s in p.active_producers
+                ],
+            )
+            for t in r.topics
+            for p in t.partitions
+        ]
+    unknown = got[0][1]
+    assert unknown[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and unknown[1]
+    assert got[0][0] == (0, None, [(42, 3, 0, 1000)])
+    assert got[1] == got[0]
+    assert got[2] == [(ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []), unknown]
+
+
+@pytest.mark.timeout(60)
+def test_elect_leaders_of_every_partition_lists_only_the_elections_made(
+    three: BackgroundCluster,
+) -> None:
+    cl = _cluster(three)
+    three.call(lambda: cl.metadata.create_topic("e", assignments={0: [0, 1], 1: [1, 0]}))
+    three.call(lambda: cl.metadata.move_leader("e", 0, 1))  # e-0 away from its preferred 0
+    Req = message_type(43, "request")
+    everything = Req(election_type=0, topic_partitions=None, timeout_ms=10000)
+    named = Req(
+        election_type=0,
+        topic_partitions=[Req.TopicPartitions(topic="e", partitions=[0, 1])],
+        timeout_ms=10000,
+    )
+
+    def rows(r: Any) -> dict[str, list[tuple[int, int]]]:
+        return {
+            t.topic: [(p.partition_id, p.error_code) for p in t.partition_result]
+            for t in r.replica_election_results
+        }
+
+    first = rows(_ask(three, 0, 43, 2, everything))
+    again = rows(_ask(three, 0, 43, 2, everything))
+    topics = set(three.call(lambda: list(cl.metadata.topics)))
+    assert first == {t: [(0, 0)] if t == "e" else [] for t in topics}
+    assert three.call(lambda: cl.metadata.partition("e", 0).leader) == 0  # type: ignore[union-attr]
+    assert again == {t: [] for t in topics}  # every topic named, no partition listed
+    not_needed = ErrorCode.ELECTION_NOT_NEEDED
+    assert rows(_ask(three, 0, 43, 2, named)) == {"e": [(0, not_needed), (1, not_needed)]}

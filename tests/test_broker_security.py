@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 from broker_helpers import WireClient, req
 from kafkagen.generated import message_type
-from kafkagen.runtime.broker.acls import (
+from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.store import ConfigStore
+from kafkagen.runtime.broker.security.acls import (
     AclBinding,
     AclOperation,
     AclPermission,
@@ -26,9 +29,7 @@ from kafkagen.runtime.broker.acls import (
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.authorizer import Authorizer
-from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.config import ConfigError, ConfigStore
+from kafkagen.runtime.broker.security.authorizer import Authorizer
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, build_batch
 
@@ -740,7 +741,7 @@ def test_serve_with_users_as_the_readme_shows() -> None:
     import subprocess
     import sys
 
-    base = [sys.executable, "-m", "kafkagen.serve", "--brokers", "2"]
+    base = [sys.executable, "-m", "kafkagen.cli.serve", "--brokers", "2"]
     configs = [
         "listeners=SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms=SCRAM-SHA-512",

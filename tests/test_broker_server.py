@@ -272,7 +272,7 @@ def test_serve_module_runs_and_stops_on_interrupt() -> None:
 def test_serve_rejects_bad_config() -> None:
     import argparse
 
-    from kafkagen import serve
+    from kafkagen.cli import serve
 
     parser = argparse.ArgumentParser()
     serve.add_arguments(parser)

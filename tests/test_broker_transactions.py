@@ -17,8 +17,8 @@ import pytest
 from broker_helpers import WireClient, req, txn_commit_offset
 from kafkagen.generated import message_type
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.partition import ABORT_MARKER, COMMIT_MARKER, parse_control_key
-from kafkagen.runtime.broker.transaction_coordinator import (
+from kafkagen.runtime.broker.storage.partition import ABORT_MARKER, COMMIT_MARKER, parse_control_key
+from kafkagen.runtime.broker.transaction.transaction_state import (
     TxnSnapshot,
     TxnState,
     decode_txn_key,

@@ -22,7 +22,8 @@ from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitRe
 from kafkagen.generated.produce import ProduceRequest
 from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.config import ConfigError, ConfigStore
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.config.store import ConfigStore
 from kafkagen.runtime.client import (
     BatchingUnsupportedError,
     CommittedOffset,

@@ -2,13 +2,13 @@
 and the same programs against a three-node Apache Kafka 4.4.0 for comparison.
 
 Kafka's Java client 4.4.0, franz-go, IBM Sarama, kafkajs, confluent-kafka (librdkafka),
-kafka-python and aiokafka each run the same scenario (the programs in ``tools/clients/``, built from
-source on first use): create a topic of three partitions with three replicas, produce 2,000
-keyed messages with acks=all from an idempotent (Java: also a transactional) producer,
-consume them in a group of three members that commit after every poll while one member
-leaves half-way, then list and describe the group and the topic. The program prints what
-it saw; this test decides whether it is right: nothing lost, nothing twice, nothing
-aborted, commits at the end of every partition.
+kafka-python and aiokafka each run the same scenario (the programs in
+``tools/client_programs/``, built from source on first use): create a topic of three
+partitions with three replicas, produce 2,000 keyed messages with acks=all from an
+idempotent (Java: also a transactional) producer, consume them in a group of three members
+that commit after every poll while one member leaves half-way, then list and describe the
+group and the topic. The program prints what it saw; this test decides whether it is
+right: nothing lost, nothing twice, nothing aborted, commits at the end of every partition.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ broker against Apache Kafka 4.4.0, where every difference must be documented."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
@@ -13,11 +14,20 @@ from pathlib import Path
 
 import pytest
 from broker_helpers import BrokerProcess
-from kafkagen.conformance import all_scenarios, load_documented, run_suite, summary
+from kafkagen.conformance import (
+    all_scenarios,
+    exit_status,
+    load_documented,
+    run_suite,
+    summary,
+)
+from kafkagen.conformance.command import add_arguments
+from kafkagen.conformance.command import run as run_command
 from kafkagen.conformance.core import Result, Step, compare_runs
 from kafkagen.conformance.every_api import SERVED_APIS
 from kafkagen.conformance.normalise import Normaliser, first_difference
 from kafkagen.reference import KafkaReference
+from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.handlers import load_handlers
 from kafkagen.runtime.records import Record, build_batch
 
@@ -106,6 +116,70 @@ def test_a_closed_connection_against_an_answer_is_a_difference() -> None:
     assert got.status == "differ" and got.detail == "step 1 X v1: an answer != connection closed"
     same = compare_runs(sc, [Step("X v1", {"a": 1})], [Step("X v1", {"a": 1})])
     assert same.status == "agree"
+
+
+# ---------------------------------------------------------------------- the exit status
+
+
+def test_the_exit_status_is_1_only_for_open_differences_and_stopped_scenarios() -> None:
+    a, b = all_scenarios()[:2]
+    documented = {a.name: "a known difference"}
+    answer, other = Step("X v1", {"errorCode": 0}), Step("X v1", {"errorCode": 3})
+    stop = Step("scenario", {"stopped": "SetupError: creating topic t: error 41"})
+    agree = compare_runs(a, [answer], [answer])
+    known = compare_runs(a, [answer], [other])
+    unknown = compare_runs(b, [answer], [other])
+    known_but_stopped = compare_runs(a, [answer, stop], [answer])
+    stopped_alike = compare_runs(b, [stop], [stop])
+    skipped = Result(b, "skipped", "needs 3 brokers")
+    assert stopped_alike.status == "agree"  # equal steps, yet the scenario never ran
+    assert exit_status([agree, known, skipped], documented) == 0
+    assert exit_status([agree, known, unknown], documented) == 1
+    assert exit_status([known_but_stopped], documented) == 1
+    assert exit_status([stopped_alike], documented) == 1
+    assert summary([agree, known, stopped_alike, skipped], documented).splitlines() == [
+        "1 agree, 1 documented, 0 open, 1 stopped with an error, 1 skipped",
+        "conformance: 1/3 scenarios agree with the reference",
+    ]
+
+
+def test_the_command_exits_0_when_its_differences_are_documented(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two brokers in this process, one refusing batches over 60 bytes: Produce/ordinary
+    differs, and the exit status follows whether the file given to --documented names it."""
+    known = tmp_path / "known.md"
+    known.write_text("| `Produce/ordinary` | one broker takes smaller batches |\n")
+    unknown = tmp_path / "none.md"
+    unknown.write_text("nothing documented\n")
+    configs = {"auto.create.topics.enable": "false"}
+    small = {**configs, "message.max.bytes": "60"}
+    with BackgroundCluster(configs=small) as a, BackgroundCluster(configs=configs) as b:
+
+        def command(documented: Path) -> tuple[int, list[str]]:
+            parser = argparse.ArgumentParser()
+            add_arguments(parser)
+            args = parser.parse_args(
+                ["--bootstrap", a.bootstrap, "--reference", b.bootstrap]
+                + ["--only", "Produce/ordinary", "--only", "Metadata/one-topic"]
+                + ["--documented", str(documented)]
+            )
+            status = run_command(args)
+            return status, capsys.readouterr().out.strip().splitlines()
+
+        open_status, open_out = command(unknown)
+        documented_status, documented_out = command(known)
+    assert open_out[-2:] == [
+        "1 agree, 0 documented, 1 open",
+        "conformance: 1/2 scenarios agree with the reference",
+    ]
+    assert open_status == 1
+    assert any(
+        line.startswith("Produce/ordinary ") and " open " in line and "MESSAGE_TOO_LARGE" in line
+        for line in open_out
+    ), open_out
+    assert documented_out[-2] == "1 agree, 1 documented, 0 open"
+    assert documented_status == 0
 
 
 # ---------------------------------------------------------------------- the scenario set

@@ -13,7 +13,7 @@ import pytest
 from broker_helpers import WireClient, req
 from kafkagen.generated import message_type
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
-from kafkagen.runtime.broker.control import ControlError, Match
+from kafkagen.runtime.broker.control.interceptor import ControlError, Match
 from kafkagen.runtime.records import Record, build_batch
 
 PRODUCE, METADATA, FIND_COORDINATOR, API_VERSIONS, LIST_OFFSETS = 0, 3, 10, 18, 2
@@ -265,7 +265,7 @@ def test_reset_releases_held_requests(
 def test_release_preset_plays_an_older_broker(
     kafka_cluster: KafkaCluster, kafka_control: SyncControl
 ) -> None:
-    from kafkagen.runtime.broker.version_presets import preset_ranges
+    from kafkagen.runtime.broker.release_presets import preset_ranges
 
     kafka_control.set_versions(0, preset="2.4")
     served = kafka_control.versions(0)

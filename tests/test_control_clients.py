@@ -244,7 +244,7 @@ def test_librdkafka_against_a_release_preset(
     kafka_cluster: KafkaCluster, kafka_control: SyncControl, kafka_topic: str, release: str
 ) -> None:
     from confluent_kafka import Consumer, TopicPartition
-    from kafkagen.runtime.broker.version_presets import preset_ranges
+    from kafkagen.runtime.broker.release_presets import preset_ranges
 
     kafka_control.set_versions(0, preset=release)
     produce_one(kafka_cluster, kafka_topic, b"old")

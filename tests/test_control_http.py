@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from broker_helpers import BrokerProcess, WireClient, req
-from kafkagen.control import ControlClient, ControlRefused
+from kafkagen.cli.control import ControlClient, ControlRefused
 
 FIND_COORDINATOR, METADATA, API_VERSIONS = 10, 3, 18
 KAFKAGEN = str(Path(sys.executable).parent / "kafkagen")

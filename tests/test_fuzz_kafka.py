@@ -157,9 +157,8 @@ def test_a_planted_disagreement_is_a_failure_row_naming_both_sides(
         assert isinstance(m, HeartbeatRequest)
         ours, kafkas = m.generation_id, m.generation_id ^ SKEW
         if f in reads:
-            assert (
-                f"json differs at $.generationId: {ours} (int) != Kafka's {kafkas} (int)"
-                in (f["error"])
+            assert f"json differs at $.generationId: {ours} (int) != Kafka's {kafkas} (int)" in (
+                f["error"]
             )
             assert bytes.fromhex(f["hex"]) == m.encode(4)
         else:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafkagen.cli.import_specs import read_specs
+from kafkagen.cli.spec_merge import merge_older, merge_releases
 from kafkagen.generator.errors import SpecError
 from kafkagen.generator.versions import Versions
-from kafkagen.import_specs import read_specs
-from kafkagen.spec_merge import merge_older, merge_releases
 
 _SCRIPT = Path(sys.executable).with_name("kafkagen")
 KAFKAGEN = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "kafkagen"]

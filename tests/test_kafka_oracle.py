@@ -38,7 +38,7 @@ from kafkagen.oracle import (
     kafkagen_read,
 )
 from kafkagen.runtime.errors import UnsupportedVersionError
-from kafkagen.runtime.message import Message
+from kafkagen.runtime.message import Message, Struct
 
 #: Random messages per (API, kind, version), per header version, and corrupted copies of
 #: each: sized so the module runs in a minute or two.
@@ -216,7 +216,7 @@ def test_kafkagen_reads_what_kafka_writes(kafka: KafkaOracle, samples: list[Samp
         if k.data != ours:
             at = first_byte_difference(ours, k.data)
             problems.append(
-                f"{s}: Kafka writes other bytes from byte {at}: {k.data[at:at + 16].hex()}"
+                f"{s}: Kafka writes other bytes from byte {at}: {k.data[at : at + 16].hex()}"
             )
             continue
         decoded = s.cls.decode(k.data, s.version)
@@ -257,6 +257,119 @@ def test_kafka_and_kafkagen_agree_on_corrupted_bytes(
             counts[known] = counts.get(known, 0) + 1
     print(f"kafka oracle: {len(mutants):,} mutants: {counts}; {len(problems)} disagreements")
     assert problems == [], report(problems, "mutants judged differently")
+
+
+# --------------------------------------------------------------------------- tags of other versions
+
+
+@dataclass(frozen=True)
+class TagCase:
+    """A message at a flexible version with one raw tagged field in one of its structs:
+    a tag that a field of that struct has only at other versions, or one no version has."""
+
+    api: int
+    kind: str
+    version: int
+    cls: type[Message]
+    where: str
+    tag: int
+    other_version: bool
+    data: bytes
+
+    def __str__(self) -> str:
+        what = "of other versions" if self.other_version else "no version has"
+        return f"{self.cls.__name__} v{self.version} {self.where} tag {self.tag} ({what})"
+
+
+def _instance(obj: object, qualname: str) -> Struct | None:
+    """The first struct of the class ``qualname`` in a message, depth first."""
+    if not isinstance(obj, Struct):
+        return None
+    if type(obj).__qualname__ == qualname:
+        return obj
+    for attr in type(obj).__slots__:
+        value = getattr(obj, attr)
+        for item in value if isinstance(value, list) else [value]:
+            found = _instance(item, qualname)
+            if found is not None:
+                return found
+    return None
+
+
+def _with_raw_tag(cls: type[Message], version: int, qualname: str, tag: int) -> bytes | None:
+    """A random message whose struct ``qualname`` carries ``tag`` as a raw tagged field,
+    written at ``version``; None when no seed tried builds that struct."""
+    for seed in range(64):
+        m = random_message(cls, version, RandomGen(seed))
+        target = _instance(m, qualname)
+        if target is not None:
+            target.unknown_tagged_fields = ((tag, b"\x00\x01"),)
+            return m.encode(version)
+    return None
+
+
+def tag_cases(plan: Plan) -> list[TagCase]:
+    """From the specs: for every tagged field and every flexible version of its struct
+    outside the field's versions, its tag there, and the struct's first free tag."""
+    from kafkagen.generator.generate import BUILTIN_SPECS, load_messages
+
+    both_have = set(plan.combos)
+    cases = []
+    for msg in load_messages([BUILTIN_SPECS]):
+        for s in [msg.root, *msg.structs]:
+            qualname = msg.name if s is msg.root else f"{msg.name}.{s.name}"
+            tags = [f.tag for f in s.fields if f.tag is not None]
+            for f in s.fields:
+                if f.tag is None:
+                    continue
+                for v in msg.versions:
+                    if (msg.api_key, msg.kind, v) not in both_have or v not in msg.flexible:
+                        continue
+                    if v not in s.versions or v in f.tagged:
+                        continue
+                    cls = message_type(msg.api_key, msg.kind)
+                    for tag, other in ((f.tag, True), (max(tags) + 1, False)):
+                        data = _with_raw_tag(cls, v, qualname, tag)
+                        assert data is not None, f"no {qualname} in random {msg.name} v{v}"
+                        cases.append(
+                            TagCase(msg.api_key, msg.kind, v, cls, qualname, tag, other, data)
+                        )
+    return cases
+
+
+@pytest.mark.slow
+def test_kafka_and_kafkagen_refuse_the_same_tags_of_other_versions(
+    kafka: KafkaOracle, plan: Plan, records: oracle.RecordsPaths
+) -> None:
+    """Kafka's readers refuse a tag that a field of the struct has only at other versions
+    ("Tag N is not valid for version V") and keep one that no version has; kafkagen must
+    decide the same on every such crafted message of every API the specs have one for."""
+    cases = tag_cases(plan)
+    got = kafka.read((c.api, c.kind, c.version, c.data) for c in cases)
+    problems = []
+    refused: set[str] = set()
+    for c, k in zip(cases, got, strict=True):
+        ours = kafkagen_read(c.cls, c.version, c.data, records.get((c.api, c.kind), ()))
+        why = compare(ours, k)
+        if why is None and c.other_version:
+            if f"Tag {c.tag} is not valid for version {c.version}" not in k.reason:
+                why = f"Kafka refused it for another reason: {k.summary()}"
+            elif f"tagged field {c.tag} (" not in ours.reason:
+                why = f"kafkagen refused it for another reason: {ours.summary()}"
+            else:
+                refused.add(c.cls.__name__)
+        elif why is None and (not k.ok or ours.data != c.data):
+            why = f"not kept and written back unchanged ({k.summary()})"
+        if why is not None:
+            problems.append(f"{c}: {why}")
+    kept = sum(not c.other_version for c in cases)
+    print(
+        f"kafka oracle: {len(cases) - kept} tags of other versions refused by both in "
+        f"{len(refused)} messages ({', '.join(sorted(refused))}); {kept} never-known tags "
+        f"kept by both; {len(problems)} disagreements"
+    )
+    assert problems == [], report(problems, "tag decisions that differ from Kafka's")
+    assert len(refused) >= 5, f"too few messages with tags of other versions: {refused}"
 
 
 def _unknown_tags(m: object) -> bool:

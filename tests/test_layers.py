@@ -1,5 +1,6 @@
-"""The package's import structure: the broker's declared layers hold, and nothing imports
-in a circle, counting imports under TYPE_CHECKING and inside functions.
+"""The package's import structure: the broker's declared layers hold (its rooms, and the
+modules across them), a `_` module is imported only inside its own package, and nothing
+imports in a circle, counting imports under TYPE_CHECKING and inside functions.
 
 The layers are declared once, as import-linter contracts in pyproject.toml; these tests run
 `lint-imports` over them and look for cycles in grimp's graph of the whole package (grimp
@@ -117,21 +118,38 @@ def test_an_upward_import_breaks_a_layer_even_under_type_checking_or_in_a_functi
         types.read_text()
         + "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
         + "    from .cluster import Cluster\n\n\n"
-        + "def _store() -> object:\n    from .offset_store import OffsetStore\n\n"
+        + "def _store() -> object:\n    from .group._offset_store import OffsetStore\n\n"
         + "    return OffsetStore\n"
     )
     result = lint_imports(layout)
     assert result.returncode != 0
     out = " ".join(result.stdout.split())
     broker = "kafkagen.runtime.broker"
-    for upper in ("cluster", "offset_store"):
+    for upper in ("cluster", "group._offset_store"):
         assert f"{broker}.types is not allowed to import {broker}.{upper}" in out
     _, cycles = import_cycles(layout)
     tied = [c for c in cycles if "kafkagen.runtime.broker.types" in c]
     assert len(tied) == 1
-    assert {"kafkagen.runtime.broker.cluster", "kafkagen.runtime.broker.offset_store"} <= set(
-        tied[0]
-    )
+    assert {
+        "kafkagen.runtime.broker.cluster",
+        "kafkagen.runtime.broker.group._offset_store",
+    } <= set(tied[0])
+
+
+def test_a_rooms_internals_and_an_unplaced_module_break_the_contracts(tmp_path: Path) -> None:
+    """A room's `_` module imported from outside the room, and a module the rooms' layers
+    do not place, each break their contract."""
+    layout = installed_layout(tmp_path, copy=("runtime",))
+    broker = layout / "kafkagen" / "runtime" / "broker"
+    api = broker / "api.py"
+    api.write_text(api.read_text() + "\nfrom .storage._log import Log  # noqa: E402\n")
+    (broker / "stray.py").write_text('"""A module no layer names."""\n')
+    result = lint_imports(layout)
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert "kafkagen.runtime.broker.api -> kafkagen.runtime.broker.storage._log" in out
+    assert "not listed as layers: - kafkagen.runtime.broker.stray" in out
+    assert "2 broken" in out
 
 
 def _private(name: str) -> bool:

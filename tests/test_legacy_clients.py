@@ -17,7 +17,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.version_presets import preset_names
+from kafkagen.runtime.broker.release_presets import preset_names
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

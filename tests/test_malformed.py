@@ -17,9 +17,10 @@ from kafkagen.generated import header_type, message_type
 from kafkagen.generated.api_versions import ApiVersionsResponse
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
-from kafkagen.generated.produce import ProduceRequest
+from kafkagen.generated.produce import ProduceRequest, ProduceResponse
 from kafkagen.runtime.errors import DecodeError
 from kafkagen.runtime.message import Message
+from kafkagen.runtime.wire import RawTags
 
 Vector = dict[str, Any]
 
@@ -329,6 +330,62 @@ def test_a_tagged_field_running_past_the_end_is_rejected(wrap: Callable[[bytes],
     wire = bytes.fromhex("000001000000000109050102")
     err = decode_error(ApiVersionsResponse, wrap(wire), 3)
     assert err.offset >= 9
+
+
+# --------------------------------------------------------------------------- tags of other versions
+#
+# ProduceResponse v9 is flexible, but knows no tagged field: NodeEndpoints (tag 0 of the
+# message) and CurrentLeader (tag 0 of each partition) come with v10. Kafka refuses either
+# tag at v9; a tag no version has (1 here) is an unknown tagged field, kept.
+
+
+def produce_response_v9(root_tags: RawTags = (), partition_tags: RawTags = ()) -> bytes:
+    partition = ProduceResponse.PartitionProduceResponse(
+        index=2, unknown_tagged_fields=partition_tags
+    )
+    topic = ProduceResponse.TopicProduceResponse(name="t", partition_responses=[partition])
+    return ProduceResponse(responses=[topic], unknown_tagged_fields=root_tags).encode(9)
+
+
+OTHER_VERSION_TAGS = {
+    "of the message": ({"root_tags": ((0, b"\x01"),)}, "ProduceResponse.NodeEndpoints"),
+    "of a nested struct": (
+        {"partition_tags": ((0, b"\x01"),)},
+        "ProduceResponse.PartitionProduceResponse.CurrentLeader",
+    ),
+}
+
+
+@pytest.mark.parametrize("tags, field", OTHER_VERSION_TAGS.values(), ids=list(OTHER_VERSION_TAGS))
+def test_a_tag_a_field_has_only_at_other_versions_is_refused_at_the_tag(
+    tags: dict[str, RawTags], field: str, wrap: Callable[[bytes], Any]
+) -> None:
+    wire = produce_response_v9(**tags)
+    # The same message with tag 1 instead of 0: the bytes differ only at the tag.
+    never_known = {where: ((1, value),) for where, ((_, value),) in tags.items()}
+    other = produce_response_v9(**never_known)
+    at = next(i for i, (a, b) in enumerate(zip(wire, other, strict=True)) if a != b)
+    reason = f"tagged field 0 ({field}) exists only at versions 10+"
+    err = decode_error(ProduceResponse, wrap(wire), 9)
+    assert (err.reason, err.offset) == (reason, at)
+    with pytest.raises(DecodeError) as prefix:
+        ProduceResponse.decode_prefix(wrap(wire), 9)
+    assert (prefix.value.reason, prefix.value.offset) == (reason, at)
+
+
+def test_a_tag_no_version_has_is_kept_and_written_back(wrap: Callable[[bytes], Any]) -> None:
+    wire = produce_response_v9(root_tags=((1, b"\x01"),), partition_tags=((7, b"xyz"),))
+    m = ProduceResponse.decode(wrap(wire), 9)
+    assert m.unknown_tagged_fields == ((1, b"\x01"),)
+    assert m.responses[0].partition_responses[0].unknown_tagged_fields == ((7, b"xyz"),)
+    assert m.encode(9) == wire
+    assert ProduceResponse.decode_prefix(wrap(wire), 9)[0] == m
+
+
+def test_a_tag_known_at_the_version_is_read_as_its_field() -> None:
+    endpoint = ProduceResponse.NodeEndpoint(node_id=4, host="h", port=9092)
+    wire = ProduceResponse(node_endpoints=[endpoint]).encode(10)
+    assert ProduceResponse.decode(wire, 10).node_endpoints == [endpoint]
 
 
 # --------------------------------------------------------------------------- trailing bytes

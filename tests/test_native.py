@@ -28,8 +28,10 @@ from kafkagen.fuzz.builders import random_message
 from kafkagen.fuzz.checks import mutate
 from kafkagen.generated import APIS, OTHER_TYPES, header_type, message_type, other_type
 from kafkagen.generated.api_versions import ApiVersionsResponse
+from kafkagen.generated.broker_heartbeat import BrokerHeartbeatRequest
 from kafkagen.generated.delete_topics import DeleteTopicsResponse
-from kafkagen.generated.fetch import FetchResponse
+from kafkagen.generated.fetch import FetchRequest, FetchResponse
+from kafkagen.generated.fetch_snapshot import FetchSnapshotRequest
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
 from kafkagen.generated.produce import ProduceRequest
@@ -188,13 +190,13 @@ def tiny_class(name: str) -> type[Message]:
 @native_only
 def test_a_plan_the_accelerator_cannot_run_keeps_that_struct_on_python_codecs() -> None:
     good, odd, parent, unslotted = (tiny_class(n) for n in ("Good", "Odd", "Parent", "NoSlot"))
-    good_plan = (good, False, (("int32", "a", 4),), (), "Good")
-    odd_plan = (odd, False, (("complex128", "a"),), (), "Odd")  # a kind the C side lacks
+    good_plan = (good, False, (("int32", "a", 4),), (), "Good", ())
+    odd_plan = (odd, False, (("complex128", "a"),), (), "Odd", ())  # a kind the C side lacks
     runtime.bind_native(good, None, (0, 0, good_plan))
     runtime.bind_native(odd, None, (0, 0, odd_plan))
     struct_op = ("struct", "a", False, odd_plan, "A", False)
-    runtime.bind_native(parent, None, (0, 0, (parent, False, (struct_op,), (), "Parent")))
-    unslotted_plan = (unslotted, False, (("int32", "b", 4),), (), "NoSlot")
+    runtime.bind_native(parent, None, (0, 0, (parent, False, (struct_op,), (), "Parent", ())))
+    unslotted_plan = (unslotted, False, (("int32", "b", 4),), (), "NoSlot", ())
     runtime.bind_native(unslotted, None, (0, 0, unslotted_plan))
     assert uses_native(good, 0)
     assert not uses_native(odd, 0) and not uses_native(parent, 0)
@@ -392,6 +394,33 @@ FAILURES: list[tuple[type[Message], int, str, str, int]] = [
         "truncated: fixed-width fields run past the end (4 bytes left)",
         10,
     ),
+    # BrokerHeartbeatRequest v0 and v1: the fixed fields, then one tagged field a later
+    # version has (tag 0 from v1, tag 1 from v2), refused at the tag
+    (
+        BrokerHeartbeatRequest,
+        0,
+        "00000001ffffffffffffffff0000000000000000000001000101",
+        "tagged field 0 (BrokerHeartbeatRequest.OfflineLogDirs) exists only at versions 1+",
+        23,
+    ),
+    (
+        BrokerHeartbeatRequest,
+        1,
+        "00000001ffffffffffffffff0000000000000000000001010100",
+        "tagged field 1 (BrokerHeartbeatRequest.CordonedLogDirs) exists only at versions 2+",
+        23,
+    ),
+    # FetchSnapshotRequest v0: topic "t", partition 0 carrying tag 0 of v1+ (a struct that
+    # knows no tag at v0)
+    (
+        FetchSnapshotRequest,
+        0,
+        "ffffffff7fffffff020274020000000000000000000000000000000000000000000000000000000000"
+        "010001000000",
+        "tagged field 0 (FetchSnapshotRequest.PartitionSnapshot.ReplicaDirectoryId) exists "
+        "only at versions 1+",
+        42,
+    ),
 ]
 
 
@@ -588,6 +617,28 @@ def test_unknown_tags_merge_with_known_ones_in_tag_order() -> None:
     again = FetchResponse.decode(native[1], 16)
     assert again.node_endpoints == m.node_endpoints
     assert again.unknown_tagged_fields == ((1, b"z"), (1, b"a"), (3, b"c"), (5, b"e"))
+
+
+@native_only
+@pytest.mark.parametrize("tag, kept", [(0, False), (1, False), (2, True), (9, True)])
+def test_a_tag_of_another_version_is_refused_and_a_never_known_one_kept_alike(
+    tag: int, kept: bool
+) -> None:
+    # At v12 FetchPartition knows no tag; it has tag 0 from v17 and tag 1 from v18.
+    value = b"\x07" * 16
+    part = FetchRequest.FetchPartition(partition=3, unknown_tagged_fields=((tag, value),))
+    wire = FetchRequest(topics=[FetchRequest.FetchTopic(topic="t", partitions=[part])]).encode(12)
+    native = native_decode(FetchRequest, wire, 12)
+    with pure_python(FetchRequest):
+        python = outcome(partial(FetchRequest.decode, wire, 12))
+    assert_same(native, python, f"tag {tag}")
+    assert_same(*both(FetchRequest, partial(FetchRequest.decode_prefix, wire, 12)), "prefix")
+    if kept:
+        assert native[0] == "ok"
+        assert native[1].topics[0].partitions[0].unknown_tagged_fields == ((tag, value),)
+        assert native[1].encode(12) == wire
+    else:
+        assert native[0] == "error" and "exists only at versions" in native[1][1]
 
 
 @native_only

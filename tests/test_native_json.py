@@ -164,7 +164,7 @@ def test_a_table_the_accelerator_cannot_pair_keeps_the_python_converters() -> No
     good, bad_key, no_field, no_codec = (tiny_struct(n) for n in ("G", "BadKey", "NoF", "NoC"))
     rows = {good: ("a", "a"), bad_key: ("a", 5), no_field: ("b", "b")}
     for cls, (attr, key) in rows.items():
-        plan = (cls, False, (("int32", "a", 4),), (), cls.__name__)
+        plan = (cls, False, (("int32", "a", 4),), (), cls.__name__, ())
         runtime.bind_native(cls, (cls, ((attr, key, False, False, None),), 0), (0, 0, plan))
     runtime.bind_native(no_codec, (no_codec, (("a", "a", False, False, None),), 0))
     assert uses_native_json(good, 0)
@@ -343,9 +343,7 @@ def site_path(root: Any, target: Any) -> list[Any] | None:
     items = (
         root.items()
         if isinstance(root, dict)
-        else enumerate(root)
-        if isinstance(root, list)
-        else ()
+        else enumerate(root) if isinstance(root, list) else ()
     )
     for k, v in items:
         if isinstance(v, dict | list):

@@ -193,7 +193,7 @@ def test_first_start_in_a_process_loads_only_what_it_uses(tmp_path: Path) -> Non
 
 
 def test_control_over_http_from_an_in_process_cluster() -> None:
-    from kafkagen.control import ControlClient
+    from kafkagen.cli.control import ControlClient
 
     cluster = KafkaCluster(ClusterSettings.of(1))
     try:

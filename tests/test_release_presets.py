@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from broker_helpers import BrokerProcess, WireClient, req
-from kafkagen.control import ControlClient
+from kafkagen.cli.control import ControlClient
 from kafkagen.pytest_plugin import KafkaCluster, SyncControl
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.version_presets import preset_gaps, preset_names, preset_ranges
+from kafkagen.runtime.broker.release_presets import preset_gaps, preset_names, preset_ranges
 from kafkagen.runtime.handlers import SERVED
 
 API_VERSIONS, PRODUCE, FETCH = 18, 0, 1
@@ -134,7 +134,7 @@ def test_control_cli_answer_names_the_unadvertised_apis() -> None:
 
 
 def test_unserved_report_lists_each_presets_gaps() -> None:
-    from kafkagen.version_presets import unserved
+    from kafkagen.presets_from_jars import unserved
 
     lines = dict(line.split(": ", 1) for line in unserved().splitlines())
     assert list(lines) == preset_names()

@@ -11,9 +11,14 @@ from typing import Any
 
 import pytest
 from broker_helpers import WireClient, req
-from kafkagen.runtime.broker.acls import AclBinding, AclOperation, AclPermission, PatternType
-from kafkagen.runtime.broker.acls import ResourceType as RT
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermission,
+    PatternType,
+)
+from kafkagen.runtime.broker.security.acls import ResourceType as RT
 from tls_helpers import Pki, make_pki
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

@@ -13,10 +13,10 @@ import pytest
 from broker_helpers import WireClient, req
 from kafkagen.generated import message_type
 from kafkagen.reference import KafkaReference
-from kafkagen.runtime.broker.acls import AclOperation as OP
-from kafkagen.runtime.broker.acls import AclPermission, PatternType
-from kafkagen.runtime.broker.acls import ResourceType as RT
 from kafkagen.runtime.broker.cluster import BackgroundCluster
+from kafkagen.runtime.broker.security.acls import AclOperation as OP
+from kafkagen.runtime.broker.security.acls import AclPermission, PatternType
+from kafkagen.runtime.broker.security.acls import ResourceType as RT
 from kafkagen.runtime.records import Record, build_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

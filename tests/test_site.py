@@ -266,6 +266,8 @@ def test_the_layer_diagram_draws_the_import_contracts(served: str, browser: Page
             expected.append([[m.strip() for m in layer.split("|")] for layer in contract["layers"]])
         elif contract["type"] == "forbidden":
             expected.append([contract["source_modules"], contract["forbidden_modules"]])
+        elif contract["type"] == "private_modules":
+            expected.append([contract["packages_with_private_modules"]])
         else:
             expected.append([contract["modules"]])
     assert drawn == expected

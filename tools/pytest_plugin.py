@@ -34,8 +34,8 @@ import pytest
 
 if TYPE_CHECKING:
     from kafkagen.runtime.broker.cluster import BackgroundCluster
-    from kafkagen.runtime.broker.control import Control
-    from kafkagen.runtime.broker.control_http import ControlServer
+    from kafkagen.runtime.broker.control.http_api import ControlServer
+    from kafkagen.runtime.broker.control.interceptor import Control
 
 __all__ = ["ClusterSettings", "KafkaCluster", "SyncControl"]
 
@@ -61,8 +61,9 @@ class ClusterSettings:
 
 
 class SyncControl:
-    """`kafkagen.runtime.broker.control.Control` for code outside the brokers' loop: every
-    method runs on that loop (coroutines are awaited there) and its result comes back."""
+    """`kafkagen.runtime.broker.control.interceptor.Control` for code outside the brokers'
+    loop: every method runs on that loop (coroutines are awaited there) and its result comes
+    back."""
 
     def __init__(self, background: BackgroundCluster, control: Control) -> None:
         self._bg = background
@@ -143,7 +144,7 @@ class KafkaCluster:
         """Serve the control API over HTTP (docs/control.md) on 127.0.0.1 until the cluster
         stops, for a test that drives a client in another process or language; its URL."""
         if self._control_server is None:
-            from kafkagen.runtime.broker.control_http import ControlServer
+            from kafkagen.runtime.broker.control.http_api import ControlServer
 
             server = ControlServer(self.cluster.control, self.cluster.describe_brokers)
             self._bg.run(server.start(port))

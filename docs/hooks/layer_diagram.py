@@ -68,6 +68,12 @@ def figure(contract: dict[str, Any]) -> str:
         )
     if kind == "independence":
         return modules_figure(contract, "none of these imports another.", "modules")
+    if kind == "private_modules":
+        return modules_figure(
+            contract,
+            "inside these, a module named _x is imported only from its own package.",
+            "packages_with_private_modules",
+        )
     raise PluginError(f"layer_diagram: no drawing for a contract of type {kind!r}")
 
 

@@ -24,16 +24,17 @@ from typing import Any, Protocol
 from kafkagen.generated import APIS, message_type
 from kafkagen.runtime.message import Message
 
-from .authorizer import Authorizer
-from .config import API_VERSION_MAX, ConfigStore, parse_version_caps
-from .group_coordinator import GroupCoordinator
-from .listeners import Session
-from .metadata import ClusterMetadata
-from .replica_manager import ReplicaManager
-from .sasl import Credentials
-from .transaction_coordinator import TransactionCoordinator
+from .config.definitions import API_VERSION_MAX, parse_version_caps
+from .config.store import ConfigStore
+from .group.group_coordinator import GroupCoordinator
+from .metadata.cluster_metadata import ClusterMetadata
+from .release_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_gaps
+from .security.authorizer import Authorizer
+from .security.listeners import Session
+from .security.sasl import Credentials
+from .storage.replica_manager import ReplicaManager
+from .transaction.transaction_coordinator import TransactionCoordinator
 from .types import BrokerInfo
-from .version_presets import PRESET_CONFIG, preset_caps, preset_floors, preset_gaps
 
 __all__ = [
     "HANDLERS",

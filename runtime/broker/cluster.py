@@ -28,18 +28,18 @@ from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from .api import BrokerServices, ServedApis, describe_gaps, dispatch
-from .authorizer import Authorizer
-from .config import ConfigStore
-from .control import Control
-from .group_coordinator import GroupCoordinator
-from .listeners import Listener, enabled_mechanisms, parse_listeners
-from .log_store import ClusterStorage
-from .metadata import ClusterMetadata
-from .replica_fetcher import ReplicaFetcher
-from .replica_manager import ProduceResult, ReplicaManager
-from .sasl import SCRAM_MECHANISMS, Credentials
+from .config.store import ConfigStore
+from .control.interceptor import Control
+from .group.group_coordinator import GroupCoordinator
+from .metadata.cluster_metadata import ClusterMetadata
+from .security.authorizer import Authorizer
+from .security.listeners import Listener, enabled_mechanisms, parse_listeners
+from .security.sasl import SCRAM_MECHANISMS, Credentials
 from .server import BrokerServer
-from .transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
+from .storage.log_store import ClusterStorage
+from .storage.replica_fetcher import ReplicaFetcher
+from .storage.replica_manager import ProduceResult, ReplicaManager
+from .transaction.transaction_coordinator import Marker, MarkersCallback, TransactionCoordinator
 from .types import OFFSETS_TOPIC, BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 
 __all__ = ["BackgroundCluster", "Broker", "Cluster"]

@@ -29,8 +29,8 @@ from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.message import Message
 
 from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
-from .limits import ConnectionQuotas, RequestMemory
-from .listeners import (
+from .security.limits import ConnectionQuotas, RequestMemory
+from .security.listeners import (
     Listener,
     SaslState,
     SecurityProtocol,
@@ -39,7 +39,7 @@ from .listeners import (
     enabled_mechanisms,
     ssl_context,
 )
-from .sasl import AuthenticationFailed
+from .security.sasl import AuthenticationFailed
 
 __all__ = ["BrokerServer", "ClientConnection"]
 

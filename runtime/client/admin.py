@@ -386,9 +386,9 @@ async def list_topics_all(
     names = None if topics is None else _keys(topics, "topic")
     version = _version(client, 3, paginate, VersionRange(1, ANY_VERSION))
     request = MetadataRequest(
-        topics=None
-        if names is None
-        else [MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+        topics=(
+            None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names]
+        ),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=include_authorized_operations,
     )

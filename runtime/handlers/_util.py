@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.config import ConfigResourceType
-from kafkagen.runtime.broker.listeners import ANONYMOUS, SecurityProtocol
+from kafkagen.runtime.broker.config.definitions import ConfigResourceType
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.listeners import ANONYMOUS, SecurityProtocol
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
     DelegationTokenAuthDisabledError,

@@ -20,9 +20,9 @@ import uuid
 from collections.abc import Callable
 
 from kafkagen.generated.produce import ProduceRequest, ProduceResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.replica_manager import ProduceResult
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.storage.replica_manager import ProduceResult
 from kafkagen.runtime.errors import (
     ErrorCode,
     InvalidTxnStateError,

@@ -14,9 +14,9 @@ import uuid
 from dataclasses import dataclass
 
 from kafkagen.generated.fetch import FetchRequest, FetchResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.replica_manager import (
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.storage.replica_manager import (
     READ_COMMITTED,
     FetchInfo,
     FetchParams,

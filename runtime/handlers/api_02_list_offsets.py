@@ -12,8 +12,8 @@ for or with a negative index, answers INVALID_REQUEST for every partition.
 from __future__ import annotations
 
 from kafkagen.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError, UnsupportedVersionError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require

@@ -15,10 +15,10 @@ import bisect
 import uuid
 
 from kafkagen.generated.metadata import MetadataRequest, MetadataResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.metadata import validate_topic_name
+from kafkagen.runtime.broker.metadata.cluster_metadata import validate_topic_name
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,

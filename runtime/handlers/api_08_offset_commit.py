@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.broker.group.group_model import OffsetEntry
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers._util import commit_denials
 from kafkagen.runtime.topic_partition import TopicPartition

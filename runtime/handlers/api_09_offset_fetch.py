@@ -26,9 +26,9 @@ import uuid
 from typing import Any
 
 from kafkagen.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.broker.group.group_model import OffsetEntry
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version

@@ -9,8 +9,8 @@ that key type gets INVALID_REQUEST.
 from __future__ import annotations
 
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,

@@ -7,9 +7,9 @@ v4+ members without an id first get MEMBER_ID_REQUIRED with one (KIP-394); stati
 from __future__ import annotations
 
 from kafkagen.generated.join_group import JoinGroupRequest, JoinGroupResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group_model import JoinResult
+from kafkagen.runtime.broker.group.group_model import JoinResult
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 11

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kafkagen.generated.heartbeat import HeartbeatRequest, HeartbeatResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 12

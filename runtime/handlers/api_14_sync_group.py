@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kafkagen.generated.sync_group import SyncGroupRequest, SyncGroupResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group_model import SyncResult
+from kafkagen.runtime.broker.group.group_model import SyncResult
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 14

@@ -12,9 +12,9 @@ every group.
 from __future__ import annotations
 
 from kafkagen.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group_model import GroupState
+from kafkagen.runtime.broker.group.group_model import GroupState
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
     ErrorCode,
     GroupAuthorizationFailedError,

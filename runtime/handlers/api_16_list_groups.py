@@ -12,11 +12,11 @@ from __future__ import annotations
 import itertools
 
 from kafkagen.generated.list_groups import ListGroupsRequest, ListGroupsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.consumer_group import ConsumerGroup
-from kafkagen.runtime.broker.group_model import Group
+from kafkagen.runtime.broker.group.consumer_group import ConsumerGroup
+from kafkagen.runtime.broker.group.group_model import Group
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.handlers._util import pagination_limit
 from kafkagen.runtime.pagination import paged_version
 

@@ -2,14 +2,14 @@
 
 An unknown or disabled mechanism is answered with UNSUPPORTED_SASL_MECHANISM and the
 enabled ones, and the connection closed. After v0 the exchange goes on in bare tokens,
-after v1 in SaslAuthenticate requests (`kafkagen.runtime.broker.listeners.Session`).
+after v1 in SaslAuthenticate requests (`kafkagen.runtime.broker.security.listeners.Session`).
 """
 
 from __future__ import annotations
 
 from kafkagen.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.listeners import SaslState
+from kafkagen.runtime.broker.security.listeners import SaslState
 from kafkagen.runtime.errors import IllegalSaslStateError, UnsupportedSaslMechanismError
 
 API_KEY = 17

@@ -5,9 +5,9 @@ explicit replica assignment, and config overrides; ``validate_only`` checks with
 from __future__ import annotations
 
 from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require

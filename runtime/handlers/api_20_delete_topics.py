@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from kafkagen.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     InvalidTopicExceptionError,

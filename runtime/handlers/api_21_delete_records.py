@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kafkagen.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require

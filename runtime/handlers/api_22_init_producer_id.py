@@ -8,9 +8,9 @@ previous producer), after aborting a transaction that producer left open.
 from __future__ import annotations
 
 from kafkagen.generated.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 22

@@ -11,8 +11,8 @@ from kafkagen.generated.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require

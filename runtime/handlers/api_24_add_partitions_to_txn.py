@@ -14,8 +14,8 @@ from kafkagen.generated.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition

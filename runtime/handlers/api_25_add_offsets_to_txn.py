@@ -4,8 +4,8 @@ that the producer can commit the group's offsets with it (TxnOffsetCommit)."""
 from __future__ import annotations
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.topic_partition import TopicPartition

@@ -9,8 +9,8 @@ and epoch to go on with (a new producer id at epoch 0 once the epochs run out).
 from __future__ import annotations
 
 from kafkagen.generated.end_txn import EndTxnRequest, EndTxnResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 
 API_KEY = 26

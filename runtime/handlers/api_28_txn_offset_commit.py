@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kafkagen.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.group_model import OffsetEntry
+from kafkagen.runtime.broker.group.group_model import OffsetEntry
 from kafkagen.runtime.broker.types import OFFSETS_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.handlers._util import commit_denials, in_transaction

@@ -9,15 +9,15 @@ starts with a bisect in the ACL store's sorted resources, so it costs its own si
 from __future__ import annotations
 
 from kafkagen.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
-from kafkagen.runtime.broker.acls import (
+from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import (
     AclBinding,
     AclFilter,
     AclOperation,
     PatternType,
     ResourceType,
 )
-from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit, require

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kafkagen.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
-from kafkagen.runtime.broker.acls import AclFilter, AclOperation, PatternType, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclFilter, AclOperation, PatternType, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import KafkaError
 from kafkagen.runtime.handlers._util import require

@@ -15,10 +15,11 @@ import bisect
 import logging
 
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
-from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.config import ConfigEntry, ConfigResourceType, ConfigSource, ConfigType
-from kafkagen.runtime.broker.config_changes import broker_resource
+from kafkagen.runtime.broker.config.definitions import ConfigResourceType, ConfigSource, ConfigType
+from kafkagen.runtime.broker.config.store import ConfigEntry
+from kafkagen.runtime.broker.metadata.config_changes import broker_resource
+from kafkagen.runtime.broker.security.acls import AclOperation
 from kafkagen.runtime.errors import (
     ErrorCode,
     InvalidRequestError,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from kafkagen.generated.alter_configs import AlterConfigsRequest, AlterConfigsResponse
-from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.config import ConfigError
-from kafkagen.runtime.broker.config_changes import replace_configs
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.metadata.config_changes import replace_configs
+from kafkagen.runtime.broker.security.acls import AclOperation
 from kafkagen.runtime.errors import InvalidConfigError, KafkaError
 from kafkagen.runtime.handlers._util import require_config_access
 

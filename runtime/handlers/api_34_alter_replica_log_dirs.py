@@ -13,9 +13,9 @@ from kafkagen.generated.alter_replica_log_dirs import (
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
     LogDirNotFoundError,

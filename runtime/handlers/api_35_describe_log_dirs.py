@@ -14,10 +14,10 @@ import bisect
 import itertools
 
 from kafkagen.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.partition import Partition
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.storage.partition import Partition
 from kafkagen.runtime.errors import ErrorCode, InvalidRequestError
 from kafkagen.runtime.handlers._util import log_dir as log_dir_of
 from kafkagen.runtime.handlers._util import pagination_limit, repeated

@@ -12,7 +12,7 @@ from kafkagen.generated.sasl_authenticate import (
     SaslAuthenticateResponse,
 )
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.sasl import AuthenticationFailed
+from kafkagen.runtime.broker.security.sasl import AuthenticationFailed
 from kafkagen.runtime.errors import IllegalSaslStateError, SaslAuthenticationFailedError
 
 API_KEY = 36

@@ -6,8 +6,8 @@ from kafkagen.generated.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import InvalidRequestError, KafkaError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import require

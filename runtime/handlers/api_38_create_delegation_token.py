@@ -11,8 +11,8 @@ from kafkagen.generated.create_delegation_token import (
     CreateDelegationTokenRequest,
     CreateDelegationTokenResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import (
     DelegationTokenAuthorizationFailedError,
     DelegationTokenRequestNotAllowedError,

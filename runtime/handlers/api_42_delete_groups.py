@@ -7,8 +7,8 @@ null for the errors a deletion meets here (a group that is not empty or does not
 from __future__ import annotations
 
 from kafkagen.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 

@@ -3,14 +3,19 @@
 A preferred election moves leadership to the first assigned replica when it is alive and
 in sync. An unclean one gives a leaderless partition any alive replica, accepting the loss
 of what only the missing in-sync replicas had.
+
+Asked for every partition (``topic_partitions`` null), the answer leaves out the partitions
+whose election was not needed, keeping each topic's entry, as Kafka does: tools then print
+only the elections that happened. Named partitions each get their row, ELECTION_NOT_NEEDED
+included.
 """
 
 from __future__ import annotations
 
 from kafkagen.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.broker.types import PartitionInfo
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError as ClusterAuthFailed
 from kafkagen.runtime.errors import (
@@ -51,6 +56,8 @@ def handle(ctx: RequestContext, request: ElectLeadersRequest) -> None:
                     raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
                 _elect(ctx, info, election)
             except KafkaError as e:
+                if isinstance(e, ElectionNotNeededError) and request.topic_partitions is None:
+                    continue  # an election of everything lists only what it changed
                 out.error_code = e.code
                 out.error_message = e.message
             partitions.append(out)

@@ -6,10 +6,10 @@ from kafkagen.generated.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.config import ConfigError
-from kafkagen.runtime.broker.config_changes import incremental_alter
+from kafkagen.runtime.broker.config.definitions import ConfigError
+from kafkagen.runtime.broker.metadata.config_changes import incremental_alter
+from kafkagen.runtime.broker.security.acls import AclOperation
 from kafkagen.runtime.errors import InvalidConfigError, KafkaError
 from kafkagen.runtime.handlers._util import require_config_access
 

@@ -14,9 +14,9 @@ from kafkagen.generated.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError, InvalidRequestError
 from kafkagen.runtime.handlers._util import Pager, pagination_limit, repeated
 from kafkagen.runtime.pagination import paged_version

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kafkagen.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.message import KeyedList
 from kafkagen.runtime.topic_partition import TopicPartition

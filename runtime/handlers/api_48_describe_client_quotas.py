@@ -10,10 +10,10 @@ from kafkagen.generated.describe_client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.client_quotas import QuotaRequestError, QuotaTypeError
+from kafkagen.runtime.broker.metadata.client_quotas import QuotaRequestError, QuotaTypeError
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
     InvalidRequestError,

@@ -13,10 +13,10 @@ from kafkagen.generated.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.sasl import SCRAM_MECHANISMS
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.sasl import SCRAM_MECHANISMS
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
     DuplicateResourceError,

@@ -16,10 +16,10 @@ from kafkagen.generated.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
-from kafkagen.runtime.broker.sasl import (
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.sasl import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     SCRAM_MECHANISMS,

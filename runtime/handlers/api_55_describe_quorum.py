@@ -24,9 +24,9 @@ from __future__ import annotations
 import uuid
 
 from kafkagen.generated.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import (
     ClusterAuthorizationFailedError,
     UnknownTopicOrPartitionError,

@@ -7,9 +7,9 @@ stopped or paused, which stay registered, listed with IsFenced set.
 from __future__ import annotations
 
 from kafkagen.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from kafkagen.runtime.broker.acls import ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import MismatchedEndpointTypeError
 from kafkagen.runtime.handlers._util import NOT_REQUESTED
 from kafkagen.runtime.message import KeyedList

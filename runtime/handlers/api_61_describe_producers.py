@@ -1,4 +1,8 @@
-"""DescribeProducers (key 61): the idempotent producers each partition leader knows.
+"""DescribeProducers (key 61): the idempotent producers each partition replica knows.
+
+Any replica answers, the leader or a follower (whose producer state follows the batches
+and markers it replicates); a broker without a replica answers NOT_LEADER_OR_FOLLOWER,
+with no error message, as in Kafka.
 
 Producers come newest first (highest id first). v1 (unstable, seed 001) pages them: at most
 the pagination limit of producers over all partitions, and NextCursor names the partition
@@ -13,9 +17,9 @@ from kafkagen.generated.describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.errors import InvalidRequestError, KafkaError
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.errors import InvalidRequestError, KafkaError, NotLeaderOrFollowerError
 from kafkagen.runtime.errors import TopicAuthorizationFailedError as TopicAuthFailed
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.pagination import paged_version
@@ -90,10 +94,14 @@ def handle(ctx: RequestContext, request: DescribeProducersRequest) -> None:
             out = PartitionResponse(partition_index=index, error_code=0, active_producers=[])
             try:
                 require(ctx, AclOperation.READ, ResourceType.TOPIC, t.name, TopicAuthFailed)
-                partition = rm.leader_partition(TopicPartition(t.name, index))
+                # Any replica answers: a follower's producer state follows the batches
+                # (and markers) it replicates.
+                partition = rm.replica_partition(TopicPartition(t.name, index))
             except KafkaError as e:
                 out.error_code = e.code
-                out.error_message = e.message
+                if not isinstance(e, NotLeaderOrFollowerError):
+                    # Kafka explains the topic's errors, not a missing replica.
+                    out.error_message = e.message
                 partitions.append(out)
                 continue
             # Newest producer first (the highest id), the order the pagination seed uses.

@@ -14,8 +14,8 @@ from kafkagen.generated.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode, KafkaError, TransactionalIdAuthorizationFailedError
 from kafkagen.runtime.handlers._util import pagination_limit, repeated, require
 from kafkagen.runtime.message import KeyedList

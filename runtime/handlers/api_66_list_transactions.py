@@ -19,9 +19,9 @@ from kafkagen.generated.list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.transaction_coordinator import TxnMetadata, TxnState
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.transaction.transaction_state import TxnMetadata, TxnState
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 from kafkagen.runtime.handlers._util import pagination_limit
 from kafkagen.runtime.pagination import paged_version

@@ -11,10 +11,10 @@ from kafkagen.generated.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.assignors import Assignment
-from kafkagen.runtime.broker.consumer_group import HeartbeatResult
+from kafkagen.runtime.broker.group.assignors import Assignment
+from kafkagen.runtime.broker.group.consumer_group import HeartbeatResult
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import ErrorCode, KafkaError
 
 API_KEY = 68

@@ -19,10 +19,10 @@ from kafkagen.generated.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.assignors import Assignment
-from kafkagen.runtime.broker.consumer_group import ConsumerGroupManager
+from kafkagen.runtime.broker.group.assignors import Assignment
+from kafkagen.runtime.broker.group.consumer_group_manager import ConsumerGroupManager
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
 from kafkagen.runtime.handlers._util import (
     NOT_REQUESTED,

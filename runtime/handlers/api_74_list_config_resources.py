@@ -20,9 +20,9 @@ from kafkagen.generated.list_config_resources import (
     ListConfigResourcesRequest,
     ListConfigResourcesResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
-from kafkagen.runtime.broker.authorizer import CLUSTER_NAME
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
+from kafkagen.runtime.broker.security.authorizer import CLUSTER_NAME
 from kafkagen.runtime.errors import ClusterAuthorizationFailedError, UnsupportedVersionError
 
 API_KEY = 74

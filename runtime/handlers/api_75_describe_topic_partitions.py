@@ -17,8 +17,8 @@ from kafkagen.generated.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
 )
-from kafkagen.runtime.broker.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.security.acls import AclOperation, ResourceType
 from kafkagen.runtime.broker.types import TopicInfo
 from kafkagen.runtime.errors import (
     InvalidRequestError,

@@ -85,7 +85,7 @@ def _kafkagen(brokers: int, port: int) -> Iterator[subprocess.Popen[bytes]]:
         [
             sys.executable,
             "-m",
-            "kafkagen.serve",
+            "kafkagen.cli.serve",
             "--brokers",
             str(brokers),
             "--port",

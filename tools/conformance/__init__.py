@@ -6,7 +6,7 @@ command line; `run_suite` from code. Scenarios live in the ``*_scenarios`` modul
 """
 
 from .core import SCENARIOS, Result, Scenario, Session, SetupError, Target, scenario
-from .suite import all_scenarios, load_documented, run_suite, summary, table
+from .suite import all_scenarios, exit_status, load_documented, run_suite, summary, table
 
 __all__ = [
     "SCENARIOS",
@@ -16,6 +16,7 @@ __all__ = [
     "SetupError",
     "Target",
     "all_scenarios",
+    "exit_status",
     "load_documented",
     "run_suite",
     "scenario",

@@ -26,7 +26,7 @@ from kafkagen.generated.list_config_resources import ListConfigResourcesRequest
 from kafkagen.generated.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafkagen.generated.metadata import MetadataRequest
 
-from .core import Session, scenario
+from .core import Session, SetupError, scenario
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP_CONFIGS = 2, 4, 8, 16, 32  # config resources
 
@@ -544,19 +544,97 @@ async def describe_log_dirs(s: Session) -> None:
     )
 
 
-def _elect(topic: str, election: int = 0) -> ElectLeadersRequest:
+def _elect(
+    topic: str | None, election: int = 0, partitions: tuple[int, ...] = (0,)
+) -> ElectLeadersRequest:
+    """An election for ``partitions`` of ``topic``; every partition when ``topic`` is None."""
     E = ElectLeadersRequest
     return E(
         election_type=election,
-        topic_partitions=[E.TopicPartitions(topic=topic, partitions=[0])],
+        topic_partitions=(
+            None if topic is None else [E.TopicPartitions(topic=topic, partitions=list(partitions))]
+        ),
         timeout_ms=30000,
     )
+
+
+async def _preferred_elsewhere(s: Session, topic: str) -> None:
+    """Set-up: reverse the replicas of ``topic``-0, so that its leader stays and its
+    preferred replica is another broker."""
+    md = await s.metadata([topic])
+    replicas = list(reversed(md.topics[0].partitions[0].replica_nodes))
+    r = await s.setup(_reassign(topic, replicas))
+    if r.error_code != 0 or r.responses[0].partitions[0].error_code != 0:
+        raise SetupError(f"reordering the replicas of {topic}-0: {r}")
+    await _until_every_node(s, topic, lambda p: p.replica_nodes == replicas)
+
+
+async def _until_every_node(s: Session, topic: str, seen: Callable[[Any], bool]) -> None:
+    """Set-up: wait until every node's metadata of ``topic``-0 passes ``seen`` (brokers
+    apply the controller's changes a moment after it answers)."""
+    deadline = asyncio.get_running_loop().time() + 20.0
+    for node in sorted(s.target.nodes):
+        while not seen(
+            next(
+                p
+                for p in (await s.metadata([topic], node)).topics[0].partitions
+                if p.partition_index == 0
+            )
+        ):
+            if asyncio.get_running_loop().time() > deadline:
+                raise SetupError(f"node {node} does not see the change of {topic}-0")
+            await asyncio.sleep(0.05)
+
+
+def _preferred_leads(p: Any) -> bool:
+    return bool(p.leader_id == p.replica_nodes[0])
+
+
+def _mine(s: Session) -> Callable[[Any], Any]:
+    """Keep this scenario's topics of an election over the whole cluster."""
+
+    def keep(data: Any) -> Any:
+        data["replicaElectionResults"] = [
+            r for r in data["replicaElectionResults"] if r["topic"].startswith(s.prefix)
+        ]
+        return data
+
+    return keep
 
 
 @scenario("ElectLeaders", "preferred-not-needed", "the preferred replica already leads")
 async def elect_not_needed(s: Session) -> None:
     t = await s.create_topic()
     await s.call(_elect(t))
+
+
+@scenario(
+    "ElectLeaders",
+    "preferred-some-needed",
+    "two named partitions, one led by its preferred replica and one not",
+    brokers=2,
+)
+async def elect_some_needed(s: Session) -> None:
+    t = await s.create_topic(partitions=2, replication=2)
+    await _preferred_elsewhere(s, t)
+    await s.call(_elect(t, partitions=(0, 1)))
+    await _until_every_node(s, t, _preferred_leads)
+    await s.call(_metadata(t))
+
+
+@scenario(
+    "ElectLeaders",
+    "all-partitions",
+    "every partition (null): those already led by their preferred replica are left out",
+    brokers=2,
+)
+async def elect_all(s: Session) -> None:
+    t = await s.create_topic(partitions=2, replication=2)
+    await s.call(_elect(None), keep=_mine(s))
+    await _preferred_elsewhere(s, t)
+    await s.call(_elect(None), keep=_mine(s))
+    await _until_every_node(s, t, _preferred_leads)
+    await s.call(_metadata(t))
 
 
 @scenario("ElectLeaders", "unknown-topic", "a topic that does not exist")

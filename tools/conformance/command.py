@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .core import Result, Target
-from .suite import all_scenarios, load_documented, run_suite, summary, table
+from .suite import all_scenarios, exit_status, load_documented, run_suite, summary, table
 
 __all__ = ["add_arguments", "run"]
 
@@ -18,6 +18,12 @@ DOCUMENTED = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        "Exit status: 0 when every scenario agrees, is skipped or differs as documented "
+        "(the --documented file names it); 1 when a scenario differs without being "
+        "documented ('open'), stops with an error, or the brokers cannot be reached or "
+        "started; 2 for a bad option."
+    )
     parser.add_argument(
         "--bootstrap", required=True, metavar="HOST:PORT", help="the broker under test"
     )
@@ -142,4 +148,4 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     print(summary(results, documented))
-    return 0 if all(r.status != "differ" for r in results) else 1
+    return exit_status(results, documented)

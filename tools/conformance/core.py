@@ -465,6 +465,17 @@ class Result:
     detail: str = ""
     steps: tuple[list[Step], list[Step]] = field(default_factory=lambda: ([], []))
 
+    @property
+    def stopped(self) -> bool:
+        """The scenario did not run to its end on a broker (a failed set-up or step, or
+        its time limit), whether or not the two runs compare equal."""
+        return any(
+            set(s.outcome) == {"stopped"}
+            for side in self.steps
+            for s in side
+            if isinstance(s.outcome, dict)
+        )
+
 
 def compare_runs(sc: Scenario, a: list[Step], b: list[Step]) -> Result:
     for i, (x, y) in enumerate(zip(a, b, strict=False)):

@@ -74,9 +74,11 @@ def _sync(group: str, generation: int, member: str, assign: bool = True) -> Sync
         member_id=member,
         protocol_type="consumer",
         protocol_name="range",
-        assignments=[S.SyncGroupRequestAssignment(member_id=member, assignment=b"\x00\x01")]
-        if assign
-        else [],
+        assignments=(
+            [S.SyncGroupRequestAssignment(member_id=member, assignment=b"\x00\x01")]
+            if assign
+            else []
+        ),
     )
 
 

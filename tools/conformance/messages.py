@@ -28,11 +28,14 @@ __all__ = [
 BASE_TIMESTAMP = 1_700_000_000_000
 
 
-def batch(count: int = 3, *, size: int = 8, first: int = 0, **kw: Any) -> bytes:
-    """A v2 batch of ``count`` records with keys ``k<i>`` and ``size``-byte values."""
+def batch(
+    count: int = 3, *, size: int = 8, first: int = 0, timestamp: int = BASE_TIMESTAMP, **kw: Any
+) -> bytes:
+    """A v2 batch of ``count`` records with keys ``k<i>`` and ``size``-byte values, created
+    at ``timestamp`` (ms) and the following milliseconds."""
     records = [
         Record(
-            timestamp=BASE_TIMESTAMP + i,
+            timestamp=timestamp + i,
             key=f"k{first + i}".encode(),
             value=bytes([65 + (first + i) % 26]) * size,
         )

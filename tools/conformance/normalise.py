@@ -120,9 +120,11 @@ class Normaliser:
                         "producerEpoch": b.producer_epoch,
                         "baseSequence": b.base_sequence,
                         "records": [
-                            [r.offset, r.key, r.value, r.headers]
-                            if control
-                            else [r.offset, r.timestamp, r.key, r.value, r.headers]
+                            (
+                                [r.offset, r.key, r.value, r.headers]
+                                if control
+                                else [r.offset, r.timestamp, r.key, r.value, r.headers]
+                            )
                             for r in b.records()
                         ],
                     }

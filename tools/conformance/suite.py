@@ -10,7 +10,7 @@ from pathlib import Path
 from .core import SCENARIOS, Result, Scenario, Session, Step, Target, choose_versions, compare_runs
 from .core import new_prefix as _new_prefix
 
-__all__ = ["load_documented", "run_suite", "summary", "table"]
+__all__ = ["exit_status", "load_documented", "run_suite", "summary", "table"]
 
 #: How long one scenario may take on one broker.
 SCENARIO_TIMEOUT_S = 90.0
@@ -103,9 +103,19 @@ def load_documented(path: Path) -> dict[str, str]:
 
 
 def status(result: Result, documented: Mapping[str, str]) -> str:
+    """``agree``, ``documented``, ``open``, ``error`` (the scenario stopped on a broker)
+    or ``skipped``."""
+    if result.stopped:
+        return "error"
     if result.status == "differ":
         return "documented" if result.scenario.name in documented else "open"
     return result.status
+
+
+def exit_status(results: Iterable[Result], documented: Mapping[str, str]) -> int:
+    """The command's exit status: 0 when every scenario agrees, is skipped or differs as
+    documented; 1 when one differs without being documented, or stopped."""
+    return 1 if any(status(r, documented) in ("open", "error") for r in results) else 0
 
 
 def table(results: list[Result], documented: Mapping[str, str]) -> str:
@@ -118,12 +128,17 @@ def table(results: list[Result], documented: Mapping[str, str]) -> str:
 
 def summary(results: list[Result], documented: Mapping[str, str]) -> str:
     ran = [r for r in results if r.status != "skipped"]
-    counts = {k: sum(status(r, documented) == k for r in ran) for k in ("documented", "open")}
-    agree = sum(r.status == "agree" for r in ran)
+    counts = {
+        k: sum(status(r, documented) == k for r in ran)
+        for k in ("agree", "documented", "open", "error")
+    }
     skipped = len(results) - len(ran)
-    parts = [f"{agree} agree", f"{counts['documented']} documented", f"{counts['open']} open"]
+    parts = [f"{counts[k]} {k}" for k in ("agree", "documented", "open")]
+    if counts["error"]:
+        parts.append(f"{counts['error']} stopped with an error")
     if skipped:
         parts.append(f"{skipped} skipped")
     return (
-        ", ".join(parts) + f"\nconformance: {agree}/{len(ran)} scenarios agree with the reference"
+        ", ".join(parts)
+        + f"\nconformance: {counts['agree']}/{len(ran)} scenarios agree with the reference"
     )

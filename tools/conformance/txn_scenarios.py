@@ -4,6 +4,7 @@ EndTxn, read_committed fetches, and the transaction listings."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from kafkagen.generated.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -60,9 +61,10 @@ class _Txn:
             return await self.s.call(req, v, node=self.node)
         return await self.s.setup(req, v, node=self.node)
 
-    def batch(self, count: int = 2, seq: int = 0) -> bytes:
+    def batch(self, count: int = 2, seq: int = 0, **kw: Any) -> bytes:
         return batch(
             count,
+            **kw,
             producer_id=self.pid,
             producer_epoch=self.epoch,
             base_sequence=seq,
@@ -404,11 +406,29 @@ async def list_txns(s: Session) -> None:
     await s.call(ListTransactionsRequest(), node=x.node, keep=keep)
 
 
+def _now_ms() -> int:
+    """A create time for batches whose producer state a scenario reads: Kafka expires a
+    producer whose last batch was created a day before its periodic check (every ten
+    minutes), so the suite's fixed 2023 timestamps would let that check empty the answer."""
+    return int(time.time() * 1000)
+
+
+async def _idempotent_batch(s: Session) -> bytes:
+    """Two records of a new idempotent producer (set-up), created now."""
+    r = await s.setup(_init(None))
+    return batch(
+        2,
+        producer_id=r.producer_id,
+        producer_epoch=r.producer_epoch,
+        base_sequence=0,
+        timestamp=_now_ms(),
+    )
+
+
 @scenario("DescribeProducers", "idempotent", "the producer state after an idempotent write")
 async def describe_producers(s: Session) -> None:
     t = await s.create_topic()
-    r = await s.setup(_init(None))
-    data = batch(2, producer_id=r.producer_id, producer_epoch=r.producer_epoch, base_sequence=0)
+    data = await _idempotent_batch(s)
     await s.produced(t, data)
     D = DescribeProducersRequest
     req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
@@ -421,3 +441,60 @@ async def describe_producers_not_leader(s: Session) -> None:
     D = DescribeProducersRequest
     req = D(topics=[D.TopicRequest(name=t, partition_indexes=[0])])
     await s.call(req, node=s.other_node(await s.leader(t)))
+
+
+@scenario("DescribeProducers", "unknown-topic", "a topic that does not exist")
+async def describe_producers_unknown(s: Session) -> None:
+    D = DescribeProducersRequest
+    await s.call(D(topics=[D.TopicRequest(name=s.name("missing"), partition_indexes=[0])]))
+
+
+async def _roles(s: Session, topic: str) -> tuple[int, int, int]:
+    """The leader, the follower and a broker without a replica of ``topic``-0 (two
+    replicas on three brokers)."""
+    md = await s.metadata([topic])
+    p = md.topics[0].partitions[0]
+    follower = next(r for r in p.replica_nodes if r != p.leader_id)
+    outside = next(n for n in sorted(s.target.nodes) if n not in p.replica_nodes)
+    return int(p.leader_id), int(follower), outside
+
+
+async def _describe_producers_everywhere(s: Session, topic: str) -> None:
+    leader, follower, outside = await _roles(s, topic)
+    D = DescribeProducersRequest
+    req = D(topics=[D.TopicRequest(name=topic, partition_indexes=[0])])
+    for node in (leader, follower, outside):
+        await s.call(req, node=node)
+
+
+@scenario(
+    "DescribeProducers",
+    "every-replica",
+    "an idempotent write (acks=-1) seen from the leader, the follower and a non-replica",
+    brokers=3,
+)
+async def describe_producers_every_replica(s: Session) -> None:
+    t = await s.create_topic(replication=2)
+    data = await _idempotent_batch(s)
+    await s.produced(t, data, acks=-1)
+    await _describe_producers_everywhere(s, t)
+
+
+@scenario(
+    "DescribeProducers",
+    "follower-transaction",
+    "an open transaction, then its commit, seen from every broker",
+    brokers=3,
+)
+async def describe_producers_follower_txn(s: Session) -> None:
+    t = await s.create_topic(replication=2)
+    x = await _txn(s)
+    await x.add(t, record=False)
+    leader = await s.leader(t)
+    txn_batch = x.batch(timestamp=_now_ms())
+    await s.setup(produce(t, txn_batch, transactional_id=x.tid, acks=-1), node=leader)
+    await _describe_producers_everywhere(s, t)
+    await s.setup(_end(x.tid, x.pid, x.epoch, True), node=x.node)
+    # Settled on the leader: the high watermark is past the marker, so the follower has it.
+    await _settled(s, t, leader)
+    await _describe_producers_everywhere(s, t)

@@ -150,7 +150,7 @@ def _struct_builder(table: Any, plan: tuple[Any, ...]) -> Build:
     known = _STRUCTS.get(key)
     if known is not None:
         return known
-    cls, flexible, ops, tags, qualname = plan
+    cls, flexible, ops, tags, qualname, _other_tags = plan
     _table_cls, rows, first_free = table
     by_attr = {op[1]: op for op in ops}
     tag_defaults = {op[1]: _default_of(default) for _tag, op, default in tags}

@@ -151,7 +151,7 @@ def resolve(source: str | Sequence[str] | None = None) -> Package:
 
 
 def _resolve_one(source: str) -> Package:
-    from kafkagen.import_specs import is_release
+    from kafkagen.cli.import_specs import is_release
 
     path = Path(source)
     if path.is_dir():
@@ -257,7 +257,7 @@ def from_specs(spec_dirs: Sequence[Path], label: str | None = None) -> Package:
 def from_release(version: str) -> Package:
     """Kafka's own spec files of a release, generated (the jar is cached by Maven)."""
     from kafkagen.generator.errors import SpecError
-    from kafkagen.import_specs import build_specs, read_specs, resolve_source, write_files
+    from kafkagen.cli.import_specs import build_specs, read_specs, resolve_source, write_files
 
     try:
         texts = build_specs(read_specs(resolve_source(version)), extensions=None)
@@ -334,7 +334,7 @@ def _field_layout(op: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _plan_layout(plan: tuple[Any, ...]) -> tuple[Any, ...]:
     """A struct at one version: (flexible, fields in wire order, tagged fields by tag)."""
-    _cls, flexible, ops, tags, _qualname = plan
+    _cls, flexible, ops, tags, _qualname, _other_tags = plan
     fields = tuple(_field_layout(op) for op in ops if op[0] != "absent")
     tagged = tuple((tag, _field_layout(op), _default_key(default)) for tag, op, default in tags)
     return (bool(flexible), fields, tagged)
@@ -423,7 +423,7 @@ def _struct_rules(cls: Any, ftable: Any, index: dict[int, int]) -> StructRules:
         array = False
         tag = None
         for v in sorted(plans):
-            _c, _flex, ops, tags, _q = plans[v]
+            _c, _flex, ops, tags, _q, _other = plans[v]
             op = next((o for o in ops if o[1] == attr), None)
             tagged = next(((t, o) for t, o, _d in tags if o[1] == attr), None)
             if tagged is not None:

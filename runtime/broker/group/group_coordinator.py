@@ -1,0 +1,261 @@
+"""The group coordinator: the groups of both protocols, and the coordinator's life.
+
+A broker coordinates the groups that hash onto the ``__consumer_offsets`` partitions it
+leads (`CoordinatorLog`). `GroupCoordinator` speaks the classic protocol
+(`_classic_protocol`) over the group model of `group_model`, holds the consumer-protocol
+groups (`consumer_group_manager`) and the committed offsets (`_offset_store`), and loads all
+three from a partition when it takes it over.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from kafkagen.runtime.errors import ErrorCode
+from kafkagen.runtime.records import Record, iter_batches
+from kafkagen.runtime.timer import Timer
+from kafkagen.runtime.topic_partition import TopicPartition
+
+from ..config.store import ConfigStore
+from ..coordinator.coordinator_log import CoordinatorLog
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..sorted_keys import SortedKeysDict
+from ..storage.partition import ABORT_MARKER, COMMIT_MARKER, Partition, parse_control_key
+from ..storage.replica_manager import ReplicaManager
+from ..types import OFFSETS_TOPIC
+from ._classic_protocol import ClassicProtocol
+from ._group_records import decode_key, decode_offset_value, group_key
+from ._offset_store import OffsetStore
+from .consumer_group import ConsumerGroup, StateRecords, decode_state_key
+from .consumer_group_manager import ConsumerGroupManager
+from .group_model import Group, GroupState, OffsetEntry
+
+__all__ = ["GroupCoordinator"]
+
+_log = logging.getLogger("kafkagen.broker.groups")
+
+
+class GroupCoordinator(ClassicProtocol):
+    """The groups whose offsets-topic partitions this broker leads."""
+
+    def __init__(
+        self,
+        node_id: int,
+        configs: ConfigStore,
+        metadata: ClusterMetadata,
+        replica_manager: ReplicaManager,
+        timer_factory: Callable[[], Timer],
+    ) -> None:
+        self.log = CoordinatorLog(
+            OFFSETS_TOPIC,
+            node_id,
+            configs,
+            metadata,
+            replica_manager,
+            partitions_config="offsets.topic.num.partitions",
+            replication_config="offsets.topic.replication.factor",
+            write_timeout_ms=lambda: configs.broker_int("offsets.commit.timeout.ms", node_id),
+            on_load=self._load,
+            on_unload=self._unload,
+        )
+        groups: SortedKeysDict[str, Group] = SortedKeysDict()
+        consumer = ConsumerGroupManager(self.log, groups, timer_factory)
+        super().__init__(self.log, groups, consumer, timer_factory)
+        #: Committed offsets of the groups of both protocols.
+        self.offsets = OffsetStore(self.log, self.groups, self.consumer, self._schedule_heartbeat)
+
+    # -- ownership --------------------------------------------------------------------
+
+    @property
+    def owned(self) -> Mapping[int, int]:
+        """Offsets-topic partitions this broker leads, hence coordinates (-> leader epoch)."""
+        return self.log.owned
+
+    def ensure_offsets_topic(self) -> bool:
+        """Create ``__consumer_offsets`` on first use, as Kafka does; False if impossible."""
+        return self.log.ensure_topic()
+
+    def coordinator_for(self, group_id: str) -> int:
+        """The broker id coordinating ``group_id`` (-1 if none is available)."""
+        return self.log.coordinator_for(group_id)
+
+    def _load(self, partition: Partition) -> None:
+        """Rebuild groups' committed offsets from the partition (leadership moved here).
+
+        Transactional offset commits are replayed as the previous leader saw them: kept
+        aside until their transaction's marker, which applies (COMMIT) or drops (ABORT)
+        them; those of transactions still open stay pending.
+        """
+        index = partition.tp.partition
+        offsets = self.offsets
+        offsets.drop_pending(index)
+        # Consumer-protocol groups: their last state records.
+        states: dict[str, StateRecords] = {}
+        for b in partition.log.batches:
+            for batch in iter_batches(b.data, verify_crc=False):
+                if batch.is_control:
+                    for r in batch:
+                        marker = parse_control_key(r.key)
+                        if marker in (ABORT_MARKER, COMMIT_MARKER):
+                            offsets.complete_transaction(
+                                batch.producer_id, index, marker == COMMIT_MARKER
+                            )
+                    continue
+                txn_pid = batch.producer_id if batch.is_transactional else None
+                for r in batch:
+                    if r.key is None:
+                        continue
+                    try:
+                        state_of = decode_state_key(r.key)
+                        key = None if state_of is not None else decode_key(r.key)
+                    except ValueError as e:
+                        _log.error(
+                            "%s batch at %d: record skipped: %s", partition.tp, b.base_offset, e
+                        )
+                        continue
+                    if state_of is not None:
+                        state_group, member_id, record_type = state_of
+                        records = states.setdefault(state_group, {})
+                        if r.value is None:
+                            records.pop((member_id, record_type), None)
+                        else:
+                            records[member_id, record_type] = bytes(r.value)
+                        continue
+                    if key is None:
+                        continue
+                    kind, group_id, topic, tp_index = key
+                    group = self.groups.get(group_id)
+                    if kind == "group":
+                        states.pop(group_id, None)  # the id went to a classic group
+                        if r.value is None:
+                            self.groups.pop(group_id, None)
+                        elif group is None:
+                            self.groups[group_id] = Group(group_id, self._time_ms())
+                        continue
+                    tp = TopicPartition(topic, tp_index)
+                    if txn_pid is not None:
+                        if r.value is not None:
+                            v = decode_offset_value(r.value)
+                            entry = OffsetEntry(
+                                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
+                            )
+                            offsets.add_pending(txn_pid, index, group_id, tp, entry)
+                        continue
+                    if r.value is None:
+                        if group is not None:
+                            group.offsets.pop(tp, None)
+                        continue
+                    if group is None:
+                        group = self.groups[group_id] = Group(group_id, self._time_ms())
+                    v = decode_offset_value(r.value)
+                    group.offsets[tp] = OffsetEntry(
+                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp
+                    )
+        self.consumer.load(states)
+
+    def _unload(self, index: int) -> None:
+        for group_id in [g for g in self.groups if self.log.partition_of(g) == index]:
+            group = self.groups.pop(group_id)
+            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        self.consumer.unload(index)
+        # The next leader replays them; kept here they would go stale.
+        self.offsets.drop_pending(index)
+
+    # -- listing, describing, deleting ------------------------------------------------
+
+    def list_groups(self) -> list[Group]:
+        return [
+            g
+            for g in self.groups.values()
+            if g.state is not GroupState.DEAD and self.log.owns(g.group_id)
+        ]
+
+    def groups_from(self, start: str | None) -> Iterator[Group | ConsumerGroup]:
+        """The live groups of both protocols this broker coordinates, by group id from the
+        first at or after ``start``: ListGroups pages cost their own size, not every group's.
+        """
+        owns = self.log.owns
+        classic = (
+            g
+            for g in map(self.groups.__getitem__, self.groups.keys_from(start))
+            if g.state is not GroupState.DEAD and owns(g.group_id)
+        )
+        consumer = self.consumer.groups
+        modern = (
+            g
+            for g in map(consumer.__getitem__, consumer.keys_from(start))
+            if not g.dead and owns(g.group_id)
+        )
+        return heapq.merge(classic, modern, key=lambda g: g.group_id)
+
+    def describe_group(self, group_id: str) -> Group | None:
+        """The group, or None if unknown; raises NOT_COORDINATOR and the like."""
+        self.log.check_owner(group_id)
+        return self.groups.get(group_id)
+
+    def delete_groups(
+        self, group_ids: Sequence[str], callback: Callable[[dict[str, int]], None]
+    ) -> None:
+        results: dict[str, int] = {}
+        waiting: list[str] = []
+        for group_id in group_ids:
+            error = self.log.owner_error(group_id)
+            if error:
+                results[group_id] = error
+                continue
+            consumer_group = self.consumer.groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    # Its offsets move to a classic placeholder, deleted below like any.
+                    self.consumer.drop(group_id)
+                    placeholder = self.groups[group_id] = Group(group_id, self._time_ms())
+                    placeholder.offsets = consumer_group.offsets
+                    waiting.append(group_id)
+                continue
+            group = self.groups.get(group_id)
+            if group is None or group.state is GroupState.DEAD:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not GroupState.EMPTY:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                waiting.append(group_id)
+        if not waiting:
+            callback(results)
+            return
+        remaining = len(waiting)
+
+        def one_done(group_id: str, group: Group, error: int) -> None:
+            nonlocal remaining
+            if not error and self.groups.get(group_id) is group:
+                group.transition(GroupState.DEAD, self._time_ms())
+                del self.groups[group_id]
+            results[group_id] = error
+            remaining -= 1
+            if remaining == 0:
+                callback(results)
+
+        for group_id in waiting:
+            group = self.groups[group_id]
+            now = self._time_ms()
+            records = self.offsets.tombstones(group, now)
+            records.append(Record(-1, now, group_key(group_id), None))
+            self.log.append(group_id, records, functools.partial(one_done, group_id, group))
+
+    def on_topic_deleted(self, topic: str) -> None:
+        """Offsets of a deleted topic go with it (Kafka cleans them up the same way)."""
+        self.offsets.on_topic_deleted(topic)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Answer every parked join and sync; stop the purgatories."""
+        self.log.shut_down = True
+        for group in self.groups.values():
+            self._fail_all(group, ErrorCode.NOT_COORDINATOR)
+        self.consumer.shutdown()
+        self._stop_purgatories()

@@ -1,0 +1,567 @@
+"""Broker state on disk, for ``kafkagen serve --log-dir DIR`` (broker config ``log.dirs``).
+
+Layout of the directory:
+
+- ``cluster.json``: the controller's image (cluster id, brokers, topics and their ids,
+  partition assignments, leaders, leader epochs, ISRs, dynamic configs, ACLs, the producer-id
+  block), rewritten atomically (temporary file, fsync, rename) on every change;
+- ``broker-<id>/<topic>-<partition>/``: one replica's log, as segment files named by the
+  base offset of their first batch (``00000000000000000000.log``) holding the v2 batches
+  exactly as the in-memory log keeps them, offsets assigned; ``partition.metadata`` names
+  the topic id, so a stale directory of a deleted topic is never taken for a new one;
+- ``broker-<id>/checkpoints.json``: each replica's log start offset and high watermark.
+
+Every append is written to its segment at once, so a killed process loses nothing the OS
+has; acks=-1 writes (those of the coordinators too) are also fsynced before they are
+acknowledged. Truncations (a follower's divergent tail) cut the files, log start moves
+drop whole segments below the start and are checkpointed, deleted replicas lose their
+directory.
+
+On start every segment is read back and each batch checked: framing, magic 2, CRC-32C,
+offsets that follow on. The first torn or corrupt batch and everything after it is cut
+off, with a warning naming the partition and the bytes cut. The partition then rebuilds
+its producer state and transaction index from the batches, as a follower does, and the
+coordinators reload from their partitions the usual way when leadership is applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import struct
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafkagen.runtime.records import HEADER_SIZE, NO_TIMESTAMP, RecordBatch, TimestampType
+from kafkagen.runtime.topic_partition import TopicPartition
+
+from ..metadata.cluster_metadata import ClusterMetadata
+from ..security.acls import AclBinding, AclFilter, AclStore
+from ._log import LogBatch
+
+if TYPE_CHECKING:
+    from .partition import Partition
+
+__all__ = ["BrokerStorage", "ClusterStorage", "LogDirError", "PartitionFiles"]
+
+_log = logging.getLogger("kafkagen.broker.log_dir")
+
+METADATA_FILE = "cluster.json"
+LOCK_FILE = ".lock"
+CHECKPOINT_FILE = "checkpoints.json"
+PARTITION_METADATA = "partition.metadata"
+_SEGMENT = re.compile(r"(\d{20})\.log")
+_PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+_PREFIX = struct.Struct(">qi")  # base offset, batch length
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
+_MAGIC_AT = 16
+
+
+class LogDirError(Exception):
+    """The log directory cannot be used as it is; the message says why and where."""
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+# -- one replica's files ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Segment:
+    path: Path
+    size: int = 0
+    #: Base offset and file position of each batch, ascending.
+    bases: list[int] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    last_offset: int = -1
+
+
+def _segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}.log"
+
+
+class PartitionFiles:
+    """The segment files of one replica; `Log` calls it on every change (a `LogStorage`)."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        directory: Path,
+        topic_id: uuid.UUID,
+        segment_bytes: Callable[[], int],
+        on_start_moved: Callable[[], None],
+    ) -> None:
+        self.tp = tp
+        self.directory = directory
+        self.topic_id = topic_id
+        self._segment_bytes = segment_bytes
+        self._on_start_moved = on_start_moved
+        self.segments: list[_Segment] = []
+        self._fd: int | None = None
+        self._unsynced = False
+        self.log_start_offset = 0
+
+    # -- start ------------------------------------------------------------------------
+
+    def recover(self) -> list[bytes]:
+        """Read every segment back; cut the first bad batch and all after it.
+
+        Returns the good batches in order. A directory of another topic id (a deleted
+        topic's) is emptied first.
+        """
+        if not self.directory.is_dir():
+            return []
+        meta = self.directory / PARTITION_METADATA
+        try:
+            owner = uuid.UUID(meta.read_text().split(":", 1)[1].strip())
+        except (OSError, ValueError, IndexError):
+            owner = None
+        if owner != self.topic_id:
+            _log.warning(
+                "%s: %s belongs to another topic id; starting empty", self.tp, self.directory
+            )
+            shutil.rmtree(self.directory)
+            return []
+        names = sorted(p.name for p in self.directory.iterdir() if _SEGMENT.fullmatch(p.name))
+        out: list[bytes] = []
+        next_offset = -1
+        for i, name in enumerate(names):
+            path = self.directory / name
+            data = path.read_bytes()
+            seg = _Segment(path)
+            pos = 0
+            reason = ""
+            while pos < len(data):
+                reason = _check_batch(data, pos, next_offset)
+                if reason:
+                    break
+                length = _PREFIX.unpack_from(data, pos)[1]
+                size = length + 12
+                base = _PREFIX.unpack_from(data, pos)[0]
+                last = base + _LAST_DELTA.unpack_from(data, pos + _LAST_DELTA_AT)[0]
+                out.append(data[pos : pos + size])
+                seg.bases.append(base)
+                seg.positions.append(pos)
+                seg.last_offset = last
+                next_offset = last + 1
+                pos += size
+            seg.size = pos
+            if reason:
+                _log.warning(
+                    "%s: cut %d bytes at position %d of %s: %s",
+                    self.tp,
+                    len(data) - pos,
+                    pos,
+                    name,
+                    reason,
+                )
+                with open(path, "r+b") as f:
+                    f.truncate(pos)
+                    os.fsync(f.fileno())
+                for later in names[i + 1 :]:
+                    dropped = self.directory / later
+                    _log.warning(
+                        "%s: dropped %s (%d bytes) after the cut",
+                        self.tp,
+                        later,
+                        dropped.stat().st_size,
+                    )
+                    dropped.unlink()
+            if seg.bases:
+                self.segments.append(seg)
+            else:
+                path.unlink()
+            if reason:
+                break
+        return out
+
+    # -- LogStorage -------------------------------------------------------------------
+
+    def append(self, batch: LogBatch) -> None:
+        seg = self.segments[-1] if self.segments else None
+        if seg is None or (seg.size and seg.size + len(batch.data) > self._segment_bytes()):
+            seg = self._roll(batch.base_offset)
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            _write_all(fd, batch.data)
+        except OSError:
+            # Leave no half batch behind: later appends would follow a torn one.
+            try:
+                os.ftruncate(fd, seg.size)
+            except OSError:
+                _log.error("%s: cannot cut a failed write back from %s", self.tp, seg.path)
+            raise
+        seg.bases.append(batch.base_offset)
+        seg.positions.append(seg.size)
+        seg.size += len(batch.data)
+        seg.last_offset = batch.last_offset
+        self._unsynced = True
+
+    def flush(self) -> None:
+        if self._unsynced and self._fd is not None:
+            os.fsync(self._fd)
+        self._unsynced = False
+
+    def truncate(self, base_offset: int) -> None:
+        self._close_fd()
+        while self.segments:
+            seg = self.segments[-1]
+            i = bisect.bisect_left(seg.bases, base_offset)
+            if i == 0:
+                seg.path.unlink(missing_ok=True)
+                self.segments.pop()
+                continue
+            if i < len(seg.bases):
+                pos = seg.positions[i]
+                with open(seg.path, "r+b") as f:
+                    f.truncate(pos)
+                    os.fsync(f.fileno())
+                seg.size = pos
+                del seg.bases[i:]
+                del seg.positions[i:]
+                # The new last batch ends before the first dropped one.
+                seg.last_offset = base_offset - 1
+            break
+
+    def advance_start(self, offset: int) -> None:
+        self.log_start_offset = offset
+        # Whole segments below the new start go; the last one stays open for appends.
+        while len(self.segments) > 1 and self.segments[0].last_offset < offset:
+            self.segments.pop(0).path.unlink(missing_ok=True)
+        self._on_start_moved()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _roll(self, base_offset: int) -> _Segment:
+        self._close_fd()
+        new_dir = not self.directory.is_dir()
+        if new_dir:
+            self.directory.mkdir(parents=True)
+            write_atomically(
+                self.directory / PARTITION_METADATA, f"topic_id: {self.topic_id}\n".encode()
+            )
+            _fsync_dir(self.directory.parent)
+        seg = _Segment(self.directory / _segment_name(base_offset))
+        self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        _fsync_dir(self.directory)
+        self.segments.append(seg)
+        return seg
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            if self._unsynced:
+                os.fsync(self._fd)
+                self._unsynced = False
+            os.close(self._fd)
+            self._fd = None
+
+    def close(self) -> None:
+        self._close_fd()
+
+    def delete(self) -> None:
+        """The replica is gone (topic deleted, replica moved away): remove its files."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.segments.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _check_batch(data: bytes, pos: int, next_offset: int) -> str:
+    """Why the batch at ``pos`` cannot be kept ("" if it can)."""
+    remaining = len(data) - pos
+    if remaining < HEADER_SIZE:
+        return f"{remaining} bytes left, less than a batch header"
+    base, length = _PREFIX.unpack_from(data, pos)
+    if length < HEADER_SIZE - 12:
+        return f"batch length {length} is too small"
+    if length + 12 > remaining:
+        return f"batch of {length + 12} bytes but only {remaining} left"
+    if data[pos + _MAGIC_AT] != 2:
+        return f"magic byte {data[pos + _MAGIC_AT]}"
+    batch = RecordBatch(memoryview(data)[pos : pos + length + 12])
+    if not batch.is_valid():
+        return "CRC mismatch"
+    if batch.last_offset < base:
+        return f"last offset delta {batch.last_offset - base} is negative"
+    if next_offset >= 0 and base != next_offset:
+        return f"base offset {base} does not follow {next_offset - 1}"
+    return ""
+
+
+def log_batch(b: RecordBatch, data: bytes) -> LogBatch:
+    """The log's view of a batch read from disk, with the offset of its max timestamp."""
+    ts_offset = b.last_offset
+    if b.max_timestamp != NO_TIMESTAMP:
+        if b.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            ts_offset = b.base_offset
+        else:
+            for r in b:
+                if r.timestamp == b.max_timestamp:
+                    ts_offset = r.offset
+                    break
+    return LogBatch(
+        b.base_offset, b.last_offset, data, b.max_timestamp, ts_offset, b.partition_leader_epoch
+    )
+
+
+# -- one broker ------------------------------------------------------------------------------
+
+
+class BrokerStorage:
+    """The replicas of one broker under ``DIR/broker-<id>``."""
+
+    def __init__(self, root: Path, broker_id: int, metadata: ClusterMetadata) -> None:
+        self.path = root / f"broker-{broker_id}"
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.files: dict[TopicPartition, PartitionFiles] = {}
+        #: Replicas whose high watermark the checkpoint file reports (set by the broker).
+        self.partitions: Callable[[], dict[TopicPartition, Partition]] = dict
+        self._checkpoints: dict[str, tuple[int, int]] = {}
+        self._checkpoint_pending = False
+        path = self.path / CHECKPOINT_FILE
+        if path.exists():
+            try:
+                raw = json.loads(path.read_text())
+                self._checkpoints = {str(k): (int(v[0]), int(v[1])) for k, v in raw.items()}
+            except (ValueError, TypeError, IndexError, AttributeError) as e:
+                raise LogDirError(f"{path}: unreadable checkpoints ({e})") from None
+
+    def open(self, partition: Partition, clock_ms: float) -> None:
+        """Read the replica's files into ``partition`` (log, producer state, high
+        watermark), then mirror its log from now on."""
+        tp = partition.tp
+        topic = tp.topic
+        files = PartitionFiles(
+            tp,
+            self.path / f"{topic}-{tp.partition}",
+            partition.topic_id,
+            lambda: int(str(self.metadata.configs.topic_raw(topic, "segment.bytes")[0])),
+            self.checkpoint_soon,
+        )
+        log = partition.log
+        batches = files.recover()
+        if batches:
+            # Segments below the log start may be gone: the log begins at the first batch.
+            log.log_start_offset = log.log_end_offset = _PREFIX.unpack_from(batches[0])[0]
+        for data in batches:
+            b = RecordBatch(memoryview(data))
+            log.append(log_batch(b, data))
+            partition.track_producer_state(b, clock_ms)
+        start, hw = self._checkpoints.get(repr(tp), (0, 0))
+        if log.batches:
+            if log.batches[0].base_offset > start:
+                start = log.batches[0].base_offset
+            if start > log.log_start_offset:
+                log.advance_start(start)
+        elif start > 0:
+            # Everything below the start was deleted: the log is empty from there.
+            log.log_start_offset = log.log_end_offset = start
+        files.log_start_offset = log.log_start_offset
+        partition.high_watermark = max(min(hw, log.log_end_offset), log.log_start_offset)
+        partition.producers.trim_aborted(log.log_start_offset)
+        log.storage = files
+        self.files[tp] = files
+
+    def remove(self, tp: TopicPartition) -> None:
+        files = self.files.pop(tp, None)
+        if files is not None:
+            files.delete()
+        else:
+            shutil.rmtree(self.path / f"{tp.topic}-{tp.partition}", ignore_errors=True)
+        self.checkpoint_soon()
+
+    def remove_strays(self) -> None:
+        """Drop directories of replicas this broker no longer has (a deletion cut short)."""
+        for p in self.path.iterdir():
+            m = _PARTITION_DIR.fullmatch(p.name)
+            if not p.is_dir() or m is None:
+                continue
+            tp = TopicPartition(m.group(1), int(m.group(2)))
+            info = self.metadata.partition(tp.topic, tp.partition)
+            if info is None or self.broker_id not in info.replicas:
+                _log.info("broker %d: removing %s, a replica it no longer has", self.broker_id, p)
+                shutil.rmtree(p, ignore_errors=True)
+
+    def checkpoint_soon(self) -> None:
+        """Write the checkpoints once the current event is handled (several moves of log
+        starts in one retention pass make one write)."""
+        if self._checkpoint_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.write_checkpoints()
+            return
+        self._checkpoint_pending = True
+        loop.call_soon(self.write_checkpoints)
+
+    def write_checkpoints(self) -> None:
+        self._checkpoint_pending = False
+        parts = self.partitions()
+        data = {
+            repr(tp): [p.log.log_start_offset, p.high_watermark]
+            for tp, p in parts.items()
+            if tp in self.files
+        }
+        self._checkpoints = {k: (v[0], v[1]) for k, v in data.items()}
+        write_atomically(self.path / CHECKPOINT_FILE, json.dumps(data, indent=0).encode())
+
+    def close(self) -> None:
+        for files in self.files.values():
+            files.close()
+        self.write_checkpoints()
+
+
+# -- the cluster -----------------------------------------------------------------------------
+
+
+class _SavedAcls(AclStore):
+    """ACLs that report every change (to save the metadata)."""
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_change = on_change
+
+    def add(self, binding: AclBinding) -> None:
+        super().add(binding)
+        self._on_change()
+
+    def delete(self, flt: AclFilter) -> list[AclBinding]:
+        gone = super().delete(flt)
+        if gone:
+            self._on_change()
+        return gone
+
+
+class ClusterStorage:
+    """The log directory of a whole cluster: its metadata and each broker's replicas."""
+
+    def __init__(self, root: str | Path, brokers: int) -> None:
+        self.root = Path(root)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LogDirError(f"cannot use log directory {self.root}: {e.strerror}") from None
+        if not os.access(self.root, os.W_OK):
+            raise LogDirError(f"log directory {self.root} is not writable")
+        # One process per directory: two would write the same files.
+        self._lock = os.open(self.root / LOCK_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock)
+            raise LogDirError(
+                f"log directory {self.root} is in use by another broker process"
+            ) from None
+        self.brokers = brokers
+        self.metadata: ClusterMetadata | None = None
+
+    @property
+    def metadata_path(self) -> Path:
+        return self.root / METADATA_FILE
+
+    def load(self, metadata: ClusterMetadata) -> bool:
+        """Restore the saved image into ``metadata``; False when there is none yet."""
+        path = self.metadata_path
+        if not path.exists():
+            logs = [p for p in self.root.glob("broker-*/*") if p.is_dir()]
+            if logs:
+                raise LogDirError(
+                    f"{self.root} holds replica logs ({logs[0]}, ...) but no {METADATA_FILE}: "
+                    "without it they cannot be placed; restore it or use another --log-dir"
+                )
+            return False
+        try:
+            snap: Any = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise LogDirError(f"{path}: cannot read the cluster metadata ({e})") from None
+        saved = snap.get("brokers") if isinstance(snap, dict) else None
+        if saved != list(range(self.brokers)):
+            n = len(saved) if isinstance(saved, list) else "?"
+            raise LogDirError(
+                f"{path} holds a cluster of {n} broker(s); start it with --brokers {n} "
+                f"(not {self.brokers}) or use another --log-dir"
+            )
+        try:
+            metadata.restore(snap)
+        except ValueError as e:
+            raise LogDirError(f"{path}: {e}") from None
+        return True
+
+    def attach(self, metadata: ClusterMetadata) -> None:
+        """Save ``metadata`` now and after every change from here on."""
+        self.metadata = metadata
+        acls = _SavedAcls(self.save)
+        for b in metadata.acls.find(_ANY):
+            AclStore.add(acls, b)
+        metadata.acls = acls
+        metadata.on_change = self.save
+        metadata.configs.on_change = self.save
+        self.save()
+
+    def save(self) -> None:
+        if self.metadata is None:
+            return
+        data = json.dumps(self.metadata.snapshot(), indent=1, sort_keys=True).encode()
+        write_atomically(self.metadata_path, data)
+
+    def broker(self, broker_id: int, metadata: ClusterMetadata) -> BrokerStorage:
+        return BrokerStorage(self.root, broker_id, metadata)
+
+    def close(self) -> None:
+        """Let another process use the directory (the brokers closed their files)."""
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+
+def _any_filter() -> AclFilter:
+    from ..security.acls import AclOperation, AclPermission, PatternType, ResourceType
+
+    return AclFilter(
+        ResourceType.ANY, None, PatternType.ANY, None, None, AclOperation.ANY, AclPermission.ANY
+    )
+
+
+_ANY = _any_filter()
