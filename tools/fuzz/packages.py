@@ -256,8 +256,8 @@ def from_specs(spec_dirs: Sequence[Path], label: str | None = None) -> Package:
 
 def from_release(version: str) -> Package:
     """Kafka's own spec files of a release, generated (the jar is cached by Maven)."""
-    from kafkagen.generator.errors import SpecError
     from kafkagen.cli.import_specs import build_specs, read_specs, resolve_source, write_files
+    from kafkagen.generator.errors import SpecError
 
     try:
         texts = build_specs(read_specs(resolve_source(version)), extensions=None)
