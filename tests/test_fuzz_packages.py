@@ -15,17 +15,7 @@ import pytest
 from kafkagen.fuzz import packages
 from kafkagen.fuzz.rules import Oracle, build_table
 from kafkagen.generator.generate import BUILTIN_SPECS
-
-#: A spec folder of two APIs keeps every run here to seconds.
-APIS = ("FindCoordinator", "ApiVersions")
-
-
-def small_specs(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for api in APIS:
-        for kind in ("Request", "Response"):
-            shutil.copy(BUILTIN_SPECS / f"{api}{kind}.json", folder)
-    return folder
+from user_specs import add_field, narrow_field, small_specs
 
 
 def kafkagen(
@@ -80,16 +70,6 @@ def test_a_changed_version_is_left_to_kafkagen_alone(tmp_path: Path) -> None:
         assert request.kafka_versions == (0,)
         assert package.table[(10, "response")].kafka_versions == tuple(range(0, 7))
         assert package.digest != packages.builtin().digest
-
-
-def narrow_field(spec: Path, name: str, new_type: str, versions: str | None = None) -> None:
-    """Give field ``name`` of a spec file another type (from ``versions`` on, if given,
-    by splitting it into an old and a new field)."""
-    doc = json.loads(spec.read_text())
-    for f in doc["fields"]:
-        if f["name"] == name:
-            f["type"] = new_type
-    spec.write_text(json.dumps(doc, indent=2))
 
 
 @pytest.mark.parametrize(
@@ -234,12 +214,6 @@ def test_kafka_judges_only_the_versions_whose_schema_is_kafkas(tmp_path: Path) -
 # --------------------------------------------------------------------------- --against
 
 
-def add_field(spec: Path, field: dict[str, object]) -> None:
-    doc = json.loads(spec.read_text())
-    doc["fields"].append(field)
-    spec.write_text(json.dumps(doc, indent=2))
-
-
 def against(
     tmp_path: Path, new: Path, old: Path
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, object], list[dict[str, object]]]:
@@ -297,6 +271,24 @@ def test_a_narrowed_field_is_a_failure_with_a_reproducer_and_a_rename_a_note(
     assert {d["version"] for d in renames} == set(range(1, 7))
     assert all("new throttle_ms is old throttle_time_ms" == d["detail"] for d in renames)
     assert run["failures"] > 0 and run["renames"] == 6
+
+    # A difference replays from its id, with the same two sides, in this process.
+    shown = failing[0]
+    assert shown["id"].startswith(f"{shown['writer']}:1:10:response:{shown['version']}:")
+    replay = kafkagen(
+        "fuzz", "--specs", str(new), "--against", str(old), "--replay", shown["id"], cwd=tmp_path
+    )
+    assert replay.returncode == 1, replay.stderr
+    assert f"bytes {shown['hex']}\n" in replay.stdout
+    assert f"'s JSON: {shown['writer_json']}\n" in replay.stdout
+    assert "layout failure: FindCoordinatorResponse.port: type int16" in replay.stdout
+    assert "INCOMPATIBLE: the reader refuses the bytes" in replay.stdout
+    swapped = kafkagen(
+        "fuzz", "--specs", str(old), "--against", str(new), "--replay", shown["id"], cwd=tmp_path
+    )
+    assert swapped.returncode == 2
+    [line] = swapped.stderr.strip().splitlines()
+    assert f"difference {shown['id']} was found on sides of spec digests" in line
 
 
 @pytest.mark.slow

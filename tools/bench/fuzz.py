@@ -54,7 +54,7 @@ from kafkagen.fuzz.job import (
     run_spark,
     spark_session,
 )
-from kafkagen.fuzz.packages import Package, PackageError, builtin, resolve
+from kafkagen.fuzz.packages import Package, builtin, run_on
 from kafkagen.fuzz.peers import ORACLES
 from kafkagen.fuzz.plan import plan_combos, run_task, select_apis
 from kafkagen.fuzz.rules import Table, build_table
@@ -290,9 +290,9 @@ def profile(table: Table, n: int, options: FuzzOptions, top: int = 30) -> None:
         print(f"  {100 * tt / total:5.1f}%  {key}")
 
 
-def package_table(package: Package, n: int, seed: int) -> None:
+def package_table(package: Package, n: int, seed: int) -> int:
     """N messages of the built-in package, then N of ``package``, on one local[2] session:
-    job msg/s and task CPU per message side by side, with the ratio."""
+    job msg/s and task CPU per message side by side, with the ratio; exit status 0."""
     rates = []
     with spark_session("local[2]") as session:
         for pkg in (builtin(), package):
@@ -314,6 +314,7 @@ def package_table(package: Package, n: int, seed: int) -> None:
         f"ratio package/built-in: {wall / base_wall:.2f}x msg/s, "
         f"{base_cpu / cpu:.2f}x CPU per message (load average {os.getloadavg()[0]:.1f})"
     )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -360,16 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.package or args.specs:
-        try:
-            package = resolve(args.specs or args.package)
-        except PackageError as e:
-            print(f"kafkagen bench fuzz: {e}", file=sys.stderr)
-            return 2
-        try:
-            package_table(package, args.spark, args.seed)
-        finally:
-            package.close()
-        return 0
+        return run_on(
+            args.specs or args.package,
+            "kafkagen bench fuzz",
+            lambda p: package_table(p, args.spark, args.seed),
+        )
 
     table = build_table()
     if args.oracles:

@@ -77,7 +77,7 @@ _load_shipped_native()
 
 from .checks import MAX_MUTATIONS, FuzzOptions  # noqa: E402
 from .job import Fault, RunResult, keep_jvm_log, run_plain, run_spark  # noqa: E402
-from .packages import Package, PackageError, builtin, resolve  # noqa: E402
+from .packages import Package, builtin, run_on  # noqa: E402
 from .peers import parse_oracles  # noqa: E402
 from .plan import plan_combos, select_apis  # noqa: E402
 from .rules import Table, build_table  # noqa: E402
@@ -243,15 +243,7 @@ def run(args: argparse.Namespace) -> int:
         from .compat import run_against
 
         return run_against(args)
-    try:
-        package = resolve(args.specs or args.package)
-    except PackageError as e:
-        print(f"kafkagen fuzz: {e}", file=sys.stderr)
-        return 2
-    try:
-        return _run_package(args, package)
-    finally:
-        package.close()
+    return run_on(args.specs or args.package, "kafkagen fuzz", lambda p: _run_package(args, p))
 
 
 def _run_package(args: argparse.Namespace, package: Package) -> int:

@@ -16,10 +16,14 @@ by name, through both sides' layouts (:func:`kafkagen.fuzz.packages.layout_of`):
   field only one side has, changes what the bytes mean: a failure, shown by the messages
   that break (the hex, both sides' JSON forms) and named by the layout difference.
 
-APIs and versions only one side has are counted apart. The work runs on Spark as the
-fuzz does: both packages are shipped to the executors, each task takes its chunks of every
-(API, kind, version), and the results go to ``stats.parquet``, ``differences.parquet``,
-``run.json`` and ``report.html`` under ``--out``.
+APIs and versions only one side has are counted apart. Each failure's reproducer has an
+id (``new:SEED:API:KIND:VERSION:INDEX@DIGESTS``: the side that wrote it, the message's
+place in the seeded stream, the start of both sides' spec digests); ``--replay ID`` with
+the same two sides builds that message again and shows what the other side reads.
+
+The work runs on Spark as the fuzz does: both packages are shipped to the executors, each
+task takes its chunks of every (API, kind, version), and the results go to
+``stats.parquet``, ``differences.parquet``, ``run.json`` and ``report.html`` under ``--out``.
 """
 
 from __future__ import annotations
@@ -33,10 +37,18 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
-from .checks import Fuzzer, FuzzOptions, has_unknown_tags, without_unknown_tags
-from .packages import Package, PackageError, layout_of, load_shipped, resolve
+from .checks import (
+    Fuzzer,
+    FuzzOptions,
+    failure_digest,
+    failure_id,
+    has_unknown_tags,
+    parse_failure_id,
+    without_unknown_tags,
+)
+from .packages import Package, PackageError, layout_of, load_shipped, run_on
 from .plan import Combo, default_tasks, select_apis, task_slices
 
 #: Sides, as reports name them.
@@ -46,7 +58,8 @@ FAILURE, RENAME, UNKNOWN_TAG = "failure", "rename", "unknown-tag"
 SCHEMA_DDL = (
     "rec string, api int, kind string, version int, writer string, messages bigint, "
     "failures bigint, unknown_tags bigint, field string, what string, detail string, "
-    "hex string, writer_json string, reader_json string, count bigint, seconds double"
+    "hex string, writer_json string, reader_json string, count bigint, id string, "
+    "seconds double"
 )
 
 
@@ -172,13 +185,19 @@ def first_difference(a: Any, b: Any, pairs: tuple[Pair, ...], path: str) -> str 
 @dataclass(frozen=True)
 class CompatConfig:
     """What a task needs: both packages by import name, the shared (API, kind, version)
-    combos, the seed and the number of tasks."""
+    combos, the seed, the number of tasks and what the ids carry of both sides' digests."""
 
     new: str
     old: str
     combos: tuple[Combo, ...]
     seed: int
     tasks: int
+    digests: str
+
+
+def pair_digest(new: Package, old: Package) -> str:
+    """What a difference id carries of the two sides: the start of each spec digest."""
+    return f"{new.digest[:12]}-{old.digest[:12]}"
 
 
 def shared_combos(
@@ -221,6 +240,7 @@ class _Group:
     def __init__(self) -> None:
         self.count = 0
         self.repro: tuple[str, str, str, str] | None = None  # detail, hex, writer, reader JSON
+        self.index = 0  # the reproducer's place in the writer's seeded stream
 
 
 def compat_task(config: CompatConfig, task: int) -> Iterator[dict[str, Any]]:
@@ -248,7 +268,7 @@ def compat_task(config: CompatConfig, task: int) -> Iterator[dict[str, Any]]:
                     reader,
                 )
                 field = next((s.field for s in static if s.what == FAILURE), mine.__name__)
-                for _index, m, _bits in fuzzers[writer].messages(
+                for index, m, _bits in fuzzers[writer].messages(
                     c.api, c.kind, c.version, start, end
                 ):
                     if isinstance(m, BaseException):
@@ -264,6 +284,7 @@ def compat_task(config: CompatConfig, task: int) -> Iterator[dict[str, Any]]:
                         data = m.encode(c.version)
                         if group.repro is None or len(data) * 2 < len(group.repro[1]):
                             group.repro = _reproducer(found, data, m, theirs, c.version)
+                            group.index = index
                     elif found:
                         row[2] += 1
                 row[3] += time.perf_counter() - began
@@ -298,6 +319,8 @@ def compat_task(config: CompatConfig, task: int) -> Iterator[dict[str, Any]]:
             "writer_json": wrote,
             "reader_json": read,
             "count": g.count,
+            "id": f"{writer}:"
+            + failure_id(config.seed, api, kind, version, g.index, config.digests),
         }
 
 
@@ -378,6 +401,7 @@ def static_differences(new: Package, old: Package, combos: Iterable[Combo]) -> l
                     "writer_json": None,
                     "reader_json": None,
                     "count": 1,
+                    "id": None,
                 }
             )
     return rows
@@ -403,7 +427,9 @@ def run_compat(
         ship(sc, new)
         ship(sc, old)
         n_tasks = tasks or default_tasks(sc.defaultParallelism, messages * 2)
-        config = CompatConfig(new.name, old.name, tuple(combos), seed, n_tasks)
+        config = CompatConfig(
+            new.name, old.name, tuple(combos), seed, n_tasks, pair_digest(new, old)
+        )
         began = time.perf_counter()
         df = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(
             functools.partial(_arrow_task, config), SCHEMA_DDL
@@ -460,10 +486,9 @@ def _collect(
             for n in ("messages", "failures", "unknown_tags", "seconds"):
                 s[n] += r[n]
         else:
-            key = (*key, r["field"])
-            d = found.get(key)
+            d = found.get((*key, r["field"]))
             if d is None:
-                found[key] = {
+                found[(*key, r["field"])] = {
                     k: r[k]
                     for k in (
                         "api",
@@ -477,12 +502,15 @@ def _collect(
                         "writer_json",
                         "reader_json",
                         "count",
+                        "id",
                     )
                 }
             else:
                 d["count"] += r["count"]
                 if len(r["hex"]) < len(d["hex"]):
-                    d.update({k: r[k] for k in ("detail", "hex", "writer_json", "reader_json")})
+                    d.update(
+                        {k: r[k] for k in ("detail", "hex", "writer_json", "reader_json", "id")}
+                    )
     # A layout failure no message showed is still a failure, without a reproducer.
     shown = {(d["api"], d["kind"], d["version"]) for d in found.values()}
     for s in static:
@@ -575,6 +603,7 @@ def summary_text(result: CompatResult, table: Any, limit: int = 20) -> str:
             )
             if d["hex"] is not None:
                 lines.append(f"    bytes {d['hex'][:160]}{'...' if len(d['hex']) > 160 else ''}")
+                lines.append(f"    replay: --replay {d['id']}")
         if len(failures) > limit:
             lines.append(f"  ... {len(failures) - limit} more in differences.parquet")
     else:
@@ -606,6 +635,7 @@ def write_report(result: CompatResult, table: Any, out: Path) -> None:
             ("writer_json", pa.string()),
             ("reader_json", pa.string()),
             ("count", pa.int64()),
+            ("id", pa.string()),
         ]
     )
     pq.write_table(
@@ -639,6 +669,7 @@ def write_report(result: CompatResult, table: Any, out: Path) -> None:
             f"<code>{d['hex'] or ''}</code>",
             f"<code>{html.escape(d['writer_json'] or '')}</code>",
             f"<code>{html.escape(d['reader_json'] or '')}</code>",
+            f"<code>{d['id'] or ''}</code>",
         ]
         css = ' class="fail"' if d["what"] == FAILURE else ""
         rows.append(f"<tr{css}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -655,6 +686,7 @@ def write_report(result: CompatResult, table: Any, out: Path) -> None:
             "bytes",
             "writer's JSON",
             "reader's JSON",
+            "replay id",
         )
     )
     title = f"{html.escape(result.new['label'])} against {html.escape(result.old['label'])}"
@@ -671,39 +703,90 @@ code{{word-break:break-all}}</style></head><body>
 
 
 def run_against(args: argparse.Namespace) -> int:
-    """``kafkagen fuzz --package NEW --against OLD`` (``--specs`` may name NEW)."""
-    new_source: Any = args.specs or args.package
-    opened: list[Package] = []
+    """``kafkagen fuzz --package NEW --against OLD`` (``--specs`` may name NEW), or with
+    ``--replay ID`` one difference of such a run again, in this process."""
+    command = "kafkagen fuzz"
+    return run_on(
+        args.specs or args.package,
+        command,
+        lambda new: run_on(args.against, command, lambda old: _against(args, new, old)),
+    )
+
+
+def _against(args: argparse.Namespace, new: Package, old: Package) -> int:
     try:
-        try:
-            new = resolve(new_source)
-            opened.append(new)
-            old = resolve(args.against)
-            opened.append(old)
-        except PackageError as e:
-            print(f"kafkagen fuzz: {e}", file=sys.stderr)
-            return 2
-        try:
-            result = run_compat(
-                new, old, args.messages, args.master, args.seed, args.apis, args.tasks
-            )
-        except (PackageError, ValueError) as e:
-            print(f"kafkagen fuzz: {e}", file=sys.stderr)
-            return 2
-        out = Path(args.out)
-        write_report(result, new.table, out)
-        print(summary_text(result, new.table))
-        print(f"results: {out.resolve()}/ (stats.parquet, differences.parquet, report.html)")
-        return 1 if result.failures else 0
+        if args.replay:
+            return replay_difference(args.replay, new, old)
+        result = run_compat(new, old, args.messages, args.master, args.seed, args.apis, args.tasks)
+    except (PackageError, ValueError) as e:
+        print(f"kafkagen fuzz: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    write_report(result, new.table, out)
+    print(summary_text(result, new.table))
+    print(f"results: {out.resolve()}/ (stats.parquet, differences.parquet, report.html)")
+    return 1 if result.failures else 0
+
+
+def replay_difference(text: str, new: Package, old: Package, out: IO[str] | None = None) -> int:
+    """Build the message of difference id ``text`` again on its writer's side, let the
+    other side read it and print both forms and what went wrong; 1 when it still does.
+    Raises ValueError for an id that is not one, or was found on other sides."""
+    out = out if out is not None else sys.stdout
+    writer, _, rest = text.strip().partition(":")
+    if writer not in (NEW, OLD):
+        raise ValueError(
+            f"not a compatibility difference id (new|old:SEED:API:KIND:VERSION:INDEX@DIGESTS): "
+            f"{text.strip()!r}"
+        )
+    seed, api, kind, version, index = parse_failure_id(rest)
+    made_on, given = failure_digest(rest), pair_digest(new, old)
+    if made_on != given:
+        raise ValueError(
+            f"difference {text.strip()} was found on sides of spec digests {made_on}, not on "
+            f"{new.label} against {old.label} ({given}): replay it with the --package or "
+            "--specs and --against of its run (its run.json names them)"
+        )
+    reader = OLD if writer == NEW else NEW
+    sides = {NEW: new, OLD: old}
+    if (api, kind) not in sides[writer].table or (api, kind) not in sides[reader].table:
+        raise ValueError(f"API {api} {kind} is not on both sides")
+    mine = sides[writer].message_type(api, kind)
+    theirs = sides[reader].message_type(api, kind)
+    if version not in mine._plans or version not in theirs._plans:
+        raise ValueError(f"{mine.__name__} v{version} is not on both sides")
+    pairs, static = match(
+        layout_of(mine, version), layout_of(theirs, version), mine.__name__, writer, reader
+    )
+    fuzzer = Fuzzer({}, FuzzOptions(seed=seed, package=sides[writer].name))
+    try:
+        [(_index, m, _bits)] = fuzzer.messages(api, kind, version, index, index + 1)
     finally:
-        for p in opened:
-            p.close()
+        fuzzer.close()
+    if isinstance(m, BaseException):
+        raise ValueError(f"the builder of {mine.__name__} v{version} fails at index {index}: {m}")
+    m = without_unknown_tags(m)
+    found = _check(mine, theirs, pairs, m, version)
+    detail, hexed, wrote, read = _reproducer(str(found), m.encode(version), m, theirs, version)
+    out.write(
+        f"{mine.__name__} v{version}, written by {writer} ({sides[writer].label}), read by "
+        f"{reader} ({sides[reader].label}):\n  bytes {hexed}\n  {writer}'s JSON: {wrote}\n"
+        f"  {reader}'s JSON: {read}\n"
+    )
+    for s in static:
+        out.write(f"  layout {s.what}: {s.field}: {s.detail}\n")
+    if isinstance(found, str):
+        out.write(f"INCOMPATIBLE: {detail}\n")
+        return 1
+    out.write("read alike by both sides" + (" (through unknown tags)" if found else "") + "\n")
+    return 0
 
 
 __all__ = [
     "CompatResult",
     "first_difference",
     "match",
+    "replay_difference",
     "run_against",
     "run_compat",
     "summary_text",

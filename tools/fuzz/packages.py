@@ -32,7 +32,7 @@ import importlib.util
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -256,8 +256,8 @@ def from_specs(spec_dirs: Sequence[Path], label: str | None = None) -> Package:
 
 def from_release(version: str) -> Package:
     """Kafka's own spec files of a release, generated (the jar is cached by Maven)."""
-    from kafkagen.generator.errors import SpecError
     from kafkagen.cli.import_specs import build_specs, read_specs, resolve_source, write_files
+    from kafkagen.generator.errors import SpecError
 
     try:
         texts = build_specs(read_specs(resolve_source(version)), extensions=None)
@@ -280,6 +280,20 @@ def opened(source: str | Sequence[str] | None) -> Iterator[Package]:
     package = resolve(source)
     try:
         yield package
+    finally:
+        package.close()
+
+
+def run_on(source: str | Sequence[str] | None, command: str, body: Callable[[Package], int]) -> int:
+    """The exit status of ``body`` run on the package of ``source``, its temporary folders
+    removed afterwards; a source that cannot be used is one line on stderr and status 2."""
+    try:
+        package = resolve(source)
+    except PackageError as e:
+        print(f"{command}: {e}", file=sys.stderr)
+        return 2
+    try:
+        return body(package)
     finally:
         package.close()
 
@@ -463,5 +477,6 @@ __all__ = [
     "load_shipped",
     "opened",
     "resolve",
+    "run_on",
     "table_of",
 ]
