@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafkagen.generated import header_type, header_version, message_type
@@ -155,9 +156,16 @@ class BrokerProcess:
     """``python -m kafkagen.serve`` in a subprocess (real parallelism for client tests)."""
 
     def __init__(
-        self, *configs: str, brokers: int = 1, startup: float = 30.0, control: bool = False
+        self,
+        *configs: str,
+        brokers: int = 1,
+        startup: float = 30.0,
+        control: bool = False,
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         args = [sys.executable, "-m", "kafkagen.serve", "--brokers", str(brokers), "--port", "0"]
+        args += options
         if control:
             args += ["--control-port", "0"]
         for c in configs:
@@ -169,7 +177,7 @@ class BrokerProcess:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         deadline = time.monotonic() + startup
         assert self.proc.stdout is not None
