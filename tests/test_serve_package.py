@@ -286,3 +286,51 @@ def test_specs_are_generated_to_a_temporary_package_removed_at_exit(
         assert broker.stop() == 0, broker.stderr_text()
     assert answer.cluster_name == NAME
     assert list(scratch.iterdir()) == []
+
+
+def test_the_pytest_plugin_serves_a_package_with_handlers(
+    kip: GeneratedPackage, handlers_file: Path
+) -> None:
+    from kafkagen.pytest_plugin import ClusterSettings, KafkaCluster
+
+    settings = ClusterSettings.of(package=str(kip.folder), handlers=[str(handlers_file)])
+    assert str(settings) == f"brokers=1,package={kip.folder},handlers={handlers_file}"
+    cluster = KafkaCluster(settings)
+    try:
+
+        async def body(client: KafkaClient) -> Any:
+            return await client.request(DescribeClusterRequest())
+
+        answer = run_client(cluster.bootstrap_servers, cluster.package, body)
+    finally:
+        cluster.stop()
+    assert answer.cluster_name == NAME
+    with pytest.raises(pytest.UsageError, match="not a kafkagen-generated package"):
+        KafkaCluster(ClusterSettings.of(package=str(handlers_file.parent)))
+
+
+def test_the_admin_helpers_and_builders_send_with_the_package(kip: GeneratedPackage) -> None:
+    from kafkagen.runtime.client.admin import list_topics_all
+
+    with BackgroundCluster(registry=registry(kip.module)) as c:
+        assert c.cluster is not None
+        c.run(_create_topic(c, "kip-topic"))
+        seen: list[tuple[str, int]] = []
+
+        async def body(client: KafkaClient) -> Any:
+            client.on_request = lambda request, v: seen.append((type(request).__module__, v))
+            topics = await list_topics_all(client)
+            coordinators = await client.find_coordinators(["some-group"])
+            return topics, coordinators
+
+        topics, coordinators = run_client(c.bootstrap, kip.module, body)
+    assert [t.name for t in topics.topics] == ["kip-topic"]
+    # Metadata went out as the package's class; FindCoordinator, which it lacks, built-in.
+    assert (f"{kip.name}.metadata", 13) in seen
+    assert any(m == "kafkagen.generated.find_coordinator" for m, _ in seen)
+    assert list(coordinators.values())[0].node_id == 0
+
+
+async def _create_topic(c: BackgroundCluster, name: str) -> None:
+    assert c.cluster is not None
+    c.cluster.metadata.create_topic(name, 1, 1)
