@@ -163,6 +163,7 @@ class BrokerProcess:
         control: bool = False,
         options: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         args = [sys.executable, "-m", "kafkagen.serve", "--brokers", str(brokers), "--port", "0"]
         args += options
@@ -178,6 +179,7 @@ class BrokerProcess:
             stderr=self._stderr,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            cwd=cwd,
         )
         deadline = time.monotonic() + startup
         assert self.proc.stdout is not None

@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -334,3 +337,68 @@ def test_the_admin_helpers_and_builders_send_with_the_package(kip: GeneratedPack
 async def _create_topic(c: BackgroundCluster, name: str) -> None:
     assert c.cluster is not None
     c.cluster.metadata.create_topic(name, 1, 1)
+
+
+# --------------------------------------------------------------------------- the worked change
+
+PAGE = REPO / "docs" / "serve-your-change.md"
+FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def page_files() -> dict[str, str]:
+    """The files docs/serve-your-change.md shows, by name."""
+    return dict(FILE_BLOCK.findall(PAGE.read_text(encoding="utf-8")))
+
+
+def page_command(start: str) -> list[str]:
+    """The page's command line that starts with ``start``."""
+    lines = [ln for ln in PAGE.read_text(encoding="utf-8").splitlines() if ln.startswith(start)]
+    assert len(lines) == 1, lines
+    return shlex.split(lines[0])
+
+
+def test_the_page_shows_message_specs_with_only_the_change(tmp_path: Path) -> None:
+    files = page_files()
+    assert sorted(files) == sorted(
+        ["kip_specs/" + n for n in KIP_FILES]
+        + ["cluster_name.py", "read_cluster_name.py", "old_client.py"]
+    )
+    expected = write_kip_specs(tmp_path / "specs", along=False)
+    for name in KIP_FILES:
+        shown = json.loads(files[f"kip_specs/{name}"])
+        assert shown == json.loads((expected / name).read_text()), name
+
+
+@pytest.mark.slow
+def test_the_worked_change_end_to_end(tmp_path: Path) -> None:
+    for name, text in page_files().items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    bin_dir = Path(sys.executable).parent
+    generate = page_command("kafkagen generate")
+    subprocess.run(
+        [str(bin_dir / generate[0]), *generate[1:]], cwd=tmp_path, check=True, timeout=120
+    )
+    serve_line = page_command("kafkagen serve")
+    at = serve_line.index("--port")
+    options = serve_line[2:at] + serve_line[at + 2 :]
+    with BrokerProcess(options=options, cwd=tmp_path) as broker:
+        env = {**os.environ, "KAFKA_BOOTSTRAP": broker.bootstrap}
+        outputs = {}
+        for script in ("read_cluster_name.py", "old_client.py"):
+            result = subprocess.run(
+                [sys.executable, script],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=90,
+            )
+            assert result.returncode == 0, result.stderr + broker.stderr_text()
+            outputs[script] = result.stdout.strip()
+        assert broker.alive(), broker.stderr_text()
+    text = PAGE.read_text(encoding="utf-8")
+    for output in outputs.values():
+        assert f"prints `{output}`" in text, output
+    assert outputs["read_cluster_name.py"] == "DescribeCluster v0-3 cluster name: kip-demo"
+    assert outputs["old_client.py"] == "10 records read: record 0 ... record 9"
