@@ -107,6 +107,15 @@ def run_client(bootstrap: str, package: ModuleType | None, body: Any, timeout: f
     return asyncio.run(asyncio.wait_for(go(), timeout))
 
 
+def describe_cluster(bootstrap: str, package: ModuleType | None, version: int | None = None) -> Any:
+    """A DescribeCluster response, the request sent with ``package``."""
+
+    async def body(client: KafkaClient) -> Any:
+        return await client.request(DescribeClusterRequest(), version)
+
+    return run_client(bootstrap, package, body)
+
+
 def test_the_new_version_is_advertised_and_its_field_answered(
     kip: GeneratedPackage, handlers_file: Path
 ) -> None:
@@ -148,11 +157,7 @@ def test_the_builtin_handler_may_serve_a_compatible_new_version(kip: GeneratedPa
     reg = registry(kip.module)
     reg.serve_builtin(60, through=3)
     with BackgroundCluster(registry=reg) as c:
-
-        async def body(client: KafkaClient) -> Any:
-            return await client.request(DescribeClusterRequest(), 3)
-
-        response = run_client(c.bootstrap, kip.module, body)
+        response = describe_cluster(c.bootstrap, kip.module, 3)
     assert response.error_code == 0 and response.cluster_name is None
     assert [b.broker_id for b in response.brokers] == [0]
 
@@ -280,10 +285,7 @@ def test_specs_are_generated_to_a_temporary_package_removed_at_exit(
         package = from_specs([specs])
         try:
 
-            async def body(client: KafkaClient) -> Any:
-                return await client.request(DescribeClusterRequest())
-
-            answer = run_client(broker.bootstrap, package.module, body)
+            answer = describe_cluster(broker.bootstrap, package.module)
         finally:
             package.close()
         assert broker.stop() == 0, broker.stderr_text()
@@ -300,11 +302,7 @@ def test_the_pytest_plugin_serves_a_package_with_handlers(
     assert str(settings) == f"brokers=1,package={kip.folder},handlers={handlers_file}"
     cluster = KafkaCluster(settings)
     try:
-
-        async def body(client: KafkaClient) -> Any:
-            return await client.request(DescribeClusterRequest())
-
-        answer = run_client(cluster.bootstrap_servers, cluster.package, body)
+        answer = describe_cluster(cluster.bootstrap_servers, cluster.package)
     finally:
         cluster.stop()
     assert answer.cluster_name == NAME
