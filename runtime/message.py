@@ -399,6 +399,29 @@ def as_keyed(items: Iterable[T]) -> KeyedList[T]:
     return items if isinstance(items, KeyedList) else KeyedList(items)
 
 
+def convert(value: Struct, cls: type[T]) -> T:
+    """``value`` as an instance of ``cls``, another package's class of the same message:
+    fields copied by attribute name, nested structs converted likewise, fields ``cls``
+    does not have dropped and fields ``value`` does not have left at their defaults."""
+    if type(value) is cls:
+        return value
+    out = cls()
+    table = cls._field_table
+    rows = table[1] if table is not None else [(a, None, None, None, None) for a in cls._fields]
+    for attr, _key, _tagged, _nullable, sub in rows:
+        if not hasattr(value, attr):
+            continue
+        item = getattr(value, attr)
+        if sub is not None and item is not None:
+            if isinstance(item, list):
+                items = [convert(x, sub[0]) for x in item]
+                item = KeyedList(items) if isinstance(getattr(out, attr), KeyedList) else items
+            else:
+                item = convert(item, sub[0])
+        setattr(out, attr, item)
+    return out
+
+
 __all__ = [
     "new_instance",
     "Decoder",
@@ -411,4 +434,5 @@ __all__ = [
     "as_keyed",
     "bind_codecs",
     "bind_native",
+    "convert",
 ]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafkagen.generated import header_type, header_version, message_type
@@ -155,7 +156,14 @@ class BrokerProcess:
     """``python -m kafkagen.cli.serve`` in a subprocess (real parallelism for client tests)."""
 
     def __init__(
-        self, *configs: str, brokers: int = 1, startup: float = 30.0, control: bool = False
+        self,
+        *configs: str,
+        brokers: int = 1,
+        startup: float = 30.0,
+        control: bool = False,
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         args = [
             sys.executable,
@@ -165,6 +173,7 @@ class BrokerProcess:
             str(brokers),
             "--port",
             "0",
+            *options,
         ]
         if control:
             args += ["--control-port", "0"]
@@ -177,7 +186,8 @@ class BrokerProcess:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            cwd=cwd,
         )
         deadline = time.monotonic() + startup
         assert self.proc.stdout is not None

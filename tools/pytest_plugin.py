@@ -7,7 +7,11 @@ Fixtures:
   ``host:port,...`` text clients take. Broker count and configs come from the ini options
   ``kafka_brokers`` and ``kafka_broker_config`` (``key=value`` lines), or, for the tests
   that carry it, from ``@pytest.mark.kafka_cluster(brokers=3, configs={...})``: each
-  distinct setting is its own session cluster, started once. Under pytest-xdist every
+  distinct setting is its own session cluster, started once. ``kafka_package`` and
+  ``kafka_handlers`` (or ``package=``, ``handlers=[...]`` in the marker) serve with a
+  package ``kafkagen generate`` wrote and handler modules, as ``kafkagen serve --package
+  --handlers`` does; ``kafka_cluster.package`` is that package's module, for
+  ``connect(..., package=)``. Under pytest-xdist every
   worker process has its own.
 - ``kafka_topic``: a fresh topic for one test, its name as a string (partitions from
   ``@pytest.mark.kafka_topic(partitions=3)``, else the cluster's ``num.partitions``); it
@@ -26,7 +30,7 @@ import inspect
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,18 +50,30 @@ class ClusterSettings:
 
     brokers: int = 1
     configs: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    #: A generated package (import name or folder; empty: the built-in) and handler modules.
+    package: str = ""
+    handlers: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, brokers: int = 1, configs: Mapping[str, Any] | None = None) -> ClusterSettings:
+    def of(
+        cls,
+        brokers: int = 1,
+        configs: Mapping[str, Any] | None = None,
+        package: str = "",
+        handlers: Sequence[str] = (),
+    ) -> ClusterSettings:
         if not isinstance(brokers, int) or brokers < 1:
             raise pytest.UsageError(
                 f"kafka_cluster: brokers must be a positive int, not {brokers!r}"
             )
-        return cls(brokers, tuple(sorted((k, str(v)) for k, v in (configs or {}).items())))
+        conf = tuple(sorted((k, str(v)) for k, v in (configs or {}).items()))
+        return cls(brokers, conf, str(package), tuple(map(str, handlers)))
 
     def __str__(self) -> str:
         conf = ",".join(f"{k}={v}" for k, v in self.configs)
-        return f"brokers={self.brokers}" + (f",{conf}" if conf else "")
+        served = [f"package={self.package}"] if self.package else []
+        served += [f"handlers={h}" for h in self.handlers]
+        return ",".join([f"brokers={self.brokers}", *([conf] if conf else []), *served])
 
 
 class SyncControl:
@@ -94,11 +110,24 @@ class KafkaCluster:
     """A running in-process cluster, as the fixtures hand it out."""
 
     def __init__(self, settings: ClusterSettings) -> None:
+        from kafkagen.generator.packages import PackageError, load
+        from kafkagen.runtime.broker.api import Registry, RegistryError
         from kafkagen.runtime.broker.cluster import BackgroundCluster
+        from kafkagen.runtime.handlers import declare_handlers
 
         self.settings = settings
         started = time.perf_counter()
-        self._bg = BackgroundCluster(settings.brokers, configs=dict(settings.configs)).start()
+        try:
+            #: The module of the package served (None: the built-in).
+            self.package = load(settings.package).module if settings.package else None
+            registry = Registry(declare_handlers(), self.package)
+            for module in settings.handlers:
+                registry.register_module(module)
+        except (PackageError, RegistryError) as e:
+            raise pytest.UsageError(f"kafka_cluster: {e}") from None
+        self._bg = BackgroundCluster(
+            settings.brokers, configs=dict(settings.configs), registry=registry
+        ).start()
         #: Seconds from asking for the cluster to every broker listening.
         self.start_seconds = time.perf_counter() - started
         assert self._bg.cluster is not None
@@ -171,12 +200,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    parser.addini(
+        "kafka_package",
+        "a package kafkagen generate wrote (import name or folder) the kafka_cluster "
+        "fixture serves with (default: the built-in)",
+        default="",
+    )
+    parser.addini(
+        "kafka_handlers",
+        "handler modules (dotted names or .py files) of the kafka_cluster fixture, one a line",
+        type="linelist",
+        default=[],
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kafka_cluster(brokers=1, configs={}): the kafka_cluster this test uses "
+        "kafka_cluster(brokers=1, configs={}, package='', handlers=[]): the kafka_cluster "
+        "this test uses "
         "(one session cluster per distinct setting)",
     )
     config.addinivalue_line(
@@ -203,7 +245,8 @@ def _ini_settings(config: pytest.Config) -> ClusterSettings:
         if not sep or not key.strip():
             raise pytest.UsageError(f"ini option kafka_broker_config: {line!r} is not key=value")
         configs[key.strip()] = value.strip()
-    return ClusterSettings.of(int(raw), configs)
+    package = str(config.getini("kafka_package")).strip()
+    return ClusterSettings.of(int(raw), configs, package, config.getini("kafka_handlers"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -27,7 +27,7 @@ from kafkagen.runtime.handlers import declare_handlers
 from kafkagen.runtime.timer import AsyncioTimer, Timer
 from kafkagen.runtime.topic_partition import TopicPartition
 
-from .api import BrokerServices, ServedApis, describe_gaps, dispatch
+from .api import BrokerServices, Registry, ServedApis, describe_gaps, dispatch
 from .config.store import ConfigStore
 from .control.interceptor import Control
 from .group.group_coordinator import GroupCoordinator
@@ -97,7 +97,6 @@ class Broker(MetadataListener):
             running=lambda: self.running,
         )
         self.fetcher = ReplicaFetcher(rm, cluster)
-        declare_handlers()  # ServedApis caps what the registry holds (no handler imported)
         self.services = BrokerServices(
             node_id,
             self.configs,
@@ -105,7 +104,7 @@ class Broker(MetadataListener):
             rm,
             self.group_coordinator,
             self.txn_coordinator,
-            ServedApis(self.configs, node_id),
+            ServedApis(self.configs, node_id, cluster.registry),
             cluster,
             cluster.authorizer,
             cluster.credentials,
@@ -246,9 +245,13 @@ class Cluster:
         timer_factory: Callable[[], Timer] | None = None,
         time_ms: Callable[[], int] | None = None,
         users: Mapping[str, str] | None = None,
+        registry: Registry | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        #: The handlers and the generated package every broker serves with (`Registry`).
+        self.registry = registry or Registry(declare_handlers())
+        self.registry.compose()  # a registration that cannot be served fails here
         _check_loopback(host)
         self.configs = ConfigStore(configs)
         self.metadata = ClusterMetadata(self.configs, cluster_id)

@@ -22,13 +22,18 @@ import logging
 import ssl
 import struct
 
-from kafkagen.generated import header_version
-from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.handlers import declare_handlers
-from kafkagen.runtime.message import Message
+from kafkagen.runtime.message import Message, convert
 
-from .api import HANDLERS, ApiHandler, BrokerServices, Dispatch, RequestContext, dispatch
+from .api import (
+    ApiHandler,
+    BrokerServices,
+    Dispatch,
+    RequestContext,
+    dispatch,
+    error_response,
+)
 from .security.limits import ConnectionQuotas, RequestMemory
 from .security.listeners import (
     Listener,
@@ -66,9 +71,13 @@ class _Slot:
         if self.done:
             _log.error("a second response for correlation id %d was dropped", self.correlation_id)
             return
+        registry = self.conn.server.services.apis.registry
         try:
-            hv = header_version(self.api_key, version, "response")
-            header = ResponseHeader(correlation_id=self.correlation_id).encode(hv)
+            if registry.custom:
+                # A built-in handler's answer, in the served package's class.
+                response = convert(response, registry.response_type(self.api_key))
+            hv = registry.header_version(self.api_key, version, "response")
+            header = registry.response_header(correlation_id=self.correlation_id).encode(hv)
             body = response.encode(version)
         except Exception:
             _log.exception("cannot encode %s v%d", type(response).__name__, version)
@@ -170,7 +179,9 @@ class ClientConnection:
             self.close(f"a {len(body)}-byte frame cannot hold a request header")
             return
         api_key, version, correlation_id = _KEY_VERSION_CID.unpack_from(body)
-        handler = HANDLERS.get(api_key)
+        apis = self.server.services.apis
+        registry = apis.registry
+        handler = registry.handlers.get(api_key)
         if handler is None:
             self.close(f"unknown API key {api_key}")
             return
@@ -178,7 +189,6 @@ class ClientConnection:
         if refusal is not None:
             self.close(refusal)
             return
-        apis = self.server.services.apis
         min_version, max_version = apis.min_version(handler), apis.max_version(handler)
         if not min_version <= version <= max_version:
             if api_key == API_VERSIONS_KEY and version > max_version:
@@ -188,8 +198,8 @@ class ClientConnection:
             self.close(f"{handler.name} v{version} is not served ({min_version}-{max_version})")
             return
         try:
-            header, pos = RequestHeader.decode_prefix(
-                body, header_version(api_key, version, "request")
+            header, pos = registry.request_header.decode_prefix(
+                body, registry.header_version(api_key, version, "request")
             )
             # Like Kafka, bytes after the body are ignored: librdkafka 2.16 sends some after
             # a Metadata v12 request with no topics.
@@ -224,8 +234,11 @@ class ClientConnection:
         try:
             self.server.dispatch(handler, ctx, request)
         except Exception:
+            # As Kafka does: logged once, answered with UNKNOWN_SERVER_ERROR, still serving.
             _log.exception("%s: handler of API %d v%d failed", self.peer, api_key, version)
-            self.close("handler failed")
+            if not slot.done:
+                registry = self.server.services.apis.registry
+                slot.send(error_response(registry.response_type(api_key)), version)
 
     def _raw_token(self, token: bytes) -> None:
         """A SASL token after SaslHandshake v0: answered by a bare size-prefixed token."""

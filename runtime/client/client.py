@@ -12,11 +12,12 @@ import asyncio
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
+from types import ModuleType
 from typing import Any, TypeVar
 
 from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkagen.runtime.errors import KafkaError, UnsupportedVersionError, error_for_code
-from kafkagen.runtime.message import Message
+from kafkagen.runtime.message import Message, convert
 from kafkagen.runtime.topic_partition import TopicPartition
 
 from .builders import (
@@ -95,6 +96,10 @@ class KafkaClient:
         api_key = type(request).API_KEY
         if api_key is None:
             raise TypeError(f"{type(request).__name__} is not a request message")
+        package = self.versions.package
+        if package is not None and api_key in package.APIS:
+            # Encoded, and its response decoded, with the package's classes.
+            request = convert(request, package.message_type(api_key, "request"))
         if version is None:
             version = self.version_for(api_key)
         if self.on_request is not None:
@@ -223,6 +228,7 @@ async def connect(
     pagination_limit: int | None = None,
     configs: Mapping[str, str | int] | None = None,
     on_request: RequestObserver | None = None,
+    package: ModuleType | None = None,
 ) -> KafkaClient:
     """Connect to a broker and learn its API versions.
 
@@ -231,6 +237,10 @@ async def connect(
     ``pagination_limit`` (or ``configs={"max.request.pagination.size.limit": n}``) is the
     page size the admin helpers of `kafkagen.runtime.client.admin` ask for.
     ``on_request(request, version)`` sees every request before it is sent.
+    ``package`` (a module ``kafkagen generate`` wrote, e.g. loaded with
+    `kafkagen.generator.packages.load`) encodes requests and decodes responses of the
+    APIs it has, at its versions; requests and builders may still use the built-in
+    classes, converted by field name. Default: the built-in ``kafkagen.generated``.
     """
     limit = _pagination_limit(pagination_limit, configs)
     connection = await Connection.open(
@@ -238,6 +248,7 @@ async def connect(
     )
     try:
         versions = await handshake(connection, timeout=request_timeout)
+        versions.package = package
     except BaseException:
         await connection.close()
         raise

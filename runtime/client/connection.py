@@ -14,16 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import sys
 from dataclasses import dataclass
+from types import ModuleType
 
-from kafkagen.generated import header_version, message_type
 from kafkagen.generated.headers import RequestHeader, ResponseHeader
 from kafkagen.runtime.errors import DecodeError, UnsupportedVersionError
 from kafkagen.runtime.message import Message
 
 from .versions import api_name
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "codecs_of"]
 
 _log = logging.getLogger("kafkagen.client")
 
@@ -34,12 +35,20 @@ _API_VERSIONS = 18
 _ABANDONED_LIMIT = 4096
 
 
+def codecs_of(request_type: type[Message]) -> ModuleType:
+    """The generated package a request class belongs to (``kafkagen.generated`` or a
+    user's package), whose response class and header versions go with it."""
+    return sys.modules[request_type.__module__.rpartition(".")[0]]
+
+
 @dataclass(slots=True)
 class _Pending:
     api_key: int
     version: int
     response_type: type[Message]
     future: asyncio.Future[Message]
+    #: The generated package of the request, which decodes its response.
+    codecs: ModuleType
 
 
 class Connection:
@@ -152,15 +161,17 @@ class Connection:
         # Encode first: a request that cannot be written must not use a correlation id.
         body = request.encode(version)
         cid = self._next_id
+        codecs = codecs_of(type(request))
         header = RequestHeader(
             request_api_key=api_key,
             request_api_version=version,
             correlation_id=cid,
             client_id=self.client_id,
-        ).encode(header_version(api_key, version, "request"))
+        ).encode(codecs.header_version(api_key, version, "request"))
         self._next_id = (cid + 1) & 0x7FFFFFFF  # an int32 that stays non-negative
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = _Pending(api_key, version, message_type(api_key, "response"), future)
+        response_type = codecs.message_type(api_key, "response")
+        self._pending[cid] = _Pending(api_key, version, response_type, future, codecs)
         self._writer.write(_SIZE.pack(len(header) + len(body)) + header + body)
         return cid, future
 
@@ -203,7 +214,7 @@ class Connection:
                 return None
             return f"response with correlation id {cid}, which no request is waiting for"
         try:
-            hv = header_version(pending.api_key, pending.version, "response")
+            hv = pending.codecs.header_version(pending.api_key, pending.version, "response")
             _, pos = ResponseHeader.decode_prefix(frame, hv)
             body = memoryview(frame)[pos:]
             response = self._decode(pending, body)

@@ -10,6 +10,7 @@ the API and both sides' ranges instead of a connection the broker closes without
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import ModuleType
 from typing import NamedTuple
 
 from kafkagen.generated import APIS, message_type
@@ -79,14 +80,20 @@ def api_name(api_key: int) -> str:
     return entry[1].removesuffix("Request") if entry else f"API {api_key}"
 
 
-def client_versions(api_key: int, *, unstable: bool = False) -> VersionRange:
-    """The versions this client can write and read for ``api_key``.
+def client_versions(
+    api_key: int, *, unstable: bool = False, package: ModuleType | None = None
+) -> VersionRange:
+    """The versions this client can write and read for ``api_key``, with the classes of
+    ``package`` when it has the API (a user's generated package; default the built-in).
 
     An unstable latest version is left out unless ``unstable``: brokers only advertise it
     when configured to, and its layout may still change.
     """
-    request = message_type(api_key, "request")
-    response = message_type(api_key, "response")
+    types = (
+        package.message_type if package is not None and api_key in package.APIS else message_type
+    )
+    request = types(api_key, "request")
+    response = types(api_key, "response")
     high = request.HIGHEST_VERSION
     if request.LATEST_VERSION_UNSTABLE and not unstable:
         high -= 1
@@ -98,8 +105,12 @@ class BrokerVersions:
     """The API version ranges one broker advertised in its ApiVersions response."""
 
     def __init__(
-        self, ranges: Mapping[int, tuple[int, int]] | Iterable[tuple[int, int, int]]
+        self,
+        ranges: Mapping[int, tuple[int, int]] | Iterable[tuple[int, int, int]],
+        package: ModuleType | None = None,
     ) -> None:
+        #: The generated package whose versions this client speaks (None: the built-in).
+        self.package = package
         if isinstance(ranges, Mapping):
             self.ranges: dict[int, VersionRange] = {k: VersionRange(*r) for k, r in ranges.items()}
         else:
@@ -127,7 +138,7 @@ class BrokerVersions:
         ``wanted`` narrows the client's side (a request that needs a feature of v4+, say);
         it defaults to `client_versions`. Raises `VersionMismatchError` when nothing is left.
         """
-        ours = client_versions(api_key, unstable=unstable)
+        ours = client_versions(api_key, unstable=unstable, package=self.package)
         if wanted is not None:
             narrowed = ours.intersect(wanted)
             if narrowed is None:

@@ -4,6 +4,9 @@ Broker ``i`` listens on ``--port + i`` (``--port 0``: any free ports). The boots
 address is printed on one line as soon as every broker listens, so scripts can read it.
 Brokers keep everything in memory unless ``--log-dir`` names a directory that keeps logs,
 committed offsets, transactions and cluster metadata across restarts.
+
+``--package`` (or ``--specs``) serves with a user's generated package and ``--handlers``
+adds handlers of a user's module over the built-in ones (docs/serve-your-change.md).
 """
 
 from __future__ import annotations
@@ -14,9 +17,14 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kafkagen.runtime.broker.config.definitions import ConfigError
 from kafkagen.runtime.broker.config.store import parse_assignments
+
+if TYPE_CHECKING:
+    from kafkagen.generator.packages import GeneratedPackage
+    from kafkagen.runtime.broker.api import Registry
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -59,6 +67,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="serve the control API (fault injection, broker controls; JSON over HTTP, "
         "docs/control.md) on 127.0.0.1:P (0 picks a free port; default: off)",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--package",
+        metavar="NAME_OR_DIR",
+        help="decode requests and encode responses with this package kafkagen generate "
+        "wrote (an importable name or its folder; default: the built-in)",
+    )
+    source.add_argument(
+        "--specs",
+        action="append",
+        metavar="DIR",
+        help="as --package, with the package generated from these spec folders into a "
+        "temporary folder removed at exit (repeatable)",
+    )
+    parser.add_argument(
+        "--handlers",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module (dotted name, or a .py file) whose register(registry) adds or "
+        "overrides request handlers (repeatable)",
     )
     parser.add_argument(
         "--log-level",
@@ -104,12 +134,56 @@ def run(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from kafkagen.generator.packages import PackageError
+    from kafkagen.runtime.broker.api import RegistryError
+
+    package = None
     try:
+        package, registry = _registry(args)
         return asyncio.run(
-            _serve(args.brokers, args.port, configs, getattr(args, "control_port", None), users)
+            _serve(
+                args.brokers,
+                args.port,
+                configs,
+                getattr(args, "control_port", None),
+                users,
+                registry,
+            )
         )
+    except (PackageError, RegistryError) as e:
+        print(f"kafkagen serve: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 0
+    finally:
+        if package is not None:
+            package.close()
+
+
+def _registry(args: argparse.Namespace) -> tuple[GeneratedPackage | None, Registry]:
+    """The package named by --package or --specs (None: the built-in) and the registry of
+    handlers serving with it, the --handlers modules registered."""
+    from pathlib import Path
+
+    from kafkagen.generator.packages import from_specs, load
+    from kafkagen.runtime.broker.api import Registry
+    from kafkagen.runtime.handlers import declare_handlers
+
+    package = None
+    if getattr(args, "specs", None):
+        package = from_specs([Path(p) for p in args.specs])
+    elif getattr(args, "package", None):
+        package = load(args.package)
+    try:
+        registry = Registry(declare_handlers(), package.module if package else None)
+        for module in getattr(args, "handlers", None) or ():
+            registry.register_module(module)
+        registry.compose()
+    except BaseException:
+        if package is not None:
+            package.close()
+        raise
+    return package, registry
 
 
 async def _serve(
@@ -118,13 +192,14 @@ async def _serve(
     configs: dict[str, str],
     control_port: int | None = None,
     users: dict[str, str] | None = None,
+    registry: Registry | None = None,
 ) -> int:
     from kafkagen.runtime.broker.cluster import Cluster
     from kafkagen.runtime.broker.control.http_api import ControlServer
     from kafkagen.runtime.broker.storage.log_store import LogDirError
 
     try:
-        cluster = Cluster(brokers, port=port, configs=configs, users=users)
+        cluster = Cluster(brokers, port=port, configs=configs, users=users, registry=registry)
     except (ConfigError, LogDirError) as e:
         print(f"kafkagen serve: {e}", file=sys.stderr)
         return 2

@@ -33,38 +33,21 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kafkagen.generator import packages as shared
+from kafkagen.generator.packages import BUILTIN, KINDS, MARKER, PackageError
+
 from .rules import EMPTY, NULL, STRUCT, VALUE, FieldRule, MessageRules, StructRules, Table
-
-BUILTIN = "kafkagen.generated"
-#: The marker file every package ``kafkagen generate`` writes.
-MARKER = "GENERATED_BY_KAFKAGEN"
-KINDS = ("request", "response")
-
-
-class PackageError(ValueError):
-    """A package source that cannot be used; the text is one line naming what and where."""
 
 
 @dataclass
-class Package:
+class Package(shared.GeneratedPackage):
     """A generated package ready to fuzz: ``module`` is loaded in this process."""
 
-    #: What the user named (a module, a folder, spec folders or a release), for reports.
-    label: str
-    #: The import name the package is loaded under here and on the executors.
-    name: str
-    module: ModuleType
-    #: The package folder (None for the built-in, which ships inside kafkagen's zip).
-    folder: Path | None
-    #: The spec folders it was generated from, when known.
-    specs: tuple[Path, ...] = ()
-    #: Temporary folders to remove when the run ends (generated packages and specs).
-    scratch: list[Path] = field(default_factory=list)
     #: The command-line options that name it again (empty for the built-in).
     argument: str = ""
     _table: Table | None = None
@@ -123,11 +106,6 @@ class Package:
             "specs": [str(p) for p in self.specs],
         }
 
-    def close(self) -> None:
-        for path in self.scratch:
-            shutil.rmtree(path, ignore_errors=True)
-        self.scratch.clear()
-
 
 # ---------------------------------------------------------------- resolving a source
 
@@ -172,86 +150,23 @@ def _resolve_one(source: str) -> Package:
 def from_module(name: str) -> Package:
     if name == BUILTIN:
         return builtin()
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as e:
-        raise PackageError(f"{name}: cannot be imported: {e}") from None
-    if spec is None or not spec.submodule_search_locations:
-        raise PackageError(f"{name}: no such package (not importable here, and no such folder)")
-    folder = Path(list(spec.submodule_search_locations)[0])
-    if not (folder / MARKER).is_file():
-        raise PackageError(
-            f"{name}: {folder} is not a kafkagen-generated package (no {MARKER} file)"
-        )
-    return from_folder(folder, name)
+    return _fuzzed(shared.from_module(name))
 
 
 def from_folder(folder: Path, label: str) -> Package:
     """A generated package folder, loaded under a name made from its content."""
-    folder = folder.resolve()
-    if not (folder / "__init__.py").is_file():
-        raise PackageError(f"{label}: {folder} has {MARKER} but no __init__.py")
-    digest = hashlib.sha256()
-    for path in sorted(folder.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    name = f"kafkagen_pkg_{digest.hexdigest()[:16]}"
-    module = sys.modules.get(name) or _load(name, folder, label)
-    return Package(label, name, module, folder)
-
-
-def _load(name: str, folder: Path, label: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    if spec is None or spec.loader is None:
-        raise PackageError(f"{label}: {folder} cannot be loaded as a package")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        if not callable(getattr(module, "message_type", None)):
-            raise PackageError(f"{label}: {folder} has no message_type(): not a kafkagen package")
-    except PackageError:
-        del sys.modules[name]
-        raise
-    except Exception as e:
-        del sys.modules[name]
-        raise PackageError(f"{label}: {folder} fails to import: {type(e).__name__}: {e}") from None
-    return module
+    return _fuzzed(shared.from_folder(folder, label))
 
 
 def from_specs(spec_dirs: Sequence[Path], label: str | None = None) -> Package:
     """Generate the spec folders into a temporary package (removed by ``close``)."""
-    from kafkagen.generator import generate as gen
-    from kafkagen.generator import output
-    from kafkagen.generator.errors import SpecError, SpecErrors
+    return _fuzzed(shared.from_specs(spec_dirs, label))
 
-    shown = label or ", ".join(str(p) for p in spec_dirs)
-    for d in spec_dirs:
-        if not d.is_dir():
-            raise PackageError(f"{d}: spec folder does not exist")
-    try:
-        messages = gen.load_messages(list(spec_dirs))
-        files = gen.render_package(messages)
-    except SpecErrors as e:
-        first = e.errors[0].line()
-        more = f" (and {len(e.errors) - 1} more spec errors)" if len(e.errors) > 1 else ""
-        raise PackageError(first + more) from None
-    except SpecError as e:
-        raise PackageError(e.line()) from None
-    if not any(m.kind in KINDS and m.api_key is not None for m in messages):
-        raise PackageError(f"{shown}: no request or response specs")
-    scratch = Path(tempfile.mkdtemp(prefix="kafkagen-pkg-"))
-    try:
-        out = scratch / "package"
-        output.write_package(files, out)
-        package = from_folder(out, shown)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    package.specs = tuple(spec_dirs)
-    package.scratch.append(scratch)
-    return package
+
+def _fuzzed(loaded: shared.GeneratedPackage) -> Package:
+    return Package(
+        loaded.label, loaded.name, loaded.module, loaded.folder, loaded.specs, loaded.scratch
+    )
 
 
 def from_release(version: str) -> Package:
