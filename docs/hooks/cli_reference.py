@@ -22,7 +22,8 @@ WIDTH = "80"
 def command_paths() -> list[list[str]]:
     """Every command line, as the words after ``kafkagen``: the command itself, each
     subcommand, and under ``control`` and ``bench`` each action and each benchmark."""
-    from kafkagen import cli, control
+    from kafkagen import cli
+    from kafkagen.cli import control
 
     nested = {"bench": list(cli.BENCHMARKS)}
     # argparse has no public way to list a parser's subcommands; its actions hold them.
