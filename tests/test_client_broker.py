@@ -20,7 +20,7 @@ from kafkagen.generated.create_topics import CreateTopicsRequest, CreateTopicsRe
 from kafkagen.generated.find_coordinator import FindCoordinatorRequest
 from kafkagen.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kafkagen.generated.produce import ProduceRequest
-from kafkagen.generated.update_features import UpdateFeaturesRequest
+from kafkagen.generated.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.config.definitions import ConfigError
 from kafkagen.runtime.broker.config.store import ConfigStore
@@ -247,9 +247,9 @@ def test_an_api_the_broker_lacks_is_named_with_its_ranges(cluster: BackgroundClu
     async def go() -> None:
         async with await connect(*address(cluster)) as client:
             with pytest.raises(VersionMismatchError) as info:
-                await client.request(UpdateFeaturesRequest())
+                await client.request(ShareGroupHeartbeatRequest())
             text = str(info.value)
-            assert "does not support UpdateFeatures (API key 57)" in text
+            assert "does not support ShareGroupHeartbeat (API key 76)" in text
             assert "FindCoordinator v0-6" in text and "ApiVersions v0-5" in text
             assert not client.closed  # nothing was sent, the connection is fine
 

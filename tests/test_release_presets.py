@@ -142,4 +142,4 @@ def test_unserved_report_lists_each_presets_gaps() -> None:
     assert "Produce (0)" not in lines["3.9"] and "DescribeClientQuotas" not in lines["3.9"]
     # Every version of what kafkagen implements reaches Kafka's; what is left it lacks.
     assert "Produce (0)" not in lines["4.4"] and "DescribeQuorum" not in lines["4.4"]
-    assert "UpdateFeatures (57) v0-2" in lines["4.4"]
+    assert "PushTelemetry (72) v0" in lines["4.4"]

@@ -68,6 +68,7 @@ SERVED: dict[int, tuple[str, int, int, int]] = {
     50: ("api_50_describe_user_scram_credentials", 0, 0, 0),
     51: ("api_51_alter_user_scram_credentials", 0, 0, 0),
     55: ("api_55_describe_quorum", 0, 2, 2),
+    57: ("api_57_update_features", 0, 2, 2),
     60: ("api_60_describe_cluster", 0, 2, 2),
     61: ("api_61_describe_producers", 0, 0, 1),
     65: ("api_65_describe_transactions", 0, 0, 1),

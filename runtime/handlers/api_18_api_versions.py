@@ -7,19 +7,24 @@ ranges, which is how clients find a version to retry with. From v5 (KIP-1242) a 
 name the cluster and broker it means to reach; when either differs from this broker's, the
 answer is REBOOTSTRAP_REQUIRED, so the client looks the cluster up afresh.
 
-From v3 the answer also lists the cluster's features. kafkagen has one, Kafka's
-``transaction.version``: finalized at 2 (transactions v2, KIP-890) when the broker serves
-the versions that protocol uses (Produce 12, EndTxn 5, TxnOffsetCommit 5), else at 1, so
-a preset or ``kafkagen.api.version.max`` that caps them turns it off. Kafka's Java client
-uses transactions v2 only when the feature says so.
+From v3 the answer also lists the cluster's features (KIP-584): the ranges it supports
+and the levels it has finalized, with their epoch, those of a new Kafka 4.4.0 cluster
+until UpdateFeatures changes them (see `kafkagen.runtime.broker.metadata.features`). A
+broker playing a release preset advertises what a new cluster of that release does, and
+nothing before 3.3. ``transaction.version`` 2 (transactions v2, KIP-890) is finalized only
+when the broker serves the versions that protocol uses (Produce 12, EndTxn 5,
+TxnOffsetCommit 5), else it drops to 1, so a preset or ``kafkagen.api.version.max`` that
+caps them turns it off: Kafka's Java client uses transactions v2 only when the feature says so.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from kafkagen.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.metadata.features import TRANSACTION_VERSION, FinalizedFeatures
 from kafkagen.runtime.errors import (
     InvalidRequestError,
     RebootstrapRequiredError,
@@ -28,11 +33,8 @@ from kafkagen.runtime.errors import (
 from kafkagen.runtime.message import KeyedList
 
 API_KEY = 18
-TRANSACTION_VERSION = "transaction.version"
 #: API key -> the first version of transactions v2.
 _TRANSACTIONS_V2 = {0: 12, 26: 5, 28: 5}
-#: The features never change while a broker runs: one epoch.
-_FEATURES_EPOCH = 0
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -58,26 +60,34 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest | None) -> None:
     ):
         ctx.respond(ApiVersionsResponse(error_code=RebootstrapRequiredError.code))
         return
+    preset = ctx.broker.apis.preset
+    features = ctx.broker.metadata.features if preset is None else _release_features(preset)
+    finalized = features.finalized()
+    if TRANSACTION_VERSION in finalized:
+        finalized[TRANSACTION_VERSION] = min(
+            finalized[TRANSACTION_VERSION], transaction_version(versions)
+        )
     ctx.respond(
         R(
             error_code=0,
             api_keys=keys,
             supported_features=KeyedList(
-                [R.SupportedFeatureKey(name=TRANSACTION_VERSION, min_version=0, max_version=2)]
+                R.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+                for name, (lo, hi) in features.supported.items()
             ),
-            finalized_features_epoch=_FEATURES_EPOCH,
+            finalized_features_epoch=features.epoch,
             finalized_features=KeyedList(
-                [
-                    R.FinalizedFeatureKey(
-                        name=TRANSACTION_VERSION,
-                        min_version_level=level,
-                        max_version_level=level,
-                    )
-                    for level in [transaction_version(versions)]
-                ]
+                R.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+                for name, level in finalized.items()
             ),
         )
     )
+
+
+@cache
+def _release_features(release: str) -> FinalizedFeatures:
+    """What a new cluster of ``release`` advertises (a preset's features never change)."""
+    return FinalizedFeatures(release)
 
 
 def transaction_version(versions: dict[int, tuple[int, int]]) -> int:

@@ -41,6 +41,7 @@ from ..security.acls import (
 )
 from ..types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 from .client_quotas import ClientQuotas
+from .features import FinalizedFeatures
 from .reassignment import ReassignmentManager
 
 __all__ = ["ClusterMetadata", "validate_topic_name"]
@@ -82,6 +83,8 @@ class ClusterMetadata:
         self.configs = configs
         self.acls = AclStore()
         self.client_quotas = ClientQuotas()
+        #: The feature levels ApiVersions advertises and UpdateFeatures changes.
+        self.features = FinalizedFeatures(controller_id=controller_id)
         self.cluster_id = cluster_id or _cluster_id()
         self.controller_id = controller_id
         self.brokers: dict[int, BrokerInfo] = {}
@@ -394,6 +397,7 @@ class ClusterMetadata:
                 [tp.topic, tp.partition, step.original, step.target]
                 for tp, step in self.reassignments.in_order()
             ],
+            "features": {"levels": self.features.levels, "epoch": self.features.epoch},
         }
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -440,6 +444,11 @@ class ClusterMetadata:
                     [int(r) for r in original],
                     [int(r) for r in target],
                 )
+            # Images saved before feature levels were kept have the defaults.
+            if "features" in snap:
+                levels = snap["features"]["levels"]
+                self.features.levels = {str(k): int(v) for k, v in levels.items()}
+                self.features.epoch = int(snap["features"]["epoch"])
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"bad cluster metadata: {e!r}") from None
 
