@@ -3,12 +3,25 @@ changes them with Kafka's rules and messages, and a release preset advertises it
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated.api_versions import ApiVersionsRequest
+from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
-from kafkagen.runtime.broker.metadata.features import release_levels
+from kafkagen.runtime.broker.metadata.features import FeatureUpdate, release_levels
+
+if TYPE_CHECKING:
+    from kafkagen.reference import KafkaReference
 
 pytestmark = pytest.mark.timeout(60)
 Update = UpdateFeaturesRequest.FeatureUpdateKey
@@ -197,3 +210,171 @@ def test_release_presets_finalize_what_their_release_did() -> None:
     assert four is not None and four["metadata.version"] == 25
     assert four["transaction.version"] == 2 and four["group.version"] == 1
     assert four["eligible.leader.replicas.version"] == 0
+
+
+# -- kafka-features against kafkagen and Kafka 4.4.0 ------------------------------------------
+
+#: `kafka-features` runs, each changing the cluster only as far as a later one undoes it.
+FEATURE_COMMANDS = [
+    ["describe"],
+    ["upgrade", "--feature", "group.version=5", "--dry-run"],
+    ["upgrade", "--feature", "share.version=1", "--dry-run"],
+    ["upgrade", "--feature", "nonexistent.version=1", "--dry-run"],
+    ["downgrade", "--feature", "metadata.version=7", "--dry-run"],
+    ["downgrade", "--feature", "eligible.leader.replicas.version=0", "--dry-run"],
+    ["disable", "--feature", "streams.version", "--dry-run"],
+    ["upgrade", "--metadata", "4.0", "--dry-run"],
+    ["downgrade", "--feature", "group.version=0"],
+    ["describe"],
+    ["upgrade", "--feature", "group.version=1"],
+    ["describe"],
+]
+_VARYING = [
+    (re.compile(r"Epoch: \d+"), "Epoch: N"),
+    (re.compile(r"controller \d+"), "controller N"),
+    (re.compile(r"TopicId: \S+"), "TopicId: ID"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kafka_features_prints_on_kafkagen_what_it_prints_on_kafka(
+    kafka_reference: KafkaReference,
+) -> None:
+    with BackgroundCluster(3) as c:
+        ours = [kafka_tool(c.bootstrap, "FeatureCommand", args) for args in FEATURE_COMMANDS]
+    theirs = [
+        kafka_tool(kafka_reference.bootstrap, "FeatureCommand", args) for args in FEATURE_COMMANDS
+    ]
+    for args, mine, kafka in zip(FEATURE_COMMANDS, ours, theirs, strict=True):
+        assert mine == kafka, " ".join(args)
+    assert "FinalizedVersionLevel: 4.4-IV2" in ours[0]
+
+
+# -- eligible leader replicas (KIP-966) -------------------------------------------------------
+
+
+def partition_state(w: WireClient, topic: str) -> tuple[int, list[int], list[int], list[int]]:
+    """(leader, ISR, ELR, last known ELR) of ``topic``'s partition 0 (DescribeTopicPartitions)."""
+    r = w.call(
+        75,
+        0,
+        DescribeTopicPartitionsRequest(
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)]
+        ),
+    )
+    p = r.topics[0].partitions[0]
+    return p.leader_id, p.isr_nodes, p.eligible_leader_replicas, p.last_known_elr
+
+
+def test_replicas_leaving_a_short_isr_become_eligible_and_one_leads_again() -> None:
+    with BackgroundCluster(4) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        md = cl.metadata
+        c.call(
+            lambda: md.create_topic(
+                "elr", assignments={0: [0, 1, 2]}, configs={"min.insync.replicas": "2"}
+            )
+        )
+        b = cl.brokers[3].info
+        with WireClient(f"{b.host}:{b.port}") as w:
+            assert partition_state(w, "elr") == (0, [0, 1, 2], [], [])
+            c.run(cl.pause_broker(2))
+            assert partition_state(w, "elr") == (0, [0, 1], [], [])  # still min.insync.replicas
+            c.run(cl.pause_broker(1))
+            assert partition_state(w, "elr") == (0, [0], [1], [])
+            c.run(cl.pause_broker(0))
+            assert partition_state(w, "elr") == (-1, [], [0, 1], [])
+            # An eligible replica is as good as an in-sync one: it leads when it returns.
+            c.run(cl.resume_broker(1))
+            assert partition_state(w, "elr") == (1, [1], [0], [])
+        assert md.partition("elr", 0).leader_epoch == 2  # lost, then the eligible one
+
+
+def test_without_eligible_leader_replicas_the_last_isr_member_stays() -> None:
+    with BackgroundCluster(3) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        md = cl.metadata
+        off = [FeatureUpdate("eligible.leader.replicas.version", 0, 2)]
+        c.call(lambda: md.update_features(off, validate_only=False))
+        c.call(lambda: md.create_topic("plain", assignments={0: [0, 1]}))
+        c.run(cl.pause_broker(1))
+        c.run(cl.pause_broker(0))
+        p = md.partition("plain", 0)
+        assert (p.leader, p.isr, p.elr) == (-1, [0], [])
+
+
+def test_eligible_leader_replicas_pin_the_cluster_min_insync_replicas() -> None:
+    """As on Kafka 4.4, where `kafka-topics --describe` shows min.insync.replicas=1 for a
+    topic without configs: the cluster-wide dynamic default."""
+    with BackgroundCluster(1) as c:
+        assert c.cluster is not None
+        value, source = c.cluster.metadata.configs.topic_raw("any", "min.insync.replicas")
+        assert (value, source.name) == ("1", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+
+
+def kafka_tool(bootstrap: str, tool: str, args: list[str]) -> str:
+    """What one of Kafka 4.4.0's tools prints (and its exit status), ids normalised."""
+    from kafkagen.maven import classpath
+
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no java on PATH")
+    jars = os.pathsep.join(map(str, classpath(["org.apache.kafka:kafka-tools:4.4.0"])))
+    p = subprocess.run(
+        [java, "-cp", jars, f"org.apache.kafka.tools.{tool}", "--bootstrap-server", bootstrap]
+        + args,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = "\n".join(
+        line for line in (p.stdout + p.stderr).splitlines() if not line.startswith("SLF4J")
+    )
+    for pattern, replacement in _VARYING:
+        out = pattern.sub(replacement, out)
+    return f"exit {p.returncode}\n{out}"
+
+
+def _topics_after_losing_node_2(bootstrap: str, lose: Callable[[], None]) -> list[str]:
+    """Two topics on nodes 0, 1, 2 (min.insync.replicas 3 and 2), node 2 lost, and what
+    ``kafka-topics --describe`` prints of them then."""
+    for name, min_isr in (("elr3", "3"), ("elr2", "2")):
+        create = ["--create", "--topic", name, "--replica-assignment", "0:1:2"]
+        out = kafka_tool(
+            bootstrap, "TopicCommand", [*create, "--config", f"min.insync.replicas={min_isr}"]
+        )
+        assert out.startswith("exit 0"), out
+    lose()
+    deadline = time.monotonic() + 60
+    while True:
+        described = [
+            kafka_tool(bootstrap, "TopicCommand", ["--describe", "--topic", name])
+            for name in ("elr3", "elr2")
+        ]
+        if all("Isr: 0,1\t" in d for d in described) or time.monotonic() > deadline:
+            return described
+        time.sleep(1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kafka_topics_shows_the_elr_kafka_shows_after_a_replica_stops() -> None:
+    from kafkagen.reference import KafkaReference
+
+    with BackgroundCluster(3) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        ours = _topics_after_losing_node_2(c.bootstrap, lambda: c.run(cl.pause_broker(2)))
+    with KafkaReference(nodes=3) as kafka:
+        first = kafka.bootstrap.split(",")[0]
+
+        def stop_node_2() -> None:
+            os.killpg(kafka.pids()[2], signal.SIGTERM)
+
+        theirs = _topics_after_losing_node_2(first, stop_node_2)
+    assert ours == theirs
+    assert "Isr: 0,1\tElr: 2\tLastKnownElr: " in ours[0]
+    assert "Isr: 0,1\tElr: \tLastKnownElr: " in ours[1]

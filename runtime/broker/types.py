@@ -53,6 +53,11 @@ class PartitionInfo:
     isr: list[int] = field(default_factory=list)
     #: Bumped on every change of replicas, ISR or leader (Kafka's partition epoch).
     partition_epoch: int = 0
+    #: Eligible leader replicas (KIP-966): left the ISR while it was below
+    #: min.insync.replicas, so they hold every committed record and may lead.
+    elr: list[int] = field(default_factory=list)
+    #: The last ELR members known, once they are no longer eligible.
+    last_known_elr: list[int] = field(default_factory=list)
 
     @property
     def tp(self) -> TopicPartition:

@@ -32,14 +32,10 @@ def handle(ctx: RequestContext, request: UpdateFeaturesRequest) -> None:
             FeatureUpdate(u.feature, u.max_version_level, _upgrade_type(ctx.api_version, u))
             for u in request.feature_updates
         ]
-        md = ctx.broker.metadata
         try:
-            md.features.update(updates, request.validate_only, md.change_count + 1)
+            ctx.broker.metadata.update_features(updates, request.validate_only)
         except InvalidUpdateVersionError as e:
             code, message = e.code, e.message
-        else:
-            if updates and not request.validate_only:
-                md.changed()
     ctx.respond(
         R(
             error_code=code,

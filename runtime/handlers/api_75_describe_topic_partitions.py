@@ -114,8 +114,8 @@ def _topic(info: TopicInfo, first: int, last: int, alive: set[int], ops: int) ->
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr),
-                eligible_leader_replicas=[],
-                last_known_elr=[],
+                eligible_leader_replicas=list(p.elr),
+                last_known_elr=list(p.last_known_elr),
                 offline_replicas=[r for r in p.replicas if r not in alive],
             )
             for p in info.partitions[first:last]

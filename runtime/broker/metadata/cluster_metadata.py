@@ -41,10 +41,12 @@ from ..security.acls import (
 )
 from ..types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 from .client_quotas import ClientQuotas
-from .features import FinalizedFeatures
+from .features import ELR_VERSION, FeatureUpdate, FinalizedFeatures
 from .reassignment import ReassignmentManager
 
 __all__ = ["ClusterMetadata", "validate_topic_name"]
+
+MIN_ISR = "min.insync.replicas"
 
 #: Producer ids are handed out in blocks, so that a saved image need change only per block.
 PRODUCER_ID_BLOCK = 1000
@@ -85,6 +87,8 @@ class ClusterMetadata:
         self.client_quotas = ClientQuotas()
         #: The feature levels ApiVersions advertises and UpdateFeatures changes.
         self.features = FinalizedFeatures(controller_id=controller_id)
+        if self.elr_enabled():
+            self.pin_cluster_min_isr()
         self.cluster_id = cluster_id or _cluster_id()
         self.controller_id = controller_id
         self.brokers: dict[int, BrokerInfo] = {}
@@ -275,21 +279,25 @@ class ClusterMetadata:
         info = self.partition(topic, index)
         if info is None or sorted(info.isr) == sorted(isr):
             return
+        old_isr = info.isr
         info.isr = [r for r in info.replicas if r in isr]
+        self._track_elr(info, old_isr)
         self.update_partition(info)
 
     def broker_down(self, node_id: int) -> None:
         """A broker stopped (or was paused): move its leaderships, drop it from ISRs.
 
         A new leader comes from the ISR and gets a new leader epoch. When the broker was the
-        last in-sync replica, it stays in the ISR and the partition has no leader until it
-        returns (no unclean election).
+        last in-sync replica the partition has no leader until an eligible one returns (no
+        unclean election): with eligible leader replicas on, the ISR empties and the broker
+        joins the ELR; without, it stays in the ISR.
         """
         broker = self.brokers.get(node_id)
         if broker is None or not broker.alive:
             return
         broker.alive = False
         alive = {b.node_id for b in self.brokers.values() if b.alive}
+        elr = self.elr_enabled()
         changed = []
         for topic in self.topics.values():
             for p in topic.partitions:
@@ -299,8 +307,9 @@ class ClusterMetadata:
                 if p.leader == node_id:
                     p.leader = others[0] if others else -1
                     p.leader_epoch += 1
-                if others:
-                    p.isr = others
+                if others or elr:
+                    old_isr, p.isr = p.isr, others
+                    self._track_elr(p, old_isr)
                 changed.append(p)
         for p in changed:
             p.partition_epoch += 1
@@ -320,6 +329,8 @@ class ClusterMetadata:
                 if p.leader == -1 and node_id in p.isr:
                     p.leader = node_id
                     p.leader_epoch += 1
+                elif p.leader == -1 and not p.isr and node_id in p.elr:
+                    self._elect_from_elr(p, node_id)
                 # Followers catch up first; the leader adds them to the ISR then.
                 changed.append(p)
         for p in changed:
@@ -339,6 +350,64 @@ class ClusterMetadata:
             self.update_partition(info)
 
     # -- producer ids -----------------------------------------------------------------
+
+    # -- eligible leader replicas (KIP-966) -------------------------------------------
+
+    def elr_enabled(self) -> bool:
+        return self.features.levels.get(ELR_VERSION, 0) >= 1
+
+    def update_features(self, updates: Sequence[FeatureUpdate], validate_only: bool) -> None:
+        """Change feature levels (UpdateFeatures); raises INVALID_UPDATE_VERSION, changing
+        nothing, when Kafka would refuse. Turning eligible leader replicas off forgets every
+        ELR; turning them on sets the cluster-wide min.insync.replicas, as Kafka does."""
+        was = self.elr_enabled()
+        self.features.update(updates, validate_only, self.change_count + 1)
+        if validate_only or not updates:
+            return
+        if was and not self.elr_enabled():
+            changed = [
+                p for t in self.topics.values() for p in t.partitions if p.elr or p.last_known_elr
+            ]
+            for p in changed:
+                p.elr, p.last_known_elr = [], []
+                p.partition_epoch += 1
+            self._publish(changed)
+        elif not was and self.elr_enabled():
+            self.pin_cluster_min_isr()
+        self.changed()
+
+    def pin_cluster_min_isr(self) -> None:
+        """With eligible leader replicas on, Kafka keeps min.insync.replicas as a
+        cluster-wide dynamic config (the static value, unless one is set already)."""
+        if MIN_ISR in self.configs.dynamic_default:
+            return
+        value, _ = self.configs.broker_raw(MIN_ISR)
+        default = {**self.configs.dynamic_default, MIN_ISR: str(value if value is not None else 1)}
+        self.configs.set_dynamic_broker(None, default)
+
+    def _track_elr(self, p: PartitionInfo, old_isr: list[int]) -> None:
+        """Keep the ELR as Kafka's controller does when the ISR changes: below
+        min.insync.replicas the replicas that leave the ISR become eligible (and the ones
+        that were stay so); the last known ELR keeps those no longer in ISR or ELR; at or
+        above min.insync.replicas both are empty."""
+        if not self.elr_enabled():
+            return
+        if len(p.isr) >= self.configs.topic_config(p.topic).min_insync_replicas:
+            p.elr, p.last_known_elr = [], []
+            return
+        candidates = set(p.elr) | set(old_isr)
+        elr = sorted(candidates - set(p.isr))
+        known = sorted((candidates | set(p.last_known_elr)) - set(p.isr) - set(elr))
+        p.elr, p.last_known_elr = elr, known
+
+    def _elect_from_elr(self, p: PartitionInfo, node_id: int) -> None:
+        """An eligible replica leads a partition whose ISR is empty (it holds every
+        committed record, so this is a clean election) and is the new ISR."""
+        old_isr = p.isr
+        p.leader, p.isr = node_id, [node_id]
+        p.leader_epoch += 1
+        p.elr = [r for r in p.elr if r != node_id]
+        self._track_elr(p, old_isr)
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id
@@ -369,6 +438,8 @@ class ClusterMetadata:
                             "leader": p.leader,
                             "leader_epoch": p.leader_epoch,
                             "isr": p.isr,
+                            "elr": p.elr,
+                            "last_known_elr": p.last_known_elr,
                             "partition_epoch": p.partition_epoch,
                         }
                         for p in t.partitions
@@ -421,6 +492,9 @@ class ClusterMetadata:
                         int(p["leader_epoch"]),
                         [int(r) for r in p["isr"]],
                         int(p["partition_epoch"]),
+                        # Images saved before ELRs were kept have none.
+                        [int(r) for r in p.get("elr", [])],
+                        [int(r) for r in p.get("last_known_elr", [])],
                     )
                     for i, p in enumerate(t["partitions"])
                 ]
@@ -462,6 +536,8 @@ class ClusterMetadata:
             if p.leader < 0 and p.isr:
                 p.leader = p.isr[0]
                 p.leader_epoch += 1
+            elif p.leader < 0 and p.elr:
+                self._elect_from_elr(p, p.elr[0])
                 p.partition_epoch += 1
         self._publish(parts)
 

@@ -185,7 +185,10 @@ class FinalizedFeatures:
                 "metadata information."
             )
         if u.feature == KRAFT_VERSION and u.level < current:
-            return f"Invalid update version {u.level} for feature {u.feature}. The quorum cannot go back to a static voter set."
+            return (
+                f"Invalid update version {u.level} for feature {u.feature}. "
+                "The quorum cannot go back to a static voter set."
+            )
         # Every finalized feature's needs must still hold after the update.
         for name, level in proposed.items():
             steps = FEATURES.get(name)
