@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING
 import pytest
 from broker_helpers import WireClient
 from kafkagen.generated.api_versions import ApiVersionsRequest
+from kafkagen.generated.describe_configs import DescribeConfigsRequest
 from kafkagen.generated.describe_topic_partitions import DescribeTopicPartitionsRequest
+from kafkagen.generated.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kafkagen.generated.list_config_resources import ListConfigResourcesRequest
 from kafkagen.generated.update_features import UpdateFeaturesRequest
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.metadata.features import FeatureUpdate, release_levels
@@ -378,3 +381,103 @@ def test_kafka_topics_shows_the_elr_kafka_shows_after_a_replica_stops() -> None:
     assert ours == theirs
     assert "Isr: 0,1\tElr: 2\tLastKnownElr: " in ours[0]
     assert "Isr: 0,1\tElr: \tLastKnownElr: " in ours[1]
+
+
+# -- client metrics resources (KIP-714) -------------------------------------------------------
+
+CLIENT_METRICS = 16
+
+
+def alter_client_metrics(w: WireClient, name: str, **changes: tuple[int, str | None]):
+    """IncrementalAlterConfigs on one client metrics resource: the result."""
+    Req = IncrementalAlterConfigsRequest
+    configs = [
+        Req.AlterableConfig(name=key.replace("_", "."), config_operation=op, value=value)
+        for key, (op, value) in changes.items()
+    ]
+    resource = Req.AlterConfigsResource(
+        resource_type=CLIENT_METRICS, resource_name=name, configs=configs
+    )
+    return w.call(44, 1, Req(resources=[resource])).responses[0]
+
+
+def test_client_metrics_resources_are_altered_described_listed_and_deleted() -> None:
+    with BackgroundCluster(1) as c:
+        assert c.cluster is not None
+        b = c.cluster.brokers[0].info
+        with WireClient(f"{b.host}:{b.port}") as w:
+            r = alter_client_metrics(
+                w, "sub", metrics=(0, "org.apache.kafka.producer."), interval_ms=(0, "1000")
+            )
+            assert (r.error_code, r.error_message) == (0, None)
+            r = alter_client_metrics(w, "sub", match=(0, "client_id=a.*,client_software_name=x"))
+            assert r.error_code == 0
+            listed = w.call(74, 1, ListConfigResourcesRequest(resource_types=[CLIENT_METRICS]))
+            assert [x.resource_name for x in listed.config_resources] == ["sub"]
+            listed = w.call(74, 0, ListConfigResourcesRequest())
+            assert [x.resource_name for x in listed.config_resources] == ["sub"]
+            described = w.call(
+                32,
+                4,
+                DescribeConfigsRequest(
+                    resources=[
+                        DescribeConfigsRequest.DescribeConfigsResource(
+                            resource_type=CLIENT_METRICS, resource_name="sub"
+                        )
+                    ]
+                ),
+            ).results[0]
+            assert {(e.name, e.value, e.config_source) for e in described.configs} == {
+                ("interval.ms", "1000", 7),
+                ("match", "client_id=a.*,client_software_name=x", 7),
+                ("metrics", "org.apache.kafka.producer.", 7),
+            }
+            # Kafka's checks and words.
+            r = alter_client_metrics(w, "bad", interval_ms=(0, "10"))
+            assert r.error_message == (
+                "Invalid value 10 for interval.ms, interval must be between 100 and 3600000 "
+                "(1 hour)"
+            )
+            r = alter_client_metrics(w, "bad", match=(0, "foo=bar"))
+            assert r.error_message == "Illegal client matching pattern: foo=bar"
+            # Deleting every config deletes the resource.
+            r = alter_client_metrics(
+                w, "sub", metrics=(1, None), interval_ms=(1, None), match=(1, None)
+            )
+            assert r.error_code == 0
+            listed = w.call(74, 1, ListConfigResourcesRequest(resource_types=[CLIENT_METRICS]))
+            assert listed.config_resources == []
+            assert c.cluster.metadata.client_metrics == {}
+
+
+CLIENT_METRICS_COMMANDS = [
+    ["--alter", "--name", "cm1", "--metrics", "org.apache.kafka.producer.", "--interval", "1000"]
+    + ["--match", "client_id=abc"],
+    ["--describe"],
+    ["--list"],
+    ["--alter", "--name", "cm2", "--interval", "10"],
+    ["--alter", "--name", "cm2", "--match", "foo=bar"],
+    ["--alter", "--name", "cm3", "--interval", "2000"],
+    ["--describe", "--name", "cm3"],
+    ["--alter", "--name", "cm3", "--metrics", "*"],
+    ["--describe", "--name", "cm3"],
+    ["--delete", "--name", "cm1"],
+    ["--list"],
+    ["--describe", "--name", "cm1"],
+    ["--delete", "--name", "cm3"],
+    ["--list"],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kafka_client_metrics_prints_on_kafkagen_what_it_prints_on_kafka(
+    kafka_reference: KafkaReference,
+) -> None:
+    tool = "ClientMetricsCommand"
+    with BackgroundCluster(3) as c:
+        ours = [kafka_tool(c.bootstrap, tool, args) for args in CLIENT_METRICS_COMMANDS]
+    theirs = [kafka_tool(kafka_reference.bootstrap, tool, a) for a in CLIENT_METRICS_COMMANDS]
+    for args, mine, kafka in zip(CLIENT_METRICS_COMMANDS, ours, theirs, strict=True):
+        assert mine == kafka, " ".join(args)
+    assert "interval.ms=1000" in ours[1]

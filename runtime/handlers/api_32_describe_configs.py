@@ -16,6 +16,7 @@ import logging
 
 from kafkagen.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafkagen.runtime.broker.api import RequestContext
+from kafkagen.runtime.broker.config.client_metrics import CLIENT_METRICS_CONFIGS
 from kafkagen.runtime.broker.config.definitions import ConfigResourceType, ConfigSource, ConfigType
 from kafkagen.runtime.broker.config.store import ConfigEntry
 from kafkagen.runtime.broker.metadata.config_changes import broker_resource
@@ -136,7 +137,28 @@ def describe(
     if resource_type == ConfigResourceType.BROKER_LOGGER:
         broker_resource(ctx.broker.metadata, name)
         return _loggers(keys)
+    if resource_type == ConfigResourceType.CLIENT_METRICS:
+        return _client_metrics(ctx.broker.metadata.client_metrics.get(name, {}), keys)
     raise InvalidRequestError(f"config resource type {resource_type} is not supported")
+
+
+def _client_metrics(configs: dict[str, str], keys: list[str] | None) -> list[ConfigEntry]:
+    """A client metrics resource's configs: the ones set (none for a resource that does not
+    exist, as Kafka answers)."""
+    return [
+        ConfigEntry(
+            name=name,
+            value=value,
+            source=ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG,
+            read_only=False,
+            sensitive=False,
+            type=CLIENT_METRICS_CONFIGS[name].type,
+            doc=CLIENT_METRICS_CONFIGS[name].doc,
+            synonyms=(),
+        )
+        for name, value in sorted(configs.items())
+        if not keys or name in keys
+    ]
 
 
 def _loggers(keys: list[str] | None) -> list[ConfigEntry]:

@@ -7,9 +7,9 @@ client metrics, broker loggers, brokers (one of each per live broker, named by i
 then topics (internal ones included). A type the version does not know fails the whole
 request with UNSUPPORTED_VERSION, as Kafka does.
 
-kafkagen has no client metrics or group configs (IncrementalAlterConfigs refuses both), so
-those two types never list anything: a Kafka broker with none configured answers the
-same. Needs DESCRIBE_CONFIGS on the cluster.
+kafkagen has no group configs (IncrementalAlterConfigs refuses them), so that type never
+lists anything: a Kafka broker with none configured answers the same. Needs
+DESCRIBE_CONFIGS on the cluster.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def handle(ctx: RequestContext, request: ListConfigResourcesRequest) -> None:
     md = ctx.broker.metadata
     brokers = [str(node) for node in md.alive_brokers()]
     resources: list[Resource] = []
-    # Groups and client metrics have no configs in kafkagen: nothing to list for them.
+    # Groups have no configs in kafkagen: nothing to list for them.
     for rtype, names in (
+        (ListedType.CLIENT_METRICS, sorted(md.client_metrics)),
         (ListedType.BROKER_LOGGER, brokers),
         (ListedType.BROKER, brokers),
         (ListedType.TOPIC, sorted(md.topics)),

@@ -53,6 +53,7 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -60,6 +61,7 @@ class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
 
 
 class ConfigError(ValueError):

@@ -85,6 +85,8 @@ class ClusterMetadata:
         self.configs = configs
         self.acls = AclStore()
         self.client_quotas = ClientQuotas()
+        #: Client metrics resources (KIP-714): name -> its configs (none empty).
+        self.client_metrics: dict[str, dict[str, str]] = {}
         #: The feature levels ApiVersions advertises and UpdateFeatures changes.
         self.features = FinalizedFeatures(controller_id=controller_id)
         if self.elr_enabled():
@@ -351,6 +353,14 @@ class ClusterMetadata:
 
     # -- producer ids -----------------------------------------------------------------
 
+    def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a client metrics resource's configs; with none left it is gone."""
+        if configs:
+            self.client_metrics[name] = dict(configs)
+        else:
+            self.client_metrics.pop(name, None)
+        self.changed()
+
     # -- eligible leader replicas (KIP-966) -------------------------------------------
 
     def elr_enabled(self) -> bool:
@@ -469,6 +479,7 @@ class ClusterMetadata:
                 for tp, step in self.reassignments.in_order()
             ],
             "features": {"levels": self.features.levels, "epoch": self.features.epoch},
+            "client_metrics": self.client_metrics,
         }
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -518,6 +529,10 @@ class ClusterMetadata:
                     [int(r) for r in original],
                     [int(r) for r in target],
                 )
+            self.client_metrics = {
+                str(n): {str(k): str(v) for k, v in c.items()}
+                for n, c in snap.get("client_metrics", {}).items()
+            }
             # Images saved before feature levels were kept have the defaults.
             if "features" in snap:
                 levels = snap["features"]["levels"]

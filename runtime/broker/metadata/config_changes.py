@@ -1,6 +1,7 @@
 """Changing dynamic configs: the logic behind AlterConfigs and IncrementalAlterConfigs.
 
-Both APIs name resources (a topic, a broker, or "" for the cluster-wide default), check
+Both APIs name resources (a topic, a broker or "" for the cluster-wide default, a client
+metrics subscription), check
 each resource on its own, and either validate only or store the new set whole. They differ
 in how the new set is made: AlterConfigs replaces it, IncrementalAlterConfigs edits the
 current one with SET / DELETE / APPEND / SUBTRACT. A failure is per resource, so this
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from kafkagen.runtime.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
+from ..config.client_metrics import CLIENT_METRICS_CONFIGS, validate_client_metrics
 from ..config.definitions import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
@@ -84,6 +86,15 @@ def _target(
             effective=lambda config: store.broker_raw(config, node)[0],
             store=lambda configs: store.set_dynamic_broker(None if node < 0 else node, configs),
             validate=store.validate_dynamic_broker,
+        )
+    if resource_type == ConfigResourceType.CLIENT_METRICS:
+        current = dict(metadata.client_metrics.get(name, {}))
+        return _Target(
+            current=current,
+            defs=CLIENT_METRICS_CONFIGS,
+            effective=lambda config: current.get(config, CLIENT_METRICS_CONFIGS[config].default),
+            store=lambda configs: metadata.set_client_metrics(name, configs),
+            validate=validate_client_metrics,
         )
     raise InvalidRequestError(f"config resource type {resource_type} cannot be altered")
 
