@@ -143,21 +143,27 @@ def describe(
 
 
 def _client_metrics(configs: dict[str, str], keys: list[str] | None) -> list[ConfigEntry]:
-    """A client metrics resource's configs: the ones set (none for a resource that does not
-    exist, as Kafka answers)."""
+    """A client metrics resource's three configs, those not set at their defaults (none for
+    a resource that does not exist, as Kafka answers)."""
+    if not configs:
+        return []
     return [
         ConfigEntry(
-            name=name,
-            value=value,
-            source=ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG,
+            name=d.name,
+            value=configs.get(d.name, d.default),
+            source=(
+                ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG
+                if d.name in configs
+                else ConfigSource.DEFAULT_CONFIG
+            ),
             read_only=False,
             sensitive=False,
-            type=CLIENT_METRICS_CONFIGS[name].type,
-            doc=CLIENT_METRICS_CONFIGS[name].doc,
+            type=d.type,
+            doc=d.doc,
             synonyms=(),
         )
-        for name, value in sorted(configs.items())
-        if not keys or name in keys
+        for d in sorted(CLIENT_METRICS_CONFIGS.values(), key=lambda d: d.name)
+        if not keys or d.name in keys
     ]
 
 
