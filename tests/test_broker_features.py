@@ -309,6 +309,23 @@ def test_without_eligible_leader_replicas_the_last_isr_member_stays() -> None:
         assert (p.leader, p.isr, p.elr) == (-1, [0], [])
 
 
+def test_turning_eligible_leader_replicas_off_gives_an_empty_isr_its_eligible_replicas() -> None:
+    with BackgroundCluster(2) as c:
+        assert c.cluster is not None
+        cl = c.cluster
+        md = cl.metadata
+        c.call(lambda: md.create_topic("waits", assignments={0: [0, 1]}))
+        c.run(cl.pause_broker(1))
+        c.run(cl.pause_broker(0))
+        p = md.partition("waits", 0)
+        assert (p.leader, p.isr, p.elr) == (-1, [], [0])
+        off = [FeatureUpdate("eligible.leader.replicas.version", 0, 2)]
+        c.call(lambda: md.update_features(off, validate_only=False))
+        assert (p.leader, p.isr, p.elr) == (-1, [0], [])
+        c.run(cl.resume_broker(0))
+        assert (p.leader, p.isr) == (0, [0])
+
+
 def test_eligible_leader_replicas_pin_the_cluster_min_insync_replicas() -> None:
     """As on Kafka 4.4, where `kafka-topics --describe` shows min.insync.replicas=1 for a
     topic without configs: the cluster-wide dynamic default."""

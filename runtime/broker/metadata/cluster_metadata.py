@@ -369,7 +369,8 @@ class ClusterMetadata:
     def update_features(self, updates: Sequence[FeatureUpdate], validate_only: bool) -> None:
         """Change feature levels (UpdateFeatures); raises INVALID_UPDATE_VERSION, changing
         nothing, when Kafka would refuse. Turning eligible leader replicas off forgets every
-        ELR; turning them on sets the cluster-wide min.insync.replicas, as Kafka does."""
+        ELR (an empty ISR gets its eligible replicas back); turning them on sets the
+        cluster-wide min.insync.replicas, as Kafka does."""
         was = self.elr_enabled()
         self.features.update(updates, validate_only, self.change_count + 1)
         if validate_only or not updates:
@@ -379,6 +380,9 @@ class ClusterMetadata:
                 p for t in self.topics.values() for p in t.partitions if p.elr or p.last_known_elr
             ]
             for p in changed:
+                # A partition waiting for an eligible replica waits for it as an ISR member.
+                if not p.isr:
+                    p.isr = [r for r in p.replicas if r in p.elr]
                 p.elr, p.last_known_elr = [], []
                 p.partition_epoch += 1
             self._publish(changed)
