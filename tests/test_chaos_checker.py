@@ -198,6 +198,14 @@ def test_write_cycle_is_g0() -> None:
     assert "op 0" in check(r.history()).examples["G0"][0]
 
 
+def test_batches_of_plain_sends_order_nothing() -> None:
+    r = Run()
+    # Two producers' batches interleave in two partitions: no transaction, no cycle.
+    r.op("p0", "send", {"writes": [[T, 0, "a1", 0], [T, 1, "a2", 1]]})
+    r.op("p1", "send", {"writes": [[T, 0, "b1", 1], [T, 1, "b2", 0]]})
+    assert check(r.history()).valid
+
+
 def test_read_cycle_is_g1c() -> None:
     r = Run()
     # t1 reads what t2 wrote and t2 reads what t1 wrote: each saw the other first.

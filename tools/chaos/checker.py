@@ -33,7 +33,7 @@ import argparse
 import bisect
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,8 @@ ANOMALIES = (
     "G1c",
 )
 EXAMPLES = 5
+#: A node of the dependency graph: a transaction's op id, or (op id, value) for one send.
+Node = Hashable
 WRITERS = ("send", "txn")
 
 
@@ -112,7 +114,7 @@ class _Checker:
         #: every pass over a partition: (reader, isolation, read)
         self.passes: list[tuple[Completed, str, Read]] = []
         #: tp -> sorted offsets holding a known value
-        self.offsets: dict[TopicPartition, list[int]] = {}
+        self.offsets: dict[TopicPartition, list[Node]] = {}
 
     def run(self) -> Report:
         self._index()
@@ -144,7 +146,7 @@ class _Checker:
                     for offset, value in rd.records:
                         self._place(rd.tp, offset, value, f"read by {op.process}")
                         self.seen[value].add((rd.tp, offset))
-        by_tp: dict[TopicPartition, list[int]] = defaultdict(list)
+        by_tp: dict[TopicPartition, list[Node]] = defaultdict(list)
         for tp, offset in self.at:
             by_tp[tp].append(offset)
         self.offsets = {tp: sorted(v) for tp, v in by_tp.items()}
@@ -363,8 +365,8 @@ class _Checker:
 
     # ------------------------------------------------------------------ dependency cycles
     def _graph(self) -> None:
-        ww: dict[int, set[int]] = defaultdict(set)
-        wr: dict[int, set[int]] = defaultdict(set)
+        ww: dict[Node, set[Node]] = defaultdict(set)
+        wr: dict[Node, set[Node]] = defaultdict(set)
         # Each write counts once, at its first place: a duplicate is reported as such,
         # not again as a cycle of the writers around it.
         first: dict[Any, tuple[TopicPartition, int]] = {}
@@ -378,9 +380,10 @@ class _Checker:
                 op = self.writer.get(value)
                 if op is None or op.type == "fail" or first[value] != (tp, offset):
                     continue
-                if prev is not None and prev != op.id:
-                    ww[prev].add(op.id)
-                prev = op.id
+                node = _node(op, value)
+                if prev is not None and prev != node:
+                    ww[prev].add(node)
+                prev = node
         for op in self.h.completed:
             if op.f != "txn" or op.type != "ok":
                 continue
@@ -388,18 +391,28 @@ class _Checker:
                 for _, value in rd.records:
                     w = self.writer.get(value)
                     if w is not None and w.id != op.id:
-                        wr[w.id].add(op.id)
+                        wr[_node(w, value)].add(op.id)
         self.report.stats["dependency edges"] = sum(map(len, ww.values())) + sum(
             map(len, wr.values())
         )
         for cycle in _cycles(ww):
-            self.report.add("G0", "write cycle: " + " -> ".join(f"op {n}" for n in cycle))
-        both: dict[int, set[int]] = defaultdict(set)
+            self.report.add("G0", "write cycle: " + " -> ".join(map(_name, cycle)))
+        both: dict[Node, set[Node]] = defaultdict(set)
         for g in (ww, wr):
             for a, bs in g.items():
                 both[a] |= bs
         for cycle in _cycles(both, through=wr):
-            self.report.add("G1c", "cycle: " + " -> ".join(f"op {n}" for n in cycle))
+            self.report.add("G1c", "cycle: " + " -> ".join(map(_name, cycle)))
+
+
+def _node(op: Completed, value: Any) -> Node:
+    """A transaction is one node; each write of a plain send is a node of its own (a batch
+    of sends is not atomic, so its writes order nothing between them)."""
+    return op.id if op.f == "txn" else (op.id, value)
+
+
+def _name(node: Node) -> str:
+    return f"op {node}" if isinstance(node, int) else f"op {node[0]} ({node[1]!r})"
 
 
 def _covered(ranges: Sequence[tuple[int, int]], offset: int) -> bool:
@@ -408,8 +421,8 @@ def _covered(ranges: Sequence[tuple[int, int]], offset: int) -> bool:
 
 
 def _cycles(
-    graph: dict[int, set[int]], through: dict[int, set[int]] | None = None
-) -> Iterable[list[int]]:
+    graph: dict[Node, set[Node]], through: dict[Node, set[Node]] | None = None
+) -> Iterable[list[Node]]:
     """One example cycle per strongly connected component with more than one node; with
     ``through``, only components holding one of its edges, and a cycle along that edge."""
     for component in _components(graph):
@@ -429,9 +442,9 @@ def _cycles(
         yield [a, *_path(graph, members, b, a)]
 
 
-def _path(graph: dict[int, set[int]], members: set[int], src: int, dst: int) -> list[int]:
+def _path(graph: dict[Node, set[Node]], members: set[Node], src: Node, dst: Node) -> list[Node]:
     """A shortest path from ``src`` to ``dst`` inside ``members`` (both ends included)."""
-    parent: dict[int, int] = {src: src}
+    parent: dict[Node, Node] = {src: src}
     queue = [src]
     while queue and dst not in parent:
         nxt = []
@@ -447,12 +460,12 @@ def _path(graph: dict[int, set[int]], members: set[int], src: int, dst: int) -> 
     return path[::-1]
 
 
-def _components(graph: dict[int, set[int]]) -> Iterable[list[int]]:
+def _components(graph: dict[Node, set[Node]]) -> Iterable[list[Node]]:
     """Tarjan's strongly connected components, without recursion."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on_stack: set[int] = set()
+    index: dict[Node, int] = {}
+    low: dict[Node, int] = {}
+    stack: list[Node] = []
+    on_stack: set[Node] = set()
     counter = 0
     for root in list(graph):
         if root in index:

@@ -24,21 +24,23 @@ commit     ``group``, ``offsets``: ``[[topic, partition, offset], ...]``
 assign     ``group``, ``partitions``: ``[[topic, partition], ...]``: the consumer took them
 revoke     ``group``, ``partitions``: it gave them up
 final      ``isolation``, ``reads`` as for poll: a read of whole partitions after the faults
+fault      ``fault``: what the campaign did to the cluster (not checked, kept for reading)
 ========== ===========================================================================
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["Completed", "History", "HistoryError", "Op", "Read", "Write"]
+__all__ = ["Completed", "History", "HistoryError", "Op", "Read", "Recorder", "Write"]
 
 TYPES = ("invoke", "ok", "fail", "info")
-FUNCTIONS = ("send", "txn", "poll", "commit", "assign", "revoke", "final")
+FUNCTIONS = ("send", "txn", "poll", "commit", "assign", "revoke", "final", "fault")
 
 TopicPartition = tuple[str, int]
 
@@ -159,10 +161,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.ops: list[Op] = []
+        self._lock = threading.Lock()
 
     def add(self, process: str, type: str, f: str, time: float, value: dict[str, Any]) -> Op:
-        op = Op(len(self.ops), process, type, f, time, value)
-        self.ops.append(op)
+        """Record one line; safe from several threads."""
+        with self._lock:
+            op = Op(len(self.ops), process, type, f, time, value)
+            self.ops.append(op)
         return op
 
     def history(self) -> History:
