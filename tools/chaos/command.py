@@ -54,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # A SIGTERM unwinds like Ctrl-C, so the cluster started here goes with the campaign.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with _cluster(args.kafka) as (bootstrap, faults):
             campaign = Campaign(
