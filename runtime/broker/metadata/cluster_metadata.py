@@ -43,8 +43,11 @@ from ..types import BrokerInfo, MetadataListener, PartitionInfo, TopicInfo
 from .client_quotas import ClientQuotas
 from .reassignment import ReassignmentManager
 
-__all__ = ["ClusterMetadata", "validate_topic_name"]
+__all__ = ["MAX_PARTITIONS_PER_REQUEST", "ClusterMetadata", "validate_topic_name"]
 
+#: Kafka's controller refuses a CreateTopics or CreatePartitions request that would make
+#: more partitions than this in all, before making any (one request must not exhaust memory).
+MAX_PARTITIONS_PER_REQUEST = 10_000
 #: Producer ids are handed out in blocks, so that a saved image need change only per block.
 PRODUCER_ID_BLOCK = 1000
 _ANY_ACL = AclFilter(
