@@ -484,6 +484,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         minimum=1,
     ),
     ConfigDef(
+        "offsets.topic.segment.bytes",
+        T.INT,
+        "104857600",
+        "segment.bytes of __consumer_offsets when it is created: the cleaner compacts it "
+        "segment by segment.",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
         "offsets.commit.timeout.ms",
         T.INT,
         "5000",
@@ -582,6 +591,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
         T.SHORT,
         "3",
         "Replicas of __transaction_state (capped at the number of brokers here).",
+        read_only=True,
+        minimum=1,
+    ),
+    ConfigDef(
+        "transaction.state.log.segment.bytes",
+        T.INT,
+        "104857600",
+        "segment.bytes of __transaction_state when it is created.",
         read_only=True,
         minimum=1,
     ),
