@@ -797,6 +797,7 @@ def validate_batch_for_append(
     from_client: bool = True,
     max_message_size: int | None = None,
     compacted: bool = False,
+    topic_partition: str = "",
     timestamp_type: int = TimestampType.CREATE_TIME,
     now_ms: int | None = None,
     timestamp_before_max_ms: int | None = None,
@@ -819,7 +820,7 @@ def validate_batch_for_append(
       control batch, or a producer id without a base sequence -> INVALID_RECORD.
     - records that do not parse, or more/fewer of them than declared -> INVALID_RECORD.
     - per record, collected into ``record_errors``: a null key on a ``compacted`` topic
-      (INVALID_RECORD); on a CREATE_TIME topic a timestamp more than
+      (INVALID_RECORD, in Kafka's words naming ``topic_partition``); on a CREATE_TIME topic a timestamp more than
       ``timestamp_before_max_ms`` before or ``timestamp_after_max_ms`` after ``now_ms``
       (None: no limit), or a batch that claims LOG_APPEND_TIME (INVALID_TIMESTAMP, which
       wins over INVALID_RECORD when both occur).
@@ -856,7 +857,13 @@ def validate_batch_for_append(
         if record.timestamp > max_ts:
             max_ts, max_ts_delta = record.timestamp, delta
         if compacted and record.key is None:
-            record_errors.append((i, "a compacted topic needs a key on every record"))
+            record_errors.append(
+                (
+                    i,
+                    "Compacted topic cannot accept message without key in topic partition "
+                    f"{topic_partition}.",
+                )
+            )
             continue
         problem = _timestamp_problem(
             record.timestamp,
