@@ -820,8 +820,9 @@ def validate_batch_for_append(
       control batch, or a producer id without a base sequence -> INVALID_RECORD.
     - records that do not parse, or more/fewer of them than declared -> INVALID_RECORD.
     - per record, collected into ``record_errors``: a null key on a ``compacted`` topic
-      (INVALID_RECORD, in Kafka's words naming ``topic_partition``); on a CREATE_TIME topic a timestamp more than
-      ``timestamp_before_max_ms`` before or ``timestamp_after_max_ms`` after ``now_ms``
+      (INVALID_RECORD, in Kafka's words naming ``topic_partition``); on a CREATE_TIME
+      topic a timestamp more than ``timestamp_before_max_ms`` before or
+      ``timestamp_after_max_ms`` after ``now_ms``
       (None: no limit), or a batch that claims LOG_APPEND_TIME (INVALID_TIMESTAMP, which
       wins over INVALID_RECORD when both occur).
     """

@@ -198,9 +198,7 @@ def both() -> Iterator[dict[str, str]]:
             yield {"kafkagen": ours.bootstrap, "kafka": kafka.bootstrap}
 
 
-def _run(
-    both: dict[str, str], steps: list[Callable[[_Sequence], None]]
-) -> dict[str, list[Any]]:
+def _run(both: dict[str, str], steps: list[Callable[[_Sequence], None]]) -> dict[str, list[Any]]:
     """Each step on both brokers, then a settled read of each after each step."""
     seqs = {}
     for name, bootstrap in both.items():
@@ -208,7 +206,7 @@ def _run(
         seqs[name] = _Sequence(bootstrap)
     seen: dict[str, list[Any]] = {name: [] for name in both}
     for step in steps:
-        for name, seq in seqs.items():
+        for seq in seqs.values():
             step(seq)
         for name, bootstrap in both.items():
             settled = _settled(bootstrap)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from broker_helpers import NOW, Harness, WireClient
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.storage.partition import Partition
@@ -102,9 +101,7 @@ def test_a_rewritten_batch_keeps_its_offsets_producer_and_sequence() -> None:
     first = batches(h)[0]
     assert (first.base_offset, first.last_offset) == (0, 3)
     assert (first.producer_id, first.producer_epoch, first.base_sequence) == (7, 2, 0)
-    assert [(r.offset, r.key, r.value, r.timestamp) for r in first] == [
-        (2, b"k0", b"v2", NOW + 2)
-    ]
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in first] == [(2, b"k0", b"v2", NOW + 2)]
     assert first.is_valid()
 
 
@@ -298,7 +295,9 @@ def test_every_replica_cleans_on_its_own_and_ends_with_the_same_records() -> Non
 
         assert wait_for(converged)
         # Each broker's own cleaner did it: every replica's first dirty offset moved.
-        assert all(c.call(lambda n=n: _replica(c, n, TP).log.first_dirty_offset) > 0 for n in range(3))
+        assert all(
+            c.call(lambda n=n: _replica(c, n, TP).log.first_dirty_offset) > 0 for n in range(3)
+        )
 
 
 def _produce(w: WireClient, data: bytes) -> int:

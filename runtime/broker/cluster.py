@@ -236,7 +236,12 @@ class Broker(MetadataListener):
         """Answer every waiting request; the listener must already have stopped reading."""
         self.running = False
         self.fetcher.stop()
-        for handle in (self._isr_check, self._retention_check, self._cleaner_check, self._checkpoint):
+        for handle in (
+            self._isr_check,
+            self._retention_check,
+            self._cleaner_check,
+            self._checkpoint,
+        ):
             if handle is not None:
                 handle.cancel()
         self._isr_check = self._retention_check = self._cleaner_check = self._checkpoint = None

@@ -107,7 +107,9 @@ def _first_batch_timestamp(log: Log, index: int) -> int:
     return batches[0].max_timestamp if batches else -1
 
 
-def plan_cleaning(log: Log, last_stable_offset: int, cfg: CleanerConfig, now_ms: int) -> CleaningPlan:
+def plan_cleaning(
+    log: Log, last_stable_offset: int, cfg: CleanerConfig, now_ms: int
+) -> CleaningPlan:
     """Kafka's cleanable range and dirty ratio of ``log`` at ``now_ms``."""
     segs = log.segments
     first_dirty = log.first_dirty_offset
@@ -377,9 +379,7 @@ def clean(partition: Partition, cfg: CleanerConfig, now_ms: int, force: bool = F
         pid: (e.last_data_offset, e.epoch) for pid, e in partition.producers.producers.items()
     }
     txns = _Transactions()
-    filt = _Filter(
-        keys, latest, txns, last_of_producers, plan.first_uncleanable, cfg, now_ms
-    )
+    filt = _Filter(keys, latest, txns, last_of_producers, plan.first_uncleanable, cfg, now_ms)
     segs = log.segments
     to_clean = [i for i in range(len(segs) - 1) if segs[i].base_offset < end]
     groups = _group_by_size(segs, to_clean, cfg.segment_bytes)
@@ -388,8 +388,7 @@ def clean(partition: Partition, cfg: CleanerConfig, now_ms: int, force: bool = F
     cleaned_end = 0
     for group in groups:
         out: list[LogBatch] = []
-        for n, i in enumerate(group):
-            i -= shift
+        for i in (k - shift for k in group):
             nxt = log.segments[i + 1].base_offset
             txns.add_aborted(partition.producers.aborted_between(log.segments[i].base_offset, nxt))
             for stored, batch in _batches(log, i):

@@ -234,11 +234,17 @@ class PartitionFiles:
             first, end = int(m.group(1)), int(m.group(2))
             for old in self.directory.iterdir():
                 o = _SEGMENT.fullmatch(old.name)
-                if o is not None and first <= int(o.group(1)) and (end < 0 or int(o.group(1)) < end):
+                if (
+                    o is not None
+                    and first <= int(o.group(1))
+                    and (end < 0 or int(o.group(1)) < end)
+                ):
                     old.unlink()
             os.replace(p, self.directory / _segment_name(first))
             _fsync_dir(self.directory)
-            _log.info("%s: finished replacing segments [%d, %d) with a cleaned one", self.tp, first, end)
+            _log.info(
+                "%s: finished replacing segments [%d, %d) with a cleaned one", self.tp, first, end
+            )
 
     # -- LogStorage -------------------------------------------------------------------
 
