@@ -323,7 +323,10 @@ class PartitionFiles:
         _fsync_dir(self.directory)
         for i in old:
             self.segments[i].path.unlink(missing_ok=True)
-        os.replace(swap, self.directory / name)
+        if data:
+            os.replace(swap, self.directory / name)
+        else:
+            swap.unlink()  # everything in those segments went: no file left for them
         _fsync_dir(self.directory)
         seg = _Segment(self.directory / name, len(data))
         pos = 0
