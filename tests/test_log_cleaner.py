@@ -321,15 +321,21 @@ def _produce(w: WireClient, data: bytes) -> int:
     return int(r.responses[0].partition_responses[0].error_code)
 
 
+def _written(c: BackgroundCluster, keys: list[bytes]) -> None:
+    """Create the compacted topic and write one record a batch, ``keys`` in order."""
+    assert c.cluster is not None
+    md = c.cluster.metadata
+    c.call(lambda: md.create_topic("c", 1, 1, configs=COMPACTED))
+    with WireClient(c.bootstrap) as w:
+        for i, key in enumerate(keys):
+            assert _produce(w, build_batch([Record(-1, NOW + i, key, b"%d" % i)])) == 0
+
+
 def test_cleaned_segments_replace_the_old_files_and_survive_a_restart(tmp_path: Path) -> None:
     configs = {"log.dirs": str(tmp_path), "log.cleaner.enable": "false"}
     with BackgroundCluster(configs=configs) as c:
         assert c.cluster is not None
-        md = c.cluster.metadata
-        c.call(lambda: md.create_topic("c", 1, 1, configs=COMPACTED))
-        with WireClient(c.bootstrap) as w:
-            for i in range(12):
-                assert _produce(w, build_batch([Record(-1, NOW + i, b"k%d" % (i % 3), b"v")])) == 0
+        _written(c, [b"k%d" % (i % 3) for i in range(12)])
         before = sum(f.stat().st_size for f in segment_files(tmp_path, 0, "c", 0))
         rm = c.cluster.brokers[0].replica_manager
         assert c.call(rm.clean_logs) == 1
@@ -351,12 +357,7 @@ def test_cleaned_segments_replace_the_old_files_and_survive_a_restart(tmp_path: 
 def test_a_cleaning_cut_short_leaves_the_old_segments_or_the_new_one(tmp_path: Path) -> None:
     configs = {"log.dirs": str(tmp_path), "log.cleaner.enable": "false"}
     with BackgroundCluster(configs=configs) as c:
-        assert c.cluster is not None
-        md = c.cluster.metadata
-        c.call(lambda: md.create_topic("c", 1, 1, configs=COMPACTED))
-        with WireClient(c.bootstrap) as w:
-            for i in range(8):
-                assert _produce(w, build_batch([Record(-1, NOW + i, b"k", b"%d" % i)])) == 0
+        _written(c, [b"k"] * 8)
         original = c.call(lambda: [b.data for b in _replica(c, 0, TP).log.batches])
     directory = tmp_path / "broker-0" / "c-0"
     files = sorted(directory.glob("*.log"))

@@ -300,30 +300,8 @@ class _Filter:
             kept = records
         else:
             kept = [r for r in records if self._keep_record(batch, r)]
-        if not kept:
-            if not retain_empty:
-                return None
-            data = build_batch(
-                [],
-                base_offset=batch.base_offset,
-                timestamp_type=batch.timestamp_type,
-                producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch,
-                base_sequence=batch.base_sequence,
-                transactional=batch.is_transactional,
-                is_control=batch.is_control,
-                partition_leader_epoch=batch.partition_leader_epoch,
-                last_offset=batch.last_offset,
-                max_timestamp=batch.max_timestamp,
-            )
-            return LogBatch(
-                batch.base_offset,
-                batch.last_offset,
-                data,
-                batch.max_timestamp,
-                batch.last_offset,
-                stored.leader_epoch,
-            )
+        if not kept and not retain_empty:
+            return None
         stamp = (
             any(r.value is None for r in kept) or (discardable and batch.is_control)
         ) and not batch.has_delete_horizon
@@ -335,10 +313,11 @@ class _Filter:
         elif batch.has_delete_horizon:
             horizon = batch.base_timestamp
         append_time = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
+        # An empty batch is a bare header (no codec, no horizon) keeping the max timestamp.
         data = build_batch(
             kept,
             base_offset=batch.base_offset,
-            compression=batch.compression,
+            compression=batch.compression if kept else 0,
             timestamp_type=batch.timestamp_type,
             producer_id=batch.producer_id,
             producer_epoch=batch.producer_epoch,
@@ -348,10 +327,13 @@ class _Filter:
             partition_leader_epoch=batch.partition_leader_epoch,
             log_append_time=batch.max_timestamp if append_time else None,
             last_offset=batch.last_offset,
-            delete_horizon_ms=horizon,
+            delete_horizon_ms=horizon if kept else None,
+            max_timestamp=None if kept else batch.max_timestamp,
         )
         rebuilt = RecordBatch(memoryview(data))
-        if append_time:
+        if not kept:
+            ts_offset = batch.last_offset
+        elif append_time:
             ts_offset = batch.base_offset
         else:
             ts_offset = next(r.offset for r in kept if r.timestamp == rebuilt.max_timestamp)

@@ -89,15 +89,20 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def _write_synced(path: Path, data: bytes) -> None:
+    """Write ``path`` anew with ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    _write_synced(tmp, data)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
@@ -312,12 +317,7 @@ class PartitionFiles:
         name = _segment_name(first)
         cleaned = self.directory / (name[:-4] + ".cleaned")
         data = b"".join(b.data for b in batches)
-        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_synced(cleaned, data)
         swap = self.directory / f"{first:020d}.{end if end < 0 else f'{end:020d}'}.swap"
         os.replace(cleaned, swap)
         _fsync_dir(self.directory)
