@@ -26,10 +26,13 @@ from test_broker_log_dir import (
 )
 
 TP = TopicPartition("c", 0)
-#: Small segments (two 72-byte batches each) and a cleaner that runs on any dirt.
+#: Segments that roll on time: records written by `put` are STEP ms apart, so two
+#: batches make a segment (segment.bytes, whose least value Kafka 4 sets at 1 MiB, stays
+#: at its default). And a cleaner that runs on any dirt.
+STEP = 600
 COMPACTED = {
     "cleanup.policy": "compact",
-    "segment.bytes": "150",
+    "segment.ms": "1000",
     "min.cleanable.dirty.ratio": "0.01",
     "delete.retention.ms": "1000",
 }
@@ -43,7 +46,12 @@ def harness(**topic_configs: str) -> Harness:
     return h
 
 
-def put(h: Harness, key: bytes | None, value: bytes | None, ts: int = NOW, **batch: Any) -> int:
+def put(
+    h: Harness, key: bytes | None, value: bytes | None, ts: int | None = None, **batch: Any
+) -> int:
+    """Write one record in a batch of its own, by default STEP ms after the one before."""
+    if ts is None:
+        ts = NOW + STEP * partition(h).log.log_end_offset
     [got] = h.produce(TP, build_batch([Record(-1, ts, key, value)], **batch))
     assert got[TP].error is None, got[TP]
     return got[TP].base_offset
@@ -91,12 +99,12 @@ def test_the_latest_record_per_key_stays_at_its_offset_and_the_active_segment_is
 
 
 def test_a_rewritten_batch_keeps_its_offsets_producer_and_sequence() -> None:
-    h = harness(**{"segment.bytes": "1000"})
+    h = harness()
     records = [Record(-1, NOW + i, b"k%d" % (i % 2), b"v%d" % i) for i in range(4)]
     data = build_batch(records, producer_id=7, producer_epoch=2, base_sequence=0)
     h.produce(TP, data)
-    put(h, b"k1", b"newer", producer_id=7, producer_epoch=2, base_sequence=4)
-    put(h, b"x", b"y" * 1000)  # rolls: the first two batches are cleanable
+    put(h, b"k1", b"newer", ts=NOW + 10, producer_id=7, producer_epoch=2, base_sequence=4)
+    put(h, b"x", b"y", ts=NOW + 5000)  # rolls: the first two batches are cleanable
     assert h.rm().clean_logs() == 1
     first = batches(h)[0]
     assert (first.base_offset, first.last_offset) == (0, 3)
@@ -117,7 +125,7 @@ def test_tombstones_go_only_in_a_pass_after_their_delete_horizon() -> None:
     assert (1, b"a", None) in rows(h)
     [stamped] = [b for b in batches(h) if b.base_offset == 1]
     assert stamped.has_delete_horizon and stamped.base_timestamp == NOW + 1000
-    assert [r.timestamp for r in stamped] == [NOW]  # record timestamps are unchanged
+    assert [r.timestamp for r in stamped] == [NOW + STEP]  # record timestamps stay
     # A pass before the horizon keeps it; one after drops it. Each needs new dirt.
     put(h, b"d", b"1")
     put(h, b"d", b"2")
@@ -143,7 +151,7 @@ def _dirt(h: Harness, key: bytes) -> None:
 
 
 def test_aborted_data_goes_first_and_its_marker_only_once_it_is_safe() -> None:
-    h = harness(**{"segment.bytes": "400"})
+    h = harness()
     # Markers under a bumped epoch, as transactions v2 write them: the marker is then
     # its producer's last write.
     txn = {"producer_id": 5, "producer_epoch": 0, "transactional": True}
@@ -181,7 +189,7 @@ def test_aborted_data_goes_first_and_its_marker_only_once_it_is_safe() -> None:
 
 
 def test_under_one_epoch_the_last_aborted_batch_stays_empty_and_holds_its_marker() -> None:
-    h = harness(**{"segment.bytes": "400"})
+    h = harness()
     txn = {"producer_id": 5, "producer_epoch": 0, "transactional": True}
     put(h, b"a", b"aborted", base_sequence=0, **txn)
     put(h, b"b", b"aborted", base_sequence=1, **txn)
@@ -214,7 +222,7 @@ def test_min_compaction_lag_and_dirty_ratio_hold_cleaning_back_max_lag_forces_it
     for i in range(6):
         put(h, b"k", b"%d" % i)
     assert h.rm().clean_logs() == 0  # every record is younger than a minute
-    h.wall += 60_001
+    h.wall += 70_000  # a minute after the last record
     assert h.rm().clean_logs() == 1
     assert [r[0] for r in rows(h)] == [3, 4, 5]
 
@@ -228,7 +236,7 @@ def test_min_compaction_lag_and_dirty_ratio_hold_cleaning_back_max_lag_forces_it
     h.md.configs.set_topic_configs(
         "c", {**COMPACTED, "min.cleanable.dirty.ratio": "0.9", "max.compaction.lag.ms": "1000"}
     )
-    h.wall += 1001
+    h.wall += 5000  # over a second after the first dirty batch
     assert h.rm().clean_logs() == 1
     assert [r[0] for r in rows(h)] == [5, 6, 7]
 
@@ -276,7 +284,7 @@ def test_every_replica_cleans_on_its_own_and_ends_with_the_same_records() -> Non
         leader = c.call(lambda: md.topics["c"].partitions[0].leader)
         with WireClient(c.bootstrap.split(",")[leader]) as w:
             for i in range(30):
-                data = build_batch([Record(-1, NOW + i, b"k%d" % (i % 4), b"v%d" % i)])
+                data = build_batch([Record(-1, NOW + STEP * i, b"k%d" % (i % 4), b"v%d" % i)])
                 assert _produce(w, data) == 0
 
         def logs() -> list[list[Row]]:
@@ -328,7 +336,7 @@ def _written(c: BackgroundCluster, keys: list[bytes]) -> None:
     c.call(lambda: md.create_topic("c", 1, 1, configs=COMPACTED))
     with WireClient(c.bootstrap) as w:
         for i, key in enumerate(keys):
-            assert _produce(w, build_batch([Record(-1, NOW + i, key, b"%d" % i)])) == 0
+            assert _produce(w, build_batch([Record(-1, NOW + STEP * i, key, b"%d" % i)])) == 0
 
 
 def test_cleaned_segments_replace_the_old_files_and_survive_a_restart(tmp_path: Path) -> None:
@@ -367,12 +375,12 @@ def test_a_cleaning_cut_short_leaves_the_old_segments_or_the_new_one(tmp_path: P
         assert c.call(lambda: [b.data for b in _replica(c, 0, TP).log.batches]) == original
     assert not list(directory.glob("*.cleaned"))
     # A crash after the swap file was complete: the swap replaces the segments it names.
-    last_of_first = next(iter_batches(files[1].read_bytes()))
+    survivor = next(iter_batches(files[1].read_bytes()))
     swap = directory / f"{0:020d}.{int(files[2].name[:20]):020d}.swap"
-    swap.write_bytes(bytes(last_of_first.buffer))
+    swap.write_bytes(bytes(survivor.buffer))
     with BackgroundCluster(configs=configs) as c:
         got = c.call(lambda: [b.base_offset for b in _replica(c, 0, TP).log.batches])
-    assert got[0] == last_of_first.base_offset and got[1:] == list(range(4, 8))
+    assert got[0] == survivor.base_offset and got[1:] == list(range(4, 8))
     assert not list(directory.glob("*.swap"))
 
 
