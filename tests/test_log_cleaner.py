@@ -12,7 +12,7 @@ from typing import Any
 from broker_helpers import NOW, Harness, WireClient
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.storage.partition import Partition
-from kafkagen.runtime.broker.types import OFFSETS_TOPIC
+from kafkagen.runtime.broker.types import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from kafkagen.runtime.errors import ErrorCode
 from kafkagen.runtime.records import Record, RecordBatch, build_batch, iter_batches
 from kafkagen.runtime.topic_partition import TopicPartition
@@ -20,6 +20,7 @@ from test_broker_log_dir import (
     commit_offset,
     committed,
     create_topic,
+    init_pid,
     segment_files,
     wait_coordinators,
     wait_for,
@@ -413,6 +414,35 @@ def test_the_offsets_topic_stays_bounded_and_its_coordinator_reloads_the_latest_
 
 def _offsets_files(log_dir: Path) -> list[Path]:
     return segment_files(log_dir, 0, OFFSETS_TOPIC, 0)
+
+
+def test_the_transaction_log_stays_bounded_and_its_coordinator_reloads_the_latest_epochs(
+    tmp_path: Path,
+) -> None:
+    configs = {
+        "log.dirs": str(tmp_path),
+        "transaction.state.log.num.partitions": "1",
+        "transaction.state.log.segment.bytes": "4096",
+        "log.cleaner.backoff.ms": "20",
+    }
+    sizes = []
+    with BackgroundCluster(configs=configs) as c:
+        with WireClient(c.bootstrap) as w:
+            wait_coordinators(w, "g", ["tx-0", "tx-1", "tx-2"])
+            # Each InitProducerId of a known transactional id bumps its epoch: a record.
+            last = {}
+            for i in range(600):
+                tid = f"tx-{i % 3}"
+                last[tid] = init_pid(w, tid)
+                if i % 50 == 49:
+                    files = segment_files(tmp_path, 0, TXN_STATE_TOPIC, 0)
+                    sizes.append(sum(f.stat().st_size for f in files))
+    assert max(sizes) < 5 * 4096, sizes
+    with BackgroundCluster(configs=configs) as c:
+        with WireClient(c.bootstrap) as w:
+            wait_coordinators(w, "g", list(last))
+            for tid, (pid, epoch) in last.items():
+                assert init_pid(w, tid) == (pid, epoch + 1)
 
 
 def test_a_fetch_from_inside_a_gap_starts_at_the_next_batch() -> None:
