@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from broker_helpers import NOW, Harness, WireClient
 from kafkagen.runtime.broker.cluster import BackgroundCluster
 from kafkagen.runtime.broker.storage.partition import Partition
@@ -251,6 +252,21 @@ def test_a_record_without_a_key_is_refused_on_a_compacted_topic() -> None:
         (1, "Compacted topic cannot accept message without key in topic partition c-0.")
     ]
     assert partition(h).log.log_end_offset == 0
+
+
+def test_delete_records_is_refused_on_a_compact_only_topic() -> None:
+    from kafkagen.runtime.errors import PolicyViolationError
+
+    h = harness()
+    put(h, b"k", b"v")
+    with pytest.raises(PolicyViolationError) as refused:
+        h.rm().delete_records(TP, 1)
+    assert refused.value.message == (
+        "Records of partition c-0 can not be deleted due to the configured policy"
+    )
+    h = harness(**{"cleanup.policy": "compact,delete"})
+    put(h, b"k", b"v")
+    assert h.rm().delete_records(TP, 1) == 1
 
 
 def test_compact_delete_also_applies_retention_and_delete_alone_is_not_cleaned() -> None:

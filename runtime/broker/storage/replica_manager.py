@@ -33,6 +33,7 @@ from kafkagen.runtime.errors import (
     KafkaStorageError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     RecordSetError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
@@ -690,6 +691,11 @@ class ReplicaManager:
         starts); followers follow with their next fetch.
         """
         partition = self.leader_partition(tp)
+        if not self.configs.topic_config(tp.topic).deletes:
+            # As Kafka: a compact-only topic keeps its history for the cleaner to decide.
+            raise PolicyViolationError(
+                f"Records of partition {tp} can not be deleted due to the configured policy"
+            )
         if offset == -1:
             offset = partition.high_watermark
         if not 0 <= offset <= partition.high_watermark:
