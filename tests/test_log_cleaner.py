@@ -401,15 +401,24 @@ def test_a_cleaning_cut_short_leaves_the_old_segments_or_the_new_one(tmp_path: P
     assert not list(directory.glob("*.swap"))
 
 
+def _one_small_partition(log_dir: Path, prefix: str) -> dict[str, str]:
+    """Configs giving an internal topic one partition of 4 kB segments, cleaned often."""
+    return {
+        "log.dirs": str(log_dir),
+        f"{prefix}.num.partitions": "1",
+        f"{prefix}.segment.bytes": "4096",
+        "log.cleaner.backoff.ms": "20",
+    }
+
+
+def _log_size(log_dir: Path, topic: str) -> int:
+    return sum(f.stat().st_size for f in segment_files(log_dir, 0, topic, 0))
+
+
 def test_the_offsets_topic_stays_bounded_and_its_coordinator_reloads_the_latest_commits(
     tmp_path: Path,
 ) -> None:
-    configs = {
-        "log.dirs": str(tmp_path),
-        "offsets.topic.num.partitions": "1",
-        "offsets.topic.segment.bytes": "4096",
-        "log.cleaner.backoff.ms": "20",
-    }
+    configs = _one_small_partition(tmp_path, "offsets.topic")
     sizes = []
     with BackgroundCluster(configs=configs) as c:
         with WireClient(c.bootstrap) as w:
@@ -418,7 +427,7 @@ def test_the_offsets_topic_stays_bounded_and_its_coordinator_reloads_the_latest_
             for i in range(1500):
                 commit_offset(w, "g", i % 2, i)
                 if i % 100 == 99:
-                    sizes.append(sum(f.stat().st_size for f in _offsets_files(tmp_path)))
+                    sizes.append(_log_size(tmp_path, OFFSETS_TOPIC))
             assert committed(w, "g", 0) == 1498 and committed(w, "g", 1) == 1499
     # 1500 commits of ~100 bytes each: without compaction 150 kB; with it a few segments.
     assert max(sizes) < 5 * 4096, sizes
@@ -428,19 +437,10 @@ def test_the_offsets_topic_stays_bounded_and_its_coordinator_reloads_the_latest_
             assert committed(w, "g", 1) == 1499
 
 
-def _offsets_files(log_dir: Path) -> list[Path]:
-    return segment_files(log_dir, 0, OFFSETS_TOPIC, 0)
-
-
 def test_the_transaction_log_stays_bounded_and_its_coordinator_reloads_the_latest_epochs(
     tmp_path: Path,
 ) -> None:
-    configs = {
-        "log.dirs": str(tmp_path),
-        "transaction.state.log.num.partitions": "1",
-        "transaction.state.log.segment.bytes": "4096",
-        "log.cleaner.backoff.ms": "20",
-    }
+    configs = _one_small_partition(tmp_path, "transaction.state.log")
     sizes = []
     with BackgroundCluster(configs=configs) as c:
         with WireClient(c.bootstrap) as w:
@@ -451,8 +451,7 @@ def test_the_transaction_log_stays_bounded_and_its_coordinator_reloads_the_lates
                 tid = f"tx-{i % 3}"
                 last[tid] = init_pid(w, tid)
                 if i % 50 == 49:
-                    files = segment_files(tmp_path, 0, TXN_STATE_TOPIC, 0)
-                    sizes.append(sum(f.stat().st_size for f in files))
+                    sizes.append(_log_size(tmp_path, TXN_STATE_TOPIC))
     assert max(sizes) < 5 * 4096, sizes
     with BackgroundCluster(configs=configs) as c:
         with WireClient(c.bootstrap) as w:
