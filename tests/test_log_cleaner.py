@@ -371,12 +371,14 @@ def test_cleaned_segments_replace_the_old_files_and_survive_a_restart(tmp_path: 
         assert b"".join(f.read_bytes() for f in files) == in_memory
         assert not list((tmp_path / "broker-0" / "c-0").glob("*.swap"))
         kept = c.call(lambda: [(b.base_offset, b.data) for b in p.log.batches])
+        assert kept[0][0] > 0  # the first batches went; the log still starts at 0
         dirty = c.call(lambda: p.log.first_dirty_offset)
         c.call(lambda: c.cluster.brokers[0].replica_manager.storage.write_checkpoints())  # type: ignore[union-attr]
     with BackgroundCluster(configs=configs) as c:
         p = _replica(c, 0, TP)
         assert c.call(lambda: [(b.base_offset, b.data) for b in p.log.batches]) == kept
         assert c.call(lambda: p.log.first_dirty_offset) == dirty
+        assert c.call(lambda: (p.log.log_start_offset, p.log.log_end_offset)) == (0, 12)
 
 
 def test_a_cleaning_cut_short_leaves_the_old_segments_or_the_new_one(tmp_path: Path) -> None:

@@ -457,17 +457,19 @@ class BrokerStorage:
         )
         log = partition.log
         batches = files.recover()
+        first_base = 0
         if batches:
-            # Segments below the log start may be gone: the log begins at the first batch.
-            log.log_start_offset = log.log_end_offset = _PREFIX.unpack_from(batches[0][0])[0]
+            # Segments below the log start may be gone: the log begins at the first
+            # segment's base (its first batches may have been compacted away).
+            first_base = int(files.segments[0].path.name[:20])
+            log.log_start_offset = log.log_end_offset = first_base
         for data, starts_segment in batches:
             b = RecordBatch(memoryview(data))
             log.append(log_batch(b, data), starts_segment)
             partition.track_producer_state(b, clock_ms)
         start, hw, *dirty = self._checkpoints.get(repr(tp), (0, 0))
         if log.batches:
-            if log.batches[0].base_offset > start:
-                start = log.batches[0].base_offset
+            start = max(start, first_base)
             if start > log.log_start_offset:
                 log.advance_start(start)
         elif start > 0:
