@@ -57,6 +57,7 @@ class GroupCoordinator(ClassicProtocol):
             replica_manager,
             partitions_config="offsets.topic.num.partitions",
             replication_config="offsets.topic.replication.factor",
+            segment_config="offsets.topic.segment.bytes",
             write_timeout_ms=lambda: configs.broker_int("offsets.commit.timeout.ms", node_id),
             on_load=self._load,
             on_unload=self._unload,

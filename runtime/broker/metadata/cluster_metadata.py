@@ -115,7 +115,9 @@ class ClusterMetadata:
 
     # -- topics -----------------------------------------------------------------------
 
-    def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int) -> bool:
+    def ensure_internal_topic(
+        self, name: str, partitions: int, replication_factor: int, *, segment_bytes: int
+    ) -> bool:
         """Create a coordinator's compacted topic on first use, as Kafka does, with the
         replication factor capped by the live brokers; False if it cannot exist yet."""
         if self.topic(name) is not None:
@@ -128,7 +130,7 @@ class ClusterMetadata:
                 name,
                 partitions,
                 min(replication_factor, alive),
-                configs={"cleanup.policy": "compact"},
+                configs={"cleanup.policy": "compact", "segment.bytes": str(segment_bytes)},
                 internal=True,
             )
         except KafkaError:
