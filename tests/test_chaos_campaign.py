@@ -3,6 +3,7 @@ checked by the history checker. The long ones are a documented command (docs/cha
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,7 @@ def test_the_same_campaign_on_kafka() -> None:
     _assert_valid_and_busy(campaign, check(history))
 
 
-def test_the_command_without_faults(tmp_path: Path) -> None:
+def test_the_command_with_random_requests_beside_the_clients(tmp_path: Path) -> None:
     out = tmp_path / "history.jsonl"
     run = subprocess.run(
         [
@@ -57,8 +58,10 @@ def test_the_command_without_faults(tmp_path: Path) -> None:
             "kafkagen",
             "chaos",
             "--duration",
-            "10",
+            "20",
             "--no-faults",
+            "--requests",
+            "3000",
             "--history",
             str(out),
         ],
@@ -69,6 +72,13 @@ def test_the_command_without_faults(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "campaign: kafkagen serve --brokers 3" in run.stdout
     assert "valid: no anomalies" in run.stdout
+    outcomes = dict(
+        re.findall(r"^    (answered|closed|silent|hang|bad answer) +([\d,]+)$", run.stdout, re.M)
+    )
+    assert int(outcomes["answered"].replace(",", "")) > 100
+    assert int(outcomes["closed"].replace(",", "")) > 0  # corrupted frames end connections
+    assert outcomes["hang"] == "0" and outcomes["bad answer"] == "0"
+    assert re.search(r"broker process: resident memory \d+ MiB before", run.stdout)
     check_again = subprocess.run(
         [sys.executable, "-m", "kafkagen.chaos.checker", str(out)], capture_output=True, text=True
     )
